@@ -1,0 +1,107 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { NodePool, RailPool } from "../../config/stack";
+import { versions } from "../../config/versions";
+import { FABRIC_LABEL } from "../../lib/labels";
+import { rdmaSharedDevicePluginConfig, railResource } from "../../lib/rails";
+
+export interface BackendFabricArgs {
+    /** InfiniBand node pools whose rails this fabric serves. */
+    pools: NodePool[];
+    /** One IP pool per rail (rail i of every node on leaf i shares one subnet). */
+    railPools: RailPool[];
+    /** Pods that may share one rail HCA (`rdmaHcaMax`). */
+    rdmaHcaMax: number;
+    /** Addresses nv-ipam hands each node per rail. */
+    perNodeBlockSize: number;
+    /** Namespace whose pods attach the rail networks (the NetworkAttachmentDefinitions are created there). */
+    workloadNamespace: string;
+    /** Namespace for the Network Operator and its IP pools. */
+    namespace?: string;
+}
+
+/** Name the Network Operator requires for its singleton NicClusterPolicy. */
+export const NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy";
+
+/**
+ * The rail-aligned InfiniBand backend: NVIDIA Network Operator (pinned chart), a NicClusterPolicy whose
+ * RDMA shared device plugin publishes one resource per rail (`rdma/rail_<i>`, selected by the rail's netdev
+ * from the rail table), nv-ipam, Multus and IPoIB CNI, one nv-ipam IPPool per rail and one IPoIBNetwork per
+ * (pool, rail) so a pod can attach the rail-i interface of its node with an address from rail i's subnet.
+ */
+export class BackendFabric extends pulumi.ComponentResource {
+    /** Extended resources in rail order (`rdma/rail_0` ... `rdma/rail_7`). */
+    public readonly railResources: string[];
+    /** Per node pool, the IPoIB network (NetworkAttachmentDefinition) names in rail order. */
+    public readonly railNetworks: Record<string, string[]>;
+    /** The NicClusterPolicy (exported so workloads can depend on it). */
+    public readonly nicClusterPolicy: k8s.apiextensions.CustomResource;
+
+    constructor(name: string, args: BackendFabricArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:BackendFabric", name, {}, opts);
+        const ns = args.namespace ?? "nvidia-network-operator";
+        const pluginConfig = rdmaSharedDevicePluginConfig(args.pools.map((p) => p.profile), args.rdmaHcaMax);
+        this.railResources = pluginConfig.configList.map((_c, i) => railResource(i));
+
+        const namespace = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: ns } }, { parent: this });
+        const v = versions.networkOperator;
+        const release = new k8s.helm.v3.Release(`${name}-network-operator`, {
+            name: "network-operator",
+            chart: v.chart,
+            version: v.version,
+            repositoryOpts: { repo: v.repo },
+            namespace: ns,
+            // The chart installs the operator, its CRDs and NFD; the NicClusterPolicy is ours (below).
+            values: {
+                nfd: { enabled: true },
+                sriovNetworkOperator: { enabled: false },
+                nicConfigurationOperator: { enabled: false },
+            },
+            skipAwait: false,
+        }, { parent: this, dependsOn: [namespace] });
+
+        const img = (x: { repository: string; image: string; version: string }) => ({ repository: x.repository, image: x.image, version: x.version });
+        this.nicClusterPolicy = new k8s.apiextensions.CustomResource(`${name}-nic-cluster-policy`, {
+            apiVersion: "mellanox.com/v1alpha1",
+            kind: "NicClusterPolicy",
+            metadata: { name: NIC_CLUSTER_POLICY_NAME },
+            spec: {
+                rdmaSharedDevicePlugin: { ...img(versions.rdmaSharedDevicePlugin), config: JSON.stringify(pluginConfig) },
+                nvIpam: { ...img(versions.nvIpam), enableWebhook: false },
+                secondaryNetwork: {
+                    cniPlugins: img(versions.cniPlugins),
+                    multus: img(versions.multus),
+                    ipoib: img(versions.ipoibCni),
+                },
+            },
+        }, { parent: this, dependsOn: [release] });
+
+        const ibNodes = { nodeSelectorTerms: [{ matchExpressions: [{ key: FABRIC_LABEL, operator: "In", values: ["infiniband"] }] }] };
+        const ipPools = args.railPools.map((rp) => new k8s.apiextensions.CustomResource(`${name}-ippool-rail-${rp.rail}`, {
+            apiVersion: "nv-ipam.nvidia.com/v1alpha1",
+            kind: "IPPool",
+            metadata: { name: `rail-${rp.rail}`, namespace: ns },
+            spec: { subnet: rp.subnet, perNodeBlockSize: args.perNodeBlockSize, nodeSelector: ibNodes },
+        }, { parent: this, dependsOn: [this.nicClusterPolicy] }));
+
+        this.railNetworks = {};
+        for (const pool of args.pools) {
+            this.railNetworks[pool.name] = [];
+            for (const rail of [...pool.profile.rails].sort((a, b) => a.rail - b.rail)) {
+                const netName = `${pool.name}-rail-${rail.rail}`;
+                this.railNetworks[pool.name].push(netName);
+                new k8s.apiextensions.CustomResource(`${name}-ipoib-${netName}`, {
+                    apiVersion: "mellanox.com/v1alpha1",
+                    kind: "IPoIBNetwork",
+                    metadata: { name: netName },
+                    spec: {
+                        networkNamespace: args.workloadNamespace,
+                        master: rail.netdev,
+                        ipam: JSON.stringify({ type: "nv-ipam", poolName: `rail-${rail.rail}` }),
+                    },
+                }, { parent: this, dependsOn: ipPools });
+            }
+        }
+        this.registerOutputs({ railResources: this.railResources, railNetworks: this.railNetworks });
+    }
+}

@@ -1,0 +1,58 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { versions } from "../../config/versions";
+import { GPU_TAINT } from "../../lib/labels";
+
+export interface GpuOperatorArgs {
+    /**
+     * GPUDirect RDMA kernel path. `dmabuf` (default, recommended): open GPU kernel modules, no peer-memory
+     * module to rebuild on NIC driver upgrades (gpu-operator#2868). `peermem`: legacy nvidia-peermem
+     * (`driver.rdma.enabled=true`), needs MLNX/DOCA OFED. Source: NVIDIA cloud-native-docs gpu-operator-rdma.rst.
+     */
+    gpuDirectRdma: "dmabuf" | "peermem";
+    /** Host-installed NIC drivers instead of the DOCA driver container (`driver.rdma.useHostMofed`). */
+    useHostMofed: boolean;
+    namespace?: string;
+}
+
+/**
+ * Helm values for the GPU Operator chart with GPUDirect RDMA configured. Pure, so tests and policies can
+ * check it without mocks. DMA-BUF needs the open kernel modules (`driver.kernelModuleType=open`); legacy
+ * peermem sets `driver.rdma.enabled=true`; host OFED adds `driver.rdma.useHostMofed=true`
+ * (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, cloud-native-docs gpu-operator-rdma.rst).
+ */
+export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed">): Record<string, unknown> {
+    return {
+        driver: {
+            enabled: true,
+            kernelModuleType: "open",
+            rdma: { enabled: args.gpuDirectRdma === "peermem", useHostMofed: args.useHostMofed },
+            upgradePolicy: { autoUpgrade: true, drain: { enable: true } },
+        },
+        // Tolerate the platform GPU taint (same key as the operator default, explicit so a change is visible).
+        daemonsets: { tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }] },
+        gdrcopy: { enabled: true },
+        dcgmExporter: { enabled: true },
+    };
+}
+
+/** NVIDIA GPU Operator (pinned chart) with GPUDirect RDMA configured. */
+export class GpuOperator extends pulumi.ComponentResource {
+    public readonly release: k8s.helm.v3.Release;
+
+    constructor(name: string, args: GpuOperatorArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:GpuOperator", name, {}, opts);
+        const ns = args.namespace ?? "gpu-operator";
+        const namespace = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: ns } }, { parent: this });
+        const v = versions.gpuOperator;
+        this.release = new k8s.helm.v3.Release(`${name}-gpu-operator`, {
+            name: "gpu-operator",
+            chart: v.chart,
+            version: v.version,
+            repositoryOpts: { repo: v.repo },
+            namespace: ns,
+            values: gpuOperatorValues(args),
+        }, { parent: this, dependsOn: [namespace] });
+        this.registerOutputs({});
+    }
+}

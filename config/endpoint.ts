@@ -1,0 +1,96 @@
+import { z } from "zod";
+
+/** A DNS-1123 label usable as a Kubernetes object name prefix (endpoints add suffixes, so keep it short). */
+export const DnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/, "must be a lower-case DNS label of at most 40 characters");
+
+/** A pool of identical workers: `replicas` pods, each with `gpusPerWorker` GPUs (tensor parallel degree). */
+export const WorkerGroupSchema = z.object({
+    replicas: z.number().int().min(1),
+    /** GPUs per worker = TP size; a worker never spans nodes here (max 8 on HGX H200). */
+    gpusPerWorker: z.number().int().min(1).max(8),
+}).strict();
+
+/**
+ * Serving topology. `disaggregated` splits prefill and decode into separate workers connected by NIXL
+ * (KV moves over the RDMA rails); `aggregated` runs both phases in each worker.
+ */
+export const TopologySchema = z.discriminatedUnion("mode", [
+    z.object({ mode: z.literal("disaggregated"), prefill: WorkerGroupSchema, decode: WorkerGroupSchema }).strict(),
+    z.object({ mode: z.literal("aggregated"), workers: WorkerGroupSchema }).strict(),
+]);
+
+/**
+ * Dynamo Planner settings. Scales on KV-cache utilisation and queued prefill tokens (`load`) or on
+ * fixed queue/KV thresholds (`throughput`); never on GPU utilisation (DESIGN §6: TTFT p95 44.5 s -> 1.4-3.4 s).
+ * Field names follow Dynamo PlannerConfig (ai-dynamo/dynamo components/src/dynamo/planner/config/planner_config.py).
+ */
+export const PlannerSchema = z.object({
+    enabled: z.boolean().default(true),
+    optimizationTarget: z.enum(["load", "throughput"]).default("load"),
+    /** Decode scale-up threshold: KV-cache utilisation in percent (0-100). */
+    decodeScaleUpKvRate: z.number().min(1).max(100).default(80),
+    /** Decode scale-down threshold: KV-cache utilisation in percent (0-100). */
+    decodeScaleDownKvRate: z.number().min(0).max(100).default(40),
+    /** Prefill scale-up threshold: queued prefill tokens. */
+    prefillScaleUpQueueTokens: z.number().int().positive().default(200000),
+    /** Prefill scale-down threshold: queued prefill tokens. */
+    prefillScaleDownQueueTokens: z.number().int().min(0).default(20000),
+    /** Upper bound on GPUs the planner may use for this endpoint. */
+    maxGpuBudget: z.number().int().positive().default(16),
+    /** Seconds between load-based adjustments (Dynamo default 5). */
+    loadAdjustmentIntervalSeconds: z.number().int().positive().default(5),
+}).strict().refine((p) => p.decodeScaleDownKvRate < p.decodeScaleUpKvRate, {
+    message: "decodeScaleDownKvRate must be below decodeScaleUpKvRate", path: ["decodeScaleDownKvRate"],
+}).refine((p) => p.prefillScaleDownQueueTokens < p.prefillScaleUpQueueTokens, {
+    message: "prefillScaleDownQueueTokens must be below prefillScaleUpQueueTokens", path: ["prefillScaleDownQueueTokens"],
+});
+
+/** Mooncake host-RAM KV pool shared by the endpoint's workers, read over the RDMA rails. */
+export const KvPoolSchema = z.discriminatedUnion("kind", [
+    z.object({
+        kind: z.literal("mooncake"),
+        /** Host DRAM each store node contributes, in GiB (MOONCAKE_GLOBAL_SEGMENT_SIZE). */
+        segmentSizeGiB: z.number().int().positive(),
+        /** Store pods; at most one per GPU node. */
+        storeReplicas: z.number().int().positive().default(2),
+    }).strict(),
+    z.object({ kind: z.literal("none") }).strict(),
+]);
+
+/** Speculative decoding carried by the placement (DESIGN §6: ~340 -> ~1,500 output tok/s with KV routing). */
+export const SpeculativeSchema = z.object({
+    method: z.enum(["eagle3", "ngram", "mtp"]),
+    /** Draft model id for eagle3 (Hugging Face repo id). */
+    draftModel: z.string().optional(),
+    numSpeculativeTokens: z.number().int().min(1).max(16),
+}).strict().refine((s) => s.method !== "eagle3" || !!s.draftModel, { message: "eagle3 needs draftModel", path: ["draftModel"] });
+
+/**
+ * An inference endpoint as the hub places it: one DynamoGraphDeployment on one spoke.
+ * Part of the hub -> spoke placement contract (DESIGN §3).
+ */
+export const EndpointSchema = z.object({
+    name: DnsLabel,
+    /** Model id as clients send it in the request body `model` (Hugging Face repo id). */
+    model: z.string().min(1),
+    spoke: DnsLabel,
+    engine: z.enum(["vllm", "sglang", "trtllm"]),
+    topology: TopologySchema,
+    router: z.object({ mode: z.enum(["kv", "round-robin"]).default("kv") }).strict().default({ mode: "kv" }),
+    kvPool: KvPoolSchema.default({ kind: "none" }),
+    planner: PlannerSchema.default({} as never),
+    speculative: SpeculativeSchema.optional(),
+    /** Maximum context length in tokens passed to the engine. */
+    maxModelLen: z.number().int().positive().optional(),
+}).strict();
+
+export type Endpoint = z.infer<typeof EndpointSchema>;
+export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;
+
+/** GPUs an endpoint occupies at its configured replica counts. */
+export function endpointGpus(e: Endpoint): number {
+    const t = e.topology;
+    return t.mode === "disaggregated"
+        ? t.prefill.replicas * t.prefill.gpusPerWorker + t.decode.replicas * t.decode.gpusPerWorker
+        : t.workers.replicas * t.workers.gpusPerWorker;
+}

@@ -1,0 +1,279 @@
+import { z } from "zod";
+import { parseCidr, findOverlaps, subnet, Cidr } from "../lib/cidr";
+import { ConfigError, ConfigIssue, zodIssues } from "./errors";
+import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
+import { LimitSetSchema } from "./limits";
+import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
+
+/** Config namespace of every platform key in a stack file (`platform:role`, `platform:nodePools`, ...). */
+export const CONFIG_NAMESPACE = "platform";
+
+const Cidr = z.string().refine((s) => { try { parseCidr(s); return true; } catch { return false; } },
+    { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.64.0.0/16" });
+
+// ---------------------------------------------------------------- hub
+
+/** A GPU cluster the hub may place endpoints on. Its spoke stack file sets `platform:spoke.name` to `name`. */
+export const SpokeRefSchema = z.object({
+    name: DnsLabel,
+    /** Stack name of the spoke (its file is `stacks/Pulumi.<stack>.yaml`). */
+    stack: z.string().min(1),
+    /** Where the cluster is (cloud region or site), for humans and dashboards. */
+    region: z.string().min(1),
+    provider: z.enum(["onprem", "eks"]),
+    /** GPUs the spoke can schedule; placement beyond this is rejected. */
+    gpus: z.number().int().positive(),
+}).strict();
+
+export const ModelSchema = z.object({
+    /** Model id as clients send it (`model` in the request body). */
+    id: z.string().min(1),
+    /** Platform-wide limits for this model, the first of the three tiers. */
+    limits: LimitSetSchema,
+}).strict();
+
+export const TeamSchema = z.object({ id: DnsLabel, limits: LimitSetSchema }).strict();
+export const TenantSchema = z.object({ id: DnsLabel, displayName: z.string().min(1), teams: z.array(TeamSchema).min(1) }).strict();
+
+/**
+ * An API key's metadata. The key itself is minted by the hub (`@pulumi/random`), kept as a Pulumi
+ * secret, and only its SHA-256 leaves the hub (in the signed policy bundle).
+ */
+export const ApiKeySchema = z.object({
+    id: DnsLabel,
+    tenant: DnsLabel,
+    team: DnsLabel,
+    /** Model ids this key may call; each must be in `platform:models`. */
+    models: z.array(z.string().min(1)).min(1),
+    /** Expiry as an ISO-8601 timestamp; the auth service answers 401 after it. */
+    expiresAt: z.string().datetime({ offset: true }),
+    limits: LimitSetSchema,
+}).strict();
+
+export const HubConfigSchema = z.object({
+    role: z.literal("hub"),
+    spokes: z.array(SpokeRefSchema).min(1),
+    models: z.array(ModelSchema).min(1),
+    tenants: z.array(TenantSchema).min(1),
+    apiKeys: z.array(ApiKeySchema),
+    endpoints: z.array(EndpointSchema),
+}).strict().superRefine((h, ctx) => {
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
+        const seen = new Map<string, number>();
+        items.forEach((it, i) => {
+            const k = key(it);
+            if (seen.has(k)) issue([path, i], `duplicate ${what} "${k}" (also ${path}[${seen.get(k)}])`);
+            else seen.set(k, i);
+        });
+    };
+    dupes(h.spokes, (s) => s.name, "spokes", "spoke name");
+    dupes(h.spokes, (s) => s.stack, "spokes", "spoke stack");
+    dupes(h.models, (m) => m.id, "models", "model id");
+    dupes(h.tenants, (t) => t.id, "tenants", "tenant id");
+    dupes(h.apiKeys, (k) => k.id, "apiKeys", "API key id");
+    dupes(h.endpoints, (e) => `${e.spoke}/${e.name}`, "endpoints", "endpoint (spoke/name)");
+    h.tenants.forEach((t, i) => dupes(t.teams, (x) => x.id, `tenants[${i}].teams` as string, "team id"));
+
+    const models = new Set(h.models.map((m) => m.id));
+    const spokes = new Map(h.spokes.map((s) => [s.name, s]));
+    const teams = new Set(h.tenants.flatMap((t) => t.teams.map((x) => `${t.id}/${x.id}`)));
+    h.apiKeys.forEach((k, i) => {
+        if (!h.tenants.some((t) => t.id === k.tenant)) issue(["apiKeys", i, "tenant"], `unknown tenant "${k.tenant}"`);
+        else if (!teams.has(`${k.tenant}/${k.team}`)) issue(["apiKeys", i, "team"], `tenant "${k.tenant}" has no team "${k.team}"`);
+        k.models.forEach((m, j) => { if (!models.has(m)) issue(["apiKeys", i, "models", j], `unknown model "${m}" (known: ${[...models].join(", ")})`); });
+    });
+    const gpusBySpoke = new Map<string, number>();
+    h.endpoints.forEach((e, i) => {
+        if (!models.has(e.model)) issue(["endpoints", i, "model"], `unknown model "${e.model}" (known: ${[...models].join(", ")})`);
+        if (!spokes.has(e.spoke)) issue(["endpoints", i, "spoke"], `placement on unknown spoke "${e.spoke}" (known: ${[...spokes.keys()].join(", ")})`);
+        gpusBySpoke.set(e.spoke, (gpusBySpoke.get(e.spoke) ?? 0) + endpointGpus(e));
+    });
+    for (const [name, used] of gpusBySpoke) {
+        const s = spokes.get(name);
+        if (s && used > s.gpus) {
+            const i = h.endpoints.map((e) => e.spoke).lastIndexOf(name);
+            issue(["endpoints", i, "topology"], `spoke "${name}" has ${s.gpus} GPUs but its endpoints need ${used}`);
+        }
+    }
+});
+
+export type HubConfig = z.infer<typeof HubConfigSchema>;
+
+// ---------------------------------------------------------------- spoke
+
+export const NodePoolSchema = z.object({
+    name: DnsLabel,
+    /** A preset name from `config/node-profiles/` or an inline profile (same shape as a preset file). */
+    profile: z.union([z.string(), z.record(z.string(), z.unknown())]),
+    /** Kubernetes node names (hostnames) in this pool. */
+    nodes: z.array(z.string().min(1)).min(1),
+    /**
+     * True when node bootstrap sets `LimitMEMLOCK=infinity` for containerd and kubelet, so RDMA
+     * processes can pin memory without running as root (reference/rdma.md §4.2 item 3).
+     */
+    memlockUnlimited: z.boolean().default(false),
+}).strict();
+
+export const SpokeConfigSchema = z.object({
+    role: z.literal("spoke"),
+    spoke: z.object({
+        /** Must equal a `platform:spokes[].name` of the hub. */
+        name: DnsLabel,
+        region: z.string().min(1),
+        /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
+        hubStack: z.string().min(1),
+    }).strict(),
+    cluster: z.object({
+        provider: z.literal("onprem"),
+        /** kubeconfig context for the Kubernetes provider; unset uses the ambient kubeconfig. */
+        kubeconfigContext: z.string().optional(),
+        podCidr: Cidr,
+        serviceCidr: Cidr,
+    }).strict(),
+    nodePools: z.array(NodePoolSchema).min(1),
+    backend: z.object({
+        fabric: z.literal("infiniband"),
+        /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
+        rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
+        /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
+        railSupernet: Cidr,
+        railPrefixLength: z.number().int().min(16).max(28).default(20),
+        /** Addresses nv-ipam hands each node per rail pool. */
+        perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
+        /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
+        minLinkRateGbps: z.number().int().positive().default(400),
+    }).strict(),
+    frontend: z.object({
+        /** Node addresses on the north-south Ethernet. */
+        subnet: Cidr,
+        /** Per-port rate in Gb/s (2 x 200 GbE per node). */
+        linkRateGbps: z.number().int().positive().default(200),
+    }).strict(),
+    gpuOperator: z.object({
+        /**
+         * GPUDirect RDMA kernel path: `dmabuf` (recommended; open GPU kernel modules, Linux >= 5.12) or
+         * legacy `peermem` (nvidia-peermem, needs MLNX/DOCA OFED) — NVIDIA cloud-native-docs gpu-operator-rdma.
+         */
+        gpuDirectRdma: z.enum(["dmabuf", "peermem"]).default("dmabuf"),
+        /** True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). */
+        useHostMofed: z.boolean().default(false),
+    }).strict().default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
+}).strict();
+
+type SpokeConfigRaw = z.infer<typeof SpokeConfigSchema>;
+
+/** A node pool with its profile resolved and validated. */
+export type NodePool = Omit<SpokeConfigRaw["nodePools"][number], "profile"> & { profile: NodeProfile };
+
+/** One rail's IP pool: rail index and the subnet all nodes' rail-i ports share (leaf i, one flat IB subnet, no gateway). */
+export interface RailPool { rail: number; subnet: string }
+
+export type SpokeConfig = Omit<SpokeConfigRaw, "nodePools"> & { nodePools: NodePool[]; railPools: RailPool[] };
+
+// ---------------------------------------------------------------- loading
+
+export type StackConfig = { role: "hub"; hub: HubConfig } | { role: "spoke"; spoke: SpokeConfig };
+
+/**
+ * Collects the `platform:*` keys of a flat Pulumi config map (`pulumi.runtime.allConfig()` shape: values are
+ * strings, objects JSON-encoded) into an object keyed by the short name.
+ */
+export function namespaceConfig(all: Record<string, string>, namespace = CONFIG_NAMESPACE): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(all)) {
+        if (!k.startsWith(`${namespace}:`)) continue;
+        let value: unknown = v;
+        try { value = JSON.parse(v); } catch { /* plain string */ }
+        out[k.slice(namespace.length + 1)] = value;
+    }
+    return out;
+}
+
+function resolveSpoke(raw: SpokeConfigRaw, issues: ConfigIssue[]): SpokeConfig {
+    const presets = presetProfiles();
+    const pools: NodePool[] = [];
+    const nodeOwner = new Map<string, string>();
+    raw.nodePools.forEach((p, i) => {
+        const key = `platform:nodePools[${i}]`;
+        if (raw.nodePools.findIndex((q) => q.name === p.name) !== i) issues.push({ key: `${key}.name`, message: `duplicate node pool name "${p.name}"` });
+        p.nodes.forEach((n, j) => {
+            if (nodeOwner.has(n)) issues.push({ key: `${key}.nodes[${j}]`, message: `node "${n}" is already in pool "${nodeOwner.get(n)}"` });
+            else nodeOwner.set(n, p.name);
+        });
+        let doc: unknown = p.profile;
+        if (typeof p.profile === "string") {
+            doc = presets.get(p.profile);
+            if (doc === undefined) {
+                issues.push({ key: `${key}.profile`, message: `unknown node profile "${p.profile}" (known: ${[...presets.keys()].join(", ")})` });
+                return;
+            }
+        }
+        const parsed = NodeProfileSchema.safeParse(doc);
+        if (!parsed.success) {
+            const where = typeof p.profile === "string" ? `${key}.profile (preset "${p.profile}")` : `${key}.profile`;
+            issues.push(...zodIssues(parsed.error, where));
+            return;
+        }
+        parsed.data.rails.forEach((r, k) => {
+            if (r.linkRateGbps < raw.backend.minLinkRateGbps) {
+                issues.push({ key: `${key}.profile.rails[${k}].linkRateGbps`, message: `${r.linkRateGbps} Gb/s is below platform:backend.minLinkRateGbps (${raw.backend.minLinkRateGbps} Gb/s)` });
+            }
+            if (r.linkLayer !== "InfiniBand") issues.push({ key: `${key}.profile.rails[${k}].linkLayer`, message: `rail ${r.rail} is ${r.linkLayer} but platform:backend.fabric is infiniband` });
+        });
+        if (parsed.data.frontend.length === 0) issues.push({ key: `${key}.profile.frontend`, message: "the profile declares no frontend NICs; the north-south network needs them" });
+        pools.push({ ...p, profile: parsed.data });
+    });
+
+    // Rail IP pools: one subnet per rail, carved from the supernet.
+    const railCount = Math.max(0, ...pools.map((p) => p.profile.rails.length));
+    const railPools: RailPool[] = [];
+    const nets: Array<[string, Cidr]> = [
+        ["platform:cluster.podCidr", parseCidr(raw.cluster.podCidr)],
+        ["platform:cluster.serviceCidr", parseCidr(raw.cluster.serviceCidr)],
+        ["platform:frontend.subnet", parseCidr(raw.frontend.subnet)],
+        ["platform:backend.railSupernet", parseCidr(raw.backend.railSupernet)],
+    ];
+    for (const [a, b] of findOverlaps(nets)) issues.push({ key: b, message: `overlaps ${a}` });
+    try {
+        const supernet = parseCidr(raw.backend.railSupernet);
+        for (let r = 0; r < railCount; r++) {
+            const s = subnet(supernet, raw.backend.railPrefixLength, r);
+            railPools.push({ rail: r, subnet: s.text });
+        }
+        const hostsPerRail = 2 ** (32 - raw.backend.railPrefixLength) - 2;
+        const nodes = pools.reduce((n, p) => n + p.nodes.length, 0);
+        if (nodes * raw.backend.perNodeBlockSize > hostsPerRail) {
+            issues.push({ key: "platform:backend.perNodeBlockSize", message: `${nodes} nodes x ${raw.backend.perNodeBlockSize} addresses do not fit a /${raw.backend.railPrefixLength} rail subnet` });
+        }
+    } catch (e) {
+        issues.push({ key: "platform:backend.railPrefixLength", message: (e as Error).message });
+    }
+    return { ...raw, nodePools: pools, railPools };
+}
+
+/**
+ * Validates the `platform:*` keys of one stack file and resolves node profiles and rail IP pools.
+ * Nothing is created before this returns, so a bad file is never half-applied.
+ *
+ * @param raw the namespace map from {@link namespaceConfig}
+ * @param stackFile path shown in errors, e.g. `stacks/Pulumi.spoke-hn1.yaml`
+ * @throws ConfigError naming the stack file and each bad key (`platform:nodePools[0].profile`)
+ */
+export function parseStackConfig(raw: Record<string, unknown>, stackFile: string): StackConfig {
+    const role = raw.role;
+    if (role !== "hub" && role !== "spoke") {
+        throw new ConfigError(stackFile, [{ key: "platform:role", message: role === undefined ? "missing; set it to hub or spoke" : `must be hub or spoke, not ${JSON.stringify(role)}` }]);
+    }
+    if (role === "hub") {
+        const parsed = HubConfigSchema.safeParse(raw);
+        if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:"));
+        return { role, hub: parsed.data };
+    }
+    const parsed = SpokeConfigSchema.safeParse(raw);
+    if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:"));
+    const issues: ConfigIssue[] = [];
+    const spoke = resolveSpoke(parsed.data, issues);
+    if (issues.length) throw new ConfigError(stackFile, issues);
+    return { role, spoke };
+}

@@ -1,0 +1,34 @@
+/**
+ * Label, annotation and taint keys the platform writes and reads. Policies (policies/) use the same
+ * strings; they are duplicated there on purpose so the policy pack stands alone.
+ */
+export const LABEL_PREFIX = "inference-platform.io";
+
+/** Node label: node pool name. Workloads select their pool by it. */
+export const POOL_LABEL = `${LABEL_PREFIX}/pool`;
+/** Node label: node profile name (`dgx-h200`). */
+export const PROFILE_LABEL = `${LABEL_PREFIX}/node-profile`;
+/** Node label: GPU product, same value as GPU feature discovery's `nvidia.com/gpu.product`. */
+export const GPU_PRODUCT_LABEL = `${LABEL_PREFIX}/gpu-product`;
+/** Node label: backend fabric (`infiniband` | `efa`). */
+export const FABRIC_LABEL = `${LABEL_PREFIX}/fabric`;
+/** Node label: rail topology, e.g. `rail-optimized-8` (GPU i on rail/leaf i, 8 rails). */
+export const RAIL_TOPOLOGY_LABEL = `${LABEL_PREFIX}/rail-topology`;
+/** Node label: `true` when containerd/kubelet run with LimitMEMLOCK=infinity. */
+export const MEMLOCK_LABEL = `${LABEL_PREFIX}/memlock-unlimited`;
+/** Node annotation: the pool's rail table as JSON (rail, gpu, hca, netdev, PCI, NUMA, rate). */
+export const RAIL_TABLE_ANNOTATION = `${LABEL_PREFIX}/rail-table`;
+/** Node annotation: the frontend (north-south) NICs as JSON. */
+export const FRONTEND_NICS_ANNOTATION = `${LABEL_PREFIX}/frontend-nics`;
+
+/**
+ * Taint on GPU nodes. `nvidia.com/gpu` is the key the GPU Operator's own DaemonSets tolerate by default
+ * (gpu-operator values `daemonsets.tolerations`), so only GPU workloads land there.
+ */
+export const GPU_TAINT = { key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" } as const;
+
+/** Namespace for the platform's own shared objects (frontend network description, rail tables). */
+export const PLATFORM_NAMESPACE = "platform-system";
+
+/** Namespace the inference workloads (DynamoGraphDeployments, Mooncake) run in; rail networks are created for it. */
+export const INFERENCE_NAMESPACE = "inference";

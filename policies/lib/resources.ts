@@ -1,0 +1,77 @@
+import type { PolicyResource } from "@pulumi/policy";
+
+/**
+ * Small helpers over the resources a stack policy sees. The policy pack stands alone (it ships without the
+ * program), so label keys are repeated here; test/policies keeps them in sync with lib/labels.ts.
+ */
+export const LABELS = {
+    pool: "inference-platform.io/pool",
+    fabric: "inference-platform.io/fabric",
+    memlock: "inference-platform.io/memlock-unlimited",
+    railTable: "inference-platform.io/rail-table",
+    frontendNics: "inference-platform.io/frontend-nics",
+} as const;
+
+/** Pulumi type tokens the policies look at. */
+export const TYPES = {
+    nodePatch: "kubernetes:core/v1:NodePatch",
+    nicClusterPolicy: "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy",
+    helmRelease: "kubernetes:helm.sh/v3:Release",
+    configMap: "kubernetes:core/v1:ConfigMap",
+} as const;
+
+/** One rail of a pool's rail table as published in the node annotation. */
+export interface RailEntry {
+    rail: number; gpu: number; gpuPciAddress: string; hca: string; netdev: string; pciAddress: string;
+    numa: number; linkLayer: string; linkRateGbps: number;
+}
+
+/** A node pool as reconstructed from the NodePatch resources of a stack. */
+export interface PoolView {
+    name: string;
+    fabric: string;
+    memlockUnlimited: boolean;
+    rails: RailEntry[];
+    frontendHcas: string[];
+    /** A resource of the pool to attach violations to. */
+    urn: string;
+    nodes: string[];
+}
+
+export function ofType(resources: PolicyResource[], type: string): PolicyResource[] {
+    return resources.filter((r) => r.type === type);
+}
+
+function parseJson<T>(text: unknown, fallback: T): T {
+    if (typeof text !== "string") return fallback;
+    try { return JSON.parse(text) as T; } catch { return fallback; }
+}
+
+/** Node pools of the stack, from NodePatch labels and the rail-table annotation. */
+export function nodePools(resources: PolicyResource[]): PoolView[] {
+    const pools = new Map<string, PoolView>();
+    for (const r of ofType(resources, TYPES.nodePatch)) {
+        const md = r.props.metadata ?? {};
+        const labels = md.labels ?? {};
+        const pool = labels[LABELS.pool];
+        if (!pool) continue;
+        const ann = md.annotations ?? {};
+        const existing = pools.get(pool);
+        if (existing) { existing.nodes.push(md.name); continue; }
+        pools.set(pool, {
+            name: pool,
+            fabric: labels[LABELS.fabric] ?? "",
+            memlockUnlimited: labels[LABELS.memlock] === "true",
+            rails: parseJson<RailEntry[]>(ann[LABELS.railTable], []),
+            frontendHcas: parseJson<Array<{ hca: string }>>(ann[LABELS.frontendNics], []).map((f) => f.hca),
+            urn: r.urn,
+            nodes: [md.name],
+        });
+    }
+    return [...pools.values()];
+}
+
+/** Helm releases of a given chart name. */
+export function helmReleases(resources: PolicyResource[], chart: string): PolicyResource[] {
+    return ofType(resources, TYPES.helmRelease).filter((r) => r.props.chart === chart);
+}

@@ -1,0 +1,13 @@
+import type { Policy } from "@pulumi/policy";
+import { rdmaFabricPolicies } from "./rdma-fabric";
+
+/** Name of the policy pack (`pulumi preview --policy-pack policies`). */
+export const PACK_NAME = "platform-guard";
+
+/**
+ * Every policy of the pack. Plain data so tests and the offline renderer import it; only index.ts
+ * constructs the PolicyPack (which starts a gRPC server).
+ */
+export const allPolicies: Policy[] = [
+    ...rdmaFabricPolicies,
+];

@@ -1,0 +1,34 @@
+import { z } from "zod";
+
+/**
+ * The usage event (spoke -> hub), DESIGN §3. One per request, after the response. At-least-once transport;
+ * the hub ledger counts each `(spoke, requestId)` exactly once. `seq` is the spoke's per-metering-instance
+ * sequence number, used by the reconciliation report to list gaps.
+ */
+export const UsageEventSchema = z.object({
+    requestId: z.string().min(1),
+    spoke: z.string().min(1),
+    tenant: z.string().min(1),
+    team: z.string().min(1),
+    keyId: z.string().min(1),
+    model: z.string().min(1),
+    endpoint: z.string().min(1),
+    inputTokens: z.number().int().min(0),
+    outputTokens: z.number().int().min(0),
+    cachedInputTokens: z.number().int().min(0),
+    /** HTTP status returned to the client. */
+    status: z.number().int().min(100).max(599),
+    stream: z.boolean(),
+    /** True when a stream was cut before its final usage chunk. */
+    truncated: z.boolean(),
+    /** `reported` by the engine's usage chunk / AI Gateway metadata, or `estimated` for truncated streams. */
+    usageSource: z.enum(["reported", "estimated"]),
+    startedAt: z.string().datetime({ offset: true }),
+    endedAt: z.string().datetime({ offset: true }),
+    /** Monotonic per (spoke, metering instance) sequence number, for gap detection. */
+    seq: z.number().int().min(0),
+    /** Metering instance (pod) that produced `seq`. */
+    source: z.string().min(1),
+}).strict();
+
+export type UsageEvent = z.infer<typeof UsageEventSchema>;

@@ -1,0 +1,15 @@
+import * as pulumi from "@pulumi/pulumi";
+
+/**
+ * Tripwire: before a test sets its own mocks (tools/harness.ts runStack does), any resource registration
+ * fails loudly. Without this, a resource created at import time is silently faked by the SDK and the test
+ * passes while testing nothing (reference/pulumi.md §4).
+ */
+void pulumi.runtime.setMocks({
+    newResource(args) {
+        throw new Error(`resource ${args.type} "${args.name}" was created before the test set its mocks; create resources only inside runStack()`);
+    },
+    call(args) {
+        throw new Error(`invoke ${args.token} was called before the test set its mocks`);
+    },
+}, "platform", "tripwire", false);

@@ -1,0 +1,135 @@
+import * as pulumi from "@pulumi/pulumi";
+import * as path from "path";
+import { callMocks, computedOutputs } from "./mock-outputs";
+import { unwrapWire } from "./wire";
+
+// Semi-internal SDK modules: pinned @pulumi/pulumi version (see package.json), checked by test/harness.test.ts.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const settings = require("@pulumi/pulumi/runtime/settings");
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const stackRuntime = require("@pulumi/pulumi/runtime/stack");
+
+/** A resource as the engine saw it: registration request and mock response, in wire format. */
+export interface CapturedResource {
+    urn: string;
+    type: string;
+    name: string;
+    parent: string;
+    provider: string;
+    custom: boolean;
+    remote: boolean;
+    dependencies: string[];
+    /** Inputs in wire format (secrets and unknowns tagged). */
+    inputs: Record<string, unknown>;
+    /** Outputs (mock state) in wire format. */
+    outputs: Record<string, unknown>;
+}
+
+/** Outputs of an already-rendered stack, for StackReference reads. */
+export interface StackOutputs { outputs: Record<string, unknown>; secretOutputNames: string[] }
+
+export interface RunStackOptions {
+    project: string;
+    stack: string;
+    /** Flat config map as `pulumi.runtime.allConfig()` returns it (objects JSON-encoded). */
+    config: Record<string, string>;
+    secretKeys?: string[];
+    /** Preview mode: computed outputs are unknown, as in `pulumi preview` of a new stack. */
+    preview?: boolean;
+    /** Rendered stacks by name; a StackReference `org/project/<name>` resolves to `<name>`. */
+    stackOutputs?: Record<string, StackOutputs>;
+    /** The program: a function returning the stack outputs (what index.ts exports). */
+    program: () => Promise<Record<string, unknown> | undefined> | Record<string, unknown> | undefined;
+}
+
+export interface RunStackResult {
+    resources: CapturedResource[];
+    /** Stack outputs in wire format (secrets tagged). */
+    outputs: Record<string, unknown>;
+}
+
+/** The stack-name part of a StackReference name (`organization/platform/hub-prod` -> `hub-prod`). */
+export function stackRefKey(name: string): string {
+    return name.split("/").pop() as string;
+}
+
+/**
+ * Runs a Pulumi program under `pulumi.runtime.setMocks` and captures every resource registration (type,
+ * name, parent, provider, inputs) by wrapping the mock monitor. Resources created before this call are not
+ * captured (the SDK silently fakes them); callers must import program modules only after it starts.
+ *
+ * @throws whatever the program throws (e.g. ConfigError), after pending registrations settle
+ */
+export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
+    const region = (() => { try { return JSON.parse(opts.config["aws:region"] ?? "\"\""); } catch { return opts.config["aws:region"]; } })() || "us-east-1";
+    const preview = !!opts.preview;
+    pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
+    await pulumi.runtime.setMocks({
+        newResource(args: pulumi.runtime.MockResourceArgs) {
+            if (args.type === "pulumi:pulumi:StackReference") {
+                const key = stackRefKey(String(args.inputs.name));
+                const ref = opts.stackOutputs?.[key];
+                if (!ref) throw new Error(`StackReference "${args.inputs.name}": stack "${key}" has not been rendered (render it first, or check the name)`);
+                return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: ref.outputs, secretOutputNames: ref.secretOutputNames } };
+            }
+            const inputs = args.inputs as Record<string, any>;
+            const id = args.type.startsWith("pulumi:providers:") ? "provider-id" : `${args.name}-id`;
+            const state = preview ? { ...inputs } : { ...inputs, ...computedOutputs(args.type, args.name, unwrapWire(inputs) as Record<string, any>, region) };
+            return { id: preview && !args.type.startsWith("pulumi:providers:") ? undefined as unknown as string : id, state };
+        },
+        call(args: pulumi.runtime.MockCallArgs) {
+            const m = callMocks[args.token];
+            return m ? m(args.inputs as Record<string, any>, region) : {};
+        },
+    }, opts.project, opts.stack, preview);
+
+    const resources = new Map<string, CapturedResource>();
+    let stackOutputs: Record<string, unknown> = {};
+    const monitor = pulumi.runtime.getMonitor() as any;
+    const register = monitor.registerResource.bind(monitor);
+    const read = monitor.readResource.bind(monitor);
+    const registerOutputs = monitor.registerResourceOutputs.bind(monitor);
+    const capture = (req: any, res: any, inputs: Record<string, unknown>, parent: string, remote: boolean, custom: boolean, deps: string[]) => {
+        const urn = res.getUrn();
+        resources.set(urn, {
+            urn, type: req.getType(), name: req.getName(), parent, provider: req.getProvider?.() ?? "",
+            custom, remote, dependencies: deps, inputs, outputs: res.getObject()?.toJavaScript() ?? {},
+        });
+    };
+    monitor.registerResource = (req: any, cb: any) => register(req, (err: any, res: any) => {
+        if (!err && res) capture(req, res, req.getObject()?.toJavaScript() ?? {}, req.getParent(), req.getRemote(), req.getCustom(), req.getDependenciesList());
+        cb(err, res);
+    });
+    monitor.readResource = (req: any, cb: any) => read(req, (err: any, res: any) => {
+        if (!err && res) {
+            const urn = res.getUrn();
+            resources.set(urn, {
+                urn, type: req.getType(), name: req.getName(), parent: req.getParent(), provider: req.getProvider(),
+                custom: true, remote: false, dependencies: req.getDependenciesList(),
+                inputs: req.getProperties()?.toJavaScript() ?? {}, outputs: res.getProperties()?.toJavaScript() ?? {},
+            });
+        }
+        cb(err, res);
+    });
+    monitor.registerResourceOutputs = (req: any, cb: any) => {
+        if (req.getUrn().includes("::pulumi:pulumi:Stack::")) stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+        return registerOutputs(req, cb);
+    };
+
+    let failure: unknown;
+    try {
+        await stackRuntime.runInPulumiStack(async () => opts.program());
+    } catch (e) {
+        failure = e;
+    }
+    await settings.waitForRPCs();
+    if (failure) throw failure;
+    return { resources: [...resources.values()], outputs: stackOutputs };
+}
+
+/** Loads the repo's program (index.ts) after mocks are set. */
+export function loadProgram(root = path.join(__dirname, "..")): () => Promise<Record<string, unknown> | undefined> {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require(path.join(root, "index"));
+    return typeof mod === "function" ? mod : mod.default;
+}

@@ -1,0 +1,102 @@
+import type { EnforcementLevel, Policy, PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
+import type { CapturedResource } from "./harness";
+
+// The analyzer's own deserialiser and unknown-value proxy (@pulumi/policy server.js uses exactly these), so
+// policies see secrets unwrapped and unknown values throw UnknownValueError as under `pulumi preview`.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { deserializeProperties } = require("@pulumi/policy/deserialize");
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { unknownCheckingProxy, UnknownValueError } = require("@pulumi/policy/proxy");
+
+/** One policy finding, as written to `out/<stack>/policy.json`. */
+export interface PolicyFinding {
+    policyName: string;
+    enforcementLevel: EnforcementLevel;
+    message: string;
+    urn?: string;
+    resourceType?: string;
+    resourceName?: string;
+}
+
+export interface PolicyReport {
+    findings: PolicyFinding[];
+    /** Findings whose level is mandatory: these fail `render` as they fail `pulumi preview`. */
+    mandatory: PolicyFinding[];
+    policiesRun: number;
+    resourcesChecked: number;
+}
+
+function props(wire: Record<string, unknown>): Record<string, any> {
+    return unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false));
+}
+
+function isStackPolicy(p: Policy): p is StackValidationPolicy {
+    return typeof (p as StackValidationPolicy).validateStack === "function";
+}
+
+const notApplicable = (reason?: string): never => { const e = new Error(reason ?? "not applicable"); (e as any).notApplicable = true; throw e; };
+
+/**
+ * Runs policies on a captured resource graph the way the Pulumi policy analyzer does: resource policies see
+ * each custom resource's inputs, stack policies see every resource's outputs with parents and dependencies
+ * linked. A policy that reads an unknown preview value is reported as advisory "can't run during preview",
+ * like the analyzer does.
+ */
+export async function runPolicies(policies: Policy[], resources: CapturedResource[], packLevel: EnforcementLevel = "mandatory"): Promise<PolicyReport> {
+    const findings: PolicyFinding[] = [];
+    const checked = resources.filter((r) => r.custom && r.type !== "pulumi:pulumi:Stack");
+    const byUrn = new Map(resources.map((r) => [r.urn, r]));
+    const getConfig = () => ({});
+    for (const p of policies) {
+        const level = (p.enforcementLevel ?? packLevel) as EnforcementLevel;
+        if (level === "disabled") continue;
+        const effective: EnforcementLevel = level === "remediate" ? "mandatory" : level;
+        const push = (message: string, urn?: string) => {
+            const r = urn ? byUrn.get(urn) : undefined;
+            findings.push({ policyName: p.name, enforcementLevel: effective, message, urn, resourceType: r?.type, resourceName: r?.name });
+        };
+        const guard = async (fn: () => unknown) => {
+            try { await fn(); } catch (e) {
+                if (e instanceof UnknownValueError) findings.push({ policyName: p.name, enforcementLevel: "advisory", message: `can't run policy '${p.name}' during preview: ${(e as Error).message}` });
+                else if ((e as any)?.notApplicable) { /* not applicable */ } else throw new Error(`policy '${p.name}' failed: ${(e as Error).stack ?? e}`);
+            }
+        };
+        if (isStackPolicy(p)) {
+            const prs: PolicyResource[] = checked.map((r) => {
+                const pr = props(r.outputs);
+                return {
+                    type: r.type, props: pr, urn: r.urn, name: r.name,
+                    opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [] } as any,
+                    dependencies: [], propertyDependencies: {},
+                    isType: () => false, asType: () => undefined,
+                } as unknown as PolicyResource;
+            });
+            const prByUrn = new Map(prs.map((x) => [x.urn, x]));
+            for (const pr of prs) {
+                const r = byUrn.get(pr.urn)!;
+                (pr as any).parent = prByUrn.get(r.parent);
+                (pr as any).dependencies = r.dependencies.map((d) => prByUrn.get(d)).filter(Boolean);
+            }
+            await guard(() => p.validateStack({ resources: prs, getConfig, stackTags: new Map(), notApplicable } as any, (message: string, urn?: string) => push(message, urn)));
+        } else {
+            const rp = p as ResourceValidationPolicy;
+            const validations = (Array.isArray(rp.validateResource) ? rp.validateResource : [rp.validateResource]).filter((v): v is NonNullable<typeof v> => typeof v === "function");
+            for (const r of checked) {
+                for (const v of validations) {
+                    await guard(() => v({
+                        type: r.type, props: props(r.inputs), urn: r.urn, name: r.name,
+                        opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent } as any,
+                        stackTags: new Map(), getConfig, notApplicable,
+                        isType: () => false, asType: () => undefined,
+                    } as any, (message: string, urn?: string) => push(message, urn ?? r.urn)));
+                }
+            }
+        }
+    }
+    return {
+        findings,
+        mandatory: findings.filter((f) => f.enforcementLevel === "mandatory"),
+        policiesRun: policies.length,
+        resourcesChecked: checked.length,
+    };
+}

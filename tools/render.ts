@@ -1,0 +1,164 @@
+/**
+ * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir]`
+ *
+ * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
+ * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
+ * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json). Exits non-zero on a config
+ * error or a mandatory policy violation; a stack that fails config validation gets no output directory.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { allPolicies } from "../policies/policies";
+import { ConfigError } from "../config/errors";
+import { loadProgram, runStack, RunStackResult, StackOutputs } from "./harness";
+import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
+import { PolicyReport, runPolicies } from "./policy-runner";
+import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
+import { containsSecret, maskWire } from "./wire";
+
+export interface RenderOptions {
+    outDir: string;
+    preview: boolean;
+    quiet?: boolean;
+}
+
+export interface StackRenderResult {
+    stack: string;
+    ok: boolean;
+    error?: string;
+    result?: RunStackResult;
+    policy?: PolicyReport;
+}
+
+const PROJECT = "platform";
+
+function log(opts: RenderOptions, s: string) { if (!opts.quiet) process.stdout.write(s + "\n"); }
+
+function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string): string {
+    const byType = new Map<string, number>();
+    for (const x of r.resources) if (x.type !== "pulumi:pulumi:Stack") byType.set(x.type, (byType.get(x.type) ?? 0) + 1);
+    const manifests = r.resources.filter(isManifest).length;
+    const kinds = [...byType.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .map(([t, n]) => `${t.replace(/^kubernetes:/, "k8s:")} ${n}`);
+    const helm = r.resources.filter((x) => x.type === "kubernetes:helm.sh/v3:Release")
+        .map((x) => `${x.inputs.chart}@${x.inputs.version}`);
+    const lines = [
+        `${s.name} (${s.role}) ${s.file}: ${r.resources.length - 1} resources, ${manifests} Kubernetes objects -> ${path.relative(process.cwd(), outDir) || outDir}`,
+        `  kinds: ${kinds.join(", ")}`,
+    ];
+    if (helm.length) lines.push(`  helm: ${helm.join(", ")}`);
+    const adv = policy.findings.filter((f) => f.enforcementLevel !== "mandatory").length;
+    lines.push(`  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`);
+    for (const f of policy.findings) lines.push(`    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`);
+    return lines.join("\n");
+}
+
+function writeAtomically(dir: string, files: Record<string, string>) {
+    const tmp = `${dir}.tmp-${process.pid}`;
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(tmp, name), text);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(tmp, dir);
+}
+
+/** Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack. */
+export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Promise<StackRenderResult[]> {
+    const results: StackRenderResult[] = [];
+    const rendered: Record<string, StackOutputs> = {};
+    const failedHubs = new Set<string>();
+    for (const s of dependencyOrder(stacks)) {
+        const outDir = path.join(opts.outDir, s.name);
+        if (s.hub && failedHubs.has(s.hub)) {
+            const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
+            fs.rmSync(outDir, { recursive: true, force: true });
+            results.push({ stack: s.name, ok: false, error });
+            log(opts, `${s.name}: ${error}`);
+            continue;
+        }
+        const prevStackFile = process.env.PLATFORM_STACK_FILE;
+        process.env.PLATFORM_STACK_FILE = s.file;
+        try {
+            const result = await runStack({
+                project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
+                preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
+            });
+            const policy = await runPolicies(allPolicies, result.resources);
+            const outputs = maskWire(result.outputs);
+            const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
+            writeAtomically(outDir, {
+                "manifests.yaml": manifestsYaml(result.resources),
+                "resources.json": JSON.stringify(resourcesJson(result.resources), null, 2) + "\n",
+                "policy.json": JSON.stringify(policy, null, 2) + "\n",
+                "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
+            });
+            rendered[s.name] = { outputs: result.outputs, secretOutputNames };
+            const ok = policy.mandatory.length === 0;
+            results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
+            log(opts, summarise(s, result, policy, outDir));
+            if (!ok && s.role === "hub") failedHubs.add(s.name);
+        } catch (e) {
+            const error = e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`;
+            fs.rmSync(outDir, { recursive: true, force: true });
+            results.push({ stack: s.name, ok: false, error });
+            if (s.role === "hub") failedHubs.add(s.name);
+            log(opts, error);
+        } finally {
+            if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
+        }
+    }
+    return results;
+}
+
+interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string }
+
+function parseArgs(argv: string[]): Cli {
+    const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out") };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === "--config") cli.configs.push(argv[++i]);
+        else if (a === "--preview") cli.preview = true;
+        else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--help" || a === "-h") {
+            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir]\n");
+            process.exit(0);
+        } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+        else cli.names.push(a);
+    }
+    return cli;
+}
+
+/** Picks the stacks to render: the named ones / given files, plus every hub they reference. */
+export function selectStacks(all: StackFile[], names: string[], extra: StackFile[]): StackFile[] {
+    if (names.length === 0 && extra.length === 0) return all;
+    const byName = new Map(all.map((s) => [s.name, s]));
+    const picked = new Map<string, StackFile>();
+    for (const n of names) {
+        const s = byName.get(n);
+        if (!s) throw new Error(`no stack "${n}" under stacks/ (have: ${[...byName.keys()].join(", ")})`);
+        picked.set(n, s);
+    }
+    for (const s of extra) picked.set(s.name, s);
+    for (const s of [...picked.values()]) {
+        if (s.hub && !picked.has(s.hub)) {
+            const hub = byName.get(s.hub);
+            if (hub) picked.set(hub.name, hub);
+        }
+    }
+    return [...picked.values()];
+}
+
+async function main() {
+    const cli = parseArgs(process.argv.slice(2));
+    const all = discoverStacks();
+    const extra = cli.configs.map((f) => readStackFile(path.resolve(f), f));
+    const stacks = selectStacks(all, cli.names, extra);
+    const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview });
+    const failed = results.filter((r) => !r.ok);
+    process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
+    process.exit(failed.length ? 1 : 0);
+}
+
+if (require.main === module) {
+    main().catch((e) => { process.stderr.write(`render: ${(e as Error).message}\n`); process.exit(2); });
+}
