@@ -8,6 +8,34 @@ import { DnsLabel, EndpointSchema } from "./endpoint";
 export const CONTRACT_SCHEMA_VERSION = 1 as const;
 
 /**
+ * Where and how a spoke pulls its signed policy bundle (DESIGN §3, "Policy bundle"). Everything the spoke's
+ * auth service needs to find, fetch and verify bundles, and the identity it fetches them with. No secrets:
+ * the role's source credentials travel in the hub's separate secret output `spokeCredentials`.
+ */
+export const PolicyContractSchema = z.object({
+    /** S3 bucket holding every spoke's bundles (versioned, SSE-KMS). */
+    bucket: z.string().min(3),
+    /** AWS region of the bucket. */
+    region: z.string().min(1),
+    /** Key prefix this spoke may read/write: `spokes/<spoke>/` (services/shared/bundle.ts `bundlePaths`). */
+    prefix: z.string().regex(/^spokes\/[a-z0-9-]+\/$/),
+    /** Hub signing key: raw 32-byte Ed25519 public key, base64. Spokes verify every bundle with it. */
+    publicKey: z.string().regex(/^[A-Za-z0-9+/]{43}=$/),
+    /** Key id of `publicKey` (first 16 hex chars of its SHA-256; `keyIdOf` in bundle.ts). */
+    keyId: z.string().regex(/^[0-9a-f]{16}$/),
+    /** KMS key encrypting the bucket; S3 uses it on the spoke role's behalf (kms:ViaService). */
+    kmsKeyArn: z.string().startsWith("arn:"),
+    /** IAM role the spoke assumes (SpokeIdentity): read its bundles, write its ACKs. */
+    roleArn: z.string().startsWith("arn:"),
+    /** Revision `current.json` names when the hub was last deployed (informational; the spoke follows current.json). */
+    revision: z.number().int().min(1),
+    /** Hex SHA-256 of the canonical policy of that revision. */
+    contentHash: z.string().regex(/^[0-9a-f]{64}$/),
+}).strict();
+
+export type PolicyContract = z.infer<typeof PolicyContractSchema>;
+
+/**
  * What the hub declares for one spoke (DESIGN §3, "Placement"): the endpoints it must run. The hub
  * exports one of these per spoke under the stack output `spokeContracts`; the spoke reads its own entry
  * through a StackReference and validates it with this schema before creating anything.
@@ -20,6 +48,8 @@ export const SpokeContractSchema = z.object({
     /** SHA-256 (hex) of the canonical JSON of `endpoints`: changes exactly when the placement changes. */
     placementRevision: z.string().regex(/^[0-9a-f]{64}$/),
     endpoints: z.array(EndpointSchema),
+    /** Where the spoke's signed policy bundles live and how to verify them. */
+    policy: PolicyContractSchema,
 }).strict();
 
 export type SpokeContract = z.infer<typeof SpokeContractSchema>;

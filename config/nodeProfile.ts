@@ -49,6 +49,22 @@ export const FrontendNicSchema = z.object({
 }).strict();
 
 /**
+ * The EFA side of an AWS GPU instance type (EKS spokes), in place of InfiniBand rails. EFA devices are not
+ * pinned per rail by us: the EFA device plugin hands out `vpc.amazonaws.com/efa` devices and the EKS AL2023
+ * accelerated AMI aligns them with the GPUs (reference/rdma.md §6.3).
+ */
+export const EfaSchema = z.object({
+    /** EC2 instance type this profile describes, e.g. `p5en.48xlarge`. */
+    instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, "must be an EC2 instance type like p5en.48xlarge"),
+    /** `NetworkInfo.MaximumNetworkCards`: one EFA interface per card (p5en 16, p5e 32; reference/rdma.md §6.1). */
+    networkCards: z.number().int().min(1).max(64),
+    /** Line rate of one network card in gigabits per second (p5en 200, p5e 100). */
+    cardRateGbps: z.number().int().positive(),
+    /** EFA devices sharing a PCIe switch with each GPU (networkCards / GPUs). */
+    devicesPerGpu: z.number().int().min(1),
+}).strict();
+
+/**
  * A node profile: the hardware of one server model as data (rail -> GPU -> HCA -> netdev -> PCI -> NUMA),
  * in the spirit of NVIDIA k8s-launch-kit presets. Everything rail-shaped in a spoke is generated from it.
  */
@@ -67,10 +83,20 @@ export const NodeProfileSchema = z.object({
         nvlinkGBps: z.number().positive(),
     }).strict(),
     numaNodes: z.number().int().min(1).max(8),
-    rails: z.array(RailSchema).min(1),
+    /** InfiniBand compute rails (on-prem). Empty for an EFA profile. */
+    rails: z.array(RailSchema).default([]),
     frontend: z.array(FrontendNicSchema).default([]),
+    /** EFA layout (AWS instance types); a profile has either rails or efa, never both. */
+    efa: EfaSchema.optional(),
 }).strict().superRefine((p, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    if (p.efa) {
+        if (p.rails.length > 0) issue(["rails"], "an EFA profile has no InfiniBand rails; remove rails or efa");
+        if (p.efa.networkCards !== p.efa.devicesPerGpu * p.gpu.count) {
+            issue(["efa", "devicesPerGpu"], `${p.efa.devicesPerGpu} EFA per GPU x ${p.gpu.count} GPUs != ${p.efa.networkCards} network cards`);
+        }
+        return;
+    }
     if (p.rails.length !== p.gpu.count) {
         issue(["rails"], `has ${p.rails.length} rails for ${p.gpu.count} GPUs: a rail-aligned fabric needs exactly one rail (one HCA) per GPU`);
     }
@@ -103,6 +129,7 @@ export const NodeProfileSchema = z.object({
 export type NodeProfile = z.infer<typeof NodeProfileSchema>;
 export type Rail = z.infer<typeof RailSchema>;
 export type FrontendNic = z.infer<typeof FrontendNicSchema>;
+export type EfaLayout = z.infer<typeof EfaSchema>;
 
 /** Directory holding the preset profiles shipped with the repo (`config/node-profiles/*.yaml`). */
 export const PRESET_DIR = path.join(__dirname, "node-profiles");

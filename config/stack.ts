@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseCidr, findOverlaps, subnet, Cidr } from "../lib/cidr";
 import { ConfigError, ConfigIssue, zodIssues } from "./errors";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
+import { GatewayConfigSchema } from "./gateway";
 import { LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
 
@@ -159,6 +160,8 @@ export const SpokeConfigSchema = z.object({
         /** True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). */
         useHostMofed: z.boolean().default(false),
     }).strict().default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
+    /** Agent Router / auth service settings (config/gateway.ts); optional, every field defaulted. */
+    gateway: GatewayConfigSchema.prefault({}),
 }).strict();
 
 type SpokeConfigRaw = z.infer<typeof SpokeConfigSchema>;

@@ -28,4 +28,43 @@ export const versions = {
      * (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst).
      */
     gpuOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "gpu-operator", version: "v25.10.1" },
+    /**
+     * AWS EFA device plugin chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, chart v0.5.30 / image
+     * v0.5.20, reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
+     * list explicitly from the node groups so the allowlist provably contains them (rdma-failures.md #13).
+     */
+    efaDevicePlugin: { repo: "https://aws.github.io/eks-charts", chart: "aws-efa-k8s-device-plugin", version: "v0.5.30" },
+    /**
+     * EKS managed add-ons. `vpc-cni` is pinned: EFA-only interfaces need VPC CNI >= 1.18.5 (EKS node-efa guide,
+     * reference/rdma.md §6.2); v1.20.1-eksbuild.3 is the version the EKS user guide's vpc-add-on-create page
+     * names (awsdocs/amazon-eks-user-guide PR #1107). `null` = the EKS default for the cluster's pinned
+     * Kubernetes version (`aws eks describe-addon-versions --kubernetes-version <v>`), fixed when created.
+     */
+    eksAddons: { "vpc-cni": "v1.20.1-eksbuild.3", coredns: null, "kube-proxy": null, "eks-pod-identity-agent": null },
+    /**
+     * Agent Router (Envoy AI Gateway) and Envoy Gateway, pinned as ONE compatible set (reference/gateway.md §1
+     * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and
+     * Gateway API v1.6.1. v1.2.0 rather than v1.1.0 because it fixes usage lost when a client disconnects right
+     * after the last SSE frame (ai-gateway#2571) and per-tenant QuotaPolicy buckets (ai-gateway#2551), and it
+     * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Upgrade one minor at a time, all four
+     * charts together. Chart and app version = the release tag (OCI on Docker Hub). The CRDs in
+     * ../shared/schemas are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
+     */
+    gatewayCrds: { chart: "oci://docker.io/envoyproxy/gateway-crds-helm", version: "v1.9.2" },
+    envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: "v1.9.2" },
+    aiGatewayCrds: { chart: "oci://docker.io/envoyproxy/ai-gateway-crds-helm", version: "v1.2.0" },
+    aiGateway: { chart: "oci://docker.io/envoyproxy/ai-gateway-helm", version: "v1.2.0" },
+    /** Gateway API release bundled by Envoy Gateway v1.9.x's gateway-crds-helm (documentation of the set; not installed separately). */
+    gatewayApi: { version: "v1.6.1" },
+    /**
+     * Valkey (Redis-compatible, BSD) for the auth service's limit counters and concurrency leases. 8.1.x speaks
+     * the Redis 7.2 protocol and scripting the auth service is tested against; 8.1.11 released 2026-10-26
+     * (https://valkey.io/download/releases/v8-1-11/).
+     */
+    valkey: { image: "docker.io/valkey/valkey", version: "8.1.11-alpine" },
+    /**
+     * The platform's auth service (services/auth, built from its Dockerfile and pushed by CI). The `inference-platform`
+     * org is this repo's image namespace; bump with every released change of services/auth.
+     */
+    authService: { image: "ghcr.io/inference-platform/platform-auth", version: "0.1.0" },
 } as const;

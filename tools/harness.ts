@@ -48,6 +48,22 @@ export interface RunStackResult {
     outputs: Record<string, unknown>;
 }
 
+/**
+ * Property set on an error the program threw: the SDK re-raises it through several internal promises
+ * (unhandled rejections); runStack reports it once, so those copies are noise. tools/render.ts and
+ * vitest.config.ts ignore unhandled rejections carrying this mark.
+ */
+export const HANDLED_MARK = "platformHandledByRunStack";
+
+function markHandled(e: unknown) {
+    if (e && typeof e === "object") (e as Record<string, unknown>)[HANDLED_MARK] = true;
+}
+
+/** True for an error runStack already reports (see {@link HANDLED_MARK}). */
+export function isHandled(e: unknown): boolean {
+    return !!e && typeof e === "object" && (e as Record<string, unknown>)[HANDLED_MARK] === true;
+}
+
 /** The stack-name part of a StackReference name (`organization/platform/hub-prod` -> `hub-prod`). */
 export function stackRefKey(name: string): string {
     return name.split("/").pop() as string;
@@ -118,7 +134,14 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
 
     let failure: unknown;
     try {
-        await stackRuntime.runInPulumiStack(async () => opts.program());
+        await stackRuntime.runInPulumiStack(async () => {
+            try {
+                return await opts.program();
+            } catch (e) {
+                markHandled(e);
+                throw e;
+            }
+        });
     } catch (e) {
         failure = e;
     }

@@ -10,11 +10,11 @@ import * as fs from "fs";
 import * as path from "path";
 import { allPolicies } from "../policies/policies";
 import { ConfigError } from "../config/errors";
-import { loadProgram, runStack, RunStackResult, StackOutputs } from "./harness";
+import { isHandled, loadProgram, runStack, RunStackResult, StackOutputs } from "./harness";
 import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
-import { containsSecret, maskWire } from "./wire";
+import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 
 export interface RenderOptions {
     outDir: string;
@@ -92,7 +92,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
                 "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
             });
-            rendered[s.name] = { outputs: result.outputs, secretOutputNames };
+            rendered[s.name] = { outputs: referenceableOutputs(result.outputs), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             log(opts, summarise(s, result, policy, outDir));
@@ -160,5 +160,11 @@ async function main() {
 }
 
 if (require.main === module) {
+    // The SDK re-raises a program's error through internal promises; runStack already reported it.
+    process.on("unhandledRejection", (reason) => {
+        if (isHandled(reason)) return;
+        process.stderr.write(`render: unexpected error: ${(reason as Error)?.stack ?? reason}\n`);
+        process.exit(2);
+    });
     main().catch((e) => { process.stderr.write(`render: ${(e as Error).message}\n`); process.exit(2); });
 }

@@ -64,3 +64,24 @@ export function unwrapWire(v: unknown): unknown {
     }
     return v;
 }
+
+/** True if the wire value (at any depth) contains an unknown (preview) value. */
+export function containsUnknown(v: unknown): boolean {
+    if (v === UNKNOWN) return true;
+    if (Array.isArray(v)) return v.some(containsUnknown);
+    if (v && typeof v === "object") {
+        const o = v as Record<string, unknown>;
+        if (o[SIG_KEY] === OUTPUT_SIG && !("value" in o)) return true;
+        return Object.values(o).some(containsUnknown);
+    }
+    return false;
+}
+
+/**
+ * Stack outputs as another stack's StackReference would read them: top-level outputs that are unknown
+ * (only possible when the referenced stack was itself rendered in preview mode) are left out, as a
+ * not-yet-deployed output is absent from real state.
+ */
+export function referenceableOutputs(outputs: Record<string, unknown>): Record<string, unknown> {
+    return Object.fromEntries(Object.entries(outputs).filter(([, v]) => !containsUnknown(v)));
+}

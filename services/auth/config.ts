@@ -1,0 +1,98 @@
+import { z } from "zod";
+
+/**
+ * Auth service configuration, from environment variables (validated once at startup). Defaults live here and
+ * only here. Secrets (`AUTH_REDIS_URL` may carry a password) are never logged: see {@link describeConfig}.
+ */
+
+const port = z.coerce.number().int().min(1).max(65535);
+const bool = z.enum(["true", "false"]).transform((v) => v === "true");
+
+const EnvSchema = z.object({
+    /** This spoke's name, as in the bundle's `spoke` field and S3 prefix `spokes/<spoke>/`. */
+    AUTH_SPOKE: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits and '-'"),
+    /** Hub's Ed25519 bundle-signing public key: raw 32 bytes, base64 (hub output `publicKeyFromSeed`). */
+    AUTH_HUB_PUBLIC_KEY: z.string().refine((v) => Buffer.from(v, "base64").length === 32, "must be a base64 raw 32-byte Ed25519 public key"),
+    /** S3 bucket holding the policy bundles. */
+    AUTH_POLICY_BUCKET: z.string().min(3),
+    /** S3 API endpoint override (tests, S3-compatible stores); unset = AWS regional endpoint. */
+    AUTH_S3_ENDPOINT: z.url().optional(),
+    AUTH_S3_REGION: z.string().min(1).default("us-east-1"),
+    /** Path-style addressing (`<endpoint>/<bucket>/<key>`), needed by most S3-compatible servers. */
+    AUTH_S3_FORCE_PATH_STYLE: bool.default(false),
+    /** How often to poll `current.json`, seconds. */
+    AUTH_POLL_INTERVAL_SECONDS: z.coerce.number().positive().default(15),
+    /** Local cache of the last verified bundle (written atomically); an emptyDir or PVC path in Kubernetes. */
+    AUTH_BUNDLE_CACHE_PATH: z.string().min(1).default("/var/cache/auth/bundle.json"),
+    /** Redis URL, `redis://[user:password@]host:port[/db]` (or `rediss://`). Secret: never logged. */
+    AUTH_REDIS_URL: z.string().regex(/^rediss?:\/\//, "must start with redis:// or rediss://"),
+    /** Per-command Redis timeout, ms. A timeout is a 503, never an allow. */
+    AUTH_REDIS_TIMEOUT_MS: z.coerce.number().int().positive().default(100),
+    /** ext_authz listener. Envoy Gateway `extAuth.http.backendRefs` points here. */
+    AUTH_PORT: port.default(8080),
+    /** Operations listener: /healthz, /readyz, /metrics. Kept off the ext_authz port so no client path reaches it. */
+    AUTH_OPS_PORT: port.default(9090),
+    /** Path prefix Envoy prepends to the client's path (SecurityPolicy `extAuth.http.path`). */
+    AUTH_PATH_PREFIX: z.string().regex(/^\/[A-Za-z0-9._~-]+$/, "one path segment starting with '/', e.g. /authz").default("/authz"),
+    /** Address both listeners bind to. */
+    AUTH_BIND_ADDRESS: z.string().min(1).default("0.0.0.0"),
+    /**
+     * Concurrency lease lifetime when no usage event releases it, seconds. Must exceed the gateway's longest
+     * request timeout (AIGatewayRoute `timeouts.request`, e.g. 900 s) or long streams lose their slot early.
+     */
+    AUTH_LEASE_TTL_SECONDS: z.coerce.number().int().positive().default(960),
+    /** Largest body accepted, bytes; must be ≥ SecurityPolicy `bodyToExtAuth.maxRequestBytes`. Default 32 MiB. */
+    AUTH_MAX_BODY_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+}).refine((c) => c.AUTH_PORT !== c.AUTH_OPS_PORT, { message: "AUTH_PORT and AUTH_OPS_PORT must differ", path: ["AUTH_OPS_PORT"] });
+
+/** Validated configuration. */
+export interface AuthConfig {
+    spoke: string;
+    hubPublicKey: string;
+    s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean };
+    pollIntervalMs: number;
+    cachePath: string;
+    redis: { url: string; timeoutMs: number };
+    port: number;
+    opsPort: number;
+    pathPrefix: string;
+    bindAddress: string;
+    leaseTtlMs: number;
+    maxBodyBytes: number;
+}
+
+/** Thrown by {@link loadConfig}; the message lists every invalid or missing variable. */
+export class ConfigError extends Error {}
+
+/**
+ * Parses and validates the environment.
+ * @throws ConfigError listing each invalid variable with the reason (values are not echoed: some are secret).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
+    const r = EnvSchema.safeParse(env);
+    if (!r.success) {
+        const lines = r.error.issues.map((i) => `  ${i.path.join(".") || "(env)"}: ${i.message}`);
+        throw new ConfigError(`invalid auth service configuration:\n${lines.join("\n")}`);
+    }
+    const e = r.data;
+    return {
+        spoke: e.AUTH_SPOKE,
+        hubPublicKey: e.AUTH_HUB_PUBLIC_KEY,
+        s3: { bucket: e.AUTH_POLICY_BUCKET, endpoint: e.AUTH_S3_ENDPOINT, region: e.AUTH_S3_REGION, forcePathStyle: e.AUTH_S3_FORCE_PATH_STYLE },
+        pollIntervalMs: Math.round(e.AUTH_POLL_INTERVAL_SECONDS * 1000),
+        cachePath: e.AUTH_BUNDLE_CACHE_PATH,
+        redis: { url: e.AUTH_REDIS_URL, timeoutMs: e.AUTH_REDIS_TIMEOUT_MS },
+        port: e.AUTH_PORT,
+        opsPort: e.AUTH_OPS_PORT,
+        pathPrefix: e.AUTH_PATH_PREFIX,
+        bindAddress: e.AUTH_BIND_ADDRESS,
+        leaseTtlMs: e.AUTH_LEASE_TTL_SECONDS * 1000,
+        maxBodyBytes: e.AUTH_MAX_BODY_BYTES,
+    };
+}
+
+/** The configuration with secrets removed (Redis credentials), for the startup log line. */
+export function describeConfig(c: AuthConfig): Record<string, unknown> {
+    const u = new URL(c.redis.url);
+    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs } };
+}

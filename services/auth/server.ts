@@ -1,0 +1,304 @@
+import { randomUUID } from "crypto";
+import * as http from "http";
+import type { AddressInfo } from "net";
+import { Redis } from "ioredis";
+import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
+import { checkAndAcquire, LimitDecision } from "../shared/limits";
+import { BundleStore, createS3Client } from "./bundles";
+import type { AuthConfig } from "./config";
+import { errorMessage, jsonLogger, Logger } from "./log";
+import { AuthMetrics, NO_TIER } from "./metrics";
+import { bearerToken, isRefusal } from "./policy";
+import type { S3Client } from "@aws-sdk/client-s3";
+
+/** Longest `model` value accepted (it is echoed into headers and error messages). */
+const MAX_MODEL_LENGTH = 256;
+
+/**
+ * Node's default keep-alive timeout (5 s) is shorter than Envoy's upstream idle timeout (1 h), so Envoy would
+ * reuse connections Node has just closed and fail checks with upstream resets. Keep idle connections longer.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 620_000;
+
+/** OpenAI-style error body, `{"error":{"message","type","code"}}` (as the OpenAI API returns). */
+export interface OpenAiError {
+    error: { message: string; type: string; code: string };
+}
+
+/** Injectable dependencies (tests, benchmark). Anything left out is built from the config. */
+export interface AuthServiceDeps {
+    redis?: Redis;
+    s3?: S3Client;
+    log?: Logger;
+    /** Clock, ms since the Unix epoch. */
+    now?: () => number;
+}
+
+/** A running auth service. */
+export interface AuthService {
+    /** Bound ext_authz port (differs from the config when it asked for port 0). */
+    readonly port: number;
+    /** Bound operations port (/healthz, /readyz, /metrics). */
+    readonly opsPort: number;
+    readonly bundles: BundleStore;
+    readonly metrics: AuthMetrics;
+    readonly redis: Redis;
+    /** Stops polling, closes both listeners and the Redis connection it created. */
+    close(): Promise<void>;
+}
+
+interface Deny {
+    status: number;
+    type: string;
+    code: string;
+    message: string;
+    tier?: string;
+    headers?: Record<string, string>;
+}
+
+/**
+ * Redis client that fails fast instead of queueing: with the offline queue off and a command timeout, an
+ * unreachable or slow Redis turns into an immediate 503 rather than requests hanging until Envoy's ext_authz
+ * timeout (the failure mode of envoyproxy/ratelimit#462). It reconnects in the background.
+ */
+export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
+    const redis = new Redis(cfg.url, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: cfg.timeoutMs,
+        connectTimeout: 2_000,
+        retryStrategy: (times) => Math.min(50 * times, 1_000),
+        lazyConnect: true,
+    });
+    let down = false;
+    redis.on("error", (err: Error) => {
+        if (!down) log("warn", "redis connection error", { error: err.message });
+        down = true;
+    });
+    redis.on("ready", () => {
+        if (down) log("info", "redis connection restored");
+        down = false;
+    });
+    return redis;
+}
+
+/**
+ * Starts the auth service: the Envoy ext_authz HTTP listener (`config.port`, every path under
+ * `config.pathPrefix`) and the operations listener (`config.opsPort`), and the bundle sync loop.
+ *
+ * ext_authz contract (Envoy Gateway SecurityPolicy `extAuth.http` with `bodyToExtAuth`): Envoy sends the
+ * client's method, `<pathPrefix><path>`, the Authorization header and the body. 200 allows, and the identity
+ * headers set here are copied upstream (`headersToBackend`), overwriting client values; any other status is
+ * returned to the client with its body. Every failure inside the service answers 503: never allow on error.
+ *
+ * Resolves once both listeners are bound and the first bundle sync attempt (cache file, then hub) is done.
+ * @throws when a listener cannot bind.
+ */
+export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps = {}): Promise<AuthService> {
+    const log = deps.log ?? jsonLogger;
+    const now = deps.now ?? Date.now;
+    const ownsRedis = deps.redis === undefined;
+    const redis = deps.redis ?? createRedis(config.redis, log);
+    if (ownsRedis) redis.connect().catch((err: unknown) => log("warn", "redis not reachable at startup", { error: errorMessage(err) }));
+    const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
+    const bundles: BundleStore = new BundleStore({
+        s3: deps.s3 ?? createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
+        publicKey: config.hubPublicKey, cachePath: config.cachePath, pollIntervalMs: config.pollIntervalMs,
+        metrics, log, now,
+    });
+    metrics.bundleRevision.set(0);
+
+    const prefix = config.pathPrefix;
+    const check = async (req: http.IncomingMessage, body: Buffer): Promise<{ allow: Record<string, string> } | Deny> => {
+        const url = req.url ?? "";
+        if (url !== prefix && !url.startsWith(`${prefix}/`) && !url.startsWith(`${prefix}?`)) {
+            return { status: 404, type: "invalid_request_error", code: "not_found", message: "Not found." };
+        }
+        const index = bundles.current();
+        if (!index) return { status: 503, type: "server_error", code: "policy_unavailable", message: "Authorization policy is not loaded yet." };
+        const t = now();
+        const auth = index.authenticate(bearerToken(req.headers.authorization), t);
+        if (isRefusal(auth)) return { status: auth.status, type: "invalid_request_error", code: auth.code, message: auth.message };
+        const model = modelOf(body);
+        if (typeof model !== "string") return { status: 400, type: "invalid_request_error", code: "model_required", message: model.error };
+        const limits = index.authorizeModel(auth, model);
+        if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
+        const ids = tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId });
+        let decision: LimitDecision;
+        const started = process.hrtime.bigint();
+        try {
+            decision = await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
+            metrics.redisLatency.observe({ op: "check", result: "ok" }, seconds(started));
+        } catch (err) {
+            metrics.redisLatency.observe({ op: "check", result: "error" }, seconds(started));
+            log("warn", "limit check failed; denying", { error: errorMessage(err) });
+            return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
+        }
+        if (!decision.allowed) {
+            // Concurrency: the oldest lease's expiry is only an upper bound (a usage event usually releases a
+            // lease much sooner), so advise a short retry instead.
+            const retryAfter = decision.dimension === "concurrency" ? 1 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+            const what = { rps: "requests per second", concurrency: "concurrent requests", tokens: "tokens per window" }[decision.dimension];
+            const whose = { model: `the platform limit for model '${model}'`, team: "your team's limit", key: "this API key's limit" }[decision.tier];
+            return {
+                status: 429, type: decision.dimension === "tokens" ? "tokens" : "requests", code: "rate_limit_exceeded",
+                message: `Rate limit reached: ${whose} on ${what}. Retry after ${retryAfter} s.`,
+                tier: decision.tier, headers: { "retry-after": String(retryAfter) },
+            };
+        }
+        return {
+            allow: {
+                [IDENTITY_HEADERS.tenant]: auth.tenant,
+                [IDENTITY_HEADERS.team]: auth.team,
+                [IDENTITY_HEADERS.keyId]: auth.keyId,
+                [IDENTITY_HEADERS.model]: model,
+                [IDENTITY_HEADERS.lease]: decision.leaseId,
+                [IDENTITY_HEADERS.revision]: String(index.revision),
+            },
+        };
+    };
+
+    const authz = http.createServer((req, res) => {
+        const started = process.hrtime.bigint();
+        const finish = (status: number, tier: string, reason: string) => {
+            metrics.decisions.inc({ code: String(status), tier, reason });
+            metrics.checkDuration.observe(seconds(started));
+        };
+        readBody(req, config.maxBodyBytes)
+            .then((body) => body === undefined
+                ? { status: 413, type: "invalid_request_error", code: "request_too_large", message: `Request body exceeds ${config.maxBodyBytes} bytes.` }
+                : check(req, body))
+            .then((r) => {
+                if ("allow" in r) {
+                    res.writeHead(200, { ...r.allow, "content-length": "0" }).end();
+                    finish(200, NO_TIER, "allowed");
+                } else {
+                    sendError(res, r);
+                    finish(r.status, r.tier ?? NO_TIER, r.code);
+                }
+            })
+            .catch((err: unknown) => {
+                log("error", "ext_authz check failed; denying", { error: errorMessage(err) });
+                if (!res.headersSent) sendError(res, { status: 503, type: "server_error", code: "internal_error", message: "Authorization failed." });
+                finish(503, NO_TIER, "internal_error");
+            });
+    });
+    authz.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+    authz.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+
+    const ops = http.createServer((req, res) => {
+        const p = (req.url ?? "").split("?")[0];
+        if (p === "/healthz") {
+            res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
+        } else if (p === "/readyz") {
+            void readiness(bundles, redis, metrics).then((problems) => {
+                res.writeHead(problems.length ? 503 : 200, { "content-type": "application/json" })
+                    .end(JSON.stringify({ ready: problems.length === 0, revision: bundles.current()?.revision ?? null, problems }));
+            });
+        } else if (p === "/metrics") {
+            metrics.registry.metrics().then(
+                (text) => res.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
+                (err: unknown) => res.writeHead(500, { "content-type": "text/plain" }).end(`${errorMessage(err)}\n`),
+            );
+        } else {
+            res.writeHead(404, { "content-type": "text/plain" }).end("not found\n");
+        }
+    });
+
+    try {
+        await listen(authz, config.port, config.bindAddress);
+        await listen(ops, config.opsPort, config.bindAddress);
+    } catch (err) {
+        authz.close();
+        if (ownsRedis) redis.disconnect();
+        throw err;
+    }
+    log("info", "auth service listening", { port: (authz.address() as AddressInfo).port, opsPort: (ops.address() as AddressInfo).port, pathPrefix: prefix });
+    // Until the cache file or the hub yields a verified bundle, every check answers 503.
+    await bundles.start();
+
+    return {
+        port: (authz.address() as AddressInfo).port,
+        opsPort: (ops.address() as AddressInfo).port,
+        bundles, metrics, redis,
+        async close() {
+            await bundles.stop();
+            await Promise.all([closeServer(authz), closeServer(ops)]);
+            if (ownsRedis) redis.disconnect();
+        },
+    };
+}
+
+/** Reasons the service is not ready (empty = ready): no verified bundle, or Redis not answering PING. */
+async function readiness(bundles: BundleStore, redis: Redis, metrics: AuthMetrics): Promise<string[]> {
+    const problems: string[] = [];
+    if (!bundles.current()) problems.push("no verified policy bundle loaded");
+    const started = process.hrtime.bigint();
+    try {
+        await redis.ping();
+        metrics.redisLatency.observe({ op: "ping", result: "ok" }, seconds(started));
+    } catch (err) {
+        metrics.redisLatency.observe({ op: "ping", result: "error" }, seconds(started));
+        problems.push(`redis unreachable: ${errorMessage(err)}`);
+    }
+    return problems;
+}
+
+/** The body's `model`, or why it cannot be read. */
+function modelOf(body: Buffer): string | { error: string } {
+    let doc: unknown;
+    try {
+        doc = JSON.parse(body.toString("utf8"));
+    } catch {
+        return { error: "Request body must be JSON with a 'model' field." };
+    }
+    const model = doc !== null && typeof doc === "object" ? (doc as { model?: unknown }).model : undefined;
+    if (typeof model !== "string" || model.length === 0 || model.length > MAX_MODEL_LENGTH) {
+        return { error: `Request body must have a 'model' string of 1-${MAX_MODEL_LENGTH} characters.` };
+    }
+    return model;
+}
+
+/**
+ * Reads the request body, up to `maxBytes`.
+ * @returns the body, or undefined when it is larger than `maxBytes` (the rest is drained, not buffered).
+ */
+function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
+    return new Promise((resolve, reject) => {
+        const declared = Number(req.headers["content-length"] ?? 0);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        let tooLarge = declared > maxBytes;
+        req.on("data", (c: Buffer) => {
+            size += c.length;
+            if (size > maxBytes) tooLarge = true;
+            if (!tooLarge) chunks.push(c);
+        });
+        req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+        req.on("error", reject);
+    });
+}
+
+function sendError(res: http.ServerResponse, d: Deny): void {
+    const body: OpenAiError = { error: { message: d.message, type: d.type, code: d.code } };
+    const text = JSON.stringify(body);
+    res.writeHead(d.status, { ...d.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }).end(text);
+}
+
+function seconds(startedNs: bigint): number {
+    return Number(process.hrtime.bigint() - startedNs) / 1e9;
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => { server.off("error", reject); resolve(); });
+    });
+}
+
+function closeServer(server: http.Server): Promise<void> {
+    return new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+    });
+}

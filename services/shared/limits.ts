@@ -1,0 +1,208 @@
+import { createHash } from "crypto";
+import type { Redis } from "ioredis";
+import type { Policy } from "./bundle";
+import { redisKeys, Tier, TierIds, windowStart } from "./identity";
+
+/**
+ * Three-tier limits in Redis (DESIGN §5), shared by the auth service (admission: rps, concurrency, token
+ * windows) and the metering service (lease release and token accounting from usage events).
+ *
+ * Key layout is {@link redisKeys}. One check touches the keys of all three tiers in a single script, so the
+ * keys span three hash slots: this needs a standalone (or Sentinel-managed) Redis, not Redis Cluster.
+ *
+ * Clock: every time is passed in by the caller (`nowMs`, ms since the Unix epoch), so all replicas must run
+ * with synchronised clocks (NTP); skew between replicas shows up as that much slack in the rps limiter.
+ */
+
+/** The tiers in check order: platform+model, team, API key. */
+export const TIERS: readonly Tier[] = ["model", "team", "key"];
+
+/** One tier's limits, exactly as carried in the policy bundle. */
+export type TierLimit = Policy["models"][number]["limits"];
+
+/** Limits of all three tiers for one request. */
+export type TierLimits = Record<Tier, TierLimit>;
+
+/** What a denied check ran out of. */
+export type LimitDimension = "rps" | "concurrency" | "tokens";
+
+/** Outcome of {@link checkAndAcquire}. */
+export type LimitDecision =
+    | { allowed: true; leaseId: string }
+    | {
+        allowed: false;
+        tier: Tier;
+        dimension: LimitDimension;
+        /** Milliseconds until a retry can succeed for this dimension (≥ 1). */
+        retryAfterMs: number;
+    };
+
+/**
+ * Admission script. KEYS, per tier in {@link TIERS} order: rps key, concurrency ZSET, token-window counter.
+ * ARGV: nowMs, leaseId, leaseTtlMs, then per tier: requestsPerSecond, concurrentRequests, tokensPerWindow,
+ * windowEndMs.
+ *
+ * Phase 1 checks every tier without writing anything but the removal of already-expired leases; phase 2
+ * commits only when all tiers pass, so a denied request consumes nothing.
+ * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
+ *   arrival time (ms, decimal string) and expires when the bucket would be full again.
+ * - concurrency: ZSET member = lease id, score = lease expiry (ms). Members with score ≤ now are expired.
+ *   The key expires with its last lease.
+ * - tokens: read-only here; the metering service adds usage to the fixed-window counter ({@link addTokens}).
+ *
+ * Returns `{0, leaseId}` when allowed, or `{tierIndex (1-based), dimension, retryAfterMs}` when denied.
+ */
+export const CHECK_LIMITS_LUA = `
+local now = tonumber(ARGV[1])
+local lease = ARGV[2]
+local ttl = tonumber(ARGV[3])
+local tats = {}
+for i = 0, 2 do
+  local rpsKey, concKey, tokKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2], KEYS[i * 3 + 3]
+  local rps = tonumber(ARGV[4 + i * 4])
+  local conc = tonumber(ARGV[5 + i * 4])
+  local tokLimit = tonumber(ARGV[6 + i * 4])
+  local windowEnd = tonumber(ARGV[7 + i * 4])
+  local interval = 1000 / rps
+  local capacity = math.max(interval, 1000)
+  local tat = tonumber(redis.call('GET', rpsKey) or '0')
+  if tat < now then tat = now end
+  local newTat = tat + interval
+  if newTat - now > capacity then
+    return {i + 1, 'rps', math.max(1, math.ceil(newTat - now - capacity))}
+  end
+  tats[i] = newTat
+  redis.call('ZREMRANGEBYSCORE', concKey, '-inf', now)
+  if redis.call('ZCARD', concKey) >= conc then
+    local first = redis.call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
+    return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
+  end
+  local used = tonumber(redis.call('GET', tokKey) or '0')
+  if used >= tokLimit then
+    return {i + 1, 'tokens', math.max(1, math.ceil(windowEnd - now))}
+  end
+end
+for i = 0, 2 do
+  local rpsKey, concKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2]
+  redis.call('SET', rpsKey, string.format('%.3f', tats[i]), 'PX', math.max(1, math.ceil(tats[i] - now)))
+  redis.call('ZADD', concKey, now + ttl, lease)
+  local last = redis.call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
+end
+return {0, lease}
+`;
+
+/** Removes lease ARGV[1] from every concurrency ZSET in KEYS. Returns how many ZSETs held it. */
+export const RELEASE_LEASE_LUA = `
+local n = 0
+for i = 1, #KEYS do
+  n = n + redis.call('ZREM', KEYS[i], ARGV[1])
+end
+return n
+`;
+
+/**
+ * Adds ARGV[1] tokens to each token-window counter in KEYS; counter i expires at unix second ARGV[i + 1]
+ * (the end of the following window, so the finished window stays readable for one more window).
+ * Returns the new totals in KEYS order.
+ */
+export const ADD_TOKENS_LUA = `
+local out = {}
+for i = 1, #KEYS do
+  out[i] = redis.call('INCRBY', KEYS[i], ARGV[1])
+  redis.call('EXPIREAT', KEYS[i], ARGV[i + 1])
+end
+return out
+`;
+
+const shaCache = new Map<string, string>();
+
+function sha1(script: string): string {
+    let sha = shaCache.get(script);
+    if (!sha) {
+        sha = createHash("sha1").update(script).digest("hex");
+        shaCache.set(script, sha);
+    }
+    return sha;
+}
+
+/**
+ * Runs a Lua script by SHA (EVALSHA), loading it with EVAL on the first `NOSCRIPT` (after a Redis restart or
+ * failover the script cache is empty).
+ * @throws the Redis client's error when Redis is unreachable, times out, or the script fails.
+ */
+export async function runScript(redis: Redis, script: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    try {
+        return await redis.evalsha(sha1(script), keys.length, ...keys, ...args);
+    } catch (err) {
+        if (!(err instanceof Error) || !err.message.startsWith("NOSCRIPT")) throw err;
+        return redis.eval(script, keys.length, ...keys, ...args);
+    }
+}
+
+/** Concurrency ZSET keys of the three tiers, in {@link TIERS} order. */
+export function concurrencyKeys(ids: TierIds): string[] {
+    return TIERS.map((t) => redisKeys.concurrency(t, ids[t]));
+}
+
+/** Token-window counter keys of the three tiers at `nowMs`, in {@link TIERS} order. */
+export function tokenKeys(ids: TierIds, nowMs: number, windowSeconds: Record<Tier, number>): string[] {
+    return TIERS.map((t) => redisKeys.tokens(t, ids[t], windowStart(nowMs, windowSeconds[t])));
+}
+
+/**
+ * Checks rps, concurrency and token windows of all three tiers in one atomic script and, only if every tier
+ * passes, takes one rps slot and a concurrency lease `leaseId` in each tier.
+ * @param nowMs caller's clock, ms since the Unix epoch.
+ * @param leaseTtlMs how long the lease holds if no usage event releases it (ms); must exceed the longest
+ *   request the gateway allows (AIGatewayRoute `timeouts.request`).
+ * @throws the Redis client's error when Redis is unreachable or times out (callers fail closed).
+ */
+export async function checkAndAcquire(
+    redis: Redis, ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number,
+): Promise<LimitDecision> {
+    const keys: string[] = [];
+    const args: (string | number)[] = [nowMs, leaseId, leaseTtlMs];
+    for (const t of TIERS) {
+        const l = limits[t];
+        const start = windowStart(nowMs, l.windowSeconds);
+        keys.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.tokens(t, ids[t], start));
+        args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
+    }
+    const reply = await runScript(redis, CHECK_LIMITS_LUA, keys, args) as [number, string, number?];
+    if (reply[0] === 0) return { allowed: true, leaseId: reply[1] };
+    return {
+        allowed: false,
+        tier: TIERS[reply[0] - 1],
+        dimension: reply[1] as LimitDimension,
+        retryAfterMs: Number(reply[2]),
+    };
+}
+
+/**
+ * Releases a concurrency lease in all three tiers (called by the metering service when the request's
+ * usage event arrives). Idempotent: releasing an expired or already released lease is a no-op.
+ * @returns how many tiers still held the lease (0-3).
+ * @throws the Redis client's error when Redis is unreachable or times out.
+ */
+export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string): Promise<number> {
+    return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
+}
+
+/**
+ * Adds a request's tokens to the fixed token window of each tier (called by the metering service per usage
+ * event). The window is the one containing `nowMs` ({@link windowStart}); each tier has its own window length.
+ * @param tokens non-negative integer token count (input + output, as the hub bills it).
+ * @param nowMs ms since the Unix epoch that selects the window (the request's end time).
+ * @param windowSeconds each tier's `limits.windowSeconds` from the policy bundle.
+ * @returns the tiers' totals in their current windows after the addition.
+ * @throws RangeError for a negative or non-integer token count; the Redis client's error when Redis fails.
+ */
+export async function addTokens(
+    redis: Redis, ids: TierIds, tokens: number, nowMs: number, windowSeconds: Record<Tier, number>,
+): Promise<Record<Tier, number>> {
+    if (!Number.isInteger(tokens) || tokens < 0) throw new RangeError(`tokens must be a non-negative integer, got ${tokens}`);
+    const expireAt = TIERS.map((t) => windowStart(nowMs, windowSeconds[t]) + 2 * windowSeconds[t]);
+    const totals = await runScript(redis, ADD_TOKENS_LUA, tokenKeys(ids, nowMs, windowSeconds), [tokens, ...expireAt]) as number[];
+    return { model: Number(totals[0]), team: Number(totals[1]), key: Number(totals[2]) };
+}

@@ -1,0 +1,66 @@
+import * as fs from "fs";
+import * as path from "path";
+import * as YAML from "yaml";
+import { CapturedResource, runStack, RunStackResult, StackOutputs } from "../tools/harness";
+import { readStackFile, StackFile } from "../tools/stackfiles";
+import { referenceableOutputs, unwrapWire } from "../tools/wire";
+
+export const ROOT = path.join(__dirname, "..");
+export const STACKS = path.join(ROOT, "stacks");
+
+/** A repo stack file as the renderer reads it. */
+export function stackFile(name: string): StackFile {
+    return readStackFile(path.join(STACKS, `Pulumi.${name}.yaml`), `stacks/Pulumi.${name}.yaml`);
+}
+
+/** The `config:` map of a repo stack file as plain data (for mutation in tests). */
+export function stackConfigDoc(name: string): Record<string, any> {
+    return YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${name}.yaml`), "utf8")).config;
+}
+
+/** `platform:*` keys of a config doc as the loader sees them (short keys). */
+export function platformKeys(doc: Record<string, any>): Record<string, unknown> {
+    return Object.fromEntries(Object.entries(doc).filter(([k]) => k.startsWith("platform:")).map(([k, v]) => [k.slice("platform:".length), v]));
+}
+
+/** Flat Pulumi config map from a config doc. */
+export function flatConfig(doc: Record<string, any>): Record<string, string> {
+    return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k, typeof v === "string" ? v : JSON.stringify(v)]));
+}
+
+/** The repo's program (index.ts), imported lazily so it is evaluated only after mocks are set. */
+export async function repoProgram(): Promise<Record<string, unknown> | undefined> {
+    const mod: any = await import("../index");
+    const fn = typeof mod === "function" ? mod : mod.default;
+    return fn();
+}
+
+/** Runs the real program for a stack under mocks. */
+export async function runRepoStack(stack: string, opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> } = {}): Promise<RunStackResult> {
+    const prev = process.env.PLATFORM_STACK_FILE;
+    process.env.PLATFORM_STACK_FILE = `stacks/Pulumi.${stack}.yaml`;
+    try {
+        return await runStack({
+            project: "platform", stack, config: opts.config ?? stackFile(stack).config,
+            preview: opts.preview, stackOutputs: opts.stackOutputs, program: repoProgram,
+        });
+    } finally {
+        if (prev === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prev;
+    }
+}
+
+/** Renders hub-prod then the given spoke, returning both results. */
+export async function runHubAndSpoke(spoke: string, preview = false) {
+    const hub = await runRepoStack("hub-prod", { preview });
+    const spokeResult = await runRepoStack(spoke, { preview, stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+    return { hub, spoke: spokeResult };
+}
+
+export function byType(rs: CapturedResource[], type: string): CapturedResource[] {
+    return rs.filter((r) => r.type === type);
+}
+
+/** Plain inputs (secrets unwrapped) of a captured resource. */
+export function inputs(r: CapturedResource): Record<string, any> {
+    return unwrapWire(r.inputs) as Record<string, any>;
+}
