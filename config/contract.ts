@@ -36,6 +36,21 @@ export const PolicyContractSchema = z.object({
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
 
 /**
+ * Where a spoke's metering ships usage events (DESIGN §3, "Usage event"): its own Kinesis stream on the hub
+ * (components/hub/UsageLedger.ts). The spoke's SpokeIdentity role may only put records to exactly this stream.
+ */
+export const UsageContractSchema = z.object({
+    /** Kinesis stream name (`platform-usage-<spoke>`). */
+    streamName: z.string().min(1).max(128),
+    /** Its ARN (what the spoke role's `kinesis:PutRecord(s)` grant names). */
+    streamArn: z.string().startsWith("arn:"),
+    /** AWS region of the stream. */
+    region: z.string().min(1),
+}).strict();
+
+export type UsageContract = z.infer<typeof UsageContractSchema>;
+
+/**
  * What the hub declares for one spoke (DESIGN §3, "Placement"): the endpoints it must run. The hub
  * exports one of these per spoke under the stack output `spokeContracts`; the spoke reads its own entry
  * through a StackReference and validates it with this schema before creating anything.
@@ -50,6 +65,8 @@ export const SpokeContractSchema = z.object({
     endpoints: z.array(EndpointSchema),
     /** Where the spoke's signed policy bundles live and how to verify them. */
     policy: PolicyContractSchema,
+    /** Where the spoke's metering ships usage events. */
+    usage: UsageContractSchema,
 }).strict();
 
 export type SpokeContract = z.infer<typeof SpokeContractSchema>;

@@ -78,7 +78,7 @@ export const EndpointSchema = z.object({
     topology: TopologySchema,
     router: z.object({ mode: z.enum(["kv", "round-robin"]).default("kv") }).strict().default({ mode: "kv" }),
     kvPool: KvPoolSchema.default({ kind: "none" }),
-    planner: PlannerSchema.default({} as never),
+    planner: PlannerSchema.prefault({}),
     speculative: SpeculativeSchema.optional(),
     /** Maximum context length in tokens passed to the engine. */
     maxModelLen: z.number().int().positive().optional(),

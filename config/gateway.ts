@@ -43,10 +43,22 @@ export const GatewayConfigSchema = z.object({
     authReplicas: z.number().int().min(2).default(2),
     /** Timeout of one ext_authz call, seconds (Envoy Gateway default 10). */
     authTimeoutSeconds: z.number().int().min(1).max(60).default(5),
+    /**
+     * Pods besides the Envoy proxies allowed to reach the Dynamo frontends' HTTP port, for `/metrics` (the
+     * Planner scales on `dynamo_frontend_*` series read from Prometheus). Default: kube-prometheus-stack's
+     * Prometheus (prometheus-operator labels its pods `app.kubernetes.io/name: prometheus`) in `monitoring`, the
+     * namespace of config/serving.ts DEFAULT_PROMETHEUS_ENDPOINT. These pods can also call the model API
+     * unauthenticated, so keep the list to the scraper.
+     */
+    frontendScrapers: z.array(z.object({
+        namespace: z.string().min(1),
+        podLabels: z.record(z.string(), z.string()).refine((l) => Object.keys(l).length > 0, "select the scraper pods by at least one label"),
+    }).strict()).default([{ namespace: "monitoring", podLabels: { "app.kubernetes.io/name": "prometheus" } }]),
 }).strict().superRefine((g, ctx) => {
     if (g.maxRequestBytes > g.bufferLimitBytes) {
         ctx.addIssue({ code: "custom", path: ["bufferLimitBytes"], message: `${g.bufferLimitBytes} bytes is below maxRequestBytes (${g.maxRequestBytes}); Envoy would answer 413 before ext_authz sees the body` });
     }
 });
 
+/** `platform:gateway` with defaults applied. */
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;

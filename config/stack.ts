@@ -1,8 +1,11 @@
 import { z } from "zod";
 import { parseCidr, findOverlaps, subnet, Cidr } from "../lib/cidr";
 import { ConfigError, ConfigIssue, zodIssues } from "./errors";
+import { EfaBackendSchema, EksClusterSchema, EksCluster, EksNodeGroups, EksNodeGroupsSchema, profileNameFor } from "./eks";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { GatewayConfigSchema } from "./gateway";
+import { ServingConfigSchema } from "./serving";
+import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
 
@@ -58,6 +61,8 @@ export const HubConfigSchema = z.object({
     tenants: z.array(TenantSchema).min(1),
     apiKeys: z.array(ApiKeySchema),
     endpoints: z.array(EndpointSchema),
+    /** Usage ledger (config/metering.ts); optional, every field defaulted. */
+    usage: UsageLedgerConfigSchema.prefault({}),
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
@@ -116,6 +121,37 @@ export const NodePoolSchema = z.object({
     memlockUnlimited: z.boolean().default(false),
 }).strict();
 
+/** `platform:cluster` of an on-prem spoke: an existing Kubernetes cluster reached through a kubeconfig context. */
+export const OnPremClusterSchema = z.object({
+    provider: z.literal("onprem"),
+    /** kubeconfig context for the Kubernetes provider; unset uses the ambient kubeconfig. */
+    kubeconfigContext: z.string().optional(),
+    podCidr: Cidr,
+    serviceCidr: Cidr,
+}).strict();
+
+/** `platform:backend` of an on-prem spoke: rail-aligned InfiniBand. */
+export const InfinibandBackendSchema = z.object({
+    fabric: z.literal("infiniband"),
+    /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
+    rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
+    /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
+    railSupernet: Cidr,
+    railPrefixLength: z.number().int().min(16).max(28).default(20),
+    /** Addresses nv-ipam hands each node per rail pool. */
+    perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
+    /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
+    minLinkRateGbps: z.number().int().positive().default(400),
+}).strict();
+
+/** `platform:frontend` of an on-prem spoke: the north-south Ethernet. */
+export const FrontendSchema = z.object({
+    /** Node addresses on the north-south Ethernet. */
+    subnet: Cidr,
+    /** Per-port rate in Gb/s (2 x 200 GbE per node). */
+    linkRateGbps: z.number().int().positive().default(200),
+}).strict();
+
 export const SpokeConfigSchema = z.object({
     role: z.literal("spoke"),
     spoke: z.object({
@@ -125,32 +161,16 @@ export const SpokeConfigSchema = z.object({
         /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
         hubStack: z.string().min(1),
     }).strict(),
-    cluster: z.object({
-        provider: z.literal("onprem"),
-        /** kubeconfig context for the Kubernetes provider; unset uses the ambient kubeconfig. */
-        kubeconfigContext: z.string().optional(),
-        podCidr: Cidr,
-        serviceCidr: Cidr,
-    }).strict(),
-    nodePools: z.array(NodePoolSchema).min(1),
-    backend: z.object({
-        fabric: z.literal("infiniband"),
-        /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
-        rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
-        /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
-        railSupernet: Cidr,
-        railPrefixLength: z.number().int().min(16).max(28).default(20),
-        /** Addresses nv-ipam hands each node per rail pool. */
-        perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
-        /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
-        minLinkRateGbps: z.number().int().positive().default(400),
-    }).strict(),
-    frontend: z.object({
-        /** Node addresses on the north-south Ethernet. */
-        subnet: Cidr,
-        /** Per-port rate in Gb/s (2 x 200 GbE per node). */
-        linkRateGbps: z.number().int().positive().default(200),
-    }).strict(),
+    /** `provider: onprem` (an existing cluster) or `provider: eks` (created here, config/eks.ts). */
+    cluster: z.discriminatedUnion("provider", [OnPremClusterSchema, EksClusterSchema]),
+    /** On-prem only: pools of named hosts. */
+    nodePools: z.array(NodePoolSchema).min(1).optional(),
+    /** EKS only: managed node groups (GPU groups with EFA, one CPU group). */
+    nodeGroups: EksNodeGroupsSchema.optional(),
+    /** `fabric: infiniband` (on-prem) or `fabric: efa` (EKS). */
+    backend: z.discriminatedUnion("fabric", [InfinibandBackendSchema, EfaBackendSchema]),
+    /** On-prem only: the north-south Ethernet (on EKS it is the VPC). */
+    frontend: FrontendSchema.optional(),
     gpuOperator: z.object({
         /**
          * GPUDirect RDMA kernel path: `dmabuf` (recommended; open GPU kernel modules, Linux >= 5.12) or
@@ -162,17 +182,56 @@ export const SpokeConfigSchema = z.object({
     }).strict().default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
     /** Agent Router / auth service settings (config/gateway.ts); optional, every field defaulted. */
     gateway: GatewayConfigSchema.prefault({}),
-}).strict();
+    /** Dynamo platform install and endpoint -> node pool mapping (config/serving.ts); optional, every field defaulted. */
+    serving: ServingConfigSchema.prefault({}),
+    /** Metering service and access-log collector (config/metering.ts); optional, every field defaulted. */
+    metering: MeteringConfigSchema.prefault({}),
+}).strict().superRefine((s, ctx) => {
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    if (s.cluster.provider === "onprem") {
+        if (s.backend.fabric !== "infiniband") issue(["backend", "fabric"], "an on-prem spoke uses fabric: infiniband (efa is for provider: eks)");
+        if (!s.nodePools) issue(["nodePools"], "an on-prem spoke needs nodePools (named hosts per pool)");
+        if (!s.frontend) issue(["frontend"], "an on-prem spoke needs frontend (the north-south subnet)");
+        if (s.nodeGroups) issue(["nodeGroups"], "nodeGroups are for provider: eks; an on-prem spoke lists its hosts in nodePools");
+        return;
+    }
+    if (s.backend.fabric !== "efa") issue(["backend", "fabric"], "an EKS spoke uses fabric: efa (infiniband is for provider: onprem)");
+    if (!s.nodeGroups) issue(["nodeGroups"], "an EKS spoke needs nodeGroups (gpu and cpu)");
+    if (s.nodePools) issue(["nodePools"], "nodePools are for provider: onprem; an EKS spoke declares nodeGroups");
+    if (s.frontend) issue(["frontend"], "frontend is for provider: onprem; an EKS spoke's north-south network is its VPC");
+    if (s.spoke.region !== s.cluster.region) issue(["spoke", "region"], `must equal platform:cluster.region (${s.cluster.region}) on an EKS spoke`);
+});
 
 type SpokeConfigRaw = z.infer<typeof SpokeConfigSchema>;
+type NodePoolRaw = z.infer<typeof NodePoolSchema>;
+export type OnPremCluster = z.infer<typeof OnPremClusterSchema>;
+export type InfinibandBackend = z.infer<typeof InfinibandBackendSchema>;
+export type EfaBackend = z.infer<typeof EfaBackendSchema>;
+export type Frontend = z.infer<typeof FrontendSchema>;
 
-/** A node pool with its profile resolved and validated. */
-export type NodePool = Omit<SpokeConfigRaw["nodePools"][number], "profile"> & { profile: NodeProfile };
+/** A node pool with its profile resolved and validated. On EKS, `nodes` is empty (managed node groups scale). */
+export type NodePool = Omit<NodePoolRaw, "profile"> & { profile: NodeProfile };
 
 /** One rail's IP pool: rail index and the subnet all nodes' rail-i ports share (leaf i, one flat IB subnet, no gateway). */
 export interface RailPool { rail: number; subnet: string }
 
-export type SpokeConfig = Omit<SpokeConfigRaw, "nodePools"> & { nodePools: NodePool[]; railPools: RailPool[] };
+type SpokeCommon = Omit<SpokeConfigRaw, "cluster" | "backend" | "nodePools" | "nodeGroups" | "frontend"> & { nodePools: NodePool[]; railPools: RailPool[] };
+
+/** A validated on-prem spoke: InfiniBand rails, named hosts, frontend subnet. */
+export type OnPremSpokeConfig = SpokeCommon & { cluster: OnPremCluster; backend: InfinibandBackend; frontend: Frontend; nodeGroups?: undefined };
+
+/**
+ * A validated EKS spoke: EFA backend. `nodePools` holds one pool per GPU node group (profile from the instance
+ * type, no hosts); `railPools` is empty (no IB rails).
+ */
+export type EksSpokeConfig = SpokeCommon & { cluster: EksCluster; backend: EfaBackend; nodeGroups: EksNodeGroups; frontend?: undefined };
+
+export type SpokeConfig = OnPremSpokeConfig | EksSpokeConfig;
+
+/** Narrows a spoke config to the EKS variant. */
+export function isEksSpoke(c: SpokeConfig): c is EksSpokeConfig {
+    return c.cluster.provider === "eks";
+}
 
 // ---------------------------------------------------------------- loading
 
@@ -193,7 +252,69 @@ export function namespaceConfig(all: Record<string, string>, namespace = CONFIG_
     return out;
 }
 
-function resolveSpoke(raw: SpokeConfigRaw, issues: ConfigIssue[]): SpokeConfig {
+type OnPremRaw = SpokeConfigRaw & { cluster: OnPremCluster; backend: InfinibandBackend; nodePools: NodePoolRaw[]; frontend: Frontend; nodeGroups?: undefined };
+type EksRaw = SpokeConfigRaw & { cluster: EksCluster; backend: EfaBackend; nodeGroups: EksNodeGroups; frontend?: undefined };
+
+/** Validates the preset profile (or inline profile) `doc` selected at `key`; pushes issues and returns undefined on failure. */
+function resolveProfile(doc: unknown, name: string | undefined, key: string, issues: ConfigIssue[]): NodeProfile | undefined {
+    const parsed = NodeProfileSchema.safeParse(doc);
+    if (!parsed.success) {
+        issues.push(...zodIssues(parsed.error, name !== undefined ? `${key} (preset "${name}")` : key));
+        return undefined;
+    }
+    return parsed.data;
+}
+
+/**
+ * EKS: one pool per GPU node group with the preset profile of its instance type (`p5en.48xlarge` ->
+ * `config/node-profiles/p5en-48xlarge.yaml`), checked to be an EFA profile of that exact type; AZs and the
+ * VPC checked against the region and the service CIDR.
+ */
+function resolveEks(raw: EksRaw, issues: ConfigIssue[]): EksSpokeConfig {
+    const presets = presetProfiles();
+    const groups = raw.nodeGroups;
+    const vpc = raw.cluster.vpc;
+    const vpcAzs = vpc.mode === "create" ? vpc.availabilityZones : vpc.privateSubnets.map((s) => s.availabilityZone);
+    for (const a of vpcAzs) {
+        if (!a.startsWith(raw.cluster.region)) issues.push({ key: "platform:cluster.vpc", message: `availability zone ${a} is not in region ${raw.cluster.region}` });
+    }
+    const names = new Map<string, string>([[groups.cpu.name, "platform:nodeGroups.cpu.name"]]);
+    const pools: NodePool[] = [];
+    groups.gpu.forEach((g, i) => {
+        const key = `platform:nodeGroups.gpu[${i}]`;
+        if (names.has(g.name)) issues.push({ key: `${key}.name`, message: `node group name "${g.name}" is already used by ${names.get(g.name)}` });
+        else names.set(g.name, `${key}.name`);
+        if (!vpcAzs.includes(g.availabilityZone)) issues.push({ key: `${key}.availabilityZone`, message: `${g.availabilityZone} is not one of the VPC's availability zones (${vpcAzs.join(", ")})` });
+        const presetName = profileNameFor(g.instanceType);
+        const doc = presets.get(presetName);
+        if (doc === undefined) { issues.push({ key: `${key}.instanceType`, message: `no node profile "${presetName}" in config/node-profiles/ for ${g.instanceType}` }); return; }
+        const profile = resolveProfile(doc, presetName, `${key}.instanceType`, issues);
+        if (!profile) return;
+        if (profile.efa?.instanceType !== g.instanceType) {
+            issues.push({ key: `${key}.instanceType`, message: `node profile "${presetName}" does not describe the EFA layout of ${g.instanceType}` });
+            return;
+        }
+        // The launch template's node bootstrap always sets LimitMEMLOCK=infinity on EKS GPU nodes (lib/efa.ts).
+        pools.push({ name: g.name, profile, nodes: [], memlockUnlimited: true });
+    });
+    const vpcCidr = parseCidr(vpc.cidr);
+    for (const [a, b] of findOverlaps([["platform:cluster.vpc.cidr", vpcCidr], ["platform:cluster.serviceCidr", parseCidr(raw.cluster.serviceCidr)]])) {
+        issues.push({ key: b, message: `overlaps ${a}` });
+    }
+    if (vpc.mode === "existing") {
+        vpc.privateSubnets.forEach((s, i) => {
+            const c = parseCidr(s.cidr);
+            if (c.prefix < vpcCidr.prefix || findOverlaps([["vpc", vpcCidr], ["subnet", c]]).length === 0) {
+                issues.push({ key: `platform:cluster.vpc.privateSubnets[${i}].cidr`, message: `${s.cidr} is not inside the VPC CIDR ${vpc.cidr}` });
+            }
+        });
+    } else if (vpcCidr.prefix > 20) {
+        issues.push({ key: "platform:cluster.vpc.cidr", message: `/${vpcCidr.prefix} is too small: pods take VPC addresses (VPC CNI); use /16 to /20` });
+    }
+    return { ...raw, nodePools: pools, railPools: [] };
+}
+
+function resolveSpoke(raw: OnPremRaw, issues: ConfigIssue[]): OnPremSpokeConfig {
     const presets = presetProfiles();
     const pools: NodePool[] = [];
     const nodeOwner = new Map<string, string>();
@@ -208,16 +329,17 @@ function resolveSpoke(raw: SpokeConfigRaw, issues: ConfigIssue[]): SpokeConfig {
         if (typeof p.profile === "string") {
             doc = presets.get(p.profile);
             if (doc === undefined) {
-                issues.push({ key: `${key}.profile`, message: `unknown node profile "${p.profile}" (known: ${[...presets.keys()].join(", ")})` });
+                issues.push({ key: `${key}.profile`, message: `unknown node profile "${p.profile}" (known: ${[...presets.entries()].filter(([, d]) => !(d as { efa?: unknown })?.efa).map(([n]) => n).join(", ")})` });
                 return;
             }
         }
-        const parsed = NodeProfileSchema.safeParse(doc);
-        if (!parsed.success) {
-            const where = typeof p.profile === "string" ? `${key}.profile (preset "${p.profile}")` : `${key}.profile`;
-            issues.push(...zodIssues(parsed.error, where));
+        const profile = resolveProfile(doc, typeof p.profile === "string" ? p.profile : undefined, `${key}.profile`, issues);
+        if (!profile) return;
+        if (profile.efa) {
+            issues.push({ key: `${key}.profile`, message: `node profile "${profile.name}" describes an EFA instance type (${profile.efa.instanceType}) for EKS spokes; an on-prem pool needs an InfiniBand rail profile` });
             return;
         }
+        const parsed = { data: profile };
         parsed.data.rails.forEach((r, k) => {
             if (r.linkRateGbps < raw.backend.minLinkRateGbps) {
                 issues.push({ key: `${key}.profile.rails[${k}].linkRateGbps`, message: `${r.linkRateGbps} Gb/s is below platform:backend.minLinkRateGbps (${raw.backend.minLinkRateGbps} Gb/s)` });
@@ -276,7 +398,12 @@ export function parseStackConfig(raw: Record<string, unknown>, stackFile: string
     const parsed = SpokeConfigSchema.safeParse(raw);
     if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:"));
     const issues: ConfigIssue[] = [];
-    const spoke = resolveSpoke(parsed.data, issues);
+    if (parsed.data.cluster.provider === "eks" && raw.gpuOperator !== undefined) {
+        issues.push({ key: "platform:gpuOperator", message: "not used on an EKS spoke: the EKS AL2023 NVIDIA AMI provides the driver and GPUDirect (remove the key)" });
+    }
+    const spoke: SpokeConfig = parsed.data.cluster.provider === "eks"
+        ? resolveEks(parsed.data as EksRaw, issues)
+        : resolveSpoke(parsed.data as OnPremRaw, issues);
     if (issues.length) throw new ConfigError(stackFile, issues);
     return { role, spoke };
 }

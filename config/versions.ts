@@ -67,4 +67,50 @@ export const versions = {
      * org is this repo's image namespace; bump with every released change of services/auth.
      */
     authService: { image: "ghcr.io/inference-platform/platform-auth", version: "0.1.0" },
+    /**
+     * NVIDIA Dynamo platform Helm chart (operator; Grove, KAI, NATS, etcd optional subcharts), NGC repo
+     * `https://helm.ngc.nvidia.com/nvidia/ai-dynamo` (install-dynamo.md). 1.5.0 is the release whose
+     * `deploy/helm/charts/platform/Chart.yaml` and CRDs ../shared/schemas/dynamo were copied from
+     * (ai-dynamo/dynamo@2a6da14c); DGD `nvidia.com/v1beta1` is its storage version. NATS and etcd stay off: the
+     * default request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml, reference/dynamo.md §5).
+     */
+    dynamoPlatform: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", chart: "dynamo-platform", version: "1.5.0" },
+    /**
+     * Dynamo runtime images, one per engine, same release as {@link versions.dynamoPlatform}
+     * (nvcr.io/nvidia/ai-dynamo, docs.nvidia.com/dynamo release-artifacts). Tags are plain semver: the DGD webhook
+     * rejects a main image without a parseable version unless runtimeVersionOverride is set (reference/dynamo.md §1.2).
+     * The frontend runs from the engine's runtime image (`python3 -m dynamo.frontend`), as upstream examples do.
+     */
+    dynamoRuntime: {
+        vllm: { image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", version: "1.5.0" },
+        sglang: { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", version: "1.5.0" },
+        trtllm: { image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", version: "1.5.0" },
+    },
+    /**
+     * Dedicated Planner image: from Dynamo 1.1.0 backend images no longer ship the planner's dependencies
+     * (ai-dynamo/dynamo PR #8407; examples/backends/<engine>/deploy/disagg_planner.yaml), so the backend image fails with
+     * ModuleNotFoundError (reference/dynamo-failures.md F.6).
+     */
+    dynamoPlanner: { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", version: "1.5.0" },
+    /**
+     * Image running `mooncake_master` and `python3 -m mooncake.mooncake_store_service`. Mooncake publishes no image of
+     * its own; its Kubernetes guide runs both from the SGLang image, which bundles mooncake-transfer-engine
+     * (kvcache-ai/Mooncake docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md, which warns its
+     * v0.5.5 example is not a reproducible pin). >= 0.5.13 avoids the bundled Mooncake 0.3.10.post2 crash
+     * (Dynamo offloading support matrix, reference/dynamo.md §4.4); v0.5.16 is the newest tag seen (2026-07-29).
+     */
+    mooncake: { image: "docker.io/lmsysorg/sglang", version: "v0.5.16" },
+    /**
+     * OpenTelemetry Collector Helm chart (open-telemetry/opentelemetry-helm-charts, chart `opentelemetry-collector`;
+     * 0.170.0 = appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the
+     * OTLP receiver, `otlphttp` exporter, `memory_limiter` and the `file_storage` extension for the persistent
+     * sending queue (opentelemetry-collector-releases distributions/otelcol-k8s/manifest.yaml). The access-log
+     * collector in front of metering (components/spoke/Metering.ts).
+     */
+    otelCollector: {
+        repo: "https://open-telemetry.github.io/opentelemetry-helm-charts", chart: "opentelemetry-collector", version: "0.170.0",
+        image: "otel/opentelemetry-collector-k8s", imageTag: "0.158.0", command: "otelcol-k8s",
+    },
+    /** The metering service image (services/metering/Dockerfile); bump with every released change of services/metering. */
+    meteringService: { image: "ghcr.io/inference-platform/platform-metering", version: "0.1.0" },
 } as const;

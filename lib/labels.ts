@@ -16,6 +16,10 @@ export const FABRIC_LABEL = `${LABEL_PREFIX}/fabric`;
 export const RAIL_TOPOLOGY_LABEL = `${LABEL_PREFIX}/rail-topology`;
 /** Node label: `true` when containerd/kubelet run with LimitMEMLOCK=infinity. */
 export const MEMLOCK_LABEL = `${LABEL_PREFIX}/memlock-unlimited`;
+/** Node label (EKS GPU node groups): EFA devices per node, one per network card (p5en 16, p5e 32). */
+export const EFA_DEVICES_LABEL = `${LABEL_PREFIX}/efa-devices`;
+/** Node label (EKS): the platform CPU node group that runs the gateway, auth, metering and Mooncake master. */
+export const SYSTEM_POOL_LABEL = `${LABEL_PREFIX}/system`;
 /** Node annotation: the pool's rail table as JSON (rail, gpu, hca, netdev, PCI, NUMA, rate). */
 export const RAIL_TABLE_ANNOTATION = `${LABEL_PREFIX}/rail-table`;
 /** Node annotation: the frontend (north-south) NICs as JSON. */

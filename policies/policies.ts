@@ -1,5 +1,11 @@
 import type { Policy } from "@pulumi/policy";
+import { efaPolicies } from "./efa";
+import { gatewayPolicies } from "./gateway";
+import { dynamoPolicies } from "./dynamo";
+import { mooncakePolicies } from "./mooncake";
 import { rdmaFabricPolicies } from "./rdma-fabric";
+import { rdmaPlatformPolicies } from "./rdma-platform";
+import { rdmaWorkloadPolicies } from "./rdma-workloads";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -10,4 +16,7 @@ export const PACK_NAME = "platform-guard";
  */
 export const allPolicies: Policy[] = [
     ...rdmaFabricPolicies,
+    ...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies, ...rdmaPlatformPolicies,
+    ...gatewayPolicies,
+    ...efaPolicies,
 ];

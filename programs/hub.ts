@@ -1,22 +1,39 @@
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ApiKeys } from "../components/hub/ApiKeys";
-import { CONTRACT_SCHEMA_VERSION, SpokeContract, contentHash } from "../config/contract";
+import { PolicyStore } from "../components/hub/PolicyStore";
+import { SpokeIdentity } from "../components/hub/SpokeIdentity";
+import { UsageLedger } from "../components/hub/UsageLedger";
+import { ledgerAvailabilityZones } from "../config/metering";
+import { CONTRACT_SCHEMA_VERSION, PolicyContract, SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
+import { bundlePaths } from "../services/shared/bundle";
+import { stackFilePath } from "./load";
+import { checkSpokeRegistry } from "./spoke-registry";
+
+/**
+ * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
+ * only once those exist, so {@link buildSpokeContracts} takes them from the caller.
+ */
+export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | "spoke" | "placementRevision" | "endpoints">;
 
 /**
  * Pure: the per-spoke placement contracts (DESIGN §3) for a validated hub config. Every spoke the hub knows
  * gets a contract, possibly with no endpoints, so a spoke is never left guessing.
  */
-export function buildSpokeContracts(hub: HubConfig, hubStack: string): Record<string, SpokeContract> {
+export function buildSpokeContracts(hub: HubConfig, hubStack: string, extras: Record<string, SpokeContractExtras>): Record<string, SpokeContract> {
     const out: Record<string, SpokeContract> = {};
     for (const s of [...hub.spokes].sort((a, b) => a.name.localeCompare(b.name))) {
         const endpoints = hub.endpoints.filter((e) => e.spoke === s.name);
+        const x = extras[s.name];
+        if (!x) throw new Error(`buildSpokeContracts: no policy store / identity outputs for spoke "${s.name}"`);
         out[s.name] = {
             schemaVersion: CONTRACT_SCHEMA_VERSION,
             hub: hubStack,
             spoke: s.name,
             placementRevision: contentHash(endpoints),
             endpoints,
+            ...x,
         };
     }
     return out;
@@ -38,16 +55,57 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
 
 /** Builds the hub stack. Returns the stack outputs. */
 export function buildHub(cfg: HubConfig, stackName: string) {
-    const keys = new ApiKeys("api-keys", { keyIds: cfg.apiKeys.map((k) => k.id) });
-    const spokeContracts = buildSpokeContracts(cfg, stackName);
+    // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.
+    const spokeNetworks = checkSpokeRegistry(cfg, stackFilePath());
+    // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
+    const region = new pulumi.Config("aws").require("region");
+    const provider = new aws.Provider("hub-aws", { region });
+    const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
+
+    const keys = new ApiKeys("api-keys", { keyIds: cfg.apiKeys.map((k) => k.id) }, opts);
+    const model = keys.keyHashes.apply((h) => accessModel(cfg, h));
+    const spokes = cfg.spokes.map((s) => s.name).sort();
+
+    // Bundle revisions without a counter service: this stack's own previous `policyRevisions` output.
+    const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${stackName}` });
+    const store = new PolicyStore("policy-store", { spokes, policy: model, previous: self.getOutput("policyRevisions") }, opts);
+    // Usage transport + ledger (one stream per spoke; its identity may only put to its own).
+    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region) }, opts);
+    const identities = new Map(spokes.map((s) => [s, new SpokeIdentity(`spoke-${s}`, {
+        spoke: s, bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
+    }, opts)]));
+
+    const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(Object.fromEntries(spokes.map((s) => {
+        const policy = pulumi.output({
+            bucket: store.bucket, region, prefix: bundlePaths.prefix(s), publicKey: store.publicKey, keyId: store.keyId,
+            kmsKeyArn: store.kmsKeyArn, roleArn: identities.get(s)!.roleArn,
+            revision: store.revisions.apply((r) => r[s].revision), contentHash: store.revisions.apply((r) => r[s].contentHash),
+        }) as pulumi.Output<PolicyContract>;
+        return [s, pulumi.all([policy, ledger.usageContract(s)]).apply(([p, usage]): SpokeContractExtras => ({ policy: p, usage }))];
+    })));
+    const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x));
     return {
         /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
         spokeContracts,
+        /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
+        spokeNetworks,
         /** Placement summary: spoke -> endpoint names (for humans and dashboards). */
-        placement: Object.fromEntries(Object.entries(spokeContracts).map(([k, c]) => [k, { revision: c.placementRevision, endpoints: c.endpoints.map((e) => e.name) }])),
+        placement: Object.fromEntries(spokes.map((s) => {
+            const endpoints = cfg.endpoints.filter((e) => e.spoke === s);
+            return [s, { revision: contentHash(endpoints), endpoints: endpoints.map((e) => e.name) }];
+        })),
         /** The access model with key hashes (no keys). */
-        accessModel: keys.keyHashes.apply((h) => accessModel(cfg, h)),
+        accessModel: model,
         /** API keys by id: secret. */
         apiKeys: keys.keys,
+        /** Spoke -> live bundle revision; read back by the next deployment (self StackReference). */
+        policyRevisions: store.revisions,
+        /** Usage ledger: per-spoke streams, consumer, failure destination, database endpoint (no secrets). */
+        usageLedger: {
+            streams: Object.fromEntries(spokes.map((s) => [s, ledger.usageContract(s)])),
+            consumerArn: ledger.consumerArn, failureQueueArn: ledger.failureQueueArn, databaseEndpoint: ledger.clusterEndpoint,
+        },
+        /** Spoke -> source credentials that assume its SpokeIdentity role: secret. */
+        spokeCredentials: pulumi.secret(pulumi.all(Object.fromEntries(spokes.map((s) => [s, identities.get(s)!.credentials])))),
     };
 }

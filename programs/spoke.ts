@@ -6,8 +6,13 @@ import { GpuNodePool } from "../components/spoke/GpuNodePool";
 import { GpuOperator } from "../components/spoke/GpuOperator";
 import { SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
-import type { SpokeConfig } from "../config/stack";
+import { isEksSpoke, SpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
+import { buildEksSpoke } from "./eks-spoke";
+import { checkAgainstHubRegistry } from "./spoke-registry";
+import { deployServing } from "./serving";
+import { deployGateway, GatewayHandles } from "./gateway";
+import { deployMetering } from "./metering";
 
 /**
  * Reads this spoke's entry of the hub's `spokeContracts` output (the deployment declaration going down,
@@ -30,12 +35,16 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
     if (!parsed.success) {
         throw new ConfigError(stackFile, zodIssues(parsed.error, `hub output spokeContracts.${cfg.spoke.name}`));
     }
+    // This spoke's networks against the other spokes' as the hub recorded them (programs/spoke-registry.ts).
+    checkAgainstHubRegistry(cfg, pulumi.getStack(), (await hub.getOutputDetails("spokeNetworks")).value, stackFile);
     return parsed.data;
 }
 
 /** Builds one spoke stack (one GPU cluster). Returns the stack outputs. */
 export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     const contract = await readSpokeContract(cfg, stackFile);
+    // EKS spokes (cluster, VPC, node groups with EFA) are built in programs/eks-spoke.ts.
+    if (isEksSpoke(cfg)) return buildEksSpoke(cfg, contract, stackFile);
 
     const provider = new k8s.Provider("k8s", {
         context: cfg.cluster.kubeconfigContext,
@@ -62,7 +71,16 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
         namespace: platformNs.metadata.name,
     }, opts);
 
-    void gpuOperator;
+    const serving = deployServing({
+        cfg, contract, stackFile, pools, fabric, frontend, dependsOn: [gpuOperator, inferenceNs],
+    }, opts);
+    // Agent Router + auth service (programs/gateway.ts); NetworkPolicy into the inference namespace.
+    const handles: GatewayHandles = {};
+    const gateway = await deployGateway({ spoke: cfg.spoke.name, hubStack: cfg.spoke.hubStack, stackFile, contract, gateway: cfg.gateway, handles }, { ...opts, dependsOn: [inferenceNs] });
+    // Usage metering (programs/metering.ts): access-log collector + metering StatefulSet, shipping to the hub.
+    const metering = deployMetering({
+        spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles,
+    }, { ...opts, dependsOn: [platformNs] });
     return {
         spoke: cfg.spoke.name,
         placementRevision: contract.placementRevision,
@@ -71,5 +89,8 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
         railNetworks: fabric.railNetworks,
         nodeSelectors: Object.fromEntries(pools.map((p, i) => [cfg.nodePools[i].name, p.nodeSelector])),
         frontendHcas: frontend.frontendHcas,
+        serving,
+        gateway,
+        metering,
     };
 }

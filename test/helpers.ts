@@ -52,7 +52,10 @@ export async function runRepoStack(stack: string, opts: { preview?: boolean; con
 /** Renders hub-prod then the given spoke, returning both results. */
 export async function runHubAndSpoke(spoke: string, preview = false) {
     const hub = await runRepoStack("hub-prod", { preview });
-    const spokeResult = await runRepoStack(spoke, { preview, stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+    // A spoke's preview reads the hub's deployed state, never a hub preview (whose contract holds unknown ARNs
+    // and keys): the spoke always references a normally rendered hub.
+    const deployedHub = preview ? await runRepoStack("hub-prod") : hub;
+    const spokeResult = await runRepoStack(spoke, { preview, stackOutputs: { "hub-prod": { outputs: referenceableOutputs(deployedHub.outputs), secretOutputNames: [] } } });
     return { hub, spoke: spokeResult };
 }
 

@@ -2,29 +2,40 @@ import { createHash } from "crypto";
 import { describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
 import { unwrapWire, SECRET_SIG, SIG_KEY, UNKNOWN } from "../tools/wire";
-import { byType, inputs, runHubAndSpoke, runRepoStack } from "./helpers";
+import { byType, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) => {
     it("hub: one versioned placement contract per spoke, keys only as secrets, hashes = SHA-256 of the keys", async () => {
         const hub = await runRepoStack("hub-prod", { preview });
+        const hubSpokes = (stackConfigDoc("hub-prod")["platform:spokes"] as Array<{ name: string }>).map((s) => s.name).sort();
+        // The placement summary is pure config: known even in preview.
+        const placement = unwrapWire(hub.outputs.placement) as Record<string, { endpoints: string[]; revision: string }>;
+        expect(Object.keys(placement).sort()).toEqual(hubSpokes);
+        expect(placement.hn1.endpoints).toEqual(["llama-70b", "qwen3-32b"]);
+        // Keys are minted under the ApiKeys component, one per key id, and the output is a top-level secret
+        // (unknown until the passwords exist, in preview).
+        const [apiKeys] = byType(hub.resources, "platform:hub:ApiKeys");
+        const keyIds = (stackConfigDoc("hub-prod")["platform:apiKeys"] as Array<{ id: string }>).map((k) => k.id);
+        expect(byType(hub.resources, "random:index/randomPassword:RandomPassword").filter((r) => r.parent === apiKeys.urn)).toHaveLength(keyIds.length);
+        if (preview) {
+            expect(hub.outputs.apiKeys).toBe(UNKNOWN);
+            return;
+        }
+        expect((hub.outputs.apiKeys as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
         const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>;
-        expect(Object.keys(contracts).sort()).toEqual(["hcm1", "hn1"]);
+        expect(Object.keys(contracts).sort()).toEqual(hubSpokes);
         const hn1 = SpokeContractSchema.parse(contracts.hn1);
         expect(hn1.endpoints.map((e) => e.name)).toEqual(["llama-70b", "qwen3-32b"]);
         expect(hn1.hub).toBe("hub-prod");
-        // The API keys output is a secret at the top level (unknown until the passwords exist, in preview).
-        if (preview) expect(hub.outputs.apiKeys).toBe(UNKNOWN);
-        else expect((hub.outputs.apiKeys as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
-        expect(byType(hub.resources, "random:index/randomPassword:RandomPassword")).toHaveLength(5);
-        if (!preview) {
-            const keys = unwrapWire(hub.outputs.apiKeys) as Record<string, string>;
-            const model = unwrapWire(hub.outputs.accessModel) as { apiKeys: Array<{ id: string; sha256: string }> };
-            for (const k of model.apiKeys) {
-                expect(keys[k.id]).toMatch(/^sk-h200-[0-9a-z]{48}$/);
-                expect(k.sha256).toBe(createHash("sha256").update(keys[k.id]).digest("hex"));
-            }
-            expect(JSON.stringify(hub.outputs.accessModel)).not.toContain("sk-h200-");
+        expect(hn1.placementRevision).toBe(placement.hn1.revision);
+        const keys = unwrapWire(hub.outputs.apiKeys) as Record<string, string>;
+        const model = unwrapWire(hub.outputs.accessModel) as { apiKeys: Array<{ id: string; sha256: string }> };
+        expect(model.apiKeys.map((k) => k.id).sort()).toEqual([...keyIds].sort());
+        for (const k of model.apiKeys) {
+            expect(keys[k.id]).toMatch(/^sk-h200-[0-9a-z]{48}$/);
+            expect(k.sha256).toBe(createHash("sha256").update(keys[k.id]).digest("hex"));
         }
+        expect(JSON.stringify(hub.outputs.accessModel)).not.toContain("sk-h200-");
     });
 
     it("spoke: nodes labelled/tainted by SSA patches, one RDMA resource per rail, rail pools and networks", async () => {
@@ -82,6 +93,6 @@ describe("spoke vs hub contract", () => {
         const spoke = JSON.parse(cfg["platform:spoke"]);
         cfg["platform:spoke"] = JSON.stringify({ ...spoke, name: "dn1" });
         await expect(runRepoStack("spoke-hn1", { config: cfg, stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }))
-            .rejects.toThrow(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1\)/);
+            .rejects.toThrow(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1, sg1\)/);
     });
 });

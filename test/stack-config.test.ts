@@ -57,7 +57,7 @@ describe("bad stack files are rejected naming the file and the key", () => {
         ["CIDR with host bits", "spoke-hn1", (d) => { d["platform:frontend"].subnet = "10.10.0.1/24"; }, "platform:frontend.subnet", /IPv4 CIDR with no host bits/],
         ["same node in two pools", "spoke-hn1", (d) => { d["platform:nodePools"].push({ ...d["platform:nodePools"][0], name: "h200-b" }); }, "platform:nodePools[1].nodes[0]", /already in pool "h200"/],
         ["rail slower than the fabric minimum", "spoke-hn1", (d) => { d["platform:backend"].minLinkRateGbps = 800; }, "platform:nodePools[0].profile.rails[0].linkRateGbps", /400 Gb\/s is below platform:backend.minLinkRateGbps \(800 Gb\/s\)/],
-        ["placement on a spoke the hub does not know", "hub-prod", (d) => { d["platform:endpoints"][0].spoke = "dn1"; }, "platform:endpoints[0].spoke", /unknown spoke "dn1" \(known: hn1, hcm1\)/],
+        ["placement on a spoke the hub does not know", "hub-prod", (d) => { d["platform:endpoints"][0].spoke = "dn1"; }, "platform:endpoints[0].spoke", /unknown spoke "dn1" \(known: hn1, hcm1, sg1\)/],
         ["key allowed a model that does not exist", "hub-prod", (d) => { d["platform:apiKeys"][1].models = ["gpt-5"]; }, "platform:apiKeys[1].models[0]", /unknown model "gpt-5"/],
         ["key for a team its tenant lacks", "hub-prod", (d) => { d["platform:apiKeys"][0].team = "research"; }, "platform:apiKeys[0].team", /tenant "acme" has no team "research"/],
         ["spoke overcommitted with GPUs", "hub-prod", (d) => { d["platform:endpoints"][0].topology.decode.replicas = 4; }, "platform:endpoints", /spoke "hn1" has 16 GPUs but its endpoints need 24/],

@@ -85,6 +85,9 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
             if (args.type === "pulumi:pulumi:StackReference") {
                 const key = stackRefKey(String(args.inputs.name));
                 const ref = opts.stackOutputs?.[key];
+                // A stack reading its own previous outputs (the hub's bundle revisions) before it was ever
+                // deployed sees an empty stack, as the real engine does for a new stack. Only self-references.
+                if (!ref && key === opts.stack) return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: {}, secretOutputNames: [] } };
                 if (!ref) throw new Error(`StackReference "${args.inputs.name}": stack "${key}" has not been rendered (render it first, or check the name)`);
                 return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: ref.outputs, secretOutputNames: ref.secretOutputNames } };
             }
@@ -97,7 +100,8 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
             const m = callMocks[args.token];
             return m ? m(args.inputs as Record<string, any>, region) : {};
         },
-    }, opts.project, opts.stack, preview);
+    // "organization" is what a self-managed (DIY) backend reports, and what stack files use in StackReference names.
+    }, opts.project, opts.stack, preview, "organization");
 
     const resources = new Map<string, CapturedResource>();
     let stackOutputs: Record<string, unknown> = {};

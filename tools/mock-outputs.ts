@@ -46,10 +46,67 @@ export const outputMocks: Record<string, OutputMock> = {
     "aws:kms/alias:Alias": (n, i, r) => ({ arn: arn("kms", r, i.name ?? `alias/${n}`) }),
     "aws:iam/role:Role": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `role/${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` }; },
     "aws:iam/policy:Policy": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `policy/${name}`) }; },
+    "aws:iam/user:User": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `user${i.path ?? "/"}${name}`), uniqueId: `AIDA${mockRandomString(n, 16).toUpperCase()}` }; },
+    // Deterministic stand-in for an IAM secret access key (40 characters, like the real one).
+    "aws:iam/accessKey:AccessKey": (n) => ({ secret: mockRandomString(`access-key:${n}`, 40), status: "Active" }),
+    "aws:s3/bucketObjectv2:BucketObjectv2": (n, i) => ({ versionId: mockRandomString(`version:${n}:${i.content ?? ""}`, 32), etag: mockRandomString(`etag:${i.content ?? ""}`, 32) }),
+    // Usage ledger (components/hub/UsageLedger.ts).
+    "aws:kinesis/stream:Stream": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("kinesis", r, `stream/${name}`) }; },
+    "aws:rds/cluster:Cluster": (n, i, r) => {
+        const id = i.clusterIdentifier ?? `${n}-${mockRandomString(n, 7)}`, host = mockRandomString(`rds:${r}`, 12);
+        return { clusterIdentifier: id, arn: arn("rds", r, `cluster:${id}`), endpoint: `${id}.cluster-${host}.${r}.rds.amazonaws.com`, readerEndpoint: `${id}.cluster-ro-${host}.${r}.rds.amazonaws.com`, port: 5432, clusterResourceId: `cluster-${mockRandomString(n, 26).toUpperCase()}` };
+    },
+    "aws:rds/clusterInstance:ClusterInstance": (n, i, r) => { const id = i.identifier ?? `${n}-${mockRandomString(n, 7)}`; return { identifier: id, arn: arn("rds", r, `db:${id}`), endpoint: `${id}.${mockRandomString(`rds:${r}`, 12)}.${r}.rds.amazonaws.com`, port: 5432 }; },
+    "aws:rds/subnetGroup:SubnetGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("rds", r, `subgrp:${name}`) }; },
+    "aws:lambda/function:Function": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; const a = arn("lambda", r, `function:${name}`); return { name, arn: a, qualifiedArn: `${a}:1`, invokeArn: `arn:aws:apigateway:${r}:lambda:path/2015-03-31/functions/${a}/invocations`, version: "1" }; },
+    "aws:sqs/queue:Queue": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("sqs", r, name), url: `https://sqs.${r}.amazonaws.com/${MOCK_ACCOUNT_ID}/${name}` }; },
+    "aws:secretsmanager/secret:Secret": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("secretsmanager", r, `secret:${name}-${mockRandomString(`sm:${n}`, 6)}`) }; },
+    "aws:cloudwatch/logGroup:LogGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("logs", r, `log-group:${name}`) }; },
+};
+
+/**
+ * EKS / EC2 outputs for EKS spokes (programs/eks-spoke.ts). The API endpoint, CA and OIDC issuer have the
+ * shapes EKS returns (`https://<hex>.gr7.<region>.eks.amazonaws.com`, `oidc.eks.<region>.amazonaws.com/id/<HEX>`).
+ */
+Object.assign(outputMocks, {
+    "aws:eks/cluster:Cluster": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        const hex = mockRandomString(`eks:${name}`, 32).toUpperCase();
+        return {
+            name, arn: arn("eks", r, `cluster/${name}`), status: "ACTIVE", platformVersion: "eks.1",
+            endpoint: `https://${hex}.gr7.${r}.eks.amazonaws.com`,
+            certificateAuthority: { data: Buffer.from(`mock CA for ${name}`).toString("base64") },
+            identities: [{ oidcs: [{ issuer: `https://oidc.eks.${r}.amazonaws.com/id/${hex}` }] }],
+            vpcConfig: { ...(i.vpcConfig ?? {}), clusterSecurityGroupId: `sg-${mockRandomString(`cluster-sg:${name}`, 17)}`, vpcId: `vpc-${mockRandomString(`vpc:${name}`, 17)}` },
+        };
+    },
+    "aws:eks/nodeGroup:NodeGroup": (n, i, r) => ({ arn: arn("eks", r, `nodegroup/${i.clusterName}/${i.nodeGroupName ?? n}`), status: "ACTIVE" }),
+    "aws:eks/addon:Addon": (n, i, r) => ({ arn: arn("eks", r, `addon/${i.clusterName}/${i.addonName}`), addonVersion: i.addonVersion ?? "v0.0.0-eksbuild.default" }),
+    "aws:ec2/launchTemplate:LaunchTemplate": (n, _i, r) => ({ arn: arn("ec2", r, `launch-template/lt-${mockRandomString(n, 17)}`), latestVersion: 1, defaultVersion: 1 }),
+    "aws:ec2/placementGroup:PlacementGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("ec2", r, `placement-group/${name}`), placementGroupId: `pg-${mockRandomString(n, 17)}` }; },
+    "aws:ec2/vpc:Vpc": (n, _i, r) => ({ arn: arn("ec2", r, `vpc/${n}`), defaultSecurityGroupId: `sg-${mockRandomString(`default-sg:${n}`, 17)}`, mainRouteTableId: `rtb-${mockRandomString(n, 17)}` }),
+    "aws:ec2/securityGroup:SecurityGroup": (n, _i, r) => ({ arn: arn("ec2", r, `security-group/${n}`) }),
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (_n, i) => ({ arn: arn("iam", "", `oidc-provider/${String(i.url ?? "").replace(/^https:\/\//, "")}`) }),
+} satisfies Record<string, OutputMock>);
+
+/**
+ * `aws.ec2.getInstanceType` results for the instance types the stacks use, from the published specs
+ * (reference/rdma.md §6.1: p5en.48xlarge 16 network cards = 16 EFA, 16 x 200 Gb/s; p5e.48xlarge 32 x 100 Gb/s;
+ * both 192 vCPU, 2 TiB, 8 x H200). m7i.4xlarge: 16 vCPU, 64 GiB, one card, no EFA (EFA is m7i.48xlarge only).
+ */
+export const INSTANCE_TYPES: Record<string, Record<string, unknown>> = {
+    "p5en.48xlarge": { maximumNetworkCards: 16, efaSupported: true, efaMaximumInterfaces: 16, defaultVcpus: 192, memorySize: 2097152, networkPerformance: "3200 Gigabit", gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }] },
+    "p5e.48xlarge": { maximumNetworkCards: 32, efaSupported: true, efaMaximumInterfaces: 32, defaultVcpus: 192, memorySize: 2097152, networkPerformance: "3200 Gigabit", gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }] },
+    "m7i.4xlarge": { maximumNetworkCards: 1, efaSupported: false, efaMaximumInterfaces: 0, defaultVcpus: 16, memorySize: 65536, networkPerformance: "Up to 12.5 Gigabit", gpus: [] },
 };
 
 /** Results of provider functions (invokes) by token. */
 export const callMocks: Record<string, (args: Record<string, any>, region: string) => Record<string, unknown>> = {
+    "aws:ec2/getInstanceType:getInstanceType": (a) => {
+        const t = INSTANCE_TYPES[String(a.instanceType)];
+        if (!t) throw new Error(`mock aws.ec2.getInstanceType has no data for "${a.instanceType}"; add it to INSTANCE_TYPES in tools/mock-outputs.ts`);
+        return { id: a.instanceType, instanceType: a.instanceType, ...t };
+    },
     "aws:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: MOCK_ACCOUNT_ID, arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`, userId: "AIDAMOCK" }),
     "aws:index/getRegion:getRegion": (_a, r) => ({ name: r, region: r, id: r }),
     "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),

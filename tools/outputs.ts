@@ -1,6 +1,6 @@
 import * as YAML from "yaml";
 import type { CapturedResource } from "./harness";
-import { maskWire } from "./wire";
+import { maskWire, SECRET_MASK, unwrapWire } from "./wire";
 
 /** Pulumi type prefixes that are not Kubernetes objects (Helm releases, YAML components, providers). */
 const NON_MANIFEST = [/^kubernetes:helm\.sh\//, /^kubernetes:yaml/, /^pulumi:/, /^kubernetes:kustomize/];
@@ -17,6 +17,14 @@ export function toManifest(r: CapturedResource): Record<string, any> {
     const { apiVersion, kind, metadata, ...rest } = obj;
     const md = { ...(metadata ?? {}) };
     if (!md.name) md.name = r.name;
+    // A Secret's data/stringData holding any secret value arrives as ONE secret; keep its keys (values masked)
+    // so the manifest still has the Secret's shape for schema validation.
+    if (kind === "Secret") {
+        for (const f of ["data", "stringData"]) {
+            const inner = rest[f] === SECRET_MASK ? unwrapWire(r.inputs[f]) : undefined;
+            if (inner && typeof inner === "object" && !Array.isArray(inner)) rest[f] = Object.fromEntries(Object.keys(inner).map((k) => [k, SECRET_MASK]));
+        }
+    }
     return { apiVersion, kind, metadata: md, ...rest };
 }
 

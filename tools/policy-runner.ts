@@ -34,6 +34,12 @@ function isStackPolicy(p: Policy): p is StackValidationPolicy {
     return typeof (p as StackValidationPolicy).validateStack === "function";
 }
 
+/** Same test as the analyzer's `isTypeOf` (server.js): the class's static `__pulumiType`, else `isInstance`. */
+function isTypeOf(type: string, cls: any): boolean {
+    if (cls?.__pulumiType) return cls.__pulumiType === type;
+    return typeof cls?.isInstance === "function" && cls.isInstance({ __pulumiType: type }) === true;
+}
+
 const notApplicable = (reason?: string): never => { const e = new Error(reason ?? "not applicable"); (e as any).notApplicable = true; throw e; };
 
 /**
@@ -68,7 +74,7 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
                     type: r.type, props: pr, urn: r.urn, name: r.name,
                     opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [] } as any,
                     dependencies: [], propertyDependencies: {},
-                    isType: () => false, asType: () => undefined,
+                    isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                 } as unknown as PolicyResource;
             });
             const prByUrn = new Map(prs.map((x) => [x.urn, x]));
@@ -83,11 +89,12 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             const validations = (Array.isArray(rp.validateResource) ? rp.validateResource : [rp.validateResource]).filter((v): v is NonNullable<typeof v> => typeof v === "function");
             for (const r of checked) {
                 for (const v of validations) {
+                    const pr = props(r.inputs);
                     await guard(() => v({
-                        type: r.type, props: props(r.inputs), urn: r.urn, name: r.name,
+                        type: r.type, props: pr, urn: r.urn, name: r.name,
                         opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent } as any,
                         stackTags: new Map(), getConfig, notApplicable,
-                        isType: () => false, asType: () => undefined,
+                        isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                     } as any, (message: string, urn?: string) => push(message, urn ?? r.urn)));
                 }
             }

@@ -92,7 +92,12 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
                 "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
             });
-            rendered[s.name] = { outputs: referenceableOutputs(result.outputs), secretOutputNames };
+            // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
+            // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
+            const referenced = opts.preview && s.role === "hub"
+                ? (await runStack({ project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys, preview: false, stackOutputs: rendered, program: () => loadProgram()() })).outputs
+                : result.outputs;
+            rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             log(opts, summarise(s, result, policy, outDir));

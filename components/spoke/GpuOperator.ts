@@ -12,7 +12,28 @@ export interface GpuOperatorArgs {
     gpuDirectRdma: "dmabuf" | "peermem";
     /** Host-installed NIC drivers instead of the DOCA driver container (`driver.rdma.useHostMofed`). */
     useHostMofed: boolean;
+    /**
+     * Nodes run the EKS AL2023 NVIDIA AMI with EFA (EKS spokes). The AMI ships the GPU driver and the container
+     * toolkit, so the operator must not install them; and the operator's NVIDIA device plugin must not mount every
+     * `/dev/infiniband/uverbs*` into GPU containers (`MOFED_ENABLED=false`; k8s-device-plugin >= 0.19 defaults it
+     * on, which breaks libfabric's EFA provider: EKS user guide, reference/rdma.md §6.3, rdma-failures "also seen").
+     */
+    eksEfaAmi?: boolean;
     namespace?: string;
+}
+
+/** Helm values for EKS AL2023 NVIDIA AMI nodes with EFA ({@link GpuOperatorArgs.eksEfaAmi}). Pure. */
+export function eksGpuOperatorValues(): Record<string, unknown> {
+    return {
+        driver: { enabled: false },
+        toolkit: { enabled: false },
+        devicePlugin: { env: [{ name: "MOFED_ENABLED", value: "false" }] },
+        // GDRCopy's driver ships in the operator's driver container, which is off here; the preflight checks
+        // /dev/gdrdrv on the node [inference: the EKS AL2023 NVIDIA AMI provides it].
+        gdrcopy: { enabled: false },
+        daemonsets: { tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }] },
+        dcgmExporter: { enabled: true },
+    };
 }
 
 /**
@@ -51,7 +72,7 @@ export class GpuOperator extends pulumi.ComponentResource {
             version: v.version,
             repositoryOpts: { repo: v.repo },
             namespace: ns,
-            values: gpuOperatorValues(args),
+            values: args.eksEfaAmi ? eksGpuOperatorValues() : gpuOperatorValues(args),
         }, { parent: this, dependsOn: [namespace] });
         this.registerOutputs({});
     }

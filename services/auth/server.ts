@@ -9,7 +9,6 @@ import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
 import { AuthMetrics, NO_TIER } from "./metrics";
 import { bearerToken, isRefusal } from "./policy";
-import type { S3Client } from "@aws-sdk/client-s3";
 
 /** Longest `model` value accepted (it is echoed into headers and error messages). */
 const MAX_MODEL_LENGTH = 256;
@@ -25,10 +24,9 @@ export interface OpenAiError {
     error: { message: string; type: string; code: string };
 }
 
-/** Injectable dependencies (tests, benchmark). Anything left out is built from the config. */
+/** Injectable dependencies (tests, benchmark). */
 export interface AuthServiceDeps {
-    redis?: Redis;
-    s3?: S3Client;
+    /** Default: JSON lines on stdout/stderr. */
     log?: Logger;
     /** Clock, ms since the Unix epoch. */
     now?: () => number;
@@ -40,10 +38,9 @@ export interface AuthService {
     readonly port: number;
     /** Bound operations port (/healthz, /readyz, /metrics). */
     readonly opsPort: number;
+    /** The bundle store (tests trigger syncs with `bundles.syncOnce()`). */
     readonly bundles: BundleStore;
-    readonly metrics: AuthMetrics;
-    readonly redis: Redis;
-    /** Stops polling, closes both listeners and the Redis connection it created. */
+    /** Stops polling, closes both listeners and the Redis connection. */
     close(): Promise<void>;
 }
 
@@ -68,7 +65,6 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
         commandTimeout: cfg.timeoutMs,
         connectTimeout: 2_000,
         retryStrategy: (times) => Math.min(50 * times, 1_000),
-        lazyConnect: true,
     });
     let down = false;
     redis.on("error", (err: Error) => {
@@ -91,24 +87,25 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
  * headers set here are copied upstream (`headersToBackend`), overwriting client values; any other status is
  * returned to the client with its body. Every failure inside the service answers 503: never allow on error.
  *
- * Resolves once both listeners are bound and the first bundle sync attempt (cache file, then hub) is done.
+ * Resolves once both listeners are bound, the first bundle sync attempt (cache file, then hub) is done and
+ * Redis is connected or has failed to connect for 2 s (the service then keeps denying until it is).
  * @throws when a listener cannot bind.
  */
 export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps = {}): Promise<AuthService> {
     const log = deps.log ?? jsonLogger;
     const now = deps.now ?? Date.now;
-    const ownsRedis = deps.redis === undefined;
-    const redis = deps.redis ?? createRedis(config.redis, log);
-    if (ownsRedis) redis.connect().catch((err: unknown) => log("warn", "redis not reachable at startup", { error: errorMessage(err) }));
+    const redis = createRedis(config.redis, log);
     const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
     const bundles: BundleStore = new BundleStore({
-        s3: deps.s3 ?? createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
+        s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
         publicKey: config.hubPublicKey, cachePath: config.cachePath, pollIntervalMs: config.pollIntervalMs,
         metrics, log, now,
     });
     metrics.bundleRevision.set(0);
 
     const prefix = config.pathPrefix;
+    /** Log limit-check failures on the transition only: an outage must not turn into a log flood. */
+    let limitsFailing = false;
     const check = async (req: http.IncomingMessage, body: Buffer): Promise<{ allow: Record<string, string> } | Deny> => {
         const url = req.url ?? "";
         if (url !== prefix && !url.startsWith(`${prefix}/`) && !url.startsWith(`${prefix}?`)) {
@@ -129,9 +126,12 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         try {
             decision = await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
             metrics.redisLatency.observe({ op: "check", result: "ok" }, seconds(started));
+            if (limitsFailing) log("info", "limit checks work again");
+            limitsFailing = false;
         } catch (err) {
             metrics.redisLatency.observe({ op: "check", result: "error" }, seconds(started));
-            log("warn", "limit check failed; denying", { error: errorMessage(err) });
+            if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
+            limitsFailing = true;
             return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
         }
         if (!decision.allowed) {
@@ -210,23 +210,34 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         await listen(ops, config.opsPort, config.bindAddress);
     } catch (err) {
         authz.close();
-        if (ownsRedis) redis.disconnect();
+        redis.disconnect();
         throw err;
     }
     log("info", "auth service listening", { port: (authz.address() as AddressInfo).port, opsPort: (ops.address() as AddressInfo).port, pathPrefix: prefix });
-    // Until the cache file or the hub yields a verified bundle, every check answers 503.
-    await bundles.start();
+    // Until the cache file or the hub yields a verified bundle, every check answers 503; until Redis is
+    // connected, every check that gets as far as the limits answers 503.
+    await Promise.all([bundles.start(), redisReady(redis, 2_000)]);
 
     return {
         port: (authz.address() as AddressInfo).port,
         opsPort: (ops.address() as AddressInfo).port,
-        bundles, metrics, redis,
+        bundles,
         async close() {
             await bundles.stop();
             await Promise.all([closeServer(authz), closeServer(ops)]);
-            if (ownsRedis) redis.disconnect();
+            redis.disconnect();
         },
     };
+}
+
+/** Resolves when `redis` is connected or after `timeoutMs`, whichever is first. Never rejects. */
+function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
+    if (redis.status === "ready") return Promise.resolve();
+    return new Promise((resolve) => {
+        const done = () => { clearTimeout(timer); redis.off("ready", done); resolve(); };
+        const timer = setTimeout(done, timeoutMs);
+        redis.once("ready", done);
+    });
 }
 
 /** Reasons the service is not ready (empty = ready): no verified bundle, or Redis not answering PING. */

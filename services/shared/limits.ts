@@ -45,7 +45,8 @@ export type LimitDecision =
  * Phase 1 checks every tier without writing anything but the removal of already-expired leases; phase 2
  * commits only when all tiers pass, so a denied request consumes nothing.
  * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
- *   arrival time (ms, decimal string) and expires when the bucket would be full again.
+ *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
+ *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
  * - concurrency: ZSET member = lease id, score = lease expiry (ms). Members with score ≤ now are expired.
  *   The key expires with its last lease.
  * - tokens: read-only here; the metering service adds usage to the fixed-window counter ({@link addTokens}).
@@ -84,7 +85,7 @@ for i = 0, 2 do
 end
 for i = 0, 2 do
   local rpsKey, concKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2]
-  redis.call('SET', rpsKey, string.format('%.3f', tats[i]), 'PX', math.max(1, math.ceil(tats[i] - now)))
+  redis.call('SET', rpsKey, string.format('%.3f', tats[i]), 'PX', math.ceil(tats[i] - now) + 10000)
   redis.call('ZADD', concKey, now + ttl, lease)
   local last = redis.call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
   redis.call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))

@@ -1,0 +1,122 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { PolicyContract } from "../../config/contract";
+import type { GatewayConfig } from "../../config/gateway";
+import { versions } from "../../config/versions";
+import {
+    AI_GATEWAY_NAMESPACE, aiGatewayRoutes, aiGatewayValues, aiServiceBackend, backend, clientTrafficPolicy, ENVOY_GATEWAY_NAMESPACE,
+    envoyGatewayValues, envoyProxy, frontendNetworkPolicy, gateway, GATEWAY_NAMESPACE, gatewayClass, gatewayCrdsValues, RoutedEndpoint,
+    securityPolicy,
+} from "../../lib/gateway";
+import { INFERENCE_NAMESPACE } from "../../lib/labels";
+import { meteringAccessLogSetting } from "../../services/shared/accesslog";
+import { AuthService } from "./AuthService";
+import { CounterStore } from "./CounterStore";
+
+/** Inputs of {@link AgentRouter}. */
+export interface AgentRouterArgs {
+    /** This spoke's name. */
+    spoke: string;
+    /** Endpoints placed on this spoke (contract `endpoints[]`): one Backend + AIServiceBackend each, one route rule per model. */
+    endpoints: RoutedEndpoint[];
+    /** `platform:gateway` (config/gateway.ts), defaults applied. */
+    gateway: GatewayConfig;
+    /** The contract's policy block (where the auth service pulls bundles from). */
+    policy: pulumi.Input<PolicyContract>;
+    /** Source credentials for the SpokeIdentity role: secret. */
+    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /** Namespace of the Dynamo frontends (default `inference`). */
+    frontendNamespace?: string;
+    /** EnvoyProxy access log settings; default: the metering sink (services/shared/accesslog.ts). */
+    accessLog?: unknown[];
+    /** Auth service image override (default: config/versions.ts). */
+    authImage?: string;
+}
+
+/** Extra seconds a concurrency lease outlives the longest request, so a finishing stream keeps its slot. */
+export const LEASE_GRACE_SECONDS = 60;
+
+/**
+ * The spoke's Agent Router (DESIGN §5): Envoy Gateway + AI Gateway, installed as one pinned set in the
+ * documented order (reference/gateway.md §1), each step `dependsOn` the previous:
+ *   gateway-crds-helm -> counters store (Valkey) -> gateway-helm (AI Gateway extension manager, Backend API)
+ *   -> ai-gateway-crds-helm -> ai-gateway-helm (its webhook must exist before Envoy pods start)
+ *   -> auth service -> GatewayClass / EnvoyProxy / Gateway / ClientTrafficPolicy / SecurityPolicy
+ *   -> Backends / AIServiceBackends / AIGatewayRoutes (routes last: no request path opens before auth and
+ *      early header stripping are in place).
+ * Every gateway object is a direct Pulumi resource (not inside a chart), so the policy pack sees it.
+ * Plus a NetworkPolicy: Dynamo frontends accept HTTP only from Envoy proxy pods (and the configured metrics scraper).
+ */
+export class AgentRouter extends pulumi.ComponentResource {
+    public readonly auth: AuthService;
+    public readonly counters: CounterStore;
+    /** AIGatewayRoute names (rules split at 15 per route). */
+    public readonly routeNames: string[];
+
+    constructor(name: string, args: AgentRouterArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:AgentRouter", name, {}, opts);
+        const g = args.gateway;
+        const ns = GATEWAY_NAMESPACE;
+        const child = (dependsOn: pulumi.Input<pulumi.Resource>[] = []): pulumi.CustomResourceOptions => ({ parent: this, dependsOn });
+        const cr = (n: string, obj: Record<string, any>, dependsOn: pulumi.Input<pulumi.Resource>[]) =>
+            new k8s.apiextensions.CustomResource(`${name}-${n}`, obj as k8s.apiextensions.CustomResourceArgs, child(dependsOn));
+
+        const nsObj = (n: string, ref: string) => new k8s.core.v1.Namespace(`${name}-ns-${n}`, {
+            metadata: { name: ref, labels: { "app.kubernetes.io/part-of": "agent-router" } },
+        }, child());
+        const egNs = nsObj("envoy-gateway", ENVOY_GATEWAY_NAMESPACE);
+        const aigwNs = nsObj("ai-gateway", AI_GATEWAY_NAMESPACE);
+        const gwNs = nsObj("gateway", ns);
+
+        // 1. Gateway API + Envoy Gateway CRDs.
+        const crds = new k8s.helm.v3.Release(`${name}-gateway-crds`, {
+            name: "eg-crds", chart: versions.gatewayCrds.chart, version: versions.gatewayCrds.version,
+            namespace: ENVOY_GATEWAY_NAMESPACE, values: gatewayCrdsValues(),
+        }, child([egNs]));
+        // 2. The counters store (the auth service's limits; Envoy's rate limit service would use it too).
+        this.counters = new CounterStore(`${name}-counters`, { namespace: ns }, { parent: this, dependsOn: [crds, gwNs] });
+        // 3. Envoy Gateway with the AI Gateway extension manager. Its CRDs come from step 1 (skipCrds).
+        const eg = new k8s.helm.v3.Release(`${name}-envoy-gateway`, {
+            name: "eg", chart: versions.envoyGateway.chart, version: versions.envoyGateway.version,
+            namespace: ENVOY_GATEWAY_NAMESPACE, skipCrds: true, values: envoyGatewayValues(),
+        }, child([crds, this.counters]));
+        // 4-5. AI Gateway CRDs, then the controller (extension server + sidecar webhook).
+        const aigwCrds = new k8s.helm.v3.Release(`${name}-ai-gateway-crds`, {
+            name: "aieg-crd", chart: versions.aiGatewayCrds.chart, version: versions.aiGatewayCrds.version, namespace: AI_GATEWAY_NAMESPACE,
+        }, child([eg, aigwNs]));
+        const aigw = new k8s.helm.v3.Release(`${name}-ai-gateway`, {
+            name: "aieg", chart: versions.aiGateway.chart, version: versions.aiGateway.version,
+            namespace: AI_GATEWAY_NAMESPACE, skipCrds: true, values: aiGatewayValues(),
+        }, child([aigwCrds]));
+
+        // The auth service the SecurityPolicy points at.
+        this.auth = new AuthService(`${name}-auth`, {
+            spoke: args.spoke, namespace: ns, policy: args.policy, awsCredentials: args.awsCredentials,
+            redisUrlSecret: { name: this.counters.urlSecretName, key: "url" },
+            replicas: g.authReplicas, maxBodyBytes: g.maxRequestBytes,
+            leaseTtlSeconds: g.requestTimeoutSeconds + LEASE_GRACE_SECONDS, image: args.authImage,
+        }, { parent: this, dependsOn: [this.counters, gwNs] });
+
+        // 6. Gateway objects.
+        const proxy = cr("envoy-proxy", envoyProxy({ namespace: ns, replicas: g.envoyReplicas, accessLog: args.accessLog ?? [meteringAccessLogSetting()] }), [aigw, gwNs]);
+        const cls = cr("gateway-class", gatewayClass(ns), [proxy]);
+        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tlsSecretName: g.listener.tlsSecretName }), [cls]);
+        const ctp = cr("client-traffic", clientTrafficPolicy({ namespace: ns, bufferLimitBytes: g.bufferLimitBytes }), [gw]);
+        const sp = cr("security", securityPolicy({
+            namespace: ns, auth: this.auth.backend, maxRequestBytes: g.maxRequestBytes, timeoutSeconds: g.authTimeoutSeconds,
+        }), [gw, this.auth.service, this.auth.deployment]);
+
+        // Per endpoint: Backend (Dynamo frontend FQDN) -> AIServiceBackend; then the routes.
+        const backends = args.endpoints.flatMap((e) => {
+            const b = cr(`backend-${e.name}`, backend(e, ns), [aigw, gwNs]);
+            return [b, cr(`ai-backend-${e.name}`, aiServiceBackend(e, ns), [b])];
+        });
+        const routes = aiGatewayRoutes(args.endpoints, ns, { requestSeconds: g.requestTimeoutSeconds, streamIdleSeconds: g.streamIdleTimeoutSeconds });
+        for (const r of routes) cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends]);
+        this.routeNames = routes.map((r) => r.metadata.name);
+
+        const isolation = frontendNetworkPolicy(args.frontendNamespace ?? INFERENCE_NAMESPACE, g.frontendScrapers);
+        new k8s.networking.v1.NetworkPolicy(`${name}-frontend-isolation`, { metadata: isolation.metadata, spec: isolation.spec }, child());
+        this.registerOutputs({ routeNames: this.routeNames });
+    }
+}

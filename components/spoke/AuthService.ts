@@ -1,0 +1,183 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { PolicyContract } from "../../config/contract";
+import { versions } from "../../config/versions";
+import { AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
+
+/** Service (and Deployment) name of the auth service; the SecurityPolicy's ext_authz backendRef. */
+export const AUTH_SERVICE_NAME = "auth";
+/** ext_authz listener (services/auth/config.ts `AUTH_PORT`). */
+export const AUTH_PORT = 8080;
+/** Operations listener: /healthz, /readyz, /metrics (services/auth/config.ts `AUTH_OPS_PORT`). */
+export const AUTH_OPS_PORT = 9090;
+/** Path prefix Envoy prepends to the client path (services/auth/config.ts `AUTH_PATH_PREFIX`). */
+export const AUTH_PATH_PREFIX = "/authz";
+/** Where the verified last-known-good bundle is cached (an emptyDir: survives container restarts, not rescheduling). */
+export const AUTH_CACHE_DIR = "/var/cache/auth";
+/** Mount path of the AWS shared config and credentials files. */
+export const AWS_FILES_DIR = "/var/run/platform/aws";
+/** Shared-config profile the auth service runs as: it assumes the SpokeIdentity role. */
+export const AWS_PROFILE = "platform-spoke";
+/** Credentials-file profile holding the source key that assumes the role. */
+export const AWS_SOURCE_PROFILE = "platform-spoke-source";
+
+/**
+ * Pure: AWS shared config file. The SDK's default chain (`fromIni`) assumes `role_arn` with the
+ * `source_profile` key, so every S3 call runs on the SpokeIdentity role's short-lived session.
+ */
+export function awsConfigFile(roleArn: string, region: string): string {
+    return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-auth`, `region = ${region}`, ""].join("\n");
+}
+
+/** Pure: AWS shared credentials file with the source key (secret content). */
+export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
+    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join("\n");
+}
+
+/** Inputs of {@link AuthService}. */
+export interface AuthServiceArgs {
+    /** This spoke's name (bundle `spoke`, S3 prefix `spokes/<spoke>/`). */
+    spoke: string;
+    /** Namespace (the gateway namespace: the SecurityPolicy refers to the Service there). */
+    namespace: string;
+    /** The contract's policy block: bucket, region, hub public key, role. */
+    policy: pulumi.Input<PolicyContract>;
+    /** Source credentials that assume `policy.roleArn` (hub output `spokeCredentials`): secret. */
+    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /** Secret (same namespace) and key holding the Redis URL with its password. */
+    redisUrlSecret: { name: pulumi.Input<string>; key: string };
+    /** At least 2 (config/gateway.ts enforces it). */
+    replicas: number;
+    /** Largest body accepted, bytes: equal to the SecurityPolicy's `bodyToExtAuth.maxRequestBytes`. */
+    maxBodyBytes: number;
+    /** Concurrency lease lifetime, seconds: longer than the longest request (AIGatewayRoute `timeouts.request`). */
+    leaseTtlSeconds: number;
+    /** Image reference; defaults to the pin in config/versions.ts. */
+    image?: string;
+}
+
+/**
+ * Pure: the auth service's environment (names from services/auth/config.ts). Only non-secret values; the Redis
+ * URL comes from a Secret reference and the AWS key from a mounted Secret.
+ */
+export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number): Record<string, string> {
+    return {
+        AUTH_SPOKE: spoke,
+        AUTH_HUB_PUBLIC_KEY: policy.publicKey,
+        AUTH_POLICY_BUCKET: policy.bucket,
+        AUTH_S3_REGION: policy.region,
+        AUTH_BUNDLE_CACHE_PATH: `${AUTH_CACHE_DIR}/bundle.json`,
+        AUTH_PORT: String(AUTH_PORT),
+        AUTH_OPS_PORT: String(AUTH_OPS_PORT),
+        AUTH_PATH_PREFIX,
+        AUTH_MAX_BODY_BYTES: String(maxBodyBytes),
+        AUTH_LEASE_TTL_SECONDS: String(leaseTtlSeconds),
+        AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`,
+        AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`,
+        AWS_PROFILE,
+        AWS_REGION: policy.region,
+    };
+}
+
+/**
+ * The spoke's auth service (services/auth): the ext_authz backend that checks API keys, model access and the
+ * three limit tiers against the signed policy bundle it pulls from the hub. Deployment (≥ 2 replicas, spread
+ * over nodes, PDB), ClusterIP Service on the ext_authz port only, readiness `/readyz` (a verified bundle is
+ * loaded and Redis answers) and liveness `/healthz` on the operations port, an emptyDir bundle cache, and a
+ * NetworkPolicy so only Envoy proxies reach the ext_authz port.
+ *
+ * AWS credentials (on-prem): a Secret with an AWS shared config/credentials file pair; the source key can only
+ * assume the SpokeIdentity role (components/hub/SpokeIdentity.ts), values are Pulumi secrets end to end.
+ */
+export class AuthService extends pulumi.ComponentResource {
+    public readonly service: k8s.core.v1.Service;
+    public readonly deployment: k8s.apps.v1.Deployment;
+    /** What the SecurityPolicy's ext_authz points at. */
+    public readonly backend: AuthBackend;
+
+    constructor(name: string, args: AuthServiceArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:AuthService", name, {}, opts);
+        const ns = args.namespace;
+        const labels = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
+        const policy = pulumi.output(args.policy);
+        const image = args.image ?? `${versions.authService.image}:${versions.authService.version}`;
+
+        const sa = new k8s.core.v1.ServiceAccount(`${name}-sa`, {
+            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels }, automountServiceAccountToken: false,
+        }, { parent: this });
+        const aws = new k8s.core.v1.Secret(`${name}-aws`, {
+            metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
+            type: "Opaque",
+            stringData: {
+                config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)),
+                credentials: pulumi.secret(pulumi.output(args.awsCredentials).apply(awsCredentialsFile)),
+            },
+        }, { parent: this });
+
+        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds)).map(([n, value]) => ({ name: n, value })));
+        this.deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, {
+            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+            spec: {
+                replicas: args.replicas,
+                selector: { matchLabels: labels },
+                strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        serviceAccountName: sa.metadata.name,
+                        automountServiceAccountToken: false,
+                        securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+                        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
+                        containers: [{
+                            name: "auth",
+                            image,
+                            env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
+                                ...e,
+                                { name: "AUTH_REDIS_URL", valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
+                            ]),
+                            ports: [{ name: "http", containerPort: AUTH_PORT }, { name: "ops", containerPort: AUTH_OPS_PORT }],
+                            readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 5, failureThreshold: 2 },
+                            livenessProbe: { httpGet: { path: "/healthz", port: "ops" }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
+                            resources: { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } },
+                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                            volumeMounts: [
+                                { name: "cache", mountPath: AUTH_CACHE_DIR },
+                                { name: "aws", mountPath: AWS_FILES_DIR, readOnly: true },
+                            ],
+                        }],
+                        volumes: [
+                            { name: "cache", emptyDir: { sizeLimit: "256Mi" } },
+                            { name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } },
+                        ],
+                    },
+                },
+            },
+        }, { parent: this });
+        this.service = new k8s.core.v1.Service(`${name}-service`, {
+            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+            spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: AUTH_PORT, targetPort: "http", appProtocol: "http" }] },
+        }, { parent: this });
+        new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, {
+            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+            spec: { minAvailable: 1, selector: { matchLabels: labels } },
+        }, { parent: this });
+        new k8s.networking.v1.NetworkPolicy(`${name}-ingress`, {
+            metadata: { name: `${AUTH_SERVICE_NAME}-from-envoy`, namespace: ns, labels },
+            spec: {
+                podSelector: { matchLabels: labels },
+                policyTypes: ["Ingress"],
+                ingress: [
+                    {
+                        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } }, podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } } }],
+                        ports: [{ protocol: "TCP", port: AUTH_PORT }],
+                    },
+                    // Metrics scraping and probes (the kubelet's own probes are not subject to NetworkPolicy).
+                    { ports: [{ protocol: "TCP", port: AUTH_OPS_PORT }] },
+                ],
+            },
+        }, { parent: this });
+
+        this.backend = { service: AUTH_SERVICE_NAME, namespace: ns, port: AUTH_PORT, pathPrefix: AUTH_PATH_PREFIX };
+        this.registerOutputs({});
+    }
+}

@@ -1,0 +1,119 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import type { Capacity, EksGpuNodeGroup } from "../../config/eks";
+import type { NodePool } from "../../config/stack";
+import { base64, checkInstanceTypeForEfa, efaNetworkInterfaces, nodeBootstrapUserData } from "../../lib/efa";
+import {
+    EFA_DEVICES_LABEL, FABRIC_LABEL, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL, PROFILE_LABEL,
+} from "../../lib/labels";
+import type { Toleration } from "./GpuNodePool";
+
+export interface EfaNodeGroupArgs {
+    clusterName: pulumi.Input<string>;
+    nodeRoleArn: pulumi.Input<string>;
+    /** The private subnet in the group's availability zone (only that one: placement group and reservation are per-AZ). */
+    subnetId: pulumi.Input<string>;
+    /** Every EFA interface joins these: the cluster security group and the EFA self-referencing group. */
+    securityGroupIds: pulumi.Input<string>[];
+    /** The node group from the stack file. */
+    group: EksGpuNodeGroup;
+    /** The pool resolved from it (profile with the `efa` layout). */
+    pool: NodePool;
+}
+
+/** EKS managed node group `capacityType` and launch-template capacity settings for a {@link Capacity}. Pure. */
+export function capacitySettings(c: Capacity): {
+    capacityType: "ON_DEMAND" | "CAPACITY_BLOCK";
+    capacityReservationSpecification?: { capacityReservationTarget: { capacityReservationId: string } };
+    instanceMarketOptions?: { marketType: "capacity-block" };
+} {
+    switch (c.type) {
+        case "on-demand": return { capacityType: "ON_DEMAND" };
+        case "odcr": return { capacityType: "ON_DEMAND", capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } } };
+        case "capacity-block": return {
+            capacityType: "CAPACITY_BLOCK",
+            capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } },
+            instanceMarketOptions: { marketType: "capacity-block" },
+        };
+    }
+}
+
+/**
+ * An EKS managed node group of H200 instances (p5en.48xlarge / p5e.48xlarge) wired for EFA, built from our own
+ * launch template rather than pulumi-eks' `enableEfaSupport` (which cannot be combined with a custom template,
+ * so it cannot do Capacity Blocks; reference/rdma.md §6.7, §7 item 4):
+ * - network interfaces from the instance type's network cards (`aws.ec2.getInstanceType`, checked against the
+ *   node profile): card 0 ENA + EFA-only, every other card EFA-only (lib/efa.ts {@link efaNetworkInterfaces});
+ * - a `cluster` placement group in the group's single AZ;
+ * - optional On-Demand Capacity Reservation or Capacity Block;
+ * - node bootstrap: containerd `LimitMEMLOCK=infinity`, 2 MiB huge pages, instance-store RAID0;
+ * - GPU labels (pool, profile, product, fabric=efa, EFA count) and the platform GPU taint.
+ */
+export class EfaNodeGroup extends pulumi.ComponentResource {
+    public readonly nodeGroup: aws.eks.NodeGroup;
+    public readonly launchTemplate: aws.ec2.LaunchTemplate;
+    public readonly placementGroup: aws.ec2.PlacementGroup;
+    /** Node selector that pins a workload to this pool. */
+    public readonly nodeSelector: Record<string, string>;
+    /** Tolerations a workload needs for the pool's GPU taint. */
+    public readonly tolerations: Toleration[];
+    /** EFA devices per node (= network cards). */
+    public readonly efaDevicesPerNode: number;
+
+    constructor(name: string, args: EfaNodeGroupArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:EfaNodeGroup", name, {}, opts);
+        const { group, pool } = args;
+        const efa = pool.profile.efa;
+        if (!efa) throw new Error(`node group ${group.name}: profile ${pool.profile.name} has no EFA layout`);
+        this.efaDevicesPerNode = efa.networkCards;
+        this.nodeSelector = { [POOL_LABEL]: pool.name };
+        this.tolerations = [{ key: GPU_TAINT.key, operator: "Equal", value: GPU_TAINT.value, effect: GPU_TAINT.effect }];
+        const tags = { [POOL_LABEL]: pool.name, "inference-platform.io/node-group": group.name };
+
+        const info = aws.ec2.getInstanceTypeOutput({ instanceType: group.instanceType }, { parent: this });
+        const interfaces = pulumi.all([info, pulumi.all(args.securityGroupIds)]).apply(([it, sgs]) => {
+            checkInstanceTypeForEfa({ instanceType: group.instanceType, maximumNetworkCards: it.maximumNetworkCards, efaSupported: it.efaSupported, efaMaximumInterfaces: it.efaMaximumInterfaces }, efa.networkCards);
+            return efaNetworkInterfaces(it.maximumNetworkCards, sgs);
+        });
+
+        this.placementGroup = new aws.ec2.PlacementGroup(`${name}-pg`, { strategy: "cluster", tags }, { parent: this });
+        const cap = capacitySettings(group.capacity);
+        this.launchTemplate = new aws.ec2.LaunchTemplate(`${name}-lt`, {
+            description: `EFA launch template for ${group.instanceType} node group ${group.name}`,
+            networkInterfaces: interfaces,
+            placement: { groupName: this.placementGroup.name, availabilityZone: group.availabilityZone },
+            capacityReservationSpecification: cap.capacityReservationSpecification,
+            instanceMarketOptions: cap.instanceMarketOptions,
+            userData: base64(nodeBootstrapUserData({ hugepages2Mi: group.hugepages2Mi, localStorageRaid0: true })),
+            blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: group.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } }],
+            metadataOptions: { httpTokens: "required", httpPutResponseHopLimit: 2, httpEndpoint: "enabled" },
+            tagSpecifications: [{ resourceType: "instance", tags }],
+            tags,
+        }, { parent: this });
+
+        this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
+            clusterName: args.clusterName,
+            nodeGroupName: group.name,
+            nodeRoleArn: args.nodeRoleArn,
+            subnetIds: [args.subnetId],
+            instanceTypes: [group.instanceType],
+            amiType: "AL2023_x86_64_NVIDIA",
+            capacityType: cap.capacityType,
+            scalingConfig: { desiredSize: group.scaling.desired, minSize: group.scaling.min, maxSize: group.scaling.max },
+            launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
+            labels: {
+                [POOL_LABEL]: pool.name,
+                [PROFILE_LABEL]: pool.profile.name,
+                [GPU_PRODUCT_LABEL]: pool.profile.gpu.product,
+                [FABRIC_LABEL]: "efa",
+                [MEMLOCK_LABEL]: "true",
+                [EFA_DEVICES_LABEL]: String(efa.networkCards),
+            },
+            taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
+            updateConfig: { maxUnavailable: 1 },
+            tags,
+        }, { parent: this });
+
+        this.registerOutputs({ nodeSelector: this.nodeSelector, efaDevicesPerNode: this.efaDevicesPerNode });
+    }
+}

@@ -1,0 +1,294 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import type { UsageContract } from "../../config/contract";
+import { versions } from "../../config/versions";
+import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
+import { METERING_ACCESS_LOG_COLLECTOR } from "../../services/shared/accesslog";
+import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "./AuthService";
+
+/** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
+export const METERING_SERVICE_NAME = "metering";
+export const METERING_PORT = 8080;
+/** Mount path of the spool volume; the spool lives in its `spool/` directory. */
+export const SPOOL_MOUNT = "/var/lib/metering";
+/** Where the collector's persistent sending queue lives (file_storage extension directory). */
+export const COLLECTOR_QUEUE_DIR = "/var/lib/otelcol/queue";
+/** UID/GID of the metering container (distroless `nonroot`) and fsGroup of its volume. */
+export const METERING_UID = 65532;
+/** UID/GID the collector image runs as (otel/opentelemetry-collector-k8s `USER 10001`). */
+export const COLLECTOR_UID = 10001;
+
+/**
+ * Bytes of spool the service may fill on a volume of `volumeGiB`: 85%, keeping room for one segment of shipped
+ * events awaiting deletion, the cursor and file system overhead (services/metering/spool.ts).
+ */
+export function spoolMaxBytes(volumeGiB: number): number {
+    return Math.floor(volumeGiB * 1024 ** 3 * 0.85);
+}
+
+/** Pure: AWS shared config assuming the spoke's role from the source profile (session name `platform-metering`). */
+export function meteringAwsConfig(roleArn: string, region: string): string {
+    return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-metering`, `region = ${region}`, ""].join("\n");
+}
+
+/** Pure: the metering service's environment (names from services/metering/config.ts), without secrets. */
+export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number }): Record<string, string> {
+    return {
+        METERING_SPOKE: x.spoke,
+        METERING_SPOOL_DIR: `${SPOOL_MOUNT}/spool`,
+        METERING_SPOOL_MAX_BYTES: String(spoolMaxBytes(x.volumeGiB)),
+        METERING_STREAM_NAME: x.usage.streamName,
+        METERING_STREAM_REGION: x.usage.region,
+        METERING_POLICY_BUCKET: x.policy.bucket,
+        METERING_POLICY_REGION: x.policy.region,
+        METERING_HUB_PUBLIC_KEY: x.policy.publicKey,
+        METERING_PORT: String(METERING_PORT),
+        AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`,
+        AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`,
+        AWS_PROFILE,
+        AWS_REGION: x.usage.region,
+    };
+}
+
+/**
+ * Pure: Helm values of the access-log collector (chart `opentelemetry-collector`, statefulset mode). Envoy's
+ * OpenTelemetry access logger sends OTLP/gRPC here; the collector writes each batch to a persistent, fsynced
+ * queue (file_storage) before acknowledging and retries `POST /v1/logs` on metering forever with backoff
+ * (`max_elapsed_time: 0`), so metering restarts and spool-full back-pressure (503) never lose records.
+ * `alternateConfig` replaces the chart's default pipelines (jaeger, zipkin, prometheus) instead of merging.
+ */
+export function collectorValues(x: { namespace: string; replicas: number; queueGiB: number; storageClassName?: string }): Record<string, unknown> {
+    const v = versions.otelCollector;
+    const c = METERING_ACCESS_LOG_COLLECTOR;
+    const off = { enabled: false };
+    return {
+        mode: "statefulset",
+        fullnameOverride: c.service,
+        replicaCount: x.replicas,
+        image: { repository: v.image, tag: v.imageTag },
+        command: { name: v.command },
+        podSecurityContext: { runAsNonRoot: true, runAsUser: COLLECTOR_UID, runAsGroup: COLLECTOR_UID, fsGroup: COLLECTOR_UID, seccompProfile: { type: "RuntimeDefault" } },
+        securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+        ports: {
+            otlp: { enabled: true, containerPort: c.port, servicePort: c.port, protocol: "TCP", appProtocol: "grpc" },
+            "otlp-http": off, "jaeger-compact": off, "jaeger-thrift": off, "jaeger-grpc": off, zipkin: off,
+            metrics: { enabled: true, containerPort: 8888, servicePort: 8888, protocol: "TCP" },
+        },
+        statefulset: {
+            volumeClaimTemplates: [{
+                metadata: { name: "queue" },
+                spec: { accessModes: ["ReadWriteOnce"], ...(x.storageClassName ? { storageClassName: x.storageClassName } : {}), resources: { requests: { storage: `${x.queueGiB}Gi` } } },
+            }],
+            // A queue volume may hold undelivered access logs: never delete it with the pod or on scale-down.
+            persistentVolumeClaimRetentionPolicy: { enabled: true, whenDeleted: "Retain", whenScaled: "Retain" },
+        },
+        extraVolumeMounts: [{ name: "queue", mountPath: COLLECTOR_QUEUE_DIR }],
+        resources: { requests: { cpu: "200m", memory: "256Mi" }, limits: { memory: "512Mi" } },
+        podDisruptionBudget: { enabled: true, maxUnavailable: 1 },
+        alternateConfig: {
+            extensions: {
+                health_check: { endpoint: "${env:MY_POD_IP}:13133" },
+                "file_storage/queue": { directory: COLLECTOR_QUEUE_DIR, fsync: true, timeout: "5s" },
+            },
+            receivers: { otlp: { protocols: { grpc: { endpoint: `\${env:MY_POD_IP}:${c.port}` } } } },
+            processors: { memory_limiter: { check_interval: "1s", limit_percentage: 80, spike_limit_percentage: 25 } },
+            exporters: {
+                "otlphttp/metering": {
+                    logs_endpoint: `http://${METERING_SERVICE_NAME}.${x.namespace}.svc.cluster.local:${METERING_PORT}/v1/logs`,
+                    encoding: "json",
+                    compression: "gzip",
+                    timeout: "30s",
+                    retry_on_failure: { enabled: true, initial_interval: "1s", max_interval: "30s", max_elapsed_time: "0s" },
+                    sending_queue: { enabled: true, storage: "file_storage/queue", num_consumers: 4, queue_size: 100_000 },
+                },
+            },
+            service: {
+                extensions: ["health_check", "file_storage/queue"],
+                pipelines: { logs: { receivers: ["otlp"], processors: ["memory_limiter"], exporters: ["otlphttp/metering"] } },
+                telemetry: { metrics: { readers: [{ pull: { exporter: { prometheus: { host: "${env:MY_POD_IP}", port: 8888 } } } }] } },
+            },
+        },
+    };
+}
+
+export interface MeteringArgs {
+    spoke: string;
+    /** Namespace of metering and its collector (must equal METERING_ACCESS_LOG_COLLECTOR.namespace: the gateway points there). */
+    namespace: string;
+    /** Hub contract `usage`: the spoke's Kinesis stream. */
+    usage: pulumi.Input<UsageContract>;
+    /** Hub contract `policy`: the role to assume, and the bundle bucket/key for token window lengths. */
+    policy: pulumi.Input<{ roleArn: string; bucket: string; region: string; publicKey: string }>;
+    /** Source credentials that assume the spoke role (hub output `spokeCredentials`): secret. */
+    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /** Redis URL of the auth service's counters (secret): leases to release, token windows to add to. */
+    redisUrl: pulumi.Input<string>;
+    replicas: number;
+    spoolVolumeGiB: number;
+    storageClassName?: string;
+    collectorReplicas: number;
+    collectorQueueGiB: number;
+    /** Image reference; defaults to the pin in config/versions.ts. */
+    image?: string;
+}
+
+/**
+ * The spoke's usage metering (DESIGN §3, §7): an OpenTelemetry Collector (pinned upstream chart) receiving the
+ * gateway's access log with a persistent queue, and services/metering as a StatefulSet whose pods each own a
+ * PersistentVolume for the spool (stable pod name = stable `source` for sequence numbers; volumes retained
+ * on scale-down so unshipped events are never deleted), behind a ClusterIP Service. A ReferenceGrant lets the
+ * gateway's EnvoyProxy reference the collector Service across namespaces; NetworkPolicies admit only Envoy
+ * proxies to the collector and only the collector to metering.
+ *
+ * AWS identity: the SpokeIdentity role (only `kinesis:PutRecord(s)` on this spoke's stream, and the bundle
+ * bucket), assumed from the source key in a Secret, as the auth service does.
+ */
+export class Metering extends pulumi.ComponentResource {
+    public readonly service: k8s.core.v1.Service;
+    public readonly statefulSet: k8s.apps.v1.StatefulSet;
+    public readonly collector: k8s.helm.v3.Release;
+    /** In-cluster URL of `POST /v1/logs`. */
+    public readonly logsEndpoint: string;
+
+    constructor(name: string, args: MeteringArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:Metering", name, {}, opts);
+        if (args.namespace !== METERING_ACCESS_LOG_COLLECTOR.namespace) {
+            throw new Error(`Metering: namespace "${args.namespace}" differs from METERING_ACCESS_LOG_COLLECTOR.namespace "${METERING_ACCESS_LOG_COLLECTOR.namespace}" (services/shared/accesslog.ts), where the gateway sends access logs`);
+        }
+        const ns = args.namespace;
+        const parent = { parent: this };
+        const labels = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
+        const collectorLabels = { "app.kubernetes.io/name": "opentelemetry-collector", "app.kubernetes.io/instance": METERING_ACCESS_LOG_COLLECTOR.service };
+        const image = args.image ?? `${versions.meteringService.image}:${versions.meteringService.version}`;
+        const policy = pulumi.output(args.policy);
+        const usage = pulumi.output(args.usage);
+
+        const awsSecret = new k8s.core.v1.Secret(`${name}-aws`, {
+            metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
+            type: "Opaque",
+            stringData: {
+                config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(p.roleArn, u.region)),
+                credentials: pulumi.secret(pulumi.output(args.awsCredentials).apply(awsCredentialsFile)),
+            },
+        }, parent);
+        const redisSecret = new k8s.core.v1.Secret(`${name}-redis`, {
+            metadata: { name: `${METERING_SERVICE_NAME}-redis`, namespace: ns, labels },
+            type: "Opaque",
+            stringData: { url: pulumi.secret(args.redisUrl) },
+        }, parent);
+        const sa = new k8s.core.v1.ServiceAccount(`${name}-sa`, {
+            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels }, automountServiceAccountToken: false,
+        }, parent);
+
+        const headless = new k8s.core.v1.Service(`${name}-headless`, {
+            metadata: { name: `${METERING_SERVICE_NAME}-headless`, namespace: ns, labels },
+            spec: { clusterIP: "None", selector: labels, ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }], publishNotReadyAddresses: true },
+        }, parent);
+        this.service = new k8s.core.v1.Service(`${name}-service`, {
+            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+            spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }] },
+        }, parent);
+
+        const env = pulumi.all([policy, usage]).apply(([p, u]) => [
+            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB })).map(([n, value]) => ({ name: n, value })),
+            { name: "METERING_INSTANCE", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+            { name: "METERING_REDIS_URL", valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } } },
+        ]);
+        this.statefulSet = new k8s.apps.v1.StatefulSet(`${name}-statefulset`, {
+            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+            spec: {
+                serviceName: headless.metadata.name,
+                replicas: args.replicas,
+                podManagementPolicy: "Parallel",
+                updateStrategy: { type: "RollingUpdate" },
+                selector: { matchLabels: labels },
+                // Spools may hold unshipped events: keep the volumes when pods are deleted or scaled away.
+                persistentVolumeClaimRetentionPolicy: { whenDeleted: "Retain", whenScaled: "Retain" },
+                template: {
+                    metadata: { labels },
+                    spec: {
+                        serviceAccountName: sa.metadata.name,
+                        automountServiceAccountToken: false,
+                        terminationGracePeriodSeconds: 30,
+                        securityContext: { runAsNonRoot: true, runAsUser: METERING_UID, runAsGroup: METERING_UID, fsGroup: METERING_UID, seccompProfile: { type: "RuntimeDefault" } },
+                        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
+                        containers: [{
+                            name: "metering",
+                            image,
+                            imagePullPolicy: "IfNotPresent",
+                            env,
+                            ports: [{ name: "http", containerPort: METERING_PORT, protocol: "TCP" }],
+                            readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
+                            livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 6 },
+                            resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "512Mi" } },
+                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+                            volumeMounts: [
+                                { name: "spool", mountPath: SPOOL_MOUNT },
+                                { name: "aws", mountPath: AWS_FILES_DIR, readOnly: true },
+                            ],
+                        }],
+                        volumes: [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }],
+                    },
+                },
+                volumeClaimTemplates: [{
+                    metadata: { name: "spool", labels },
+                    spec: {
+                        accessModes: ["ReadWriteOnce"],
+                        ...(args.storageClassName ? { storageClassName: args.storageClassName } : {}),
+                        resources: { requests: { storage: `${args.spoolVolumeGiB}Gi` } },
+                    },
+                }],
+            },
+        }, { parent: this, dependsOn: [redisSecret] });
+        new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, {
+            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+            spec: { maxUnavailable: 1, selector: { matchLabels: labels } },
+        }, parent);
+
+        const v = versions.otelCollector;
+        this.collector = new k8s.helm.v3.Release(`${name}-collector`, {
+            name: METERING_ACCESS_LOG_COLLECTOR.service,
+            chart: v.chart,
+            version: v.version,
+            repositoryOpts: { repo: v.repo },
+            namespace: ns,
+            values: collectorValues({ namespace: ns, replicas: args.collectorReplicas, queueGiB: args.collectorQueueGiB, storageClassName: args.storageClassName }),
+        }, { parent: this, dependsOn: [this.service] });
+
+        // The EnvoyProxy (gateway namespace) references the collector Service in this namespace.
+        new k8s.apiextensions.CustomResource(`${name}-access-log-grant`, {
+            apiVersion: "gateway.networking.k8s.io/v1beta1",
+            kind: "ReferenceGrant",
+            metadata: { name: "envoyproxy-access-log", namespace: ns, labels },
+            spec: {
+                from: [{ group: "gateway.envoyproxy.io", kind: "EnvoyProxy", namespace: GATEWAY_NAMESPACE }],
+                to: [{ group: "", kind: "Service", name: METERING_ACCESS_LOG_COLLECTOR.service }],
+            },
+        }, parent);
+        new k8s.networking.v1.NetworkPolicy(`${name}-collector-ingress`, {
+            metadata: { name: `${METERING_ACCESS_LOG_COLLECTOR.service}-from-envoy`, namespace: ns, labels },
+            spec: {
+                podSelector: { matchLabels: collectorLabels },
+                policyTypes: ["Ingress"],
+                ingress: [
+                    {
+                        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } }, podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } } }],
+                        ports: [{ protocol: "TCP", port: METERING_ACCESS_LOG_COLLECTOR.port }],
+                    },
+                    { ports: [{ protocol: "TCP", port: 8888 }, { protocol: "TCP", port: 13133 }] },
+                ],
+            },
+        }, parent);
+        new k8s.networking.v1.NetworkPolicy(`${name}-ingress`, {
+            metadata: { name: `${METERING_SERVICE_NAME}-from-collector`, namespace: ns, labels },
+            spec: {
+                podSelector: { matchLabels: labels },
+                policyTypes: ["Ingress"],
+                ingress: [{ from: [{ podSelector: { matchLabels: collectorLabels } }], ports: [{ protocol: "TCP", port: METERING_PORT }] }],
+            },
+        }, parent);
+
+        this.logsEndpoint = `http://${METERING_SERVICE_NAME}.${ns}.svc.cluster.local:${METERING_PORT}/v1/logs`;
+        this.registerOutputs({ logsEndpoint: this.logsEndpoint });
+    }
+}

@@ -1,0 +1,44 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { buildDgd, DgdArgs, mooncakeClientConfigMapData } from "../../lib/dgd";
+import { mooncakeNames } from "../../lib/mooncake";
+import { frontendService } from "../../lib/serving";
+
+export { frontendService };
+
+export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
+    /** Mooncake master `host:port` when the endpoint has a shared KV pool. */
+    mooncakeMaster?: string;
+};
+
+/**
+ * One endpoint the hub placed on this spoke: a DynamoGraphDeployment (`nvidia.com/v1beta1`, named after the
+ * endpoint) with a KV-routing Frontend, prefill/decode or aggregated workers on the endpoint's node pool, and a
+ * Planner; plus the Mooncake client config when the endpoint uses the shared pool. The spec is built by the pure
+ * lib/dgd.ts `buildDgd`.
+ */
+export class ModelEndpoint extends pulumi.ComponentResource {
+    public readonly graph: k8s.apiextensions.CustomResource;
+    /** Where the gateway sends this endpoint's traffic. */
+    public readonly frontend: { name: string; namespace: string; port: number };
+
+    constructor(name: string, args: ModelEndpointArgs, opts?: pulumi.ComponentResourceOptions) {
+        super("platform:spoke:ModelEndpoint", name, {}, opts);
+        const e = args.endpoint;
+        let mooncake: DgdArgs["mooncake"];
+        const deps: pulumi.Resource[] = [];
+        if (e.kvPool.kind === "mooncake") {
+            if (!args.mooncakeMaster) throw new Error(`endpoint ${e.name}: kvPool mooncake needs mooncakeMaster`);
+            const cmName = mooncakeNames(e.name).clientConfig;
+            deps.push(new k8s.core.v1.ConfigMap(`${name}-mooncake-client`, {
+                metadata: { name: cmName, namespace: args.namespace },
+                data: mooncakeClientConfigMapData(args.pool.fabric, args.mooncakeMaster),
+            }, { parent: this }));
+            mooncake = { master: args.mooncakeMaster, configMap: cmName };
+        }
+        const dgd = buildDgd({ ...args, mooncake });
+        this.graph = new k8s.apiextensions.CustomResource(`${name}-dgd`, dgd, { parent: this, dependsOn: deps });
+        this.frontend = frontendService(e.name);
+        this.registerOutputs({ frontend: this.frontend });
+    }
+}

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { DnsLabel } from "./endpoint";
+
+/**
+ * Prometheus the Dynamo Planner reads its load signals from when nothing else is configured: the upstream
+ * default of `metric_pulling_prometheus_endpoint` (ai-dynamo/dynamo docs reference/components/planner-configuration.mdx).
+ */
+export const DEFAULT_PROMETHEUS_ENDPOINT = "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090";
+
+/**
+ * Spoke serving settings (`platform:serving`, optional; every field has a default so existing spoke stack files
+ * keep working): how the Dynamo platform is installed and which node pool runs each endpoint the hub places here.
+ */
+export const ServingConfigSchema = z.object({
+    /** Namespace of the dynamo-platform release (operator); upstream installs into `dynamo-system`. */
+    platformNamespace: DnsLabel.default("dynamo-system"),
+    /**
+     * Install Grove with the platform (`global.grove.install/enabled`). Needed only for multinode components;
+     * production installs Grove separately (reference/dynamo.md §5). Workers here never span nodes.
+     */
+    grove: z.boolean().default(false),
+    /** Install the KAI scheduler with the platform (`global.kai-scheduler.install/enabled`). */
+    kaiScheduler: z.boolean().default(false),
+    /** Prometheus the Planner queries (env `PROMETHEUS_ENDPOINT`, chart `dynamo-operator.dynamo.metrics.prometheusEndpoint`). */
+    prometheusEndpoint: z.string().url().default(DEFAULT_PROMETHEUS_ENDPOINT),
+    /**
+     * Secret in the inference namespace whose keys (e.g. `HF_TOKEN`) are added to every engine container with
+     * `envFrom`, for gated Hugging Face models. Unset: no secret is referenced.
+     */
+    hfTokenSecret: z.string().min(1).optional(),
+    /**
+     * Node pool per endpoint name (`<endpoint>: <pool>`). Optional while the spoke has one GPU pool; required for
+     * every placed endpoint once it has several, so a placement never lands on a pool by accident.
+     */
+    endpointPools: z.record(DnsLabel, DnsLabel).default({}),
+}).strict();
+
+export type ServingConfig = z.infer<typeof ServingConfigSchema>;

@@ -1,0 +1,395 @@
+import type { Endpoint, WorkerGroup } from "../config/endpoint";
+import {
+    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeClientConfig, mooncakeEnv,
+    rdmaResources, wrappedCommand,
+} from "./nixl";
+import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+
+/**
+ * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
+ * ../shared/schemas/dynamo (components[], `type`, `podTemplate` with a container named `main`, `scalingAdapter`,
+ * `sharedMemorySize`); flags follow upstream examples (ai-dynamo/dynamo examples/backends/<engine>/deploy).
+ *
+ * Engine choice is one field: {@link ENGINES} holds exactly what differs per engine (runtime image, module,
+ * flags, how NIXL's backend is selected, /dev/shm size); everything else (placement, RDMA resources, the
+ * UCX/NCCL/Mooncake environment, memlock path, preflight, planner) is shared.
+ */
+
+export type EngineName = Endpoint["engine"];
+
+/** Component names in the graph. The operator names the frontend Service `<dgd>-frontend` (lower-cased). */
+export const COMPONENT = { frontend: "Frontend", planner: "Planner", prefill: "prefill", decode: "decode", worker: "worker" } as const;
+
+/** Dynamo frontend HTTP port (`--http-port`, upstream default 8000). */
+export const FRONTEND_PORT = 8000;
+
+/** A worker role in the graph: `worker` is an aggregated worker (prefill and decode in one engine). */
+export type WorkerRole = "prefill" | "decode" | "worker";
+
+/** What an engine's argument builder gets. */
+export interface RoleContext {
+    endpoint: Endpoint;
+    role: WorkerRole;
+    group: WorkerGroup;
+    disaggregated: boolean;
+    /** KV-aware routing: workers publish KV events (ZMQ) to the router. */
+    kvEvents: boolean;
+    fabric: KvFabric;
+    /** Mooncake client config when the endpoint has a shared host-RAM pool. */
+    mooncake?: Record<string, string>;
+}
+
+/** What differs per engine, and nothing else. */
+export interface EngineSpec {
+    /** DGD `spec.backendFramework`. */
+    framework: EngineName;
+    /** Python module of the Dynamo worker (`python3 -m <module>`). */
+    module: string;
+    /**
+     * `/dev/shm` size (DGD `sharedMemorySize`): Dynamo's comms guide suggests 16Gi for vLLM and 80Gi for TRT-LLM
+     * (operator default 8Gi); SGLang's own docker instructions use `--shm-size 32g`.
+     */
+    sharedMemory: string;
+    /** Engine flags of one worker role. */
+    args(c: RoleContext): string[];
+    /** Environment selecting NIXL's backend where the engine takes it from the environment. */
+    transferEnv(c: RoleContext): EnvVar[];
+}
+
+/** NIXL backend for the fabric: UCX on InfiniBand, LIBFABRIC on EFA (UCX on EFA emulates in software: nixl#909, ucx#10950). */
+export function nixlBackend(fabric: KvFabric): "UCX" | "LIBFABRIC" {
+    return fabric.kind === "efa" ? "LIBFABRIC" : "UCX";
+}
+
+const json = (o: unknown) => JSON.stringify(o);
+
+/** Speculative decoding runs on the decoding engines (decode and aggregated workers), not on prefill. */
+const speculates = (c: RoleContext) => !!c.endpoint.speculative && c.role !== "prefill";
+
+/** ZMQ KV-event publisher of vLLM workers (examples/backends/vllm/deploy/disagg_router.yaml). */
+export const VLLM_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080", enable_kv_cache_events: true };
+/** ZMQ KV-event publisher of SGLang workers (examples/backends/sglang/deploy/agg_router.yaml). */
+export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:5557" };
+
+/** vLLM `--kv-transfer-config`: NIXL for P/D, Mooncake store connector for the shared pool, both via MultiConnector. */
+export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
+    const nixl = { kv_connector: "NixlConnector", kv_role: "kv_both", kv_buffer_device: "cuda", kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] } };
+    const store = { kv_connector: "MooncakeStoreConnector", kv_role: "kv_both" };
+    if (c.disaggregated && c.mooncake) return { kv_connector: "MultiConnector", kv_role: "kv_both", kv_connector_extra_config: { connectors: [nixl, store] } };
+    if (c.disaggregated) return nixl;
+    if (c.mooncake) return store;
+    return undefined;
+}
+
+/** Every supported engine. */
+export const ENGINES: Record<EngineName, EngineSpec> = {
+    vllm: {
+        framework: "vllm",
+        module: "dynamo.vllm",
+        sharedMemory: "16Gi",
+        args(c) {
+            const e = c.endpoint;
+            const a = ["--model", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker),
+                // `--disaggregation-mode` (ai-dynamo/dynamo #6483); without `prefill` a worker registers as `backend` (#13238).
+                "--disaggregation-mode", c.role === "worker" ? "agg" : c.role];
+            const kvt = vllmKvTransferConfig(c);
+            if (kvt) a.push("--kv-transfer-config", json(kvt));
+            if (c.kvEvents) a.push("--kv-events-config", json(VLLM_KV_EVENTS));
+            if (e.maxModelLen) a.push("--max-model-len", String(e.maxModelLen));
+            if (speculates(c)) {
+                const s = e.speculative!;
+                const method = s.method === "eagle3" ? "eagle3" : s.method === "ngram" ? "ngram" : "mtp";
+                a.push("--speculative-config", json({ method, ...(s.draftModel ? { model: s.draftModel } : {}), num_speculative_tokens: s.numSpeculativeTokens }));
+            }
+            return a;
+        },
+        transferEnv: () => [],
+    },
+    sglang: {
+        framework: "sglang",
+        module: "dynamo.sglang",
+        sharedMemory: "32Gi",
+        args(c) {
+            const e = c.endpoint;
+            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp", String(c.group.gpusPerWorker),
+                "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0"];
+            if (c.disaggregated) {
+                a.push("--disaggregation-mode", c.role, "--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345");
+            }
+            if (c.kvEvents) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
+            if (c.mooncake) {
+                // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md).
+                a.push("--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through",
+                    "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(c.mooncake));
+            }
+            if (e.maxModelLen) a.push("--context-length", String(e.maxModelLen));
+            if (speculates(c)) {
+                const s = e.speculative!;
+                a.push("--speculative-algorithm", s.method === "eagle3" ? "EAGLE3" : s.method === "ngram" ? "NGRAM" : "NEXTN");
+                if (s.draftModel) a.push("--speculative-draft-model-path", s.draftModel);
+                a.push("--speculative-num-draft-tokens", String(s.numSpeculativeTokens));
+            }
+            return a;
+        },
+        // SGLang picks NIXL's backend from the environment (default UCX; Dynamo efa-on-aws guide).
+        transferEnv: (c) => (c.disaggregated ? [{ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }] : []),
+    },
+    trtllm: {
+        framework: "trtllm",
+        module: "dynamo.trtllm",
+        sharedMemory: "80Gi",
+        args(c) {
+            const e = c.endpoint;
+            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker)];
+            if (c.disaggregated) a.push("--disaggregation-mode", c.role);
+            // TRT-LLM LLM-API overrides (the `--extra-engine-args` YAML keys, as JSON).
+            const engine: Record<string, unknown> = { kv_cache_config: { enable_block_reuse: true } };
+            if (c.disaggregated) engine.cache_transceiver_config = { backend: "NIXL" };
+            if (e.maxModelLen) engine.max_seq_len = e.maxModelLen;
+            if (speculates(c)) {
+                const s = e.speculative!;
+                engine.speculative_config = s.method === "eagle3"
+                    ? { decoding_type: "Eagle", max_draft_len: s.numSpeculativeTokens, speculative_model_dir: s.draftModel, eagle3_one_model: true }
+                    : s.method === "ngram"
+                        ? { decoding_type: "NGram", max_draft_len: s.numSpeculativeTokens }
+                        : { decoding_type: "MTP", num_nextn_predict_layers: s.numSpeculativeTokens };
+            }
+            a.push("--override-engine-args", json(engine));
+            // `--publish-kv-events` (Dynamo >= 1.3.0; the old alias was --publish-events-and-metrics).
+            if (c.kvEvents) a.push("--publish-kv-events");
+            return a;
+        },
+        transferEnv: (c) => (c.disaggregated ? [{ name: "TRTLLM_NIXL_KVCACHE_BACKEND", value: nixlBackend(c.fabric) }] : []),
+    },
+};
+
+/** A pod toleration (core/v1 Toleration shape; same as components/spoke/GpuNodePool `Toleration`). */
+export interface Toleration { key: string; operator: "Equal" | "Exists"; value?: string; effect: string }
+
+/** Node pool facts a DGD needs. */
+export interface PoolPlacement {
+    name: string;
+    nodeSelector: Record<string, string>;
+    tolerations: Toleration[];
+    /** Nodes set LimitMEMLOCK=infinity for containerd and kubelet. */
+    memlockUnlimited: boolean;
+    fabric: KvFabric;
+}
+
+/** Everything {@link buildDgd} needs besides the endpoint. */
+export interface DgdArgs {
+    endpoint: Endpoint;
+    namespace: string;
+    pool: PoolPlacement;
+    /** `image:tag` of the engine runtime and of the dedicated planner image. */
+    runtimeImage: string;
+    plannerImage: string;
+    prometheusEndpoint: string;
+    /** Minimum rail port rate in Gb/s the preflight enforces. */
+    minLinkRateGbps: number;
+    /** Secret with HF_TOKEN added with envFrom, if any. */
+    hfTokenSecret?: string;
+    /** Mooncake master `host:port` and the ConfigMap carrying the client JSON, when the endpoint has a KV pool. */
+    mooncake?: { master: string; configMap: string };
+}
+
+/** Where the Mooncake client JSON is mounted (`MOONCAKE_CONFIG_PATH`, read by vLLM's MooncakeStoreConnector). */
+export const MOONCAKE_CONFIG_DIR = "/etc/mooncake";
+export const MOONCAKE_CONFIG_KEY = "mooncake.json";
+
+/** True when the endpoint's workers move KV between pods (P/D over NIXL, or a shared Mooncake pool). */
+export function needsRdma(e: Endpoint): boolean {
+    return e.topology.mode === "disaggregated" || e.kvPool.kind === "mooncake";
+}
+
+/**
+ * Dynamo Planner config (`--config`, PlannerConfig in ai-dynamo/dynamo components/src/dynamo/planner/config):
+ * load-based scaling on KV-cache utilisation (decode) and queued prefill tokens (prefill), never on GPU
+ * utilisation (DESIGN §6: TTFT p95 44.5 s -> 1.4-3.4 s). `min_endpoint: 1` keeps the model listed (scale-to-zero
+ * removes it from /v1/models). Thresholds are passed only for `optimization_target: load`; `throughput` uses the
+ * planner's fixed queue/KV thresholds. No pre-deployment sweep: nothing here needs an AIC profile.
+ */
+export function plannerConfig(e: Endpoint): Record<string, unknown> {
+    const p = e.planner;
+    const disagg = e.topology.mode === "disaggregated";
+    const cfg: Record<string, unknown> = {
+        environment: "kubernetes",
+        backend: e.engine,
+        mode: disagg ? "disagg" : "agg",
+        optimization_target: p.optimizationTarget,
+        enable_load_scaling: true,
+        enable_throughput_scaling: false,
+        pre_deployment_sweeping_mode: "none",
+        load_adjustment_interval_seconds: p.loadAdjustmentIntervalSeconds,
+        min_endpoint: 1,
+        max_gpu_budget: p.maxGpuBudget,
+    };
+    if (p.optimizationTarget === "load") {
+        if (disagg) {
+            cfg.prefill_scale_up_queue_tokens = p.prefillScaleUpQueueTokens;
+            cfg.prefill_scale_down_queue_tokens = p.prefillScaleDownQueueTokens;
+        }
+        cfg.decode_scale_up_kv_rate = p.decodeScaleUpKvRate;
+        cfg.decode_scale_down_kv_rate = p.decodeScaleDownKvRate;
+    }
+    return cfg;
+}
+
+/** A DGD v1beta1 component (the fields generated here). */
+export interface DgdComponent {
+    name: string;
+    type: "frontend" | "planner" | "prefill" | "decode" | "worker";
+    replicas: number;
+    scalingAdapter?: Record<string, never>;
+    sharedMemorySize?: string;
+    podTemplate: { metadata?: { labels: Record<string, string> }; spec: Record<string, unknown> };
+}
+
+/** The generated custom resource. */
+export interface DgdManifest {
+    apiVersion: "nvidia.com/v1beta1";
+    kind: "DynamoGraphDeployment";
+    metadata: { name: string; namespace: string; labels: Record<string, string> };
+    spec: { backendFramework: EngineName; components: DgdComponent[] };
+}
+
+/** Pod label naming the endpoint (selectors, dashboards). */
+export const ENDPOINT_LABEL = "inference-platform.io/endpoint";
+
+/**
+ * Builds the DGD of one endpoint placed on one pool. DGD name = endpoint name.
+ *
+ * @throws Error when a worker needs more GPUs than a node of the pool has (workers never span nodes here), or
+ *   the endpoint has a Mooncake pool but no master was given, or the engine cannot use the pool (TRT-LLM has no
+ *   Mooncake store integration in Dynamo's offloading matrix)
+ */
+export function buildDgd(a: DgdArgs): DgdManifest {
+    const e = a.endpoint;
+    const eng = ENGINES[e.engine];
+    const t = e.topology;
+    const disaggregated = t.mode === "disaggregated";
+    const groups: Array<[WorkerRole, WorkerGroup]> = t.mode === "disaggregated" ? [["prefill", t.prefill], ["decode", t.decode]] : [["worker", t.workers]];
+    for (const [role, g] of groups) {
+        if (g.gpusPerWorker > a.pool.fabric.gpusPerNode) {
+            throw new Error(`endpoint ${e.name}: ${role} workers need ${g.gpusPerWorker} GPUs but a node of pool ${a.pool.name} (${a.pool.fabric.profile}) has ${a.pool.fabric.gpusPerNode}; workers never span nodes`);
+        }
+    }
+    if (e.kvPool.kind === "mooncake" && !a.mooncake) throw new Error(`endpoint ${e.name}: kvPool mooncake needs the Mooncake master address`);
+    if (e.kvPool.kind === "mooncake" && e.engine === "trtllm") {
+        throw new Error(`endpoint ${e.name}: engine trtllm has no Mooncake shared-pool integration in Dynamo (offloading support matrix); use kvPool kind none or engine vllm/sglang`);
+    }
+    const rdma = needsRdma(e);
+    const mooncakeCfg = e.kvPool.kind === "mooncake" ? mooncakeClientConfig(a.pool.fabric, a.mooncake!.master) : undefined;
+    const kvEvents = e.router.mode === "kv";
+    const labels = { [ENDPOINT_LABEL]: e.name, "app.kubernetes.io/part-of": "inference-platform" };
+    const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
+
+    const frontendArgs = ["--http-port", String(FRONTEND_PORT), "--router-mode", e.router.mode];
+    if (e.engine === "sglang" && mooncakeCfg && kvEvents) {
+        // Tier-aware routing over the shared HiCache/Mooncake pool (Dynamo HiCache guide).
+        frontendArgs.push("--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5");
+    }
+    const components: DgdComponent[] = [{
+        name: COMPONENT.frontend,
+        type: "frontend",
+        replicas: 1,
+        podTemplate: {
+            metadata: { labels },
+            spec: {
+                containers: [stripUndefined({
+                    name: "main", image: a.runtimeImage, command: ["python3", "-m", "dynamo.frontend"], args: frontendArgs,
+                    env: [{ name: "DYN_ROUTER_MODE", value: e.router.mode }], envFrom,
+                })],
+            },
+        },
+    }];
+    if (e.planner.enabled) {
+        components.push({
+            name: COMPONENT.planner,
+            type: "planner",
+            replicas: 1,
+            podTemplate: {
+                metadata: { labels },
+                spec: {
+                    containers: [{
+                        name: "main", image: a.plannerImage, command: ["python3", "-m", "dynamo.planner"],
+                        args: ["--config", json(plannerConfig(e))],
+                        env: [{ name: "PROMETHEUS_ENDPOINT", value: a.prometheusEndpoint }],
+                    }],
+                },
+            },
+        });
+    }
+
+    const memlock = memlockPath(a.pool.fabric, a.pool.memlockUnlimited);
+    for (const [role, group] of groups) {
+        const ctx: RoleContext = { endpoint: e, role, group, disaggregated, kvEvents, fabric: a.pool.fabric, mooncake: mooncakeCfg };
+        const resources: Record<string, string> = { [GPU_RESOURCE]: String(group.gpusPerWorker), ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}) };
+        const env: EnvVar[] = [];
+        if (rdma) env.push(...kvTransportEnv(a.pool.fabric));
+        env.push(...eng.transferEnv(ctx));
+        if (mooncakeCfg) {
+            env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
+            env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
+            // Same block hashes in every engine process, so prefixes stored by one worker hit in another
+            // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md).
+            env.push({ name: "PYTHONHASHSEED", value: "0" });
+        }
+        const argv = ["python3", "-m", eng.module];
+        const main: ContainerSpec = stripUndefined({
+            name: "main",
+            image: a.runtimeImage,
+            command: rdma ? wrappedCommand(memlock.prelude, argv) : argv,
+            args: eng.args(ctx),
+            env,
+            envFrom,
+            resources: { requests: { ...resources }, limits: { ...resources } },
+            securityContext: rdma ? memlock.securityContext : undefined,
+            volumeMounts: mooncakeCfg ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
+        });
+        const volumes: unknown[] = [];
+        const spec: Record<string, unknown> = { nodeSelector: { ...a.pool.nodeSelector }, tolerations: a.pool.tolerations.map((x) => ({ ...x })) };
+        if (rdma) {
+            spec.initContainers = [preflightInitContainer({
+                image: a.runtimeImage, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps,
+                gpus: group.gpusPerWorker, resources, securityContext: memlock.securityContext,
+            })];
+            volumes.push(preflightVolume());
+        }
+        if (mooncakeCfg) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
+        if (disaggregated && a.pool.fabric.kind === "efa") {
+            // EFA: prefill and decode on the same node make fi_read retry EAGAIN; keep them apart by the
+            // operator's component label (Dynamo disagg-communication guide).
+            const other = role === "prefill" ? COMPONENT.decode : COMPONENT.prefill;
+            spec.affinity = { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{
+                topologyKey: "kubernetes.io/hostname",
+                labelSelector: { matchLabels: { "nvidia.com/dynamo-component": other, "nvidia.com/dynamo-graph-deployment-name": e.name } },
+            }] } };
+        }
+        spec.containers = [main];
+        if (volumes.length) spec.volumes = volumes;
+        components.push({
+            name: COMPONENT[role],
+            type: role,
+            replicas: group.replicas,
+            ...(e.planner.enabled ? { scalingAdapter: {} } : {}),
+            sharedMemorySize: eng.sharedMemory,
+            podTemplate: { metadata: { labels }, spec },
+        });
+    }
+    return {
+        apiVersion: "nvidia.com/v1beta1",
+        kind: "DynamoGraphDeployment",
+        metadata: { name: e.name, namespace: a.namespace, labels },
+        spec: { backendFramework: eng.framework, components },
+    };
+}
+
+/** The Mooncake client ConfigMap data of an endpoint (`MOONCAKE_CONFIG_PATH` file). */
+export function mooncakeClientConfigMapData(fabric: KvFabric, master: string): Record<string, string> {
+    return { [MOONCAKE_CONFIG_KEY]: json(mooncakeClientConfig(fabric, master)) };
+}
+
+function stripUndefined<T extends object>(o: T): T {
+    return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}

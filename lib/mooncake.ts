@@ -1,0 +1,145 @@
+import { ENDPOINT_LABEL, PoolPlacement } from "./dgd";
+import {
+    EnvVar, memlockPath, MOONCAKE_MASTER_PORT, MOONCAKE_METRICS_PORT, mooncakeEnv, rdmaResources, wrappedCommand,
+} from "./nixl";
+import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+
+/**
+ * A Mooncake host-RAM KV pool for one endpoint, as plain Kubernetes objects: the master (Deployment + ClusterIP
+ * Service; RPC coordinator, no data path, no GPU) and the store pods that contribute DRAM on the pool's GPU nodes
+ * and serve it over the rail HCAs. Shapes follow kvcache-ai/Mooncake
+ * docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md, with the RDMA plumbing that page
+ * leaves out (rail resources instead of hostPath /dev/infiniband, memlock path, preflight).
+ */
+
+/** Object names of an endpoint's pool. */
+export function mooncakeNames(endpoint: string) {
+    return { master: `${endpoint}-mooncake-master`, store: `${endpoint}-mooncake-store`, clientConfig: `${endpoint}-mooncake-client` };
+}
+
+/** `host:port` of an endpoint's Mooncake master Service (cluster DNS). */
+export function mooncakeMasterAddress(endpoint: string, namespace: string): string {
+    return `${mooncakeNames(endpoint).master}.${namespace}.svc.cluster.local:${MOONCAKE_MASTER_PORT}`;
+}
+
+/** Store service port (`mooncake_store_service --port`, 8088 in Mooncake's Kubernetes guide). */
+export const MOONCAKE_STORE_PORT = 8088;
+
+/**
+ * Pod memory beyond the segment a store pod needs (GiB): the Python service, the 64 MiB local buffer and
+ * allocator slack. The segment must stay below the memory limit (Mooncake Kubernetes guide, "Capacity").
+ */
+export const STORE_MEMORY_HEADROOM_GIB = 16;
+
+export interface MooncakeArgs {
+    endpoint: string;
+    namespace: string;
+    image: string;
+    pool: PoolPlacement;
+    /** Host DRAM each store pod contributes, in GiB (MOONCAKE_GLOBAL_SEGMENT_SIZE). */
+    segmentSizeGiB: number;
+    storeReplicas: number;
+    /** Nodes in the pool; at most one store per node. */
+    poolNodes: number;
+    minLinkRateGbps: number;
+}
+
+/** Labels of one part of the pool. */
+function labels(endpoint: string, component: "master" | "store"): Record<string, string> {
+    return { "app.kubernetes.io/name": `mooncake-${component}`, "app.kubernetes.io/instance": endpoint, "app.kubernetes.io/part-of": "inference-platform", [ENDPOINT_LABEL]: endpoint };
+}
+
+/** The manifests of one endpoint's Mooncake pool (master Deployment, master Service, store Deployment). */
+export interface MooncakeManifests { masterDeployment: Record<string, any>; masterService: Record<string, any>; storeDeployment: Record<string, any> }
+
+/**
+ * Builds the pool.
+ *
+ * @throws Error when more store replicas are asked than the pool has nodes (one store per node: they contribute
+ *   host RAM, two on one node would compete for it), or on EFA pools (see {@link mooncakeEnv})
+ */
+export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
+    if (a.storeReplicas > a.poolNodes) {
+        throw new Error(`endpoint ${a.endpoint}: kvPool.storeReplicas ${a.storeReplicas} exceeds the ${a.poolNodes} node(s) of pool ${a.pool.name}; at most one store per node`);
+    }
+    const n = mooncakeNames(a.endpoint);
+    const master = mooncakeMasterAddress(a.endpoint, a.namespace);
+    const ml = labels(a.endpoint, "master");
+    const sl = labels(a.endpoint, "store");
+
+    const masterDeployment = {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: n.master, namespace: a.namespace, labels: ml },
+        spec: {
+            replicas: 1,
+            selector: { matchLabels: { "app.kubernetes.io/name": "mooncake-master", "app.kubernetes.io/instance": a.endpoint } },
+            template: {
+                metadata: { labels: ml },
+                spec: {
+                    containers: [{
+                        name: "master",
+                        image: a.image,
+                        command: ["mooncake_master"],
+                        args: ["--rpc_address", "$(POD_IP)", "--rpc_port", String(MOONCAKE_MASTER_PORT), "--metrics_port", String(MOONCAKE_METRICS_PORT)],
+                        env: [{ name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
+                        ports: [{ name: "rpc", containerPort: MOONCAKE_MASTER_PORT }, { name: "metrics", containerPort: MOONCAKE_METRICS_PORT }],
+                        readinessProbe: { tcpSocket: { port: MOONCAKE_MASTER_PORT }, initialDelaySeconds: 10, periodSeconds: 10 },
+                    }],
+                },
+            },
+        },
+    };
+    const masterService = {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: n.master, namespace: a.namespace, labels: ml },
+        spec: {
+            type: "ClusterIP",
+            selector: { "app.kubernetes.io/name": "mooncake-master", "app.kubernetes.io/instance": a.endpoint },
+            ports: [{ name: "rpc", port: MOONCAKE_MASTER_PORT, targetPort: MOONCAKE_MASTER_PORT }, { name: "metrics", port: MOONCAKE_METRICS_PORT, targetPort: MOONCAKE_METRICS_PORT }],
+        },
+    };
+
+    const memlock = memlockPath(a.pool.fabric, a.pool.memlockUnlimited);
+    const rdma = rdmaResources(a.pool.fabric, 0);
+    const memory = `${a.segmentSizeGiB + STORE_MEMORY_HEADROOM_GIB}Gi`;
+    const env: EnvVar[] = mooncakeEnv(a.pool.fabric, master, { kind: "store", segmentSizeGiB: a.segmentSizeGiB });
+    const store: ContainerSpec = {
+        name: "store",
+        image: a.image,
+        command: wrappedCommand(memlock.prelude, ["python3", "-m", "mooncake.mooncake_store_service"]),
+        args: ["--port", String(MOONCAKE_STORE_PORT)],
+        env,
+        ports: [{ name: "store", containerPort: MOONCAKE_STORE_PORT }],
+        resources: { requests: { memory, ...rdma }, limits: { memory, ...rdma } },
+        securityContext: memlock.securityContext,
+    };
+    const storeDeployment = {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: n.store, namespace: a.namespace, labels: sl },
+        spec: {
+            replicas: a.storeReplicas,
+            selector: { matchLabels: { "app.kubernetes.io/name": "mooncake-store", "app.kubernetes.io/instance": a.endpoint } },
+            template: {
+                metadata: { labels: sl },
+                spec: {
+                    nodeSelector: { ...a.pool.nodeSelector },
+                    tolerations: a.pool.tolerations.map((t) => ({ ...t })),
+                    affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{
+                        topologyKey: "kubernetes.io/hostname",
+                        labelSelector: { matchLabels: { "app.kubernetes.io/name": "mooncake-store", "app.kubernetes.io/instance": a.endpoint } },
+                    }] } },
+                    initContainers: [preflightInitContainer({
+                        image: a.image, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps, gpus: 0,
+                        resources: rdma, securityContext: memlock.securityContext,
+                    })],
+                    containers: [store],
+                    volumes: [preflightVolume()],
+                },
+            },
+        },
+    };
+    return { masterDeployment, masterService, storeDeployment };
+}

@@ -1,0 +1,250 @@
+import type { NodeProfile, Rail } from "../config/nodeProfile";
+import { railsInOrder } from "../config/nodeProfile";
+import { gpuNicPcieMapping, ncclIbHca, railResource, ucxNetDevices } from "./rails";
+
+/**
+ * KV-transfer transport settings generated from a node pool's hardware: UCX / NIXL / NCCL environment, the
+ * RDMA extended resources, the memlock path and the Mooncake client settings. One generator shared by every
+ * engine (vLLM, SGLang, TRT-LLM): an engine only adds how it *selects* the NIXL backend (lib/dgd.ts).
+ *
+ * Why each value is set: NIXL over UCX, NIXL over libfabric and Mooncake all fall back to TCP without an
+ * error when RDMA is unusable (reference/dynamo-failures.md, reference/rdma-failures.md); every setting here
+ * removes one silent fallback, and the policy pack (policies/rdma-workloads.ts) rejects manifests without them.
+ */
+
+/** A container environment variable (core/v1 EnvVar shape). */
+export interface EnvVar {
+    name: string;
+    value?: string;
+    valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string }; secretKeyRef?: { name: string; key: string } };
+}
+
+/** A container securityContext (core/v1 shape, the fields used here). */
+export interface SecurityContext {
+    runAsUser?: number;
+    runAsGroup?: number;
+    privileged?: boolean;
+    capabilities?: { add?: string[]; drop?: string[] };
+}
+
+/**
+ * The KV fabric of a node pool, derived from its node profile.
+ * - `infiniband`: rail-aligned HCAs from the rail table; the RDMA shared device plugin publishes one resource per
+ *   rail (`rdma/rail_<i>`, lib/rails.ts).
+ * - `efa`: AWS EFA devices handed out by the EFA device plugin as `vpc.amazonaws.com/efa`.
+ */
+export type KvFabric =
+    | { kind: "infiniband"; profile: string; rails: Rail[]; frontendHcas: string[]; gpusPerNode: number }
+    | { kind: "efa"; profile: string; devicesPerGpu: number; devicesPerNode: number; gpusPerNode: number };
+
+/** Extended resource of the AWS EFA device plugin (aws/eks-charts aws-efa-k8s-device-plugin). */
+export const EFA_RESOURCE = "vpc.amazonaws.com/efa";
+
+/** GPU extended resource of the NVIDIA device plugin. */
+export const GPU_RESOURCE = "nvidia.com/gpu";
+
+/**
+ * `UCX_TLS` for KV transfer on InfiniBand: accelerated and verbs RC for inter-node RDMA plus `cuda_copy` /
+ * `cuda_ipc` for GPU buffers, and no `tcp`, so a missing RDMA device is an error instead of a TCP fallback.
+ * Exactly the value of Dynamo's InfiniBand guidance and its H200 recipe (ai-dynamo/dynamo disagg-communication
+ * guide; recipes/deepseek-v4/.../disagg-h200-agentic/deploy.yaml).
+ */
+export const IB_UCX_TLS = "rc_x,rc,cuda_copy,cuda_ipc";
+
+/**
+ * The fabric of a node profile.
+ *
+ * @param frontendHcas north-south HCAs of the pool (never used for KV traffic)
+ * @throws Error when the profile has neither rails nor an EFA layout, or a rail HCA is also a frontend HCA
+ */
+export function kvFabricOf(profile: NodeProfile & { efa?: { devicesPerGpu: number; networkCards: number } }, frontendHcas: string[] = profile.frontend.map((f) => f.hca)): KvFabric {
+    if (profile.efa) {
+        return { kind: "efa", profile: profile.name, devicesPerGpu: profile.efa.devicesPerGpu, devicesPerNode: profile.efa.networkCards, gpusPerNode: profile.gpu.count };
+    }
+    if (profile.rails.length === 0) throw new Error(`node profile ${profile.name} has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer`);
+    const rails = railsInOrder(profile);
+    const clash = rails.filter((r) => frontendHcas.includes(r.hca));
+    if (clash.length) throw new Error(`node profile ${profile.name}: rail HCA(s) ${clash.map((r) => r.hca).join(", ")} are also frontend NICs; KV traffic must never ride the frontend`);
+    return { kind: "infiniband", profile: profile.name, rails, frontendHcas: [...frontendHcas], gpusPerNode: profile.gpu.count };
+}
+
+/**
+ * RDMA extended resources for one pod, identical in requests and limits.
+ *
+ * InfiniBand: **every** rail of the pool, one device each. With the shared device plugin a rail resource injects
+ * that rail's HCA, but which GPUs a pod gets is decided by the NVIDIA device plugin at admission, not by us: a
+ * TP=2 worker may get GPUs 5 and 6. Requesting all rails guarantees that whatever GPUs it gets, each one's
+ * PCIe-affine NIC is in the pod (>= one RDMA device per GPU); the per-rank map below then makes each rank use
+ * its own NIC, and the preflight checks the affinity at start. Shared resources are not exclusive
+ * (`rdmaHcaMax` pods per rail), so this costs no capacity.
+ *
+ * EFA: `devicesPerGpu` devices per GPU (the EKS accelerated AMI aligns them with the GPUs); a pod without GPUs
+ * (Mooncake store) gets the devices of one GPU's share.
+ *
+ * @param gpus GPUs of the pod (0 for a host-RAM store)
+ */
+export function rdmaResources(fabric: KvFabric, gpus: number): Record<string, string> {
+    if (fabric.kind === "efa") return { [EFA_RESOURCE]: String(fabric.devicesPerGpu * Math.max(1, gpus)) };
+    return Object.fromEntries(fabric.rails.map((r) => [railResource(r.rail), "1"]));
+}
+
+/** HCAs a pod on this fabric may use for KV traffic (rail order); empty on EFA (devices are allocated, not named). */
+export function kvHcas(fabric: KvFabric): string[] {
+    return fabric.kind === "infiniband" ? fabric.rails.map((r) => r.hca) : [];
+}
+
+/**
+ * UCX / NIXL / NCCL environment for a KV-transferring container. The same list for every engine and role.
+ *
+ * InfiniBand:
+ * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp; dynamo-failures #12463, nixl#1614).
+ * - `UCX_NET_DEVICES` = every rail HCA of the pool, port 1, in rail order: never `all` (NIXL_ERR_BACKEND on
+ *   management/DPU NICs, dynamo PR #10852), never a frontend NIC, never a netdev name (tcp).
+ * - `VLLM_GPU_NIC_PCIE_MAPPING` = the whole rail table as `<gpu_bdf>=<nic_bdf>` plus
+ *   `VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`, set together (one without the other fails EngineCore init;
+ *   vllm-project/vllm PR #42083): each rank narrows `UCX_NET_DEVICES` to its own GPU's PCIe-affine NIC
+ *   whatever GPU it got. All ranks on one NIC measured ~0.76 GB/s vs 15-25 GB/s (dynamo recipes/deepseek-v4 README).
+ *   Engines that do not read the pair (SGLang, TRT-LLM) keep the full rail list, from which UCX >= 1.21
+ *   (`UCX_MAX_HCA_PER_GPU=auto`, set by NIXL) picks the GPU-local HCA.
+ * - `UCX_IB_ADDR_TYPE=ib_global`: an explicit global-route addressing choice, as the H200 recipe
+ *   (dynamo-failures D.5; `eth` is the RoCE alternative).
+ * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide).
+ * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289;
+ *   older UCX ignores it with a warning).
+ * - `NCCL_NET=IB`: NCCL fails instead of dropping to sockets; `NCCL_IB_DISABLE=0`; `NCCL_IB_HCA` = the rail HCAs with
+ *   `=` exact matching (`mlx5_1` would prefix-match `mlx5_10`, NVIDIA/nccl src/misc/utils.cc).
+ *
+ * EFA: `FI_PROVIDER=efa` (libfabric returns only EFA, so a missing device is an error, not the sockets provider),
+ * `FI_EFA_USE_DEVICE_RDMA=1`, `NCCL_NET=Libfabric` (aws-ofi-nccl plugin name). NIXL's backend is selected per
+ * engine (LIBFABRIC), see lib/dgd.ts.
+ */
+export function kvTransportEnv(fabric: KvFabric): EnvVar[] {
+    if (fabric.kind === "efa") {
+        return [
+            { name: "FI_PROVIDER", value: "efa" },
+            { name: "FI_EFA_USE_DEVICE_RDMA", value: "1" },
+            { name: "NCCL_NET", value: "Libfabric" },
+        ];
+    }
+    return [
+        { name: "UCX_TLS", value: IB_UCX_TLS },
+        { name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) },
+        { name: "UCX_IB_ADDR_TYPE", value: "ib_global" },
+        { name: "UCX_RNDV_SCHEME", value: "get_zcopy" },
+        { name: "UCX_RNDV_THRESH", value: "0" },
+        { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" },
+        { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },
+        { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
+        { name: "NCCL_NET", value: "IB" },
+        { name: "NCCL_IB_DISABLE", value: "0" },
+        { name: "NCCL_IB_HCA", value: ncclIbHca(fabric.rails) },
+    ];
+}
+
+/**
+ * How an RDMA container gets an unlimited memlock limit (reference/rdma.md §4.2; Kubernetes has no rlimit field,
+ * kubernetes/kubernetes#3595). Always: `ulimit -l unlimited` in the entrypoint and `IPC_LOCK` added.
+ * - Pool with `LimitMEMLOCK=infinity` (containerd + kubelet): the hard limit is already unlimited, so the image's
+ *   non-root user (Dynamo runtime images run as UID 1000) raises its soft limit itself; no root needed.
+ * - Otherwise: root (`runAsUser: 0`) with `IPC_LOCK` (effective only for root, nvidia-container-toolkit#2037) and
+ *   `SYS_RESOURCE` (to raise the hard limit), as Dynamo's RDMA recipes do.
+ * - EFA: `privileged: true`, since IPC_LOCK alone is insufficient for `fi_mr_reg` of GPU memory (Dynamo EFA guide).
+ */
+export interface MemlockPath {
+    securityContext: SecurityContext;
+    /** True when the preflight must see CAP_IPC_LOCK effective (root path). */
+    requireIpcLock: boolean;
+    /** Shell prelude the entrypoint runs before exec'ing the engine. */
+    prelude: string;
+}
+
+/** Shell prelude raising the soft memlock limit. */
+export const MEMLOCK_PRELUDE = "ulimit -l unlimited";
+
+/** The memlock path for a pod of this fabric on a pool whose nodes do (or do not) set LimitMEMLOCK=infinity. */
+export function memlockPath(fabric: KvFabric, nodeMemlockUnlimited: boolean): MemlockPath {
+    if (fabric.kind === "efa") {
+        return { securityContext: { runAsUser: 0, runAsGroup: 0, privileged: true }, requireIpcLock: true, prelude: MEMLOCK_PRELUDE };
+    }
+    if (nodeMemlockUnlimited) {
+        return { securityContext: { capabilities: { add: ["IPC_LOCK"] } }, requireIpcLock: false, prelude: MEMLOCK_PRELUDE };
+    }
+    return {
+        securityContext: { runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } },
+        requireIpcLock: true,
+        prelude: MEMLOCK_PRELUDE,
+    };
+}
+
+/**
+ * `command` of a container whose engine must start after the memlock prelude: `sh -c '<prelude> && exec "$@"'`
+ * followed by the real argv, so `args` stay the engine's own flags.
+ */
+export function wrappedCommand(prelude: string, argv: string[]): string[] {
+    return ["sh", "-c", `${prelude} && exec "$@"`, "--", ...argv];
+}
+
+// ------------------------------------------------------------------ Mooncake
+
+/** Mooncake master RPC port (`mooncake_master --rpc_port`, default 50051; Mooncake store deployment guide). */
+export const MOONCAKE_MASTER_PORT = 50051;
+/** Mooncake master metrics port (`--metrics_port`, 9003 in Mooncake's Kubernetes guide). */
+export const MOONCAKE_METRICS_PORT = 9003;
+/** Host-RAM store pods' local buffer: 64 MiB, as Mooncake's production RDMA reference (rbg-integration.md). */
+export const MOONCAKE_STORE_LOCAL_BUFFER_BYTES = 64 * 1024 * 1024;
+
+/** What a Mooncake process is: a host-RAM store node contributing memory, or an engine that only reads/writes. */
+export type MooncakeRole = { kind: "store"; segmentSizeGiB: number } | { kind: "client" };
+
+/**
+ * Mooncake Transfer Engine / store client environment (kvcache-ai/Mooncake store deployment guide, "Client
+ * Configuration"; transfer-engine `MC_*` knobs). `MOONCAKE_PROTOCOL` defaults to **tcp** upstream, hence explicit
+ * `rdma`; `MOONCAKE_DEVICE` lists the rail HCAs (auto-discovery picks unusable or non-routable HCAs, vllm PR #44919);
+ * `MC_FORCE_HCA=1` makes "no HCA found" an error; `MC_ENABLE_DEST_DEVICE_AFFINITY=1` keeps a transfer on the same
+ * rail at both ends (rail-optimised fabric); `MOONCAKE_LOCAL_HOSTNAME` is the pod IP peers connect to.
+ *
+ * @param master `host:port` of the Mooncake master Service
+ * @throws Error on EFA: Mooncake's EFA transport needs a build with USE_EFA, and a wheel without it silently runs
+ *   the verbs transport (kvcache-ai/Mooncake#2070); not supported by this platform
+ */
+export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole): EnvVar[] {
+    if (fabric.kind !== "infiniband") {
+        throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported: the pinned Mooncake build is not known to carry the EFA transport (kvcache-ai/Mooncake#2070); use kvPool kind none on EFA pools`);
+    }
+    const env: EnvVar[] = [
+        { name: "MOONCAKE_MASTER", value: master },
+        { name: "MOONCAKE_TE_META_DATA_SERVER", value: "P2PHANDSHAKE" },
+        { name: "MOONCAKE_PROTOCOL", value: "rdma" },
+        { name: "MOONCAKE_DEVICE", value: kvHcas(fabric).join(",") },
+        { name: "MC_FORCE_HCA", value: "1" },
+        { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" },
+        { name: "MOONCAKE_LOCAL_HOSTNAME", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    ];
+    if (role.kind === "store") {
+        env.push(
+            { name: "MOONCAKE_GLOBAL_SEGMENT_SIZE", value: `${role.segmentSizeGiB}gb` },
+            { name: "MOONCAKE_LOCAL_BUFFER_SIZE", value: String(MOONCAKE_STORE_LOCAL_BUFFER_BYTES) },
+        );
+    } else {
+        // Engines are pure clients of the shared pool: they contribute no segment (Mooncake rbg-integration.md).
+        env.push({ name: "MOONCAKE_GLOBAL_SEGMENT_SIZE", value: "0" });
+    }
+    return env;
+}
+
+/**
+ * Mooncake client settings as the JSON config object of vLLM's `MooncakeStoreConnector` (`MOONCAKE_CONFIG_PATH`)
+ * and SGLang's `--hicache-storage-backend-extra-config` use (keys `master_server_address`, `metadata_server`,
+ * `protocol`, `device_name`, `global_segment_size`; kvcache-ai/Mooncake vllm-mooncakestoreconnector.md,
+ * Dynamo HiCache guide).
+ */
+export function mooncakeClientConfig(fabric: KvFabric, master: string): Record<string, string> {
+    if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
+    return {
+        master_server_address: master,
+        metadata_server: "P2PHANDSHAKE",
+        protocol: "rdma",
+        device_name: kvHcas(fabric).join(","),
+        global_segment_size: "0",
+    };
+}

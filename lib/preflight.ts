@@ -1,0 +1,102 @@
+import * as fs from "fs";
+import * as path from "path";
+import { EnvVar, KvFabric, MemlockPath, SecurityContext } from "./nixl";
+import { gpuNicPcieMapping } from "./rails";
+
+/**
+ * The RDMA preflight (services/preflight/preflight.sh) as Kubernetes objects: the script ships in a ConfigMap
+ * and runs as an init container with the workload's own image, resources and security context, so it sees
+ * exactly the devices, GPUs, capabilities and memlock limit the engine will get (DESIGN §4: a static policy
+ * proves RDMA was intended; the preflight proves it is there).
+ */
+
+/** Path of the script in this repo. */
+export const PREFLIGHT_SCRIPT = path.join(__dirname, "..", "services", "preflight", "preflight.sh");
+
+/** Name of the preflight init container; the policy pack looks for it (policies/rdma-workloads.ts, kept in sync by test). */
+export const PREFLIGHT_CONTAINER = "rdma-preflight";
+
+/** ConfigMap (in the workload namespace) carrying the script, and its key. */
+export const PREFLIGHT_CONFIGMAP = "rdma-preflight";
+export const PREFLIGHT_KEY = "preflight.sh";
+
+/** Where the ConfigMap is mounted in the init container. */
+export const PREFLIGHT_MOUNT = "/opt/platform/preflight";
+
+/** Pod volume name of the preflight ConfigMap. */
+export const PREFLIGHT_VOLUME = "rdma-preflight";
+
+let scriptCache: string | undefined;
+
+/** The script text (read once). @throws Error when services/preflight/preflight.sh is missing */
+export function preflightScript(): string {
+    if (scriptCache === undefined) scriptCache = fs.readFileSync(PREFLIGHT_SCRIPT, "utf8");
+    return scriptCache;
+}
+
+/** Inputs of one preflight run. */
+export interface PreflightArgs {
+    fabric: KvFabric;
+    memlock: MemlockPath;
+    /** Minimum port rate in Gb/s (gigabits; `platform:backend.minLinkRateGbps`). */
+    minLinkRateGbps: number;
+    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check. */
+    gpus: number;
+}
+
+/** Environment the script reads (see the header of services/preflight/preflight.sh). */
+export function preflightEnv(a: PreflightArgs): EnvVar[] {
+    const env: EnvVar[] = [{ name: "PREFLIGHT_FABRIC", value: a.fabric.kind }];
+    if (a.fabric.kind === "infiniband") {
+        const rails = a.fabric.rails;
+        env.push(
+            { name: "PREFLIGHT_HCAS", value: rails.map((r) => `${r.hca}:1`).join(",") },
+            { name: "PREFLIGHT_LINK_LAYER", value: "InfiniBand" },
+            { name: "PREFLIGHT_MIN_RATE_GBPS", value: String(a.minLinkRateGbps) },
+            { name: "PREFLIGHT_MIN_DEVICES", value: String(rails.length) },
+        );
+        if (a.gpus > 0) env.push({ name: "PREFLIGHT_GPU_NIC_MAP", value: gpuNicPcieMapping(rails) });
+    } else {
+        env.push({ name: "PREFLIGHT_MIN_DEVICES", value: String(a.fabric.devicesPerGpu * Math.max(1, a.gpus)) });
+    }
+    env.push({ name: "PREFLIGHT_REQUIRE_IPC_LOCK", value: a.memlock.requireIpcLock ? "1" : "0" });
+    return env;
+}
+
+/** A container (core/v1 shape, the fields the platform sets). */
+export interface ContainerSpec {
+    name: string;
+    image: string;
+    command?: string[];
+    args?: string[];
+    env?: EnvVar[];
+    envFrom?: Array<{ secretRef?: { name: string }; configMapRef?: { name: string } }>;
+    resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+    securityContext?: SecurityContext;
+    volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean; subPath?: string }>;
+    ports?: Array<{ name?: string; containerPort: number; protocol?: string }>;
+    readinessProbe?: Record<string, unknown>;
+    workingDir?: string;
+}
+
+/**
+ * The init container: same image as the workload (it carries `ucx_info`), the same GPU and RDMA resources (the
+ * kubelet reuses an init container's devices for the app containers, so it checks the GPUs the engine will get)
+ * and the same security context.
+ */
+export function preflightInitContainer(a: PreflightArgs & { image: string; resources: Record<string, string>; securityContext: SecurityContext }): ContainerSpec {
+    return {
+        name: PREFLIGHT_CONTAINER,
+        image: a.image,
+        command: ["sh", `${PREFLIGHT_MOUNT}/${PREFLIGHT_KEY}`],
+        env: preflightEnv(a),
+        resources: { requests: { ...a.resources }, limits: { ...a.resources } },
+        securityContext: a.securityContext,
+        volumeMounts: [{ name: PREFLIGHT_VOLUME, mountPath: PREFLIGHT_MOUNT, readOnly: true }],
+    };
+}
+
+/** The pod volume mounting the preflight ConfigMap. */
+export function preflightVolume(): { name: string; configMap: { name: string; defaultMode: number } } {
+    return { name: PREFLIGHT_VOLUME, configMap: { name: PREFLIGHT_CONFIGMAP, defaultMode: 0o555 } };
+}

@@ -1,0 +1,78 @@
+import type { Endpoint } from "../config/endpoint";
+import { endpointGpus } from "../config/endpoint";
+import { ConfigIssue } from "../config/errors";
+import type { ServingConfig } from "../config/serving";
+import type { NodePool } from "../config/stack";
+import { FRONTEND_PORT } from "./dgd";
+import { INFERENCE_NAMESPACE } from "./labels";
+
+/**
+ * The in-cluster Service of an endpoint's Dynamo frontend: the operator names it `<dgd>-<component>` lower-cased,
+ * and the DGD is named after the endpoint with a component `Frontend`, so `<endpoint>-frontend` on port 8000 in the
+ * inference namespace. ClusterIP only (DESIGN §5): the gateway's Backend points at it.
+ */
+export function frontendService(endpointName: string): { name: string; namespace: string; port: number } {
+    return { name: `${endpointName}-frontend`, namespace: INFERENCE_NAMESPACE, port: FRONTEND_PORT };
+}
+
+/** An endpoint and the node pool it runs on. */
+export interface Placement { endpoint: Endpoint; index: number; pool: NodePool }
+
+/**
+ * Assigns each endpoint the hub placed on this spoke to a node pool and checks it fits: a worker's GPUs within one
+ * node (workers never span nodes), the endpoint's GPUs within the pool, one Mooncake store per node, and an RDMA
+ * path for KV traffic (rails, or EFA without Mooncake).
+ *
+ * @param contractKey how errors name the hub's endpoint list, e.g. `hub output spokeContracts.hn1`
+ * @returns placements and the problems found (the caller throws one ConfigError with all of them)
+ */
+export function placeEndpoints(endpoints: Endpoint[], pools: NodePool[], serving: ServingConfig, contractKey: string): { placements: Placement[]; issues: ConfigIssue[] } {
+    const issues: ConfigIssue[] = [];
+    const placements: Placement[] = [];
+    const byName = new Map(pools.map((p) => [p.name, p]));
+    const used = new Map<string, number>();
+    endpoints.forEach((e, index) => {
+        const key = `${contractKey}.endpoints[${index}]`;
+        const wanted = serving.endpointPools[e.name];
+        let pool: NodePool | undefined;
+        if (wanted !== undefined) {
+            pool = byName.get(wanted);
+            if (!pool) {
+                issues.push({ key: `platform:serving.endpointPools.${e.name}`, message: `unknown node pool "${wanted}" (known: ${[...byName.keys()].join(", ")})` });
+                return;
+            }
+        } else if (pools.length === 1) {
+            pool = pools[0];
+        } else {
+            issues.push({ key: `platform:serving.endpointPools.${e.name}`, message: `endpoint "${e.name}" is placed on this spoke but the spoke has ${pools.length} node pools (${[...byName.keys()].join(", ")}); say which one runs it` });
+            return;
+        }
+        const gpusPerNode = pool.profile.gpu.count;
+        const groups = e.topology.mode === "disaggregated"
+            ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
+            : [["workers", e.topology.workers] as const];
+        for (const [role, g] of groups) {
+            if (g.gpusPerWorker > gpusPerNode) {
+                issues.push({ key: `${key}.topology.${role}.gpusPerWorker`, message: `${g.gpusPerWorker} GPUs per worker do not fit a node of pool "${pool.name}" (${pool.profile.name}: ${gpusPerNode} GPUs); a worker never spans nodes` });
+            }
+        }
+        used.set(pool.name, (used.get(pool.name) ?? 0) + endpointGpus(e));
+        const hasRails = pool.profile.rails.length > 0;
+        const efa = (pool.profile as { efa?: unknown }).efa !== undefined;
+        if (!hasRails && !efa) issues.push({ key: `${key}`, message: `pool "${pool.name}" has no RDMA fabric (no rails, no EFA) for KV transfer` });
+        if (e.kvPool.kind === "mooncake") {
+            if (e.kvPool.storeReplicas > pool.nodes.length) {
+                issues.push({ key: `${key}.kvPool.storeReplicas`, message: `${e.kvPool.storeReplicas} Mooncake stores on pool "${pool.name}" with ${pool.nodes.length} node(s); at most one store per node` });
+            }
+            if (e.engine === "trtllm") issues.push({ key: `${key}.kvPool`, message: "engine trtllm has no Mooncake shared-pool integration in Dynamo; use kind none or engine vllm/sglang" });
+            if (efa) issues.push({ key: `${key}.kvPool`, message: `pool "${pool.name}" is EFA: Mooncake's EFA transport needs a build with USE_EFA, else it silently runs verbs (kvcache-ai/Mooncake#2070); use kind none` });
+        }
+        placements.push({ endpoint: e, index, pool });
+    });
+    for (const p of pools) {
+        const n = used.get(p.name) ?? 0;
+        const capacity = p.nodes.length * p.profile.gpu.count;
+        if (n > capacity) issues.push({ key: `${contractKey}.endpoints`, message: `endpoints on pool "${p.name}" need ${n} GPUs; its ${p.nodes.length} node(s) have ${capacity}` });
+    }
+    return { placements, issues };
+}

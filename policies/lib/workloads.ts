@@ -1,0 +1,488 @@
+import { PolicyResource, UnknownValueError } from "@pulumi/policy";
+import { LABELS, nodePools, PoolView } from "./resources";
+
+/**
+ * Every container of every workload in a stack, normalised across shapes: DynamoGraphDeployment v1beta1
+ * (`spec.components[].podTemplate`) and v1alpha1 (`spec.services{}` with `extraPodSpec.mainContainer`,
+ * `resources.{limits,requests}.{gpu,custom}`, `envs`), Deployments, StatefulSets, DaemonSets, ReplicaSets,
+ * Jobs, CronJobs, Pods and LeaderWorkerSets. Environment is resolved to what the process sees: `envFrom`
+ * ConfigMaps/Secrets and `valueFrom` references of the same stack, graph-level env, later entries winning.
+ */
+
+/** Role of a container in the serving graph. */
+export type Role = "frontend" | "planner" | "prefill" | "decode" | "worker" | "epp" | "other";
+
+/** One resolved environment variable. */
+export interface EnvValue {
+    /** The value when known (literal or resolved from a ConfigMap/Secret of the stack). */
+    value?: string;
+    /** Field path that sets it, e.g. `spec.components[2].podTemplate.spec.containers[0].env[UCX_TLS]`. */
+    field: string;
+    /** Set from something the policy cannot read (fieldRef, a ConfigMap outside the stack). */
+    opaque?: boolean;
+}
+
+/** A volume of the pod (the fields the policies read). */
+export interface VolumeView { name: string; hostPath?: string; configMap?: string }
+
+/** A container, normalised. */
+export interface ContainerView {
+    /** The stack resource (violations attach to it). */
+    resource: PolicyResource;
+    /** `Kind/name` of the workload, e.g. `DynamoGraphDeployment/llama-70b`. */
+    ref: string;
+    kind: string;
+    apiVersion: string;
+    name: string;
+    namespace: string;
+    /** DGD component (v1beta1) or service (v1alpha1) name; LWS `leader`/`worker`. */
+    component?: string;
+    role: Role;
+    /** Container name (`main` for the DGD main container). */
+    container: string;
+    /** Path to the container object, e.g. `spec.components[2].podTemplate.spec.containers[0]`. */
+    path: string;
+    init: boolean;
+    image?: string;
+    command: string[];
+    args: string[];
+    env: Map<string, EnvValue>;
+    volumeMounts: Array<{ name: string; mountPath: string; subPath?: string }>;
+    /** Resource quantities as strings (v1alpha1 `gpu` mapped to its `gpuType`, `custom` flattened). */
+    requests: Record<string, string>;
+    limits: Record<string, string>;
+    /** Field path of the resources block. */
+    resourcesPath: string;
+    security: { runAsUser?: number; runAsNonRoot?: boolean; privileged?: boolean; capAdd: string[]; field: string };
+    pod: PodView;
+    /** The DGD component/service object and graph spec, for DGD-specific rules. */
+    dgd?: { version: string; component: Record<string, any>; spec: Record<string, any>; componentPath: string };
+    /** Replicas of the pod template (1 for Pods/DaemonSets-per-node). */
+    replicas: number;
+}
+
+/** The pod around a container. */
+export interface PodView {
+    path: string;
+    nodeSelector: Record<string, string>;
+    affinity: Record<string, any> | undefined;
+    volumes: VolumeView[];
+    hostNetwork: boolean;
+    annotations: Record<string, string>;
+    labels: Record<string, string>;
+    initContainers: ContainerView[];
+    containers: ContainerView[];
+}
+
+/** Extended resources that put an RDMA device in the pod. */
+export function isRdmaResource(name: string): boolean {
+    if (name.startsWith("rdma/")) return true;
+    if (name === "vpc.amazonaws.com/efa") return true;
+    return name.startsWith("nvidia.com/") && name !== "nvidia.com/gpu" && /rdma|sriov|hostdev|_ib|ib_/i.test(name);
+}
+
+/** Parses a Kubernetes integer quantity (`"8"`, `8`); non-integers give NaN. */
+export function qty(v: unknown): number {
+    if (typeof v === "number") return v;
+    if (typeof v !== "string" || !/^\d+$/.test(v.trim())) return NaN;
+    return Number(v.trim());
+}
+
+/** GPUs of a container (`nvidia.com/gpu` limit, else request). */
+export function gpusOf(c: ContainerView): number {
+    const n = qty(c.limits["nvidia.com/gpu"] ?? c.requests["nvidia.com/gpu"]);
+    return Number.isFinite(n) ? n : 0;
+}
+
+/** The argv as one string (command + args), for flag lookups. */
+export function argv(c: ContainerView): string[] {
+    return [...c.command, ...c.args];
+}
+
+/**
+ * Value of a command-line flag in argv (`--flag value` or `--flag=value`), also inside `sh -c` scripts.
+ * Returns undefined when absent, "" for a bare flag.
+ */
+export function flagValue(c: ContainerView, flag: string): string | undefined {
+    const words = argv(c).flatMap((w) => (/\s/.test(w) && !/^[{[]/.test(w.trim()) ? shellWords(w) : [w]));
+    for (let i = 0; i < words.length; i++) {
+        const w = words[i];
+        if (w === flag) return i + 1 < words.length && !words[i + 1].startsWith("--") ? words[i + 1] : "";
+        if (w.startsWith(`${flag}=`)) return w.slice(flag.length + 1);
+    }
+    return undefined;
+}
+
+/** True when argv mentions a flag at all. */
+export function hasFlag(c: ContainerView, flag: string): boolean {
+    return flagValue(c, flag) !== undefined;
+}
+
+/** Minimal shell word splitting (quotes respected) for `sh -c` scripts. */
+function shellWords(s: string): string[] {
+    const out: string[] = [];
+    const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(s))) out.push(m[1] ?? m[2] ?? m[3]);
+    return out;
+}
+
+/** Python module run by the container (`python3 -m dynamo.vllm` -> `dynamo.vllm`), also inside `sh -c`. */
+export function pythonModule(c: ContainerView): string | undefined {
+    const words = argv(c).flatMap((w) => (/\s/.test(w) ? shellWords(w) : [w]));
+    const i = words.indexOf("-m");
+    return i >= 0 ? words[i + 1] : undefined;
+}
+
+/** Engine a Dynamo worker runs, from its module. */
+export function engineOf(c: ContainerView): "vllm" | "sglang" | "trtllm" | undefined {
+    const m = pythonModule(c);
+    if (m === "dynamo.vllm") return "vllm";
+    if (m === "dynamo.sglang") return "sglang";
+    if (m === "dynamo.trtllm") return "trtllm";
+    return undefined;
+}
+
+// ------------------------------------------------------------------ stack context
+
+/** ConfigMaps and Secrets of the stack by `namespace/name`, for env resolution. */
+export interface StackData {
+    configMaps: Map<string, Record<string, string>>;
+    secrets: Map<string, Record<string, string>>;
+}
+
+/** True for the analyzer's "value unknown during preview" error (also across module copies). */
+export function isUnknownError(e: unknown): boolean {
+    return e instanceof UnknownValueError || (e as Error)?.constructor?.name === "UnknownValueError";
+}
+
+/**
+ * Runs `fn` on one resource; a value unknown during preview skips that resource (it is checked by `pulumi up`,
+ * when the value is known) instead of turning the whole stack policy into "can't run during preview".
+ */
+export function known<T>(fn: () => T, fallback: T): T {
+    try { return fn(); } catch (e) { if (isUnknownError(e)) return fallback; throw e; }
+}
+
+function dataOf(resources: PolicyResource[]): StackData {
+    const configMaps = new Map<string, Record<string, string>>();
+    const secrets = new Map<string, Record<string, string>>();
+    for (const r of resources) known(() => {
+        const p = r.props ?? {};
+        if (p.kind === "ConfigMap" && p.apiVersion === "v1") {
+            configMaps.set(`${p.metadata?.namespace ?? "default"}/${p.metadata?.name ?? r.name}`, { ...(p.data ?? {}) });
+        } else if (p.kind === "Secret" && p.apiVersion === "v1") {
+            const data: Record<string, string> = {};
+            for (const [k, v] of Object.entries(p.data ?? {})) data[k] = Buffer.from(String(v), "base64").toString("utf8");
+            Object.assign(data, p.stringData ?? {});
+            secrets.set(`${p.metadata?.namespace ?? "default"}/${p.metadata?.name ?? r.name}`, data);
+        }
+    }, undefined);
+    return { configMaps, secrets };
+}
+
+/** Everything the workload policies look at, computed once per stack. */
+export interface StackView {
+    containers: ContainerView[];
+    pools: PoolView[];
+    data: StackData;
+    resources: PolicyResource[];
+}
+
+const cache = new WeakMap<PolicyResource[], StackView>();
+
+/** Builds (and caches per resources array) the stack view. */
+export function stackView(resources: PolicyResource[]): StackView {
+    const hit = cache.get(resources);
+    if (hit) return hit;
+    const data = dataOf(resources);
+    const containers: ContainerView[] = [];
+    for (const r of resources) containers.push(...known(() => workloadContainers(r, data), [] as ContainerView[]));
+    const view = { containers, pools: [...nodePools(resources), ...eksPools(resources)], data, resources };
+    cache.set(resources, view);
+    return view;
+}
+
+/**
+ * EKS GPU node groups (`aws:eks/nodeGroup:NodeGroup` with the pool label) as pools: EFA fabric, no rails, memlock
+ * from their label (the launch template sets LimitMEMLOCK=infinity). Their nodes are not known up front (managed
+ * node groups scale), so `nodes` holds the desired size as placeholder names.
+ */
+function eksPools(resources: PolicyResource[]): PoolView[] {
+    const out: PoolView[] = [];
+    for (const r of resources) known(() => {
+        if (r.type !== "aws:eks/nodeGroup:NodeGroup") return;
+        const labels = r.props.labels ?? {};
+        const name = labels[LABELS.pool];
+        if (!name || out.some((p) => p.name === name)) return;
+        const size = Number(r.props.scalingConfig?.desiredSize ?? 0);
+        out.push({
+            name, fabric: String(labels[LABELS.fabric] ?? ""), memlockUnlimited: labels[LABELS.memlock] === "true",
+            rails: [], frontendHcas: [], urn: r.urn, nodes: Array.from({ length: size }, (_, i) => `${name}-${i}`),
+        });
+    }, undefined);
+    return out;
+}
+
+// ------------------------------------------------------------------ extraction
+
+type Json = Record<string, any>;
+
+function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; envFrom?: any[]; path: string; envKey?: string }>): Map<string, EnvValue> {
+    const out = new Map<string, EnvValue>();
+    for (const s of sources) {
+        (s.envFrom ?? []).forEach((ef: Json, i: number) => {
+            const prefix = ef.prefix ?? "";
+            const field = `${s.path}.envFrom[${i}]`;
+            if (ef.configMapRef?.name) {
+                const cm = data.configMaps.get(`${ns}/${ef.configMapRef.name}`);
+                for (const [k, v] of Object.entries(cm ?? {})) out.set(prefix + k, { value: String(v), field: `${field} (ConfigMap ${ef.configMapRef.name})` });
+            } else if (ef.secretRef?.name) {
+                const sec = data.secrets.get(`${ns}/${ef.secretRef.name}`);
+                for (const [k, v] of Object.entries(sec ?? {})) out.set(prefix + k, { value: String(v), field: `${field} (Secret ${ef.secretRef.name})` });
+            }
+        });
+        for (const e of s.env ?? []) {
+            if (!e?.name) continue;
+            const field = `${s.path}.${s.envKey ?? "env"}[${e.name}]`;
+            if (e.value !== undefined) { out.set(e.name, { value: String(e.value), field }); continue; }
+            const vf = e.valueFrom ?? {};
+            if (vf.configMapKeyRef) {
+                const v = data.configMaps.get(`${ns}/${vf.configMapKeyRef.name}`)?.[vf.configMapKeyRef.key];
+                out.set(e.name, v === undefined ? { field, opaque: true } : { value: v, field: `${field} (ConfigMap ${vf.configMapKeyRef.name})` });
+            } else if (vf.secretKeyRef) {
+                const v = data.secrets.get(`${ns}/${vf.secretKeyRef.name}`)?.[vf.secretKeyRef.key];
+                out.set(e.name, v === undefined ? { field, opaque: true } : { value: v, field: `${field} (Secret ${vf.secretKeyRef.name})` });
+            } else {
+                out.set(e.name, { field, opaque: true, value: e.value });
+            }
+        }
+    }
+    return out;
+}
+
+function strMap(o: unknown): Record<string, string> {
+    const out: Record<string, string> = {};
+    if (o && typeof o === "object") for (const [k, v] of Object.entries(o as Json)) if (v !== undefined && v !== null) out[k] = String(v);
+    return out;
+}
+
+function podView(spec: Json, meta: Json, path: string): PodView {
+    return {
+        path,
+        nodeSelector: strMap(spec.nodeSelector),
+        affinity: spec.affinity,
+        volumes: (spec.volumes ?? []).map((v: Json) => ({ name: v.name, hostPath: v.hostPath?.path, configMap: v.configMap?.name })),
+        hostNetwork: spec.hostNetwork === true,
+        annotations: strMap(meta?.annotations),
+        labels: strMap(meta?.labels),
+        initContainers: [],
+        containers: [],
+    };
+}
+
+function security(podSec: Json | undefined, cSec: Json | undefined, field: string): ContainerView["security"] {
+    const p = podSec ?? {};
+    const c = cSec ?? {};
+    return {
+        runAsUser: c.runAsUser ?? p.runAsUser,
+        runAsNonRoot: c.runAsNonRoot ?? p.runAsNonRoot,
+        privileged: c.privileged === true,
+        capAdd: [...(c.capabilities?.add ?? [])].map((x: string) => String(x).replace(/^CAP_/, "")),
+        field,
+    };
+}
+
+interface Base { resource: PolicyResource; ref: string; kind: string; apiVersion: string; name: string; namespace: string; replicas: number }
+
+function podContainers(base: Base, data: StackData, spec: Json, meta: Json, podPath: string, extra: { component?: string; role?: Role; globalEnv?: Array<{ env: any[]; path: string; envKey?: string }>; dgd?: ContainerView["dgd"] }): PodView {
+    const pod = podView(spec ?? {}, meta ?? {}, podPath);
+    const make = (c: Json, i: number, init: boolean): ContainerView => {
+        const path = `${podPath}.${init ? "initContainers" : "containers"}[${i}]`;
+        return {
+            ...base,
+            component: extra.component,
+            role: extra.role ?? "other",
+            container: String(c.name ?? `#${i}`),
+            path,
+            init,
+            image: c.image,
+            command: (c.command ?? []).map(String),
+            args: (c.args ?? []).map(String),
+            env: resolveEnv(data, base.namespace, [...(init ? [] : extra.globalEnv ?? []), { env: c.env, envFrom: c.envFrom, path }]),
+            volumeMounts: (c.volumeMounts ?? []).map((m: Json) => ({ name: String(m.name), mountPath: String(m.mountPath), subPath: m.subPath })),
+            requests: strMap(c.resources?.requests),
+            limits: strMap(c.resources?.limits),
+            resourcesPath: `${path}.resources`,
+            security: security(spec?.securityContext, c.securityContext, `${path}.securityContext`),
+            pod,
+            dgd: extra.dgd,
+        };
+    };
+    pod.initContainers = (spec?.initContainers ?? []).map((c: Json, i: number) => make(c, i, true));
+    pod.containers = (spec?.containers ?? []).map((c: Json, i: number) => make(c, i, false));
+    return pod;
+}
+
+/** DGD v1beta1 `type` / v1alpha1 `componentType`+`subComponentType` -> role (ai-dynamo/dynamo sharedComponentTypeToHub). */
+function roleOf(type: unknown, sub?: unknown): Role {
+    const t = String(type ?? "");
+    if (t === "worker" && (sub === "prefill" || sub === "decode")) return sub;
+    if (["frontend", "planner", "prefill", "decode", "worker", "epp"].includes(t)) return t as Role;
+    return "other";
+}
+
+/** Containers of one stack resource (empty for non-workloads). */
+export function workloadContainers(r: PolicyResource, data: StackData): ContainerView[] {
+    const p = r.props ?? {};
+    const kind = String(p.kind ?? "");
+    const apiVersion = String(p.apiVersion ?? "");
+    if (!kind || !apiVersion) return [];
+    const name = String(p.metadata?.name ?? r.name);
+    const base: Base = { resource: r, ref: `${kind}/${name}`, kind, apiVersion, name, namespace: String(p.metadata?.namespace ?? "default"), replicas: 1 };
+    const spec: Json = p.spec ?? {};
+    const out: ContainerView[] = [];
+    const take = (pod: PodView) => out.push(...pod.initContainers, ...pod.containers);
+
+    if (kind === "DynamoGraphDeployment" && apiVersion.startsWith("nvidia.com/")) {
+        const version = apiVersion.split("/")[1];
+        if (Array.isArray(spec.components)) {
+            spec.components.forEach((comp: Json, i: number) => {
+                const cpath = `spec.components[${i}]`;
+                const tpl = comp.podTemplate ?? {};
+                take(podContainers({ ...base, replicas: qty(comp.replicas) || 1 }, data, tpl.spec ?? {}, tpl.metadata ?? {}, `${cpath}.podTemplate.spec`, {
+                    component: comp.name, role: roleOf(comp.type),
+                    globalEnv: spec.env ? [{ env: spec.env, path: "spec" }] : [],
+                    dgd: { version, component: comp, spec, componentPath: cpath },
+                }));
+            });
+        } else if (spec.services && typeof spec.services === "object") {
+            for (const [svcName, svc] of Object.entries(spec.services as Record<string, Json>)) {
+                const spath = `spec.services.${svcName}`;
+                const eps: Json = svc.extraPodSpec ?? {};
+                const main: Json = { name: "main", ...(eps.mainContainer ?? {}) };
+                // v1alpha1 resources: {limits,requests}: {cpu, memory, gpu, gpuType, custom{}} merged into main.
+                const conv = (x: Json | undefined) => {
+                    const o: Record<string, string> = {};
+                    if (!x) return o;
+                    if (x.cpu !== undefined) o.cpu = String(x.cpu);
+                    if (x.memory !== undefined) o.memory = String(x.memory);
+                    if (x.gpu !== undefined) o[String(x.gpuType ?? "nvidia.com/gpu")] = String(x.gpu);
+                    Object.assign(o, strMap(x.custom));
+                    return o;
+                };
+                main.resources = {
+                    requests: { ...conv(svc.resources?.requests), ...strMap(main.resources?.requests) },
+                    limits: { ...conv(svc.resources?.limits), ...strMap(main.resources?.limits) },
+                };
+                main.env = [...(svc.envs ?? []), ...(main.env ?? [])];
+                if (svc.envFromSecret) main.envFrom = [{ secretRef: { name: svc.envFromSecret } }, ...(main.envFrom ?? [])];
+                const podSpec = { ...eps, containers: [main, ...(eps.containers ?? [])] };
+                const pod = podContainers({ ...base, replicas: qty(svc.replicas) || 1 }, data, podSpec, svc.extraPodMetadata ?? {}, `${spath}.extraPodSpec`, {
+                    component: svcName, role: roleOf(svc.componentType, svc.subComponentType),
+                    globalEnv: spec.envs ? [{ env: spec.envs, path: "spec", envKey: "envs" }] : [],
+                    dgd: { version, component: svc, spec, componentPath: spath },
+                });
+                // The main container lives at extraPodSpec.mainContainer, not containers[0].
+                const m = pod.containers[0];
+                if (m) { m.path = `${spath}.extraPodSpec.mainContainer`; m.resourcesPath = `${spath}.resources`; m.security.field = `${m.path}.securityContext`; }
+                pod.containers.slice(1).forEach((c, i) => { c.path = `${spath}.extraPodSpec.containers[${i}]`; });
+                take(pod);
+            }
+        }
+        return out;
+    }
+    const tpl = (t: Json | undefined, path: string, replicas: number, component?: string) => {
+        if (!t) return;
+        take(podContainers({ ...base, replicas }, data, t.spec ?? {}, t.metadata ?? {}, `${path}.spec`, { component }));
+    };
+    switch (kind) {
+        case "Deployment": case "StatefulSet": case "ReplicaSet":
+            tpl(spec.template, "spec.template", qty(spec.replicas) || 1); break;
+        case "DaemonSet": case "Job":
+            tpl(spec.template, "spec.template", 1); break;
+        case "CronJob":
+            tpl(spec.jobTemplate?.spec?.template, "spec.jobTemplate.spec.template", 1); break;
+        case "Pod":
+            take(podContainers(base, data, spec, p.metadata ?? {}, "spec", {})); break;
+        case "LeaderWorkerSet": {
+            const lwt = spec.leaderWorkerTemplate ?? {};
+            const groups = qty(spec.replicas) || 1;
+            const size = qty(lwt.size) || 1;
+            tpl(lwt.leaderTemplate ?? lwt.workerTemplate, lwt.leaderTemplate ? "spec.leaderWorkerTemplate.leaderTemplate" : "spec.leaderWorkerTemplate.workerTemplate", groups, "leader");
+            if (lwt.leaderTemplate && lwt.workerTemplate) tpl(lwt.workerTemplate, "spec.leaderWorkerTemplate.workerTemplate", groups * Math.max(1, size - 1), "worker");
+            break;
+        }
+        default: break;
+    }
+    return out;
+}
+
+// ------------------------------------------------------------------ scope
+
+/** Why a container is an RDMA (KV-transfer) workload. */
+export interface KvUse { nixl: boolean; mooncake: boolean; nccl: boolean }
+
+const MOONCAKE_ENV = /^(MOONCAKE_|MC_)/;
+
+/**
+ * What KV/collective transport a container runs. Frontends, planners, EPP and init containers never move KV;
+ * a Mooncake master has no data path. Everything else is judged by what it runs and how it is configured:
+ * DGD prefill/decode components (NIXL unless their PD connector is Mooncake), NIXL/UCX settings or binaries
+ * (e.g. nixlbench), Mooncake clients and stores, NCCL settings.
+ */
+export function kvUse(c: ContainerView): KvUse {
+    const none = { nixl: false, mooncake: false, nccl: false };
+    if (c.init || ["frontend", "planner", "epp"].includes(c.role)) return none;
+    const text = argv(c).join(" ");
+    const keys = [...c.env.keys()];
+    const masterOnly = /\bmooncake_master\b/.test(text) && !/mooncake_store_service|MooncakeStore|MooncakeConnector/.test(text);
+    const mooncakePd = /"kv_connector"\s*:\s*"MooncakeConnector"|--disaggregation-transfer-backend[= ]mooncake/.test(text);
+    const mooncake = !masterOnly && (keys.some((k) => MOONCAKE_ENV.test(k)) || /mooncake/i.test(text.replace(/\bmooncake_master\b/g, "")));
+    const nixl = /nixl/i.test(text) || keys.some((k) => /^(UCX_|NIXL_)/.test(k)) || ((c.role === "prefill" || c.role === "decode") && !mooncakePd);
+    const nccl = keys.some((k) => k.startsWith("NCCL_"));
+    return { nixl, mooncake, nccl };
+}
+
+/** True when the container moves KV or collectives over the network and is subject to the RDMA rules. */
+export function inScope(c: ContainerView): boolean {
+    const u = kvUse(c);
+    return u.nixl || u.mooncake || u.nccl;
+}
+
+/** Node pools a pod is pinned to (pool label in nodeSelector or required node affinity). Empty = not pinned. */
+export function poolsOf(c: ContainerView, pools: PoolView[]): { pools: PoolView[]; named: string[] } {
+    const named = new Set<string>();
+    const sel = c.pod.nodeSelector[LABELS.pool];
+    if (sel) named.add(sel);
+    const terms = c.pod.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+    for (const t of terms) {
+        for (const e of t.matchExpressions ?? []) {
+            if (e.key === LABELS.pool && e.operator === "In") for (const v of e.values ?? []) named.add(String(v));
+        }
+    }
+    return { pools: pools.filter((p) => named.has(p.name)), named: [...named] };
+}
+
+/** Sum of RDMA devices a container requests (limits), and per resource. */
+export function rdmaDevices(c: ContainerView, which: "limits" | "requests"): { total: number; byName: Record<string, number> } {
+    const byName: Record<string, number> = {};
+    let total = 0;
+    for (const [k, v] of Object.entries(c[which])) {
+        if (!isRdmaResource(k)) continue;
+        const n = qty(v);
+        byName[k] = Number.isFinite(n) ? n : 0;
+        total += byName[k];
+    }
+    return { total, byName };
+}
+
+/** The field path of an env variable (where it is set, or where it should be added). */
+export function envField(c: ContainerView, name: string): string {
+    return c.env.get(name)?.field ?? `${c.path}.env[${name}]`;
+}
+
+/** Value of an env variable (undefined when unset or unreadable). */
+export function envValue(c: ContainerView, name: string): string | undefined {
+    return c.env.get(name)?.value;
+}

@@ -1,0 +1,44 @@
+import * as pulumi from "@pulumi/pulumi";
+import { Metering } from "../components/spoke/Metering";
+import type { SpokeContract } from "../config/contract";
+import type { MeteringConfig } from "../config/metering";
+import { PLATFORM_NAMESPACE } from "../lib/labels";
+import type { GatewayHandles } from "./gateway";
+
+export interface MeteringDeployment {
+    spoke: string;
+    contract: SpokeContract;
+    metering: MeteringConfig;
+    /**
+     * Filled by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases
+     * and adds tokens, and the source credentials that assume the spoke's role (secret).
+     */
+    gateway: GatewayHandles;
+}
+
+/**
+ * Deploys the spoke's usage metering (components/spoke/Metering.ts) from the hub contract (`usage` stream,
+ * `policy` role and bundle bucket). Shared by every spoke flavour; pass the stack's Kubernetes provider
+ * through `opts.providers` and make it depend on the platform namespace.
+ *
+ * @throws Error when the gateway has not been deployed first (no counters URL / credentials to share)
+ */
+export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
+    const m = d.metering;
+    const { redisUrl, awsCredentials } = d.gateway;
+    if (!redisUrl || !awsCredentials) throw new Error("deployMetering: deploy the gateway first (deployGateway with `handles`): metering shares its counters and spoke credentials");
+    const metering = new Metering("metering", {
+        spoke: d.spoke,
+        namespace: PLATFORM_NAMESPACE,
+        usage: d.contract.usage,
+        policy: d.contract.policy,
+        awsCredentials,
+        redisUrl,
+        replicas: m.replicas,
+        spoolVolumeGiB: m.spoolVolumeGiB,
+        storageClassName: m.storageClassName,
+        collectorReplicas: m.collectorReplicas,
+        collectorQueueGiB: m.collectorQueueGiB,
+    }, opts);
+    return { stream: d.contract.usage.streamName, logsEndpoint: metering.logsEndpoint };
+}

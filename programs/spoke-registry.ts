@@ -1,0 +1,98 @@
+import * as fs from "fs";
+import * as path from "path";
+import { ConfigError, ConfigIssue } from "../config/errors";
+import { HubConfig, namespaceConfig, parseStackConfig, SpokeConfig } from "../config/stack";
+import { collisionsWithRecorded, findSpokeCollisions, networksOf, SpokeNetworks } from "../lib/spoke-networks";
+import { readStackFile, stackNameOf } from "../tools/stackfiles";
+
+/** GPUs a spoke file provides: hosts x GPUs per node on-prem, desired nodes x GPUs per node on EKS. */
+export function spokeGpuCapacity(cfg: SpokeConfig): number {
+    if (cfg.cluster.provider === "eks") {
+        return cfg.nodeGroups!.gpu.reduce((n, g, i) => n + g.scaling.desired * cfg.nodePools[i].profile.gpu.count, 0);
+    }
+    return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
+}
+
+interface SpokeFile { stack: string; file: string; cfg?: SpokeConfig; error?: string }
+
+/** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
+function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
+    const out: SpokeFile[] = [];
+    for (const f of fs.readdirSync(dir).filter((x) => /^Pulumi\..+\.ya?ml$/.test(x)).sort()) {
+        const file = path.join(dir, f);
+        const display = path.join(path.basename(dir), f);
+        let s;
+        try { s = readStackFile(file, display); } catch (e) { out.push({ stack: stackNameOf(f), file: display, error: (e as Error).message }); continue; }
+        if (s.role !== "spoke" || s.hub !== hubStack) continue;
+        try {
+            const parsed = parseStackConfig(namespaceConfig(s.config), display);
+            if (parsed.role === "spoke") out.push({ stack: s.name, file: display, cfg: parsed.spoke });
+        } catch (e) {
+            out.push({ stack: s.name, file: display, error: (e as Error).message });
+        }
+    }
+    return out;
+}
+
+/**
+ * Hub-side check of the spokes (README "Add a region"): every spoke the hub lists has a valid stack file next
+ * to the hub's, whose `platform:spoke.name`, provider and region match the hub entry and which has at least the
+ * GPUs the hub counts on; and no two spoke files of this hub (listed or not yet listed) share a name or
+ * overlap in a routable network ({@link findSpokeCollisions}). A spoke's `pulumi up` needs its contract from
+ * the hub, so the hub's preview/up, which runs this, gates every new or changed spoke.
+ *
+ * @param hubStackFile path of the hub's stack file (its directory holds the spoke files)
+ * @returns the registry exported as the hub output `spokeNetworks` (listed spokes only)
+ * @throws ConfigError naming the hub file and `platform:spokes[i]` keys
+ */
+export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeNetworks[] {
+    const dir = path.dirname(hubStackFile);
+    const hubStack = stackNameOf(hubStackFile);
+    const files = spokeFilesOf(dir, hubStack);
+    const byStack = new Map(files.map((f) => [f.stack, f]));
+    const issues: ConfigIssue[] = [];
+    const registry: SpokeNetworks[] = [];
+    hub.spokes.forEach((s, i) => {
+        const key = `platform:spokes[${i}]`;
+        const f = byStack.get(s.stack);
+        if (!f) {
+            const exists = fs.existsSync(path.join(dir, `Pulumi.${s.stack}.yaml`));
+            issues.push({ key: `${key}.stack`, message: exists
+                ? `${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} is not a spoke of ${hubStack} (its platform:spoke.hubStack must end in /${hubStack})`
+                : `no stack file ${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} for spoke "${s.name}" (create it: npm run new-spoke)` });
+            return;
+        }
+        if (!f.cfg) { issues.push({ key: `${key}.stack`, message: `spoke file is invalid: ${f.error}` }); return; }
+        const c = f.cfg;
+        if (c.spoke.name !== s.name) issues.push({ key: `${key}.name`, message: `${f.file} says platform:spoke.name "${c.spoke.name}", not "${s.name}"` });
+        if (c.cluster.provider !== s.provider) issues.push({ key: `${key}.provider`, message: `${f.file} is provider ${c.cluster.provider}, not ${s.provider}` });
+        if (c.spoke.region !== s.region) issues.push({ key: `${key}.region`, message: `${f.file} says region "${c.spoke.region}", not "${s.region}"` });
+        const gpus = spokeGpuCapacity(c);
+        if (gpus < s.gpus) issues.push({ key: `${key}.gpus`, message: `${f.file} provides ${gpus} GPUs, fewer than the ${s.gpus} the hub places against` });
+        registry.push({ name: s.name, stack: s.stack, networks: networksOf(c) });
+    });
+    // Every spoke file of this hub, listed or not: a colliding new file is caught before it is even listed.
+    // Listed spokes first in hub order, then unlisted files, so a collision is blamed on the newer entry.
+    const rank = (stack: string) => { const i = hub.spokes.findIndex((s) => s.stack === stack); return i < 0 ? hub.spokes.length : i; };
+    const all: SpokeNetworks[] = files.filter((f) => f.cfg).sort((a, b) => rank(a.stack) - rank(b.stack))
+        .map((f) => ({ name: f.cfg!.spoke.name, stack: f.stack, networks: networksOf(f.cfg!) }));
+    for (const c of findSpokeCollisions(all)) {
+        const i = hub.spokes.findIndex((s) => s.stack === c.stack);
+        issues.push({ key: i >= 0 ? `platform:spokes[${i}]` : `platform:spokes (unlisted ${c.stack})`, message: c.message });
+    }
+    if (issues.length) throw new ConfigError(hubStackFile, issues);
+    return registry;
+}
+
+/**
+ * Spoke-side guard: this spoke's networks against the hub's recorded `spokeNetworks` of the other spokes.
+ * Catches a spoke file edited into a collision after the hub was last applied.
+ *
+ * @param recorded the hub output (undefined when the hub predates it: nothing to check)
+ * @throws ConfigError naming the spoke file
+ */
+export function checkAgainstHubRegistry(cfg: SpokeConfig, stack: string, recorded: unknown, stackFile: string): void {
+    if (!Array.isArray(recorded)) return;
+    const problems = collisionsWithRecorded({ name: cfg.spoke.name, stack, networks: networksOf(cfg) }, recorded as SpokeNetworks[]);
+    if (problems.length) throw new ConfigError(stackFile, problems.map((m) => ({ key: "platform:", message: `${m} (hub output spokeNetworks)` })));
+}

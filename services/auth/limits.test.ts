@@ -1,0 +1,127 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { redisKeys, TierIds, windowStart } from "../shared/identity";
+import { addTokens, checkAndAcquire, releaseLease, TierLimit, TierLimits } from "../shared/limits";
+import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
+
+/** services/shared/limits.ts against a real redis-server: the scripts the auth and metering services share. */
+
+const ids: TierIds = { model: "m", team: "acme/core", key: "k1" };
+const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
+const TTL = 30_000;
+const limits = (o: Partial<Record<keyof TierLimits, Partial<TierLimit>>> = {}): TierLimits => ({
+    model: { ...UNLIMITED, ...o.model }, team: { ...UNLIMITED, ...o.team }, key: { ...UNLIMITED, ...o.key },
+});
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+});
+afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+});
+beforeEach(async () => { await redis.flushall(); });
+
+describe("checkAndAcquire", () => {
+    it("takes a lease in all three tiers, scored with its expiry, and expires each ZSET with its last lease", async () => {
+        const d = await checkAndAcquire(redis, ids, limits(), "lease-1", T0, TTL);
+        expect(d).toEqual({ allowed: true, leaseId: "lease-1" });
+        for (const t of ["model", "team", "key"] as const) {
+            const k = redisKeys.concurrency(t, ids[t]);
+            expect(await redis.zrange(k, "0", "-1", "WITHSCORES")).toEqual(["lease-1", String(T0 + TTL)]);
+            expect(await redis.pexpiretime(k)).toBe(T0 + TTL);
+        }
+    });
+
+    it("rps is a token bucket of capacity max(1, rps) refilled at rps per second, also below 1 rps", async () => {
+        const l = limits({ team: { requestsPerSecond: 0.5 } });
+        expect((await checkAndAcquire(redis, ids, l, "a", T0, TTL)).allowed).toBe(true);
+        // The limiter state lives until 10 s after the bucket would be full again (no state = a full bucket).
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 2_000}.000`);
+        expect(await redis.pttl(redisKeys.rps("team", ids.team))).toBeGreaterThan(11_000);
+        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "rps", retryAfterMs: 1_000 });
+        expect((await checkAndAcquire(redis, ids, l, "c", T0 + 2_000, TTL)).allowed).toBe(true);
+
+        await redis.flushall();
+        const burst = limits({ key: { requestsPerSecond: 5 } });
+        const results = [];
+        for (let i = 0; i < 7; i++) results.push((await checkAndAcquire(redis, ids, burst, `l${i}`, T0, TTL)).allowed);
+        expect(results).toEqual([true, true, true, true, true, false, false]);
+        expect((await checkAndAcquire(redis, ids, burst, "x", T0 + 200, TTL)).allowed).toBe(true);
+    });
+
+    it("checks tiers in order and reports the first that is full", async () => {
+        const l = limits({ model: { concurrentRequests: 1 }, key: { concurrentRequests: 1 } });
+        await checkAndAcquire(redis, ids, l, "a", T0, TTL);
+        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 5_000, TTL)).toEqual({ allowed: false, tier: "model", dimension: "concurrency", retryAfterMs: TTL - 5_000 });
+    });
+
+    it("a denial writes nothing: no rps slot, no lease, in any tier", async () => {
+        // Only the last tier (key) is full, so the model and team tiers pass phase 1 and would be charged by
+        // a non-atomic implementation.
+        const l = limits({ model: { requestsPerSecond: 1 }, key: { tokensPerWindow: 10 } });
+        await addTokens(redis, ids, 10, T0, { model: 60, team: 60, key: 60 });
+        expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL)).toMatchObject({ allowed: false, tier: "key", dimension: "tokens" });
+        const state = (["model", "team", "key"] as const).flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        expect(await redis.exists(...state)).toBe(0);
+        // The model tier's single rps slot is still there once the key tier has room again.
+        await redis.del(redisKeys.tokens("key", ids.key, windowStart(T0, 60)));
+        expect((await checkAndAcquire(redis, ids, l, "b", T0, TTL)).allowed).toBe(true);
+        expect((await checkAndAcquire(redis, ids, l, "c", T0, TTL)).allowed).toBe(false);
+    });
+
+    it("token windows: denies once the tier's counter reaches its limit, until the next window", async () => {
+        const l = limits({ team: { tokensPerWindow: 100, windowSeconds: 3600 } });
+        await addTokens(redis, ids, 100, T0 + 10_000, { model: 60, team: 3600, key: 60 });
+        expect(await checkAndAcquire(redis, ids, l, "a", T0 + 20_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "tokens", retryAfterMs: 3_580_000 });
+        expect((await checkAndAcquire(redis, ids, l, "b", T0 + 3_600_000, TTL)).allowed).toBe(true);
+    });
+
+    it("reloads its script after SCRIPT FLUSH (Redis restart or failover)", async () => {
+        expect((await checkAndAcquire(redis, ids, limits(), "a", T0, TTL)).allowed).toBe(true);
+        await redis.script("FLUSH");
+        expect((await checkAndAcquire(redis, ids, limits(), "b", T0, TTL)).allowed).toBe(true);
+    });
+});
+
+describe("releaseLease", () => {
+    it("removes the lease from all three tiers and is idempotent", async () => {
+        const l = limits({ team: { concurrentRequests: 1 } });
+        await checkAndAcquire(redis, ids, l, "a", T0, TTL);
+        expect((await checkAndAcquire(redis, ids, l, "b", T0, TTL)).allowed).toBe(false);
+        expect(await releaseLease(redis, ids, "a")).toBe(3);
+        expect(await releaseLease(redis, ids, "a")).toBe(0);
+        expect((await checkAndAcquire(redis, ids, l, "b", T0, TTL)).allowed).toBe(true);
+    });
+
+    it("an unreleased lease stops counting at its expiry", async () => {
+        const l = limits({ key: { concurrentRequests: 1 } });
+        await checkAndAcquire(redis, ids, l, "a", T0, TTL);
+        expect((await checkAndAcquire(redis, ids, l, "b", T0 + TTL - 1, TTL)).allowed).toBe(false);
+        expect((await checkAndAcquire(redis, ids, l, "b", T0 + TTL, TTL)).allowed).toBe(true);
+        expect(await redis.zrange(redisKeys.concurrency("key", ids.key), "0", "-1")).toEqual(["b"]);
+    });
+});
+
+describe("addTokens", () => {
+    it("adds to each tier's own fixed window and expires the counter one window after it ends", async () => {
+        const windows = { model: 60, team: 3600, key: 86_400 };
+        const now = T0 + 90_000;
+        expect(await addTokens(redis, ids, 40, now, windows)).toEqual({ model: 40, team: 40, key: 40 });
+        expect(await addTokens(redis, ids, 2, now + 60_000, windows)).toEqual({ model: 2, team: 42, key: 42 });
+        for (const [t, w] of Object.entries(windows) as [keyof typeof windows, number][]) {
+            const start = windowStart(now, w);
+            expect(await redis.expiretime(redisKeys.tokens(t, ids[t], start))).toBe(start + 2 * w);
+        }
+        expect(await redis.get(redisKeys.tokens("model", ids.model, windowStart(now, 60)))).toBe("40");
+    });
+
+    it("rejects a negative or fractional token count", async () => {
+        await expect(addTokens(redis, ids, -1, T0, { model: 60, team: 60, key: 60 })).rejects.toThrow(RangeError);
+        await expect(addTokens(redis, ids, 1.5, T0, { model: 60, team: 60, key: 60 })).rejects.toThrow(RangeError);
+    });
+});

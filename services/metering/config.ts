@@ -1,0 +1,42 @@
+import { z } from "zod";
+
+/**
+ * Metering service configuration, from environment variables (set by components/spoke/Metering.ts).
+ * Defaults live here. `METERING_REDIS_URL` may carry a password: never logged.
+ */
+const EnvSchema = z.object({
+    /** This spoke's name: the `spoke` of every usage event. */
+    METERING_SPOKE: z.string().regex(/^[a-z0-9][a-z0-9-]*$/),
+    /** Instance name, stable across restarts (the StatefulSet pod name, from the downward API). */
+    METERING_INSTANCE: z.string().min(1),
+    /** Spool directory on the PersistentVolume. */
+    METERING_SPOOL_DIR: z.string().min(1).default("/var/lib/metering/spool"),
+    /** Bound of the spool, bytes. Keep ≤ ~90% of the volume. Default 8 GiB (~16M events at ~500 B). */
+    METERING_SPOOL_MAX_BYTES: z.coerce.number().int().positive().default(8 * 1024 ** 3),
+    /** Segment size, bytes. Default 16 MiB. */
+    METERING_SPOOL_SEGMENT_BYTES: z.coerce.number().int().positive().default(16 * 1024 ** 2),
+    /** Hub usage stream for this spoke (hub output `spokeContracts.<spoke>.usage.streamName`). */
+    METERING_STREAM_NAME: z.string().min(1),
+    METERING_STREAM_REGION: z.string().min(1),
+    /** Kinesis endpoint override (tests only). */
+    METERING_KINESIS_ENDPOINT: z.url().optional(),
+    /** Redis of the auth service (`redis://` or `rediss://`). Unset: no lease release / token accounting (tests). */
+    METERING_REDIS_URL: z.string().regex(/^rediss?:\/\//).optional(),
+    METERING_REDIS_TIMEOUT_MS: z.coerce.number().int().positive().default(500),
+    /** Policy bucket and hub public key: token window lengths come from the signed bundle. */
+    METERING_POLICY_BUCKET: z.string().min(3).optional(),
+    METERING_POLICY_REGION: z.string().min(1).optional(),
+    METERING_HUB_PUBLIC_KEY: z.string().optional(),
+    METERING_POLICY_POLL_SECONDS: z.coerce.number().positive().default(60),
+    METERING_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
+    METERING_BIND_ADDRESS: z.string().min(1).default("0.0.0.0"),
+});
+
+export type MeteringEnv = z.infer<typeof EnvSchema>;
+
+/** @throws Error listing each invalid variable (values not echoed). */
+export function loadConfig(env: NodeJS.ProcessEnv): MeteringEnv {
+    const r = EnvSchema.safeParse(env);
+    if (!r.success) throw new Error(`invalid metering configuration:\n${r.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n")}`);
+    return r.data;
+}

@@ -1,0 +1,103 @@
+import { randomBytes } from "crypto";
+import * as fs from "fs";
+import { Redis } from "ioredis";
+import * as os from "os";
+import * as path from "path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startRedis, RedisServer } from "../auth/test/harness";
+import { bundlePaths, Policy, publicKeyFromSeed, signBundle } from "../shared/bundle";
+import { redisKeys, tierIds, windowStart } from "../shared/identity";
+import { checkAndAcquire } from "../shared/limits";
+import type { UsageEvent } from "../shared/usage";
+import { BundleWindows, DEFAULT_WINDOW_SECONDS, RedisLimits } from "./limits";
+import { MeteringService } from "./service";
+import { Spool } from "./spool";
+import { syntheticRequests } from "./testing/synthetic";
+import { extractRecords, toOtlpRequest } from "./otlp";
+
+const L = (windowSeconds: number) => ({ requestsPerSecond: 1000, concurrentRequests: 10, tokensPerWindow: 1_000_000, windowSeconds });
+const POLICY: Policy = {
+    models: [{ id: "meta-llama/Llama-3.3-70B-Instruct", limits: L(60) }],
+    tenants: [{ id: "acme", displayName: "ACME", teams: [{ id: "search", limits: L(300) }] }],
+    apiKeys: [{ id: "acme-search-prod", sha256: "a".repeat(64), tenant: "acme", team: "search", models: ["meta-llama/Llama-3.3-70B-Instruct"], expiresAt: "2027-01-01T00:00:00Z", limits: L(3600) }],
+};
+const seed = randomBytes(32);
+
+function bucket(revision: number, policy: Policy): Map<string, string> {
+    const key = bundlePaths.bundle("hn1", revision);
+    const signed = signBundle(seed, "hn1", revision, policy);
+    return new Map([[bundlePaths.current("hn1"), JSON.stringify({ revision, key, contentHash: signed.bundle.contentHash })], [key, JSON.stringify(signed)]]);
+}
+
+let redis: RedisServer;
+let client: Redis;
+beforeAll(async () => {
+    redis = await startRedis();
+    client = new Redis(redis.url, { maxRetriesPerRequest: 1, commandTimeout: 500, enableOfflineQueue: false });
+    client.on("error", () => undefined);
+    await new Promise<void>((resolve) => client.once("ready", () => resolve()));
+});
+afterAll(async () => {
+    client?.disconnect();
+    await redis?.stop();
+});
+
+describe("token windows from the signed policy bundle", () => {
+    it("reads each tier's windowSeconds; unknown ids fall back to the schema default; only moves forward", async () => {
+        let objects = bucket(3, POLICY);
+        const w = new BundleWindows(async (k) => { const v = objects.get(k); if (v === undefined) throw new Error(`NoSuchKey ${k}`); return v; }, "hn1", publicKeyFromSeed(seed));
+        expect(w.windowSeconds({ model: "x", team: "y", key: "z" })).toEqual({ model: 60, team: 60, key: 60 });
+        expect(await w.refresh()).toBe(true);
+        expect(w.windowSeconds({ model: "meta-llama/Llama-3.3-70B-Instruct", team: "acme/search", key: "acme-search-prod" })).toEqual({ model: 60, team: 300, key: 3600 });
+        expect(w.windowSeconds({ model: "other", team: "acme/search", key: "nope" })).toEqual({ model: DEFAULT_WINDOW_SECONDS, team: 300, key: DEFAULT_WINDOW_SECONDS });
+        expect(await w.refresh()).toBe(false);
+        // A bundle signed by someone else is refused; the last good windows stay.
+        const forged = bucket(4, POLICY);
+        const other = signBundle(randomBytes(32), "hn1", 4, POLICY);
+        forged.set(bundlePaths.bundle("hn1", 4), JSON.stringify(other));
+        objects = forged;
+        await expect(w.refresh()).rejects.toThrow("signature does not verify");
+        expect(w.revision).toBe(3);
+    });
+});
+
+describe("lease release and token accounting (real Redis)", () => {
+    it("releases the lease the auth service took and adds input+output tokens to each tier's window", async () => {
+        const w = new BundleWindows(async (k) => bucket(1, POLICY).get(k)!, "hn1", publicKeyFromSeed(seed));
+        await w.refresh();
+        const limits = new RedisLimits(client, w);
+        const [req] = syntheticRequests(50, "hn1", 3).filter((r) => r.kind === "reported" && r.expected!.model.startsWith("meta") && r.expected!.keyId === "acme-search-prod");
+        const now = Date.now();
+        const ev = { ...req.expected!, startedAt: new Date(now).toISOString(), endedAt: new Date(now + 1500).toISOString(), seq: 0, source: "metering-0.x" } as UsageEvent;
+        const ids = tierIds(ev);
+        const d = await checkAndAcquire(client, ids, { model: L(60), team: L(300), key: L(3600) }, "lease-xyz", now, 960_000);
+        expect(d).toEqual({ allowed: true, leaseId: "lease-xyz" });
+        expect(await client.zscore(redisKeys.concurrency("key", ids.key), "lease-xyz")).not.toBeNull();
+
+        await limits.apply(ev, "lease-xyz");
+        for (const t of ["model", "team", "key"] as const) expect(await client.zscore(redisKeys.concurrency(t, ids[t]), "lease-xyz")).toBeNull();
+        const end = Date.parse(ev.endedAt);
+        const total = ev.inputTokens + ev.outputTokens;
+        expect(await client.get(redisKeys.tokens("model", ids.model, windowStart(end, 60)))).toBe(String(total));
+        expect(await client.get(redisKeys.tokens("team", ids.team, windowStart(end, 300)))).toBe(String(total));
+        expect(await client.get(redisKeys.tokens("key", ids.key, windowStart(end, 3600)))).toBe(String(total));
+    });
+
+    it("a Redis outage never blocks metering: records are still spooled and acknowledged", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "metering-limits-"));
+        try {
+            const spool = await Spool.open({ dir, instance: "metering-0", maxBytes: 1 << 20 });
+            const svc = new MeteringService({ spoke: "hn1", spool, limits: new RedisLimits(client, { windowSeconds: () => ({ model: 60, team: 60, key: 60 }) }) });
+            await redis.stop();
+            const reqs = syntheticRequests(40, "hn1", 5).filter((r) => r.expected);
+            const out = await svc.ingest(extractRecords(toOtlpRequest(reqs.map((r) => r.record))));
+            expect(out.spooled).toBe(reqs.length);
+            await svc.idle();
+            expect(svc.limitsFailures).toBe(reqs.length);
+            await spool.close();
+        } finally {
+            await redis.start();
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});

@@ -1,0 +1,171 @@
+#!/bin/sh
+# RDMA preflight: proves at pod start that the RDMA path is there, not only intended (DESIGN §4).
+# Runs as an init container (same image as the workload) before NIXL/UCX or Mooncake start, and fails the pod
+# with one line per problem instead of letting the transfer libraries fall back to TCP without an error.
+#
+# POSIX sh + awk only. Inputs (environment):
+#   PREFLIGHT_FABRIC          infiniband (default) | efa
+#   PREFLIGHT_HCAS            pinned HCAs as UCX writes them, "mlx5_0:1,mlx5_3:1" (port defaults to 1)   [infiniband]
+#   PREFLIGHT_LINK_LAYER      expected port link layer, default "InfiniBand"                             [infiniband]
+#   PREFLIGHT_MIN_RATE_GBPS   minimum port rate in Gb/s (gigabits, as /sys .../rate reports), default 0   [infiniband]
+#   PREFLIGHT_GPU_NIC_MAP     "<gpu_bdf>=<nic_bdf>,..." from the pool's rail table; each visible GPU must
+#                             find its PCIe-affine NIC in the pod (optional)                              [infiniband]
+#   PREFLIGHT_MIN_DEVICES     minimum number of /dev/infiniband/uverbs* devices, default 1
+#   PREFLIGHT_REQUIRE_IPC_LOCK 1 = CAP_IPC_LOCK must be effective (root + IPC_LOCK memlock path), default 0
+#   PREFLIGHT_SYSFS / PREFLIGHT_PROC / PREFLIGHT_DEV  roots of /sys, /proc, /dev (tests point them at fake trees)
+# Exit status: 0 when every check passes, 1 when any fails (each failure is one "preflight: FAIL ..." line on stderr).
+
+SYSFS=${PREFLIGHT_SYSFS:-/sys}
+PROC=${PREFLIGHT_PROC:-/proc}
+DEV=${PREFLIGHT_DEV:-/dev}
+FABRIC=${PREFLIGHT_FABRIC:-infiniband}
+LINK_LAYER=${PREFLIGHT_LINK_LAYER:-InfiniBand}
+MIN_RATE=${PREFLIGHT_MIN_RATE_GBPS:-0}
+MIN_DEVICES=${PREFLIGHT_MIN_DEVICES:-1}
+FAILED=0
+
+fail() {
+    echo "preflight: FAIL $*" >&2
+    FAILED=1
+}
+
+# The workload's entrypoint raises the soft memlock limit the same way (root with SYS_RESOURCE, or a node whose
+# LimitMEMLOCK=infinity makes the hard limit unlimited); do it here too so the check below sees what it will see.
+ulimit -l unlimited 2>/dev/null || true
+
+# 1. RDMA device nodes injected by the device plugin (rdma/rail_<i> or vpc.amazonaws.com/efa).
+uverbs_count=0
+for f in "$DEV"/infiniband/uverbs*; do
+    [ -e "$f" ] && uverbs_count=$((uverbs_count + 1))
+done
+if [ "$uverbs_count" -eq 0 ]; then
+    fail "no $DEV/infiniband/uverbs* in the pod: no RDMA device was injected (request the pool's RDMA resources in requests and limits)"
+elif [ "$uverbs_count" -lt "$MIN_DEVICES" ]; then
+    fail "$uverbs_count $DEV/infiniband/uverbs* device(s) in the pod, need at least $MIN_DEVICES"
+fi
+
+# hca_of_pci <bdf>: prints the RDMA device whose PCI function is <bdf>, if any.
+hca_of_pci() {
+    for d in "$SYSFS"/class/infiniband/*; do
+        [ -e "$d/device" ] || continue
+        bdf=$(cd -P "$d/device" 2>/dev/null && pwd -P)
+        if [ "${bdf##*/}" = "$1" ]; then
+            echo "${d##*/}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# uverbs_of <hca>: the uverbs node name of an HCA (uverbsN), from sysfs.
+uverbs_of() {
+    for u in "$SYSFS"/class/infiniband/"$1"/device/infiniband_verbs/uverbs*; do
+        [ -e "$u" ] && { echo "${u##*/}"; return 0; }
+    done
+    return 1
+}
+
+if [ "$FABRIC" = "infiniband" ]; then
+    # 2. Every pinned HCA: present, its device node injected, port ACTIVE, right link layer, fast enough.
+    old_ifs=$IFS
+    IFS=,
+    # shellcheck disable=SC2086 # split the comma list on purpose
+    set -- ${PREFLIGHT_HCAS:-}
+    IFS=$old_ifs
+    for entry in "$@"; do
+        hca=${entry%%:*}
+        port=1
+        case "$entry" in *:*) port=${entry#*:} ;; esac
+        base="$SYSFS/class/infiniband/$hca"
+        if [ ! -d "$base" ]; then
+            fail "HCA $hca is missing: $base does not exist"
+            continue
+        fi
+        node=$(uverbs_of "$hca")
+        if [ -n "$node" ] && [ ! -e "$DEV/infiniband/$node" ]; then
+            fail "HCA $hca: $DEV/infiniband/$node is not in the pod (its rail RDMA resource was not allocated)"
+        fi
+        pdir="$base/ports/$port"
+        if [ ! -d "$pdir" ]; then
+            fail "HCA $hca has no port $port ($pdir missing)"
+            continue
+        fi
+        state=$(cat "$pdir/state" 2>/dev/null)
+        case "$state" in
+            *ACTIVE*) ;;
+            *) fail "HCA $hca port $port state is \"${state:-unreadable}\", want ACTIVE" ;;
+        esac
+        layer=$(cat "$pdir/link_layer" 2>/dev/null)
+        if [ "$layer" != "$LINK_LAYER" ]; then
+            fail "HCA $hca port $port link layer is \"${layer:-unreadable}\", want $LINK_LAYER"
+        fi
+        rate_text=$(cat "$pdir/rate" 2>/dev/null)
+        rate=$(echo "$rate_text" | awk '{ split($1, a, "."); print a[1] + 0 }')
+        if [ -z "$rate_text" ] || [ "$rate" -lt "$MIN_RATE" ]; then
+            fail "HCA $hca port $port rate is \"${rate_text:-unreadable}\", below the required $MIN_RATE Gb/s"
+        fi
+    done
+
+    # 3. GPU <-> NIC affinity: each GPU the pod got must find its PCIe-affine rail NIC in the pod.
+    if [ -n "${PREFLIGHT_GPU_NIC_MAP:-}" ]; then
+        gpus_seen=0
+        for g in "$PROC"/driver/nvidia/gpus/*; do
+            [ -d "$g" ] || continue
+            gpus_seen=$((gpus_seen + 1))
+            gpu=$(echo "${g##*/}" | tr 'A-F' 'a-f')
+            nic=$(echo ",$PREFLIGHT_GPU_NIC_MAP," | awk -v g="$gpu" 'BEGIN { RS = "," } { split($0, kv, "="); if (tolower(kv[1]) == g) { print tolower(kv[2]); exit } }')
+            if [ -z "$nic" ]; then
+                fail "GPU $gpu is not in the node pool's rail table (PREFLIGHT_GPU_NIC_MAP): the pod landed on a node of another model"
+                continue
+            fi
+            hca=$(hca_of_pci "$nic")
+            if [ -z "$hca" ]; then
+                fail "GPU $gpu: its PCIe-affine rail NIC $nic is not an RDMA device on this node"
+                continue
+            fi
+            node=$(uverbs_of "$hca")
+            if [ -z "$node" ] || [ ! -e "$DEV/infiniband/$node" ]; then
+                fail "GPU $gpu: its PCIe-affine rail NIC $hca ($nic) has no device node in the pod (request every rail resource)"
+            fi
+        done
+        if [ "$gpus_seen" -eq 0 ]; then
+            echo "preflight: warn no GPU listed under $PROC/driver/nvidia/gpus; GPU<->NIC affinity not checked"
+        fi
+    fi
+fi
+
+# 4. Memory locking: RDMA registration pins memory; a low RLIMIT_MEMLOCK makes ibv_reg_mr fail (ENOMEM) and
+#    NCCL/UCX fall back (openucx/ucx#8229, NVIDIA/nvidia-container-toolkit#2037).
+memlock=$(awk '/^Max locked memory/ { print $4 }' "$PROC/self/limits" 2>/dev/null)
+if [ "$memlock" != "unlimited" ]; then
+    fail "memlock limit is ${memlock:-unreadable} bytes, want unlimited (run as root with IPC_LOCK+SYS_RESOURCE and ulimit -l unlimited, or a node pool with LimitMEMLOCK=infinity)"
+fi
+
+# 5. CAP_IPC_LOCK (bit 14) effective, when the memlock path relies on it (a non-root container gets it only in
+#    the bounding set: CapEff 0 for uid 1000, NVIDIA/nvidia-container-toolkit#2037).
+if [ "${PREFLIGHT_REQUIRE_IPC_LOCK:-0}" = "1" ]; then
+    capeff=$(awk '/^CapEff:/ { print $2 }' "$PROC/self/status" 2>/dev/null)
+    low=$(echo "$capeff" | awk '{ print substr($1, length($1) - 3) }')
+    case "$low" in ''|*[!0-9a-fA-F]*) low=0 ;; esac
+    if [ $(( (0x$low >> 14) & 1 )) -ne 1 ]; then
+        fail "CAP_IPC_LOCK is not effective (CapEff=${capeff:-unreadable}): run the container as root with capabilities.add [IPC_LOCK]"
+    fi
+fi
+
+# 6. The transport library can see RDMA (UCX built without verbs picks tcp: ai-dynamo/dynamo PR #1314).
+if command -v ucx_info >/dev/null 2>&1; then
+    if ! ucx_info -d 2>/dev/null | grep -Eq 'Transport: (rc_mlx5|rc_verbs|dc_mlx5|ud_mlx5|ud_verbs|srd)([[:space:]]|$)'; then
+        fail "ucx_info -d lists no RDMA transport (rc_mlx5, rc_verbs, dc_mlx5, ud_mlx5, ud_verbs, srd): UCX would run NIXL over tcp"
+    fi
+fi
+if [ "$FABRIC" = "efa" ] && command -v fi_info >/dev/null 2>&1; then
+    if ! fi_info -p efa -t FI_EP_RDM >/dev/null 2>&1; then
+        fail "fi_info -p efa -t FI_EP_RDM finds no EFA provider: libfabric would fall back to the sockets (TCP) provider"
+    fi
+fi
+
+if [ "$FAILED" -ne 0 ]; then
+    exit 1
+fi
+echo "preflight: OK fabric=$FABRIC devices=$uverbs_count hcas=${PREFLIGHT_HCAS:-none} memlock=unlimited"
+exit 0

@@ -1,0 +1,65 @@
+import type { Client } from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectedAggregates, hourlyAggregates, migrate } from "../ledger/ledger";
+import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
+import type { UsageEvent } from "../shared/usage";
+import { decodeBatch, KinesisStreamEvent, processBatch, readEnv } from "./handler";
+
+let pg: TestPostgres;
+let db: Client;
+
+beforeAll(async () => {
+    pg = await startPostgres();
+    db = await pg.connect();
+    await migrate(db);
+});
+afterAll(async () => {
+    await db?.end();
+    await pg?.stop();
+});
+
+function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
+    return {
+        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: "search", keyId: "k", model: "m", endpoint: "e",
+        inputTokens: 100 + i, outputTokens: 10 + i, cachedInputTokens: i, status: 200, stream: true, truncated: false,
+        usageSource: "reported", startedAt: "2026-11-29T09:58:00.000Z", endedAt: "2026-11-29T09:59:59.999Z", seq: i, source: "metering-0.aaaa0000", ...over,
+    };
+}
+
+describe("usage consumer (Lambda handler logic, real PostgreSQL)", () => {
+    const ARN = "arn:aws:kinesis:ap-southeast-1:123456789012:stream/usage-hn1";
+    const rec = (id: string, payload: string) => ({ eventID: id, eventSourceARN: ARN, kinesis: { data: Buffer.from(payload).toString("base64"), partitionKey: "p", sequenceNumber: id } });
+
+    it("malformed records are quarantined with a reason (once), valid ones counted once, on redelivery too", async () => {
+        const good = [ev(1), ev(2)];
+        const batch: KinesisStreamEvent = { Records: [
+            rec("s0:1", JSON.stringify(good[0])),
+            rec("s0:2", "{not json"),
+            rec("s0:3", JSON.stringify({ ...ev(3), inputTokens: -5 })),
+            rec("s0:4", JSON.stringify(ev(4, { spoke: "hcm1" }))),
+            rec("s0:5", JSON.stringify(good[1])),
+        ] };
+        expect(await processBatch(db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 2, receipts: 2, quarantined: 3 });
+        expect(await processBatch(db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 0, receipts: 0, quarantined: 0 });
+        const q = (await db.query("SELECT origin, reason FROM usage_quarantine ORDER BY origin")).rows;
+        expect(q.map((r) => r.origin)).toEqual(["s0:2", "s0:3", "s0:4"]);
+        expect(q[0].reason).toMatch(/^invalid JSON: /);
+        expect(q[1].reason).toBe("schema: inputTokens: Too small: expected number to be >=0");
+        expect(q[2].reason).toBe('event names spoke "hcm1" but arrived on the stream of spoke "hn1"');
+        expect(await hourlyAggregates(db)).toEqual(expectedAggregates(good));
+    });
+
+    it("a record from an unknown stream is quarantined", () => {
+        const { events, bad } = decodeBatch({ Records: [rec("s1:1", JSON.stringify(ev(1)))] }, {});
+        expect(events).toEqual([]);
+        expect(bad[0].reason).toBe(`stream ${ARN} is not a known usage stream`);
+    });
+});
+
+describe("usage consumer environment", () => {
+    it("names the missing variable", () => {
+        expect(() => readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x" })).toThrow("usage consumer: environment variable STREAM_SPOKES is not set");
+        expect(readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x", STREAM_SPOKES: '{"arn:s":"hn1"}' }))
+            .toEqual({ host: "h", port: 5432, database: "ledger", user: "u", passwordSecretArn: "arn:x", streamSpokes: { "arn:s": "hn1" } });
+    });
+});

@@ -1,0 +1,151 @@
+import { Client } from "pg";
+import { ingestBatch, IngestResult, migrate, quarantine, QuarantineItem, Queryable } from "../ledger/ledger";
+import { UsageEvent, UsageEventSchema } from "../shared/usage";
+
+/**
+ * Usage consumer (hub): a Lambda on the usage Kinesis streams, one event source mapping per spoke stream.
+ * Each batch: decode, validate, quarantine what does not parse (with its reason), and ingest the rest into
+ * the ledger in one idempotent statement. Any database error throws, so Lambda retries the batch (bisecting
+ * it) and after the mapping's retry limit sends the batch's shard/sequence range to the failure destination;
+ * replaying from there is safe because ingestion is idempotent.
+ */
+
+/** The subset of the Lambda Kinesis event the consumer reads (aws-lambda `KinesisStreamEvent`). */
+export interface KinesisStreamEvent {
+    Records: Array<{
+        eventID: string;
+        eventSourceARN: string;
+        kinesis: { data: string; partitionKey: string; sequenceNumber: string };
+    }>;
+}
+
+/** Result of one batch, logged as one JSON line. */
+export interface BatchOutcome extends IngestResult {
+    quarantined: number;
+}
+
+/**
+ * Pure: splits a Kinesis batch into valid events and quarantine items.
+ * @param streamSpokes stream ARN -> the only spoke allowed to write it (each spoke's identity may put only to
+ *   its own stream, so an event naming another spoke is forged or misrouted and is quarantined)
+ */
+export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<string, string>): { events: UsageEvent[]; bad: QuarantineItem[] } {
+    const events: UsageEvent[] = [];
+    const bad: QuarantineItem[] = [];
+    for (const r of event.Records) {
+        const payload = Buffer.from(r.kinesis.data, "base64").toString("utf8");
+        const reject = (reason: string) => bad.push({ origin: r.eventID, reason, payload });
+        let doc: unknown;
+        try {
+            doc = JSON.parse(payload);
+        } catch (e) {
+            reject(`invalid JSON: ${(e as Error).message}`);
+            continue;
+        }
+        const parsed = UsageEventSchema.safeParse(doc);
+        if (!parsed.success) {
+            reject(`schema: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
+            continue;
+        }
+        const owner = streamSpokes[r.eventSourceARN];
+        if (owner === undefined) {
+            reject(`stream ${r.eventSourceARN} is not a known usage stream`);
+            continue;
+        }
+        if (parsed.data.spoke !== owner) {
+            reject(`event names spoke "${parsed.data.spoke}" but arrived on the stream of spoke "${owner}"`);
+            continue;
+        }
+        events.push(parsed.data);
+    }
+    return { events, bad };
+}
+
+/**
+ * Processes one batch against an open connection: quarantine and ingest in one transaction.
+ * @throws the driver's error (the transaction is rolled back; Lambda retries the batch)
+ */
+export async function processBatch(db: Queryable, event: KinesisStreamEvent, streamSpokes: Record<string, string>): Promise<BatchOutcome> {
+    const { events, bad } = decodeBatch(event, streamSpokes);
+    await db.query("BEGIN");
+    try {
+        const quarantined = await quarantine(db, bad);
+        const r = await ingestBatch(db, events, 1);
+        await db.query("COMMIT");
+        return { ...r, quarantined };
+    } catch (e) {
+        await db.query("ROLLBACK").catch(() => undefined);
+        throw e;
+    }
+}
+
+/** Connection settings, from the function's environment (set by components/hub/UsageLedger.ts). */
+export interface ConsumerEnv {
+    host: string;
+    port: number;
+    database: string;
+    user: string;
+    /** Secrets Manager secret holding the password (SecretString). */
+    passwordSecretArn: string;
+    /** `STREAM_SPOKES`: JSON object, stream ARN -> spoke name. */
+    streamSpokes: Record<string, string>;
+}
+
+/** @throws Error naming the missing variable. */
+export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
+    const need = (k: string) => {
+        const v = env[k];
+        if (!v) throw new Error(`usage consumer: environment variable ${k} is not set`);
+        return v;
+    };
+    return {
+        host: need("PGHOST"),
+        port: Number(env.PGPORT ?? 5432),
+        database: need("PGDATABASE"),
+        user: need("PGUSER"),
+        passwordSecretArn: need("DB_PASSWORD_SECRET_ARN"),
+        streamSpokes: JSON.parse(need("STREAM_SPOKES")) as Record<string, string>,
+    };
+}
+
+async function fetchPassword(secretArn: string): Promise<string> {
+    // Provided by the Lambda Node.js runtime (AWS SDK v3); marked external in the bundle.
+    const sm = await import("@aws-sdk/client-secrets-manager");
+    const out = await new sm.SecretsManagerClient({}).send(new sm.GetSecretValueCommand({ SecretId: secretArn }));
+    if (!out.SecretString) throw new Error(`secret ${secretArn} has no SecretString`);
+    return out.SecretString;
+}
+
+let cached: { client: Client; env: ConsumerEnv } | undefined;
+
+async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
+    if (cached) return cached;
+    const env = readEnv(process.env);
+    const client = new Client({
+        host: env.host, port: env.port, database: env.database, user: env.user,
+        password: await fetchPassword(env.passwordSecretArn),
+        // TLS to Aurora, verified against the RDS CAs the runtime ships (NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem).
+        ssl: { rejectUnauthorized: true },
+        connectionTimeoutMillis: 10_000,
+        statement_timeout: 60_000,
+    });
+    client.on("error", () => { cached = undefined; });
+    await client.connect();
+    await migrate(client);
+    cached = { client, env };
+    return cached;
+}
+
+/** Lambda entry point (`index.handler` in the bundle). @throws on any database error, so the batch is retried. */
+export async function handler(event: KinesisStreamEvent): Promise<BatchOutcome> {
+    const { client, env } = await connection();
+    try {
+        const out = await processBatch(client, event, env.streamSpokes);
+        console.log(JSON.stringify({ msg: "usage batch", records: event.Records.length, ...out }));
+        return out;
+    } catch (e) {
+        cached = undefined;
+        await client.end().catch(() => undefined);
+        throw e;
+    }
+}

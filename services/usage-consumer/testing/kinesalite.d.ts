@@ -1,0 +1,6 @@
+declare module "kinesalite" {
+    import type { Server } from "http";
+    interface KinesaliteOptions { createStreamMs?: number; deleteStreamMs?: number; updateStreamMs?: number; shardLimit?: number; path?: string; ssl?: boolean }
+    function kinesalite(opts?: KinesaliteOptions): Server;
+    export = kinesalite;
+}

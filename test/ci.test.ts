@@ -1,0 +1,109 @@
+import { execFile } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { promisify } from "util";
+import { describe, expect, it } from "vitest";
+import * as YAML from "yaml";
+import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
+import { discoverStacks } from "../tools/stackfiles";
+import { ROOT, STACKS } from "./helpers";
+
+const run = promisify(execFile);
+const WORKFLOWS = path.join(ROOT, ".github", "workflows");
+const workflow = (f: string) => YAML.parse(fs.readFileSync(path.join(WORKFLOWS, f), "utf8"));
+
+/** Stack names from the file names under stacks/, hubs first (what a preview of shared code must cover). */
+function stacksUnderStacksDir(): string[] {
+    const names = fs.readdirSync(STACKS).map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1]).filter((x): x is string => !!x);
+    const isHub = (n: string) => YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${n}.yaml`), "utf8")).config["platform:role"] === "hub";
+    return [...names.filter(isHub).sort(), ...names.filter((n) => !isHub(n)).sort()];
+}
+
+async function lint(files: string[]): Promise<{ code: number; out: string }> {
+    try {
+        const r = await run(process.execPath, ["tools/lint-workflows.mjs", ...files], { cwd: ROOT });
+        return { code: 0, out: r.stdout };
+    } catch (e) {
+        const x = e as { code: number; stdout: string };
+        return { code: x.code, out: x.stdout };
+    }
+}
+
+describe("GitHub Actions workflows", () => {
+    it("pass GitHub's workflow parser (@actions/workflow-parser), which rejects a broken workflow", async () => {
+        const ok = await lint([]);
+        expect(ok).toEqual({ code: 0, out: ".github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n" });
+        const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wf-")), "bad.yml");
+        fs.writeFileSync(bad, [
+            "on: pull_request",
+            "permissions: { pull-requests: writ }",
+            "jobs:",
+            "  a:",
+            "    runs-on: ubuntu-latest",
+            "    steps:",
+            "      - run: echo ${{ secretz.X }}",
+            "        timeout: 3",
+        ].join("\n"));
+        const r = await lint([bad]);
+        expect(r.code).toBe(1);
+        expect(r.out).toMatch(/Unexpected value 'writ'/);
+        expect(r.out).toMatch(/Unexpected value 'timeout'/);
+        expect(r.out).toMatch(/Unrecognized named-value: 'secretz'/);
+    });
+
+    it("preview.yml previews, with the policy pack, exactly the stacks ci-stacks derives from stacks/ (none hard-coded)", () => {
+        const wf = workflow("preview.yml");
+        expect(Object.keys(wf.on)).toEqual(["pull_request"]);
+        expect(wf.jobs.check.steps.find((s: any) => s.id === "stacks").run).toMatch(/npm run --silent ci-stacks -- --base "origin\/\$\{\{ github.base_ref \}\}"/);
+        expect(wf.jobs.check.outputs.stacks).toBe("${{ steps.stacks.outputs.stacks }}");
+        expect(wf.jobs.preview.strategy.matrix).toEqual({ stack: "${{ fromJSON(needs.check.outputs.stacks) }}" });
+        expect(wf.jobs.preview.permissions["pull-requests"]).toBe("write");
+        const step = wf.jobs.preview.steps.find((s: any) => s.uses === "pulumi/actions@v7");
+        expect(step.with).toMatchObject({ command: "preview", policyPacks: "policies", "comment-on-pr": true, "stack-name": "${{ vars.PULUMI_ORG || 'organization' }}/platform/${{ matrix.stack }}" });
+        expect(wf.env.PULUMI_NODEJS_TRANSPILE_ONLY).toBe("true");
+        const runs = wf.jobs.check.steps.map((s: any) => s.run ?? "").join("\n");
+        for (const gate of ["npm ci --no-audit", "npm ci --prefix policies", "npm run typecheck", "npx tsc -p policies --noEmit", "npm test", "npm run render", "npm run validate", "npm run lint:workflows"]) expect(runs).toContain(gate);
+        for (const f of ["preview.yml", "up.yml"]) {
+            const text = fs.readFileSync(path.join(WORKFLOWS, f), "utf8");
+            for (const s of stacksUnderStacksDir()) expect(text, `${f} names stack ${s}`).not.toContain(s);
+        }
+    });
+
+    it("up.yml applies on push to main only, hubs before spokes, each job gated by the production environment", () => {
+        const wf = workflow("up.yml");
+        expect(wf.on.push).toEqual({ branches: ["main"] });
+        expect(wf.on.pull_request).toBeUndefined();
+        expect(wf.jobs["up-hubs"].environment).toBe("production");
+        expect(wf.jobs["up-spokes"].environment).toBe("production");
+        expect(wf.jobs["up-spokes"].needs).toEqual(["plan", "up-hubs"]);
+        expect(wf.jobs["up-hubs"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.hubs) }}");
+        expect(wf.jobs["up-spokes"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.spokes) }}");
+        for (const j of ["up-hubs", "up-spokes"]) expect(wf.jobs[j].steps.find((s: any) => s.uses === "pulumi/actions@v7").with).toMatchObject({ command: "up", policyPacks: "policies" });
+    });
+});
+
+describe("ci-stacks: which stacks a change previews", () => {
+    const stacks = discoverStacks(STACKS);
+    it("shared code previews exactly the stacks under stacks/", () => {
+        expect(affectedStacks(["lib/cidr.ts"], stacks)).toEqual(stacksUnderStacksDir());
+        expect(affectedStacks(["package-lock.json", "README.md"], stacks)).toEqual(stacksUnderStacksDir());
+    });
+    it("a spoke file previews the spoke and its hub; the hub file previews the hub and all its spokes", () => {
+        expect(affectedStacks(["stacks/Pulumi.spoke-sg1.yaml"], stacks)).toEqual(["hub-prod", "spoke-sg1"]);
+        expect(affectedStacks(["stacks/Pulumi.hub-prod.yaml"], stacks)).toEqual(stacksUnderStacksDir());
+    });
+    it("documentation and deleted stack files preview nothing", () => {
+        expect(isDocumentation("docs/x.md") && isDocumentation("README.md") && !isDocumentation("tools/render.ts")).toBe(true);
+        expect(affectedStacks(["README.md", "docs/ci.md", "stacks/Pulumi.spoke-gone.yaml"], stacks)).toEqual([]);
+    });
+    it("the CLI (--all) prints the stacks under stacks/ and writes hubs/spokes for GitHub Actions", async () => {
+        const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
+        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
+        expect(JSON.parse(r.stdout)).toEqual(stacksUnderStacksDir());
+        const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]));
+        expect(lines.stacks).toEqual(stacksUnderStacksDir());
+        expect([...lines.hubs, ...lines.spokes]).toEqual(stacksUnderStacksDir());
+        expect(lines.hubs).toEqual(["hub-prod"]);
+    });
+});

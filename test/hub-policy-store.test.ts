@@ -1,0 +1,218 @@
+import { execFile } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { promisify } from "util";
+import { describe, expect, it } from "vitest";
+import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
+import { sourceUserPolicy, spokeRolePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
+import { SpokeContractSchema } from "../config/contract";
+import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } from "../services/shared/bundle";
+import { contentHash } from "../services/shared/canonical";
+import type { CapturedResource, RunStackResult } from "../tools/harness";
+import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
+import { byType, flatConfig, inputs, ROOT, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+
+/** Spoke names of the repo's hub (`platform:spokes`), sorted. */
+const SPOKES: string[] = stackConfigDoc("hub-prod")["platform:spokes"].map((s: { name: string }) => s.name).sort();
+
+const SEED = Buffer.alloc(32, 7);
+const LIMITS = { requestsPerSecond: 5, concurrentRequests: 8, tokensPerWindow: 1000, windowSeconds: 60 };
+const POLICY: Policy = {
+    models: [{ id: "m", limits: LIMITS }],
+    tenants: [{ id: "t", displayName: "T", teams: [{ id: "a", limits: LIMITS }] }],
+    apiKeys: [{ id: "k", sha256: "a".repeat(64), tenant: "t", team: "a", models: ["m"], expiresAt: "2027-01-01T00:00:00Z", limits: LIMITS }],
+};
+
+describe("bundle revisions (pure)", () => {
+    it("first publication is revision 1; the signed bundle verifies with the public key only", () => {
+        const p = publishBundle(SEED, "hn1", POLICY, undefined);
+        expect(p).toMatchObject({ revision: 1, key: "spokes/hn1/bundles/1.json", currentKey: "spokes/hn1/current.json", contentHash: contentHash(POLICY) });
+        const b = verifyBundle(p.bundleJson, publicKeyFromSeed(SEED), "hn1");
+        expect(b.revision).toBe(1);
+        expect(b.policy).toEqual(POLICY);
+        expect(CurrentPointerSchema.parse(JSON.parse(p.currentJson))).toEqual({ revision: 1, key: "spokes/hn1/bundles/1.json", contentHash: contentHash(POLICY) });
+        expect(() => verifyBundle(p.bundleJson, publicKeyFromSeed(Buffer.alloc(32, 8)), "hn1")).toThrow(/signature does not verify/);
+    });
+
+    it("unchanged policy and key: same revision and byte-identical objects; changed limit: revision + 1", () => {
+        const first = publishBundle(SEED, "hn1", POLICY, undefined);
+        const prev = { revision: first.revision, contentHash: first.contentHash, keyId: first.keyId, key: first.key };
+        const again = publishBundle(SEED, "hn1", structuredClone(POLICY), { ...prev, revision: 7 });
+        expect(again.revision).toBe(7);
+        const same = publishBundle(SEED, "hn1", POLICY, prev);
+        expect(same.bundleJson).toBe(first.bundleJson);
+        expect(same.currentJson).toBe(first.currentJson);
+        const changed = structuredClone(POLICY);
+        changed.apiKeys[0].limits.requestsPerSecond = 6;
+        const next = publishBundle(SEED, "hn1", changed, { ...prev, revision: 7 });
+        expect(next.revision).toBe(8);
+        expect(next.key).toBe("spokes/hn1/bundles/8.json");
+        expect(verifyBundle(next.bundleJson, publicKeyFromSeed(SEED), "hn1").policy.apiKeys[0].limits.requestsPerSecond).toBe(6);
+    });
+
+    it("a new signing key with the same policy is a new revision (never rewrites an existing revision object)", () => {
+        const first = publishBundle(SEED, "hn1", POLICY, undefined);
+        expect(nextRevision({ revision: 3, contentHash: first.contentHash, keyId: "0".repeat(16), key: "x" }, first.contentHash, first.keyId)).toBe(4);
+    });
+
+    it("malformed previous revisions are refused instead of restarting at 1", () => {
+        expect(parsePreviousRevisions(undefined)).toEqual({});
+        expect(() => parsePreviousRevisions({ hn1: { revision: 0, contentHash: "x", keyId: "y", key: "z" } })).toThrow(/previous output policyRevisions is malformed \(hn1\.revision: /);
+    });
+});
+
+describe("bucket and identity policies (pure)", () => {
+    it("bucket policy denies non-TLS, TLS < 1.2 and foreign KMS keys", () => {
+        const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k") as any;
+        expect(doc.Statement.map((s: any) => [s.Sid, s.Effect])).toEqual([["DenyInsecureTransport", "Deny"], ["DenyOldTls", "Deny"], ["DenyOtherKmsKeys", "Deny"]]);
+        expect(doc.Statement[0]).toMatchObject({ Principal: "*", Resource: ["arn:aws:s3:::b", "arn:aws:s3:::b/*"], Condition: { Bool: { "aws:SecureTransport": "false" } } });
+        expect(doc.Statement[2].Condition).toEqual({ StringNotEqualsIfExists: { "s3:x-amz-server-side-encryption-aws-kms-key-id": "arn:aws:kms:r:1:key/k" } });
+    });
+
+    it("spoke role: named actions only, scoped to its own prefix, KMS only via S3, usage stream exact", () => {
+        const doc = spokeRolePolicy({ spoke: "hn1", bucketArn: "arn:aws:s3:::b", kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k", region: "ap-southeast-1", usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1" });
+        for (const s of doc.Statement) {
+            expect(s.Effect).toBe("Allow");
+            for (const a of s.Action) expect(a).toMatch(/^[a-z0-9]+:[A-Za-z]+$/);
+            for (const r of [s.Resource ?? []].flat()) expect(r.startsWith("arn:aws:s3:::b/") ? r.startsWith("arn:aws:s3:::b/spokes/hn1/") : true).toBe(true);
+        }
+        expect(doc.Statement.map((s) => [s.Sid, s.Action, s.Resource])).toEqual([
+            ["ReadOwnBundles", ["s3:GetObject", "s3:GetObjectVersion"], ["arn:aws:s3:::b/spokes/hn1/current.json", "arn:aws:s3:::b/spokes/hn1/bundles/*"]],
+            ["ListOwnPrefix", ["s3:ListBucket"], "arn:aws:s3:::b"],
+            ["WriteOwnAcks", ["s3:PutObject"], "arn:aws:s3:::b/spokes/hn1/acks/*"],
+            ["UseBucketKeyViaS3", ["kms:Decrypt", "kms:GenerateDataKey"], "arn:aws:kms:ap-southeast-1:1:key/k"],
+            ["PutUsageEvents", ["kinesis:PutRecord", "kinesis:PutRecords"], "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1"],
+        ]);
+        expect(doc.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
+        expect(doc.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
+        expect(spokeRolePolicy({ spoke: "hn1", bucketArn: "b", kmsKeyArn: "k", region: "r" }).Statement.map((s) => s.Sid)).not.toContain("PutUsageEvents");
+        expect(spokeTrustPolicy("arn:aws:iam::1:user/u").Statement).toEqual([{ Sid: "SpokeSourceIdentity", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] }]);
+        expect(sourceUserPolicy("arn:aws:iam::1:role/r").Statement).toEqual([{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: "arn:aws:iam::1:role/r" }]);
+    });
+});
+
+const one = (rs: CapturedResource[], type: string) => { const x = byType(rs, type); expect(x, type).toHaveLength(1); return inputs(x[0]); };
+const objects = (r: RunStackResult) => Object.fromEntries(byType(r.resources, "aws:s3/bucketObjectv2:BucketObjectv2").map((o) => [o.name, inputs(o)]));
+/** The hub's outputs as its next deployment's self StackReference reads them. */
+const asPrevious = (r: RunStackResult) => ({ "hub-prod": { outputs: r.outputs, secretOutputNames: ["apiKeys", "spokeCredentials"] } });
+
+describe("PolicyStore under mocks (hub-prod)", () => {
+    it("bucket: versioned, SSE-KMS with a rotating key, all public access blocked, ACLs off, TLS-only policy", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const rs = hub.resources;
+        const bucket = byType(rs, "aws:s3/bucket:Bucket").find((b) => b.name === "policy-store-bucket")!;
+        const name = unwrapWire(bucket.outputs.bucket) as string;
+        expect(one(rs, "aws:s3/bucketVersioning:BucketVersioning")).toMatchObject({ bucket: name, versioningConfiguration: { status: "Enabled" } });
+        const enc = one(rs, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration");
+        const key = byType(rs, "aws:kms/key:Key").find((k) => k.name === "policy-store-key")!;
+        expect(inputs(key).enableKeyRotation).toBe(true);
+        expect(enc.rules).toEqual([{ applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: unwrapWire(key.outputs.arn) }, bucketKeyEnabled: true }]);
+        expect(one(rs, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")).toEqual({ bucket: name, blockPublicAcls: true, blockPublicPolicy: true, ignorePublicAcls: true, restrictPublicBuckets: true });
+        expect(one(rs, "aws:s3/bucketOwnershipControls:BucketOwnershipControls").rule).toEqual({ objectOwnership: "BucketOwnerEnforced" });
+        const policy = JSON.parse(one(rs, "aws:s3/bucketPolicy:BucketPolicy").policy);
+        expect(policy).toEqual(policyBucketPolicy(`arn:aws:s3:::${name}`, unwrapWire(key.outputs.arn) as string));
+        // Every AWS resource goes through the hub's explicit provider.
+        const [provider] = byType(rs, "pulumi:providers:aws");
+        expect(inputs(provider).region).toBe("ap-southeast-1");
+        for (const r of rs.filter((x) => x.custom && x.type.startsWith("aws:"))) expect(r.provider, `${r.type} ${r.name}`).toContain(provider.urn);
+    });
+
+    it("per spoke: bundle + current pointer objects that verify with the contract's public key; contract carries the policy block", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>;
+        const objs = objects(hub);
+        expect(SPOKES).toEqual(expect.arrayContaining(["hcm1", "hn1"]));
+        expect(Object.keys(objs).sort()).toEqual(SPOKES.flatMap((s) => [`policy-store-${s}-bundle`, `policy-store-${s}-current`]));
+        const model = unwrapWire(hub.outputs.accessModel);
+        for (const spoke of SPOKES) {
+            const c = SpokeContractSchema.parse(contracts[spoke]);
+            expect(c.policy).toMatchObject({ prefix: `spokes/${spoke}/`, region: "ap-southeast-1", revision: 1, contentHash: contentHash(model) });
+            const b = objs[`policy-store-${spoke}-bundle`];
+            expect(b).toMatchObject({ bucket: c.policy.bucket, key: `spokes/${spoke}/bundles/1.json`, serverSideEncryption: "aws:kms", kmsKeyId: c.policy.kmsKeyArn, contentType: "application/json" });
+            const bundle = verifyBundle(b.content, c.policy.publicKey, spoke);
+            expect(bundle.policy).toEqual(model);
+            expect(JSON.parse(objs[`policy-store-${spoke}-current`].content)).toEqual({ revision: 1, key: `spokes/${spoke}/bundles/1.json`, contentHash: c.policy.contentHash });
+            expect(c.policy.roleArn).toMatch(/^arn:aws:iam::123456789012:role\/spoke-/);
+        }
+        // Objects are written only once the bucket is versioned, encrypted and TLS-only; the pointer after its bundle.
+        const urn = (type: string) => byType(hub.resources, type)[0].urn;
+        const objRes = (n: string) => byType(hub.resources, "aws:s3/bucketObjectv2:BucketObjectv2").find((o) => o.name === n)!;
+        const ready = [urn("aws:s3/bucketVersioning:BucketVersioning"), urn("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"), urn("aws:s3/bucketPolicy:BucketPolicy")];
+        expect(objRes("policy-store-hn1-bundle").dependencies).toEqual(expect.arrayContaining(ready));
+        expect(objRes("policy-store-hn1-current").dependencies).toEqual(expect.arrayContaining([...ready, objRes("policy-store-hn1-bundle").urn]));
+    });
+
+    it("unchanged policy on redeploy: identical revision, hash and object content; a changed limit: revision + 1", async () => {
+        const first = await runRepoStack("hub-prod");
+        const second = await runRepoStack("hub-prod", { stackOutputs: asPrevious(first) });
+        expect(unwrapWire(second.outputs.policyRevisions)).toEqual(unwrapWire(first.outputs.policyRevisions));
+        expect(objects(second)).toEqual(objects(first));
+
+        const doc = stackConfigDoc("hub-prod");
+        doc["platform:apiKeys"][0].limits.requestsPerSecond = 41;
+        const third = await runRepoStack("hub-prod", { config: flatConfig(doc), stackOutputs: asPrevious(second) });
+        const revs = unwrapWire(third.outputs.policyRevisions) as Record<string, { revision: number; contentHash: string }>;
+        for (const spoke of SPOKES) expect(revs[spoke].revision, spoke).toBe(2);
+        expect(revs.hn1.contentHash).not.toBe((unwrapWire(first.outputs.policyRevisions) as any).hn1.contentHash);
+        const objs = objects(third);
+        expect(objs["policy-store-hn1-bundle"].key).toBe("spokes/hn1/bundles/2.json");
+        const c = SpokeContractSchema.parse((unwrapWire(third.outputs.spokeContracts) as any).hn1);
+        expect(c.policy.revision).toBe(2);
+        expect(verifyBundle(objs["policy-store-hn1-bundle"].content, c.policy.publicKey, "hn1").policy.apiKeys.find((k) => k.id === "acme-search-prod")!.limits.requestsPerSecond).toBe(41);
+        // ... and the redeploy after that keeps revision 2.
+        const fourth = await runRepoStack("hub-prod", { config: flatConfig(doc), stackOutputs: asPrevious(third) });
+        expect((unwrapWire(fourth.outputs.policyRevisions) as any).hn1.revision).toBe(2);
+    });
+
+    it("spoke identities: role policy scoped to the spoke prefix and its own usage stream; source key only as a secret", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const policies = byType(hub.resources, "aws:iam/rolePolicy:RolePolicy").filter((p) => p.name.startsWith("spoke-"));
+        expect(policies.map((p) => p.name).sort()).toEqual(SPOKES.map((s) => `spoke-${s}-permissions`));
+        for (const p of policies) {
+            const spoke = p.name.replace(/^spoke-|-permissions$/g, "");
+            const doc = JSON.parse(inputs(p).policy);
+            for (const s of doc.Statement) for (const a of s.Action) expect(a).not.toContain("*");
+            const s3 = doc.Statement.filter((s: any) => s.Action.some((a: string) => a.startsWith("s3:") && a !== "s3:ListBucket")).flatMap((s: any) => [s.Resource].flat());
+            for (const r of s3) expect(r).toMatch(new RegExp(`^arn:aws:s3:::[^/]+/spokes/${spoke}/`));
+            const usage = doc.Statement.find((s: any) => s.Sid === "PutUsageEvents");
+            expect(usage.Resource).toMatch(new RegExp(`:stream/.*${spoke}`));
+        }
+        expect((hub.outputs.spokeCredentials as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+        const creds = unwrapWire(hub.outputs.spokeCredentials) as Record<string, { secretAccessKey: string }>;
+        expect(creds.hn1.secretAccessKey).toHaveLength(40);
+        expect(JSON.stringify(unwrapWire(hub.outputs.spokeContracts))).not.toContain(creds.hn1.secretAccessKey);
+    });
+
+    it("preview: the contract and revisions are unknown (new keys), never guessed", async () => {
+        const hub = await runRepoStack("hub-prod", { preview: true });
+        expect(hub.outputs.policyRevisions).toBe(UNKNOWN);
+        expect(byType(hub.resources, "aws:s3/bucketObjectv2:BucketObjectv2")).toHaveLength(2 * SPOKES.length);
+    });
+});
+
+describe("offline render writes no key", () => {
+    it("out/ (hub and spoke) never contains an API key, a spoke's AWS secret key or the counters password", async () => {
+        // Mock outputs are deterministic, so the secrets computed here are the ones the renderer sees.
+        const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
+        const keys = Object.values(unwrapWire(hub.outputs.apiKeys) as Record<string, string>);
+        const awsSecrets = Object.values(unwrapWire(hub.outputs.spokeCredentials) as Record<string, { secretAccessKey: string }>).map((c) => c.secretAccessKey);
+        const counters = byType(spoke.resources, "random:index/randomPassword:RandomPassword").filter((p) => p.name.includes("counters")).map((p) => unwrapWire(p.outputs.result) as string);
+        expect(keys).toHaveLength(5);
+        expect(awsSecrets).toHaveLength(SPOKES.length);
+        expect(counters).toHaveLength(1);
+
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
+        try {
+            await promisify(execFile)(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "spoke-hn1", "--out", dir], { cwd: ROOT });
+            const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
+            expect(files.map((f) => path.basename(f)).sort()).toEqual(["manifests.yaml", "manifests.yaml", "outputs.json", "outputs.json", "policy.json", "policy.json", "resources.json", "resources.json"]);
+            const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
+            expect(text).toContain("policy-store-hn1-bundle");
+            expect(text).not.toContain("sk-h200-");
+            for (const secret of [...keys, ...awsSecrets, ...counters]) expect(text.includes(secret)).toBe(false);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});

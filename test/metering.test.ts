@@ -1,0 +1,117 @@
+import * as fs from "fs";
+import * as path from "path";
+import { describe, expect, it } from "vitest";
+import { collectorValues, meteringEnv, spoolMaxBytes } from "../components/spoke/Metering";
+import { bundleUsageConsumer, consumerPolicy, usageStreamName } from "../components/hub/UsageLedger";
+import { SpokeContractSchema } from "../config/contract";
+import { MeteringConfigSchema, UsageLedgerConfigSchema, ledgerAvailabilityZones } from "../config/metering";
+import { METERING_ACCESS_LOG_COLLECTOR } from "../services/shared/accesslog";
+import { containsSecret, unwrapWire } from "../tools/wire";
+import { byType, inputs, runHubAndSpoke } from "./helpers";
+
+describe("metering config", () => {
+    it("defaults live in the schemas", () => {
+        const hub = UsageLedgerConfigSchema.parse({});
+        expect(hub).toEqual({ vpcCidr: "10.250.0.0/22", engineVersion: "16.6", minAcu: 0.5, maxAcu: 8, instances: 2, backupRetentionDays: 14, streamRetentionHours: 168, consumerBatchSize: 500, deletionProtection: true });
+        expect(ledgerAvailabilityZones(hub, "ap-southeast-1")).toEqual(["ap-southeast-1a", "ap-southeast-1b"]);
+        expect(MeteringConfigSchema.parse({})).toEqual({ replicas: 2, spoolVolumeGiB: 20, collectorReplicas: 2, collectorQueueGiB: 5 });
+        expect(UsageLedgerConfigSchema.safeParse({ minAcu: 16, maxAcu: 8 }).success).toBe(false);
+        expect(spoolMaxBytes(20)).toBe(18_253_611_008);
+    });
+
+    it("the consumer may read exactly the usage streams and nothing else of Kinesis but ListStreams", () => {
+        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg" });
+        expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
+            ["ReadUsageStreams", ["arn:s1"]], ["ListStreams", "*"], ["FailureDestination", "arn:q"], ["DatabasePassword", "arn:sec"],
+            ["DecryptDatabasePassword", "arn:k"], ["Logs", "arn:lg:*"],
+        ]);
+    });
+
+    it("the collector queues persistently and retries metering forever", () => {
+        const v = collectorValues({ namespace: "platform-system", replicas: 2, queueGiB: 5 }) as any;
+        const exp = v.alternateConfig.exporters["otlphttp/metering"];
+        expect(exp.logs_endpoint).toBe("http://metering.platform-system.svc.cluster.local:8080/v1/logs");
+        expect([exp.encoding, exp.sending_queue.storage, exp.retry_on_failure.max_elapsed_time]).toEqual(["json", "file_storage/queue", "0s"]);
+        expect(v.alternateConfig.extensions["file_storage/queue"]).toEqual({ directory: "/var/lib/otelcol/queue", fsync: true, timeout: "5s" });
+        expect(v.alternateConfig.service.pipelines).toEqual({ logs: { receivers: ["otlp"], processors: ["memory_limiter"], exporters: ["otlphttp/metering"] } });
+        expect(v.fullnameOverride).toBe(METERING_ACCESS_LOG_COLLECTOR.service);
+        expect(v.statefulset.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("5Gi");
+    });
+});
+
+describe("usage consumer bundle", () => {
+    it("builds at program run, embeds the ledger schema, and loads with the handler exported", () => {
+        const b = bundleUsageConsumer();
+        expect(b.code).toContain("CREATE TABLE IF NOT EXISTS usage_events");
+        expect(b.sha256).toBe(bundleUsageConsumer().sha256); // deterministic
+        const dir = fs.mkdtempSync(path.join(__dirname, "..", "node_modules", ".usage-consumer-"));
+        try {
+            fs.writeFileSync(path.join(dir, "index.js"), b.code);
+            // eslint-disable-next-line @typescript-eslint/no-require-imports
+            const mod = require(path.join(dir, "index.js"));
+            expect([typeof mod.handler, typeof mod.processBatch, typeof mod.decodeBatch]).toEqual(["function", "function", "function"]);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});
+
+describe("metering in the rendered stacks (mocks)", () => {
+    it("hub: one encrypted stream per spoke, consumer with failure destination, Aurora Serverless v2, contract usage block, put-only grants", async () => {
+        const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
+        const streams = byType(hub.resources, "aws:kinesis/stream:Stream").map(inputs);
+        const spokes = streams.map((s) => s.name.replace("platform-usage-", "")).sort();
+        expect(spokes.length).toBeGreaterThanOrEqual(2);
+        for (const s of streams) {
+            expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual(["KMS", "alias/aws/kinesis", 168, "ON_DEMAND"]);
+        }
+        const fn = inputs(byType(hub.resources, "aws:lambda/function:Function")[0]);
+        expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs22.x", "index.handler", bundleUsageConsumer().sha256]);
+        expect(Object.values(JSON.parse(fn.environment.variables.STREAM_SPOKES)).sort()).toEqual(spokes);
+        const queueArn = byType(hub.resources, "aws:sqs/queue:Queue")[0].outputs.arn;
+        const maps = byType(hub.resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map(inputs);
+        expect(maps.length).toBe(spokes.length);
+        for (const m of maps) {
+            expect([m.destinationConfig.onFailure.destinationArn, m.bisectBatchOnFunctionError, m.maximumRetryAttempts, m.maximumRecordAgeInSeconds, m.startingPosition])
+                .toEqual([queueArn, true, -1, 144 * 3600, "TRIM_HORIZON"]);
+        }
+        const db = byType(hub.resources, "aws:rds/cluster:Cluster")[0];
+        const dbIn = inputs(db);
+        expect([dbIn.engine, dbIn.engineMode, dbIn.storageEncrypted, dbIn.serverlessv2ScalingConfiguration]).toEqual(["aurora-postgresql", "provisioned", true, { minCapacity: 0.5, maxCapacity: 8 }]);
+        expect(containsSecret(db.inputs.masterPassword)).toBe(true);
+        expect(byType(hub.resources, "aws:rds/clusterInstance:ClusterInstance").map((r) => inputs(r).instanceClass)).toEqual(["db.serverless", "db.serverless"]);
+        expect(JSON.stringify(hub.outputs)).not.toContain(String(unwrapWire(byType(hub.resources, "random:index/randomPassword:RandomPassword").find((r) => r.name === "usage-ledger-db-password")!.outputs.result)));
+
+        // Spoke identities: PutRecord(s) on exactly their own stream.
+        for (const s of spokes) {
+            const pol = JSON.parse(inputs(hub.resources.find((r) => r.name === `spoke-${s}-permissions`)!).policy);
+            const put = pol.Statement.filter((x: any) => JSON.stringify(x.Action).includes("kinesis"));
+            expect(put).toEqual([{ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecord", "kinesis:PutRecords"], Resource: `arn:aws:kinesis:ap-southeast-1:123456789012:stream/${usageStreamName(s)}` }]);
+        }
+        const contract = SpokeContractSchema.parse((unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>).hn1);
+        expect(contract.usage).toEqual({ streamName: "platform-usage-hn1", streamArn: "arn:aws:kinesis:ap-southeast-1:123456789012:stream/platform-usage-hn1", region: "ap-southeast-1" });
+
+        // Spoke: StatefulSet with a spool volume per pod shipping to its stream; collector; grant; secrets stay secret.
+        const sts = byType(spoke.resources, "kubernetes:apps/v1:StatefulSet").map(inputs).find((x) => x.metadata.name === "metering")!;
+        expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("20Gi");
+        expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: "Retain", whenScaled: "Retain" });
+        const env = Object.fromEntries(sts.spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value ?? e.valueFrom]));
+        expect(env).toMatchObject({
+            ...meteringEnv({ spoke: "hn1", usage: contract.usage, policy: contract.policy, volumeGiB: 20 }),
+            METERING_INSTANCE: { fieldRef: { fieldPath: "metadata.name" } },
+            METERING_REDIS_URL: { secretKeyRef: { name: "metering-redis", key: "url" } },
+        });
+        const redis = spoke.resources.find((r) => r.type === "kubernetes:core/v1:Secret" && (unwrapWire(r.inputs) as any).metadata.name === "metering-redis")!;
+        expect(containsSecret(redis.inputs.stringData)).toBe(true);
+        const rel = byType(spoke.resources, "kubernetes:helm.sh/v3:Release").map(inputs).find((r) => r.chart === "opentelemetry-collector")!;
+        expect([rel.version, rel.namespace, rel.name]).toEqual(["0.170.0", "platform-system", "metering-collector"]);
+        // The gateway's EnvoyProxy sends its access log to the collector the grant admits it to.
+        const proxy = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.kind === "EnvoyProxy")!;
+        const sink = proxy.spec.telemetry.accessLog.settings[0].sinks[0].openTelemetry.backendRefs[0];
+        const grant = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.kind === "ReferenceGrant")!;
+        expect(grant.spec.from).toEqual([{ group: "gateway.envoyproxy.io", kind: "EnvoyProxy", namespace: proxy.metadata.namespace }]);
+        expect(grant.metadata.namespace).toBe(sink.namespace);
+        expect(grant.spec.to).toEqual([{ group: "", kind: "Service", name: sink.name }]);
+        expect(sink.port).toBe(rel.values.ports.otlp.servicePort);
+    });
+});

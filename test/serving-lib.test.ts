@@ -1,0 +1,215 @@
+/**
+ * Pure generators of the serving layer, without mocks: UCX/NCCL/Mooncake env from the rail table (lib/nixl.ts),
+ * the DGD (lib/dgd.ts) including the one-field engine switch, the Mooncake pool (lib/mooncake.ts) and placement
+ * checks (lib/serving.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { ServingConfigSchema } from "../config/serving";
+import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
+import { buildDgd, ENGINES, plannerConfig } from "../lib/dgd";
+import { buildMooncake, mooncakeMasterAddress } from "../lib/mooncake";
+import { EFA_RESOURCE, kvFabricOf, kvTransportEnv, memlockPath, mooncakeEnv, rdmaResources, wrappedCommand } from "../lib/nixl";
+import { frontendService, placeEndpoints } from "../lib/serving";
+import { DGX, endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
+
+const CISCO = NodeProfileSchema.parse(presetProfiles().get("cisco-ucsc-885a-m8-h22"));
+const envMap = (env: Array<{ name: string; value?: string }>) => Object.fromEntries(env.map((e) => [e.name, e.value]));
+
+describe("lib/nixl.ts: transport env from the rail table", () => {
+    it("DGX H200: UCX/NCCL pinned to the rail HCAs in rail order (GPU1 is mlx5_3), per-rank map over the whole table", () => {
+        expect(envMap(kvTransportEnv(kvFabricOf(DGX)))).toEqual({
+            UCX_TLS: "rc_x,rc,cuda_copy,cuda_ipc",
+            UCX_NET_DEVICES: "mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
+            UCX_IB_ADDR_TYPE: "ib_global",
+            UCX_RNDV_SCHEME: "get_zcopy",
+            UCX_RNDV_THRESH: "0",
+            UCX_PROTO_EMULATION_ENABLE: "n",
+            VLLM_GPU_NIC_PCIE_MAPPING: "0000:1b:00.0=0000:18:00.0,0000:43:00.0=0000:40:00.0,0000:52:00.0=0000:4f:00.0,0000:61:00.0=0000:5e:00.0,0000:9d:00.0=0000:9a:00.0,0000:c3:00.0=0000:c0:00.0,0000:d1:00.0=0000:ce:00.0,0000:df:00.0=0000:dc:00.0",
+            VLLM_NIC_SELECTION_VARS: "UCX_NET_DEVICES:1",
+            NCCL_NET: "IB",
+            NCCL_IB_DISABLE: "0",
+            NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
+        });
+    });
+    it("Cisco C885A: netdevs out of rail order do not change the HCA order; frontend NIC never listed", () => {
+        const env = envMap(kvTransportEnv(kvFabricOf(CISCO)));
+        expect(env.UCX_NET_DEVICES).toBe("mlx5_0:1,mlx5_1:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1,mlx5_9:1");
+        for (const f of CISCO.frontend) expect(String(env.UCX_NET_DEVICES).split(",")).not.toContain(`${f.hca}:1`);
+    });
+    it("one RDMA device per rail for any GPU count; EFA by devices per GPU", () => {
+        expect(rdmaResources(kvFabricOf(DGX), 2)).toEqual(Object.fromEntries([0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`rdma/rail_${i}`, "1"])));
+        const efa = { kind: "efa" as const, profile: "p5en", devicesPerGpu: 2, devicesPerNode: 16, gpusPerNode: 8 };
+        expect(rdmaResources(efa, 4)).toEqual({ [EFA_RESOURCE]: "8" });
+        expect(envMap(kvTransportEnv(efa))).toEqual({ FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", NCCL_NET: "Libfabric" });
+    });
+    it("rejects a profile whose rail HCA is a frontend NIC, and a profile without rails or EFA", () => {
+        expect(() => kvFabricOf(DGX, ["mlx5_3"])).toThrow("node profile dgx-h200: rail HCA(s) mlx5_3 are also frontend NICs; KV traffic must never ride the frontend");
+        expect(() => kvFabricOf({ ...DGX, rails: [] })).toThrow("node profile dgx-h200 has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer");
+    });
+    it("memlock paths: non-root on LimitMEMLOCK=infinity pools, root + IPC_LOCK + SYS_RESOURCE otherwise", () => {
+        const f = kvFabricOf(DGX);
+        expect(memlockPath(f, true)).toEqual({ securityContext: { capabilities: { add: ["IPC_LOCK"] } }, requireIpcLock: false, prelude: "ulimit -l unlimited" });
+        expect(memlockPath(f, false).securityContext).toEqual({ runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } });
+        expect(wrappedCommand("ulimit -l unlimited", ["python3", "-m", "dynamo.vllm"])).toEqual(["sh", "-c", "ulimit -l unlimited && exec \"$@\"", "--", "python3", "-m", "dynamo.vllm"]);
+    });
+    it("Mooncake: explicit rdma, rail devices, MC_FORCE_HCA; EFA refused (kvcache-ai/Mooncake#2070)", () => {
+        const env = envMap(mooncakeEnv(kvFabricOf(DGX), "m:50051", { kind: "store", segmentSizeGiB: 512 }));
+        expect(env).toMatchObject({ MOONCAKE_PROTOCOL: "rdma", MOONCAKE_DEVICE: "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11", MC_FORCE_HCA: "1", MOONCAKE_GLOBAL_SEGMENT_SIZE: "512gb", MOONCAKE_LOCAL_BUFFER_SIZE: "67108864", MOONCAKE_TE_META_DATA_SERVER: "P2PHANDSHAKE" });
+        expect(() => mooncakeEnv({ kind: "efa", profile: "p5en", devicesPerGpu: 2, devicesPerNode: 16, gpusPerNode: 8 }, "m:1", { kind: "client" })).toThrow(/Mooncake#2070/);
+    });
+});
+
+/** Leaf paths where two JSON values differ. */
+function diff(a: unknown, b: unknown, at = ""): string[] {
+    if (typeof a !== typeof b || Array.isArray(a) !== Array.isArray(b) || a === null || b === null || typeof a !== "object") return a === b ? [] : [at];
+    const keys = new Set([...Object.keys(a as object), ...Object.keys(b as object)]);
+    return [...keys].flatMap((k) => diff((a as any)[k], (b as any)[k], Array.isArray(a) ? `${at}[${k}]` : `${at}.${k}`));
+}
+
+/** A DGD with env lists replaced by name->value maps (compared separately). */
+function withoutEnv(dgd: any): { body: any; env: Record<string, Record<string, string | undefined>> } {
+    const body = structuredClone(dgd);
+    const env: Record<string, Record<string, string | undefined>> = {};
+    for (const c of body.spec.components) for (const ct of c.podTemplate.spec.containers) { env[`${c.name}/${ct.name}`] = envMap(ct.env ?? []); delete ct.env; }
+    return { body, env };
+}
+
+describe("lib/dgd.ts: engine is one field", () => {
+    for (const [to, transferVar] of [["sglang", "SGLANG_DISAGGREGATION_NIXL_BACKEND"], ["trtllm", "TRTLLM_NIXL_KVCACHE_BACKEND"]] as const) {
+        it(`vllm -> ${to} changes only image, command module, args, the transfer-backend variable, /dev/shm and the planner's backend`, () => {
+            const base = { kvPool: { kind: "none" } };
+            const a = withoutEnv(endpointObjects(endpoint({ ...base, engine: "vllm" })).dgd);
+            const b = withoutEnv(endpointObjects(endpoint({ ...base, engine: to })).dgd);
+            const paths = diff(a.body, b.body).map((p) => p.replace(/\[\d+\]/g, "[]"));
+            const allowed = new Set([
+                ".spec.backendFramework",
+                ".spec.components[].podTemplate.spec.containers[].image",
+                ".spec.components[].podTemplate.spec.initContainers[].image",
+                ".spec.components[].podTemplate.spec.containers[].command[]",
+                ".spec.components[].podTemplate.spec.containers[].args[]",
+                ".spec.components[].sharedMemorySize",
+            ]);
+            expect([...new Set(paths)].filter((p) => !allowed.has(p))).toEqual([]);
+            // What changed in command and args, concretely.
+            expect(mainOf(endpointObjects(endpoint({ ...base, engine: to })).dgd, "decode").command.at(-1)).toBe(`dynamo.${to}`);
+            const plannerA = JSON.parse(mainOf(a.body, "Planner").args[1]);
+            const plannerB = JSON.parse(mainOf(b.body, "Planner").args[1]);
+            expect(diff(plannerA, plannerB)).toEqual([".backend"]);
+            expect(mainOf(a.body, "Frontend").args).toEqual(mainOf(b.body, "Frontend").args);
+            // Environment: identical except the engine's NIXL backend selector.
+            for (const k of Object.keys(a.env)) {
+                const changed = [...new Set([...Object.keys(a.env[k]), ...Object.keys(b.env[k])])].filter((n) => a.env[k][n] !== b.env[k][n]);
+                expect(changed).toEqual(k.startsWith("prefill/") || k.startsWith("decode/") ? [transferVar] : []);
+            }
+            expect(b.env["decode/main"][transferVar]).toBe("UCX");
+            expect([...new Set(diff(a.body, b.body).filter((p) => p.endsWith("sharedMemorySize")).map((p) => (b.body as any).spec.components[Number(/components\[(\d+)\]/.exec(p)![1])].sharedMemorySize))]).toEqual([ENGINES[to].sharedMemory]);
+        });
+    }
+    it("KV routing, Planner and placement in the generated vLLM graph", () => {
+        const { dgd } = endpointObjects(endpoint());
+        expect(dgd.metadata).toEqual({ name: "llama-70b", namespace: "inference", labels: { "inference-platform.io/endpoint": "llama-70b", "app.kubernetes.io/part-of": "inference-platform" } });
+        expect(dgd.spec.components.map((c) => [c.name, c.type, c.replicas, c.scalingAdapter !== undefined, c.sharedMemorySize])).toEqual([
+            ["Frontend", "frontend", 1, false, undefined], ["Planner", "planner", 1, false, undefined],
+            ["prefill", "prefill", 2, true, "16Gi"], ["decode", "decode", 1, true, "16Gi"],
+        ]);
+        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv"]);
+        const d = mainOf(dgd, "decode");
+        expect(d.args).toEqual([
+            "--model", "meta-llama/Llama-3.3-70B-Instruct", "--served-model-name", "meta-llama/Llama-3.3-70B-Instruct", "--tensor-parallel-size", "4",
+            "--disaggregation-mode", "decode",
+            "--kv-transfer-config", "{\"kv_connector\":\"MultiConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"connectors\":[{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_buffer_device\":\"cuda\",\"kv_connector_extra_config\":{\"backends\":[\"UCX\"]}},{\"kv_connector\":\"MooncakeStoreConnector\",\"kv_role\":\"kv_both\"}]}}",
+            "--kv-events-config", "{\"publisher\":\"zmq\",\"topic\":\"kv-events\",\"endpoint\":\"tcp://*:20080\",\"enable_kv_cache_events\":true}",
+        ]);
+        expect(d.resources.limits["nvidia.com/gpu"]).toBe("4");
+        expect(component(dgd, "decode").podTemplate.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        expect(component(dgd, "decode").podTemplate.spec.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Equal", value: "present", effect: "NoSchedule" }]);
+        expect(component(dgd, "decode").podTemplate.spec.initContainers[0].name).toBe("rdma-preflight");
+    });
+    it("planner config: load thresholds for disagg, decode-only for agg, none for throughput; never GPU utilisation", () => {
+        expect(plannerConfig(endpoint())).toEqual({
+            environment: "kubernetes", backend: "vllm", mode: "disagg", optimization_target: "load", enable_load_scaling: true, enable_throughput_scaling: false,
+            pre_deployment_sweeping_mode: "none", load_adjustment_interval_seconds: 5, min_endpoint: 1, max_gpu_budget: 12,
+            prefill_scale_up_queue_tokens: 200000, prefill_scale_down_queue_tokens: 20000, decode_scale_up_kv_rate: 80, decode_scale_down_kv_rate: 40,
+        });
+        const agg = plannerConfig(endpoint({ topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } }));
+        expect(Object.keys(agg).filter((k) => k.includes("scale_"))).toEqual(["decode_scale_up_kv_rate", "decode_scale_down_kv_rate"]);
+        expect(Object.keys(plannerConfig(endpoint({ planner: { optimizationTarget: "throughput" } }))).filter((k) => k.includes("scale_"))).toEqual([]);
+    });
+    it("speculative decoding from the placement on decoding engines only", () => {
+        const spec = { speculative: { method: "eagle3", draftModel: "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", numSpeculativeTokens: 3 } };
+        const v = endpointObjects(endpoint(spec)).dgd;
+        expect(mainOf(v, "decode").args.slice(-2)).toEqual(["--speculative-config", "{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\",\"num_speculative_tokens\":3}"]);
+        expect(mainOf(v, "prefill").args).not.toContain("--speculative-config");
+        const s = endpointObjects(endpoint({ ...spec, engine: "sglang" })).dgd;
+        expect(mainOf(s, "decode").args.slice(-6)).toEqual(["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "--speculative-num-draft-tokens", "3"]);
+    });
+    it("SGLang with the Mooncake pool: HiCache backend on workers, tier-aware shared cache on the frontend", () => {
+        const { dgd } = endpointObjects(endpoint({ engine: "sglang" }));
+        const a = mainOf(dgd, "decode").args;
+        expect(a.slice(a.indexOf("--enable-hierarchical-cache"), a.indexOf("--enable-hierarchical-cache") + 9)).toEqual([
+            "--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through", "--hicache-storage-backend", "mooncake",
+            "--hicache-storage-backend-extra-config", "{\"master_server_address\":\"llama-70b-mooncake-master.inference.svc.cluster.local:50051\",\"metadata_server\":\"P2PHANDSHAKE\",\"protocol\":\"rdma\",\"device_name\":\"mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11\",\"global_segment_size\":\"0\"}",
+        ]);
+        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5"]);
+    });
+    it("aggregated without a KV pool moves no KV between pods: no RDMA resources, env or preflight", () => {
+        const { dgd } = endpointObjects(endpoint({ topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 8 } }, kvPool: { kind: "none" } }));
+        const w = component(dgd, "worker").podTemplate.spec;
+        expect(w.containers[0].resources).toEqual({ requests: { "nvidia.com/gpu": "8" }, limits: { "nvidia.com/gpu": "8" } });
+        expect(w.containers[0].command).toEqual(["python3", "-m", "dynamo.vllm"]);
+        expect(w.initContainers).toBeUndefined();
+    });
+    it("refuses a worker larger than a node and TRT-LLM with a Mooncake pool", () => {
+        const big = endpoint({ topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 8 } } });
+        const small = { ...placement(), fabric: { ...kvFabricOf(DGX), gpusPerNode: 4 } };
+        expect(() => buildDgd({ endpoint: big, namespace: "inference", pool: small, runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 400, mooncake: { master: "m:1", configMap: "c" } }))
+            .toThrow("endpoint llama-70b: worker workers need 8 GPUs but a node of pool h200 (dgx-h200) has 4; workers never span nodes");
+        expect(() => endpointObjects(endpoint({ engine: "trtllm" }))).toThrow("endpoint llama-70b: engine trtllm has no Mooncake shared-pool integration in Dynamo (offloading support matrix); use kvPool kind none or engine vllm/sglang");
+    });
+});
+
+function component(dgd: any, name: string) { return dgd.spec.components.find((c: any) => c.name === name); }
+
+describe("lib/mooncake.ts", () => {
+    it("master Deployment + ClusterIP Service, stores on the pool's nodes one per node, segment from config", () => {
+        const m = buildMooncake({ endpoint: "llama-70b", namespace: "inference", image: "docker.io/lmsysorg/sglang:v0.5.16", pool: placement(), segmentSizeGiB: 512, storeReplicas: 2, poolNodes: 2, minLinkRateGbps: 400 });
+        expect(mooncakeMasterAddress("llama-70b", "inference")).toBe("llama-70b-mooncake-master.inference.svc.cluster.local:50051");
+        expect(m.masterService.spec.type).toBe("ClusterIP");
+        expect(m.masterDeployment.spec.template.spec.containers[0].args).toEqual(["--rpc_address", "$(POD_IP)", "--rpc_port", "50051", "--metrics_port", "9003"]);
+        const s = m.storeDeployment.spec.template.spec;
+        expect(m.storeDeployment.spec.replicas).toBe(2);
+        expect(s.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        expect(s.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey).toBe("kubernetes.io/hostname");
+        expect(s.containers[0].resources.limits.memory).toBe("528Gi");
+        expect(envMap(s.containers[0].env).MOONCAKE_GLOBAL_SEGMENT_SIZE).toBe("512gb");
+        expect(s.initContainers[0].env.find((e: any) => e.name === "PREFLIGHT_GPU_NIC_MAP")).toBeUndefined();
+        expect(() => buildMooncake({ endpoint: "e", namespace: "inference", image: "i:v1.0.0", pool: placement(), segmentSizeGiB: 1, storeReplicas: 3, poolNodes: 2, minLinkRateGbps: 400 }))
+            .toThrow("endpoint e: kvPool.storeReplicas 3 exceeds the 2 node(s) of pool h200; at most one store per node");
+    });
+});
+
+describe("lib/serving.ts", () => {
+    const pool = (name: string, nodes = ["n1", "n2"]) => ({ name, profile: DGX, nodes, memlockUnlimited: true });
+    const serving = ServingConfigSchema.parse({});
+    it("frontendService: the operator's Service for the Frontend component", () => {
+        expect(frontendService("llama-70b")).toEqual({ name: "llama-70b-frontend", namespace: "inference", port: 8000 });
+    });
+    it("places on the only pool; names every misfit with its contract key", () => {
+        expect(placeEndpoints([endpoint()], [pool("h200")], serving, "hub output spokeContracts.hn1").issues).toEqual([]);
+        const bad = endpoint({ topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 8 }, decode: { replicas: 2, gpusPerWorker: 8 } }, kvPool: { kind: "mooncake", segmentSizeGiB: 64, storeReplicas: 3 } });
+        expect(placeEndpoints([bad], [pool("h200")], serving, "hub output spokeContracts.hn1").issues).toEqual([
+            { key: "hub output spokeContracts.hn1.endpoints[0].kvPool.storeReplicas", message: "3 Mooncake stores on pool \"h200\" with 2 node(s); at most one store per node" },
+            { key: "hub output spokeContracts.hn1.endpoints", message: "endpoints on pool \"h200\" need 24 GPUs; its 2 node(s) have 16" },
+        ]);
+    });
+    it("with several pools every endpoint must be mapped", () => {
+        const r = placeEndpoints([endpoint()], [pool("a"), pool("b", ["n3"])], serving, "k");
+        expect(r.issues).toEqual([{ key: "platform:serving.endpointPools.llama-70b", message: "endpoint \"llama-70b\" is placed on this spoke but the spoke has 2 node pools (a, b); say which one runs it" }]);
+        const ok = placeEndpoints([endpoint()], [pool("a"), pool("b", ["n3"])], ServingConfigSchema.parse({ endpointPools: { "llama-70b": "a" } }), "k");
+        expect(ok.placements.map((p) => p.pool.name)).toEqual(["a"]);
+        expect(placeEndpoints([endpoint()], [pool("a")], ServingConfigSchema.parse({ endpointPools: { "llama-70b": "zz" } }), "k").issues).toEqual([{ key: "platform:serving.endpointPools.llama-70b", message: "unknown node pool \"zz\" (known: a)" }]);
+    });
+    it("serving config defaults keep existing stack files valid", () => {
+        expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, prometheusEndpoint: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", endpointPools: {} });
+    });
+});

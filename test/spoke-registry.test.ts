@@ -1,0 +1,104 @@
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import * as YAML from "yaml";
+import { ConfigError } from "../config/errors";
+import { HubConfig, parseStackConfig, SpokeConfig } from "../config/stack";
+import { collisionsWithRecorded, findSpokeCollisions, networksOf } from "../lib/spoke-networks";
+import { checkAgainstHubRegistry, checkSpokeRegistry, spokeGpuCapacity } from "../programs/spoke-registry";
+import { platformKeys, STACKS, stackConfigDoc } from "./helpers";
+
+function spoke(name: string): SpokeConfig {
+    const c = parseStackConfig(platformKeys(stackConfigDoc(name)), name);
+    if (c.role !== "spoke") throw new Error("not a spoke");
+    return c.spoke;
+}
+function hub(doc = stackConfigDoc("hub-prod")): HubConfig {
+    const c = parseStackConfig(platformKeys(doc), "hub-prod");
+    if (c.role !== "hub") throw new Error("not a hub");
+    return c.hub;
+}
+
+describe("networksOf / findSpokeCollisions (pure)", () => {
+    it("on-prem: frontend subnet + one entry per rail pool; EKS: the VPC CIDR", () => {
+        expect(networksOf(spoke("spoke-hn1"))).toEqual([
+            { key: "platform:frontend.subnet", cidr: "10.10.0.0/24" },
+            ...Array.from({ length: 8 }, (_, i) => ({ key: `platform:backend.railSupernet (rail ${i} pool)`, cidr: `10.64.${i * 16}.0/20` })),
+        ]);
+        expect(networksOf(spoke("spoke-sg1"))).toEqual([{ key: "platform:cluster.vpc.cidr", cidr: "10.80.0.0/16" }]);
+    });
+    it("the repo's spokes do not collide (pod/service CIDRs are cluster-local and may repeat)", () => {
+        const all = ["spoke-hn1", "spoke-hcm1", "spoke-sg1"].map((s) => ({ name: spoke(s).spoke.name, stack: s, networks: networksOf(spoke(s)) }));
+        expect(findSpokeCollisions(all)).toEqual([]);
+    });
+    it("names both stacks and keys for a name, subnet or rail-pool collision", () => {
+        const a = { name: "hn1", stack: "spoke-hn1", networks: [{ key: "platform:frontend.subnet", cidr: "10.10.0.0/24" }, { key: "platform:backend.railSupernet (rail 0 pool)", cidr: "10.64.0.0/20" }] };
+        expect(findSpokeCollisions([a, { name: "hn1", stack: "spoke-dn1", networks: [] }])).toEqual([{ stack: "spoke-dn1", message: 'spoke name "hn1" is already used by stack spoke-hn1' }]);
+        expect(findSpokeCollisions([a, { name: "dn1", stack: "spoke-dn1", networks: [{ key: "platform:frontend.subnet", cidr: "10.10.0.128/25" }] }]))
+            .toEqual([{ stack: "spoke-dn1", message: "spoke-dn1 platform:frontend.subnet 10.10.0.128/25 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24" }]);
+        expect(findSpokeCollisions([a, { name: "sg2", stack: "spoke-sg2", networks: [{ key: "platform:cluster.vpc.cidr", cidr: "10.64.0.0/16" }] }]).map((c) => c.message))
+            .toEqual(["spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0/16 overlaps spoke-hn1 platform:backend.railSupernet (rail 0 pool) 10.64.0.0/20"]);
+    });
+    it("spoke-side: only this spoke's collisions with the others the hub recorded", () => {
+        const recorded = [{ name: "hn1", stack: "spoke-hn1", networks: networksOf(spoke("spoke-hn1")) }, { name: "dn1", stack: "spoke-dn1", networks: [{ key: "platform:frontend.subnet", cidr: "10.99.0.0/24" }] }];
+        const mine = { name: "dn1", stack: "spoke-dn1", networks: [{ key: "platform:frontend.subnet", cidr: "10.10.0.0/24" }] };
+        expect(collisionsWithRecorded(mine, recorded)).toEqual(["spoke-dn1 platform:frontend.subnet 10.10.0.0/24 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24"]);
+        expect(() => checkAgainstHubRegistry(spoke("spoke-hcm1"), "spoke-hcm1", recorded, "stacks/Pulumi.spoke-hcm1.yaml")).not.toThrow();
+        expect(() => checkAgainstHubRegistry(spoke("spoke-hn1"), "spoke-dn1", [{ name: "x", stack: "spoke-hn1", networks: networksOf(spoke("spoke-hn1")) }], "stacks/Pulumi.spoke-dn1.yaml"))
+            .toThrow(/stacks\/Pulumi.spoke-dn1.yaml: invalid stack configuration\n  - platform:: spoke-dn1 platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/);
+    });
+    it("GPU capacity: hosts x GPUs on-prem, desired nodes x GPUs on EKS", () => {
+        expect(spokeGpuCapacity(spoke("spoke-hn1"))).toBe(16);
+        expect(spokeGpuCapacity(spoke("spoke-sg1"))).toBe(16);
+    });
+});
+
+describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
+    let dir: string;
+    beforeEach(() => {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "registry-"));
+        fs.mkdirSync(path.join(dir, "stacks"));
+        for (const f of fs.readdirSync(STACKS)) fs.copyFileSync(path.join(STACKS, f), path.join(dir, "stacks", f));
+    });
+    afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const hubFile = () => path.join(dir, "stacks", "Pulumi.hub-prod.yaml");
+    const writeSpoke = (name: string, mutate: (d: Record<string, any>) => void, from = "spoke-hn1") => {
+        const doc = YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${from}.yaml`), "utf8"));
+        mutate(doc.config);
+        fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${name}.yaml`), YAML.stringify(doc));
+    };
+    const issues = (h: HubConfig) => { try { checkSpokeRegistry(h, hubFile()); return []; } catch (e) { return (e as ConfigError).issues.map((i) => `${i.key}: ${i.message}`); } };
+    const listed = (extra: Record<string, unknown>) => { const d = stackConfigDoc("hub-prod"); d["platform:spokes"].push(extra); return hub(d); };
+
+    it("accepts the repo's stacks and records every listed spoke's networks", () => {
+        const reg = checkSpokeRegistry(hub(), hubFile());
+        expect(reg.map((r) => [r.name, r.stack, r.networks.length])).toEqual([["hn1", "spoke-hn1", 9], ["hcm1", "spoke-hcm1", 9], ["sg1", "spoke-sg1", 1]]);
+    });
+    it("rejects a new spoke whose frontend subnet collides, even before the hub lists it", () => {
+        writeSpoke("spoke-dn1", (c) => { c["platform:spoke"].name = "dn1"; c["platform:backend"].railSupernet = "10.65.0.0/16"; });
+        expect(issues(hub())).toEqual(["platform:spokes (unlisted spoke-dn1): spoke-dn1 platform:frontend.subnet 10.10.0.0/24 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24"]);
+    });
+    it("rejects colliding rail IP pools and a duplicate spoke name", () => {
+        writeSpoke("spoke-dn1", (c) => { c["platform:spoke"].name = "hn1"; c["platform:frontend"].subnet = "10.12.0.0/24"; c["platform:backend"].railSupernet = "10.64.64.0/19"; c["platform:backend"].railPrefixLength = 22; });
+        const got = issues(listed({ name: "dn1", stack: "spoke-dn1", region: "vn-hanoi-1", provider: "onprem", gpus: 16 }));
+        expect(got).toContain('platform:spokes[3].name: stacks/Pulumi.spoke-dn1.yaml says platform:spoke.name "hn1", not "dn1"');
+        expect(got).toContain('platform:spokes[3]: spoke name "hn1" is already used by stack spoke-hn1');
+        expect(got).toContain("platform:spokes[3]: spoke-dn1 platform:backend.railSupernet (rail 0 pool) 10.64.64.0/22 overlaps spoke-hn1 platform:backend.railSupernet (rail 4 pool) 10.64.64.0/20");
+    });
+    it("rejects an EKS VPC overlapping an on-prem spoke's networks", () => {
+        writeSpoke("spoke-sg2", (c) => { c["platform:spoke"].name = "sg2"; c["platform:cluster"].vpc.cidr = "10.64.0.0/16"; }, "spoke-sg1");
+        expect(issues(hub()).join("\n")).toMatch(/spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:frontend.subnet|spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:backend.railSupernet \(rail 0 pool\)/);
+    });
+    it("rejects a listed spoke with no file, or whose provider, region or GPUs disagree with the hub entry", () => {
+        expect(issues(listed({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 })))
+            .toEqual(['platform:spokes[3].stack: no stack file stacks/Pulumi.spoke-dn1.yaml for spoke "dn1" (create it: npm run new-spoke)']);
+        const d = stackConfigDoc("hub-prod");
+        d["platform:spokes"][2] = { ...d["platform:spokes"][2], provider: "onprem", region: "ap-southeast-2", gpus: 24 };
+        expect(issues(hub(d))).toEqual([
+            "platform:spokes[2].provider: stacks/Pulumi.spoke-sg1.yaml is provider eks, not onprem",
+            'platform:spokes[2].region: stacks/Pulumi.spoke-sg1.yaml says region "ap-southeast-1", not "ap-southeast-2"',
+            "platform:spokes[2].gpus: stacks/Pulumi.spoke-sg1.yaml provides 16 GPUs, fewer than the 24 the hub places against",
+        ]);
+    });
+});

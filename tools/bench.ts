@@ -1,0 +1,41 @@
+/**
+ * `npm run bench [-- <name>...]`: every benchmark of the repo, each printing its numbers side by side with
+ * its floor (the cheapest thing doing the same job on this machine) and the ratio. Speed and memory goals
+ * live here, never in timed tests. Loopback only, bounded in time.
+ *
+ * Names: auth (ext_authz checks/s vs a no-op HTTP server), plus those registered below by other areas.
+ */
+type Bench = { name: string; what: string; run: () => Promise<unknown> };
+
+const benches: Bench[] = [
+    {
+        name: "render",
+        what: "offline render time of 1 hub + N spokes x M endpoints (N = 5, 50) vs the same stacks with no endpoints (floor)",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("./bench-render").runRenderBench(),
+    },
+    {
+        name: "auth",
+        what: "auth service ext_authz checks/s and p50/p99 with Redis, vs a no-op Node HTTP server (floor)",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/auth/bench").runAuthBench(),
+    },
+    {
+        name: "ledger",
+        what: "hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows (floor), and spool append throughput",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/ledger/bench").runMeteringBench(),
+    },
+];
+
+async function main() {
+    const wanted = process.argv.slice(2);
+    const unknown = wanted.filter((w) => !benches.some((b) => b.name === w));
+    if (unknown.length) throw new Error(`unknown benchmark(s) ${unknown.join(", ")}; have: ${benches.map((b) => b.name).join(", ")}`);
+    for (const b of benches.filter((x) => wanted.length === 0 || wanted.includes(x.name))) {
+        process.stdout.write(`\n### ${b.name}: ${b.what}\n`);
+        await b.run();
+    }
+}
+
+main().then(() => process.exit(0), (e) => { process.stderr.write(`bench: ${(e as Error).stack ?? e}\n`); process.exit(1); });

@@ -1,0 +1,303 @@
+/**
+ * `npm run new-spoke -- --from spoke-hn1 --name spoke-dn1 --region vn-danang-1 [options]`
+ *
+ * Adds a region by copying a spoke's stack file (README "Add a region"). Only the keys that must differ are
+ * rewritten, in place, keeping the file's comments and layout (yaml Document API):
+ * - both: `platform:spoke.name` (from the stack name, `spoke-dn1` -> `dn1`) and `platform:spoke.region`;
+ * - on-prem: `platform:cluster.kubeconfigContext`, `platform:nodePools[].nodes`, `platform:frontend.subnet`,
+ *   `platform:backend.railSupernet`;
+ * - EKS: `aws:region`, `platform:cluster.region`, `platform:cluster.vpc.cidr`, `platform:cluster.vpc.availabilityZones`,
+ *   `platform:nodeGroups.gpu[].availabilityZone` and, for reserved capacity, `...capacity.reservationId`.
+ * Routable networks are picked to collide with no other spoke under stacks/ (lib/spoke-networks.ts), or taken
+ * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`).
+ */
+import * as fs from "fs";
+import * as path from "path";
+import * as YAML from "yaml";
+import { isEksSpoke, namespaceConfig, parseStackConfig, SpokeConfig } from "../config/stack";
+import { Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
+import { networksOf } from "../lib/spoke-networks";
+import { spokeGpuCapacity } from "../programs/spoke-registry";
+import { readStackFile, STACKS_DIR, stackNameOf } from "./stackfiles";
+
+export interface NewSpokeOptions {
+    /** Source stack name (`spoke-hn1`). */
+    from: string;
+    /** New stack name (`spoke-dn1`); the spoke name is this without the `spoke-` prefix unless `spokeName` is set. */
+    name: string;
+    region: string;
+    spokeName?: string;
+    /** On-prem: kubeconfig context (default `<spoke>-admin`, or the source's with its spoke name replaced). */
+    context?: string;
+    /** On-prem: hostnames per pool, in pool order (default: the source's with the spoke-name prefix replaced). */
+    nodes?: string[][];
+    frontendSubnet?: string;
+    railSupernet?: string;
+    vpcCidr?: string;
+    /** EKS: AZ letters or names (default: the source's letters in the new region). */
+    availabilityZones?: string[];
+    /** EKS: reservation id for GPU groups on an ODCR or Capacity Block (reservations are per AZ). */
+    capacityReservation?: string;
+    stacksDir?: string;
+}
+
+export interface NewSpokeResult {
+    file: string;
+    text: string;
+    /** Config key -> [old, new] for every rewritten value. */
+    changes: Record<string, [unknown, unknown]>;
+    /** Entry for the hub's `platform:spokes`. */
+    hubEntry: { name: string; stack: string; region: string; provider: "onprem" | "eks"; gpus: number };
+    hubStack: string;
+}
+
+function parseSpoke(file: string, display: string): SpokeConfig {
+    const s = readStackFile(file, display);
+    const c = parseStackConfig(namespaceConfig(s.config), display);
+    if (c.role !== "spoke") throw new Error(`${display} is not a spoke stack (platform:role: ${c.role})`);
+    return c.spoke;
+}
+
+/** CIDRs already routed by spokes under `dir` (every network of every valid spoke file, whole rail supernets). */
+export function usedNetworks(dir: string, except?: string): Array<[string, Cidr]> {
+    const out: Array<[string, Cidr]> = [];
+    for (const f of fs.readdirSync(dir).filter((x) => /^Pulumi\..+\.ya?ml$/.test(x)).sort()) {
+        const stack = stackNameOf(f);
+        if (stack === except) continue;
+        let cfg: SpokeConfig;
+        try { cfg = parseSpoke(path.join(dir, f), f); } catch { continue; }
+        for (const n of networksOf(cfg)) out.push([`${stack} ${n.key}`, parseCidr(n.cidr)]);
+        if (!isEksSpoke(cfg)) out.push([`${stack} platform:backend.railSupernet`, parseCidr(cfg.backend.railSupernet)]);
+    }
+    return out;
+}
+
+/**
+ * The first block of `like`'s size, at or after `like` and within 10.0.0.0/8 (wrapping), that overlaps none of
+ * `used`. Deterministic, so the same repo gives the same answer.
+ *
+ * @throws Error when the private block is full
+ */
+export function pickFreeBlock(like: string, used: Array<[string, Cidr]>): string {
+    const base = parseCidr(like);
+    const space = parseCidr("10.0.0.0/8");
+    const step = size(base);
+    const count = size(space) / step;
+    const start = Math.floor((base.network - space.network) / step);
+    for (let k = 0; k < count; k++) {
+        const network = space.network + ((start + k) % count) * step;
+        const cand: Cidr = { network, prefix: base.prefix, text: `${intToIp(network)}/${base.prefix}` };
+        if (findOverlaps([["cand", cand], ...used]).every(([a]) => a !== "cand")) return cand.text;
+    }
+    throw new Error(`no free /${base.prefix} left in 10.0.0.0/8`);
+}
+
+const scalarAt = (doc: YAML.Document, p: (string | number)[]): YAML.Scalar => {
+    const n = doc.getIn(p, true);
+    if (!YAML.isScalar(n)) throw new Error(`expected a value at ${p.join(".")}`);
+    return n;
+};
+
+/** A scalar as YAML source text in the style the original used. */
+function scalarText(value: string, like: YAML.Scalar): string {
+    if (like.type === "QUOTE_DOUBLE") return JSON.stringify(value);
+    if (like.type === "QUOTE_SINGLE") return `'${value.replace(/'/g, "''")}'`;
+    return /^[A-Za-z0-9][A-Za-z0-9._/:-]*$/.test(value) ? value : JSON.stringify(value);
+}
+
+/** Replaces source ranges (byte-exact elsewhere: comments, alignment and flow spacing stay as they were). */
+function applyEdits(text: string, edits: Array<{ start: number; end: number; text: string }>): string {
+    let out = text;
+    for (const e of [...edits].sort((a, b) => b.start - a.start)) out = out.slice(0, e.start) + e.text + out.slice(e.end);
+    return out;
+}
+
+/**
+ * Builds the new stack file text from the source (pure apart from reading `stacksDir`).
+ * @throws Error when a required flag is missing (hostnames that do not start with the source spoke's name,
+ *   reserved capacity without `capacityReservation`, an existing VPC) or a given network collides
+ */
+export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
+    const dir = o.stacksDir ?? STACKS_DIR;
+    const srcFile = path.join(dir, `Pulumi.${o.from}.yaml`);
+    if (!fs.existsSync(srcFile)) throw new Error(`no stack file ${srcFile} (--from names a stack under stacks/)`);
+    const file = path.join(dir, `Pulumi.${o.name}.yaml`);
+    if (fs.existsSync(file)) throw new Error(`${file} already exists`);
+    stackNameOf(file);
+    const src = parseSpoke(srcFile, path.basename(srcFile));
+    const spokeName = o.spokeName ?? o.name.replace(/^spoke-/, "");
+    if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(spokeName)) throw new Error(`spoke name "${spokeName}" must be a lower-case DNS label (use --spoke-name)`);
+    const oldName = src.spoke.name;
+
+    const text = fs.readFileSync(srcFile, "utf8");
+    const doc = YAML.parseDocument(text);
+    const changes: NewSpokeResult["changes"] = {};
+    const edits: Array<{ start: number; end: number; text: string }> = [];
+    const keyOf = (p: (string | number)[]) => `${p[1]}${p.slice(2).map((x) => (typeof x === "number" ? `[${x}]` : `.${x}`)).join("")}`;
+    const set = (p: (string | number)[], value: string) => {
+        const n = scalarAt(doc, p);
+        changes[keyOf(p)] = [n.value, value];
+        const [start, end] = n.range!;
+        const t = scalarText(value, n);
+        // Keep an aligned trailing comment in its column: take or give back padding spaces.
+        const pad = /^( +)#/.exec(text.slice(end))?.[1].length ?? 0;
+        const delta = t.length - (end - start);
+        if (pad > 1 && delta !== 0) {
+            const newPad = Math.max(1, pad - delta);
+            edits.push({ start, end: end + pad, text: t + " ".repeat(newPad) });
+            return;
+        }
+        edits.push({ start, end, text: t });
+    };
+    /** Rewrites a list value: item by item when the length is unchanged, else the whole list in flow style. */
+    const setList = (p: (string | number)[], values: string[]) => {
+        const seq = doc.getIn(p, true);
+        if (!YAML.isSeq(seq)) throw new Error(`${keyOf(p)} is not a list`);
+        changes[keyOf(p)] = [seq.toJSON(), values];
+        if (seq.items.length === values.length && seq.items.every((x) => YAML.isScalar(x))) {
+            seq.items.forEach((x, i) => { const n = x as YAML.Scalar; edits.push({ start: n.range![0], end: n.range![1], text: scalarText(values[i], n) }); });
+        } else {
+            edits.push({ start: seq.range![0], end: seq.range![1], text: `[${values.map((v) => scalarText(v, new YAML.Scalar(v))).join(", ")}]` });
+        }
+    };
+    const C = "config";
+    set([C, "platform:spoke", "name"], spokeName);
+    set([C, "platform:spoke", "region"], o.region);
+
+    const used = usedNetworks(dir);
+    const claim = (key: string, given: string | undefined, like: string) => {
+        const cidr = given ?? pickFreeBlock(like, used);
+        const c = parseCidr(cidr);
+        const clash = findOverlaps([[key, c], ...used]).filter(([a, b]) => a === key || b === key);
+        if (clash.length) throw new Error(`${key} ${cidr} overlaps ${clash.map(([a, b]) => (a === key ? b : a)).join(", ")}`);
+        used.push([`new ${key}`, c]);
+        return cidr;
+    };
+
+    if (!isEksSpoke(src)) {
+        // Cluster-local ranges of the copy (same as the source) must not be picked for routable networks.
+        used.push(["new platform:cluster.podCidr", parseCidr(src.cluster.podCidr)], ["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
+        if (src.cluster.kubeconfigContext !== undefined) {
+            const ctx = o.context ?? (src.cluster.kubeconfigContext.includes(oldName) ? src.cluster.kubeconfigContext.split(oldName).join(spokeName) : `${spokeName}-admin`);
+            set([C, "platform:cluster", "kubeconfigContext"], ctx);
+        }
+        src.nodePools.forEach((p, i) => {
+            const given = o.nodes?.[i];
+            const hosts = given ?? p.nodes.map((h) => {
+                if (!h.startsWith(oldName)) throw new Error(`pool ${p.name}: host "${h}" does not start with "${oldName}"; give this region's hosts with --nodes (one comma list per pool, pools separated by ';')`);
+                return spokeName + h.slice(oldName.length);
+            });
+            setList([C, "platform:nodePools", i, "nodes"], hosts);
+        });
+        set([C, "platform:frontend", "subnet"], claim("platform:frontend.subnet", o.frontendSubnet, src.frontend.subnet));
+        set([C, "platform:backend", "railSupernet"], claim("platform:backend.railSupernet", o.railSupernet, src.backend.railSupernet));
+    } else {
+        const vpc = src.cluster.vpc;
+        if (vpc.mode !== "create") throw new Error(`${o.from} uses an existing VPC (${vpc.vpcId}); its ids cannot be derived for another region: copy the file by hand (README "Add a region")`);
+        if (doc.hasIn([C, "aws:region"])) set([C, "aws:region"], o.region);
+        set([C, "platform:cluster", "region"], o.region);
+        used.push(["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
+        set([C, "platform:cluster", "vpc", "cidr"], claim("platform:cluster.vpc.cidr", o.vpcCidr, vpc.cidr));
+        const letter = (az: string) => az.slice(src.cluster.region.length);
+        const mapAz = (az: string) => {
+            const i = vpc.availabilityZones.indexOf(az);
+            const given = i >= 0 ? o.availabilityZones?.[i] : undefined;
+            if (given) return given.startsWith(o.region) ? given : `${o.region}${given}`;
+            return `${o.region}${letter(az)}`;
+        };
+        setList([C, "platform:cluster", "vpc", "availabilityZones"], vpc.availabilityZones.map(mapAz));
+        src.nodeGroups.gpu.forEach((g, i) => {
+            set([C, "platform:nodeGroups", "gpu", i, "availabilityZone"], mapAz(g.availabilityZone));
+            if (g.capacity.type !== "on-demand") {
+                if (!o.capacityReservation) throw new Error(`node group ${g.name} uses ${g.capacity.type} ${g.capacity.reservationId}, which lives in ${g.availabilityZone}; give this region's reservation with --capacity-reservation cr-...`);
+                set([C, "platform:nodeGroups", "gpu", i, "capacity", "reservationId"], o.capacityReservation);
+            }
+        });
+    }
+    // The source's leading comment describes the source region: replace it; every other byte is kept.
+    const header = [
+        `# Spoke ${spokeName} (${o.region}): created from Pulumi.${o.from}.yaml by \`npm run new-spoke\`. The values marked`,
+        `# "per region" are this region's; everything else is shared with ${o.from}.`,
+    ].join("\n");
+    const lines = applyEdits(text, edits).split("\n");
+    const firstBody = lines.findIndex((l) => !l.startsWith("#"));
+    const out = [header, ...lines.slice(firstBody)].join("\n");
+
+    const raw = Object.fromEntries(Object.entries((YAML.parse(out).config ?? {}) as Record<string, unknown>)
+        .filter(([k]) => k.startsWith("platform:")).map(([k, v]) => [k.slice("platform:".length), v]));
+    const cfg = parseStackConfig(raw, path.basename(file));
+    if (cfg.role !== "spoke") throw new Error("internal: the copy is not a spoke");
+    return {
+        file, text: out, changes, hubStack: src.spoke.hubStack.split("/").pop()!,
+        hubEntry: { name: spokeName, stack: o.name, region: o.region, provider: cfg.spoke.cluster.provider, gpus: spokeGpuCapacity(cfg.spoke) },
+    };
+}
+
+/** Appends `entry` to `platform:spokes` of the hub file in `dir`, keeping its flow-map style and comments. */
+export function addToHub(dir: string, hubStack: string, entry: NewSpokeResult["hubEntry"]): string {
+    const file = path.join(dir, `Pulumi.${hubStack}.yaml`);
+    const doc = YAML.parseDocument(fs.readFileSync(file, "utf8"));
+    const text = fs.readFileSync(file, "utf8");
+    const seq = doc.getIn(["config", "platform:spokes"], true);
+    if (!YAML.isSeq(seq) || seq.items.length === 0) throw new Error(`${file}: platform:spokes is not a non-empty list`);
+    if (seq.items.some((x) => YAML.isMap(x) && (x.get("name") === entry.name || x.get("stack") === entry.stack))) throw new Error(`${file} already lists spoke ${entry.name} / ${entry.stack}`);
+    // Insert one line after the last entry, indented like it; the rest of the file is untouched.
+    const last = seq.items[seq.items.length - 1] as YAML.Node;
+    const lineStart = text.lastIndexOf("\n", last.range![0]) + 1;
+    const lineEnd = text.indexOf("\n", last.range![1]);
+    const indent = /^ */.exec(text.slice(lineStart))![0];
+    const line = `${indent}- { name: ${entry.name}, stack: ${entry.stack}, region: ${entry.region}, provider: ${entry.provider}, gpus: ${entry.gpus} }`;
+    const at = lineEnd < 0 ? text.length : lineEnd + 1;
+    fs.writeFileSync(file, text.slice(0, at) + (lineEnd < 0 ? "\n" : "") + line + "\n" + text.slice(at));
+    return file;
+}
+
+function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRun: boolean } {
+    const o: Record<string, string> = {};
+    const flags = new Set<string>();
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === "--help" || a === "-h") {
+            process.stdout.write("usage: npm run new-spoke -- --from <stack> --name <new stack> --region <region>\n"
+                + "  [--spoke-name x] [--context ctx] [--nodes h1,h2[;pool2...]] [--frontend-subnet cidr] [--rail-supernet cidr]\n"
+                + "  [--vpc-cidr cidr] [--azs a,b] [--capacity-reservation cr-...] [--add-to-hub] [--dry-run] [--stacks-dir dir]\n");
+            process.exit(0);
+        }
+        if (a === "--add-to-hub" || a === "--dry-run") { flags.add(a); continue; }
+        if (!a.startsWith("--") || i + 1 >= argv.length) throw new Error(`unexpected argument ${a}`);
+        o[a.slice(2)] = argv[++i];
+    }
+    for (const k of ["from", "name", "region"]) if (!o[k]) throw new Error(`--${k} is required (see --help)`);
+    const known = ["from", "name", "region", "spoke-name", "context", "nodes", "frontend-subnet", "rail-supernet", "vpc-cidr", "azs", "capacity-reservation", "stacks-dir"];
+    for (const k of Object.keys(o)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
+    return {
+        from: o.from, name: o.name, region: o.region, spokeName: o["spoke-name"], context: o.context,
+        nodes: o.nodes?.split(";").map((p) => p.split(",").map((h) => h.trim()).filter(Boolean)),
+        frontendSubnet: o["frontend-subnet"], railSupernet: o["rail-supernet"], vpcCidr: o["vpc-cidr"],
+        availabilityZones: o.azs?.split(",").map((x) => x.trim()), capacityReservation: o["capacity-reservation"],
+        stacksDir: o["stacks-dir"] ? path.resolve(o["stacks-dir"]) : undefined,
+        addToHub: flags.has("--add-to-hub"), dryRun: flags.has("--dry-run"),
+    };
+}
+
+function main() {
+    const o = parseArgs(process.argv.slice(2));
+    const r = newSpokeFile(o);
+    const rel = path.relative(process.cwd(), r.file) || r.file;
+    const lines = Object.entries(r.changes).map(([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+    const e = r.hubEntry;
+    const hubLine = `    - { name: ${e.name}, stack: ${e.stack}, region: ${e.region}, provider: ${e.provider}, gpus: ${e.gpus} }`;
+    if (!o.dryRun) fs.writeFileSync(r.file, r.text);
+    process.stdout.write(`${o.dryRun ? "would write" : "wrote"} ${rel} (from ${o.from}); rewritten keys:\n${lines.join("\n")}\n\n`);
+    if (o.addToHub && !o.dryRun) {
+        const hub = addToHub(path.dirname(r.file), r.hubStack, e);
+        process.stdout.write(`added to ${path.relative(process.cwd(), hub)} platform:spokes:\n${hubLine}\n`);
+    } else {
+        process.stdout.write(`add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or rerun with --add-to-hub):\n${hubLine}\n`);
+    }
+    process.stdout.write(`\nthen place endpoints on it (platform:endpoints, spoke: ${e.name}) if you like, and check: npm run render\n`);
+}
+
+if (require.main === module) {
+    try { main(); } catch (e) { process.stderr.write(`new-spoke: ${(e as Error).message}\n`); process.exit(1); }
+}
