@@ -37,9 +37,19 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  * top-level stack keys, or `platform:nodePools[0].profile` for a nested document such as an inline node profile.
  */
 export function zodIssues(error: z.ZodError, prefix: string): ConfigIssue[] {
-    return error.issues.map((i) => {
-        const path = formatPath(i.path as PropertyKey[]);
-        const key = prefix.endsWith(":") ? prefix + path : path ? `${prefix}.${path}`.replace(/\.\[/g, "[") : prefix;
-        return { key: key || prefix, message: i.message };
+    return error.issues.flatMap((i) => {
+        // An unknown key is reported on its parent; name the key itself (`platform:frontnd`), it is what to fix.
+        if (i.code === "unrecognized_keys") {
+            return i.keys.map((k) => ({ key: joinKey(prefix, [...(i.path as PropertyKey[]), k]), message: "unknown key (a typo? remove it or fix its name)" }));
+        }
+        return [{ key: joinKey(prefix, i.path as PropertyKey[]), message: i.message }];
     });
+}
+
+/** `prefix` + formatted path: `platform:` + `nodePools[0]` or `hub output x` + `.endpoints[0]`. */
+function joinKey(prefix: string, path: PropertyKey[]): string {
+    const p = formatPath(path);
+    if (!p) return prefix.endsWith(":") ? `${prefix}(top level)` : prefix;
+    if (prefix.endsWith(":")) return prefix + p;
+    return p.startsWith("[") ? `${prefix}${p}` : `${prefix}.${p}`;
 }

@@ -33,6 +33,12 @@ export const ServingConfigSchema = z.object({
      * every placed endpoint once it has several, so a placement never lands on a pool by accident.
      */
     endpointPools: z.record(DnsLabel, DnsLabel).default({}),
+    /**
+     * On-prem only: node selector (label -> value) of the CPU nodes that run each endpoint's Dynamo Frontend and
+     * Planner and the Mooncake master (no GPU, no RDMA). Unset: no selector, so they land on any untainted node (the
+     * GPU pools carry the GPU taint). EKS spokes always use their CPU node group's selector and reject this key.
+     */
+    systemNodeSelector: z.record(z.string().min(1), z.string()).optional(),
 }).strict();
 
 export type ServingConfig = z.infer<typeof ServingConfigSchema>;

@@ -401,6 +401,9 @@ export function parseStackConfig(raw: Record<string, unknown>, stackFile: string
     if (parsed.data.cluster.provider === "eks" && raw.gpuOperator !== undefined) {
         issues.push({ key: "platform:gpuOperator", message: "not used on an EKS spoke: the EKS AL2023 NVIDIA AMI provides the driver and GPUDirect (remove the key)" });
     }
+    if (parsed.data.cluster.provider === "eks" && parsed.data.serving.systemNodeSelector !== undefined) {
+        issues.push({ key: "platform:serving.systemNodeSelector", message: "not used on an EKS spoke: Frontend, Planner and Mooncake master run on the CPU node group (platform:nodeGroups.cpu) by its own selector (remove the key)" });
+    }
     const spoke: SpokeConfig = parsed.data.cluster.provider === "eks"
         ? resolveEks(parsed.data as EksRaw, issues)
         : resolveSpoke(parsed.data as OnPremRaw, issues);

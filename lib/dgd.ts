@@ -3,6 +3,7 @@ import {
     EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeClientConfig, mooncakeEnv,
     rdmaResources, wrappedCommand,
 } from "./nixl";
+import { efaWorkerHugepages } from "./efa";
 import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 
 /**
@@ -174,6 +175,11 @@ export interface PoolPlacement {
     /** Nodes set LimitMEMLOCK=infinity for containerd and kubelet. */
     memlockUnlimited: boolean;
     fabric: KvFabric;
+    /**
+     * 2 MiB huge pages each node reserves (EFA pools: `platform:nodeGroups.gpu[].hugepages2Mi`, 5,128 by default);
+     * EFA workers request their GPU share as `hugepages-2Mi` (lib/efa.ts `efaWorkerHugepages`). Unset or 0: none.
+     */
+    hugepages2MiPerNode?: number;
 }
 
 /** Everything {@link buildDgd} needs besides the endpoint. */
@@ -191,6 +197,11 @@ export interface DgdArgs {
     hfTokenSecret?: string;
     /** Mooncake master `host:port` and the ConfigMap carrying the client JSON, when the endpoint has a KV pool. */
     mooncake?: { master: string; configMap: string };
+    /**
+     * Node selector of the CPU nodes the Frontend and Planner run on (EKS: the CPU node group). Unset or empty: no
+     * selector, so they land on any untainted node (GPU nodes carry the GPU taint).
+     */
+    systemNodeSelector?: Record<string, string>;
 }
 
 /** Where the Mooncake client JSON is mounted (`MOONCAKE_CONFIG_PATH`, read by vLLM's MooncakeStoreConnector). */
@@ -289,6 +300,8 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         // Tier-aware routing over the shared HiCache/Mooncake pool (Dynamo HiCache guide).
         frontendArgs.push("--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5");
     }
+    // CPU components (Frontend, Planner) on the system nodes when the spoke names them.
+    const systemSpec = a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {};
     const components: DgdComponent[] = [{
         name: COMPONENT.frontend,
         type: "frontend",
@@ -296,6 +309,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         podTemplate: {
             metadata: { labels },
             spec: {
+                ...systemSpec,
                 containers: [stripUndefined({
                     name: "main", image: a.runtimeImage, command: ["python3", "-m", "dynamo.frontend"], args: frontendArgs,
                     env: [{ name: "DYN_ROUTER_MODE", value: e.router.mode }], envFrom,
@@ -311,6 +325,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             podTemplate: {
                 metadata: { labels },
                 spec: {
+                    ...systemSpec,
                     containers: [{
                         name: "main", image: a.plannerImage, command: ["python3", "-m", "dynamo.planner"],
                         args: ["--config", json(plannerConfig(e))],
@@ -325,6 +340,11 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     for (const [role, group] of groups) {
         const ctx: RoleContext = { endpoint: e, role, group, disaggregated, kvEvents, fabric: a.pool.fabric, mooncake: mooncakeCfg };
         const resources: Record<string, string> = { [GPU_RESOURCE]: String(group.gpusPerWorker), ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}) };
+        // EFA: the worker's share of the node's 2 MiB huge pages (reference/rdma.md §6.4), on the engine container only
+        // (the preflight opens no EFA endpoint; it gets the GPU and EFA devices).
+        const hugepages = rdma && a.pool.fabric.kind === "efa"
+            ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
+            : { requests: {}, limits: {} };
         const env: EnvVar[] = [];
         if (rdma) env.push(...kvTransportEnv(a.pool.fabric));
         env.push(...eng.transferEnv(ctx));
@@ -343,7 +363,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             args: eng.args(ctx),
             env,
             envFrom,
-            resources: { requests: { ...resources }, limits: { ...resources } },
+            resources: { requests: { ...resources, ...hugepages.requests }, limits: { ...resources, ...hugepages.limits } },
             securityContext: rdma ? memlock.securityContext : undefined,
             volumeMounts: mooncakeCfg ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
         });

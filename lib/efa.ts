@@ -200,3 +200,27 @@ export function efaHugepagesMiB(hugepages2MiPerNode: number, gpusPerNode: number
     if (!Number.isInteger(gpus) || gpus < 1 || gpus > gpusPerNode) throw new Error(`a worker needs 1..${gpusPerNode} GPUs, got ${gpus}`);
     return Math.floor((hugepages2MiPerNode * gpus) / gpusPerNode) * 2;
 }
+
+/** A container's resources split by where they go (core/v1 ResourceRequirements, quantities as strings). */
+export interface ContainerResources { requests: Record<string, string>; limits: Record<string, string> }
+
+/**
+ * What an EFA worker container adds to its GPU and EFA resources for the node's 2 MiB huge pages
+ * (reference/rdma.md §6.4: the EFA driver pre-allocates 5,128 x 2 MiB pages, pods request `hugepages-2Mi`):
+ * - `hugepages-2Mi` = the worker's GPU share of the node's pages ({@link efaHugepagesMiB}), in requests and limits
+ *   alike (huge pages cannot be overcommitted: the API server requires request = limit);
+ * - a `cpu` request of one core per GPU, requests only: the API server refuses a container that requests huge pages
+ *   without cpu or memory ("HugePages require cpu or memory", kubernetes/kubernetes pkg/apis/core/validation
+ *   `ValidateResourceRequirements`). No cpu limit (no CFS throttling of the engine) and no memory request or limit
+ *   (a memory limit would cap weight loading and the engine's host buffers).
+ *
+ * @param hugepages2MiPerNode 2 MiB pages the node reserves (`platform:nodeGroups.gpu[].hugepages2Mi`)
+ * @returns empty maps when the node reserves no huge pages
+ * @throws Error when `gpus` is not in 1..gpusPerNode
+ */
+export function efaWorkerHugepages(hugepages2MiPerNode: number, gpusPerNode: number, gpus: number): ContainerResources {
+    const mib = efaHugepagesMiB(hugepages2MiPerNode, gpusPerNode, gpus);
+    if (mib === 0) return { requests: {}, limits: {} };
+    const hp = { [HUGEPAGES_2MI_RESOURCE]: `${mib}Mi` };
+    return { requests: { ...hp, cpu: String(gpus) }, limits: { ...hp } };
+}

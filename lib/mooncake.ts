@@ -42,6 +42,11 @@ export interface MooncakeArgs {
     /** Nodes in the pool; at most one store per node. */
     poolNodes: number;
     minLinkRateGbps: number;
+    /**
+     * Node selector of the CPU nodes the master runs on (no GPU, no RDMA data path). Unset or empty: no selector,
+     * so it lands on any untainted node.
+     */
+    systemNodeSelector?: Record<string, string>;
 }
 
 /** Labels of one part of the pool. */
@@ -77,6 +82,7 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
             template: {
                 metadata: { labels: ml },
                 spec: {
+                    ...(a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {}),
                     containers: [{
                         name: "master",
                         image: a.image,

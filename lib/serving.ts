@@ -1,10 +1,11 @@
 import type { Endpoint } from "../config/endpoint";
 import { endpointGpus } from "../config/endpoint";
 import { ConfigIssue } from "../config/errors";
+import type { NodeProfile } from "../config/nodeProfile";
 import type { ServingConfig } from "../config/serving";
-import type { NodePool } from "../config/stack";
 import { FRONTEND_PORT } from "./dgd";
 import { INFERENCE_NAMESPACE } from "./labels";
+import { KvFabric, rdmaResources } from "./nixl";
 
 /**
  * The in-cluster Service of an endpoint's Dynamo frontend: the operator names it `<dgd>-<component>` lower-cased,
@@ -15,8 +16,15 @@ export function frontendService(endpointName: string): { name: string; namespace
     return { name: `${endpointName}-frontend`, namespace: INFERENCE_NAMESPACE, port: FRONTEND_PORT };
 }
 
+/**
+ * What placement needs to know of a GPU node pool, whatever built it: its name, node profile (rail table or EFA
+ * layout) and node count (on-prem: its named hosts; EKS: the node group's desired size, the figure the hub's
+ * capacity check uses too, programs/spoke-registry.ts `spokeGpuCapacity`).
+ */
+export interface PlacementPool { name: string; profile: NodeProfile; nodeCount: number }
+
 /** An endpoint and the node pool it runs on. */
-export interface Placement { endpoint: Endpoint; index: number; pool: NodePool }
+export interface Placement<P extends PlacementPool = PlacementPool> { endpoint: Endpoint; index: number; pool: P }
 
 /**
  * Assigns each endpoint the hub placed on this spoke to a node pool and checks it fits: a worker's GPUs within one
@@ -26,15 +34,15 @@ export interface Placement { endpoint: Endpoint; index: number; pool: NodePool }
  * @param contractKey how errors name the hub's endpoint list, e.g. `hub output spokeContracts.hn1`
  * @returns placements and the problems found (the caller throws one ConfigError with all of them)
  */
-export function placeEndpoints(endpoints: Endpoint[], pools: NodePool[], serving: ServingConfig, contractKey: string): { placements: Placement[]; issues: ConfigIssue[] } {
+export function placeEndpoints<P extends PlacementPool>(endpoints: Endpoint[], pools: P[], serving: ServingConfig, contractKey: string): { placements: Array<Placement<P>>; issues: ConfigIssue[] } {
     const issues: ConfigIssue[] = [];
-    const placements: Placement[] = [];
+    const placements: Array<Placement<P>> = [];
     const byName = new Map(pools.map((p) => [p.name, p]));
     const used = new Map<string, number>();
     endpoints.forEach((e, index) => {
         const key = `${contractKey}.endpoints[${index}]`;
         const wanted = serving.endpointPools[e.name];
-        let pool: NodePool | undefined;
+        let pool: P | undefined;
         if (wanted !== undefined) {
             pool = byName.get(wanted);
             if (!pool) {
@@ -61,8 +69,8 @@ export function placeEndpoints(endpoints: Endpoint[], pools: NodePool[], serving
         const efa = (pool.profile as { efa?: unknown }).efa !== undefined;
         if (!hasRails && !efa) issues.push({ key: `${key}`, message: `pool "${pool.name}" has no RDMA fabric (no rails, no EFA) for KV transfer` });
         if (e.kvPool.kind === "mooncake") {
-            if (e.kvPool.storeReplicas > pool.nodes.length) {
-                issues.push({ key: `${key}.kvPool.storeReplicas`, message: `${e.kvPool.storeReplicas} Mooncake stores on pool "${pool.name}" with ${pool.nodes.length} node(s); at most one store per node` });
+            if (e.kvPool.storeReplicas > pool.nodeCount) {
+                issues.push({ key: `${key}.kvPool.storeReplicas`, message: `${e.kvPool.storeReplicas} Mooncake stores on pool "${pool.name}" with ${pool.nodeCount} node(s); at most one store per node` });
             }
             if (e.engine === "trtllm") issues.push({ key: `${key}.kvPool`, message: "engine trtllm has no Mooncake shared-pool integration in Dynamo; use kind none or engine vllm/sglang" });
             if (efa) issues.push({ key: `${key}.kvPool`, message: `pool "${pool.name}" is EFA: Mooncake's EFA transport needs a build with USE_EFA, else it silently runs verbs (kvcache-ai/Mooncake#2070); use kind none` });
@@ -71,8 +79,19 @@ export function placeEndpoints(endpoints: Endpoint[], pools: NodePool[], serving
     });
     for (const p of pools) {
         const n = used.get(p.name) ?? 0;
-        const capacity = p.nodes.length * p.profile.gpu.count;
-        if (n > capacity) issues.push({ key: `${contractKey}.endpoints`, message: `endpoints on pool "${p.name}" need ${n} GPUs; its ${p.nodes.length} node(s) have ${capacity}` });
+        const capacity = p.nodeCount * p.profile.gpu.count;
+        if (n > capacity) issues.push({ key: `${contractKey}.endpoints`, message: `endpoints on pool "${p.name}" need ${n} GPUs; its ${p.nodeCount} node(s) have ${capacity}` });
     }
     return { placements, issues };
+}
+
+/**
+ * RDMA resources a pod on this fabric requests (lib/nixl.ts `rdmaResources`) that the spoke's device plugin does not
+ * advertise on the pool (`rdma/rail_<i>` from the NicClusterPolicy, `vpc.amazonaws.com/efa` from the EFA device
+ * plugin). Non-empty means the pods would stay Pending: the caller refuses to render them.
+ *
+ * @param published extended resources the pool's device plugin advertises
+ */
+export function unpublishedRdmaResources(fabric: KvFabric, published: readonly string[]): string[] {
+    return Object.keys(rdmaResources(fabric, 1)).filter((r) => !published.includes(r));
 }

@@ -315,21 +315,42 @@ export const efaWorkloadTransport: StackValidationPolicy = {
     },
 };
 
+/** Huge-page resource of 2 MiB pages. */
+export const HUGEPAGES_2MI = "hugepages-2Mi";
+
 /**
- * Advisory: EFA workers should request their share of the node's 2 MiB huge pages (`hugepages-2Mi`), which the
- * EFA provider uses (EKS NCCL example requests 5120Mi for a full p5; reference/rdma.md §6.4).
+ * EFA workers request their share of the node's 2 MiB huge pages (`hugepages-2Mi`), which the EFA provider uses: the
+ * EFA driver pre-allocates 5,128 of them and pods should request them (EKS NCCL example requests 5120Mi for a full p5;
+ * reference/rdma.md §6.4). Mandatory since the generator (lib/dgd.ts with lib/efa.ts `efaWorkerHugepages`) requests
+ * them for every EFA prefill/decode worker; before that nothing rendered them and the rule was advisory. Also checks
+ * what the API server would refuse at pod creation, long after `pulumi up` succeeded on the DGD: huge pages must be
+ * equal in requests and limits (not overcommittable), and a container with huge pages must request cpu or memory
+ * ("HugePages require cpu or memory", kubernetes/kubernetes pkg/apis/core/validation).
  */
 export const efaWorkloadHugepages: StackValidationPolicy = {
     name: "efa-workload-hugepages",
-    description: "Prefill/decode workers on EFA pools should request hugepages-2Mi.",
-    remediationSteps: "Request the worker's GPU share of the node's huge pages (lib/efa.ts efaHugepagesMiB).",
-    enforcementLevel: "advisory",
+    description: "Prefill/decode workers on EFA pools must request hugepages-2Mi, equal in requests and limits, together with a cpu or memory request.",
+    remediationSteps: "Request the worker's GPU share of the node's huge pages and a cpu request (lib/efa.ts efaWorkerHugepages, used by lib/dgd.ts).",
+    enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const efaPools = new Set(efaNodeGroups(args.resources).map((g) => g.pool));
         if (efaPools.size === 0) return;
         for (const t of podTemplates(args.resources).filter((x) => (x.componentType === "prefill" || x.componentType === "decode") && onEfa(x.spec, efaPools, false))) {
             for (const c of (t.spec.containers ?? []) as Array<Record<string, any>>) {
-                if (c.name === "main" && !c.resources?.requests?.["hugepages-2Mi"]) report(`${t.owner.name} ${t.where} container ${c.name}: no hugepages-2Mi request on an EFA pool.`, t.owner.urn);
+                if (c.name !== "main") continue;
+                const where = `${t.owner.name} ${t.where} container ${c.name}`;
+                const req = c.resources?.requests ?? {};
+                const lim = c.resources?.limits ?? {};
+                if (!req[HUGEPAGES_2MI]) {
+                    report(`${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).`, t.owner.urn);
+                    continue;
+                }
+                if (String(req[HUGEPAGES_2MI]) !== String(lim[HUGEPAGES_2MI] ?? "")) {
+                    report(`${where}: ${HUGEPAGES_2MI} request ${req[HUGEPAGES_2MI]} differs from its limit ${lim[HUGEPAGES_2MI] ?? "(unset)"}; huge pages cannot be overcommitted, so the API server refuses the pod.`, t.owner.urn);
+                }
+                if (!["cpu", "memory"].some((k) => k in req || k in lim)) {
+                    report(`${where}: requests ${HUGEPAGES_2MI} without cpu or memory; the API server refuses the pod ("HugePages require cpu or memory").`, t.owner.urn);
+                }
             }
         }
     },

@@ -5,7 +5,7 @@ import {
 } from "./lib/env";
 import { efaPlugins, gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric";
 import { containerPolicy, Finding, stackPolicy, containerLabel } from "./lib/report";
-import type { PoolView } from "./lib/resources";
+import { EKS_NVIDIA_AMI_TYPES, type PoolView } from "./lib/resources";
 import {
     argv, ContainerView, envField, envValue, flagValue, gpusOf, inScope, known, kvUse, poolsOf,
     rdmaDevices, StackView,
@@ -401,7 +401,13 @@ export const rdmaWorkloadOnRdmaPool = containerPolicy({
                 else if (railsOfResource(pr, pool).length === 0) out.push({ field: `${c.resourcesPath}.limits[${res}]`, problem: `${res} selects no NIC of pool ${pool.name} (ifNames ${pr.ifNames.join(", ")})`, fix: `select pool ${pool.name}'s rail netdevs in the plugin config` });
             }
         }
-        if (gpusOf(c) > 0 && !gpuDirect(v.resources).enabled) out.push({ field: `${c.resourcesPath}.limits[nvidia.com/gpu]`, problem: `the stack deploys no GPU Operator with GPUDirect RDMA for pool ${pool.name}, so KV moves through host memory`, fix: "deploy GpuOperator with gpuDirectRdma dmabuf (driver.kernelModuleType=open) or peermem (driver.rdma.enabled=true)" });
+        // GPUDirect: the GPU Operator's driver (open modules for DMA-BUF, or nvidia-peermem); on an EKS node group also
+        // the accelerated NVIDIA AMI, which ships the driver and EFA's GPUDirect module while the operator's driver is off.
+        if (gpusOf(c) > 0 && !gpuDirect(v.resources).enabled && !pool.gpuDirectFromAmi) {
+            out.push(pool.fabric === "efa"
+                ? { field: `${c.resourcesPath}.limits[nvidia.com/gpu]`, problem: `EFA pool ${pool.name} runs no EKS accelerated NVIDIA AMI and the stack deploys no GPU Operator driver with GPUDirect RDMA, so KV moves through host memory`, fix: `use amiType ${EKS_NVIDIA_AMI_TYPES[0]} for the node group (components/spoke/EfaNodeGroup.ts), or a GpuOperator driver with DMA-BUF` }
+                : { field: `${c.resourcesPath}.limits[nvidia.com/gpu]`, problem: `the stack deploys no GPU Operator with GPUDirect RDMA for pool ${pool.name}, so KV moves through host memory`, fix: "deploy GpuOperator with gpuDirectRdma dmabuf (driver.kernelModuleType=open) or peermem (driver.rdma.enabled=true)" });
+        }
     }
     return out;
 });

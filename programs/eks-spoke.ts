@@ -6,11 +6,10 @@ import { EfaDevicePlugin } from "../components/spoke/EfaDevicePlugin";
 import { EfaNodeGroup } from "../components/spoke/EfaNodeGroup";
 import { EksCluster } from "../components/spoke/EksCluster";
 import { GpuOperator } from "../components/spoke/GpuOperator";
-import type { SpokeContract } from "../config/contract";
 import type { EksSpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
-import { deployGateway, GatewayHandles } from "./gateway";
-import { deployMetering } from "./metering";
+import { EFA_RESOURCE } from "../lib/nixl";
+import type { SpokeInfra } from "./spoke-infra";
 
 /** The EKS cluster name of a spoke (`platform-<spoke>`). */
 export function eksClusterName(cfg: EksSpokeConfig): string {
@@ -18,12 +17,15 @@ export function eksClusterName(cfg: EksSpokeConfig): string {
 }
 
 /**
- * Builds an EKS spoke: one `aws.Provider` for the cluster's region, the EKS cluster with its VPC and
- * add-ons, the Kubernetes provider built from the cluster, the CPU node group, one EFA node group per GPU
- * group, the EFA device plugin with an allowlist of exactly those instance types, and the GPU Operator set
- * up for the EKS AL2023 NVIDIA AMI. Returns the stack outputs.
+ * The infrastructure of an EKS spoke: one `aws.Provider` for the cluster's region, the EKS cluster with its VPC and
+ * add-ons, the Kubernetes provider built from the cluster, the CPU node group, one EFA node group per GPU group, the
+ * EFA device plugin with an allowlist of exactly those instance types, and the GPU Operator set up for the EKS AL2023
+ * NVIDIA AMI (the AMI provides the driver and GPUDirect). Workloads go on top with programs/workloads.ts
+ * `deployWorkloads`; the Dynamo Frontend/Planner run on the CPU node group.
+ *
+ * @throws Error when a GPU group's availability zone has no private subnet (the config loader checks this first)
  */
-export async function buildEksSpoke(cfg: EksSpokeConfig, contract: SpokeContract, stackFile: string) {
+export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
     const awsProvider = new aws.Provider("aws", { region: cfg.cluster.region as aws.Region });
     const awsOpts: pulumi.ComponentResourceOptions = { providers: [awsProvider] };
 
@@ -61,33 +63,44 @@ export async function buildEksSpoke(cfg: EksSpokeConfig, contract: SpokeContract
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
-    const platformNs = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
-    const inferenceNs = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
+    const platformNamespace = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
+    const inferenceNamespace = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
 
-    new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
-    new GpuOperator("gpu-operator", { gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true }, opts);
-
-    // Agent Router + auth service and usage metering: the same deployments as on-prem spokes (programs/gateway.ts,
-    // programs/metering.ts). Dynamo serving on the EFA pools is not wired yet (see programs/serving.ts).
-    const handles: GatewayHandles = {};
-    const gateway = await deployGateway({ spoke: cfg.spoke.name, hubStack: cfg.spoke.hubStack, stackFile, contract, gateway: cfg.gateway, handles }, { ...opts, dependsOn: [inferenceNs] });
-    const metering = deployMetering({ spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles }, { ...opts, dependsOn: [platformNs] });
+    const efaPlugin = new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
+    const gpuOperator = new GpuOperator("gpu-operator", { gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true }, opts);
 
     return {
-        spoke: cfg.spoke.name,
-        placementRevision: contract.placementRevision,
-        endpoints: contract.endpoints.map((e) => e.name),
-        cluster: {
-            name: eks.clusterName,
-            endpoint: eks.endpoint,
-            oidcIssuer: eks.oidcIssuer,
-            kubernetesVersion: cfg.cluster.kubernetesVersion,
-            vpcId: eks.vpcId,
-        },
-        nodeSelectors: Object.fromEntries(gpuGroups.map((g, i) => [cfg.nodeGroups.gpu[i].name, g.nodeSelector])),
-        efaDevicesPerNode: Object.fromEntries(gpuGroups.map((g, i) => [cfg.nodeGroups.gpu[i].name, g.efaDevicesPerNode])),
+        provider,
+        platformNamespace,
+        inferenceNamespace,
+        pools: cfg.nodePools.map((p, i) => ({
+            name: p.name,
+            profile: p.profile,
+            nodeCount: cfg.nodeGroups.gpu[i].scaling.desired,
+            nodeSelector: gpuGroups[i].nodeSelector,
+            tolerations: gpuGroups[i].tolerations,
+            memlockUnlimited: p.memlockUnlimited,
+            fabric: "efa",
+            rdmaResources: [EFA_RESOURCE],
+            frontendHcas: [],
+            hugepages2MiPerNode: cfg.nodeGroups.gpu[i].hugepages2Mi,
+        })),
         systemNodeSelector: cpu.nodeSelector,
-        gateway,
-        metering,
+        devicePlugins: [efaPlugin],
+        gpuDirect: [gpuOperator],
+        // EFA has no rail ports the preflight rates (lib/preflight.ts checks devices only); the slowest EFA card.
+        minLinkRateGbps: Math.min(...cfg.nodePools.map((p) => p.profile.efa?.cardRateGbps ?? 0)),
+        outputs: {
+            cluster: {
+                name: eks.clusterName,
+                endpoint: eks.endpoint,
+                oidcIssuer: eks.oidcIssuer,
+                kubernetesVersion: cfg.cluster.kubernetesVersion,
+                vpcId: eks.vpcId,
+            },
+            nodeSelectors: Object.fromEntries(gpuGroups.map((g, i) => [cfg.nodeGroups.gpu[i].name, g.nodeSelector])),
+            efaDevicesPerNode: Object.fromEntries(gpuGroups.map((g, i) => [cfg.nodeGroups.gpu[i].name, g.efaDevicesPerNode])),
+            systemNodeSelector: cpu.nodeSelector,
+        },
     };
 }

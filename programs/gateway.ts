@@ -25,9 +25,9 @@ export async function readSpokeCredentials(spoke: string, hubStack: string, stac
 /** Inputs of {@link deployGateway}. */
 export interface GatewayDeployment {
     spoke: string;
-    hubStack: string;
-    stackFile: string;
     contract: SpokeContract;
+    /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared. */
+    awsCredentials: pulumi.Output<SpokeSourceCredentials>;
     gateway: GatewayConfig;
     /** Filled in for the metering deployment (programs/metering.ts): not stack outputs, they hold secrets. */
     handles?: GatewayHandles;
@@ -42,11 +42,9 @@ export interface GatewayHandles {
 /**
  * Deploys the spoke's Agent Router and auth service from the hub contract (endpoints -> routes, policy block ->
  * auth service). Shared by every spoke flavour; pass the stack's Kubernetes provider through `opts.providers`.
- *
- * @throws ConfigError when the hub has no credentials for this spoke
  */
-export async function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
-    const awsCredentials = await readSpokeCredentials(d.spoke, d.hubStack, d.stackFile);
+export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
+    const { awsCredentials } = d;
     const router = new AgentRouter("agent-router", {
         spoke: d.spoke,
         endpoints: d.contract.endpoints.map((e) => ({ name: e.name, model: e.model })),

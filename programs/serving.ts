@@ -1,32 +1,28 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { BackendFabric } from "../components/spoke/BackendFabric";
 import { DynamoPlatform } from "../components/spoke/DynamoPlatform";
-import type { FrontendNetwork } from "../components/spoke/FrontendNetwork";
-import type { GpuNodePool } from "../components/spoke/GpuNodePool";
 import { ModelEndpoint } from "../components/spoke/ModelEndpoint";
 import { MooncakeStore } from "../components/spoke/MooncakeStore";
 import { RdmaPreflight } from "../components/spoke/RdmaPreflight";
 import type { SpokeContract } from "../config/contract";
 import { ConfigError } from "../config/errors";
-import type { OnPremSpokeConfig } from "../config/stack";
+import type { ServingConfig } from "../config/serving";
 import { versions } from "../config/versions";
 import type { PoolPlacement } from "../lib/dgd";
 import { INFERENCE_NAMESPACE } from "../lib/labels";
-import { kvFabricOf, rdmaResources } from "../lib/nixl";
-import { placeEndpoints } from "../lib/serving";
+import { kvFabricOf } from "../lib/nixl";
+import { placeEndpoints, unpublishedRdmaResources } from "../lib/serving";
+import type { SpokeInfra } from "./spoke-infra";
 
-/** What the serving layer needs from the rest of the spoke. */
+/** What the serving layer needs from the rest of the spoke, on-prem and EKS alike. */
 export interface ServingInputs {
-    /** An on-prem (InfiniBand) spoke; EKS spokes are built in programs/eks-spoke.ts. */
-    cfg: OnPremSpokeConfig;
+    /** `platform:spoke.name` (names the hub's contract in errors). */
+    spoke: string;
+    /** `platform:serving`. */
+    serving: ServingConfig;
     contract: SpokeContract;
     stackFile: string;
-    /** GpuNodePool components, in `cfg.nodePools` order. */
-    pools: GpuNodePool[];
-    fabric: BackendFabric;
-    frontend: FrontendNetwork;
-    /** Resources the RDMA workloads wait for (GPU Operator, inference namespace). */
-    dependsOn: pulumi.Resource[];
+    /** The spoke's infrastructure (programs/onprem-spoke.ts, programs/eks-spoke.ts). */
+    infra: SpokeInfra;
 }
 
 /** Per endpoint: the pool it runs on and its frontend Service (for the gateway). */
@@ -34,37 +30,40 @@ export type ServingOutputs = Record<string, { pool: string; frontend: { name: st
 
 /**
  * The spoke's serving layer (DESIGN §1): the Dynamo platform, the RDMA preflight script, and per endpoint of the
- * hub's placement a Mooncake pool (when configured) and a ModelEndpoint (DynamoGraphDeployment).
+ * hub's placement a Mooncake pool (when configured) and a ModelEndpoint (DynamoGraphDeployment) on its GPU pool, with
+ * the transport generated from the pool's fabric (lib/nixl.ts: UCX on InfiniBand rails; libfabric/EFA with
+ * `vpc.amazonaws.com/efa` and `hugepages-2Mi` on EKS). Frontend, Planner and Mooncake master go to
+ * `infra.systemNodeSelector`. Pass the stack's Kubernetes provider through `opts.providers`.
  *
  * @throws ConfigError naming the stack file when a placement does not fit this spoke's pools (worker larger than a
- *   node, pool too small, Mooncake stores beyond the node count, no pool mapping with several pools)
+ *   node, pool too small, Mooncake stores beyond the node count or on EFA, no pool mapping with several pools)
+ * @throws Error when a pool's fabric needs RDMA resources its device plugin does not advertise
  */
 export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOptions): ServingOutputs {
-    const { cfg, contract } = s;
-    const { placements, issues } = placeEndpoints(contract.endpoints, cfg.nodePools, cfg.serving, `hub output spokeContracts.${cfg.spoke.name}`);
+    const { serving, contract, infra } = s;
+    const { placements, issues } = placeEndpoints(contract.endpoints, infra.pools, serving, `hub output spokeContracts.${s.spoke}`);
     if (issues.length) throw new ConfigError(s.stackFile, issues);
     const outputs: ServingOutputs = {};
     if (placements.length === 0) return outputs;
 
     const platform = new DynamoPlatform("dynamo", {
-        namespace: cfg.serving.platformNamespace,
-        grove: cfg.serving.grove,
-        kaiScheduler: cfg.serving.kaiScheduler,
-        prometheusEndpoint: cfg.serving.prometheusEndpoint,
+        namespace: serving.platformNamespace,
+        grove: serving.grove,
+        kaiScheduler: serving.kaiScheduler,
+        prometheusEndpoint: serving.prometheusEndpoint,
     }, opts);
-    const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE }, { ...opts, dependsOn: s.dependsOn });
-    const rdmaDeps = [platform, preflight, s.fabric, ...s.dependsOn];
+    const baseDeps = [...infra.gpuDirect, infra.inferenceNamespace];
+    const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE }, { ...opts, dependsOn: baseDeps });
+    const rdmaDeps = [platform, preflight, ...infra.devicePlugins, ...baseDeps];
 
     for (const { endpoint: e, pool } of placements) {
-        const component = s.pools[cfg.nodePools.indexOf(pool)];
-        const fabric = kvFabricOf(pool.profile, s.frontend.description.pools[pool.name]?.hcas ?? pool.profile.frontend.map((f) => f.hca));
-        if (fabric.kind === "infiniband") {
-            const missing = Object.keys(rdmaResources(fabric, 1)).filter((r) => !s.fabric.railResources.includes(r));
-            if (missing.length) throw new Error(`pool ${pool.name}: rail resource(s) ${missing.join(", ")} are not published by the backend fabric (${s.fabric.railResources.join(", ")})`);
-        }
+        const fabric = kvFabricOf(pool.profile, pool.frontendHcas);
+        const missing = unpublishedRdmaResources(fabric, pool.rdmaResources);
+        if (missing.length) throw new Error(`pool ${pool.name}: RDMA resource(s) ${missing.join(", ")} are not advertised by this spoke's device plugin (${pool.rdmaResources.join(", ") || "none"})`);
         const placement: PoolPlacement = {
-            name: pool.name, nodeSelector: component.nodeSelector, tolerations: component.tolerations,
+            name: pool.name, nodeSelector: pool.nodeSelector, tolerations: pool.tolerations,
             memlockUnlimited: pool.memlockUnlimited, fabric,
+            ...(pool.hugepages2MiPerNode > 0 ? { hugepages2MiPerNode: pool.hugepages2MiPerNode } : {}),
         };
         let mooncakeMaster: string | undefined;
         const deps: pulumi.Resource[] = [...rdmaDeps];
@@ -72,7 +71,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             const store = new MooncakeStore(`mooncake-${e.name}`, {
                 endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${versions.mooncake.image}:${versions.mooncake.version}`,
                 pool: placement, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas,
-                poolNodes: pool.nodes.length, minLinkRateGbps: cfg.backend.minLinkRateGbps,
+                poolNodes: pool.nodeCount, minLinkRateGbps: infra.minLinkRateGbps, systemNodeSelector: infra.systemNodeSelector,
             }, { ...opts, dependsOn: rdmaDeps });
             mooncakeMaster = store.masterAddress;
             deps.push(store);
@@ -82,10 +81,11 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             endpoint: e, namespace: INFERENCE_NAMESPACE, pool: placement,
             runtimeImage: `${rt.image}:${rt.version}`,
             plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
-            prometheusEndpoint: cfg.serving.prometheusEndpoint,
-            minLinkRateGbps: cfg.backend.minLinkRateGbps,
-            hfTokenSecret: cfg.serving.hfTokenSecret,
+            prometheusEndpoint: serving.prometheusEndpoint,
+            minLinkRateGbps: infra.minLinkRateGbps,
+            hfTokenSecret: serving.hfTokenSecret,
             mooncakeMaster,
+            systemNodeSelector: infra.systemNodeSelector,
         }, { ...opts, dependsOn: deps });
         outputs[e.name] = { pool: pool.name, frontend: ep.frontend };
     }

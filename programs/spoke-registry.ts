@@ -94,5 +94,6 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
 export function checkAgainstHubRegistry(cfg: SpokeConfig, stack: string, recorded: unknown, stackFile: string): void {
     if (!Array.isArray(recorded)) return;
     const problems = collisionsWithRecorded({ name: cfg.spoke.name, stack, networks: networksOf(cfg) }, recorded as SpokeNetworks[]);
-    if (problems.length) throw new ConfigError(stackFile, problems.map((m) => ({ key: "platform:", message: `${m} (hub output spokeNetworks)` })));
+    // Messages read `<stack> <key> <cidr> overlaps ...` (lib/spoke-networks.ts): name this spoke's key.
+    if (problems.length) throw new ConfigError(stackFile, problems.map((m) => ({ key: /^\S+ (platform:\S+)/.exec(m)?.[1] ?? "platform:spoke", message: `${m} (hub output spokeNetworks)` })));
 }

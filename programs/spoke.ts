@@ -1,18 +1,13 @@
-import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { BackendFabric } from "../components/spoke/BackendFabric";
-import { FrontendNetwork } from "../components/spoke/FrontendNetwork";
-import { GpuNodePool } from "../components/spoke/GpuNodePool";
-import { GpuOperator } from "../components/spoke/GpuOperator";
 import { SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
 import { isEksSpoke, SpokeConfig } from "../config/stack";
-import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
-import { buildEksSpoke } from "./eks-spoke";
+import { PlacementPool, placeEndpoints } from "../lib/serving";
+import { buildEksInfra } from "./eks-spoke";
+import { readSpokeCredentials } from "./gateway";
+import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
-import { deployServing } from "./serving";
-import { deployGateway, GatewayHandles } from "./gateway";
-import { deployMetering } from "./metering";
+import { deployWorkloads } from "./workloads";
 
 /**
  * Reads this spoke's entry of the hub's `spokeContracts` output (the deployment declaration going down,
@@ -40,55 +35,46 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
     return parsed.data;
 }
 
-/** Builds one spoke stack (one GPU cluster). Returns the stack outputs. */
+/**
+ * The GPU pools as placement sees them, straight from the validated config (no resources): name, node profile and
+ * node count (on-prem: its named hosts; EKS: the node group's desired size).
+ */
+export function placementPools(cfg: SpokeConfig): PlacementPool[] {
+    return cfg.nodePools.map((p, i) => ({
+        name: p.name,
+        profile: p.profile,
+        nodeCount: isEksSpoke(cfg) ? cfg.nodeGroups.gpu[i].scaling.desired : p.nodes.length,
+    }));
+}
+
+/**
+ * Checks that every endpoint the hub placed here fits this spoke's pools (lib/serving.ts `placeEndpoints`).
+ * @throws ConfigError naming the stack file and the contract/config keys when one does not fit
+ */
+export function checkPlacement(cfg: SpokeConfig, contract: SpokeContract, stackFile: string): void {
+    const { issues } = placeEndpoints(contract.endpoints, placementPools(cfg), cfg.serving, `hub output spokeContracts.${cfg.spoke.name}`);
+    if (issues.length) throw new ConfigError(stackFile, issues);
+}
+
+/**
+ * Builds one spoke stack (one GPU cluster): provider-specific infrastructure (programs/onprem-spoke.ts for an
+ * existing on-prem cluster with InfiniBand rails, programs/eks-spoke.ts for EKS with EFA), then the shared workloads
+ * (programs/workloads.ts: gateway, serving, metering). Returns the stack outputs.
+ *
+ * @throws ConfigError when the hub's contract for this spoke is missing or invalid, or a placement does not fit
+ */
 export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
+    // Everything that can refuse this stack is checked before the first resource is declared: nothing is half-applied.
     const contract = await readSpokeContract(cfg, stackFile);
-    // EKS spokes (cluster, VPC, node groups with EFA) are built in programs/eks-spoke.ts.
-    if (isEksSpoke(cfg)) return buildEksSpoke(cfg, contract, stackFile);
-
-    const provider = new k8s.Provider("k8s", {
-        context: cfg.cluster.kubeconfigContext,
-        enableServerSideApply: true,
-    });
-    const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
-
-    const platformNs = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
-    const inferenceNs = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
-
-    const pools = cfg.nodePools.map((p) => new GpuNodePool(`pool-${p.name}`, { pool: p, fabric: cfg.backend.fabric }, opts));
-    const gpuOperator = new GpuOperator("gpu-operator", cfg.gpuOperator, opts);
-    const fabric = new BackendFabric("backend", {
-        pools: cfg.nodePools,
-        railPools: cfg.railPools,
-        rdmaHcaMax: cfg.backend.rdmaHcaMax,
-        perNodeBlockSize: cfg.backend.perNodeBlockSize,
-        workloadNamespace: INFERENCE_NAMESPACE,
-    }, { ...opts, dependsOn: [inferenceNs] });
-    const frontend = new FrontendNetwork("frontend", {
-        pools: cfg.nodePools,
-        subnet: cfg.frontend.subnet,
-        linkRateGbps: cfg.frontend.linkRateGbps,
-        namespace: platformNs.metadata.name,
-    }, opts);
-
-    const serving = deployServing({
-        cfg, contract, stackFile, pools, fabric, frontend, dependsOn: [gpuOperator, inferenceNs],
-    }, opts);
-    // Agent Router + auth service (programs/gateway.ts); NetworkPolicy into the inference namespace.
-    const handles: GatewayHandles = {};
-    const gateway = await deployGateway({ spoke: cfg.spoke.name, hubStack: cfg.spoke.hubStack, stackFile, contract, gateway: cfg.gateway, handles }, { ...opts, dependsOn: [inferenceNs] });
-    // Usage metering (programs/metering.ts): access-log collector + metering StatefulSet, shipping to the hub.
-    const metering = deployMetering({
-        spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles,
-    }, { ...opts, dependsOn: [platformNs] });
+    const awsCredentials = await readSpokeCredentials(cfg.spoke.name, cfg.spoke.hubStack, stackFile);
+    checkPlacement(cfg, contract, stackFile);
+    const infra = isEksSpoke(cfg) ? buildEksInfra(cfg) : buildOnPremInfra(cfg);
+    const { serving, gateway, metering } = deployWorkloads(cfg, contract, infra, stackFile, awsCredentials);
     return {
         spoke: cfg.spoke.name,
         placementRevision: contract.placementRevision,
         endpoints: contract.endpoints.map((e) => e.name),
-        railResources: fabric.railResources,
-        railNetworks: fabric.railNetworks,
-        nodeSelectors: Object.fromEntries(pools.map((p, i) => [cfg.nodePools[i].name, p.nodeSelector])),
-        frontendHcas: frontend.frontendHcas,
+        ...infra.outputs,
         serving,
         gateway,
         metering,

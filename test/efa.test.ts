@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { presetProfiles } from "../config/nodeProfile";
 import {
-    base64, checkInstanceTypeForEfa, efaDeviceCount, efaDevicePluginValues, efaHugepagesMiB, efaNetworkInterfaces,
+    base64, checkInstanceTypeForEfa, efaDeviceCount, efaDevicePluginValues, efaHugepagesMiB, efaNetworkInterfaces, efaWorkerHugepages,
     missingFromEfaAllowlist, nodeBootstrapUserData, USER_DATA_BOUNDARY,
 } from "../lib/efa";
 import { eksKubeconfig, vpcSubnetPlan } from "../lib/eks";
@@ -100,6 +100,22 @@ describe("efaHugepagesMiB", () => {
         expect(efaHugepagesMiB(5128, 8, 2)).toBe(2564);
         expect(efaHugepagesMiB(5128, 8, 1) * 8).toBeLessThanOrEqual(10256);
         expect(() => efaHugepagesMiB(5128, 8, 9)).toThrow(/1..8/);
+    });
+});
+
+describe("efaWorkerHugepages", () => {
+    it("hugepages-2Mi equal in requests and limits, plus a cpu request only (the API server needs cpu or memory with huge pages)", () => {
+        expect(efaWorkerHugepages(5128, 8, 2)).toEqual({ requests: { "hugepages-2Mi": "2564Mi", cpu: "2" }, limits: { "hugepages-2Mi": "2564Mi" } });
+        expect(efaWorkerHugepages(5128, 8, 4)).toEqual({ requests: { "hugepages-2Mi": "5128Mi", cpu: "4" }, limits: { "hugepages-2Mi": "5128Mi" } });
+    });
+    it("workers packed on one node never ask for more than it reserves", () => {
+        const mib = (g: number) => Number(efaWorkerHugepages(5128, 8, g).limits["hugepages-2Mi"].replace("Mi", ""));
+        expect(mib(2) * 2 + mib(4)).toBe(10256);
+        expect(mib(3) + mib(5)).toBeLessThanOrEqual(10256);
+    });
+    it("nothing when the node reserves no huge pages; refuses a GPU count outside the node", () => {
+        expect(efaWorkerHugepages(0, 8, 2)).toEqual({ requests: {}, limits: {} });
+        expect(() => efaWorkerHugepages(5128, 8, 0)).toThrow(/1..8/);
     });
 });
 

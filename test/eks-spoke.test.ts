@@ -1,9 +1,14 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { isEksSpoke, parseStackConfig } from "../config/stack";
 import { capacitySettings } from "../components/spoke/EfaNodeGroup";
 import { byType, flatConfig, inputs, platformKeys, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
-import { referenceableOutputs } from "../tools/wire";
+import { referenceableOutputs, unwrapWire } from "../tools/wire";
+import { efaPolicies } from "../policies/efa";
+import { allPolicies } from "../policies/policies";
+import { rdmaWorkloadPolicies } from "../policies/rdma-workloads";
+import { runPolicies } from "../tools/policy-runner";
+import type { CapturedResource } from "../tools/harness";
 
 const parse = (doc: Record<string, any>) => parseStackConfig(platformKeys(doc), "stacks/Pulumi.spoke-sg1.yaml");
 
@@ -119,5 +124,100 @@ describe("spoke-sg1 under mocks", () => {
     it("renders in preview mode too (cluster endpoint unknown)", async () => {
         const { spoke } = await runHubAndSpoke("spoke-sg1", true);
         expect(byType(spoke.resources, "aws:eks/nodeGroup:NodeGroup")).toHaveLength(2);
+    });
+});
+
+describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () => {
+    let rs: CapturedResource[];
+    let outputs: Record<string, unknown>;
+    beforeAll(async () => { ({ resources: rs, outputs } = (await runHubAndSpoke("spoke-sg1")).spoke); });
+    const dgd = () => byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
+    const component = (name: string) => dgd()[0].spec.components.find((c: any) => c.name === name);
+    const envOf = (c: any) => Object.fromEntries(c.env.map((e: any) => [e.name, e.value]));
+
+    it("renders the endpoint the hub places on sg1 (Qwen/Qwen3-32B, SGLang, disaggregated) through the EKS cluster's provider", () => {
+        expect(dgd().map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)).toEqual(["inference/qwen3-32b/sglang"]);
+        expect(dgd()[0].spec.components.map((c: any) => `${c.name}:${c.type}:${c.replicas}`)).toEqual(["Frontend:frontend:1", "Planner:planner:1", "prefill:prefill:2", "decode:decode:1"]);
+        const k8sProvider = byType(rs, "pulumi:providers:kubernetes")[0];
+        for (const r of byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").concat(byType(rs, "kubernetes:helm.sh/v3:Release").filter((x) => inputs(x).chart === "dynamo-platform"))) {
+            expect(r.provider.startsWith(k8sProvider.urn), r.name).toBe(true);
+        }
+        expect(unwrapWire(outputs.serving)).toEqual({ "qwen3-32b": { pool: "h200", frontend: { name: "qwen3-32b-frontend", namespace: "inference", port: 8000 } } });
+    });
+
+    it("prefill/decode workers request EFA (2 per GPU) and their GPU share of the node's 2 MiB huge pages, with a cpu request", () => {
+        for (const [name, gpus] of [["prefill", 2], ["decode", 4]] as const) {
+            const main = component(name).podTemplate.spec.containers[0];
+            const hugepages = `${Math.floor((5128 * gpus) / 8) * 2}Mi`;
+            expect(main.resources).toEqual({
+                requests: { "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus), "hugepages-2Mi": hugepages, cpu: String(gpus) },
+                limits: { "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus), "hugepages-2Mi": hugepages },
+            });
+            expect(main.securityContext).toEqual({ runAsUser: 0, runAsGroup: 0, privileged: true });
+            expect(envOf(main)).toMatchObject({ FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", NCCL_NET: "Libfabric", SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC" });
+            expect(Object.keys(envOf(main)).filter((k) => k.startsWith("UCX_"))).toEqual([]);
+            const spec = component(name).podTemplate.spec;
+            expect(spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+            expect(spec.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Equal", value: "present", effect: "NoSchedule" }]);
+            expect(spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels["nvidia.com/dynamo-component"]).toBe(name === "prefill" ? "decode" : "prefill");
+            const [init] = spec.initContainers;
+            expect(init.name).toBe("rdma-preflight");
+            expect(init.resources.limits).toEqual({ "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus) });
+            expect(envOf(init)).toMatchObject({ PREFLIGHT_FABRIC: "efa", PREFLIGHT_MIN_DEVICES: String(2 * gpus) });
+        }
+    });
+
+    it("Frontend and Planner run on the CPU node group (its selector, no GPU toleration)", () => {
+        for (const name of ["Frontend", "Planner"]) {
+            const spec = component(name).podTemplate.spec;
+            expect(spec.nodeSelector, name).toEqual({ "inference-platform.io/system": "true" });
+            expect(spec.tolerations, name).toBeUndefined();
+        }
+        expect(unwrapWire(outputs.systemNodeSelector)).toEqual({ "inference-platform.io/system": "true" });
+    });
+
+    it("passes the RDMA guard and the EFA policies, and the whole pack, in update and preview mode", async () => {
+        expect((await runPolicies([...rdmaWorkloadPolicies, ...efaPolicies], rs)).findings).toEqual([]);
+        expect((await runPolicies(allPolicies, rs)).mandatory).toEqual([]);
+        const preview = (await runHubAndSpoke("spoke-sg1", true)).spoke.resources;
+        expect(byType(preview, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")).toHaveLength(1);
+        expect((await runPolicies(allPolicies, preview)).mandatory).toEqual([]);
+    });
+
+    it("without huge pages on the node group the mandatory huge-pages rule (and the launch-template rule) stop the stack", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const d = stackConfigDoc("spoke-sg1");
+        d["platform:nodeGroups"].gpu[0].hugepages2Mi = 0;
+        const r = await runRepoStack("spoke-sg1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+        const main = byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs)[0].spec.components.find((c: any) => c.name === "decode").podTemplate.spec.containers[0];
+        expect(main.resources.requests["hugepages-2Mi"]).toBeUndefined();
+        const names = (await runPolicies(efaPolicies, r.resources)).mandatory.map((f) => f.policyName).sort();
+        expect(names).toEqual(["efa-node-group-launch-template", "efa-workload-hugepages", "efa-workload-hugepages"]);
+    });
+});
+
+describe("platform:serving.systemNodeSelector", () => {
+    it("is rejected on an EKS spoke (the CPU node group's selector is used)", () => {
+        const d = stackConfigDoc("spoke-sg1");
+        d["platform:serving"] = { systemNodeSelector: { "node-role.kubernetes.io/system": "" } };
+        expect(issuesOf(d).join("\n")).toMatch(/platform:serving.systemNodeSelector: not used on an EKS spoke/);
+    });
+    it("on-prem: puts the Frontend, Planner and Mooncake master on the named CPU nodes; workers stay on the GPU pool", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const d = stackConfigDoc("spoke-hn1");
+        d["platform:serving"] = { ...(d["platform:serving"] ?? {}), systemNodeSelector: { "node-role.kubernetes.io/system": "true" } };
+        const r = await runRepoStack("spoke-hn1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+        for (const g of byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs)) {
+            const sel = Object.fromEntries(g.spec.components.map((c: any) => [c.name, c.podTemplate.spec.nodeSelector]));
+            expect(sel.Frontend).toEqual({ "node-role.kubernetes.io/system": "true" });
+            expect(sel.Planner).toEqual({ "node-role.kubernetes.io/system": "true" });
+            for (const w of ["prefill", "decode", "worker"].filter((n) => n in sel)) expect(sel[w]).toEqual({ "inference-platform.io/pool": "h200" });
+        }
+        const deployments = byType(r.resources, "kubernetes:apps/v1:Deployment").map(inputs);
+        const masters = deployments.filter((x) => x.metadata.name.endsWith("-mooncake-master"));
+        expect(masters.length).toBeGreaterThan(0);
+        for (const m of masters) expect(m.spec.template.spec.nodeSelector).toEqual({ "node-role.kubernetes.io/system": "true" });
+        for (const st of deployments.filter((x) => x.metadata.name.endsWith("-mooncake-store"))) expect(st.spec.template.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        expect((await runPolicies(allPolicies, r.resources)).mandatory).toEqual([]);
     });
 });

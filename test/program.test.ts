@@ -2,7 +2,7 @@ import { createHash } from "crypto";
 import { describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
 import { unwrapWire, SECRET_SIG, SIG_KEY, UNKNOWN } from "../tools/wire";
-import { byType, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) => {
     it("hub: one versioned placement contract per spoke, keys only as secrets, hashes = SHA-256 of the keys", async () => {
@@ -94,5 +94,16 @@ describe("spoke vs hub contract", () => {
         cfg["platform:spoke"] = JSON.stringify({ ...spoke, name: "dn1" });
         await expect(runRepoStack("spoke-hn1", { config: cfg, stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }))
             .rejects.toThrow(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1, sg1\)/);
+    });
+
+    it("a placement that does not fit the spoke is refused before any resource is declared", async () => {
+        const hubDoc = structuredClone(stackConfigDoc("hub-prod"));
+        const llama = (hubDoc["platform:endpoints"] as any[]).find((e) => e.spoke === "hn1" && e.name === "llama-70b");
+        llama.kvPool.storeReplicas = 3; // hn1 has 2 GPU nodes: at most one Mooncake store per node
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(hubDoc) });
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
+        expect(err?.message).toMatch(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - hub output spokeContracts.hn1.endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\)/);
+        const declared = (err.capturedResources as Array<{ type: string }>).map((r) => r.type);
+        expect(declared.filter((t) => !["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"].includes(t))).toEqual([]);
     });
 });

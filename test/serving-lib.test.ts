@@ -9,7 +9,7 @@ import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { buildDgd, ENGINES, plannerConfig } from "../lib/dgd";
 import { buildMooncake, mooncakeMasterAddress } from "../lib/mooncake";
 import { EFA_RESOURCE, kvFabricOf, kvTransportEnv, memlockPath, mooncakeEnv, rdmaResources, wrappedCommand } from "../lib/nixl";
-import { frontendService, placeEndpoints } from "../lib/serving";
+import { frontendService, placeEndpoints, unpublishedRdmaResources } from "../lib/serving";
 import { DGX, endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
 
 const CISCO = NodeProfileSchema.parse(presetProfiles().get("cisco-ucsc-885a-m8-h22"));
@@ -159,6 +159,36 @@ describe("lib/dgd.ts: engine is one field", () => {
         expect(w.containers[0].command).toEqual(["python3", "-m", "dynamo.vllm"]);
         expect(w.initContainers).toBeUndefined();
     });
+    it("EFA pool: workers request EFA and their share of the node's 2 MiB huge pages (with a cpu request); the preflight gets the devices only", () => {
+        const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
+        const e = endpoint({ engine: "sglang", kvPool: { kind: "none" } });
+        const pool = { ...placement({ profile: P5EN }), memlockUnlimited: true, hugepages2MiPerNode: 5128 };
+        const dgd = buildDgd({ endpoint: e, namespace: "inference", pool, runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 200 });
+        expect(mainOf(dgd, "prefill").resources).toEqual({
+            requests: { "nvidia.com/gpu": "2", [EFA_RESOURCE]: "4", "hugepages-2Mi": "2564Mi", cpu: "2" },
+            limits: { "nvidia.com/gpu": "2", [EFA_RESOURCE]: "4", "hugepages-2Mi": "2564Mi" },
+        });
+        expect(mainOf(dgd, "decode").resources.limits).toEqual({ "nvidia.com/gpu": "4", [EFA_RESOURCE]: "8", "hugepages-2Mi": "5128Mi" });
+        expect(component(dgd, "decode").podTemplate.spec.initContainers[0].resources.limits).toEqual({ "nvidia.com/gpu": "4", [EFA_RESOURCE]: "8" });
+        // Without reserved pages (or on InfiniBand) nothing is added.
+        const none = buildDgd({ endpoint: e, namespace: "inference", pool: { ...pool, hugepages2MiPerNode: undefined }, runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 200 });
+        expect(mainOf(none, "prefill").resources.requests["hugepages-2Mi"]).toBeUndefined();
+        const ib = buildDgd({ endpoint: e, namespace: "inference", pool: { ...placement(), hugepages2MiPerNode: 5128 }, runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 400 });
+        expect(Object.keys(mainOf(ib, "prefill").resources.requests)).not.toContain("hugepages-2Mi");
+    });
+    it("Frontend and Planner go to the system nodes when a selector is given; workers keep the pool's", () => {
+        const e = endpoint({ kvPool: { kind: "none" } });
+        const args = { endpoint: e, namespace: "inference", pool: placement(), runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 400 };
+        const sys = buildDgd({ ...args, systemNodeSelector: { "inference-platform.io/system": "true" } });
+        expect(component(sys, "Frontend").podTemplate.spec.nodeSelector).toEqual({ "inference-platform.io/system": "true" });
+        expect(component(sys, "Planner").podTemplate.spec.nodeSelector).toEqual({ "inference-platform.io/system": "true" });
+        expect(component(sys, "decode").podTemplate.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        for (const sel of [undefined, {}]) {
+            const plain = buildDgd({ ...args, systemNodeSelector: sel });
+            expect("nodeSelector" in component(plain, "Frontend").podTemplate.spec).toBe(false);
+            expect("nodeSelector" in component(plain, "Planner").podTemplate.spec).toBe(false);
+        }
+    });
     it("refuses a worker larger than a node and TRT-LLM with a Mooncake pool", () => {
         const big = endpoint({ topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 8 } } });
         const small = { ...placement(), fabric: { ...kvFabricOf(DGX), gpusPerNode: 4 } };
@@ -186,10 +216,17 @@ describe("lib/mooncake.ts", () => {
         expect(() => buildMooncake({ endpoint: "e", namespace: "inference", image: "i:v1.0.0", pool: placement(), segmentSizeGiB: 1, storeReplicas: 3, poolNodes: 2, minLinkRateGbps: 400 }))
             .toThrow("endpoint e: kvPool.storeReplicas 3 exceeds the 2 node(s) of pool h200; at most one store per node");
     });
+    it("the master goes to the system nodes when a selector is given; stores stay on the pool", () => {
+        const args = { endpoint: "llama-70b", namespace: "inference", image: "i:v1.0.0", pool: placement(), segmentSizeGiB: 64, storeReplicas: 2, poolNodes: 2, minLinkRateGbps: 400 };
+        const m = buildMooncake({ ...args, systemNodeSelector: { "node-role.kubernetes.io/system": "true" } });
+        expect(m.masterDeployment.spec.template.spec.nodeSelector).toEqual({ "node-role.kubernetes.io/system": "true" });
+        expect(m.storeDeployment.spec.template.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        expect("nodeSelector" in buildMooncake(args).masterDeployment.spec.template.spec).toBe(false);
+    });
 });
 
 describe("lib/serving.ts", () => {
-    const pool = (name: string, nodes = ["n1", "n2"]) => ({ name, profile: DGX, nodes, memlockUnlimited: true });
+    const pool = (name: string, nodes = ["n1", "n2"]) => ({ name, profile: DGX, nodeCount: nodes.length });
     const serving = ServingConfigSchema.parse({});
     it("frontendService: the operator's Service for the Frontend component", () => {
         expect(frontendService("llama-70b")).toEqual({ name: "llama-70b-frontend", namespace: "inference", port: 8000 });
@@ -208,6 +245,21 @@ describe("lib/serving.ts", () => {
         const ok = placeEndpoints([endpoint()], [pool("a"), pool("b", ["n3"])], ServingConfigSchema.parse({ endpointPools: { "llama-70b": "a" } }), "k");
         expect(ok.placements.map((p) => p.pool.name)).toEqual(["a"]);
         expect(placeEndpoints([endpoint()], [pool("a")], ServingConfigSchema.parse({ endpointPools: { "llama-70b": "zz" } }), "k").issues).toEqual([{ key: "platform:serving.endpointPools.llama-70b", message: "unknown node pool \"zz\" (known: a)" }]);
+    });
+    it("an EKS pool counts its node group's desired nodes: a placement beyond them is refused", () => {
+        const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
+        const e = endpoint({ kvPool: { kind: "none" }, topology: { mode: "disaggregated", prefill: { replicas: 2, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 8 } } });
+        expect(placeEndpoints([e], [{ name: "h200", profile: P5EN, nodeCount: 2 }], serving, "k").issues).toEqual([]);
+        expect(placeEndpoints([e], [{ name: "h200", profile: P5EN, nodeCount: 1 }], serving, "k").issues).toEqual([
+            { key: "k.endpoints", message: "endpoints on pool \"h200\" need 16 GPUs; its 1 node(s) have 8" },
+        ]);
+    });
+    it("unpublishedRdmaResources: what a pod would request that the pool's device plugin does not advertise", () => {
+        const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
+        expect(unpublishedRdmaResources(kvFabricOf(P5EN), [EFA_RESOURCE])).toEqual([]);
+        expect(unpublishedRdmaResources(kvFabricOf(P5EN), [])).toEqual([EFA_RESOURCE]);
+        expect(unpublishedRdmaResources(kvFabricOf(DGX), [0, 1, 2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`))).toEqual([]);
+        expect(unpublishedRdmaResources(kvFabricOf(DGX), ["rdma/rail_0", "rdma/rail_1"])).toEqual([2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`));
     });
     it("serving config defaults keep existing stack files valid", () => {
         expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, prometheusEndpoint: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", endpointPools: {} });

@@ -60,6 +60,32 @@ describe.each(["spoke-hn1", "spoke-hcm1"])("%s", (spoke) => {
     });
 });
 
+describe("spoke-sg1 (EKS, EFA): the same serving layer on the EKS infrastructure", () => {
+    let resources: CapturedResource[];
+    beforeAll(async () => { resources = (await runHubAndSpoke("spoke-sg1")).spoke.resources; });
+
+    it("renders the placed endpoint's DGD, the Dynamo platform and the preflight; no Mooncake on EFA", () => {
+        expect(byType(resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs).map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)).toEqual(["inference/qwen3-32b/sglang"]);
+        expect(byType(resources, "kubernetes:core/v1:ConfigMap").map(inputs).find((c) => c.metadata.name === "rdma-preflight")?.data["preflight.sh"]).toBe(preflightScript());
+        expect(byType(resources, "kubernetes:helm.sh/v3:Release").map(inputs).filter((r) => r.chart === "dynamo-platform")).toHaveLength(1);
+        expect(byType(resources, "platform:spoke:MooncakeStore")).toEqual([]);
+    });
+
+    it("every serving object validates against the CRDs / core schemas with unknown fields rejected", () => {
+        const objs = servingObjects(resources);
+        expect(objs.map((o) => o.kind).sort()).toEqual(["ConfigMap", "DynamoGraphDeployment", "Namespace"]);
+        expect(objs.map((o) => ({ o: `${o.kind}/${o.metadata.name}`, e: validator.validate(o) })).filter((x) => x.e.length)).toEqual([]);
+    });
+
+    it("a placement beyond the node group's desired nodes is a ConfigError naming the contract key", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const outputs = structuredClone(unwrapWire(referenceableOutputs(hub.outputs))) as Record<string, any>;
+        outputs.spokeContracts.sg1.endpoints[0].topology.decode.replicas = 4;
+        await expect(runRepoStack("spoke-sg1", { stackOutputs: { "hub-prod": { outputs, secretOutputNames: [] } } })).rejects.toThrow(
+            "stacks/Pulumi.spoke-sg1.yaml: invalid stack configuration\n  - hub output spokeContracts.sg1.endpoints: endpoints on pool \"h200\" need 20 GPUs; its 2 node(s) have 16");
+    });
+});
+
 describe("placement that does not fit", () => {
     it("is a ConfigError naming the stack file and the contract key", async () => {
         const hub = await runRepoStack("hub-prod");

@@ -46,7 +46,7 @@ describe("networksOf / findSpokeCollisions (pure)", () => {
         expect(collisionsWithRecorded(mine, recorded)).toEqual(["spoke-dn1 platform:frontend.subnet 10.10.0.0/24 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24"]);
         expect(() => checkAgainstHubRegistry(spoke("spoke-hcm1"), "spoke-hcm1", recorded, "stacks/Pulumi.spoke-hcm1.yaml")).not.toThrow();
         expect(() => checkAgainstHubRegistry(spoke("spoke-hn1"), "spoke-dn1", [{ name: "x", stack: "spoke-hn1", networks: networksOf(spoke("spoke-hn1")) }], "stacks/Pulumi.spoke-dn1.yaml"))
-            .toThrow(/stacks\/Pulumi.spoke-dn1.yaml: invalid stack configuration\n  - platform:: spoke-dn1 platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/);
+            .toThrow(/stacks\/Pulumi.spoke-dn1.yaml: invalid stack configuration\n  - platform:frontend.subnet: spoke-dn1 platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/);
     });
     it("GPU capacity: hosts x GPUs on-prem, desired nodes x GPUs on EKS", () => {
         expect(spokeGpuCapacity(spoke("spoke-hn1"))).toBe(16);

@@ -70,7 +70,16 @@ function main() {
     // No base (first push, manual run) or an unknown one: everything.
     let names: string[];
     if (all || !base || /^0+$/.test(base)) names = orderStacks(stacks).map((s) => s.name);
-    else names = affectedStacks(changedFiles(base, path.join(STACKS_DIR, "..")), stacks);
+    else {
+        let changed: string[] | undefined;
+        try {
+            changed = changedFiles(base, path.join(STACKS_DIR, ".."));
+        } catch (e) {
+            // e.g. the base commit is gone after a force-push: preview/apply everything rather than nothing.
+            process.stderr.write(`ci-stacks: cannot diff against ${base} (${(e as Error).message.split("\n")[0]}); listing every stack\n`);
+        }
+        names = changed ? affectedStacks(changed, stacks) : orderStacks(stacks).map((s) => s.name);
+    }
     const role = new Map(stacks.map((s) => [s.name, s.role]));
     const result = { stacks: names, hubs: names.filter((n) => role.get(n) === "hub"), spokes: names.filter((n) => role.get(n) !== "hub") };
     if (process.env.GITHUB_OUTPUT) {

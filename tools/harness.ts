@@ -150,7 +150,11 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
         failure = e;
     }
     await settings.waitForRPCs();
-    if (failure) throw failure;
+    if (failure) {
+        // What was declared before the program failed (tests assert "nothing half-applied" with it).
+        if (failure && typeof failure === "object") Object.defineProperty(failure, "capturedResources", { value: [...resources.values()], enumerable: false });
+        throw failure;
+    }
     return { resources: [...resources.values()], outputs: stackOutputs };
 }
 

@@ -293,7 +293,10 @@ function main() {
         const hub = addToHub(path.dirname(r.file), r.hubStack, e);
         process.stdout.write(`added to ${path.relative(process.cwd(), hub)} platform:spokes:\n${hubLine}\n`);
     } else {
-        process.stdout.write(`add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or rerun with --add-to-hub):\n${hubLine}\n`);
+        process.stdout.write(`add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or delete ${rel} and rerun with --add-to-hub):\n${hubLine}\n`);
+    }
+    if (Object.keys(r.changes).some((k) => k.endsWith(".nodes") || k.includes("nodes["))) {
+        process.stdout.write(`\nreplace the generated node names and kubeconfig context with the real ones before deploying\n`);
     }
     process.stdout.write(`\nthen place endpoints on it (platform:endpoints, spoke: ${e.name}) if you like, and check: npm run render\n`);
 }

@@ -34,19 +34,39 @@ const PROJECT = "platform";
 
 function log(opts: RenderOptions, s: string) { if (!opts.quiet) process.stdout.write(s + "\n"); }
 
+/** `aws:s3/bucket:Bucket` -> `aws:Bucket`, `kubernetes:apps/v1:Deployment` -> `k8s:Deployment` (full types in resources.json). */
+function shortType(t: string): string {
+    const parts = t.split(":");
+    const pkg = parts[0] === "kubernetes" ? "k8s" : parts[0];
+    return `${pkg}:${parts[parts.length - 1]}`;
+}
+
+/** Comma-joined items wrapped to ~110 columns, continuation lines indented under the first item. */
+function wrap(head: string, items: string[], width = 110): string[] {
+    const lines: string[] = [];
+    let line = head;
+    for (const [i, it] of items.entries()) {
+        const piece = it + (i < items.length - 1 ? "," : "");
+        if (line.length + piece.length + 1 > width && line.trim() !== head.trim()) { lines.push(line.trimEnd()); line = " ".repeat(head.length); }
+        line += piece + " ";
+    }
+    lines.push(line.trimEnd());
+    return lines;
+}
+
 function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string): string {
     const byType = new Map<string, number>();
     for (const x of r.resources) if (x.type !== "pulumi:pulumi:Stack") byType.set(x.type, (byType.get(x.type) ?? 0) + 1);
     const manifests = r.resources.filter(isManifest).length;
     const kinds = [...byType.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .map(([t, n]) => `${t.replace(/^kubernetes:/, "k8s:")} ${n}`);
+        .map(([t, n]) => `${shortType(t)} ${n}`);
     const helm = r.resources.filter((x) => x.type === "kubernetes:helm.sh/v3:Release")
         .map((x) => `${x.inputs.chart}@${x.inputs.version}`);
     const lines = [
         `${s.name} (${s.role}) ${s.file}: ${r.resources.length - 1} resources, ${manifests} Kubernetes objects -> ${path.relative(process.cwd(), outDir) || outDir}`,
-        `  kinds: ${kinds.join(", ")}`,
+        ...wrap("  kinds: ", kinds),
     ];
-    if (helm.length) lines.push(`  helm: ${helm.join(", ")}`);
+    if (helm.length) lines.push(...wrap("  helm: ", helm));
     const adv = policy.findings.filter((f) => f.enforcementLevel !== "mandatory").length;
     lines.push(`  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`);
     for (const f of policy.findings) lines.push(`    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`);

@@ -36,7 +36,17 @@ export interface PoolView {
     /** A resource of the pool to attach violations to. */
     urn: string;
     nodes: string[];
+    /**
+     * EKS GPU node groups only: the node group runs an EKS-optimized accelerated NVIDIA AMI, which ships the NVIDIA
+     * driver and the host components EFA needs, GPUDirect included (EKS user guide "Use EKS-optimized AMIs with EFA";
+     * the AMI loads `efa_nv_peermem`, awslabs/amazon-eks-ami release v20260610), so GPUDirect RDMA does not come from
+     * the GPU Operator there (its driver is off on these AMIs).
+     */
+    gpuDirectFromAmi?: boolean;
 }
+
+/** `aws.eks.NodeGroup.amiType` values of the EKS-optimized accelerated NVIDIA AMIs (AL2023 and Bottlerocket). */
+export const EKS_NVIDIA_AMI_TYPES = ["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"] as const;
 
 export function ofType(resources: PolicyResource[], type: string): PolicyResource[] {
     return resources.filter((r) => r.type === type);

@@ -1,5 +1,5 @@
 import { PolicyResource, UnknownValueError } from "@pulumi/policy";
-import { LABELS, nodePools, PoolView } from "./resources";
+import { EKS_NVIDIA_AMI_TYPES, LABELS, nodePools, PoolView } from "./resources";
 
 /**
  * Every container of every workload in a stack, normalised across shapes: DynamoGraphDeployment v1beta1
@@ -205,8 +205,8 @@ export function stackView(resources: PolicyResource[]): StackView {
 
 /**
  * EKS GPU node groups (`aws:eks/nodeGroup:NodeGroup` with the pool label) as pools: EFA fabric, no rails, memlock
- * from their label (the launch template sets LimitMEMLOCK=infinity). Their nodes are not known up front (managed
- * node groups scale), so `nodes` holds the desired size as placeholder names.
+ * from their label (the launch template sets LimitMEMLOCK=infinity), GPUDirect from their AMI type. Their nodes are not
+ * known up front (managed node groups scale), so `nodes` holds the desired size as placeholder names.
  */
 function eksPools(resources: PolicyResource[]): PoolView[] {
     const out: PoolView[] = [];
@@ -219,6 +219,7 @@ function eksPools(resources: PolicyResource[]): PoolView[] {
         out.push({
             name, fabric: String(labels[LABELS.fabric] ?? ""), memlockUnlimited: labels[LABELS.memlock] === "true",
             rails: [], frontendHcas: [], urn: r.urn, nodes: Array.from({ length: size }, (_, i) => `${name}-${i}`),
+            gpuDirectFromAmi: (EKS_NVIDIA_AMI_TYPES as readonly string[]).includes(String(r.props.amiType ?? "")),
         });
     }, undefined);
     return out;

@@ -80,7 +80,7 @@ interface Worker { env?: Record<string, string>; resources?: Record<string, stri
 /** A disaggregated SGLang DGD (v1beta1 shape) on pool h200 whose prefill/decode workers are built from `w`. */
 function dgd(w: Worker = {}): CapturedResource {
     const env = w.env ?? { FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", NCCL_NET: "Libfabric", SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC" };
-    const res = w.resources ?? { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4", "hugepages-2Mi": "2564Mi" };
+    const res = w.resources ?? { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4", "hugepages-2Mi": "2564Mi", cpu: "2" };
     const component = (name: string, other: string) => ({
         name, type: name,
         podTemplate: { spec: {
@@ -140,12 +140,41 @@ describe("policy efa-workload-transport", () => {
         expect((await workloadMessages({ antiAffinityKey: null })).filter((m) => /no required podAntiAffinity on nvidia.com\/dynamo-component/.test(m))).toHaveLength(2);
         expect((await workloadMessages({ antiAffinityKey: "app.kubernetes.io/component" })).filter((m) => /no required podAntiAffinity/.test(m))).toHaveLength(2);
     });
-    it("advisory: workers without hugepages-2Mi", async () => {
-        const r = await runPolicies([efaWorkloadHugepages], [...sg1, dgd({ resources: { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4" } })]);
-        expect(r.mandatory).toEqual([]);
-        expect(r.findings.map((f) => f.enforcementLevel)).toEqual(["advisory", "advisory"]);
+});
+
+describe("policy efa-workload-hugepages (mandatory: the generator requests huge pages)", () => {
+    it("is mandatory", () => {
+        expect(efaWorkloadHugepages.enforcementLevel).toBe("mandatory");
     });
-    it("leaves InfiniBand spokes alone", async () => {
+    it("passes the repo's EKS spoke, whose generated workers request hugepages-2Mi with a cpu request (compliant)", async () => {
+        expect((await runPolicies([efaWorkloadHugepages], sg1)).findings).toEqual([]);
+    });
+    it("fails workers without hugepages-2Mi", async () => {
+        const r = await runPolicies([efaWorkloadHugepages], [...sg1, dgd({ resources: { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4", cpu: "2" } })]);
+        expect(r.mandatory.map((f) => f.message)).toEqual([
+            "qwen3-32b component prefill container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).",
+            "qwen3-32b component decode container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).",
+        ]);
+    });
+    it("fails huge pages the API server would refuse: without cpu or memory", async () => {
+        const msgs = await messages([efaWorkloadHugepages], [...sg1, dgd({ resources: { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4", "hugepages-2Mi": "2564Mi" } })]);
+        expect(msgs).toEqual([
+            "qwen3-32b component prefill container main: requests hugepages-2Mi without cpu or memory; the API server refuses the pod (\"HugePages require cpu or memory\").",
+            "qwen3-32b component decode container main: requests hugepages-2Mi without cpu or memory; the API server refuses the pod (\"HugePages require cpu or memory\").",
+        ]);
+    });
+    it("fails huge pages whose request differs from the limit", async () => {
+        const rs = edit("kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.podTemplate.spec.containers[0].resources.limits["hugepages-2Mi"] = "10256Mi";
+        });
+        expect(await messages([efaWorkloadHugepages], rs)).toEqual([
+            "endpoint-qwen3-32b-dgd component decode container main: hugepages-2Mi request 5128Mi differs from its limit 10256Mi; huge pages cannot be overcommitted, so the API server refuses the pod.",
+        ]);
+    });
+});
+
+describe("EFA policies on an InfiniBand spoke", () => {
+    it("leave spoke-hn1 alone", async () => {
         const { spoke } = await runHubAndSpoke("spoke-hn1");
         expect((await runPolicies(efaPolicies, spoke.resources)).findings).toEqual([]);
     });

@@ -6,7 +6,8 @@ import {
     rdmaPreflightInit, rdmaResourcePerGpu, rdmaWorkloadOnRdmaPool, rdmaWorkloadPolicies, ucxNetDevicesRailHcas, ucxTlsRdmaNoTcp,
 } from "../../policies/rdma-workloads";
 import { buildDgd } from "../../lib/dgd";
-import { efaWorkloadTransport } from "../../policies/efa";
+import { efaWorkloadHugepages, efaWorkloadTransport } from "../../policies/efa";
+import { eksGpuOperatorValues } from "../../components/spoke/GpuOperator";
 import { DGX, edit, endpoint, k8s, mainOf, platform, poolPatches, res, setArg, setEnv, stack, violations } from "./rdma-fixtures";
 
 const P = "DynamoGraphDeployment/llama-70b container prefill/main field spec.components[2].podTemplate.spec.containers[0]";
@@ -310,17 +311,31 @@ describe("workload shapes beyond DGDs", () => {
 });
 
 describe("EKS / EFA pools", () => {
-    const efaStack = (withPlugin: boolean) => {
+    /**
+     * An EFA node group, the platform (on-prem GPU Operator, or the EKS one whose driver is off), and the generated
+     * EFA graph. `amiType` unset: the node group names none.
+     */
+    const efaStack = (withPlugin: boolean, o: { amiType?: string; eksOperator?: boolean } = {}) => {
         const fabric = { kind: "efa" as const, profile: "p5en-48xlarge", devicesPerGpu: 2, devicesPerNode: 16, gpusPerNode: 8 };
-        const pool = { name: "p5en", nodeSelector: { "inference-platform.io/pool": "p5en" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Equal" as const, value: "present", effect: "NoSchedule" }], memlockUnlimited: true, fabric };
+        const pool = { name: "p5en", nodeSelector: { "inference-platform.io/pool": "p5en" }, tolerations: [{ key: "nvidia.com/gpu", operator: "Equal" as const, value: "present", effect: "NoSchedule" }], memlockUnlimited: true, fabric, hugepages2MiPerNode: 5128 };
         const dgd = buildDgd({ endpoint: endpoint({ kvPool: { kind: "none" } }), namespace: "inference", pool, runtimeImage: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0", plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0", prometheusEndpoint: "http://p", minLinkRateGbps: 0 });
-        const ng = res("aws:eks/nodeGroup:NodeGroup", "p5en", { labels: { "inference-platform.io/pool": "p5en", "inference-platform.io/fabric": "efa", "inference-platform.io/memlock-unlimited": "true" }, scalingConfig: { desiredSize: 2 } });
-        const rs = [ng, ...platform().filter((r) => !r.type.endsWith(":NicClusterPolicy")), k8s(dgd)];
+        const ng = res("aws:eks/nodeGroup:NodeGroup", "p5en", { labels: { "inference-platform.io/pool": "p5en", "inference-platform.io/fabric": "efa", "inference-platform.io/memlock-unlimited": "true" }, scalingConfig: { desiredSize: 2 }, ...(o.amiType ? { amiType: o.amiType } : {}) });
+        const base = platform().filter((r) => !r.type.endsWith(":NicClusterPolicy") && !(o.eksOperator && (r.inputs as any).chart === "gpu-operator"));
+        const rs = [ng, ...base, k8s(dgd)];
+        if (o.eksOperator) rs.push(res("kubernetes:helm.sh/v3:Release", "gpu-operator", { chart: "gpu-operator", values: eksGpuOperatorValues() }));
         if (withPlugin) rs.push(res("kubernetes:helm.sh/v3:Release", "efa-plugin", { chart: "aws-efa-k8s-device-plugin", values: {} }));
         return rs;
     };
-    it("the generated EFA graph (LIBFABRIC, FI_PROVIDER=efa, privileged, P/D anti-affinity) passes these rules and policies/efa.ts's workload rule", async () => {
-        expect(await violations([...rdmaWorkloadPolicies, efaWorkloadTransport], efaStack(true))).toEqual([]);
+    it("the generated EFA graph (LIBFABRIC, FI_PROVIDER=efa, privileged, P/D anti-affinity, huge pages) passes these rules and policies/efa.ts's workload rules", async () => {
+        expect(await violations([...rdmaWorkloadPolicies, efaWorkloadTransport, efaWorkloadHugepages], efaStack(true))).toEqual([]);
+    });
+    it("GPUDirect on EKS comes from the accelerated NVIDIA AMI when the GPU Operator's driver is off (compliant)", async () => {
+        expect(await violations([rdmaWorkloadOnRdmaPool], efaStack(true, { amiType: "AL2023_x86_64_NVIDIA", eksOperator: true }))).toEqual([]);
+    });
+    it("an EFA pool on a non-NVIDIA AMI with the GPU Operator's driver off has no GPUDirect", async () => {
+        const msg = (c: string) => `${c}.resources.limits[nvidia.com/gpu]: EFA pool p5en runs no EKS accelerated NVIDIA AMI and the stack deploys no GPU Operator driver with GPUDirect RDMA, so KV moves through host memory. Fix: use amiType AL2023_x86_64_NVIDIA for the node group (components/spoke/EfaNodeGroup.ts), or a GpuOperator driver with DMA-BUF.`;
+        expect(await violations([rdmaWorkloadOnRdmaPool], efaStack(true, { amiType: "AL2023_x86_64_STANDARD", eksOperator: true }))).toEqual([msg(P), msg(D)]);
+        expect(await violations([rdmaWorkloadOnRdmaPool], efaStack(true, { eksOperator: true }))).toEqual([msg(P), msg(D)]);
     });
     it("an EFA pool whose device plugin the stack does not deploy", async () => {
         expect(await violations([rdmaWorkloadOnRdmaPool], efaStack(false))).toEqual([

@@ -1,0 +1,37 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
+import type { SpokeContract } from "../config/contract";
+import type { SpokeConfig } from "../config/stack";
+import { deployGateway, GatewayHandles } from "./gateway";
+import { deployMetering } from "./metering";
+import { deployServing } from "./serving";
+import type { SpokeInfra } from "./spoke-infra";
+
+/** The provider-independent part of a spoke's config the workloads read. */
+export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" | "metering">;
+
+/**
+ * The workloads every spoke runs on its infrastructure, whatever the provider: the Agent Router and auth service
+ * (programs/gateway.ts; NetworkPolicy into the inference namespace), Dynamo serving for the endpoints the hub placed
+ * here (programs/serving.ts), and usage metering shipping to the hub (programs/metering.ts), in that order (metering
+ * shares the gateway's counters and credentials). Every resource gets `infra.provider`; resource names and parents
+ * are the same as when each spoke flavour deployed them itself, so URNs do not move.
+ *
+ * Everything that can refuse the stack (hub contract, credentials, placement fit) is checked by the caller before
+ * the first resource is declared (programs/spoke.ts), so nothing here is half-applied.
+ *
+ * @param awsCredentials the spoke's source credentials from the hub (programs/gateway.ts `readSpokeCredentials`)
+ * @returns the stack outputs of the workloads (`serving`, `gateway`, `metering`)
+ */
+export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, infra: SpokeInfra, stackFile: string, awsCredentials: pulumi.Output<SpokeSourceCredentials>) {
+    const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
+    const handles: GatewayHandles = {};
+    const gateway = deployGateway({
+        spoke: cfg.spoke.name, contract, gateway: cfg.gateway, handles, awsCredentials,
+    }, { ...opts, dependsOn: [infra.inferenceNamespace] });
+    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, contract, stackFile, infra }, opts);
+    const metering = deployMetering({
+        spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles,
+    }, { ...opts, dependsOn: [infra.platformNamespace] });
+    return { serving, gateway, metering };
+}
