@@ -5,23 +5,29 @@
 export const versions = {
     /**
      * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`).
-     * The chart no longer renders a NicClusterPolicy; we own that CR (reference/rdma.md §1.2).
+     * The chart no longer renders a NicClusterPolicy; we own that CR (reference/rdma.md §1.2). 26.1.0 is the
+     * newest release seen in NVIDIA's published docs (`network-operator-v26.1.0` component tags); the CRDs we
+     * validate against are from the 26.7 development line and use no field newer than it.
      */
-    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.4.0" },
+    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.0" },
     /**
-     * Mellanox k8s-rdma-shared-dev-plugin image. >= v1.4.0 for the kubelet-restart re-registration fix
-     * (PR #82), >= v1.1.0 for fail-on-missing-devices (PR #24/#26); v1.5.3 is the latest tag
-     * (reference/rdma-failures.md #1, #2, #5).
+     * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
+     * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
+     * (PR #24/#26); v1.5.3 is the latest tag (reference/rdma-failures.md #1, #2, #5).
      */
     rdmaSharedDevicePlugin: { repository: "ghcr.io/mellanox", image: "k8s-rdma-shared-dev-plugin", version: "v1.5.3" },
-    /** NVIDIA IPAM plugin (nv-ipam) deployed through NicClusterPolicy.spec.nvIpam. */
-    nvIpam: { repository: "ghcr.io/mellanox", image: "nvidia-k8s-ipam", version: "v0.3.7" },
-    /** Standard CNI plugins (containernetworking/plugins) deployed through NicClusterPolicy.spec.secondaryNetwork. */
-    cniPlugins: { repository: "ghcr.io/k8snetworkplumbingwg", image: "plugins", version: "v1.6.2-update.1" },
+    /**
+     * Components the Network Operator release ships and tests together: `nvcr.io/nvidia/mellanox/<image>` tagged
+     * `network-operator-v<release>` (NVIDIA network-operator docs, NicClusterPolicy examples). Multus is the
+     * upstream thick image those examples use.
+     */
+    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.0" },
+    /** Standard CNI plugins deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
+    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.0" },
     /** Multus thick plugin deployed through NicClusterPolicy.spec.secondaryNetwork. */
-    multus: { repository: "ghcr.io/k8snetworkplumbingwg", image: "multus-cni", version: "v4.1.0" },
-    /** IPoIB CNI deployed through NicClusterPolicy.spec.secondaryNetwork. */
-    ipoibCni: { repository: "ghcr.io/mellanox", image: "ipoib-cni", version: "v1.2.1" },
+    multus: { repository: "ghcr.io/k8snetworkplumbingwg", image: "multus-cni", version: "v4.1.0-thick" },
+    /** IPoIB CNI deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
+    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.0" },
     /**
      * NVIDIA GPU Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `gpu-operator`).
      * GPUDirect RDMA: DMA-BUF (open kernel modules) by default, legacy nvidia-peermem selectable
