@@ -116,6 +116,18 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         const t = now();
         const auth = index.authenticate(bearerToken(req.headers.authorization), t);
         if (isRefusal(auth)) return { status: auth.status, type: "invalid_request_error", code: auth.code, message: auth.message };
+        if (isModelListing(req.method, url.slice(prefix.length))) {
+            // OpenAI clients list models first. A valid key is enough: no model, no lease, no limit consumed (the AI
+            // Gateway answers the listing itself; metering ignores records without a model).
+            return {
+                allow: {
+                    [IDENTITY_HEADERS.tenant]: auth.tenant,
+                    [IDENTITY_HEADERS.team]: auth.team,
+                    [IDENTITY_HEADERS.keyId]: auth.keyId,
+                    [IDENTITY_HEADERS.revision]: String(index.revision),
+                },
+            };
+        }
         const model = modelOf(body);
         if (typeof model !== "string") return { status: 400, type: "invalid_request_error", code: "model_required", message: model.error };
         const limits = index.authorizeModel(auth, model);
@@ -253,6 +265,14 @@ async function readiness(bundles: BundleStore, redis: Redis, metrics: AuthMetric
         problems.push(`redis unreachable: ${errorMessage(err)}`);
     }
     return problems;
+}
+
+/**
+ * True for the OpenAI model listing (`GET /v1/models`, query allowed) — the one request without a body `model`.
+ * @param path the client's path (the request path with the ext_authz prefix removed)
+ */
+export function isModelListing(method: string | undefined, path: string): boolean {
+    return (method === "GET" || method === "HEAD") && /^\/v1\/models\/?(\?.*)?$/.test(path);
 }
 
 /** The body's `model`, or why it cannot be read. */

@@ -140,6 +140,21 @@ describe("deny", () => {
         expect((await check(svc.port, { key: "sk-nope", body: "{}" })).status).toBe(401);
     });
 
+    it("GET /v1/models needs only a valid key: identity headers, no model, no lease, nothing consumed", async () => {
+        const keysBefore = await admin.keys("rl:*");
+        const r = await check(svc.port, { key: alice.secret, method: "GET", path: "/authz/v1/models" });
+        expect(r.status).toBe(200);
+        expect(r.headers.get(IDENTITY_HEADERS.tenant)).toBe("acme");
+        expect(r.headers.get(IDENTITY_HEADERS.keyId)).toBe("key-alice");
+        expect(r.headers.get(IDENTITY_HEADERS.model)).toBeNull();
+        expect(r.headers.get(IDENTITY_HEADERS.lease)).toBeNull();
+        expect((await admin.keys("rl:*")).sort()).toEqual(keysBefore.sort());
+        expect((await check(svc.port, { key: "sk-nope", method: "GET", path: "/authz/v1/models" })).status).toBe(401);
+        expect((await check(svc.port, { key: expired.secret, method: "GET", path: "/authz/v1/models?limit=5" })).status).toBe(401);
+        // Only the listing is exempt: another GET without a body still needs a model.
+        expect((await check(svc.port, { key: alice.secret, method: "GET", path: "/authz/v1/models/x/extra" })).status).toBe(400);
+    });
+
     it("413 for a body over AUTH_MAX_BODY_BYTES", async () => {
         const r = await check(svc.port, { key: alice.secret, body: JSON.stringify({ model: MODEL, pad: "x".repeat(70 * 1024) }) });
         expect(r.status).toBe(413);

@@ -17,12 +17,14 @@ export async function check(port: number, o: {
     model?: string;
     body?: string;
     path?: string;
+    method?: string;
     headers?: Record<string, string>;
 }): Promise<CheckResult> {
     const headers: Record<string, string> = { ...o.headers };
     if (o.key !== undefined) headers.authorization = `Bearer ${o.key}`;
-    const body = o.body ?? JSON.stringify({ model: o.model, messages: [{ role: "user", content: "hi" }] });
-    const r = await fetch(`http://127.0.0.1:${port}${o.path ?? "/authz/v1/chat/completions"}`, { method: "POST", headers, body });
+    const method = o.method ?? "POST";
+    const body = method === "GET" || method === "HEAD" ? undefined : o.body ?? JSON.stringify({ model: o.model, messages: [{ role: "user", content: "hi" }] });
+    const r = await fetch(`http://127.0.0.1:${port}${o.path ?? "/authz/v1/chat/completions"}`, { method, headers, body });
     const text = await r.text();
     return { status: r.status, headers: r.headers, error: text ? (JSON.parse(text) as OpenAiError).error : undefined };
 }
