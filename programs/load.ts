@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import * as path from "path";
+import { ConfigError } from "../config/errors";
 import { namespaceConfig, parseStackConfig, StackConfig } from "../config/stack";
 
 /**
@@ -10,7 +11,15 @@ export function stackFilePath(): string {
     return process.env.PLATFORM_STACK_FILE ?? path.join("stacks", `Pulumi.${pulumi.getStack()}.yaml`);
 }
 
-/** Reads and validates this stack's `platform:*` config. @throws ConfigError naming the file and keys. */
+/**
+ * Reads and validates this stack's config: the `platform:*` keys, and for the hub the AWS provider's
+ * `aws:region` (the hub lives on AWS). @throws ConfigError naming the file and keys.
+ */
 export function loadStackConfig(): StackConfig {
-    return parseStackConfig(namespaceConfig(pulumi.runtime.allConfig()), stackFilePath());
+    const all = pulumi.runtime.allConfig();
+    const cfg = parseStackConfig(namespaceConfig(all), stackFilePath());
+    if (cfg.role === "hub" && !all["aws:region"]) {
+        throw new ConfigError(stackFilePath(), [{ key: "aws:region", message: "missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1" }]);
+    }
+    return cfg;
 }

@@ -106,4 +106,12 @@ describe("spoke vs hub contract", () => {
         const declared = (err.capturedResources as Array<{ type: string }>).map((r) => r.type);
         expect(declared.filter((t) => !["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"].includes(t))).toEqual([]);
     });
+
+    it("a hub without aws:region is refused naming the key, before any resource", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        delete doc["aws:region"];
+        const err = await runRepoStack("hub-prod", { config: flatConfig(doc) }).then(() => undefined, (e) => e);
+        expect(err?.message).toBe("stacks/Pulumi.hub-prod.yaml: invalid stack configuration\n  - aws:region: missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1");
+        expect((err.capturedResources as Array<{ type: string }>).map((r) => r.type)).toEqual(["pulumi:pulumi:Stack"]);
+    });
 });
