@@ -1,4 +1,13 @@
 /**
+ * Registry prefix of the images this repository builds (`services/<name>/Dockerfile`). An entry of
+ * {@link versions} whose image lives under it is ours: `npm run images` (tools/images.ts) lists it and
+ * .github/workflows/images.yml builds it on pull requests and pushes `<image>:<version>` (immutable) on main.
+ * Change the registry or namespace here only; the workflow logs in to this prefix's host with `GITHUB_TOKEN`,
+ * which only ghcr.io accepts.
+ */
+export const REGISTRY = "ghcr.io/inference-platform";
+
+/**
  * Every pinned upstream version in one place. Charts are installed by exact version; images are
  * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else.
  */
@@ -69,10 +78,10 @@ export const versions = {
      */
     valkey: { image: "docker.io/valkey/valkey", version: "8.1.11-alpine" },
     /**
-     * The platform's auth service (services/auth, built from its Dockerfile and pushed by CI). The `inference-platform`
-     * org is this repo's image namespace; bump with every released change of services/auth.
+     * The platform's auth service (services/auth, built from its Dockerfile and pushed by CI, .github/workflows/images.yml).
+     * Lives under {@link REGISTRY}; the tag is immutable: bump with every released change of services/auth.
      */
-    authService: { image: "ghcr.io/inference-platform/platform-auth", version: "0.1.0" },
+    authService: { image: `${REGISTRY}/platform-auth`, version: "0.1.0", dockerfile: "services/auth/Dockerfile" },
     /**
      * NVIDIA Dynamo platform Helm chart (operator; Grove, KAI, NATS, etcd optional subcharts), NGC repo
      * `https://helm.ngc.nvidia.com/nvidia/ai-dynamo` (install-dynamo.md). 1.5.0 is the release whose
@@ -117,6 +126,9 @@ export const versions = {
         repo: "https://open-telemetry.github.io/opentelemetry-helm-charts", chart: "opentelemetry-collector", version: "0.170.0",
         image: "otel/opentelemetry-collector-k8s", imageTag: "0.158.0", command: "otelcol-k8s",
     },
-    /** The metering service image (services/metering/Dockerfile); bump with every released change of services/metering. */
-    meteringService: { image: "ghcr.io/inference-platform/platform-metering", version: "0.1.0" },
+    /**
+     * The metering service image (services/metering/Dockerfile, pushed by CI like {@link versions.authService}); the tag
+     * is immutable: bump with every released change of services/metering.
+     */
+    meteringService: { image: `${REGISTRY}/platform-metering`, version: "0.1.0", dockerfile: "services/metering/Dockerfile" },
 } as const;
