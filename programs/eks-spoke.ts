@@ -9,7 +9,7 @@ import { GpuOperator } from "../components/spoke/GpuOperator";
 import type { EksSpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
 import { EFA_RESOURCE } from "../lib/nixl";
-import type { SpokeInfra } from "./spoke-infra";
+import { placementPools, SpokeInfra } from "./spoke-infra";
 
 /** The EKS cluster name of a spoke (`platform-<spoke>`). */
 export function eksClusterName(cfg: EksSpokeConfig): string {
@@ -69,14 +69,13 @@ export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
     const efaPlugin = new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
     const gpuOperator = new GpuOperator("gpu-operator", { gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true }, opts);
 
+    const placement = placementPools(cfg);
     return {
         provider,
         platformNamespace,
         inferenceNamespace,
         pools: cfg.nodePools.map((p, i) => ({
-            name: p.name,
-            profile: p.profile,
-            nodeCount: cfg.nodeGroups.gpu[i].scaling.desired,
+            ...placement[i],
             nodeSelector: gpuGroups[i].nodeSelector,
             tolerations: gpuGroups[i].tolerations,
             memlockUnlimited: p.memlockUnlimited,

@@ -6,7 +6,7 @@ import { GpuNodePool } from "../components/spoke/GpuNodePool";
 import { GpuOperator } from "../components/spoke/GpuOperator";
 import type { OnPremSpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
-import type { SpokeInfra } from "./spoke-infra";
+import { placementPools, SpokeInfra } from "./spoke-infra";
 
 /**
  * The infrastructure of an on-prem spoke (an existing Kubernetes cluster reached through a kubeconfig context): the
@@ -41,14 +41,13 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
         namespace: platformNamespace.metadata.name,
     }, opts);
 
+    const placement = placementPools(cfg);
     return {
         provider,
         platformNamespace,
         inferenceNamespace,
         pools: cfg.nodePools.map((p, i) => ({
-            name: p.name,
-            profile: p.profile,
-            nodeCount: p.nodes.length,
+            ...placement[i],
             nodeSelector: pools[i].nodeSelector,
             tolerations: pools[i].tolerations,
             memlockUnlimited: p.memlockUnlimited,

@@ -1,6 +1,7 @@
 import type * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { Toleration } from "../lib/dgd";
+import { isEksSpoke, SpokeConfig } from "../config/stack";
 import type { PlacementPool } from "../lib/serving";
 
 /**
@@ -58,4 +59,17 @@ export interface SpokeInfra {
     minLinkRateGbps: number;
     /** Provider-specific stack outputs (rail resources, cluster, node selectors, ...), merged into the spoke's outputs. */
     outputs: Record<string, unknown>;
+}
+
+/**
+ * The GPU pools as placement sees them, straight from the validated config (no resources): name, node profile and
+ * node count (on-prem: its named hosts; EKS: the node group's desired size). Both infra builders start their
+ * {@link SpokePool}s from it, and programs/spoke.ts checks placement with it before any resource is declared.
+ */
+export function placementPools(cfg: SpokeConfig): PlacementPool[] {
+    return cfg.nodePools.map((p, i) => ({
+        name: p.name,
+        profile: p.profile,
+        nodeCount: isEksSpoke(cfg) ? cfg.nodeGroups.gpu[i].scaling.desired : p.nodes.length,
+    }));
 }

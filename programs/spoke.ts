@@ -2,11 +2,12 @@ import * as pulumi from "@pulumi/pulumi";
 import { SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
 import { isEksSpoke, SpokeConfig } from "../config/stack";
-import { PlacementPool, placeEndpoints } from "../lib/serving";
+import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { readSpokeCredentials } from "./gateway";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
+import { placementPools } from "./spoke-infra";
 import { deployWorkloads } from "./workloads";
 
 /**
@@ -33,18 +34,6 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
     // This spoke's networks against the other spokes' as the hub recorded them (programs/spoke-registry.ts).
     checkAgainstHubRegistry(cfg, pulumi.getStack(), (await hub.getOutputDetails("spokeNetworks")).value, stackFile);
     return parsed.data;
-}
-
-/**
- * The GPU pools as placement sees them, straight from the validated config (no resources): name, node profile and
- * node count (on-prem: its named hosts; EKS: the node group's desired size).
- */
-export function placementPools(cfg: SpokeConfig): PlacementPool[] {
-    return cfg.nodePools.map((p, i) => ({
-        name: p.name,
-        profile: p.profile,
-        nodeCount: isEksSpoke(cfg) ? cfg.nodeGroups.gpu[i].scaling.desired : p.nodes.length,
-    }));
 }
 
 /**

@@ -1,22 +1,10 @@
-import type { Client } from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { expectedAggregates, hourlyAggregates, migrate } from "../ledger/ledger";
-import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
+import { describe, expect, it } from "vitest";
+import { expectedAggregates, hourlyAggregates } from "../ledger/ledger";
+import { useLedgerDb } from "../ledger/testing/ledger-db";
 import type { UsageEvent } from "../shared/usage";
 import { decodeBatch, KinesisStreamEvent, processBatch, readEnv } from "./handler";
 
-let pg: TestPostgres;
-let db: Client;
-
-beforeAll(async () => {
-    pg = await startPostgres();
-    db = await pg.connect();
-    await migrate(db);
-});
-afterAll(async () => {
-    await db?.end();
-    await pg?.stop();
-});
+const ledgerDb = useLedgerDb();
 
 function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
     return {
@@ -39,14 +27,14 @@ describe("usage consumer (Lambda handler logic, real PostgreSQL)", () => {
             rec("s0:4", JSON.stringify(ev(4, { spoke: "hcm1" }))),
             rec("s0:5", JSON.stringify(good[1])),
         ] };
-        expect(await processBatch(db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 2, receipts: 2, quarantined: 3 });
-        expect(await processBatch(db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 0, receipts: 0, quarantined: 0 });
-        const q = (await db.query("SELECT origin, reason FROM usage_quarantine ORDER BY origin")).rows;
+        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 2, receipts: 2, quarantined: 3 });
+        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 0, receipts: 0, quarantined: 0 });
+        const q = (await ledgerDb.db.query("SELECT origin, reason FROM usage_quarantine ORDER BY origin")).rows;
         expect(q.map((r) => r.origin)).toEqual(["s0:2", "s0:3", "s0:4"]);
         expect(q[0].reason).toMatch(/^invalid JSON: /);
         expect(q[1].reason).toBe("schema: inputTokens: Too small: expected number to be >=0");
         expect(q[2].reason).toBe('event names spoke "hcm1" but arrived on the stream of spoke "hn1"');
-        expect(await hourlyAggregates(db)).toEqual(expectedAggregates(good));
+        expect(await hourlyAggregates(ledgerDb.db)).toEqual(expectedAggregates(good));
     });
 
     it("a record from an unknown stream is quarantined", () => {
