@@ -6,6 +6,7 @@ import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { GatewayConfigSchema } from "./gateway";
 import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
+import { ObservabilityConfigSchema } from "./observability";
 import { LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
 
@@ -186,6 +187,8 @@ export const SpokeConfigSchema = z.object({
     serving: ServingConfigSchema.prefault({}),
     /** Metering service and access-log collector (config/metering.ts); optional, every field defaulted. */
     metering: MeteringConfigSchema.prefault({}),
+    /** Dashboards, alerts and scrape objects (config/observability.ts); optional, every field defaulted. */
+    observability: ObservabilityConfigSchema.prefault({}),
 }).strict().superRefine((s, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
     if (s.cluster.provider === "onprem") {

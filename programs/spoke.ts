@@ -58,7 +58,7 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     const awsCredentials = await readSpokeCredentials(cfg.spoke.name, cfg.spoke.hubStack, stackFile);
     checkPlacement(cfg, contract, stackFile);
     const infra = isEksSpoke(cfg) ? buildEksInfra(cfg) : buildOnPremInfra(cfg);
-    const { serving, gateway, metering } = deployWorkloads(cfg, contract, infra, stackFile, awsCredentials);
+    const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, awsCredentials);
     return {
         spoke: cfg.spoke.name,
         placementRevision: contract.placementRevision,
@@ -67,5 +67,6 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
         serving,
         gateway,
         metering,
+        observability,
     };
 }

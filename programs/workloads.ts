@@ -1,20 +1,22 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
+import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
+import { Observability } from "../components/spoke/Observability";
 import { deployGateway, GatewayHandles } from "./gateway";
 import { deployMetering } from "./metering";
 import { deployServing } from "./serving";
 import type { SpokeInfra } from "./spoke-infra";
 
 /** The provider-independent part of a spoke's config the workloads read. */
-export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" | "metering">;
+export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" | "metering" | "observability">;
 
 /**
  * The workloads every spoke runs on its infrastructure, whatever the provider: the Agent Router and auth service
  * (programs/gateway.ts; NetworkPolicy into the inference namespace), Dynamo serving for the endpoints the hub placed
  * here (programs/serving.ts), and usage metering shipping to the hub (programs/metering.ts), in that order (metering
- * shares the gateway's counters and credentials). Every resource gets `infra.provider`; resource names and parents
+ * shares the gateway's counters and credentials), then dashboards, alerts and scrape objects (components/spoke/Observability.ts). Every resource gets `infra.provider`; resource names and parents
  * are the same as when each spoke flavour deployed them itself, so URNs do not move.
  *
  * Everything that can refuse the stack (hub contract, credentials, placement fit) is checked by the caller before
@@ -33,5 +35,11 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
     const metering = deployMetering({
         spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles,
     }, { ...opts, dependsOn: [infra.platformNamespace] });
-    return { serving, gateway, metering };
+    const observability = new Observability("observability", {
+        spoke: cfg.spoke.name, config: cfg.observability,
+        endpoints: contract.endpoints.map((e) => ({
+            name: e.name, model: e.model, engine: e.engine, gpus: endpointGpus(e), disaggregated: e.topology.mode === "disaggregated",
+        })),
+    }, { ...opts, dependsOn: [infra.platformNamespace] });
+    return { serving, gateway, metering, observability: { dashboards: observability.dashboards } };
 }

@@ -125,12 +125,25 @@ function coreModel(apiVersion: string, kind: string): (new (o: Json) => { valida
 }
 
 /** Validates Kubernetes objects against CRDs (from a directory) and the core Kubernetes schemas. */
+/**
+ * CRD `pattern`s are Go (RE2) regular expressions, which may start with inline flags such as `(?i)` (the
+ * prometheus-operator CRDs: `^(?i)(abort|warn)?$`); JavaScript has no inline flags, so a leading `(?flags)` group is
+ * turned into RegExp flags. Other RE2 syntax is the subset JavaScript shares.
+ */
+export function goRegExp(source: string, flags: string): RegExp {
+    const m = /^(\^?)\(\?([imsU]+)\)/.exec(source);
+    if (!m) return new RegExp(source, flags);
+    const extra = [...m[2]].filter((f) => f === "i" || f === "m" || f === "s").join("");
+    return new RegExp(m[1] + source.slice(m[0].length), [...new Set(flags + extra)].join(""));
+}
+goRegExp.code = "goRegExp";
+
 export class ManifestValidator {
     private readonly ajv: Ajv;
     private readonly compiled = new Map<string, ValidateFunction>();
 
     constructor(private readonly crds: Map<string, CrdEntry>) {
-        this.ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true });
+        this.ajv = new Ajv({ strict: false, allErrors: true, validateFormats: true, code: { regExp: goRegExp } });
         addFormats(this.ajv);
     }
 

@@ -10,6 +10,8 @@ export const AUTH_SERVICE_NAME = "auth";
 export const AUTH_PORT = 8080;
 /** Operations listener: /healthz, /readyz, /metrics (services/auth/config.ts `AUTH_OPS_PORT`). */
 export const AUTH_OPS_PORT = 9090;
+/** Labels of the auth service's pods (selector of its Deployment, Service, PDB and PodMonitor). */
+export const AUTH_POD_LABELS = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
 /** Path prefix Envoy prepends to the client path (services/auth/config.ts `AUTH_PATH_PREFIX`). */
 export const AUTH_PATH_PREFIX = "/authz";
 /** Where the verified last-known-good bundle is cached (an emptyDir: survives container restarts, not rescheduling). */
@@ -98,7 +100,7 @@ export class AuthService extends pulumi.ComponentResource {
     constructor(name: string, args: AuthServiceArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:AuthService", name, {}, opts);
         const ns = args.namespace;
-        const labels = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
+        const labels = AUTH_POD_LABELS;
         const policy = pulumi.output(args.policy);
         const image = args.image ?? `${versions.authService.image}:${versions.authService.version}`;
 

@@ -9,6 +9,8 @@ import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } fr
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
 export const METERING_SERVICE_NAME = "metering";
 export const METERING_PORT = 8080;
+/** Labels of the metering service's pods (selector of its StatefulSet, Services, NetworkPolicy and PodMonitor). */
+export const METERING_POD_LABELS = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
 /** Mount path of the spool volume; the spool lives in its `spool/` directory. */
 export const SPOOL_MOUNT = "/var/lib/metering";
 /** Where the collector's persistent sending queue lives (file_storage extension directory). */
@@ -157,7 +159,7 @@ export class Metering extends pulumi.ComponentResource {
         }
         const ns = args.namespace;
         const parent = { parent: this };
-        const labels = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
+        const labels = METERING_POD_LABELS;
         const collectorLabels = { "app.kubernetes.io/name": "opentelemetry-collector", "app.kubernetes.io/instance": METERING_ACCESS_LOG_COLLECTOR.service };
         const image = args.image ?? `${versions.meteringService.image}:${versions.meteringService.version}`;
         const policy = pulumi.output(args.policy);

@@ -1,0 +1,147 @@
+/**
+ * Dashboards, alerts and scrape objects of a spoke (components/spoke/Observability.ts, lib/observability.ts): every
+ * PromQL expression parses with the Prometheus project's grammar and selects only metrics the pinned upstream exports
+ * (upstream/metrics.ts, each with its source), the KV-transfer guard is there where KV moves between workers, and the
+ * objects carry the labels kube-prometheus-stack selects by.
+ */
+import * as fs from "fs";
+import * as path from "path";
+import { describe, expect, it } from "vitest";
+import { ObservabilityConfigSchema } from "../config/observability";
+import { checkPromQL } from "../lib/promql";
+import { alertGroups, dashboards, ObservedEndpoint } from "../lib/observability";
+import { AuthMetrics } from "../services/auth/metrics";
+import { unwrapWire } from "../tools/wire";
+import { metrics } from "../upstream/metrics";
+import { flatConfig, ROOT, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+import { referenceableOutputs } from "../tools/wire";
+
+const cfg = ObservabilityConfigSchema.parse({});
+const endpoints: ObservedEndpoint[] = [
+    { name: "llama", model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", gpus: 16, disaggregated: true },
+    { name: "qwen", model: "Qwen/Qwen3-32B", engine: "sglang", gpus: 8, disaggregated: true },
+];
+
+function allExpressions(spoke: string, eps: ObservedEndpoint[]): string[] {
+    return [
+        ...alertGroups(spoke, eps, cfg).flatMap((g) => g.rules.map((r) => r.expr)),
+        ...dashboards(spoke, eps).flatMap((d) => d.panels.flatMap((p) => p.queries.map((q) => q.expr))),
+    ];
+}
+
+describe("PromQL of dashboards and alerts", () => {
+    it("every expression parses and selects only upstream metrics", () => {
+        const exprs = allExpressions("hn1", endpoints);
+        expect(exprs.length).toBeGreaterThan(20);
+        for (const e of exprs) expect(checkPromQL(e).errors, e).toEqual([]);
+    });
+
+    it("the checker refuses a planted unknown metric and a syntax error (so the check above can fail)", () => {
+        expect(checkPromQL("sum(rate(vllm:gpu_cache_usage_perc_total[5m]))").errors).toEqual(["unknown metric vllm:gpu_cache_usage_perc_total (not in upstream/metrics.ts)"]);
+        expect(checkPromQL("histogram_quantile(0.95, sum by (le) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[5m]))").errors.some((x) => x.startsWith("syntax error"))).toBe(true);
+        // A histogram is selected through its _bucket/_sum/_count series, never by its family name.
+        expect(checkPromQL("dynamo_frontend_time_to_first_token_seconds").errors).toHaveLength(1);
+    });
+
+    it("covers the figures an operator asks for (DESIGN §6)", () => {
+        const selected = new Set(allExpressions("hn1", endpoints).flatMap((e) => checkPromQL(e).series));
+        for (const s of [
+            "dynamo_frontend_time_to_first_token_seconds_bucket", // TTFT p95
+            "dynamo_frontend_inter_token_latency_seconds_bucket", // ITL p99
+            "vllm:prefix_cache_hits_total", "sglang:cache_hit_rate", // KV cache hit rate
+            "dynamo_component_kvstats_gpu_cache_usage_percent", // KV utilisation
+            "dynamo_frontend_queued_requests", "dynamo_component_inflight_requests", // queue, in flight per worker
+            "dynamo_frontend_output_tokens_total", // output tokens/s per GPU
+            "auth_decisions_total", "auth_bundle_revision", "metering_spool_unshipped_bytes",
+            "vllm:nixl_bytes_transferred_sum", "sglang:kv_transfer_speed_gb_s", // run-time RDMA guard
+        ]) expect(selected.has(s), s).toBe(true);
+    });
+
+    it("per-GPU throughput divides by the GPUs the hub placed", () => {
+        const panel = dashboards("hn1", endpoints)[0].panels.find((p) => p.title === "Output tokens/s per GPU")!;
+        expect(panel.queries.map((q) => q.expr)).toEqual([
+            'sum(rate(dynamo_frontend_output_tokens_total{model="meta-llama/Llama-3.3-70B-Instruct"}[5m])) / 16',
+            'sum(rate(dynamo_frontend_output_tokens_total{model="Qwen/Qwen3-32B"}[5m])) / 8',
+        ]);
+    });
+
+    it("the KV-transfer guard fires below a tenth of a 400 Gb/s rail and only where KV moves between workers", () => {
+        const kv = alertGroups("hn1", endpoints, cfg).find((g) => g.name === "platform-kv-transfer")!;
+        const vllm = kv.rules.find((r) => r.alert === "PlatformKVTransferSlow")!;
+        // 400 Gb/s = 50 GB/s; a tenth = 5 GB/s = 5e9 bytes/s (config/observability.ts kvTransferMinGBps).
+        expect(vllm.expr).toContain("< 5000000000 and");
+        expect(kv.rules.find((r) => r.alert === "PlatformKVTransferSlowSGLang")!.expr).toContain("< 5");
+        const aggregated = alertGroups("hcm1", [{ ...endpoints[0], disaggregated: false }], cfg);
+        expect(aggregated.find((g) => g.name === "platform-kv-transfer")).toBeUndefined();
+        expect(alertGroups("x", [], cfg).map((g) => g.name)).toEqual(["platform-gateway", "platform-metering"]);
+    });
+});
+
+describe("our services export what the dashboards read", () => {
+    it("auth metrics exist in the auth service's live registry", async () => {
+        const names = new Set((await new AuthMetrics(() => 1).registry.getMetricsAsJSON()).map((m) => m.name));
+        for (const [name, fact] of Object.entries(metrics)) if (fact.source === "repo:services/auth/metrics.ts") expect(names.has(name), name).toBe(true);
+    });
+
+    it("metering metrics are registered by the metering service", () => {
+        const src = fs.readFileSync(path.join(ROOT, "services/metering/service.ts"), "utf8");
+        for (const [name, fact] of Object.entries(metrics)) if (fact.source === "repo:services/metering/service.ts") expect(src).toContain(`name: "${name}"`);
+    });
+});
+
+describe("rendered spoke objects", () => {
+    it("spoke-hn1: one PrometheusRule, PodMonitors and dashboards, selected by kube-prometheus-stack's labels", async () => {
+        const { spoke } = await runHubAndSpoke("spoke-hn1");
+        const objs = spoke.resources.map((r) => unwrapWire(r.inputs) as any).filter((x) => x?.kind);
+        const rules = objs.filter((o) => o.kind === "PrometheusRule");
+        expect(rules).toHaveLength(1);
+        expect(rules[0].metadata).toMatchObject({ namespace: "monitoring", labels: { release: "kube-prometheus-stack" } });
+        const alerts = rules[0].spec.groups.flatMap((g: any) => g.rules);
+        for (const a of alerts) {
+            expect(a.labels.spoke).toBe("hn1");
+            expect(checkPromQL(a.expr).errors, a.expr).toEqual([]);
+        }
+        // hn1 runs disaggregated vLLM (stacks/Pulumi.hub-prod.yaml): the run-time RDMA guard is there.
+        expect(alerts.map((a: any) => a.alert)).toContain("PlatformKVTransferSlow");
+
+        const monitors = objs.filter((o) => o.kind === "PodMonitor");
+        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "platform-auth", "platform-metering"]);
+        const envoy = monitors.find((m) => m.metadata.name === "agent-router-envoy");
+        // Envoy Gateway bootstraps its stats listener on 19001 (envoyproxy/gateway internal/xds/bootstrap/bootstrap.go).
+        expect(envoy.spec.podMetricsEndpoints).toEqual([{ portNumber: 19001, path: "/stats/prometheus", interval: "15s" }]);
+
+        const boards = objs.filter((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1");
+        expect(boards.map((b) => b.metadata.name).sort()).toEqual(["dashboard-platform-ops-hn1", "dashboard-platform-serving-hn1"]);
+        for (const b of boards) {
+            const json = JSON.parse(Object.values(b.data as Record<string, string>)[0]);
+            for (const p of json.panels) for (const t of p.targets) expect(checkPromQL(t.expr).errors, t.expr).toEqual([]);
+        }
+        const scrape = objs.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === "metering-from-scrapers");
+        expect(scrape.spec.ingress[0].ports).toEqual([{ protocol: "TCP", port: 8080 }]);
+    });
+
+    it("without the Prometheus operator no monitoring.coreos.com object is rendered, dashboards still are", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const doc = stackConfigDoc("spoke-hn1");
+        doc["platform:observability"] = { prometheusOperator: false };
+        const spoke = await runRepoStack("spoke-hn1", {
+            config: flatConfig(doc),
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+        });
+        const objs = spoke.resources.map((r) => unwrapWire(r.inputs) as any).filter((x) => x?.kind);
+        expect(objs.filter((o) => String(o.apiVersion).startsWith("monitoring.coreos.com/"))).toEqual([]);
+        expect(objs.filter((o) => o.kind === "ConfigMap" && o.metadata.labels?.grafana_dashboard === "1")).toHaveLength(2);
+    });
+});
+
+describe("CRD patterns in Go regexp syntax (prometheus-operator CRDs)", () => {
+    it("a leading (?i) becomes the i flag, so PodMonitor/PrometheusRule schemas compile and still match", async () => {
+        const { goRegExp } = await import("../tools/validate");
+        // monitoring.coreos.com_podmonitors.yaml (prometheus-operator v0.93.0): `^(?i)(abort|warn)?$`
+        const re = goRegExp("^(?i)(abort|warn)?$", "u");
+        expect(re.flags).toContain("i");
+        expect(re.test("Warn")).toBe(true);
+        expect(re.test("drop")).toBe(false);
+        expect(goRegExp("^[a-z]+$", "u").test("abc")).toBe(true);
+    });
+});
