@@ -1,0 +1,107 @@
+/**
+ * `npm run status` (tools/status.ts) against the local stand-ins of the hub: an S3 API (s3rver) holding the policy
+ * bucket's `current.json` / ACKs (layout services/shared/bundle.ts bundlePaths) and a real PostgreSQL with the
+ * ledger schema.
+ */
+import { execFile } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { S3Client } from "@aws-sdk/client-s3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUCKET, S3Server, startS3 } from "../services/auth/test/harness";
+import { ingestBatch } from "../services/ledger/ledger";
+import { useLedgerDb } from "../services/ledger/testing/ledger-db";
+import { bundlePaths } from "../services/shared/bundle";
+import type { UsageEvent } from "../services/shared/usage";
+import { collectStatus, formatStatus, spokesFromHubOutputs } from "../tools/status";
+import { ROOT } from "./helpers";
+
+const ledger = useLedgerDb();
+let s3: S3Server;
+beforeAll(async () => { s3 = await startS3(); });
+afterAll(async () => { await s3?.destroy(); });
+
+const spokes = { hn1: { bucket: BUCKET, region: "us-east-1" }, sg1: { bucket: BUCKET, region: "us-east-1" } };
+const client = () => s3.client as S3Client;
+
+function ev(spoke: string, seq: number, endedAt: string): UsageEvent {
+    return {
+        requestId: `${spoke}-r-${seq}`, spoke, tenant: "acme", team: "search", keyId: "k", model: "m", endpoint: "e",
+        inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, status: 200, stream: false, truncated: false,
+        usageSource: "reported", startedAt: endedAt, endedAt, seq, source: "metering-0.aaaa0000",
+    };
+}
+
+async function publish(spoke: string, revision: number) {
+    await s3.put(bundlePaths.current(spoke), JSON.stringify({ revision, key: bundlePaths.bundle(spoke, revision), contentHash: "h" }));
+}
+async function ack(spoke: string, revision: number, at: string) {
+    await s3.put(bundlePaths.ack(spoke, revision), JSON.stringify({ spoke, revision, contentHash: "h", at }));
+}
+
+describe("npm run status", () => {
+    it("reports published vs ACKed revision, usage lag and reconciliation; a spoke behind beyond the threshold is flagged", async () => {
+        await publish("hn1", 3);
+        await ack("hn1", 2, "2026-12-01T09:00:00.000Z");
+        await ack("hn1", 3, "2026-12-01T09:05:00.000Z");
+        await publish("sg1", 4);
+        await ack("sg1", 3, "2026-12-01T08:00:00.000Z");
+        const now = new Date();
+        const recent = new Date(now.getTime() - 120_000).toISOString();
+        // hn1: seqs 0..4 arrive; sg1: seq 0 and 3 arrive, 1 and 2 never do (a gap the reconciliation counts).
+        await ingestBatch(ledger.db, [0, 1, 2, 3, 4].map((i) => ev("hn1", i, recent)));
+        await ingestBatch(ledger.db, [0, 3].map((i) => ev("sg1", i, recent)));
+
+        const later = new Date(now.getTime() + 3600_000); // current.json was written an hour before "now"
+        const rows = await collectStatus({ spokes, s3: client, db: ledger.db, now: later, maxBehindSeconds: 900, windowHours: 24 });
+        const hn1 = rows.find((r) => r.spoke === "hn1")!;
+        expect(hn1).toMatchObject({ publishedRevision: 3, ackedRevision: 3, ackedAt: "2026-12-01T09:05:00.000Z", behindSeconds: 0, problems: [] });
+        expect(hn1.reconciliation).toEqual({ windowHours: 24, sent: 5, missing: 0, duplicates: 0 });
+        expect(hn1.usageLagSeconds).toBeGreaterThanOrEqual(3600 + 120 - 2);
+
+        const sg1 = rows.find((r) => r.spoke === "sg1")!;
+        expect(sg1).toMatchObject({ publishedRevision: 4, ackedRevision: 3 });
+        expect(sg1.behindSeconds).toBeGreaterThan(3500);
+        expect(sg1.reconciliation.missing).toBe(2);
+        expect(sg1.problems).toHaveLength(2);
+        expect(sg1.problems[0]).toMatch(/^serves revision 3 of 4, behind for \d+ s \(limit 900 s\)$/);
+        expect(formatStatus(rows)).toMatch(/^sg1 .*BEHIND$/m);
+
+        // Within the threshold the same lag is not a problem.
+        const soon = await collectStatus({ spokes: { sg1: spokes.sg1 }, s3: client, db: ledger.db, now, maxBehindSeconds: 900, windowHours: 24 });
+        expect(soon[0].problems).toEqual(["2 usage event(s) sent in the last 24 h never reached the ledger"]);
+    });
+
+    it("a spoke the hub never published for is reported, not silently healthy", async () => {
+        const rows = await collectStatus({ spokes: { xx9: spokes.hn1 }, s3: client, db: ledger.db, now: new Date(), maxBehindSeconds: 900, windowHours: 24 });
+        expect(rows[0]).toMatchObject({ spoke: "xx9", publishedRevision: null, ackedRevision: null, lastUsageReceivedAt: null });
+        expect(rows[0].problems).toEqual(["the hub has published no bundle (no current.json)"]);
+    });
+
+    it("reads spokes from hub outputs and names a non-hub file", () => {
+        const rendered = { outputs: { spokeContracts: { hn1: { policy: { bucket: "b", region: "r" } } } } };
+        expect(spokesFromHubOutputs(rendered, "f")).toEqual({ hn1: { bucket: "b", region: "r" } });
+        expect(() => spokesFromHubOutputs({ spoke: "hn1" }, "out/spoke-hn1/outputs.json")).toThrow("out/spoke-hn1/outputs.json: no spokeContracts output (is this a hub stack?)");
+    });
+
+    it("the command exits 1 when a spoke is behind and prints the table", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-"));
+        const file = path.join(dir, "hub.json");
+        fs.writeFileSync(file, JSON.stringify({ spokeContracts: { sg1: { policy: { bucket: BUCKET, region: "us-east-1" } } } }));
+        await publish("sg1", 5);
+        await new Promise((r) => setTimeout(r, 1500));
+        const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
+        const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
+        const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+            execFile(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--max-behind-seconds", "1"], {
+                cwd: ROOT, env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
+            }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
+        });
+        fs.rmSync(dir, { recursive: true, force: true });
+        expect(res.stderr).not.toMatch(/^status:/m); // (the AWS SDK may warn about Node 20 on stderr)
+        expect(res.code).toBe(1);
+        expect(res.stdout).toMatch(/^sg1\s+5\s+3\s/m);
+        expect(res.stdout).toMatch(/sg1: serves revision 3 of 5, behind for \d+ s \(limit 1 s\)/);
+    });
+});

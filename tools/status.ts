@@ -1,0 +1,198 @@
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { execFileSync } from "child_process";
+import * as fs from "fs";
+import { Client } from "pg";
+import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
+import { reconcile } from "../services/ledger/reconcile";
+import type { Queryable } from "../services/ledger/ledger";
+
+/**
+ * `npm run status [-- --hub <stack>]`: where each spoke stands, read from the hub's own state (never from a spoke):
+ * - the policy bundle: the revision the hub published (`spokes/<spoke>/current.json` in the policy bucket, and when),
+ *   the highest revision the spoke ACKed (`spokes/<spoke>/acks/<rev>.json`, and when);
+ * - usage: when the ledger last received an event from the spoke and the newest `endedAt` it holds (usage lag);
+ * - reconciliation over the last `--window-hours` (default 24): events the spoke's sequence numbers say it sent
+ *   that never arrived, and duplicates.
+ * Exits 1 when a spoke is behind: its ACKed revision is older than the published one for longer than
+ * `--max-behind-seconds` (default 900), or the reconciliation window has missing events. Exit 2 on a usage error.
+ *
+ * Hub outputs: `pulumi stack output --json --stack <hub>` (needs the Pulumi CLI and the backend), or `--outputs FILE`
+ * with that JSON (or `out/<hub>/outputs.json` of the offline render). Ledger: `DATABASE_URL` or the libpq variables
+ * (PGHOST, PGUSER, ...). Bucket: the AWS SDK's default credentials; `--s3-endpoint URL` for an S3-compatible server.
+ */
+
+/** Where one spoke stands. Times are ISO-8601 UTC or null when never. */
+export interface SpokeStatus {
+    spoke: string;
+    /** Revision in the hub's `current.json`, and when the hub wrote it. */
+    publishedRevision: number | null;
+    publishedAt: string | null;
+    /** Highest revision the spoke ACKed, and when it ACKed it. */
+    ackedRevision: number | null;
+    ackedAt: string | null;
+    /** Seconds the spoke has been behind the published revision (0 when current). */
+    behindSeconds: number;
+    /** Newest `received_at` / `ended_at` of the spoke's usage in the ledger. */
+    lastUsageReceivedAt: string | null;
+    lastUsageEndedAt: string | null;
+    /** Seconds from the newest usage `ended_at` to now (null without usage). */
+    usageLagSeconds: number | null;
+    /** Reconciliation over the window: events the spoke sent that never arrived, and redeliveries. */
+    reconciliation: { windowHours: number; sent: number; missing: number; duplicates: number };
+    /** Why the spoke counts as behind (empty: healthy). */
+    problems: string[];
+}
+
+export interface StatusOptions {
+    /** Spoke name -> policy bucket and region (hub output `spokeContracts.<spoke>.policy`). */
+    spokes: Record<string, { bucket: string; region: string }>;
+    s3: (region: string) => S3Client;
+    db: Queryable;
+    now: Date;
+    maxBehindSeconds: number;
+    windowHours: number;
+}
+
+async function getJson(s3: S3Client, bucket: string, key: string): Promise<{ body: unknown; lastModified?: Date } | undefined> {
+    try {
+        const r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return { body: JSON.parse(await r.Body!.transformToString()), lastModified: r.LastModified };
+    } catch (e) {
+        if ((e as { name?: string }).name === "NoSuchKey") return undefined;
+        throw e;
+    }
+}
+
+async function listKeys(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
+    const keys: string[] = [];
+    let token: string | undefined;
+    do {
+        const r = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        for (const o of r.Contents ?? []) if (o.Key) keys.push(o.Key);
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+    return keys;
+}
+
+const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
+
+/**
+ * Reads every spoke's status from the hub's bucket and ledger.
+ * @throws the S3 or PostgreSQL client's error when either cannot be read (never reported as "healthy")
+ */
+export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
+    const out: SpokeStatus[] = [];
+    const from = new Date(o.now.getTime() - o.windowHours * 3600_000);
+    from.setUTCMinutes(0, 0, 0);
+    for (const spoke of Object.keys(o.spokes).sort()) {
+        const { bucket, region } = o.spokes[spoke];
+        const s3 = o.s3(region);
+        const problems: string[] = [];
+        const current = await getJson(s3, bucket, bundlePaths.current(spoke));
+        const pointer = current ? CurrentPointerSchema.safeParse(current.body) : undefined;
+        if (!current) problems.push("the hub has published no bundle (no current.json)");
+        else if (!pointer?.success) problems.push("current.json is malformed");
+        const publishedRevision = pointer?.success ? pointer.data.revision : null;
+
+        let acked: { revision: number; at: string } | null = null;
+        for (const key of await listKeys(s3, bucket, `${bundlePaths.prefix(spoke)}acks/`)) {
+            const a = await getJson(s3, bucket, key);
+            const ack = a && AckSchema.safeParse(a.body);
+            if (ack?.success && ack.data.spoke === spoke && (!acked || ack.data.revision > acked.revision)) acked = { revision: ack.data.revision, at: ack.data.at };
+        }
+        let behindSeconds = 0;
+        if (publishedRevision !== null && (acked?.revision ?? 0) < publishedRevision) {
+            const since = current?.lastModified ?? o.now;
+            behindSeconds = Math.max(0, Math.round((o.now.getTime() - since.getTime()) / 1000));
+            if (behindSeconds > o.maxBehindSeconds) {
+                problems.push(`serves revision ${acked?.revision ?? "none"} of ${publishedRevision}, behind for ${behindSeconds} s (limit ${o.maxBehindSeconds} s)`);
+            }
+        }
+
+        const u = await o.db.query(
+            "SELECT max(received_at) AS received, max(ended_at) AS ended FROM usage_events WHERE spoke = $1", [spoke]);
+        const received: Date | null = u.rows[0]?.received ?? null;
+        const ended: Date | null = u.rows[0]?.ended ?? null;
+        const rows = await reconcile(o.db, { spoke, from: from.toISOString() });
+        const reconciliation = {
+            windowHours: o.windowHours,
+            sent: rows.reduce((n, r) => n + r.sent, 0),
+            missing: rows.reduce((n, r) => n + r.missing, 0),
+            duplicates: rows.reduce((n, r) => n + r.duplicates, 0),
+        };
+        if (reconciliation.missing > 0) problems.push(`${reconciliation.missing} usage event(s) sent in the last ${o.windowHours} h never reached the ledger`);
+        out.push({
+            spoke, publishedRevision, publishedAt: iso(current?.lastModified), ackedRevision: acked?.revision ?? null, ackedAt: acked?.at ?? null,
+            behindSeconds, lastUsageReceivedAt: iso(received), lastUsageEndedAt: iso(ended),
+            usageLagSeconds: ended ? Math.round((o.now.getTime() - new Date(ended).getTime()) / 1000) : null,
+            reconciliation, problems,
+        });
+    }
+    return out;
+}
+
+/** A table a reviewer reads at a glance, one line per spoke, problems below it. */
+export function formatStatus(rows: SpokeStatus[]): string {
+    const head = ["spoke", "published", "acked", "acked at", "behind s", "last usage", "lag s", "missing", "dup", "state"];
+    const body = rows.map((r) => [
+        r.spoke, String(r.publishedRevision ?? "-"), String(r.ackedRevision ?? "-"), r.ackedAt ?? "-", String(r.behindSeconds),
+        r.lastUsageReceivedAt ?? "-", r.usageLagSeconds === null ? "-" : String(r.usageLagSeconds),
+        String(r.reconciliation.missing), String(r.reconciliation.duplicates), r.problems.length ? "BEHIND" : "ok",
+    ]);
+    const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+    const problems = rows.flatMap((r) => r.problems.map((p) => `${r.spoke}: ${p}`));
+    return [line(head), ...body.map(line), ...(problems.length ? ["", ...problems] : [])].join("\n") + "\n";
+}
+
+/** The spokes and their policy buckets from hub outputs (`pulumi stack output --json`, or the render's outputs.json). */
+export function spokesFromHubOutputs(json: unknown, source: string): StatusOptions["spokes"] {
+    const root = (json as { outputs?: unknown })?.outputs ?? json;
+    const contracts = (root as { spokeContracts?: Record<string, { policy?: { bucket?: string; region?: string } }> })?.spokeContracts;
+    if (!contracts || typeof contracts !== "object") throw new Error(`${source}: no spokeContracts output (is this a hub stack?)`);
+    const spokes: StatusOptions["spokes"] = {};
+    for (const [name, c] of Object.entries(contracts)) {
+        if (!c.policy?.bucket || !c.policy.region) throw new Error(`${source}: spokeContracts.${name}.policy has no bucket/region`);
+        spokes[name] = { bucket: c.policy.bucket, region: c.policy.region };
+    }
+    return spokes;
+}
+
+async function main(argv: string[]): Promise<number> {
+    const opt = (k: string) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
+    const num = (k: string, d: number) => {
+        const v = opt(k);
+        if (v === undefined) return d;
+        const n = Number(v);
+        if (!Number.isFinite(n) || n <= 0) throw new Error(`--${k} must be a positive number, got ${JSON.stringify(v)}`);
+        return n;
+    };
+    const hub = opt("hub") ?? "hub-prod";
+    const file = opt("outputs");
+    const json = file
+        ? JSON.parse(fs.readFileSync(file, "utf8"))
+        : JSON.parse(execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], { encoding: "utf8" }));
+    const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+    const endpoint = opt("s3-endpoint");
+    const clients = new Map<string, S3Client>();
+    const s3 = (region: string) => {
+        if (!clients.has(region)) clients.set(region, new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) }));
+        return clients.get(region)!;
+    };
+    const db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
+    await db.connect();
+    try {
+        const rows = await collectStatus({
+            spokes, s3, db, now: new Date(), maxBehindSeconds: num("max-behind-seconds", 900), windowHours: num("window-hours", 24),
+        });
+        process.stdout.write(argv.includes("--json") ? JSON.stringify(rows, null, 2) + "\n" : formatStatus(rows));
+        return rows.some((r) => r.problems.length) ? 1 : 0;
+    } finally {
+        await db.end();
+        for (const c of clients.values()) c.destroy();
+    }
+}
+
+if (require.main === module) {
+    main(process.argv.slice(2)).then((code) => process.exit(code), (e) => { process.stderr.write(`status: ${(e as Error).message}\n`); process.exit(2); });
+}
