@@ -528,10 +528,10 @@ export function parseStackConfig(raw: Record<string, unknown>, stackFile: string
     const provider = (raw.cluster as { provider?: unknown } | undefined)?.provider;
     const fabric = (raw.backend as { fabric?: unknown } | undefined)?.fabric;
     if (provider === "eks" && fabric !== undefined && fabric !== "efa") {
-        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `EKS spokes use EFA: set fabric: efa (and no other platform:backend keys); ${JSON.stringify(fabric)} rails are for provider: onprem` }]);
+        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an EKS spoke uses fabric: efa (EKS spokes use EFA, with no other platform:backend keys; ${JSON.stringify(fabric)} rails and railSupernet are for provider: onprem)` }]);
     }
     if (provider === "onprem" && fabric !== undefined && fabric !== "infiniband") {
-        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `on-prem spokes use rail-aligned InfiniBand: set fabric: infiniband with railSupernet; ${JSON.stringify(fabric)} is for provider: eks` }]);
+        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an on-prem spoke uses fabric: infiniband (rail-aligned InfiniBand with railSupernet; ${JSON.stringify(fabric)} is for provider: eks)` }]);
     }
     const parsed = SpokeConfigSchema.safeParse(raw);
     if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:", SpokeConfigSchema));
