@@ -83,12 +83,13 @@ function writeAtomically(dir: string, files: Record<string, string>) {
 }
 
 /**
- * True when `s` is the stack file `out/<name>/` belongs to (`stacks/Pulumi.<name>.yaml`). Only that file's failure
- * removes the folder: a bad file given with `--config` that is merely named like a real stack leaves the real
- * stack's output alone.
+ * True when `s` may replace or remove `out/<name>/`: it is the real stack's file (`stacks/Pulumi.<name>.yaml`), or no
+ * real stack has that name. A failing file given with `--config` that is merely named like a real stack leaves the
+ * real stack's output alone.
  */
 export function ownsOutDir(s: StackFile, stacksDir = STACKS_DIR): boolean {
-    return path.resolve(s.file) === path.resolve(stacksDir, path.basename(s.file)) && path.basename(s.file) === `Pulumi.${s.name}${path.extname(s.file)}`;
+    const real = [".yaml", ".yml"].map((x) => path.resolve(stacksDir, `Pulumi.${s.name}${x}`)).find((f) => fs.existsSync(f));
+    return real === undefined || path.resolve(s.file) === real;
 }
 
 /** Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack. */
