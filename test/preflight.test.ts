@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_SCRIPT, preflightEnv } from "../lib/preflight";
 import { kvFabricOf, memlockPath } from "../lib/nixl";
 import { DGX } from "./policies/rdma-fixtures";
+import { byType, inputs, runHubAndSpoke } from "./helpers";
 
 let root: string;
 
@@ -279,5 +280,15 @@ describe("preflight.sh", () => {
             PREFLIGHT_GPUS: "2",
             PREFLIGHT_REQUIRE_IPC_LOCK: "1",
         });
+    });
+});
+
+describe("the rdma-preflight ConfigMap carries the spoke's GPUDirect mode", () => {
+    it("spoke-hn1 (platform:gpuOperator.gpuDirectRdma: dmabuf) ships the script and gpudirect: dmabuf", async () => {
+        const { spoke } = await runHubAndSpoke("spoke-hn1");
+        const cms = byType(spoke.resources, "kubernetes:core/v1:ConfigMap").map(inputs).filter((c) => c.metadata?.name === "rdma-preflight");
+        expect(cms).toHaveLength(1);
+        expect(cms[0].data[PREFLIGHT_GPUDIRECT_KEY]).toBe("dmabuf\n");
+        expect(cms[0].data["preflight.sh"]).toBe(fs.readFileSync(PREFLIGHT_SCRIPT, "utf8"));
     });
 });
