@@ -1,8 +1,7 @@
 import * as fs from "fs";
 import * as pulumi from "@pulumi/pulumi";
 import * as path from "path";
-import { ConfigError } from "../config/errors";
-import { nearest } from "../config/errors";
+import { ConfigError, nearest } from "../config/errors";
 import { parseFlatStackConfig, StackConfig } from "../config/stack";
 import { readStackFile } from "../tools/stackfiles";
 
