@@ -163,6 +163,26 @@ describe("a placement the hub accepts but its spoke refuses is a hub error on th
     });
 });
 
+describe("a spoke-file problem with the hub's placement is reported on the hub's endpoint, naming the spoke file and key", () => {
+    let dir: string;
+    beforeEach(() => {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "placement-"));
+        for (const f of fs.readdirSync(STACKS)) fs.copyFileSync(path.join(STACKS, f), path.join(dir, f));
+    });
+    afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+    it("two GPU pools and no platform:serving.endpointPools entry for a placed endpoint", () => {
+        const file = path.join(dir, "Pulumi.spoke-hcm1.yaml");
+        const doc = YAML.parse(fs.readFileSync(file, "utf8"));
+        const pools = doc.config["platform:nodePools"];
+        pools.push({ ...pools[0], name: "h200-b", nodes: ["hcm1-gpu-03", "hcm1-gpu-04"] });
+        fs.writeFileSync(file, YAML.stringify(doc));
+        const c = parseStackConfig(platformKeys(stackConfigDoc("hub-prod")), "hub-prod", { now: NOW });
+        if (c.role !== "hub") throw new Error("not a hub");
+        const r = issuesOf(() => checkSpokeRegistry(c.hub, path.join(dir, "Pulumi.hub-prod.yaml")));
+        expect(r.issues).toContain(`platform:endpoints[2]: ${path.basename(dir)}/Pulumi.spoke-hcm1.yaml platform:serving.endpointPools.llama-70b: endpoint "llama-70b" is placed on this spoke but the spoke has 2 node pools (h200, h200-b); say which one runs it`);
+    });
+});
+
 describe("render: out/ of a real stack is left alone, and never holds a credential", () => {
     let tmp: string;
     beforeEach(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), "config-errors-")); });
