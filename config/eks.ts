@@ -61,8 +61,20 @@ export const EksClusterSchema = z.object({
     /** Public API endpoint (CI previews from hosted runners need it); restricted to `publicAccessCidrs`. */
     endpointPublicAccess: z.boolean().default(true),
     publicAccessCidrs: z.array(CidrText).default([]),
+    /**
+     * Opt-in for a public API endpoint reachable from the whole internet (a `publicAccessCidrs` entry shorter than
+     * /8, e.g. `0.0.0.0/0`, which is also EKS's own default when the list is empty). Default false: refused.
+     */
+    publicAccessFromAnywhere: z.boolean().default(false),
     vpc: EksVpcSchema,
 }).strict().superRefine((c, ctx) => {
+    c.publicAccessCidrs.forEach((cidr, i) => {
+        let prefix = 32;
+        try { prefix = parseCidr(cidr).prefix; } catch { return; /* reported by CidrText */ }
+        if (c.endpointPublicAccess && !c.publicAccessFromAnywhere && prefix < 8) {
+            ctx.addIssue({ code: "custom", path: ["publicAccessCidrs", i], message: `${cidr} opens the cluster's Kubernetes API to the whole internet; list your runners' / VPN egress ranges instead, or, if that is really meant, set platform:cluster.publicAccessFromAnywhere: true` });
+        }
+    });
     if (c.endpointPublicAccess && c.publicAccessCidrs.length === 0) {
         ctx.addIssue({ code: "custom", path: ["publicAccessCidrs"], message: "a public API endpoint needs publicAccessCidrs (e.g. your VPN egress); or set endpointPublicAccess: false" });
     }

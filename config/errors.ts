@@ -36,11 +36,13 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
  * Converts zod issues into {@link ConfigIssue}s. `prefix` is prepended to each path: `platform:` for
  * top-level stack keys, or `platform:nodePools[0].profile` for a nested document such as an inline node profile.
  */
-export function zodIssues(error: z.ZodError, prefix: string): ConfigIssue[] {
+export function zodIssues(error: z.ZodError, prefix: string, schema?: z.ZodType): ConfigIssue[] {
     return error.issues.flatMap((i) => {
-        // An unknown key is reported on its parent; name the key itself (`platform:frontnd`), it is what to fix.
+        // An unknown key is reported on its parent; name the key itself (`platform:frontnd`), it is what to fix,
+        // and the nearest known key of that object when `schema` is given.
         if (i.code === "unrecognized_keys") {
-            return i.keys.map((k) => ({ key: joinKey(prefix, [...(i.path as PropertyKey[]), k]), message: "unknown key (a typo? remove it or fix its name)" }));
+            const known = schema ? knownKeysAt(schema, i.path as PropertyKey[]) : [];
+            return i.keys.map((k) => ({ key: joinKey(prefix, [...(i.path as PropertyKey[]), k]), message: unknownKeyMessage(k, known) }));
         }
         return [{ key: joinKey(prefix, i.path as PropertyKey[]), message: i.message }];
     });
@@ -52,4 +54,85 @@ function joinKey(prefix: string, path: PropertyKey[]): string {
     if (!p) return prefix.endsWith(":") ? `${prefix}(top level)` : prefix;
     if (prefix.endsWith(":")) return prefix + p;
     return p.startsWith("[") ? `${prefix}${p}` : `${prefix}.${p}`;
+}
+
+/** Levenshtein edit distance between two strings (case-insensitive). */
+export function editDistance(a: string, b: string): number {
+    a = a.toLowerCase(); b = b.toLowerCase();
+    let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+        const cur = [i];
+        for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+        prev = cur;
+    }
+    return prev[b.length];
+}
+
+/**
+ * The known name nearest to `name`, when it is close enough to be a typo: at most a third of the longer name's
+ * characters differ (at least 1, at most 3), or the names differ only in case. Undefined when nothing is close.
+ */
+export function nearest(name: string, known: readonly string[]): string | undefined {
+    let best: string | undefined;
+    let bestD = Infinity;
+    for (const k of known) {
+        const d = editDistance(name, k);
+        if (d < bestD) { best = k; bestD = d; }
+    }
+    if (best === undefined) return undefined;
+    const limit = Math.min(3, Math.max(1, Math.floor(Math.max(name.length, best.length) / 3)));
+    return bestD <= limit ? best : undefined;
+}
+
+/** "unknown key", with the nearest known key (a typo) or the list of known keys. */
+export function unknownKeyMessage(name: string, known: readonly string[]): string {
+    const n = nearest(name, known);
+    if (n) return `unknown key; did you mean "${n}"?`;
+    return known.length ? `unknown key (a typo? known keys here: ${[...known].sort().join(", ")})` : "unknown key (a typo? remove it or fix its name)";
+}
+
+/** zod 4 schema internals read by {@link knownKeysAt} (`schema._zod.def`). */
+interface ZodDef { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; valueType?: z.ZodType; left?: z.ZodType; right?: z.ZodType }
+const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
+
+/** The object schemas `schema` may be (wrappers removed, union options expanded). */
+function objectsOf(schema: z.ZodType, depth = 0): Array<Record<string, z.ZodType>> {
+    if (depth > 20) return [];
+    const d = defOf(schema);
+    switch (d.type) {
+        case "object": return [d.shape!];
+        case "optional": case "nullable": case "default": case "prefault": case "readonly": case "catch": case "nonoptional":
+            return objectsOf(d.innerType!, depth + 1);
+        case "pipe": return [...objectsOf(d.in!, depth + 1), ...(d.out ? objectsOf(d.out, depth + 1) : [])];
+        case "union": return d.options!.flatMap((o) => objectsOf(o, depth + 1));
+        case "intersection": return [...objectsOf(d.left!, depth + 1), ...objectsOf(d.right!, depth + 1)];
+        default: return [];
+    }
+}
+
+/** The element/value schemas under one path segment of `schema`. */
+function childrenAt(schema: z.ZodType, seg: PropertyKey, depth = 0): z.ZodType[] {
+    if (depth > 20) return [];
+    const d = defOf(schema);
+    switch (d.type) {
+        case "object": return d.shape![String(seg)] ? [d.shape![String(seg)]] : [];
+        case "array": return typeof seg === "number" ? [d.element!] : [];
+        case "record": return [d.valueType!];
+        case "optional": case "nullable": case "default": case "prefault": case "readonly": case "catch": case "nonoptional":
+            return childrenAt(d.innerType!, seg, depth + 1);
+        case "pipe": return childrenAt(d.in!, seg, depth + 1);
+        case "union": return d.options!.flatMap((o) => childrenAt(o, seg, depth + 1));
+        case "intersection": return [...childrenAt(d.left!, seg, depth + 1), ...childrenAt(d.right!, seg, depth + 1)];
+        default: return [];
+    }
+}
+
+/**
+ * Keys a (strict) object schema accepts at `path` (`["cluster"]` -> `provider`, `kubeconfigContext`, ...). Union
+ * options are merged, so the keys of every variant of a discriminated union are candidates.
+ */
+export function knownKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+    let cur: z.ZodType[] = [schema];
+    for (const seg of path) cur = cur.flatMap((c) => childrenAt(c, seg));
+    return [...new Set(cur.flatMap((c) => objectsOf(c)).flatMap((o) => Object.keys(o)))];
 }

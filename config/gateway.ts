@@ -15,7 +15,7 @@ export const GatewayConfigSchema = z.object({
          * Name of a `kubernetes.io/tls` Secret in the gateway namespace. Set: HTTPS listener on 443 terminating
          * TLS at Envoy. Unset: plain HTTP on 80, for sites where a load balancer in front terminates TLS.
          */
-        tlsSecretName: z.string().min(1).optional(),
+        tlsSecretName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be the name of a kubernetes.io/tls Secret (a lower-case DNS name), never the certificate or key itself").optional(),
     }).strict().prefault({}),
     /**
      * Largest request body ext_authz buffers and forwards to the auth service (`bodyToExtAuth.maxRequestBytes`),

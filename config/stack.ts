@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { parseCidr, findOverlaps, subnet, Cidr } from "../lib/cidr";
-import { ConfigError, ConfigIssue, zodIssues } from "./errors";
+import { ConfigError, ConfigIssue, nearest, zodIssues } from "./errors";
+import { KNOWN_MODELS, tensorParallelProblem } from "./models";
+import { plainCredentials } from "./secrets";
 import { EfaBackendSchema, EksClusterSchema, EksCluster, EksNodeGroups, EksNodeGroupsSchema, profileNameFor } from "./eks";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { GatewayConfigSchema } from "./gateway";
 import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { ObservabilityConfigSchema } from "./observability";
-import { LimitSetSchema } from "./limits";
+import { LimitSet, LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
 
 /** Config namespace of every platform key in a stack file (`platform:role`, `platform:nodePools`, ...). */
@@ -99,13 +101,90 @@ export const HubConfigSchema = z.object({
     for (const [name, used] of gpusBySpoke) {
         const s = spokes.get(name);
         if (s && used > s.gpus) {
-            const i = h.endpoints.map((e) => e.spoke).lastIndexOf(name);
-            issue(["endpoints", i, "topology"], `spoke "${name}" has ${s.gpus} GPUs but its endpoints need ${used}`);
+            // Name every endpoint on the spoke (the one whose replicas grew is among them), or only the one that
+            // alone exceeds the spoke: the other endpoints are not what to fix.
+            const on = h.endpoints.map((e, i) => ({ e, i, n: endpointGpus(e) })).filter((x) => x.e.spoke === name);
+            const alone = on.filter((x) => x.n > s.gpus);
+            const list = on.map((x) => `endpoints[${x.i}] ${x.e.name}: ${x.n}`).join(", ");
+            for (const x of alone.length ? alone : on) {
+                issue(["endpoints", x.i, "topology"], `spoke "${name}" has ${s.gpus} GPUs but its endpoints need ${used} (${list}); this endpoint uses ${x.n}`);
+            }
         }
     }
 });
 
 export type HubConfig = z.infer<typeof HubConfigSchema>;
+
+/** Limit dimensions compared between tiers; tokens as a rate (per window second) so windows may differ. */
+const LIMIT_DIMENSIONS: Array<[string, (l: LimitSet) => number, (l: LimitSet) => string]> = [
+    ["requestsPerSecond", (l) => l.requestsPerSecond, (l) => `${l.requestsPerSecond}`],
+    ["concurrentRequests", (l) => l.concurrentRequests, (l) => `${l.concurrentRequests}`],
+    ["tokensPerWindow", (l) => l.tokensPerWindow / l.windowSeconds, (l) => `${l.tokensPerWindow} per ${l.windowSeconds} s`],
+];
+
+/** One issue per dimension where `inner` allows more than `outer` (a tier that can never be reached is a config error). */
+function limitsAbove(inner: LimitSet, outer: LimitSet, innerKey: string, outerName: string, outerKey: string): ConfigIssue[] {
+    return LIMIT_DIMENSIONS.filter(([, v]) => v(inner) > v(outer)).map(([dim, , show]) => ({
+        key: `${innerKey}.${dim}`,
+        message: `${show(inner)} is above ${outerName}'s ${show(outer)} (${outerKey}.${dim}); every request must pass all three tiers, so this limit can never be reached`,
+    }));
+}
+
+/**
+ * Checks of a parsed hub that need more than one field or the clock: API keys not expired, key limits within their
+ * team's and the models they may call, team limits within some model's, tensor-parallel sizes the model can split
+ * into and context lengths within the model's (config/models.ts), and planner budgets at least what the endpoint
+ * already uses.
+ *
+ * @param now the time expiry is judged at
+ * @returns issues with full keys (`platform:apiKeys[0].expiresAt`)
+ */
+export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
+    const issues: ConfigIssue[] = [];
+    const models = new Map(h.models.map((m, i) => [m.id, { m, i }]));
+    h.apiKeys.forEach((k, i) => {
+        const key = `platform:apiKeys[${i}]`;
+        if (Date.parse(k.expiresAt) <= now.getTime()) {
+            issues.push({ key: `${key}.expiresAt`, message: `API key "${k.id}" expired at ${k.expiresAt}; the auth service would answer 401 to every request: renew it (a later expiresAt) or remove the key` });
+        }
+        const ti = h.tenants.findIndex((t) => t.id === k.tenant);
+        const tj = ti < 0 ? -1 : h.tenants[ti].teams.findIndex((x) => x.id === k.team);
+        if (tj >= 0) issues.push(...limitsAbove(k.limits, h.tenants[ti].teams[tj].limits, `${key}.limits`, `team "${k.tenant}/${k.team}"`, `platform:tenants[${ti}].teams[${tj}].limits`));
+        for (const id of k.models) {
+            const m = models.get(id);
+            if (m) issues.push(...limitsAbove(k.limits, m.m.limits, `${key}.limits`, `model "${id}"`, `platform:models[${m.i}].limits`));
+        }
+    });
+    if (h.models.length) {
+        h.tenants.forEach((t, ti) => t.teams.forEach((x, tj) => {
+            for (const [dim, v, show] of LIMIT_DIMENSIONS) {
+                const most = h.models.reduce((a, m, i) => (v(m.limits) > v(h.models[a].limits) ? i : a), 0);
+                if (v(x.limits) > v(h.models[most].limits)) {
+                    issues.push({ key: `platform:tenants[${ti}].teams[${tj}].limits.${dim}`, message: `${show(x.limits)} is above every model's limit (highest: ${show(h.models[most].limits)} at platform:models[${most}].limits.${dim}); this team limit can never be reached` });
+                }
+            }
+        }));
+    }
+    h.endpoints.forEach((e, i) => {
+        const key = `platform:endpoints[${i}]`;
+        const arch = KNOWN_MODELS[e.model];
+        if (arch) {
+            const groups = e.topology.mode === "disaggregated" ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const] : [["workers", e.topology.workers] as const];
+            for (const [role, g] of groups) {
+                const p = tensorParallelProblem(arch, g.gpusPerWorker);
+                if (p) issues.push({ key: `${key}.topology.${role}.gpusPerWorker`, message: `${e.model}: ${p}; the engine refuses to start (${arch.source})` });
+            }
+            if (e.maxModelLen !== undefined && e.maxModelLen > arch.maxPositionEmbeddings) {
+                issues.push({ key: `${key}.maxModelLen`, message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})` });
+            }
+        }
+        const used = endpointGpus(e);
+        if (e.planner.enabled && e.planner.maxGpuBudget < used) {
+            issues.push({ key: `${key}.planner.maxGpuBudget`, message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point` });
+        }
+    });
+    return issues;
+}
 
 // ---------------------------------------------------------------- spoke
 
@@ -363,6 +442,16 @@ function resolveSpoke(raw: OnPremRaw, issues: ConfigIssue[]): OnPremSpokeConfig 
         ["platform:backend.railSupernet", parseCidr(raw.backend.railSupernet)],
     ];
     for (const [a, b] of findOverlaps(nets)) issues.push({ key: b, message: `overlaps ${a}` });
+    const supernetPrefix = parseCidr(raw.backend.railSupernet).prefix;
+    if (raw.backend.railPrefixLength < supernetPrefix) {
+        issues.push({ key: "platform:backend.railPrefixLength", message: `/${raw.backend.railPrefixLength} rail subnets are larger than the /${supernetPrefix} platform:backend.railSupernet they are carved from; use a longer prefix` });
+        return { ...raw, nodePools: pools, railPools };
+    }
+    if (2 ** (raw.backend.railPrefixLength - supernetPrefix) < railCount) {
+        const need = raw.backend.railPrefixLength - Math.ceil(Math.log2(railCount));
+        issues.push({ key: "platform:backend.railSupernet", message: `${raw.backend.railSupernet} holds ${2 ** (raw.backend.railPrefixLength - supernetPrefix)} /${raw.backend.railPrefixLength} rail subnets but the node profiles have ${railCount} rails: use a /${need} or larger supernet (or a longer platform:backend.railPrefixLength)` });
+        return { ...raw, nodePools: pools, railPools };
+    }
     try {
         const supernet = parseCidr(raw.backend.railSupernet);
         for (let r = 0; r < railCount; r++) {
@@ -380,6 +469,44 @@ function resolveSpoke(raw: OnPremRaw, issues: ConfigIssue[]): OnPremSpokeConfig 
     return { ...raw, nodePools: pools, railPools };
 }
 
+/** Options of {@link parseStackConfig}. */
+export interface ParseOptions {
+    /** Time API key expiry is judged at (default: now). */
+    now?: Date;
+}
+
+/** Config namespaces a stack file may use: this program's, and the providers it configures. */
+export const KNOWN_NAMESPACES = [CONFIG_NAMESPACE, "aws", "kubernetes", "pulumi"] as const;
+
+/**
+ * Keys of a flat config map in a namespace nothing reads (`platfrom:serving`), with the nearest known namespace.
+ * A key without a namespace is reported too (Pulumi prefixes the project name, so it is a hand-edited file).
+ */
+export function unknownNamespaces(all: Record<string, string>): ConfigIssue[] {
+    const out: ConfigIssue[] = [];
+    for (const key of Object.keys(all)) {
+        const i = key.indexOf(":");
+        const ns = i < 0 ? "" : key.slice(0, i);
+        if ((KNOWN_NAMESPACES as readonly string[]).includes(ns)) continue;
+        const n = nearest(ns, KNOWN_NAMESPACES);
+        out.push({ key, message: `unknown config namespace "${ns}"${n ? `; did you mean "${n}:${key.slice(i + 1)}"?` : ""} (known: ${KNOWN_NAMESPACES.join(", ")}); nothing reads this key` });
+    }
+    return out;
+}
+
+/**
+ * The whole check of one stack file's flat config map (`pulumi.runtime.allConfig()` shape): no unknown namespace, no
+ * credential in plain text (config/secrets.ts), then {@link parseStackConfig} on the `platform:*` keys.
+ *
+ * @param secretKeys keys whose values are Pulumi secrets (`secure:`), which may hold credentials
+ * @throws ConfigError naming the stack file and each bad key
+ */
+export function parseFlatStackConfig(all: Record<string, string>, stackFile: string, secretKeys: Iterable<string> = [], opts: ParseOptions = {}): StackConfig {
+    const issues = [...unknownNamespaces(all), ...plainCredentials(all, new Set(secretKeys))];
+    if (issues.length) throw new ConfigError(stackFile, issues);
+    return parseStackConfig(namespaceConfig(all), stackFile, opts);
+}
+
 /**
  * Validates the `platform:*` keys of one stack file and resolves node profiles and rail IP pools.
  * Nothing is created before this returns, so a bad file is never half-applied.
@@ -388,18 +515,29 @@ function resolveSpoke(raw: OnPremRaw, issues: ConfigIssue[]): OnPremSpokeConfig 
  * @param stackFile path shown in errors, e.g. `stacks/Pulumi.spoke-hn1.yaml`
  * @throws ConfigError naming the stack file and each bad key (`platform:nodePools[0].profile`)
  */
-export function parseStackConfig(raw: Record<string, unknown>, stackFile: string): StackConfig {
+export function parseStackConfig(raw: Record<string, unknown>, stackFile: string, opts: ParseOptions = {}): StackConfig {
     const role = raw.role;
     if (role !== "hub" && role !== "spoke") {
         throw new ConfigError(stackFile, [{ key: "platform:role", message: role === undefined ? "missing; set it to hub or spoke" : `must be hub or spoke, not ${JSON.stringify(role)}` }]);
     }
     if (role === "hub") {
         const parsed = HubConfigSchema.safeParse(raw);
-        if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:"));
+        if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:", HubConfigSchema));
+        const semantic = hubSemanticIssues(parsed.data, opts.now ?? new Date());
+        if (semantic.length) throw new ConfigError(stackFile, semantic);
         return { role, hub: parsed.data };
     }
+    // The provider decides the fabric: say so, instead of the other fabric's missing keys (railSupernet on EKS).
+    const provider = (raw.cluster as { provider?: unknown } | undefined)?.provider;
+    const fabric = (raw.backend as { fabric?: unknown } | undefined)?.fabric;
+    if (provider === "eks" && fabric !== undefined && fabric !== "efa") {
+        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an EKS spoke uses fabric: efa (EKS spokes use EFA, with no other platform:backend keys; ${JSON.stringify(fabric)} rails and railSupernet are for provider: onprem)` }]);
+    }
+    if (provider === "onprem" && fabric !== undefined && fabric !== "infiniband") {
+        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an on-prem spoke uses fabric: infiniband (rail-aligned InfiniBand with railSupernet; ${JSON.stringify(fabric)} is for provider: eks)` }]);
+    }
     const parsed = SpokeConfigSchema.safeParse(raw);
-    if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:"));
+    if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:", SpokeConfigSchema));
     const issues: ConfigIssue[] = [];
     if (parsed.data.cluster.provider === "eks" && raw.gpuOperator !== undefined) {
         issues.push({ key: "platform:gpuOperator", message: "not used on an EKS spoke: the EKS AL2023 NVIDIA AMI provides the driver and GPUDirect (remove the key)" });

@@ -19,6 +19,14 @@ export const PREFLIGHT_CONTAINER = "rdma-preflight";
 /** ConfigMap (in the workload namespace) carrying the script, and its key. */
 export const PREFLIGHT_CONFIGMAP = "rdma-preflight";
 export const PREFLIGHT_KEY = "preflight.sh";
+/**
+ * ConfigMap key holding the spoke's GPUDirect RDMA mode (`dmabuf` | `peermem`, `platform:gpuOperator.gpuDirectRdma`);
+ * mounted next to the script, which reads it as `$(dirname "$0")/gpudirect` when `PREFLIGHT_GPUDIRECT` is unset.
+ */
+export const PREFLIGHT_GPUDIRECT_KEY = "gpudirect";
+
+/** GPUDirect RDMA kernel path a spoke declares (NVIDIA GPU Operator: DMA-BUF or legacy nvidia-peermem). */
+export type GpuDirectMode = "dmabuf" | "peermem";
 
 /** Where the ConfigMap is mounted in the init container. */
 export const PREFLIGHT_MOUNT = "/opt/platform/preflight";
@@ -40,7 +48,7 @@ export interface PreflightArgs {
     memlock: MemlockPath;
     /** Minimum port rate in Gb/s (gigabits; `platform:backend.minLinkRateGbps`). */
     minLinkRateGbps: number;
-    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check. */
+    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check and (InfiniBand) the GPUDirect RDMA check. */
     gpus: number;
 }
 
@@ -56,6 +64,8 @@ export function preflightEnv(a: PreflightArgs): EnvVar[] {
             { name: "PREFLIGHT_MIN_DEVICES", value: String(rails.length) },
         );
         if (a.gpus > 0) env.push({ name: "PREFLIGHT_GPU_NIC_MAP", value: gpuNicPcieMapping(rails) });
+        // The GPUDirect mode itself comes from the ConfigMap (PREFLIGHT_GPUDIRECT_KEY): one value per spoke.
+        env.push({ name: "PREFLIGHT_GPUS", value: String(a.gpus) });
     } else {
         env.push({ name: "PREFLIGHT_MIN_DEVICES", value: String(a.fabric.devicesPerGpu * Math.max(1, a.gpus)) });
     }

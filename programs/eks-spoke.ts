@@ -87,6 +87,7 @@ export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
         systemNodeSelector: cpu.nodeSelector,
         devicePlugins: [efaPlugin],
         gpuDirect: [gpuOperator],
+        gpuDirectMode: "dmabuf",
         // EFA has no rail ports the preflight rates (lib/preflight.ts checks devices only); the slowest EFA card.
         minLinkRateGbps: Math.min(...cfg.nodePools.map((p) => p.profile.efa?.cardRateGbps ?? 0)),
         outputs: {

@@ -59,6 +59,7 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
         systemNodeSelector: cfg.serving.systemNodeSelector ?? {},
         devicePlugins: [fabric],
         gpuDirect: [gpuOperator],
+        gpuDirectMode: cfg.gpuOperator.gpuDirectRdma,
         minLinkRateGbps: cfg.backend.minLinkRateGbps,
         outputs: {
             railResources: fabric.railResources,

@@ -53,7 +53,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
         prometheusEndpoint: serving.prometheusEndpoint,
     }, opts);
     const baseDeps = [...infra.gpuDirect, infra.inferenceNamespace];
-    const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE }, { ...opts, dependsOn: baseDeps });
+    const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE, gpuDirect: infra.gpuDirectMode }, { ...opts, dependsOn: baseDeps });
     const rdmaDeps = [platform, preflight, ...infra.devicePlugins, ...baseDeps];
 
     for (const { endpoint: e, pool } of placements) {

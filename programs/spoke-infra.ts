@@ -1,6 +1,7 @@
 import type * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { Toleration } from "../lib/dgd";
+import type { GpuDirectMode } from "../lib/preflight";
 import { isEksSpoke, SpokeConfig } from "../config/stack";
 import type { PlacementPool } from "../lib/serving";
 
@@ -55,6 +56,8 @@ export interface SpokeInfra {
     devicePlugins: pulumi.Resource[];
     /** What provides GPUDirect RDMA (GpuOperator); RDMA workloads and the preflight depend on it. */
     gpuDirect: pulumi.Resource[];
+    /** The GPUDirect RDMA mode it provides; the RDMA preflight proves it on every GPU pod (lib/preflight.ts). */
+    gpuDirectMode: GpuDirectMode;
     /** Minimum backend port rate in Gb/s (gigabits) the preflight enforces (InfiniBand rails; informational on EFA). */
     minLinkRateGbps: number;
     /** Provider-specific stack outputs (rail resources, cluster, node selectors, ...), merged into the spoke's outputs. */

@@ -1,7 +1,9 @@
 import * as fs from "fs";
 import * as path from "path";
 import { ConfigError, ConfigIssue } from "../config/errors";
-import { HubConfig, namespaceConfig, parseStackConfig, SpokeConfig } from "../config/stack";
+import { HubConfig, parseFlatStackConfig, SpokeConfig } from "../config/stack";
+import { placeEndpoints } from "../lib/serving";
+import { placementPools } from "./spoke-infra";
 import { collisionsWithRecorded, findSpokeCollisions, networksOf, SpokeNetworks } from "../lib/spoke-networks";
 import { readStackFile, stackNameOf } from "../tools/stackfiles";
 
@@ -25,7 +27,7 @@ function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
         try { s = readStackFile(file, display); } catch (e) { out.push({ stack: stackNameOf(f), file: display, error: (e as Error).message }); continue; }
         if (s.role !== "spoke" || s.hub !== hubStack) continue;
         try {
-            const parsed = parseStackConfig(namespaceConfig(s.config), display);
+            const parsed = parseFlatStackConfig(s.config, display, s.secretKeys);
             if (parsed.role === "spoke") out.push({ stack: s.name, file: display, cfg: parsed.spoke });
         } catch (e) {
             out.push({ stack: s.name, file: display, error: (e as Error).message });
@@ -70,6 +72,7 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
         const gpus = spokeGpuCapacity(c);
         if (gpus < s.gpus) issues.push({ key: `${key}.gpus`, message: `${f.file} provides ${gpus} GPUs, fewer than the ${s.gpus} the hub places against` });
         registry.push({ name: s.name, stack: s.stack, networks: networksOf(c) });
+        issues.push(...hubPlacementIssues(hub, s.name, c, f.file));
     });
     // Every spoke file of this hub, listed or not: a colliding new file is caught before it is even listed.
     // Listed spokes first in hub order, then unlisted files, so a collision is blamed on the newer entry.
@@ -82,6 +85,32 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
     }
     if (issues.length) throw new ConfigError(hubStackFile, issues);
     return registry;
+}
+
+/**
+ * The spoke's own placement check (lib/serving.ts `placeEndpoints`, the one implementation the spoke runs before
+ * creating anything) run by the hub on the endpoints it places on `spoke`, so a placement the spoke would refuse is a
+ * hub error naming the hub file's key: `hub output spokeContracts.<spoke>.endpoints[j]...` becomes
+ * `platform:endpoints[i]...` (i = the endpoint's index in the hub file); a problem in the spoke file's own keys
+ * (`platform:serving.endpointPools`) is reported on the hub's endpoint with the spoke file and key named.
+ */
+export function hubPlacementIssues(hub: HubConfig, spoke: string, cfg: SpokeConfig, spokeFile: string): ConfigIssue[] {
+    const indices = hub.endpoints.map((e, i) => ({ e, i })).filter((x) => x.e.spoke === spoke);
+    if (indices.length === 0) return [];
+    const contractKey = `hub output spokeContracts.${spoke}`;
+    const { issues } = placeEndpoints(indices.map((x) => x.e), placementPools(cfg), cfg.serving, contractKey);
+    const prefix = `${contractKey}.endpoints`;
+    return issues.map((p) => {
+        if (p.key.startsWith(`${prefix}[`)) {
+            const m = /^\[(\d+)\](.*)$/.exec(p.key.slice(prefix.length))!;
+            return { key: `platform:endpoints[${indices[Number(m[1])].i}]${m[2]}`, message: `${p.message} (spoke ${spokeFile} would refuse this placement)` };
+        }
+        if (p.key === prefix) {
+            return { key: `platform:endpoints (spoke ${spoke}: ${indices.map((x) => `[${x.i}]`).join(", ")})`, message: `${p.message} (spoke ${spokeFile} would refuse this placement)` };
+        }
+        const j = indices.findIndex((x) => p.key.endsWith(`.${x.e.name}`));
+        return { key: j >= 0 ? `platform:endpoints[${indices[j].i}]` : `platform:endpoints (spoke ${spoke})`, message: `${spokeFile} ${p.key}: ${p.message}` };
+    });
 }
 
 /**

@@ -96,12 +96,20 @@ describe("spoke vs hub contract", () => {
             .rejects.toThrow(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1, sg1\)/);
     });
 
-    it("a placement that does not fit the spoke is refused before any resource is declared", async () => {
+    it("a placement that does not fit the spoke is refused by the hub, naming the hub file's key", async () => {
         const hubDoc = structuredClone(stackConfigDoc("hub-prod"));
         const llama = (hubDoc["platform:endpoints"] as any[]).find((e) => e.spoke === "hn1" && e.name === "llama-70b");
         llama.kvPool.storeReplicas = 3; // hn1 has 2 GPU nodes: at most one Mooncake store per node
-        const hub = await runRepoStack("hub-prod", { config: flatConfig(hubDoc) });
-        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
+        const err = await runRepoStack("hub-prod", { config: flatConfig(hubDoc) }).then(() => undefined, (e) => e);
+        expect(err?.message).toMatch(/stacks\/Pulumi.hub-prod.yaml: invalid stack configuration\n  - platform:endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\); at most one store per node \(spoke stacks\/Pulumi.spoke-hn1.yaml would refuse this placement\)/);
+        expect((err.capturedResources as Array<{ type: string }>).map((r) => r.type)).toEqual(["pulumi:pulumi:Stack"]);
+    });
+
+    it("the spoke still refuses such a contract (one written by an older hub) before any resource is declared", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const outputs = structuredClone(hub.outputs) as any;
+        outputs.spokeContracts.hn1.endpoints[0].kvPool.storeReplicas = 3;
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
         expect(err?.message).toMatch(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - hub output spokeContracts.hn1.endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\)/);
         const declared = (err.capturedResources as Array<{ type: string }>).map((r) => r.type);
         expect(declared.filter((t) => !["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"].includes(t))).toEqual([]);

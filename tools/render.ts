@@ -13,7 +13,7 @@ import { ConfigError } from "../config/errors";
 import { isHandled, loadProgram, runStack, RunStackResult, StackOutputs } from "./harness";
 import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
-import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
+import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 
 export interface RenderOptions {
@@ -82,16 +82,28 @@ function writeAtomically(dir: string, files: Record<string, string>) {
     fs.renameSync(tmp, dir);
 }
 
+/**
+ * True when `s` may replace or remove `out/<name>/`: it is the real stack's file (`stacks/Pulumi.<name>.yaml`), or no
+ * real stack has that name. A failing file given with `--config` that is merely named like a real stack leaves the
+ * real stack's output alone.
+ */
+export function ownsOutDir(s: StackFile, stacksDir = STACKS_DIR): boolean {
+    const real = [".yaml", ".yml"].map((x) => path.resolve(stacksDir, `Pulumi.${s.name}${x}`)).find((f) => fs.existsSync(f));
+    return real === undefined || path.resolve(s.file) === real;
+}
+
 /** Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack. */
 export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Promise<StackRenderResult[]> {
     const results: StackRenderResult[] = [];
     const rendered: Record<string, StackOutputs> = {};
     const failedHubs = new Set<string>();
+    // Hubs that failed as their own stacks/ file: only then do their spokes' out/ folders describe a hub that no longer renders.
+    const failedOwnerHubs = new Set<string>();
     for (const s of dependencyOrder(stacks)) {
         const outDir = path.join(opts.outDir, s.name);
         if (s.hub && failedHubs.has(s.hub)) {
             const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
-            fs.rmSync(outDir, { recursive: true, force: true });
+            if (failedOwnerHubs.has(s.hub) && ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
             log(opts, `${s.name}: ${error}`);
             continue;
@@ -106,7 +118,8 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const policy = await runPolicies(allPolicies, result.resources);
             const outputs = maskWire(result.outputs);
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
-            writeAtomically(outDir, {
+            // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
+            if (policy.mandatory.length === 0 || ownsOutDir(s)) writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
                 "resources.json": JSON.stringify(resourcesJson(result.resources), null, 2) + "\n",
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
@@ -121,12 +134,12 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             log(opts, summarise(s, result, policy, outDir));
-            if (!ok && s.role === "hub") failedHubs.add(s.name);
+            if (!ok && s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
         } catch (e) {
             const error = e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`;
-            fs.rmSync(outDir, { recursive: true, force: true });
+            if (ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
-            if (s.role === "hub") failedHubs.add(s.name);
+            if (s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
             log(opts, error);
         } finally {
             if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;

@@ -1,14 +1,22 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { PREFLIGHT_CONFIGMAP, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
+import { GpuDirectMode, PREFLIGHT_CONFIGMAP, PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
 
 export interface RdmaPreflightArgs {
     /** Namespace of the RDMA workloads that mount the script. */
     namespace: pulumi.Input<string>;
+    /**
+     * GPUDirect RDMA mode of the spoke (`platform:gpuOperator.gpuDirectRdma` on-prem; `dmabuf` on EKS). The script
+     * proves it per pinned HCA in every pod that holds GPUs: peermem needs nvidia_peermem loaded, DMA-BUF the open
+     * GPU kernel modules and Linux >= 5.12, and UCX's memory domain of each rail HCA must show the matching
+     * capability in `ucx_info -d` (services/preflight/preflight.sh check 7).
+     */
+    gpuDirect: GpuDirectMode;
 }
 
 /**
- * Ships services/preflight/preflight.sh into the workload namespace as the ConfigMap `rdma-preflight`; every
+ * Ships services/preflight/preflight.sh and the spoke's GPUDirect RDMA mode (key `gpudirect`) into the workload
+ * namespace as the ConfigMap `rdma-preflight`; every
  * RDMA workload (Dynamo prefill/decode/KV-pool workers, Mooncake stores) runs it as an init container.
  */
 export class RdmaPreflight extends pulumi.ComponentResource {
@@ -18,7 +26,7 @@ export class RdmaPreflight extends pulumi.ComponentResource {
         super("platform:spoke:RdmaPreflight", name, {}, opts);
         this.configMap = new k8s.core.v1.ConfigMap(`${name}-script`, {
             metadata: { name: PREFLIGHT_CONFIGMAP, namespace: args.namespace },
-            data: { [PREFLIGHT_KEY]: preflightScript() },
+            data: { [PREFLIGHT_KEY]: preflightScript(), [PREFLIGHT_GPUDIRECT_KEY]: `${args.gpuDirect}\n` },
         }, { parent: this });
         this.registerOutputs({});
     }

@@ -12,6 +12,12 @@
 #                             find its PCIe-affine NIC in the pod (optional)                              [infiniband]
 #   PREFLIGHT_MIN_DEVICES     minimum number of /dev/infiniband/uverbs* devices, default 1
 #   PREFLIGHT_REQUIRE_IPC_LOCK 1 = CAP_IPC_LOCK must be effective (root + IPC_LOCK memlock path), default 0
+#   PREFLIGHT_GPUS            GPUs the pod holds, default 0; > 0 adds the GPUDirect RDMA checks           [infiniband]
+#   PREFLIGHT_GPUDIRECT       GPUDirect RDMA mode the spoke declares (platform:gpuOperator.gpuDirectRdma):
+#                             dmabuf | peermem. Default: the file "gpudirect" next to this script (the
+#                             rdma-preflight ConfigMap carries it, components/spoke/RdmaPreflight.ts)      [infiniband]
+#   PREFLIGHT_MIN_MEMLOCK_BYTES accept a finite memlock limit of at least this many bytes; default: the
+#                             limit must be unlimited
 #   PREFLIGHT_SYSFS / PREFLIGHT_PROC / PREFLIGHT_DEV  roots of /sys, /proc, /dev (tests point them at fake trees)
 # Exit status: 0 when every check passes, 1 when any fails (each failure is one "preflight: FAIL ..." line on stderr).
 
@@ -38,6 +44,16 @@ uverbs_count=0
 for f in "$DEV"/infiniband/uverbs*; do
     [ -e "$f" ] && uverbs_count=$((uverbs_count + 1))
 done
+hca_count=0
+for d in "$SYSFS"/class/infiniband/*; do
+    [ -e "$d" ] && hca_count=$((hca_count + 1))
+done
+# A node with no RDMA hardware at all (a plain GPU server, or a pod scheduled off the RDMA pools): one line that
+# says so, instead of one line per pinned HCA that cannot exist there.
+if [ "$uverbs_count" -eq 0 ] && [ "$hca_count" -eq 0 ]; then
+    echo "preflight: FAIL no RDMA device on this node: no $DEV/infiniband/uverbs* in the pod and no HCA under $SYSFS/class/infiniband (the node has no InfiniBand/EFA HCA, or its RDMA drivers are not loaded); fabric=$FABRIC needs one" >&2
+    exit 1
+fi
 if [ "$uverbs_count" -eq 0 ]; then
     fail "no $DEV/infiniband/uverbs* in the pod: no RDMA device was injected (request the pool's RDMA resources in requests and limits)"
 elif [ "$uverbs_count" -lt "$MIN_DEVICES" ]; then
@@ -135,10 +151,31 @@ if [ "$FABRIC" = "infiniband" ]; then
 fi
 
 # 4. Memory locking: RDMA registration pins memory; a low RLIMIT_MEMLOCK makes ibv_reg_mr fail (ENOMEM) and
-#    NCCL/UCX fall back (openucx/ucx#8229, NVIDIA/nvidia-container-toolkit#2037).
-memlock=$(awk '/^Max locked memory/ { print $4 }' "$PROC/self/limits" 2>/dev/null)
-if [ "$memlock" != "unlimited" ]; then
-    fail "memlock limit is ${memlock:-unreadable} bytes, want unlimited (run as root with IPC_LOCK+SYS_RESOURCE and ulimit -l unlimited, or a node pool with LimitMEMLOCK=infinity)"
+#    NCCL/UCX fall back (openucx/ucx#8229, NVIDIA/nvidia-container-toolkit#2037). The soft limit is what the engine
+#    gets; a non-root user can raise it only up to the hard limit (setrlimit(2): raising the hard limit needs
+#    CAP_SYS_RESOURCE), so a finite hard limit is named as the cause.
+need=${PREFLIGHT_MIN_MEMLOCK_BYTES:-unlimited}
+limits=$(awk '/^Max locked memory/ { print $4, $5 }' "$PROC/self/limits" 2>/dev/null)
+soft=${limits%% *}
+hard=${limits##* }
+uid=$(awk '/^Uid:/ { print $2 }' "$PROC/self/status" 2>/dev/null)
+# enough <value>: 0 when <value> satisfies $need
+enough() {
+    [ "$1" = "unlimited" ] && return 0
+    [ "$need" = "unlimited" ] && return 1
+    case "$1" in ''|*[!0-9]*) return 1 ;; esac
+    [ "$1" -ge "$need" ]
+}
+want_text="unlimited"
+[ "$need" != "unlimited" ] && want_text="at least $need bytes"
+if [ -z "$limits" ]; then
+    fail "memlock (ulimit -l): cannot read Max locked memory from $PROC/self/limits; want $want_text"
+elif ! enough "$soft"; then
+    if ! enough "$hard"; then
+        fail "memlock (ulimit -l) is $soft bytes (hard limit $hard), want $want_text: uid ${uid:-unknown} cannot raise the hard limit; run as root with IPC_LOCK+SYS_RESOURCE (ulimit -l unlimited), or use a node pool with LimitMEMLOCK=infinity for containerd and kubelet"
+    else
+        fail "memlock (ulimit -l) is $soft bytes (hard limit $hard), want $want_text: the entrypoint must run ulimit -l unlimited before exec'ing the engine"
+    fi
 fi
 
 # 5. CAP_IPC_LOCK (bit 14) effective, when the memlock path relies on it (a non-root container gets it only in
@@ -153,9 +190,93 @@ if [ "${PREFLIGHT_REQUIRE_IPC_LOCK:-0}" = "1" ]; then
 fi
 
 # 6. The transport library can see RDMA (UCX built without verbs picks tcp: ai-dynamo/dynamo PR #1314).
+#    `ucx_info -d` prints one block per memory domain ("# Memory domain: mlx5_0", "register: ..., dmabuf, cost",
+#    "memory types: host (access,reg,cache), cuda (reg,cache)") followed by its transports
+#    (openucx/ucx@v1.21.0:src/tools/info/tl_info.c print_md_info; v1.21.0 is NIXL_UCX_REF of the Dynamo images,
+#    ai-dynamo/dynamo container/context.yaml nixl_ucx_ref).
+ucx_out=""
+have_ucx=0
 if command -v ucx_info >/dev/null 2>&1; then
-    if ! ucx_info -d 2>/dev/null | grep -Eq 'Transport: (rc_mlx5|rc_verbs|dc_mlx5|ud_mlx5|ud_verbs|srd)([[:space:]]|$)'; then
+    have_ucx=1
+    ucx_out=$(ucx_info -d 2>/dev/null)
+    if ! printf '%s\n' "$ucx_out" | grep -Eq 'Transport: (rc_mlx5|rc_verbs|dc_mlx5|ud_mlx5|ud_verbs|srd)([[:space:]]|$)'; then
         fail "ucx_info -d lists no RDMA transport (rc_mlx5, rc_verbs, dc_mlx5, ud_mlx5, ud_verbs, srd): UCX would run NIXL over tcp"
+    fi
+fi
+
+# ucx_md <md> <field>: the text after "<field>:" in memory domain <md>'s block of `ucx_info -d`; "-" when the block
+# exists without the field; nothing when there is no such memory domain.
+ucx_md() {
+    printf '%s\n' "$ucx_out" | awk -v md="$1" -v f="$2" '
+        /^#[[:space:]]*Memory domain:/ { cur = $NF; if (cur == md) found = 1; next }
+        cur == md { line = $0; sub(/^#[[:space:]]*/, "", line); if (index(line, f ":") == 1) { print substr(line, length(f) + 3); got = 1; exit } }
+        END { if (found && !got) print "-" }'
+}
+
+# 7. GPUDirect RDMA: the rail HCAs must register CUDA memory in the declared mode, else NIXL/UCX stage every KV
+#    block through host memory without an error. UCX v1.21.0 (src/uct/ib/base/ib_md.c uct_ib_md_open_common)
+#    marks an ib memory domain CUDA-capable when a peer-memory driver file exists (peermem), or sets the dmabuf
+#    register flag when ibv_reg_dmabuf_mr is supported; its cuda_copy domain exports CUDA memory as DMA-BUF when
+#    the GPU reports CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (src/uct/cuda/cuda_copy/cuda_copy_md.c).
+#    DMA-BUF needs the open GPU kernel modules and Linux >= 5.12; legacy peermem needs nvidia-peermem loaded
+#    (NVIDIA GPU Operator "GPUDirect RDMA" docs).
+if [ "$FABRIC" = "infiniband" ] && [ "${PREFLIGHT_GPUS:-0}" -gt 0 ] 2>/dev/null; then
+    mode=${PREFLIGHT_GPUDIRECT:-}
+    mode_file="$(dirname "$0")/gpudirect"
+    if [ -z "$mode" ] && [ -r "$mode_file" ]; then
+        mode=$(tr -d ' \n' < "$mode_file")
+    fi
+    hca_list=""
+    for entry in "$@"; do hca_list="$hca_list${hca_list:+,}${entry%%:*}"; done
+    case "$mode" in
+        peermem)
+            if [ ! -e "$SYSFS/kernel/mm/memory_peers/nv_mem/version" ] && [ ! -e "$SYSFS/module/nvidia_peermem/version" ] && [ ! -e "$SYSFS/module/nv_peer_mem/version" ]; then
+                fail "GPUDirect RDMA mode peermem for HCA(s) $hca_list: nvidia_peermem is not loaded ($SYSFS/module/nvidia_peermem/version missing): UCX cannot register CUDA memory on the rails (GPU Operator driver.rdma.enabled=true loads it)"
+            fi
+            ;;
+        dmabuf)
+            release=$(cat "$PROC/sys/kernel/osrelease" 2>/dev/null)
+            kver=$(echo "$release" | awk -F. '{ printf "%d", $1 * 1000 + $2 }')
+            if [ -z "$release" ] || [ "$kver" -lt 5012 ]; then
+                fail "GPUDirect RDMA mode dmabuf for HCA(s) $hca_list: kernel ${release:-unreadable} ($PROC/sys/kernel/osrelease) is older than 5.12, which DMA-BUF registration of GPU memory needs"
+            fi
+            nvver=$(head -n 1 "$PROC/driver/nvidia/version" 2>/dev/null)
+            case "$nvver" in
+                *"Open Kernel Module"*) ;;
+                "") fail "GPUDirect RDMA mode dmabuf for HCA(s) $hca_list: $PROC/driver/nvidia/version is unreadable, so the open GPU kernel modules DMA-BUF needs cannot be proven" ;;
+                *) fail "GPUDirect RDMA mode dmabuf for HCA(s) $hca_list: the GPU driver is the proprietary kernel module (\"$nvver\"); DMA-BUF needs the open GPU kernel modules (GPU Operator driver.kernelModuleType=open)" ;;
+            esac
+            ;;
+        *)
+            fail "GPUDirect RDMA mode is \"${mode:-unset}\" (PREFLIGHT_GPUDIRECT or $mode_file), want dmabuf or peermem: the pod holds GPUs and cannot prove GPU memory registration on HCA(s) $hca_list"
+            ;;
+    esac
+    if [ "$have_ucx" -eq 1 ] && { [ "$mode" = "peermem" ] || [ "$mode" = "dmabuf" ]; }; then
+        cuda_dmabuf=0
+        printf '%s\n' "$ucx_out" | grep -Eq 'memory types:(.*[ ,])?cuda \([^)]*dmabuf' && cuda_dmabuf=1
+        for hca in $(echo "$hca_list" | tr ',' ' '); do
+            types=$(ucx_md "$hca" "memory types")
+            if [ -z "$types" ]; then
+                fail "HCA $hca: ucx_info -d shows no memory domain $hca: UCX cannot register memory on it (GPUDirect RDMA mode $mode)"
+                continue
+            fi
+            if [ "$mode" = "peermem" ]; then
+                if ! echo "$types" | grep -Eq '(^|[ ,])cuda( \(|,|$)'; then
+                    fail "HCA $hca: UCX memory domain $hca cannot register CUDA memory in GPUDirect RDMA mode peermem (memory types: $types): KV would be staged through host memory"
+                fi
+            else
+                reg=$(ucx_md "$hca" "register")
+                case "$reg" in
+                    *", dmabuf"*) ;;
+                    *) fail "HCA $hca: UCX memory domain $hca cannot register DMA-BUF (register: $reg) in GPUDirect RDMA mode dmabuf: KV would be staged through host memory" ;;
+                esac
+                if [ "$cuda_dmabuf" -ne 1 ]; then
+                    fail "HCA $hca: GPUDirect RDMA mode dmabuf but UCX's CUDA memory domain exports no DMA-BUF (no \"cuda (...dmabuf)\" in ucx_info -d memory types)"
+                fi
+            fi
+        done
+    elif [ "$have_ucx" -eq 0 ]; then
+        echo "preflight: warn ucx_info is not in the image: UCX memory-domain registration of CUDA memory not checked (kernel side of GPUDirect mode ${mode:-unset} checked)"
     fi
 fi
 if [ "$FABRIC" = "efa" ] && command -v fi_info >/dev/null 2>&1; then
@@ -167,5 +288,5 @@ fi
 if [ "$FAILED" -ne 0 ]; then
     exit 1
 fi
-echo "preflight: OK fabric=$FABRIC devices=$uverbs_count hcas=${PREFLIGHT_HCAS:-none} memlock=unlimited"
+echo "preflight: OK fabric=$FABRIC devices=$uverbs_count hcas=${PREFLIGHT_HCAS:-none} memlock=$soft${mode:+ gpudirect=$mode}"
 exit 0
