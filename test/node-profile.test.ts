@@ -5,6 +5,8 @@ import * as path from "path";
 import * as YAML from "yaml";
 import { loadNodeProfileFile, NodeProfileSchema, presetFile, presetProfiles, railsInOrder } from "../config/nodeProfile";
 
+/** NVIDIA's capture of the Cisco C885A in Ethernet mode (k8s-launch-kit@aa1fef72 presets/UCSC-885A-M8-H22). */
+const ROCE_FIXTURE = path.join(__dirname, "fixtures", "node-profiles", "cisco-ucsc-885a-m8-h22-roce.yaml");
 const dgx = () => structuredClone(presetProfiles().get("dgx-h200")) as any;
 
 describe("node profiles (rail tables as data)", () => {
@@ -21,7 +23,7 @@ describe("node profiles (rail tables as data)", () => {
 
     it("ships the Cisco UCS C885A as NVIDIA captured it (RoCE): netdevs out of rail order, rdma-core rocep* RDMA names", () => {
         // NVIDIA/k8s-launch-kit@aa1fef72:presets/UCSC-885A-M8-H22/topology.yaml (networkInterface, rdmaDevice per rail).
-        const p = NodeProfileSchema.parse(presetProfiles().get("cisco-ucsc-885a-m8-h22-roce"));
+        const p = loadNodeProfileFile(ROCE_FIXTURE);
         expect(railsInOrder(p).map((r) => r.netdev)).toEqual(["eth3", "eth7", "eth4", "eth2", "eth9", "eth11", "eth10", "eth8"]);
         expect(railsInOrder(p).map((r) => r.hca)).toEqual(["rocep9s0f0", "rocep35s0f0", "rocep83s0f0", "rocep105s0f0", "rocep143s0f0", "rocep156s0f0", "rocep205s0f0", "rocep241s0f0"]);
         expect(p.rails.every((r) => r.linkLayer === "Ethernet")).toBe(true);
@@ -77,7 +79,7 @@ describe("node profiles (rail tables as data)", () => {
     });
 
     it("refuses IB names on an Ethernet (RoCE) rail and RoCE RDMA names on an IB rail", () => {
-        const d = structuredClone(presetProfiles().get("cisco-ucsc-885a-m8-h22-roce")) as any;
+        const d = YAML.parse(fs.readFileSync(ROCE_FIXTURE, "utf8"));
         d.rails[2].netdev = "ibp83s0f0"; d.rails[3].hca = "ibp105s0f0";
         const msgs = issues(d);
         expect(msgs.some((m) => m.startsWith("rails.2.netdev: netdev ibp83s0f0 is not a Ethernet interface name"))).toBe(true);
