@@ -13,30 +13,38 @@ export const REGISTRY = "ghcr.io/inference-platform";
  */
 export const versions = {
     /**
-     * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`).
-     * The chart no longer renders a NicClusterPolicy; we own that CR (reference/rdma.md §1.2). 26.1.0 is the
-     * newest release seen in NVIDIA's published docs (`network-operator-v26.1.0` component tags); the CRDs we
-     * validate against are from the 26.7 development line and use no field newer than it.
+     * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`). 26.1.2 is the
+     * newest patch of the 26.1 line (tag v26.1.2, 2026-08-11; `deployment/network-operator/Chart.yaml` version 26.1.2); its
+     * values keys equal 26.1.0's (upstream/charts/network-operator.ts). The chart no longer renders a NicClusterPolicy; we
+     * own that CR (reference/rdma.md §1.2). The CRDs we validate against are from the 26.7 development line and use no
+     * field newer than it.
      */
-    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.0" },
+    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.2" },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
      * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
-     * (PR #24/#26); v1.5.3 is the latest tag (reference/rdma-failures.md #1, #2, #5).
+     * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3,
+     * reference/rdma-failures.md #1, #2, #5). The release set's own build is
+     * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
     rdmaSharedDevicePlugin: { repository: "ghcr.io/mellanox", image: "k8s-rdma-shared-dev-plugin", version: "v1.5.3" },
     /**
-     * Components the Network Operator release ships and tests together: `nvcr.io/nvidia/mellanox/<image>` tagged
-     * `network-operator-v<release>` (NVIDIA network-operator docs, NicClusterPolicy examples). Multus is the
-     * upstream thick image those examples use.
+     * Components the Network Operator release ships and tests together, exactly as its release manifest lists them:
+     * `nvcr.io/nvidia/mellanox/<image>:network-operator-v26.1.2` (Mellanox/network-operator@v26.1.2:hack/release.yaml,
+     * entries nvIpam, CniPlugins, Multus, Ipoib).
      */
-    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.0" },
+    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.2" },
     /** Standard CNI plugins deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.0" },
-    /** Multus thick plugin deployed through NicClusterPolicy.spec.secondaryNetwork. */
-    multus: { repository: "ghcr.io/k8snetworkplumbingwg", image: "multus-cni", version: "v4.1.0-thick" },
+    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.2" },
+    /**
+     * Multus deployed through NicClusterPolicy.spec.secondaryNetwork: the release set's own image. The operator's Multus
+     * DaemonSet is the thin plugin (`/install_multus --type thin`, then `/thin_entrypoint`;
+     * Mellanox/network-operator@v26.1.2:manifests/state-multus-cni/0050-multus-ds.yml), which is what the release set's
+     * image is built for; the upstream `-thick` build runs the thick multus daemon instead.
+     */
+    multus: { repository: "nvcr.io/nvidia/mellanox", image: "multus-cni", version: "network-operator-v26.1.2" },
     /** IPoIB CNI deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.0" },
+    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.2" },
     /**
      * NVIDIA GPU Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `gpu-operator`).
      * GPUDirect RDMA: DMA-BUF (open kernel modules) by default, legacy nvidia-peermem selectable
