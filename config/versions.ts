@@ -48,12 +48,13 @@ export const versions = {
     /**
      * NVIDIA GPU Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `gpu-operator`).
      * GPUDirect RDMA: DMA-BUF (open kernel modules) by default, legacy nvidia-peermem selectable
-     * (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst).
+     * (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst). Release tag NVIDIA/gpu-operator@v25.10.1 exists (newer
+     * lines v26.3.x and v26.7.0 exist too; moving is a tested upgrade, not a pin fix).
      */
     gpuOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "gpu-operator", version: "v25.10.1" },
     /**
      * AWS EFA device plugin chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, chart v0.5.30 / image
-     * v0.5.20, reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
+     * v0.5.20: `Chart.yaml` at aws/eks-charts@bfe91c4b, first released in repo tag v0.0.241; reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
      * list explicitly from the node groups so the allowlist provably contains them (rdma-failures.md #13).
      */
     efaDevicePlugin: { repo: "https://aws.github.io/eks-charts", chart: "aws-efa-k8s-device-plugin", version: "v0.5.30" },
@@ -69,7 +70,8 @@ export const versions = {
      * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and
      * Gateway API v1.6.1. v1.2.0 rather than v1.1.0 because it fixes usage lost when a client disconnects right
      * after the last SSE frame (ai-gateway#2571) and per-tenant QuotaPolicy buckets (ai-gateway#2551), and it
-     * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Upgrade one minor at a time, all four
+     * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Confirmed: theagentrouter/agent-router@826c03c6
+     * release-notes/v1.2.0.md ("moves to Envoy Gateway v1.9.2, Gateway API v1.6"; charts and images keep their names). Upgrade one minor at a time, all four
      * charts together. Chart and app version = the release tag (OCI on Docker Hub). The CRDs in
      * ../shared/schemas are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
      */
@@ -125,7 +127,7 @@ export const versions = {
     mooncake: { image: "docker.io/lmsysorg/sglang", version: "v0.5.16" },
     /**
      * OpenTelemetry Collector Helm chart (open-telemetry/opentelemetry-helm-charts, chart `opentelemetry-collector`;
-     * 0.170.0 = appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the
+     * tag opentelemetry-collector-0.170.0: Chart.yaml version 0.170.0, appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the
      * OTLP receiver, `otlphttp` exporter, `memory_limiter` and the `file_storage` extension for the persistent
      * sending queue (opentelemetry-collector-releases distributions/otelcol-k8s/manifest.yaml). The access-log
      * collector in front of metering (components/spoke/Metering.ts).
