@@ -3,6 +3,9 @@ import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
 import * as YAML from "yaml";
+import { ConfigError } from "../config/errors";
+import { parseStackConfig } from "../config/stack";
+import { platformKeys, stackConfigDoc } from "./helpers";
 import { loadNodeProfileFile, NodeProfileSchema, presetFile, presetProfiles, railsInOrder } from "../config/nodeProfile";
 
 /** NVIDIA's capture of the Cisco C885A in Ethernet mode (k8s-launch-kit@aa1fef72 presets/UCSC-885A-M8-H22). */
@@ -119,5 +122,25 @@ describe("node profiles (rail tables as data)", () => {
         fs.writeFileSync(file, YAML.stringify(d));
         expect(() => loadNodeProfileFile(file)).toThrow(`${file}: rails[0].netdev: netdev eth0 is not a InfiniBand interface name`);
         fs.rmSync(dir, { recursive: true });
+    });
+});
+
+describe("a stack file's inline profile: refused naming the stack file and the key (issue 10 class 7)", () => {
+    const reject = (mutate: (p: any) => void) => {
+        const doc = structuredClone(stackConfigDoc("spoke-hn1"));
+        const p = dgx(); mutate(p); doc["platform:nodePools"][0].profile = p;
+        try { parseStackConfig(platformKeys(doc), "stacks/Pulumi.spoke-hn1.yaml"); } catch (e) { if (e instanceof ConfigError) return e; throw e; }
+        throw new Error("expected a ConfigError");
+    };
+    it.each([
+        ["one PCI address on a GPU and a frontend NIC", (p: any) => { p.frontend[0].pciAddress = p.rails[0].gpuPciAddress; },
+            "platform:nodePools[0].profile.frontend[0].pciAddress", "PCI address 0000:1b:00.0 is already used by rails[0].gpuPciAddress (GPU 0)"],
+        ["a rail HCA off its GPU's NUMA node", (p: any) => { p.rails[6].numa = 0; }, "platform:nodePools[0].profile.rails[6].numa", "rail 6 HCA mlx5_10 is on NUMA node 0 but its GPU 6 is on NUMA node 1"],
+        ["a frontend NIC on a NUMA node that does not exist", (p: any) => { p.frontend[1].numa = 3; }, "platform:nodePools[0].profile.frontend[1].numa", "NUMA node 3 does not exist"],
+        ["an Ethernet netdev on an InfiniBand rail", (p: any) => { p.rails[3].netdev = "eth2"; }, "platform:nodePools[0].profile.rails[3].netdev", "netdev eth2 is not a InfiniBand interface name"],
+    ])("%s", (_t, mutate, key, message) => {
+        const err = reject(mutate);
+        expect(err.message.startsWith("stacks/Pulumi.spoke-hn1.yaml: invalid stack configuration")).toBe(true);
+        expect(err.issues.find((i) => i.key === key && i.message.includes(message)), err.message).toBeDefined();
     });
 });
