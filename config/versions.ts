@@ -13,39 +13,48 @@ export const REGISTRY = "ghcr.io/inference-platform";
  */
 export const versions = {
     /**
-     * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`).
-     * The chart no longer renders a NicClusterPolicy; we own that CR (reference/rdma.md §1.2). 26.1.0 is the
-     * newest release seen in NVIDIA's published docs (`network-operator-v26.1.0` component tags); the CRDs we
-     * validate against are from the 26.7 development line and use no field newer than it.
+     * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`). 26.1.2 is the
+     * newest patch of the 26.1 line (tag v26.1.2, 2026-08-11; `deployment/network-operator/Chart.yaml` version 26.1.2); its
+     * values keys equal 26.1.0's (upstream/charts/network-operator.ts). The chart no longer renders a NicClusterPolicy; we
+     * own that CR (reference/rdma.md §1.2). The CRDs we validate against are from the 26.7 development line and use no
+     * field newer than it.
      */
-    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.0" },
+    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.2" },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
      * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
-     * (PR #24/#26); v1.5.3 is the latest tag (reference/rdma-failures.md #1, #2, #5).
+     * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3,
+     * reference/rdma-failures.md #1, #2, #5). The release set's own build is
+     * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
     rdmaSharedDevicePlugin: { repository: "ghcr.io/mellanox", image: "k8s-rdma-shared-dev-plugin", version: "v1.5.3" },
     /**
-     * Components the Network Operator release ships and tests together: `nvcr.io/nvidia/mellanox/<image>` tagged
-     * `network-operator-v<release>` (NVIDIA network-operator docs, NicClusterPolicy examples). Multus is the
-     * upstream thick image those examples use.
+     * Components the Network Operator release ships and tests together, exactly as its release manifest lists them:
+     * `nvcr.io/nvidia/mellanox/<image>:network-operator-v26.1.2` (Mellanox/network-operator@v26.1.2:hack/release.yaml,
+     * entries nvIpam, CniPlugins, Multus, Ipoib).
      */
-    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.0" },
+    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.2" },
     /** Standard CNI plugins deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.0" },
-    /** Multus thick plugin deployed through NicClusterPolicy.spec.secondaryNetwork. */
-    multus: { repository: "ghcr.io/k8snetworkplumbingwg", image: "multus-cni", version: "v4.1.0-thick" },
+    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.2" },
+    /**
+     * Multus deployed through NicClusterPolicy.spec.secondaryNetwork: the release set's own image. The operator's Multus
+     * DaemonSet is the thin plugin (`/install_multus --type thin`, then `/thin_entrypoint`;
+     * Mellanox/network-operator@v26.1.2:manifests/state-multus-cni/0050-multus-ds.yml), which is what the release set's
+     * image is built for; the upstream `-thick` build runs the thick multus daemon instead.
+     */
+    multus: { repository: "nvcr.io/nvidia/mellanox", image: "multus-cni", version: "network-operator-v26.1.2" },
     /** IPoIB CNI deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.0" },
+    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.2" },
     /**
      * NVIDIA GPU Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `gpu-operator`).
      * GPUDirect RDMA: DMA-BUF (open kernel modules) by default, legacy nvidia-peermem selectable
-     * (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst).
+     * (NVIDIA/cloud-native-docs gpu-operator/gpu-operator-rdma.rst). Release tag NVIDIA/gpu-operator@v25.10.1 exists (newer
+     * lines v26.3.x and v26.7.0 exist too; moving is a tested upgrade, not a pin fix).
      */
     gpuOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "gpu-operator", version: "v25.10.1" },
     /**
      * AWS EFA device plugin chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, chart v0.5.30 / image
-     * v0.5.20, reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
+     * v0.5.20: `Chart.yaml` at aws/eks-charts@bfe91c4b, first released in repo tag v0.0.241; reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
      * list explicitly from the node groups so the allowlist provably contains them (rdma-failures.md #13).
      */
     efaDevicePlugin: { repo: "https://aws.github.io/eks-charts", chart: "aws-efa-k8s-device-plugin", version: "v0.5.30" },
@@ -61,7 +70,8 @@ export const versions = {
      * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and
      * Gateway API v1.6.1. v1.2.0 rather than v1.1.0 because it fixes usage lost when a client disconnects right
      * after the last SSE frame (ai-gateway#2571) and per-tenant QuotaPolicy buckets (ai-gateway#2551), and it
-     * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Upgrade one minor at a time, all four
+     * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Confirmed: theagentrouter/agent-router@826c03c6
+     * release-notes/v1.2.0.md ("moves to Envoy Gateway v1.9.2, Gateway API v1.6"; charts and images keep their names). Upgrade one minor at a time, all four
      * charts together. Chart and app version = the release tag (OCI on Docker Hub). The CRDs in
      * ../shared/schemas are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
      */
@@ -117,7 +127,7 @@ export const versions = {
     mooncake: { image: "docker.io/lmsysorg/sglang", version: "v0.5.16" },
     /**
      * OpenTelemetry Collector Helm chart (open-telemetry/opentelemetry-helm-charts, chart `opentelemetry-collector`;
-     * 0.170.0 = appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the
+     * tag opentelemetry-collector-0.170.0: Chart.yaml version 0.170.0, appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the
      * OTLP receiver, `otlphttp` exporter, `memory_limiter` and the `file_storage` extension for the persistent
      * sending queue (opentelemetry-collector-releases distributions/otelcol-k8s/manifest.yaml). The access-log
      * collector in front of metering (components/spoke/Metering.ts).

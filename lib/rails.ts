@@ -19,6 +19,15 @@ export function railResource(rail: number): string {
     return `${RDMA_RESOURCE_PREFIX}/${railResourceName(rail)}`;
 }
 
+/**
+ * The plugin's `linkTypes` value per rail link layer: the netdev's netlink encapsulation type as the plugin compares
+ * it (`ether`, `infiniband`; netlink `EncapType` of the device's netdev, reference/rdma.md §1.1). The plugin filters by
+ * vendors, deviceIDs, drivers, ifNames, then linkTypes in turn, i.e. it ANDs them
+ * (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32:pkg/resources/resources_manager.go#GetFilteredDevices, v1.5.3), so a netdev whose name or link layer disagrees with this leaves the
+ * rail resource at capacity 0.
+ */
+export const PLUGIN_LINK_TYPE = { InfiniBand: "infiniband", Ethernet: "ether" } as const;
+
 /** One `configList[]` entry of the RDMA shared device plugin (field names from pkg/types/types.go). */
 export interface RdmaResourceConfig {
     resourceName: string;
@@ -37,12 +46,13 @@ export interface RdmaSharedDevicePluginConfig {
 /**
  * Generates one RDMA resource per rail from the rail tables of every InfiniBand node pool.
  * Rail i's resource selects rail i's netdev of every profile (`ifNames`, OR-ed by the plugin), the NVIDIA
- * vendor and the `infiniband` link type (so a port flipped to Ethernet drops out instead of being served,
- * rdma-failures #4). There is no PCI-address selector in the plugin, hence netdev names.
+ * vendor and the rail's link type ({@link PLUGIN_LINK_TYPE}: `infiniband` for IB rails, so a port flipped to
+ * Ethernet drops out instead of being served, rdma-failures #4; `ether` for RoCE rails). There is no PCI-address selector in the plugin, hence netdev names.
  *
  * @param profiles the node profiles of the spoke's IB pools (deduplicated by the caller or not; order is irrelevant)
  * @param rdmaHcaMax pods that may share one rail resource on a node
- * @throws Error when two profiles disagree on the rail count (a rail would be missing on some nodes)
+ * @throws Error when two profiles disagree on the rail count (a rail would be missing on some nodes) or on rail i's
+ *   link layer (one resource cannot select both)
  */
 export function rdmaSharedDevicePluginConfig(profiles: NodeProfile[], rdmaHcaMax: number): RdmaSharedDevicePluginConfig {
     if (profiles.length === 0) return { periodicUpdateInterval: 300, configList: [] };
@@ -52,12 +62,15 @@ export function rdmaSharedDevicePluginConfig(profiles: NodeProfile[], rdmaHcaMax
     }
     const configList: RdmaResourceConfig[] = [];
     for (let rail = 0; rail < railCount; rail++) {
-        const ifNames = [...new Set(profiles.map((p) => p.rails.find((r) => r.rail === rail)!.netdev))].sort();
+        const rails = profiles.map((p) => p.rails.find((r) => r.rail === rail)!);
+        const ifNames = [...new Set(rails.map((r) => r.netdev))].sort();
+        const layers = [...new Set(rails.map((r) => r.linkLayer))];
+        if (layers.length > 1) throw new Error(`node profiles disagree on rail ${rail}'s link layer: ${profiles.map((p, i) => `${p.name} ${rails[i].linkLayer}`).join(", ")}`);
         configList.push({
             resourceName: railResourceName(rail),
             resourcePrefix: RDMA_RESOURCE_PREFIX,
             rdmaHcaMax,
-            selectors: { vendors: [MELLANOX_VENDOR_ID], linkTypes: ["infiniband"], ifNames },
+            selectors: { vendors: [MELLANOX_VENDOR_ID], linkTypes: [PLUGIN_LINK_TYPE[layers[0]]], ifNames },
         });
     }
     return { periodicUpdateInterval: 300, configList };

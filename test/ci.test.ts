@@ -33,7 +33,7 @@ async function lint(files: string[]): Promise<{ code: number; out: string }> {
 describe("GitHub Actions workflows", () => {
     it("pass GitHub's workflow parser (@actions/workflow-parser), which rejects a broken workflow", async () => {
         const ok = await lint([]);
-        expect(ok).toEqual({ code: 0, out: ".github/workflows/images.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n" });
+        expect(ok).toEqual({ code: 0, out: ".github/workflows/images.yml: ok\n.github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n" });
         const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wf-")), "bad.yml");
         fs.writeFileSync(bad, [
             "on: pull_request",

@@ -78,10 +78,11 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         const components = new Set(spoke.resources.filter((r) => r.type.startsWith("platform:spoke:")).map((r) => r.urn));
         const nested = k8s.filter((r) => components.has(r.parent));
         expect(nested.length).toBe(k8s.length - 2); // only the two namespaces live at the stack root
-        // hcm1's OEM profile: rail 0 is eth3, rail 3 is eth2.
+        // hcm1's OEM profile in IB mode: rail 0 is PCI 0000:09:00.0 (ibp9s0f0), rail 3 is 0000:69:00.0 (ibp105s0f0),
+        // not in netdev order (NVIDIA/k8s-launch-kit@aa1fef72 presets/UCSC-885A-M8-H22: eth3, eth2 in Ethernet mode).
         const [ncp] = byType(spoke.resources, "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy").map(inputs);
         const list = JSON.parse(ncp.spec.rdmaSharedDevicePlugin.config).configList;
-        expect([list[0].selectors.ifNames, list[3].selectors.ifNames]).toEqual([["eth3"], ["eth2"]]);
+        expect([list[0].selectors.ifNames, list[3].selectors.ifNames]).toEqual([["ibp9s0f0"], ["ibp105s0f0"]]);
     });
 });
 

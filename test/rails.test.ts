@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
+import * as path from "path";
+import { loadNodeProfileFile, NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
+
+const ROCE_FIXTURE = path.join(__dirname, "fixtures", "node-profiles", "cisco-ucsc-885a-m8-h22-roce.yaml");
 import { gpuNicPcieMapping, ncclIbHca, railResource, railsForGpus, rdmaSharedDevicePluginConfig, ucxNetDevices } from "../lib/rails";
 
 const profile = (n: string) => NodeProfileSchema.parse(presetProfiles().get(n));
@@ -19,8 +22,17 @@ describe("rail table -> RDMA shared device plugin config", () => {
 
     it("ORs the rail-i netdevs of every node model into rail i's selector", () => {
         const cfg = rdmaSharedDevicePluginConfig([profile("dgx-h200"), profile("cisco-ucsc-885a-m8-h22")], 8);
-        expect(cfg.configList[0].selectors.ifNames).toEqual(["eth3", "ibp24s0"]);
-        expect(cfg.configList[3].selectors.ifNames).toEqual(["eth2", "ibp94s0"]);
+        expect(cfg.configList[0].selectors.ifNames).toEqual(["ibp24s0", "ibp9s0f0"]);
+        expect(cfg.configList[3].selectors.ifNames).toEqual(["ibp105s0f0", "ibp94s0"]);
+        expect(cfg.configList.every((c) => c.selectors.linkTypes[0] === "infiniband")).toBe(true);
+    });
+
+    it("selects RoCE rails with linkTypes ether: the plugin ANDs linkTypes with ifNames, so IB's infiniband would match no eth* netdev", () => {
+        // Mellanox/k8s-rdma-shared-dev-plugin@410b0f32:pkg/resources/resources_manager.go#GetFilteredDevices chains the filters.
+        const cfg = rdmaSharedDevicePluginConfig([loadNodeProfileFile(ROCE_FIXTURE)], 8);
+        expect(cfg.configList[0].selectors).toEqual({ vendors: ["15b3"], linkTypes: ["ether"], ifNames: ["eth3"] });
+        expect(() => rdmaSharedDevicePluginConfig([profile("dgx-h200"), loadNodeProfileFile(ROCE_FIXTURE)], 8))
+            .toThrow("node profiles disagree on rail 0's link layer: dgx-h200 InfiniBand, cisco-ucsc-885a-m8-h22-roce Ethernet");
     });
 
     it("refuses profiles with different rail counts", () => {

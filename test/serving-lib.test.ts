@@ -33,7 +33,7 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
     });
     it("Cisco C885A: netdevs out of rail order do not change the HCA order; frontend NIC never listed", () => {
         const env = envMap(kvTransportEnv(kvFabricOf(CISCO)));
-        expect(env.UCX_NET_DEVICES).toBe("mlx5_0:1,mlx5_1:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1,mlx5_9:1");
+        expect(env.UCX_NET_DEVICES).toBe("ibp9s0f0:1,ibp35s0f0:1,ibp83s0f0:1,ibp105s0f0:1,ibp143s0f0:1,ibp156s0f0:1,ibp205s0f0:1,ibp241s0f0:1");
         for (const f of CISCO.frontend) expect(String(env.UCX_NET_DEVICES).split(",")).not.toContain(`${f.hca}:1`);
     });
     it("one RDMA device per rail for any GPU count; EFA by devices per GPU", () => {

@@ -1,54 +1,27 @@
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
+import { spawnSync } from "child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { loadCrds, ManifestValidator, strictify } from "../tools/validate";
 
-// A small CRD in the shape `kubectl get crd -o yaml` exports (a List), written by the test.
-const crdList = {
-    apiVersion: "v1", kind: "List",
-    items: [{
-        apiVersion: "apiextensions.k8s.io/v1", kind: "CustomResourceDefinition",
-        metadata: { name: "widgets.example.com" },
-        spec: {
-            group: "example.com", scope: "Namespaced", names: { kind: "Widget", plural: "widgets" },
-            versions: [{
-                name: "v1", served: true, storage: true,
-                schema: { openAPIV3Schema: {
-                    type: "object",
-                    properties: {
-                        apiVersion: { type: "string" }, kind: { type: "string" }, metadata: { type: "object" },
-                        spec: {
-                            type: "object", required: ["size"],
-                            properties: {
-                                size: { type: "integer", format: "int32" },
-                                mode: { type: "string", enum: ["fast", "safe"] },
-                                port: { "x-kubernetes-int-or-string": true },
-                                extra: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-                            },
-                        },
-                    },
-                } },
-            }],
-        },
-    }],
-};
-
-let dir: string;
+/** CRDs written for these tests (test/fixtures/crds, not upstream files): a List export and a single document. */
+const CRDS = path.join(__dirname, "fixtures", "crds");
+const ROOT = path.join(__dirname, "..");
 let v: ManifestValidator;
-beforeAll(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "crds-"));
-    fs.writeFileSync(path.join(dir, "widgets.yaml"), YAML.stringify(crdList));
-    v = ManifestValidator.fromDir(dir);
-});
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+beforeAll(() => { v = ManifestValidator.fromDir(CRDS); });
+
+/** Runs `npm run validate` (tools/validate.ts) in its own process. */
+function cli(args: string[]) {
+    return spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/validate.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+}
 
 const widget = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: "w", namespace: "ns" }) => ({ apiVersion: "example.com/v1", kind: "Widget", metadata, spec });
 
 describe("schema validation of rendered objects", () => {
     it("indexes CRDs by group/version/kind from List exports", () => {
-        expect([...loadCrds(dir).keys()]).toEqual(["example.com/v1/Widget"]);
+        expect([...loadCrds(CRDS).keys()].sort()).toEqual(["example.com/v1/Widget", "example.com/v1alpha1/Gadget"]);
     });
 
     it("accepts a valid custom resource, int-or-string and preserved unknown fields", () => {
@@ -84,5 +57,42 @@ describe("schema validation of rendered objects", () => {
         expect(s.additionalProperties).toBe(false);
         expect(s.properties.a.additionalProperties).toBe(false);
         expect(s.properties.m.additionalProperties).toEqual({ type: "string" });
+    });
+
+    it("a cluster-scoped kind may not carry a namespace", () => {
+        expect(v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g" }, spec: { config: "{}" } })).toEqual([]);
+        expect(v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g", namespace: "x" }, spec: {} })).toEqual(["/metadata/namespace: Gadget is cluster-scoped"]);
+    });
+});
+
+describe("npm run validate -- --crds DIR", () => {
+    let tmp: string;
+    beforeAll(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), "validate-")); });
+    afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const manifests = (docs: unknown[]) => {
+        const f = path.join(tmp, `m${Math.random().toString(36).slice(2)}.yaml`);
+        fs.writeFileSync(f, docs.map((d) => YAML.stringify(d)).join("---\n"));
+        return f;
+    };
+
+    it("fails, never skips, when the CRD directory is missing or holds no CRD", () => {
+        const f = manifests([widget({ size: 1 })]);
+        const missing = cli(["--crds", path.join(tmp, "no-such-dir"), f]);
+        expect(missing.status).toBe(2);
+        expect(missing.stderr).toContain(`validate: CRD directory ${path.join(tmp, "no-such-dir")} does not exist`);
+        const empty = fs.mkdtempSync(path.join(tmp, "empty-"));
+        const none = cli(["--crds", empty, f]);
+        expect(none.status).toBe(2);
+        expect(none.stderr).toContain("holds no CustomResourceDefinition");
+        expect(cli([f]).status).toBe(2);
+    });
+
+    it("exits 0 on valid manifests and 1 naming the object and field on an invalid one", () => {
+        const ok = cli(["--crds", CRDS, manifests([widget({ size: 1 }), { apiVersion: "v1", kind: "Namespace", metadata: { name: "ns" } }])]);
+        expect(ok.status, ok.stderr).toBe(0);
+        expect(ok.stdout).toMatch(/validated 2 objects in 1 file\(s\): 0 invalid/);
+        const bad = cli(["--crds", CRDS, manifests([widget({ size: 1, sise: 2 })])]);
+        expect(bad.status).toBe(1);
+        expect(bad.stdout).toContain("example.com/v1 Widget ns/w: /spec: must NOT have additional properties 'sise'");
     });
 });

@@ -147,8 +147,15 @@ export class ManifestValidator {
         addFormats(this.ajv);
     }
 
+    /**
+     * @throws Error when `dir` does not exist or holds no CustomResourceDefinition: validation never degrades
+     *   to "nothing to check" (a missing schema directory is a CI failure, not a skip).
+     */
     static fromDir(dir: string): ManifestValidator {
-        return new ManifestValidator(loadCrds(dir));
+        if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`CRD directory ${dir} does not exist`);
+        const crds = loadCrds(dir);
+        if (crds.size === 0) throw new Error(`CRD directory ${dir} holds no CustomResourceDefinition (YAML as \`kubectl get crd -o yaml\` exports it)`);
+        return new ManifestValidator(crds);
     }
 
     /** True when there is a CRD schema for `apiVersion`/`kind`. */
@@ -224,7 +231,6 @@ function main() {
         else files.push(argv[i]);
     }
     if (!crdDir) throw new Error("usage: npm run validate -- --crds <dir with CRD YAML> [--out out] [manifests.yaml ...]");
-    if (!fs.existsSync(crdDir)) throw new Error(`CRD directory ${crdDir} does not exist`);
     if (files.length === 0) {
         if (!fs.existsSync(outDir)) throw new Error(`${outDir} does not exist; run npm run render first`);
         for (const s of fs.readdirSync(outDir).sort()) {

@@ -20,6 +20,17 @@ export interface BackendFabricArgs {
     namespace?: string;
 }
 
+/**
+ * Helm values of the pinned network-operator chart. Pure. The chart installs the operator, its CRDs and NFD; the
+ * SR-IOV network operator stays off (rails use the RDMA shared device plugin). The NIC configuration operator is not a
+ * chart value (network-operator 26.1.2 templates read no `nicConfigurationOperator`): it is off because our
+ * NicClusterPolicy has no `spec.nicConfigurationOperator` (Mellanox/network-operator@v26.1.2:deployment/network-operator/values.yaml,
+ * upstream/charts/network-operator.ts).
+ */
+export function networkOperatorValues(): Record<string, unknown> {
+    return { nfd: { enabled: true }, sriovNetworkOperator: { enabled: false } };
+}
+
 /** Name the Network Operator requires for its singleton NicClusterPolicy. */
 export const NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy";
 
@@ -52,11 +63,7 @@ export class BackendFabric extends pulumi.ComponentResource {
             repositoryOpts: { repo: v.repo },
             namespace: ns,
             // The chart installs the operator, its CRDs and NFD; the NicClusterPolicy is ours (below).
-            values: {
-                nfd: { enabled: true },
-                sriovNetworkOperator: { enabled: false },
-                nicConfigurationOperator: { enabled: false },
-            },
+            values: networkOperatorValues(),
             skipAwait: false,
         }, { parent: this, dependsOn: [namespace] });
 
