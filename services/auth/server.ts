@@ -1,9 +1,10 @@
 import { randomUUID } from "crypto";
 import * as http from "http";
 import type { AddressInfo } from "net";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
 import { checkAndAcquire, LimitDecision } from "../shared/limits";
+import { BoundedRedis, createBoundedRedis } from "../shared/net";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
@@ -54,28 +55,23 @@ interface Deny {
 }
 
 /**
- * Redis client that fails fast instead of queueing: with the offline queue off and a command timeout, an
- * unreachable or slow Redis turns into an immediate 503 rather than requests hanging until Envoy's ext_authz
- * timeout (the failure mode of envoyproxy/ratelimit#462). It reconnects in the background.
+ * Redis client that fails fast instead of queueing, and replaces a connection that stopped answering
+ * ({@link createBoundedRedis}): with the offline queue off and a command timeout, an unreachable or slow Redis
+ * turns into an immediate 503 rather than requests hanging until Envoy's ext_authz timeout (the failure mode
+ * of envoyproxy/ratelimit#462); a socket reply deadline (`cfg.socketTimeoutMs`) and a 1 s heartbeat PING drop
+ * a silent connection, so after a partition heals checks succeed again within about
+ * `socketTimeoutMs + 1 s` instead of when the kernel gives up on the dead socket. Reconnects in the background.
  */
-export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
-    const redis = new Redis(cfg.url, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: cfg.timeoutMs,
-        connectTimeout: 2_000,
-        retryStrategy: (times) => Math.min(50 * times, 1_000),
+export function createRedis(cfg: AuthConfig["redis"], log: Logger): BoundedRedis {
+    return createBoundedRedis(cfg.url, {
+        commandTimeoutMs: cfg.timeoutMs,
+        socketTimeoutMs: cfg.socketTimeoutMs,
+        connectTimeoutMs: 1_000,
+        heartbeatMs: 1_000,
+        onStateChange: (state, err) => state === "down"
+            ? log("warn", "redis connection error", { error: err?.message })
+            : log("info", "redis connection restored"),
     });
-    let down = false;
-    redis.on("error", (err: Error) => {
-        if (!down) log("warn", "redis connection error", { error: err.message });
-        down = true;
-    });
-    redis.on("ready", () => {
-        if (down) log("info", "redis connection restored");
-        down = false;
-    });
-    return redis;
 }
 
 /**
@@ -94,7 +90,8 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
 export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps = {}): Promise<AuthService> {
     const log = deps.log ?? jsonLogger;
     const now = deps.now ?? Date.now;
-    const redis = createRedis(config.redis, log);
+    const redisClient = createRedis(config.redis, log);
+    const redis = redisClient.redis;
     const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
     const bundles: BundleStore = new BundleStore({
         s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
@@ -222,7 +219,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         await listen(ops, config.opsPort, config.bindAddress);
     } catch (err) {
         authz.close();
-        redis.disconnect();
+        redisClient.close();
         throw err;
     }
     log("info", "auth service listening", { port: (authz.address() as AddressInfo).port, opsPort: (ops.address() as AddressInfo).port, pathPrefix: prefix });
@@ -237,7 +234,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         async close() {
             await bundles.stop();
             await Promise.all([closeServer(authz), closeServer(ops)]);
-            redis.disconnect();
+            redisClient.close();
         },
     };
 }
