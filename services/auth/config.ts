@@ -33,6 +33,8 @@ const EnvSchema = z.object({
      * the connection is dropped and replaced (a silent partition). Default max(1000, 5 × AUTH_REDIS_TIMEOUT_MS).
      */
     AUTH_REDIS_SOCKET_TIMEOUT_MS: z.coerce.number().int().positive().optional(),
+    /** Batch the checks of one event-loop iteration into one Redis write (ioredis `enableAutoPipelining`). */
+    AUTH_REDIS_AUTO_PIPELINING: bool.default(false),
     /**
      * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
      * as a whole never outlasts the poll interval, so the next poll always runs on time.
@@ -62,7 +64,7 @@ export interface AuthConfig {
     s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
     pollIntervalMs: number;
     cachePath: string;
-    redis: { url: string; timeoutMs: number; socketTimeoutMs: number };
+    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean };
     port: number;
     opsPort: number;
     pathPrefix: string;
@@ -94,6 +96,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
         redis: {
             url: e.AUTH_REDIS_URL, timeoutMs: e.AUTH_REDIS_TIMEOUT_MS,
             socketTimeoutMs: e.AUTH_REDIS_SOCKET_TIMEOUT_MS ?? Math.max(1_000, 5 * e.AUTH_REDIS_TIMEOUT_MS),
+            autoPipelining: e.AUTH_REDIS_AUTO_PIPELINING,
         },
         port: e.AUTH_PORT,
         opsPort: e.AUTH_OPS_PORT,
@@ -107,5 +110,5 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
 /** The configuration with secrets removed (Redis credentials), for the startup log line. */
 export function describeConfig(c: AuthConfig): Record<string, unknown> {
     const u = new URL(c.redis.url);
-    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs, socketTimeoutMs: c.redis.socketTimeoutMs } };
+    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs, socketTimeoutMs: c.redis.socketTimeoutMs, autoPipelining: c.redis.autoPipelining } };
 }

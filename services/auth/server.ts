@@ -66,6 +66,7 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): BoundedRedis
     return createBoundedRedis(cfg.url, {
         commandTimeoutMs: cfg.timeoutMs,
         socketTimeoutMs: cfg.socketTimeoutMs,
+        autoPipelining: cfg.autoPipelining,
         connectTimeoutMs: 1_000,
         heartbeatMs: 1_000,
         onStateChange: (state, err) => state === "down"
@@ -99,6 +100,17 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         metrics, log, now,
     });
     metrics.bundleRevision.set(0);
+
+    // Labelled metric children, resolved once (prom-client hashes the label set on every un-bound call).
+    const redisCheckOk = metrics.redisLatency.labels("check", "ok");
+    const redisCheckError = metrics.redisLatency.labels("check", "error");
+    const decisionCounters = new Map<string, ReturnType<typeof metrics.decisions.labels>>();
+    const decisionCounter = (code: number, tier: string, reason: string) => {
+        const k = `${code}|${tier}|${reason}`;
+        let c = decisionCounters.get(k);
+        if (!c) decisionCounters.set(k, c = metrics.decisions.labels(String(code), tier, reason));
+        return c;
+    };
 
     const prefix = config.pathPrefix;
     /** Log limit-check failures on the transition only: an outage must not turn into a log flood. */
@@ -134,11 +146,11 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         const started = process.hrtime.bigint();
         try {
             decision = await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
-            metrics.redisLatency.observe({ op: "check", result: "ok" }, seconds(started));
+            redisCheckOk.observe(seconds(started));
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
         } catch (err) {
-            metrics.redisLatency.observe({ op: "check", result: "error" }, seconds(started));
+            redisCheckError.observe(seconds(started));
             if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
             limitsFailing = true;
             return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
@@ -170,7 +182,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const authz = http.createServer((req, res) => {
         const started = process.hrtime.bigint();
         const finish = (status: number, tier: string, reason: string) => {
-            metrics.decisions.inc({ code: String(status), tier, reason });
+            decisionCounter(status, tier, reason).inc();
             metrics.checkDuration.observe(seconds(started));
         };
         readBody(req, config.maxBodyBytes)
@@ -302,7 +314,7 @@ function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Buffer |
             if (size > maxBytes) tooLarge = true;
             if (!tooLarge) chunks.push(c);
         });
-        req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+        req.on("end", () => resolve(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
         req.on("error", reject);
     });
 }

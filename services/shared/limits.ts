@@ -43,7 +43,9 @@ export type LimitDecision =
  * windowEndMs.
  *
  * Phase 1 checks every tier without writing anything but the removal of already-expired leases; phase 2
- * commits only when all tiers pass, so a denied request consumes nothing.
+ * commits only when all tiers pass, so a denied request consumes nothing. The six string keys (rps state and
+ * token counters) are read with one MGET up front (nothing in phase 1 writes them): 19 Redis calls per allowed
+ * check instead of 24, which is most of the script's cost.
  * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
  *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
  *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
@@ -54,41 +56,39 @@ export type LimitDecision =
  * Returns `{0, leaseId}` when allowed, or `{tierIndex (1-based), dimension, retryAfterMs}` when denied.
  */
 export const CHECK_LIMITS_LUA = `
+local call = redis.call
 local now = tonumber(ARGV[1])
 local lease = ARGV[2]
 local ttl = tonumber(ARGV[3])
+local strings = call('MGET', KEYS[1], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[9])
 local tats = {}
 for i = 0, 2 do
-  local rpsKey, concKey, tokKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2], KEYS[i * 3 + 3]
+  local concKey = KEYS[i * 3 + 2]
   local rps = tonumber(ARGV[4 + i * 4])
-  local conc = tonumber(ARGV[5 + i * 4])
-  local tokLimit = tonumber(ARGV[6 + i * 4])
-  local windowEnd = tonumber(ARGV[7 + i * 4])
   local interval = 1000 / rps
   local capacity = math.max(interval, 1000)
-  local tat = tonumber(redis.call('GET', rpsKey) or '0')
+  local tat = tonumber(strings[i * 2 + 1] or '0')
   if tat < now then tat = now end
   local newTat = tat + interval
   if newTat - now > capacity then
     return {i + 1, 'rps', math.max(1, math.ceil(newTat - now - capacity))}
   end
   tats[i] = newTat
-  redis.call('ZREMRANGEBYSCORE', concKey, '-inf', now)
-  if redis.call('ZCARD', concKey) >= conc then
-    local first = redis.call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
+  call('ZREMRANGEBYSCORE', concKey, '-inf', now)
+  if call('ZCARD', concKey) >= tonumber(ARGV[5 + i * 4]) then
+    local first = call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
     return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
   end
-  local used = tonumber(redis.call('GET', tokKey) or '0')
-  if used >= tokLimit then
-    return {i + 1, 'tokens', math.max(1, math.ceil(windowEnd - now))}
+  if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[6 + i * 4]) then
+    return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[7 + i * 4]) - now))}
   end
 end
 for i = 0, 2 do
-  local rpsKey, concKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2]
-  redis.call('SET', rpsKey, string.format('%.3f', tats[i]), 'PX', math.ceil(tats[i] - now) + 10000)
-  redis.call('ZADD', concKey, now + ttl, lease)
-  local last = redis.call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
+  local concKey = KEYS[i * 3 + 2]
+  call('SET', KEYS[i * 3 + 1], string.format('%.3f', tats[i]), 'PX', math.ceil(tats[i] - now) + 10000)
+  call('ZADD', concKey, now + ttl, lease)
+  local last = call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
+  call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
 end
 return {0, lease}
 `;
