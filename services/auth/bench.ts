@@ -141,8 +141,7 @@ async function paced(ms) {
   const elapsedS = Number(process.hrtime.bigint() - t0) / 1e9;
   parentPort.postMessage({ type: "end" });
   agent.destroy();
-  parentPort.postMessage({ type: "result", latencies: r.latencies, errors: r.errors, elapsedS });
-  process.disconnect();
+  process.send({ type: "result", latencies: r.latencies, errors: r.errors, elapsedS }, () => process.disconnect());
 })();
 `;
 
@@ -169,7 +168,8 @@ async function load(
             if (m.type === "result") resolve(m);
         });
         child.once("error", reject);
-        child.once("exit", (code) => reject(new Error(`load generator exited with ${code}`)));
+        // "close" comes after the IPC channel is drained, so a result message has been handled by then.
+        child.once("close", (code) => reject(new Error(`load generator exited with ${code} before sending its result`)));
     });
     const redisCpuS = redis0 && redis1 ? (await redis1) - (await redis0) : undefined;
     const sorted = Float64Array.from(r.latencies).sort();
