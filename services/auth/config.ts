@@ -35,6 +35,8 @@ const EnvSchema = z.object({
     AUTH_REDIS_SOCKET_TIMEOUT_MS: z.coerce.number().int().positive().optional(),
     /** Batch the checks of one event-loop iteration into one Redis write (ioredis `enableAutoPipelining`). */
     AUTH_REDIS_AUTO_PIPELINING: bool.default(false),
+    /** Send the admission checks of one event-loop iteration as one batched script call (shared/limits AdmissionBatcher). */
+    AUTH_REDIS_BATCH_CHECKS: bool.default(true),
     /**
      * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
      * as a whole never outlasts the poll interval, so the next poll always runs on time.
@@ -64,7 +66,7 @@ export interface AuthConfig {
     s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
     pollIntervalMs: number;
     cachePath: string;
-    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean };
+    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean; batchChecks: boolean };
     port: number;
     opsPort: number;
     pathPrefix: string;
@@ -97,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
             url: e.AUTH_REDIS_URL, timeoutMs: e.AUTH_REDIS_TIMEOUT_MS,
             socketTimeoutMs: e.AUTH_REDIS_SOCKET_TIMEOUT_MS ?? Math.max(1_000, 5 * e.AUTH_REDIS_TIMEOUT_MS),
             autoPipelining: e.AUTH_REDIS_AUTO_PIPELINING,
+            batchChecks: e.AUTH_REDIS_BATCH_CHECKS,
         },
         port: e.AUTH_PORT,
         opsPort: e.AUTH_OPS_PORT,
@@ -110,5 +113,5 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
 /** The configuration with secrets removed (Redis credentials), for the startup log line. */
 export function describeConfig(c: AuthConfig): Record<string, unknown> {
     const u = new URL(c.redis.url);
-    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs, socketTimeoutMs: c.redis.socketTimeoutMs, autoPipelining: c.redis.autoPipelining } };
+    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs, socketTimeoutMs: c.redis.socketTimeoutMs, autoPipelining: c.redis.autoPipelining, batchChecks: c.redis.batchChecks } };
 }

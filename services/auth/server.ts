@@ -3,7 +3,7 @@ import * as http from "http";
 import type { AddressInfo } from "net";
 import type { Redis } from "ioredis";
 import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
-import { checkAndAcquire, LimitDecision } from "../shared/limits";
+import { AdmissionBatcher, checkAndAcquire, LimitDecision } from "../shared/limits";
 import { BoundedRedis, createBoundedRedis } from "../shared/net";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
@@ -93,6 +93,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const now = deps.now ?? Date.now;
     const redisClient = createRedis(config.redis, log);
     const redis = redisClient.redis;
+    const batcher = config.redis.batchChecks ? new AdmissionBatcher(redis) : undefined;
     const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
     const bundles: BundleStore = new BundleStore({
         s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
@@ -145,7 +146,9 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         let decision: LimitDecision;
         const started = process.hrtime.bigint();
         try {
-            decision = await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
+            decision = batcher
+                ? await batcher.check(ids, limits, randomUUID(), t, config.leaseTtlMs)
+                : await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
             redisCheckOk.observe(seconds(started));
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
