@@ -3,6 +3,7 @@ import { randomBytes } from "crypto";
 import { promises as fs } from "fs";
 import * as path from "path";
 import { AckSchema, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
+import { boundedRequestHandler } from "../shared/net";
 import type { AuthConfig } from "./config";
 import { errorMessage, Logger } from "./log";
 import type { AuthMetrics } from "./metrics";
@@ -20,6 +21,11 @@ export interface BundleStoreOptions {
     publicKey: string;
     cachePath: string;
     pollIntervalMs: number;
+    /**
+     * Deadline of one whole sync (pointer, bundle, ACK), ms; default = pollIntervalMs. Each S3 call is aborted
+     * when it runs out, so a hung connection can never stall the poll loop.
+     */
+    syncDeadlineMs?: number;
     metrics: AuthMetrics;
     log: Logger;
     /** Clock, ms since the Unix epoch. */
@@ -28,7 +34,9 @@ export interface BundleStoreOptions {
 
 /**
  * S3 client for the hub's policy bucket. Credentials come from the SDK's default chain (IRSA / pod identity /
- * env). Timeouts are short because a slow hub only delays the next revision: the last-known-good keeps serving.
+ * env). Timeouts are short and enforced ({@link boundedRequestHandler}: connect, response headers, and silence
+ * while the body streams, each `s3.timeoutMs`) because a slow hub only delays the next revision: the
+ * last-known-good keeps serving. A timed-out connection is destroyed, so the retry opens a fresh one.
  */
 export function createS3Client(s3: AuthConfig["s3"]): S3Client {
     return new S3Client({
@@ -36,7 +44,9 @@ export function createS3Client(s3: AuthConfig["s3"]): S3Client {
         endpoint: s3.endpoint,
         forcePathStyle: s3.forcePathStyle,
         maxAttempts: 2,
-        requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+        requestHandler: boundedRequestHandler({
+            connectTimeoutMs: Math.min(2_000, s3.timeoutMs), requestTimeoutMs: s3.timeoutMs, socketTimeoutMs: s3.timeoutMs,
+        }),
     });
 }
 
@@ -60,6 +70,8 @@ export class BundleStore {
     private confirmedAtMs: number | undefined;
     private ackedRevision = 0;
     private inFlight: Promise<SyncResult> | undefined;
+    /** Aborts the S3 calls of the sync in progress when its deadline passes. */
+    private signal: AbortSignal | undefined;
     private timer: NodeJS.Timeout | undefined;
     private stopped = false;
 
@@ -94,9 +106,18 @@ export class BundleStore {
         await this.inFlight;
     }
 
-    private schedule(): void {
+    /**
+     * Fixed-rate polling: each sync starts `pollIntervalMs` after the previous one started (or when it ends, if
+     * it took longer), and a sync is cut off at its deadline. So after a partition heals, the next poll (at
+     * most one interval away) reads the hub again, whatever the partition did to the connection.
+     */
+    private schedule(lastStartMs = Date.now()): void {
         if (this.stopped) return;
-        this.timer = setTimeout(() => { void this.syncOnce().finally(() => this.schedule()); }, this.o.pollIntervalMs);
+        const delay = Math.max(0, lastStartMs + this.o.pollIntervalMs - Date.now());
+        this.timer = setTimeout(() => {
+            const started = Date.now();
+            void this.syncOnce().finally(() => this.schedule(started));
+        }, delay);
     }
 
     /**
@@ -126,9 +147,12 @@ export class BundleStore {
         }
     }
 
-    /** One sync with the hub. Concurrent calls share one run. Never throws. */
+    /** One sync with the hub, bounded by its deadline. Concurrent calls share one run. Never throws. */
     syncOnce(): Promise<SyncResult> {
-        this.inFlight ??= this.sync().finally(() => { this.inFlight = undefined; });
+        if (!this.inFlight) {
+            this.signal = AbortSignal.timeout(this.o.syncDeadlineMs ?? this.o.pollIntervalMs);
+            this.inFlight = this.sync().finally(() => { this.inFlight = undefined; });
+        }
         return this.inFlight;
     }
 
@@ -204,7 +228,7 @@ export class BundleStore {
     }
 
     private async get(key: string): Promise<string> {
-        const r = await this.o.s3.send(new GetObjectCommand({ Bucket: this.o.bucket, Key: key }));
+        const r = await this.o.s3.send(new GetObjectCommand({ Bucket: this.o.bucket, Key: key }), { abortSignal: this.signal });
         if (!r.Body) throw new Error(`s3://${this.o.bucket}/${key}: empty body`);
         return r.Body.transformToString("utf8");
     }
@@ -218,7 +242,7 @@ export class BundleStore {
             await this.o.s3.send(new PutObjectCommand({
                 Bucket: this.o.bucket, Key: bundlePaths.ack(this.o.spoke, s.revision),
                 Body: JSON.stringify(ack), ContentType: "application/json",
-            }));
+            }), { abortSignal: this.signal });
             this.ackedRevision = s.revision;
         } catch (err) {
             this.o.log("warn", "cannot write policy bundle ACK; retrying at the next sync", { revision: s.revision, error: errorMessage(err) });

@@ -28,6 +28,20 @@ const EnvSchema = z.object({
     AUTH_REDIS_URL: z.string().regex(/^rediss?:\/\//, "must start with redis:// or rediss://"),
     /** Per-command Redis timeout, ms. A timeout is a 503, never an allow. */
     AUTH_REDIS_TIMEOUT_MS: z.coerce.number().int().positive().default(100),
+    /**
+     * Redis reply deadline on the connection, ms: while commands are pending and nothing arrives for this long,
+     * the connection is dropped and replaced (a silent partition). Default max(1000, 5 × AUTH_REDIS_TIMEOUT_MS).
+     */
+    AUTH_REDIS_SOCKET_TIMEOUT_MS: z.coerce.number().int().positive().optional(),
+    /** Batch the checks of one event-loop iteration into one Redis write (ioredis `enableAutoPipelining`). */
+    AUTH_REDIS_AUTO_PIPELINING: bool.default(false),
+    /** Send the admission checks of one event-loop iteration as one batched script call (shared/limits AdmissionBatcher). */
+    AUTH_REDIS_BATCH_CHECKS: bool.default(true),
+    /**
+     * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
+     * as a whole never outlasts the poll interval, so the next poll always runs on time.
+     */
+    AUTH_S3_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
     /** ext_authz listener. Envoy Gateway `extAuth.http.backendRefs` points here. */
     AUTH_PORT: port.default(8080),
     /** Operations listener: /healthz, /readyz, /metrics. Kept off the ext_authz port so no client path reaches it. */
@@ -49,10 +63,10 @@ const EnvSchema = z.object({
 export interface AuthConfig {
     spoke: string;
     hubPublicKey: string;
-    s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean };
+    s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
     pollIntervalMs: number;
     cachePath: string;
-    redis: { url: string; timeoutMs: number };
+    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean; batchChecks: boolean };
     port: number;
     opsPort: number;
     pathPrefix: string;
@@ -78,10 +92,15 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
     return {
         spoke: e.AUTH_SPOKE,
         hubPublicKey: e.AUTH_HUB_PUBLIC_KEY,
-        s3: { bucket: e.AUTH_POLICY_BUCKET, endpoint: e.AUTH_S3_ENDPOINT, region: e.AUTH_S3_REGION, forcePathStyle: e.AUTH_S3_FORCE_PATH_STYLE },
+        s3: { bucket: e.AUTH_POLICY_BUCKET, endpoint: e.AUTH_S3_ENDPOINT, region: e.AUTH_S3_REGION, forcePathStyle: e.AUTH_S3_FORCE_PATH_STYLE, timeoutMs: e.AUTH_S3_TIMEOUT_MS },
         pollIntervalMs: Math.round(e.AUTH_POLL_INTERVAL_SECONDS * 1000),
         cachePath: e.AUTH_BUNDLE_CACHE_PATH,
-        redis: { url: e.AUTH_REDIS_URL, timeoutMs: e.AUTH_REDIS_TIMEOUT_MS },
+        redis: {
+            url: e.AUTH_REDIS_URL, timeoutMs: e.AUTH_REDIS_TIMEOUT_MS,
+            socketTimeoutMs: e.AUTH_REDIS_SOCKET_TIMEOUT_MS ?? Math.max(1_000, 5 * e.AUTH_REDIS_TIMEOUT_MS),
+            autoPipelining: e.AUTH_REDIS_AUTO_PIPELINING,
+            batchChecks: e.AUTH_REDIS_BATCH_CHECKS,
+        },
         port: e.AUTH_PORT,
         opsPort: e.AUTH_OPS_PORT,
         pathPrefix: e.AUTH_PATH_PREFIX,
@@ -94,5 +113,5 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
 /** The configuration with secrets removed (Redis credentials), for the startup log line. */
 export function describeConfig(c: AuthConfig): Record<string, unknown> {
     const u = new URL(c.redis.url);
-    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs } };
+    return { ...c, redis: { endpoint: `${u.protocol}//${u.host}${u.pathname}`, timeoutMs: c.redis.timeoutMs, socketTimeoutMs: c.redis.socketTimeoutMs, autoPipelining: c.redis.autoPipelining, batchChecks: c.redis.batchChecks } };
 }

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { redisKeys, TierIds, windowStart } from "../shared/identity";
-import { addTokens, checkAndAcquire, releaseLease, TierLimit, TierLimits } from "../shared/limits";
+import { addTokens, AdmissionBatcher, checkAndAcquire, LimitDecision, releaseLease, TierLimit, TierLimits } from "../shared/limits";
 import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
 /** services/shared/limits.ts against a real redis-server: the scripts the auth and metering services share. */
@@ -85,6 +85,42 @@ describe("checkAndAcquire", () => {
         expect((await checkAndAcquire(redis, ids, limits(), "a", T0, TTL)).allowed).toBe(true);
         await redis.script("FLUSH");
         expect((await checkAndAcquire(redis, ids, limits(), "b", T0, TTL)).allowed).toBe(true);
+    });
+});
+
+describe("AdmissionBatcher", () => {
+    // The auth service sends the checks of one event-loop iteration as one script call; every decision and
+    // every write must be what one checkAndAcquire per request, in arrival order, would give.
+    const tight = limits({ team: { concurrentRequests: 3 }, key: { requestsPerSecond: 4 } });
+    const other: TierIds = { model: "m", team: "acme/other", key: "k2" };
+
+    it("decides a same-tick batch exactly like sequential checks, in order, and writes the same state", async () => {
+        const batcher = new AdmissionBatcher(redis);
+        await redis.config("RESETSTAT");
+        const batched = await Promise.all(Array.from({ length: 6 }, (_, i) => batcher.check(i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL)));
+        const batchState = await Promise.all((["model", "team", "key"] as const).flatMap((t) => [ids, other].map((x) => redis.zrange(redisKeys.concurrency(t, x[t]), "0", "-1", "WITHSCORES"))));
+        // One script call for the six checks (EVALSHA, plus one EVAL when the script was not cached yet).
+        const calls = [...(await redis.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+        expect(calls).toBeLessThanOrEqual(2);
+        await redis.flushall();
+        const sequential: LimitDecision[] = [];
+        for (let i = 0; i < 6; i++) sequential.push(await checkAndAcquire(redis, i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL));
+        const seqState = await Promise.all((["model", "team", "key"] as const).flatMap((t) => [ids, other].map((x) => redis.zrange(redisKeys.concurrency(t, x[t]), "0", "-1", "WITHSCORES"))));
+        expect(batched).toEqual(sequential);
+        expect(batchState).toEqual(seqState);
+        // The limits really bit: team "acme/core" admits 3 concurrent requests, the fourth of them is denied.
+        expect(batched.map((d) => d.allowed)).toEqual([true, true, true, true, true, true]);
+        const more = await Promise.all([0, 1].map((i) => batcher.check(ids, tight, `late-${i}`, T0 + 10, TTL)));
+        expect(more[0]).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency" });
+    });
+
+    it("a failed call rejects every check of the batch (callers fail closed)", async () => {
+        const down = new Redis(`redis://127.0.0.1:${server.port}`, { lazyConnect: true, enableOfflineQueue: false });
+        down.on("error", () => undefined);
+        const batcher = new AdmissionBatcher(down);
+        const r = await Promise.allSettled([1, 2, 3].map((i) => batcher.check(ids, limits(), `x-${i}`, T0, TTL)));
+        expect(r.map((x) => x.status)).toEqual(["rejected", "rejected", "rejected"]);
+        down.disconnect();
     });
 });
 

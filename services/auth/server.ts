@@ -1,9 +1,10 @@
 import { randomUUID } from "crypto";
 import * as http from "http";
 import type { AddressInfo } from "net";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
-import { checkAndAcquire, LimitDecision } from "../shared/limits";
+import { AdmissionBatcher, checkAndAcquire, LimitDecision } from "../shared/limits";
+import { BoundedRedis, createBoundedRedis } from "../shared/net";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
@@ -54,28 +55,24 @@ interface Deny {
 }
 
 /**
- * Redis client that fails fast instead of queueing: with the offline queue off and a command timeout, an
- * unreachable or slow Redis turns into an immediate 503 rather than requests hanging until Envoy's ext_authz
- * timeout (the failure mode of envoyproxy/ratelimit#462). It reconnects in the background.
+ * Redis client that fails fast instead of queueing, and replaces a connection that stopped answering
+ * ({@link createBoundedRedis}): with the offline queue off and a command timeout, an unreachable or slow Redis
+ * turns into an immediate 503 rather than requests hanging until Envoy's ext_authz timeout (the failure mode
+ * of envoyproxy/ratelimit#462); a socket reply deadline (`cfg.socketTimeoutMs`) and a 1 s heartbeat PING drop
+ * a silent connection, so after a partition heals checks succeed again within about
+ * `socketTimeoutMs + 1 s` instead of when the kernel gives up on the dead socket. Reconnects in the background.
  */
-export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
-    const redis = new Redis(cfg.url, {
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        commandTimeout: cfg.timeoutMs,
-        connectTimeout: 2_000,
-        retryStrategy: (times) => Math.min(50 * times, 1_000),
+export function createRedis(cfg: AuthConfig["redis"], log: Logger): BoundedRedis {
+    return createBoundedRedis(cfg.url, {
+        commandTimeoutMs: cfg.timeoutMs,
+        socketTimeoutMs: cfg.socketTimeoutMs,
+        autoPipelining: cfg.autoPipelining,
+        connectTimeoutMs: 1_000,
+        heartbeatMs: 1_000,
+        onStateChange: (state, err) => state === "down"
+            ? log("warn", "redis connection error", { error: err?.message })
+            : log("info", "redis connection restored"),
     });
-    let down = false;
-    redis.on("error", (err: Error) => {
-        if (!down) log("warn", "redis connection error", { error: err.message });
-        down = true;
-    });
-    redis.on("ready", () => {
-        if (down) log("info", "redis connection restored");
-        down = false;
-    });
-    return redis;
 }
 
 /**
@@ -94,7 +91,9 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): Redis {
 export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps = {}): Promise<AuthService> {
     const log = deps.log ?? jsonLogger;
     const now = deps.now ?? Date.now;
-    const redis = createRedis(config.redis, log);
+    const redisClient = createRedis(config.redis, log);
+    const redis = redisClient.redis;
+    const batcher = config.redis.batchChecks ? new AdmissionBatcher(redis) : undefined;
     const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
     const bundles: BundleStore = new BundleStore({
         s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
@@ -102,6 +101,17 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         metrics, log, now,
     });
     metrics.bundleRevision.set(0);
+
+    // Labelled metric children, resolved once (prom-client hashes the label set on every un-bound call).
+    const redisCheckOk = metrics.redisLatency.labels("check", "ok");
+    const redisCheckError = metrics.redisLatency.labels("check", "error");
+    const decisionCounters = new Map<string, ReturnType<typeof metrics.decisions.labels>>();
+    const decisionCounter = (code: number, tier: string, reason: string) => {
+        const k = `${code}|${tier}|${reason}`;
+        let c = decisionCounters.get(k);
+        if (!c) decisionCounters.set(k, c = metrics.decisions.labels(String(code), tier, reason));
+        return c;
+    };
 
     const prefix = config.pathPrefix;
     /** Log limit-check failures on the transition only: an outage must not turn into a log flood. */
@@ -136,12 +146,14 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         let decision: LimitDecision;
         const started = process.hrtime.bigint();
         try {
-            decision = await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
-            metrics.redisLatency.observe({ op: "check", result: "ok" }, seconds(started));
+            decision = batcher
+                ? await batcher.check(ids, limits, randomUUID(), t, config.leaseTtlMs)
+                : await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
+            redisCheckOk.observe(seconds(started));
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
         } catch (err) {
-            metrics.redisLatency.observe({ op: "check", result: "error" }, seconds(started));
+            redisCheckError.observe(seconds(started));
             if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
             limitsFailing = true;
             return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
@@ -173,7 +185,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const authz = http.createServer((req, res) => {
         const started = process.hrtime.bigint();
         const finish = (status: number, tier: string, reason: string) => {
-            metrics.decisions.inc({ code: String(status), tier, reason });
+            decisionCounter(status, tier, reason).inc();
             metrics.checkDuration.observe(seconds(started));
         };
         readBody(req, config.maxBodyBytes)
@@ -222,7 +234,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         await listen(ops, config.opsPort, config.bindAddress);
     } catch (err) {
         authz.close();
-        redis.disconnect();
+        redisClient.close();
         throw err;
     }
     log("info", "auth service listening", { port: (authz.address() as AddressInfo).port, opsPort: (ops.address() as AddressInfo).port, pathPrefix: prefix });
@@ -237,7 +249,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         async close() {
             await bundles.stop();
             await Promise.all([closeServer(authz), closeServer(ops)]);
-            redis.disconnect();
+            redisClient.close();
         },
     };
 }
@@ -305,7 +317,7 @@ function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Buffer |
             if (size > maxBytes) tooLarge = true;
             if (!tooLarge) chunks.push(c);
         });
-        req.on("end", () => resolve(tooLarge ? undefined : Buffer.concat(chunks, size)));
+        req.on("end", () => resolve(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
         req.on("error", reject);
     });
 }

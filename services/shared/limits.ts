@@ -43,7 +43,9 @@ export type LimitDecision =
  * windowEndMs.
  *
  * Phase 1 checks every tier without writing anything but the removal of already-expired leases; phase 2
- * commits only when all tiers pass, so a denied request consumes nothing.
+ * commits only when all tiers pass, so a denied request consumes nothing. The six string keys (rps state and
+ * token counters) are read with one MGET up front (nothing in phase 1 writes them): 19 Redis calls per allowed
+ * check instead of 24.
  * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
  *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
  *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
@@ -53,44 +55,68 @@ export type LimitDecision =
  *
  * Returns `{0, leaseId}` when allowed, or `{tierIndex (1-based), dimension, retryAfterMs}` when denied.
  */
-export const CHECK_LIMITS_LUA = `
-local now = tonumber(ARGV[1])
-local lease = ARGV[2]
-local ttl = tonumber(ARGV[3])
-local tats = {}
-for i = 0, 2 do
-  local rpsKey, concKey, tokKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2], KEYS[i * 3 + 3]
-  local rps = tonumber(ARGV[4 + i * 4])
-  local conc = tonumber(ARGV[5 + i * 4])
-  local tokLimit = tonumber(ARGV[6 + i * 4])
-  local windowEnd = tonumber(ARGV[7 + i * 4])
-  local interval = 1000 / rps
-  local capacity = math.max(interval, 1000)
-  local tat = tonumber(redis.call('GET', rpsKey) or '0')
-  if tat < now then tat = now end
-  local newTat = tat + interval
-  if newTat - now > capacity then
-    return {i + 1, 'rps', math.max(1, math.ceil(newTat - now - capacity))}
+/** Lua function `admit(kb, ab)`: the admission check whose keys start after KEYS[kb] and arguments after ARGV[ab]. */
+const ADMIT_LUA_FUNCTION = `
+local call = redis.call
+local function admit(kb, ab)
+  local now = tonumber(ARGV[ab + 1])
+  local lease = ARGV[ab + 2]
+  local ttl = tonumber(ARGV[ab + 3])
+  local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 3], KEYS[kb + 4], KEYS[kb + 6], KEYS[kb + 7], KEYS[kb + 9])
+  local tats = {}
+  for i = 0, 2 do
+    local concKey = KEYS[kb + i * 3 + 2]
+    local rps = tonumber(ARGV[ab + 4 + i * 4])
+    local interval = 1000 / rps
+    local capacity = math.max(interval, 1000)
+    local tat = tonumber(strings[i * 2 + 1] or '0')
+    if tat < now then tat = now end
+    local newTat = tat + interval
+    if newTat - now > capacity then
+      return {i + 1, 'rps', math.max(1, math.ceil(newTat - now - capacity))}
+    end
+    tats[i] = newTat
+    call('ZREMRANGEBYSCORE', concKey, '-inf', now)
+    if call('ZCARD', concKey) >= tonumber(ARGV[ab + 5 + i * 4]) then
+      local first = call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
+      return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
+    end
+    if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 6 + i * 4]) then
+      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 7 + i * 4]) - now))}
+    end
   end
-  tats[i] = newTat
-  redis.call('ZREMRANGEBYSCORE', concKey, '-inf', now)
-  if redis.call('ZCARD', concKey) >= conc then
-    local first = redis.call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
-    return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
+  for i = 0, 2 do
+    local concKey = KEYS[kb + i * 3 + 2]
+    call('SET', KEYS[kb + i * 3 + 1], string.format('%.3f', tats[i]), 'PX', math.ceil(tats[i] - now) + 10000)
+    call('ZADD', concKey, now + ttl, lease)
+    local last = call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
+    call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
   end
-  local used = tonumber(redis.call('GET', tokKey) or '0')
-  if used >= tokLimit then
-    return {i + 1, 'tokens', math.max(1, math.ceil(windowEnd - now))}
-  end
+  return {0, lease}
 end
-for i = 0, 2 do
-  local rpsKey, concKey = KEYS[i * 3 + 1], KEYS[i * 3 + 2]
-  redis.call('SET', rpsKey, string.format('%.3f', tats[i]), 'PX', math.ceil(tats[i] - now) + 10000)
-  redis.call('ZADD', concKey, now + ttl, lease)
-  local last = redis.call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
+`;
+
+/** The admission script described above, for one check. */
+export const CHECK_LIMITS_LUA = `${ADMIT_LUA_FUNCTION}
+return admit(0, 0)
+`;
+
+/** Keys per admission check in {@link CHECK_LIMITS_LUA} (3 per tier). */
+const ADMIT_KEYS = 9;
+/** ARGV entries per admission check in {@link CHECK_LIMITS_LUA} (3 + 4 per tier). */
+const ADMIT_ARGS = 15;
+
+/**
+ * N admission checks in one script call, run in order, each exactly as {@link CHECK_LIMITS_LUA} would run it
+ * alone (the batch is atomic as a whole, which is at least as strong). KEYS: the checks' 9 keys one after the
+ * other; ARGV: the checks' 15 arguments one after the other. Returns one reply per check, in order.
+ */
+export const CHECK_LIMITS_BATCH_LUA = `${ADMIT_LUA_FUNCTION}
+local out = {}
+for n = 0, #KEYS / ${ADMIT_KEYS} - 1 do
+  out[n + 1] = admit(n * ${ADMIT_KEYS}, n * ${ADMIT_ARGS})
 end
-return {0, lease}
+return out
 `;
 
 /** Removes lease ARGV[1] from every concurrency ZSET in KEYS. Returns how many ZSETs held it. */
@@ -162,6 +188,13 @@ export function tokenKeys(ids: TierIds, nowMs: number, windowSeconds: Record<Tie
 export async function checkAndAcquire(
     redis: Redis, ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number,
 ): Promise<LimitDecision> {
+    const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs);
+    return decodeAdmission(await runScript(redis, CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
+}
+
+type AdmissionReply = [number, string, number?];
+
+function admissionCall(ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number): { keys: string[]; args: (string | number)[] } {
     const keys: string[] = [];
     const args: (string | number)[] = [nowMs, leaseId, leaseTtlMs];
     for (const t of TIERS) {
@@ -170,7 +203,10 @@ export async function checkAndAcquire(
         keys.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.tokens(t, ids[t], start));
         args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
     }
-    const reply = await runScript(redis, CHECK_LIMITS_LUA, keys, args) as [number, string, number?];
+    return { keys, args };
+}
+
+function decodeAdmission(reply: AdmissionReply): LimitDecision {
     if (reply[0] === 0) return { allowed: true, leaseId: reply[1] };
     return {
         allowed: false,
@@ -178,6 +214,53 @@ export async function checkAndAcquire(
         dimension: reply[1] as LimitDimension,
         retryAfterMs: Number(reply[2]),
     };
+}
+
+/**
+ * Batches {@link checkAndAcquire} calls made in the same event-loop iteration into one script call
+ * ({@link CHECK_LIMITS_BATCH_LUA}): one Redis write and one reply for all of them instead of one each. A
+ * lone check goes out as a plain {@link CHECK_LIMITS_LUA} call. Decisions are the same as calling
+ * {@link checkAndAcquire} for each, in call order. When the call fails (Redis unreachable, timeout), every
+ * check of the batch rejects with that error (callers fail closed).
+ */
+export class AdmissionBatcher {
+    private queue: { keys: string[]; args: (string | number)[]; resolve: (d: LimitDecision) => void; reject: (e: unknown) => void }[] = [];
+    private scheduled = false;
+
+    /** @param maxBatch most checks in one script call (bounds the script's run time inside Redis). */
+    constructor(private readonly redis: Redis, private readonly maxBatch = 64) {}
+
+    /** Same contract as {@link checkAndAcquire}. */
+    check(ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number): Promise<LimitDecision> {
+        const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs);
+        return new Promise((resolve, reject) => {
+            this.queue.push({ keys, args, resolve, reject });
+            if (!this.scheduled) {
+                this.scheduled = true;
+                setImmediate(() => this.flush());
+            }
+        });
+    }
+
+    private flush(): void {
+        this.scheduled = false;
+        while (this.queue.length) {
+            const batch = this.queue.splice(0, this.maxBatch);
+            if (batch.length === 1) {
+                const [one] = batch;
+                runScript(this.redis, CHECK_LIMITS_LUA, one.keys, one.args)
+                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject);
+                continue;
+            }
+            const keys: string[] = [];
+            const args: (string | number)[] = [];
+            for (const c of batch) { keys.push(...c.keys); args.push(...c.args); }
+            runScript(this.redis, CHECK_LIMITS_BATCH_LUA, keys, args).then(
+                (replies) => batch.forEach((c, i) => c.resolve(decodeAdmission((replies as AdmissionReply[])[i]))),
+                (err: unknown) => batch.forEach((c) => c.reject(err)),
+            );
+        }
+    }
 }
 
 /**
