@@ -131,7 +131,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         sharedMemory: "32Gi",
         args(c) {
             const e = c.endpoint;
-            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp", String(c.group.gpusPerWorker),
+            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp-size", String(c.group.gpusPerWorker),
                 "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0"];
             if (c.disaggregated) {
                 a.push("--disaggregation-mode", c.role, "--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345");

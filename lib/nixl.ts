@@ -127,8 +127,9 @@ export type NicSelection = "vllm-pcie-map" | "static";
  *
  * EFA (ai-dynamo/dynamo@v1.5.0:docs/fern/pages/kubernetes/installation/rdma-setup/efa-on-aws.mdx, "Required EFA
  * environment variables"): `FI_PROVIDER=efa` (libfabric returns only EFA, so a missing device is an error, not the
- * sockets provider), `FI_EFA_USE_DEVICE_RDMA=1`, `FI_EFA_ENABLE_SHM_TRANSFER=0`, `FI_EFA_ENABLE_SHM=0` (SHM transfer
- * off), `NCCL_NET=Libfabric` (aws-ofi-nccl plugin name; needs the `-efa` image, upstream/images.ts). The EFA libraries
+ * sockets provider), `FI_EFA_USE_DEVICE_RDMA=1`, `FI_EFA_ENABLE_SHM_TRANSFER=0` (SHM transfer off; the guide's
+ * `FI_EFA_ENABLE_SHM` is not rendered: libfabric's EFA provider reads no such parameter,
+ * ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c `efa_env_param_get`), `NCCL_NET=Libfabric` (aws-ofi-nccl plugin name; needs the `-efa` image, upstream/images.ts). The EFA libraries
  * go first on `LD_LIBRARY_PATH` in the entrypoint ({@link EFA_LD_LIBRARY_PATH_PRELUDE}): Kubernetes cannot append to
  * an image's variable. NIXL's backend is selected per engine (LIBFABRIC), see lib/dgd.ts.
  *
@@ -140,7 +141,6 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
             { name: "FI_PROVIDER", value: "efa" },
             { name: "FI_EFA_USE_DEVICE_RDMA", value: "1" },
             { name: "FI_EFA_ENABLE_SHM_TRANSFER", value: "0" },
-            { name: "FI_EFA_ENABLE_SHM", value: "0" },
             { name: "NCCL_NET", value: "Libfabric" },
         ];
     }
