@@ -1,7 +1,7 @@
 import type { Endpoint, WorkerGroup } from "../config/endpoint";
 import { versions } from "../config/versions";
 import {
-    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeEnv, NicSelection, rdmaResources,
+    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeEnv, mooncakeTransferEngineEnv, NicSelection, rdmaResources,
     sglangMooncakeExtraConfig, sglangNixlBackendParams, vllmMooncakeStoreConfig, wrappedCommand,
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
@@ -388,11 +388,20 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         const env: EnvVar[] = [];
         if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection));
         env.push(...eng.transferEnv(ctx));
+        // vLLM's MooncakeStoreConnector reads its client settings from the MOONCAKE_CONFIG_PATH file only
+        // (upstream/vllm.ts vllmMooncakeStoreConfig); the MOONCAKE_* variables would be read by nothing there, so a vLLM
+        // worker gets the file plus the transfer engine's MC_* knobs. SGLang's HiCache backend takes the extra-config
+        // flag and the MOONCAKE_* environment (upstream/mooncake.ts mooncakeClient).
+        const mooncakeFile = !!mooncakeCfg && e.engine === "vllm";
         if (mooncakeCfg) {
-            env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
-            env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
+            if (mooncakeFile) {
+                env.push(...mooncakeTransferEngineEnv(a.pool.fabric));
+                env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
+            } else {
+                env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
+            }
             // Same block hashes in every engine process, so prefixes stored by one worker hit in another
-            // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md).
+            // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md; read by CPython, python/cpython Python/initconfig.c).
             env.push({ name: "PYTHONHASHSEED", value: "0" });
         }
         const argv = ["python3", "-m", eng.module];
@@ -405,7 +414,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             envFrom,
             resources: { requests: { ...resources, ...hugepages.requests }, limits: { ...resources, ...hugepages.limits } },
             securityContext: rdma ? memlock.securityContext : undefined,
-            volumeMounts: mooncakeCfg ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
+            volumeMounts: mooncakeFile ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
         });
         const volumes: unknown[] = [];
         const spec: Record<string, unknown> = { nodeSelector: { ...a.pool.nodeSelector }, tolerations: a.pool.tolerations.map((x) => ({ ...x })) };
@@ -416,7 +425,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             })];
             volumes.push(preflightVolume());
         }
-        if (mooncakeCfg) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
+        if (mooncakeFile) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
         if (disaggregated && a.pool.fabric.kind === "efa") {
             // EFA: prefill and decode on the same node make fi_read retry EAGAIN; keep them apart by the
             // operator's component label (Dynamo disagg-communication guide).

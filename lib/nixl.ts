@@ -263,8 +263,7 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
         { name: "MOONCAKE_TE_META_DATA_SERVER", value: "P2PHANDSHAKE" },
         { name: "MOONCAKE_PROTOCOL", value: "rdma" },
         { name: "MOONCAKE_DEVICE", value: kvHcas(fabric).join(",") },
-        { name: "MC_FORCE_HCA", value: "1" },
-        { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" },
+        ...mooncakeTransferEngineEnv(fabric),
         { name: "MOONCAKE_LOCAL_HOSTNAME", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     ];
     if (role.kind === "store") {
@@ -277,6 +276,19 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
         env.push({ name: "MOONCAKE_GLOBAL_SEGMENT_SIZE", value: "0" });
     }
     return env;
+}
+
+/**
+ * The Mooncake transfer engine's own knobs, read by the C++ library in whatever process loads it (store service, vLLM
+ * or SGLang worker): `MC_FORCE_HCA=1` (no usable HCA is an error) and `MC_ENABLE_DEST_DEVICE_AFFINITY=1` (same rail at
+ * both ends) (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp). `MC_ENABLE_HCA_PEER_AFFINITY`
+ * is never set with it: together both are turned off (upstream/refused.ts `mooncake-affinity-conflict`).
+ *
+ * @throws Error on EFA (see {@link mooncakeEnv})
+ */
+export function mooncakeTransferEngineEnv(fabric: KvFabric): EnvVar[] {
+    if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
+    return [{ name: "MC_FORCE_HCA", value: "1" }, { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" }];
 }
 
 /**

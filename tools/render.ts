@@ -15,6 +15,7 @@ import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
+import { checkOutDir, formatFindings } from "./upstream-check";
 
 export interface RenderOptions {
     outDir: string;
@@ -181,7 +182,12 @@ async function main() {
     const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview });
     const failed = results.filter((r) => !r.ok);
     process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
-    process.exit(failed.length ? 1 : 0);
+    // What each pinned upstream actually reads (tools/upstream-check.ts): flags, env, Helm values keys, refused
+    // combinations, image variants. Run on every stack that produced output.
+    const written = results.filter((r) => r.result).map((r) => r.stack);
+    const check = checkOutDir(cli.outDir, undefined, written);
+    process.stdout.write(`\n${formatFindings(check)}\n`);
+    process.exit(failed.length || check.findings.length ? 1 : 0);
 }
 
 if (require.main === module) {

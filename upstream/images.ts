@@ -25,9 +25,9 @@ function runtime(engine: "vllm" | "sglang" | "tensorrtllm", engineComponents: st
 }
 
 export const images: readonly ImageFacts[] = [
-    ...runtime("vllm", ["dynamo-vllm", "vllm"], ["mooncake-transfer-engine"]),
+    ...runtime("vllm", ["dynamo-vllm", "vllm", "mooncake-transfer-engine"], ["mooncake-transfer-engine"]),
     // SGLang's HiCache Mooncake backend imports the bundled mooncake-transfer-engine (Dynamo hicache guide: SGLang >= 0.5.13).
-    ...runtime("sglang", ["dynamo-sglang", "sglang", "mooncake-client"], ["mooncake-transfer-engine"]),
+    ...runtime("sglang", ["dynamo-sglang", "sglang", "mooncake-client", "mooncake-transfer-engine"], ["mooncake-transfer-engine"]),
     ...runtime("tensorrtllm", ["dynamo-trtllm", "trtllm"]),
     {
         repository: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", tag: "1.5.0", components: ["dynamo-planner", "python"], provides: [],
@@ -35,7 +35,7 @@ export const images: readonly ImageFacts[] = [
     },
     {
         repository: "docker.io/lmsysorg/sglang", tag: "v0.5.16",
-        components: ["mooncake-master", "mooncake-store-service", "mooncake-client", "python", "ucx", "platform-preflight"],
+        components: ["mooncake-master", "mooncake-store-service", "mooncake-client", "mooncake-transfer-engine", "python", "ucx", "platform-preflight"],
         provides: ["mooncake-transfer-engine", "mooncake_master", "ucx", "ibv_devinfo"],
         source: "sgl-project/sglang@v0.5.16:docker/Dockerfile",
         note: "Mooncake publishes no image; its Kubernetes guide runs master and store from the SGLang image (kvcache-ai/Mooncake docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md)",

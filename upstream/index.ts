@@ -6,7 +6,7 @@
 import type { ComponentFacts, EntrypointFacts } from "./types";
 import { dynamoEntrypoints, dynamoFrontend, dynamoPlanner, dynamoSglang, dynamoTrtllm, dynamoVllm } from "./dynamo";
 import { libfabric, libraryEntrypoints, nccl, nixl, platformPreflight, python, ucx } from "./libraries";
-import { mooncakeClient, mooncakeEntrypoints, mooncakeMaster, mooncakeStoreService } from "./mooncake";
+import { mooncakeClient, mooncakeEntrypoints, mooncakeMaster, mooncakeStoreService, mooncakeTransferEngine } from "./mooncake";
 import { sglang } from "./sglang";
 import { trtllm } from "./trtllm";
 import { vllm } from "./vllm";
@@ -25,7 +25,7 @@ export * from "./refused";
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([
     vllm, sglang, trtllm, dynamoFrontend, dynamoPlanner, dynamoVllm, dynamoSglang, dynamoTrtllm,
-    mooncakeMaster, mooncakeStoreService, mooncakeClient, ucx, nixl, nccl, libfabric, python, platformPreflight,
+    mooncakeMaster, mooncakeStoreService, mooncakeClient, mooncakeTransferEngine, ucx, nixl, nccl, libfabric, python, platformPreflight,
 ].map((c) => [c.component, c]));
 
 /** Every known entry point. */

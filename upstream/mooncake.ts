@@ -56,14 +56,24 @@ export const mooncakeClient: ComponentFacts = {
         MOONCAKE_DEVICE: { default: "", source: CFG },
         MOONCAKE_OFFLOAD_ENABLED: { default: "false", source: CFG },
         MOONCAKE_TENANT_ID: { default: "default", source: CFG },
-        MC_FORCE_HCA: { source: `${T}:mooncake-transfer-engine/src/config.cpp`, note: "no usable HCA is an error" },
-        MC_ENABLE_DEST_DEVICE_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
-        MC_GID_INDEX: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
-        MC_LOG_LEVEL: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
     },
 };
 
 export const mooncakeEntrypoints: readonly EntrypointFacts[] = [
     { id: "mooncake_master", argv: ["mooncake_master"], components: ["mooncake-master"], flagStyle: "gflags", source: MASTER },
-    { id: "mooncake.mooncake_store_service", argv: ["python3", "-m", "mooncake.mooncake_store_service"], components: ["mooncake-store-service", "mooncake-client"], source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py` },
+    { id: "mooncake.mooncake_store_service", argv: ["python3", "-m", "mooncake.mooncake_store_service"], components: ["mooncake-store-service", "mooncake-client", "mooncake-transfer-engine"], source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py` },
 ];
+
+/** The transfer engine's MC_* knobs, read by the C++ library in every process that loads mooncake-transfer-engine. */
+export const mooncakeTransferEngine: ComponentFacts = {
+    component: "mooncake-transfer-engine",
+    version: "v0.3.12.post1",
+    flags: {},
+    env: {
+        MC_FORCE_HCA: { source: `${T}:mooncake-transfer-engine/src/transfer_engine_impl.cpp`, note: "installs the RDMA transport even when topology discovery found no HCA, instead of picking TCP" },
+        MC_ENABLE_HCA_PEER_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp`, note: "conflicts with MC_ENABLE_DEST_DEVICE_AFFINITY" },
+        MC_ENABLE_DEST_DEVICE_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
+        MC_GID_INDEX: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
+        MC_LOG_LEVEL: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
+    },
+};
