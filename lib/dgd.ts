@@ -100,6 +100,13 @@ export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | 
  */
 export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
 
+/**
+ * The address an SGLang P/D worker registers with the bootstrap server and advertises to its peer: the pod IP. Without
+ * it SGLang guesses (interface enumeration, then a UDP route probe) and falls back to `0.0.0.0` when both fail
+ * (sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py `get_local_ip_auto`, `get_ip`: `SGLANG_HOST_IP` wins).
+ */
+export const SGLANG_HOST_IP_ENV: EnvVar = { name: "SGLANG_HOST_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+
 /** Every supported engine. */
 export const ENGINES: Record<EngineName, EngineSpec> = {
     vllm: {
@@ -159,7 +166,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         // from SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS (it ignores the VLLM_* NIC variables; issue 9 fault 8).
         transferEnv: (c) => {
             if (!c.disaggregated) return [];
-            const env: EnvVar[] = [{ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }];
+            const env: EnvVar[] = [SGLANG_HOST_IP_ENV, { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }];
             const params = sglangNixlBackendParams(c.fabric);
             if (params) env.push({ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", value: json(params) });
             return env;

@@ -110,6 +110,14 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(f[0].message).toContain("unset with top-level MultiConnector: vLLM advertises localhost");
         expect(f[1].message).toContain("0.0.0.0 is not routable");
     });
+    it("SGLang P/D: the advertised SGLANG_HOST_IP is the pod IP; unset or 0.0.0.0 is refused", () => {
+        const objs = objects(endpoint({ engine: "sglang" }));
+        const p = mainOf(dgdOf(objs), "prefill"), d = mainOf(dgdOf(objs), "decode");
+        expect(p.env.find((e: any) => e.name === "SGLANG_HOST_IP")).toEqual({ name: "SGLANG_HOST_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } });
+        p.env = p.env.filter((e: any) => e.name !== "SGLANG_HOST_IP");
+        d.env = d.env.map((e: any) => (e.name === "SGLANG_HOST_IP" ? { name: e.name, value: "0.0.0.0" } : e));
+        expect(run(objs).map((x) => [x.object.split(" ").at(-1), x.key, x.message.split(" ")[0]])).toEqual([["prefill", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"], ["decode", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"]]);
+    });
     it("issue 9 fault 3: SGLang decode with HiCache but without --disaggregation-decode-enable-radix-cache", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
         const d = mainOf(dgdOf(objs), "decode");

@@ -97,6 +97,21 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         },
     },
     {
+        id: "sglang-host-ip-not-routable",
+        component: "sglang",
+        effect: "silent",
+        description: "An SGLang P/D worker advertises SGLANG_HOST_IP; unset it is guessed and falls back to 0.0.0.0, a loopback or wildcard value is unreachable from the peer",
+        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto",
+        check(c) {
+            const mode = c.flags["--disaggregation-mode"];
+            if (c.entrypoint !== "dynamo.sglang" || (mode !== "prefill" && mode !== "decode")) return undefined;
+            const v = c.env.SGLANG_HOST_IP;
+            if (v === undefined) return { key: "env.SGLANG_HOST_IP", message: "unset: the advertised address is guessed (fallback 0.0.0.0); set it from status.podIP" };
+            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v)) return { key: "env.SGLANG_HOST_IP", message: `${v} is not routable from the peer` };
+            return undefined;
+        },
+    },
+    {
         id: "vllm-nic-map-pair",
         component: "vllm",
         effect: "startup",

@@ -37,6 +37,7 @@ export const sglang: ComponentFacts = {
         "--speculative-num-draft-tokens": { takesValue: true, source: SA },
     },
     env: {
+        SGLANG_HOST_IP: { source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto", note: "the address a P/D worker advertises; unset = guessed, falling back to 0.0.0.0" },
         SGLANG_DISAGGREGATION_NIXL_BACKEND: { default: "UCX", source: `${ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND` },
         SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS: { default: "{}", source: `${ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS`, note: "JSON object of string values, passed to the NIXL backend (UCX: device_list); sglang/srt/disaggregation/nixl/conn.py" },
     },
