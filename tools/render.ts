@@ -4,7 +4,8 @@
  * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
  * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json). Exits non-zero on a config
- * error or a mandatory policy violation; a stack that fails config validation gets no output directory.
+ * error, a mandatory policy violation or an upstream-check finding (tools/upstream-check.ts, run on every stack that
+ * produced output); a stack that fails config validation gets no output directory.
  */
 import * as fs from "fs";
 import * as path from "path";
