@@ -94,10 +94,16 @@ export const versions = {
     authService: { image: `${REGISTRY}/platform-auth`, version: "0.1.0", dockerfile: "services/auth/Dockerfile" },
     /**
      * NVIDIA Dynamo platform Helm chart (operator; Grove, KAI, NATS, etcd optional subcharts), NGC repo
-     * `https://helm.ngc.nvidia.com/nvidia/ai-dynamo` (install-dynamo.md). 1.5.0 is the release whose
-     * `deploy/helm/charts/platform/Chart.yaml` and CRDs ../shared/schemas/dynamo were copied from
-     * (ai-dynamo/dynamo@2a6da14c); DGD `nvidia.com/v1beta1` is its storage version. NATS and etcd stay off: the
-     * default request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml, reference/dynamo.md §5).
+     * `https://helm.ngc.nvidia.com/nvidia/ai-dynamo` (install-dynamo.md). 1.5.0 is a GA release: "Dynamo v1.5.0 GA
+     * release, Released Sep 18, 2026 · UCX 1.21.x" with SGLang 0.5.18 (NIXL 1.4.0), TensorRT-LLM 1.3.0rc25 (NIXL 1.3.1),
+     * vLLM 0.28.0 (NIXL 1.3.2) (docs.nvidia.com/dynamo/v1.5.0/reference/compatibility; the docs index lists v1.5.0 and
+     * the v1.5.1 patch). Its release note: "CRD storage version promoted to v1beta1 and the v1alpha1 admission webhook
+     * endpoints removed; ... dropping the bundled snapshot chart, snapshot-agent image and DynamoCheckpoint CRD".
+     * The CRDs in ../shared/schemas/dynamo are from `main` at ai-dynamo/dynamo@2a6da14c (2026-08-21), before the 1.5.0
+     * branch cut; the DGD/DCD/DGDR/DGDSA v1beta1 storage schemas we render against are the ones 1.5.0 ships, and the
+     * DynamoCheckpoint CRD there is not part of 1.5.0 (nothing here renders one). NATS and etcd stay off: the default
+     * request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml, reference/dynamo.md §5).
+     * Engine facts are recorded for these engine pins in upstream/ (vllm.ts, sglang.ts, trtllm.ts).
      */
     dynamoPlatform: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", chart: "dynamo-platform", version: "1.5.0" },
     /**
@@ -105,11 +111,15 @@ export const versions = {
      * (nvcr.io/nvidia/ai-dynamo, docs.nvidia.com/dynamo release-artifacts). Tags are plain semver: the DGD webhook
      * rejects a main image without a parseable version unless runtimeVersionOverride is set (reference/dynamo.md §1.2).
      * The frontend runs from the engine's runtime image (`python3 -m dynamo.frontend`), as upstream examples do.
+     * `efaVersion`: the AWS EFA variant (EFA installer with libfabric/`fi_info`, aws-ofi-nccl; built by
+     * container/templates/aws.Dockerfile, ai-dynamo/dynamo efa-on-aws.mdx Step 3). Since v1.3.0 the suffix is `-efa`
+     * ("EFA variants retagged from -efa-amd64 to -efa", ai-dynamo/dynamo docs/fern/components/releases.data.ts; v1.3.1
+     * moved "all three EFA images" to EFA installer 1.49.0). Workers on EFA pools run it (lib/dgd.ts `efaRuntimeImage`).
      */
     dynamoRuntime: {
-        vllm: { image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", version: "1.5.0" },
-        sglang: { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", version: "1.5.0" },
-        trtllm: { image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", version: "1.5.0" },
+        vllm: { image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
+        sglang: { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
+        trtllm: { image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
     },
     /**
      * Dedicated Planner image: from Dynamo 1.1.0 backend images no longer ship the planner's dependencies

@@ -1,7 +1,8 @@
 import type { Endpoint, WorkerGroup } from "../config/endpoint";
+import { versions } from "../config/versions";
 import {
-    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeClientConfig, mooncakeEnv,
-    rdmaResources, wrappedCommand,
+    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeEnv, mooncakeTransferEngineEnv, NicSelection, rdmaResources,
+    sglangMooncakeExtraConfig, sglangNixlBackendParams, vllmMooncakeStoreConfig, wrappedCommand,
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
 import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
@@ -36,8 +37,8 @@ export interface RoleContext {
     /** KV-aware routing: workers publish KV events (ZMQ) to the router. */
     kvEvents: boolean;
     fabric: KvFabric;
-    /** Mooncake client config when the endpoint has a shared host-RAM pool. */
-    mooncake?: Record<string, string>;
+    /** Mooncake client config (SGLang extra-config shape) when the endpoint has a shared host-RAM pool. */
+    mooncake?: Record<string, string | number>;
 }
 
 /** What differs per engine, and nothing else. */
@@ -53,8 +54,10 @@ export interface EngineSpec {
     sharedMemory: string;
     /** Engine flags of one worker role. */
     args(c: RoleContext): string[];
-    /** Environment selecting NIXL's backend where the engine takes it from the environment. */
+    /** Environment selecting NIXL's backend (and its devices) where the engine takes it from the environment. */
     transferEnv(c: RoleContext): EnvVar[];
+    /** How the engine's ranks pick their rail HCA (lib/nixl.ts {@link NicSelection}). */
+    nicSelection: NicSelection;
 }
 
 /** NIXL backend for the fabric: UCX on InfiniBand, LIBFABRIC on EFA (UCX on EFA emulates in software: nixl#909, ucx#10950). */
@@ -72,15 +75,37 @@ export const VLLM_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: 
 /** ZMQ KV-event publisher of SGLang workers (examples/backends/sglang/deploy/agg_router.yaml). */
 export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:5557" };
 
-/** vLLM `--kv-transfer-config`: NIXL for P/D, Mooncake store connector for the shared pool, both via MultiConnector. */
+/**
+ * vLLM `--kv-transfer-config`: NIXL for P/D, Mooncake store connector for the shared pool, both via MultiConnector.
+ * P/D sets `kv_load_failure_policy: "fail"`: vLLM's default `recompute` silently re-runs the prefill on the decode
+ * worker when a NIXL read fails (vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py `KVTransferConfig`,
+ * Literal["recompute", "fail"]; issue 10 class 2). The same object is built for prefill and decode (by construction
+ * they agree on connector, backends and buffer device, lib/pd-compat.ts).
+ */
 export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
     const nixl = { kv_connector: "NixlConnector", kv_role: "kv_both", kv_buffer_device: "cuda", kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] } };
     const store = { kv_connector: "MooncakeStoreConnector", kv_role: "kv_both" };
-    if (c.disaggregated && c.mooncake) return { kv_connector: "MultiConnector", kv_role: "kv_both", kv_connector_extra_config: { connectors: [nixl, store] } };
-    if (c.disaggregated) return nixl;
+    if (c.disaggregated && c.mooncake) return { kv_connector: "MultiConnector", kv_role: "kv_both", kv_load_failure_policy: "fail", kv_connector_extra_config: { connectors: [nixl, store] } };
+    if (c.disaggregated) return { ...nixl, kv_load_failure_policy: "fail" };
     if (c.mooncake) return store;
     return undefined;
 }
+
+/**
+ * The NIXL side channel a vLLM prefill worker advertises to decode: the pod IP from the downward API. vLLM's default
+ * is `localhost` (vllm-project/vllm@v0.28.0:vllm/envs.py `VLLM_NIXL_SIDE_CHANNEL_HOST`), and the Dynamo vLLM worker
+ * only sets it (from its resolved hostname, falling back to 127.0.0.1) when the top-level connector is
+ * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py;
+ * issue 9 fault 2). Always rendered for P/D, so the address never depends on the connector shape.
+ */
+export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+
+/**
+ * The address an SGLang P/D worker registers with the bootstrap server and advertises to its peer: the pod IP. Without
+ * it SGLang guesses (interface enumeration, then a UDP route probe) and falls back to `0.0.0.0` when both fail
+ * (sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py `get_local_ip_auto`, `get_ip`: `SGLANG_HOST_IP` wins).
+ */
+export const SGLANG_HOST_IP_ENV: EnvVar = { name: "SGLANG_HOST_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
 
 /** Every supported engine. */
 export const ENGINES: Record<EngineName, EngineSpec> = {
@@ -104,7 +129,8 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             }
             return a;
         },
-        transferEnv: () => [],
+        transferEnv: (c) => (c.disaggregated ? [VLLM_SIDE_CHANNEL_HOST_ENV] : []),
+        nicSelection: "vllm-pcie-map",
     },
     sglang: {
         framework: "sglang",
@@ -112,14 +138,18 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         sharedMemory: "32Gi",
         args(c) {
             const e = c.endpoint;
-            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp", String(c.group.gpusPerWorker),
+            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp-size", String(c.group.gpusPerWorker),
                 "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0"];
             if (c.disaggregated) {
                 a.push("--disaggregation-mode", c.role, "--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345");
             }
             if (c.kvEvents) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
             if (c.mooncake) {
-                // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md).
+                // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md). A P/D decode worker gets
+                // the radix cache forced off by SGLang's P/D hook, and HiCache without the radix cache is refused at
+                // start-up unless `--disaggregation-decode-enable-radix-cache` keeps it on
+                // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3).
+                if (c.disaggregated && c.role === "decode") a.push("--disaggregation-decode-enable-radix-cache");
                 a.push("--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through",
                     "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(c.mooncake));
             }
@@ -132,8 +162,16 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             }
             return a;
         },
-        // SGLang picks NIXL's backend from the environment (default UCX; Dynamo efa-on-aws guide).
-        transferEnv: (c) => (c.disaggregated ? [{ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }] : []),
+        // SGLang picks NIXL's backend from the environment (default UCX; Dynamo efa-on-aws guide) and its UCX devices
+        // from SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS (it ignores the VLLM_* NIC variables; issue 9 fault 8).
+        transferEnv: (c) => {
+            if (!c.disaggregated) return [];
+            const env: EnvVar[] = [SGLANG_HOST_IP_ENV, { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }];
+            const params = sglangNixlBackendParams(c.fabric);
+            if (params) env.push({ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", value: json(params) });
+            return env;
+        },
+        nicSelection: "static",
     },
     trtllm: {
         framework: "trtllm",
@@ -161,6 +199,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             return a;
         },
         transferEnv: (c) => (c.disaggregated ? [{ name: "TRTLLM_NIXL_KVCACHE_BACKEND", value: nixlBackend(c.fabric) }] : []),
+        nicSelection: "static",
     },
 };
 
@@ -187,8 +226,14 @@ export interface DgdArgs {
     endpoint: Endpoint;
     namespace: string;
     pool: PoolPlacement;
-    /** `image:tag` of the engine runtime and of the dedicated planner image. */
+    /** `image:tag` of the engine runtime (Frontend; workers on InfiniBand pools) and of the dedicated planner image. */
     runtimeImage: string;
+    /**
+     * `image:tag` of the engine's `-efa` runtime variant, which carries the EFA installer (libfabric, `fi_info`) and
+     * aws-ofi-nccl (upstream/images.ts); workers and their preflight on EFA pools run it. Default: the pinned variant
+     * of {@link versions.dynamoRuntime} ({@link efaRuntimeImage}).
+     */
+    efaRuntimeImage?: string;
     plannerImage: string;
     prometheusEndpoint: string;
     /** Minimum rail port rate in Gb/s the preflight enforces. */
@@ -290,7 +335,9 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         throw new Error(`endpoint ${e.name}: engine trtllm has no Mooncake shared-pool integration in Dynamo (offloading support matrix); use kvPool kind none or engine vllm/sglang`);
     }
     const rdma = needsRdma(e);
-    const mooncakeCfg = e.kvPool.kind === "mooncake" ? mooncakeClientConfig(a.pool.fabric, a.mooncake!.master) : undefined;
+    const mooncakeCfg = e.kvPool.kind === "mooncake" ? sglangMooncakeExtraConfig(a.pool.fabric, a.mooncake!.master) : undefined;
+    // EFA workers need the image with libfabric and aws-ofi-nccl (issue 9 fault 4); the Frontend needs neither.
+    const workerImage = a.pool.fabric.kind === "efa" ? (a.efaRuntimeImage ?? efaRuntimeImage(e.engine)) : a.runtimeImage;
     const kvEvents = e.router.mode === "kv";
     const labels = { [ENDPOINT_LABEL]: e.name, "app.kubernetes.io/part-of": "inference-platform" };
     const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
@@ -346,37 +393,46 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
             : { requests: {}, limits: {} };
         const env: EnvVar[] = [];
-        if (rdma) env.push(...kvTransportEnv(a.pool.fabric));
+        if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection));
         env.push(...eng.transferEnv(ctx));
+        // vLLM's MooncakeStoreConnector reads its client settings from the MOONCAKE_CONFIG_PATH file only
+        // (upstream/vllm.ts vllmMooncakeStoreConfig); the MOONCAKE_* variables would be read by nothing there, so a vLLM
+        // worker gets the file plus the transfer engine's MC_* knobs. SGLang's HiCache backend takes the extra-config
+        // flag and the MOONCAKE_* environment (upstream/mooncake.ts mooncakeClient).
+        const mooncakeFile = !!mooncakeCfg && e.engine === "vllm";
         if (mooncakeCfg) {
-            env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
-            env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
+            if (mooncakeFile) {
+                env.push(...mooncakeTransferEngineEnv(a.pool.fabric));
+                env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
+            } else {
+                env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
+            }
             // Same block hashes in every engine process, so prefixes stored by one worker hit in another
-            // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md).
+            // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md; read by CPython, python/cpython Python/initconfig.c).
             env.push({ name: "PYTHONHASHSEED", value: "0" });
         }
         const argv = ["python3", "-m", eng.module];
         const main: ContainerSpec = stripUndefined({
             name: "main",
-            image: a.runtimeImage,
+            image: workerImage,
             command: rdma ? wrappedCommand(memlock.prelude, argv) : argv,
             args: eng.args(ctx),
             env,
             envFrom,
             resources: { requests: { ...resources, ...hugepages.requests }, limits: { ...resources, ...hugepages.limits } },
             securityContext: rdma ? memlock.securityContext : undefined,
-            volumeMounts: mooncakeCfg ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
+            volumeMounts: mooncakeFile ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
         });
         const volumes: unknown[] = [];
         const spec: Record<string, unknown> = { nodeSelector: { ...a.pool.nodeSelector }, tolerations: a.pool.tolerations.map((x) => ({ ...x })) };
         if (rdma) {
             spec.initContainers = [preflightInitContainer({
-                image: a.runtimeImage, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps,
+                image: workerImage, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps,
                 gpus: group.gpusPerWorker, resources, securityContext: memlock.securityContext,
             })];
             volumes.push(preflightVolume());
         }
-        if (mooncakeCfg) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
+        if (mooncakeFile) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
         if (disaggregated && a.pool.fabric.kind === "efa") {
             // EFA: prefill and decode on the same node make fi_read retry EAGAIN; keep them apart by the
             // operator's component label (Dynamo disagg-communication guide).
@@ -405,9 +461,15 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     };
 }
 
-/** The Mooncake client ConfigMap data of an endpoint (`MOONCAKE_CONFIG_PATH` file). */
+/** The Mooncake client ConfigMap data of an endpoint (`MOONCAKE_CONFIG_PATH` file read by vLLM's MooncakeStoreConnector). */
 export function mooncakeClientConfigMapData(fabric: KvFabric, master: string): Record<string, string> {
-    return { [MOONCAKE_CONFIG_KEY]: json(mooncakeClientConfig(fabric, master)) };
+    return { [MOONCAKE_CONFIG_KEY]: json(vllmMooncakeStoreConfig(fabric, master)) };
+}
+
+/** `image:tag` of an engine's pinned `-efa` runtime variant (config/versions.ts `dynamoRuntime.<engine>.efaVersion`). */
+export function efaRuntimeImage(engine: EngineName): string {
+    const rt = versions.dynamoRuntime[engine];
+    return `${rt.image}:${rt.efaVersion}`;
 }
 
 function stripUndefined<T extends object>(o: T): T {

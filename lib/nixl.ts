@@ -94,61 +94,101 @@ export function kvHcas(fabric: KvFabric): string[] {
 }
 
 /**
- * UCX / NIXL / NCCL environment for a KV-transferring container. The same list for every engine and role.
+ * How an engine narrows the KV NIC to each tensor-parallel rank's PCIe-affine HCA.
+ * - `vllm-pcie-map`: vLLM's `VLLM_GPU_NIC_PCIE_MAPPING` + `VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`
+ *   (vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping). Each rank sets
+ *   `UCX_NET_DEVICES=<its hca>:1` and *prepends* it to any value already there; UCX reads the list as a set
+ *   (order carries no preference, openucx/ucx@v1.21.0:src/ucs/config/parser.c), so a static list of all rails would
+ *   leave every rank free to use every rail. With this mode no static `UCX_NET_DEVICES` is rendered.
+ * - `static`: engines that do not read the vLLM pair (SGLang, TRT-LLM; issue 9 fault 8) get the rail set in
+ *   `UCX_NET_DEVICES`; NIXL >= 1.3 lets UCX >= 1.21 pick the GPU-local HCA from it (`UCX_MAX_HCA_PER_GPU=auto`).
+ */
+export type NicSelection = "vllm-pcie-map" | "static";
+
+/**
+ * UCX / NIXL / NCCL environment for a KV-transferring container. The same generator for every engine; only the
+ * per-rank NIC selection differs ({@link NicSelection}).
  *
  * InfiniBand:
  * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp; dynamo-failures #12463, nixl#1614).
- * - `UCX_NET_DEVICES` = every rail HCA of the pool, port 1, in rail order: never `all` (NIXL_ERR_BACKEND on
+ * - `static`: `UCX_NET_DEVICES` = every rail HCA of the pool, port 1, in rail order: never `all` (NIXL_ERR_BACKEND on
  *   management/DPU NICs, dynamo PR #10852), never a frontend NIC, never a netdev name (tcp).
- * - `VLLM_GPU_NIC_PCIE_MAPPING` = the whole rail table as `<gpu_bdf>=<nic_bdf>` plus
+ * - `vllm-pcie-map`: `VLLM_GPU_NIC_PCIE_MAPPING` = the whole rail table as `<gpu_bdf>=<nic_bdf>` plus
  *   `VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`, set together (one without the other fails EngineCore init;
- *   vllm-project/vllm PR #42083): each rank narrows `UCX_NET_DEVICES` to its own GPU's PCIe-affine NIC
- *   whatever GPU it got. All ranks on one NIC measured ~0.76 GB/s vs 15-25 GB/s (dynamo recipes/deepseek-v4 README).
- *   Engines that do not read the pair (SGLang, TRT-LLM) keep the full rail list, from which UCX >= 1.21
- *   (`UCX_MAX_HCA_PER_GPU=auto`, set by NIXL) picks the GPU-local HCA.
+ *   vllm-project/vllm PR #42083), and **no** static `UCX_NET_DEVICES`: each rank sets it to exactly its own GPU's
+ *   rail HCA. All ranks on one NIC measured ~0.76 GB/s vs 15-25 GB/s (dynamo recipes/deepseek-v4 README).
  * - `UCX_IB_ADDR_TYPE=ib_global`: an explicit global-route addressing choice, as the H200 recipe
  *   (dynamo-failures D.5; `eth` is the RoCE alternative).
- * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide).
- * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289;
- *   older UCX ignores it with a warning).
+ * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide); NIXL
+ *   only sets its own `RNDV_THRESH=inf` when the variable is unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp).
+ * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289).
  * - `NCCL_NET=IB`: NCCL fails instead of dropping to sockets; `NCCL_IB_DISABLE=0`; `NCCL_IB_HCA` = the rail HCAs with
  *   `=` exact matching (`mlx5_1` would prefix-match `mlx5_10`, NVIDIA/nccl src/misc/utils.cc).
  *
- * EFA: `FI_PROVIDER=efa` (libfabric returns only EFA, so a missing device is an error, not the sockets provider),
- * `FI_EFA_USE_DEVICE_RDMA=1`, `NCCL_NET=Libfabric` (aws-ofi-nccl plugin name). NIXL's backend is selected per
- * engine (LIBFABRIC), see lib/dgd.ts.
+ * EFA (ai-dynamo/dynamo@v1.5.0:docs/fern/pages/kubernetes/installation/rdma-setup/efa-on-aws.mdx, "Required EFA
+ * environment variables"): `FI_PROVIDER=efa` (libfabric returns only EFA, so a missing device is an error, not the
+ * sockets provider), `FI_EFA_USE_DEVICE_RDMA=1`, `FI_EFA_ENABLE_SHM_TRANSFER=0` (SHM transfer off; the guide's
+ * `FI_EFA_ENABLE_SHM` is not rendered: libfabric's EFA provider reads no such parameter,
+ * ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c `efa_env_param_get`), `NCCL_NET=Libfabric` (aws-ofi-nccl plugin name; needs the `-efa` image, upstream/images.ts). The EFA libraries
+ * go first on `LD_LIBRARY_PATH` in the entrypoint ({@link EFA_LD_LIBRARY_PATH_PRELUDE}): Kubernetes cannot append to
+ * an image's variable. NIXL's backend is selected per engine (LIBFABRIC), see lib/dgd.ts.
+ *
+ * @param nic how ranks pick their NIC (InfiniBand only; ignored on EFA)
  */
-export function kvTransportEnv(fabric: KvFabric): EnvVar[] {
+export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): EnvVar[] {
     if (fabric.kind === "efa") {
         return [
             { name: "FI_PROVIDER", value: "efa" },
             { name: "FI_EFA_USE_DEVICE_RDMA", value: "1" },
+            { name: "FI_EFA_ENABLE_SHM_TRANSFER", value: "0" },
             { name: "NCCL_NET", value: "Libfabric" },
         ];
     }
-    return [
-        { name: "UCX_TLS", value: IB_UCX_TLS },
-        { name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) },
+    const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
+    if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
+    env.push(
         { name: "UCX_IB_ADDR_TYPE", value: "ib_global" },
         { name: "UCX_RNDV_SCHEME", value: "get_zcopy" },
         { name: "UCX_RNDV_THRESH", value: "0" },
         { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" },
-        { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },
-        { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
+    );
+    if (nic === "vllm-pcie-map") {
+        env.push(
+            { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },
+            { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
+        );
+    }
+    env.push(
         { name: "NCCL_NET", value: "IB" },
         { name: "NCCL_IB_DISABLE", value: "0" },
         { name: "NCCL_IB_HCA", value: ncclIbHca(fabric.rails) },
-    ];
+    );
+    return env;
+}
+
+/**
+ * NIXL UCX backend parameters for SGLang (`SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS`, a JSON object of string values,
+ * sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/nixl/conn.py). `device_list` is the UCX plugin's device
+ * restriction: HCA names split on `, `, NIXL appends `:1` and forces `UCX_NET_DEVICES` with it
+ * (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp, ucx_utils.cpp `modifyAlways("NET_DEVICES")`). SGLang
+ * ignores the `VLLM_*` NIC variables, so this is how its NIXL agent is kept on the rails (issue 9 fault 8).
+ *
+ * @returns `undefined` on EFA (LIBFABRIC takes no device list)
+ */
+export function sglangNixlBackendParams(fabric: KvFabric): Record<string, string> | undefined {
+    if (fabric.kind !== "infiniband") return undefined;
+    return { device_list: kvHcas(fabric).join(",") };
 }
 
 /**
  * How an RDMA container gets an unlimited memlock limit (reference/rdma.md §4.2; Kubernetes has no rlimit field,
- * kubernetes/kubernetes#3595). Always: `ulimit -l unlimited` in the entrypoint and `IPC_LOCK` added.
- * - Pool with `LimitMEMLOCK=infinity` (containerd + kubelet): the hard limit is already unlimited, so the image's
- *   non-root user (Dynamo runtime images run as UID 1000) raises its soft limit itself; no root needed.
- * - Otherwise: root (`runAsUser: 0`) with `IPC_LOCK` (effective only for root, nvidia-container-toolkit#2037) and
- *   `SYS_RESOURCE` (to raise the hard limit), as Dynamo's RDMA recipes do.
- * - EFA: `privileged: true`, since IPC_LOCK alone is insufficient for `fi_mr_reg` of GPU memory (Dynamo EFA guide).
+ * kubernetes/kubernetes#3595): `ulimit -l unlimited` in the entrypoint, as root.
+ * - InfiniBand: always root (`runAsUser: 0`) with `IPC_LOCK` and `SYS_RESOURCE`, as Dynamo's RDMA recipes run them.
+ *   A non-root `ulimit -l unlimited` fails unless the hard limit is already unlimited, and on-prem
+ *   `memlockUnlimited: true` only labels the node (nothing on the node is changed by this program), so the container
+ *   must work whatever the node's containerd limit is; the preflight proves the limit in the pod (issue 9 fault 9).
+ *   `IPC_LOCK` is effective only for root (nvidia-container-toolkit#2037); `SYS_RESOURCE` raises the hard limit.
+ * - EFA: `privileged: true` as root, since IPC_LOCK alone is insufficient for `fi_mr_reg` of GPU memory (Dynamo EFA guide).
  */
 export interface MemlockPath {
     securityContext: SecurityContext;
@@ -161,13 +201,20 @@ export interface MemlockPath {
 /** Shell prelude raising the soft memlock limit. */
 export const MEMLOCK_PRELUDE = "ulimit -l unlimited";
 
-/** The memlock path for a pod of this fabric on a pool whose nodes do (or do not) set LimitMEMLOCK=infinity. */
-export function memlockPath(fabric: KvFabric, nodeMemlockUnlimited: boolean): MemlockPath {
+/**
+ * EFA entrypoint prelude: the Amazon EFA libfabric and aws-ofi-nccl libraries first on `LD_LIBRARY_PATH`, ahead of
+ * whatever the image sets (ai-dynamo/dynamo@v1.5.0:docs/fern/pages/kubernetes/installation/rdma-setup/efa-on-aws.mdx).
+ * Done in the shell because a Kubernetes `env` entry cannot reference the image's own value.
+ */
+export const EFA_LD_LIBRARY_PATH_PRELUDE = 'export LD_LIBRARY_PATH="/opt/amazon/efa/lib:/opt/amazon/efa/lib64:/opt/aws-ofi-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"';
+
+/**
+ * The memlock path for a pod of this fabric. The same for every pool: `nodeMemlockUnlimited` no longer relaxes it
+ * (see {@link MemlockPath}); it is kept so callers need not change and is recorded only for the preflight.
+ */
+export function memlockPath(fabric: KvFabric, _nodeMemlockUnlimited: boolean): MemlockPath {
     if (fabric.kind === "efa") {
-        return { securityContext: { runAsUser: 0, runAsGroup: 0, privileged: true }, requireIpcLock: true, prelude: MEMLOCK_PRELUDE };
-    }
-    if (nodeMemlockUnlimited) {
-        return { securityContext: { capabilities: { add: ["IPC_LOCK"] } }, requireIpcLock: false, prelude: MEMLOCK_PRELUDE };
+        return { securityContext: { runAsUser: 0, runAsGroup: 0, privileged: true }, requireIpcLock: true, prelude: `${MEMLOCK_PRELUDE} && ${EFA_LD_LIBRARY_PATH_PRELUDE}` };
     }
     return {
         securityContext: { runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } },
@@ -216,8 +263,7 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
         { name: "MOONCAKE_TE_META_DATA_SERVER", value: "P2PHANDSHAKE" },
         { name: "MOONCAKE_PROTOCOL", value: "rdma" },
         { name: "MOONCAKE_DEVICE", value: kvHcas(fabric).join(",") },
-        { name: "MC_FORCE_HCA", value: "1" },
-        { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" },
+        ...mooncakeTransferEngineEnv(fabric),
         { name: "MOONCAKE_LOCAL_HOSTNAME", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
     ];
     if (role.kind === "store") {
@@ -233,18 +279,52 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
 }
 
 /**
- * Mooncake client settings as the JSON config object of vLLM's `MooncakeStoreConnector` (`MOONCAKE_CONFIG_PATH`)
- * and SGLang's `--hicache-storage-backend-extra-config` use (keys `master_server_address`, `metadata_server`,
- * `protocol`, `device_name`, `global_segment_size`; kvcache-ai/Mooncake vllm-mooncakestoreconnector.md,
- * Dynamo HiCache guide).
+ * The Mooncake transfer engine's own knobs, read by the C++ library in whatever process loads it (store service, vLLM
+ * or SGLang worker): `MC_FORCE_HCA=1` (no usable HCA is an error) and `MC_ENABLE_DEST_DEVICE_AFFINITY=1` (same rail at
+ * both ends) (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp). `MC_ENABLE_HCA_PEER_AFFINITY`
+ * is never set with it: together both are turned off (upstream/refused.ts `mooncake-affinity-conflict`).
+ *
+ * @throws Error on EFA (see {@link mooncakeEnv})
  */
-export function mooncakeClientConfig(fabric: KvFabric, master: string): Record<string, string> {
+export function mooncakeTransferEngineEnv(fabric: KvFabric): EnvVar[] {
+    if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
+    return [{ name: "MC_FORCE_HCA", value: "1" }, { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" }];
+}
+
+/**
+ * Mooncake client settings shared by both engines' readers: `master_server_address`, `metadata_server`, `protocol`,
+ * `device_name`, `global_segment_size` (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md, Dynamo HiCache guide).
+ * Engines are pure clients of the separate store pods, so `global_segment_size` is 0 (SGLang otherwise defaults it to
+ * 4gb, sgl-project/sglang@v0.5.18:python/sglang/srt/environ.py `MOONCAKE_GLOBAL_SEGMENT_SIZE`).
+ */
+function mooncakeClientBase(fabric: KvFabric, master: string): Record<string, string | number> {
     if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
     return {
         master_server_address: master,
         metadata_server: "P2PHANDSHAKE",
         protocol: "rdma",
         device_name: kvHcas(fabric).join(","),
-        global_segment_size: "0",
+        global_segment_size: 0,
     };
 }
+
+/**
+ * vLLM `MooncakeStoreConnector` config file (`MOONCAKE_CONFIG_PATH`). `mode: "standalone-store"` because the pool is
+ * the separate store pods: `MooncakeStoreConfig` defaults `mode` to `embedded`, and embedded mode refuses
+ * `global_segment_size == 0` at start-up ("embedded mode requires global_segment_size > 0"), while standalone-store
+ * requires exactly 0 (vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py
+ * `MooncakeStoreConfig.__post_init__`; issue 9 fault 1).
+ */
+export function vllmMooncakeStoreConfig(fabric: KvFabric, master: string): Record<string, string | number> {
+    return { ...mooncakeClientBase(fabric, master), mode: "standalone-store" };
+}
+
+/**
+ * SGLang `--hicache-storage-backend-extra-config` for the Mooncake backend. SGLang's reader has no `mode` key (its
+ * store shape comes from `MOONCAKE_STANDALONE_STORAGE`), so none is written
+ * (sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py).
+ */
+export function sglangMooncakeExtraConfig(fabric: KvFabric, master: string): Record<string, string | number> {
+    return mooncakeClientBase(fabric, master);
+}
+

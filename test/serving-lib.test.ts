@@ -8,28 +8,37 @@ import { ServingConfigSchema } from "../config/serving";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { buildDgd, ENGINES, plannerConfig } from "../lib/dgd";
 import { buildMooncake, mooncakeMasterAddress } from "../lib/mooncake";
-import { EFA_RESOURCE, kvFabricOf, kvTransportEnv, memlockPath, mooncakeEnv, rdmaResources, wrappedCommand } from "../lib/nixl";
+import { EFA_RESOURCE, kvFabricOf, kvTransportEnv, memlockPath, mooncakeEnv, rdmaResources, sglangNixlBackendParams, wrappedCommand } from "../lib/nixl";
 import { frontendService, placeEndpoints, unpublishedRdmaResources } from "../lib/serving";
 import { DGX, endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
 
 const CISCO = NodeProfileSchema.parse(presetProfiles().get("cisco-ucsc-885a-m8-h22"));
-const envMap = (env: Array<{ name: string; value?: string }>) => Object.fromEntries(env.map((e) => [e.name, e.value]));
+const envMap = (env: Array<{ name: string; value?: string; valueFrom?: any }>) => Object.fromEntries(env.map((e) => [e.name, e.value ?? (e.valueFrom?.fieldRef ? `fieldRef:${e.valueFrom.fieldRef.fieldPath}` : undefined)]));
 
 describe("lib/nixl.ts: transport env from the rail table", () => {
-    it("DGX H200: UCX/NCCL pinned to the rail HCAs in rail order (GPU1 is mlx5_3), per-rank map over the whole table", () => {
-        expect(envMap(kvTransportEnv(kvFabricOf(DGX)))).toEqual({
+    it("DGX H200: UCX/NCCL pinned to the rail HCAs in rail order (GPU1 is mlx5_3); static set for SGLang/TRT-LLM", () => {
+        expect(envMap(kvTransportEnv(kvFabricOf(DGX), "static"))).toEqual({
             UCX_TLS: "rc_x,rc,cuda_copy,cuda_ipc",
             UCX_NET_DEVICES: "mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
             UCX_IB_ADDR_TYPE: "ib_global",
             UCX_RNDV_SCHEME: "get_zcopy",
             UCX_RNDV_THRESH: "0",
             UCX_PROTO_EMULATION_ENABLE: "n",
-            VLLM_GPU_NIC_PCIE_MAPPING: "0000:1b:00.0=0000:18:00.0,0000:43:00.0=0000:40:00.0,0000:52:00.0=0000:4f:00.0,0000:61:00.0=0000:5e:00.0,0000:9d:00.0=0000:9a:00.0,0000:c3:00.0=0000:c0:00.0,0000:d1:00.0=0000:ce:00.0,0000:df:00.0=0000:dc:00.0",
-            VLLM_NIC_SELECTION_VARS: "UCX_NET_DEVICES:1",
             NCCL_NET: "IB",
             NCCL_IB_DISABLE: "0",
             NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
         });
+    });
+    it("vLLM per-rank map: the whole rail table and no static UCX_NET_DEVICES (issue 9 fault 8)", () => {
+        // vLLM prepends each rank's HCA to an existing UCX_NET_DEVICES and UCX reads the list as a set, so a static
+        // list of all rails would keep every rank on every rail (vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py).
+        const env = envMap(kvTransportEnv(kvFabricOf(DGX), "vllm-pcie-map"));
+        expect(env.UCX_NET_DEVICES).toBeUndefined();
+        expect(env.VLLM_GPU_NIC_PCIE_MAPPING).toBe("0000:1b:00.0=0000:18:00.0,0000:43:00.0=0000:40:00.0,0000:52:00.0=0000:4f:00.0,0000:61:00.0=0000:5e:00.0,0000:9d:00.0=0000:9a:00.0,0000:c3:00.0=0000:c0:00.0,0000:d1:00.0=0000:ce:00.0,0000:df:00.0=0000:dc:00.0");
+        expect(env.VLLM_NIC_SELECTION_VARS).toBe("UCX_NET_DEVICES:1");
+        // SGLang ignores the VLLM_* pair: its NIXL UCX backend gets the rails as device_list (ai-dynamo/nixl@v1.4.0
+        // src/plugins/ucx/ucx_backend.cpp appends :1 itself).
+        expect(sglangNixlBackendParams(kvFabricOf(DGX))).toEqual({ device_list: "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11" });
     });
     it("Cisco C885A: netdevs out of rail order do not change the HCA order; frontend NIC never listed", () => {
         const env = envMap(kvTransportEnv(kvFabricOf(CISCO)));
@@ -40,16 +49,22 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
         expect(rdmaResources(kvFabricOf(DGX), 2)).toEqual(Object.fromEntries([0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`rdma/rail_${i}`, "1"])));
         const efa = { kind: "efa" as const, profile: "p5en", devicesPerGpu: 2, devicesPerNode: 16, gpusPerNode: 8 };
         expect(rdmaResources(efa, 4)).toEqual({ [EFA_RESOURCE]: "8" });
-        expect(envMap(kvTransportEnv(efa))).toEqual({ FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", NCCL_NET: "Libfabric" });
+        // Dynamo efa-on-aws.mdx "Required EFA environment variables" (SHM transfer off); FI_EFA_ENABLE_SHM is read by nothing
+        // in libfabric's EFA provider (ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c) and is not rendered.
+        expect(envMap(kvTransportEnv(efa))).toEqual({ FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", FI_EFA_ENABLE_SHM_TRANSFER: "0", NCCL_NET: "Libfabric" });
+        expect(memlockPath(efa, true).prelude).toBe('ulimit -l unlimited && export LD_LIBRARY_PATH="/opt/amazon/efa/lib:/opt/amazon/efa/lib64:/opt/aws-ofi-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"');
     });
     it("rejects a profile whose rail HCA is a frontend NIC, and a profile without rails or EFA", () => {
         expect(() => kvFabricOf(DGX, ["mlx5_3"])).toThrow("node profile dgx-h200: rail HCA(s) mlx5_3 are also frontend NICs; KV traffic must never ride the frontend");
         expect(() => kvFabricOf({ ...DGX, rails: [] })).toThrow("node profile dgx-h200 has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer");
     });
-    it("memlock paths: non-root on LimitMEMLOCK=infinity pools, root + IPC_LOCK + SYS_RESOURCE otherwise", () => {
+    it("memlock path: root + IPC_LOCK + SYS_RESOURCE whatever the node label says (issue 9 fault 9)", () => {
+        // A non-root `ulimit -l unlimited` fails unless the hard limit is already unlimited; memlockUnlimited only labels
+        // on-prem nodes, so the container must not depend on it (Dynamo RDMA recipes run as root with both capabilities).
         const f = kvFabricOf(DGX);
-        expect(memlockPath(f, true)).toEqual({ securityContext: { capabilities: { add: ["IPC_LOCK"] } }, requireIpcLock: false, prelude: "ulimit -l unlimited" });
-        expect(memlockPath(f, false).securityContext).toEqual({ runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } });
+        for (const unlimited of [true, false]) {
+            expect(memlockPath(f, unlimited)).toEqual({ securityContext: { runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } }, requireIpcLock: true, prelude: "ulimit -l unlimited" });
+        }
         expect(wrappedCommand("ulimit -l unlimited", ["python3", "-m", "dynamo.vllm"])).toEqual(["sh", "-c", "ulimit -l unlimited && exec \"$@\"", "--", "python3", "-m", "dynamo.vllm"]);
     });
     it("Mooncake: explicit rdma, rail devices, MC_FORCE_HCA; EFA refused (kvcache-ai/Mooncake#2070)", () => {
@@ -75,8 +90,12 @@ function withoutEnv(dgd: any): { body: any; env: Record<string, Record<string, s
 }
 
 describe("lib/dgd.ts: engine is one field", () => {
-    for (const [to, transferVar] of [["sglang", "SGLANG_DISAGGREGATION_NIXL_BACKEND"], ["trtllm", "TRTLLM_NIXL_KVCACHE_BACKEND"]] as const) {
-        it(`vllm -> ${to} changes only image, command module, args, the transfer-backend variable, /dev/shm and the planner's backend`, () => {
+    // Besides the NIXL backend selector, the NIC selection differs by engine: vLLM narrows per rank (VLLM_* pair, side
+    // channel from the pod IP), the others get the static rail set (SGLang also as NIXL device_list).
+    const nicVars = ["UCX_NET_DEVICES", "VLLM_GPU_NIC_PCIE_MAPPING", "VLLM_NIC_SELECTION_VARS", "VLLM_NIXL_SIDE_CHANNEL_HOST"];
+    for (const [to, transferVars] of [["sglang", [...nicVars, "SGLANG_HOST_IP", "SGLANG_DISAGGREGATION_NIXL_BACKEND", "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS"]], ["trtllm", [...nicVars, "TRTLLM_NIXL_KVCACHE_BACKEND"]]] as const) {
+        const transferVar = transferVars.at(-1)!.endsWith("PARAMS") ? "SGLANG_DISAGGREGATION_NIXL_BACKEND" : transferVars.at(-1)!;
+        it(`vllm -> ${to} changes only image, command module, args, the transfer/NIC variables, /dev/shm and the planner's backend`, () => {
             const base = { kvPool: { kind: "none" } };
             const a = withoutEnv(endpointObjects(endpoint({ ...base, engine: "vllm" })).dgd);
             const b = withoutEnv(endpointObjects(endpoint({ ...base, engine: to })).dgd);
@@ -99,7 +118,7 @@ describe("lib/dgd.ts: engine is one field", () => {
             // Environment: identical except the engine's NIXL backend selector.
             for (const k of Object.keys(a.env)) {
                 const changed = [...new Set([...Object.keys(a.env[k]), ...Object.keys(b.env[k])])].filter((n) => a.env[k][n] !== b.env[k][n]);
-                expect(changed).toEqual(k.startsWith("prefill/") || k.startsWith("decode/") ? [transferVar] : []);
+                expect(changed.sort()).toEqual(k.startsWith("prefill/") || k.startsWith("decode/") ? [...transferVars].sort() : []);
             }
             expect(b.env["decode/main"][transferVar]).toBe("UCX");
             expect([...new Set(diff(a.body, b.body).filter((p) => p.endsWith("sharedMemorySize")).map((p) => (b.body as any).spec.components[Number(/components\[(\d+)\]/.exec(p)![1])].sharedMemorySize))]).toEqual([ENGINES[to].sharedMemory]);
@@ -117,7 +136,7 @@ describe("lib/dgd.ts: engine is one field", () => {
         expect(d.args).toEqual([
             "--model", "meta-llama/Llama-3.3-70B-Instruct", "--served-model-name", "meta-llama/Llama-3.3-70B-Instruct", "--tensor-parallel-size", "4",
             "--disaggregation-mode", "decode",
-            "--kv-transfer-config", "{\"kv_connector\":\"MultiConnector\",\"kv_role\":\"kv_both\",\"kv_connector_extra_config\":{\"connectors\":[{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_buffer_device\":\"cuda\",\"kv_connector_extra_config\":{\"backends\":[\"UCX\"]}},{\"kv_connector\":\"MooncakeStoreConnector\",\"kv_role\":\"kv_both\"}]}}",
+            "--kv-transfer-config", "{\"kv_connector\":\"MultiConnector\",\"kv_role\":\"kv_both\",\"kv_load_failure_policy\":\"fail\",\"kv_connector_extra_config\":{\"connectors\":[{\"kv_connector\":\"NixlConnector\",\"kv_role\":\"kv_both\",\"kv_buffer_device\":\"cuda\",\"kv_connector_extra_config\":{\"backends\":[\"UCX\"]}},{\"kv_connector\":\"MooncakeStoreConnector\",\"kv_role\":\"kv_both\"}]}}",
             "--kv-events-config", "{\"publisher\":\"zmq\",\"topic\":\"kv-events\",\"endpoint\":\"tcp://*:20080\",\"enable_kv_cache_events\":true}",
         ]);
         expect(d.resources.limits["nvidia.com/gpu"]).toBe("4");
@@ -148,8 +167,12 @@ describe("lib/dgd.ts: engine is one field", () => {
         const a = mainOf(dgd, "decode").args;
         expect(a.slice(a.indexOf("--enable-hierarchical-cache"), a.indexOf("--enable-hierarchical-cache") + 9)).toEqual([
             "--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through", "--hicache-storage-backend", "mooncake",
-            "--hicache-storage-backend-extra-config", "{\"master_server_address\":\"llama-70b-mooncake-master.inference.svc.cluster.local:50051\",\"metadata_server\":\"P2PHANDSHAKE\",\"protocol\":\"rdma\",\"device_name\":\"mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11\",\"global_segment_size\":\"0\"}",
+            "--hicache-storage-backend-extra-config", "{\"master_server_address\":\"llama-70b-mooncake-master.inference.svc.cluster.local:50051\",\"metadata_server\":\"P2PHANDSHAKE\",\"protocol\":\"rdma\",\"device_name\":\"mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11\",\"global_segment_size\":0}",
         ]);
+        // P/D decode: SGLang forces the radix cache off and refuses HiCache without it unless this flag keeps it on
+        // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3). Prefill does not need it.
+        expect(a).toContain("--disaggregation-decode-enable-radix-cache");
+        expect(mainOf(dgd, "prefill").args).not.toContain("--disaggregation-decode-enable-radix-cache");
         expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5"]);
     });
     it("aggregated without a KV pool moves no KV between pods: no RDMA resources, env or preflight", () => {

@@ -4,7 +4,8 @@
  * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
  * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json). Exits non-zero on a config
- * error or a mandatory policy violation; a stack that fails config validation gets no output directory.
+ * error, a mandatory policy violation or an upstream-check finding (tools/upstream-check.ts, run on every stack that
+ * produced output); a stack that fails config validation gets no output directory.
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -15,6 +16,7 @@ import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
+import { checkOutDir, formatFindings } from "./upstream-check";
 
 export interface RenderOptions {
     outDir: string;
@@ -194,7 +196,12 @@ async function main() {
     const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview });
     const failed = results.filter((r) => !r.ok);
     process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
-    process.exit(failed.length ? 1 : 0);
+    // What each pinned upstream actually reads (tools/upstream-check.ts): flags, env, Helm values keys, refused
+    // combinations, image variants. Run on every stack that produced output.
+    const written = results.filter((r) => r.result).map((r) => r.stack);
+    const check = checkOutDir(cli.outDir, undefined, written);
+    process.stdout.write(`\n${formatFindings(check)}\n`);
+    process.exit(failed.length || check.findings.length ? 1 : 0);
 }
 
 if (require.main === module) {

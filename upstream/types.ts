@@ -80,3 +80,40 @@ export interface ImageFacts extends Fact {
      */
     readonly provides: readonly string[];
 }
+
+/**
+ * What an orchestrator injects into a container on its own, depending on the backend and connector it sees, so the
+ * rendered env alone does not tell what the process gets (e.g. Dynamo's vLLM worker setting
+ * `VLLM_NIXL_SIDE_CHANNEL_HOST` only for a top-level `NixlConnector`/`PdConnector`).
+ */
+export interface InjectionFact extends Fact {
+    /** Component doing the injection, e.g. `dynamo-vllm`. */
+    readonly by: string;
+    /** Environment variables it sets. */
+    readonly env: readonly string[];
+    /** The condition, in words. */
+    readonly when: string;
+    /** Machine-readable condition: the vLLM top-level `kv_connector` values for which the injection happens. */
+    readonly kvConnectors?: readonly string[];
+}
+
+/** A process entry point: how a container's argv is recognised and which components' flags it accepts. */
+export interface EntrypointFacts extends Fact {
+    /** Stable id, e.g. `dynamo.vllm`. */
+    readonly id: string;
+    /** argv prefix after any `sh -c '<prelude> && exec "$@"' --` wrapper, e.g. `["python3", "-m", "dynamo.vllm"]`. */
+    readonly argv: readonly string[];
+    /** Components whose flags (and env) this process reads. */
+    readonly components: readonly string[];
+    /** Flag syntax: `double-dash` (argparse `--x v`/`--x=v`) or `gflags` (`--x v`/`--x=v`, single names). */
+    readonly flagStyle?: "double-dash" | "gflags";
+}
+
+/** A configuration that needs something the image must provide (see {@link ImageFacts.provides}). */
+export interface ImageRequirementFact extends Fact {
+    readonly id: string;
+    /** Env var and value (exact, case-sensitive) that name the need, or a flag and value. */
+    readonly when: { readonly env?: readonly [string, string]; readonly flag?: readonly [string, string]; readonly kvConnector?: string; readonly nixlBackend?: string };
+    /** Items the image must list in `provides`. */
+    readonly needs: readonly string[];
+}

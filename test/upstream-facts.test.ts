@@ -1,0 +1,50 @@
+/**
+ * upstream/: the facts are internally consistent and match the pins of config/versions.ts, so the checker never
+ * silently skips a pinned image. Dynamo 1.5.0 is a GA release (2026-09-18; SGLang 0.5.18, TRT-LLM 1.3.0rc25, vLLM 0.28.0;
+ * docs.nvidia.com/dynamo/v1.5.0/reference/compatibility); its EFA images are tagged `-efa` since v1.3.0
+ * (ai-dynamo/dynamo docs/fern/components/releases.data.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { versions } from "../config/versions";
+import { components, entrypoints, imageRequirements, images, refusedCombinations } from "../upstream";
+import * as facts from "../upstream";
+
+const SOURCE = /^[\w.-]+\/[\w.-]+@[^:\s]+:[^\s]+$/;
+
+describe("upstream facts", () => {
+    it("every pinned Dynamo and Mooncake image (plain and -efa) has image facts", () => {
+        const pinned = [
+            ...Object.values(versions.dynamoRuntime).flatMap((r) => [`${r.image}:${r.version}`, `${r.image}:${r.efaVersion}`]),
+            `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
+            `${versions.mooncake.image}:${versions.mooncake.version}`,
+        ];
+        const known = new Set(images.map((i) => `${i.repository}:${i.tag}`));
+        expect(pinned.filter((p) => !known.has(p))).toEqual([]);
+    });
+    it("Dynamo pins are the 1.5.0 release; engine facts are read at that release's engine pins", () => {
+        expect([versions.dynamoPlatform.version, versions.dynamoPlanner.version, ...Object.values(versions.dynamoRuntime).map((r) => r.version)]).toEqual(["1.5.0", "1.5.0", "1.5.0", "1.5.0", "1.5.0"]);
+        expect(Object.values(versions.dynamoRuntime).map((r) => r.efaVersion)).toEqual(["1.5.0-efa", "1.5.0-efa", "1.5.0-efa"]);
+        expect([components.vllm.version, components.sglang.version, components.trtllm.version]).toEqual(["v0.28.0", "v0.5.18", "1.3.0rc25"]);
+    });
+    it("only the -efa variants provide what NCCL_NET=Libfabric and FI_PROVIDER=efa need", () => {
+        const need = new Set(imageRequirements.filter((r) => r.id === "nccl-net-libfabric" || r.id === "fi-provider-efa").flatMap((r) => r.needs));
+        for (const i of images.filter((x) => x.repository.includes("ai-dynamo") && !x.repository.endsWith("dynamo-planner"))) {
+            expect([...need].every((n) => i.provides.includes(n)), `${i.repository}:${i.tag}`).toBe(i.tag.endsWith("-efa"));
+        }
+    });
+    it("every image and entry point names components that have facts; every fact cites owner/repo@tag:path", () => {
+        for (const i of images) for (const c of i.components) expect(components[c], `${i.repository}:${i.tag} -> ${c}`).toBeDefined();
+        for (const e of entrypoints) for (const c of e.components) expect(components[c], `${e.id} -> ${c}`).toBeDefined();
+        const sources: string[] = [
+            ...Object.values(components).flatMap((c) => [...Object.values(c.flags), ...Object.values(c.env)].map((f) => f.source)),
+            ...images.map((i) => i.source), ...entrypoints.map((e) => e.source), ...imageRequirements.map((r) => r.source),
+            ...refusedCombinations.map((r) => r.source), ...facts.dynamoInjections.map((d) => d.source),
+        ];
+        expect(sources.filter((s) => !SOURCE.test(s))).toEqual([]);
+    });
+    it("Dynamo sets VLLM_NIXL_SIDE_CHANNEL_HOST only for a top-level NixlConnector/PdConnector, not MultiConnector", () => {
+        const inj = facts.dynamoInjections.find((d) => d.env.includes("VLLM_NIXL_SIDE_CHANNEL_HOST"))!;
+        expect(inj.kvConnectors).toEqual(["NixlConnector", "PdConnector"]);
+        expect(components.vllm.env.VLLM_NIXL_SIDE_CHANNEL_HOST.default).toBe("localhost");
+    });
+});

@@ -1,0 +1,102 @@
+import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./types";
+
+/**
+ * NVIDIA Dynamo 1.5.0 (GA 2026-09-18, docs.nvidia.com/dynamo/v1.5.0/reference/compatibility): the frontend, the
+ * planner and the per-engine worker wrappers, and what Dynamo injects on its own. Read on the public mirror of
+ * ai-dynamo/dynamo (wxsms/dynamo, see ../shared/schemas/dynamo/SOURCE.md); cited by upstream name and release tag.
+ */
+const D = "ai-dynamo/dynamo@v1.5.0";
+
+export const dynamoFrontend: ComponentFacts = {
+    component: "dynamo-frontend",
+    version: "1.5.0",
+    flags: {
+        "--http-port": { takesValue: true, default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py`, note: "env DYN_HTTP_PORT" },
+        "--router-mode": {
+            takesValue: true, default: "round-robin",
+            choices: ["round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted"],
+            source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py`,
+        },
+        "--shared-cache-type": { takesValue: true, source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`, note: "hicache: count Mooncake-backed HiCache hits" },
+        "--shared-cache-multiplier": { takesValue: true, default: "0.5", source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+        "--no-router-kv-events": { takesValue: false, source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+        "--router-conditional-disagg": { takesValue: false, source: `${D}:components/src/dynamo/frontend/frontend_args.py`, note: "rejected unless --router-mode kv" },
+    },
+    env: {
+        DYN_ROUTER_MODE: { default: "round-robin", source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py` },
+        DYN_HTTP_PORT: { default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py` },
+    },
+};
+
+export const dynamoPlanner: ComponentFacts = {
+    component: "dynamo-planner",
+    version: "1.5.0",
+    flags: {
+        "--config": { takesValue: true, source: `${D}:components/src/dynamo/planner/__main__.py`, note: "PlannerConfig as JSON/YAML (components/src/dynamo/planner/config/planner_config.py)" },
+    },
+    env: {
+        PROMETHEUS_ENDPOINT: { default: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", source: `${D}:components/src/dynamo/planner/config/planner_config.py#metric_pulling_prometheus_endpoint` },
+    },
+};
+
+/** `python3 -m dynamo.vllm`: Dynamo's own worker flags; every other flag is a vLLM engine arg (upstream/vllm.ts). */
+export const dynamoVllm: ComponentFacts = {
+    component: "dynamo-vllm",
+    version: "1.5.0",
+    flags: {
+        "--disaggregation-mode": { takesValue: true, choices: ["agg", "pd", "prefill", "decode", "encode"], default: "agg", source: `${D}:components/src/dynamo/vllm/backend_args.py`, note: "env DYN_VLLM_DISAGGREGATION_MODE; the old --is-prefill-worker flags were removed (#12089)" },
+    },
+    env: {
+        DYN_VLLM_DISAGGREGATION_MODE: { default: "agg", source: `${D}:components/src/dynamo/vllm/backend_args.py` },
+    },
+};
+
+/** `python3 -m dynamo.sglang`: SGLang's ServerArgs (upstream/sglang.ts); no Dynamo-only flag is rendered. */
+export const dynamoSglang: ComponentFacts = {
+    component: "dynamo-sglang",
+    version: "1.5.0",
+    flags: {},
+    env: {},
+};
+
+const TRT: Source = `${D}:components/src/dynamo/trtllm/backend_args.py`;
+/** `python3 -m dynamo.trtllm` flags. */
+export const dynamoTrtllm: ComponentFacts = {
+    component: "dynamo-trtllm",
+    version: "1.5.0",
+    flags: {
+        "--model-path": { takesValue: true, source: TRT },
+        "--served-model-name": { takesValue: true, source: TRT },
+        "--tensor-parallel-size": { takesValue: true, default: "1", source: TRT },
+        "--disaggregation-mode": { takesValue: true, choices: ["prefill_and_decode", "prefill", "decode", "encode"], default: "prefill_and_decode", source: TRT },
+        "--override-engine-args": { takesValue: true, source: TRT, note: "JSON overriding LlmArgs keys (upstream/trtllm.ts trtllmEngineArgKeys)" },
+        "--extra-engine-args": { takesValue: true, source: TRT },
+        "--kv-block-size": { takesValue: true, default: "32", source: TRT, note: "tokens per KV block; must match between prefill and decode" },
+        "--publish-kv-events": { takesValue: false, aliases: ["--no-publish-kv-events"], source: TRT, note: "env DYN_TRTLLM_PUBLISH_KV_EVENTS (Dynamo >= 1.3.0)" },
+    },
+    env: {
+        DYN_TRTLLM_PUBLISH_KV_EVENTS: { default: "false", source: TRT },
+    },
+};
+
+/**
+ * What Dynamo sets by itself. The vLLM worker exports `VLLM_NIXL_SIDE_CHANNEL_HOST` (its resolved host IP, falling back
+ * to 127.0.0.1) only when the top-level connector is `NixlConnector` or `PdConnector`; inside `MultiConnector` vLLM's
+ * default `localhost` stays, which the prefill then advertises to decode (issue 9 fault 2).
+ */
+export const dynamoInjections: readonly InjectionFact[] = [
+    {
+        by: "dynamo-vllm", env: ["VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"],
+        when: "top-level kv_connector is NixlConnector or PdConnector", kvConnectors: ["NixlConnector", "PdConnector"],
+        source: `${D}:components/src/dynamo/vllm/args.py`,
+    },
+];
+
+/** Entry points of the Dynamo images. */
+export const dynamoEntrypoints: readonly EntrypointFacts[] = [
+    { id: "dynamo.frontend", argv: ["python3", "-m", "dynamo.frontend"], components: ["dynamo-frontend"], source: `${D}:components/src/dynamo/frontend/__main__.py` },
+    { id: "dynamo.planner", argv: ["python3", "-m", "dynamo.planner"], components: ["dynamo-planner"], source: `${D}:components/src/dynamo/planner/__main__.py` },
+    { id: "dynamo.vllm", argv: ["python3", "-m", "dynamo.vllm"], components: ["dynamo-vllm", "vllm"], source: `${D}:components/src/dynamo/vllm/__main__.py` },
+    { id: "dynamo.sglang", argv: ["python3", "-m", "dynamo.sglang"], components: ["dynamo-sglang", "sglang"], source: `${D}:components/src/dynamo/sglang/__main__.py` },
+    { id: "dynamo.trtllm", argv: ["python3", "-m", "dynamo.trtllm"], components: ["dynamo-trtllm", "trtllm"], source: `${D}:components/src/dynamo/trtllm/__main__.py` },
+];

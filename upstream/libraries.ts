@@ -1,0 +1,82 @@
+import type { ComponentFacts, EntrypointFacts, Source } from "./types";
+
+/**
+ * Libraries inside the engine images whose environment the product sets: UCX (Dynamo 1.5.0 ships UCX 1.21.x,
+ * docs.nvidia.com/dynamo/v1.5.0/reference/compatibility), NIXL (1.3.2 vLLM / 1.4.0 SGLang), NCCL, libfabric's EFA
+ * provider (EFA installer), CPython. Only the variables the product renders plus close neighbours.
+ */
+const UCP: Source = "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c#ucp_context_config_table";
+
+export const ucx: ComponentFacts = {
+    component: "ucx",
+    version: "v1.21.0",
+    flags: {},
+    env: {
+        UCX_TLS: { default: "all", source: UCP },
+        UCX_NET_DEVICES: { default: "all", source: UCP, note: "a set: order carries no preference" },
+        UCX_RNDV_SCHEME: { default: "auto", source: UCP },
+        UCX_RNDV_THRESH: { default: "auto", source: UCP, note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)" },
+        UCX_PROTO_EMULATION_ENABLE: { source: UCP },
+        UCX_MAX_HCA_PER_GPU: { source: UCP },
+        UCX_IB_ADDR_TYPE: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
+        UCX_RCACHE_MAX_UNRELEASED: { source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c" },
+    },
+};
+
+export const nixl: ComponentFacts = {
+    component: "nixl",
+    version: "v1.3.2",
+    flags: {},
+    env: {},
+};
+
+const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc";
+export const nccl: ComponentFacts = {
+    component: "nccl",
+    version: "v2.28.3-1",
+    flags: {},
+    env: {
+        NCCL_NET: { source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc", note: "IB / Socket / plugin name (Libfabric = aws-ofi-nccl): no fallback when set" },
+        NCCL_IB_DISABLE: { default: "0", source: NCCL_IB },
+        NCCL_IB_HCA: { source: NCCL_IB, note: "`=` prefix: exact names" },
+    },
+};
+
+const EFA_ENV: Source = "ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c#efa_env_param_get";
+/** libfabric as shipped by the AWS EFA installer in the `-efa` images. */
+export const libfabric: ComponentFacts = {
+    component: "libfabric",
+    version: "v2.4.0",
+    flags: {},
+    env: {
+        FI_PROVIDER: { source: "ofiwg/libfabric@v2.4.0:src/fabric.c", note: "efa: only the EFA provider, no sockets fallback" },
+        FI_EFA_USE_DEVICE_RDMA: { source: EFA_ENV },
+        FI_EFA_ENABLE_SHM_TRANSFER: { source: EFA_ENV },
+        FI_EFA_USE_HUGE_PAGE: { source: EFA_ENV },
+        FI_EFA_FORK_SAFE: { source: EFA_ENV },
+    },
+};
+
+/** CPython itself. */
+export const python: ComponentFacts = {
+    component: "python",
+    version: "3.12",
+    flags: {},
+    env: {
+        PYTHONHASHSEED: { source: "python/cpython@v3.12.3:Python/initconfig.c", note: "0 = the same block hashes in every engine process (Mooncake prefix sharing)" },
+    },
+};
+
+/** The platform's own RDMA preflight (lib/preflight.ts), run from a ConfigMap in the engine image before the engine. */
+export const platformPreflight: ComponentFacts = {
+    component: "platform-preflight",
+    version: "0.1.0",
+    flags: {},
+    env: {
+        "PREFLIGHT_*": { source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightEnv", note: "written and read by this repository" },
+    },
+};
+
+export const libraryEntrypoints: readonly EntrypointFacts[] = [
+    { id: "platform-preflight", argv: ["sh", "/opt/platform/preflight/preflight.sh"], components: ["platform-preflight"], source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightInitContainer" },
+];
