@@ -6,10 +6,11 @@ import type { Source } from "./types";
  * a metric listed here; test/observability.test.ts parses each expression with the Prometheus project's own PromQL
  * grammar (@prometheus-io/lezer-promql) and checks that.
  *
- * Versions: Dynamo's frontend/component names from `lib/runtime/src/metrics/prometheus_names.rs` (read on the
- * public mirror of ai-dynamo/dynamo, schemas/dynamo/SOURCE.md; names unchanged 1.1.0 .. main); the vLLM and SGLang
- * versions are the ones Dynamo's `pyproject.toml` pins for its runtime images (`vllm==0.19.0`,
- * `sglang==0.5.10.post1`).
+ * Versions: Dynamo's frontend/component names from `lib/runtime/src/metrics/prometheus_names.rs` and
+ * `lib/llm/src/http/service/metrics.rs` (read on the public mirror of ai-dynamo/dynamo, schemas/dynamo/SOURCE.md, at
+ * the commits cited; the same names from the 1.1.0 line to main). vLLM and SGLang are cited at the versions Dynamo
+ * 1.5.0's runtime images ship (v0.28.0, v0.5.18; upstream/vllm.ts, upstream/sglang.ts); the names were read in the
+ * stored sources of those files, which are not always the exact tag: re-read them when a pin moves.
  */
 
 /** Prometheus metric type as exposed (`counter` names end in `_total`; `histogram` adds `_bucket/_sum/_count`). */
@@ -31,9 +32,9 @@ export interface MetricFact {
 
 const DYNAMO_NAMES: Source = "ai-dynamo/dynamo@073fb4371dab5b7f80ba990246f6271de82d3906:lib/runtime/src/metrics/prometheus_names.rs";
 const DYNAMO_FRONTEND: Source = "ai-dynamo/dynamo@0e77d3442ee227eeaa84ac013633ce67be6b99b8:lib/llm/src/http/service/metrics.rs";
-const VLLM_LOGGERS: Source = "vllm-project/vllm@v0.19.0:vllm/v1/metrics/loggers.py";
-const VLLM_NIXL: Source = "vllm-project/vllm@v0.19.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py#NixlPromMetrics";
-const SGLANG_COLLECTOR: Source = "sgl-project/sglang@v0.5.10.post1:python/sglang/srt/metrics/collector.py";
+const VLLM_LOGGERS: Source = "vllm-project/vllm@v0.28.0:vllm/v1/metrics/loggers.py";
+const VLLM_NIXL: Source = "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py#NixlPromMetrics";
+const SGLANG_COLLECTOR: Source = "sgl-project/sglang@v0.5.18:python/sglang/srt/metrics/collector.py";
 const ENVOY_TAGS: Source = "envoyproxy/envoy@v1.39.1:source/common/config/well_known_names.cc#RESPONSE_CODE_CLASS";
 
 /** Every metric family the rendered dashboards and alerts may select, by exposed name. */
