@@ -211,7 +211,7 @@ export class EksCluster extends pulumi.ComponentResource {
         this.podIdentityAgent = this.addon("eks-pod-identity-agent");
 
         // Cluster access for the CI roles named in the stack file (authenticationMode API: nothing else grants it).
-        for (const [kind, roleArn] of Object.entries(args.access ?? {}) as Array<["deploy" | "preview", string | undefined]>) {
+        for (const [kind, roleArn] of [["deploy", args.access?.deployRoleArn], ["preview", args.access?.previewRoleArn]] as const) {
             if (!roleArn) continue;
             const entry = new aws.eks.AccessEntry(`${name}-access-${kind}`, { clusterName: this.cluster.name, principalArn: roleArn, type: "STANDARD", tags }, child);
             new aws.eks.AccessPolicyAssociation(`${name}-access-${kind}-policy`, {
