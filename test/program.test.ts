@@ -244,7 +244,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
     });
 
     it("alarms on the failure queue, the consumer's iterator age and reconciliation gaps go to the topic in the hub file; the reconciliation is scheduled", () => {
-        const alarms = Object.fromEntries(all("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => [inputs(a).name, inputs(a)]));
+        const alarms = Object.fromEntries<any>(all("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => [inputs(a).name, inputs(a)]));
         expect(Object.keys(alarms).sort()).toEqual(["platform-usage-consumer-iterator-age", "platform-usage-failure-queue", "platform-usage-reconciliation-gaps"]);
         for (const a of Object.values(alarms)) expect(a.alarmActions).toEqual(["arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"]);
         expect(alarms["platform-usage-failure-queue"]).toMatchObject({ namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", threshold: 0 });

@@ -157,7 +157,12 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
         cb(err, res);
     });
     monitor.registerResourceOutputs = (req: any, cb: any) => {
-        if (req.getUrn().includes("::pulumi:pulumi:Stack::")) stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+        if (req.getUrn().includes("::pulumi:pulumi:Stack::")) {
+            stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+            // The root Stack's outputs, as the analyzer shows them to stack policies (policies/aws.ts reads them).
+            const root = resources.get(req.getUrn());
+            if (root) root.outputs = stackOutputs;
+        }
         return registerOutputs(req, cb);
     };
 

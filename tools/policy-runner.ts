@@ -68,7 +68,9 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             }
         };
         if (isStackPolicy(p)) {
-            const prs: PolicyResource[] = checked.map((r) => {
+            // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
+            const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
+            const prs: PolicyResource[] = [...checked, ...root].map((r) => {
                 const pr = props(r.outputs);
                 return {
                     type: r.type, props: pr, urn: r.urn, name: r.name,
