@@ -261,3 +261,25 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(/platform:alarms/);
     });
 });
+
+describe("on-prem spoke credentials come from its own key secret, never from the hub", () => {
+    it("spoke-hn1 holds hn1's key (read from platform/spokes/hn1/...) and nothing of hcm1's", async () => {
+        const { callMocks } = await import("../tools/mock-outputs");
+        const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
+        const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
+        const keyOf = (s: string) => JSON.parse(String(callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: contracts[s].identity.secretArn }, "ap-southeast-1").secretString));
+        const text = JSON.stringify(spoke.resources.map((r) => unwrapWire(r.inputs)));
+        expect(text).toContain(keyOf("hn1").secretAccessKey);
+        expect(text).not.toContain(keyOf("hcm1").secretAccessKey);
+        // The spoke reads no hub output holding credentials: its only StackReference is the contract read.
+        expect(byType(spoke.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
+    });
+
+    it("a spoke whose contract says roles-anywhere stops naming the key (the images lack the signing helper)", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"].hn1 = { mode: "roles-anywhere", caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" };
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
+        expect(err?.message).toMatch(/hub output spokeContracts.hn1.identity.mode: roles-anywhere needs the IAM Roles Anywhere signing helper/);
+    });
+});

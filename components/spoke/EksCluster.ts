@@ -230,7 +230,7 @@ export class EksCluster extends pulumi.ComponentResource {
      * and no default StorageClass on current versions.
      */
     addEbsCsi(dependsOn: pulumi.Resource[]): aws.eks.Addon {
-        return this.addon("aws-ebs-csi-driver", dependsOn, { podIdentityAssociations: [{ roleArn: this.ebsCsiRole.arn, serviceAccount: EBS_CSI_SERVICE_ACCOUNT }] });
+        return this.addon("aws-ebs-csi-driver", [...dependsOn, this.podIdentityAgent], { podIdentityAssociations: [{ roleArn: this.ebsCsiRole.arn, serviceAccount: EBS_CSI_SERVICE_ACCOUNT }] });
     }
 
     /**
