@@ -10,7 +10,7 @@ export const CONTRACT_SCHEMA_VERSION = 1 as const;
 /**
  * Where and how a spoke pulls its signed policy bundle (DESIGN §3, "Policy bundle"). Everything the spoke's
  * auth service needs to find, fetch and verify bundles, and the identity it fetches them with. No secrets:
- * the role's source credentials travel in the hub's separate secret output `spokeCredentials`.
+ * how the spoke obtains the role is `identity` in the contract, and no credential is ever in a hub output.
  */
 export const PolicyContractSchema = z.object({
     /** S3 bucket holding every spoke's bundles (versioned, SSE-KMS). */
@@ -51,6 +51,38 @@ export const UsageContractSchema = z.object({
 export type UsageContract = z.infer<typeof UsageContractSchema>;
 
 /**
+ * How the spoke's workloads obtain the SpokeIdentity role (components/hub/SpokeIdentity.ts). Never a credential:
+ * an EKS spoke binds the role to its service accounts with EKS Pod Identity; an on-prem spoke presents a
+ * certificate to IAM Roles Anywhere, or reads its source key from the named Secrets Manager secret with its
+ * own deployer credentials (no other spoke's deployer may read it).
+ */
+export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
+    z.object({
+        mode: z.literal("pod-identity"),
+        /** Service accounts (namespace/name) the role trusts; the spoke creates one Pod Identity association each. */
+        serviceAccounts: z.array(z.object({ namespace: z.string(), serviceAccount: z.string() }).strict()),
+    }).strict(),
+    z.object({
+        mode: z.literal("roles-anywhere"),
+        trustAnchorArn: z.string().startsWith("arn:"),
+        profileArn: z.string().startsWith("arn:"),
+        /** Subject CN the workload certificate must carry. */
+        certificateCn: z.string().min(1),
+    }).strict(),
+    z.object({
+        mode: z.literal("access-key"),
+        /** Secrets Manager secret holding the active slot's key (JSON `{accessKeyId, secretAccessKey}`). */
+        secretArn: z.string().startsWith("arn:"),
+        /** Region of the secret (the hub's). */
+        region: z.string().min(1),
+        /** Active key slot id (changes when the hub rotates). */
+        slot: z.string().min(1),
+    }).strict(),
+]);
+
+export type SpokeIdentityContract = z.infer<typeof SpokeIdentityContractSchema>;
+
+/**
  * What the hub declares for one spoke (DESIGN §3, "Placement"): the endpoints it must run. The hub
  * exports one of these per spoke under the stack output `spokeContracts`; the spoke reads its own entry
  * through a StackReference and validates it with this schema before creating anything.
@@ -67,6 +99,8 @@ export const SpokeContractSchema = z.object({
     policy: PolicyContractSchema,
     /** Where the spoke's metering ships usage events. */
     usage: UsageContractSchema,
+    /** How the spoke obtains `policy.roleArn` (optional only so a spoke can read a hub deployed before it existed). */
+    identity: SpokeIdentityContractSchema.optional(),
 }).strict();
 
 export type SpokeContract = z.infer<typeof SpokeContractSchema>;

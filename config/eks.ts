@@ -67,6 +67,17 @@ export const EksClusterSchema = z.object({
      */
     publicAccessFromAnywhere: z.boolean().default(false),
     vpc: EksVpcSchema,
+    /**
+     * IAM roles of the CI runners, given cluster access by EKS access entries (the cluster uses
+     * `authenticationMode: API`, so only its creator is admin otherwise): `deployRoleArn` administers the
+     * cluster (`pulumi up`), `previewRoleArn` reads it (`pulumi preview`).
+     */
+    access: z.object({
+        deployRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN").optional(),
+        previewRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN").optional(),
+    }).strict().default({}),
+    /** Name of the default StorageClass the spoke creates (EBS gp3, encrypted); PVCs without a class use it. */
+    defaultStorageClass: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/).default("gp3"),
 }).strict().superRefine((c, ctx) => {
     c.publicAccessCidrs.forEach((cidr, i) => {
         let prefix = 32;

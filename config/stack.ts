@@ -57,6 +57,75 @@ export const ApiKeySchema = z.object({
     limits: LimitSetSchema,
 }).strict();
 
+const AccountId = z.string().regex(/^\d{12}$/, "must be a 12-digit AWS account id");
+const IamRoleArn = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN like arn:aws:iam::111122223333:role/spoke-deployer");
+const DateOnly = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date like 2026-11-30");
+
+/** One IAM access key slot of an on-prem spoke without a CA (see {@link SpokeIdentityConfigSchema}). */
+export const AccessKeySlotSchema = z.object({
+    /** Slot id, part of the IAM user and secret names (`platform-spoke-<spoke>-<id>`); e.g. the month it was issued. */
+    id: z.string().regex(/^[a-z0-9][a-z0-9-]{0,15}$/, "must be a short lower-case id like 2026-11"),
+    /** Day the slot was added (UTC). The key stops assuming the spoke role `maxKeyAgeDays` later (IAM `aws:CurrentTime`). */
+    createdAt: DateOnly.optional(),
+}).strict();
+
+/**
+ * `platform:spokeIdentities.<spoke>` of the hub: how a spoke obtains its AWS identity (components/hub/SpokeIdentity.ts).
+ * - `pod-identity` (EKS default): EKS Pod Identity, trust limited by `aws:SourceAccount` / `aws:SourceArn` to the
+ *   spoke's cluster; no key exists.
+ * - `roles-anywhere` (on-prem with a CA): IAM Roles Anywhere trust anchor (the site's CA bundle) and profile; the
+ *   spoke's workloads present a certificate whose CN is `certificateCn`.
+ * - `access-key` (on-prem without a CA, the default there): an IAM user per key slot whose only right is assuming the
+ *   spoke role, its key written to a Secrets Manager secret only `deployerRoleArn` may read; rotated in two phases
+ *   (add a slot, point `activeKey` at it and roll the spoke, remove the old slot).
+ */
+export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
+    z.object({
+        mode: z.literal("pod-identity"),
+        /** Account of the spoke's EKS cluster; default the hub's account. */
+        accountId: AccountId.optional(),
+    }).strict(),
+    z.object({
+        mode: z.literal("roles-anywhere"),
+        /** PEM bundle of the site CA that issues the spoke's workload certificates. */
+        caBundle: z.string().includes("-----BEGIN CERTIFICATE-----", { message: "must be a PEM certificate bundle" }),
+        /** Subject CN the spoke's certificate must carry; default `platform-spoke-<spoke>`. */
+        certificateCn: z.string().min(1).optional(),
+        /** The site's egress ranges; when set, the role can be used only from them (`aws:SourceIp`). */
+        egressCidrs: z.array(z.string().min(1)).default([]),
+    }).strict(),
+    z.object({
+        mode: z.literal("access-key"),
+        /** The spoke's deployer role: the only principal that may read the key's secret. Default `role/platform-spoke-deployer-<spoke>` in the hub account. */
+        deployerRoleArn: IamRoleArn.optional(),
+        /** One or two slots (two only while rotating). */
+        keys: z.array(AccessKeySlotSchema).min(1).max(2).default([{ id: "k1" }]),
+        /** Slot id the spoke uses (its secret is named in the contract); default the first slot. */
+        activeKey: z.string().optional(),
+        /** Maximum key age in days from the slot's `createdAt`. */
+        maxKeyAgeDays: z.number().int().min(1).max(365).default(90),
+        egressCidrs: z.array(z.string().min(1)).default([]),
+    }).strict().superRefine((c, ctx) => {
+        const ids = c.keys.map((k) => k.id);
+        if (new Set(ids).size !== ids.length) ctx.addIssue({ code: "custom", path: ["keys"], message: "duplicate key slot id" });
+        if (c.activeKey !== undefined && !ids.includes(c.activeKey)) ctx.addIssue({ code: "custom", path: ["activeKey"], message: `"${c.activeKey}" is not one of the key slots (${ids.join(", ")})` });
+    }),
+]);
+export type SpokeIdentityConfig = z.infer<typeof SpokeIdentityConfigSchema>;
+
+/** `platform:alarms` of the hub: where CloudWatch alarms (failure queue, iterator age, reconciliation gaps) notify. */
+export const HubAlarmsSchema = z.object({
+    /** An SNS topic the operator owns (subscriptions: pager, mail). */
+    topicArn: z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/, "must be an SNS topic ARN like arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"),
+    /** Consumer iterator age that alarms, seconds (usage older than this has not reached the ledger). */
+    iteratorAgeSeconds: z.number().int().min(60).default(3600),
+    /** EventBridge schedule of the reconciliation (services/reconciler). */
+    reconcileSchedule: z.string().regex(/^(rate|cron)\(.+\)$/, "must be an EventBridge schedule expression like rate(1 hour)").default("rate(1 hour)"),
+    /** Hours the reconciliation looks back on each run. */
+    reconcileLookbackHours: z.number().int().min(1).max(24 * 35).default(48),
+}).strict();
+export type HubAlarms = z.infer<typeof HubAlarmsSchema>;
+
 export const HubConfigSchema = z.object({
     role: z.literal("hub"),
     spokes: z.array(SpokeRefSchema).min(1),
@@ -66,6 +135,10 @@ export const HubConfigSchema = z.object({
     endpoints: z.array(EndpointSchema),
     /** Usage ledger (config/metering.ts); optional, every field defaulted. */
     usage: UsageLedgerConfigSchema.prefault({}),
+    /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
+    spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
+    /** Alarm destination (required: usage that cannot reach the ledger must page someone). */
+    alarms: HubAlarmsSchema,
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
@@ -77,6 +150,12 @@ export const HubConfigSchema = z.object({
         });
     };
     dupes(h.spokes, (s) => s.name, "spokes", "spoke name");
+    for (const [name, id] of Object.entries(h.spokeIdentities)) {
+        const s = h.spokes.find((x) => x.name === name);
+        if (!s) issue(["spokeIdentities", name], `unknown spoke "${name}" (known: ${h.spokes.map((x) => x.name).join(", ")})`);
+        else if (s.provider === "eks" && id.mode !== "pod-identity") issue(["spokeIdentities", name, "mode"], `an EKS spoke uses pod-identity (no long-lived key), not ${id.mode}`);
+        else if (s.provider === "onprem" && id.mode === "pod-identity") issue(["spokeIdentities", name, "mode"], "pod-identity is for EKS spokes; an on-prem spoke uses roles-anywhere (CA bundle) or access-key");
+    }
     dupes(h.spokes, (s) => s.stack, "spokes", "spoke stack");
     dupes(h.models, (m) => m.id, "models", "model id");
     dupes(h.tenants, (t) => t.id, "tenants", "tenant id");

@@ -64,7 +64,7 @@ export const versions = {
      * names (awsdocs/amazon-eks-user-guide PR #1107). `null` = the EKS default for the cluster's pinned
      * Kubernetes version (`aws eks describe-addon-versions --kubernetes-version <v>`), fixed when created.
      */
-    eksAddons: { "vpc-cni": "v1.20.1-eksbuild.3", coredns: null, "kube-proxy": null, "eks-pod-identity-agent": null },
+    eksAddons: { "vpc-cni": "v1.20.1-eksbuild.3", coredns: null, "kube-proxy": null, "eks-pod-identity-agent": null, "aws-ebs-csi-driver": null },
     /**
      * Agent Router (Envoy AI Gateway) and Envoy Gateway, pinned as ONE compatible set (reference/gateway.md §1
      * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and

@@ -4,6 +4,11 @@
  */
 import { Cidr, parseCidr, subnet } from "./cidr";
 
+/** The EKS cluster name of spoke `spoke` (`platform-<spoke>`): the hub's Pod Identity trust names it too. */
+export function eksClusterNameOf(spoke: string): string {
+    return `platform-${spoke}`;
+}
+
 /** One subnet of the plan. */
 export interface PlannedSubnet {
     availabilityZone: string;

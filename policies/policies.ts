@@ -1,4 +1,5 @@
 import type { Policy } from "@pulumi/policy";
+import { awsPolicies } from "./aws";
 import { efaPolicies } from "./efa";
 import { gatewayPolicies } from "./gateway";
 import { dynamoPolicies } from "./dynamo";
@@ -19,4 +20,5 @@ export const allPolicies: Policy[] = [
     ...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies, ...rdmaPlatformPolicies,
     ...gatewayPolicies,
     ...efaPolicies,
+    ...awsPolicies,
 ];

@@ -6,14 +6,35 @@ import { EfaDevicePlugin } from "../components/spoke/EfaDevicePlugin";
 import { EfaNodeGroup } from "../components/spoke/EfaNodeGroup";
 import { EksCluster } from "../components/spoke/EksCluster";
 import { GpuOperator } from "../components/spoke/GpuOperator";
+import type { SpokeContract } from "../config/contract";
 import type { EksSpokeConfig } from "../config/stack";
+import { eksClusterNameOf } from "../lib/eks";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
 import { EFA_RESOURCE } from "../lib/nixl";
 import { placementPools, SpokeInfra } from "./spoke-infra";
 
+/** Annotation that makes a StorageClass the cluster default (kubernetes/kubernetes pkg/volume/util `IsDefaultAnnotation`). */
+export const DEFAULT_STORAGE_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class";
+
+/**
+ * Pure: the spoke's default StorageClass body: EBS CSI (`ebs.csi.aws.com`), gp3, encrypted, bound where the pod
+ * lands (`WaitForFirstConsumer`: EBS volumes are per-AZ), expandable, and `Retain` (a spool or collector queue
+ * may hold unshipped usage: a deleted PVC must not delete it). Parameters from kubernetes-sigs/aws-ebs-csi-driver
+ * docs/parameters.md (`type`, `encrypted`).
+ */
+export function gp3StorageClass() {
+    return {
+        provisioner: "ebs.csi.aws.com",
+        parameters: { type: "gp3", encrypted: "true", "csi.storage.k8s.io/fstype": "ext4" },
+        volumeBindingMode: "WaitForFirstConsumer",
+        reclaimPolicy: "Retain",
+        allowVolumeExpansion: true,
+    };
+}
+
 /** The EKS cluster name of a spoke (`platform-<spoke>`). */
 export function eksClusterName(cfg: EksSpokeConfig): string {
-    return `platform-${cfg.spoke.name}`;
+    return eksClusterNameOf(cfg.spoke.name);
 }
 
 /**
@@ -25,7 +46,7 @@ export function eksClusterName(cfg: EksSpokeConfig): string {
  *
  * @throws Error when a GPU group's availability zone has no private subnet (the config loader checks this first)
  */
-export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
+export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract, "identity" | "policy">): SpokeInfra {
     const awsProvider = new aws.Provider("aws", { region: cfg.cluster.region as aws.Region });
     const awsOpts: pulumi.ComponentResourceOptions = { providers: [awsProvider] };
 
@@ -37,6 +58,7 @@ export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
         endpointPublicAccess: cfg.cluster.endpointPublicAccess,
         publicAccessCidrs: cfg.cluster.publicAccessCidrs,
         vpc: cfg.cluster.vpc,
+        access: cfg.cluster.access,
     }, awsOpts);
 
     const cpu = new CpuNodeGroup(`nodes-${cfg.nodeGroups.cpu.name}`, {
@@ -58,13 +80,28 @@ export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
             pool: cfg.nodePools[i],
         }, awsOpts);
     });
-    // CoreDNS needs schedulable nodes; add it once the CPU group exists.
+    // CoreDNS and the EBS CSI controller need schedulable nodes; add them once the CPU group exists.
     eks.addon("coredns", [cpu]);
+    const ebsCsi = eks.addEbsCsi([cpu]);
+
+    // The spoke's own AWS role (hub SpokeIdentity) for the auth and metering service accounts, by EKS Pod Identity:
+    // the hub's trust policy admits exactly this cluster and these service accounts; no key exists anywhere.
+    if (contract?.identity?.mode === "pod-identity") {
+        for (const sa of contract.identity.serviceAccounts) {
+            new aws.eks.PodIdentityAssociation(`pod-identity-${sa.serviceAccount}`, {
+                clusterName: eks.clusterName, namespace: sa.namespace, serviceAccount: sa.serviceAccount, roleArn: contract.policy.roleArn,
+            }, { parent: eks, dependsOn: [eks.podIdentityAgent] });
+        }
+    }
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
     const platformNamespace = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
     const inferenceNamespace = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
+    const storageClass = new k8s.storage.v1.StorageClass("default-storage-class", {
+        metadata: { name: cfg.cluster.defaultStorageClass, annotations: { [DEFAULT_STORAGE_CLASS_ANNOTATION]: "true" } },
+        ...gp3StorageClass(),
+    }, { provider, dependsOn: [ebsCsi] });
 
     const efaPlugin = new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
     const gpuOperator = new GpuOperator("gpu-operator", { gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true }, opts);
@@ -85,6 +122,7 @@ export function buildEksInfra(cfg: EksSpokeConfig): SpokeInfra {
             hugepages2MiPerNode: cfg.nodeGroups.gpu[i].hugepages2Mi,
         })),
         systemNodeSelector: cpu.nodeSelector,
+        storage: { className: cfg.cluster.defaultStorageClass, dependsOn: [storageClass, ebsCsi] },
         devicePlugins: [efaPlugin],
         gpuDirect: [gpuOperator],
         gpuDirectMode: "dmabuf",

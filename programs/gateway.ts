@@ -1,3 +1,4 @@
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { AgentRouter } from "../components/spoke/AgentRouter";
 import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
@@ -6,18 +7,32 @@ import { ConfigError } from "../config/errors";
 import type { GatewayConfig } from "../config/gateway";
 
 /**
- * Reads this spoke's source credentials from the hub's secret output `spokeCredentials` (they assume the
- * spoke's SpokeIdentity role). The value stays a Pulumi secret.
+ * How this spoke's workloads obtain their AWS role, from the contract's `identity` block (the hub exports no
+ * credential). EKS Pod Identity: nothing to read (`undefined`; programs/eks-spoke.ts binds the role to the service
+ * accounts). Access key: the active key slot's Secrets Manager secret, read with this stack's own AWS credentials
+ * (the spoke's deployer role, the only principal its policy lets read it). The value stays a Pulumi secret.
  *
- * @throws ConfigError when the hub exports no credentials for this spoke (hub not deployed with PolicyStore yet)
+ * @throws ConfigError when the contract has no identity (hub older than this program), the spoke side of the mode
+ *   is not available, or the secret cannot be read or does not hold a key
  */
-export async function readSpokeCredentials(spoke: string, hubStack: string, stackFile: string): Promise<pulumi.Output<SpokeSourceCredentials>> {
-    const hub = new pulumi.StackReference("hub-credentials", { name: hubStack });
-    const details = await hub.getOutputDetails("spokeCredentials");
-    const all = (details.secretValue ?? details.value) as Record<string, SpokeSourceCredentials> | undefined;
-    const mine = all?.[spoke];
+export async function readSpokeCredentials(spoke: string, contract: SpokeContract, stackFile: string): Promise<pulumi.Output<SpokeSourceCredentials> | undefined> {
+    const key = `hub output spokeContracts.${spoke}.identity`;
+    const id = contract.identity;
+    if (!id) throw new ConfigError(stackFile, [{ key, message: "missing: the hub predates per-spoke identities; apply the hub first" }]);
+    if (id.mode === "pod-identity") return undefined;
+    if (id.mode === "roles-anywhere") {
+        throw new ConfigError(stackFile, [{ key: `${key}.mode`, message: "roles-anywhere needs the IAM Roles Anywhere signing helper in the auth and metering images, which they do not ship yet; use access-key for this spoke meanwhile" }]);
+    }
+    let secretString: string;
+    try {
+        secretString = (await aws.secretsmanager.getSecretVersion({ secretId: id.secretArn, region: id.region })).secretString;
+    } catch (e) {
+        throw new ConfigError(stackFile, [{ key: `${key}.secretArn`, message: `cannot read ${id.secretArn} (run as this spoke's deployer role): ${(e as Error).message}` }]);
+    }
+    let mine: SpokeSourceCredentials | undefined;
+    try { mine = JSON.parse(secretString); } catch { mine = undefined; }
     if (!mine || typeof mine.accessKeyId !== "string" || typeof mine.secretAccessKey !== "string") {
-        throw new ConfigError(stackFile, [{ key: "platform:spoke.hubStack", message: `hub stack "${hubStack}" exports no spokeCredentials for spoke "${spoke}"; deploy the hub first` }]);
+        throw new ConfigError(stackFile, [{ key: `${key}.secretArn`, message: `${id.secretArn} does not hold {accessKeyId, secretAccessKey}` }]);
     }
     return pulumi.secret(mine);
 }
@@ -26,8 +41,8 @@ export async function readSpokeCredentials(spoke: string, hubStack: string, stac
 export interface GatewayDeployment {
     spoke: string;
     contract: SpokeContract;
-    /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared. */
-    awsCredentials: pulumi.Output<SpokeSourceCredentials>;
+    /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared; undefined with EKS Pod Identity. */
+    awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined;
     gateway: GatewayConfig;
     /** Filled in for the metering deployment (programs/metering.ts): not stack outputs, they hold secrets. */
     handles?: GatewayHandles;
@@ -37,6 +52,8 @@ export interface GatewayDeployment {
 export interface GatewayHandles {
     redisUrl?: pulumi.Output<string>;
     awsCredentials?: pulumi.Output<SpokeSourceCredentials>;
+    /** True when the spoke's workloads get their role from EKS Pod Identity (no credentials to share). */
+    podIdentity?: boolean;
 }
 
 /**
@@ -52,6 +69,6 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
         policy: d.contract.policy,
         awsCredentials,
     }, opts);
-    if (d.handles) Object.assign(d.handles, { redisUrl: router.counters.url, awsCredentials });
+    if (d.handles) Object.assign(d.handles, { redisUrl: router.counters.url, awsCredentials, podIdentity: !awsCredentials });
     return { routes: router.routeNames, policyRevision: d.contract.policy.revision };
 }

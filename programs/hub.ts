@@ -10,6 +10,7 @@ import type { HubConfig } from "../config/stack";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
 import { checkSpokeRegistry } from "./spoke-registry";
+import { eksClusterNameOf } from "../lib/eks";
 
 /**
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
@@ -68,12 +69,26 @@ export function buildHub(cfg: HubConfig, stackName: string) {
 
     // Bundle revisions without a counter service: this stack's own previous `policyRevisions` output.
     const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${stackName}` });
-    const store = new PolicyStore("policy-store", { spokes, policy: model, previous: self.getOutput("policyRevisions") }, opts);
-    // Usage transport + ledger (one stream per spoke; its identity may only put to its own).
-    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region) }, opts);
-    const identities = new Map(spokes.map((s) => [s, new SpokeIdentity(`spoke-${s}`, {
-        spoke: s, bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
-    }, opts)]));
+    // Who and where the hub runs: the account spokes' roles live in, and the deployer that writes key secrets.
+    const caller = aws.getCallerIdentityOutput({}, { provider });
+    const store = new PolicyStore("policy-store", {
+        spokes, policy: model, previous: self.getOutput("policyRevisions"),
+        // Fixed, globally unique name: account and region, never an auto-suffix.
+        bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
+    }, opts);
+    // Usage transport + ledger (one stream per spoke; its identity may only put to its own), alarms to the operator's topic.
+    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms }, opts);
+    const partition = aws.getPartitionOutput({}, { provider }).partition;
+    const hubDeployerArn = aws.iam.getSessionContextOutput({ arn: caller.arn }, { provider }).issuerArn;
+    const identities = new Map(spokes.map((s) => {
+        const ref = cfg.spokes.find((x) => x.name === s)!;
+        return [s, new SpokeIdentity(`spoke-${s}`, {
+            spoke: s, provider: ref.provider, identity: cfg.spokeIdentities[s],
+            clusterName: ref.provider === "eks" ? eksClusterNameOf(s) : undefined,
+            bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
+            accountId: caller.accountId, partition, hubDeployerArn,
+        }, opts)];
+    }));
 
     const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(Object.fromEntries(spokes.map((s) => {
         const policy = pulumi.output({
@@ -81,7 +96,7 @@ export function buildHub(cfg: HubConfig, stackName: string) {
             kmsKeyArn: store.kmsKeyArn, roleArn: identities.get(s)!.roleArn,
             revision: store.revisions.apply((r) => r[s].revision), contentHash: store.revisions.apply((r) => r[s].contentHash),
         }) as pulumi.Output<PolicyContract>;
-        return [s, pulumi.all([policy, ledger.usageContract(s)]).apply(([p, usage]): SpokeContractExtras => ({ policy: p, usage }))];
+        return [s, pulumi.all([policy, ledger.usageContract(s), identities.get(s)!.contract]).apply(([p, usage, identity]): SpokeContractExtras => ({ policy: p, usage, identity }))];
     })));
     const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x));
     return {
@@ -105,7 +120,5 @@ export function buildHub(cfg: HubConfig, stackName: string) {
             streams: Object.fromEntries(spokes.map((s) => [s, ledger.usageContract(s)])),
             consumerArn: ledger.consumerArn, failureQueueArn: ledger.failureQueueArn, databaseEndpoint: ledger.clusterEndpoint,
         },
-        /** Spoke -> source credentials that assume its SpokeIdentity role: secret. */
-        spokeCredentials: pulumi.secret(pulumi.all(Object.fromEntries(spokes.map((s) => [s, identities.get(s)!.credentials])))),
     };
 }

@@ -26,7 +26,7 @@ export interface MeteringDeployment {
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;
     const { redisUrl, awsCredentials } = d.gateway;
-    if (!redisUrl || !awsCredentials) throw new Error("deployMetering: deploy the gateway first (deployGateway with `handles`): metering shares its counters and spoke credentials");
+    if (!redisUrl || (!awsCredentials && !d.gateway.podIdentity)) throw new Error("deployMetering: deploy the gateway first (deployGateway with `handles`): metering shares its counters and spoke credentials");
     const metering = new Metering("metering", {
         spoke: d.spoke,
         namespace: PLATFORM_NAMESPACE,

@@ -62,6 +62,12 @@ export interface SpokeInfra {
     minLinkRateGbps: number;
     /** Provider-specific stack outputs (rail resources, cluster, node selectors, ...), merged into the spoke's outputs. */
     outputs: Record<string, unknown>;
+    /**
+     * EKS: the default StorageClass this stack creates and what provisions it (EBS CSI add-on); the metering spool
+     * and collector queue PVCs use it (unless `platform:metering.storageClassName` names another) and wait for it.
+     * Undefined on-prem: the cluster's own default class.
+     */
+    storage?: { className: string; dependsOn: pulumi.Resource[] };
 }
 
 /**

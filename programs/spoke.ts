@@ -55,9 +55,9 @@ export function checkPlacement(cfg: SpokeConfig, contract: SpokeContract, stackF
 export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     // Everything that can refuse this stack is checked before the first resource is declared: nothing is half-applied.
     const contract = await readSpokeContract(cfg, stackFile);
-    const awsCredentials = await readSpokeCredentials(cfg.spoke.name, cfg.spoke.hubStack, stackFile);
+    const awsCredentials = await readSpokeCredentials(cfg.spoke.name, contract, stackFile);
     checkPlacement(cfg, contract, stackFile);
-    const infra = isEksSpoke(cfg) ? buildEksInfra(cfg) : buildOnPremInfra(cfg);
+    const infra = isEksSpoke(cfg) ? buildEksInfra(cfg, contract) : buildOnPremInfra(cfg);
     const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, awsCredentials);
     return {
         spoke: cfg.spoke.name,

@@ -22,19 +22,21 @@ export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" |
  * Everything that can refuse the stack (hub contract, credentials, placement fit) is checked by the caller before
  * the first resource is declared (programs/spoke.ts), so nothing here is half-applied.
  *
- * @param awsCredentials the spoke's source credentials from the hub (programs/gateway.ts `readSpokeCredentials`)
+ * @param awsCredentials the spoke's source key (programs/gateway.ts `readSpokeCredentials`); undefined with EKS Pod Identity
  * @returns the stack outputs of the workloads (`serving`, `gateway`, `metering`)
  */
-export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, infra: SpokeInfra, stackFile: string, awsCredentials: pulumi.Output<SpokeSourceCredentials>) {
+export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, infra: SpokeInfra, stackFile: string, awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined) {
     const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
     const handles: GatewayHandles = {};
     const gateway = deployGateway({
         spoke: cfg.spoke.name, contract, gateway: cfg.gateway, handles, awsCredentials,
     }, { ...opts, dependsOn: [infra.inferenceNamespace] });
     const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, contract, stackFile, infra }, opts);
+    // PVCs (spool, collector queue) need a StorageClass that provisions: EKS gets one from the infra (EBS CSI, gp3).
     const metering = deployMetering({
-        spoke: cfg.spoke.name, contract, metering: cfg.metering, gateway: handles,
-    }, { ...opts, dependsOn: [infra.platformNamespace] });
+        spoke: cfg.spoke.name, contract, gateway: handles,
+        metering: { ...cfg.metering, storageClassName: cfg.metering.storageClassName ?? infra.storage?.className },
+    }, { ...opts, dependsOn: [infra.platformNamespace, ...(infra.storage?.dependsOn ?? [])] });
     const observability = new Observability("observability", {
         spoke: cfg.spoke.name, config: cfg.observability,
         endpoints: contract.endpoints.map((e) => ({

@@ -79,10 +79,10 @@ describe("spoke-sg1 under mocks", () => {
         expect(inputs(cluster)).toMatchObject({ name: "platform-sg1", version: "1.33", kubernetesNetworkConfig: { serviceIpv4Cidr: "172.20.0.0/16" } });
         expect(cluster.provider.startsWith(awsProvider.urn)).toBe(true);
         expect(byType(rs, "aws:eks/addon:Addon").map((a) => [inputs(a).addonName, inputs(a).addonVersion ?? null]).sort())
-            .toEqual([["coredns", null], ["eks-pod-identity-agent", null], ["kube-proxy", null], ["vpc-cni", "v1.20.1-eksbuild.3"]]);
+            .toEqual([["aws-ebs-csi-driver", null], ["coredns", null], ["eks-pod-identity-agent", null], ["kube-proxy", null], ["vpc-cni", "v1.20.1-eksbuild.3"]]);
         expect(byType(rs, "aws:ec2/subnet:Subnet").map((s) => inputs(s).cidrBlock).sort()).toEqual(["10.80.0.0/18", "10.80.192.0/22", "10.80.196.0/22", "10.80.64.0/18"]);
 
-        const lt = inputs(byType(rs, "aws:ec2/launchTemplate:LaunchTemplate")[0]);
+        const lt = inputs(byType(rs, "aws:ec2/launchTemplate:LaunchTemplate").find((r) => r.name === "nodes-h200-lt")!);
         expect(lt.networkInterfaces).toHaveLength(17);
         expect(lt.networkInterfaces.filter((n: any) => n.interfaceType === "efa-only")).toHaveLength(16);
         expect(lt.placement.availabilityZone).toBe("ap-southeast-1a");
@@ -113,7 +113,7 @@ describe("spoke-sg1 under mocks", () => {
         const d = stackConfigDoc("spoke-sg1");
         d["platform:nodeGroups"].gpu[0] = { ...d["platform:nodeGroups"].gpu[0], instanceType: "p5e.48xlarge", capacity: { type: "capacity-block", reservationId: "cr-0123456789abcdef0" } };
         const r = await runRepoStack("spoke-sg1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
-        const lt = inputs(byType(r.resources, "aws:ec2/launchTemplate:LaunchTemplate")[0]);
+        const lt = inputs(byType(r.resources, "aws:ec2/launchTemplate:LaunchTemplate").find((x) => x.name === "nodes-h200-lt")!);
         expect(lt.instanceMarketOptions).toEqual({ marketType: "capacity-block" });
         expect(lt.capacityReservationSpecification).toEqual({ capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } });
         expect(lt.networkInterfaces.filter((n: any) => n.interfaceType === "efa-only")).toHaveLength(32);
@@ -219,5 +219,78 @@ describe("platform:serving.systemNodeSelector", () => {
         for (const m of masters) expect(m.spec.template.spec.nodeSelector).toEqual({ "node-role.kubernetes.io/system": "true" });
         for (const st of deployments.filter((x) => x.metadata.name.endsWith("-mooncake-store"))) expect(st.spec.template.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
         expect((await runPolicies(allPolicies, r.resources)).mandatory).toEqual([]);
+    });
+});
+
+// Issue 13: the EKS spoke's first `up` must not stop (PVCs pending, CI roles without access) and pods must not reach
+// the node role. Facts: EKS has no default StorageClass and no EBS CSI driver unless added
+// (docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html); access entries (access-entries.html); IMDS hop limit
+// (best-practices/identity-and-access-management.html); Pod Identity trust (pod-id-role.html).
+describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke identity", () => {
+    let rs: CapturedResource[];
+    beforeAll(async () => { rs = (await runHubAndSpoke("spoke-sg1")).spoke.resources; });
+    const named = (type: string, name: string) => { const r = byType(rs, type).find((x) => x.name === name); expect(r, name).toBeDefined(); return r!; };
+    const roleOf = (arn: string) => byType(rs, "aws:iam/role:Role").find((r) => (unwrapWire(r.outputs) as any).arn === arn)!;
+    const attachments = (role: CapturedResource) => byType(rs, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").filter((a) => a.parent === role.urn).map((a) => inputs(a).policyArn as string);
+
+    it("EBS CSI add-on on its own Pod Identity role, and a default gp3 StorageClass the metering PVCs use", () => {
+        const ebs = inputs(byType(rs, "aws:eks/addon:Addon").find((a) => inputs(a).addonName === "aws-ebs-csi-driver")!);
+        expect(ebs.podIdentityAssociations).toHaveLength(1);
+        expect(ebs.podIdentityAssociations[0].serviceAccount).toBe("ebs-csi-controller-sa");
+        const role = roleOf(ebs.podIdentityAssociations[0].roleArn);
+        const trust = JSON.parse(inputs(role).assumeRolePolicy).Statement[0];
+        expect(trust.Principal).toEqual({ Service: "pods.eks.amazonaws.com" });
+        expect(trust.Condition.StringEquals).toMatchObject({ "aws:SourceAccount": "123456789012", "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa" });
+        expect(attachments(role)).toEqual(["arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"]);
+
+        const sc = inputs(named("kubernetes:storage.k8s.io/v1:StorageClass", "default-storage-class"));
+        expect(sc).toMatchObject({ metadata: { name: "gp3", annotations: { "storageclass.kubernetes.io/is-default-class": "true" } }, provisioner: "ebs.csi.aws.com", parameters: { type: "gp3", encrypted: "true" }, volumeBindingMode: "WaitForFirstConsumer", reclaimPolicy: "Retain" });
+        const sts = inputs(byType(rs, "kubernetes:apps/v1:StatefulSet").find((x) => inputs(x).metadata.name === "metering")!);
+        expect(sts.spec.volumeClaimTemplates[0].spec.storageClassName).toBe("gp3");
+        const collector = inputs(byType(rs, "kubernetes:helm.sh/v3:Release").find((r) => inputs(r).chart === "opentelemetry-collector")!);
+        expect(JSON.stringify(collector.values)).toContain('"storageClassName":"gp3"');
+    });
+
+    it("access entries for the deploy and preview roles named in the spoke file", () => {
+        const entries = byType(rs, "aws:eks/accessEntry:AccessEntry").map(inputs);
+        expect(entries.map((e) => e.principalArn).sort()).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy", "arn:aws:iam::111122223333:role/platform-ci-preview"]);
+        const assoc = Object.fromEntries(byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).map((a) => [a.principalArn, [a.policyArn, a.accessScope.type]]));
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-deploy"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", "cluster"]);
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy", "cluster"]);
+    });
+
+    it("VPC CNI on its own IRSA role; the node role has no CNI policy; IMDS hop limit 1 on GPU and system nodes", () => {
+        const cni = inputs(byType(rs, "aws:eks/addon:Addon").find((a) => inputs(a).addonName === "vpc-cni")!);
+        const cniRole = roleOf(cni.serviceAccountRoleArn);
+        const trust = JSON.parse(inputs(cniRole).assumeRolePolicy).Statement[0];
+        expect(trust.Action).toBe("sts:AssumeRoleWithWebIdentity");
+        expect(Object.entries(trust.Condition.StringEquals)).toContainEqual([expect.stringMatching(/:sub$/), "system:serviceaccount:kube-system:aws-node"]);
+        expect(attachments(cniRole)).toEqual(["arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]);
+        const nodeRole = named("aws:iam/role:Role", "eks-node-role");
+        expect(attachments(nodeRole).some((p) => p.endsWith("AmazonEKS_CNI_Policy"))).toBe(false);
+
+        const lts = byType(rs, "aws:ec2/launchTemplate:LaunchTemplate");
+        expect(lts.map((l) => l.name).sort()).toEqual(["nodes-h200-lt", "nodes-system-lt"]);
+        for (const l of lts) expect(inputs(l).metadataOptions, l.name).toEqual({ httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" });
+        const system = byType(rs, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupName === "system")!;
+        expect(system.launchTemplate.id).toBe("nodes-system-lt-id");
+        expect(system.diskSize).toBeUndefined();
+    });
+
+    it("auth and metering get the spoke role by EKS Pod Identity: no key, no credentials file", () => {
+        const assocs = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
+        expect(assocs.map((a) => `${a.namespace}/${a.serviceAccount}`).sort()).toEqual(["llm-gateway/auth", "platform-system/metering"]);
+        for (const a of assocs) expect(a.roleArn).toMatch(/:role\/(platform\/spokes\/)?platform-spoke-sg1$/);
+        const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);
+        expect(secrets).not.toContain("auth-aws");
+        expect(secrets).not.toContain("metering-aws");
+        const envNames = JSON.stringify(byType(rs, "kubernetes:apps/v1:Deployment").concat(byType(rs, "kubernetes:apps/v1:StatefulSet")).map(inputs));
+        expect(envNames).not.toContain("AWS_SHARED_CREDENTIALS_FILE");
+    });
+
+    it("the EKS cluster is protected and retained on delete (resources.json records it)", async () => {
+        const { resourcesJson } = await import("../tools/outputs");
+        const cluster = (resourcesJson(rs) as any[]).find((r) => r.type === "aws:eks/cluster:Cluster");
+        expect(cluster.options).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
     });
 });

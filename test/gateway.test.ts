@@ -8,6 +8,7 @@ import { gatewayPolicies } from "../policies/gateway";
 import { meteringAccessLogSetting } from "../services/shared/accesslog";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
+import { callMocks } from "../tools/mock-outputs";
 import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
@@ -97,7 +98,10 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         if (contract) {
             const aws = unwrapWire(find(rs, "agent-router-auth-aws").inputs.stringData) as Record<string, string>;
             expect(aws.config).toBe(awsConfigFile(contract.policy.roleArn, "ap-southeast-1"));
-            const creds = (unwrapWire(hub.outputs.spokeCredentials) as any).hn1;
+            // The key comes from hn1's own key-slot secret (read by the spoke's deployer), never from a hub output.
+            const id = contract.identity!;
+            if (id.mode !== "access-key") throw new Error("hn1 uses an access key");
+            const creds = JSON.parse(String(callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: id.secretArn }, "ap-southeast-1").secretString));
             expect(aws.credentials).toBe(`[platform-spoke-source]\naws_access_key_id = ${creds.accessKeyId}\naws_secret_access_key = ${creds.secretAccessKey}\n`);
         }
         const valkey = inputs(find(rs, "agent-router-counters-valkey"));

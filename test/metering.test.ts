@@ -2,7 +2,7 @@ import * as fs from "fs";
 import * as path from "path";
 import { describe, expect, it } from "vitest";
 import { collectorValues, meteringEnv, spoolMaxBytes } from "../components/spoke/Metering";
-import { bundleUsageConsumer, consumerPolicy, usageStreamName } from "../components/hub/UsageLedger";
+import { bundleLambda, bundleUsageConsumer, consumerPolicy, usageStreamName } from "../components/hub/UsageLedger";
 import { SpokeContractSchema } from "../config/contract";
 import { MeteringConfigSchema, UsageLedgerConfigSchema, ledgerAvailabilityZones } from "../config/metering";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../services/shared/accesslog";
@@ -40,9 +40,11 @@ describe("metering config", () => {
 });
 
 describe("usage consumer bundle", () => {
-    it("builds at program run, embeds the ledger schema, and loads with the handler exported", () => {
+    it("builds at program run, runs no DDL (the migrator Lambda carries the schema), and loads with the handler exported", () => {
         const b = bundleUsageConsumer();
-        expect(b.code).toContain("CREATE TABLE IF NOT EXISTS usage_events");
+        // Issue 13: the consumer connects as ledger_ingest and applies no schema at cold start.
+        expect(b.code).not.toContain("CREATE TABLE");
+        expect(bundleLambda("services/reconciler/migrator.ts").code).toContain("CREATE TABLE IF NOT EXISTS usage_events");
         expect(b.sha256).toBe(bundleUsageConsumer().sha256); // deterministic
         const dir = fs.mkdtempSync(path.join(__dirname, "..", "node_modules", ".usage-consumer-"));
         try {
@@ -65,7 +67,7 @@ describe("metering in the rendered stacks (mocks)", () => {
         for (const s of streams) {
             expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual(["KMS", "alias/aws/kinesis", 168, "ON_DEMAND"]);
         }
-        const fn = inputs(byType(hub.resources, "aws:lambda/function:Function")[0]);
+        const fn = inputs(byType(hub.resources, "aws:lambda/function:Function").find((f) => f.name === "usage-ledger-consumer")!);
         expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs22.x", "index.handler", bundleUsageConsumer().sha256]);
         expect(Object.values(JSON.parse(fn.environment.variables.STREAM_SPOKES)).sort()).toEqual(spokes);
         const queueArn = byType(hub.resources, "aws:sqs/queue:Queue")[0].outputs.arn;
@@ -78,14 +80,16 @@ describe("metering in the rendered stacks (mocks)", () => {
         const db = byType(hub.resources, "aws:rds/cluster:Cluster")[0];
         const dbIn = inputs(db);
         expect([dbIn.engine, dbIn.engineMode, dbIn.storageEncrypted, dbIn.serverlessv2ScalingConfiguration]).toEqual(["aurora-postgresql", "provisioned", true, { minCapacity: 0.5, maxCapacity: 8 }]);
-        expect(containsSecret(db.inputs.masterPassword)).toBe(true);
+        // The master password is managed and rotated by RDS (issue 13): never in the program or its state.
+        expect(dbIn.manageMasterUserPassword).toBe(true);
+        expect(db.inputs.masterPassword).toBeUndefined();
         expect(byType(hub.resources, "aws:rds/clusterInstance:ClusterInstance").map((r) => inputs(r).instanceClass)).toEqual(["db.serverless", "db.serverless"]);
-        expect(JSON.stringify(hub.outputs)).not.toContain(String(unwrapWire(byType(hub.resources, "random:index/randomPassword:RandomPassword").find((r) => r.name === "usage-ledger-db-password")!.outputs.result)));
+        expect(JSON.stringify(hub.outputs)).not.toContain(String(unwrapWire(byType(hub.resources, "random:index/randomPassword:RandomPassword").find((r) => r.name === "usage-ledger-ingest-password")!.outputs.result)));
 
         // Spoke identities: PutRecord(s) on exactly their own stream.
         for (const s of spokes) {
             const pol = JSON.parse(inputs(hub.resources.find((r) => r.name === `spoke-${s}-permissions`)!).policy);
-            const put = pol.Statement.filter((x: any) => JSON.stringify(x.Action).includes("kinesis"));
+            const put = pol.Statement.filter((x: any) => x.Effect === "Allow" && JSON.stringify(x.Action).includes("kinesis"));
             expect(put).toEqual([{ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecord", "kinesis:PutRecords"], Resource: `arn:aws:kinesis:ap-southeast-1:123456789012:stream/${usageStreamName(s)}` }]);
         }
         const contract = SpokeContractSchema.parse((unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>).hn1);

@@ -1,5 +1,5 @@
 import { createHash } from "crypto";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
 import { unwrapWire, SECRET_SIG, SIG_KEY, UNKNOWN } from "../tools/wire";
 import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
@@ -122,5 +122,173 @@ describe("spoke vs hub contract", () => {
         const err = await runRepoStack("hub-prod", { config: flatConfig(doc) }).then(() => undefined, (e) => e);
         expect(err?.message).toBe("stacks/Pulumi.hub-prod.yaml: invalid stack configuration\n  - aws:region: missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1");
         expect((err.capturedResources as Array<{ type: string }>).map((r) => r.type)).toEqual(["pulumi:pulumi:Stack"]);
+    });
+});
+
+// Issue 13: "a spoke only touches its own data" must hold for credentials; stateful resources survive an ordinary
+// `up`; the ledger database enforces TLS and least privilege; usage that cannot reach the ledger pages someone.
+describe("hub on AWS as a security review would pass it (hub-prod)", () => {
+    let hub: Awaited<ReturnType<typeof runRepoStack>>;
+    const find = (type: string, name: string) => { const r = hub.resources.find((x) => x.type === type && x.name === name); expect(r, `${type} ${name}`).toBeDefined(); return r!; };
+    const all = (type: string) => byType(hub.resources, type);
+    beforeAll(async () => { hub = await runRepoStack("hub-prod"); });
+
+    it("no spoke credential in any hub output: what a spoke's StackReference reads holds no key of any spoke", () => {
+        expect(Object.keys(hub.outputs)).not.toContain("spokeCredentials");
+        // Every AWS secret key and access key id the hub creates (mock outputs are deterministic).
+        const keys = all("aws:iam/accessKey:AccessKey");
+        expect(keys.length).toBeGreaterThan(0);
+        const readable = JSON.stringify(unwrapWire(hub.outputs));
+        for (const k of keys) {
+            const o = unwrapWire(k.outputs) as { id: string; secret: string };
+            expect(readable).not.toContain(o.secret);
+            expect(readable).not.toContain(o.id);
+        }
+        expect(readable).not.toMatch(/secretAccessKey|AKIA[0-9A-Z]{16}/);
+        // Each spoke's contract names only its own identity.
+        const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
+        expect(contracts.sg1.identity.mode).toBe("pod-identity");
+        expect(contracts.hn1.identity).toMatchObject({ mode: "access-key", slot: "2026-11", region: "ap-southeast-1" });
+        expect(contracts.hn1.identity.secretArn).toContain("platform/spokes/hn1/source-key/2026-11");
+        expect(JSON.stringify(contracts.hn1)).not.toContain("/hcm1/");
+    });
+
+    it("an on-prem spoke's key secret can be read only by that spoke's deployer (and written by the hub)", () => {
+        const policies = all("aws:secretsmanager/secretPolicy:SecretPolicy");
+        expect(policies.map((p) => p.name).sort()).toEqual(["spoke-hcm1-key-2026-11-policy", "spoke-hn1-key-2026-11-policy"]);
+        for (const p of policies) {
+            const spoke = p.name.replace(/^spoke-|-key-.*$/g, "");
+            const doc = JSON.parse(inputs(p).policy);
+            const allow = doc.Statement.filter((s: any) => s.Effect === "Allow");
+            expect(allow.map((s: any) => s.Principal)).toEqual([{ AWS: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}` }]);
+            const deny = doc.Statement.find((s: any) => s.Effect === "Deny");
+            expect(deny).toMatchObject({ Principal: "*", Action: ["secretsmanager:GetSecretValue"] });
+            // Only this spoke's deployer and the hub's own deployer escape the deny: no other spoke's principal.
+            expect(deny.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual([`arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`, "arn:aws:iam::123456789012:user/render"]);
+        }
+    });
+
+    it("keys have a maximum age and a source-IP condition when the site's egress is known; EKS spokes have no IAM user", () => {
+        const users = all("aws:iam/user:User").map((u) => inputs(u).name).sort();
+        expect(users).toEqual(["platform-spoke-hcm1-2026-11", "platform-spoke-hn1-2026-11"]);
+        const hn1 = JSON.parse(inputs(find("aws:iam/userPolicy:UserPolicy", "spoke-hn1-assume-2026-11")).policy).Statement[0];
+        // createdAt 2026-11-30 + maxKeyAgeDays 90 (stacks/Pulumi.hub-prod.yaml).
+        expect(hn1.Condition).toEqual({ DateLessThan: { "aws:CurrentTime": "2027-02-28T00:00:00Z" }, IpAddress: { "aws:SourceIp": ["198.51.100.0/28"] } });
+        const hn1Role = JSON.parse(inputs(find("aws:iam/rolePolicy:RolePolicy", "spoke-hn1-permissions")).policy);
+        expect(hn1Role.Statement.find((s: any) => s.Sid === "DenyOutsideSiteEgress").Condition).toEqual({ NotIpAddress: { "aws:SourceIp": ["198.51.100.0/28"] }, Bool: { "aws:ViaAWSService": "false" } });
+        const sg1Trust = JSON.parse(inputs(find("aws:iam/role:Role", "spoke-sg1-role")).assumeRolePolicy).Statement;
+        expect(sg1Trust).toEqual([{
+            Sid: "EksPodIdentityOfThisSpokeOnly", Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"],
+            Condition: { StringEquals: {
+                "aws:SourceAccount": "123456789012", "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:ap-southeast-1:123456789012:cluster/platform-sg1",
+                "aws:RequestTag/kubernetes-namespace": ["llm-gateway", "platform-system"], "aws:RequestTag/kubernetes-service-account": ["auth", "metering"],
+            } },
+        }]);
+    });
+
+    it("rotation phase 1 (a second slot) keeps both keys valid; phase 2 moves the contract; the old slot goes only when removed", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"].hn1.keys.push({ id: "2027-02", createdAt: "2027-02-01" });
+        const phase1 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        expect(byType(phase1.resources, "aws:iam/accessKey:AccessKey").map((k) => k.name).filter((n) => n.includes("hn1")).sort()).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
+        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement[0].Principal.AWS;
+        expect(trust).toHaveLength(2);
+        expect((unwrapWire(phase1.outputs.spokeContracts) as any).hn1.identity.slot).toBe("2026-11");
+        doc["platform:spokeIdentities"].hn1.activeKey = "2027-02";
+        const phase2 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        expect((unwrapWire(phase2.outputs.spokeContracts) as any).hn1.identity.slot).toBe("2027-02");
+        expect(byType(phase2.resources, "aws:iam/accessKey:AccessKey").filter((k) => k.name.includes("hn1"))).toHaveLength(2);
+    });
+
+    it("roles-anywhere when the operator provides a CA bundle: trust anchor + profile, no IAM user or key for that spoke", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"].hcm1 = { mode: "roles-anywhere", caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", egressCidrs: ["192.0.2.0/28"] };
+        const r = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        expect(byType(r.resources, "aws:iam/user:User").map((u) => inputs(u).name)).toEqual(["platform-spoke-hn1-2026-11"]);
+        const anchor = byType(r.resources, "aws:rolesanywhere/trustAnchor:TrustAnchor").map(inputs);
+        expect(anchor).toHaveLength(1);
+        expect(anchor[0].source).toEqual({ sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" } });
+        expect(byType(r.resources, "aws:rolesanywhere/profile:Profile")).toHaveLength(1);
+        const trust = JSON.parse(inputs(r.resources.find((x) => x.name === "spoke-hcm1-role")!).assumeRolePolicy).Statement[0];
+        expect(trust.Principal).toEqual({ Service: "rolesanywhere.amazonaws.com" });
+        expect(trust.Condition.StringEquals).toEqual({ "aws:PrincipalTag/x509Subject/CN": "platform-spoke-hcm1" });
+        expect((unwrapWire(r.outputs.spokeContracts) as any).hcm1.identity).toMatchObject({ mode: "roles-anywhere", certificateCn: "platform-spoke-hcm1" });
+    });
+
+    it("stateful resources are protected and retained on delete, with fixed names; resources.json records the options", async () => {
+        const { resourcesJson } = await import("../tools/outputs");
+        const rows = resourcesJson(hub.resources) as Array<{ type: string; name: string; options: Record<string, boolean>; inputs: any }>;
+        const stateful = rows.filter((r) => ["aws:kms/key:Key", "aws:s3/bucket:Bucket", "aws:kinesis/stream:Stream", "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance"].includes(r.type));
+        expect(stateful.map((r) => r.type).sort()).toEqual([
+            "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kms/key:Key", "aws:kms/key:Key",
+            "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance", "aws:rds/clusterInstance:ClusterInstance", "aws:s3/bucket:Bucket",
+        ]);
+        for (const r of stateful) expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
+        const named = (type: string) => stateful.filter((r) => r.type === type).map((r) => r.inputs.identifier ?? r.inputs.clusterIdentifier ?? r.inputs.bucket ?? r.inputs.name);
+        expect(named("aws:rds/cluster:Cluster")).toEqual(["platform-usage-ledger"]);
+        expect(named("aws:rds/clusterInstance:ClusterInstance").sort()).toEqual(["platform-usage-ledger-0", "platform-usage-ledger-1"]);
+        expect(named("aws:s3/bucket:Bucket")).toEqual(["platform-policy-bundles-123456789012-ap-southeast-1"]);
+        // Fixed-name IAM principals are replaced delete-first.
+        expect(rows.find((r) => r.name === "spoke-hn1-role")!.options.deleteBeforeReplace).toBe(true);
+        // Something not stateful stays unprotected (the option is recorded, not assumed).
+        expect(rows.find((r) => r.type === "aws:sqs/queue:Queue")!.options.protect).toBe(false);
+    });
+
+    it("ledger database: rds.force_ssl=1, master password managed by RDS, consumer as the ingest role behind a migration", () => {
+        const cluster = inputs(all("aws:rds/cluster:Cluster")[0]);
+        expect(cluster).toMatchObject({ manageMasterUserPassword: true, dbClusterParameterGroupName: "platform-usage-ledger-aurora-postgresql16" });
+        expect(cluster.masterPassword).toBeUndefined();
+        const params = inputs(all("aws:rds/clusterParameterGroup:ClusterParameterGroup")[0]);
+        expect(params.family).toBe("aurora-postgresql16");
+        expect(params.parameters).toEqual([{ name: "rds.force_ssl", value: "1", applyMethod: "immediate" }]);
+        const fns = Object.fromEntries(all("aws:lambda/function:Function").map((f) => [inputs(f).name, inputs(f)]));
+        expect(Object.keys(fns).sort()).toEqual(["platform-usage-consumer", "platform-usage-ledger-migrator", "platform-usage-reconciliation"]);
+        expect(fns["platform-usage-consumer"].environment.variables.PGUSER).toBe("ledger_ingest");
+        expect(fns["platform-usage-reconciliation"].environment.variables.PGUSER).toBe("ledger_reporter");
+        const invocation = all("aws:lambda/invocation:Invocation")[0];
+        expect(inputs(invocation).functionName).toBe("platform-usage-ledger-migrator");
+        for (const m of all("aws:lambda/eventSourceMapping:EventSourceMapping")) expect(m.dependencies).toContain(invocation.urn);
+        // The consumer's bundle runs no DDL at cold start.
+        expect(fns["platform-usage-consumer"].code).toBeDefined();
+    });
+
+    it("alarms on the failure queue, the consumer's iterator age and reconciliation gaps go to the topic in the hub file; the reconciliation is scheduled", () => {
+        const alarms = Object.fromEntries<any>(all("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => [inputs(a).name, inputs(a)]));
+        expect(Object.keys(alarms).sort()).toEqual(["platform-usage-consumer-iterator-age", "platform-usage-failure-queue", "platform-usage-reconciliation-gaps"]);
+        for (const a of Object.values(alarms)) expect(a.alarmActions).toEqual(["arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"]);
+        expect(alarms["platform-usage-failure-queue"]).toMatchObject({ namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", threshold: 0 });
+        expect(alarms["platform-usage-consumer-iterator-age"]).toMatchObject({ namespace: "AWS/Lambda", metricName: "IteratorAge", dimensions: { FunctionName: "platform-usage-consumer" }, threshold: 3_600_000 });
+        expect(alarms["platform-usage-reconciliation-gaps"]).toMatchObject({ namespace: "Platform/Usage", metricName: "ReconciliationMissingEvents", dimensions: { Spoke: "all" }, treatMissingData: "breaching" });
+        const rule = inputs(all("aws:cloudwatch/eventRule:EventRule")[0]);
+        expect(rule.scheduleExpression).toBe("rate(1 hour)");
+        expect(inputs(all("aws:cloudwatch/eventTarget:EventTarget")[0]).arn).toMatch(/function:platform-usage-reconciliation$/);
+    });
+
+    it("a hub file without platform:alarms is refused naming the key", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        delete doc["platform:alarms"];
+        await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(/platform:alarms/);
+    });
+});
+
+describe("on-prem spoke credentials come from its own key secret, never from the hub", () => {
+    it("spoke-hn1 holds hn1's key (read from platform/spokes/hn1/...) and nothing of hcm1's", async () => {
+        const { callMocks } = await import("../tools/mock-outputs");
+        const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
+        const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
+        const keyOf = (s: string) => JSON.parse(String(callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: contracts[s].identity.secretArn }, "ap-southeast-1").secretString));
+        const text = JSON.stringify(spoke.resources.map((r) => unwrapWire(r.inputs)));
+        expect(text).toContain(keyOf("hn1").secretAccessKey);
+        expect(text).not.toContain(keyOf("hcm1").secretAccessKey);
+        // The spoke reads no hub output holding credentials: its only StackReference is the contract read.
+        expect(byType(spoke.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
+    });
+
+    it("a spoke whose contract says roles-anywhere stops naming the key (the images lack the signing helper)", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"].hn1 = { mode: "roles-anywhere", caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" };
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
+        expect(err?.message).toMatch(/hub output spokeContracts.hn1.identity.mode: roles-anywhere needs the IAM Roles Anywhere signing helper/);
     });
 });

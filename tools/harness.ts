@@ -23,6 +23,30 @@ export interface CapturedResource {
     inputs: Record<string, unknown>;
     /** Outputs (mock state) in wire format. */
     outputs: Record<string, unknown>;
+    /**
+     * The resource options the engine would act on, as sent in the registration request (mocks'
+     * `MockResourceArgs` carries none of them, so they are read from the request itself).
+     */
+    options?: ResourceOptionsRecord;
+}
+
+/** Resource options recorded per resource (`resources.json`), so a test or a reviewer sees them. */
+export interface ResourceOptionsRecord {
+    /** `protect`: the engine refuses to delete (or replace) the resource. */
+    protect: boolean;
+    /** `retainOnDelete`: a delete removes it from the state only; the cloud object stays. */
+    retainOnDelete: boolean;
+    /** `deleteBeforeReplace`: on replacement the old one goes first (needed with fixed physical names). */
+    deleteBeforeReplace: boolean;
+}
+
+/** Options of a registration request (RegisterResourceRequest protobuf getters, pinned @pulumi/pulumi). */
+function requestOptions(req: any): ResourceOptionsRecord {
+    return {
+        protect: !!req.getProtect?.(),
+        retainOnDelete: !!req.getRetainondelete?.(),
+        deleteBeforeReplace: !!req.getDeletebeforereplace?.(),
+    };
 }
 
 /** Outputs of an already-rendered stack, for StackReference reads. */
@@ -113,7 +137,7 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
         const urn = res.getUrn();
         resources.set(urn, {
             urn, type: req.getType(), name: req.getName(), parent, provider: req.getProvider?.() ?? "",
-            custom, remote, dependencies: deps, inputs, outputs: res.getObject()?.toJavaScript() ?? {},
+            custom, remote, dependencies: deps, inputs, outputs: res.getObject()?.toJavaScript() ?? {}, options: requestOptions(req),
         });
     };
     monitor.registerResource = (req: any, cb: any) => register(req, (err: any, res: any) => {
@@ -127,12 +151,18 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
                 urn, type: req.getType(), name: req.getName(), parent: req.getParent(), provider: req.getProvider(),
                 custom: true, remote: false, dependencies: req.getDependenciesList(),
                 inputs: req.getProperties()?.toJavaScript() ?? {}, outputs: res.getProperties()?.toJavaScript() ?? {},
+                options: { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
             });
         }
         cb(err, res);
     });
     monitor.registerResourceOutputs = (req: any, cb: any) => {
-        if (req.getUrn().includes("::pulumi:pulumi:Stack::")) stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+        if (req.getUrn().includes("::pulumi:pulumi:Stack::")) {
+            stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
+            // The root Stack's outputs, as the analyzer shows them to stack policies (policies/aws.ts reads them).
+            const root = resources.get(req.getUrn());
+            if (root) root.outputs = stackOutputs;
+        }
         return registerOutputs(req, cb);
     };
 

@@ -54,7 +54,8 @@ export const outputMocks: Record<string, OutputMock> = {
     "aws:kinesis/stream:Stream": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("kinesis", r, `stream/${name}`) }; },
     "aws:rds/cluster:Cluster": (n, i, r) => {
         const id = i.clusterIdentifier ?? `${n}-${mockRandomString(n, 7)}`, host = mockRandomString(`rds:${r}`, 12);
-        return { clusterIdentifier: id, arn: arn("rds", r, `cluster:${id}`), endpoint: `${id}.cluster-${host}.${r}.rds.amazonaws.com`, readerEndpoint: `${id}.cluster-ro-${host}.${r}.rds.amazonaws.com`, port: 5432, clusterResourceId: `cluster-${mockRandomString(n, 26).toUpperCase()}` };
+        const managed = i.manageMasterUserPassword ? { masterUserSecrets: [{ secretArn: arn("secretsmanager", r, `secret:rds!cluster-${mockRandomString(n, 8)}-${mockRandomString(`sm:${n}`, 6)}`), kmsKeyId: i.masterUserSecretKmsKeyId ?? "", secretStatus: "active" }] } : {};
+        return { ...managed, clusterIdentifier: id, arn: arn("rds", r, `cluster:${id}`), endpoint: `${id}.cluster-${host}.${r}.rds.amazonaws.com`, readerEndpoint: `${id}.cluster-ro-${host}.${r}.rds.amazonaws.com`, port: 5432, clusterResourceId: `cluster-${mockRandomString(n, 26).toUpperCase()}` };
     },
     "aws:rds/clusterInstance:ClusterInstance": (n, i, r) => { const id = i.identifier ?? `${n}-${mockRandomString(n, 7)}`; return { identifier: id, arn: arn("rds", r, `db:${id}`), endpoint: `${id}.${mockRandomString(`rds:${r}`, 12)}.${r}.rds.amazonaws.com`, port: 5432 }; },
     "aws:rds/subnetGroup:SubnetGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("rds", r, `subgrp:${name}`) }; },
@@ -110,6 +111,13 @@ export const callMocks: Record<string, (args: Record<string, any>, region: strin
     "aws:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: MOCK_ACCOUNT_ID, arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`, userId: "AIDAMOCK" }),
     "aws:index/getRegion:getRegion": (_a, r) => ({ name: r, region: r, id: r }),
     "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
+    // A role session's issuer is its role; for an IAM user the issuer is the user itself.
+    "aws:iam/getSessionContext:getSessionContext": (a) => ({ arn: a.arn, issuerArn: a.arn, issuerName: String(a.arn).split("/").pop() }),
+    // A spoke's source key secret (components/hub/SpokeIdentity.ts): deterministic per secret, in the JSON shape the hub writes.
+    "aws:secretsmanager/getSecretVersion:getSecretVersion": (a) => ({
+        arn: a.secretId, versionId: "mock-version",
+        secretString: JSON.stringify({ accessKeyId: `AKIA${mockRandomString(`akid:${a.secretId}`, 16).toUpperCase()}`, secretAccessKey: mockRandomString(`access-key:${a.secretId}`, 40) }),
+    }),
 };
 
 /** Computed outputs for one resource (not including its inputs). */

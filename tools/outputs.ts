@@ -40,11 +40,15 @@ export function manifestsYaml(resources: CapturedResource[]): string {
     return docs.map((d) => YAML.stringify(d, { lineWidth: 0, sortMapEntries: false })).map((s) => `---\n${s}`).join("");
 }
 
-/** Every resource for `resources.json`: type, name, parent, provider, inputs (secrets masked), sorted by URN. */
+/**
+ * Every resource for `resources.json`: type, name, parent, provider, resource options (protect,
+ * retainOnDelete, deleteBeforeReplace), inputs (secrets masked), sorted by URN.
+ */
 export function resourcesJson(resources: CapturedResource[]): unknown[] {
     return [...resources].sort((a, b) => a.urn.localeCompare(b.urn)).map((r) => ({
         urn: r.urn, type: r.type, name: r.name, parent: r.parent || undefined, provider: r.provider || undefined,
         custom: r.custom, remote: r.remote || undefined, dependencies: r.dependencies.length ? r.dependencies : undefined,
+        options: r.options ?? { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
         inputs: maskWire(r.inputs),
     }));
 }

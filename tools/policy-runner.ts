@@ -68,11 +68,13 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             }
         };
         if (isStackPolicy(p)) {
-            const prs: PolicyResource[] = checked.map((r) => {
+            // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
+            const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
+            const prs: PolicyResource[] = [...checked, ...root].map((r) => {
                 const pr = props(r.outputs);
                 return {
                     type: r.type, props: pr, urn: r.urn, name: r.name,
-                    opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [] } as any,
+                    opts: { protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) } as any,
                     dependencies: [], propertyDependencies: {},
                     isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                 } as unknown as PolicyResource;
@@ -92,7 +94,7 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
                     const pr = props(r.inputs);
                     await guard(() => v({
                         type: r.type, props: pr, urn: r.urn, name: r.name,
-                        opts: { protect: false, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent } as any,
+                        opts: { protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent, ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) } as any,
                         stackTags: new Map(), getConfig, notApplicable,
                         isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                     } as any, (message: string, urn?: string) => push(message, urn ?? r.urn)));

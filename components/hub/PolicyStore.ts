@@ -117,6 +117,8 @@ export interface PolicyStoreArgs {
      * first deployment. Decides whether a spoke's revision stays or moves on.
      */
     previous: pulumi.Input<unknown>;
+    /** Fixed bucket name (default: auto-named from the resource name). */
+    bucketName?: pulumi.Input<string>;
 }
 
 /**
@@ -149,12 +151,16 @@ export class PolicyStore extends pulumi.ComponentResource {
         super("platform:hub:PolicyStore", name, {}, opts);
         const parent = { parent: this };
 
+        // The key decrypts every retained bundle and ACK, the bucket is the audit trail: protected (no delete or
+        // replacement by an ordinary `up`) and retained (dropping them from the program leaves them in AWS).
+        const keep: pulumi.CustomResourceOptions = { parent: this, protect: true, retainOnDelete: true };
         const key = new aws.kms.Key(`${name}-key`, {
             description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
             enableKeyRotation: true,
             deletionWindowInDays: 30,
-        }, parent);
-        const bucket = new aws.s3.Bucket(`${name}-bucket`, { forceDestroy: false }, parent);
+        }, keep);
+        new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-policy-bundles", targetKeyId: key.keyId }, parent);
+        const bucket = new aws.s3.Bucket(`${name}-bucket`, { bucket: args.bucketName, forceDestroy: false }, keep);
         const ownership = new aws.s3.BucketOwnershipControls(`${name}-ownership`, {
             bucket: bucket.bucket, rule: { objectOwnership: "BucketOwnerEnforced" },
         }, parent);

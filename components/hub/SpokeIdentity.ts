@@ -1,5 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import type { SpokeIdentityContract } from "../../config/contract";
+import type { SpokeIdentityConfig } from "../../config/stack";
+import { GATEWAY_NAMESPACE } from "../../lib/gateway";
+import { PLATFORM_NAMESPACE } from "../../lib/labels";
 import { bundlePaths } from "../../services/shared/bundle";
 
 /** An IAM policy document (the subset this module writes). */
@@ -25,6 +29,11 @@ export interface SpokeRolePolicyInput {
     region: string;
     /** Kinesis stream the spoke's metering service writes usage events to (optional until metering exists). */
     usageStreamArn?: string;
+    /**
+     * The site's egress ranges (on-prem): every call the role makes directly must come from them
+     * (`aws:SourceIp`, not applied to calls an AWS service makes on its behalf: `aws:ViaAWSService`).
+     */
+    egressCidrs?: string[];
 }
 
 /**
@@ -56,80 +65,267 @@ export function spokeRolePolicy(x: SpokeRolePolicyInput): PolicyDocument {
     if (x.usageStreamArn) {
         statements.push({ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecord", "kinesis:PutRecords"], Resource: x.usageStreamArn });
     }
+    if (x.egressCidrs?.length) {
+        statements.push({
+            Sid: "DenyOutsideSiteEgress", Effect: "Deny",
+            Action: ["s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:PutObject", "kinesis:PutRecord", "kinesis:PutRecords"],
+            Resource: "*",
+            Condition: { NotIpAddress: { "aws:SourceIp": [...x.egressCidrs] }, Bool: { "aws:ViaAWSService": "false" } },
+        });
+    }
     return { Version: "2012-10-17", Statement: statements };
 }
 
-/** Pure: trust policy letting exactly one IAM principal (the spoke's source user) assume the role. */
-export function spokeTrustPolicy(principalArn: string): PolicyDocument {
+/**
+ * The service accounts that call AWS as the spoke (auth service: bundles and ACKs; metering: usage stream).
+ * Their names come from components/spoke/AuthService.ts (`auth` in the gateway namespace) and
+ * components/spoke/Metering.ts (`metering` in the platform namespace).
+ */
+export const SPOKE_AWS_SERVICE_ACCOUNTS: ReadonlyArray<{ namespace: string; serviceAccount: string }> = [
+    { namespace: GATEWAY_NAMESPACE, serviceAccount: "auth" },
+    { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering" },
+];
+
+/**
+ * Pure: trust policy of an EKS spoke's role for EKS Pod Identity. The service principal
+ * `pods.eks.amazonaws.com` with `sts:AssumeRole` + `sts:TagSession`, limited to the spoke's account
+ * (`aws:SourceAccount`) and, through the session tags Pod Identity sets, to its cluster (`eks-cluster-arn`, the
+ * cluster's ARN: what `aws:SourceArn` would name) and to the platform's service accounts: another spoke's
+ * cluster, or another pod in this one, cannot obtain the role even with an association.
+ * Source: docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html (trust policy, conditions) and
+ * pod-id-abac.html (session tags `eks-cluster-arn`, `kubernetes-namespace`, `kubernetes-service-account`).
+ */
+export function podIdentityTrustPolicy(accountId: string, clusterArn: string, serviceAccounts = SPOKE_AWS_SERVICE_ACCOUNTS): PolicyDocument {
     return {
         Version: "2012-10-17",
-        Statement: [{ Sid: "SpokeSourceIdentity", Effect: "Allow", Principal: { AWS: principalArn }, Action: ["sts:AssumeRole"] }],
+        Statement: [{
+            Sid: "EksPodIdentityOfThisSpokeOnly", Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" },
+            Action: ["sts:AssumeRole", "sts:TagSession"],
+            Condition: {
+                StringEquals: {
+                    "aws:SourceAccount": accountId,
+                    "aws:RequestTag/eks-cluster-arn": clusterArn,
+                    "aws:RequestTag/kubernetes-namespace": [...new Set(serviceAccounts.map((s) => s.namespace))].sort(),
+                    "aws:RequestTag/kubernetes-service-account": [...new Set(serviceAccounts.map((s) => s.serviceAccount))].sort(),
+                },
+            },
+        }],
     };
 }
 
-/** Pure: the source user's only permission: assume its spoke role. */
-export function sourceUserPolicy(roleArn: string): PolicyDocument {
-    return { Version: "2012-10-17", Statement: [{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: roleArn }] };
+/**
+ * Pure: trust policy for IAM Roles Anywhere: the service principal `rolesanywhere.amazonaws.com`
+ * (`sts:AssumeRole`, `sts:TagSession`, `sts:SetSourceIdentity`), only through this spoke's trust anchor
+ * (`aws:SourceArn`) and only for a certificate whose subject CN is the spoke's (`aws:PrincipalTag/x509Subject/CN`).
+ * Source: docs.aws.amazon.com/rolesanywhere/latest/userguide/trust-model.html (role trust policy, conditions).
+ */
+export function rolesAnywhereTrustPolicy(trustAnchorArn: string, certificateCn: string): PolicyDocument {
+    return {
+        Version: "2012-10-17",
+        Statement: [{
+            Sid: "RolesAnywhereThisSpokeOnly", Effect: "Allow", Principal: { Service: "rolesanywhere.amazonaws.com" },
+            Action: ["sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"],
+            Condition: { ArnEquals: { "aws:SourceArn": trustAnchorArn }, StringEquals: { "aws:PrincipalTag/x509Subject/CN": certificateCn } },
+        }],
+    };
 }
+
+/** Pure: trust policy letting exactly the spoke's source users (one per key slot) assume the role. */
+export function spokeTrustPolicy(principalArns: string[]): PolicyDocument {
+    return {
+        Version: "2012-10-17",
+        Statement: [{ Sid: "SpokeSourceIdentity", Effect: "Allow", Principal: { AWS: [...principalArns] }, Action: ["sts:AssumeRole"] }],
+    };
+}
+
+/** Day `days` after `date` (YYYY-MM-DD), as an ISO-8601 UTC timestamp. */
+export function keyExpiry(createdAt: string, days: number): string {
+    return new Date(Date.parse(`${createdAt}T00:00:00Z`) + days * 86_400_000).toISOString().replace(/\.\d{3}Z$/, "Z");
+}
+
+/**
+ * Pure: a source user's only permission: assume its spoke role, from the site's egress ranges when known, and only
+ * until the key slot's maximum age (`aws:CurrentTime`): an old key stops working even if nobody rotates it.
+ */
+export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egressCidrs?: string[] } = {}): PolicyDocument {
+    const condition: NonNullable<PolicyDocument["Statement"][number]["Condition"]> = {};
+    if (x.expiresAt) condition.DateLessThan = { "aws:CurrentTime": x.expiresAt };
+    if (x.egressCidrs?.length) condition.IpAddress = { "aws:SourceIp": [...x.egressCidrs] };
+    return {
+        Version: "2012-10-17",
+        Statement: [{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: roleArn, ...(Object.keys(condition).length ? { Condition: condition } : {}) }],
+    };
+}
+
+/**
+ * Pure: resource policy of a key slot's secret. Only the spoke's deployer role may read it; everyone else is
+ * denied reading it (other spokes' deployers, CI preview roles), except the hub's own deployer, which writes it and
+ * whose provider reads it back (`hubDeployerArn`).
+ */
+export function keySecretPolicy(deployerRoleArn: string, hubDeployerArn: string): Record<string, unknown> {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "SpokeDeployerReads", Effect: "Allow", Principal: { AWS: deployerRoleArn }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
+            {
+                Sid: "NobodyElseReads", Effect: "Deny", Principal: "*", Action: ["secretsmanager:GetSecretValue"], Resource: "*",
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, hubDeployerArn] } },
+            },
+        ],
+    };
+}
+
+/** Default deployer role of an on-prem spoke in the hub account (README "Deploy for real"). */
+export function defaultDeployerRoleArn(partition: string, accountId: string, spoke: string): string {
+    return `arn:${partition}:iam::${accountId}:role/platform-spoke-deployer-${spoke}`;
+}
+
+/** Name of a key slot's secret. Fixed, so renaming nothing in the program ever replaces it. */
+export function keySecretName(spoke: string, slot: string): string {
+    return `platform/spokes/${spoke}/source-key/${slot}`;
+}
+
+/** The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret). Secret. */
+export interface SpokeSourceCredentials { accessKeyId: string; secretAccessKey: string }
 
 /** Inputs of {@link SpokeIdentity}. */
 export interface SpokeIdentityArgs {
     /** Spoke name (`platform:spokes[].name`). */
     spoke: string;
+    provider: "onprem" | "eks";
+    /** `platform:spokeIdentities.<spoke>`; default pod-identity (EKS) or access-key (on-prem). */
+    identity?: SpokeIdentityConfig;
+    /** EKS: the spoke's cluster name (programs/eks-spoke.ts `eksClusterName`). */
+    clusterName?: string;
     bucketArn: pulumi.Input<string>;
     kmsKeyArn: pulumi.Input<string>;
-    /** Region of the policy bucket. */
+    /** Region of the policy bucket (and of the hub's secrets). */
     region: string;
+    /** The hub's account id and partition. */
+    accountId: pulumi.Input<string>;
+    partition: pulumi.Input<string>;
+    /** The principal deploying the hub (IAM role ARN of the session): may write and read back key secrets. */
+    hubDeployerArn: pulumi.Input<string>;
     /** Usage stream ARN; when set the role may put records on exactly that stream (metering). */
     usageStreamArn?: pulumi.Input<string>;
 }
 
-/** The source credentials an on-prem spoke uses to assume its role. Secret. */
-export interface SpokeSourceCredentials { accessKeyId: string; secretAccessKey: string }
+/** The identity config with the provider's default filled in. */
+export function effectiveIdentity(provider: "onprem" | "eks", identity: SpokeIdentityConfig | undefined): SpokeIdentityConfig {
+    if (identity) return identity;
+    return provider === "eks" ? { mode: "pod-identity" } : { mode: "access-key", keys: [{ id: "k1" }], maxKeyAgeDays: 90, egressCidrs: [] };
+}
 
 /**
- * The AWS identity of one spoke (least privilege, see {@link spokeRolePolicy}).
- *
- * On-prem spokes have no AWS workload identity, so the role is assumed from a per-spoke IAM user whose only
- * permission is `sts:AssumeRole` on this role. Its access key is a Pulumi secret (hub output
- * `spokeCredentials`, read by the spoke's StackReference and written to a Kubernetes Secret); the auth
- * service's AWS SDK uses the shared config file `role_arn` + `source_profile`, so every S3 call runs with
- * the role's short-lived session credentials. Rotate by replacing the access key (`pulumi up --replace`).
- * Upgrade path without a long-lived key: IAM Roles Anywhere with the site's X.509 PKI (trust anchor +
- * profile for this role), which needs a CA this repo does not have yet.
+ * The AWS identity of one spoke: one role with least privilege ({@link spokeRolePolicy}) that only this spoke
+ * can obtain, and no credential in any stack output.
+ * - EKS (`pod-identity`): trusted by EKS Pod Identity for the spoke's cluster and service accounts only
+ *   ({@link podIdentityTrustPolicy}); no IAM user, no key.
+ * - on-prem with a CA (`roles-anywhere`): a trust anchor on the site's CA bundle and a profile for this role
+ *   ({@link rolesAnywhereTrustPolicy}).
+ * - on-prem without a CA (`access-key`): per key slot an IAM user whose only right is assuming the role (until the
+ *   slot's maximum age, from the site's egress ranges when known) and its key written to a Secrets Manager secret
+ *   only the spoke's deployer role may read ({@link keySecretPolicy}). Rotation is two-phase: add a slot (both keys
+ *   work), point `activeKey` at it and roll the spoke, then remove the old slot.
  */
 export class SpokeIdentity extends pulumi.ComponentResource {
     public readonly roleArn: pulumi.Output<string>;
     public readonly roleName: pulumi.Output<string>;
-    /** Source credentials (secret). */
-    public readonly credentials: pulumi.Output<SpokeSourceCredentials>;
+    /** What the spoke's contract says about obtaining the role (no credential). */
+    public readonly contract: pulumi.Output<SpokeIdentityContract>;
 
     constructor(name: string, args: SpokeIdentityArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:hub:SpokeIdentity", name, {}, opts);
         const parent = { parent: this };
         const tags = { "platform:spoke": args.spoke };
-        const user = new aws.iam.User(`${name}-source`, { path: "/platform/spokes/", tags }, parent);
+        const id = effectiveIdentity(args.provider, args.identity);
+        const egressCidrs = id.mode === "pod-identity" ? [] : id.egressCidrs;
+        const roleName = `platform-spoke-${args.spoke}`;
+        const roleArnOf = pulumi.interpolate`arn:${args.partition}:iam::${args.accountId}:role/platform/spokes/${roleName}`;
+
+        let trust: pulumi.Output<string>;
+        // The contract may need resources that name the role (Roles Anywhere profile): built once the role exists.
+        let contractOf: (role: aws.iam.Role) => pulumi.Output<SpokeIdentityContract>;
+        if (id.mode === "pod-identity") {
+            if (!args.clusterName) throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name`);
+            const account = id.accountId ?? args.accountId;
+            const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.region}:${account}:cluster/${args.clusterName}`;
+            trust = pulumi.all([account, clusterArn]).apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c)));
+            contractOf = () => pulumi.output({ mode: "pod-identity" as const, serviceAccounts: SPOKE_AWS_SERVICE_ACCOUNTS.map((s) => ({ ...s })) });
+        } else if (id.mode === "roles-anywhere") {
+            const cn = id.certificateCn ?? `platform-spoke-${args.spoke}`;
+            const anchor = new aws.rolesanywhere.TrustAnchor(`${name}-trust-anchor`, {
+                name: `platform-spoke-${args.spoke}`,
+                enabled: true,
+                source: { sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: id.caBundle } },
+                tags,
+            }, { parent: this, protect: true });
+            trust = anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, cn)));
+            contractOf = (role) => {
+                const profile = new aws.rolesanywhere.Profile(`${name}-profile`, {
+                    name: `platform-spoke-${args.spoke}`, enabled: true, roleArns: [role.arn], durationSeconds: 3600, tags,
+                }, parent);
+                return pulumi.all([anchor.arn, profile.arn]).apply(([trustAnchorArn, profileArn]) => ({ mode: "roles-anywhere" as const, trustAnchorArn, profileArn, certificateCn: cn }));
+            };
+        } else {
+            const slots = id.keys;
+            const active = id.activeKey ?? slots[0].id;
+            const deployer = id.deployerRoleArn ?? pulumi.all([args.partition, args.accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, args.spoke));
+            const users = slots.map((slot) => ({
+                slot,
+                // Fixed name: a replacement must delete the old user first (IAM names are unique).
+                user: new aws.iam.User(`${name}-source-${slot.id}`, { name: `platform-spoke-${args.spoke}-${slot.id}`, path: "/platform/spokes/", tags: { ...tags, "platform:key-slot": slot.id } }, { parent: this, deleteBeforeReplace: true }),
+            }));
+            trust = pulumi.all(users.map((u) => u.user.arn)).apply((arns) => JSON.stringify(spokeTrustPolicy(arns)));
+            const secrets = new Map<string, aws.secretsmanager.Secret>();
+            for (const { slot, user } of users) {
+                new aws.iam.UserPolicy(`${name}-assume-${slot.id}`, {
+                    user: user.name,
+                    policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, {
+                        expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined, egressCidrs,
+                    }))),
+                }, parent);
+                if (!slot.createdAt) pulumi.log.warn(`spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`, this);
+                const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, parent);
+                const secret = new aws.secretsmanager.Secret(`${name}-key-${slot.id}`, {
+                    name: keySecretName(args.spoke, slot.id),
+                    description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
+                    recoveryWindowInDays: 7,
+                    tags: { ...tags, "platform:key-slot": slot.id },
+                }, parent);
+                new aws.secretsmanager.SecretPolicy(`${name}-key-${slot.id}-policy`, {
+                    secretArn: secret.arn,
+                    policy: pulumi.all([deployer, args.hubDeployerArn]).apply(([d, h]) => JSON.stringify(keySecretPolicy(d, h))),
+                    blockPublicPolicy: true,
+                }, parent);
+                new aws.secretsmanager.SecretVersion(`${name}-key-${slot.id}`, {
+                    secretId: secret.id,
+                    secretString: pulumi.secret(pulumi.all([key.id, key.secret]).apply(([accessKeyId, secretAccessKey]) => JSON.stringify({ accessKeyId, secretAccessKey }))),
+                }, parent);
+                secrets.set(slot.id, secret);
+            }
+            contractOf = () => secrets.get(active)!.arn.apply((secretArn) => ({ mode: "access-key" as const, secretArn, region: args.region, slot: active }));
+        }
+
         const role = new aws.iam.Role(`${name}-role`, {
+            name: roleName,
             path: "/platform/spokes/",
-            description: `Policy bundle reader / ACK writer for spoke ${args.spoke}`,
-            assumeRolePolicy: user.arn.apply((u) => JSON.stringify(spokeTrustPolicy(u))),
+            description: `Policy bundle reader / ACK writer / usage producer for spoke ${args.spoke}`,
+            assumeRolePolicy: trust,
             maxSessionDuration: 3600,
             tags,
-        }, parent);
+        // Fixed name (the secrets, trust anchors and spokes name it): a replacement deletes the old role first.
+        }, { parent: this, deleteBeforeReplace: true });
+        const contract = contractOf(role);
         new aws.iam.RolePolicy(`${name}-permissions`, {
             role: role.name,
             policy: pulumi.all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn]).apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
-                JSON.stringify(spokeRolePolicy({ spoke: args.spoke, bucketArn, kmsKeyArn, region: args.region, usageStreamArn }))),
+                JSON.stringify(spokeRolePolicy({ spoke: args.spoke, bucketArn, kmsKeyArn, region: args.region, usageStreamArn, egressCidrs }))),
         }, parent);
-        new aws.iam.UserPolicy(`${name}-assume`, {
-            user: user.name,
-            policy: role.arn.apply((r) => JSON.stringify(sourceUserPolicy(r))),
-        }, parent);
-        const key = new aws.iam.AccessKey(`${name}-key`, { user: user.name }, parent);
 
         this.roleArn = role.arn;
         this.roleName = role.name;
-        this.credentials = pulumi.secret(pulumi.all([key.id, key.secret]).apply(([accessKeyId, secretAccessKey]) => ({ accessKeyId, secretAccessKey })));
-        this.registerOutputs({ roleArn: this.roleArn });
+        this.contract = contract;
+        this.registerOutputs({ roleArn: this.roleArn, contract: this.contract });
     }
 }

@@ -24,7 +24,7 @@ export interface AgentRouterArgs {
     /** The contract's policy block (where the auth service pulls bundles from). */
     policy: pulumi.Input<PolicyContract>;
     /** Source credentials for the SpokeIdentity role: secret. */
-    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
     /** Namespace of the Dynamo frontends (default `inference`). */
     frontendNamespace?: string;
     /** EnvoyProxy access log settings; default: the metering sink (services/shared/accesslog.ts). */

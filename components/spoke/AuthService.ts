@@ -44,8 +44,11 @@ export interface AuthServiceArgs {
     namespace: string;
     /** The contract's policy block: bucket, region, hub public key, role. */
     policy: pulumi.Input<PolicyContract>;
-    /** Source credentials that assume `policy.roleArn` (hub output `spokeCredentials`): secret. */
-    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /**
+     * Source key that assumes `policy.roleArn` (on-prem: its key slot's secret, programs/gateway.ts): secret.
+     * Undefined on EKS: the role comes from EKS Pod Identity (the `auth` service account's association).
+     */
+    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
     /** Secret (same namespace) and key holding the Redis URL with its password. */
     redisUrlSecret: { name: pulumi.Input<string>; key: string };
     /** At least 2 (config/gateway.ts enforces it). */
@@ -62,7 +65,8 @@ export interface AuthServiceArgs {
  * Pure: the auth service's environment (names from services/auth/config.ts). Only non-secret values; the Redis
  * URL comes from a Secret reference and the AWS key from a mounted Secret.
  */
-export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number): Record<string, string> {
+export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): Record<string, string> {
+    const files: Record<string, string> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
     return {
         AUTH_SPOKE: spoke,
         AUTH_HUB_PUBLIC_KEY: policy.publicKey,
@@ -74,9 +78,7 @@ export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: num
         AUTH_PATH_PREFIX,
         AUTH_MAX_BODY_BYTES: String(maxBodyBytes),
         AUTH_LEASE_TTL_SECONDS: String(leaseTtlSeconds),
-        AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`,
-        AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`,
-        AWS_PROFILE,
+        ...files,
         AWS_REGION: policy.region,
     };
 }
@@ -107,16 +109,17 @@ export class AuthService extends pulumi.ComponentResource {
         const sa = new k8s.core.v1.ServiceAccount(`${name}-sa`, {
             metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels }, automountServiceAccountToken: false,
         }, { parent: this });
-        const aws = new k8s.core.v1.Secret(`${name}-aws`, {
+        const creds = args.awsCredentials;
+        const aws = creds === undefined ? undefined : new k8s.core.v1.Secret(`${name}-aws`, {
             metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
             type: "Opaque",
             stringData: {
                 config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)),
-                credentials: pulumi.secret(pulumi.output(args.awsCredentials).apply(awsCredentialsFile)),
+                credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
             },
         }, { parent: this });
 
-        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds)).map(([n, value]) => ({ name: n, value })));
+        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value })));
         this.deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, {
             metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
             spec: {
@@ -144,12 +147,12 @@ export class AuthService extends pulumi.ComponentResource {
                             securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
                             volumeMounts: [
                                 { name: "cache", mountPath: AUTH_CACHE_DIR },
-                                { name: "aws", mountPath: AWS_FILES_DIR, readOnly: true },
+                                ...(aws ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
                             ],
                         }],
                         volumes: [
                             { name: "cache", emptyDir: { sizeLimit: "256Mi" } },
-                            { name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } },
+                            ...(aws ? [{ name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } }] : []),
                         ],
                     },
                 },

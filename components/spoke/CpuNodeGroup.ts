@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { EksCpuNodeGroup } from "../../config/eks";
 import { POOL_LABEL, SYSTEM_POOL_LABEL } from "../../lib/labels";
+import { NODE_METADATA_OPTIONS } from "./EfaNodeGroup";
 
 export interface CpuNodeGroupArgs {
     clusterName: pulumi.Input<string>;
@@ -13,10 +14,12 @@ export interface CpuNodeGroupArgs {
 
 /**
  * The EKS node group for the platform's CPU services (Agent Router gateway, auth, metering, Mooncake master,
- * CoreDNS): AL2023 standard AMI, untainted, labelled `inference-platform.io/system=true`.
+ * CoreDNS): AL2023 standard AMI, untainted, labelled `inference-platform.io/system=true`. Its launch template sets
+ * IMDSv2 with hop limit 1 ({@link NODE_METADATA_OPTIONS}) and the encrypted gp3 root volume.
  */
 export class CpuNodeGroup extends pulumi.ComponentResource {
     public readonly nodeGroup: aws.eks.NodeGroup;
+    public readonly launchTemplate: aws.ec2.LaunchTemplate;
     /** Node selector for platform services. */
     public readonly nodeSelector: Record<string, string>;
 
@@ -24,6 +27,14 @@ export class CpuNodeGroup extends pulumi.ComponentResource {
         super("platform:spoke:CpuNodeGroup", name, {}, opts);
         const g = args.group;
         this.nodeSelector = { [SYSTEM_POOL_LABEL]: "true" };
+        const tags = { [POOL_LABEL]: g.name };
+        this.launchTemplate = new aws.ec2.LaunchTemplate(`${name}-lt`, {
+            description: `System node group ${g.name}`,
+            metadataOptions: NODE_METADATA_OPTIONS,
+            blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: g.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } }],
+            tagSpecifications: [{ resourceType: "instance", tags }],
+            tags,
+        }, { parent: this });
         this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
             clusterName: args.clusterName,
             nodeGroupName: g.name,
@@ -32,7 +43,8 @@ export class CpuNodeGroup extends pulumi.ComponentResource {
             instanceTypes: g.instanceTypes,
             amiType: "AL2023_x86_64_STANDARD",
             capacityType: "ON_DEMAND",
-            diskSize: g.rootVolumeGiB,
+            // Root volume size lives in the launch template (EKS refuses diskSize together with a launch template).
+            launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
             scalingConfig: { desiredSize: g.scaling.desired, minSize: g.scaling.min, maxSize: g.scaling.max },
             labels: { [POOL_LABEL]: g.name, [SYSTEM_POOL_LABEL]: "true" },
             updateConfig: { maxUnavailable: 1 },

@@ -8,6 +8,15 @@ import {
 } from "../../lib/labels";
 import type { Toleration } from "./GpuNodePool";
 
+/**
+ * Instance metadata of every node: IMDSv2 only (`httpTokens: required`) and a response hop limit of 1, so a
+ * pod on the pod network (one hop further than the node) cannot reach IMDS and take the node role's
+ * credentials; host-network pods (VPC CNI, EFA device plugin) still can. Pods get AWS access from their own
+ * roles (EKS Pod Identity / IRSA). Source: docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
+ * ("Restrict access to the instance profile assigned to the worker node").
+ */
+export const NODE_METADATA_OPTIONS = { httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" } as const;
+
 export interface EfaNodeGroupArgs {
     clusterName: pulumi.Input<string>;
     nodeRoleArn: pulumi.Input<string>;
@@ -86,7 +95,7 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
             instanceMarketOptions: cap.instanceMarketOptions,
             userData: base64(nodeBootstrapUserData({ hugepages2Mi: group.hugepages2Mi, localStorageRaid0: true })),
             blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: group.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } }],
-            metadataOptions: { httpTokens: "required", httpPutResponseHopLimit: 2, httpEndpoint: "enabled" },
+            metadataOptions: NODE_METADATA_OPTIONS,
             tagSpecifications: [{ resourceType: "instance", tags }],
             tags,
         }, { parent: this });

@@ -16,6 +16,47 @@ export interface EksClusterArgs {
     publicAccessCidrs: string[];
     /** Create a VPC from a CIDR, or use an existing one by id. */
     vpc: EksVpc;
+    /** IAM roles given cluster access through EKS access entries (`platform:cluster.access`). */
+    access?: { deployRoleArn?: string; previewRoleArn?: string };
+}
+
+/**
+ * EKS access policies of the two CI roles: the deploy role administers the cluster (it applies every object);
+ * the preview role reads everything (AmazonEKSAdminViewPolicy includes Secrets, which `pulumi preview` diffs).
+ * Source: docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html.
+ */
+export const ACCESS_POLICIES = {
+    deploy: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+    preview: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy",
+} as const;
+
+/** Service account of the EBS CSI controller (aws-ebs-csi-driver add-on), the one its Pod Identity association binds. */
+export const EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa";
+
+/** Pure: trust policy of a role used through EKS Pod Identity by one add-on service account of `clusterArn`. */
+export function addonPodIdentityTrust(accountId: string, clusterArn: string, namespace: string, serviceAccount: string): string {
+    return JSON.stringify({
+        Version: "2012-10-17",
+        Statement: [{
+            Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"],
+            Condition: { StringEquals: { "aws:SourceAccount": accountId, "aws:RequestTag/eks-cluster-arn": clusterArn, "aws:RequestTag/kubernetes-namespace": namespace, "aws:RequestTag/kubernetes-service-account": serviceAccount } },
+        }],
+    });
+}
+
+/**
+ * Pure: IRSA trust policy for one service account (`system:serviceaccount:<ns>:<sa>`) of the cluster's OIDC
+ * issuer. Source: docs.aws.amazon.com/eks/latest/userguide/associate-service-account-role.html.
+ */
+export function irsaTrust(oidcProviderArn: string, issuerUrl: string, namespace: string, serviceAccount: string): string {
+    const host = issuerUrl.replace(/^https:\/\//, "");
+    return JSON.stringify({
+        Version: "2012-10-17",
+        Statement: [{
+            Effect: "Allow", Principal: { Federated: oidcProviderArn }, Action: "sts:AssumeRoleWithWebIdentity",
+            Condition: { StringEquals: { [`${host}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`, [`${host}:aud`]: "sts.amazonaws.com" } },
+        }],
+    });
 }
 
 /** A private subnet the node groups can use. */
@@ -49,6 +90,12 @@ export class EksCluster extends pulumi.ComponentResource {
     public readonly privateSubnets: PrivateSubnet[];
     /** kubeconfig (JSON) using `aws eks get-token`; holds no credential. */
     public readonly kubeconfig: pulumi.Output<string>;
+    /** Account of the cluster (Pod Identity trust `aws:SourceAccount`). */
+    public readonly accountId!: pulumi.Output<string>;
+    /** The EKS Pod Identity agent add-on (associations are served once it runs). */
+    public readonly podIdentityAgent!: aws.eks.Addon;
+    /** Role of the EBS CSI controller; {@link addEbsCsi} binds it by Pod Identity. */
+    public readonly ebsCsiRole!: aws.iam.Role;
     private readonly baseName: string;
 
     constructor(name: string, args: EksClusterArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -94,7 +141,9 @@ export class EksCluster extends pulumi.ComponentResource {
         const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: assumeRole("eks.amazonaws.com"), tags }, child);
         const clusterPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: MANAGED_POLICY("AmazonEKSClusterPolicy") }, { parent: clusterRole });
         const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: assumeRole("ec2.amazonaws.com"), tags }, child);
-        for (const p of ["AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]) {
+        // No AmazonEKS_CNI_Policy on the node role: the VPC CNI has its own role (IRSA, below), so a pod reaching
+        // the node's credentials gets no ENI / security-group rights.
+        for (const p of ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]) {
             new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole });
         }
         this.nodeRoleArn = nodeRole.arn;
@@ -125,7 +174,9 @@ export class EksCluster extends pulumi.ComponentResource {
             accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: true },
             enabledClusterLogTypes: ["api", "audit", "authenticator"],
             tags,
-        }, { parent: this, dependsOn: [clusterPolicy] });
+        // The cluster holds every workload and its volumes: never deleted or replaced by an ordinary `up`
+        // (a replacement would be a new, empty cluster under the same name). Explicit name: fixed.
+        }, { parent: this, dependsOn: [clusterPolicy], protect: true, retainOnDelete: true });
 
         this.clusterName = this.cluster.name;
         this.endpoint = this.cluster.endpoint;
@@ -137,8 +188,36 @@ export class EksCluster extends pulumi.ComponentResource {
         this.kubeconfig = pulumi.all([this.cluster.name, this.endpoint, this.certificateAuthority])
             .apply(([n, e, ca]) => JSON.stringify(eksKubeconfig(n, e, ca, args.region)));
 
+        const account = aws.getCallerIdentityOutput({}, { parent: this }).accountId;
+        this.accountId = account;
+        // VPC CNI on its own role through IRSA (aws-node starts before the Pod Identity agent can serve it).
+        const cniRole = new aws.iam.Role(`${name}-vpc-cni-role`, {
+            description: `VPC CNI (kube-system/aws-node) of ${args.clusterName}`,
+            assumeRolePolicy: pulumi.all([oidc.arn, this.oidcIssuer]).apply(([arn, url]) => irsaTrust(arn, url, "kube-system", "aws-node")),
+            tags,
+        }, child);
+        const cniPolicy = new aws.iam.RolePolicyAttachment(`${name}-vpc-cni-policy`, { role: cniRole.name, policyArn: MANAGED_POLICY("AmazonEKS_CNI_Policy") }, { parent: cniRole });
+        // EBS CSI driver on its own role through Pod Identity (the controller is an ordinary Deployment).
+        this.ebsCsiRole = new aws.iam.Role(`${name}-ebs-csi-role`, {
+            description: `EBS CSI controller (kube-system/${EBS_CSI_SERVICE_ACCOUNT}) of ${args.clusterName}`,
+            assumeRolePolicy: pulumi.all([account, this.cluster.arn]).apply(([a, c]) => addonPodIdentityTrust(a, c, "kube-system", EBS_CSI_SERVICE_ACCOUNT)),
+            tags,
+        }, child);
+        new aws.iam.RolePolicyAttachment(`${name}-ebs-csi-policy`, { role: this.ebsCsiRole.name, policyArn: MANAGED_POLICY("service-role/AmazonEBSCSIDriverPolicy") }, { parent: this.ebsCsiRole });
+
         // Add-ons that must exist before nodes join (networking, kube-proxy, pod identity).
-        for (const a of ["vpc-cni", "kube-proxy", "eks-pod-identity-agent"] as const) this.addon(a);
+        this.addon("vpc-cni", [cniPolicy], { serviceAccountRoleArn: cniRole.arn });
+        this.addon("kube-proxy");
+        this.podIdentityAgent = this.addon("eks-pod-identity-agent");
+
+        // Cluster access for the CI roles named in the stack file (authenticationMode API: nothing else grants it).
+        for (const [kind, roleArn] of [["deploy", args.access?.deployRoleArn], ["preview", args.access?.previewRoleArn]] as const) {
+            if (!roleArn) continue;
+            const entry = new aws.eks.AccessEntry(`${name}-access-${kind}`, { clusterName: this.cluster.name, principalArn: roleArn, type: "STANDARD", tags }, child);
+            new aws.eks.AccessPolicyAssociation(`${name}-access-${kind}-policy`, {
+                clusterName: this.cluster.name, principalArn: entry.principalArn, policyArn: ACCESS_POLICIES[kind], accessScope: { type: "cluster" },
+            }, { parent: entry });
+        }
         this.registerOutputs({
             clusterName: this.clusterName, endpoint: this.endpoint, oidcIssuer: this.oidcIssuer, vpcId: this.vpcId,
             clusterSecurityGroupId: this.clusterSecurityGroupId, efaSecurityGroupId: this.efaSecurityGroupId,
@@ -146,10 +225,19 @@ export class EksCluster extends pulumi.ComponentResource {
     }
 
     /**
+     * Adds the EBS CSI driver add-on (its controller needs nodes: pass the node groups) with its own role bound by
+     * EKS Pod Identity, so PVCs (metering spool, collector queue) can be provisioned: EKS has no CSI driver for EBS
+     * and no default StorageClass on current versions.
+     */
+    addEbsCsi(dependsOn: pulumi.Resource[]): aws.eks.Addon {
+        return this.addon("aws-ebs-csi-driver", [...dependsOn, this.podIdentityAgent], { podIdentityAssociations: [{ roleArn: this.ebsCsiRole.arn, serviceAccount: EBS_CSI_SERVICE_ACCOUNT }] });
+    }
+
+    /**
      * Adds an EKS managed add-on at the version pinned in config/versions.ts (`null` there = the EKS default
      * for the cluster's Kubernetes version). Add-ons that need nodes (CoreDNS) go in after the node groups.
      */
-    addon(addonName: keyof typeof versions.eksAddons, dependsOn: pulumi.Resource[] = []): aws.eks.Addon {
+    addon(addonName: keyof typeof versions.eksAddons, dependsOn: pulumi.Resource[] = [], extra: Pick<aws.eks.AddonArgs, "serviceAccountRoleArn" | "podIdentityAssociations"> = {}): aws.eks.Addon {
         const version = versions.eksAddons[addonName];
         const a = new aws.eks.Addon(`${this.baseName}-${addonName}`, {
             clusterName: this.cluster.name,
@@ -157,6 +245,7 @@ export class EksCluster extends pulumi.ComponentResource {
             addonVersion: version ?? undefined,
             resolveConflictsOnCreate: "OVERWRITE",
             resolveConflictsOnUpdate: "OVERWRITE",
+            ...extra,
         }, { parent: this, dependsOn });
         return a;
     }

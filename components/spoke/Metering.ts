@@ -34,7 +34,9 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
 }
 
 /** Pure: the metering service's environment (names from services/metering/config.ts), without secrets. */
-export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number }): Record<string, string> {
+export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number; sharedFiles?: boolean }): Record<string, string> {
+    // Without shared files (EKS Pod Identity) the SDK's default chain takes the container credentials the agent injects.
+    const files: Record<string, string> = x.sharedFiles === false ? {} : { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE };
     return {
         METERING_SPOKE: x.spoke,
         METERING_SPOOL_DIR: `${SPOOL_MOUNT}/spool`,
@@ -45,9 +47,7 @@ export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { 
         METERING_POLICY_REGION: x.policy.region,
         METERING_HUB_PUBLIC_KEY: x.policy.publicKey,
         METERING_PORT: String(METERING_PORT),
-        AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`,
-        AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`,
-        AWS_PROFILE,
+        ...files,
         AWS_REGION: x.usage.region,
     };
 }
@@ -121,8 +121,8 @@ export interface MeteringArgs {
     usage: pulumi.Input<UsageContract>;
     /** Hub contract `policy`: the role to assume, and the bundle bucket/key for token window lengths. */
     policy: pulumi.Input<{ roleArn: string; bucket: string; region: string; publicKey: string }>;
-    /** Source credentials that assume the spoke role (hub output `spokeCredentials`): secret. */
-    awsCredentials: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /** Source key that assumes the spoke role (on-prem, programs/gateway.ts): secret. Undefined on EKS (Pod Identity). */
+    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
     /** Redis URL of the auth service's counters (secret): leases to release, token windows to add to. */
     redisUrl: pulumi.Input<string>;
     replicas: number;
@@ -165,12 +165,13 @@ export class Metering extends pulumi.ComponentResource {
         const policy = pulumi.output(args.policy);
         const usage = pulumi.output(args.usage);
 
-        const awsSecret = new k8s.core.v1.Secret(`${name}-aws`, {
+        const creds = args.awsCredentials;
+        const awsSecret = creds === undefined ? undefined : new k8s.core.v1.Secret(`${name}-aws`, {
             metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
             type: "Opaque",
             stringData: {
                 config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(p.roleArn, u.region)),
-                credentials: pulumi.secret(pulumi.output(args.awsCredentials).apply(awsCredentialsFile)),
+                credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
             },
         }, parent);
         const redisSecret = new k8s.core.v1.Secret(`${name}-redis`, {
@@ -192,7 +193,7 @@ export class Metering extends pulumi.ComponentResource {
         }, parent);
 
         const env = pulumi.all([policy, usage]).apply(([p, u]) => [
-            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB })).map(([n, value]) => ({ name: n, value })),
+            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB, sharedFiles: !!awsSecret })).map(([n, value]) => ({ name: n, value })),
             { name: "METERING_INSTANCE", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
             { name: "METERING_REDIS_URL", valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } } },
         ]);
@@ -226,10 +227,10 @@ export class Metering extends pulumi.ComponentResource {
                             securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
                             volumeMounts: [
                                 { name: "spool", mountPath: SPOOL_MOUNT },
-                                { name: "aws", mountPath: AWS_FILES_DIR, readOnly: true },
+                                ...(awsSecret ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
                             ],
                         }],
-                        volumes: [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }],
+                        volumes: awsSecret ? [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }] : [],
                     },
                 },
                 volumeClaimTemplates: [{

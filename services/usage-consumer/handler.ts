@@ -1,5 +1,5 @@
 import { Client } from "pg";
-import { ingestBatch, IngestResult, migrate, quarantine, QuarantineItem, Queryable } from "../ledger/ledger";
+import { ingestBatch, IngestResult, quarantine, QuarantineItem, Queryable } from "../ledger/ledger";
 import { UsageEvent, UsageEventSchema } from "../shared/usage";
 
 /**
@@ -131,7 +131,9 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
     });
     client.on("error", () => { cached = undefined; });
     await client.connect();
-    await migrate(client);
+    // No DDL here: the consumer logs in as ledger_ingest (SELECT/INSERT/UPDATE on the ledger tables only); the schema
+    // is applied by the migrator Lambda that `pulumi up` runs before the event source mappings exist
+    // (services/reconciler/migrator.ts).
     cached = { client, env };
     return cached;
 }

@@ -48,16 +48,18 @@ describe("policy efa-device-plugin-allowlist", () => {
 
 describe("policy efa-node-group-launch-template", () => {
     const lt = "aws:ec2/launchTemplate:LaunchTemplate";
+    // Only the GPU group's template (the system node group has its own, without EFA interfaces).
+    const efaLt = (r: CapturedResource) => r.name === "nodes-h200-lt";
     it("fails when a card is missing or card 0 is EFA-only primary", async () => {
-        const fewer = edit(lt, (o) => { o.networkInterfaces = o.networkInterfaces.slice(0, 9); });
+        const fewer = edit(lt, (o) => { o.networkInterfaces = o.networkInterfaces.slice(0, 9); }, efaLt);
         expect((await messages([efaLaunchTemplate], fewer)).join("\n")).toMatch(/8 EFA interfaces for 16 network cards of p5en.48xlarge; card 8 \/ device 0 must be efa-only/);
-        const badPrimary = edit(lt, (o) => { o.networkInterfaces[0].interfaceType = "efa-only"; });
+        const badPrimary = edit(lt, (o) => { o.networkInterfaces[0].interfaceType = "efa-only"; }, efaLt);
         expect((await messages([efaLaunchTemplate], badPrimary)).join("\n")).toMatch(/card 0 \/ device 0 must be the ENA primary/);
     });
     it("fails without LimitMEMLOCK=infinity in the bootstrap, or without a placement group", async () => {
-        const noMemlock = edit(lt, (o) => { o.userData = Buffer.from(Buffer.from(o.userData, "base64").toString().replace("LimitMEMLOCK=infinity", "LimitNOFILE=1048576")).toString("base64"); });
+        const noMemlock = edit(lt, (o) => { o.userData = Buffer.from(Buffer.from(o.userData, "base64").toString().replace("LimitMEMLOCK=infinity", "LimitNOFILE=1048576")).toString("base64"); }, efaLt);
         expect((await messages([efaLaunchTemplate], noMemlock)).join("\n")).toMatch(/does not set containerd LimitMEMLOCK=infinity/);
-        const noPg = edit(lt, (o) => { delete o.placement.groupName; });
+        const noPg = edit(lt, (o) => { delete o.placement.groupName; }, efaLt);
         expect((await messages([efaLaunchTemplate], noPg)).join("\n")).toMatch(/no placement group/);
     });
     it("fails when the group spans several subnets", async () => {

@@ -1,0 +1,59 @@
+import type { Queryable } from "../ledger/ledger";
+
+/**
+ * Database roles of the usage ledger (least privilege each):
+ * - the master user (RDS-managed secret) is used only by the migrator (services/reconciler/migrator.ts);
+ * - {@link INGEST_ROLE}: the usage consumer. SELECT/INSERT/UPDATE on the ledger tables (the ingest statement
+ *   inserts with `ON CONFLICT ... DO UPDATE` and `RETURNING`, services/ledger/ledger.ts `INGEST_SQL`), the
+ *   quarantine id sequence, no DELETE, no DDL;
+ * - {@link REPORTER_ROLE}: the scheduled reconciliation. SELECT only.
+ */
+export const INGEST_ROLE = "ledger_ingest";
+export const REPORTER_ROLE = "ledger_reporter";
+
+/** The ledger's tables (services/ledger/schema.sql). */
+export const LEDGER_TABLES = ["usage_events", "usage_hourly", "usage_receipts", "usage_quarantine"] as const;
+/** Sequences the ingest role advances (`usage_quarantine.id bigserial`). */
+export const LEDGER_SEQUENCES = ["usage_quarantine_id_seq"] as const;
+
+/** Passwords of the two login roles (from their Secrets Manager secrets). */
+export interface RolePasswords { ingest: string; reporter: string }
+
+/**
+ * Pure: the statements that create (or update) the two roles and their grants, idempotent, with passwords as
+ * SQL literals escaped by `quote` (the driver's `escapeLiteral`). Run after the schema, as the master user.
+ * Revokes CREATE on schema public from PUBLIC (already the default from PostgreSQL 15) so neither role can add
+ * objects.
+ */
+export function roleStatements(pw: RolePasswords, quote: (s: string) => string): string[] {
+    const role = (name: string, password: string) => [
+        `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${name} LOGIN; END IF; END $$`,
+        `ALTER ROLE ${name} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quote(password)}`,
+    ];
+    const tables = LEDGER_TABLES.join(", ");
+    return [
+        ...role(INGEST_ROLE, pw.ingest),
+        ...role(REPORTER_ROLE, pw.reporter),
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        `GRANT USAGE ON SCHEMA public TO ${INGEST_ROLE}, ${REPORTER_ROLE}`,
+        `REVOKE ALL ON ${tables} FROM ${INGEST_ROLE}, ${REPORTER_ROLE}`,
+        `GRANT SELECT, INSERT, UPDATE ON ${tables} TO ${INGEST_ROLE}`,
+        `GRANT USAGE ON SEQUENCE ${LEDGER_SEQUENCES.join(", ")} TO ${INGEST_ROLE}`,
+        `GRANT SELECT ON ${tables} TO ${REPORTER_ROLE}`,
+    ];
+}
+
+/**
+ * Applies {@link roleStatements} in one transaction.
+ * @throws the driver's error (rolled back)
+ */
+export async function applyRoles(db: Queryable, pw: RolePasswords, quote: (s: string) => string): Promise<void> {
+    await db.query("BEGIN");
+    try {
+        for (const sql of roleStatements(pw, quote)) await db.query(sql);
+        await db.query("COMMIT");
+    } catch (e) {
+        await db.query("ROLLBACK").catch(() => undefined);
+        throw e;
+    }
+}
