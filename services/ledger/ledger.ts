@@ -1,6 +1,6 @@
 import * as fs from "fs";
 import * as path from "path";
-import type { UsageEvent } from "../shared/usage";
+import type { QuarantineMarker, UsageEvent } from "../shared/usage";
 
 /** The part of a `pg` Client / PoolClient the ledger uses (so tests and the Lambda pass either). */
 export interface Queryable {
@@ -147,6 +147,38 @@ export async function quarantine(db: Queryable, items: readonly QuarantineItem[]
          ON CONFLICT (origin) DO NOTHING`,
         [JSON.stringify(items)]);
     return r.rowCount ?? 0;
+}
+
+/**
+ * Records the markers of events a spoke quarantined because Kinesis would not take them: one row per
+ * `(spoke, source, seq)` in `usage_spoke_quarantine`, and a receipt for the same seq (so the reconciliation
+ * shows it as quarantined, never as missing). One statement; a redelivered marker changes nothing.
+ * @param markers validated with `QuarantineMarkerSchema` by the caller
+ * @returns how many markers were new
+ * @throws the driver's error; nothing is written then
+ */
+export async function recordSpokeQuarantine(db: Queryable, markers: readonly QuarantineMarker[]): Promise<number> {
+    if (markers.length === 0) return 0;
+    const r = await db.query<{ n: number }>(`
+WITH raw AS (
+    SELECT DISTINCT ON (spoke, source, seq) * FROM jsonb_to_recordset($1::jsonb) AS x(
+        "requestId" text, spoke text, source text, seq bigint, "endedAt" timestamptz, reason text, bytes bigint)
+    ORDER BY spoke, source, seq
+),
+q AS (
+    INSERT INTO usage_spoke_quarantine (spoke, source, seq, request_id, reason, bytes, hour)
+    SELECT spoke, source, seq, "requestId", reason, bytes, ${HOUR(`"endedAt"`)} FROM raw
+    ON CONFLICT (spoke, source, seq) DO NOTHING
+    RETURNING 1
+),
+rec AS (
+    INSERT INTO usage_receipts (spoke, source, seq, request_id, hour)
+    SELECT spoke, source, seq, "requestId", ${HOUR(`"endedAt"`)} FROM raw
+    ON CONFLICT (spoke, source, seq) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM q)::int AS n, (SELECT count(*) FROM rec)::int AS r`, [JSON.stringify(markers)]);
+    return r.rows[0].n;
 }
 
 /** One row of `usage_hourly`, numbers as JS numbers (token sums stay far below 2^53). */

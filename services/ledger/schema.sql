@@ -71,3 +71,37 @@ CREATE TABLE IF NOT EXISTS usage_quarantine (
     payload     text        NOT NULL,
     received_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Events the spoke could not ship (Kinesis refused the record: over the record size limit, or invalid). The spoke
+-- keeps the full event in its own quarantine and ships a small marker instead (services/shared/usage.ts
+-- QuarantineMarkerSchema); the marker's (spoke, source, seq) also goes into usage_receipts, so the reconciliation
+-- shows the event as quarantined, not as a gap. A redelivered marker is stored once.
+CREATE TABLE IF NOT EXISTS usage_spoke_quarantine (
+    spoke       text        NOT NULL,
+    source      text        NOT NULL,
+    seq         bigint      NOT NULL,
+    request_id  text        NOT NULL,
+    reason      text        NOT NULL,
+    bytes       bigint      NOT NULL,
+    hour        timestamptz NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (spoke, source, seq)
+);
+
+-- Results of scheduled reconciliation runs (services/ledger/status.ts recordReconciliation), newest per spoke
+-- read by `npm run status`.
+CREATE TABLE IF NOT EXISTS reconciliation_runs (
+    id          bigserial   PRIMARY KEY,
+    spoke       text        NOT NULL,
+    ran_at      timestamptz NOT NULL DEFAULT now(),
+    from_hour   timestamptz,
+    to_hour     timestamptz,
+    sent        bigint      NOT NULL,
+    received    bigint      NOT NULL,
+    counted     bigint      NOT NULL,
+    duplicates  bigint      NOT NULL,
+    missing     bigint      NOT NULL,
+    quarantined bigint      NOT NULL,
+    gaps        jsonb       NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reconciliation_runs_spoke_ran_at ON reconciliation_runs (spoke, ran_at DESC);
