@@ -1,4 +1,5 @@
 import * as fs from "fs";
+import * as net from "net";
 import * as os from "os";
 import * as path from "path";
 import type { Client } from "pg";
@@ -72,4 +73,13 @@ export async function ledgerState(db: Client): Promise<{ events: number; aggrega
     const aggregated = Number((await db.query("SELECT COALESCE(sum(requests), 0)::bigint AS n FROM usage_hourly")).rows[0].n);
     const quarantined = (await db.query("SELECT count(*)::int AS n FROM usage_spoke_quarantine")).rows[0].n;
     return { events: ids.size, aggregated, quarantined, ids };
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+    return new Promise((resolve, reject) => {
+        const s = net.createServer();
+        s.once("error", reject);
+        s.listen(0, "127.0.0.1", () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
+    });
 }
