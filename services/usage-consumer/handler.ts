@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { discardClient, LEDGER_PG_BOUNDS } from "../ledger/db";
 import { ingestBatch, IngestResult, migrate, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
 import { QuarantineMarker, QuarantineMarkerSchema, UsageEvent, UsageEventSchema } from "../shared/usage";
 
@@ -133,8 +134,8 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
         password: await fetchPassword(env.passwordSecretArn),
         // TLS to Aurora, verified against the RDS CAs the runtime ships (NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem).
         ssl: { rejectUnauthorized: true },
-        connectionTimeoutMillis: 10_000,
-        statement_timeout: 60_000,
+        // Bounded on a silent network and a slow server (services/ledger/db.ts).
+        ...LEDGER_PG_BOUNDS,
     });
     client.on("error", () => { cached = undefined; });
     await client.connect();
@@ -152,7 +153,7 @@ export async function handler(event: KinesisStreamEvent): Promise<BatchOutcome> 
         return out;
     } catch (e) {
         cached = undefined;
-        await client.end().catch(() => undefined);
+        discardClient(client); // never waits on a peer that stopped answering
         throw e;
     }
 }
