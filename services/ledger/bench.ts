@@ -67,17 +67,23 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
         await db.query(RAW_SQL, [JSON.stringify([event(n + 1)])]);
         await db.query("TRUNCATE usage_events, usage_hourly, usage_receipts, usage_events_raw");
 
-        let t = performance.now();
-        for (const b of batches) await db.query(RAW_SQL, [JSON.stringify(b)]);
-        rawInsertEventsPerSec = n / ((performance.now() - t) / 1000);
-
-        t = performance.now();
-        let inserted = 0;
-        for (const b of batches) inserted += (await ingestBatch(db, b)).inserted;
-        ledgerEventsPerSec = n / ((performance.now() - t) / 1000);
+        // Side by side: raw and ledger statements alternate batch by batch on the same connection, so both see the
+        // same machine load (this machine is shared; sequential runs drift by more than the difference measured).
+        let rawMs = 0, ledgerMs = 0, inserted = 0;
+        for (const b of batches) {
+            const payload = JSON.stringify(b);
+            let t0 = performance.now();
+            await db.query(RAW_SQL, [payload]);
+            rawMs += performance.now() - t0;
+            t0 = performance.now();
+            inserted += (await ingestBatch(db, b)).inserted;
+            ledgerMs += performance.now() - t0;
+        }
+        rawInsertEventsPerSec = n / (rawMs / 1000);
+        ledgerEventsPerSec = n / (ledgerMs / 1000);
         if (inserted !== n) throw new Error(`bench: ${inserted} of ${n} inserted`);
 
-        t = performance.now();
+        let t = performance.now();
         for (const b of batches) inserted += (await ingestBatch(db, b)).inserted;
         redeliveryEventsPerSec = n / ((performance.now() - t) / 1000);
         if (inserted !== n) throw new Error("bench: a redelivered event was counted twice");
@@ -116,9 +122,9 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
     }
 
     const r = (x: number) => Math.round(x).toLocaleString("en-US");
-    print(`metering bench: ${n} events, ${batch} per statement (PostgreSQL with default durability, loopback)`);
+    print(`metering bench: ${n} events, ${batch} per statement (PostgreSQL with default durability, loopback; raw and ledger batches interleaved)`);
     print(`  raw INSERT (floor)                ${r(rawInsertEventsPerSec).padStart(10)} events/s  1.00x`);
-    print(`  ledger ingest (idempotent + agg)  ${r(ledgerEventsPerSec).padStart(10)} events/s  ${(ledgerEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x of raw`);
+    print(`  ledger ingest (idempotent + agg)  ${r(ledgerEventsPerSec).padStart(10)} events/s  ${(ledgerEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x of raw (goal >= 0.60x, issue 11)`);
     print(`  redelivery (all duplicates)       ${r(redeliveryEventsPerSec).padStart(10)} events/s  ${(redeliveryEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x of raw`);
     print(`  spool append, fsync, group commit ${r(spoolEventsPerSec).padStart(10)} events/s  (16 senders x 100 events)`);
     print(`  spool append, fsync per event     ${r(spoolSingleEventsPerSec).padStart(10)} events/s  (1 sender, 1 event)`);

@@ -48,10 +48,17 @@ export interface ReconcileOptions {
  * the gap. A gap at the very end of a sequence (events sent after the last one received) shows up once a
  * later event of that instance arrives.
  */
+const DELIVERED = `
+    SELECT spoke, source, seq, hour FROM usage_events WHERE ($1::text IS NULL OR spoke = $1)
+    UNION
+    SELECT spoke, source, seq, hour FROM usage_receipts WHERE ($1::text IS NULL OR spoke = $1)
+    UNION
+    SELECT spoke, source, seq, hour FROM usage_spoke_quarantine WHERE ($1::text IS NULL OR spoke = $1)`;
+
 const GAPS_SQL = `
-WITH r AS (
-    SELECT spoke, source, seq, hour, lag(seq) OVER (PARTITION BY spoke, source ORDER BY seq) AS prev
-    FROM usage_receipts WHERE ($1::text IS NULL OR spoke = $1)
+WITH d AS (${DELIVERED}),
+r AS (
+    SELECT spoke, source, seq, hour, lag(seq) OVER (PARTITION BY spoke, source ORDER BY seq) AS prev FROM d
 )
 SELECT spoke, source, hour, COALESCE(prev + 1, 0) AS gap_from, seq - 1 AS gap_to
 FROM r
@@ -59,9 +66,10 @@ WHERE seq > COALESCE(prev + 1, 0)
   AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)`;
 
 const SUMMARY_SQL = `
-WITH f AS (
-    SELECT spoke, hour, 1 AS received, 0 AS counted, 0 AS quarantined FROM usage_receipts
-    WHERE ($1::text IS NULL OR spoke = $1) AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)
+WITH d AS (${DELIVERED}),
+f AS (
+    SELECT spoke, hour, 1 AS received, 0 AS counted, 0 AS quarantined FROM d
+    WHERE ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)
     UNION ALL
     SELECT spoke, hour, 0, 1, 0 FROM usage_events
     WHERE ($1::text IS NULL OR spoke = $1) AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)

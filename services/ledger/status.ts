@@ -48,7 +48,9 @@ const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v a
 export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly string[] } = {}): Promise<SpokeUsageStatus[]> {
     const [ev, rec, q, runs] = await Promise.all([
         db.query("SELECT spoke, max(ended_at) AS last_end, count(*)::bigint AS n FROM usage_events GROUP BY spoke"),
-        db.query("SELECT spoke, max(received_at) AS last_recv FROM usage_receipts GROUP BY spoke"),
+        db.query(`SELECT spoke, max(t) AS last_recv FROM (SELECT spoke, max(received_at) AS t FROM usage_events GROUP BY spoke
+                  UNION ALL SELECT spoke, max(received_at) FROM usage_receipts GROUP BY spoke
+                  UNION ALL SELECT spoke, max(received_at) FROM usage_spoke_quarantine GROUP BY spoke) x GROUP BY spoke`),
         db.query("SELECT spoke, count(*)::bigint AS n FROM usage_spoke_quarantine GROUP BY spoke"),
         db.query(`SELECT DISTINCT ON (spoke) spoke, ran_at, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps
                   FROM reconciliation_runs ORDER BY spoke, ran_at DESC, id DESC`),
