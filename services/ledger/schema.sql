@@ -56,6 +56,9 @@ CREATE TABLE IF NOT EXISTS usage_hourly (
     truncated_requests  bigint      NOT NULL,
     PRIMARY KEY (tenant, team, key_id, model, hour)
 );
+-- Every ingested batch updates its aggregate rows in place: room on each page keeps those updates HOT (no new
+-- index entry per update; PostgreSQL docs "Heap-Only Tuples").
+ALTER TABLE usage_hourly SET (fillfactor = 50);
 
 CREATE TABLE IF NOT EXISTS usage_receipts (
     spoke       text        NOT NULL,
