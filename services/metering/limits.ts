@@ -1,6 +1,6 @@
 import { createHash } from "crypto";
 import * as fsp from "fs/promises";
-import type { Redis } from "ioredis";
+import type { Redis, RedisOptions } from "ioredis";
 import * as path from "path";
 import { Bundle, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
 import { Tier, TierIds, tierIds, windowStart } from "../shared/identity";
@@ -251,4 +251,24 @@ export class LimitsApplier {
             }
         }
     }
+}
+
+/**
+ * ioredis options for metering's connection to the auth service's Redis, bounded (ioredis 6.0.0
+ * `built/redis/RedisOptions.d.ts`): `commandTimeout` fails a command; `socketTimeout` destroys a socket that
+ * received nothing for that long while a command waits (a silent connection is dropped and replaced by the
+ * reconnect strategy, instead of timing out every command until the kernel gives up on it); `connectTimeout`
+ * bounds the TCP connect; `keepAlive` is the first TCP keepalive probe delay; no offline queue, one retry.
+ */
+export function meteringRedisOptions(commandTimeoutMs: number): RedisOptions {
+    return {
+        commandTimeout: commandTimeoutMs,
+        socketTimeout: Math.max(2 * commandTimeoutMs, 1000),
+        connectTimeout: Math.max(2 * commandTimeoutMs, 2000),
+        keepAlive: 10_000,
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        lazyConnect: false,
+        retryStrategy: (n: number) => Math.min(50 * 2 ** Math.min(n, 5), 1000),
+    };
 }

@@ -1,7 +1,8 @@
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config";
-import { BundleWindows, LimitsApplier, RedisLimits } from "./limits";
+import { BundleWindows, LimitsApplier, meteringRedisOptions, RedisLimits } from "./limits";
 import { createServer, MeteringService } from "./service";
 import { KinesisTransport, Shipper } from "./shipper";
 import { Spool } from "./spool";
@@ -36,11 +37,16 @@ async function main(): Promise<void> {
     let redis: Redis | undefined;
     let poll: NodeJS.Timeout | undefined;
     if (cfg.METERING_REDIS_URL) {
-        redis = new Redis(cfg.METERING_REDIS_URL, { commandTimeout: cfg.METERING_REDIS_TIMEOUT_MS, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+        redis = new Redis(cfg.METERING_REDIS_URL, meteringRedisOptions(cfg.METERING_REDIS_TIMEOUT_MS));
         redis.on("error", () => undefined); // failures surface per command and in metering_limits_errors_total
         let windows: BundleWindows | undefined;
         if (cfg.METERING_POLICY_BUCKET && cfg.METERING_HUB_PUBLIC_KEY) {
-            const s3 = new S3Client({ region: cfg.METERING_POLICY_REGION });
+            // Bounded like the Kinesis transport (see shipper.ts: throwOnRequestTimeout makes requestTimeout real).
+            const agent = { keepAlive: true, keepAliveMsecs: 15_000 };
+            const s3 = new S3Client({
+                region: cfg.METERING_POLICY_REGION, maxAttempts: 2,
+                requestHandler: new NodeHttpHandler({ requestTimeout: 10_000, throwOnRequestTimeout: true, connectionTimeout: 3_000, socketTimeout: 10_000, httpAgent: agent, httpsAgent: agent }),
+            });
             const bucket = cfg.METERING_POLICY_BUCKET;
             windows = new BundleWindows(async (key) => {
                 const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
