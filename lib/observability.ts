@@ -226,6 +226,24 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
                 },
             },
             {
+                alert: "PlatformUsagePoisonRecord",
+                expr: `sum(increase(metering_poisoned_events_total[1h])) > 0`,
+                for: "0m", labels: labels("warning"),
+                annotations: {
+                    summary: "{{ $value }} usage events Kinesis would not take were quarantined in the last hour",
+                    description: "The shipper set them aside (services/metering quarantine.jsonl) and shipped a marker; the rest kept shipping. The reconciliation report lists them as quarantined.",
+                },
+            },
+            {
+                alert: "PlatformTokenCountersSkipped",
+                expr: `max(metering_tokens_skipped) > 0`,
+                for: "0m", labels: labels("warning"),
+                annotations: {
+                    summary: "{{ $value }} usage events never reached the token limit counters",
+                    description: "Redis was unreachable for longer than the spool keeps unapplied events: token limits undercount until the window rolls over. Billing (the ledger) is unaffected.",
+                },
+            },
+            {
                 alert: "PlatformUsageQuarantined",
                 expr: `sum(increase(metering_records_total{outcome="quarantined"}[1h])) > 0`,
                 for: "0m", labels: labels("warning"),

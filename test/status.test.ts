@@ -10,7 +10,8 @@ import * as path from "path";
 import { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, S3Server, startS3 } from "../services/auth/test/harness";
-import { ingestBatch } from "../services/ledger/ledger";
+import { ingestBatch, recordSpokeQuarantine } from "../services/ledger/ledger";
+import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
 import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
@@ -58,6 +59,7 @@ describe("npm run status", () => {
         const hn1 = rows.find((r) => r.spoke === "hn1")!;
         expect(hn1).toMatchObject({ publishedRevision: 3, ackedRevision: 3, ackedAt: "2026-12-01T09:05:00.000Z", behindSeconds: 0, problems: [] });
         expect(hn1.reconciliation).toEqual({ windowHours: 24, sent: 5, missing: 0, duplicates: 0 });
+        expect(hn1).toMatchObject({ quarantined: 0, lastReconciliation: null });
         expect(hn1.usageLagSeconds).toBeGreaterThanOrEqual(3600 + 120 - 2);
 
         const sg1 = rows.find((r) => r.spoke === "sg1")!;
@@ -67,6 +69,14 @@ describe("npm run status", () => {
         expect(sg1.problems).toHaveLength(2);
         expect(sg1.problems[0]).toMatch(/^serves revision 3 of 4, behind for \d+ s \(limit 900 s\)$/);
         expect(formatStatus(rows)).toMatch(/^sg1 .*BEHIND$/m);
+
+        // A scheduled run recorded by the hub and a quarantined event show up as such.
+        await runReconciliation(ledger.db, { spoke: "sg1" });
+        await recordSpokeQuarantine(ledger.db, [{ kind: "quarantined", requestId: "sg1-r-4", spoke: "sg1", source: "metering-0.aaaa0000", seq: 4, endedAt: recent, reason: "poison: record over 1 MiB", bytes: 1_100_000 }]);
+        const again = (await collectStatus({ spokes: { sg1: spokes.sg1 }, s3: client, db: ledger.db, now: later, maxBehindSeconds: 900, windowHours: 24 }))[0];
+        expect(again.quarantined).toBe(1);
+        expect(again.lastReconciliation).toMatchObject({ missing: 2 });
+        expect(formatStatus([again])).toContain("(2 missing)");
 
         // Within the threshold the same lag is not a problem.
         const soon = await collectStatus({ spokes: { sg1: spokes.sg1 }, s3: client, db: ledger.db, now, maxBehindSeconds: 900, windowHours: 24 });

@@ -5,14 +5,17 @@ import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
 import { reconcile } from "../services/ledger/reconcile";
 import type { Queryable } from "../services/ledger/ledger";
+import { spokeUsageStatus } from "../services/ledger/status";
 
 /**
  * `npm run status [-- --hub <stack>]`: where each spoke stands, read from the hub's own state (never from a spoke):
  * - the policy bundle: the revision the hub published (`spokes/<spoke>/current.json` in the policy bucket, and when),
  *   the highest revision the spoke ACKed (`spokes/<spoke>/acks/<rev>.json`, and when);
  * - usage: when the ledger last received an event from the spoke and the newest `endedAt` it holds (usage lag);
- * - reconciliation over the last `--window-hours` (default 24): events the spoke's sequence numbers say it sent
- *   that never arrived, and duplicates.
+ * - quarantined usage (events Kinesis would not take, shipped as markers) and the last scheduled reconciliation the
+ *   hub recorded (`reconciliation_runs`, services/ledger/status.ts);
+ * - reconciliation over the last `--window-hours` (default 24), computed now: events the spoke's sequence numbers
+ *   say it sent that never arrived, and duplicates.
  * Exits 1 when a spoke is behind: its ACKed revision is older than the published one for longer than
  * `--max-behind-seconds` (default 900), or the reconciliation window has missing events. Exit 2 on a usage error.
  *
@@ -37,6 +40,10 @@ export interface SpokeStatus {
     lastUsageEndedAt: string | null;
     /** Seconds from the newest usage `ended_at` to now (null without usage). */
     usageLagSeconds: number | null;
+    /** Usage events the spoke quarantined (all time). */
+    quarantined: number;
+    /** The last scheduled reconciliation the hub recorded: when, and events missing in its window. */
+    lastReconciliation: { ranAt: string; missing: number } | null;
     /** Reconciliation over the window: events the spoke sent that never arrived, and redeliveries. */
     reconciliation: { windowHours: number; sent: number; missing: number; duplicates: number };
     /** Why the spoke counts as behind (empty: healthy). */
@@ -82,6 +89,7 @@ const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : nul
  */
 export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
     const out: SpokeStatus[] = [];
+    const ledger = new Map((await spokeUsageStatus(o.db, { spokes: Object.keys(o.spokes) })).map((u) => [u.spoke, u]));
     const from = new Date(o.now.getTime() - o.windowHours * 3600_000);
     from.setUTCMinutes(0, 0, 0);
     for (const spoke of Object.keys(o.spokes).sort()) {
@@ -125,6 +133,9 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
             spoke, publishedRevision, publishedAt: iso(current?.lastModified), ackedRevision: acked?.revision ?? null, ackedAt: acked?.at ?? null,
             behindSeconds, lastUsageReceivedAt: iso(received), lastUsageEndedAt: iso(ended),
             usageLagSeconds: ended ? Math.round((o.now.getTime() - new Date(ended).getTime()) / 1000) : null,
+            quarantined: ledger.get(spoke)?.quarantined ?? 0,
+            lastReconciliation: ledger.get(spoke)?.lastReconciliation
+                ? { ranAt: ledger.get(spoke)!.lastReconciliation!.ranAt, missing: ledger.get(spoke)!.lastReconciliation!.missing } : null,
             reconciliation, problems,
         });
     }
@@ -133,11 +144,13 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
 
 /** A table a reviewer reads at a glance, one line per spoke, problems below it. */
 export function formatStatus(rows: SpokeStatus[]): string {
-    const head = ["spoke", "published", "acked", "acked at", "behind s", "last usage", "lag s", "missing", "dup", "state"];
+    const head = ["spoke", "published", "acked", "acked at", "behind s", "last usage", "lag s", "missing", "dup", "quarantined", "last reconciliation", "state"];
     const body = rows.map((r) => [
         r.spoke, String(r.publishedRevision ?? "-"), String(r.ackedRevision ?? "-"), r.ackedAt ?? "-", String(r.behindSeconds),
         r.lastUsageReceivedAt ?? "-", r.usageLagSeconds === null ? "-" : String(r.usageLagSeconds),
-        String(r.reconciliation.missing), String(r.reconciliation.duplicates), r.problems.length ? "BEHIND" : "ok",
+        String(r.reconciliation.missing), String(r.reconciliation.duplicates), String(r.quarantined),
+        r.lastReconciliation ? `${r.lastReconciliation.ranAt} (${r.lastReconciliation.missing} missing)` : "never",
+        r.problems.length ? "BEHIND" : "ok",
     ]);
     const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
     const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();

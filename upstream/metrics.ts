@@ -75,6 +75,8 @@ export const metrics: Readonly<Record<string, MetricFact>> = {
     auth_bundle_age_seconds: { type: "gauge", labels: [], help: "Seconds since the served revision was confirmed current", source: "repo:services/auth/metrics.ts" },
     metering_spool_unshipped_bytes: { type: "gauge", labels: [], help: "Bytes of usage not yet acknowledged by the hub", source: "repo:services/metering/service.ts" },
     metering_ship_consecutive_failures: { type: "gauge", labels: [], help: "Failed ship attempts since the last success", source: "repo:services/metering/service.ts" },
+    metering_poisoned_events_total: { type: "counter", labels: ["reason"], help: "Usage events quarantined on the spoke because Kinesis will not take them", source: "repo:services/metering/service.ts" },
+    metering_tokens_skipped: { type: "gauge", labels: [], help: "Events skipped by token accounting (Redis down beyond the spool's bound) since start", source: "repo:services/metering/service.ts" },
     metering_records_total: { type: "counter", labels: ["outcome"], help: "Access-log records by outcome (spooled, duplicate, ignored, quarantined)", source: "repo:services/metering/service.ts" },
 };
 

@@ -6,7 +6,7 @@ import { useLedgerDb } from "./testing/ledger-db";
 
 const ledgerDb = useLedgerDb();
 beforeEach(async () => {
-    await ledgerDb.db.query("TRUNCATE usage_events, usage_hourly, usage_receipts, usage_quarantine");
+    await ledgerDb.db.query("TRUNCATE usage_events, usage_hourly, usage_receipts, usage_quarantine, usage_spoke_quarantine");
 });
 
 function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
@@ -61,9 +61,9 @@ describe("ledger ingestion (real PostgreSQL)", () => {
         await ingestBatch(ledgerDb.db, [ev(1000, { spoke: "hcm1", seq: 3, source: "metering-1.bbbb0000" })]);
         const rep = await reconcile(ledgerDb.db);
         expect(rep).toEqual([
-            { spoke: "hcm1", hour: "2026-11-29T10:00:00.000Z", received: 1, counted: 1, duplicates: 0, missing: 3, sent: 4, gaps: [{ source: "metering-1.bbbb0000", fromSeq: 0, toSeq: 2 }] },
-            { spoke: "hn1", hour: "2026-11-29T09:00:00.000Z", received: 4, counted: 4, duplicates: 0, missing: 2, sent: 6, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 3, toSeq: 4 }] },
-            { spoke: "hn1", hour: "2026-11-29T10:00:00.000Z", received: 2, counted: 2, duplicates: 0, missing: 2, sent: 4, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 7, toSeq: 8 }] },
+            { spoke: "hcm1", hour: "2026-11-29T10:00:00.000Z", received: 1, counted: 1, duplicates: 0, quarantined: 0, missing: 3, sent: 4, gaps: [{ source: "metering-1.bbbb0000", fromSeq: 0, toSeq: 2 }] },
+            { spoke: "hn1", hour: "2026-11-29T09:00:00.000Z", received: 4, counted: 4, duplicates: 0, quarantined: 0, missing: 2, sent: 6, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 3, toSeq: 4 }] },
+            { spoke: "hn1", hour: "2026-11-29T10:00:00.000Z", received: 2, counted: 2, duplicates: 0, quarantined: 0, missing: 2, sent: 4, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 7, toSeq: 8 }] },
         ]);
         expect(await reconcile(ledgerDb.db, { spoke: "hn1", from: "2026-11-29T10:00:00Z" })).toHaveLength(1);
     });

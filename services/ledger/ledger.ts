@@ -1,6 +1,6 @@
 import * as fs from "fs";
 import * as path from "path";
-import type { UsageEvent } from "../shared/usage";
+import type { QuarantineMarker, UsageEvent } from "../shared/usage";
 
 /** The part of a `pg` Client / PoolClient the ledger uses (so tests and the Lambda pass either). */
 export interface Queryable {
@@ -45,16 +45,17 @@ export interface IngestResult {
     received: number;
     /** Events counted for the first time (new `(spoke, requestId)`); the rest were already in the ledger. */
     inserted: number;
-    /** New `(spoke, source, seq)` receipts. */
+    /** New `(spoke, source, seq)` deliveries recorded (counted events + receipts of duplicates). */
     receipts: number;
 }
 
 const HOUR = (col: string) => `date_trunc('hour', (${col}) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
 
 /**
- * One statement: receipts for every (spoke, source, seq), events for every new (spoke, requestId), and the
- * hourly aggregates from exactly the rows inserted. Data-modifying CTEs run in one snapshot and commit (or
- * fail) together, so aggregates can never disagree with the events table.
+ * One statement: events for every new (spoke, requestId), a receipt for every further delivery of a request
+ * already counted under another (spoke, source, seq), and the hourly aggregates from exactly the rows inserted.
+ * Data-modifying CTEs run in one snapshot and commit (or fail) together, so aggregates can never disagree with
+ * the events table. A delivery whose (spoke, source, seq) is already the counted one writes nothing.
  */
 export const INGEST_SQL = `
 WITH raw AS (
@@ -64,13 +65,6 @@ WITH raw AS (
         stream boolean, truncated boolean, "usageSource" text, "startedAt" timestamptz, "endedAt" timestamptz,
         seq bigint, source text)
 ),
-rec AS (
-    INSERT INTO usage_receipts (spoke, source, seq, request_id, hour)
-    SELECT DISTINCT ON (spoke, source, seq) spoke, source, seq, "requestId", ${HOUR(`"endedAt"`)}
-    FROM raw ORDER BY spoke, source, seq
-    ON CONFLICT (spoke, source, seq) DO NOTHING
-    RETURNING 1
-),
 ins AS (
     INSERT INTO usage_events (spoke, request_id, tenant, team, key_id, model, endpoint, input_tokens, output_tokens,
         cached_input_tokens, status, stream, truncated, usage_source, started_at, ended_at, hour, source, seq)
@@ -79,7 +73,17 @@ ins AS (
         ${HOUR(`"endedAt"`)}, source, seq
     FROM raw ORDER BY spoke, "requestId", source, seq
     ON CONFLICT (spoke, request_id) DO NOTHING
-    RETURNING tenant, team, key_id, model, hour, input_tokens, output_tokens, cached_input_tokens, truncated, usage_source
+    RETURNING spoke, source, seq, tenant, team, key_id, model, hour, input_tokens, output_tokens, cached_input_tokens, truncated, usage_source
+),
+dup AS (
+    INSERT INTO usage_receipts (spoke, source, seq, request_id, hour)
+    SELECT DISTINCT ON (r.spoke, r.source, r.seq) r.spoke, r.source, r.seq, r."requestId", ${HOUR(`r."endedAt"`)}
+    FROM raw r
+    WHERE NOT EXISTS (SELECT 1 FROM ins i WHERE i.spoke = r.spoke AND i.source = r.source AND i.seq = r.seq)
+      AND NOT EXISTS (SELECT 1 FROM usage_events e WHERE e.spoke = r.spoke AND e.request_id = r."requestId" AND e.source = r.source AND e.seq = r.seq)
+    ORDER BY r.spoke, r.source, r.seq
+    ON CONFLICT (spoke, source, seq) DO NOTHING
+    RETURNING 1
 ),
 agg AS (
     INSERT INTO usage_hourly AS h (tenant, team, key_id, model, hour, requests, input_tokens, output_tokens,
@@ -97,7 +101,7 @@ agg AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM raw)::int AS received, (SELECT count(*) FROM ins)::int AS inserted,
-       (SELECT count(*) FROM rec)::int AS receipts, (SELECT count(*) FROM agg)::int AS aggregates`;
+       ((SELECT count(*) FROM ins) + (SELECT count(*) FROM dup))::int AS receipts, (SELECT count(*) FROM agg)::int AS aggregates`;
 
 /** SQLSTATEs worth retrying the whole statement for: deadlock_detected, serialization_failure. */
 const RETRYABLE = new Set(["40P01", "40001"]);
@@ -147,6 +151,32 @@ export async function quarantine(db: Queryable, items: readonly QuarantineItem[]
          ON CONFLICT (origin) DO NOTHING`,
         [JSON.stringify(items)]);
     return r.rowCount ?? 0;
+}
+
+/**
+ * Records the markers of events a spoke quarantined because Kinesis would not take them: one row per
+ * `(spoke, source, seq)` in `usage_spoke_quarantine` (the reconciliation counts its seq as received and shows it
+ * as quarantined, never as missing). A redelivered marker changes nothing.
+ * @param markers validated with `QuarantineMarkerSchema` by the caller
+ * @returns how many markers were new
+ * @throws the driver's error; nothing is written then
+ */
+export async function recordSpokeQuarantine(db: Queryable, markers: readonly QuarantineMarker[]): Promise<number> {
+    if (markers.length === 0) return 0;
+    const r = await db.query<{ n: number }>(`
+WITH raw AS (
+    SELECT DISTINCT ON (spoke, source, seq) * FROM jsonb_to_recordset($1::jsonb) AS x(
+        "requestId" text, spoke text, source text, seq bigint, "endedAt" timestamptz, reason text, bytes bigint)
+    ORDER BY spoke, source, seq
+),
+q AS (
+    INSERT INTO usage_spoke_quarantine (spoke, source, seq, request_id, reason, bytes, hour)
+    SELECT spoke, source, seq, "requestId", reason, bytes, ${HOUR(`"endedAt"`)} FROM raw
+    ON CONFLICT (spoke, source, seq) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM q)::int AS n`, [JSON.stringify(markers)]);
+    return r.rows[0].n;
 }
 
 /** One row of `usage_hourly`, numbers as JS numbers (token sums stay far below 2^53). */

@@ -19,8 +19,13 @@ export interface ReconciliationRow {
     received: number;
     /** Requests counted in the ledger (distinct `requestId`). */
     counted: number;
-    /** `received - counted`: deliveries of a request already counted (same request id, new seq). */
+    /** `received - counted - quarantined`: deliveries of a request already counted (same request id, new seq). */
     duplicates: number;
+    /**
+     * Events the spoke quarantined because Kinesis would not take them (received as markers, not counted, not
+     * lost: the full event is in the spoke's quarantine). See `usage_spoke_quarantine`.
+     */
+    quarantined: number;
     /** Sequence numbers missing just before a seq received in this hour. */
     missing: number;
     /** What the spoke's sequence numbers say it sent: `received + missing`. */
@@ -43,10 +48,17 @@ export interface ReconcileOptions {
  * the gap. A gap at the very end of a sequence (events sent after the last one received) shows up once a
  * later event of that instance arrives.
  */
+const DELIVERED = `
+    SELECT spoke, source, seq, hour FROM usage_events WHERE ($1::text IS NULL OR spoke = $1)
+    UNION
+    SELECT spoke, source, seq, hour FROM usage_receipts WHERE ($1::text IS NULL OR spoke = $1)
+    UNION
+    SELECT spoke, source, seq, hour FROM usage_spoke_quarantine WHERE ($1::text IS NULL OR spoke = $1)`;
+
 const GAPS_SQL = `
-WITH r AS (
-    SELECT spoke, source, seq, hour, lag(seq) OVER (PARTITION BY spoke, source ORDER BY seq) AS prev
-    FROM usage_receipts WHERE ($1::text IS NULL OR spoke = $1)
+WITH d AS (${DELIVERED}),
+r AS (
+    SELECT spoke, source, seq, hour, lag(seq) OVER (PARTITION BY spoke, source ORDER BY seq) AS prev FROM d
 )
 SELECT spoke, source, hour, COALESCE(prev + 1, 0) AS gap_from, seq - 1 AS gap_to
 FROM r
@@ -54,18 +66,19 @@ WHERE seq > COALESCE(prev + 1, 0)
   AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)`;
 
 const SUMMARY_SQL = `
-WITH recv AS (
-    SELECT spoke, hour, count(*) AS received FROM usage_receipts
+WITH d AS (${DELIVERED}),
+f AS (
+    SELECT spoke, hour, 1 AS received, 0 AS counted, 0 AS quarantined FROM d
+    WHERE ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)
+    UNION ALL
+    SELECT spoke, hour, 0, 1, 0 FROM usage_events
     WHERE ($1::text IS NULL OR spoke = $1) AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)
-    GROUP BY spoke, hour
-), counted AS (
-    SELECT spoke, hour, count(*) AS counted FROM usage_events
+    UNION ALL
+    SELECT spoke, hour, 0, 0, 1 FROM usage_spoke_quarantine
     WHERE ($1::text IS NULL OR spoke = $1) AND ($2::timestamptz IS NULL OR hour >= $2) AND ($3::timestamptz IS NULL OR hour < $3)
-    GROUP BY spoke, hour
 )
-SELECT COALESCE(recv.spoke, counted.spoke) AS spoke, COALESCE(recv.hour, counted.hour) AS hour,
-       COALESCE(received, 0) AS received, COALESCE(counted, 0) AS counted
-FROM recv FULL JOIN counted ON recv.spoke = counted.spoke AND recv.hour = counted.hour`;
+SELECT spoke, hour, sum(received) AS received, sum(counted) AS counted, sum(quarantined) AS quarantined
+FROM f GROUP BY spoke, hour`;
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -80,9 +93,9 @@ export async function reconcile(db: Queryable, opts: ReconcileOptions = {}): Pro
     const rows = new Map<string, ReconciliationRow>();
     const key = (spoke: string, hour: Date) => `${spoke}\u0000${hour.toISOString()}`;
     for (const s of summary.rows) {
-        const received = Number(s.received), counted = Number(s.counted);
+        const received = Number(s.received), counted = Number(s.counted), quarantined = Number(s.quarantined);
         rows.set(key(s.spoke, new Date(s.hour)), {
-            spoke: s.spoke, hour: new Date(s.hour).toISOString(), received, counted, duplicates: received - counted, missing: 0, sent: received, gaps: [],
+            spoke: s.spoke, hour: new Date(s.hour).toISOString(), received, counted, duplicates: received - counted - quarantined, quarantined, missing: 0, sent: received, gaps: [],
         });
     }
     for (const g of gaps.rows) {
@@ -97,11 +110,11 @@ export async function reconcile(db: Queryable, opts: ReconcileOptions = {}): Pro
     return [...rows.values()].sort((a, b) => cmp(a.spoke, b.spoke) || cmp(a.hour, b.hour));
 }
 
-/** Plain-text rendering of {@link reconcile}'s rows, one line per spoke-hour plus one per gap. */
+/** Plain-text rendering of {@link reconcile}'s rows, one line per spoke-hour plus one per gap (`quarantined`: shipped as markers, kept on the spoke). */
 export function formatReport(rows: readonly ReconciliationRow[]): string {
-    const lines = ["spoke\thour\tsent\treceived\tcounted\tduplicates\tmissing"];
+    const lines = ["spoke\thour\tsent\treceived\tcounted\tduplicates\tquarantined\tmissing"];
     for (const r of rows) {
-        lines.push([r.spoke, r.hour, r.sent, r.received, r.counted, r.duplicates, r.missing].join("\t"));
+        lines.push([r.spoke, r.hour, r.sent, r.received, r.counted, r.duplicates, r.quarantined, r.missing].join("\t"));
         for (const g of r.gaps) lines.push(`  gap\t${g.source}\tseq ${g.fromSeq}..${g.toSeq} (${g.toSeq - g.fromSeq + 1})`);
     }
     return lines.join("\n") + "\n";

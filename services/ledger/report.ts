@@ -1,4 +1,5 @@
 import { Client } from "pg";
+import { boundedPgConfig } from "./db";
 import { formatReport, reconcile } from "./reconcile";
 
 /**
@@ -9,7 +10,7 @@ import { formatReport, reconcile } from "./reconcile";
  */
 async function main(argv: string[]): Promise<number> {
     const opt = (k: string) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
-    const db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
+    const db = new Client(boundedPgConfig(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {}));
     await db.connect();
     try {
         const rows = await reconcile(db, { spoke: opt("spoke"), from: opt("from"), to: opt("to") });

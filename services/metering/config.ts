@@ -28,6 +28,22 @@ const EnvSchema = z.object({
     METERING_POLICY_REGION: z.string().min(1).optional(),
     METERING_HUB_PUBLIC_KEY: z.string().optional(),
     METERING_POLICY_POLL_SECONDS: z.coerce.number().positive().default(60),
+    /** Kinesis whole-call timeout, ms (enforced: the socket is dropped). */
+    METERING_KINESIS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** OTLP intake: whole request (headers + body) must arrive within this, ms (Node `server.requestTimeout`). */
+    METERING_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    /** OTLP intake: headers must arrive within this, ms (Node `server.headersTimeout`). */
+    METERING_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** OTLP intake: idle keep-alive connection closed after this, ms (Node `server.keepAliveTimeout`). */
+    METERING_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().positive().default(65_000),
+    /** OTLP intake: largest request body after decompression, bytes. */
+    METERING_HTTP_MAX_BODY_BYTES: z.coerce.number().int().positive().default(16 * 1024 * 1024),
+    /**
+     * Tests only (fault injection): the process kills itself with SIGKILL the first time it reaches this point:
+     * `after-spool` (batch durable, not yet acknowledged), `after-tokens` (tokens added, cursor not yet written),
+     * `after-put` (hub accepted a batch, ship cursor not yet committed).
+     */
+    METERING_FAILPOINT: z.enum(["after-spool", "after-tokens", "after-put"]).optional(),
     METERING_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
     METERING_BIND_ADDRESS: z.string().min(1).default("0.0.0.0"),
 });

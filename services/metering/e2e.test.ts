@@ -12,7 +12,7 @@ import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
 import type { UsageEvent } from "../shared/usage";
 import { processBatch } from "../usage-consumer/handler";
 import { pollStream, startKinesis, TEST_CREDENTIALS, TEST_REGION, TestKinesis } from "../usage-consumer/testing/kinesis";
-import type { LimitsSink } from "./limits";
+import { LimitsApplier, LimitsSink } from "./limits";
 import { toOtlpRequest } from "./otlp";
 import { createServer, MeteringService } from "./service";
 import { KinesisTransport, Shipper } from "./shipper";
@@ -84,10 +84,17 @@ describe("metering end to end", () => {
         const reqs = syntheticRequests(10_000, "hn1", 42);
         const leases: string[] = [];
         let tokens = 0;
-        const limits: LimitsSink = { async apply(e, lease) { if (lease) leases.push(lease); tokens += e.inputTokens + e.outputTokens; } };
+        const counted = new Set<string>();
+        const limits: LimitsSink = {
+            async releaseLease(_e, lease) { leases.push(lease); },
+            async addTokensOnce(e) { if (counted.has(e.requestId)) return false; counted.add(e.requestId); tokens += e.inputTokens + e.outputTokens; return true; },
+        };
 
-        const spool = await Spool.open({ dir: tempDir(), instance: "metering-0", maxBytes: 64 * 1024 * 1024 });
+        const dir = tempDir();
+        const spool = await Spool.open({ dir, instance: "metering-0", maxBytes: 64 * 1024 * 1024 });
         const svc = new MeteringService({ spoke: "hn1", spool, limits });
+        const applier = new LimitsApplier(spool, limits, dir, { idleMs: 10 });
+        await applier.start();
         const down = new KinesisTransport({ streamName: stream, region: TEST_REGION, credentials: TEST_CREDENTIALS, endpoint: `http://127.0.0.1:${await closedPort()}`, requestTimeoutMs: 500 });
         const shipper = new Shipper(spool, down, { minBackoffMs: 5, maxBackoffMs: 50, idleMs: 10 });
         shipper.start();
@@ -111,6 +118,8 @@ describe("metering end to end", () => {
         shipper.setTransport(up);
         await shipper.drained(30_000);
         await shipper.stop();
+        await applier.caughtUp();
+        await applier.stop();
         await svc.idle();
         await new Promise<void>((r) => server.close(() => r()));
         await spool.close();

@@ -101,3 +101,46 @@ describe("lease release and token accounting (real Redis)", () => {
         }
     });
 });
+
+describe("token accounting on a silent Redis", () => {
+    it("a Redis connection that goes silent is dropped; after the heal every token is added once, within seconds", async () => {
+        const { startSilentProxy } = await import("./testing/silent-proxy");
+        const { LimitsApplier, meteringRedisOptions } = await import("./limits");
+        const { pendingEvent } = await import("./testing/scenarios");
+        const proxy = await startSilentProxy({ host: "127.0.0.1", port: redis.port });
+        const r = new Redis(`redis://127.0.0.1:${proxy.port}`, meteringRedisOptions(300));
+        r.on("error", () => undefined);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "metering-silent-redis-"));
+        try {
+            await new Promise<void>((resolve) => r.once("ready", () => resolve()));
+            await client.flushall();
+            const spool = await Spool.open({ dir, instance: "metering-0", maxBytes: 1 << 20 });
+            const sink = new RedisLimits(r, { windowSeconds: () => ({ model: 60, team: 60, key: 60 }) });
+            const applier = new LimitsApplier(spool, sink, dir, { idleMs: 10, maxBackoffMs: 200 });
+            await applier.start();
+            const first = await spool.append([pendingEvent("silent-redis", 0)]);
+            await applier.caughtUp(5000);
+            proxy.silence();
+            const later = await spool.append(Array.from({ length: 20 }, (_, i) => pendingEvent("silent-redis", 1 + i)));
+            await new Promise((res) => setTimeout(res, 2000));
+            expect(applier.appliedThroughSeq).toBe(0);
+            proxy.heal();
+            const t = Date.now();
+            await applier.caughtUp(10_000);
+            expect(Date.now() - t).toBeLessThan(5000);
+            await applier.stop();
+            // Every key-tier counter equals the tokens of its events, per window (each event counted once).
+            const want = new Map<string, number>();
+            for (const e of [...first, ...later]) {
+                const k = redisKeys.tokens("key", tierIds(e).key, windowStart(Date.parse(e.endedAt), 60));
+                want.set(k, (want.get(k) ?? 0) + e.inputTokens + e.outputTokens);
+            }
+            for (const [k, v] of want) expect(Number(await client.get(k))).toBe(v);
+            await spool.close();
+        } finally {
+            r.disconnect();
+            await proxy.close();
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+});

@@ -1,7 +1,8 @@
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config";
-import { BundleWindows, RedisLimits } from "./limits";
+import { BundleWindows, LimitsApplier, meteringRedisOptions, RedisLimits } from "./limits";
 import { createServer, MeteringService } from "./service";
 import { KinesisTransport, Shipper } from "./shipper";
 import { Spool } from "./spool";
@@ -23,19 +24,29 @@ async function main(): Promise<void> {
     });
     log("spool recovered", { source: spool.source, nextSeq: spool.nextSequence, shippedThroughSeq: spool.shippedThroughSeq, unshippedBytes: spool.unshippedBytes });
 
-    const transport = new KinesisTransport({ streamName: cfg.METERING_STREAM_NAME, region: cfg.METERING_STREAM_REGION, endpoint: cfg.METERING_KINESIS_ENDPOINT });
-    const shipper = new Shipper(spool, transport, { log });
+    const failpoint = (at: string) => () => {
+        if (cfg.METERING_FAILPOINT !== at) return;
+        log("failpoint: SIGKILL", { at });
+        process.kill(process.pid, "SIGKILL");
+    };
+    const transport = new KinesisTransport({ streamName: cfg.METERING_STREAM_NAME, region: cfg.METERING_STREAM_REGION, endpoint: cfg.METERING_KINESIS_ENDPOINT, requestTimeoutMs: cfg.METERING_KINESIS_TIMEOUT_MS });
+    const shipper = new Shipper(spool, transport, { log, afterPut: failpoint("after-put") });
     shipper.start();
 
     let limits: RedisLimits | undefined;
     let redis: Redis | undefined;
     let poll: NodeJS.Timeout | undefined;
     if (cfg.METERING_REDIS_URL) {
-        redis = new Redis(cfg.METERING_REDIS_URL, { commandTimeout: cfg.METERING_REDIS_TIMEOUT_MS, maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: false });
+        redis = new Redis(cfg.METERING_REDIS_URL, meteringRedisOptions(cfg.METERING_REDIS_TIMEOUT_MS));
         redis.on("error", () => undefined); // failures surface per command and in metering_limits_errors_total
         let windows: BundleWindows | undefined;
         if (cfg.METERING_POLICY_BUCKET && cfg.METERING_HUB_PUBLIC_KEY) {
-            const s3 = new S3Client({ region: cfg.METERING_POLICY_REGION });
+            // Bounded like the Kinesis transport (see shipper.ts: throwOnRequestTimeout makes requestTimeout real).
+            const agent = { keepAlive: true, keepAliveMsecs: 15_000 };
+            const s3 = new S3Client({
+                region: cfg.METERING_POLICY_REGION, maxAttempts: 2,
+                requestHandler: new NodeHttpHandler({ requestTimeout: 10_000, throwOnRequestTimeout: true, connectionTimeout: 3_000, socketTimeout: 10_000, httpAgent: agent, httpsAgent: agent }),
+            });
             const bucket = cfg.METERING_POLICY_BUCKET;
             windows = new BundleWindows(async (key) => {
                 const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
@@ -53,9 +64,16 @@ async function main(): Promise<void> {
         log("METERING_REDIS_URL unset: leases are not released and tokens not counted by this instance");
     }
 
-    const svc = new MeteringService({ spoke: cfg.METERING_SPOKE, spool, limits, log });
+    const applier = limits ? new LimitsApplier(spool, limits, cfg.METERING_SPOOL_DIR, { log, afterTokens: failpoint("after-tokens") }) : undefined;
+    await applier?.start();
+
+    const svc = new MeteringService({ spoke: cfg.METERING_SPOKE, spool, limits, log, afterSpool: failpoint("after-spool") });
     svc.observeShipper(shipper);
-    const server = createServer(svc, spool, { maxSpoolBytes: cfg.METERING_SPOOL_MAX_BYTES });
+    if (applier) svc.observeApplier(applier);
+    const server = createServer(svc, spool, {
+        maxSpoolBytes: cfg.METERING_SPOOL_MAX_BYTES, maxBodyBytes: cfg.METERING_HTTP_MAX_BODY_BYTES,
+        requestTimeoutMs: cfg.METERING_HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: cfg.METERING_HTTP_HEADERS_TIMEOUT_MS, keepAliveTimeoutMs: cfg.METERING_HTTP_KEEPALIVE_TIMEOUT_MS,
+    });
     server.listen(cfg.METERING_PORT, cfg.METERING_BIND_ADDRESS, () => log("listening", { port: cfg.METERING_PORT }));
 
     const shutdown = async (signal: string) => {
@@ -63,6 +81,7 @@ async function main(): Promise<void> {
         if (poll) clearInterval(poll);
         await new Promise<void>((r) => server.close(() => r()));
         await svc.idle();
+        await applier?.stop();
         await shipper.stop();
         await spool.close();
         redis?.disconnect();

@@ -3,7 +3,7 @@ import { Counter, Gauge, Registry } from "prom-client";
 import { promisify } from "util";
 import { gunzip as gunzipCb } from "zlib";
 import type { UsageEvent } from "../shared/usage";
-import type { LimitsSink } from "./limits";
+import type { LimitsApplier, LimitsSink } from "./limits";
 import { normalise, PendingEvent } from "./normalise";
 import { extractRecords, ExtractedRecord } from "./otlp";
 import type { Shipper } from "./shipper";
@@ -28,17 +28,27 @@ export interface IngestOutcome {
 export interface MeteringServiceOptions {
     spoke: string;
     spool: Spool;
-    /** Lease release and token accounting; omitted = none (tests of the spool path only). */
+    /**
+     * Lease release at intake (idempotent, best effort: a lease not released expires by its TTL); omitted = none.
+     * Token accounting is not done here but by a {@link LimitsApplier} reading the spool, exactly once.
+     */
     limits?: LimitsSink;
-    /** Request ids remembered to absorb sender retries without re-spooling (bounded LRU). Default 100k. */
+    /**
+     * Request ids remembered to absorb sender retries without re-spooling (bounded LRU, in memory). Default 100k.
+     * Only saves spool space: after a restart a retry is spooled again, and the ledger and the token counters
+     * de-duplicate it by `(spoke, requestId)`.
+     */
     dedupeWindow?: number;
+    /** Test fault injection: called after a batch is durable in the spool, before it is acknowledged. */
+    afterSpool?: () => void;
     log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
 /**
  * The spoke's metering: access-log records in, durable usage events out. Acknowledges a batch only after
  * every event of it is fsynced to the spool (or the record is quarantined), then releases the requests'
- * leases and adds their tokens in Redis without holding up the acknowledgement.
+ * leases in Redis without holding up the acknowledgement. Tokens are added from the spool by
+ * {@link LimitsApplier}, exactly once per `(spoke, requestId)`.
  */
 export class MeteringService {
     readonly registry = new Registry();
@@ -50,7 +60,7 @@ export class MeteringService {
 
     constructor(private readonly o: MeteringServiceOptions) {
         this.records = new Counter({ name: "metering_records_total", help: "Access-log records by outcome (spooled, duplicate, ignored, quarantined)", labelNames: ["outcome"], registers: [this.registry] });
-        this.limitErrors = new Counter({ name: "metering_limits_errors_total", help: "Lease releases / token additions that failed (Redis); the lease then expires by its TTL", registers: [this.registry] });
+        this.limitErrors = new Counter({ name: "metering_limits_errors_total", help: "Lease releases that failed (Redis); the lease then expires by its TTL", registers: [this.registry] });
         const spool = o.spool;
         new Gauge({ name: "metering_spool_bytes", help: "Bytes on the spool volume (segments + quarantine)", registers: [this.registry], collect() { this.set(spool.bytes); } });
         new Gauge({ name: "metering_spool_unshipped_bytes", help: "Bytes of events not yet acknowledged by the hub", registers: [this.registry], collect() { this.set(spool.unshippedBytes); } });
@@ -62,6 +72,18 @@ export class MeteringService {
     observeShipper(shipper: Shipper): void {
         new Gauge({ name: "metering_ship_consecutive_failures", help: "Failed ship attempts since the last success", registers: [this.registry], collect() { this.set(shipper.consecutiveFailures); } });
         new Gauge({ name: "metering_shipped_events", help: "Events the hub accepted since start", registers: [this.registry], collect() { this.set(shipper.shippedEvents); } });
+        const poisoned = new Counter({ name: "metering_poisoned_events_total", help: "Usage events quarantined on the spoke because Kinesis will not take them (reason: too-large, refused); alert on any increase", labelNames: ["reason"], registers: [this.registry] });
+        poisoned.inc({ reason: "too-large" }, 0);
+        poisoned.inc({ reason: "refused" }, 0);
+        shipper.onPoison((reason) => poisoned.inc({ reason }));
+    }
+
+    /** Registers token-accounting metrics on this service's registry. */
+    observeApplier(a: LimitsApplier): void {
+        new Gauge({ name: "metering_tokens_applied_through_seq", help: "Highest spool seq whose tokens were added to the Redis token windows", registers: [this.registry], collect() { this.set(a.appliedThroughSeq); } });
+        new Gauge({ name: "metering_tokens_duplicates", help: "Events whose tokens were already counted (redeliveries absorbed by the Redis de-duplication) since start", registers: [this.registry], collect() { this.set(a.duplicates); } });
+        new Gauge({ name: "metering_tokens_failures", help: "Failed token-accounting attempts (Redis) since start; retried", registers: [this.registry], collect() { this.set(a.failures); } });
+        new Gauge({ name: "metering_tokens_skipped", help: "Events skipped by token accounting (Redis down beyond the spool's retention bound) since start", registers: [this.registry], collect() { this.set(a.skipped); } });
     }
 
     /**
@@ -90,13 +112,14 @@ export class MeteringService {
         out.quarantined = bad.length;
         out.reasons = [...new Set(bad.map((b) => b.reason))].slice(0, 5);
         const stamped = await this.o.spool.append(events);
+        this.o.afterSpool?.();
         out.spooled = stamped.length;
         for (const e of stamped) this.remember(e.requestId);
         this.records.inc({ outcome: "spooled" }, out.spooled);
         this.records.inc({ outcome: "duplicate" }, out.duplicates);
         this.records.inc({ outcome: "ignored" }, out.ignored);
         this.records.inc({ outcome: "quarantined" }, out.quarantined);
-        if (this.o.limits && stamped.length) this.track(this.applyLimits(stamped, leases));
+        if (this.o.limits && leases.size) this.track(this.releaseLeases(stamped, leases));
         return out;
     }
 
@@ -106,7 +129,7 @@ export class MeteringService {
         this.records.inc({ outcome: "quarantined" });
     }
 
-    /** Resolves when all lease releases / token additions started so far have finished. */
+    /** Resolves when all lease releases started so far have finished. */
     async idle(): Promise<void> {
         while (this.inflight.size) await Promise.all([...this.inflight]);
     }
@@ -116,10 +139,12 @@ export class MeteringService {
         void p.finally(() => this.inflight.delete(p));
     }
 
-    private async applyLimits(events: UsageEvent[], leases: Map<string, string>): Promise<void> {
+    private async releaseLeases(events: UsageEvent[], leases: Map<string, string>): Promise<void> {
         for (const e of events) {
+            const lease = leases.get(e.requestId);
+            if (!lease) continue;
             try {
-                await this.o.limits!.apply(e, leases.get(e.requestId));
+                await this.o.limits!.releaseLease(e, lease);
             } catch (err) {
                 this.limitsFailures++;
                 this.limitErrors.inc();
@@ -141,6 +166,20 @@ export interface ServerOptions {
     /** Spool fill ratio above which /readyz fails, so the collector sends to another replica. Default 0.95. */
     readyBelowRatio?: number;
     maxSpoolBytes: number;
+    /**
+     * Whole request (headers and body) must arrive within this, ms (Node `http.Server` `requestTimeout`;
+     * answered 408 and closed). Default 30 s: a collector batch of 16 MiB arrives in well under a second on the
+     * cluster network, so only a stalled or slow-loris sender hits it.
+     */
+    requestTimeoutMs?: number;
+    /** Request headers must arrive within this, ms (`headersTimeout`). Default 10 s. */
+    headersTimeoutMs?: number;
+    /**
+     * Idle keep-alive connection closed after this, ms (`keepAliveTimeout`). Default 65 s, above the collector's
+     * HTTP client idle timeout (Go `net/http` `IdleConnTimeout` default 90 s is longer; the client retries a
+     * connection the server closed), so idle connections do not pile up.
+     */
+    keepAliveTimeoutMs?: number;
 }
 
 class HttpError extends Error {
@@ -172,6 +211,8 @@ async function readBody(req: http.IncomingMessage, max: number): Promise<Buffer>
  *   full or the disk fails (the collector retries 503: retryable per the OTLP/HTTP spec); 400 only for a body
  *   that is not OTLP JSON at all, after storing it in the quarantine.
  * - `GET /healthz`, `GET /readyz` (fails while the spool is nearly full), `GET /metrics` (Prometheus).
+ * Bounded: headers, whole-request and keep-alive timeouts ({@link ServerOptions}), body size (413 beyond
+ * `maxBodyBytes`, also after gzip decompression).
  */
 export function createServer(svc: MeteringService, spool: Spool, opts: ServerOptions): http.Server {
     const max = opts.maxBodyBytes ?? 16 * 1024 * 1024;
@@ -181,7 +222,15 @@ export function createServer(svc: MeteringService, spool: Spool, opts: ServerOpt
         res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain; charset=utf-8" : "application/json", ...headers });
         res.end(text);
     };
-    return http.createServer(async (req, res) => {
+    const requestTimeout = opts.requestTimeoutMs ?? 30_000;
+    const headersTimeout = Math.min(opts.headersTimeoutMs ?? 10_000, requestTimeout);
+    return http.createServer({
+        requestTimeout,
+        headersTimeout,
+        keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
+        // Node checks the two timeouts above on this interval (default 30 s): check often enough to enforce them.
+        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 4))),
+    }, async (req, res) => {
         const url = (req.url ?? "/").split("?")[0];
         try {
             if (req.method === "GET" && url === "/healthz") return send(res, 200, "ok\n");

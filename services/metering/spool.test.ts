@@ -117,7 +117,7 @@ describe("shipper", () => {
                 // Refuse every other record once (throttling), as PutRecords does per record.
                 const failed: number[] = [];
                 events.forEach((e, i) => { if (calls % 3 === 2 && i % 2 === 1) failed.push(i); else accepted.push(e.seq); });
-                return failed;
+                return { retry: failed, poison: [] };
             },
         };
         const sh = new Shipper(s, flaky, { batchEvents: 10, minBackoffMs: 1, maxBackoffMs: 4, idleMs: 5 });

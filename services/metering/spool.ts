@@ -36,6 +36,11 @@ export interface SpoolOptions {
     segmentBytes?: number;
     /** fdatasync before acknowledging. Default true; only the benchmark's comparison turns it off. */
     fsync?: boolean;
+    /**
+     * Shipped segments kept for a lagging second reader ({@link Spool.retainFrom}: token accounting while Redis
+     * is down), at most this many bytes; beyond it they are deleted and that reader skips ahead. Default maxBytes / 4.
+     */
+    maxRetainBytes?: number;
 }
 
 /** Thrown by append when the spool has no room: the caller answers 503 so the sender retries later. */
@@ -50,6 +55,12 @@ export interface SpoolPosition { segment: string; offset: number }
 
 /** Events read for shipping, and where the spool resumes once they are committed. */
 export interface SpoolBatch { events: UsageEvent[]; end: SpoolPosition }
+
+/** Events read by a second reader ({@link Spool.readFrom}). */
+export interface ReaderBatch extends SpoolBatch {
+    /** Set when the reader's segment was deleted: events from `skippedFromSeq` up to the first returned were skipped. */
+    skippedToSeq?: number;
+}
 
 interface Cursor extends SpoolPosition { shippedThroughSeq: number }
 
@@ -108,6 +119,7 @@ export class Spool extends EventEmitter {
     private queue: PendingAppend[] = [];
     private flushing = false;
     private closed = false;
+    private retainFloor: (() => string | undefined) | undefined;
 
     private constructor(private readonly opts: SpoolOptions, spoolId: string) {
         super();
@@ -336,6 +348,59 @@ export class Spool extends EventEmitter {
     }
 
     /**
+     * Keeps segments from the one `floor()` names (a second reader's position) until that reader passes them,
+     * within `maxRetainBytes` of shipped data.
+     */
+    retainFrom(floor: () => string | undefined): void { this.retainFloor = floor; }
+
+    /** Position of the first durable event (start of the oldest segment on disk). */
+    get start(): SpoolPosition { return { segment: this.segments[0].name, offset: 0 }; }
+
+    /** Ship cursor position (a second reader without its own cursor starts here). */
+    get shipPosition(): SpoolPosition { return { segment: this.cursor.segment, offset: this.cursor.offset }; }
+
+    /**
+     * A second reader (token accounting): up to `maxEvents` durable events after `from`, without touching the
+     * ship cursor; lines that fail their CRC are skipped (the shipper quarantines them). When `from` names a
+     * segment that was deleted, reading restarts at the oldest segment and `skippedToSeq` says so.
+     * @returns undefined when `from` is at the end of the durable data
+     */
+    async readFrom(from: SpoolPosition, maxEvents: number, maxBytes: number): Promise<ReaderBatch | undefined> {
+        let pos = from;
+        let skippedToSeq: number | undefined;
+        if (!this.segments.some((x) => x.name === pos.segment)) {
+            if (pos.segment < this.segments[0].name) { pos = this.start; skippedToSeq = Number(SEGMENT_RE.exec(pos.segment)![1]); }
+            else throw new Error(`spool ${this.opts.dir}: reader position names segment ${pos.segment}, which does not exist`);
+        }
+        for (;;) {
+            const i = this.segments.findIndex((x) => x.name === pos.segment);
+            const seg = this.segments[i];
+            if (pos.offset >= seg.size) {
+                if (i === this.segments.length - 1) return undefined;
+                pos = { segment: this.segments[i + 1].name, offset: 0 };
+                continue;
+            }
+            const len = Math.min(seg.size - pos.offset, Math.max(maxBytes, 64 * 1024));
+            const buf = Buffer.alloc(len);
+            const h = await fsp.open(path.join(this.segDir, seg.name), "r");
+            try { await h.read(buf, 0, len, pos.offset); } finally { await h.close(); }
+            const events: UsageEvent[] = [];
+            let p = 0;
+            while (p < len && events.length < maxEvents && p < maxBytes) {
+                const nl = buf.indexOf(0x0a, p);
+                if (nl < 0) break;
+                const ev = decodeLine(buf.subarray(p, nl));
+                if (typeof ev !== "string") events.push(ev);
+                p = nl + 1;
+            }
+            if (p === 0) p = len;
+            const end = { segment: seg.name, offset: pos.offset + p };
+            if (events.length) return { events, end, skippedToSeq };
+            pos = end;
+        }
+    }
+
+    /**
      * Marks everything before `batch.end` shipped (cursor written atomically and fsynced), then deletes
      * segments that are entirely shipped (never the active one).
      */
@@ -343,7 +408,13 @@ export class Spool extends EventEmitter {
         const lastSeq = batch.events.length ? batch.events[batch.events.length - 1].seq : this.cursor.shippedThroughSeq;
         this.cursor = { ...batch.end, shippedThroughSeq: Math.max(this.cursor.shippedThroughSeq, lastSeq) };
         await writeJsonAtomic(path.join(this.opts.dir, "cursor.json"), this.cursor, this.sync);
-        const idx = this.segments.findIndex((s) => s.name === this.cursor.segment);
+        let idx = this.segments.findIndex((s) => s.name === this.cursor.segment);
+        const floor = this.retainFloor?.();
+        const floorIdx = floor === undefined ? -1 : this.segments.findIndex((s) => s.name === floor);
+        if (floorIdx >= 0 && floorIdx < idx) {
+            const retained = this.segments.slice(floorIdx, idx).reduce((n, s) => n + s.size, 0);
+            if (retained <= (this.opts.maxRetainBytes ?? this.opts.maxBytes / 4)) idx = floorIdx;
+        }
         const done = this.segments.slice(0, idx);
         if (done.length) {
             for (const s of done) await fsp.unlink(path.join(this.segDir, s.name)).catch(() => undefined);

@@ -1,12 +1,13 @@
 import { Client } from "pg";
-import { reconcile, ReconciliationRow } from "../ledger/reconcile";
+import type { ReconciliationRow } from "../ledger/reconcile";
+import { runReconciliation } from "../ledger/status";
 import { gapMetrics, METRIC_NAMESPACE, reconcileWindow } from "./metric";
 import { need, secretString } from "./secrets";
 
 /**
  * Scheduled reconciliation Lambda (hub; EventBridge rule in components/hub/UsageLedger.ts): runs
- * services/ledger/reconcile.ts `reconcile` over the last LOOKBACK_HOURS full hours as the read-only reporter role
- * and publishes {@link gapMetrics} to CloudWatch.
+ * services/ledger/status.ts `runReconciliation` over the last LOOKBACK_HOURS full hours as the reporter role (reads the
+ * ledger, records the run in reconciliation_runs) and publishes {@link gapMetrics} to CloudWatch.
  * Environment: PGHOST, PGPORT, PGDATABASE, PGUSER, DB_PASSWORD_SECRET_ARN, SPOKES (JSON array), LOOKBACK_HOURS.
  * @throws on a database or CloudWatch error (the run fails; the alarm treats the missing datum as breaching)
  */
@@ -21,7 +22,8 @@ export async function handler(): Promise<{ missing: number; rows: number }> {
     await client.connect();
     let rows: ReconciliationRow[];
     try {
-        rows = await reconcile(client, reconcileWindow(new Date(), Number(env.LOOKBACK_HOURS ?? 48)));
+        // Records the run per spoke in reconciliation_runs (what `npm run status` shows as the last reconciliation).
+        ({ rows } = await runReconciliation(client, { ...reconcileWindow(new Date(), Number(env.LOOKBACK_HOURS ?? 48)), spokes }));
     } finally {
         await client.end().catch(() => undefined);
     }

@@ -2,6 +2,7 @@ import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrate } from "../ledger/ledger";
 import { reconcile } from "../ledger/reconcile";
+import { runReconciliation, spokeUsageStatus } from "../ledger/status";
 import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
 import type { UsageEvent } from "../shared/usage";
 import { processBatch } from "../usage-consumer/handler";
@@ -58,11 +59,16 @@ describe("ledger roles: the consumer ingests without DDL, the reconciliation onl
         }
     });
 
-    it("ledger_reporter reads the reconciliation and cannot write", async () => {
+    it("ledger_reporter reads the reconciliation, records its run and cannot write the ledger", async () => {
         const db = await as(REPORTER_ROLE);
         try {
             const rows = await reconcile(db, { spoke: "hn1" });
             expect(rows.map((r) => [r.spoke, r.received, r.missing])).toEqual([["hn1", 3, 1]]); // seq 2 never arrived
+            // The scheduled Lambda's path: the run lands in reconciliation_runs, which `npm run status` reads.
+            const run = await runReconciliation(db, { spoke: "hn1" });
+            expect(run.missing).toBe(1);
+            expect((await spokeUsageStatus(db, { spokes: ["hn1"] }))[0].lastReconciliation).toMatchObject({ missing: 1 });
+            await expect(db.query("DELETE FROM reconciliation_runs")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("INSERT INTO usage_quarantine (origin, reason, payload) VALUES ('x', 'y', 'z')")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("UPDATE usage_hourly SET requests = 0")).rejects.toMatchObject({ code: "42501" });
         } finally {
@@ -78,7 +84,7 @@ describe("ledger roles: the consumer ingests without DDL, the reconciliation onl
 });
 
 describe("gap metric (services/reconciler/metric.ts)", () => {
-    const row = (spoke: string, hour: string, missing: number) => ({ spoke, hour, received: 10, counted: 10, duplicates: 0, missing, sent: 10 + missing, gaps: [] });
+    const row = (spoke: string, hour: string, missing: number) => ({ spoke, hour, received: 10, counted: 10, duplicates: 0, missing, quarantined: 0, sent: 10 + missing, gaps: [] });
     it("one datum per spoke (0 when nothing is missing) and the total under Spoke=all", () => {
         const data = gapMetrics([row("hn1", "2026-11-29T09:00:00.000Z", 2), row("hn1", "2026-11-29T10:00:00.000Z", 3), row("sg1", "2026-11-29T10:00:00.000Z", 0)], ["hcm1", "hn1", "sg1"]);
         expect(data.map((d) => [d.MetricName, d.Dimensions[0].Value, d.Value, d.Unit])).toEqual([

@@ -6,15 +6,22 @@ import type { Queryable } from "../ledger/ledger";
  * - {@link INGEST_ROLE}: the usage consumer. SELECT/INSERT/UPDATE on the ledger tables (the ingest statement
  *   inserts with `ON CONFLICT ... DO UPDATE` and `RETURNING`, services/ledger/ledger.ts `INGEST_SQL`), the
  *   quarantine id sequence, no DELETE, no DDL;
- * - {@link REPORTER_ROLE}: the scheduled reconciliation. SELECT only.
+ * - {@link REPORTER_ROLE}: the scheduled reconciliation. SELECT on the ledger, INSERT on {@link RECONCILIATION_TABLE}
+ *   only (its own run log).
  */
 export const INGEST_ROLE = "ledger_ingest";
 export const REPORTER_ROLE = "ledger_reporter";
 
 /** The ledger's tables (services/ledger/schema.sql). */
-export const LEDGER_TABLES = ["usage_events", "usage_hourly", "usage_receipts", "usage_quarantine"] as const;
+export const LEDGER_TABLES = ["usage_events", "usage_hourly", "usage_receipts", "usage_quarantine", "usage_spoke_quarantine"] as const;
 /** Sequences the ingest role advances (`usage_quarantine.id bigserial`). */
 export const LEDGER_SEQUENCES = ["usage_quarantine_id_seq"] as const;
+/**
+ * Where the scheduled reconciliation records each run (services/ledger/status.ts `recordReconciliation`, read by
+ * `npm run status`): the reporter role may INSERT here and nowhere else.
+ */
+export const RECONCILIATION_TABLE = "reconciliation_runs";
+export const RECONCILIATION_SEQUENCE = "reconciliation_runs_id_seq";
 
 /** Passwords of the two login roles (from their Secrets Manager secrets). */
 export interface RolePasswords { ingest: string; reporter: string }
@@ -30,7 +37,7 @@ export function roleStatements(pw: RolePasswords, quote: (s: string) => string):
         `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${name} LOGIN; END IF; END $$`,
         `ALTER ROLE ${name} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quote(password)}`,
     ];
-    const tables = LEDGER_TABLES.join(", ");
+    const tables = [...LEDGER_TABLES, RECONCILIATION_TABLE].join(", ");
     return [
         ...role(INGEST_ROLE, pw.ingest),
         ...role(REPORTER_ROLE, pw.reporter),
@@ -40,6 +47,8 @@ export function roleStatements(pw: RolePasswords, quote: (s: string) => string):
         `GRANT SELECT, INSERT, UPDATE ON ${tables} TO ${INGEST_ROLE}`,
         `GRANT USAGE ON SEQUENCE ${LEDGER_SEQUENCES.join(", ")} TO ${INGEST_ROLE}`,
         `GRANT SELECT ON ${tables} TO ${REPORTER_ROLE}`,
+        `GRANT INSERT ON ${RECONCILIATION_TABLE} TO ${REPORTER_ROLE}`,
+        `GRANT USAGE ON SEQUENCE ${RECONCILIATION_SEQUENCE} TO ${REPORTER_ROLE}`,
     ];
 }
 

@@ -32,3 +32,26 @@ export const UsageEventSchema = z.object({
 }).strict();
 
 export type UsageEvent = z.infer<typeof UsageEventSchema>;
+
+/**
+ * What the spoke ships in place of a usage event Kinesis cannot take (over the 1 MiB record limit, or refused
+ * per record as invalid): a small record that always fits, so the hub learns of the event, its place in the
+ * spoke's sequence (no false gap) and why it is missing from the ledger. The full event stays in the spoke's
+ * quarantine (`<spool dir>/quarantine.jsonl`, reason prefixed `poison:`) for an operator to replay or bill by hand.
+ * The consumer stores it in `usage_spoke_quarantine`; the reconciliation report lists it as `quarantined`.
+ */
+export const QuarantineMarkerSchema = z.object({
+    kind: z.literal("quarantined"),
+    /** The event's request id, or `sha256:<hex>` of it when it is longer than 1,024 characters. */
+    requestId: z.string().min(1).max(1100),
+    spoke: z.string().min(1),
+    source: z.string().min(1),
+    seq: z.number().int().min(0),
+    /** The event's `endedAt` (its billing hour). */
+    endedAt: z.string().datetime({ offset: true }),
+    reason: z.string().min(1).max(2000),
+    /** Size of the event's Kinesis record (data + partition key), bytes. */
+    bytes: z.number().int().min(0),
+}).strict();
+
+export type QuarantineMarker = z.infer<typeof QuarantineMarkerSchema>;

@@ -27,8 +27,8 @@ describe("usage consumer (Lambda handler logic, real PostgreSQL)", () => {
             rec("s0:4", JSON.stringify(ev(4, { spoke: "hcm1" }))),
             rec("s0:5", JSON.stringify(good[1])),
         ] };
-        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 2, receipts: 2, quarantined: 3 });
-        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 0, receipts: 0, quarantined: 0 });
+        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 2, receipts: 2, quarantined: 3, spokeQuarantined: 0 });
+        expect(await processBatch(ledgerDb.db, batch, { [ARN]: "hn1" })).toEqual({ received: 2, inserted: 0, receipts: 0, quarantined: 0, spokeQuarantined: 0 });
         const q = (await ledgerDb.db.query("SELECT origin, reason FROM usage_quarantine ORDER BY origin")).rows;
         expect(q.map((r) => r.origin)).toEqual(["s0:2", "s0:3", "s0:4"]);
         expect(q[0].reason).toMatch(/^invalid JSON: /);

@@ -1,6 +1,7 @@
 import { Client } from "pg";
-import { ingestBatch, IngestResult, quarantine, QuarantineItem, Queryable } from "../ledger/ledger";
-import { UsageEvent, UsageEventSchema } from "../shared/usage";
+import { discardClient, LEDGER_PG_BOUNDS } from "../ledger/db";
+import { ingestBatch, IngestResult, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
+import { QuarantineMarker, QuarantineMarkerSchema, UsageEvent, UsageEventSchema } from "../shared/usage";
 
 /**
  * Usage consumer (hub): a Lambda on the usage Kinesis streams, one event source mapping per spoke stream.
@@ -21,7 +22,10 @@ export interface KinesisStreamEvent {
 
 /** Result of one batch, logged as one JSON line. */
 export interface BatchOutcome extends IngestResult {
+    /** Malformed records stored in `usage_quarantine` (new ones). */
     quarantined: number;
+    /** Markers of events the spoke quarantined (Kinesis would not take them), stored in `usage_spoke_quarantine` (new ones). */
+    spokeQuarantined: number;
 }
 
 /**
@@ -29,8 +33,9 @@ export interface BatchOutcome extends IngestResult {
  * @param streamSpokes stream ARN -> the only spoke allowed to write it (each spoke's identity may put only to
  *   its own stream, so an event naming another spoke is forged or misrouted and is quarantined)
  */
-export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<string, string>): { events: UsageEvent[]; bad: QuarantineItem[] } {
+export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<string, string>): { events: UsageEvent[]; markers: QuarantineMarker[]; bad: QuarantineItem[] } {
     const events: UsageEvent[] = [];
+    const markers: QuarantineMarker[] = [];
     const bad: QuarantineItem[] = [];
     for (const r of event.Records) {
         const payload = Buffer.from(r.kinesis.data, "base64").toString("utf8");
@@ -42,7 +47,8 @@ export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<stri
             reject(`invalid JSON: ${(e as Error).message}`);
             continue;
         }
-        const parsed = UsageEventSchema.safeParse(doc);
+        const isMarker = !!doc && typeof doc === "object" && (doc as { kind?: unknown }).kind === "quarantined";
+        const parsed = isMarker ? QuarantineMarkerSchema.safeParse(doc) : UsageEventSchema.safeParse(doc);
         if (!parsed.success) {
             reject(`schema: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
             continue;
@@ -56,9 +62,10 @@ export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<stri
             reject(`event names spoke "${parsed.data.spoke}" but arrived on the stream of spoke "${owner}"`);
             continue;
         }
-        events.push(parsed.data);
+        if ("kind" in parsed.data) markers.push(parsed.data);
+        else events.push(parsed.data);
     }
-    return { events, bad };
+    return { events, markers, bad };
 }
 
 /**
@@ -66,13 +73,14 @@ export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<stri
  * @throws the driver's error (the transaction is rolled back; Lambda retries the batch)
  */
 export async function processBatch(db: Queryable, event: KinesisStreamEvent, streamSpokes: Record<string, string>): Promise<BatchOutcome> {
-    const { events, bad } = decodeBatch(event, streamSpokes);
+    const { events, markers, bad } = decodeBatch(event, streamSpokes);
     await db.query("BEGIN");
     try {
         const quarantined = await quarantine(db, bad);
+        const spokeQuarantined = await recordSpokeQuarantine(db, markers);
         const r = await ingestBatch(db, events, 1);
         await db.query("COMMIT");
-        return { ...r, quarantined };
+        return { ...r, quarantined, spokeQuarantined };
     } catch (e) {
         await db.query("ROLLBACK").catch(() => undefined);
         throw e;
@@ -126,8 +134,8 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
         password: await fetchPassword(env.passwordSecretArn),
         // TLS to Aurora, verified against the RDS CAs the runtime ships (NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem).
         ssl: { rejectUnauthorized: true },
-        connectionTimeoutMillis: 10_000,
-        statement_timeout: 60_000,
+        // Bounded on a silent network and a slow server (services/ledger/db.ts).
+        ...LEDGER_PG_BOUNDS,
     });
     client.on("error", () => { cached = undefined; });
     await client.connect();
@@ -147,7 +155,7 @@ export async function handler(event: KinesisStreamEvent): Promise<BatchOutcome> 
         return out;
     } catch (e) {
         cached = undefined;
-        await client.end().catch(() => undefined);
+        discardClient(client); // never waits on a peer that stopped answering
         throw e;
     }
 }
