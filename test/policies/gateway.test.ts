@@ -52,7 +52,7 @@ describe("gateway policies: registration and the compliant spoke", () => {
         ]);
         for (const p of gatewayPolicies) {
             expect(p.enforcementLevel, p.name).toBe("mandatory");
-            expect(allPolicies, p.name).toContain(p);
+            expect(allPolicies.map((x) => x.name), p.name).toContain(p.name);
         }
         expect((await runPolicies(gatewayPolicies, graph())).findings).toEqual([]);
     });
