@@ -7,6 +7,7 @@ import { rdmaFabricPolicies } from "./rdma-fabric";
 import { rdmaPlatformPolicies } from "./rdma-platform";
 import { rdmaWorkloadPolicies } from "./rdma-workloads";
 import { failClosed } from "./lib/unknown";
+import { visibilityPolicies } from "./visibility";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -21,5 +22,6 @@ export const allPolicies: Policy[] = ([
     ...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies, ...rdmaPlatformPolicies,
     ...gatewayPolicies,
     ...efaPolicies,
+    ...visibilityPolicies,
     // AWS-side policies (policies/aws.ts) register here.
 ] as Policy[]).map(failClosed);

@@ -23,6 +23,8 @@ export interface EnvValue {
     opaque?: boolean;
     /** Why it is opaque. */
     why?: string;
+    /** Downward-API field the value comes from (`status.podIP`, `metadata.name`). */
+    fieldRef?: string;
 }
 
 /** A volume of the pod (the fields the policies read). */
@@ -278,6 +280,9 @@ function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; e
                 out.set(e.name, v === undefined
                     ? { field, opaque: true, why: hit.why ?? `${ref.kind} ${ns}/${ref.r.name} has no key ${ref.r.key}` }
                     : { value: v, field: `${field} (${ref.kind} ${ref.r.name})` });
+            } else if (vf.fieldRef?.fieldPath) {
+                // The downward API: a pod field, known by kind (status.podIP is the pod's routable address).
+                out.set(e.name, { field, fieldRef: String(vf.fieldRef.fieldPath) });
             } else {
                 out.set(e.name, { field, opaque: true, why: `it is set by ${Object.keys(vf).join(", ") || "nothing readable"}` });
             }
