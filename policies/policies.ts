@@ -8,6 +8,7 @@ import { rdmaPlatformPolicies } from "./rdma-platform";
 import { rdmaWorkloadPolicies } from "./rdma-workloads";
 import { failClosed } from "./lib/unknown";
 import { visibilityPolicies } from "./visibility";
+import { pdCompatPolicies } from "./pd-compat";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -23,5 +24,6 @@ export const allPolicies: Policy[] = ([
     ...gatewayPolicies,
     ...efaPolicies,
     ...visibilityPolicies,
+    ...pdCompatPolicies,
     // AWS-side policies (policies/aws.ts) register here.
 ] as Policy[]).map(failClosed);
