@@ -8,7 +8,7 @@ import { efaPlugins, gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric
 import { containerPolicy, Finding, stackPolicy, containerLabel } from "./lib/report";
 import { EKS_NVIDIA_AMI_TYPES, type PoolView } from "./lib/resources";
 import {
-    argv, ContainerView, envField, envValue, flagValue, gpusOf, inScope,  kvUse, poolsOf,
+    argv, ContainerView, engineOf, envField, envValue, flagValue, gpusOf, inScope,  kvUse, poolsOf,
     rdmaDevices, StackView,
 } from "./lib/workloads";
 
@@ -173,6 +173,12 @@ export const ucxNetDevicesRailHcas = containerPolicy({
     const e = c.env.get("UCX_NET_DEVICES");
     const pools = candidatePools(c, v);
     const fix = `set UCX_NET_DEVICES to rail HCAs of ${pools.length ? `pool ${pools.map((p) => p.name).join("/")} (${pools.map((p) => railHcas(p).map((h) => `${h}:1`).join(",")).join(" | ")})` : "the node pool"}`;
+    // vLLM's per-rank NIC selection sets UCX_NET_DEVICES in each rank's process to the NIC mapped to that rank's GPU
+    // (VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:<port> with VLLM_GPU_NIC_PCIE_MAPPING; vllm-project/vllm PR #42083,
+    // vllm/v1/executor/vllm_net_devices.py `set_worker_net_device`): the mapping is judged by nic-map-per-rank.
+    const perRank = engineOf(c) === "vllm" && !!envValue(c, "VLLM_GPU_NIC_PCIE_MAPPING")
+        && parseNicSelectionVars(envValue(c, "VLLM_NIC_SELECTION_VARS") ?? "").some((x) => x.name === "UCX_NET_DEVICES");
+    if (!e && perRank) return [];
     if (!e) return [{ field, problem: "UCX_NET_DEVICES is unset, so UCX may use any device, including frontend, management or bridge interfaces", fix }];
     if (e.value === undefined) return [{ field, problem: "UCX_NET_DEVICES comes from a source the policy cannot read", fix }];
     const { list, devices } = parseUcxNetDevices(e.value);
