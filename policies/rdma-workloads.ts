@@ -226,6 +226,11 @@ export const nicMapPerRank = containerPolicy({
                 const byNic = pool.rails.find((r) => r.pciAddress === p.nic);
                 if (!byNic) out.push({ field: map.field, problem: `NIC ${p.nic} is not a rail NIC of pool ${pool.name}`, fix });
                 else if (byGpu && byGpu.pciAddress !== p.nic) out.push({ field: map.field, problem: `maps GPU ${p.gpu} to ${p.nic} (${byNic.hca}) but pool ${pool.name}'s rail table pairs it with ${byGpu.pciAddress} (${byGpu.hca})`, fix });
+                else if (vars?.value !== undefined && parseNicSelectionVars(vars.value).some((x) => x.name === "UCX_NET_DEVICES")) {
+                    // vLLM sets UCX_NET_DEVICES of the rank on that GPU to this NIC: its rail resource must be in the pod.
+                    const rails = requestedRails(c, v, pool);
+                    if (rails && !rails.has(byNic.rail)) out.push({ field: map.field, problem: `maps GPU ${p.gpu} to ${byNic.hca} (rail ${byNic.rail}), whose RDMA resource the container does not request, so a rank placed on that GPU gets a NIC that is not in the pod`, fix: "request every rail resource of the pool" });
+                }
             }
             const missing = pool.rails.filter((r) => !pairs.some((p) => p.gpu === r.gpuPciAddress));
             if (missing.length) out.push({ field: map.field, problem: `does not cover GPU(s) ${missing.map((r) => r.gpuPciAddress).join(", ")} of pool ${pool.name}; a rank placed there gets no affine NIC`, fix });

@@ -144,6 +144,7 @@ describe("ucx-net-devices-rail-hcas", () => {
     });
     it("a rail whose resource is not requested", async () => {
         const rs = prefill((m) => {
+            setEnv(m, "UCX_NET_DEVICES", RAILS); setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined);
             for (const k of ["requests", "limits"]) delete m.resources[k]["rdma/rail_7"];
         });
         expect(await violations([ucxNetDevicesRailHcas], rs)).toEqual([`${P}.env[UCX_NET_DEVICES]: mlx5_11:1 is rail 7, whose RDMA resource the container does not request, so the device is not in the pod. Fix: request every rail resource the device list names.`]);
@@ -153,8 +154,17 @@ describe("ucx-net-devices-rail-hcas", () => {
 describe("nic-map-per-rank", () => {
     it("compliant: the pair over the whole rail table; or one UCX device per rank without the pair", async () => {
         expect(await violations([nicMapPerRank], stack())).toEqual([]);
-        const rs = prefill((m) => { setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); });
+        const rs = prefill((m) => { setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); setEnv(m, "UCX_NET_DEVICES", RAILS); });
         expect(await violations([nicMapPerRank], rs)).toEqual([]);
+    });
+    it("per-rank selection (UCX_NET_DEVICES left to vLLM) with a mapped NIC whose rail resource is not requested", async () => {
+        const rs = prefill((m) => {
+            setEnv(m, "UCX_NET_DEVICES", undefined);
+            setEnv(m, "VLLM_NIC_SELECTION_VARS", "UCX_NET_DEVICES:1");
+            for (const k of ["requests", "limits"]) delete m.resources[k]?.["rdma/rail_7"];
+        });
+        expect(await violations([ucxNetDevicesRailHcas], rs)).toEqual([]);
+        expect((await violations([nicMapPerRank], rs)).join("\n")).toMatch(/to mlx5_11 \(rail 7\), whose RDMA resource the container does not request/);
     });
     it("one of the pair alone", async () => {
         const rs = prefill((m) => setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined));
