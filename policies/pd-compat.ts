@@ -165,6 +165,11 @@ export const pdSettingsMatch = stackPolicy({
         if (ep === "trtllm") for (const c of [prefill, decode]) {
             if (flagValue(c, "--extra-engine-args") !== undefined) add(`${c.path}.args[--extra-engine-args]`, "takes TensorRT-LLM engine args from a file, so its cache transceiver and KV settings cannot be compared with its peer's", "pass them as --override-engine-args JSON");
         }
+        // vLLM and SGLang read further CLI arguments from a YAML file given with --config (vLLM FlexibleArgumentParser
+        // `--config`; SGLang ServerArgs `--config`): settings there never reach the pack.
+        if (ep === "vllm" || ep === "sglang") for (const c of [prefill, decode]) {
+            if (flagValue(c, "--config") !== undefined) add(`${c.path}.args[--config]`, `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`, "pass the arguments on the command line");
+        }
         for (const s of MUST_MATCH[ep]) {
             const a = s.read(prefill) ?? s.fallback, b = s.read(decode) ?? s.fallback;
             if (a !== b) add(`${decode.path} ${s.key}`, `prefill has ${s.key} ${a ?? "(unset)"} but decode has ${b ?? "(unset)"}: ${s.why}; the pair passes health checks and fails or hangs on every handoff`, `set ${s.key} to the same value on prefill and decode`);

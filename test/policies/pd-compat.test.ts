@@ -76,6 +76,10 @@ describe("pd-kv-settings-match", () => {
         expect((await violations([pdSettingsMatch], decode(graph("trtllm"), (m) => setArg(m, "--kv-block-size", "64")))).join("\n")).toMatch(/tokens per block 32 but decode has 64/);
         expect((await violations([pdSettingsMatch], decode(graph("trtllm"), (m) => setArg(m, "--extra-engine-args", "/cfg/decode.yaml")))).join("\n")).toMatch(/takes TensorRT-LLM engine args from a file/);
     });
+    it("vLLM/SGLang arguments from a --config file cannot be compared and are refused", async () => {
+        expect((await violations([pdSettingsMatch], decode(graph("vllm"), (m) => setArg(m, "--config", "/cfg/decode.yaml")))).join("\n")).toMatch(/reads vllm arguments from the file \/cfg\/decode.yaml/);
+        expect((await violations([pdSettingsMatch], decode(graph("sglang"), (m) => setArg(m, "--config", "/cfg/d.yaml")))).join("\n")).toMatch(/reads sglang arguments from the file/);
+    });
     it("every engine's list names the settings that shape a KV block and the transfer", () => {
         expect(MUST_MATCH.vllm.map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--block-size", "attention backend", "kv_connector", "NIXL backends", "--model"]));
         expect(MUST_MATCH.sglang.map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--page-size", "--disaggregation-transfer-backend", "--model-path"]));
