@@ -1,7 +1,8 @@
+import { run } from "./lib/unknown";
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
-import { ContainerView, engineOf, envValue, flagValue, hasFlag, known, qty, StackView } from "./lib/workloads";
+import { ContainerView, engineOf, envValue, flagValue, hasFlag,  qty, StackView } from "./lib/workloads";
 
 /**
  * DynamoGraphDeployment configuration rules (reference/dynamo-failures.md section F), for both served shapes:
@@ -15,12 +16,12 @@ interface Dgd { r: PolicyResource; ref: string; version: string; spec: Record<st
 /** DGDs of the stack. */
 function dgds(resources: PolicyResource[]): Dgd[] {
     const out: Dgd[] = [];
-    for (const r of resources) known(() => {
+    for (const r of resources) run(() => {
         const p = r.props ?? {};
         if (p.kind === "DynamoGraphDeployment" && String(p.apiVersion ?? "").startsWith("nvidia.com/")) {
             out.push({ r, ref: `DynamoGraphDeployment/${p.metadata?.name ?? r.name}`, version: String(p.apiVersion).split("/")[1], spec: p.spec ?? {} });
         }
-    }, undefined);
+    });
     return out;
 }
 
@@ -287,10 +288,10 @@ export const dgdMultinodeOrchestrator = stackPolicy({
 }, (v, resources) => {
     const out: Out = [];
     const platforms = helmReleases(resources, "dynamo-platform");
-    const orchestrated = platforms.some((r) => known(() => {
+    const orchestrated = platforms.some((r) => run(() => {
         const g = r.props.values?.global ?? {};
         return g.grove?.install === true || g.grove?.enabled === true || g.lws?.install === true;
-    }, false)) || resources.some((r) => known(() => r.type === "kubernetes:helm.sh/v3:Release" && /grove|lws/.test(String(r.props.chart ?? "")), false));
+    })) || resources.some((r) => run(() => r.type === "kubernetes:helm.sh/v3:Release" && /grove|lws/.test(String(r.props.chart ?? ""))));
     for (const d of dgds(resources)) {
         for (const { name, c, path } of components(d)) {
             if (c.multinode === undefined || orchestrated) continue;

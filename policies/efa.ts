@@ -1,5 +1,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { helmReleases, LABELS, ofType } from "./lib/resources";
+import { defaultedRequests } from "./lib/workloads";
+import { peek } from "./lib/unknown";
 
 /**
  * EFA (AWS) rules of the RDMA guard: an EKS GPU node group that cannot expose its EFA devices, or a worker
@@ -133,10 +135,14 @@ export const efaLaunchTemplate: StackValidationPolicy = {
             if (nis.some((n) => n.subnetId)) problems.push("interfaces set subnetId, which EKS managed node groups reject");
             if (nis.some((n) => !Array.isArray(n.securityGroups) || n.securityGroups.length === 0)) problems.push("every interface needs the EFA security group (all traffic to and from itself)");
             if (problems.length) report(`${where}: ${problems.slice(0, 4).join("; ")}${problems.length > 4 ? `; and ${problems.length - 4} more` : ""} (reference/rdma.md §6.2).`, lt.urn);
-            const pgName = lt.props.placement?.groupName;
-            const pg = pgs.find((p) => p.props.name === pgName);
-            if (!pgName) report(`${where}: no placement group; EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
-            else if (pg && pg.props.strategy !== "cluster") report(`${where}: placement group ${pgName} has strategy ${pg.props.strategy}, not cluster.`, lt.urn);
+            // The group's name is computed (auto-named) on a new stack, so in preview it is unknown; the placement
+            // group the template depends on is where its strategy is known (Pulumi records the dependency).
+            const pgName = peek(() => lt.props.placement?.groupName);
+            const pgDep = (lt.dependencies ?? []).find((d) => d.type === EFA_TYPES.placementGroup);
+            const pg = pgName.known ? pgs.find((p) => p.props.name === pgName.value) ?? (pgName.value ? pgDep : undefined) : pgDep;
+            if (pgName.known && !pgName.value) report(`${where}: no placement group; EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
+            else if (!pg && !pgName.known) report(`${where}: placement.groupName is unknown during preview and the template depends on no placement group of this stack, so its strategy cannot be checked (fail closed); EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
+            else if (pg && pg.props.strategy !== "cluster") report(`${where}: placement group ${pg.props.name ?? pg.name} has strategy ${pg.props.strategy}, not cluster.`, lt.urn);
             const ud = decodeUserData(lt.props.userData);
             if (!/LimitMEMLOCK=infinity/.test(ud)) report(`${where}: node bootstrap does not set containerd LimitMEMLOCK=infinity; RDMA memory registration hits containerd's 8 MiB default (nvidia-container-toolkit#2037).`, lt.urn);
             if (!/vm\.nr_hugepages\s*[=\s]\s*[1-9]/.test(ud)) report(`${where}: node bootstrap reserves no 2 MiB huge pages (vm.nr_hugepages) for the EFA provider (reference/rdma.md §6.4).`, lt.urn);
@@ -277,8 +283,8 @@ export const efaWorkloadTransport: StackValidationPolicy = {
                 if (!isTransportContainer(c, t.componentType)) continue;
                 const env = envOf(c);
                 const where = `${at} container ${c.name}`;
-                if (!positive(c.resources?.requests?.[EFA_RESOURCE]) || !positive(c.resources?.limits?.[EFA_RESOURCE])) {
-                    report(`${where}: runs on an EFA pool but does not request ${EFA_RESOURCE} in both requests and limits; without it no EFA device is injected and NIXL/NCCL fall back to TCP.`, t.owner.urn);
+                if (!positive(defaultedRequests(c.resources)[EFA_RESOURCE]) || !positive(c.resources?.limits?.[EFA_RESOURCE])) {
+                    report(`${where}: runs on an EFA pool but does not limit ${EFA_RESOURCE} (a limit alone is enough: Kubernetes sets the request to it); without it no EFA device is injected and NIXL/NCCL fall back to TCP.`, t.owner.urn);
                 }
                 if (env.FI_PROVIDER !== "efa") {
                     report(`${where}: FI_PROVIDER is ${env.FI_PROVIDER === undefined ? "unset" : `"${env.FI_PROVIDER}"`}; it must be efa, or libfabric picks the sockets (TCP) provider and NIXL logs "TCP fallback" at INFO (ai-dynamo/nixl PR #833).`, t.owner.urn);
@@ -339,7 +345,7 @@ export const efaWorkloadHugepages: StackValidationPolicy = {
             for (const c of (t.spec.containers ?? []) as Array<Record<string, any>>) {
                 if (c.name !== "main") continue;
                 const where = `${t.owner.name} ${t.where} container ${c.name}`;
-                const req = c.resources?.requests ?? {};
+                const req = defaultedRequests(c.resources);
                 const lim = c.resources?.limits ?? {};
                 if (!req[HUGEPAGES_2MI]) {
                     report(`${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).`, t.owner.urn);

@@ -3,6 +3,7 @@ import {
     aiRoutes, bytesOf, chartReleases, cmpSemver, gatewayUrn, GROUPS, GW, keyOf, llmGateways, modelNamespaces, nameOf, nsOf, ofKind,
     routeGateways, secondsOf, selectsDynamo, semver, stripMatcher, targets, targetsGateway,
 } from "./lib/gateway";
+import { Attachment, effectiveFor, gatewayAttachments, listenerLabel, modelListeners, ModelListener } from "./lib/attachment";
 
 /**
  * Gateway policies (DESIGN §5; failure reports in reference/gateway-failures.md, cited per policy as GF#n).
@@ -33,22 +34,48 @@ export const extAuthFailClosed: ResourceValidationPolicy = {
     },
 };
 
+/** Every SecurityPolicy/ClientTrafficPolicy attachment to Gateways and listeners (targetRefs + targetSelectors). */
+function attachmentsOf(resources: PolicyResource[], kind: "SecurityPolicy" | "ClientTrafficPolicy" | "BackendTrafficPolicy"): Attachment[] {
+    return ofKind(resources, GROUPS.eg, kind).flatMap((r) => gatewayAttachments(r, kind, resources));
+}
+
+/** Findings common to both per-listener rules: Gateway not in the stack, conflicts, overrides. */
+function attachmentFindings(kind: string, m: ModelListener, e: ReturnType<typeof effectiveFor>, report: (msg: string, urn?: string) => void): void {
+    const label = listenerLabel(m);
+    for (const c of e.conflicted) {
+        report(`${label}: ${kind} ${keyOf(c.policy)} (${c.via}) and ${keyOf(e.effective!.policy)} both attach at ${e.level} level; Envoy Gateway applies only the oldest and marks the rest Conflicted${e.orderUndecided ? " (on a new stack which one is oldest depends on creation order)" : ""}. Keep exactly one.`, c.policy.urn);
+    }
+}
+
 /**
- * Each LLM Gateway has exactly one Gateway-level SecurityPolicy, and it carries ext_authz: the single place
- * API keys, model access and limits are enforced (DESIGN §5; GF#2 "exactly one SecurityPolicy per Gateway").
+ * Auth per listener, as Envoy Gateway applies it (lib/attachment.ts): every listener that carries AIGatewayRoutes
+ * gets exactly one effective SecurityPolicy, it configures ext_authz, and ext_authz fails closed. A listener-level
+ * policy replaces the Gateway-level one on that listener (so a listener-level policy without extAuth switches auth
+ * off there), and a second policy at the same level is Conflicted (DESIGN §5; GF#2; envoyproxy/gateway
+ * internal/gatewayapi/securitypolicy.go `resolveSecurityPolicyGatewayTargetRef`). One Gateway-level policy, or one
+ * policy per listener, both pass.
  */
 export const oneGatewaySecurityPolicy: StackValidationPolicy = {
     name: "gateway-one-extauth-security-policy",
-    description: "Each Gateway carrying AIGatewayRoutes must have exactly one Gateway-level SecurityPolicy, and it must configure extAuth.",
-    remediationSteps: "Attach one SecurityPolicy (targetRefs: the Gateway) with extAuth to the auth service; remove duplicates (the oldest wins, the rest are silently ignored).",
+    description: "Every Gateway listener carrying AIGatewayRoutes must have exactly one effective SecurityPolicy (listener-level via targetRefs sectionName, else Gateway-level via targetRefs or targetSelectors), configuring a fail-closed extAuth; no second policy at the same level (Conflicted), no listener-level policy without extAuth overriding the Gateway's (envoyproxy/gateway internal/gatewayapi/securitypolicy.go).",
+    remediationSteps: "Attach one SecurityPolicy with extAuth to the Gateway (targetRefs: the Gateway), or one per listener (targetRefs with sectionName); remove duplicates.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
-        const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
-        for (const [key, gw] of llmGateways(args.resources)) {
-            const mine = sps.filter((sp) => targetsGateway(sp, key));
-            if (mine.length === 0) report(`Gateway ${key} carries AIGatewayRoutes but no SecurityPolicy targets it: requests reach the models unauthenticated.`, gatewayUrn(args.resources, key, gw));
-            else if (mine.length > 1) report(`Gateway ${key} is targeted by ${mine.length} SecurityPolicies (${mine.map(keyOf).join(", ")}); only the oldest takes effect. Keep exactly one.`, mine[1].urn);
-            for (const sp of mine) if (!extAuthOf(sp)) report(`SecurityPolicy ${keyOf(sp)} on Gateway ${key} has no extAuth: nothing checks API keys, model access or limits.`, sp.urn);
+        const att = attachmentsOf(args.resources, "SecurityPolicy");
+        for (const m of modelListeners(args.resources)) {
+            if (!m.gw) { report(`Gateway ${m.gateway} carries AIGatewayRoutes (${m.routes.join(", ")}) but is not defined in this stack, so the SecurityPolicy of its listeners cannot be computed (fail closed).`, gatewayUrn(args.resources, m.gateway, undefined)); continue; }
+            const e = effectiveFor(att, m.gateway, m.listener!.name);
+            const label = listenerLabel(m);
+            if (!e.effective) { report(`${label} carries AIGatewayRoutes (${m.routes.join(", ")}) but no SecurityPolicy applies to it: requests reach the models unauthenticated.`, m.gw.urn); continue; }
+            attachmentFindings("SecurityPolicy", m, e, report);
+            const sp = e.effective.policy;
+            const ea = extAuthOf(sp);
+            if (!ea) {
+                const over = e.overridden.filter((o) => extAuthOf(o.policy)).map((o) => keyOf(o.policy));
+                report(`SecurityPolicy ${keyOf(sp)} is the effective policy of ${label} (${e.level} level) and has no extAuth: nothing checks API keys, model access or limits there${over.length ? `; it replaces the Gateway-level ext_authz of ${over.join(", ")} on this listener` : ""}.`, sp.urn);
+            } else if (ea.failOpen === true) {
+                report(`SecurityPolicy ${keyOf(sp)} (effective on ${label}): extAuth.failOpen is true; an unreachable auth service lets every request through.`, sp.urn);
+            }
         }
     },
 };
@@ -84,29 +111,37 @@ export const noRouteSecurityPolicyOverride: StackValidationPolicy = {
 /**
  * Client-sent identity headers and `x-ai-eg-model` must be removed before routing and before ext_authz: only
  * ClientTrafficPolicy `earlyRequestHeaders` runs that early (reference/gateway.md §6; ai-gateway#2410, GF#4).
- * A header the auth service does not set would otherwise keep the client's value; rate-limit selector headers
- * would be spoofable.
+ * Judged per listener on the effective ClientTrafficPolicy (listener-level beats Gateway-level, oldest wins at a
+ * level: envoyproxy/gateway internal/gatewayapi/clienttrafficpolicy.go "Unable to target section, another
+ * ClientTrafficPolicy has already attached to it"). A header the auth service does not set would otherwise keep
+ * the client's value; rate-limit selector headers would be spoofable.
  */
 export const earlyIdentityHeaderStrip: StackValidationPolicy = {
     name: "gateway-early-identity-header-strip",
-    description: "Each LLM Gateway needs a ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every header ext_authz sets, and every rate-limit selector header.",
-    remediationSteps: "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-) to the Gateway's ClientTrafficPolicy.",
+    description: "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every header ext_authz sets, and every rate-limit selector header.",
+    remediationSteps: "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
-        const ctps = ofKind(args.resources, GROUPS.eg, "ClientTrafficPolicy");
-        const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
-        const btps = ofKind(args.resources, GROUPS.eg, "BackendTrafficPolicy");
-        for (const [key, gw] of llmGateways(args.resources)) {
-            const ctp = ctps.find((c) => targetsGateway(c, key));
-            if (!ctp) { report(`Gateway ${key} has no ClientTrafficPolicy: client-sent ${GW.modelHeader} and identity headers reach route matching and ext_authz.`, gatewayUrn(args.resources, key, gw)); continue; }
+        const ctpAtt = attachmentsOf(args.resources, "ClientTrafficPolicy");
+        const spAtt = attachmentsOf(args.resources, "SecurityPolicy");
+        const btpAtt = attachmentsOf(args.resources, "BackendTrafficPolicy");
+        for (const m of modelListeners(args.resources)) {
+            if (!m.gw) { report(`Gateway ${m.gateway} carries AIGatewayRoutes but is not defined in this stack, so the ClientTrafficPolicy of its listeners cannot be computed (fail closed).`, gatewayUrn(args.resources, m.gateway, undefined)); continue; }
+            const l = m.listener!.name;
+            const e = effectiveFor(ctpAtt, m.gateway, l);
+            const label = listenerLabel(m);
+            if (!e.effective) { report(`${label} has no ClientTrafficPolicy: client-sent ${GW.modelHeader} and identity headers reach route matching and ext_authz.`, m.gw.urn); continue; }
+            attachmentFindings("ClientTrafficPolicy", m, e, report);
+            const ctp = e.effective.policy;
             const stripped = stripMatcher(ctp.props.spec?.headers?.earlyRequestHeaders);
             const required = new Set<string>([GW.modelHeader, ...GW.identityHeaders, `${GW.identityPrefix}any`]);
-            for (const sp of sps.filter((s) => targetsGateway(s, key))) for (const h of extAuthOf(sp)?.http?.headersToBackend ?? []) required.add(String(h).toLowerCase());
-            for (const b of btps.filter((x) => targetsGateway(x, key))) {
+            const sp = effectiveFor(spAtt, m.gateway, l).effective?.policy;
+            for (const h of (sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []) required.add(String(h).toLowerCase());
+            for (const b of btpAtt.filter((x) => x.gateway === m.gateway && (!x.section || x.section === l)).map((x) => x.policy)) {
                 for (const rule of b.props.spec?.rateLimit?.global?.rules ?? []) for (const sel of rule.clientSelectors ?? []) for (const h of sel.headers ?? []) required.add(String(h.name).toLowerCase());
             }
             const missing = [...required].filter((h) => !stripped(h)).map((h) => (h === `${GW.identityPrefix}any` ? `${GW.identityPrefix}* (prefix)` : h));
-            if (missing.length) report(`ClientTrafficPolicy ${keyOf(ctp)} (Gateway ${key}) does not strip ${missing.join(", ")} in headers.earlyRequestHeaders: a client could spoof them.`, ctp.urn);
+            if (missing.length) report(`ClientTrafficPolicy ${keyOf(ctp)} (effective on ${label}) does not strip ${missing.join(", ")} in headers.earlyRequestHeaders: a client could spoof them.`, ctp.urn);
         }
     },
 };
@@ -124,22 +159,26 @@ export const MIN_EXT_AUTH_BODY_BYTES = 4 * 1024 * 1024;
  */
 export const requestBodyLimits: StackValidationPolicy = {
     name: "gateway-request-body-limits",
-    description: `Each LLM Gateway's ext_authz forwards the body (bodyToExtAuth.maxRequestBytes >= ${MIN_EXT_AUTH_BODY_BYTES} bytes) and its ClientTrafficPolicy connection.bufferLimit is at least maxRequestBytes.`,
+    description: `On every listener carrying AIGatewayRoutes, the effective ext_authz forwards the body (bodyToExtAuth.maxRequestBytes >= ${MIN_EXT_AUTH_BODY_BYTES} bytes) and the effective ClientTrafficPolicy connection.bufferLimit is at least maxRequestBytes.`,
     remediationSteps: "Set extAuth.bodyToExtAuth.maxRequestBytes (e.g. 32 MiB) and ClientTrafficPolicy connection.bufferLimit at least as large (e.g. 50Mi).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
-        const ctps = ofKind(args.resources, GROUPS.eg, "ClientTrafficPolicy");
-        const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
-        for (const [key] of llmGateways(args.resources)) {
-            const ctp = ctps.find((c) => targetsGateway(c, key));
+        const ctpAtt = attachmentsOf(args.resources, "ClientTrafficPolicy");
+        const spAtt = attachmentsOf(args.resources, "SecurityPolicy");
+        const seen = new Set<string>();
+        for (const m of modelListeners(args.resources)) {
+            if (!m.gw) continue;
+            const l = m.listener!.name;
+            const sp = effectiveFor(spAtt, m.gateway, l).effective?.policy;
+            const ctp = effectiveFor(ctpAtt, m.gateway, l).effective?.policy;
+            if (!sp || !extAuthOf(sp)) continue;
+            const once = (msg: string, urn?: string) => { if (!seen.has(msg)) { seen.add(msg); report(msg, urn); } };
             const buffer = ctp ? bytesOf(ctp.props.spec?.connection?.bufferLimit) : undefined;
-            for (const sp of sps.filter((s) => targetsGateway(s, key) && extAuthOf(s))) {
-                const max = extAuthOf(sp).bodyToExtAuth?.maxRequestBytes;
-                if (typeof max !== "number") { report(`SecurityPolicy ${keyOf(sp)}: extAuth.bodyToExtAuth is not set; the auth service cannot read the model or max_tokens from the body.`, sp.urn); continue; }
-                if (max < MIN_EXT_AUTH_BODY_BYTES) report(`SecurityPolicy ${keyOf(sp)}: bodyToExtAuth.maxRequestBytes ${max} is below ${MIN_EXT_AUTH_BODY_BYTES}; long prompts would get 413 before authorization.`, sp.urn);
-                if (buffer === undefined) report(`Gateway ${key}: no ClientTrafficPolicy connection.bufferLimit; Envoy's 32 KiB default answers 413 to any larger prompt.`, ctp?.urn ?? sp.urn);
-                else if (buffer < max) report(`ClientTrafficPolicy ${keyOf(ctp!)}: connection.bufferLimit (${buffer} bytes) is below bodyToExtAuth.maxRequestBytes (${max}) of SecurityPolicy ${keyOf(sp)}.`, ctp!.urn);
-            }
+            const max = extAuthOf(sp).bodyToExtAuth?.maxRequestBytes;
+            if (typeof max !== "number") { once(`SecurityPolicy ${keyOf(sp)}: extAuth.bodyToExtAuth is not set; the auth service cannot read the model or max_tokens from the body.`, sp.urn); continue; }
+            if (max < MIN_EXT_AUTH_BODY_BYTES) once(`SecurityPolicy ${keyOf(sp)}: bodyToExtAuth.maxRequestBytes ${max} is below ${MIN_EXT_AUTH_BODY_BYTES}; long prompts would get 413 before authorization.`, sp.urn);
+            if (buffer === undefined) once(`${listenerLabel(m)}: no ClientTrafficPolicy connection.bufferLimit; Envoy's 32 KiB default answers 413 to any larger prompt.`, ctp?.urn ?? sp.urn);
+            else if (buffer < max) once(`ClientTrafficPolicy ${keyOf(ctp!)}: connection.bufferLimit (${buffer} bytes) is below bodyToExtAuth.maxRequestBytes (${max}) of SecurityPolicy ${keyOf(sp)}.`, ctp!.urn);
         }
     },
 };
@@ -457,9 +496,75 @@ export const accessLogUsageFields: StackValidationPolicy = {
     },
 };
 
+/** Keys under which an object names a request header it writes (EG JWT claimToHeaders, credentialInjection, apiKeyAuth/basicAuth forwarding). */
+const HEADER_WRITE_KEYS = ["header", "forwardClientIDHeader", "forwardUsernameHeader"];
+/** Keys whose subtree mutates responses only (never a request identity header). */
+const RESPONSE_KEYS = ["responseHeaderModifier", "lateResponseHeaders", "responseOverride", "responseHeaders"];
+
+/** Places in `spec` that set or add a request header named by `isIdentity` (`set`/`add` lists, header-writing keys). */
+function identityWrites(spec: unknown, isIdentity: (h: string) => boolean, path = "spec"): string[] {
+    const out: string[] = [];
+    const walk = (v: unknown, p: string) => {
+        if (Array.isArray(v)) { v.forEach((x, i) => walk(x, `${p}[${i}]`)); return; }
+        if (!v || typeof v !== "object") return;
+        for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+            if (RESPONSE_KEYS.includes(k)) continue;
+            if ((k === "set" || k === "add") && Array.isArray(x)) {
+                x.forEach((e: any, i) => { const n = typeof e === "string" ? e : e?.name; if (typeof n === "string" && isIdentity(n)) out.push(`${p}.${k}[${i}] (${n})`); });
+                continue;
+            }
+            if (HEADER_WRITE_KEYS.includes(k) && typeof x === "string" && isIdentity(x)) { out.push(`${p}.${k} (${x})`); continue; }
+            walk(x, `${p}.${k}`);
+        }
+    };
+    walk(spec, path);
+    return out;
+}
+
+/**
+ * Identity headers come only from ext_authz. The auth service's verdict reaches the backends as `x-platform-*`
+ * headers (and the other headers named in `extAuth.http.headersToBackend`); anything else that writes one of them
+ * forges an identity: an HTTPRoute/GRPCRoute RequestHeaderModifier (Gateway API HTTPHeaderFilter set/add), an EG
+ * HTTPRouteFilter credentialInjection, ClientTrafficPolicy earlyRequestHeaders/lateRequestHeaders set/add, JWT
+ * claimToHeaders, apiKeyAuth forwardClientIDHeader, basicAuth forwardUsernameHeader, AIGatewayRoute backendRefs[]
+ * headerMutation and AIServiceBackend headerMutation, BackendTrafficPolicy header settings, and EnvoyPatchPolicy /
+ * EnvoyExtensionPolicy (Lua, Wasm) text that names one (raw xDS or code the pack cannot evaluate, so any mention is
+ * refused). The early strip removes client copies; these sources run after it.
+ */
+export const identityHeadersOnlyFromExtAuth: StackValidationPolicy = {
+    name: "gateway-identity-headers-only-from-extauth",
+    description: "No object other than the ext_authz SecurityPolicy may set or add an identity header (x-platform-*, or any header extAuth.headersToBackend forwards): route RequestHeaderModifier filters, HTTPRouteFilter credentialInjection, ClientTrafficPolicy header set/add, JWT claimToHeaders, apiKeyAuth/basicAuth forwarding headers, AIGatewayRoute/AIServiceBackend headerMutation, BackendTrafficPolicy, EnvoyPatchPolicy and EnvoyExtensionPolicy code.",
+    remediationSteps: "Remove the header mutation; identity headers are set only by the auth service through ext_authz headersToBackend.",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        const names = new Set<string>(GW.identityHeaders.map((h) => h.toLowerCase()));
+        const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
+        for (const sp of sps) for (const h of extAuthOf(sp)?.http?.headersToBackend ?? []) names.add(String(h).toLowerCase());
+        const isIdentity = (h: string) => { const x = h.toLowerCase(); return x.startsWith(GW.identityPrefix) || names.has(x); };
+        const groups: string[] = [GROUPS.eg, GROUPS.aigw, GROUPS.gwapi];
+        for (const r of args.resources) {
+            const g = /^kubernetes:([^/]+)\/[^:]+:(.+)$/.exec(r.type);
+            if (!g || !groups.includes(g[1])) continue;
+            const kind = g[2];
+            const spec = r.props.spec;
+            if (!spec) continue;
+            if (kind === "EnvoyPatchPolicy" || kind === "EnvoyExtensionPolicy") {
+                const text = JSON.stringify(spec).toLowerCase();
+                const hit = [...names, GW.identityPrefix].find((h) => text.includes(h));
+                if (hit) report(`${kind} ${keyOf(r)} mentions identity header ${hit === GW.identityPrefix ? `${GW.identityPrefix}*` : hit}: raw xDS patches and Lua/Wasm code can set it after ext_authz, which the pack cannot evaluate. Identity headers come only from ext_authz.`, r.urn);
+                continue;
+            }
+            const specForScan = kind === "SecurityPolicy" ? { ...spec, extAuth: undefined } : spec;
+            const writes = identityWrites(specForScan, isIdentity);
+            if (writes.length) report(`${kind} ${keyOf(r)} sets identity header(s) at ${writes.join(", ")}: identity headers come only from ext_authz (headersToBackend); any other writer forges a tenant, key or lease.`, r.urn);
+        }
+    },
+};
+
 /** The gateway policies of the pack. */
 export const gatewayPolicies = [
     extAuthFailClosed, oneGatewaySecurityPolicy, noRouteSecurityPolicyOverride, earlyIdentityHeaderStrip, requestBodyLimits,
     extAuthBackendResolves, noModelSideDoor, envoyRateLimitFailClosed, gatewayChartVersions, aiGatewayExtensionConfigured,
     aiRouteMaxRules, aiRouteUniqueModels, aiRouteStreamTimeouts, aiRouteNoSecretHeaderMatch, envoyProxyNoMergeBackends, accessLogUsageFields,
+    identityHeadersOnlyFromExtAuth,
 ];

@@ -7,18 +7,24 @@ import { mooncakePolicies } from "./mooncake";
 import { rdmaFabricPolicies } from "./rdma-fabric";
 import { rdmaPlatformPolicies } from "./rdma-platform";
 import { rdmaWorkloadPolicies } from "./rdma-workloads";
+import { failClosed } from "./lib/unknown";
+import { visibilityPolicies } from "./visibility";
+import { pdCompatPolicies } from "./pd-compat";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
 
 /**
  * Every policy of the pack. Plain data so tests and the offline renderer import it; only index.ts
- * constructs the PolicyPack (which starts a gRPC server).
+ * constructs the PolicyPack (which starts a gRPC server). Every policy is wrapped by `failClosed`
+ * (lib/unknown.ts): a guarded value unknown during preview is a mandatory violation, never "can't run".
  */
-export const allPolicies: Policy[] = [
+export const allPolicies: Policy[] = ([
     ...rdmaFabricPolicies,
     ...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies, ...rdmaPlatformPolicies,
     ...gatewayPolicies,
     ...efaPolicies,
+    ...visibilityPolicies,
+    ...pdCompatPolicies,
     ...awsPolicies,
-];
+] as Policy[]).map(failClosed);

@@ -1,9 +1,10 @@
+import { run } from "./lib/unknown";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { allowedImage } from "./lib/images";
 import { gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric";
 import { containerPolicy, Finding, stackPolicy } from "./lib/report";
 import { ofType, TYPES } from "./lib/resources";
-import { envValue, inScope, known, kvUse } from "./lib/workloads";
+import { envValue, inScope,  kvUse } from "./lib/workloads";
 
 /**
  * Fabric-side and image rules from reference/rdma-failures.md (device plugin versions and selectors, driver
@@ -29,10 +30,10 @@ export const rdmaDevicePluginConfig = stackPolicy({
     const add = (f: string, problem: string, fix: string) => out.push({ subject, finding: { field: f, problem, fix }, urn: plugin.ncp.urn });
     const ibPools = v.pools.filter((p) => p.fabric === "infiniband");
     const frontNetdevs = new Set<string>();
-    for (const p of v.pools) known(() => {
+    for (const p of v.pools) run(() => {
         const nodes = ofType(v.resources, TYPES.nodePatch).filter((r) => r.props.metadata?.labels?.["inference-platform.io/pool"] === p.name);
         for (const n of nodes) for (const f of JSON.parse(String(n.props.metadata?.annotations?.["inference-platform.io/frontend-nics"] ?? "[]"))) frontNetdevs.add(String(f.netdev));
-    }, undefined);
+    });
     const names = new Set<string>();
     if (plugin.config.periodicUpdateInterval === 0) add("spec.rdmaSharedDevicePlugin.config.periodicUpdateInterval", "is 0, which disables rescans, so an HCA that comes up after the plugin is never served", "set periodicUpdateInterval to e.g. 300 (seconds)");
     for (const r of plugin.config.configList) {
@@ -99,14 +100,14 @@ export const gpudirectCoordinatedUpgrades = stackPolicy({
 }, (v) => {
     const out: Out = [];
     const plugin = rdmaPlugin(v.resources);
-    known(() => {
+    run(() => {
         const ofed = plugin?.ncp.props.spec?.ofedDriver;
         if (plugin && ofed && ofed.upgradePolicy?.drain?.enable !== true) out.push({ subject: `NicClusterPolicy/${plugin.name}`, finding: { field: "spec.ofedDriver.upgradePolicy.drain.enable", problem: "the NIC driver container upgrades without draining RDMA pods", fix: "set ofedDriver.upgradePolicy.drain.enable: true" }, urn: plugin.ncp.urn });
-    }, undefined);
-    for (const rel of gpuDirect(v.resources).releases) known(() => {
+    });
+    for (const rel of gpuDirect(v.resources).releases) run(() => {
         const d = rel.props.values?.driver ?? {};
         if (d.rdma?.enabled === true && d.upgradePolicy?.drain?.enable !== true) out.push({ subject: `Release/${rel.name}`, finding: { field: "values.driver.upgradePolicy.drain.enable", problem: "legacy nvidia-peermem is enabled but GPU driver upgrades do not drain, so a NIC driver upgrade can leave peermem unloadable", fix: "set driver.upgradePolicy.drain.enable: true, or switch to DMA-BUF (gpuDirectRdma: dmabuf)" }, urn: rel.urn });
-    }, undefined);
+    });
     return out;
 });
 
@@ -119,12 +120,12 @@ export const noMacvlanOnInfiniband = stackPolicy({
     const out: Out = [];
     const ib = new Map<string, string>();
     for (const p of v.pools) for (const r of p.rails) if (r.linkLayer === "InfiniBand") ib.set(r.netdev, `${p.name} rail ${r.rail}`);
-    for (const r of v.resources) known(() => {
+    for (const r of v.resources) run(() => {
         const p = r.props ?? {};
         if (p.kind !== "MacvlanNetwork") return;
         const master = String(p.spec?.master ?? "");
         if (ib.has(master)) out.push({ subject: `MacvlanNetwork/${p.metadata?.name ?? r.name}`, finding: { field: "spec.master", problem: `master ${master} is the InfiniBand netdev of pool ${ib.get(master)}`, fix: "use an IPoIBNetwork on that rail" }, urn: r.urn });
-    }, undefined);
+    });
     return out;
 });
 
@@ -151,7 +152,7 @@ export const noGpuUtilisationAutoscaling = stackPolicy({
 }, (v) => {
     const out: Out = [];
     const gpuMetric = /DCGM_FI_DEV_GPU_UTIL|gpu_util|gpu_utilization|GPU_UTIL/i;
-    for (const r of v.resources) known(() => {
+    for (const r of v.resources) run(() => {
         const p = r.props ?? {};
         const subject = `${p.kind}/${p.metadata?.name ?? r.name}`;
         if (p.kind === "HorizontalPodAutoscaler") {
@@ -165,7 +166,7 @@ export const noGpuUtilisationAutoscaling = stackPolicy({
                 if (gpuMetric.test(text)) out.push({ subject, finding: { field: `spec.triggers[${i}].metadata`, problem: "scales on a GPU-utilisation query", fix: "scale with the Dynamo Planner on KV-cache utilisation and queue depth" }, urn: r.urn });
             });
         }
-    }, undefined);
+    });
     return out;
 });
 

@@ -1,3 +1,4 @@
+import { run } from "./lib/unknown";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import {
     ncclFlagSet, ncclMatches, parseGpuNicMapping, parseNcclIbHca, parseNicSelectionVars, parseUcxNetDevices,
@@ -7,7 +8,7 @@ import { efaPlugins, gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric
 import { containerPolicy, Finding, stackPolicy, containerLabel } from "./lib/report";
 import { EKS_NVIDIA_AMI_TYPES, type PoolView } from "./lib/resources";
 import {
-    argv, ContainerView, envField, envValue, flagValue, gpusOf, inScope, known, kvUse, poolsOf,
+    argv, ContainerView, engineOf, envField, envValue, flagValue, gpusOf, inScope,  kvUse, poolsOf,
     rdmaDevices, StackView,
 } from "./lib/workloads";
 
@@ -98,7 +99,7 @@ function requestedRails(c: ContainerView, v: StackView, pool: PoolView): Set<num
 /** D.1 / DESIGN §4: RDMA devices in requests and limits, at least one per GPU. */
 export const rdmaResourcePerGpu = containerPolicy({
     name: "rdma-resource-per-gpu",
-    description: "Every container that moves KV cache or collectives (NIXL, Mooncake, NCCL) must request RDMA devices (rdma/*, vpc.amazonaws.com/efa) in both requests and limits, at least one per GPU: without a device UCX, libfabric, Mooncake and NCCL silently use TCP (ai-dynamo/dynamo #1209, #12463; NVIDIA/nccl#451).",
+    description: "Every container that moves KV cache or collectives (NIXL, Mooncake, NCCL) must request RDMA devices (rdma/*, vpc.amazonaws.com/efa), at least one per GPU, in limits (Kubernetes defaults a missing request to the limit, pkg/apis/core/v1/defaults.go SetDefaults_Pod) and, if also given in requests, equal to the limit (non-overcommittable, pkg/apis/core/validation ValidateResourceRequirements): without a device UCX, libfabric, Mooncake and NCCL silently use TCP (ai-dynamo/dynamo #1209, #12463; NVIDIA/nccl#451).",
     remediationSteps: "Request the node pool's rail resources (rdma/rail_<i>: 1 for every rail) or vpc.amazonaws.com/efa in resources.requests and resources.limits with equal values.",
 }, (c) => {
     const out: Finding[] = [];
@@ -112,7 +113,6 @@ export const rdmaResourcePerGpu = containerPolicy({
     if (lim.total < need) out.push({ field: `${c.resourcesPath}.limits`, problem: `has ${lim.total} RDMA device(s) for ${gpus} GPU(s); each GPU needs its own`, fix: `request at least ${need} RDMA devices (every rail resource of the pool)` });
     for (const name of new Set([...Object.keys(lim.byName), ...Object.keys(req.byName)])) {
         if (lim.byName[name] === undefined) out.push({ field: `${c.resourcesPath}.limits[${name}]`, problem: `${name} is requested but not limited`, fix: `set limits ${name}: ${req.byName[name]} (equal to the request)` });
-        else if (req.byName[name] === undefined) out.push({ field: `${c.resourcesPath}.requests[${name}]`, problem: `${name} is limited but not requested`, fix: `set requests ${name}: ${lim.byName[name]} (equal to the limit)` });
         else if (req.byName[name] !== lim.byName[name]) out.push({ field: `${c.resourcesPath}.requests[${name}]`, problem: `${name} request ${req.byName[name]} differs from limit ${lim.byName[name]}`, fix: "make requests and limits equal" });
     }
     return out;
@@ -173,6 +173,12 @@ export const ucxNetDevicesRailHcas = containerPolicy({
     const e = c.env.get("UCX_NET_DEVICES");
     const pools = candidatePools(c, v);
     const fix = `set UCX_NET_DEVICES to rail HCAs of ${pools.length ? `pool ${pools.map((p) => p.name).join("/")} (${pools.map((p) => railHcas(p).map((h) => `${h}:1`).join(",")).join(" | ")})` : "the node pool"}`;
+    // vLLM's per-rank NIC selection sets UCX_NET_DEVICES in each rank's process to the NIC mapped to that rank's GPU
+    // (VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:<port> with VLLM_GPU_NIC_PCIE_MAPPING; vllm-project/vllm PR #42083,
+    // vllm/v1/executor/vllm_net_devices.py `set_worker_net_device`): the mapping is judged by nic-map-per-rank.
+    const perRank = engineOf(c) === "vllm" && !!envValue(c, "VLLM_GPU_NIC_PCIE_MAPPING")
+        && parseNicSelectionVars(envValue(c, "VLLM_NIC_SELECTION_VARS") ?? "").some((x) => x.name === "UCX_NET_DEVICES");
+    if (!e && perRank) return [];
     if (!e) return [{ field, problem: "UCX_NET_DEVICES is unset, so UCX may use any device, including frontend, management or bridge interfaces", fix }];
     if (e.value === undefined) return [{ field, problem: "UCX_NET_DEVICES comes from a source the policy cannot read", fix }];
     const { list, devices } = parseUcxNetDevices(e.value);
@@ -220,6 +226,11 @@ export const nicMapPerRank = containerPolicy({
                 const byNic = pool.rails.find((r) => r.pciAddress === p.nic);
                 if (!byNic) out.push({ field: map.field, problem: `NIC ${p.nic} is not a rail NIC of pool ${pool.name}`, fix });
                 else if (byGpu && byGpu.pciAddress !== p.nic) out.push({ field: map.field, problem: `maps GPU ${p.gpu} to ${p.nic} (${byNic.hca}) but pool ${pool.name}'s rail table pairs it with ${byGpu.pciAddress} (${byGpu.hca})`, fix });
+                else if (vars?.value !== undefined && parseNicSelectionVars(vars.value).some((x) => x.name === "UCX_NET_DEVICES")) {
+                    // vLLM sets UCX_NET_DEVICES of the rank on that GPU to this NIC: its rail resource must be in the pod.
+                    const rails = requestedRails(c, v, pool);
+                    if (rails && !rails.has(byNic.rail)) out.push({ field: map.field, problem: `maps GPU ${p.gpu} to ${byNic.hca} (rail ${byNic.rail}), whose RDMA resource the container does not request, so a rank placed on that GPU gets a NIC that is not in the pod`, fix: "request every rail resource of the pool" });
+                }
             }
             const missing = pool.rails.filter((r) => !pairs.some((p) => p.gpu === r.gpuPciAddress));
             if (missing.length) out.push({ field: map.field, problem: `does not cover GPU(s) ${missing.map((r) => r.gpuPciAddress).join(", ")} of pool ${pool.name}; a rank placed there gets no affine NIC`, fix });
@@ -369,7 +380,7 @@ export const noHostPathInfiniband = stackPolicy({
 /** nixl PR #833: LIBFABRIC needs EFA devices. */
 export const libfabricRequiresEfa = containerPolicy({
     name: "libfabric-requires-efa",
-    description: "A container that selects NIXL's LIBFABRIC backend must request vpc.amazonaws.com/efa in requests and limits: without EFA devices NIXL's libfabric backend picks the sockets (TCP) provider and logs it at INFO (ai-dynamo/nixl PR #833; upstream disagg-tcp.yaml is exactly this).",
+    description: "A container that selects NIXL's LIBFABRIC backend must request vpc.amazonaws.com/efa (a limit, or equal request and limit): without EFA devices NIXL's libfabric backend picks the sockets (TCP) provider and logs it at INFO (ai-dynamo/nixl PR #833; upstream disagg-tcp.yaml is exactly this).",
     remediationSteps: "Request vpc.amazonaws.com/efa (devices per GPU x GPUs) in requests and limits, on an EFA node group.",
 }, (c) => {
     if (!selectsLibfabric(c)) return [];
@@ -455,10 +466,10 @@ export const rdmaCmRailNetworks = containerPolicy({
         const rails = requestedRails(c, v, pool) ?? new Set<number>();
         const nets = attachedNetworks(c);
         const masters = new Map<string, string>();
-        for (const r of v.resources) known(() => {
+        for (const r of v.resources) run(() => {
             const p = r.props ?? {};
             if ((p.kind === "IPoIBNetwork" || p.kind === "MacvlanNetwork") && p.spec?.master) masters.set(String(p.metadata?.name ?? r.name), String(p.spec.master));
-        }, undefined);
+        });
         for (const rail of pool.rails.filter((x) => rails.has(x.rail))) {
             if (!nets.some((n) => masters.get(n) === rail.netdev)) {
                 out.push({ field: `${c.pod.path.replace(/\.spec$/, "")}.metadata.annotations[k8s.v1.cni.cncf.io/networks]`, problem: `uses ${roce ? "RoCE" : "RDMA CM"} on rail ${rail.rail} (${rail.hca}) but attaches no network on its netdev ${rail.netdev}`, fix: `attach network ${pool.name}-rail-${rail.rail}` });

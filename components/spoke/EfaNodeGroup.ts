@@ -80,15 +80,21 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
         const tags = { [POOL_LABEL]: pool.name, "inference-platform.io/node-group": group.name };
 
         const info = aws.ec2.getInstanceTypeOutput({ instanceType: group.instanceType }, { parent: this });
-        const interfaces = pulumi.all([info, pulumi.all(args.securityGroupIds)]).apply(([it, sgs]) => {
+        // The live check runs on the invoke (known during preview). The layout is built from the profile's card
+        // count, which the check proves equal to maximumNetworkCards, with the security group ids as nested
+        // inputs: on a new stack they are unknown in `pulumi preview`, and building the whole list inside an
+        // apply on them made networkInterfaces unknown, so the EFA launch-template policy could not decide.
+        const checked = info.apply((it) => {
             checkInstanceTypeForEfa({ instanceType: group.instanceType, maximumNetworkCards: it.maximumNetworkCards, efaSupported: it.efaSupported, efaMaximumInterfaces: it.efaMaximumInterfaces }, efa.networkCards);
-            return efaNetworkInterfaces(it.maximumNetworkCards, sgs);
+            return it.maximumNetworkCards;
         });
+        const interfaces = efaNetworkInterfaces(efa.networkCards, ["(security groups)"])
+            .map((i) => ({ ...i, securityGroups: args.securityGroupIds }));
 
         this.placementGroup = new aws.ec2.PlacementGroup(`${name}-pg`, { strategy: "cluster", tags }, { parent: this });
         const cap = capacitySettings(group.capacity);
         this.launchTemplate = new aws.ec2.LaunchTemplate(`${name}-lt`, {
-            description: `EFA launch template for ${group.instanceType} node group ${group.name}`,
+            description: checked.apply(() => `EFA launch template for ${group.instanceType} node group ${group.name}`),
             networkInterfaces: interfaces,
             placement: { groupName: this.placementGroup.name, availabilityZone: group.availabilityZone },
             capacityReservationSpecification: cap.capacityReservationSpecification,

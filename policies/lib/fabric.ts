@@ -1,6 +1,6 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { helmReleases, ofType, PoolView, RailEntry, TYPES } from "./resources";
-import { known } from "./workloads";
+import { run } from "./unknown";
 
 /** One RDMA shared device plugin resource (NicClusterPolicy `spec.rdmaSharedDevicePlugin.config` configList entry). */
 export interface PluginResource {
@@ -27,11 +27,12 @@ export interface PluginView {
 export function rdmaPlugin(resources: PolicyResource[]): PluginView | undefined {
     const ncp = ofType(resources, TYPES.nicClusterPolicy)[0];
     if (!ncp) return undefined;
-    return known(() => {
+    return run(() => {
         const plugin = ncp.props.spec?.rdmaSharedDevicePlugin ?? {};
         const view: PluginView = { ncp, name: String(ncp.props.metadata?.name ?? ncp.name), raw: plugin };
+        const text = String(plugin.config);
         try {
-            const parsed = JSON.parse(String(plugin.config));
+            const parsed = JSON.parse(text);
             const list = (parsed.configList ?? []).map((c: any, index: number): PluginResource => ({
                 resource: `${c.resourcePrefix ?? "rdma"}/${c.resourceName}`,
                 resourceName: String(c.resourceName),
@@ -45,7 +46,7 @@ export function rdmaPlugin(resources: PolicyResource[]): PluginView | undefined 
             view.config = { periodicUpdateInterval: parsed.periodicUpdateInterval, configList: list };
         } catch { /* config stays undefined */ }
         return view;
-    }, undefined);
+    });
 }
 
 /** Rails of `pool` a plugin resource selects (by the rails' netdevs). */
@@ -56,10 +57,10 @@ export function railsOfResource(r: PluginResource, pool: PoolView): RailEntry[] 
 /** The GPU Operator releases of the stack and whether each enables GPUDirect RDMA (DMA-BUF or nvidia-peermem). */
 export function gpuDirect(resources: PolicyResource[]): { releases: PolicyResource[]; enabled: boolean } {
     const releases = helmReleases(resources, "gpu-operator");
-    const enabled = releases.some((r) => known(() => {
+    const enabled = releases.some((r) => run(() => {
         const d = r.props.values?.driver ?? {};
         return d.enabled !== false && (d.rdma?.enabled === true || d.kernelModuleType === "open");
-    }, false));
+    }));
     return { releases, enabled };
 }
 

@@ -1,4 +1,5 @@
 import type { PolicyResource } from "@pulumi/policy";
+import { helmReleases } from "./resources";
 
 /**
  * Helpers over the gateway objects of a stack (Envoy Gateway, AI Gateway, Gateway API). The pack stands alone,
@@ -140,8 +141,7 @@ export function cmpSemver(a: [number, number, number], b: [number, number, numbe
 
 /** Helm releases/charts of a chart name (plain name or OCI reference ending in `/<name>`). */
 export function chartReleases(resources: PolicyResource[], chart: string): PolicyResource[] {
-    return resources.filter((r) => (r.type === "kubernetes:helm.sh/v3:Release" || r.type === "kubernetes:helm.sh/v4:Chart")
-        && typeof r.props.chart === "string" && (r.props.chart === chart || r.props.chart.endsWith(`/${chart}`)));
+    return helmReleases(resources, chart);
 }
 
 /** Namespaces that run models: every DynamoGraphDeployment's namespace plus the platform's inference namespace. */

@@ -17,9 +17,11 @@ export interface AllowedImage {
 }
 
 export const ALLOWED_RDMA_IMAGES: AllowedImage[] = [
-    { repository: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", tags: ["1.5.0"], mooncakeEfa: false },
-    { repository: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", tags: ["1.5.0"], mooncakeEfa: false },
-    { repository: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", tags: ["1.5.0"], mooncakeEfa: false },
+    // `-efa`: Dynamo's AWS variant of the same release (EFA installer stage: libfabric with the EFA provider,
+    // aws-ofi-nccl; ai-dynamo/dynamo@v1.5.0 container/render.py --make-efa, docs rdma-setup/efa-on-aws).
+    { repository: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
+    { repository: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
+    { repository: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
     { repository: "lmsysorg/sglang", tags: ["v0.5.16"], mooncakeEfa: false },
 ];
 

@@ -81,7 +81,21 @@ export function nodePools(resources: PolicyResource[]): PoolView[] {
     return [...pools.values()];
 }
 
-/** Helm releases of a given chart name. */
+/** Pulumi types that install a Helm chart from `chart`/`version`/`values` inputs. */
+export const HELM_TYPES = ["kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Chart"] as const;
+
+/**
+ * The chart name a `chart` input refers to, however it is written: `gpu-operator`, `nvidia/gpu-operator`
+ * (repo/chart), `oci://registry/path/gpu-operator`, or a package URL/path `.../gpu-operator-v25.10.1.tgz`.
+ */
+export function chartName(chart: unknown): string {
+    const s = String(chart ?? "").trim().replace(/\/+$/, "");
+    const last = s.split("/").pop() ?? s;
+    const tgz = /^(.*?)-v?\d+\.\d+\.\d+[^/]*\.tgz$/.exec(last);
+    return tgz ? tgz[1] : last;
+}
+
+/** Helm releases (v3 Release, v4 Chart) of a given chart name, whatever form the chart reference takes. */
 export function helmReleases(resources: PolicyResource[], chart: string): PolicyResource[] {
-    return ofType(resources, TYPES.helmRelease).filter((r) => r.props.chart === chart);
+    return resources.filter((r) => (HELM_TYPES as readonly string[]).includes(r.type) && chartName(r.props.chart) === chart);
 }

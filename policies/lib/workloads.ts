@@ -1,4 +1,5 @@
-import { PolicyResource, UnknownValueError } from "@pulumi/policy";
+import type { PolicyResource } from "@pulumi/policy";
+import { isUnknownError, peek } from "./unknown";
 import { EKS_NVIDIA_AMI_TYPES, LABELS, nodePools, PoolView } from "./resources";
 
 /**
@@ -18,8 +19,12 @@ export interface EnvValue {
     value?: string;
     /** Field path that sets it, e.g. `spec.components[2].podTemplate.spec.containers[0].env[UCX_TLS]`. */
     field: string;
-    /** Set from something the policy cannot read (fieldRef, a ConfigMap outside the stack). */
+    /** Set from something the policy cannot read (fieldRef, a ConfigMap outside the stack, unknown in preview). */
     opaque?: boolean;
+    /** Why it is opaque. */
+    why?: string;
+    /** Downward-API field the value comes from (`status.podIP`, `metadata.name`). */
+    fieldRef?: string;
 }
 
 /** A volume of the pod (the fields the policies read). */
@@ -47,6 +52,8 @@ export interface ContainerView {
     command: string[];
     args: string[];
     env: Map<string, EnvValue>;
+    /** envFrom sources whose variables the pack cannot see. */
+    opaqueEnv: OpaqueEnvSource[];
     volumeMounts: Array<{ name: string; mountPath: string; subPath?: string }>;
     /** Resource quantities as strings (v1alpha1 `gpu` mapped to its `gpuType`, `custom` flattened). */
     requests: Record<string, string>;
@@ -149,36 +156,35 @@ export function engineOf(c: ContainerView): "vllm" | "sglang" | "trtllm" | undef
 export interface StackData {
     configMaps: Map<string, Record<string, string>>;
     secrets: Map<string, Record<string, string>>;
+    /** `ConfigMap ns/name` / `Secret ns/name` of the stack whose content is unknown (preview). */
+    unknownData: Set<string>;
 }
 
-/** True for the analyzer's "value unknown during preview" error (also across module copies). */
-export function isUnknownError(e: unknown): boolean {
-    return e instanceof UnknownValueError || (e as Error)?.constructor?.name === "UnknownValueError";
-}
-
-/**
- * Runs `fn` on one resource; a value unknown during preview skips that resource (it is checked by `pulumi up`,
- * when the value is known) instead of turning the whole stack policy into "can't run during preview".
- */
-export function known<T>(fn: () => T, fallback: T): T {
-    try { return fn(); } catch (e) { if (isUnknownError(e)) return fallback; throw e; }
-}
+export { isUnknownError };
 
 function dataOf(resources: PolicyResource[]): StackData {
     const configMaps = new Map<string, Record<string, string>>();
     const secrets = new Map<string, Record<string, string>>();
-    for (const r of resources) known(() => {
+    const unknownData = new Set<string>();
+    for (const r of resources) {
         const p = r.props ?? {};
-        if (p.kind === "ConfigMap" && p.apiVersion === "v1") {
-            configMaps.set(`${p.metadata?.namespace ?? "default"}/${p.metadata?.name ?? r.name}`, { ...(p.data ?? {}) });
-        } else if (p.kind === "Secret" && p.apiVersion === "v1") {
+        const isCm = p.kind === "ConfigMap" && p.apiVersion === "v1";
+        const isSecret = p.kind === "Secret" && p.apiVersion === "v1";
+        if (!isCm && !isSecret) continue;
+        const key = `${p.metadata?.namespace ?? "default"}/${p.metadata?.name ?? r.name}`;
+        // Content computed by another resource (a generated password) is unknown during preview: record that,
+        // so a container taking env from it is judged as "cannot see" (fail closed), not as "sets nothing".
+        const content = peek(() => {
+            if (isCm) return { ...strMap(p.data) };
             const data: Record<string, string> = {};
             for (const [k, v] of Object.entries(p.data ?? {})) data[k] = Buffer.from(String(v), "base64").toString("utf8");
-            Object.assign(data, p.stringData ?? {});
-            secrets.set(`${p.metadata?.namespace ?? "default"}/${p.metadata?.name ?? r.name}`, data);
-        }
-    }, undefined);
-    return { configMaps, secrets };
+            Object.assign(data, strMap(p.stringData));
+            return data;
+        });
+        if (!content.known) { unknownData.add(`${isCm ? "ConfigMap" : "Secret"} ${key}`); continue; }
+        (isCm ? configMaps : secrets).set(key, content.value);
+    }
+    return { configMaps, secrets, unknownData };
 }
 
 /** Everything the workload policies look at, computed once per stack. */
@@ -197,7 +203,7 @@ export function stackView(resources: PolicyResource[]): StackView {
     if (hit) return hit;
     const data = dataOf(resources);
     const containers: ContainerView[] = [];
-    for (const r of resources) containers.push(...known(() => workloadContainers(r, data), [] as ContainerView[]));
+    for (const r of resources) containers.push(...workloadContainers(r, data));
     const view = { containers, pools: [...nodePools(resources), ...eksPools(resources)], data, resources };
     cache.set(resources, view);
     return view;
@@ -210,18 +216,18 @@ export function stackView(resources: PolicyResource[]): StackView {
  */
 function eksPools(resources: PolicyResource[]): PoolView[] {
     const out: PoolView[] = [];
-    for (const r of resources) known(() => {
-        if (r.type !== "aws:eks/nodeGroup:NodeGroup") return;
+    for (const r of resources) {
+        if (r.type !== "aws:eks/nodeGroup:NodeGroup") continue;
         const labels = r.props.labels ?? {};
         const name = labels[LABELS.pool];
-        if (!name || out.some((p) => p.name === name)) return;
+        if (!name || out.some((p) => p.name === name)) continue;
         const size = Number(r.props.scalingConfig?.desiredSize ?? 0);
         out.push({
             name, fabric: String(labels[LABELS.fabric] ?? ""), memlockUnlimited: labels[LABELS.memlock] === "true",
             rails: [], frontendHcas: [], urn: r.urn, nodes: Array.from({ length: size }, (_, i) => `${name}-${i}`),
             gpuDirectFromAmi: (EKS_NVIDIA_AMI_TYPES as readonly string[]).includes(String(r.props.amiType ?? "")),
         });
-    }, undefined);
+    }
     return out;
 }
 
@@ -229,43 +235,77 @@ function eksPools(resources: PolicyResource[]): PoolView[] {
 
 type Json = Record<string, any>;
 
-function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; envFrom?: any[]; path: string; envKey?: string }>): Map<string, EnvValue> {
+/** An env source the pack cannot read: which variables it sets is not visible (class "what it cannot see"). */
+export interface OpaqueEnvSource { field: string; source: string; why: string }
+
+/**
+ * The environment a container's process sees, resolved as the kubelet does (pkg/kubelet/kubelet_pods.go
+ * `makeEnvironmentVariables`): `envFrom` sources in order (a later source wins for a key), then `env` entries
+ * (which win over envFrom), each with its `prefix`. A ConfigMap or Secret of the same stack is read; one that is
+ * not in the stack, or whose content is unknown during preview, is an {@link OpaqueEnvSource}; a `valueFrom` that
+ * cannot be read (outside the stack, fieldRef, resourceFieldRef, unknown) is an opaque value.
+ */
+function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; envFrom?: any[]; path: string; envKey?: string }>): { env: Map<string, EnvValue>; opaque: OpaqueEnvSource[] } {
     const out = new Map<string, EnvValue>();
+    const opaque: OpaqueEnvSource[] = [];
+    const look = (kind: "ConfigMap" | "Secret", name: string): { data?: Record<string, string>; why?: string } => {
+        const key = `${ns}/${name}`;
+        const d = (kind === "ConfigMap" ? data.configMaps : data.secrets).get(key);
+        if (d) return { data: d };
+        if (data.unknownData.has(`${kind} ${key}`)) return { why: `${kind} ${key} has content unknown during preview` };
+        return { why: `${kind} ${key} is not defined in this stack` };
+    };
     for (const s of sources) {
         (s.envFrom ?? []).forEach((ef: Json, i: number) => {
             const prefix = ef.prefix ?? "";
             const field = `${s.path}.envFrom[${i}]`;
-            if (ef.configMapRef?.name) {
-                const cm = data.configMaps.get(`${ns}/${ef.configMapRef.name}`);
-                for (const [k, v] of Object.entries(cm ?? {})) out.set(prefix + k, { value: String(v), field: `${field} (ConfigMap ${ef.configMapRef.name})` });
-            } else if (ef.secretRef?.name) {
-                const sec = data.secrets.get(`${ns}/${ef.secretRef.name}`);
-                for (const [k, v] of Object.entries(sec ?? {})) out.set(prefix + k, { value: String(v), field: `${field} (Secret ${ef.secretRef.name})` });
-            }
+            const kind = ef.configMapRef ? "ConfigMap" : ef.secretRef ? "Secret" : undefined;
+            const name = ef.configMapRef?.name ?? ef.secretRef?.name;
+            if (!kind || !name) { opaque.push({ field, source: "envFrom", why: "names no ConfigMap or Secret the pack can read" }); return; }
+            const hit = look(kind, String(name));
+            if (!hit.data) { opaque.push({ field, source: `${kind} ${name}`, why: hit.why! }); return; }
+            for (const [k, v] of Object.entries(hit.data)) out.set(prefix + k, { value: String(v), field: `${field} (${kind} ${name})` });
         });
         for (const e of s.env ?? []) {
             if (!e?.name) continue;
             const field = `${s.path}.${s.envKey ?? "env"}[${e.name}]`;
-            if (e.value !== undefined) { out.set(e.name, { value: String(e.value), field }); continue; }
+            const lit = peek(() => e.value);
+            if (!lit.known) { out.set(e.name, { field, opaque: true, why: "its value is unknown during preview" }); continue; }
+            if (lit.value !== undefined) { out.set(e.name, { value: String(lit.value), field }); continue; }
             const vf = e.valueFrom ?? {};
-            if (vf.configMapKeyRef) {
-                const v = data.configMaps.get(`${ns}/${vf.configMapKeyRef.name}`)?.[vf.configMapKeyRef.key];
-                out.set(e.name, v === undefined ? { field, opaque: true } : { value: v, field: `${field} (ConfigMap ${vf.configMapKeyRef.name})` });
-            } else if (vf.secretKeyRef) {
-                const v = data.secrets.get(`${ns}/${vf.secretKeyRef.name}`)?.[vf.secretKeyRef.key];
-                out.set(e.name, v === undefined ? { field, opaque: true } : { value: v, field: `${field} (Secret ${vf.secretKeyRef.name})` });
+            const ref = vf.configMapKeyRef ? { kind: "ConfigMap" as const, r: vf.configMapKeyRef } : vf.secretKeyRef ? { kind: "Secret" as const, r: vf.secretKeyRef } : undefined;
+            if (ref) {
+                const hit = look(ref.kind, String(ref.r.name));
+                const v = hit.data?.[ref.r.key];
+                out.set(e.name, v === undefined
+                    ? { field, opaque: true, why: hit.why ?? `${ref.kind} ${ns}/${ref.r.name} has no key ${ref.r.key}` }
+                    : { value: v, field: `${field} (${ref.kind} ${ref.r.name})` });
+            } else if (vf.fieldRef?.fieldPath) {
+                // The downward API: a pod field, known by kind (status.podIP is the pod's routable address).
+                out.set(e.name, { field, fieldRef: String(vf.fieldRef.fieldPath) });
             } else {
-                out.set(e.name, { field, opaque: true, value: e.value });
+                out.set(e.name, { field, opaque: true, why: `it is set by ${Object.keys(vf).join(", ") || "nothing readable"}` });
             }
         }
     }
-    return out;
+    return { env: out, opaque };
 }
 
 function strMap(o: unknown): Record<string, string> {
     const out: Record<string, string> = {};
     if (o && typeof o === "object") for (const [k, v] of Object.entries(o as Json)) if (v !== undefined && v !== null) out[k] = String(v);
     return out;
+}
+
+/**
+ * A container's requests as the API server stores them: a resource given in `limits` only gets a request equal
+ * to its limit (kubernetes/kubernetes pkg/apis/core/v1/defaults.go `SetDefaults_Pod`: "If limits are specified,
+ * but requests are not, default requests to limits"). So `limits: { rdma/rail_0: 1 }` alone is a valid request
+ * for one device; extended resources and huge pages given in both must be equal (pkg/apis/core/validation
+ * `ValidateResourceRequirements`: "must be equal to ... limit" for resources that are not overcommittable).
+ */
+export function defaultedRequests(resources: Json | undefined): Record<string, string> {
+    return { ...strMap(resources?.limits), ...strMap(resources?.requests) };
 }
 
 function podView(spec: Json, meta: Json, path: string): PodView {
@@ -310,9 +350,9 @@ function podContainers(base: Base, data: StackData, spec: Json, meta: Json, podP
             image: c.image,
             command: (c.command ?? []).map(String),
             args: (c.args ?? []).map(String),
-            env: resolveEnv(data, base.namespace, [...(init ? [] : extra.globalEnv ?? []), { env: c.env, envFrom: c.envFrom, path }]),
+            ...(() => { const r = resolveEnv(data, base.namespace, [...(init ? [] : extra.globalEnv ?? []), { env: c.env, envFrom: c.envFrom, path }]); return { env: r.env, opaqueEnv: r.opaque }; })(),
             volumeMounts: (c.volumeMounts ?? []).map((m: Json) => ({ name: String(m.name), mountPath: String(m.mountPath), subPath: m.subPath })),
-            requests: strMap(c.resources?.requests),
+            requests: defaultedRequests(c.resources),
             limits: strMap(c.resources?.limits),
             resourcesPath: `${path}.resources`,
             security: security(spec?.securityContext, c.securityContext, `${path}.securityContext`),

@@ -129,9 +129,18 @@ describe("policy efa-workload-transport", () => {
         }
         expect((await workloadMessages({ env: { SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC" } })).join("\n")).toMatch(/FI_PROVIDER is unset/);
     });
+    it("passes EFA devices and huge pages given in limits only (class 6: kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod defaults requests to limits)", async () => {
+        const limitsOnly = (o: CapturedResource): CapturedResource => {
+            const c = structuredClone(o);
+            for (const x of [c.inputs, c.outputs] as any[]) for (const comp of x.spec.components) for (const ct of comp.podTemplate.spec.containers) ct.resources = { limits: ct.resources.limits };
+            return c;
+        };
+        const rs = [...sg1, limitsOnly(dgd())];
+        expect(await messages([efaWorkloadTransport, efaWorkloadHugepages], rs)).toEqual([]);
+    });
     it("fails a worker without the EFA resource", async () => {
         const msgs = await workloadMessages({ resources: { "nvidia.com/gpu": "2" } });
-        expect(msgs).toContain("qwen3-32b component decode container main: runs on an EFA pool but does not request vpc.amazonaws.com/efa in both requests and limits; without it no EFA device is injected and NIXL/NCCL fall back to TCP.");
+        expect(msgs).toContain("qwen3-32b component decode container main: runs on an EFA pool but does not limit vpc.amazonaws.com/efa (a limit alone is enough: Kubernetes sets the request to it); without it no EFA device is injected and NIXL/NCCL fall back to TCP.");
     });
     it("fails NCCL on sockets and a non-privileged worker", async () => {
         const msgs = await workloadMessages({ env: { FI_PROVIDER: "efa", SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC", NCCL_NET: "Socket" }, privileged: false });

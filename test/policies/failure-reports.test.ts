@@ -45,7 +45,7 @@ describe("reference/dynamo-failures.md section A", () => {
         expect(await fired(prefill((m) => setEnv(m, "UCX_NET_DEVICES", "mlx5_bond_0:1")))).toContain("ucx-net-devices-rail-hcas");
     });
     it("A.3 ai-dynamo/dynamo #12463: UCX_NET_DEVICES unset and UCX_TLS with tcp on 8-HCA nodes", async () => {
-        const f = await fired(prefill((m) => { setEnv(m, "UCX_NET_DEVICES", undefined); setEnv(m, "UCX_TLS", "rc,cuda_copy,cuda_ipc,tcp"); }));
+        const f = await fired(prefill((m) => { setEnv(m, "UCX_NET_DEVICES", undefined); setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); setEnv(m, "UCX_TLS", "rc,cuda_copy,cuda_ipc,tcp"); }));
         expect(f).toEqual(expect.arrayContaining(["ucx-net-devices-rail-hcas", "ucx-tls-rdma-no-tcp"]));
     });
     it("A.4 ai-dynamo/dynamo PR #10852: UCX_NET_DEVICES=all on nodes with management/DPU NICs", async () => {
@@ -100,7 +100,7 @@ describe("reference/dynamo-failures.md sections B and C", () => {
         expect(await fired(storeEdit((c) => setEnv(c, "MOONCAKE_PROTOCOL", "efa")))).toContain("rdma-image-allowlisted");
     });
     it("B openucx/ucx#9383: UCX_NET_DEVICES unset on a hostNetwork pod with bridge interfaces", async () => {
-        const rs = edit(prefill((m) => setEnv(m, "UCX_NET_DEVICES", undefined)), "DynamoGraphDeployment", (o) => { o.spec.components[2].podTemplate.spec.hostNetwork = true; });
+        const rs = edit(prefill((m) => { setEnv(m, "UCX_NET_DEVICES", undefined); setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); }), "DynamoGraphDeployment", (o) => { o.spec.components[2].podTemplate.spec.hostNetwork = true; });
         expect(await fired(rs)).toContain("ucx-net-devices-rail-hcas");
     });
     it("C NVIDIA/nvidia-container-toolkit#2037: IPC_LOCK on a UID 1000 container, node memlock 8 MiB", async () => {

@@ -42,17 +42,17 @@ async function messages(policy: Policy, rs: CapturedResource[]): Promise<string[
 }
 
 describe("gateway policies: registration and the compliant spoke", () => {
-    it("all 16 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
+    it("all 17 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
         expect(gatewayPolicies.map((p) => p.name)).toEqual([
             "gateway-extauth-fail-closed", "gateway-one-extauth-security-policy", "gateway-no-route-security-policy-override",
             "gateway-early-identity-header-strip", "gateway-request-body-limits", "gateway-extauth-backend-resolves", "gateway-no-side-door-to-models",
             "gateway-envoy-ratelimit-fail-closed", "gateway-chart-versions", "gateway-ai-extension-configured", "aigatewayroute-max-15-rules",
             "aigatewayroute-unique-models", "aigatewayroute-long-stream-timeouts", "aigatewayroute-no-secret-header-match", "envoyproxy-no-merge-backends",
-            "gateway-access-log-usage-fields",
+            "gateway-access-log-usage-fields", "gateway-identity-headers-only-from-extauth",
         ]);
         for (const p of gatewayPolicies) {
             expect(p.enforcementLevel, p.name).toBe("mandatory");
-            expect(allPolicies, p.name).toContain(p);
+            expect(allPolicies.map((x) => x.name), p.name).toContain(p.name);
         }
         expect((await runPolicies(gatewayPolicies, graph())).findings).toEqual([]);
     });
@@ -77,14 +77,14 @@ describe("gateway-one-extauth-security-policy", () => {
     });
     it("violating: no SecurityPolicy on the LLM Gateway", async () => {
         expect(await messages(oneGatewaySecurityPolicy, drop(graph(), "agent-router-security"))).toEqual([
-            "Gateway llm-gateway/llm carries AIGatewayRoutes but no SecurityPolicy targets it: requests reach the models unauthenticated.",
+            "Gateway llm-gateway/llm listener http carries AIGatewayRoutes (llm-gateway/llm-models-0) but no SecurityPolicy applies to it: requests reach the models unauthenticated.",
         ]);
     });
     it("violating: a second Gateway-level SecurityPolicy without extAuth", async () => {
         const rs = [...graph(), k8s("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", "cors", "llm-gateway", { spec: { targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "llm" }], cors: { allowOrigins: ["*"] } } })];
         expect(await messages(oneGatewaySecurityPolicy, rs)).toEqual([
-            "Gateway llm-gateway/llm is targeted by 2 SecurityPolicies (llm-gateway/llm-auth, llm-gateway/cors); only the oldest takes effect. Keep exactly one.",
-            "SecurityPolicy llm-gateway/cors on Gateway llm-gateway/llm has no extAuth: nothing checks API keys, model access or limits.",
+            "Gateway llm-gateway/llm listener http: SecurityPolicy llm-gateway/llm-auth (targetRefs llm) and llm-gateway/cors both attach at gateway level; Envoy Gateway applies only the oldest and marks the rest Conflicted (on a new stack which one is oldest depends on creation order). Keep exactly one.",
+            "SecurityPolicy llm-gateway/cors is the effective policy of Gateway llm-gateway/llm listener http (gateway level) and has no extAuth: nothing checks API keys, model access or limits there.",
         ]);
     });
 });
@@ -121,7 +121,7 @@ describe("gateway-early-identity-header-strip", () => {
             delete e.removeOnMatch;
         });
         expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
-            "ClientTrafficPolicy llm-gateway/llm-client (Gateway llm-gateway/llm) does not strip x-platform-lease, x-platform-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-platform-lease, x-platform-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
     it("violating: a rate-limit selector header that is not stripped", async () => {
@@ -129,12 +129,12 @@ describe("gateway-early-identity-header-strip", () => {
             spec: { targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "llm" }], rateLimit: { global: { rules: [{ clientSelectors: [{ headers: [{ name: "x-tenant-id", type: "Distinct" }] }], limit: { requests: 10, unit: "Second" }, shared: true }] } } },
         })];
         expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
-            "ClientTrafficPolicy llm-gateway/llm-client (Gateway llm-gateway/llm) does not strip x-tenant-id in headers.earlyRequestHeaders: a client could spoof them.",
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-tenant-id in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
     it("violating: no ClientTrafficPolicy at all", async () => {
         expect(await messages(earlyIdentityHeaderStrip, drop(graph(), "agent-router-client-traffic"))).toEqual([
-            "Gateway llm-gateway/llm has no ClientTrafficPolicy: client-sent x-ai-eg-model and identity headers reach route matching and ext_authz.",
+            "Gateway llm-gateway/llm listener http has no ClientTrafficPolicy: client-sent x-ai-eg-model and identity headers reach route matching and ext_authz.",
         ]);
     });
 });
@@ -155,7 +155,7 @@ describe("gateway-request-body-limits", () => {
         rs = edit(rs, "agent-router-client-traffic", (o) => { delete o.spec.connection; });
         expect(await messages(requestBodyLimits, rs)).toEqual([
             "SecurityPolicy llm-gateway/llm-auth: bodyToExtAuth.maxRequestBytes 65536 is below 4194304; long prompts would get 413 before authorization.",
-            "Gateway llm-gateway/llm: no ClientTrafficPolicy connection.bufferLimit; Envoy's 32 KiB default answers 413 to any larger prompt.",
+            "Gateway llm-gateway/llm listener http: no ClientTrafficPolicy connection.bufferLimit; Envoy's 32 KiB default answers 413 to any larger prompt.",
         ]);
     });
     it("violating: body not forwarded to ext_authz", async () => {

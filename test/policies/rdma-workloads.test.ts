@@ -1,3 +1,5 @@
+import { allPolicies } from "../../policies/policies";
+import { runPolicies } from "../../tools/policy-runner";
 import { describe, expect, it } from "vitest";
 import { PREFLIGHT_CONTAINER as LIB_PREFLIGHT } from "../../lib/preflight";
 import {
@@ -40,14 +42,40 @@ describe("rdma-resource-per-gpu", () => {
             `${P}.resources: requests no RDMA device (rdma/*, vpc.amazonaws.com/efa) for 2 GPU(s), so NIXL/UCX, Mooncake and NCCL fall back to TCP without an error. Fix: request the pool's rail resources (rdma/rail_<i>: 1 each) in both requests and limits.`,
         ]);
     });
-    it("fewer devices than GPUs, and a limit without a request", async () => {
+    it("fewer devices than GPUs (a limit without a request counts: Kubernetes defaults the request to it)", async () => {
         const rs = edit(stack(), "DynamoGraphDeployment", (o) => {
             mainOf(o, "decode").resources = { requests: { "nvidia.com/gpu": "4", "rdma/rail_0": "1" }, limits: { "nvidia.com/gpu": "4", "rdma/rail_0": "1", "rdma/rail_1": "1" } };
         });
         expect(await violations([rdmaResourcePerGpu], rs)).toEqual([
             `${D}.resources.limits: has 2 RDMA device(s) for 4 GPU(s); each GPU needs its own. Fix: request at least 4 RDMA devices (every rail resource of the pool).`,
-            `${D}.resources.requests[rdma/rail_1]: rdma/rail_1 is limited but not requested. Fix: set requests rdma/rail_1: 1 (equal to the limit).`,
         ]);
+    });
+});
+
+/*
+ * Issue 10 class 6. kubernetes/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod: "If limits are specified,
+ * but requests are not, default requests to limits" (for every resource of every container). Extended resources
+ * and huge pages are not overcommittable: pkg/apis/core/validation ValidateResourceRequirements rejects a request
+ * that differs from its limit ("must be equal to ... limit") and a request without a limit ("Limit must be set").
+ */
+describe("extended resources in limits only (class 6)", () => {
+    const limitsOnly = (m: Record<string, any>) => {
+        const lim = { ...m.resources.limits };
+        m.resources = { limits: lim };
+    };
+    it("a worker with rdma/* and nvidia.com/gpu in limits only passes the whole pack", async () => {
+        const rs = edit(stack(), "DynamoGraphDeployment", (o) => { limitsOnly(mainOf(o, "decode")); limitsOnly(mainOf(o, "prefill")); });
+        const msgs = async (x: typeof rs) => (await runPolicies(allPolicies, x)).mandatory.map((f) => f.message).filter((m) => /resources|RDMA device|requests?\b/.test(m));
+        // Whatever else the pack says about the graph, moving the quantities to limits adds no finding.
+        const all = async (x: typeof rs) => (await runPolicies(allPolicies, x)).mandatory.map((f) => `${f.policyName}: ${f.message}`);
+        expect(await all(rs)).toEqual(await all(stack()));
+        expect(await msgs(rs)).toEqual([]);
+    });
+    it("a request that differs from its limit, or a request without a limit, is refused (API server would reject the pod)", async () => {
+        const differs = edit(stack(), "DynamoGraphDeployment", (o) => { const m = mainOf(o, "decode"); m.resources.requests["rdma/rail_0"] = "2"; });
+        expect((await violations([rdmaResourcePerGpu], differs)).join("\n")).toMatch(/rdma\/rail_0 request 2 differs from limit 1/);
+        const noLimit = edit(stack(), "DynamoGraphDeployment", (o) => { const m = mainOf(o, "decode"); delete m.resources.limits["rdma/rail_3"]; });
+        expect((await violations([rdmaResourcePerGpu], noLimit)).join("\n")).toMatch(/rdma\/rail_3 is requested but not limited/);
     });
 });
 
@@ -116,6 +144,7 @@ describe("ucx-net-devices-rail-hcas", () => {
     });
     it("a rail whose resource is not requested", async () => {
         const rs = prefill((m) => {
+            setEnv(m, "UCX_NET_DEVICES", RAILS); setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined);
             for (const k of ["requests", "limits"]) delete m.resources[k]["rdma/rail_7"];
         });
         expect(await violations([ucxNetDevicesRailHcas], rs)).toEqual([`${P}.env[UCX_NET_DEVICES]: mlx5_11:1 is rail 7, whose RDMA resource the container does not request, so the device is not in the pod. Fix: request every rail resource the device list names.`]);
@@ -125,8 +154,17 @@ describe("ucx-net-devices-rail-hcas", () => {
 describe("nic-map-per-rank", () => {
     it("compliant: the pair over the whole rail table; or one UCX device per rank without the pair", async () => {
         expect(await violations([nicMapPerRank], stack())).toEqual([]);
-        const rs = prefill((m) => { setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); });
+        const rs = prefill((m) => { setEnv(m, "VLLM_GPU_NIC_PCIE_MAPPING", undefined); setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined); setEnv(m, "UCX_NET_DEVICES", RAILS); });
         expect(await violations([nicMapPerRank], rs)).toEqual([]);
+    });
+    it("per-rank selection (UCX_NET_DEVICES left to vLLM) with a mapped NIC whose rail resource is not requested", async () => {
+        const rs = prefill((m) => {
+            setEnv(m, "UCX_NET_DEVICES", undefined);
+            setEnv(m, "VLLM_NIC_SELECTION_VARS", "UCX_NET_DEVICES:1");
+            for (const k of ["requests", "limits"]) delete m.resources[k]?.["rdma/rail_7"];
+        });
+        expect(await violations([ucxNetDevicesRailHcas], rs)).toEqual([]);
+        expect((await violations([nicMapPerRank], rs)).join("\n")).toMatch(/to mlx5_11 \(rail 7\), whose RDMA resource the container does not request/);
     });
     it("one of the pair alone", async () => {
         const rs = prefill((m) => setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined));

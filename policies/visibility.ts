@@ -1,0 +1,107 @@
+import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import { containerPolicy, Finding, stackPolicy } from "./lib/report";
+import { chartName, HELM_TYPES } from "./lib/resources";
+import { ContainerView, gpusOf, inScope, rdmaDevices } from "./lib/workloads";
+import { peek } from "./lib/unknown";
+
+/**
+ * What the pack cannot see, it refuses (issue 10 class 5). Every RDMA/transport rule reads settings from the
+ * manifests of the stack: env literals and the ConfigMaps/Secrets the stack defines, inline Helm values of charts
+ * whose values layout the rules were written against. A setting that reaches a workload any other way (env from a
+ * ConfigMap outside the stack, a Helm values file, a chart version with other keys, a config file the engine reads,
+ * a shell script that exports it) would make every rule pass while the workload runs with it.
+ */
+
+/**
+ * Environment variables the pack guards, by prefix: UCX, NCCL, libfabric (`FI_`), Mooncake (`MC_`, `MOONCAKE_`),
+ * NIXL, and the engines' and Dynamo's own (`VLLM_`, `SGLANG_`, `TRTLLM_`, `DYN_`) that select the NIXL backend,
+ * the NIC map or the KV transfer (reference/dynamo.md §3.1), plus the preflight's (`PREFLIGHT_`).
+ */
+export const GUARDED_ENV = /^(UCX_|NCCL_|FI_|MC_|MOONCAKE_|NIXL_|VLLM_|SGLANG_|TRTLLM_|DYN_|PREFLIGHT_)/;
+
+/** Containers whose transport settings the pack judges: KV/collective movers, Dynamo workers, RDMA or GPU users. */
+function guardedContainer(c: ContainerView): boolean {
+    if (c.init && !/preflight/i.test(c.container)) return false;
+    return inScope(c) || ["prefill", "decode", "worker"].includes(c.role) || rdmaDevices(c, "limits").total > 0 || gpusOf(c) > 0;
+}
+
+/**
+ * Config files the transports read besides env: NCCL reads `NCCL_CONF_FILE`, else `/etc/nccl.conf` and
+ * `~/.nccl.conf` (NCCL docs "Environment Variables": "NCCL_CONF_FILE ... /etc/nccl.conf"); UCX reads `ucx.conf`
+ * from its config directory `/etc/ucx` (or `UCX_CONFIG_DIR`; openucx/ucx src/ucs/config/parser.c
+ * `ucs_config_parse_config_files`). A ConfigMap mounted there sets UCX_/NCCL_ variables the pack cannot see.
+ */
+const CONFIG_FILE_MOUNT = /(^|\/)(nccl\.conf|\.nccl\.conf|ucx\.conf)$|^\/etc\/ucx(\/|$)/;
+
+/** Shell text that assigns a guarded variable (`export UCX_TLS=tcp`, `UCX_TLS=tcp python3 ...`, `env NCCL_NET=Socket`). */
+const SHELL_ASSIGNMENT = /(?:^|[\s;&|(]|export\s+|env\s+)((?:UCX|NCCL|FI|MC|MOONCAKE|NIXL|VLLM|SGLANG|TRTLLM|DYN)_[A-Z0-9_]+)=/;
+
+/** Guarded settings must reach guarded containers by a path the pack reads. */
+export const guardedEnvVisible = containerPolicy({
+    name: "guarded-settings-visible",
+    description: "Transport settings (UCX_*, NCCL_*, FI_*, MC_*/MOONCAKE_*, NIXL_*, VLLM_*/SGLANG_*/TRTLLM_*/DYN_*) must reach RDMA/GPU containers only as env the pack can read: no envFrom of a ConfigMap/Secret that is not defined in the stack or whose content is unknown at preview, no guarded valueFrom the pack cannot resolve, no NCCL/UCX config file mounted or named (NCCL_CONF_FILE, /etc/nccl.conf, /etc/ucx/ucx.conf, UCX_CONFIG_DIR), no guarded variable assigned in a shell command. Otherwise every RDMA rule would pass while the workload runs with settings nobody checked.",
+    remediationSteps: "Set the variable as a literal env entry (or from a ConfigMap defined in this stack with literal data); drop config-file mounts and shell exports of transport variables.",
+}, (c) => {
+    const out: Finding[] = [];
+    for (const o of c.opaqueEnv) {
+        out.push({ field: o.field, problem: `takes env from ${o.source}, which the pack cannot read (${o.why}), so guarded transport variables could reach the process unseen`, fix: "set the variables inline, or define that ConfigMap/Secret in this stack with literal data" });
+    }
+    for (const [name, v] of c.env) {
+        if (!GUARDED_ENV.test(name)) continue;
+        if (v.opaque) out.push({ field: v.field, problem: `sets guarded variable ${name} from something the pack cannot read (${v.why ?? "unresolvable"})`, fix: `set ${name} as a literal value` });
+        if (name === "NCCL_CONF_FILE" || name === "UCX_CONFIG_DIR") out.push({ field: v.field, problem: `${name} points NCCL/UCX at a config file whose settings the pack cannot see`, fix: `remove ${name}; set the variables as env` });
+    }
+    c.volumeMounts.forEach((m, i) => {
+        const target = m.subPath ? `${m.mountPath}` : m.mountPath;
+        if (CONFIG_FILE_MOUNT.test(target) || (m.subPath && /(nccl|ucx)\.conf$/.test(m.subPath))) {
+            out.push({ field: `${c.path}.volumeMounts[${i}]`, problem: `mounts ${m.mountPath}, a config file NCCL/UCX read at start, whose settings the pack cannot see`, fix: "remove the mount; set the variables as env" });
+        }
+    });
+    const script = [...c.command, ...c.args].join(" ");
+    const m = SHELL_ASSIGNMENT.exec(script);
+    if (m) out.push({ field: `${c.path}.command`, problem: `assigns ${m[1]} in its command line, after the pack read the container env`, fix: `set ${m[1]} as an env entry` });
+    return out;
+}, guardedContainer);
+
+/**
+ * Charts whose inline values the pack reads, with the chart versions whose values layout the rules were written
+ * against and the keys they read (from the pinned charts; config/versions.ts). A chart at another version may
+ * have renamed or moved those keys (so the rule would read nothing and pass), and values from files
+ * (`valueYamlFiles`) or a post-renderer never reach the pack. Bumping a chart means re-reading its values and
+ * adding the version here.
+ */
+export const VERIFIED_CHARTS: Record<string, { versions: string[]; keys: string[]; source: string }> = {
+    "gpu-operator": { versions: ["v25.10.1"], keys: ["driver.enabled", "driver.kernelModuleType", "driver.rdma.enabled", "driver.rdma.useHostMofed", "driver.upgradePolicy", "devicePlugin.env"], source: "NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml" },
+    "gateway-helm": { versions: ["v1.9.2"], keys: ["config.envoyGateway.extensionApis", "config.envoyGateway.extensionManager", "config.envoyGateway.rateLimit"], source: "envoyproxy/gateway@v1.9.2:charts/gateway-helm/values.tmpl.yaml" },
+    "ai-gateway-helm": { versions: ["v1.2.0"], keys: ["controller.quotaRateLimitFailureModeDeny"], source: "envoyproxy/ai-gateway@v1.2.0:manifests/charts/ai-gateway-helm/values.yaml" },
+    "aws-efa-k8s-device-plugin": { versions: ["v0.5.30"], keys: ["supportedInstanceLabels.keys", "supportedInstanceLabels.values", "tolerations"], source: "aws/eks-charts:stable/aws-efa-k8s-device-plugin/values.yaml (chart v0.5.30)" },
+    "dynamo-platform": { versions: ["1.5.0"], keys: ["global.grove", "global.lws"], source: "ai-dynamo/dynamo@v1.5.0:deploy/helm/charts/platform/values.yaml" },
+    "network-operator": { versions: ["26.1.0"], keys: ["deployCR"], source: "Mellanox/network-operator deployment/network-operator/values.yaml (earlier charts create a NicClusterPolicy from values when deployCR: true)" },
+};
+
+/** Helm releases of guarded charts must put every value where the pack reads it. */
+export const helmValuesVisible: StackValidationPolicy = stackPolicy({
+    name: "helm-values-visible",
+    description: "A Helm release (helm.sh/v3 Release or v4 Chart) of a chart whose values the pack checks (gpu-operator, gateway-helm, ai-gateway-helm, aws-efa-k8s-device-plugin, dynamo-platform, network-operator) must pin a version whose values layout the rules were written against, take its values inline (no valueYamlFiles), use no post-renderer, and (network-operator) not deploy a NicClusterPolicy from chart values (deployCR) the pack cannot see.",
+    remediationSteps: "Pass values inline (values:), pin the chart version of config/versions.ts, and add a new chart version to VERIFIED_CHARTS in policies/visibility.ts only after re-reading its values.yaml.",
+}, (_v, resources: PolicyResource[]) => {
+    const out: Array<{ subject: string; finding: Finding; urn?: string }> = [];
+    for (const r of resources) {
+        if (!(HELM_TYPES as readonly string[]).includes(r.type)) continue;
+        const name = chartName(r.props.chart);
+        const v = VERIFIED_CHARTS[name];
+        if (!v) continue;
+        const subject = `Helm release ${r.name} (${name})`;
+        const add = (field: string, problem: string, fix: string) => out.push({ subject, finding: { field, problem, fix }, urn: r.urn });
+        const files = peek(() => (r.props.valueYamlFiles ?? []) as unknown[]);
+        if (!files.known || files.value.length > 0) add("valueYamlFiles", `takes values from ${files.known ? `${files.value.length} file(s)` : "files unknown at preview"}, which the pack never reads, so the keys it checks (${v.keys.join(", ")}) could be set there unseen`, "pass the values inline (values:)");
+        if (r.props.postrender) add("postrender", "runs a post-renderer that rewrites the chart's manifests after the pack checked its values", "remove the post-renderer");
+        const ver = String(r.props.version ?? "");
+        if (!v.versions.includes(ver)) add("version", `${ver ? `version ${ver}` : "no version (the repository's latest)"} is not one whose values layout the pack was written against (${v.versions.join(", ")}; ${v.source}); its keys may differ, so a setting could be ignored or moved without any rule noticing`, `pin ${v.versions[v.versions.length - 1]}, or re-read the new chart's values and add the version to VERIFIED_CHARTS`);
+        if (name === "network-operator" && r.props.values?.deployCR === true) add("values.deployCR", "makes the chart create a NicClusterPolicy from values, which the RDMA fabric rules never see", "set deployCR: false and declare the NicClusterPolicy as a resource (BackendFabric)");
+    }
+    return out;
+});
+
+/** The visibility policies. */
+export const visibilityPolicies: StackValidationPolicy[] = [guardedEnvVisible, helmValuesVisible];
