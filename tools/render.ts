@@ -15,6 +15,9 @@ import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
+import { namespaceConfig, parseStackConfig } from "../config/stack";
+import { reportFiles } from "./report";
+import type { ResourceRecord } from "./report/model";
 
 export interface RenderOptions {
     outDir: string;
@@ -31,6 +34,9 @@ export interface StackRenderResult {
 }
 
 const PROJECT = "platform";
+
+/** The pack's policies as the report lists them (name, level; the pack's default level is mandatory). */
+const POLICY_INFO = allPolicies.map((p) => ({ name: p.name, enforcementLevel: String(p.enforcementLevel ?? "mandatory") }));
 
 function log(opts: RenderOptions, s: string) { if (!opts.quiet) process.stdout.write(s + "\n"); }
 
@@ -73,7 +79,7 @@ function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir
     return lines.join("\n");
 }
 
-function writeAtomically(dir: string, files: Record<string, string>) {
+function writeAtomically(dir: string, files: Record<string, string | Uint8Array>) {
     const tmp = `${dir}.tmp-${process.pid}`;
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.mkdirSync(tmp, { recursive: true });
@@ -104,13 +110,20 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
             });
             const policy = await runPolicies(allPolicies, result.resources);
-            const outputs = maskWire(result.outputs);
+            const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
+            const resources = resourcesJson(result.resources);
+            const report = await reportFiles({
+                stack: s.name, file: s.file, config: parseStackConfig(namespaceConfig(s.config), s.file), resources: resources as ResourceRecord[],
+                outputs, policy, policies: POLICY_INFO, awsRegion: s.config["aws:region"],
+                hubOutputs: s.hub && rendered[s.hub] ? maskWire(rendered[s.hub].outputs) as Record<string, unknown> : undefined,
+            });
             writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
-                "resources.json": JSON.stringify(resourcesJson(result.resources), null, 2) + "\n",
+                "resources.json": JSON.stringify(resources, null, 2) + "\n",
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
                 "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
+                ...report,
             });
             // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
             // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
