@@ -1,10 +1,12 @@
 /**
- * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir]`
+ * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir] [--diff <git-ref>]`
  *
  * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
- * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json). Exits non-zero on a config
- * error or a mandatory policy violation; a stack that fails config validation gets no output directory.
+ * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json, report.md and its pictures,
+ * tools/report/). Exits non-zero on a config error or a mandatory policy violation; a stack that fails config
+ * validation gets no output directory. `--diff <ref>` also renders `ref` and writes `out/diff.md` (tools/diff.ts).
+ * Progress and timings go to stderr on a terminal (tools/report/progress.ts), never into `out/`.
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -17,12 +19,17 @@ import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./sta
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { namespaceConfig, parseStackConfig } from "../config/stack";
 import { reportFiles } from "./report";
+import { RenderProgress } from "./report/progress";
+import { checkoutBase, diffMarkdown, diffOutDirs, renderBase, stackFileNames } from "./diff";
+import { performance } from "perf_hooks";
 import type { ResourceRecord } from "./report/model";
 
 export interface RenderOptions {
     outDir: string;
     preview: boolean;
     quiet?: boolean;
+    /** Progress and timings per stack and phase (stderr on a TTY). */
+    progress?: RenderProgress;
 }
 
 export interface StackRenderResult {
@@ -93,13 +100,16 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     const results: StackRenderResult[] = [];
     const rendered: Record<string, StackOutputs> = {};
     const failedHubs = new Set<string>();
+    const progress = opts.progress;
     for (const s of dependencyOrder(stacks)) {
         const outDir = path.join(opts.outDir, s.name);
+        progress?.stack(s.name);
         if (s.hub && failedHubs.has(s.hub)) {
             const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
             fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
             log(opts, `${s.name}: ${error}`);
+            progress?.end(false);
             continue;
         }
         const prevStackFile = process.env.PLATFORM_STACK_FILE;
@@ -109,7 +119,9 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
                 preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
             });
+            progress?.phase("policy");
             const policy = await runPolicies(allPolicies, result.resources);
+            progress?.phase("report");
             const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
             const resources = resourcesJson(result.resources);
@@ -118,6 +130,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 outputs, policy, policies: POLICY_INFO, awsRegion: s.config["aws:region"],
                 hubOutputs: s.hub && rendered[s.hub] ? maskWire(rendered[s.hub].outputs) as Record<string, unknown> : undefined,
             });
+            progress?.phase("write");
             writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
                 "resources.json": JSON.stringify(resources, null, 2) + "\n",
@@ -133,6 +146,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
+            progress?.end(ok);
             log(opts, summarise(s, result, policy, outDir));
             if (!ok && s.role === "hub") failedHubs.add(s.name);
         } catch (e) {
@@ -140,6 +154,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
             if (s.role === "hub") failedHubs.add(s.name);
+            progress?.end(false);
             log(opts, error);
         } finally {
             if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
@@ -148,7 +163,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     return results;
 }
 
-interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string }
+interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; diff?: string }
 
 function parseArgs(argv: string[]): Cli {
     const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out") };
@@ -157,8 +172,12 @@ function parseArgs(argv: string[]): Cli {
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
         else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--diff") {
+            cli.diff = argv[++i];
+            if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
+        }
         else if (a === "--help" || a === "-h") {
-            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir]\n");
+            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir] [--diff <git-ref>]\n");
             process.exit(0);
         } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
@@ -186,15 +205,71 @@ export function selectStacks(all: StackFile[], names: string[], extra: StackFile
     return [...picked.values()];
 }
 
+/**
+ * Removes `out/<name>/` folders of stacks that no longer exist: folders holding a render (`resources.json` or
+ * `manifests.yaml`) whose name is neither a stack file under `stacks/` (by file name, parsed or not: the folder
+ * of a stack whose file exists but fails to parse is never removed here) nor a stack of this run. Returns the
+ * names removed.
+ */
+export function removeStaleOutDirs(outDir: string, keep: Set<string>): string[] {
+    if (!fs.existsSync(outDir)) return [];
+    const removed: string[] = [];
+    for (const d of fs.readdirSync(outDir, { withFileTypes: true })) {
+        if (!d.isDirectory() || keep.has(d.name) || d.name.includes(".tmp-")) continue;
+        const dir = path.join(outDir, d.name);
+        if (!fs.existsSync(path.join(dir, "resources.json")) && !fs.existsSync(path.join(dir, "manifests.yaml"))) continue;
+        fs.rmSync(dir, { recursive: true, force: true });
+        removed.push(d.name);
+    }
+    return removed.sort();
+}
+
 async function main() {
     const cli = parseArgs(process.argv.slice(2));
     const all = discoverStacks();
     const extra = cli.configs.map((f) => readStackFile(path.resolve(f), f));
     const stacks = selectStacks(all, cli.names, extra);
-    const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview });
-    const failed = results.filter((r) => !r.ok);
-    process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
-    process.exit(failed.length ? 1 : 0);
+    const progress = new RenderProgress(stacks.length);
+    const root = path.join(__dirname, "..");
+    // --diff: the base renders in its own worktree and process while this one renders the working tree.
+    let diffRun: { base: ReturnType<typeof checkoutBase>; out: string; done: Promise<{ code: number; output: string }>; t0: number } | undefined;
+    if (cli.diff) {
+        const t0 = performance.now();
+        progress.note(`diff: checking out ${cli.diff}`);
+        const base = checkoutBase(root, cli.diff, (m) => process.stderr.write(m + "\n"));
+        const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
+        const wanted = cli.names.length || extra.length ? stacks.map((s) => s.name).filter((n) => baseFiles.has(n)) : [];
+        const out = path.join(path.dirname(base.dir), "out");
+        diffRun = { base, out, t0, done: renderBase(base, out, wanted) };
+        diffRun.done.catch(() => undefined);
+    }
+    try {
+        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
+        const removed = removeStaleOutDirs(cli.outDir, new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]));
+        if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
+        const diffFile = path.join(cli.outDir, "diff.md");
+        const extraTimings: Array<[string, number]> = [];
+        if (diffRun) {
+            progress.note(`diff: waiting for the render of ${cli.diff}`);
+            await diffRun.done;
+            const files = { base: stackFileNames(path.join(diffRun.base.dir, "stacks")), head: new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]) };
+            const names = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
+            const diffs = diffOutDirs(diffRun.out, cli.outDir, files, names);
+            fs.writeFileSync(diffFile, diffMarkdown(diffs, { ref: diffRun.base.ref, sha: diffRun.base.sha }));
+            const changed = diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
+            process.stdout.write(`\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${path.relative(process.cwd(), diffFile) || diffFile}\n`);
+            extraTimings.push([`diff base ${cli.diff}`, performance.now() - diffRun.t0]);
+        } else {
+            fs.rmSync(diffFile, { force: true }); // a diff of an earlier run would describe other renders
+        }
+        progress.summary(extraTimings);
+        const failed = results.filter((r) => !r.ok);
+        process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
+        process.exitCode = failed.length ? 1 : 0;
+    } finally {
+        diffRun?.base.dispose();
+    }
+    process.exit(process.exitCode ?? 0);
 }
 
 if (require.main === module) {
