@@ -232,26 +232,38 @@ async function main() {
     const progress = new RenderProgress(stacks.length);
     const root = path.join(__dirname, "..");
     // --diff: the base renders in its own worktree and process while this one renders the working tree.
+    // A base that cannot be checked out or rendered does not stop the render of the working tree: diff.md says why.
     let diffRun: { base: ReturnType<typeof checkoutBase>; out: string; done: Promise<{ code: number; output: string }>; t0: number } | undefined;
+    let diffError: string | undefined;
     if (cli.diff) {
         const t0 = performance.now();
         progress.note(`diff: checking out ${cli.diff}`);
-        const base = checkoutBase(root, cli.diff, (m) => process.stderr.write(m + "\n"));
-        const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
-        const wanted = cli.names.length || extra.length ? stacks.map((s) => s.name).filter((n) => baseFiles.has(n)) : [];
-        const out = path.join(path.dirname(base.dir), "out");
-        diffRun = { base, out, t0, done: renderBase(base, out, wanted) };
-        diffRun.done.catch(() => undefined);
+        try {
+            const base = checkoutBase(root, cli.diff, (m) => process.stderr.write(m + "\n"));
+            const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
+            const wanted = cli.names.length || extra.length ? stacks.map((s) => s.name).filter((n) => baseFiles.has(n)) : [];
+            const out = path.join(path.dirname(base.dir), "out");
+            diffRun = { base, out, t0, done: renderBase(base, out, wanted) };
+            diffRun.done.catch(() => undefined);
+        } catch (e) {
+            diffError = (e as Error).message;
+        }
     }
     try {
         const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
         const removed = removeStaleOutDirs(cli.outDir, new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]));
         if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
         const diffFile = path.join(cli.outDir, "diff.md");
+        if (cli.diff) fs.mkdirSync(cli.outDir, { recursive: true });
         const extraTimings: Array<[string, number]> = [];
         if (diffRun) {
             progress.note(`diff: waiting for the render of ${cli.diff}`);
-            await diffRun.done;
+            await diffRun.done.catch((e) => { diffError = (e as Error).message; });
+        }
+        if (cli.diff && diffError) {
+            fs.writeFileSync(diffFile, `# Render diff against \`${cli.diff}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${diffError.slice(-3000)}\n\`\`\`\n`);
+            process.stderr.write(`render: --diff ${cli.diff}: ${diffError}\n`);
+        } else if (diffRun) {
             const files = { base: stackFileNames(path.join(diffRun.base.dir, "stacks")), head: new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]) };
             const names = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
             const diffs = diffOutDirs(diffRun.out, cli.outDir, files, names);
