@@ -209,6 +209,10 @@ function git(cwd: string, args: string[]): string {
 /** A checked-out base ref in a temporary worktree; `dispose` removes it. */
 export interface BaseCheckout { ref: string; sha: string; dir: string; dispose: () => void }
 
+function lexists(p: string): boolean {
+    try { fs.lstatSync(p); return true; } catch { return false; }
+}
+
 function sameFile(a: string, b: string): boolean {
     return fs.existsSync(a) && fs.existsSync(b) && fs.readFileSync(a).equals(fs.readFileSync(b));
 }
@@ -235,6 +239,7 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
             const ours = path.join(repo, sub);
             const theirs = path.join(dir, sub);
             if (!fs.existsSync(path.join(theirs, "package.json"))) continue;
+            if (lexists(path.join(theirs, "node_modules"))) continue; // committed (a symlink) or already there
             if (sameFile(path.join(ours, "package-lock.json"), path.join(theirs, "package-lock.json")) && fs.existsSync(path.join(ours, "node_modules"))) {
                 fs.symlinkSync(path.join(ours, "node_modules"), path.join(theirs, "node_modules"), "dir");
             } else {

@@ -17,12 +17,10 @@ import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
-import { namespaceConfig, parseStackConfig } from "../config/stack";
-import { reportFiles } from "./report";
+import { reportFiles, reportInput } from "./report";
 import { RenderProgress } from "./report/progress";
 import { checkoutBase, diffMarkdown, diffOutDirs, renderBase, stackFileNames } from "./diff";
 import { performance } from "perf_hooks";
-import type { ResourceRecord } from "./report/model";
 
 export interface RenderOptions {
     outDir: string;
@@ -41,9 +39,6 @@ export interface StackRenderResult {
 }
 
 const PROJECT = "platform";
-
-/** The pack's policies as the report lists them (name, level; the pack's default level is mandatory). */
-const POLICY_INFO = allPolicies.map((p) => ({ name: p.name, enforcementLevel: String(p.enforcementLevel ?? "mandatory") }));
 
 function log(opts: RenderOptions, s: string) { if (!opts.quiet) process.stdout.write(s + "\n"); }
 
@@ -125,11 +120,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
             const resources = resourcesJson(result.resources);
-            const report = await reportFiles({
-                stack: s.name, file: s.file, config: parseStackConfig(namespaceConfig(s.config), s.file), resources: resources as ResourceRecord[],
-                outputs, policy, policies: POLICY_INFO, awsRegion: s.config["aws:region"],
-                hubOutputs: s.hub && rendered[s.hub] ? maskWire(rendered[s.hub].outputs) as Record<string, unknown> : undefined,
-            });
+            const report = await reportFiles(reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined), { previousDir: outDir });
             progress?.phase("write");
             writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
