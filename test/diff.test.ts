@@ -6,6 +6,7 @@ import { promisify } from "util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { diffMarkdown, diffStack, fieldChanges, objectLabel } from "../tools/diff";
 import { commentBody, COMMENT_MARKER, demote, MAX_COMMENT_CHARS, pictureLinks } from "../tools/report/comment";
+import * as YAML from "yaml";
 import { ROOT } from "./helpers";
 
 const run = promisify(execFile);
@@ -60,6 +61,47 @@ describe("PR comment", () => {
         }
         expect(demote("# a\n## b")).toBe("## a\n### b");
         expect(pictureLinks("![x](m.svg) ([PNG](m.png))", "hub")).toBe("x: `out/hub/m.svg` (in the render artifact)");
+    });
+});
+
+describe("preview.yml posts report + diff as one comment", () => {
+    const wf = YAML.parse(fs.readFileSync(path.join(ROOT, ".github", "workflows", "preview.yml"), "utf8"));
+    const steps: any[] = wf.jobs.check.steps;
+
+    it("renders with --diff against the PR base, uploads out/, composes the comment with tools/report/comment.ts", () => {
+        expect(steps.map((x) => x.run ?? "").join("\n")).toContain('npm run render -- --diff "origin/${{ github.base_ref }}"');
+        expect(steps.find((x) => String(x.uses).startsWith("actions/upload-artifact@")).with.path).toBe("out/");
+        expect(steps.find((x) => String(x.run ?? "").includes("tools/report/comment.ts")).env.ARTIFACT_URL).toBe("${{ steps.artifact.outputs.artifact-url }}");
+        expect(wf.jobs.check.permissions).toEqual({ contents: "read", "pull-requests": "write" });
+    });
+
+    it("edits the comment that starts with the marker, or creates one; never a second", async () => {
+        const post = steps.find((x) => String(x.uses).startsWith("actions/github-script@"));
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gh-script-"));
+        fs.writeFileSync(path.join(tmp, "render-comment.md"), `${COMMENT_MARKER}\n# new body\n`);
+        const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor;
+        const runScript = async (existing: Array<{ id: number; body: string; user: { type: string } }>) => {
+            const calls: string[] = [];
+            const github = {
+                paginate: async () => existing,
+                rest: { issues: {
+                    listComments: () => undefined,
+                    updateComment: async (a: any) => { calls.push(`update ${a.comment_id}`); },
+                    createComment: async (a: any) => { calls.push(`create ${a.issue_number}`); },
+                } },
+            };
+            const context = { repo: { owner: "o", repo: "r" }, payload: { pull_request: { number: 7 } } };
+            const prev = process.env.RUNNER_TEMP;
+            process.env.RUNNER_TEMP = tmp;
+            try { await new AsyncFunction("require", "github", "context", post.with.script)(require, github, context); } finally { process.env.RUNNER_TEMP = prev; }
+            return calls;
+        };
+        try {
+            expect(await runScript([{ id: 1, body: "LGTM", user: { type: "User" } }, { id: 2, body: `${COMMENT_MARKER}\nold`, user: { type: "Bot" } }])).toEqual(["update 2"]);
+            expect(await runScript([{ id: 1, body: `${COMMENT_MARKER} quoted by a person`, user: { type: "User" } }])).toEqual(["create 7"]);
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+        }
     });
 });
 
