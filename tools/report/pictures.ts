@@ -28,7 +28,10 @@ function line(x1: number, y1: number, x2: number, y2: number, color: string, cls
     return el("line", { x1, y1, x2, y2, stroke: color, "stroke-width": 1.6, class: cls, ...extra });
 }
 
+/** `numa` -1: not known from the profile (EFA: the AMI aligns devices, the profile has no per-GPU NUMA node). */
 interface Card { title: string; lines: string[]; numa: number; rail?: number }
+
+const numaFill = (numa: number) => (numa < 0 ? "#f5f7fa" : NUMA_FILL[numa % NUMA_FILL.length]);
 
 const CARD_W = 104;
 const CARD_GAP = 8;
@@ -39,9 +42,8 @@ const PAD = 14;
 function backendCards(p: PoolView): Card[] {
     if (p.rails.length) return p.rails.map((r) => ({ title: `GPU${r.gpu}`, lines: [r.hca, r.netdev, `${r.linkRateGbps}G NUMA${r.numa}`], numa: r.numa, rail: r.rail }));
     const per = p.efa?.devicesPerGpu ?? 0;
-    const numaOf = (g: number) => Math.floor(g / Math.max(1, Math.ceil(p.gpusPerNode / p.numaNodes)));
     return Array.from({ length: p.gpusPerNode }, (_, g) => ({
-        title: `GPU${g}`, lines: [`${per} x EFA`, `${per * (p.efa?.cardRateGbps ?? 0)}G`, `NUMA${numaOf(g)}`], numa: numaOf(g),
+        title: `GPU${g}`, lines: [`${per} x EFA`, `${per * (p.efa?.cardRateGbps ?? 0)}G`, "same PCIe sw."], numa: -1,
     }));
 }
 
@@ -109,7 +111,7 @@ export function railWiringSvg(v: SpokeView): string {
         cards.forEach((c, k) => {
             const cx = nx + PAD + k * (CARD_W + CARD_GAP);
             const stroke = c.rail !== undefined ? railColor(c.rail) : RAIL_COLORS[0];
-            body.push(box(cx, cy, CARD_W, cardH, "gpu-card", NUMA_FILL[c.numa % NUMA_FILL.length], stroke, { "data-numa": c.numa }));
+            body.push(box(cx, cy, CARD_W, cardH, "gpu-card", numaFill(c.numa), stroke, { "data-numa": c.numa < 0 ? undefined : c.numa }));
             body.push(text(cx + CARD_W / 2, cy + 15, c.title, { size: 12, anchor: "middle", weight: "bold" }));
             c.lines.forEach((l, j) => body.push(text(cx + CARD_W / 2, cy + 15 + CARD_LINE * (j + 1), l, { size: 11, anchor: "middle" })));
             const top = cy;
@@ -124,6 +126,7 @@ export function railWiringSvg(v: SpokeView): string {
         let start = 0;
         for (let k = 1; k <= cards.length; k++) {
             if (k === cards.length || cards[k].numa !== cards[start].numa) {
+                if (cards[start].numa < 0) { start = k; continue; }
                 const x0 = nx + PAD + start * (CARD_W + CARD_GAP);
                 const x1 = nx + PAD + (k - 1) * (CARD_W + CARD_GAP) + CARD_W;
                 body.push(el("rect", { x: x0, y: by, width: x1 - x0, height: 14, fill: NUMA_FILL[cards[start].numa % NUMA_FILL.length], stroke: MUTED, "stroke-width": 0.5, class: "numa-band" }));
@@ -135,11 +138,11 @@ export function railWiringSvg(v: SpokeView): string {
         const fy = by + 22 + 16;
         body.push(text(nx + PAD, fy - 5, eks ? "frontend: ENA (network card 0)" : "frontend NICs (north-south, no KV)", { size: 10, fill: MUTED }));
         const fe = pool.frontend.length ? pool.frontend.map((f) => ({ title: f.hca, lines: [f.netdev, `${f.linkRateGbps}G NUMA${f.numa}`], numa: f.numa }))
-            : eks ? [{ title: "ENA", lines: ["card 0", "VPC"], numa: 0 }] : [];
+            : eks ? [{ title: "ENA", lines: ["card 0", "VPC"], numa: -1 }] : [];
         const feW = Math.max(CARD_W, ...fe.flatMap((f) => [f.title, ...f.lines].map((s) => textWidth(s, 11) + 12)));
         fe.forEach((f, k) => {
             const fx = nx + PAD + k * (feW + CARD_GAP);
-            body.push(box(fx, fy, feW, feH, "frontend-nic", NUMA_FILL[f.numa % NUMA_FILL.length], "#7b8794", { "stroke-dasharray": "4 2" }));
+            body.push(box(fx, fy, feW, feH, "frontend-nic", numaFill(f.numa), "#7b8794", { "stroke-dasharray": "4 2" }));
             body.push(text(fx + feW / 2, fy + 15, f.title, { size: 12, anchor: "middle", weight: "bold" }));
             f.lines.forEach((l, j) => body.push(text(fx + feW / 2, fy + 15 + CARD_LINE * (j + 1), l, { size: 11, anchor: "middle" })));
             links.push(line(fx + feW / 2, fy + feH, fx + feW / 2, feBarY, "#7b8794", "frontend-link", { "stroke-dasharray": "4 2" }));
@@ -151,7 +154,7 @@ export function railWiringSvg(v: SpokeView): string {
     body.push(text(width / 2, feBarY + 19, `frontend ${eks ? "VPC" : "Ethernet"} ${frontNet?.cidr ?? ""}: requests, tokens (SSE), control plane, metrics`, { size: 11, anchor: "middle" }));
     let h = feBarY + 30 + 22;
     if (hidden) { body.push(text(margin, h, `+ ${hidden} more node(s) not drawn, wired the same way`, { size: 11, fill: MUTED, cls: "hidden-nodes" })); h += 18; }
-    const legend = eks ? "cards: GPU and its EFA devices, tinted by NUMA node"
+    const legend = eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
         : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`;
     body.push(text(margin, h, legend, { size: 11, fill: MUTED }));
     return svgDoc(width, h + 14, `${v.stack} rail wiring`, body);
