@@ -10,7 +10,7 @@ import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
 import { textWidth } from "../tools/report/svg";
 import { maskWire } from "../tools/wire";
-import { runHubAndSpoke, stackFile } from "./helpers";
+import { runHubAndSpoke, runRepoStack, stackFile } from "./helpers";
 
 /** Report input of a stack rendered in-process the way tools/render.ts builds it. */
 async function inputOf(stack: string, r: { resources: any[]; outputs: Record<string, unknown> }, hubOutputs?: Record<string, unknown>): Promise<ReportInput> {
@@ -145,6 +145,19 @@ describe("spoke report (spoke-sg1, EKS p5en.48xlarge, EFA)", () => {
         expect(elements(svg, "gpu-card")).toHaveLength(16);
         expect(texts(svg)).toContain("EFA fabric (SRD), cluster placement group");
         expect(texts(svg).filter((x) => x === "2 x EFA")).toHaveLength(16);
+    });
+});
+
+describe("preview mode", () => {
+    it("builds the report from a preview render, where computed inputs are [unknown] (a launch template's NICs)", async () => {
+        const b = await runHubAndSpoke("spoke-sg1", true);
+        // As tools/render.ts does: a spoke's preview reads its hub rendered normally (the deployed hub's outputs).
+        const input = await inputOf("spoke-sg1", b.spoke, (await runRepoStack("hub-prod")).outputs);
+        expect(input.resources.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate")!.inputs.networkInterfaces).toBe("[unknown]");
+        const v = buildView(input) as SpokeView;
+        expect(v.pools[0].efa).toMatchObject({ networkCards: 16, efaInterfaces: 0 });
+        expect(v.endpoints.map((e) => [e.name, e.gpus])).toEqual([["qwen3-32b", 8]]);
+        expect((await reportFiles(input, { png: false }))["report.md"]).toContain("| qwen3-32b | Qwen/Qwen3-32B | sglang |");
     });
 });
 

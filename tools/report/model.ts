@@ -172,6 +172,9 @@ export type StackView = SpokeView | HubView;
 
 const WORKER_ROLES = new Set(["prefill", "decode", "worker"]);
 
+/** `v` when it is an array, else [] (a preview render holds `[unknown]` where a value is computed). */
+const arr = (v: unknown): any[] => (Array.isArray(v) ? v : []);
+
 /** Endpoint view from a placement entry (hub config endpoint or contract endpoint: same shape). */
 function endpointView(e: Endpoint): EndpointView {
     const t = e.topology;
@@ -208,10 +211,10 @@ const ofKind = (rs: ResourceRecord[], kind: string) => rs.filter((r) => r.type.s
 /** GPUs a rendered DynamoGraphDeployment requests: sum over worker components of replicas x `nvidia.com/gpu` limit. */
 export function dgdGpus(dgd: Record<string, any>): number {
     let n = 0;
-    for (const c of dgd?.spec?.components ?? []) {
+    for (const c of arr(dgd?.spec?.components)) {
         if (!WORKER_ROLES.has(c.type)) continue;
-        const gpu = (c.podTemplate?.spec?.containers ?? []).reduce((s: number, k: any) => s + Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0), 0);
-        n += (c.replicas ?? 1) * gpu;
+        const gpu = arr(c?.podTemplate?.spec?.containers).reduce((s: number, k: any) => s + Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0), 0);
+        n += (typeof c.replicas === "number" ? c.replicas : 1) * gpu;
     }
     return n;
 }
@@ -226,7 +229,7 @@ function railViews(profile: NodeProfile, rs: ResourceRecord[]): RailView[] {
     const devicePlugin = new Map<string, string>();
     for (const ncp of ofKind(rs, "NicClusterPolicy")) {
         const cfg = parseJson(ncp.inputs.spec?.rdmaSharedDevicePlugin?.config);
-        for (const c of cfg?.configList ?? []) for (const ifn of c.selectors?.ifNames ?? []) devicePlugin.set(ifn, `${c.resourcePrefix}/${c.resourceName}`);
+        for (const c of arr(cfg?.configList)) for (const ifn of arr(c?.selectors?.ifNames)) devicePlugin.set(ifn, `${c.resourcePrefix}/${c.resourceName}`);
     }
     const networks = new Map<string, { name: string; pool?: string }>();
     for (const n of [...ofKind(rs, "IPoIBNetwork"), ...ofKind(rs, "MacvlanNetwork"), ...ofKind(rs, "HostDeviceNetwork")]) {
@@ -253,7 +256,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
     const pools: PoolView[] = cfg.nodePools.map((p) => {
         const group = eks ? cfg.nodeGroups.gpu.find((g) => g.name === p.name) : undefined;
         const lt = eks ? rs.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && String(r.inputs.description ?? "").includes(`node group ${p.name}`)) : undefined;
-        const nics: any[] = lt?.inputs.networkInterfaces ?? [];
+        const nics = arr(lt?.inputs.networkInterfaces);
         const nodes = eks ? Array.from({ length: group?.scaling.desired ?? 0 }, (_, i) => `${p.name}-node-${i + 1}`) : p.nodes;
         return {
             name: p.name, profile: p.profile.name, model: p.profile.model, gpuProduct: p.profile.gpu.product, gpusPerNode: p.profile.gpu.count,
@@ -264,8 +267,8 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
             frontend: p.profile.frontend.map((f) => ({ hca: f.hca, netdev: f.netdev, pciAddress: f.pciAddress, numa: f.numa, linkRateGbps: f.linkRateGbps })),
             efa: p.profile.efa ? {
                 ...p.profile.efa,
-                efaInterfaces: nics.filter((n) => n.interfaceType === "efa" || n.interfaceType === "efa-only").length,
-                enaInterfaces: nics.filter((n) => n.interfaceType === "interface").length,
+                efaInterfaces: nics.filter((n) => n?.interfaceType === "efa" || n?.interfaceType === "efa-only").length,
+                enaInterfaces: nics.filter((n) => n?.interfaceType === "interface").length,
             } : undefined,
         };
     });
