@@ -20,7 +20,7 @@ export const MAX_NODES_DRAWN = 4;
 
 const railColor = (i: number) => RAIL_COLORS[i % RAIL_COLORS.length];
 
-function box(x: number, y: number, w: number, h: number, cls: string, fill: string, stroke = INK, extra: Record<string, string | number> = {}): string {
+function box(x: number, y: number, w: number, h: number, cls: string, fill: string, stroke = INK, extra: Record<string, string | number | undefined> = {}): string {
     return el("rect", { x, y, width: w, height: h, rx: 4, fill, stroke, "stroke-width": 1, class: cls, ...extra });
 }
 
