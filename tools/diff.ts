@@ -273,3 +273,57 @@ export function renderBase(base: BaseCheckout, outDir: string, stacks: string[])
         });
     });
 }
+
+// ---------------------------------------------------------------- one --diff run, as tools/render.ts drives it
+
+/** A `--diff` run: the base render goes on in the background while the working tree renders. */
+export interface DiffRun {
+    /** Waits for the base, compares it with `headOut`, writes `<headOut>/diff.md`; returns the stacks that changed
+     *  (undefined when the base could not be rendered: diff.md then says why). */
+    finish(headOut: string, headFiles: Set<string>): Promise<string[] | undefined>;
+    /** Removes the base worktree. */
+    dispose(): void;
+    /** Milliseconds from start to the end of the base render. */
+    elapsedMs(): number;
+}
+
+/**
+ * Starts a `--diff <ref>` run from the repository at `root`: checks the ref out and renders it in the background.
+ * @param selected stack names to compare (their hubs render with them); undefined = every stack
+ * Never throws: a base that cannot be checked out or rendered is reported in diff.md by `finish`.
+ */
+export function startDiff(root: string, ref: string, selected: string[] | undefined, log: (s: string) => void): DiffRun {
+    const t0 = Date.now();
+    let t1: number | undefined;
+    let base: BaseCheckout | undefined;
+    let error: string | undefined;
+    let done: Promise<unknown> = Promise.resolve();
+    let baseOut = "";
+    try {
+        base = checkoutBase(root, ref, log);
+        const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
+        baseOut = path.join(path.dirname(base.dir), "out");
+        done = renderBase(base, baseOut, selected ? selected.filter((n) => baseFiles.has(n)) : [])
+            .catch((e) => { error = (e as Error).message; })
+            .finally(() => { t1 = Date.now(); });
+    } catch (e) {
+        error = (e as Error).message;
+    }
+    return {
+        async finish(headOut, headFiles) {
+            await done;
+            const file = path.join(headOut, "diff.md");
+            fs.mkdirSync(headOut, { recursive: true });
+            if (error || !base) {
+                fs.writeFileSync(file, `# Render diff against \`${ref}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${(error ?? "").slice(-3000)}\n\`\`\`\n`);
+                log(`render: --diff ${ref}: ${error}`);
+                return undefined;
+            }
+            const diffs = diffOutDirs(baseOut, headOut, { base: stackFileNames(path.join(base.dir, "stacks")), head: headFiles }, selected);
+            fs.writeFileSync(file, diffMarkdown(diffs, { ref: base.ref, sha: base.sha }));
+            return diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
+        },
+        dispose() { base?.dispose(); },
+        elapsedMs() { return (t1 ?? Date.now()) - t0; },
+    };
+}

@@ -19,8 +19,7 @@ import { dependencyOrder, discoverStacks, readStackFile, StackFile } from "./sta
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { reportFiles, reportInput } from "./report";
 import { RenderProgress } from "./report/progress";
-import { checkoutBase, diffMarkdown, diffOutDirs, renderBase, stackFileNames } from "./diff";
-import { performance } from "perf_hooks";
+import { startDiff, stackFileNames } from "./diff";
 
 export interface RenderOptions {
     outDir: string;
@@ -222,55 +221,31 @@ async function main() {
     const stacks = selectStacks(all, cli.names, extra);
     const progress = new RenderProgress(stacks.length);
     const root = path.join(__dirname, "..");
+    const selected = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
     // --diff: the base renders in its own worktree and process while this one renders the working tree.
-    // A base that cannot be checked out or rendered does not stop the render of the working tree: diff.md says why.
-    let diffRun: { base: ReturnType<typeof checkoutBase>; out: string; done: Promise<{ code: number; output: string }>; t0: number } | undefined;
-    let diffError: string | undefined;
-    if (cli.diff) {
-        const t0 = performance.now();
-        progress.note(`diff: checking out ${cli.diff}`);
-        try {
-            const base = checkoutBase(root, cli.diff, (m) => process.stderr.write(m + "\n"));
-            const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
-            const wanted = cli.names.length || extra.length ? stacks.map((s) => s.name).filter((n) => baseFiles.has(n)) : [];
-            const out = path.join(path.dirname(base.dir), "out");
-            diffRun = { base, out, t0, done: renderBase(base, out, wanted) };
-            diffRun.done.catch(() => undefined);
-        } catch (e) {
-            diffError = (e as Error).message;
-        }
-    }
+    if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
+    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n")) : undefined;
     try {
         const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
-        const removed = removeStaleOutDirs(cli.outDir, new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]));
+        const stackFiles = new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]);
+        const removed = removeStaleOutDirs(cli.outDir, stackFiles);
         if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
-        const diffFile = path.join(cli.outDir, "diff.md");
-        if (cli.diff) fs.mkdirSync(cli.outDir, { recursive: true });
         const extraTimings: Array<[string, number]> = [];
-        if (diffRun) {
+        if (diff) {
             progress.note(`diff: waiting for the render of ${cli.diff}`);
-            await diffRun.done.catch((e) => { diffError = (e as Error).message; });
-        }
-        if (cli.diff && diffError) {
-            fs.writeFileSync(diffFile, `# Render diff against \`${cli.diff}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${diffError.slice(-3000)}\n\`\`\`\n`);
-            process.stderr.write(`render: --diff ${cli.diff}: ${diffError}\n`);
-        } else if (diffRun) {
-            const files = { base: stackFileNames(path.join(diffRun.base.dir, "stacks")), head: new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]) };
-            const names = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
-            const diffs = diffOutDirs(diffRun.out, cli.outDir, files, names);
-            fs.writeFileSync(diffFile, diffMarkdown(diffs, { ref: diffRun.base.ref, sha: diffRun.base.sha }));
-            const changed = diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
-            process.stdout.write(`\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${path.relative(process.cwd(), diffFile) || diffFile}\n`);
-            extraTimings.push([`diff base ${cli.diff}`, performance.now() - diffRun.t0]);
+            const changed = await diff.finish(cli.outDir, stackFiles);
+            const file = path.relative(process.cwd(), path.join(cli.outDir, "diff.md"));
+            if (changed) process.stdout.write(`\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${file}\n`);
+            extraTimings.push([`diff base ${cli.diff}`, diff.elapsedMs()]);
         } else {
-            fs.rmSync(diffFile, { force: true }); // a diff of an earlier run would describe other renders
+            fs.rmSync(path.join(cli.outDir, "diff.md"), { force: true }); // a diff of an earlier run would describe other renders
         }
         progress.summary(extraTimings);
         const failed = results.filter((r) => !r.ok);
         process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
         process.exitCode = failed.length ? 1 : 0;
     } finally {
-        diffRun?.base.dispose();
+        diff?.dispose();
     }
     process.exit(process.exitCode ?? 0);
 }
