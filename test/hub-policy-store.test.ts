@@ -208,7 +208,8 @@ describe("offline render writes no key", () => {
         try {
             await promisify(execFile)(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "spoke-hn1", "--out", dir], { cwd: ROOT });
             const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
-            expect(files.map((f) => path.basename(f)).sort()).toEqual(["manifests.yaml", "manifests.yaml", "outputs.json", "outputs.json", "policy.json", "policy.json", "resources.json", "resources.json"]);
+            // Every text file of out/, the render report and its SVG pictures included (tools/report/).
+            expect(files.map((f) => path.basename(f)).sort()).toEqual(["manifests.yaml", "manifests.yaml", "map.png", "map.svg", "outputs.json", "outputs.json", "policy.json", "policy.json", "rails.png", "rails.svg", "report.md", "report.md", "resources.json", "resources.json"]);
             const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             expect(text).toContain("policy-store-hn1-bundle");
             expect(text).not.toContain("sk-h200-");

@@ -31,11 +31,21 @@ function stackNames(): string[] {
 describe("npm run render", () => {
     it("renders every stack under stacks/ to out/<stack>/ with manifests, resources, policy; byte-identical on a rerun", async () => {
         const out = path.join(tmp, "all");
+        // Leftovers of an earlier render: a stack whose file is gone (removed), a folder that is no render (kept).
+        fs.mkdirSync(path.join(out, "spoke-gone"), { recursive: true });
+        fs.writeFileSync(path.join(out, "spoke-gone", "resources.json"), "[]");
+        fs.mkdirSync(path.join(out, "notes"), { recursive: true });
+        fs.writeFileSync(path.join(out, "notes", "todo.txt"), "keep");
         const r = await render(["--out", out]);
         expect(r.code, r.stdout + r.stderr).toBe(0);
-        expect(fs.readdirSync(out).sort()).toEqual(stackNames());
+        expect(r.stdout).toContain("removed out/ of stacks that no longer exist: spoke-gone");
+        expect(fs.readdirSync(out).sort()).toEqual([...stackNames(), "notes"].sort());
+        // Not a terminal: no progress lines, one timing line at the end on stderr; nothing of it in out/.
+        expect(r.stderr).toMatch(/^render: \d+ stack\(s\) in \d+\.\d s\n$/);
         for (const s of stackNames()) {
-            for (const f of ["manifests.yaml", "resources.json", "policy.json", "outputs.json"]) expect(fs.existsSync(path.join(out, s, f)), `${s}/${f}`).toBe(true);
+            const pictures = s.startsWith("hub") ? ["map.svg", "map.png"] : ["rails.svg", "rails.png"];
+            for (const f of ["manifests.yaml", "resources.json", "policy.json", "outputs.json", "report.md", ...pictures]) expect(fs.existsSync(path.join(out, s, f)), `${s}/${f}`).toBe(true);
+            expect(fs.readFileSync(path.join(out, s, "report.md"), "utf8")).toContain(`](${pictures[0]}) ([PNG](${pictures[1]}))`);
             const policy = JSON.parse(fs.readFileSync(path.join(out, s, "policy.json"), "utf8"));
             expect(policy.mandatory).toEqual([]);
         }
@@ -46,7 +56,9 @@ describe("npm run render", () => {
         expect(keys).toEqual([...keys].sort());
         const again = path.join(tmp, "again");
         expect((await render(["--out", again, "spoke-hn1"])).code).toBe(0);
-        expect(fs.readFileSync(path.join(again, "spoke-hn1", "manifests.yaml"), "utf8")).toBe(fs.readFileSync(path.join(out, "spoke-hn1", "manifests.yaml"), "utf8"));
+        for (const f of ["manifests.yaml", "resources.json", "report.md", "rails.svg", "rails.png"]) {
+            expect(fs.readFileSync(path.join(again, "spoke-hn1", f)).equals(fs.readFileSync(path.join(out, "spoke-hn1", f))), f).toBe(true);
+        }
         // Secrets never reach out/: no API key text anywhere, the output is masked.
         for (const s of stackNames()) {
             for (const f of fs.readdirSync(path.join(out, s))) expect(fs.readFileSync(path.join(out, s, f), "utf8")).not.toMatch(/sk-h200-[0-9a-z]{48}/);
@@ -58,6 +70,9 @@ describe("npm run render", () => {
         const out = path.join(tmp, "one");
         const r = await render(["--out", out, "spoke-hn1"]);
         expect(r.code, r.stdout + r.stderr).toBe(0);
+        expect(fs.readdirSync(out).sort()).toEqual(["hub-prod", "spoke-hn1"]);
+        // Rendering one stack keeps the out/ folders of the others.
+        expect((await render(["--out", out, "hub-prod"])).code).toBe(0);
         expect(fs.readdirSync(out).sort()).toEqual(["hub-prod", "spoke-hn1"]);
     });
 

@@ -1,11 +1,13 @@
 /**
- * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir]`
+ * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir] [--diff <git-ref>]`
  *
  * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
- * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json). Exits non-zero on a config
- * error, a mandatory policy violation or an upstream-check finding (tools/upstream-check.ts, run on every stack that
- * produced output); a stack that fails config validation gets no output directory.
+ * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json, report.md and its pictures,
+ * tools/report/). Exits non-zero on a config error, a mandatory policy violation or an upstream-check finding
+ * (tools/upstream-check.ts, run on every stack that produced output); a stack that fails config validation gets no
+ * output directory. `--diff <ref>` also renders `ref` and writes `out/diff.md` (tools/diff.ts).
+ * Progress and timings go to stderr on a terminal (tools/report/progress.ts), never into `out/`.
  */
 import * as fs from "fs";
 import * as path from "path";
@@ -17,11 +19,16 @@ import { PolicyReport, runPolicies } from "./policy-runner";
 import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { checkOutDir, formatFindings } from "./upstream-check";
+import { reportFiles, reportInput } from "./report";
+import { RenderProgress } from "./report/progress";
+import { startDiff, stackFileNames } from "./diff";
 
 export interface RenderOptions {
     outDir: string;
     preview: boolean;
     quiet?: boolean;
+    /** Progress and timings per stack and phase (stderr on a TTY). */
+    progress?: RenderProgress;
 }
 
 export interface StackRenderResult {
@@ -75,7 +82,7 @@ function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir
     return lines.join("\n");
 }
 
-function writeAtomically(dir: string, files: Record<string, string>) {
+function writeAtomically(dir: string, files: Record<string, string | Uint8Array>) {
     const tmp = `${dir}.tmp-${process.pid}`;
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.mkdirSync(tmp, { recursive: true });
@@ -101,13 +108,16 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     const failedHubs = new Set<string>();
     // Hubs that failed as their own stacks/ file: only then do their spokes' out/ folders describe a hub that no longer renders.
     const failedOwnerHubs = new Set<string>();
+    const progress = opts.progress;
     for (const s of dependencyOrder(stacks)) {
         const outDir = path.join(opts.outDir, s.name);
+        progress?.stack(s.name);
         if (s.hub && failedHubs.has(s.hub)) {
             const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
             if (failedOwnerHubs.has(s.hub) && ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
             log(opts, `${s.name}: ${error}`);
+            progress?.end(false);
             continue;
         }
         const prevStackFile = process.env.PLATFORM_STACK_FILE;
@@ -117,15 +127,21 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
                 preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
             });
+            progress?.phase("policy");
             const policy = await runPolicies(allPolicies, result.resources);
-            const outputs = maskWire(result.outputs);
+            progress?.phase("report");
+            const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
+            const resources = resourcesJson(result.resources);
+            const report = await reportFiles(reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined), { previousDir: outDir });
+            progress?.phase("write");
             // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
             if (policy.mandatory.length === 0 || ownsOutDir(s)) writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
-                "resources.json": JSON.stringify(resourcesJson(result.resources), null, 2) + "\n",
+                "resources.json": JSON.stringify(resources, null, 2) + "\n",
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
                 "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
+                ...report,
             });
             // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
             // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
@@ -135,6 +151,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
+            progress?.end(ok);
             log(opts, summarise(s, result, policy, outDir));
             if (!ok && s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
         } catch (e) {
@@ -142,6 +159,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             if (ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
             if (s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
+            progress?.end(false);
             log(opts, error);
         } finally {
             if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
@@ -150,7 +168,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     return results;
 }
 
-interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string }
+interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; diff?: string }
 
 function parseArgs(argv: string[]): Cli {
     const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out") };
@@ -159,8 +177,12 @@ function parseArgs(argv: string[]): Cli {
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
         else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--diff") {
+            cli.diff = argv[++i];
+            if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
+        }
         else if (a === "--help" || a === "-h") {
-            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir]\n");
+            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir] [--diff <git-ref>]\n");
             process.exit(0);
         } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
@@ -188,20 +210,64 @@ export function selectStacks(all: StackFile[], names: string[], extra: StackFile
     return [...picked.values()];
 }
 
+/**
+ * Removes `out/<name>/` folders of stacks that no longer exist: folders holding a render (`resources.json` or
+ * `manifests.yaml`) whose name is neither a stack file under `stacks/` (by file name, parsed or not: the folder
+ * of a stack whose file exists but fails to parse is never removed here) nor a stack of this run. Returns the
+ * names removed.
+ */
+export function removeStaleOutDirs(outDir: string, keep: Set<string>): string[] {
+    if (!fs.existsSync(outDir)) return [];
+    const removed: string[] = [];
+    for (const d of fs.readdirSync(outDir, { withFileTypes: true })) {
+        if (!d.isDirectory() || keep.has(d.name) || d.name.includes(".tmp-")) continue;
+        const dir = path.join(outDir, d.name);
+        if (!fs.existsSync(path.join(dir, "resources.json")) && !fs.existsSync(path.join(dir, "manifests.yaml"))) continue;
+        fs.rmSync(dir, { recursive: true, force: true });
+        removed.push(d.name);
+    }
+    return removed.sort();
+}
+
 async function main() {
     const cli = parseArgs(process.argv.slice(2));
     const all = discoverStacks();
     const extra = cli.configs.map((f) => readStackFile(path.resolve(f), f));
     const stacks = selectStacks(all, cli.names, extra);
-    const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview });
-    const failed = results.filter((r) => !r.ok);
-    process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
-    // What each pinned upstream actually reads (tools/upstream-check.ts): flags, env, Helm values keys, refused
-    // combinations, image variants. Run on every stack that produced output.
-    const written = results.filter((r) => r.result).map((r) => r.stack);
-    const check = checkOutDir(cli.outDir, undefined, written);
-    process.stdout.write(`\n${formatFindings(check)}\n`);
-    process.exit(failed.length || check.findings.length ? 1 : 0);
+    const progress = new RenderProgress(stacks.length);
+    const root = path.join(__dirname, "..");
+    const selected = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
+    // --diff: the base renders in its own worktree and process while this one renders the working tree.
+    if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
+    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n")) : undefined;
+    try {
+        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
+        const stackFiles = new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]);
+        const removed = removeStaleOutDirs(cli.outDir, stackFiles);
+        if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
+        const extraTimings: Array<[string, number]> = [];
+        if (diff) {
+            progress.note(`diff: waiting for the render of ${cli.diff}`);
+            const changed = await diff.finish(cli.outDir, stackFiles);
+            const file = path.relative(process.cwd(), path.join(cli.outDir, "diff.md"));
+            if (changed) process.stdout.write(`\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${file}\n`);
+            extraTimings.push([`diff base ${cli.diff}`, diff.elapsedMs()]);
+        } else {
+            fs.rmSync(path.join(cli.outDir, "diff.md"), { force: true }); // a diff of an earlier run would describe other renders
+        }
+        progress.summary(extraTimings);
+        const failed = results.filter((r) => !r.ok);
+        process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
+        // What each pinned upstream actually reads (tools/upstream-check.ts): flags, env, Helm values keys, refused
+        // combinations, image variants. Run on every stack that produced output.
+        const written = results.filter((r) => r.result).map((r) => r.stack);
+        const check = checkOutDir(cli.outDir, undefined, written);
+        process.stdout.write(`\n${formatFindings(check)}\n`);
+        process.exitCode = failed.length || check.findings.length ? 1 : 0;
+    } finally {
+        diff?.dispose();
+    }
+    process.exit(process.exitCode ?? 0);
 }
 
 if (require.main === module) {

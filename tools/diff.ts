@@ -1,0 +1,329 @@
+/**
+ * `npm run render -- --diff <git-ref>`: what a change does to every rendered stack, even a stack whose
+ * `pulumi preview` cannot run yet (a new region). The base ref is checked out in a temporary git worktree and
+ * rendered there by its own tools/render.ts (in parallel with the working tree's render); both `out/` trees are
+ * compared object by object (`resources.json`, keyed by URN) and output by output, and `out/diff.md` lists per
+ * stack the objects added, removed and changed, each change as a field path with its old and new value.
+ * Both sides are read from `resources.json` / `outputs.json`, where secrets are already masked (`[secret]`),
+ * so a diff never shows a secret (a changed secret value is invisible: both sides read `[secret]`).
+ */
+import { spawn, execFileSync } from "child_process";
+import * as fs from "fs";
+import * as os from "os";
+import * as path from "path";
+import { stackNameOf } from "./stackfiles";
+
+/** One changed leaf: `path` as `spec.components[name=decode].replicas`; undefined before = added, after = removed. */
+export interface FieldChange { path: string; before?: unknown; after?: unknown }
+
+export interface ObjectRef { urn: string; label: string }
+
+export interface ObjectChange extends ObjectRef { fields: FieldChange[] }
+
+export interface StackDiff {
+    stack: string;
+    /** `changed`: rendered on both sides; `new`/`deleted`: the stack file exists on one side only;
+     *  `not-rendered-base`/`not-rendered-head`: the file exists but that side did not render (config error, hub failure). */
+    status: "changed" | "unchanged" | "new" | "deleted" | "not-rendered-base" | "not-rendered-head";
+    added: ObjectRef[];
+    removed: ObjectRef[];
+    changed: ObjectChange[];
+    outputs: FieldChange[];
+}
+
+interface Row { urn: string; type: string; name: string; inputs?: Record<string, unknown> }
+
+/** `Kind namespace/name` for a Kubernetes object, `<short type> <name>` otherwise. */
+export function objectLabel(r: Row): string {
+    const inp = r.inputs ?? {};
+    if (r.type.startsWith("kubernetes:") && typeof inp.kind === "string") {
+        const md = (inp.metadata ?? {}) as Record<string, unknown>;
+        return `${inp.kind} ${md.namespace ? `${md.namespace}/` : ""}${md.name ?? r.name}`;
+    }
+    const parts = r.type.split(":");
+    return `${parts[0] === "kubernetes" ? "k8s" : parts[0]}:${parts[parts.length - 1]} ${r.name}`;
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === "object" && !Array.isArray(v);
+
+function jsonContainer(v: unknown): unknown {
+    if (typeof v !== "string" || !/^\s*[[{]/.test(v)) return undefined;
+    try { const p = JSON.parse(v); return p && typeof p === "object" ? p : undefined; } catch { return undefined; }
+}
+
+/** Key for array items: their `name` when every item has a distinct one (containers, env, components). */
+function nameKeys(a: unknown[]): string[] | undefined {
+    const keys = a.map((x) => (isObj(x) && typeof x.name === "string" ? x.name : undefined));
+    if (keys.some((k) => k === undefined) || new Set(keys).size !== keys.length) return undefined;
+    return keys as string[];
+}
+
+/**
+ * Leaf differences between two JSON values. Objects recurse by key; arrays of named items (containers, env,
+ * components) by name (`[name=decode]`), other arrays by index; strings holding JSON (Helm values, planner
+ * config, CNI IPAM) recurse into the parsed document (`args[1]{json}.max_gpu_budget`).
+ */
+export function fieldChanges(before: unknown, after: unknown, p = ""): FieldChange[] {
+    if (JSON.stringify(before) === JSON.stringify(after)) return [];
+    const join = (k: string) => (p ? `${p}.${k}` : k);
+    if (isObj(before) && isObj(after)) {
+        const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+        return keys.flatMap((k) => fieldChanges(before[k], after[k], join(k)));
+    }
+    if (Array.isArray(before) && Array.isArray(after)) {
+        const kb = nameKeys(before);
+        const ka = nameKeys(after);
+        if (kb && ka) {
+            const mb = new Map(kb.map((k, i) => [k, before[i]]));
+            const ma = new Map(ka.map((k, i) => [k, after[i]]));
+            const order = [...kb, ...ka.filter((k) => !mb.has(k))];
+            const out = order.flatMap((k) => fieldChanges(mb.get(k), ma.get(k), `${p}[name=${k}]`));
+            if (out.length === 0) out.push({ path: `${p} (order)`, before: kb, after: ka });
+            return out;
+        }
+        const n = Math.max(before.length, after.length);
+        return Array.from({ length: n }, (_, i) => fieldChanges(before[i], after[i], `${p}[${i}]`)).flat();
+    }
+    const jb = jsonContainer(before);
+    const ja = jsonContainer(after);
+    if (jb !== undefined && ja !== undefined) return fieldChanges(jb, ja, `${p}{json}`);
+    return [{ path: p || "(value)", before, after }];
+}
+
+/** Differences between two renders of one stack (rows of `resources.json`, `outputs.json` `outputs`). */
+export function diffStack(stack: string, base: { resources: Row[]; outputs: unknown }, head: { resources: Row[]; outputs: unknown }): StackDiff {
+    const b = new Map(base.resources.map((r) => [r.urn, r]));
+    const h = new Map(head.resources.map((r) => [r.urn, r]));
+    const ref = (r: Row): ObjectRef => ({ urn: r.urn, label: objectLabel(r) });
+    const byLabel = (x: ObjectRef, y: ObjectRef) => x.label.localeCompare(y.label) || x.urn.localeCompare(y.urn);
+    const added = [...h.values()].filter((r) => !b.has(r.urn)).map(ref).sort(byLabel);
+    const removed = [...b.values()].filter((r) => !h.has(r.urn)).map(ref).sort(byLabel);
+    const changed: ObjectChange[] = [];
+    for (const [urn, r] of h) {
+        const old = b.get(urn);
+        if (!old) continue;
+        const fields = fieldChanges(old.inputs ?? {}, r.inputs ?? {});
+        if (fields.length) changed.push({ ...ref(r), fields });
+    }
+    changed.sort(byLabel);
+    const outputs = fieldChanges(base.outputs ?? {}, head.outputs ?? {});
+    const status = added.length || removed.length || changed.length || outputs.length ? "changed" : "unchanged";
+    return { stack, status, added, removed, changed, outputs };
+}
+
+function readRender(dir: string): { resources: Row[]; outputs: unknown } | undefined {
+    const rj = path.join(dir, "resources.json");
+    if (!fs.existsSync(rj)) return undefined;
+    const oj = path.join(dir, "outputs.json");
+    return {
+        resources: JSON.parse(fs.readFileSync(rj, "utf8")),
+        outputs: fs.existsSync(oj) ? JSON.parse(fs.readFileSync(oj, "utf8")).outputs : {},
+    };
+}
+
+/** Stack names of the `Pulumi.<stack>.yaml` files in a directory (no parsing: a broken file still counts). */
+export function stackFileNames(dir: string): Set<string> {
+    if (!fs.existsSync(dir)) return new Set();
+    return new Set(fs.readdirSync(dir).filter((f) => /^Pulumi\..+\.ya?ml$/.test(f)).map((f) => stackNameOf(f)));
+}
+
+/**
+ * Compares two `out/` trees.
+ * @param stacks stack names to compare (default: every stack rendered or declared on either side)
+ * @param files stack names whose file exists on each side (tells a new stack from one that failed to render)
+ */
+export function diffOutDirs(baseOut: string, headOut: string, files: { base: Set<string>; head: Set<string> }, stacks?: string[]): StackDiff[] {
+    const dirs = (d: string) => (fs.existsSync(d) ? fs.readdirSync(d).filter((n) => fs.existsSync(path.join(d, n, "resources.json"))) : []);
+    const names = stacks ?? [...new Set([...dirs(baseOut), ...dirs(headOut), ...files.base, ...files.head])];
+    const empty: StackDiff = { stack: "", status: "unchanged", added: [], removed: [], changed: [], outputs: [] };
+    return [...new Set(names)].sort().map((s) => {
+        const b = readRender(path.join(baseOut, s));
+        const h = readRender(path.join(headOut, s));
+        if (b && h) return diffStack(s, b, h);
+        if (h) {
+            const d = diffStack(s, { resources: [], outputs: {} }, h);
+            return { ...d, status: files.base.has(s) ? "not-rendered-base" : "new" } as StackDiff;
+        }
+        if (b) {
+            const d = diffStack(s, b, { resources: [], outputs: {} });
+            return { ...d, status: files.head.has(s) ? "not-rendered-head" : "deleted" } as StackDiff;
+        }
+        return { ...empty, stack: s, status: files.head.has(s) ? "not-rendered-head" : "deleted" } as StackDiff;
+    });
+}
+
+/** A value for one diff line: JSON, at most `max` characters. */
+export function show(v: unknown, max = 100): string {
+    if (v === undefined) return "(none)";
+    const s = typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v) ?? String(v);
+    return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+const STATUS_TEXT: Record<StackDiff["status"], string> = {
+    changed: "changed", unchanged: "no change", new: "new stack", deleted: "stack removed",
+    "not-rendered-base": "did not render at the base", "not-rendered-head": "does not render any more",
+};
+
+/** Field lines shown per changed object before "… and N more". */
+export const MAX_FIELDS_PER_OBJECT = 12;
+
+/** `out/diff.md` text. Deterministic for the same two renders. */
+export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: string }): string {
+    const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
+    const lines = [`# Render diff against ${code(base.ref)} (${base.sha.slice(0, 12)})`, "",
+        "Offline render of the base and of this change, compared object by object (secrets masked on both sides).", "",
+        "| stack | status | added | removed | changed | outputs changed |", "|---|---|---|---|---|---|",
+        ...diffs.map((d) => `| ${d.stack} | ${STATUS_TEXT[d.status]} | ${d.added.length} | ${d.removed.length} | ${d.changed.length} | ${d.outputs.length} |`), ""];
+    for (const d of diffs) {
+        if (d.status === "unchanged") continue;
+        lines.push(`## ${d.stack}: ${STATUS_TEXT[d.status]}`, "");
+        if (d.status === "not-rendered-head") { lines.push("The stack file exists but did not render here; see the render output.", ""); }
+        if (d.added.length) lines.push(`**Added (${d.added.length})**`, "", ...d.added.map((o) => `- ${code(o.label)}`), "");
+        if (d.removed.length) lines.push(`**Removed (${d.removed.length})**`, "", ...d.removed.map((o) => `- ${code(o.label)}`), "");
+        if (d.changed.length) {
+            lines.push(`**Changed (${d.changed.length})**`, "");
+            for (const o of d.changed) {
+                lines.push(`- ${code(o.label)}`);
+                for (const f of o.fields.slice(0, MAX_FIELDS_PER_OBJECT)) lines.push(`  - ${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`);
+                if (o.fields.length > MAX_FIELDS_PER_OBJECT) lines.push(`  - … and ${o.fields.length - MAX_FIELDS_PER_OBJECT} more field(s)`);
+            }
+            lines.push("");
+        }
+        if (d.outputs.length && d.status === "changed") {
+            lines.push(`**Stack outputs changed (${d.outputs.length})**`, "");
+            for (const f of d.outputs.slice(0, MAX_FIELDS_PER_OBJECT * 2)) lines.push(`- ${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`);
+            if (d.outputs.length > MAX_FIELDS_PER_OBJECT * 2) lines.push(`- … and ${d.outputs.length - MAX_FIELDS_PER_OBJECT * 2} more`);
+            lines.push("");
+        }
+    }
+    if (diffs.every((d) => d.status === "unchanged")) lines.push("No rendered object or output changes.", "");
+    return lines.join("\n").trimEnd() + "\n";
+}
+
+// ---------------------------------------------------------------- the base render
+
+function git(cwd: string, args: string[]): string {
+    return execFileSync("git", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+}
+
+/** A checked-out base ref in a temporary worktree; `dispose` removes it. */
+export interface BaseCheckout { ref: string; sha: string; dir: string; dispose: () => void }
+
+function lexists(p: string): boolean {
+    try { fs.lstatSync(p); return true; } catch { return false; }
+}
+
+function sameFile(a: string, b: string): boolean {
+    return fs.existsSync(a) && fs.existsSync(b) && fs.readFileSync(a).equals(fs.readFileSync(b));
+}
+
+/**
+ * Checks `ref` out in a temporary git worktree (`git worktree add --detach`) and gives it dependencies: when
+ * its `package-lock.json` equals the working tree's, `node_modules` is a symlink to ours (no install, seconds);
+ * otherwise `npm ci` runs there. The same for `policies/`.
+ * @throws Error naming the ref when it is not a commit of `repo`
+ */
+export function checkoutBase(repo: string, ref: string, log: (s: string) => void = () => undefined): BaseCheckout {
+    let sha: string;
+    try { sha = git(repo, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]); } catch { throw new Error(`--diff ${ref}: not a commit in ${repo} (fetch it first, e.g. git fetch origin main)`); }
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "render-base-"));
+    const dir = path.join(tmp, "tree");
+    git(repo, ["worktree", "add", "--detach", "--quiet", dir, sha]);
+    const dispose = () => {
+        try { git(repo, ["worktree", "remove", "--force", dir]); } catch { /* removed below */ }
+        fs.rmSync(tmp, { recursive: true, force: true });
+        try { git(repo, ["worktree", "prune"]); } catch { /* nothing to prune */ }
+    };
+    try {
+        for (const sub of [".", "policies"]) {
+            const ours = path.join(repo, sub);
+            const theirs = path.join(dir, sub);
+            if (!fs.existsSync(path.join(theirs, "package.json"))) continue;
+            if (lexists(path.join(theirs, "node_modules"))) continue; // committed (a symlink) or already there
+            if (sameFile(path.join(ours, "package-lock.json"), path.join(theirs, "package-lock.json")) && fs.existsSync(path.join(ours, "node_modules"))) {
+                fs.symlinkSync(path.join(ours, "node_modules"), path.join(theirs, "node_modules"), "dir");
+            } else {
+                log(`diff: ${sub === "." ? "" : `${sub}/`}package-lock.json differs at ${ref}: npm ci in the base worktree`);
+                execFileSync("npm", ["ci", "--no-audit", "--no-fund", ...(sub === "policies" ? ["--ignore-scripts"] : [])], { cwd: theirs, stdio: ["ignore", "ignore", "inherit"] });
+            }
+        }
+    } catch (e) {
+        dispose();
+        throw e;
+    }
+    return { ref, sha, dir, dispose };
+}
+
+/**
+ * Runs the base tree's own `tools/render.ts` into `outDir` (quiet, CI=true). Resolves with its exit code
+ * (1 = some stack failed there, which the diff reports); rejects when it could not run at all (exit 2 or a signal).
+ */
+export function renderBase(base: BaseCheckout, outDir: string, stacks: string[]): Promise<{ code: number; output: string }> {
+    return new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "--out", outDir, ...stacks], {
+            cwd: base.dir, env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" }, stdio: ["ignore", "pipe", "pipe"],
+        });
+        let output = "";
+        child.stdout.on("data", (b) => { output += b; });
+        child.stderr.on("data", (b) => { output += b; });
+        child.on("error", reject);
+        child.on("close", (code, signal) => {
+            if (code === 0 || code === 1) resolve({ code, output });
+            else reject(new Error(`render of ${base.ref} (${base.sha.slice(0, 12)}) failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`));
+        });
+    });
+}
+
+// ---------------------------------------------------------------- one --diff run, as tools/render.ts drives it
+
+/** A `--diff` run: the base render goes on in the background while the working tree renders. */
+export interface DiffRun {
+    /** Waits for the base, compares it with `headOut`, writes `<headOut>/diff.md`; returns the stacks that changed
+     *  (undefined when the base could not be rendered: diff.md then says why). */
+    finish(headOut: string, headFiles: Set<string>): Promise<string[] | undefined>;
+    /** Removes the base worktree. */
+    dispose(): void;
+    /** Milliseconds from start to the end of the base render. */
+    elapsedMs(): number;
+}
+
+/**
+ * Starts a `--diff <ref>` run from the repository at `root`: checks the ref out and renders it in the background.
+ * @param selected stack names to compare (their hubs render with them); undefined = every stack
+ * Never throws: a base that cannot be checked out or rendered is reported in diff.md by `finish`.
+ */
+export function startDiff(root: string, ref: string, selected: string[] | undefined, log: (s: string) => void): DiffRun {
+    const t0 = Date.now();
+    let t1: number | undefined;
+    let base: BaseCheckout | undefined;
+    let error: string | undefined;
+    let done: Promise<unknown> = Promise.resolve();
+    let baseOut = "";
+    try {
+        base = checkoutBase(root, ref, log);
+        const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
+        baseOut = path.join(path.dirname(base.dir), "out");
+        done = renderBase(base, baseOut, selected ? selected.filter((n) => baseFiles.has(n)) : [])
+            .catch((e) => { error = (e as Error).message; })
+            .finally(() => { t1 = Date.now(); });
+    } catch (e) {
+        error = (e as Error).message;
+    }
+    return {
+        async finish(headOut, headFiles) {
+            await done;
+            const file = path.join(headOut, "diff.md");
+            fs.mkdirSync(headOut, { recursive: true });
+            if (error || !base) {
+                fs.writeFileSync(file, `# Render diff against \`${ref}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${(error ?? "").slice(-3000)}\n\`\`\`\n`);
+                log(`render: --diff ${ref}: ${error}`);
+                return undefined;
+            }
+            const diffs = diffOutDirs(baseOut, headOut, { base: stackFileNames(path.join(base.dir, "stacks")), head: headFiles }, selected);
+            fs.writeFileSync(file, diffMarkdown(diffs, { ref: base.ref, sha: base.sha }));
+            return diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
+        },
+        dispose() { base?.dispose(); },
+        elapsedMs() { return (t1 ?? Date.now()) - t0; },
+    };
+}

@@ -1,0 +1,130 @@
+/**
+ * `out/<stack>/report.md`: what will run where, on which GPUs and rails, and what the policy pack found, in a
+ * form a reviewer reads in a minute. Deterministic (no clock, no paths outside the stack): a rerun writes the
+ * same bytes.
+ */
+import type { EndpointView, HubView, PolicyView, PoolView, SpokeView, StackView } from "./model";
+
+/** Escapes text for a Markdown table cell. */
+export function cell(s: unknown): string {
+    return String(s ?? "").replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+function table(head: string[], rows: unknown[][]): string[] {
+    return [`| ${head.join(" | ")} |`, `|${head.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.map(cell).join(" | ")} |`)];
+}
+
+/** `used` of `capacity` as a 20-character bar plus percent, e.g. `████████████░░░░░░░░ 12/16 (75%)`. */
+export function bar(used: number, capacity: number, width = 20): string {
+    const frac = capacity > 0 ? used / capacity : 0;
+    const full = Math.min(width, Math.round(frac * width));
+    return `\`${"█".repeat(full)}${"░".repeat(width - full)}\` ${used}/${capacity} (${Math.round(frac * 100)}%)`;
+}
+
+/** `prefill 2 x 2 GPU, decode 1 x 4 GPU` or `2 workers x 4 GPU`. */
+export function topologyText(e: EndpointView): string {
+    const g = e.groups.map((w) => `${w.role} ${w.replicas} x ${w.gpusPerWorker} GPU`).join(", ");
+    return `${e.mode}: ${g}`;
+}
+
+function gpuCell(e: EndpointView): string {
+    if (e.renderedGpus === undefined || e.renderedGpus === e.gpus) return String(e.gpus);
+    return `${e.gpus} placed, ${e.renderedGpus} rendered ⚠`;
+}
+
+function capacityLines(placed: number, budgets: number, capacity: number): string[] {
+    const lines = [`- GPUs placed: ${bar(placed, capacity)}`, `- planner budgets: ${bar(budgets, capacity)}`];
+    if (placed > capacity) lines.push(`- ⚠ placement needs ${placed} GPUs, the spoke has ${capacity}`);
+    if (budgets > capacity) lines.push(`- ⚠ planner budgets add up to ${budgets} GPUs, more than the ${capacity} the spoke has: planners scaling at once compete for GPUs`);
+    return lines;
+}
+
+function policySection(p: PolicyView): string[] {
+    const lines = ["## Policies", "",
+        `${p.run} policies on ${p.resourcesChecked} resources: **${p.mandatory} mandatory violation(s)**, ${p.advisory} advisory finding(s).`, ""];
+    if (p.findings.length) lines.push(...table(["level", "policy", "resource", "finding"], p.findings.map((f) => [f.level, f.policy, f.resource ?? "(stack)", f.message])), "");
+    if (p.policies.length) {
+        lines.push(`<details><summary>policies in the pack (${p.policies.length})</summary>`, "",
+            ...p.policies.map((x) => `- \`${x.name}\` (${x.enforcementLevel})`), "", "</details>", "");
+    }
+    return lines;
+}
+
+function poolLines(p: PoolView, fabric: string): string[] {
+    const hosts = p.scaling ? `${p.nodes.length} nodes (EKS node group, desired ${p.scaling.desired}, min ${p.scaling.min}, max ${p.scaling.max})` : `${p.nodes.length} nodes: ${p.nodes.join(", ")}`;
+    const lines = [`### Pool \`${p.name}\`: ${p.model} (profile \`${p.profile}\`)`, "",
+        `${hosts}; ${p.gpusPerNode} x ${p.gpuProduct} ${p.gpuMemoryGB} GB per node, ${p.numaNodes} NUMA nodes, ${p.capacityGpus} GPUs.`, ""];
+    if (p.rails.length) {
+        lines.push(`Backend (${fabric}, east-west, KV transfer): rail i of every node is cabled to leaf switch i.`, "",
+            ...table(["rail / leaf", "GPU", "GPU PCI", "HCA", "netdev", "HCA PCI", "NUMA", "Gb/s", "RDMA resource", "network", "IP pool"],
+                p.rails.map((r) => [r.rail, `GPU${r.gpu}`, r.gpuPciAddress, r.hca, r.netdev, r.pciAddress, r.numa, r.linkRateGbps,
+                    r.rdmaResource ?? "⚠ none", r.network ?? "⚠ none", r.subnet ? `${r.ipPool} ${r.subnet} (/node ${r.perNodeBlockSize})` : "⚠ none"])), "");
+    }
+    if (p.efa) {
+        lines.push(`Backend (EFA, east-west, KV transfer): ${p.efa.instanceType}, ${p.efa.networkCards} network cards x ${p.efa.cardRateGbps} Gb/s`
+            + ` = ${p.efa.networkCards * p.efa.cardRateGbps} Gb/s per node, ${p.efa.devicesPerGpu} EFA per GPU; launch template: ${p.efa.efaInterfaces} EFA interfaces,`
+            + ` ${p.efa.enaInterfaces} ENA (card 0). EFA devices are handed out by the EFA device plugin (\`vpc.amazonaws.com/efa\`), not pinned per rail.`, "");
+    }
+    if (p.frontend.length) {
+        lines.push("Frontend NICs (north-south: requests, tokens, control plane; KV never rides them):", "",
+            ...table(["HCA", "netdev", "PCI", "NUMA", "Gb/s"], p.frontend.map((f) => [f.hca, f.netdev, f.pciAddress, f.numa, f.linkRateGbps])), "");
+    }
+    return lines;
+}
+
+function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
+    const lines = [`# ${v.stack}: spoke \`${v.spoke}\` (${v.region})`, "",
+        `\`${v.file}\` · ${v.provider === "eks" ? "EKS" : "on-prem"} · backend ${v.fabric === "efa" ? "EFA" : "InfiniBand"}`
+        + `${v.gpuDirectRdma ? ` · GPUDirect RDMA ${v.gpuDirectRdma}` : ""} · hub \`${v.hubStack}\``
+        + `${v.placementRevision ? ` · placement \`${v.placementRevision.slice(0, 12)}\`` : ""}`
+        + `${v.policyRevision !== undefined ? ` · policy bundle revision ${v.policyRevision}` : ""}`, "",
+        `${v.resources} resources, ${v.kubernetesObjects} Kubernetes objects · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![rail wiring of ${v.spoke}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
+    lines.push("## Endpoints", "");
+    if (v.endpoints.length === 0) lines.push("No endpoint is placed on this spoke.", "");
+    else {
+        lines.push(...table(["endpoint", "model", "engine", "topology", "GPUs", "router", "KV pool", "planner budget", "speculative", "pool"],
+            v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, e.plannerBudget ?? "off", e.speculative ?? "-", e.pool ?? "-"])), "");
+    }
+    lines.push("## GPUs against capacity", "",
+        `Capacity: ${v.capacityGpus} GPUs (${v.pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.gpusPerNode}`).join(", ")}).`, "",
+        ...capacityLines(v.placedGpus, v.plannerBudgetGpus, v.capacityGpus), "");
+    lines.push("## Rails and networks", "");
+    for (const p of v.pools) lines.push(...poolLines(p, v.fabric === "efa" ? "EFA" : "InfiniBand"));
+    lines.push("Networks:", "", ...table(["network", "CIDR", "what"], v.networks.map((n) => [n.name, n.cidr, n.what])), "");
+    lines.push(...policySection(v.policy));
+    return lines;
+}
+
+function hubMarkdown(v: HubView, pictures: string[]): string[] {
+    const lines = [`# ${v.stack}: hub${v.region ? ` (${v.region})` : ""}`, "",
+        `\`${v.file}\` · ${v.spokes.length} spokes · ${v.models.length} models · ${v.tenants} tenants, ${v.teams} teams, ${v.apiKeys} API keys (only SHA-256 hashes leave the hub)`, "",
+        `${v.resources} resources · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![spokes, regions and models of ${v.stack}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
+    lines.push("## Spokes", "", ...table(["spoke", "stack", "region", "provider", "GPUs placed", "planner budgets", "endpoints", "policy revision", "placement"],
+        v.spokes.map((s) => [s.name, s.stack, s.region, s.provider, `${s.placedGpus}/${s.capacityGpus}`, `${s.plannerBudgetGpus}/${s.capacityGpus}${s.plannerBudgetGpus > s.capacityGpus ? " ⚠" : ""}`,
+            s.endpoints.map((e) => e.name).join(", ") || "-", s.policyRevision ?? "-", s.placementRevision ? s.placementRevision.slice(0, 12) : "-"])), "");
+    const over = v.spokes.filter((s) => s.plannerBudgetGpus > s.capacityGpus);
+    if (over.length) lines.push(`⚠ planner budgets above capacity on ${over.map((s) => `${s.name} (${s.plannerBudgetGpus} > ${s.capacityGpus})`).join(", ")}: planners scaling at once compete for GPUs.`, "");
+    lines.push("## Endpoints by model", "");
+    const rows: unknown[][] = [];
+    for (const m of v.models) {
+        const eps = v.spokes.flatMap((s) => s.endpoints.filter((e) => e.model === m.id).map((e) => ({ s, e })));
+        if (eps.length === 0) rows.push([m.id, "(not placed)", "-", "-", "-", "-", "-", "-"]);
+        for (const { s, e } of eps) rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, e.plannerBudget ?? "off", e.kvPool]);
+    }
+    lines.push(...table(["model", "spoke", "endpoint", "engine", "topology", "GPUs", "planner budget", "KV pool"], rows), "");
+    lines.push("## Platform limits per model", "", ...table(["model", "requests/s", "concurrent", "tokens per window", "window (s)", "placed on"],
+        v.models.map((m) => [m.id, m.rps, m.concurrent, m.tokensPerWindow, m.windowSeconds, m.placedOn.join(", ") || "-"])), "");
+    lines.push(...policySection(v.policy));
+    return lines;
+}
+
+/**
+ * The report text of one stack.
+ * @param pictures file names of the pictures written beside report.md (linked from it)
+ */
+export function reportMarkdown(v: StackView, pictures: string[] = []): string {
+    const lines = v.kind === "hub" ? hubMarkdown(v, pictures) : spokeMarkdown(v, pictures);
+    return lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
+}
