@@ -1,5 +1,6 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { ofType } from "./lib/resources";
+import { peek } from "./lib/unknown";
 
 /**
  * AWS side of the guard (issue 13): a spoke only touches its own data, no long-lived key where a role would do,
@@ -66,9 +67,12 @@ export const awsEksNoAccessKeys: StackValidationPolicy = {
         const rs = args.resources;
         if (ofType(rs, AWS_TYPES.eksCluster).length > 0) {
             for (const k of ofType(rs, AWS_TYPES.accessKey)) report(`IAM access key ${k.name} in an EKS spoke stack: EKS workloads get their role from EKS Pod Identity or IRSA, never a long-lived key.`, k.urn);
+            // A Secret whose content is still being computed (a new stack's preview) gets it from another resource of
+            // this stack; the only resource that mints an AWS key is aws.iam.AccessKey, refused just above. So the
+            // content is judged where known and the key's source where not.
             for (const s of ofType(rs, AWS_TYPES.k8sSecret)) {
-                const text = JSON.stringify(s.props.stringData ?? {}) + JSON.stringify(s.props.data ?? {});
-                if (/aws_secret_access_key|secretAccessKey/.test(text)) report(`Kubernetes Secret ${s.name} carries an AWS secret access key in an EKS spoke: bind the service account to its role with EKS Pod Identity instead.`, s.urn);
+                const content = peek(() => JSON.stringify(s.props.stringData ?? {}) + JSON.stringify(s.props.data ?? {}));
+                if (content.known && /aws_secret_access_key|secretAccessKey/.test(content.value)) report(`Kubernetes Secret ${s.name} carries an AWS secret access key in an EKS spoke: bind the service account to its role with EKS Pod Identity instead.`, s.urn);
             }
         }
         const podIdentitySpokes = new Set(ofType(rs, AWS_TYPES.role)
@@ -88,14 +92,21 @@ const CREDENTIAL_VALUES: Array<[RegExp, string]> = [
     [/-----BEGIN (RSA |EC |OPENSSH |ENCRYPTED )?PRIVATE KEY-----/, "a private key"],
 ];
 
-/** Pure: where in `value` a credential is (`path: what`), for the no-credentials-in-outputs policy. */
+/**
+ * Pure: where in `value` a credential is (`path: what`), for the no-credentials-in-outputs policy. A field named like
+ * a credential is one whether or not its value is known yet; a value is scanned wherever it is known. A value still
+ * being computed (a new stack's preview: the outputs of resources not created yet) is read with `peek` and left to the
+ * scan of the same policy at `up`, when every output is known and the update is still refused before it completes.
+ */
 export function findCredentials(value: unknown, path = ""): string[] {
     if (typeof value === "string") return CREDENTIAL_VALUES.filter(([re]) => re.test(value)).map(([, what]) => `${path || "(value)"}: ${what}`);
-    if (Array.isArray(value)) return value.flatMap((v, i) => findCredentials(v, `${path}[${i}]`));
+    if (Array.isArray(value)) return value.flatMap((_, i) => { const v = peek(() => value[i]); return v.known ? findCredentials(v.value, `${path}[${i}]`) : []; });
     if (value && typeof value === "object") {
-        return Object.entries(value as Record<string, unknown>).flatMap(([k, v]) => {
+        return Object.keys(value as Record<string, unknown>).flatMap((k) => {
             const p = path ? `${path}.${k}` : k;
-            return CREDENTIAL_KEYS.test(k) ? [`${p}: a credential field`] : findCredentials(v, p);
+            if (CREDENTIAL_KEYS.test(k)) return [`${p}: a credential field`];
+            const v = peek(() => (value as Record<string, unknown>)[k]);
+            return v.known ? findCredentials(v.value, p) : [];
         });
     }
     return [];
@@ -113,7 +124,9 @@ export const awsNoCredentialOutputs: StackValidationPolicy = {
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const s of ofType(args.resources, AWS_TYPES.stack)) {
-            for (const where of findCredentials({ ...s.props })) report(`stack output ${where}: outputs are readable by every StackReference; deliver credentials per consumer instead.`, s.urn);
+            const props = peek(() => s.props);
+            if (!props.known) continue;
+            for (const where of findCredentials(props.value)) report(`stack output ${where}: outputs are readable by every StackReference; deliver credentials per consumer instead.`, s.urn);
         }
     },
 };
@@ -151,11 +164,13 @@ export const awsImdsHopLimit: StackValidationPolicy = {
     validateStack: (args, report) => {
         const lts = ofType(args.resources, AWS_TYPES.launchTemplate);
         for (const g of ofType(args.resources, AWS_TYPES.nodeGroup).filter(isGpuGroup)) {
-            const ref = g.props.launchTemplate;
-            if (!ref?.id && !ref?.name) { report(`GPU node group ${g.name} has no launch template: EKS's default sets IMDS hop limit 2, so pods can take the node role.`, g.urn); continue; }
-            // The node group depends on its launch template (launchTemplate.id is one of its inputs).
+            // launchTemplate.id is the template's computed id (unknown in a new stack's preview): the template is found
+            // through the node group's dependency on it, which is known in preview too.
+            const ref = peek(() => g.props.launchTemplate as { id?: unknown; name?: unknown } | undefined);
+            if (ref.known && !ref.value) { report(`GPU node group ${g.name} has no launch template: EKS's default sets IMDS hop limit 2, so pods can take the node role.`, g.urn); continue; }
             const deps = new Set((g.dependencies ?? []).map((d) => d.urn));
-            const lt = lts.find((l) => deps.has(l.urn)) ?? lts.find((l) => ref.name && l.props.name === ref.name);
+            const refName = ref.known ? peek(() => ref.value?.name) : undefined;
+            const lt = lts.find((l) => deps.has(l.urn)) ?? lts.find((l) => refName?.known && refName.value && peek(() => l.props.name).known && l.props.name === refName.value);
             if (!lt) { report(`GPU node group ${g.name}: its launch template is not in this stack, so its IMDS settings cannot be checked.`, g.urn); continue; }
             const md = lt.props.metadataOptions ?? {};
             if (md.httpTokens !== "required" || md.httpPutResponseHopLimit !== 1) {

@@ -76,7 +76,7 @@ export const VERIFIED_CHARTS: Record<string, { versions: string[]; keys: string[
     "ai-gateway-helm": { versions: ["v1.2.0"], keys: ["controller.quotaRateLimitFailureModeDeny"], source: "envoyproxy/ai-gateway@v1.2.0:manifests/charts/ai-gateway-helm/values.yaml" },
     "aws-efa-k8s-device-plugin": { versions: ["v0.5.30"], keys: ["supportedInstanceLabels.keys", "supportedInstanceLabels.values", "tolerations"], source: "aws/eks-charts:stable/aws-efa-k8s-device-plugin/values.yaml (chart v0.5.30)" },
     "dynamo-platform": { versions: ["1.5.0"], keys: ["global.grove", "global.lws"], source: "ai-dynamo/dynamo@v1.5.0:deploy/helm/charts/platform/values.yaml" },
-    "network-operator": { versions: ["26.1.0"], keys: ["deployCR"], source: "Mellanox/network-operator deployment/network-operator/values.yaml (earlier charts create a NicClusterPolicy from values when deployCR: true)" },
+    "network-operator": { versions: ["26.1.0", "26.1.2"], keys: ["deployCR"], source: "Mellanox/network-operator@v26.1.2:deployment/network-operator/templates (values keys identical to v26.1.0, upstream/charts/network-operator.ts; earlier charts create a NicClusterPolicy from values when deployCR: true)" },
 };
 
 /** Helm releases of guarded charts must put every value where the pack reads it. */
