@@ -44,7 +44,7 @@ describe("the whole pack in preview mode on every stack under stacks/", () => {
         });
     }
     it("the preview graphs really hold unknowns (the test is not vacuous): the EFA launch template's security groups, a generated Secret", () => {
-        const lt = rendered["spoke-sg1"].preview.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate")!;
+        const lt = rendered["spoke-sg1"].preview.find(efaTemplate)!;
         expect(JSON.stringify(lt.outputs)).toContain(UNKNOWN);
         expect(rendered["spoke-hn1"].preview.some((r) => r.type === "kubernetes:core/v1:Secret" && JSON.stringify(r.outputs).includes(UNKNOWN))).toBe(true);
     });
@@ -65,6 +65,8 @@ function mutate(rs: CapturedResource[], match: (r: CapturedResource) => boolean,
 }
 const kind = (k: string, name?: string) => (r: CapturedResource) => (r.inputs as any)?.kind === k && (name === undefined || (r.inputs as any)?.metadata?.name === name);
 const type = (t: string) => (r: CapturedResource) => r.type === t;
+/** The EFA node group's launch template (the system node group has one too, without EFA interfaces). */
+const efaTemplate = (r: CapturedResource) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && Array.isArray((r.inputs as any)?.networkInterfaces);
 const role = (o: Record<string, any>, t: string) => o.spec.components.find((c: any) => c.type === t).podTemplate.spec.containers.find((c: any) => c.name === "main");
 const setEnv = (c: Record<string, any>, name: string, value: string) => { c.env = [...(c.env ?? []).filter((e: any) => e.name !== name), { name, value }]; };
 
@@ -78,7 +80,7 @@ const faults: Array<{ name: string; stack: string; apply: (rs: CapturedResource[
     { name: "identity headers not stripped early (ai-gateway#2410)", stack: "spoke-hn1", apply: (rs) => mutate(rs, kind("ClientTrafficPolicy"), (o) => { o.spec.headers.earlyRequestHeaders = { remove: ["x-ai-eg-model"] }; }) },
     { name: "gpu-operator values from a file (class 5)", stack: "spoke-hn1", apply: (rs) => mutate(rs, (r) => (r.inputs as any).chart === "gpu-operator", (o) => { o.valueYamlFiles = [{ path: "values.yaml" }]; }) },
     { name: "NicClusterPolicy plugin before PR #82 (rdma-failures #5)", stack: "spoke-hn1", apply: (rs) => mutate(rs, kind("NicClusterPolicy"), (o) => { o.spec.rdmaSharedDevicePlugin.version = "v1.3.2"; }) },
-    { name: "EFA launch template missing network cards (reference/rdma.md §6.2)", stack: "spoke-sg1", apply: (rs) => mutate(rs, type("aws:ec2/launchTemplate:LaunchTemplate"), (o) => { o.networkInterfaces = o.networkInterfaces.slice(0, 9); }) },
+    { name: "EFA launch template missing network cards (reference/rdma.md §6.2)", stack: "spoke-sg1", apply: (rs) => mutate(rs, efaTemplate, (o) => { o.networkInterfaces = o.networkInterfaces.slice(0, 9); }) },
     { name: "EFA node group over two subnets", stack: "spoke-sg1", apply: (rs) => mutate(rs, (r) => r.type === "aws:eks/nodeGroup:NodeGroup" && (r.inputs as any).labels?.["inference-platform.io/fabric"] === "efa", (o) => { o.subnetIds = [...o.subnetIds, "subnet-b"]; }) },
     { name: "EFA device plugin allowlist without the instance type (aws/eks-charts PR #1348)", stack: "spoke-sg1", apply: (rs) => mutate(rs, (r) => (r.inputs as any).chart === "aws-efa-k8s-device-plugin", (o) => { o.values.supportedInstanceLabels.values = ["p5.48xlarge"]; }) },
     { name: "EFA worker without FI_PROVIDER=efa (nixl PR #833)", stack: "spoke-sg1", apply: (rs) => mutate(rs, kind("DynamoGraphDeployment"), (o) => setEnv(role(o, "decode"), "FI_PROVIDER", "tcp")) },
@@ -100,7 +102,7 @@ describe("every fault gives the same verdict in preview (brand-new stack) and no
 describe("a guarded value that is truly unknown fails closed, saying so", () => {
     const only = (ps: Policy[]) => ps.map((p) => failClosed(p));
     it("EFA launch template whose interfaces are unknown (as the program built them before): mandatory, not advisory", async () => {
-        const rs = mutate(rendered["spoke-sg1"].preview, type("aws:ec2/launchTemplate:LaunchTemplate"), (o) => { o.networkInterfaces = UNKNOWN; });
+        const rs = mutate(rendered["spoke-sg1"].preview, efaTemplate, (o) => { o.networkInterfaces = UNKNOWN; });
         const r = await runPolicies(only([efaLaunchTemplate]), rs);
         expect(cantRun(r)).toEqual([]);
         expect(r.mandatory.map((f) => f.message)).toEqual([expect.stringMatching(/^aws:ec2\/launchTemplate:LaunchTemplate .*: property \.networkInterfaces is unknown during preview, and policy efa-node-group-launch-template guards it, so it refuses \(fail closed\)/)]);
@@ -109,7 +111,7 @@ describe("a guarded value that is truly unknown fails closed, saying so", () => 
     });
     it("placement group name unknown: read from the placement group the template depends on", async () => {
         const rs = rendered["spoke-sg1"].preview;
-        const lt = rs.find(type("aws:ec2/launchTemplate:LaunchTemplate"))!;
+        const lt = rs.find(efaTemplate)!;
         expect(JSON.stringify((lt.outputs as any).placement)).toContain(UNKNOWN);
         expect((await runPolicies(only([efaLaunchTemplate]), rs)).mandatory).toEqual([]);
         const wrongPg = mutate(rs, type("aws:ec2/placementGroup:PlacementGroup"), (o) => { o.strategy = "spread"; });
