@@ -149,13 +149,15 @@ describe("spoke report (spoke-sg1, EKS p5en.48xlarge, EFA)", () => {
 });
 
 describe("preview mode", () => {
-    it("builds the report from a preview render, where computed inputs are [unknown] (a launch template's NICs)", async () => {
+    it("builds the report from a preview render, where computed inputs are [unknown] (the EFA NICs' security groups)", async () => {
         const b = await runHubAndSpoke("spoke-sg1", true);
         // As tools/render.ts does: a spoke's preview reads its hub rendered normally (the deployed hub's outputs).
         const input = await inputOf("spoke-sg1", b.spoke, (await runRepoStack("hub-prod")).outputs);
-        expect(input.resources.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate")!.inputs.networkInterfaces).toBe("[unknown]");
+        // The interface list is built from the node profile (known in preview); each NIC's security groups are computed.
+        const lt = input.resources.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && Array.isArray(r.inputs.networkInterfaces))!;
+        expect(JSON.stringify(lt.inputs.networkInterfaces)).toContain("[unknown]");
         const v = buildView(input) as SpokeView;
-        expect(v.pools[0].efa).toMatchObject({ networkCards: 16, efaInterfaces: 0 });
+        expect(v.pools[0].efa).toMatchObject({ networkCards: 16, efaInterfaces: 16, enaInterfaces: 1 });
         expect(v.endpoints.map((e) => [e.name, e.gpus])).toEqual([["qwen3-32b", 8]]);
         expect((await reportFiles(input, { png: false }))["report.md"]).toContain("| qwen3-32b | Qwen/Qwen3-32B | sglang |");
     });

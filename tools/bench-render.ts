@@ -36,6 +36,8 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     const nodes = Math.max(1, Math.ceil((endpoints * gpusPerEndpoint) / 8));
     const names = Array.from({ length: spokes }, (_, i) => `b${i + 1}`);
     const hubConfig = { ...hubBase.config };
+    // The generated spokes replace the sample ones; their identities take the defaults (an on-prem access key slot).
+    delete hubConfig["platform:spokeIdentities"];
     hubConfig["platform:spokes"] = JSON.stringify(names.map((n) => ({ name: n, stack: `spoke-${n}`, region: `bench-${n}`, provider: "onprem", gpus: nodes * 8 })));
     hubConfig["platform:endpoints"] = JSON.stringify(names.flatMap((n) => Array.from({ length: endpoints }, (_, j) => ({
         name: `ep-${j + 1}`, model: models[j % models.length].id, spoke: n, engine: j % 2 === 0 ? "vllm" : "sglang",

@@ -1,5 +1,5 @@
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { NodeHttpHandler } from "@smithy/node-http-handler";
+import { boundedRequestHandler } from "../shared/net";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config";
 import { BundleWindows, LimitsApplier, meteringRedisOptions, RedisLimits } from "./limits";
@@ -41,11 +41,10 @@ async function main(): Promise<void> {
         redis.on("error", () => undefined); // failures surface per command and in metering_limits_errors_total
         let windows: BundleWindows | undefined;
         if (cfg.METERING_POLICY_BUCKET && cfg.METERING_HUB_PUBLIC_KEY) {
-            // Bounded like the Kinesis transport (see shipper.ts: throwOnRequestTimeout makes requestTimeout real).
-            const agent = { keepAlive: true, keepAliveMsecs: 15_000 };
+            // Bounded like the Kinesis transport (services/shared/net.ts: throwOnRequestTimeout makes requestTimeout real).
             const s3 = new S3Client({
                 region: cfg.METERING_POLICY_REGION, maxAttempts: 2,
-                requestHandler: new NodeHttpHandler({ requestTimeout: 10_000, throwOnRequestTimeout: true, connectionTimeout: 3_000, socketTimeout: 10_000, httpAgent: agent, httpsAgent: agent }),
+                requestHandler: boundedRequestHandler({ requestTimeoutMs: 10_000, connectTimeoutMs: 3_000, keepAliveMs: 15_000 }),
             });
             const bucket = cfg.METERING_POLICY_BUCKET;
             windows = new BundleWindows(async (key) => {

@@ -1,5 +1,5 @@
 import { KinesisClient, PutRecordsCommand } from "@aws-sdk/client-kinesis";
-import { NodeHttpHandler } from "@smithy/node-http-handler";
+import { boundedRequestHandler } from "../shared/net";
 import { createHash } from "crypto";
 import type { QuarantineMarker, UsageEvent } from "../shared/usage";
 import type { Spool } from "./spool";
@@ -92,20 +92,18 @@ export class KinesisTransport implements Transport {
     private readonly client: KinesisClient;
 
     constructor(private readonly opts: KinesisTransportOptions) {
-        const requestTimeout = opts.requestTimeoutMs ?? 10_000;
-        const agent = { keepAlive: true, keepAliveMsecs: opts.keepAliveMs ?? 15_000, maxSockets: 8 };
         this.client = new KinesisClient({
             region: opts.region,
             endpoint: opts.endpoint,
             credentials: opts.credentials,
             maxAttempts: 1, // the shipper owns retries and backoff
-            requestHandler: new NodeHttpHandler({
-                requestTimeout,
-                throwOnRequestTimeout: true,
-                connectionTimeout: opts.connectionTimeoutMs ?? 3_000,
-                socketTimeout: opts.socketTimeoutMs ?? requestTimeout,
-                httpAgent: agent,
-                httpsAgent: agent,
+            // Timeouts really enforced (throwOnRequestTimeout), keepalive (services/shared/net.ts).
+            requestHandler: boundedRequestHandler({
+                requestTimeoutMs: opts.requestTimeoutMs ?? 10_000,
+                connectTimeoutMs: opts.connectionTimeoutMs ?? 3_000,
+                socketTimeoutMs: opts.socketTimeoutMs,
+                keepAliveMs: opts.keepAliveMs ?? 15_000,
+                maxSockets: 8,
             }),
         });
     }

@@ -157,21 +157,3 @@ export function boundedRequestHandler(b: HttpBounds = {}): NodeHttpHandler {
         httpsAgent: new https.Agent(agentOptions),
     });
 }
-
-/**
- * node-postgres Pool/Client timeouts (names from pg 8.23 `lib/defaults.js` / @types/pg `ClientConfig`):
- * connect deadline, client-side query read deadline, server-side `statement_timeout`, TCP keepalive, idle
- * eviction. Note: pg's `query_timeout` rejects the query but (outside pipeline mode) keeps the connection;
- * callers must `client.release(err)` on a timeout so the pool destroys that client instead of reusing it.
- */
-export function boundedPgOptions(b: { connectTimeoutMs?: number; queryTimeoutMs?: number; keepAliveMs?: number } = {}) {
-    const queryTimeout = b.queryTimeoutMs ?? 5_000;
-    return {
-        connectionTimeoutMillis: b.connectTimeoutMs ?? 2_000,
-        query_timeout: queryTimeout,
-        statement_timeout: queryTimeout,
-        keepAlive: true,
-        keepAliveInitialDelayMillis: b.keepAliveMs ?? 5_000,
-        idleTimeoutMillis: 30_000,
-    };
-}
