@@ -2,7 +2,7 @@
  * The repo's own spokes rendered through the real program under mocks: one DGD per placed endpoint, Mooncake pools,
  * the preflight ConfigMap and zero mandatory violations from the whole pack, in update and preview mode; a placement
  * that does not fit is a ConfigError. Schema validation against the upstream CRDs is not a unit test (they are not in
- * the repo): `.ci/run` renders every stack and runs `npm run validate -- --crds ../shared/schemas` on the result.
+ * the repo): `.ci/run` renders every stack and runs `npm run validate -- --crds <upstream CRD dir>` on the result.
  */
 import { spawnSync } from "child_process";
 import * as path from "path";

@@ -48,8 +48,8 @@ const dgdEdit = (fn: (o: Record<string, any>) => void, rs = stack()) => edit(rs,
 const L = "DynamoGraphDeployment/llama-70b";
 
 describe("both DGD shapes", () => {
-    // Schema validity of both forms against the upstream DGD CRD is checked by `npm run validate -- --crds ../shared/schemas`
-    // in .ci/run; unit tests do not read ../shared (they pass from a bare clone).
+    // Schema validity of both forms against the upstream DGD CRD is checked by `npm run validate -- --crds <upstream CRD dir>`
+    // in .ci/run; unit tests read no upstream CRDs (they pass from a bare clone).
     it("the v1alpha1 form of the generated graph passes every RDMA, Mooncake and DGD rule", async () => {
         expect(await violations([...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies], v1alpha1Stack())).toEqual([]);
     });
