@@ -115,3 +115,10 @@ describe("npm run status", () => {
         expect(res.stdout).toMatch(/sg1: serves revision 3 of 5, behind for \d+ s \(limit 1 s\)/);
     });
 });
+
+describe("npm run status on the wrong input", () => {
+    it("says a preview render's outputs cannot be used (spokeContracts unknown)", () => {
+        expect(() => spokesFromHubOutputs({ outputs: { spokeContracts: "[unknown]" } }, "out/hub-prod/outputs.json"))
+            .toThrow("out/hub-prod/outputs.json: spokeContracts is unknown (rendered with --preview?)");
+    });
+});

@@ -162,6 +162,7 @@ export function formatStatus(rows: SpokeStatus[]): string {
 export function spokesFromHubOutputs(json: unknown, source: string): StatusOptions["spokes"] {
     const root = (json as { outputs?: unknown })?.outputs ?? json;
     const contracts = (root as { spokeContracts?: Record<string, { policy?: { bucket?: string; region?: string } }> })?.spokeContracts;
+    if ((contracts as unknown) === "[unknown]") throw new Error(`${source}: spokeContracts is unknown (rendered with --preview?); use the outputs of a normal render or of the deployed hub`);
     if (!contracts || typeof contracts !== "object") throw new Error(`${source}: no spokeContracts output (is this a hub stack?)`);
     const spokes: StatusOptions["spokes"] = {};
     for (const [name, c] of Object.entries(contracts)) {
@@ -193,7 +194,9 @@ async function main(argv: string[]): Promise<number> {
         return clients.get(region)!;
     };
     const db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
-    await db.connect();
+    await db.connect().catch((e: Error) => {
+        throw new Error(`cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`);
+    });
     try {
         const rows = await collectStatus({
             spokes, s3, db, now: new Date(), maxBehindSeconds: num("max-behind-seconds", 900), windowHours: num("window-hours", 24),
