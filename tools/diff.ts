@@ -240,10 +240,14 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
             const theirs = path.join(dir, sub);
             if (!fs.existsSync(path.join(theirs, "package.json"))) continue;
             if (lexists(path.join(theirs, "node_modules"))) continue; // committed (a symlink) or already there
-            if (sameFile(path.join(ours, "package-lock.json"), path.join(theirs, "package-lock.json")) && fs.existsSync(path.join(ours, "node_modules"))) {
+            // The render loads the pack with the root node_modules (@pulumi/policy is a root dependency too): the
+            // pack's own install is needed only where this checkout has one.
+            if (sub === "policies" && !fs.existsSync(path.join(ours, "node_modules"))) continue;
+            const sameLock = sameFile(path.join(ours, "package-lock.json"), path.join(theirs, "package-lock.json"));
+            if (sameLock && fs.existsSync(path.join(ours, "node_modules"))) {
                 fs.symlinkSync(path.join(ours, "node_modules"), path.join(theirs, "node_modules"), "dir");
             } else {
-                log(`diff: ${sub === "." ? "" : `${sub}/`}package-lock.json differs at ${ref}: npm ci in the base worktree`);
+                log(`diff: ${sub === "." ? "" : `${sub}/`}${sameLock ? "node_modules is not installed here" : `package-lock.json differs at ${ref}`}: npm ci in the base worktree`);
                 execFileSync("npm", ["ci", "--no-audit", "--no-fund", ...(sub === "policies" ? ["--ignore-scripts"] : [])], { cwd: theirs, stdio: ["ignore", "ignore", "inherit"] });
             }
         }

@@ -33,8 +33,14 @@ export function stackNameOf(file: string): string {
  */
 export function readStackFile(file: string, display = file): StackFile {
     let doc: any;
+    let text: string;
     try {
-        doc = YAML.parse(fs.readFileSync(file, "utf8"));
+        text = fs.readFileSync(file, "utf8");
+    } catch (e) {
+        throw new Error(`${display}: cannot read the stack file: ${(e as Error).message}`);
+    }
+    try {
+        doc = YAML.parse(text);
     } catch (e) {
         throw new Error(`${display}: not valid YAML: ${(e as Error).message}`);
     }

@@ -183,9 +183,18 @@ async function main(argv: string[]): Promise<number> {
     };
     const hub = opt("hub") ?? "hub-prod";
     const file = opt("outputs");
-    const json = file
-        ? JSON.parse(fs.readFileSync(file, "utf8"))
-        : JSON.parse(execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], { encoding: "utf8" }));
+    const maxBehindSeconds = num("max-behind-seconds", 900);
+    const windowHours = num("window-hours", 24);
+    let json: unknown;
+    if (file) {
+        try { json = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) {
+            throw new Error(`--outputs ${file}: cannot read hub outputs: ${(e as Error).message}`);
+        }
+    } else {
+        try { json = JSON.parse(execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })); } catch (e) {
+            throw new Error(`cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE`);
+        }
+    }
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
     const endpoint = opt("s3-endpoint");
     const clients = new Map<string, S3Client>();
@@ -199,7 +208,7 @@ async function main(argv: string[]): Promise<number> {
     });
     try {
         const rows = await collectStatus({
-            spokes, s3, db, now: new Date(), maxBehindSeconds: num("max-behind-seconds", 900), windowHours: num("window-hours", 24),
+            spokes, s3, db, now: new Date(), maxBehindSeconds, windowHours,
         });
         process.stdout.write(argv.includes("--json") ? JSON.stringify(rows, null, 2) + "\n" : formatStatus(rows));
         return rows.some((r) => r.problems.length) ? 1 : 0;

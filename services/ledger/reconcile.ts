@@ -89,7 +89,9 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  */
 export async function reconcile(db: Queryable, opts: ReconcileOptions = {}): Promise<ReconciliationRow[]> {
     const args = [opts.spoke ?? null, opts.from ?? null, opts.to ?? null];
-    const [summary, gaps] = await Promise.all([db.query(SUMMARY_SQL, args), db.query(GAPS_SQL, args)]);
+    // Sequential: a pg Client runs one query at a time (queued concurrent queries are deprecated in pg 8).
+    const summary = await db.query(SUMMARY_SQL, args);
+    const gaps = await db.query(GAPS_SQL, args);
     const rows = new Map<string, ReconciliationRow>();
     const key = (spoke: string, hour: Date) => `${spoke}\u0000${hour.toISOString()}`;
     for (const s of summary.rows) {

@@ -46,15 +46,19 @@ const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v a
  * @throws the driver's error when a query fails
  */
 export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly string[] } = {}): Promise<SpokeUsageStatus[]> {
-    const [ev, rec, q, runs] = await Promise.all([
-        db.query("SELECT spoke, max(ended_at) AS last_end, count(*)::bigint AS n FROM usage_events GROUP BY spoke"),
-        db.query(`SELECT spoke, max(t) AS last_recv FROM (SELECT spoke, max(received_at) AS t FROM usage_events GROUP BY spoke
+    // One after another: a pg Client runs one query at a time (queued concurrent queries are deprecated in pg 8).
+    const queries = [
+        () => db.query("SELECT spoke, max(ended_at) AS last_end, count(*)::bigint AS n FROM usage_events GROUP BY spoke"),
+        () => db.query(`SELECT spoke, max(t) AS last_recv FROM (SELECT spoke, max(received_at) AS t FROM usage_events GROUP BY spoke
                   UNION ALL SELECT spoke, max(received_at) FROM usage_receipts GROUP BY spoke
                   UNION ALL SELECT spoke, max(received_at) FROM usage_spoke_quarantine GROUP BY spoke) x GROUP BY spoke`),
-        db.query("SELECT spoke, count(*)::bigint AS n FROM usage_spoke_quarantine GROUP BY spoke"),
-        db.query(`SELECT DISTINCT ON (spoke) spoke, ran_at, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps
+        () => db.query("SELECT spoke, count(*)::bigint AS n FROM usage_spoke_quarantine GROUP BY spoke"),
+        () => db.query(`SELECT DISTINCT ON (spoke) spoke, ran_at, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps
                   FROM reconciliation_runs ORDER BY spoke, ran_at DESC, id DESC`),
-    ]);
+    ];
+    const results: Array<Awaited<ReturnType<(typeof queries)[number]>>> = [];
+    for (const run of queries) results.push(await run());
+    const [ev, rec, q, runs] = results;
     const names = new Set<string>(opts.spokes ?? []);
     for (const r of [...ev.rows, ...rec.rows, ...q.rows, ...runs.rows]) names.add(r.spoke);
     const by = <T extends { spoke: string }>(rows: T[]) => new Map(rows.map((r) => [r.spoke, r]));
