@@ -1,5 +1,5 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { ofType } from "./lib/resources";
+import { dependencyOfType, ofType } from "./lib/resources";
 import { peek } from "./lib/unknown";
 
 /**
@@ -168,9 +168,8 @@ export const awsImdsHopLimit: StackValidationPolicy = {
             // through the node group's dependency on it, which is known in preview too.
             const ref = peek(() => g.props.launchTemplate as { id?: unknown; name?: unknown } | undefined);
             if (ref.known && !ref.value) { report(`GPU node group ${g.name} has no launch template: EKS's default sets IMDS hop limit 2, so pods can take the node role.`, g.urn); continue; }
-            const deps = new Set((g.dependencies ?? []).map((d) => d.urn));
             const refName = ref.known ? peek(() => ref.value?.name) : undefined;
-            const lt = lts.find((l) => deps.has(l.urn)) ?? lts.find((l) => refName?.known && refName.value && peek(() => l.props.name).known && l.props.name === refName.value);
+            const lt = dependencyOfType(g, AWS_TYPES.launchTemplate) ?? lts.find((l) => refName?.known && refName.value && peek(() => l.props.name).known && l.props.name === refName.value);
             if (!lt) { report(`GPU node group ${g.name}: its launch template is not in this stack, so its IMDS settings cannot be checked.`, g.urn); continue; }
             const md = lt.props.metadataOptions ?? {};
             if (md.httpTokens !== "required" || md.httpPutResponseHopLimit !== 1) {

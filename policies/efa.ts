@@ -1,5 +1,5 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { helmReleases, LABELS, ofType } from "./lib/resources";
+import { dependencyOfType, helmReleases, LABELS, ofType } from "./lib/resources";
 import { defaultedRequests } from "./lib/workloads";
 import { peek } from "./lib/unknown";
 
@@ -111,7 +111,7 @@ export const efaLaunchTemplate: StackValidationPolicy = {
         const lts = ofType(args.resources, EFA_TYPES.launchTemplate);
         const pgs = ofType(args.resources, EFA_TYPES.placementGroup);
         for (const g of efaNodeGroups(args.resources)) {
-            const lt = (g.r.dependencies ?? []).find((d) => d.type === EFA_TYPES.launchTemplate)
+            const lt = dependencyOfType(g.r, EFA_TYPES.launchTemplate)
                 ?? lts.find((l) => l.props.tags?.[LABELS.pool] === g.pool);
             if (!lt) { report(`EFA node group ${g.pool} has no launch template in this stack: nothing sets up its EFA interfaces.`, g.r.urn); continue; }
             const where = `EFA node group ${g.pool} (launch template ${lt.name})`;

@@ -52,6 +52,14 @@ export function ofType(resources: PolicyResource[], type: string): PolicyResourc
     return resources.filter((r) => r.type === type);
 }
 
+/**
+ * The resource of `type` that `r` depends on (e.g. a node group's launch template). Found through the dependency
+ * graph, which is known in preview even where the reference itself (`launchTemplate.id`) is still being computed.
+ */
+export function dependencyOfType(r: PolicyResource, type: string): PolicyResource | undefined {
+    return (r.dependencies ?? []).find((d) => d.type === type);
+}
+
 function parseJson<T>(text: unknown, fallback: T): T {
     if (typeof text !== "string") return fallback;
     try { return JSON.parse(text) as T; } catch { return fallback; }

@@ -1,6 +1,6 @@
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSilentProxy, SilentProxy } from "../metering/testing/silent-proxy";
+import { startSilentProxy, SilentProxy } from "../shared/testing/silent-proxy";
 import { boundedPgConfig, discardClient, LEDGER_PG_BOUNDS } from "./db";
 import { startPostgres, TestPostgres } from "./testing/postgres";
 

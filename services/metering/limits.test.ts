@@ -97,6 +97,8 @@ describe("lease release and token accounting (real Redis)", () => {
             await spool.close();
         } finally {
             await redis.start();
+            // The shared client reconnects in the background (no offline queue): the next test needs it ready.
+            if (client.status !== "ready") await new Promise<void>((resolve) => client.once("ready", () => resolve()));
             fs.rmSync(dir, { recursive: true, force: true });
         }
     });
@@ -104,7 +106,7 @@ describe("lease release and token accounting (real Redis)", () => {
 
 describe("token accounting on a silent Redis", () => {
     it("a Redis connection that goes silent is dropped; after the heal every token is added once, within seconds", async () => {
-        const { startSilentProxy } = await import("./testing/silent-proxy");
+        const { startSilentProxy } = await import("../shared/testing/silent-proxy");
         const { LimitsApplier, meteringRedisOptions } = await import("./limits");
         const { pendingEvent } = await import("./testing/scenarios");
         const proxy = await startSilentProxy({ host: "127.0.0.1", port: redis.port });

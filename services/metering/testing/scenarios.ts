@@ -14,7 +14,7 @@ import { KinesisTransport, Shipper } from "../shipper";
 import { Spool } from "../spool";
 import { startMeteringChild } from "./child";
 import { freePort, ledgerState, Rig, truncateLedger } from "./rig";
-import { startSilentProxy } from "./silent-proxy";
+import { startSilentProxy } from "../../shared/testing/silent-proxy";
 import { syntheticRequests } from "./synthetic";
 
 /**

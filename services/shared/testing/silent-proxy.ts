@@ -14,6 +14,10 @@ import * as net from "net";
 export interface SilentProxy {
     /** Port the proxy listens on (127.0.0.1). */
     readonly port: number;
+    /** `http://127.0.0.1:<port>` (for clients that take an endpoint URL). */
+    readonly endpoint: string;
+    /** Connections accepted so far (tests: a client that reconnected after the heal). */
+    readonly accepted: number;
     /** Stops forwarding on every connection, open and new; connections stay open. */
     silence(): void;
     /** New connections forward again; silenced ones stay black-holed. */
@@ -40,7 +44,9 @@ export async function startSilentProxy(target: { host?: string; port: number }, 
     const host = target.host ?? "127.0.0.1";
     const links = new Set<Link>();
     let silent = false;
+    let accepted = 0;
     const server = net.createServer((client) => {
+        accepted++;
         const link: Link = { client, silenced: silent };
         links.add(link);
         const drop = () => {
@@ -63,8 +69,11 @@ export async function startSilentProxy(target: { host?: string; port: number }, 
         server.once("error", reject);
         server.listen(port, "127.0.0.1", () => { server.off("error", reject); resolve(); });
     });
+    const bound = (server.address() as net.AddressInfo).port;
     return {
-        port: (server.address() as net.AddressInfo).port,
+        port: bound,
+        endpoint: `http://127.0.0.1:${bound}`,
+        get accepted() { return accepted; },
         get silent() { return silent; },
         get openConnections() { return links.size; },
         silence() {
