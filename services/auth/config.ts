@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_GRANT } from "../shared/limits";
 
 /**
  * Auth service configuration, from environment variables (validated once at startup). Defaults live here and
@@ -38,6 +39,14 @@ const EnvSchema = z.object({
     /** Send the admission checks of one event-loop iteration as one batched script call (shared/limits AdmissionBatcher). */
     AUTH_REDIS_BATCH_CHECKS: bool.default(true),
     /**
+     * Grants (services/auth/admission.ts): how long slots taken ahead for a busy (key, model) pair may wait in
+     * this replica before they are given back, ms. Bounds the rps overshoot (rps × hold) and the token-window
+     * lag; 0 turns grants off (one Redis check per request).
+     */
+    AUTH_GRANT_HOLD_MS: z.coerce.number().int().min(0).max(1_000).default(50),
+    /** Most slots one grant takes (a pair's demand over one hold period, capped here). */
+    AUTH_GRANT_MAX_SLOTS: z.coerce.number().int().min(1).max(MAX_GRANT).default(256),
+    /**
      * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
      * as a whole never outlasts the poll interval, so the next poll always runs on time.
      */
@@ -73,6 +82,8 @@ export interface AuthConfig {
     bindAddress: string;
     leaseTtlMs: number;
     maxBodyBytes: number;
+    /** Grant hold time (ms, 0 = off) and size cap (slots): see services/auth/admission.ts. */
+    grants: { holdMs: number; maxSlots: number };
 }
 
 /** Thrown by {@link loadConfig}; the message lists every invalid or missing variable. */
@@ -107,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
         bindAddress: e.AUTH_BIND_ADDRESS,
         leaseTtlMs: e.AUTH_LEASE_TTL_SECONDS * 1000,
         maxBodyBytes: e.AUTH_MAX_BODY_BYTES,
+        grants: { holdMs: e.AUTH_GRANT_HOLD_MS, maxSlots: e.AUTH_GRANT_MAX_SLOTS },
     };
 }
 

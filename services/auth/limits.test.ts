@@ -1,7 +1,9 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { redisKeys, TierIds, windowStart } from "../shared/identity";
-import { addTokens, AdmissionBatcher, checkAndAcquire, LimitDecision, releaseLease, TierLimit, TierLimits } from "../shared/limits";
+import {
+    addTokens, AdmissionBatcher, checkAndAcquire, GRANT_SHARE, grantLeaseIds, LimitDecision, releaseLease, returnGrant, TierLimit, TierLimits,
+} from "../shared/limits";
 import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
 /** services/shared/limits.ts against a real redis-server: the scripts the auth and metering services share. */
@@ -29,7 +31,7 @@ beforeEach(async () => { await redis.flushall(); });
 describe("checkAndAcquire", () => {
     it("takes a lease in all three tiers, scored with its expiry, and expires each ZSET with its last lease", async () => {
         const d = await checkAndAcquire(redis, ids, limits(), "lease-1", T0, TTL);
-        expect(d).toEqual({ allowed: true, leaseId: "lease-1" });
+        expect(d).toEqual({ allowed: true, leaseId: "lease-1", granted: 1 });
         for (const t of ["model", "team", "key"] as const) {
             const k = redisKeys.concurrency(t, ids[t]);
             expect(await redis.zrange(k, "0", "-1", "WITHSCORES")).toEqual(["lease-1", String(T0 + TTL)]);
@@ -85,6 +87,72 @@ describe("checkAndAcquire", () => {
         expect((await checkAndAcquire(redis, ids, limits(), "a", T0, TTL)).allowed).toBe(true);
         await redis.script("FLUSH");
         expect((await checkAndAcquire(redis, ids, limits(), "b", T0, TTL)).allowed).toBe(true);
+    });
+});
+
+describe("grants (checkAndAcquire with want > 1)", () => {
+    const tiers = ["model", "team", "key"] as const;
+
+    it("takes `want` slots in every tier in one commit, as that many requests arriving together would", async () => {
+        const l = limits({ team: { requestsPerSecond: 100 } });
+        const d = await checkAndAcquire(redis, ids, l, "g", T0, TTL, 5);
+        expect(d).toEqual({ allowed: true, leaseId: "g", granted: 5 });
+        expect(grantLeaseIds("g", 5)).toEqual(["g", "g.1", "g.2", "g.3", "g.4"]);
+        for (const t of tiers) {
+            const members = await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1", "WITHSCORES");
+            expect(members).toEqual(grantLeaseIds("g", 5).flatMap((m) => [m, String(T0 + TTL)]));
+        }
+        // GCRA: five requests at T0 move the team's arrival time by 5 x 1000/100 ms.
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+        // The same state as five single checks at T0.
+        await redis.flushall();
+        for (const m of grantLeaseIds("g", 5)) await checkAndAcquire(redis, ids, l, m, T0, TTL);
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+    });
+
+    it(`never takes more than 1/${GRANT_SHARE} of what any tier has left beyond the request's own slot`, async () => {
+        // key: 9 concurrent, nothing held -> 1 + floor(8 / 4) = 3; team: 21 rps -> 1 + floor(20 / 4) = 6.
+        const l = limits({ key: { concurrentRequests: 9 }, team: { requestsPerSecond: 21 } });
+        expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 3 });
+        // 6 of 9 left -> 1 + floor(5 / 4) = 2.
+        expect(await checkAndAcquire(redis, ids, l, "b", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 2 });
+        // 4 left -> 1 + floor(3 / 4) = 1: near the limit a grant is just the request's own slot.
+        expect(await checkAndAcquire(redis, ids, l, "c", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
+        expect(await checkAndAcquire(redis, ids, l, "d", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
+        expect(await checkAndAcquire(redis, ids, l, "e", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
+        expect(await checkAndAcquire(redis, ids, l, "f", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
+        // 9 leases held: exactly the limit, never more.
+        expect(await redis.zcard(redisKeys.concurrency("key", ids.key))).toBe(9);
+        expect(await checkAndAcquire(redis, ids, l, "g", T0, TTL, 100)).toMatchObject({ allowed: false, tier: "key", dimension: "concurrency" });
+    });
+
+    it("a denied grant request is the same denial as a single check and writes nothing", async () => {
+        const l = limits({ model: { requestsPerSecond: 1 }, key: { tokensPerWindow: 10 } });
+        await addTokens(redis, ids, 10, T0, { model: 60, team: 60, key: 60 });
+        const single = await checkAndAcquire(redis, ids, l, "a", T0, TTL);
+        expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL, 50)).toEqual(single);
+        const state = tiers.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        expect(await redis.exists(...state)).toBe(0);
+    });
+
+    it("returnGrant gives unused slots back: leases leave every ZSET and the rps arrival time moves back", async () => {
+        const l = limits({ team: { requestsPerSecond: 100 } });
+        await checkAndAcquire(redis, ids, l, "g", T0, TTL, 5);
+        const unused = grantLeaseIds("g", 5).slice(2);
+        expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(9);
+        for (const t of tiers) expect(await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1")).toEqual(["g", "g.1"]);
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        // Giving back twice gives nothing back twice (rps slots are given back per lease still held).
+        expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(0);
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        // An arrival time that would move before now leaves a full bucket: the key is deleted.
+        expect(await returnGrant(redis, ids, l, ["g", "g.1"], T0 + 15)).toBe(6);
+        expect(await redis.exists(redisKeys.rps("team", ids.team))).toBe(0);
+    });
+
+    it("refuses a want outside 1..MAX_GRANT", async () => {
+        await expect(checkAndAcquire(redis, ids, limits(), "x", T0, TTL, 0)).rejects.toThrow(RangeError);
+        await expect(checkAndAcquire(redis, ids, limits(), "x", T0, TTL, 513)).rejects.toThrow(RangeError);
     });
 });
 

@@ -36,6 +36,25 @@ export class AuthMetrics {
         registers: [this.registry],
     });
 
+    /** Allowed or limit-denied checks by how they were decided: `grant` (no Redis call) or `redis`. */
+    readonly admissions = new Counter({
+        name: "auth_admissions_total",
+        help: "Limit decisions by path: from a grant held by this replica (grant) or by a Redis check (redis)",
+        labelNames: ["path"] as const,
+        registers: [this.registry],
+    });
+
+    /** Grant slots taken ahead (`granted`), given back unused (`returned`), or not given back (`lost`: they expire by the lease TTL). */
+    readonly grantSlots = new Counter({
+        name: "auth_grant_slots_total",
+        help: "Grant slots granted, returned unused, or lost (left to expire by the lease TTL because Redis failed)",
+        labelNames: ["result"] as const,
+        registers: [this.registry],
+    });
+
+    /** Unused grant slots this replica holds now. Computed at scrape time. */
+    readonly grantHeld: Gauge;
+
     /** Revision being served; 0 while no valid bundle was ever loaded. */
     readonly bundleRevision = new Gauge({
         name: "auth_bundle_revision",
@@ -57,8 +76,17 @@ export class AuthMetrics {
         registers: [this.registry],
     });
 
-    /** @param bundleAgeSeconds read at each scrape; undefined while no bundle is loaded. */
-    constructor(bundleAgeSeconds: () => number | undefined) {
+    /**
+     * @param bundleAgeSeconds read at each scrape; undefined while no bundle is loaded.
+     * @param grantHeldSlots read at each scrape.
+     */
+    constructor(bundleAgeSeconds: () => number | undefined, grantHeldSlots: () => number = () => 0) {
+        this.grantHeld = new Gauge({
+            name: "auth_grant_held_slots",
+            help: "Unused grant slots (rps slot plus concurrency lease in every tier) held by this replica",
+            registers: [this.registry],
+            collect() { this.set(grantHeldSlots()); },
+        });
         this.bundleAge = new Gauge({
             name: "auth_bundle_age_seconds",
             help: "Seconds since the served policy bundle was last confirmed current by the hub (NaN: none loaded)",

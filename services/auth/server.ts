@@ -1,10 +1,10 @@
-import { randomUUID } from "crypto";
 import * as http from "http";
 import type { AddressInfo } from "net";
 import type { Redis } from "ioredis";
 import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
-import { AdmissionBatcher, checkAndAcquire, LimitDecision } from "../shared/limits";
+import type { LimitDecision } from "../shared/limits";
 import { BoundedRedis, createBoundedRedis } from "../shared/net";
+import { GrantAdmission } from "./admission";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
@@ -93,8 +93,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const now = deps.now ?? Date.now;
     const redisClient = createRedis(config.redis, log);
     const redis = redisClient.redis;
-    const batcher = config.redis.batchChecks ? new AdmissionBatcher(redis) : undefined;
-    const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds());
+    const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds(), () => admission.heldSlots());
     const bundles: BundleStore = new BundleStore({
         s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
         publicKey: config.hubPublicKey, cachePath: config.cachePath, pollIntervalMs: config.pollIntervalMs,
@@ -105,6 +104,22 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     // Labelled metric children, resolved once (prom-client hashes the label set on every un-bound call).
     const redisCheckOk = metrics.redisLatency.labels("check", "ok");
     const redisCheckError = metrics.redisLatency.labels("check", "error");
+    const admittedFrom = { grant: metrics.admissions.labels("grant"), redis: metrics.admissions.labels("redis") };
+    const grantSlots = { granted: metrics.grantSlots.labels("granted"), returned: metrics.grantSlots.labels("returned"), lost: metrics.grantSlots.labels("lost") };
+    let returnFailing = false;
+    const admission = new GrantAdmission(redis, {
+        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks,
+        events: {
+            admitted: (path) => admittedFrom[path].inc(),
+            granted: (n) => grantSlots.granted.inc(n),
+            returned: (n, result, err) => {
+                grantSlots[result].inc(n);
+                if (result === "lost" && !returnFailing) log("warn", "could not give back unused grant slots; they expire by the lease TTL", { slots: n, error: errorMessage(err) });
+                returnFailing = result === "lost";
+            },
+            redisCall: (s, ok) => (ok ? redisCheckOk : redisCheckError).observe(s),
+        },
+    });
     const decisionCounters = new Map<string, ReturnType<typeof metrics.decisions.labels>>();
     const decisionCounter = (code: number, tier: string, reason: string) => {
         const k = `${code}|${tier}|${reason}`;
@@ -144,16 +159,13 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
         const ids = tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId });
         let decision: LimitDecision;
-        const started = process.hrtime.bigint();
         try {
-            decision = batcher
-                ? await batcher.check(ids, limits, randomUUID(), t, config.leaseTtlMs)
-                : await checkAndAcquire(redis, ids, limits, randomUUID(), t, config.leaseTtlMs);
-            redisCheckOk.observe(seconds(started));
+            // Key ids are unique within a bundle, and the pair key must tell (key, model) pairs apart.
+            const d = admission.admit(`${auth.keyId}\n${model}`, ids, limits, index.revision);
+            decision = d instanceof Promise ? await d : d;
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
         } catch (err) {
-            redisCheckError.observe(seconds(started));
             if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
             limitsFailing = true;
             return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
@@ -249,6 +261,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         async close() {
             await bundles.stop();
             await Promise.all([closeServer(authz), closeServer(ops)]);
+            await admission.close();
             redisClient.close();
         },
     };

@@ -75,6 +75,10 @@ afterAll(async () => {
 
 beforeEach(async () => {
     clock = T0;
+    // The service runs with its default grants (services/auth/admission.ts): a key that sent a burst in the
+    // previous test may hold slots for up to AUTH_GRANT_HOLD_MS. Let them be given back before wiping Redis, so
+    // each test starts from per-request checks against an empty Redis.
+    await expect.poll(async () => /^auth_grant_held_slots 0$/m.test((await ops(svc.opsPort, "/metrics")).text), { timeout: 5_000, interval: 20 }).toBe(true);
     await admin.flushall();
 });
 

@@ -71,7 +71,7 @@ describe("lease release and token accounting (real Redis)", () => {
         const ev = { ...req.expected!, startedAt: new Date(now).toISOString(), endedAt: new Date(now + 1500).toISOString(), seq: 0, source: "metering-0.x" } as UsageEvent;
         const ids = tierIds(ev);
         const d = await checkAndAcquire(client, ids, { model: L(60), team: L(300), key: L(3600) }, "lease-xyz", now, 960_000);
-        expect(d).toEqual({ allowed: true, leaseId: "lease-xyz" });
+        expect(d).toEqual({ allowed: true, leaseId: "lease-xyz", granted: 1 });
         expect(await client.zscore(redisKeys.concurrency("key", ids.key), "lease-xyz")).not.toBeNull();
 
         await limits.apply(ev, "lease-xyz");
