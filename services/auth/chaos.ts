@@ -20,6 +20,8 @@ import { hubKeys, HubKeys, makePolicy, publishBundle, RedisServer, S3Server, sta
 export const RECOVERY_LIMIT_MS = 30_000;
 /** Partition length, ms. */
 const PARTITION_MS = 3_000;
+/** Grant hold of the grant scenario, ms (services/auth/admission.ts; the default is 50). */
+const GRANT_HOLD_MS = 200;
 /** Poll interval of the S3 scenario, ms (the figure should be at most this). */
 const POLL_MS = 1_000;
 
@@ -98,6 +100,37 @@ export const scenarios: ChaosScenario[] = [
             proxy.heal();
             const s = await secondsUntil("auth after a silent Redis partition", allowed(svc));
             return { recoverySeconds: s, lost: 0, doubleCounted: 0, detail: `${PARTITION_MS / 1000} s partition: ${d.denied} checks denied 503 (fail closed), ${d.wrong} other answers` };
+        }),
+    },
+    {
+        name: "auth: redis silent while a busy key holds a grant",
+        run: () => withRig("redis", { AUTH_GRANT_HOLD_MS: String(GRANT_HOLD_MS) }, async ({ proxy, svc }): Promise<ChaosFigure> => {
+            // 8 checks in flight for a second give the key a grant; then one check every 10 ms through the partition.
+            let stop = false;
+            const busy = Array.from({ length: 8 }, async () => { while (!stop) await check(svc.port, { key: k1.secret, model: MODEL }); });
+            await sleep(1_000);
+            stop = true;
+            await Promise.all(busy);
+            const metrics = await fetch(`http://127.0.0.1:${svc.opsPort}/metrics`).then((r) => r.text());
+            const held = Number(/^auth_grant_held_slots (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+            const silencedAt = Date.now();
+            proxy.silence();
+            const after = { withinHold: 0, pastHold: 0, denied: 0, other: 0 };
+            while (Date.now() - silencedAt < PARTITION_MS) {
+                const sent = Date.now();
+                const st = (await check(svc.port, { key: k1.secret, model: MODEL })).status;
+                if (st === 503) after.denied++;
+                else if (st === 200) after[sent - silencedAt > GRANT_HOLD_MS ? "pastHold" : "withinHold"]++;
+                else after.other++;
+                await sleep(10);
+            }
+            proxy.heal();
+            const s = await secondsUntil("auth after a silent Redis partition with a grant held", allowed(svc));
+            return {
+                recoverySeconds: s, lost: 0, doubleCounted: 0,
+                detail: `${held} grant slots held at the partition; admitted from them ${after.withinHold} within the ${GRANT_HOLD_MS} ms hold, ` +
+                    `${after.pastHold} after it (must be 0); ${after.denied} denied 503, ${after.other} other answers`,
+            };
         }),
     },
     {

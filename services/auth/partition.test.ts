@@ -4,7 +4,7 @@ import { IDENTITY_HEADERS } from "../shared/identity";
 import { createBoundedRedis } from "../shared/net";
 import { SilentProxy, startSilentProxy } from "../shared/testing/silent-proxy";
 import { AuthService, startAuthService } from "./server";
-import { check } from "./test/client";
+import { check, ops } from "./test/client";
 import {
     hubKeys, HubKeys, makePolicy, memoryLogger, publishBundle, RedisServer, S3Server, startRedis, startS3, tempDir,
     TempDir, testConfig, TestKey,
@@ -93,6 +93,38 @@ describe("Redis goes silent, then heals", () => {
         p.heal();
         const recovery = await msUntil(async () => (await check(svc.port, { key: k1.secret, model: MODEL })).status === 200, 15_000);
         expect(recovery).toBeLessThan(REDIS_RECOVERY_BOUND_MS);
+    });
+
+    it("a busy key's grant admits nothing once its hold has passed after Redis went silent", async () => {
+        const SPOKE = "part-redis-grant";
+        const HOLD_MS = 200;
+        await publishBundle(s3, hub, SPOKE, 1, rev1);
+        const p = await proxy(redis.port);
+        const svc = await startService(SPOKE, { redisUrl: `redis://127.0.0.1:${p.port}`, s3Endpoint: s3.endpoint, env: { AUTH_GRANT_HOLD_MS: String(HOLD_MS) } });
+        // Busy: 8 checks in flight for half a second, so the key holds a grant when the partition starts.
+        let stop = false;
+        const busy = Array.from({ length: 8 }, async () => {
+            while (!stop) await check(svc.port, { key: k1.secret, model: MODEL });
+        });
+        await sleep(500);
+        stop = true;
+        await Promise.all(busy);
+        const held = Number(/^auth_grant_held_slots (\S+)$/m.exec((await ops(svc.opsPort, "/metrics")).text)?.[1]);
+        expect(held).toBeGreaterThan(0);
+        // Then a slow prober, one check every 10 ms for a second: the grant would last it far beyond the hold.
+        const silencedAt = Date.now();
+        p.silence();
+        const after = { withinHold: 0, pastHold: 0, denied: 0 };
+        while (Date.now() - silencedAt < 1_000) {
+            const sent = Date.now();
+            const r = await check(svc.port, { key: k1.secret, model: MODEL });
+            if (r.status === 503) after.denied++;
+            else if (r.status === 200) after[sent - silencedAt > HOLD_MS ? "pastHold" : "withinHold"]++;
+            await sleep(10);
+        }
+        expect(after.pastHold).toBe(0);
+        expect(after.denied).toBeGreaterThan(0);
+        p.heal();
     });
 
     it("also when the connection was idle during the partition (the heartbeat notices)", async () => {
