@@ -9,7 +9,7 @@ import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
 import { AuthMetrics, NO_TIER } from "./metrics";
-import { bearerToken, isRefusal } from "./policy";
+import { bearerToken, isRefusal, ResolvedKey } from "./policy";
 
 /** Longest `model` value accepted (it is echoed into headers and error messages). */
 const MAX_MODEL_LENGTH = 256;
@@ -131,7 +131,17 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const prefix = config.pathPrefix;
     /** Log limit-check failures on the transition only: an outage must not turn into a log flood. */
     let limitsFailing = false;
-    const check = async (req: http.IncomingMessage, body: Buffer): Promise<{ allow: Record<string, string> } | Deny> => {
+    type Result = { allow: Record<string, string> } | Deny;
+    const limitsUnavailable = (err: unknown): Deny => {
+        if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
+        limitsFailing = true;
+        return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
+    };
+    /**
+     * The whole decision. Synchronous (a plain value) unless Redis has to decide: a check admitted from a grant
+     * costs no promise and no extra event-loop turn.
+     */
+    const check = (req: http.IncomingMessage, body: Buffer): Result | Promise<Result> => {
         const url = req.url ?? "";
         if (url !== prefix && !url.startsWith(`${prefix}/`) && !url.startsWith(`${prefix}?`)) {
             return { status: 404, type: "invalid_request_error", code: "not_found", message: "Not found." };
@@ -150,6 +160,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
                     [IDENTITY_HEADERS.team]: auth.team,
                     [IDENTITY_HEADERS.keyId]: auth.keyId,
                     [IDENTITY_HEADERS.revision]: String(index.revision),
+                    "content-length": "0",
                 },
             };
         }
@@ -158,40 +169,19 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         const limits = index.authorizeModel(auth, model);
         if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
         const ids = tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId });
-        let decision: LimitDecision;
-        try {
-            // Key ids are unique within a bundle, and the pair key must tell (key, model) pairs apart.
-            const d = admission.admit(`${auth.keyId}\n${model}`, ids, limits, index.revision);
-            decision = d instanceof Promise ? await d : d;
+        const decide = (decision: LimitDecision): Result => {
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
-        } catch (err) {
-            if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
-            limitsFailing = true;
-            return { status: 503, type: "server_error", code: "limits_unavailable", message: "Rate limiting is unavailable; try again later." };
-        }
-        if (!decision.allowed) {
-            // Concurrency: the oldest lease's expiry is only an upper bound (a usage event usually releases a
-            // lease much sooner), so advise a short retry instead.
-            const retryAfter = decision.dimension === "concurrency" ? 1 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-            const what = { rps: "requests per second", concurrency: "concurrent requests", tokens: "tokens per window" }[decision.dimension];
-            const whose = { model: `the platform limit for model '${model}'`, team: "your team's limit", key: "this API key's limit" }[decision.tier];
-            return {
-                status: 429, type: decision.dimension === "tokens" ? "tokens" : "requests", code: "rate_limit_exceeded",
-                message: `Rate limit reached: ${whose} on ${what}. Retry after ${retryAfter} s.`,
-                tier: decision.tier, headers: { "retry-after": String(retryAfter) },
-            };
-        }
-        return {
-            allow: {
-                [IDENTITY_HEADERS.tenant]: auth.tenant,
-                [IDENTITY_HEADERS.team]: auth.team,
-                [IDENTITY_HEADERS.keyId]: auth.keyId,
-                [IDENTITY_HEADERS.model]: model,
-                [IDENTITY_HEADERS.lease]: decision.leaseId,
-                [IDENTITY_HEADERS.revision]: String(index.revision),
-            },
+            return limitResult(decision, auth, model, index.revision);
         };
+        let d: LimitDecision | Promise<LimitDecision>;
+        try {
+            // Key ids are unique within a bundle, and the pair key must tell (key, model) pairs apart.
+            d = admission.admit(`${auth.keyId}\n${model}`, ids, limits, index.revision);
+        } catch (err) {
+            return limitsUnavailable(err);
+        }
+        return d instanceof Promise ? d.then(decide, limitsUnavailable) : decide(d);
     };
 
     const authz = http.createServer((req, res) => {
@@ -200,24 +190,35 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             decisionCounter(status, tier, reason).inc();
             metrics.checkDuration.observe(seconds(started));
         };
-        readBody(req, config.maxBodyBytes)
-            .then((body) => body === undefined
-                ? { status: 413, type: "invalid_request_error", code: "request_too_large", message: `Request body exceeds ${config.maxBodyBytes} bytes.` }
-                : check(req, body))
-            .then((r) => {
-                if ("allow" in r) {
-                    res.writeHead(200, { ...r.allow, "content-length": "0" }).end();
-                    finish(200, NO_TIER, "allowed");
-                } else {
-                    sendError(res, r);
-                    finish(r.status, r.tier ?? NO_TIER, r.code);
-                }
-            })
-            .catch((err: unknown) => {
-                log("error", "ext_authz check failed; denying", { error: errorMessage(err) });
-                if (!res.headersSent) sendError(res, { status: 503, type: "server_error", code: "internal_error", message: "Authorization failed." });
-                finish(503, NO_TIER, "internal_error");
-            });
+        const respond = (r: Result) => {
+            if ("allow" in r) {
+                res.writeHead(200, r.allow).end();
+                finish(200, NO_TIER, "allowed");
+            } else {
+                sendError(res, r);
+                finish(r.status, r.tier ?? NO_TIER, r.code);
+            }
+        };
+        const fail = (err: unknown) => {
+            log("error", "ext_authz check failed; denying", { error: errorMessage(err) });
+            if (!res.headersSent) sendError(res, { status: 503, type: "server_error", code: "internal_error", message: "Authorization failed." });
+            finish(503, NO_TIER, "internal_error");
+        };
+        readBody(req, config.maxBodyBytes, (body) => {
+            let r: Result | Promise<Result>;
+            try {
+                r = body === undefined
+                    ? { status: 413, type: "invalid_request_error", code: "request_too_large", message: `Request body exceeds ${config.maxBodyBytes} bytes.` }
+                    : check(req, body);
+            } catch (err) {
+                fail(err);
+                return;
+            }
+            if (r instanceof Promise) r.then(respond).catch(fail);
+            else {
+                try { respond(r); } catch (err) { fail(err); }
+            }
+        }, fail);
     });
     authz.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     authz.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
@@ -263,6 +264,36 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             await Promise.all([closeServer(authz), closeServer(ops)]);
             await admission.close();
             redisClient.close();
+        },
+    };
+}
+
+/**
+ * The answer to a limit decision: 429 with `Retry-After` naming the tier and dimension, or 200 with every
+ * identity header (and `content-length: 0`, the whole response).
+ */
+function limitResult(decision: LimitDecision, auth: ResolvedKey, model: string, revision: number): { allow: Record<string, string> } | Deny {
+    if (!decision.allowed) {
+        // Concurrency: the oldest lease's expiry is only an upper bound (a usage event usually releases a
+        // lease much sooner), so advise a short retry instead.
+        const retryAfter = decision.dimension === "concurrency" ? 1 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        const what = { rps: "requests per second", concurrency: "concurrent requests", tokens: "tokens per window" }[decision.dimension];
+        const whose = { model: `the platform limit for model '${model}'`, team: "your team's limit", key: "this API key's limit" }[decision.tier];
+        return {
+            status: 429, type: decision.dimension === "tokens" ? "tokens" : "requests", code: "rate_limit_exceeded",
+            message: `Rate limit reached: ${whose} on ${what}. Retry after ${retryAfter} s.`,
+            tier: decision.tier, headers: { "retry-after": String(retryAfter) },
+        };
+    }
+    return {
+        allow: {
+            [IDENTITY_HEADERS.tenant]: auth.tenant,
+            [IDENTITY_HEADERS.team]: auth.team,
+            [IDENTITY_HEADERS.keyId]: auth.keyId,
+            [IDENTITY_HEADERS.model]: model,
+            [IDENTITY_HEADERS.lease]: decision.leaseId,
+            [IDENTITY_HEADERS.revision]: String(revision),
+            "content-length": "0",
         },
     };
 }
@@ -316,23 +347,22 @@ function modelOf(body: Buffer): string | { error: string } {
 }
 
 /**
- * Reads the request body, up to `maxBytes`.
- * @returns the body, or undefined when it is larger than `maxBytes` (the rest is drained, not buffered).
+ * Reads the request body, up to `maxBytes`, and calls `done` with it, or with undefined when it is larger than
+ * `maxBytes` (the rest is drained, not buffered); `failed` on a stream error. Callbacks, not a promise: this runs
+ * on every check.
  */
-function readBody(req: http.IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
-    return new Promise((resolve, reject) => {
-        const declared = Number(req.headers["content-length"] ?? 0);
-        const chunks: Buffer[] = [];
-        let size = 0;
-        let tooLarge = declared > maxBytes;
-        req.on("data", (c: Buffer) => {
-            size += c.length;
-            if (size > maxBytes) tooLarge = true;
-            if (!tooLarge) chunks.push(c);
-        });
-        req.on("end", () => resolve(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
-        req.on("error", reject);
+function readBody(req: http.IncomingMessage, maxBytes: number, done: (body: Buffer | undefined) => void, failed: (err: unknown) => void): void {
+    const declared = Number(req.headers["content-length"] ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = declared > maxBytes;
+    req.on("data", (c: Buffer) => {
+        size += c.length;
+        if (size > maxBytes) tooLarge = true;
+        if (!tooLarge) chunks.push(c);
     });
+    req.on("end", () => done(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks, size)));
+    req.on("error", failed);
 }
 
 function sendError(res: http.ServerResponse, d: Deny): void {
