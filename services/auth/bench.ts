@@ -24,8 +24,11 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  *
  * The load generator runs in a child process, so it shares neither the server's event loop nor its CPU
  * accounting (the table's "server us" is this process's CPU per check; "redis us" is redis-server's).
- * Leases are not released during the run (the metering service would do that); limits are set high enough
- * not to be hit, and every non-200 answer is counted as an error.
+ * Nothing releases leases during the run (the metering service would, when each request's usage arrives), so
+ * the lease TTL is {@link BENCH_LEASE_TTL_S} s: a lease then leaves its ZSET as if its request had lasted that
+ * long, and each concurrency ZSET holds about rate × TTL leases, as in production (the requests in flight),
+ * instead of every lease of the run. Redis is emptied between runs, so no run inherits another's state. Limits
+ * are set high enough not to be hit, and every non-200 answer is counted as an error.
  *
  * Standalone: `node -r ts-node/register/transpile-only services/auth/bench.ts`.
  */
@@ -81,6 +84,8 @@ export interface AuthBenchResult {
 }
 
 const MODEL = "meta-llama/Llama-3.3-70B-Instruct";
+/** Lease TTL of the service under test, s: how long a request "lasts" when nothing releases its lease. */
+export const BENCH_LEASE_TTL_S = 2;
 const SECRET = "sk-bench-0123456789abcdef";
 
 /**
@@ -228,7 +233,10 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             ],
         }));
         const svc = await startAuthService(
-            testConfig({ spoke, publicKey: hub.publicKey, s3Endpoint: s3.endpoint, redisUrl: redis.url, cachePath: path.join(tmp.dir, "bundle.json"), env: o.env }),
+            testConfig({
+                spoke, publicKey: hub.publicKey, s3Endpoint: s3.endpoint, redisUrl: redis.url, cachePath: path.join(tmp.dir, "bundle.json"),
+                env: { AUTH_LEASE_TTL_SECONDS: String(BENCH_LEASE_TTL_S), ...o.env },
+            }),
             { log: () => undefined },
         );
         const admin = new Redis(redis.url);
@@ -237,6 +245,8 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             const v = (k: string) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
             return v("used_cpu_user") + v("used_cpu_sys");
         };
+        /** Each auth run starts from an empty Redis (limiter state, ZSETs), not the previous run's. */
+        const fresh = async <T>(run: () => Promise<T>): Promise<T> => { await admin.flushall(); return run(); };
         const urlPath = "/authz/v1/chat/completions";
         const floorPort = (floor.address() as AddressInfo).port;
         const result: AuthBenchResult = { closed: [], options: o };
@@ -245,14 +255,14 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                 result.closed.push({
                     setting: `${c} in flight`,
                     floor: only === "auth" ? undefined : await load(floorPort, urlPath, body, o, c),
-                    auth: only === "floor" ? undefined : await load(svc.port, urlPath, body, o, c, 0, redisCpu),
+                    auth: only === "floor" ? undefined : await fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu)),
                 });
             }
             if (o.spreadKeys > 0) {
                 result.spread = {
                     setting: `16 in flight, ${o.spreadKeys} keys`,
                     floor: only === "auth" ? undefined : await load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
-                    auth: only === "floor" ? undefined : await load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets),
+                    auth: only === "floor" ? undefined : await fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets)),
                 };
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
@@ -261,7 +271,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                 result.paced = {
                     setting: `paced ${rate}/s`, ratePerSecond: rate,
                     floor: only === "auth" ? undefined : await load(floorPort, urlPath, body, o, 0, rate),
-                    auth: only === "floor" ? undefined : await load(svc.port, urlPath, body, o, 0, rate, redisCpu),
+                    auth: only === "floor" ? undefined : await fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu)),
                 };
             }
         } finally {
