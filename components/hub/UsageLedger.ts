@@ -164,7 +164,8 @@ export function consumerPolicy(x: { streamArns: string[]; queueArn: string; secr
  * The hub's usage ledger (DESIGN §3): per spoke an encrypted Kinesis stream (the transport), one consumer
  * Lambda (services/usage-consumer, bundled at program run) reading all of them with a failure destination
  * (SQS), and the ledger itself on Aurora Serverless v2 PostgreSQL (services/ledger/schema.sql: each
- * `(spoke, requestId)` counted once, hourly aggregates in the same statement).
+ * `(spoke, requestId)` counted once; hourly aggregates read live from the events and rolled up for closed hours by
+ * the scheduled reconciliation).
  *
  * - Streams: on-demand capacity, SSE with the AWS managed key `alias/aws/kinesis` (producers then need only
  *   `kinesis:PutRecord(s)` on the stream: {@link streamArnFor} for SpokeIdentity), retention
@@ -338,7 +339,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             triggers: { schemaSha256, code: migrator.sourceCodeHash.apply((h) => h ?? ""), ingest: ingest.version.versionId, reporter: reporter.version.versionId },
         }, { parent: this, dependsOn: [...instances, ingest.version, reporter.version] });
 
-        // ---- consumer (ingest role: SELECT/INSERT/UPDATE on the ledger tables, no DDL)
+        // ---- consumer (ingest role: SELECT/INSERT on the ledger tables; no UPDATE, DELETE or DDL)
         const queue = new aws.sqs.Queue(`${name}-failures`, { messageRetentionSeconds: 14 * 24 * 3600, sqsManagedSseEnabled: true, tags }, parent);
         const functionName = "platform-usage-consumer";
         const logGroup = new aws.cloudwatch.LogGroup(`${name}-consumer-logs`, { name: `/aws/lambda/${functionName}`, retentionInDays: 90, tags }, parent);
@@ -393,7 +394,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             }, { parent: this, dependsOn: [migration] });
         }
 
-        // ---- scheduled reconciliation (reporter role, read-only) publishing the gap metric
+        // ---- scheduled reconciliation (reporter role: reads, plus the hourly rollup function) publishing the gap metric
         const reconcilerName = "platform-usage-reconciliation";
         const reconcilerLogs = logGroupFor("reconciler", reconcilerName);
         const reconcilerIam = lambdaRole("reconciler", "usage reconciliation: read the ledger, publish the gap metric",

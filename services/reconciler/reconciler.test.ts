@@ -1,6 +1,6 @@
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { migrate } from "../ledger/ledger";
+import { compactHourly, hourlyAggregates, ingestBatch, migrate, rollupHourly } from "../ledger/ledger";
 import { reconcile } from "../ledger/reconcile";
 import { runReconciliation, spokeUsageStatus } from "../ledger/status";
 import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
@@ -21,7 +21,7 @@ const batch = (events: unknown[]) => ({
     Records: events.map((e, i) => ({ eventID: `shardId-0:${i}`, eventSourceARN: STREAM, kinesis: { data: Buffer.from(JSON.stringify(e)).toString("base64"), partitionKey: "p", sequenceNumber: String(i) } })),
 });
 
-describe("ledger roles: the consumer ingests without DDL, the reconciliation only reads (real PostgreSQL)", () => {
+describe("ledger roles: the consumer only appends, the reconciliation reads and rolls hours up (real PostgreSQL)", () => {
     let pg: TestPostgres;
     let admin: Client;
     const as = async (user: string) => {
@@ -54,6 +54,11 @@ describe("ledger roles: the consumer ingests without DDL, the reconciliation onl
             await expect(migrate(db)).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("DELETE FROM usage_events")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("TRUNCATE usage_events")).rejects.toMatchObject({ code: "42501" });
+            // Append-only: nothing counted can be rewritten, the watermark cannot be moved, no rollup.
+            for (const sql of ["UPDATE usage_events SET input_tokens = 0", "UPDATE usage_hourly SET requests = 0", "UPDATE usage_receipts SET seq = 0",
+                "UPDATE usage_rollup SET rolled_until = now()", "SELECT * FROM usage_hourly_rollup(now())", "SELECT * FROM usage_hourly_compact(now(), now())"]) {
+                await expect(db.query(sql), sql).rejects.toMatchObject({ code: "42501" });
+            }
         } finally {
             await db.end();
         }
@@ -71,6 +76,17 @@ describe("ledger roles: the consumer ingests without DDL, the reconciliation onl
             await expect(db.query("DELETE FROM reconciliation_runs")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("INSERT INTO usage_quarantine (origin, reason, payload) VALUES ('x', 'y', 'z')")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("UPDATE usage_hourly SET requests = 0")).rejects.toMatchObject({ code: "42501" });
+            await expect(db.query("DELETE FROM usage_hourly")).rejects.toMatchObject({ code: "42501" });
+            await expect(db.query("UPDATE usage_rollup SET rolled_until = now()")).rejects.toMatchObject({ code: "42501" });
+            // Its one write to the ledger: rolling closed hours up and folding deltas, through the SECURITY DEFINER
+            // functions, which keep every aggregate as it was.
+            await ingestBatch(admin, [ev(4)]); // seq 4 after the run above: no gap in this test's later reads
+            const want = await hourlyAggregates(db);
+            expect(want.reduce((n, a) => n + a.requests, 0)).toBe(4);
+            // The events are of an hour before the migration, so late: one delta per batch that counted some.
+            expect(await rollupHourly(db, new Date().toISOString())).toMatchObject({ groups: 0 });
+            expect(await compactHourly(db, { from: "2026-11-29T09:00:00Z", to: "2026-11-29T10:00:00Z" })).toEqual({ groups: 1, deltas: 2 });
+            expect(await hourlyAggregates(db)).toEqual(want);
         } finally {
             await db.end();
         }

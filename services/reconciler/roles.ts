@@ -3,17 +3,24 @@ import type { Queryable } from "../ledger/ledger";
 /**
  * Database roles of the usage ledger (least privilege each):
  * - the master user (RDS-managed secret) is used only by the migrator (services/reconciler/migrator.ts);
- * - {@link INGEST_ROLE}: the usage consumer. SELECT/INSERT/UPDATE on the ledger tables (the ingest statement
- *   inserts with `ON CONFLICT ... DO UPDATE` and `RETURNING`, services/ledger/ledger.ts `INGEST_SQL`), the
- *   quarantine id sequence, no DELETE, no DDL;
+ * - {@link INGEST_ROLE}: the usage consumer. SELECT/INSERT on the ledger tables (every ingest statement only
+ *   appends: `ON CONFLICT DO NOTHING` or a NOT EXISTS guard, and `RETURNING`; services/ledger/ledger.ts
+ *   `ingestSql`), SELECT on the rollup watermark, the quarantine id sequence; no UPDATE, no DELETE, no DDL, so a
+ *   counted event or aggregate cannot be rewritten through it;
  * - {@link REPORTER_ROLE}: the scheduled reconciliation. SELECT on the ledger, INSERT on {@link RECONCILIATION_TABLE}
- *   only (its own run log).
+ *   only (its own run log), and EXECUTE on {@link REPORTER_FUNCTIONS}: the hourly rollup and compaction, the one
+ *   sum-preserving write it may make, through SECURITY DEFINER functions (services/ledger/schema.sql) instead of
+ *   privileges on the tables.
  */
 export const INGEST_ROLE = "ledger_ingest";
 export const REPORTER_ROLE = "ledger_reporter";
 
 /** The ledger's tables (services/ledger/schema.sql). */
 export const LEDGER_TABLES = ["usage_events", "usage_hourly", "usage_receipts", "usage_quarantine", "usage_spoke_quarantine"] as const;
+/** Read by every role, written only by the rollup function: the watermark `usage_rollup`, the view `usage_hourly_totals`. */
+export const LEDGER_READ_ONLY = ["usage_rollup", "usage_hourly_totals"] as const;
+/** The SECURITY DEFINER functions the reporter role runs (services/ledger/ledger.ts rollupHourly, compactHourly). */
+export const REPORTER_FUNCTIONS = ["usage_hourly_rollup(timestamptz, int)", "usage_hourly_compact(timestamptz, timestamptz)"] as const;
 /** Sequences the ingest role advances (`usage_quarantine.id bigserial`). */
 export const LEDGER_SEQUENCES = ["usage_quarantine_id_seq"] as const;
 /**
@@ -38,13 +45,18 @@ export function roleStatements(pw: RolePasswords, quote: (s: string) => string):
         `ALTER ROLE ${name} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quote(password)}`,
     ];
     const tables = [...LEDGER_TABLES, RECONCILIATION_TABLE].join(", ");
+    const readOnly = LEDGER_READ_ONLY.join(", ");
+    const functions = `FUNCTION ${REPORTER_FUNCTIONS.join(", ")}`;
     return [
         ...role(INGEST_ROLE, pw.ingest),
         ...role(REPORTER_ROLE, pw.reporter),
         "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
         `GRANT USAGE ON SCHEMA public TO ${INGEST_ROLE}, ${REPORTER_ROLE}`,
-        `REVOKE ALL ON ${tables} FROM ${INGEST_ROLE}, ${REPORTER_ROLE}`,
-        `GRANT SELECT, INSERT, UPDATE ON ${tables} TO ${INGEST_ROLE}`,
+        `REVOKE ALL ON ${tables}, ${readOnly} FROM ${INGEST_ROLE}, ${REPORTER_ROLE}`,
+        `GRANT SELECT, INSERT ON ${tables} TO ${INGEST_ROLE}`,
+        `GRANT SELECT ON ${readOnly} TO ${INGEST_ROLE}, ${REPORTER_ROLE}`,
+        `REVOKE ALL ON ${functions} FROM PUBLIC, ${INGEST_ROLE}`,
+        `GRANT EXECUTE ON ${functions} TO ${REPORTER_ROLE}`,
         `GRANT USAGE ON SEQUENCE ${LEDGER_SEQUENCES.join(", ")} TO ${INGEST_ROLE}`,
         `GRANT SELECT ON ${tables} TO ${REPORTER_ROLE}`,
         `GRANT INSERT ON ${RECONCILIATION_TABLE} TO ${REPORTER_ROLE}`,

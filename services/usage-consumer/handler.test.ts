@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectedAggregates, hourlyAggregates } from "../ledger/ledger";
+import { expectedAggregates, hourlyAggregates, ingestBatch } from "../ledger/ledger";
 import { useLedgerDb } from "../ledger/testing/ledger-db";
 import type { UsageEvent } from "../shared/usage";
 import { decodeBatch, KinesisStreamEvent, processBatch, readEnv } from "./handler";
@@ -35,6 +35,32 @@ describe("usage consumer (Lambda handler logic, real PostgreSQL)", () => {
         expect(q[1].reason).toBe("schema: inputTokens: Too small: expected number to be >=0");
         expect(q[2].reason).toBe('event names spoke "hcm1" but arrived on the stream of spoke "hn1"');
         expect(await hourlyAggregates(ledgerDb.db)).toEqual(expectedAggregates(good));
+    });
+
+    it("a batch racing another consumer's uncommitted insert of the same requests is run again and counted once", async () => {
+        await ledgerDb.db.query("TRUNCATE usage_events, usage_hourly, usage_receipts, usage_quarantine, usage_spoke_quarantine");
+        const first = [ev(10), ev(11)], all = [...first, ev(12), ev(13)];
+        const [other, consumer] = await Promise.all([ledgerDb.connect(), ledgerDb.connect()]);
+        try {
+            await other.query("BEGIN");
+            await ingestBatch(other, first, { attempts: 1 });
+            const pid = (await consumer.query("SELECT pg_backend_pid() AS pid")).rows[0].pid;
+            const batch: KinesisStreamEvent = { Records: [...all.map((e, i) => rec(`s2:${i}`, JSON.stringify(e))), rec("s2:9", "{bad")] };
+            const pending = processBatch(consumer, batch, { [ARN]: "hn1" });
+            // The consumer's optimistic insert waits on the other transaction's rows, then meets them committed.
+            for (;;) {
+                const r = await ledgerDb.db.query("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", [pid]);
+                if (r.rows[0]?.wait_event_type === "Lock") break;
+                await new Promise((res) => setTimeout(res, 20));
+            }
+            await other.query("COMMIT");
+            expect(await pending).toEqual({ received: 4, inserted: 2, receipts: 2, quarantined: 1, spokeQuarantined: 0 });
+        } finally {
+            await Promise.all([other.end(), consumer.end()]);
+        }
+        expect(await hourlyAggregates(ledgerDb.db)).toEqual(expectedAggregates(all));
+        expect((await ledgerDb.db.query("SELECT count(*)::int AS n FROM usage_receipts")).rows[0].n).toBe(0);
+        expect((await ledgerDb.db.query("SELECT count(*)::int AS n FROM usage_quarantine")).rows[0].n).toBe(1);
     });
 
     it("a record from an unknown stream is quarantined", () => {

@@ -1,6 +1,6 @@
 import { Client } from "pg";
 import { discardClient, LEDGER_PG_BOUNDS } from "../ledger/db";
-import { ingestBatch, IngestResult, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
+import { ingestBatch, IngestResult, isIngestRace, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
 import { QuarantineMarker, QuarantineMarkerSchema, UsageEvent, UsageEventSchema } from "../shared/usage";
 
 /**
@@ -69,21 +69,27 @@ export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<stri
 }
 
 /**
- * Processes one batch against an open connection: quarantine and ingest in one transaction.
+ * Processes one batch against an open connection: quarantine and ingest in one transaction. When the ingest meets
+ * a request already counted in its optimistic mode (services/ledger/ledger.ts `isIngestRace`: nothing was
+ * written, the transaction is aborted), the whole transaction runs once more, the ingest then with ON CONFLICT;
+ * every statement in it is idempotent.
  * @throws the driver's error (the transaction is rolled back; Lambda retries the batch)
  */
 export async function processBatch(db: Queryable, event: KinesisStreamEvent, streamSpokes: Record<string, string>): Promise<BatchOutcome> {
     const { events, markers, bad } = decodeBatch(event, streamSpokes);
-    await db.query("BEGIN");
-    try {
-        const quarantined = await quarantine(db, bad);
-        const spokeQuarantined = await recordSpokeQuarantine(db, markers);
-        const r = await ingestBatch(db, events, 1);
-        await db.query("COMMIT");
-        return { ...r, quarantined, spokeQuarantined };
-    } catch (e) {
-        await db.query("ROLLBACK").catch(() => undefined);
-        throw e;
+    for (let run = 1; ; run++) {
+        await db.query("BEGIN");
+        try {
+            const quarantined = await quarantine(db, bad);
+            const spokeQuarantined = await recordSpokeQuarantine(db, markers);
+            const r = await ingestBatch(db, events, { attempts: 1, mode: run === 1 ? undefined : "on-conflict" });
+            await db.query("COMMIT");
+            return { ...r, quarantined, spokeQuarantined };
+        } catch (e) {
+            await db.query("ROLLBACK").catch(() => undefined);
+            if (run === 1 && isIngestRace(e)) continue;
+            throw e;
+        }
     }
 }
 
@@ -139,7 +145,7 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
     });
     client.on("error", () => { cached = undefined; });
     await client.connect();
-    // No DDL here: the consumer logs in as ledger_ingest (SELECT/INSERT/UPDATE on the ledger tables only); the schema
+    // No DDL here: the consumer logs in as ledger_ingest (SELECT/INSERT on the ledger tables only); the schema
     // is applied by the migrator Lambda that `pulumi up` runs before the event source mappings exist
     // (services/reconciler/migrator.ts).
     cached = { client, env };
