@@ -36,8 +36,12 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     const nodes = Math.max(1, Math.ceil((endpoints * gpusPerEndpoint) / 8));
     const names = Array.from({ length: spokes }, (_, i) => `b${i + 1}`);
     const hubConfig = { ...hubBase.config };
-    // The generated spokes replace the sample ones; their identities take the defaults (an on-prem access key slot).
-    delete hubConfig["platform:spokeIdentities"];
+    // The generated spokes replace the sample ones; each gets an on-prem access-key identity with one key slot
+    // created today (a slot without createdAt has no maximum age, and the render warns about it).
+    const today = new Date().toISOString().slice(0, 10);
+    hubConfig["platform:spokeIdentities"] = JSON.stringify(Object.fromEntries(names.map((n) => [n, {
+        mode: "access-key", deployerRoleArn: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${n}`, keys: [{ id: "bench", createdAt: today }],
+    }])));
     hubConfig["platform:spokes"] = JSON.stringify(names.map((n) => ({ name: n, stack: `spoke-${n}`, region: `bench-${n}`, provider: "onprem", gpus: nodes * 8 })));
     hubConfig["platform:endpoints"] = JSON.stringify(names.flatMap((n) => Array.from({ length: endpoints }, (_, j) => ({
         name: `ep-${j + 1}`, model: models[j % models.length].id, spoke: n, engine: j % 2 === 0 ? "vllm" : "sglang",

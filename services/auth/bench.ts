@@ -31,7 +31,8 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * instead of every lease of the run. Redis is emptied between runs, so no run inherits another's state. Limits
  * are set high enough not to be hit, and every non-200 answer is counted as an error.
  *
- * Standalone: `node -r ts-node/register/transpile-only services/auth/bench.ts`.
+ * Run with `npm run bench -- auth` (tools/register-esbuild.js: without ts-node, which loads `domain` and
+ * slows every EventEmitter of the process; the image runs compiled JavaScript).
  */
 
 /** Tunables; with the defaults a run takes about 2.5 minutes (3 pairs per goal setting). */
