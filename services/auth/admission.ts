@@ -281,7 +281,7 @@ export class GrantAdmission {
         if (want === 0 || p.available * 2 >= want) return;
         const revision = p.revision;
         const limits = p.limits;
-        this.setPending(p, this.redisCheck(p.ids, limits, Math.min(this.o.maxGrant, want)).then(
+        this.setPending(p, this.redisCheck(p.ids, limits, want).then(
             (d) => {
                 if (d.allowed) this.addLot(p, grantLeaseIds(d.leaseId, d.granted), revision, limits);
                 else p.quietUntil = performance.now() + this.o.holdMs;

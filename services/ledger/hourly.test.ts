@@ -2,6 +2,7 @@ import type { Client } from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { UsageEvent } from "../shared/usage";
 import { compactHourly, expectedAggregates, hourlyAggregates, INGEST_STATEMENTS, ingestBatch, ingestOrder, ingestPayload, migrate, Queryable, rollupHourly } from "./ledger";
+import { mixedEvent, range } from "./testing/events";
 import { useLedgerDb } from "./testing/ledger-db";
 import { INGEST_SQL_V1, schemaV1 } from "./testing/ledger-v1";
 import { startPostgres, TestPostgres } from "./testing/postgres";
@@ -17,15 +18,8 @@ const H9 = "2026-11-29T09:00:00.000Z", H10 = "2026-11-29T10:00:00.000Z", H11 = "
 /** Watermarks: every test hour live, or every test hour already rolled up (so every event is late). */
 const LIVE = "2026-11-29T00:00:00.000Z", LATE = "2026-11-30T00:00:00.000Z";
 
-function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
-    return {
-        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: i % 2 ? "search" : "agents", keyId: `k-${i % 3}`, model: "m", endpoint: "e",
-        inputTokens: 100 + i, outputTokens: 10 + i, cachedInputTokens: i, status: 200, stream: i % 2 === 0, truncated: i % 5 === 0,
-        usageSource: i % 7 === 0 ? "estimated" : "reported", startedAt: "2026-11-29T09:58:00.000Z",
-        endedAt: i % 4 === 0 ? "2026-11-29T10:00:00.000Z" : "2026-11-29T09:59:59.999Z", seq: i, source: "metering-0.aaaa0000", ...over,
-    };
-}
-const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+/** Every 7th event estimated (services/ledger/testing/events.ts). */
+const ev = (i: number, over: Partial<UsageEvent> = {}): UsageEvent => mixedEvent(i, over, 7);
 /** A further delivery of event i: same request and usage, re-spooled under a new seq (a collector retry). */
 const again = (i: number, seq: number) => ev(i, { seq });
 

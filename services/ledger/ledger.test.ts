@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import type { UsageEvent } from "../shared/usage";
 import { expectedAggregates, hourlyAggregates, ingestBatch } from "./ledger";
 import { reconcile } from "./reconcile";
+import { mixedEvent, range } from "./testing/events";
 import { useLedgerDb } from "./testing/ledger-db";
 
 const ledgerDb = useLedgerDb();
@@ -9,15 +10,7 @@ beforeEach(async () => {
     await ledgerDb.db.query("TRUNCATE usage_events, usage_hourly, usage_receipts, usage_quarantine, usage_spoke_quarantine");
 });
 
-function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
-    return {
-        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: i % 2 ? "search" : "agents", keyId: `k-${i % 3}`, model: "m", endpoint: "e",
-        inputTokens: 100 + i, outputTokens: 10 + i, cachedInputTokens: i, status: 200, stream: i % 2 === 0, truncated: i % 5 === 0,
-        usageSource: i % 5 === 0 ? "estimated" : "reported", startedAt: "2026-11-29T09:58:00.000Z",
-        endedAt: i % 4 === 0 ? "2026-11-29T10:00:00.000Z" : "2026-11-29T09:59:59.999Z", seq: i, source: "metering-0.aaaa0000", ...over,
-    };
-}
-const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+const ev = mixedEvent;
 
 describe("ledger ingestion (real PostgreSQL)", () => {
     it("the same batch twice counts once", async () => {
