@@ -73,9 +73,7 @@ export function hicacheRegistrationRule(s: StackView): Finding[] {
         }
         const inert = (p.main.env ?? []).map((e: { name: string }) => e.name).filter((n: string) => n.startsWith("MOONCAKE_"));
         if (inert.length) out.push(finding(s.stack, p.object, p.main.name, `env.${inert[0]}`, hicache, `${inert.join(", ")} set, but with master_server_address in the extra config SGLang reads its Mooncake config from the extra config only`));
-        if (p.componentType === "decode" && flagValue(argv, "--disaggregation-mode") === "decode" && flagValue(argv, "--disaggregation-decode-enable-radix-cache") === undefined) {
-            out.push(finding(s.stack, p.object, p.main.name, "--disaggregation-decode-enable-radix-cache", hicache, "a P/D decode worker runs HiCache without --disaggregation-decode-enable-radix-cache"));
-        }
+        // A P/D decode worker without --disaggregation-decode-enable-radix-cache is refused at start-up: upstream/refused.ts.
     }
     return out;
 }
