@@ -127,6 +127,31 @@ describe("activation: planted inert or refused features", () => {
         // Without the Network Operator (EKS), the GPU Operator's NFD is the only one.
         expect(checkActivation(stackOf([], [{ ...gpu, values: {} }]))).toEqual([]);
     });
+    it("KV routing whose workers publish no KV events: a vLLM publisher without enable_kv_cache_events, an SGLang worker without --kv-events-config", () => {
+        const v = objects(endpoint());
+        const dec = mainOf(dgdOf(v), "decode").args;
+        dec[dec.indexOf("--kv-events-config") + 1] = JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080" });
+        const f = checkActivation(stackOf(v));
+        expect(f.map((x) => `${x.object} ${x.key}`)).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config"]);
+        expect(f[0].message).toMatch(/^kv-events .* would be inert: the frontend routes on KV events .*offloading-support-matrix\.md\]$/);
+        const sg = objects(endpoint({ engine: "sglang" }));
+        const pre = mainOf(dgdOf(sg), "prefill").args;
+        pre.splice(pre.indexOf("--kv-events-config"), 2);
+        expect(checkActivation(stackOf(sg)).map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component prefill"]);
+    });
+    it("a Planner whose graph no selected PodMonitor scrapes scales on nothing", () => {
+        const eps: ObservedEndpoint[] = [{ name: "llama-70b", model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", gpus: 8, disaggregated: true }];
+        const labels = { release: "kube-prometheus-stack" };
+        const objs = objects(endpoint());
+        objs.push({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { name: "r", namespace: "monitoring", labels }, spec: { groups: [] } });
+        for (const t of dynamoScrapeTargets(eps)) objs.push({ apiVersion: "monitoring.coreos.com/v1", kind: "PodMonitor", metadata: { name: t.name, namespace: "monitoring", labels }, spec: podMonitorSpec(t) });
+        expect(checkActivation(stackOf(objs))).toEqual([]);
+        const noWorkers = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "dynamo-workers"));
+        const f = checkActivation(stackOf(noWorkers));
+        expect(f.map((x) => x.key)).toEqual(["scrape.prefill", "scrape.decode"]);
+        expect(f[0]).toMatchObject({ object: "DynamoGraphDeployment/inference/llama-70b component Planner" });
+        expect(f[0].message).toMatch(/^planner-signals .* would be inert: .*component prefill \(port system\) is scraped by no PodMonitor/);
+    });
     it("npm run upstream-check runs these rules (tools/upstream-check.ts checkStack)", () => {
         const objs = objects(endpoint(EAGLE));
         const pre = mainOf(dgdOf(objs), "prefill");

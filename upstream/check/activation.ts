@@ -5,7 +5,7 @@
  */
 import { activationFact, ActivationFact } from "../activation";
 import { BundledVersionFact, bundledVersions, masterPublishesKvEvents, MOONCAKE_MASTER_KV_EVENTS_SINCE } from "../compat";
-import { argvOf, envOf, Finding, flagValue, parseJson, PodView, podsOf, StackView, valueAt } from "./view";
+import { argvOf, envOf, Finding, flagValue, parseJson, PodView, podsOf, selects as selectsLabels, StackView, valueAt } from "./view";
 
 const LOOPBACK = /^(localhost|127\.|0\.0\.0\.0$|::1$|\[::1\]$)/;
 
@@ -147,8 +147,55 @@ export function operatorValuesRule(s: StackView): Finding[] {
     return out;
 }
 
+/** Does a worker publish KV events the way its engine reads them? */
+function publishesKvEvents(argv: readonly string[]): boolean {
+    const cfg = flagValue(argv, "--kv-events-config");
+    if (argv.includes("--publish-kv-events")) return true;
+    if (typeof cfg !== "string") return false;
+    const j = parseJson(cfg);
+    if (!j || !j.publisher || j.publisher === "null") return false;
+    // vLLM: KVEventsConfig.enable_kv_cache_events defaults to false (the publisher alone publishes nothing).
+    const vllm = argv[0] === "python3" && argv[2] === "dynamo.vllm";
+    return !vllm || j.enable_kv_cache_events === true;
+}
+
+/** `kv-events`: a KV-routing frontend's workers all publish KV events (else the router routes on guesses). */
+export function kvEventsRule(s: StackView): Finding[] {
+    const fact = activationFact("kv-events");
+    const out: Finding[] = [];
+    const pods = podsOf(s.objects);
+    for (const f of pods.filter((p) => p.componentType === "frontend" && flagValue(argvOf(p.main), "--router-mode") === "kv" && !argvOf(p.main).includes("--no-router-kv-events"))) {
+        for (const w of pods.filter((p) => p.graph === f.graph && ["prefill", "decode", "worker"].includes(p.componentType ?? ""))) {
+            if (!publishesKvEvents(argvOf(w.main))) out.push(finding(s.stack, w.object, w.main.name, "--kv-events-config", fact, `the frontend routes on KV events (--router-mode kv) but this worker publishes none`));
+        }
+    }
+    return out;
+}
+
+/** `planner-signals`: a Planner reads a Prometheus that scrapes the graph's frontend and workers. */
+export function plannerSignalsRule(s: StackView): Finding[] {
+    const fact = activationFact("planner-signals");
+    const out: Finding[] = [];
+    const pods = podsOf(s.objects);
+    const monitors = s.objects.filter((o) => o?.kind === "PodMonitor");
+    const rules = s.objects.filter((o) => o?.kind === "PrometheusRule");
+    const release: string | undefined = rules.map((r) => r.metadata?.labels?.release).find(Boolean);
+    for (const p of pods.filter((x) => x.componentType === "planner")) {
+        if (!envOf(p.main, "PROMETHEUS_ENDPOINT")) out.push(finding(s.stack, p.object, p.main.name, "env.PROMETHEUS_ENDPOINT", fact, "no PROMETHEUS_ENDPOINT: the Planner falls back to the kube-prometheus-stack default"));
+        if (!rules.length) continue; // no prometheus-operator objects rendered: the scrape is the cluster's own
+        for (const t of pods.filter((x) => x.graph === p.graph && ["frontend", "prefill", "decode", "worker"].includes(x.componentType ?? ""))) {
+            const port = t.componentType === "frontend" ? "http" : "system";
+            const covered = monitors.some((m) => (release === undefined || m.metadata?.labels?.release === release)
+                && (m.spec?.namespaceSelector?.any === true || (m.spec?.namespaceSelector?.matchNames ?? [m.metadata?.namespace]).includes(t.namespace))
+                && selectsLabels(m.spec?.selector, t.labels) && (m.spec?.podMetricsEndpoints ?? []).some((e: any) => e.port === port));
+            if (!covered) out.push(finding(s.stack, p.object, p.main.name, `scrape.${t.componentType}`, fact, `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner scales on nothing`));
+        }
+    }
+    return out;
+}
+
 /** Every activation rule. */
-export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [speculativeRule, hicacheRegistrationRule, sharedCacheRule, operatorValuesRule];
+export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [speculativeRule, hicacheRegistrationRule, sharedCacheRule, operatorValuesRule, kvEventsRule, plannerSignalsRule];
 
 /** Runs every activation rule on one stack. */
 export function checkActivation(s: StackView): Finding[] {
