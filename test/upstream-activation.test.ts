@@ -8,7 +8,11 @@ import { describe, expect, it } from "vitest";
 import { ObservabilityConfigSchema } from "../config/observability";
 import { buildDgd } from "../lib/dgd";
 import { buildMooncake, mooncakeMasterAddress } from "../lib/mooncake";
-import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec } from "../lib/observability";
+import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec, scrapeTargets } from "../lib/observability";
+import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../lib/gateway";
+import { PLATFORM_NAMESPACE } from "../lib/labels";
+import { AUTH_POD_LABELS } from "../components/spoke/AuthService";
+import { METERING_POD_LABELS } from "../components/spoke/Metering";
 import { gpuOperatorValues } from "../components/spoke/GpuOperator";
 import { networkOperatorValues } from "../components/spoke/BackendFabric";
 import { checkStack } from "../tools/upstream-check";
@@ -193,8 +197,24 @@ describe("observability chain (upstream/check/observability.ts)", () => {
         objs.push({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { name: "r", namespace: "monitoring", labels }, spec: { groups: alertGroups("hn1", eps, cfg) } });
         for (const t of dynamoScrapeTargets(eps)) objs.push({ apiVersion: "monitoring.coreos.com/v1", kind: "PodMonitor", metadata: { name: t.name, namespace: "monitoring", labels }, spec: podMonitorSpec(t) });
         for (const d of dashboards("hn1", eps)) objs.push({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: d.uid, namespace: "monitoring" }, data: { "d.json": JSON.stringify(grafanaDashboard(d)) } });
+        // The auth service and metering as their components render them (ports `ops` / `http`), with the platform's PodMonitors.
+        const workload = (kind: string, name: string, namespace: string, podLabels: Record<string, string>, ports: Obj[]) =>
+            ({ apiVersion: "apps/v1", kind, metadata: { name, namespace }, spec: { template: { metadata: { labels: podLabels }, spec: { containers: [{ name, image: `${name}:1`, ports }] } } } });
+        objs.push(workload("Deployment", "auth", GATEWAY_NAMESPACE, AUTH_POD_LABELS, [{ name: "http", containerPort: 8080 }, { name: "ops", containerPort: 9090 }]));
+        objs.push(workload("StatefulSet", "metering", PLATFORM_NAMESPACE, METERING_POD_LABELS, [{ name: "http", containerPort: 8080 }]));
+        for (const t of scrapeTargets({ authNamespace: GATEWAY_NAMESPACE, authLabels: AUTH_POD_LABELS, meteringNamespace: PLATFORM_NAMESPACE, meteringLabels: METERING_POD_LABELS, envoyNamespace: ENVOY_GATEWAY_NAMESPACE, envoyLabels: { ...ENVOY_PROXY_POD_LABELS } })) {
+            objs.push({ apiVersion: "monitoring.coreos.com/v1", kind: "PodMonitor", metadata: { name: t.name, namespace: "monitoring", labels }, spec: podMonitorSpec(t) });
+        }
         return objs;
     }
+    it("the auth service without its ops port, metering without a PodMonitor: their alerts read nothing", () => {
+        const objs = rendered();
+        const auth = objs.find((o) => o.kind === "Deployment" && o.metadata.name === "auth")!;
+        auth.spec.template.spec.containers[0].ports = [{ name: "http", containerPort: 8080 }];
+        const noMetering = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "platform-metering"));
+        const f = checkObservability(stackOf(noMetering)).map((x) => `${x.object} ${x.key}`);
+        expect(f).toEqual(["Deployment/llm-gateway/auth ports.ops", "StatefulSet/platform-system/metering scrape.http"]);
+    });
     it("what lib/ renders: every alert and panel reads an exported, enabled, scraped metric", () => {
         expect(checkObservability(stackOf(rendered()))).toEqual([]);
         const sig = scrapedSignals(stackOf(rendered())).get("llama-70b");
@@ -219,7 +239,7 @@ describe("observability chain (upstream/check/observability.ts)", () => {
         const unlabelled = rendered();
         for (const o of unlabelled) if (o.kind === "PodMonitor") o.metadata.labels = {};
         const f = checkObservability(stackOf(unlabelled));
-        expect(new Set(f.map((x) => x.key))).toEqual(new Set(["scrape.system", "scrape.http"]));
+        expect(new Set(f.map((x) => x.key))).toEqual(new Set(["scrape.system", "scrape.http", "scrape.ops"]));
         expect(f[0].message).toMatch(/no PodMonitor selected by the configured Prometheus \(release=kube-prometheus-stack.*kube-prometheus-stack\/templates\/prometheus\/prometheus\.yaml\]$/);
     });
     it("a removed metric name (dynamo_component_kvstats_*, gone since Dynamo 1.0) and a label its exporter never sets", () => {

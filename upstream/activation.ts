@@ -176,7 +176,9 @@ export const activationFacts: readonly ActivationFact[] = [
 export interface ExporterFact {
     readonly exporter: Exporter;
     /** The pods that export it: the entry point of their main container (upstream/*.ts EntrypointFacts id) or a rendered label. */
-    readonly pods: { readonly entrypoint?: string; readonly role?: readonly string[] };
+    readonly pods: { readonly entrypoint?: string; readonly role?: readonly string[]; readonly labels?: Readonly<Record<string, string>> };
+    /** The port is declared by the rendered container itself (our services), not added by an operator (DGD pods). */
+    readonly portInSpec?: boolean;
     /** Container port name the series are served on (declared by the operator for DGD pods). */
     readonly port?: string;
     /** A flag without which nothing is exported (`--enable-metrics`), or that turns the export off (`--disable-log-stats`). */
@@ -190,6 +192,9 @@ export const exporterActivation: readonly ExporterFact[] = [
     { exporter: "dynamo-worker", pods: { role: ["prefill", "decode", "worker"] }, port: "system", source: `${D}:deploy/operator/internal/dynamo/component_worker.go` },
     { exporter: "vllm", pods: { entrypoint: "dynamo.vllm", role: ["prefill", "decode", "worker"] }, port: "system", forbidsFlag: "--disable-log-stats", source: `${D}:components/src/dynamo/vllm/main.py` },
     { exporter: "sglang", pods: { entrypoint: "dynamo.sglang", role: ["prefill", "decode", "worker"] }, port: "system", needsFlag: "--enable-metrics", source: `${D}:components/src/dynamo/sglang/publisher.py` },
+    // This repository's services: their metrics are checked against the live registries in test/observability.test.ts.
+    { exporter: "auth", pods: { labels: { "app.kubernetes.io/name": "platform-auth" } }, port: "ops", portInSpec: true, source: "inference-platform/platform@0.1.0:services/auth/metrics.ts" },
+    { exporter: "metering", pods: { labels: { "app.kubernetes.io/name": "platform-metering" } }, port: "http", portInSpec: true, source: "inference-platform/platform@0.1.0:services/metering/service.ts" },
 ];
 
 /**

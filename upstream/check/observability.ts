@@ -76,6 +76,7 @@ function expressionsOf(objects: readonly Obj[]): Expression[] {
 /** The rendered pods that run an exporter. */
 function exportingPods(pods: readonly PodView[], fact: ExporterFact): PodView[] {
     return pods.filter((p) => {
+        if (fact.pods.labels) return Object.entries(fact.pods.labels).every(([k, v]) => p.labels[k] === v);
         if (!p.graph) return false;
         if (fact.pods.role && !fact.pods.role.includes(p.componentType ?? "")) return false;
         if (fact.pods.entrypoint) {
@@ -123,7 +124,7 @@ export function checkObservability(s: StackView, metrics: Readonly<Record<string
             const allowed = new Set([...fact.labels, ...SCRAPE_LABELS, ...relabeled, ...(fact.type === "histogram" ? ["le"] : [])]);
             for (const l of x.labels) if (!allowed.has(l)) out.push({ stack: s.stack, object: e.object, key: e.key, message: `matches label ${l} on ${x.series}, which its exporter does not set (labels ${fact.labels.join(", ") || "none"}, plus scrape labels) [${fact.source}]` });
             const exp = exporters.find((f) => f.exporter === fact.exporter);
-            if (!exp) continue; // this repository's services and the Envoy proxies: covered by test/observability.test.ts
+            if (!exp) continue; // the Envoy proxies: their pods are created by Envoy Gateway, not rendered here
             const producers = exportingPods(pods, exp);
             if (!producers.length) { out.push({ stack: s.stack, object: e.object, key: e.key, message: `reads ${x.series} (${fact.exporter}), but no rendered pod runs that exporter [${exp.source}]` }); continue; }
             for (const p of producers) {
@@ -133,7 +134,9 @@ export function checkObservability(s: StackView, metrics: Readonly<Record<string
                 const argv = argvOf(p.main);
                 if (exp.needsFlag && !argv.includes(exp.needsFlag)) out.push({ stack: s.stack, object: p.object, container: p.main.name, key: exp.needsFlag, message: `${exp.exporter} exports nothing without ${exp.needsFlag}, yet ${e.object} ${e.key} reads ${x.series} [${exp.source}]` });
                 if (exp.forbidsFlag && argv.includes(exp.forbidsFlag)) out.push({ stack: s.stack, object: p.object, container: p.main.name, key: exp.forbidsFlag, message: `${exp.forbidsFlag} turns the ${exp.exporter} exporter off, yet ${e.object} ${e.key} reads ${x.series} [${exp.source}]` });
-                if (exp.port && rules.length && !scrapersOf(s.objects, p, exp.port, release).length) {
+                if (exp.port && exp.portInSpec && !(p.main.ports ?? []).some((x: Obj) => x.name === exp.port)) {
+                    out.push({ stack: s.stack, object: p.object, container: p.main.name, key: `ports.${exp.port}`, message: `${exp.exporter} serves its metrics on port ${exp.port}, which this container does not declare, so no PodMonitor can scrape it [${exp.source}]` });
+                } else if (exp.port && rules.length && !scrapersOf(s.objects, p, exp.port, release).length) {
                     out.push({ stack: s.stack, object: p.object, container: p.main.name, key: `scrape.${exp.port}`, message: `no PodMonitor selected by the configured Prometheus (${release ? `release=${release}` : "any"}; ${prometheusSelection.podMonitorSelector}) scrapes port ${exp.port} of this pod, so ${x.series} read by ${e.object} ${e.key} is never collected [${prometheusSelection.source}]` });
                 }
             }
@@ -155,13 +158,14 @@ export function scrapedSignals(s: StackView, exporters: readonly ExporterFact[] 
     const out = new Map<string, Array<{ exporter: string; scraped: boolean; enabled: boolean }>>();
     for (const exp of exporters) {
         for (const p of exportingPods(pods, exp)) {
-            const list = out.get(p.graph!) ?? [];
+            if (!p.graph) continue;
+            const list = out.get(p.graph) ?? [];
             const argv = argvOf(p.main);
             const enabled = (!exp.needsFlag || argv.includes(exp.needsFlag)) && (!exp.forbidsFlag || !argv.includes(exp.forbidsFlag));
             const scraped = !!exp.port && scrapersOf(s.objects, p, exp.port, release).length > 0;
             const prev = list.find((x) => x.exporter === exp.exporter);
             if (prev) { prev.scraped &&= scraped; prev.enabled &&= enabled; } else list.push({ exporter: exp.exporter, scraped, enabled });
-            out.set(p.graph!, list);
+            out.set(p.graph, list);
         }
     }
     return out;
