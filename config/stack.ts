@@ -336,9 +336,15 @@ export const SpokeConfigSchema = z.object({
          * legacy `peermem` (nvidia-peermem, needs MLNX/DOCA OFED) — NVIDIA cloud-native-docs gpu-operator-rdma.
          */
         gpuDirectRdma: z.enum(["dmabuf", "peermem"]).default("dmabuf"),
-        /** True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). */
+        /**
+         * True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). Only
+         * read with `peermem`: the GPU Operator ignores it unless `driver.rdma.enabled` (components/spoke/GpuOperator.ts).
+         */
         useHostMofed: z.boolean().default(false),
-    }).strict().default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
+    }).strict().refine((g) => !g.useHostMofed || g.gpuDirectRdma === "peermem", {
+        message: "useHostMofed only takes effect with gpuDirectRdma peermem (the GPU Operator reads driver.rdma.useHostMofed only when driver.rdma.enabled); remove it for dmabuf",
+        path: ["useHostMofed"],
+    }).default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
     /** Agent Router / auth service settings (config/gateway.ts); optional, every field defaulted. */
     gateway: GatewayConfigSchema.prefault({}),
     /** Dynamo platform install and endpoint -> node pool mapping (config/serving.ts); optional, every field defaulted. */

@@ -104,6 +104,15 @@ export const versions = {
      * DynamoCheckpoint CRD there is not part of 1.5.0 (nothing here renders one). NATS and etcd stay off: the default
      * request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml, reference/dynamo.md §5).
      * Engine facts are recorded for these engine pins in upstream/ (vllm.ts, sglang.ts, trtllm.ts).
+     * Not yet 1.5.1: the patch exists ("Dynamo v1.5.1 Patch, Released Oct 6, 2026 ... Fixes ... min_tokens on
+     * tokenizer-free SGLang decode workers ... Backend pins are unchanged from v1.5.0", docs.nvidia.com/dynamo/latest/
+     * reference/compatibility; docs.nvidia.com/dynamo/v1.6.1/reference/releases lists its GitHub release; the v1.6.0
+     * deprecations page shows the same SGLang 0.5.18 / NIXL 1.4.0, vLLM 0.28.0 / NIXL 1.3.2, TRT-LLM 1.3.0rc25 / NIXL
+     * 1.3.1 "from v1.5.1"), and it touches our SGLang decode workers (`--skip-tokenizer-init`), but its artifact list
+     * (runtime images and their `-efa` variants, dynamo-planner, the dynamo-platform chart at 1.5.1) could not be read
+     * from a source here, so nothing proves every tag we would render exists. Bump all of them together once the
+     * release-artifacts page or the NGC tags are read, with the facts that name 1.5.0 (upstream/images.ts, compat.ts,
+     * dynamo.ts, charts/dynamo-platform.ts) and the pack's verified chart versions.
      */
     dynamoPlatform: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", chart: "dynamo-platform", version: "1.5.0" },
     /**

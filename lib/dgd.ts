@@ -1,7 +1,7 @@
 import type { Endpoint, WorkerGroup } from "../config/endpoint";
 import { versions } from "../config/versions";
 import {
-    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeEnv, mooncakeTransferEngineEnv, NicSelection, rdmaResources,
+    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeTransferEngineEnv, NicSelection, rdmaResources,
     sglangMooncakeExtraConfig, sglangNixlBackendParams, vllmMooncakeStoreConfig, wrappedCommand,
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
@@ -67,8 +67,21 @@ export function nixlBackend(fabric: KvFabric): "UCX" | "LIBFABRIC" {
 
 const json = (o: unknown) => JSON.stringify(o);
 
-/** Speculative decoding runs on the decoding engines (decode and aggregated workers), not on prefill. */
-const speculates = (c: RoleContext) => !!c.endpoint.speculative && c.role !== "prefill";
+/**
+ * Speculative decoding runs on every worker of the endpoint, prefill included, with the SAME drafter and settings: the
+ * prefill computes the drafter's KV for the prompt, and vLLM's NIXL handshake refuses a prefill/decode pair whose
+ * speculative config differs (vllm-project/vllm PR #49230, `NixlConnector` compatibility hash over the
+ * speculative config); with `kv_load_failure_policy: fail` every disaggregated request would fail. The pairing is
+ * checked by upstream/check/activation.ts (`speculative-pd-identical`).
+ */
+const speculates = (c: RoleContext) => !!c.endpoint.speculative;
+
+/**
+ * Pod label naming the graph component's role (`frontend`, `planner`, `prefill`, `decode`, `worker`): what the
+ * platform's own PodMonitors select (lib/observability.ts {@link dynamoScrapeTargets}), so every prefill, decode and
+ * aggregated worker is scraped whatever the operator's own labels are.
+ */
+export const ROLE_LABEL = "inference-platform.io/role";
 
 /** ZMQ KV-event publisher of vLLM workers (examples/backends/vllm/deploy/disagg_router.yaml). */
 export const VLLM_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080", enable_kv_cache_events: true };
@@ -107,6 +120,21 @@ export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = { name: "VLLM_NIXL_SIDE_CHANNE
  */
 export const SGLANG_HOST_IP_ENV: EnvVar = { name: "SGLANG_HOST_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
 
+/** The container variable carrying the pod IP that SGLang's HiCache extra config names (`$(POD_IP)`, expanded by the kubelet). */
+export const POD_IP_ENV: EnvVar = { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+
+/**
+ * SGLang's `--hicache-storage-backend-extra-config` for the Mooncake backend: the client base plus `local_hostname`,
+ * the address the worker's transfer engine registers with the master and peers connect to. When the extra config
+ * names the master, SGLang builds its config from the extra config alone
+ * (`MooncakeStoreConfig.load_from_extra_config`, `local_hostname` defaulting to `localhost`) and never reads
+ * `MOONCAKE_LOCAL_HOSTNAME` (sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py
+ * `MooncakeBaseStore._load_config`). `$(POD_IP)` is expanded by the kubelet from {@link POD_IP_ENV}.
+ */
+export function sglangHicacheExtraConfig(base: Record<string, string | number>): Record<string, string | number> {
+    return { ...base, local_hostname: `$(${POD_IP_ENV.name})` };
+}
+
 /** Every supported engine. */
 export const ENGINES: Record<EngineName, EngineSpec> = {
     vllm: {
@@ -138,8 +166,11 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         sharedMemory: "32Gi",
         args(c) {
             const e = c.endpoint;
+            // `--enable-metrics`: without it SGLang registers no `sglang:*` series and Dynamo's worker re-exports none
+            // (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/sglang/publisher.py,
+            // "Register SGLang multiprocess metrics only when --enable-metrics was passed"; upstream/activation.ts).
             const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp-size", String(c.group.gpusPerWorker),
-                "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0"];
+                "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0", "--enable-metrics"];
             if (c.disaggregated) {
                 a.push("--disaggregation-mode", c.role, "--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345");
             }
@@ -151,7 +182,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3).
                 if (c.disaggregated && c.role === "decode") a.push("--disaggregation-decode-enable-radix-cache");
                 a.push("--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through",
-                    "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(c.mooncake));
+                    "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(sglangHicacheExtraConfig(c.mooncake)));
             }
             if (e.maxModelLen) a.push("--context-length", String(e.maxModelLen));
             if (speculates(c)) {
@@ -241,7 +272,7 @@ export interface DgdArgs {
     /** Secret with HF_TOKEN added with envFrom, if any. */
     hfTokenSecret?: string;
     /** Mooncake master `host:port` and the ConfigMap carrying the client JSON, when the endpoint has a KV pool. */
-    mooncake?: { master: string; configMap: string };
+    mooncake?: { master: string; configMap: string; kvEventsEndpoint?: string };
     /**
      * Node selector of the CPU nodes the Frontend and Planner run on (EKS: the CPU node group). Unset or empty: no
      * selector, so they land on any untainted node (GPU nodes carry the GPU taint).
@@ -252,6 +283,18 @@ export interface DgdArgs {
 /** Where the Mooncake client JSON is mounted (`MOONCAKE_CONFIG_PATH`, read by vLLM's MooncakeStoreConnector). */
 export const MOONCAKE_CONFIG_DIR = "/etc/mooncake";
 export const MOONCAKE_CONFIG_KEY = "mooncake.json";
+
+/**
+ * The Mooncake KV-event endpoint the frontend's shared KV cache subscribes to, or undefined when the shared cache is
+ * off. On only for SGLang endpoints with a Mooncake pool and KV routing, and only when the pool's master publishes KV
+ * events (`DgdArgs.mooncake.kvEventsEndpoint`, set from lib/mooncake.ts `mooncakeKvEventsEndpoint`, which needs a
+ * Mooncake master proven to carry `--enable_kv_events`): without that the shared cache is a no-op
+ * (upstream/activation.ts `shared-kv-cache`).
+ */
+export function sharedKvCache(e: Endpoint, mooncake: DgdArgs["mooncake"]): string | undefined {
+    if (e.engine !== "sglang" || e.kvPool.kind !== "mooncake" || e.router.mode !== "kv") return undefined;
+    return mooncake?.kvEventsEndpoint;
+}
 
 /** True when the endpoint's workers move KV between pods (P/D over NIXL, or a shared Mooncake pool). */
 export function needsRdma(e: Endpoint): boolean {
@@ -343,9 +386,14 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
 
     const frontendArgs = ["--http-port", String(FRONTEND_PORT), "--router-mode", e.router.mode];
-    if (e.engine === "sglang" && mooncakeCfg && kvEvents) {
-        // Tier-aware routing over the shared HiCache/Mooncake pool (Dynamo HiCache guide).
+    const frontendEnv: EnvVar[] = [{ name: "DYN_ROUTER_MODE", value: e.router.mode }];
+    const sharedCache = sharedKvCache(e, a.mooncake);
+    if (sharedCache) {
+        // Tier-aware routing over the shared HiCache/Mooncake pool: the frontend subscribes to the master's KV events
+        // (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/discovery/model_manager.rs
+        // `hicache_cache_for`, env DYN_MOONCAKE_KV_EVENTS_ENDPOINT; upstream/activation.ts `shared-kv-cache`).
         frontendArgs.push("--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5");
+        frontendEnv.push({ name: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT", value: sharedCache });
     }
     // CPU components (Frontend, Planner) on the system nodes when the spoke names them.
     const systemSpec = a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {};
@@ -354,12 +402,12 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         type: "frontend",
         replicas: 1,
         podTemplate: {
-            metadata: { labels },
+            metadata: { labels: { ...labels, [ROLE_LABEL]: "frontend" } },
             spec: {
                 ...systemSpec,
                 containers: [stripUndefined({
                     name: "main", image: a.runtimeImage, command: ["python3", "-m", "dynamo.frontend"], args: frontendArgs,
-                    env: [{ name: "DYN_ROUTER_MODE", value: e.router.mode }], envFrom,
+                    env: frontendEnv, envFrom,
                 })],
             },
         },
@@ -370,7 +418,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             type: "planner",
             replicas: 1,
             podTemplate: {
-                metadata: { labels },
+                metadata: { labels: { ...labels, [ROLE_LABEL]: "planner" } },
                 spec: {
                     ...systemSpec,
                     containers: [{
@@ -405,7 +453,10 @@ export function buildDgd(a: DgdArgs): DgdManifest {
                 env.push(...mooncakeTransferEngineEnv(a.pool.fabric));
                 env.push({ name: "MOONCAKE_CONFIG_PATH", value: `${MOONCAKE_CONFIG_DIR}/${MOONCAKE_CONFIG_KEY}` });
             } else {
-                env.push(...mooncakeEnv(a.pool.fabric, a.mooncake!.master, { kind: "client" }));
+                // SGLang takes its whole Mooncake config from the extra-config flag (sglangHicacheExtraConfig): the
+                // MOONCAKE_* variables would be read by nothing, so only the transfer engine's MC_* knobs and POD_IP.
+                env.push(...mooncakeTransferEngineEnv(a.pool.fabric), POD_IP_ENV);
+                if (sharedCache) env.push({ name: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT", value: sharedCache });
             }
             // Same block hashes in every engine process, so prefixes stored by one worker hit in another
             // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md; read by CPython, python/cpython Python/initconfig.c).
@@ -450,7 +501,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             replicas: group.replicas,
             ...(e.planner.enabled ? { scalingAdapter: {} } : {}),
             sharedMemorySize: eng.sharedMemory,
-            podTemplate: { metadata: { labels }, spec },
+            podTemplate: { metadata: { labels: { ...labels, [ROLE_LABEL]: role } }, spec },
         });
     }
     return {

@@ -3,6 +3,7 @@ import {
     EnvVar, memlockPath, MOONCAKE_MASTER_PORT, MOONCAKE_METRICS_PORT, mooncakeEnv, rdmaResources, wrappedCommand,
 } from "./nixl";
 import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+import { BundledVersionFact, bundledVersions, masterPublishesKvEvents } from "../upstream/compat";
 
 /**
  * A Mooncake host-RAM KV pool for one endpoint, as plain Kubernetes objects: the master (Deployment + ClusterIP
@@ -20,6 +21,21 @@ export function mooncakeNames(endpoint: string) {
 /** `host:port` of an endpoint's Mooncake master Service (cluster DNS). */
 export function mooncakeMasterAddress(endpoint: string, namespace: string): string {
     return `${mooncakeNames(endpoint).master}.${namespace}.svc.cluster.local:${MOONCAKE_MASTER_PORT}`;
+}
+
+/** ZMQ PUB port the master publishes KV events on (`--kv_events_bind_endpoint`; 5557 in Dynamo's HiCache guide). */
+export const MOONCAKE_KV_EVENTS_PORT = 5557;
+
+/**
+ * The master's KV-event endpoint as the Dynamo frontend dials it (`DYN_MOONCAKE_KV_EVENTS_ENDPOINT`), or undefined when
+ * the pool image's Mooncake is not proven to publish KV events: `--enable_kv_events` exists from Mooncake v0.3.12
+ * (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/src/master.cpp `DEFINE_bool(enable_kv_events, false, ...)`), and
+ * gflags refuses an unknown flag at start-up, so it is only rendered for a master whose release is recorded
+ * (upstream/compat.ts `masterPublishesKvEvents`).
+ */
+export function mooncakeKvEventsEndpoint(endpoint: string, namespace: string, image: string, facts: readonly BundledVersionFact[] = bundledVersions): string | undefined {
+    if (!masterPublishesKvEvents(image, facts)) return undefined;
+    return `tcp://${mooncakeNames(endpoint).master}.${namespace}.svc.cluster.local:${MOONCAKE_KV_EVENTS_PORT}`;
 }
 
 /** Store service port (`mooncake_store_service --port`, 8088 in Mooncake's Kubernetes guide). */
@@ -47,6 +63,8 @@ export interface MooncakeArgs {
      * so it lands on any untainted node.
      */
     systemNodeSelector?: Record<string, string>;
+    /** Version facts the master's KV-event support is decided from (upstream/compat.ts; tests plant their own). */
+    versionFacts?: readonly BundledVersionFact[];
 }
 
 /** Labels of one part of the pool. */
@@ -70,6 +88,10 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
     const n = mooncakeNames(a.endpoint);
     const master = mooncakeMasterAddress(a.endpoint, a.namespace);
     const ml = labels(a.endpoint, "master");
+    const kvEvents = !!mooncakeKvEventsEndpoint(a.endpoint, a.namespace, a.image, a.versionFacts);
+    const masterArgs = ["--rpc_address", "$(POD_IP)", "--rpc_port", String(MOONCAKE_MASTER_PORT), "--metrics_port", String(MOONCAKE_METRICS_PORT)];
+    if (kvEvents) masterArgs.push("--enable_kv_events=true", "--kv_events_bind_endpoint", `tcp://0.0.0.0:${MOONCAKE_KV_EVENTS_PORT}`);
+    const kvEventsPort = kvEvents ? [{ name: "kv-events", containerPort: MOONCAKE_KV_EVENTS_PORT }] : [];
     const sl = labels(a.endpoint, "store");
 
     const masterDeployment = {
@@ -87,9 +109,9 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
                         name: "master",
                         image: a.image,
                         command: ["mooncake_master"],
-                        args: ["--rpc_address", "$(POD_IP)", "--rpc_port", String(MOONCAKE_MASTER_PORT), "--metrics_port", String(MOONCAKE_METRICS_PORT)],
+                        args: masterArgs,
                         env: [{ name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
-                        ports: [{ name: "rpc", containerPort: MOONCAKE_MASTER_PORT }, { name: "metrics", containerPort: MOONCAKE_METRICS_PORT }],
+                        ports: [{ name: "rpc", containerPort: MOONCAKE_MASTER_PORT }, { name: "metrics", containerPort: MOONCAKE_METRICS_PORT }, ...kvEventsPort],
                         readinessProbe: { tcpSocket: { port: MOONCAKE_MASTER_PORT }, initialDelaySeconds: 10, periodSeconds: 10 },
                     }],
                 },
@@ -103,7 +125,8 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
         spec: {
             type: "ClusterIP",
             selector: { "app.kubernetes.io/name": "mooncake-master", "app.kubernetes.io/instance": a.endpoint },
-            ports: [{ name: "rpc", port: MOONCAKE_MASTER_PORT, targetPort: MOONCAKE_MASTER_PORT }, { name: "metrics", port: MOONCAKE_METRICS_PORT, targetPort: MOONCAKE_METRICS_PORT }],
+            ports: [{ name: "rpc", port: MOONCAKE_MASTER_PORT, targetPort: MOONCAKE_MASTER_PORT }, { name: "metrics", port: MOONCAKE_METRICS_PORT, targetPort: MOONCAKE_METRICS_PORT },
+                ...kvEventsPort.map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.containerPort }))],
         },
     };
 

@@ -1,17 +1,18 @@
 import type { ObservabilityConfig } from "../config/observability";
+import { ROLE_LABEL } from "./dgd";
+import { INFERENCE_NAMESPACE } from "./labels";
 
 /**
  * Dashboards, alerts and scrape targets of a spoke, as plain data (components/spoke/Observability.ts turns them into
  * Kubernetes objects). Every metric an expression selects is an upstream fact in upstream/metrics.ts; the tests parse
  * every expression with the Prometheus project's PromQL grammar and check each selector against those facts.
  *
- * Where the series come from:
- * - Dynamo frontends and workers: the PodMonitors `dynamo-frontend` / `dynamo-worker` that the dynamo-platform chart
- *   creates when the Prometheus operator CRDs exist (ai-dynamo/dynamo
- *   deploy/helm/charts/platform/components/operator/templates/prometheus.yaml: ports `http` and `system`, label
- *   `nvidia.com/metrics-enabled: "true"` set by the operator on every DGD pod). The engines' own series (`vllm:*`,
- *   `sglang:*`) are served on the worker's `system` port with Dynamo's.
- * - The Agent Router's Envoy proxies, the auth service and metering: the PodMonitors rendered here ({@link scrapeTargets}).
+ * Where the series come from (every scrape object is rendered here, with the labels the configured Prometheus selects):
+ * - Dynamo frontends and workers: {@link dynamoScrapeTargets}. The dynamo-platform chart's own PodMonitors carry no
+ *   labels, so kube-prometheus-stack's default `release: <name>` selector never picks them up; they are turned off
+ *   (components/spoke/DynamoPlatform.ts). The engines' own series (`vllm:*`, `sglang:*`) are served on the worker's
+ *   `system` port with Dynamo's; SGLang registers them only with `--enable-metrics` (lib/dgd.ts).
+ * - The Agent Router's Envoy proxies, the auth service and metering: {@link scrapeTargets}.
  */
 
 /** One endpoint as the dashboards and alerts see it (from the hub's placement). */
@@ -44,7 +45,7 @@ export interface AlertGroup {
 }
 
 /** Namespace the DynamoGraphDeployments run in (lib/labels.ts INFERENCE_NAMESPACE; the PodMonitor's `namespace` label). */
-const WORKERS = 'namespace="inference"';
+const WORKERS = `namespace="${INFERENCE_NAMESPACE}"`;
 
 function promString(s: string): string {
     return JSON.stringify(s);
@@ -91,7 +92,7 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             },
             {
                 alert: "PlatformKVCacheFull",
-                expr: `max by (namespace, pod) (dynamo_component_kvstats_gpu_cache_usage_percent{${WORKERS}}) > ${t.kvUsageFraction}`,
+                expr: `max by (namespace, pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}}) > ${t.kvUsageFraction}`,
                 for: "15m", labels: labels("warning"),
                 annotations: {
                     summary: "KV cache of {{ $labels.pod }} is {{ $value | humanizePercentage }} full",
@@ -298,7 +299,7 @@ export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashbo
             { title: "TTFT p95", unit: "s", queries: [{ expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
             { title: "ITL p99", unit: "s", queries: [{ expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
             { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: `sum(rate(dynamo_frontend_output_tokens_total{model=${promString(e.model)}}[5m])) / ${e.gpus}`, legendFormat: `${e.name} (${e.gpus} GPUs)` })) },
-            { title: "KV cache utilisation per worker", unit: "percentunit", queries: [{ expr: `max by (pod) (dynamo_component_kvstats_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }] },
+            { title: "KV cache utilisation per worker", unit: "percentunit", queries: [{ expr: `max by (pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }] },
             { title: "Requests queued / in flight (frontend)", unit: "short", queries: [
                 { expr: `sum by (model) (dynamo_frontend_queued_requests{${models}})`, legendFormat: "{{model}} queued" },
                 { expr: `sum by (model) (dynamo_frontend_inflight_requests{${models}})`, legendFormat: "{{model}} in flight" },
@@ -347,6 +348,12 @@ export interface ScrapeTarget {
     name: string;
     namespace: string;
     podLabels: Record<string, string>;
+    /** Extra `selector.matchExpressions` (label In values). */
+    podIn?: Array<{ key: string; values: string[] }>;
+    /** Keep the exporter's own labels over the target's (`honorLabels`). */
+    honorLabels?: boolean;
+    /** Target labels copied from pod labels: `[pod label, target label]` (a `replace` relabeling each). */
+    podLabelsToTarget?: Array<[string, string]>;
     /** Named container port, or the port number where the container declares no name for it. */
     port: { name: string } | { number: number };
     path: string;
@@ -369,4 +376,63 @@ export function scrapeTargets(x: {
         { name: "platform-metering", namespace: x.meteringNamespace, podLabels: x.meteringLabels, port: { name: "http" }, path: "/metrics" },
         { name: "agent-router-envoy", namespace: x.envoyNamespace, podLabels: x.envoyLabels, port: { number: 19001 }, path: "/stats/prometheus" },
     ];
+}
+
+/** The Dynamo container ports the operator declares: `http` on the frontend (8000), `system` on workers (9090). */
+export const DYNAMO_PORTS = {
+    /** Frontend HTTP port, serving `/metrics` (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f: deploy/operator/internal/dynamo/component_frontend.go). */
+    frontend: "http",
+    /** Worker system port (`DYN_SYSTEM_PORT`, set with `DYN_SYSTEM_ENABLED=true` by deploy/operator/internal/dynamo/component_worker.go; name `system`, deploy/operator/internal/consts/consts.go `DynamoSystemPortName`). */
+    worker: "system",
+} as const;
+
+/** The roles whose pods serve engine and `dynamo_component_*` series on the `system` port. */
+export const WORKER_ROLES = ["prefill", "decode", "worker"] as const;
+
+/**
+ * PodMonitors for every Dynamo frontend and every prefill, decode and aggregated worker of the placed endpoints,
+ * selected by the platform's own pod labels (lib/dgd.ts ENDPOINT_LABEL and ROLE_LABEL, which every DGD component's
+ * pod template carries) in the inference namespace. Empty when nothing is placed here.
+ */
+export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): ScrapeTarget[] {
+    if (endpoints.length === 0) return [];
+    const names = [...new Set(endpoints.map((e) => e.name))].sort();
+    const ep = { key: "inference-platform.io/endpoint", values: names };
+    return [
+        // As the chart's own PodMonitors do: the frontend keeps the runtime's labels (honorLabels) and gets
+        // `dynamo_namespace`, which the Planner filters its queries by
+        // (components/src/dynamo/planner/monitoring/traffic_metrics.py); workers get `dynamo_component_type`.
+        {
+            name: "dynamo-frontends", namespace: INFERENCE_NAMESPACE, podLabels: {}, podIn: [ep, { key: ROLE_LABEL, values: ["frontend"] }],
+            port: { name: DYNAMO_PORTS.frontend }, path: "/metrics", honorLabels: true,
+            podLabelsToTarget: [["nvidia.com/dynamo-namespace", "dynamo_namespace"]],
+        },
+        {
+            name: "dynamo-workers", namespace: INFERENCE_NAMESPACE, podLabels: {}, podIn: [ep, { key: ROLE_LABEL, values: [...WORKER_ROLES] }],
+            port: { name: DYNAMO_PORTS.worker }, path: "/metrics",
+            podLabelsToTarget: [["nvidia.com/dynamo-component-type", "dynamo_component_type"]],
+        },
+    ];
+}
+
+/** Prometheus' name for a pod label in service discovery (`__meta_kubernetes_pod_label_<sanitised>`). */
+export function podLabelMeta(label: string): string {
+    return `__meta_kubernetes_pod_label_${label.replace(/[^a-zA-Z0-9_]/g, "_")}`;
+}
+
+/** The `spec` of the PodMonitor rendered for a target (prometheus-operator `monitoring.coreos.com/v1`). */
+export function podMonitorSpec(t: ScrapeTarget): Record<string, unknown> {
+    return {
+        namespaceSelector: { matchNames: [t.namespace] },
+        selector: {
+            ...(Object.keys(t.podLabels).length ? { matchLabels: t.podLabels } : {}),
+            ...(t.podIn?.length ? { matchExpressions: t.podIn.map((x) => ({ key: x.key, operator: "In", values: x.values })) } : {}),
+        },
+        podMetricsEndpoints: [{
+            ...("name" in t.port ? { port: t.port.name } : { portNumber: t.port.number }),
+            path: t.path, interval: "15s",
+            ...(t.honorLabels ? { honorLabels: true } : {}),
+            ...(t.podLabelsToTarget?.length ? { relabelings: t.podLabelsToTarget.map(([from, to]) => ({ action: "replace", sourceLabels: [podLabelMeta(from)], targetLabel: to })) } : {}),
+        }],
+    };
 }

@@ -26,7 +26,8 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
     const inferenceNamespace = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
 
     const pools = cfg.nodePools.map((p) => new GpuNodePool(`pool-${p.name}`, { pool: p, fabric: cfg.backend.fabric }, opts));
-    const gpuOperator = new GpuOperator("gpu-operator", cfg.gpuOperator, opts);
+    // The Network Operator (BackendFabric) deploys NFD on these nodes; the GPU Operator's own stays off.
+    const gpuOperator = new GpuOperator("gpu-operator", { ...cfg.gpuOperator, externalNfd: true }, opts);
     const fabric = new BackendFabric("backend", {
         pools: cfg.nodePools,
         railPools: cfg.railPools,

@@ -66,6 +66,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             ...(pool.hugepages2MiPerNode > 0 ? { hugepages2MiPerNode: pool.hugepages2MiPerNode } : {}),
         };
         let mooncakeMaster: string | undefined;
+        let mooncakeKvEvents: string | undefined;
         const deps: pulumi.Resource[] = [...rdmaDeps];
         if (e.kvPool.kind === "mooncake") {
             const store = new MooncakeStore(`mooncake-${e.name}`, {
@@ -74,6 +75,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
                 poolNodes: pool.nodeCount, minLinkRateGbps: infra.minLinkRateGbps, systemNodeSelector: infra.systemNodeSelector,
             }, { ...opts, dependsOn: rdmaDeps });
             mooncakeMaster = store.masterAddress;
+            mooncakeKvEvents = store.kvEventsEndpoint;
             deps.push(store);
         }
         const rt = versions.dynamoRuntime[e.engine];
@@ -85,6 +87,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             minLinkRateGbps: infra.minLinkRateGbps,
             hfTokenSecret: serving.hfTokenSecret,
             mooncakeMaster,
+            mooncakeKvEvents,
             systemNodeSelector: infra.systemNodeSelector,
         }, { ...opts, dependsOn: deps });
         outputs[e.name] = { pool: pool.name, frontend: ep.frontend };

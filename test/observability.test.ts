@@ -49,7 +49,7 @@ describe("PromQL of dashboards and alerts", () => {
             "dynamo_frontend_time_to_first_token_seconds_bucket", // TTFT p95
             "dynamo_frontend_inter_token_latency_seconds_bucket", // ITL p99
             "vllm:prefix_cache_hits_total", "sglang:cache_hit_rate", // KV cache hit rate
-            "dynamo_component_kvstats_gpu_cache_usage_percent", // KV utilisation
+            "dynamo_component_gpu_cache_usage_percent", // KV utilisation (the kvstats_ names were removed in Dynamo 1.0, #5704)
             "dynamo_frontend_queued_requests", "dynamo_component_inflight_requests", // queue, in flight per worker
             "dynamo_frontend_output_tokens_total", // output tokens/s per GPU
             "auth_decisions_total", "auth_bundle_revision", "metering_spool_unshipped_bytes",
@@ -105,7 +105,25 @@ describe("rendered spoke objects", () => {
         expect(alerts.map((a: any) => a.alert)).toContain("PlatformKVTransferSlow");
 
         const monitors = objs.filter((o) => o.kind === "PodMonitor");
-        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "platform-auth", "platform-metering"]);
+        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "platform-auth", "platform-metering"]);
+        for (const m of monitors) expect(m.metadata.labels.release, m.metadata.name).toBe("kube-prometheus-stack");
+        // Every frontend, prefill and decode pod of every DGD is selected by our labelled PodMonitors (the chart's carry no
+        // labels, ai-dynamo/dynamo deploy/helm/charts/platform/components/operator/templates/prometheus.yaml, and are off).
+        const matches = (sel: any, labels: Record<string, string>) =>
+            Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v)
+            && (sel.matchExpressions ?? []).every((x: any) => x.operator === "In" && x.values.includes(labels[x.key]));
+        const dgds = objs.filter((o) => o.kind === "DynamoGraphDeployment");
+        expect(dgds.length).toBeGreaterThan(0);
+        for (const d of dgds) for (const c of d.spec.components) {
+            if (c.type === "planner") continue;
+            const want = c.type === "frontend" ? "dynamo-frontends" : "dynamo-workers";
+            const hit = monitors.filter((m) => m.spec.namespaceSelector.matchNames.includes(d.metadata.namespace) && matches(m.spec.selector, c.podTemplate.metadata.labels));
+            expect(hit.map((m) => m.metadata.name), `${d.metadata.name}/${c.name}`).toEqual([want]);
+        }
+        const workers = monitors.find((m) => m.metadata.name === "dynamo-workers");
+        expect(workers.spec.podMetricsEndpoints[0]).toMatchObject({ port: "system", path: "/metrics" });
+        const platform = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.chart === "dynamo-platform");
+        expect(platform.values["dynamo-operator"].dynamo.metrics.podMonitors).toEqual({ enabled: false });
         const envoy = monitors.find((m) => m.metadata.name === "agent-router-envoy");
         // Envoy Gateway bootstraps its stats listener on 19001 (envoyproxy/gateway internal/xds/bootstrap/bootstrap.go).
         expect(envoy.spec.podMetricsEndpoints).toEqual([{ portNumber: 19001, path: "/stats/prometheus", interval: "15s" }]);

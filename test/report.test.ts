@@ -4,7 +4,7 @@ import { allPolicies } from "../policies/policies";
 import { resourcesJson } from "../tools/outputs";
 import { runPolicies } from "../tools/policy-runner";
 import { reportFiles, reportInput } from "../tools/report";
-import { bar, cell } from "../tools/report/markdown";
+import { bar, cell, reportMarkdown } from "../tools/report/markdown";
 import { buildView, dgdGpus, HubView, ReportInput, SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
@@ -68,6 +68,20 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(llama.groups).toEqual([{ role: "prefill", replicas: 2, gpusPerWorker: 2 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
         expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 8 });
+    });
+
+    it("shows per endpoint which features take effect and which signals are scraped", () => {
+        const v = buildView(hn1) as SpokeView;
+        const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
+        expect(llama.features!.active).toEqual(expect.arrayContaining(["P/D over NIXL (UCX)", "speculative decoding on prefill + decode, identical settings", "KV-aware routing on worker KV events"]));
+        expect(llama.features!.signals).toEqual(["dynamo-frontend: scraped", "dynamo-worker: scraped", "vllm: scraped"]);
+        const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
+        expect(qwen.features!.active).toContain("SGLang HiCache on the Mooncake pool (registers with the pod IP)");
+        expect(qwen.features!.off.join(" ")).toMatch(/frontend shared KV cache: off/);
+        expect(qwen.features!.signals).toContain("sglang: scraped");
+        const md = reportMarkdown(v);
+        expect(md).toContain("## Features and signals per endpoint");
+        expect(md).toMatch(/\| qwen3-32b \| P\/D over NIXL \(UCX\);.*\| dynamo-frontend: scraped; dynamo-worker: scraped; sglang: scraped \|/);
     });
 
     it("sets GPUs placed and planner budgets against capacity, and warns when budgets exceed it", async () => {

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { ServingConfigSchema } from "../config/serving";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { buildDgd, ENGINES, plannerConfig } from "../lib/dgd";
-import { buildMooncake, mooncakeMasterAddress } from "../lib/mooncake";
+import { buildMooncake, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../lib/mooncake";
 import { EFA_RESOURCE, kvFabricOf, kvTransportEnv, memlockPath, mooncakeEnv, rdmaResources, sglangNixlBackendParams, wrappedCommand } from "../lib/nixl";
 import { frontendService, placeEndpoints, unpublishedRdmaResources } from "../lib/serving";
 import { DGX, endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
@@ -154,26 +154,70 @@ describe("lib/dgd.ts: engine is one field", () => {
         expect(Object.keys(agg).filter((k) => k.includes("scale_"))).toEqual(["decode_scale_up_kv_rate", "decode_scale_down_kv_rate"]);
         expect(Object.keys(plannerConfig(endpoint({ planner: { optimizationTarget: "throughput" } }))).filter((k) => k.includes("scale_"))).toEqual([]);
     });
-    it("speculative decoding from the placement on decoding engines only", () => {
+    it("speculative decoding: prefill gets the IDENTICAL config as decode (vLLM's NIXL handshake refuses a pair whose drafter differs)", () => {
+        // vllm-project/vllm PR #49230: the NIXL compatibility hash covers the speculative settings of model-based methods
+        // (eagle, eagle3, mtp, ...), so a decode-only EAGLE3 is refused at the handshake (upstream/activation.ts).
         const spec = { speculative: { method: "eagle3", draftModel: "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", numSpeculativeTokens: 3 } };
         const v = endpointObjects(endpoint(spec)).dgd;
-        expect(mainOf(v, "decode").args.slice(-2)).toEqual(["--speculative-config", "{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\",\"num_speculative_tokens\":3}"]);
-        expect(mainOf(v, "prefill").args).not.toContain("--speculative-config");
+        const cfg = "{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.3-Instruct-70B\",\"num_speculative_tokens\":3}";
+        for (const role of ["prefill", "decode"]) {
+            const a = mainOf(v, role).args;
+            expect(a.slice(a.indexOf("--speculative-config"), a.indexOf("--speculative-config") + 2), role).toEqual(["--speculative-config", cfg]);
+        }
         const s = endpointObjects(endpoint({ ...spec, engine: "sglang" })).dgd;
-        expect(mainOf(s, "decode").args.slice(-6)).toEqual(["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "--speculative-num-draft-tokens", "3"]);
+        const sgl = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "--speculative-num-draft-tokens", "3"];
+        for (const role of ["prefill", "decode"]) expect(mainOf(s, role).args.slice(-6), role).toEqual(sgl);
     });
-    it("SGLang with the Mooncake pool: HiCache backend on workers, tier-aware shared cache on the frontend", () => {
+    it("SGLang with the Mooncake pool: HiCache backend registers with the pod IP from the extra config (MOONCAKE_* would be read by nothing)", () => {
         const { dgd } = endpointObjects(endpoint({ engine: "sglang" }));
         const a = mainOf(dgd, "decode").args;
+        // sgl-project/sglang@v0.5.18 mooncake_store.py: with master_server_address in the extra config, load_from_extra_config
+        // builds the whole config from it; local_hostname defaults to localhost and MOONCAKE_LOCAL_HOSTNAME is never read.
         expect(a.slice(a.indexOf("--enable-hierarchical-cache"), a.indexOf("--enable-hierarchical-cache") + 9)).toEqual([
             "--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through", "--hicache-storage-backend", "mooncake",
-            "--hicache-storage-backend-extra-config", "{\"master_server_address\":\"llama-70b-mooncake-master.inference.svc.cluster.local:50051\",\"metadata_server\":\"P2PHANDSHAKE\",\"protocol\":\"rdma\",\"device_name\":\"mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11\",\"global_segment_size\":0}",
+            "--hicache-storage-backend-extra-config", "{\"master_server_address\":\"llama-70b-mooncake-master.inference.svc.cluster.local:50051\",\"metadata_server\":\"P2PHANDSHAKE\",\"protocol\":\"rdma\",\"device_name\":\"mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11\",\"global_segment_size\":0,\"local_hostname\":\"$(POD_IP)\"}",
         ]);
+        for (const role of ["prefill", "decode"]) {
+            const env = envMap(mainOf(dgd, role).env);
+            expect(env.POD_IP, role).toBe("fieldRef:status.podIP");
+            expect(Object.keys(env).filter((k) => k.startsWith("MOONCAKE_")), role).toEqual([]);
+            expect(env).toMatchObject({ MC_FORCE_HCA: "1", MC_ENABLE_DEST_DEVICE_AFFINITY: "1" });
+        }
+        // SGLang exports its sglang:* series only with --enable-metrics (ai-dynamo/dynamo components/src/dynamo/sglang/publisher.py).
+        expect(a).toContain("--enable-metrics");
         // P/D decode: SGLang forces the radix cache off and refuses HiCache without it unless this flag keeps it on
         // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3). Prefill does not need it.
         expect(a).toContain("--disaggregation-decode-enable-radix-cache");
         expect(mainOf(dgd, "prefill").args).not.toContain("--disaggregation-decode-enable-radix-cache");
-        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5"]);
+    });
+    it("shared KV cache on the frontend only with a master that publishes KV events, and then with its endpoint", () => {
+        // The pinned pool image's Mooncake release is not recorded (upstream/compat.ts), so its master cannot be given
+        // --enable_kv_events (Mooncake >= v0.3.12): no --shared-cache-type, which would be a no-op.
+        const { dgd, others } = endpointObjects(endpoint({ engine: "sglang" }));
+        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv"]);
+        expect(others[0].spec.template.spec.containers[0].args).not.toContain("--enable_kv_events=true");
+        // With a master that publishes: flag, multiplier and DYN_MOONCAKE_KV_EVENTS_ENDPOINT (ai-dynamo/dynamo
+        // lib/llm/src/discovery/model_manager.rs hicache_cache_for) on the frontend, the same endpoint advertised by workers.
+        const e = endpoint({ engine: "sglang" });
+        const ev = "tcp://llama-70b-mooncake-master.inference.svc.cluster.local:5557";
+        const on = buildDgd({ endpoint: e, namespace: "inference", pool: placement(), runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 400,
+            mooncake: { master: mooncakeMasterAddress(e.name, "inference"), configMap: "c", kvEventsEndpoint: ev } });
+        expect(mainOf(on, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--shared-cache-type", "hicache", "--shared-cache-multiplier", "0.5"]);
+        expect(envMap(mainOf(on, "Frontend").env).DYN_MOONCAKE_KV_EVENTS_ENDPOINT).toBe(ev);
+        expect(envMap(mainOf(on, "decode").env).DYN_MOONCAKE_KV_EVENTS_ENDPOINT).toBe(ev);
+        // vLLM endpoints never get it (the shared cache reads SGLang HiCache metadata only).
+        const vl = buildDgd({ endpoint: endpoint({}), namespace: "inference", pool: placement(), runtimeImage: "x:1.0.0", plannerImage: "p:1.0.0", prometheusEndpoint: "http://p", minLinkRateGbps: 400,
+            mooncake: { master: "m:1", configMap: "c", kvEventsEndpoint: ev } });
+        expect(mainOf(vl, "Frontend").args).not.toContain("--shared-cache-type");
+        // A pool image whose Mooncake is recorded >= v0.3.12: the master publishes on 5557 (kvcache-ai/Mooncake@v0.3.12.post1
+        // mooncake-store/src/master.cpp enable_kv_events, kv_events_bind_endpoint) and its Service exposes the port.
+        const facts = [{ image: "pool:1", library: "mooncake" as const, version: "v0.3.12.post1", source: "kvcache-ai/Mooncake@v0.3.12.post1:x" as const }];
+        const m = buildMooncake({ endpoint: "llama-70b", namespace: "inference", image: "pool:1", pool: placement(), segmentSizeGiB: 64, storeReplicas: 1, poolNodes: 2, minLinkRateGbps: 400, versionFacts: facts });
+        const master = m.masterDeployment.spec.template.spec.containers[0];
+        expect(master.args.slice(-3)).toEqual(["--enable_kv_events=true", "--kv_events_bind_endpoint", "tcp://0.0.0.0:5557"]);
+        expect(m.masterService.spec.ports.map((p: any) => p.port)).toContain(5557);
+        expect(mooncakeKvEventsEndpoint("llama-70b", "inference", "pool:1", facts)).toBe(ev);
+        expect(mooncakeKvEventsEndpoint("llama-70b", "inference", "pool:1", [{ ...facts[0], version: "v0.3.11.post1" }])).toBeUndefined();
     });
     it("aggregated without a KV pool moves no KV between pods: no RDMA resources, env or preflight", () => {
         const { dgd } = endpointObjects(endpoint({ topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 8 } }, kvPool: { kind: "none" } }));

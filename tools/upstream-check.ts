@@ -19,6 +19,7 @@ import {
     EntrypointFacts, FlagFact, ImageFacts, ImageRequirementFact, imageRequirements, images as imageFacts, RefusedCombination,
     refusedCombinations, vllmKvTransferConfigKeys,
 } from "../upstream";
+import { checkSignals, Unproven } from "../upstream/check/signals";
 
 /** One problem: where (stack, object, container) and which key. */
 export interface Finding { stack: string; object: string; container?: string; key: string; message: string }
@@ -38,7 +39,11 @@ export const defaultFacts: Facts = {
     refused: refusedCombinations, requirements: imageRequirements,
 };
 
-export interface CheckResult { findings: Finding[]; uncovered: string[]; checkedContainers: number; checkedReleases: number }
+export interface CheckResult {
+    findings: Finding[]; uncovered: string[]; checkedContainers: number; checkedReleases: number;
+    /** Version pairs whose releases are not recorded (upstream/check/versions.ts): listed, not findings. */
+    unproven?: Unproven[];
+}
 
 type Obj = Record<string, any>;
 
@@ -233,14 +238,20 @@ export function checkStack(stack: string, manifests: Obj[], resources: Obj[], fa
             }
         }
     }
+    const releases: Array<{ name: string; chart: string; version: string; values?: unknown }> = [];
     for (const r of resources) {
         if (r?.type !== "kubernetes:helm.sh/v3:Release" && r?.type !== "kubernetes:helm.sh/v4:Chart") continue;
         const i = r.inputs ?? {};
+        releases.push({ name: String(r.name), chart: String(i.chart), version: String(i.version), values: i.values });
         out.checkedReleases++;
         for (const x of checkHelmValues({ chart: String(i.chart), version: String(i.version), repo: i.repositoryOpts?.repo, values: i.values }, facts.charts)) {
             out.findings.push({ stack, object: `helm Release ${r.name} (${i.chart}@${i.version})`, key: x.key, message: x.message });
         }
     }
+    // Features that would be inert or refused, version pairs, the observability chain (upstream/check/signals.ts).
+    const sig = checkSignals({ stack, objects: manifests.filter((m) => m && typeof m === "object"), releases });
+    out.findings.push(...sig.findings);
+    out.unproven = [...(out.unproven ?? []), ...sig.unproven];
     return out;
 }
 
@@ -261,7 +272,8 @@ export function checkOutDir(outDir: string, facts: Facts = defaultFacts, stacks?
 /** Human-readable report. */
 export function formatFindings(r: CheckResult & { stacks: string[] }): string {
     const lines = r.findings.map((f) => `${f.stack}: ${f.object}${f.container ? ` container ${f.container}` : ""}: ${f.key}: ${f.message}`);
-    lines.push(`upstream-check: ${r.stacks.length} stack(s), ${r.checkedContainers} container(s) and ${r.checkedReleases} Helm release(s) checked, ${r.findings.length} finding(s), ${r.uncovered.length} container(s) without image facts`);
+    for (const u of r.unproven ?? []) lines.push(`unproven version pair ${u.pair} on ${u.stack}: ${u.ends}: ${u.why}`);
+    lines.push(`upstream-check: ${r.stacks.length} stack(s), ${r.checkedContainers} container(s) and ${r.checkedReleases} Helm release(s) checked, ${r.findings.length} finding(s), ${r.uncovered.length} container(s) without image facts, ${(r.unproven ?? []).length} unproven version pair(s)`);
     return lines.join("\n");
 }
 

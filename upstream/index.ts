@@ -1,7 +1,9 @@
 /**
  * Upstream facts per pinned version (DESIGN §2, §7). Plain data with sources; see ./types.ts.
  * Engine side: vllm.ts, sglang.ts, trtllm.ts, dynamo.ts, mooncake.ts, libraries.ts; images.ts (variants and what they
- * provide); refused.ts (combinations upstream refuses). Chart values keys: ./charts.
+ * provide); refused.ts (combinations upstream refuses); activation.ts (what each feature needs to take effect and for its
+ * peers to accept it); compat.ts (the wire-level library releases each image carries and the pairs that must agree).
+ * Chart values keys: ./charts. Rules over rendered objects: ./check.
  */
 import type { ComponentFacts, EntrypointFacts } from "./types";
 import { dynamoEntrypoints, dynamoFrontend, dynamoPlanner, dynamoSglang, dynamoTrtllm, dynamoVllm } from "./dynamo";
@@ -21,6 +23,8 @@ export * from "./mooncake";
 export * from "./libraries";
 export * from "./images";
 export * from "./refused";
+export * from "./activation";
+export * from "./compat";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([

@@ -24,6 +24,8 @@ export const mooncakeMaster: ComponentFacts = {
         "--eviction_high_watermark_ratio": { takesValue: true, source: MASTER },
         "--enable_ha": { takesValue: true, default: "false", source: MASTER },
         "--rpc_thread_num": { takesValue: true, default: "0", source: MASTER },
+        "--enable_kv_events": { takesValue: true, default: "false", source: MASTER, note: "ZMQ KV-event publisher (PR #2214, from v0.3.12): what Dynamo's shared KV cache subscribes to" },
+        "--kv_events_bind_endpoint": { takesValue: true, default: "", source: MASTER, note: "ZMQ PUB bind endpoint, e.g. tcp://0.0.0.0:5557" },
     },
     env: {},
 };

@@ -26,6 +26,7 @@ export const sglang: ComponentFacts = {
         "--disaggregation-bootstrap-port": { takesValue: true, default: "8998", source: SA },
         "--disaggregation-decode-enable-radix-cache": { takesValue: false, source: SA, note: "keeps the radix cache on a P/D decode worker (the P/D hook forces it off otherwise)" },
         "--kv-events-config": { takesValue: true, source: SA },
+        "--enable-metrics": { takesValue: false, source: SA, note: "registers the sglang:* Prometheus series; Dynamo's worker re-exports them only then (upstream/activation.ts exporterActivation)" },
         "--enable-hierarchical-cache": { takesValue: false, source: SA, note: "refused together with a disabled radix cache" },
         "--hicache-ratio": { takesValue: true, default: "2.0", source: SA },
         "--hicache-write-policy": { takesValue: true, choices: ["write_back", "write_through", "write_through_selective"], source: SA },

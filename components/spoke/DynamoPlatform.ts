@@ -31,7 +31,12 @@ export function dynamoPlatformValues(a: Omit<DynamoPlatformArgs, "namespace">): 
         "dynamo-operator": {
             discoveryBackend: "kubernetes",
             upgradeCRD: true,
-            dynamo: { metrics: { prometheusEndpoint: a.prometheusEndpoint } },
+            // The chart's own PodMonitors carry no labels, so a Prometheus selecting `release: <name>` (kube-prometheus-stack's
+            // default) never picks them up (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:
+            // deploy/helm/charts/platform/components/operator/templates/prometheus.yaml, `metadata: name` only). They stay
+            // off; components/spoke/Observability.ts renders labelled PodMonitors for every frontend, prefill, decode and
+            // aggregated worker instead (lib/observability.ts dynamoScrapeTargets).
+            dynamo: { metrics: { prometheusEndpoint: a.prometheusEndpoint, podMonitors: { enabled: false } } },
         },
     };
 }

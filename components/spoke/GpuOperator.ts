@@ -19,6 +19,15 @@ export interface GpuOperatorArgs {
      * on, which breaks libfabric's EFA provider: EKS user guide, reference/rdma.md §6.3, rdma-failures "also seen").
      */
     eksEfaAmi?: boolean;
+    /**
+     * Another chart on the cluster already deploys node-feature-discovery (on-prem: the Network Operator, whose NFD
+     * worker labels PCI classes 0300/0302 by vendor, giving the `feature.node.kubernetes.io/pci-10de.present` label the
+     * GPU Operator selects GPU nodes by: Mellanox/network-operator@v26.1.2:deployment/network-operator/values.yaml
+     * `node-feature-discovery.worker.config.sources.pci`, NVIDIA/gpu-operator@v25.10.1:controllers/state_manager.go
+     * `gpuNodeLabels`). Then the GPU Operator's own NFD (`nfd.enabled`, default true) stays off: two NFD masters and
+     * two workers on the same nodes fight over the same labels and NodeFeature objects.
+     */
+    externalNfd?: boolean;
     namespace?: string;
 }
 
@@ -38,18 +47,23 @@ export function eksGpuOperatorValues(): Record<string, unknown> {
 
 /**
  * Helm values for the GPU Operator chart with GPUDirect RDMA configured. Pure, so tests and policies can
- * check it without mocks. DMA-BUF needs the open kernel modules (`driver.kernelModuleType=open`); legacy
- * peermem sets `driver.rdma.enabled=true`; host OFED adds `driver.rdma.useHostMofed=true`
- * (NVIDIA/gpu-operator deployments/gpu-operator/values.yaml, cloud-native-docs gpu-operator-rdma.rst).
+ * check it without mocks. DMA-BUF needs the open kernel modules (`driver.kernelModuleType=open`) and nothing under
+ * `driver.rdma`; legacy peermem sets `driver.rdma.enabled=true`, and only then does host OFED add
+ * `driver.rdma.useHostMofed=true`: the operator reads `useHostMofed` only through `IsHostMOFED()`, which is false
+ * unless `enabled` is true (NVIDIA/gpu-operator@v25.10.1:api/nvidia/v1/clusterpolicy_types.go `IsHostMOFED`,
+ * controllers/object_controls.go `transformDriverManagerInitContainer`, `transformPeerMemoryContainer`), so with
+ * DMA-BUF it would be inert (upstream/activation.ts `gpu-operator-host-mofed`).
  */
-export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed">): Record<string, unknown> {
+export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed" | "externalNfd">): Record<string, unknown> {
+    const peermem = args.gpuDirectRdma === "peermem";
     return {
         driver: {
             enabled: true,
             kernelModuleType: "open",
-            rdma: { enabled: args.gpuDirectRdma === "peermem", useHostMofed: args.useHostMofed },
+            rdma: peermem ? { enabled: true, ...(args.useHostMofed ? { useHostMofed: true } : {}) } : { enabled: false },
             upgradePolicy: { autoUpgrade: true, drain: { enable: true } },
         },
+        ...(args.externalNfd ? { nfd: { enabled: false } } : {}),
         // Tolerate the platform GPU taint (same key as the operator default, explicit so a change is visible).
         daemonsets: { tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }] },
         gdrcopy: { enabled: true },

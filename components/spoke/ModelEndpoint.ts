@@ -9,6 +9,8 @@ export { frontendService };
 export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
     /** Mooncake master `host:port` when the endpoint has a shared KV pool. */
     mooncakeMaster?: string;
+    /** The Mooncake master's KV-event endpoint, when it publishes KV events (components/spoke/MooncakeStore.ts). */
+    mooncakeKvEvents?: string;
 };
 
 /**
@@ -34,7 +36,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
                 metadata: { name: cmName, namespace: args.namespace },
                 data: mooncakeClientConfigMapData(args.pool.fabric, args.mooncakeMaster),
             }, { parent: this }));
-            mooncake = { master: args.mooncakeMaster, configMap: cmName };
+            mooncake = { master: args.mooncakeMaster, configMap: cmName, ...(args.mooncakeKvEvents ? { kvEventsEndpoint: args.mooncakeKvEvents } : {}) };
         }
         const dgd = buildDgd({ ...args, mooncake });
         this.graph = new k8s.apiextensions.CustomResource(`${name}-dgd`, dgd, { parent: this, dependsOn: deps });

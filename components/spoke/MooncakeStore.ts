@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { buildMooncake, MooncakeArgs, mooncakeMasterAddress } from "../../lib/mooncake";
+import { buildMooncake, MooncakeArgs, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../../lib/mooncake";
 
 export type MooncakeStoreArgs = MooncakeArgs;
 
@@ -12,12 +12,15 @@ export type MooncakeStoreArgs = MooncakeArgs;
 export class MooncakeStore extends pulumi.ComponentResource {
     /** `host:port` clients use (`MOONCAKE_MASTER`). */
     public readonly masterAddress: string;
+    /** The master's KV-event endpoint (`tcp://host:port`), or undefined when the pool image's master publishes none. */
+    public readonly kvEventsEndpoint: string | undefined;
     public readonly resources: pulumi.Resource[];
 
     constructor(name: string, args: MooncakeStoreArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:MooncakeStore", name, {}, opts);
         const m = buildMooncake(args);
         this.masterAddress = mooncakeMasterAddress(args.endpoint, args.namespace);
+        this.kvEventsEndpoint = mooncakeKvEventsEndpoint(args.endpoint, args.namespace, args.image);
         const master = new k8s.apps.v1.Deployment(`${name}-master`, m.masterDeployment as k8s.apps.v1.DeploymentArgs, { parent: this });
         const svc = new k8s.core.v1.Service(`${name}-master-svc`, m.masterService as k8s.core.v1.ServiceArgs, { parent: this });
         const store = new k8s.apps.v1.Deployment(`${name}-store`, m.storeDeployment as k8s.apps.v1.DeploymentArgs, { parent: this, dependsOn: [svc] });

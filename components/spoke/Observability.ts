@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { ObservabilityConfig } from "../../config/observability";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
-import { alertGroups, dashboards, grafanaDashboard, ObservedEndpoint, scrapeTargets } from "../../lib/observability";
+import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec, scrapeTargets } from "../../lib/observability";
 import { AUTH_POD_LABELS } from "./AuthService";
 import { METERING_POD_LABELS, METERING_PORT } from "./Metering";
 
@@ -19,8 +19,8 @@ export interface ObservabilityArgs {
 /**
  * What an operator needs to see that the spoke works (issue "see the platform"): Grafana dashboards as ConfigMaps for
  * the Grafana sidecar, and, where the cluster runs prometheus-operator, one PrometheusRule (serving, KV-transfer guard,
- * gateway/auth, metering alerts) and PodMonitors for the auth service, metering and the Envoy proxies. Dynamo's own
- * frontends and workers are scraped by the PodMonitors of the dynamo-platform chart (lib/observability.ts). Plus a
+ * gateway/auth, metering alerts) and PodMonitors for the auth service, metering, the Envoy proxies and every Dynamo
+ * frontend, prefill, decode and aggregated worker (the chart's own carry no labels and are off). Plus a
  * NetworkPolicy letting the configured scrapers reach metering's `/metrics` (its isolation policy admits only the
  * access-log collector). All objects are direct resources, validated like every other rendered object.
  */
@@ -52,23 +52,16 @@ export class Observability extends pulumi.ComponentResource {
                 metadata: meta(`inference-platform-${args.spoke}`, c.namespace),
                 spec: { groups: alertGroups(args.spoke, args.endpoints, c) },
             }, child);
-            const targets = scrapeTargets({
+            const targets = [...scrapeTargets({
                 authNamespace: GATEWAY_NAMESPACE, authLabels: AUTH_POD_LABELS,
                 meteringNamespace: PLATFORM_NAMESPACE, meteringLabels: METERING_POD_LABELS,
                 envoyNamespace: ENVOY_GATEWAY_NAMESPACE, envoyLabels: { ...ENVOY_PROXY_POD_LABELS },
-            });
+            }), ...dynamoScrapeTargets(args.endpoints)];
             for (const t of targets) {
                 new k8s.apiextensions.CustomResource(`${name}-${t.name}`, {
                     apiVersion: "monitoring.coreos.com/v1", kind: "PodMonitor",
                     metadata: meta(t.name, c.namespace),
-                    spec: {
-                        namespaceSelector: { matchNames: [t.namespace] },
-                        selector: { matchLabels: t.podLabels },
-                        podMetricsEndpoints: [{
-                            ...("name" in t.port ? { port: t.port.name } : { portNumber: t.port.number }),
-                            path: t.path, interval: "15s",
-                        }],
-                    },
+                    spec: podMonitorSpec(t),
                 }, child);
             }
         }

@@ -86,6 +86,12 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
         lines.push(...table(["endpoint", "model", "engine", "topology", "GPUs", "router", "KV pool", "planner budget", "speculative", "pool"],
             v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, e.plannerBudget ?? "off", e.speculative ?? "-", e.pool ?? "-"])), "");
     }
+    if (v.endpoints.some((e) => e.features)) {
+        lines.push("## Features and signals per endpoint", "",
+            "What each endpoint's rendered objects turn on and what takes effect (upstream/activation.ts), and which exporters' series the configured Prometheus scrapes (upstream/check/observability.ts).", "",
+            ...table(["endpoint", "active", "not in effect", "signals"], v.endpoints.map((e) => [e.name,
+                e.features?.active.join("; ") || "-", e.features?.off.join("; ") || "-", e.features?.signals.join("; ") || "-"])), "");
+    }
     lines.push("## GPUs against capacity", "",
         `Capacity: ${v.capacityGpus} GPUs (${v.pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.gpusPerNode}`).join(", ")}).`, "",
         ...capacityLines(v.placedGpus, v.plannerBudgetGpus, v.capacityGpus), "");

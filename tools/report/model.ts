@@ -4,6 +4,7 @@
  * `out/<stack>/resources.json`), the stack outputs (masked), the hub's placement contract and the policy report.
  * Pure functions, no I/O: tools/report/markdown.ts and tools/report/pictures.ts turn a view into files.
  */
+import { endpointSignals } from "../../upstream/check/signals";
 import { endpointGpus, Endpoint } from "../../config/endpoint";
 import type { NodeProfile } from "../../config/nodeProfile";
 import { HubConfig, isEksSpoke, SpokeConfig, StackConfig } from "../../config/stack";
@@ -60,6 +61,8 @@ export interface EndpointView {
     speculative?: string;
     /** Node pool the endpoint runs on (spoke output `serving.<endpoint>.pool`). */
     pool?: string;
+    /** Features as rendered (upstream/check/signals.ts endpointSignals); undefined when the graph is not rendered. */
+    features?: { active: string[]; off: string[]; signals: string[] };
 }
 
 /** One compute rail of a node pool, joined with the objects rendered for it. */
@@ -274,10 +277,13 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
     });
     const dgds = new Map(ofKind(rs, "DynamoGraphDeployment").map((d) => [d.inputs.metadata?.labels?.["inference-platform.io/endpoint"] ?? d.inputs.metadata?.name, d.inputs]));
     const placed: Endpoint[] = Array.isArray(contract?.endpoints) ? contract.endpoints : [];
+    const kube = rs.filter((r) => r.type.startsWith("kubernetes:") && typeof r.inputs?.kind === "string").map((r) => r.inputs);
+    const releases = rs.filter((r) => r.type === "kubernetes:helm.sh/v3:Release").map((r) => ({ name: r.name, chart: String(r.inputs?.chart), version: String(r.inputs?.version), values: r.inputs?.values }));
+    const signals = endpointSignals({ stack: input.stack, objects: kube, releases });
     const endpoints = placed.map((e) => {
         const v = endpointView(e);
         const dgd = dgds.get(e.name);
-        return { ...v, renderedGpus: dgd ? dgdGpus(dgd) : undefined, pool: input.outputs?.serving?.[e.name]?.pool };
+        return { ...v, renderedGpus: dgd ? dgdGpus(dgd) : undefined, pool: input.outputs?.serving?.[e.name]?.pool, features: signals.get(dgd?.metadata?.name ?? e.name) };
     }).sort((a, b) => a.name.localeCompare(b.name));
     const networks: NetworkView[] = [];
     if (eks) {

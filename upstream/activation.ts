@@ -1,0 +1,217 @@
+import type { Source } from "./types";
+import type { Exporter } from "./metrics";
+
+/**
+ * Activation facts: for every feature the product turns on or relies on, what must hold for it to take effect and for
+ * its peers to accept it (flags, env and config keys with the code path that reads them, other components, versions).
+ * Plain data with sources; the rules that evaluate rendered objects against them live in upstream/check/*.ts and name
+ * the fact's `id` and `source` in every finding. Read at the pins of config/versions.ts (Dynamo 1.5.0: vLLM 0.28.0,
+ * SGLang 0.5.18; Mooncake v0.3.12.post1; GPU Operator v25.10.1; Network Operator 26.1.2). Dynamo's sources are cited
+ * at the public mirror commit of ai-dynamo/dynamo's `main` read here (2a6da14c, 2026-08-21, before the 1.5.0 branch cut;
+ * see schemas/dynamo/SOURCE.md); re-read them when the pin moves.
+ */
+
+/** One condition a feature needs, and where upstream reads it. */
+export interface ActivationRequirement {
+    /** What must hold, in words (a flag and value, an env var, a config key, another component). */
+    readonly what: string;
+    /** The code path that reads it. */
+    readonly readBy: Source;
+}
+
+/** A feature and everything it needs. */
+export interface ActivationFact {
+    /** Stable id, named in upstream-check findings. */
+    readonly id: string;
+    /** The feature, in the field's words. */
+    readonly feature: string;
+    /** Component whose behaviour it is. */
+    readonly component: string;
+    /** What must hold for it to take effect. */
+    readonly requires: readonly ActivationRequirement[];
+    /** What its peers need to accept it (the other end of a handshake, a subscriber). */
+    readonly peers?: readonly ActivationRequirement[];
+    /** What happens when a requirement is missing. */
+    readonly otherwise: "inert" | "refused" | "startup-failure";
+    readonly source: Source;
+}
+
+const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
+const VLLM = "vllm-project/vllm@v0.28.0";
+const SGL = "sgl-project/sglang@v0.5.18";
+const MC = "kvcache-ai/Mooncake@v0.3.12.post1";
+const GPUOP = "NVIDIA/gpu-operator@v25.10.1";
+const NETOP = "Mellanox/network-operator@v26.1.2";
+
+export const activationFacts: readonly ActivationFact[] = [
+    {
+        id: "speculative-pd-identical",
+        feature: "speculative decoding with a model-based drafter (eagle, eagle3, mtp) on a disaggregated endpoint",
+        component: "vllm",
+        requires: [
+            { what: "`--speculative-config` on the decode worker", readBy: `${VLLM}:vllm/engine/arg_utils.py` },
+            { what: "the IDENTICAL `--speculative-config` (method, drafter model, num_speculative_tokens) on every prefill worker: the prefill computes the drafter's KV that decode reads", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` },
+        ],
+        peers: [{ what: "the NIXL handshake hashes the transfer-relevant speculative settings of model-based methods and refuses a prefill/decode pair whose hash differs (vllm-project/vllm PR #49230)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` }],
+        otherwise: "refused",
+        source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+    },
+    {
+        id: "nixl-connector",
+        feature: "vLLM P/D KV transfer over NIXL (NixlConnector, alone or inside MultiConnector)",
+        component: "vllm",
+        requires: [
+            { what: "`--kv-transfer-config` with kv_connector NixlConnector (or MultiConnector listing it) on prefill and decode", readBy: `${VLLM}:vllm/config/kv_transfer.py` },
+            { what: "`--disaggregation-mode prefill|decode` so Dynamo registers the prefill and the router sends it prompts", readBy: `${D}:components/src/dynamo/vllm/backend_args.py` },
+            { what: "VLLM_NIXL_SIDE_CHANNEL_HOST = the pod IP (default localhost; Dynamo sets it only for a top-level NixlConnector/PdConnector)", readBy: `${VLLM}:vllm/envs.py` },
+        ],
+        peers: [{ what: "same vLLM version, NIXL connector version and model/dtype/cache config on both ends (compatibility hash, PR #29503)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` }],
+        otherwise: "refused",
+        source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+    },
+    {
+        id: "mooncake-store-connector",
+        feature: "vLLM shared host-RAM KV pool (MooncakeStoreConnector)",
+        component: "vllm",
+        requires: [
+            { what: "MOONCAKE_CONFIG_PATH naming a mounted JSON file; MOONCAKE_* variables are not read", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.load_from_config` },
+            { what: "`mode: standalone-store` with `global_segment_size: 0` (separate store pods)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.__post_init__` },
+            { what: "a Mooncake master and store reachable at `master_server_address`", readBy: `${MC}:mooncake-store/src/master.cpp` },
+        ],
+        otherwise: "startup-failure",
+        source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py`,
+    },
+    {
+        id: "sglang-hicache-mooncake",
+        feature: "SGLang HiCache with the Mooncake storage backend",
+        component: "sglang",
+        requires: [
+            { what: "`--enable-hierarchical-cache` with `--hicache-storage-backend mooncake`", readBy: `${SGL}:python/sglang/srt/server_args.py` },
+            { what: "`--disaggregation-decode-enable-radix-cache` on a P/D decode worker (the P/D hook turns the radix cache off, and HiCache without it is refused)", readBy: `${SGL}:python/sglang/srt/server_args.py` },
+            { what: "`--hicache-storage-backend-extra-config` naming `master_server_address`: then the whole Mooncake config comes from it (`load_from_extra_config`) and MOONCAKE_* variables are not read", readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeBaseStore._load_config` },
+        ],
+        otherwise: "startup-failure",
+        source: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`,
+    },
+    {
+        id: "mooncake-registration",
+        feature: "Mooncake client registration with the master (the address peers and the store connect back to)",
+        component: "mooncake-client",
+        requires: [
+            { what: "SGLang extra-config path: `local_hostname` in the extra config = the pod IP (default `localhost`)", readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeStoreConfig.load_from_extra_config` },
+            { what: "environment path (store service, SGLang without extra config): MOONCAKE_LOCAL_HOSTNAME = the pod IP (default `localhost`)", readBy: `${MC}:mooncake-wheel/mooncake/mooncake_config.py#MooncakeConfig.load_from_env` },
+        ],
+        peers: [{ what: "the master and the store handshake with the advertised address; `localhost` is refused, the warm-up write fails and the worker never starts", readBy: `${MC}:mooncake-transfer-engine/src/transfer_engine_impl.cpp` }],
+        otherwise: "refused",
+        source: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`,
+    },
+    {
+        id: "shared-kv-cache",
+        feature: "Dynamo frontend shared KV cache (`--shared-cache-type hicache`): routing credit for prefixes in the Mooncake pool",
+        component: "dynamo-frontend",
+        requires: [
+            { what: "`--router-mode kv` on the frontend", readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+            { what: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT on the frontend = the master's KV-event PUB endpoint (workers may advertise it as a fallback)", readBy: `${D}:lib/llm/src/discovery/model_manager.rs#hicache_cache_for` },
+            { what: "a Mooncake master running `--enable_kv_events` with `--kv_events_bind_endpoint` on that port", readBy: `${MC}:mooncake-store/src/master.cpp` },
+            { what: "Mooncake >= v0.3.12 in the master's image (the KV-event publisher of kvcache-ai/Mooncake PR #2214; gflags refuses the flag earlier)", readBy: `${MC}:mooncake-store/src/master.cpp` },
+            { what: "SGLang workers with `--hicache-storage-backend mooncake` (they publish `sglang_hicache_mooncake` metadata), SGLang >= 0.5.11", readBy: `${D}:components/src/dynamo/sglang/register.py` },
+        ],
+        otherwise: "inert",
+        source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/backends/sglang/hicache.md`,
+    },
+    {
+        id: "kv-events",
+        feature: "KV-aware routing from worker KV events",
+        component: "dynamo-frontend",
+        requires: [
+            { what: "`--router-mode kv` on the frontend, KV events on (not `--no-router-kv-events`)", readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+            { what: "vLLM: `--kv-events-config` with `enable_kv_cache_events: true` and a ZMQ publisher", readBy: `${VLLM}:vllm/config/kv_events.py` },
+            { what: "SGLang: `--kv-events-config` with a ZMQ publisher", readBy: `${SGL}:python/sglang/srt/server_args.py` },
+            { what: "TRT-LLM: `--publish-kv-events` (Dynamo >= 1.3.0)", readBy: `${D}:components/src/dynamo/trtllm/backend_args.py` },
+        ],
+        otherwise: "inert",
+        source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/router/offloading-support-matrix.md`,
+    },
+    {
+        id: "planner-signals",
+        feature: "Dynamo Planner load-based scaling",
+        component: "dynamo-planner",
+        requires: [
+            { what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontends and workers", readBy: `${D}:components/src/dynamo/planner/config/planner_config.py` },
+            { what: "the workers' `dynamo_component_*` and the frontends' `dynamo_frontend_*` series scraped (PodMonitors selected by that Prometheus)", readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/prometheus_traffic_provider.py` },
+        ],
+        otherwise: "inert",
+        source: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+    },
+    {
+        id: "gpudirect-dmabuf",
+        feature: "GPUDirect RDMA through DMA-BUF",
+        component: "gpu-operator",
+        requires: [{ what: "`driver.kernelModuleType: open` (open GPU kernel modules); nothing under driver.rdma but `enabled: false`", readBy: `${GPUOP}:deployments/gpu-operator/values.yaml` }],
+        otherwise: "inert",
+        source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
+    },
+    {
+        id: "gpu-operator-host-mofed",
+        feature: "GPU Operator `driver.rdma.useHostMofed` (nvidia-peermem against host-installed MOFED)",
+        component: "gpu-operator",
+        requires: [{ what: "`driver.rdma.enabled: true`: the operator reads useHostMofed only through IsHostMOFED(), which is false unless GPUDirect RDMA (peermem) is enabled", readBy: `${GPUOP}:api/nvidia/v1/clusterpolicy_types.go#IsHostMOFED` }],
+        otherwise: "inert",
+        source: `${GPUOP}:controllers/object_controls.go#transformPeerMemoryContainer`,
+    },
+    {
+        id: "single-nfd",
+        feature: "node-feature-discovery labelling the GPU and NIC nodes",
+        component: "gpu-operator",
+        requires: [
+            { what: "exactly one NFD deployment per cluster: the Network Operator's (`nfd.enabled`, default true) labels PCI classes 0300/0302 by vendor, giving `feature.node.kubernetes.io/pci-10de.present`; the GPU Operator's own (`nfd.enabled`, default true) must then be off", readBy: `${NETOP}:deployment/network-operator/values.yaml` },
+            { what: "the GPU Operator selects GPU nodes by `feature.node.kubernetes.io/pci-10de.present`", readBy: `${GPUOP}:controllers/state_manager.go` },
+        ],
+        otherwise: "refused",
+        source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
+    },
+];
+
+/** What must hold for an exporter's series to exist, and where its pods are scraped. */
+export interface ExporterFact {
+    readonly exporter: Exporter;
+    /** The pods that export it: the entry point of their main container (upstream/*.ts EntrypointFacts id) or a rendered label. */
+    readonly pods: { readonly entrypoint?: string; readonly role?: readonly string[]; readonly labels?: Readonly<Record<string, string>> };
+    /** The port is declared by the rendered container itself (our services), not added by an operator (DGD pods). */
+    readonly portInSpec?: boolean;
+    /** Container port name the series are served on (declared by the operator for DGD pods). */
+    readonly port?: string;
+    /** A flag without which nothing is exported (`--enable-metrics`), or that turns the export off (`--disable-log-stats`). */
+    readonly needsFlag?: string;
+    readonly forbidsFlag?: string;
+    readonly source: Source;
+}
+
+export const exporterActivation: readonly ExporterFact[] = [
+    { exporter: "dynamo-frontend", pods: { entrypoint: "dynamo.frontend", role: ["frontend"] }, port: "http", source: `${D}:deploy/operator/internal/dynamo/component_frontend.go` },
+    { exporter: "dynamo-worker", pods: { role: ["prefill", "decode", "worker"] }, port: "system", source: `${D}:deploy/operator/internal/dynamo/component_worker.go` },
+    { exporter: "vllm", pods: { entrypoint: "dynamo.vllm", role: ["prefill", "decode", "worker"] }, port: "system", forbidsFlag: "--disable-log-stats", source: `${D}:components/src/dynamo/vllm/main.py` },
+    { exporter: "sglang", pods: { entrypoint: "dynamo.sglang", role: ["prefill", "decode", "worker"] }, port: "system", needsFlag: "--enable-metrics", source: `${D}:components/src/dynamo/sglang/publisher.py` },
+    // This repository's services: their metrics are checked against the live registries in test/observability.test.ts.
+    { exporter: "auth", pods: { labels: { "app.kubernetes.io/name": "platform-auth" } }, port: "ops", portInSpec: true, source: "inference-platform/platform@0.1.0:services/auth/metrics.ts" },
+    { exporter: "metering", pods: { labels: { "app.kubernetes.io/name": "platform-metering" } }, port: "http", portInSpec: true, source: "inference-platform/platform@0.1.0:services/metering/service.ts" },
+];
+
+/**
+ * The Prometheus the product configures: kube-prometheus-stack's `Prometheus` selects PodMonitors and PrometheusRules
+ * by `release: <helm release>` when `*SelectorNilUsesHelmValues` is true (the default), in every namespace
+ * (`podMonitorNamespaceSelector: {}`).
+ */
+export const prometheusSelection = {
+    podMonitorSelector: "matchLabels release: <release name> (podMonitorSelectorNilUsesHelmValues: true)",
+    ruleSelector: "matchLabels release: <release name> (ruleSelectorNilUsesHelmValues: true)",
+    namespaceSelector: "{} (all namespaces)",
+    source: "prometheus-community/helm-charts@0027117e971e8694d1b65b205f37d40f2b5b5402:charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml" as Source,
+};
+
+/** Finds an activation fact by id. @throws Error when there is none (a rule naming a fact that does not exist). */
+export function activationFact(id: string): ActivationFact {
+    const f = activationFacts.find((x) => x.id === id);
+    if (!f) throw new Error(`no activation fact ${id} (upstream/activation.ts)`);
+    return f;
+}
