@@ -108,7 +108,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const grantSlots = { granted: metrics.grantSlots.labels("granted"), returned: metrics.grantSlots.labels("returned"), lost: metrics.grantSlots.labels("lost") };
     let returnFailing = false;
     const admission = new GrantAdmission(redis, {
-        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks,
+        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks, store: config.leaseStore,
         events: {
             admitted: (path) => admittedFrom[path].inc(),
             granted: (n) => grantSlots.granted.inc(n),

@@ -1,4 +1,4 @@
-import { createHash } from "crypto";
+import { createHash, randomBytes } from "crypto";
 import type { Redis } from "ioredis";
 import type { Policy } from "./bundle";
 import { redisKeys, Tier, TierIds, windowStart } from "./identity";
@@ -55,6 +55,54 @@ export type LimitDecision =
     };
 
 /**
+ * Where admission writes concurrency leases ({@link CHECK_LIMITS_LUA}):
+ * - `counters` (default): per tier a HASH of counters (`redisKeys.counters`): leases held in total and per
+ *   expiry bucket of {@link LEASE_BUCKET_MS}, plus one bit per lease in a marker string per admission
+ *   (`redisKeys.lease`) so a release counts once. Redis work per check does not grow with the leases held.
+ * - `zset`: one ZSET member per lease per tier (`redisKeys.concurrency`), exactly as earlier releases wrote
+ *   them; for the first step of a rolling upgrade from such a release (services/auth/README.md).
+ * Either way every check counts both (the ZSET only while one exists), and {@link releaseLease} releases both.
+ */
+export type LeaseStore = "counters" | "zset";
+
+/**
+ * Expiry granularity of counter leases, ms: a lease's expiry (`now + leaseTtlMs`) is rounded up to the next
+ * multiple, so an unreleased lease stops counting at most this much after its TTL (never before).
+ */
+export const LEASE_BUCKET_MS = 1000;
+
+/** Most slots one grant may take ({@link checkAndAcquire} `want`): bounds the script's writes. */
+export const MAX_GRANT = 512;
+
+/** A lease token ({@link checkAndAcquire} `leaseToken`): unique per admission, no `.`. */
+const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+/** A counter lease id: `c.<expiry bucket, ms, base 36>.<token>[.<slot>]`. */
+const COUNTER_LEASE = /^c\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,64})(?:\.(\d{1,3}))?$/;
+
+/** A counter lease id taken apart: its admission's marker (`base`), expiry bucket and slot (bit) index. */
+export interface CounterLease { base: string; bucketMs: number; slot: number }
+
+/** Parses a counter lease id; undefined for anything else (a ZSET lease id of the earlier layout). */
+export function parseCounterLease(leaseId: string): CounterLease | undefined {
+    const m = COUNTER_LEASE.exec(leaseId);
+    if (!m) return undefined;
+    const slot = m[3] === undefined ? 0 : Number(m[3]);
+    if (slot >= MAX_GRANT) return undefined;
+    return { base: `c.${m[1]}.${m[2]}`, bucketMs: parseInt(m[1], 36), slot };
+}
+
+const PROCESS_TAG = randomBytes(9).toString("base64url");
+let tokenSeq = 0;
+
+/**
+ * A fresh lease token: 72 random bits fixed per process plus a counter (unique across replicas and restarts
+ * without a random draw per check).
+ */
+export function newLeaseToken(): string {
+    return PROCESS_TAG + (tokenSeq++).toString(36);
+}
+
+/**
  * The lease ids of a grant of `granted` slots whose first lease is `leaseId`: `leaseId` itself, then
  * `<leaseId>.1` … `<leaseId>.<granted - 1>` (the admission script names the extra leases so).
  */
@@ -65,9 +113,10 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
 }
 
 /**
- * Admission script. KEYS, per tier in {@link TIERS} order: rps key, concurrency ZSET, token-window counter.
- * ARGV: nowMs, leaseId, leaseTtlMs, want, then per tier: requestsPerSecond, concurrentRequests, tokensPerWindow,
- * windowEndMs.
+ * Admission script. KEYS, per tier in {@link TIERS} order: rps key, lease ZSET (earlier layout), lease counter
+ * HASH, token-window counter; then the admission's lease marker. ARGV: nowMs, leaseId, leaseTtlMs, want,
+ * expiry bucket (ms; 0 = write ZSET members, the `zset` {@link LeaseStore}), then per tier: requestsPerSecond,
+ * concurrentRequests, tokensPerWindow, windowEndMs.
  *
  * Phase 1 checks every tier for one request without writing anything but the removal of already-expired
  * leases; phase 2 commits only when all tiers pass, so a denied request consumes nothing. The six string keys
@@ -75,8 +124,12 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
  * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
  *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
  *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
- * - concurrency: ZSET member = lease id, score = lease expiry (ms). Members with score ≤ now are expired.
- *   The key expires with its last lease.
+ * - concurrency: leases held = the counter HASH's `n` plus, while the tier has a ZSET, its members with a
+ *   score above now. HASH fields: `n` (leases held), `<bucket ms>` (leases held that expire at that bucket),
+ *   `e` / `l` (earliest / latest bucket present). Once now reaches `e`, expired buckets are swept: their
+ *   counts leave `n` (a lease expires by its TTL). The HASH expires with its latest bucket. A check that
+ *   finds no expired bucket reads one HASH per tier and, when admitted, increments two fields.
+ *   The marker (a string of one bit per slot, all set, expiring with the bucket) lets a release count once.
  * - tokens: read-only here; the metering service adds usage to the fixed-window counter ({@link addTokens}).
  *
  * Grants (`want` > 1): when the request passes, up to `want - 1` further slots are taken in the same commit, as
@@ -86,21 +139,39 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
  * Returns `{0, leaseId, granted}` when allowed (leases named by {@link grantLeaseIds}), or
  * `{tierIndex (1-based), dimension, retryAfterMs}` when denied.
  */
-/** Lua function `admit(kb, ab)`: the admission check whose keys start after KEYS[kb] and arguments after ARGV[ab]. */
 const ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
+local function sweep(cc, now)
+  local all = call('HGETALL', cc)
+  local held, first, dead = 0, nil, {}
+  for j = 1, #all, 2 do
+    local b = tonumber(all[j])
+    if b then
+      if b <= now then dead[#dead + 1] = all[j]
+      else
+        held = held + tonumber(all[j + 1])
+        if not first or b < first then first = b end
+      end
+    end
+  end
+  if not first then call('DEL', cc) return 0, nil end
+  if #dead > 0 then call('HDEL', cc, unpack(dead)) end
+  call('HSET', cc, 'n', held, 'e', first)
+  return held, first
+end
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
   local lease = ARGV[ab + 2]
   local ttl = tonumber(ARGV[ab + 3])
   local n = tonumber(ARGV[ab + 4])
-  local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 3], KEYS[kb + 4], KEYS[kb + 6], KEYS[kb + 7], KEYS[kb + 9])
-  local tats = {}
-  local intervals = {}
+  local bucket = tonumber(ARGV[ab + 5])
+  local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 4], KEYS[kb + 5], KEYS[kb + 8], KEYS[kb + 9], KEYS[kb + 12])
+  local zsets = call('EXISTS', KEYS[kb + 2], KEYS[kb + 6], KEYS[kb + 10]) > 0
+  local tats, intervals, lasts, firsts = {}, {}, {}, {}
   for i = 0, 2 do
-    local concKey = KEYS[kb + i * 3 + 2]
-    local rps = tonumber(ARGV[ab + 5 + i * 4])
+    local base = kb + i * 4
+    local rps = tonumber(ARGV[ab + 6 + i * 4])
     local interval = 1000 / rps
     local capacity = math.max(interval, 1000)
     local tat = tonumber(strings[i * 2 + 1] or '0')
@@ -116,30 +187,69 @@ local function admit(kb, ab)
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    call('ZREMRANGEBYSCORE', concKey, '-inf', now)
-    local conc = tonumber(ARGV[ab + 6 + i * 4])
-    local card = call('ZCARD', concKey)
-    if card >= conc then
-      local first = call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
-      return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
+    local cc = KEYS[base + 3]
+    local h = call('HMGET', cc, 'n', 'e', 'l')
+    local held = tonumber(h[1] or '0')
+    local first = tonumber(h[2]) or math.huge
+    if first <= now then
+      held, first = sweep(cc, now)
+      if not first then first = math.huge; h[3] = false end
     end
-    if n > 1 then n = math.min(n, 1 + math.floor((conc - card - 1) / share)) end
-    if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 7 + i * 4]) then
-      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 8 + i * 4]) - now))}
+    lasts[i] = tonumber(h[3] or '0')
+    firsts[i] = first
+    local zkey = KEYS[base + 2]
+    if zsets then
+      call('ZREMRANGEBYSCORE', zkey, '-inf', now)
+      held = held + call('ZCARD', zkey)
+    end
+    local conc = tonumber(ARGV[ab + 7 + i * 4])
+    if held >= conc then
+      if zsets then
+        local z = call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+        if z[2] and tonumber(z[2]) < first then first = tonumber(z[2]) end
+      end
+      if first == math.huge then first = now + 1 end
+      return {i + 1, 'concurrency', math.max(1, math.ceil(first - now))}
+    end
+    if n > 1 then n = math.min(n, 1 + math.floor((conc - held - 1) / share)) end
+    if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 8 + i * 4]) then
+      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 9 + i * 4]) - now))}
     end
   end
-  local members = {now + ttl, lease}
-  for j = 1, n - 1 do
-    members[#members + 1] = now + ttl
-    members[#members + 1] = lease .. '.' .. j
+  local members
+  if bucket == 0 then
+    members = {now + ttl, lease}
+    for j = 1, n - 1 do
+      members[#members + 1] = now + ttl
+      members[#members + 1] = lease .. '.' .. j
+    end
+  else
+    call('SET', KEYS[kb + 13], string.rep('\\255', math.ceil(n / 8)), 'PXAT', bucket)
   end
   for i = 0, 2 do
-    local concKey = KEYS[kb + i * 3 + 2]
+    local base = kb + i * 4
     local tat = tats[i] + n * intervals[i]
-    call('SET', KEYS[kb + i * 3 + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
-    call('ZADD', concKey, unpack(members))
-    local last = call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
-    call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
+    call('SET', KEYS[base + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
+    if bucket == 0 then
+      local zkey = KEYS[base + 2]
+      call('ZADD', zkey, unpack(members))
+      local last = call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
+      call('PEXPIREAT', zkey, math.ceil(tonumber(last[2])))
+    else
+      local cc = KEYS[base + 3]
+      if lasts[i] == 0 then
+        call('HSET', cc, 'n', n, bucket, n, 'e', bucket, 'l', bucket)
+        call('PEXPIREAT', cc, bucket)
+      else
+        call('HINCRBY', cc, 'n', n)
+        call('HINCRBY', cc, bucket, n)
+        if bucket > lasts[i] then
+          call('HSET', cc, 'l', bucket)
+          call('PEXPIREAT', cc, bucket)
+        end
+        if bucket < firsts[i] then call('HSET', cc, 'e', bucket) end
+      end
+    end
   end
   return {0, lease, n}
 end
@@ -150,18 +260,15 @@ export const CHECK_LIMITS_LUA = `${ADMIT_LUA_FUNCTION}
 return admit(0, 0)
 `;
 
-/** Keys per admission check in {@link CHECK_LIMITS_LUA} (3 per tier). */
-const ADMIT_KEYS = 9;
-/** ARGV entries per admission check in {@link CHECK_LIMITS_LUA} (4 + 4 per tier). */
-const ADMIT_ARGS = 16;
-
-/** Most slots one grant may take ({@link checkAndAcquire} `want`): bounds the script's ZADD arguments. */
-export const MAX_GRANT = 512;
+/** Keys per admission check in {@link CHECK_LIMITS_LUA} (4 per tier, then the lease marker). */
+const ADMIT_KEYS = 13;
+/** ARGV entries per admission check in {@link CHECK_LIMITS_LUA} (5 + 4 per tier). */
+const ADMIT_ARGS = 17;
 
 /**
  * N admission checks in one script call, run in order, each exactly as {@link CHECK_LIMITS_LUA} would run it
- * alone (the batch is atomic as a whole, which is at least as strong). KEYS: the checks' 9 keys one after the
- * other; ARGV: the checks' 16 arguments one after the other. Returns one reply per check, in order.
+ * alone (the batch is atomic as a whole, which is at least as strong). KEYS: the checks' 13 keys one after the
+ * other; ARGV: the checks' 17 arguments one after the other. Returns one reply per check, in order.
  */
 export const CHECK_LIMITS_BATCH_LUA = `${ADMIT_LUA_FUNCTION}
 local out = {}
@@ -171,13 +278,43 @@ end
 return out
 `;
 
-/** Removes lease ARGV[1] from every concurrency ZSET in KEYS. Returns how many ZSETs held it. */
+/** Removes lease ARGV[1] from every concurrency ZSET in KEYS (the earlier layout). Returns how many held it. */
 export const RELEASE_LEASE_LUA = `
 local n = 0
 for i = 1, #KEYS do
   n = n + redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return n
+`;
+
+/**
+ * Releases counter leases of one admission. KEYS: the marker, then each tier's counter HASH. ARGV: the
+ * bucket (ms), then the slot indexes. A slot counts only when its marker bit was still set (so releasing
+ * twice, or giving back a slot metering already released, counts once), and a tier is decremented only while
+ * the bucket is still there (a bucket already swept by expiry counts nothing). Returns, per tier, how many
+ * leases it let go (`{model, team, key}`).
+ */
+export const RELEASE_COUNTERS_LUA = `
+local call = redis.call
+local m = KEYS[1]
+local bits = call('STRLEN', m) * 8
+local u = 0
+for j = 2, #ARGV do
+  local s = tonumber(ARGV[j])
+  if s < bits and call('SETBIT', m, s, 0) == 1 then u = u + 1 end
+end
+local out = {0, 0, 0}
+if u == 0 then return out end
+for i = 2, #KEYS do
+  local held = tonumber(call('HGET', KEYS[i], ARGV[1]) or '0')
+  local d = math.min(u, held)
+  if d > 0 then
+    call('HINCRBY', KEYS[i], ARGV[1], -d)
+    call('HINCRBY', KEYS[i], 'n', -d)
+    out[i - 1] = d
+  end
+end
+return out
 `;
 
 /**
@@ -219,9 +356,14 @@ export async function runScript(redis: Redis, script: string, keys: string[], ar
     }
 }
 
-/** Concurrency ZSET keys of the three tiers, in {@link TIERS} order. */
+/** Concurrency ZSET keys (earlier layout) of the three tiers, in {@link TIERS} order. */
 export function concurrencyKeys(ids: TierIds): string[] {
     return TIERS.map((t) => redisKeys.concurrency(t, ids[t]));
+}
+
+/** Lease counter HASH keys of the three tiers, in {@link TIERS} order. */
+export function counterKeys(ids: TierIds): string[] {
+    return TIERS.map((t) => redisKeys.counters(t, ids[t]));
 }
 
 /** Token-window counter keys of the three tiers at `nowMs`, in {@link TIERS} order. */
@@ -230,39 +372,66 @@ export function tokenKeys(ids: TierIds, nowMs: number, windowSeconds: Record<Tie
 }
 
 /**
+ * The keys of an admission check that depend only on the tier ids (per tier: rps, lease ZSET, lease counters),
+ * for callers that check the same ids often ({@link AdmissionBatcher.check}).
+ */
+export function admissionKeys(ids: TierIds): string[] {
+    const out: string[] = [];
+    for (const t of TIERS) out.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.counters(t, ids[t]));
+    return out;
+}
+
+/** The expiry bucket (ms) of a counter lease taken at `nowMs`: `nowMs + leaseTtlMs` rounded up. */
+export function leaseBucket(nowMs: number, leaseTtlMs: number): number {
+    return Math.ceil((nowMs + leaseTtlMs) / LEASE_BUCKET_MS) * LEASE_BUCKET_MS;
+}
+
+/**
  * Checks rps, concurrency and token windows of all three tiers in one atomic script and, only if every tier
- * passes, takes one rps slot and a concurrency lease `leaseId` in each tier, plus up to `want - 1` further
- * slots for a grant ({@link CHECK_LIMITS_LUA}).
+ * passes, takes one rps slot and a concurrency lease in each tier, plus up to `want - 1` further slots for a
+ * grant ({@link CHECK_LIMITS_LUA}).
+ * @param leaseToken unique per admission ({@link newLeaseToken}; letters, digits, `-`, `_`, at most 64). The
+ *   lease id is `c.<expiry bucket>.<leaseToken>` with the `counters` store, `leaseToken` itself with `zset`.
  * @param nowMs caller's clock, ms since the Unix epoch.
  * @param leaseTtlMs how long the lease holds if no usage event releases it (ms); must exceed the longest
- *   request the gateway allows (AIGatewayRoute `timeouts.request`).
+ *   request the gateway allows (AIGatewayRoute `timeouts.request`). Counter leases hold until the next
+ *   {@link LEASE_BUCKET_MS} boundary after it.
  * @param want slots to take when the request passes, its own included: 1 (default) for a plain check, up to
  *   {@link MAX_GRANT}; fewer are granted near a limit ({@link GRANT_SHARE}).
- * @throws RangeError for a `want` outside 1..MAX_GRANT; the Redis client's error when Redis is unreachable
- *   or times out (callers fail closed).
+ * @param store where the leases are written ({@link LeaseStore}).
+ * @throws RangeError for a `want` outside 1..MAX_GRANT or a bad token; the Redis client's error when Redis is
+ *   unreachable or times out (callers fail closed).
  */
 export async function checkAndAcquire(
-    redis: Redis, ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want = 1,
+    redis: Redis, ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
+    store: LeaseStore = "counters",
 ): Promise<LimitDecision> {
-    const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs, want);
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store);
     return decodeAdmission(await runScript(redis, CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
 }
 
 type AdmissionReply = [number, string, number];
 
-function admissionCall(
-    ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want: number,
-): { keys: string[]; args: (string | number)[] } {
+/** Appends one check's 13 keys and 17 arguments ({@link CHECK_LIMITS_LUA}). */
+function pushAdmission(
+    keys: string[], args: (string | number)[], fixed: readonly string[], ids: TierIds, limits: TierLimits, leaseToken: string,
+    nowMs: number, leaseTtlMs: number, want: number, store: LeaseStore,
+): void {
     if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
-    const keys: string[] = [];
-    const args: (string | number)[] = [nowMs, leaseId, leaseTtlMs, want];
-    for (const t of TIERS) {
+    if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
+    const bucket = store === "counters" ? leaseBucket(nowMs, leaseTtlMs) : 0;
+    const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
+    args.push(nowMs, leaseId, leaseTtlMs, want, bucket);
+    for (let i = 0; i < 3; i++) {
+        const t = TIERS[i];
         const l = limits[t];
         const start = windowStart(nowMs, l.windowSeconds);
-        keys.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.tokens(t, ids[t], start));
+        keys.push(fixed[i * 3], fixed[i * 3 + 1], fixed[i * 3 + 2], redisKeys.tokens(t, ids[t], start));
         args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
     }
-    return { keys, args };
+    keys.push(bucket ? redisKeys.lease(leaseId) : redisKeys.lease(""));
 }
 
 function decodeAdmission(reply: AdmissionReply): LimitDecision {
@@ -276,12 +445,13 @@ function decodeAdmission(reply: AdmissionReply): LimitDecision {
 }
 
 /**
- * Gives back the unused part of a grant: KEYS, per tier in {@link TIERS} order, the rps key and the
- * concurrency ZSET; ARGV: nowMs, the number of unused slots u, the three tiers' rps intervals (ms, 1000 / rps,
- * as when the grant was taken), then the u unused lease ids. In each tier the leases still held leave the
- * ZSET, and the GCRA arrival time moves back by one interval per lease removed (so giving back twice, or a
- * lease metering already released, returns nothing twice), never before now: a bucket that full has its key
- * deleted. Returns how many ZSET members were removed (3 × u when nothing had expired meanwhile).
+ * Gives back the unused part of a grant of the earlier (`zset`) layout: KEYS, per tier in {@link TIERS}
+ * order, the rps key and the concurrency ZSET; ARGV: nowMs, the number of unused slots u, the three tiers' rps
+ * intervals (ms, 1000 / rps, as when the grant was taken), then the u unused lease ids. In each tier the
+ * leases still held leave the ZSET, and the GCRA arrival time moves back by one interval per lease removed (so
+ * giving back twice, or a lease metering already released, returns nothing twice), never before now: a bucket
+ * that full has its key deleted. Returns how many ZSET members were removed (3 × u when nothing had expired
+ * meanwhile).
  */
 export const RETURN_GRANT_LUA = `
 local call = redis.call
@@ -307,18 +477,98 @@ return removed
 `;
 
 /**
+ * Gives back unused counter slots of one grant: KEYS, per tier in {@link TIERS} order, the rps key and the
+ * counter HASH, then the marker; ARGV: nowMs, the three tiers' rps intervals (ms), the bucket (ms), then the
+ * slot indexes. Counts like {@link RELEASE_COUNTERS_LUA}, and moves each tier's GCRA arrival time back by one
+ * interval per lease let go there, as {@link RETURN_GRANT_LUA} does. Returns the leases let go over all tiers.
+ */
+export const RETURN_COUNTERS_LUA = `
+local call = redis.call
+local now = tonumber(ARGV[1])
+local bucket = ARGV[5]
+local m = KEYS[7]
+local bits = call('STRLEN', m) * 8
+local u = 0
+for j = 6, #ARGV do
+  local s = tonumber(ARGV[j])
+  if s < bits and call('SETBIT', m, s, 0) == 1 then u = u + 1 end
+end
+if u == 0 then return 0 end
+local removed = 0
+for i = 0, 2 do
+  local rpsKey = KEYS[i * 2 + 1]
+  local cc = KEYS[i * 2 + 2]
+  local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
+  if n > 0 then
+    call('HINCRBY', cc, bucket, -n)
+    call('HINCRBY', cc, 'n', -n)
+    removed = removed + n
+    local tat = tonumber(call('GET', rpsKey) or '0')
+    if tat > now then
+      local back = tat - n * tonumber(ARGV[2 + i])
+      if back > now then
+        call('SET', rpsKey, string.format('%.3f', back), 'PX', math.ceil(back - now) + 10000)
+      else
+        call('DEL', rpsKey)
+      end
+    end
+  end
+end
+return removed
+`;
+
+/**
  * Returns `leases`, the unused slots of a grant taken with {@link checkAndAcquire} under `limits`, to every
- * tier: the rps slots they stood for and their concurrency leases ({@link RETURN_GRANT_LUA}). Safe to call for
- * leases that already expired (nothing to remove).
+ * tier: the rps slots they stood for and their concurrency leases ({@link RETURN_COUNTERS_LUA} for counter
+ * leases, which must all come from one admission; {@link RETURN_GRANT_LUA} for ZSET leases). Safe to call for
+ * leases that already expired or were released (nothing counted twice).
  * @param nowMs caller's clock, ms since the Unix epoch.
- * @returns concurrency ZSET members removed (3 per lease still held).
- * @throws the Redis client's error when Redis is unreachable or times out (the leases then expire by their TTL).
+ * @returns leases let go, summed over the tiers (3 per lease still held).
+ * @throws Error for counter leases of different admissions; the Redis client's error when Redis is
+ *   unreachable or times out (the leases then expire by their TTL).
  */
 export async function returnGrant(redis: Redis, ids: TierIds, limits: TierLimits, leases: readonly string[], nowMs: number): Promise<number> {
     if (leases.length === 0) return 0;
-    const keys = TIERS.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
     const intervals = TIERS.map((t) => 1000 / limits[t].requestsPerSecond);
-    return Number(await runScript(redis, RETURN_GRANT_LUA, keys, [nowMs, leases.length, ...intervals, ...leases]));
+    const first = parseCounterLease(leases[0]);
+    if (!first) {
+        const keys = TIERS.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        return Number(await runScript(redis, RETURN_GRANT_LUA, keys, [nowMs, leases.length, ...intervals, ...leases]));
+    }
+    const slots = leases.map((l) => {
+        const c = parseCounterLease(l);
+        if (!c || c.base !== first.base) throw new Error(`returnGrant: ${l} is not a lease of admission ${first.base}`);
+        return c.slot;
+    });
+    return returnSlots(redis, ids, limits, first.base, first.bucketMs, slots, nowMs, intervals);
+}
+
+/**
+ * {@link returnGrant} for slots `slots` of counter admission `base` (expiry bucket `bucketMs`), without
+ * building lease id strings (services/auth/admission.ts keeps a grant as a range of slots).
+ */
+export async function returnSlots(
+    redis: Redis, ids: TierIds, limits: TierLimits, base: string, bucketMs: number, slots: readonly number[], nowMs: number,
+    intervals: readonly number[] = TIERS.map((t) => 1000 / limits[t].requestsPerSecond),
+): Promise<number> {
+    if (slots.length === 0) return 0;
+    const keys: string[] = [];
+    for (const t of TIERS) keys.push(redisKeys.rps(t, ids[t]), redisKeys.counters(t, ids[t]));
+    keys.push(redisKeys.lease(base));
+    return Number(await runScript(redis, RETURN_COUNTERS_LUA, keys, [nowMs, ...intervals, bucketMs, ...slots]));
+}
+
+interface Queued {
+    ids: TierIds;
+    fixed: readonly string[];
+    limits: TierLimits;
+    token: string;
+    nowMs: number;
+    ttl: number;
+    want: number;
+    store: LeaseStore;
+    resolve: (d: LimitDecision) => void;
+    reject: (e: unknown) => void;
 }
 
 /**
@@ -329,20 +579,28 @@ export async function returnGrant(redis: Redis, ids: TierIds, limits: TierLimits
  * check of the batch rejects with that error (callers fail closed).
  */
 export class AdmissionBatcher {
-    private queue: { keys: string[]; args: (string | number)[]; resolve: (d: LimitDecision) => void; reject: (e: unknown) => void }[] = [];
+    private queue: Queued[] = [];
     private scheduled = false;
+    private readonly flushNow = () => this.flush();
 
     /** @param maxBatch most checks in one script call (bounds the script's run time inside Redis). */
     constructor(private readonly redis: Redis, private readonly maxBatch = 64) {}
 
-    /** Same contract as {@link checkAndAcquire} (a bad `want` throws synchronously). */
-    check(ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want = 1): Promise<LimitDecision> {
-        const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs, want);
+    /**
+     * Same contract as {@link checkAndAcquire} (a bad `want` or token throws synchronously).
+     * @param fixed `admissionKeys(ids)`, when the caller keeps it (saves building the keys per check).
+     */
+    check(
+        ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
+        store: LeaseStore = "counters", fixed: readonly string[] = admissionKeys(ids),
+    ): Promise<LimitDecision> {
+        if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
+        if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
         return new Promise((resolve, reject) => {
-            this.queue.push({ keys, args, resolve, reject });
+            this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
             if (!this.scheduled) {
                 this.scheduled = true;
-                setImmediate(() => this.flush());
+                setImmediate(this.flushNow);
             }
         });
     }
@@ -350,32 +608,53 @@ export class AdmissionBatcher {
     private flush(): void {
         this.scheduled = false;
         while (this.queue.length) {
-            const batch = this.queue.splice(0, this.maxBatch);
+            const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
+            this.queue = batch === this.queue ? [] : this.queue.slice(this.maxBatch);
+            const keys: string[] = [];
+            const args: (string | number)[] = [];
+            for (const c of batch) pushAdmission(keys, args, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store);
             if (batch.length === 1) {
-                const [one] = batch;
-                runScript(this.redis, CHECK_LIMITS_LUA, one.keys, one.args)
+                const one = batch[0];
+                runScript(this.redis, CHECK_LIMITS_LUA, keys, args)
                     .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject);
                 continue;
             }
-            const keys: string[] = [];
-            const args: (string | number)[] = [];
-            for (const c of batch) { keys.push(...c.keys); args.push(...c.args); }
             runScript(this.redis, CHECK_LIMITS_BATCH_LUA, keys, args).then(
-                (replies) => batch.forEach((c, i) => c.resolve(decodeAdmission((replies as AdmissionReply[])[i]))),
-                (err: unknown) => batch.forEach((c) => c.reject(err)),
+                (replies) => { for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i])); },
+                (err: unknown) => { for (const c of batch) c.reject(err); },
             );
         }
     }
 }
 
 /**
+ * Leases held now in one tier, counted as admission counts them: the counter HASH's live buckets plus the
+ * ZSET's unexpired members (tests, operations). Read-only.
+ * @param nowMs caller's clock, ms since the Unix epoch.
+ */
+export async function leasesHeld(redis: Redis, tier: Tier, id: string, nowMs: number): Promise<number> {
+    const [fields, zset] = await Promise.all([
+        redis.hgetall(redisKeys.counters(tier, id)),
+        redis.zcount(redisKeys.concurrency(tier, id), `(${nowMs}`, "+inf"),
+    ]);
+    let n = 0;
+    for (const [f, v] of Object.entries(fields)) if (/^\d+$/.test(f) && Number(f) > nowMs) n += Number(v);
+    return n + zset;
+}
+
+/**
  * Releases a concurrency lease in all three tiers (called by the metering service when the request's
- * usage event arrives). Idempotent: releasing an expired or already released lease is a no-op.
+ * usage event arrives), in either layout ({@link LeaseStore}): a counter lease id (`c.…`) by its marker bit and
+ * counters ({@link RELEASE_COUNTERS_LUA}), any other id from the ZSETs. Idempotent: releasing an expired or
+ * already released lease is a no-op.
  * @returns how many tiers still held the lease (0-3).
  * @throws the Redis client's error when Redis is unreachable or times out.
  */
 export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string): Promise<number> {
-    return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
+    const c = parseCounterLease(leaseId);
+    if (!c) return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
+    const r = await runScript(redis, RELEASE_COUNTERS_LUA, [redisKeys.lease(c.base), ...counterKeys(ids)], [c.bucketMs, c.slot]) as number[];
+    return r.reduce((a, b) => a + Number(b), 0);
 }
 
 /**
