@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import * as path from "path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { IDENTITY_HEADERS, redisKeys, Tier, tierIds, windowStart } from "../shared/identity";
-import { addTokens, LimitDimension, releaseLease, TierLimit } from "../shared/limits";
+import { addTokens, leasesHeld, LimitDimension, parseCounterLease, releaseLease, TierLimit } from "../shared/limits";
 import { AuthService, startAuthService } from "./server";
 import { check, ops } from "./test/client";
 import {
@@ -96,12 +96,13 @@ describe("allow", () => {
             [IDENTITY_HEADERS.model]: MODEL,
             [IDENTITY_HEADERS.revision]: "1",
         });
-        expect(h[IDENTITY_HEADERS.lease]).toMatch(/^[0-9a-f-]{36}$/);
-        // The lease is held in all three tiers' concurrency ZSETs, expiring after the lease TTL.
+        // A counter lease expiring after the lease TTL, held in all three tiers until metering releases it.
+        const lease = parseCounterLease(h[IDENTITY_HEADERS.lease]!);
+        expect(lease).toMatchObject({ bucketMs: T0 + LEASE_TTL_S * 1000, slot: 0 });
         const ids = tierIds({ model: MODEL, tenant: "acme", team: "research", keyId: "key-alice" });
-        for (const t of ["model", "team", "key"] as Tier[]) {
-            expect(Number(await admin.zscore(redisKeys.concurrency(t, ids[t]), h[IDENTITY_HEADERS.lease]!))).toBe(T0 + LEASE_TTL_S * 1000);
-        }
+        for (const t of ["model", "team", "key"] as Tier[]) expect(await leasesHeld(admin, t, ids[t], T0)).toBe(1);
+        expect(await releaseLease(admin, ids, h[IDENTITY_HEADERS.lease]!)).toBe(3);
+        for (const t of ["model", "team", "key"] as Tier[]) expect(await leasesHeld(admin, t, ids[t], T0)).toBe(0);
     });
 
     it("serves every path under the prefix (Envoy prepends it to the client's path)", async () => {
@@ -237,7 +238,7 @@ describe("three-tier limits", () => {
         await addTokens(admin, i, 1000, clock, { model: 60, team: 60, key: 60 });
         const denied = await check(svc.port, { key: s.key.secret, model: s.model });
         expect(denied.status).toBe(429);
-        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [redisKeys.rps(t, i[t]), redisKeys.concurrency(t, i[t])]);
+        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [redisKeys.rps(t, i[t]), redisKeys.concurrency(t, i[t]), redisKeys.counters(t, i[t])]);
         expect(await admin.exists(...state)).toBe(0);
     });
 });
