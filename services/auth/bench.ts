@@ -12,14 +12,17 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * Redis, a lease taken) against a no-op Node HTTP server that reads the same body and answers 200: the floor
  * any Node ext_authz service has on this machine. Loopback only; bounded by time.
  *
- * Side-by-side measurements (issue 11 item 5 goals in brackets):
- * - closed loop at 16 and at 64 requests in flight, one API key: checks/s ratio auth ÷ floor [≥ 0.7x]. One
+ * Side-by-side measurements (goals in brackets, {@link GOALS}):
+ * - closed loop at 16 and at 64 requests in flight, one API key: checks/s ratio auth ÷ floor [≥ 0.70x]. One
  *   busy key is admitted from grants (services/auth/admission.ts), so this is the cost of a busy key's check;
- * - closed loop at 16 in flight spread over `spreadKeys` keys (no goal): each key is too quiet for a grant, so
- *   every check is a Redis check, the cost of a quiet key's check;
+ * - closed loop at 16 in flight spread over `spreadKeys` keys: each key is too quiet for a grant, so every
+ *   check is a Redis check, the cost of a quiet key's check: checks/s ratio [≥ 0.60x] and redis-server CPU per
+ *   check [≤ 20 µs];
  * - open loop (paced) at a tenth of the floor's saturated rate (its best closed-loop checks/s): p99 of both,
  *   and the difference auth − floor [≤ 1 ms]. Latency is measured from each request's scheduled send time,
  *   so a stall is not hidden by the generator waiting for it (no coordinated omission).
+ * A summary lists every goal with its figure; {@link runAuthBench} reports the missed ones (`npm run bench`
+ * then exits non-zero).
  * Floor and auth runs alternate per setting, so a drift in the machine's load hits both alike, and each goal
  * setting runs `rounds` such pairs: the figure is the median pair's, and every pair's figure is printed.
  *
@@ -87,10 +90,59 @@ export interface SettingResult {
 /** Result of {@link runAuthBench}. */
 export interface AuthBenchResult {
     closed: SettingResult[];
-    /** 16 in flight over `spreadKeys` keys (every check a Redis check); no goal. */
+    /** 16 in flight over `spreadKeys` keys (every check a Redis check). */
     spread?: SettingResult;
     paced?: SettingResult & { ratePerSecond: number };
     options: Required<Omit<AuthBenchOptions, "only">>;
+    /** Every goal with its figure ({@link GOALS}). */
+    goals: GoalResult[];
+    /** Descriptions of the goals missed (empty: all met); `npm run bench` exits non-zero when any is. */
+    goalsMissed: string[];
+}
+
+/** The goals, each a bound on one figure of the run. */
+export const GOALS = {
+    /** auth ÷ floor checks/s, one busy key, at each closed-loop concurrency: at least. */
+    busyRatio: 0.7,
+    /** auth ÷ floor checks/s over `spreadKeys` quiet keys: at least. */
+    spreadRatio: 0.6,
+    /** redis-server CPU per check on the quiet-key (spread) path, µs: at most. */
+    quietRedisUs: 20,
+    /** Paced p99 auth − floor, ms: at most. */
+    pacedP99DeltaMs: 1,
+} as const;
+
+/** One goal's outcome. */
+export interface GoalResult {
+    goal: string;
+    figure: number;
+    /** e.g. `>= 0.70x`. */
+    bound: string;
+    met: boolean;
+}
+
+/** The goals of a run with their figures (a setting not run yields no row). */
+export function evaluateGoals(r: Omit<AuthBenchResult, "goals" | "goalsMissed">): GoalResult[] {
+    const out: GoalResult[] = [];
+    for (const s of r.closed) {
+        if (s.floor && s.auth) {
+            const f = s.auth.checksPerSecond / s.floor.checksPerSecond;
+            out.push({ goal: `checks/s auth / floor, busy key, ${s.setting}`, figure: f, bound: `>= ${GOALS.busyRatio.toFixed(2)}x`, met: f >= GOALS.busyRatio });
+        }
+    }
+    if (r.spread?.floor && r.spread.auth) {
+        const f = r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond;
+        out.push({ goal: `checks/s auth / floor, ${r.spread.setting}`, figure: f, bound: `>= ${GOALS.spreadRatio.toFixed(2)}x`, met: f >= GOALS.spreadRatio });
+    }
+    if (r.spread?.auth?.redisUsPerCheck !== undefined) {
+        const u = r.spread.auth.redisUsPerCheck;
+        out.push({ goal: `redis CPU per check, quiet keys (${r.spread.setting})`, figure: u, bound: `<= ${GOALS.quietRedisUs} us`, met: u <= GOALS.quietRedisUs });
+    }
+    if (r.paced?.floor && r.paced.auth) {
+        const d = r.paced.auth.p99Ms - r.paced.floor.p99Ms;
+        out.push({ goal: `p99 auth - floor, ${r.paced.setting}`, figure: d, bound: `<= ${GOALS.pacedP99DeltaMs.toFixed(2)} ms`, met: d <= GOALS.pacedP99DeltaMs });
+    }
+    return out;
 }
 
 const MODEL = "meta-llama/Llama-3.3-70B-Instruct";
@@ -259,7 +311,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         const fresh = async <T>(run: () => Promise<T>): Promise<T> => { await admin.flushall(); return run(); };
         const urlPath = "/authz/v1/chat/completions";
         const floorPort = (floor.address() as AddressInfo).port;
-        const result: AuthBenchResult = { closed: [], options: o };
+        const result: AuthBenchResult = { closed: [], options: o, goals: [], goalsMissed: [] };
         /** `rounds` floor/auth pairs, alternating; keeps the median pair by `figure`. */
         const pairs = async (
             setting: string, rounds: number, runFloor: () => Promise<TargetResult>, runAuth: () => Promise<TargetResult>,
@@ -282,7 +334,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu)), throughput));
             }
             if (o.spreadKeys > 0) {
-                result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, 1,
+                result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, o.rounds,
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
                     () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets)), throughput);
             }
@@ -300,6 +352,8 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             admin.disconnect();
             await svc.close();
         }
+        result.goals = evaluateGoals(result);
+        result.goalsMissed = result.goals.filter((g) => !g.met).map((g) => `${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
         print(result, Buffer.byteLength(body));
         const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])].flatMap((r) => [r.floor, r.auth]).filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
@@ -339,19 +393,29 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     }
     if (r.spread?.floor && r.spread.auth) {
         lines.push(`  ${r.spread.setting}: checks/s auth / floor = ${(r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond).toFixed(2)}x ` +
-            "(no goal: each key too quiet for a grant, so one Redis check per request)");
+            `(goal >= ${GOALS.spreadRatio.toFixed(2)}x${all(r.spread, "x")}; each key too quiet for a grant, so one Redis check per request)`);
+    }
+    if (r.spread?.auth?.redisUsPerCheck !== undefined) {
+        lines.push(`  ${r.spread.setting}: redis-server CPU per check = ${r.spread.auth.redisUsPerCheck.toFixed(1)} us (goal <= ${GOALS.quietRedisUs} us)`);
     }
     if (r.paced?.floor && r.paced.auth) {
         const p = r.paced;
         lines.push(`  ${p.setting} (a tenth of the floor's saturated rate): p99 auth / floor = ${(p.auth!.p99Ms / p.floor!.p99Ms).toFixed(2)}x, ` +
             `auth - floor = ${(p.auth!.p99Ms - p.floor!.p99Ms).toFixed(2)} ms (goal <= 1.00 ms${all(p, " ms")})`);
     }
+    const missed = r.goals.filter((g) => !g.met).length;
+    lines.push(`summary: ${r.goals.length - missed} of ${r.goals.length} goals met (machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")})`);
+    for (const g of r.goals) lines.push(`  ${g.met ? "met   " : "MISSED"} ${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
     process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function fmt(x: number): string {
+    return Number.isFinite(x) ? x.toFixed(2) : String(x);
 }
 
 if (require.main === module) {
     runAuthBench().then(
-        () => process.exit(0),
+        (r) => process.exit(r.goalsMissed.length ? 1 : 0),
         (err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); },
     );
 }
