@@ -148,7 +148,7 @@ describe("GrantAdmission", () => {
         await expect.poll(() => a.heldSlots(), { timeout: 2_000, interval: 20 }).toBe(0);
         await expect.poll(() => held("key", ids.key), { timeout: 2_000, interval: 20 }).toBe(200);
         // GCRA at the frozen clock: 200 requests at 1 ms each, nothing more.
-        await expect.poll(() => admin.get(redisKeys.rps("key", ids.key)), { timeout: 2_000, interval: 20 }).toBe(`${T0 + 200}.000`);
+        await expect.poll(() => admin.hget(redisKeys.counters("key", ids.key), "t"), { timeout: 2_000, interval: 20 }).toBe(`${T0 + 200}.000`);
     });
 
     it("admits nothing from a grant once the Redis connection is down (fail closed)", async () => {

@@ -47,11 +47,12 @@ const EnvSchema = z.object({
     /** Most slots one grant takes (a pair's demand over one hold period, capped here). */
     AUTH_GRANT_MAX_SLOTS: z.coerce.number().int().min(1).max(MAX_GRANT).default(256),
     /**
-     * Where concurrency leases are written (services/shared/limits.ts `LeaseStore`): `counters` (per-tier
-     * counters, the default) or `zset` (one ZSET member per lease, as earlier releases: the first step of a
-     * rolling upgrade from one, see services/auth/README.md). Both are always read and released.
+     * Limit state layout (services/shared/limits.ts `LeaseStore`): `counters` (per-tier counters, the default),
+     * `mixed` (counters, also counting the earlier layout) or `zset` (the earlier layout: one ZSET member per
+     * lease). A running spoke upgrades zset → mixed → counters (services/auth/README.md). Leases of both
+     * layouts are always released.
      */
-    AUTH_LEASE_STORE: z.enum(["counters", "zset"]).default("counters"),
+    AUTH_LEASE_STORE: z.enum(["counters", "mixed", "zset"]).default("counters"),
     /**
      * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
      * as a whole never outlasts the poll interval, so the next poll always runs on time.

@@ -43,8 +43,9 @@ describe("checkAndAcquire", () => {
         expect(parseCounterLease(d.allowed ? d.leaseId : "")).toEqual({ base: d.allowed && d.leaseId, bucketMs: bucket, slot: 0 });
         for (const t of tiers) {
             const k = redisKeys.counters(t, ids[t]);
-            expect(await redis.hgetall(k)).toEqual({ n: "1", [bucket]: "1", e: String(bucket), l: String(bucket) });
-            expect(await redis.pexpiretime(k)).toBe(bucket);
+            expect(await redis.hgetall(k)).toMatchObject({ n: "1", [bucket]: "1", e: String(bucket), l: String(bucket) });
+            // The HASH holds the rps state too (`t`), and lives until its last bucket and 10 s past that state.
+            expect(await redis.pexpiretime(k)).toBe(bucket + 10_000);
             // No ZSET member per lease.
             expect(await redis.exists(redisKeys.concurrency(t, ids[t]))).toBe(0);
         }
@@ -59,8 +60,8 @@ describe("checkAndAcquire", () => {
         await checkAndAcquire(redis, ids, limits(), "b", T0 + 10, TTL);
         await checkAndAcquire(redis, ids, limits(), "c", T0 + 1_001, TTL);
         const k = redisKeys.counters("key", ids.key);
-        expect(await redis.hgetall(k)).toEqual({ n: "3", [T0 + TTL + 1_000]: "2", [T0 + TTL + 2_000]: "1", e: String(T0 + TTL + 1_000), l: String(T0 + TTL + 2_000) });
-        expect(await redis.pexpiretime(k)).toBe(T0 + TTL + 2_000);
+        expect(await redis.hgetall(k)).toMatchObject({ n: "3", [T0 + TTL + 1_000]: "2", [T0 + TTL + 2_000]: "1", e: String(T0 + TTL + 1_000), l: String(T0 + TTL + 2_000) });
+        expect(await redis.pexpiretime(k)).toBeGreaterThanOrEqual(T0 + TTL + 2_000);
         expect(await heldAll(T0 + 1_000)).toEqual([3, 3, 3]);
     });
 
@@ -68,8 +69,8 @@ describe("checkAndAcquire", () => {
         const l = limits({ team: { requestsPerSecond: 0.5 } });
         expect((await checkAndAcquire(redis, ids, l, "a", T0, TTL)).allowed).toBe(true);
         // The limiter state lives until 10 s after the bucket would be full again (no state = a full bucket).
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 2_000}.000`);
-        expect(await redis.pttl(redisKeys.rps("team", ids.team))).toBeGreaterThan(11_000);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 2_000}.000`);
+        expect(await redis.pexpiretime(redisKeys.counters("team", ids.team))).toBeGreaterThanOrEqual(T0 + 12_000);
         expect(await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "rps", retryAfterMs: 1_000 });
         expect((await checkAndAcquire(redis, ids, l, "c", T0 + 2_000, TTL)).allowed).toBe(true);
 
@@ -93,7 +94,7 @@ describe("checkAndAcquire", () => {
         const l = limits({ model: { requestsPerSecond: 1 }, key: { tokensPerWindow: 10 } });
         await addTokens(redis, ids, 10, T0, { model: 60, team: 60, key: 60 });
         expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL)).toMatchObject({ allowed: false, tier: "key", dimension: "tokens" });
-        const state = (["model", "team", "key"] as const).flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        const state = tiers.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.counters(t, ids[t])]);
         expect(await redis.exists(...state)).toBe(0);
         // The model tier's single rps slot is still there once the key tier has room again.
         await redis.del(redisKeys.tokens("key", ids.key, windowStart(T0, 60)));
@@ -125,11 +126,11 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         expect(grantLeaseIds(g, 5).map((x) => parseCounterLease(x)?.slot)).toEqual([0, 1, 2, 3, 4]);
         expect(await heldAll()).toEqual([5, 5, 5]);
         // GCRA: five requests at T0 move the team's arrival time by 5 x 1000/100 ms.
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 50}.000`);
         // The same state as five single checks at T0.
         await redis.flushall();
         for (let i = 0; i < 5; i++) await checkAndAcquire(redis, ids, l, `g${i}`, T0, TTL);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 50}.000`);
     });
 
     it(`never takes more than 1/${GRANT_SHARE} of what any tier has left beyond the request's own slot`, async () => {
@@ -164,16 +165,16 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         const unused = all.slice(2);
         expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(9);
         expect(await heldAll(T0 + 10)).toEqual([2, 2, 2]);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 20}.000`);
         // Giving back twice gives nothing back twice (rps slots are given back per lease still held).
         expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(0);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 20}.000`);
         // A slot metering already released is not given back again either.
         expect(await releaseLease(redis, ids, all[1])).toBe(3);
         expect(await returnGrant(redis, ids, l, all.slice(0, 2), T0 + 15)).toBe(3);
         expect(await heldAll(T0 + 15)).toEqual([0, 0, 0]);
         // An arrival time that would move before now leaves a full bucket: the key is deleted.
-        expect(await redis.exists(redisKeys.rps("team", ids.team))).toBe(0);
+        expect(await redis.hexists(redisKeys.counters("team", ids.team), "t")).toBe(0);
     });
 
     it("returnGrant of the earlier ZSET layout still gives ZSET leases back", async () => {
@@ -182,6 +183,7 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         expect(await redis.zrange(redisKeys.concurrency("key", ids.key), "0", "-1")).toEqual(grantLeaseIds("g", 5));
         expect(await returnGrant(redis, ids, l, grantLeaseIds("g", 5).slice(2), T0 + 10)).toBe(9);
         for (const t of tiers) expect(await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1")).toEqual(["g", "g.1"]);
+        // The zset store keeps the rps state in the earlier layout's key too, where old replicas read it.
         expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
     });
 

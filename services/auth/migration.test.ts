@@ -7,13 +7,13 @@ import { legacyCheck } from "./test/legacy";
 
 /**
  * A running spoke upgraded replica by replica (services/auth/README.md, "Upgrading a running spoke"): old
- * replicas (one ZSET member per lease, test/legacy.ts verbatim), new ones writing ZSET members
- * (`AUTH_LEASE_STORE=zset`) and new ones writing counters, on one real Redis, with the metering service's
- * `releaseLease` and TTL expiry in between. A seeded random walk checks after every step that no tier holds
- * more leases than its limit and that a check is admitted whenever there is room.
+ * replicas (one ZSET member per lease, test/legacy.ts verbatim), then new ones with `AUTH_LEASE_STORE` `zset`,
+ * `mixed` and `counters`, two kinds at a time as in each step of the rollout, on one real Redis, with the
+ * metering service's `releaseLease` and TTL expiry in between. A seeded random walk checks after every step that
+ * no tier holds more leases than its limit and that a check is admitted whenever there is room.
  */
 
-type Kind = "old" | "zset" | "counters";
+type Kind = "old" | "zset" | "mixed" | "counters";
 const ids: TierIds = { model: "m", team: "acme/core", key: "k1" };
 const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 const TTL = 5_000;
@@ -39,15 +39,15 @@ function rng(seed: number): () => number {
 }
 
 /** One admission by a replica of `kind` at `now`: the lease id and when it stops counting, or undefined. */
-async function admit(kind: Kind, now: number): Promise<{ lease: string; expiresAt: number } | undefined> {
+async function admit(kind: Kind, now: number, l: TierLimits = limits): Promise<{ lease: string; expiresAt: number } | undefined> {
     const token = newLeaseToken();
     if (kind === "old") {
-        const lease = await legacyCheck(redis, ids, limits, token, now, TTL);
+        const lease = await legacyCheck(redis, ids, l, token, now, TTL);
         return lease === undefined ? undefined : { lease, expiresAt: now + TTL };
     }
-    const d = await checkAndAcquire(redis, ids, limits, token, now, TTL, 1, kind);
+    const d = await checkAndAcquire(redis, ids, l, token, now, TTL, 1, kind);
     if (!d.allowed) return undefined;
-    return { lease: d.leaseId, expiresAt: kind === "counters" ? leaseBucket(now, TTL) : now + TTL };
+    return { lease: d.leaseId, expiresAt: kind === "zset" ? now + TTL : leaseBucket(now, TTL) };
 }
 
 /**
@@ -90,31 +90,52 @@ describe("rolling upgrade from ZSET leases to counters", () => {
             expect(w.refusedWithRoom).toBe(0);
         });
 
-        it(`step 2, new replicas switching from zset to counters: never over the limit, never refused with room (seed ${seed})`, async () => {
-            const w = await walk(["zset", "counters"], seed);
+        it(`step 2, zset replicas beside mixed ones: never over the limit, never refused with room (seed ${seed})`, async () => {
+            const w = await walk(["zset", "mixed"], seed);
+            expect(w.maxHeld).toBe(LIMIT);
+            expect(w.refusedWithRoom).toBe(0);
+        });
+
+        it(`step 3, mixed replicas beside counters ones: never over the limit, never refused with room (seed ${seed})`, async () => {
+            const w = await walk(["mixed", "counters"], seed);
             expect(w.maxHeld).toBe(LIMIT);
             expect(w.refusedWithRoom).toBe(0);
         });
     }
 
-    it("a counter replica counts the ZSET leases an old replica holds, and they still expire by TTL and release", async () => {
+    for (const pair of [["old", "zset"], ["zset", "mixed"], ["mixed", "counters"]] as [Kind, Kind][]) {
+        it(`rps at an instant: ${pair.join(" and ")} replicas together admit exactly the burst`, async () => {
+            const l: TierLimits = { model: UNLIMITED, team: UNLIMITED, key: { ...UNLIMITED, requestsPerSecond: 10 } };
+            let admitted = 0;
+            for (let i = 0; i < 30; i++) if (await admit(pair[i % 2], T0, l)) admitted++;
+            expect(admitted).toBe(10);
+        });
+    }
+
+    it("a mixed replica counts the ZSET leases an old replica holds, and they still expire by TTL and release", async () => {
         const old = await Promise.all([0, 1, 2, 3].map(() => admit("old", T0)));
         expect(old.every(Boolean)).toBe(true);
-        const mine = await Promise.all([0, 1, 2].map(() => admit("counters", T0 + 1)));
+        const mine = await Promise.all([0, 1, 2].map(() => admit("mixed", T0 + 1)));
         expect(mine.every(Boolean)).toBe(true);
-        expect(await admit("counters", T0 + 2)).toBeUndefined();
+        expect(await admit("mixed", T0 + 2)).toBeUndefined();
         await releaseLease(redis, ids, old[0]!.lease);
         expect(parseCounterLease(old[0]!.lease)).toBeUndefined();
-        expect(await admit("counters", T0 + 3)).toBeDefined();
+        expect(await admit("mixed", T0 + 3)).toBeDefined();
         // The old leases expire at T0 + TTL: three slots free up.
         expect(await leasesHeld(redis, "team", ids.team, T0 + TTL)).toBe(4);
-        expect(await Promise.all([0, 1, 2, 3].map(() => admit("counters", T0 + TTL)))).toSatisfy((a: unknown[]) => a.filter(Boolean).length === 3);
+        expect(await Promise.all([0, 1, 2, 3].map(() => admit("mixed", T0 + TTL)))).toSatisfy((a: unknown[]) => a.filter(Boolean).length === 3);
     });
 
-    it("why two steps: an old replica cannot see counter leases, so old and counter replicas together over-admit", async () => {
-        for (let i = 0; i < LIMIT; i++) expect(await admit("counters", T0)).toBeDefined();
-        expect(await admit("counters", T0)).toBeUndefined();
-        // The old replica sees an empty ZSET and admits: a spoke must not run old replicas beside counter writers.
+    it("why three steps: old replicas cannot see counters, counters replicas cannot see ZSET leases", async () => {
+        for (let i = 0; i < LIMIT; i++) expect(await admit("mixed", T0)).toBeDefined();
+        expect(await admit("mixed", T0)).toBeUndefined();
+        // An old replica sees an empty ZSET and admits: no old replica may run beside counter writers.
         expect(await admit("old", T0)).toBeDefined();
+        await redis.flushall();
+        for (let i = 0; i < LIMIT; i++) expect(await admit("zset", T0)).toBeDefined();
+        // A counters replica does not read ZSETs: it may only start once no replica writes them and their
+        // leases have expired (the lease TTL after the last zset replica stopped).
+        expect(await admit("counters", T0)).toBeDefined();
+        expect(await admit("mixed", T0)).toBeUndefined();
     });
 });

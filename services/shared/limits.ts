@@ -55,15 +55,19 @@ export type LimitDecision =
     };
 
 /**
- * Where admission writes concurrency leases ({@link CHECK_LIMITS_LUA}):
- * - `counters` (default): per tier a HASH of counters (`redisKeys.counters`): leases held in total and per
- *   expiry bucket of {@link LEASE_BUCKET_MS}, plus one bit per lease in a marker string per admission
- *   (`redisKeys.lease`) so a release counts once. Redis work per check does not grow with the leases held.
- * - `zset`: one ZSET member per lease per tier (`redisKeys.concurrency`), exactly as earlier releases wrote
- *   them; for the first step of a rolling upgrade from such a release (services/auth/README.md).
- * Either way every check counts both (the ZSET only while one exists), and {@link releaseLease} releases both.
+ * Where admission keeps rps state and concurrency leases, and what it reads:
+ * - `counters` (default): per tier one HASH (`redisKeys.counters`) with the rps state and lease counters:
+ *   leases held in total and per expiry bucket of {@link LEASE_BUCKET_MS}, plus one bit per lease in a marker
+ *   string per admission (`redisKeys.lease`) so a release counts once. Redis work per check does not grow
+ *   with the leases held ({@link CHECK_COUNTERS_LUA}). Reads nothing of the earlier layout.
+ * - `mixed`: writes as `counters`, and also counts what the earlier layout holds (ZSET leases, the rps key):
+ *   for replicas running beside ones that still write it ({@link CHECK_LIMITS_LUA}).
+ * - `zset`: writes the earlier layout (one ZSET member per lease per tier, `redisKeys.concurrency`, and the
+ *   rps key `redisKeys.rps`) exactly as earlier releases did, and reads both: beside old replicas.
+ * A rolling upgrade of a running spoke goes zset → mixed → counters (services/auth/README.md). Whatever the
+ * store, {@link releaseLease} releases both layouts.
  */
-export type LeaseStore = "counters" | "zset";
+export type LeaseStore = "counters" | "mixed" | "zset";
 
 /**
  * Expiry granularity of counter leases, ms: a lease's expiry (`now + leaseTtlMs`) is rounded up to the next
@@ -112,6 +116,27 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
     return out;
 }
 
+/** Lua `sweep(cc, now)`: drops a counter HASH's expired buckets, returns (leases held, earliest bucket). */
+const SWEEP_LUA = `
+local function sweep(cc, now)
+  local all = call('HGETALL', cc)
+  local held, first, dead = 0, nil, {}
+  for j = 1, #all, 2 do
+    local b = tonumber(all[j])
+    if b then
+      if b <= now then dead[#dead + 1] = all[j]
+      else
+        held = held + tonumber(all[j + 1])
+        if not first or b < first then first = b end
+      end
+    end
+  end
+  if #dead > 0 then call('HDEL', cc, unpack(dead)) end
+  if first then call('HSET', cc, 'n', held, 'e', first) else call('HSET', cc, 'n', 0) call('HDEL', cc, 'e') end
+  return held, first or math.huge
+end
+`;
+
 /**
  * Admission script. KEYS, per tier in {@link TIERS} order: rps key, lease ZSET (earlier layout), lease counter
  * HASH, token-window counter; then the admission's lease marker. ARGV: nowMs, leaseId, leaseTtlMs, want,
@@ -142,24 +167,7 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
 const ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
-local function sweep(cc, now)
-  local all = call('HGETALL', cc)
-  local held, first, dead = 0, nil, {}
-  for j = 1, #all, 2 do
-    local b = tonumber(all[j])
-    if b then
-      if b <= now then dead[#dead + 1] = all[j]
-      else
-        held = held + tonumber(all[j + 1])
-        if not first or b < first then first = b end
-      end
-    end
-  end
-  if not first then call('DEL', cc) return 0, nil end
-  if #dead > 0 then call('HDEL', cc, unpack(dead)) end
-  call('HSET', cc, 'n', held, 'e', first)
-  return held, first
-end
+${SWEEP_LUA}
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
   local lease = ARGV[ab + 2]
@@ -168,35 +176,30 @@ local function admit(kb, ab)
   local bucket = tonumber(ARGV[ab + 5])
   local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 4], KEYS[kb + 5], KEYS[kb + 8], KEYS[kb + 9], KEYS[kb + 12])
   local zsets = call('EXISTS', KEYS[kb + 2], KEYS[kb + 6], KEYS[kb + 10]) > 0
-  local tats, intervals, lasts, firsts = {}, {}, {}, {}
+  local st = {}
   for i = 0, 2 do
     local base = kb + i * 4
+    local cc = KEYS[base + 3]
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', ARGV[ab + 5])
     local rps = tonumber(ARGV[ab + 6 + i * 4])
     local interval = 1000 / rps
     local capacity = math.max(interval, 1000)
-    local tat = tonumber(strings[i * 2 + 1] or '0')
-    if tat < now then tat = now end
+    -- rps state: the counter HASH's 't', or the earlier layout's key while a replica still writes it (each
+    -- writer moves the larger of the two on, so the larger is the one arrival time of all admissions)
+    local tat = math.max(now, tonumber(strings[i * 2 + 1] or '0'), tonumber(h[1] or '0'))
     if tat + interval - now > capacity then
       return {i + 1, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
     end
-    tats[i] = tat
-    intervals[i] = interval
     if n > 1 then
       -- rps slots left after the request's own: the largest k with tat + (1 + k) * interval - now <= capacity
       local k = math.floor((capacity - (tat - now)) / interval) - 1
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    local cc = KEYS[base + 3]
-    local h = call('HMGET', cc, 'n', 'e', 'l')
-    local held = tonumber(h[1] or '0')
-    local first = tonumber(h[2]) or math.huge
-    if first <= now then
-      held, first = sweep(cc, now)
-      if not first then first = math.huge; h[3] = false end
-    end
-    lasts[i] = tonumber(h[3] or '0')
-    firsts[i] = first
+    local counted = tonumber(h[2] or '0')
+    local first = tonumber(h[3]) or math.huge
+    if first <= now then counted, first = sweep(cc, now) end
+    local held = counted
     local zkey = KEYS[base + 2]
     if zsets then
       call('ZREMRANGEBYSCORE', zkey, '-inf', now)
@@ -215,6 +218,7 @@ local function admit(kb, ab)
     if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 8 + i * 4]) then
       return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 9 + i * 4]) - now))}
     end
+    st[i] = {tat, interval, counted, first, tonumber(h[4] or '0'), tonumber(h[5] or '0'), tonumber(h[6] or '0')}
   end
   local members
   if bucket == 0 then
@@ -228,27 +232,24 @@ local function admit(kb, ab)
   end
   for i = 0, 2 do
     local base = kb + i * 4
-    local tat = tats[i] + n * intervals[i]
-    call('SET', KEYS[base + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
+    local s = st[i]
+    local tat = s[1] + n * s[2]
     if bucket == 0 then
+      call('SET', KEYS[base + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
       local zkey = KEYS[base + 2]
       call('ZADD', zkey, unpack(members))
       local last = call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
       call('PEXPIREAT', zkey, math.ceil(tonumber(last[2])))
     else
       local cc = KEYS[base + 3]
-      if lasts[i] == 0 then
-        call('HSET', cc, 'n', n, bucket, n, 'e', bucket, 'l', bucket)
-        call('PEXPIREAT', cc, bucket)
-      else
-        call('HINCRBY', cc, 'n', n)
-        call('HINCRBY', cc, bucket, n)
-        if bucket > lasts[i] then
-          call('HSET', cc, 'l', bucket)
-          call('PEXPIREAT', cc, bucket)
-        end
-        if bucket < firsts[i] then call('HSET', cc, 'e', bucket) end
-      end
+      local w = {'t', string.format('%.3f', tat), 'n', s[3] + n, bucket, s[7] + n}
+      if bucket < s[4] then w[#w + 1] = 'e' w[#w + 1] = bucket end
+      if bucket > s[5] then w[#w + 1] = 'l' w[#w + 1] = bucket end
+      -- the HASH lives until its last bucket and 10 s past the rps state; its expiry moves in 10 s steps
+      local need = math.max(bucket, math.ceil(tat) + 10000)
+      if need > s[6] then w[#w + 1] = 'x' w[#w + 1] = need + 10000 end
+      call('HSET', cc, unpack(w))
+      if need > s[6] then call('PEXPIREAT', cc, need + 10000) end
     end
   end
   return {0, lease, n}
@@ -274,6 +275,87 @@ export const CHECK_LIMITS_BATCH_LUA = `${ADMIT_LUA_FUNCTION}
 local out = {}
 for n = 0, #KEYS / ${ADMIT_KEYS} - 1 do
   out[n + 1] = admit(n * ${ADMIT_KEYS}, n * ${ADMIT_ARGS})
+end
+return out
+`;
+
+/**
+ * The admission check of the `counters` store once no replica writes the earlier layout: as
+ * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys. KEYS per check: per tier the counter
+ * HASH and the token-window counter, then the lease marker (7). ARGV per check: nowMs, leaseId, want, expiry
+ * bucket (ms), then per tier requestsPerSecond, concurrentRequests, tokensPerWindow, windowEndMs (16).
+ */
+const COUNTERS_ADMIT_LUA_FUNCTION = `
+local call = redis.call
+local share = ${GRANT_SHARE}
+${SWEEP_LUA}
+local function admit(kb, ab)
+  local now = tonumber(ARGV[ab + 1])
+  local lease = ARGV[ab + 2]
+  local n = tonumber(ARGV[ab + 3])
+  local bucket = tonumber(ARGV[ab + 4])
+  local tokens = call('MGET', KEYS[kb + 2], KEYS[kb + 4], KEYS[kb + 6])
+  local st = {}
+  for i = 0, 2 do
+    local cc = KEYS[kb + i * 2 + 1]
+    local a = ab + 5 + i * 4
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', ARGV[ab + 4])
+    local interval = 1000 / tonumber(ARGV[a])
+    local capacity = math.max(interval, 1000)
+    local tat = math.max(now, tonumber(h[1] or '0'))
+    if tat + interval - now > capacity then
+      return {i + 1, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
+    end
+    if n > 1 then
+      local k = math.floor((capacity - (tat - now)) / interval) - 1
+      while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
+      n = math.min(n, 1 + math.floor(k / share))
+    end
+    local held = tonumber(h[2] or '0')
+    local first = tonumber(h[3]) or math.huge
+    if first <= now then held, first = sweep(cc, now) end
+    local conc = tonumber(ARGV[a + 1])
+    if held >= conc then
+      if first == math.huge then first = now + 1 end
+      return {i + 1, 'concurrency', math.max(1, math.ceil(first - now))}
+    end
+    if n > 1 then n = math.min(n, 1 + math.floor((conc - held - 1) / share)) end
+    if tonumber(tokens[i + 1] or '0') >= tonumber(ARGV[a + 2]) then
+      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
+    end
+    st[i] = {tat, interval, held, first, tonumber(h[4] or '0'), tonumber(h[5] or '0'), tonumber(h[6] or '0')}
+  end
+  call('SET', KEYS[kb + 7], string.rep('\\255', math.ceil(n / 8)), 'PXAT', bucket)
+  for i = 0, 2 do
+    local s = st[i]
+    local tat = s[1] + n * s[2]
+    local cc = KEYS[kb + i * 2 + 1]
+    local w = {'t', string.format('%.3f', tat), 'n', s[3] + n, bucket, s[7] + n}
+    if bucket < s[4] then w[#w + 1] = 'e' w[#w + 1] = bucket end
+    if bucket > s[5] then w[#w + 1] = 'l' w[#w + 1] = bucket end
+    local need = math.max(bucket, math.ceil(tat) + 10000)
+    if need > s[6] then w[#w + 1] = 'x' w[#w + 1] = need + 10000 end
+    call('HSET', cc, unpack(w))
+    if need > s[6] then call('PEXPIREAT', cc, need + 10000) end
+  end
+  return {0, lease, n}
+end
+`;
+
+/** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
+export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
+return admit(0, 0)
+`;
+
+/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA}. */
+const COUNTERS_KEYS = 7;
+const COUNTERS_ARGS = 16;
+
+/** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
+export const CHECK_COUNTERS_BATCH_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
+local out = {}
+for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
+  out[n + 1] = admit(n * ${COUNTERS_KEYS}, n * ${COUNTERS_ARGS})
 end
 return out
 `;
@@ -409,20 +491,32 @@ export async function checkAndAcquire(
     const keys: string[] = [];
     const args: (string | number)[] = [];
     pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store);
-    return decodeAdmission(await runScript(redis, CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
+    return decodeAdmission(await runScript(redis, store === "counters" ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
 }
 
 type AdmissionReply = [number, string, number];
 
-/** Appends one check's 13 keys and 17 arguments ({@link CHECK_LIMITS_LUA}). */
+/** Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, else {@link CHECK_LIMITS_LUA}). */
 function pushAdmission(
     keys: string[], args: (string | number)[], fixed: readonly string[], ids: TierIds, limits: TierLimits, leaseToken: string,
     nowMs: number, leaseTtlMs: number, want: number, store: LeaseStore,
 ): void {
     if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
     if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
-    const bucket = store === "counters" ? leaseBucket(nowMs, leaseTtlMs) : 0;
+    const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
     const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
+    if (store === "counters") {
+        args.push(nowMs, leaseId, want, bucket);
+        for (let i = 0; i < 3; i++) {
+            const t = TIERS[i];
+            const l = limits[t];
+            const start = windowStart(nowMs, l.windowSeconds);
+            keys.push(fixed[i * 3 + 2], redisKeys.tokens(t, ids[t], start));
+            args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
+        }
+        keys.push(redisKeys.lease(leaseId));
+        return;
+    }
     args.push(nowMs, leaseId, leaseTtlMs, want, bucket);
     for (let i = 0; i < 3; i++) {
         const t = TIERS[i];
@@ -496,21 +590,16 @@ end
 if u == 0 then return 0 end
 local removed = 0
 for i = 0, 2 do
-  local rpsKey = KEYS[i * 2 + 1]
   local cc = KEYS[i * 2 + 2]
   local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
   if n > 0 then
     call('HINCRBY', cc, bucket, -n)
     call('HINCRBY', cc, 'n', -n)
     removed = removed + n
-    local tat = tonumber(call('GET', rpsKey) or '0')
+    local tat = tonumber(call('HGET', cc, 't') or '0')
     if tat > now then
       local back = tat - n * tonumber(ARGV[2 + i])
-      if back > now then
-        call('SET', rpsKey, string.format('%.3f', back), 'PX', math.ceil(back - now) + 10000)
-      else
-        call('DEL', rpsKey)
-      end
+      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
     end
   end
 end
@@ -572,19 +661,27 @@ interface Queued {
 }
 
 /**
- * Batches {@link checkAndAcquire} calls made in the same event-loop iteration into one script call
- * ({@link CHECK_LIMITS_BATCH_LUA}): one Redis write and one reply for all of them instead of one each. A
- * lone check goes out as a plain {@link CHECK_LIMITS_LUA} call. Decisions are the same as calling
- * {@link checkAndAcquire} for each, in call order. When the call fails (Redis unreachable, timeout), every
- * check of the batch rejects with that error (callers fail closed).
+ * Batches {@link checkAndAcquire} calls into script calls ({@link CHECK_LIMITS_BATCH_LUA}): one Redis write and
+ * one reply for many checks instead of one each. Checks made while no batch is in flight go out at the end of
+ * the event-loop iteration; checks made while a batch is in flight wait for its reply and then go out together
+ * (at most `maxInFlight` batches in flight), so under load a batch carries what arrived during one round trip
+ * and Redis runs one script per round trip instead of one per request. A lone check goes out as a plain
+ * {@link CHECK_LIMITS_LUA} call. Decisions are the same as calling {@link checkAndAcquire} for each, in call
+ * order. When a call fails (Redis unreachable, timeout), every check of its batch rejects with that error
+ * (callers fail closed).
  */
 export class AdmissionBatcher {
     private queue: Queued[] = [];
     private scheduled = false;
-    private readonly flushNow = () => this.flush();
+    private inFlight = 0;
+    private readonly flushNow = () => { this.scheduled = false; this.flush(); };
+    private readonly settled = () => { this.inFlight--; if (this.queue.length && !this.scheduled) this.flush(); };
 
-    /** @param maxBatch most checks in one script call (bounds the script's run time inside Redis). */
-    constructor(private readonly redis: Redis, private readonly maxBatch = 64) {}
+    /**
+     * @param maxBatch most checks in one script call (bounds the script's run time inside Redis).
+     * @param maxInFlight most batches awaiting their reply at once.
+     */
+    constructor(private readonly redis: Redis, private readonly maxBatch = 64, private readonly maxInFlight = 1) {}
 
     /**
      * Same contract as {@link checkAndAcquire} (a bad `want` or token throws synchronously).
@@ -598,7 +695,7 @@ export class AdmissionBatcher {
         if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
         return new Promise((resolve, reject) => {
             this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
-            if (!this.scheduled) {
+            if (!this.scheduled && this.inFlight < this.maxInFlight) {
                 this.scheduled = true;
                 setImmediate(this.flushNow);
             }
@@ -606,23 +703,29 @@ export class AdmissionBatcher {
     }
 
     private flush(): void {
-        this.scheduled = false;
-        while (this.queue.length) {
-            const batch = this.queue.length <= this.maxBatch ? this.queue : this.queue.slice(0, this.maxBatch);
-            this.queue = batch === this.queue ? [] : this.queue.slice(this.maxBatch);
+        while (this.queue.length && this.inFlight < this.maxInFlight) {
+            // One script call carries checks of one store (consecutive ones: call order is kept).
+            let size = 1;
+            const store = this.queue[0].store;
+            while (size < this.queue.length && size < this.maxBatch && this.queue[size].store === store) size++;
+            const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size);
+            this.queue = batch === this.queue ? [] : this.queue.slice(size);
+            const counters = store === "counters";
             const keys: string[] = [];
             const args: (string | number)[] = [];
             for (const c of batch) pushAdmission(keys, args, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store);
+            this.inFlight++;
             if (batch.length === 1) {
                 const one = batch[0];
-                runScript(this.redis, CHECK_LIMITS_LUA, keys, args)
-                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject);
+                runScript(this.redis, counters ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
+                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject)
+                    .finally(this.settled);
                 continue;
             }
-            runScript(this.redis, CHECK_LIMITS_BATCH_LUA, keys, args).then(
+            runScript(this.redis, counters ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args).then(
                 (replies) => { for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i])); },
                 (err: unknown) => { for (const c of batch) c.reject(err); },
-            );
+            ).finally(this.settled);
         }
     }
 }
