@@ -74,6 +74,8 @@ export interface TargetResult {
     serverUsPerCheck: number;
     /** redis-server CPU (user + sys) per check, µs; auth only. */
     redisUsPerCheck?: number;
+    /** Checks per Redis script call (all scripts: checks, grant returns); auth only. */
+    checksPerScriptCall?: number;
 }
 
 /** Floor and auth at one setting. */
@@ -224,10 +226,12 @@ async function paced(ms) {
 
 /** Reads redis-server's own CPU seconds (user + sys) from INFO cpu. */
 export type CpuProbe = () => Promise<number>;
+/** Reads how many script calls (EVALSHA + EVAL) redis-server has run, from INFO commandstats. */
+export type CallProbe = () => Promise<number>;
 
 async function load(
     port: number, urlPath: string, body: string, o: { durationS: number; warmupS: number }, concurrency: number, rate = 0, redisCpu?: CpuProbe,
-    secrets: readonly string[] = [SECRET],
+    secrets: readonly string[] = [SECRET], scriptCalls?: CallProbe,
 ): Promise<TargetResult> {
     const headerSets = secrets.map((k) => ({ authorization: `Bearer ${k}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }));
     const child = spawn(process.execPath, ["-e", LOADGEN, JSON.stringify({
@@ -239,10 +243,12 @@ async function load(
     let cpu: NodeJS.CpuUsage | undefined;
     let redis0: Promise<number> | undefined;
     let redis1: Promise<number> | undefined;
+    let calls0: Promise<number> | undefined;
+    let calls1: Promise<number> | undefined;
     const r = await new Promise<{ latencies: number[]; errors: number; elapsedS: number }>((resolve, reject) => {
         child.on("message", (m: { type: string; latencies: number[]; errors: number; elapsedS: number }) => {
-            if (m.type === "start") { cpu0 = process.cpuUsage(); redis0 = redisCpu?.(); }
-            if (m.type === "end") { cpu = process.cpuUsage(cpu0); redis1 = redisCpu?.(); }
+            if (m.type === "start") { cpu0 = process.cpuUsage(); redis0 = redisCpu?.(); calls0 = scriptCalls?.(); }
+            if (m.type === "end") { cpu = process.cpuUsage(cpu0); redis1 = redisCpu?.(); calls1 = scriptCalls?.(); }
             if (m.type === "result") resolve(m);
         });
         child.once("error", reject);
@@ -250,6 +256,7 @@ async function load(
         child.once("close", (code) => reject(new Error(`load generator exited with ${code} before sending its result`)));
     });
     const redisCpuS = redis0 && redis1 ? (await redis1) - (await redis0) : undefined;
+    const calls = calls0 && calls1 ? (await calls1) - (await calls0) : undefined;
     const sorted = Float64Array.from(r.latencies).sort();
     const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN);
     const n = sorted.length + r.errors;
@@ -257,6 +264,7 @@ async function load(
         checksPerSecond: sorted.length / r.elapsedS, p50Ms: pct(0.5), p99Ms: pct(0.99), errors: r.errors,
         serverUsPerCheck: cpu && n ? (cpu.user + cpu.system) / n : NaN,
         redisUsPerCheck: redisCpuS === undefined || !n ? undefined : (redisCpuS * 1e6) / n,
+        checksPerScriptCall: calls ? n / calls : undefined,
     };
 }
 
@@ -302,6 +310,10 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             { log: () => undefined },
         );
         const admin = new Redis(redis.url);
+        const scriptCalls: CallProbe = async () => {
+            const info = await admin.info("commandstats");
+            return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+        };
         const redisCpu: CpuProbe = async () => {
             const info = await admin.info("cpu");
             const v = (k: string) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
@@ -331,12 +343,12 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             for (const c of o.concurrencies) {
                 result.closed.push(await pairs(`${c} in flight`, o.rounds,
                     () => load(floorPort, urlPath, body, o, c),
-                    () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu)), throughput));
+                    () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu, undefined, scriptCalls)), throughput));
             }
             if (o.spreadKeys > 0) {
                 result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, o.rounds,
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
-                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets)), throughput);
+                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)), throughput);
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
             if (o.pacedFraction > 0 && saturated > 0) {
@@ -345,7 +357,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     ratePerSecond: rate,
                     ...await pairs(`paced ${rate}/s`, o.rounds,
                         () => load(floorPort, urlPath, body, o, 0, rate),
-                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu)), (f, a) => a.p99Ms - f.p99Ms),
+                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, undefined, scriptCalls)), (f, a) => a.p99Ms - f.p99Ms),
                 };
             }
         } finally {
@@ -377,15 +389,16 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     const lines = [
         `auth service ext_authz check vs no-op Node HTTP floor (loopback, ${r.options.durationS} s per run after ` +
         `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
-        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us"),
+        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call"),
     ];
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
         for (const [name, t] of [["no-op floor", s.floor], ["auth service", s.auth]] as const) {
-            if (t) lines.push(row(`${s.setting}: ${name}`, n(t.checksPerSecond, 0), n(t.p50Ms, 2), n(t.p99Ms, 2), n(t.serverUsPerCheck, 1), n(t.redisUsPerCheck, 1)));
+            if (t) lines.push(row(`${s.setting}: ${name}`, n(t.checksPerSecond, 0), n(t.p50Ms, 2), n(t.p99Ms, 2), n(t.serverUsPerCheck, 1), n(t.redisUsPerCheck, 1), n(t.checksPerScriptCall, 1)));
         }
     }
-    lines.push("(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s)");
+    lines.push("(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;");
+    lines.push(" per call: checks per Redis script call)");
     lines.push("ratios (goal):");
     const all = (s: SettingResult, unit: string) => (s.figures && s.figures.length > 1 ? `; median of ${s.figures.map((f) => `${f.toFixed(2)}${unit}`).join(", ")}` : "");
     for (const s of r.closed) {

@@ -289,56 +289,63 @@ const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
 ${SWEEP_LUA}
+-- per-tier state between the two phases, reused by every check (no table built per check)
+local tats, intervals, helds, firsts, lasts, exps, counts = {}, {}, {}, {}, {}, {}, {}
+local marks = {'\\255'}
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
-  local lease = ARGV[ab + 2]
   local n = tonumber(ARGV[ab + 3])
-  local bucket = tonumber(ARGV[ab + 4])
+  local field = ARGV[ab + 4]
+  local bucket = tonumber(field)
   local tokens = call('MGET', KEYS[kb + 2], KEYS[kb + 4], KEYS[kb + 6])
-  local st = {}
-  for i = 0, 2 do
-    local cc = KEYS[kb + i * 2 + 1]
-    local a = ab + 5 + i * 4
-    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', ARGV[ab + 4])
+  for i = 1, 3 do
+    local cc = KEYS[kb + i * 2 - 1]
+    local a = ab + 1 + i * 4
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', field)
     local interval = 1000 / tonumber(ARGV[a])
-    local capacity = math.max(interval, 1000)
-    local tat = math.max(now, tonumber(h[1] or '0'))
+    local capacity = interval > 1000 and interval or 1000
+    local tat = tonumber(h[1]) or now
+    if tat < now then tat = now end
     if tat + interval - now > capacity then
-      return {i + 1, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
+      return {i, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
     end
     if n > 1 then
       local k = math.floor((capacity - (tat - now)) / interval) - 1
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    local held = tonumber(h[2] or '0')
+    local held = tonumber(h[2]) or 0
     local first = tonumber(h[3]) or math.huge
     if first <= now then held, first = sweep(cc, now) end
     local conc = tonumber(ARGV[a + 1])
     if held >= conc then
       if first == math.huge then first = now + 1 end
-      return {i + 1, 'concurrency', math.max(1, math.ceil(first - now))}
+      return {i, 'concurrency', math.max(1, math.ceil(first - now))}
     end
     if n > 1 then n = math.min(n, 1 + math.floor((conc - held - 1) / share)) end
-    if tonumber(tokens[i + 1] or '0') >= tonumber(ARGV[a + 2]) then
-      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
+    if (tonumber(tokens[i]) or 0) >= tonumber(ARGV[a + 2]) then
+      return {i, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
     end
-    st[i] = {tat, interval, held, first, tonumber(h[4] or '0'), tonumber(h[5] or '0'), tonumber(h[6] or '0')}
+    tats[i] = tat intervals[i] = interval helds[i] = held firsts[i] = first
+    lasts[i] = tonumber(h[4]) or 0 exps[i] = tonumber(h[5]) or 0 counts[i] = tonumber(h[6]) or 0
   end
-  call('SET', KEYS[kb + 7], string.rep('\\255', math.ceil(n / 8)), 'PXAT', bucket)
-  for i = 0, 2 do
-    local s = st[i]
-    local tat = s[1] + n * s[2]
-    local cc = KEYS[kb + i * 2 + 1]
-    local w = {'t', string.format('%.3f', tat), 'n', s[3] + n, bucket, s[7] + n}
-    if bucket < s[4] then w[#w + 1] = 'e' w[#w + 1] = bucket end
-    if bucket > s[5] then w[#w + 1] = 'l' w[#w + 1] = bucket end
-    local need = math.max(bucket, math.ceil(tat) + 10000)
-    if need > s[6] then w[#w + 1] = 'x' w[#w + 1] = need + 10000 end
-    call('HSET', cc, unpack(w))
-    if need > s[6] then call('PEXPIREAT', cc, need + 10000) end
+  local m = n <= 8 and marks[1] or string.rep(marks[1], math.ceil(n / 8))
+  call('SET', KEYS[kb + 7], m, 'PXAT', field)
+  for i = 1, 3 do
+    local tat = tats[i] + n * intervals[i]
+    local cc = KEYS[kb + i * 2 - 1]
+    call('HSET', cc, 't', string.format('%.3f', tat), 'n', helds[i] + n, field, counts[i] + n)
+    local need = math.ceil(tat) + 10000
+    if need < bucket then need = bucket end
+    if bucket < firsts[i] or bucket > lasts[i] or need > exps[i] then
+      -- rarely: a new earliest or latest bucket, or the HASH's expiry moves (in 10 s steps)
+      local e = firsts[i] if bucket < e then e = bucket end
+      local l = lasts[i] if bucket > l then l = bucket end
+      local x = exps[i] if need > x then x = need + 10000 call('PEXPIREAT', cc, x) end
+      call('HSET', cc, 'e', e, 'l', l, 'x', x)
+    end
   end
-  return {0, lease, n}
+  return {0, ARGV[ab + 2], n}
 end
 `;
 
