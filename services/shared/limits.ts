@@ -138,22 +138,26 @@ end
 `;
 
 /**
- * Admission script. KEYS, per tier in {@link TIERS} order: rps key, lease ZSET (earlier layout), lease counter
- * HASH, token-window counter; then the admission's lease marker. ARGV: nowMs, leaseId, leaseTtlMs, want,
- * expiry bucket (ms; 0 = write ZSET members, the `zset` {@link LeaseStore}), then per tier: requestsPerSecond,
- * concurrentRequests, tokensPerWindow, windowEndMs.
+ * Admission script of the `mixed` and `zset` stores ({@link LeaseStore}). KEYS, per tier in {@link TIERS}
+ * order: the earlier layout's rps key, lease ZSET (earlier layout), lease counter HASH, token-window counter; then
+ * the admission's lease marker. ARGV: nowMs, leaseId, leaseTtlMs, want, expiry bucket (ms; 0 = write the
+ * earlier layout, the `zset` store), then per tier: requestsPerSecond, concurrentRequests, tokensPerWindow,
+ * windowEndMs.
  *
  * Phase 1 checks every tier for one request without writing anything but the removal of already-expired
  * leases; phase 2 commits only when all tiers pass, so a denied request consumes nothing. The six string keys
- * (rps state and token counters) are read with one MGET up front (nothing in phase 1 writes them).
- * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
- *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
- *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
+ * (earlier rps state and token counters) are read with one MGET up front (nothing in phase 1 writes them).
+ * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The state is the theoretical
+ *   arrival time (ms, decimal string): the HASH's `t`, or the earlier layout's rps key, whichever is larger
+ *   (each writer moves the larger on by its admissions, so the pair is one GCRA). It lives 10 s past the time
+ *   the bucket would be full again (missing state means a full bucket; the slack keeps it for replicas whose
+ *   clocks run behind).
  * - concurrency: leases held = the counter HASH's `n` plus, while the tier has a ZSET, its members with a
  *   score above now. HASH fields: `n` (leases held), `<bucket ms>` (leases held that expire at that bucket),
- *   `e` / `l` (earliest / latest bucket present). Once now reaches `e`, expired buckets are swept: their
- *   counts leave `n` (a lease expires by its TTL). The HASH expires with its latest bucket. A check that
- *   finds no expired bucket reads one HASH per tier and, when admitted, increments two fields.
+ *   `e` / `l` (earliest / latest bucket present), `x` (the HASH's expiry, moved in 10 s steps). Once now
+ *   reaches `e`, expired buckets are swept: their counts leave `n` (a lease expires by its TTL). The HASH
+ *   expires after its latest bucket and its rps state. A check that finds no expired bucket reads one HASH per
+ *   tier and, when admitted, writes it once.
  *   The marker (a string of one bit per slot, all set, expiring with the bucket) lets a release count once.
  * - tokens: read-only here; the metering service adds usage to the fixed-window counter ({@link addTokens}).
  *
