@@ -219,6 +219,27 @@ describe("AdmissionBatcher", () => {
         expect(more[0]).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency" });
     });
 
+    it("a batch in which buckets expire sweeps them once and decides and writes exactly as sequential checks", async () => {
+        const l = limits({ team: { concurrentRequests: 3 } });
+        const run = async (batched: boolean) => {
+            await redis.flushall();
+            for (let i = 0; i < 3; i++) await checkAndAcquire(redis, ids, l, `pre${i}`, T0, TTL);
+            const at = (i: number) => T0 + TTL + i; // every earlier lease has expired by then
+            const batcher = new AdmissionBatcher(redis);
+            const ds = batched
+                ? await Promise.all(Array.from({ length: 7 }, (_, i) => batcher.check(i % 2 ? other : ids, l, `b${i}`, at(i), TTL)))
+                : await (async () => { const out: LimitDecision[] = []; for (let i = 0; i < 7; i++) out.push(await checkAndAcquire(redis, i % 2 ? other : ids, l, `b${i}`, at(i), TTL)); return out; })();
+            const state = await Promise.all(tiers.flatMap((t) => [ids, other].map((x) => redis.hgetall(redisKeys.counters(t, x[t])))));
+            return { ds, state };
+        };
+        const batched = await run(true);
+        const sequential = await run(false);
+        expect(batched).toEqual(sequential);
+        // acme/core's fourth check is refused: the three swept leases made room for exactly three.
+        expect(batched.ds.map((d) => d.allowed)).toEqual([true, true, true, true, true, true, false]);
+        expect(await leasesHeld(redis, "team", ids.team, T0 + TTL + 10)).toBe(3);
+    });
+
     it("a failed call rejects every check of the batch (callers fail closed)", async () => {
         const down = new Redis(`redis://127.0.0.1:${server.port}`, { lazyConnect: true, enableOfflineQueue: false });
         down.on("error", () => undefined);

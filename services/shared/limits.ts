@@ -293,8 +293,37 @@ const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
 ${SWEEP_LUA}
--- per-tier state between the two phases, reused by every check (no table built per check)
-local tats, intervals, helds, firsts, lasts, exps, counts = {}, {}, {}, {}, {}, {}, {}
+-- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
+-- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
+local states, listed = {}, {}
+local function state(cc, field)
+  local s = states[cc]
+  if not s then
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', field)
+    s = {t = tonumber(h[1]), n = tonumber(h[2]) or 0, e = tonumber(h[3]) or math.huge, l = tonumber(h[4]) or 0,
+      x = tonumber(h[5]) or 0, b = {[field] = tonumber(h[6]) or 0}, dirty = {}, changed = false, expire = false}
+    states[cc] = s
+    if not listed[cc] then listed[cc] = true listed[#listed + 1] = cc end
+  elseif not s.b[field] then
+    s.b[field] = tonumber(call('HGET', cc, field)) or 0
+  end
+  return s
+end
+local function save(cc, s)
+  if not s.changed then return end
+  local w = {'t', string.format('%.3f', s.t), 'n', s.n, 'e', s.e, 'l', s.l, 'x', s.x}
+  for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = s.b[f] end
+  call('HSET', cc, unpack(w))
+  if s.expire then call('PEXPIREAT', cc, s.x) end
+  s.changed, s.dirty, s.expire = false, {}, false
+end
+local function flush()
+  for j = 1, #listed do
+    local s = states[listed[j]]
+    if s then save(listed[j], s) end
+  end
+end
+local sel, tats, intervals = {}, {}, {}
 local marks = {'\\255'}
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
@@ -305,10 +334,17 @@ local function admit(kb, ab)
   for i = 1, 3 do
     local cc = KEYS[kb + i * 2 - 1]
     local a = ab + 1 + i * 4
-    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', field)
+    local s = state(cc, field)
+    if s.e <= now then
+      -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep, reread
+      save(cc, s)
+      sweep(cc, now)
+      states[cc] = nil
+      s = state(cc, field)
+    end
     local interval = 1000 / tonumber(ARGV[a])
     local capacity = interval > 1000 and interval or 1000
-    local tat = tonumber(h[1]) or now
+    local tat = s.t or now
     if tat < now then tat = now end
     if tat + interval - now > capacity then
       return {i, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
@@ -318,36 +354,33 @@ local function admit(kb, ab)
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    local held = tonumber(h[2]) or 0
-    local first = tonumber(h[3]) or math.huge
-    if first <= now then held, first = sweep(cc, now) end
     local conc = tonumber(ARGV[a + 1])
-    if held >= conc then
+    if s.n >= conc then
+      local first = s.e
       if first == math.huge then first = now + 1 end
       return {i, 'concurrency', math.max(1, math.ceil(first - now))}
     end
-    if n > 1 then n = math.min(n, 1 + math.floor((conc - held - 1) / share)) end
+    if n > 1 then n = math.min(n, 1 + math.floor((conc - s.n - 1) / share)) end
     if (tonumber(tokens[i]) or 0) >= tonumber(ARGV[a + 2]) then
       return {i, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
     end
-    tats[i] = tat intervals[i] = interval helds[i] = held firsts[i] = first
-    lasts[i] = tonumber(h[4]) or 0 exps[i] = tonumber(h[5]) or 0 counts[i] = tonumber(h[6]) or 0
+    sel[i] = s tats[i] = tat intervals[i] = interval
   end
   local m = n <= 8 and marks[1] or string.rep(marks[1], math.ceil(n / 8))
   call('SET', KEYS[kb + 7], m, 'PXAT', field)
   for i = 1, 3 do
-    local tat = tats[i] + n * intervals[i]
-    local cc = KEYS[kb + i * 2 - 1]
-    call('HSET', cc, 't', string.format('%.3f', tat), 'n', helds[i] + n, field, counts[i] + n)
-    local need = math.ceil(tat) + 10000
+    local s = sel[i]
+    s.t = tats[i] + n * intervals[i]
+    s.n = s.n + n
+    s.b[field] = s.b[field] + n
+    s.dirty[field] = true
+    if bucket < s.e then s.e = bucket end
+    if bucket > s.l then s.l = bucket end
+    -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
+    local need = math.ceil(s.t) + 10000
     if need < bucket then need = bucket end
-    if bucket < firsts[i] or bucket > lasts[i] or need > exps[i] then
-      -- rarely: a new earliest or latest bucket, or the HASH's expiry moves (in 10 s steps)
-      local e = firsts[i] if bucket < e then e = bucket end
-      local l = lasts[i] if bucket > l then l = bucket end
-      local x = exps[i] if need > x then x = need + 10000 call('PEXPIREAT', cc, x) end
-      call('HSET', cc, 'e', e, 'l', l, 'x', x)
-    end
+    if need > s.x then s.x = need + 10000 s.expire = true end
+    s.changed = true
   end
   return {0, ARGV[ab + 2], n}
 end
@@ -355,7 +388,9 @@ end
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
 export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
-return admit(0, 0)
+local r = admit(0, 0)
+flush()
+return r
 `;
 
 /** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA}. */
@@ -368,6 +403,7 @@ local out = {}
 for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
   out[n + 1] = admit(n * ${COUNTERS_KEYS}, n * ${COUNTERS_ARGS})
 end
+flush()
 return out
 `;
 
