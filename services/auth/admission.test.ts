@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { redisKeys, TierIds } from "../shared/identity";
-import { LimitDecision, releaseLease, TierLimit, TierLimits } from "../shared/limits";
+import { leasesHeld, LimitDecision, releaseLease, TierLimit, TierLimits } from "../shared/limits";
 import { GrantAdmission, GrantOptions } from "./admission";
 import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
@@ -65,6 +65,8 @@ async function burst(a: GrantAdmission, l: TierLimits, n: number, inFlight = 16,
 }
 
 const allowed = (ds: LimitDecision[]) => ds.filter((d) => d.allowed).length;
+/** Leases a tier holds at the frozen clock, as admission counts them. */
+const held = (tier: keyof TierIds, id: string) => leasesHeld(admin, tier, id, T0);
 
 describe("GrantAdmission", () => {
     it("admits a busy pair mostly from grants: far fewer Redis calls than checks, every lease distinct and held", async () => {
@@ -76,7 +78,7 @@ describe("GrantAdmission", () => {
         expect(await scriptCalls()).toBeLessThan(2_000 / 10);
         // Every admitted request holds its lease in every tier; the rest of the ZSET is the grant still held.
         for (const t of ["model", "team", "key"] as const) {
-            expect(await admin.zcard(redisKeys.concurrency(t, ids[t]))).toBe(2_000 + a.heldSlots());
+            expect(await held(t, ids[t])).toBe(2_000 + a.heldSlots());
         }
         // Metering releases a lease taken from a grant like any other.
         expect(await releaseLease(admin, ids, leases[1_999])).toBe(3);
@@ -89,7 +91,7 @@ describe("GrantAdmission", () => {
             await sleep(120); // longer than two hold periods: the demand of the last period is 1
         }
         expect(a.heldSlots()).toBe(0);
-        expect(await admin.zcard(redisKeys.concurrency("key", ids.key))).toBe(3);
+        expect(await held("key", ids.key)).toBe(3);
     });
 
     it("admits exactly the limit at an instant, then denies with the tier and dimension (grants shrink near a limit)", async () => {
@@ -100,6 +102,29 @@ describe("GrantAdmission", () => {
         expect(ds.find((d) => !d.allowed)).toMatchObject({ allowed: false, tier: "key", dimension: "rps" });
     });
 
+    for (const holdMs of [50, 0]) {
+        it(`N simultaneous requests against a concurrency limit of N admit exactly N, round after round (grants ${holdMs ? "on" : "off"})`, async () => {
+            const a = await admission({ holdMs });
+            const cases: [limit: number, requests: number][] = [[5, 50], [1, 10], [16, 64], [5, 5]];
+            for (const [limit, requests] of cases) {
+                const l = limits({ key: { concurrentRequests: limit } });
+                for (let round = 0; round < 13; round++) {
+                    // Arrivals spread over a few event-loop turns, as an HTTP server sees a simultaneous burst.
+                    const ds = await Promise.all(Array.from({ length: requests }, async (_, i) => {
+                        for (let hop = 0; hop < i % 4; hop++) await new Promise((r) => setImmediate(r));
+                        return a.admit(PAIR, ids, l, 1);
+                    }));
+                    expect({ limit, round, admitted: allowed(ds) }).toEqual({ limit, round, admitted: Math.min(limit, requests) });
+                    expect(ds.find((d) => !d.allowed) ?? { allowed: false, tier: "key", dimension: "concurrency" }).toMatchObject({ tier: "key", dimension: "concurrency" });
+                    // The requests end: metering releases their leases (slots still held by a grant stay held).
+                    for (const d of ds) if (d.allowed) await releaseLease(admin, ids, d.leaseId);
+                }
+                // Nothing over the limit was ever held, and once the grant is given back nothing is held at all.
+                await expect.poll(() => held("key", ids.key), { timeout: 2_000, interval: 20 }).toBe(0);
+            }
+        });
+    }
+
     it("two replicas together never hold more leases than a concurrency limit, and unused ones come back", async () => {
         const [a, b] = [await admission(), await admission()];
         const l = limits({ team: { concurrentRequests: 40 } });
@@ -108,10 +133,10 @@ describe("GrantAdmission", () => {
         expect(admitted).toBeLessThanOrEqual(40);
         // Under-admission is bounded too: a replica holds at most a quarter of the free slots beyond its own request.
         expect(admitted).toBeGreaterThanOrEqual(20);
-        expect(await admin.zcard(redisKeys.concurrency("team", ids.team))).toBeLessThanOrEqual(40);
+        expect(await held("team", ids.team)).toBeLessThanOrEqual(40);
         // After the hold, only the admitted requests' leases are left.
         await expect.poll(() => a.heldSlots() + b.heldSlots(), { timeout: 2_000, interval: 20 }).toBe(0);
-        await expect.poll(() => admin.zcard(redisKeys.concurrency("team", ids.team)), { timeout: 2_000, interval: 20 }).toBe(admitted);
+        await expect.poll(() => held("team", ids.team), { timeout: 2_000, interval: 20 }).toBe(admitted);
     });
 
     it("gives unused slots back after the hold: leases and rps slots", async () => {
@@ -121,9 +146,9 @@ describe("GrantAdmission", () => {
         expect(allowed(ds)).toBe(200);
         expect(a.heldSlots()).toBeGreaterThan(0);
         await expect.poll(() => a.heldSlots(), { timeout: 2_000, interval: 20 }).toBe(0);
-        await expect.poll(() => admin.zcard(redisKeys.concurrency("key", ids.key)), { timeout: 2_000, interval: 20 }).toBe(200);
+        await expect.poll(() => held("key", ids.key), { timeout: 2_000, interval: 20 }).toBe(200);
         // GCRA at the frozen clock: 200 requests at 1 ms each, nothing more.
-        await expect.poll(() => admin.get(redisKeys.rps("key", ids.key)), { timeout: 2_000, interval: 20 }).toBe(`${T0 + 200}.000`);
+        await expect.poll(() => admin.hget(redisKeys.counters("key", ids.key), "t"), { timeout: 2_000, interval: 20 }).toBe(`${T0 + 200}.000`);
     });
 
     it("admits nothing from a grant once the Redis connection is down (fail closed)", async () => {
@@ -147,7 +172,7 @@ describe("GrantAdmission", () => {
         // Revision 2 lowers the key's concurrency below what is already held: deny at once, not from the old grant.
         const d = await a.admit(PAIR, ids, limits({ key: { concurrentRequests: 10 } }), 2);
         expect(d).toMatchObject({ allowed: false, tier: "key", dimension: "concurrency" });
-        await expect.poll(() => admin.zcard(redisKeys.concurrency("key", ids.key)), { timeout: 2_000, interval: 20 }).toBe(200);
+        await expect.poll(() => held("key", ids.key), { timeout: 2_000, interval: 20 }).toBe(200);
     });
 
     it("a grant never outlives the token window it was checked in", async () => {
@@ -166,7 +191,7 @@ describe("GrantAdmission", () => {
         const a = await admission({ holdMs: 0 });
         expect(allowed(await burst(a, limits(), 100))).toBe(100);
         expect(a.heldSlots()).toBe(0);
-        expect(await admin.zcard(redisKeys.concurrency("key", ids.key))).toBe(100);
+        expect(await held("key", ids.key)).toBe(100);
     });
 
     it("refuses options outside their range", async () => {

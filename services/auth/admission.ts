@@ -1,9 +1,9 @@
-import { randomUUID } from "crypto";
 import type { Redis } from "ioredis";
 import { performance } from "perf_hooks";
 import type { TierIds } from "../shared/identity";
 import {
-    AdmissionBatcher, checkAndAcquire, grantLeaseIds, LimitDecision, MAX_GRANT, returnGrant, TIERS, TierLimits,
+    AdmissionBatcher, admissionKeys, checkAndAcquire, grantLeaseIds, LeaseStore, LimitDecision, MAX_GRANT, newLeaseToken,
+    parseCounterLease, returnGrant, returnSlots, TIERS, TierLimits,
 } from "../shared/limits";
 
 /**
@@ -11,7 +11,7 @@ import {
  * taken ahead of time, so its checks need no Redis round trip.
  *
  * Why: the check runs on every request, and one Redis script call per request costs more than the rest of
- * the check together (issue 11: ~40 µs of Redis CPU and ~30 µs of client CPU per check, against ~45 µs for
+ * the check together (measured: ~40 µs of Redis CPU and ~30 µs of client CPU per check, against ~45 µs for
  * parsing, hashing and answering). With grants, a pair that sends many requests costs one script call per
  * grant, not per request.
  *
@@ -23,7 +23,7 @@ import {
  *   arriving then would. It never takes more than a quarter of what any tier has left (`GRANT_SHARE`).
  * - A later check of the pair takes one slot from its grant in this process: no Redis call. The grant is
  *   refilled in the background when less than half of a hold period's demand is left.
- * - Unused slots are given back after `holdMs`: their leases leave the ZSETs and the rps arrival times move
+ * - Unused slots are given back after `holdMs`: their leases leave the lease counters and the rps arrival times move
  *   back. A grant never crosses a token window's end (the token check was made for that window).
  *
  * What this changes, and bounds, compared with one Redis check per request:
@@ -37,6 +37,11 @@ import {
  *   admit for up to `holdMs` (token counters already lag by the usage pipeline: DESIGN §5).
  * - Near a limit a grant shrinks to the request's own slot (the quarter rule), so the pair is checked in Redis
  *   per request, exactly as before. A pair with little traffic never gets a grant.
+ * - Exact at the limit: a slot this replica holds for the pair is never left unused while a request of the
+ *   pair is refused. A Redis check refused for rps or concurrency takes a slot of the pair's grant instead, also
+ *   one from a grant call that was in flight alongside it (a background refill can take the last free slot just
+ *   before the check; without this, 50 simultaneous requests against a limit of 5 could admit 4). Across
+ *   replicas, slots held by another replica's grant still count as in use for up to `holdMs` (see above).
  * - Fail closed: with the Redis connection not ready, no check is admitted from a grant; a grant also expires
  *   after `holdMs` if Redis went silent unnoticed. A killed replica leaks its unused leases until their TTL,
  *   at most one grant per busy pair (the quarter rule bounds it).
@@ -62,6 +67,8 @@ export interface GrantOptions {
     now: () => number;
     /** Send the Redis checks of one event-loop iteration as one script call (`AUTH_REDIS_BATCH_CHECKS`). */
     batch: boolean;
+    /** Where leases are written (`AUTH_LEASE_STORE`; services/shared/limits.ts `LeaseStore`). Default `counters`. */
+    store?: LeaseStore;
     /** Called with what happened, for metrics and logs. */
     events?: GrantEvents;
 }
@@ -78,11 +85,18 @@ export interface GrantEvents {
     redisCall?(seconds: number, ok: boolean): void;
 }
 
-/** Slots taken in one Redis call. */
+/**
+ * Slots taken in one Redis call: slots `next` … `end - 1` of the admission whose lease id is `base` (slot 0 is
+ * `base` itself, slot i is `<base>.<i>`: services/shared/limits.ts `grantLeaseIds`).
+ */
 interface Lot {
-    leases: string[];
-    /** Next unused index into `leases`. */
+    base: string;
+    /** Expiry bucket of counter leases (ms), or 0 for ZSET leases. */
+    bucketMs: number;
+    /** Next unused slot. */
     next: number;
+    /** One past the last slot. */
+    end: number;
     /** When the unused rest is given back: `performance.now()` ms. */
     expiresAt: number;
 }
@@ -91,6 +105,8 @@ interface Lot {
 interface Pair {
     key: string;
     ids: TierIds;
+    /** `admissionKeys(ids)`, built once per pair. */
+    fixed: readonly string[];
     /** The limits the lots were taken under (a new policy revision drops the lots). */
     limits: TierLimits;
     revision: number;
@@ -139,12 +155,12 @@ export class GrantAdmission {
      */
     admit(pairKey: string, ids: TierIds, limits: TierLimits, revision: number): LimitDecision | Promise<LimitDecision> {
         if (this.o.holdMs <= 0) {
-            return this.redisCheck(ids, limits, 1).then((d) => { this.o.events?.admitted?.("redis"); return d; });
+            return this.redisCheck(ids, limits, 1, this.keysOf(ids)).then((d) => { this.o.events?.admitted?.("redis"); return d; });
         }
         const t = performance.now();
         let p = this.pairs.get(pairKey);
         if (!p) {
-            p = { key: pairKey, ids, limits, revision, lots: [], available: 0, demand: 0, lastDemand: 0, periodStart: t, quietUntil: 0 };
+            p = { key: pairKey, ids, fixed: admissionKeys(ids), limits, revision, lots: [], available: 0, demand: 0, lastDemand: 0, periodStart: t, quietUntil: 0 };
             this.pairs.set(pairKey, p);
         } else if (p.revision !== revision) {
             this.giveBack(p, true);
@@ -162,8 +178,19 @@ export class GrantAdmission {
         // A grant is on its way: wait for it rather than sending a check of our own (one Redis call for the
         // burst instead of one each); a check it does not cover goes to Redis after all.
         const pair = p;
-        if (p.pending) return p.pending.then(() => this.fromGrant(pair, performance.now()) ?? this.claim(pair, ids, limits, revision));
-        return this.claim(p, ids, limits, revision);
+        if (p.pending) return p.pending.then(() => this.fromGrant(pair, performance.now()) ?? this.claim(pair, limits, revision));
+        return this.claim(p, limits, revision);
+    }
+
+    /** Keys of `ids` when grants are off: one cached entry for the last ids seen (a busy key repeats them). */
+    private lastIds?: TierIds;
+    private lastKeys: readonly string[] = [];
+    private keysOf(ids: TierIds): readonly string[] {
+        if (this.lastIds !== ids && (this.lastIds?.model !== ids.model || this.lastIds.team !== ids.team || this.lastIds.key !== ids.key)) {
+            this.lastKeys = admissionKeys(ids);
+        }
+        this.lastIds = ids;
+        return this.lastKeys;
     }
 
     /** A slot of the pair's grant, if it has one and Redis is connected (fail closed otherwise). */
@@ -180,24 +207,36 @@ export class GrantAdmission {
      * The Redis check of one request; asks for a grant too when the pair is busy and no grant call is in
      * flight (a second one would only take slots the first already covers).
      */
-    private claim(p: Pair, ids: TierIds, limits: TierLimits, revision: number): Promise<LimitDecision> {
+    private claim(p: Pair, limits: TierLimits, revision: number): Promise<LimitDecision> {
         const want = p.pending ? 1 : 1 + this.wanted(p);
-        const call = this.redisCheck(ids, limits, want).then((d) => {
+        let own: Promise<void> | undefined;
+        const call = this.redisCheck(p.ids, limits, want, p.fixed).then((d): LimitDecision | Promise<LimitDecision> => {
             this.o.events?.admitted?.("redis");
-            if (d.allowed && d.granted > 1) this.addLot(p, grantLeaseIds(d.leaseId, d.granted).slice(1), revision, limits);
-            return d.allowed ? { allowed: true as const, leaseId: d.leaseId, granted: 1 } : d;
+            if (d.allowed) {
+                if (d.granted > 1) this.addLot(p, d.leaseId, 1, d.granted, revision, limits);
+                return d.granted === 1 ? d : { allowed: true, leaseId: d.leaseId, granted: 1 };
+            }
+            if (d.dimension === "tokens") return d;
+            // Refused for rps or concurrency: a slot this replica holds for the pair is this request's (exact at
+            // the limit), also one a grant call in flight alongside this check brings.
+            const local = this.fromGrant(p, performance.now());
+            if (local) return local;
+            const pending = p.pending;
+            if (pending && pending !== own) return pending.then(() => this.fromGrant(p, performance.now()) ?? d);
+            return d;
         });
-        if (want > 1) this.setPending(p, call);
+        if (want > 1) own = this.setPending(p, call);
         return call;
     }
 
     /** Marks `call` as the pair's grant call in flight until it settles. */
-    private setPending(p: Pair, call: Promise<unknown>): void {
+    private setPending(p: Pair, call: Promise<unknown>): Promise<void> {
         const pending: Promise<void> = call.then(() => undefined, () => undefined).finally(() => {
             if (p.pending === pending) p.pending = undefined;
         });
         p.pending = pending;
         this.track(pending);
+        return pending;
     }
 
     /** Unused slots held now, over all pairs (tests, metrics). */
@@ -216,19 +255,22 @@ export class GrantAdmission {
         await Promise.allSettled([...this.inFlight]);
     }
 
-    private redisCheck(ids: TierIds, limits: TierLimits, want: number): Promise<LimitDecision> {
+    private redisCheck(ids: TierIds, limits: TierLimits, want: number, fixed: readonly string[]): Promise<LimitDecision> {
         const started = performance.now();
         const now = this.o.now();
+        const store = this.o.store ?? "counters";
         const call = this.batcher
-            ? this.batcher.check(ids, limits, randomUUID(), now, this.o.leaseTtlMs, want)
-            : checkAndAcquire(this.redis, ids, limits, randomUUID(), now, this.o.leaseTtlMs, want);
+            ? this.batcher.check(ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store, fixed)
+            : checkAndAcquire(this.redis, ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store);
+        const events = this.o.events;
+        if (!events?.redisCall) return call;
         return call.then(
             (d) => {
-                this.o.events?.redisCall?.((performance.now() - started) / 1000, true);
+                events.redisCall!((performance.now() - started) / 1000, true);
                 return d;
             },
             (err: unknown) => {
-                this.o.events?.redisCall?.((performance.now() - started) / 1000, false);
+                events.redisCall!((performance.now() - started) / 1000, false);
                 throw err;
             },
         );
@@ -244,9 +286,10 @@ export class GrantAdmission {
     private take(p: Pair, t: number): string | undefined {
         while (p.lots.length) {
             const lot = p.lots[0];
-            if (lot.expiresAt > t && lot.next < lot.leases.length) {
+            if (lot.expiresAt > t && lot.next < lot.end) {
                 p.available--;
-                return lot.leases[lot.next++];
+                const slot = lot.next++;
+                return slot === 0 ? lot.base : `${lot.base}.${slot}`;
             }
             p.lots.shift();
             this.returnLot(p, lot);
@@ -254,12 +297,14 @@ export class GrantAdmission {
         return undefined;
     }
 
-    private addLot(p: Pair, leases: string[], revision: number, limits: TierLimits): void {
-        if (leases.length === 0) return;
+    /** Adds slots `from` … `end - 1` of admission `base` to the pair's grant. */
+    private addLot(p: Pair, base: string, from: number, end: number, revision: number, limits: TierLimits): void {
+        if (end <= from) return;
+        const lot: Lot = { base, bucketMs: parseCounterLease(base)?.bucketMs ?? 0, next: from, end, expiresAt: 0 };
         // A lot taken under an older revision, for a pair the sweeper forgot meanwhile, or after close(), goes
         // straight back.
         if (this.closed || revision !== p.revision || this.pairs.get(p.key) !== p) {
-            this.returnLeases(p.ids, limits, leases);
+            this.returnSlots(p.ids, limits, lot);
             return;
         }
         const now = this.o.now();
@@ -269,9 +314,10 @@ export class GrantAdmission {
             const w = limits[tier].windowSeconds * 1000;
             hold = Math.min(hold, w - (now % w));
         }
-        p.lots.push({ leases, next: 0, expiresAt: performance.now() + hold });
-        p.available += leases.length;
-        this.o.events?.granted?.(leases.length);
+        lot.expiresAt = performance.now() + hold;
+        p.lots.push(lot);
+        p.available += end - from;
+        this.o.events?.granted?.(end - from);
     }
 
     /** Refill in the background when less than half of a hold period's demand is left. */
@@ -281,9 +327,9 @@ export class GrantAdmission {
         if (want === 0 || p.available * 2 >= want) return;
         const revision = p.revision;
         const limits = p.limits;
-        this.setPending(p, this.redisCheck(p.ids, limits, want).then(
+        this.setPending(p, this.redisCheck(p.ids, limits, want, p.fixed).then(
             (d) => {
-                if (d.allowed) this.addLot(p, grantLeaseIds(d.leaseId, d.granted), revision, limits);
+                if (d.allowed) this.addLot(p, d.leaseId, 0, d.granted, revision, limits);
                 else p.quietUntil = performance.now() + this.o.holdMs;
             },
             () => { p.quietUntil = performance.now() + this.o.holdMs; },
@@ -294,24 +340,30 @@ export class GrantAdmission {
     private giveBack(p: Pair, t: number | true): void {
         const keep: Lot[] = [];
         for (const lot of p.lots) {
-            if (t === true || lot.expiresAt <= t || lot.next >= lot.leases.length) this.returnLot(p, lot);
+            if (t === true || lot.expiresAt <= t || lot.next >= lot.end) this.returnLot(p, lot);
             else keep.push(lot);
         }
         p.lots = keep;
     }
 
     private returnLot(p: Pair, lot: Lot): void {
-        const unused = lot.leases.slice(lot.next);
-        p.available -= unused.length;
-        lot.next = lot.leases.length;
-        this.returnLeases(p.ids, p.limits, unused);
+        p.available -= lot.end - lot.next;
+        this.returnSlots(p.ids, p.limits, lot);
     }
 
-    private returnLeases(ids: TierIds, limits: TierLimits, leases: string[]): void {
-        if (leases.length === 0) return;
-        this.track(returnGrant(this.redis, ids, limits, leases, this.o.now()).then(
-            () => this.o.events?.returned?.(leases.length, "returned"),
-            (err: unknown) => this.o.events?.returned?.(leases.length, "lost", err),
+    /** Gives the unused slots of `lot` back in Redis (and marks them used here). */
+    private returnSlots(ids: TierIds, limits: TierLimits, lot: Lot): void {
+        const n = lot.end - lot.next;
+        if (n <= 0) return;
+        const slots: number[] = [];
+        for (let i = lot.next; i < lot.end; i++) slots.push(i);
+        lot.next = lot.end;
+        const call = lot.bucketMs
+            ? returnSlots(this.redis, ids, limits, lot.base, lot.bucketMs, slots, this.o.now())
+            : returnGrant(this.redis, ids, limits, grantLeaseIds(lot.base, lot.end).slice(slots[0]), this.o.now());
+        this.track(call.then(
+            () => this.o.events?.returned?.(n, "returned"),
+            (err: unknown) => this.o.events?.returned?.(n, "lost", err),
         ));
     }
 

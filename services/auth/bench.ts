@@ -12,14 +12,17 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * Redis, a lease taken) against a no-op Node HTTP server that reads the same body and answers 200: the floor
  * any Node ext_authz service has on this machine. Loopback only; bounded by time.
  *
- * Side-by-side measurements (issue 11 item 5 goals in brackets):
- * - closed loop at 16 and at 64 requests in flight, one API key: checks/s ratio auth ÷ floor [≥ 0.7x]. One
+ * Side-by-side measurements (goals in brackets, {@link GOALS}):
+ * - closed loop at 16 and at 64 requests in flight, one API key: checks/s ratio auth ÷ floor [≥ 0.70x]. One
  *   busy key is admitted from grants (services/auth/admission.ts), so this is the cost of a busy key's check;
- * - closed loop at 16 in flight spread over `spreadKeys` keys (no goal): each key is too quiet for a grant, so
- *   every check is a Redis check, the cost of a quiet key's check;
+ * - closed loop at 16 in flight spread over `spreadKeys` keys: each key is too quiet for a grant, so every
+ *   check is a Redis check, the cost of a quiet key's check: checks/s ratio [≥ 0.60x] and redis-server CPU per
+ *   check [≤ 20 µs];
  * - open loop (paced) at a tenth of the floor's saturated rate (its best closed-loop checks/s): p99 of both,
  *   and the difference auth − floor [≤ 1 ms]. Latency is measured from each request's scheduled send time,
  *   so a stall is not hidden by the generator waiting for it (no coordinated omission).
+ * A summary lists every goal with its figure; {@link runAuthBench} reports the missed ones (`npm run bench`
+ * then exits non-zero).
  * Floor and auth runs alternate per setting, so a drift in the machine's load hits both alike, and each goal
  * setting runs `rounds` such pairs: the figure is the median pair's, and every pair's figure is printed.
  *
@@ -71,6 +74,8 @@ export interface TargetResult {
     serverUsPerCheck: number;
     /** redis-server CPU (user + sys) per check, µs; auth only. */
     redisUsPerCheck?: number;
+    /** Checks per Redis script call (all scripts: checks, grant returns); auth only. */
+    checksPerScriptCall?: number;
 }
 
 /** Floor and auth at one setting. */
@@ -87,10 +92,59 @@ export interface SettingResult {
 /** Result of {@link runAuthBench}. */
 export interface AuthBenchResult {
     closed: SettingResult[];
-    /** 16 in flight over `spreadKeys` keys (every check a Redis check); no goal. */
+    /** 16 in flight over `spreadKeys` keys (every check a Redis check). */
     spread?: SettingResult;
     paced?: SettingResult & { ratePerSecond: number };
     options: Required<Omit<AuthBenchOptions, "only">>;
+    /** Every goal with its figure ({@link GOALS}). */
+    goals: GoalResult[];
+    /** Descriptions of the goals missed (empty: all met); `npm run bench` exits non-zero when any is. */
+    goalsMissed: string[];
+}
+
+/** The goals, each a bound on one figure of the run. */
+export const GOALS = {
+    /** auth ÷ floor checks/s, one busy key, at each closed-loop concurrency: at least. */
+    busyRatio: 0.7,
+    /** auth ÷ floor checks/s over `spreadKeys` quiet keys: at least. */
+    spreadRatio: 0.6,
+    /** redis-server CPU per check on the quiet-key (spread) path, µs: at most. */
+    quietRedisUs: 20,
+    /** Paced p99 auth − floor, ms: at most. */
+    pacedP99DeltaMs: 1,
+} as const;
+
+/** One goal's outcome. */
+export interface GoalResult {
+    goal: string;
+    figure: number;
+    /** e.g. `>= 0.70x`. */
+    bound: string;
+    met: boolean;
+}
+
+/** The goals of a run with their figures (a setting not run yields no row). */
+export function evaluateGoals(r: Omit<AuthBenchResult, "goals" | "goalsMissed">): GoalResult[] {
+    const out: GoalResult[] = [];
+    for (const s of r.closed) {
+        if (s.floor && s.auth) {
+            const f = s.auth.checksPerSecond / s.floor.checksPerSecond;
+            out.push({ goal: `checks/s auth / floor, busy key, ${s.setting}`, figure: f, bound: `>= ${GOALS.busyRatio.toFixed(2)}x`, met: f >= GOALS.busyRatio });
+        }
+    }
+    if (r.spread?.floor && r.spread.auth) {
+        const f = r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond;
+        out.push({ goal: `checks/s auth / floor, ${r.spread.setting}`, figure: f, bound: `>= ${GOALS.spreadRatio.toFixed(2)}x`, met: f >= GOALS.spreadRatio });
+    }
+    if (r.spread?.auth?.redisUsPerCheck !== undefined) {
+        const u = r.spread.auth.redisUsPerCheck;
+        out.push({ goal: `redis CPU per check, quiet keys (${r.spread.setting})`, figure: u, bound: `<= ${GOALS.quietRedisUs} us`, met: u <= GOALS.quietRedisUs });
+    }
+    if (r.paced?.floor && r.paced.auth) {
+        const d = r.paced.auth.p99Ms - r.paced.floor.p99Ms;
+        out.push({ goal: `p99 auth - floor, ${r.paced.setting}`, figure: d, bound: `<= ${GOALS.pacedP99DeltaMs.toFixed(2)} ms`, met: d <= GOALS.pacedP99DeltaMs });
+    }
+    return out;
 }
 
 const MODEL = "meta-llama/Llama-3.3-70B-Instruct";
@@ -172,10 +226,12 @@ async function paced(ms) {
 
 /** Reads redis-server's own CPU seconds (user + sys) from INFO cpu. */
 export type CpuProbe = () => Promise<number>;
+/** Reads how many script calls (EVALSHA + EVAL) redis-server has run, from INFO commandstats. */
+export type CallProbe = () => Promise<number>;
 
 async function load(
     port: number, urlPath: string, body: string, o: { durationS: number; warmupS: number }, concurrency: number, rate = 0, redisCpu?: CpuProbe,
-    secrets: readonly string[] = [SECRET],
+    secrets: readonly string[] = [SECRET], scriptCalls?: CallProbe,
 ): Promise<TargetResult> {
     const headerSets = secrets.map((k) => ({ authorization: `Bearer ${k}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }));
     const child = spawn(process.execPath, ["-e", LOADGEN, JSON.stringify({
@@ -187,10 +243,12 @@ async function load(
     let cpu: NodeJS.CpuUsage | undefined;
     let redis0: Promise<number> | undefined;
     let redis1: Promise<number> | undefined;
+    let calls0: Promise<number> | undefined;
+    let calls1: Promise<number> | undefined;
     const r = await new Promise<{ latencies: number[]; errors: number; elapsedS: number }>((resolve, reject) => {
         child.on("message", (m: { type: string; latencies: number[]; errors: number; elapsedS: number }) => {
-            if (m.type === "start") { cpu0 = process.cpuUsage(); redis0 = redisCpu?.(); }
-            if (m.type === "end") { cpu = process.cpuUsage(cpu0); redis1 = redisCpu?.(); }
+            if (m.type === "start") { cpu0 = process.cpuUsage(); redis0 = redisCpu?.(); calls0 = scriptCalls?.(); }
+            if (m.type === "end") { cpu = process.cpuUsage(cpu0); redis1 = redisCpu?.(); calls1 = scriptCalls?.(); }
             if (m.type === "result") resolve(m);
         });
         child.once("error", reject);
@@ -198,6 +256,7 @@ async function load(
         child.once("close", (code) => reject(new Error(`load generator exited with ${code} before sending its result`)));
     });
     const redisCpuS = redis0 && redis1 ? (await redis1) - (await redis0) : undefined;
+    const calls = calls0 && calls1 ? (await calls1) - (await calls0) : undefined;
     const sorted = Float64Array.from(r.latencies).sort();
     const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN);
     const n = sorted.length + r.errors;
@@ -205,6 +264,7 @@ async function load(
         checksPerSecond: sorted.length / r.elapsedS, p50Ms: pct(0.5), p99Ms: pct(0.99), errors: r.errors,
         serverUsPerCheck: cpu && n ? (cpu.user + cpu.system) / n : NaN,
         redisUsPerCheck: redisCpuS === undefined || !n ? undefined : (redisCpuS * 1e6) / n,
+        checksPerScriptCall: calls ? n / calls : undefined,
     };
 }
 
@@ -250,6 +310,10 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             { log: () => undefined },
         );
         const admin = new Redis(redis.url);
+        const scriptCalls: CallProbe = async () => {
+            const info = await admin.info("commandstats");
+            return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+        };
         const redisCpu: CpuProbe = async () => {
             const info = await admin.info("cpu");
             const v = (k: string) => Number(new RegExp(`${k}:([\\d.]+)`).exec(info)?.[1] ?? NaN);
@@ -259,7 +323,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         const fresh = async <T>(run: () => Promise<T>): Promise<T> => { await admin.flushall(); return run(); };
         const urlPath = "/authz/v1/chat/completions";
         const floorPort = (floor.address() as AddressInfo).port;
-        const result: AuthBenchResult = { closed: [], options: o };
+        const result: AuthBenchResult = { closed: [], options: o, goals: [], goalsMissed: [] };
         /** `rounds` floor/auth pairs, alternating; keeps the median pair by `figure`. */
         const pairs = async (
             setting: string, rounds: number, runFloor: () => Promise<TargetResult>, runAuth: () => Promise<TargetResult>,
@@ -279,12 +343,12 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             for (const c of o.concurrencies) {
                 result.closed.push(await pairs(`${c} in flight`, o.rounds,
                     () => load(floorPort, urlPath, body, o, c),
-                    () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu)), throughput));
+                    () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu, undefined, scriptCalls)), throughput));
             }
             if (o.spreadKeys > 0) {
-                result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, 1,
+                result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, o.rounds,
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
-                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets)), throughput);
+                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)), throughput);
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
             if (o.pacedFraction > 0 && saturated > 0) {
@@ -293,13 +357,15 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     ratePerSecond: rate,
                     ...await pairs(`paced ${rate}/s`, o.rounds,
                         () => load(floorPort, urlPath, body, o, 0, rate),
-                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu)), (f, a) => a.p99Ms - f.p99Ms),
+                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, undefined, scriptCalls)), (f, a) => a.p99Ms - f.p99Ms),
                 };
             }
         } finally {
             admin.disconnect();
             await svc.close();
         }
+        result.goals = evaluateGoals(result);
+        result.goalsMissed = result.goals.filter((g) => !g.met).map((g) => `${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
         print(result, Buffer.byteLength(body));
         const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])].flatMap((r) => [r.floor, r.auth]).filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
@@ -323,15 +389,16 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     const lines = [
         `auth service ext_authz check vs no-op Node HTTP floor (loopback, ${r.options.durationS} s per run after ` +
         `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
-        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us"),
+        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call"),
     ];
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
         for (const [name, t] of [["no-op floor", s.floor], ["auth service", s.auth]] as const) {
-            if (t) lines.push(row(`${s.setting}: ${name}`, n(t.checksPerSecond, 0), n(t.p50Ms, 2), n(t.p99Ms, 2), n(t.serverUsPerCheck, 1), n(t.redisUsPerCheck, 1)));
+            if (t) lines.push(row(`${s.setting}: ${name}`, n(t.checksPerSecond, 0), n(t.p50Ms, 2), n(t.p99Ms, 2), n(t.serverUsPerCheck, 1), n(t.redisUsPerCheck, 1), n(t.checksPerScriptCall, 1)));
         }
     }
-    lines.push("(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s)");
+    lines.push("(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;");
+    lines.push(" per call: checks per Redis script call)");
     lines.push("ratios (goal):");
     const all = (s: SettingResult, unit: string) => (s.figures && s.figures.length > 1 ? `; median of ${s.figures.map((f) => `${f.toFixed(2)}${unit}`).join(", ")}` : "");
     for (const s of r.closed) {
@@ -339,19 +406,29 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     }
     if (r.spread?.floor && r.spread.auth) {
         lines.push(`  ${r.spread.setting}: checks/s auth / floor = ${(r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond).toFixed(2)}x ` +
-            "(no goal: each key too quiet for a grant, so one Redis check per request)");
+            `(goal >= ${GOALS.spreadRatio.toFixed(2)}x${all(r.spread, "x")}; each key too quiet for a grant, so one Redis check per request)`);
+    }
+    if (r.spread?.auth?.redisUsPerCheck !== undefined) {
+        lines.push(`  ${r.spread.setting}: redis-server CPU per check = ${r.spread.auth.redisUsPerCheck.toFixed(1)} us (goal <= ${GOALS.quietRedisUs} us)`);
     }
     if (r.paced?.floor && r.paced.auth) {
         const p = r.paced;
         lines.push(`  ${p.setting} (a tenth of the floor's saturated rate): p99 auth / floor = ${(p.auth!.p99Ms / p.floor!.p99Ms).toFixed(2)}x, ` +
             `auth - floor = ${(p.auth!.p99Ms - p.floor!.p99Ms).toFixed(2)} ms (goal <= 1.00 ms${all(p, " ms")})`);
     }
+    const missed = r.goals.filter((g) => !g.met).length;
+    lines.push(`summary: ${r.goals.length - missed} of ${r.goals.length} goals met (machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")})`);
+    for (const g of r.goals) lines.push(`  ${g.met ? "met   " : "MISSED"} ${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
     process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function fmt(x: number): string {
+    return Number.isFinite(x) ? x.toFixed(2) : String(x);
 }
 
 if (require.main === module) {
     runAuthBench().then(
-        () => process.exit(0),
+        (r) => process.exit(r.goalsMissed.length ? 1 : 0),
         (err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); },
     );
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_GRANT } from "../shared/limits";
+import { LeaseStore, MAX_GRANT } from "../shared/limits";
 
 /**
  * Auth service configuration, from environment variables (validated once at startup). Defaults live here and
@@ -47,6 +47,13 @@ const EnvSchema = z.object({
     /** Most slots one grant takes (a pair's demand over one hold period, capped here). */
     AUTH_GRANT_MAX_SLOTS: z.coerce.number().int().min(1).max(MAX_GRANT).default(256),
     /**
+     * Limit state layout (services/shared/limits.ts `LeaseStore`): `counters` (per-tier counters, the default),
+     * `mixed` (counters, also counting the earlier layout) or `zset` (the earlier layout: one ZSET member per
+     * lease). A running spoke upgrades zset → mixed → counters (services/auth/README.md). Leases of both
+     * layouts are always released.
+     */
+    AUTH_LEASE_STORE: z.enum(["counters", "mixed", "zset"]).default("counters"),
+    /**
      * Deadline of each S3 request (connect, response headers, and silence while the body streams), ms. A sync
      * as a whole never outlasts the poll interval, so the next poll always runs on time.
      */
@@ -81,6 +88,8 @@ export interface AuthConfig {
     pathPrefix: string;
     bindAddress: string;
     leaseTtlMs: number;
+    /** Where concurrency leases are written (`AUTH_LEASE_STORE`). */
+    leaseStore: LeaseStore;
     maxBodyBytes: number;
     /** Grant hold time (ms, 0 = off) and size cap (slots): see services/auth/admission.ts. */
     grants: { holdMs: number; maxSlots: number };
@@ -117,6 +126,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
         pathPrefix: e.AUTH_PATH_PREFIX,
         bindAddress: e.AUTH_BIND_ADDRESS,
         leaseTtlMs: e.AUTH_LEASE_TTL_SECONDS * 1000,
+        leaseStore: e.AUTH_LEASE_STORE,
         maxBodyBytes: e.AUTH_MAX_BODY_BYTES,
         grants: { holdMs: e.AUTH_GRANT_HOLD_MS, maxSlots: e.AUTH_GRANT_MAX_SLOTS },
     };

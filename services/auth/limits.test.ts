@@ -2,7 +2,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { redisKeys, TierIds, windowStart } from "../shared/identity";
 import {
-    addTokens, AdmissionBatcher, checkAndAcquire, GRANT_SHARE, grantLeaseIds, LimitDecision, releaseLease, returnGrant, TierLimit, TierLimits,
+    addTokens, AdmissionBatcher, checkAndAcquire, GRANT_SHARE, grantLeaseIds, LEASE_BUCKET_MS, leaseBucket, leasesHeld, LimitDecision,
+    parseCounterLease, releaseLease, returnGrant, TierLimit, TierLimits,
 } from "../shared/limits";
 import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
@@ -17,6 +18,11 @@ const limits = (o: Partial<Record<keyof TierLimits, Partial<TierLimit>>> = {}): 
 
 let server: RedisServer;
 let redis: Redis;
+const tiers = ["model", "team", "key"] as const;
+/** The counter lease id `checkAndAcquire` gives token `token` at `now`. */
+const leaseOf = (token: string, now = T0) => `c.${leaseBucket(now, TTL).toString(36)}.${token}`;
+/** Leases each tier holds at `now`. */
+const heldAll = (now = T0) => Promise.all(tiers.map((t) => leasesHeld(redis, t, ids[t], now)));
 
 beforeAll(async () => {
     server = await startRedis();
@@ -29,22 +35,42 @@ afterAll(async () => {
 beforeEach(async () => { await redis.flushall(); });
 
 describe("checkAndAcquire", () => {
-    it("takes a lease in all three tiers, scored with its expiry, and expires each ZSET with its last lease", async () => {
+    it("takes a lease in all three tiers as counters in its expiry bucket, expiring each HASH with its last bucket", async () => {
         const d = await checkAndAcquire(redis, ids, limits(), "lease-1", T0, TTL);
-        expect(d).toEqual({ allowed: true, leaseId: "lease-1", granted: 1 });
-        for (const t of ["model", "team", "key"] as const) {
-            const k = redisKeys.concurrency(t, ids[t]);
-            expect(await redis.zrange(k, "0", "-1", "WITHSCORES")).toEqual(["lease-1", String(T0 + TTL)]);
-            expect(await redis.pexpiretime(k)).toBe(T0 + TTL);
+        const bucket = leaseBucket(T0, TTL);
+        expect(bucket).toBe(T0 + TTL);
+        expect(d).toEqual({ allowed: true, leaseId: `c.${bucket.toString(36)}.lease-1`, granted: 1 });
+        expect(parseCounterLease(d.allowed ? d.leaseId : "")).toEqual({ base: d.allowed && d.leaseId, bucketMs: bucket, slot: 0 });
+        for (const t of tiers) {
+            const k = redisKeys.counters(t, ids[t]);
+            expect(await redis.hgetall(k)).toMatchObject({ n: "1", [bucket]: "1", e: String(bucket), l: String(bucket) });
+            // The HASH holds the rps state too (`t`), and lives until its last bucket and 10 s past that state.
+            expect(await redis.pexpiretime(k)).toBe(bucket + 10_000);
+            // No ZSET member per lease.
+            expect(await redis.exists(redisKeys.concurrency(t, ids[t]))).toBe(0);
         }
+        // One marker per admission, one bit per slot, expiring with the bucket.
+        expect(await redis.pexpiretime(redisKeys.lease(leaseOf("lease-1")))).toBe(bucket);
+        // A lease's expiry is rounded up to the next bucket boundary: it never stops counting before its TTL.
+        expect(leaseBucket(T0 + 1, TTL)).toBe(T0 + TTL + LEASE_BUCKET_MS);
+    });
+
+    it("a second lease in the same bucket is two counter increments; a later bucket moves the HASH's expiry", async () => {
+        await checkAndAcquire(redis, ids, limits(), "a", T0 + 1, TTL);
+        await checkAndAcquire(redis, ids, limits(), "b", T0 + 10, TTL);
+        await checkAndAcquire(redis, ids, limits(), "c", T0 + 1_001, TTL);
+        const k = redisKeys.counters("key", ids.key);
+        expect(await redis.hgetall(k)).toMatchObject({ n: "3", [T0 + TTL + 1_000]: "2", [T0 + TTL + 2_000]: "1", e: String(T0 + TTL + 1_000), l: String(T0 + TTL + 2_000) });
+        expect(await redis.pexpiretime(k)).toBeGreaterThanOrEqual(T0 + TTL + 2_000);
+        expect(await heldAll(T0 + 1_000)).toEqual([3, 3, 3]);
     });
 
     it("rps is a token bucket of capacity max(1, rps) refilled at rps per second, also below 1 rps", async () => {
         const l = limits({ team: { requestsPerSecond: 0.5 } });
         expect((await checkAndAcquire(redis, ids, l, "a", T0, TTL)).allowed).toBe(true);
         // The limiter state lives until 10 s after the bucket would be full again (no state = a full bucket).
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 2_000}.000`);
-        expect(await redis.pttl(redisKeys.rps("team", ids.team))).toBeGreaterThan(11_000);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 2_000}.000`);
+        expect(await redis.pexpiretime(redisKeys.counters("team", ids.team))).toBeGreaterThanOrEqual(T0 + 12_000);
         expect(await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "rps", retryAfterMs: 1_000 });
         expect((await checkAndAcquire(redis, ids, l, "c", T0 + 2_000, TTL)).allowed).toBe(true);
 
@@ -68,7 +94,7 @@ describe("checkAndAcquire", () => {
         const l = limits({ model: { requestsPerSecond: 1 }, key: { tokensPerWindow: 10 } });
         await addTokens(redis, ids, 10, T0, { model: 60, team: 60, key: 60 });
         expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL)).toMatchObject({ allowed: false, tier: "key", dimension: "tokens" });
-        const state = (["model", "team", "key"] as const).flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        const state = tiers.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.counters(t, ids[t])]);
         expect(await redis.exists(...state)).toBe(0);
         // The model tier's single rps slot is still there once the key tier has room again.
         await redis.del(redisKeys.tokens("key", ids.key, windowStart(T0, 60)));
@@ -91,23 +117,20 @@ describe("checkAndAcquire", () => {
 });
 
 describe("grants (checkAndAcquire with want > 1)", () => {
-    const tiers = ["model", "team", "key"] as const;
-
     it("takes `want` slots in every tier in one commit, as that many requests arriving together would", async () => {
         const l = limits({ team: { requestsPerSecond: 100 } });
         const d = await checkAndAcquire(redis, ids, l, "g", T0, TTL, 5);
-        expect(d).toEqual({ allowed: true, leaseId: "g", granted: 5 });
-        expect(grantLeaseIds("g", 5)).toEqual(["g", "g.1", "g.2", "g.3", "g.4"]);
-        for (const t of tiers) {
-            const members = await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1", "WITHSCORES");
-            expect(members).toEqual(grantLeaseIds("g", 5).flatMap((m) => [m, String(T0 + TTL)]));
-        }
+        const g = leaseOf("g");
+        expect(d).toEqual({ allowed: true, leaseId: g, granted: 5 });
+        expect(grantLeaseIds(g, 5)).toEqual([g, `${g}.1`, `${g}.2`, `${g}.3`, `${g}.4`]);
+        expect(grantLeaseIds(g, 5).map((x) => parseCounterLease(x)?.slot)).toEqual([0, 1, 2, 3, 4]);
+        expect(await heldAll()).toEqual([5, 5, 5]);
         // GCRA: five requests at T0 move the team's arrival time by 5 x 1000/100 ms.
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 50}.000`);
         // The same state as five single checks at T0.
         await redis.flushall();
-        for (const m of grantLeaseIds("g", 5)) await checkAndAcquire(redis, ids, l, m, T0, TTL);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 50}.000`);
+        for (let i = 0; i < 5; i++) await checkAndAcquire(redis, ids, l, `g${i}`, T0, TTL);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 50}.000`);
     });
 
     it(`never takes more than 1/${GRANT_SHARE} of what any tier has left beyond the request's own slot`, async () => {
@@ -122,7 +145,7 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         expect(await checkAndAcquire(redis, ids, l, "e", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
         expect(await checkAndAcquire(redis, ids, l, "f", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
         // 9 leases held: exactly the limit, never more.
-        expect(await redis.zcard(redisKeys.concurrency("key", ids.key))).toBe(9);
+        expect(await leasesHeld(redis, "key", ids.key, T0)).toBe(9);
         expect(await checkAndAcquire(redis, ids, l, "g", T0, TTL, 100)).toMatchObject({ allowed: false, tier: "key", dimension: "concurrency" });
     });
 
@@ -131,23 +154,37 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         await addTokens(redis, ids, 10, T0, { model: 60, team: 60, key: 60 });
         const single = await checkAndAcquire(redis, ids, l, "a", T0, TTL);
         expect(await checkAndAcquire(redis, ids, l, "a", T0, TTL, 50)).toEqual(single);
-        const state = tiers.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
-        expect(await redis.exists(...state)).toBe(0);
+        const state = tiers.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.counters(t, ids[t])]);
+        expect(await redis.exists(...state, redisKeys.lease(leaseOf("a")))).toBe(0);
     });
 
-    it("returnGrant gives unused slots back: leases leave every ZSET and the rps arrival time moves back", async () => {
+    it("returnGrant gives unused slots back: leases leave every tier's counters and the rps arrival time moves back", async () => {
         const l = limits({ team: { requestsPerSecond: 100 } });
         await checkAndAcquire(redis, ids, l, "g", T0, TTL, 5);
-        const unused = grantLeaseIds("g", 5).slice(2);
+        const all = grantLeaseIds(leaseOf("g"), 5);
+        const unused = all.slice(2);
         expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(9);
-        for (const t of tiers) expect(await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1")).toEqual(["g", "g.1"]);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        expect(await heldAll(T0 + 10)).toEqual([2, 2, 2]);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 20}.000`);
         // Giving back twice gives nothing back twice (rps slots are given back per lease still held).
         expect(await returnGrant(redis, ids, l, unused, T0 + 10)).toBe(0);
-        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 20}.000`);
+        // A slot metering already released is not given back again either.
+        expect(await releaseLease(redis, ids, all[1])).toBe(3);
+        expect(await returnGrant(redis, ids, l, all.slice(0, 2), T0 + 15)).toBe(3);
+        expect(await heldAll(T0 + 15)).toEqual([0, 0, 0]);
         // An arrival time that would move before now leaves a full bucket: the key is deleted.
-        expect(await returnGrant(redis, ids, l, ["g", "g.1"], T0 + 15)).toBe(6);
-        expect(await redis.exists(redisKeys.rps("team", ids.team))).toBe(0);
+        expect(await redis.hexists(redisKeys.counters("team", ids.team), "t")).toBe(0);
+    });
+
+    it("returnGrant of the earlier ZSET layout still gives ZSET leases back", async () => {
+        const l = limits({ team: { requestsPerSecond: 100 } });
+        await checkAndAcquire(redis, ids, l, "g", T0, TTL, 5, "zset");
+        expect(await redis.zrange(redisKeys.concurrency("key", ids.key), "0", "-1")).toEqual(grantLeaseIds("g", 5));
+        expect(await returnGrant(redis, ids, l, grantLeaseIds("g", 5).slice(2), T0 + 10)).toBe(9);
+        for (const t of tiers) expect(await redis.zrange(redisKeys.concurrency(t, ids[t]), "0", "-1")).toEqual(["g", "g.1"]);
+        // The zset store keeps the rps state in the earlier layout's key too, where old replicas read it.
+        expect(await redis.get(redisKeys.rps("team", ids.team))).toBe(`${T0 + 20}.000`);
     });
 
     it("refuses a want outside 1..MAX_GRANT", async () => {
@@ -166,20 +203,41 @@ describe("AdmissionBatcher", () => {
         const batcher = new AdmissionBatcher(redis);
         await redis.config("RESETSTAT");
         const batched = await Promise.all(Array.from({ length: 6 }, (_, i) => batcher.check(i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL)));
-        const batchState = await Promise.all((["model", "team", "key"] as const).flatMap((t) => [ids, other].map((x) => redis.zrange(redisKeys.concurrency(t, x[t]), "0", "-1", "WITHSCORES"))));
+        const batchState = await Promise.all(tiers.flatMap((t) => [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))])));
         // One script call for the six checks (EVALSHA, plus one EVAL when the script was not cached yet).
         const calls = [...(await redis.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
         expect(calls).toBeLessThanOrEqual(2);
         await redis.flushall();
         const sequential: LimitDecision[] = [];
         for (let i = 0; i < 6; i++) sequential.push(await checkAndAcquire(redis, i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL));
-        const seqState = await Promise.all((["model", "team", "key"] as const).flatMap((t) => [ids, other].map((x) => redis.zrange(redisKeys.concurrency(t, x[t]), "0", "-1", "WITHSCORES"))));
+        const seqState = await Promise.all(tiers.flatMap((t) => [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))])));
         expect(batched).toEqual(sequential);
         expect(batchState).toEqual(seqState);
         // The limits really bit: team "acme/core" admits 3 concurrent requests, the fourth of them is denied.
         expect(batched.map((d) => d.allowed)).toEqual([true, true, true, true, true, true]);
         const more = await Promise.all([0, 1].map((i) => batcher.check(ids, tight, `late-${i}`, T0 + 10, TTL)));
         expect(more[0]).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency" });
+    });
+
+    it("a batch in which buckets expire sweeps them once and decides and writes exactly as sequential checks", async () => {
+        const l = limits({ team: { concurrentRequests: 3 } });
+        const run = async (batched: boolean) => {
+            await redis.flushall();
+            for (let i = 0; i < 3; i++) await checkAndAcquire(redis, ids, l, `pre${i}`, T0, TTL);
+            const at = (i: number) => T0 + TTL + i; // every earlier lease has expired by then
+            const batcher = new AdmissionBatcher(redis);
+            const ds = batched
+                ? await Promise.all(Array.from({ length: 7 }, (_, i) => batcher.check(i % 2 ? other : ids, l, `b${i}`, at(i), TTL)))
+                : await (async () => { const out: LimitDecision[] = []; for (let i = 0; i < 7; i++) out.push(await checkAndAcquire(redis, i % 2 ? other : ids, l, `b${i}`, at(i), TTL)); return out; })();
+            const state = await Promise.all(tiers.flatMap((t) => [ids, other].map((x) => redis.hgetall(redisKeys.counters(t, x[t])))));
+            return { ds, state };
+        };
+        const batched = await run(true);
+        const sequential = await run(false);
+        expect(batched).toEqual(sequential);
+        // acme/core's fourth check is refused: the three swept leases made room for exactly three.
+        expect(batched.ds.map((d) => d.allowed)).toEqual([true, true, true, true, true, true, false]);
+        expect(await leasesHeld(redis, "team", ids.team, T0 + TTL + 10)).toBe(3);
     });
 
     it("a failed call rejects every check of the batch (callers fail closed)", async () => {
@@ -197,17 +255,38 @@ describe("releaseLease", () => {
         const l = limits({ team: { concurrentRequests: 1 } });
         await checkAndAcquire(redis, ids, l, "a", T0, TTL);
         expect((await checkAndAcquire(redis, ids, l, "b", T0, TTL)).allowed).toBe(false);
-        expect(await releaseLease(redis, ids, "a")).toBe(3);
-        expect(await releaseLease(redis, ids, "a")).toBe(0);
+        expect(await releaseLease(redis, ids, leaseOf("a"))).toBe(3);
+        expect(await releaseLease(redis, ids, leaseOf("a"))).toBe(0);
+        expect(await heldAll()).toEqual([0, 0, 0]);
         expect((await checkAndAcquire(redis, ids, l, "b", T0, TTL)).allowed).toBe(true);
+        // Neither an unknown lease nor a slot past the admission's grant counts anything.
+        expect(await releaseLease(redis, ids, leaseOf("zz"))).toBe(0);
+        expect(await releaseLease(redis, ids, `${leaseOf("b")}.9`)).toBe(0);
+        expect(await heldAll()).toEqual([1, 1, 1]);
     });
 
-    it("an unreleased lease stops counting at its expiry", async () => {
+    it("an unreleased lease stops counting at its expiry bucket, and a late release then counts nothing", async () => {
         const l = limits({ key: { concurrentRequests: 1 } });
         await checkAndAcquire(redis, ids, l, "a", T0, TTL);
         expect((await checkAndAcquire(redis, ids, l, "b", T0 + TTL - 1, TTL)).allowed).toBe(false);
-        expect((await checkAndAcquire(redis, ids, l, "b", T0 + TTL, TTL)).allowed).toBe(true);
-        expect(await redis.zrange(redisKeys.concurrency("key", ids.key), "0", "-1")).toEqual(["b"]);
+        const b = await checkAndAcquire(redis, ids, l, "b", T0 + TTL, TTL);
+        expect(b.allowed).toBe(true);
+        // The expired bucket was swept: only b's lease is counted.
+        expect(await redis.hget(redisKeys.counters("key", ids.key), "n")).toBe("1");
+        expect(await redis.hexists(redisKeys.counters("key", ids.key), String(T0 + TTL))).toBe(0);
+        // Releasing the expired lease (its marker may outlive the sweep when clocks differ) takes nothing from b.
+        expect(await releaseLease(redis, ids, leaseOf("a"))).toBe(0);
+        expect(await leasesHeld(redis, "key", ids.key, T0 + TTL)).toBe(1);
+        // A HASH whose every bucket expired is deleted by the next check.
+        await checkAndAcquire(redis, ids, limits(), "c", T0 + 3 * TTL, TTL);
+        expect(await redis.hget(redisKeys.counters("key", ids.key), "n")).toBe("1");
+    });
+
+    it("a crashed replica's leases (never released) stop counting at their TTL like any other", async () => {
+        const l = limits({ team: { concurrentRequests: 3 } });
+        for (const t of ["x", "y", "z"]) await checkAndAcquire(redis, ids, l, t, T0, TTL);
+        expect(await checkAndAcquire(redis, ids, l, "w", T0 + TTL - 1, TTL)).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency", retryAfterMs: 1 });
+        expect((await checkAndAcquire(redis, ids, l, "w", T0 + TTL, TTL)).allowed).toBe(true);
     });
 });
 

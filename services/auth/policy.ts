@@ -11,6 +11,8 @@ export interface ResolvedKey {
     expiresAtMs: number;
     /** Models the key may call that this spoke also has platform limits for. */
     models: ReadonlySet<string>;
+    /** The three tiers' limits per model of `models`: one object per (key, model) and revision. */
+    limitsByModel: ReadonlyMap<string, TierLimits>;
     keyLimits: TierLimit;
     teamLimits: TierLimit;
 }
@@ -74,9 +76,10 @@ export class PolicyIndex {
             if (!teamLimits) throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" names unknown team "${k.tenant}/${k.team}"`);
             const expiresAtMs = Date.parse(k.expiresAt);
             if (Number.isNaN(expiresAtMs)) throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" has unparsable expiresAt`);
+            const models = new Set(k.models.filter((m) => this.modelLimits.has(m)));
             this.byHash.set(k.sha256, {
-                keyId: k.id, tenant: k.tenant, team: k.team, expiresAtMs,
-                models: new Set(k.models.filter((m) => this.modelLimits.has(m))),
+                keyId: k.id, tenant: k.tenant, team: k.team, expiresAtMs, models,
+                limitsByModel: new Map([...models].map((m) => [m, { model: this.modelLimits.get(m)!, team: teamLimits, key: k.limits }])),
                 keyLimits: k.limits, teamLimits,
             });
         }
@@ -97,14 +100,13 @@ export class PolicyIndex {
     /**
      * Model access for an authenticated key: allowed only if the key lists the model and this spoke's bundle has
      * platform limits for it.
-     * @returns the three tiers' limits, or a 403 refusal.
+     * @returns the three tiers' limits (the same object for every check of this key and model in this revision:
+     *   callers may key caches on it), or a 403 refusal.
      */
     authorizeModel(key: ResolvedKey, model: string): TierLimits | Refusal {
-        const modelLimits = this.modelLimits.get(model);
-        if (!modelLimits || !key.models.has(model)) {
-            return { status: 403, code: "model_not_allowed", message: `The API key is not allowed to use model '${model}' here.` };
-        }
-        return { model: modelLimits, team: key.teamLimits, key: key.keyLimits };
+        const limits = key.limitsByModel.get(model);
+        if (!limits) return { status: 403, code: "model_not_allowed", message: `The API key is not allowed to use model '${model}' here.` };
+        return limits;
     }
 }
 

@@ -1,8 +1,8 @@
 import * as http from "http";
 import type { AddressInfo } from "net";
 import type { Redis } from "ioredis";
-import { IDENTITY_HEADERS, tierIds } from "../shared/identity";
-import type { LimitDecision } from "../shared/limits";
+import { IDENTITY_HEADERS, TierIds, tierIds } from "../shared/identity";
+import type { LimitDecision, TierLimits } from "../shared/limits";
 import { BoundedRedis, createBoundedRedis } from "../shared/net";
 import { GrantAdmission } from "./admission";
 import { BundleStore, createS3Client } from "./bundles";
@@ -10,6 +10,8 @@ import type { AuthConfig } from "./config";
 import { errorMessage, jsonLogger, Logger } from "./log";
 import { AuthMetrics, NO_TIER } from "./metrics";
 import { bearerToken, isRefusal, ResolvedKey } from "./policy";
+
+const EMPTY = Buffer.alloc(0);
 
 /** Longest `model` value accepted (it is echoed into headers and error messages). */
 const MAX_MODEL_LENGTH = 256;
@@ -108,7 +110,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const grantSlots = { granted: metrics.grantSlots.labels("granted"), returned: metrics.grantSlots.labels("returned"), lost: metrics.grantSlots.labels("lost") };
     let returnFailing = false;
     const admission = new GrantAdmission(redis, {
-        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks,
+        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks, store: config.leaseStore,
         events: {
             admitted: (path) => admittedFrom[path].inc(),
             granted: (n) => grantSlots.granted.inc(n),
@@ -131,7 +133,14 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const prefix = config.pathPrefix;
     /** Log limit-check failures on the transition only: an outage must not turn into a log flood. */
     let limitsFailing = false;
-    type Result = { allow: Record<string, string> } | Deny;
+    /** Allowed: the response headers, as a flat `[name, value, …]` list; else the refusal. */
+    type Result = string[] | Deny;
+    /**
+     * Per (key, model) and revision, built on the first check: tier ids, the admission pair key and the allow
+     * headers but the lease, keyed by the limits object `authorizeModel` returns (one per pair and revision).
+     */
+    const pairs = new WeakMap<TierLimits, PairEntry>();
+    const allowedCounter = decisionCounter(200, NO_TIER, "allowed");
     const limitsUnavailable = (err: unknown): Deny => {
         if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
         limitsFailing = true;
@@ -154,34 +163,33 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         if (isModelListing(req.method, url.slice(prefix.length))) {
             // OpenAI clients list models first. A valid key is enough: no model, no lease, no limit consumed (the AI
             // Gateway answers the listing itself; metering ignores records without a model).
-            return {
-                allow: {
-                    [IDENTITY_HEADERS.tenant]: auth.tenant,
-                    [IDENTITY_HEADERS.team]: auth.team,
-                    [IDENTITY_HEADERS.keyId]: auth.keyId,
-                    [IDENTITY_HEADERS.revision]: String(index.revision),
-                    "content-length": "0",
-                },
-            };
+            return [
+                IDENTITY_HEADERS.tenant, auth.tenant,
+                IDENTITY_HEADERS.team, auth.team,
+                IDENTITY_HEADERS.keyId, auth.keyId,
+                IDENTITY_HEADERS.revision, String(index.revision),
+                "content-length", "0",
+            ];
         }
         const model = modelOf(body);
         if (typeof model !== "string") return { status: 400, type: "invalid_request_error", code: "model_required", message: model.error };
         const limits = index.authorizeModel(auth, model);
         if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
-        const ids = tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId });
-        const decide = (decision: LimitDecision): Result => {
-            if (limitsFailing) log("info", "limit checks work again");
-            limitsFailing = false;
-            return limitResult(decision, auth, model, index.revision);
-        };
+        let pair = pairs.get(limits);
+        if (!pair) pairs.set(limits, pair = pairEntry(auth, model, index.revision));
         let d: LimitDecision | Promise<LimitDecision>;
         try {
-            // Key ids are unique within a bundle, and the pair key must tell (key, model) pairs apart.
-            d = admission.admit(`${auth.keyId}\n${model}`, ids, limits, index.revision);
+            d = admission.admit(pair.key, pair.ids, limits, index.revision);
         } catch (err) {
             return limitsUnavailable(err);
         }
-        return d instanceof Promise ? d.then(decide, limitsUnavailable) : decide(d);
+        if (!(d instanceof Promise)) return limitResult(d, pair, model);
+        const entry = pair;
+        return d.then((decision) => {
+            if (limitsFailing) log("info", "limit checks work again");
+            limitsFailing = false;
+            return limitResult(decision, entry, model);
+        }, limitsUnavailable);
     };
 
     const authz = http.createServer((req, res) => {
@@ -191,9 +199,10 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             metrics.checkDuration.observe(seconds(started));
         };
         const respond = (r: Result) => {
-            if ("allow" in r) {
-                res.writeHead(200, r.allow).end();
-                finish(200, NO_TIER, "allowed");
+            if (Array.isArray(r)) {
+                res.writeHead(200, r).end();
+                allowedCounter.inc();
+                metrics.checkDuration.observe(seconds(started));
             } else {
                 sendError(res, r);
                 finish(r.status, r.tier ?? NO_TIER, r.code);
@@ -268,11 +277,39 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     };
 }
 
+/** What the checks of one (key, model) pair under one revision share. */
+interface PairEntry {
+    /** The admission pair key: key ids are unique within a bundle, and it must tell (key, model) pairs apart. */
+    key: string;
+    ids: TierIds;
+    /** The 200's headers as a flat list; the lease value (index {@link LEASE_INDEX}) is filled per check. */
+    headers: readonly string[];
+}
+
+/** Index of the lease value in {@link PairEntry.headers}. */
+const LEASE_INDEX = 9;
+
+function pairEntry(auth: ResolvedKey, model: string, revision: number): PairEntry {
+    return {
+        key: `${auth.keyId}\n${model}`,
+        ids: tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId }),
+        headers: [
+            IDENTITY_HEADERS.tenant, auth.tenant,
+            IDENTITY_HEADERS.team, auth.team,
+            IDENTITY_HEADERS.keyId, auth.keyId,
+            IDENTITY_HEADERS.model, model,
+            IDENTITY_HEADERS.lease, "",
+            IDENTITY_HEADERS.revision, String(revision),
+            "content-length", "0",
+        ],
+    };
+}
+
 /**
  * The answer to a limit decision: 429 with `Retry-After` naming the tier and dimension, or 200 with every
- * identity header (and `content-length: 0`, the whole response).
+ * identity header (and `content-length: 0`, the whole response) as a flat `[name, value, …]` list.
  */
-function limitResult(decision: LimitDecision, auth: ResolvedKey, model: string, revision: number): { allow: Record<string, string> } | Deny {
+function limitResult(decision: LimitDecision, pair: PairEntry, model: string): string[] | Deny {
     if (!decision.allowed) {
         // Concurrency: the oldest lease's expiry is only an upper bound (a usage event usually releases a
         // lease much sooner), so advise a short retry instead.
@@ -285,17 +322,9 @@ function limitResult(decision: LimitDecision, auth: ResolvedKey, model: string, 
             tier: decision.tier, headers: { "retry-after": String(retryAfter) },
         };
     }
-    return {
-        allow: {
-            [IDENTITY_HEADERS.tenant]: auth.tenant,
-            [IDENTITY_HEADERS.team]: auth.team,
-            [IDENTITY_HEADERS.keyId]: auth.keyId,
-            [IDENTITY_HEADERS.model]: model,
-            [IDENTITY_HEADERS.lease]: decision.leaseId,
-            [IDENTITY_HEADERS.revision]: String(revision),
-            "content-length": "0",
-        },
-    };
+    const headers = pair.headers.slice();
+    headers[LEASE_INDEX] = decision.leaseId;
+    return headers;
 }
 
 /** Resolves when `redis` is connected or after `timeoutMs`, whichever is first. Never rejects. */
@@ -353,15 +382,19 @@ function modelOf(body: Buffer): string | { error: string } {
  */
 function readBody(req: http.IncomingMessage, maxBytes: number, done: (body: Buffer | undefined) => void, failed: (err: unknown) => void): void {
     const declared = Number(req.headers["content-length"] ?? 0);
-    const chunks: Buffer[] = [];
+    // A body usually arrives in one chunk: no list unless a second one comes.
+    let first: Buffer | undefined;
+    let more: Buffer[] | undefined;
     let size = 0;
     let tooLarge = declared > maxBytes;
     req.on("data", (c: Buffer) => {
         size += c.length;
         if (size > maxBytes) tooLarge = true;
-        if (!tooLarge) chunks.push(c);
+        if (tooLarge) return;
+        if (first === undefined) first = c;
+        else (more ??= [first]).push(c);
     });
-    req.on("end", () => done(tooLarge ? undefined : chunks.length === 1 ? chunks[0] : chunks.length === 0 ? Buffer.alloc(0) : Buffer.concat(chunks, size)));
+    req.on("end", () => done(tooLarge ? undefined : more ? Buffer.concat(more, size) : first ?? EMPTY));
     req.on("error", failed);
 }
 

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import * as path from "path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { IDENTITY_HEADERS, redisKeys, Tier, tierIds, windowStart } from "../shared/identity";
-import { addTokens, LimitDimension, releaseLease, TierLimit } from "../shared/limits";
+import { addTokens, leasesHeld, LimitDimension, parseCounterLease, releaseLease, TierLimit } from "../shared/limits";
 import { AuthService, startAuthService } from "./server";
 import { check, ops } from "./test/client";
 import {
@@ -18,6 +18,8 @@ const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 let clock = T0;
 
 const alice: TestKey = { id: "key-alice", secret: "sk-alice-0123456789", tenant: "acme", team: "research", models: [MODEL, "elsewhere-model"] };
+/** A key whose own concurrency limit (5) leaves a grant room to take slots ahead (1 + (5 - 1) / 4 = 2). */
+const exact: TestKey = { id: "key-exact", secret: "sk-exact-0123456789", tenant: "acme", team: "exact", models: [MODEL], limits: { ...UNLIMITED, concurrentRequests: 5 } };
 const expired: TestKey = { id: "key-old", secret: "sk-old-0123456789", tenant: "acme", team: "research", models: [MODEL], expiresAt: new Date(T0 - 1000).toISOString() };
 
 /** One scenario per (tier, dimension): its own model, team and key, with only that tier's dimension tight. */
@@ -38,7 +40,7 @@ const scenarios = (["model", "team", "key"] as Tier[]).flatMap((tier) =>
 
 const policy = makePolicy({
     models: { [MODEL]: undefined, ...Object.fromEntries(scenarios.map((s) => [s.model, s.tier === "model" ? TIGHT[s.dim] : undefined])) },
-    keys: [alice, expired, ...scenarios.map((s) => s.key)],
+    keys: [alice, exact, expired, ...scenarios.map((s) => s.key)],
     teamLimits: Object.fromEntries(scenarios.filter((s) => s.tier === "team").map((s) => [`globex/${s.key.team}`, TIGHT[s.dim]])),
 });
 
@@ -60,7 +62,9 @@ beforeAll(async () => {
         testConfig({
             spoke: SPOKE, publicKey: keys.publicKey, s3Endpoint: s3.endpoint, redisUrl: redis.url,
             cachePath: path.join(tmp.dir, "bundle.json"),
-            env: { AUTH_LEASE_TTL_SECONDS: String(LEASE_TTL_S), AUTH_MAX_BODY_BYTES: String(64 * 1024) },
+            // A command timeout well above a loaded CI machine's stalls: a timed-out check is a 503 (fail closed),
+            // which the exact-at-the-limit races would count as a refusal. Outages here are refused connections.
+            env: { AUTH_LEASE_TTL_SECONDS: String(LEASE_TTL_S), AUTH_MAX_BODY_BYTES: String(64 * 1024), AUTH_REDIS_TIMEOUT_MS: "2000" },
         }),
         { log: logs.log, now: () => clock },
     );
@@ -96,12 +100,13 @@ describe("allow", () => {
             [IDENTITY_HEADERS.model]: MODEL,
             [IDENTITY_HEADERS.revision]: "1",
         });
-        expect(h[IDENTITY_HEADERS.lease]).toMatch(/^[0-9a-f-]{36}$/);
-        // The lease is held in all three tiers' concurrency ZSETs, expiring after the lease TTL.
+        // A counter lease expiring after the lease TTL, held in all three tiers until metering releases it.
+        const lease = parseCounterLease(h[IDENTITY_HEADERS.lease]!);
+        expect(lease).toMatchObject({ bucketMs: T0 + LEASE_TTL_S * 1000, slot: 0 });
         const ids = tierIds({ model: MODEL, tenant: "acme", team: "research", keyId: "key-alice" });
-        for (const t of ["model", "team", "key"] as Tier[]) {
-            expect(Number(await admin.zscore(redisKeys.concurrency(t, ids[t]), h[IDENTITY_HEADERS.lease]!))).toBe(T0 + LEASE_TTL_S * 1000);
-        }
+        for (const t of ["model", "team", "key"] as Tier[]) expect(await leasesHeld(admin, t, ids[t], T0)).toBe(1);
+        expect(await releaseLease(admin, ids, h[IDENTITY_HEADERS.lease]!)).toBe(3);
+        for (const t of ["model", "team", "key"] as Tier[]) expect(await leasesHeld(admin, t, ids[t], T0)).toBe(0);
     });
 
     it("serves every path under the prefix (Envoy prepends it to the client's path)", async () => {
@@ -205,6 +210,17 @@ describe("three-tier limits", () => {
             expect((await check(svc.port, { key: s.key.secret, model: s.model })).status).toBe(429);
         });
 
+        it(`${s.tier} tier: N simultaneous requests against a concurrency limit of N admit exactly N, round after round (N = 2)`, async () => {
+            for (let round = 0; round < 13; round++) {
+                const rs = await Promise.all(Array.from({ length: 20 }, () => check(svc.port, { key: s.key.secret, model: s.model })));
+                const ok = rs.filter((r) => r.status === 200);
+                expect({ round, admitted: ok.length, others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))] })
+                    .toEqual({ round, admitted: TIGHT.concurrency.concurrentRequests, others: [429] });
+                // The requests end: metering releases their leases.
+                for (const r of ok) expect(await releaseLease(admin, ids(s), r.headers.get(IDENTITY_HEADERS.lease)!)).toBe(3);
+            }
+        });
+
         it(`${s.tier} tier: an unreleased lease expires after the lease TTL`, async () => {
             expect((await check(svc.port, { key: s.key.secret, model: s.model })).status).toBe(200);
             expect((await check(svc.port, { key: s.key.secret, model: s.model })).status).toBe(200);
@@ -214,6 +230,17 @@ describe("three-tier limits", () => {
             expect((await check(svc.port, { key: s.key.secret, model: s.model })).status).toBe(200);
         });
     }
+
+    it("50 simultaneous requests against a concurrency limit of 5 admit exactly 5, round after round, with grants", async () => {
+        const exactIds = tierIds({ model: MODEL, tenant: exact.tenant, team: exact.team, keyId: exact.id });
+        for (let round = 0; round < 13; round++) {
+            const rs = await Promise.all(Array.from({ length: 50 }, () => check(svc.port, { key: exact.secret, model: MODEL })));
+            const ok = rs.filter((r) => r.status === 200);
+            expect({ round, admitted: ok.length, others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))] })
+                .toEqual({ round, admitted: 5, others: [429] });
+            for (const r of ok) expect(await releaseLease(admin, exactIds, r.headers.get(IDENTITY_HEADERS.lease)!)).toBe(3);
+        }
+    });
 
     for (const s of scenarios.filter((x) => x.dim === "tokens")) {
         it(`${s.tier} tier: tokens per window, from the counters metering adds to`, async () => {
@@ -237,7 +264,7 @@ describe("three-tier limits", () => {
         await addTokens(admin, i, 1000, clock, { model: 60, team: 60, key: 60 });
         const denied = await check(svc.port, { key: s.key.secret, model: s.model });
         expect(denied.status).toBe(429);
-        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [redisKeys.rps(t, i[t]), redisKeys.concurrency(t, i[t])]);
+        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [redisKeys.rps(t, i[t]), redisKeys.concurrency(t, i[t]), redisKeys.counters(t, i[t])]);
         expect(await admin.exists(...state)).toBe(0);
     });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedis, RedisServer } from "../auth/test/harness";
 import { bundlePaths, Policy, publicKeyFromSeed, signBundle } from "../shared/bundle";
 import { redisKeys, tierIds, windowStart } from "../shared/identity";
-import { checkAndAcquire } from "../shared/limits";
+import { checkAndAcquire, leasesHeld } from "../shared/limits";
 import type { UsageEvent } from "../shared/usage";
 import { BundleWindows, DEFAULT_WINDOW_SECONDS, RedisLimits } from "./limits";
 import { MeteringService } from "./service";
@@ -70,12 +70,21 @@ describe("lease release and token accounting (real Redis)", () => {
         const now = Date.now();
         const ev = { ...req.expected!, startedAt: new Date(now).toISOString(), endedAt: new Date(now + 1500).toISOString(), seq: 0, source: "metering-0.x" } as UsageEvent;
         const ids = tierIds(ev);
+        const tiers = ["model", "team", "key"] as const;
+        // A counter lease (the auth service's default) and one of the earlier ZSET layout (a spoke mid-upgrade).
         const d = await checkAndAcquire(client, ids, { model: L(60), team: L(300), key: L(3600) }, "lease-xyz", now, 960_000);
-        expect(d).toEqual({ allowed: true, leaseId: "lease-xyz", granted: 1 });
-        expect(await client.zscore(redisKeys.concurrency("key", ids.key), "lease-xyz")).not.toBeNull();
+        const z = await checkAndAcquire(client, ids, { model: L(60), team: L(300), key: L(3600) }, "lease-old", now, 960_000, 1, "zset");
+        expect(d).toMatchObject({ allowed: true, granted: 1 });
+        expect(z).toEqual({ allowed: true, leaseId: "lease-old", granted: 1 });
+        const lease = d.allowed ? d.leaseId : "";
+        for (const t of tiers) expect(await leasesHeld(client, t, ids[t], now)).toBe(2);
 
-        await limits.apply(ev, "lease-xyz");
-        for (const t of ["model", "team", "key"] as const) expect(await client.zscore(redisKeys.concurrency(t, ids[t]), "lease-xyz")).toBeNull();
+        await limits.apply(ev, lease);
+        await limits.releaseLease(ev, "lease-old");
+        for (const t of tiers) expect(await leasesHeld(client, t, ids[t], now)).toBe(0);
+        // A redelivered release counts nothing.
+        await limits.releaseLease(ev, lease);
+        for (const t of tiers) expect(await client.hget(redisKeys.counters(t, ids[t]), "n")).toBe("0");
         const end = Date.parse(ev.endedAt);
         const total = ev.inputTokens + ev.outputTokens;
         expect(await client.get(redisKeys.tokens("model", ids.model, windowStart(end, 60)))).toBe(String(total));

@@ -47,12 +47,18 @@ export function tierIds(x: { model: string; tenant: string; team: string; keyId:
 /**
  * Redis key layout (all keys of one spoke share a `{tier:id}` hash tag so each tier's keys live in one slot):
  * - `rl:{<tier>:<id>}:rps`          requests-per-second limiter state
- * - `rl:{<tier>:<id>}:conc`         ZSET of concurrency leases: member = lease id, score = expiry (ms since epoch)
+ * - `rl:{<tier>:<id>}:cc`           HASH of concurrency lease counters (the current layout): `n` leases held,
+ *                                   `<expiry ms>` leases held per expiry bucket, `e` earliest and `l` latest bucket
+ * - `rl:{<tier>:<id>}:conc`         ZSET of concurrency leases (the earlier layout, still read and released
+ *                                   during a migration): member = lease id, score = expiry (ms since epoch)
+ * - `rl:lease:<lease base>`         which leases of one admission are still held (one bit each; no hash tag)
  * - `rl:{<tier>:<id>}:tok:<start>`  tokens used in the window starting at <start> (seconds since epoch)
  */
 export const redisKeys = {
     rps: (tier: Tier, id: string) => `rl:{${tier}:${id}}:rps`,
+    counters: (tier: Tier, id: string) => `rl:{${tier}:${id}}:cc`,
     concurrency: (tier: Tier, id: string) => `rl:{${tier}:${id}}:conc`,
+    lease: (base: string) => `rl:lease:${base}`,
     tokens: (tier: Tier, id: string, windowStart: number) => `rl:{${tier}:${id}}:tok:${windowStart}`,
 };
 

@@ -1,4 +1,4 @@
-import { createHash } from "crypto";
+import { createHash, randomBytes } from "crypto";
 import type { Redis } from "ioredis";
 import type { Policy } from "./bundle";
 import { redisKeys, Tier, TierIds, windowStart } from "./identity";
@@ -55,6 +55,58 @@ export type LimitDecision =
     };
 
 /**
+ * Where admission keeps rps state and concurrency leases, and what it reads:
+ * - `counters` (default): per tier one HASH (`redisKeys.counters`) with the rps state and lease counters:
+ *   leases held in total and per expiry bucket of {@link LEASE_BUCKET_MS}, plus one bit per lease in a marker
+ *   string per admission (`redisKeys.lease`) so a release counts once. Redis work per check does not grow
+ *   with the leases held ({@link CHECK_COUNTERS_LUA}). Reads nothing of the earlier layout.
+ * - `mixed`: writes as `counters`, and also counts what the earlier layout holds (ZSET leases, the rps key):
+ *   for replicas running beside ones that still write it ({@link CHECK_LIMITS_LUA}).
+ * - `zset`: writes the earlier layout (one ZSET member per lease per tier, `redisKeys.concurrency`, and the
+ *   rps key `redisKeys.rps`) exactly as earlier releases did, and reads both: beside old replicas.
+ * A rolling upgrade of a running spoke goes zset → mixed → counters (services/auth/README.md). Whatever the
+ * store, {@link releaseLease} releases both layouts.
+ */
+export type LeaseStore = "counters" | "mixed" | "zset";
+
+/**
+ * Expiry granularity of counter leases, ms: a lease's expiry (`now + leaseTtlMs`) is rounded up to the next
+ * multiple, so an unreleased lease stops counting at most this much after its TTL (never before).
+ */
+export const LEASE_BUCKET_MS = 1000;
+
+/** Most slots one grant may take ({@link checkAndAcquire} `want`): bounds the script's writes. */
+export const MAX_GRANT = 512;
+
+/** A lease token ({@link checkAndAcquire} `leaseToken`): unique per admission, no `.`. */
+const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
+/** A counter lease id: `c.<expiry bucket, ms, base 36>.<token>[.<slot>]`. */
+const COUNTER_LEASE = /^c\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,64})(?:\.(\d{1,3}))?$/;
+
+/** A counter lease id taken apart: its admission's marker (`base`), expiry bucket and slot (bit) index. */
+export interface CounterLease { base: string; bucketMs: number; slot: number }
+
+/** Parses a counter lease id; undefined for anything else (a ZSET lease id of the earlier layout). */
+export function parseCounterLease(leaseId: string): CounterLease | undefined {
+    const m = COUNTER_LEASE.exec(leaseId);
+    if (!m) return undefined;
+    const slot = m[3] === undefined ? 0 : Number(m[3]);
+    if (slot >= MAX_GRANT) return undefined;
+    return { base: `c.${m[1]}.${m[2]}`, bucketMs: parseInt(m[1], 36), slot };
+}
+
+const PROCESS_TAG = randomBytes(9).toString("base64url");
+let tokenSeq = 0;
+
+/**
+ * A fresh lease token: 72 random bits fixed per process plus a counter (unique across replicas and restarts
+ * without a random draw per check).
+ */
+export function newLeaseToken(): string {
+    return PROCESS_TAG + (tokenSeq++).toString(36);
+}
+
+/**
  * The lease ids of a grant of `granted` slots whose first lease is `leaseId`: `leaseId` itself, then
  * `<leaseId>.1` … `<leaseId>.<granted - 1>` (the admission script names the extra leases so).
  */
@@ -64,19 +116,49 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
     return out;
 }
 
+/** Lua `sweep(cc, now)`: drops a counter HASH's expired buckets, returns (leases held, earliest bucket). */
+const SWEEP_LUA = `
+local function sweep(cc, now)
+  local all = call('HGETALL', cc)
+  local held, first, dead = 0, nil, {}
+  for j = 1, #all, 2 do
+    local b = tonumber(all[j])
+    if b then
+      if b <= now then dead[#dead + 1] = all[j]
+      else
+        held = held + tonumber(all[j + 1])
+        if not first or b < first then first = b end
+      end
+    end
+  end
+  if #dead > 0 then call('HDEL', cc, unpack(dead)) end
+  if first then call('HSET', cc, 'n', held, 'e', first) else call('HSET', cc, 'n', 0) call('HDEL', cc, 'e') end
+  return held, first or math.huge
+end
+`;
+
 /**
- * Admission script. KEYS, per tier in {@link TIERS} order: rps key, concurrency ZSET, token-window counter.
- * ARGV: nowMs, leaseId, leaseTtlMs, want, then per tier: requestsPerSecond, concurrentRequests, tokensPerWindow,
+ * Admission script of the `mixed` and `zset` stores ({@link LeaseStore}). KEYS, per tier in {@link TIERS}
+ * order: the earlier layout's rps key, lease ZSET (earlier layout), lease counter HASH, token-window counter; then
+ * the admission's lease marker. ARGV: nowMs, leaseId, leaseTtlMs, want, expiry bucket (ms; 0 = write the
+ * earlier layout, the `zset` store), then per tier: requestsPerSecond, concurrentRequests, tokensPerWindow,
  * windowEndMs.
  *
  * Phase 1 checks every tier for one request without writing anything but the removal of already-expired
  * leases; phase 2 commits only when all tiers pass, so a denied request consumes nothing. The six string keys
- * (rps state and token counters) are read with one MGET up front (nothing in phase 1 writes them).
- * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The key holds the theoretical
- *   arrival time (ms, decimal string) and expires 10 s after the bucket would be full again (a missing key
- *   means a full bucket; the slack keeps the state for replicas whose clocks run behind).
- * - concurrency: ZSET member = lease id, score = lease expiry (ms). Members with score ≤ now are expired.
- *   The key expires with its last lease.
+ * (earlier rps state and token counters) are read with one MGET up front (nothing in phase 1 writes them).
+ * - rps: GCRA (a token bucket of capacity max(1, rps) refilled at rps/s). The state is the theoretical
+ *   arrival time (ms, decimal string): the HASH's `t`, or the earlier layout's rps key, whichever is larger
+ *   (each writer moves the larger on by its admissions, so the pair is one GCRA). It lives 10 s past the time
+ *   the bucket would be full again (missing state means a full bucket; the slack keeps it for replicas whose
+ *   clocks run behind).
+ * - concurrency: leases held = the counter HASH's `n` plus, while the tier has a ZSET, its members with a
+ *   score above now. HASH fields: `n` (leases held), `<bucket ms>` (leases held that expire at that bucket),
+ *   `e` / `l` (earliest / latest bucket present), `x` (the HASH's expiry, moved in 10 s steps). Once now
+ *   reaches `e`, expired buckets are swept: their counts leave `n` (a lease expires by its TTL). The HASH
+ *   expires after its latest bucket and its rps state. A check that finds no expired bucket reads one HASH per
+ *   tier and, when admitted, writes it once.
+ *   The marker (a string of one bit per slot, all set, expiring with the bucket) lets a release count once.
  * - tokens: read-only here; the metering service adds usage to the fixed-window counter ({@link addTokens}).
  *
  * Grants (`want` > 1): when the request passes, up to `want - 1` further slots are taken in the same commit, as
@@ -86,60 +168,93 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
  * Returns `{0, leaseId, granted}` when allowed (leases named by {@link grantLeaseIds}), or
  * `{tierIndex (1-based), dimension, retryAfterMs}` when denied.
  */
-/** Lua function `admit(kb, ab)`: the admission check whose keys start after KEYS[kb] and arguments after ARGV[ab]. */
 const ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
+${SWEEP_LUA}
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
   local lease = ARGV[ab + 2]
   local ttl = tonumber(ARGV[ab + 3])
   local n = tonumber(ARGV[ab + 4])
-  local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 3], KEYS[kb + 4], KEYS[kb + 6], KEYS[kb + 7], KEYS[kb + 9])
-  local tats = {}
-  local intervals = {}
+  local bucket = tonumber(ARGV[ab + 5])
+  local strings = call('MGET', KEYS[kb + 1], KEYS[kb + 4], KEYS[kb + 5], KEYS[kb + 8], KEYS[kb + 9], KEYS[kb + 12])
+  local zsets = call('EXISTS', KEYS[kb + 2], KEYS[kb + 6], KEYS[kb + 10]) > 0
+  local st = {}
   for i = 0, 2 do
-    local concKey = KEYS[kb + i * 3 + 2]
-    local rps = tonumber(ARGV[ab + 5 + i * 4])
+    local base = kb + i * 4
+    local cc = KEYS[base + 3]
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', ARGV[ab + 5])
+    local rps = tonumber(ARGV[ab + 6 + i * 4])
     local interval = 1000 / rps
     local capacity = math.max(interval, 1000)
-    local tat = tonumber(strings[i * 2 + 1] or '0')
-    if tat < now then tat = now end
+    -- rps state: the counter HASH's 't', or the earlier layout's key while a replica still writes it (each
+    -- writer moves the larger of the two on, so the larger is the one arrival time of all admissions)
+    local tat = math.max(now, tonumber(strings[i * 2 + 1] or '0'), tonumber(h[1] or '0'))
     if tat + interval - now > capacity then
       return {i + 1, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
     end
-    tats[i] = tat
-    intervals[i] = interval
     if n > 1 then
       -- rps slots left after the request's own: the largest k with tat + (1 + k) * interval - now <= capacity
       local k = math.floor((capacity - (tat - now)) / interval) - 1
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    call('ZREMRANGEBYSCORE', concKey, '-inf', now)
-    local conc = tonumber(ARGV[ab + 6 + i * 4])
-    local card = call('ZCARD', concKey)
-    if card >= conc then
-      local first = call('ZRANGE', concKey, 0, 0, 'WITHSCORES')
-      return {i + 1, 'concurrency', math.max(1, math.ceil(tonumber(first[2]) - now))}
+    local counted = tonumber(h[2] or '0')
+    local first = tonumber(h[3]) or math.huge
+    if first <= now then counted, first = sweep(cc, now) end
+    local held = counted
+    local zkey = KEYS[base + 2]
+    if zsets then
+      call('ZREMRANGEBYSCORE', zkey, '-inf', now)
+      held = held + call('ZCARD', zkey)
     end
-    if n > 1 then n = math.min(n, 1 + math.floor((conc - card - 1) / share)) end
-    if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 7 + i * 4]) then
-      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 8 + i * 4]) - now))}
+    local conc = tonumber(ARGV[ab + 7 + i * 4])
+    if held >= conc then
+      if zsets then
+        local z = call('ZRANGE', zkey, 0, 0, 'WITHSCORES')
+        if z[2] and tonumber(z[2]) < first then first = tonumber(z[2]) end
+      end
+      if first == math.huge then first = now + 1 end
+      return {i + 1, 'concurrency', math.max(1, math.ceil(first - now))}
     end
+    if n > 1 then n = math.min(n, 1 + math.floor((conc - held - 1) / share)) end
+    if tonumber(strings[i * 2 + 2] or '0') >= tonumber(ARGV[ab + 8 + i * 4]) then
+      return {i + 1, 'tokens', math.max(1, math.ceil(tonumber(ARGV[ab + 9 + i * 4]) - now))}
+    end
+    st[i] = {tat, interval, counted, first, tonumber(h[4] or '0'), tonumber(h[5] or '0'), tonumber(h[6] or '0')}
   end
-  local members = {now + ttl, lease}
-  for j = 1, n - 1 do
-    members[#members + 1] = now + ttl
-    members[#members + 1] = lease .. '.' .. j
+  local members
+  if bucket == 0 then
+    members = {now + ttl, lease}
+    for j = 1, n - 1 do
+      members[#members + 1] = now + ttl
+      members[#members + 1] = lease .. '.' .. j
+    end
+  else
+    call('SET', KEYS[kb + 13], string.rep('\\255', math.ceil(n / 8)), 'PXAT', bucket)
   end
   for i = 0, 2 do
-    local concKey = KEYS[kb + i * 3 + 2]
-    local tat = tats[i] + n * intervals[i]
-    call('SET', KEYS[kb + i * 3 + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
-    call('ZADD', concKey, unpack(members))
-    local last = call('ZRANGE', concKey, -1, -1, 'WITHSCORES')
-    call('PEXPIREAT', concKey, math.ceil(tonumber(last[2])))
+    local base = kb + i * 4
+    local s = st[i]
+    local tat = s[1] + n * s[2]
+    if bucket == 0 then
+      call('SET', KEYS[base + 1], string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 10000)
+      local zkey = KEYS[base + 2]
+      call('ZADD', zkey, unpack(members))
+      local last = call('ZRANGE', zkey, -1, -1, 'WITHSCORES')
+      call('PEXPIREAT', zkey, math.ceil(tonumber(last[2])))
+    else
+      local cc = KEYS[base + 3]
+      local w = {'t', string.format('%.3f', tat), 'n', s[3] + n, bucket, s[7] + n}
+      if bucket < s[4] then w[#w + 1] = 'e' w[#w + 1] = bucket end
+      if bucket > s[5] then w[#w + 1] = 'l' w[#w + 1] = bucket end
+      -- the HASH lives until its last bucket and 10 s past the rps state; its expiry moves in 10 s steps
+      local need = math.max(bucket, math.ceil(tat) + 10000)
+      if need > s[6] then w[#w + 1] = 'x' w[#w + 1] = need + 10000 end
+      call('HSET', cc, unpack(w))
+      if need > s[6] then call('PEXPIREAT', cc, need + 10000) end
+    end
   end
   return {0, lease, n}
 end
@@ -150,18 +265,15 @@ export const CHECK_LIMITS_LUA = `${ADMIT_LUA_FUNCTION}
 return admit(0, 0)
 `;
 
-/** Keys per admission check in {@link CHECK_LIMITS_LUA} (3 per tier). */
-const ADMIT_KEYS = 9;
-/** ARGV entries per admission check in {@link CHECK_LIMITS_LUA} (4 + 4 per tier). */
-const ADMIT_ARGS = 16;
-
-/** Most slots one grant may take ({@link checkAndAcquire} `want`): bounds the script's ZADD arguments. */
-export const MAX_GRANT = 512;
+/** Keys per admission check in {@link CHECK_LIMITS_LUA} (4 per tier, then the lease marker). */
+const ADMIT_KEYS = 13;
+/** ARGV entries per admission check in {@link CHECK_LIMITS_LUA} (5 + 4 per tier). */
+const ADMIT_ARGS = 17;
 
 /**
  * N admission checks in one script call, run in order, each exactly as {@link CHECK_LIMITS_LUA} would run it
- * alone (the batch is atomic as a whole, which is at least as strong). KEYS: the checks' 9 keys one after the
- * other; ARGV: the checks' 16 arguments one after the other. Returns one reply per check, in order.
+ * alone (the batch is atomic as a whole, which is at least as strong). KEYS: the checks' 13 keys one after the
+ * other; ARGV: the checks' 17 arguments one after the other. Returns one reply per check, in order.
  */
 export const CHECK_LIMITS_BATCH_LUA = `${ADMIT_LUA_FUNCTION}
 local out = {}
@@ -171,13 +283,167 @@ end
 return out
 `;
 
-/** Removes lease ARGV[1] from every concurrency ZSET in KEYS. Returns how many ZSETs held it. */
+/**
+ * The admission check of the `counters` store once no replica writes the earlier layout: as
+ * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys. KEYS per check: per tier the counter
+ * HASH and the token-window counter, then the lease marker (7). ARGV per check: nowMs, leaseId, want, expiry
+ * bucket (ms), then per tier requestsPerSecond, concurrentRequests, tokensPerWindow, windowEndMs (16).
+ */
+const COUNTERS_ADMIT_LUA_FUNCTION = `
+local call = redis.call
+local share = ${GRANT_SHARE}
+${SWEEP_LUA}
+-- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
+-- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
+local states, listed = {}, {}
+local function state(cc, field)
+  local s = states[cc]
+  if not s then
+    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', field)
+    s = {t = tonumber(h[1]), n = tonumber(h[2]) or 0, e = tonumber(h[3]) or math.huge, l = tonumber(h[4]) or 0,
+      x = tonumber(h[5]) or 0, b = {[field] = tonumber(h[6]) or 0}, dirty = {}, changed = false, expire = false}
+    states[cc] = s
+    if not listed[cc] then listed[cc] = true listed[#listed + 1] = cc end
+  elseif not s.b[field] then
+    s.b[field] = tonumber(call('HGET', cc, field)) or 0
+  end
+  return s
+end
+local function save(cc, s)
+  if not s.changed then return end
+  local w = {'t', string.format('%.3f', s.t), 'n', s.n, 'e', s.e, 'l', s.l, 'x', s.x}
+  for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = s.b[f] end
+  call('HSET', cc, unpack(w))
+  if s.expire then call('PEXPIREAT', cc, s.x) end
+  s.changed, s.dirty, s.expire = false, {}, false
+end
+local function flush()
+  for j = 1, #listed do
+    local s = states[listed[j]]
+    if s then save(listed[j], s) end
+  end
+end
+local sel, tats, intervals = {}, {}, {}
+local marks = {'\\255'}
+local function admit(kb, ab)
+  local now = tonumber(ARGV[ab + 1])
+  local n = tonumber(ARGV[ab + 3])
+  local field = ARGV[ab + 4]
+  local bucket = tonumber(field)
+  local tokens = call('MGET', KEYS[kb + 2], KEYS[kb + 4], KEYS[kb + 6])
+  for i = 1, 3 do
+    local cc = KEYS[kb + i * 2 - 1]
+    local a = ab + 1 + i * 4
+    local s = state(cc, field)
+    if s.e <= now then
+      -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep, reread
+      save(cc, s)
+      sweep(cc, now)
+      states[cc] = nil
+      s = state(cc, field)
+    end
+    local interval = 1000 / tonumber(ARGV[a])
+    local capacity = interval > 1000 and interval or 1000
+    local tat = s.t or now
+    if tat < now then tat = now end
+    if tat + interval - now > capacity then
+      return {i, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
+    end
+    if n > 1 then
+      local k = math.floor((capacity - (tat - now)) / interval) - 1
+      while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
+      n = math.min(n, 1 + math.floor(k / share))
+    end
+    local conc = tonumber(ARGV[a + 1])
+    if s.n >= conc then
+      local first = s.e
+      if first == math.huge then first = now + 1 end
+      return {i, 'concurrency', math.max(1, math.ceil(first - now))}
+    end
+    if n > 1 then n = math.min(n, 1 + math.floor((conc - s.n - 1) / share)) end
+    if (tonumber(tokens[i]) or 0) >= tonumber(ARGV[a + 2]) then
+      return {i, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
+    end
+    sel[i] = s tats[i] = tat intervals[i] = interval
+  end
+  local m = n <= 8 and marks[1] or string.rep(marks[1], math.ceil(n / 8))
+  call('SET', KEYS[kb + 7], m, 'PXAT', field)
+  for i = 1, 3 do
+    local s = sel[i]
+    s.t = tats[i] + n * intervals[i]
+    s.n = s.n + n
+    s.b[field] = s.b[field] + n
+    s.dirty[field] = true
+    if bucket < s.e then s.e = bucket end
+    if bucket > s.l then s.l = bucket end
+    -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
+    local need = math.ceil(s.t) + 10000
+    if need < bucket then need = bucket end
+    if need > s.x then s.x = need + 10000 s.expire = true end
+    s.changed = true
+  end
+  return {0, ARGV[ab + 2], n}
+end
+`;
+
+/** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
+export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
+local r = admit(0, 0)
+flush()
+return r
+`;
+
+/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA}. */
+const COUNTERS_KEYS = 7;
+const COUNTERS_ARGS = 16;
+
+/** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
+export const CHECK_COUNTERS_BATCH_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
+local out = {}
+for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
+  out[n + 1] = admit(n * ${COUNTERS_KEYS}, n * ${COUNTERS_ARGS})
+end
+flush()
+return out
+`;
+
+/** Removes lease ARGV[1] from every concurrency ZSET in KEYS (the earlier layout). Returns how many held it. */
 export const RELEASE_LEASE_LUA = `
 local n = 0
 for i = 1, #KEYS do
   n = n + redis.call('ZREM', KEYS[i], ARGV[1])
 end
 return n
+`;
+
+/**
+ * Releases counter leases of one admission. KEYS: the marker, then each tier's counter HASH. ARGV: the
+ * bucket (ms), then the slot indexes. A slot counts only when its marker bit was still set (so releasing
+ * twice, or giving back a slot metering already released, counts once), and a tier is decremented only while
+ * the bucket is still there (a bucket already swept by expiry counts nothing). Returns, per tier, how many
+ * leases it let go (`{model, team, key}`).
+ */
+export const RELEASE_COUNTERS_LUA = `
+local call = redis.call
+local m = KEYS[1]
+local bits = call('STRLEN', m) * 8
+local u = 0
+for j = 2, #ARGV do
+  local s = tonumber(ARGV[j])
+  if s < bits and call('SETBIT', m, s, 0) == 1 then u = u + 1 end
+end
+local out = {0, 0, 0}
+if u == 0 then return out end
+for i = 2, #KEYS do
+  local held = tonumber(call('HGET', KEYS[i], ARGV[1]) or '0')
+  local d = math.min(u, held)
+  if d > 0 then
+    call('HINCRBY', KEYS[i], ARGV[1], -d)
+    call('HINCRBY', KEYS[i], 'n', -d)
+    out[i - 1] = d
+  end
+end
+return out
 `;
 
 /**
@@ -219,9 +485,14 @@ export async function runScript(redis: Redis, script: string, keys: string[], ar
     }
 }
 
-/** Concurrency ZSET keys of the three tiers, in {@link TIERS} order. */
+/** Concurrency ZSET keys (earlier layout) of the three tiers, in {@link TIERS} order. */
 export function concurrencyKeys(ids: TierIds): string[] {
     return TIERS.map((t) => redisKeys.concurrency(t, ids[t]));
+}
+
+/** Lease counter HASH keys of the three tiers, in {@link TIERS} order. */
+export function counterKeys(ids: TierIds): string[] {
+    return TIERS.map((t) => redisKeys.counters(t, ids[t]));
 }
 
 /** Token-window counter keys of the three tiers at `nowMs`, in {@link TIERS} order. */
@@ -230,39 +501,78 @@ export function tokenKeys(ids: TierIds, nowMs: number, windowSeconds: Record<Tie
 }
 
 /**
+ * The keys of an admission check that depend only on the tier ids (per tier: rps, lease ZSET, lease counters),
+ * for callers that check the same ids often ({@link AdmissionBatcher.check}).
+ */
+export function admissionKeys(ids: TierIds): string[] {
+    const out: string[] = [];
+    for (const t of TIERS) out.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.counters(t, ids[t]));
+    return out;
+}
+
+/** The expiry bucket (ms) of a counter lease taken at `nowMs`: `nowMs + leaseTtlMs` rounded up. */
+export function leaseBucket(nowMs: number, leaseTtlMs: number): number {
+    return Math.ceil((nowMs + leaseTtlMs) / LEASE_BUCKET_MS) * LEASE_BUCKET_MS;
+}
+
+/**
  * Checks rps, concurrency and token windows of all three tiers in one atomic script and, only if every tier
- * passes, takes one rps slot and a concurrency lease `leaseId` in each tier, plus up to `want - 1` further
- * slots for a grant ({@link CHECK_LIMITS_LUA}).
+ * passes, takes one rps slot and a concurrency lease in each tier, plus up to `want - 1` further slots for a
+ * grant ({@link CHECK_LIMITS_LUA}).
+ * @param leaseToken unique per admission ({@link newLeaseToken}; letters, digits, `-`, `_`, at most 64). The
+ *   lease id is `c.<expiry bucket>.<leaseToken>` with the `counters` store, `leaseToken` itself with `zset`.
  * @param nowMs caller's clock, ms since the Unix epoch.
  * @param leaseTtlMs how long the lease holds if no usage event releases it (ms); must exceed the longest
- *   request the gateway allows (AIGatewayRoute `timeouts.request`).
+ *   request the gateway allows (AIGatewayRoute `timeouts.request`). Counter leases hold until the next
+ *   {@link LEASE_BUCKET_MS} boundary after it.
  * @param want slots to take when the request passes, its own included: 1 (default) for a plain check, up to
  *   {@link MAX_GRANT}; fewer are granted near a limit ({@link GRANT_SHARE}).
- * @throws RangeError for a `want` outside 1..MAX_GRANT; the Redis client's error when Redis is unreachable
- *   or times out (callers fail closed).
+ * @param store where the leases are written ({@link LeaseStore}).
+ * @throws RangeError for a `want` outside 1..MAX_GRANT or a bad token; the Redis client's error when Redis is
+ *   unreachable or times out (callers fail closed).
  */
 export async function checkAndAcquire(
-    redis: Redis, ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want = 1,
+    redis: Redis, ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
+    store: LeaseStore = "counters",
 ): Promise<LimitDecision> {
-    const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs, want);
-    return decodeAdmission(await runScript(redis, CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
+    const keys: string[] = [];
+    const args: (string | number)[] = [];
+    pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store);
+    return decodeAdmission(await runScript(redis, store === "counters" ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
 }
 
 type AdmissionReply = [number, string, number];
 
-function admissionCall(
-    ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want: number,
-): { keys: string[]; args: (string | number)[] } {
+/** Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, else {@link CHECK_LIMITS_LUA}). */
+function pushAdmission(
+    keys: string[], args: (string | number)[], fixed: readonly string[], ids: TierIds, limits: TierLimits, leaseToken: string,
+    nowMs: number, leaseTtlMs: number, want: number, store: LeaseStore,
+): void {
     if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
-    const keys: string[] = [];
-    const args: (string | number)[] = [nowMs, leaseId, leaseTtlMs, want];
-    for (const t of TIERS) {
+    if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
+    const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
+    const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
+    if (store === "counters") {
+        args.push(nowMs, leaseId, want, bucket);
+        for (let i = 0; i < 3; i++) {
+            const t = TIERS[i];
+            const l = limits[t];
+            const start = windowStart(nowMs, l.windowSeconds);
+            keys.push(fixed[i * 3 + 2], redisKeys.tokens(t, ids[t], start));
+            args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
+        }
+        keys.push(redisKeys.lease(leaseId));
+        return;
+    }
+    args.push(nowMs, leaseId, leaseTtlMs, want, bucket);
+    for (let i = 0; i < 3; i++) {
+        const t = TIERS[i];
         const l = limits[t];
         const start = windowStart(nowMs, l.windowSeconds);
-        keys.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.tokens(t, ids[t], start));
+        keys.push(fixed[i * 3], fixed[i * 3 + 1], fixed[i * 3 + 2], redisKeys.tokens(t, ids[t], start));
         args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
     }
-    return { keys, args };
+    keys.push(bucket ? redisKeys.lease(leaseId) : redisKeys.lease(""));
 }
 
 function decodeAdmission(reply: AdmissionReply): LimitDecision {
@@ -276,12 +586,13 @@ function decodeAdmission(reply: AdmissionReply): LimitDecision {
 }
 
 /**
- * Gives back the unused part of a grant: KEYS, per tier in {@link TIERS} order, the rps key and the
- * concurrency ZSET; ARGV: nowMs, the number of unused slots u, the three tiers' rps intervals (ms, 1000 / rps,
- * as when the grant was taken), then the u unused lease ids. In each tier the leases still held leave the
- * ZSET, and the GCRA arrival time moves back by one interval per lease removed (so giving back twice, or a
- * lease metering already released, returns nothing twice), never before now: a bucket that full has its key
- * deleted. Returns how many ZSET members were removed (3 × u when nothing had expired meanwhile).
+ * Gives back the unused part of a grant of the earlier (`zset`) layout: KEYS, per tier in {@link TIERS}
+ * order, the rps key and the concurrency ZSET; ARGV: nowMs, the number of unused slots u, the three tiers' rps
+ * intervals (ms, 1000 / rps, as when the grant was taken), then the u unused lease ids. In each tier the
+ * leases still held leave the ZSET, and the GCRA arrival time moves back by one interval per lease removed (so
+ * giving back twice, or a lease metering already released, returns nothing twice), never before now: a bucket
+ * that full has its key deleted. Returns how many ZSET members were removed (3 × u when nothing had expired
+ * meanwhile).
  */
 export const RETURN_GRANT_LUA = `
 local call = redis.call
@@ -307,75 +618,193 @@ return removed
 `;
 
 /**
+ * Gives back unused counter slots of one grant: KEYS, per tier in {@link TIERS} order, the rps key and the
+ * counter HASH, then the marker; ARGV: nowMs, the three tiers' rps intervals (ms), the bucket (ms), then the
+ * slot indexes. Counts like {@link RELEASE_COUNTERS_LUA}, and moves each tier's GCRA arrival time back by one
+ * interval per lease let go there, as {@link RETURN_GRANT_LUA} does. Returns the leases let go over all tiers.
+ */
+export const RETURN_COUNTERS_LUA = `
+local call = redis.call
+local now = tonumber(ARGV[1])
+local bucket = ARGV[5]
+local m = KEYS[7]
+local bits = call('STRLEN', m) * 8
+local u = 0
+for j = 6, #ARGV do
+  local s = tonumber(ARGV[j])
+  if s < bits and call('SETBIT', m, s, 0) == 1 then u = u + 1 end
+end
+if u == 0 then return 0 end
+local removed = 0
+for i = 0, 2 do
+  local cc = KEYS[i * 2 + 2]
+  local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
+  if n > 0 then
+    call('HINCRBY', cc, bucket, -n)
+    call('HINCRBY', cc, 'n', -n)
+    removed = removed + n
+    local tat = tonumber(call('HGET', cc, 't') or '0')
+    if tat > now then
+      local back = tat - n * tonumber(ARGV[2 + i])
+      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
+    end
+  end
+end
+return removed
+`;
+
+/**
  * Returns `leases`, the unused slots of a grant taken with {@link checkAndAcquire} under `limits`, to every
- * tier: the rps slots they stood for and their concurrency leases ({@link RETURN_GRANT_LUA}). Safe to call for
- * leases that already expired (nothing to remove).
+ * tier: the rps slots they stood for and their concurrency leases ({@link RETURN_COUNTERS_LUA} for counter
+ * leases, which must all come from one admission; {@link RETURN_GRANT_LUA} for ZSET leases). Safe to call for
+ * leases that already expired or were released (nothing counted twice).
  * @param nowMs caller's clock, ms since the Unix epoch.
- * @returns concurrency ZSET members removed (3 per lease still held).
- * @throws the Redis client's error when Redis is unreachable or times out (the leases then expire by their TTL).
+ * @returns leases let go, summed over the tiers (3 per lease still held).
+ * @throws Error for counter leases of different admissions; the Redis client's error when Redis is
+ *   unreachable or times out (the leases then expire by their TTL).
  */
 export async function returnGrant(redis: Redis, ids: TierIds, limits: TierLimits, leases: readonly string[], nowMs: number): Promise<number> {
     if (leases.length === 0) return 0;
-    const keys = TIERS.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
     const intervals = TIERS.map((t) => 1000 / limits[t].requestsPerSecond);
-    return Number(await runScript(redis, RETURN_GRANT_LUA, keys, [nowMs, leases.length, ...intervals, ...leases]));
+    const first = parseCounterLease(leases[0]);
+    if (!first) {
+        const keys = TIERS.flatMap((t) => [redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t])]);
+        return Number(await runScript(redis, RETURN_GRANT_LUA, keys, [nowMs, leases.length, ...intervals, ...leases]));
+    }
+    const slots = leases.map((l) => {
+        const c = parseCounterLease(l);
+        if (!c || c.base !== first.base) throw new Error(`returnGrant: ${l} is not a lease of admission ${first.base}`);
+        return c.slot;
+    });
+    return returnSlots(redis, ids, limits, first.base, first.bucketMs, slots, nowMs, intervals);
 }
 
 /**
- * Batches {@link checkAndAcquire} calls made in the same event-loop iteration into one script call
- * ({@link CHECK_LIMITS_BATCH_LUA}): one Redis write and one reply for all of them instead of one each. A
- * lone check goes out as a plain {@link CHECK_LIMITS_LUA} call. Decisions are the same as calling
- * {@link checkAndAcquire} for each, in call order. When the call fails (Redis unreachable, timeout), every
- * check of the batch rejects with that error (callers fail closed).
+ * {@link returnGrant} for slots `slots` of counter admission `base` (expiry bucket `bucketMs`), without
+ * building lease id strings (services/auth/admission.ts keeps a grant as a range of slots).
+ */
+export async function returnSlots(
+    redis: Redis, ids: TierIds, limits: TierLimits, base: string, bucketMs: number, slots: readonly number[], nowMs: number,
+    intervals: readonly number[] = TIERS.map((t) => 1000 / limits[t].requestsPerSecond),
+): Promise<number> {
+    if (slots.length === 0) return 0;
+    const keys: string[] = [];
+    for (const t of TIERS) keys.push(redisKeys.rps(t, ids[t]), redisKeys.counters(t, ids[t]));
+    keys.push(redisKeys.lease(base));
+    return Number(await runScript(redis, RETURN_COUNTERS_LUA, keys, [nowMs, ...intervals, bucketMs, ...slots]));
+}
+
+interface Queued {
+    ids: TierIds;
+    fixed: readonly string[];
+    limits: TierLimits;
+    token: string;
+    nowMs: number;
+    ttl: number;
+    want: number;
+    store: LeaseStore;
+    resolve: (d: LimitDecision) => void;
+    reject: (e: unknown) => void;
+}
+
+/**
+ * Batches {@link checkAndAcquire} calls into script calls ({@link CHECK_LIMITS_BATCH_LUA}): one Redis write and
+ * one reply for many checks instead of one each. Checks made while no batch is in flight go out at the end of
+ * the event-loop iteration; checks made while a batch is in flight wait for its reply and then go out together
+ * (at most `maxInFlight` batches in flight), so under load a batch carries what arrived during one round trip
+ * and Redis runs one script per round trip instead of one per request. A lone check goes out as a plain
+ * {@link CHECK_LIMITS_LUA} call. Decisions are the same as calling {@link checkAndAcquire} for each, in call
+ * order. When a call fails (Redis unreachable, timeout), every check of its batch rejects with that error
+ * (callers fail closed).
  */
 export class AdmissionBatcher {
-    private queue: { keys: string[]; args: (string | number)[]; resolve: (d: LimitDecision) => void; reject: (e: unknown) => void }[] = [];
+    private queue: Queued[] = [];
     private scheduled = false;
+    private inFlight = 0;
+    private readonly flushNow = () => { this.scheduled = false; this.flush(); };
+    private readonly settled = () => { this.inFlight--; if (this.queue.length && !this.scheduled) this.flush(); };
 
-    /** @param maxBatch most checks in one script call (bounds the script's run time inside Redis). */
-    constructor(private readonly redis: Redis, private readonly maxBatch = 64) {}
+    /**
+     * @param maxBatch most checks in one script call (bounds the script's run time inside Redis).
+     * @param maxInFlight most batches awaiting their reply at once.
+     */
+    constructor(private readonly redis: Redis, private readonly maxBatch = 64, private readonly maxInFlight = 1) {}
 
-    /** Same contract as {@link checkAndAcquire} (a bad `want` throws synchronously). */
-    check(ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number, want = 1): Promise<LimitDecision> {
-        const { keys, args } = admissionCall(ids, limits, leaseId, nowMs, leaseTtlMs, want);
+    /**
+     * Same contract as {@link checkAndAcquire} (a bad `want` or token throws synchronously).
+     * @param fixed `admissionKeys(ids)`, when the caller keeps it (saves building the keys per check).
+     */
+    check(
+        ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
+        store: LeaseStore = "counters", fixed: readonly string[] = admissionKeys(ids),
+    ): Promise<LimitDecision> {
+        if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
+        if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
         return new Promise((resolve, reject) => {
-            this.queue.push({ keys, args, resolve, reject });
-            if (!this.scheduled) {
+            this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
+            if (!this.scheduled && this.inFlight < this.maxInFlight) {
                 this.scheduled = true;
-                setImmediate(() => this.flush());
+                setImmediate(this.flushNow);
             }
         });
     }
 
     private flush(): void {
-        this.scheduled = false;
-        while (this.queue.length) {
-            const batch = this.queue.splice(0, this.maxBatch);
-            if (batch.length === 1) {
-                const [one] = batch;
-                runScript(this.redis, CHECK_LIMITS_LUA, one.keys, one.args)
-                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject);
-                continue;
-            }
+        while (this.queue.length && this.inFlight < this.maxInFlight) {
+            // One script call carries checks of one store (consecutive ones: call order is kept).
+            let size = 1;
+            const store = this.queue[0].store;
+            while (size < this.queue.length && size < this.maxBatch && this.queue[size].store === store) size++;
+            const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size);
+            this.queue = batch === this.queue ? [] : this.queue.slice(size);
+            const counters = store === "counters";
             const keys: string[] = [];
             const args: (string | number)[] = [];
-            for (const c of batch) { keys.push(...c.keys); args.push(...c.args); }
-            runScript(this.redis, CHECK_LIMITS_BATCH_LUA, keys, args).then(
-                (replies) => batch.forEach((c, i) => c.resolve(decodeAdmission((replies as AdmissionReply[])[i]))),
-                (err: unknown) => batch.forEach((c) => c.reject(err)),
-            );
+            for (const c of batch) pushAdmission(keys, args, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store);
+            this.inFlight++;
+            if (batch.length === 1) {
+                const one = batch[0];
+                runScript(this.redis, counters ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
+                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject)
+                    .finally(this.settled);
+                continue;
+            }
+            runScript(this.redis, counters ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args).then(
+                (replies) => { for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i])); },
+                (err: unknown) => { for (const c of batch) c.reject(err); },
+            ).finally(this.settled);
         }
     }
 }
 
 /**
+ * Leases held now in one tier, counted as admission counts them: the counter HASH's live buckets plus the
+ * ZSET's unexpired members (tests, operations). Read-only.
+ * @param nowMs caller's clock, ms since the Unix epoch.
+ */
+export async function leasesHeld(redis: Redis, tier: Tier, id: string, nowMs: number): Promise<number> {
+    const [fields, zset] = await Promise.all([
+        redis.hgetall(redisKeys.counters(tier, id)),
+        redis.zcount(redisKeys.concurrency(tier, id), `(${nowMs}`, "+inf"),
+    ]);
+    let n = 0;
+    for (const [f, v] of Object.entries(fields)) if (/^\d+$/.test(f) && Number(f) > nowMs) n += Number(v);
+    return n + zset;
+}
+
+/**
  * Releases a concurrency lease in all three tiers (called by the metering service when the request's
- * usage event arrives). Idempotent: releasing an expired or already released lease is a no-op.
+ * usage event arrives), in either layout ({@link LeaseStore}): a counter lease id (`c.…`) by its marker bit and
+ * counters ({@link RELEASE_COUNTERS_LUA}), any other id from the ZSETs. Idempotent: releasing an expired or
+ * already released lease is a no-op.
  * @returns how many tiers still held the lease (0-3).
  * @throws the Redis client's error when Redis is unreachable or times out.
  */
 export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string): Promise<number> {
-    return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
+    const c = parseCounterLease(leaseId);
+    if (!c) return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
+    const r = await runScript(redis, RELEASE_COUNTERS_LUA, [redisKeys.lease(c.base), ...counterKeys(ids)], [c.bucketMs, c.slot]) as number[];
+    return r.reduce((a, b) => a + Number(b), 0);
 }
 
 /**
