@@ -8,6 +8,7 @@ import * as YAML from "yaml";
 import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
 import { discoverStacks } from "../tools/stackfiles";
 import { ROOT, STACKS } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 const WORKFLOWS = path.join(ROOT, ".github", "workflows");
@@ -114,7 +115,7 @@ describe("ci-stacks: which stacks a change previews", () => {
     });
     it("the CLI (--all) prints the stacks under stacks/ and writes hubs/spokes for GitHub Actions", async () => {
         const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
-        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
         expect(JSON.parse(r.stdout)).toEqual(stacksUnderStacksDir());
         const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]));
         expect(lines.stacks).toEqual(stacksUnderStacksDir());

@@ -6,13 +6,14 @@ import { promisify } from "util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { ROOT, stackConfigDoc } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 
 /** Runs `npm run render -- <args>` the way a user does (separate process, real CLI). */
 async function render(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", ...args], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", ...args], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
         return { code: 0, stdout: r.stdout, stderr: r.stderr };
     } catch (e) {
         const x = e as { code: number; stdout: string; stderr: string };
