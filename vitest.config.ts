@@ -1,9 +1,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-const ROOT = path.dirname(fileURLToPath(import.meta.url));
+// Vite bundles this file to CommonJS, where `__dirname` is the repository root.
+const ROOT = __dirname;
 
 const INCLUDE = ["test/**/*.test.ts", "services/**/*.test.ts", "policies/**/*.test.ts"];
 const EXCLUDE = ["**/node_modules/**", "out/**", "dist/**"];
