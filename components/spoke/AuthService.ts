@@ -3,6 +3,8 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
+import type { AUTH_ENV } from "../../services/auth/config";
+import type { EnvVars } from "../../services/shared/env";
 
 /** Service (and Deployment) name of the auth service; the SecurityPolicy's ext_authz backendRef. */
 export const AUTH_SERVICE_NAME = "auth";
@@ -62,11 +64,12 @@ export interface AuthServiceArgs {
 }
 
 /**
- * Pure: the auth service's environment (names from services/auth/config.ts). Only non-secret values; the Redis
- * URL comes from a Secret reference and the AWS key from a mounted Secret.
+ * Pure: the auth service's environment, by the names of its contract (services/auth/config.ts `AUTH_ENV`: a name
+ * the service does not read is a type error). Only non-secret values; the Redis URL (`AUTH_REDIS_URL`) comes from
+ * a Secret reference and the AWS key from a mounted Secret.
  */
-export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): Record<string, string> {
-    const files: Record<string, string> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
+export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): EnvVars<typeof AUTH_ENV> {
+    const files: EnvVars<typeof AUTH_ENV> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
     return {
         AUTH_SPOKE: spoke,
         AUTH_HUB_PUBLIC_KEY: policy.publicKey,
@@ -119,7 +122,7 @@ export class AuthService extends pulumi.ComponentResource {
             },
         }, { parent: this });
 
-        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value })));
+        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value: value as string })));
         this.deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, {
             metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
             spec: {
@@ -138,7 +141,7 @@ export class AuthService extends pulumi.ComponentResource {
                             image,
                             env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
                                 ...e,
-                                { name: "AUTH_REDIS_URL", valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
+                                { name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>, valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
                             ]),
                             ports: [{ name: "http", containerPort: AUTH_PORT }, { name: "ops", containerPort: AUTH_OPS_PORT }],
                             readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 5, failureThreshold: 2 },
