@@ -6,13 +6,12 @@ import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } fr
 import type { METERING_ENV } from "../../services/metering/config";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../../services/shared/accesslog";
 import type { EnvVars } from "../../services/shared/env";
-import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "./AuthService";
+import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
 export const METERING_SERVICE_NAME = "metering";
-export const METERING_PORT = 8080;
-/** Labels of the metering service's pods (selector of its StatefulSet, Services, NetworkPolicy and PodMonitor). */
-export const METERING_POD_LABELS = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
+// Shared with Observability (lib/spoke-services.ts); re-exported for this component's callers.
+export { METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 /** Mount path of the spool volume; the spool lives in its `spool/` directory. */
 export const SPOOL_MOUNT = "/var/lib/metering";
 /** Where the collector's persistent sending queue lives (file_storage extension directory). */
