@@ -20,5 +20,7 @@ export const AWS_SOURCE_PROFILE = "platform-spoke-source";
 
 /** Pure: AWS shared credentials file with the source key (secret content). */
 export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
-    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join("\n");
+    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join(
+        "\n",
+    );
 }

@@ -1,6 +1,6 @@
-import * as fs from "fs";
-import { builtinModules } from "module";
-import * as path from "path";
+import * as fs from "node:fs";
+import { builtinModules } from "node:module";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./helpers";
 
@@ -71,12 +71,13 @@ function sources(dir = ROOT): string[] {
 
 function resolve(from: string, spec: string): string {
     const base = path.posix.normalize(path.posix.join(path.posix.dirname(from), spec));
-    for (const c of [base, `${base}.ts`, `${base}/index.ts`, `${base}.js`]) if (fs.existsSync(path.join(ROOT, c)) && fs.statSync(path.join(ROOT, c)).isFile()) return c;
+    for (const c of [base, `${base}.ts`, `${base}/index.ts`, `${base}.js`])
+        if (fs.existsSync(path.join(ROOT, c)) && fs.statSync(path.join(ROOT, c)).isFile()) return c;
     return base;
 }
 
 /** Every import of one file (comments stripped first, so an example in TSDoc is not an import). */
-export function importsOf(file: string, text: string): Edge[] {
+function importsOf(file: string, text: string): Edge[] {
     const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1");
     const edges: Edge[] = [];
     const add = (spec: string, typeOnly: boolean, names?: string[]) => {
@@ -89,9 +90,16 @@ export function importsOf(file: string, text: string): Edge[] {
     const stmt = /(?:^|\n)\s*(import|export)\s+(type\s+)?([^;]*?)\s+from\s+["']([^"']+)["']/g;
     for (const m of code.matchAll(stmt)) {
         const braces = /^\{([\s\S]*)\}$/.exec(m[3].trim());
-        const names = braces?.[1].split(",").map((n) => n.trim()).filter(Boolean);
+        const names = braces?.[1]
+            .split(",")
+            .map((n) => n.trim())
+            .filter(Boolean);
         const allTypes = !!m[2] || (!!names && names.length > 0 && names.every((n) => n.startsWith("type ")));
-        add(m[4], allTypes, names?.map((n) => n.replace(/^type\s+/, "").split(/\s+as\s+/)[0]));
+        add(
+            m[4],
+            allTypes,
+            names?.map((n) => n.replace(/^type\s+/, "").split(/\s+as\s+/)[0]),
+        );
     }
     for (const m of code.matchAll(/(?:^|\n)\s*import\s+["']([^"']+)["']/g)) add(m[1], false);
     for (const m of code.matchAll(/(?:\bimport|\brequire)\s*\(\s*["']([^"']+)["']\s*\)/g)) add(m[1], false);
@@ -101,34 +109,42 @@ export function importsOf(file: string, text: string): Edge[] {
 function layerOf(file: string): Layer | undefined {
     if (file === "index.ts") return "index";
     const top = file.split("/")[0];
-    return (["programs", "components", "lib", "config", "upstream", "services", "policies", "tools", "test"] as const).find((l) => l === top);
+    return (["programs", "components", "lib", "config", "upstream", "services", "policies", "tools", "test"] as const).find(
+        (l) => l === top,
+    );
 }
 
 /** Layering violations of a set of edges (see the file's header). */
-export function violations(edges: Edge[], read: (f: string) => string): string[] {
+function violations(edges: Edge[], read: (f: string) => string): string[] {
     const out: string[] = [];
     const local = edges.filter((e) => !e.pkg);
     for (const e of local) {
         const from = layerOf(e.from);
         const to = layerOf(e.to);
-        if (!from || !to || from === to && from !== "components") continue;
+        if (!from || !to || (from === to && from !== "components")) continue;
         const key = `${e.from} -> ${e.to}`;
         if (PENDING[key]) continue;
         if (to === "services" && from !== "services") {
             if (from === "tools" || from === "test") continue;
-            if (!/^services\/([^/]+\/config\.ts|shared\/[^/]+\.ts)$/.test(e.to)) out.push(`${key}: outside services/, import only a service's contract (services/<name>/config.ts) or services/shared/`);
+            if (!/^services\/([^/]+\/config\.ts|shared\/[^/]+\.ts)$/.test(e.to))
+                out.push(`${key}: outside services/, import only a service's contract (services/<name>/config.ts) or services/shared/`);
             continue;
         }
         if (from === "components" && to === "components") {
             const helpers = e.typeOnly ? [] : (e.names ?? ["*"]).filter((n) => !/^[A-Z][a-z0-9]/.test(n) || n === "*");
-            if (helpers.length > 0) out.push(`${key}: a component imports another component's class or types only, not ${helpers.join(", ")} (move it to lib/)`);
+            if (helpers.length > 0)
+                out.push(
+                    `${key}: a component imports another component's class or types only, not ${helpers.join(", ")} (move it to lib/)`,
+                );
             continue;
         }
         if (!ALLOWED[from].includes(to)) out.push(`${key}: ${from}/ may not import ${to}/`);
     }
     // Run-time closure of every services/ module the program imports: zod and Node built-ins only.
     const builtins = new Set(builtinModules.map((m) => m.replace(/^node:/, "")));
-    const entry = new Set(local.filter((e) => layerOf(e.to) === "services" && !["services", "tools", "test"].includes(layerOf(e.from)!)).map((e) => e.to));
+    const entry = new Set(
+        local.filter((e) => layerOf(e.to) === "services" && !["services", "tools", "test"].includes(layerOf(e.from)!)).map((e) => e.to),
+    );
     for (const start of entry) {
         const seen = new Set<string>();
         const stack = [start];
@@ -138,7 +154,8 @@ export function violations(edges: Edge[], read: (f: string) => string): string[]
             seen.add(f);
             for (const d of importsOf(f, read(f)).filter((x) => !x.typeOnly)) {
                 if (d.pkg) {
-                    if (!CONTRACT_PACKAGES.has(d.pkg) && !builtins.has(d.pkg)) out.push(`${start}: imported by the program, loads ${d.pkg} at run time (through ${f})`);
+                    if (!CONTRACT_PACKAGES.has(d.pkg) && !builtins.has(d.pkg))
+                        out.push(`${start}: imported by the program, loads ${d.pkg} at run time (through ${f})`);
                 } else stack.push(d.to);
             }
         }
@@ -176,13 +193,21 @@ describe("layering (import graph of the TypeScript sources)", () => {
         expect(v).toHaveLength(planted.length);
         // A contract that loads a driver is refused too.
         const fake = (f: string) => (f === "services/x/config.ts" ? 'import { Client } from "pg";\nimport { z } from "zod";' : read(f));
-        expect(violations([{ from: "components/spoke/X.ts", to: "services/x/config.ts", typeOnly: false }], fake)).toEqual(["services/x/config.ts: imported by the program, loads pg at run time (through services/x/config.ts)"]);
+        expect(violations([{ from: "components/spoke/X.ts", to: "services/x/config.ts", typeOnly: false }], fake)).toEqual([
+            "services/x/config.ts: imported by the program, loads pg at run time (through services/x/config.ts)",
+        ]);
     });
 
     it("reads imports the way TypeScript does (multi-line, type-only, re-exports, comments ignored)", () => {
-        const e = importsOf("components/spoke/A.ts", 'import {\n    B,\n    type C,\n} from "./B";\nimport type { D } from "../../lib/d";\nexport { E } from "../../lib/e";\n// import { F } from "../../tools/f";\n/** `import x from "../../tools/g"` */\nconst h = require("ioredis");');
+        const e = importsOf(
+            "components/spoke/A.ts",
+            'import {\n    B,\n    type C,\n} from "./B";\nimport type { D } from "../../lib/d";\nexport { E } from "../../lib/e";\n// import { F } from "../../tools/f";\n/** `import x from "../../tools/g"` */\nconst h = require("ioredis");',
+        );
         expect(e.map((x) => [x.to, x.typeOnly, x.names?.join(",")])).toEqual([
-            ["components/spoke/B", false, "B,C"], ["lib/d", true, "D"], ["lib/e", false, "E"], ["ioredis", false, undefined],
+            ["components/spoke/B", false, "B,C"],
+            ["lib/d", true, "D"],
+            ["lib/e", false, "E"],
+            ["ioredis", false, undefined],
         ]);
     });
 });

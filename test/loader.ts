@@ -1,4 +1,4 @@
-import * as path from "path";
+import * as path from "node:path";
 
 /**
  * `node -r <this>` runs a TypeScript entry point through the repository's esbuild loader (tools/register-esbuild.js):

@@ -52,10 +52,14 @@ function resolveEnvVar(e: any, ns: string, pod: string, resources: CapturedResou
     if (typeof e.value === "string") return e.value;
     const ref = e.valueFrom?.secretKeyRef;
     if (ref) {
-        const secret = resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map(inputs)
+        const secret = resources
+            .filter((r) => r.type === "kubernetes:core/v1:Secret")
+            .map(inputs)
             .find((x) => x.metadata?.name === ref.name && (x.metadata?.namespace ?? "default") === ns);
         expect(secret, `Secret ${ns}/${ref.name} referenced by ${e.name} is rendered`).toBeDefined();
-        const v = secret!.stringData?.[ref.key] ?? (secret!.data?.[ref.key] === undefined ? undefined : Buffer.from(secret!.data[ref.key], "base64").toString("utf8"));
+        const v =
+            secret!.stringData?.[ref.key] ??
+            (secret!.data?.[ref.key] === undefined ? undefined : Buffer.from(secret!.data[ref.key], "base64").toString("utf8"));
         expect(v, `Secret ${ns}/${ref.name} has key ${ref.key} (for ${e.name})`).toBeTypeOf("string");
         return v as string;
     }
@@ -65,7 +69,10 @@ function resolveEnvVar(e: any, ns: string, pod: string, resources: CapturedResou
 
 function expectLoads(where: string, c: Contract, env: Record<string, string>) {
     const known = new Set(envNames(c.contract));
-    expect(Object.keys(env).filter((n) => !known.has(n)), `${where}: variables its service does not read`).toEqual([]);
+    expect(
+        Object.keys(env).filter((n) => !known.has(n)),
+        `${where}: variables its service does not read`,
+    ).toEqual([]);
     expect(() => c.load(env), `${where}: the service's loader accepts the rendered env`).not.toThrow();
 }
 
@@ -73,7 +80,9 @@ describe("service contracts: every rendered environment loads through its servic
     it("every container of our services, in every shipped stack (auth and metering each somewhere)", () => {
         const seen = new Set<string>();
         for (const [stack, r] of Object.entries(rendered)) {
-            for (const w of r.resources.filter((x) => x.type === "kubernetes:apps/v1:Deployment" || x.type === "kubernetes:apps/v1:StatefulSet")) {
+            for (const w of r.resources.filter(
+                (x) => x.type === "kubernetes:apps/v1:Deployment" || x.type === "kubernetes:apps/v1:StatefulSet",
+            )) {
                 const d = inputs(w);
                 const ns = d.metadata?.namespace ?? "default";
                 const pod = `${d.metadata?.name}-0`;
@@ -105,11 +114,20 @@ describe("service contracts: every rendered environment loads through its servic
 
     it("a planted rename is caught: the component setting AUTH_BUCKET where the service reads AUTH_POLICY_BUCKET", () => {
         // The planted fault of the seam: the component sets a name the service does not read.
-        const stack = Object.values(rendered).find((r) => r.resources.some((x) => x.type === "kubernetes:apps/v1:Deployment" && inputs(x).metadata?.name === "auth"))!;
+        const stack = Object.values(rendered).find((r) =>
+            r.resources.some((x) => x.type === "kubernetes:apps/v1:Deployment" && inputs(x).metadata?.name === "auth"),
+        )!;
         const d = inputs(stack.resources.find((x) => x.type === "kubernetes:apps/v1:Deployment" && inputs(x).metadata?.name === "auth")!);
-        const env = Object.fromEntries(d.spec.template.spec.containers[0].env.map((e: any) => [e.name, resolveEnvVar(e, d.metadata.namespace, "auth-0", stack.resources)]));
+        const env = Object.fromEntries(
+            d.spec.template.spec.containers[0].env.map((e: any) => [
+                e.name,
+                resolveEnvVar(e, d.metadata.namespace, "auth-0", stack.resources),
+            ]),
+        );
         const { AUTH_POLICY_BUCKET, ...rest } = env;
-        expect(() => expectLoads("planted", { contract: AUTH_ENV, load: loadAuthConfig }, { ...rest, AUTH_BUCKET: AUTH_POLICY_BUCKET })).toThrow();
+        expect(() =>
+            expectLoads("planted", { contract: AUTH_ENV, load: loadAuthConfig }, { ...rest, AUTH_BUCKET: AUTH_POLICY_BUCKET }),
+        ).toThrow();
         expect(() => loadAuthConfig(rest)).toThrow(/AUTH_POLICY_BUCKET/);
     });
 });

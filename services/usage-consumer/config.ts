@@ -47,5 +47,12 @@ export interface ConsumerEnv {
 /** @throws Error naming each missing or invalid variable. */
 export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
     const e = parseEnv("usage consumer", CONSUMER_ENV, env);
-    return { host: e.PGHOST, port: e.PGPORT, database: e.PGDATABASE, user: e.PGUSER, passwordSecretArn: e.DB_PASSWORD_SECRET_ARN, streamSpokes: e.STREAM_SPOKES };
+    return {
+        host: e.PGHOST,
+        port: e.PGPORT,
+        database: e.PGDATABASE,
+        user: e.PGUSER,
+        passwordSecretArn: e.DB_PASSWORD_SECRET_ARN,
+        streamSpokes: e.STREAM_SPOKES,
+    };
 }
