@@ -1,14 +1,18 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import * as fs from "fs";
+import * as path from "path";
 import { versions } from "../config/versions";
+import { PREFLIGHT_CONTAINER, PREFLIGHT_SCRIPT } from "../lib/preflight";
 import { AUTH_ENV, loadConfig as loadAuthConfig } from "../services/auth/config";
 import { loadConfig as loadMeteringConfig, METERING_ENV } from "../services/metering/config";
+import { PREFLIGHT_ENV } from "../services/preflight/config";
 import { loadMigratorEnv, loadReconcilerEnv, MIGRATOR_ENV, RECONCILER_ENV } from "../services/reconciler/config";
 import { type EnvContract, envNames } from "../services/shared/env";
 import { CONSUMER_ENV, readEnv as loadConsumerEnv } from "../services/usage-consumer/config";
 import type { CapturedResource, RunStackResult, StackOutputs } from "../tools/harness";
 import { dependencyOrder, discoverStacks } from "../tools/stackfiles";
 import { referenceableOutputs } from "../tools/wire";
-import { inputs, runRepoStack, STACKS } from "./helpers";
+import { inputs, ROOT, runRepoStack, STACKS } from "./helpers";
 
 /**
  * The seam between each component and the service it deploys: every container of every shipped stack that runs
@@ -110,6 +114,33 @@ describe("service contracts: every rendered environment loads through its servic
             }
         }
         expect([...seen].sort()).toEqual(Object.keys(LAMBDAS).sort());
+    });
+
+    it("the RDMA preflight: its contract is exactly what preflight.sh reads, and every rendered preflight container parses", () => {
+        // The script is POSIX sh: its loader is its own `${PREFLIGHT_X:-default}` reads, outside comments.
+        const code = fs
+            .readFileSync(PREFLIGHT_SCRIPT, "utf8")
+            .split("\n")
+            .filter((l) => !/^\s*#/.test(l))
+            .join("\n");
+        const read = [...new Set(code.match(/PREFLIGHT_[A-Z_]+/g) ?? [])].sort();
+        expect(read).toEqual(envNames(PREFLIGHT_ENV).sort());
+        expect(path.relative(ROOT, PREFLIGHT_SCRIPT)).toBe("services/preflight/preflight.sh");
+        // Every init container named rdma-preflight anywhere in a rendered resource (pods, DGDs, Mooncake).
+        const found: Array<{ where: string; env: Record<string, string> }> = [];
+        const walk = (x: unknown, where: string) => {
+            if (Array.isArray(x)) x.forEach((y) => walk(y, where));
+            else if (x && typeof x === "object") {
+                const o = x as Record<string, any>;
+                if (o.name === PREFLIGHT_CONTAINER && Array.isArray(o.env))
+                    found.push({ where, env: Object.fromEntries(o.env.map((e: any) => [e.name, e.value])) });
+                for (const v of Object.values(o)) walk(v, where);
+            }
+        };
+        for (const [stack, r] of Object.entries(rendered))
+            for (const res of r.resources) walk(inputs(res), `${stack} ${res.type} ${res.name}`);
+        expect(found.length).toBeGreaterThan(0);
+        for (const f of found) expectLoads(f.where, { contract: PREFLIGHT_ENV, load: (env) => PREFLIGHT_ENV.parse(env) }, f.env);
     });
 
     it("a planted rename is caught: the component setting AUTH_BUCKET where the service reads AUTH_POLICY_BUCKET", () => {
