@@ -32,7 +32,7 @@ export function stackNameOf(file: string): string {
  * @throws Error naming the file when the YAML does not parse or has no `config:` map
  */
 export function readStackFile(file: string, display = file): StackFile {
-    let doc: any;
+    let doc: unknown;
     let text: string;
     try {
         text = fs.readFileSync(file, "utf8");
@@ -44,12 +44,13 @@ export function readStackFile(file: string, display = file): StackFile {
     } catch (e) {
         throw new Error(`${display}: not valid YAML: ${(e as Error).message}`);
     }
-    if (!doc || typeof doc !== "object" || !doc.config || typeof doc.config !== "object") {
+    const stackConfig = doc && typeof doc === "object" ? (doc as { config?: unknown }).config : undefined;
+    if (!stackConfig || typeof stackConfig !== "object") {
         throw new Error(`${display}: no "config:" map; a stack file looks like "config:\\n  platform:role: spoke"`);
     }
     const config: Record<string, string> = {};
     const secretKeys: string[] = [];
-    for (const [k, v] of Object.entries(doc.config as Record<string, unknown>)) {
+    for (const [k, v] of Object.entries(stackConfig as Record<string, unknown>)) {
         if (v && typeof v === "object" && !Array.isArray(v) && "secure" in (v as object)) {
             config[k] = "offline-secret";
             secretKeys.push(k);
