@@ -2,7 +2,7 @@
  * EKS networking and access as pure functions: the subnet plan of a VPC the spoke creates, and the
  * kubeconfig the spoke's Kubernetes provider uses. No Pulumi resources here.
  */
-import { Cidr, parseCidr, subnet } from "./cidr";
+import { Cidr, parseCidr, subnet } from "../config/cidr";
 
 /** The EKS cluster name of spoke `spoke` (`platform-<spoke>`): the hub's Pod Identity trust names it too. */
 export function eksClusterNameOf(spoke: string): string {
@@ -64,3 +64,12 @@ export function eksKubeconfig(clusterName: string, endpoint: string, caData: str
         }],
     };
 }
+
+/**
+ * Instance metadata of every node: IMDSv2 only (`httpTokens: required`) and a response hop limit of 1, so a
+ * pod on the pod network (one hop further than the node) cannot reach IMDS and take the node role's
+ * credentials; host-network pods (VPC CNI, EFA device plugin) still can. Pods get AWS access from their own
+ * roles (EKS Pod Identity / IRSA). Source: docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
+ * ("Restrict access to the instance profile assigned to the worker node").
+ */
+export const NODE_METADATA_OPTIONS = { httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" } as const;

@@ -1,5 +1,7 @@
 import * as fs from "fs";
 import * as path from "path";
+import type { PREFLIGHT_ENV } from "../services/preflight/config";
+import type { EnvName } from "../services/shared/env";
 import { EnvVar, KvFabric, MemlockPath, SecurityContext } from "./nixl";
 import { gpuNicPcieMapping } from "./rails";
 
@@ -52,24 +54,25 @@ export interface PreflightArgs {
     gpus: number;
 }
 
-/** Environment the script reads (see the header of services/preflight/preflight.sh). */
+/** Environment the script reads, by the names of its contract (services/preflight/config.ts `PREFLIGHT_ENV`). */
 export function preflightEnv(a: PreflightArgs): EnvVar[] {
-    const env: EnvVar[] = [{ name: "PREFLIGHT_FABRIC", value: a.fabric.kind }];
+    const v = (name: EnvName<typeof PREFLIGHT_ENV>, value: string): EnvVar => ({ name, value });
+    const env: EnvVar[] = [v("PREFLIGHT_FABRIC", a.fabric.kind)];
     if (a.fabric.kind === "infiniband") {
         const rails = a.fabric.rails;
         env.push(
-            { name: "PREFLIGHT_HCAS", value: rails.map((r) => `${r.hca}:1`).join(",") },
-            { name: "PREFLIGHT_LINK_LAYER", value: "InfiniBand" },
-            { name: "PREFLIGHT_MIN_RATE_GBPS", value: String(a.minLinkRateGbps) },
-            { name: "PREFLIGHT_MIN_DEVICES", value: String(rails.length) },
+            v("PREFLIGHT_HCAS", rails.map((r) => `${r.hca}:1`).join(",")),
+            v("PREFLIGHT_LINK_LAYER", "InfiniBand"),
+            v("PREFLIGHT_MIN_RATE_GBPS", String(a.minLinkRateGbps)),
+            v("PREFLIGHT_MIN_DEVICES", String(rails.length)),
         );
-        if (a.gpus > 0) env.push({ name: "PREFLIGHT_GPU_NIC_MAP", value: gpuNicPcieMapping(rails) });
+        if (a.gpus > 0) env.push(v("PREFLIGHT_GPU_NIC_MAP", gpuNicPcieMapping(rails)));
         // The GPUDirect mode itself comes from the ConfigMap (PREFLIGHT_GPUDIRECT_KEY): one value per spoke.
-        env.push({ name: "PREFLIGHT_GPUS", value: String(a.gpus) });
+        env.push(v("PREFLIGHT_GPUS", String(a.gpus)));
     } else {
-        env.push({ name: "PREFLIGHT_MIN_DEVICES", value: String(a.fabric.devicesPerGpu * Math.max(1, a.gpus)) });
+        env.push(v("PREFLIGHT_MIN_DEVICES", String(a.fabric.devicesPerGpu * Math.max(1, a.gpus))));
     }
-    env.push({ name: "PREFLIGHT_REQUIRE_IPC_LOCK", value: a.memlock.requireIpcLock ? "1" : "0" });
+    env.push(v("PREFLIGHT_REQUIRE_IPC_LOCK", a.memlock.requireIpcLock ? "1" : "0"));
     return env;
 }
 

@@ -8,7 +8,7 @@
  * 10.244.0.0/16); an EKS spoke's pods take VPC addresses, so they are covered by the VPC CIDR.
  */
 import type { SpokeConfig } from "../config/stack";
-import { findOverlaps, parseCidr } from "./cidr";
+import { findOverlaps, parseCidr } from "../config/cidr";
 
 /** One routable network of a spoke: the stack key it comes from and its CIDR. */
 export interface SpokeNetwork { key: string; cidr: string }

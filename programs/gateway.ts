@@ -44,21 +44,23 @@ export interface GatewayDeployment {
     /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared; undefined with EKS Pod Identity. */
     awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined;
     gateway: GatewayConfig;
-    /** Filled in for the metering deployment (programs/metering.ts): not stack outputs, they hold secrets. */
-    handles?: GatewayHandles;
 }
 
-/** What metering shares with the gateway: the counters' Redis URL and the spoke's source credentials (secrets). */
+/**
+ * What metering shares with the gateway (programs/metering.ts): the counters' Redis URL and the spoke's AWS
+ * identity. Only {@link deployGateway} makes one, so metering cannot be declared before the gateway. Not stack
+ * outputs: they hold secrets.
+ */
 export interface GatewayHandles {
-    redisUrl?: pulumi.Output<string>;
-    awsCredentials?: pulumi.Output<SpokeSourceCredentials>;
-    /** True when the spoke's workloads get their role from EKS Pod Identity (no credentials to share). */
-    podIdentity?: boolean;
+    redisUrl: pulumi.Output<string>;
+    /** The spoke's source key (secret), or EKS Pod Identity (no credentials to share). */
+    identity: { kind: "source-key"; awsCredentials: pulumi.Output<SpokeSourceCredentials> } | { kind: "pod-identity" };
 }
 
 /**
  * Deploys the spoke's Agent Router and auth service from the hub contract (endpoints -> routes, policy block ->
  * auth service). Shared by every spoke flavour; pass the stack's Kubernetes provider through `opts.providers`.
+ * @returns `outputs` (the stack's `gateway` output) and the {@link GatewayHandles} metering needs
  */
 export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
     const { awsCredentials } = d;
@@ -69,6 +71,9 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
         policy: d.contract.policy,
         awsCredentials,
     }, opts);
-    if (d.handles) Object.assign(d.handles, { redisUrl: router.counters.url, awsCredentials, podIdentity: !awsCredentials });
-    return { routes: router.routeNames, policyRevision: d.contract.policy.revision };
+    const handles: GatewayHandles = {
+        redisUrl: router.counters.url,
+        identity: awsCredentials ? { kind: "source-key", awsCredentials } : { kind: "pod-identity" },
+    };
+    return { outputs: { routes: router.routeNames, policyRevision: d.contract.policy.revision }, handles };
 }

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as path from "path";
 import { ConfigError, nearest } from "../config/errors";
 import { parseFlatStackConfig, StackConfig } from "../config/stack";
-import { readStackFile } from "../tools/stackfiles";
+import { readStackFile } from "../lib/stackfiles";
 
 // Semi-internal SDK function (pinned @pulumi/pulumi, see package.json): whether a config key is a `secure:` value.
 // eslint-disable-next-line @typescript-eslint/no-require-imports

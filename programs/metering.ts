@@ -10,8 +10,8 @@ export interface MeteringDeployment {
     contract: SpokeContract;
     metering: MeteringConfig;
     /**
-     * Filled by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases
-     * and adds tokens, and the source credentials that assume the spoke's role (secret).
+     * Returned by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases
+     * and adds tokens, and the spoke's identity (source credentials that assume the spoke's role, or Pod Identity).
      */
     gateway: GatewayHandles;
 }
@@ -20,13 +20,11 @@ export interface MeteringDeployment {
  * Deploys the spoke's usage metering (components/spoke/Metering.ts) from the hub contract (`usage` stream,
  * `policy` role and bundle bucket). Shared by every spoke flavour; pass the stack's Kubernetes provider
  * through `opts.providers` and make it depend on the platform namespace.
- *
- * @throws Error when the gateway has not been deployed first (no counters URL / credentials to share)
  */
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;
-    const { redisUrl, awsCredentials } = d.gateway;
-    if (!redisUrl || (!awsCredentials && !d.gateway.podIdentity)) throw new Error("deployMetering: deploy the gateway first (deployGateway with `handles`): metering shares its counters and spoke credentials");
+    const { redisUrl, identity } = d.gateway;
+    const awsCredentials = identity.kind === "source-key" ? identity.awsCredentials : undefined;
     const metering = new Metering("metering", {
         spoke: d.spoke,
         namespace: PLATFORM_NAMESPACE,

@@ -5,7 +5,7 @@ import { HubConfig, parseFlatStackConfig, SpokeConfig } from "../config/stack";
 import { placeEndpoints } from "../lib/serving";
 import { placementPools } from "./spoke-infra";
 import { collisionsWithRecorded, findSpokeCollisions, networksOf, SpokeNetworks } from "../lib/spoke-networks";
-import { readStackFile, stackNameOf } from "../tools/stackfiles";
+import { readStackFile, stackNameOf } from "../lib/stackfiles";
 
 /** GPUs a spoke file provides: hosts x GPUs per node on-prem, desired nodes x GPUs per node on EKS. */
 export function spokeGpuCapacity(cfg: SpokeConfig): number {

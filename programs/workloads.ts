@@ -4,7 +4,7 @@ import type { SpokeContract } from "../config/contract";
 import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
 import { Observability } from "../components/spoke/Observability";
-import { deployGateway, GatewayHandles } from "./gateway";
+import { deployGateway } from "./gateway";
 import { deployMetering } from "./metering";
 import { deployServing } from "./serving";
 import type { SpokeInfra } from "./spoke-infra";
@@ -27,14 +27,13 @@ export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" |
  */
 export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, infra: SpokeInfra, stackFile: string, awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined) {
     const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
-    const handles: GatewayHandles = {};
     const gateway = deployGateway({
-        spoke: cfg.spoke.name, contract, gateway: cfg.gateway, handles, awsCredentials,
+        spoke: cfg.spoke.name, contract, gateway: cfg.gateway, awsCredentials,
     }, { ...opts, dependsOn: [infra.inferenceNamespace] });
     const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, contract, stackFile, infra }, opts);
     // PVCs (spool, collector queue) need a StorageClass that provisions: EKS gets one from the infra (EBS CSI, gp3).
     const metering = deployMetering({
-        spoke: cfg.spoke.name, contract, gateway: handles,
+        spoke: cfg.spoke.name, contract, gateway: gateway.handles,
         metering: { ...cfg.metering, storageClassName: cfg.metering.storageClassName ?? infra.storage?.className },
     }, { ...opts, dependsOn: [infra.platformNamespace, ...(infra.storage?.dependsOn ?? [])] });
     const observability = new Observability("observability", {
@@ -43,5 +42,5 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
             name: e.name, model: e.model, engine: e.engine, gpus: endpointGpus(e), disaggregated: e.topology.mode === "disaggregated",
         })),
     }, { ...opts, dependsOn: [infra.platformNamespace] });
-    return { serving, gateway, metering, observability: { dashboards: observability.dashboards } };
+    return { serving, gateway: gateway.outputs, metering, observability: { dashboards: observability.dashboards } };
 }

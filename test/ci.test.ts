@@ -8,6 +8,7 @@ import * as YAML from "yaml";
 import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
 import { discoverStacks } from "../tools/stackfiles";
 import { ROOT, STACKS } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 const WORKFLOWS = path.join(ROOT, ".github", "workflows");
@@ -70,6 +71,21 @@ describe("GitHub Actions workflows", () => {
         }
     });
 
+    it(".ci/run runs the gates of preview.yml's check job, each once (the render runs the upstream check)", () => {
+        // A gate is the command up to its arguments: `npm run render -- --diff X` and `npm run render` are one gate.
+        const gate = (line: string) => line.trim().replace(/\s+--(\s.*)?$/, "").replace(/\s+--(no-audit|no-fund|ignore-scripts|silent)\b/g, "");
+        const commands = (text: string) => text.split("\n").map((l) => l.trim()).filter((l) => /^(npm|npx) /.test(l) && l !== "npm --version").map(gate);
+        const wf = workflow("preview.yml");
+        // PR-only steps: which stacks to preview, and the render comment; neither applies to a clone of main.
+        const prOnly = (g: string) => g.startsWith("npm run ci-stacks") || g.startsWith("npm run --silent ci-stacks");
+        const workflowGates = commands(wf.jobs.check.steps.map((s: any) => s.run ?? "").join("\n")).filter((g) => !prOnly(g));
+        const ciRun = commands(fs.readFileSync(path.join(ROOT, ".ci", "run"), "utf8"));
+        expect(new Set(ciRun)).toEqual(new Set(workflowGates));
+        expect(ciRun.length, `.ci/run runs a gate twice: ${ciRun.join(", ")}`).toBe(new Set(ciRun).size);
+        expect(ciRun).toEqual(expect.arrayContaining(["npm run lint", "npm run format:check", "npm run lint:workflows"]));
+        expect(ciRun).not.toContain("npm run upstream-check");
+    });
+
     it("up.yml applies on push to main only, hubs before spokes, each job gated by the production environment", () => {
         const wf = workflow("up.yml");
         expect(wf.on.push).toEqual({ branches: ["main"] });
@@ -99,7 +115,7 @@ describe("ci-stacks: which stacks a change previews", () => {
     });
     it("the CLI (--all) prints the stacks under stacks/ and writes hubs/spokes for GitHub Actions", async () => {
         const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
-        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
         expect(JSON.parse(r.stdout)).toEqual(stacksUnderStacksDir());
         const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]));
         expect(lines.stacks).toEqual(stacksUnderStacksDir());

@@ -16,6 +16,7 @@ import { checkSpokeRegistry } from "../programs/spoke-registry";
 import { ownsOutDir } from "../tools/render";
 import { readStackFile } from "../tools/stackfiles";
 import { flatConfig, platformKeys, ROOT, runRepoStack, STACKS, stackConfigDoc, stackFile } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 /** The clock of these tests: every key in hub-prod is valid on this day. */
 const NOW = new Date("2026-12-01T00:00:00Z");
@@ -209,7 +210,7 @@ describe("render: out/ of a real stack is left alone, and never holds a credenti
         fs.writeFileSync(path.join(out, "hub-prod", "manifests.yaml"), "# the good render\n");
         const bad = writeStack("hub-prod", (c) => { c["platform:apiKeys"][0].team = 7; });
         const planted = writeStack("hub-x", (c) => { c["platform:models"][0].id = HF_TOKEN; }, "hub-prod");
-        const r = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "--config", bad, "--config", planted, "--out", out],
+        const r = spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--config", bad, "--config", planted, "--out", out],
             { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" }, timeout: 120_000 });
         expect(r.status).toBe(1);
         expect(r.stdout).toContain(`${bad}: invalid stack configuration\n  - platform:apiKeys[0].team:`);

@@ -8,6 +8,7 @@ import { diffMarkdown, diffStack, fieldChanges, objectLabel } from "../tools/dif
 import { commentBody, COMMENT_MARKER, demote, MAX_COMMENT_CHARS, pictureLinks } from "../tools/report/comment";
 import * as YAML from "yaml";
 import { ROOT } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 
@@ -133,7 +134,7 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
 
     const render = async (args: string[]) => {
         try {
-            const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", ...args], { cwd: repo, env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" } });
+            const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", ...args], { cwd: repo, env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" } });
             return { code: 0, stdout: r.stdout, stderr: r.stderr };
         } catch (e) {
             const x = e as { code: number; stdout: string; stderr: string };

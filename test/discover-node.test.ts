@@ -10,6 +10,7 @@ import * as path from "path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadNodeProfileFile, NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { discoverNode, normalizePci, parseTopo } from "../tools/discover-node";
+import { ESBUILD_LOADER } from "./loader";
 
 const ROOT = path.join(__dirname, "..");
 const FX = path.join(__dirname, "fixtures", "node-sysfs");
@@ -21,7 +22,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "discover-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function cli(args: string[]) {
-    return spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/discover-node.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/discover-node.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
 }
 
 describe("discover-node: InfiniBand (DGX H200)", () => {

@@ -4,6 +4,7 @@ import { promisify } from "util";
 import { describe, expect, it } from "vitest";
 import { runStack } from "../tools/harness";
 import { ROOT } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 describe("test harness", () => {
     it("a resource created before mocks are set fails instead of vanishing", async () => {
@@ -11,7 +12,7 @@ describe("test harness", () => {
         // crash it (unhandled rejection -> non-zero exit), not be silently faked by the SDK.
         const script = `require("./test/setup"); const k8s = require("@pulumi/kubernetes"); new k8s.core.v1.Namespace("too-early", { metadata: { name: "x" } });`;
         const run = promisify(execFile);
-        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "-e", script], { cwd: ROOT }).then(() => ({ code: 0, stderr: "" }), (e) => e);
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "-e", script], { cwd: ROOT }).then(() => ({ code: 0, stderr: "" }), (e) => e);
         expect(r.code).not.toBe(0);
         expect(r.stderr).toMatch(/kubernetes:core\/v1:Namespace "too-early" was created before the test set its mocks/);
     });

@@ -35,8 +35,29 @@ export async function repoProgram(): Promise<Record<string, unknown> | undefined
     return fn();
 }
 
-/** Runs the real program for a stack under mocks. */
+/**
+ * Renders of the repository's own stack files (no config or stack outputs given), kept for the rest of the test
+ * file's process: the same program over the same file under the same mocks renders the same resources, and many
+ * tests read the default hub and spokes. Each caller gets its own deep copy, so no test sees another's changes.
+ */
+const memo = new Map<string, Promise<unknown>>();
+async function memoized<T>(key: string, run: () => Promise<T>): Promise<T> {
+    let p = memo.get(key) as Promise<T> | undefined;
+    if (!p) {
+        p = run();
+        memo.set(key, p);
+        p.catch(() => memo.delete(key));
+    }
+    return structuredClone(await p);
+}
+
+/** Runs the real program for a stack under mocks (the stack file as it is: memoized, see {@link memoized}). */
 export async function runRepoStack(stack: string, opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> } = {}): Promise<RunStackResult> {
+    if (opts.config === undefined && opts.stackOutputs === undefined) return memoized(`stack|${stack}|${!!opts.preview}`, () => runRepoStackOnce(stack, opts));
+    return runRepoStackOnce(stack, opts);
+}
+
+async function runRepoStackOnce(stack: string, opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> }): Promise<RunStackResult> {
     const prev = process.env.PLATFORM_STACK_FILE;
     process.env.PLATFORM_STACK_FILE = `stacks/Pulumi.${stack}.yaml`;
     try {
@@ -49,8 +70,12 @@ export async function runRepoStack(stack: string, opts: { preview?: boolean; con
     }
 }
 
-/** Renders hub-prod then the given spoke, returning both results. */
-export async function runHubAndSpoke(spoke: string, preview = false) {
+/** Renders hub-prod then the given spoke, returning both results (memoized, see {@link memoized}). */
+export async function runHubAndSpoke(spoke: string, preview = false): Promise<{ hub: RunStackResult; spoke: RunStackResult }> {
+    return memoized(`hub-and-spoke|${spoke}|${preview}`, () => runHubAndSpokeOnce(spoke, preview));
+}
+
+async function runHubAndSpokeOnce(spoke: string, preview: boolean): Promise<{ hub: RunStackResult; spoke: RunStackResult }> {
     const hub = await runRepoStack("hub-prod", { preview });
     // A spoke's preview reads the hub's deployed state, never a hub preview (whose contract holds unknown ARNs
     // and keys): the spoke always references a normally rendered hub.

@@ -12,6 +12,7 @@ import { contentHash } from "../services/shared/canonical";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
 import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
 import { byType, flatConfig, inputs, ROOT, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 /** Spoke names of the repo's hub (`platform:spokes`), sorted. */
 const SPOKES: string[] = stackConfigDoc("hub-prod")["platform:spokes"].map((s: { name: string }) => s.name).sort();
@@ -206,7 +207,7 @@ describe("offline render writes no key", () => {
 
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
         try {
-            await promisify(execFile)(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "spoke-hn1", "--out", dir], { cwd: ROOT });
+            await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "spoke-hn1", "--out", dir], { cwd: ROOT });
             const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
             // Every text file of out/, the render report and its SVG pictures included (tools/report/).
             expect(files.map((f) => path.basename(f)).sort()).toEqual(["manifests.yaml", "manifests.yaml", "map.png", "map.svg", "outputs.json", "outputs.json", "policy.json", "policy.json", "rails.png", "rails.svg", "report.md", "report.md", "resources.json", "resources.json"]);

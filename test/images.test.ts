@@ -10,6 +10,7 @@ import * as YAML from "yaml";
 import { REGISTRY, versions } from "../config/versions";
 import { affectedImages, dockerignorePatterns, ImageBuild, imageMatrix, inContext, registryHost } from "../tools/images";
 import { inputs, runHubAndSpoke, ROOT, STACKS } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 const WORKFLOW = path.join(ROOT, ".github", "workflows", "images.yml");
@@ -214,7 +215,7 @@ describe("npm run images: the images of ours, from config/versions.ts", () => {
     it("the CLI prints the matrix and writes images, registry and changed for GitHub Actions", async () => {
         const cli = async (args: string[]) => {
             const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
-            const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/images.ts", ...args], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
+            const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/images.ts", ...args], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
             const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
             return { stdout: JSON.parse(r.stdout), stderr: r.stderr, images: JSON.parse(lines.images), registry: lines.registry, changed: JSON.parse(lines.changed) };
         };

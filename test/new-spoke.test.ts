@@ -10,6 +10,7 @@ import { addToHub, newSpokeFile, pickFreeBlock } from "../tools/new-spoke";
 import { parseStackConfig } from "../config/stack";
 import { parseCidr } from "../lib/cidr";
 import { platformKeys, ROOT, STACKS } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
 
@@ -126,7 +127,7 @@ describe("new-spoke end to end: the new spoke renders with zero violations once 
         // The real CLI on the temp files (the hub reads its spoke files next to it), as a user runs it.
         const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
         const out = path.join(tmp, "out");
-        const r = await run(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "--out", out, ...files.flatMap((f) => ["--config", f])], { cwd: ROOT });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out, ...files.flatMap((f) => ["--config", f])], { cwd: ROOT });
         expect(r.stdout).toMatch(/rendered 6\/6 stack\(s\)/);
         for (const s of ["hub-prod", "spoke-dn1", "spoke-hcm1", "spoke-hn1", "spoke-sg1", "spoke-sg2"]) {
             expect(JSON.parse(fs.readFileSync(path.join(out, s, "policy.json"), "utf8")).mandatory, s).toEqual([]);

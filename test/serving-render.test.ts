@@ -15,6 +15,7 @@ import { frontendService } from "../components/spoke/ModelEndpoint";
 import { preflightScript } from "../lib/preflight";
 import type { CapturedResource } from "../tools/harness";
 import { byType, inputs, runHubAndSpoke, runRepoStack } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 /** Every Kubernetes object the serving layer created (DGDs, Mooncake, preflight and client ConfigMaps). */
 function servingObjects(rs: CapturedResource[]): Array<Record<string, any>> {
@@ -94,7 +95,7 @@ describe("tools/bench-render.ts", () => {
         const stacks = benchStacks(2, 3);
         expect(stacks.map((s) => s.name)).toEqual(["bench-hub", "spoke-b1", "spoke-b2"]);
         expect(JSON.parse(stacks[0].config["platform:endpoints"]).map((e: any) => `${e.spoke}/${e.name}/${e.engine}`)).toEqual(["b1/ep-1/vllm", "b1/ep-2/sglang", "b1/ep-3/vllm", "b2/ep-1/vllm", "b2/ep-2/sglang", "b2/ep-3/vllm"]);
-        const r = spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/bench-render.ts", "2", "--endpoints", "3", "--once"], { cwd: path.join(__dirname, ".."), encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+        const r = spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/bench-render.ts", "2", "--endpoints", "3", "--once"], { cwd: path.join(__dirname, ".."), encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
         expect(r.status, r.stdout + r.stderr).toBe(0);
         expect(r.stdout).toMatch(/^rendered 3 stacks, \d+ resources in \d+ ms\n$/);
     });

@@ -17,6 +17,7 @@ import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
 import { collectStatus, formatStatus, spokesFromHubOutputs } from "../tools/status";
 import { ROOT } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 const ledger = useLedgerDb();
 let s3: S3Server;
@@ -104,7 +105,7 @@ describe("npm run status", () => {
         const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
         const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
         const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-            execFile(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--max-behind-seconds", "1"], {
+            execFile(process.execPath, ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--max-behind-seconds", "1"], {
                 cwd: ROOT, env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
             }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
         });

@@ -17,6 +17,7 @@ import { buildDgd } from "../lib/dgd";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { versions } from "../config/versions";
 import { ROOT } from "./helpers";
+import { ESBUILD_LOADER } from "./loader";
 
 /** A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). */
 function objects(e = endpoint()): Array<Record<string, any>> {
@@ -166,7 +167,7 @@ describe("upstream-check on the real render of every stack", () => {
         out = fs.mkdtempSync(path.join(os.tmpdir(), "upstream-check-"));
         // The real CLI in its own process, as a user runs it; its exit code also reflects the policy pack and the chart
         // facts, so only its output is used here.
-        await promisify(execFile)(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "--out", out], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } }).catch(() => undefined);
+        await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } }).catch(() => undefined);
     }, 240_000);
     afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
     it("finds no unknown flag, env var, refused combination or missing image capability in any stack", () => {

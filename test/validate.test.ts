@@ -5,6 +5,7 @@ import { spawnSync } from "child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { loadCrds, ManifestValidator, strictify } from "../tools/validate";
+import { ESBUILD_LOADER } from "./loader";
 
 /** CRDs written for these tests (test/fixtures/crds, not upstream files): a List export and a single document. */
 const CRDS = path.join(__dirname, "fixtures", "crds");
@@ -14,7 +15,7 @@ beforeAll(() => { v = ManifestValidator.fromDir(CRDS); });
 
 /** Runs `npm run validate` (tools/validate.ts) in its own process. */
 function cli(args: string[]) {
-    return spawnSync(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/validate.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/validate.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
 }
 
 const widget = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: "w", namespace: "ns" }) => ({ apiVersion: "example.com/v1", kind: "Widget", metadata, spec });

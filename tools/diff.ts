@@ -264,7 +264,9 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
  */
 export function renderBase(base: BaseCheckout, outDir: string, stacks: string[]): Promise<{ code: number; output: string }> {
     return new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", "tools/render.ts", "--out", outDir, ...stacks], {
+        // The base tree's own esbuild loader where it has one (about twice as fast as ts-node), else ts-node.
+        const loader = fs.existsSync(path.join(base.dir, "tools", "register-esbuild.js")) ? "./tools/register-esbuild.js" : "ts-node/register/transpile-only";
+        const child = spawn(process.execPath, ["-r", loader, "tools/render.ts", "--out", outDir, ...stacks], {
             cwd: base.dir, env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" }, stdio: ["ignore", "pipe", "pipe"],
         });
         let output = "";

@@ -7,8 +7,9 @@ import * as fs from "fs";
 import * as path from "path";
 import type { UsageContract } from "../../config/contract";
 import { subnet, parseCidr } from "../../lib/cidr";
-import { ALL_SPOKES, GAP_METRIC, METRIC_NAMESPACE } from "../../services/reconciler/metric";
-import { INGEST_ROLE, REPORTER_ROLE } from "../../services/reconciler/roles";
+import { ALL_SPOKES, GAP_METRIC, INGEST_ROLE, METRIC_NAMESPACE, type MIGRATOR_ENV, type RECONCILER_ENV, REPORTER_ROLE } from "../../services/reconciler/config";
+import type { EnvVars } from "../../services/shared/env";
+import type { CONSUMER_ENV } from "../../services/usage-consumer/config";
 
 const REPO_ROOT = path.resolve(__dirname, "..", "..");
 
@@ -310,7 +311,9 @@ export class UsageLedger extends pulumi.ComponentResource {
             const permissions = new aws.iam.RolePolicy(`${name}-${id}-permissions`, { role: role.name, policy }, parent);
             return { role, permissions };
         };
-        const dbEnv = { PGHOST: cluster.endpoint, PGPORT: "5432", PGDATABASE: LEDGER_DATABASE, NODE_EXTRA_CA_CERTS: "/var/runtime/ca-cert.pem" };
+        // Each Lambda's variables are typed by its service's contract (services/shared/env.ts).
+        type LambdaEnv = EnvVars<typeof MIGRATOR_ENV & typeof RECONCILER_ENV & typeof CONSUMER_ENV, pulumi.Input<string>>;
+        const dbEnv = { PGHOST: cluster.endpoint, PGPORT: "5432", PGDATABASE: LEDGER_DATABASE, NODE_EXTRA_CA_CERTS: "/var/runtime/ca-cert.pem" } satisfies LambdaEnv;
         const vpcConfig = { subnetIds: subnets.map((s) => s.id), securityGroupIds: [lambdaSg.id] };
         const logGroupFor = (id: string, functionName: string) => new aws.cloudwatch.LogGroup(`${name}-${id}-logs`, { name: `/aws/lambda/${functionName}`, retentionInDays: 90, tags }, parent);
         const lambdaFn = (id: string, functionName: string, description: string, entry: string, role: aws.iam.Role, deps: pulumi.Resource[], variables: Record<string, pulumi.Input<string>>, timeout: number) => {
@@ -330,7 +333,7 @@ export class UsageLedger extends pulumi.ComponentResource {
                 JSON.stringify(migratorPolicy({ masterSecretArn: m, roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l }))));
         const migrator = lambdaFn("migrator", migratorName, "Applies services/ledger/schema.sql and the ledger roles (services/reconciler/migrator.ts)",
             path.join("services", "reconciler", "migrator.ts"), migratorIam.role, [migratorLogs, migratorIam.permissions],
-            { MASTER_SECRET_ARN: masterSecretArn, INGEST_SECRET_ARN: ingest.secret.arn, REPORTER_SECRET_ARN: reporter.secret.arn }, 120);
+            { MASTER_SECRET_ARN: masterSecretArn, INGEST_SECRET_ARN: ingest.secret.arn, REPORTER_SECRET_ARN: reporter.secret.arn } satisfies EnvVars<typeof MIGRATOR_ENV, pulumi.Input<string>>, 120);
         const schemaSha256 = createHash("sha256").update(fs.readFileSync(path.join(REPO_ROOT, "services", "ledger", "schema.sql"))).digest("hex");
         const migration = new aws.lambda.Invocation(`${name}-migration`, {
             functionName: migrator.name,
@@ -374,7 +377,7 @@ export class UsageLedger extends pulumi.ComponentResource {
                     DB_PASSWORD_SECRET_ARN: ingest.secret.arn,
                     STREAM_SPOKES: pulumi.all(streamResources.map((x) => x.stream.arn.apply((arn) => [arn, x.spoke] as const)))
                         .apply((pairs) => JSON.stringify(Object.fromEntries(pairs))),
-                },
+                } satisfies EnvVars<typeof CONSUMER_ENV, pulumi.Input<string>>,
             },
             tags,
         }, { parent: this, dependsOn: [logGroup, rolePolicy] });
@@ -402,7 +405,7 @@ export class UsageLedger extends pulumi.ComponentResource {
                 JSON.stringify(reconcilerPolicy({ secretArn, kmsKeyArn, logGroupArn, namespace: METRIC_NAMESPACE }))));
         const reconciler = lambdaFn("reconciler", reconcilerName, "Reconciliation report -> CloudWatch gap metric (services/reconciler/handler.ts)",
             path.join("services", "reconciler", "handler.ts"), reconcilerIam.role, [reconcilerLogs, reconcilerIam.permissions, migration],
-            { PGUSER: REPORTER_ROLE, DB_PASSWORD_SECRET_ARN: reporter.secret.arn, SPOKES: JSON.stringify([...args.spokes].sort()), LOOKBACK_HOURS: String(args.alarms.reconcileLookbackHours) }, 300);
+            { PGUSER: REPORTER_ROLE, DB_PASSWORD_SECRET_ARN: reporter.secret.arn, SPOKES: JSON.stringify([...args.spokes].sort()), LOOKBACK_HOURS: String(args.alarms.reconcileLookbackHours) } satisfies EnvVars<typeof RECONCILER_ENV, pulumi.Input<string>>, 300);
         const schedule = new aws.cloudwatch.EventRule(`${name}-reconcile-schedule`, {
             name: "platform-usage-reconciliation", description: "Runs the usage reconciliation", scheduleExpression: args.alarms.reconcileSchedule, tags,
         }, parent);

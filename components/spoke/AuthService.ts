@@ -3,25 +3,22 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
+import { AUTH_POD_LABELS, AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "../../lib/spoke-services";
+import type { AUTH_ENV } from "../../services/auth/config";
+import type { EnvVars } from "../../services/shared/env";
 
 /** Service (and Deployment) name of the auth service; the SecurityPolicy's ext_authz backendRef. */
 export const AUTH_SERVICE_NAME = "auth";
+// Shared with Metering and Observability (lib/spoke-services.ts); re-exported for this component's callers.
+export { AUTH_POD_LABELS, AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "../../lib/spoke-services";
 /** ext_authz listener (services/auth/config.ts `AUTH_PORT`). */
 export const AUTH_PORT = 8080;
 /** Operations listener: /healthz, /readyz, /metrics (services/auth/config.ts `AUTH_OPS_PORT`). */
 export const AUTH_OPS_PORT = 9090;
-/** Labels of the auth service's pods (selector of its Deployment, Service, PDB and PodMonitor). */
-export const AUTH_POD_LABELS = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
 /** Path prefix Envoy prepends to the client path (services/auth/config.ts `AUTH_PATH_PREFIX`). */
 export const AUTH_PATH_PREFIX = "/authz";
 /** Where the verified last-known-good bundle is cached (an emptyDir: survives container restarts, not rescheduling). */
 export const AUTH_CACHE_DIR = "/var/cache/auth";
-/** Mount path of the AWS shared config and credentials files. */
-export const AWS_FILES_DIR = "/var/run/platform/aws";
-/** Shared-config profile the auth service runs as: it assumes the SpokeIdentity role. */
-export const AWS_PROFILE = "platform-spoke";
-/** Credentials-file profile holding the source key that assumes the role. */
-export const AWS_SOURCE_PROFILE = "platform-spoke-source";
 
 /**
  * Pure: AWS shared config file. The SDK's default chain (`fromIni`) assumes `role_arn` with the
@@ -29,11 +26,6 @@ export const AWS_SOURCE_PROFILE = "platform-spoke-source";
  */
 export function awsConfigFile(roleArn: string, region: string): string {
     return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-auth`, `region = ${region}`, ""].join("\n");
-}
-
-/** Pure: AWS shared credentials file with the source key (secret content). */
-export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
-    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join("\n");
 }
 
 /** Inputs of {@link AuthService}. */
@@ -62,11 +54,12 @@ export interface AuthServiceArgs {
 }
 
 /**
- * Pure: the auth service's environment (names from services/auth/config.ts). Only non-secret values; the Redis
- * URL comes from a Secret reference and the AWS key from a mounted Secret.
+ * Pure: the auth service's environment, by the names of its contract (services/auth/config.ts `AUTH_ENV`: a name
+ * the service does not read is a type error). Only non-secret values; the Redis URL (`AUTH_REDIS_URL`) comes from
+ * a Secret reference and the AWS key from a mounted Secret.
  */
-export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): Record<string, string> {
-    const files: Record<string, string> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
+export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): EnvVars<typeof AUTH_ENV> {
+    const files: EnvVars<typeof AUTH_ENV> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
     return {
         AUTH_SPOKE: spoke,
         AUTH_HUB_PUBLIC_KEY: policy.publicKey,
@@ -119,7 +112,7 @@ export class AuthService extends pulumi.ComponentResource {
             },
         }, { parent: this });
 
-        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value })));
+        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value: value as string })));
         this.deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, {
             metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
             spec: {
@@ -138,7 +131,7 @@ export class AuthService extends pulumi.ComponentResource {
                             image,
                             env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
                                 ...e,
-                                { name: "AUTH_REDIS_URL", valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
+                                { name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>, valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
                             ]),
                             ports: [{ name: "http", containerPort: AUTH_PORT }, { name: "ops", containerPort: AUTH_OPS_PORT }],
                             readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 5, failureThreshold: 2 },

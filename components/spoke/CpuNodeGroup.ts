@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { EksCpuNodeGroup } from "../../config/eks";
 import { POOL_LABEL, SYSTEM_POOL_LABEL } from "../../lib/labels";
-import { NODE_METADATA_OPTIONS } from "./EfaNodeGroup";
+import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
 export interface CpuNodeGroupArgs {
     clusterName: pulumi.Input<string>;

@@ -7,15 +7,9 @@ import {
     EFA_DEVICES_LABEL, FABRIC_LABEL, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL, PROFILE_LABEL,
 } from "../../lib/labels";
 import type { Toleration } from "./GpuNodePool";
+import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
-/**
- * Instance metadata of every node: IMDSv2 only (`httpTokens: required`) and a response hop limit of 1, so a
- * pod on the pod network (one hop further than the node) cannot reach IMDS and take the node role's
- * credentials; host-network pods (VPC CNI, EFA device plugin) still can. Pods get AWS access from their own
- * roles (EKS Pod Identity / IRSA). Source: docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
- * ("Restrict access to the instance profile assigned to the worker node").
- */
-export const NODE_METADATA_OPTIONS = { httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" } as const;
+export { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
 export interface EfaNodeGroupArgs {
     clusterName: pulumi.Input<string>;

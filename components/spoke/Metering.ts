@@ -3,14 +3,15 @@ import * as pulumi from "@pulumi/pulumi";
 import type { UsageContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
+import type { METERING_ENV } from "../../services/metering/config";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../../services/shared/accesslog";
-import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "./AuthService";
+import type { EnvVars } from "../../services/shared/env";
+import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
 export const METERING_SERVICE_NAME = "metering";
-export const METERING_PORT = 8080;
-/** Labels of the metering service's pods (selector of its StatefulSet, Services, NetworkPolicy and PodMonitor). */
-export const METERING_POD_LABELS = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
+// Shared with Observability (lib/spoke-services.ts); re-exported for this component's callers.
+export { METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 /** Mount path of the spool volume; the spool lives in its `spool/` directory. */
 export const SPOOL_MOUNT = "/var/lib/metering";
 /** Where the collector's persistent sending queue lives (file_storage extension directory). */
@@ -33,10 +34,13 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
     return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-metering`, `region = ${region}`, ""].join("\n");
 }
 
-/** Pure: the metering service's environment (names from services/metering/config.ts), without secrets. */
-export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number; sharedFiles?: boolean }): Record<string, string> {
+/**
+ * Pure: the metering service's environment by the names of its contract (services/metering/config.ts
+ * `METERING_ENV`: a name the service does not read is a type error), without secrets.
+ */
+export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number; sharedFiles?: boolean }): EnvVars<typeof METERING_ENV> {
     // Without shared files (EKS Pod Identity) the SDK's default chain takes the container credentials the agent injects.
-    const files: Record<string, string> = x.sharedFiles === false ? {} : { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE };
+    const files: EnvVars<typeof METERING_ENV> = x.sharedFiles === false ? {} : { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE };
     return {
         METERING_SPOKE: x.spoke,
         METERING_SPOOL_DIR: `${SPOOL_MOUNT}/spool`,
@@ -193,9 +197,9 @@ export class Metering extends pulumi.ComponentResource {
         }, parent);
 
         const env = pulumi.all([policy, usage]).apply(([p, u]) => [
-            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB, sharedFiles: !!awsSecret })).map(([n, value]) => ({ name: n, value })),
-            { name: "METERING_INSTANCE", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-            { name: "METERING_REDIS_URL", valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } } },
+            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB, sharedFiles: !!awsSecret })).map(([n, value]) => ({ name: n, value: value as string })),
+            { name: "METERING_INSTANCE" satisfies keyof EnvVars<typeof METERING_ENV>, valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+            { name: "METERING_REDIS_URL" satisfies keyof EnvVars<typeof METERING_ENV>, valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } } },
         ]);
         this.statefulSet = new k8s.apps.v1.StatefulSet(`${name}-statefulset`, {
             metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },

@@ -4,8 +4,7 @@ import type { ObservabilityConfig } from "../../config/observability";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
 import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec, scrapeTargets } from "../../lib/observability";
-import { AUTH_POD_LABELS } from "./AuthService";
-import { METERING_POD_LABELS, METERING_PORT } from "./Metering";
+import { AUTH_POD_LABELS, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 
 export interface ObservabilityArgs {
     /** `platform:spoke.name`. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AWS_SDK_ENV } from "../shared/env";
 import { LeaseStore, MAX_GRANT } from "../shared/limits";
 
 /**
@@ -73,7 +74,15 @@ const EnvSchema = z.object({
     AUTH_LEASE_TTL_SECONDS: z.coerce.number().int().positive().default(960),
     /** Largest body accepted, bytes; must be ≥ SecurityPolicy `bodyToExtAuth.maxRequestBytes`. Default 32 MiB. */
     AUTH_MAX_BODY_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+    /** Region and shared config/credentials files for the S3 client's default chain (components/spoke/AuthService.ts). */
+    ...AWS_SDK_ENV,
 }).refine((c) => c.AUTH_PORT !== c.AUTH_OPS_PORT, { message: "AUTH_PORT and AUTH_OPS_PORT must differ", path: ["AUTH_OPS_PORT"] });
+
+/**
+ * The auth service's environment contract (services/shared/env.ts): components/spoke/AuthService.ts renders its
+ * Deployment's env by these names. A new variable is one entry in the schema above (and its field below).
+ */
+export const AUTH_ENV = EnvSchema;
 
 /** Validated configuration. */
 export interface AuthConfig {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AWS_SDK_ENV } from "../shared/env";
 
 /**
  * Metering service configuration, from environment variables (set by components/spoke/Metering.ts).
@@ -46,7 +47,15 @@ const EnvSchema = z.object({
     METERING_FAILPOINT: z.enum(["after-spool", "after-tokens", "after-put"]).optional(),
     METERING_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
     METERING_BIND_ADDRESS: z.string().min(1).default("0.0.0.0"),
+    /** Region and shared config/credentials files for the Kinesis and S3 clients' default chain (components/spoke/Metering.ts). */
+    ...AWS_SDK_ENV,
 });
+
+/**
+ * The metering service's environment contract (services/shared/env.ts): components/spoke/Metering.ts renders its
+ * StatefulSet's env by these names. A new variable is one entry in the schema above.
+ */
+export const METERING_ENV = EnvSchema;
 
 export type MeteringEnv = z.infer<typeof EnvSchema>;
 

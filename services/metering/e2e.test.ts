@@ -153,7 +153,7 @@ describe("metering end to end", () => {
             AWS_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: TEST_CREDENTIALS.secretAccessKey, AWS_REGION: TEST_REGION,
         });
         const start = async (endpoint: string): Promise<ChildProcess> => {
-            const child = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(__dirname, "main.ts")], { env: env(endpoint), stdio: "ignore" });
+            const child = spawn(process.execPath, ["-r", path.join(__dirname, "..", "..", "tools", "register-esbuild.js"), path.join(__dirname, "main.ts")], { env: env(endpoint), stdio: "ignore" });
             const deadline = Date.now() + 30_000;
             for (;;) {
                 try { if ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok) return child; } catch { /* not up yet */ }

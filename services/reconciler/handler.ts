@@ -2,7 +2,8 @@ import { Client } from "pg";
 import { compactHourly, rollupHourly } from "../ledger/ledger";
 import { runReconciliation } from "../ledger/status";
 import { gapMetrics, METRIC_NAMESPACE, reconcileWindow } from "./metric";
-import { need, secretString } from "./secrets";
+import { loadReconcilerEnv } from "./config";
+import { secretString } from "./secrets";
 
 /**
  * Scheduled reconciliation Lambda (hub; EventBridge rule in components/hub/UsageLedger.ts): runs
@@ -10,21 +11,21 @@ import { need, secretString } from "./secrets";
  * ledger, records the run in reconciliation_runs), publishes {@link gapMetrics} to CloudWatch, then rolls the closed
  * hours up into `usage_hourly` and folds the deltas of late events in the window (services/ledger/ledger.ts
  * `rollupHourly`, `compactHourly`: aggregates read the same before and after, later reads are cheaper).
- * Environment: PGHOST, PGPORT, PGDATABASE, PGUSER, DB_PASSWORD_SECRET_ARN, SPOKES (JSON array), LOOKBACK_HOURS.
+ * Environment: services/reconciler/config.ts `RECONCILER_ENV`.
  * @throws on a database or CloudWatch error (the run fails; the alarm treats the missing datum as breaching)
  */
 export async function handler(): Promise<{ missing: number; rows: number }> {
-    const env = process.env;
-    const spokes = JSON.parse(need(env, "SPOKES")) as string[];
+    const env = loadReconcilerEnv(process.env);
+    const spokes = env.SPOKES;
     const client = new Client({
-        host: need(env, "PGHOST"), port: Number(env.PGPORT ?? 5432), database: need(env, "PGDATABASE"), user: need(env, "PGUSER"),
-        password: await secretString(need(env, "DB_PASSWORD_SECRET_ARN")),
+        host: env.PGHOST, port: env.PGPORT, database: env.PGDATABASE, user: env.PGUSER,
+        password: await secretString(env.DB_PASSWORD_SECRET_ARN),
         ssl: { rejectUnauthorized: true }, connectionTimeoutMillis: 10_000, statement_timeout: 120_000,
     });
     await client.connect();
     try {
         // Records the run per spoke in reconciliation_runs (what `npm run status` shows as the last reconciliation).
-        const window = reconcileWindow(new Date(), Number(env.LOOKBACK_HOURS ?? 48));
+        const window = reconcileWindow(new Date(), env.LOOKBACK_HOURS);
         const { rows } = await runReconciliation(client, { ...window, spokes });
         const data = gapMetrics(rows, spokes);
         const cw = await import("@aws-sdk/client-cloudwatch");

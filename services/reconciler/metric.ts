@@ -1,10 +1,8 @@
 import type { ReconciliationRow } from "../ledger/reconcile";
 
-/** CloudWatch namespace and metric the reconciliation publishes (the hub's gap alarm reads it). */
-export const METRIC_NAMESPACE = "Platform/Usage";
-export const GAP_METRIC = "ReconciliationMissingEvents";
-/** Dimension value of the all-spokes datum (the alarm's series). */
-export const ALL_SPOKES = "all";
+import { ALL_SPOKES, GAP_METRIC, METRIC_NAMESPACE } from "./config";
+
+export { ALL_SPOKES, GAP_METRIC, METRIC_NAMESPACE } from "./config";
 
 /** One CloudWatch datum (the subset of `MetricDatum` this module writes). */
 export interface GapDatum { MetricName: string; Dimensions: Array<{ Name: "Spoke"; Value: string }>; Value: number; Unit: "Count" }

@@ -1,7 +1,8 @@
 import { Client } from "pg";
 import { migrate, schemaSql } from "../ledger/ledger";
 import { applyRoles } from "./roles";
-import { need, secretString } from "./secrets";
+import { loadMigratorEnv } from "./config";
+import { secretString } from "./secrets";
 
 /**
  * Ledger migrator Lambda (hub), invoked by `pulumi up` (aws.lambda.Invocation in components/hub/UsageLedger.ts)
@@ -10,14 +11,13 @@ import { need, secretString } from "./secrets";
  * services/ledger/schema.sql and the two least-privilege login roles (services/reconciler/roles.ts). The consumer
  * itself runs no DDL.
  *
- * Environment: PGHOST, PGPORT, PGDATABASE, MASTER_SECRET_ARN (RDS JSON secret), INGEST_SECRET_ARN,
- * REPORTER_SECRET_ARN (plain passwords).
+ * Environment: services/reconciler/config.ts `MIGRATOR_ENV`.
  */
 export async function handler(event: { schemaSha256?: string } = {}): Promise<{ ok: true; schemaSha256?: string }> {
-    const env = process.env;
-    const master = JSON.parse(await secretString(need(env, "MASTER_SECRET_ARN"))) as { username: string; password: string };
+    const env = loadMigratorEnv(process.env);
+    const master = JSON.parse(await secretString(env.MASTER_SECRET_ARN)) as { username: string; password: string };
     const client = new Client({
-        host: need(env, "PGHOST"), port: Number(env.PGPORT ?? 5432), database: need(env, "PGDATABASE"),
+        host: env.PGHOST, port: env.PGPORT, database: env.PGDATABASE,
         user: master.username, password: master.password,
         ssl: { rejectUnauthorized: true }, connectionTimeoutMillis: 10_000,
     });
@@ -25,8 +25,8 @@ export async function handler(event: { schemaSha256?: string } = {}): Promise<{ 
     try {
         await migrate(client, schemaSql());
         await applyRoles(client, {
-            ingest: await secretString(need(env, "INGEST_SECRET_ARN")),
-            reporter: await secretString(need(env, "REPORTER_SECRET_ARN")),
+            ingest: await secretString(env.INGEST_SECRET_ARN),
+            reporter: await secretString(env.REPORTER_SECRET_ARN),
         }, (s) => client.escapeLiteral(s));
     } finally {
         await client.end().catch(() => undefined);

@@ -1,4 +1,5 @@
 import type { Queryable } from "../ledger/ledger";
+import { INGEST_ROLE, REPORTER_ROLE } from "./config";
 
 /**
  * Database roles of the usage ledger (least privilege each):
@@ -12,8 +13,7 @@ import type { Queryable } from "../ledger/ledger";
  *   sum-preserving write it may make, through SECURITY DEFINER functions (services/ledger/schema.sql) instead of
  *   privileges on the tables.
  */
-export const INGEST_ROLE = "ledger_ingest";
-export const REPORTER_ROLE = "ledger_reporter";
+export { INGEST_ROLE, REPORTER_ROLE } from "./config";
 
 /** The ledger's tables (services/ledger/schema.sql). */
 export const LEDGER_TABLES = ["usage_events", "usage_hourly", "usage_receipts", "usage_quarantine", "usage_spoke_quarantine"] as const;

@@ -9,10 +9,3 @@ export async function secretString(secretArn: string): Promise<string> {
     if (!out.SecretString) throw new Error(`secret ${secretArn} has no SecretString`);
     return out.SecretString;
 }
-
-/** @throws Error naming the missing variable. */
-export function need(env: NodeJS.ProcessEnv, k: string): string {
-    const v = env[k];
-    if (!v) throw new Error(`environment variable ${k} is not set`);
-    return v;
-}

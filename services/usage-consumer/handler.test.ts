@@ -72,7 +72,8 @@ describe("usage consumer (Lambda handler logic, real PostgreSQL)", () => {
 
 describe("usage consumer environment", () => {
     it("names the missing variable", () => {
-        expect(() => readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x" })).toThrow("usage consumer: environment variable STREAM_SPOKES is not set");
+        expect(() => readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x" })).toThrow(/invalid usage consumer configuration:\n {2}STREAM_SPOKES: /);
+        expect(() => readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x", STREAM_SPOKES: "{" })).toThrow(/STREAM_SPOKES: invalid JSON/);
         expect(readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x", STREAM_SPOKES: '{"arn:s":"hn1"}' }))
             .toEqual({ host: "h", port: 5432, database: "ledger", user: "u", passwordSecretArn: "arn:x", streamSpokes: { "arn:s": "hn1" } });
     });

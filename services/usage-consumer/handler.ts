@@ -2,6 +2,9 @@ import { Client } from "pg";
 import { discardClient, LEDGER_PG_BOUNDS } from "../ledger/db";
 import { ingestBatch, IngestResult, isIngestRace, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
 import { QuarantineMarker, QuarantineMarkerSchema, UsageEvent, UsageEventSchema } from "../shared/usage";
+import { type ConsumerEnv, readEnv } from "./config";
+
+export { type ConsumerEnv, readEnv } from "./config";
 
 /**
  * Usage consumer (hub): a Lambda on the usage Kinesis streams, one event source mapping per spoke stream.
@@ -91,35 +94,6 @@ export async function processBatch(db: Queryable, event: KinesisStreamEvent, str
             throw e;
         }
     }
-}
-
-/** Connection settings, from the function's environment (set by components/hub/UsageLedger.ts). */
-export interface ConsumerEnv {
-    host: string;
-    port: number;
-    database: string;
-    user: string;
-    /** Secrets Manager secret holding the password (SecretString). */
-    passwordSecretArn: string;
-    /** `STREAM_SPOKES`: JSON object, stream ARN -> spoke name. */
-    streamSpokes: Record<string, string>;
-}
-
-/** @throws Error naming the missing variable. */
-export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
-    const need = (k: string) => {
-        const v = env[k];
-        if (!v) throw new Error(`usage consumer: environment variable ${k} is not set`);
-        return v;
-    };
-    return {
-        host: need("PGHOST"),
-        port: Number(env.PGPORT ?? 5432),
-        database: need("PGDATABASE"),
-        user: need("PGUSER"),
-        passwordSecretArn: need("DB_PASSWORD_SECRET_ARN"),
-        streamSpokes: JSON.parse(need("STREAM_SPOKES")) as Record<string, string>,
-    };
 }
 
 async function fetchPassword(secretArn: string): Promise<string> {

@@ -41,7 +41,7 @@ export async function startMeteringChild(o: MeteringChildOptions): Promise<Meter
     };
     if (o.redisUrl) env.METERING_REDIS_URL = o.redisUrl;
     if (o.failpoint) env.METERING_FAILPOINT = o.failpoint;
-    const proc = spawn(process.execPath, ["-r", "ts-node/register/transpile-only", path.join(__dirname, "..", "main.ts")], { env, stdio: "ignore" });
+    const proc = spawn(process.execPath, ["-r", path.join(__dirname, "..", "..", "..", "tools", "register-esbuild.js"), path.join(__dirname, "..", "main.ts")], { env, stdio: "ignore" });
     const exit = new Promise<void>((r) => proc.once("exit", () => r()));
     const base = `http://127.0.0.1:${o.port}`;
     const deadline = Date.now() + 30_000;

@@ -1,0 +1,26 @@
+/**
+ * What the spoke's own services share across components: pod labels and ports that other components select or
+ * scrape (components/spoke/Observability.ts), and the AWS shared config/credentials files through which the
+ * auth and metering services assume the SpokeIdentity role on-prem (components/spoke/AuthService.ts, Metering.ts).
+ */
+
+/** Labels of the auth service's pods (selector of its Deployment, Service, PDB and PodMonitor). */
+export const AUTH_POD_LABELS = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
+/** HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`; services/metering/config.ts `METERING_PORT`). */
+export const METERING_PORT = 8080;
+/** Labels of the metering service's pods (selector of its StatefulSet, Services, NetworkPolicy and PodMonitor). */
+export const METERING_POD_LABELS = { "app.kubernetes.io/name": "platform-metering", "app.kubernetes.io/part-of": "usage-metering" };
+
+/** Mount path of the AWS shared config and credentials files. */
+export const AWS_FILES_DIR = "/var/run/platform/aws";
+/** Shared-config profile the auth service runs as: it assumes the SpokeIdentity role. */
+export const AWS_PROFILE = "platform-spoke";
+/** Credentials-file profile holding the source key that assumes the role. */
+export const AWS_SOURCE_PROFILE = "platform-spoke-source";
+
+/** Pure: AWS shared credentials file with the source key (secret content). */
+export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
+    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join(
+        "\n",
+    );
+}

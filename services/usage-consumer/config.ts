@@ -1,0 +1,58 @@
+import { z } from "zod";
+import { NODE_RUNTIME_ENV, parseEnv } from "../shared/env";
+
+/** JSON text of a stream ARN -> spoke object. */
+const streamSpokes = z.string().transform((text, ctx) => {
+    try {
+        const doc: unknown = JSON.parse(text);
+        const r = z.record(z.string().min(1), z.string().regex(/^[a-z0-9][a-z0-9-]*$/)).safeParse(doc);
+        if (r.success) return r.data;
+        ctx.addIssue({ code: "custom", message: `must map stream ARNs to spoke names: ${r.error.issues[0]?.message}` });
+    } catch (e) {
+        ctx.addIssue({ code: "custom", message: `invalid JSON: ${(e as Error).message}` });
+    }
+    return z.NEVER;
+});
+
+/**
+ * The usage consumer Lambda's environment contract (services/shared/env.ts), set by components/hub/UsageLedger.ts.
+ * A new variable is one entry here (and its field in {@link readEnv}).
+ */
+export const CONSUMER_ENV = z.object({
+    PGHOST: z.string().min(1),
+    PGPORT: z.coerce.number().int().min(1).max(65535).default(5432),
+    PGDATABASE: z.string().min(1),
+    /** The ingest role (services/reconciler/config.ts `INGEST_ROLE`). */
+    PGUSER: z.string().min(1),
+    /** Secrets Manager secret holding the role's password (SecretString). */
+    DB_PASSWORD_SECRET_ARN: z.string().min(1),
+    /** JSON object, stream ARN -> the only spoke allowed to write it. */
+    STREAM_SPOKES: streamSpokes,
+    /** The RDS CAs the Lambda runtime ships (`/var/runtime/ca-cert.pem`): TLS to Aurora is verified against them. */
+    ...NODE_RUNTIME_ENV,
+});
+
+/** Connection settings, from the function's environment (set by components/hub/UsageLedger.ts). */
+export interface ConsumerEnv {
+    host: string;
+    port: number;
+    database: string;
+    user: string;
+    /** Secrets Manager secret holding the password (SecretString). */
+    passwordSecretArn: string;
+    /** `STREAM_SPOKES`: stream ARN -> spoke name. */
+    streamSpokes: Record<string, string>;
+}
+
+/** @throws Error naming each missing or invalid variable. */
+export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
+    const e = parseEnv("usage consumer", CONSUMER_ENV, env);
+    return {
+        host: e.PGHOST,
+        port: e.PGPORT,
+        database: e.PGDATABASE,
+        user: e.PGUSER,
+        passwordSecretArn: e.DB_PASSWORD_SECRET_ARN,
+        streamSpokes: e.STREAM_SPOKES,
+    };
+}
