@@ -22,6 +22,7 @@ import { checkOutDir, formatFindings } from "./upstream-check";
 import { reportFiles, reportInput } from "./report";
 import { RenderProgress } from "./report/progress";
 import { startDiff, stackFileNames } from "./diff";
+import { setAsideSpokesForRender, SpokeFilesError } from "../programs/spoke-registry";
 
 export interface RenderOptions {
     outDir: string;
@@ -29,6 +30,8 @@ export interface RenderOptions {
     quiet?: boolean;
     /** Progress and timings per stack and phase (stderr on a TTY). */
     progress?: RenderProgress;
+    /** Directory of the real stack files (default `stacks/`): only a file there owns `out/<name>/`. */
+    stacksDir?: string;
 }
 
 export interface StackRenderResult {
@@ -101,32 +104,65 @@ export function ownsOutDir(s: StackFile, stacksDir = STACKS_DIR): boolean {
     return real === undefined || path.resolve(s.file) === real;
 }
 
-/** Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack. */
+/**
+ * Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack.
+ *
+ * A bad stack file fails itself and the stacks that depend on what it would change, never another stack's output:
+ * - a spoke file that is wrong on its own (it does not parse as a spoke file, or collides with another spoke) fails
+ *   with its own error, headed by that file; its hub, which checks every spoke file, is not rendered (its `out/` is
+ *   left as it was), and the hub's other spokes render against the hub's outputs computed without the bad file;
+ * - a hub that fails on its own file fails its spokes too (skipped), whose `out/` folders are left as they were.
+ */
 export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Promise<StackRenderResult[]> {
     const results: StackRenderResult[] = [];
     const rendered: Record<string, StackOutputs> = {};
     const failedHubs = new Set<string>();
-    // Hubs that failed as their own stacks/ file: only then do their spokes' out/ folders describe a hub that no longer renders.
-    const failedOwnerHubs = new Set<string>();
+    /** Spoke stack -> its own error, found by its hub's check of the spoke files. */
+    const badSpokes = new Map<string, string>();
     const progress = opts.progress;
-    for (const s of dependencyOrder(stacks)) {
+    const owns = (s: StackFile) => ownsOutDir(s, opts.stacksDir);
+    const ordered = dependencyOrder(stacks);
+    for (const s of ordered) {
         const outDir = path.join(opts.outDir, s.name);
         progress?.stack(s.name);
-        if (s.hub && failedHubs.has(s.hub)) {
-            const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
-            if (failedOwnerHubs.has(s.hub) && ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
+        const fail = (error: string, removeOut: boolean, spokesFail = s.role === "hub") => {
+            if (removeOut && owns(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
-            log(opts, `${s.name}: ${error}`);
+            if (spokesFail) failedHubs.add(s.name);
             progress?.end(false);
+            log(opts, error);
+        };
+        if (badSpokes.has(s.name)) { fail(badSpokes.get(s.name)!, true); continue; }
+        if (s.hub && failedHubs.has(s.hub)) {
+            fail(`${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; out/${s.name} left as it was` : ""}`, false);
             continue;
         }
         const prevStackFile = process.env.PLATFORM_STACK_FILE;
         process.env.PLATFORM_STACK_FILE = s.file;
+        const run = (preview: boolean) => runStack({
+            project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
+            preview, stackOutputs: rendered, program: () => loadProgram()(),
+        });
         try {
-            const result = await runStack({
-                project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
-                preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
-            });
+            let result: RunStackResult;
+            try {
+                result = await run(opts.preview);
+            } catch (e) {
+                if (e instanceof SpokeFilesError) for (const [stack, err] of e.spokeErrors) badSpokes.set(stack, err.message);
+                if (!(e instanceof SpokeFilesError) || e.issues.length > 0 || s.role !== "hub") throw e;
+                // Only spoke files are wrong: they fail themselves; the hub (which would gate them) is not rendered,
+                // and its outputs for the other spokes are computed with the bad files set aside.
+                const inRun = new Set(ordered.map((x) => x.name));
+                setAsideSpokesForRender(e.spokeErrors.keys());
+                try {
+                    const aside = await run(false);
+                    rendered[s.name] = { outputs: referenceableOutputs(aside.outputs), secretOutputNames: Object.keys(aside.outputs).filter((k) => containsSecret(aside.outputs[k])) };
+                } catch { failedHubs.add(s.name); } finally { setAsideSpokesForRender(); }
+                const files = [...e.spokeErrors.keys()].map((k) => `Pulumi.${k}.yaml`).join(", ");
+                const elsewhere = [...e.spokeErrors].filter(([k]) => !inRun.has(k)).map(([, err]) => err.message);
+                fail([`${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`, ...elsewhere].join("\n"), false, failedHubs.has(s.name));
+                continue;
+            }
             progress?.phase("policy");
             const policy = await runPolicies(allPolicies, result.resources);
             progress?.phase("report");
@@ -136,7 +172,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const report = await reportFiles(reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined), { previousDir: outDir });
             progress?.phase("write");
             // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
-            if (policy.mandatory.length === 0 || ownsOutDir(s)) writeAtomically(outDir, {
+            if (policy.mandatory.length === 0 || owns(s)) writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
                 "resources.json": JSON.stringify(resources, null, 2) + "\n",
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
@@ -145,22 +181,15 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             });
             // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
             // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
-            const referenced = opts.preview && s.role === "hub"
-                ? (await runStack({ project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys, preview: false, stackOutputs: rendered, program: () => loadProgram()() })).outputs
-                : result.outputs;
+            const referenced = opts.preview && s.role === "hub" ? (await run(false)).outputs : result.outputs;
             rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             progress?.end(ok);
             log(opts, summarise(s, result, policy, outDir));
-            if (!ok && s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
+            if (!ok && s.role === "hub") failedHubs.add(s.name);
         } catch (e) {
-            const error = e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`;
-            if (ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
-            results.push({ stack: s.name, ok: false, error });
-            if (s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
-            progress?.end(false);
-            log(opts, error);
+            fail(e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`, true);
         } finally {
             if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
         }
@@ -168,15 +197,16 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     return results;
 }
 
-interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; diff?: string }
+interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; stacksDir: string; diff?: string }
 
 function parseArgs(argv: string[]): Cli {
-    const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out") };
+    const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out"), stacksDir: STACKS_DIR };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
         else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--stacks") cli.stacksDir = path.resolve(argv[++i]);
         else if (a === "--diff") {
             cli.diff = argv[++i];
             if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
@@ -231,7 +261,7 @@ export function removeStaleOutDirs(outDir: string, keep: Set<string>): string[] 
 
 async function main() {
     const cli = parseArgs(process.argv.slice(2));
-    const all = discoverStacks();
+    const all = discoverStacks(cli.stacksDir);
     const extra = cli.configs.map((f) => readStackFile(path.resolve(f), f));
     const stacks = selectStacks(all, cli.names, extra);
     const progress = new RenderProgress(stacks.length);
@@ -241,8 +271,8 @@ async function main() {
     if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
     const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n")) : undefined;
     try {
-        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
-        const stackFiles = new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]);
+        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress, stacksDir: cli.stacksDir });
+        const stackFiles = new Set([...stackFileNames(cli.stacksDir), ...stacks.map((s) => s.name)]);
         const removed = removeStaleOutDirs(cli.outDir, stackFiles);
         if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
         const extraTimings: Array<[string, number]> = [];
