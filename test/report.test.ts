@@ -102,11 +102,19 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(elements(svg, "gpu-card")).toHaveLength(16);
         const links = elements(svg, "rail-link");
         expect(links).toHaveLength(16);
+        const nodes = elements(svg, "node");
         for (const l of links) {
             const leaf = leaves.find((x) => x["data-rail"] === l["data-rail"])!;
             expect(Number(l.x2)).toBeCloseTo(Number(leaf.x) + Number(leaf.width) / 2, 1);
             expect(Number(l.y2)).toBeCloseTo(Number(leaf.y) + Number(leaf.height), 1);
+            // It leaves its own node through that node's top edge (never from under another node's box).
+            const node = nodes.find((n) => n["data-node"] === l["data-node"])!;
+            expect(Number(l.y1)).toBe(Number(node.y));
+            expect(Number(l.x1)).toBeGreaterThan(Number(node.x));
+            expect(Number(l.x1)).toBeLessThan(Number(node.x) + Number(node.width));
         }
+        // Links are drawn above the node boxes (later in the document), so none is hidden behind a box.
+        expect(svg.indexOf('class="rail-link"')).toBeGreaterThan(svg.lastIndexOf('class="node"'));
         expect(elements(svg, "frontend-nic")).toHaveLength(4);
         expect(elements(svg, "frontend-link")).toHaveLength(4);
         // Frontend links go down to the frontend network, never up to a leaf.
