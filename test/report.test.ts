@@ -5,6 +5,7 @@ import { resourcesJson } from "../tools/outputs";
 import { runPolicies } from "../tools/policy-runner";
 import { reportFiles, reportInput } from "../tools/report";
 import { bar, cell } from "../tools/report/markdown";
+import { warningLines } from "../tools/report/comment";
 import { buildView, dgdGpus, HubView, ReportInput, SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
@@ -64,21 +65,22 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
     it("lists endpoints by model, engine and topology with their GPUs, as the hub placed them (stacks/Pulumi.hub-prod.yaml)", () => {
         const v = buildView(hn1) as SpokeView;
         const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
-        expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 12, pool: "h200" });
+        expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 10, pool: "h200" });
         expect(llama.groups).toEqual([{ role: "prefill", replicas: 2, gpusPerWorker: 2 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
-        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 8 });
+        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 6 });
     });
 
-    it("sets GPUs placed and planner budgets against capacity, and warns when budgets exceed it", async () => {
+    it("sets GPUs placed and planner budgets against capacity; the sample renders with no warning", async () => {
         const v = buildView(hn1) as SpokeView;
         // 2 nodes x 8 GPUs (config/node-profiles/dgx-h200.yaml gpu.count: DGX H200 has 8 H200 GPUs).
         expect(v.capacityGpus).toBe(16);
         expect(v.placedGpus).toBe(12);
-        expect(v.plannerBudgetGpus).toBe(20);
+        expect(v.plannerBudgetGpus).toBe(16);
         const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
-        expect(md).toContain("planner budgets add up to 20 GPUs, more than the 16 the spoke has");
+        expect(md).not.toContain("## Warnings");
+        expect(md).not.toContain("⚠");
         expect(md).toContain("| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 2 x 2 GPU, decode 1 x 4 GPU | 8 |");
     });
 
@@ -176,8 +178,7 @@ describe("hub report (hub-prod)", () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
             ["hcm1", "vn-hochiminh-1", 12, 16], ["hn1", "vn-hanoi-1", 12, 16], ["sg1", "ap-southeast-1", 8, 16]]);
-        // hcm1's qwen3-32b has no planner block: the Dynamo planner default budget (config/endpoint.ts, 16) applies.
-        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(28);
+        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
@@ -186,10 +187,25 @@ describe("hub report (hub-prod)", () => {
         expect(texts(svg)).toEqual(expect.arrayContaining(["region ap-southeast-1", "region vn-hanoi-1", "region vn-hochiminh-1",
             "llama-70b: vllm agg W2x4 = 8 GPU", "qwen3-32b: sglang P/D P2x2 D1x4 = 8 GPU"]));
         const md = files["report.md"] as string;
-        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 28/16 ⚠ |");
+        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 16/16 |");
+        expect(md).not.toContain("## Warnings");
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
         expect(md).toContain("5 API keys");
         expect(md).not.toMatch(/sk-h200-/);
+    });
+
+    it("warns at the top of the report, marking a planner budget taken from the default, and with what the program logged", async () => {
+        // hcm1's qwen3-32b without its planner block: the default budget (config/endpoint.ts, 16) applies.
+        if (hub.config.role !== "hub") throw new Error("not a hub");
+        const at = hub.config.hub.endpoints.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
+        const endpoints = hub.config.hub.endpoints.map((e, i) => (i === at ? { ...e, planner: { ...e.planner, maxGpuBudget: 16 } } : e));
+        const raw = { ...hub.raw, endpoints: (hub.raw!.endpoints as Array<Record<string, unknown>>).map((e, i) => (i === at ? { ...e, planner: undefined } : e)) };
+        const input: ReportInput = { ...hub, config: { role: "hub", hub: { ...hub.config.hub, endpoints } }, raw, warnings: ["spoke hn1: something the program logged"] };
+        const md = (await reportFiles(input, { png: false }))["report.md"] as string;
+        expect(md).toContain("## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 26 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n");
+        expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
+        expect(md).toContain("| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 4 | 16 (default) | none |");
+        expect(warningLines(md)).toEqual(["spoke hn1: something the program logged", expect.stringMatching(/^spoke hcm1: planner budgets add up to 26/)]);
     });
 
     it("lists which policies ran and what they found", async () => {

@@ -20,6 +20,8 @@ import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR }
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { checkOutDir, formatFindings } from "./upstream-check";
 import { reportFiles, reportInput } from "./report";
+import { warningsOf } from "./report/markdown";
+import { buildView } from "./report/model";
 import { RenderProgress } from "./report/progress";
 import { startDiff, stackFileNames } from "./diff";
 import { setAsideSpokesForRender, SpokeFilesError } from "../programs/spoke-registry";
@@ -66,7 +68,7 @@ function wrap(head: string, items: string[], width = 110): string[] {
     return lines;
 }
 
-function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string): string {
+function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string, warnings: string[]): string {
     const byType = new Map<string, number>();
     for (const x of r.resources) if (x.type !== "pulumi:pulumi:Stack") byType.set(x.type, (byType.get(x.type) ?? 0) + 1);
     const manifests = r.resources.filter(isManifest).length;
@@ -82,6 +84,7 @@ function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir
     const adv = policy.findings.filter((f) => f.enforcementLevel !== "mandatory").length;
     lines.push(`  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`);
     for (const f of policy.findings) lines.push(`    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`);
+    for (const w of warnings) lines.push(`  warning: ${w}`);
     return lines.join("\n");
 }
 
@@ -145,6 +148,14 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
         });
         try {
             let result: RunStackResult;
+            // The program's warnings (`pulumi.log.warn`, printed by the SDK as `warning: ...` when no engine runs) go
+            // into the report and the summary, where a reviewer reads them, instead of scrolling past on stderr.
+            const warnings: string[] = [];
+            const consoleWarn = console.warn;
+            console.warn = (...a: unknown[]) => {
+                const m = /^warning: (?:\[runtime\] )?([\s\S]*)$/.exec(a.map(String).join(" "));
+                if (m) warnings.push(m[1].trim()); else consoleWarn(...a);
+            };
             try {
                 result = await run(opts.preview);
             } catch (e) {
@@ -162,6 +173,8 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 const elsewhere = [...e.spokeErrors].filter(([k]) => !inRun.has(k)).map(([, err]) => err.message);
                 fail([`${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`, ...elsewhere].join("\n"), false, failedHubs.has(s.name));
                 continue;
+            } finally {
+                console.warn = consoleWarn;
             }
             progress?.phase("policy");
             const policy = await runPolicies(allPolicies, result.resources);
@@ -169,7 +182,8 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
             const resources = resourcesJson(result.resources);
-            const report = await reportFiles(reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined), { previousDir: outDir });
+            const input = reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined, warnings);
+            const report = await reportFiles(input, { previousDir: outDir });
             progress?.phase("write");
             // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
             if (policy.mandatory.length === 0 || owns(s)) writeAtomically(outDir, {
@@ -186,7 +200,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             progress?.end(ok);
-            log(opts, summarise(s, result, policy, outDir));
+            log(opts, summarise(s, result, policy, outDir, warningsOf(buildView(input))));
             if (!ok && s.role === "hub") failedHubs.add(s.name);
         } catch (e) {
             fail(e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`, true);

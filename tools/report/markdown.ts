@@ -32,6 +32,40 @@ function gpuCell(e: EndpointView): string {
     return `${e.gpus} placed, ${e.renderedGpus} rendered ⚠`;
 }
 
+/** Planner budget cell: `12`, `16 (default)` when the file does not set it, `off`. */
+function budgetCell(e: EndpointView): string | number {
+    if (e.plannerBudget === undefined) return "off";
+    return e.plannerBudgetDefault ? `${e.plannerBudget} (default)` : e.plannerBudget;
+}
+
+/**
+ * Everything a reviewer should look at before approving, in one list at the top of the report (and of the PR comment,
+ * tools/report/comment.ts): what the program logged as a warning while it ran, and capacity the placement overruns.
+ */
+export function warningsOf(v: StackView): string[] {
+    const out = [...v.warnings];
+    if (v.kind === "hub") {
+        for (const s of v.spokes) {
+            if (s.placedGpus > s.capacityGpus) out.push(`spoke ${s.name}: placement needs ${s.placedGpus} GPUs, the spoke has ${s.capacityGpus}`);
+            if (s.plannerBudgetGpus > s.capacityGpus) {
+                const d = s.endpoints.filter((e) => e.plannerBudgetDefault).map((e) => e.name);
+                out.push(`spoke ${s.name}: planner budgets add up to ${s.plannerBudgetGpus} GPUs, more than its ${s.capacityGpus}: planners scaling at once compete for GPUs${d.length ? ` (${d.join(", ")} use${d.length === 1 ? "s" : ""} the default planner.maxGpuBudget)` : ""}`);
+            }
+        }
+    } else {
+        if (v.placedGpus > v.capacityGpus) out.push(`placement needs ${v.placedGpus} GPUs, the spoke has ${v.capacityGpus}`);
+        if (v.plannerBudgetGpus > v.capacityGpus) out.push(`planner budgets add up to ${v.plannerBudgetGpus} GPUs, more than the ${v.capacityGpus} the spoke has: planners scaling at once compete for GPUs`);
+        for (const e of v.endpoints) if (e.renderedGpus !== undefined && e.renderedGpus !== e.gpus) out.push(`endpoint ${e.name}: ${e.gpus} GPUs placed by the hub, ${e.renderedGpus} rendered`);
+    }
+    return out;
+}
+
+/** The `## Warnings` section (nothing when there is none). */
+function warningSection(v: StackView): string[] {
+    const w = warningsOf(v);
+    return w.length ? ["## Warnings", "", ...w.map((x) => `- ⚠ ${x}`), ""] : [];
+}
+
 function capacityLines(placed: number, budgets: number, capacity: number): string[] {
     const lines = [`- GPUs placed: ${bar(placed, capacity)}`, `- planner budgets: ${bar(budgets, capacity)}`];
     if (placed > capacity) lines.push(`- ⚠ placement needs ${placed} GPUs, the spoke has ${capacity}`);
@@ -79,12 +113,13 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
         + `${v.placementRevision ? ` · placement \`${v.placementRevision.slice(0, 12)}\`` : ""}`
         + `${v.policyRevision !== undefined ? ` · policy bundle revision ${v.policyRevision}` : ""}`, "",
         `${v.resources} resources, ${v.kubernetesObjects} Kubernetes objects · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    lines.push(...warningSection(v));
     for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![rail wiring of ${v.spoke}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
     lines.push("## Endpoints", "");
     if (v.endpoints.length === 0) lines.push("No endpoint is placed on this spoke.", "");
     else {
         lines.push(...table(["endpoint", "model", "engine", "topology", "GPUs", "router", "KV pool", "planner budget", "speculative", "pool"],
-            v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, e.plannerBudget ?? "off", e.speculative ?? "-", e.pool ?? "-"])), "");
+            v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, budgetCell(e), e.speculative ?? "-", e.pool ?? "-"])), "");
     }
     lines.push("## GPUs against capacity", "",
         `Capacity: ${v.capacityGpus} GPUs (${v.pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.gpusPerNode}`).join(", ")}).`, "",
@@ -100,6 +135,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     const lines = [`# ${v.stack}: hub${v.region ? ` (${v.region})` : ""}`, "",
         `\`${v.file}\` · ${v.spokes.length} spokes · ${v.models.length} models · ${v.tenants} tenants, ${v.teams} teams, ${v.apiKeys} API keys (only SHA-256 hashes leave the hub)`, "",
         `${v.resources} resources · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    lines.push(...warningSection(v));
     for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![spokes, regions and models of ${v.stack}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
     lines.push("## Spokes", "", ...table(["spoke", "stack", "region", "provider", "GPUs placed", "planner budgets", "endpoints", "policy revision", "placement"],
         v.spokes.map((s) => [s.name, s.stack, s.region, s.provider, `${s.placedGpus}/${s.capacityGpus}`, `${s.plannerBudgetGpus}/${s.capacityGpus}${s.plannerBudgetGpus > s.capacityGpus ? " ⚠" : ""}`,
@@ -111,7 +147,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     for (const m of v.models) {
         const eps = v.spokes.flatMap((s) => s.endpoints.filter((e) => e.model === m.id).map((e) => ({ s, e })));
         if (eps.length === 0) rows.push([m.id, "(not placed)", "-", "-", "-", "-", "-", "-"]);
-        for (const { s, e } of eps) rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, e.plannerBudget ?? "off", e.kvPool]);
+        for (const { s, e } of eps) rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, budgetCell(e), e.kvPool]);
     }
     lines.push(...table(["model", "spoke", "endpoint", "engine", "topology", "GPUs", "planner budget", "KV pool"], rows), "");
     lines.push("## Platform limits per model", "", ...table(["model", "requests/s", "concurrent", "tokens per window", "window (s)", "placed on"],

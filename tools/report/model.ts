@@ -37,6 +37,10 @@ export interface ReportInput {
     hubOutputs?: Record<string, any>;
     /** `aws:region` of the stack file, when set. */
     awsRegion?: string;
+    /** Warnings the program logged while it ran (`pulumi.log.warn`), in order. */
+    warnings?: string[];
+    /** The stack file's `platform:*` keys as written (before defaults), to mark values taken from a default. */
+    raw?: Record<string, unknown>;
 }
 
 /** A worker group of an endpoint: `replicas` pods of `gpusPerWorker` GPUs. */
@@ -57,6 +61,8 @@ export interface EndpointView {
     kvPool: string;
     /** Planner `maxGpuBudget`; undefined when the planner is off. */
     plannerBudget?: number;
+    /** True when `plannerBudget` is the schema default (the hub file sets no `planner.maxGpuBudget`). */
+    plannerBudgetDefault?: boolean;
     speculative?: string;
     /** Node pool the endpoint runs on (spoke output `serving.<endpoint>.pool`). */
     pool?: string;
@@ -120,6 +126,8 @@ export interface PolicyView {
 
 export interface SpokeView {
     kind: "spoke";
+    /** Warnings the program logged while it ran. */
+    warnings: string[];
     stack: string;
     file: string;
     spoke: string;
@@ -156,6 +164,8 @@ export interface HubSpokeView {
 
 export interface HubView {
     kind: "hub";
+    /** Warnings the program logged while it ran. */
+    warnings: string[];
     stack: string;
     file: string;
     region?: string;
@@ -293,7 +303,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         networks.push({ name: "services", cidr: cfg.cluster.serviceCidr, what: "service network" });
     }
     return {
-        kind: "spoke", stack: input.stack, file: input.file, spoke: cfg.spoke.name, region: cfg.spoke.region,
+        kind: "spoke", warnings: input.warnings ?? [], stack: input.stack, file: input.file, spoke: cfg.spoke.name, region: cfg.spoke.region,
         provider: cfg.cluster.provider, fabric: cfg.backend.fabric, hubStack: cfg.spoke.hubStack,
         placementRevision: input.outputs?.placementRevision, policyRevision: input.outputs?.gateway?.policyRevision,
         pools, capacityGpus: pools.reduce((n, p) => n + p.capacityGpus, 0),
@@ -309,7 +319,11 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
 function hubView(input: ReportInput, cfg: HubConfig): HubView {
     const out = input.outputs ?? {};
     const spokes: HubSpokeView[] = cfg.spokes.map((s) => {
-        const endpoints = cfg.endpoints.filter((e) => e.spoke === s.name).map(endpointView).sort((a, b) => a.name.localeCompare(b.name));
+        const rawEndpoints = Array.isArray(input.raw?.endpoints) ? input.raw.endpoints as Array<{ planner?: { maxGpuBudget?: unknown } }> : undefined;
+        const endpoints = cfg.endpoints.map((e, i) => ({ e, i })).filter(({ e }) => e.spoke === s.name).map(({ e, i }) => {
+            const v = endpointView(e);
+            return rawEndpoints && v.plannerBudget !== undefined && rawEndpoints[i]?.planner?.maxGpuBudget === undefined ? { ...v, plannerBudgetDefault: true } : v;
+        }).sort((a, b) => a.name.localeCompare(b.name));
         return {
             name: s.name, stack: s.stack, region: s.region, provider: s.provider, capacityGpus: s.gpus,
             placedGpus: endpoints.reduce((n, e) => n + e.gpus, 0),
@@ -319,7 +333,7 @@ function hubView(input: ReportInput, cfg: HubConfig): HubView {
     }).sort((a, b) => a.name.localeCompare(b.name));
     const region = input.awsRegion;
     return {
-        kind: "hub", stack: input.stack, file: input.file, region, spokes,
+        kind: "hub", warnings: input.warnings ?? [], stack: input.stack, file: input.file, region, spokes,
         models: cfg.models.map((m) => ({
             id: m.id, rps: m.limits.requestsPerSecond, concurrent: m.limits.concurrentRequests, tokensPerWindow: m.limits.tokensPerWindow,
             windowSeconds: m.limits.windowSeconds, placedOn: [...new Set(cfg.endpoints.filter((e) => e.model === m.id).map((e) => e.spoke))].sort(),
