@@ -283,7 +283,7 @@ async function main() {
     const selected = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
     // --diff: the base renders in its own worktree and process while this one renders the working tree.
     if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
-    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n")) : undefined;
+    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n"), cli.stacksDir) : undefined;
     try {
         const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress, stacksDir: cli.stacksDir });
         const stackFiles = new Set([...stackFileNames(cli.stacksDir), ...stacks.map((s) => s.name)]);
