@@ -24,6 +24,7 @@ import { warningsOf } from "./report/markdown";
 import { buildView } from "./report/model";
 import { RenderProgress } from "./report/progress";
 import { startDiff, stackFileNames } from "./diff";
+import { exitOnHelp } from "./cli";
 import { setAsideSpokesForRender, SpokeFilesError } from "../programs/spoke-registry";
 
 export interface RenderOptions {
@@ -213,7 +214,33 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
 
 interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; stacksDir: string; diff?: string }
 
+const HELP = `
+usage: npm run render [-- <stack>...] [--config FILE] [--stacks DIR] [--preview] [--out DIR] [--diff REF]
+
+Renders stacks offline, through the Pulumi SDK with the engine mocked (no cloud, no Pulumi CLI), into out/<stack>/:
+manifests.yaml, resources.json, policy.json, outputs.json, report.md and its picture. Hubs render before their
+spokes. A bad stack file fails itself and the stacks that depend on it, never another stack's out/.
+Exit 1 on a config error, a mandatory policy violation or an upstream-check finding.
+
+Options:
+  <stack>...      render only these stacks (and the hubs they reference)
+  --config FILE   render this stack file too (one kept outside stacks/)
+  --stacks DIR    read the stack files from DIR instead of stacks/ (try a change on a copy)
+  --preview       render as \`pulumi preview\` sees it (values computed at deploy time unknown)
+  --out DIR       write to DIR instead of out/
+  --diff REF      also render git REF and write out/diff.md: what changed in the stack files, its effect on
+                  capacity and placement, then the rendered objects
+  -h, --help      this text
+
+Examples:
+  npm run render                                  every stack under stacks/ (about 10 s)
+  npm run render -- spoke-hn1                     one spoke and its hub
+  npm run render -- --diff origin/main            what a pull request changes, as CI renders it
+  npm run render -- --config ~/Pulumi.spoke-dn1.yaml
+`;
+
 function parseArgs(argv: string[]): Cli {
+    exitOnHelp(argv, HELP);
     const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out"), stacksDir: STACKS_DIR };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
@@ -225,10 +252,7 @@ function parseArgs(argv: string[]): Cli {
             cli.diff = argv[++i];
             if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
         }
-        else if (a === "--help" || a === "-h") {
-            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir] [--diff <git-ref>]\n");
-            process.exit(0);
-        } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+        else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
     }
     return cli;
