@@ -210,8 +210,17 @@ describe("hub report (hub-prod)", () => {
 
     it("lists which policies ran and what they found", async () => {
         const md = (await reportFiles(hub, { png: false }))["report.md"] as string;
-        expect(md).toContain(`${allPolicies.length} policies on`);
+        expect(md).toContain(`The pack's ${allPolicies.length} policies ran on the `);
+        // Counts add up: the resources the header names = those the policies saw + component resources.
+        const v = buildView(hub) as HubView;
+        expect(md).toContain(`(the other ${v.resources - v.policy.resourcesChecked} of the ${v.resources} are component resources grouping them)`);
+        // Which policies had something to check here: the AWS ones on the hub, none of the RDMA ones.
+        const checked = md.slice(md.indexOf("policies that checked this stack"), md.indexOf("policies with nothing to check"));
+        expect(checked).toContain("`aws-stateful-protected`");
+        expect(checked).not.toContain("`ucx-tls-rdma-no-tcp`");
         expect(md).toContain("- `ucx-tls-rdma-no-tcp` (mandatory)");
+        const spokeMd = (await reportFiles(hn1, { png: false }))["report.md"] as string;
+        expect(spokeMd.slice(spokeMd.indexOf("policies that checked this stack"), spokeMd.indexOf("policies with nothing to check"))).toContain("`ucx-tls-rdma-no-tcp`");
         const withFinding: ReportInput = { ...hn1, policy: { ...hn1.policy, findings: [{ policyName: "ucx-tls-rdma-no-tcp", enforcementLevel: "mandatory", message: "UCX_TLS has tcp", resourceType: "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment", resourceName: "endpoint-llama-70b-dgd" }], mandatory: [] } };
         expect((await reportFiles(withFinding, { png: false }))["report.md"]).toContain("| mandatory | ucx-tls-rdma-no-tcp | DynamoGraphDeployment endpoint-llama-70b-dgd | UCX_TLS has tcp |");
     });

@@ -74,13 +74,19 @@ function capacityLines(placed: number, budgets: number, capacity: number): strin
 }
 
 function policySection(p: PolicyView): string[] {
+    const components = p.resources - p.resourcesChecked;
+    const applied = new Set(p.applied);
+    const mine = p.policies.filter((x) => applied.has(x.name));
+    const others = p.policies.filter((x) => !applied.has(x.name));
     const lines = ["## Policies", "",
-        `${p.run} policies on ${p.resourcesChecked} resources: **${p.mandatory} mandatory violation(s)**, ${p.advisory} advisory finding(s).`, ""];
+        `The pack's ${p.run} policies ran on the ${p.resourcesChecked} resources that hold settings`
+        + `${components > 0 ? ` (the other ${components} of the ${p.resources} are component resources grouping them)` : ""}: `
+        + `**${p.mandatory} mandatory violation(s)**, ${p.advisory} advisory finding(s). `
+        + `${mine.length} of them found resources of theirs to check in this stack; ${others.length} had nothing here.`, ""];
     if (p.findings.length) lines.push(...table(["level", "policy", "resource", "finding"], p.findings.map((f) => [f.level, f.policy, f.resource ?? "(stack)", f.message])), "");
-    if (p.policies.length) {
-        lines.push(`<details><summary>policies in the pack (${p.policies.length})</summary>`, "",
-            ...p.policies.map((x) => `- \`${x.name}\` (${x.enforcementLevel})`), "", "</details>", "");
-    }
+    const list = (xs: typeof p.policies) => xs.map((x) => `- \`${x.name}\` (${x.enforcementLevel})`);
+    if (mine.length) lines.push(`<details><summary>policies that checked this stack (${mine.length})</summary>`, "", ...list(mine), "", "</details>", "");
+    if (others.length) lines.push(`<details><summary>policies with nothing to check in this stack (${others.length})</summary>`, "", ...list(others), "", "</details>", "");
     return lines;
 }
 

@@ -122,6 +122,10 @@ export interface PolicyView {
     advisory: number;
     findings: Array<{ level: string; policy: string; message: string; resource?: string }>;
     policies: PolicyInfo[];
+    /** Policies that found resources of theirs to check in this stack (tools/policy-runner.ts `applied`). */
+    applied: string[];
+    /** Every resource of the stack but the stack itself (components included), as the report's header counts. */
+    resources: number;
 }
 
 export interface SpokeView {
@@ -208,6 +212,8 @@ function policyView(input: ReportInput): PolicyView {
         advisory: p.findings.filter((f) => f.enforcementLevel !== "mandatory").length,
         findings: p.findings.map((f) => ({ level: f.enforcementLevel, policy: f.policyName, message: f.message, resource: f.resourceName ? `${shortKind(f.resourceType ?? "")} ${f.resourceName}` : undefined })),
         policies: [...input.policies].sort((a, b) => a.name.localeCompare(b.name)),
+        applied: p.applied ?? [],
+        resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
     };
 }
 
