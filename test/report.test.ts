@@ -130,6 +130,13 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(t.filter((x) => x === "NUMA 1")).toHaveLength(2);
     });
 
+    it("marks the values the node profile says were inferred, not read on a node", async () => {
+        const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
+        // config/node-profiles/dgx-h200.yaml inferred: rails[].gpuPciAddress (and gpuNuma, frontend fields).
+        expect(md).toContain("| rail / leaf | GPU | GPU PCI (inferred) | HCA | netdev | HCA PCI | NUMA | Gb/s |");
+        expect(md).toMatch(/Values of profile `dgx-h200` that were inferred, not read on a node \(its `inferred` field\); verify each as its note says before the first `pulumi up`:\n\n- `rails\[\]\.gpuPciAddress`: /);
+    });
+
     it("gives every card room for its label (monospace advance of DejaVu Sans Mono)", async () => {
         const svg = (await reportFiles(hn1, { png: false }))["rails.svg"] as string;
         const card = elements(svg, "gpu-card")[0];

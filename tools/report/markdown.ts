@@ -90,13 +90,21 @@ function policySection(p: PolicyView): string[] {
     return lines;
 }
 
+/** Column header -> the profile field it shows, to mark a column whose values the profile says were inferred. */
+const RAIL_FIELDS: Record<string, string[]> = {
+    "rail / leaf": ["rails[].rail"], "GPU": ["rails[].gpu"], "GPU PCI": ["rails[].gpuPciAddress"], "HCA": ["rails[].hca"],
+    "netdev": ["rails[].netdev"], "HCA PCI": ["rails[].pciAddress"], "NUMA": ["rails[].numa"], "Gb/s": ["rails[].linkRateGbps"],
+};
+
 function poolLines(p: PoolView, fabric: string): string[] {
+    const inferred = new Set(p.inferred.map((i) => i.path.replace(/\[\d+\]/g, "[]")));
+    const mark = (h: string, fields: string[] = []) => (fields.some((f) => inferred.has(f)) ? `${h} (inferred)` : h);
     const hosts = p.scaling ? `${p.nodes.length} nodes (EKS node group, desired ${p.scaling.desired}, min ${p.scaling.min}, max ${p.scaling.max})` : `${p.nodes.length} nodes: ${p.nodes.join(", ")}`;
     const lines = [`### Pool \`${p.name}\`: ${p.model} (profile \`${p.profile}\`)`, "",
         `${hosts}; ${p.gpusPerNode} x ${p.gpuProduct} ${p.gpuMemoryGB} GB per node, ${p.numaNodes} NUMA nodes, ${p.capacityGpus} GPUs.`, ""];
     if (p.rails.length) {
         lines.push(`Backend (${fabric}, east-west, KV transfer): rail i of every node is cabled to leaf switch i.`, "",
-            ...table(["rail / leaf", "GPU", "GPU PCI", "HCA", "netdev", "HCA PCI", "NUMA", "Gb/s", "RDMA resource", "network", "IP pool"],
+            ...table(["rail / leaf", "GPU", "GPU PCI", "HCA", "netdev", "HCA PCI", "NUMA", "Gb/s", "RDMA resource", "network", "IP pool"].map((h) => mark(h, RAIL_FIELDS[h])),
                 p.rails.map((r) => [r.rail, `GPU${r.gpu}`, r.gpuPciAddress, r.hca, r.netdev, r.pciAddress, r.numa, r.linkRateGbps,
                     r.rdmaResource ?? "⚠ none", r.network ?? "⚠ none", r.subnet ? `${r.ipPool} ${r.subnet} (/node ${r.perNodeBlockSize})` : "⚠ none"])), "");
     }
@@ -107,7 +115,12 @@ function poolLines(p: PoolView, fabric: string): string[] {
     }
     if (p.frontend.length) {
         lines.push("Frontend NICs (north-south: requests, tokens, control plane; KV never rides them):", "",
-            ...table(["HCA", "netdev", "PCI", "NUMA", "Gb/s"], p.frontend.map((f) => [f.hca, f.netdev, f.pciAddress, f.numa, f.linkRateGbps])), "");
+            ...table(["HCA", "netdev", "PCI", "NUMA", "Gb/s"].map((h) => mark(h, [`frontend[].${({ HCA: "hca", netdev: "netdev", PCI: "pciAddress", NUMA: "numa", "Gb/s": "linkRateGbps" } as Record<string, string>)[h]}`])),
+                p.frontend.map((f) => [f.hca, f.netdev, f.pciAddress, f.numa, f.linkRateGbps])), "");
+    }
+    if (p.inferred.length) {
+        lines.push(`Values of profile \`${p.profile}\` that were inferred, not read on a node (its \`inferred\` field); verify each as its note says before the first \`pulumi up\`:`, "",
+            ...p.inferred.map((i) => `- \`${i.path}\`: ${i.note}`), "");
     }
     return lines;
 }

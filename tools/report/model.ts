@@ -111,6 +111,8 @@ export interface PoolView {
     rails: RailView[];
     frontend: FrontendNicView[];
     efa?: EfaView;
+    /** Values the node profile marks as derived rather than read on a node (`inferred`: field path and how to verify). */
+    inferred: Array<{ path: string; note: string }>;
 }
 
 export interface NetworkView { name: string; cidr: string; what: string }
@@ -276,7 +278,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         const nodes = eks ? Array.from({ length: group?.scaling.desired ?? 0 }, (_, i) => `${p.name}-node-${i + 1}`) : p.nodes;
         return {
             name: p.name, profile: p.profile.name, model: p.profile.model, gpuProduct: p.profile.gpu.product, gpusPerNode: p.profile.gpu.count,
-            gpuMemoryGB: p.profile.gpu.memoryGB, numaNodes: p.profile.numaNodes, nodes,
+            gpuMemoryGB: p.profile.gpu.memoryGB, numaNodes: p.profile.numaNodes, nodes, inferred: p.profile.inferred ?? [],
             scaling: group ? { ...group.scaling } : undefined,
             capacityGpus: nodes.length * p.profile.gpu.count,
             rails: railViews(p.profile, rs),

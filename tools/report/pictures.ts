@@ -160,10 +160,11 @@ export function railWiringSvg(v: SpokeView): string {
     body.push(text(width / 2, feBarY + 19, `frontend ${eks ? "VPC" : "Ethernet"} ${frontNet?.cidr ?? ""}: requests, tokens (SSE), control plane, metrics`, { size: 11, anchor: "middle" }));
     let h = feBarY + 30 + 22;
     if (hidden) { body.push(text(margin, h, `+ ${hidden} more node(s) not drawn, wired the same way`, { size: 11, fill: MUTED, cls: "hidden-nodes" })); h += 18; }
-    const legend = eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
-        : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`;
-    body.push(text(margin, h, legend, { size: 11, fill: MUTED }));
-    return svgDoc(width, h + 14, `${v.stack} rail wiring`, body);
+    const legend = [eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
+        : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`,
+    "dashed: frontend NICs and their links to the north-south network (no KV traffic)"];
+    legend.forEach((l, i) => body.push(text(margin, h + i * 15, l, { size: 11, fill: MUTED, cls: "legend" })));
+    return svgDoc(width, h + 15 * (legend.length - 1) + 14, `${v.stack} rail wiring`, body);
 }
 
 function endpointLine(e: EndpointView): string {
@@ -229,7 +230,14 @@ export function hubMapSvg(v: HubView): string {
         });
     });
     body.splice(linkAt, 0, ...links);
-    const h = y + 26 + maxInRegion * (spokeH + 12) + 28;
-    body.push(text(margin, h - 10, "P = prefill, D = decode workers (replicas x GPUs per worker); agg = aggregated workers", { size: 11, fill: MUTED }));
-    return svgDoc(width, h, `${v.stack} spoke map`, body);
+    // Legend: every mark the map uses.
+    const legend = [
+        "P/D = disaggregated: P prefill, D decode workers; agg = aggregated: W workers; each as replicas x GPUs per worker",
+        "bar: GPUs placed / the spoke's GPUs; \"!\" and a red border: placement or planner budgets above the spoke's GPUs",
+        "lines: the hub's placement and signed policy bundles going down to each spoke (usage comes back up)",
+    ];
+    const top = y + 26 + maxInRegion * (spokeH + 12) + 18;
+    legend.forEach((l, i) => body.push(text(margin, top + i * 15, l, { size: 11, fill: MUTED, cls: "legend" })));
+    const h = top + legend.length * 15;
+    return svgDoc(Math.max(width, margin * 2 + Math.max(...legend.map((l) => textWidth(l, 11)))), h, `${v.stack} spoke map`, body);
 }
