@@ -142,3 +142,23 @@ describe("a bad spoke file fails itself, never another stack's output", () => {
         expect(fs.existsSync(path.join(out, "spoke-dn1"))).toBe(false);
     });
 });
+
+describe("warnings reach the reviewer", () => {
+    it("a warning the program logs is in the stack's report.md under Warnings and in the summary, not only on stderr", async () => {
+        const stacks = path.join(tmp, "warn-stacks");
+        fs.mkdirSync(stacks, { recursive: true });
+        for (const f of fs.readdirSync(path.join(ROOT, "stacks"))) fs.copyFileSync(path.join(ROOT, "stacks", f), path.join(stacks, f));
+        // An access key slot with no createdAt: the hub warns that the key has no maximum age (components/hub/SpokeIdentity.ts).
+        const doc = stackConfigDoc("hub-prod");
+        delete doc["platform:spokeIdentities"].hcm1.keys[0].createdAt;
+        fs.writeFileSync(path.join(stacks, "Pulumi.hub-prod.yaml"), YAML.stringify({ config: doc }));
+        const out = path.join(tmp, "warn-out");
+        const r = await render(["--stacks", stacks, "--out", out, "hub-prod"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        const warning = 'spoke hcm1: key slot "2026-11" has no createdAt, so its key has no maximum age';
+        expect(fs.readFileSync(path.join(out, "hub-prod", "report.md"), "utf8")).toMatch(new RegExp(`## Warnings\\n\\n- ⚠ ${warning}`));
+        expect(r.stdout).toContain(`  warning: ${warning}`);
+        expect(r.stderr).not.toContain("warning:");
+    });
+});
+
