@@ -140,7 +140,7 @@ describe("a bad spoke file fails itself, never another stack's output", () => {
         // Every other stack's out/ is byte for byte what it was (the spokes re-rendered identically, the hub untouched).
         for (const s of stackNames()) expect(snapshot(path.join(out, s)), s).toEqual(before[s]);
         expect(fs.existsSync(path.join(out, "spoke-dn1"))).toBe(false);
-    });
+    }, 240_000); // two renders of every stack
 });
 
 describe("warnings reach the reviewer", () => {
@@ -159,6 +159,6 @@ describe("warnings reach the reviewer", () => {
         expect(fs.readFileSync(path.join(out, "hub-prod", "report.md"), "utf8")).toMatch(new RegExp(`## Warnings\\n\\n- ⚠ ${warning}`));
         expect(r.stdout).toContain(`  warning: ${warning}`);
         expect(r.stderr).not.toContain("warning:");
-    });
+    }, 120_000);
 });
 
