@@ -19,7 +19,7 @@ export const NodePoolSchema = z.object({
     nodes: z.array(z.string().min(1)).min(1),
     /**
      * True when node bootstrap sets `LimitMEMLOCK=infinity` for containerd and kubelet, so RDMA
-     * processes can pin memory without running as root (reference/rdma.md §4.2 item 3).
+     * processes can pin memory without running as root.
      */
     memlockUnlimited: z.boolean().default(false),
 }).strict();

@@ -1,5 +1,5 @@
 /**
- * Bad stack files as a new user writes them (issue 10, class 7): each must be refused with the stack file and the key
+ * Bad stack files as a new user writes them: each must be refused with the stack file and the key
  * to edit named, at the right place (the hub for a placement its spoke would refuse), and nothing may reach out/.
  * Model facts come from config/models.ts (the models' config.json values, cited there).
  */

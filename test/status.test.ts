@@ -109,7 +109,7 @@ describe("npm run status", () => {
             }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
         });
         fs.rmSync(dir, { recursive: true, force: true });
-        expect(res.stderr).not.toMatch(/^status:/m); // (the AWS SDK may warn about Node 20 on stderr)
+        expect(res.stderr).not.toMatch(/^status:/m);
         expect(res.code).toBe(1);
         expect(res.stdout).toMatch(/^sg1\s+5\s+3\s/m);
         expect(res.stdout).toMatch(/sg1: serves revision 3 of 5, behind for \d+ s \(limit 1 s\)/);

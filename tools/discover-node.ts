@@ -1,6 +1,6 @@
 /**
  * `npm run discover-node -- --name <profile name> [--root /] [--topo topo.txt] [--gpus gpus.csv] [--out file.yaml]`:
- * turns one node's real inventory into a node profile YAML that config/nodeProfile.ts accepts (DESIGN §4: a rail table
+ * turns one node's real inventory into a node profile YAML that config/nodeProfile.ts accepts (a rail table
  * is data read from the hardware, never an index assumption).
  *
  * Reads (under `--root`, default `/`, so a copied or fake tree works the same):

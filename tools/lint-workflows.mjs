@@ -2,7 +2,7 @@
 // parser (@actions/workflow-parser, from github.com/actions/languageservices: the schema and expression checks
 // the Actions VS Code extension uses). Default: every .github/workflows/*.yml. Exit 1 on any error.
 //
-// The parser's ESM build imports its JSON schema without an import attribute, which Node 20 refuses; a loader
+// The parser's ESM build imports its JSON schema without an import attribute, which Node (20 and later) refuses; a loader
 // hook (registered below, before the parser is imported) supplies `type: "json"` for .json modules.
 import { register } from "node:module";
 import { readdirSync, readFileSync } from "node:fs";

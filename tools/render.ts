@@ -1,7 +1,7 @@
 /**
  * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir] [--diff <git-ref>]`
  *
- * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
+ * Offline preview of stacks: each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
  * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json, report.md and its pictures,
  * tools/report/). Exits non-zero on a config error, a mandatory policy violation or an upstream-check finding

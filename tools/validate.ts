@@ -5,7 +5,7 @@
  * - custom resources against the CRD schemas found in `<dir>` (CRD YAML as `kubectl get crd -o yaml` or
  *   upstream `config/crd/bases` files export them), with unknown fields rejected: `additionalProperties: false`
  *   is added wherever a schema lists `properties` and does not set `x-kubernetes-preserve-unknown-fields`, which is
- *   what the API server's pruning / strict field validation would do (reference/pulumi.md §6);
+ *   what the API server's pruning / strict field validation would do;
  * - core kinds against the Kubernetes OpenAPI (precompiled validators of `kubernetes-models`) plus an
  *   unknown-field check driven by the official client's model type maps (`@kubernetes/client-node`).
  * Exits non-zero when any object is invalid or has no schema at all.
