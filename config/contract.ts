@@ -2,13 +2,13 @@ import { z } from "zod";
 import { DnsLabel, EndpointSchema } from "./endpoint";
 
 /**
- * Version of the hub -> spoke deployment declaration. Bump only on purpose (DESIGN §3): a spoke
+ * Version of the hub -> spoke deployment declaration. Bump only on purpose: a spoke
  * refuses a contract whose version it does not know instead of guessing.
  */
 export const CONTRACT_SCHEMA_VERSION = 1 as const;
 
 /**
- * Where and how a spoke pulls its signed policy bundle (DESIGN §3, "Policy bundle"). Everything the spoke's
+ * Where and how a spoke pulls its signed policy bundle. Everything the spoke's
  * auth service needs to find, fetch and verify bundles, and the identity it fetches them with. No secrets:
  * how the spoke obtains the role is `identity` in the contract, and no credential is ever in a hub output.
  */
@@ -36,7 +36,7 @@ export const PolicyContractSchema = z.object({
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
 
 /**
- * Where a spoke's metering ships usage events (DESIGN §3, "Usage event"): its own Kinesis stream on the hub
+ * Where a spoke's metering ships usage events: its own Kinesis stream on the hub
  * (components/hub/UsageLedger.ts). The spoke's SpokeIdentity role may only put records to exactly this stream.
  */
 export const UsageContractSchema = z.object({
@@ -83,7 +83,7 @@ export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
 export type SpokeIdentityContract = z.infer<typeof SpokeIdentityContractSchema>;
 
 /**
- * What the hub declares for one spoke (DESIGN §3, "Placement"): the endpoints it must run. The hub
+ * What the hub declares for one spoke: the endpoints it must run. The hub
  * exports one of these per spoke under the stack output `spokeContracts`; the spoke reads its own entry
  * through a StackReference and validates it with this schema before creating anything.
  */

@@ -6,7 +6,7 @@ import { DnsLabel } from "./endpoint";
  * Stack-file schemas of an EKS spoke (`platform:cluster.provider: eks`). An EKS spoke differs from an
  * on-prem one in three keys: `platform:cluster` (region, pinned Kubernetes version, VPC), `platform:nodeGroups`
  * (managed node groups instead of named hosts) and `platform:backend` (EFA instead of InfiniBand rails).
- * Facts behind the defaults: reference/rdma.md §6 (p5e/p5en, EFA, placement groups, Capacity Blocks).
+ * Facts behind the defaults: (p5e/p5en, EFA, placement groups, Capacity Blocks).
  */
 
 const CidrText = z.string().refine((s) => { try { parseCidr(s); return true; } catch { return false; } },
@@ -17,7 +17,7 @@ export const AwsRegion = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, "must b
 /** An availability zone name, e.g. `ap-southeast-1a`. */
 export const AvailabilityZone = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$/, "must be an availability zone like ap-southeast-1a");
 
-/** GPU instance types an EKS spoke may use: HGX H200 with EFA (reference/rdma.md §6.1). */
+/** GPU instance types an EKS spoke may use: HGX H200 with EFA. */
 export const EKS_GPU_INSTANCE_TYPES = ["p5en.48xlarge", "p5e.48xlarge"] as const;
 export type EksGpuInstanceType = typeof EKS_GPU_INSTANCE_TYPES[number];
 
@@ -103,8 +103,8 @@ const ReservationId = z.string().regex(/^cr-[0-9a-f]{8,17}$/, "must be a capacit
 /**
  * How GPU capacity is bought. `odcr`: an On-Demand Capacity Reservation targeted by the launch template;
  * `capacity-block`: a Capacity Block for ML (launch template `instanceMarketOptions.marketType=capacity-block`,
- * node group `capacityType=CAPACITY_BLOCK`; EKS scales the group to 0 40 min before the block ends,
- * reference/rdma.md §6.6). Both must be in the node group's availability zone.
+ * node group `capacityType=CAPACITY_BLOCK`; EKS scales the group to 0 40 min before the block ends).
+ * Both must be in the node group's availability zone.
  */
 export const CapacitySchema = z.discriminatedUnion("type", [
     z.object({ type: z.literal("on-demand") }).strict(),
@@ -116,13 +116,13 @@ export const CapacitySchema = z.discriminatedUnion("type", [
 export const EksGpuNodeGroupSchema = z.object({
     name: DnsLabel,
     instanceType: z.enum(EKS_GPU_INSTANCE_TYPES).default("p5en.48xlarge"),
-    /** Single AZ: a cluster placement group and a capacity reservation live in one AZ (reference/rdma.md §6.6). */
+    /** Single AZ: a cluster placement group and a capacity reservation live in one AZ. */
     availabilityZone: AvailabilityZone,
     scaling: ScalingSchema,
     capacity: CapacitySchema.default({ type: "on-demand" }),
     /**
-     * 2 MiB huge pages reserved at boot (`vm.nr_hugepages`). The EFA driver pre-allocates 5,128 of them
-     * (reference/rdma.md §6.4); workers request their share as `hugepages-2Mi`.
+     * 2 MiB huge pages reserved at boot (`vm.nr_hugepages`). The EFA driver pre-allocates 5,128 of them;
+     * workers request their share as `hugepages-2Mi`.
      */
     hugepages2Mi: z.number().int().min(0).max(262144).default(5128),
     /** Root volume in GiB (gp3). Model weights go to the instance-store RAID0 that nodeadm builds. */

@@ -21,7 +21,7 @@ export const TopologySchema = z.discriminatedUnion("mode", [
 
 /**
  * Dynamo Planner settings. Scales on KV-cache utilisation and queued prefill tokens (`load`) or on
- * fixed queue/KV thresholds (`throughput`); never on GPU utilisation (DESIGN §6: TTFT p95 44.5 s -> 1.4-3.4 s).
+ * fixed queue/KV thresholds (`throughput`); never on GPU utilisation.
  * Field names follow Dynamo PlannerConfig (ai-dynamo/dynamo components/src/dynamo/planner/config/planner_config.py).
  */
 export const PlannerSchema = z.object({
@@ -57,7 +57,7 @@ export const KvPoolSchema = z.discriminatedUnion("kind", [
     z.object({ kind: z.literal("none") }).strict(),
 ]);
 
-/** Speculative decoding carried by the placement (DESIGN §6: ~340 -> ~1,500 output tok/s with KV routing). */
+/** Speculative decoding carried by the placement. */
 export const SpeculativeSchema = z.object({
     method: z.enum(["eagle3", "ngram", "mtp"]),
     /** Draft model id for eagle3 (Hugging Face repo id). */
@@ -67,7 +67,7 @@ export const SpeculativeSchema = z.object({
 
 /**
  * An inference endpoint as the hub places it: one DynamoGraphDeployment on one spoke.
- * Part of the hub -> spoke placement contract (DESIGN §3).
+ * Part of the hub -> spoke placement contract.
  */
 export const EndpointSchema = z.object({
     name: DnsLabel,

@@ -44,8 +44,25 @@ export function zodIssues(error: z.ZodError, prefix: string, schema?: z.ZodType)
             const known = schema ? knownKeysAt(schema, i.path as PropertyKey[]) : [];
             return i.keys.map((k) => ({ key: joinKey(prefix, [...(i.path as PropertyKey[]), k]), message: unknownKeyMessage(k, known) }));
         }
-        return [{ key: joinKey(prefix, i.path as PropertyKey[]), message: i.message }];
+        return [{ key: joinKey(prefix, i.path as PropertyKey[]), message: plainMessage(i, schema) }];
     });
+}
+
+/**
+ * zod's own wording where it helps a person: a missing key says "required" and what it takes, a choice lists the
+ * choices (`"Invalid input: expected string, received undefined"` -> `required (a string)`).
+ */
+function plainMessage(i: z.core.$ZodIssue, schema?: z.ZodType): string {
+    const quote = (v: unknown) => JSON.stringify(v);
+    if (i.code === "invalid_type" && /received undefined$/.test(i.message)) {
+        const choice = schema ? discriminatorAt(schema, i.path as PropertyKey[]) : undefined;
+        if (choice) return `required (a map; ${choice.key}: one of ${choice.values.map(quote).join(", ")})`;
+        return `required (${i.expected === "object" ? "a map" : i.expected === "array" ? "a list" : `a ${i.expected}`})`;
+    }
+    if (i.code === "invalid_value" && i.values.length > 1) return `must be one of ${i.values.map(quote).join(", ")}`;
+    const u = i as { code: string; note?: string; options?: unknown[] };
+    if (u.code === "invalid_union" && u.note === "No matching discriminator" && u.options) return `must be one of ${u.options.map(quote).join(", ")} (required)`;
+    return i.message;
 }
 
 /** `prefix` + formatted path: `platform:` + `nodePools[0]` or `hub output x` + `.endpoints[0]`. */
@@ -125,6 +142,20 @@ function childrenAt(schema: z.ZodType, seg: PropertyKey, depth = 0): z.ZodType[]
         case "intersection": return [...childrenAt(d.left!, seg, depth + 1), ...childrenAt(d.right!, seg, depth + 1)];
         default: return [];
     }
+}
+
+/** The discriminator key and its values when the schema at `path` is a discriminated union (`backend` -> `fabric`). */
+function discriminatorAt(schema: z.ZodType, path: readonly PropertyKey[]): { key: string; values: unknown[] } | undefined {
+    let cur: z.ZodType[] = [schema];
+    for (const seg of path) cur = cur.flatMap((c) => childrenAt(c, seg));
+    for (let c of cur) {
+        for (let d = 0; d < 20 && ["optional", "nullable", "default", "prefault"].includes(defOf(c).type); d++) c = defOf(c).innerType!;
+        const def = defOf(c) as ZodDef & { discriminator?: string };
+        if (def.type !== "union" || !def.discriminator) continue;
+        const values = objectsOf(c).flatMap((o) => (o[def.discriminator!] ? ((defOf(o[def.discriminator!]) as { values?: unknown[] }).values ?? []) : []));
+        return { key: def.discriminator, values };
+    }
+    return undefined;
 }
 
 /**

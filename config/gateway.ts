@@ -19,7 +19,7 @@ export const GatewayConfigSchema = z.object({
     }).strict().prefault({}),
     /**
      * Largest request body ext_authz buffers and forwards to the auth service (`bodyToExtAuth.maxRequestBytes`),
-     * in bytes. A larger body gets 413 before authorization (reference/gateway.md §4). Default 32 MiB: a
+     * in bytes. A larger body gets 413 before authorization. Default 32 MiB: a
      * 100k-token prompt is ~0.4-0.8 MB of JSON, coding-agent turns with tool schemas and history reach 2 MB
      * (silogen/cluster-forge#832 raised 64 KiB to 32 MiB for exactly this). Max 2^31-1 (int32 in the CRD).
      */
@@ -34,7 +34,7 @@ export const GatewayConfigSchema = z.object({
     requestTimeoutSeconds: z.number().int().min(60).max(86400).default(1800),
     /**
      * Longest silence from the Dynamo frontend before the stream is cut (`streamIdleTimeout`); covers
-     * time-to-first-token of a long prompt in a busy queue (DESIGN §6: TTFT p95 up to 44.5 s before tuning).
+     * time-to-first-token of a long prompt in a busy queue.
      */
     streamIdleTimeoutSeconds: z.number().int().min(10).max(3600).default(300),
     /** Envoy proxy replicas (EnvoyProxy `provider.kubernetes.envoyDeployment.replicas`). */

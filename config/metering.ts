@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * Usage metering settings (DESIGN §3 usage event, §7). Every field has a default, so stack files need no
+ * Usage metering settings. Every field has a default, so stack files need no
  * `platform:usage` / `platform:metering` key unless they change one. Defaults live here and only here.
  */
 

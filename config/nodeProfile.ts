@@ -82,12 +82,12 @@ export const InferredSchema = z.object({
 /**
  * The EFA side of an AWS GPU instance type (EKS spokes), in place of InfiniBand rails. EFA devices are not
  * pinned per rail by us: the EFA device plugin hands out `vpc.amazonaws.com/efa` devices and the EKS AL2023
- * accelerated AMI aligns them with the GPUs (reference/rdma.md §6.3).
+ * accelerated AMI aligns them with the GPUs.
  */
 export const EfaSchema = z.object({
     /** EC2 instance type this profile describes, e.g. `p5en.48xlarge`. */
     instanceType: z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/, "must be an EC2 instance type like p5en.48xlarge"),
-    /** `NetworkInfo.MaximumNetworkCards`: one EFA interface per card (p5en 16, p5e 32; reference/rdma.md §6.1). */
+    /** `NetworkInfo.MaximumNetworkCards`: one EFA interface per card (p5en 16, p5e 32). */
     networkCards: z.number().int().min(1).max(64),
     /** Line rate of one network card in gigabits per second (p5en 200, p5e 100). */
     cardRateGbps: z.number().int().positive(),

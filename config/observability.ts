@@ -31,18 +31,18 @@ export const ObservabilityConfigSchema = z.object({
         namespace: z.string().min(1),
         podLabels: z.record(z.string(), z.string()),
     }).strict()).default([{ namespace: "monitoring", podLabels: { "app.kubernetes.io/name": "prometheus" } }]),
-    /** Alert thresholds. Defaults follow DESIGN §6 (the figures the platform exists to reach). */
+    /** Alert thresholds. Defaults are the figures the platform exists to reach. */
     alerts: z.object({
-        /** TTFT p95 above this for 10 minutes pages, seconds (DESIGN §6: 1.4-3.4 s with KV-utilisation scaling). */
+        /** TTFT p95 above this for 10 minutes pages, seconds. */
         ttftP95Seconds: z.number().positive().default(3.5),
-        /** ITL p99 above this for 10 minutes pages, seconds (DESIGN §6: 26 ms with P/D disaggregation). */
+        /** ITL p99 above this for 10 minutes pages, seconds. */
         itlP99Seconds: z.number().positive().default(0.06),
         /** KV cache utilisation above this fraction for 15 minutes warns (the planner should have scaled by then). */
         kvUsageFraction: z.number().gt(0).lte(1).default(0.95),
         /**
          * Lowest acceptable average KV transfer rate of a worker, GB/s (gigabytes). Default 5 GB/s = 40 Gb/s, a tenth of
          * one 400 Gb/s NDR rail: per-rank PCIe-affine NICs measured 15-25 GB/s, a wrong NIC ~0.76 GB/s and TCP
-         * fallback lower still (reference/dynamo.md, vLLM PR #42083 recipe notes). Below it KV is moving over TCP or
+         * fallback lower still. Below it KV is moving over TCP or
          * over the wrong NIC.
          */
         kvTransferMinGBps: z.number().positive().default(5),

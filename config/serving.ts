@@ -16,7 +16,7 @@ export const ServingConfigSchema = z.object({
     platformNamespace: DnsLabel.default("dynamo-system"),
     /**
      * Install Grove with the platform (`global.grove.install/enabled`). Needed only for multinode components;
-     * production installs Grove separately (reference/dynamo.md §5). Workers here never span nodes.
+     * production installs Grove separately. Workers here never span nodes.
      */
     grove: z.boolean().default(false),
     /** Install the KAI scheduler with the platform (`global.kai-scheduler.install/enabled`). */

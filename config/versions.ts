@@ -16,15 +16,14 @@ export const versions = {
      * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`). 26.1.2 is the
      * newest patch of the 26.1 line (tag v26.1.2, 2026-08-11; `deployment/network-operator/Chart.yaml` version 26.1.2); its
      * values keys equal 26.1.0's (upstream/charts/network-operator.ts). The chart no longer renders a NicClusterPolicy; we
-     * own that CR (reference/rdma.md §1.2). The CRDs we validate against are from the 26.7 development line and use no
+     * own that CR. The CRDs we validate against are from the 26.7 development line and use no
      * field newer than it.
      */
     networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.2" },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
      * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
-     * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3,
-     * reference/rdma-failures.md #1, #2, #5). The release set's own build is
+     * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3). The release set's own build is
      * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
     rdmaSharedDevicePlugin: { repository: "ghcr.io/mellanox", image: "k8s-rdma-shared-dev-plugin", version: "v1.5.3" },
@@ -54,26 +53,26 @@ export const versions = {
     gpuOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "gpu-operator", version: "v25.10.1" },
     /**
      * AWS EFA device plugin chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, chart v0.5.30 / image
-     * v0.5.20: `Chart.yaml` at aws/eks-charts@bfe91c4b, first released in repo tag v0.0.241; reference/rdma.md §6.3). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
+     * v0.5.20: `Chart.yaml` at aws/eks-charts@bfe91c4b, first released in repo tag v0.0.241). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
      * list explicitly from the node groups so the allowlist provably contains them (rdma-failures.md #13).
      */
     efaDevicePlugin: { repo: "https://aws.github.io/eks-charts", chart: "aws-efa-k8s-device-plugin", version: "v0.5.30" },
     /**
-     * EKS managed add-ons. `vpc-cni` is pinned: EFA-only interfaces need VPC CNI >= 1.18.5 (EKS node-efa guide,
-     * reference/rdma.md §6.2); v1.20.1-eksbuild.3 is the version the EKS user guide's vpc-add-on-create page
+     * EKS managed add-ons. `vpc-cni` is pinned: EFA-only interfaces need VPC CNI >= 1.18.5 (EKS node-efa guide);
+     * v1.20.1-eksbuild.3 is the version the EKS user guide's vpc-add-on-create page
      * names (awsdocs/amazon-eks-user-guide PR #1107). `null` = the EKS default for the cluster's pinned
      * Kubernetes version (`aws eks describe-addon-versions --kubernetes-version <v>`), fixed when created.
      */
     eksAddons: { "vpc-cni": "v1.20.1-eksbuild.3", coredns: null, "kube-proxy": null, "eks-pod-identity-agent": null, "aws-ebs-csi-driver": null },
     /**
-     * Agent Router (Envoy AI Gateway) and Envoy Gateway, pinned as ONE compatible set (reference/gateway.md §1
+     * Agent Router (Envoy AI Gateway) and Envoy Gateway, pinned as ONE compatible set (the AI Gateway
      * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and
      * Gateway API v1.6.1. v1.2.0 rather than v1.1.0 because it fixes usage lost when a client disconnects right
      * after the last SSE frame (ai-gateway#2571) and per-tenant QuotaPolicy buckets (ai-gateway#2551), and it
      * keeps the v1.1.0 `x-ai-eg-model` overwrite fix (ai-gateway#2410). Confirmed: theagentrouter/agent-router@826c03c6
      * release-notes/v1.2.0.md ("moves to Envoy Gateway v1.9.2, Gateway API v1.6"; charts and images keep their names). Upgrade one minor at a time, all four
      * charts together. Chart and app version = the release tag (OCI on Docker Hub). The CRDs in
-     * ../shared/schemas are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
+     * upstream CRDs we validate against are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
      */
     gatewayCrds: { chart: "oci://docker.io/envoyproxy/gateway-crds-helm", version: "v1.9.2" },
     envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: "v1.9.2" },
@@ -99,10 +98,10 @@ export const versions = {
      * vLLM 0.28.0 (NIXL 1.3.2) (docs.nvidia.com/dynamo/v1.5.0/reference/compatibility; the docs index lists v1.5.0 and
      * the v1.5.1 patch). Its release note: "CRD storage version promoted to v1beta1 and the v1alpha1 admission webhook
      * endpoints removed; ... dropping the bundled snapshot chart, snapshot-agent image and DynamoCheckpoint CRD".
-     * The CRDs in ../shared/schemas/dynamo are from `main` at ai-dynamo/dynamo@2a6da14c (2026-08-21), before the 1.5.0
+     * The Dynamo CRDs we validate against are from `main` at ai-dynamo/dynamo@2a6da14c (2026-08-21), before the 1.5.0
      * branch cut; the DGD/DCD/DGDR/DGDSA v1beta1 storage schemas we render against are the ones 1.5.0 ships, and the
      * DynamoCheckpoint CRD there is not part of 1.5.0 (nothing here renders one). NATS and etcd stay off: the default
-     * request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml, reference/dynamo.md §5).
+     * request/event planes are TCP/ZMQ and discovery is Kubernetes (platform values.yaml).
      * Engine facts are recorded for these engine pins in upstream/ (vllm.ts, sglang.ts, trtllm.ts).
      * Not yet 1.5.1: the patch exists ("Dynamo v1.5.1 Patch, Released Oct 6, 2026 ... Fixes ... min_tokens on
      * tokenizer-free SGLang decode workers ... Backend pins are unchanged from v1.5.0", docs.nvidia.com/dynamo/latest/
@@ -118,7 +117,7 @@ export const versions = {
     /**
      * Dynamo runtime images, one per engine, same release as {@link versions.dynamoPlatform}
      * (nvcr.io/nvidia/ai-dynamo, docs.nvidia.com/dynamo release-artifacts). Tags are plain semver: the DGD webhook
-     * rejects a main image without a parseable version unless runtimeVersionOverride is set (reference/dynamo.md §1.2).
+     * rejects a main image without a parseable version unless runtimeVersionOverride is set.
      * The frontend runs from the engine's runtime image (`python3 -m dynamo.frontend`), as upstream examples do.
      * `efaVersion`: the AWS EFA variant (EFA installer with libfabric/`fi_info`, aws-ofi-nccl; built by
      * container/templates/aws.Dockerfile, ai-dynamo/dynamo efa-on-aws.mdx Step 3). Since v1.3.0 the suffix is `-efa`
@@ -133,7 +132,7 @@ export const versions = {
     /**
      * Dedicated Planner image: from Dynamo 1.1.0 backend images no longer ship the planner's dependencies
      * (ai-dynamo/dynamo PR #8407; examples/backends/<engine>/deploy/disagg_planner.yaml), so the backend image fails with
-     * ModuleNotFoundError (reference/dynamo-failures.md F.6).
+     * ModuleNotFoundError .
      */
     dynamoPlanner: { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", version: "1.5.0" },
     /**
@@ -141,7 +140,7 @@ export const versions = {
      * its own; its Kubernetes guide runs both from the SGLang image, which bundles mooncake-transfer-engine
      * (kvcache-ai/Mooncake docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md, which warns its
      * v0.5.5 example is not a reproducible pin). >= 0.5.13 avoids the bundled Mooncake 0.3.10.post2 crash
-     * (Dynamo offloading support matrix, reference/dynamo.md §4.4); v0.5.16 is the newest tag seen (2026-07-29).
+     * (Dynamo offloading support matrix); v0.5.16 is the newest tag seen (2026-07-29).
      */
     mooncake: { image: "docker.io/lmsysorg/sglang", version: "v0.5.16" },
     /**

@@ -9,7 +9,7 @@ import { ContainerSpec, preflightInitContainer, preflightVolume } from "./prefli
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
- * ../shared/schemas/dynamo (components[], `type`, `podTemplate` with a container named `main`, `scalingAdapter`,
+ * ai-dynamo/dynamo deploy/operator/config/crd/bases (components[], `type`, `podTemplate` with a container named `main`, `scalingAdapter`,
  * `sharedMemorySize`); flags follow upstream examples (ai-dynamo/dynamo examples/backends/<engine>/deploy).
  *
  * Engine choice is one field: {@link ENGINES} holds exactly what differs per engine (runtime image, module,
@@ -92,7 +92,7 @@ export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint
  * vLLM `--kv-transfer-config`: NIXL for P/D, Mooncake store connector for the shared pool, both via MultiConnector.
  * P/D sets `kv_load_failure_policy: "fail"`: vLLM's default `recompute` silently re-runs the prefill on the decode
  * worker when a NIXL read fails (vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py `KVTransferConfig`,
- * Literal["recompute", "fail"]; issue 10 class 2). The same object is built for prefill and decode (by construction
+ * Literal["recompute", "fail"]). The same object is built for prefill and decode (by construction
  * they agree on connector, backends and buffer device, lib/pd-compat.ts).
  */
 export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
@@ -108,8 +108,8 @@ export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | 
  * The NIXL side channel a vLLM prefill worker advertises to decode: the pod IP from the downward API. vLLM's default
  * is `localhost` (vllm-project/vllm@v0.28.0:vllm/envs.py `VLLM_NIXL_SIDE_CHANNEL_HOST`), and the Dynamo vLLM worker
  * only sets it (from its resolved hostname, falling back to 127.0.0.1) when the top-level connector is
- * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py;
- * issue 9 fault 2). Always rendered for P/D, so the address never depends on the connector shape.
+ * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py).
+ * Always rendered for P/D, so the address never depends on the connector shape.
  */
 export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
 
@@ -179,7 +179,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md). A P/D decode worker gets
                 // the radix cache forced off by SGLang's P/D hook, and HiCache without the radix cache is refused at
                 // start-up unless `--disaggregation-decode-enable-radix-cache` keeps it on
-                // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3).
+                // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py).
                 if (c.disaggregated && c.role === "decode") a.push("--disaggregation-decode-enable-radix-cache");
                 a.push("--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through",
                     "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(sglangHicacheExtraConfig(c.mooncake)));
@@ -194,7 +194,7 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             return a;
         },
         // SGLang picks NIXL's backend from the environment (default UCX; Dynamo efa-on-aws guide) and its UCX devices
-        // from SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS (it ignores the VLLM_* NIC variables; issue 9 fault 8).
+        // from SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS (it ignores the VLLM_* NIC variables).
         transferEnv: (c) => {
             if (!c.disaggregated) return [];
             const env: EnvVar[] = [SGLANG_HOST_IP_ENV, { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", value: nixlBackend(c.fabric) }];
@@ -304,7 +304,7 @@ export function needsRdma(e: Endpoint): boolean {
 /**
  * Dynamo Planner config (`--config`, PlannerConfig in ai-dynamo/dynamo components/src/dynamo/planner/config):
  * load-based scaling on KV-cache utilisation (decode) and queued prefill tokens (prefill), never on GPU
- * utilisation (DESIGN §6: TTFT p95 44.5 s -> 1.4-3.4 s). `min_endpoint: 1` keeps the model listed (scale-to-zero
+ * utilisation. `min_endpoint: 1` keeps the model listed (scale-to-zero
  * removes it from /v1/models). Thresholds are passed only for `optimization_target: load`; `throughput` uses the
  * planner's fixed queue/KV thresholds. No pre-deployment sweep: nothing here needs an AIC profile.
  */
@@ -379,7 +379,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     }
     const rdma = needsRdma(e);
     const mooncakeCfg = e.kvPool.kind === "mooncake" ? sglangMooncakeExtraConfig(a.pool.fabric, a.mooncake!.master) : undefined;
-    // EFA workers need the image with libfabric and aws-ofi-nccl (issue 9 fault 4); the Frontend needs neither.
+    // EFA workers need the image with libfabric and aws-ofi-nccl; the Frontend needs neither.
     const workerImage = a.pool.fabric.kind === "efa" ? (a.efaRuntimeImage ?? efaRuntimeImage(e.engine)) : a.runtimeImage;
     const kvEvents = e.router.mode === "kv";
     const labels = { [ENDPOINT_LABEL]: e.name, "app.kubernetes.io/part-of": "inference-platform" };
@@ -435,7 +435,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     for (const [role, group] of groups) {
         const ctx: RoleContext = { endpoint: e, role, group, disaggregated, kvEvents, fabric: a.pool.fabric, mooncake: mooncakeCfg };
         const resources: Record<string, string> = { [GPU_RESOURCE]: String(group.gpusPerWorker), ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}) };
-        // EFA: the worker's share of the node's 2 MiB huge pages (reference/rdma.md §6.4), on the engine container only
+        // EFA: the worker's share of the node's 2 MiB huge pages, on the engine container only
         // (the preflight opens no EFA endpoint; it gets the GPU and EFA devices).
         const hugepages = rdma && a.pool.fabric.kind === "efa"
             ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)

@@ -5,11 +5,10 @@
  * in lib/nixl.ts.
  *
  * Units: link rates in Gb/s (gigabits); huge pages as counts of 2 MiB pages; memory sizes in MiB.
- * Facts: reference/rdma.md §6 (p5e/p5en, EFA), reference/dynamo.md §3.1/§3.4 (NIXL LIBFABRIC on EFA),
- * reference/rdma-failures.md section C.
+ * Facts: the AWS EC2 and EKS EFA guides (p5e/p5en, EFA), NIXL's LIBFABRIC backend on EFA.
  */
 
-/** Huge-page resource workers on EFA nodes request (reference/rdma.md §6.4). */
+/** Huge-page resource workers on EFA nodes request. */
 export const HUGEPAGES_2MI_RESOURCE = "hugepages-2Mi";
 /** Node label the EFA device plugin's required node affinity matches its allowlist against. */
 export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
@@ -28,13 +27,13 @@ export interface LaunchTemplateInterface {
 
 /**
  * The network interfaces of an EFA node's launch template, derived from the instance type's network cards
- * (`aws.ec2.getInstanceType().maximumNetworkCards`). AWS guidance (EC2 "Maximize network bandwidth on instances
- * with multiple network cards", EKS guide P6-B200 example; reference/rdma.md §6.2):
+ * (`aws.ec2.getInstanceType.maximumNetworkCards`). AWS guidance (EC2 "Maximize network bandwidth on instances
+ * with multiple network cards", EKS guide P6-B200 example):
  * - card 0 / device 0: ENA (`interface`); an EFA-only interface can never be primary;
  * - card 0 / device 1: `efa-only` (card 0 supports EFA on p5e/p5en);
  * - every other card / device 0: `efa-only`.
  * So a node gets one EFA device per card (p5en 16, p5e 32) and exactly one IP-consuming interface.
- * No `subnetId`: EKS managed node groups reject a launch template that sets one (reference/rdma.md §6.2).
+ * No `subnetId`: EKS managed node groups reject a launch template that sets one.
  *
  * @param maximumNetworkCards `NetworkInfo.MaximumNetworkCards` (p5en.48xlarge 16, p5e.48xlarge 32)
  * @param securityGroupIds the cluster security group and the EFA self-referencing group
@@ -89,7 +88,7 @@ export function checkInstanceTypeForEfa(info: InstanceTypeNetworkInfo, expectedC
 }
 
 export interface NodeBootstrapOptions {
-    /** 2 MiB huge pages to reserve (`vm.nr_hugepages`); the EFA driver pre-allocates 5,128 (rdma.md §6.4). */
+    /** 2 MiB huge pages to reserve (`vm.nr_hugepages`); the EFA driver pre-allocates 5,128 (EKS EFA guide). */
     hugepages2Mi: number;
     /** Build a RAID0 over the instance-store NVMe for kubelet/containerd (model weights, images). */
     localStorageRaid0: boolean;
@@ -103,7 +102,7 @@ export const USER_DATA_BOUNDARY = "==PLATFORM-NODE-BOOTSTRAP==";
  * merge it with their own nodeadm part) with
  * 1. a nodeadm `NodeConfig` (`node.eks.aws/v1alpha1`) asking for the instance-store RAID0;
  * 2. a shell part that gives containerd `LimitMEMLOCK=infinity` (systemd drop-in) so RDMA memory
- *    registration does not hit containerd's 8 MiB default (nvidia-container-toolkit#2037, rdma.md §4.2 item 3),
+ *    registration does not hit containerd's 8 MiB default (nvidia-container-toolkit#2037),
  *    and reserves `hugepages2Mi` 2 MiB huge pages persistently (sysctl.d) and at once.
  * The shell part runs from cloud-init before nodeadm starts kubelet, so kubelet sees the huge pages and
  * containerd picks up the drop-in [inference: AL2023 runs nodeadm-run after cloud-final; the preflight
@@ -179,7 +178,7 @@ export function efaDevicePluginValues(instanceTypes: readonly string[], gpuTaint
     if (values.length === 0) throw new Error("the EFA device plugin needs at least one instance type in its allowlist");
     return {
         supportedInstanceLabels: { keys: [INSTANCE_TYPE_LABEL], values },
-        // Chart default tolerates only CriticalAddonsOnly; GPU nodes carry the platform GPU taint (rdma.md §6.3).
+        // Chart default tolerates only CriticalAddonsOnly; GPU nodes carry the platform GPU taint.
         tolerations: [
             { key: "CriticalAddonsOnly", operator: "Exists" },
             { key: gpuTaintKey, operator: "Exists", effect: "NoSchedule" },
@@ -189,9 +188,9 @@ export function efaDevicePluginValues(instanceTypes: readonly string[], gpuTaint
 
 /**
  * A worker's share of its node's 2 MiB huge pages, as the `hugepages-2Mi` quantity in MiB: the node reserves
- * `hugepages2MiPerNode` pages (5,128 by default for the EFA provider, reference/rdma.md §6.4) and a worker with
+ * `hugepages2MiPerNode` pages (5,128 by default for the EFA provider) and a worker with
  * `gpus` of the node's `gpusPerNode` GPUs gets that fraction, so workers packed onto one node still fit.
- * The EKS NCCL example requests `hugepages-2Mi: 5120Mi` for a whole p5 node (reference/rdma.md §6.4).
+ * The EKS NCCL example requests `hugepages-2Mi: 5120Mi` for a whole p5 node.
  *
  * @returns MiB (a multiple of 2), 0 when the node reserves none
  * @throws Error when `gpus` is not in 1..gpusPerNode
@@ -206,7 +205,7 @@ export interface ContainerResources { requests: Record<string, string>; limits: 
 
 /**
  * What an EFA worker container adds to its GPU and EFA resources for the node's 2 MiB huge pages
- * (reference/rdma.md §6.4: the EFA driver pre-allocates 5,128 x 2 MiB pages, pods request `hugepages-2Mi`):
+ * (the EFA driver pre-allocates 5,128 x 2 MiB pages, pods request `hugepages-2Mi`):
  * - `hugepages-2Mi` = the worker's GPU share of the node's pages ({@link efaHugepagesMiB}), in requests and limits
  *   alike (huge pages cannot be overcommitted: the API server requires request = limit);
  * - a `cpu` request of one core per GPU, requests only: the API server refuses a container that requests huge pages

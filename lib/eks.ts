@@ -19,7 +19,7 @@ export interface PlannedSubnet {
 
 /**
  * Subnet plan of a new VPC: private subnet i = the i-th quarter of the VPC CIDR (pods take VPC addresses
- * under the VPC CNI, so private subnets get the space; EFA-only interfaces take none, reference/rdma.md §6.2),
+ * under the VPC CNI, so private subnets get the space; EFA-only interfaces take none),
  * public subnet i = the i-th 1/16 of the last quarter. A /16 gives /18 private and /22 public subnets.
  *
  * @param vpcCidr e.g. `10.80.0.0/16` (/16 to /20)

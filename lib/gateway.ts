@@ -1,9 +1,9 @@
 /**
  * Pure builders for the spoke's Agent Router (Envoy Gateway + AI Gateway) objects. No Pulumi here: each
  * function returns a Kubernetes object or Helm values as plain data, so tests and policies check exactly what
- * components/spoke/AgentRouter.ts applies. Field names follow the CRDs in ../shared/schemas (Envoy Gateway
+ * components/spoke/AgentRouter.ts applies. Field names follow the upstream CRDs (Envoy Gateway
  * v1.9.0, AI Gateway v1.1.0 with v1.2.0 adding only optional fields, Gateway API v1.6.1); behaviour notes cite
- * reference/gateway.md.
+ * the upstream source.
  */
 import { createHash } from "crypto";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
@@ -40,7 +40,7 @@ export const ENVOY_PROXY_POD_LABELS = {
     "app.kubernetes.io/managed-by": "envoy-gateway",
 } as const;
 
-/** Pod label the Dynamo operator sets from the component type (reference/dynamo.md §1.7). */
+/** Pod label the Dynamo operator sets from the component type. */
 export const DYNAMO_COMPONENT_TYPE_LABEL = "nvidia.com/dynamo-component-type";
 /** Port of the Dynamo OpenAI-compatible frontend (HTTP; lib/dgd.ts `FRONTEND_PORT`). */
 export const DYNAMO_FRONTEND_PORT = FRONTEND_PORT;
@@ -70,7 +70,7 @@ export function gatewayTargetRef(name = GATEWAY_NAME) {
 
 /**
  * Headers removed before routing and before every HTTP filter, ext_authz included (ClientTrafficPolicy
- * `headers.earlyRequestHeaders`, reference/gateway.md §6): every trusted identity header, by name and by the
+ * `headers.earlyRequestHeaders`): every trusted identity header, by name and by the
  * `x-platform-` prefix (so a header added later is covered), and `x-ai-eg-model` plus every other gateway-owned
  * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model.
  */
@@ -155,9 +155,9 @@ export const EXT_AUTH_STATUS_ON_ERROR = 503;
 export const HEADERS_TO_EXT_AUTH = ["authorization", "content-type", "x-request-id"] as const;
 
 /**
- * The one Gateway-level SecurityPolicy (DESIGN §5): HTTP ext_authz to the auth service, fail-closed, with the
+ * The one Gateway-level SecurityPolicy: HTTP ext_authz to the auth service, fail-closed, with the
  * body (the auth service reads `model` and `max_tokens` itself, since ext_authz runs before the AI Gateway
- * parses the body, reference/gateway.md §4), the trusted identity headers copied from the auth response
+ * parses the body), the trusted identity headers copied from the auth response
  * onto the upstream request (overwriting), and an explicit error status.
  */
 export function securityPolicy(x: SecurityPolicyInput) {
@@ -395,7 +395,7 @@ export interface EnvoyRateLimit {
  * Backend API on (AIServiceBackend accepts only Backends), the extension manager hooks pointing at the AI
  * Gateway controller. EnvoyPatchPolicy stays off: nothing here needs raw xDS patches, and one could route around
  * ext_authz. If Envoy rate limiting is used it is fail-closed (`rateLimit.failClosed: true`; default false lets
- * every request through when the rate limit service is down, reference/gateway.md §7).
+ * every request through when the rate limit service is down).
  */
 export function envoyGatewayValues(rateLimit?: EnvoyRateLimit) {
     return {

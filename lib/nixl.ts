@@ -8,7 +8,7 @@ import { gpuNicPcieMapping, ncclIbHca, railResource, ucxNetDevices } from "./rai
  * engine (vLLM, SGLang, TRT-LLM): an engine only adds how it *selects* the NIXL backend (lib/dgd.ts).
  *
  * Why each value is set: NIXL over UCX, NIXL over libfabric and Mooncake all fall back to TCP without an
- * error when RDMA is unusable (reference/dynamo-failures.md, reference/rdma-failures.md); every setting here
+ * error when RDMA is unusable; every setting here
  * removes one silent fallback, and the policy pack (policies/rdma-workloads.ts) rejects manifests without them.
  */
 
@@ -100,7 +100,7 @@ export function kvHcas(fabric: KvFabric): string[] {
  *   `UCX_NET_DEVICES=<its hca>:1` and *prepends* it to any value already there; UCX reads the list as a set
  *   (order carries no preference, openucx/ucx@v1.21.0:src/ucs/config/parser.c), so a static list of all rails would
  *   leave every rank free to use every rail. With this mode no static `UCX_NET_DEVICES` is rendered.
- * - `static`: engines that do not read the vLLM pair (SGLang, TRT-LLM; issue 9 fault 8) get the rail set in
+ * - `static`: engines that do not read the vLLM pair (SGLang, TRT-LLM) get the rail set in
  *   `UCX_NET_DEVICES`; NIXL >= 1.3 lets UCX >= 1.21 pick the GPU-local HCA from it (`UCX_MAX_HCA_PER_GPU=auto`).
  */
 export type NicSelection = "vllm-pcie-map" | "static";
@@ -171,7 +171,7 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
  * sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/nixl/conn.py). `device_list` is the UCX plugin's device
  * restriction: HCA names split on `, `, NIXL appends `:1` and forces `UCX_NET_DEVICES` with it
  * (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp, ucx_utils.cpp `modifyAlways("NET_DEVICES")`). SGLang
- * ignores the `VLLM_*` NIC variables, so this is how its NIXL agent is kept on the rails (issue 9 fault 8).
+ * ignores the `VLLM_*` NIC variables, so this is how its NIXL agent is kept on the rails.
  *
  * @returns `undefined` on EFA (LIBFABRIC takes no device list)
  */
@@ -181,12 +181,12 @@ export function sglangNixlBackendParams(fabric: KvFabric): Record<string, string
 }
 
 /**
- * How an RDMA container gets an unlimited memlock limit (reference/rdma.md §4.2; Kubernetes has no rlimit field,
+ * How an RDMA container gets an unlimited memlock limit (Kubernetes has no rlimit field,
  * kubernetes/kubernetes#3595): `ulimit -l unlimited` in the entrypoint, as root.
  * - InfiniBand: always root (`runAsUser: 0`) with `IPC_LOCK` and `SYS_RESOURCE`, as Dynamo's RDMA recipes run them.
  *   A non-root `ulimit -l unlimited` fails unless the hard limit is already unlimited, and on-prem
  *   `memlockUnlimited: true` only labels the node (nothing on the node is changed by this program), so the container
- *   must work whatever the node's containerd limit is; the preflight proves the limit in the pod (issue 9 fault 9).
+ *   must work whatever the node's containerd limit is; the preflight proves the limit in the pod.
  *   `IPC_LOCK` is effective only for root (nvidia-container-toolkit#2037); `SYS_RESOURCE` raises the hard limit.
  * - EFA: `privileged: true` as root, since IPC_LOCK alone is insufficient for `fi_mr_reg` of GPU memory (Dynamo EFA guide).
  */
@@ -313,7 +313,7 @@ function mooncakeClientBase(fabric: KvFabric, master: string): Record<string, st
  * the separate store pods: `MooncakeStoreConfig` defaults `mode` to `embedded`, and embedded mode refuses
  * `global_segment_size == 0` at start-up ("embedded mode requires global_segment_size > 0"), while standalone-store
  * requires exactly 0 (vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py
- * `MooncakeStoreConfig.__post_init__`; issue 9 fault 1).
+ * `MooncakeStoreConfig.__post_init__`).
  */
 export function vllmMooncakeStoreConfig(fabric: KvFabric, master: string): Record<string, string | number> {
     return { ...mooncakeClientBase(fabric, master), mode: "standalone-store" };

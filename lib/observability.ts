@@ -280,7 +280,7 @@ export interface Dashboard {
 }
 
 /**
- * The spoke's dashboards: `serving` (the figures of DESIGN §6 per model: TTFT p95, ITL p99, KV cache hit rate and
+ * The spoke's dashboards: `serving` (the figures of per model: TTFT p95, ITL p99, KV cache hit rate and
  * utilisation, queue and in-flight per worker, output tokens/s per GPU, KV transfer rate) and `platform` (auth
  * decisions by status, bundle revisions, metering backlog, gateway errors).
  */

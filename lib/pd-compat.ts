@@ -3,7 +3,7 @@ import type { Source } from "../upstream";
 /**
  * Which settings of a prefill worker and a decode worker of one graph must agree, per engine, so the KV blocks one
  * writes are the blocks the other reads (same shape, size, dtype and transfer backend). A pair that disagrees passes
- * health checks and then fails, hangs or silently recomputes on every handoff (issue 10 class 2). lib/dgd.ts builds both
+ * health checks and then fails, hangs or silently recomputes on every handoff. lib/dgd.ts builds both
  * roles from one function, so they agree by construction; policies (helper "b") and tests compare rendered containers
  * with {@link pdMismatches}.
  *

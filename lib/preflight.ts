@@ -8,7 +8,7 @@ import { gpuNicPcieMapping } from "./rails";
 /**
  * The RDMA preflight (services/preflight/preflight.sh) as Kubernetes objects: the script ships in a ConfigMap
  * and runs as an init container with the workload's own image, resources and security context, so it sees
- * exactly the devices, GPUs, capabilities and memlock limit the engine will get (DESIGN §4: a static policy
+ * exactly the devices, GPUs, capabilities and memlock limit the engine will get (a static policy
  * proves RDMA was intended; the preflight proves it is there).
  */
 

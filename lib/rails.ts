@@ -21,7 +21,7 @@ export function railResource(rail: number): string {
 
 /**
  * The plugin's `linkTypes` value per rail link layer: the netdev's netlink encapsulation type as the plugin compares
- * it (`ether`, `infiniband`; netlink `EncapType` of the device's netdev, reference/rdma.md §1.1). The plugin filters by
+ * it (`ether`, `infiniband`; netlink `EncapType` of the device's netdev). The plugin filters by
  * vendors, deviceIDs, drivers, ifNames, then linkTypes in turn, i.e. it ANDs them
  * (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32:pkg/resources/resources_manager.go#GetFilteredDevices, v1.5.3), so a netdev whose name or link layer disagrees with this leaves the
  * rail resource at capacity 0.

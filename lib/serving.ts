@@ -10,7 +10,7 @@ import { KvFabric, rdmaResources } from "./nixl";
 /**
  * The in-cluster Service of an endpoint's Dynamo frontend: the operator names it `<dgd>-<component>` lower-cased,
  * and the DGD is named after the endpoint with a component `Frontend`, so `<endpoint>-frontend` on port 8000 in the
- * inference namespace. ClusterIP only (DESIGN §5): the gateway's Backend points at it.
+ * inference namespace. ClusterIP only: the gateway's Backend points at it.
  */
 export function frontendService(endpointName: string): { name: string; namespace: string; port: number } {
     return { name: `${endpointName}-frontend`, namespace: INFERENCE_NAMESPACE, port: FRONTEND_PORT };

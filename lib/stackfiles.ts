@@ -32,7 +32,7 @@ export function stackNameOf(file: string): string {
  * @throws Error naming the file when the YAML does not parse or has no `config:` map
  */
 export function readStackFile(file: string, display = file): StackFile {
-    let doc: unknown;
+    let doc: any;
     let text: string;
     try {
         text = fs.readFileSync(file, "utf8");
@@ -42,15 +42,14 @@ export function readStackFile(file: string, display = file): StackFile {
     try {
         doc = YAML.parse(text);
     } catch (e) {
-        throw new Error(`${display}: not valid YAML: ${(e as Error).message}`);
+        throw new Error(`${display}: not valid YAML: ${yamlErrorText(text, e as Error)}`);
     }
-    const stackConfig = doc && typeof doc === "object" ? (doc as { config?: unknown }).config : undefined;
-    if (!stackConfig || typeof stackConfig !== "object") {
+    if (!doc || typeof doc !== "object" || !doc.config || typeof doc.config !== "object") {
         throw new Error(`${display}: no "config:" map; a stack file looks like "config:\\n  platform:role: spoke"`);
     }
     const config: Record<string, string> = {};
     const secretKeys: string[] = [];
-    for (const [k, v] of Object.entries(stackConfig as Record<string, unknown>)) {
+    for (const [k, v] of Object.entries(doc.config as Record<string, unknown>)) {
         if (v && typeof v === "object" && !Array.isArray(v) && "secure" in (v as object)) {
             config[k] = "offline-secret";
             secretKeys.push(k);
@@ -64,6 +63,53 @@ export function readStackFile(file: string, display = file): StackFile {
         try { hub = String(JSON.parse(config["platform:spoke"] ?? "{}").hubStack ?? "").split("/").pop() || undefined; } catch { hub = undefined; }
     }
     return { name: stackNameOf(file), file: display, role, hub, config, secretKeys };
+}
+
+/**
+ * Where a scalar may start: after a key's `: `, a list's `- `, `[`, `{`, `,`, or indentation. A quote elsewhere
+ * (`don't`) is part of a plain scalar.
+ */
+const SCALAR_START = /(^|[\s[{,:-])$/;
+
+/**
+ * The `[`, `{` or quote left open before `pos` (outside comments), as 1-based line and column; undefined when all
+ * are closed. The YAML parser reports an unclosed flow collection or quote where it gave up (the next line, or
+ * the end of the file); the person's mistake is where it was opened.
+ */
+export function unclosedBefore(text: string, pos: number): { line: number; col: number } | undefined {
+    const opened: number[] = [];
+    let quote: { ch: string; at: number } | undefined;
+    let comment = false;
+    for (let i = 0; i < pos && i < text.length; i++) {
+        const c = text[i];
+        if (c === "\n") { comment = false; continue; }
+        if (comment) continue;
+        if (quote) {
+            if (c === "\\" && quote.ch === '"') { i++; continue; }
+            if (c === quote.ch) { if (quote.ch === "'" && text[i + 1] === "'") { i++; continue; } quote = undefined; }
+            continue;
+        }
+        if (c === "#" && (i === 0 || /\s/.test(text[i - 1]))) { comment = true; continue; }
+        if ((c === '"' || c === "'") && SCALAR_START.test(text.slice(Math.max(0, i - 1), i))) { quote = { ch: c, at: i }; continue; }
+        if (c === "[" || c === "{") opened.push(i);
+        if ((c === "]" || c === "}") && opened.length) opened.pop();
+    }
+    const at = quote?.at ?? opened[opened.length - 1];
+    if (at === undefined) return undefined;
+    const before = text.slice(0, at).split("\n");
+    return { line: before.length, col: before[before.length - 1].length + 1 };
+}
+
+/** A YAML parse error as `line L, column C: what` with the line itself, at the line the person has to fix. */
+export function yamlErrorText(text: string, e: Error): string {
+    const err = e as Error & { pos?: [number, number]; linePos?: Array<{ line: number; col: number }> };
+    const what = err.message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "");
+    let at = err.linePos?.[0];
+    if (err.pos && /Flow (sequence|mapping)|quote|flow collection/i.test(what)) at = unclosedBefore(text, err.pos[0]) ?? at;
+    if (!at) return err.message;
+    const src = text.split("\n")[at.line - 1] ?? "";
+    const gutter = `  ${at.line} | `;
+    return `line ${at.line}, column ${at.col}: ${what}\n\n${gutter}${src}\n${" ".repeat(gutter.length + at.col - 1)}^`;
 }
 
 /** Every stack file under `stacks/`, sorted by name. */

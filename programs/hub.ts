@@ -19,7 +19,7 @@ import { eksClusterNameOf } from "../lib/eks";
 export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | "spoke" | "placementRevision" | "endpoints">;
 
 /**
- * Pure: the per-spoke placement contracts (DESIGN §3) for a validated hub config. Every spoke the hub knows
+ * Pure: the per-spoke placement contracts for a validated hub config. Every spoke the hub knows
  * gets a contract, possibly with no endpoints, so a spoke is never left guessing.
  */
 export function buildSpokeContracts(hub: HubConfig, hubStack: string, extras: Record<string, SpokeContractExtras>): Record<string, SpokeContract> {

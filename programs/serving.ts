@@ -29,7 +29,7 @@ export interface ServingInputs {
 export type ServingOutputs = Record<string, { pool: string; frontend: { name: string; namespace: string; port: number } }>;
 
 /**
- * The spoke's serving layer (DESIGN §1): the Dynamo platform, the RDMA preflight script, and per endpoint of the
+ * The spoke's serving layer: the Dynamo platform, the RDMA preflight script, and per endpoint of the
  * hub's placement a Mooncake pool (when configured) and a ModelEndpoint (DynamoGraphDeployment) on its GPU pool, with
  * the transport generated from the pool's fabric (lib/nixl.ts: UCX on InfiniBand rails; libfabric/EFA with
  * `vpc.amazonaws.com/efa` and `hugepages-2Mi` on EKS). Frontend, Planner and Mooncake master go to

@@ -15,7 +15,37 @@ export function spokeGpuCapacity(cfg: SpokeConfig): number {
     return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
 }
 
-interface SpokeFile { stack: string; file: string; cfg?: SpokeConfig; error?: string }
+interface SpokeFile { stack: string; file: string; cfg?: SpokeConfig; error?: Error }
+
+/**
+ * Thrown by {@link checkSpokeRegistry} when spoke files are wrong: each spoke file's own error, headed by that file
+ * (a spoke file is validated as a spoke file before the hub reads it), then the hub file's own issues if any.
+ * `issues` holds the hub file's issues only; `spokeErrors` maps spoke stack -> its error.
+ */
+export class SpokeFilesError extends ConfigError {
+    readonly spokeErrors: Map<string, Error>;
+
+    constructor(hubStackFile: string, hubIssues: ConfigIssue[], spokeErrors: Map<string, Error>) {
+        super(hubStackFile, hubIssues);
+        this.name = "SpokeFilesError";
+        this.spokeErrors = spokeErrors;
+        const spokes = [...spokeErrors.values()].map((e) => e.message).join("\n");
+        const why = `${hubStackFile}: checks every spoke file of its hub (capacity, networks, placement) and cannot be applied while ${spokeErrors.size === 1 ? "this spoke file is" : "these spoke files are"} wrong; fix ${spokeErrors.size === 1 ? "it" : "them"} first`;
+        this.message = hubIssues.length ? `${spokes}\n${why}\n${this.message}` : `${spokes}\n${why}`;
+    }
+}
+
+/**
+ * Spoke stacks the offline render (tools/render.ts) has already failed on their own files: the hub's check leaves them
+ * out so the hub's outputs for the other spokes can still be computed. Always empty in `pulumi up` / `preview`.
+ */
+const setAsideForRender = new Set<string>();
+
+/** Sets the spoke stacks {@link checkSpokeRegistry} leaves out (offline render only; pass nothing to clear). */
+export function setAsideSpokesForRender(stacks: Iterable<string> = []): void {
+    setAsideForRender.clear();
+    for (const s of stacks) setAsideForRender.add(s);
+}
 
 /** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
 function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
@@ -24,13 +54,14 @@ function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
         const file = path.join(dir, f);
         const display = path.join(path.basename(dir), f);
         let s;
-        try { s = readStackFile(file, display); } catch (e) { out.push({ stack: stackNameOf(f), file: display, error: (e as Error).message }); continue; }
+        if (setAsideForRender.has(stackNameOf(f))) continue;
+        try { s = readStackFile(file, display); } catch (e) { out.push({ stack: stackNameOf(f), file: display, error: e as Error }); continue; }
         if (s.role !== "spoke" || s.hub !== hubStack) continue;
         try {
             const parsed = parseFlatStackConfig(s.config, display, s.secretKeys);
             if (parsed.role === "spoke") out.push({ stack: s.name, file: display, cfg: parsed.spoke });
         } catch (e) {
-            out.push({ stack: s.name, file: display, error: (e as Error).message });
+            out.push({ stack: s.name, file: display, error: e as Error });
         }
     }
     return out;
@@ -44,7 +75,11 @@ function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
  * the hub, so the hub's preview/up, which runs this, gates every new or changed spoke.
  *
  * @param hubStackFile path of the hub's stack file (its directory holds the spoke files)
+ * A problem of a spoke file alone (it does not parse as a spoke file, or it collides with an earlier spoke) is that
+ * file's error, headed by it; a disagreement between a hub entry and its file is the hub's (`platform:spokes[i]`).
+ *
  * @returns the registry exported as the hub output `spokeNetworks` (listed spokes only)
+ * @throws SpokeFilesError when a spoke file is wrong (its own error first, then any hub issue)
  * @throws ConfigError naming the hub file and `platform:spokes[i]` keys
  */
 export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeNetworks[] {
@@ -53,9 +88,12 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
     const files = spokeFilesOf(dir, hubStack);
     const byStack = new Map(files.map((f) => [f.stack, f]));
     const issues: ConfigIssue[] = [];
+    const spokeErrors = new Map<string, Error>();
+    for (const f of files) if (f.error) spokeErrors.set(f.stack, f.error);
     const registry: SpokeNetworks[] = [];
     hub.spokes.forEach((s, i) => {
         const key = `platform:spokes[${i}]`;
+        if (setAsideForRender.has(s.stack)) return;
         const f = byStack.get(s.stack);
         if (!f) {
             const exists = fs.existsSync(path.join(dir, `Pulumi.${s.stack}.yaml`));
@@ -64,7 +102,7 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
                 : `no stack file ${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} for spoke "${s.name}" (create it: npm run new-spoke)` });
             return;
         }
-        if (!f.cfg) { issues.push({ key: `${key}.stack`, message: `spoke file is invalid: ${f.error}` }); return; }
+        if (!f.cfg) return; // the spoke file's own error (spokeErrors)
         const c = f.cfg;
         if (c.spoke.name !== s.name) issues.push({ key: `${key}.name`, message: `${f.file} says platform:spoke.name "${c.spoke.name}", not "${s.name}"` });
         if (c.cluster.provider !== s.provider) issues.push({ key: `${key}.provider`, message: `${f.file} is provider ${c.cluster.provider}, not ${s.provider}` });
@@ -79,10 +117,14 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
     const rank = (stack: string) => { const i = hub.spokes.findIndex((s) => s.stack === stack); return i < 0 ? hub.spokes.length : i; };
     const all: SpokeNetworks[] = files.filter((f) => f.cfg).sort((a, b) => rank(a.stack) - rank(b.stack))
         .map((f) => ({ name: f.cfg!.spoke.name, stack: f.stack, networks: networksOf(f.cfg!) }));
+    const collisions = new Map<string, ConfigIssue[]>();
     for (const c of findSpokeCollisions(all)) {
-        const i = hub.spokes.findIndex((s) => s.stack === c.stack);
-        issues.push({ key: i >= 0 ? `platform:spokes[${i}]` : `platform:spokes (unlisted ${c.stack})`, message: c.message });
+        // Messages read `<stack> <key> <cidr> overlaps ...` (lib/spoke-networks.ts): the newer file's key is what to change.
+        const key = /^\S+ (platform:[^\s(]+)/.exec(c.message)?.[1] ?? "platform:spoke.name";
+        collisions.set(c.stack, [...(collisions.get(c.stack) ?? []), { key, message: c.message }]);
     }
+    for (const [stack, list] of collisions) if (!spokeErrors.has(stack)) spokeErrors.set(stack, new ConfigError(byStack.get(stack)!.file, list));
+    if (spokeErrors.size) throw new SpokeFilesError(hubStackFile, issues, spokeErrors);
     if (issues.length) throw new ConfigError(hubStackFile, issues);
     return registry;
 }

@@ -12,7 +12,7 @@ import { deployWorkloads } from "./workloads";
 
 /**
  * Reads this spoke's entry of the hub's `spokeContracts` output (the deployment declaration going down,
- * DESIGN §3) and validates it before anything is created.
+ * config/contract.ts) and validates it before anything is created.
  *
  * @throws ConfigError when the hub does not know this spoke or its contract does not parse
  */

@@ -1,7 +1,7 @@
 /**
  * Every Helm values key the product sets is one the pinned chart's templates read (upstream/charts, each entry citing
  * the chart's templates at its tag), and every chart facts entry is for exactly the version config/versions.ts pins.
- * A values key nothing reads passes every schema and does nothing on `up` (issue 9).
+ * A values key nothing reads passes every schema and does nothing on `up`.
  */
 import { describe, expect, it } from "vitest";
 import { networkOperatorValues } from "../components/spoke/BackendFabric";

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
 import { discoverStacks } from "../tools/stackfiles";
-import { ROOT, STACKS } from "./helpers";
+import { ROOT, STACKS, testTempDir } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
@@ -35,7 +35,7 @@ describe("GitHub Actions workflows", () => {
     it("pass GitHub's workflow parser (@actions/workflow-parser), which rejects a broken workflow", async () => {
         const ok = await lint([]);
         expect(ok).toEqual({ code: 0, out: ".github/workflows/images.yml: ok\n.github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n" });
-        const bad = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "wf-")), "bad.yml");
+        const bad = path.join(testTempDir("wf-"), "bad.yml");
         fs.writeFileSync(bad, [
             "on: pull_request",
             "permissions: { pull-requests: writ }",
@@ -114,7 +114,7 @@ describe("ci-stacks: which stacks a change previews", () => {
         expect(affectedStacks(["README.md", "docs/ci.md", "stacks/Pulumi.spoke-gone.yaml"], stacks)).toEqual([]);
     });
     it("the CLI (--all) prints the stacks under stacks/ and writes hubs/spokes for GitHub Actions", async () => {
-        const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
+        const out = path.join(testTempDir("gh-"), "output");
         const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
         expect(JSON.parse(r.stdout)).toEqual(stacksUnderStacksDir());
         const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]));

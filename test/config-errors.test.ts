@@ -1,5 +1,5 @@
 /**
- * Bad stack files as a new user writes them (issue 10, class 7): each must be refused with the stack file and the key
+ * Bad stack files as a new user writes them: each must be refused with the stack file and the key
  * to edit named, at the right place (the hub for a placement its spoke would refuse), and nothing may reach out/.
  * Model facts come from config/models.ts (the models' config.json values, cited there).
  */
@@ -219,5 +219,38 @@ describe("render: out/ of a real stack is left alone, and never holds a credenti
         expect(fs.existsSync(path.join(out, "hub-x"))).toBe(false);
         expect(r.stdout + r.stderr).not.toContain(HF_TOKEN);
         for (const f of filesUnder(out)) expect(fs.readFileSync(f, "utf8")).not.toContain(HF_TOKEN);
+    });
+});
+
+describe("a YAML mistake is reported at the line to fix", () => {
+    let tmp: string;
+    beforeEach(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), "yaml-line-")); });
+    afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
+    const errorOf = (edit: (lines: string[]) => void): string => {
+        const lines = fs.readFileSync(path.join(STACKS, "Pulumi.spoke-hn1.yaml"), "utf8").split("\n");
+        edit(lines);
+        const file = path.join(tmp, "Pulumi.spoke-x.yaml");
+        fs.writeFileSync(file, lines.join("\n"));
+        try { readStackFile(file, "stacks/Pulumi.spoke-x.yaml"); } catch (e) { return (e as Error).message; }
+        throw new Error("no error");
+    };
+    const lineOf = (pattern: RegExp) => fs.readFileSync(path.join(STACKS, "Pulumi.spoke-hn1.yaml"), "utf8").split("\n").findIndex((l) => pattern.test(l));
+
+    it("an unclosed [ is reported on its own line, not where the parser gave up", () => {
+        const i = lineOf(/^\s+nodes: \[/);
+        const msg = errorOf((l) => { l[i] = l[i].replace("]", ""); });
+        expect(msg).toMatch(new RegExp(`^stacks/Pulumi.spoke-x.yaml: not valid YAML: line ${i + 1}, column \\d+: Flow sequence`));
+        expect(msg).toContain(`  ${i + 1} |       nodes: [hn1-gpu-01, hn1-gpu-02 `);
+    });
+
+    it("an unclosed quote is reported where it opens, not at the end of the file", () => {
+        const i = lineOf(/^\s+kubeconfigContext:/);
+        const msg = errorOf((l) => { l[i] = l[i].replace("kubeconfigContext: ", 'kubeconfigContext: "'); });
+        expect(msg).toMatch(new RegExp(`not valid YAML: line ${i + 1}, column 24: Missing closing "quote\\n\\n  ${i + 1} \\|     kubeconfigContext: "hn1-admin`));
+    });
+
+    it("a missing colon is reported on its line", () => {
+        const i = lineOf(/^\s+region: vn-hanoi-1/);
+        expect(errorOf((l) => { l[i] = l[i].replace("region:", "region"); })).toMatch(new RegExp(`not valid YAML: line ${i + 1}, column 5: `));
     });
 });

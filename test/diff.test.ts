@@ -4,7 +4,7 @@ import * as os from "os";
 import * as path from "path";
 import { promisify } from "util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { diffMarkdown, diffStack, fieldChanges, objectLabel } from "../tools/diff";
+import { diffMarkdown, diffStack, fieldChanges, isDerived, objectLabel, placementChanges, stackFileChanges } from "../tools/diff";
 import { commentBody, COMMENT_MARKER, demote, MAX_COMMENT_CHARS, pictureLinks } from "../tools/report/comment";
 import * as YAML from "yaml";
 import { ROOT } from "./helpers";
@@ -22,7 +22,9 @@ describe("field changes", () => {
             { path: "spec.args[1]{json}.max_gpu_budget", before: 12, after: 16 },
             { path: "spec.components[name=prefill].replicas", before: 2, after: 1 },
         ]);
-        expect(fieldChanges({ a: [1, 2] }, { a: [1, 3, 4] })).toEqual([{ path: "a[1]", before: 2, after: 3 }, { path: "a[2]", before: undefined, after: 4 }]);
+        // Plain values that gained or lost members compare as sets; same length (an argument changed) by position.
+        expect(fieldChanges({ a: [1, 2] }, { a: [1, 3, 4] })).toEqual([{ path: "a[-]", before: 2, after: undefined }, { path: "a[+]", before: undefined, after: 3 }, { path: "a[+]", before: undefined, after: 4 }]);
+        expect(fieldChanges({ a: ["--tp", "4"] }, { a: ["--tp", "8"] })).toEqual([{ path: "a[1]", before: "4", after: "8" }]);
         expect(fieldChanges({ a: 1 }, { a: 1 })).toEqual([]);
     });
 
@@ -40,6 +42,71 @@ describe("field changes", () => {
         const md = diffMarkdown([d], { ref: "origin/main", sha: "0123456789abcdef" });
         expect(md).toContain("- `Secret s`\n  - `replicas`: `1` → `2`");
         expect(md).toContain("| spoke-x | changed | 0 | 0 | 1 | 0 |");
+    });
+});
+
+describe("a diff for a reviewer: the stack files' own terms first, capacity and placement, derived churn folded", () => {
+    let dir: string;
+    beforeAll(() => {
+        dir = fs.mkdtempSync(path.join(os.tmpdir(), "diff-intent-"));
+        for (const side of ["base", "head"]) {
+            fs.mkdirSync(path.join(dir, side));
+            for (const f of fs.readdirSync(path.join(ROOT, "stacks"))) fs.copyFileSync(path.join(ROOT, "stacks", f), path.join(dir, side, f));
+        }
+    });
+    afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const edit = (name: string, mutate: (c: Record<string, any>) => void) => {
+        const file = path.join(dir, "head", `Pulumi.${name}.yaml`);
+        const doc = YAML.parse(fs.readFileSync(file, "utf8"));
+        mutate(doc.config);
+        fs.writeFileSync(file, YAML.stringify(doc));
+    };
+
+    it("an added API key reads as one added item (matched by id), not as every later key replaced", () => {
+        edit("hub-prod", (c) => c["platform:apiKeys"].splice(1, 0, { ...c["platform:apiKeys"][0], id: "ci-bot" }));
+        const changes = stackFileChanges(path.join(dir, "base"), path.join(dir, "head"));
+        expect(changes.map((c) => [c.file, c.status])).toEqual([["stacks/Pulumi.hub-prod.yaml", "changed"]]);
+        expect(changes[0].fields.map((f) => f.path)).toEqual(["platform:apiKeys[id=ci-bot]"]);
+        expect(changes[0].fields[0].before).toBeUndefined();
+        // No endpoint moved: capacity and placement unchanged.
+        expect(placementChanges(path.join(dir, "base"), path.join(dir, "head"))).toEqual([]);
+        const md = diffMarkdown([], { ref: "main", sha: "0123456789abcdef" }, { files: changes, placement: [] });
+        expect(md).toMatch(/## What changed in the stack files\n\n\*\*`stacks\/Pulumi.hub-prod.yaml`\*\*\n\n- `platform:apiKeys\[id=ci-bot\]`: `\(none\)` → `\{"id":"ci-bot"/);
+        expect(md).toContain("## Effect on capacity and placement\n\nNo spoke's GPUs, placement or planner budgets change.");
+    });
+
+    it("an added spoke: the hub's list gains one spoke (by name), its new file, and the GPUs placed on it", () => {
+        edit("hub-prod", (c) => {
+            c["platform:spokes"].push({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 });
+            c["platform:endpoints"].push({ ...c["platform:endpoints"][1], spoke: "dn1" });
+        });
+        const doc = YAML.parse(fs.readFileSync(path.join(dir, "head", "Pulumi.spoke-hn1.yaml"), "utf8"));
+        doc.config["platform:spoke"].name = "dn1";
+        fs.writeFileSync(path.join(dir, "head", "Pulumi.spoke-dn1.yaml"), YAML.stringify(doc));
+        const changes = stackFileChanges(path.join(dir, "base"), path.join(dir, "head"));
+        const hub = changes.find((c) => c.file === "stacks/Pulumi.hub-prod.yaml")!;
+        expect(hub.fields.map((f) => f.path)).toEqual(["platform:apiKeys[id=ci-bot]", "platform:endpoints[spoke/name=dn1/qwen3-32b]", "platform:spokes[name=dn1]"]);
+        expect(changes.find((c) => c.file === "stacks/Pulumi.spoke-dn1.yaml")?.status).toBe("new");
+        const placement = placementChanges(path.join(dir, "base"), path.join(dir, "head"));
+        expect(placement).toEqual([{ hubFile: "stacks/Pulumi.hub-prod.yaml", spoke: "dn1", before: undefined,
+            after: { capacity: 16, placed: 4, budgets: 6, endpoints: ["qwen3-32b (Qwen/Qwen3-32B, 4 GPUs)"] } }]);
+        const md = diffMarkdown([], { ref: "main", sha: "0123456789abcdef" }, { files: changes, placement });
+        expect(md).toContain("| stacks/Pulumi.hub-prod.yaml | dn1 (new) | - → 4/16 | - → 6/16 | + qwen3-32b (Qwen/Qwen3-32B, 4 GPUs) |");
+        expect(md).toContain("**`stacks/Pulumi.spoke-dn1.yaml`** (new file)");
+        // The rendered outputs: a list of spoke names gains one member, compared as a set.
+        expect(fieldChanges({ spokes: ["hcm1", "hn1", "sg1"] }, { spokes: ["dn1", "hcm1", "hn1", "sg1"] })).toEqual([{ path: "spokes[+]", before: undefined, after: "dn1" }]);
+    });
+
+    it("folds hashes, signatures and revisions below what changed", () => {
+        const row = (inputs: Record<string, unknown>) => ({ urn: "urn:cm", type: "kubernetes:core/v1:ConfigMap", name: "cm", inputs: { kind: "ConfigMap", metadata: { name: "bundle" }, ...inputs } });
+        const d = diffStack("hub-prod", { resources: [row({ data: { limit: 1, contentHash: "a".repeat(64) } })], outputs: { policyRevisions: { hn1: { revision: 1, signature: "x".repeat(88) } } } },
+            { resources: [row({ data: { limit: 2, contentHash: "b".repeat(64) } })], outputs: { policyRevisions: { hn1: { revision: 2, signature: "y".repeat(88) } } } });
+        expect(d.changed[0].fields.filter(isDerived).map((f) => f.path)).toEqual(["data.contentHash"]);
+        const md = diffMarkdown([d], { ref: "main", sha: "0123456789abcdef" });
+        const fold = md.indexOf("<details><summary>derived changes (3): hashes, signatures, revisions</summary>");
+        expect(fold).toBeGreaterThan(md.indexOf("- `ConfigMap bundle`\n  - `data.limit`: `1` → `2`"));
+        expect(md.indexOf("contentHash")).toBeGreaterThan(fold);
+        expect(md.indexOf("policyRevisions.hn1.revision")).toBeGreaterThan(fold);
     });
 });
 
@@ -155,6 +222,10 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
         expect(r.stderr).not.toContain("npm ci"); // identical lockfile: the base reuses node_modules
         const md = fs.readFileSync(path.join(out, "diff.md"), "utf8");
         expect(md).toMatch(/^# Render diff against `main` \([0-9a-f]{12}\)/);
+        // First what the person changed, in the stack file's own keys, and what it does to the spoke's GPUs.
+        expect(md).toContain("## What changed in the stack files\n\n**`stacks/Pulumi.hub-prod.yaml`**\n\n- `platform:endpoints[spoke/name=sg1/qwen3-32b].topology.prefill.replicas`: `2` → `1`\n");
+        expect(md).toContain("| stacks/Pulumi.hub-prod.yaml | sg1 | 8/16 → 6/16 | 16/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |");
+        expect(md.indexOf("## What changed in the stack files")).toBeLessThan(md.indexOf("## Rendered objects"));
         // The DGD's prefill replicas, and the serving dashboard's tokens/s per GPU, which divides by the GPUs placed.
         expect(md).toContain("| spoke-sg1 | changed | 0 | 0 | 2 | 1 |");
         expect(md).toContain('`"qwen3-32b (8 GPUs)"` → `"qwen3-32b (6 GPUs)"`');

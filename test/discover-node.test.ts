@@ -74,6 +74,10 @@ describe("npm run discover-node (CLI)", () => {
         expect(text).toContain('gpuPciAddress: "0000:1b:00.0"');
         expect(text).toMatch(/^# Node profile discovered by `npm run discover-node`/);
         expect(loadNodeProfileFile(out).rails).toHaveLength(8);
+        // It says what it wrote, and which values were derived rather than read.
+        expect(r.stdout).toMatch(new RegExp(`^wrote ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: node profile "dgx-h200-discovered": 8 GPUs, 8 rails \\(GPU0->mlx5_0 GPU1->mlx5_3 `));
+        expect(r.stdout).toMatch(/\d value\(s\) inferred, not read; verify before the first pulumi up:\n {4}- rails\[\]\.rail: /);
+        expect(r.stdout).toContain("set platform:nodePools[].profile: dgx-h200-discovered");
     });
 
     it("refuses, and writes nothing, when the node has a rail HCA on another NUMA node than its GPU", () => {

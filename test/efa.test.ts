@@ -7,11 +7,11 @@ import {
 import { eksKubeconfig, vpcSubnetPlan } from "../lib/eks";
 import { INSTANCE_TYPES } from "../tools/mock-outputs";
 
-// Published network-card counts (reference/rdma.md §6.1): p5en.48xlarge 16 x 200 Gb/s (EFAv3),
+// Published network-card counts: p5en.48xlarge 16 x 200 Gb/s (EFAv3),
 // p5e.48xlarge 32 x 100 Gb/s (EFAv2); both 3,200 Gb/s per node.
 const PUBLISHED = { "p5en.48xlarge": { cards: 16, gbps: 200 }, "p5e.48xlarge": { cards: 32, gbps: 100 } } as const;
 
-describe("efaNetworkInterfaces (reference/rdma.md §6.2)", () => {
+describe("efaNetworkInterfaces", () => {
     for (const [type, { cards }] of Object.entries(PUBLISHED)) {
         it(`${type}: card 0 = ENA primary + EFA-only, cards 1..${cards - 1} EFA-only, ${cards} EFA devices`, () => {
             const nis = efaNetworkInterfaces(cards, ["sg-cluster", "sg-efa"]);
@@ -80,7 +80,7 @@ describe("nodeBootstrapUserData", () => {
 });
 
 describe("EFA device plugin allowlist", () => {
-    // aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml lists p5e.48xlarge and p5en.48xlarge (rdma.md §6.3).
+    // aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml lists p5e.48xlarge and p5en.48xlarge.
     it("reports pool types missing from the allowlist", () => {
         expect(missingFromEfaAllowlist(["p5.48xlarge", "p5e.48xlarge"], ["p5en.48xlarge", "p5e.48xlarge", "p5en.48xlarge"])).toEqual(["p5en.48xlarge"]);
         expect(missingFromEfaAllowlist(["p5e.48xlarge", "p5en.48xlarge"], ["p5en.48xlarge"])).toEqual([]);

@@ -56,7 +56,7 @@ describe("EKS spoke config (spoke-sg1)", () => {
     });
 });
 
-describe("capacitySettings (reference/rdma.md §6.6)", () => {
+describe("capacitySettings", () => {
     it("maps on-demand, ODCR and Capacity Block", () => {
         expect(capacitySettings({ type: "on-demand" })).toEqual({ capacityType: "ON_DEMAND" });
         expect(capacitySettings({ type: "odcr", reservationId: "cr-0123456789abcdef0" })).toEqual({ capacityType: "ON_DEMAND", capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } } });
@@ -222,7 +222,7 @@ describe("platform:serving.systemNodeSelector", () => {
     });
 });
 
-// Issue 13: the EKS spoke's first `up` must not stop (PVCs pending, CI roles without access) and pods must not reach
+// The EKS spoke's first `up` must not stop (PVCs pending, CI roles without access) and pods must not reach
 // the node role. Facts: EKS has no default StorageClass and no EBS CSI driver unless added
 // (docs.aws.amazon.com/eks/latest/userguide/ebs-csi.html); access entries (access-entries.html); IMDS hop limit
 // (best-practices/identity-and-access-management.html); Pod Identity trust (pod-id-role.html).

@@ -1,5 +1,7 @@
 import * as fs from "fs";
+import * as os from "os";
 import * as path from "path";
+import { onTestFinished } from "vitest";
 import * as YAML from "yaml";
 import { CapturedResource, runStack, RunStackResult, StackOutputs } from "../tools/harness";
 import { readStackFile, StackFile } from "../tools/stackfiles";
@@ -91,4 +93,11 @@ export function byType(rs: CapturedResource[], type: string): CapturedResource[]
 /** Plain inputs (secrets unwrapped) of a captured resource. */
 export function inputs(r: CapturedResource): Record<string, any> {
     return unwrapWire(r.inputs) as Record<string, any>;
+}
+
+/** A temporary directory for the running test, removed when the test finishes (pass or fail). */
+export function testTempDir(prefix: string): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+    return dir;
 }

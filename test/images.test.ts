@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { REGISTRY, versions } from "../config/versions";
 import { affectedImages, dockerignorePatterns, ImageBuild, imageMatrix, inContext, registryHost } from "../tools/images";
-import { inputs, runHubAndSpoke, ROOT, STACKS } from "./helpers";
+import { inputs, runHubAndSpoke, ROOT, STACKS, testTempDir } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
 const run = promisify(execFile);
@@ -214,7 +214,7 @@ describe("npm run images: the images of ours, from config/versions.ts", () => {
 
     it("the CLI prints the matrix and writes images, registry and changed for GitHub Actions", async () => {
         const cli = async (args: string[]) => {
-            const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gh-")), "output");
+            const out = path.join(testTempDir("gh-"), "output");
             const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/images.ts", ...args], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
             const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
             return { stdout: JSON.parse(r.stdout), stderr: r.stderr, images: JSON.parse(lines.images), registry: lines.registry, changed: JSON.parse(lines.changed) };
@@ -390,7 +390,7 @@ describe("images.yml", () => {
 describe("tools/image-guard.sh: published tags are immutable", () => {
     /** Runs the guard with a fake `docker` whose `buildx imagetools inspect` exits `rc` printing `say`. */
     async function guard(rc: number, say: string, changed: boolean) {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "guard-"));
+        const dir = testTempDir("guard-");
         fs.writeFileSync(path.join(dir, "docker"), `#!/bin/sh\n[ "$1 $2 $3" = "buildx imagetools inspect" ] || exit 99\necho "$FAKE_SAY" >&2\nexit ${rc}\n`, { mode: 0o755 });
         const out = path.join(dir, "output");
         const env = { ...process.env, PATH: `${dir}:${process.env.PATH}`, GITHUB_OUTPUT: out, FAKE_SAY: say };

@@ -42,7 +42,7 @@ describe("metering config", () => {
 describe("usage consumer bundle", () => {
     it("builds at program run, runs no DDL (the migrator Lambda carries the schema), and loads with the handler exported", () => {
         const b = bundleUsageConsumer();
-        // Issue 13: the consumer connects as ledger_ingest and applies no schema at cold start.
+        // The consumer connects as ledger_ingest and applies no schema at cold start.
         expect(b.code).not.toContain("CREATE TABLE");
         expect(bundleLambda("services/reconciler/migrator.ts").code).toContain("CREATE TABLE IF NOT EXISTS usage_events");
         expect(b.sha256).toBe(bundleUsageConsumer().sha256); // deterministic
@@ -80,7 +80,7 @@ describe("metering in the rendered stacks (mocks)", () => {
         const db = byType(hub.resources, "aws:rds/cluster:Cluster")[0];
         const dbIn = inputs(db);
         expect([dbIn.engine, dbIn.engineMode, dbIn.storageEncrypted, dbIn.serverlessv2ScalingConfiguration]).toEqual(["aurora-postgresql", "provisioned", true, { minCapacity: 0.5, maxCapacity: 8 }]);
-        // The master password is managed and rotated by RDS (issue 13): never in the program or its state.
+        // The master password is managed and rotated by RDS: never in the program or its state.
         expect(dbIn.manageMasterUserPassword).toBe(true);
         expect(db.inputs.masterPassword).toBeUndefined();
         expect(byType(hub.resources, "aws:rds/clusterInstance:ClusterInstance").map((r) => inputs(r).instanceClass)).toEqual(["db.serverless", "db.serverless"]);

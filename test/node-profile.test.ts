@@ -125,7 +125,7 @@ describe("node profiles (rail tables as data)", () => {
     });
 });
 
-describe("a stack file's inline profile: refused naming the stack file and the key (issue 10 class 7)", () => {
+describe("a stack file's inline profile: refused naming the stack file and the key", () => {
     const reject = (mutate: (p: any) => void) => {
         const doc = structuredClone(stackConfigDoc("spoke-hn1"));
         const p = dgx(); mutate(p); doc["platform:nodePools"][0].profile = p;

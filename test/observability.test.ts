@@ -43,7 +43,7 @@ describe("PromQL of dashboards and alerts", () => {
         expect(checkPromQL("dynamo_frontend_time_to_first_token_seconds").errors).toHaveLength(1);
     });
 
-    it("covers the figures an operator asks for (DESIGN §6)", () => {
+    it("covers the figures an operator asks for", () => {
         const selected = new Set(allExpressions("hn1", endpoints).flatMap((e) => checkPromQL(e).series));
         for (const s of [
             "dynamo_frontend_time_to_first_token_seconds_bucket", // TTFT p95

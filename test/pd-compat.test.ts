@@ -1,6 +1,6 @@
 /**
  * lib/pd-compat.ts: the settings prefill and decode of one graph must agree on (KV layout, dtype, transfer backend), and
- * the rendered graph agreeing on all of them by construction (issue 10 class 2). Sources per setting in lib/pd-compat.ts.
+ * the rendered graph agreeing on all of them by construction. Sources per setting in lib/pd-compat.ts.
  */
 import { describe, expect, it } from "vitest";
 import { pdMismatches, pdMustMatch, pdSettingValue } from "../lib/pd-compat";

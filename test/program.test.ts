@@ -129,7 +129,7 @@ describe("spoke vs hub contract", () => {
     });
 });
 
-// Issue 13: "a spoke only touches its own data" must hold for credentials; stateful resources survive an ordinary
+// "A spoke only touches its own data" must hold for credentials; stateful resources survive an ordinary
 // `up`; the ledger database enforces TLS and least privilege; usage that cannot reach the ledger pages someone.
 describe("hub on AWS as a security review would pass it (hub-prod)", () => {
     let hub: Awaited<ReturnType<typeof runRepoStack>>;

@@ -116,3 +116,59 @@ describe("npm run render", () => {
         expect(fs.existsSync(path.join(out, "hub-prod", "manifests.yaml"))).toBe(true);
     });
 });
+
+describe("a bad spoke file fails itself, never another stack's output", () => {
+    /** Every file under `dir` with its bytes, for an exact before/after comparison. */
+    const snapshot = (dir: string): Record<string, string> => Object.fromEntries(fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile()).map((e) => { const f = path.join(e.parentPath, e.name); return [path.relative(dir, f), fs.readFileSync(f).toString("base64")]; }));
+
+    it("a one-letter typo in a new spoke file: its own error headed by its file; the other spokes render, the hub's out/ is left as it was", async () => {
+        const stacks = path.join(tmp, "typo-stacks");
+        fs.mkdirSync(stacks, { recursive: true });
+        for (const f of fs.readdirSync(path.join(ROOT, "stacks"))) fs.copyFileSync(path.join(ROOT, "stacks", f), path.join(stacks, f));
+        const out = path.join(tmp, "typo-out");
+        const first = await render(["--stacks", stacks, "--out", out]);
+        expect(first.code, first.stdout + first.stderr).toBe(0);
+        const before = Object.fromEntries(stackNames().map((s) => [s, snapshot(path.join(out, s))]));
+
+        // A new region copied from spoke-hn1, its own networks, and `railSupernett` for `railSupernet`.
+        const doc = stackConfigDoc("spoke-hn1");
+        doc["platform:spoke"].name = "dn1";
+        doc["platform:frontend"].subnet = "10.30.0.0/24";
+        doc["platform:backend"].railSupernett = doc["platform:backend"].railSupernet;
+        delete doc["platform:backend"].railSupernet;
+        fs.writeFileSync(path.join(stacks, "Pulumi.spoke-dn1.yaml"), YAML.stringify({ config: doc }));
+
+        const r = await render(["--stacks", stacks, "--out", out]);
+        expect(r.code).toBe(1);
+        // Headed by the spoke file, with the spoke's keys; the hub is named as not rendered, not as the file in error.
+        expect(r.stdout).toMatch(/Pulumi\.spoke-dn1\.yaml: invalid stack configuration\n  - platform:backend\.railSupernet: required/);
+        expect(r.stdout).toContain('platform:backend.railSupernett: unknown key; did you mean "railSupernet"?');
+        expect(r.stdout).not.toMatch(/Pulumi\.hub-prod\.yaml: invalid stack configuration/);
+        expect(r.stdout).toContain("Pulumi.hub-prod.yaml: not rendered: it checks every spoke file and Pulumi.spoke-dn1.yaml is wrong; out/hub-prod left as it was");
+        expect(r.stdout).toContain(`rendered ${stackNames().length - 1}/${stackNames().length + 1} stack(s); failed: hub-prod, spoke-dn1`);
+        // Every other stack's out/ is byte for byte what it was (the spokes re-rendered identically, the hub untouched).
+        for (const s of stackNames()) expect(snapshot(path.join(out, s)), s).toEqual(before[s]);
+        expect(fs.existsSync(path.join(out, "spoke-dn1"))).toBe(false);
+    }, 240_000); // two renders of every stack
+});
+
+describe("warnings reach the reviewer", () => {
+    it("a warning the program logs is in the stack's report.md under Warnings and in the summary, not only on stderr", async () => {
+        const stacks = path.join(tmp, "warn-stacks");
+        fs.mkdirSync(stacks, { recursive: true });
+        for (const f of fs.readdirSync(path.join(ROOT, "stacks"))) fs.copyFileSync(path.join(ROOT, "stacks", f), path.join(stacks, f));
+        // An access key slot with no createdAt: the hub warns that the key has no maximum age (components/hub/SpokeIdentity.ts).
+        const doc = stackConfigDoc("hub-prod");
+        delete doc["platform:spokeIdentities"].hcm1.keys[0].createdAt;
+        fs.writeFileSync(path.join(stacks, "Pulumi.hub-prod.yaml"), YAML.stringify({ config: doc }));
+        const out = path.join(tmp, "warn-out");
+        const r = await render(["--stacks", stacks, "--out", out, "hub-prod"]);
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        const warning = 'spoke hcm1: key slot "2026-11" has no createdAt, so its key has no maximum age';
+        expect(fs.readFileSync(path.join(out, "hub-prod", "report.md"), "utf8")).toMatch(new RegExp(`## Warnings\\n\\n- ⚠ ${warning}`));
+        expect(r.stdout).toContain(`  warning: ${warning}`);
+        expect(r.stderr).not.toContain("warning:");
+    }, 120_000);
+});
+

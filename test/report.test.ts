@@ -5,6 +5,7 @@ import { resourcesJson } from "../tools/outputs";
 import { runPolicies } from "../tools/policy-runner";
 import { reportFiles, reportInput } from "../tools/report";
 import { bar, cell, reportMarkdown } from "../tools/report/markdown";
+import { warningLines } from "../tools/report/comment";
 import { buildView, dgdGpus, HubView, ReportInput, SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
@@ -64,10 +65,10 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
     it("lists endpoints by model, engine and topology with their GPUs, as the hub placed them (stacks/Pulumi.hub-prod.yaml)", () => {
         const v = buildView(hn1) as SpokeView;
         const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
-        expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 12, pool: "h200" });
+        expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 10, pool: "h200" });
         expect(llama.groups).toEqual([{ role: "prefill", replicas: 2, gpusPerWorker: 2 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
-        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 8 });
+        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 6 });
     });
 
     it("shows per endpoint which features take effect and which signals are scraped", () => {
@@ -84,15 +85,16 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(md).toMatch(/\| qwen3-32b \| P\/D over NIXL \(UCX\);.*\| dynamo-frontend: scraped; dynamo-worker: scraped; sglang: scraped \|/);
     });
 
-    it("sets GPUs placed and planner budgets against capacity, and warns when budgets exceed it", async () => {
+    it("sets GPUs placed and planner budgets against capacity; the sample renders with no warning", async () => {
         const v = buildView(hn1) as SpokeView;
         // 2 nodes x 8 GPUs (config/node-profiles/dgx-h200.yaml gpu.count: DGX H200 has 8 H200 GPUs).
         expect(v.capacityGpus).toBe(16);
         expect(v.placedGpus).toBe(12);
-        expect(v.plannerBudgetGpus).toBe(20);
+        expect(v.plannerBudgetGpus).toBe(16);
         const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
-        expect(md).toContain("planner budgets add up to 20 GPUs, more than the 16 the spoke has");
+        expect(md).not.toContain("## Warnings");
+        expect(md).not.toContain("⚠");
         expect(md).toContain("| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 2 x 2 GPU, decode 1 x 4 GPU | 8 |");
     });
 
@@ -116,11 +118,19 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(elements(svg, "gpu-card")).toHaveLength(16);
         const links = elements(svg, "rail-link");
         expect(links).toHaveLength(16);
+        const nodes = elements(svg, "node");
         for (const l of links) {
             const leaf = leaves.find((x) => x["data-rail"] === l["data-rail"])!;
             expect(Number(l.x2)).toBeCloseTo(Number(leaf.x) + Number(leaf.width) / 2, 1);
             expect(Number(l.y2)).toBeCloseTo(Number(leaf.y) + Number(leaf.height), 1);
+            // It leaves its own node through that node's top edge (never from under another node's box).
+            const node = nodes.find((n) => n["data-node"] === l["data-node"])!;
+            expect(Number(l.y1)).toBe(Number(node.y));
+            expect(Number(l.x1)).toBeGreaterThan(Number(node.x));
+            expect(Number(l.x1)).toBeLessThan(Number(node.x) + Number(node.width));
         }
+        // Links are drawn above the node boxes (later in the document), so none is hidden behind a box.
+        expect(svg.indexOf('class="rail-link"')).toBeGreaterThan(svg.lastIndexOf('class="node"'));
         expect(elements(svg, "frontend-nic")).toHaveLength(4);
         expect(elements(svg, "frontend-link")).toHaveLength(4);
         // Frontend links go down to the frontend network, never up to a leaf.
@@ -132,6 +142,13 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(t).toContain("enp170s0f0np0");
         expect(t).toContain("10.64.16.0/20");
         expect(t.filter((x) => x === "NUMA 1")).toHaveLength(2);
+    });
+
+    it("marks the values the node profile says were inferred, not read on a node", async () => {
+        const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
+        // config/node-profiles/dgx-h200.yaml inferred: rails[].gpuPciAddress (and gpuNuma, frontend fields).
+        expect(md).toContain("| rail / leaf | GPU | GPU PCI (inferred) | HCA | netdev | HCA PCI | NUMA | Gb/s |");
+        expect(md).toMatch(/Values of profile `dgx-h200` that were inferred, not read on a node \(its `inferred` field\); verify each as its note says before the first `pulumi up`:\n\n- `rails\[\]\.gpuPciAddress`: /);
     });
 
     it("gives every card room for its label (monospace advance of DejaVu Sans Mono)", async () => {
@@ -182,8 +199,7 @@ describe("hub report (hub-prod)", () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
             ["hcm1", "vn-hochiminh-1", 12, 16], ["hn1", "vn-hanoi-1", 12, 16], ["sg1", "ap-southeast-1", 8, 16]]);
-        // hcm1's qwen3-32b has no planner block: the Dynamo planner default budget (config/endpoint.ts, 16) applies.
-        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(28);
+        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
@@ -192,16 +208,40 @@ describe("hub report (hub-prod)", () => {
         expect(texts(svg)).toEqual(expect.arrayContaining(["region ap-southeast-1", "region vn-hanoi-1", "region vn-hochiminh-1",
             "llama-70b: vllm agg W2x4 = 8 GPU", "qwen3-32b: sglang P/D P2x2 D1x4 = 8 GPU"]));
         const md = files["report.md"] as string;
-        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 28/16 ⚠ |");
+        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 16/16 |");
+        expect(md).not.toContain("## Warnings");
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
         expect(md).toContain("5 API keys");
         expect(md).not.toMatch(/sk-h200-/);
     });
 
+    it("warns at the top of the report, marking a planner budget taken from the default, and with what the program logged", async () => {
+        // hcm1's qwen3-32b without its planner block: the default budget (config/endpoint.ts, 16) applies.
+        if (hub.config.role !== "hub") throw new Error("not a hub");
+        const at = hub.config.hub.endpoints.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
+        const endpoints = hub.config.hub.endpoints.map((e, i) => (i === at ? { ...e, planner: { ...e.planner, maxGpuBudget: 16 } } : e));
+        const raw = { ...hub.raw, endpoints: (hub.raw!.endpoints as Array<Record<string, unknown>>).map((e, i) => (i === at ? { ...e, planner: undefined } : e)) };
+        const input: ReportInput = { ...hub, config: { role: "hub", hub: { ...hub.config.hub, endpoints } }, raw, warnings: ["spoke hn1: something the program logged"] };
+        const md = (await reportFiles(input, { png: false }))["report.md"] as string;
+        expect(md).toContain("## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 26 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n");
+        expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
+        expect(md).toContain("| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 4 | 16 (default) | none |");
+        expect(warningLines(md)).toEqual(["spoke hn1: something the program logged", expect.stringMatching(/^spoke hcm1: planner budgets add up to 26/)]);
+    });
+
     it("lists which policies ran and what they found", async () => {
         const md = (await reportFiles(hub, { png: false }))["report.md"] as string;
-        expect(md).toContain(`${allPolicies.length} policies on`);
+        expect(md).toContain(`The pack's ${allPolicies.length} policies ran on the `);
+        // Counts add up: the resources the header names = those the policies saw + component resources.
+        const v = buildView(hub) as HubView;
+        expect(md).toContain(`(the other ${v.resources - v.policy.resourcesChecked} of the ${v.resources} are component resources grouping them)`);
+        // Which policies had something to check here: the AWS ones on the hub, none of the RDMA ones.
+        const checked = md.slice(md.indexOf("policies that checked this stack"), md.indexOf("policies with nothing to check"));
+        expect(checked).toContain("`aws-stateful-protected`");
+        expect(checked).not.toContain("`ucx-tls-rdma-no-tcp`");
         expect(md).toContain("- `ucx-tls-rdma-no-tcp` (mandatory)");
+        const spokeMd = (await reportFiles(hn1, { png: false }))["report.md"] as string;
+        expect(spokeMd.slice(spokeMd.indexOf("policies that checked this stack"), spokeMd.indexOf("policies with nothing to check"))).toContain("`ucx-tls-rdma-no-tcp`");
         const withFinding: ReportInput = { ...hn1, policy: { ...hn1.policy, findings: [{ policyName: "ucx-tls-rdma-no-tcp", enforcementLevel: "mandatory", message: "UCX_TLS has tcp", resourceType: "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment", resourceName: "endpoint-llama-70b-dgd" }], mandatory: [] } };
         expect((await reportFiles(withFinding, { png: false }))["report.md"]).toContain("| mandatory | ucx-tls-rdma-no-tcp | DynamoGraphDeployment endpoint-llama-70b-dgd | UCX_TLS has tcp |");
     });

@@ -29,7 +29,7 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
             NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
         });
     });
-    it("vLLM per-rank map: the whole rail table and no static UCX_NET_DEVICES (issue 9 fault 8)", () => {
+    it("vLLM per-rank map: the whole rail table and no static UCX_NET_DEVICES", () => {
         // vLLM prepends each rank's HCA to an existing UCX_NET_DEVICES and UCX reads the list as a set, so a static
         // list of all rails would keep every rank on every rail (vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py).
         const env = envMap(kvTransportEnv(kvFabricOf(DGX), "vllm-pcie-map"));
@@ -58,7 +58,7 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
         expect(() => kvFabricOf(DGX, ["mlx5_3"])).toThrow("node profile dgx-h200: rail HCA(s) mlx5_3 are also frontend NICs; KV traffic must never ride the frontend");
         expect(() => kvFabricOf({ ...DGX, rails: [] })).toThrow("node profile dgx-h200 has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer");
     });
-    it("memlock path: root + IPC_LOCK + SYS_RESOURCE whatever the node label says (issue 9 fault 9)", () => {
+    it("memlock path: root + IPC_LOCK + SYS_RESOURCE whatever the node label says", () => {
         // A non-root `ulimit -l unlimited` fails unless the hard limit is already unlimited; memlockUnlimited only labels
         // on-prem nodes, so the container must not depend on it (Dynamo RDMA recipes run as root with both capabilities).
         const f = kvFabricOf(DGX);
@@ -186,7 +186,7 @@ describe("lib/dgd.ts: engine is one field", () => {
         // SGLang exports its sglang:* series only with --enable-metrics (ai-dynamo/dynamo components/src/dynamo/sglang/publisher.py).
         expect(a).toContain("--enable-metrics");
         // P/D decode: SGLang forces the radix cache off and refuses HiCache without it unless this flag keeps it on
-        // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py; issue 9 fault 3). Prefill does not need it.
+        // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py). Prefill does not need it.
         expect(a).toContain("--disaggregation-decode-enable-radix-cache");
         expect(mainOf(dgd, "prefill").args).not.toContain("--disaggregation-decode-enable-radix-cache");
     });

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 /**
  * Tripwire: before a test sets its own mocks (tools/harness.ts runStack does), any resource registration
  * fails loudly. Without this, a resource created at import time is silently faked by the SDK and the test
- * passes while testing nothing (reference/pulumi.md §4).
+ * passes while testing nothing.
  */
 void pulumi.runtime.setMocks({
     newResource(args) {

@@ -6,7 +6,7 @@ import * as YAML from "yaml";
 import { ConfigError } from "../config/errors";
 import { HubConfig, parseStackConfig, SpokeConfig } from "../config/stack";
 import { collisionsWithRecorded, findSpokeCollisions, networksOf } from "../lib/spoke-networks";
-import { checkAgainstHubRegistry, checkSpokeRegistry, spokeGpuCapacity } from "../programs/spoke-registry";
+import { checkAgainstHubRegistry, checkSpokeRegistry, spokeGpuCapacity, SpokeFilesError } from "../programs/spoke-registry";
 import { platformKeys, STACKS, stackConfigDoc } from "./helpers";
 
 function spoke(name: string): SpokeConfig {
@@ -68,7 +68,13 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
         mutate(doc.config);
         fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${name}.yaml`), YAML.stringify(doc));
     };
-    const issues = (h: HubConfig) => { try { checkSpokeRegistry(h, hubFile()); return []; } catch (e) { return (e as ConfigError).issues.map((i) => `${i.key}: ${i.message}`); } };
+    // Hub issues as `key: message`; a spoke file's own error as `<file> key: message` (SpokeFilesError).
+    const issues = (h: HubConfig) => {
+        try { checkSpokeRegistry(h, hubFile()); return []; } catch (e) {
+            const spokes = e instanceof SpokeFilesError ? [...e.spokeErrors.values()].flatMap((x) => (x as ConfigError).issues.map((i) => `${(x as ConfigError).stackFile} ${i.key}: ${i.message}`)) : [];
+            return [...spokes, ...(e as ConfigError).issues.map((i) => `${i.key}: ${i.message}`)];
+        }
+    };
     const listed = (extra: Record<string, unknown>) => { const d = stackConfigDoc("hub-prod"); d["platform:spokes"].push(extra); return hub(d); };
 
     it("accepts the repo's stacks and records every listed spoke's networks", () => {
@@ -77,18 +83,19 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
     });
     it("rejects a new spoke whose frontend subnet collides, even before the hub lists it", () => {
         writeSpoke("spoke-dn1", (c) => { c["platform:spoke"].name = "dn1"; c["platform:backend"].railSupernet = "10.65.0.0/16"; });
-        expect(issues(hub())).toEqual(["platform:spokes (unlisted spoke-dn1): spoke-dn1 platform:frontend.subnet 10.10.0.0/24 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24"]);
+        // The new file is what is wrong: its own error, headed by it and naming its key.
+        expect(issues(hub())).toEqual(["stacks/Pulumi.spoke-dn1.yaml platform:frontend.subnet: spoke-dn1 platform:frontend.subnet 10.10.0.0/24 overlaps spoke-hn1 platform:frontend.subnet 10.10.0.0/24"]);
     });
     it("rejects colliding rail IP pools and a duplicate spoke name", () => {
         writeSpoke("spoke-dn1", (c) => { c["platform:spoke"].name = "hn1"; c["platform:frontend"].subnet = "10.12.0.0/24"; c["platform:backend"].railSupernet = "10.64.64.0/19"; c["platform:backend"].railPrefixLength = 22; });
         const got = issues(listed({ name: "dn1", stack: "spoke-dn1", region: "vn-hanoi-1", provider: "onprem", gpus: 16 }));
         expect(got).toContain('platform:spokes[3].name: stacks/Pulumi.spoke-dn1.yaml says platform:spoke.name "hn1", not "dn1"');
-        expect(got).toContain('platform:spokes[3]: spoke name "hn1" is already used by stack spoke-hn1');
-        expect(got).toContain("platform:spokes[3]: spoke-dn1 platform:backend.railSupernet (rail 0 pool) 10.64.64.0/22 overlaps spoke-hn1 platform:backend.railSupernet (rail 4 pool) 10.64.64.0/20");
+        expect(got).toContain('stacks/Pulumi.spoke-dn1.yaml platform:spoke.name: spoke name "hn1" is already used by stack spoke-hn1');
+        expect(got).toContain("stacks/Pulumi.spoke-dn1.yaml platform:backend.railSupernet: spoke-dn1 platform:backend.railSupernet (rail 0 pool) 10.64.64.0/22 overlaps spoke-hn1 platform:backend.railSupernet (rail 4 pool) 10.64.64.0/20");
     });
     it("rejects an EKS VPC overlapping an on-prem spoke's networks", () => {
         writeSpoke("spoke-sg2", (c) => { c["platform:spoke"].name = "sg2"; c["platform:cluster"].vpc.cidr = "10.64.0.0/16"; }, "spoke-sg1");
-        expect(issues(hub()).join("\n")).toMatch(/spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:frontend.subnet|spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:backend.railSupernet \(rail 0 pool\)/);
+        expect(issues(hub()).join("\n")).toMatch(/^stacks\/Pulumi.spoke-sg2.yaml platform:cluster.vpc.cidr: spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:frontend.subnet|spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:backend.railSupernet \(rail 0 pool\)/);
     });
     it("rejects a listed spoke with no file, or whose provider, region or GPUs disagree with the hub entry", () => {
         expect(issues(listed({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 })))

@@ -42,7 +42,7 @@ describe("the repo's stack files", () => {
 describe("bad stack files are rejected naming the file and the key", () => {
     const cases: Array<[string, string, (d: Record<string, any>) => void, string, RegExp]> = [
         ["missing role", "spoke-hn1", (d) => { delete d["platform:role"]; }, "platform:role", /missing; set it to hub or spoke/],
-        ["missing key", "spoke-hn1", (d) => { delete d["platform:backend"]; }, "platform:backend", /expected object/i],
+        ["missing key", "spoke-hn1", (d) => { delete d["platform:backend"]; }, "platform:backend", /required \(a map; fabric: one of "infiniband", "efa"\)/],
         ["wrong type", "spoke-hn1", (d) => { d["platform:nodePools"][0].nodes = "hn1-gpu-01"; }, "platform:nodePools[0].nodes", /expected array/i],
         ["typo in a key", "spoke-hn1", (d) => { d["platform:nodepools"] = d["platform:nodePools"]; }, "platform:nodepools", /unknown key; did you mean "nodePools"\?/],
         ["typo in a nested key", "spoke-hn1", (d) => { d["platform:cluster"].kubeconfigContxt = "x"; }, "platform:cluster.kubeconfigContxt", /unknown key/],

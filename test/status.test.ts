@@ -110,10 +110,30 @@ describe("npm run status", () => {
             }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
         });
         fs.rmSync(dir, { recursive: true, force: true });
-        expect(res.stderr).not.toMatch(/^status:/m); // (the AWS SDK may warn about Node 20 on stderr)
+        expect(res.stderr).not.toMatch(/^status:/m);
         expect(res.code).toBe(1);
         expect(res.stdout).toMatch(/^sg1\s+5\s+3\s/m);
         expect(res.stdout).toMatch(/sg1: serves revision 3 of 5, behind for \d+ s \(limit 1 s\)/);
+    });
+});
+
+describe("npm run status -- --local (no hub needed)", () => {
+    it("starts its own ledger and bucket stand-ins and shows a healthy spoke and one behind", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-local-"));
+        const file = path.join(dir, "hub.json");
+        // The shape of out/hub-prod/outputs.json: the spokes and their policy buckets.
+        fs.writeFileSync(file, JSON.stringify({ outputs: { spokeContracts: { hn1: { policy: { bucket: "b", region: "ap-southeast-1" } }, sg1: { policy: { bucket: "b", region: "ap-southeast-1" } } } } }));
+        const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+            execFile(process.execPath, ["-r", ESBUILD_LOADER, "tools/status.ts", "--local", "--outputs", file], {
+                cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true", DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },
+            }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
+        });
+        fs.rmSync(dir, { recursive: true, force: true });
+        expect(res.stderr).toMatch(/^status --local: ledger postgresql:\/\/\S+, policy bucket at http:\/\/127\.0\.0\.1:\d+ \(s3rver\); sample data for hn1, sg1: sg1 still serves revision 1 and lost 2 usage events\n/);
+        expect(res.code).toBe(1);
+        expect(res.stdout).toMatch(/^hn1\s+2\s+2\s.*\sok$/m);
+        expect(res.stdout).toMatch(/^sg1\s+2\s+1\s.*\sBEHIND$/m);
+        expect(res.stdout).toContain("sg1: 2 usage event(s) sent in the last 24 h never reached the ledger");
     });
 });
 

@@ -86,7 +86,7 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
             "Deployment/inference/llama-70b-mooncake-master master --rpc-port",
         ]);
     });
-    it("issue 9 fault 1: the Mooncake store config without mode is refused (embedded default with segment 0)", () => {
+    it("the Mooncake store config without mode is refused (embedded default with segment 0)", () => {
         const objs = objects();
         const cm = objs.find((o) => o.kind === "ConfigMap")!;
         const cfg = JSON.parse(cm.data["mooncake.json"]);
@@ -97,7 +97,7 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(f.map((x) => [x.container, x.key])).toEqual([["main", "/etc/mooncake/mooncake.json:global_segment_size"], ["main", "/etc/mooncake/mooncake.json:global_segment_size"]]);
         expect(f[0].message).toContain("embedded mode (the default) requires global_segment_size > 0");
     });
-    it("issue 9 fault 2: MultiConnector without VLLM_NIXL_SIDE_CHANNEL_HOST, or a loopback one, is a non-routable handshake", () => {
+    it("MultiConnector without VLLM_NIXL_SIDE_CHANNEL_HOST, or a loopback one, is a non-routable handshake", () => {
         const objs = objects();
         const p = mainOf(dgdOf(objs), "prefill"), d = mainOf(dgdOf(objs), "decode");
         expect(p.env.find((e: any) => e.name === "VLLM_NIXL_SIDE_CHANNEL_HOST")).toEqual({ name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } });
@@ -119,13 +119,13 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         d.env = d.env.map((e: any) => (e.name === "SGLANG_HOST_IP" ? { name: e.name, value: "0.0.0.0" } : e));
         expect(run(objs).map((x) => [x.object.split(" ").at(-1), x.key, x.message.split(" ")[0]])).toEqual([["prefill", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"], ["decode", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"]]);
     });
-    it("issue 9 fault 3: SGLang decode with HiCache but without --disaggregation-decode-enable-radix-cache", () => {
+    it("SGLang decode with HiCache but without --disaggregation-decode-enable-radix-cache", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
         const d = mainOf(dgdOf(objs), "decode");
         d.args = d.args.filter((a: string) => a !== "--disaggregation-decode-enable-radix-cache");
         expect(keys(run(objs))).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode main --enable-hierarchical-cache"]);
     });
-    it("issue 9 fault 8: a static UCX_NET_DEVICES of all rails beside vLLM's per-rank map", () => {
+    it("a static UCX_NET_DEVICES of all rails beside vLLM's per-rank map", () => {
         const objs = objects();
         mainOf(dgdOf(objs), "decode").env.push({ name: "UCX_NET_DEVICES", value: "mlx5_0:1,mlx5_3:1" });
         expect(run(objs).map((x) => x.message.split(" ")[0])).toEqual(["vllm-nic-map-static-list"]);

@@ -5,6 +5,8 @@
  *
  * Names: auth (ext_authz checks/s vs a no-op HTTP server), plus those registered below by other areas.
  */
+import { exitOnHelp } from "./cli";
+
 type Bench = { name: string; what: string; run: () => Promise<unknown> };
 
 /** A benchmark's result may list the goals it missed; any missed goal makes `npm run bench` exit 1. */
@@ -34,8 +36,25 @@ const benches: Bench[] = [
     },
 ];
 
+const HELP = `
+usage: npm run bench [-- <name>...]
+
+Every benchmark of the repository, each printed side by side with its floor (the cheapest thing doing the same
+job on this machine) and the ratio. Speed and memory goals live here, never in timed tests. Loopback only.
+
+Benchmarks:
+  render   offline render of 1 hub + N spokes x M endpoints vs the same stacks with no endpoints
+  auth     auth service ext_authz checks/s and p99 with Redis vs a no-op HTTP server
+  ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
+
+Examples:
+  npm run bench
+  npm run bench -- render
+`;
+
 async function main() {
     const wanted = process.argv.slice(2);
+    exitOnHelp(wanted, HELP);
     const unknown = wanted.filter((w) => !benches.some((b) => b.name === w));
     if (unknown.length) throw new Error(`unknown benchmark(s) ${unknown.join(", ")}; have: ${benches.map((b) => b.name).join(", ")}`);
     const missed: string[] = [];

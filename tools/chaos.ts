@@ -1,6 +1,7 @@
 import * as fs from "fs";
 import * as path from "path";
 import type { ChaosFigure, ChaosScenario } from "../services/shared/chaos";
+import { exitOnHelp } from "./cli";
 
 /**
  * `npm run chaos [-- <filter>...]`: runs every `scenarios` export of services/<svc>/chaos.ts (interface in
@@ -29,8 +30,27 @@ function withTimeout<T>(p: Promise<T>, ms: number, name: string): Promise<T> {
     return Promise.race([p, new Promise<T>((_, reject) => { t = setTimeout(() => reject(new Error(`${name}: no result after ${ms / 1000} s`)), ms); })]).finally(() => clearTimeout(t));
 }
 
+const HELP = `
+usage: npm run chaos [-- <filter>...]
+
+Runs the fault scenarios of every services/<svc>/chaos.ts against real local servers on loopback (Redis,
+PostgreSQL, S3 and Kinesis stand-ins), one line per scenario: time to recover, events lost, events double-counted.
+Each scenario is bounded (CHAOS_SCENARIO_TIMEOUT_S, default 180 s). Exit 1 when a scenario lost or double-counted
+an event, failed, or ran out of time.
+
+Options:
+  <filter>...   run only scenarios whose name contains one of these
+  -h, --help    this text
+
+Examples:
+  npm run chaos
+  npm run chaos -- redis
+  CHAOS_SCENARIO_TIMEOUT_S=60 npm run chaos -- ledger
+`;
+
 async function main(): Promise<number> {
     const filters = process.argv.slice(2);
+    exitOnHelp(filters, HELP);
     const all = load().filter(({ scenario }) => filters.length === 0 || filters.some((f) => scenario.name.includes(f)));
     if (all.length === 0) throw new Error(`no chaos scenario matches ${filters.join(", ")}`);
     const limit = Number(process.env.CHAOS_SCENARIO_TIMEOUT_S ?? 180) * 1000;

@@ -16,6 +16,7 @@
 import { execFileSync } from "child_process";
 import * as fs from "fs";
 import * as path from "path";
+import { exitOnHelp } from "./cli";
 import { discoverStacks, StackFile, STACKS_DIR } from "./stackfiles";
 
 /** True for paths that cannot change what a stack deploys. */
@@ -57,8 +58,27 @@ export function changedFiles(base: string, cwd = process.cwd()): string[] {
     return out.split("\n").map((l) => l.trim()).filter(Boolean);
 }
 
+const HELP = `
+usage: npm run ci-stacks [-- --base REF] [--all]
+
+Which stacks a change must preview (pull requests) or apply (merge to main), derived from stacks/ and the
+files changed since REF: a stack file changes itself and its hub/spokes; any other non-documentation file is
+shared code and selects every stack. Prints the stacks as JSON (hubs first); in GitHub Actions also writes
+\`stacks\`, \`hubs\` and \`spokes\` to GITHUB_OUTPUT.
+
+Options:
+  --base REF   compare HEAD with REF (without it, or when REF is unknown: every stack)
+  --all        every stack
+  -h, --help   this text
+
+Examples:
+  npm run ci-stacks -- --base origin/main
+  npm run ci-stacks -- --all
+`;
+
 function main() {
     const argv = process.argv.slice(2);
+    exitOnHelp(argv, HELP);
     let base: string | undefined;
     let all = false;
     for (let i = 0; i < argv.length; i++) {

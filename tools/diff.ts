@@ -11,7 +11,10 @@ import { spawn, execFileSync } from "child_process";
 import * as fs from "fs";
 import * as os from "os";
 import * as path from "path";
-import { stackNameOf } from "./stackfiles";
+import * as YAML from "yaml";
+import { endpointGpus } from "../config/endpoint";
+import { HubConfigSchema, namespaceConfig } from "../config/stack";
+import { readStackFile, stackNameOf } from "./stackfiles";
 
 /** One changed leaf: `path` as `spec.components[name=decode].replicas`; undefined before = added, after = removed. */
 export interface FieldChange { path: string; before?: unknown; after?: unknown }
@@ -51,17 +54,33 @@ function jsonContainer(v: unknown): unknown {
     try { const p = JSON.parse(v); return p && typeof p === "object" ? p : undefined; } catch { return undefined; }
 }
 
-/** Key for array items: their `name` when every item has a distinct one (containers, env, components). */
-function nameKeys(a: unknown[]): string[] | undefined {
-    const keys = a.map((x) => (isObj(x) && typeof x.name === "string" ? x.name : undefined));
-    if (keys.some((k) => k === undefined) || new Set(keys).size !== keys.length) return undefined;
-    return keys as string[];
+/**
+ * Keys for array items, so a list is compared item by item whatever its order: the first of `name`, `id`, or
+ * `spoke` + `name` (endpoints: one name per spoke) that every item of both lists has, distinct within each list.
+ * Returns the label (`name`, `id`, `spoke/name`) and the keys of each list.
+ */
+function itemKeys(a: unknown[], b: unknown[]): { label: string; ka: string[]; kb: string[] } | undefined {
+    const fields: Array<[string, (x: Record<string, unknown>) => unknown]> = [
+        ["name", (x) => x.name], ["id", (x) => x.id],
+        ["spoke/name", (x) => (typeof x.spoke === "string" && typeof x.name === "string" ? `${x.spoke}/${x.name}` : undefined)],
+    ];
+    for (const [label, f] of fields) {
+        const keys = (l: unknown[]) => { const k = l.map((x) => (isObj(x) ? f(x) : undefined)); return k.every((y) => typeof y === "string") && new Set(k).size === k.length ? k as string[] : undefined; };
+        const ka = keys(a);
+        const kb = keys(b);
+        if (ka && kb && (a.length || b.length)) return { label, ka, kb };
+    }
+    return undefined;
 }
 
+const isPlain = (v: unknown) => v === null || ["string", "number", "boolean"].includes(typeof v);
+
 /**
- * Leaf differences between two JSON values. Objects recurse by key; arrays of named items (containers, env,
- * components) by name (`[name=decode]`), other arrays by index; strings holding JSON (Helm values, planner
- * config, CNI IPAM) recurse into the parsed document (`args[1]{json}.max_gpu_budget`).
+ * Leaf differences between two JSON values. Objects recurse by key; arrays of items with a name or id
+ * (containers, env, components, API keys, spokes) by that (`[name=decode]`, `[id=ci-bot]`); lists of plain values
+ * that gained or lost members (spoke names, ARNs) as sets (`[+]` added, `[-]` removed); other arrays by index;
+ * strings holding JSON (Helm values, planner config, CNI IPAM) recurse into the parsed document
+ * (`args[1]{json}.max_gpu_budget`).
  */
 export function fieldChanges(before: unknown, after: unknown, p = ""): FieldChange[] {
     if (JSON.stringify(before) === JSON.stringify(after)) return [];
@@ -71,15 +90,23 @@ export function fieldChanges(before: unknown, after: unknown, p = ""): FieldChan
         return keys.flatMap((k) => fieldChanges(before[k], after[k], join(k)));
     }
     if (Array.isArray(before) && Array.isArray(after)) {
-        const kb = nameKeys(before);
-        const ka = nameKeys(after);
-        if (kb && ka) {
+        const keyed = itemKeys(before, after);
+        if (keyed) {
+            const { label, ka: kb, kb: ka } = keyed;
             const mb = new Map(kb.map((k, i) => [k, before[i]]));
             const ma = new Map(ka.map((k, i) => [k, after[i]]));
             const order = [...kb, ...ka.filter((k) => !mb.has(k))];
-            const out = order.flatMap((k) => fieldChanges(mb.get(k), ma.get(k), `${p}[name=${k}]`));
+            const out = order.flatMap((k) => fieldChanges(mb.get(k), ma.get(k), `${p}[${label}=${k}]`));
             if (out.length === 0) out.push({ path: `${p} (order)`, before: kb, after: ka });
             return out;
+        }
+        if (before.length !== after.length && [...before, ...after].every((x) => isPlain(x) && jsonContainer(x) === undefined)) {
+            const sb = new Set(before.map((x) => JSON.stringify(x)));
+            const sa = new Set(after.map((x) => JSON.stringify(x)));
+            return [
+                ...before.filter((x) => !sa.has(JSON.stringify(x))).map((x) => ({ path: `${p}[-]`, before: x, after: undefined })),
+                ...after.filter((x) => !sb.has(JSON.stringify(x))).map((x) => ({ path: `${p}[+]`, before: undefined, after: x })),
+            ];
         }
         const n = Math.max(before.length, after.length);
         return Array.from({ length: n }, (_, i) => fieldChanges(before[i], after[i], `${p}[${i}]`)).flat();
@@ -167,37 +194,179 @@ const STATUS_TEXT: Record<StackDiff["status"], string> = {
 /** Field lines shown per changed object before "… and N more". */
 export const MAX_FIELDS_PER_OBJECT = 12;
 
+// ---------------------------------------------------------------- what the person changed
+
+/** One stack file's `config:` before and after, in the file's own keys (`platform:apiKeys[id=ci-bot]`). */
+export interface StackFileChange { file: string; status: "changed" | "new" | "deleted" | "unreadable"; fields: FieldChange[]; error?: string }
+
+/** `secure:` values become `[secret]`: a diff shows that a secret changed, never its ciphertext. */
+function maskSecure(v: unknown): unknown {
+    if (Array.isArray(v)) return v.map(maskSecure);
+    if (isObj(v)) return "secure" in v && Object.keys(v).length === 1 ? "[secret]" : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, maskSecure(x)]));
+    return v;
+}
+
+function configOf(file: string): Record<string, unknown> {
+    const doc = YAML.parse(fs.readFileSync(file, "utf8")) as { config?: Record<string, unknown> } | null;
+    return maskSecure(doc?.config ?? {}) as Record<string, unknown>;
+}
+
+/**
+ * What changed in the stack files between two `stacks/` folders, key by key as the files spell them: items of a
+ * list matched by name or id, lists of plain values compared as sets (see {@link fieldChanges}).
+ */
+export function stackFileChanges(baseDir: string, headDir: string): StackFileChange[] {
+    const names = [...new Set([...stackFileNames(baseDir), ...stackFileNames(headDir)])].sort();
+    const fileOf = (dir: string, n: string) => [".yaml", ".yml"].map((x) => path.join(dir, `Pulumi.${n}${x}`)).find((f) => fs.existsSync(f));
+    const out: StackFileChange[] = [];
+    for (const n of names) {
+        const b = fileOf(baseDir, n);
+        const h = fileOf(headDir, n);
+        const file = path.join("stacks", path.basename(h ?? b!));
+        try {
+            const fields = fieldChanges(b ? configOf(b) : {}, h ? configOf(h) : {});
+            if (fields.length) out.push({ file, status: !b ? "new" : !h ? "deleted" : "changed", fields });
+        } catch (e) {
+            out.push({ file, status: "unreadable", fields: [], error: (e as Error).message.split("\n")[0] });
+        }
+    }
+    return out;
+}
+
+/** One spoke's GPUs as its hub file places them. */
+export interface SpokeLoad { capacity: number; placed: number; budgets: number; endpoints: string[] }
+
+/** A spoke whose capacity or placement differs between the two sides (undefined: the spoke is not listed there). */
+export interface PlacementChange { hubFile: string; spoke: string; before?: SpokeLoad; after?: SpokeLoad }
+
+function loadsOf(file: string | undefined): Map<string, SpokeLoad> | undefined {
+    if (!file) return new Map();
+    let parsed;
+    try { parsed = HubConfigSchema.safeParse(namespaceConfig(readStackFile(file).config)); } catch { return undefined; }
+    if (!parsed.success) return undefined;
+    const h = parsed.data;
+    return new Map(h.spokes.map((s) => {
+        const eps = h.endpoints.filter((e) => e.spoke === s.name);
+        return [s.name, {
+            capacity: s.gpus, placed: eps.reduce((n, e) => n + endpointGpus(e), 0),
+            budgets: eps.reduce((n, e) => n + (e.planner.enabled ? e.planner.maxGpuBudget : 0), 0),
+            endpoints: eps.map((e) => `${e.name} (${e.model}, ${endpointGpus(e)} GPUs)`).sort(),
+        }];
+    }));
+}
+
+/**
+ * What the change does to capacity and placement, per spoke of every hub file: GPUs the spoke has, GPUs placed on
+ * it, planner budgets, and the endpoints placed there. Only spokes that differ; a hub file that does not parse on
+ * either side is left out (its error is in the render output).
+ */
+export function placementChanges(baseDir: string, headDir: string): PlacementChange[] {
+    const out: PlacementChange[] = [];
+    const names = [...new Set([...stackFileNames(baseDir), ...stackFileNames(headDir)])].sort();
+    for (const n of names) {
+        const b = path.join(baseDir, `Pulumi.${n}.yaml`);
+        const h = path.join(headDir, `Pulumi.${n}.yaml`);
+        const role = (f: string) => { try { return fs.existsSync(f) ? readStackFile(f).role : undefined; } catch { return undefined; } };
+        if (role(b) !== "hub" && role(h) !== "hub") continue;
+        const lb = loadsOf(fs.existsSync(b) ? b : undefined);
+        const lh = loadsOf(fs.existsSync(h) ? h : undefined);
+        if (!lb || !lh) continue;
+        for (const spoke of [...new Set([...lb.keys(), ...lh.keys()])].sort()) {
+            const before = lb.get(spoke);
+            const after = lh.get(spoke);
+            if (JSON.stringify(before) !== JSON.stringify(after)) out.push({ hubFile: path.join("stacks", `Pulumi.${n}.yaml`), spoke, before, after });
+        }
+    }
+    return out;
+}
+
+// ---------------------------------------------------------------- diff.md
+
+/**
+ * True for a change that follows from another (content hashes, signatures, revision ids, digests): shown folded,
+ * below what the person changed. Judged by the field's name, or by both values being long hex/base64 strings.
+ */
+export function isDerived(f: FieldChange): boolean {
+    const leaf = f.path.split(/[.[{]/).filter(Boolean).pop() ?? "";
+    if (/(hash|sha\d*|digest|signature|revision|checksum|etag|fingerprint|resourceVersion)/i.test(leaf)) return true;
+    const opaque = (v: unknown) => typeof v === "string" && (/^(sha256:)?[0-9a-f]{16,}$/i.test(v) || /^[A-Za-z0-9+/_-]{40,}={0,2}$/.test(v));
+    return opaque(f.before) && opaque(f.after);
+}
+
 /** `out/diff.md` text. Deterministic for the same two renders. */
-export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: string }): string {
+export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: string }, intent: { files?: StackFileChange[]; placement?: PlacementChange[] } = {}): string {
     const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
-    const lines = [`# Render diff against ${code(base.ref)} (${base.sha.slice(0, 12)})`, "",
-        "Offline render of the base and of this change, compared object by object (secrets masked on both sides).", "",
-        "| stack | status | added | removed | changed | outputs changed |", "|---|---|---|---|---|---|",
-        ...diffs.map((d) => `| ${d.stack} | ${STATUS_TEXT[d.status]} | ${d.added.length} | ${d.removed.length} | ${d.changed.length} | ${d.outputs.length} |`), ""];
-    for (const d of diffs) {
-        if (d.status === "unchanged") continue;
-        lines.push(`## ${d.stack}: ${STATUS_TEXT[d.status]}`, "");
-        if (d.status === "not-rendered-head") { lines.push("The stack file exists but did not render here; see the render output.", ""); }
-        if (d.added.length) lines.push(`**Added (${d.added.length})**`, "", ...d.added.map((o) => `- ${code(o.label)}`), "");
-        if (d.removed.length) lines.push(`**Removed (${d.removed.length})**`, "", ...d.removed.map((o) => `- ${code(o.label)}`), "");
-        if (d.changed.length) {
-            lines.push(`**Changed (${d.changed.length})**`, "");
-            for (const o of d.changed) {
-                lines.push(`- ${code(o.label)}`);
-                for (const f of o.fields.slice(0, MAX_FIELDS_PER_OBJECT)) lines.push(`  - ${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`);
-                if (o.fields.length > MAX_FIELDS_PER_OBJECT) lines.push(`  - … and ${o.fields.length - MAX_FIELDS_PER_OBJECT} more field(s)`);
+    const field = (f: FieldChange) => `${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`;
+    const lines = [`# Render diff against ${code(base.ref)} (${base.sha.slice(0, 12)})`, ""];
+    if (intent.files) {
+        lines.push("## What changed in the stack files", "");
+        if (intent.files.length === 0) lines.push("No stack file changed.", "");
+        for (const f of intent.files) {
+            lines.push(`**${code(f.file)}**${f.status === "changed" ? "" : ` (${f.status === "unreadable" ? `unreadable: ${f.error}` : f.status === "new" ? "new file" : "removed"})`}`, "");
+            if (f.status === "changed") lines.push(...f.fields.map((x) => `- ${field(x)}`), "");
+            else if (f.status === "new") lines.push(`- keys: ${f.fields.map((x) => code(x.path)).join(", ")}`, "");
+        }
+    }
+    if (intent.placement) {
+        lines.push("## Effect on capacity and placement", "");
+        if (intent.placement.length === 0) lines.push("No spoke's GPUs, placement or planner budgets change.", "");
+        else {
+            const gpus = (l: SpokeLoad | undefined, v: (l: SpokeLoad) => number) => (l ? `${v(l)}/${l.capacity}` : "-");
+            const cell = (b: string, a: string) => (b === a ? b : `${b} → ${a}`);
+            lines.push("| hub file | spoke | GPUs placed / capacity | planner budgets / capacity | endpoints |", "|---|---|---|---|---|");
+            for (const p of intent.placement) {
+                const eb = new Set(p.before?.endpoints ?? []);
+                const ea = new Set(p.after?.endpoints ?? []);
+                const eps = [...[...ea].filter((e) => !eb.has(e)).map((e) => `+ ${e}`), ...[...eb].filter((e) => !ea.has(e)).map((e) => `− ${e}`)];
+                const status = !p.before ? " (new)" : !p.after ? " (removed)" : "";
+                const over = p.after && (p.after.placed > p.after.capacity || p.after.budgets > p.after.capacity) ? " ⚠" : "";
+                lines.push(`| ${p.hubFile} | ${p.spoke}${status} | ${cell(gpus(p.before, (l) => l.placed), gpus(p.after, (l) => l.placed))}${over} | ${cell(gpus(p.before, (l) => l.budgets), gpus(p.after, (l) => l.budgets))} | ${eps.join("<br>") || "unchanged"} |`);
             }
             lines.push("");
         }
-        if (d.outputs.length && d.status === "changed") {
-            lines.push(`**Stack outputs changed (${d.outputs.length})**`, "");
-            for (const f of d.outputs.slice(0, MAX_FIELDS_PER_OBJECT * 2)) lines.push(`- ${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`);
-            if (d.outputs.length > MAX_FIELDS_PER_OBJECT * 2) lines.push(`- … and ${d.outputs.length - MAX_FIELDS_PER_OBJECT * 2} more`);
+    }
+    lines.push(intent.files || intent.placement ? "## Rendered objects" : "", "",
+        "Offline render of the base and of this change, compared object by object (secrets masked on both sides). Derived changes (hashes, signatures, revisions) are folded below each stack.", "",
+        "| stack | status | added | removed | changed | outputs changed |", "|---|---|---|---|---|---|",
+        ...diffs.map((d) => `| ${d.stack} | ${STATUS_TEXT[d.status]} | ${d.added.length} | ${d.removed.length} | ${d.changed.length} | ${d.outputs.length} |`), "");
+    const h = intent.files || intent.placement ? "###" : "##";
+    for (const d of diffs) {
+        if (d.status === "unchanged") continue;
+        lines.push(`${h} ${d.stack}: ${STATUS_TEXT[d.status]}`, "");
+        if (d.status === "not-rendered-head") { lines.push("The stack file exists but did not render here; see the render output.", ""); }
+        if (d.added.length) lines.push(`**Added (${d.added.length})**`, "", ...d.added.map((o) => `- ${code(o.label)}`), "");
+        if (d.removed.length) lines.push(`**Removed (${d.removed.length})**`, "", ...d.removed.map((o) => `- ${code(o.label)}`), "");
+        const derived: string[] = [];
+        const direct = d.changed.map((o) => ({ o, fields: o.fields.filter((f) => !isDerived(f)), rest: o.fields.filter(isDerived) }));
+        const shown = direct.filter((x) => x.fields.length);
+        if (shown.length) {
+            lines.push(`**Changed (${d.changed.length})**`, "");
+            for (const { o, fields } of shown) {
+                lines.push(`- ${code(o.label)}`);
+                for (const f of fields.slice(0, MAX_FIELDS_PER_OBJECT)) lines.push(`  - ${field(f)}`);
+                if (fields.length > MAX_FIELDS_PER_OBJECT) lines.push(`  - … and ${fields.length - MAX_FIELDS_PER_OBJECT} more field(s)`);
+            }
             lines.push("");
+        }
+        for (const { o, rest } of direct) if (rest.length) derived.push(`- ${code(o.label)}`, ...rest.slice(0, MAX_FIELDS_PER_OBJECT).map((f) => `  - ${field(f)}`));
+        if (d.outputs.length && d.status === "changed") {
+            const outs = d.outputs.filter((f) => !isDerived(f));
+            if (outs.length) {
+                lines.push(`**Stack outputs changed (${d.outputs.length})**`, "");
+                for (const f of outs.slice(0, MAX_FIELDS_PER_OBJECT * 2)) lines.push(`- ${field(f)}`);
+                if (outs.length > MAX_FIELDS_PER_OBJECT * 2) lines.push(`- … and ${outs.length - MAX_FIELDS_PER_OBJECT * 2} more`);
+                lines.push("");
+            }
+            const rest = d.outputs.filter(isDerived);
+            if (rest.length) derived.push("- stack outputs", ...rest.slice(0, MAX_FIELDS_PER_OBJECT * 2).map((f) => `  - ${field(f)}`));
+        }
+        if (derived.length) {
+            const n = d.changed.reduce((k, o) => k + o.fields.filter(isDerived).length, 0) + d.outputs.filter(isDerived).length;
+            lines.push(`<details><summary>derived changes (${n}): hashes, signatures, revisions</summary>`, "", ...derived, "", "</details>", "");
         }
     }
     if (diffs.every((d) => d.status === "unchanged")) lines.push("No rendered object or output changes.", "");
-    return lines.join("\n").trimEnd() + "\n";
+    return lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
 }
 
 // ---------------------------------------------------------------- the base render
@@ -296,9 +465,10 @@ export interface DiffRun {
 /**
  * Starts a `--diff <ref>` run from the repository at `root`: checks the ref out and renders it in the background.
  * @param selected stack names to compare (their hubs render with them); undefined = every stack
+ * @param headStacks the working tree's stack files, compared with the base's `stacks/` key by key
  * Never throws: a base that cannot be checked out or rendered is reported in diff.md by `finish`.
  */
-export function startDiff(root: string, ref: string, selected: string[] | undefined, log: (s: string) => void): DiffRun {
+export function startDiff(root: string, ref: string, selected: string[] | undefined, log: (s: string) => void, headStacks = path.join(root, "stacks")): DiffRun {
     const t0 = Date.now();
     let t1: number | undefined;
     let base: BaseCheckout | undefined;
@@ -326,7 +496,9 @@ export function startDiff(root: string, ref: string, selected: string[] | undefi
                 return undefined;
             }
             const diffs = diffOutDirs(baseOut, headOut, { base: stackFileNames(path.join(base.dir, "stacks")), head: headFiles }, selected);
-            fs.writeFileSync(file, diffMarkdown(diffs, { ref: base.ref, sha: base.sha }));
+            const baseStacks = path.join(base.dir, "stacks");
+            const intent = { files: stackFileChanges(baseStacks, headStacks), placement: placementChanges(baseStacks, headStacks) };
+            fs.writeFileSync(file, diffMarkdown(diffs, { ref: base.ref, sha: base.sha }, intent));
             return diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
         },
         dispose() { base?.dispose(); },

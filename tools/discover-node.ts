@@ -1,6 +1,6 @@
 /**
  * `npm run discover-node -- --name <profile name> [--root /] [--topo topo.txt] [--gpus gpus.csv] [--out file.yaml]`:
- * turns one node's real inventory into a node profile YAML that config/nodeProfile.ts accepts (DESIGN §4: a rail table
+ * turns one node's real inventory into a node profile YAML that config/nodeProfile.ts accepts (a rail table
  * is data read from the hardware, never an index assumption).
  *
  * Reads (under `--root`, default `/`, so a copied or fake tree works the same):
@@ -25,6 +25,7 @@ import * as fs from "fs";
 import * as path from "path";
 import * as YAML from "yaml";
 import { NodeProfile, NodeProfileSchema } from "../config/nodeProfile";
+import { exitOnHelp } from "./cli";
 
 /** One RDMA device as sysfs shows it. */
 export interface HcaInfo {
@@ -279,8 +280,36 @@ export function validateDiscovered(profile: Record<string, unknown>, origin: str
     return r.data;
 }
 
+const HELP = `
+usage: npm run discover-node -- --name <profile name> [--root DIR] [--topo FILE] [--gpus FILE]
+                               [--nvlink-gbps N] [--description TEXT] [--out FILE.yaml]
+
+Turns one node's real inventory into a node profile (the rail table as data): RDMA devices, netdevs, link rates
+and NUMA nodes from sysfs under --root; GPU <-> HCA pairing from \`nvidia-smi topo -m\`; GPU indices from
+\`nvidia-smi --query-gpu=index,pci.bus_id,name,memory.total --format=csv,noheader\`. What is derived rather than
+read is listed in the profile's \`inferred\` field with how to verify it. Prints the profile (or writes --out and
+says what it wrote). Exit 1 when the result fails the profile schema, 2 on unreadable inventory.
+
+Options:
+  --name NAME          profile name (the file stem under config/node-profiles/)
+  --root DIR           read sys/ under DIR instead of / (a copied tree works the same)
+  --topo FILE          output of \`nvidia-smi topo -m\`
+  --gpus FILE          output of the nvidia-smi --query-gpu line above
+  --nvlink-gbps N      NVLink bandwidth per GPU in GB/s (bytes) when the topology cannot say
+  --description TEXT   the profile's description
+  --out FILE.yaml      write the profile there instead of printing it
+  -h, --help           this text
+
+Examples (on the captured tree in the repository):
+  npm run discover-node -- --name dgx-h200-lab --root test/fixtures/node-sysfs/dgx-h200-ib \\
+      --topo test/fixtures/node-sysfs/dgx-h200-ib/nvidia-smi-topo-m.txt \\
+      --gpus test/fixtures/node-sysfs/dgx-h200-ib/nvidia-smi-query-gpu.csv
+  npm run discover-node -- --name my-node --topo topo.txt --gpus gpus.csv --out config/node-profiles/my-node.yaml
+`;
+
 function main(): number {
     const argv = process.argv.slice(2);
+    exitOnHelp(argv, HELP);
     const opt: Record<string, string> = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--(root|name|description|topo|gpus|out|nvlink-gbps)$/.exec(argv[i]);
@@ -295,8 +324,9 @@ function main(): number {
         gpus: opt.gpus ? fs.readFileSync(opt.gpus, "utf8") : undefined,
         nvlinkGBps: opt["nvlink-gbps"] ? Number(opt["nvlink-gbps"]) : undefined,
     });
+    let parsed: NodeProfile;
     try {
-        validateDiscovered(profile, root);
+        parsed = validateDiscovered(profile, root);
     } catch (e) {
         process.stderr.write(`discover-node: ${(e as Error).message}\n`);
         return 1;
@@ -308,8 +338,15 @@ function main(): number {
         ...(skipped.length ? ["Not rails and not frontend NICs:", ...skipped.map((s) => `  ${s}`)] : []),
     ];
     const text = profileYaml(profile, header);
-    if (opt.out) fs.writeFileSync(opt.out, text);
-    else process.stdout.write(text);
+    // What was written, and what to check: on stdout with --out, else on stderr (stdout is the profile itself).
+    const rails = parsed.rails.map((r) => `GPU${r.gpu}->${r.hca}`).join(" ");
+    const summary = [
+        `${opt.out ? `wrote ${opt.out}` : "discovered"}: node profile "${parsed.name}": ${parsed.gpu.count} GPUs, ${parsed.rails.length} rails (${rails}), ${parsed.frontend.length} frontend NIC(s)`,
+        ...(parsed.inferred.length ? [`  ${parsed.inferred.length} value(s) inferred, not read; verify before the first pulumi up:`, ...parsed.inferred.map((i) => `    - ${i.path}: ${i.note}`)] : []),
+        `  to use it: keep it as config/node-profiles/${parsed.name}.yaml and set platform:nodePools[].profile: ${parsed.name}`,
+    ].join("\n") + "\n";
+    if (opt.out) { fs.writeFileSync(opt.out, text); process.stdout.write(summary); }
+    else { process.stdout.write(text); process.stderr.write(summary); }
     return 0;
 }
 

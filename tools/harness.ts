@@ -75,7 +75,7 @@ export interface RunStackResult {
 /**
  * Property set on an error the program threw: the SDK re-raises it through several internal promises
  * (unhandled rejections); runStack reports it once, so those copies are noise. tools/render.ts and
- * vitest.config.ts ignore unhandled rejections carrying this mark.
+ * vitest.config.mts ignore unhandled rejections carrying this mark.
  */
 export const HANDLED_MARK = "platformHandledByRunStack";
 

@@ -11,6 +11,7 @@
  * `changed` to refuse a change to an image whose tag is already published.
  */
 import * as fs from "fs";
+import { exitOnHelp } from "./cli";
 import * as path from "path";
 import { REGISTRY, versions } from "../config/versions";
 import { changedFiles } from "./ci-stacks";
@@ -142,8 +143,26 @@ export function affectedImages(changed: string[], matrix: ImageBuild[], root: st
     }).map((b) => b.name);
 }
 
+const HELP = `
+usage: npm run images [-- --base REF]
+
+The container images this repository builds (the matrix of .github/workflows/images.yml), derived from
+config/versions.ts: every image under our registry, its Dockerfile and the tag the program deploys. Prints the
+matrix as JSON; in GitHub Actions also writes \`images\`, \`registry\` and \`changed\` (images whose build inputs
+changed since REF) to GITHUB_OUTPUT.
+
+Options:
+  --base REF   also say which images' build inputs changed between REF and HEAD
+  -h, --help   this text
+
+Examples:
+  npm run images
+  npm run images -- --base origin/main
+`;
+
 function main() {
     const argv = process.argv.slice(2);
+    exitOnHelp(argv, HELP);
     let base: string | undefined;
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === "--base" && argv[i + 1] !== undefined) base = argv[++i];

@@ -2,11 +2,24 @@
 // parser (@actions/workflow-parser, from github.com/actions/languageservices: the schema and expression checks
 // the Actions VS Code extension uses). Default: every .github/workflows/*.yml. Exit 1 on any error.
 //
-// The parser's ESM build imports its JSON schema without an import attribute, which Node 20 refuses; a loader
+// The parser's ESM build imports its JSON schema without an import attribute, which Node (20 and later) refuses; a loader
 // hook (registered below, before the parser is imported) supplies `type: "json"` for .json modules.
 import { register } from "node:module";
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+
+if (process.argv.includes("--help") || process.argv.includes("-h")) {
+    process.stdout.write(`usage: npm run lint:workflows [-- file.yml ...]
+
+Validates GitHub Actions workflows with GitHub's own workflow parser (@actions/workflow-parser): schema,
+expressions, job graph. Default: every .github/workflows/*.yml. Exit 1 on any error.
+
+Examples:
+  npm run lint:workflows
+  npm run lint:workflows -- .github/workflows/preview.yml
+`);
+    process.exit(0);
+}
 
 const hook = `export async function load(url, context, next) {
   if (url.endsWith(".json") && !context.importAttributes?.type) {

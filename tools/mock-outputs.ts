@@ -92,7 +92,7 @@ Object.assign(outputMocks, {
 
 /**
  * `aws.ec2.getInstanceType` results for the instance types the stacks use, from the published specs
- * (reference/rdma.md §6.1: p5en.48xlarge 16 network cards = 16 EFA, 16 x 200 Gb/s; p5e.48xlarge 32 x 100 Gb/s;
+ * (p5en.48xlarge 16 network cards = 16 EFA, 16 x 200 Gb/s; p5e.48xlarge 32 x 100 Gb/s;
  * both 192 vCPU, 2 TiB, 8 x H200). m7i.4xlarge: 16 vCPU, 64 GiB, one card, no EFA (EFA is m7i.48xlarge only).
  */
 export const INSTANCE_TYPES: Record<string, Record<string, unknown>> = {

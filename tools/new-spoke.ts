@@ -18,6 +18,7 @@ import { isEksSpoke, namespaceConfig, parseStackConfig, SpokeConfig } from "../c
 import { Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
 import { networksOf } from "../lib/spoke-networks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
+import { exitOnHelp } from "./cli";
 import { readStackFile, STACKS_DIR, stackNameOf } from "./stackfiles";
 
 export interface NewSpokeOptions {
@@ -252,17 +253,41 @@ export function addToHub(dir: string, hubStack: string, entry: NewSpokeResult["h
     return file;
 }
 
+const HELP = `
+usage: npm run new-spoke -- --from <stack> --name <new stack> --region <region> [options]
+
+Adds a region: copies a spoke's stack file, rewriting only the keys that must differ (spoke name and region,
+kubeconfig context, hosts, frontend subnet and rail supernet on-prem; region, VPC CIDR and AZs on EKS), keeping
+every other line and comment. Networks are picked to collide with no other spoke unless given.
+
+Options:
+  --from STACK                  the spoke to copy (spoke-hn1: on-prem InfiniBand, spoke-sg1: EKS + EFA)
+  --name STACK                  the new stack (spoke-dn1 -> spoke name dn1)
+  --region REGION               where it is (a site name on-prem, an AWS region on EKS)
+  --spoke-name NAME             spoke name when it is not the stack name without "spoke-"
+  --context CTX                 on-prem: kubeconfig context (default <spoke>-admin)
+  --nodes h1,h2[;pool2...]      on-prem: hostnames per node pool (default: the source's, renamed)
+  --frontend-subnet CIDR        on-prem: north-south subnet
+  --rail-supernet CIDR          on-prem: block the rail IP pools are carved from
+  --vpc-cidr CIDR               EKS: VPC CIDR
+  --azs a,b                     EKS: availability zone letters
+  --capacity-reservation cr-... EKS: the GPU node group's capacity reservation
+  --add-to-hub                  also add the spoke to the hub's platform:spokes
+  --dry-run                     print what would change, write nothing
+  --stacks-dir DIR              stack files live in DIR (default stacks/)
+  -h, --help                    this text
+
+Examples:
+  npm run new-spoke -- --from spoke-hn1 --name spoke-dn1 --region vn-danang-1 --add-to-hub
+  npm run new-spoke -- --from spoke-sg1 --name spoke-tk1 --region ap-northeast-1 --azs a,c --dry-run
+`;
+
 function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRun: boolean } {
+    exitOnHelp(argv, HELP);
     const o: Record<string, string> = {};
     const flags = new Set<string>();
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
-        if (a === "--help" || a === "-h") {
-            process.stdout.write("usage: npm run new-spoke -- --from <stack> --name <new stack> --region <region>\n"
-                + "  [--spoke-name x] [--context ctx] [--nodes h1,h2[;pool2...]] [--frontend-subnet cidr] [--rail-supernet cidr]\n"
-                + "  [--vpc-cidr cidr] [--azs a,b] [--capacity-reservation cr-...] [--add-to-hub] [--dry-run] [--stacks-dir dir]\n");
-            process.exit(0);
-        }
         if (a === "--add-to-hub" || a === "--dry-run") { flags.add(a); continue; }
         if (!a.startsWith("--") || i + 1 >= argv.length) throw new Error(`unexpected argument ${a}`);
         o[a.slice(2)] = argv[++i];

@@ -11,6 +11,7 @@
  * and the entries in {@link NOT_REGISTRY_PINS}.
  */
 import { execFileSync } from "child_process";
+import { exitOnHelp } from "./cli";
 import { REGISTRY, versions } from "../config/versions";
 
 /** One pin and how to ask its registry for it. */
@@ -102,8 +103,25 @@ export function checkPins(list: Pin[], exec: Exec = execReal, attempts = 3): str
     return missing;
 }
 
+const HELP = `
+usage: npm run pins [-- --check]
+
+Every upstream pin of config/versions.ts that lives in a registry: Helm charts (exact version) and container
+images (exact tag). Prints the list as JSON. With --check asks each registry whether the pin exists
+(\`helm show chart\`, \`docker manifest inspect\`; needs helm and docker) and exits 1 naming every one that does not.
+
+Options:
+  --check      ask the registries
+  -h, --help   this text
+
+Examples:
+  npm run pins
+  npm run pins -- --check
+`;
+
 function main(): void {
     const args = process.argv.slice(2);
+    exitOnHelp(args, HELP);
     for (const a of args) if (a !== "--check") throw new Error(`unknown argument ${a} (usage: npm run pins [-- --check])`);
     const list = pins();
     if (!args.includes("--check")) { process.stdout.write(`${JSON.stringify(list, null, 2)}\n`); return; }

@@ -24,10 +24,26 @@ export interface PolicyReport {
     mandatory: PolicyFinding[];
     policiesRun: number;
     resourcesChecked: number;
+    /**
+     * Policies that looked into at least one resource of this stack: read a setting beyond its `kind`,
+     * `apiVersion` and `metadata` (what every policy reads to decide whether a resource is one of its own). The others
+     * found nothing of theirs to check in this stack.
+     */
+    applied: string[];
 }
 
-function props(wire: Record<string, unknown>): Record<string, any> {
-    return unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false));
+/** Props a policy reads of every resource only to tell whether it is one of its own. */
+const IDENTIFYING = new Set(["kind", "apiVersion", "metadata"]);
+
+function props(wire: Record<string, unknown>, onRead?: () => void): Record<string, any> {
+    const p = unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false));
+    if (!onRead) return p;
+    return new Proxy(p, { get(t, k, r) { if (typeof k === "string" && !IDENTIFYING.has(k) && k in t) onRead(); return Reflect.get(t, k, r); } });
+}
+
+/** `o`, calling `onRead` when a policy reads any of its keys (resource options: a policy reads them only of its own resources). */
+function watched<T extends object>(o: T, onRead: () => void): T {
+    return new Proxy(o, { get(t, k, r) { if (typeof k === "string") onRead(); return Reflect.get(t, k, r); } });
 }
 
 function isStackPolicy(p: Policy): p is StackValidationPolicy {
@@ -53,9 +69,11 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
     const checked = resources.filter((r) => r.custom && r.type !== "pulumi:pulumi:Stack");
     const byUrn = new Map(resources.map((r) => [r.urn, r]));
     const getConfig = () => ({});
+    const applied = new Set<string>();
     for (const p of policies) {
         const level = (p.enforcementLevel ?? packLevel) as EnforcementLevel;
         if (level === "disabled") continue;
+        const read = () => applied.add(p.name);
         const effective: EnforcementLevel = level === "remediate" ? "mandatory" : level;
         const push = (message: string, urn?: string) => {
             const r = urn ? byUrn.get(urn) : undefined;
@@ -71,10 +89,10 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
             const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
             const prs: PolicyResource[] = [...checked, ...root].map((r) => {
-                const pr = props(r.outputs);
+                const pr = props(r.outputs, read);
                 return {
                     type: r.type, props: pr, urn: r.urn, name: r.name,
-                    opts: { protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) } as any,
+                    opts: watched({ protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) }, read) as any,
                     dependencies: [], propertyDependencies: {},
                     isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                 } as unknown as PolicyResource;
@@ -91,10 +109,10 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             const validations = (Array.isArray(rp.validateResource) ? rp.validateResource : [rp.validateResource]).filter((v): v is NonNullable<typeof v> => typeof v === "function");
             for (const r of checked) {
                 for (const v of validations) {
-                    const pr = props(r.inputs);
+                    const pr = props(r.inputs, read);
                     await guard(() => v({
                         type: r.type, props: pr, urn: r.urn, name: r.name,
-                        opts: { protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent, ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) } as any,
+                        opts: watched({ protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent, ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) }, read) as any,
                         stackTags: new Map(), getConfig, notApplicable,
                         isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                     } as any, (message: string, urn?: string) => push(message, urn ?? r.urn)));
@@ -107,5 +125,6 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
         mandatory: findings.filter((f) => f.enforcementLevel === "mandatory"),
         policiesRun: policies.length,
         resourcesChecked: checked.length,
+        applied: [...applied].sort(),
     };
 }

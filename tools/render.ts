@@ -1,7 +1,7 @@
 /**
  * `npm run render [-- <stack>...] [--config path/to/Pulumi.x.yaml] [--preview] [--out dir] [--diff <git-ref>]`
  *
- * Offline preview of stacks (DESIGN §7): each stack file is run through the Pulumi SDK with the engine
+ * Offline preview of stacks: each stack file is run through the Pulumi SDK with the engine
  * mocked (no cloud credentials, no Pulumi CLI), hubs before the spokes that reference them, and written to
  * `out/<stack>/` (manifests.yaml, resources.json, policy.json, outputs.json, report.md and its pictures,
  * tools/report/). Exits non-zero on a config error, a mandatory policy violation or an upstream-check finding
@@ -20,8 +20,12 @@ import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR }
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { checkOutDir, formatFindings } from "./upstream-check";
 import { reportFiles, reportInput } from "./report";
+import { warningsOf } from "./report/markdown";
+import { buildView } from "./report/model";
 import { RenderProgress } from "./report/progress";
 import { startDiff, stackFileNames } from "./diff";
+import { exitOnHelp } from "./cli";
+import { setAsideSpokesForRender, SpokeFilesError } from "../programs/spoke-registry";
 
 export interface RenderOptions {
     outDir: string;
@@ -29,6 +33,8 @@ export interface RenderOptions {
     quiet?: boolean;
     /** Progress and timings per stack and phase (stderr on a TTY). */
     progress?: RenderProgress;
+    /** Directory of the real stack files (default `stacks/`): only a file there owns `out/<name>/`. */
+    stacksDir?: string;
 }
 
 export interface StackRenderResult {
@@ -63,7 +69,7 @@ function wrap(head: string, items: string[], width = 110): string[] {
     return lines;
 }
 
-function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string): string {
+function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir: string, warnings: string[]): string {
     const byType = new Map<string, number>();
     for (const x of r.resources) if (x.type !== "pulumi:pulumi:Stack") byType.set(x.type, (byType.get(x.type) ?? 0) + 1);
     const manifests = r.resources.filter(isManifest).length;
@@ -79,6 +85,7 @@ function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir
     const adv = policy.findings.filter((f) => f.enforcementLevel !== "mandatory").length;
     lines.push(`  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`);
     for (const f of policy.findings) lines.push(`    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`);
+    for (const w of warnings) lines.push(`  warning: ${w}`);
     return lines.join("\n");
 }
 
@@ -101,42 +108,86 @@ export function ownsOutDir(s: StackFile, stacksDir = STACKS_DIR): boolean {
     return real === undefined || path.resolve(s.file) === real;
 }
 
-/** Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack. */
+/**
+ * Renders stacks in dependency order. Returns one result per stack; never throws for a bad stack.
+ *
+ * A bad stack file fails itself and the stacks that depend on what it would change, never another stack's output:
+ * - a spoke file that is wrong on its own (it does not parse as a spoke file, or collides with another spoke) fails
+ *   with its own error, headed by that file; its hub, which checks every spoke file, is not rendered (its `out/` is
+ *   left as it was), and the hub's other spokes render against the hub's outputs computed without the bad file;
+ * - a hub that fails on its own file fails its spokes too (skipped), whose `out/` folders are left as they were.
+ */
 export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Promise<StackRenderResult[]> {
     const results: StackRenderResult[] = [];
     const rendered: Record<string, StackOutputs> = {};
     const failedHubs = new Set<string>();
-    // Hubs that failed as their own stacks/ file: only then do their spokes' out/ folders describe a hub that no longer renders.
-    const failedOwnerHubs = new Set<string>();
+    /** Spoke stack -> its own error, found by its hub's check of the spoke files. */
+    const badSpokes = new Map<string, string>();
     const progress = opts.progress;
-    for (const s of dependencyOrder(stacks)) {
+    const owns = (s: StackFile) => ownsOutDir(s, opts.stacksDir);
+    const ordered = dependencyOrder(stacks);
+    for (const s of ordered) {
         const outDir = path.join(opts.outDir, s.name);
         progress?.stack(s.name);
-        if (s.hub && failedHubs.has(s.hub)) {
-            const error = `${s.file}: skipped: its hub stack "${s.hub}" failed to render`;
-            if (failedOwnerHubs.has(s.hub) && ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
+        const fail = (error: string, removeOut: boolean, spokesFail = s.role === "hub") => {
+            if (removeOut && owns(s)) fs.rmSync(outDir, { recursive: true, force: true });
             results.push({ stack: s.name, ok: false, error });
-            log(opts, `${s.name}: ${error}`);
+            if (spokesFail) failedHubs.add(s.name);
             progress?.end(false);
+            log(opts, error);
+        };
+        if (badSpokes.has(s.name)) { fail(badSpokes.get(s.name)!, true); continue; }
+        if (s.hub && failedHubs.has(s.hub)) {
+            fail(`${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; out/${s.name} left as it was` : ""}`, false);
             continue;
         }
         const prevStackFile = process.env.PLATFORM_STACK_FILE;
         process.env.PLATFORM_STACK_FILE = s.file;
+        const run = (preview: boolean) => runStack({
+            project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
+            preview, stackOutputs: rendered, program: () => loadProgram()(),
+        });
         try {
-            const result = await runStack({
-                project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
-                preview: opts.preview, stackOutputs: rendered, program: () => loadProgram()(),
-            });
+            let result: RunStackResult;
+            // The program's warnings (`pulumi.log.warn`, printed by the SDK as `warning: ...` when no engine runs) go
+            // into the report and the summary, where a reviewer reads them, instead of scrolling past on stderr.
+            const warnings: string[] = [];
+            const consoleWarn = console.warn;
+            console.warn = (...a: unknown[]) => {
+                const m = /^warning: (?:\[runtime\] )?([\s\S]*)$/.exec(a.map(String).join(" "));
+                if (m) warnings.push(m[1].trim()); else consoleWarn(...a);
+            };
+            try {
+                result = await run(opts.preview);
+            } catch (e) {
+                if (e instanceof SpokeFilesError) for (const [stack, err] of e.spokeErrors) badSpokes.set(stack, err.message);
+                if (!(e instanceof SpokeFilesError) || e.issues.length > 0 || s.role !== "hub") throw e;
+                // Only spoke files are wrong: they fail themselves; the hub (which would gate them) is not rendered,
+                // and its outputs for the other spokes are computed with the bad files set aside.
+                const inRun = new Set(ordered.map((x) => x.name));
+                setAsideSpokesForRender(e.spokeErrors.keys());
+                try {
+                    const aside = await run(false);
+                    rendered[s.name] = { outputs: referenceableOutputs(aside.outputs), secretOutputNames: Object.keys(aside.outputs).filter((k) => containsSecret(aside.outputs[k])) };
+                } catch { failedHubs.add(s.name); } finally { setAsideSpokesForRender(); }
+                const files = [...e.spokeErrors.keys()].map((k) => `Pulumi.${k}.yaml`).join(", ");
+                const elsewhere = [...e.spokeErrors].filter(([k]) => !inRun.has(k)).map(([, err]) => err.message);
+                fail([`${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`, ...elsewhere].join("\n"), false, failedHubs.has(s.name));
+                continue;
+            } finally {
+                console.warn = consoleWarn;
+            }
             progress?.phase("policy");
             const policy = await runPolicies(allPolicies, result.resources);
             progress?.phase("report");
             const outputs = maskWire(result.outputs) as Record<string, unknown>;
             const secretOutputNames = Object.keys(result.outputs).filter((k) => containsSecret(result.outputs[k]));
             const resources = resourcesJson(result.resources);
-            const report = await reportFiles(reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined), { previousDir: outDir });
+            const input = reportInput(s, resources, outputs, policy, s.hub ? rendered[s.hub]?.outputs : undefined, warnings);
+            const report = await reportFiles(input, { previousDir: outDir });
             progress?.phase("write");
             // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
-            if (policy.mandatory.length === 0 || ownsOutDir(s)) writeAtomically(outDir, {
+            if (policy.mandatory.length === 0 || owns(s)) writeAtomically(outDir, {
                 "manifests.yaml": manifestsYaml(result.resources),
                 "resources.json": JSON.stringify(resources, null, 2) + "\n",
                 "policy.json": JSON.stringify(policy, null, 2) + "\n",
@@ -145,22 +196,15 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             });
             // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
             // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
-            const referenced = opts.preview && s.role === "hub"
-                ? (await runStack({ project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys, preview: false, stackOutputs: rendered, program: () => loadProgram()() })).outputs
-                : result.outputs;
+            const referenced = opts.preview && s.role === "hub" ? (await run(false)).outputs : result.outputs;
             rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
             results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
             progress?.end(ok);
-            log(opts, summarise(s, result, policy, outDir));
-            if (!ok && s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
+            log(opts, summarise(s, result, policy, outDir, warningsOf(buildView(input))));
+            if (!ok && s.role === "hub") failedHubs.add(s.name);
         } catch (e) {
-            const error = e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`;
-            if (ownsOutDir(s)) fs.rmSync(outDir, { recursive: true, force: true });
-            results.push({ stack: s.name, ok: false, error });
-            if (s.role === "hub") { failedHubs.add(s.name); if (ownsOutDir(s)) failedOwnerHubs.add(s.name); }
-            progress?.end(false);
-            log(opts, error);
+            fail(e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`, true);
         } finally {
             if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
         }
@@ -168,23 +212,47 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
     return results;
 }
 
-interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; diff?: string }
+interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; stacksDir: string; diff?: string }
+
+const HELP = `
+usage: npm run render [-- <stack>...] [--config FILE] [--stacks DIR] [--preview] [--out DIR] [--diff REF]
+
+Renders stacks offline, through the Pulumi SDK with the engine mocked (no cloud, no Pulumi CLI), into out/<stack>/:
+manifests.yaml, resources.json, policy.json, outputs.json, report.md and its picture. Hubs render before their
+spokes. A bad stack file fails itself and the stacks that depend on it, never another stack's out/.
+Exit 1 on a config error, a mandatory policy violation or an upstream-check finding.
+
+Options:
+  <stack>...      render only these stacks (and the hubs they reference)
+  --config FILE   render this stack file too (one kept outside stacks/)
+  --stacks DIR    read the stack files from DIR instead of stacks/ (try a change on a copy)
+  --preview       render as \`pulumi preview\` sees it (values computed at deploy time unknown)
+  --out DIR       write to DIR instead of out/
+  --diff REF      also render git REF and write out/diff.md: what changed in the stack files, its effect on
+                  capacity and placement, then the rendered objects
+  -h, --help      this text
+
+Examples:
+  npm run render                                  every stack under stacks/ (about 10 s)
+  npm run render -- spoke-hn1                     one spoke and its hub
+  npm run render -- --diff origin/main            what a pull request changes, as CI renders it
+  npm run render -- --config ~/Pulumi.spoke-dn1.yaml
+`;
 
 function parseArgs(argv: string[]): Cli {
-    const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out") };
+    exitOnHelp(argv, HELP);
+    const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out"), stacksDir: STACKS_DIR };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
         else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--stacks") cli.stacksDir = path.resolve(argv[++i]);
         else if (a === "--diff") {
             cli.diff = argv[++i];
             if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
         }
-        else if (a === "--help" || a === "-h") {
-            process.stdout.write("usage: npm run render [-- <stack>...] [--config path/to/Pulumi.<stack>.yaml] [--preview] [--out dir] [--diff <git-ref>]\n");
-            process.exit(0);
-        } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+        else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
     }
     return cli;
@@ -231,7 +299,7 @@ export function removeStaleOutDirs(outDir: string, keep: Set<string>): string[] 
 
 async function main() {
     const cli = parseArgs(process.argv.slice(2));
-    const all = discoverStacks();
+    const all = discoverStacks(cli.stacksDir);
     const extra = cli.configs.map((f) => readStackFile(path.resolve(f), f));
     const stacks = selectStacks(all, cli.names, extra);
     const progress = new RenderProgress(stacks.length);
@@ -239,10 +307,10 @@ async function main() {
     const selected = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
     // --diff: the base renders in its own worktree and process while this one renders the working tree.
     if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
-    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n")) : undefined;
+    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n"), cli.stacksDir) : undefined;
     try {
-        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress });
-        const stackFiles = new Set([...stackFileNames(path.join(root, "stacks")), ...stacks.map((s) => s.name)]);
+        const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress, stacksDir: cli.stacksDir });
+        const stackFiles = new Set([...stackFileNames(cli.stacksDir), ...stacks.map((s) => s.name)]);
         const removed = removeStaleOutDirs(cli.outDir, stackFiles);
         if (removed.length) process.stdout.write(`removed out/ of stacks that no longer exist: ${removed.join(", ")}\n`);
         const extraTimings: Array<[string, number]> = [];

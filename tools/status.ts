@@ -6,6 +6,7 @@ import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared
 import { reconcile } from "../services/ledger/reconcile";
 import type { Queryable } from "../services/ledger/ledger";
 import { spokeUsageStatus } from "../services/ledger/status";
+import { exitOnHelp } from "./cli";
 
 /**
  * `npm run status [-- --hub <stack>]`: where each spoke stands, read from the hub's own state (never from a spoke):
@@ -172,7 +173,87 @@ export function spokesFromHubOutputs(json: unknown, source: string): StatusOptio
     return spokes;
 }
 
+const HELP = `
+usage: npm run status [-- --hub STACK] [--outputs FILE] [--s3-endpoint URL] [--max-behind-seconds N]
+                      [--window-hours N] [--json] [--local]
+
+Where each spoke stands, read from the hub's own state (never from a spoke): the policy bundle revision the hub
+published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
+over the last --window-hours computed now. Exit 1 when a spoke is behind, 2 on a usage error.
+
+Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
+(that JSON, or out/<hub>/outputs.json of the offline render). The ledger: DATABASE_URL or the libpq variables
+(PGHOST, PGUSER, ...). The policy bucket: the AWS SDK's default credentials.
+
+Options:
+  --hub STACK              hub stack (default hub-prod)
+  --outputs FILE           hub outputs JSON instead of asking Pulumi
+  --s3-endpoint URL        an S3-compatible server instead of AWS S3
+  --max-behind-seconds N   how long a spoke may serve an older revision (default 900)
+  --window-hours N         reconciliation window (default 24)
+  --json                   rows as JSON
+  --local                  try it with no hub: starts a throwaway PostgreSQL (ledger schema) and S3 stand-in
+                           (s3rver) on loopback, writes sample revisions, ACKs and usage for the spokes of
+                           --outputs (default out/hub-prod/outputs.json, from npm run render), runs the status
+                           against them, and removes them again
+  -h, --help               this text
+
+Examples:
+  npm run render && npm run status -- --local
+  npm run status -- --hub hub-prod
+  DATABASE_URL=postgres://... npm run status -- --outputs hub-outputs.json --json
+`;
+
+/**
+ * `--local`: the same status against throwaway stand-ins of the hub's state on loopback, to see what the command
+ * shows before a hub exists: PostgreSQL with the ledger schema (services/ledger/testing/postgres.ts, the server the
+ * tests use) and an S3 API (s3rver) holding the policy bucket. Sample data: every spoke published revision 2 and
+ * ACKed it and sent ten usage events, except the last spoke, which still serves revision 1 and whose events 3 and 4
+ * never arrived (the reconciliation counts them). Everything is removed afterwards.
+ */
+async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehindSeconds: number, windowHours: number): Promise<number> {
+    /* eslint-disable @typescript-eslint/no-require-imports */
+    const { startPostgres } = require("../services/ledger/testing/postgres") as typeof import("../services/ledger/testing/postgres");
+    const { startS3, BUCKET } = require("../services/auth/test/harness") as typeof import("../services/auth/test/harness");
+    const { migrate, ingestBatch } = require("../services/ledger/ledger") as typeof import("../services/ledger/ledger");
+    /* eslint-enable @typescript-eslint/no-require-imports */
+    const names = Object.keys(spokes).sort();
+    const pg = await startPostgres();
+    const s3 = await startS3();
+    const db = await pg.connect();
+    try {
+        await migrate(db);
+        const now = new Date();
+        const at = (s: number) => new Date(now.getTime() - s * 1000).toISOString();
+        for (const [i, spoke] of names.entries()) {
+            const last = i === names.length - 1 && names.length > 1;
+            await s3.put(bundlePaths.current(spoke), JSON.stringify({ revision: 2, key: bundlePaths.bundle(spoke, 2), contentHash: "sample" }));
+            await s3.put(bundlePaths.ack(spoke, 1), JSON.stringify({ spoke, revision: 1, contentHash: "sample", at: at(7200) }));
+            if (!last) await s3.put(bundlePaths.ack(spoke, 2), JSON.stringify({ spoke, revision: 2, contentHash: "sample", at: at(60) }));
+            const seqs = [...Array(10).keys()].filter((q) => !last || (q !== 3 && q !== 4));
+            await ingestBatch(db, seqs.map((seq) => ({
+                requestId: `${spoke}-sample-${seq}`, spoke, tenant: "sample", team: "sample", keyId: "sample", model: "sample", endpoint: "sample",
+                inputTokens: 100, outputTokens: 20, cachedInputTokens: 0, status: 200, stream: false, truncated: false,
+                usageSource: "reported" as const, startedAt: at(300 - seq), endedAt: at(299 - seq), seq, source: "metering-0.sample",
+            })));
+        }
+        process.stderr.write(`status --local: ledger ${pg.url}, policy bucket at ${s3.endpoint} (s3rver); sample data for ${names.join(", ")}`
+            + `${names.length > 1 ? `: ${names[names.length - 1]} still serves revision 1 and lost 2 usage events` : ""}\n\n`);
+        const rows = await collectStatus({
+            spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, region: "us-east-1" }])),
+            s3: () => s3.client, db, now, maxBehindSeconds, windowHours,
+        });
+        process.stdout.write(json ? JSON.stringify(rows, null, 2) + "\n" : formatStatus(rows));
+        return rows.some((r) => r.problems.length) ? 1 : 0;
+    } finally {
+        await db.end();
+        await s3.destroy();
+        await pg.stop();
+    }
+}
+
 async function main(argv: string[]): Promise<number> {
+    exitOnHelp(argv, HELP);
     const opt = (k: string) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
     const num = (k: string, d: number) => {
         const v = opt(k);
@@ -182,7 +263,8 @@ async function main(argv: string[]): Promise<number> {
         return n;
     };
     const hub = opt("hub") ?? "hub-prod";
-    const file = opt("outputs");
+    // --local reads the spokes from the offline render unless told otherwise.
+    const file = opt("outputs") ?? (argv.includes("--local") ? `out/${hub}/outputs.json` : undefined);
     const maxBehindSeconds = num("max-behind-seconds", 900);
     const windowHours = num("window-hours", 24);
     let json: unknown;
@@ -196,6 +278,7 @@ async function main(argv: string[]): Promise<number> {
         }
     }
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+    if (argv.includes("--local")) return runLocal(spokes, argv.includes("--json"), maxBehindSeconds, windowHours);
     const endpoint = opt("s3-endpoint");
     const clients = new Map<string, S3Client>();
     const s3 = (region: string) => {

@@ -12,6 +12,7 @@
  * Containers whose image repository has no facts (our own services, third-party sidecars) are listed as not covered.
  */
 import * as fs from "fs";
+import { exitOnHelp } from "./cli";
 import * as path from "path";
 import YAML from "yaml";
 import {
@@ -277,12 +278,27 @@ export function formatFindings(r: CheckResult & { stacks: string[] }): string {
     return lines.join("\n");
 }
 
+const HELP = `
+usage: npm run upstream-check [-- --out DIR]
+
+Checks what the rendered stacks hand to upstream software against what the pinned upstream source reads
+(upstream/): every flag, env var and Helm values key, refused combinations, image variants. Exit 1 on a finding,
+2 when nothing is rendered. npm run render runs it too.
+
+Options:
+  --out DIR    rendered stacks (default out/)
+  -h, --help   this text
+
+Examples:
+  npm run render && npm run upstream-check
+`;
+
 function main() {
     const argv = process.argv.slice(2);
+    exitOnHelp(argv, HELP);
     let outDir = path.join(process.cwd(), "out");
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === "--out") outDir = path.resolve(argv[++i]);
-        else if (argv[i] === "--help" || argv[i] === "-h") { process.stdout.write("usage: npm run upstream-check [-- --out DIR]\n"); process.exit(0); }
         else { process.stderr.write(`upstream-check: unknown option ${argv[i]}\n`); process.exit(2); }
     }
     const r = checkOutDir(outDir);

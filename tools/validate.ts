@@ -5,12 +5,13 @@
  * - custom resources against the CRD schemas found in `<dir>` (CRD YAML as `kubectl get crd -o yaml` or
  *   upstream `config/crd/bases` files export them), with unknown fields rejected: `additionalProperties: false`
  *   is added wherever a schema lists `properties` and does not set `x-kubernetes-preserve-unknown-fields`, which is
- *   what the API server's pruning / strict field validation would do (reference/pulumi.md §6);
+ *   what the API server's pruning / strict field validation would do;
  * - core kinds against the Kubernetes OpenAPI (precompiled validators of `kubernetes-models`) plus an
  *   unknown-field check driven by the official client's model type maps (`@kubernetes/client-node`).
  * Exits non-zero when any object is invalid or has no schema at all.
  */
 import Ajv, { ValidateFunction } from "ajv";
+import { exitOnHelp } from "./cli";
 import addFormats from "ajv-formats";
 import * as fs from "fs";
 import * as path from "path";
@@ -219,8 +220,27 @@ export function validateFile(v: ManifestValidator, file: string): FileReport {
     return { file, objects: docs.length, invalid };
 }
 
+const HELP = `
+usage: npm run validate -- --crds DIR [--out DIR] [manifests.yaml ...]
+
+Validates every rendered Kubernetes object (out/<stack>/manifests.yaml, from npm run render): custom resources
+against the CRD schemas in --crds (unknown fields rejected, as the API server would prune them), core kinds
+against the Kubernetes OpenAPI. Exit 1 when an object is invalid or has no schema, 2 when --crds is missing or
+holds no CRD.
+
+Options:
+  --crds DIR   directory of CRD YAML (kubectl get crd -o yaml, or upstream config/crd/bases files)
+  --out DIR    rendered stacks (default out/)
+  -h, --help   this text
+
+Examples:
+  npm run render && npm run validate -- --crds ../schemas
+  npm run validate -- --crds ../schemas out/spoke-hn1/manifests.yaml
+`;
+
 function main() {
     const argv = process.argv.slice(2);
+    exitOnHelp(argv, HELP);
     let crdDir: string | undefined;
     let outDir = path.join(process.cwd(), "out");
     const files: string[] = [];

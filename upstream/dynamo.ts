@@ -3,7 +3,7 @@ import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./t
 /**
  * NVIDIA Dynamo 1.5.0 (GA 2026-09-18, docs.nvidia.com/dynamo/v1.5.0/reference/compatibility): the frontend, the
  * planner and the per-engine worker wrappers, and what Dynamo injects on its own. Read on the public mirror of
- * ai-dynamo/dynamo (wxsms/dynamo, see ../shared/schemas/dynamo/SOURCE.md); cited by upstream name and release tag.
+ * ai-dynamo/dynamo (read through its mirror wxsms/dynamo); cited by upstream name and release tag.
  */
 const D = "ai-dynamo/dynamo@v1.5.0";
 
@@ -82,7 +82,7 @@ export const dynamoTrtllm: ComponentFacts = {
 /**
  * What Dynamo sets by itself. The vLLM worker exports `VLLM_NIXL_SIDE_CHANNEL_HOST` (its resolved host IP, falling back
  * to 127.0.0.1) only when the top-level connector is `NixlConnector` or `PdConnector`; inside `MultiConnector` vLLM's
- * default `localhost` stays, which the prefill then advertises to decode (issue 9 fault 2).
+ * default `localhost` stays, which the prefill then advertises to decode.
  */
 export const dynamoInjections: readonly InjectionFact[] = [
     {

@@ -1,5 +1,5 @@
 /**
- * Upstream facts per pinned version (DESIGN §2, §7). Plain data with sources; see ./types.ts.
+ * Upstream facts per pinned version. Plain data with sources; see ./types.ts.
  * Engine side: vllm.ts, sglang.ts, trtllm.ts, dynamo.ts, mooncake.ts, libraries.ts; images.ts (variants and what they
  * provide); refused.ts (combinations upstream refuses); activation.ts (what each feature needs to take effect and for its
  * peers to accept it); compat.ts (the wire-level library releases each image carries and the pairs that must agree).

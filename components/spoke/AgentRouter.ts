@@ -37,8 +37,8 @@ export interface AgentRouterArgs {
 export const LEASE_GRACE_SECONDS = 60;
 
 /**
- * The spoke's Agent Router (DESIGN §5): Envoy Gateway + AI Gateway, installed as one pinned set in the
- * documented order (reference/gateway.md §1), each step `dependsOn` the previous:
+ * The spoke's Agent Router: Envoy Gateway + AI Gateway, installed as one pinned set in the
+ * documented order, each step `dependsOn` the previous:
  *   gateway-crds-helm -> counters store (Valkey) -> gateway-helm (AI Gateway extension manager, Backend API)
  *   -> ai-gateway-crds-helm -> ai-gateway-helm (its webhook must exist before Envoy pods start)
  *   -> auth service -> GatewayClass / EnvoyProxy / Gateway / ClientTrafficPolicy / SecurityPolicy

@@ -26,7 +26,7 @@ export function valkeyArgs(maxMemoryMiB: number): string[] {
 }
 
 /**
- * The spoke's limit counters store (DESIGN §5): one password-protected Valkey (Redis-compatible) pod behind a
+ * The spoke's limit counters store: one password-protected Valkey (Redis-compatible) pod behind a
  * ClusterIP Service, used by the auth service for rps buckets, concurrency leases and token windows
  * (services/shared/identity.ts `redisKeys`) and by metering to release leases. One replica: a restart costs
  * only the counters' current windows, and the auth service fails closed (503) while it is away.

@@ -18,7 +18,7 @@ export interface DynamoPlatformArgs {
  * installed: the chart's defaults since the 1.x line use TCP/ZMQ request and event planes and Kubernetes discovery
  * (`global.nats.install=false`, `global.etcd.install=false`, `dynamo-operator.discoveryBackend: kubernetes`;
  * ai-dynamo/dynamo deploy/helm/charts/platform/values.yaml). CRDs are applied by the operator's `crd-apply` init
- * container (`upgradeCRD: true`), not by this stack (reference/dynamo.md §5).
+ * container (`upgradeCRD: true`), not by this stack.
  */
 export function dynamoPlatformValues(a: Omit<DynamoPlatformArgs, "namespace">): Record<string, unknown> {
     return {

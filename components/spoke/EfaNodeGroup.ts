@@ -44,7 +44,7 @@ export function capacitySettings(c: Capacity): {
 /**
  * An EKS managed node group of H200 instances (p5en.48xlarge / p5e.48xlarge) wired for EFA, built from our own
  * launch template rather than pulumi-eks' `enableEfaSupport` (which cannot be combined with a custom template,
- * so it cannot do Capacity Blocks; reference/rdma.md §6.7, §7 item 4):
+ * so it cannot do Capacity Blocks):
  * - network interfaces from the instance type's network cards (`aws.ec2.getInstanceType`, checked against the
  *   node profile): card 0 ENA + EFA-only, every other card EFA-only (lib/efa.ts {@link efaNetworkInterfaces});
  * - a `cluster` placement group in the group's single AZ;

@@ -69,8 +69,8 @@ function assumeRole(service: string): string {
 /**
  * An EKS cluster at a pinned Kubernetes version with what an EFA GPU spoke needs around it: the VPC and
  * subnets (or existing ones), IAM roles for the control plane and the nodes, an IAM OIDC provider (IRSA), a
- * security group that allows all traffic to and from itself (EFA OS-bypass requirement, reference/rdma.md
- * §6.2), and the managed add-ons (VPC CNI pinned >= 1.18.5 for EFA-only interfaces). Node groups are separate
+ * security group that allows all traffic to and from itself (EFA OS-bypass requirement,
+ * EC2 EFA user guide), and the managed add-ons (VPC CNI pinned >= 1.18.5 for EFA-only interfaces). Node groups are separate
  * components; {@link addon} adds add-ons that need nodes (CoreDNS) after them.
  */
 export class EksCluster extends pulumi.ComponentResource {

@@ -32,7 +32,7 @@ export function describeFrontend(args: Omit<FrontendNetworkArgs, "namespace">): 
  * The 2 x 200 GbE north-south side (requests, SSE tokens, control plane, metrics, weight pulls) recorded as
  * data: a ConfigMap `frontend-network` listing each pool's frontend HCAs and netdevs. It creates no network
  * (the node's primary interface is the pod network); it exists so policies and the preflight can prove KV
- * traffic is never pinned to these NICs (DESIGN §4).
+ * traffic is never pinned to these NICs.
  */
 export class FrontendNetwork extends pulumi.ComponentResource {
     public readonly description: FrontendDescription;

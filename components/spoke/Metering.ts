@@ -139,7 +139,7 @@ export interface MeteringArgs {
 }
 
 /**
- * The spoke's usage metering (DESIGN §3, §7): an OpenTelemetry Collector (pinned upstream chart) receiving the
+ * The spoke's usage metering: an OpenTelemetry Collector (pinned upstream chart) receiving the
  * gateway's access log with a persistent queue, and services/metering as a StatefulSet whose pods each own a
  * PersistentVolume for the spool (stable pod name = stable `source` for sequence numbers; volumes retained
  * on scale-down so unshipped events are never deleted), behind a ClusterIP Service. A ReferenceGrant lets the

@@ -9,7 +9,7 @@ import { startPostgres, TestPostgres } from "./testing/postgres";
 
 /**
  * Hourly aggregates (services/ledger/schema.sql): rolled up below the watermark, read live from the events above
- * it, late events as deltas. Every test checks the aggregates against expectedAggregates() of what was delivered,
+ * it, late events as deltas. Every test checks the aggregates against expectedAggregates of what was delivered,
  * so a double count or a lost event in any part (live, rolled up, late delta, compacted) fails it.
  */
 const ledgerDb = useLedgerDb();

@@ -1,8 +1,8 @@
--- Usage ledger (hub), DESIGN §3. Applied by migrate() in services/ledger/ledger.ts (idempotent; the consumer
+-- Usage ledger (hub) Applied by migrate in services/ledger/ledger.ts (idempotent; the consumer
 -- Lambda runs it once per cold start under an advisory lock).
 --
 -- Exactly-once counting: usage_events has PRIMARY KEY (spoke, request_id), which decides what is counted.
--- ingestBatch() inserts only requests not yet counted (services/ledger/ledger.ts ingestSql) and derives the hourly
+-- ingestBatch inserts only requests not yet counted (services/ledger/ledger.ts ingestSql) and derives the hourly
 -- aggregates from exactly the rows it inserted (usage_hourly below), in one statement, so a redelivered or
 -- overlapping batch changes nothing.
 --
@@ -52,7 +52,7 @@ CREATE INDEX IF NOT EXISTS usage_events_hour_brin ON usage_events USING brin (ho
 --   open window is the current hour plus the reconciliation's lag).
 -- A group's aggregate is the sum of its rows in both parts; each counted event is in exactly one of them.
 --
--- Why not one row per group updated by every ingest (INSERT ... ON CONFLICT DO UPDATE, the schema before issue 11):
+-- Why not one row per group updated by every ingest (INSERT ... ON CONFLICT DO UPDATE, as this schema once did):
 -- a unique-index probe, a row lock and a new row version per group per batch, plus a dead tuple for vacuum, and in
 -- a Kinesis batch of 500 events most groups are distinct, so it cost about as much as inserting the events
 -- (npm run bench -- ledger: 0.48x of a raw INSERT); concurrent consumers also locked the same aggregate rows. An

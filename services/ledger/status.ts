@@ -2,7 +2,7 @@ import type { Queryable } from "./ledger";
 import { reconcile, ReconcileOptions, ReconciliationRow, SeqGap } from "./reconcile";
 
 /**
- * Ledger-side data of `npm run status` (issue 12) and of the hub's scheduled reconciliation.
+ * Ledger-side data of `npm run status` and of the hub's scheduled reconciliation.
  * Read-only except {@link recordReconciliation} / {@link runReconciliation}, which append to `reconciliation_runs`.
  */
 

@@ -1,6 +1,6 @@
 /**
  * Usage estimates for responses cut before the engine reported usage (a stream aborted before its final
- * usage chunk: the AI Gateway writes no token metadata then, reference/gateway.md §8). Billing such a request
+ * usage chunk: the AI Gateway writes no token metadata then). Billing such a request
  * as zero would let a client avoid paying by disconnecting just before the end, so it is billed from what
  * the access log does know: request bytes in, response bytes out.
  *

@@ -29,7 +29,7 @@ export const ABORT_FLAGS = new Set(["DC", "UC", "UR", "LR", "UT", "SI", "DT", "U
 /** Status recorded when Envoy sent no response at all (`%RESPONSE_CODE%` = 0): 499, client closed request. */
 export const NO_RESPONSE_STATUS = 499;
 
-/** Statuses the auth service answers before any GPU work (DESIGN §5). */
+/** Statuses the auth service answers before any GPU work. */
 const AUTH_REFUSALS = new Set([401, 403, 429]);
 
 function present(v: AccessLogRecord[string]): string | undefined {
@@ -50,7 +50,7 @@ function field(name: string): string {
 }
 
 /**
- * Normalises one access-log record into the usage event of DESIGN §3. Pure.
+ * Normalises one access-log record into the usage event of Pure.
  *
  * - Token metadata present (input and output) -> `usageSource: reported`; the stream ended normally or the
  *   usage chunk had been parsed before a late disconnect (AI Gateway >= v1.2, gateway-failures.md #9).

@@ -348,7 +348,7 @@ export class Spool extends EventEmitter {
     }
 
     /**
-     * Keeps segments from the one `floor()` names (a second reader's position) until that reader passes them,
+     * Keeps segments from the one `floor` names (a second reader's position) until that reader passes them,
      * within `maxRetainBytes` of shipped data.
      */
     retainFrom(floor: () => string | undefined): void { this.retainFloor = floor; }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# RDMA preflight: proves at pod start that the RDMA path is there, not only intended (DESIGN §4).
+# RDMA preflight: proves at pod start that the RDMA path is there, not only intended.
 # Runs as an init container (same image as the workload) before NIXL/UCX or Mooncake start, and fails the pod
 # with one line per problem instead of letting the transfer libraries fall back to TCP without an error.
 #

@@ -4,7 +4,7 @@ import { AI_GATEWAY_METADATA_NAMESPACE, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } 
  * The per-request access-log record the gateway emits and the metering service consumes: field name ->
  * Envoy command operator. One record per request, written when the stream ends (Envoy access log),
  * carrying the request id (idempotency key), the trusted identity headers set by ext_authz, and the
- * AI Gateway's token metadata (written only for complete responses, reference/gateway.md §8), plus the
+ * AI Gateway's token metadata (written only for complete responses), plus the
  * response flags so "aborted" (e.g. `DC`, downstream connection termination) is distinguishable from
  * "zero tokens".
  */

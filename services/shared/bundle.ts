@@ -3,7 +3,7 @@ import { z } from "zod";
 import { canonicalJson, contentHash } from "./canonical";
 
 /**
- * The signed, revisioned policy bundle (hub -> spoke), DESIGN §3.
+ * The signed, revisioned policy bundle (hub -> spoke)
  *
  * S3 layout under the policy bucket, per spoke (a spoke's identity may read only its own prefix):
  * - `spokes/<spoke>/bundles/<revision>.json`  a {@link SignedBundle}, immutable once written

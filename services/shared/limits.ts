@@ -4,7 +4,7 @@ import type { Policy } from "./bundle";
 import { redisKeys, Tier, TierIds, windowStart } from "./identity";
 
 /**
- * Three-tier limits in Redis (DESIGN §5), shared by the auth service (admission: rps, concurrency, token
+ * Three-tier limits in Redis, shared by the auth service (admission: rps, concurrency, token
  * windows) and the metering service (lease release and token accounting from usage events).
  *
  * Key layout is {@link redisKeys}. One check touches the keys of all three tiers in a single script, so the

@@ -4,7 +4,7 @@ import * as https from "https";
 import { Redis, RedisOptions } from "ioredis";
 
 /**
- * Bounded clients for every network dependency of the spoke services (issue 11 "a silent connection never
+ * Bounded clients for every network dependency of the spoke services ( "a silent connection never
  * ends"). A peer that stops answering (a partition, a frozen node, a conntrack entry lost: the TCP connection
  * stays open and nothing comes back) must cost a bounded time, after which the client drops the connection
  * and opens a new one. Three layers, because each alone misses a case:
@@ -78,7 +78,7 @@ export interface BoundedRedisOptions extends RedisBounds {
     onStateChange?: (state: "down" | "up", error?: Error) => void;
 }
 
-/** A Redis client from {@link createBoundedRedis}; `close()` stops the heartbeat and disconnects. */
+/** A Redis client from {@link createBoundedRedis}; `close` stops the heartbeat and disconnects. */
 export interface BoundedRedis {
     readonly redis: Redis;
     close(): void;

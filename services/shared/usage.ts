@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The usage event (spoke -> hub), DESIGN §3. One per request, after the response. At-least-once transport;
+ * The usage event (spoke -> hub) One per request, after the response. At-least-once transport;
  * the hub ledger counts each `(spoke, requestId)` exactly once. `seq` is the spoke's per-metering-instance
  * sequence number, used by the reconciliation report to list gaps.
  */

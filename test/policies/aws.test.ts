@@ -8,7 +8,7 @@ import { runPolicies } from "../../tools/policy-runner";
 import { runHubAndSpoke } from "../helpers";
 import { res } from "./rdma-fixtures";
 
-// Issue 13: the AWS side of the pack. Compliant inputs are the repo's own hub and EKS spoke; each violating input is
+// The AWS side of the pack. Compliant inputs are the repo's own hub and EKS spoke; each violating input is
 // that graph with exactly one thing undone.
 let hub: CapturedResource[];
 let sg1: CapturedResource[];

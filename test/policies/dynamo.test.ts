@@ -180,7 +180,7 @@ describe("dgd-role-images (F.6, F.13)", () => {
     });
 });
 
-describe("dgd-planner-scaling (F.7, DESIGN §6)", () => {
+describe("dgd-planner-scaling", () => {
     it("compliant: workers opted in, load target, min_endpoint 1", async () => {
         expect(await violations([dgdPlannerScaling], stack())).toEqual([]);
         expect(await violations([dgdPlannerScaling], v1alpha1Stack())).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * Every failure report in reference/dynamo-failures.md and reference/rdma-failures.md that a static check can
+ * Every failure report in and that a static check can
  * catch, reproduced as the configuration that triggered it and run through the whole pack (tools/policy-runner.ts).
  * Each test names the report and asserts which rule stops it. Reports with no static trigger on our manifests are
  * listed at the end of the file with the reason.
@@ -34,7 +34,7 @@ function efaUcxWorker(): CapturedResource {
     });
 }
 
-describe("reference/dynamo-failures.md section A", () => {
+describe("Dynamo failures seen in the field: deployment shape", () => {
     it("baseline: the generated graph trips no rule", async () => {
         expect(await fired(stack())).toEqual([]);
     });
@@ -92,7 +92,7 @@ describe("reference/dynamo-failures.md section A", () => {
     });
 });
 
-describe("reference/dynamo-failures.md sections B and C", () => {
+describe("Dynamo failures seen in the field: transport and KV", () => {
     it("B vllm-project/vllm #35799: NIXL 0.10.0 image (unvalidated) on a worker", async () => {
         expect(await fired(prefill((m) => { m.image = "vllm/vllm-openai:v0.11.0"; }))).toContain("rdma-image-allowlisted");
     });
@@ -121,7 +121,7 @@ describe("reference/dynamo-failures.md sections B and C", () => {
     });
 });
 
-describe("reference/rdma-failures.md", () => {
+describe("RDMA failures seen in the field", () => {
     it("#1 Mellanox/k8s-rdma-shared-dev-plugin#4: plugin before v1.0.0 with a selector not tied to a rail netdev", async () => {
         const rs = plugin(stack(), (c, spec) => { spec.rdmaSharedDevicePlugin.version = "v0.9.0"; c.configList[0].selectors.ifNames = []; });
         expect(await fired(rs)).toEqual(expect.arrayContaining(["rdma-device-plugin-version", "rdma-device-plugin-config"]));

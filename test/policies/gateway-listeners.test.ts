@@ -1,5 +1,5 @@
 /**
- * Issue 10 class 3: auth per listener, as Envoy Gateway applies it. The expectations follow the translator
+ * Auth per listener, as Envoy Gateway applies it. The expectations follow the translator
  * (envoyproxy/gateway internal/gatewayapi/securitypolicy.go `ProcessSecurityPolicies`: listener-level
  * (Gateway + sectionName) policies are translated before Gateway-level ones; `resolveSecurityPolicyGatewayTargetRef`:
  * a second policy on the same Gateway or listener is Conflicted, "another SecurityPolicy has already attached to

@@ -1,5 +1,5 @@
 /**
- * Issue 10 class 2: prefill and decode of one graph must be able to talk. Each case breaks one must-match setting
+ * Prefill and decode of one graph must be able to talk. Each case breaks one must-match setting
  * on the decode side of a generated graph; the expected rule and reason come from the engine sources cited in
  * policies/pd-compat.ts (vllm-project/vllm@v0.28.0 nixl_connector.py `compute_nixl_compatibility_hash` /
  * `_validate_remote_agent_handshake`, vllm/config/kv_transfer.py `kv_load_failure_policy`, vllm/envs.py

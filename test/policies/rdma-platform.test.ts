@@ -112,7 +112,7 @@ describe("rdma-image-allowlisted (D.8)", () => {
     });
 });
 
-describe("no-gpu-utilisation-autoscaling (DESIGN §6)", () => {
+describe("no-gpu-utilisation-autoscaling", () => {
     it("a KV-utilisation HPA is fine; GPU-utilisation HPA and KEDA trigger are not", async () => {
         const hpa = (metrics: unknown[]) => k8s({ apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", metadata: { name: "decode", namespace: "inference" }, spec: { scaleTargetRef: { apiVersion: "nvidia.com/v1beta1", kind: "DynamoGraphDeploymentScalingAdapter", name: "llama-70b-decode" }, minReplicas: 1, maxReplicas: 4, metrics } });
         expect(await violations([noGpuUtilisationAutoscaling], [hpa([{ type: "Pods", pods: { metric: { name: "dynamo_component_kv_cache_usage" }, target: { type: "AverageValue", averageValue: "80" } } }])])).toEqual([]);

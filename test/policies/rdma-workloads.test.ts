@@ -53,7 +53,7 @@ describe("rdma-resource-per-gpu", () => {
 });
 
 /*
- * Issue 10 class 6. kubernetes/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod: "If limits are specified,
+ * kubernetes/kubernetes pkg/apis/core/v1/defaults.go SetDefaults_Pod: "If limits are specified,
  * but requests are not, default requests to limits" (for every resource of every container). Extended resources
  * and huge pages are not overcommittable: pkg/apis/core/validation ValidateResourceRequirements rejects a request
  * that differs from its limit ("must be equal to ... limit") and a request without a limit ("Limit must be set").

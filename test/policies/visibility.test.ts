@@ -1,5 +1,5 @@
 /**
- * Issue 10 class 5: what the pack cannot see, it refuses. Each case routes a guarded setting around the manifests
+ * What the pack cannot see, it refuses. Each case routes a guarded setting around the manifests
  * the rules read; the upstream behaviour that makes it reach the process is cited per case.
  */
 import { describe, expect, it } from "vitest";

@@ -29,6 +29,12 @@ export function pictureLinks(md: string, stack: string, artifactUrl?: string): s
         artifactUrl ? `[${alt}: \`out/${stack}/${file}\`](${artifactUrl})` : `${alt}: \`out/${stack}/${file}\` (in the render artifact)`);
 }
 
+/** The items of a report's `## Warnings` section (tools/report/markdown.ts), without their `- ⚠ ` mark. */
+export function warningLines(report: string): string[] {
+    const m = /^## Warnings\n\n((?:- .*\n?)+)/m.exec(report);
+    return m ? m[1].trimEnd().split("\n").map((l) => l.replace(/^- (⚠ )?/, "")) : [];
+}
+
 /** The comment body for the render in `outDir`. */
 export function commentBody(outDir: string, artifactUrl?: string): string {
     const head = [COMMENT_MARKER, "# Offline render of this pull request", "",
@@ -40,7 +46,10 @@ export function commentBody(outDir: string, artifactUrl?: string): string {
         const md = pictureLinks(demote(demote(fs.readFileSync(path.join(outDir, s, "report.md"), "utf8"))), s, artifactUrl).trimEnd();
         return `<details><summary><b>${s}</b> report</summary>\n\n${md}\n\n</details>`;
     });
-    let body = [...head, diff, "", "## Reports", "", ...reports].join("\n") + "\n";
+    // Every report's warnings, first: what a reviewer must look at should not hide in a collapsed section.
+    const warnings = stacks.flatMap((s) => warningLines(fs.readFileSync(path.join(outDir, s, "report.md"), "utf8")).map((w) => `- **${s}**: ${w}`));
+    const warned = warnings.length ? ["## ⚠ Warnings", "", ...warnings, ""] : [];
+    let body = [...head, ...warned, diff, "", "## Reports", "", ...reports].join("\n") + "\n";
     if (body.length > MAX_COMMENT_CHARS) {
         const note = `\n\n… truncated to ${MAX_COMMENT_CHARS} characters; the full diff and reports are in ${artifactUrl ? `the [render artifact](${artifactUrl})` : "the render artifact"} (out/diff.md, out/<stack>/report.md).\n`;
         body = body.slice(0, MAX_COMMENT_CHARS - note.length) + note;

@@ -24,8 +24,9 @@ export const POLICY_INFO = allPolicies.map((p) => ({ name: p.name, enforcementLe
  * masked outputs, the policy report and, for a spoke, its hub's outputs in wire format (masked here).
  * @throws ConfigError when the stack file does not validate (the program already refused it then)
  */
-export function reportInput(s: StackFile, resources: unknown[], outputs: Record<string, unknown>, policy: PolicyReport, hubOutputs?: Record<string, unknown>): ReportInput {
+export function reportInput(s: StackFile, resources: unknown[], outputs: Record<string, unknown>, policy: PolicyReport, hubOutputs?: Record<string, unknown>, warnings: string[] = []): ReportInput {
     return {
+        warnings, raw: namespaceConfig(s.config),
         stack: s.name, file: s.file, config: parseStackConfig(namespaceConfig(s.config), s.file), resources: resources as ResourceRecord[],
         outputs, policy, policies: POLICY_INFO, awsRegion: s.config["aws:region"],
         hubOutputs: hubOutputs ? maskWire(hubOutputs) as Record<string, unknown> : undefined,

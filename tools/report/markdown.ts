@@ -32,6 +32,40 @@ function gpuCell(e: EndpointView): string {
     return `${e.gpus} placed, ${e.renderedGpus} rendered ⚠`;
 }
 
+/** Planner budget cell: `12`, `16 (default)` when the file does not set it, `off`. */
+function budgetCell(e: EndpointView): string | number {
+    if (e.plannerBudget === undefined) return "off";
+    return e.plannerBudgetDefault ? `${e.plannerBudget} (default)` : e.plannerBudget;
+}
+
+/**
+ * Everything a reviewer should look at before approving, in one list at the top of the report (and of the PR comment,
+ * tools/report/comment.ts): what the program logged as a warning while it ran, and capacity the placement overruns.
+ */
+export function warningsOf(v: StackView): string[] {
+    const out = [...v.warnings];
+    if (v.kind === "hub") {
+        for (const s of v.spokes) {
+            if (s.placedGpus > s.capacityGpus) out.push(`spoke ${s.name}: placement needs ${s.placedGpus} GPUs, the spoke has ${s.capacityGpus}`);
+            if (s.plannerBudgetGpus > s.capacityGpus) {
+                const d = s.endpoints.filter((e) => e.plannerBudgetDefault).map((e) => e.name);
+                out.push(`spoke ${s.name}: planner budgets add up to ${s.plannerBudgetGpus} GPUs, more than its ${s.capacityGpus}: planners scaling at once compete for GPUs${d.length ? ` (${d.join(", ")} use${d.length === 1 ? "s" : ""} the default planner.maxGpuBudget)` : ""}`);
+            }
+        }
+    } else {
+        if (v.placedGpus > v.capacityGpus) out.push(`placement needs ${v.placedGpus} GPUs, the spoke has ${v.capacityGpus}`);
+        if (v.plannerBudgetGpus > v.capacityGpus) out.push(`planner budgets add up to ${v.plannerBudgetGpus} GPUs, more than the ${v.capacityGpus} the spoke has: planners scaling at once compete for GPUs`);
+        for (const e of v.endpoints) if (e.renderedGpus !== undefined && e.renderedGpus !== e.gpus) out.push(`endpoint ${e.name}: ${e.gpus} GPUs placed by the hub, ${e.renderedGpus} rendered`);
+    }
+    return out;
+}
+
+/** The `## Warnings` section (nothing when there is none). */
+function warningSection(v: StackView): string[] {
+    const w = warningsOf(v);
+    return w.length ? ["## Warnings", "", ...w.map((x) => `- ⚠ ${x}`), ""] : [];
+}
+
 function capacityLines(placed: number, budgets: number, capacity: number): string[] {
     const lines = [`- GPUs placed: ${bar(placed, capacity)}`, `- planner budgets: ${bar(budgets, capacity)}`];
     if (placed > capacity) lines.push(`- ⚠ placement needs ${placed} GPUs, the spoke has ${capacity}`);
@@ -40,23 +74,37 @@ function capacityLines(placed: number, budgets: number, capacity: number): strin
 }
 
 function policySection(p: PolicyView): string[] {
+    const components = p.resources - p.resourcesChecked;
+    const applied = new Set(p.applied);
+    const mine = p.policies.filter((x) => applied.has(x.name));
+    const others = p.policies.filter((x) => !applied.has(x.name));
     const lines = ["## Policies", "",
-        `${p.run} policies on ${p.resourcesChecked} resources: **${p.mandatory} mandatory violation(s)**, ${p.advisory} advisory finding(s).`, ""];
+        `The pack's ${p.run} policies ran on the ${p.resourcesChecked} resources that hold settings`
+        + `${components > 0 ? ` (the other ${components} of the ${p.resources} are component resources grouping them)` : ""}: `
+        + `**${p.mandatory} mandatory violation(s)**, ${p.advisory} advisory finding(s). `
+        + `${mine.length} of them found resources of theirs to check in this stack; ${others.length} had nothing here.`, ""];
     if (p.findings.length) lines.push(...table(["level", "policy", "resource", "finding"], p.findings.map((f) => [f.level, f.policy, f.resource ?? "(stack)", f.message])), "");
-    if (p.policies.length) {
-        lines.push(`<details><summary>policies in the pack (${p.policies.length})</summary>`, "",
-            ...p.policies.map((x) => `- \`${x.name}\` (${x.enforcementLevel})`), "", "</details>", "");
-    }
+    const list = (xs: typeof p.policies) => xs.map((x) => `- \`${x.name}\` (${x.enforcementLevel})`);
+    if (mine.length) lines.push(`<details><summary>policies that checked this stack (${mine.length})</summary>`, "", ...list(mine), "", "</details>", "");
+    if (others.length) lines.push(`<details><summary>policies with nothing to check in this stack (${others.length})</summary>`, "", ...list(others), "", "</details>", "");
     return lines;
 }
 
+/** Column header -> the profile field it shows, to mark a column whose values the profile says were inferred. */
+const RAIL_FIELDS: Record<string, string[]> = {
+    "rail / leaf": ["rails[].rail"], "GPU": ["rails[].gpu"], "GPU PCI": ["rails[].gpuPciAddress"], "HCA": ["rails[].hca"],
+    "netdev": ["rails[].netdev"], "HCA PCI": ["rails[].pciAddress"], "NUMA": ["rails[].numa"], "Gb/s": ["rails[].linkRateGbps"],
+};
+
 function poolLines(p: PoolView, fabric: string): string[] {
+    const inferred = new Set(p.inferred.map((i) => i.path.replace(/\[\d+\]/g, "[]")));
+    const mark = (h: string, fields: string[] = []) => (fields.some((f) => inferred.has(f)) ? `${h} (inferred)` : h);
     const hosts = p.scaling ? `${p.nodes.length} nodes (EKS node group, desired ${p.scaling.desired}, min ${p.scaling.min}, max ${p.scaling.max})` : `${p.nodes.length} nodes: ${p.nodes.join(", ")}`;
     const lines = [`### Pool \`${p.name}\`: ${p.model} (profile \`${p.profile}\`)`, "",
         `${hosts}; ${p.gpusPerNode} x ${p.gpuProduct} ${p.gpuMemoryGB} GB per node, ${p.numaNodes} NUMA nodes, ${p.capacityGpus} GPUs.`, ""];
     if (p.rails.length) {
         lines.push(`Backend (${fabric}, east-west, KV transfer): rail i of every node is cabled to leaf switch i.`, "",
-            ...table(["rail / leaf", "GPU", "GPU PCI", "HCA", "netdev", "HCA PCI", "NUMA", "Gb/s", "RDMA resource", "network", "IP pool"],
+            ...table(["rail / leaf", "GPU", "GPU PCI", "HCA", "netdev", "HCA PCI", "NUMA", "Gb/s", "RDMA resource", "network", "IP pool"].map((h) => mark(h, RAIL_FIELDS[h])),
                 p.rails.map((r) => [r.rail, `GPU${r.gpu}`, r.gpuPciAddress, r.hca, r.netdev, r.pciAddress, r.numa, r.linkRateGbps,
                     r.rdmaResource ?? "⚠ none", r.network ?? "⚠ none", r.subnet ? `${r.ipPool} ${r.subnet} (/node ${r.perNodeBlockSize})` : "⚠ none"])), "");
     }
@@ -67,7 +115,12 @@ function poolLines(p: PoolView, fabric: string): string[] {
     }
     if (p.frontend.length) {
         lines.push("Frontend NICs (north-south: requests, tokens, control plane; KV never rides them):", "",
-            ...table(["HCA", "netdev", "PCI", "NUMA", "Gb/s"], p.frontend.map((f) => [f.hca, f.netdev, f.pciAddress, f.numa, f.linkRateGbps])), "");
+            ...table(["HCA", "netdev", "PCI", "NUMA", "Gb/s"].map((h) => mark(h, [`frontend[].${({ HCA: "hca", netdev: "netdev", PCI: "pciAddress", NUMA: "numa", "Gb/s": "linkRateGbps" } as Record<string, string>)[h]}`])),
+                p.frontend.map((f) => [f.hca, f.netdev, f.pciAddress, f.numa, f.linkRateGbps])), "");
+    }
+    if (p.inferred.length) {
+        lines.push(`Values of profile \`${p.profile}\` that were inferred, not read on a node (its \`inferred\` field); verify each as its note says before the first \`pulumi up\`:`, "",
+            ...p.inferred.map((i) => `- \`${i.path}\`: ${i.note}`), "");
     }
     return lines;
 }
@@ -79,12 +132,13 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
         + `${v.placementRevision ? ` · placement \`${v.placementRevision.slice(0, 12)}\`` : ""}`
         + `${v.policyRevision !== undefined ? ` · policy bundle revision ${v.policyRevision}` : ""}`, "",
         `${v.resources} resources, ${v.kubernetesObjects} Kubernetes objects · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    lines.push(...warningSection(v));
     for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![rail wiring of ${v.spoke}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
     lines.push("## Endpoints", "");
     if (v.endpoints.length === 0) lines.push("No endpoint is placed on this spoke.", "");
     else {
         lines.push(...table(["endpoint", "model", "engine", "topology", "GPUs", "router", "KV pool", "planner budget", "speculative", "pool"],
-            v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, e.plannerBudget ?? "off", e.speculative ?? "-", e.pool ?? "-"])), "");
+            v.endpoints.map((e) => [e.name, e.model, e.engine, topologyText(e), gpuCell(e), e.router, e.kvPool, budgetCell(e), e.speculative ?? "-", e.pool ?? "-"])), "");
     }
     if (v.endpoints.some((e) => e.features)) {
         lines.push("## Features and signals per endpoint", "",
@@ -106,6 +160,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     const lines = [`# ${v.stack}: hub${v.region ? ` (${v.region})` : ""}`, "",
         `\`${v.file}\` · ${v.spokes.length} spokes · ${v.models.length} models · ${v.tenants} tenants, ${v.teams} teams, ${v.apiKeys} API keys (only SHA-256 hashes leave the hub)`, "",
         `${v.resources} resources · policy: ${v.policy.mandatory} mandatory, ${v.policy.advisory} advisory`, ""];
+    lines.push(...warningSection(v));
     for (const p of pictures.filter((f) => f.endsWith(".svg"))) lines.push(`![spokes, regions and models of ${v.stack}](${p}) ([PNG](${p.replace(/\.svg$/, ".png")}))`, "");
     lines.push("## Spokes", "", ...table(["spoke", "stack", "region", "provider", "GPUs placed", "planner budgets", "endpoints", "policy revision", "placement"],
         v.spokes.map((s) => [s.name, s.stack, s.region, s.provider, `${s.placedGpus}/${s.capacityGpus}`, `${s.plannerBudgetGpus}/${s.capacityGpus}${s.plannerBudgetGpus > s.capacityGpus ? " ⚠" : ""}`,
@@ -117,7 +172,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     for (const m of v.models) {
         const eps = v.spokes.flatMap((s) => s.endpoints.filter((e) => e.model === m.id).map((e) => ({ s, e })));
         if (eps.length === 0) rows.push([m.id, "(not placed)", "-", "-", "-", "-", "-", "-"]);
-        for (const { s, e } of eps) rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, e.plannerBudget ?? "off", e.kvPool]);
+        for (const { s, e } of eps) rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, budgetCell(e), e.kvPool]);
     }
     lines.push(...table(["model", "spoke", "endpoint", "engine", "topology", "GPUs", "planner budget", "KV pool"], rows), "");
     lines.push("## Platform limits per model", "", ...table(["model", "requests/s", "concurrent", "tokens per window", "window (s)", "placed on"],

@@ -38,6 +38,10 @@ export interface ReportInput {
     hubOutputs?: Record<string, any>;
     /** `aws:region` of the stack file, when set. */
     awsRegion?: string;
+    /** Warnings the program logged while it ran (`pulumi.log.warn`), in order. */
+    warnings?: string[];
+    /** The stack file's `platform:*` keys as written (before defaults), to mark values taken from a default. */
+    raw?: Record<string, unknown>;
 }
 
 /** A worker group of an endpoint: `replicas` pods of `gpusPerWorker` GPUs. */
@@ -58,6 +62,8 @@ export interface EndpointView {
     kvPool: string;
     /** Planner `maxGpuBudget`; undefined when the planner is off. */
     plannerBudget?: number;
+    /** True when `plannerBudget` is the schema default (the hub file sets no `planner.maxGpuBudget`). */
+    plannerBudgetDefault?: boolean;
     speculative?: string;
     /** Node pool the endpoint runs on (spoke output `serving.<endpoint>.pool`). */
     pool?: string;
@@ -108,6 +114,8 @@ export interface PoolView {
     rails: RailView[];
     frontend: FrontendNicView[];
     efa?: EfaView;
+    /** Values the node profile marks as derived rather than read on a node (`inferred`: field path and how to verify). */
+    inferred: Array<{ path: string; note: string }>;
 }
 
 export interface NetworkView { name: string; cidr: string; what: string }
@@ -119,10 +127,16 @@ export interface PolicyView {
     advisory: number;
     findings: Array<{ level: string; policy: string; message: string; resource?: string }>;
     policies: PolicyInfo[];
+    /** Policies that found resources of theirs to check in this stack (tools/policy-runner.ts `applied`). */
+    applied: string[];
+    /** Every resource of the stack but the stack itself (components included), as the report's header counts. */
+    resources: number;
 }
 
 export interface SpokeView {
     kind: "spoke";
+    /** Warnings the program logged while it ran. */
+    warnings: string[];
     stack: string;
     file: string;
     spoke: string;
@@ -159,6 +173,8 @@ export interface HubSpokeView {
 
 export interface HubView {
     kind: "hub";
+    /** Warnings the program logged while it ran. */
+    warnings: string[];
     stack: string;
     file: string;
     region?: string;
@@ -201,6 +217,8 @@ function policyView(input: ReportInput): PolicyView {
         advisory: p.findings.filter((f) => f.enforcementLevel !== "mandatory").length,
         findings: p.findings.map((f) => ({ level: f.enforcementLevel, policy: f.policyName, message: f.message, resource: f.resourceName ? `${shortKind(f.resourceType ?? "")} ${f.resourceName}` : undefined })),
         policies: [...input.policies].sort((a, b) => a.name.localeCompare(b.name)),
+        applied: p.applied ?? [],
+        resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
     };
 }
 
@@ -263,7 +281,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         const nodes = eks ? Array.from({ length: group?.scaling.desired ?? 0 }, (_, i) => `${p.name}-node-${i + 1}`) : p.nodes;
         return {
             name: p.name, profile: p.profile.name, model: p.profile.model, gpuProduct: p.profile.gpu.product, gpusPerNode: p.profile.gpu.count,
-            gpuMemoryGB: p.profile.gpu.memoryGB, numaNodes: p.profile.numaNodes, nodes,
+            gpuMemoryGB: p.profile.gpu.memoryGB, numaNodes: p.profile.numaNodes, nodes, inferred: p.profile.inferred ?? [],
             scaling: group ? { ...group.scaling } : undefined,
             capacityGpus: nodes.length * p.profile.gpu.count,
             rails: railViews(p.profile, rs),
@@ -299,7 +317,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         networks.push({ name: "services", cidr: cfg.cluster.serviceCidr, what: "service network" });
     }
     return {
-        kind: "spoke", stack: input.stack, file: input.file, spoke: cfg.spoke.name, region: cfg.spoke.region,
+        kind: "spoke", warnings: input.warnings ?? [], stack: input.stack, file: input.file, spoke: cfg.spoke.name, region: cfg.spoke.region,
         provider: cfg.cluster.provider, fabric: cfg.backend.fabric, hubStack: cfg.spoke.hubStack,
         placementRevision: input.outputs?.placementRevision, policyRevision: input.outputs?.gateway?.policyRevision,
         pools, capacityGpus: pools.reduce((n, p) => n + p.capacityGpus, 0),
@@ -315,7 +333,11 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
 function hubView(input: ReportInput, cfg: HubConfig): HubView {
     const out = input.outputs ?? {};
     const spokes: HubSpokeView[] = cfg.spokes.map((s) => {
-        const endpoints = cfg.endpoints.filter((e) => e.spoke === s.name).map(endpointView).sort((a, b) => a.name.localeCompare(b.name));
+        const rawEndpoints = Array.isArray(input.raw?.endpoints) ? input.raw.endpoints as Array<{ planner?: { maxGpuBudget?: unknown } }> : undefined;
+        const endpoints = cfg.endpoints.map((e, i) => ({ e, i })).filter(({ e }) => e.spoke === s.name).map(({ e, i }) => {
+            const v = endpointView(e);
+            return rawEndpoints && v.plannerBudget !== undefined && rawEndpoints[i]?.planner?.maxGpuBudget === undefined ? { ...v, plannerBudgetDefault: true } : v;
+        }).sort((a, b) => a.name.localeCompare(b.name));
         return {
             name: s.name, stack: s.stack, region: s.region, provider: s.provider, capacityGpus: s.gpus,
             placedGpus: endpoints.reduce((n, e) => n + e.gpus, 0),
@@ -325,7 +347,7 @@ function hubView(input: ReportInput, cfg: HubConfig): HubView {
     }).sort((a, b) => a.name.localeCompare(b.name));
     const region = input.awsRegion;
     return {
-        kind: "hub", stack: input.stack, file: input.file, region, spokes,
+        kind: "hub", warnings: input.warnings ?? [], stack: input.stack, file: input.file, region, spokes,
         models: cfg.models.map((m) => ({
             id: m.id, rps: m.limits.requestsPerSecond, concurrent: m.limits.concurrentRequests, tokensPerWindow: m.limits.tokensPerWindow,
             windowSeconds: m.limits.windowSeconds, placedOn: [...new Set(cfg.endpoints.filter((e) => e.model === m.id).map((e) => e.spoke))].sort(),

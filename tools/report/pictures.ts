@@ -99,13 +99,15 @@ export function railWiringSvg(v: SpokeView): string {
     const nodeH = 26 + cardH + 22 + 16 + feH + PAD;
     const feBarY = nodeTop + nodeH + 50;
     let railLinks = 0;
-    // Links are drawn under the boxes: a rail line crossing a node box is hidden by it.
+    const titles: string[] = [];
+    // Links are drawn above the boxes, each leaving its own node through that node's top edge straight above its card
+    // (a short drop inside the node, then to the leaf through the open band between nodes and leaves), so a link
+    // can never pass behind another node and seem to end there. Frontend links run below the nodes.
     const links: string[] = [];
-    const linkAt = body.length;
     nodesDrawn.forEach(({ pool, node }, i) => {
         const nx = margin + i * (nodeW + 40);
         body.push(box(nx, nodeTop, nodeW, nodeH, "node", "#fafbfc", INK, { "data-node": node }));
-        body.push(text(nx + PAD, nodeTop + 18, `${node}  (${pool.name}, ${pool.profile})`, { size: 12, weight: "bold" }));
+        const title = text(nx + PAD, nodeTop + 18, `${node}  (${pool.name}, ${pool.profile})`, { size: 12, weight: "bold" });
         const cards = backendCards(pool);
         const cy = nodeTop + 26;
         cards.forEach((c, k) => {
@@ -117,7 +119,9 @@ export function railWiringSvg(v: SpokeView): string {
             const top = cy;
             const tx = c.rail !== undefined ? leafX.get(c.rail) : cx + CARD_W / 2;
             if (tx !== undefined) {
-                links.push(line(cx + CARD_W / 2, top, tx, leafY + leafH, stroke, c.rail !== undefined ? "rail-link" : "efa-link", c.rail !== undefined ? { "data-rail": c.rail } : {}));
+                const railAttrs: Record<string, string | number> = c.rail !== undefined ? { "data-rail": c.rail, "data-node": node } : { "data-node": node };
+                links.push(line(cx + CARD_W / 2, top, cx + CARD_W / 2, nodeTop, stroke, "link-drop", railAttrs));
+                links.push(line(cx + CARD_W / 2, nodeTop, tx, leafY + leafH, stroke, c.rail !== undefined ? "rail-link" : "efa-link", railAttrs));
                 railLinks++;
             }
         });
@@ -147,17 +151,20 @@ export function railWiringSvg(v: SpokeView): string {
             f.lines.forEach((l, j) => body.push(text(fx + feW / 2, fy + 15 + CARD_LINE * (j + 1), l, { size: 11, anchor: "middle" })));
             links.push(line(fx + feW / 2, fy + feH, fx + feW / 2, feBarY, "#7b8794", "frontend-link", { "stroke-dasharray": "4 2" }));
         });
+        // The node's name over its drops, on a halo of the box's colour so it stays legible.
+        titles.push(title.replace("<text ", '<text stroke="#fafbfc" stroke-width="4" paint-order="stroke" '));
     });
-    body.splice(linkAt, 0, ...links);
+    body.push(...links, ...titles);
     const frontNet = v.networks[0];
     body.push(box(margin, feBarY, width - margin * 2, 30, "frontend-network", "#f5f7fa", "#7b8794"));
     body.push(text(width / 2, feBarY + 19, `frontend ${eks ? "VPC" : "Ethernet"} ${frontNet?.cidr ?? ""}: requests, tokens (SSE), control plane, metrics`, { size: 11, anchor: "middle" }));
     let h = feBarY + 30 + 22;
     if (hidden) { body.push(text(margin, h, `+ ${hidden} more node(s) not drawn, wired the same way`, { size: 11, fill: MUTED, cls: "hidden-nodes" })); h += 18; }
-    const legend = eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
-        : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`;
-    body.push(text(margin, h, legend, { size: 11, fill: MUTED }));
-    return svgDoc(width, h + 14, `${v.stack} rail wiring`, body);
+    const legend = [eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
+        : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`,
+    "dashed: frontend NICs and their links to the north-south network (no KV traffic)"];
+    legend.forEach((l, i) => body.push(text(margin, h + i * 15, l, { size: 11, fill: MUTED, cls: "legend" })));
+    return svgDoc(width, h + 15 * (legend.length - 1) + 14, `${v.stack} rail wiring`, body);
 }
 
 function endpointLine(e: EndpointView): string {
@@ -223,7 +230,14 @@ export function hubMapSvg(v: HubView): string {
         });
     });
     body.splice(linkAt, 0, ...links);
-    const h = y + 26 + maxInRegion * (spokeH + 12) + 28;
-    body.push(text(margin, h - 10, "P = prefill, D = decode workers (replicas x GPUs per worker); agg = aggregated workers", { size: 11, fill: MUTED }));
-    return svgDoc(width, h, `${v.stack} spoke map`, body);
+    // Legend: every mark the map uses.
+    const legend = [
+        "P/D = disaggregated: P prefill, D decode workers; agg = aggregated: W workers; each as replicas x GPUs per worker",
+        "bar: GPUs placed / the spoke's GPUs; \"!\" and a red border: placement or planner budgets above the spoke's GPUs",
+        "lines: the hub's placement and signed policy bundles going down to each spoke (usage comes back up)",
+    ];
+    const top = y + 26 + maxInRegion * (spokeH + 12) + 18;
+    legend.forEach((l, i) => body.push(text(margin, top + i * 15, l, { size: 11, fill: MUTED, cls: "legend" })));
+    const h = top + legend.length * 15;
+    return svgDoc(Math.max(width, margin * 2 + Math.max(...legend.map((l) => textWidth(l, 11)))), h, `${v.stack} spoke map`, body);
 }

@@ -1,5 +1,5 @@
 /**
- * The ledger as it was before issue 11 (hourly aggregates upserted into `usage_hourly` by every ingest), kept so the
+ * The ledger as it was before (hourly aggregates upserted into `usage_hourly` by every ingest), kept so the
  * migration test can build a database the way production has one: testing/schema-v1.sql is services/ledger/schema.sql
  * of that version, {@link INGEST_SQL_V1} its ingest statement (`$1`: the batch as JSON). Test fixtures only.
  */

@@ -1,9 +1,9 @@
--- Test fixture: services/ledger/schema.sql before issue 11 (usage_hourly upserted per batch), for the migration
+-- Test fixture: services/ledger/schema.sql before (usage_hourly upserted per batch), for the migration
 -- test (services/ledger/testing/ledger-v1.ts). Not applied anywhere else.
--- Usage ledger (hub), DESIGN §3. Applied by migrate() in services/ledger/ledger.ts (idempotent; the consumer
+-- Usage ledger (hub) Applied by migrate in services/ledger/ledger.ts (idempotent; the consumer
 -- Lambda runs it once per cold start under an advisory lock).
 --
--- Exactly-once counting: usage_events has PRIMARY KEY (spoke, request_id). ingestBatch() inserts with
+-- Exactly-once counting: usage_events has PRIMARY KEY (spoke, request_id). ingestBatch inserts with
 -- ON CONFLICT DO NOTHING and feeds only the rows it actually inserted (RETURNING) into usage_hourly, all in
 -- one statement, so a redelivered or overlapping batch changes nothing.
 --

@@ -2,8 +2,8 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { defineConfig } from "vitest/config";
 
-// Vite bundles this file to CommonJS, where `__dirname` is the repository root.
-const ROOT = __dirname;
+// Vitest resolves `include` against its root, the working directory (`npm test` runs in the repository root).
+const ROOT = process.cwd();
 
 const INCLUDE = ["test/**/*.test.ts", "services/**/*.test.ts", "policies/**/*.test.ts"];
 const EXCLUDE = ["**/node_modules/**", "out/**", "dist/**"];
