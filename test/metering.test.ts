@@ -20,7 +20,7 @@ describe("metering config", () => {
     });
 
     it("the consumer may read exactly the usage streams and nothing else of Kinesis but ListStreams", () => {
-        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg" });
+        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg", region: "ap-southeast-1" });
         expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
             ["ReadUsageStreams", ["arn:s1"]], ["ListStreams", "*"], ["FailureDestination", "arn:q"], ["DatabasePassword", "arn:sec"],
             ["DecryptDatabasePassword", "arn:k"], ["Logs", "arn:lg:*"],

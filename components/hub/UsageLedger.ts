@@ -115,25 +115,30 @@ export interface UsageLedgerArgs {
     alarms: LedgerAlarmArgs;
 }
 
+/** The ledger key decrypts a secret only when Secrets Manager asks, in the hub's region (`kms:ViaService`). */
+function viaSecretsManager(region: string) {
+    return { StringEquals: { "kms:ViaService": `secretsmanager.${region}.amazonaws.com` } };
+}
+
 /** Pure: the migrator role's permissions: the master secret (RDS-managed) and the two role passwords, logs. */
-export function migratorPolicy(x: { masterSecretArn: string; roleSecretArns: string[]; kmsKeyArn: string; logGroupArn: string }) {
+export function migratorPolicy(x: { masterSecretArn: string; roleSecretArns: string[]; kmsKeyArn: string; logGroupArn: string; region: string }) {
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "DatabaseSecrets", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: [x.masterSecretArn, ...x.roleSecretArns] },
-            { Sid: "DecryptDatabaseSecrets", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn },
+            { Sid: "DecryptDatabaseSecrets", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn, Condition: viaSecretsManager(x.region) },
             { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
         ],
     };
 }
 
 /** Pure: the reconciliation role's permissions: its read-only password, the gap metric (one namespace), logs. */
-export function reconcilerPolicy(x: { secretArn: string; kmsKeyArn: string; logGroupArn: string; namespace: string }) {
+export function reconcilerPolicy(x: { secretArn: string; kmsKeyArn: string; logGroupArn: string; namespace: string; region: string }) {
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "DatabasePassword", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: x.secretArn },
-            { Sid: "DecryptDatabasePassword", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn },
+            { Sid: "DecryptDatabasePassword", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn, Condition: viaSecretsManager(x.region) },
             // PutMetricData has no resource type; the namespace condition is the only scope (IAM service authorization reference).
             { Sid: "GapMetric", Effect: "Allow", Action: ["cloudwatch:PutMetricData"], Resource: "*", Condition: { StringEquals: { "cloudwatch:namespace": x.namespace } } },
             { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
@@ -142,7 +147,7 @@ export function reconcilerPolicy(x: { secretArn: string; kmsKeyArn: string; logG
 }
 
 /** Pure: the consumer role's permissions (everything named, no wildcard resources except CloudWatch Logs' group). */
-export function consumerPolicy(x: { streamArns: string[]; queueArn: string; secretArn: string; kmsKeyArn: string; logGroupArn: string }) {
+export function consumerPolicy(x: { streamArns: string[]; queueArn: string; secretArn: string; kmsKeyArn: string; logGroupArn: string; region: string }) {
     return {
         Version: "2012-10-17",
         Statement: [
@@ -154,7 +159,7 @@ export function consumerPolicy(x: { streamArns: string[]; queueArn: string; secr
             { Sid: "ListStreams", Effect: "Allow", Action: ["kinesis:ListStreams"], Resource: "*" },
             { Sid: "FailureDestination", Effect: "Allow", Action: ["sqs:SendMessage"], Resource: x.queueArn },
             { Sid: "DatabasePassword", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: x.secretArn },
-            { Sid: "DecryptDatabasePassword", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn },
+            { Sid: "DecryptDatabasePassword", Effect: "Allow", Action: ["kms:Decrypt"], Resource: x.kmsKeyArn, Condition: viaSecretsManager(x.region) },
             { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
         ],
     };
@@ -327,7 +332,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         const migratorLogs = logGroupFor("migrator", migratorName);
         const migratorIam = lambdaRole("migrator", "usage ledger migrator: schema and roles as the master user",
             pulumi.all([masterSecretArn, ingest.secret.arn, reporter.secret.arn, key.arn, migratorLogs.arn]).apply(([m, i, r, k, l]) =>
-                JSON.stringify(migratorPolicy({ masterSecretArn: m, roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l }))));
+                JSON.stringify(migratorPolicy({ masterSecretArn: m, roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l, region: args.region }))));
         const migrator = lambdaFn("migrator", migratorName, "Applies services/ledger/schema.sql and the ledger roles (services/reconciler/migrator.ts)",
             path.join("services", "reconciler", "migrator.ts"), migratorIam.role, [migratorLogs, migratorIam.permissions],
             { MASTER_SECRET_ARN: masterSecretArn, INGEST_SECRET_ARN: ingest.secret.arn, REPORTER_SECRET_ARN: reporter.secret.arn }, 120);
@@ -352,7 +357,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         const rolePolicy = new aws.iam.RolePolicy(`${name}-consumer-permissions`, {
             role: role.name,
             policy: pulumi.all([pulumi.all(streamResources.map((x) => x.stream.arn)), queue.arn, ingest.secret.arn, key.arn, logGroup.arn])
-                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn]) => JSON.stringify(consumerPolicy({ streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn }))),
+                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn]) => JSON.stringify(consumerPolicy({ streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn, region: args.region }))),
         }, parent);
         const bundle = bundleUsageConsumer();
         const fn = new aws.lambda.Function(`${name}-consumer`, {
@@ -399,7 +404,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         const reconcilerLogs = logGroupFor("reconciler", reconcilerName);
         const reconcilerIam = lambdaRole("reconciler", "usage reconciliation: read the ledger, publish the gap metric",
             pulumi.all([reporter.secret.arn, key.arn, reconcilerLogs.arn]).apply(([secretArn, kmsKeyArn, logGroupArn]) =>
-                JSON.stringify(reconcilerPolicy({ secretArn, kmsKeyArn, logGroupArn, namespace: METRIC_NAMESPACE }))));
+                JSON.stringify(reconcilerPolicy({ secretArn, kmsKeyArn, logGroupArn, namespace: METRIC_NAMESPACE, region: args.region }))));
         const reconciler = lambdaFn("reconciler", reconcilerName, "Reconciliation report -> CloudWatch gap metric (services/reconciler/handler.ts)",
             path.join("services", "reconciler", "handler.ts"), reconcilerIam.role, [reconcilerLogs, reconcilerIam.permissions, migration],
             { PGUSER: REPORTER_ROLE, DB_PASSWORD_SECRET_ARN: reporter.secret.arn, SPOKES: JSON.stringify([...args.spokes].sort()), LOOKBACK_HOURS: String(args.alarms.reconcileLookbackHours) }, 300);

@@ -1,0 +1,211 @@
+import { runSimulation } from "@cloud-copilot/iam-simulate";
+import { beforeAll, describe, expect, it } from "vitest";
+import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
+import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
+import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
+import type { AwsCall } from "../services/shared/aws-calls";
+import { CONSUMER_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import type { CapturedResource } from "../tools/harness";
+import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
+import { unwrapWire } from "../tools/wire";
+import { byType, inputs, runRepoStack, stackConfigDoc } from "./helpers";
+
+/**
+ * Every AWS policy the hub renders, evaluated by an IAM policy simulator (@cloud-copilot/iam-simulate, test-only)
+ * against every call in the services' tables (services/*\/aws-calls.ts), with the request context each call really
+ * sends: identity policy + the resource's policy (bucket, key, secret) together, as AWS does.
+ */
+
+type Decision = "Allowed" | "ExplicitlyDenied" | "ImplicitlyDenied";
+type Doc = Record<string, unknown>;
+
+const HUB = stackConfigDoc("hub-prod");
+const REGION: string = HUB["aws:region"];
+const ACCOUNT = MOCK_ACCOUNT_ID;
+const SPOKES: string[] = HUB["platform:spokes"].map((s: { name: string }) => s.name).sort();
+
+/** The key policy AWS creates when none is given (AWS KMS developer guide, "Default key policy"). */
+const DEFAULT_KEY_POLICY: Doc = {
+    Version: "2012-10-17",
+    Statement: [{ Sid: "Enable IAM User Permissions", Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }],
+};
+
+let rs: CapturedResource[];
+const out = (r: CapturedResource, k: string) => unwrapWire(r.outputs[k]) as any;
+const named = (type: string, name: string) => {
+    const r = byType(rs, type).find((x) => x.name === name);
+    if (!r) throw new Error(`hub-prod renders no ${type} named ${name}`);
+    return r;
+};
+/** A role's rendered inline policies, by the role's resource name. */
+function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
+    const role = named("aws:iam/role:Role", resourceName);
+    const roleName = out(role, "name");
+    const policies = byType(rs, "aws:iam/rolePolicy:RolePolicy").filter((p) => inputs(p).role === roleName).map((p) => JSON.parse(inputs(p).policy));
+    if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
+    return { arn: out(role, "arn"), policies };
+}
+/** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
+function resourcePolicyOf(arn: string): Doc | undefined {
+    for (const k of byType(rs, "aws:kms/key:Key")) if (out(k, "arn") === arn) return inputs(k).policy ? JSON.parse(inputs(k).policy) : DEFAULT_KEY_POLICY;
+    if (arn.startsWith("arn:aws:s3:::")) {
+        const bucket = arn.slice("arn:aws:s3:::".length).split("/")[0];
+        const bp = byType(rs, "aws:s3/bucketPolicy:BucketPolicy").find((p) => inputs(p).bucket === bucket);
+        return bp ? JSON.parse(inputs(bp).policy) : undefined;
+    }
+    if (arn.includes(":secretsmanager:")) {
+        const sp = byType(rs, "aws:secretsmanager/secretPolicy:SecretPolicy").find((p) => inputs(p).secretArn === arn);
+        return sp ? JSON.parse(inputs(sp).policy) : undefined;
+    }
+    return undefined;
+}
+
+/** Fills `{name}` placeholders; an unknown one is a test bug, not a pass. */
+function fill(s: string, vars: Record<string, string>): string {
+    return s.replace(/\{(\w+)\}/g, (_, k: string) => {
+        if (!(k in vars)) throw new Error(`no value for placeholder {${k}} in "${s}"`);
+        return vars[k];
+    });
+}
+
+interface Principal { arn: string; policies: Doc[]; context?: Record<string, string | string[]> }
+
+async function simulate(p: Principal, action: string, resource: string, context: Record<string, string | string[]>): Promise<{ decision: Decision; detail: string }> {
+    const resourcePolicy = resourcePolicyOf(resource);
+    const r = await runSimulation({
+        identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
+        serviceControlPolicies: [], resourceControlPolicies: [],
+        resourcePolicy: resourcePolicy as any,
+        request: {
+            action, principal: p.arn,
+            resource: { accountId: ACCOUNT, resource },
+            contextVariables: { ...p.context, ...context },
+        },
+    } as any, {});
+    if (r.resultType === "error") throw new Error(`simulator rejected ${action} ${resource}: ${JSON.stringify(r.errors)}`);
+    return { decision: r.overallResult as Decision, detail: `${p.arn} ${action} ${resource} ${JSON.stringify(context)}` };
+}
+
+async function evaluate(p: Principal, calls: readonly AwsCall[], vars: Record<string, string>, change: (c: Record<string, string | string[]>) => Record<string, string | string[]> = (c) => c) {
+    const results = [];
+    for (const c of calls) {
+        const context = Object.fromEntries(Object.entries(c.context).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => fill(x, vars)) : fill(v, vars)]));
+        results.push(await simulate(p, c.action, fill(c.resource, vars), change(context)));
+    }
+    return results;
+}
+const notAllowed = (rs: { decision: Decision; detail: string }[]) => rs.filter((r) => r.decision !== "Allowed").map((r) => `${r.decision}: ${r.detail}`);
+const allowed = (rs: { decision: Decision; detail: string }[]) => rs.filter((r) => r.decision === "Allowed").map((r) => r.detail);
+
+let vars: Record<string, string>;
+/** Per spoke: its role as the spoke's services assume it, and its placeholders. */
+let spokes: Record<string, { principal: Principal; vars: Record<string, string> }>;
+
+beforeAll(async () => {
+    const hub = await runRepoStack("hub-prod");
+    rs = hub.resources;
+    const bucket = byType(rs, "aws:s3/bucket:Bucket").find((b) => b.name === "policy-store-bucket")!;
+    const cluster = named("aws:rds/cluster:Cluster", "usage-ledger-db");
+    vars = {
+        partition: "aws", region: REGION, account: ACCOUNT, revision: "7",
+        policyBucketArn: out(bucket, "arn"),
+        policyKeyArn: out(named("aws:kms/key:Key", "policy-store-key"), "arn"),
+        ledgerKeyArn: out(named("aws:kms/key:Key", "usage-ledger-key"), "arn"),
+        ingestSecretArn: out(named("aws:secretsmanager/secret:Secret", "usage-ledger-ingest-password"), "arn"),
+        reporterSecretArn: out(named("aws:secretsmanager/secret:Secret", "usage-ledger-reporter-password"), "arn"),
+        masterSecretArn: out(cluster, "masterUserSecrets")[0].secretArn,
+        failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
+    };
+    const identities = HUB["platform:spokeIdentities"] ?? {};
+    spokes = Object.fromEntries(SPOKES.map((s) => {
+        const role = roleOf(`spoke-${s}-role`);
+        const egress: string[] = identities[s]?.egressCidrs ?? [];
+        const sourceIp = egress.length ? egress[0].replace(/\/\d+$/, "") : "203.0.113.10";
+        return [s, {
+            principal: { ...role, context: { "aws:SourceIp": sourceIp, "aws:ViaAWSService": "false" } },
+            vars: { ...vars, spoke: s, sourceIp, usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${s}`), "arn") },
+        }];
+    }));
+}, 120_000);
+
+describe("simulated: the spoke roles (auth and metering services)", () => {
+    it("every call of the auth and metering tables is allowed for every spoke (the ACK included)", async () => {
+        for (const s of SPOKES) {
+            const { principal, vars: v } = spokes[s];
+            expect(notAllowed(await evaluate(principal, [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS], v)), s).toEqual([]);
+        }
+    });
+
+    it("a spoke can neither read nor write another spoke's objects, nor put to its stream", async () => {
+        for (const s of SPOKES) for (const other of SPOKES.filter((o) => o !== s)) {
+            const v = { ...spokes[other].vars, sourceIp: spokes[s].vars.sourceIp };
+            const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
+            expect(allowed(await evaluate(spokes[s].principal, direct, v)), `${s} -> ${other}`).toEqual([]);
+        }
+    });
+
+    it("plaintext, TLS below 1.2, another KMS key, another algorithm or the AWS managed key: the ACK is denied", async () => {
+        const ack = AUTH_AWS_CALLS.filter((c) => c.action === "s3:PutObject");
+        const { principal, vars: v } = spokes[SPOKES[0]];
+        const foreignKey = `arn:aws:kms:${REGION}:${ACCOUNT}:key/00000000-0000-0000-0000-000000000000`;
+        for (const change of [
+            (c: any) => ({ ...c, "aws:SecureTransport": "false" }),
+            (c: any) => ({ ...c, "s3:TlsVersion": "1.1" }),
+            (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms", "s3:x-amz-server-side-encryption-aws-kms-key-id": foreignKey }),
+            (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "AES256" }),
+            (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms" }),
+        ]) {
+            const r = await evaluate(principal, ack, v, change);
+            expect(r.map((x) => x.decision)).toEqual(["ExplicitlyDenied"]);
+        }
+        // The bucket's own key named explicitly is fine (what the hub's own writes send).
+        const own = await evaluate(principal, ack, v, (c) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms", "s3:x-amz-server-side-encryption-aws-kms-key-id": v.policyKeyArn }));
+        expect(notAllowed(own)).toEqual([]);
+    });
+
+    it("the bucket key is usable only through S3 in the hub's region", async () => {
+        const { principal, vars: v } = spokes[SPOKES[0]];
+        const kms = AUTH_AWS_CALLS.filter((c) => c.action.startsWith("kms:"));
+        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": undefined as any })).then((x) => x))).toEqual([]);
+        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": "s3.us-east-1.amazonaws.com" })))).toEqual([]);
+    });
+
+    it("an on-prem spoke with egress ranges is denied from any other source address", async () => {
+        const withEgress = SPOKES.filter((s) => (HUB["platform:spokeIdentities"]?.[s]?.egressCidrs ?? []).length);
+        expect(withEgress.length).toBeGreaterThan(0);
+        for (const s of withEgress) {
+            const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
+            const r = await evaluate({ ...spokes[s].principal, context: { ...spokes[s].principal.context, "aws:SourceIp": "192.0.2.77" } }, direct, spokes[s].vars);
+            expect(r.every((x) => x.decision === "ExplicitlyDenied"), s).toBe(true);
+        }
+    });
+});
+
+describe("simulated: the ledger Lambdas", () => {
+    const lambdas = () => ({
+        migrator: { role: roleOf("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
+        reconciler: { role: roleOf("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
+        consumer: { role: roleOf("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
+    });
+    const varsFor = (logs: string, spoke = SPOKES[0]) => ({
+        ...vars, logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", logs), "arn"),
+        usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${spoke}`), "arn"),
+    });
+
+    it("every call of each Lambda's table is allowed (the consumer on every spoke's stream)", async () => {
+        for (const [name, l] of Object.entries(lambdas())) {
+            for (const spoke of SPOKES) expect(notAllowed(await evaluate(l.role, l.calls, varsFor(l.logs, spoke))), `${name} ${spoke}`).toEqual([]);
+        }
+    });
+
+    it("each Lambda reads only its own secrets, and the ledger key only through Secrets Manager", async () => {
+        const { reconciler, consumer } = lambdas();
+        const other = (calls: readonly AwsCall[], from: string, to: string) => calls.filter((c) => c.resource === from).map((c) => ({ ...c, resource: to }));
+        expect(allowed(await evaluate(reconciler.role, other(RECONCILER_AWS_CALLS, "{reporterSecretArn}", "{ingestSecretArn}"), varsFor(reconciler.logs)))).toEqual([]);
+        expect(allowed(await evaluate(consumer.role, other(CONSUMER_AWS_CALLS, "{ingestSecretArn}", "{masterSecretArn}"), varsFor(consumer.logs)))).toEqual([]);
+        for (const l of [reconciler, consumer]) {
+            const kms = l.calls.filter((c) => c.action === "kms:Decrypt");
+            expect(allowed(await evaluate(l.role, kms, varsFor(l.logs), (c) => ({ ...c, "kms:ViaService": `s3.${REGION}.amazonaws.com` })))).toEqual([]);
+        }
+    });
+});
