@@ -85,6 +85,8 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         return [s, new SpokeIdentity(`spoke-${s}`, {
             spoke: s, provider: ref.provider, identity: cfg.spokeIdentities[s],
             clusterName: ref.provider === "eks" ? eksClusterNameOf(s) : undefined,
+            // An EKS spoke's region is its cluster's AWS region (checked against the spoke file by checkSpokeRegistry).
+            clusterRegion: ref.provider === "eks" ? ref.region : undefined,
             bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
             accountId: caller.accountId, partition, hubDeployerArn,
         }, opts)];

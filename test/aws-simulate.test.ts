@@ -5,10 +5,13 @@ import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import type { AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS } from "../services/usage-consumer/aws-calls";
-import type { CapturedResource } from "../tools/harness";
+import { runStack, type CapturedResource } from "../tools/harness";
+import { SpokeIdentity } from "../components/hub/SpokeIdentity";
+import { GATEWAY_NAMESPACE } from "../lib/gateway";
+import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { unwrapWire } from "../tools/wire";
-import { byType, inputs, runRepoStack, stackConfigDoc } from "./helpers";
+import { byType, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 /**
  * Every AWS policy the hub renders, evaluated by an IAM policy simulator (@cloud-copilot/iam-simulate, test-only)
@@ -206,6 +209,88 @@ describe("simulated: the ledger Lambdas", () => {
         for (const l of [reconciler, consumer]) {
             const kms = l.calls.filter((c) => c.action === "kms:Decrypt");
             expect(allowed(await evaluate(l.role, kms, varsFor(l.logs), (c) => ({ ...c, "kms:ViaService": `s3.${REGION}.amazonaws.com` })))).toEqual([]);
+        }
+    });
+});
+
+describe("simulated: who may obtain a spoke role", () => {
+    /** Simulates sts:AssumeRole (+ TagSession for Pod Identity) into `roleResource`'s role, trust policy as the resource policy. */
+    async function assume(roleResourceName: string, principal: string, identityPolicies: Doc[], context: Record<string, string | string[]>, actions = ["sts:AssumeRole"], resources = rs) {
+        const role = resources.find((r) => r.type === "aws:iam/role:Role" && r.name === roleResourceName)!;
+        const decisions: Decision[] = [];
+        for (const action of actions) {
+            const r = await runSimulation({
+                identityPolicies: identityPolicies.map((policy, i) => ({ name: `p${i}`, policy })),
+                serviceControlPolicies: [], resourceControlPolicies: [],
+                resourcePolicy: JSON.parse(inputs(role).assumeRolePolicy),
+                request: { action, principal, resource: { accountId: ACCOUNT, resource: out(role, "arn") }, contextVariables: { "aws:SecureTransport": "true", ...context } },
+            } as any, {});
+            if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
+            decisions.push(r.overallResult as Decision);
+        }
+        return decisions;
+    }
+    const podIdentity = (clusterArn: string, namespace: string, serviceAccount: string) => ({
+        "aws:SourceAccount": ACCOUNT, "aws:RequestTag/eks-cluster-arn": clusterArn,
+        "aws:RequestTag/kubernetes-namespace": namespace, "aws:RequestTag/kubernetes-service-account": serviceAccount,
+        "aws:TagKeys": ["eks-cluster-arn", "kubernetes-namespace", "kubernetes-service-account"],
+    });
+
+    it("EKS: Pod Identity for the spoke's own cluster (ARN as the rendered spoke has it) and its service accounts only", async () => {
+        const eks = SPOKES.filter((s) => HUB["platform:spokes"].find((x: any) => x.name === s).provider === "eks");
+        expect(eks.length).toBeGreaterThan(0);
+        const { spoke } = await runHubAndSpoke(HUB["platform:spokes"].find((x: any) => x.name === eks[0]).stack);
+        const clusterArn = out(spoke.resources.find((r) => r.type === "aws:eks/cluster:Cluster")!, "arn");
+        const role = `spoke-${eks[0]}-role`;
+        const pods = "pods.eks.amazonaws.com";
+        const both = ["sts:AssumeRole", "sts:TagSession"];
+        const hub = (await runRepoStack("hub-prod")).resources;
+        expect(await assume(role, pods, [], podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual(["Allowed", "Allowed"]);
+        expect(await assume(role, pods, [], podIdentity(clusterArn, PLATFORM_NAMESPACE, "metering"), both, hub)).toEqual(["Allowed", "Allowed"]);
+        const other = clusterArn.replace(/cluster\/.*$/, "cluster/platform-elsewhere");
+        expect(await assume(role, pods, [], podIdentity(other, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
+        expect(await assume(role, pods, [], podIdentity(clusterArn, "default", "default"), both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
+        expect(await assume(role, pods, [], { ...podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), "aws:SourceAccount": "999999999999" }, both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
+    });
+
+    it("EKS in another region than the hub: the trust names the cluster in its own region", async () => {
+        let captured: CapturedResource[] = [];
+        const r = await runStack({
+            project: "platform", stack: "t", config: { "aws:region": "\"ap-southeast-1\"" },
+            program: () => {
+                new SpokeIdentity("spoke-fra1", {
+                    spoke: "fra1", provider: "eks", clusterName: "platform-fra1", clusterRegion: "eu-central-1",
+                    bucketArn: "arn:aws:s3:::b", kmsKeyArn: `arn:aws:kms:ap-southeast-1:${ACCOUNT}:key/k`, region: "ap-southeast-1",
+                    accountId: ACCOUNT, partition: "aws", hubDeployerArn: `arn:aws:iam::${ACCOUNT}:role/hub-deployer`,
+                });
+                return {};
+            },
+        });
+        captured = r.resources;
+        const pods = "pods.eks.amazonaws.com";
+        const arnIn = (region: string) => `arn:aws:eks:${region}:${ACCOUNT}:cluster/platform-fra1`;
+        expect(await assume("spoke-fra1-role", pods, [], podIdentity(arnIn("eu-central-1"), GATEWAY_NAMESPACE, "auth"), ["sts:AssumeRole", "sts:TagSession"], captured)).toEqual(["Allowed", "Allowed"]);
+        expect(await assume("spoke-fra1-role", pods, [], podIdentity(arnIn("ap-southeast-1"), GATEWAY_NAMESPACE, "auth"), ["sts:AssumeRole"], captured)).toEqual(["ImplicitlyDenied"]);
+    });
+
+    it("on-prem access key: its own source user, from the site's egress, before the slot's maximum age; nothing else", async () => {
+        const s = SPOKES.find((x) => HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key" && HUB["platform:spokeIdentities"][x].egressCidrs?.length)!;
+        const idc = HUB["platform:spokeIdentities"][s];
+        const user = byType(rs, "aws:iam/user:User").find((u) => u.name === `spoke-${s}-source-${idc.keys[0].id}`)!;
+        const userPolicy = JSON.parse(inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(user, "name"))!).policy);
+        const ip = idc.egressCidrs[0].replace(/\/\d+$/, "");
+        const created = Date.parse(`${idc.keys[0].createdAt}T00:00:00Z`);
+        const at = (days: number) => new Date(created + days * 86_400_000).toISOString();
+        const ok = { "aws:SourceIp": ip, "aws:CurrentTime": at(1) };
+        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["Allowed"]);
+        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual(["ImplicitlyDenied"]);
+        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:CurrentTime": at(idc.maxKeyAgeDays + 1) })).toEqual(["ImplicitlyDenied"]);
+        // Another spoke's source user (with its own policy) cannot assume this spoke's role.
+        const other = SPOKES.find((x) => x !== s && HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key");
+        if (other) {
+            const otherUser = byType(rs, "aws:iam/user:User").find((u) => u.name.startsWith(`spoke-${other}-source-`))!;
+            const otherPolicy = JSON.parse(inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(otherUser, "name"))!).policy);
+            expect(await assume(`spoke-${s}-role`, out(otherUser, "arn"), [otherPolicy], ok)).toEqual(["ImplicitlyDenied"]);
         }
     });
 });

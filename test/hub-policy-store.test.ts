@@ -87,7 +87,7 @@ describe("bucket and identity policies (pure)", () => {
         expect(doc.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
         expect(doc.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
         expect(spokeRolePolicy({ spoke: "hn1", bucketArn: "b", kmsKeyArn: "k", region: "r" }).Statement.map((s) => s.Sid)).not.toContain("PutUsageEvents");
-        expect(spokeTrustPolicy(["arn:aws:iam::1:user/u"]).Statement).toEqual([{ Sid: "SpokeSourceIdentity", Effect: "Allow", Principal: { AWS: ["arn:aws:iam::1:user/u"] }, Action: ["sts:AssumeRole"] }]);
+        expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([{ Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] }]);
         expect(sourceUserPolicy("arn:aws:iam::1:role/r").Statement).toEqual([{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: "arn:aws:iam::1:role/r" }]);
     });
 });
