@@ -256,7 +256,15 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(entries.map((e) => e.principalArn).sort()).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy", "arn:aws:iam::111122223333:role/platform-ci-preview"]);
         const assoc = Object.fromEntries(byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).map((a) => [a.principalArn, [a.policyArn, a.accessScope.type]]));
         expect(assoc["arn:aws:iam::111122223333:role/platform-ci-deploy"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", "cluster"]);
-        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy", "cluster"]);
+        // The preview role runs a pull request's code: the `view` ClusterRole (no Secrets), never AdminView (all Secrets).
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy", "cluster"]);
+    });
+
+    it("no implicit creator admin: the deploy role's entry is the only admin, so the first `up` from CI cannot hit 409", () => {
+        const cluster = inputs(byType(rs, "aws:eks/cluster:Cluster")[0]);
+        expect(cluster.accessConfig).toEqual({ authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false });
+        const admins = byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).filter((a) => a.policyArn.endsWith("/AmazonEKSClusterAdminPolicy"));
+        expect(admins.map((a) => a.principalArn)).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy"]);
     });
 
     it("VPC CNI on its own IRSA role; the node role has no CNI policy; IMDS hop limit 1 on GPU and system nodes", () => {
