@@ -9,6 +9,7 @@ import { GatewayConfigSchema } from "./gateway";
 import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { ObservabilityConfigSchema } from "./observability";
+import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 import { LimitSet, LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
 
@@ -139,8 +140,12 @@ export const HubConfigSchema = z.object({
     spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
     /** Alarm destination (required: usage that cannot reach the ledger must page someone). */
     alarms: HubAlarmsSchema,
+    /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
+    hubDeployers: HubDeployersSchema,
+    tenantKeys: TenantKeysConfigSchema,
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
         const seen = new Map<string, number>();
         items.forEach((it, i) => {

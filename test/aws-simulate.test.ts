@@ -1,4 +1,4 @@
-import { runSimulation } from "@cloud-copilot/iam-simulate";
+import { runSimulation as simulatorRun } from "@cloud-copilot/iam-simulate";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
@@ -20,6 +20,17 @@ import { byType, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./
  */
 
 type Decision = "Allowed" | "ExplicitlyDenied" | "ImplicitlyDenied";
+
+/**
+ * The simulator, refusing to evaluate a request whose context it would silently drop (a key the action does not
+ * know): a condition on a dropped key evaluates as missing, which would make a test pass for the wrong reason.
+ */
+async function runSimulation(simulation: any, settings: any): Promise<any> {
+    const r: any = await simulatorRun(simulation, settings);
+    const ignored: string[] = r.result?.ignoredContextKeys ?? [];
+    if (ignored.length) throw new Error(`the simulator ignores context keys ${ignored.join(", ")} for ${simulation.request.action}`);
+    return r;
+}
 type Doc = Record<string, unknown>;
 
 const HUB = stackConfigDoc("hub-prod");
@@ -82,7 +93,7 @@ async function simulate(p: Principal, action: string, resource: string, context:
         request: {
             action, principal: p.arn,
             resource: { accountId: ACCOUNT, resource },
-            contextVariables: { ...p.context, ...context },
+            contextVariables: { "aws:PrincipalArn": p.arn, ...p.context, ...context },
         },
     } as any, {});
     if (r.resultType === "error") throw new Error(`simulator rejected ${action} ${resource}: ${JSON.stringify(r.errors)}`);
@@ -261,7 +272,7 @@ describe("simulated: who may obtain a spoke role", () => {
                 new SpokeIdentity("spoke-fra1", {
                     spoke: "fra1", provider: "eks", clusterName: "platform-fra1", clusterRegion: "eu-central-1",
                     bucketArn: "arn:aws:s3:::b", kmsKeyArn: `arn:aws:kms:ap-southeast-1:${ACCOUNT}:key/k`, region: "ap-southeast-1",
-                    accountId: ACCOUNT, partition: "aws", hubDeployerArn: `arn:aws:iam::${ACCOUNT}:role/hub-deployer`,
+                    accountId: ACCOUNT, partition: "aws", hubDeployers: [`arn:aws:iam::${ACCOUNT}:role/hub-deployer`],
                 });
                 return {};
             },
@@ -292,5 +303,67 @@ describe("simulated: who may obtain a spoke role", () => {
             const otherPolicy = JSON.parse(inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(otherUser, "name"))!).policy);
             expect(await assume(`spoke-${s}-role`, out(otherUser, "arn"), [otherPolicy], ok)).toEqual(["ImplicitlyDenied"]);
         }
+    });
+});
+
+describe("simulated: tenants' API key secrets", () => {
+    const readers = (): Record<string, string[]> => HUB["platform:tenantKeys"].readers;
+    const deployers = (): string[] => HUB["platform:hubDeployers"];
+    /** A role principal of another account than the hub's: the readers' roles (sample account) are cross-account. */
+    async function read(principalArn: string, tenant: string, context: Record<string, string> = {}, secretName = `api-keys-${tenant}`): Promise<Decision[]> {
+        const secret = byType(rs, "aws:secretsmanager/secret:Secret").find((x) => x.name === secretName)!;
+        expect(inputs(secret).kmsKeyId, secretName).toBe(out(named("aws:kms/key:Key", "api-keys-key"), "arn"));
+        const key = named("aws:kms/key:Key", "api-keys-key");
+        const ownAccount = principalArn.split(":")[4];
+        // The reader's own account lets it call (its identity policy); the hub's resource policies decide.
+        const identity: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue", "kms:Decrypt"], Resource: "*" }] };
+        const decisions: Decision[] = [];
+        for (const [action, resource, ctx] of [
+            ["secretsmanager:GetSecretValue", out(secret, "arn"), {}],
+            ["kms:Decrypt", out(key, "arn"), { "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com` }],
+        ] as const) {
+            const r = await runSimulation({
+                identityPolicies: [{ name: "own", policy: identity }], serviceControlPolicies: [], resourceControlPolicies: [],
+                resourcePolicy: resourcePolicyOf(resource) as any,
+                request: { action, principal: principalArn, resource: { accountId: ACCOUNT, resource }, contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalArn": principalArn, "aws:PrincipalAccount": ownAccount, ...ctx, ...(action.startsWith("kms:") ? context : {}) } },
+            } as any, {});
+            if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
+            decisions.push(r.overallResult as Decision);
+        }
+        return decisions;
+    }
+
+    it("each tenant's readers read its secret (and its key through Secrets Manager); the hub deployer too", async () => {
+        for (const [tenant, roles] of Object.entries(readers())) for (const role of roles) expect(await read(role, tenant), `${tenant} ${role}`).toEqual(["Allowed", "Allowed"]);
+        for (const role of deployers()) expect(await read(role, "acme")).toEqual(["Allowed", "Allowed"]);
+    });
+
+    it("another tenant's reader, a spoke deployer, a spoke role, a CI preview role: denied", async () => {
+        const [a, b] = Object.keys(readers());
+        expect((await read(readers()[b][0], a))[0]).not.toBe("Allowed");
+        const others = [
+            HUB["platform:spokeIdentities"].hn1.deployerRoleArn,
+            out(named("aws:iam/role:Role", "spoke-hn1-role"), "arn"),
+            "arn:aws:iam::111122223333:role/platform-ci-preview",
+        ];
+        for (const p of others) expect((await read(p, a))[0], p).toBe("ExplicitlyDenied");
+    });
+
+    it("on-prem source keys: each spoke's deployer (another account) reads its own; the hub deployers too; nobody else", async () => {
+        const ids = HUB["platform:spokeIdentities"];
+        const slotSecret = (s: string) => `spoke-${s}-key-${ids[s].keys[0].id}`;
+        const onprem = Object.keys(ids).filter((s) => ids[s].mode === "access-key");
+        expect(onprem.length).toBeGreaterThan(1);
+        for (const s of onprem) {
+            expect(await read(ids[s].deployerRoleArn, "", {}, slotSecret(s)), s).toEqual(["Allowed", "Allowed"]);
+            for (const d of deployers()) expect(await read(d, "", {}, slotSecret(s))).toEqual(["Allowed", "Allowed"]);
+            for (const o of onprem.filter((x) => x !== s)) expect((await read(ids[o].deployerRoleArn, "", {}, slotSecret(s)))[0], `${o} -> ${s}`).toBe("ExplicitlyDenied");
+            expect((await read("arn:aws:iam::111122223333:role/platform-ci-preview", "", {}, slotSecret(s)))[0]).toBe("ExplicitlyDenied");
+        }
+    });
+
+    it("the key is not usable outside Secrets Manager, even by a reader", async () => {
+        const [t] = Object.keys(readers());
+        expect((await read(readers()[t][0], t, { "kms:ViaService": "s3.${REGION}.amazonaws.com".replace("${REGION}", REGION) }))[1]).not.toBe("Allowed");
     });
 });

@@ -177,16 +177,17 @@ export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egres
 /**
  * Pure: resource policy of a key slot's secret. Only the spoke's deployer role may read it; everyone else is
  * denied reading it (other spokes' deployers, CI preview roles), except the hub's own deployer, which writes it and
- * whose provider reads it back (`hubDeployerArn`).
+ * whose providers read it back (`hubDeployers`, `platform:hubDeployers`: named, not whoever ran the last `up`).
  */
-export function keySecretPolicy(deployerRoleArn: string, hubDeployerArn: string): Record<string, unknown> {
+export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[]): Record<string, unknown> {
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "SpokeDeployerReads", Effect: "Allow", Principal: { AWS: deployerRoleArn }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
+            { Sid: "HubDeployersReadBack", Effect: "Allow", Principal: { AWS: [...hubDeployers].sort() }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
             {
                 Sid: "NobodyElseReads", Effect: "Deny", Principal: "*", Action: ["secretsmanager:GetSecretValue"], Resource: "*",
-                Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, hubDeployerArn] } },
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, ...hubDeployers] } },
             },
         ],
     };
@@ -197,9 +198,20 @@ export function defaultDeployerRoleArn(partition: string, accountId: string, spo
     return `arn:${partition}:iam::${accountId}:role/platform-spoke-deployer-${spoke}`;
 }
 
+/** The deployer role of an access-key spoke (reads its key slot's secret), or undefined for other modes. */
+export function spokeDeployerArn(spoke: string, id: SpokeIdentityConfig, partition: pulumi.Input<string>, accountId: pulumi.Input<string>): pulumi.Output<string> | undefined {
+    if (id.mode !== "access-key") return undefined;
+    return id.deployerRoleArn ? pulumi.output(id.deployerRoleArn) : pulumi.all([partition, accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, spoke));
+}
+
 /** Name of a key slot's secret. Fixed, so renaming nothing in the program ever replaces it. */
 export function keySecretName(spoke: string, slot: string): string {
-    return `platform/spokes/${spoke}/source-key/${slot}`;
+    return `${keySecretPrefix(spoke)}${slot}`;
+}
+
+/** Name prefix of a spoke's key-slot secrets. */
+export function keySecretPrefix(spoke: string): string {
+    return `platform/spokes/${spoke}/source-key/`;
 }
 
 /** The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret). Secret. */
@@ -227,8 +239,13 @@ export interface SpokeIdentityArgs {
     /** The hub's account id and partition. */
     accountId: pulumi.Input<string>;
     partition: pulumi.Input<string>;
-    /** The principal deploying the hub (IAM role ARN of the session): may write and read back key secrets. */
-    hubDeployerArn: pulumi.Input<string>;
+    /** `platform:hubDeployers`: the roles deploying the hub; they write and read back key secrets. */
+    hubDeployers: string[];
+    /**
+     * KMS key of the source-key secrets (ApiKeys' credential key, whose policy admits the spoke deployers through
+     * Secrets Manager): the default `aws/secretsmanager` key cannot be used by a deployer in another account.
+     */
+    secretsKmsKeyArn?: pulumi.Input<string>;
     /** Usage stream ARN; when set the role may put records on exactly that stream (metering). */
     usageStreamArn?: pulumi.Input<string>;
 }
@@ -293,7 +310,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         } else {
             const slots = id.keys;
             const active = id.activeKey ?? slots[0].id;
-            const deployer = id.deployerRoleArn ?? pulumi.all([args.partition, args.accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, args.spoke));
+            const deployer = spokeDeployerArn(args.spoke, id, args.partition, args.accountId)!;
             const users = slots.map((slot) => ({
                 slot,
                 // Fixed name: a replacement must delete the old user first (IAM names are unique).
@@ -312,12 +329,13 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 const secret = new aws.secretsmanager.Secret(`${name}-key-${slot.id}`, {
                     name: keySecretName(args.spoke, slot.id),
                     description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
+                    kmsKeyId: args.secretsKmsKeyArn,
                     recoveryWindowInDays: 7,
                     tags: { ...tags, "platform:key-slot": slot.id },
                 }, parent);
                 new aws.secretsmanager.SecretPolicy(`${name}-key-${slot.id}-policy`, {
                     secretArn: secret.arn,
-                    policy: pulumi.all([deployer, args.hubDeployerArn]).apply(([d, h]) => JSON.stringify(keySecretPolicy(d, h))),
+                    policy: pulumi.output(deployer).apply((d) => JSON.stringify(keySecretPolicy(d, args.hubDeployers))),
                     blockPublicPolicy: true,
                 }, parent);
                 new aws.secretsmanager.SecretVersion(`${name}-key-${slot.id}`, {
