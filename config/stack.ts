@@ -9,6 +9,7 @@ import { GatewayConfigSchema } from "./gateway";
 import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { ObservabilityConfigSchema } from "./observability";
+import { edgeIssues } from "./edge";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 import { LimitSet, LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
@@ -354,6 +355,7 @@ export const SpokeConfigSchema = z.object({
     observability: ObservabilityConfigSchema.prefault({}),
 }).strict().superRefine((s, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    for (const x of edgeIssues(s.cluster.provider, s.gateway.listener)) issue(x.path, x.message);
     if (s.cluster.provider === "onprem") {
         if (s.backend.fabric !== "infiniband") issue(["backend", "fabric"], "an on-prem spoke uses fabric: infiniband (efa is for provider: eks)");
         if (!s.nodePools) issue(["nodePools"], "an on-prem spoke needs nodePools (named hosts per pool)");
