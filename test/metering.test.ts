@@ -68,7 +68,7 @@ describe("metering in the rendered stacks (mocks)", () => {
             expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual(["KMS", "alias/aws/kinesis", 168, "ON_DEMAND"]);
         }
         const fn = inputs(byType(hub.resources, "aws:lambda/function:Function").find((f) => f.name === "usage-ledger-consumer")!);
-        expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs22.x", "index.handler", bundleUsageConsumer().sha256]);
+        expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs24.x", "index.handler", bundleUsageConsumer().sha256]);
         expect(Object.values(JSON.parse(fn.environment.variables.STREAM_SPOKES)).sort()).toEqual(spokes);
         const queueArn = byType(hub.resources, "aws:sqs/queue:Queue")[0].outputs.arn;
         const maps = byType(hub.resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map(inputs);

@@ -42,7 +42,7 @@ export function bundleLambda(entry: string): ConsumerBundle {
         bundle: true,
         write: false,
         platform: "node",
-        target: "node22",
+        target: "node24",
         format: "cjs",
         minify: true,
         legalComments: "none",
@@ -59,8 +59,11 @@ export function usageStreamName(spoke: string): string {
     return `platform-usage-${spoke}`;
 }
 
-/** Lambda runtime of the consumer: Node.js 22 (Node.js 20 on Lambda is deprecated since 2026-04-30). */
-export const CONSUMER_RUNTIME = "nodejs22.x";
+/**
+ * Lambda runtime of the hub's functions: Node.js 24, the platform's runtime (package.json `engines`, .nvmrc), so the
+ * code runs on Lambda with the Node.js it is tested with (`aws.lambda.Runtime.NodeJS24dX` in @pulumi/aws 7.48.0).
+ */
+export const CONSUMER_RUNTIME: aws.lambda.Runtime = aws.lambda.Runtime.NodeJS24dX;
 /**
  * Database and master user. The master password is managed and rotated by RDS (`manageMasterUserPassword`, a
  * Secrets Manager secret RDS owns); only the migrator uses it. The consumer logs in as `ledger_ingest`, the
