@@ -93,3 +93,29 @@ export function nlbEnvoyService(exposure: EdgeExposure) {
         },
     };
 }
+
+/**
+ * Pure: permissions of cert-manager's role for ACME DNS-01 on Route 53 (cert-manager.io/docs/configuration/acme/dns01/route53,
+ * "Set up an IAM Policy"): poll its own changes, and change only TXT records named `_acme-challenge.<hostname>` in the
+ * one hosted zone (`route53:ChangeResourceRecordSetsRecordTypes`, `...NormalizedRecordNames`). The Issuer names the
+ * zone, so `ListHostedZonesByName` is not needed.
+ */
+export function certManagerRoute53Policy(hostedZoneId: string, hostname: string, partition = "aws") {
+    const zone = `arn:${partition}:route53:::hostedzone/${hostedZoneId}`;
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "PollChanges", Effect: "Allow", Action: ["route53:GetChange"], Resource: `arn:${partition}:route53:::change/*` },
+            { Sid: "ListZoneRecords", Effect: "Allow", Action: ["route53:ListResourceRecordSets"], Resource: zone },
+            {
+                Sid: "ChallengeRecordsOnly", Effect: "Allow", Action: ["route53:ChangeResourceRecordSets"], Resource: zone,
+                Condition: {
+                    "ForAllValues:StringEquals": {
+                        "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
+                        "route53:ChangeResourceRecordSetsNormalizedRecordNames": [`_acme-challenge.${hostname.replace(/^\*\./, "")}`],
+                    },
+                },
+            },
+        ],
+    };
+}

@@ -7,6 +7,7 @@ import type { AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
+import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
@@ -365,5 +366,22 @@ describe("simulated: tenants' API key secrets", () => {
     it("the key is not usable outside Secrets Manager, even by a reader", async () => {
         const [t] = Object.keys(readers());
         expect((await read(readers()[t][0], t, { "kms:ViaService": "s3.${REGION}.amazonaws.com".replace("${REGION}", REGION) }))[1]).not.toBe("Allowed");
+    });
+});
+
+describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {
+    it("publishes and cleans the challenge of its own hostname in its own zone, nothing else", async () => {
+        const eks = HUB["platform:spokes"].find((x: any) => x.provider === "eks");
+        const { spoke } = await runHubAndSpoke(eks.stack);
+        const role = spoke.resources.find((r) => r.type === "aws:iam/role:Role" && r.name === "cert-manager-dns01-role")!;
+        const policy = JSON.parse(inputs(spoke.resources.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "cert-manager-dns01-permissions")!).policy);
+        const listener = stackConfigDoc(eks.stack)["platform:gateway"].listener;
+        const principal: Principal = { arn: out(role, "arn"), policies: [policy] };
+        const v = { hostedZoneId: listener.tls.route53.hostedZoneId, challengeName: `_acme-challenge.${listener.hostname}` };
+        expect(notAllowed(await evaluate(principal, CERT_MANAGER_AWS_CALLS, v))).toEqual([]);
+        const change = CERT_MANAGER_AWS_CALLS.filter((c) => c.action === "route53:ChangeResourceRecordSets");
+        expect(allowed(await evaluate(principal, change, { ...v, hostedZoneId: "Z9999999999OTHER" }))).toEqual([]);
+        expect(allowed(await evaluate(principal, change, { ...v, challengeName: `www.${listener.hostname.split(".").slice(1).join(".")}` }))).toEqual([]);
+        expect(allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] })))).toEqual([]);
     });
 });
