@@ -10,6 +10,7 @@ import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { ObservabilityConfigSchema } from "./observability";
 import { edgeIssues } from "./edge";
+import { identityIssues, OptionalEgressCidrsSchema, RequiredEgressCidrsSchema } from "./identity";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 import { LimitSet, LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
@@ -94,7 +95,7 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
         /** Subject CN the spoke's certificate must carry; default `platform-spoke-<spoke>`. */
         certificateCn: z.string().min(1).optional(),
         /** The site's egress ranges; when set, the role can be used only from them (`aws:SourceIp`). */
-        egressCidrs: z.array(z.string().min(1)).default([]),
+        egressCidrs: OptionalEgressCidrsSchema,
     }).strict(),
     z.object({
         mode: z.literal("access-key"),
@@ -106,7 +107,8 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
         activeKey: z.string().optional(),
         /** Maximum key age in days from the slot's `createdAt`. */
         maxKeyAgeDays: z.number().int().min(1).max(365).default(90),
-        egressCidrs: z.array(z.string().min(1)).default([]),
+        /** The site's egress ranges (config/identity.ts): required, the key works only from them. */
+        egressCidrs: RequiredEgressCidrsSchema,
     }).strict().superRefine((c, ctx) => {
         const ids = c.keys.map((k) => k.id);
         if (new Set(ids).size !== ids.length) ctx.addIssue({ code: "custom", path: ["keys"], message: "duplicate key slot id" });
@@ -147,6 +149,7 @@ export const HubConfigSchema = z.object({
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
     for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
+    for (const x of identityIssues(h)) issue(x.path, x.message);
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
         const seen = new Map<string, number>();
         items.forEach((it, i) => {

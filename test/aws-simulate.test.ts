@@ -296,7 +296,7 @@ describe("simulated: who may obtain a spoke role", () => {
         const ok = { "aws:SourceIp": ip, "aws:CurrentTime": at(1) };
         expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["Allowed"]);
         expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual(["ImplicitlyDenied"]);
-        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:CurrentTime": at(idc.maxKeyAgeDays + 1) })).toEqual(["ImplicitlyDenied"]);
+        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:CurrentTime": at((idc.maxKeyAgeDays ?? 90) + 1) })).toEqual(["ImplicitlyDenied"]);
         // Another spoke's source user (with its own policy) cannot assume this spoke's role.
         const other = SPOKES.find((x) => x !== s && HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key");
         if (other) {
