@@ -78,6 +78,9 @@ export function ledgerDatabase(scope: LedgerScope, args: {
         preferredBackupWindow: "17:00-18:00",
         copyTagsToSnapshot: true,
         deletionProtection: args.deletionProtection,
+        // A major bump of the pin (16.x -> 17.x) is an in-place upgrade with the new family's parameter group
+        // (named per family, created beside the old one), not a replacement the protected cluster would refuse.
+        allowMajorVersionUpgrade: true,
         skipFinalSnapshot: false,
         finalSnapshotIdentifier: `${LEDGER_CLUSTER_ID}-final`,
         enabledCloudwatchLogsExports: ["postgresql"],
@@ -91,7 +94,9 @@ export function ledgerDatabase(scope: LedgerScope, args: {
         engineVersion: args.engineVersion,
         availabilityZone: args.availabilityZones[i % 2],
         publiclyAccessible: false,
-        autoMinorVersionUpgrade: true,
+        // The engine version is pinned (platform:usage.engineVersion): an automatic minor upgrade would make the
+        // next `up` ask for a downgrade RDS refuses. Upgrades are a bump of the pin.
+        autoMinorVersionUpgrade: false,
         tags: scope.tags,
     }, scope.keep));
     const masterSecretArn = cluster.masterUserSecrets.apply((s) => {
