@@ -84,9 +84,10 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         spokes, policy: model, previous: self.getOutput("policyRevisions"),
         // Fixed, globally unique name: account and region, never an auto-suffix.
         bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
+        accountId: caller.accountId, region,
     }, opts);
     // Usage transport + ledger (one stream per spoke; its identity may only put to its own), alarms to the operator's topic.
-    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms }, opts);
+    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms, accountId: caller.accountId }, opts);
     const identities = new Map(spokes.map((s) => {
         const ref = cfg.spokes.find((x) => x.name === s)!;
         return [s, new SpokeIdentity(`spoke-${s}`, {

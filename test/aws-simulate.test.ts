@@ -94,7 +94,8 @@ async function simulate(p: Principal, action: string, resource: string, context:
         request: {
             action, principal: p.arn,
             resource: { accountId: ACCOUNT, resource },
-            contextVariables: { "aws:PrincipalArn": p.arn, ...p.context, ...context },
+            // What AWS always sets: the principal's ARN, and for KMS the caller's account.
+            contextVariables: { "aws:PrincipalArn": p.arn, ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}), ...p.context, ...context },
         },
     } as any, {});
     if (r.resultType === "error") throw new Error(`simulator rejected ${action} ${resource}: ${JSON.stringify(r.errors)}`);
@@ -326,7 +327,7 @@ describe("simulated: tenants' API key secrets", () => {
             const r = await runSimulation({
                 identityPolicies: [{ name: "own", policy: identity }], serviceControlPolicies: [], resourceControlPolicies: [],
                 resourcePolicy: resourcePolicyOf(resource) as any,
-                request: { action, principal: principalArn, resource: { accountId: ACCOUNT, resource }, contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalArn": principalArn, "aws:PrincipalAccount": ownAccount, ...ctx, ...(action.startsWith("kms:") ? context : {}) } },
+                request: { action, principal: principalArn, resource: { accountId: ACCOUNT, resource }, contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalArn": principalArn, "aws:PrincipalAccount": ownAccount, ...ctx, ...(action.startsWith("kms:") ? { "kms:CallerAccount": ownAccount, ...context } : {}) } },
             } as any, {});
             if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
             decisions.push(r.overallResult as Decision);
@@ -383,5 +384,17 @@ describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {
         expect(allowed(await evaluate(principal, change, { ...v, hostedZoneId: "Z9999999999OTHER" }))).toEqual([]);
         expect(allowed(await evaluate(principal, change, { ...v, challengeName: `www.${listener.hostname.split(".").slice(1).join(".")}` }))).toEqual([]);
         expect(allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] })))).toEqual([]);
+    });
+});
+
+describe("simulated: the hub's own KMS keys are usable only through their services", () => {
+    it("a principal whose IAM policy allows kms:* still cannot decrypt directly, only through S3 / RDS / Secrets Manager", async () => {
+        const anyKms: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`, policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "kms:*", Resource: "*" }] }] };
+        for (const [key, via] of [["policy-store-key", "s3"], ["usage-ledger-key", "secretsmanager"], ["usage-ledger-key", "rds"]] as const) {
+            const arn = out(named("aws:kms/key:Key", key), "arn");
+            expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true" })).decision, key).toBe("ImplicitlyDenied");
+            expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true", "kms:ViaService": `${via}.${REGION}.amazonaws.com` })).decision, `${key} via ${via}`).toBe("Allowed");
+            expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true", "kms:ViaService": `${via}.us-east-1.amazonaws.com` })).decision).toBe("ImplicitlyDenied");
+        }
     });
 });

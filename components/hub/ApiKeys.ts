@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { createHash } from "crypto";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
+import { KEY_ADMIN_ACTIONS } from "./kms";
 
 export interface ApiKeysArgs {
     /** API keys from `platform:apiKeys[]` (id and owning tenant). */
@@ -37,12 +38,6 @@ export function hashApiKey(key: string): string {
 export function tenantKeySecretName(tenant: string): string {
     return `platform/tenants/${tenant}/api-keys`;
 }
-
-/** Actions that administer a KMS key without using it (AWS KMS developer guide, "Key administrators"). */
-const KEY_ADMIN_ACTIONS = [
-    "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*", "kms:Revoke*", "kms:Disable*",
-    "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
-];
 
 /**
  * Pure: policy of the hub's credential KMS key. The account administers it (no cryptographic use through IAM

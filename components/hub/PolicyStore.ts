@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
+import { serviceOnlyKeyPolicy } from "./kms";
 import { bundlePaths, CurrentPointer, keyIdOf, Policy, PolicySchema, publicKeyFromSeed, signBundle } from "../../services/shared/bundle";
 
 /** Bytes of the Ed25519 seed (RFC 8032 private key length). */
@@ -137,6 +138,9 @@ export interface PolicyStoreArgs {
     previous: pulumi.Input<unknown>;
     /** Fixed bucket name (default: auto-named from the resource name). */
     bucketName?: pulumi.Input<string>;
+    /** The hub's account and region: the bucket key is usable only through S3 there (components/hub/kms.ts). */
+    accountId: pulumi.Input<string>;
+    region: string;
 }
 
 /**
@@ -176,6 +180,7 @@ export class PolicyStore extends pulumi.ComponentResource {
             description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
             enableKeyRotation: true,
             deletionWindowInDays: 30,
+            policy: pulumi.output(args.accountId).apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["s3"] }))),
         }, keep);
         new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-policy-bundles", targetKeyId: key.keyId }, parent);
         const bucket = new aws.s3.Bucket(`${name}-bucket`, { bucket: args.bucketName, forceDestroy: false }, keep);

@@ -6,6 +6,7 @@ import { ledgerDatabase } from "./ledger/database";
 import { ledgerFunctions } from "./ledger/functions";
 import { ledgerNetwork } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
+import { serviceOnlyKeyPolicy } from "./kms";
 import { usageStreams } from "./ledger/transport";
 
 // The ledger's parts, one module per concept (components/hub/ledger/): transport (streams), network, database,
@@ -34,6 +35,8 @@ export interface UsageLedgerArgs {
     consumerBatchSize: number;
     deletionProtection: boolean;
     alarms: LedgerAlarmArgs;
+    /** The hub's account (the ledger key's policy, components/hub/kms.ts). */
+    accountId: pulumi.Input<string>;
 }
 
 /**
@@ -71,6 +74,8 @@ export class UsageLedger extends pulumi.ComponentResource {
         const key = new aws.kms.Key(`${name}-key`, {
             description: "Usage ledger: Aurora storage and the database secrets",
             enableKeyRotation: true, deletionWindowInDays: 30, tags,
+            // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
+            policy: pulumi.output(args.accountId).apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager"] }))),
         }, scope.keep);
         new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-usage-ledger", targetKeyId: key.keyId }, scope.parent);
 
