@@ -67,7 +67,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         nodeRoleArn: eks.nodeRoleArn,
         subnetIds: eks.privateSubnets.map((s) => s.id),
         group: cfg.nodeGroups.cpu,
-    }, awsOpts);
+    }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
     const gpuGroups = cfg.nodeGroups.gpu.map((g, i) => {
         const subnet = eks.privateSubnets.find((s) => s.availabilityZone === g.availabilityZone);
         // resolveEks already checked the AZ against the VPC; this guards a future caller.
@@ -79,7 +79,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
             securityGroupIds: [eks.clusterSecurityGroupId, eks.efaSecurityGroupId],
             group: g,
             pool: cfg.nodePools[i],
-        }, awsOpts);
+        }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
     });
     // CoreDNS and the EBS CSI controller need schedulable nodes; add them once the CPU group exists.
     eks.addon("coredns", [cpu]);

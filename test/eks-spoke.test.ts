@@ -270,6 +270,15 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(gpu.updateConfig).toEqual({ maxUnavailable: 1, updateStrategy: "MINIMAL" });
     });
 
+    it("node groups wait for the node role's policies (a node without them cannot join)", () => {
+        const policies = rs.filter((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && /eks-node-Amazon/.test(r.name)).map((r) => r.urn);
+        expect(policies).toHaveLength(3);
+        for (const g of byType(rs, "aws:eks/nodeGroup:NodeGroup")) {
+            const deps = new Set([...g.dependencies, ...rs.filter((r) => r.urn === g.parent).flatMap((p) => p.dependencies)]);
+            for (const u of policies) expect(deps.has(u), `${g.name} waits for ${u}`).toBe(true);
+        }
+    });
+
     it("no implicit creator admin: the deploy role's entry is the only admin, so the first `up` from CI cannot hit 409", () => {
         const cluster = inputs(byType(rs, "aws:eks/cluster:Cluster")[0]);
         expect(cluster.accessConfig).toEqual({ authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false });

@@ -91,6 +91,8 @@ export class EksCluster extends pulumi.ComponentResource {
     /** Self-referencing all-traffic group every EFA interface joins. */
     public readonly efaSecurityGroupId: pulumi.Output<string>;
     public readonly nodeRoleArn: pulumi.Output<string>;
+    /** The node role's policy attachments: node groups wait for them (a node without them cannot join). */
+    public readonly nodeRolePolicies: aws.iam.RolePolicyAttachment[];
     public readonly vpcId: pulumi.Output<string>;
     public readonly privateSubnets: PrivateSubnet[];
     /** kubeconfig (JSON) using `aws eks get-token`; holds no credential. */
@@ -148,9 +150,8 @@ export class EksCluster extends pulumi.ComponentResource {
         const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: assumeRole("ec2.amazonaws.com"), tags }, child);
         // No AmazonEKS_CNI_Policy on the node role: the VPC CNI has its own role (IRSA, below), so a pod reaching
         // the node's credentials gets no ENI / security-group rights.
-        for (const p of ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]) {
-            new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole });
-        }
+        this.nodeRolePolicies = ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"].map((p) =>
+            new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole }));
         this.nodeRoleArn = nodeRole.arn;
 
         const efaSg = new aws.ec2.SecurityGroup(`${name}-efa-sg`, {

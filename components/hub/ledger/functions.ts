@@ -19,16 +19,16 @@ import type { LedgerScope } from "./scope";
 export function ledgerFunctions(scope: LedgerScope, args: {
     spokes: string[]; streamRetentionHours: number; consumerBatchSize: number; reconcileSchedule: string; reconcileLookbackHours: number;
 }, key: aws.kms.Key, net: LedgerNetwork, db: LedgerDatabase, streamResources: Array<{ spoke: string; stream: aws.kinesis.Stream }>): { fn: aws.lambda.Function; queue: aws.sqs.Queue } {
-    const { subnets, lambdaSg } = net;
+    const { subnets, lambdaSg, endpoints } = net;
     const { cluster, instances, masterSecretArn, ingest, reporter } = db;
     const lambdaRole = (id: string, description: string, policy: pulumi.Output<string>) => {
         const role = new aws.iam.Role(`${scope.name}-${id}-role`, {
             assumeRolePolicy: JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" }, Action: "sts:AssumeRole" }] }),
             description, tags: scope.tags,
         }, scope.parent);
-        new aws.iam.RolePolicyAttachment(`${scope.name}-${id}-vpc`, { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" }, scope.parent);
+        const vpcAccess = new aws.iam.RolePolicyAttachment(`${scope.name}-${id}-vpc`, { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" }, scope.parent);
         const permissions = new aws.iam.RolePolicy(`${scope.name}-${id}-permissions`, { role: role.name, policy }, scope.parent);
-        return { role, permissions };
+        return { role, permissions, vpcAccess };
     };
     const dbEnv = { PGHOST: cluster.endpoint, PGPORT: "5432", PGDATABASE: LEDGER_DATABASE, NODE_EXTRA_CA_CERTS: "/var/runtime/ca-cert.pem" };
     const vpcConfig = { subnetIds: subnets.map((s) => s.id), securityGroupIds: [lambdaSg.id] };
@@ -49,7 +49,7 @@ export function ledgerFunctions(scope: LedgerScope, args: {
         pulumi.all([masterSecretArn, ingest.secret.arn, reporter.secret.arn, key.arn, migratorLogs.arn]).apply(([m, i, r, k, l]) =>
             JSON.stringify(migratorPolicy({ masterSecretArn: m, roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l, region: scope.region }))));
     const migrator = lambdaFn("migrator", migratorName, "Applies services/ledger/schema.sql and the ledger roles (services/reconciler/migrator.ts)",
-        path.join("services", "reconciler", "migrator.ts"), migratorIam.role, [migratorLogs, migratorIam.permissions],
+        path.join("services", "reconciler", "migrator.ts"), migratorIam.role, [migratorLogs, migratorIam.permissions, migratorIam.vpcAccess],
         { MASTER_SECRET_ARN: masterSecretArn, INGEST_SECRET_ARN: ingest.secret.arn, REPORTER_SECRET_ARN: reporter.secret.arn }, 120);
     const schemaSha256 = createHash("sha256").update(fs.readFileSync(path.join(REPO_ROOT, "services", "ledger", "schema.sql"))).digest("hex");
     const migration = new aws.lambda.Invocation(`${scope.name}-migration`, {
@@ -57,7 +57,8 @@ export function ledgerFunctions(scope: LedgerScope, args: {
         input: JSON.stringify({ schemaSha256 }),
         // Re-run when the schema, the migrator or the role passwords change.
         triggers: { schemaSha256, code: migrator.sourceCodeHash.apply((h) => h ?? ""), ingest: ingest.version.versionId, reporter: reporter.version.versionId },
-    }, { ...scope.parent, dependsOn: [...instances, ingest.version, reporter.version] });
+    // The migrator reads its secrets through the Secrets Manager endpoint: it runs once that exists.
+    }, { ...scope.parent, dependsOn: [...instances, ingest.version, reporter.version, ...endpoints] });
 
     // ---- consumer (ingest role: SELECT/INSERT on the ledger tables; no UPDATE, DELETE or DDL)
     const queue = new aws.sqs.Queue(`${scope.name}-failures`, { messageRetentionSeconds: 14 * 24 * 3600, sqsManagedSseEnabled: true, tags: scope.tags }, scope.parent);
@@ -68,7 +69,7 @@ export function ledgerFunctions(scope: LedgerScope, args: {
         description: "usage consumer: read the usage streams, write the ledger",
         tags: scope.tags,
     }, scope.parent);
-    new aws.iam.RolePolicyAttachment(`${scope.name}-consumer-vpc`, { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" }, scope.parent);
+    const consumerVpcAccess = new aws.iam.RolePolicyAttachment(`${scope.name}-consumer-vpc`, { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" }, scope.parent);
     const rolePolicy = new aws.iam.RolePolicy(`${scope.name}-consumer-permissions`, {
         role: role.name,
         policy: pulumi.all([pulumi.all(streamResources.map((x) => x.stream.arn)), queue.arn, ingest.secret.arn, key.arn, logGroup.arn])
@@ -97,7 +98,8 @@ export function ledgerFunctions(scope: LedgerScope, args: {
             },
         },
         tags: scope.tags,
-    }, { ...scope.parent, dependsOn: [logGroup, rolePolicy] });
+    // Lambda checks the role's ENI permissions when it creates a function in a VPC: the attachment first.
+    }, { ...scope.parent, dependsOn: [logGroup, rolePolicy, consumerVpcAccess] });
     for (const { spoke, stream } of streamResources) {
         new aws.lambda.EventSourceMapping(`${scope.name}-${spoke}-mapping`, {
             eventSourceArn: stream.arn,
@@ -121,13 +123,20 @@ export function ledgerFunctions(scope: LedgerScope, args: {
         pulumi.all([reporter.secret.arn, key.arn, reconcilerLogs.arn]).apply(([secretArn, kmsKeyArn, logGroupArn]) =>
             JSON.stringify(reconcilerPolicy({ secretArn, kmsKeyArn, logGroupArn, namespace: METRIC_NAMESPACE, region: scope.region }))));
     const reconciler = lambdaFn("reconciler", reconcilerName, "Reconciliation report -> CloudWatch gap metric (services/reconciler/handler.ts)",
-        path.join("services", "reconciler", "handler.ts"), reconcilerIam.role, [reconcilerLogs, reconcilerIam.permissions, migration],
+        path.join("services", "reconciler", "handler.ts"), reconcilerIam.role, [reconcilerLogs, reconcilerIam.permissions, reconcilerIam.vpcAccess, migration],
         { PGUSER: REPORTER_ROLE, DB_PASSWORD_SECRET_ARN: reporter.secret.arn, SPOKES: JSON.stringify([...args.spokes].sort()), LOOKBACK_HOURS: String(args.reconcileLookbackHours) }, 300);
     const schedule = new aws.cloudwatch.EventRule(`${scope.name}-reconcile-schedule`, {
         name: "platform-usage-reconciliation", description: "Runs the usage reconciliation", scheduleExpression: args.reconcileSchedule, tags: scope.tags,
     }, scope.parent);
     new aws.lambda.Permission(`${scope.name}-reconcile-invoke`, { action: "lambda:InvokeFunction", function: reconciler.name, principal: "events.amazonaws.com", sourceArn: schedule.arn }, scope.parent);
     new aws.cloudwatch.EventTarget(`${scope.name}-reconcile-target`, { rule: schedule.name, arn: reconciler.arn }, scope.parent);
+    // A first reconciliation at `up` (and again when its code changes): the gap metric exists from the start, so the
+    // gaps alarm (missing data = the reconciliation did not run) does not page on a fresh hub before the schedule fires.
+    new aws.lambda.Invocation(`${scope.name}-first-reconciliation`, {
+        functionName: reconciler.name,
+        input: JSON.stringify({}),
+        triggers: { code: reconciler.sourceCodeHash.apply((h) => h ?? "") },
+    }, { ...scope.parent, dependsOn: [migration] });
 
     return { fn, queue };
 }

@@ -9,6 +9,8 @@ export interface LedgerNetwork {
     lambdaSg: aws.ec2.SecurityGroup;
     /** The database's security group (PostgreSQL from the Lambdas only). */
     dbSg: aws.ec2.SecurityGroup;
+    /** Interface endpoints (Secrets Manager, CloudWatch metrics): the Lambdas' only way out; they run after these exist. */
+    endpoints: aws.ec2.VpcEndpoint[];
 }
 
 /**
@@ -30,12 +32,11 @@ export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; avail
     new aws.vpc.SecurityGroupEgressRule(`${scope.name}-consumer-to-db`, { securityGroupId: lambdaSg.id, referencedSecurityGroupId: dbSg.id, ipProtocol: "tcp", fromPort: 5432, toPort: 5432, description: "PostgreSQL" }, scope.parent);
     new aws.vpc.SecurityGroupEgressRule(`${scope.name}-consumer-to-endpoint`, { securityGroupId: lambdaSg.id, referencedSecurityGroupId: endpointSg.id, ipProtocol: "tcp", fromPort: 443, toPort: 443, description: "Secrets Manager" }, scope.parent);
     // Interface endpoints: Secrets Manager (every Lambda's password) and CloudWatch metrics (the reconciliation).
-    for (const svc of ["secretsmanager", "monitoring"] as const) {
+    const endpoints = (["secretsmanager", "monitoring"] as const).map((svc) =>
         new aws.ec2.VpcEndpoint(`${scope.name}-${svc}`, {
             vpcId: vpc.id, serviceName: `com.amazonaws.${scope.region}.${svc}`, vpcEndpointType: "Interface",
             privateDnsEnabled: true, subnetIds: subnets.map((s) => s.id), securityGroupIds: [endpointSg.id], tags: { ...scope.tags, Name: `${scope.name}-${svc}` },
-        }, scope.parent);
-    }
+        }, scope.parent));
 
-    return { subnets, lambdaSg, dbSg };
+    return { subnets, lambdaSg, dbSg, endpoints };
 }
