@@ -14,13 +14,3 @@ export const RequiredEgressCidrsSchema = z.array(EgressCidrSchema).min(1, "an ac
 /** `egressCidrs` of a roles-anywhere identity: optional, validated. */
 export const OptionalEgressCidrsSchema = z.array(EgressCidrSchema).default([]);
 
-/**
- * Pure: every on-prem spoke names its identity explicitly (`platform:spokeIdentities.<spoke>`): the access-key default
- * would have no egress ranges.
- */
-export function identityIssues(h: { spokes: Array<{ name: string; provider: string }>; spokeIdentities: Record<string, unknown> }): Array<{ path: (string | number)[]; message: string }> {
-    return h.spokes.filter((s) => s.provider === "onprem" && !h.spokeIdentities[s.name]).map((s) => ({
-        path: ["spokeIdentities", s.name],
-        message: `on-prem spoke "${s.name}" needs an identity: mode roles-anywhere (caBundle) or access-key (deployerRoleArn, keys, egressCidrs)`,
-    }));
-}

@@ -10,7 +10,7 @@ import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
 import { ObservabilityConfigSchema } from "./observability";
 import { edgeIssues } from "./edge";
-import { identityIssues, OptionalEgressCidrsSchema, RequiredEgressCidrsSchema } from "./identity";
+import { OptionalEgressCidrsSchema, RequiredEgressCidrsSchema } from "./identity";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 import { LimitSet, LimitSetSchema } from "./limits";
 import { NodeProfile, NodeProfileSchema, presetProfiles } from "./nodeProfile";
@@ -149,7 +149,6 @@ export const HubConfigSchema = z.object({
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
     for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
-    for (const x of identityIssues(h)) issue(x.path, x.message);
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
         const seen = new Map<string, number>();
         items.forEach((it, i) => {
