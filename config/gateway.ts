@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { EdgeExposureSchema, EdgeTlsSchema } from "./edge";
 
 /** One mebibyte in bytes. */
 export const MiB = 1024 * 1024;
@@ -12,10 +13,14 @@ export const GatewayConfigSchema = z.object({
         /** Hostname clients use (Gateway listener `hostname`); unset accepts any Host. */
         hostname: z.string().regex(/^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a lower-case DNS name").optional(),
         /**
-         * Name of a `kubernetes.io/tls` Secret in the gateway namespace. Set: HTTPS listener on 443 terminating
-         * TLS at Envoy. Unset: plain HTTP on 80, for sites where a load balancer in front terminates TLS.
+         * Name of a `kubernetes.io/tls` Secret in the gateway namespace: HTTPS listener on 443 terminating TLS at
+         * Envoy (the same as `tls: { source: secret, secretName }`).
          */
         tlsSecretName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, "must be the name of a kubernetes.io/tls Secret (a lower-case DNS name), never the certificate or key itself").optional(),
+        /** Where the certificate comes from (config/edge.ts); required unless `tlsSecretName` is set. */
+        tls: EdgeTlsSchema.optional(),
+        /** EKS: how the proxy's Network Load Balancer is exposed (config/edge.ts); required on EKS. */
+        exposure: EdgeExposureSchema.optional(),
     }).strict().prefault({}),
     /**
      * Largest request body ext_authz buffers and forwards to the auth service (`bodyToExtAuth.maxRequestBytes`),

@@ -3,6 +3,7 @@ import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { LimitSetSchema } from "./limits";
 import { UsageLedgerConfigSchema } from "./metering";
 import { SpokeIdentityConfigSchema } from "./spoke-identity";
+import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 
 /** A GPU cluster the hub may place endpoints on. Its spoke stack file sets `platform:spoke.name` to `name`. */
 export const SpokeRefSchema = z.object({
@@ -67,8 +68,12 @@ export const HubConfigSchema = z.object({
     spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
     /** Alarm destination (required: usage that cannot reach the ledger must page someone). */
     alarms: HubAlarmsSchema,
+    /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
+    hubDeployers: HubDeployersSchema,
+    tenantKeys: TenantKeysConfigSchema,
 }).strict().superRefine((h, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
     const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
         const seen = new Map<string, number>();
         items.forEach((it, i) => {

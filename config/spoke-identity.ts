@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { OptionalEgressCidrsSchema, RequiredEgressCidrsSchema } from "./identity";
 
 const AccountId = z.string().regex(/^\d{12}$/, "must be a 12-digit AWS account id");
 const IamRoleArn = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN like arn:aws:iam::111122223333:role/spoke-deployer");
@@ -35,7 +36,7 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
         /** Subject CN the spoke's certificate must carry; default `platform-spoke-<spoke>`. */
         certificateCn: z.string().min(1).optional(),
         /** The site's egress ranges; when set, the role can be used only from them (`aws:SourceIp`). */
-        egressCidrs: z.array(z.string().min(1)).default([]),
+        egressCidrs: OptionalEgressCidrsSchema,
     }).strict(),
     z.object({
         mode: z.literal("access-key"),
@@ -47,7 +48,8 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
         activeKey: z.string().optional(),
         /** Maximum key age in days from the slot's `createdAt`. */
         maxKeyAgeDays: z.number().int().min(1).max(365).default(90),
-        egressCidrs: z.array(z.string().min(1)).default([]),
+        /** The site's egress ranges (config/identity.ts): required, the key works only from them. */
+        egressCidrs: RequiredEgressCidrsSchema,
     }).strict().superRefine((c, ctx) => {
         const ids = c.keys.map((k) => k.id);
         if (new Set(ids).size !== ids.length) ctx.addIssue({ code: "custom", path: ["keys"], message: "duplicate key slot id" });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parseCidr } from "./cidr";
 import { EfaBackendSchema, EksClusterSchema, EksCluster, EksNodeGroups, EksNodeGroupsSchema } from "./eks";
 import { DnsLabel } from "./endpoint";
+import { edgeIssues } from "./edge";
 import { GatewayConfigSchema } from "./gateway";
 import { MeteringConfigSchema } from "./metering";
 import { NodeProfile } from "./nodeProfile";
@@ -99,6 +100,7 @@ export const SpokeConfigSchema = z.object({
     observability: ObservabilityConfigSchema.prefault({}),
 }).strict().superRefine((s, ctx) => {
     const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+    for (const x of edgeIssues(s.cluster.provider, s.gateway.listener)) issue(x.path, x.message);
     if (s.cluster.provider === "onprem") {
         if (s.backend.fabric !== "infiniband") issue(["backend", "fabric"], "an on-prem spoke uses fabric: infiniband (efa is for provider: eks)");
         if (!s.nodePools) issue(["nodePools"], "an on-prem spoke needs nodePools (named hosts per pool)");

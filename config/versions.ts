@@ -75,6 +75,11 @@ export const versions = {
      * upstream CRDs we validate against are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
      */
     gatewayCrds: { chart: "oci://docker.io/envoyproxy/gateway-crds-helm", version: "v1.9.2" },
+    /**
+     * cert-manager (the tenant edge's certificate: ACME DNS-01 or the site's CA; lib/edge.ts). Jetstack's chart
+     * repository; chart and app version are the release tag. Values keys in upstream/charts/cert-manager.ts.
+     */
+    certManager: { repo: "https://charts.jetstack.io", chart: "cert-manager", version: "v1.19.1" },
     envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: "v1.9.2" },
     aiGatewayCrds: { chart: "oci://docker.io/envoyproxy/ai-gateway-crds-helm", version: "v1.2.0" },
     aiGateway: { chart: "oci://docker.io/envoyproxy/ai-gateway-helm", version: "v1.2.0" },

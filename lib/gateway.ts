@@ -9,6 +9,7 @@ import { createHash } from "crypto";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
 import { INFERENCE_NAMESPACE } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
+import { type ListenerTls, TLS_TERMINATED_BY_ANNOTATION } from "./edge";
 import { frontendService } from "./serving";
 
 /** Namespace of the Gateway, its policies, routes, Backends, the auth service and the counters store. */
@@ -189,6 +190,8 @@ export interface EnvoyProxyInput {
     replicas: number;
     /** `telemetry.accessLog.settings[]` entries (services/shared/accesslog.ts `meteringAccessLogSetting`). */
     accessLog: unknown[];
+    /** `provider.kubernetes.envoyService` (EKS: lib/edge.ts `nlbEnvoyService`); unset: Envoy Gateway's default Service. */
+    envoyService?: Record<string, unknown>;
 }
 
 /**
@@ -201,7 +204,7 @@ export function envoyProxy(x: EnvoyProxyInput) {
         kind: "EnvoyProxy",
         metadata: { name: ENVOY_PROXY_NAME, namespace: x.namespace },
         spec: {
-            provider: { type: "Kubernetes", kubernetes: { envoyDeployment: { replicas: x.replicas } } },
+            provider: { type: "Kubernetes", kubernetes: { envoyDeployment: { replicas: x.replicas }, ...(x.envoyService ? { envoyService: x.envoyService } : {}) } },
             telemetry: { accessLog: { settings: x.accessLog } },
         },
     };
@@ -224,19 +227,25 @@ export function gatewayClass(envoyProxyNamespace: string) {
 export interface GatewayInput {
     namespace: string;
     hostname?: string;
-    /** TLS Secret in the gateway namespace: HTTPS on 443. Unset: HTTP on 80. */
-    tlsSecretName?: string;
+    /**
+     * The listener's TLS (lib/edge.ts `listenerTls`): a Secret in the gateway namespace gives HTTPS on 443; a device
+     * in front that terminates TLS gives HTTP on 80, recorded in the {@link TLS_TERMINATED_BY_ANNOTATION} annotation.
+     */
+    tls: ListenerTls;
 }
 
 /** The LLM Gateway: one listener (one listener per LLM Gateway keeps Gateway-level policies uniform, gateway-failures.md #11). */
 export function gateway(x: GatewayInput) {
-    const listener = x.tlsSecretName
-        ? { name: "https", protocol: "HTTPS", port: 443, tls: { mode: "Terminate", certificateRefs: [{ kind: "Secret", name: x.tlsSecretName }] } }
+    const listener = "secretName" in x.tls
+        ? { name: "https", protocol: "HTTPS", port: 443, tls: { mode: "Terminate", certificateRefs: [{ kind: "Secret", name: x.tls.secretName }] } }
         : { name: "http", protocol: "HTTP", port: 80 };
     return {
         apiVersion: "gateway.networking.k8s.io/v1",
         kind: "Gateway",
-        metadata: { name: GATEWAY_NAME, namespace: x.namespace },
+        metadata: {
+            name: GATEWAY_NAME, namespace: x.namespace,
+            ...("terminatedBy" in x.tls ? { annotations: { [TLS_TERMINATED_BY_ANNOTATION]: x.tls.terminatedBy } } : {}),
+        },
         spec: {
             gatewayClassName: GATEWAY_CLASS_NAME,
             listeners: [{ ...listener, ...(x.hostname ? { hostname: x.hostname } : {}), allowedRoutes: { namespaces: { from: "Same" } } }],

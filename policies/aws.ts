@@ -85,10 +85,15 @@ export const awsEksNoAccessKeys: StackValidationPolicy = {
     },
 };
 
+/** A tenant's API key as the hub mints it (components/hub/ApiKeys.ts: `sk-h200-` + 48 alphanumerics). */
+export const PLATFORM_API_KEY = /sk-h200-[0-9A-Za-z]{48}(?![0-9A-Za-z])/;
+
 /** Field names and value shapes that are AWS credentials or private keys. */
 const CREDENTIAL_KEYS = /^(secretAccessKey|aws_secret_access_key|sessionToken|aws_session_token|privateKey)$/i;
 const CREDENTIAL_VALUES: Array<[RegExp, string]> = [
     [/\b(AKIA|ASIA)[0-9A-Z]{16}\b/, "an AWS access key id"],
+    // The platform's own API keys: prefix and length from components/hub/ApiKeys.ts (API_KEY_PREFIX, API_KEY_RANDOM_LENGTH).
+    [PLATFORM_API_KEY, "a platform API key"],
     [/-----BEGIN (RSA |EC |OPENSSH |ENCRYPTED )?PRIVATE KEY-----/, "a private key"],
 ];
 

@@ -1,5 +1,6 @@
 import type { Policy } from "@pulumi/policy";
 import { awsPolicies } from "./aws";
+import { edgeTlsPolicies } from "./edge-tls";
 import { efaPolicies } from "./efa";
 import { gatewayPolicies } from "./gateway";
 import { dynamoPolicies } from "./dynamo";
@@ -27,4 +28,5 @@ export const allPolicies: Policy[] = ([
     ...visibilityPolicies,
     ...pdCompatPolicies,
     ...awsPolicies,
+    ...edgeTlsPolicies,
 ] as Policy[]).map(failClosed);

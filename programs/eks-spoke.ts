@@ -4,7 +4,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { CpuNodeGroup } from "../components/spoke/CpuNodeGroup";
 import { EfaDevicePlugin } from "../components/spoke/EfaDevicePlugin";
 import { EfaNodeGroup } from "../components/spoke/EfaNodeGroup";
-import { EksCluster } from "../components/spoke/EksCluster";
+import { addonPodIdentityTrust, EksCluster } from "../components/spoke/EksCluster";
+import { CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT, certManagerRoute53Policy } from "../lib/edge";
 import { GpuOperator } from "../components/spoke/GpuOperator";
 import type { SpokeContract } from "../config/contract";
 import type { EksSpokeConfig } from "../config/stack";
@@ -66,7 +67,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         nodeRoleArn: eks.nodeRoleArn,
         subnetIds: eks.privateSubnets.map((s) => s.id),
         group: cfg.nodeGroups.cpu,
-    }, awsOpts);
+    }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
     const gpuGroups = cfg.nodeGroups.gpu.map((g, i) => {
         const subnet = eks.privateSubnets.find((s) => s.availabilityZone === g.availabilityZone);
         // resolveEks already checked the AZ against the VPC; this guards a future caller.
@@ -78,7 +79,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
             securityGroupIds: [eks.clusterSecurityGroupId, eks.efaSecurityGroupId],
             group: g,
             pool: cfg.nodePools[i],
-        }, awsOpts);
+        }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
     });
     // CoreDNS and the EBS CSI controller need schedulable nodes; add them once the CPU group exists.
     eks.addon("coredns", [cpu]);
@@ -92,6 +93,22 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
                 clusterName: eks.clusterName, namespace: sa.namespace, serviceAccount: sa.serviceAccount, roleArn: contract.policy.roleArn,
             }, { parent: eks, dependsOn: [eks.podIdentityAgent] });
         }
+    }
+
+    // ACME DNS-01 on Route 53 for the tenant edge's certificate: cert-manager's own role through Pod Identity, limited
+    // to the challenge record of the listener's hostname in the one zone (lib/edge.ts certManagerRoute53Policy).
+    const tls = cfg.gateway.listener.tls;
+    if (tls?.source === "acme-dns01") {
+        const role = new aws.iam.Role("cert-manager-dns01-role", {
+            description: `cert-manager (${CERT_MANAGER_NAMESPACE}/${CERT_MANAGER_SERVICE_ACCOUNT}) DNS-01 on ${tls.route53.hostedZoneId} of ${eksClusterName(cfg)}`,
+            assumeRolePolicy: pulumi.all([eks.accountId, eks.cluster.arn]).apply(([a, c]) => addonPodIdentityTrust(a, c, CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT)),
+        }, { parent: eks });
+        const permissions = new aws.iam.RolePolicy("cert-manager-dns01-permissions", {
+            role: role.name, policy: JSON.stringify(certManagerRoute53Policy(tls.route53.hostedZoneId, cfg.gateway.listener.hostname!)),
+        }, { parent: role });
+        new aws.eks.PodIdentityAssociation("pod-identity-cert-manager", {
+            clusterName: eks.clusterName, namespace: CERT_MANAGER_NAMESPACE, serviceAccount: CERT_MANAGER_SERVICE_ACCOUNT, roleArn: role.arn,
+        }, { parent: eks, dependsOn: [eks.podIdentityAgent, permissions] });
     }
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ApiKeys } from "../components/hub/ApiKeys";
 import { PolicyStore } from "../components/hub/PolicyStore";
-import { SpokeIdentity } from "../components/hub/SpokeIdentity";
+import { effectiveIdentity, SpokeIdentity, spokeDeployerArn } from "../components/hub/SpokeIdentity";
 import { UsageLedger } from "../components/hub/UsageLedger";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, PolicyContract, SpokeContract, contentHash } from "../config/contract";
@@ -63,30 +63,40 @@ export function buildHub(cfg: HubConfig, stackName: string) {
     const provider = new aws.Provider("hub-aws", { region });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
 
-    const keys = new ApiKeys("api-keys", { keyIds: cfg.apiKeys.map((k) => k.id) }, opts);
+    // Who and where the hub runs: the account spokes' roles live in, and the deployer that writes key secrets.
+    const caller = aws.getCallerIdentityOutput({}, { provider });
+    const partition = aws.getPartitionOutput({}, { provider }).partition;
+    // On-prem spokes' deployers read their source-key secrets under the hub's credential key (cross-account too).
+    const spokeDeployers = cfg.spokes.flatMap((s) => {
+        const principal = spokeDeployerArn(s.name, effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]), partition, caller.accountId);
+        return principal ? [principal] : [];
+    });
+    const keys = new ApiKeys("api-keys", {
+        keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant })), delivery: cfg.tenantKeys, hubDeployers: cfg.hubDeployers,
+        otherKeyUsers: spokeDeployers, region, accountId: caller.accountId,
+    }, opts);
     const model = keys.keyHashes.apply((h) => accessModel(cfg, h));
     const spokes = cfg.spokes.map((s) => s.name).sort();
 
     // Bundle revisions without a counter service: this stack's own previous `policyRevisions` output.
     const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${stackName}` });
-    // Who and where the hub runs: the account spokes' roles live in, and the deployer that writes key secrets.
-    const caller = aws.getCallerIdentityOutput({}, { provider });
     const store = new PolicyStore("policy-store", {
         spokes, policy: model, previous: self.getOutput("policyRevisions"),
         // Fixed, globally unique name: account and region, never an auto-suffix.
         bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
+        accountId: caller.accountId, region,
     }, opts);
     // Usage transport + ledger (one stream per spoke; its identity may only put to its own), alarms to the operator's topic.
-    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms }, opts);
-    const partition = aws.getPartitionOutput({}, { provider }).partition;
-    const hubDeployerArn = aws.iam.getSessionContextOutput({ arn: caller.arn }, { provider }).issuerArn;
+    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms, accountId: caller.accountId }, opts);
     const identities = new Map(spokes.map((s) => {
         const ref = cfg.spokes.find((x) => x.name === s)!;
         return [s, new SpokeIdentity(`spoke-${s}`, {
             spoke: s, provider: ref.provider, identity: cfg.spokeIdentities[s],
             clusterName: ref.provider === "eks" ? eksClusterNameOf(s) : undefined,
+            // An EKS spoke's region is its cluster's AWS region (checked against the spoke file by checkSpokeRegistry).
+            clusterRegion: ref.provider === "eks" ? ref.region : undefined,
             bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
-            accountId: caller.accountId, partition, hubDeployerArn,
+            accountId: caller.accountId, partition, hubDeployers: cfg.hubDeployers, secretsKmsKeyArn: keys.kmsKeyArn,
         }, opts)];
     }));
 
@@ -111,8 +121,11 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         })),
         /** The access model with key hashes (no keys). */
         accessModel: model,
-        /** API keys by id: secret. */
-        apiKeys: keys.keys,
+        /**
+         * Tenant -> ARN of the Secrets Manager secret holding its API keys (readable only by the roles named in
+         * platform:tenantKeys.readers). Never the keys: every spoke deployer reads this stack's outputs.
+         */
+        tenantKeySecrets: keys.secretArns,
         /** Spoke -> live bundle revision; read back by the next deployment (self StackReference). */
         policyRevisions: store.revisions,
         /** Usage ledger: per-spoke streams, consumer, failure destination, database endpoint (no secrets). */

@@ -9,6 +9,7 @@ import { dynamoPlatformValues } from "../components/spoke/DynamoPlatform";
 import { eksGpuOperatorValues, gpuOperatorValues } from "../components/spoke/GpuOperator";
 import { collectorValues } from "../components/spoke/Metering";
 import { versions } from "../config/versions";
+import { certManagerValues } from "../lib/edge";
 import { efaDevicePluginValues } from "../lib/efa";
 import { aiGatewayValues, envoyGatewayValues, gatewayCrdsValues } from "../lib/gateway";
 import { chartFacts, charts, unknownValuesKeys } from "../upstream/charts";
@@ -16,7 +17,7 @@ import { chartFacts, charts, unknownValuesKeys } from "../upstream/charts";
 /** Chart name (last path segment of an OCI reference) and version of each pinned Helm chart. */
 const pinned = [
     versions.networkOperator, versions.gpuOperator, versions.efaDevicePlugin, versions.otelCollector, versions.dynamoPlatform,
-    versions.gatewayCrds, versions.envoyGateway, versions.aiGatewayCrds, versions.aiGateway,
+    versions.gatewayCrds, versions.envoyGateway, versions.aiGatewayCrds, versions.aiGateway, versions.certManager,
 ].map((v) => ({ chart: v.chart.split("/").pop()!, version: v.version, repository: "repo" in v ? v.repo : v.chart }));
 
 const facts = (chart: string) => {
@@ -53,6 +54,7 @@ describe("values we set are values the chart reads", () => {
         ["gateway-crds-helm", gatewayCrdsValues()],
         ["gateway-helm", envoyGatewayValues({ redisUrl: "redis:6379", timeout: "100ms" })],
         ["ai-gateway-helm", aiGatewayValues()],
+        ["cert-manager", certManagerValues()],
     ];
     it.each(cases)("%s", (chart, values) => {
         expect(unknownValuesKeys(facts(chart), values)).toEqual([]);

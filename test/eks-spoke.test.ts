@@ -90,7 +90,7 @@ describe("spoke-sg1 under mocks", () => {
         expect(lt.capacityReservationSpecification).toBeUndefined();
         expect(inputs(byType(rs, "aws:ec2/placementGroup:PlacementGroup")[0]).strategy).toBe("cluster");
 
-        const groups = Object.fromEntries(byType(rs, "aws:eks/nodeGroup:NodeGroup").map((g) => [inputs(g).nodeGroupName, inputs(g)]));
+        const groups = Object.fromEntries(byType(rs, "aws:eks/nodeGroup:NodeGroup").map((g) => [inputs(g).nodeGroupNamePrefix.replace(/-$/, ""), inputs(g)]));
         expect(groups.h200).toMatchObject({
             instanceTypes: ["p5en.48xlarge"], amiType: "AL2023_x86_64_NVIDIA", capacityType: "ON_DEMAND",
             scalingConfig: { desiredSize: 2, minSize: 2, maxSize: 2 }, subnetIds: ["eks-private-ap-southeast-1a-id"],
@@ -117,7 +117,7 @@ describe("spoke-sg1 under mocks", () => {
         expect(lt.instanceMarketOptions).toEqual({ marketType: "capacity-block" });
         expect(lt.capacityReservationSpecification).toEqual({ capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } });
         expect(lt.networkInterfaces.filter((n: any) => n.interfaceType === "efa-only")).toHaveLength(32);
-        const ng = byType(r.resources, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupName === "h200")!;
+        const ng = byType(r.resources, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupNamePrefix === "h200-")!;
         expect(ng.capacityType).toBe("CAPACITY_BLOCK");
     });
 
@@ -256,7 +256,34 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(entries.map((e) => e.principalArn).sort()).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy", "arn:aws:iam::111122223333:role/platform-ci-preview"]);
         const assoc = Object.fromEntries(byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).map((a) => [a.principalArn, [a.policyArn, a.accessScope.type]]));
         expect(assoc["arn:aws:iam::111122223333:role/platform-ci-deploy"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", "cluster"]);
-        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy", "cluster"]);
+        // The preview role runs a pull request's code: the `view` ClusterRole (no Secrets), never AdminView (all Secrets).
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy", "cluster"]);
+    });
+
+    it("node groups are replaced create-first (name prefixes), GPU groups update terminate-first (MINIMAL)", () => {
+        const groups = byType(rs, "aws:eks/nodeGroup:NodeGroup").map(inputs);
+        for (const g of groups) {
+            expect(g.nodeGroupName).toBeUndefined();
+            expect(g.nodeGroupNamePrefix).toMatch(/-$/);
+        }
+        const gpu = groups.find((g) => g.amiType === "AL2023_x86_64_NVIDIA")!;
+        expect(gpu.updateConfig).toEqual({ maxUnavailable: 1, updateStrategy: "MINIMAL" });
+    });
+
+    it("node groups wait for the node role's policies (a node without them cannot join)", () => {
+        const policies = rs.filter((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && /eks-node-Amazon/.test(r.name)).map((r) => r.urn);
+        expect(policies).toHaveLength(3);
+        for (const g of byType(rs, "aws:eks/nodeGroup:NodeGroup")) {
+            const deps = new Set([...g.dependencies, ...rs.filter((r) => r.urn === g.parent).flatMap((p) => p.dependencies)]);
+            for (const u of policies) expect(deps.has(u), `${g.name} waits for ${u}`).toBe(true);
+        }
+    });
+
+    it("no implicit creator admin: the deploy role's entry is the only admin, so the first `up` from CI cannot hit 409", () => {
+        const cluster = inputs(byType(rs, "aws:eks/cluster:Cluster")[0]);
+        expect(cluster.accessConfig).toEqual({ authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false });
+        const admins = byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).filter((a) => a.policyArn.endsWith("/AmazonEKSClusterAdminPolicy"));
+        expect(admins.map((a) => a.principalArn)).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy"]);
     });
 
     it("VPC CNI on its own IRSA role; the node role has no CNI policy; IMDS hop limit 1 on GPU and system nodes", () => {
@@ -272,13 +299,16 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         const lts = byType(rs, "aws:ec2/launchTemplate:LaunchTemplate");
         expect(lts.map((l) => l.name).sort()).toEqual(["nodes-h200-lt", "nodes-system-lt"]);
         for (const l of lts) expect(inputs(l).metadataOptions, l.name).toEqual({ httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" });
-        const system = byType(rs, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupName === "system")!;
+        const system = byType(rs, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupNamePrefix === "system-")!;
         expect(system.launchTemplate.id).toBe("nodes-system-lt-id");
         expect(system.diskSize).toBeUndefined();
     });
 
     it("auth and metering get the spoke role by EKS Pod Identity: no key, no credentials file", () => {
-        const assocs = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
+        const all = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
+        // cert-manager has its own DNS-01 role (test/aws-simulate.test.ts); the spoke role goes to auth and metering only.
+        const assocs = all.filter((a) => a.namespace !== "cert-manager");
+        expect(all.length - assocs.length).toBe(1);
         expect(assocs.map((a) => `${a.namespace}/${a.serviceAccount}`).sort()).toEqual(["llm-gateway/auth", "platform-system/metering"]);
         for (const a of assocs) expect(a.roleArn).toMatch(/:role\/(platform\/spokes\/)?platform-spoke-sg1$/);
         const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);

@@ -20,7 +20,7 @@ describe("metering config", () => {
     });
 
     it("the consumer may read exactly the usage streams and nothing else of Kinesis but ListStreams", () => {
-        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg" });
+        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg", region: "ap-southeast-1" });
         expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
             ["ReadUsageStreams", ["arn:s1"]], ["ListStreams", "*"], ["FailureDestination", "arn:q"], ["DatabasePassword", "arn:sec"],
             ["DecryptDatabasePassword", "arn:k"], ["Logs", "arn:lg:*"],
@@ -68,7 +68,7 @@ describe("metering in the rendered stacks (mocks)", () => {
             expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual(["KMS", "alias/aws/kinesis", 168, "ON_DEMAND"]);
         }
         const fn = inputs(byType(hub.resources, "aws:lambda/function:Function").find((f) => f.name === "usage-ledger-consumer")!);
-        expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs22.x", "index.handler", bundleUsageConsumer().sha256]);
+        expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs24.x", "index.handler", bundleUsageConsumer().sha256]);
         expect(Object.values(JSON.parse(fn.environment.variables.STREAM_SPOKES)).sort()).toEqual(spokes);
         const queueArn = byType(hub.resources, "aws:sqs/queue:Queue")[0].outputs.arn;
         const maps = byType(hub.resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map(inputs);

@@ -1,7 +1,7 @@
 import { createHash } from "crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
-import { unwrapWire, SECRET_SIG, SIG_KEY, UNKNOWN } from "../tools/wire";
+import { unwrapWire, SECRET_SIG, SIG_KEY } from "../tools/wire";
 import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) => {
@@ -12,27 +12,38 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         const placement = unwrapWire(hub.outputs.placement) as Record<string, { endpoints: string[]; revision: string }>;
         expect(Object.keys(placement).sort()).toEqual(hubSpokes);
         expect(placement.hn1.endpoints).toEqual(["llama-70b", "qwen3-32b"]);
-        // Keys are minted under the ApiKeys component, one per key id, and the output is a top-level secret
-        // (unknown until the passwords exist, in preview).
+        // Keys are minted under the ApiKeys component, one per key id, and delivered per tenant to a secret; no
+        // output carries a key (a spoke deployer reads every hub output through its StackReference).
         const [apiKeys] = byType(hub.resources, "platform:hub:ApiKeys");
-        const keyIds = (stackConfigDoc("hub-prod")["platform:apiKeys"] as Array<{ id: string }>).map((k) => k.id);
+        const keyDocs = stackConfigDoc("hub-prod")["platform:apiKeys"] as Array<{ id: string; tenant: string }>;
+        const keyIds = keyDocs.map((k) => k.id);
         expect(byType(hub.resources, "random:index/randomPassword:RandomPassword").filter((r) => r.parent === apiKeys.urn)).toHaveLength(keyIds.length);
-        if (preview) {
-            expect(hub.outputs.apiKeys).toBe(UNKNOWN);
-            return;
-        }
-        expect((hub.outputs.apiKeys as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+        expect(hub.outputs).not.toHaveProperty("apiKeys");
+        expect(JSON.stringify(hub.outputs)).not.toMatch(/sk-h200-/);
+        if (preview) return;
         const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>;
         expect(Object.keys(contracts).sort()).toEqual(hubSpokes);
         const hn1 = SpokeContractSchema.parse(contracts.hn1);
         expect(hn1.endpoints.map((e) => e.name)).toEqual(["llama-70b", "qwen3-32b"]);
         expect(hn1.hub).toBe("hub-prod");
         expect(hn1.placementRevision).toBe(placement.hn1.revision);
-        const keys = unwrapWire(hub.outputs.apiKeys) as Record<string, string>;
+        // Each tenant's secret holds exactly its own keys (as a Pulumi secret); the output names only the secret ARNs.
+        const versions = byType(hub.resources, "aws:secretsmanager/secretVersion:SecretVersion").filter((r) => r.parent === apiKeys.urn);
+        const tenants = [...new Set(keyDocs.map((k) => k.tenant))].sort();
+        expect(versions).toHaveLength(tenants.length);
+        const keys: Record<string, string> = {};
+        for (const v of versions) {
+            expect((v.inputs.secretString as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+            const own = JSON.parse(unwrapWire(v.inputs.secretString) as string) as Record<string, string>;
+            const tenant = v.name.replace(/^api-keys-/, "");
+            expect(Object.keys(own).sort()).toEqual(keyDocs.filter((k) => k.tenant === tenant).map((k) => k.id).sort());
+            Object.assign(keys, own);
+        }
+        expect(Object.keys(unwrapWire(hub.outputs.tenantKeySecrets) as Record<string, string>).sort()).toEqual(tenants);
         const model = unwrapWire(hub.outputs.accessModel) as { apiKeys: Array<{ id: string; sha256: string }> };
         expect(model.apiKeys.map((k) => k.id).sort()).toEqual([...keyIds].sort());
         for (const k of model.apiKeys) {
-            expect(keys[k.id]).toMatch(/^sk-h200-[0-9a-z]{48}$/);
+            expect(keys[k.id]).toMatch(/^sk-h200-[0-9a-zA-Z]{48}$/);
             expect(k.sha256).toBe(createHash("sha256").update(keys[k.id]).digest("hex"));
         }
         expect(JSON.stringify(hub.outputs.accessModel)).not.toContain("sk-h200-");
@@ -159,16 +170,16 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("an on-prem spoke's key secret can be read only by that spoke's deployer (and written by the hub)", () => {
         const policies = all("aws:secretsmanager/secretPolicy:SecretPolicy");
-        expect(policies.map((p) => p.name).sort()).toEqual(["spoke-hcm1-key-2026-11-policy", "spoke-hn1-key-2026-11-policy"]);
-        for (const p of policies) {
+        expect(policies.map((p) => p.name).filter((n) => n.startsWith("spoke-")).sort()).toEqual(["spoke-hcm1-key-2026-11-policy", "spoke-hn1-key-2026-11-policy"]);
+        for (const p of policies.filter((x) => x.name.startsWith("spoke-"))) {
             const spoke = p.name.replace(/^spoke-|-key-.*$/g, "");
             const doc = JSON.parse(inputs(p).policy);
             const allow = doc.Statement.filter((s: any) => s.Effect === "Allow");
-            expect(allow.map((s: any) => s.Principal)).toEqual([{ AWS: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}` }]);
+            expect(allow.map((s: any) => s.Principal)).toEqual([{ AWS: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}` }, { AWS: stackConfigDoc("hub-prod")["platform:hubDeployers"] }]);
             const deny = doc.Statement.find((s: any) => s.Effect === "Deny");
             expect(deny).toMatchObject({ Principal: "*", Action: ["secretsmanager:GetSecretValue"] });
             // Only this spoke's deployer and the hub's own deployer escape the deny: no other spoke's principal.
-            expect(deny.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual([`arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`, "arn:aws:iam::123456789012:user/render"]);
+            expect(deny.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual([`arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`, ...stackConfigDoc("hub-prod")["platform:hubDeployers"]]);
         }
     });
 
@@ -195,7 +206,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         doc["platform:spokeIdentities"].hn1.keys.push({ id: "2027-02", createdAt: "2027-02-01" });
         const phase1 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
         expect(byType(phase1.resources, "aws:iam/accessKey:AccessKey").map((k) => k.name).filter((n) => n.includes("hn1")).sort()).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
-        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement[0].Principal.AWS;
+        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement.map((x: any) => x.Principal.AWS);
         expect(trust).toHaveLength(2);
         expect((unwrapWire(phase1.outputs.spokeContracts) as any).hn1.identity.slot).toBe("2026-11");
         doc["platform:spokeIdentities"].hn1.activeKey = "2027-02";
@@ -224,7 +235,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         const rows = resourcesJson(hub.resources) as Array<{ type: string; name: string; options: Record<string, boolean>; inputs: any }>;
         const stateful = rows.filter((r) => ["aws:kms/key:Key", "aws:s3/bucket:Bucket", "aws:kinesis/stream:Stream", "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance"].includes(r.type));
         expect(stateful.map((r) => r.type).sort()).toEqual([
-            "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kms/key:Key", "aws:kms/key:Key",
+            "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kms/key:Key", "aws:kms/key:Key", "aws:kms/key:Key",
             "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance", "aws:rds/clusterInstance:ClusterInstance", "aws:s3/bucket:Bucket",
         ]);
         for (const r of stateful) expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });

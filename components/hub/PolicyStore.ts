@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
+import { serviceOnlyKeyPolicy } from "./kms";
 import { bundlePaths, CurrentPointer, keyIdOf, Policy, PolicySchema, publicKeyFromSeed, signBundle } from "../../services/shared/bundle";
 
 /** Bytes of the Ed25519 seed (RFC 8032 private key length). */
@@ -86,21 +87,39 @@ export function publishBundle(seed: Buffer, spoke: string, policy: Policy, previ
     };
 }
 
+/** S3 condition keys of an upload's server-side encryption request headers (IAM service authorization reference, Amazon S3). */
+const SSE_ALGORITHM = "s3:x-amz-server-side-encryption";
+const SSE_KMS_KEY = "s3:x-amz-server-side-encryption-aws-kms-key-id";
+
 /**
  * Pure: the bucket policy. Denies any request not over TLS (`aws:SecureTransport`) or below TLS 1.2
- * (`s3:TlsVersion`), and any upload that asks for a KMS key other than the bucket's (so ACKs are encrypted
- * with the key the hub controls). Deny statements only; grants live on each SpokeIdentity role.
+ * (`s3:TlsVersion`), and any upload that asks for an encryption other than the bucket's KMS key: another
+ * algorithm (`AES256`, `aws:kms:dsse`), another KMS key, or `aws:kms` without a key id (which S3 answers with
+ * the AWS managed `aws/s3` key). An upload that sends no encryption header at all gets the bucket's default
+ * encryption (SSE-KMS with this key, bucket key on), so it is allowed: that is what the spokes' ACK writes send
+ * (services/auth/aws-calls.ts). Each Deny applies only when its header is present (`Null: false`): a negated
+ * operator such as `StringNotEquals`, `...IfExists` included, is true when the key is absent, which would deny
+ * every plain upload. Deny statements only; grants live on each SpokeIdentity role.
  */
 export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record<string, unknown> {
     const all = [bucketArn, `${bucketArn}/*`];
+    const objects = `${bucketArn}/*`;
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "DenyInsecureTransport", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: all, Condition: { Bool: { "aws:SecureTransport": "false" } } },
             { Sid: "DenyOldTls", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: all, Condition: { NumericLessThan: { "s3:TlsVersion": "1.2" } } },
             {
-                Sid: "DenyOtherKmsKeys", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: `${bucketArn}/*`,
-                Condition: { StringNotEqualsIfExists: { "s3:x-amz-server-side-encryption-aws-kms-key-id": kmsKeyArn } },
+                Sid: "DenyOtherEncryption", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Condition: { StringNotEquals: { [SSE_ALGORITHM]: "aws:kms" }, Null: { [SSE_ALGORITHM]: "false" } },
+            },
+            {
+                Sid: "DenyOtherKmsKeys", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Condition: { StringNotEquals: { [SSE_KMS_KEY]: kmsKeyArn }, Null: { [SSE_KMS_KEY]: "false" } },
+            },
+            {
+                Sid: "DenyAwsManagedKey", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Condition: { StringEquals: { [SSE_ALGORITHM]: "aws:kms" }, Null: { [SSE_KMS_KEY]: "true" } },
             },
         ],
     };
@@ -119,6 +138,9 @@ export interface PolicyStoreArgs {
     previous: pulumi.Input<unknown>;
     /** Fixed bucket name (default: auto-named from the resource name). */
     bucketName?: pulumi.Input<string>;
+    /** The hub's account and region: the bucket key is usable only through S3 there (components/hub/kms.ts). */
+    accountId: pulumi.Input<string>;
+    region: string;
 }
 
 /**
@@ -158,6 +180,7 @@ export class PolicyStore extends pulumi.ComponentResource {
             description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
             enableKeyRotation: true,
             deletionWindowInDays: 30,
+            policy: pulumi.output(args.accountId).apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["s3"] }))),
         }, keep);
         new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-policy-bundles", targetKeyId: key.keyId }, parent);
         const bucket = new aws.s3.Bucket(`${name}-bucket`, { bucket: args.bucketName, forceDestroy: false }, keep);

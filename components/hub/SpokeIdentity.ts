@@ -130,12 +130,31 @@ export function rolesAnywhereTrustPolicy(trustAnchorArn: string, certificateCn: 
     };
 }
 
-/** Pure: trust policy letting exactly the spoke's source users (one per key slot) assume the role. */
-export function spokeTrustPolicy(principalArns: string[]): PolicyDocument {
+/** One key slot's source user as the role's trust sees it. */
+export interface SourcePrincipal { arn: string; expiresAt?: string; egressCidrs?: string[] }
+
+/**
+ * Pure: trust policy letting exactly the spoke's source users (one per key slot) assume the role, each only until its
+ * slot's maximum age (`aws:CurrentTime`) and from the site's egress ranges (`aws:SourceIp`) when known. The
+ * conditions must be here, not only on the user: in the same account a trust policy that names a user grants the
+ * assumption by itself, whatever the user's own policy says (IAM user guide, "Policy evaluation logic":
+ * a resource-based policy naming the principal is enough within one account).
+ */
+export function spokeTrustPolicy(principals: SourcePrincipal[]): PolicyDocument {
     return {
         Version: "2012-10-17",
-        Statement: [{ Sid: "SpokeSourceIdentity", Effect: "Allow", Principal: { AWS: [...principalArns] }, Action: ["sts:AssumeRole"] }],
+        Statement: principals.map((p, i) => ({
+            Sid: `SpokeSourceIdentity${i}`, Effect: "Allow" as const, Principal: { AWS: p.arn }, Action: ["sts:AssumeRole"],
+            ...(sourceConditions(p) ? { Condition: sourceConditions(p) } : {}),
+        })),
     };
+}
+
+function sourceConditions(x: { expiresAt?: string; egressCidrs?: string[] }): NonNullable<PolicyDocument["Statement"][number]["Condition"]> | undefined {
+    const condition: NonNullable<PolicyDocument["Statement"][number]["Condition"]> = {};
+    if (x.expiresAt) condition.DateLessThan = { "aws:CurrentTime": x.expiresAt };
+    if (x.egressCidrs?.length) condition.IpAddress = { "aws:SourceIp": [...x.egressCidrs] };
+    return Object.keys(condition).length ? condition : undefined;
 }
 
 /** Day `days` after `date` (YYYY-MM-DD), as an ISO-8601 UTC timestamp. */
@@ -148,28 +167,27 @@ export function keyExpiry(createdAt: string, days: number): string {
  * until the key slot's maximum age (`aws:CurrentTime`): an old key stops working even if nobody rotates it.
  */
 export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egressCidrs?: string[] } = {}): PolicyDocument {
-    const condition: NonNullable<PolicyDocument["Statement"][number]["Condition"]> = {};
-    if (x.expiresAt) condition.DateLessThan = { "aws:CurrentTime": x.expiresAt };
-    if (x.egressCidrs?.length) condition.IpAddress = { "aws:SourceIp": [...x.egressCidrs] };
+    const condition = sourceConditions(x);
     return {
         Version: "2012-10-17",
-        Statement: [{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: roleArn, ...(Object.keys(condition).length ? { Condition: condition } : {}) }],
+        Statement: [{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: roleArn, ...(condition ? { Condition: condition } : {}) }],
     };
 }
 
 /**
  * Pure: resource policy of a key slot's secret. Only the spoke's deployer role may read it; everyone else is
  * denied reading it (other spokes' deployers, CI preview roles), except the hub's own deployer, which writes it and
- * whose provider reads it back (`hubDeployerArn`).
+ * whose providers read it back (`hubDeployers`, `platform:hubDeployers`: named, not whoever ran the last `up`).
  */
-export function keySecretPolicy(deployerRoleArn: string, hubDeployerArn: string): Record<string, unknown> {
+export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[]): Record<string, unknown> {
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "SpokeDeployerReads", Effect: "Allow", Principal: { AWS: deployerRoleArn }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
+            { Sid: "HubDeployersReadBack", Effect: "Allow", Principal: { AWS: [...hubDeployers].sort() }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
             {
                 Sid: "NobodyElseReads", Effect: "Deny", Principal: "*", Action: ["secretsmanager:GetSecretValue"], Resource: "*",
-                Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, hubDeployerArn] } },
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, ...hubDeployers] } },
             },
         ],
     };
@@ -180,9 +198,20 @@ export function defaultDeployerRoleArn(partition: string, accountId: string, spo
     return `arn:${partition}:iam::${accountId}:role/platform-spoke-deployer-${spoke}`;
 }
 
+/** The deployer role of an access-key spoke (reads its key slot's secret), or undefined for other modes. */
+export function spokeDeployerArn(spoke: string, id: SpokeIdentityConfig, partition: pulumi.Input<string>, accountId: pulumi.Input<string>): pulumi.Output<string> | undefined {
+    if (id.mode !== "access-key") return undefined;
+    return id.deployerRoleArn ? pulumi.output(id.deployerRoleArn) : pulumi.all([partition, accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, spoke));
+}
+
 /** Name of a key slot's secret. Fixed, so renaming nothing in the program ever replaces it. */
 export function keySecretName(spoke: string, slot: string): string {
-    return `platform/spokes/${spoke}/source-key/${slot}`;
+    return `${keySecretPrefix(spoke)}${slot}`;
+}
+
+/** Name prefix of a spoke's key-slot secrets. */
+export function keySecretPrefix(spoke: string): string {
+    return `platform/spokes/${spoke}/source-key/`;
 }
 
 /** The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret). Secret. */
@@ -197,6 +226,12 @@ export interface SpokeIdentityArgs {
     identity?: SpokeIdentityConfig;
     /** EKS: the spoke's cluster name (programs/eks-spoke.ts `eksClusterName`). */
     clusterName?: string;
+    /**
+     * EKS: the region of the spoke's cluster (`platform:spokes[].region`, which the hub checks against the spoke
+     * file's `platform:cluster.region`). Pod Identity names the cluster's own ARN in the session tag, so a trust
+     * naming the hub's region would never match a cluster elsewhere.
+     */
+    clusterRegion?: string;
     bucketArn: pulumi.Input<string>;
     kmsKeyArn: pulumi.Input<string>;
     /** Region of the policy bucket (and of the hub's secrets). */
@@ -204,8 +239,13 @@ export interface SpokeIdentityArgs {
     /** The hub's account id and partition. */
     accountId: pulumi.Input<string>;
     partition: pulumi.Input<string>;
-    /** The principal deploying the hub (IAM role ARN of the session): may write and read back key secrets. */
-    hubDeployerArn: pulumi.Input<string>;
+    /** `platform:hubDeployers`: the roles deploying the hub; they write and read back key secrets. */
+    hubDeployers: string[];
+    /**
+     * KMS key of the source-key secrets (ApiKeys' credential key, whose policy admits the spoke deployers through
+     * Secrets Manager): the default `aws/secretsmanager` key cannot be used by a deployer in another account.
+     */
+    secretsKmsKeyArn?: pulumi.Input<string>;
     /** Usage stream ARN; when set the role may put records on exactly that stream (metering). */
     usageStreamArn?: pulumi.Input<string>;
 }
@@ -247,9 +287,9 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         // The contract may need resources that name the role (Roles Anywhere profile): built once the role exists.
         let contractOf: (role: aws.iam.Role) => pulumi.Output<SpokeIdentityContract>;
         if (id.mode === "pod-identity") {
-            if (!args.clusterName) throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name`);
+            if (!args.clusterName || !args.clusterRegion) throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name and region`);
             const account = id.accountId ?? args.accountId;
-            const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.region}:${account}:cluster/${args.clusterName}`;
+            const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.clusterRegion}:${account}:cluster/${args.clusterName}`;
             trust = pulumi.all([account, clusterArn]).apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c)));
             contractOf = () => pulumi.output({ mode: "pod-identity" as const, serviceAccounts: SPOKE_AWS_SERVICE_ACCOUNTS.map((s) => ({ ...s })) });
         } else if (id.mode === "roles-anywhere") {
@@ -270,32 +310,32 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         } else {
             const slots = id.keys;
             const active = id.activeKey ?? slots[0].id;
-            const deployer = id.deployerRoleArn ?? pulumi.all([args.partition, args.accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, args.spoke));
+            const deployer = spokeDeployerArn(args.spoke, id, args.partition, args.accountId)!;
             const users = slots.map((slot) => ({
                 slot,
                 // Fixed name: a replacement must delete the old user first (IAM names are unique).
                 user: new aws.iam.User(`${name}-source-${slot.id}`, { name: `platform-spoke-${args.spoke}-${slot.id}`, path: "/platform/spokes/", tags: { ...tags, "platform:key-slot": slot.id } }, { parent: this, deleteBeforeReplace: true }),
             }));
-            trust = pulumi.all(users.map((u) => u.user.arn)).apply((arns) => JSON.stringify(spokeTrustPolicy(arns)));
+            const limitsOf = (slot: (typeof slots)[number]) => ({ expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined, egressCidrs });
+            trust = pulumi.all(users.map((u) => u.user.arn)).apply((arns) => JSON.stringify(spokeTrustPolicy(arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })))));
             const secrets = new Map<string, aws.secretsmanager.Secret>();
             for (const { slot, user } of users) {
                 new aws.iam.UserPolicy(`${name}-assume-${slot.id}`, {
                     user: user.name,
-                    policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, {
-                        expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined, egressCidrs,
-                    }))),
+                    policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, limitsOf(slot)))),
                 }, parent);
                 if (!slot.createdAt) pulumi.log.warn(`spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`, this);
                 const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, parent);
                 const secret = new aws.secretsmanager.Secret(`${name}-key-${slot.id}`, {
                     name: keySecretName(args.spoke, slot.id),
                     description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
+                    kmsKeyId: args.secretsKmsKeyArn,
                     recoveryWindowInDays: 7,
                     tags: { ...tags, "platform:key-slot": slot.id },
                 }, parent);
                 new aws.secretsmanager.SecretPolicy(`${name}-key-${slot.id}-policy`, {
                     secretArn: secret.arn,
-                    policy: pulumi.all([deployer, args.hubDeployerArn]).apply(([d, h]) => JSON.stringify(keySecretPolicy(d, h))),
+                    policy: pulumi.output(deployer).apply((d) => JSON.stringify(keySecretPolicy(d, args.hubDeployers))),
                     blockPublicPolicy: true,
                 }, parent);
                 new aws.secretsmanager.SecretVersion(`${name}-key-${slot.id}`, {

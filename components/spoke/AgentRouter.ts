@@ -10,7 +10,9 @@ import {
 } from "../../lib/gateway";
 import { INFERENCE_NAMESPACE } from "../../lib/labels";
 import { meteringAccessLogSetting } from "../../services/shared/accesslog";
+import { listenerTls, nlbEnvoyService } from "../../lib/edge";
 import { AuthService } from "./AuthService";
+import { EdgeTls } from "./EdgeTls";
 import { CounterStore } from "./CounterStore";
 
 /** Inputs of {@link AgentRouter}. */
@@ -97,10 +99,18 @@ export class AgentRouter extends pulumi.ComponentResource {
             leaseTtlSeconds: g.requestTimeoutSeconds + LEASE_GRACE_SECONDS, image: args.authImage,
         }, { parent: this, dependsOn: [this.counters, gwNs] });
 
-        // 6. Gateway objects.
-        const proxy = cr("envoy-proxy", envoyProxy({ namespace: ns, replicas: g.envoyReplicas, accessLog: args.accessLog ?? [meteringAccessLogSetting()] }), [aigw, gwNs]);
+        // 6. Gateway objects. The edge is HTTPS (certificate from cert-manager or an existing Secret) unless the spoke
+        // file names the load balancer that terminates TLS in front; on EKS the proxy Service is an NLB (lib/edge.ts).
+        const tls = listenerTls(g.listener.tls, g.listener.tlsSecretName);
+        const edge = (g.listener.tls?.source === "acme-dns01" || g.listener.tls?.source === "private-ca")
+            ? new EdgeTls(`${name}-edge-tls`, { tls: g.listener.tls, hostname: g.listener.hostname!, namespace: ns, dependsOn: [gwNs] }, { parent: this })
+            : undefined;
+        const proxy = cr("envoy-proxy", envoyProxy({
+            namespace: ns, replicas: g.envoyReplicas, accessLog: args.accessLog ?? [meteringAccessLogSetting()],
+            envoyService: g.listener.exposure ? nlbEnvoyService(g.listener.exposure) : undefined,
+        }), [aigw, gwNs]);
         const cls = cr("gateway-class", gatewayClass(ns), [proxy]);
-        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tlsSecretName: g.listener.tlsSecretName }), [cls]);
+        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tls }), [cls, ...(edge ? [edge.certificate] : [])]);
         const ctp = cr("client-traffic", clientTrafficPolicy({ namespace: ns, bufferLimitBytes: g.bufferLimitBytes }), [gw]);
         const sp = cr("security", securityPolicy({
             namespace: ns, auth: this.auth.backend, maxRequestBytes: g.maxRequestBytes, timeoutSeconds: g.authTimeoutSeconds,

@@ -37,7 +37,8 @@ export class CpuNodeGroup extends pulumi.ComponentResource {
         }, { parent: this });
         this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
             clusterName: args.clusterName,
-            nodeGroupName: g.name,
+            // A name prefix: a replacement exists before the old group (which carries the gateway, auth and metering) goes.
+            nodeGroupNamePrefix: `${g.name}-`,
             nodeRoleArn: args.nodeRoleArn,
             subnetIds: args.subnetIds,
             instanceTypes: g.instanceTypes,

@@ -102,7 +102,9 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
 
         this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
             clusterName: args.clusterName,
-            nodeGroupName: group.name,
+            // A name prefix, not a fixed name: a replacement (new launch template shape, subnet, AMI type) is created
+            // before the old group is deleted, instead of deleting the pool first (fixed names force that order).
+            nodeGroupNamePrefix: `${group.name}-`,
             nodeRoleArn: args.nodeRoleArn,
             subnetIds: [args.subnetId],
             instanceTypes: [group.instanceType],
@@ -119,7 +121,9 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
                 [EFA_DEVICES_LABEL]: String(efa.networkCards),
             },
             taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
-            updateConfig: { maxUnavailable: 1 },
+            // Terminate first, one node at a time: p5en capacity is reserved or scarce, so surging an extra GPU node
+            // per update fails or waits (EKS managed node groups `updateStrategy: MINIMAL`, for accelerated instances).
+            updateConfig: { maxUnavailable: 1, updateStrategy: "MINIMAL" },
             tags,
         }, { parent: this });
 

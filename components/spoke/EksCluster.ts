@@ -16,18 +16,23 @@ export interface EksClusterArgs {
     publicAccessCidrs: string[];
     /** Create a VPC from a CIDR, or use an existing one by id. */
     vpc: EksVpc;
-    /** IAM roles given cluster access through EKS access entries (`platform:cluster.access`). */
+    /**
+     * IAM roles given cluster access through EKS access entries (`platform:cluster.access`). Without
+     * `deployRoleArn` the principal running `pulumi up` (its session's issuer: the role, not the session) gets the
+     * admin entry, so the program's Kubernetes provider can apply.
+     */
     access?: { deployRoleArn?: string; previewRoleArn?: string };
 }
 
 /**
  * EKS access policies of the two CI roles: the deploy role administers the cluster (it applies every object);
- * the preview role reads everything (AmazonEKSAdminViewPolicy includes Secrets, which `pulumi preview` diffs).
- * Source: docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html.
+ * the preview role runs the pull request's own code, so it reads everything except Secrets
+ * (AmazonEKSViewPolicy: the `view` ClusterRole, which excludes Secrets; AmazonEKSAdminViewPolicy would include
+ * them). Source: docs.aws.amazon.com/eks/latest/userguide/access-policy-permissions.html.
  */
 export const ACCESS_POLICIES = {
     deploy: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-    preview: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminViewPolicy",
+    preview: "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
 } as const;
 
 /** Service account of the EBS CSI controller (aws-ebs-csi-driver add-on), the one its Pod Identity association binds. */
@@ -86,6 +91,8 @@ export class EksCluster extends pulumi.ComponentResource {
     /** Self-referencing all-traffic group every EFA interface joins. */
     public readonly efaSecurityGroupId: pulumi.Output<string>;
     public readonly nodeRoleArn: pulumi.Output<string>;
+    /** The node role's policy attachments: node groups wait for them (a node without them cannot join). */
+    public readonly nodeRolePolicies: aws.iam.RolePolicyAttachment[];
     public readonly vpcId: pulumi.Output<string>;
     public readonly privateSubnets: PrivateSubnet[];
     /** kubeconfig (JSON) using `aws eks get-token`; holds no credential. */
@@ -143,9 +150,8 @@ export class EksCluster extends pulumi.ComponentResource {
         const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: assumeRole("ec2.amazonaws.com"), tags }, child);
         // No AmazonEKS_CNI_Policy on the node role: the VPC CNI has its own role (IRSA, below), so a pod reaching
         // the node's credentials gets no ENI / security-group rights.
-        for (const p of ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"]) {
-            new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole });
-        }
+        this.nodeRolePolicies = ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"].map((p) =>
+            new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole }));
         this.nodeRoleArn = nodeRole.arn;
 
         const efaSg = new aws.ec2.SecurityGroup(`${name}-efa-sg`, {
@@ -171,7 +177,9 @@ export class EksCluster extends pulumi.ComponentResource {
                 publicAccessCidrs: args.endpointPublicAccess ? args.publicAccessCidrs : undefined,
             },
             kubernetesNetworkConfig: { serviceIpv4Cidr: args.serviceCidr, ipFamily: "ipv4" },
-            accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: true },
+            // No implicit creator entry: it would be created by EKS and again by the deploy entry below (409 on the
+            // first `up` from CI), and it can only be removed later by replacing the cluster (the flag is immutable).
+            accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false },
             enabledClusterLogTypes: ["api", "audit", "authenticator"],
             tags,
         // The cluster holds every workload and its volumes: never deleted or replaced by an ordinary `up`
@@ -188,7 +196,8 @@ export class EksCluster extends pulumi.ComponentResource {
         this.kubeconfig = pulumi.all([this.cluster.name, this.endpoint, this.certificateAuthority])
             .apply(([n, e, ca]) => JSON.stringify(eksKubeconfig(n, e, ca, args.region)));
 
-        const account = aws.getCallerIdentityOutput({}, { parent: this }).accountId;
+        const caller = aws.getCallerIdentityOutput({}, { parent: this });
+        const account = caller.accountId;
         this.accountId = account;
         // VPC CNI on its own role through IRSA (aws-node starts before the Pod Identity agent can serve it).
         const cniRole = new aws.iam.Role(`${name}-vpc-cni-role`, {
@@ -211,7 +220,8 @@ export class EksCluster extends pulumi.ComponentResource {
         this.podIdentityAgent = this.addon("eks-pod-identity-agent");
 
         // Cluster access for the CI roles named in the stack file (authenticationMode API: nothing else grants it).
-        for (const [kind, roleArn] of [["deploy", args.access?.deployRoleArn], ["preview", args.access?.previewRoleArn]] as const) {
+        const deployer: pulumi.Input<string> = args.access?.deployRoleArn ?? aws.iam.getSessionContextOutput({ arn: caller.arn }, { parent: this }).issuerArn;
+        for (const [kind, roleArn] of [["deploy", deployer], ["preview", args.access?.previewRoleArn]] as const) {
             if (!roleArn) continue;
             const entry = new aws.eks.AccessEntry(`${name}-access-${kind}`, { clusterName: this.cluster.name, principalArn: roleArn, type: "STANDARD", tags }, child);
             new aws.eks.AccessPolicyAssociation(`${name}-access-${kind}-policy`, {

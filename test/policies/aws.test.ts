@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey } from "../../components/hub/ApiKeys";
 import {
     awsEksNoAccessKeys, awsImdsHopLimit, awsNoCredentialOutputs, awsPolicies, awsRdsForceSsl, awsStatefulProtected, findCredentials,
 } from "../../policies/aws";
@@ -55,6 +56,14 @@ describe("policy aws-no-credentials-in-outputs", () => {
             "stack output spokeCredentials.hn1.secretAccessKey: a credential field: outputs are readable by every StackReference; deliver credentials per consumer instead.",
         ]);
     });
+    it("fails when the hub exports tenants' API keys (what main did: apiKeys), and knows the key format", async () => {
+        const key = `${API_KEY_PREFIX}${"a1B2".repeat(API_KEY_RANDOM_LENGTH / 4)}`;
+        const rs = edit(hub, (r) => r.type === "pulumi:pulumi:Stack", (r) => { r.outputs = { ...r.outputs, apiKeys: { "acme-search-prod": key } }; });
+        expect(await messages([awsNoCredentialOutputs], rs)).toEqual([
+            "stack output apiKeys.acme-search-prod: a platform API key: outputs are readable by every StackReference; deliver credentials per consumer instead.",
+        ]);
+        expect(findCredentials({ sha256: hashApiKey(key), note: `${API_KEY_PREFIX}short` })).toEqual([]);
+    });
     it("finds private keys and session tokens anywhere, and nothing in ARNs or hashes", () => {
         expect(findCredentials({ a: [{ pem: "-----BEGIN PRIVATE KEY-----\nMII" }], sessionToken: "t" })).toEqual(["a[0].pem: a private key", "sessionToken: a credential field"]);
         expect(findCredentials({ roleArn: "arn:aws:iam::123456789012:role/x", sha256: "0".repeat(64) })).toEqual([]);
@@ -65,7 +74,7 @@ describe("policy aws-stateful-protected", () => {
     it("fails for each stateful resource without protect (the ledger cluster, a KMS key, the EKS cluster)", async () => {
         const unprotect = (rs: CapturedResource[], type: string) => edit(rs, (r) => r.type === type, (r) => { r.options = { protect: false, retainOnDelete: false, deleteBeforeReplace: false }; });
         expect((await messages([awsStatefulProtected], unprotect(hub, "aws:rds/cluster:Cluster"))).join("\n")).toMatch(/^aws:rds\/cluster:Cluster usage-ledger-db is not protected/);
-        expect(await messages([awsStatefulProtected], unprotect(hub, "aws:kms/key:Key"))).toHaveLength(2);
+        expect(await messages([awsStatefulProtected], unprotect(hub, "aws:kms/key:Key"))).toHaveLength(3);
         expect(await messages([awsStatefulProtected], unprotect(sg1, "aws:eks/cluster:Cluster"))).toEqual([
             "aws:eks/cluster:Cluster eks-cluster is not protected: an ordinary `pulumi up` may delete or replace it (set protect: true and retainOnDelete: true).",
         ]);

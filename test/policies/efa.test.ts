@@ -63,7 +63,7 @@ describe("policy efa-node-group-launch-template", () => {
         expect((await messages([efaLaunchTemplate], noPg)).join("\n")).toMatch(/no placement group/);
     });
     it("fails when the group spans several subnets", async () => {
-        const rs = edit("aws:eks/nodeGroup:NodeGroup", (o) => { o.subnetIds = ["a", "b"]; }, (r) => (r.inputs as any).nodeGroupName === "h200");
+        const rs = edit("aws:eks/nodeGroup:NodeGroup", (o) => { o.subnetIds = ["a", "b"]; }, (r) => (r.inputs as any).nodeGroupNamePrefix === "h200-");
         expect((await messages([efaLaunchTemplate], rs)).join("\n")).toMatch(/uses 2 subnets/);
     });
 });

@@ -2,6 +2,7 @@ import type { ChartFacts } from "../types";
 import { aiGatewayCrdsChart } from "./ai-gateway-crds-helm";
 import { aiGatewayChart } from "./ai-gateway-helm";
 import { efaDevicePluginChart } from "./aws-efa-k8s-device-plugin";
+import { certManagerChart } from "./cert-manager";
 import { dynamoPlatformChart } from "./dynamo-platform";
 import { gatewayCrdsChart } from "./gateway-crds-helm";
 import { envoyGatewayChart } from "./gateway-helm";
@@ -10,7 +11,7 @@ import { networkOperatorChart } from "./network-operator";
 import { otelCollectorChart } from "./opentelemetry-collector";
 
 export {
-    aiGatewayChart, aiGatewayCrdsChart, dynamoPlatformChart, efaDevicePluginChart, envoyGatewayChart, gatewayCrdsChart,
+    aiGatewayChart, aiGatewayCrdsChart, certManagerChart, dynamoPlatformChart, efaDevicePluginChart, envoyGatewayChart, gatewayCrdsChart,
     gpuOperatorChart, networkOperatorChart, otelCollectorChart,
 };
 
@@ -21,7 +22,7 @@ export {
  */
 export const charts: readonly ChartFacts[] = [
     networkOperatorChart, gpuOperatorChart, efaDevicePluginChart, otelCollectorChart, envoyGatewayChart, gatewayCrdsChart,
-    aiGatewayChart, aiGatewayCrdsChart, dynamoPlatformChart,
+    aiGatewayChart, aiGatewayCrdsChart, dynamoPlatformChart, certManagerChart,
 ];
 
 /** The facts for `chart` at exactly `version`, or undefined (an unknown chart or version is itself a finding). */

@@ -1,0 +1,121 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+import type { LedgerNetwork } from "./network";
+import type { LedgerScope } from "./scope";
+
+/**
+ * Database and master user. The master password is managed and rotated by RDS (`manageMasterUserPassword`, a
+ * Secrets Manager secret RDS owns); only the migrator uses it. The consumer logs in as `ledger_ingest`, the
+ * reconciliation as `ledger_reporter` (services/reconciler/roles.ts).
+ */
+export const LEDGER_DATABASE = "ledger";
+export const LEDGER_USER = "ledger_admin";
+/** Fixed physical names of the ledger's stateful resources (never auto-suffixed, so nothing renames them). */
+export const LEDGER_CLUSTER_ID = "platform-usage-ledger";
+
+/**
+ * Pure: the cluster parameter group family of an Aurora PostgreSQL engine version (`16.6` -> `aurora-postgresql16`).
+ * @throws Error for a version without a major number
+ */
+export function parameterGroupFamily(engineVersion: string): string {
+    const major = /^(\d+)\./.exec(engineVersion)?.[1];
+    if (!major) throw new Error(`engine version ${engineVersion} has no major version`);
+    return `aurora-postgresql${major}`;
+}
+
+/**
+ * Cluster parameters: `rds.force_ssl=1` refuses every connection without TLS (Aurora PostgreSQL defaults to 0
+ * before major 17; docs.aws.amazon.com/AmazonRDS/latest/AuroraUserGuide/AuroraPostgreSQL.Security.html#AuroraPostgreSQL.Security.SSL.RequiringSSL).
+ */
+export const LEDGER_CLUSTER_PARAMETERS = [{ name: "rds.force_ssl", value: "1", applyMethod: "immediate" as const }];
+
+/** What the Lambdas need of the database. */
+export interface LedgerDatabase {
+    cluster: aws.rds.Cluster;
+    instances: aws.rds.ClusterInstance[];
+    /** ARN of the RDS-managed master secret. */
+    masterSecretArn: pulumi.Output<string>;
+    /** The login roles' password secrets. */
+    ingest: { secret: aws.secretsmanager.Secret; version: aws.secretsmanager.SecretVersion };
+    reporter: { secret: aws.secretsmanager.Secret; version: aws.secretsmanager.SecretVersion };
+}
+
+/**
+ * The ledger database: Aurora Serverless v2 PostgreSQL, TLS enforced (`rds.force_ssl`), encrypted with the ledger's
+ * key, master password managed and rotated by RDS; the two login roles' passwords, each in its own secret.
+ */
+export function ledgerDatabase(scope: LedgerScope, args: {
+    engineVersion: string; minAcu: number; maxAcu: number; instances: number; backupRetentionDays: number;
+    deletionProtection: boolean; availabilityZones: [string, string];
+}, key: aws.kms.Key, net: LedgerNetwork): LedgerDatabase {
+    const { subnets, dbSg } = net;
+    const subnetGroup = new aws.rds.SubnetGroup(`${scope.name}-db-subnets`, { subnetIds: subnets.map((s) => s.id), description: "usage ledger", tags: scope.tags }, scope.parent);
+    const parameters = new aws.rds.ClusterParameterGroup(`${scope.name}-db-params`, {
+        name: `${LEDGER_CLUSTER_ID}-${parameterGroupFamily(args.engineVersion)}`,
+        family: parameterGroupFamily(args.engineVersion),
+        description: "usage ledger: TLS only",
+        parameters: LEDGER_CLUSTER_PARAMETERS,
+        tags: scope.tags,
+    // Named per family: a new engine major gets a new group beside the old one, never a name clash.
+    }, scope.parent);
+    const cluster = new aws.rds.Cluster(`${scope.name}-db`, {
+        clusterIdentifier: LEDGER_CLUSTER_ID,
+        engine: "aurora-postgresql",
+        engineMode: "provisioned",
+        engineVersion: args.engineVersion,
+        databaseName: LEDGER_DATABASE,
+        masterUsername: LEDGER_USER,
+        manageMasterUserPassword: true,
+        masterUserSecretKmsKeyId: key.arn,
+        dbClusterParameterGroupName: parameters.name,
+        serverlessv2ScalingConfiguration: { minCapacity: args.minAcu, maxCapacity: args.maxAcu },
+        storageEncrypted: true,
+        kmsKeyId: key.arn,
+        dbSubnetGroupName: subnetGroup.name,
+        vpcSecurityGroupIds: [dbSg.id],
+        backupRetentionPeriod: args.backupRetentionDays,
+        preferredBackupWindow: "17:00-18:00",
+        copyTagsToSnapshot: true,
+        deletionProtection: args.deletionProtection,
+        // A major bump of the pin (16.x -> 17.x) is an in-place upgrade with the new family's parameter group
+        // (named per family, created beside the old one), not a replacement the protected cluster would refuse.
+        allowMajorVersionUpgrade: true,
+        skipFinalSnapshot: false,
+        finalSnapshotIdentifier: `${LEDGER_CLUSTER_ID}-final`,
+        enabledCloudwatchLogsExports: ["postgresql"],
+        tags: scope.tags,
+    }, scope.keep);
+    const instances = Array.from({ length: args.instances }, (_, i) => new aws.rds.ClusterInstance(`${scope.name}-db-${i}`, {
+        identifier: `${LEDGER_CLUSTER_ID}-${i}`,
+        clusterIdentifier: cluster.id,
+        instanceClass: "db.serverless",
+        engine: "aurora-postgresql",
+        engineVersion: args.engineVersion,
+        availabilityZone: args.availabilityZones[i % 2],
+        publiclyAccessible: false,
+        // The engine version is pinned (platform:usage.engineVersion): an automatic minor upgrade would make the
+        // next `up` ask for a downgrade RDS refuses. Upgrades are a bump of the pin.
+        autoMinorVersionUpgrade: false,
+        tags: scope.tags,
+    }, scope.keep));
+    const masterSecretArn = cluster.masterUserSecrets.apply((s) => {
+        const arn = s?.[0]?.secretArn;
+        if (!arn) throw new Error(`UsageLedger: cluster ${LEDGER_CLUSTER_ID} reports no RDS-managed master secret`);
+        return arn;
+    });
+
+    // Login roles' passwords (created by the migrator), each in its own secret read only by its Lambda's role.
+    const roleSecret = (role: "ingest" | "reporter", what: string) => {
+        const pw = new random.RandomPassword(`${scope.name}-${role}-password`, { length: 40, special: false }, scope.parent);
+        const sec = new aws.secretsmanager.Secret(`${scope.name}-${role}-password`, {
+            name: `platform/usage-ledger/${role}`, description: `Usage ledger: password of ledger_${role} (${what})`, kmsKeyId: key.arn, recoveryWindowInDays: 7, tags: scope.tags,
+        }, scope.parent);
+        const version = new aws.secretsmanager.SecretVersion(`${scope.name}-${role}-password`, { secretId: sec.id, secretString: pulumi.secret(pw.result) }, scope.parent);
+        return { secret: sec, version };
+    };
+    const ingest = roleSecret("ingest", "usage consumer");
+    const reporter = roleSecret("reporter", "scheduled reconciliation");
+
+    return { cluster, instances, masterSecretArn, ingest, reporter };
+}

@@ -1,0 +1,121 @@
+import type { EdgeExposure, EdgeTls } from "../config/edge";
+
+/** Namespace of cert-manager (its chart's documented install namespace, cert-manager.io/docs/installation/helm). */
+export const CERT_MANAGER_NAMESPACE = "cert-manager";
+/** cert-manager controller's ServiceAccount: the chart's fullname `cert-manager` for release name `cert-manager`. */
+export const CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager";
+/** The Secret cert-manager writes the edge certificate to (gateway namespace), and the Issuer's name. */
+export const EDGE_CERT_SECRET = "agent-router-tls";
+export const EDGE_ISSUER = "agent-router-edge";
+/**
+ * Annotation on the Gateway naming the load balancer that terminates TLS in front of a plain-HTTP listener
+ * (`platform:gateway.listener.tls.source: terminated-in-front`). The edge-tls policy accepts an HTTP listener only
+ * with it: the reviewed, visible way out.
+ */
+export const TLS_TERMINATED_BY_ANNOTATION = "platform.h200.ai/tls-terminated-by";
+
+/**
+ * Pure: values of the cert-manager chart (keys recorded in upstream/charts/cert-manager.ts): its CRDs installed and kept
+ * on uninstall (removing them would delete every Certificate), two controller replicas.
+ */
+export function certManagerValues() {
+    return { crds: { enabled: true, keep: true }, replicaCount: 2 };
+}
+
+/** The listener TLS the Gateway gets: the Secret it terminates with, or the device in front that terminates. */
+export type ListenerTls = { secretName: string } | { terminatedBy: string };
+
+/** Pure: the Gateway listener's TLS for the configured source (`tlsSecretName` is the same as `{ source: secret }`). */
+export function listenerTls(tls: EdgeTls | undefined, tlsSecretName?: string): ListenerTls {
+    if (tlsSecretName) return { secretName: tlsSecretName };
+    if (!tls) throw new Error("platform:gateway.listener: no tls source (config/edge.ts edgeIssues refuses this)");
+    switch (tls.source) {
+        case "secret": return { secretName: tls.secretName };
+        case "terminated-in-front": return { terminatedBy: tls.loadBalancer };
+        default: return { secretName: EDGE_CERT_SECRET };
+    }
+}
+
+/**
+ * Pure: the cert-manager Issuer (gateway namespace) for an `acme-dns01` or `private-ca` source; undefined otherwise.
+ * ACME: DNS-01 through Route 53 on the one hosted zone, credentials from the environment (EKS Pod Identity on
+ * cert-manager's service account), fields from cert-manager.io/v1 `ACMEIssuerDNS01ProviderRoute53`. CA: the site's
+ * CA key pair Secret (`spec.ca.secretName`, read from the Issuer's namespace: cert-manager.io/docs/configuration/ca).
+ */
+export function edgeIssuer(tls: EdgeTls, namespace: string) {
+    const metadata = { name: EDGE_ISSUER, namespace };
+    if (tls.source === "acme-dns01") {
+        return {
+            apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata,
+            spec: {
+                acme: {
+                    server: tls.server, email: tls.email,
+                    privateKeySecretRef: { name: `${EDGE_ISSUER}-acme-account` },
+                    solvers: [{ dns01: { route53: { region: tls.route53.region, hostedZoneID: tls.route53.hostedZoneId } } }],
+                },
+            },
+        };
+    }
+    if (tls.source === "private-ca") return { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata, spec: { ca: { secretName: tls.caSecretName } } };
+    return undefined;
+}
+
+/** Pure: the edge Certificate (gateway namespace): the listener's DNS name, ECDSA P-256, renewed 30 days before expiry. */
+export function edgeCertificate(hostname: string, namespace: string) {
+    return {
+        apiVersion: "cert-manager.io/v1", kind: "Certificate",
+        metadata: { name: EDGE_CERT_SECRET, namespace },
+        spec: {
+            secretName: EDGE_CERT_SECRET,
+            dnsNames: [hostname],
+            issuerRef: { group: "cert-manager.io", kind: "Issuer", name: EDGE_ISSUER },
+            privateKey: { algorithm: "ECDSA", size: 256, rotationPolicy: "Always" },
+            duration: "2160h",
+            renewBefore: "720h",
+        },
+    };
+}
+
+/**
+ * Pure: EnvoyProxy `provider.kubernetes.envoyService` for an EKS spoke: a Network Load Balancer provisioned by the AWS
+ * Load Balancer Controller (`loadBalancerClass: service.k8s.aws/nlb`), IP targets, the configured scheme, and the
+ * client ranges (`loadBalancerSourceRanges`, which the controller turns into the NLB security group's rules).
+ * Annotations from kubernetes-sigs/aws-load-balancer-controller docs/guide/service/annotations.md.
+ */
+export function nlbEnvoyService(exposure: EdgeExposure) {
+    return {
+        type: "LoadBalancer",
+        loadBalancerClass: "service.k8s.aws/nlb",
+        loadBalancerSourceRanges: [...exposure.sourceRanges],
+        annotations: {
+            "service.beta.kubernetes.io/aws-load-balancer-scheme": exposure.scheme,
+            "service.beta.kubernetes.io/aws-load-balancer-nlb-target-type": "ip",
+        },
+    };
+}
+
+/**
+ * Pure: permissions of cert-manager's role for ACME DNS-01 on Route 53 (cert-manager.io/docs/configuration/acme/dns01/route53,
+ * "Set up an IAM Policy"): poll its own changes, and change only TXT records named `_acme-challenge.<hostname>` in the
+ * one hosted zone (`route53:ChangeResourceRecordSetsRecordTypes`, `...NormalizedRecordNames`). The Issuer names the
+ * zone, so `ListHostedZonesByName` is not needed.
+ */
+export function certManagerRoute53Policy(hostedZoneId: string, hostname: string, partition = "aws") {
+    const zone = `arn:${partition}:route53:::hostedzone/${hostedZoneId}`;
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "PollChanges", Effect: "Allow", Action: ["route53:GetChange"], Resource: `arn:${partition}:route53:::change/*` },
+            { Sid: "ListZoneRecords", Effect: "Allow", Action: ["route53:ListResourceRecordSets"], Resource: zone },
+            {
+                Sid: "ChallengeRecordsOnly", Effect: "Allow", Action: ["route53:ChangeResourceRecordSets"], Resource: zone,
+                Condition: {
+                    "ForAllValues:StringEquals": {
+                        "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
+                        "route53:ChangeResourceRecordSetsNormalizedRecordNames": [`_acme-challenge.${hostname.replace(/^\*\./, "")}`],
+                    },
+                },
+            },
+        ],
+    };
+}
