@@ -10,6 +10,7 @@ import { rdmaWorkloadPolicies } from "./rdma-workloads";
 import { failClosed } from "./lib/unknown";
 import { visibilityPolicies } from "./visibility";
 import { pdCompatPolicies } from "./pd-compat";
+import { upstreamPolicies } from "./upstream";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -27,4 +28,5 @@ export const allPolicies: Policy[] = ([
     ...visibilityPolicies,
     ...pdCompatPolicies,
     ...awsPolicies,
+    ...upstreamPolicies,
 ] as Policy[]).map(failClosed);
