@@ -1,6 +1,6 @@
 /**
- * Label, annotation and taint keys the platform writes and reads. Policies (policies/) use the same
- * strings; they are duplicated there on purpose so the policy pack stands alone.
+ * Label, annotation and taint keys the platform writes and reads. The policy pack imports them from here
+ * (policies/lib/resources.ts), so this file must import nothing (the pack loads with only its own node_modules).
  */
 export const LABEL_PREFIX = "inference-platform.io";
 

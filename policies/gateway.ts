@@ -3,6 +3,7 @@ import {
     aiRoutes, bytesOf, chartReleases, cmpSemver, gatewayUrn, GROUPS, GW, keyOf, llmGateways, modelNamespaces, nameOf, nsOf, ofKind,
     routeGateways, secondsOf, selectsDynamo, semver, stripMatcher, targets, targetsGateway,
 } from "./lib/gateway";
+import { aiGatewayMinimum, gatewayCompatibleSets } from "../upstream/gateway";
 import { Attachment, effectiveFor, gatewayAttachments, listenerLabel, modelListeners, ModelListener } from "./lib/attachment";
 
 /**
@@ -305,12 +306,8 @@ export const envoyRateLimitFailClosed: StackValidationPolicy = {
     },
 };
 
-/** AI Gateway / Agent Router ↔ Envoy Gateway minor versions built and tested together (reference/gateway.md §1). */
-export const COMPATIBLE_SETS: Array<{ aiGateway: string; envoyGateway: string }> = [
-    { aiGateway: "1.0", envoyGateway: "1.8" },
-    { aiGateway: "1.1", envoyGateway: "1.8" },
-    { aiGateway: "1.2", envoyGateway: "1.9" },
-];
+/** AI Gateway / Agent Router ↔ Envoy Gateway minor versions built and tested together (upstream/gateway.ts). */
+export const COMPATIBLE_SETS = gatewayCompatibleSets;
 
 /**
  * AI Gateway ≥ v1.1.0: before it a client's `x-ai-eg-model` was appended to, not overwritten (ai-gateway#2410,
@@ -329,7 +326,7 @@ export const gatewayChartVersions: StackValidationPolicy = {
         for (const r of [...ai, ...aiCrds]) {
             const v = semver(r.props.version);
             if (!v) report(`Helm release ${r.name} (${r.props.chart}): version ${JSON.stringify(r.props.version)} is not an exact release; pin vX.Y.Z.`, r.urn);
-            else if (cmpSemver(v, [1, 1, 0]) < 0) report(`Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v1.1.0, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).`, r.urn);
+            else if (cmpSemver(v, aiGatewayMinimum.version) < 0) report(`Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v${aiGatewayMinimum.version.join(".")}, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).`, r.urn);
         }
         const same = (a: PolicyResource[], b: PolicyResource[], what: string) => {
             for (const x of a) for (const y of b) if (x.props.version !== y.props.version) report(`${what}: ${x.props.chart}@${x.props.version} and ${y.props.chart}@${y.props.version} differ; install the CRDs of the controller's version.`, y.urn);

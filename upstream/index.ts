@@ -21,6 +21,7 @@ export * from "./mooncake";
 export * from "./libraries";
 export * from "./images";
 export * from "./refused";
+export * from "./gateway";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([
