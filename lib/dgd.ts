@@ -67,8 +67,12 @@ export function nixlBackend(fabric: KvFabric): "UCX" | "LIBFABRIC" {
 
 const json = (o: unknown) => JSON.stringify(o);
 
-/** Speculative decoding runs on the decoding engines (decode and aggregated workers), not on prefill. */
-const speculates = (c: RoleContext) => !!c.endpoint.speculative && c.role !== "prefill";
+/**
+ * Speculative decoding: every worker of the graph gets the identical speculative config (same drafter, same settings).
+ * Prefill and decode must be identical except role settings (upstream/pairs.ts): a drafter on one side only changes
+ * what the pair runs; the pack refuses any difference nobody recorded as role-only.
+ */
+const speculates = (c: RoleContext) => !!c.endpoint.speculative;
 
 /** ZMQ KV-event publisher of vLLM workers (examples/backends/vllm/deploy/disagg_router.yaml). */
 export const VLLM_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080", enable_kv_cache_events: true };
@@ -80,7 +84,7 @@ export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint
  * P/D sets `kv_load_failure_policy: "fail"`: vLLM's default `recompute` silently re-runs the prefill on the decode
  * worker when a NIXL read fails (vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py `KVTransferConfig`,
  * Literal["recompute", "fail"]; issue 10 class 2). The same object is built for prefill and decode (by construction
- * they agree on connector, backends and buffer device, lib/pd-compat.ts).
+ * they agree on connector, backends and buffer device; upstream/pairs.ts).
  */
 export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
     const nixl = { kv_connector: "NixlConnector", kv_role: "kv_both", kv_buffer_device: "cuda", kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] } };

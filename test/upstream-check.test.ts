@@ -24,7 +24,9 @@ function objects(e = endpoint()): Array<Record<string, any>> {
     return [structuredClone(dgd), ...structuredClone(others)];
 }
 const dgdOf = (objs: Array<Record<string, any>>) => objs.find((o) => o.kind === "DynamoGraphDeployment")!;
-const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings;
+/** Findings of the per-container and Helm rules (the tests below plant faults on one side; pair findings are tested apart). */
+const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings.filter((f) => !/ and /.test(f.container ?? ""));
+const pairFindings = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings.filter((f) => / and /.test(f.container ?? ""));
 const keys = (f: Finding[]) => f.map((x) => `${x.object} ${x.container} ${x.key}`);
 
 describe("upstream-check on what lib/ renders", () => {
@@ -53,6 +55,22 @@ describe("upstream-check on what lib/ renders", () => {
         const f = run([plain]).filter((x) => x.message.includes(" lacks "));
         expect(f.map((x) => x.message.split(":")[0]).filter((m, i, a) => a.indexOf(m) === i).sort()).toEqual(["fi-provider-efa", "nccl-net-libfabric", "nixl-libfabric-sglang", "preflight-efa"]);
         expect(f.find((x) => x.message.startsWith("nccl-net-libfabric"))).toMatchObject({ stack: "spoke-test", object: "DynamoGraphDeployment/inference/llama-70b component prefill", container: "main", key: "env.NCCL_NET" });
+    });
+});
+
+describe("upstream-check pair rule: prefill and decode identical except role settings (upstream/pairs.ts)", () => {
+    it("a rendered pair passes; a setting on one side only is named with both sides and the key", () => {
+        for (const engine of ["vllm", "sglang", "trtllm"] as const) expect(pairFindings(objects(endpoint({ engine, kvPool: { kind: "none" } }))), engine).toEqual([]);
+        const objs = objects(endpoint({ engine: "vllm" }));
+        mainOf(dgdOf(objs), "decode").env.push({ name: "UCX_RNDV_THRESH", value: "8192" });
+        expect(pairFindings(objs)).toMatchObject([{ object: "DynamoGraphDeployment/inference/llama-70b", container: "prefill/main and decode/main", key: "UCX_RNDV_THRESH" }]);
+        expect(pairFindings(objs)[0].message).toMatch(/prefill has UCX_RNDV_THRESH \S+ but decode has 8192/);
+    });
+    it("a planted change to the role facts changes the verdict", () => {
+        const objs = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        expect(pairFindings(objs)).toEqual([]);
+        const noRoles: Facts = { ...defaultFacts, pairRoles: {} };
+        expect(pairFindings(objs, noRoles).map((f) => f.key)).toContain("--disaggregation-mode");
     });
 });
 

@@ -22,6 +22,7 @@ export * from "./libraries";
 export * from "./images";
 export * from "./refused";
 export * from "./gateway";
+export * from "./pairs";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([

@@ -12,22 +12,27 @@ import { imageRequirements, images } from "../images";
 import { refusedCombinations } from "../refused";
 import { containerRule } from "./containers";
 import { helmValuesRule } from "./helm";
+import { pairRule } from "./pairs";
+import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
 export * from "./types";
 export { checkContainer, findEntrypoint } from "./containers";
 export { chartFactsOf, checkHelmValues, valuesPaths } from "./helm";
+export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
 
 /** The facts of upstream/ (the only copy; the render, the CLI and the pack read these). */
 export const defaultFacts: Facts = {
     components, entrypoints, images, charts, refused: refusedCombinations, requirements: imageRequirements,
+    pairRoles: pairRoleSettings, pairKv: pairKvSettings,
 };
 
 /** Every upstream rule, in report order. Append new rules here. */
 export const rules: readonly Rule[] = [
     containerRule,
     helmValuesRule,
+    pairRule,
 ];
 
 /** An empty result to accumulate into. */

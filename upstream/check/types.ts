@@ -1,5 +1,6 @@
 import type { ChartFacts, ComponentFacts, EntrypointFacts, ImageFacts, ImageRequirementFact } from "../types";
 import type { RefusedCombination } from "../refused";
+import type { PairKvSetting, RoleSetting } from "../pairs";
 
 /**
  * Shapes of the upstream rules (upstream/check/): pure functions from rendered objects and facts to findings. No file
@@ -28,6 +29,10 @@ export interface Facts {
     charts: readonly ChartFacts[];
     refused: readonly RefusedCombination[];
     requirements: readonly ImageRequirementFact[];
+    /** Settings prefill and decode may differ in, per entry point (upstream/pairs.ts); default when absent. */
+    pairRoles?: Readonly<Record<string, readonly RoleSetting[]>>;
+    /** KV-shaping settings compared by meaning, per entry point (upstream/pairs.ts); default when absent. */
+    pairKv?: Readonly<Record<string, readonly PairKvSetting[]>>;
 }
 
 /** What a run of the rules found and what it looked at. */
