@@ -36,3 +36,10 @@ export const PLATFORM_NAMESPACE = "platform-system";
 
 /** Namespace the inference workloads (DynamoGraphDeployments, Mooncake) run in; rail networks are created for it. */
 export const INFERENCE_NAMESPACE = "inference";
+
+/**
+ * Workload annotation: the reviewed KV-transport exceptions of a graph, as JSON (config/endpoint.ts `kvExceptions`,
+ * written by lib/dgd.ts, read by the upstream rule upstream/check/kv-closed-world.ts in npm run upstream-check and in
+ * the policy pack).
+ */
+export const KV_EXCEPTIONS_ANNOTATION = `${LABEL_PREFIX}/kv-exceptions`;

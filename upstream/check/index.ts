@@ -13,12 +13,15 @@ import { refusedCombinations } from "../refused";
 import { containerRule } from "./containers";
 import { helmValuesRule } from "./helm";
 import { pairRule } from "./pairs";
+import { kvClosedWorldRule } from "./kv-closed-world";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
 export * from "./types";
 export { checkContainer, findEntrypoint } from "./containers";
 export { chartFactsOf, checkHelmValues, valuesPaths } from "./helm";
+export { kvClosedWorldRule, kvExceptionsOf } from "./kv-closed-world";
+export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
 
@@ -33,6 +36,7 @@ export const rules: readonly Rule[] = [
     containerRule,
     helmValuesRule,
     pairRule,
+    kvClosedWorldRule,
 ];
 
 /** An empty result to accumulate into. */

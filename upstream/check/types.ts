@@ -16,7 +16,13 @@ export type Obj = Record<string, any>;
 export interface HelmRelease { name: string; chart: string; version: string; repo?: string; values?: unknown }
 
 /** What a stack renders: every Kubernetes object and every Helm release. */
-export interface RenderedStack { stack: string; objects: readonly Obj[]; releases: readonly HelmRelease[] }
+export interface RenderedStack {
+    stack: string;
+    objects: readonly Obj[];
+    releases: readonly HelmRelease[];
+    /** The date exceptions are judged against (default: now). */
+    now?: Date;
+}
 
 /** One problem: where (stack, object, container) and which key. */
 export interface Finding { stack: string; object: string; container?: string; key: string; message: string }
