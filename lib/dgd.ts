@@ -6,6 +6,7 @@ import {
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
 import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -309,7 +310,7 @@ export interface DgdComponent {
 export interface DgdManifest {
     apiVersion: "nvidia.com/v1beta1";
     kind: "DynamoGraphDeployment";
-    metadata: { name: string; namespace: string; labels: Record<string, string> };
+    metadata: { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> };
     spec: { backendFramework: EngineName; components: DgdComponent[] };
 }
 
@@ -460,7 +461,11 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     return {
         apiVersion: "nvidia.com/v1beta1",
         kind: "DynamoGraphDeployment",
-        metadata: { name: e.name, namespace: a.namespace, labels },
+        metadata: {
+            name: e.name, namespace: a.namespace, labels,
+            // Reviewed KV-transport exceptions from the stack file, read by the pack (upstream/check/kv-closed-world.ts).
+            ...(e.kvExceptions?.length ? { annotations: { [KV_EXCEPTIONS_ANNOTATION]: json(e.kvExceptions) } } : {}),
+        },
         spec: { backendFramework: eng.framework, components },
     };
 }

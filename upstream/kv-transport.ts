@@ -77,6 +77,8 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "UCX_PROTO_EMULATION_ENABLE", safe: { values: ["n", "no", "0", "off", "false"] }, source: "openucx/ucx@v1.21.0:src/ucp/proto/proto_init.c", note: "emulation makes RDMA protocols out of copies through host memory" },
     { name: "UCX_IB_ADDR_TYPE", safe: { values: ["ib_global", "ib_local", "auto"] }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
     { name: "UCX_IB_GPU_DIRECT_RDMA", safe: { values: ["yes", "y", "1", "on", "try"] }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c", note: "no turns GPUDirect off (KV staged through host memory)" },
+    { name: "UCX_IB_GID_INDEX", safe: { pattern: UINT }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table", note: "RoCE GID selection" },
+    { name: "UCX_SOCKADDR_TLS_PRIORITY", safe: { values: ["rdmacm"] }, source: "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c", note: "connection setup over RDMA CM; rdma-cm-rail-networks checks the rail networks it needs" },
     { name: "UCX_MAX_HCA_PER_GPU", safe: { pattern: /^[1-9]\d*$/ }, source: UCX },
     { name: "UCX_RCACHE_MAX_UNRELEASED", safe: { pattern: /^(\d+[kKmMgG]?[bB]?|inf|auto)$/ }, source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c" },
     // libfabric / EFA.
@@ -109,6 +111,10 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "VLLM_NIXL_SIDE_CHANNEL_PORT", safe: { pattern: UINT }, source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_PORT` },
     { name: "VLLM_GPU_NIC_PCIE_MAPPING", safe: { pattern: new RegExp(`^${PCI}=${PCI}(,${PCI}=${PCI})*$`) }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device" },
     { name: "VLLM_NIC_SELECTION_VARS", safe: { pattern: /^(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?(,(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?)*$/ }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping" },
+    { name: "VLLM_KV_CACHE_LAYOUT", safe: { values: ["HND", "NHD"] }, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_KV_CACHE_LAYOUT", note: "block layout; both sides compared by the pair rule" },
+    { name: "VLLM_ATTENTION_BACKEND", safe: { any: "fixes the KV layout, not the transport; both sides compared by the pair rule" }, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_ATTENTION_BACKEND" },
+    // TensorRT-LLM.
+    { name: "TRTLLM_NIXL_KVCACHE_BACKEND", safe: { values: ["UCX", "LIBFABRIC"] }, source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py" },
     // SGLang.
     { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", safe: { values: ["UCX", "LIBFABRIC"] }, source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND` },
     { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", safe: { any: "JSON, checked key by key" }, source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS` },

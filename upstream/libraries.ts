@@ -18,6 +18,7 @@ export const ucx: ComponentFacts = {
         UCX_RNDV_THRESH: { default: "auto", source: UCP, note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)" },
         UCX_PROTO_EMULATION_ENABLE: { source: UCP },
         UCX_MAX_HCA_PER_GPU: { source: UCP },
+        UCX_SOCKADDR_TLS_PRIORITY: { source: UCP, note: "connection establishment transports (rdmacm: RDMA CM, needs rail networks)" },
         UCX_IB_ADDR_TYPE: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
         UCX_RCACHE_MAX_UNRELEASED: { source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c" },
     },

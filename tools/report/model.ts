@@ -60,6 +60,8 @@ export interface EndpointView {
     speculative?: string;
     /** Node pool the endpoint runs on (spoke output `serving.<endpoint>.pool`). */
     pool?: string;
+    /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
+    kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
 }
 
 /** One compute rail of a node pool, joined with the objects rendered for it. */
@@ -188,6 +190,7 @@ function endpointView(e: Endpoint): EndpointView {
         kvPool: e.kvPool?.kind === "mooncake" ? `mooncake ${e.kvPool.segmentSizeGiB} GiB x ${e.kvPool.storeReplicas}` : "none",
         plannerBudget: e.planner && e.planner.enabled !== false ? e.planner.maxGpuBudget : undefined,
         speculative: spec ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens` : undefined,
+        kvExceptions: [...(e.kvExceptions ?? [])],
     };
 }
 
