@@ -111,8 +111,6 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "VLLM_NIXL_SIDE_CHANNEL_PORT", safe: { pattern: UINT }, source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_PORT` },
     { name: "VLLM_GPU_NIC_PCIE_MAPPING", safe: { pattern: new RegExp(`^${PCI}=${PCI}(,${PCI}=${PCI})*$`) }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device" },
     { name: "VLLM_NIC_SELECTION_VARS", safe: { pattern: /^(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?(,(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?)*$/ }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping" },
-    { name: "VLLM_KV_CACHE_LAYOUT", safe: { values: ["HND", "NHD"] }, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_KV_CACHE_LAYOUT", note: "block layout; both sides compared by the pair rule" },
-    { name: "VLLM_ATTENTION_BACKEND", safe: { any: "fixes the KV layout, not the transport; both sides compared by the pair rule" }, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_ATTENTION_BACKEND" },
     // TensorRT-LLM.
     { name: "TRTLLM_NIXL_KVCACHE_BACKEND", safe: { values: ["UCX", "LIBFABRIC"] }, source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py" },
     // SGLang.
@@ -120,7 +118,6 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", safe: { any: "JSON, checked key by key" }, source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS` },
     { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list", safe: { pattern: DEVICE_LIST }, source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp", note: "NIC list; checked against the rail table by the rail rules" },
     { name: "SGLANG_HOST_IP", safe: { any: "the bootstrap address; routability is checked by pd-kv-load-fails-loudly" }, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto" },
-    { name: "HOST_IP", safe: { any: "the bootstrap address; routability is checked by pd-kv-load-fails-loudly" }, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto" },
     // Flags.
     { name: "--kv-transfer-config", safe: { any: "JSON, checked key by key" }, source: VLLM_KVT },
     { name: "--kv-transfer-config.kv_connector", safe: { values: ["NixlConnector", "MultiConnector", "MooncakeStoreConnector"] }, source: VLLM_KVT },

@@ -8,12 +8,25 @@ import { upstreamRulesPolicy } from "../../policies/upstream";
 import { EndpointSchema } from "../../config/endpoint";
 import { KV_EXCEPTIONS_ANNOTATION } from "../../lib/labels";
 import { kvClosedWorldRule, checkRendered, defaultFacts } from "../../upstream/check";
-import { cannotProve } from "../../upstream/kv-transport";
+import { cannotProve, kvKnownSettings } from "../../upstream/kv-transport";
+import { components } from "../../upstream";
 import { edit, endpoint, endpointObjects, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
 
 const policy = upstreamRulesPolicy();
 const both = (fn: (m: Record<string, any>) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", (o) => { fn(mainOf(o, "prefill")); fn(mainOf(o, "decode")); });
 const closed = async (rs: ReturnType<typeof stack>) => (await violations([policy], rs)).filter((v) => /the pack cannot prove/.test(v));
+
+describe("KV closed world facts", () => {
+    it("every known env setting and flag is one a pinned component reads (upstream-check and the closed world agree)", () => {
+        const env = Object.values(components).flatMap((c) => Object.keys(c.env));
+        const flags = Object.values(components).flatMap((c) => Object.keys(c.flags));
+        for (const s of kvKnownSettings.filter((x) => !x.name.includes("."))) {
+            if (s.name.startsWith("--")) expect(flags, s.name).toContain(s.name);
+            else expect(env.some((k) => k === s.name || (k.endsWith("*") && s.name.startsWith(k.slice(0, -1)))), s.name).toBe(true);
+            expect(s.source).toMatch(/^[\w.-]+\/[\w.-]+@[^:]+:.+/);
+        }
+    });
+});
 
 describe("KV closed world in the pack", () => {
     it("the compliant graphs pass (vLLM + Mooncake store, SGLang, TRT-LLM)", async () => {
