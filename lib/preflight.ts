@@ -48,7 +48,7 @@ export interface PreflightArgs {
     memlock: MemlockPath;
     /** Minimum port rate in Gb/s (gigabits; `platform:backend.minLinkRateGbps`). */
     minLinkRateGbps: number;
-    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check and (InfiniBand) the GPUDirect RDMA check. */
+    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check (InfiniBand) and the GPUDirect RDMA check (both fabrics). */
     gpus: number;
 }
 
@@ -68,6 +68,8 @@ export function preflightEnv(a: PreflightArgs): EnvVar[] {
         env.push({ name: "PREFLIGHT_GPUS", value: String(a.gpus) });
     } else {
         env.push({ name: "PREFLIGHT_MIN_DEVICES", value: String(a.fabric.devicesPerGpu * Math.max(1, a.gpus)) });
+        // GPUs on EFA: the script checks GPU-memory registration (FI_HMEM) too.
+        if (a.gpus > 0) env.push({ name: "PREFLIGHT_GPUS", value: String(a.gpus) });
     }
     env.push({ name: "PREFLIGHT_REQUIRE_IPC_LOCK", value: a.memlock.requireIpcLock ? "1" : "0" });
     return env;
@@ -99,7 +101,8 @@ export function preflightInitContainer(a: PreflightArgs & { image: string; resou
         name: PREFLIGHT_CONTAINER,
         image: a.image,
         command: ["sh", `${PREFLIGHT_MOUNT}/${PREFLIGHT_KEY}`],
-        env: preflightEnv(a),
+        // The image is named when a tool a check needs is missing (the script never skips a check silently).
+        env: [...preflightEnv(a), { name: "PREFLIGHT_IMAGE", value: a.image }],
         resources: { requests: { ...a.resources }, limits: { ...a.resources } },
         securityContext: a.securityContext,
         volumeMounts: [{ name: PREFLIGHT_VOLUME, mountPath: PREFLIGHT_MOUNT, readOnly: true }],
