@@ -76,6 +76,17 @@ describe("upstream-check pair rule: prefill and decode identical except role set
         const f = checkStack("spoke-test", objs, []).findings.filter((x) => x.message.includes("the pack cannot prove"));
         expect(f.map((x) => [x.container, x.key])).toEqual([["prefill/main", "env.UCX_ZCOPY_THRESH"], ["decode/main", "env.UCX_ZCOPY_THRESH"]]);
     });
+    it("engine and Mooncake store agree on protocol, metadata server and master; a store on tcp is named", () => {
+        for (const engine of ["vllm", "sglang"] as const) {
+            const objs = objects(endpoint({ engine }));
+            expect(pairFindings(objs), engine).toEqual([]);
+            const store = objs.find((o) => o.kind === "Deployment" && String(o.metadata.name).includes("mooncake-store"))!;
+            store.spec.template.spec.containers[0].env.find((e: any) => e.name === "MOONCAKE_PROTOCOL").value = "tcp";
+            const f = pairFindings(objs).filter((x) => x.key === "protocol");
+            expect(f.length, engine).toBeGreaterThan(0);
+            expect(f[0].message).toMatch(/the engine has Mooncake protocol rdma but its store has tcp/);
+        }
+    });
     it("a planted change to the role facts changes the verdict", () => {
         const objs = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
         expect(pairFindings(objs)).toEqual([]);

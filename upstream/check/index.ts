@@ -14,6 +14,7 @@ import { containerRule } from "./containers";
 import { helmValuesRule } from "./helm";
 import { pairRule } from "./pairs";
 import { kvClosedWorldRule } from "./kv-closed-world";
+import { mooncakePairRule } from "./mooncake-pairs";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
@@ -21,6 +22,7 @@ export * from "./types";
 export { checkContainer, findEntrypoint } from "./containers";
 export { chartFactsOf, checkHelmValues, valuesPaths } from "./helm";
 export { kvClosedWorldRule, kvExceptionsOf } from "./kv-closed-world";
+export { mooncakePairRule } from "./mooncake-pairs";
 export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
@@ -37,6 +39,7 @@ export const rules: readonly Rule[] = [
     helmValuesRule,
     pairRule,
     kvClosedWorldRule,
+    mooncakePairRule,
 ];
 
 /** An empty result to accumulate into. */
