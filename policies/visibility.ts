@@ -4,6 +4,7 @@ import { chartName, HELM_TYPES } from "./lib/resources";
 import { ContainerView, gpusOf, inScope, rdmaDevices } from "./lib/workloads";
 import { peek } from "./lib/unknown";
 import { charts } from "../upstream/charts";
+import { kvEnvFamilies } from "../upstream/kv-transport";
 import type { ChartFacts } from "../upstream/types";
 
 /**
@@ -15,11 +16,12 @@ import type { ChartFacts } from "../upstream/types";
  */
 
 /**
- * Environment variables the pack guards, by prefix: UCX, NCCL, libfabric (`FI_`), Mooncake (`MC_`, `MOONCAKE_`),
- * NIXL, and the engines' and Dynamo's own (`VLLM_`, `SGLANG_`, `TRTLLM_`, `DYN_`) that select the NIXL backend,
- * the NIC map or the KV transfer (reference/dynamo.md §3.1), plus the preflight's (`PREFLIGHT_`).
+ * Environment variables the pack guards: every KV-transport family of upstream/kv-transport.ts (UCX, NCCL, libfabric
+ * `FI_`, Mooncake `MC_`/`MOONCAKE_`, NIXL, the engines' settings modules `VLLM_`/`SGLANG_`/`TRTLLM_`, KVBM, CUDA
+ * registration), plus Dynamo's own (`DYN_`, which selects the NIXL backend and the router) and the preflight's
+ * (`PREFLIGHT_`).
  */
-export const GUARDED_ENV = /^(UCX_|NCCL_|FI_|MC_|MOONCAKE_|NIXL_|VLLM_|SGLANG_|TRTLLM_|DYN_|PREFLIGHT_)/;
+export const GUARDED_ENV = new RegExp(`${kvEnvFamilies.map((f) => `(?:${f.match.source})`).join("|")}|^(?:DYN_|PREFLIGHT_)`);
 
 /** Containers whose transport settings the pack judges: KV/collective movers, Dynamo workers, RDMA or GPU users. */
 function guardedContainer(c: ContainerView): boolean {
