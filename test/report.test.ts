@@ -4,7 +4,7 @@ import { allPolicies } from "../policies/policies";
 import { resourcesJson } from "../tools/outputs";
 import { runPolicies } from "../tools/policy-runner";
 import { reportFiles, reportInput } from "../tools/report";
-import { bar, cell } from "../tools/report/markdown";
+import { bar, cell, reportMarkdown } from "../tools/report/markdown";
 import { buildView, dgdGpus, HubView, ReportInput, SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
@@ -68,6 +68,22 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(llama.groups).toEqual([{ role: "prefill", replicas: 2, gpusPerWorker: 2 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
         expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 8 });
+    });
+
+    it("shows the reviewed KV-transport exceptions of the stack file; expired ones are marked refused", () => {
+        const v = buildView(hn1) as SpokeView;
+        expect(v.endpoints.every((e) => e.kvExceptions.length === 0)).toBe(true);
+        expect(reportMarkdown(v)).not.toContain("Reviewed KV-transport exceptions");
+        const why = "NIXL zcopy regression on CX-7 firmware, reviewed by infra";
+        v.endpoints[0].kvExceptions = [
+            { name: "UCX_ZCOPY_THRESH", value: "inf", component: "decode", why, until: "2099-01-01" },
+            { name: "NCCL_P2P_DISABLE", value: "1", why, until: "2020-01-01" },
+        ];
+        const md = reportMarkdown(v);
+        expect(md).toContain("## Reviewed KV-transport exceptions");
+        expect(md).toContain(`| ${v.endpoints[0].name} | decode | \`UCX_ZCOPY_THRESH=inf\` | ${why} | 2099-01-01 |`);
+        expect(md).toContain("| all | `NCCL_P2P_DISABLE=1` |");
+        expect(md).toContain("2020-01-01 (expired: refused)");
     });
 
     it("sets GPUs placed and planner budgets against capacity, and warns when budgets exceed it", async () => {
