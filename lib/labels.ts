@@ -1,6 +1,6 @@
 /**
  * Label, annotation and taint keys the platform writes and reads. The policy pack imports them from here
- * (policies/lib/resources.ts), so this file must import nothing (the pack loads with only its own node_modules).
+ * (policies/lib/resources.ts), so this file imports no package (the pack loads with only its own node_modules).
  */
 export const LABEL_PREFIX = "inference-platform.io";
 
@@ -40,6 +40,6 @@ export const INFERENCE_NAMESPACE = "inference";
 /**
  * Workload annotation: the reviewed KV-transport exceptions of a graph, as JSON (config/endpoint.ts `kvExceptions`,
  * written by lib/dgd.ts, read by the upstream rule upstream/check/kv-closed-world.ts in npm run upstream-check and in
- * the policy pack).
+ * the policy pack). Defined with the rule that reads it (upstream/ depends on nothing); `${LABEL_PREFIX}/kv-exceptions`.
  */
-export const KV_EXCEPTIONS_ANNOTATION = `${LABEL_PREFIX}/kv-exceptions`;
+export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/kv-transport";

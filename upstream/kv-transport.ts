@@ -157,6 +157,12 @@ export const kvJsonCarriers: readonly string[] = ["--kv-transfer-config", "--hic
 /** Entry points whose containers move KV (upstream EntrypointFacts.id). */
 export const kvMovingEntrypoints: readonly string[] = ["dynamo.vllm", "dynamo.sglang", "dynamo.trtllm", "mooncake.mooncake_store_service", "mooncake_master"];
 
+/**
+ * Workload annotation carrying a graph's reviewed exceptions as JSON (lib/labels.ts re-exports it; lib/dgd.ts writes
+ * it from the stack file's `kvExceptions`).
+ */
+export const KV_EXCEPTIONS_ANNOTATION = "inference-platform.io/kv-exceptions";
+
 /** What the pack says about a setting it cannot prove safe (one wording everywhere). */
 export function cannotProve(name: string, value: string): string {
     return `the pack cannot prove \`${name}=${value}\` keeps KV on RDMA`;

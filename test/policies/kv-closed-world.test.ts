@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { upstreamRulesPolicy } from "../../policies/upstream";
 import { EndpointSchema } from "../../config/endpoint";
-import { KV_EXCEPTIONS_ANNOTATION } from "../../lib/labels";
+import { KV_EXCEPTIONS_ANNOTATION, LABEL_PREFIX } from "../../lib/labels";
 import { kvClosedWorldRule, checkRendered, defaultFacts } from "../../upstream/check";
 import { cannotProve, kvKnownSettings } from "../../upstream/kv-transport";
 import { components } from "../../upstream";
@@ -71,6 +71,7 @@ describe("KV closed world in the pack", () => {
     it("the stack file's exception reaches the graph as an annotation; the rule judges it against the render date", () => {
         const e = EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "NCCL_P2P_DISABLE", value: "1", component: "decode", why: "reviewed: PCIe switch errata on rev A boards", until: "2027-01-31" }] });
         const { dgd } = endpointObjects(e);
+        expect(KV_EXCEPTIONS_ANNOTATION).toBe(`${LABEL_PREFIX}/kv-exceptions`);
         expect(JSON.parse(dgd.metadata.annotations![KV_EXCEPTIONS_ANNOTATION])).toEqual(e.kvExceptions);
         setEnv(mainOf(dgd, "decode"), "NCCL_P2P_DISABLE", "1");
         const at = (d: string) => checkRendered({ stack: "s", objects: [dgd as any], releases: [], now: new Date(d) }, defaultFacts, undefined, [kvClosedWorldRule]).findings.map((f) => f.message);

@@ -1,5 +1,4 @@
-import { KV_EXCEPTIONS_ANNOTATION } from "../../lib/labels";
-import { cannotProve, kvEnvFamilies, kvFlagFamily, KvSafe, KvSetting, kvJsonCarriers, kvKnownSettings, kvMovingEntrypoints } from "../kv-transport";
+import { cannotProve, KV_EXCEPTIONS_ANNOTATION, kvEnvFamilies, kvFlagFamily, KvSafe, KvSetting, kvJsonCarriers, kvKnownSettings, kvMovingEntrypoints } from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
 import { configMapsOf, effectiveArgv, mountedFiles, objectName, podSpecs } from "./objects";
