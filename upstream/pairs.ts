@@ -134,10 +134,11 @@ export function parseSide(side: PairSide, ep: EntrypointFacts | undefined, compo
             for (const a of fact.aliases ?? []) table.set(a, { canonical: name, fact });
         }
     }
+    // Without a known entry point the argv is read generically (`--x v`, `--x=v`, switches), program name positional.
     const rest = ep ? side.argv.slice(ep.argv.length) : [...side.argv];
     const flags: Record<string, string | true> = {};
-    const positional: string[] = ep ? [] : rest.slice();
-    if (ep) for (let i = 0; i < rest.length; i++) {
+    const positional: string[] = [];
+    for (let i = 0; i < rest.length; i++) {
         const tok = rest[i];
         if (!tok.startsWith("-")) { positional.push(tok); continue; }
         const eq = tok.indexOf("=");

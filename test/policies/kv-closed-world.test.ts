@@ -68,6 +68,16 @@ describe("KV closed world in the pack", () => {
         // Expired.
         expect((await closed(set(withEx([{ ...base, until: "2020-01-01" }])))).join("\n")).toMatch(/its exception expired on 2020-01-01/);
     });
+    it("an engine started another way is still in the closed world: GPUs or RDMA devices put a container in scope; flags inside a shell script count", () => {
+        const dep = (container: Record<string, any>) => ({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "side", namespace: "inference" }, spec: { template: { spec: { containers: [container] } } } });
+        const run = (o: Record<string, any>) => checkRendered({ stack: "s", objects: [o], releases: [] }, defaultFacts, undefined, [kvClosedWorldRule]).findings.map((f) => f.message);
+        const gpu = { limits: { "nvidia.com/gpu": "1" } };
+        expect(run(dep({ name: "vllm", image: "vllm/vllm-openai:latest", command: ["vllm", "serve", "m"], env: [{ name: "UCX_TLS", value: "tcp" }], resources: gpu })).join("\n")).toContain(cannotProve("UCX_TLS", "tcp"));
+        expect(run(dep({ name: "sgl", image: "x", command: ["sh", "-c", "python3 -m sglang.launch_server --disaggregation-transfer-backend fake --port 1"], resources: { limits: { "rdma/rail_0": "1" } } })).join("\n"))
+            .toContain(cannotProve("--disaggregation-transfer-backend", "fake"));
+        // No GPU, no RDMA device, no KV entry point: not a KV mover.
+        expect(run(dep({ name: "web", image: "x", command: ["web"], env: [{ name: "UCX_TLS", value: "tcp" }] }))).toEqual([]);
+    });
     it("the stack file's exception reaches the graph as an annotation; the rule judges it against the render date", () => {
         const e = EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "NCCL_P2P_DISABLE", value: "1", component: "decode", why: "reviewed: PCIe switch errata on rev A boards", until: "2027-01-31" }] });
         const { dgd } = endpointObjects(e);

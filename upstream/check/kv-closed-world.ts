@@ -63,7 +63,12 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
             for (const c of spec.containers ?? []) {
                 const argv = effectiveArgv(c);
                 const ep = findEntrypoint(argv, facts);
-                const moves = (ep && kvMovingEntrypoints.includes(ep.id)) || (o.kind === "DynamoGraphDeployment" && ["prefill", "decode", "worker"].includes(role) && c.name === "main");
+                // KV movers: a known KV entry point, a DGD worker, or anything holding GPUs or RDMA devices (an engine
+                // started another way, `vllm serve` or a shell script, is still in the closed world).
+                const devices = Object.keys({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) })
+                    .some((k) => /^(rdma\/|nvidia\.com\/gpu$|vpc\.amazonaws\.com\/efa$)/.test(k));
+                const moves = (ep && kvMovingEntrypoints.includes(ep.id)) || devices
+                    || (o.kind === "DynamoGraphDeployment" && ["prefill", "decode", "worker"].includes(role) && c.name === "main");
                 if (!moves) continue;
                 const where = `${comp ? `${comp}/` : ""}${c.name}`;
                 const check = (name: string, value: string, key: string) => {
@@ -85,7 +90,12 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                     }
                 }
                 const side = parseSide({ argv, env: {} }, ep, facts.components);
-                for (const [flag, v] of Object.entries(side.flags)) {
+                // Flags inside shell scripts (`sh -c "python3 -m ... --kv-transfer-config ..."`) count too.
+                const scripted: Record<string, string | true> = {};
+                for (const w of argv.filter((a) => /\s/.test(a) && !/^\s*[{[]/.test(a))) {
+                    for (const m of w.matchAll(/(?:^|\s)(--[a-z][a-z0-9_-]*)(?:=(\S+)|\s+(?!-)(\S+))?/g)) scripted[m[1]] = m[2] ?? m[3] ?? true;
+                }
+                for (const [flag, v] of Object.entries({ ...scripted, ...side.flags })) {
                     if (!kvFlagFamily.match.test(flag)) continue;
                     const value = v === true ? "true" : v;
                     check(flag, value, flag);
