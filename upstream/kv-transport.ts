@@ -20,7 +20,7 @@ export type KvFamily = "ucx" | "nixl" | "libfabric" | "nccl" | "mooncake" | "vll
 /** Env var families, recognised by prefix (or exact name). */
 export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; source: Source }> = [
     { family: "ucx", match: /^UCX_/, source: "openucx/ucx@v1.21.0:src/ucs/config/parser.c" },
-    { family: "nixl", match: /^NIXL_/, source: "ai-dynamo/nixl@v1.3.2:src/utils/common/nixl_log.cpp" },
+    { family: "nixl", match: /^NIXL_/, source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp" },
     { family: "libfabric", match: /^FI_/, source: "ofiwg/libfabric@v2.4.0:src/fabric.c" },
     { family: "nccl", match: /^NCCL_/, source: "NVIDIA/nccl@v2.28.3-1:src/misc/param.cc" },
     { family: "mooncake", match: /^(MC_|MOONCAKE_)/, source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp" },
@@ -28,7 +28,7 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
     { family: "sglang", match: /^SGLANG_|^HOST_IP$/, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/environ.py" },
     { family: "trtllm", match: /^(TRTLLM_|TLLM_)/, source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py" },
     { family: "kvbm", match: /^DYN_KVBM_/, source: "ai-dynamo/dynamo@v1.5.0:lib/llm/src/block_manager/distributed/utils.rs" },
-    { family: "cuda", match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/, source: "pytorch/pytorch@v2.9.0:c10/cuda/CUDAAllocatorConfig.cpp" },
+    { family: "cuda", match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#CUDA_VISIBLE_DEVICES" },
 ];
 
 /** Flags of KV-moving entry points in a family: KV transfer, disaggregation, cache storage, hierarchical cache. */
