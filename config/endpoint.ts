@@ -66,6 +66,25 @@ export const SpeculativeSchema = z.object({
 }).strict().refine((s) => s.method !== "eagle3" || !!s.draftModel, { message: "eagle3 needs draftModel", path: ["draftModel"] });
 
 /**
+ * A reviewed exception to the pack's closed world for KV transport (upstream/kv-transport.ts): one setting the pack
+ * cannot prove keeps KV on RDMA, accepted for exactly this name and value on this endpoint's graph (optionally one
+ * component: `prefill`, `decode`, `worker`) until `until` (UTC date, inclusive); refused after. The render annotates
+ * the graph with it (lib/labels.ts KV_EXCEPTIONS_ANNOTATION) and lists it in the render report.
+ */
+export const KvExceptionSchema = z.object({
+    /** Env var, flag (`--x`) or JSON key (`--kv-transfer-config.kv_buffer_device`, `mooncake.json.protocol`). */
+    name: z.string().min(1),
+    /** The exact value accepted (string form, as the container gets it). */
+    value: z.string(),
+    /** DGD component the exception applies to; every KV-moving container of the graph when absent. */
+    component: DnsLabel.optional(),
+    /** Why it is needed and who reviewed it. */
+    why: z.string().min(10),
+    /** Last day it is accepted (YYYY-MM-DD). */
+    until: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "until must be YYYY-MM-DD"),
+}).strict();
+
+/**
  * An inference endpoint as the hub places it: one DynamoGraphDeployment on one spoke.
  * Part of the hub -> spoke placement contract.
  */
@@ -82,6 +101,8 @@ export const EndpointSchema = z.object({
     speculative: SpeculativeSchema.optional(),
     /** Maximum context length in tokens passed to the engine. */
     maxModelLen: z.number().int().positive().optional(),
+    /** Reviewed exceptions to the KV-transport closed world ({@link KvExceptionSchema}). */
+    kvExceptions: z.array(KvExceptionSchema).optional(),
 }).strict();
 
 export type Endpoint = z.infer<typeof EndpointSchema>;

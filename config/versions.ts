@@ -9,7 +9,11 @@ export const REGISTRY = "ghcr.io/inference-platform";
 
 /**
  * Every pinned upstream version in one place. Charts are installed by exact version; images are
- * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else.
+ * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else: the render reads
+ * these pins, and the policy pack and `npm run upstream-check` judge against the facts recorded in upstream/ for the
+ * pinned version (image variants upstream/images.ts, chart values upstream/charts, gateway sets upstream/gateway.ts).
+ * A bump without facts for the new version fails test/upstream-facts.test.ts and is refused by the pack; recording
+ * those facts (read at the new tag, with their source) is part of the bump, never a second copy of the version.
  */
 export const versions = {
     /**

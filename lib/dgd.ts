@@ -6,6 +6,7 @@ import {
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
 import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -72,7 +73,8 @@ const json = (o: unknown) => JSON.stringify(o);
  * prefill computes the drafter's KV for the prompt, and vLLM's NIXL handshake refuses a prefill/decode pair whose
  * speculative config differs (vllm-project/vllm PR #49230, `NixlConnector` compatibility hash over the
  * speculative config); with `kv_load_failure_policy: fail` every disaggregated request would fail. The pairing is
- * checked by upstream/check/activation.ts (`speculative-pd-identical`).
+ * checked by upstream/check/activation.ts (`speculative-pd-identical`) and, with every other setting, by the pair rule
+ * (upstream/pairs.ts: prefill and decode identical except role settings).
  */
 const speculates = (c: RoleContext) => !!c.endpoint.speculative;
 
@@ -93,7 +95,7 @@ export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint
  * P/D sets `kv_load_failure_policy: "fail"`: vLLM's default `recompute` silently re-runs the prefill on the decode
  * worker when a NIXL read fails (vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py `KVTransferConfig`,
  * Literal["recompute", "fail"]). The same object is built for prefill and decode (by construction
- * they agree on connector, backends and buffer device, lib/pd-compat.ts).
+ * they agree on connector, backends and buffer device; upstream/pairs.ts).
  */
 export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
     const nixl = { kv_connector: "NixlConnector", kv_role: "kv_both", kv_buffer_device: "cuda", kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] } };
@@ -348,7 +350,7 @@ export interface DgdComponent {
 export interface DgdManifest {
     apiVersion: "nvidia.com/v1beta1";
     kind: "DynamoGraphDeployment";
-    metadata: { name: string; namespace: string; labels: Record<string, string> };
+    metadata: { name: string; namespace: string; labels: Record<string, string>; annotations?: Record<string, string> };
     spec: { backendFramework: EngineName; components: DgdComponent[] };
 }
 
@@ -507,7 +509,11 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     return {
         apiVersion: "nvidia.com/v1beta1",
         kind: "DynamoGraphDeployment",
-        metadata: { name: e.name, namespace: a.namespace, labels },
+        metadata: {
+            name: e.name, namespace: a.namespace, labels,
+            // Reviewed KV-transport exceptions from the stack file, read by the pack (upstream/check/kv-closed-world.ts).
+            ...(e.kvExceptions?.length ? { annotations: { [KV_EXCEPTIONS_ANNOTATION]: json(e.kvExceptions) } } : {}),
+        },
         spec: { backendFramework: eng.framework, components },
     };
 }

@@ -1,6 +1,6 @@
 /**
- * Label, annotation and taint keys the platform writes and reads. Policies (policies/) use the same
- * strings; they are duplicated there on purpose so the policy pack stands alone.
+ * Label, annotation and taint keys the platform writes and reads. The policy pack imports them from here
+ * (policies/lib/resources.ts), so this file imports no package (the pack loads with only its own node_modules).
  */
 export const LABEL_PREFIX = "inference-platform.io";
 
@@ -36,3 +36,10 @@ export const PLATFORM_NAMESPACE = "platform-system";
 
 /** Namespace the inference workloads (DynamoGraphDeployments, Mooncake) run in; rail networks are created for it. */
 export const INFERENCE_NAMESPACE = "inference";
+
+/**
+ * Workload annotation: the reviewed KV-transport exceptions of a graph, as JSON (config/endpoint.ts `kvExceptions`,
+ * written by lib/dgd.ts, read by the upstream rule upstream/check/kv-closed-world.ts in npm run upstream-check and in
+ * the policy pack). Defined with the rule that reads it (upstream/ depends on nothing); `${LABEL_PREFIX}/kv-exceptions`.
+ */
+export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/kv-transport";

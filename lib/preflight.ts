@@ -50,13 +50,15 @@ export interface PreflightArgs {
     memlock: MemlockPath;
     /** Minimum port rate in Gb/s (gigabits; `platform:backend.minLinkRateGbps`). */
     minLinkRateGbps: number;
-    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check and (InfiniBand) the GPUDirect RDMA check. */
+    /** GPUs of the pod; > 0 adds the GPU <-> NIC affinity check (InfiniBand) and the GPUDirect RDMA check (both fabrics). */
     gpus: number;
 }
 
+/** One variable of the script's contract (services/preflight/config.ts `PREFLIGHT_ENV`). */
+const v = (name: EnvName<typeof PREFLIGHT_ENV>, value: string): EnvVar => ({ name, value });
+
 /** Environment the script reads, by the names of its contract (services/preflight/config.ts `PREFLIGHT_ENV`). */
 export function preflightEnv(a: PreflightArgs): EnvVar[] {
-    const v = (name: EnvName<typeof PREFLIGHT_ENV>, value: string): EnvVar => ({ name, value });
     const env: EnvVar[] = [v("PREFLIGHT_FABRIC", a.fabric.kind)];
     if (a.fabric.kind === "infiniband") {
         const rails = a.fabric.rails;
@@ -71,6 +73,8 @@ export function preflightEnv(a: PreflightArgs): EnvVar[] {
         env.push(v("PREFLIGHT_GPUS", String(a.gpus)));
     } else {
         env.push(v("PREFLIGHT_MIN_DEVICES", String(a.fabric.devicesPerGpu * Math.max(1, a.gpus))));
+        // GPUs on EFA: the script checks GPU-memory registration (FI_HMEM) too.
+        if (a.gpus > 0) env.push(v("PREFLIGHT_GPUS", String(a.gpus)));
     }
     env.push(v("PREFLIGHT_REQUIRE_IPC_LOCK", a.memlock.requireIpcLock ? "1" : "0"));
     return env;
@@ -102,7 +106,8 @@ export function preflightInitContainer(a: PreflightArgs & { image: string; resou
         name: PREFLIGHT_CONTAINER,
         image: a.image,
         command: ["sh", `${PREFLIGHT_MOUNT}/${PREFLIGHT_KEY}`],
-        env: preflightEnv(a),
+        // The image is named when a tool a check needs is missing (the script never skips a check silently).
+        env: [...preflightEnv(a), v("PREFLIGHT_IMAGE", a.image)],
         resources: { requests: { ...a.resources }, limits: { ...a.resources } },
         securityContext: a.securityContext,
         volumeMounts: [{ name: PREFLIGHT_VOLUME, mountPath: PREFLIGHT_MOUNT, readOnly: true }],

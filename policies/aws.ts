@@ -1,5 +1,5 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { dependencyOfType, ofType } from "./lib/resources";
+import { dependencyOfType, LABELS, ofType } from "./lib/resources";
 import { peek } from "./lib/unknown";
 
 /**
@@ -153,7 +153,7 @@ export const awsStatefulProtected: ResourceValidationPolicy = {
 
 /** Node groups that run GPUs: an EKS accelerated (NVIDIA) AMI or the EFA fabric label. */
 function isGpuGroup(g: PolicyResource): boolean {
-    return /NVIDIA/.test(String(g.props.amiType ?? "")) || g.props.labels?.["inference-platform.io/fabric"] === "efa";
+    return /NVIDIA/.test(String(g.props.amiType ?? "")) || g.props.labels?.[LABELS.fabric] === "efa";
 }
 
 /**

@@ -2,6 +2,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { dependencyOfType, helmReleases, LABELS, ofType } from "./lib/resources";
 import { defaultedRequests } from "./lib/workloads";
 import { peek } from "./lib/unknown";
+import { EFA_DEVICES_LABEL } from "../lib/labels";
 
 /**
  * EFA (AWS) rules of the RDMA guard: an EKS GPU node group that cannot expose its EFA devices, or a worker
@@ -119,7 +120,7 @@ export const efaLaunchTemplate: StackValidationPolicy = {
             if (subnets.length !== 1) report(`${where}: uses ${subnets.length} subnets; a cluster placement group lives in one AZ, so give it exactly the subnet of that AZ.`, g.r.urn);
             const nis = (lt.props.networkInterfaces ?? []) as Array<Record<string, any>>;
             const type = g.instanceTypes[0];
-            const cards = PUBLISHED_NETWORK_CARDS[type] ?? Number(g.r.props.labels?.["inference-platform.io/efa-devices"] ?? 0);
+            const cards = PUBLISHED_NETWORK_CARDS[type] ?? Number(g.r.props.labels?.[EFA_DEVICES_LABEL] ?? 0);
             if (!cards) { report(`${where}: instance type ${type} has no known network-card count; add it to PUBLISHED_NETWORK_CARDS.`, lt.urn); continue; }
             const at = (card: number, dev: number) => nis.filter((n) => Number(n.networkCardIndex ?? 0) === card && Number(n.deviceIndex ?? 0) === dev);
             const problems: string[] = [];

@@ -1,57 +1,27 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { containerLabel, Finding, stackPolicy } from "./lib/report";
 import { ContainerView, EnvValue, engineOf, flagValue, StackView } from "./lib/workloads";
+import { PairSide, pairDifferences, vllmPdConnectorOf } from "../upstream/pairs";
+import { defaultFacts, effectiveArgv, findEntrypoint } from "../upstream/check";
 
 /**
  * Prefill and decode of one DynamoGraphDeployment must be able to talk (issue 10 class 2). Health checks pass
- * either way; a pair that disagrees on anything that changes the shape, size or type of a KV block, or on the
- * transfer itself, fails or hangs on every handoff, or (vLLM's default) silently recomputes the prefill on the
- * decode worker. The pack stands alone, so the per-engine must-match lists live here, read from the engines at the
- * versions Dynamo 1.5.0's runtime images carry (vLLM v0.28.0, SGLang v0.5.18, TensorRT-LLM in
- * tensorrtllm-runtime 1.5.0; config/versions.ts dynamoRuntime):
+ * either way; a pair that disagrees on anything that changes the shape, size or type of a KV block, the transfer, a
+ * hash seed or the drafter fails or hangs on every handoff, or (vLLM's default) silently recomputes the prefill on the
+ * decode worker. Closed world: the two main containers must be identical except the per-engine role settings of
+ * upstream/pairs.ts (the only copy, shared with npm run upstream-check), which also names the KV-shaping settings and
+ * why each matters (vLLM: compute_nixl_compatibility_hash and _validate_remote_agent_handshake,
+ * vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py; SGLang
+ * sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/; TensorRT-LLM's cache transceiver).
  *
- * vLLM (vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py):
- * - `compute_nixl_compatibility_hash` hashes "vLLM version and NIXL connector version, model architecture (name,
- *   dtype, KV heads, layers), KV cache format (dtype, sliding window), attention backend"; a handshake with another
- *   hash is refused: so image (version), `--model`, `--dtype`, `--kv-cache-dtype`, attention backend
- *   (`--attention-backend` / `VLLM_ATTENTION_BACKEND`) must match;
- * - "tensor_parallel_size, block_size, and kv_cache_layout are validated at runtime in
- *   _validate_remote_agent_handshake": `--block-size` and `VLLM_KV_CACHE_LAYOUT` must match, and the two TP sizes
- *   must divide one another (KV heads are split between ranks by an integer ratio, kv_connector/utils.py
- *   `TpKVTopology`);
- * - both sides must run the same P/D connector (`--kv-transfer-config` kv_connector, inside MultiConnector too) and
- *   share a NIXL backend (`kv_connector_extra_config.backends`, default UCX);
- * - `KVTransferConfig.kv_load_failure_policy` is Literal["recompute", "fail"] with default "recompute"
- *   (vllm/config/kv_transfer.py): a failed KV read re-runs the prefill on the decode worker with no error, so
- *   P/D must set "fail";
- * - the side channel a prefill worker advertises is `VLLM_NIXL_SIDE_CHANNEL_HOST`, default "localhost"
- *   (vllm/envs.py); Dynamo sets it only for a top-level NixlConnector, falling back to 127.0.0.1
- *   (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py), so it must be set to a routable address (the pod
- *   IP from the downward API, or the host IP on hostNetwork), never loopback or a wildcard.
- *
- * SGLang (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py, srt/disaggregation/):
- * - `--page-size` (default 1) and `--kv-cache-dtype` (default auto) fix the KV page the decode side receives by page
- *   index; `--dtype` fixes the KV dtype when kv-cache-dtype is auto; `--disaggregation-transfer-backend` (default
- *   mooncake) and, for NIXL, `SGLANG_DISAGGREGATION_NIXL_BACKEND` (default UCX) must be the same transfer;
- *   `--model-path` and image must match; TP may differ (decode reads prefill_tp_size from the bootstrap server);
- * - the bootstrap host Dynamo's prefill handler advertises is the host of `--dist-init-addr`, else SGLang's
- *   `get_ip()` (`SGLANG_HOST_IP`/`HOST_IP`, else the routable interface)
- *   (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/sglang/request_handlers/prefill_handler.py `_get_bootstrap_info`):
- *   none of those may be loopback or a wildcard.
- *
- * TensorRT-LLM (NVIDIA/TensorRT-LLM disaggregated serving docs; Dynamo trtllm worker flags):
- * - `cache_transceiver_config.backend` (NIXL/UCX/MPI), `kv_cache_config.dtype` and tokens per block
- *   (`--kv-block-size`, default 32, or `tokens_per_block`) must match; `--model-path` and image too; TP/PP may
- *   differ; engine args given only as a file (`--extra-engine-args`) cannot be compared and are refused.
- *
- * Mooncake (kvcache-ai/Mooncake transfer engine): `MOONCAKE_LOCAL_HOSTNAME` is the address peers are told to
- * connect to; loopback or a wildcard is refused.
+ * Also here: TP sizes must divide one another (vLLM maps KV heads between ranks by an integer ratio,
+ * kv_connector/utils.py `TpKVTopology`); `KVTransferConfig.kv_load_failure_policy` must be "fail" (default
+ * "recompute" silently re-runs the prefill, vllm/config/kv_transfer.py); every handshake address a peer is told
+ * (`VLLM_NIXL_SIDE_CHANNEL_HOST`, default "localhost", vllm/envs.py; Dynamo sets it only for a top-level
+ * NixlConnector, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py; SGLang's `--dist-init-addr` /
+ * `SGLANG_HOST_IP` / `HOST_IP`, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/sglang/request_handlers/prefill_handler.py
+ * `_get_bootstrap_info`; Mooncake `MOONCAKE_LOCAL_HOSTNAME`) must be routable, never loopback or a wildcard.
  */
-
-type Engine = "vllm" | "sglang" | "trtllm";
-
-/** One setting that must be equal between prefill and decode. */
-export interface MustMatch { key: string; read: (c: ContainerView) => string | undefined; fallback?: string; why: string }
 
 function json(raw: string | undefined): Record<string, any> | undefined {
     if (raw === undefined) return undefined;
@@ -59,50 +29,18 @@ function json(raw: string | undefined): Record<string, any> | undefined {
 }
 
 /** The P/D connector of a vLLM `--kv-transfer-config` (MultiConnector: the first non-store sub-connector). */
-const STORE_CONNECTORS = ["MooncakeStoreConnector", "LMCacheConnectorV1", "OffloadingConnector"];
 export function vllmPdConnector(c: ContainerView): Record<string, any> | undefined {
-    const kvt = json(flagValue(c, "--kv-transfer-config"));
-    if (!kvt) return undefined;
-    if (kvt.kv_connector === "MultiConnector") {
-        return (kvt.kv_connector_extra_config?.connectors ?? []).find((x: any) => !STORE_CONNECTORS.includes(String(x?.kv_connector)));
-    }
-    return STORE_CONNECTORS.includes(String(kvt.kv_connector)) ? undefined : kvt;
+    return vllmPdConnectorOf(json(flagValue(c, "--kv-transfer-config")));
 }
 
-const env = (name: string) => (c: ContainerView) => c.env.get(name)?.value;
-const flag = (...names: string[]) => (c: ContainerView) => { for (const n of names) { const v = flagValue(c, n); if (v !== undefined) return v; } return undefined; };
-const trtEngineArgs = (c: ContainerView) => json(flagValue(c, "--override-engine-args")) ?? {};
-
-/** The per-engine must-match lists (sources above). */
-export const MUST_MATCH: Record<Engine, MustMatch[]> = {
-    vllm: [
-        { key: "image", read: (c) => c.image, why: "the vLLM version is part of the NIXL compatibility hash" },
-        { key: "--model", read: flag("--model"), why: "the model (architecture, KV heads, layers) is part of the NIXL compatibility hash" },
-        { key: "--dtype", read: flag("--dtype"), fallback: "auto", why: "the model dtype is part of the NIXL compatibility hash (and the KV dtype when kv-cache-dtype is auto)" },
-        { key: "--kv-cache-dtype", read: flag("--kv-cache-dtype"), fallback: "auto", why: "the KV cache dtype is part of the NIXL compatibility hash" },
-        { key: "attention backend", read: (c) => flagValue(c, "--attention-backend") ?? env("VLLM_ATTENTION_BACKEND")(c), fallback: "(auto)", why: "the attention backend is part of the NIXL compatibility hash (it fixes the KV layout)" },
-        { key: "--block-size", read: flag("--block-size"), fallback: "(platform default)", why: "the KV block size is checked in the NIXL handshake; reads address whole blocks" },
-        { key: "VLLM_KV_CACHE_LAYOUT", read: env("VLLM_KV_CACHE_LAYOUT"), fallback: "(connector default HND)", why: "the KV cache layout (HND/NHD) is checked in the NIXL handshake" },
-        { key: "kv_connector", read: (c) => vllmPdConnector(c)?.kv_connector, fallback: "(none)", why: "both sides must run the same P/D connector" },
-        { key: "NIXL backends", read: (c) => { const p = vllmPdConnector(c); if (p?.kv_connector !== "NixlConnector") return undefined; return JSON.stringify(((p.kv_connector_extra_config?.backends ?? ["UCX"]) as string[]).map((b) => String(b).toUpperCase()).sort()); }, fallback: "(n/a)", why: "NIXL agents only talk over a backend both loaded (UCX vs LIBFABRIC cannot interoperate)" },
-    ],
-    sglang: [
-        { key: "image", read: (c) => c.image, why: "the disaggregation bootstrap protocol and KV metadata are version-bound" },
-        { key: "--model-path", read: flag("--model-path", "--model"), why: "prefill and decode must hold the same model's KV" },
-        { key: "--dtype", read: flag("--dtype"), fallback: "auto", why: "fixes the KV dtype when kv-cache-dtype is auto" },
-        { key: "--kv-cache-dtype", read: flag("--kv-cache-dtype"), fallback: "auto", why: "the KV element type must be the same on both sides" },
-        { key: "--page-size", read: flag("--page-size"), fallback: "1", why: "KV is sent by page index; a different page size moves the wrong tokens" },
-        { key: "--disaggregation-transfer-backend", read: flag("--disaggregation-transfer-backend"), fallback: "mooncake", why: "both sides must use the same KV transfer backend" },
-        { key: "SGLANG_DISAGGREGATION_NIXL_BACKEND", read: (c) => (String(flagValue(c, "--disaggregation-transfer-backend") ?? "mooncake") === "nixl" ? (env("SGLANG_DISAGGREGATION_NIXL_BACKEND")(c) ?? "UCX").toUpperCase() : undefined), fallback: "(n/a)", why: "NIXL agents only talk over a backend both loaded" },
-    ],
-    trtllm: [
-        { key: "image", read: (c) => c.image, why: "the cache transceiver wire format is version-bound" },
-        { key: "--model-path", read: flag("--model-path", "--model"), why: "prefill and decode must hold the same model's KV" },
-        { key: "cache_transceiver_config.backend", read: (c) => trtEngineArgs(c).cache_transceiver_config?.backend, fallback: "(default)", why: "both sides must use the same cache transceiver backend" },
-        { key: "kv_cache_config.dtype", read: (c) => trtEngineArgs(c).kv_cache_config?.dtype, fallback: "auto", why: "the KV element type must be the same on both sides" },
-        { key: "tokens per block", read: (c) => flagValue(c, "--kv-block-size") ?? (trtEngineArgs(c).tokens_per_block !== undefined ? String(trtEngineArgs(c).tokens_per_block) : undefined), fallback: "32", why: "KV blocks are exchanged whole; a different block size misaligns every transfer" },
-    ],
-};
+/** A pack container as one side of a pair (upstream/pairs.ts). */
+function sideOf(c: ContainerView): PairSide {
+    const env: Record<string, string> = {};
+    for (const [n, v] of c.env) env[n] = v.value ?? `valueFrom:${v.fieldRef ?? v.why ?? "opaque"}`;
+    const podVolumes: any[] = c.pod ? ((c.dgd?.component?.podTemplate?.spec?.volumes ?? c.resource.props?.spec?.template?.spec?.volumes ?? []) as any[]) : [];
+    const mounts = c.volumeMounts.map((m) => `${m.mountPath}${m.subPath ? `#${m.subPath}` : ""} <- ${JSON.stringify((({ name: _n, ...rest }) => rest)(podVolumes.find((v) => v?.name === m.name) ?? {}))}`);
+    return { image: c.image, argv: effectiveArgv({ command: c.command, args: c.args }), env, mounts };
+}
 
 /** Loopback or wildcard: never an address a peer can use. */
 export function unroutable(host: string): boolean {
@@ -153,7 +91,7 @@ type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 /** Prefill and decode agree on every setting that shapes a KV block or the transfer. */
 export const pdSettingsMatch = stackPolicy({
     name: "pd-kv-settings-match",
-    description: "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and agree on every setting that changes the shape, size or type of a KV block or the transfer (vLLM: image, --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends, TP sizes that divide; SGLang: image, --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: image, --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block). Sources: vllm-project/vllm@v0.28.0 nixl_connector.py compute_nixl_compatibility_hash and _validate_remote_agent_handshake; sgl-project/sglang@v0.5.18 server_args.py; TensorRT-LLM disaggregated serving.",
+    description: "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; TP sizes must divide. Sources in upstream/pairs.ts.",
     remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
 }, (v) => {
     const out: Out = [];
@@ -170,9 +108,9 @@ export const pdSettingsMatch = stackPolicy({
         if (ep === "vllm" || ep === "sglang") for (const c of [prefill, decode]) {
             if (flagValue(c, "--config") !== undefined) add(`${c.path}.args[--config]`, `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`, "pass the arguments on the command line");
         }
-        for (const s of MUST_MATCH[ep]) {
-            const a = s.read(prefill) ?? s.fallback, b = s.read(decode) ?? s.fallback;
-            if (a !== b) add(`${decode.path} ${s.key}`, `prefill has ${s.key} ${a ?? "(unset)"} but decode has ${b ?? "(unset)"}: ${s.why}; the pair passes health checks and fails or hangs on every handoff`, `set ${s.key} to the same value on prefill and decode`);
+        const entry = findEntrypoint(effectiveArgv({ command: prefill.command, args: prefill.args }), defaultFacts);
+        for (const x of pairDifferences(sideOf(prefill), sideOf(decode), entry, defaultFacts.components)) {
+            add(`${decode.path} ${x.key}`, `prefill has ${x.key} ${x.prefill ?? "(unset)"} but decode has ${x.decode ?? "(unset)"}: ${x.why}; the pair passes health checks and fails or hangs on every handoff`, `set ${x.key} to the same value on prefill and decode (only upstream/pairs.ts role settings may differ)`);
         }
         if (ep === "vllm") {
             const tp = tpOf(prefill), td = tpOf(decode);

@@ -11,6 +11,7 @@ import { rdmaWorkloadPolicies } from "./rdma-workloads";
 import { failClosed } from "./lib/unknown";
 import { visibilityPolicies } from "./visibility";
 import { pdCompatPolicies } from "./pd-compat";
+import { upstreamPolicies } from "./upstream";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -29,4 +30,5 @@ export const allPolicies: Policy[] = ([
     ...pdCompatPolicies,
     ...awsPolicies,
     ...edgeTlsPolicies,
+    ...upstreamPolicies,
 ] as Policy[]).map(failClosed);

@@ -3,7 +3,7 @@ import type { StackValidationPolicy } from "@pulumi/policy";
 import { allowedImage } from "./lib/images";
 import { gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric";
 import { containerPolicy, Finding, stackPolicy } from "./lib/report";
-import { ofType, TYPES } from "./lib/resources";
+import { LABELS, ofType, TYPES } from "./lib/resources";
 import { envValue, inScope,  kvUse } from "./lib/workloads";
 
 /**
@@ -31,8 +31,8 @@ export const rdmaDevicePluginConfig = stackPolicy({
     const ibPools = v.pools.filter((p) => p.fabric === "infiniband");
     const frontNetdevs = new Set<string>();
     for (const p of v.pools) run(() => {
-        const nodes = ofType(v.resources, TYPES.nodePatch).filter((r) => r.props.metadata?.labels?.["inference-platform.io/pool"] === p.name);
-        for (const n of nodes) for (const f of JSON.parse(String(n.props.metadata?.annotations?.["inference-platform.io/frontend-nics"] ?? "[]"))) frontNetdevs.add(String(f.netdev));
+        const nodes = ofType(v.resources, TYPES.nodePatch).filter((r) => r.props.metadata?.labels?.[LABELS.pool] === p.name);
+        for (const n of nodes) for (const f of JSON.parse(String(n.props.metadata?.annotations?.[LABELS.frontendNics] ?? "[]"))) frontNetdevs.add(String(f.netdev));
     });
     const names = new Set<string>();
     if (plugin.config.periodicUpdateInterval === 0) add("spec.rdmaSharedDevicePlugin.config.periodicUpdateInterval", "is 0, which disables rescans, so an HCA that comes up after the plugin is never served", "set periodicUpdateInterval to e.g. 300 (seconds)");

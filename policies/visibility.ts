@@ -3,6 +3,9 @@ import { containerPolicy, Finding, stackPolicy } from "./lib/report";
 import { chartName, HELM_TYPES } from "./lib/resources";
 import { ContainerView, gpusOf, inScope, rdmaDevices } from "./lib/workloads";
 import { peek } from "./lib/unknown";
+import { charts } from "../upstream/charts";
+import { kvEnvFamilies } from "../upstream/kv-transport";
+import type { ChartFacts } from "../upstream/types";
 
 /**
  * What the pack cannot see, it refuses (issue 10 class 5). Every RDMA/transport rule reads settings from the
@@ -13,11 +16,12 @@ import { peek } from "./lib/unknown";
  */
 
 /**
- * Environment variables the pack guards, by prefix: UCX, NCCL, libfabric (`FI_`), Mooncake (`MC_`, `MOONCAKE_`),
- * NIXL, and the engines' and Dynamo's own (`VLLM_`, `SGLANG_`, `TRTLLM_`, `DYN_`) that select the NIXL backend,
- * the NIC map or the KV transfer (reference/dynamo.md §3.1), plus the preflight's (`PREFLIGHT_`).
+ * Environment variables the pack guards: every KV-transport family of upstream/kv-transport.ts (UCX, NCCL, libfabric
+ * `FI_`, Mooncake `MC_`/`MOONCAKE_`, NIXL, the engines' settings modules `VLLM_`/`SGLANG_`/`TRTLLM_`, KVBM, CUDA
+ * registration), plus Dynamo's own (`DYN_`, which selects the NIXL backend and the router) and the preflight's
+ * (`PREFLIGHT_`).
  */
-export const GUARDED_ENV = /^(UCX_|NCCL_|FI_|MC_|MOONCAKE_|NIXL_|VLLM_|SGLANG_|TRTLLM_|DYN_|PREFLIGHT_)/;
+export const GUARDED_ENV = new RegExp(`${kvEnvFamilies.map((f) => `(?:${f.match.source})`).join("|")}|^(?:DYN_|PREFLIGHT_)`);
 
 /** Containers whose transport settings the pack judges: KV/collective movers, Dynamo workers, RDMA or GPU users. */
 function guardedContainer(c: ContainerView): boolean {
@@ -64,26 +68,36 @@ export const guardedEnvVisible = containerPolicy({
 }, guardedContainer);
 
 /**
- * Charts whose inline values the pack reads, with the chart versions whose values layout the rules were written
- * against and the keys they read (from the pinned charts; config/versions.ts). A chart at another version may
- * have renamed or moved those keys (so the rule would read nothing and pass), and values from files
- * (`valueYamlFiles`) or a post-renderer never reach the pack. Bumping a chart means re-reading its values and
- * adding the version here.
+ * Charts whose inline values the pack reads, with the keys its rules read. The chart versions whose values layout
+ * those keys were checked against are the versions upstream/charts has facts for (the only copy; config/versions.ts
+ * pins one of them and test/upstream-facts.test.ts keeps the two equal). A chart at another version may have renamed
+ * or moved those keys (so the rule would read nothing and pass), and values from files (`valueYamlFiles`) or a
+ * post-renderer never reach the pack. Bumping a chart means re-reading its values and recording them in upstream/charts.
  */
-export const VERIFIED_CHARTS: Record<string, { versions: string[]; keys: string[]; source: string }> = {
-    "gpu-operator": { versions: ["v25.10.1"], keys: ["driver.enabled", "driver.kernelModuleType", "driver.rdma.enabled", "driver.rdma.useHostMofed", "driver.upgradePolicy", "devicePlugin.env"], source: "NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml" },
-    "gateway-helm": { versions: ["v1.9.2"], keys: ["config.envoyGateway.extensionApis", "config.envoyGateway.extensionManager", "config.envoyGateway.rateLimit"], source: "envoyproxy/gateway@v1.9.2:charts/gateway-helm/values.tmpl.yaml" },
-    "ai-gateway-helm": { versions: ["v1.2.0"], keys: ["controller.quotaRateLimitFailureModeDeny"], source: "envoyproxy/ai-gateway@v1.2.0:manifests/charts/ai-gateway-helm/values.yaml" },
-    "aws-efa-k8s-device-plugin": { versions: ["v0.5.30"], keys: ["supportedInstanceLabels.keys", "supportedInstanceLabels.values", "tolerations"], source: "aws/eks-charts:stable/aws-efa-k8s-device-plugin/values.yaml (chart v0.5.30)" },
-    "dynamo-platform": { versions: ["1.5.0"], keys: ["global.grove", "global.lws"], source: "ai-dynamo/dynamo@v1.5.0:deploy/helm/charts/platform/values.yaml" },
-    "network-operator": { versions: ["26.1.0", "26.1.2"], keys: ["deployCR"], source: "Mellanox/network-operator@v26.1.2:deployment/network-operator/templates (values keys identical to v26.1.0, upstream/charts/network-operator.ts; earlier charts create a NicClusterPolicy from values when deployCR: true)" },
+export const GUARDED_CHART_KEYS: Record<string, readonly string[]> = {
+    "gpu-operator": ["driver.enabled", "driver.kernelModuleType", "driver.rdma.enabled", "driver.rdma.useHostMofed", "driver.upgradePolicy", "devicePlugin.env"],
+    "gateway-helm": ["config.envoyGateway.extensionApis", "config.envoyGateway.extensionManager", "config.envoyGateway.rateLimit"],
+    "ai-gateway-helm": ["controller.quotaRateLimitFailureModeDeny"],
+    "aws-efa-k8s-device-plugin": ["supportedInstanceLabels.keys", "supportedInstanceLabels.values", "tolerations"],
+    "dynamo-platform": ["global.grove", "global.lws"],
+    "network-operator": ["deployCR"],
 };
+
+/** Per guarded chart: the versions with facts in upstream/charts, the keys the pack reads, the facts' sources. */
+export function verifiedCharts(facts: readonly ChartFacts[] = charts): Record<string, { versions: string[]; keys: readonly string[]; source: string }> {
+    return Object.fromEntries(Object.entries(GUARDED_CHART_KEYS).map(([name, keys]) => {
+        const f = facts.filter((c) => c.chart === name);
+        return [name, { versions: f.map((c) => c.version), keys, source: f.map((c) => c.source).join("; ") || "no facts in upstream/charts" }];
+    }));
+}
+
+export const VERIFIED_CHARTS = verifiedCharts();
 
 /** Helm releases of guarded charts must put every value where the pack reads it. */
 export const helmValuesVisible: StackValidationPolicy = stackPolicy({
     name: "helm-values-visible",
     description: "A Helm release (helm.sh/v3 Release or v4 Chart) of a chart whose values the pack checks (gpu-operator, gateway-helm, ai-gateway-helm, aws-efa-k8s-device-plugin, dynamo-platform, network-operator) must pin a version whose values layout the rules were written against, take its values inline (no valueYamlFiles), use no post-renderer, and (network-operator) not deploy a NicClusterPolicy from chart values (deployCR) the pack cannot see.",
-    remediationSteps: "Pass values inline (values:), pin the chart version of config/versions.ts, and add a new chart version to VERIFIED_CHARTS in policies/visibility.ts only after re-reading its values.yaml.",
+    remediationSteps: "Pass values inline (values:), pin the chart version of config/versions.ts, and record a new chart version in upstream/charts only after re-reading its values.yaml.",
 }, (_v, resources: PolicyResource[]) => {
     const out: Array<{ subject: string; finding: Finding; urn?: string }> = [];
     for (const r of resources) {
@@ -97,7 +111,7 @@ export const helmValuesVisible: StackValidationPolicy = stackPolicy({
         if (!files.known || files.value.length > 0) add("valueYamlFiles", `takes values from ${files.known ? `${files.value.length} file(s)` : "files unknown at preview"}, which the pack never reads, so the keys it checks (${v.keys.join(", ")}) could be set there unseen`, "pass the values inline (values:)");
         if (r.props.postrender) add("postrender", "runs a post-renderer that rewrites the chart's manifests after the pack checked its values", "remove the post-renderer");
         const ver = String(r.props.version ?? "");
-        if (!v.versions.includes(ver)) add("version", `${ver ? `version ${ver}` : "no version (the repository's latest)"} is not one whose values layout the pack was written against (${v.versions.join(", ")}; ${v.source}); its keys may differ, so a setting could be ignored or moved without any rule noticing`, `pin ${v.versions[v.versions.length - 1]}, or re-read the new chart's values and add the version to VERIFIED_CHARTS`);
+        if (!v.versions.includes(ver)) add("version", `${ver ? `version ${ver}` : "no version (the repository's latest)"} is not one whose values layout the pack was written against (${v.versions.join(", ")}; ${v.source}); its keys may differ, so a setting could be ignored or moved without any rule noticing`, `pin ${v.versions[v.versions.length - 1]}, or re-read the new chart's values and record them in upstream/charts`);
         if (name === "network-operator" && r.props.values?.deployCR === true) add("values.deployCR", "makes the chart create a NicClusterPolicy from values, which the RDMA fabric rules never see", "set deployCR: false and declare the NicClusterPolicy as a resource (BackendFabric)");
     }
     return out;

@@ -115,7 +115,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         expect(np.spec.ingress[0].from.map((f: any) => f.namespaceSelector.matchLabels["kubernetes.io/metadata.name"])).toEqual(["envoy-gateway-system", "monitoring"]);
         const report = await runPolicies(gatewayPolicies, rs);
         expect(report.findings).toEqual([]);
-        expect(report.policiesRun).toBe(17); // 16 + gateway-identity-headers-only-from-extauth
+        expect(report.policiesRun).toBe(19); // 16 + gateway-identity-headers-only-from-extauth, gateway-closed-shape, gateway-request-id-generated
     });
 });
 

@@ -114,12 +114,26 @@ beforeEach(() => { root = fs.mkdtempSync(path.join(os.tmpdir(), "preflight-")); 
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
 describe("preflight.sh", () => {
-    it("passes on a healthy pod (no ucx_info in the image: the UCX checks are skipped with a warning)", () => {
+    it("never skips silently: a GPU pod whose image has no ucx_info fails, naming the image", () => {
         fs.rmSync(path.join(root, "bin", "ucx_info"));
-        expect(run()).toEqual({ status: 0, stdout: [
-            "preflight: warn ucx_info is not in the image: UCX memory-domain registration of CUDA memory not checked (kernel side of GPUDirect mode dmabuf checked)",
-            "preflight: OK fabric=infiniband devices=2 hcas=mlx5_0:1,mlx5_3:1 memlock=unlimited gpudirect=dmabuf",
-        ].join("\n"), errors: [] });
+        expect(run({ PREFLIGHT_IMAGE: "example.com/engine:1" })).toEqual({ status: 1, stdout: "", errors: [
+            "preflight: FAIL example.com/engine:1 has no ucx_info on PATH: the pod holds GPUs and rail HCAs (mlx5_0,mlx5_3) but UCX's registration of CUDA memory (GPUDirect mode dmabuf) cannot be checked; use an image that carries ucx_info (upstream/images.ts provides)",
+        ] });
+    });
+    it("EFA: fi_info is found where the EFA installer puts it (not on PATH in the -efa images); missing anywhere fails naming the image", () => {
+        const efaBin = path.join(root, "opt/amazon/efa/bin");
+        const env = { PREFLIGHT_FABRIC: "efa", PREFLIGHT_MIN_DEVICES: "2", PREFLIGHT_REQUIRE_IPC_LOCK: "0", PREFLIGHT_EFA_BIN: efaBin, PREFLIGHT_IMAGE: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0" };
+        expect(run(env)).toEqual({ status: 1, stdout: "", errors: [
+            `preflight: FAIL nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0 has no fi_info (not on PATH, not in ${efaBin}): the EFA provider check cannot run; use the -efa image variant (upstream/images.ts)`,
+        ] });
+        // The installer's fi_info: provider present; with GPUs it must also register GPU memory (FI_HMEM).
+        write("opt/amazon/efa/bin/fi_info", "#!/bin/sh\ncase \"$*\" in *FI_HMEM*) exit ${NO_HMEM:-0} ;; esac\nexit 0\n");
+        fs.chmodSync(path.join(efaBin, "fi_info"), 0o755);
+        expect(run(env).status).toBe(0);
+        expect(run({ ...env, PREFLIGHT_GPUS: "2" }).status).toBe(0);
+        expect(run({ ...env, PREFLIGHT_GPUS: "2", NO_HMEM: "61" }).errors).toEqual([
+            "preflight: FAIL fi_info -p efa -t FI_EP_RDM -c FI_HMEM finds no EFA provider that registers GPU memory: the pod holds 2 GPU(s) and KV would be staged through host memory (efa_nv_peermem or DMA-BUF missing on the node)",
+        ]);
     });
     it("passes with ucx_info listing rc_mlx5 and DMA-BUF on both rail HCAs", () => {
         fakeTool("ucx_info", ucxInfo({ ibDmabuf: true, cudaDmabuf: true }));

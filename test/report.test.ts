@@ -85,6 +85,22 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(md).toMatch(/\| qwen3-32b \| P\/D over NIXL \(UCX\);.*\| dynamo-frontend: scraped; dynamo-worker: scraped; sglang: scraped \|/);
     });
 
+    it("shows the reviewed KV-transport exceptions of the stack file; expired ones are marked refused", () => {
+        const v = buildView(hn1) as SpokeView;
+        expect(v.endpoints.every((e) => e.kvExceptions.length === 0)).toBe(true);
+        expect(reportMarkdown(v)).not.toContain("Reviewed KV-transport exceptions");
+        const why = "NIXL zcopy regression on CX-7 firmware, reviewed by infra";
+        v.endpoints[0].kvExceptions = [
+            { name: "UCX_ZCOPY_THRESH", value: "inf", component: "decode", why, until: "2099-01-01" },
+            { name: "NCCL_P2P_DISABLE", value: "1", why, until: "2020-01-01" },
+        ];
+        const md = reportMarkdown(v);
+        expect(md).toContain("## Reviewed KV-transport exceptions");
+        expect(md).toContain(`| ${v.endpoints[0].name} | decode | \`UCX_ZCOPY_THRESH=inf\` | ${why} | 2099-01-01 |`);
+        expect(md).toContain("| all | `NCCL_P2P_DISABLE=1` |");
+        expect(md).toContain("2020-01-01 (expired: refused)");
+    });
+
     it("sets GPUs placed and planner budgets against capacity; the sample renders with no warning", async () => {
         const v = buildView(hn1) as SpokeView;
         // 2 nodes x 8 GPUs (config/node-profiles/dgx-h200.yaml gpu.count: DGX H200 has 8 H200 GPUs).

@@ -25,7 +25,13 @@ function objects(e = endpoint()): Array<Record<string, any>> {
     return [structuredClone(dgd), ...structuredClone(others)];
 }
 const dgdOf = (objs: Array<Record<string, any>>) => objs.find((o) => o.kind === "DynamoGraphDeployment")!;
-const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings;
+/**
+ * Findings of the per-container and Helm rules (the tests below plant faults on one side; pair and KV closed-world
+ * findings are tested apart, here and in test/policies/kv-closed-world.test.ts).
+ */
+const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings
+    .filter((f) => !/ and /.test(f.container ?? "") && !f.message.includes("the pack cannot prove"));
+const pairFindings = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings.filter((f) => / and /.test(f.container ?? ""));
 const keys = (f: Finding[]) => f.map((x) => `${x.object} ${x.container} ${x.key}`);
 
 describe("upstream-check on what lib/ renders", () => {
@@ -54,6 +60,39 @@ describe("upstream-check on what lib/ renders", () => {
         const f = run([plain]).filter((x) => x.message.includes(" lacks "));
         expect(f.map((x) => x.message.split(":")[0]).filter((m, i, a) => a.indexOf(m) === i).sort()).toEqual(["fi-provider-efa", "nccl-net-libfabric", "nixl-libfabric-sglang", "preflight-efa"]);
         expect(f.find((x) => x.message.startsWith("nccl-net-libfabric"))).toMatchObject({ stack: "spoke-test", object: "DynamoGraphDeployment/inference/llama-70b component prefill", container: "main", key: "env.NCCL_NET" });
+    });
+});
+
+describe("upstream-check pair rule: prefill and decode identical except role settings (upstream/pairs.ts)", () => {
+    it("a rendered pair passes; a setting on one side only is named with both sides and the key", () => {
+        for (const engine of ["vllm", "sglang", "trtllm"] as const) expect(pairFindings(objects(endpoint({ engine, kvPool: { kind: "none" } }))), engine).toEqual([]);
+        const objs = objects(endpoint({ engine: "vllm" }));
+        mainOf(dgdOf(objs), "decode").env.push({ name: "UCX_RNDV_THRESH", value: "8192" });
+        expect(pairFindings(objs)).toMatchObject([{ object: "DynamoGraphDeployment/inference/llama-70b", container: "prefill/main and decode/main", key: "UCX_RNDV_THRESH" }]);
+        expect(pairFindings(objs)[0].message).toMatch(/prefill has UCX_RNDV_THRESH \S+ but decode has 8192/);
+    });
+    it("the KV closed world runs in upstream-check too: an unknown UCX knob is refused by name and value", () => {
+        const objs = objects(endpoint({ engine: "vllm" }));
+        for (const r of ["prefill", "decode"]) mainOf(dgdOf(objs), r).env.push({ name: "UCX_ZCOPY_THRESH", value: "inf" });
+        const f = checkStack("spoke-test", objs, []).findings.filter((x) => x.message.includes("the pack cannot prove"));
+        expect(f.map((x) => [x.container, x.key])).toEqual([["prefill/main", "env.UCX_ZCOPY_THRESH"], ["decode/main", "env.UCX_ZCOPY_THRESH"]]);
+    });
+    it("engine and Mooncake store agree on protocol, metadata server and master; a store on tcp is named", () => {
+        for (const engine of ["vllm", "sglang"] as const) {
+            const objs = objects(endpoint({ engine }));
+            expect(pairFindings(objs), engine).toEqual([]);
+            const store = objs.find((o) => o.kind === "Deployment" && String(o.metadata.name).includes("mooncake-store"))!;
+            store.spec.template.spec.containers[0].env.find((e: any) => e.name === "MOONCAKE_PROTOCOL").value = "tcp";
+            const f = pairFindings(objs).filter((x) => x.key === "protocol");
+            expect(f.length, engine).toBeGreaterThan(0);
+            expect(f[0].message).toMatch(/the engine has Mooncake protocol rdma but its store has tcp/);
+        }
+    });
+    it("a planted change to the role facts changes the verdict", () => {
+        const objs = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        expect(pairFindings(objs)).toEqual([]);
+        const noRoles: Facts = { ...defaultFacts, pairRoles: {} };
+        expect(pairFindings(objs, noRoles).map((f) => f.key)).toContain("--disaggregation-mode");
     });
 });
 

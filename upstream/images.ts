@@ -49,7 +49,7 @@ export const imageRequirements: readonly ImageRequirementFact[] = [
     { id: "nixl-libfabric-sglang", when: { env: ["SGLANG_DISAGGREGATION_NIXL_BACKEND", "LIBFABRIC"] }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.4.0:src/plugins/libfabric/README.md" },
     { id: "nixl-libfabric-trtllm", when: { env: ["TRTLLM_NIXL_KVCACHE_BACKEND", "LIBFABRIC"] }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.3.1:src/plugins/libfabric/README.md" },
     { id: "nixl-libfabric-vllm", when: { nixlBackend: "LIBFABRIC" }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.3.2:src/plugins/libfabric/README.md" },
-    { id: "preflight-efa", when: { env: ["PREFLIGHT_FABRIC", "efa"] }, needs: ["fi_info"], source: "inference-platform/platform@0.1.0:lib/preflight.ts", note: "the preflight skips fi_info when absent, so the image must carry it" },
+    { id: "preflight-efa", when: { env: ["PREFLIGHT_FABRIC", "efa"] }, needs: ["fi_info"], source: "inference-platform/platform@0.1.0:lib/preflight.ts", note: "the preflight fails the pod when fi_info is neither on PATH nor in /opt/amazon/efa/bin, so the image must carry it" },
     { id: "vllm-mooncake-store", when: { kvConnector: "MooncakeStoreConnector" }, needs: ["mooncake-transfer-engine"], source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py" },
     { id: "sglang-hicache-mooncake", when: { flag: ["--hicache-storage-backend", "mooncake"] }, needs: ["mooncake-transfer-engine"], source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py" },
 ];

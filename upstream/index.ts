@@ -25,6 +25,9 @@ export * from "./images";
 export * from "./refused";
 export * from "./activation";
 export * from "./compat";
+export * from "./gateway";
+export * from "./pairs";
+export * from "./kv-transport";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([

@@ -18,6 +18,9 @@ export const ucx: ComponentFacts = {
         UCX_RNDV_THRESH: { default: "auto", source: UCP, note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)" },
         UCX_PROTO_EMULATION_ENABLE: { source: UCP },
         UCX_MAX_HCA_PER_GPU: { source: UCP },
+        UCX_IB_GPU_DIRECT_RDMA: { default: "try", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table", note: "no: GPU memory is not registered with the HCA (KV staged through host memory)" },
+        UCX_IB_GID_INDEX: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
+        UCX_SOCKADDR_TLS_PRIORITY: { source: UCP, note: "connection establishment transports (rdmacm: RDMA CM, needs rail networks)" },
         UCX_IB_ADDR_TYPE: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
         UCX_RCACHE_MAX_UNRELEASED: { source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c" },
     },
@@ -38,6 +41,7 @@ export const nccl: ComponentFacts = {
     env: {
         NCCL_NET: { source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc", note: "IB / Socket / plugin name (Libfabric = aws-ofi-nccl): no fallback when set" },
         NCCL_IB_DISABLE: { default: "0", source: NCCL_IB },
+        NCCL_NET_GDR_LEVEL: { source: "NVIDIA/nccl@v2.28.3-1:src/graph/paths.cc", note: "LOC disables GPUDirect RDMA" },
         NCCL_IB_HCA: { source: NCCL_IB, note: "`=` prefix: exact names" },
     },
 };

@@ -1,24 +1,26 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { helmReleases } from "./resources";
+import { AI_GATEWAY_METADATA_NAMESPACE, AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS } from "../../services/shared/identity";
+import { INFERENCE_NAMESPACE } from "../../lib/labels";
 
 /**
- * Helpers over the gateway objects of a stack (Envoy Gateway, AI Gateway, Gateway API). The pack stands alone,
- * so the header names are repeated from services/shared/identity.ts here; test/policies/gateway-lib.test.ts
- * keeps them equal.
+ * Helpers over the gateway objects of a stack (Envoy Gateway, AI Gateway, Gateway API). Header and namespace names
+ * are the product's own, imported from the one place that defines them (services/shared/identity.ts, lib/labels.ts;
+ * both import nothing, so the pack still loads with only its own node_modules).
  */
 export const GW = {
     /** Client-facing model header the AI Gateway sets from the body. */
-    modelHeader: "x-ai-eg-model",
+    modelHeader: AI_GATEWAY_MODEL_HEADER,
     /** Prefix of every trusted identity header. */
-    identityPrefix: "x-platform-",
+    identityPrefix: IDENTITY_HEADER_PREFIX,
     /** Trusted identity headers the auth service sets. */
-    identityHeaders: ["x-platform-tenant", "x-platform-team", "x-platform-key-id", "x-platform-model", "x-platform-lease", "x-platform-policy-revision"],
+    identityHeaders: Object.values(IDENTITY_HEADERS) as string[],
     /** Dynamic metadata namespace of the AI Gateway's token counts. */
-    aiMetadataNamespace: "io.envoy.ai_gateway",
+    aiMetadataNamespace: AI_GATEWAY_METADATA_NAMESPACE,
     /** Label key prefix the Dynamo operator puts on its pods (`nvidia.com/dynamo-component-type`, ...). */
     dynamoLabelPrefix: "nvidia.com/dynamo-",
-    /** Namespace the platform runs inference workloads in (lib/labels.ts INFERENCE_NAMESPACE). */
-    inferenceNamespace: "inference",
+    /** Namespace the platform runs inference workloads in. */
+    inferenceNamespace: INFERENCE_NAMESPACE,
     /** Request headers that carry credentials: never a route match (they would sit in manifests; ai-gateway#1485). */
     secretHeaders: ["authorization", "proxy-authorization", "x-api-key", "api-key", "cookie"],
 } as const;

@@ -1,12 +1,13 @@
+import { images } from "../../upstream/images";
+
 /**
- * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, Mooncake stores). An image enters this
- * list only after CI ran it on an RDMA node and recorded: `ucx_info -v` >= 1.19 (UCX 1.18 error handling costs
- * ~10x, ai-dynamo/nixl PR #579/#610), `ucx_info -d` lists rc_mlx5/dc_mlx5 (a UCX built without verbs picks tcp,
- * ai-dynamo/dynamo PR #1314), a NIXL version not on the known-bad list (nixl 0.10.0 cross-NUMA regression,
- * vllm-project/vllm #35799), and whether its Mooncake was built with the EFA transport (kvcache-ai/Mooncake#2070).
- *
- * Kept in step with config/versions.ts (test/policies checks that every pinned engine and Mooncake image is here);
- * repeated rather than imported because the policy pack ships on its own.
+ * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, Mooncake stores): the image variants of
+ * upstream/images.ts (the only copy of image tags and what each carries) that provide UCX, read from each image's
+ * Dockerfile at the pinned tag. An image enters upstream/images.ts only after CI ran it on an RDMA node and recorded:
+ * `ucx_info -v` >= 1.19 (UCX 1.18 error handling costs ~10x, ai-dynamo/nixl PR #579/#610), `ucx_info -d` lists
+ * rc_mlx5/dc_mlx5 (a UCX built without verbs picks tcp, ai-dynamo/dynamo PR #1314), a NIXL version not on the
+ * known-bad list (nixl 0.10.0 cross-NUMA regression, vllm-project/vllm #35799), and whether its Mooncake was built
+ * with the EFA transport (`provides` lists `mooncake-efa`, kvcache-ai/Mooncake#2070).
  */
 export interface AllowedImage {
     /** Registry/repository without tag (`docker.io/` prefix optional). */
@@ -16,14 +17,16 @@ export interface AllowedImage {
     mooncakeEfa: boolean;
 }
 
-export const ALLOWED_RDMA_IMAGES: AllowedImage[] = [
-    // `-efa`: Dynamo's AWS variant of the same release (EFA installer stage: libfabric with the EFA provider,
-    // aws-ofi-nccl; ai-dynamo/dynamo@v1.5.0 container/render.py --make-efa, docs rdma-setup/efa-on-aws).
-    { repository: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
-    { repository: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
-    { repository: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
-    { repository: "lmsysorg/sglang", tags: ["v0.5.16"], mooncakeEfa: false },
-];
+/** What upstream/images.ts provides an image must list to run RDMA workloads. */
+export const RDMA_IMAGE_NEEDS = "ucx";
+
+/** {@link AllowedImage}s derived from upstream/images.ts (one entry per image variant). */
+export function allowedRdmaImages(facts: typeof images = images): AllowedImage[] {
+    return facts.filter((i) => i.provides.includes(RDMA_IMAGE_NEEDS))
+        .map((i) => ({ repository: splitImage(i.repository).repository, tags: [i.tag], mooncakeEfa: i.provides.includes("mooncake-efa") }));
+}
+
+export const ALLOWED_RDMA_IMAGES: AllowedImage[] = allowedRdmaImages();
 
 /** `repository` and `tag` of an image reference, `docker.io/` and `docker.io/library/` removed. */
 export function splitImage(image: string): { repository: string; tag?: string; digest?: string } {

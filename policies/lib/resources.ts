@@ -1,15 +1,16 @@
 import type { PolicyResource } from "@pulumi/policy";
+import { FABRIC_LABEL, FRONTEND_NICS_ANNOTATION, MEMLOCK_LABEL, POOL_LABEL, RAIL_TABLE_ANNOTATION } from "../../lib/labels";
 
 /**
- * Small helpers over the resources a stack policy sees. The policy pack stands alone (it ships without the
- * program), so label keys are repeated here; test/policies keeps them in sync with lib/labels.ts.
+ * Small helpers over the resources a stack policy sees. Label keys are the product's own (lib/labels.ts, which
+ * imports nothing, so the pack still loads with only its own node_modules).
  */
 export const LABELS = {
-    pool: "inference-platform.io/pool",
-    fabric: "inference-platform.io/fabric",
-    memlock: "inference-platform.io/memlock-unlimited",
-    railTable: "inference-platform.io/rail-table",
-    frontendNics: "inference-platform.io/frontend-nics",
+    pool: POOL_LABEL,
+    fabric: FABRIC_LABEL,
+    memlock: MEMLOCK_LABEL,
+    railTable: RAIL_TABLE_ANNOTATION,
+    frontendNics: FRONTEND_NICS_ANNOTATION,
 } as const;
 
 /** Pulumi type tokens the policies look at. */

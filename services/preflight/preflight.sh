@@ -12,13 +12,18 @@
 #                             find its PCIe-affine NIC in the pod (optional)                              [infiniband]
 #   PREFLIGHT_MIN_DEVICES     minimum number of /dev/infiniband/uverbs* devices, default 1
 #   PREFLIGHT_REQUIRE_IPC_LOCK 1 = CAP_IPC_LOCK must be effective (root + IPC_LOCK memlock path), default 0
-#   PREFLIGHT_GPUS            GPUs the pod holds, default 0; > 0 adds the GPUDirect RDMA checks           [infiniband]
+#   PREFLIGHT_GPUS            GPUs the pod holds, default 0; > 0 adds the GPUDirect RDMA checks (InfiniBand: kernel
+#                             mode and UCX registration, ucx_info required; EFA: FI_HMEM on the efa provider)
 #   PREFLIGHT_GPUDIRECT       GPUDirect RDMA mode the spoke declares (platform:gpuOperator.gpuDirectRdma):
 #                             dmabuf | peermem. Default: the file "gpudirect" next to this script (the
 #                             rdma-preflight ConfigMap carries it, components/spoke/RdmaPreflight.ts)      [infiniband]
 #   PREFLIGHT_MIN_MEMLOCK_BYTES accept a finite memlock limit of at least this many bytes; default: the
 #                             limit must be unlimited
+#   PREFLIGHT_IMAGE           the pod's image, named when a tool a check needs is missing from it
+#   PREFLIGHT_EFA_BIN         where the AWS EFA installer puts libfabric's tools (fi_info) in the `-efa` images, which
+#                             is not on PATH there; default /opt/amazon/efa/bin                            [efa]
 #   PREFLIGHT_SYSFS / PREFLIGHT_PROC / PREFLIGHT_DEV  roots of /sys, /proc, /dev (tests point them at fake trees)
+# Never skips silently: a check whose tool is missing from the image fails the pod naming the image and the tool.
 # Exit status: 0 when every check passes, 1 when any fails (each failure is one "preflight: FAIL ..." line on stderr).
 
 SYSFS=${PREFLIGHT_SYSFS:-/sys}
@@ -28,6 +33,8 @@ FABRIC=${PREFLIGHT_FABRIC:-infiniband}
 LINK_LAYER=${PREFLIGHT_LINK_LAYER:-InfiniBand}
 MIN_RATE=${PREFLIGHT_MIN_RATE_GBPS:-0}
 MIN_DEVICES=${PREFLIGHT_MIN_DEVICES:-1}
+IMAGE=${PREFLIGHT_IMAGE:-the pod image}
+EFA_BIN=${PREFLIGHT_EFA_BIN:-/opt/amazon/efa/bin}
 FAILED=0
 
 fail() {
@@ -276,12 +283,21 @@ if [ "$FABRIC" = "infiniband" ] && [ "${PREFLIGHT_GPUS:-0}" -gt 0 ] 2>/dev/null;
             fi
         done
     elif [ "$have_ucx" -eq 0 ]; then
-        echo "preflight: warn ucx_info is not in the image: UCX memory-domain registration of CUDA memory not checked (kernel side of GPUDirect mode ${mode:-unset} checked)"
+        fail "$IMAGE has no ucx_info on PATH: the pod holds GPUs and rail HCAs ($hca_list) but UCX's registration of CUDA memory (GPUDirect mode ${mode:-unset}) cannot be checked; use an image that carries ucx_info (upstream/images.ts provides)"
     fi
 fi
-if [ "$FABRIC" = "efa" ] && command -v fi_info >/dev/null 2>&1; then
-    if ! fi_info -p efa -t FI_EP_RDM >/dev/null 2>&1; then
+# 8. EFA: libfabric's efa provider is there (else it falls back to sockets), and with GPUs it registers GPU memory
+#    (FI_HMEM; without it KV is staged through host memory). The EFA installer puts fi_info in /opt/amazon/efa/bin,
+#    which the `-efa` images do not put on PATH (ai-dynamo/dynamo@v1.5.0:container/templates/aws.Dockerfile).
+if [ "$FABRIC" = "efa" ]; then
+    fi_info_bin=$(command -v fi_info 2>/dev/null)
+    [ -z "$fi_info_bin" ] && [ -x "$EFA_BIN/fi_info" ] && fi_info_bin="$EFA_BIN/fi_info"
+    if [ -z "$fi_info_bin" ]; then
+        fail "$IMAGE has no fi_info (not on PATH, not in $EFA_BIN): the EFA provider check cannot run; use the -efa image variant (upstream/images.ts)"
+    elif ! "$fi_info_bin" -p efa -t FI_EP_RDM >/dev/null 2>&1; then
         fail "fi_info -p efa -t FI_EP_RDM finds no EFA provider: libfabric would fall back to the sockets (TCP) provider"
+    elif [ "${PREFLIGHT_GPUS:-0}" -gt 0 ] 2>/dev/null && ! "$fi_info_bin" -p efa -t FI_EP_RDM -c FI_HMEM >/dev/null 2>&1; then
+        fail "fi_info -p efa -t FI_EP_RDM -c FI_HMEM finds no EFA provider that registers GPU memory: the pod holds ${PREFLIGHT_GPUS} GPU(s) and KV would be staged through host memory (efa_nv_peermem or DMA-BUF missing on the node)"
     fi
 fi
 

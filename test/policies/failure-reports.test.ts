@@ -140,7 +140,8 @@ describe("RDMA failures seen in the field", () => {
         expect(await fired(plugin(stack(), (_c, spec) => { spec.ofedDriver = { upgradePolicy: { autoUpgrade: true } }; }))).toEqual(["gpudirect-coordinated-upgrades"]);
     });
     it("#7 Mellanox/network-operator#953: RDMA CM without a rail network", async () => {
-        expect(await fired(prefill((m) => setEnv(m, "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm")))).toEqual(["rdma-cm-rail-networks"]);
+        // Set on both roles (a prefill-only setting is also a pair difference, pd-kv-settings-match).
+        expect(await fired(prefill((m) => setEnv(m, "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"), edit(stack(), "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "decode"), "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"))))).toEqual(["rdma-cm-rail-networks"]);
     });
     it("#8 NVIDIA/nccl#1676: GPUDirect RDMA not configured (GDR disabled with only an INFO line)", async () => {
         expect(await fired(stack().filter((r) => (r.inputs as any).chart !== "gpu-operator"))).toEqual(expect.arrayContaining(["gpudirect-rdma-enabled", "rdma-workload-on-rdma-pool"]));

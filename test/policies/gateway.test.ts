@@ -42,13 +42,13 @@ async function messages(policy: Policy, rs: CapturedResource[]): Promise<string[
 }
 
 describe("gateway policies: registration and the compliant spoke", () => {
-    it("all 17 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
+    it("all 19 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
         expect(gatewayPolicies.map((p) => p.name)).toEqual([
             "gateway-extauth-fail-closed", "gateway-one-extauth-security-policy", "gateway-no-route-security-policy-override",
             "gateway-early-identity-header-strip", "gateway-request-body-limits", "gateway-extauth-backend-resolves", "gateway-no-side-door-to-models",
             "gateway-envoy-ratelimit-fail-closed", "gateway-chart-versions", "gateway-ai-extension-configured", "aigatewayroute-max-15-rules",
             "aigatewayroute-unique-models", "aigatewayroute-long-stream-timeouts", "aigatewayroute-no-secret-header-match", "envoyproxy-no-merge-backends",
-            "gateway-access-log-usage-fields", "gateway-identity-headers-only-from-extauth",
+            "gateway-access-log-usage-fields", "gateway-identity-headers-only-from-extauth", "gateway-closed-shape", "gateway-request-id-generated",
         ]);
         for (const p of gatewayPolicies) {
             expect(p.enforcementLevel, p.name).toBe("mandatory");

@@ -7,7 +7,8 @@
  * `_get_bootstrap_info`).
  */
 import { describe, expect, it } from "vitest";
-import { MUST_MATCH, pdFailLoudly, pdSettingsMatch, unroutable } from "../../policies/pd-compat";
+import { pdFailLoudly, pdSettingsMatch, unroutable } from "../../policies/pd-compat";
+import { pairKvSettings, pairRoleSettings } from "../../upstream/pairs";
 import type { CapturedResource } from "../../tools/harness";
 import { edit, endpoint, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
 
@@ -80,10 +81,22 @@ describe("pd-kv-settings-match", () => {
         expect((await violations([pdSettingsMatch], decode(graph("vllm"), (m) => setArg(m, "--config", "/cfg/decode.yaml")))).join("\n")).toMatch(/reads vllm arguments from the file \/cfg\/decode.yaml/);
         expect((await violations([pdSettingsMatch], decode(graph("sglang"), (m) => setArg(m, "--config", "/cfg/d.yaml")))).join("\n")).toMatch(/reads sglang arguments from the file/);
     });
+    it("closed world: any other difference is refused (a drafter, a hash seed, a timeout), role settings are not", async () => {
+        const spec = JSON.stringify({ method: "eagle3", model: "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", num_speculative_tokens: 3 });
+        expect((await violations([pdSettingsMatch], decode(graph("vllm"), (m) => setArg(m, "--speculative-config", spec)))).join("\n")).toMatch(/prefill has --speculative-config \(unset\) but decode has/);
+        expect(await violations([pdSettingsMatch], both(graph("vllm"), (m) => setArg(m, "--speculative-config", spec)))).toEqual([]);
+        expect((await violations([pdSettingsMatch], decode(graph("vllm"), (m) => setEnv(m, "PYTHONHASHSEED", "1")))).join("\n")).toMatch(/prefill has PYTHONHASHSEED \(unset\) but decode has 1/);
+        expect((await violations([pdSettingsMatch], decode(graph("sglang"), (m) => setEnv(m, "UCX_RNDV_THRESH", "8192")))).join("\n")).toMatch(/UCX_RNDV_THRESH/);
+        // Equivalent spellings and role settings pass.
+        expect(await violations([pdSettingsMatch], decode(graph("sglang"), (m) => { m.args = m.args.filter((a: string) => a !== "--disaggregation-decode-enable-radix-cache"); m.args.push("--disaggregation-decode-enable-radix-cache"); }))).toEqual([]);
+        expect(await violations([pdSettingsMatch], decode(graph("sglang"), (m) => setArg(m, "--tp-size", "4")))).toEqual([]);
+        expect(await violations([pdSettingsMatch], decode(graph("vllm"), (m) => setArg(m, "--kv-cache-dtype", "auto")))).toEqual([]);
+        for (const e of ["dynamo.vllm", "dynamo.sglang", "dynamo.trtllm"]) expect(pairRoleSettings[e].map((r) => r.key)).toContain("--disaggregation-mode");
+    });
     it("every engine's list names the settings that shape a KV block and the transfer", () => {
-        expect(MUST_MATCH.vllm.map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--block-size", "attention backend", "kv_connector", "NIXL backends", "--model"]));
-        expect(MUST_MATCH.sglang.map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--page-size", "--disaggregation-transfer-backend", "--model-path"]));
-        expect(MUST_MATCH.trtllm.map((s) => s.key)).toEqual(expect.arrayContaining(["cache_transceiver_config.backend", "kv_cache_config.dtype", "tokens per block"]));
+        expect(pairKvSettings["dynamo.vllm"].map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--block-size", "attention backend", "kv_connector", "NIXL backends", "--model"]));
+        expect(pairKvSettings["dynamo.sglang"].map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--page-size", "--disaggregation-transfer-backend", "--model-path"]));
+        expect(pairKvSettings["dynamo.trtllm"].map((s) => s.key)).toEqual(expect.arrayContaining(["cache_transceiver_config.backend", "kv_cache_config.dtype", "tokens per block"]));
     });
 });
 

@@ -97,9 +97,10 @@ describe("no-macvlan-on-infiniband (Mellanox/network-operator#1017)", () => {
 
 describe("rdma-image-allowlisted (D.8)", () => {
     it("every engine and Mooncake image pinned in config/versions.ts is on the pack's allow-list", () => {
-        const pins = [...Object.values(versions.dynamoRuntime), versions.mooncake].map((p) => `${p.image}:${p.version}`);
+        const pins = [...Object.values(versions.dynamoRuntime).flatMap((p) => [`${p.image}:${p.version}`, `${p.image}:${p.efaVersion}`]), `${versions.mooncake.image}:${versions.mooncake.version}`];
         for (const p of pins) expect(allowedImage(p), p).toBeDefined();
-        expect(ALLOWED_RDMA_IMAGES).toHaveLength(pins.length);
+        // The allow-list is derived from upstream/images.ts: exactly the pinned engine and Mooncake variants.
+        expect(ALLOWED_RDMA_IMAGES.flatMap((a) => a.tags.map((t) => `${a.repository}:${t}`)).sort()).toEqual(pins.map((p) => p.replace(/^docker\.io\//, "")).sort());
         expect(splitImage("docker.io/lmsysorg/sglang:v0.5.16")).toEqual({ repository: "lmsysorg/sglang", tag: "v0.5.16", digest: undefined });
     });
     it("ai-dynamo/dynamo PR #1314 / nixl PR #610 / vllm #35799: an unvalidated image on a decode worker", async () => {

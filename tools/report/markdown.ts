@@ -146,6 +146,15 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
             ...table(["endpoint", "active", "not in effect", "signals"], v.endpoints.map((e) => [e.name,
                 e.features?.active.join("; ") || "-", e.features?.off.join("; ") || "-", e.features?.signals.join("; ") || "-"])), "");
     }
+    const exceptions = v.endpoints.flatMap((e) => (e.kvExceptions ?? []).map((x) => ({ e: e.name, ...x })));
+    if (exceptions.length) {
+        // The reviewed way out of the pack's closed world (upstream/kv-transport.ts): visible in every render and PR diff.
+        const today = new Date().toISOString().slice(0, 10);
+        lines.push("## Reviewed KV-transport exceptions", "",
+            "Settings the policy pack cannot prove keep KV on RDMA, accepted for exactly this name and value until the date (then refused).", "",
+            ...table(["endpoint", "component", "setting", "why", "until"],
+                exceptions.map((x) => [x.e, x.component ?? "all", `\`${x.name}=${x.value}\``, x.why, `${x.until}${x.until < today ? " (expired: refused)" : ""}`])), "");
+    }
     lines.push("## GPUs against capacity", "",
         `Capacity: ${v.capacityGpus} GPUs (${v.pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.gpusPerNode}`).join(", ")}).`, "",
         ...capacityLines(v.placedGpus, v.plannerBudgetGpus, v.capacityGpus), "");

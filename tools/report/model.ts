@@ -69,6 +69,8 @@ export interface EndpointView {
     pool?: string;
     /** Features as rendered (upstream/check/signals.ts endpointSignals); undefined when the graph is not rendered. */
     features?: { active: string[]; off: string[]; signals: string[] };
+    /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
+    kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
 }
 
 /** One compute rail of a node pool, joined with the objects rendered for it. */
@@ -207,6 +209,7 @@ function endpointView(e: Endpoint): EndpointView {
         kvPool: e.kvPool?.kind === "mooncake" ? `mooncake ${e.kvPool.segmentSizeGiB} GiB x ${e.kvPool.storeReplicas}` : "none",
         plannerBudget: e.planner && e.planner.enabled !== false ? e.planner.maxGpuBudget : undefined,
         speculative: spec ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens` : undefined,
+        kvExceptions: [...(e.kvExceptions ?? [])],
     };
 }
 

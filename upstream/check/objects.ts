@@ -1,0 +1,67 @@
+import type { Obj } from "./types";
+
+/** `repo:tag` -> parts (a registry port is not a tag). */
+export function splitImage(image: string): { repository: string; tag?: string } {
+    const at = image.lastIndexOf(":");
+    if (at > image.lastIndexOf("/")) return { repository: image.slice(0, at), tag: image.slice(at + 1) };
+    return { repository: image };
+}
+
+/** The real argv of a container: command + args, with a `sh -c '<prelude> && exec "$@"' --` wrapper removed. */
+export function effectiveArgv(c: Obj): string[] {
+    const cmd: string[] = [...(c.command ?? [])], args: string[] = [...(c.args ?? [])];
+    const all = [...cmd, ...args];
+    if (all[0] === "sh" && all[1] === "-c" && typeof all[2] === "string" && /exec "\$@"/.test(all[2]) && all[3] === "--") return all.slice(4);
+    return all;
+}
+
+/** Pod specs of an object, with a label for the object and per-component prefix (DGD). */
+export function podSpecs(o: Obj): Array<{ label: string; spec: Obj }> {
+    const kind = o.kind;
+    if (kind === "DynamoGraphDeployment") return (o.spec?.components ?? []).map((c: Obj) => ({ label: `component ${c.name}`, spec: c.podTemplate?.spec ?? {} }));
+    if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"].includes(kind)) return [{ label: "", spec: o.spec?.template?.spec ?? {} }];
+    if (kind === "CronJob") return [{ label: "", spec: o.spec?.jobTemplate?.spec?.template?.spec ?? {} }];
+    if (kind === "Pod") return [{ label: "", spec: o.spec ?? {} }];
+    return [];
+}
+
+/** `Kind/ns/name` of an object. */
+export function objectName(o: Obj): string {
+    return `${o.kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
+}
+
+/** Every container (init containers first) of every pod spec of the stack, with where it sits. */
+export function containersOf(objects: readonly Obj[]): Array<{ object: string; container: Obj; spec: Obj; namespace?: string }> {
+    const out: Array<{ object: string; container: Obj; spec: Obj; namespace?: string }> = [];
+    for (const m of objects) {
+        if (!m || typeof m !== "object") continue;
+        for (const { label, spec } of podSpecs(m)) {
+            const object = objectName(m) + (label ? ` ${label}` : "");
+            for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) out.push({ object, container: c, spec, namespace: m.metadata?.namespace });
+        }
+    }
+    return out;
+}
+
+/** ConfigMaps of the stack by `ns/name`. */
+export function configMapsOf(objects: readonly Obj[]): Map<string, Obj> {
+    const configMaps = new Map<string, Obj>();
+    for (const m of objects) if (m?.kind === "ConfigMap") configMaps.set(`${m.metadata?.namespace ?? ""}/${m.metadata?.name}`, m);
+    return configMaps;
+}
+
+/** Files a container reads from ConfigMap mounts: `<mountPath>/<key>` -> content. */
+export function mountedFiles(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns: string | undefined): Record<string, string> {
+    const files: Record<string, string> = {};
+    for (const m of c.volumeMounts ?? []) {
+        const vol = (spec.volumes ?? []).find((v: Obj) => v.name === m.name);
+        const cmName = vol?.configMap?.name;
+        if (!cmName) continue;
+        const cm = configMaps.get(`${ns ?? ""}/${cmName}`) ?? configMaps.get(`/${cmName}`);
+        for (const [k, v] of Object.entries(cm?.data ?? {})) files[m.subPath ? m.mountPath : `${String(m.mountPath).replace(/\/$/, "")}/${k}`] = String(v);
+    }
+    return files;
+}
+
+/** `JSON.parse`, undefined on error. */
+export function safeJson(s: string): any { try { return JSON.parse(s); } catch { return undefined; } }
