@@ -96,4 +96,19 @@ describe("npm run validate -- --crds DIR", () => {
         expect(bad.status).toBe(1);
         expect(bad.stdout).toContain("example.com/v1 Widget ns/w: /spec: must NOT have additional properties 'sise'");
     });
+
+    it("a kind without a CRD fails unless declared with --without-crd, then it is listed as not validated; a CRD present is still used", () => {
+        const gizmo = { apiVersion: "example.com/v1", kind: "Gizmo", metadata: { name: "g", namespace: "ns" }, spec: {} };
+        const f = manifests([gizmo, widget({ size: 1 })]);
+        const plain = cli(["--crds", CRDS, f]);
+        expect(plain.status).toBe(1);
+        expect(plain.stdout).toContain("example.com/v1 Gizmo ns/g: no schema for example.com/v1 Gizmo");
+        const declared = cli(["--crds", CRDS, "--without-crd", "example.com/v1/Gizmo", f]);
+        expect(declared.status, declared.stdout).toBe(0);
+        expect(declared.stdout).toContain("example.com/v1 Gizmo ns/g: NOT validated");
+        expect(declared.stdout).toMatch(/validated 1 objects in 1 file\(s\): 0 invalid, 1 not validated/);
+        // Declaring a kind whose CRD exists changes nothing: a bad Widget still fails.
+        const still = cli(["--crds", CRDS, "--without-crd", "example.com/v1/Widget", manifests([widget({ size: 1, sise: 2 })])]);
+        expect(still.status).toBe(1);
+    });
 });

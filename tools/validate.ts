@@ -207,17 +207,31 @@ export class ManifestValidator {
 }
 
 /** Result for one manifests file. */
-export interface FileReport { file: string; objects: number; invalid: Array<{ object: string; errors: string[] }> }
+export interface FileReport {
+    file: string;
+    objects: number;
+    invalid: Array<{ object: string; errors: string[] }>;
+    /** Objects of a kind named in `withoutCrd` for which the CRD directory has no schema: not validated, listed. */
+    unvalidated: string[];
+}
 
-/** Validates every document of a multi-document manifests file. */
-export function validateFile(v: ManifestValidator, file: string): FileReport {
+/**
+ * Validates every document of a multi-document manifests file.
+ * @param withoutCrd `group/version/Kind` keys the caller declares as having no CRD in the directory (each with its
+ *   reason where it is declared, `.ci/run`): their objects are listed as not validated instead of invalid. A CRD that
+ *   is present is always used.
+ */
+export function validateFile(v: ManifestValidator, file: string, withoutCrd: ReadonlySet<string> = new Set()): FileReport {
     const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8")).map((d) => d.toJS() as Json).filter(Boolean);
     const invalid: FileReport["invalid"] = [];
+    const unvalidated: string[] = [];
     for (const o of docs) {
+        const name = `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ? o.metadata.namespace + "/" : ""}${o.metadata?.name}`;
         const errors = v.validate(o);
-        if (errors.length) invalid.push({ object: `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ? o.metadata.namespace + "/" : ""}${o.metadata?.name}`, errors });
+        if (errors.length === 1 && errors[0].startsWith("no schema for ") && withoutCrd.has(`${o.apiVersion}/${o.kind}`)) unvalidated.push(name);
+        else if (errors.length) invalid.push({ object: name, errors });
     }
-    return { file, objects: docs.length, invalid };
+    return { file, objects: docs.length, invalid, unvalidated };
 }
 
 const HELP = `
@@ -231,6 +245,9 @@ holds no CRD.
 Options:
   --crds DIR   directory of CRD YAML (kubectl get crd -o yaml, or upstream config/crd/bases files)
   --out DIR    rendered stacks (default out/)
+  --without-crd GROUP/VERSION/KIND
+               a kind whose CRD the directory does not hold: its objects are listed as not validated
+               instead of failing (repeatable; say why where you pass it). A CRD present is always used.
   -h, --help   this text
 
 Examples:
@@ -244,8 +261,10 @@ function main() {
     let crdDir: string | undefined;
     let outDir = path.join(process.cwd(), "out");
     const files: string[] = [];
+    const withoutCrd = new Set<string>();
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === "--crds") crdDir = argv[++i];
+        else if (argv[i] === "--without-crd") withoutCrd.add(argv[++i]);
         else if (argv[i] === "--out") outDir = argv[++i];
         else if (argv[i].startsWith("--")) throw new Error(`unknown option ${argv[i]}`);
         else files.push(argv[i]);
@@ -262,14 +281,17 @@ function main() {
     const v = ManifestValidator.fromDir(crdDir);
     let bad = 0;
     let total = 0;
+    let skipped = 0;
     for (const f of files) {
-        const r = validateFile(v, f);
+        const r = validateFile(v, f, withoutCrd);
+        skipped += r.unvalidated.length;
+        for (const u of r.unvalidated) process.stdout.write(`  ${u}: NOT validated (no CRD in ${crdDir}; --without-crd)\n`);
         total += r.objects;
         bad += r.invalid.length;
         process.stdout.write(`${path.relative(process.cwd(), f)}: ${r.objects} objects, ${r.invalid.length} invalid\n`);
         for (const i of r.invalid) for (const e of i.errors) process.stdout.write(`  ${i.object}: ${e}\n`);
     }
-    process.stdout.write(`validated ${total} objects in ${files.length} file(s): ${bad} invalid\n`);
+    process.stdout.write(`validated ${total - skipped} objects in ${files.length} file(s): ${bad} invalid${skipped ? `, ${skipped} not validated (no CRD: ${[...withoutCrd].join(", ")})` : ""}\n`);
     process.exit(bad ? 1 : 0);
 }
 
