@@ -19,6 +19,11 @@ export interface ServingInputs {
     spoke: string;
     /** `platform:serving`. */
     serving: ServingConfig;
+    /**
+     * Prometheus URL the Planner queries when `platform:serving.prometheusEndpoint` is unset: the Prometheus of
+     * `platform:observability` (config/observability.ts `prometheusOf`).
+     */
+    prometheusUrl: string;
     contract: SpokeContract;
     stackFile: string;
     /** The spoke's infrastructure (programs/onprem-spoke.ts, programs/eks-spoke.ts). */
@@ -41,6 +46,7 @@ export type ServingOutputs = Record<string, { pool: string; frontend: { name: st
  */
 export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOptions): ServingOutputs {
     const { serving, contract, infra } = s;
+    const prometheusEndpoint = serving.prometheusEndpoint ?? s.prometheusUrl;
     const { placements, issues } = placeEndpoints(contract.endpoints, infra.pools, serving, `hub output spokeContracts.${s.spoke}`);
     if (issues.length) throw new ConfigError(s.stackFile, issues);
     const outputs: ServingOutputs = {};
@@ -50,7 +56,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
         namespace: serving.platformNamespace,
         grove: serving.grove,
         kaiScheduler: serving.kaiScheduler,
-        prometheusEndpoint: serving.prometheusEndpoint,
+        prometheusEndpoint,
     }, opts);
     const baseDeps = [...infra.gpuDirect, infra.inferenceNamespace];
     const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE, gpuDirect: infra.gpuDirectMode }, { ...opts, dependsOn: baseDeps });
@@ -83,7 +89,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             endpoint: e, namespace: INFERENCE_NAMESPACE, pool: placement,
             runtimeImage: `${rt.image}:${rt.version}`,
             plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
-            prometheusEndpoint: serving.prometheusEndpoint,
+            prometheusEndpoint,
             minLinkRateGbps: infra.minLinkRateGbps,
             hfTokenSecret: serving.hfTokenSecret,
             mooncakeMaster,

@@ -4,6 +4,7 @@ import type { SpokeContract } from "../config/contract";
 import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
 import { Observability } from "../components/spoke/Observability";
+import { prometheusOf } from "../config/observability";
 import { deployGateway, GatewayHandles } from "./gateway";
 import { deployMetering } from "./metering";
 import { deployServing } from "./serving";
@@ -31,7 +32,7 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
     const gateway = deployGateway({
         spoke: cfg.spoke.name, contract, gateway: cfg.gateway, handles, awsCredentials,
     }, { ...opts, dependsOn: [infra.inferenceNamespace] });
-    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, contract, stackFile, infra }, opts);
+    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, prometheusUrl: prometheusOf(cfg.observability).url, contract, stackFile, infra }, opts);
     // PVCs (spool, collector queue) need a StorageClass that provisions: EKS gets one from the infra (EBS CSI, gp3).
     const metering = deployMetering({
         spoke: cfg.spoke.name, contract, gateway: handles,

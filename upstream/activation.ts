@@ -209,6 +209,24 @@ export const prometheusSelection = {
     source: "prometheus-community/helm-charts@0027117e971e8694d1b65b205f37d40f2b5b5402:charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml" as Source,
 };
 
+/**
+ * kube-prometheus-stack's `kube-prometheus-stack.fullname` for a release without name/fullname overrides: the release
+ * name when it contains the chart name, else `<release>-kube-prometheus-stack`, truncated to 26 characters and trimmed
+ * of a trailing `-`. Its Prometheus is served by the Service `<fullname>-prometheus` (port `prometheus.service.port`,
+ * 9090) in the release namespace; a Prometheus that selects `release: A` is not the Prometheus of release B.
+ */
+export function kubePrometheusStackPrometheus(release: string, namespace: string): { service: string; host: string; port: number } {
+    const name = "kube-prometheus-stack";
+    const fullname = (release.includes(name) ? release : `${release}-${name}`).slice(0, 26).replace(/-+$/, "");
+    return { service: `${fullname}-prometheus`, host: `${fullname}-prometheus.${namespace}.svc.cluster.local`, port: 9090 };
+}
+
+/** Where `kubePrometheusStackPrometheus` is read. */
+export const kubePrometheusStackServiceSources: readonly Source[] = [
+    "prometheus-community/helm-charts@082861babe110452fca71989c1e410bdec966170:charts/kube-prometheus-stack/templates/_helpers.tpl" as Source,
+    "prometheus-community/helm-charts@00a2982a4a3e666b1ee06460f154ba08a3c61ec5:charts/kube-prometheus-stack/templates/prometheus/service.yaml" as Source,
+];
+
 /** Finds an activation fact by id. @throws Error when there is none (a rule naming a fact that does not exist). */
 export function activationFact(id: string): ActivationFact {
     const f = activationFacts.find((x) => x.id === id);
