@@ -72,7 +72,14 @@ export const mooncakeTransferEngine: ComponentFacts = {
     version: "v0.3.12.post1",
     flags: {},
     env: {
-        MC_FORCE_HCA: { source: `${T}:mooncake-transfer-engine/src/transfer_engine_impl.cpp`, note: "installs the RDMA transport even when topology discovery found no HCA, instead of picking TCP" },
+        MC_FORCE_HCA: {
+            source: `${T}:mooncake-transfer-engine/src/transfer_engine_impl.cpp#TransferEngineImpl::init`,
+            note: "read only under auto_discover_ (installs RDMA even when discovery found no HCA). INERT for a store client given protocol rdma and an explicit device list: mooncake-store/src/client_service.cpp InitTransferEngine then sets auto_discover=false (unless MC_MS_AUTO_DISC=1) and installs the RDMA transport on exactly those devices, failing (INVALID_PARAMS / INTERNAL_ERROR) instead of falling back to TCP",
+        },
+        MC_MS_AUTO_DISC: {
+            source: `${T}:mooncake-store/src/client_service.cpp#get_auto_discover`,
+            note: "1 turns topology auto-discovery back on for a store client (the explicit device list then only filters nothing; MC_MS_FILTERS applies); 0/unset with rdma + device names: explicit devices, no TCP fallback",
+        },
         MC_ENABLE_HCA_PEER_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp`, note: "conflicts with MC_ENABLE_DEST_DEVICE_AFFINITY" },
         MC_ENABLE_DEST_DEVICE_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
         MC_GID_INDEX: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
