@@ -74,9 +74,14 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
         let mooncakeMaster: string | undefined;
         let mooncakeKvEvents: string | undefined;
         const deps: pulumi.Resource[] = [...rdmaDeps];
+        const rt = versions.dynamoRuntime[e.engine];
         if (e.kvPool.kind === "mooncake") {
+            // Master and store run the endpoint's own runtime image: its mooncake-transfer-engine wheel ships the
+            // `mooncake_master` console script and `mooncake.mooncake_store_service` (kvcache-ai/Mooncake@v0.3.12.post1:
+            // mooncake-wheel/pyproject.toml [project.scripts]), so pool and clients run one Mooncake release by
+            // construction (upstream/check/versions.ts `mooncake-master-client`).
             const store = new MooncakeStore(`mooncake-${e.name}`, {
-                endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${versions.mooncake.image}:${versions.mooncake.version}`,
+                endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${rt.image}:${rt.version}`,
                 pool: placement, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas,
                 poolNodes: pool.nodeCount, minLinkRateGbps: infra.minLinkRateGbps, systemNodeSelector: infra.systemNodeSelector,
             }, { ...opts, dependsOn: rdmaDeps });
@@ -84,7 +89,6 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             mooncakeKvEvents = store.kvEventsEndpoint;
             deps.push(store);
         }
-        const rt = versions.dynamoRuntime[e.engine];
         const ep = new ModelEndpoint(`endpoint-${e.name}`, {
             endpoint: e, namespace: INFERENCE_NAMESPACE, pool: placement,
             runtimeImage: `${rt.image}:${rt.version}`,

@@ -329,6 +329,7 @@ describe("lib/serving.ts", () => {
         expect(unpublishedRdmaResources(kvFabricOf(DGX), ["rdma/rail_0", "rdma/rail_1"])).toEqual([2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`));
     });
     it("serving config defaults keep existing stack files valid", () => {
-        expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, prometheusEndpoint: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", endpointPools: {} });
+        // No Prometheus URL of its own: unset, the Planner gets platform:observability's (config/observability.ts prometheusOf).
+        expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, endpointPools: {} });
     });
 });

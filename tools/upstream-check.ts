@@ -41,7 +41,7 @@ export const defaultFacts: Facts = {
 
 export interface CheckResult {
     findings: Finding[]; uncovered: string[]; checkedContainers: number; checkedReleases: number;
-    /** Version pairs whose releases are not recorded (upstream/check/versions.ts): listed, not findings. */
+    /** Version pairs whose releases are not recorded (upstream/check/versions.ts): listed, and findings too. */
     unproven?: Unproven[];
 }
 

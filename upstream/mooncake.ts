@@ -3,8 +3,8 @@ import type { ComponentFacts, EntrypointFacts, Source } from "./types";
 /**
  * Mooncake (kvcache-ai/Mooncake): the master (`mooncake_master`, gflags), the store service
  * (`python3 -m mooncake.mooncake_store_service`) and the client/transfer-engine environment every Mooncake process
- * reads. Read at v0.3.12.post1, the newest tag; the pool's image (lmsysorg/sglang, config/versions.ts `mooncake`)
- * bundles its own mooncake-transfer-engine wheel, and the engines' images bundle theirs.
+ * reads. Read at v0.3.12.post1, the newest tag; the pool (master and store) runs the endpoint's own Dynamo runtime image
+ * (programs/serving.ts), so pool and engine clients load one mooncake-transfer-engine wheel.
  */
 const T = "kvcache-ai/Mooncake@v0.3.12.post1";
 const MASTER: Source = `${T}:mooncake-store/src/master.cpp`;

@@ -1,5 +1,5 @@
 /**
- * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, Mooncake stores). An image enters this
+ * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, Mooncake stores, which run their endpoint's engine image). An image enters this
  * list only after CI ran it on an RDMA node and recorded: `ucx_info -v` >= 1.19 (UCX 1.18 error handling costs
  * ~10x, ai-dynamo/nixl PR #579/#610), `ucx_info -d` lists rc_mlx5/dc_mlx5 (a UCX built without verbs picks tcp,
  * ai-dynamo/dynamo PR #1314), a NIXL version not on the known-bad list (nixl 0.10.0 cross-NUMA regression,
@@ -22,7 +22,6 @@ export const ALLOWED_RDMA_IMAGES: AllowedImage[] = [
     { repository: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
     { repository: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
     { repository: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", tags: ["1.5.0", "1.5.0-efa"], mooncakeEfa: false },
-    { repository: "lmsysorg/sglang", tags: ["v0.5.16"], mooncakeEfa: false },
 ];
 
 /** `repository` and `tag` of an image reference, `docker.io/` and `docker.io/library/` removed. */
