@@ -4,7 +4,7 @@ import { ConfigError, ConfigIssue, nearest, zodIssues } from "./errors";
 import { KNOWN_MODELS, tensorParallelProblem } from "./models";
 import { plainCredentials } from "./secrets";
 import { EfaBackendSchema, EksClusterSchema, EksCluster, EksNodeGroups, EksNodeGroupsSchema, profileNameFor } from "./eks";
-import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
+import { DnsLabel, EndpointSchema, endpointGpus, endpointUpstreamIssues } from "./endpoint";
 import { GatewayConfigSchema } from "./gateway";
 import { ServingConfigSchema } from "./serving";
 import { MeteringConfigSchema, UsageLedgerConfigSchema } from "./metering";
@@ -257,6 +257,7 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
                 issues.push({ key: `${key}.maxModelLen`, message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})` });
             }
         }
+        issues.push(...endpointUpstreamIssues(e, key));
         const used = endpointGpus(e);
         if (e.planner.enabled && e.planner.maxGpuBudget < used) {
             issues.push({ key: `${key}.planner.maxGpuBudget`, message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point` });

@@ -18,8 +18,13 @@ import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { versions } from "../config/versions";
 import { ROOT } from "./helpers";
 
-/** A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). */
+/**
+ * A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). A disaggregated fixture on
+ * the Mooncake pool runs prefill at decode's TP: the hub refuses unequal TP on one pool (config/endpoint.ts
+ * `endpointUpstreamIssues`, upstream/activation.ts `mooncake-store-equal-tp`), checked on its own below.
+ */
 function objects(e = endpoint()): Array<Record<string, any>> {
+    if (e.topology.mode === "disaggregated" && e.kvPool.kind === "mooncake") e = { ...e, topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } } };
     const { dgd, others } = endpointObjects(e);
     return [structuredClone(dgd), ...structuredClone(others)];
 }
