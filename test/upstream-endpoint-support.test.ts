@@ -72,3 +72,12 @@ describe("upstream-check on rendered graphs", () => {
         expect(run(endpoint({ ...EAGLE, topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } }))).toEqual([]);
     });
 });
+
+describe("compat: what vLLM's NIXL handshake hashes", () => {
+    it("vLLM version + NIXL_CONNECTOR_VERSION, not the NIXL library release (vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py compute_nixl_compatibility_hash)", async () => {
+        const { versionPairs } = await import("../upstream/compat");
+        const note = versionPairs.find((p) => p.id === "nixl-prefill-decode")!.note!;
+        expect(note).toMatch(/vLLM version and NIXL_CONNECTOR_VERSION, a constant of vLLM's connector/);
+        expect(note).toMatch(/does NOT cover the NIXL library release/);
+    });
+});

@@ -78,7 +78,7 @@ export const versionPairs: readonly VersionPairFact[] = [
         id: "nixl-prefill-decode", library: "nixl", rule: "same-release",
         ends: "NIXL in the prefill image vs NIXL in the decode image of one endpoint",
         source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py",
-        note: "vLLM's handshake hashes the vLLM version and the NIXL connector version and refuses a mismatch (vllm-project/vllm PR #29503); SGLang and TRT-LLM exchange NIXL agent metadata whose layout is release-specific",
+        note: "vLLM's handshake (compute_nixl_compatibility_hash) hashes the vLLM version and NIXL_CONNECTOR_VERSION, a constant of vLLM's connector, plus model/dtype/KV-head/layer/attention-backend/cache-dtype factors, and refuses a mismatch (vllm-project/vllm PR #29503): it does NOT cover the NIXL library release, so vLLM itself would pair two NIXL releases. The same-release rule on the library is ours (closed world): the serialized NIXL agent metadata both ends load (nixl_wrapper.add_remote_agent) is not promised compatible across releases; SGLang and TRT-LLM exchange the same release-specific agent metadata",
     },
     {
         id: "dynamo-router-workers", library: "dynamo", rule: "same-release",
