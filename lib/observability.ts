@@ -26,6 +26,8 @@ export interface ObservedEndpoint {
     gpus: number;
     /** Disaggregated prefill/decode: KV moves between workers over NIXL, so the KV-transfer guard applies. */
     disaggregated: boolean;
+    /** The endpoint runs a Mooncake store pool (lib/mooncake.ts): its master is scraped and the pool alerted on. */
+    mooncakePool?: boolean;
 }
 
 /** A PrometheusRule alerting rule (prometheus-operator `spec.groups[].rules[]`). */
@@ -145,6 +147,32 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             });
         }
         if (kv.length) groups.push({ name: "platform-kv-transfer", rules: kv });
+        if (endpoints.some((e) => e.mooncakePool)) {
+            // Mooncake master gauges (upstream/metrics.ts); one series per master, i.e. per endpoint's pool.
+            const MASTERS = `namespace=${promString(INFERENCE_NAMESPACE)}`;
+            groups.push({
+                name: "platform-kv-pool", rules: [
+                    {
+                        alert: "PlatformKVPoolNoCapacity",
+                        expr: `max by (namespace, pod) (master_total_capacity_bytes{${MASTERS}}) == 0`,
+                        for: "10m", labels: labels("critical"),
+                        annotations: {
+                            summary: "Mooncake master {{ $labels.pod }} has no store segment mounted",
+                            description: `The KV pool's master reports zero capacity for 10 minutes on spoke ${spoke}: no store has mounted its segment (store pods down, or their RDMA registration failed), so every pool read misses and prefill recomputes.`,
+                        },
+                    },
+                    {
+                        alert: "PlatformKVPoolFull",
+                        expr: `max by (namespace, pod) (master_allocated_bytes{${MASTERS}} / master_total_capacity_bytes{${MASTERS}} > 0) > ${t.kvUsageFraction}`,
+                        for: "15m", labels: labels("warning"),
+                        annotations: {
+                            summary: "Mooncake pool of {{ $labels.pod }} is {{ $value | humanizePercentage }} allocated",
+                            description: `The KV pool is above ${t.kvUsageFraction} allocated for 15 minutes on spoke ${spoke}: the master is evicting constantly; add store replicas or segment size.`,
+                        },
+                    },
+                ],
+            });
+        }
     }
 
     groups.push({
@@ -412,6 +440,12 @@ export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): Scr
             port: { name: DYNAMO_PORTS.worker }, path: "/metrics",
             podLabelsToTarget: [["nvidia.com/dynamo-component-type", "dynamo_component_type"]],
         },
+        // The Mooncake masters of the endpoints with a KV pool (lib/mooncake.ts labels, port `metrics` = --metrics_port).
+        ...(endpoints.some((e) => e.mooncakePool) ? [{
+            name: "mooncake-masters", namespace: INFERENCE_NAMESPACE, podLabels: { "app.kubernetes.io/name": "mooncake-master" },
+            podIn: [{ key: "inference-platform.io/endpoint", values: [...new Set(endpoints.filter((e) => e.mooncakePool).map((e) => e.name))].sort() }],
+            port: { name: "metrics" }, path: "/metrics",
+        }] : []),
     ];
 }
 

@@ -42,6 +42,7 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
         spoke: cfg.spoke.name, config: cfg.observability,
         endpoints: contract.endpoints.map((e) => ({
             name: e.name, model: e.model, engine: e.engine, gpus: endpointGpus(e), disaggregated: e.topology.mode === "disaggregated",
+            mooncakePool: e.kvPool.kind === "mooncake",
         })),
     }, { ...opts, dependsOn: [infra.platformNamespace] });
     return { serving, gateway, metering, observability: { dashboards: observability.dashboards } };

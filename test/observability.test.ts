@@ -105,7 +105,18 @@ describe("rendered spoke objects", () => {
         expect(alerts.map((a: any) => a.alert)).toContain("PlatformKVTransferSlow");
 
         const monitors = objs.filter((o) => o.kind === "PodMonitor");
-        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "platform-auth", "platform-metering"]);
+        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "mooncake-masters", "platform-auth", "platform-metering"]);
+        // hn1's endpoints run Mooncake pools: every master's `metrics` port (--metrics_port, kvcache-ai/Mooncake@v0.3.12.post1:
+        // mooncake-store/src/master.cpp) is scraped by a selected PodMonitor, and the pool alerts are rendered.
+        const masters = objs.filter((o) => o.kind === "Deployment" && o.metadata.labels?.["app.kubernetes.io/name"] === "mooncake-master");
+        expect(masters.length).toBeGreaterThan(0);
+        const mm = monitors.find((m) => m.metadata.name === "mooncake-masters");
+        for (const d of masters) {
+            expect(mm.spec.selector.matchLabels["app.kubernetes.io/name"]).toBe(d.spec.template.metadata.labels["app.kubernetes.io/name"]);
+            expect(mm.spec.selector.matchExpressions[0].values).toContain(d.spec.template.metadata.labels["inference-platform.io/endpoint"]);
+            expect(d.spec.template.spec.containers[0].ports.map((p: any) => p.name)).toContain(mm.spec.podMetricsEndpoints[0].port);
+        }
+        expect(alerts.map((a: any) => a.alert)).toEqual(expect.arrayContaining(["PlatformKVPoolNoCapacity", "PlatformKVPoolFull"]));
         for (const m of monitors) expect(m.metadata.labels.release, m.metadata.name).toBe("kube-prometheus-stack");
         // Every frontend, prefill and decode pod of every DGD is selected by our labelled PodMonitors (the chart's carry no
         // labels, ai-dynamo/dynamo deploy/helm/charts/platform/components/operator/templates/prometheus.yaml, and are off).

@@ -49,3 +49,16 @@ describe("upstream-check: the Planner's Prometheus is the one that selects the s
         expect(f).toHaveLength(1);
     });
 });
+
+describe("GPU Operator DCGM exporter is scraped by the selected Prometheus", () => {
+    const gpuOp = (dcgmExporter: Record<string, unknown>) => ({ name: "gpu-operator", chart: "gpu-operator", version: "v25.10.1", values: { dcgmExporter } });
+    it("the chart default (serviceMonitor off) and a wrong release label are findings; ours passes", async () => {
+        const { dcgmExporterValues } = await import("../components/spoke/GpuOperator");
+        const run = (v: Record<string, unknown>) => checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack")], releases: [gpuOp(v)] });
+        expect(run({ enabled: true }).map((x) => x.key)).toEqual(["dcgmExporter.serviceMonitor"]);
+        expect(run({ enabled: true })[0].message).toMatch(/ServiceMonitor is off \(chart default\).*gpu-operator@v25\.10\.1:deployments\/gpu-operator\/values\.yaml/);
+        expect(run({ enabled: true, serviceMonitor: { enabled: true, additionalLabels: { release: "prometheus" } } })).toHaveLength(1);
+        expect(dcgmExporterValues({ release: "kube-prometheus-stack" })).toEqual({ enabled: true, serviceMonitor: { enabled: true, additionalLabels: { release: "kube-prometheus-stack" } } });
+        expect(run(dcgmExporterValues({ release: "kube-prometheus-stack" }))).toEqual([]);
+    });
+});

@@ -221,6 +221,8 @@ export const exporterActivation: readonly ExporterFact[] = [
     // This repository's services: their metrics are checked against the live registries in test/observability.test.ts.
     { exporter: "auth", pods: { labels: { "app.kubernetes.io/name": "platform-auth" } }, port: "ops", portInSpec: true, source: "inference-platform/platform@0.1.0:services/auth/metrics.ts" },
     { exporter: "metering", pods: { labels: { "app.kubernetes.io/name": "platform-metering" } }, port: "http", portInSpec: true, source: "inference-platform/platform@0.1.0:services/metering/service.ts" },
+    // `--enable_metric_reporting` defaults to true; the port is `--metrics_port` (lib/mooncake.ts names it `metrics`).
+    { exporter: "mooncake-master", pods: { labels: { "app.kubernetes.io/name": "mooncake-master" } }, port: "metrics", portInSpec: true, source: `${MC}:mooncake-store/src/master.cpp` },
 ];
 
 /**

@@ -43,5 +43,16 @@ export function checkPrometheusAgreement(s: StackView): Finding[] {
         const v = valueAt(r.values, "dynamo-operator.dynamo.metrics.prometheusEndpoint");
         if (v !== undefined) judge(`Release/${r.name}`, undefined, "dynamo-operator.dynamo.metrics.prometheusEndpoint", v);
     }
+    // The GPU Operator's DCGM exporter: running but unscraped unless its ServiceMonitor is on and carries the label
+    // this Prometheus selects (NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml `serviceMonitor.enabled:
+    // false`; controllers/object_controls.go `ServiceMonitor` copies `additionalLabels` onto the object).
+    for (const r of s.releases.filter((x) => x.chart === "gpu-operator")) {
+        if (valueAt(r.values, "dcgmExporter.enabled") === false) continue;
+        const on = valueAt(r.values, "dcgmExporter.serviceMonitor.enabled") === true;
+        const labels = (valueAt(r.values, "dcgmExporter.serviceMonitor.additionalLabels") ?? {}) as Record<string, string>;
+        if (!on || labels.release !== release) {
+            out.push({ stack: s.stack, object: `Release/${r.name}`, key: "dcgmExporter.serviceMonitor", message: `the DCGM exporter runs but ${on ? `its ServiceMonitor carries release=${labels.release ?? "(none)"}` : "its ServiceMonitor is off (chart default)"}, so the Prometheus selecting release=${release} never scrapes GPU metrics [NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml, NVIDIA/gpu-operator@v25.10.1:controllers/object_controls.go]` });
+        }
+    }
     return out;
 }
