@@ -312,6 +312,19 @@ export interface Dashboard {
  * utilisation, queue and in-flight per worker, output tokens/s per GPU, KV transfer rate) and `platform` (auth
  * decisions by status, bundle revisions, metering backlog, gateway errors).
  */
+/**
+ * Output tokens/s per GPU of a model, with the GPU count read from series, not from config: the GPUs the DCGM exporter
+ * reports for pods that serve the model (one `DCGM_FI_DEV_GPU_UTIL` series per GPU, labelled with the pod it is
+ * allocated to: NVIDIA/dcgm-exporter@07c87278a5e18805287ee56cba8abe9eb7a87ced:internal/pkg/transformation/const.go
+ * `podAttribute`; kept as `pod` because the GPU Operator's ServiceMonitor honours the exporter's labels,
+ * components/spoke/GpuOperator.ts), joined on (namespace, pod) with the Dynamo workers that serve it. Scaled
+ * workers are counted as they come and go; a config count (`/ 8`) would be wrong after the first Planner decision.
+ */
+export function tokensPerGpuExpr(model: string): string {
+    const m = promString(model);
+    return `sum(rate(dynamo_frontend_output_tokens_total{model=${m}}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{${WORKERS}} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{${WORKERS}, model=${m}})`;
+}
+
 export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashboard[] {
     const serving: Panel[] = [];
     if (endpoints.length > 0) {
@@ -326,7 +339,7 @@ export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashbo
         serving.push(
             { title: "TTFT p95", unit: "s", queries: [{ expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
             { title: "ITL p99", unit: "s", queries: [{ expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
-            { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: `sum(rate(dynamo_frontend_output_tokens_total{model=${promString(e.model)}}[5m])) / ${e.gpus}`, legendFormat: `${e.name} (${e.gpus} GPUs)` })) },
+            { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: tokensPerGpuExpr(e.model), legendFormat: e.name })) },
             { title: "KV cache utilisation per worker", unit: "percentunit", queries: [{ expr: `max by (pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }] },
             { title: "Requests queued / in flight (frontend)", unit: "short", queries: [
                 { expr: `sum by (model) (dynamo_frontend_queued_requests{${models}})`, legendFormat: "{{model}} queued" },

@@ -57,12 +57,13 @@ describe("PromQL of dashboards and alerts", () => {
         ]) expect(selected.has(s), s).toBe(true);
     });
 
-    it("per-GPU throughput divides by the GPUs the hub placed", () => {
+    it("per-GPU throughput divides by the GPUs counted from series (DCGM GPUs of the model's worker pods), never a fixed count", () => {
         const panel = dashboards("hn1", endpoints)[0].panels.find((p) => p.title === "Output tokens/s per GPU")!;
         expect(panel.queries.map((q) => q.expr)).toEqual([
-            'sum(rate(dynamo_frontend_output_tokens_total{model="meta-llama/Llama-3.3-70B-Instruct"}[5m])) / 16',
-            'sum(rate(dynamo_frontend_output_tokens_total{model="Qwen/Qwen3-32B"}[5m])) / 8',
+            'sum(rate(dynamo_frontend_output_tokens_total{model="meta-llama/Llama-3.3-70B-Instruct"}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{namespace="inference"} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{namespace="inference", model="meta-llama/Llama-3.3-70B-Instruct"})',
+            'sum(rate(dynamo_frontend_output_tokens_total{model="Qwen/Qwen3-32B"}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{namespace="inference"} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{namespace="inference", model="Qwen/Qwen3-32B"})',
         ]);
+        // Evaluated by promtool in test/dashboard-promtool.test.ts.
     });
 
     it("the KV-transfer guard fires below a tenth of a 400 Gb/s rail and only where KV moves between workers", () => {

@@ -58,7 +58,7 @@ describe("GPU Operator DCGM exporter is scraped by the selected Prometheus", () 
         expect(run({ enabled: true }).map((x) => x.key)).toEqual(["dcgmExporter.serviceMonitor"]);
         expect(run({ enabled: true })[0].message).toMatch(/ServiceMonitor is off \(chart default\).*gpu-operator@v25\.10\.1:deployments\/gpu-operator\/values\.yaml/);
         expect(run({ enabled: true, serviceMonitor: { enabled: true, additionalLabels: { release: "prometheus" } } })).toHaveLength(1);
-        expect(dcgmExporterValues({ release: "kube-prometheus-stack" })).toEqual({ enabled: true, serviceMonitor: { enabled: true, additionalLabels: { release: "kube-prometheus-stack" } } });
+        expect(dcgmExporterValues({ release: "kube-prometheus-stack" })).toEqual({ enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { release: "kube-prometheus-stack" } } });
         expect(run(dcgmExporterValues({ release: "kube-prometheus-stack" }))).toEqual([]);
     });
 });

@@ -43,7 +43,9 @@ export interface GpuOperatorArgs {
 /** `dcgmExporter` values: the exporter on, and its ServiceMonitor labelled for the cluster's Prometheus when one is given. */
 export function dcgmExporterValues(serviceMonitorLabels?: Record<string, string>): Record<string, unknown> {
     return serviceMonitorLabels
-        ? { enabled: true, serviceMonitor: { enabled: true, additionalLabels: { ...serviceMonitorLabels } } }
+        // honorLabels: keep the exporter's `pod`/`namespace` (the workload the GPU is allocated to) instead of
+        // `exported_pod`, so dashboards join GPUs to workers (lib/observability.ts tokensPerGpuExpr).
+        ? { enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { ...serviceMonitorLabels } } }
         : { enabled: true };
 }
 
