@@ -6,6 +6,7 @@ import { checkActivation, speculativeSignature } from "./activation";
 import { checkObservability, scrapedSignals } from "./observability";
 import { checkEndpointSupport } from "./endpoint-support";
 import { checkMooncakeDevices } from "./mooncake-devices";
+import { checkPlannerConfig } from "./planner-config";
 import { checkPrometheusAgreement } from "./prometheus";
 import { checkVersionPairs, Unproven } from "./versions";
 import { argvOf, Finding, flagValue, parseJson, PodView, podsOf, StackView } from "./view";
@@ -17,11 +18,12 @@ export { checkVersionPairs, versionRule } from "./versions";
 export { checkPrometheusAgreement } from "./prometheus";
 export { checkMooncakeDevices } from "./mooncake-devices";
 export { checkEndpointSupport } from "./endpoint-support";
+export { checkPlannerConfig } from "./planner-config";
 
 /** Runs the activation, version-pair and observability rules on one stack. */
 export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unproven[] } {
     const v = checkVersionPairs(s);
-    return { findings: [...checkActivation(s), ...v.findings, ...checkObservability(s), ...checkPrometheusAgreement(s), ...checkMooncakeDevices(s), ...checkEndpointSupport(s)], unproven: v.unproven };
+    return { findings: [...checkActivation(s), ...v.findings, ...checkObservability(s), ...checkPrometheusAgreement(s), ...checkMooncakeDevices(s), ...checkEndpointSupport(s), ...checkPlannerConfig(s)], unproven: v.unproven };
 }
 
 /** One endpoint's features as rendered, and the signals its pods export and Prometheus scrapes (for the render report). */
