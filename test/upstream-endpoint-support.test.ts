@@ -81,3 +81,13 @@ describe("compat: what vLLM's NIXL handshake hashes", () => {
         expect(note).toMatch(/does NOT cover the NIXL library release/);
     });
 });
+
+describe("dynamo-platform chart facts at the 1.5.0 pin", () => {
+    it("no dynamo-operator.checkpoint.* (DynamoCheckpoint CRD removed in v1.5.0); global.snapshot.install kept (ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/dynamo-v1-5-0.mdx)", async () => {
+        const { dynamoPlatformChart } = await import("../upstream/charts/dynamo-platform");
+        expect(dynamoPlatformChart.valuesKeys.filter((k) => k.includes("checkpoint") || k.includes("Checkpoint"))).toEqual([]);
+        expect(dynamoPlatformChart.openSubtrees!.filter((k) => k.includes("checkpoint"))).toEqual([]);
+        expect(dynamoPlatformChart.valuesKeys).toContain("global.snapshot.install");
+        expect(dynamoPlatformChart.note).toMatch(/BEFORE the v1\.5\.0 cut/);
+    });
+});

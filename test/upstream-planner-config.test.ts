@@ -13,7 +13,7 @@ import { endpoint, endpointObjects } from "./policies/rdma-fixtures";
 const TP44 = { topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } } };
 const planned = (e: ReturnType<typeof endpoint>) => {
     const { dgd } = endpointObjects(e);
-    const c = structuredClone(dgd).spec.components.find((x: any) => x.type === "planner");
+    const c: any = (structuredClone(dgd) as any).spec.components.find((x: any) => x.type === "planner");
     const argv: string[] = [...(c.podTemplate.spec.containers[0].command ?? []), ...(c.podTemplate.spec.containers[0].args ?? [])];
     return JSON.parse(argv[argv.indexOf("--config") + 1]);
 };
