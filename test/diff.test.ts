@@ -154,9 +154,9 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
         expect(r.stderr).not.toContain("npm ci"); // identical lockfile: the base reuses node_modules
         const md = fs.readFileSync(path.join(out, "diff.md"), "utf8");
         expect(md).toMatch(/^# Render diff against `main` \([0-9a-f]{12}\)/);
-        // The DGD's prefill replicas, and the serving dashboard's tokens/s per GPU, which divides by the GPUs placed.
-        expect(md).toContain("| spoke-sg1 | changed | 0 | 0 | 2 | 1 |");
-        expect(md).toContain('`"qwen3-32b (8 GPUs)"` → `"qwen3-32b (6 GPUs)"`');
+        // The DGD's prefill replicas only: the dashboard's tokens/s per GPU counts GPUs from series, not from the placement.
+        expect(md).toContain("| spoke-sg1 | changed | 0 | 0 | 1 | 1 |");
+        expect(md).not.toContain("GPUs)");
         expect(md).toContain("- `DynamoGraphDeployment inference/qwen3-32b`\n  - `spec.components[name=prefill].replicas`: `2` → `1`");
         expect(md).toContain("`spokeContracts.sg1.endpoints[name=qwen3-32b].topology.prefill.replicas`: `2` → `1`");
         expect(md).not.toContain("spoke-hn1"); // not selected
