@@ -115,3 +115,25 @@ export function endpointGpus(e: Endpoint): number {
         ? t.prefill.replicas * t.prefill.gpusPerWorker + t.decode.replicas * t.decode.gpusPerWorker
         : t.workers.replicas * t.workers.gpusPerWorker;
 }
+
+/**
+ * Combinations upstream does not support, refused at the hub before anything is placed (upstream/activation.ts):
+ * - `mooncake-store-equal-tp`: every worker sharing one Mooncake store pool runs the same tensor-parallel size (a pool
+ *   key carries tp_rank, not TP size: vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py `PoolKey`);
+ * - `vllm-disagg-model-speculative`: no model-based drafter (eagle3, mtp) on a disaggregated vLLM endpoint (Dynamo known
+ *   issue "vLLM Disagg Decode + EAGLE3 Speculative Decoding Crashes Silently", no fix recorded up to v1.5.0:
+ *   ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx). ngram has no drafter model.
+ * @param key the endpoint's stack key, e.g. `platform:endpoints[0]`
+ * @returns one issue per refused combination, naming the key to change
+ */
+export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: string; message: string }> {
+    const out: Array<{ key: string; message: string }> = [];
+    const t = e.topology;
+    if (e.kvPool.kind === "mooncake" && t.mode === "disaggregated" && t.prefill.gpusPerWorker !== t.decode.gpusPerWorker) {
+        out.push({ key: `${key}.topology.decode.gpusPerWorker`, message: `prefill runs TP${t.prefill.gpusPerWorker} and decode TP${t.decode.gpusPerWorker} on one Mooncake store pool; pool keys carry the writer's tp_rank but not its TP size, so the two sides cannot read each other's KV (mooncake-store-equal-tp, vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py PoolKey): give prefill and decode the same gpusPerWorker, or use kvPool kind none` });
+    }
+    if (e.engine === "vllm" && t.mode === "disaggregated" && e.speculative && e.speculative.method !== "ngram") {
+        out.push({ key: `${key}.speculative`, message: `${e.speculative.method} speculative decoding on a disaggregated vLLM endpoint crashes silently under KV-transfer load and is unsupported upstream, with no fix recorded up to Dynamo 1.5.0 (vllm-disagg-model-speculative, ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx): run it on an aggregated endpoint, or use method ngram` });
+    }
+    return out;
+}

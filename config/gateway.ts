@@ -52,7 +52,7 @@ export const GatewayConfigSchema = z.object({
      * Pods besides the Envoy proxies allowed to reach the Dynamo frontends' HTTP port, for `/metrics` (the
      * Planner scales on `dynamo_frontend_*` series read from Prometheus). Default: kube-prometheus-stack's
      * Prometheus (prometheus-operator labels its pods `app.kubernetes.io/name: prometheus`) in `monitoring`, the
-     * namespace of config/serving.ts DEFAULT_PROMETHEUS_ENDPOINT. These pods can also call the model API
+     * namespace of config/observability.ts `prometheusOf`. These pods can also call the model API
      * unauthenticated, so keep the list to the scraper.
      */
     frontendScrapers: z.array(z.object({

@@ -1,5 +1,5 @@
 import { ConfigIssue } from "./errors";
-import { endpointGpus } from "./endpoint";
+import { endpointGpus, endpointUpstreamIssues } from "./endpoint";
 import { HubConfig } from "./hub";
 import { LimitSet } from "./limits";
 import { KNOWN_MODELS, tensorParallelProblem } from "./models";
@@ -67,6 +67,7 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
                 issues.push({ key: `${key}.maxModelLen`, message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})` });
             }
         }
+        issues.push(...endpointUpstreamIssues(e, key));
         const used = endpointGpus(e);
         if (e.planner.enabled && e.planner.maxGpuBudget < used) {
             issues.push({ key: `${key}.planner.maxGpuBudget`, message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point` });

@@ -1,10 +1,12 @@
 import { z } from "zod";
+import { kubePrometheusStackPrometheus } from "../upstream/activation";
 
 /**
  * `platform:observability` of a spoke: scrape objects, Grafana dashboards and PrometheusRules for the Prometheus
  * stack the cluster runs (components/spoke/Observability.ts). Every field has a default; the defaults fit
- * kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring` (the Prometheus that
- * config/serving.ts DEFAULT_PROMETHEUS_ENDPOINT names).
+ * kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`. The release name and namespace
+ * are the one setting both the scrape objects' selector labels and the Planner's Prometheus URL derive from
+ * (`prometheusOf`), so the Prometheus that scrapes is the Prometheus the Planner reads.
  */
 export const ObservabilityConfigSchema = z.object({
     /**
@@ -13,14 +15,20 @@ export const ObservabilityConfigSchema = z.object({
      * are (plain ConfigMaps).
      */
     prometheusOperator: z.boolean().default(true),
-    /** Namespace of the PrometheusRules and dashboard ConfigMaps (kube-prometheus-stack's own). */
+    /**
+     * Helm release name of the cluster's kube-prometheus-stack. Its Prometheus selects `release: <name>` and is served
+     * by the Service `<fullname>-prometheus` on port 9090 (`prometheusOf`).
+     */
+    prometheusRelease: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).max(53).default("kube-prometheus-stack"),
+    /** Namespace of kube-prometheus-stack, its PrometheusRules and the dashboard ConfigMaps. */
     namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).default("monitoring"),
     /**
      * Labels every PodMonitor / ServiceMonitor / PrometheusRule carries so Prometheus selects it. kube-prometheus-stack
      * defaults `prometheus.prometheusSpec.{rule,podMonitor,serviceMonitor}SelectorNilUsesHelmValues: true`, which
      * selects `release: <helm release name>` (prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml).
+     * Unset: `{ release: <prometheusRelease> }`.
      */
-    selectorLabels: z.record(z.string(), z.string()).default({ release: "kube-prometheus-stack" }),
+    selectorLabels: z.record(z.string(), z.string()).optional(),
     /**
      * Label the Grafana dashboard sidecar watches ConfigMaps for: kube-prometheus-stack's `grafana.sidecar.dashboards.label`
      * `grafana_dashboard` with `labelValue` `"1"` (same values.yaml).
@@ -54,3 +62,22 @@ export const ObservabilityConfigSchema = z.object({
 }).strict();
 
 export type ObservabilityConfig = z.infer<typeof ObservabilityConfigSchema>;
+
+/** The Prometheus one observability setting names. */
+export interface PrometheusTarget {
+    /** Labels every PodMonitor / ServiceMonitor / PrometheusRule carries (`release: <release>` unless overridden). */
+    selectorLabels: Record<string, string>;
+    /**
+     * In-cluster URL of that Prometheus: Service `<fullname>-prometheus`, port 9090 (upstream/activation.ts
+     * `kubePrometheusStackPrometheus`, read in kube-prometheus-stack's _helpers.tpl and prometheus/service.yaml).
+     */
+    url: string;
+}
+
+/** The Prometheus of `platform:observability`: what scrape objects carry and what the Planner queries. */
+export function prometheusOf(c: Pick<ObservabilityConfig, "prometheusRelease" | "namespace" | "selectorLabels">): PrometheusTarget {
+    return {
+        selectorLabels: c.selectorLabels ?? { release: c.prometheusRelease },
+        url: (({ host, port }) => `http://${host}:${port}`)(kubePrometheusStackPrometheus(c.prometheusRelease, c.namespace)),
+    };
+}

@@ -2,12 +2,6 @@ import { z } from "zod";
 import { DnsLabel } from "./endpoint";
 
 /**
- * Prometheus the Dynamo Planner reads its load signals from when nothing else is configured: the upstream
- * default of `metric_pulling_prometheus_endpoint` (ai-dynamo/dynamo docs reference/components/planner-configuration.mdx).
- */
-export const DEFAULT_PROMETHEUS_ENDPOINT = "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090";
-
-/**
  * Spoke serving settings (`platform:serving`, optional; every field has a default so existing spoke stack files
  * keep working): how the Dynamo platform is installed and which node pool runs each endpoint the hub places here.
  */
@@ -21,8 +15,13 @@ export const ServingConfigSchema = z.object({
     grove: z.boolean().default(false),
     /** Install the KAI scheduler with the platform (`global.kai-scheduler.install/enabled`). */
     kaiScheduler: z.boolean().default(false),
-    /** Prometheus the Planner queries (env `PROMETHEUS_ENDPOINT`, chart `dynamo-operator.dynamo.metrics.prometheusEndpoint`). */
-    prometheusEndpoint: z.string().url().default(DEFAULT_PROMETHEUS_ENDPOINT),
+    /**
+     * Prometheus the Planner queries (env `PROMETHEUS_ENDPOINT`, chart `dynamo-operator.dynamo.metrics.prometheusEndpoint`).
+     * Unset: the Prometheus of `platform:observability` (config/observability.ts `prometheusOf`), the one the scrape
+     * objects are selected by. Upstream's own default (`prometheus-kube-prometheus-prometheus`, a release named
+     * `prometheus`) is never used implicitly.
+     */
+    prometheusEndpoint: z.string().url().optional(),
     /**
      * Secret in the inference namespace whose keys (e.g. `HF_TOKEN`) are added to every engine container with
      * `envFrom`, for gated Hugging Face models. Unset: no secret is referenced.

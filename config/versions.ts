@@ -144,14 +144,9 @@ export const versions = {
      * ModuleNotFoundError .
      */
     dynamoPlanner: { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", version: "1.5.0" },
-    /**
-     * Image running `mooncake_master` and `python3 -m mooncake.mooncake_store_service`. Mooncake publishes no image of
-     * its own; its Kubernetes guide runs both from the SGLang image, which bundles mooncake-transfer-engine
-     * (kvcache-ai/Mooncake docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md, which warns its
-     * v0.5.5 example is not a reproducible pin). >= 0.5.13 avoids the bundled Mooncake 0.3.10.post2 crash
-     * (Dynamo offloading support matrix); v0.5.16 is the newest tag seen (2026-07-29).
-     */
-    mooncake: { image: "docker.io/lmsysorg/sglang", version: "v0.5.16" },
+    // The Mooncake master and store have no pin of their own: they run the endpoint's `dynamoRuntime` image, whose
+    // mooncake-transfer-engine wheel ships `mooncake_master` and `mooncake.mooncake_store_service`
+    // (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/pyproject.toml), so pool and clients share one release.
     /**
      * OpenTelemetry Collector Helm chart (open-telemetry/opentelemetry-helm-charts, chart `opentelemetry-collector`;
      * tag opentelemetry-collector-0.170.0: Chart.yaml version 0.170.0, appVersion 0.158.0, newest seen 2026-08-20) and the Kubernetes distribution image, which carries the

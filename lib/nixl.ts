@@ -247,7 +247,8 @@ export type MooncakeRole = { kind: "store"; segmentSizeGiB: number } | { kind: "
  * Mooncake Transfer Engine / store client environment (kvcache-ai/Mooncake store deployment guide, "Client
  * Configuration"; transfer-engine `MC_*` knobs). `MOONCAKE_PROTOCOL` defaults to **tcp** upstream, hence explicit
  * `rdma`; `MOONCAKE_DEVICE` lists the rail HCAs (auto-discovery picks unusable or non-routable HCAs, vllm PR #44919);
- * `MC_FORCE_HCA=1` makes "no HCA found" an error; `MC_ENABLE_DEST_DEVICE_AFFINITY=1` keeps a transfer on the same
+ * with both, auto-discovery is off and a missing HCA fails the client (no TCP fallback; `MC_FORCE_HCA` is inert, see
+ * {@link mooncakeTransferEngineEnv}); `MC_ENABLE_DEST_DEVICE_AFFINITY=1` keeps a transfer on the same
  * rail at both ends (rail-optimised fabric); `MOONCAKE_LOCAL_HOSTNAME` is the pod IP peers connect to.
  *
  * @param master `host:port` of the Mooncake master Service
@@ -280,15 +281,17 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
 
 /**
  * The Mooncake transfer engine's own knobs, read by the C++ library in whatever process loads it (store service, vLLM
- * or SGLang worker): `MC_FORCE_HCA=1` (no usable HCA is an error) and `MC_ENABLE_DEST_DEVICE_AFFINITY=1` (same rail at
- * both ends) (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp). `MC_ENABLE_HCA_PEER_AFFINITY`
+ * or SGLang worker): `MC_ENABLE_DEST_DEVICE_AFFINITY=1` (same rail at both ends) (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp). `MC_ENABLE_HCA_PEER_AFFINITY`
  * is never set with it: together both are turned off (upstream/refused.ts `mooncake-affinity-conflict`).
+ * `MC_FORCE_HCA` is not rendered: with protocol rdma and an explicit device list the store client runs with
+ * auto-discovery off, and the transfer engine reads MC_FORCE_HCA only under auto-discovery (upstream/mooncake.ts); the
+ * guarantee is protocol rdma + explicit devices (upstream/check/mooncake-devices.ts).
  *
  * @throws Error on EFA (see {@link mooncakeEnv})
  */
 export function mooncakeTransferEngineEnv(fabric: KvFabric): EnvVar[] {
     if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
-    return [{ name: "MC_FORCE_HCA", value: "1" }, { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" }];
+    return [{ name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" }];
 }
 
 /**

@@ -26,6 +26,8 @@ export interface ObservedEndpoint {
     gpus: number;
     /** Disaggregated prefill/decode: KV moves between workers over NIXL, so the KV-transfer guard applies. */
     disaggregated: boolean;
+    /** The endpoint runs a Mooncake store pool (lib/mooncake.ts): its master is scraped and the pool alerted on. */
+    mooncakePool?: boolean;
 }
 
 /** A PrometheusRule alerting rule (prometheus-operator `spec.groups[].rules[]`). */
@@ -145,6 +147,32 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             });
         }
         if (kv.length) groups.push({ name: "platform-kv-transfer", rules: kv });
+        if (endpoints.some((e) => e.mooncakePool)) {
+            // Mooncake master gauges (upstream/metrics.ts); one series per master, i.e. per endpoint's pool.
+            const MASTERS = `namespace=${promString(INFERENCE_NAMESPACE)}`;
+            groups.push({
+                name: "platform-kv-pool", rules: [
+                    {
+                        alert: "PlatformKVPoolNoCapacity",
+                        expr: `max by (namespace, pod) (master_total_capacity_bytes{${MASTERS}}) == 0`,
+                        for: "10m", labels: labels("critical"),
+                        annotations: {
+                            summary: "Mooncake master {{ $labels.pod }} has no store segment mounted",
+                            description: `The KV pool's master reports zero capacity for 10 minutes on spoke ${spoke}: no store has mounted its segment (store pods down, or their RDMA registration failed), so every pool read misses and prefill recomputes.`,
+                        },
+                    },
+                    {
+                        alert: "PlatformKVPoolFull",
+                        expr: `max by (namespace, pod) (master_allocated_bytes{${MASTERS}} / master_total_capacity_bytes{${MASTERS}} > 0) > ${t.kvUsageFraction}`,
+                        for: "15m", labels: labels("warning"),
+                        annotations: {
+                            summary: "Mooncake pool of {{ $labels.pod }} is {{ $value | humanizePercentage }} allocated",
+                            description: `The KV pool is above ${t.kvUsageFraction} allocated for 15 minutes on spoke ${spoke}: the master is evicting constantly; add store replicas or segment size.`,
+                        },
+                    },
+                ],
+            });
+        }
     }
 
     groups.push({
@@ -284,6 +312,19 @@ export interface Dashboard {
  * utilisation, queue and in-flight per worker, output tokens/s per GPU, KV transfer rate) and `platform` (auth
  * decisions by status, bundle revisions, metering backlog, gateway errors).
  */
+/**
+ * Output tokens/s per GPU of a model, with the GPU count read from series, not from config: the GPUs the DCGM exporter
+ * reports for pods that serve the model (one `DCGM_FI_DEV_GPU_UTIL` series per GPU, labelled with the pod it is
+ * allocated to: NVIDIA/dcgm-exporter@07c87278a5e18805287ee56cba8abe9eb7a87ced:internal/pkg/transformation/const.go
+ * `podAttribute`; kept as `pod` because the GPU Operator's ServiceMonitor honours the exporter's labels,
+ * components/spoke/GpuOperator.ts), joined on (namespace, pod) with the Dynamo workers that serve it. Scaled
+ * workers are counted as they come and go; a config count (`/ 8`) would be wrong after the first Planner decision.
+ */
+export function tokensPerGpuExpr(model: string): string {
+    const m = promString(model);
+    return `sum(rate(dynamo_frontend_output_tokens_total{model=${m}}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{${WORKERS}} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{${WORKERS}, model=${m}})`;
+}
+
 export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashboard[] {
     const serving: Panel[] = [];
     if (endpoints.length > 0) {
@@ -298,7 +339,7 @@ export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashbo
         serving.push(
             { title: "TTFT p95", unit: "s", queries: [{ expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
             { title: "ITL p99", unit: "s", queries: [{ expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
-            { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: `sum(rate(dynamo_frontend_output_tokens_total{model=${promString(e.model)}}[5m])) / ${e.gpus}`, legendFormat: `${e.name} (${e.gpus} GPUs)` })) },
+            { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: tokensPerGpuExpr(e.model), legendFormat: e.name })) },
             { title: "KV cache utilisation per worker", unit: "percentunit", queries: [{ expr: `max by (pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }] },
             { title: "Requests queued / in flight (frontend)", unit: "short", queries: [
                 { expr: `sum by (model) (dynamo_frontend_queued_requests{${models}})`, legendFormat: "{{model}} queued" },
@@ -412,6 +453,12 @@ export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): Scr
             port: { name: DYNAMO_PORTS.worker }, path: "/metrics",
             podLabelsToTarget: [["nvidia.com/dynamo-component-type", "dynamo_component_type"]],
         },
+        // The Mooncake masters of the endpoints with a KV pool (lib/mooncake.ts labels, port `metrics` = --metrics_port).
+        ...(endpoints.some((e) => e.mooncakePool) ? [{
+            name: "mooncake-masters", namespace: INFERENCE_NAMESPACE, podLabels: { "app.kubernetes.io/name": "mooncake-master" },
+            podIn: [{ key: "inference-platform.io/endpoint", values: [...new Set(endpoints.filter((e) => e.mooncakePool).map((e) => e.name))].sort() }],
+            port: { name: "metrics" }, path: "/metrics",
+        }] : []),
     ];
 }
 

@@ -5,8 +5,8 @@ import { ContainerView, envField, envValue, flagValue, kvUse, poolsOf, StackView
 
 /**
  * Mooncake rules (reference/dynamo-failures.md D.7 and reports #12-#14): Mooncake's default protocol is tcp, its
- * device auto-discovery picks unusable or non-routable HCAs, and without MC_FORCE_HCA a missing HCA is not an
- * error. Applies to store pods, vLLM workers with MooncakeConnector/MooncakeStoreConnector, SGLang HiCache or PD
+ * device auto-discovery picks unusable or non-routable HCAs. An explicit rail device list turns auto-discovery off, so a
+ * missing HCA fails the client (MC_FORCE_HCA is read only under auto-discovery: upstream/mooncake.ts). Applies to store pods, vLLM workers with MooncakeConnector/MooncakeStoreConnector, SGLang HiCache or PD
  * with the Mooncake backend, and anything else configured through MOONCAKE_* / MC_* settings.
  */
 
@@ -116,13 +116,6 @@ export const mooncakeDevicesRailHcas = containerPolicy({
     return out;
 }, isMooncake);
 
-/** D.7: fail when no HCA is found. */
-export const mooncakeForceHca = containerPolicy({
-    name: "mooncake-force-hca",
-    description: "A Mooncake user must set MC_FORCE_HCA=1 so the Transfer Engine fails when it finds no HCA instead of carrying on without RDMA (Mooncake transfer-engine settings; sgl-project/sglang PR #30737).",
-    remediationSteps: "Set MC_FORCE_HCA=1.",
-}, (c) => (envValue(c, "MC_FORCE_HCA") === "1" ? [] : [{ field: envField(c, "MC_FORCE_HCA"), problem: `${c.env.has("MC_FORCE_HCA") ? `MC_FORCE_HCA=${envValue(c, "MC_FORCE_HCA") ?? "(unreadable)"}` : "MC_FORCE_HCA is unset"}, so a pod without an HCA runs Mooncake without RDMA`, fix: "set MC_FORCE_HCA=1" }]), isMooncake);
-
 /** Bytes of a Mooncake size (`10gb`, `512GB`, `3355443200`; binary units). NaN when unparseable. */
 export function mooncakeBytes(v: string): number {
     const m = /^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb|tb)?\s*$/i.exec(v);
@@ -158,4 +151,4 @@ export const mooncakeSegmentFitsMemory = containerPolicy({
 }, isMooncake);
 
 /** Mooncake policies. */
-export const mooncakePolicies: StackValidationPolicy[] = [mooncakeProtocolRdma, mooncakeDevicesRailHcas, mooncakeForceHca, mooncakeSegmentFitsMemory];
+export const mooncakePolicies: StackValidationPolicy[] = [mooncakeProtocolRdma, mooncakeDevicesRailHcas, mooncakeSegmentFitsMemory];

@@ -7,6 +7,7 @@ import { EfaNodeGroup } from "../components/spoke/EfaNodeGroup";
 import { addonPodIdentityTrust, EksCluster } from "../components/spoke/EksCluster";
 import { CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT, certManagerRoute53Policy } from "../lib/edge";
 import { GpuOperator } from "../components/spoke/GpuOperator";
+import { prometheusOf } from "../config/observability";
 import type { SpokeContract } from "../config/contract";
 import type { EksSpokeConfig } from "../config/stack";
 import { eksClusterNameOf } from "../lib/eks";
@@ -121,7 +122,10 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     }, { provider, dependsOn: [ebsCsi] });
 
     const efaPlugin = new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
-    const gpuOperator = new GpuOperator("gpu-operator", { gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true }, opts);
+    const gpuOperator = new GpuOperator("gpu-operator", {
+        gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true,
+        ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
+    }, opts);
 
     const placement = placementPools(cfg);
     return {

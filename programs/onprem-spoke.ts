@@ -4,6 +4,7 @@ import { BackendFabric } from "../components/spoke/BackendFabric";
 import { FrontendNetwork } from "../components/spoke/FrontendNetwork";
 import { GpuNodePool } from "../components/spoke/GpuNodePool";
 import { GpuOperator } from "../components/spoke/GpuOperator";
+import { prometheusOf } from "../config/observability";
 import type { OnPremSpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
 import { placementPools, SpokeInfra } from "./spoke-infra";
@@ -27,7 +28,10 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
 
     const pools = cfg.nodePools.map((p) => new GpuNodePool(`pool-${p.name}`, { pool: p, fabric: cfg.backend.fabric }, opts));
     // The Network Operator (BackendFabric) deploys NFD on these nodes; the GPU Operator's own stays off.
-    const gpuOperator = new GpuOperator("gpu-operator", { ...cfg.gpuOperator, externalNfd: true }, opts);
+    const gpuOperator = new GpuOperator("gpu-operator", {
+        ...cfg.gpuOperator, externalNfd: true,
+        ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
+    }, opts);
     const fabric = new BackendFabric("backend", {
         pools: cfg.nodePools,
         railPools: cfg.railPools,

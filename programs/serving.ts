@@ -19,6 +19,11 @@ export interface ServingInputs {
     spoke: string;
     /** `platform:serving`. */
     serving: ServingConfig;
+    /**
+     * Prometheus URL the Planner queries when `platform:serving.prometheusEndpoint` is unset: the Prometheus of
+     * `platform:observability` (config/observability.ts `prometheusOf`).
+     */
+    prometheusUrl: string;
     contract: SpokeContract;
     stackFile: string;
     /** The spoke's infrastructure (programs/onprem-spoke.ts, programs/eks-spoke.ts). */
@@ -41,6 +46,7 @@ export type ServingOutputs = Record<string, { pool: string; frontend: { name: st
  */
 export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOptions): ServingOutputs {
     const { serving, contract, infra } = s;
+    const prometheusEndpoint = serving.prometheusEndpoint ?? s.prometheusUrl;
     const { placements, issues } = placeEndpoints(contract.endpoints, infra.pools, serving, `hub output spokeContracts.${s.spoke}`);
     if (issues.length) throw new ConfigError(s.stackFile, issues);
     const outputs: ServingOutputs = {};
@@ -50,7 +56,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
         namespace: serving.platformNamespace,
         grove: serving.grove,
         kaiScheduler: serving.kaiScheduler,
-        prometheusEndpoint: serving.prometheusEndpoint,
+        prometheusEndpoint,
     }, opts);
     const baseDeps = [...infra.gpuDirect, infra.inferenceNamespace];
     const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE, gpuDirect: infra.gpuDirectMode }, { ...opts, dependsOn: baseDeps });
@@ -68,9 +74,14 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
         let mooncakeMaster: string | undefined;
         let mooncakeKvEvents: string | undefined;
         const deps: pulumi.Resource[] = [...rdmaDeps];
+        const rt = versions.dynamoRuntime[e.engine];
         if (e.kvPool.kind === "mooncake") {
+            // Master and store run the endpoint's own runtime image: its mooncake-transfer-engine wheel ships the
+            // `mooncake_master` console script and `mooncake.mooncake_store_service` (kvcache-ai/Mooncake@v0.3.12.post1:
+            // mooncake-wheel/pyproject.toml [project.scripts]), so pool and clients run one Mooncake release by
+            // construction (upstream/check/versions.ts `mooncake-master-client`).
             const store = new MooncakeStore(`mooncake-${e.name}`, {
-                endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${versions.mooncake.image}:${versions.mooncake.version}`,
+                endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${rt.image}:${rt.version}`,
                 pool: placement, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas,
                 poolNodes: pool.nodeCount, minLinkRateGbps: infra.minLinkRateGbps, systemNodeSelector: infra.systemNodeSelector,
             }, { ...opts, dependsOn: rdmaDeps });
@@ -78,12 +89,11 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             mooncakeKvEvents = store.kvEventsEndpoint;
             deps.push(store);
         }
-        const rt = versions.dynamoRuntime[e.engine];
         const ep = new ModelEndpoint(`endpoint-${e.name}`, {
             endpoint: e, namespace: INFERENCE_NAMESPACE, pool: placement,
             runtimeImage: `${rt.image}:${rt.version}`,
             plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
-            prometheusEndpoint: serving.prometheusEndpoint,
+            prometheusEndpoint,
             minLinkRateGbps: infra.minLinkRateGbps,
             hfTokenSecret: serving.hfTokenSecret,
             mooncakeMaster,

@@ -4,6 +4,7 @@ import type { SpokeContract } from "../config/contract";
 import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
 import { Observability } from "../components/spoke/Observability";
+import { prometheusOf } from "../config/observability";
 import { deployGateway } from "./gateway";
 import { deployMetering } from "./metering";
 import { deployServing } from "./serving";
@@ -30,7 +31,7 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
     const gateway = deployGateway({
         spoke: cfg.spoke.name, contract, gateway: cfg.gateway, awsCredentials,
     }, { ...opts, dependsOn: [infra.inferenceNamespace] });
-    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, contract, stackFile, infra }, opts);
+    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, prometheusUrl: prometheusOf(cfg.observability).url, contract, stackFile, infra }, opts);
     // PVCs (spool, collector queue) need a StorageClass that provisions: EKS gets one from the infra (EBS CSI, gp3).
     const metering = deployMetering({
         spoke: cfg.spoke.name, contract, gateway: gateway.handles,
@@ -40,6 +41,7 @@ export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, in
         spoke: cfg.spoke.name, config: cfg.observability,
         endpoints: contract.endpoints.map((e) => ({
             name: e.name, model: e.model, engine: e.engine, gpus: endpointGpus(e), disaggregated: e.topology.mode === "disaggregated",
+            mooncakePool: e.kvPool.kind === "mooncake",
         })),
     }, { ...opts, dependsOn: [infra.platformNamespace] });
     return { serving, gateway: gateway.outputs, metering, observability: { dashboards: observability.dashboards } };

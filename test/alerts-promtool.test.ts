@@ -24,7 +24,7 @@ const cfg = ObservabilityConfigSchema.parse({});
 const LLAMA = "meta-llama/Llama-3.3-70B-Instruct";
 const QWEN = "Qwen/Qwen3-32B";
 const endpoints: ObservedEndpoint[] = [
-    { name: "llama-70b", model: LLAMA, engine: "vllm", gpus: 8, disaggregated: true },
+    { name: "llama-70b", model: LLAMA, engine: "vllm", gpus: 8, disaggregated: true, mooncakePool: true },
     { name: "qwen3-32b", model: QWEN, engine: "sglang", gpus: 4, disaggregated: true },
 ];
 const groups: AlertGroup[] = alertGroups("hn1", endpoints, cfg);
@@ -49,7 +49,19 @@ const W = { namespace: "inference", pod: "decode-0" };
 const hist = (name: string, model: string, buckets: Array<[string, string]>): Series => buckets.map(([le, values]) => ({ series: s(name, { model, le }), values }));
 const none = {};
 
+const M = { namespace: "inference", pod: "llama-70b-mooncake-master-0" };
 const cases: Record<string, Case> = {
+    // Mooncake master gauges (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/src/master_metric_manager.cpp).
+    PlatformKVPoolNoCapacity: {
+        fault: [{ series: s("master_total_capacity_bytes", M), values: "0x60" }],
+        fires: M,
+        healthy: [{ series: s("master_total_capacity_bytes", M), values: "1099511627776x60" }],
+    },
+    PlatformKVPoolFull: {
+        fault: [{ series: s("master_total_capacity_bytes", M), values: "1000x60" }, { series: s("master_allocated_bytes", M), values: "990x60" }],
+        fires: M,
+        healthy: [{ series: s("master_total_capacity_bytes", M), values: "1000x60" }, { series: s("master_allocated_bytes", M), values: "500x60" }],
+    },
     // p95 TTFT in (5 s, 10 s] for llama; all under 1 s when healthy.
     PlatformTTFTHigh: {
         fault: hist("dynamo_frontend_time_to_first_token_seconds_bucket", LLAMA, [["1", "0x60"], ["5", "0x60"], ["10", "0+60x60"], ["+Inf", "0+60x60"]]),

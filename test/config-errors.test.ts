@@ -151,7 +151,8 @@ describe("a placement the hub accepts but its spoke refuses is a hub error on th
         expect(hubIssues(() => undefined).issues).toEqual([]);
     });
     it.each([
-        ["Mooncake on an EFA spoke", (d: Record<string, any>) => { d["platform:endpoints"][4].kvPool = { kind: "mooncake", segmentSizeGiB: 256, storeReplicas: 2 }; },
+        // Equal TP on the pool, so only the EFA refusal is at stake (the hub refuses unequal TP on a Mooncake pool on its own).
+        ["Mooncake on an EFA spoke", (d: Record<string, any>) => { const e = d["platform:endpoints"][4]; e.kvPool = { kind: "mooncake", segmentSizeGiB: 256, storeReplicas: 2 }; e.topology.decode.gpusPerWorker = e.topology.prefill.gpusPerWorker; },
             "platform:endpoints[4].kvPool", /pool "h200" is EFA: Mooncake's EFA transport needs a build with USE_EFA.*\(spoke stacks\/Pulumi\.spoke-sg1\.yaml would refuse this placement\)/],
         ["more Mooncake stores than nodes", (d: Record<string, any>) => { d["platform:endpoints"][2].kvPool.storeReplicas = 3; },
             "platform:endpoints[2].kvPool.storeReplicas", /3 Mooncake stores on pool "h200" with 2 node\(s\); at most one store per node \(spoke stacks\/Pulumi\.spoke-hcm1\.yaml would refuse/],

@@ -226,9 +226,9 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
         expect(md).toContain("## What changed in the stack files\n\n**`stacks/Pulumi.hub-prod.yaml`**\n\n- `platform:endpoints[spoke/name=sg1/qwen3-32b].topology.prefill.replicas`: `2` → `1`\n");
         expect(md).toContain("| stacks/Pulumi.hub-prod.yaml | sg1 | 8/16 → 6/16 | 16/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |");
         expect(md.indexOf("## What changed in the stack files")).toBeLessThan(md.indexOf("## Rendered objects"));
-        // The DGD's prefill replicas, and the serving dashboard's tokens/s per GPU, which divides by the GPUs placed.
-        expect(md).toContain("| spoke-sg1 | changed | 0 | 0 | 2 | 1 |");
-        expect(md).toContain('`"qwen3-32b (8 GPUs)"` → `"qwen3-32b (6 GPUs)"`');
+        // The DGD's prefill replicas only: the dashboard's tokens/s per GPU counts GPUs from series, not from the placement.
+        expect(md).toContain("| spoke-sg1 | changed | 0 | 0 | 1 | 1 |");
+        expect(md).not.toContain('`"qwen3-32b (8 GPUs)"`');
         expect(md).toContain("- `DynamoGraphDeployment inference/qwen3-32b`\n  - `spec.components[name=prefill].replicas`: `2` → `1`");
         expect(md).toContain("`spokeContracts.sg1.endpoints[name=qwen3-32b].topology.prefill.replicas`: `2` → `1`");
         expect(md).not.toContain("spoke-hn1"); // not selected

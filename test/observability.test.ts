@@ -57,12 +57,13 @@ describe("PromQL of dashboards and alerts", () => {
         ]) expect(selected.has(s), s).toBe(true);
     });
 
-    it("per-GPU throughput divides by the GPUs the hub placed", () => {
+    it("per-GPU throughput divides by the GPUs counted from series (DCGM GPUs of the model's worker pods), never a fixed count", () => {
         const panel = dashboards("hn1", endpoints)[0].panels.find((p) => p.title === "Output tokens/s per GPU")!;
         expect(panel.queries.map((q) => q.expr)).toEqual([
-            'sum(rate(dynamo_frontend_output_tokens_total{model="meta-llama/Llama-3.3-70B-Instruct"}[5m])) / 16',
-            'sum(rate(dynamo_frontend_output_tokens_total{model="Qwen/Qwen3-32B"}[5m])) / 8',
+            'sum(rate(dynamo_frontend_output_tokens_total{model="meta-llama/Llama-3.3-70B-Instruct"}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{namespace="inference"} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{namespace="inference", model="meta-llama/Llama-3.3-70B-Instruct"})',
+            'sum(rate(dynamo_frontend_output_tokens_total{model="Qwen/Qwen3-32B"}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{namespace="inference"} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{namespace="inference", model="Qwen/Qwen3-32B"})',
         ]);
+        // Evaluated by promtool in test/dashboard-promtool.test.ts.
     });
 
     it("the KV-transfer guard fires below a tenth of a 400 Gb/s rail and only where KV moves between workers", () => {
@@ -105,7 +106,18 @@ describe("rendered spoke objects", () => {
         expect(alerts.map((a: any) => a.alert)).toContain("PlatformKVTransferSlow");
 
         const monitors = objs.filter((o) => o.kind === "PodMonitor");
-        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "platform-auth", "platform-metering"]);
+        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "mooncake-masters", "platform-auth", "platform-metering"]);
+        // hn1's endpoints run Mooncake pools: every master's `metrics` port (--metrics_port, kvcache-ai/Mooncake@v0.3.12.post1:
+        // mooncake-store/src/master.cpp) is scraped by a selected PodMonitor, and the pool alerts are rendered.
+        const masters = objs.filter((o) => o.kind === "Deployment" && o.metadata.labels?.["app.kubernetes.io/name"] === "mooncake-master");
+        expect(masters.length).toBeGreaterThan(0);
+        const mm = monitors.find((m) => m.metadata.name === "mooncake-masters");
+        for (const d of masters) {
+            expect(mm.spec.selector.matchLabels["app.kubernetes.io/name"]).toBe(d.spec.template.metadata.labels["app.kubernetes.io/name"]);
+            expect(mm.spec.selector.matchExpressions[0].values).toContain(d.spec.template.metadata.labels["inference-platform.io/endpoint"]);
+            expect(d.spec.template.spec.containers[0].ports.map((p: any) => p.name)).toContain(mm.spec.podMetricsEndpoints[0].port);
+        }
+        expect(alerts.map((a: any) => a.alert)).toEqual(expect.arrayContaining(["PlatformKVPoolNoCapacity", "PlatformKVPoolFull"]));
         for (const m of monitors) expect(m.metadata.labels.release, m.metadata.name).toBe("kube-prometheus-stack");
         // Every frontend, prefill and decode pod of every DGD is selected by our labelled PodMonitors (the chart's carry no
         // labels, ai-dynamo/dynamo deploy/helm/charts/platform/components/operator/templates/prometheus.yaml, and are off).

@@ -66,7 +66,7 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         const v = buildView(hn1) as SpokeView;
         const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
         expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 10, pool: "h200" });
-        expect(llama.groups).toEqual([{ role: "prefill", replicas: 2, gpusPerWorker: 2 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
+        expect(llama.groups).toEqual([{ role: "prefill", replicas: 1, gpusPerWorker: 4 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
         expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 6 });
     });
@@ -74,7 +74,8 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
     it("shows per endpoint which features take effect and which signals are scraped", () => {
         const v = buildView(hn1) as SpokeView;
         const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
-        expect(llama.features!.active).toEqual(expect.arrayContaining(["P/D over NIXL (UCX)", "speculative decoding on prefill + decode, identical settings", "KV-aware routing on worker KV events"]));
+        expect(llama.features!.active).toEqual(expect.arrayContaining(["P/D over NIXL (UCX)", "KV-aware routing on worker KV events"]));
+        expect(llama.features!.active.some((f) => f.startsWith("speculative"))).toBe(false);
         expect(llama.features!.signals).toEqual(["dynamo-frontend: scraped", "dynamo-worker: scraped", "vllm: scraped"]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
         expect(qwen.features!.active).toContain("SGLang HiCache on the Mooncake pool (registers with the pod IP)");
@@ -111,7 +112,7 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
         expect(md).not.toContain("## Warnings");
         expect(md).not.toContain("⚠");
-        expect(md).toContain("| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 2 x 2 GPU, decode 1 x 4 GPU | 8 |");
+        expect(md).toContain("| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 1 x 4 GPU, decode 1 x 4 GPU | 8 |");
     });
 
     it("joins each rail of the profile with the RDMA resource, network and IP pool rendered for it", () => {

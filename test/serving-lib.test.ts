@@ -67,9 +67,10 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
         }
         expect(wrappedCommand("ulimit -l unlimited", ["python3", "-m", "dynamo.vllm"])).toEqual(["sh", "-c", "ulimit -l unlimited && exec \"$@\"", "--", "python3", "-m", "dynamo.vllm"]);
     });
-    it("Mooncake: explicit rdma, rail devices, MC_FORCE_HCA; EFA refused (kvcache-ai/Mooncake#2070)", () => {
+    it("Mooncake: explicit rdma, rail devices, no inert MC_FORCE_HCA; EFA refused (kvcache-ai/Mooncake#2070)", () => {
         const env = envMap(mooncakeEnv(kvFabricOf(DGX), "m:50051", { kind: "store", segmentSizeGiB: 512 }));
-        expect(env).toMatchObject({ MOONCAKE_PROTOCOL: "rdma", MOONCAKE_DEVICE: "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11", MC_FORCE_HCA: "1", MOONCAKE_GLOBAL_SEGMENT_SIZE: "512gb", MOONCAKE_LOCAL_BUFFER_SIZE: "67108864", MOONCAKE_TE_META_DATA_SERVER: "P2PHANDSHAKE" });
+        expect(env).toMatchObject({ MOONCAKE_PROTOCOL: "rdma", MOONCAKE_DEVICE: "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11", MOONCAKE_GLOBAL_SEGMENT_SIZE: "512gb", MOONCAKE_LOCAL_BUFFER_SIZE: "67108864", MOONCAKE_TE_META_DATA_SERVER: "P2PHANDSHAKE" });
+        expect(env).not.toHaveProperty("MC_FORCE_HCA");
         expect(() => mooncakeEnv({ kind: "efa", profile: "p5en", devicesPerGpu: 2, devicesPerNode: 16, gpusPerNode: 8 }, "m:1", { kind: "client" })).toThrow(/Mooncake#2070/);
     });
 });
@@ -181,7 +182,8 @@ describe("lib/dgd.ts: engine is one field", () => {
             const env = envMap(mainOf(dgd, role).env);
             expect(env.POD_IP, role).toBe("fieldRef:status.podIP");
             expect(Object.keys(env).filter((k) => k.startsWith("MOONCAKE_")), role).toEqual([]);
-            expect(env).toMatchObject({ MC_FORCE_HCA: "1", MC_ENABLE_DEST_DEVICE_AFFINITY: "1" });
+            expect(env).toMatchObject({ MC_ENABLE_DEST_DEVICE_AFFINITY: "1" });
+            expect(env).not.toHaveProperty("MC_FORCE_HCA");
         }
         // SGLang exports its sglang:* series only with --enable-metrics (ai-dynamo/dynamo components/src/dynamo/sglang/publisher.py).
         expect(a).toContain("--enable-metrics");
@@ -329,6 +331,7 @@ describe("lib/serving.ts", () => {
         expect(unpublishedRdmaResources(kvFabricOf(DGX), ["rdma/rail_0", "rdma/rail_1"])).toEqual([2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`));
     });
     it("serving config defaults keep existing stack files valid", () => {
-        expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, prometheusEndpoint: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", endpointPools: {} });
+        // No Prometheus URL of its own: unset, the Planner gets platform:observability's (config/observability.ts prometheusOf).
+        expect(ServingConfigSchema.parse({})).toEqual({ platformNamespace: "dynamo-system", grove: false, kaiScheduler: false, endpointPools: {} });
     });
 });

@@ -165,10 +165,25 @@ describe("activation: planted inert or refused features", () => {
 
 describe("version pairs (upstream/compat.ts)", () => {
     const VF = (image: string, library: "nixl" | "dynamo" | "mooncake", version?: string): BundledVersionFact => ({ image, library, version, source: "ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/compatibility.mdx" });
-    it("the rendered graphs: NIXL and Dynamo pairs proven; the Mooncake pairs unproven (releases not recorded), not findings", () => {
-        const r = checkVersionPairs(stackOf(objects(endpoint({ engine: "sglang" }))));
-        expect(r.findings).toEqual([]);
-        expect(new Set(r.unproven.map((u) => u.pair))).toEqual(new Set(["mooncake-master-client"]));
+    it("the rendered graphs: NIXL, Dynamo and Mooncake pairs proven (master and store run the engine's runtime image)", () => {
+        for (const engine of ["sglang", "vllm"] as const) {
+            const objs = objects(endpoint({ engine }));
+            const pool = objs.filter((o) => o.kind === "Deployment" && /mooncake-(master|store)$/.test(o.metadata.name));
+            expect(pool.map((o) => o.spec.template.spec.containers[0].image)).toEqual([`nvcr.io/nvidia/ai-dynamo/${engine}-runtime:1.5.0`, `nvcr.io/nvidia/ai-dynamo/${engine}-runtime:1.5.0`]);
+            const r = checkVersionPairs(stackOf(objs));
+            expect(r.findings).toEqual([]);
+            expect(r.unproven).toEqual([]);
+        }
+    });
+    it("closed world: a pool on another image whose Mooncake release is not recorded is a finding, not a listed pass", () => {
+        const objs = objects(endpoint({ engine: "sglang" }));
+        for (const o of objs.filter((x) => x.kind === "Deployment" && /mooncake-(master|store)$/.test(x.metadata.name))) o.spec.template.spec.containers[0].image = "docker.io/lmsysorg/sglang:v0.5.16";
+        const r = checkVersionPairs(stackOf(objs));
+        const mc = r.findings.filter((x) => x.message.startsWith("mooncake-master-client: UNPROVEN"));
+        expect(mc.map((x) => x.object).sort()).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode", "DynamoGraphDeployment/inference/llama-70b component decode",
+            "DynamoGraphDeployment/inference/llama-70b component prefill", "DynamoGraphDeployment/inference/llama-70b component prefill"]);
+        expect(mc[0].message).toMatch(/mooncake release not recorded for docker\.io\/lmsysorg\/sglang:v0\.5\.16 and nvcr\.io\/nvidia\/ai-dynamo\/sglang-runtime:1\.5\.0.*kvcache-ai\/Mooncake@v0\.3\.12\.post1:mooncake-store\/include\/rpc_service\.h\]$/);
+        expect(r.unproven).toHaveLength(4);
     });
     it("planted: decode on another NIXL, a worker on another Dynamo, a client on another Mooncake", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
@@ -176,13 +191,13 @@ describe("version pairs (upstream/compat.ts)", () => {
         const facts = [VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "nixl", "1.4.0"), VF("decode:2", "nixl", "1.3.2"),
             VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "dynamo", "1.5.0"), VF("decode:2", "dynamo", "1.4.0"),
             VF("nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0", "dynamo", "1.5.0"),
-            VF("docker.io/lmsysorg/sglang:v0.5.16", "mooncake", "v0.3.11.post1"), VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "mooncake", "v0.3.12.post1"), VF("decode:2", "mooncake", "v0.3.11.post1")];
+            VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "mooncake", "v0.3.12.post1"), VF("decode:2", "mooncake", "v0.3.11.post1")];
         const r = checkVersionPairs(stackOf(objs), facts);
         const by = (id: string) => r.findings.filter((x) => x.message.startsWith(`${id}:`));
         expect(by("nixl-prefill-decode").map((x) => x.message)).toEqual([expect.stringMatching(/nixl 1\.4\.0 in .*sglang-runtime:1\.5\.0 does not match nixl 1\.3\.2 in decode:2 .*same-release.*nixl_connector\.py\]$/)]);
         expect(by("dynamo-router-workers").map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode"]);
-        // The prefill (v0.3.12.post1) differs from the pool (v0.3.11.post1) for master and store; the decode matches them.
-        expect(by("mooncake-master-client").map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component prefill", "DynamoGraphDeployment/inference/llama-70b component prefill"]);
+        // The decode (v0.3.11.post1) differs from the pool (the runtime image, v0.3.12.post1) for master and store; the prefill runs the pool's image.
+        expect(by("mooncake-master-client").map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode", "DynamoGraphDeployment/inference/llama-70b component decode"]);
         expect(r.unproven).toEqual([]);
     });
 });

@@ -19,8 +19,13 @@ import { versions } from "../config/versions";
 import { ROOT } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
-/** A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). */
+/**
+ * A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). A disaggregated fixture on
+ * the Mooncake pool runs prefill at decode's TP: the hub refuses unequal TP on one pool (config/endpoint.ts
+ * `endpointUpstreamIssues`, upstream/activation.ts `mooncake-store-equal-tp`), checked on its own below.
+ */
 function objects(e = endpoint()): Array<Record<string, any>> {
+    if (e.topology.mode === "disaggregated" && e.kvPool.kind === "mooncake") e = { ...e, topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } } };
     const { dgd, others } = endpointObjects(e);
     return [structuredClone(dgd), ...structuredClone(others)];
 }
@@ -176,7 +181,10 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(keys(run(objs))).toEqual([
             "DynamoGraphDeployment/inference/llama-70b component Frontend main command",
             "DynamoGraphDeployment/inference/llama-70b component Planner main image",
+            // Closed world: the Planner's Dynamo release is not recorded, so its pair with the frontend is unproven = a finding.
+            "DynamoGraphDeployment/inference/llama-70b component Planner main image",
         ]);
+        expect(run(objs).filter((x) => x.message.startsWith("dynamo-router-workers: UNPROVEN"))).toHaveLength(1);
     });
 });
 

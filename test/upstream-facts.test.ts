@@ -16,7 +16,6 @@ describe("upstream facts", () => {
         const pinned = [
             ...Object.values(versions.dynamoRuntime).flatMap((r) => [`${r.image}:${r.version}`, `${r.image}:${r.efaVersion}`]),
             `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
-            `${versions.mooncake.image}:${versions.mooncake.version}`,
         ];
         const known = new Set(images.map((i) => `${i.repository}:${i.tag}`));
         expect(pinned.filter((p) => !known.has(p))).toEqual([]);

@@ -34,6 +34,8 @@ export interface ActivationFact {
     /** What happens when a requirement is missing. */
     readonly otherwise: "inert" | "refused" | "startup-failure";
     readonly source: Source;
+    /** How the fact was read, and what the product does instead. */
+    readonly note?: string;
 }
 
 const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
@@ -68,6 +70,30 @@ export const activationFacts: readonly ActivationFact[] = [
         peers: [{ what: "same vLLM version, NIXL connector version and model/dtype/cache config on both ends (compatibility hash, PR #29503)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` }],
         otherwise: "refused",
         source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+    },
+    {
+        id: "mooncake-store-equal-tp",
+        feature: "one Mooncake store pool shared by every worker of an endpoint (vLLM MooncakeStoreConnector, SGLang HiCache)",
+        component: "vllm",
+        requires: [
+            { what: "the same tensor-parallel size on every worker that reads or writes the pool: a pool key carries the writer's tp_rank (and pcp/dcp/pp rank) but not its TP size, so a TP4 reader asks for rank 2/3 shards a TP2 writer never stored and reads rank 0/1 shards of a different head split", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py#PoolKey.build_prefix` },
+        ],
+        peers: [],
+        otherwise: "refused",
+        source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py`,
+        note: "read in the stored vllm-project/vllm data.py (commit 015cb3c6): KeyMetadata = model_name, tp_rank, pcp_rank, dcp_rank, pp_rank, group_id, cache_prefix; no TP size. Unequal TP on one pool is not proven supported at v0.28.0, so it is refused (closed world)",
+    },
+    {
+        id: "vllm-disagg-model-speculative",
+        feature: "model-based speculative decoding (eagle3, mtp) on a disaggregated vLLM endpoint",
+        component: "vllm",
+        requires: [
+            { what: "not proven working: Dynamo lists 'vLLM Disagg Decode + EAGLE3 Speculative Decoding Crashes Silently ... under large KV-transfer volume ... even with an identical --speculative_config on prefill and decode. Workaround: None reliable; EAGLE3 speculative decoding with disaggregated serving is unsupported' (v1.3.0, targeted fix v1.4.0); neither the v1.4.0 nor the v1.5.0 release notes record the fix", readBy: "ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx" },
+        ],
+        peers: [],
+        otherwise: "refused",
+        source: "ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx",
+        note: "run EAGLE3 on an aggregated vLLM endpoint (no KV transfer), where it is not affected",
     },
     {
         id: "mooncake-store-connector",
@@ -195,6 +221,8 @@ export const exporterActivation: readonly ExporterFact[] = [
     // This repository's services: their metrics are checked against the live registries in test/observability.test.ts.
     { exporter: "auth", pods: { labels: { "app.kubernetes.io/name": "platform-auth" } }, port: "ops", portInSpec: true, source: "inference-platform/platform@0.1.0:services/auth/metrics.ts" },
     { exporter: "metering", pods: { labels: { "app.kubernetes.io/name": "platform-metering" } }, port: "http", portInSpec: true, source: "inference-platform/platform@0.1.0:services/metering/service.ts" },
+    // `--enable_metric_reporting` defaults to true; the port is `--metrics_port` (lib/mooncake.ts names it `metrics`).
+    { exporter: "mooncake-master", pods: { labels: { "app.kubernetes.io/name": "mooncake-master" } }, port: "metrics", portInSpec: true, source: `${MC}:mooncake-store/src/master.cpp` },
 ];
 
 /**
@@ -208,6 +236,24 @@ export const prometheusSelection = {
     namespaceSelector: "{} (all namespaces)",
     source: "prometheus-community/helm-charts@0027117e971e8694d1b65b205f37d40f2b5b5402:charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml" as Source,
 };
+
+/**
+ * kube-prometheus-stack's `kube-prometheus-stack.fullname` for a release without name/fullname overrides: the release
+ * name when it contains the chart name, else `<release>-kube-prometheus-stack`, truncated to 26 characters and trimmed
+ * of a trailing `-`. Its Prometheus is served by the Service `<fullname>-prometheus` (port `prometheus.service.port`,
+ * 9090) in the release namespace; a Prometheus that selects `release: A` is not the Prometheus of release B.
+ */
+export function kubePrometheusStackPrometheus(release: string, namespace: string): { service: string; host: string; port: number } {
+    const name = "kube-prometheus-stack";
+    const fullname = (release.includes(name) ? release : `${release}-${name}`).slice(0, 26).replace(/-+$/, "");
+    return { service: `${fullname}-prometheus`, host: `${fullname}-prometheus.${namespace}.svc.cluster.local`, port: 9090 };
+}
+
+/** Where `kubePrometheusStackPrometheus` is read. */
+export const kubePrometheusStackServiceSources: readonly Source[] = [
+    "prometheus-community/helm-charts@082861babe110452fca71989c1e410bdec966170:charts/kube-prometheus-stack/templates/_helpers.tpl" as Source,
+    "prometheus-community/helm-charts@00a2982a4a3e666b1ee06460f154ba08a3c61ec5:charts/kube-prometheus-stack/templates/prometheus/service.yaml" as Source,
+];
 
 /** Finds an activation fact by id. @throws Error when there is none (a rule naming a fact that does not exist). */
 export function activationFact(id: string): ActivationFact {

@@ -29,7 +29,8 @@ const COMPAT: Source = `${DYN}:docs/fern/pages/reference/general/compatibility.m
  * Dynamo 1.5.0's compatibility page: "SGLang 0.5.18 (NIXL 1.4.0), TensorRT-LLM 1.3.0rc25 (NIXL 1.3.1), vLLM 0.28.0
  * (NIXL 1.3.2)" (docs.nvidia.com/dynamo/v1.5.0/reference/compatibility); the Dynamo runtime in each image is the
  * release itself. The Mooncake wheel the runtime images inherit from their upstream engine images is not named there,
- * and the pool image (lmsysorg/sglang) does not name it in a file we could read at the tag.
+ * and no file we could read at the tag names it. The Mooncake master and store run the endpoint's own runtime image, so
+ * the `mooncake-master-client` pair is proven by identity, not by release.
  */
 function dynamoImage(engine: "vllm" | "sglang" | "tensorrtllm", nixl: string, mooncake: boolean): BundledVersionFact[] {
     const out: BundledVersionFact[] = [];
@@ -52,10 +53,6 @@ export const bundledVersions: readonly BundledVersionFact[] = [
     ...dynamoImage("sglang", "1.4.0", true),
     ...dynamoImage("tensorrtllm", "1.3.1", false),
     { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0", library: "dynamo", version: "1.5.0", source: COMPAT },
-    {
-        image: "docker.io/lmsysorg/sglang:v0.5.16", library: "mooncake", source: "sgl-project/sglang@v0.5.16:docker/Dockerfile",
-        note: "the Dockerfile's MOONCAKE_VERSION build argument at this tag was not readable here; Dynamo's HiCache guide only says SGLang >= 0.5.13 bundles >= 0.3.11.post1",
-    },
 ];
 
 /** How two ends of a pair must relate. */
@@ -73,7 +70,7 @@ export interface VersionPairFact {
 export const versionPairs: readonly VersionPairFact[] = [
     {
         id: "mooncake-master-client", library: "mooncake", rule: "same-release",
-        ends: "Mooncake master and store service (pool image) vs the Mooncake client in each engine image",
+        ends: "Mooncake master and store service vs the Mooncake client in each engine image of the endpoint",
         source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/include/rpc_service.h",
         note: "client and master speak coro_rpc with struct-serialised requests that change between releases; Mooncake states no cross-release compatibility",
     },
@@ -81,7 +78,7 @@ export const versionPairs: readonly VersionPairFact[] = [
         id: "nixl-prefill-decode", library: "nixl", rule: "same-release",
         ends: "NIXL in the prefill image vs NIXL in the decode image of one endpoint",
         source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py",
-        note: "vLLM's handshake hashes the vLLM version and the NIXL connector version and refuses a mismatch (vllm-project/vllm PR #29503); SGLang and TRT-LLM exchange NIXL agent metadata whose layout is release-specific",
+        note: "vLLM's handshake (compute_nixl_compatibility_hash) hashes the vLLM version and NIXL_CONNECTOR_VERSION, a constant of vLLM's connector, plus model/dtype/KV-head/layer/attention-backend/cache-dtype factors, and refuses a mismatch (vllm-project/vllm PR #29503): it does NOT cover the NIXL library release, so vLLM itself would pair two NIXL releases. The same-release rule on the library is ours (closed world): the serialized NIXL agent metadata both ends load (nixl_wrapper.add_remote_agent) is not promised compatible across releases; SGLang and TRT-LLM exchange the same release-specific agent metadata",
     },
     {
         id: "dynamo-router-workers", library: "dynamo", rule: "same-release",

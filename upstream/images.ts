@@ -11,6 +11,7 @@ const D = "ai-dynamo/dynamo@v1.5.0";
 const RUNTIME: Source = `${D}:container/templates/runtime.Dockerfile`;
 const AWS: Source = `${D}:container/templates/aws.Dockerfile`;
 
+const MOONCAKE = ["mooncake-master", "mooncake-store-service", "mooncake-client", "mooncake-transfer-engine"];
 const common = ["python", "ucx", "nixl", "nccl", "platform-preflight"];
 const rdmaTools = ["ucx", "ucx_info", "nixl", "nccl", "ibv_devinfo"];
 const efaTools = ["libfabric", "fi_info", "efa-installer", "aws-ofi-nccl"];
@@ -25,20 +26,16 @@ function runtime(engine: "vllm" | "sglang" | "tensorrtllm", engineComponents: st
 }
 
 export const images: readonly ImageFacts[] = [
-    ...runtime("vllm", ["dynamo-vllm", "vllm", "mooncake-transfer-engine"], ["mooncake-transfer-engine"]),
+    // The mooncake-transfer-engine wheel both images carry ships the `mooncake_master` console script and
+    // `mooncake.mooncake_store_service` (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/pyproject.toml
+    // [project.scripts]), so the endpoint's Mooncake master and store run its own runtime image.
+    ...runtime("vllm", ["dynamo-vllm", "vllm", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
     // SGLang's HiCache Mooncake backend imports the bundled mooncake-transfer-engine (Dynamo hicache guide: SGLang >= 0.5.13).
-    ...runtime("sglang", ["dynamo-sglang", "sglang", "mooncake-client", "mooncake-transfer-engine"], ["mooncake-transfer-engine"]),
+    ...runtime("sglang", ["dynamo-sglang", "sglang", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
     ...runtime("tensorrtllm", ["dynamo-trtllm", "trtllm"]),
     {
         repository: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", tag: "1.5.0", components: ["dynamo-planner", "python"], provides: [],
         source: `${D}:container/templates/planner.Dockerfile`, note: "dedicated planner image since 1.1.0 (ai-dynamo/dynamo PR #8407)",
-    },
-    {
-        repository: "docker.io/lmsysorg/sglang", tag: "v0.5.16",
-        components: ["mooncake-master", "mooncake-store-service", "mooncake-client", "mooncake-transfer-engine", "python", "ucx", "platform-preflight"],
-        provides: ["mooncake-transfer-engine", "mooncake_master", "ucx", "ibv_devinfo"],
-        source: "sgl-project/sglang@v0.5.16:docker/Dockerfile",
-        note: "Mooncake publishes no image; its Kubernetes guide runs master and store from the SGLang image (kvcache-ai/Mooncake docs/source/deployment/kubernetes-deployment-guide/mooncake-on-kubernetes.md)",
     },
 ];
 

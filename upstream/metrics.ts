@@ -21,7 +21,7 @@ export type MetricType = "counter" | "gauge" | "histogram";
  * and the engine's own `vllm:*` / `sglang:*`), the Envoy proxies, or this repository's services. What must hold for each
  * exporter to export is an activation fact (upstream/activation.ts `exporterActivation`).
  */
-export type Exporter = "dynamo-frontend" | "dynamo-worker" | "vllm" | "sglang" | "envoy" | "auth" | "metering";
+export type Exporter = "dynamo-frontend" | "dynamo-worker" | "vllm" | "sglang" | "envoy" | "auth" | "metering" | "mooncake-master" | "dcgm-exporter";
 
 /** One exported metric family. */
 export interface MetricFact {
@@ -63,6 +63,11 @@ export const metrics: Readonly<Record<string, MetricFact>> = {
     dynamo_frontend_output_tokens_total: { exporter: "dynamo-frontend", type: "counter", labels: ["model"], help: "Output tokens generated", source: DYNAMO_FRONTEND },
     dynamo_frontend_input_sequence_tokens: { exporter: "dynamo-frontend", type: "histogram", labels: ["model"], help: "Input sequence length, tokens", source: DYNAMO_FRONTEND },
     // ---- Dynamo workers (port system, PodMonitor `dynamo-worker`): `dynamo_component_` + kvstats / work handler names
+    // ---- DCGM exporter (GPU Operator v25.10.1's dcgmExporter; one series per GPU, pod/namespace/container of the pod it is allocated to)
+    DCGM_FI_DEV_GPU_UTIL: { type: "gauge", exporter: "dcgm-exporter", labels: ["gpu", "UUID", "device", "modelName", "Hostname", "pod", "namespace", "container"], help: "GPU utilization, percent", source: "NVIDIA/dcgm-exporter@07c87278a5e18805287ee56cba8abe9eb7a87ced:internal/pkg/transformation/const.go" },
+    // ---- Mooncake master (`--metrics_port`, default 9003, `/metrics`; kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/src/master.cpp)
+    master_total_capacity_bytes: { type: "gauge", exporter: "mooncake-master", labels: [], help: "Total memory capacity across all mounted segments, bytes (0: no store has mounted a segment)", source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/src/master_metric_manager.cpp" },
+    master_allocated_bytes: { type: "gauge", exporter: "mooncake-master", labels: [], help: "Total memory bytes currently allocated across all segments", source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/src/master_metric_manager.cpp" },
     dynamo_component_gpu_cache_usage_percent: { type: "gauge", exporter: "dynamo-worker", labels: ["model", "dynamo_component", "dp_rank"], help: "GPU KV cache usage, fraction 0.0-1.0", source: DYNAMO_GAUGES },
     dynamo_component_total_blocks: { type: "gauge", exporter: "dynamo-worker", labels: ["model", "dynamo_component", "dp_rank"], help: "KV cache blocks available on the worker", source: DYNAMO_GAUGES },
     dynamo_component_inflight_requests: { type: "gauge", exporter: "dynamo-worker", labels: ["dynamo_component", "dynamo_endpoint"], help: "Requests the worker is processing", source: DYNAMO_NAMES },

@@ -3,8 +3,8 @@ import type { ComponentFacts, EntrypointFacts, Source } from "./types";
 /**
  * Mooncake (kvcache-ai/Mooncake): the master (`mooncake_master`, gflags), the store service
  * (`python3 -m mooncake.mooncake_store_service`) and the client/transfer-engine environment every Mooncake process
- * reads. Read at v0.3.12.post1, the newest tag; the pool's image (lmsysorg/sglang, config/versions.ts `mooncake`)
- * bundles its own mooncake-transfer-engine wheel, and the engines' images bundle theirs.
+ * reads. Read at v0.3.12.post1, the newest tag; the pool (master and store) runs the endpoint's own Dynamo runtime image
+ * (programs/serving.ts), so pool and engine clients load one mooncake-transfer-engine wheel.
  */
 const T = "kvcache-ai/Mooncake@v0.3.12.post1";
 const MASTER: Source = `${T}:mooncake-store/src/master.cpp`;
@@ -72,7 +72,14 @@ export const mooncakeTransferEngine: ComponentFacts = {
     version: "v0.3.12.post1",
     flags: {},
     env: {
-        MC_FORCE_HCA: { source: `${T}:mooncake-transfer-engine/src/transfer_engine_impl.cpp`, note: "installs the RDMA transport even when topology discovery found no HCA, instead of picking TCP" },
+        MC_FORCE_HCA: {
+            source: `${T}:mooncake-transfer-engine/src/transfer_engine_impl.cpp#TransferEngineImpl::init`,
+            note: "read only under auto_discover_ (installs RDMA even when discovery found no HCA). INERT for a store client given protocol rdma and an explicit device list: mooncake-store/src/client_service.cpp InitTransferEngine then sets auto_discover=false (unless MC_MS_AUTO_DISC=1) and installs the RDMA transport on exactly those devices, failing (INVALID_PARAMS / INTERNAL_ERROR) instead of falling back to TCP",
+        },
+        MC_MS_AUTO_DISC: {
+            source: `${T}:mooncake-store/src/client_service.cpp#get_auto_discover`,
+            note: "1 turns topology auto-discovery back on for a store client (the explicit device list then only filters nothing; MC_MS_FILTERS applies); 0/unset with rdma + device names: explicit devices, no TCP fallback",
+        },
         MC_ENABLE_HCA_PEER_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp`, note: "conflicts with MC_ENABLE_DEST_DEVICE_AFFINITY" },
         MC_ENABLE_DEST_DEVICE_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
         MC_GID_INDEX: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },

@@ -20,6 +20,15 @@ export interface GpuOperatorArgs {
      */
     eksEfaAmi?: boolean;
     /**
+     * Labels the cluster's Prometheus selects ServiceMonitors by (config/observability.ts `prometheusOf`). Set: the
+     * operator creates the DCGM exporter's ServiceMonitor carrying them (`dcgmExporter.serviceMonitor.enabled` +
+     * `additionalLabels`; chart default `enabled: false`, so the exporter runs and nobody scrapes it:
+     * NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml, controllers/object_controls.go
+     * `ServiceMonitor`, which copies `additionalLabels` onto the object). Unset (no prometheus-operator CRDs): off, since
+     * the operator reports the dcgm-exporter state NotReady when the ServiceMonitor CRD is missing.
+     */
+    serviceMonitorLabels?: Record<string, string>;
+    /**
      * Another chart on the cluster already deploys node-feature-discovery (on-prem: the Network Operator, whose NFD
      * worker labels PCI classes 0300/0302 by vendor, giving the `feature.node.kubernetes.io/pci-10de.present` label the
      * GPU Operator selects GPU nodes by: Mellanox/network-operator@v26.1.2:deployment/network-operator/values.yaml
@@ -31,8 +40,17 @@ export interface GpuOperatorArgs {
     namespace?: string;
 }
 
+/** `dcgmExporter` values: the exporter on, and its ServiceMonitor labelled for the cluster's Prometheus when one is given. */
+export function dcgmExporterValues(serviceMonitorLabels?: Record<string, string>): Record<string, unknown> {
+    return serviceMonitorLabels
+        // honorLabels: keep the exporter's `pod`/`namespace` (the workload the GPU is allocated to) instead of
+        // `exported_pod`, so dashboards join GPUs to workers (lib/observability.ts tokensPerGpuExpr).
+        ? { enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { ...serviceMonitorLabels } } }
+        : { enabled: true };
+}
+
 /** Helm values for EKS AL2023 NVIDIA AMI nodes with EFA ({@link GpuOperatorArgs.eksEfaAmi}). Pure. */
-export function eksGpuOperatorValues(): Record<string, unknown> {
+export function eksGpuOperatorValues(args: Pick<GpuOperatorArgs, "serviceMonitorLabels"> = {}): Record<string, unknown> {
     return {
         driver: { enabled: false },
         toolkit: { enabled: false },
@@ -41,7 +59,7 @@ export function eksGpuOperatorValues(): Record<string, unknown> {
         // /dev/gdrdrv on the node [inference: the EKS AL2023 NVIDIA AMI provides it].
         gdrcopy: { enabled: false },
         daemonsets: { tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }] },
-        dcgmExporter: { enabled: true },
+        dcgmExporter: dcgmExporterValues(args.serviceMonitorLabels),
     };
 }
 
@@ -54,7 +72,7 @@ export function eksGpuOperatorValues(): Record<string, unknown> {
  * controllers/object_controls.go `transformDriverManagerInitContainer`, `transformPeerMemoryContainer`), so with
  * DMA-BUF it would be inert (upstream/activation.ts `gpu-operator-host-mofed`).
  */
-export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed" | "externalNfd">): Record<string, unknown> {
+export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed" | "externalNfd" | "serviceMonitorLabels">): Record<string, unknown> {
     const peermem = args.gpuDirectRdma === "peermem";
     return {
         driver: {
@@ -67,7 +85,7 @@ export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | 
         // Tolerate the platform GPU taint (same key as the operator default, explicit so a change is visible).
         daemonsets: { tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }] },
         gdrcopy: { enabled: true },
-        dcgmExporter: { enabled: true },
+        dcgmExporter: dcgmExporterValues(args.serviceMonitorLabels),
     };
 }
 
@@ -86,7 +104,7 @@ export class GpuOperator extends pulumi.ComponentResource {
             version: v.version,
             repositoryOpts: { repo: v.repo },
             namespace: ns,
-            values: args.eksEfaAmi ? eksGpuOperatorValues() : gpuOperatorValues(args),
+            values: args.eksEfaAmi ? eksGpuOperatorValues(args) : gpuOperatorValues(args),
         }, { parent: this, dependsOn: [namespace] });
         this.registerOutputs({});
     }

@@ -7,7 +7,7 @@ export type MooncakeStoreArgs = MooncakeArgs;
 /**
  * One endpoint's Mooncake host-RAM KV pool (lib/mooncake.ts): master Deployment + ClusterIP Service, and store
  * pods on the pool's GPU nodes contributing `segmentSizeGiB` of DRAM each over the rail HCAs (protocol rdma,
- * devices = rail HCAs, MC_FORCE_HCA=1), each behind the RDMA preflight.
+ * devices = rail HCAs), each behind the RDMA preflight.
  */
 export class MooncakeStore extends pulumi.ComponentResource {
     /** `host:port` clients use (`MOONCAKE_MASTER`). */

@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { ObservabilityConfig } from "../../config/observability";
+import { ObservabilityConfig, prometheusOf } from "../../config/observability";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
 import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec, scrapeTargets } from "../../lib/observability";
@@ -32,7 +32,7 @@ export class Observability extends pulumi.ComponentResource {
         const c = args.config;
         const child = { parent: this };
         const meta = (n: string, namespace: string, extra: Record<string, string> = {}) => ({
-            name: n, namespace, labels: { ...c.selectorLabels, "app.kubernetes.io/part-of": "inference-platform", ...extra },
+            name: n, namespace, labels: { ...prometheusOf(c).selectorLabels, "app.kubernetes.io/part-of": "inference-platform", ...extra },
         });
 
         this.dashboards = [];

@@ -1,7 +1,7 @@
 import { images } from "../../upstream/images";
 
 /**
- * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, Mooncake stores): the image variants of
+ * Images allowed to run RDMA workloads (prefill/decode/KV-pool engines, and Mooncake stores, which run their endpoint's engine image): the image variants of
  * upstream/images.ts (the only copy of image tags and what each carries) that provide UCX, read from each image's
  * Dockerfile at the pinned tag. An image enters upstream/images.ts only after CI ran it on an RDMA node and recorded:
  * `ucx_info -v` >= 1.19 (UCX 1.18 error handling costs ~10x, ai-dynamo/nixl PR #579/#610), `ucx_info -d` lists

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
-    k8sBytes, mooncakeBytes, mooncakeDevicesRailHcas, mooncakeForceHca, mooncakePolicies, mooncakeProtocolRdma,
+    k8sBytes, mooncakeBytes, mooncakeDevicesRailHcas, mooncakePolicies, mooncakeProtocolRdma,
     mooncakeSegmentFitsMemory,
 } from "../../policies/mooncake";
 import { edit, endpoint, k8s, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -67,7 +67,7 @@ describe("mooncake-devices-rail-hcas", () => {
             const m = mainOf(o, "decode");
             setArg(m, "--disaggregation-transfer-backend", "mooncake");
             setArg(m, "--disaggregation-ib-device", "mlx5_1");
-            for (const [k, v] of [["MOONCAKE_PROTOCOL", "rdma"], ["MC_FORCE_HCA", "1"], ["MC_ENABLE_DEST_DEVICE_AFFINITY", "1"]]) setEnv(m, k, v);
+            for (const [k, v] of [["MOONCAKE_PROTOCOL", "rdma"], ["MC_ENABLE_DEST_DEVICE_AFFINITY", "1"]]) setEnv(m, k, v);
         });
         expect(await violations([mooncakeDevicesRailHcas], rs)).toEqual([
             `DynamoGraphDeployment/llama-70b container decode/main field spec.components[3].podTemplate.spec.containers[0].args[--disaggregation-ib-device]: mlx5_1 is a frontend (north-south) NIC of pool h200. ${fix}`,
@@ -79,16 +79,6 @@ describe("mooncake-devices-rail-hcas", () => {
         expect(await violations([mooncakeDevicesRailHcas], store((c) => setEnv(c, "MC_ENABLE_DEST_DEVICE_AFFINITY", undefined)))).toEqual([
             `${STORE}.env[MC_ENABLE_DEST_DEVICE_AFFINITY]: MC_ENABLE_DEST_DEVICE_AFFINITY is not 1 on a rail-optimised pool, so a transfer may cross rails through the spine. Fix: set MC_ENABLE_DEST_DEVICE_AFFINITY=1.`,
         ]);
-    });
-});
-
-describe("mooncake-force-hca", () => {
-    it("compliant: MC_FORCE_HCA=1", async () => {
-        expect(await violations([mooncakeForceHca], stack())).toEqual([]);
-    });
-    it("unset and 0", async () => {
-        expect(await violations([mooncakeForceHca], store((c) => setEnv(c, "MC_FORCE_HCA", undefined)))).toEqual([`${STORE}.env[MC_FORCE_HCA]: MC_FORCE_HCA is unset, so a pod without an HCA runs Mooncake without RDMA. Fix: set MC_FORCE_HCA=1.`]);
-        expect(await violations([mooncakeForceHca], store((c) => setEnv(c, "MC_FORCE_HCA", "0")))).toEqual([`${STORE}.env[MC_FORCE_HCA]: MC_FORCE_HCA=0, so a pod without an HCA runs Mooncake without RDMA. Fix: set MC_FORCE_HCA=1.`]);
     });
 });
 
@@ -110,14 +100,14 @@ describe("mooncake-segment-fits-memory", () => {
 });
 
 describe("a plain Deployment configured only through MOONCAKE_* is in scope", () => {
-    it("is checked for protocol, devices and MC_FORCE_HCA", async () => {
+    it("is checked for protocol and devices", async () => {
         const d = k8s({
             apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "lmcache", namespace: "inference" },
             spec: { selector: {}, template: { spec: { containers: [{ name: "engine", image: "lmsysorg/sglang:v0.5.16", env: [{ name: "MOONCAKE_MASTER", value: "m:50051" }] }] } } },
         });
-        expect((await violations([mooncakeProtocolRdma, mooncakeForceHca], [d])).map((m) => m.split(":")[0])).toEqual([
+        expect((await violations([mooncakeProtocolRdma, mooncakeDevicesRailHcas], [d])).map((m) => m.split(":")[0])).toEqual([
             "Deployment/lmcache container engine field spec.template.spec.containers[0].env[MOONCAKE_PROTOCOL]",
-            "Deployment/lmcache container engine field spec.template.spec.containers[0].env[MC_FORCE_HCA]",
+            "Deployment/lmcache container engine field spec.template.spec.containers[0].env[MOONCAKE_DEVICE]",
         ]);
     });
 });

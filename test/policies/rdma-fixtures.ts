@@ -112,7 +112,7 @@ export function endpointObjects(e: Endpoint, o: PoolOptions = {}): { dgd: DgdMan
     const others: Array<Record<string, any>> = [];
     if (e.kvPool.kind === "mooncake") {
         const m = buildMooncake({
-            endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${versions.mooncake.image}:${versions.mooncake.version}`,
+            endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${rt.image}:${rt.version}`,
             pool, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas, poolNodes: 2, minLinkRateGbps: 400,
         });
         others.push(m.masterDeployment, m.masterService, m.storeDeployment,

@@ -97,7 +97,7 @@ describe("no-macvlan-on-infiniband (Mellanox/network-operator#1017)", () => {
 
 describe("rdma-image-allowlisted (D.8)", () => {
     it("every engine and Mooncake image pinned in config/versions.ts is on the pack's allow-list", () => {
-        const pins = [...Object.values(versions.dynamoRuntime).flatMap((p) => [`${p.image}:${p.version}`, `${p.image}:${p.efaVersion}`]), `${versions.mooncake.image}:${versions.mooncake.version}`];
+        const pins = [...Object.values(versions.dynamoRuntime).flatMap((p) => [`${p.image}:${p.version}`, `${p.image}:${p.efaVersion}`])];
         for (const p of pins) expect(allowedImage(p), p).toBeDefined();
         // The allow-list is derived from upstream/images.ts: exactly the pinned engine and Mooncake variants.
         expect(ALLOWED_RDMA_IMAGES.flatMap((a) => a.tags.map((t) => `${a.repository}:${t}`)).sort()).toEqual(pins.map((p) => p.replace(/^docker\.io\//, "")).sort());
@@ -109,7 +109,7 @@ describe("rdma-image-allowlisted (D.8)", () => {
     });
     it("kvcache-ai/Mooncake#2070: protocol efa on an image whose Mooncake has no EFA transport", async () => {
         const rs = edit(stack(), "Deployment", (o) => { o.spec.template.spec.containers[0].env.find((e: any) => e.name === "MOONCAKE_PROTOCOL").value = "efa"; }, "llama-70b-mooncake-store");
-        expect(await violations([rdmaImageAllowlisted], rs)).toEqual(["Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image docker.io/lmsysorg/sglang:v0.5.16 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA."]);
+        expect(await violations([rdmaImageAllowlisted], rs)).toEqual(["Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA."]);
     });
 });
 

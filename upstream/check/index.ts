@@ -15,9 +15,7 @@ import { helmValuesRule } from "./helm";
 import { pairRule } from "./pairs";
 import { kvClosedWorldRule } from "./kv-closed-world";
 import { mooncakePairRule } from "./mooncake-pairs";
-import { activationRules } from "./activation";
-import { observabilityRule } from "./observability";
-import { versionRule } from "./versions";
+import { checkSignals } from "./signals";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
@@ -44,10 +42,9 @@ export const rules: readonly Rule[] = [
     kvClosedWorldRule,
     mooncakePairRule,
     // Features that take effect and peers that accept them (upstream/activation.ts), version pairs (upstream/compat.ts),
-    // and the observability chain (upstream/metrics.ts): each a pure `(stack) => Finding[]`.
-    ...activationRules.map((r): Rule => (stack) => r(stack)),
-    (stack) => versionRule(stack),
-    (stack) => observabilityRule(stack),
+    // the observability chain (upstream/metrics.ts), one Prometheus for scrapes and the Planner, Mooncake devices,
+    // what each engine supports per endpoint shape, the Planner's config keys (upstream/check/signals.ts).
+    (stack) => checkSignals(stack).findings,
 ];
 
 /** An empty result to accumulate into. */

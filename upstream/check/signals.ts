@@ -1,9 +1,15 @@
 /**
- * The activation, version-pair and observability rules as one entry for their callers (tools/upstream-check.ts now; the
- * rule registry of upstream/check later): each is a pure `(stack) => Finding[]` over the rendered objects and releases.
+ * The activation, version-pair, observability, Prometheus-agreement, Mooncake-device, endpoint-support and
+ * Planner-config rules as one entry of the rule registry (upstream/check/index.ts `rules`, run by
+ * `npm run upstream-check` and by the policy pack): each is a pure `(stack) => Finding[]` over the rendered objects
+ * and releases.
  */
 import { checkActivation, speculativeSignature } from "./activation";
 import { checkObservability, scrapedSignals } from "./observability";
+import { checkEndpointSupport } from "./endpoint-support";
+import { checkMooncakeDevices } from "./mooncake-devices";
+import { checkPlannerConfig } from "./planner-config";
+import { checkPrometheusAgreement } from "./prometheus";
 import { checkVersionPairs, Unproven } from "./versions";
 import { argvOf, Finding, flagValue, parseJson, PodView, podsOf, StackView } from "./view";
 
@@ -11,11 +17,15 @@ export type { Unproven } from "./versions";
 export { activationRules, checkActivation } from "./activation";
 export { checkObservability, observabilityRule, scrapedSignals } from "./observability";
 export { checkVersionPairs, versionRule } from "./versions";
+export { checkPrometheusAgreement } from "./prometheus";
+export { checkMooncakeDevices } from "./mooncake-devices";
+export { checkEndpointSupport } from "./endpoint-support";
+export { checkPlannerConfig } from "./planner-config";
 
 /** Runs the activation, version-pair and observability rules on one stack. */
 export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unproven[] } {
     const v = checkVersionPairs(s);
-    return { findings: [...checkActivation(s), ...v.findings, ...checkObservability(s)], unproven: v.unproven };
+    return { findings: [...checkActivation(s), ...v.findings, ...checkObservability(s), ...checkPrometheusAgreement(s), ...checkMooncakeDevices(s), ...checkEndpointSupport(s), ...checkPlannerConfig(s)], unproven: v.unproven };
 }
 
 /** One endpoint's features as rendered, and the signals its pods export and Prometheus scrapes (for the render report). */

@@ -2,8 +2,8 @@
  * Version-pair rules: components that exchange data run releases upstream says work together (upstream/compat.ts):
  * NIXL at both ends of a prefill/decode pair, the Dynamo frontend (router) and its workers and planner, the Mooncake
  * master/store and the Mooncake client in each engine image. A pair is proven when both ends run the same image, or
- * both releases are recorded and satisfy the rule; recorded releases that break it are findings; a pair whose releases
- * are not recorded is returned as unproven (listed by `npm run upstream-check`, not a finding).
+ * both releases are recorded and satisfy the rule. Closed world: recorded releases that break the rule AND a pair
+ * whose releases are not recorded (unproven) are findings; unproven pairs are also returned for the report.
  */
 import { BundledVersionFact, bundledVersions, VersionPairFact, versionPairs, WireLibrary } from "../compat";
 import { argvOf, Finding, PodView, podsOf, StackView } from "./view";
@@ -27,7 +27,7 @@ function agree(rule: VersionPairFact["rule"], a: string, b: string): boolean {
 
 /**
  * Judges one pair of ends. `a`, `b`: the pods at each end (their main containers' images).
- * @returns a finding, an unproven entry, or nothing when proven
+ * @returns a finding (broken or unproven), the unproven entry too when unproven, or nothing when proven
  */
 function judge(stack: string, fact: VersionPairFact, library: WireLibrary, a: PodView, b: PodView, versions: readonly BundledVersionFact[]): { finding?: Finding; unproven?: Unproven } {
     const ia = String(a.main.image), ib = String(b.main.image);
@@ -38,7 +38,11 @@ function judge(stack: string, fact: VersionPairFact, library: WireLibrary, a: Po
         if (agree(fact.rule, va, vb)) return {};
         return { finding: { stack, object: b.object, container: b.main.name, key: "image", message: `${fact.id}: ${library} ${vb} in ${ib} does not match ${library} ${va} in ${ia} (${a.object}); upstream requires ${fact.rule} (${fact.ends}) [${fact.source}]` } };
     }
-    return { unproven: { stack, pair: fact.id, ends: `${a.object} (${ia}) <-> ${b.object} (${ib})`, why: `${library} release not recorded for ${[!va ? ia : "", !vb ? ib : ""].filter(Boolean).join(" and ")} (upstream/compat.ts)` } };
+    const why = `${library} release not recorded for ${[!va ? ia : "", !vb ? ib : ""].filter(Boolean).join(" and ")} (upstream/compat.ts)`;
+    return {
+        unproven: { stack, pair: fact.id, ends: `${a.object} (${ia}) <-> ${b.object} (${ib})`, why },
+        finding: { stack, object: b.object, container: b.main.name, key: "image", message: `${fact.id}: UNPROVEN: ${ib} against ${ia} (${a.object}): ${why}; upstream requires ${fact.rule} (${fact.ends}), so run both ends from one image or record both releases [${fact.source}]` },
+    };
 }
 
 /** Checks every data-exchanging pair of one stack. */
