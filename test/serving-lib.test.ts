@@ -105,6 +105,8 @@ describe("lib/dgd.ts: engine is one field", () => {
                 ".spec.backendFramework",
                 ".spec.components[].podTemplate.spec.containers[].image",
                 ".spec.components[].podTemplate.spec.initContainers[].image",
+                // The preflight names the image it runs in (PREFLIGHT_IMAGE), the engine's.
+                ".spec.components[].podTemplate.spec.initContainers[].env[].value",
                 ".spec.components[].podTemplate.spec.containers[].command[]",
                 ".spec.components[].podTemplate.spec.containers[].args[]",
                 ".spec.components[].sharedMemorySize",

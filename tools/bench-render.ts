@@ -41,6 +41,8 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     const today = new Date().toISOString().slice(0, 10);
     hubConfig["platform:spokeIdentities"] = JSON.stringify(Object.fromEntries(names.map((n) => [n, {
         mode: "access-key", deployerRoleArn: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${n}`, keys: [{ id: "bench", createdAt: today }],
+        // An access key works only from the site's egress ranges (config/identity.ts); 192.0.2.0/24 is TEST-NET-1 (RFC 5737).
+        egressCidrs: ["192.0.2.0/24"],
     }])));
     hubConfig["platform:spokes"] = JSON.stringify(names.map((n) => ({ name: n, stack: `spoke-${n}`, region: `bench-${n}`, provider: "onprem", gpus: nodes * 8 })));
     hubConfig["platform:endpoints"] = JSON.stringify(names.flatMap((n) => Array.from({ length: endpoints }, (_, j) => ({

@@ -128,7 +128,8 @@ describe("the pack enforces exactly what upstream-check enforces", () => {
         for (const r of rules) if (RULES_RUN_BY.has(r)) expect(names).toContain(RULES_RUN_BY.get(r));
     });
     it("a compliant graph passes; a planted change to a fact changes the pack's verdict", async () => {
-        const rs = stack([endpoint({ engine: "sglang" })]);
+        // Equal TP: one Mooncake store pool keys blocks by tp_rank, not TP size (upstream/check/endpoint-support.ts).
+        const rs = stack([endpoint({ engine: "sglang", topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } } })]);
         expect(await violations([upstreamRulesPolicy()], rs)).toEqual([]);
         // sglang 0.5.18 no longer reads --page-size: the pack now refuses the flag.
         const sglang = defaultFacts.components.sglang;

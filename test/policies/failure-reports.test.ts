@@ -11,14 +11,19 @@ import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
 import { DGX, edit, endpoint, k8s, mainOf, poolPatches, setArg, setEnv, stack } from "./rdma-fixtures";
 
+/** Equal TP on prefill and decode: one Mooncake store pool keys blocks by tp_rank, not TP size (upstream/check/endpoint-support.ts). */
+const EQUAL_TP = { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } };
+/** The compliant baseline every report mutates. */
+const baseline = () => stack([endpoint({ topology: EQUAL_TP })]);
+
 /** Names of the policies that report a mandatory violation. */
 async function fired(rs: CapturedResource[], policies: Policy[] = allPolicies): Promise<string[]> {
     const r = await runPolicies(policies, rs);
     return [...new Set(r.mandatory.map((f) => f.policyName))].sort();
 }
 
-const prefill = (fn: (m: Record<string, any>) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", (o) => fn(mainOf(o, "prefill")));
-const storeEdit = (fn: (c: Record<string, any>) => void) => edit(stack(), "Deployment", (o) => fn(o.spec.template.spec.containers[0]), "llama-70b-mooncake-store");
+const prefill = (fn: (m: Record<string, any>) => void, rs = baseline()) => edit(rs, "DynamoGraphDeployment", (o) => fn(mainOf(o, "prefill")));
+const storeEdit = (fn: (c: Record<string, any>) => void) => edit(baseline(), "Deployment", (o) => fn(o.spec.template.spec.containers[0]), "llama-70b-mooncake-store");
 const release = (rs: CapturedResource[], chart: string, values: Record<string, unknown>) => rs.map((r) => ((r.inputs as any).chart === chart ? { ...r, outputs: { ...r.outputs, values } } : r));
 const plugin = (rs: CapturedResource[], fn: (c: any, spec: any) => void) => edit(rs, "NicClusterPolicy", (o) => { const c = JSON.parse(o.spec.rdmaSharedDevicePlugin.config); fn(c, o.spec); o.spec.rdmaSharedDevicePlugin.config = JSON.stringify(c); });
 
@@ -36,7 +41,7 @@ function efaUcxWorker(): CapturedResource {
 
 describe("Dynamo failures seen in the field: deployment shape", () => {
     it("baseline: the generated graph trips no rule", async () => {
-        expect(await fired(stack())).toEqual([]);
+        expect(await fired(baseline())).toEqual([]);
     });
     it("A.1 ai-dynamo/dynamo PR #1314: worker image whose UCX was built without verbs (unvalidated tag)", async () => {
         expect(await fired(prefill((m) => { m.image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.2.1"; }))).toContain("rdma-image-allowlisted");
@@ -83,7 +88,7 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
         expect(await fired(storeEdit((c) => setEnv(c, "MOONCAKE_DEVICE", undefined)))).toContain("mooncake-devices-rail-hcas");
     });
     it("A.14 kvcache-ai/Mooncake #281/#1382, sgl-project/sglang #6193/#6894: no GPUDirect RDMA on the pool, memlock too low", async () => {
-        const noGdr = release(stack(), "gpu-operator", { driver: { enabled: true, kernelModuleType: "proprietary", rdma: { enabled: false } } });
+        const noGdr = release(baseline(), "gpu-operator", { driver: { enabled: true, kernelModuleType: "proprietary", rdma: { enabled: false } } });
         expect(await fired(noGdr)).toEqual(expect.arrayContaining(["gpudirect-rdma-enabled", "rdma-workload-on-rdma-pool"]));
         expect(await fired(storeEdit((c) => { c.securityContext = { capabilities: { add: ["IPC_LOCK"] } }; }))).toContain("rdma-memlock-path");
     });
@@ -123,31 +128,31 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
 
 describe("RDMA failures seen in the field", () => {
     it("#1 Mellanox/k8s-rdma-shared-dev-plugin#4: plugin before v1.0.0 with a selector not tied to a rail netdev", async () => {
-        const rs = plugin(stack(), (c, spec) => { spec.rdmaSharedDevicePlugin.version = "v0.9.0"; c.configList[0].selectors.ifNames = []; });
+        const rs = plugin(baseline(), (c, spec) => { spec.rdmaSharedDevicePlugin.version = "v0.9.0"; c.configList[0].selectors.ifNames = []; });
         expect(await fired(rs)).toEqual(expect.arrayContaining(["rdma-device-plugin-version", "rdma-device-plugin-config"]));
     });
     it("#2 Mellanox/network-operator#31: driver container with rescans disabled", async () => {
-        const rs = plugin(stack(), (c, spec) => { c.periodicUpdateInterval = 0; spec.ofedDriver = { upgradePolicy: { drain: { enable: true } } }; });
+        const rs = plugin(baseline(), (c, spec) => { c.periodicUpdateInterval = 0; spec.ofedDriver = { upgradePolicy: { drain: { enable: true } } }; });
         expect(await fired(rs)).toContain("rdma-device-plugin-config");
     });
     it("#4 Mellanox/k8s-rdma-shared-dev-plugin#98: selector without linkTypes [infiniband]", async () => {
-        expect(await fired(plugin(stack(), (c) => { c.configList[2].selectors.linkTypes = []; }))).toContain("rdma-device-plugin-config");
+        expect(await fired(plugin(baseline(), (c) => { c.configList[2].selectors.linkTypes = []; }))).toContain("rdma-device-plugin-config");
     });
     it("#5 Mellanox/k8s-rdma-shared-dev-plugin#48/#74/#79: plugin v1.3.2 (before PR #82)", async () => {
-        expect(await fired(plugin(stack(), (_c, spec) => { spec.rdmaSharedDevicePlugin.version = "v1.3.2"; }))).toEqual(["rdma-device-plugin-version"]);
+        expect(await fired(plugin(baseline(), (_c, spec) => { spec.rdmaSharedDevicePlugin.version = "v1.3.2"; }))).toEqual(["rdma-device-plugin-version"]);
     });
     it("#6 Mellanox/k8s-rdma-shared-dev-plugin#118: NIC driver upgrades without draining", async () => {
-        expect(await fired(plugin(stack(), (_c, spec) => { spec.ofedDriver = { upgradePolicy: { autoUpgrade: true } }; }))).toEqual(["gpudirect-coordinated-upgrades"]);
+        expect(await fired(plugin(baseline(), (_c, spec) => { spec.ofedDriver = { upgradePolicy: { autoUpgrade: true } }; }))).toEqual(["gpudirect-coordinated-upgrades"]);
     });
     it("#7 Mellanox/network-operator#953: RDMA CM without a rail network", async () => {
         // Set on both roles (a prefill-only setting is also a pair difference, pd-kv-settings-match).
-        expect(await fired(prefill((m) => setEnv(m, "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"), edit(stack(), "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "decode"), "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"))))).toEqual(["rdma-cm-rail-networks"]);
+        expect(await fired(prefill((m) => setEnv(m, "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"), edit(baseline(), "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "decode"), "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"))))).toEqual(["rdma-cm-rail-networks"]);
     });
     it("#8 NVIDIA/nccl#1676: GPUDirect RDMA not configured (GDR disabled with only an INFO line)", async () => {
-        expect(await fired(stack().filter((r) => (r.inputs as any).chart !== "gpu-operator"))).toEqual(expect.arrayContaining(["gpudirect-rdma-enabled", "rdma-workload-on-rdma-pool"]));
+        expect(await fired(baseline().filter((r) => (r.inputs as any).chart !== "gpu-operator"))).toEqual(expect.arrayContaining(["gpudirect-rdma-enabled", "rdma-workload-on-rdma-pool"]));
     });
     it("#9 NVIDIA/gpu-operator#2868: legacy peermem with auto-upgrading drivers and no drain", async () => {
-        expect(await fired(release(stack(), "gpu-operator", { driver: { enabled: true, rdma: { enabled: true }, upgradePolicy: { autoUpgrade: true } } }))).toEqual(["gpudirect-coordinated-upgrades"]);
+        expect(await fired(release(baseline(), "gpu-operator", { driver: { enabled: true, rdma: { enabled: true }, upgradePolicy: { autoUpgrade: true } } }))).toEqual(["gpudirect-coordinated-upgrades"]);
     });
     it("#10 NVIDIA/nccl#451: container without the HCA char devices, NCCL_NET unset (and NCCL_IB_DISABLE=1, hostPath /dev/infiniband)", async () => {
         const rs = edit(prefill((m) => { m.resources = { requests: { "nvidia.com/gpu": "2" }, limits: { "nvidia.com/gpu": "2" } }; setEnv(m, "NCCL_NET", undefined); setEnv(m, "NCCL_IB_DISABLE", "1"); }), "DynamoGraphDeployment", (o) => {
@@ -159,7 +164,7 @@ describe("RDMA failures seen in the field", () => {
         expect(await fired(storeEdit((c) => { c.securityContext = {}; }))).toEqual(["rdma-ipc-lock", "rdma-memlock-path"]);
     });
     it("Also seen: aws-samples/aws-do-eks PR #63: hostPath /dev/infiniband next to the device plugin", async () => {
-        const rs = edit(stack(), "Deployment", (o) => { o.spec.template.spec.volumes.push({ name: "dev", hostPath: { path: "/dev" } }); }, "llama-70b-mooncake-store");
+        const rs = edit(baseline(), "Deployment", (o) => { o.spec.template.spec.volumes.push({ name: "dev", hostPath: { path: "/dev" } }); }, "llama-70b-mooncake-store");
         expect(await fired(rs)).toEqual(["no-hostpath-infiniband"]);
     });
     it("Also seen: vllm-project/vllm PR #42075: container without /dev/infiniband (no RDMA resource on the store)", async () => {
@@ -170,7 +175,7 @@ describe("RDMA failures seen in the field", () => {
     });
     it("Also seen: Mellanox/network-operator#1017: MacvlanNetwork on an IB master", async () => {
         const mac = k8s({ apiVersion: "mellanox.com/v1alpha1", kind: "MacvlanNetwork", metadata: { name: "m" }, spec: { master: "ibp64s0" } });
-        expect(await fired([...stack(), mac])).toEqual(["no-macvlan-on-infiniband"]);
+        expect(await fired([...baseline(), mac])).toEqual(["no-macvlan-on-infiniband"]);
     });
 });
 
