@@ -225,7 +225,8 @@ Exit 1 on a config error, a mandatory policy violation or an upstream-check find
 Options:
   <stack>...      render only these stacks (and the hubs they reference)
   --config FILE   render this stack file too (one kept outside stacks/)
-  --stacks DIR    read the stack files from DIR instead of stacks/ (try a change on a copy)
+  --stacks DIR    read the stack files from DIR instead of stacks/ (try a change on a copy); the output goes
+                  beside it, to DIR/../out, unless --out says otherwise
   --preview       render as \`pulumi preview\` sees it (values computed at deploy time unknown)
   --out DIR       write to DIR instead of out/
   --diff REF      also render git REF and write out/diff.md: what changed in the stack files, its effect on
@@ -242,11 +243,12 @@ Examples:
 function parseArgs(argv: string[]): Cli {
     exitOnHelp(argv, HELP);
     const cli: Cli = { names: [], configs: [], preview: false, outDir: path.join(process.cwd(), "out"), stacksDir: STACKS_DIR };
+    let outGiven = false;
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
-        else if (a === "--out") cli.outDir = path.resolve(argv[++i]);
+        else if (a === "--out") { cli.outDir = path.resolve(argv[++i]); outGiven = true; }
         else if (a === "--stacks") cli.stacksDir = path.resolve(argv[++i]);
         else if (a === "--diff") {
             cli.diff = argv[++i];
@@ -255,6 +257,8 @@ function parseArgs(argv: string[]): Cli {
         else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
     }
+    // A copy of the stack files renders beside itself (<DIR>/../out), never over the repository's own out/.
+    if (cli.stacksDir !== STACKS_DIR && !outGiven) cli.outDir = path.join(path.dirname(cli.stacksDir), "out");
     return cli;
 }
 
