@@ -12,26 +12,28 @@ export const CONTRACT_SCHEMA_VERSION = 1 as const;
  * auth service needs to find, fetch and verify bundles, and the identity it fetches them with. No secrets:
  * how the spoke obtains the role is `identity` in the contract, and no credential is ever in a hub output.
  */
-export const PolicyContractSchema = z.object({
-    /** S3 bucket holding every spoke's bundles (versioned, SSE-KMS). */
-    bucket: z.string().min(3),
-    /** AWS region of the bucket. */
-    region: z.string().min(1),
-    /** Key prefix this spoke may read/write: `spokes/<spoke>/` (services/shared/bundle.ts `bundlePaths`). */
-    prefix: z.string().regex(/^spokes\/[a-z0-9-]+\/$/),
-    /** Hub signing key: raw 32-byte Ed25519 public key, base64. Spokes verify every bundle with it. */
-    publicKey: z.string().regex(/^[A-Za-z0-9+/]{43}=$/),
-    /** Key id of `publicKey` (first 16 hex chars of its SHA-256; `keyIdOf` in bundle.ts). */
-    keyId: z.string().regex(/^[0-9a-f]{16}$/),
-    /** KMS key encrypting the bucket; S3 uses it on the spoke role's behalf (kms:ViaService). */
-    kmsKeyArn: z.string().startsWith("arn:"),
-    /** IAM role the spoke assumes (SpokeIdentity): read its bundles, write its ACKs. */
-    roleArn: z.string().startsWith("arn:"),
-    /** Revision `current.json` names when the hub was last deployed (informational; the spoke follows current.json). */
-    revision: z.number().int().min(1),
-    /** Hex SHA-256 of the canonical policy of that revision. */
-    contentHash: z.string().regex(/^[0-9a-f]{64}$/),
-}).strict();
+export const PolicyContractSchema = z
+    .object({
+        /** S3 bucket holding every spoke's bundles (versioned, SSE-KMS). */
+        bucket: z.string().min(3),
+        /** AWS region of the bucket. */
+        region: z.string().min(1),
+        /** Key prefix this spoke may read/write: `spokes/<spoke>/` (services/shared/bundle.ts `bundlePaths`). */
+        prefix: z.string().regex(/^spokes\/[a-z0-9-]+\/$/),
+        /** Hub signing key: raw 32-byte Ed25519 public key, base64. Spokes verify every bundle with it. */
+        publicKey: z.string().regex(/^[A-Za-z0-9+/]{43}=$/),
+        /** Key id of `publicKey` (first 16 hex chars of its SHA-256; `keyIdOf` in bundle.ts). */
+        keyId: z.string().regex(/^[0-9a-f]{16}$/),
+        /** KMS key encrypting the bucket; S3 uses it on the spoke role's behalf (kms:ViaService). */
+        kmsKeyArn: z.string().startsWith("arn:"),
+        /** IAM role the spoke assumes (SpokeIdentity): read its bundles, write its ACKs. */
+        roleArn: z.string().startsWith("arn:"),
+        /** Revision `current.json` names when the hub was last deployed (informational; the spoke follows current.json). */
+        revision: z.number().int().min(1),
+        /** Hex SHA-256 of the canonical policy of that revision. */
+        contentHash: z.string().regex(/^[0-9a-f]{64}$/),
+    })
+    .strict();
 
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
 
@@ -39,14 +41,16 @@ export type PolicyContract = z.infer<typeof PolicyContractSchema>;
  * Where a spoke's metering ships usage events: its own Kinesis stream on the hub
  * (components/hub/UsageLedger.ts). The spoke's SpokeIdentity role may only put records to exactly this stream.
  */
-export const UsageContractSchema = z.object({
-    /** Kinesis stream name (`platform-usage-<spoke>`). */
-    streamName: z.string().min(1).max(128),
-    /** Its ARN (what the spoke role's `kinesis:PutRecord(s)` grant names). */
-    streamArn: z.string().startsWith("arn:"),
-    /** AWS region of the stream. */
-    region: z.string().min(1),
-}).strict();
+export const UsageContractSchema = z
+    .object({
+        /** Kinesis stream name (`platform-usage-<spoke>`). */
+        streamName: z.string().min(1).max(128),
+        /** Its ARN (what the spoke role's `kinesis:PutRecord(s)` grant names). */
+        streamArn: z.string().startsWith("arn:"),
+        /** AWS region of the stream. */
+        region: z.string().min(1),
+    })
+    .strict();
 
 export type UsageContract = z.infer<typeof UsageContractSchema>;
 
@@ -57,27 +61,33 @@ export type UsageContract = z.infer<typeof UsageContractSchema>;
  * own deployer credentials (no other spoke's deployer may read it).
  */
 export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
-    z.object({
-        mode: z.literal("pod-identity"),
-        /** Service accounts (namespace/name) the role trusts; the spoke creates one Pod Identity association each. */
-        serviceAccounts: z.array(z.object({ namespace: z.string(), serviceAccount: z.string() }).strict()),
-    }).strict(),
-    z.object({
-        mode: z.literal("roles-anywhere"),
-        trustAnchorArn: z.string().startsWith("arn:"),
-        profileArn: z.string().startsWith("arn:"),
-        /** Subject CN the workload certificate must carry. */
-        certificateCn: z.string().min(1),
-    }).strict(),
-    z.object({
-        mode: z.literal("access-key"),
-        /** Secrets Manager secret holding the active slot's key (JSON `{accessKeyId, secretAccessKey}`). */
-        secretArn: z.string().startsWith("arn:"),
-        /** Region of the secret (the hub's). */
-        region: z.string().min(1),
-        /** Active key slot id (changes when the hub rotates). */
-        slot: z.string().min(1),
-    }).strict(),
+    z
+        .object({
+            mode: z.literal("pod-identity"),
+            /** Service accounts (namespace/name) the role trusts; the spoke creates one Pod Identity association each. */
+            serviceAccounts: z.array(z.object({ namespace: z.string(), serviceAccount: z.string() }).strict()),
+        })
+        .strict(),
+    z
+        .object({
+            mode: z.literal("roles-anywhere"),
+            trustAnchorArn: z.string().startsWith("arn:"),
+            profileArn: z.string().startsWith("arn:"),
+            /** Subject CN the workload certificate must carry. */
+            certificateCn: z.string().min(1),
+        })
+        .strict(),
+    z
+        .object({
+            mode: z.literal("access-key"),
+            /** Secrets Manager secret holding the active slot's key (JSON `{accessKeyId, secretAccessKey}`). */
+            secretArn: z.string().startsWith("arn:"),
+            /** Region of the secret (the hub's). */
+            region: z.string().min(1),
+            /** Active key slot id (changes when the hub rotates). */
+            slot: z.string().min(1),
+        })
+        .strict(),
 ]);
 
 export type SpokeIdentityContract = z.infer<typeof SpokeIdentityContractSchema>;
@@ -87,21 +97,23 @@ export type SpokeIdentityContract = z.infer<typeof SpokeIdentityContractSchema>;
  * exports one of these per spoke under the stack output `spokeContracts`; the spoke reads its own entry
  * through a StackReference and validates it with this schema before creating anything.
  */
-export const SpokeContractSchema = z.object({
-    schemaVersion: z.literal(CONTRACT_SCHEMA_VERSION),
-    /** Hub stack name that produced this contract. */
-    hub: z.string(),
-    spoke: DnsLabel,
-    /** SHA-256 (hex) of the canonical JSON of `endpoints`: changes exactly when the placement changes. */
-    placementRevision: z.string().regex(/^[0-9a-f]{64}$/),
-    endpoints: z.array(EndpointSchema),
-    /** Where the spoke's signed policy bundles live and how to verify them. */
-    policy: PolicyContractSchema,
-    /** Where the spoke's metering ships usage events. */
-    usage: UsageContractSchema,
-    /** How the spoke obtains `policy.roleArn` (optional only so a spoke can read a hub deployed before it existed). */
-    identity: SpokeIdentityContractSchema.optional(),
-}).strict();
+export const SpokeContractSchema = z
+    .object({
+        schemaVersion: z.literal(CONTRACT_SCHEMA_VERSION),
+        /** Hub stack name that produced this contract. */
+        hub: z.string(),
+        spoke: DnsLabel,
+        /** SHA-256 (hex) of the canonical JSON of `endpoints`: changes exactly when the placement changes. */
+        placementRevision: z.string().regex(/^[0-9a-f]{64}$/),
+        endpoints: z.array(EndpointSchema),
+        /** Where the spoke's signed policy bundles live and how to verify them. */
+        policy: PolicyContractSchema,
+        /** Where the spoke's metering ships usage events. */
+        usage: UsageContractSchema,
+        /** How the spoke obtains `policy.roleArn` (optional only so a spoke can read a hub deployed before it existed). */
+        identity: SpokeIdentityContractSchema.optional(),
+    })
+    .strict();
 
 export type SpokeContract = z.infer<typeof SpokeContractSchema>;
 

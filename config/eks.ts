@@ -9,8 +9,17 @@ import { DnsLabel } from "./endpoint";
  * Facts behind the defaults: (p5e/p5en, EFA, placement groups, Capacity Blocks).
  */
 
-const CidrText = z.string().refine((s) => { try { parseCidr(s); return true; } catch { return false; } },
-    { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.80.0.0/16" });
+const CidrText = z.string().refine(
+    (s) => {
+        try {
+            parseCidr(s);
+            return true;
+        } catch {
+            return false;
+        }
+    },
+    { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.80.0.0/16" },
+);
 
 /** An AWS region name, e.g. `ap-southeast-1`. */
 export const AwsRegion = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d$/, "must be an AWS region like ap-southeast-1");
@@ -19,7 +28,7 @@ export const AvailabilityZone = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d[a-z
 
 /** GPU instance types an EKS spoke may use: HGX H200 with EFA. */
 export const EKS_GPU_INSTANCE_TYPES = ["p5en.48xlarge", "p5e.48xlarge"] as const;
-export type EksGpuInstanceType = typeof EKS_GPU_INSTANCE_TYPES[number];
+export type EksGpuInstanceType = (typeof EKS_GPU_INSTANCE_TYPES)[number];
 
 /** Node profile preset describing an instance type (`p5en.48xlarge` -> `p5en-48xlarge`). */
 export function profileNameFor(instanceType: string): string {
@@ -28,75 +37,115 @@ export function profileNameFor(instanceType: string): string {
 
 /** The spoke's VPC: created here (subnets derived from `cidr`) or an existing one given by id. */
 export const EksVpcSchema = z.discriminatedUnion("mode", [
-    z.object({
-        mode: z.literal("create"),
-        /** VPC CIDR; private subnet i is the i-th quarter, public subnets are carved from the last quarter. */
-        cidr: CidrText,
-        /** Two or three AZs of the region (EKS needs subnets in at least two). */
-        availabilityZones: z.array(AvailabilityZone).min(2).max(3),
-    }).strict(),
-    z.object({
-        mode: z.literal("existing"),
-        vpcId: z.string().regex(/^vpc-[0-9a-f]{8,17}$/, "must be a VPC id like vpc-0123456789abcdef0"),
-        /** The VPC's CIDR, declared so the hub can check it against every other spoke's networks. */
-        cidr: CidrText,
-        /** Private subnets for nodes; at least two AZs. NAT/egress is the existing VPC's business. */
-        privateSubnets: z.array(z.object({
-            id: z.string().regex(/^subnet-[0-9a-f]{8,17}$/, "must be a subnet id like subnet-0123456789abcdef0"),
-            availabilityZone: AvailabilityZone,
+    z
+        .object({
+            mode: z.literal("create"),
+            /** VPC CIDR; private subnet i is the i-th quarter, public subnets are carved from the last quarter. */
             cidr: CidrText,
-        }).strict()).min(2),
-    }).strict(),
+            /** Two or three AZs of the region (EKS needs subnets in at least two). */
+            availabilityZones: z.array(AvailabilityZone).min(2).max(3),
+        })
+        .strict(),
+    z
+        .object({
+            mode: z.literal("existing"),
+            vpcId: z.string().regex(/^vpc-[0-9a-f]{8,17}$/, "must be a VPC id like vpc-0123456789abcdef0"),
+            /** The VPC's CIDR, declared so the hub can check it against every other spoke's networks. */
+            cidr: CidrText,
+            /** Private subnets for nodes; at least two AZs. NAT/egress is the existing VPC's business. */
+            privateSubnets: z
+                .array(
+                    z
+                        .object({
+                            id: z.string().regex(/^subnet-[0-9a-f]{8,17}$/, "must be a subnet id like subnet-0123456789abcdef0"),
+                            availabilityZone: AvailabilityZone,
+                            cidr: CidrText,
+                        })
+                        .strict(),
+                )
+                .min(2),
+        })
+        .strict(),
 ]);
 
 /** `platform:cluster` of an EKS spoke. */
-export const EksClusterSchema = z.object({
-    provider: z.literal("eks"),
-    /** AWS region of the cluster; the spoke's aws.Provider uses it. */
-    region: AwsRegion,
-    /** EKS Kubernetes version, pinned (`"1.33"`); changing it is a control-plane upgrade. */
-    kubernetesVersion: z.string().regex(/^1\.\d{2}$/, "must be a pinned EKS Kubernetes version like \"1.33\""),
-    /** Service CIDR (`kubernetesNetworkConfig.serviceIpv4Cidr`); pods get VPC addresses from the VPC CNI. */
-    serviceCidr: CidrText.default("172.20.0.0/16"),
-    /** Public API endpoint (CI previews from hosted runners need it); restricted to `publicAccessCidrs`. */
-    endpointPublicAccess: z.boolean().default(true),
-    publicAccessCidrs: z.array(CidrText).default([]),
-    /**
-     * Opt-in for a public API endpoint reachable from the whole internet (a `publicAccessCidrs` entry shorter than
-     * /8, e.g. `0.0.0.0/0`, which is also EKS's own default when the list is empty). Default false: refused.
-     */
-    publicAccessFromAnywhere: z.boolean().default(false),
-    vpc: EksVpcSchema,
-    /**
-     * IAM roles of the CI runners, given cluster access by EKS access entries (the cluster uses
-     * `authenticationMode: API`, so only its creator is admin otherwise): `deployRoleArn` administers the
-     * cluster (`pulumi up`), `previewRoleArn` reads it (`pulumi preview`).
-     */
-    access: z.object({
-        deployRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN").optional(),
-        previewRoleArn: z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN").optional(),
-    }).strict().default({}),
-    /** Name of the default StorageClass the spoke creates (EBS gp3, encrypted); PVCs without a class use it. */
-    defaultStorageClass: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/).default("gp3"),
-}).strict().superRefine((c, ctx) => {
-    c.publicAccessCidrs.forEach((cidr, i) => {
-        let prefix = 32;
-        try { prefix = parseCidr(cidr).prefix; } catch { return; /* reported by CidrText */ }
-        if (c.endpointPublicAccess && !c.publicAccessFromAnywhere && prefix < 8) {
-            ctx.addIssue({ code: "custom", path: ["publicAccessCidrs", i], message: `${cidr} opens the cluster's Kubernetes API to the whole internet; list your runners' / VPN egress ranges instead, or, if that is really meant, set platform:cluster.publicAccessFromAnywhere: true` });
+export const EksClusterSchema = z
+    .object({
+        provider: z.literal("eks"),
+        /** AWS region of the cluster; the spoke's aws.Provider uses it. */
+        region: AwsRegion,
+        /** EKS Kubernetes version, pinned (`"1.33"`); changing it is a control-plane upgrade. */
+        kubernetesVersion: z.string().regex(/^1\.\d{2}$/, 'must be a pinned EKS Kubernetes version like "1.33"'),
+        /** Service CIDR (`kubernetesNetworkConfig.serviceIpv4Cidr`); pods get VPC addresses from the VPC CNI. */
+        serviceCidr: CidrText.default("172.20.0.0/16"),
+        /** Public API endpoint (CI previews from hosted runners need it); restricted to `publicAccessCidrs`. */
+        endpointPublicAccess: z.boolean().default(true),
+        publicAccessCidrs: z.array(CidrText).default([]),
+        /**
+         * Opt-in for a public API endpoint reachable from the whole internet (a `publicAccessCidrs` entry shorter than
+         * /8, e.g. `0.0.0.0/0`, which is also EKS's own default when the list is empty). Default false: refused.
+         */
+        publicAccessFromAnywhere: z.boolean().default(false),
+        vpc: EksVpcSchema,
+        /**
+         * IAM roles of the CI runners, given cluster access by EKS access entries (the cluster uses
+         * `authenticationMode: API`, so only its creator is admin otherwise): `deployRoleArn` administers the
+         * cluster (`pulumi up`), `previewRoleArn` reads it (`pulumi preview`).
+         */
+        access: z
+            .object({
+                deployRoleArn: z
+                    .string()
+                    .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN")
+                    .optional(),
+                previewRoleArn: z
+                    .string()
+                    .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN")
+                    .optional(),
+            })
+            .strict()
+            .default({}),
+        /** Name of the default StorageClass the spoke creates (EBS gp3, encrypted); PVCs without a class use it. */
+        defaultStorageClass: z
+            .string()
+            .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/)
+            .default("gp3"),
+    })
+    .strict()
+    .superRefine((c, ctx) => {
+        c.publicAccessCidrs.forEach((cidr, i) => {
+            let prefix = 32;
+            try {
+                prefix = parseCidr(cidr).prefix;
+            } catch {
+                return; /* reported by CidrText */
+            }
+            if (c.endpointPublicAccess && !c.publicAccessFromAnywhere && prefix < 8) {
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["publicAccessCidrs", i],
+                    message: `${cidr} opens the cluster's Kubernetes API to the whole internet; list your runners' / VPN egress ranges instead, or, if that is really meant, set platform:cluster.publicAccessFromAnywhere: true`,
+                });
+            }
+        });
+        if (c.endpointPublicAccess && c.publicAccessCidrs.length === 0) {
+            ctx.addIssue({
+                code: "custom",
+                path: ["publicAccessCidrs"],
+                message: "a public API endpoint needs publicAccessCidrs (e.g. your VPN egress); or set endpointPublicAccess: false",
+            });
         }
     });
-    if (c.endpointPublicAccess && c.publicAccessCidrs.length === 0) {
-        ctx.addIssue({ code: "custom", path: ["publicAccessCidrs"], message: "a public API endpoint needs publicAccessCidrs (e.g. your VPN egress); or set endpointPublicAccess: false" });
-    }
-});
 
 /** Node counts of a managed node group (`scalingConfig`). */
-export const ScalingSchema = z.object({
-    desired: z.number().int().min(0),
-    min: z.number().int().min(0),
-    max: z.number().int().min(1),
-}).strict().refine((s) => s.min <= s.desired && s.desired <= s.max, { message: "needs min <= desired <= max", path: ["desired"] });
+export const ScalingSchema = z
+    .object({
+        desired: z.number().int().min(0),
+        min: z.number().int().min(0),
+        max: z.number().int().min(1),
+    })
+    .strict()
+    .refine((s) => s.min <= s.desired && s.desired <= s.max, { message: "needs min <= desired <= max", path: ["desired"] });
 
 const ReservationId = z.string().regex(/^cr-[0-9a-f]{8,17}$/, "must be a capacity reservation id like cr-0123456789abcdef0");
 
@@ -113,40 +162,51 @@ export const CapacitySchema = z.discriminatedUnion("type", [
 ]);
 
 /** One H200 node group: one instance type, one AZ, one cluster placement group. */
-export const EksGpuNodeGroupSchema = z.object({
-    name: DnsLabel,
-    instanceType: z.enum(EKS_GPU_INSTANCE_TYPES).default("p5en.48xlarge"),
-    /** Single AZ: a cluster placement group and a capacity reservation live in one AZ. */
-    availabilityZone: AvailabilityZone,
-    scaling: ScalingSchema,
-    capacity: CapacitySchema.default({ type: "on-demand" }),
-    /**
-     * 2 MiB huge pages reserved at boot (`vm.nr_hugepages`). The EFA driver pre-allocates 5,128 of them;
-     * workers request their share as `hugepages-2Mi`.
-     */
-    hugepages2Mi: z.number().int().min(0).max(262144).default(5128),
-    /** Root volume in GiB (gp3). Model weights go to the instance-store RAID0 that nodeadm builds. */
-    rootVolumeGiB: z.number().int().min(50).max(16384).default(200),
-}).strict();
+export const EksGpuNodeGroupSchema = z
+    .object({
+        name: DnsLabel,
+        instanceType: z.enum(EKS_GPU_INSTANCE_TYPES).default("p5en.48xlarge"),
+        /** Single AZ: a cluster placement group and a capacity reservation live in one AZ. */
+        availabilityZone: AvailabilityZone,
+        scaling: ScalingSchema,
+        capacity: CapacitySchema.default({ type: "on-demand" }),
+        /**
+         * 2 MiB huge pages reserved at boot (`vm.nr_hugepages`). The EFA driver pre-allocates 5,128 of them;
+         * workers request their share as `hugepages-2Mi`.
+         */
+        hugepages2Mi: z.number().int().min(0).max(262144).default(5128),
+        /** Root volume in GiB (gp3). Model weights go to the instance-store RAID0 that nodeadm builds. */
+        rootVolumeGiB: z.number().int().min(50).max(16384).default(200),
+    })
+    .strict();
 
 /** The CPU node group for the gateway, auth, metering and the Mooncake master. */
-export const EksCpuNodeGroupSchema = z.object({
-    name: DnsLabel.default("system"),
-    instanceTypes: z.array(z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/)).min(1).default(["m7i.4xlarge"]),
-    scaling: ScalingSchema,
-    rootVolumeGiB: z.number().int().min(20).max(16384).default(100),
-}).strict();
+export const EksCpuNodeGroupSchema = z
+    .object({
+        name: DnsLabel.default("system"),
+        instanceTypes: z
+            .array(z.string().regex(/^[a-z][a-z0-9-]*\.[a-z0-9-]+$/))
+            .min(1)
+            .default(["m7i.4xlarge"]),
+        scaling: ScalingSchema,
+        rootVolumeGiB: z.number().int().min(20).max(16384).default(100),
+    })
+    .strict();
 
 /** `platform:nodeGroups` of an EKS spoke. */
-export const EksNodeGroupsSchema = z.object({
-    gpu: z.array(EksGpuNodeGroupSchema).min(1),
-    cpu: EksCpuNodeGroupSchema,
-}).strict();
+export const EksNodeGroupsSchema = z
+    .object({
+        gpu: z.array(EksGpuNodeGroupSchema).min(1),
+        cpu: EksCpuNodeGroupSchema,
+    })
+    .strict();
 
 /** `platform:backend` of an EKS spoke: EFA through the EFA device plugin (the only mechanism we deploy). */
-export const EfaBackendSchema = z.object({
-    fabric: z.literal("efa"),
-}).strict();
+export const EfaBackendSchema = z
+    .object({
+        fabric: z.literal("efa"),
+    })
+    .strict();
 
 export type EksCluster = z.infer<typeof EksClusterSchema>;
 export type EksVpc = z.infer<typeof EksVpcSchema>;

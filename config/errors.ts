@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 
 /** One problem in a stack file: `key` is the full config key path, e.g. `platform:nodePools[0].profile`. */
 export interface ConfigIssue {
@@ -15,7 +15,7 @@ export class ConfigError extends Error {
     readonly issues: ConfigIssue[];
 
     constructor(stackFile: string, issues: ConfigIssue[]) {
-        super(`${stackFile}: invalid stack configuration\n` + issues.map((i) => `  - ${i.key}: ${i.message}`).join("\n"));
+        super(`${stackFile}: invalid stack configuration\n${issues.map((i) => `  - ${i.key}: ${i.message}`).join("\n")}`);
         this.name = "ConfigError";
         this.stackFile = stackFile;
         this.issues = issues;
@@ -61,7 +61,8 @@ function plainMessage(i: z.core.$ZodIssue, schema?: z.ZodType): string {
     }
     if (i.code === "invalid_value" && i.values.length > 1) return `must be one of ${i.values.map(quote).join(", ")}`;
     const u = i as { code: string; note?: string; options?: unknown[] };
-    if (u.code === "invalid_union" && u.note === "No matching discriminator" && u.options) return `must be one of ${u.options.map(quote).join(", ")} (required)`;
+    if (u.code === "invalid_union" && u.note === "No matching discriminator" && u.options)
+        return `must be one of ${u.options.map(quote).join(", ")} (required)`;
     return i.message;
 }
 
@@ -75,7 +76,8 @@ function joinKey(prefix: string, path: PropertyKey[]): string {
 
 /** Levenshtein edit distance between two strings (case-insensitive). */
 export function editDistance(a: string, b: string): number {
-    a = a.toLowerCase(); b = b.toLowerCase();
+    a = a.toLowerCase();
+    b = b.toLowerCase();
     let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
     for (let i = 1; i <= a.length; i++) {
         const cur = [i];
@@ -94,7 +96,10 @@ export function nearest(name: string, known: readonly string[]): string | undefi
     let bestD = Infinity;
     for (const k of known) {
         const d = editDistance(name, k);
-        if (d < bestD) { best = k; bestD = d; }
+        if (d < bestD) {
+            best = k;
+            bestD = d;
+        }
     }
     if (best === undefined) return undefined;
     const limit = Math.min(3, Math.max(1, Math.floor(Math.max(name.length, best.length) / 3)));
@@ -105,11 +110,24 @@ export function nearest(name: string, known: readonly string[]): string | undefi
 export function unknownKeyMessage(name: string, known: readonly string[]): string {
     const n = nearest(name, known);
     if (n) return `unknown key; did you mean "${n}"?`;
-    return known.length ? `unknown key (a typo? known keys here: ${[...known].sort().join(", ")})` : "unknown key (a typo? remove it or fix its name)";
+    return known.length
+        ? `unknown key (a typo? known keys here: ${[...known].sort().join(", ")})`
+        : "unknown key (a typo? remove it or fix its name)";
 }
 
 /** zod 4 schema internals read by {@link knownKeysAt} (`schema._zod.def`). */
-interface ZodDef { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; in?: z.ZodType; out?: z.ZodType; element?: z.ZodType; options?: z.ZodType[]; valueType?: z.ZodType; left?: z.ZodType; right?: z.ZodType }
+interface ZodDef {
+    type: string;
+    shape?: Record<string, z.ZodType>;
+    innerType?: z.ZodType;
+    in?: z.ZodType;
+    out?: z.ZodType;
+    element?: z.ZodType;
+    options?: z.ZodType[];
+    valueType?: z.ZodType;
+    left?: z.ZodType;
+    right?: z.ZodType;
+}
 const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
 
 /** The object schemas `schema` may be (wrappers removed, union options expanded). */
@@ -117,13 +135,24 @@ function objectsOf(schema: z.ZodType, depth = 0): Array<Record<string, z.ZodType
     if (depth > 20) return [];
     const d = defOf(schema);
     switch (d.type) {
-        case "object": return [d.shape!];
-        case "optional": case "nullable": case "default": case "prefault": case "readonly": case "catch": case "nonoptional":
+        case "object":
+            return [d.shape!];
+        case "optional":
+        case "nullable":
+        case "default":
+        case "prefault":
+        case "readonly":
+        case "catch":
+        case "nonoptional":
             return objectsOf(d.innerType!, depth + 1);
-        case "pipe": return [...objectsOf(d.in!, depth + 1), ...(d.out ? objectsOf(d.out, depth + 1) : [])];
-        case "union": return d.options!.flatMap((o) => objectsOf(o, depth + 1));
-        case "intersection": return [...objectsOf(d.left!, depth + 1), ...objectsOf(d.right!, depth + 1)];
-        default: return [];
+        case "pipe":
+            return [...objectsOf(d.in!, depth + 1), ...(d.out ? objectsOf(d.out, depth + 1) : [])];
+        case "union":
+            return d.options!.flatMap((o) => objectsOf(o, depth + 1));
+        case "intersection":
+            return [...objectsOf(d.left!, depth + 1), ...objectsOf(d.right!, depth + 1)];
+        default:
+            return [];
     }
 }
 
@@ -132,15 +161,28 @@ function childrenAt(schema: z.ZodType, seg: PropertyKey, depth = 0): z.ZodType[]
     if (depth > 20) return [];
     const d = defOf(schema);
     switch (d.type) {
-        case "object": return d.shape![String(seg)] ? [d.shape![String(seg)]] : [];
-        case "array": return typeof seg === "number" ? [d.element!] : [];
-        case "record": return [d.valueType!];
-        case "optional": case "nullable": case "default": case "prefault": case "readonly": case "catch": case "nonoptional":
+        case "object":
+            return d.shape![String(seg)] ? [d.shape![String(seg)]] : [];
+        case "array":
+            return typeof seg === "number" ? [d.element!] : [];
+        case "record":
+            return [d.valueType!];
+        case "optional":
+        case "nullable":
+        case "default":
+        case "prefault":
+        case "readonly":
+        case "catch":
+        case "nonoptional":
             return childrenAt(d.innerType!, seg, depth + 1);
-        case "pipe": return childrenAt(d.in!, seg, depth + 1);
-        case "union": return d.options!.flatMap((o) => childrenAt(o, seg, depth + 1));
-        case "intersection": return [...childrenAt(d.left!, seg, depth + 1), ...childrenAt(d.right!, seg, depth + 1)];
-        default: return [];
+        case "pipe":
+            return childrenAt(d.in!, seg, depth + 1);
+        case "union":
+            return d.options!.flatMap((o) => childrenAt(o, seg, depth + 1));
+        case "intersection":
+            return [...childrenAt(d.left!, seg, depth + 1), ...childrenAt(d.right!, seg, depth + 1)];
+        default:
+            return [];
     }
 }
 
@@ -152,7 +194,9 @@ function discriminatorAt(schema: z.ZodType, path: readonly PropertyKey[]): { key
         for (let d = 0; d < 20 && ["optional", "nullable", "default", "prefault"].includes(defOf(c).type); d++) c = defOf(c).innerType!;
         const def = defOf(c) as ZodDef & { discriminator?: string };
         if (def.type !== "union" || !def.discriminator) continue;
-        const values = objectsOf(c).flatMap((o) => (o[def.discriminator!] ? ((defOf(o[def.discriminator!]) as { values?: unknown[] }).values ?? []) : []));
+        const values = objectsOf(c).flatMap((o) =>
+            o[def.discriminator!] ? ((defOf(o[def.discriminator!]) as { values?: unknown[] }).values ?? []) : [],
+        );
         return { key: def.discriminator, values };
     }
     return undefined;

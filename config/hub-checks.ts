@@ -1,7 +1,7 @@
-import { ConfigIssue } from "./errors";
+import type { ConfigIssue } from "./errors";
 import { endpointGpus, endpointUpstreamIssues } from "./endpoint";
-import { HubConfig } from "./hub";
-import { LimitSet } from "./limits";
+import type { HubConfig } from "./hub";
+import type { LimitSet } from "./limits";
 import { KNOWN_MODELS, tensorParallelProblem } from "./models";
 
 /** Limit dimensions compared between tiers; tokens as a rate (per window second) so windows may differ. */
@@ -34,43 +34,73 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
     h.apiKeys.forEach((k, i) => {
         const key = `platform:apiKeys[${i}]`;
         if (Date.parse(k.expiresAt) <= now.getTime()) {
-            issues.push({ key: `${key}.expiresAt`, message: `API key "${k.id}" expired at ${k.expiresAt}; the auth service would answer 401 to every request: renew it (a later expiresAt) or remove the key` });
+            issues.push({
+                key: `${key}.expiresAt`,
+                message: `API key "${k.id}" expired at ${k.expiresAt}; the auth service would answer 401 to every request: renew it (a later expiresAt) or remove the key`,
+            });
         }
         const ti = h.tenants.findIndex((t) => t.id === k.tenant);
         const tj = ti < 0 ? -1 : h.tenants[ti].teams.findIndex((x) => x.id === k.team);
-        if (tj >= 0) issues.push(...limitsAbove(k.limits, h.tenants[ti].teams[tj].limits, `${key}.limits`, `team "${k.tenant}/${k.team}"`, `platform:tenants[${ti}].teams[${tj}].limits`));
+        if (tj >= 0)
+            issues.push(
+                ...limitsAbove(
+                    k.limits,
+                    h.tenants[ti].teams[tj].limits,
+                    `${key}.limits`,
+                    `team "${k.tenant}/${k.team}"`,
+                    `platform:tenants[${ti}].teams[${tj}].limits`,
+                ),
+            );
         for (const id of k.models) {
             const m = models.get(id);
             if (m) issues.push(...limitsAbove(k.limits, m.m.limits, `${key}.limits`, `model "${id}"`, `platform:models[${m.i}].limits`));
         }
     });
     if (h.models.length) {
-        h.tenants.forEach((t, ti) => t.teams.forEach((x, tj) => {
-            for (const [dim, v, show] of LIMIT_DIMENSIONS) {
-                const most = h.models.reduce((a, m, i) => (v(m.limits) > v(h.models[a].limits) ? i : a), 0);
-                if (v(x.limits) > v(h.models[most].limits)) {
-                    issues.push({ key: `platform:tenants[${ti}].teams[${tj}].limits.${dim}`, message: `${show(x.limits)} is above every model's limit (highest: ${show(h.models[most].limits)} at platform:models[${most}].limits.${dim}); this team limit can never be reached` });
+        h.tenants.forEach((t, ti) =>
+            t.teams.forEach((x, tj) => {
+                for (const [dim, v, show] of LIMIT_DIMENSIONS) {
+                    const most = h.models.reduce((a, m, i) => (v(m.limits) > v(h.models[a].limits) ? i : a), 0);
+                    if (v(x.limits) > v(h.models[most].limits)) {
+                        issues.push({
+                            key: `platform:tenants[${ti}].teams[${tj}].limits.${dim}`,
+                            message: `${show(x.limits)} is above every model's limit (highest: ${show(h.models[most].limits)} at platform:models[${most}].limits.${dim}); this team limit can never be reached`,
+                        });
+                    }
                 }
-            }
-        }));
+            }),
+        );
     }
     h.endpoints.forEach((e, i) => {
         const key = `platform:endpoints[${i}]`;
         const arch = KNOWN_MODELS[e.model];
         if (arch) {
-            const groups = e.topology.mode === "disaggregated" ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const] : [["workers", e.topology.workers] as const];
+            const groups =
+                e.topology.mode === "disaggregated"
+                    ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
+                    : [["workers", e.topology.workers] as const];
             for (const [role, g] of groups) {
                 const p = tensorParallelProblem(arch, g.gpusPerWorker);
-                if (p) issues.push({ key: `${key}.topology.${role}.gpusPerWorker`, message: `${e.model}: ${p}; the engine refuses to start (${arch.source})` });
+                if (p)
+                    issues.push({
+                        key: `${key}.topology.${role}.gpusPerWorker`,
+                        message: `${e.model}: ${p}; the engine refuses to start (${arch.source})`,
+                    });
             }
             if (e.maxModelLen !== undefined && e.maxModelLen > arch.maxPositionEmbeddings) {
-                issues.push({ key: `${key}.maxModelLen`, message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})` });
+                issues.push({
+                    key: `${key}.maxModelLen`,
+                    message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})`,
+                });
             }
         }
         issues.push(...endpointUpstreamIssues(e, key));
         const used = endpointGpus(e);
         if (e.planner.enabled && e.planner.maxGpuBudget < used) {
-            issues.push({ key: `${key}.planner.maxGpuBudget`, message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point` });
+            issues.push({
+                key: `${key}.planner.maxGpuBudget`,
+                message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point`,
+            });
         }
     });
     return issues;

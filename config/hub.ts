@@ -6,23 +6,27 @@ import { SpokeIdentityConfigSchema } from "./spoke-identity";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 
 /** A GPU cluster the hub may place endpoints on. Its spoke stack file sets `platform:spoke.name` to `name`. */
-export const SpokeRefSchema = z.object({
-    name: DnsLabel,
-    /** Stack name of the spoke (its file is `stacks/Pulumi.<stack>.yaml`). */
-    stack: z.string().min(1),
-    /** Where the cluster is (cloud region or site), for humans and dashboards. */
-    region: z.string().min(1),
-    provider: z.enum(["onprem", "eks"]),
-    /** GPUs the spoke can schedule; placement beyond this is rejected. */
-    gpus: z.number().int().positive(),
-}).strict();
+export const SpokeRefSchema = z
+    .object({
+        name: DnsLabel,
+        /** Stack name of the spoke (its file is `stacks/Pulumi.<stack>.yaml`). */
+        stack: z.string().min(1),
+        /** Where the cluster is (cloud region or site), for humans and dashboards. */
+        region: z.string().min(1),
+        provider: z.enum(["onprem", "eks"]),
+        /** GPUs the spoke can schedule; placement beyond this is rejected. */
+        gpus: z.number().int().positive(),
+    })
+    .strict();
 
-export const ModelSchema = z.object({
-    /** Model id as clients send it (`model` in the request body). */
-    id: z.string().min(1),
-    /** Platform-wide limits for this model, the first of the three tiers. */
-    limits: LimitSetSchema,
-}).strict();
+export const ModelSchema = z
+    .object({
+        /** Model id as clients send it (`model` in the request body). */
+        id: z.string().min(1),
+        /** Platform-wide limits for this model, the first of the three tiers. */
+        limits: LimitSetSchema,
+    })
+    .strict();
 
 export const TeamSchema = z.object({ id: DnsLabel, limits: LimitSetSchema }).strict();
 export const TenantSchema = z.object({ id: DnsLabel, displayName: z.string().min(1), teams: z.array(TeamSchema).min(1) }).strict();
@@ -31,98 +35,129 @@ export const TenantSchema = z.object({ id: DnsLabel, displayName: z.string().min
  * An API key's metadata. The key itself is minted by the hub (`@pulumi/random`), kept as a Pulumi
  * secret, and only its SHA-256 leaves the hub (in the signed policy bundle).
  */
-export const ApiKeySchema = z.object({
-    id: DnsLabel,
-    tenant: DnsLabel,
-    team: DnsLabel,
-    /** Model ids this key may call; each must be in `platform:models`. */
-    models: z.array(z.string().min(1)).min(1),
-    /** Expiry as an ISO-8601 timestamp; the auth service answers 401 after it. */
-    expiresAt: z.string().datetime({ offset: true }),
-    limits: LimitSetSchema,
-}).strict();
+export const ApiKeySchema = z
+    .object({
+        id: DnsLabel,
+        tenant: DnsLabel,
+        team: DnsLabel,
+        /** Model ids this key may call; each must be in `platform:models`. */
+        models: z.array(z.string().min(1)).min(1),
+        /** Expiry as an ISO-8601 timestamp; the auth service answers 401 after it. */
+        expiresAt: z.string().datetime({ offset: true }),
+        limits: LimitSetSchema,
+    })
+    .strict();
 
 /** `platform:alarms` of the hub: where CloudWatch alarms (failure queue, iterator age, reconciliation gaps) notify. */
-export const HubAlarmsSchema = z.object({
-    /** An SNS topic the operator owns (subscriptions: pager, mail). */
-    topicArn: z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/, "must be an SNS topic ARN like arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"),
-    /** Consumer iterator age that alarms, seconds (usage older than this has not reached the ledger). */
-    iteratorAgeSeconds: z.number().int().min(60).default(3600),
-    /** EventBridge schedule of the reconciliation (services/reconciler). */
-    reconcileSchedule: z.string().regex(/^(rate|cron)\(.+\)$/, "must be an EventBridge schedule expression like rate(1 hour)").default("rate(1 hour)"),
-    /** Hours the reconciliation looks back on each run. */
-    reconcileLookbackHours: z.number().int().min(1).max(24 * 35).default(48),
-}).strict();
+export const HubAlarmsSchema = z
+    .object({
+        /** An SNS topic the operator owns (subscriptions: pager, mail). */
+        topicArn: z
+            .string()
+            .regex(
+                /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[\w-]+$/,
+                "must be an SNS topic ARN like arn:aws:sns:ap-southeast-1:111122223333:platform-alarms",
+            ),
+        /** Consumer iterator age that alarms, seconds (usage older than this has not reached the ledger). */
+        iteratorAgeSeconds: z.number().int().min(60).default(3600),
+        /** EventBridge schedule of the reconciliation (services/reconciler). */
+        reconcileSchedule: z
+            .string()
+            .regex(/^(rate|cron)\(.+\)$/, "must be an EventBridge schedule expression like rate(1 hour)")
+            .default("rate(1 hour)"),
+        /** Hours the reconciliation looks back on each run. */
+        reconcileLookbackHours: z
+            .number()
+            .int()
+            .min(1)
+            .max(24 * 35)
+            .default(48),
+    })
+    .strict();
 export type HubAlarms = z.infer<typeof HubAlarmsSchema>;
 
-export const HubConfigSchema = z.object({
-    role: z.literal("hub"),
-    spokes: z.array(SpokeRefSchema).min(1),
-    models: z.array(ModelSchema).min(1),
-    tenants: z.array(TenantSchema).min(1),
-    apiKeys: z.array(ApiKeySchema),
-    endpoints: z.array(EndpointSchema),
-    /** Usage ledger (config/metering.ts); optional, every field defaulted. */
-    usage: UsageLedgerConfigSchema.prefault({}),
-    /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
-    spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
-    /** Alarm destination (required: usage that cannot reach the ledger must page someone). */
-    alarms: HubAlarmsSchema,
-    /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
-    hubDeployers: HubDeployersSchema,
-    tenantKeys: TenantKeysConfigSchema,
-}).strict().superRefine((h, ctx) => {
-    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
-    for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
-    const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
-        const seen = new Map<string, number>();
-        items.forEach((it, i) => {
-            const k = key(it);
-            if (seen.has(k)) issue([path, i], `duplicate ${what} "${k}" (also ${path}[${seen.get(k)}])`);
-            else seen.set(k, i);
-        });
-    };
-    dupes(h.spokes, (s) => s.name, "spokes", "spoke name");
-    for (const [name, id] of Object.entries(h.spokeIdentities)) {
-        const s = h.spokes.find((x) => x.name === name);
-        if (!s) issue(["spokeIdentities", name], `unknown spoke "${name}" (known: ${h.spokes.map((x) => x.name).join(", ")})`);
-        else if (s.provider === "eks" && id.mode !== "pod-identity") issue(["spokeIdentities", name, "mode"], `an EKS spoke uses pod-identity (no long-lived key), not ${id.mode}`);
-        else if (s.provider === "onprem" && id.mode === "pod-identity") issue(["spokeIdentities", name, "mode"], "pod-identity is for EKS spokes; an on-prem spoke uses roles-anywhere (CA bundle) or access-key");
-    }
-    dupes(h.spokes, (s) => s.stack, "spokes", "spoke stack");
-    dupes(h.models, (m) => m.id, "models", "model id");
-    dupes(h.tenants, (t) => t.id, "tenants", "tenant id");
-    dupes(h.apiKeys, (k) => k.id, "apiKeys", "API key id");
-    dupes(h.endpoints, (e) => `${e.spoke}/${e.name}`, "endpoints", "endpoint (spoke/name)");
-    h.tenants.forEach((t, i) => dupes(t.teams, (x) => x.id, `tenants[${i}].teams` as string, "team id"));
+export const HubConfigSchema = z
+    .object({
+        role: z.literal("hub"),
+        spokes: z.array(SpokeRefSchema).min(1),
+        models: z.array(ModelSchema).min(1),
+        tenants: z.array(TenantSchema).min(1),
+        apiKeys: z.array(ApiKeySchema),
+        endpoints: z.array(EndpointSchema),
+        /** Usage ledger (config/metering.ts); optional, every field defaulted. */
+        usage: UsageLedgerConfigSchema.prefault({}),
+        /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
+        spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
+        /** Alarm destination (required: usage that cannot reach the ledger must page someone). */
+        alarms: HubAlarmsSchema,
+        /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
+        hubDeployers: HubDeployersSchema,
+        tenantKeys: TenantKeysConfigSchema,
+    })
+    .strict()
+    .superRefine((h, ctx) => {
+        const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+        for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
+        const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
+            const seen = new Map<string, number>();
+            items.forEach((it, i) => {
+                const k = key(it);
+                if (seen.has(k)) issue([path, i], `duplicate ${what} "${k}" (also ${path}[${seen.get(k)}])`);
+                else seen.set(k, i);
+            });
+        };
+        dupes(h.spokes, (s) => s.name, "spokes", "spoke name");
+        for (const [name, id] of Object.entries(h.spokeIdentities)) {
+            const s = h.spokes.find((x) => x.name === name);
+            if (!s) issue(["spokeIdentities", name], `unknown spoke "${name}" (known: ${h.spokes.map((x) => x.name).join(", ")})`);
+            else if (s.provider === "eks" && id.mode !== "pod-identity")
+                issue(["spokeIdentities", name, "mode"], `an EKS spoke uses pod-identity (no long-lived key), not ${id.mode}`);
+            else if (s.provider === "onprem" && id.mode === "pod-identity")
+                issue(
+                    ["spokeIdentities", name, "mode"],
+                    "pod-identity is for EKS spokes; an on-prem spoke uses roles-anywhere (CA bundle) or access-key",
+                );
+        }
+        dupes(h.spokes, (s) => s.stack, "spokes", "spoke stack");
+        dupes(h.models, (m) => m.id, "models", "model id");
+        dupes(h.tenants, (t) => t.id, "tenants", "tenant id");
+        dupes(h.apiKeys, (k) => k.id, "apiKeys", "API key id");
+        dupes(h.endpoints, (e) => `${e.spoke}/${e.name}`, "endpoints", "endpoint (spoke/name)");
+        h.tenants.forEach((t, i) => dupes(t.teams, (x) => x.id, `tenants[${i}].teams` as string, "team id"));
 
-    const models = new Set(h.models.map((m) => m.id));
-    const spokes = new Map(h.spokes.map((s) => [s.name, s]));
-    const teams = new Set(h.tenants.flatMap((t) => t.teams.map((x) => `${t.id}/${x.id}`)));
-    h.apiKeys.forEach((k, i) => {
-        if (!h.tenants.some((t) => t.id === k.tenant)) issue(["apiKeys", i, "tenant"], `unknown tenant "${k.tenant}"`);
-        else if (!teams.has(`${k.tenant}/${k.team}`)) issue(["apiKeys", i, "team"], `tenant "${k.tenant}" has no team "${k.team}"`);
-        k.models.forEach((m, j) => { if (!models.has(m)) issue(["apiKeys", i, "models", j], `unknown model "${m}" (known: ${[...models].join(", ")})`); });
-    });
-    const gpusBySpoke = new Map<string, number>();
-    h.endpoints.forEach((e, i) => {
-        if (!models.has(e.model)) issue(["endpoints", i, "model"], `unknown model "${e.model}" (known: ${[...models].join(", ")})`);
-        if (!spokes.has(e.spoke)) issue(["endpoints", i, "spoke"], `placement on unknown spoke "${e.spoke}" (known: ${[...spokes.keys()].join(", ")})`);
-        gpusBySpoke.set(e.spoke, (gpusBySpoke.get(e.spoke) ?? 0) + endpointGpus(e));
-    });
-    for (const [name, used] of gpusBySpoke) {
-        const s = spokes.get(name);
-        if (s && used > s.gpus) {
-            // Name every endpoint on the spoke (the one whose replicas grew is among them), or only the one that
-            // alone exceeds the spoke: the other endpoints are not what to fix.
-            const on = h.endpoints.map((e, i) => ({ e, i, n: endpointGpus(e) })).filter((x) => x.e.spoke === name);
-            const alone = on.filter((x) => x.n > s.gpus);
-            const list = on.map((x) => `endpoints[${x.i}] ${x.e.name}: ${x.n}`).join(", ");
-            for (const x of alone.length ? alone : on) {
-                issue(["endpoints", x.i, "topology"], `spoke "${name}" has ${s.gpus} GPUs but its endpoints need ${used} (${list}); this endpoint uses ${x.n}`);
+        const models = new Set(h.models.map((m) => m.id));
+        const spokes = new Map(h.spokes.map((s) => [s.name, s]));
+        const teams = new Set(h.tenants.flatMap((t) => t.teams.map((x) => `${t.id}/${x.id}`)));
+        h.apiKeys.forEach((k, i) => {
+            if (!h.tenants.some((t) => t.id === k.tenant)) issue(["apiKeys", i, "tenant"], `unknown tenant "${k.tenant}"`);
+            else if (!teams.has(`${k.tenant}/${k.team}`)) issue(["apiKeys", i, "team"], `tenant "${k.tenant}" has no team "${k.team}"`);
+            k.models.forEach((m, j) => {
+                if (!models.has(m)) issue(["apiKeys", i, "models", j], `unknown model "${m}" (known: ${[...models].join(", ")})`);
+            });
+        });
+        const gpusBySpoke = new Map<string, number>();
+        h.endpoints.forEach((e, i) => {
+            if (!models.has(e.model)) issue(["endpoints", i, "model"], `unknown model "${e.model}" (known: ${[...models].join(", ")})`);
+            if (!spokes.has(e.spoke))
+                issue(["endpoints", i, "spoke"], `placement on unknown spoke "${e.spoke}" (known: ${[...spokes.keys()].join(", ")})`);
+            gpusBySpoke.set(e.spoke, (gpusBySpoke.get(e.spoke) ?? 0) + endpointGpus(e));
+        });
+        for (const [name, used] of gpusBySpoke) {
+            const s = spokes.get(name);
+            if (s && used > s.gpus) {
+                // Name every endpoint on the spoke (the one whose replicas grew is among them), or only the one that
+                // alone exceeds the spoke: the other endpoints are not what to fix.
+                const on = h.endpoints.map((e, i) => ({ e, i, n: endpointGpus(e) })).filter((x) => x.e.spoke === name);
+                const alone = on.filter((x) => x.n > s.gpus);
+                const list = on.map((x) => `endpoints[${x.i}] ${x.e.name}: ${x.n}`).join(", ");
+                for (const x of alone.length ? alone : on) {
+                    issue(
+                        ["endpoints", x.i, "topology"],
+                        `spoke "${name}" has ${s.gpus} GPUs but its endpoints need ${used} (${list}); this endpoint uses ${x.n}`,
+                    );
+                }
             }
         }
-    }
-});
+    });
 
 export type HubConfig = z.infer<typeof HubConfigSchema>;

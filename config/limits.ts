@@ -5,15 +5,17 @@ import { z } from "zod";
  * Checked by the spoke's auth service before any GPU work: rps and concurrency synchronously
  * (Redis), tokens against counters fed by usage events (so a tier may overshoot by one window's lag).
  */
-export const LimitSetSchema = z.object({
-    /** Sustained requests per second (token bucket refill rate). */
-    requestsPerSecond: z.number().positive(),
-    /** Requests in flight at once (leases released by the usage event or by TTL). */
-    concurrentRequests: z.number().int().positive(),
-    /** Input + output tokens allowed per window. */
-    tokensPerWindow: z.number().int().positive(),
-    /** Token window length in seconds. */
-    windowSeconds: z.number().int().positive().default(60),
-}).strict();
+export const LimitSetSchema = z
+    .object({
+        /** Sustained requests per second (token bucket refill rate). */
+        requestsPerSecond: z.number().positive(),
+        /** Requests in flight at once (leases released by the usage event or by TTL). */
+        concurrentRequests: z.number().int().positive(),
+        /** Input + output tokens allowed per window. */
+        tokensPerWindow: z.number().int().positive(),
+        /** Token window length in seconds. */
+        windowSeconds: z.number().int().positive().default(60),
+    })
+    .strict();
 
 export type LimitSet = z.infer<typeof LimitSetSchema>;

@@ -26,27 +26,39 @@ export interface ModelArchitecture {
 /** Known models by Hugging Face repo id (the `model` clients send). */
 export const KNOWN_MODELS: Readonly<Record<string, ModelArchitecture>> = {
     "meta-llama/Llama-3.3-70B-Instruct": {
-        attentionHeads: 64, kvHeads: 8, maxPositionEmbeddings: 131072,
+        attentionHeads: 64,
+        kvHeads: 8,
+        maxPositionEmbeddings: 131072,
         source: "huggingface.co/meta-llama/Llama-3.3-70B-Instruct config.json (num_attention_heads 64, num_key_value_heads 8, max_position_embeddings 131072)",
     },
     "meta-llama/Llama-3.1-70B-Instruct": {
-        attentionHeads: 64, kvHeads: 8, maxPositionEmbeddings: 131072,
+        attentionHeads: 64,
+        kvHeads: 8,
+        maxPositionEmbeddings: 131072,
         source: "huggingface.co/meta-llama/Llama-3.1-70B-Instruct config.json",
     },
     "meta-llama/Llama-3.1-8B-Instruct": {
-        attentionHeads: 32, kvHeads: 8, maxPositionEmbeddings: 131072,
+        attentionHeads: 32,
+        kvHeads: 8,
+        maxPositionEmbeddings: 131072,
         source: "huggingface.co/meta-llama/Llama-3.1-8B-Instruct config.json",
     },
     "Qwen/Qwen3-32B": {
-        attentionHeads: 64, kvHeads: 8, maxPositionEmbeddings: 40960,
+        attentionHeads: 64,
+        kvHeads: 8,
+        maxPositionEmbeddings: 40960,
         source: "huggingface.co/Qwen/Qwen3-32B config.json (num_attention_heads 64, num_key_value_heads 8, max_position_embeddings 40960, rope_scaling null; 131072 only with YaRN rope_scaling added)",
     },
     "deepseek-ai/DeepSeek-R1": {
-        attentionHeads: 128, kvHeads: 128, maxPositionEmbeddings: 163840,
+        attentionHeads: 128,
+        kvHeads: 128,
+        maxPositionEmbeddings: 163840,
         source: "huggingface.co/deepseek-ai/DeepSeek-R1 config.json (num_attention_heads 128, num_key_value_heads 128, max_position_embeddings 163840)",
     },
     "deepseek-ai/DeepSeek-V3": {
-        attentionHeads: 128, kvHeads: 128, maxPositionEmbeddings: 163840,
+        attentionHeads: 128,
+        kvHeads: 128,
+        maxPositionEmbeddings: 163840,
         source: "huggingface.co/deepseek-ai/DeepSeek-V3 config.json",
     },
 };
@@ -54,6 +66,7 @@ export const KNOWN_MODELS: Readonly<Record<string, ModelArchitecture>> = {
 /** Why `tp` GPUs cannot split `m`, or undefined when they can. */
 export function tensorParallelProblem(m: ModelArchitecture, tp: number): string | undefined {
     if (m.attentionHeads % tp !== 0) return `${m.attentionHeads} attention heads are not divisible by tensor-parallel size ${tp}`;
-    if (m.kvHeads >= tp ? m.kvHeads % tp !== 0 : tp % m.kvHeads !== 0) return `${m.kvHeads} KV heads can be neither split nor replicated across ${tp} GPUs`;
+    if (m.kvHeads >= tp ? m.kvHeads % tp !== 0 : tp % m.kvHeads !== 0)
+        return `${m.kvHeads} KV heads can be neither split nor replicated across ${tp} GPUs`;
     return undefined;
 }

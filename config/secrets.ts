@@ -36,7 +36,10 @@ export function entropy(s: string): number {
     const counts = new Map<string, number>();
     for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
     let h = 0;
-    for (const n of counts.values()) { const p = n / s.length; h -= p * Math.log2(p); }
+    for (const n of counts.values()) {
+        const p = n / s.length;
+        h -= p * Math.log2(p);
+    }
     return h;
 }
 
@@ -61,7 +64,10 @@ function walk(v: unknown, key: string, path: Array<string | number>, out: Config
         const kind = credentialKind(v, typeof path[path.length - 1] === "number" ? String(path[path.length - 2] ?? last) : last);
         if (kind) {
             const k = fmt(key, path);
-            out.push({ key: k, message: `looks like ${kind} in plain config (the value is not shown). A credential never goes in a stack file: it would land in the state, in out/ and in logs. Keep it in the Kubernetes Secret or IAM role it belongs to and name that here, or if this stack must carry it, \`pulumi config set --secret ${key} ...\`` });
+            out.push({
+                key: k,
+                message: `looks like ${kind} in plain config (the value is not shown). A credential never goes in a stack file: it would land in the state, in out/ and in logs. Keep it in the Kubernetes Secret or IAM role it belongs to and name that here, or if this stack must carry it, \`pulumi config set --secret ${key} ...\``,
+            });
         }
     } else if (Array.isArray(v)) {
         v.forEach((x, i) => walk(x, key, [...path, i], out));
@@ -82,11 +88,18 @@ export function plainCredentials(all: Record<string, string>, secretKeys: Readon
     for (const [key, raw] of Object.entries(all)) {
         if (secretKeys.has(key)) continue;
         if (SECRET_CONFIG_KEYS.includes(key)) {
-            out.push({ key, message: `must be a Pulumi secret, not plain text (the value is not shown): \`pulumi config set --secret ${key} ...\`, or better, leave it unset and use the ambient credentials / a kubeconfig context` });
+            out.push({
+                key,
+                message: `must be a Pulumi secret, not plain text (the value is not shown): \`pulumi config set --secret ${key} ...\`, or better, leave it unset and use the ambient credentials / a kubeconfig context`,
+            });
             continue;
         }
         let v: unknown = raw;
-        try { v = JSON.parse(raw); } catch { /* plain string */ }
+        try {
+            v = JSON.parse(raw);
+        } catch {
+            /* plain string */
+        }
         walk(v, key, [], out);
     }
     return out;

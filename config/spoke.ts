@@ -1,119 +1,148 @@
 import { z } from "zod";
 import { parseCidr } from "./cidr";
-import { EfaBackendSchema, EksClusterSchema, EksCluster, EksNodeGroups, EksNodeGroupsSchema } from "./eks";
+import { EfaBackendSchema, EksClusterSchema, type EksCluster, type EksNodeGroups, EksNodeGroupsSchema } from "./eks";
 import { DnsLabel } from "./endpoint";
 import { edgeIssues } from "./edge";
 import { GatewayConfigSchema } from "./gateway";
 import { MeteringConfigSchema } from "./metering";
-import { NodeProfile } from "./nodeProfile";
+import type { NodeProfile } from "./nodeProfile";
 import { ObservabilityConfigSchema } from "./observability";
 import { ServingConfigSchema } from "./serving";
 
-const Cidr = z.string().refine((s) => { try { parseCidr(s); return true; } catch { return false; } },
-    { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.64.0.0/16" });
+const Cidr = z.string().refine(
+    (s) => {
+        try {
+            parseCidr(s);
+            return true;
+        } catch {
+            return false;
+        }
+    },
+    { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.64.0.0/16" },
+);
 
-export const NodePoolSchema = z.object({
-    name: DnsLabel,
-    /** A preset name from `config/node-profiles/` or an inline profile (same shape as a preset file). */
-    profile: z.union([z.string(), z.record(z.string(), z.unknown())]),
-    /** Kubernetes node names (hostnames) in this pool. */
-    nodes: z.array(z.string().min(1)).min(1),
-    /**
-     * True when node bootstrap sets `LimitMEMLOCK=infinity` for containerd and kubelet, so RDMA
-     * processes can pin memory without running as root.
-     */
-    memlockUnlimited: z.boolean().default(false),
-}).strict();
+export const NodePoolSchema = z
+    .object({
+        name: DnsLabel,
+        /** A preset name from `config/node-profiles/` or an inline profile (same shape as a preset file). */
+        profile: z.union([z.string(), z.record(z.string(), z.unknown())]),
+        /** Kubernetes node names (hostnames) in this pool. */
+        nodes: z.array(z.string().min(1)).min(1),
+        /**
+         * True when node bootstrap sets `LimitMEMLOCK=infinity` for containerd and kubelet, so RDMA
+         * processes can pin memory without running as root.
+         */
+        memlockUnlimited: z.boolean().default(false),
+    })
+    .strict();
 
 /** `platform:cluster` of an on-prem spoke: an existing Kubernetes cluster reached through a kubeconfig context. */
-export const OnPremClusterSchema = z.object({
-    provider: z.literal("onprem"),
-    /** kubeconfig context for the Kubernetes provider; unset uses the ambient kubeconfig. */
-    kubeconfigContext: z.string().optional(),
-    podCidr: Cidr,
-    serviceCidr: Cidr,
-}).strict();
+export const OnPremClusterSchema = z
+    .object({
+        provider: z.literal("onprem"),
+        /** kubeconfig context for the Kubernetes provider; unset uses the ambient kubeconfig. */
+        kubeconfigContext: z.string().optional(),
+        podCidr: Cidr,
+        serviceCidr: Cidr,
+    })
+    .strict();
 
 /** `platform:backend` of an on-prem spoke: rail-aligned InfiniBand. */
-export const InfinibandBackendSchema = z.object({
-    fabric: z.literal("infiniband"),
-    /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
-    rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
-    /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
-    railSupernet: Cidr,
-    railPrefixLength: z.number().int().min(16).max(28).default(20),
-    /** Addresses nv-ipam hands each node per rail pool. */
-    perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
-    /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
-    minLinkRateGbps: z.number().int().positive().default(400),
-}).strict();
+export const InfinibandBackendSchema = z
+    .object({
+        fabric: z.literal("infiniband"),
+        /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
+        rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
+        /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
+        railSupernet: Cidr,
+        railPrefixLength: z.number().int().min(16).max(28).default(20),
+        /** Addresses nv-ipam hands each node per rail pool. */
+        perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
+        /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
+        minLinkRateGbps: z.number().int().positive().default(400),
+    })
+    .strict();
 
 /** `platform:frontend` of an on-prem spoke: the north-south Ethernet. */
-export const FrontendSchema = z.object({
-    /** Node addresses on the north-south Ethernet. */
-    subnet: Cidr,
-    /** Per-port rate in Gb/s (2 x 200 GbE per node). */
-    linkRateGbps: z.number().int().positive().default(200),
-}).strict();
+export const FrontendSchema = z
+    .object({
+        /** Node addresses on the north-south Ethernet. */
+        subnet: Cidr,
+        /** Per-port rate in Gb/s (2 x 200 GbE per node). */
+        linkRateGbps: z.number().int().positive().default(200),
+    })
+    .strict();
 
-export const SpokeConfigSchema = z.object({
-    role: z.literal("spoke"),
-    spoke: z.object({
-        /** Must equal a `platform:spokes[].name` of the hub. */
-        name: DnsLabel,
-        region: z.string().min(1),
-        /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
-        hubStack: z.string().min(1),
-    }).strict(),
-    /** `provider: onprem` (an existing cluster) or `provider: eks` (created here, config/eks.ts). */
-    cluster: z.discriminatedUnion("provider", [OnPremClusterSchema, EksClusterSchema]),
-    /** On-prem only: pools of named hosts. */
-    nodePools: z.array(NodePoolSchema).min(1).optional(),
-    /** EKS only: managed node groups (GPU groups with EFA, one CPU group). */
-    nodeGroups: EksNodeGroupsSchema.optional(),
-    /** `fabric: infiniband` (on-prem) or `fabric: efa` (EKS). */
-    backend: z.discriminatedUnion("fabric", [InfinibandBackendSchema, EfaBackendSchema]),
-    /** On-prem only: the north-south Ethernet (on EKS it is the VPC). */
-    frontend: FrontendSchema.optional(),
-    gpuOperator: z.object({
-        /**
-         * GPUDirect RDMA kernel path: `dmabuf` (recommended; open GPU kernel modules, Linux >= 5.12) or
-         * legacy `peermem` (nvidia-peermem, needs MLNX/DOCA OFED) — NVIDIA cloud-native-docs gpu-operator-rdma.
-         */
-        gpuDirectRdma: z.enum(["dmabuf", "peermem"]).default("dmabuf"),
-        /**
-         * True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). Only
-         * read with `peermem`: the GPU Operator ignores it unless `driver.rdma.enabled` (components/spoke/GpuOperator.ts).
-         */
-        useHostMofed: z.boolean().default(false),
-    }).strict().refine((g) => !g.useHostMofed || g.gpuDirectRdma === "peermem", {
-        message: "useHostMofed only takes effect with gpuDirectRdma peermem (the GPU Operator reads driver.rdma.useHostMofed only when driver.rdma.enabled); remove it for dmabuf",
-        path: ["useHostMofed"],
-    }).default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
-    /** Agent Router / auth service settings (config/gateway.ts); optional, every field defaulted. */
-    gateway: GatewayConfigSchema.prefault({}),
-    /** Dynamo platform install and endpoint -> node pool mapping (config/serving.ts); optional, every field defaulted. */
-    serving: ServingConfigSchema.prefault({}),
-    /** Metering service and access-log collector (config/metering.ts); optional, every field defaulted. */
-    metering: MeteringConfigSchema.prefault({}),
-    /** Dashboards, alerts and scrape objects (config/observability.ts); optional, every field defaulted. */
-    observability: ObservabilityConfigSchema.prefault({}),
-}).strict().superRefine((s, ctx) => {
-    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
-    for (const x of edgeIssues(s.cluster.provider, s.gateway.listener)) issue(x.path, x.message);
-    if (s.cluster.provider === "onprem") {
-        if (s.backend.fabric !== "infiniband") issue(["backend", "fabric"], "an on-prem spoke uses fabric: infiniband (efa is for provider: eks)");
-        if (!s.nodePools) issue(["nodePools"], "an on-prem spoke needs nodePools (named hosts per pool)");
-        if (!s.frontend) issue(["frontend"], "an on-prem spoke needs frontend (the north-south subnet)");
-        if (s.nodeGroups) issue(["nodeGroups"], "nodeGroups are for provider: eks; an on-prem spoke lists its hosts in nodePools");
-        return;
-    }
-    if (s.backend.fabric !== "efa") issue(["backend", "fabric"], "an EKS spoke uses fabric: efa (infiniband is for provider: onprem)");
-    if (!s.nodeGroups) issue(["nodeGroups"], "an EKS spoke needs nodeGroups (gpu and cpu)");
-    if (s.nodePools) issue(["nodePools"], "nodePools are for provider: onprem; an EKS spoke declares nodeGroups");
-    if (s.frontend) issue(["frontend"], "frontend is for provider: onprem; an EKS spoke's north-south network is its VPC");
-    if (s.spoke.region !== s.cluster.region) issue(["spoke", "region"], `must equal platform:cluster.region (${s.cluster.region}) on an EKS spoke`);
-});
+export const SpokeConfigSchema = z
+    .object({
+        role: z.literal("spoke"),
+        spoke: z
+            .object({
+                /** Must equal a `platform:spokes[].name` of the hub. */
+                name: DnsLabel,
+                region: z.string().min(1),
+                /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
+                hubStack: z.string().min(1),
+            })
+            .strict(),
+        /** `provider: onprem` (an existing cluster) or `provider: eks` (created here, config/eks.ts). */
+        cluster: z.discriminatedUnion("provider", [OnPremClusterSchema, EksClusterSchema]),
+        /** On-prem only: pools of named hosts. */
+        nodePools: z.array(NodePoolSchema).min(1).optional(),
+        /** EKS only: managed node groups (GPU groups with EFA, one CPU group). */
+        nodeGroups: EksNodeGroupsSchema.optional(),
+        /** `fabric: infiniband` (on-prem) or `fabric: efa` (EKS). */
+        backend: z.discriminatedUnion("fabric", [InfinibandBackendSchema, EfaBackendSchema]),
+        /** On-prem only: the north-south Ethernet (on EKS it is the VPC). */
+        frontend: FrontendSchema.optional(),
+        gpuOperator: z
+            .object({
+                /**
+                 * GPUDirect RDMA kernel path: `dmabuf` (recommended; open GPU kernel modules, Linux >= 5.12) or
+                 * legacy `peermem` (nvidia-peermem, needs MLNX/DOCA OFED) — NVIDIA cloud-native-docs gpu-operator-rdma.
+                 */
+                gpuDirectRdma: z.enum(["dmabuf", "peermem"]).default("dmabuf"),
+                /**
+                 * True when the host (not the DOCA driver container) provides the NIC drivers (`driver.rdma.useHostMofed`). Only
+                 * read with `peermem`: the GPU Operator ignores it unless `driver.rdma.enabled` (components/spoke/GpuOperator.ts).
+                 */
+                useHostMofed: z.boolean().default(false),
+            })
+            .strict()
+            .refine((g) => !g.useHostMofed || g.gpuDirectRdma === "peermem", {
+                message:
+                    "useHostMofed only takes effect with gpuDirectRdma peermem (the GPU Operator reads driver.rdma.useHostMofed only when driver.rdma.enabled); remove it for dmabuf",
+                path: ["useHostMofed"],
+            })
+            .default({ gpuDirectRdma: "dmabuf", useHostMofed: false }),
+        /** Agent Router / auth service settings (config/gateway.ts); optional, every field defaulted. */
+        gateway: GatewayConfigSchema.prefault({}),
+        /** Dynamo platform install and endpoint -> node pool mapping (config/serving.ts); optional, every field defaulted. */
+        serving: ServingConfigSchema.prefault({}),
+        /** Metering service and access-log collector (config/metering.ts); optional, every field defaulted. */
+        metering: MeteringConfigSchema.prefault({}),
+        /** Dashboards, alerts and scrape objects (config/observability.ts); optional, every field defaulted. */
+        observability: ObservabilityConfigSchema.prefault({}),
+    })
+    .strict()
+    .superRefine((s, ctx) => {
+        const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+        for (const x of edgeIssues(s.cluster.provider, s.gateway.listener)) issue(x.path, x.message);
+        if (s.cluster.provider === "onprem") {
+            if (s.backend.fabric !== "infiniband")
+                issue(["backend", "fabric"], "an on-prem spoke uses fabric: infiniband (efa is for provider: eks)");
+            if (!s.nodePools) issue(["nodePools"], "an on-prem spoke needs nodePools (named hosts per pool)");
+            if (!s.frontend) issue(["frontend"], "an on-prem spoke needs frontend (the north-south subnet)");
+            if (s.nodeGroups) issue(["nodeGroups"], "nodeGroups are for provider: eks; an on-prem spoke lists its hosts in nodePools");
+            return;
+        }
+        if (s.backend.fabric !== "efa") issue(["backend", "fabric"], "an EKS spoke uses fabric: efa (infiniband is for provider: onprem)");
+        if (!s.nodeGroups) issue(["nodeGroups"], "an EKS spoke needs nodeGroups (gpu and cpu)");
+        if (s.nodePools) issue(["nodePools"], "nodePools are for provider: onprem; an EKS spoke declares nodeGroups");
+        if (s.frontend) issue(["frontend"], "frontend is for provider: onprem; an EKS spoke's north-south network is its VPC");
+        if (s.spoke.region !== s.cluster.region)
+            issue(["spoke", "region"], `must equal platform:cluster.region (${s.cluster.region}) on an EKS spoke`);
+    });
 
 export type SpokeConfigRaw = z.infer<typeof SpokeConfigSchema>;
 export type NodePoolRaw = z.infer<typeof NodePoolSchema>;
@@ -126,12 +155,23 @@ export type Frontend = z.infer<typeof FrontendSchema>;
 export type NodePool = Omit<NodePoolRaw, "profile"> & { profile: NodeProfile };
 
 /** One rail's IP pool: rail index and the subnet all nodes' rail-i ports share (leaf i, one flat IB subnet, no gateway). */
-export interface RailPool { rail: number; subnet: string }
+export interface RailPool {
+    rail: number;
+    subnet: string;
+}
 
-type SpokeCommon = Omit<SpokeConfigRaw, "cluster" | "backend" | "nodePools" | "nodeGroups" | "frontend"> & { nodePools: NodePool[]; railPools: RailPool[] };
+type SpokeCommon = Omit<SpokeConfigRaw, "cluster" | "backend" | "nodePools" | "nodeGroups" | "frontend"> & {
+    nodePools: NodePool[];
+    railPools: RailPool[];
+};
 
 /** A validated on-prem spoke: InfiniBand rails, named hosts, frontend subnet. */
-export type OnPremSpokeConfig = SpokeCommon & { cluster: OnPremCluster; backend: InfinibandBackend; frontend: Frontend; nodeGroups?: undefined };
+export type OnPremSpokeConfig = SpokeCommon & {
+    cluster: OnPremCluster;
+    backend: InfinibandBackend;
+    frontend: Frontend;
+    nodeGroups?: undefined;
+};
 
 /**
  * A validated EKS spoke: EFA backend. `nodePools` holds one pool per GPU node group (profile from the instance

@@ -1,9 +1,9 @@
-import { ConfigError, ConfigIssue, nearest, zodIssues } from "./errors";
-import { HubConfig, HubConfigSchema } from "./hub";
+import { ConfigError, type ConfigIssue, nearest, zodIssues } from "./errors";
+import { type HubConfig, HubConfigSchema } from "./hub";
 import { hubSemanticIssues } from "./hub-checks";
-import { EksRaw, OnPremRaw, resolveEks, resolveSpoke } from "./resolve-spoke";
+import { type EksRaw, type OnPremRaw, resolveEks, resolveSpoke } from "./resolve-spoke";
 import { plainCredentials } from "./secrets";
-import { SpokeConfig, SpokeConfigSchema } from "./spoke";
+import { type SpokeConfig, SpokeConfigSchema } from "./spoke";
 
 // A stack file's schemas live by concept: hub keys (config/hub.ts, config/spoke-identity.ts, their cross-field checks in
 // config/hub-checks.ts), spoke keys (config/spoke.ts, resolved by config/resolve-spoke.ts). This file loads a stack file.
@@ -28,7 +28,11 @@ export function namespaceConfig(all: Record<string, string>, namespace = CONFIG_
     for (const [k, v] of Object.entries(all)) {
         if (!k.startsWith(`${namespace}:`)) continue;
         let value: unknown = v;
-        try { value = JSON.parse(v); } catch { /* plain string */ }
+        try {
+            value = JSON.parse(v);
+        } catch {
+            /* plain string */
+        }
         out[k.slice(namespace.length + 1)] = value;
     }
     return out;
@@ -54,7 +58,10 @@ export function unknownNamespaces(all: Record<string, string>): ConfigIssue[] {
         const ns = i < 0 ? "" : key.slice(0, i);
         if ((KNOWN_NAMESPACES as readonly string[]).includes(ns)) continue;
         const n = nearest(ns, KNOWN_NAMESPACES);
-        out.push({ key, message: `unknown config namespace "${ns}"${n ? `; did you mean "${n}:${key.slice(i + 1)}"?` : ""} (known: ${KNOWN_NAMESPACES.join(", ")}); nothing reads this key` });
+        out.push({
+            key,
+            message: `unknown config namespace "${ns}"${n ? `; did you mean "${n}:${key.slice(i + 1)}"?` : ""} (known: ${KNOWN_NAMESPACES.join(", ")}); nothing reads this key`,
+        });
     }
     return out;
 }
@@ -66,7 +73,12 @@ export function unknownNamespaces(all: Record<string, string>): ConfigIssue[] {
  * @param secretKeys keys whose values are Pulumi secrets (`secure:`), which may hold credentials
  * @throws ConfigError naming the stack file and each bad key
  */
-export function parseFlatStackConfig(all: Record<string, string>, stackFile: string, secretKeys: Iterable<string> = [], opts: ParseOptions = {}): StackConfig {
+export function parseFlatStackConfig(
+    all: Record<string, string>,
+    stackFile: string,
+    secretKeys: Iterable<string> = [],
+    opts: ParseOptions = {},
+): StackConfig {
     const issues = [...unknownNamespaces(all), ...plainCredentials(all, new Set(secretKeys))];
     if (issues.length) throw new ConfigError(stackFile, issues);
     return parseStackConfig(namespaceConfig(all), stackFile, opts);
@@ -83,7 +95,12 @@ export function parseFlatStackConfig(all: Record<string, string>, stackFile: str
 export function parseStackConfig(raw: Record<string, unknown>, stackFile: string, opts: ParseOptions = {}): StackConfig {
     const role = raw.role;
     if (role !== "hub" && role !== "spoke") {
-        throw new ConfigError(stackFile, [{ key: "platform:role", message: role === undefined ? "missing; set it to hub or spoke" : `must be hub or spoke, not ${JSON.stringify(role)}` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:role",
+                message: role === undefined ? "missing; set it to hub or spoke" : `must be hub or spoke, not ${JSON.stringify(role)}`,
+            },
+        ]);
     }
     if (role === "hub") {
         const parsed = HubConfigSchema.safeParse(raw);
@@ -96,23 +113,39 @@ export function parseStackConfig(raw: Record<string, unknown>, stackFile: string
     const provider = (raw.cluster as { provider?: unknown } | undefined)?.provider;
     const fabric = (raw.backend as { fabric?: unknown } | undefined)?.fabric;
     if (provider === "eks" && fabric !== undefined && fabric !== "efa") {
-        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an EKS spoke uses fabric: efa (EKS spokes use EFA, with no other platform:backend keys; ${JSON.stringify(fabric)} rails and railSupernet are for provider: onprem)` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:backend.fabric",
+                message: `an EKS spoke uses fabric: efa (EKS spokes use EFA, with no other platform:backend keys; ${JSON.stringify(fabric)} rails and railSupernet are for provider: onprem)`,
+            },
+        ]);
     }
     if (provider === "onprem" && fabric !== undefined && fabric !== "infiniband") {
-        throw new ConfigError(stackFile, [{ key: "platform:backend.fabric", message: `an on-prem spoke uses fabric: infiniband (rail-aligned InfiniBand with railSupernet; ${JSON.stringify(fabric)} is for provider: eks)` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:backend.fabric",
+                message: `an on-prem spoke uses fabric: infiniband (rail-aligned InfiniBand with railSupernet; ${JSON.stringify(fabric)} is for provider: eks)`,
+            },
+        ]);
     }
     const parsed = SpokeConfigSchema.safeParse(raw);
     if (!parsed.success) throw new ConfigError(stackFile, zodIssues(parsed.error, "platform:", SpokeConfigSchema));
     const issues: ConfigIssue[] = [];
     if (parsed.data.cluster.provider === "eks" && raw.gpuOperator !== undefined) {
-        issues.push({ key: "platform:gpuOperator", message: "not used on an EKS spoke: the EKS AL2023 NVIDIA AMI provides the driver and GPUDirect (remove the key)" });
+        issues.push({
+            key: "platform:gpuOperator",
+            message: "not used on an EKS spoke: the EKS AL2023 NVIDIA AMI provides the driver and GPUDirect (remove the key)",
+        });
     }
     if (parsed.data.cluster.provider === "eks" && parsed.data.serving.systemNodeSelector !== undefined) {
-        issues.push({ key: "platform:serving.systemNodeSelector", message: "not used on an EKS spoke: Frontend, Planner and Mooncake master run on the CPU node group (platform:nodeGroups.cpu) by its own selector (remove the key)" });
+        issues.push({
+            key: "platform:serving.systemNodeSelector",
+            message:
+                "not used on an EKS spoke: Frontend, Planner and Mooncake master run on the CPU node group (platform:nodeGroups.cpu) by its own selector (remove the key)",
+        });
     }
-    const spoke: SpokeConfig = parsed.data.cluster.provider === "eks"
-        ? resolveEks(parsed.data as EksRaw, issues)
-        : resolveSpoke(parsed.data as OnPremRaw, issues);
+    const spoke: SpokeConfig =
+        parsed.data.cluster.provider === "eks" ? resolveEks(parsed.data as EksRaw, issues) : resolveSpoke(parsed.data as OnPremRaw, issues);
     if (issues.length) throw new ConfigError(stackFile, issues);
     return { role, spoke };
 }

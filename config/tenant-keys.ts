@@ -1,7 +1,9 @@
 import { z } from "zod";
 
 /** An IAM role ARN (`arn:<partition>:iam::<account>:role/<path/name>`). */
-export const IamRoleArnSchema = z.string().regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN like arn:aws:iam::111122223333:role/name");
+export const IamRoleArnSchema = z
+    .string()
+    .regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/, "must be an IAM role ARN like arn:aws:iam::111122223333:role/name");
 
 /**
  * `platform:hubDeployers`: the roles that run the hub's `pulumi up` / `refresh` (the CI deploy role, the operator's
@@ -17,25 +19,35 @@ export const HubDeployersSchema = z.array(IamRoleArnSchema).min(1);
  * here (and the hub deployers) may read; no stack output carries a key (only their SHA-256 leaves the hub, in the
  * signed bundle).
  */
-export const TenantKeysConfigSchema = z.object({
-    /** Tenant id -> roles that may read that tenant's keys (the tenant's own role, or the team that hands keys out). */
-    readers: z.record(z.string(), z.array(IamRoleArnSchema).min(1)),
-}).strict();
+export const TenantKeysConfigSchema = z
+    .object({
+        /** Tenant id -> roles that may read that tenant's keys (the tenant's own role, or the team that hands keys out). */
+        readers: z.record(z.string(), z.array(IamRoleArnSchema).min(1)),
+    })
+    .strict();
 export type TenantKeysConfig = z.infer<typeof TenantKeysConfigSchema>;
 
 /**
  * Pure: cross-checks of `platform:tenantKeys` against the hub's tenants and keys: every tenant with an API key names
  * its readers, and no reader entry names an unknown tenant.
  */
-export function tenantKeysIssues(h: { tenants: Array<{ id: string }>; apiKeys: Array<{ tenant: string }>; tenantKeys: TenantKeysConfig }): Array<{ path: (string | number)[]; message: string }> {
+export function tenantKeysIssues(h: {
+    tenants: Array<{ id: string }>;
+    apiKeys: Array<{ tenant: string }>;
+    tenantKeys: TenantKeysConfig;
+}): Array<{ path: (string | number)[]; message: string }> {
     const tenants = new Set(h.tenants.map((t) => t.id));
     const issues: Array<{ path: (string | number)[]; message: string }> = [];
     for (const t of Object.keys(h.tenantKeys.readers)) {
-        if (!tenants.has(t)) issues.push({ path: ["tenantKeys", "readers", t], message: `unknown tenant "${t}" (known: ${[...tenants].join(", ")})` });
+        if (!tenants.has(t))
+            issues.push({ path: ["tenantKeys", "readers", t], message: `unknown tenant "${t}" (known: ${[...tenants].join(", ")})` });
     }
     for (const t of [...new Set(h.apiKeys.map((k) => k.tenant))].sort()) {
         if (tenants.has(t) && !h.tenantKeys.readers[t]) {
-            issues.push({ path: ["tenantKeys", "readers"], message: `tenant "${t}" has API keys but no readers: name the roles that may read platform/tenants/${t}/api-keys` });
+            issues.push({
+                path: ["tenantKeys", "readers"],
+                message: `tenant "${t}" has API keys but no readers: name the roles that may read platform/tenants/${t}/api-keys`,
+            });
         }
     }
     return issues;

@@ -67,7 +67,13 @@ export const versions = {
      * names (awsdocs/amazon-eks-user-guide PR #1107). `null` = the EKS default for the cluster's pinned
      * Kubernetes version (`aws eks describe-addon-versions --kubernetes-version <v>`), fixed when created.
      */
-    eksAddons: { "vpc-cni": "v1.20.1-eksbuild.3", coredns: null, "kube-proxy": null, "eks-pod-identity-agent": null, "aws-ebs-csi-driver": null },
+    eksAddons: {
+        "vpc-cni": "v1.20.1-eksbuild.3",
+        coredns: null,
+        "kube-proxy": null,
+        "eks-pod-identity-agent": null,
+        "aws-ebs-csi-driver": null,
+    },
     /**
      * Agent Router (Envoy AI Gateway) and Envoy Gateway, pinned as ONE compatible set (the AI Gateway
      * version table): Agent Router v1.2.0 (2026-10-07) is built against Envoy Gateway v1.9.2, Envoy v1.39.1 and
@@ -155,8 +161,12 @@ export const versions = {
      * collector in front of metering (components/spoke/Metering.ts).
      */
     otelCollector: {
-        repo: "https://open-telemetry.github.io/opentelemetry-helm-charts", chart: "opentelemetry-collector", version: "0.170.0",
-        image: "otel/opentelemetry-collector-k8s", imageTag: "0.158.0", command: "otelcol-k8s",
+        repo: "https://open-telemetry.github.io/opentelemetry-helm-charts",
+        chart: "opentelemetry-collector",
+        version: "0.170.0",
+        image: "otel/opentelemetry-collector-k8s",
+        imageTag: "0.158.0",
+        command: "otelcol-k8s",
     },
     /**
      * The metering service image (services/metering/Dockerfile, pushed by CI like {@link versions.authService}); the tag

@@ -1,11 +1,21 @@
 import type { Endpoint, WorkerGroup } from "../config/endpoint";
 import { versions } from "../config/versions";
 import {
-    EnvVar, GPU_RESOURCE, KvFabric, kvTransportEnv, memlockPath, mooncakeTransferEngineEnv, NicSelection, rdmaResources,
-    sglangMooncakeExtraConfig, sglangNixlBackendParams, vllmMooncakeStoreConfig, wrappedCommand,
+    type EnvVar,
+    GPU_RESOURCE,
+    type KvFabric,
+    kvTransportEnv,
+    memlockPath,
+    mooncakeTransferEngineEnv,
+    type NicSelection,
+    rdmaResources,
+    sglangMooncakeExtraConfig,
+    sglangNixlBackendParams,
+    vllmMooncakeStoreConfig,
+    wrappedCommand,
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
-import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
 
 /**
@@ -98,9 +108,20 @@ export const SGLANG_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint
  * they agree on connector, backends and buffer device; upstream/pairs.ts).
  */
 export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | undefined {
-    const nixl = { kv_connector: "NixlConnector", kv_role: "kv_both", kv_buffer_device: "cuda", kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] } };
+    const nixl = {
+        kv_connector: "NixlConnector",
+        kv_role: "kv_both",
+        kv_buffer_device: "cuda",
+        kv_connector_extra_config: { backends: [nixlBackend(c.fabric)] },
+    };
     const store = { kv_connector: "MooncakeStoreConnector", kv_role: "kv_both" };
-    if (c.disaggregated && c.mooncake) return { kv_connector: "MultiConnector", kv_role: "kv_both", kv_load_failure_policy: "fail", kv_connector_extra_config: { connectors: [nixl, store] } };
+    if (c.disaggregated && c.mooncake)
+        return {
+            kv_connector: "MultiConnector",
+            kv_role: "kv_both",
+            kv_load_failure_policy: "fail",
+            kv_connector_extra_config: { connectors: [nixl, store] },
+        };
     if (c.disaggregated) return { ...nixl, kv_load_failure_policy: "fail" };
     if (c.mooncake) return store;
     return undefined;
@@ -113,7 +134,10 @@ export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | 
  * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py).
  * Always rendered for P/D, so the address never depends on the connector shape.
  */
-export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } };
+export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = {
+    name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
+    valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+};
 
 /**
  * The address an SGLang P/D worker registers with the bootstrap server and advertises to its peer: the pod IP. Without
@@ -145,9 +169,17 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         sharedMemory: "16Gi",
         args(c) {
             const e = c.endpoint;
-            const a = ["--model", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker),
+            const a = [
+                "--model",
+                e.model,
+                "--served-model-name",
+                e.model,
+                "--tensor-parallel-size",
+                String(c.group.gpusPerWorker),
                 // `--disaggregation-mode` (ai-dynamo/dynamo #6483); without `prefill` a worker registers as `backend` (#13238).
-                "--disaggregation-mode", c.role === "worker" ? "agg" : c.role];
+                "--disaggregation-mode",
+                c.role === "worker" ? "agg" : c.role,
+            ];
             const kvt = vllmKvTransferConfig(c);
             if (kvt) a.push("--kv-transfer-config", json(kvt));
             if (c.kvEvents) a.push("--kv-events-config", json(VLLM_KV_EVENTS));
@@ -155,7 +187,10 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             if (speculates(c)) {
                 const s = e.speculative!;
                 const method = s.method === "eagle3" ? "eagle3" : s.method === "ngram" ? "ngram" : "mtp";
-                a.push("--speculative-config", json({ method, ...(s.draftModel ? { model: s.draftModel } : {}), num_speculative_tokens: s.numSpeculativeTokens }));
+                a.push(
+                    "--speculative-config",
+                    json({ method, ...(s.draftModel ? { model: s.draftModel } : {}), num_speculative_tokens: s.numSpeculativeTokens }),
+                );
             }
             return a;
         },
@@ -171,10 +206,30 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             // `--enable-metrics`: without it SGLang registers no `sglang:*` series and Dynamo's worker re-exports none
             // (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/sglang/publisher.py,
             // "Register SGLang multiprocess metrics only when --enable-metrics was passed"; upstream/activation.ts).
-            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tp-size", String(c.group.gpusPerWorker),
-                "--trust-remote-code", "--skip-tokenizer-init", "--page-size", "64", "--host", "0.0.0.0", "--enable-metrics"];
+            const a = [
+                "--model-path",
+                e.model,
+                "--served-model-name",
+                e.model,
+                "--tp-size",
+                String(c.group.gpusPerWorker),
+                "--trust-remote-code",
+                "--skip-tokenizer-init",
+                "--page-size",
+                "64",
+                "--host",
+                "0.0.0.0",
+                "--enable-metrics",
+            ];
             if (c.disaggregated) {
-                a.push("--disaggregation-mode", c.role, "--disaggregation-transfer-backend", "nixl", "--disaggregation-bootstrap-port", "12345");
+                a.push(
+                    "--disaggregation-mode",
+                    c.role,
+                    "--disaggregation-transfer-backend",
+                    "nixl",
+                    "--disaggregation-bootstrap-port",
+                    "12345",
+                );
             }
             if (c.kvEvents) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
             if (c.mooncake) {
@@ -183,8 +238,17 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 // start-up unless `--disaggregation-decode-enable-radix-cache` keeps it on
                 // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py).
                 if (c.disaggregated && c.role === "decode") a.push("--disaggregation-decode-enable-radix-cache");
-                a.push("--enable-hierarchical-cache", "--hicache-ratio", "2", "--hicache-write-policy", "write_through",
-                    "--hicache-storage-backend", "mooncake", "--hicache-storage-backend-extra-config", json(sglangHicacheExtraConfig(c.mooncake)));
+                a.push(
+                    "--enable-hierarchical-cache",
+                    "--hicache-ratio",
+                    "2",
+                    "--hicache-write-policy",
+                    "write_through",
+                    "--hicache-storage-backend",
+                    "mooncake",
+                    "--hicache-storage-backend-extra-config",
+                    json(sglangHicacheExtraConfig(c.mooncake)),
+                );
             }
             if (e.maxModelLen) a.push("--context-length", String(e.maxModelLen));
             if (speculates(c)) {
@@ -220,11 +284,17 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             if (e.maxModelLen) engine.max_seq_len = e.maxModelLen;
             if (speculates(c)) {
                 const s = e.speculative!;
-                engine.speculative_config = s.method === "eagle3"
-                    ? { decoding_type: "Eagle", max_draft_len: s.numSpeculativeTokens, speculative_model_dir: s.draftModel, eagle3_one_model: true }
-                    : s.method === "ngram"
-                        ? { decoding_type: "NGram", max_draft_len: s.numSpeculativeTokens }
-                        : { decoding_type: "MTP", num_nextn_predict_layers: s.numSpeculativeTokens };
+                engine.speculative_config =
+                    s.method === "eagle3"
+                        ? {
+                              decoding_type: "Eagle",
+                              max_draft_len: s.numSpeculativeTokens,
+                              speculative_model_dir: s.draftModel,
+                              eagle3_one_model: true,
+                          }
+                        : s.method === "ngram"
+                          ? { decoding_type: "NGram", max_draft_len: s.numSpeculativeTokens }
+                          : { decoding_type: "MTP", num_nextn_predict_layers: s.numSpeculativeTokens };
             }
             a.push("--override-engine-args", json(engine));
             // `--publish-kv-events` (Dynamo >= 1.3.0; the old alias was --publish-events-and-metrics).
@@ -237,7 +307,12 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
 };
 
 /** A pod toleration (core/v1 Toleration shape; same as components/spoke/GpuNodePool `Toleration`). */
-export interface Toleration { key: string; operator: "Equal" | "Exists"; value?: string; effect: string }
+export interface Toleration {
+    key: string;
+    operator: "Equal" | "Exists";
+    value?: string;
+    effect: string;
+}
 
 /** Node pool facts a DGD needs. */
 export interface PoolPlacement {
@@ -369,15 +444,26 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     const eng = ENGINES[e.engine];
     const t = e.topology;
     const disaggregated = t.mode === "disaggregated";
-    const groups: Array<[WorkerRole, WorkerGroup]> = t.mode === "disaggregated" ? [["prefill", t.prefill], ["decode", t.decode]] : [["worker", t.workers]];
+    const groups: Array<[WorkerRole, WorkerGroup]> =
+        t.mode === "disaggregated"
+            ? [
+                  ["prefill", t.prefill],
+                  ["decode", t.decode],
+              ]
+            : [["worker", t.workers]];
     for (const [role, g] of groups) {
         if (g.gpusPerWorker > a.pool.fabric.gpusPerNode) {
-            throw new Error(`endpoint ${e.name}: ${role} workers need ${g.gpusPerWorker} GPUs but a node of pool ${a.pool.name} (${a.pool.fabric.profile}) has ${a.pool.fabric.gpusPerNode}; workers never span nodes`);
+            throw new Error(
+                `endpoint ${e.name}: ${role} workers need ${g.gpusPerWorker} GPUs but a node of pool ${a.pool.name} (${a.pool.fabric.profile}) has ${a.pool.fabric.gpusPerNode}; workers never span nodes`,
+            );
         }
     }
-    if (e.kvPool.kind === "mooncake" && !a.mooncake) throw new Error(`endpoint ${e.name}: kvPool mooncake needs the Mooncake master address`);
+    if (e.kvPool.kind === "mooncake" && !a.mooncake)
+        throw new Error(`endpoint ${e.name}: kvPool mooncake needs the Mooncake master address`);
     if (e.kvPool.kind === "mooncake" && e.engine === "trtllm") {
-        throw new Error(`endpoint ${e.name}: engine trtllm has no Mooncake shared-pool integration in Dynamo (offloading support matrix); use kvPool kind none or engine vllm/sglang`);
+        throw new Error(
+            `endpoint ${e.name}: engine trtllm has no Mooncake shared-pool integration in Dynamo (offloading support matrix); use kvPool kind none or engine vllm/sglang`,
+        );
     }
     const rdma = needsRdma(e);
     const mooncakeCfg = e.kvPool.kind === "mooncake" ? sglangMooncakeExtraConfig(a.pool.fabric, a.mooncake!.master) : undefined;
@@ -398,22 +484,31 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         frontendEnv.push({ name: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT", value: sharedCache });
     }
     // CPU components (Frontend, Planner) on the system nodes when the spoke names them.
-    const systemSpec = a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {};
-    const components: DgdComponent[] = [{
-        name: COMPONENT.frontend,
-        type: "frontend",
-        replicas: 1,
-        podTemplate: {
-            metadata: { labels: { ...labels, [ROLE_LABEL]: "frontend" } },
-            spec: {
-                ...systemSpec,
-                containers: [stripUndefined({
-                    name: "main", image: a.runtimeImage, command: ["python3", "-m", "dynamo.frontend"], args: frontendArgs,
-                    env: frontendEnv, envFrom,
-                })],
+    const systemSpec =
+        a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {};
+    const components: DgdComponent[] = [
+        {
+            name: COMPONENT.frontend,
+            type: "frontend",
+            replicas: 1,
+            podTemplate: {
+                metadata: { labels: { ...labels, [ROLE_LABEL]: "frontend" } },
+                spec: {
+                    ...systemSpec,
+                    containers: [
+                        stripUndefined({
+                            name: "main",
+                            image: a.runtimeImage,
+                            command: ["python3", "-m", "dynamo.frontend"],
+                            args: frontendArgs,
+                            env: frontendEnv,
+                            envFrom,
+                        }),
+                    ],
+                },
             },
         },
-    }];
+    ];
     if (e.planner.enabled) {
         components.push({
             name: COMPONENT.planner,
@@ -423,11 +518,15 @@ export function buildDgd(a: DgdArgs): DgdManifest {
                 metadata: { labels: { ...labels, [ROLE_LABEL]: "planner" } },
                 spec: {
                     ...systemSpec,
-                    containers: [{
-                        name: "main", image: a.plannerImage, command: ["python3", "-m", "dynamo.planner"],
-                        args: ["--config", json(plannerConfig(e))],
-                        env: [{ name: "PROMETHEUS_ENDPOINT", value: a.prometheusEndpoint }],
-                    }],
+                    containers: [
+                        {
+                            name: "main",
+                            image: a.plannerImage,
+                            command: ["python3", "-m", "dynamo.planner"],
+                            args: ["--config", json(plannerConfig(e))],
+                            env: [{ name: "PROMETHEUS_ENDPOINT", value: a.prometheusEndpoint }],
+                        },
+                    ],
                 },
             },
         });
@@ -436,12 +535,16 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     const memlock = memlockPath(a.pool.fabric, a.pool.memlockUnlimited);
     for (const [role, group] of groups) {
         const ctx: RoleContext = { endpoint: e, role, group, disaggregated, kvEvents, fabric: a.pool.fabric, mooncake: mooncakeCfg };
-        const resources: Record<string, string> = { [GPU_RESOURCE]: String(group.gpusPerWorker), ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}) };
+        const resources: Record<string, string> = {
+            [GPU_RESOURCE]: String(group.gpusPerWorker),
+            ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}),
+        };
         // EFA: the worker's share of the node's 2 MiB huge pages, on the engine container only
         // (the preflight opens no EFA endpoint; it gets the GPU and EFA devices).
-        const hugepages = rdma && a.pool.fabric.kind === "efa"
-            ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
-            : { requests: {}, limits: {} };
+        const hugepages =
+            rdma && a.pool.fabric.kind === "efa"
+                ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
+                : { requests: {}, limits: {} };
         const env: EnvVar[] = [];
         if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection));
         env.push(...eng.transferEnv(ctx));
@@ -477,12 +580,22 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             volumeMounts: mooncakeFile ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
         });
         const volumes: unknown[] = [];
-        const spec: Record<string, unknown> = { nodeSelector: { ...a.pool.nodeSelector }, tolerations: a.pool.tolerations.map((x) => ({ ...x })) };
+        const spec: Record<string, unknown> = {
+            nodeSelector: { ...a.pool.nodeSelector },
+            tolerations: a.pool.tolerations.map((x) => ({ ...x })),
+        };
         if (rdma) {
-            spec.initContainers = [preflightInitContainer({
-                image: workerImage, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps,
-                gpus: group.gpusPerWorker, resources, securityContext: memlock.securityContext,
-            })];
+            spec.initContainers = [
+                preflightInitContainer({
+                    image: workerImage,
+                    fabric: a.pool.fabric,
+                    memlock,
+                    minLinkRateGbps: a.minLinkRateGbps,
+                    gpus: group.gpusPerWorker,
+                    resources,
+                    securityContext: memlock.securityContext,
+                }),
+            ];
             volumes.push(preflightVolume());
         }
         if (mooncakeFile) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
@@ -490,10 +603,18 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             // EFA: prefill and decode on the same node make fi_read retry EAGAIN; keep them apart by the
             // operator's component label (Dynamo disagg-communication guide).
             const other = role === "prefill" ? COMPONENT.decode : COMPONENT.prefill;
-            spec.affinity = { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{
-                topologyKey: "kubernetes.io/hostname",
-                labelSelector: { matchLabels: { "nvidia.com/dynamo-component": other, "nvidia.com/dynamo-graph-deployment-name": e.name } },
-            }] } };
+            spec.affinity = {
+                podAntiAffinity: {
+                    requiredDuringSchedulingIgnoredDuringExecution: [
+                        {
+                            topologyKey: "kubernetes.io/hostname",
+                            labelSelector: {
+                                matchLabels: { "nvidia.com/dynamo-component": other, "nvidia.com/dynamo-graph-deployment-name": e.name },
+                            },
+                        },
+                    ],
+                },
+            };
         }
         spec.containers = [main];
         if (volumes.length) spec.volumes = volumes;
@@ -510,7 +631,9 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         apiVersion: "nvidia.com/v1beta1",
         kind: "DynamoGraphDeployment",
         metadata: {
-            name: e.name, namespace: a.namespace, labels,
+            name: e.name,
+            namespace: a.namespace,
+            labels,
             // Reviewed KV-transport exceptions from the stack file, read by the pack (upstream/check/kv-closed-world.ts).
             ...(e.kvExceptions?.length ? { annotations: { [KV_EXCEPTIONS_ANNOTATION]: json(e.kvExceptions) } } : {}),
         },

@@ -8,14 +8,34 @@ import type { AwsCall } from "../services/shared/aws-calls";
  */
 export const CERT_MANAGER_AWS_CALLS: readonly AwsCall[] = [
     {
-        source: "lib/edge.ts", action: "route53:ChangeResourceRecordSets", resource: "arn:aws:route53:::hostedzone/{hostedZoneId}",
-        context: { "aws:SecureTransport": "true", "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"], "route53:ChangeResourceRecordSetsNormalizedRecordNames": ["{challengeName}"], "route53:ChangeResourceRecordSetsActions": ["UPSERT"] },
+        source: "lib/edge.ts",
+        action: "route53:ChangeResourceRecordSets",
+        resource: "arn:aws:route53:::hostedzone/{hostedZoneId}",
+        context: {
+            "aws:SecureTransport": "true",
+            "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
+            "route53:ChangeResourceRecordSetsNormalizedRecordNames": ["{challengeName}"],
+            "route53:ChangeResourceRecordSetsActions": ["UPSERT"],
+        },
         purpose: "publish the DNS-01 challenge",
     },
     {
-        source: "lib/edge.ts", action: "route53:ChangeResourceRecordSets", resource: "arn:aws:route53:::hostedzone/{hostedZoneId}",
-        context: { "aws:SecureTransport": "true", "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"], "route53:ChangeResourceRecordSetsNormalizedRecordNames": ["{challengeName}"], "route53:ChangeResourceRecordSetsActions": ["DELETE"] },
+        source: "lib/edge.ts",
+        action: "route53:ChangeResourceRecordSets",
+        resource: "arn:aws:route53:::hostedzone/{hostedZoneId}",
+        context: {
+            "aws:SecureTransport": "true",
+            "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
+            "route53:ChangeResourceRecordSetsNormalizedRecordNames": ["{challengeName}"],
+            "route53:ChangeResourceRecordSetsActions": ["DELETE"],
+        },
         purpose: "clean the challenge up",
     },
-    { source: "lib/edge.ts", action: "route53:GetChange", resource: "arn:aws:route53:::change/C0123456789ABCDEFGHIJ", context: { "aws:SecureTransport": "true" }, purpose: "wait for the change to be INSYNC" },
+    {
+        source: "lib/edge.ts",
+        action: "route53:GetChange",
+        resource: "arn:aws:route53:::change/C0123456789ABCDEFGHIJ",
+        context: { "aws:SecureTransport": "true" },
+        purpose: "wait for the change to be INSYNC",
+    },
 ];

@@ -30,9 +30,12 @@ export function listenerTls(tls: EdgeTls | undefined, tlsSecretName?: string): L
     if (tlsSecretName) return { secretName: tlsSecretName };
     if (!tls) throw new Error("platform:gateway.listener: no tls source (config/edge.ts edgeIssues refuses this)");
     switch (tls.source) {
-        case "secret": return { secretName: tls.secretName };
-        case "terminated-in-front": return { terminatedBy: tls.loadBalancer };
-        default: return { secretName: EDGE_CERT_SECRET };
+        case "secret":
+            return { secretName: tls.secretName };
+        case "terminated-in-front":
+            return { terminatedBy: tls.loadBalancer };
+        default:
+            return { secretName: EDGE_CERT_SECRET };
     }
 }
 
@@ -46,24 +49,29 @@ export function edgeIssuer(tls: EdgeTls, namespace: string) {
     const metadata = { name: EDGE_ISSUER, namespace };
     if (tls.source === "acme-dns01") {
         return {
-            apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata,
+            apiVersion: "cert-manager.io/v1",
+            kind: "Issuer",
+            metadata,
             spec: {
                 acme: {
-                    server: tls.server, email: tls.email,
+                    server: tls.server,
+                    email: tls.email,
                     privateKeySecretRef: { name: `${EDGE_ISSUER}-acme-account` },
                     solvers: [{ dns01: { route53: { region: tls.route53.region, hostedZoneID: tls.route53.hostedZoneId } } }],
                 },
             },
         };
     }
-    if (tls.source === "private-ca") return { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata, spec: { ca: { secretName: tls.caSecretName } } };
+    if (tls.source === "private-ca")
+        return { apiVersion: "cert-manager.io/v1", kind: "Issuer", metadata, spec: { ca: { secretName: tls.caSecretName } } };
     return undefined;
 }
 
 /** Pure: the edge Certificate (gateway namespace): the listener's DNS name, ECDSA P-256, renewed 30 days before expiry. */
 export function edgeCertificate(hostname: string, namespace: string) {
     return {
-        apiVersion: "cert-manager.io/v1", kind: "Certificate",
+        apiVersion: "cert-manager.io/v1",
+        kind: "Certificate",
         metadata: { name: EDGE_CERT_SECRET, namespace },
         spec: {
             secretName: EDGE_CERT_SECRET,
@@ -108,7 +116,10 @@ export function certManagerRoute53Policy(hostedZoneId: string, hostname: string,
             { Sid: "PollChanges", Effect: "Allow", Action: ["route53:GetChange"], Resource: `arn:${partition}:route53:::change/*` },
             { Sid: "ListZoneRecords", Effect: "Allow", Action: ["route53:ListResourceRecordSets"], Resource: zone },
             {
-                Sid: "ChallengeRecordsOnly", Effect: "Allow", Action: ["route53:ChangeResourceRecordSets"], Resource: zone,
+                Sid: "ChallengeRecordsOnly",
+                Effect: "Allow",
+                Action: ["route53:ChangeResourceRecordSets"],
+                Resource: zone,
                 Condition: {
                     "ForAllValues:StringEquals": {
                         "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],

@@ -43,7 +43,8 @@ export function efaNetworkInterfaces(maximumNetworkCards: number, securityGroupI
     if (!Number.isInteger(maximumNetworkCards) || maximumNetworkCards < 1) {
         throw new Error(`maximumNetworkCards must be a positive integer, got ${maximumNetworkCards}`);
     }
-    if (securityGroupIds.length === 0) throw new Error("EFA interfaces need at least one security group (one that allows all traffic to and from itself)");
+    if (securityGroupIds.length === 0)
+        throw new Error("EFA interfaces need at least one security group (one that allows all traffic to and from itself)");
     const entry = (card: number, device: number, type: LaunchTemplateInterface["interfaceType"]): LaunchTemplateInterface => ({
         networkCardIndex: card,
         deviceIndex: device,
@@ -80,10 +81,14 @@ export interface InstanceTypeNetworkInfo {
 export function checkInstanceTypeForEfa(info: InstanceTypeNetworkInfo, expectedCards: number): void {
     if (!info.efaSupported) throw new Error(`${info.instanceType} does not support EFA (aws.ec2.getInstanceType efaSupported=false)`);
     if (info.maximumNetworkCards !== expectedCards) {
-        throw new Error(`${info.instanceType} has ${info.maximumNetworkCards} network cards but its node profile says ${expectedCards}; fix config/node-profiles`);
+        throw new Error(
+            `${info.instanceType} has ${info.maximumNetworkCards} network cards but its node profile says ${expectedCards}; fix config/node-profiles`,
+        );
     }
     if (info.efaMaximumInterfaces !== undefined && info.efaMaximumInterfaces < expectedCards) {
-        throw new Error(`${info.instanceType} allows ${info.efaMaximumInterfaces} EFA interfaces, fewer than its ${expectedCards} network cards`);
+        throw new Error(
+            `${info.instanceType} allows ${info.efaMaximumInterfaces} EFA interfaces, fewer than its ${expectedCards} network cards`,
+        );
     }
 }
 
@@ -112,7 +117,8 @@ export const USER_DATA_BOUNDARY = "==PLATFORM-NODE-BOOTSTRAP==";
  * @throws Error when `hugepages2Mi` is negative or not an integer
  */
 export function nodeBootstrapUserData(opts: NodeBootstrapOptions): string {
-    if (!Number.isInteger(opts.hugepages2Mi) || opts.hugepages2Mi < 0) throw new Error(`hugepages2Mi must be a non-negative integer, got ${opts.hugepages2Mi}`);
+    if (!Number.isInteger(opts.hugepages2Mi) || opts.hugepages2Mi < 0)
+        throw new Error(`hugepages2Mi must be a non-negative integer, got ${opts.hugepages2Mi}`);
     const nodeConfig = [
         "---",
         "apiVersion: node.eks.aws/v1alpha1",
@@ -147,7 +153,7 @@ export function nodeBootstrapUserData(opts: NodeBootstrapOptions): string {
         nodeConfig,
         "",
         `--${USER_DATA_BOUNDARY}`,
-        "Content-Type: text/x-shellscript; charset=\"us-ascii\"",
+        'Content-Type: text/x-shellscript; charset="us-ascii"',
         "",
         script,
         "",
@@ -201,7 +207,10 @@ export function efaHugepagesMiB(hugepages2MiPerNode: number, gpusPerNode: number
 }
 
 /** A container's resources split by where they go (core/v1 ResourceRequirements, quantities as strings). */
-export interface ContainerResources { requests: Record<string, string>; limits: Record<string, string> }
+export interface ContainerResources {
+    requests: Record<string, string>;
+    limits: Record<string, string>;
+}
 
 /**
  * What an EFA worker container adds to its GPU and EFA resources for the node's 2 MiB huge pages

@@ -2,7 +2,7 @@
  * EKS networking and access as pure functions: the subnet plan of a VPC the spoke creates, and the
  * kubeconfig the spoke's Kubernetes provider uses. No Pulumi resources here.
  */
-import { Cidr, parseCidr, subnet } from "../config/cidr";
+import { type Cidr, parseCidr, subnet } from "../config/cidr";
 
 /** The EKS cluster name of spoke `spoke` (`platform-<spoke>`): the hub's Pod Identity trust names it too. */
 export function eksClusterNameOf(spoke: string): string {
@@ -27,13 +27,18 @@ export interface PlannedSubnet {
  * @throws Error for more than three AZs or a CIDR too small to split
  */
 export function vpcSubnetPlan(vpcCidr: string, availabilityZones: string[]): PlannedSubnet[] {
-    if (availabilityZones.length < 1 || availabilityZones.length > 3) throw new Error(`a VPC plan covers 1 to 3 availability zones, got ${availabilityZones.length}`);
+    if (availabilityZones.length < 1 || availabilityZones.length > 3)
+        throw new Error(`a VPC plan covers 1 to 3 availability zones, got ${availabilityZones.length}`);
     const vpc: Cidr = parseCidr(vpcCidr);
     if (vpc.prefix > 24) throw new Error(`${vpcCidr} is too small to split into subnets`);
     const lastQuarter = subnet(vpc, vpc.prefix + 2, 3);
     return [
-        ...availabilityZones.map((az, i): PlannedSubnet => ({ availabilityZone: az, cidr: subnet(vpc, vpc.prefix + 2, i).text, tier: "private" })),
-        ...availabilityZones.map((az, i): PlannedSubnet => ({ availabilityZone: az, cidr: subnet(lastQuarter, lastQuarter.prefix + 4, i).text, tier: "public" })),
+        ...availabilityZones.map(
+            (az, i): PlannedSubnet => ({ availabilityZone: az, cidr: subnet(vpc, vpc.prefix + 2, i).text, tier: "private" }),
+        ),
+        ...availabilityZones.map(
+            (az, i): PlannedSubnet => ({ availabilityZone: az, cidr: subnet(lastQuarter, lastQuarter.prefix + 4, i).text, tier: "public" }),
+        ),
     ];
 }
 
@@ -51,17 +56,19 @@ export function eksKubeconfig(clusterName: string, endpoint: string, caData: str
         clusters: [{ name, cluster: { server: endpoint, "certificate-authority-data": caData } }],
         contexts: [{ name, context: { cluster: name, user: name } }],
         "current-context": name,
-        users: [{
-            name,
-            user: {
-                exec: {
-                    apiVersion: "client.authentication.k8s.io/v1beta1",
-                    command: "aws",
-                    args: ["eks", "get-token", "--cluster-name", clusterName, "--region", region, "--output", "json"],
-                    interactiveMode: "Never",
+        users: [
+            {
+                name,
+                user: {
+                    exec: {
+                        apiVersion: "client.authentication.k8s.io/v1beta1",
+                        command: "aws",
+                        args: ["eks", "get-token", "--cluster-name", clusterName, "--region", region, "--output", "json"],
+                        interactiveMode: "Never",
+                    },
                 },
             },
-        }],
+        ],
     };
 }
 

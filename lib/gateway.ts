@@ -5,7 +5,7 @@
  * v1.9.0, AI Gateway v1.1.0 with v1.2.0 adding only optional fields, Gateway API v1.6.1); behaviour notes cite
  * the upstream source.
  */
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
 import { INFERENCE_NAMESPACE } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
@@ -21,7 +21,10 @@ export const AI_GATEWAY_NAMESPACE = "envoy-ai-gateway-system";
 /** Envoy Gateway's GatewayClass controller name (ai-gateway manifests/envoy-gateway-values.yaml). */
 export const ENVOY_GATEWAY_CONTROLLER_NAME = "gateway.envoyproxy.io/gatewayclass-controller";
 /** The AI Gateway extension server Envoy Gateway calls on every xDS translation (ai-gateway-helm Service `ai-gateway-controller`, port `grpc` 1063). */
-export const AI_GATEWAY_EXTENSION_SERVER = { hostname: `ai-gateway-controller.${AI_GATEWAY_NAMESPACE}.svc.cluster.local`, port: 1063 } as const;
+export const AI_GATEWAY_EXTENSION_SERVER = {
+    hostname: `ai-gateway-controller.${AI_GATEWAY_NAMESPACE}.svc.cluster.local`,
+    port: 1063,
+} as const;
 
 /** GatewayClass bound to Envoy Gateway. */
 export const GATEWAY_CLASS_NAME = "agent-router";
@@ -204,7 +207,10 @@ export function envoyProxy(x: EnvoyProxyInput) {
         kind: "EnvoyProxy",
         metadata: { name: ENVOY_PROXY_NAME, namespace: x.namespace },
         spec: {
-            provider: { type: "Kubernetes", kubernetes: { envoyDeployment: { replicas: x.replicas }, ...(x.envoyService ? { envoyService: x.envoyService } : {}) } },
+            provider: {
+                type: "Kubernetes",
+                kubernetes: { envoyDeployment: { replicas: x.replicas }, ...(x.envoyService ? { envoyService: x.envoyService } : {}) },
+            },
             telemetry: { accessLog: { settings: x.accessLog } },
         },
     };
@@ -236,14 +242,21 @@ export interface GatewayInput {
 
 /** The LLM Gateway: one listener (one listener per LLM Gateway keeps Gateway-level policies uniform, gateway-failures.md #11). */
 export function gateway(x: GatewayInput) {
-    const listener = "secretName" in x.tls
-        ? { name: "https", protocol: "HTTPS", port: 443, tls: { mode: "Terminate", certificateRefs: [{ kind: "Secret", name: x.tls.secretName }] } }
-        : { name: "http", protocol: "HTTP", port: 80 };
+    const listener =
+        "secretName" in x.tls
+            ? {
+                  name: "https",
+                  protocol: "HTTPS",
+                  port: 443,
+                  tls: { mode: "Terminate", certificateRefs: [{ kind: "Secret", name: x.tls.secretName }] },
+              }
+            : { name: "http", protocol: "HTTP", port: 80 };
     return {
         apiVersion: "gateway.networking.k8s.io/v1",
         kind: "Gateway",
         metadata: {
-            name: GATEWAY_NAME, namespace: x.namespace,
+            name: GATEWAY_NAME,
+            namespace: x.namespace,
             ...("terminatedBy" in x.tls ? { annotations: { [TLS_TERMINATED_BY_ANNOTATION]: x.tls.terminatedBy } } : {}),
         },
         spec: {
@@ -254,7 +267,10 @@ export function gateway(x: GatewayInput) {
 }
 
 /** An endpoint as the gateway routes it: the DGD name (Backend/AIServiceBackend name) and the model it serves. */
-export interface RoutedEndpoint { name: string; model: string }
+export interface RoutedEndpoint {
+    name: string;
+    model: string;
+}
 
 /** Envoy Gateway Backend: the endpoint's Dynamo frontend Service by FQDN (AIServiceBackend accepts only Backends). */
 export function backend(e: RoutedEndpoint, namespace: string) {
@@ -297,7 +313,12 @@ export function llmRequestCosts() {
  * ids differing only in case or punctuation never collide.
  */
 export function ruleName(model: string): string {
-    const base = model.toLowerCase().replace(/[^a-z0-9.-]+/g, "-").replace(/[.-]{2,}/g, "-").replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "").slice(0, 200);
+    const base = model
+        .toLowerCase()
+        .replace(/[^a-z0-9.-]+/g, "-")
+        .replace(/[.-]{2,}/g, "-")
+        .replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, "")
+        .slice(0, 200);
     const h = createHash("sha256").update(model).digest("hex").slice(0, 8);
     return base ? `${base}-${h}` : `model-${h}`;
 }
@@ -319,7 +340,10 @@ export function modelRules(endpoints: RoutedEndpoint[], t: RouteTimeouts) {
     return [...byModel.keys()].sort().map((model) => ({
         name: ruleName(model),
         matches: [{ headers: [{ type: "Exact", name: AI_GATEWAY_MODEL_HEADER, value: model }] }],
-        backendRefs: byModel.get(model)!.sort().map((name) => ({ name })),
+        backendRefs: byModel
+            .get(model)!
+            .sort()
+            .map((name) => ({ name })),
         timeouts: { request: `${t.requestSeconds}s` },
         streamIdleTimeout: `${t.streamIdleSeconds}s`,
     }));
@@ -352,7 +376,10 @@ export function aiGatewayRoutes(endpoints: RoutedEndpoint[], namespace: string, 
 }
 
 /** Pods (outside the gateway) allowed to scrape the frontends' `/metrics` on the HTTP port. */
-export interface MetricsScraper { namespace: string; podLabels: Record<string, string> }
+export interface MetricsScraper {
+    namespace: string;
+    podLabels: Record<string, string>;
+}
 
 /**
  * NetworkPolicy for the Dynamo frontends (pods labelled `nvidia.com/dynamo-component-type: frontend` in the
@@ -362,9 +389,16 @@ export interface MetricsScraper { namespace: string; podLabels: Record<string, s
  * frontend (Dynamo runtime TCP response plane; inferred from ai-dynamo/dynamo lib/runtime
  * pipeline/network/tcp) — the HTTP port stays excluded for them too.
  */
-export function frontendNetworkPolicy(namespace = INFERENCE_NAMESPACE, scrapers: MetricsScraper[] = [], proxyNamespace = ENVOY_GATEWAY_NAMESPACE) {
+export function frontendNetworkPolicy(
+    namespace = INFERENCE_NAMESPACE,
+    scrapers: MetricsScraper[] = [],
+    proxyNamespace = ENVOY_GATEWAY_NAMESPACE,
+) {
     const p = DYNAMO_FRONTEND_PORT;
-    const peer = (ns: string, labels: Record<string, string>) => ({ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } }, podSelector: { matchLabels: { ...labels } } });
+    const peer = (ns: string, labels: Record<string, string>) => ({
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } },
+        podSelector: { matchLabels: { ...labels } },
+    });
     return {
         apiVersion: "networking.k8s.io/v1",
         kind: "NetworkPolicy",
@@ -379,7 +413,10 @@ export function frontendNetworkPolicy(namespace = INFERENCE_NAMESPACE, scrapers:
                 },
                 {
                     from: [{ podSelector: { matchExpressions: [{ key: DYNAMO_COMPONENT_TYPE_LABEL, operator: "Exists" }] } }],
-                    ports: [{ protocol: "TCP", port: 1, endPort: p - 1 }, { protocol: "TCP", port: p + 1, endPort: 65535 }],
+                    ports: [
+                        { protocol: "TCP", port: 1, endPort: p - 1 },
+                        { protocol: "TCP", port: p + 1, endPort: 65535 },
+                    ],
                 },
             ],
         },
@@ -416,16 +453,27 @@ export function envoyGatewayValues(rateLimit?: EnvoyRateLimit) {
                 extensionManager: {
                     hooks: {
                         xdsTranslator: {
-                            translation: { listener: { includeAll: true }, route: { includeAll: true }, cluster: { includeAll: true }, secret: { includeAll: true } },
+                            translation: {
+                                listener: { includeAll: true },
+                                route: { includeAll: true },
+                                cluster: { includeAll: true },
+                                secret: { includeAll: true },
+                            },
                             post: ["Translation", "Cluster", "Route"],
                         },
                     },
                     service: { fqdn: { ...AI_GATEWAY_EXTENSION_SERVER } },
                     failOpen: false,
                 },
-                ...(rateLimit ? {
-                    rateLimit: { backend: { type: "Redis", redis: { url: rateLimit.redisUrl } }, failClosed: true, timeout: rateLimit.timeout },
-                } : {}),
+                ...(rateLimit
+                    ? {
+                          rateLimit: {
+                              backend: { type: "Redis", redis: { url: rateLimit.redisUrl } },
+                              failClosed: true,
+                              timeout: rateLimit.timeout,
+                          },
+                      }
+                    : {}),
             },
         },
     };

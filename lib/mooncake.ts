@@ -1,9 +1,7 @@
-import { ENDPOINT_LABEL, PoolPlacement } from "./dgd";
-import {
-    EnvVar, memlockPath, MOONCAKE_MASTER_PORT, MOONCAKE_METRICS_PORT, mooncakeEnv, rdmaResources, wrappedCommand,
-} from "./nixl";
-import { ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
-import { BundledVersionFact, bundledVersions, masterPublishesKvEvents } from "../upstream/compat";
+import { ENDPOINT_LABEL, type PoolPlacement } from "./dgd";
+import { type EnvVar, memlockPath, MOONCAKE_MASTER_PORT, MOONCAKE_METRICS_PORT, mooncakeEnv, rdmaResources, wrappedCommand } from "./nixl";
+import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
+import { type BundledVersionFact, bundledVersions, masterPublishesKvEvents } from "../upstream/compat";
 
 /**
  * A Mooncake host-RAM KV pool for one endpoint, as plain Kubernetes objects: the master (Deployment + ClusterIP
@@ -33,7 +31,12 @@ export const MOONCAKE_KV_EVENTS_PORT = 5557;
  * gflags refuses an unknown flag at start-up, so it is only rendered for a master whose release is recorded
  * (upstream/compat.ts `masterPublishesKvEvents`).
  */
-export function mooncakeKvEventsEndpoint(endpoint: string, namespace: string, image: string, facts: readonly BundledVersionFact[] = bundledVersions): string | undefined {
+export function mooncakeKvEventsEndpoint(
+    endpoint: string,
+    namespace: string,
+    image: string,
+    facts: readonly BundledVersionFact[] = bundledVersions,
+): string | undefined {
     if (!masterPublishesKvEvents(image, facts)) return undefined;
     return `tcp://${mooncakeNames(endpoint).master}.${namespace}.svc.cluster.local:${MOONCAKE_KV_EVENTS_PORT}`;
 }
@@ -69,11 +72,24 @@ export interface MooncakeArgs {
 
 /** Labels of one part of the pool. */
 function labels(endpoint: string, component: "master" | "store"): Record<string, string> {
-    return { "app.kubernetes.io/name": `mooncake-${component}`, "app.kubernetes.io/instance": endpoint, "app.kubernetes.io/part-of": "inference-platform", [ENDPOINT_LABEL]: endpoint };
+    return {
+        "app.kubernetes.io/name": `mooncake-${component}`,
+        "app.kubernetes.io/instance": endpoint,
+        "app.kubernetes.io/part-of": "inference-platform",
+        [ENDPOINT_LABEL]: endpoint,
+    };
 }
 
 /** The manifests of one endpoint's Mooncake pool (master Deployment, master Service, store Deployment). */
-export interface MooncakeManifests { masterDeployment: Record<string, any>; masterService: Record<string, any>; storeDeployment: Record<string, any> }
+export interface MooncakeManifests {
+    masterDeployment: Manifest;
+    masterService: Manifest;
+    storeDeployment: Manifest;
+}
+
+/** A Kubernetes object as plain data, read by tests and the component by path. */
+// biome-ignore lint/suspicious/noExplicitAny: a manifest is arbitrary JSON, indexed by path where it is read
+type Manifest = Record<string, any>;
 
 /**
  * Builds the pool.
@@ -83,13 +99,22 @@ export interface MooncakeManifests { masterDeployment: Record<string, any>; mast
  */
 export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
     if (a.storeReplicas > a.poolNodes) {
-        throw new Error(`endpoint ${a.endpoint}: kvPool.storeReplicas ${a.storeReplicas} exceeds the ${a.poolNodes} node(s) of pool ${a.pool.name}; at most one store per node`);
+        throw new Error(
+            `endpoint ${a.endpoint}: kvPool.storeReplicas ${a.storeReplicas} exceeds the ${a.poolNodes} node(s) of pool ${a.pool.name}; at most one store per node`,
+        );
     }
     const n = mooncakeNames(a.endpoint);
     const master = mooncakeMasterAddress(a.endpoint, a.namespace);
     const ml = labels(a.endpoint, "master");
     const kvEvents = !!mooncakeKvEventsEndpoint(a.endpoint, a.namespace, a.image, a.versionFacts);
-    const masterArgs = ["--rpc_address", "$(POD_IP)", "--rpc_port", String(MOONCAKE_MASTER_PORT), "--metrics_port", String(MOONCAKE_METRICS_PORT)];
+    const masterArgs = [
+        "--rpc_address",
+        "$(POD_IP)",
+        "--rpc_port",
+        String(MOONCAKE_MASTER_PORT),
+        "--metrics_port",
+        String(MOONCAKE_METRICS_PORT),
+    ];
     if (kvEvents) masterArgs.push("--enable_kv_events=true", "--kv_events_bind_endpoint", `tcp://0.0.0.0:${MOONCAKE_KV_EVENTS_PORT}`);
     const kvEventsPort = kvEvents ? [{ name: "kv-events", containerPort: MOONCAKE_KV_EVENTS_PORT }] : [];
     const sl = labels(a.endpoint, "store");
@@ -104,16 +129,24 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
             template: {
                 metadata: { labels: ml },
                 spec: {
-                    ...(a.systemNodeSelector && Object.keys(a.systemNodeSelector).length ? { nodeSelector: { ...a.systemNodeSelector } } : {}),
-                    containers: [{
-                        name: "master",
-                        image: a.image,
-                        command: ["mooncake_master"],
-                        args: masterArgs,
-                        env: [{ name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
-                        ports: [{ name: "rpc", containerPort: MOONCAKE_MASTER_PORT }, { name: "metrics", containerPort: MOONCAKE_METRICS_PORT }, ...kvEventsPort],
-                        readinessProbe: { tcpSocket: { port: MOONCAKE_MASTER_PORT }, initialDelaySeconds: 10, periodSeconds: 10 },
-                    }],
+                    ...(a.systemNodeSelector && Object.keys(a.systemNodeSelector).length
+                        ? { nodeSelector: { ...a.systemNodeSelector } }
+                        : {}),
+                    containers: [
+                        {
+                            name: "master",
+                            image: a.image,
+                            command: ["mooncake_master"],
+                            args: masterArgs,
+                            env: [{ name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
+                            ports: [
+                                { name: "rpc", containerPort: MOONCAKE_MASTER_PORT },
+                                { name: "metrics", containerPort: MOONCAKE_METRICS_PORT },
+                                ...kvEventsPort,
+                            ],
+                            readinessProbe: { tcpSocket: { port: MOONCAKE_MASTER_PORT }, initialDelaySeconds: 10, periodSeconds: 10 },
+                        },
+                    ],
                 },
             },
         },
@@ -125,8 +158,11 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
         spec: {
             type: "ClusterIP",
             selector: { "app.kubernetes.io/name": "mooncake-master", "app.kubernetes.io/instance": a.endpoint },
-            ports: [{ name: "rpc", port: MOONCAKE_MASTER_PORT, targetPort: MOONCAKE_MASTER_PORT }, { name: "metrics", port: MOONCAKE_METRICS_PORT, targetPort: MOONCAKE_METRICS_PORT },
-                ...kvEventsPort.map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.containerPort }))],
+            ports: [
+                { name: "rpc", port: MOONCAKE_MASTER_PORT, targetPort: MOONCAKE_MASTER_PORT },
+                { name: "metrics", port: MOONCAKE_METRICS_PORT, targetPort: MOONCAKE_METRICS_PORT },
+                ...kvEventsPort.map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.containerPort })),
+            ],
         },
     };
 
@@ -156,14 +192,32 @@ export function buildMooncake(a: MooncakeArgs): MooncakeManifests {
                 spec: {
                     nodeSelector: { ...a.pool.nodeSelector },
                     tolerations: a.pool.tolerations.map((t) => ({ ...t })),
-                    affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{
-                        topologyKey: "kubernetes.io/hostname",
-                        labelSelector: { matchLabels: { "app.kubernetes.io/name": "mooncake-store", "app.kubernetes.io/instance": a.endpoint } },
-                    }] } },
-                    initContainers: [preflightInitContainer({
-                        image: a.image, fabric: a.pool.fabric, memlock, minLinkRateGbps: a.minLinkRateGbps, gpus: 0,
-                        resources: rdma, securityContext: memlock.securityContext,
-                    })],
+                    affinity: {
+                        podAntiAffinity: {
+                            requiredDuringSchedulingIgnoredDuringExecution: [
+                                {
+                                    topologyKey: "kubernetes.io/hostname",
+                                    labelSelector: {
+                                        matchLabels: {
+                                            "app.kubernetes.io/name": "mooncake-store",
+                                            "app.kubernetes.io/instance": a.endpoint,
+                                        },
+                                    },
+                                },
+                            ],
+                        },
+                    },
+                    initContainers: [
+                        preflightInitContainer({
+                            image: a.image,
+                            fabric: a.pool.fabric,
+                            memlock,
+                            minLinkRateGbps: a.minLinkRateGbps,
+                            gpus: 0,
+                            resources: rdma,
+                            securityContext: memlock.securityContext,
+                        }),
+                    ],
                     containers: [store],
                     volumes: [preflightVolume()],
                 },

@@ -16,7 +16,11 @@ import { gpuNicPcieMapping, ncclIbHca, railResource, ucxNetDevices } from "./rai
 export interface EnvVar {
     name: string;
     value?: string;
-    valueFrom?: { fieldRef?: { fieldPath: string }; configMapKeyRef?: { name: string; key: string }; secretKeyRef?: { name: string; key: string } };
+    valueFrom?: {
+        fieldRef?: { fieldPath: string };
+        configMapKeyRef?: { name: string; key: string };
+        secretKeyRef?: { name: string; key: string };
+    };
 }
 
 /** A container securityContext (core/v1 shape, the fields used here). */
@@ -57,14 +61,27 @@ export const IB_UCX_TLS = "rc_x,rc,cuda_copy,cuda_ipc";
  * @param frontendHcas north-south HCAs of the pool (never used for KV traffic)
  * @throws Error when the profile has neither rails nor an EFA layout, or a rail HCA is also a frontend HCA
  */
-export function kvFabricOf(profile: NodeProfile & { efa?: { devicesPerGpu: number; networkCards: number } }, frontendHcas: string[] = profile.frontend.map((f) => f.hca)): KvFabric {
+export function kvFabricOf(
+    profile: NodeProfile & { efa?: { devicesPerGpu: number; networkCards: number } },
+    frontendHcas: string[] = profile.frontend.map((f) => f.hca),
+): KvFabric {
     if (profile.efa) {
-        return { kind: "efa", profile: profile.name, devicesPerGpu: profile.efa.devicesPerGpu, devicesPerNode: profile.efa.networkCards, gpusPerNode: profile.gpu.count };
+        return {
+            kind: "efa",
+            profile: profile.name,
+            devicesPerGpu: profile.efa.devicesPerGpu,
+            devicesPerNode: profile.efa.networkCards,
+            gpusPerNode: profile.gpu.count,
+        };
     }
-    if (profile.rails.length === 0) throw new Error(`node profile ${profile.name} has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer`);
+    if (profile.rails.length === 0)
+        throw new Error(`node profile ${profile.name} has no InfiniBand rails and no EFA layout: there is no RDMA path for KV transfer`);
     const rails = railsInOrder(profile);
     const clash = rails.filter((r) => frontendHcas.includes(r.hca));
-    if (clash.length) throw new Error(`node profile ${profile.name}: rail HCA(s) ${clash.map((r) => r.hca).join(", ")} are also frontend NICs; KV traffic must never ride the frontend`);
+    if (clash.length)
+        throw new Error(
+            `node profile ${profile.name}: rail HCA(s) ${clash.map((r) => r.hca).join(", ")} are also frontend NICs; KV traffic must never ride the frontend`,
+        );
     return { kind: "infiniband", profile: profile.name, rails, frontendHcas: [...frontendHcas], gpusPerNode: profile.gpu.count };
 }
 
@@ -206,7 +223,8 @@ export const MEMLOCK_PRELUDE = "ulimit -l unlimited";
  * whatever the image sets (ai-dynamo/dynamo@v1.5.0:docs/fern/pages/kubernetes/installation/rdma-setup/efa-on-aws.mdx).
  * Done in the shell because a Kubernetes `env` entry cannot reference the image's own value.
  */
-export const EFA_LD_LIBRARY_PATH_PRELUDE = 'export LD_LIBRARY_PATH="/opt/amazon/efa/lib:/opt/amazon/efa/lib64:/opt/aws-ofi-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"';
+export const EFA_LD_LIBRARY_PATH_PRELUDE =
+    'export LD_LIBRARY_PATH="/opt/amazon/efa/lib:/opt/amazon/efa/lib64:/opt/aws-ofi-nccl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"';
 
 /**
  * The memlock path for a pod of this fabric. The same for every pool: `nodeMemlockUnlimited` no longer relaxes it
@@ -214,7 +232,11 @@ export const EFA_LD_LIBRARY_PATH_PRELUDE = 'export LD_LIBRARY_PATH="/opt/amazon/
  */
 export function memlockPath(fabric: KvFabric, _nodeMemlockUnlimited: boolean): MemlockPath {
     if (fabric.kind === "efa") {
-        return { securityContext: { runAsUser: 0, runAsGroup: 0, privileged: true }, requireIpcLock: true, prelude: `${MEMLOCK_PRELUDE} && ${EFA_LD_LIBRARY_PATH_PRELUDE}` };
+        return {
+            securityContext: { runAsUser: 0, runAsGroup: 0, privileged: true },
+            requireIpcLock: true,
+            prelude: `${MEMLOCK_PRELUDE} && ${EFA_LD_LIBRARY_PATH_PRELUDE}`,
+        };
     }
     return {
         securityContext: { runAsUser: 0, runAsGroup: 0, capabilities: { add: ["IPC_LOCK", "SYS_RESOURCE"] } },
@@ -257,7 +279,9 @@ export type MooncakeRole = { kind: "store"; segmentSizeGiB: number } | { kind: "
  */
 export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole): EnvVar[] {
     if (fabric.kind !== "infiniband") {
-        throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported: the pinned Mooncake build is not known to carry the EFA transport (kvcache-ai/Mooncake#2070); use kvPool kind none on EFA pools`);
+        throw new Error(
+            `Mooncake over EFA (profile ${fabric.profile}) is not supported: the pinned Mooncake build is not known to carry the EFA transport (kvcache-ai/Mooncake#2070); use kvPool kind none on EFA pools`,
+        );
     }
     const env: EnvVar[] = [
         { name: "MOONCAKE_MASTER", value: master },
@@ -290,7 +314,8 @@ export function mooncakeEnv(fabric: KvFabric, master: string, role: MooncakeRole
  * @throws Error on EFA (see {@link mooncakeEnv})
  */
 export function mooncakeTransferEngineEnv(fabric: KvFabric): EnvVar[] {
-    if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
+    if (fabric.kind !== "infiniband")
+        throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
     return [{ name: "MC_ENABLE_DEST_DEVICE_AFFINITY", value: "1" }];
 }
 
@@ -301,7 +326,8 @@ export function mooncakeTransferEngineEnv(fabric: KvFabric): EnvVar[] {
  * 4gb, sgl-project/sglang@v0.5.18:python/sglang/srt/environ.py `MOONCAKE_GLOBAL_SEGMENT_SIZE`).
  */
 function mooncakeClientBase(fabric: KvFabric, master: string): Record<string, string | number> {
-    if (fabric.kind !== "infiniband") throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
+    if (fabric.kind !== "infiniband")
+        throw new Error(`Mooncake over EFA (profile ${fabric.profile}) is not supported (kvcache-ai/Mooncake#2070)`);
     return {
         master_server_address: master,
         metadata_server: "P2PHANDSHAKE",
@@ -330,4 +356,3 @@ export function vllmMooncakeStoreConfig(fabric: KvFabric, master: string): Recor
 export function sglangMooncakeExtraConfig(fabric: KvFabric, master: string): Record<string, string | number> {
     return mooncakeClientBase(fabric, master);
 }
-

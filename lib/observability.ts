@@ -77,7 +77,8 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             {
                 alert: "PlatformTTFTHigh",
                 expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m]))) > ${t.ttftP95Seconds}`,
-                for: "10m", labels: labels("critical"),
+                for: "10m",
+                labels: labels("critical"),
                 annotations: {
                     summary: "TTFT p95 of {{ $labels.model }} is {{ $value | humanizeDuration }}",
                     description: `Time to first token p95 above ${t.ttftP95Seconds} s for 10 minutes on spoke ${spoke}. Check the planner's prefill replicas, KV cache utilisation and the KV-aware router's hit rate.`,
@@ -86,7 +87,8 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             {
                 alert: "PlatformITLHigh",
                 expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m]))) > ${t.itlP99Seconds}`,
-                for: "10m", labels: labels("warning"),
+                for: "10m",
+                labels: labels("warning"),
                 annotations: {
                     summary: "ITL p99 of {{ $labels.model }} is {{ $value | humanizeDuration }}",
                     description: `Inter-token latency p99 above ${t.itlP99Seconds} s for 10 minutes on spoke ${spoke}: decode workers are overloaded or prefill runs on them.`,
@@ -95,7 +97,8 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             {
                 alert: "PlatformKVCacheFull",
                 expr: `max by (namespace, pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}}) > ${t.kvUsageFraction}`,
-                for: "15m", labels: labels("warning"),
+                for: "15m",
+                labels: labels("warning"),
                 annotations: {
                     summary: "KV cache of {{ $labels.pod }} is {{ $value | humanizePercentage }} full",
                     description: `GPU KV cache above ${t.kvUsageFraction * 100}% for 15 minutes: requests queue or are preempted. The planner scales on KV utilisation; check its GPU budget.`,
@@ -104,7 +107,8 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             {
                 alert: "PlatformRequestsQueued",
                 expr: `sum by (model) (dynamo_frontend_queued_requests{${models}}) > 2 * sum by (model) (dynamo_frontend_inflight_requests{${models}})`,
-                for: "10m", labels: labels("warning"),
+                for: "10m",
+                labels: labels("warning"),
                 annotations: {
                     summary: "{{ $labels.model }} has more requests waiting for a first token than being served",
                     description: "Queued requests exceed twice the in-flight ones for 10 minutes: capacity is short of demand.",
@@ -117,29 +121,36 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
         const kv: AlertRule[] = [];
         const minBytes = t.kvTransferMinGBps * 1e9;
         if (disagg.has("vllm")) {
-            kv.push({
-                alert: "PlatformKVTransferSlow",
-                expr: `(sum by (namespace, pod) (rate(vllm:nixl_bytes_transferred_sum{${WORKERS}}[10m])) / sum by (namespace, pod) (rate(vllm:nixl_xfer_time_seconds_sum{${WORKERS}}[10m]))) < ${minBytes} and sum by (namespace, pod) (rate(vllm:nixl_xfer_time_seconds_count{${WORKERS}}[10m])) > 0`,
-                for: "10m", labels: labels("critical"),
-                annotations: {
-                    summary: "NIXL KV transfers of {{ $labels.pod }} average {{ $value | humanize }}B/s",
-                    description: `KV transfer rate below ${t.kvTransferMinGBps} GB/s (a tenth of a 400 Gb/s rail) for 10 minutes: NIXL/UCX is moving KV over TCP or a non-affine NIC. Check the pod's preflight log and UCX_NET_DEVICES.`,
+            kv.push(
+                {
+                    alert: "PlatformKVTransferSlow",
+                    expr: `(sum by (namespace, pod) (rate(vllm:nixl_bytes_transferred_sum{${WORKERS}}[10m])) / sum by (namespace, pod) (rate(vllm:nixl_xfer_time_seconds_sum{${WORKERS}}[10m]))) < ${minBytes} and sum by (namespace, pod) (rate(vllm:nixl_xfer_time_seconds_count{${WORKERS}}[10m])) > 0`,
+                    for: "10m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "NIXL KV transfers of {{ $labels.pod }} average {{ $value | humanize }}B/s",
+                        description: `KV transfer rate below ${t.kvTransferMinGBps} GB/s (a tenth of a 400 Gb/s rail) for 10 minutes: NIXL/UCX is moving KV over TCP or a non-affine NIC. Check the pod's preflight log and UCX_NET_DEVICES.`,
+                    },
                 },
-            }, {
-                alert: "PlatformKVTransferFailures",
-                expr: `sum by (namespace, pod) (increase(vllm:nixl_num_failed_transfers_total{${WORKERS}}[10m])) > 0`,
-                for: "0m", labels: labels("critical"),
-                annotations: {
-                    summary: "{{ $labels.pod }} had {{ $value }} failed NIXL KV transfers in 10 minutes",
-                    description: "Failed KV transfers between prefill and decode: requests fail (kv_load_failure_policy fail) or recompute.",
+                {
+                    alert: "PlatformKVTransferFailures",
+                    expr: `sum by (namespace, pod) (increase(vllm:nixl_num_failed_transfers_total{${WORKERS}}[10m])) > 0`,
+                    for: "0m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "{{ $labels.pod }} had {{ $value }} failed NIXL KV transfers in 10 minutes",
+                        description:
+                            "Failed KV transfers between prefill and decode: requests fail (kv_load_failure_policy fail) or recompute.",
+                    },
                 },
-            });
+            );
         }
         if (disagg.has("sglang")) {
             kv.push({
                 alert: "PlatformKVTransferSlowSGLang",
                 expr: `max by (namespace, pod) (sglang:kv_transfer_speed_gb_s{${WORKERS}}) < ${t.kvTransferMinGBps}`,
-                for: "10m", labels: labels("critical"),
+                for: "10m",
+                labels: labels("critical"),
                 annotations: {
                     summary: "SGLang KV transfers of {{ $labels.pod }} run at {{ $value }} GB/s",
                     description: `KV transfer speed below ${t.kvTransferMinGBps} GB/s for 10 minutes: the transfer backend is on TCP or a non-affine NIC.`,
@@ -151,11 +162,13 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
             // Mooncake master gauges (upstream/metrics.ts); one series per master, i.e. per endpoint's pool.
             const MASTERS = `namespace=${promString(INFERENCE_NAMESPACE)}`;
             groups.push({
-                name: "platform-kv-pool", rules: [
+                name: "platform-kv-pool",
+                rules: [
                     {
                         alert: "PlatformKVPoolNoCapacity",
                         expr: `max by (namespace, pod) (master_total_capacity_bytes{${MASTERS}}) == 0`,
-                        for: "10m", labels: labels("critical"),
+                        for: "10m",
+                        labels: labels("critical"),
                         annotations: {
                             summary: "Mooncake master {{ $labels.pod }} has no store segment mounted",
                             description: `The KV pool's master reports zero capacity for 10 minutes on spoke ${spoke}: no store has mounted its segment (store pods down, or their RDMA registration failed), so every pool read misses and prefill recomputes.`,
@@ -164,7 +177,8 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
                     {
                         alert: "PlatformKVPoolFull",
                         expr: `max by (namespace, pod) (master_allocated_bytes{${MASTERS}} / master_total_capacity_bytes{${MASTERS}} > 0) > ${t.kvUsageFraction}`,
-                        for: "15m", labels: labels("warning"),
+                        for: "15m",
+                        labels: labels("warning"),
                         annotations: {
                             summary: "Mooncake pool of {{ $labels.pod }} is {{ $value | humanizePercentage }} allocated",
                             description: `The KV pool is above ${t.kvUsageFraction} allocated for 15 minutes on spoke ${spoke}: the master is evicting constantly; add store replicas or segment size.`,
@@ -175,114 +189,135 @@ export function alertGroups(spoke: string, endpoints: ObservedEndpoint[], cfg: O
         }
     }
 
-    groups.push({
-        name: "platform-gateway",
-        rules: [
-            {
-                alert: "PlatformAuthFailingClosed",
-                expr: `sum(rate(auth_decisions_total{code="503"}[5m])) > 0`,
-                for: "5m", labels: labels("critical"),
-                annotations: {
-                    summary: "The auth service answers 503 ({{ $value | humanize }}/s)",
-                    description: "ext_authz fails closed: Redis is unreachable or no valid policy bundle was ever loaded. Every request is refused.",
+    groups.push(
+        {
+            name: "platform-gateway",
+            rules: [
+                {
+                    alert: "PlatformAuthFailingClosed",
+                    expr: `sum(rate(auth_decisions_total{code="503"}[5m])) > 0`,
+                    for: "5m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "The auth service answers 503 ({{ $value | humanize }}/s)",
+                        description:
+                            "ext_authz fails closed: Redis is unreachable or no valid policy bundle was ever loaded. Every request is refused.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformNoPolicyBundle",
-                expr: `min(auth_bundle_revision) == 0`,
-                for: "5m", labels: labels("critical"),
-                annotations: {
-                    summary: "An auth replica serves no policy bundle",
-                    description: "A replica never loaded a valid bundle and denies everything: check the bundle bucket, its signature and the replica's logs.",
+                {
+                    alert: "PlatformNoPolicyBundle",
+                    expr: `min(auth_bundle_revision) == 0`,
+                    for: "5m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "An auth replica serves no policy bundle",
+                        description:
+                            "A replica never loaded a valid bundle and denies everything: check the bundle bucket, its signature and the replica's logs.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformBundleRevisionDrift",
-                expr: `max(auth_bundle_revision) - min(auth_bundle_revision) > 0`,
-                for: "15m", labels: labels("warning"),
-                annotations: {
-                    summary: "Auth replicas serve different policy revisions (spread {{ $value }})",
-                    description: "Replicas disagree on the revision for 15 minutes: one cannot reach or verify the newest bundle.",
+                {
+                    alert: "PlatformBundleRevisionDrift",
+                    expr: `max(auth_bundle_revision) - min(auth_bundle_revision) > 0`,
+                    for: "15m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "Auth replicas serve different policy revisions (spread {{ $value }})",
+                        description: "Replicas disagree on the revision for 15 minutes: one cannot reach or verify the newest bundle.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformBundleStale",
-                expr: `max(auth_bundle_age_seconds) > ${t.bundleMaxAgeSeconds}`,
-                for: "5m", labels: labels("warning"),
-                annotations: {
-                    summary: "Policy bundle not confirmed for {{ $value | humanizeDuration }}",
-                    description: "The spoke serves its last-known-good bundle: the hub's bucket is unreachable. Revocations do not arrive.",
+                {
+                    alert: "PlatformBundleStale",
+                    expr: `max(auth_bundle_age_seconds) > ${t.bundleMaxAgeSeconds}`,
+                    for: "5m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "Policy bundle not confirmed for {{ $value | humanizeDuration }}",
+                        description:
+                            "The spoke serves its last-known-good bundle: the hub's bucket is unreachable. Revocations do not arrive.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformRateLimitedShare",
-                expr: `sum(rate(auth_decisions_total{code="429"}[5m])) / sum(rate(auth_decisions_total[5m])) > 0.2`,
-                for: "15m", labels: labels("info"),
-                annotations: {
-                    summary: "{{ $value | humanizePercentage }} of requests are rate limited",
-                    description: "More than a fifth of requests get 429 for 15 minutes: limits may be too tight for demand.",
+                {
+                    alert: "PlatformRateLimitedShare",
+                    expr: `sum(rate(auth_decisions_total{code="429"}[5m])) / sum(rate(auth_decisions_total[5m])) > 0.2`,
+                    for: "15m",
+                    labels: labels("info"),
+                    annotations: {
+                        summary: "{{ $value | humanizePercentage }} of requests are rate limited",
+                        description: "More than a fifth of requests get 429 for 15 minutes: limits may be too tight for demand.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformGateway5xx",
-                expr: `sum(rate(envoy_http_downstream_rq_xx{envoy_response_code_class="5"}[5m])) / sum(rate(envoy_http_downstream_rq_xx[5m])) > 0.05`,
-                for: "10m", labels: labels("critical"),
-                annotations: {
-                    summary: "{{ $value | humanizePercentage }} of gateway responses are 5xx",
-                    description: "The Agent Router returns more than 5% server errors for 10 minutes.",
+                {
+                    alert: "PlatformGateway5xx",
+                    expr: `sum(rate(envoy_http_downstream_rq_xx{envoy_response_code_class="5"}[5m])) / sum(rate(envoy_http_downstream_rq_xx[5m])) > 0.05`,
+                    for: "10m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "{{ $value | humanizePercentage }} of gateway responses are 5xx",
+                        description: "The Agent Router returns more than 5% server errors for 10 minutes.",
+                    },
                 },
-            },
-        ],
-    }, {
-        name: "platform-metering",
-        rules: [
-            {
-                alert: "PlatformUsageBacklog",
-                expr: `max(metering_spool_unshipped_bytes) > ${t.spoolUnshippedBytes}`,
-                for: "15m", labels: labels("warning"),
-                annotations: {
-                    summary: "{{ $value | humanize1024 }}B of usage not acknowledged by the hub",
-                    description: "Usage events pile up in the spool: the hub stream is unreachable or throttling. Token limits lag and the spool may fill.",
+            ],
+        },
+        {
+            name: "platform-metering",
+            rules: [
+                {
+                    alert: "PlatformUsageBacklog",
+                    expr: `max(metering_spool_unshipped_bytes) > ${t.spoolUnshippedBytes}`,
+                    for: "15m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "{{ $value | humanize1024 }}B of usage not acknowledged by the hub",
+                        description:
+                            "Usage events pile up in the spool: the hub stream is unreachable or throttling. Token limits lag and the spool may fill.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformUsageShippingFailing",
-                expr: `max(metering_ship_consecutive_failures) > 10`,
-                for: "10m", labels: labels("critical"),
-                annotations: {
-                    summary: "Usage shipping failed {{ $value }} times in a row",
-                    description: "The metering service cannot put records on the hub's Kinesis stream.",
+                {
+                    alert: "PlatformUsageShippingFailing",
+                    expr: `max(metering_ship_consecutive_failures) > 10`,
+                    for: "10m",
+                    labels: labels("critical"),
+                    annotations: {
+                        summary: "Usage shipping failed {{ $value }} times in a row",
+                        description: "The metering service cannot put records on the hub's Kinesis stream.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformUsagePoisonRecord",
-                expr: `sum(increase(metering_poisoned_events_total[1h])) > 0`,
-                for: "0m", labels: labels("warning"),
-                annotations: {
-                    summary: "{{ $value }} usage events Kinesis would not take were quarantined in the last hour",
-                    description: "The shipper set them aside (services/metering quarantine.jsonl) and shipped a marker; the rest kept shipping. The reconciliation report lists them as quarantined.",
+                {
+                    alert: "PlatformUsagePoisonRecord",
+                    expr: `sum(increase(metering_poisoned_events_total[1h])) > 0`,
+                    for: "0m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "{{ $value }} usage events Kinesis would not take were quarantined in the last hour",
+                        description:
+                            "The shipper set them aside (services/metering quarantine.jsonl) and shipped a marker; the rest kept shipping. The reconciliation report lists them as quarantined.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformTokenCountersSkipped",
-                expr: `max(metering_tokens_skipped) > 0`,
-                for: "0m", labels: labels("warning"),
-                annotations: {
-                    summary: "{{ $value }} usage events never reached the token limit counters",
-                    description: "Redis was unreachable for longer than the spool keeps unapplied events: token limits undercount until the window rolls over. Billing (the ledger) is unaffected.",
+                {
+                    alert: "PlatformTokenCountersSkipped",
+                    expr: `max(metering_tokens_skipped) > 0`,
+                    for: "0m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "{{ $value }} usage events never reached the token limit counters",
+                        description:
+                            "Redis was unreachable for longer than the spool keeps unapplied events: token limits undercount until the window rolls over. Billing (the ledger) is unaffected.",
+                    },
                 },
-            },
-            {
-                alert: "PlatformUsageQuarantined",
-                expr: `sum(increase(metering_records_total{outcome="quarantined"}[1h])) > 0`,
-                for: "0m", labels: labels("warning"),
-                annotations: {
-                    summary: "{{ $value }} usage records quarantined in the last hour",
-                    description: "Records that could not be billed as they are were set aside on the spoke; the reconciliation report lists them.",
+                {
+                    alert: "PlatformUsageQuarantined",
+                    expr: `sum(increase(metering_records_total{outcome="quarantined"}[1h])) > 0`,
+                    for: "0m",
+                    labels: labels("warning"),
+                    annotations: {
+                        summary: "{{ $value }} usage records quarantined in the last hour",
+                        description:
+                            "Records that could not be billed as they are were set aside on the spoke; the reconciliation report lists them.",
+                    },
                 },
-            },
-        ],
-    });
+            ],
+        },
+    );
     return groups;
 }
 
@@ -331,33 +366,108 @@ export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashbo
         const models = modelMatcher(endpoints);
         const engines = new Set(endpoints.map((e) => e.engine));
         const hit: PanelQuery[] = [];
-        if (engines.has("vllm")) hit.push({ expr: `sum by (model_name) (rate(vllm:prefix_cache_hits_total{${WORKERS}}[5m])) / sum by (model_name) (rate(vllm:prefix_cache_queries_total{${WORKERS}}[5m]))`, legendFormat: "{{model_name}} (vLLM)" });
-        if (engines.has("sglang")) hit.push({ expr: `avg by (model_name) (sglang:cache_hit_rate{${WORKERS}})`, legendFormat: "{{model_name}} (SGLang)" });
+        if (engines.has("vllm"))
+            hit.push({
+                expr: `sum by (model_name) (rate(vllm:prefix_cache_hits_total{${WORKERS}}[5m])) / sum by (model_name) (rate(vllm:prefix_cache_queries_total{${WORKERS}}[5m]))`,
+                legendFormat: "{{model_name}} (vLLM)",
+            });
+        if (engines.has("sglang"))
+            hit.push({ expr: `avg by (model_name) (sglang:cache_hit_rate{${WORKERS}})`, legendFormat: "{{model_name}} (SGLang)" });
         const transfer: PanelQuery[] = [];
-        if (endpoints.some((e) => e.disaggregated && e.engine === "vllm")) transfer.push({ expr: `sum by (pod) (rate(vllm:nixl_bytes_transferred_sum{${WORKERS}}[5m])) / sum by (pod) (rate(vllm:nixl_xfer_time_seconds_sum{${WORKERS}}[5m]))`, legendFormat: "{{pod}}" });
-        if (endpoints.some((e) => e.disaggregated && e.engine === "sglang")) transfer.push({ expr: `max by (pod) (sglang:kv_transfer_speed_gb_s{${WORKERS}}) * 1e9`, legendFormat: "{{pod}}" });
+        if (endpoints.some((e) => e.disaggregated && e.engine === "vllm"))
+            transfer.push({
+                expr: `sum by (pod) (rate(vllm:nixl_bytes_transferred_sum{${WORKERS}}[5m])) / sum by (pod) (rate(vllm:nixl_xfer_time_seconds_sum{${WORKERS}}[5m]))`,
+                legendFormat: "{{pod}}",
+            });
+        if (endpoints.some((e) => e.disaggregated && e.engine === "sglang"))
+            transfer.push({ expr: `max by (pod) (sglang:kv_transfer_speed_gb_s{${WORKERS}}) * 1e9`, legendFormat: "{{pod}}" });
         serving.push(
-            { title: "TTFT p95", unit: "s", queries: [{ expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
-            { title: "ITL p99", unit: "s", queries: [{ expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m])))`, legendFormat: "{{model}}" }] },
-            { title: "Output tokens/s per GPU", unit: "short", queries: endpoints.map((e) => ({ expr: tokensPerGpuExpr(e.model), legendFormat: e.name })) },
-            { title: "KV cache utilisation per worker", unit: "percentunit", queries: [{ expr: `max by (pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }] },
-            { title: "Requests queued / in flight (frontend)", unit: "short", queries: [
-                { expr: `sum by (model) (dynamo_frontend_queued_requests{${models}})`, legendFormat: "{{model}} queued" },
-                { expr: `sum by (model) (dynamo_frontend_inflight_requests{${models}})`, legendFormat: "{{model}} in flight" },
-            ] },
-            { title: "In flight per worker", unit: "short", queries: [{ expr: `sum by (pod) (dynamo_component_inflight_requests{${WORKERS}})`, legendFormat: "{{pod}}" }] },
+            {
+                title: "TTFT p95",
+                unit: "s",
+                queries: [
+                    {
+                        expr: `histogram_quantile(0.95, sum by (le, model) (rate(dynamo_frontend_time_to_first_token_seconds_bucket{${models}}[5m])))`,
+                        legendFormat: "{{model}}",
+                    },
+                ],
+            },
+            {
+                title: "ITL p99",
+                unit: "s",
+                queries: [
+                    {
+                        expr: `histogram_quantile(0.99, sum by (le, model) (rate(dynamo_frontend_inter_token_latency_seconds_bucket{${models}}[5m])))`,
+                        legendFormat: "{{model}}",
+                    },
+                ],
+            },
+            {
+                title: "Output tokens/s per GPU",
+                unit: "short",
+                queries: endpoints.map((e) => ({ expr: tokensPerGpuExpr(e.model), legendFormat: e.name })),
+            },
+            {
+                title: "KV cache utilisation per worker",
+                unit: "percentunit",
+                queries: [{ expr: `max by (pod) (dynamo_component_gpu_cache_usage_percent{${WORKERS}})`, legendFormat: "{{pod}}" }],
+            },
+            {
+                title: "Requests queued / in flight (frontend)",
+                unit: "short",
+                queries: [
+                    { expr: `sum by (model) (dynamo_frontend_queued_requests{${models}})`, legendFormat: "{{model}} queued" },
+                    { expr: `sum by (model) (dynamo_frontend_inflight_requests{${models}})`, legendFormat: "{{model}} in flight" },
+                ],
+            },
+            {
+                title: "In flight per worker",
+                unit: "short",
+                queries: [{ expr: `sum by (pod) (dynamo_component_inflight_requests{${WORKERS}})`, legendFormat: "{{pod}}" }],
+            },
         );
         if (hit.length) serving.push({ title: "KV cache hit rate", unit: "percentunit", queries: hit });
         if (transfer.length) serving.push({ title: "KV transfer rate per worker (RDMA guard)", unit: "Bps", queries: transfer });
     }
     const platform: Panel[] = [
-        { title: "Auth decisions by status", unit: "reqps", queries: [{ expr: `sum by (code) (rate(auth_decisions_total[5m]))`, legendFormat: "{{code}}" }] },
-        { title: "Auth check latency p99", unit: "s", queries: [{ expr: `histogram_quantile(0.99, sum by (le) (rate(auth_check_duration_seconds_bucket[5m])))`, legendFormat: "p99" }] },
-        { title: "Policy bundle revision per replica", unit: "short", queries: [{ expr: `max by (pod) (auth_bundle_revision)`, legendFormat: "{{pod}}" }] },
+        {
+            title: "Auth decisions by status",
+            unit: "reqps",
+            queries: [{ expr: `sum by (code) (rate(auth_decisions_total[5m]))`, legendFormat: "{{code}}" }],
+        },
+        {
+            title: "Auth check latency p99",
+            unit: "s",
+            queries: [
+                { expr: `histogram_quantile(0.99, sum by (le) (rate(auth_check_duration_seconds_bucket[5m])))`, legendFormat: "p99" },
+            ],
+        },
+        {
+            title: "Policy bundle revision per replica",
+            unit: "short",
+            queries: [{ expr: `max by (pod) (auth_bundle_revision)`, legendFormat: "{{pod}}" }],
+        },
         { title: "Policy bundle age", unit: "s", queries: [{ expr: `max by (pod) (auth_bundle_age_seconds)`, legendFormat: "{{pod}}" }] },
-        { title: "Usage not yet acknowledged by the hub", unit: "bytes", queries: [{ expr: `max by (pod) (metering_spool_unshipped_bytes)`, legendFormat: "{{pod}}" }] },
-        { title: "Usage records by outcome", unit: "short", queries: [{ expr: `sum by (outcome) (rate(metering_records_total[5m]))`, legendFormat: "{{outcome}}" }] },
-        { title: "Gateway responses by code class", unit: "reqps", queries: [{ expr: `sum by (envoy_response_code_class) (rate(envoy_http_downstream_rq_xx[5m]))`, legendFormat: "{{envoy_response_code_class}}xx" }] },
+        {
+            title: "Usage not yet acknowledged by the hub",
+            unit: "bytes",
+            queries: [{ expr: `max by (pod) (metering_spool_unshipped_bytes)`, legendFormat: "{{pod}}" }],
+        },
+        {
+            title: "Usage records by outcome",
+            unit: "short",
+            queries: [{ expr: `sum by (outcome) (rate(metering_records_total[5m]))`, legendFormat: "{{outcome}}" }],
+        },
+        {
+            title: "Gateway responses by code class",
+            unit: "reqps",
+            queries: [
+                {
+                    expr: `sum by (envoy_response_code_class) (rate(envoy_http_downstream_rq_xx[5m]))`,
+                    legendFormat: "{{envoy_response_code_class}}xx",
+                },
+            ],
+        },
     ];
     const out: Dashboard[] = [];
     if (serving.length) out.push({ uid: `platform-serving-${spoke}`, title: `Serving: ${spoke}`, panels: serving });
@@ -371,15 +481,28 @@ export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashbo
  */
 export function grafanaDashboard(d: Dashboard): Record<string, unknown> {
     return {
-        uid: d.uid, title: d.title, schemaVersion: 39, version: 1, editable: false, tags: ["inference-platform"],
-        time: { from: "now-6h", to: "now" }, refresh: "30s",
+        uid: d.uid,
+        title: d.title,
+        schemaVersion: 39,
+        version: 1,
+        editable: false,
+        tags: ["inference-platform"],
+        time: { from: "now-6h", to: "now" },
+        refresh: "30s",
         templating: { list: [{ name: "datasource", type: "datasource", query: "prometheus", label: "Prometheus" }] },
         panels: d.panels.map((p, i) => ({
-            id: i + 1, type: "timeseries", title: p.title,
+            id: i + 1,
+            type: "timeseries",
+            title: p.title,
             gridPos: { x: (i % 2) * 12, y: Math.floor(i / 2) * 8, w: 12, h: 8 },
             datasource: { type: "prometheus", uid: "${datasource}" },
             fieldConfig: { defaults: { unit: p.unit }, overrides: [] },
-            targets: p.queries.map((q, j) => ({ refId: String.fromCharCode(65 + j), expr: q.expr, legendFormat: q.legendFormat, datasource: { type: "prometheus", uid: "${datasource}" } })),
+            targets: p.queries.map((q, j) => ({
+                refId: String.fromCharCode(65 + j),
+                expr: q.expr,
+                legendFormat: q.legendFormat,
+                datasource: { type: "prometheus", uid: "${datasource}" },
+            })),
         })),
     };
 }
@@ -408,14 +531,29 @@ export interface ScrapeTarget {
  *   (envoyproxy/gateway@v1.9.2:internal/xds/bootstrap/bootstrap.go `EnvoyStatsPort = 19001`, bootstrap.yaml.tpl).
  */
 export function scrapeTargets(x: {
-    authNamespace: string; authLabels: Record<string, string>;
-    meteringNamespace: string; meteringLabels: Record<string, string>;
-    envoyNamespace: string; envoyLabels: Record<string, string>;
+    authNamespace: string;
+    authLabels: Record<string, string>;
+    meteringNamespace: string;
+    meteringLabels: Record<string, string>;
+    envoyNamespace: string;
+    envoyLabels: Record<string, string>;
 }): ScrapeTarget[] {
     return [
         { name: "platform-auth", namespace: x.authNamespace, podLabels: x.authLabels, port: { name: "ops" }, path: "/metrics" },
-        { name: "platform-metering", namespace: x.meteringNamespace, podLabels: x.meteringLabels, port: { name: "http" }, path: "/metrics" },
-        { name: "agent-router-envoy", namespace: x.envoyNamespace, podLabels: x.envoyLabels, port: { number: 19001 }, path: "/stats/prometheus" },
+        {
+            name: "platform-metering",
+            namespace: x.meteringNamespace,
+            podLabels: x.meteringLabels,
+            port: { name: "http" },
+            path: "/metrics",
+        },
+        {
+            name: "agent-router-envoy",
+            namespace: x.envoyNamespace,
+            podLabels: x.envoyLabels,
+            port: { number: 19001 },
+            path: "/stats/prometheus",
+        },
     ];
 }
 
@@ -444,21 +582,42 @@ export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): Scr
         // `dynamo_namespace`, which the Planner filters its queries by
         // (components/src/dynamo/planner/monitoring/traffic_metrics.py); workers get `dynamo_component_type`.
         {
-            name: "dynamo-frontends", namespace: INFERENCE_NAMESPACE, podLabels: {}, podIn: [ep, { key: ROLE_LABEL, values: ["frontend"] }],
-            port: { name: DYNAMO_PORTS.frontend }, path: "/metrics", honorLabels: true,
+            name: "dynamo-frontends",
+            namespace: INFERENCE_NAMESPACE,
+            podLabels: {},
+            podIn: [ep, { key: ROLE_LABEL, values: ["frontend"] }],
+            port: { name: DYNAMO_PORTS.frontend },
+            path: "/metrics",
+            honorLabels: true,
             podLabelsToTarget: [["nvidia.com/dynamo-namespace", "dynamo_namespace"]],
         },
         {
-            name: "dynamo-workers", namespace: INFERENCE_NAMESPACE, podLabels: {}, podIn: [ep, { key: ROLE_LABEL, values: [...WORKER_ROLES] }],
-            port: { name: DYNAMO_PORTS.worker }, path: "/metrics",
+            name: "dynamo-workers",
+            namespace: INFERENCE_NAMESPACE,
+            podLabels: {},
+            podIn: [ep, { key: ROLE_LABEL, values: [...WORKER_ROLES] }],
+            port: { name: DYNAMO_PORTS.worker },
+            path: "/metrics",
             podLabelsToTarget: [["nvidia.com/dynamo-component-type", "dynamo_component_type"]],
         },
         // The Mooncake masters of the endpoints with a KV pool (lib/mooncake.ts labels, port `metrics` = --metrics_port).
-        ...(endpoints.some((e) => e.mooncakePool) ? [{
-            name: "mooncake-masters", namespace: INFERENCE_NAMESPACE, podLabels: { "app.kubernetes.io/name": "mooncake-master" },
-            podIn: [{ key: "inference-platform.io/endpoint", values: [...new Set(endpoints.filter((e) => e.mooncakePool).map((e) => e.name))].sort() }],
-            port: { name: "metrics" }, path: "/metrics",
-        }] : []),
+        ...(endpoints.some((e) => e.mooncakePool)
+            ? [
+                  {
+                      name: "mooncake-masters",
+                      namespace: INFERENCE_NAMESPACE,
+                      podLabels: { "app.kubernetes.io/name": "mooncake-master" },
+                      podIn: [
+                          {
+                              key: "inference-platform.io/endpoint",
+                              values: [...new Set(endpoints.filter((e) => e.mooncakePool).map((e) => e.name))].sort(),
+                          },
+                      ],
+                      port: { name: "metrics" },
+                      path: "/metrics",
+                  },
+              ]
+            : []),
     ];
 }
 
@@ -475,11 +634,22 @@ export function podMonitorSpec(t: ScrapeTarget): Record<string, unknown> {
             ...(Object.keys(t.podLabels).length ? { matchLabels: t.podLabels } : {}),
             ...(t.podIn?.length ? { matchExpressions: t.podIn.map((x) => ({ key: x.key, operator: "In", values: x.values })) } : {}),
         },
-        podMetricsEndpoints: [{
-            ...("name" in t.port ? { port: t.port.name } : { portNumber: t.port.number }),
-            path: t.path, interval: "15s",
-            ...(t.honorLabels ? { honorLabels: true } : {}),
-            ...(t.podLabelsToTarget?.length ? { relabelings: t.podLabelsToTarget.map(([from, to]) => ({ action: "replace", sourceLabels: [podLabelMeta(from)], targetLabel: to })) } : {}),
-        }],
+        podMetricsEndpoints: [
+            {
+                ...("name" in t.port ? { port: t.port.name } : { portNumber: t.port.number }),
+                path: t.path,
+                interval: "15s",
+                ...(t.honorLabels ? { honorLabels: true } : {}),
+                ...(t.podLabelsToTarget?.length
+                    ? {
+                          relabelings: t.podLabelsToTarget.map(([from, to]) => ({
+                              action: "replace",
+                              sourceLabels: [podLabelMeta(from)],
+                              targetLabel: to,
+                          })),
+                      }
+                    : {}),
+            },
+        ],
     };
 }

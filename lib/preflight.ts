@@ -1,8 +1,8 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { PREFLIGHT_ENV } from "../services/preflight/config";
 import type { EnvName } from "../services/shared/env";
-import { EnvVar, KvFabric, MemlockPath, SecurityContext } from "./nixl";
+import type { EnvVar, KvFabric, MemlockPath, SecurityContext } from "./nixl";
 import { gpuNicPcieMapping } from "./rails";
 
 /**
@@ -101,7 +101,9 @@ export interface ContainerSpec {
  * kubelet reuses an init container's devices for the app containers, so it checks the GPUs the engine will get)
  * and the same security context.
  */
-export function preflightInitContainer(a: PreflightArgs & { image: string; resources: Record<string, string>; securityContext: SecurityContext }): ContainerSpec {
+export function preflightInitContainer(
+    a: PreflightArgs & { image: string; resources: Record<string, string>; securityContext: SecurityContext },
+): ContainerSpec {
     return {
         name: PREFLIGHT_CONTAINER,
         image: a.image,

@@ -20,7 +20,10 @@ export function checkPromQL(expr: string, known: ReadonlyMap<string, string> = k
     const series: string[] = [];
     const cursor = parser.parse(expr).cursor();
     do {
-        if (cursor.type.isError) errors.push(`syntax error at offset ${cursor.from}: ${JSON.stringify(expr.slice(Math.max(0, cursor.from - 20), cursor.from + 20))}`);
+        if (cursor.type.isError)
+            errors.push(
+                `syntax error at offset ${cursor.from}: ${JSON.stringify(expr.slice(Math.max(0, cursor.from - 20), cursor.from + 20))}`,
+            );
         if (cursor.type.name === "Identifier" && cursor.node.parent?.type.name === "VectorSelector") {
             const name = expr.slice(cursor.from, cursor.to);
             series.push(name);

@@ -1,4 +1,4 @@
-import { NodeProfile, Rail, railsInOrder } from "../config/nodeProfile";
+import { type NodeProfile, type Rail, railsInOrder } from "../config/nodeProfile";
 
 /**
  * Extended-resource prefix of the RDMA shared device plugin (`resourcePrefix`, default `rdma`;
@@ -58,14 +58,18 @@ export function rdmaSharedDevicePluginConfig(profiles: NodeProfile[], rdmaHcaMax
     if (profiles.length === 0) return { periodicUpdateInterval: 300, configList: [] };
     const railCount = profiles[0].rails.length;
     for (const p of profiles) {
-        if (p.rails.length !== railCount) throw new Error(`node profiles disagree on rail count: ${profiles[0].name} has ${railCount}, ${p.name} has ${p.rails.length}`);
+        if (p.rails.length !== railCount)
+            throw new Error(`node profiles disagree on rail count: ${profiles[0].name} has ${railCount}, ${p.name} has ${p.rails.length}`);
     }
     const configList: RdmaResourceConfig[] = [];
     for (let rail = 0; rail < railCount; rail++) {
         const rails = profiles.map((p) => p.rails.find((r) => r.rail === rail)!);
         const ifNames = [...new Set(rails.map((r) => r.netdev))].sort();
         const layers = [...new Set(rails.map((r) => r.linkLayer))];
-        if (layers.length > 1) throw new Error(`node profiles disagree on rail ${rail}'s link layer: ${profiles.map((p, i) => `${p.name} ${rails[i].linkLayer}`).join(", ")}`);
+        if (layers.length > 1)
+            throw new Error(
+                `node profiles disagree on rail ${rail}'s link layer: ${profiles.map((p, i) => `${p.name} ${rails[i].linkLayer}`).join(", ")}`,
+            );
         configList.push({
             resourceName: railResourceName(rail),
             resourcePrefix: RDMA_RESOURCE_PREFIX,
@@ -95,7 +99,7 @@ export function ucxNetDevices(rails: Rail[]): string {
  * also match `mlx5_10`/`mlx5_11` (NVIDIA/nccl src/misc/utils.cc prefix matching).
  */
 export function ncclIbHca(rails: Rail[]): string {
-    return "=" + rails.map((r) => `${r.hca}:1`).join(",");
+    return `=${rails.map((r) => `${r.hca}:1`).join(",")}`;
 }
 
 /**

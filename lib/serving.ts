@@ -1,11 +1,11 @@
 import type { Endpoint } from "../config/endpoint";
 import { endpointGpus } from "../config/endpoint";
-import { ConfigIssue } from "../config/errors";
+import type { ConfigIssue } from "../config/errors";
 import type { NodeProfile } from "../config/nodeProfile";
 import type { ServingConfig } from "../config/serving";
 import { FRONTEND_PORT } from "./dgd";
 import { INFERENCE_NAMESPACE } from "./labels";
-import { KvFabric, rdmaResources } from "./nixl";
+import { type KvFabric, rdmaResources } from "./nixl";
 
 /**
  * The in-cluster Service of an endpoint's Dynamo frontend: the operator names it `<dgd>-<component>` lower-cased,
@@ -21,10 +21,18 @@ export function frontendService(endpointName: string): { name: string; namespace
  * layout) and node count (on-prem: its named hosts; EKS: the node group's desired size, the figure the hub's
  * capacity check uses too, programs/spoke-registry.ts `spokeGpuCapacity`).
  */
-export interface PlacementPool { name: string; profile: NodeProfile; nodeCount: number }
+export interface PlacementPool {
+    name: string;
+    profile: NodeProfile;
+    nodeCount: number;
+}
 
 /** An endpoint and the node pool it runs on. */
-export interface Placement<P extends PlacementPool = PlacementPool> { endpoint: Endpoint; index: number; pool: P }
+export interface Placement<P extends PlacementPool = PlacementPool> {
+    endpoint: Endpoint;
+    index: number;
+    pool: P;
+}
 
 /**
  * Assigns each endpoint the hub placed on this spoke to a node pool and checks it fits: a worker's GPUs within one
@@ -34,7 +42,12 @@ export interface Placement<P extends PlacementPool = PlacementPool> { endpoint: 
  * @param contractKey how errors name the hub's endpoint list, e.g. `hub output spokeContracts.hn1`
  * @returns placements and the problems found (the caller throws one ConfigError with all of them)
  */
-export function placeEndpoints<P extends PlacementPool>(endpoints: Endpoint[], pools: P[], serving: ServingConfig, contractKey: string): { placements: Array<Placement<P>>; issues: ConfigIssue[] } {
+export function placeEndpoints<P extends PlacementPool>(
+    endpoints: Endpoint[],
+    pools: P[],
+    serving: ServingConfig,
+    contractKey: string,
+): { placements: Array<Placement<P>>; issues: ConfigIssue[] } {
     const issues: ConfigIssue[] = [];
     const placements: Array<Placement<P>> = [];
     const byName = new Map(pools.map((p) => [p.name, p]));
@@ -46,41 +59,67 @@ export function placeEndpoints<P extends PlacementPool>(endpoints: Endpoint[], p
         if (wanted !== undefined) {
             pool = byName.get(wanted);
             if (!pool) {
-                issues.push({ key: `platform:serving.endpointPools.${e.name}`, message: `unknown node pool "${wanted}" (known: ${[...byName.keys()].join(", ")})` });
+                issues.push({
+                    key: `platform:serving.endpointPools.${e.name}`,
+                    message: `unknown node pool "${wanted}" (known: ${[...byName.keys()].join(", ")})`,
+                });
                 return;
             }
         } else if (pools.length === 1) {
             pool = pools[0];
         } else {
-            issues.push({ key: `platform:serving.endpointPools.${e.name}`, message: `endpoint "${e.name}" is placed on this spoke but the spoke has ${pools.length} node pools (${[...byName.keys()].join(", ")}); say which one runs it` });
+            issues.push({
+                key: `platform:serving.endpointPools.${e.name}`,
+                message: `endpoint "${e.name}" is placed on this spoke but the spoke has ${pools.length} node pools (${[...byName.keys()].join(", ")}); say which one runs it`,
+            });
             return;
         }
         const gpusPerNode = pool.profile.gpu.count;
-        const groups = e.topology.mode === "disaggregated"
-            ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
-            : [["workers", e.topology.workers] as const];
+        const groups =
+            e.topology.mode === "disaggregated"
+                ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
+                : [["workers", e.topology.workers] as const];
         for (const [role, g] of groups) {
             if (g.gpusPerWorker > gpusPerNode) {
-                issues.push({ key: `${key}.topology.${role}.gpusPerWorker`, message: `${g.gpusPerWorker} GPUs per worker do not fit a node of pool "${pool.name}" (${pool.profile.name}: ${gpusPerNode} GPUs); a worker never spans nodes` });
+                issues.push({
+                    key: `${key}.topology.${role}.gpusPerWorker`,
+                    message: `${g.gpusPerWorker} GPUs per worker do not fit a node of pool "${pool.name}" (${pool.profile.name}: ${gpusPerNode} GPUs); a worker never spans nodes`,
+                });
             }
         }
         used.set(pool.name, (used.get(pool.name) ?? 0) + endpointGpus(e));
         const hasRails = pool.profile.rails.length > 0;
         const efa = (pool.profile as { efa?: unknown }).efa !== undefined;
-        if (!hasRails && !efa) issues.push({ key: `${key}`, message: `pool "${pool.name}" has no RDMA fabric (no rails, no EFA) for KV transfer` });
+        if (!hasRails && !efa)
+            issues.push({ key: `${key}`, message: `pool "${pool.name}" has no RDMA fabric (no rails, no EFA) for KV transfer` });
         if (e.kvPool.kind === "mooncake") {
             if (e.kvPool.storeReplicas > pool.nodeCount) {
-                issues.push({ key: `${key}.kvPool.storeReplicas`, message: `${e.kvPool.storeReplicas} Mooncake stores on pool "${pool.name}" with ${pool.nodeCount} node(s); at most one store per node` });
+                issues.push({
+                    key: `${key}.kvPool.storeReplicas`,
+                    message: `${e.kvPool.storeReplicas} Mooncake stores on pool "${pool.name}" with ${pool.nodeCount} node(s); at most one store per node`,
+                });
             }
-            if (e.engine === "trtllm") issues.push({ key: `${key}.kvPool`, message: "engine trtllm has no Mooncake shared-pool integration in Dynamo; use kind none or engine vllm/sglang" });
-            if (efa) issues.push({ key: `${key}.kvPool`, message: `pool "${pool.name}" is EFA: Mooncake's EFA transport needs a build with USE_EFA, else it silently runs verbs (kvcache-ai/Mooncake#2070); use kind none` });
+            if (e.engine === "trtllm")
+                issues.push({
+                    key: `${key}.kvPool`,
+                    message: "engine trtllm has no Mooncake shared-pool integration in Dynamo; use kind none or engine vllm/sglang",
+                });
+            if (efa)
+                issues.push({
+                    key: `${key}.kvPool`,
+                    message: `pool "${pool.name}" is EFA: Mooncake's EFA transport needs a build with USE_EFA, else it silently runs verbs (kvcache-ai/Mooncake#2070); use kind none`,
+                });
         }
         placements.push({ endpoint: e, index, pool });
     });
     for (const p of pools) {
         const n = used.get(p.name) ?? 0;
         const capacity = p.nodeCount * p.profile.gpu.count;
-        if (n > capacity) issues.push({ key: `${contractKey}.endpoints`, message: `endpoints on pool "${p.name}" need ${n} GPUs; its ${p.nodeCount} node(s) have ${capacity}` });
+        if (n > capacity)
+            issues.push({
+                key: `${contractKey}.endpoints`,
+                message: `endpoints on pool "${p.name}" need ${n} GPUs; its ${p.nodeCount} node(s) have ${capacity}`,
+            });
     }
     return { placements, issues };
 }

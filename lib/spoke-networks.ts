@@ -11,7 +11,10 @@ import type { SpokeConfig } from "../config/stack";
 import { findOverlaps, parseCidr } from "../config/cidr";
 
 /** One routable network of a spoke: the stack key it comes from and its CIDR. */
-export interface SpokeNetwork { key: string; cidr: string }
+export interface SpokeNetwork {
+    key: string;
+    cidr: string;
+}
 
 /** A spoke's identity and networks, as the hub records them (hub output `spokeNetworks`). */
 export interface SpokeNetworks {
@@ -40,7 +43,8 @@ export function findSpokeCollisions(spokes: SpokeNetworks[]): Array<{ stack: str
     const byName = new Map<string, string>();
     for (const s of spokes) {
         const prev = byName.get(s.name);
-        if (prev !== undefined && prev !== s.stack) out.push({ stack: s.stack, message: `spoke name "${s.name}" is already used by stack ${prev}` });
+        if (prev !== undefined && prev !== s.stack)
+            out.push({ stack: s.stack, message: `spoke name "${s.name}" is already used by stack ${prev}` });
         else byName.set(s.name, s.stack);
     }
     const flat = spokes.flatMap((s) => s.networks.map((n) => ({ s, n })));
@@ -60,5 +64,7 @@ export function findSpokeCollisions(spokes: SpokeNetworks[]): Array<{ stack: str
  */
 export function collisionsWithRecorded(mine: SpokeNetworks, recorded: SpokeNetworks[]): string[] {
     const others = recorded.filter((r) => r.stack !== mine.stack);
-    return findSpokeCollisions([...others, mine]).filter((c) => c.stack === mine.stack).map((c) => c.message);
+    return findSpokeCollisions([...others, mine])
+        .filter((c) => c.stack === mine.stack)
+        .map((c) => c.message);
 }

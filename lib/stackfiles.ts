@@ -1,5 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as YAML from "yaml";
 
 /** A stack file on disk and what the renderer needs to order it. */
@@ -32,7 +32,7 @@ export function stackNameOf(file: string): string {
  * @throws Error naming the file when the YAML does not parse or has no `config:` map
  */
 export function readStackFile(file: string, display = file): StackFile {
-    let doc: any;
+    let doc: unknown;
     let text: string;
     try {
         text = fs.readFileSync(file, "utf8");
@@ -44,12 +44,13 @@ export function readStackFile(file: string, display = file): StackFile {
     } catch (e) {
         throw new Error(`${display}: not valid YAML: ${yamlErrorText(text, e as Error)}`);
     }
-    if (!doc || typeof doc !== "object" || !doc.config || typeof doc.config !== "object") {
+    const stackConfig = doc && typeof doc === "object" ? (doc as { config?: unknown }).config : undefined;
+    if (!stackConfig || typeof stackConfig !== "object") {
         throw new Error(`${display}: no "config:" map; a stack file looks like "config:\\n  platform:role: spoke"`);
     }
     const config: Record<string, string> = {};
     const secretKeys: string[] = [];
-    for (const [k, v] of Object.entries(doc.config as Record<string, unknown>)) {
+    for (const [k, v] of Object.entries(stackConfig as Record<string, unknown>)) {
         if (v && typeof v === "object" && !Array.isArray(v) && "secure" in (v as object)) {
             config[k] = "offline-secret";
             secretKeys.push(k);
@@ -60,7 +61,14 @@ export function readStackFile(file: string, display = file): StackFile {
     const role = config["platform:role"] ?? "";
     let hub: string | undefined;
     if (role === "spoke") {
-        try { hub = String(JSON.parse(config["platform:spoke"] ?? "{}").hubStack ?? "").split("/").pop() || undefined; } catch { hub = undefined; }
+        try {
+            hub =
+                String(JSON.parse(config["platform:spoke"] ?? "{}").hubStack ?? "")
+                    .split("/")
+                    .pop() || undefined;
+        } catch {
+            hub = undefined;
+        }
     }
     return { name: stackNameOf(file), file: display, role, hub, config, secretKeys };
 }
@@ -82,15 +90,33 @@ export function unclosedBefore(text: string, pos: number): { line: number; col: 
     let comment = false;
     for (let i = 0; i < pos && i < text.length; i++) {
         const c = text[i];
-        if (c === "\n") { comment = false; continue; }
-        if (comment) continue;
-        if (quote) {
-            if (c === "\\" && quote.ch === '"') { i++; continue; }
-            if (c === quote.ch) { if (quote.ch === "'" && text[i + 1] === "'") { i++; continue; } quote = undefined; }
+        if (c === "\n") {
+            comment = false;
             continue;
         }
-        if (c === "#" && (i === 0 || /\s/.test(text[i - 1]))) { comment = true; continue; }
-        if ((c === '"' || c === "'") && SCALAR_START.test(text.slice(Math.max(0, i - 1), i))) { quote = { ch: c, at: i }; continue; }
+        if (comment) continue;
+        if (quote) {
+            if (c === "\\" && quote.ch === '"') {
+                i++;
+                continue;
+            }
+            if (c === quote.ch) {
+                if (quote.ch === "'" && text[i + 1] === "'") {
+                    i++;
+                    continue;
+                }
+                quote = undefined;
+            }
+            continue;
+        }
+        if (c === "#" && (i === 0 || /\s/.test(text[i - 1]))) {
+            comment = true;
+            continue;
+        }
+        if ((c === '"' || c === "'") && SCALAR_START.test(text.slice(Math.max(0, i - 1), i))) {
+            quote = { ch: c, at: i };
+            continue;
+        }
         if (c === "[" || c === "{") opened.push(i);
         if ((c === "]" || c === "}") && opened.length) opened.pop();
     }
@@ -114,7 +140,10 @@ export function yamlErrorText(text: string, e: Error): string {
 
 /** Every stack file under `stacks/`, sorted by name. */
 export function discoverStacks(dir = STACKS_DIR): StackFile[] {
-    return fs.readdirSync(dir).filter((f) => /^Pulumi\..+\.ya?ml$/.test(f)).sort()
+    return fs
+        .readdirSync(dir)
+        .filter((f) => /^Pulumi\..+\.ya?ml$/.test(f))
+        .sort()
         .map((f) => readStackFile(path.join(dir, f), path.relative(process.cwd(), path.join(dir, f)) || f));
 }
 

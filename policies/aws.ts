@@ -49,7 +49,11 @@ export const POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com";
 
 function trustPrincipals(role: PolicyResource): string[] {
     let doc: any;
-    try { doc = typeof role.props.assumeRolePolicy === "string" ? JSON.parse(role.props.assumeRolePolicy) : role.props.assumeRolePolicy; } catch { return []; }
+    try {
+        doc = typeof role.props.assumeRolePolicy === "string" ? JSON.parse(role.props.assumeRolePolicy) : role.props.assumeRolePolicy;
+    } catch {
+        return [];
+    }
     return [doc?.Statement ?? []].flat().flatMap((s: any) => [s?.Principal?.Service ?? [], s?.Principal?.AWS ?? []].flat());
 }
 
@@ -61,26 +65,41 @@ function trustPrincipals(role: PolicyResource): string[] {
 export const awsEksNoAccessKeys: StackValidationPolicy = {
     name: "aws-eks-spoke-no-access-keys",
     description: "EKS spokes get AWS access from EKS Pod Identity or IRSA, never from a long-lived IAM access key.",
-    remediationSteps: "Use platform:spokeIdentities.<spoke>.mode: pod-identity (the EKS default); remove aws.iam.AccessKey and any credentials-file Secret from the EKS spoke.",
+    remediationSteps:
+        "Use platform:spokeIdentities.<spoke>.mode: pod-identity (the EKS default); remove aws.iam.AccessKey and any credentials-file Secret from the EKS spoke.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const rs = args.resources;
         if (ofType(rs, AWS_TYPES.eksCluster).length > 0) {
-            for (const k of ofType(rs, AWS_TYPES.accessKey)) report(`IAM access key ${k.name} in an EKS spoke stack: EKS workloads get their role from EKS Pod Identity or IRSA, never a long-lived key.`, k.urn);
+            for (const k of ofType(rs, AWS_TYPES.accessKey))
+                report(
+                    `IAM access key ${k.name} in an EKS spoke stack: EKS workloads get their role from EKS Pod Identity or IRSA, never a long-lived key.`,
+                    k.urn,
+                );
             // A Secret whose content is still being computed (a new stack's preview) gets it from another resource of
             // this stack; the only resource that mints an AWS key is aws.iam.AccessKey, refused just above. So the
             // content is judged where known and the key's source where not.
             for (const s of ofType(rs, AWS_TYPES.k8sSecret)) {
                 const content = peek(() => JSON.stringify(s.props.stringData ?? {}) + JSON.stringify(s.props.data ?? {}));
-                if (content.known && /aws_secret_access_key|secretAccessKey/.test(content.value)) report(`Kubernetes Secret ${s.name} carries an AWS secret access key in an EKS spoke: bind the service account to its role with EKS Pod Identity instead.`, s.urn);
+                if (content.known && /aws_secret_access_key|secretAccessKey/.test(content.value))
+                    report(
+                        `Kubernetes Secret ${s.name} carries an AWS secret access key in an EKS spoke: bind the service account to its role with EKS Pod Identity instead.`,
+                        s.urn,
+                    );
             }
         }
-        const podIdentitySpokes = new Set(ofType(rs, AWS_TYPES.role)
-            .filter((r) => r.props.tags?.[SPOKE_TAG] && trustPrincipals(r).includes(POD_IDENTITY_PRINCIPAL))
-            .map((r) => String(r.props.tags[SPOKE_TAG])));
+        const podIdentitySpokes = new Set(
+            ofType(rs, AWS_TYPES.role)
+                .filter((r) => r.props.tags?.[SPOKE_TAG] && trustPrincipals(r).includes(POD_IDENTITY_PRINCIPAL))
+                .map((r) => String(r.props.tags[SPOKE_TAG])),
+        );
         for (const u of ofType(rs, AWS_TYPES.user)) {
             const spoke = u.props.tags?.[SPOKE_TAG];
-            if (spoke && podIdentitySpokes.has(String(spoke))) report(`IAM user ${u.name} for EKS spoke ${spoke}, whose role is trusted by EKS Pod Identity: an EKS spoke needs no user and no key.`, u.urn);
+            if (spoke && podIdentitySpokes.has(String(spoke)))
+                report(
+                    `IAM user ${u.name} for EKS spoke ${spoke}, whose role is trusted by EKS Pod Identity: an EKS spoke needs no user and no key.`,
+                    u.urn,
+                );
         }
     },
 };
@@ -104,8 +123,13 @@ const CREDENTIAL_VALUES: Array<[RegExp, string]> = [
  * scan of the same policy at `up`, when every output is known and the update is still refused before it completes.
  */
 export function findCredentials(value: unknown, path = ""): string[] {
-    if (typeof value === "string") return CREDENTIAL_VALUES.filter(([re]) => re.test(value)).map(([, what]) => `${path || "(value)"}: ${what}`);
-    if (Array.isArray(value)) return value.flatMap((_, i) => { const v = peek(() => value[i]); return v.known ? findCredentials(v.value, `${path}[${i}]`) : []; });
+    if (typeof value === "string")
+        return CREDENTIAL_VALUES.filter(([re]) => re.test(value)).map(([, what]) => `${path || "(value)"}: ${what}`);
+    if (Array.isArray(value))
+        return value.flatMap((_, i) => {
+            const v = peek(() => value[i]);
+            return v.known ? findCredentials(v.value, `${path}[${i}]`) : [];
+        });
     if (value && typeof value === "object") {
         return Object.keys(value as Record<string, unknown>).flatMap((k) => {
             const p = path ? `${path}.${k}` : k;
@@ -125,13 +149,18 @@ export function findCredentials(value: unknown, path = ""): string[] {
 export const awsNoCredentialOutputs: StackValidationPolicy = {
     name: "aws-no-credentials-in-outputs",
     description: "Stack outputs carry no AWS credential or private key: every StackReference reader would get it.",
-    remediationSteps: "Deliver the credential to the one principal that needs it (components/hub/SpokeIdentity.ts writes a per-spoke Secrets Manager secret) and export only its ARN.",
+    remediationSteps:
+        "Deliver the credential to the one principal that needs it (components/hub/SpokeIdentity.ts writes a per-spoke Secrets Manager secret) and export only its ARN.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const s of ofType(args.resources, AWS_TYPES.stack)) {
             const props = peek(() => s.props);
             if (!props.known) continue;
-            for (const where of findCredentials(props.value)) report(`stack output ${where}: outputs are readable by every StackReference; deliver credentials per consumer instead.`, s.urn);
+            for (const where of findCredentials(props.value))
+                report(
+                    `stack output ${where}: outputs are readable by every StackReference; deliver credentials per consumer instead.`,
+                    s.urn,
+                );
         }
     },
 };
@@ -142,12 +171,17 @@ export const awsNoCredentialOutputs: StackValidationPolicy = {
  */
 export const awsStatefulProtected: ResourceValidationPolicy = {
     name: "aws-stateful-protected",
-    description: "Ledger database, KMS keys, the policy bucket, usage streams and EKS clusters must be protected (protect: true) and retained on delete.",
-    remediationSteps: "Create them with { protect: true, retainOnDelete: true } (components/hub/UsageLedger.ts, PolicyStore.ts, components/spoke/EksCluster.ts).",
+    description:
+        "Ledger database, KMS keys, the policy bucket, usage streams and EKS clusters must be protected (protect: true) and retained on delete.",
+    remediationSteps:
+        "Create them with { protect: true, retainOnDelete: true } (components/hub/UsageLedger.ts, PolicyStore.ts, components/spoke/EksCluster.ts).",
     enforcementLevel: "mandatory",
     validateResource: (args, report) => {
         if (!(STATEFUL_TYPES as readonly string[]).includes(args.type)) return;
-        if (!args.opts?.protect) report(`${args.type} ${args.name} is not protected: an ordinary \`pulumi up\` may delete or replace it (set protect: true and retainOnDelete: true).`);
+        if (!args.opts?.protect)
+            report(
+                `${args.type} ${args.name} is not protected: an ordinary \`pulumi up\` may delete or replace it (set protect: true and retainOnDelete: true).`,
+            );
     },
 };
 
@@ -164,7 +198,8 @@ function isGpuGroup(g: PolicyResource): boolean {
 export const awsImdsHopLimit: StackValidationPolicy = {
     name: "aws-gpu-nodes-imds-hop-limit",
     description: "GPU node groups use a launch template with httpTokens: required and httpPutResponseHopLimit: 1.",
-    remediationSteps: "Set metadataOptions { httpTokens: \"required\", httpPutResponseHopLimit: 1 } on the node group's launch template (components/spoke/EfaNodeGroup.ts NODE_METADATA_OPTIONS).",
+    remediationSteps:
+        'Set metadataOptions { httpTokens: "required", httpPutResponseHopLimit: 1 } on the node group\'s launch template (components/spoke/EfaNodeGroup.ts NODE_METADATA_OPTIONS).',
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const lts = ofType(args.resources, AWS_TYPES.launchTemplate);
@@ -172,13 +207,30 @@ export const awsImdsHopLimit: StackValidationPolicy = {
             // launchTemplate.id is the template's computed id (unknown in a new stack's preview): the template is found
             // through the node group's dependency on it, which is known in preview too.
             const ref = peek(() => g.props.launchTemplate as { id?: unknown; name?: unknown } | undefined);
-            if (ref.known && !ref.value) { report(`GPU node group ${g.name} has no launch template: EKS's default sets IMDS hop limit 2, so pods can take the node role.`, g.urn); continue; }
+            if (ref.known && !ref.value) {
+                report(
+                    `GPU node group ${g.name} has no launch template: EKS's default sets IMDS hop limit 2, so pods can take the node role.`,
+                    g.urn,
+                );
+                continue;
+            }
             const refName = ref.known ? peek(() => ref.value?.name) : undefined;
-            const lt = dependencyOfType(g, AWS_TYPES.launchTemplate) ?? lts.find((l) => refName?.known && refName.value && peek(() => l.props.name).known && l.props.name === refName.value);
-            if (!lt) { report(`GPU node group ${g.name}: its launch template is not in this stack, so its IMDS settings cannot be checked.`, g.urn); continue; }
+            const lt =
+                dependencyOfType(g, AWS_TYPES.launchTemplate) ??
+                lts.find((l) => refName?.known && refName.value && peek(() => l.props.name).known && l.props.name === refName.value);
+            if (!lt) {
+                report(
+                    `GPU node group ${g.name}: its launch template is not in this stack, so its IMDS settings cannot be checked.`,
+                    g.urn,
+                );
+                continue;
+            }
             const md = lt.props.metadataOptions ?? {};
             if (md.httpTokens !== "required" || md.httpPutResponseHopLimit !== 1) {
-                report(`launch template ${lt.name} of GPU node group ${g.name}: metadataOptions httpTokens=${md.httpTokens ?? "(unset)"}, httpPutResponseHopLimit=${md.httpPutResponseHopLimit ?? "(unset)"}; need required and 1, or pods reach the node role through IMDS.`, lt.urn);
+                report(
+                    `launch template ${lt.name} of GPU node group ${g.name}: metadataOptions httpTokens=${md.httpTokens ?? "(unset)"}, httpPutResponseHopLimit=${md.httpPutResponseHopLimit ?? "(unset)"}; need required and 1, or pods reach the node role through IMDS.`,
+                    lt.urn,
+                );
             }
         }
     },
@@ -192,15 +244,24 @@ export const awsImdsHopLimit: StackValidationPolicy = {
 export const awsRdsForceSsl: StackValidationPolicy = {
     name: "aws-rds-force-ssl",
     description: "Aurora PostgreSQL clusters use a cluster parameter group with rds.force_ssl=1 and an RDS-managed master password.",
-    remediationSteps: "Attach an aws.rds.ClusterParameterGroup with { name: \"rds.force_ssl\", value: \"1\" } and set manageMasterUserPassword: true (components/hub/UsageLedger.ts).",
+    remediationSteps:
+        'Attach an aws.rds.ClusterParameterGroup with { name: "rds.force_ssl", value: "1" } and set manageMasterUserPassword: true (components/hub/UsageLedger.ts).',
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const groups = ofType(args.resources, AWS_TYPES.rdsClusterParameterGroup);
         for (const c of ofType(args.resources, AWS_TYPES.rdsCluster).filter((r) => r.props.engine === "aurora-postgresql")) {
             const g = groups.find((x) => x.props.name === c.props.dbClusterParameterGroupName);
             const forced = (g?.props.parameters ?? []).some((p: any) => p.name === "rds.force_ssl" && String(p.value) === "1");
-            if (!forced) report(`Aurora cluster ${c.name}: ${g ? `parameter group ${g.name} does not set rds.force_ssl=1` : "no cluster parameter group of this stack is attached"}; plaintext connections are accepted.`, c.urn);
-            if (c.props.manageMasterUserPassword !== true || c.props.masterPassword !== undefined) report(`Aurora cluster ${c.name}: the master password is not managed by RDS (set manageMasterUserPassword: true, no masterPassword).`, c.urn);
+            if (!forced)
+                report(
+                    `Aurora cluster ${c.name}: ${g ? `parameter group ${g.name} does not set rds.force_ssl=1` : "no cluster parameter group of this stack is attached"}; plaintext connections are accepted.`,
+                    c.urn,
+                );
+            if (c.props.manageMasterUserPassword !== true || c.props.masterPassword !== undefined)
+                report(
+                    `Aurora cluster ${c.name}: the master password is not managed by RDS (set manageMasterUserPassword: true, no masterPassword).`,
+                    c.urn,
+                );
         }
     },
 };

@@ -23,45 +23,59 @@ const ENVOY_PROXY = "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy";
 const PLAINTEXT = new Set(["HTTP", "TCP", "UDP"]);
 
 function props(r: PolicyResource): any {
-    try { return r.props ?? {}; } catch { return {}; }
+    try {
+        return r.props ?? {};
+    } catch {
+        return {};
+    }
 }
 
 /** True when the Gateway's class is parameterised by an EnvoyProxy of this stack with a ClusterIP Service. */
 function clusterInternal(gw: any, resources: PolicyResource[]): boolean {
-    const cls = resources.filter((r) => r.type === GATEWAY_CLASS).map(props).find((c) => c.metadata?.name === gw.spec?.gatewayClassName);
+    const cls = resources
+        .filter((r) => r.type === GATEWAY_CLASS)
+        .map(props)
+        .find((c) => c.metadata?.name === gw.spec?.gatewayClassName);
     const ref = cls?.spec?.parametersRef;
-    if (!ref || ref.kind !== "EnvoyProxy") return false;
-    const proxy = resources.filter((r) => r.type === ENVOY_PROXY).map(props)
+    if (ref?.kind !== "EnvoyProxy") return false;
+    const proxy = resources
+        .filter((r) => r.type === ENVOY_PROXY)
+        .map(props)
         .find((p) => p.metadata?.name === ref.name && (p.metadata?.namespace ?? "default") === (ref.namespace ?? "default"));
     return proxy?.spec?.provider?.kubernetes?.envoyService?.type === "ClusterIP";
 }
 
-export const edgeTlsListeners: StackValidationPolicy = stackPolicy({
-    name: "edge-tls-listeners",
-    description: "A Gateway listener reachable from outside the cluster terminates TLS (HTTPS/TLS): tenants' API keys never cross a network in clear text.",
-    remediationSteps: "Set platform:gateway.listener.tls (acme-dns01, private-ca or secret); plain HTTP only with tls.source: terminated-in-front naming the load balancer that terminates TLS in front.",
-}, (_v, resources) => {
-    const out: Array<{ subject: string; finding: { field: string; problem: string; fix: string }; urn?: string }> = [];
-    for (const r of resources.filter((x) => x.type === GATEWAY)) {
-        const gw = props(r);
-        const terminatedBy = gw.metadata?.annotations?.[TLS_TERMINATED_BY_ANNOTATION];
-        if (typeof terminatedBy === "string" && terminatedBy.trim().length >= 3) continue;
-        if (clusterInternal(gw, resources)) continue;
-        (gw.spec?.listeners ?? []).forEach((l: any, i: number) => {
-            const protocol = String(l?.protocol ?? "");
-            if (!PLAINTEXT.has(protocol)) return;
-            out.push({
-                subject: `Gateway/${gw.metadata?.namespace ?? "default"}/${gw.metadata?.name ?? r.name}`,
-                finding: {
-                    field: `spec.listeners[${i}]`,
-                    problem: `listener ${l?.name ?? i} is ${protocol} on port ${l?.port} and reachable from outside the cluster (the proxy Service is a load balancer), so tenants' bearer keys would cross the network in clear text`,
-                    fix: `terminate TLS on it (protocol HTTPS with a certificate), or, if a load balancer in front terminates TLS, name it in the ${TLS_TERMINATED_BY_ANNOTATION} annotation (platform:gateway.listener.tls.source: terminated-in-front)`,
-                },
-                urn: r.urn,
+export const edgeTlsListeners: StackValidationPolicy = stackPolicy(
+    {
+        name: "edge-tls-listeners",
+        description:
+            "A Gateway listener reachable from outside the cluster terminates TLS (HTTPS/TLS): tenants' API keys never cross a network in clear text.",
+        remediationSteps:
+            "Set platform:gateway.listener.tls (acme-dns01, private-ca or secret); plain HTTP only with tls.source: terminated-in-front naming the load balancer that terminates TLS in front.",
+    },
+    (_v, resources) => {
+        const out: Array<{ subject: string; finding: { field: string; problem: string; fix: string }; urn?: string }> = [];
+        for (const r of resources.filter((x) => x.type === GATEWAY)) {
+            const gw = props(r);
+            const terminatedBy = gw.metadata?.annotations?.[TLS_TERMINATED_BY_ANNOTATION];
+            if (typeof terminatedBy === "string" && terminatedBy.trim().length >= 3) continue;
+            if (clusterInternal(gw, resources)) continue;
+            (gw.spec?.listeners ?? []).forEach((l: any, i: number) => {
+                const protocol = String(l?.protocol ?? "");
+                if (!PLAINTEXT.has(protocol)) return;
+                out.push({
+                    subject: `Gateway/${gw.metadata?.namespace ?? "default"}/${gw.metadata?.name ?? r.name}`,
+                    finding: {
+                        field: `spec.listeners[${i}]`,
+                        problem: `listener ${l?.name ?? i} is ${protocol} on port ${l?.port} and reachable from outside the cluster (the proxy Service is a load balancer), so tenants' bearer keys would cross the network in clear text`,
+                        fix: `terminate TLS on it (protocol HTTPS with a certificate), or, if a load balancer in front terminates TLS, name it in the ${TLS_TERMINATED_BY_ANNOTATION} annotation (platform:gateway.listener.tls.source: terminated-in-front)`,
+                    },
+                    urn: r.urn,
+                });
             });
-        });
-    }
-    return out;
-});
+        }
+        return out;
+    },
+);
 
 export const edgeTlsPolicies = [edgeTlsListeners];

@@ -36,16 +36,27 @@ export const DYNAMO_COMPONENT_LABEL = "nvidia.com/dynamo-component";
 export const PUBLISHED_NETWORK_CARDS: Record<string, number> = { "p5en.48xlarge": 16, "p5e.48xlarge": 32 };
 
 /** An EKS node group labelled `fabric=efa`. */
-interface EfaGroup { r: PolicyResource; pool: string; instanceTypes: string[]; taints: Array<{ key?: string; value?: string; effect?: string }> }
+interface EfaGroup {
+    r: PolicyResource;
+    pool: string;
+    instanceTypes: string[];
+    taints: Array<{ key?: string; value?: string; effect?: string }>;
+}
 
 /** EFA node groups of the stack (EKS managed node groups whose labels say `inference-platform.io/fabric: efa`). */
 export function efaNodeGroups(resources: PolicyResource[]): EfaGroup[] {
     return ofType(resources, EFA_TYPES.nodeGroup)
         .filter((r) => r.props.labels?.[LABELS.fabric] === "efa")
-        .map((r) => ({ r, pool: String(r.props.labels?.[LABELS.pool] ?? r.name), instanceTypes: (r.props.instanceTypes ?? []) as string[], taints: (r.props.taints ?? []) as EfaGroup["taints"] }));
+        .map((r) => ({
+            r,
+            pool: String(r.props.labels?.[LABELS.pool] ?? r.name),
+            instanceTypes: (r.props.instanceTypes ?? []) as string[],
+            taints: (r.props.taints ?? []) as EfaGroup["taints"],
+        }));
 }
 
-const tolerates = (tols: Array<Record<string, unknown>>, key: string) => tols.some((t) => t.key === key && (t.operator === "Exists" || t.operator === "Equal" || t.operator === undefined));
+const tolerates = (tols: Array<Record<string, unknown>>, key: string) =>
+    tols.some((t) => t.key === key && (t.operator === "Exists" || t.operator === "Equal" || t.operator === undefined));
 
 /**
  * The EFA device plugin runs on every EFA node: the pinned chart's DaemonSet has a required node affinity on
@@ -55,37 +66,58 @@ const tolerates = (tols: Array<Record<string, unknown>>, key: string) => tols.so
  */
 export const efaPluginAllowlist: StackValidationPolicy = {
     name: "efa-device-plugin-allowlist",
-    description: "Every EFA node group's instance type must be in the EFA device plugin's instance-type allowlist (supportedInstanceLabels.values), the plugin must tolerate the group's taints, and no EFA DRA driver may run alongside it.",
-    remediationSteps: "Deploy EfaDevicePlugin in the same stack with instanceTypes = the EFA node groups' types (components/spoke/EfaDevicePlugin.ts); tolerate the GPU taint; remove aws-dranet.",
+    description:
+        "Every EFA node group's instance type must be in the EFA device plugin's instance-type allowlist (supportedInstanceLabels.values), the plugin must tolerate the group's taints, and no EFA DRA driver may run alongside it.",
+    remediationSteps:
+        "Deploy EfaDevicePlugin in the same stack with instanceTypes = the EFA node groups' types (components/spoke/EfaDevicePlugin.ts); tolerate the GPU taint; remove aws-dranet.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const groups = efaNodeGroups(args.resources);
         if (groups.length === 0) return;
         const releases = helmReleases(args.resources, EFA_PLUGIN_CHART);
         if (releases.length === 0) {
-            report(`EFA node group(s) ${groups.map((g) => g.pool).join(", ")} but no ${EFA_PLUGIN_CHART} Helm release: nothing advertises ${EFA_RESOURCE}, so workloads cannot get EFA devices.`);
+            report(
+                `EFA node group(s) ${groups.map((g) => g.pool).join(", ")} but no ${EFA_PLUGIN_CHART} Helm release: nothing advertises ${EFA_RESOURCE}, so workloads cannot get EFA devices.`,
+            );
             return;
         }
         for (const dra of helmReleases(args.resources, EFA_DRA_CHART)) {
-            report(`Helm release ${dra.name} (${EFA_DRA_CHART}) next to the EFA device plugin: the EFA DRA driver cannot coexist with the device plugin on a node; pick one mechanism (rdma-failures #12).`, dra.urn);
+            report(
+                `Helm release ${dra.name} (${EFA_DRA_CHART}) next to the EFA device plugin: the EFA DRA driver cannot coexist with the device plugin on a node; pick one mechanism (rdma-failures #12).`,
+                dra.urn,
+            );
         }
         for (const rel of releases) {
             const labels = rel.props.values?.supportedInstanceLabels ?? {};
             const keys: string[] = labels.keys ?? [];
             const allow: string[] = labels.values ?? [];
             if (!Array.isArray(labels.values)) {
-                report(`Helm release ${rel.name} (${EFA_PLUGIN_CHART}): values.supportedInstanceLabels.values is not set, so the allowlist is the chart default, which cannot be checked here; set it to the EFA node groups' instance types.`, rel.urn);
+                report(
+                    `Helm release ${rel.name} (${EFA_PLUGIN_CHART}): values.supportedInstanceLabels.values is not set, so the allowlist is the chart default, which cannot be checked here; set it to the EFA node groups' instance types.`,
+                    rel.urn,
+                );
                 continue;
             }
-            if (!keys.includes(INSTANCE_TYPE_LABEL)) report(`Helm release ${rel.name}: values.supportedInstanceLabels.keys must include ${INSTANCE_TYPE_LABEL} (got ${JSON.stringify(keys)}).`, rel.urn);
+            if (!keys.includes(INSTANCE_TYPE_LABEL))
+                report(
+                    `Helm release ${rel.name}: values.supportedInstanceLabels.keys must include ${INSTANCE_TYPE_LABEL} (got ${JSON.stringify(keys)}).`,
+                    rel.urn,
+                );
             const tols = (rel.props.values?.tolerations ?? []) as Array<Record<string, unknown>>;
             for (const g of groups) {
                 const missing = g.instanceTypes.filter((t) => !allow.includes(t));
                 if (missing.length) {
-                    report(`EFA node group ${g.pool}: instance type(s) ${missing.join(", ")} are not in ${rel.name}'s supportedInstanceLabels.values (${allow.join(", ") || "empty"}); the plugin DaemonSet would schedule 0 pods there and EFA traffic would fall back to TCP.`, g.r.urn);
+                    report(
+                        `EFA node group ${g.pool}: instance type(s) ${missing.join(", ")} are not in ${rel.name}'s supportedInstanceLabels.values (${allow.join(", ") || "empty"}); the plugin DaemonSet would schedule 0 pods there and EFA traffic would fall back to TCP.`,
+                        g.r.urn,
+                    );
                 }
                 for (const t of g.taints) {
-                    if (t.key && !tolerates(tols, t.key)) report(`EFA node group ${g.pool} is tainted ${t.key}; Helm release ${rel.name} does not tolerate it, so the plugin never runs on those nodes.`, rel.urn);
+                    if (t.key && !tolerates(tols, t.key))
+                        report(
+                            `EFA node group ${g.pool} is tainted ${t.key}; Helm release ${rel.name} does not tolerate it, so the plugin never runs on those nodes.`,
+                            rel.urn,
+                        );
                 }
             }
         }
@@ -94,7 +126,11 @@ export const efaPluginAllowlist: StackValidationPolicy = {
 
 function decodeUserData(v: unknown): string {
     if (typeof v !== "string") return "";
-    try { return Buffer.from(v, "base64").toString("utf8"); } catch { return ""; }
+    try {
+        return Buffer.from(v, "base64").toString("utf8");
+    } catch {
+        return "";
+    }
 }
 
 /**
@@ -105,48 +141,80 @@ function decodeUserData(v: unknown): string {
  */
 export const efaLaunchTemplate: StackValidationPolicy = {
     name: "efa-node-group-launch-template",
-    description: "EFA node groups need a launch template with one EFA interface per network card (card 0 ENA + EFA-only, the rest EFA-only), a cluster placement group, a single AZ, and bootstrap that sets LimitMEMLOCK=infinity and huge pages.",
-    remediationSteps: "Build the node group with components/spoke/EfaNodeGroup.ts (interfaces from aws.ec2.getInstanceType().maximumNetworkCards, lib/efa.ts).",
+    description:
+        "EFA node groups need a launch template with one EFA interface per network card (card 0 ENA + EFA-only, the rest EFA-only), a cluster placement group, a single AZ, and bootstrap that sets LimitMEMLOCK=infinity and huge pages.",
+    remediationSteps:
+        "Build the node group with components/spoke/EfaNodeGroup.ts (interfaces from aws.ec2.getInstanceType().maximumNetworkCards, lib/efa.ts).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const lts = ofType(args.resources, EFA_TYPES.launchTemplate);
         const pgs = ofType(args.resources, EFA_TYPES.placementGroup);
         for (const g of efaNodeGroups(args.resources)) {
-            const lt = dependencyOfType(g.r, EFA_TYPES.launchTemplate)
-                ?? lts.find((l) => l.props.tags?.[LABELS.pool] === g.pool);
-            if (!lt) { report(`EFA node group ${g.pool} has no launch template in this stack: nothing sets up its EFA interfaces.`, g.r.urn); continue; }
+            const lt = dependencyOfType(g.r, EFA_TYPES.launchTemplate) ?? lts.find((l) => l.props.tags?.[LABELS.pool] === g.pool);
+            if (!lt) {
+                report(`EFA node group ${g.pool} has no launch template in this stack: nothing sets up its EFA interfaces.`, g.r.urn);
+                continue;
+            }
             const where = `EFA node group ${g.pool} (launch template ${lt.name})`;
             const subnets: unknown[] = g.r.props.subnetIds ?? [];
-            if (subnets.length !== 1) report(`${where}: uses ${subnets.length} subnets; a cluster placement group lives in one AZ, so give it exactly the subnet of that AZ.`, g.r.urn);
+            if (subnets.length !== 1)
+                report(
+                    `${where}: uses ${subnets.length} subnets; a cluster placement group lives in one AZ, so give it exactly the subnet of that AZ.`,
+                    g.r.urn,
+                );
             const nis = (lt.props.networkInterfaces ?? []) as Array<Record<string, any>>;
             const type = g.instanceTypes[0];
             const cards = PUBLISHED_NETWORK_CARDS[type] ?? Number(g.r.props.labels?.[EFA_DEVICES_LABEL] ?? 0);
-            if (!cards) { report(`${where}: instance type ${type} has no known network-card count; add it to PUBLISHED_NETWORK_CARDS.`, lt.urn); continue; }
-            const at = (card: number, dev: number) => nis.filter((n) => Number(n.networkCardIndex ?? 0) === card && Number(n.deviceIndex ?? 0) === dev);
+            if (!cards) {
+                report(`${where}: instance type ${type} has no known network-card count; add it to PUBLISHED_NETWORK_CARDS.`, lt.urn);
+                continue;
+            }
+            const at = (card: number, dev: number) =>
+                nis.filter((n) => Number(n.networkCardIndex ?? 0) === card && Number(n.deviceIndex ?? 0) === dev);
             const problems: string[] = [];
             const efa = nis.filter((n) => n.interfaceType === "efa" || n.interfaceType === "efa-only").length;
             if (efa !== cards) problems.push(`${efa} EFA interfaces for ${cards} network cards of ${type}`);
             const primary = at(0, 0);
-            if (primary.length !== 1 || primary[0].interfaceType !== "interface") problems.push("card 0 / device 0 must be the ENA primary (interfaceType interface)");
+            if (primary.length !== 1 || primary[0].interfaceType !== "interface")
+                problems.push("card 0 / device 0 must be the ENA primary (interfaceType interface)");
             if (at(0, 1).length !== 1 || at(0, 1)[0].interfaceType !== "efa-only") problems.push("card 0 / device 1 must be efa-only");
             for (let c = 1; c < cards; c++) {
                 const e = at(c, 0);
                 if (e.length !== 1 || e[0].interfaceType !== "efa-only") problems.push(`card ${c} / device 0 must be efa-only`);
             }
             if (nis.some((n) => n.subnetId)) problems.push("interfaces set subnetId, which EKS managed node groups reject");
-            if (nis.some((n) => !Array.isArray(n.securityGroups) || n.securityGroups.length === 0)) problems.push("every interface needs the EFA security group (all traffic to and from itself)");
-            if (problems.length) report(`${where}: ${problems.slice(0, 4).join("; ")}${problems.length > 4 ? `; and ${problems.length - 4} more` : ""} (reference/rdma.md §6.2).`, lt.urn);
+            if (nis.some((n) => !Array.isArray(n.securityGroups) || n.securityGroups.length === 0))
+                problems.push("every interface needs the EFA security group (all traffic to and from itself)");
+            if (problems.length)
+                report(
+                    `${where}: ${problems.slice(0, 4).join("; ")}${problems.length > 4 ? `; and ${problems.length - 4} more` : ""} (reference/rdma.md §6.2).`,
+                    lt.urn,
+                );
             // The group's name is computed (auto-named) on a new stack, so in preview it is unknown; the placement
             // group the template depends on is where its strategy is known (Pulumi records the dependency).
             const pgName = peek(() => lt.props.placement?.groupName);
             const pgDep = (lt.dependencies ?? []).find((d) => d.type === EFA_TYPES.placementGroup);
-            const pg = pgName.known ? pgs.find((p) => p.props.name === pgName.value) ?? (pgName.value ? pgDep : undefined) : pgDep;
-            if (pgName.known && !pgName.value) report(`${where}: no placement group; EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
-            else if (!pg && !pgName.known) report(`${where}: placement.groupName is unknown during preview and the template depends on no placement group of this stack, so its strategy cannot be checked (fail closed); EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
-            else if (pg && pg.props.strategy !== "cluster") report(`${where}: placement group ${pg.props.name ?? pg.name} has strategy ${pg.props.strategy}, not cluster.`, lt.urn);
+            const pg = pgName.known ? (pgs.find((p) => p.props.name === pgName.value) ?? (pgName.value ? pgDep : undefined)) : pgDep;
+            if (pgName.known && !pgName.value)
+                report(`${where}: no placement group; EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
+            else if (!pg && !pgName.known)
+                report(
+                    `${where}: placement.groupName is unknown during preview and the template depends on no placement group of this stack, so its strategy cannot be checked (fail closed); EFA nodes need a cluster placement group (reference/rdma.md §6.6).`,
+                    lt.urn,
+                );
+            else if (pg && pg.props.strategy !== "cluster")
+                report(`${where}: placement group ${pg.props.name ?? pg.name} has strategy ${pg.props.strategy}, not cluster.`, lt.urn);
             const ud = decodeUserData(lt.props.userData);
-            if (!/LimitMEMLOCK=infinity/.test(ud)) report(`${where}: node bootstrap does not set containerd LimitMEMLOCK=infinity; RDMA memory registration hits containerd's 8 MiB default (nvidia-container-toolkit#2037).`, lt.urn);
-            if (!/vm\.nr_hugepages\s*[=\s]\s*[1-9]/.test(ud)) report(`${where}: node bootstrap reserves no 2 MiB huge pages (vm.nr_hugepages) for the EFA provider (reference/rdma.md §6.4).`, lt.urn);
+            if (!/LimitMEMLOCK=infinity/.test(ud))
+                report(
+                    `${where}: node bootstrap does not set containerd LimitMEMLOCK=infinity; RDMA memory registration hits containerd's 8 MiB default (nvidia-container-toolkit#2037).`,
+                    lt.urn,
+                );
+            if (!/vm\.nr_hugepages\s*[=\s]\s*[1-9]/.test(ud))
+                report(
+                    `${where}: node bootstrap reserves no 2 MiB huge pages (vm.nr_hugepages) for the EFA provider (reference/rdma.md §6.4).`,
+                    lt.urn,
+                );
         }
     },
 };
@@ -165,11 +233,19 @@ export const efaGpuOperator: StackValidationPolicy = {
         const groups = efaNodeGroups(args.resources);
         if (groups.length === 0) return;
         const rels = helmReleases(args.resources, "gpu-operator");
-        if (rels.length === 0) { report(`EFA node group(s) ${groups.map((g) => g.pool).join(", ")} but no gpu-operator Helm release: nothing advertises nvidia.com/gpu.`); return; }
+        if (rels.length === 0) {
+            report(
+                `EFA node group(s) ${groups.map((g) => g.pool).join(", ")} but no gpu-operator Helm release: nothing advertises nvidia.com/gpu.`,
+            );
+            return;
+        }
         for (const rel of rels) {
             const env = (rel.props.values?.devicePlugin?.env ?? []) as Array<{ name?: string; value?: string }>;
             if (!env.some((e) => e.name === "MOFED_ENABLED" && String(e.value).toLowerCase() === "false")) {
-                report(`Helm release ${rel.name} (gpu-operator): devicePlugin.env lacks MOFED_ENABLED=false; on EFA nodes the device plugin would mount every uverbs device into GPU containers and break libfabric's EFA provider.`, rel.urn);
+                report(
+                    `Helm release ${rel.name} (gpu-operator): devicePlugin.env lacks MOFED_ENABLED=false; on EFA nodes the device plugin would mount every uverbs device into GPU containers and break libfabric's EFA provider.`,
+                    rel.urn,
+                );
             }
         }
     },
@@ -178,7 +254,12 @@ export const efaGpuOperator: StackValidationPolicy = {
 // ------------------------------------------------------------------ workloads
 
 /** A pod template found in a workload, with where it came from. */
-interface PodTemplate { owner: PolicyResource; where: string; componentType?: string; spec: Record<string, any> }
+interface PodTemplate {
+    owner: PolicyResource;
+    where: string;
+    componentType?: string;
+    spec: Record<string, any>;
+}
 
 /** Pod templates of DGDs (v1beta1 `components[].podTemplate`, v1alpha1 `services.*.extraPodSpec`) and core workloads. */
 export function podTemplates(resources: PolicyResource[]): PodTemplate[] {
@@ -188,14 +269,22 @@ export function podTemplates(resources: PolicyResource[]): PodTemplate[] {
         const p = r.props ?? {};
         if (r.type.endsWith(":DynamoGraphDeployment")) {
             for (const c of (p.spec?.components ?? []) as Array<Record<string, any>>) {
-                if (c.podTemplate?.spec) out.push({ owner: r, where: `component ${c.name}`, componentType: c.type, spec: c.podTemplate.spec });
+                if (c.podTemplate?.spec)
+                    out.push({ owner: r, where: `component ${c.name}`, componentType: c.type, spec: c.podTemplate.spec });
             }
             for (const [name, s] of Object.entries((p.spec?.services ?? {}) as Record<string, any>)) {
                 const spec = s?.extraPodSpec ?? {};
                 const main = spec.mainContainer ? [{ name: "main", ...spec.mainContainer }] : [];
-                out.push({ owner: r, where: `service ${name}`, componentType: s?.subComponentType ?? s?.componentType, spec: { ...spec, containers: [...main, ...(spec.containers ?? [])] } });
+                out.push({
+                    owner: r,
+                    where: `service ${name}`,
+                    componentType: s?.subComponentType ?? s?.componentType,
+                    spec: { ...spec, containers: [...main, ...(spec.containers ?? [])] },
+                });
             }
-        } else if (/:(apps\/v1:(Deployment|StatefulSet|DaemonSet)|batch\/v1:Job|leaderworkerset\.x-k8s\.io\/v1:LeaderWorkerSet)$/.test(r.type)) {
+        } else if (
+            /:(apps\/v1:(Deployment|StatefulSet|DaemonSet)|batch\/v1:Job|leaderworkerset\.x-k8s\.io\/v1:LeaderWorkerSet)$/.test(r.type)
+        ) {
             const t = p.spec?.template?.spec ?? p.spec?.leaderWorkerTemplate?.workerTemplate?.spec;
             if (t) out.push({ owner: r, where: "pod template", spec: t });
         } else if (r.type === "kubernetes:core/v1:Pod" && p.spec) {
@@ -230,28 +319,42 @@ function onEfa(spec: Record<string, any>, efaPools: Set<string>, otherPools: boo
     return gpu && !otherPools && !sel[LABELS.pool];
 }
 
-function positive(v: unknown): boolean { return Number(v) >= 1; }
+function positive(v: unknown): boolean {
+    return Number(v) >= 1;
+}
 
 /** The NIXL backend problem for a container, or undefined when LIBFABRIC is selected for its engine. */
 function nixlBackendProblem(c: Record<string, any>, env: Record<string, string>): string | undefined {
     for (const [k, v] of Object.entries(env)) {
-        if (/NIXL.*BACKEND/.test(k) && v.toUpperCase() === "UCX") return `${k}=UCX: NIXL's UCX backend on EFA runs GPU puts in software emulation (ai-dynamo/nixl#909, openucx/ucx#10950); use LIBFABRIC`;
+        if (/NIXL.*BACKEND/.test(k) && v.toUpperCase() === "UCX")
+            return `${k}=UCX: NIXL's UCX backend on EFA runs GPU puts in software emulation (ai-dynamo/nixl#909, openucx/ucx#10950); use LIBFABRIC`;
     }
     const argv = [...(c.command ?? []), ...(c.args ?? [])].map(String).join(" ");
     const kvCfg = /--kv-transfer-config[= ](\{.*?\})(?:\s|$)/.exec(argv)?.[1];
     if (kvCfg) {
         let backends: string[] = [];
-        try { backends = JSON.parse(kvCfg)?.kv_connector_extra_config?.backends ?? []; } catch { /* reported below */ }
-        if (!backends.map((b) => String(b).toUpperCase()).includes("LIBFABRIC") || backends.map((b) => String(b).toUpperCase()).includes("UCX")) {
+        try {
+            backends = JSON.parse(kvCfg)?.kv_connector_extra_config?.backends ?? [];
+        } catch {
+            /* reported below */
+        }
+        if (
+            !backends.map((b) => String(b).toUpperCase()).includes("LIBFABRIC") ||
+            backends.map((b) => String(b).toUpperCase()).includes("UCX")
+        ) {
             return `vLLM --kv-transfer-config selects NIXL backends ${JSON.stringify(backends)}; on EFA it must be ["LIBFABRIC"] (default is UCX, reference/dynamo.md §3.1)`;
         }
         return undefined;
     }
     if (/sglang/i.test(argv) || "SGLANG_DISAGGREGATION_NIXL_BACKEND" in env || /--disaggregation-transfer-backend nixl/.test(argv)) {
-        return env.SGLANG_DISAGGREGATION_NIXL_BACKEND === "LIBFABRIC" ? undefined : "SGLang on EFA needs SGLANG_DISAGGREGATION_NIXL_BACKEND=LIBFABRIC (its default is UCX, reference/dynamo.md §3.1)";
+        return env.SGLANG_DISAGGREGATION_NIXL_BACKEND === "LIBFABRIC"
+            ? undefined
+            : "SGLang on EFA needs SGLANG_DISAGGREGATION_NIXL_BACKEND=LIBFABRIC (its default is UCX, reference/dynamo.md §3.1)";
     }
     if (/trtllm|tensorrt_llm/i.test(argv) || "TRTLLM_NIXL_KVCACHE_BACKEND" in env) {
-        return env.TRTLLM_NIXL_KVCACHE_BACKEND === "LIBFABRIC" ? undefined : "TensorRT-LLM on EFA needs TRTLLM_NIXL_KVCACHE_BACKEND=LIBFABRIC (reference/dynamo.md §3.1)";
+        return env.TRTLLM_NIXL_KVCACHE_BACKEND === "LIBFABRIC"
+            ? undefined
+            : "TensorRT-LLM on EFA needs TRTLLM_NIXL_KVCACHE_BACKEND=LIBFABRIC (reference/dynamo.md §3.1)";
     }
     return undefined;
 }
@@ -267,14 +370,19 @@ function nixlBackendProblem(c: Record<string, any>, env: Record<string, string>)
  */
 export const efaWorkloadTransport: StackValidationPolicy = {
     name: "efa-workload-transport",
-    description: "Workers on EFA pools must request vpc.amazonaws.com/efa, set FI_PROVIDER=efa, use NIXL's LIBFABRIC backend (not UCX), keep NCCL on Libfabric, run privileged, and keep prefill and decode on different nodes via nvidia.com/dynamo-component anti-affinity.",
-    remediationSteps: "Build workers with lib/nixl.ts (kvFabricOf on an EFA profile) and lib/dgd.ts; never set FI_PROVIDER to sockets/tcp or a NIXL backend to UCX on EFA.",
+    description:
+        "Workers on EFA pools must request vpc.amazonaws.com/efa, set FI_PROVIDER=efa, use NIXL's LIBFABRIC backend (not UCX), keep NCCL on Libfabric, run privileged, and keep prefill and decode on different nodes via nvidia.com/dynamo-component anti-affinity.",
+    remediationSteps:
+        "Build workers with lib/nixl.ts (kvFabricOf on an EFA profile) and lib/dgd.ts; never set FI_PROVIDER to sockets/tcp or a NIXL backend to UCX on EFA.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const groups = efaNodeGroups(args.resources);
         const efaPools = new Set(groups.map((g) => g.pool));
-        const otherPools = ofType(args.resources, "kubernetes:core/v1:NodePatch").length > 0
-            || ofType(args.resources, EFA_TYPES.nodeGroup).some((r) => r.props.labels?.[LABELS.fabric] && r.props.labels?.[LABELS.fabric] !== "efa");
+        const otherPools =
+            ofType(args.resources, "kubernetes:core/v1:NodePatch").length > 0 ||
+            ofType(args.resources, EFA_TYPES.nodeGroup).some(
+                (r) => r.props.labels?.[LABELS.fabric] && r.props.labels?.[LABELS.fabric] !== "efa",
+            );
         const templates = podTemplates(args.resources);
         const relevant = templates.filter((t) => onEfa(t.spec, efaPools, otherPools));
         if (relevant.length === 0) return;
@@ -285,37 +393,62 @@ export const efaWorkloadTransport: StackValidationPolicy = {
                 const env = envOf(c);
                 const where = `${at} container ${c.name}`;
                 if (!positive(defaultedRequests(c.resources)[EFA_RESOURCE]) || !positive(c.resources?.limits?.[EFA_RESOURCE])) {
-                    report(`${where}: runs on an EFA pool but does not limit ${EFA_RESOURCE} (a limit alone is enough: Kubernetes sets the request to it); without it no EFA device is injected and NIXL/NCCL fall back to TCP.`, t.owner.urn);
+                    report(
+                        `${where}: runs on an EFA pool but does not limit ${EFA_RESOURCE} (a limit alone is enough: Kubernetes sets the request to it); without it no EFA device is injected and NIXL/NCCL fall back to TCP.`,
+                        t.owner.urn,
+                    );
                 }
                 if (env.FI_PROVIDER !== "efa") {
-                    report(`${where}: FI_PROVIDER is ${env.FI_PROVIDER === undefined ? "unset" : `"${env.FI_PROVIDER}"`}; it must be efa, or libfabric picks the sockets (TCP) provider and NIXL logs "TCP fallback" at INFO (ai-dynamo/nixl PR #833).`, t.owner.urn);
+                    report(
+                        `${where}: FI_PROVIDER is ${env.FI_PROVIDER === undefined ? "unset" : `"${env.FI_PROVIDER}"`}; it must be efa, or libfabric picks the sockets (TCP) provider and NIXL logs "TCP fallback" at INFO (ai-dynamo/nixl PR #833).`,
+                        t.owner.urn,
+                    );
                 }
                 const backend = nixlBackendProblem(c, env);
                 if (backend) report(`${where}: ${backend}.`, t.owner.urn);
                 if ("UCX_TLS" in env && env.UCX_PROTO_EMULATION_ENABLE !== "n") {
-                    report(`${where}: UCX on EFA (UCX_TLS=${env.UCX_TLS}) without UCX_PROTO_EMULATION_ENABLE=n emulates GPU puts in software (openucx/ucx#10950); use NIXL LIBFABRIC.`, t.owner.urn);
+                    report(
+                        `${where}: UCX on EFA (UCX_TLS=${env.UCX_TLS}) without UCX_PROTO_EMULATION_ENABLE=n emulates GPU puts in software (openucx/ucx#10950); use NIXL LIBFABRIC.`,
+                        t.owner.urn,
+                    );
                 }
                 if (env.NCCL_NET !== undefined && !/^(Libfabric|AWS Libfabric|OFI)$/i.test(env.NCCL_NET)) {
-                    report(`${where}: NCCL_NET=${env.NCCL_NET} on EFA; set NCCL_NET=Libfabric so a plugin failure is an error, not a fallback to Socket (reference/rdma.md §6.5).`, t.owner.urn);
+                    report(
+                        `${where}: NCCL_NET=${env.NCCL_NET} on EFA; set NCCL_NET=Libfabric so a plugin failure is an error, not a fallback to Socket (reference/rdma.md §6.5).`,
+                        t.owner.urn,
+                    );
                 }
                 if (c.securityContext?.privileged !== true) {
-                    report(`${where}: not privileged; on EFA, IPC_LOCK alone is insufficient for fi_mr_reg of GPU memory (Dynamo EFA guide, reference/dynamo.md §3.4).`, t.owner.urn);
+                    report(
+                        `${where}: not privileged; on EFA, IPC_LOCK alone is insufficient for fi_mr_reg of GPU memory (Dynamo EFA guide, reference/dynamo.md §3.4).`,
+                        t.owner.urn,
+                    );
                 }
             }
         }
         // Prefill/decode anti-affinity, per DGD with both phases on EFA.
         const byOwner = new Map<string, PodTemplate[]>();
-        for (const t of relevant) if (t.componentType === "prefill" || t.componentType === "decode") byOwner.set(t.owner.urn, [...(byOwner.get(t.owner.urn) ?? []), t]);
+        for (const t of relevant)
+            if (t.componentType === "prefill" || t.componentType === "decode")
+                byOwner.set(t.owner.urn, [...(byOwner.get(t.owner.urn) ?? []), t]);
         for (const ts of byOwner.values()) {
             if (!ts.some((t) => t.componentType === "prefill") || !ts.some((t) => t.componentType === "decode")) continue;
             for (const t of ts) {
-                const terms = (t.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) as Array<Record<string, any>>;
+                const terms = (t.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []) as Array<
+                    Record<string, any>
+                >;
                 const keyed = terms.some((term) => {
                     const sel = term.labelSelector ?? {};
-                    return DYNAMO_COMPONENT_LABEL in (sel.matchLabels ?? {}) || (sel.matchExpressions ?? []).some((e: { key?: string }) => e.key === DYNAMO_COMPONENT_LABEL);
+                    return (
+                        DYNAMO_COMPONENT_LABEL in (sel.matchLabels ?? {}) ||
+                        (sel.matchExpressions ?? []).some((e: { key?: string }) => e.key === DYNAMO_COMPONENT_LABEL)
+                    );
                 });
                 if (!keyed) {
-                    report(`${t.owner.name} ${t.where} (${t.componentType}): no required podAntiAffinity on ${DYNAMO_COMPONENT_LABEL}; prefill and decode on one EFA node fail with "fi_read still retrying EAGAIN" (dynamo-failures F.11; app.kubernetes.io/component does not work).`, t.owner.urn);
+                    report(
+                        `${t.owner.name} ${t.where} (${t.componentType}): no required podAntiAffinity on ${DYNAMO_COMPONENT_LABEL}; prefill and decode on one EFA node fail with "fi_read still retrying EAGAIN" (dynamo-failures F.11; app.kubernetes.io/component does not work).`,
+                        t.owner.urn,
+                    );
                 }
             }
         }
@@ -336,27 +469,40 @@ export const HUGEPAGES_2MI = "hugepages-2Mi";
  */
 export const efaWorkloadHugepages: StackValidationPolicy = {
     name: "efa-workload-hugepages",
-    description: "Prefill/decode workers on EFA pools must request hugepages-2Mi, equal in requests and limits, together with a cpu or memory request.",
-    remediationSteps: "Request the worker's GPU share of the node's huge pages and a cpu request (lib/efa.ts efaWorkerHugepages, used by lib/dgd.ts).",
+    description:
+        "Prefill/decode workers on EFA pools must request hugepages-2Mi, equal in requests and limits, together with a cpu or memory request.",
+    remediationSteps:
+        "Request the worker's GPU share of the node's huge pages and a cpu request (lib/efa.ts efaWorkerHugepages, used by lib/dgd.ts).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const efaPools = new Set(efaNodeGroups(args.resources).map((g) => g.pool));
         if (efaPools.size === 0) return;
-        for (const t of podTemplates(args.resources).filter((x) => (x.componentType === "prefill" || x.componentType === "decode") && onEfa(x.spec, efaPools, false))) {
+        for (const t of podTemplates(args.resources).filter(
+            (x) => (x.componentType === "prefill" || x.componentType === "decode") && onEfa(x.spec, efaPools, false),
+        )) {
             for (const c of (t.spec.containers ?? []) as Array<Record<string, any>>) {
                 if (c.name !== "main") continue;
                 const where = `${t.owner.name} ${t.where} container ${c.name}`;
                 const req = defaultedRequests(c.resources);
                 const lim = c.resources?.limits ?? {};
                 if (!req[HUGEPAGES_2MI]) {
-                    report(`${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).`, t.owner.urn);
+                    report(
+                        `${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).`,
+                        t.owner.urn,
+                    );
                     continue;
                 }
                 if (String(req[HUGEPAGES_2MI]) !== String(lim[HUGEPAGES_2MI] ?? "")) {
-                    report(`${where}: ${HUGEPAGES_2MI} request ${req[HUGEPAGES_2MI]} differs from its limit ${lim[HUGEPAGES_2MI] ?? "(unset)"}; huge pages cannot be overcommitted, so the API server refuses the pod.`, t.owner.urn);
+                    report(
+                        `${where}: ${HUGEPAGES_2MI} request ${req[HUGEPAGES_2MI]} differs from its limit ${lim[HUGEPAGES_2MI] ?? "(unset)"}; huge pages cannot be overcommitted, so the API server refuses the pod.`,
+                        t.owner.urn,
+                    );
                 }
                 if (!["cpu", "memory"].some((k) => k in req || k in lim)) {
-                    report(`${where}: requests ${HUGEPAGES_2MI} without cpu or memory; the API server refuses the pod ("HugePages require cpu or memory").`, t.owner.urn);
+                    report(
+                        `${where}: requests ${HUGEPAGES_2MI} without cpu or memory; the API server refuses the pod ("HugePages require cpu or memory").`,
+                        t.owner.urn,
+                    );
                 }
             }
         }

@@ -5,7 +5,13 @@
  * the gateway-generated request id), attach.ts (shared helpers).
  * Stack policies read resource outputs; for Kubernetes objects those are the applied object.
  */
-import { extAuthBackendResolves, extAuthFailClosed, noRouteSecurityPolicyOverride, oneGatewaySecurityPolicy, requestBodyLimits } from "./gateway/auth";
+import {
+    extAuthBackendResolves,
+    extAuthFailClosed,
+    noRouteSecurityPolicyOverride,
+    oneGatewaySecurityPolicy,
+    requestBodyLimits,
+} from "./gateway/auth";
 import { earlyIdentityHeaderStrip, identityHeadersOnlyFromExtAuth } from "./gateway/identity";
 import { aiGatewayExtensionConfigured, envoyProxyNoMergeBackends, envoyRateLimitFailClosed, gatewayChartVersions } from "./gateway/install";
 import { accessLogUsageFields } from "./gateway/metering";
@@ -21,8 +27,23 @@ export * from "./gateway/shape";
 
 /** The gateway policies of the pack. */
 export const gatewayPolicies = [
-    extAuthFailClosed, oneGatewaySecurityPolicy, noRouteSecurityPolicyOverride, earlyIdentityHeaderStrip, requestBodyLimits,
-    extAuthBackendResolves, noModelSideDoor, envoyRateLimitFailClosed, gatewayChartVersions, aiGatewayExtensionConfigured,
-    aiRouteMaxRules, aiRouteUniqueModels, aiRouteStreamTimeouts, aiRouteNoSecretHeaderMatch, envoyProxyNoMergeBackends, accessLogUsageFields,
-    identityHeadersOnlyFromExtAuth, gatewayClosedShape, requestIdGenerated,
+    extAuthFailClosed,
+    oneGatewaySecurityPolicy,
+    noRouteSecurityPolicyOverride,
+    earlyIdentityHeaderStrip,
+    requestBodyLimits,
+    extAuthBackendResolves,
+    noModelSideDoor,
+    envoyRateLimitFailClosed,
+    gatewayChartVersions,
+    aiGatewayExtensionConfigured,
+    aiRouteMaxRules,
+    aiRouteUniqueModels,
+    aiRouteStreamTimeouts,
+    aiRouteNoSecretHeaderMatch,
+    envoyProxyNoMergeBackends,
+    accessLogUsageFields,
+    identityHeadersOnlyFromExtAuth,
+    gatewayClosedShape,
+    requestIdGenerated,
 ];

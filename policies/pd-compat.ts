@@ -1,7 +1,7 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
-import { containerLabel, Finding, stackPolicy } from "./lib/report";
-import { ContainerView, EnvValue, engineOf, flagValue, StackView } from "./lib/workloads";
-import { PairSide, pairDifferences, vllmPdConnectorOf } from "../upstream/pairs";
+import { containerLabel, type Finding, stackPolicy } from "./lib/report";
+import { type ContainerView, type EnvValue, engineOf, flagValue, type StackView } from "./lib/workloads";
+import { type PairSide, pairDifferences, vllmPdConnectorOf } from "../upstream/pairs";
 import { defaultFacts, effectiveArgv, findEntrypoint } from "../upstream/check";
 
 /**
@@ -25,7 +25,12 @@ import { defaultFacts, effectiveArgv, findEntrypoint } from "../upstream/check";
 
 function json(raw: string | undefined): Record<string, any> | undefined {
     if (raw === undefined) return undefined;
-    try { const v = JSON.parse(raw); return v && typeof v === "object" ? v : undefined; } catch { return undefined; }
+    try {
+        const v = JSON.parse(raw);
+        return v && typeof v === "object" ? v : undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /** The P/D connector of a vLLM `--kv-transfer-config` (MultiConnector: the first non-store sub-connector). */
@@ -37,16 +42,34 @@ export function vllmPdConnector(c: ContainerView): Record<string, any> | undefin
 function sideOf(c: ContainerView): PairSide {
     const env: Record<string, string> = {};
     for (const [n, v] of c.env) env[n] = v.value ?? `valueFrom:${v.fieldRef ?? v.why ?? "opaque"}`;
-    const podVolumes: any[] = c.pod ? ((c.dgd?.component?.podTemplate?.spec?.volumes ?? c.resource.props?.spec?.template?.spec?.volumes ?? []) as any[]) : [];
-    const mounts = c.volumeMounts.map((m) => `${m.mountPath}${m.subPath ? `#${m.subPath}` : ""} <- ${JSON.stringify((({ name: _n, ...rest }) => rest)(podVolumes.find((v) => v?.name === m.name) ?? {}))}`);
+    const podVolumes: any[] = c.pod
+        ? ((c.dgd?.component?.podTemplate?.spec?.volumes ?? c.resource.props?.spec?.template?.spec?.volumes ?? []) as any[])
+        : [];
+    const mounts = c.volumeMounts.map(
+        (m) =>
+            `${m.mountPath}${m.subPath ? `#${m.subPath}` : ""} <- ${JSON.stringify((({ name: _n, ...rest }) => rest)(podVolumes.find((v) => v?.name === m.name) ?? {}))}`,
+    );
     return { image: c.image, argv: effectiveArgv({ command: c.command, args: c.args }), env, mounts };
 }
 
 /** Loopback or wildcard: never an address a peer can use. */
 export function unroutable(host: string): boolean {
-    const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
-    return h === "localhost" || h.endsWith(".localhost") || /^127\./.test(h) || h === "::1" || h === "0:0:0:0:0:0:0:1"
-        || h === "0.0.0.0" || h === "::" || h === "*" || h === "" || h === "0";
+    const h = host
+        .trim()
+        .toLowerCase()
+        .replace(/^\[|\]$/g, "");
+    return (
+        h === "localhost" ||
+        h.endsWith(".localhost") ||
+        /^127\./.test(h) ||
+        h === "::1" ||
+        h === "0:0:0:0:0:0:0:1" ||
+        h === "0.0.0.0" ||
+        h === "::" ||
+        h === "*" ||
+        h === "" ||
+        h === "0"
+    );
 }
 
 /** Host part of `host:port`, `[v6]:port` or a bare host. */
@@ -64,99 +87,172 @@ function addressProblem(v: EnvValue | undefined, c: ContainerView): string | und
         if (v.fieldRef === "status.hostIP" && c.pod.hostNetwork) return undefined;
         return `comes from ${v.fieldRef}, which is not an address the pod listens on`;
     }
-    if (v.value !== undefined && unroutable(hostOf(v.value))) return `is ${JSON.stringify(v.value)}, a loopback or wildcard address a peer cannot connect to`;
+    if (v.value !== undefined && unroutable(hostOf(v.value)))
+        return `is ${JSON.stringify(v.value)}, a loopback or wildcard address a peer cannot connect to`;
     return undefined;
 }
 
-interface Pair { ref: string; prefill: ContainerView; decode: ContainerView }
+interface Pair {
+    ref: string;
+    prefill: ContainerView;
+    decode: ContainerView;
+}
 
 /** Prefill/decode main containers of each DGD. */
 function pairs(v: StackView): Pair[] {
     const byDgd = new Map<string, ContainerView[]>();
     for (const c of v.containers) {
-        if (c.kind !== "DynamoGraphDeployment" || c.init || c.container !== "main" || (c.role !== "prefill" && c.role !== "decode")) continue;
+        if (c.kind !== "DynamoGraphDeployment" || c.init || c.container !== "main" || (c.role !== "prefill" && c.role !== "decode"))
+            continue;
         byDgd.set(c.resource.urn, [...(byDgd.get(c.resource.urn) ?? []), c]);
     }
     const out: Pair[] = [];
     for (const cs of byDgd.values()) {
-        for (const p of cs.filter((c) => c.role === "prefill")) for (const d of cs.filter((c) => c.role === "decode")) out.push({ ref: p.ref, prefill: p, decode: d });
+        for (const p of cs.filter((c) => c.role === "prefill"))
+            for (const d of cs.filter((c) => c.role === "decode")) out.push({ ref: p.ref, prefill: p, decode: d });
     }
     return out;
 }
 
-const tpOf = (c: ContainerView) => Number(flagValue(c, "--tensor-parallel-size") ?? flagValue(c, "--tp") ?? flagValue(c, "--tp-size") ?? "1");
+const tpOf = (c: ContainerView) =>
+    Number(flagValue(c, "--tensor-parallel-size") ?? flagValue(c, "--tp") ?? flagValue(c, "--tp-size") ?? "1");
 
 type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 
 /** Prefill and decode agree on every setting that shapes a KV block or the transfer. */
-export const pdSettingsMatch = stackPolicy({
-    name: "pd-kv-settings-match",
-    description: "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; TP sizes must divide. Sources in upstream/pairs.ts.",
-    remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
-}, (v) => {
-    const out: Out = [];
-    for (const { ref, prefill, decode } of pairs(v)) {
-        const add = (field: string, problem: string, fix: string) => out.push({ subject: `${ref} prefill ${prefill.component}/decode ${decode.component}`, finding: { field, problem, fix }, urn: prefill.resource.urn });
-        const ep = engineOf(prefill), ed = engineOf(decode);
-        if (ep !== ed) { add(`${decode.path}.command`, `prefill runs ${ep ?? "an unknown engine"} but decode runs ${ed ?? "an unknown engine"}; their KV formats and transfer protocols differ`, "run the same engine on both"); continue; }
-        if (!ep) continue;
-        if (ep === "trtllm") for (const c of [prefill, decode]) {
-            if (flagValue(c, "--extra-engine-args") !== undefined) add(`${c.path}.args[--extra-engine-args]`, "takes TensorRT-LLM engine args from a file, so its cache transceiver and KV settings cannot be compared with its peer's", "pass them as --override-engine-args JSON");
-        }
-        // vLLM and SGLang read further CLI arguments from a YAML file given with --config (vLLM FlexibleArgumentParser
-        // `--config`; SGLang ServerArgs `--config`): settings there never reach the pack.
-        if (ep === "vllm" || ep === "sglang") for (const c of [prefill, decode]) {
-            if (flagValue(c, "--config") !== undefined) add(`${c.path}.args[--config]`, `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`, "pass the arguments on the command line");
-        }
-        const entry = findEntrypoint(effectiveArgv({ command: prefill.command, args: prefill.args }), defaultFacts);
-        for (const x of pairDifferences(sideOf(prefill), sideOf(decode), entry, defaultFacts.components)) {
-            add(`${decode.path} ${x.key}`, `prefill has ${x.key} ${x.prefill ?? "(unset)"} but decode has ${x.decode ?? "(unset)"}: ${x.why}; the pair passes health checks and fails or hangs on every handoff`, `set ${x.key} to the same value on prefill and decode (only upstream/pairs.ts role settings may differ)`);
-        }
-        if (ep === "vllm") {
-            const tp = tpOf(prefill), td = tpOf(decode);
-            if (Number.isFinite(tp) && Number.isFinite(td) && tp > 0 && td > 0 && Math.max(tp, td) % Math.min(tp, td) !== 0) {
-                add(`${decode.path}.args[--tensor-parallel-size]`, `prefill TP ${tp} and decode TP ${td} do not divide one another; vLLM's NIXL connector splits KV heads between ranks by an integer ratio`, "use TP sizes where one divides the other");
+export const pdSettingsMatch = stackPolicy(
+    {
+        name: "pd-kv-settings-match",
+        description:
+            "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; TP sizes must divide. Sources in upstream/pairs.ts.",
+        remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
+    },
+    (v) => {
+        const out: Out = [];
+        for (const { ref, prefill, decode } of pairs(v)) {
+            const add = (field: string, problem: string, fix: string) =>
+                out.push({
+                    subject: `${ref} prefill ${prefill.component}/decode ${decode.component}`,
+                    finding: { field, problem, fix },
+                    urn: prefill.resource.urn,
+                });
+            const ep = engineOf(prefill),
+                ed = engineOf(decode);
+            if (ep !== ed) {
+                add(
+                    `${decode.path}.command`,
+                    `prefill runs ${ep ?? "an unknown engine"} but decode runs ${ed ?? "an unknown engine"}; their KV formats and transfer protocols differ`,
+                    "run the same engine on both",
+                );
+                continue;
+            }
+            if (!ep) continue;
+            if (ep === "trtllm")
+                for (const c of [prefill, decode]) {
+                    if (flagValue(c, "--extra-engine-args") !== undefined)
+                        add(
+                            `${c.path}.args[--extra-engine-args]`,
+                            "takes TensorRT-LLM engine args from a file, so its cache transceiver and KV settings cannot be compared with its peer's",
+                            "pass them as --override-engine-args JSON",
+                        );
+                }
+            // vLLM and SGLang read further CLI arguments from a YAML file given with --config (vLLM FlexibleArgumentParser
+            // `--config`; SGLang ServerArgs `--config`): settings there never reach the pack.
+            if (ep === "vllm" || ep === "sglang")
+                for (const c of [prefill, decode]) {
+                    if (flagValue(c, "--config") !== undefined)
+                        add(
+                            `${c.path}.args[--config]`,
+                            `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`,
+                            "pass the arguments on the command line",
+                        );
+                }
+            const entry = findEntrypoint(effectiveArgv({ command: prefill.command, args: prefill.args }), defaultFacts);
+            for (const x of pairDifferences(sideOf(prefill), sideOf(decode), entry, defaultFacts.components)) {
+                add(
+                    `${decode.path} ${x.key}`,
+                    `prefill has ${x.key} ${x.prefill ?? "(unset)"} but decode has ${x.decode ?? "(unset)"}: ${x.why}; the pair passes health checks and fails or hangs on every handoff`,
+                    `set ${x.key} to the same value on prefill and decode (only upstream/pairs.ts role settings may differ)`,
+                );
+            }
+            if (ep === "vllm") {
+                const tp = tpOf(prefill),
+                    td = tpOf(decode);
+                if (Number.isFinite(tp) && Number.isFinite(td) && tp > 0 && td > 0 && Math.max(tp, td) % Math.min(tp, td) !== 0) {
+                    add(
+                        `${decode.path}.args[--tensor-parallel-size]`,
+                        `prefill TP ${tp} and decode TP ${td} do not divide one another; vLLM's NIXL connector splits KV heads between ranks by an integer ratio`,
+                        "use TP sizes where one divides the other",
+                    );
+                }
             }
         }
-    }
-    return out;
-});
+        return out;
+    },
+);
 
 /** A failed KV load is an error, and the handshake address a peer is told is routable. */
-export const pdFailLoudly = stackPolicy({
-    name: "pd-kv-load-fails-loudly",
-    description: "Disaggregated vLLM workers must set kv_transfer_config kv_load_failure_policy \"fail\" (the default \"recompute\" silently re-runs the prefill on decode, vllm-project/vllm@v0.28.0 vllm/config/kv_transfer.py), and every handshake address a peer is told (vLLM VLLM_NIXL_SIDE_CHANNEL_HOST, default localhost; SGLang --dist-init-addr / SGLANG_HOST_IP / HOST_IP; Mooncake MOONCAKE_LOCAL_HOSTNAME) must be routable: set to the pod IP (downward API) or a real address, never loopback or a wildcard.",
-    remediationSteps: "Add \"kv_load_failure_policy\": \"fail\" to --kv-transfer-config; set VLLM_NIXL_SIDE_CHANNEL_HOST from fieldRef status.podIP (lib/dgd.ts).",
-}, (v) => {
-    const out: Out = [];
-    for (const c of v.containers) {
-        if (c.init) continue;
-        const add = (field: string, problem: string, fix: string) => out.push({ subject: containerLabel(c), finding: { field, problem, fix }, urn: c.resource.urn });
-        const mc = c.env.get("MOONCAKE_LOCAL_HOSTNAME");
-        const mp = addressProblem(mc, c);
-        if (mp) add(mc!.field, `MOONCAKE_LOCAL_HOSTNAME ${mp}`, "set it from fieldRef status.podIP");
-        if (c.kind !== "DynamoGraphDeployment" || c.container !== "main" || (c.role !== "prefill" && c.role !== "decode")) continue;
-        const engine = engineOf(c);
-        if (engine === "vllm") {
-            const kvt = json(flagValue(c, "--kv-transfer-config"));
-            if (vllmPdConnector(c)) {
-                const policy = kvt?.kv_load_failure_policy ?? "recompute";
-                if (policy !== "fail") add(`${c.path}.args[--kv-transfer-config].kv_load_failure_policy`, `is ${JSON.stringify(policy)}${kvt?.kv_load_failure_policy === undefined ? " (vLLM's default)" : ""}: a failed KV read silently re-runs the prefill on the decode worker`, "set \"kv_load_failure_policy\": \"fail\"");
+export const pdFailLoudly = stackPolicy(
+    {
+        name: "pd-kv-load-fails-loudly",
+        description:
+            'Disaggregated vLLM workers must set kv_transfer_config kv_load_failure_policy "fail" (the default "recompute" silently re-runs the prefill on decode, vllm-project/vllm@v0.28.0 vllm/config/kv_transfer.py), and every handshake address a peer is told (vLLM VLLM_NIXL_SIDE_CHANNEL_HOST, default localhost; SGLang --dist-init-addr / SGLANG_HOST_IP / HOST_IP; Mooncake MOONCAKE_LOCAL_HOSTNAME) must be routable: set to the pod IP (downward API) or a real address, never loopback or a wildcard.',
+        remediationSteps:
+            'Add "kv_load_failure_policy": "fail" to --kv-transfer-config; set VLLM_NIXL_SIDE_CHANNEL_HOST from fieldRef status.podIP (lib/dgd.ts).',
+    },
+    (v) => {
+        const out: Out = [];
+        for (const c of v.containers) {
+            if (c.init) continue;
+            const add = (field: string, problem: string, fix: string) =>
+                out.push({ subject: containerLabel(c), finding: { field, problem, fix }, urn: c.resource.urn });
+            const mc = c.env.get("MOONCAKE_LOCAL_HOSTNAME");
+            const mp = addressProblem(mc, c);
+            if (mp) add(mc!.field, `MOONCAKE_LOCAL_HOSTNAME ${mp}`, "set it from fieldRef status.podIP");
+            if (c.kind !== "DynamoGraphDeployment" || c.container !== "main" || (c.role !== "prefill" && c.role !== "decode")) continue;
+            const engine = engineOf(c);
+            if (engine === "vllm") {
+                const kvt = json(flagValue(c, "--kv-transfer-config"));
+                if (vllmPdConnector(c)) {
+                    const policy = kvt?.kv_load_failure_policy ?? "recompute";
+                    if (policy !== "fail")
+                        add(
+                            `${c.path}.args[--kv-transfer-config].kv_load_failure_policy`,
+                            `is ${JSON.stringify(policy)}${kvt?.kv_load_failure_policy === undefined ? " (vLLM's default)" : ""}: a failed KV read silently re-runs the prefill on the decode worker`,
+                            'set "kv_load_failure_policy": "fail"',
+                        );
+                }
+                if (vllmPdConnector(c)?.kv_connector === "NixlConnector") {
+                    const host = c.env.get("VLLM_NIXL_SIDE_CHANNEL_HOST");
+                    if (!host)
+                        add(
+                            `${c.path}.env[VLLM_NIXL_SIDE_CHANNEL_HOST]`,
+                            'is unset, so vLLM advertises "localhost" (Dynamo overrides it only for a top-level NixlConnector, falling back to 127.0.0.1): the peer\'s handshake goes to itself',
+                            "set VLLM_NIXL_SIDE_CHANNEL_HOST from fieldRef status.podIP",
+                        );
+                    else {
+                        const p = addressProblem(host, c);
+                        if (p) add(host.field, `VLLM_NIXL_SIDE_CHANNEL_HOST ${p}`, "set it from fieldRef status.podIP");
+                    }
+                }
             }
-            if (vllmPdConnector(c)?.kv_connector === "NixlConnector") {
-                const host = c.env.get("VLLM_NIXL_SIDE_CHANNEL_HOST");
-                if (!host) add(`${c.path}.env[VLLM_NIXL_SIDE_CHANNEL_HOST]`, "is unset, so vLLM advertises \"localhost\" (Dynamo overrides it only for a top-level NixlConnector, falling back to 127.0.0.1): the peer's handshake goes to itself", "set VLLM_NIXL_SIDE_CHANNEL_HOST from fieldRef status.podIP");
-                else { const p = addressProblem(host, c); if (p) add(host.field, `VLLM_NIXL_SIDE_CHANNEL_HOST ${p}`, "set it from fieldRef status.podIP"); }
+            if (engine === "sglang") {
+                const dia = flagValue(c, "--dist-init-addr");
+                if (dia !== undefined && unroutable(hostOf(dia)))
+                    add(
+                        `${c.path}.args[--dist-init-addr]`,
+                        `is ${JSON.stringify(dia)}; Dynamo advertises its host as the prefill bootstrap address, which a peer cannot reach`,
+                        "use the pod IP ($(POD_IP) from the downward API) or drop the flag",
+                    );
+                for (const n of ["SGLANG_HOST_IP", "HOST_IP"]) {
+                    const p = addressProblem(c.env.get(n), c);
+                    if (p) add(c.env.get(n)!.field, `${n} ${p}`, `set ${n} from fieldRef status.podIP or remove it`);
+                }
             }
         }
-        if (engine === "sglang") {
-            const dia = flagValue(c, "--dist-init-addr");
-            if (dia !== undefined && unroutable(hostOf(dia))) add(`${c.path}.args[--dist-init-addr]`, `is ${JSON.stringify(dia)}; Dynamo advertises its host as the prefill bootstrap address, which a peer cannot reach`, "use the pod IP ($(POD_IP) from the downward API) or drop the flag");
-            for (const n of ["SGLANG_HOST_IP", "HOST_IP"]) { const p = addressProblem(c.env.get(n), c); if (p) add(c.env.get(n)!.field, `${n} ${p}`, `set ${n} from fieldRef status.podIP or remove it`); }
-        }
-    }
-    return out;
-});
+        return out;
+    },
+);
 
 /** The prefill/decode compatibility policies. */
 export const pdCompatPolicies: StackValidationPolicy[] = [pdSettingsMatch, pdFailLoudly];

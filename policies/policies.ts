@@ -21,14 +21,19 @@ export const PACK_NAME = "platform-guard";
  * constructs the PolicyPack (which starts a gRPC server). Every policy is wrapped by `failClosed`
  * (lib/unknown.ts): a guarded value unknown during preview is a mandatory violation, never "can't run".
  */
-export const allPolicies: Policy[] = ([
-    ...rdmaFabricPolicies,
-    ...rdmaWorkloadPolicies, ...mooncakePolicies, ...dynamoPolicies, ...rdmaPlatformPolicies,
-    ...gatewayPolicies,
-    ...efaPolicies,
-    ...visibilityPolicies,
-    ...pdCompatPolicies,
-    ...awsPolicies,
-    ...edgeTlsPolicies,
-    ...upstreamPolicies,
-] as Policy[]).map(failClosed);
+export const allPolicies: Policy[] = (
+    [
+        ...rdmaFabricPolicies,
+        ...rdmaWorkloadPolicies,
+        ...mooncakePolicies,
+        ...dynamoPolicies,
+        ...rdmaPlatformPolicies,
+        ...gatewayPolicies,
+        ...efaPolicies,
+        ...visibilityPolicies,
+        ...pdCompatPolicies,
+        ...awsPolicies,
+        ...edgeTlsPolicies,
+        ...upstreamPolicies,
+    ] as Policy[]
+).map(failClosed);

@@ -1,5 +1,17 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { checkRendered, defaultFacts, Facts, HelmRelease, Obj, pairRule, podSpecs, releasesOf, RenderedStack, Rule, rules } from "../upstream/check";
+import {
+    checkRendered,
+    defaultFacts,
+    type Facts,
+    type HelmRelease,
+    type Obj,
+    pairRule,
+    podSpecs,
+    releasesOf,
+    type RenderedStack,
+    type Rule,
+    rules,
+} from "../upstream/check";
 import { isUnknownError, unknownMessage } from "./lib/unknown";
 
 /**
@@ -30,7 +42,9 @@ function materialize(v: unknown, at: string, unknown: string[]): unknown {
 }
 
 function read(get: () => unknown, at: string, unknown: string[]): unknown {
-    try { return materialize(get(), at, unknown); } catch (e) {
+    try {
+        return materialize(get(), at, unknown);
+    } catch (e) {
         if (!isUnknownError(e)) throw e;
         unknown.push(at);
         return UNKNOWN_MARK;
@@ -50,7 +64,11 @@ function kindOf(type: string): string | undefined {
  * scrape that exists.
  */
 
-interface Converted { stack: RenderedStack; unknown: Array<{ urn: string; subject: string; path: string }>; urnOf: Map<string, string> }
+interface Converted {
+    stack: RenderedStack;
+    unknown: Array<{ urn: string; subject: string; path: string }>;
+    urnOf: Map<string, string>;
+}
 
 /** The analyzer's resources as the rules' input, with every unknown path found on the way. */
 export function renderedStackOf(resources: PolicyResource[], stack = "stack"): Converted {
@@ -69,13 +87,16 @@ export function renderedStackOf(resources: PolicyResource[], stack = "stack"): C
             objects.push(o);
             urnOf.set(`${kind}/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`, r.urn);
             if (kind === "ConfigMap") {
-                for (const p of u) cmUnknown.push({ key: `${o.metadata?.namespace ?? ""}/${o.metadata?.name}`, urn: r.urn, subject, path: p });
+                for (const p of u)
+                    cmUnknown.push({ key: `${o.metadata?.namespace ?? ""}/${o.metadata?.name}`, urn: r.urn, subject, path: p });
                 continue;
             }
             for (const { spec } of podSpecs(o)) {
-                for (const v of spec.volumes ?? []) if (v?.configMap?.name) mountedConfigMaps.add(`${o.metadata?.namespace ?? ""}/${v.configMap.name}`);
+                for (const v of spec.volumes ?? [])
+                    if (v?.configMap?.name) mountedConfigMaps.add(`${o.metadata?.namespace ?? ""}/${v.configMap.name}`);
             }
-            for (const p of u) if (/(^|\.)((init)?[cC]ontainers\[\d+\]|volumes\[\d+\])/.test(p)) unknown.push({ urn: r.urn, subject, path: p });
+            for (const p of u)
+                if (/(^|\.)((init)?[cC]ontainers\[\d+\]|volumes\[\d+\])/.test(p)) unknown.push({ urn: r.urn, subject, path: p });
         } else if (r.type === "kubernetes:helm.sh/v3:Release" || r.type === "kubernetes:helm.sh/v4:Chart") {
             const u: string[] = [];
             const inputs = materialize(r.props, "", u) as Obj;
@@ -99,16 +120,26 @@ export const RULES_RUN_BY: ReadonlyMap<Rule, string> = new Map<Rule, string>([[p
 export function upstreamRulesPolicy(facts: Facts = defaultFacts): StackValidationPolicy {
     return {
         name: "upstream-rules",
-        description: "Every rule of npm run upstream-check (upstream/check: flags, env vars, KVTransferConfig keys and Helm values keys each pinned upstream component actually reads, combinations upstream refuses, what an image must provide for its config) holds for the objects being deployed, with the facts of upstream/.",
-        remediationSteps: "Run npm run render && npm run upstream-check and fix what it names; a new flag, env var or chart key is recorded in upstream/ with its source first.",
+        description:
+            "Every rule of npm run upstream-check (upstream/check: flags, env vars, KVTransferConfig keys and Helm values keys each pinned upstream component actually reads, combinations upstream refuses, what an image must provide for its config) holds for the objects being deployed, with the facts of upstream/.",
+        remediationSteps:
+            "Run npm run render && npm run upstream-check and fix what it names; a new flag, env var or chart key is recorded in upstream/ with its source first.",
         enforcementLevel: "mandatory",
         validateStack: (args, report) => {
             const conv = renderedStackOf(args.resources);
             for (const u of conv.unknown) report(unknownMessage("upstream-rules", u.subject, `property .${u.path}`), u.urn);
-            const result = checkRendered(conv.stack, facts, undefined, rules.filter((r) => !RULES_RUN_BY.has(r)));
+            const result = checkRendered(
+                conv.stack,
+                facts,
+                undefined,
+                rules.filter((r) => !RULES_RUN_BY.has(r)),
+            );
             for (const f of result.findings) {
                 const urn = conv.urnOf.get(f.object.replace(/ component .*$/, "")) ?? conv.urnOf.get(f.object.replace(/ \(.*$/, ""));
-                report(`${f.object}${f.container ? ` container ${f.container}` : ""} field ${f.key}: ${f.message}. Fix: make it what the pinned upstream reads (upstream/), or record the new fact there with its source.`, urn);
+                report(
+                    `${f.object}${f.container ? ` container ${f.container}` : ""} field ${f.key}: ${f.message}. Fix: make it what the pinned upstream reads (upstream/), or record the new fact there with its source.`,
+                    urn,
+                );
             }
         },
     };

@@ -13,7 +13,7 @@ import type { EksSpokeConfig } from "../config/stack";
 import { eksClusterNameOf } from "../lib/eks";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
 import { EFA_RESOURCE } from "../lib/nixl";
-import { placementPools, SpokeInfra } from "./spoke-infra";
+import { placementPools, type SpokeInfra } from "./spoke-infra";
 
 /** Annotation that makes a StorageClass the cluster default (kubernetes/kubernetes pkg/volume/util `IsDefaultAnnotation`). */
 export const DEFAULT_STORAGE_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class";
@@ -52,35 +52,47 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     const awsProvider = new aws.Provider("aws", { region: cfg.cluster.region as aws.Region });
     const awsOpts: pulumi.ComponentResourceOptions = { providers: [awsProvider] };
 
-    const eks = new EksCluster("eks", {
-        clusterName: eksClusterName(cfg),
-        region: cfg.cluster.region,
-        kubernetesVersion: cfg.cluster.kubernetesVersion,
-        serviceCidr: cfg.cluster.serviceCidr,
-        endpointPublicAccess: cfg.cluster.endpointPublicAccess,
-        publicAccessCidrs: cfg.cluster.publicAccessCidrs,
-        vpc: cfg.cluster.vpc,
-        access: cfg.cluster.access,
-    }, awsOpts);
+    const eks = new EksCluster(
+        "eks",
+        {
+            clusterName: eksClusterName(cfg),
+            region: cfg.cluster.region,
+            kubernetesVersion: cfg.cluster.kubernetesVersion,
+            serviceCidr: cfg.cluster.serviceCidr,
+            endpointPublicAccess: cfg.cluster.endpointPublicAccess,
+            publicAccessCidrs: cfg.cluster.publicAccessCidrs,
+            vpc: cfg.cluster.vpc,
+            access: cfg.cluster.access,
+        },
+        awsOpts,
+    );
 
-    const cpu = new CpuNodeGroup(`nodes-${cfg.nodeGroups.cpu.name}`, {
-        clusterName: eks.clusterName,
-        nodeRoleArn: eks.nodeRoleArn,
-        subnetIds: eks.privateSubnets.map((s) => s.id),
-        group: cfg.nodeGroups.cpu,
-    }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
+    const cpu = new CpuNodeGroup(
+        `nodes-${cfg.nodeGroups.cpu.name}`,
+        {
+            clusterName: eks.clusterName,
+            nodeRoleArn: eks.nodeRoleArn,
+            subnetIds: eks.privateSubnets.map((s) => s.id),
+            group: cfg.nodeGroups.cpu,
+        },
+        { ...awsOpts, dependsOn: eks.nodeRolePolicies },
+    );
     const gpuGroups = cfg.nodeGroups.gpu.map((g, i) => {
         const subnet = eks.privateSubnets.find((s) => s.availabilityZone === g.availabilityZone);
         // resolveEks already checked the AZ against the VPC; this guards a future caller.
         if (!subnet) throw new Error(`node group ${g.name}: no private subnet in ${g.availabilityZone}`);
-        return new EfaNodeGroup(`nodes-${g.name}`, {
-            clusterName: eks.clusterName,
-            nodeRoleArn: eks.nodeRoleArn,
-            subnetId: subnet.id,
-            securityGroupIds: [eks.clusterSecurityGroupId, eks.efaSecurityGroupId],
-            group: g,
-            pool: cfg.nodePools[i],
-        }, { ...awsOpts, dependsOn: eks.nodeRolePolicies });
+        return new EfaNodeGroup(
+            `nodes-${g.name}`,
+            {
+                clusterName: eks.clusterName,
+                nodeRoleArn: eks.nodeRoleArn,
+                subnetId: subnet.id,
+                securityGroupIds: [eks.clusterSecurityGroupId, eks.efaSecurityGroupId],
+                group: g,
+                pool: cfg.nodePools[i],
+            },
+            { ...awsOpts, dependsOn: eks.nodeRolePolicies },
+        );
     });
     // CoreDNS and the EBS CSI controller need schedulable nodes; add them once the CPU group exists.
     eks.addon("coredns", [cpu]);
@@ -90,9 +102,16 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     // the hub's trust policy admits exactly this cluster and these service accounts; no key exists anywhere.
     if (contract?.identity?.mode === "pod-identity") {
         for (const sa of contract.identity.serviceAccounts) {
-            new aws.eks.PodIdentityAssociation(`pod-identity-${sa.serviceAccount}`, {
-                clusterName: eks.clusterName, namespace: sa.namespace, serviceAccount: sa.serviceAccount, roleArn: contract.policy.roleArn,
-            }, { parent: eks, dependsOn: [eks.podIdentityAgent] });
+            new aws.eks.PodIdentityAssociation(
+                `pod-identity-${sa.serviceAccount}`,
+                {
+                    clusterName: eks.clusterName,
+                    namespace: sa.namespace,
+                    serviceAccount: sa.serviceAccount,
+                    roleArn: contract.policy.roleArn,
+                },
+                { parent: eks, dependsOn: [eks.podIdentityAgent] },
+            );
         }
     }
 
@@ -100,32 +119,60 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     // to the challenge record of the listener's hostname in the one zone (lib/edge.ts certManagerRoute53Policy).
     const tls = cfg.gateway.listener.tls;
     if (tls?.source === "acme-dns01") {
-        const role = new aws.iam.Role("cert-manager-dns01-role", {
-            description: `cert-manager (${CERT_MANAGER_NAMESPACE}/${CERT_MANAGER_SERVICE_ACCOUNT}) DNS-01 on ${tls.route53.hostedZoneId} of ${eksClusterName(cfg)}`,
-            assumeRolePolicy: pulumi.all([eks.accountId, eks.cluster.arn]).apply(([a, c]) => addonPodIdentityTrust(a, c, CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT)),
-        }, { parent: eks });
-        const permissions = new aws.iam.RolePolicy("cert-manager-dns01-permissions", {
-            role: role.name, policy: JSON.stringify(certManagerRoute53Policy(tls.route53.hostedZoneId, cfg.gateway.listener.hostname!)),
-        }, { parent: role });
-        new aws.eks.PodIdentityAssociation("pod-identity-cert-manager", {
-            clusterName: eks.clusterName, namespace: CERT_MANAGER_NAMESPACE, serviceAccount: CERT_MANAGER_SERVICE_ACCOUNT, roleArn: role.arn,
-        }, { parent: eks, dependsOn: [eks.podIdentityAgent, permissions] });
+        const role = new aws.iam.Role(
+            "cert-manager-dns01-role",
+            {
+                description: `cert-manager (${CERT_MANAGER_NAMESPACE}/${CERT_MANAGER_SERVICE_ACCOUNT}) DNS-01 on ${tls.route53.hostedZoneId} of ${eksClusterName(cfg)}`,
+                assumeRolePolicy: pulumi
+                    .all([eks.accountId, eks.cluster.arn])
+                    .apply(([a, c]) => addonPodIdentityTrust(a, c, CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT)),
+            },
+            { parent: eks },
+        );
+        const permissions = new aws.iam.RolePolicy(
+            "cert-manager-dns01-permissions",
+            {
+                role: role.name,
+                policy: JSON.stringify(certManagerRoute53Policy(tls.route53.hostedZoneId, cfg.gateway.listener.hostname!)),
+            },
+            { parent: role },
+        );
+        new aws.eks.PodIdentityAssociation(
+            "pod-identity-cert-manager",
+            {
+                clusterName: eks.clusterName,
+                namespace: CERT_MANAGER_NAMESPACE,
+                serviceAccount: CERT_MANAGER_SERVICE_ACCOUNT,
+                roleArn: role.arn,
+            },
+            { parent: eks, dependsOn: [eks.podIdentityAgent, permissions] },
+        );
     }
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
     const platformNamespace = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
     const inferenceNamespace = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });
-    const storageClass = new k8s.storage.v1.StorageClass("default-storage-class", {
-        metadata: { name: cfg.cluster.defaultStorageClass, annotations: { [DEFAULT_STORAGE_CLASS_ANNOTATION]: "true" } },
-        ...gp3StorageClass(),
-    }, { provider, dependsOn: [ebsCsi] });
+    const storageClass = new k8s.storage.v1.StorageClass(
+        "default-storage-class",
+        {
+            metadata: { name: cfg.cluster.defaultStorageClass, annotations: { [DEFAULT_STORAGE_CLASS_ANNOTATION]: "true" } },
+            ...gp3StorageClass(),
+        },
+        { provider, dependsOn: [ebsCsi] },
+    );
 
     const efaPlugin = new EfaDevicePlugin("efa-device-plugin", { instanceTypes: cfg.nodeGroups.gpu.map((g) => g.instanceType) }, opts);
-    const gpuOperator = new GpuOperator("gpu-operator", {
-        gpuDirectRdma: "dmabuf", useHostMofed: false, eksEfaAmi: true,
-        ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
-    }, opts);
+    const gpuOperator = new GpuOperator(
+        "gpu-operator",
+        {
+            gpuDirectRdma: "dmabuf",
+            useHostMofed: false,
+            eksEfaAmi: true,
+            ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
+        },
+        opts,
+    );
 
     const placement = placementPools(cfg);
     return {

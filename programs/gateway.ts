@@ -15,24 +15,45 @@ import type { GatewayConfig } from "../config/gateway";
  * @throws ConfigError when the contract has no identity (hub older than this program), the spoke side of the mode
  *   is not available, or the secret cannot be read or does not hold a key
  */
-export async function readSpokeCredentials(spoke: string, contract: SpokeContract, stackFile: string): Promise<pulumi.Output<SpokeSourceCredentials> | undefined> {
+export async function readSpokeCredentials(
+    spoke: string,
+    contract: SpokeContract,
+    stackFile: string,
+): Promise<pulumi.Output<SpokeSourceCredentials> | undefined> {
     const key = `hub output spokeContracts.${spoke}.identity`;
     const id = contract.identity;
     if (!id) throw new ConfigError(stackFile, [{ key, message: "missing: the hub predates per-spoke identities; apply the hub first" }]);
     if (id.mode === "pod-identity") return undefined;
     if (id.mode === "roles-anywhere") {
-        throw new ConfigError(stackFile, [{ key: `${key}.mode`, message: "roles-anywhere needs the IAM Roles Anywhere signing helper in the auth and metering images, which they do not ship yet; use access-key for this spoke meanwhile" }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: `${key}.mode`,
+                message:
+                    "roles-anywhere needs the IAM Roles Anywhere signing helper in the auth and metering images, which they do not ship yet; use access-key for this spoke meanwhile",
+            },
+        ]);
     }
     let secretString: string;
     try {
         secretString = (await aws.secretsmanager.getSecretVersion({ secretId: id.secretArn, region: id.region })).secretString;
     } catch (e) {
-        throw new ConfigError(stackFile, [{ key: `${key}.secretArn`, message: `cannot read ${id.secretArn} (run as this spoke's deployer role): ${(e as Error).message}` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: `${key}.secretArn`,
+                message: `cannot read ${id.secretArn} (run as this spoke's deployer role): ${(e as Error).message}`,
+            },
+        ]);
     }
     let mine: SpokeSourceCredentials | undefined;
-    try { mine = JSON.parse(secretString); } catch { mine = undefined; }
+    try {
+        mine = JSON.parse(secretString);
+    } catch {
+        mine = undefined;
+    }
     if (!mine || typeof mine.accessKeyId !== "string" || typeof mine.secretAccessKey !== "string") {
-        throw new ConfigError(stackFile, [{ key: `${key}.secretArn`, message: `${id.secretArn} does not hold {accessKeyId, secretAccessKey}` }]);
+        throw new ConfigError(stackFile, [
+            { key: `${key}.secretArn`, message: `${id.secretArn} does not hold {accessKeyId, secretAccessKey}` },
+        ]);
     }
     return pulumi.secret(mine);
 }
@@ -64,13 +85,17 @@ export interface GatewayHandles {
  */
 export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
     const { awsCredentials } = d;
-    const router = new AgentRouter("agent-router", {
-        spoke: d.spoke,
-        endpoints: d.contract.endpoints.map((e) => ({ name: e.name, model: e.model })),
-        gateway: d.gateway,
-        policy: d.contract.policy,
-        awsCredentials,
-    }, opts);
+    const router = new AgentRouter(
+        "agent-router",
+        {
+            spoke: d.spoke,
+            endpoints: d.contract.endpoints.map((e) => ({ name: e.name, model: e.model })),
+            gateway: d.gateway,
+            policy: d.contract.policy,
+            awsCredentials,
+        },
+        opts,
+    );
     const handles: GatewayHandles = {
         redisUrl: router.counters.url,
         identity: awsCredentials ? { kind: "source-key", awsCredentials } : { kind: "pod-identity" },

@@ -5,7 +5,7 @@ import { PolicyStore } from "../components/hub/PolicyStore";
 import { effectiveIdentity, SpokeIdentity, spokeDeployerArn } from "../components/hub/SpokeIdentity";
 import { UsageLedger } from "../components/hub/UsageLedger";
 import { ledgerAvailabilityZones } from "../config/metering";
-import { CONTRACT_SCHEMA_VERSION, PolicyContract, SpokeContract, contentHash } from "../config/contract";
+import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
@@ -22,7 +22,11 @@ export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | 
  * Pure: the per-spoke placement contracts for a validated hub config. Every spoke the hub knows
  * gets a contract, possibly with no endpoints, so a spoke is never left guessing.
  */
-export function buildSpokeContracts(hub: HubConfig, hubStack: string, extras: Record<string, SpokeContractExtras>): Record<string, SpokeContract> {
+export function buildSpokeContracts(
+    hub: HubConfig,
+    hubStack: string,
+    extras: Record<string, SpokeContractExtras>,
+): Record<string, SpokeContract> {
     const out: Record<string, SpokeContract> = {};
     for (const s of [...hub.spokes].sort((a, b) => a.name.localeCompare(b.name))) {
         const endpoints = hub.endpoints.filter((e) => e.spoke === s.name);
@@ -47,9 +51,19 @@ export function buildSpokeContracts(hub: HubConfig, hubStack: string, extras: Re
 export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
     return {
         models: hub.models.map((m) => ({ id: m.id, limits: m.limits })),
-        tenants: hub.tenants.map((t) => ({ id: t.id, displayName: t.displayName, teams: t.teams.map((x) => ({ id: x.id, limits: x.limits })) })),
+        tenants: hub.tenants.map((t) => ({
+            id: t.id,
+            displayName: t.displayName,
+            teams: t.teams.map((x) => ({ id: x.id, limits: x.limits })),
+        })),
         apiKeys: hub.apiKeys.map((k) => ({
-            id: k.id, sha256: keyHashes[k.id], tenant: k.tenant, team: k.team, models: [...k.models].sort(), expiresAt: k.expiresAt, limits: k.limits,
+            id: k.id,
+            sha256: keyHashes[k.id],
+            tenant: k.tenant,
+            team: k.team,
+            models: [...k.models].sort(),
+            expiresAt: k.expiresAt,
+            limits: k.limits,
         })),
     };
 }
@@ -71,43 +85,101 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         const principal = spokeDeployerArn(s.name, effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]), partition, caller.accountId);
         return principal ? [principal] : [];
     });
-    const keys = new ApiKeys("api-keys", {
-        keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant })), delivery: cfg.tenantKeys, hubDeployers: cfg.hubDeployers,
-        otherKeyUsers: spokeDeployers, region, accountId: caller.accountId,
-    }, opts);
+    const keys = new ApiKeys(
+        "api-keys",
+        {
+            keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant })),
+            delivery: cfg.tenantKeys,
+            hubDeployers: cfg.hubDeployers,
+            otherKeyUsers: spokeDeployers,
+            region,
+            accountId: caller.accountId,
+        },
+        opts,
+    );
     const model = keys.keyHashes.apply((h) => accessModel(cfg, h));
     const spokes = cfg.spokes.map((s) => s.name).sort();
 
     // Bundle revisions without a counter service: this stack's own previous `policyRevisions` output.
     const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${stackName}` });
-    const store = new PolicyStore("policy-store", {
-        spokes, policy: model, previous: self.getOutput("policyRevisions"),
-        // Fixed, globally unique name: account and region, never an auto-suffix.
-        bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
-        accountId: caller.accountId, region,
-    }, opts);
+    const store = new PolicyStore(
+        "policy-store",
+        {
+            spokes,
+            policy: model,
+            previous: self.getOutput("policyRevisions"),
+            // Fixed, globally unique name: account and region, never an auto-suffix.
+            bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
+            accountId: caller.accountId,
+            region,
+        },
+        opts,
+    );
     // Usage transport + ledger (one stream per spoke; its identity may only put to its own), alarms to the operator's topic.
-    const ledger = new UsageLedger("usage-ledger", { ...cfg.usage, spokes, region, availabilityZones: ledgerAvailabilityZones(cfg.usage, region), alarms: cfg.alarms, accountId: caller.accountId }, opts);
-    const identities = new Map(spokes.map((s) => {
-        const ref = cfg.spokes.find((x) => x.name === s)!;
-        return [s, new SpokeIdentity(`spoke-${s}`, {
-            spoke: s, provider: ref.provider, identity: cfg.spokeIdentities[s],
-            clusterName: ref.provider === "eks" ? eksClusterNameOf(s) : undefined,
-            // An EKS spoke's region is its cluster's AWS region (checked against the spoke file by checkSpokeRegistry).
-            clusterRegion: ref.provider === "eks" ? ref.region : undefined,
-            bucketArn: store.bucketArn, kmsKeyArn: store.kmsKeyArn, region, usageStreamArn: ledger.streamArnFor(s),
-            accountId: caller.accountId, partition, hubDeployers: cfg.hubDeployers, secretsKmsKeyArn: keys.kmsKeyArn,
-        }, opts)];
-    }));
+    const ledger = new UsageLedger(
+        "usage-ledger",
+        {
+            ...cfg.usage,
+            spokes,
+            region,
+            availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
+            alarms: cfg.alarms,
+            accountId: caller.accountId,
+        },
+        opts,
+    );
+    const identities = new Map(
+        spokes.map((s) => {
+            const ref = cfg.spokes.find((x) => x.name === s)!;
+            return [
+                s,
+                new SpokeIdentity(
+                    `spoke-${s}`,
+                    {
+                        spoke: s,
+                        provider: ref.provider,
+                        identity: cfg.spokeIdentities[s],
+                        clusterName: ref.provider === "eks" ? eksClusterNameOf(s) : undefined,
+                        // An EKS spoke's region is its cluster's AWS region (checked against the spoke file by checkSpokeRegistry).
+                        clusterRegion: ref.provider === "eks" ? ref.region : undefined,
+                        bucketArn: store.bucketArn,
+                        kmsKeyArn: store.kmsKeyArn,
+                        region,
+                        usageStreamArn: ledger.streamArnFor(s),
+                        accountId: caller.accountId,
+                        partition,
+                        hubDeployers: cfg.hubDeployers,
+                        secretsKmsKeyArn: keys.kmsKeyArn,
+                    },
+                    opts,
+                ),
+            ];
+        }),
+    );
 
-    const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(Object.fromEntries(spokes.map((s) => {
-        const policy = pulumi.output({
-            bucket: store.bucket, region, prefix: bundlePaths.prefix(s), publicKey: store.publicKey, keyId: store.keyId,
-            kmsKeyArn: store.kmsKeyArn, roleArn: identities.get(s)!.roleArn,
-            revision: store.revisions.apply((r) => r[s].revision), contentHash: store.revisions.apply((r) => r[s].contentHash),
-        }) as pulumi.Output<PolicyContract>;
-        return [s, pulumi.all([policy, ledger.usageContract(s), identities.get(s)!.contract]).apply(([p, usage, identity]): SpokeContractExtras => ({ policy: p, usage, identity }))];
-    })));
+    const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(
+        Object.fromEntries(
+            spokes.map((s) => {
+                const policy = pulumi.output({
+                    bucket: store.bucket,
+                    region,
+                    prefix: bundlePaths.prefix(s),
+                    publicKey: store.publicKey,
+                    keyId: store.keyId,
+                    kmsKeyArn: store.kmsKeyArn,
+                    roleArn: identities.get(s)!.roleArn,
+                    revision: store.revisions.apply((r) => r[s].revision),
+                    contentHash: store.revisions.apply((r) => r[s].contentHash),
+                }) as pulumi.Output<PolicyContract>;
+                return [
+                    s,
+                    pulumi
+                        .all([policy, ledger.usageContract(s), identities.get(s)!.contract])
+                        .apply(([p, usage, identity]): SpokeContractExtras => ({ policy: p, usage, identity })),
+                ];
+            }),
+        ),
+    );
     const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x));
     return {
         /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
@@ -115,10 +187,12 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
         spokeNetworks,
         /** Placement summary: spoke -> endpoint names (for humans and dashboards). */
-        placement: Object.fromEntries(spokes.map((s) => {
-            const endpoints = cfg.endpoints.filter((e) => e.spoke === s);
-            return [s, { revision: contentHash(endpoints), endpoints: endpoints.map((e) => e.name) }];
-        })),
+        placement: Object.fromEntries(
+            spokes.map((s) => {
+                const endpoints = cfg.endpoints.filter((e) => e.spoke === s);
+                return [s, { revision: contentHash(endpoints), endpoints: endpoints.map((e) => e.name) }];
+            }),
+        ),
         /** The access model with key hashes (no keys). */
         accessModel: model,
         /**
@@ -131,7 +205,9 @@ export function buildHub(cfg: HubConfig, stackName: string) {
         /** Usage ledger: per-spoke streams, consumer, failure destination, database endpoint (no secrets). */
         usageLedger: {
             streams: Object.fromEntries(spokes.map((s) => [s, ledger.usageContract(s)])),
-            consumerArn: ledger.consumerArn, failureQueueArn: ledger.failureQueueArn, databaseEndpoint: ledger.clusterEndpoint,
+            consumerArn: ledger.consumerArn,
+            failureQueueArn: ledger.failureQueueArn,
+            databaseEndpoint: ledger.clusterEndpoint,
         },
     };
 }

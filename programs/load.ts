@@ -1,8 +1,8 @@
-import * as fs from "fs";
+import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
-import * as path from "path";
+import * as path from "node:path";
 import { ConfigError, nearest } from "../config/errors";
-import { parseFlatStackConfig, StackConfig } from "../config/stack";
+import { parseFlatStackConfig, type StackConfig } from "../config/stack";
 import { readStackFile } from "../lib/stackfiles";
 
 // Semi-internal SDK function (pinned @pulumi/pulumi, see package.json): whether a config key is a `secure:` value.
@@ -24,8 +24,16 @@ export function stackFilePath(): string {
 export function hubStacksIn(dir: string): string[] {
     if (!fs.existsSync(dir)) return [];
     const out: string[] = [];
-    for (const f of fs.readdirSync(dir).filter((x) => /^Pulumi\..+\.ya?ml$/.test(x)).sort()) {
-        try { const s = readStackFile(path.join(dir, f)); if (s.role === "hub") out.push(s.name); } catch { /* reported when that stack runs */ }
+    for (const f of fs
+        .readdirSync(dir)
+        .filter((x) => /^Pulumi\..+\.ya?ml$/.test(x))
+        .sort()) {
+        try {
+            const s = readStackFile(path.join(dir, f));
+            if (s.role === "hub") out.push(s.name);
+        } catch {
+            /* reported when that stack runs */
+        }
     }
     return out;
 }
@@ -46,10 +54,12 @@ export function checkHubStackName(hubStack: string, stackFile: string): void {
     const name = hubStack.split("/").pop() ?? "";
     if (hubs.includes(name)) return;
     const n = nearest(name, hubs);
-    throw new ConfigError(stackFile, [{
-        key: "platform:spoke.hubStack",
-        message: `"${hubStack}" names hub stack "${name}", which has no hub stack file in ${[...new Set([dir, "stacks"])].join(" or ")}${n ? `; did you mean "${hubStack.slice(0, hubStack.length - name.length)}${n}"?` : ""} (known hub stacks: ${hubs.join(", ") || "none"})`,
-    }]);
+    throw new ConfigError(stackFile, [
+        {
+            key: "platform:spoke.hubStack",
+            message: `"${hubStack}" names hub stack "${name}", which has no hub stack file in ${[...new Set([dir, "stacks"])].join(" or ")}${n ? `; did you mean "${hubStack.slice(0, hubStack.length - name.length)}${n}"?` : ""} (known hub stacks: ${hubs.join(", ") || "none"})`,
+        },
+    ]);
 }
 
 /**
@@ -62,7 +72,9 @@ export function loadStackConfig(): StackConfig {
     const secretKeys = Object.keys(all).filter((k) => isConfigSecret(k));
     const cfg = parseFlatStackConfig(all, stackFilePath(), secretKeys);
     if (cfg.role === "hub" && !all["aws:region"]) {
-        throw new ConfigError(stackFilePath(), [{ key: "aws:region", message: "missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1" }]);
+        throw new ConfigError(stackFilePath(), [
+            { key: "aws:region", message: "missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1" },
+        ]);
     }
     if (cfg.role === "spoke") checkHubStackName(cfg.spoke.spoke.hubStack, stackFilePath());
     return cfg;

@@ -1,4 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { Metering } from "../components/spoke/Metering";
 import type { SpokeContract } from "../config/contract";
 import type { MeteringConfig } from "../config/metering";
@@ -25,18 +25,22 @@ export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentReso
     const m = d.metering;
     const { redisUrl, identity } = d.gateway;
     const awsCredentials = identity.kind === "source-key" ? identity.awsCredentials : undefined;
-    const metering = new Metering("metering", {
-        spoke: d.spoke,
-        namespace: PLATFORM_NAMESPACE,
-        usage: d.contract.usage,
-        policy: d.contract.policy,
-        awsCredentials,
-        redisUrl,
-        replicas: m.replicas,
-        spoolVolumeGiB: m.spoolVolumeGiB,
-        storageClassName: m.storageClassName,
-        collectorReplicas: m.collectorReplicas,
-        collectorQueueGiB: m.collectorQueueGiB,
-    }, opts);
+    const metering = new Metering(
+        "metering",
+        {
+            spoke: d.spoke,
+            namespace: PLATFORM_NAMESPACE,
+            usage: d.contract.usage,
+            policy: d.contract.policy,
+            awsCredentials,
+            redisUrl,
+            replicas: m.replicas,
+            spoolVolumeGiB: m.spoolVolumeGiB,
+            storageClassName: m.storageClassName,
+            collectorReplicas: m.collectorReplicas,
+            collectorQueueGiB: m.collectorQueueGiB,
+        },
+        opts,
+    );
     return { stream: d.contract.usage.streamName, logsEndpoint: metering.logsEndpoint };
 }

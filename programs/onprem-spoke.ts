@@ -1,5 +1,5 @@
 import * as k8s from "@pulumi/kubernetes";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { BackendFabric } from "../components/spoke/BackendFabric";
 import { FrontendNetwork } from "../components/spoke/FrontendNetwork";
 import { GpuNodePool } from "../components/spoke/GpuNodePool";
@@ -7,7 +7,7 @@ import { GpuOperator } from "../components/spoke/GpuOperator";
 import { prometheusOf } from "../config/observability";
 import type { OnPremSpokeConfig } from "../config/stack";
 import { INFERENCE_NAMESPACE, PLATFORM_NAMESPACE } from "../lib/labels";
-import { placementPools, SpokeInfra } from "./spoke-infra";
+import { placementPools, type SpokeInfra } from "./spoke-infra";
 
 /**
  * The infrastructure of an on-prem spoke (an existing Kubernetes cluster reached through a kubeconfig context): the
@@ -28,23 +28,36 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
 
     const pools = cfg.nodePools.map((p) => new GpuNodePool(`pool-${p.name}`, { pool: p, fabric: cfg.backend.fabric }, opts));
     // The Network Operator (BackendFabric) deploys NFD on these nodes; the GPU Operator's own stays off.
-    const gpuOperator = new GpuOperator("gpu-operator", {
-        ...cfg.gpuOperator, externalNfd: true,
-        ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
-    }, opts);
-    const fabric = new BackendFabric("backend", {
-        pools: cfg.nodePools,
-        railPools: cfg.railPools,
-        rdmaHcaMax: cfg.backend.rdmaHcaMax,
-        perNodeBlockSize: cfg.backend.perNodeBlockSize,
-        workloadNamespace: INFERENCE_NAMESPACE,
-    }, { ...opts, dependsOn: [inferenceNamespace] });
-    const frontend = new FrontendNetwork("frontend", {
-        pools: cfg.nodePools,
-        subnet: cfg.frontend.subnet,
-        linkRateGbps: cfg.frontend.linkRateGbps,
-        namespace: platformNamespace.metadata.name,
-    }, opts);
+    const gpuOperator = new GpuOperator(
+        "gpu-operator",
+        {
+            ...cfg.gpuOperator,
+            externalNfd: true,
+            ...(cfg.observability.prometheusOperator ? { serviceMonitorLabels: prometheusOf(cfg.observability).selectorLabels } : {}),
+        },
+        opts,
+    );
+    const fabric = new BackendFabric(
+        "backend",
+        {
+            pools: cfg.nodePools,
+            railPools: cfg.railPools,
+            rdmaHcaMax: cfg.backend.rdmaHcaMax,
+            perNodeBlockSize: cfg.backend.perNodeBlockSize,
+            workloadNamespace: INFERENCE_NAMESPACE,
+        },
+        { ...opts, dependsOn: [inferenceNamespace] },
+    );
+    const frontend = new FrontendNetwork(
+        "frontend",
+        {
+            pools: cfg.nodePools,
+            subnet: cfg.frontend.subnet,
+            linkRateGbps: cfg.frontend.linkRateGbps,
+            namespace: platformNamespace.metadata.name,
+        },
+        opts,
+    );
 
     const placement = placementPools(cfg);
     return {

@@ -1,4 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { DynamoPlatform } from "../components/spoke/DynamoPlatform";
 import { ModelEndpoint } from "../components/spoke/ModelEndpoint";
 import { MooncakeStore } from "../components/spoke/MooncakeStore";
@@ -52,23 +52,37 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
     const outputs: ServingOutputs = {};
     if (placements.length === 0) return outputs;
 
-    const platform = new DynamoPlatform("dynamo", {
-        namespace: serving.platformNamespace,
-        grove: serving.grove,
-        kaiScheduler: serving.kaiScheduler,
-        prometheusEndpoint,
-    }, opts);
+    const platform = new DynamoPlatform(
+        "dynamo",
+        {
+            namespace: serving.platformNamespace,
+            grove: serving.grove,
+            kaiScheduler: serving.kaiScheduler,
+            prometheusEndpoint,
+        },
+        opts,
+    );
     const baseDeps = [...infra.gpuDirect, infra.inferenceNamespace];
-    const preflight = new RdmaPreflight("rdma-preflight", { namespace: INFERENCE_NAMESPACE, gpuDirect: infra.gpuDirectMode }, { ...opts, dependsOn: baseDeps });
+    const preflight = new RdmaPreflight(
+        "rdma-preflight",
+        { namespace: INFERENCE_NAMESPACE, gpuDirect: infra.gpuDirectMode },
+        { ...opts, dependsOn: baseDeps },
+    );
     const rdmaDeps = [platform, preflight, ...infra.devicePlugins, ...baseDeps];
 
     for (const { endpoint: e, pool } of placements) {
         const fabric = kvFabricOf(pool.profile, pool.frontendHcas);
         const missing = unpublishedRdmaResources(fabric, pool.rdmaResources);
-        if (missing.length) throw new Error(`pool ${pool.name}: RDMA resource(s) ${missing.join(", ")} are not advertised by this spoke's device plugin (${pool.rdmaResources.join(", ") || "none"})`);
+        if (missing.length)
+            throw new Error(
+                `pool ${pool.name}: RDMA resource(s) ${missing.join(", ")} are not advertised by this spoke's device plugin (${pool.rdmaResources.join(", ") || "none"})`,
+            );
         const placement: PoolPlacement = {
-            name: pool.name, nodeSelector: pool.nodeSelector, tolerations: pool.tolerations,
-            memlockUnlimited: pool.memlockUnlimited, fabric,
+            name: pool.name,
+            nodeSelector: pool.nodeSelector,
+            tolerations: pool.tolerations,
+            memlockUnlimited: pool.memlockUnlimited,
+            fabric,
             ...(pool.hugepages2MiPerNode > 0 ? { hugepages2MiPerNode: pool.hugepages2MiPerNode } : {}),
         };
         let mooncakeMaster: string | undefined;
@@ -80,26 +94,42 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             // `mooncake_master` console script and `mooncake.mooncake_store_service` (kvcache-ai/Mooncake@v0.3.12.post1:
             // mooncake-wheel/pyproject.toml [project.scripts]), so pool and clients run one Mooncake release by
             // construction (upstream/check/versions.ts `mooncake-master-client`).
-            const store = new MooncakeStore(`mooncake-${e.name}`, {
-                endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${rt.image}:${rt.version}`,
-                pool: placement, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas,
-                poolNodes: pool.nodeCount, minLinkRateGbps: infra.minLinkRateGbps, systemNodeSelector: infra.systemNodeSelector,
-            }, { ...opts, dependsOn: rdmaDeps });
+            const store = new MooncakeStore(
+                `mooncake-${e.name}`,
+                {
+                    endpoint: e.name,
+                    namespace: INFERENCE_NAMESPACE,
+                    image: `${rt.image}:${rt.version}`,
+                    pool: placement,
+                    segmentSizeGiB: e.kvPool.segmentSizeGiB,
+                    storeReplicas: e.kvPool.storeReplicas,
+                    poolNodes: pool.nodeCount,
+                    minLinkRateGbps: infra.minLinkRateGbps,
+                    systemNodeSelector: infra.systemNodeSelector,
+                },
+                { ...opts, dependsOn: rdmaDeps },
+            );
             mooncakeMaster = store.masterAddress;
             mooncakeKvEvents = store.kvEventsEndpoint;
             deps.push(store);
         }
-        const ep = new ModelEndpoint(`endpoint-${e.name}`, {
-            endpoint: e, namespace: INFERENCE_NAMESPACE, pool: placement,
-            runtimeImage: `${rt.image}:${rt.version}`,
-            plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
-            prometheusEndpoint,
-            minLinkRateGbps: infra.minLinkRateGbps,
-            hfTokenSecret: serving.hfTokenSecret,
-            mooncakeMaster,
-            mooncakeKvEvents,
-            systemNodeSelector: infra.systemNodeSelector,
-        }, { ...opts, dependsOn: deps });
+        const ep = new ModelEndpoint(
+            `endpoint-${e.name}`,
+            {
+                endpoint: e,
+                namespace: INFERENCE_NAMESPACE,
+                pool: placement,
+                runtimeImage: `${rt.image}:${rt.version}`,
+                plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
+                prometheusEndpoint,
+                minLinkRateGbps: infra.minLinkRateGbps,
+                hfTokenSecret: serving.hfTokenSecret,
+                mooncakeMaster,
+                mooncakeKvEvents,
+                systemNodeSelector: infra.systemNodeSelector,
+            },
+            { ...opts, dependsOn: deps },
+        );
         outputs[e.name] = { pool: pool.name, frontend: ep.frontend };
     }
     return outputs;

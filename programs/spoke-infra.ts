@@ -2,7 +2,7 @@ import type * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import type { Toleration } from "../lib/dgd";
 import type { GpuDirectMode } from "../lib/preflight";
-import { isEksSpoke, SpokeConfig } from "../config/stack";
+import { isEksSpoke, type SpokeConfig } from "../config/stack";
 import type { PlacementPool } from "../lib/serving";
 
 /**

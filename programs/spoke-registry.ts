@@ -1,10 +1,10 @@
-import * as fs from "fs";
-import * as path from "path";
-import { ConfigError, ConfigIssue } from "../config/errors";
-import { HubConfig, parseFlatStackConfig, SpokeConfig } from "../config/stack";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { ConfigError, type ConfigIssue } from "../config/errors";
+import { type HubConfig, parseFlatStackConfig, type SpokeConfig } from "../config/stack";
 import { placeEndpoints } from "../lib/serving";
 import { placementPools } from "./spoke-infra";
-import { collisionsWithRecorded, findSpokeCollisions, networksOf, SpokeNetworks } from "../lib/spoke-networks";
+import { collisionsWithRecorded, findSpokeCollisions, networksOf, type SpokeNetworks } from "../lib/spoke-networks";
 import { readStackFile, stackNameOf } from "../lib/stackfiles";
 
 /** GPUs a spoke file provides: hosts x GPUs per node on-prem, desired nodes x GPUs per node on EKS. */
@@ -15,7 +15,12 @@ export function spokeGpuCapacity(cfg: SpokeConfig): number {
     return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
 }
 
-interface SpokeFile { stack: string; file: string; cfg?: SpokeConfig; error?: Error }
+interface SpokeFile {
+    stack: string;
+    file: string;
+    cfg?: SpokeConfig;
+    error?: Error;
+}
 
 /**
  * Thrown by {@link checkSpokeRegistry} when spoke files are wrong: each spoke file's own error, headed by that file
@@ -50,12 +55,20 @@ export function setAsideSpokesForRender(stacks: Iterable<string> = []): void {
 /** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
 function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
     const out: SpokeFile[] = [];
-    for (const f of fs.readdirSync(dir).filter((x) => /^Pulumi\..+\.ya?ml$/.test(x)).sort()) {
+    for (const f of fs
+        .readdirSync(dir)
+        .filter((x) => /^Pulumi\..+\.ya?ml$/.test(x))
+        .sort()) {
         const file = path.join(dir, f);
         const display = path.join(path.basename(dir), f);
-        let s;
+        let s: ReturnType<typeof readStackFile>;
         if (setAsideForRender.has(stackNameOf(f))) continue;
-        try { s = readStackFile(file, display); } catch (e) { out.push({ stack: stackNameOf(f), file: display, error: e as Error }); continue; }
+        try {
+            s = readStackFile(file, display);
+        } catch (e) {
+            out.push({ stack: stackNameOf(f), file: display, error: e as Error });
+            continue;
+        }
         if (s.role !== "spoke" || s.hub !== hubStack) continue;
         try {
             const parsed = parseFlatStackConfig(s.config, display, s.secretKeys);
@@ -97,25 +110,40 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
         const f = byStack.get(s.stack);
         if (!f) {
             const exists = fs.existsSync(path.join(dir, `Pulumi.${s.stack}.yaml`));
-            issues.push({ key: `${key}.stack`, message: exists
-                ? `${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} is not a spoke of ${hubStack} (its platform:spoke.hubStack must end in /${hubStack})`
-                : `no stack file ${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} for spoke "${s.name}" (create it: npm run new-spoke)` });
+            issues.push({
+                key: `${key}.stack`,
+                message: exists
+                    ? `${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} is not a spoke of ${hubStack} (its platform:spoke.hubStack must end in /${hubStack})`
+                    : `no stack file ${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} for spoke "${s.name}" (create it: npm run new-spoke)`,
+            });
             return;
         }
         if (!f.cfg) return; // the spoke file's own error (spokeErrors)
         const c = f.cfg;
-        if (c.spoke.name !== s.name) issues.push({ key: `${key}.name`, message: `${f.file} says platform:spoke.name "${c.spoke.name}", not "${s.name}"` });
-        if (c.cluster.provider !== s.provider) issues.push({ key: `${key}.provider`, message: `${f.file} is provider ${c.cluster.provider}, not ${s.provider}` });
-        if (c.spoke.region !== s.region) issues.push({ key: `${key}.region`, message: `${f.file} says region "${c.spoke.region}", not "${s.region}"` });
+        if (c.spoke.name !== s.name)
+            issues.push({ key: `${key}.name`, message: `${f.file} says platform:spoke.name "${c.spoke.name}", not "${s.name}"` });
+        if (c.cluster.provider !== s.provider)
+            issues.push({ key: `${key}.provider`, message: `${f.file} is provider ${c.cluster.provider}, not ${s.provider}` });
+        if (c.spoke.region !== s.region)
+            issues.push({ key: `${key}.region`, message: `${f.file} says region "${c.spoke.region}", not "${s.region}"` });
         const gpus = spokeGpuCapacity(c);
-        if (gpus < s.gpus) issues.push({ key: `${key}.gpus`, message: `${f.file} provides ${gpus} GPUs, fewer than the ${s.gpus} the hub places against` });
+        if (gpus < s.gpus)
+            issues.push({
+                key: `${key}.gpus`,
+                message: `${f.file} provides ${gpus} GPUs, fewer than the ${s.gpus} the hub places against`,
+            });
         registry.push({ name: s.name, stack: s.stack, networks: networksOf(c) });
         issues.push(...hubPlacementIssues(hub, s.name, c, f.file));
     });
     // Every spoke file of this hub, listed or not: a colliding new file is caught before it is even listed.
     // Listed spokes first in hub order, then unlisted files, so a collision is blamed on the newer entry.
-    const rank = (stack: string) => { const i = hub.spokes.findIndex((s) => s.stack === stack); return i < 0 ? hub.spokes.length : i; };
-    const all: SpokeNetworks[] = files.filter((f) => f.cfg).sort((a, b) => rank(a.stack) - rank(b.stack))
+    const rank = (stack: string) => {
+        const i = hub.spokes.findIndex((s) => s.stack === stack);
+        return i < 0 ? hub.spokes.length : i;
+    };
+    const all: SpokeNetworks[] = files
+        .filter((f) => f.cfg)
+        .sort((a, b) => rank(a.stack) - rank(b.stack))
         .map((f) => ({ name: f.cfg!.spoke.name, stack: f.stack, networks: networksOf(f.cfg!) }));
     const collisions = new Map<string, ConfigIssue[]>();
     for (const c of findSpokeCollisions(all)) {
@@ -123,7 +151,8 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
         const key = /^\S+ (platform:[^\s(]+)/.exec(c.message)?.[1] ?? "platform:spoke.name";
         collisions.set(c.stack, [...(collisions.get(c.stack) ?? []), { key, message: c.message }]);
     }
-    for (const [stack, list] of collisions) if (!spokeErrors.has(stack)) spokeErrors.set(stack, new ConfigError(byStack.get(stack)!.file, list));
+    for (const [stack, list] of collisions)
+        if (!spokeErrors.has(stack)) spokeErrors.set(stack, new ConfigError(byStack.get(stack)!.file, list));
     if (spokeErrors.size) throw new SpokeFilesError(hubStackFile, issues, spokeErrors);
     if (issues.length) throw new ConfigError(hubStackFile, issues);
     return registry;
@@ -140,18 +169,32 @@ export function hubPlacementIssues(hub: HubConfig, spoke: string, cfg: SpokeConf
     const indices = hub.endpoints.map((e, i) => ({ e, i })).filter((x) => x.e.spoke === spoke);
     if (indices.length === 0) return [];
     const contractKey = `hub output spokeContracts.${spoke}`;
-    const { issues } = placeEndpoints(indices.map((x) => x.e), placementPools(cfg), cfg.serving, contractKey);
+    const { issues } = placeEndpoints(
+        indices.map((x) => x.e),
+        placementPools(cfg),
+        cfg.serving,
+        contractKey,
+    );
     const prefix = `${contractKey}.endpoints`;
     return issues.map((p) => {
         if (p.key.startsWith(`${prefix}[`)) {
             const m = /^\[(\d+)\](.*)$/.exec(p.key.slice(prefix.length))!;
-            return { key: `platform:endpoints[${indices[Number(m[1])].i}]${m[2]}`, message: `${p.message} (spoke ${spokeFile} would refuse this placement)` };
+            return {
+                key: `platform:endpoints[${indices[Number(m[1])].i}]${m[2]}`,
+                message: `${p.message} (spoke ${spokeFile} would refuse this placement)`,
+            };
         }
         if (p.key === prefix) {
-            return { key: `platform:endpoints (spoke ${spoke}: ${indices.map((x) => `[${x.i}]`).join(", ")})`, message: `${p.message} (spoke ${spokeFile} would refuse this placement)` };
+            return {
+                key: `platform:endpoints (spoke ${spoke}: ${indices.map((x) => `[${x.i}]`).join(", ")})`,
+                message: `${p.message} (spoke ${spokeFile} would refuse this placement)`,
+            };
         }
         const j = indices.findIndex((x) => p.key.endsWith(`.${x.e.name}`));
-        return { key: j >= 0 ? `platform:endpoints[${indices[j].i}]` : `platform:endpoints (spoke ${spoke})`, message: `${spokeFile} ${p.key}: ${p.message}` };
+        return {
+            key: j >= 0 ? `platform:endpoints[${indices[j].i}]` : `platform:endpoints (spoke ${spoke})`,
+            message: `${spokeFile} ${p.key}: ${p.message}`,
+        };
     });
 }
 
@@ -166,5 +209,12 @@ export function checkAgainstHubRegistry(cfg: SpokeConfig, stack: string, recorde
     if (!Array.isArray(recorded)) return;
     const problems = collisionsWithRecorded({ name: cfg.spoke.name, stack, networks: networksOf(cfg) }, recorded as SpokeNetworks[]);
     // Messages read `<stack> <key> <cidr> overlaps ...` (lib/spoke-networks.ts): name this spoke's key.
-    if (problems.length) throw new ConfigError(stackFile, problems.map((m) => ({ key: /^\S+ (platform:\S+)/.exec(m)?.[1] ?? "platform:spoke", message: `${m} (hub output spokeNetworks)` })));
+    if (problems.length)
+        throw new ConfigError(
+            stackFile,
+            problems.map((m) => ({
+                key: /^\S+ (platform:\S+)/.exec(m)?.[1] ?? "platform:spoke",
+                message: `${m} (hub output spokeNetworks)`,
+            })),
+        );
 }

@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { SpokeContract, SpokeContractSchema } from "../config/contract";
+import { type SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
-import { isEksSpoke, SpokeConfig } from "../config/stack";
+import { isEksSpoke, type SpokeConfig } from "../config/stack";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { readSpokeCredentials } from "./gateway";
@@ -21,11 +21,21 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
     const details = await hub.getOutputDetails("spokeContracts");
     const contracts = (details.value ?? details.secretValue) as Record<string, unknown> | undefined;
     if (!contracts || typeof contracts !== "object") {
-        throw new ConfigError(stackFile, [{ key: "platform:spoke.hubStack", message: `hub stack "${cfg.spoke.hubStack}" exports no spokeContracts output; run the hub first` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:spoke.hubStack",
+                message: `hub stack "${cfg.spoke.hubStack}" exports no spokeContracts output; run the hub first`,
+            },
+        ]);
     }
     const mine = contracts[cfg.spoke.name];
     if (mine === undefined) {
-        throw new ConfigError(stackFile, [{ key: "platform:spoke.name", message: `spoke "${cfg.spoke.name}" is not known to hub "${cfg.spoke.hubStack}" (known: ${Object.keys(contracts).sort().join(", ")}); add it to the hub's platform:spokes first` }]);
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:spoke.name",
+                message: `spoke "${cfg.spoke.name}" is not known to hub "${cfg.spoke.hubStack}" (known: ${Object.keys(contracts).sort().join(", ")}); add it to the hub's platform:spokes first`,
+            },
+        ]);
     }
     const parsed = SpokeContractSchema.safeParse(mine);
     if (!parsed.success) {

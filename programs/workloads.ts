@@ -1,4 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
 import { endpointGpus } from "../config/endpoint";
@@ -26,23 +26,52 @@ export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" |
  * @param awsCredentials the spoke's source key (programs/gateway.ts `readSpokeCredentials`); undefined with EKS Pod Identity
  * @returns the stack outputs of the workloads (`serving`, `gateway`, `metering`)
  */
-export function deployWorkloads(cfg: WorkloadConfig, contract: SpokeContract, infra: SpokeInfra, stackFile: string, awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined) {
+export function deployWorkloads(
+    cfg: WorkloadConfig,
+    contract: SpokeContract,
+    infra: SpokeInfra,
+    stackFile: string,
+    awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined,
+) {
     const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
-    const gateway = deployGateway({
-        spoke: cfg.spoke.name, contract, gateway: cfg.gateway, awsCredentials,
-    }, { ...opts, dependsOn: [infra.inferenceNamespace] });
-    const serving = deployServing({ spoke: cfg.spoke.name, serving: cfg.serving, prometheusUrl: prometheusOf(cfg.observability).url, contract, stackFile, infra }, opts);
+    const gateway = deployGateway(
+        {
+            spoke: cfg.spoke.name,
+            contract,
+            gateway: cfg.gateway,
+            awsCredentials,
+        },
+        { ...opts, dependsOn: [infra.inferenceNamespace] },
+    );
+    const serving = deployServing(
+        { spoke: cfg.spoke.name, serving: cfg.serving, prometheusUrl: prometheusOf(cfg.observability).url, contract, stackFile, infra },
+        opts,
+    );
     // PVCs (spool, collector queue) need a StorageClass that provisions: EKS gets one from the infra (EBS CSI, gp3).
-    const metering = deployMetering({
-        spoke: cfg.spoke.name, contract, gateway: gateway.handles,
-        metering: { ...cfg.metering, storageClassName: cfg.metering.storageClassName ?? infra.storage?.className },
-    }, { ...opts, dependsOn: [infra.platformNamespace, ...(infra.storage?.dependsOn ?? [])] });
-    const observability = new Observability("observability", {
-        spoke: cfg.spoke.name, config: cfg.observability,
-        endpoints: contract.endpoints.map((e) => ({
-            name: e.name, model: e.model, engine: e.engine, gpus: endpointGpus(e), disaggregated: e.topology.mode === "disaggregated",
-            mooncakePool: e.kvPool.kind === "mooncake",
-        })),
-    }, { ...opts, dependsOn: [infra.platformNamespace] });
+    const metering = deployMetering(
+        {
+            spoke: cfg.spoke.name,
+            contract,
+            gateway: gateway.handles,
+            metering: { ...cfg.metering, storageClassName: cfg.metering.storageClassName ?? infra.storage?.className },
+        },
+        { ...opts, dependsOn: [infra.platformNamespace, ...(infra.storage?.dependsOn ?? [])] },
+    );
+    const observability = new Observability(
+        "observability",
+        {
+            spoke: cfg.spoke.name,
+            config: cfg.observability,
+            endpoints: contract.endpoints.map((e) => ({
+                name: e.name,
+                model: e.model,
+                engine: e.engine,
+                gpus: endpointGpus(e),
+                disaggregated: e.topology.mode === "disaggregated",
+                mooncakePool: e.kvPool.kind === "mooncake",
+            })),
+        },
+        { ...opts, dependsOn: [infra.platformNamespace] },
+    );
     return { serving, gateway: gateway.outputs, metering, observability: { dashboards: observability.dashboards } };
 }

@@ -10,14 +10,14 @@
  * the unit tests run on the same groups with annotations dropped (firing depends only on expr, for and labels), while
  * `promtool check rules` validates the exact rendered file, annotations included.
  */
-import { execFileSync } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import YAML from "yaml";
 import { ObservabilityConfigSchema } from "../config/observability";
-import { alertGroups, AlertGroup, ObservedEndpoint } from "../lib/observability";
+import { alertGroups, type AlertGroup, type ObservedEndpoint } from "../lib/observability";
 import { metrics, seriesNames } from "../upstream/metrics";
 
 const cfg = ObservabilityConfigSchema.parse({});
@@ -37,16 +37,24 @@ const SCRAPE = ["namespace", "pod", "le"];
 function s(name: string, labels: Record<string, string>): string {
     const family = Object.keys(metrics).find((f) => seriesNames(f, metrics[f]).includes(name));
     if (!family) throw new Error(`${name} is not exported by any pinned exporter (upstream/metrics.ts)`);
-    for (const l of Object.keys(labels)) if (![...metrics[family].labels, ...SCRAPE].includes(l)) throw new Error(`${name}: label ${l} is not set by its exporter`);
-    return `${name}{${Object.entries(labels).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(",")}}`;
+    for (const l of Object.keys(labels))
+        if (![...metrics[family].labels, ...SCRAPE].includes(l)) throw new Error(`${name}: label ${l} is not set by its exporter`);
+    return `${name}{${Object.entries(labels)
+        .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+        .join(",")}}`;
 }
 
 type Series = Array<{ series: string; values: string }>;
 /** One alert: the series that show its fault, the labels it must fire with, and a healthy counterpart. */
-interface Case { fault: Series; fires: Record<string, string>; healthy: Series }
+interface Case {
+    fault: Series;
+    fires: Record<string, string>;
+    healthy: Series;
+}
 
 const W = { namespace: "inference", pod: "decode-0" };
-const hist = (name: string, model: string, buckets: Array<[string, string]>): Series => buckets.map(([le, values]) => ({ series: s(name, { model, le }), values }));
+const hist = (name: string, model: string, buckets: Array<[string, string]>): Series =>
+    buckets.map(([le, values]) => ({ series: s(name, { model, le }), values }));
 const none = {};
 
 const M = { namespace: "inference", pod: "llama-70b-mooncake-master-0" };
@@ -58,30 +66,70 @@ const cases: Record<string, Case> = {
         healthy: [{ series: s("master_total_capacity_bytes", M), values: "1099511627776x60" }],
     },
     PlatformKVPoolFull: {
-        fault: [{ series: s("master_total_capacity_bytes", M), values: "1000x60" }, { series: s("master_allocated_bytes", M), values: "990x60" }],
+        fault: [
+            { series: s("master_total_capacity_bytes", M), values: "1000x60" },
+            { series: s("master_allocated_bytes", M), values: "990x60" },
+        ],
         fires: M,
-        healthy: [{ series: s("master_total_capacity_bytes", M), values: "1000x60" }, { series: s("master_allocated_bytes", M), values: "500x60" }],
+        healthy: [
+            { series: s("master_total_capacity_bytes", M), values: "1000x60" },
+            { series: s("master_allocated_bytes", M), values: "500x60" },
+        ],
     },
     // p95 TTFT in (5 s, 10 s] for llama; all under 1 s when healthy.
     PlatformTTFTHigh: {
-        fault: hist("dynamo_frontend_time_to_first_token_seconds_bucket", LLAMA, [["1", "0x60"], ["5", "0x60"], ["10", "0+60x60"], ["+Inf", "0+60x60"]]),
+        fault: hist("dynamo_frontend_time_to_first_token_seconds_bucket", LLAMA, [
+            ["1", "0x60"],
+            ["5", "0x60"],
+            ["10", "0+60x60"],
+            ["+Inf", "0+60x60"],
+        ]),
         fires: { model: LLAMA },
-        healthy: hist("dynamo_frontend_time_to_first_token_seconds_bucket", LLAMA, [["1", "0+60x60"], ["5", "0+60x60"], ["10", "0+60x60"], ["+Inf", "0+60x60"]]),
+        healthy: hist("dynamo_frontend_time_to_first_token_seconds_bucket", LLAMA, [
+            ["1", "0+60x60"],
+            ["5", "0+60x60"],
+            ["10", "0+60x60"],
+            ["+Inf", "0+60x60"],
+        ]),
     },
     PlatformITLHigh: {
-        fault: hist("dynamo_frontend_inter_token_latency_seconds_bucket", QWEN, [["0.05", "0x60"], ["0.1", "0+60x60"], ["+Inf", "0+60x60"]]),
+        fault: hist("dynamo_frontend_inter_token_latency_seconds_bucket", QWEN, [
+            ["0.05", "0x60"],
+            ["0.1", "0+60x60"],
+            ["+Inf", "0+60x60"],
+        ]),
         fires: { model: QWEN },
-        healthy: hist("dynamo_frontend_inter_token_latency_seconds_bucket", QWEN, [["0.05", "0+60x60"], ["0.1", "0+60x60"], ["+Inf", "0+60x60"]]),
+        healthy: hist("dynamo_frontend_inter_token_latency_seconds_bucket", QWEN, [
+            ["0.05", "0+60x60"],
+            ["0.1", "0+60x60"],
+            ["+Inf", "0+60x60"],
+        ]),
     },
     PlatformKVCacheFull: {
-        fault: [{ series: s("dynamo_component_gpu_cache_usage_percent", { ...W, model: LLAMA, dynamo_component: "decode", dp_rank: "0" }), values: "0.99x60" }],
+        fault: [
+            {
+                series: s("dynamo_component_gpu_cache_usage_percent", { ...W, model: LLAMA, dynamo_component: "decode", dp_rank: "0" }),
+                values: "0.99x60",
+            },
+        ],
         fires: W,
-        healthy: [{ series: s("dynamo_component_gpu_cache_usage_percent", { ...W, model: LLAMA, dynamo_component: "decode", dp_rank: "0" }), values: "0.5x60" }],
+        healthy: [
+            {
+                series: s("dynamo_component_gpu_cache_usage_percent", { ...W, model: LLAMA, dynamo_component: "decode", dp_rank: "0" }),
+                values: "0.5x60",
+            },
+        ],
     },
     PlatformRequestsQueued: {
-        fault: [{ series: s("dynamo_frontend_queued_requests", { model: LLAMA }), values: "30x60" }, { series: s("dynamo_frontend_inflight_requests", { model: LLAMA }), values: "10x60" }],
+        fault: [
+            { series: s("dynamo_frontend_queued_requests", { model: LLAMA }), values: "30x60" },
+            { series: s("dynamo_frontend_inflight_requests", { model: LLAMA }), values: "10x60" },
+        ],
         fires: { model: LLAMA },
-        healthy: [{ series: s("dynamo_frontend_queued_requests", { model: LLAMA }), values: "5x60" }, { series: s("dynamo_frontend_inflight_requests", { model: LLAMA }), values: "10x60" }],
+        healthy: [
+            { series: s("dynamo_frontend_queued_requests", { model: LLAMA }), values: "5x60" },
+            { series: s("dynamo_frontend_inflight_requests", { model: LLAMA }), values: "10x60" },
+        ],
     },
     // 1 GB per second of transfer time (TCP-like) vs 20 GB/s (rail-like); 10 transfers a minute either way.
     PlatformKVTransferSlow: {
@@ -110,17 +158,32 @@ const cases: Record<string, Case> = {
     PlatformAuthFailingClosed: {
         fault: [{ series: s("auth_decisions_total", { code: "503", tier: "none", reason: "redis_unavailable" }), values: "0+10x60" }],
         fires: none,
-        healthy: [{ series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+10x60" }, { series: s("auth_decisions_total", { code: "503", tier: "none", reason: "redis_unavailable" }), values: "0x60" }],
+        healthy: [
+            { series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+10x60" },
+            { series: s("auth_decisions_total", { code: "503", tier: "none", reason: "redis_unavailable" }), values: "0x60" },
+        ],
     },
     PlatformNoPolicyBundle: {
-        fault: [{ series: s("auth_bundle_revision", { pod: "auth-0" }), values: "0x60" }, { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "7x60" }],
+        fault: [
+            { series: s("auth_bundle_revision", { pod: "auth-0" }), values: "0x60" },
+            { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "7x60" },
+        ],
         fires: none,
-        healthy: [{ series: s("auth_bundle_revision", { pod: "auth-0" }), values: "7x60" }, { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "7x60" }],
+        healthy: [
+            { series: s("auth_bundle_revision", { pod: "auth-0" }), values: "7x60" },
+            { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "7x60" },
+        ],
     },
     PlatformBundleRevisionDrift: {
-        fault: [{ series: s("auth_bundle_revision", { pod: "auth-0" }), values: "7x60" }, { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "8x60" }],
+        fault: [
+            { series: s("auth_bundle_revision", { pod: "auth-0" }), values: "7x60" },
+            { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "8x60" },
+        ],
         fires: none,
-        healthy: [{ series: s("auth_bundle_revision", { pod: "auth-0" }), values: "8x60" }, { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "8x60" }],
+        healthy: [
+            { series: s("auth_bundle_revision", { pod: "auth-0" }), values: "8x60" },
+            { series: s("auth_bundle_revision", { pod: "auth-1" }), values: "8x60" },
+        ],
     },
     PlatformBundleStale: {
         fault: [{ series: s("auth_bundle_age_seconds", { pod: "auth-0" }), values: "2000x60" }],
@@ -128,14 +191,38 @@ const cases: Record<string, Case> = {
         healthy: [{ series: s("auth_bundle_age_seconds", { pod: "auth-0" }), values: "30x60" }],
     },
     PlatformRateLimitedShare: {
-        fault: [{ series: s("auth_decisions_total", { code: "429", tier: "key", reason: "rps" }), values: "0+50x60" }, { series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+50x60" }],
+        fault: [
+            { series: s("auth_decisions_total", { code: "429", tier: "key", reason: "rps" }), values: "0+50x60" },
+            { series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+50x60" },
+        ],
         fires: none,
-        healthy: [{ series: s("auth_decisions_total", { code: "429", tier: "key", reason: "rps" }), values: "0+1x60" }, { series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+99x60" }],
+        healthy: [
+            { series: s("auth_decisions_total", { code: "429", tier: "key", reason: "rps" }), values: "0+1x60" },
+            { series: s("auth_decisions_total", { code: "200", tier: "none", reason: "ok" }), values: "0+99x60" },
+        ],
     },
     PlatformGateway5xx: {
-        fault: [{ series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "5" }), values: "0+10x60" }, { series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "2" }), values: "0+10x60" }],
+        fault: [
+            {
+                series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "5" }),
+                values: "0+10x60",
+            },
+            {
+                series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "2" }),
+                values: "0+10x60",
+            },
+        ],
         fires: none,
-        healthy: [{ series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "5" }), values: "0x60" }, { series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "2" }), values: "0+100x60" }],
+        healthy: [
+            {
+                series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "5" }),
+                values: "0x60",
+            },
+            {
+                series: s("envoy_http_downstream_rq_xx", { envoy_http_conn_manager_prefix: "https", envoy_response_code_class: "2" }),
+                values: "0+100x60",
+            },
+        ],
     },
     PlatformUsageBacklog: {
         fault: [{ series: s("metering_spool_unshipped_bytes", { pod: "metering-0" }), values: "1e9x60" }],
@@ -160,20 +247,28 @@ const cases: Record<string, Case> = {
     PlatformUsageQuarantined: {
         fault: [{ series: s("metering_records_total", { outcome: "quarantined" }), values: "0+1x60" }],
         fires: none,
-        healthy: [{ series: s("metering_records_total", { outcome: "quarantined" }), values: "0x60" }, { series: s("metering_records_total", { outcome: "spooled" }), values: "0+10x60" }],
+        healthy: [
+            { series: s("metering_records_total", { outcome: "quarantined" }), values: "0x60" },
+            { series: s("metering_records_total", { outcome: "spooled" }), values: "0+10x60" },
+        ],
     },
 };
 
 let dir: string;
-beforeAll(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "promtool-")); });
-afterAll(() => { fs.rmSync(dir, { recursive: true, force: true }); });
+beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "promtool-"));
+});
+afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+});
 
 /** Runs promtool; FAILS (never skips) when it is not installed. */
 function promtool(args: string[]): { ok: boolean; out: string } {
     try {
         return { ok: true, out: execFileSync("promtool", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) };
     } catch (e: any) {
-        if (e.code === "ENOENT") throw new Error("promtool not found: install Debian's `prometheus` package (apt-get install prometheus; .ci/run does)");
+        if (e.code === "ENOENT")
+            throw new Error("promtool not found: install Debian's `prometheus` package (apt-get install prometheus; .ci/run does)");
         return { ok: false, out: `${e.stdout ?? ""}${e.stderr ?? ""}` };
     }
 }
@@ -195,7 +290,13 @@ describe("alert rules under promtool", () => {
         fs.writeFileSync(path.join(dir, "rules.yaml"), YAML.stringify(bare));
         const rule = (name: string) => groups.flatMap((g) => g.rules).find((r) => r.alert === name)!;
         const tests = Object.entries(cases).flatMap(([alert, c]) => [
-            { interval: "1m", input_series: c.fault, alert_rule_test: [{ eval_time: "40m", alertname: alert, exp_alerts: [{ exp_labels: { ...c.fires, ...rule(alert).labels } }] }] },
+            {
+                interval: "1m",
+                input_series: c.fault,
+                alert_rule_test: [
+                    { eval_time: "40m", alertname: alert, exp_alerts: [{ exp_labels: { ...c.fires, ...rule(alert).labels } }] },
+                ],
+            },
             { interval: "1m", input_series: c.healthy, alert_rule_test: [{ eval_time: "40m", alertname: alert, exp_alerts: [] }] },
         ]);
         fs.writeFileSync(path.join(dir, "tests.yaml"), YAML.stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests }));
@@ -205,7 +306,26 @@ describe("alert rules under promtool", () => {
     });
 
     it("the harness can fail: an alert expected on a healthy series is reported by promtool", () => {
-        const tests = [{ interval: "1m", input_series: cases.PlatformKVCacheFull.healthy, alert_rule_test: [{ eval_time: "40m", alertname: "PlatformKVCacheFull", exp_alerts: [{ exp_labels: { ...W, ...groups.flatMap((g) => g.rules).find((x) => x.alert === "PlatformKVCacheFull")!.labels } }] }] }];
+        const tests = [
+            {
+                interval: "1m",
+                input_series: cases.PlatformKVCacheFull.healthy,
+                alert_rule_test: [
+                    {
+                        eval_time: "40m",
+                        alertname: "PlatformKVCacheFull",
+                        exp_alerts: [
+                            {
+                                exp_labels: {
+                                    ...W,
+                                    ...groups.flatMap((g) => g.rules).find((x) => x.alert === "PlatformKVCacheFull")!.labels,
+                                },
+                            },
+                        ],
+                    },
+                ],
+            },
+        ];
         fs.writeFileSync(path.join(dir, "neg.yaml"), YAML.stringify({ rule_files: ["rules.yaml"], evaluation_interval: "1m", tests }));
         const r = promtool(["test", "rules", "neg.yaml"]);
         expect(r.ok).toBe(false);

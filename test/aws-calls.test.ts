@@ -1,5 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
@@ -20,13 +20,16 @@ function productFiles(dir: string): string[] {
 }
 
 /** SDK v3 commands a file constructs (`new GetObjectCommand(`, `new sm.GetSecretValueCommand(`). */
-export function sdkCommands(text: string): string[] {
+function sdkCommands(text: string): string[] {
     return [...text.matchAll(/new\s+(?:[A-Za-z_$][\w$]*\.)?([A-Z][\w$]*Command)\s*\(/g)].map((m) => m[1]);
 }
 
 describe("the AWS calls tables cover the code", () => {
     it("the scan finds commands however they are imported", () => {
-        expect(sdkCommands("await s.send(new GetObjectCommand({}));\nnew sm.GetSecretValueCommand({ SecretId })")).toEqual(["GetObjectCommand", "GetSecretValueCommand"]);
+        expect(sdkCommands("await s.send(new GetObjectCommand({}));\nnew sm.GetSecretValueCommand({ SecretId })")).toEqual([
+            "GetObjectCommand",
+            "GetSecretValueCommand",
+        ]);
     });
 
     it("every SDK command a service sends is listed in a table for that file (so the simulator evaluates it)", () => {
@@ -45,15 +48,22 @@ describe("the AWS calls tables cover the code", () => {
     });
 
     it("no table lists a command its source file does not send (no stale rows)", () => {
-        const stale = TABLES.filter((c) => c.command && !sdkCommands(fs.readFileSync(path.join(ROOT, c.source), "utf8")).includes(c.command))
-            .map((c) => `${c.source}: ${c.command}`);
+        const stale = TABLES.filter(
+            (c) => c.command && !sdkCommands(fs.readFileSync(path.join(ROOT, c.source), "utf8")).includes(c.command),
+        ).map((c) => `${c.source}: ${c.command}`);
         expect(stale).toEqual([]);
     });
 
     it("the simulator is test-only: no product file imports it", () => {
         const roots = ["services", "components", "programs", "lib", "config", "policies", "tools"].map((d) => path.join(ROOT, d));
-        const walk = (d: string): string[] => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) => e.isDirectory() ? (e.name === "node_modules" ? [] : walk(path.join(d, e.name))) : [path.join(d, e.name)]);
-        const offenders = roots.flatMap(walk).filter((f) => /\.(ts|js|mjs)$/.test(f) && !/\.test\.ts$/.test(f)).filter((f) => fs.readFileSync(f, "utf8").includes("@cloud-copilot/iam-simulate"));
+        const walk = (d: string): string[] =>
+            fs
+                .readdirSync(d, { withFileTypes: true })
+                .flatMap((e) => (e.isDirectory() ? (e.name === "node_modules" ? [] : walk(path.join(d, e.name))) : [path.join(d, e.name)]));
+        const offenders = roots
+            .flatMap(walk)
+            .filter((f) => /\.(ts|js|mjs)$/.test(f) && !/\.test\.ts$/.test(f))
+            .filter((f) => fs.readFileSync(f, "utf8").includes("@cloud-copilot/iam-simulate"));
         expect(offenders).toEqual([]);
     });
 });

@@ -42,7 +42,15 @@ const SPOKES: string[] = HUB["platform:spokes"].map((s: { name: string }) => s.n
 /** The key policy AWS creates when none is given (AWS KMS developer guide, "Default key policy"). */
 const DEFAULT_KEY_POLICY: Doc = {
     Version: "2012-10-17",
-    Statement: [{ Sid: "Enable IAM User Permissions", Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }],
+    Statement: [
+        {
+            Sid: "Enable IAM User Permissions",
+            Effect: "Allow",
+            Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` },
+            Action: "kms:*",
+            Resource: "*",
+        },
+    ],
 };
 
 let rs: CapturedResource[];
@@ -56,13 +64,16 @@ const named = (type: string, name: string) => {
 function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
     const role = named("aws:iam/role:Role", resourceName);
     const roleName = out(role, "name");
-    const policies = byType(rs, "aws:iam/rolePolicy:RolePolicy").filter((p) => inputs(p).role === roleName).map((p) => JSON.parse(inputs(p).policy));
+    const policies = byType(rs, "aws:iam/rolePolicy:RolePolicy")
+        .filter((p) => inputs(p).role === roleName)
+        .map((p) => JSON.parse(inputs(p).policy));
     if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
     return { arn: out(role, "arn"), policies };
 }
 /** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
 function resourcePolicyOf(arn: string): Doc | undefined {
-    for (const k of byType(rs, "aws:kms/key:Key")) if (out(k, "arn") === arn) return inputs(k).policy ? JSON.parse(inputs(k).policy) : DEFAULT_KEY_POLICY;
+    for (const k of byType(rs, "aws:kms/key:Key"))
+        if (out(k, "arn") === arn) return inputs(k).policy ? JSON.parse(inputs(k).policy) : DEFAULT_KEY_POLICY;
     if (arn.startsWith("arn:aws:s3:::")) {
         const bucket = arn.slice("arn:aws:s3:::".length).split("/")[0];
         const bp = byType(rs, "aws:s3/bucketPolicy:BucketPolicy").find((p) => inputs(p).bucket === bucket);
@@ -83,34 +94,61 @@ function fill(s: string, vars: Record<string, string>): string {
     });
 }
 
-interface Principal { arn: string; policies: Doc[]; context?: Record<string, string | string[]> }
+interface Principal {
+    arn: string;
+    policies: Doc[];
+    context?: Record<string, string | string[]>;
+}
 
-async function simulate(p: Principal, action: string, resource: string, context: Record<string, string | string[]>): Promise<{ decision: Decision; detail: string }> {
+async function simulate(
+    p: Principal,
+    action: string,
+    resource: string,
+    context: Record<string, string | string[]>,
+): Promise<{ decision: Decision; detail: string }> {
     const resourcePolicy = resourcePolicyOf(resource);
-    const r = await runSimulation({
-        identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
-        serviceControlPolicies: [], resourceControlPolicies: [],
-        resourcePolicy: resourcePolicy as any,
-        request: {
-            action, principal: p.arn,
-            resource: { accountId: ACCOUNT, resource },
-            // What AWS always sets: the principal's ARN, and for KMS the caller's account.
-            contextVariables: { "aws:PrincipalArn": p.arn, ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}), ...p.context, ...context },
-        },
-    } as any, {});
+    const r = await runSimulation(
+        {
+            identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
+            serviceControlPolicies: [],
+            resourceControlPolicies: [],
+            resourcePolicy: resourcePolicy as any,
+            request: {
+                action,
+                principal: p.arn,
+                resource: { accountId: ACCOUNT, resource },
+                // What AWS always sets: the principal's ARN, and for KMS the caller's account.
+                contextVariables: {
+                    "aws:PrincipalArn": p.arn,
+                    ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
+                    ...p.context,
+                    ...context,
+                },
+            },
+        } as any,
+        {},
+    );
     if (r.resultType === "error") throw new Error(`simulator rejected ${action} ${resource}: ${JSON.stringify(r.errors)}`);
     return { decision: r.overallResult as Decision, detail: `${p.arn} ${action} ${resource} ${JSON.stringify(context)}` };
 }
 
-async function evaluate(p: Principal, calls: readonly AwsCall[], vars: Record<string, string>, change: (c: Record<string, string | string[]>) => Record<string, string | string[]> = (c) => c) {
+async function evaluate(
+    p: Principal,
+    calls: readonly AwsCall[],
+    vars: Record<string, string>,
+    change: (c: Record<string, string | string[]>) => Record<string, string | string[]> = (c) => c,
+) {
     const results = [];
     for (const c of calls) {
-        const context = Object.fromEntries(Object.entries(c.context).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => fill(x, vars)) : fill(v, vars)]));
+        const context = Object.fromEntries(
+            Object.entries(c.context).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => fill(x, vars)) : fill(v, vars)]),
+        );
         results.push(await simulate(p, c.action, fill(c.resource, vars), change(context)));
     }
     return results;
 }
-const notAllowed = (rs: { decision: Decision; detail: string }[]) => rs.filter((r) => r.decision !== "Allowed").map((r) => `${r.decision}: ${r.detail}`);
+const notAllowed = (rs: { decision: Decision; detail: string }[]) =>
+    rs.filter((r) => r.decision !== "Allowed").map((r) => `${r.decision}: ${r.detail}`);
 const allowed = (rs: { decision: Decision; detail: string }[]) => rs.filter((r) => r.decision === "Allowed").map((r) => r.detail);
 
 let vars: Record<string, string>;
@@ -123,7 +161,10 @@ beforeAll(async () => {
     const bucket = byType(rs, "aws:s3/bucket:Bucket").find((b) => b.name === "policy-store-bucket")!;
     const cluster = named("aws:rds/cluster:Cluster", "usage-ledger-db");
     vars = {
-        partition: "aws", region: REGION, account: ACCOUNT, revision: "7",
+        partition: "aws",
+        region: REGION,
+        account: ACCOUNT,
+        revision: "7",
         policyBucketArn: out(bucket, "arn"),
         policyKeyArn: out(named("aws:kms/key:Key", "policy-store-key"), "arn"),
         ledgerKeyArn: out(named("aws:kms/key:Key", "usage-ledger-key"), "arn"),
@@ -133,15 +174,25 @@ beforeAll(async () => {
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
     };
     const identities = HUB["platform:spokeIdentities"] ?? {};
-    spokes = Object.fromEntries(SPOKES.map((s) => {
-        const role = roleOf(`spoke-${s}-role`);
-        const egress: string[] = identities[s]?.egressCidrs ?? [];
-        const sourceIp = egress.length ? egress[0].replace(/\/\d+$/, "") : "203.0.113.10";
-        return [s, {
-            principal: { ...role, context: { "aws:SourceIp": sourceIp, "aws:ViaAWSService": "false" } },
-            vars: { ...vars, spoke: s, sourceIp, usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${s}`), "arn") },
-        }];
-    }));
+    spokes = Object.fromEntries(
+        SPOKES.map((s) => {
+            const role = roleOf(`spoke-${s}-role`);
+            const egress: string[] = identities[s]?.egressCidrs ?? [];
+            const sourceIp = egress.length ? egress[0].replace(/\/\d+$/, "") : "203.0.113.10";
+            return [
+                s,
+                {
+                    principal: { ...role, context: { "aws:SourceIp": sourceIp, "aws:ViaAWSService": "false" } },
+                    vars: {
+                        ...vars,
+                        spoke: s,
+                        sourceIp,
+                        usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${s}`), "arn"),
+                    },
+                },
+            ];
+        }),
+    );
 }, 120_000);
 
 describe("simulated: the spoke roles (auth and metering services)", () => {
@@ -153,11 +204,12 @@ describe("simulated: the spoke roles (auth and metering services)", () => {
     });
 
     it("a spoke can neither read nor write another spoke's objects, nor put to its stream", async () => {
-        for (const s of SPOKES) for (const other of SPOKES.filter((o) => o !== s)) {
-            const v = { ...spokes[other].vars, sourceIp: spokes[s].vars.sourceIp };
-            const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
-            expect(allowed(await evaluate(spokes[s].principal, direct, v)), `${s} -> ${other}`).toEqual([]);
-        }
+        for (const s of SPOKES)
+            for (const other of SPOKES.filter((o) => o !== s)) {
+                const v = { ...spokes[other].vars, sourceIp: spokes[s].vars.sourceIp };
+                const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
+                expect(allowed(await evaluate(spokes[s].principal, direct, v)), `${s} -> ${other}`).toEqual([]);
+            }
     });
 
     it("plaintext, TLS below 1.2, another KMS key, another algorithm or the AWS managed key: the ACK is denied", async () => {
@@ -167,7 +219,11 @@ describe("simulated: the spoke roles (auth and metering services)", () => {
         for (const change of [
             (c: any) => ({ ...c, "aws:SecureTransport": "false" }),
             (c: any) => ({ ...c, "s3:TlsVersion": "1.1" }),
-            (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms", "s3:x-amz-server-side-encryption-aws-kms-key-id": foreignKey }),
+            (c: any) => ({
+                ...c,
+                "s3:x-amz-server-side-encryption": "aws:kms",
+                "s3:x-amz-server-side-encryption-aws-kms-key-id": foreignKey,
+            }),
             (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "AES256" }),
             (c: any) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms" }),
         ]) {
@@ -175,14 +231,20 @@ describe("simulated: the spoke roles (auth and metering services)", () => {
             expect(r.map((x) => x.decision)).toEqual(["ExplicitlyDenied"]);
         }
         // The bucket's own key named explicitly is fine (what the hub's own writes send).
-        const own = await evaluate(principal, ack, v, (c) => ({ ...c, "s3:x-amz-server-side-encryption": "aws:kms", "s3:x-amz-server-side-encryption-aws-kms-key-id": v.policyKeyArn }));
+        const own = await evaluate(principal, ack, v, (c) => ({
+            ...c,
+            "s3:x-amz-server-side-encryption": "aws:kms",
+            "s3:x-amz-server-side-encryption-aws-kms-key-id": v.policyKeyArn,
+        }));
         expect(notAllowed(own)).toEqual([]);
     });
 
     it("the bucket key is usable only through S3 in the hub's region", async () => {
         const { principal, vars: v } = spokes[SPOKES[0]];
         const kms = AUTH_AWS_CALLS.filter((c) => c.action.startsWith("kms:"));
-        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": undefined as any })).then((x) => x))).toEqual([]);
+        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": undefined as any })).then((x) => x))).toEqual(
+            [],
+        );
         expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": "s3.us-east-1.amazonaws.com" })))).toEqual([]);
     });
 
@@ -191,8 +253,15 @@ describe("simulated: the spoke roles (auth and metering services)", () => {
         expect(withEgress.length).toBeGreaterThan(0);
         for (const s of withEgress) {
             const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
-            const r = await evaluate({ ...spokes[s].principal, context: { ...spokes[s].principal.context, "aws:SourceIp": "192.0.2.77" } }, direct, spokes[s].vars);
-            expect(r.every((x) => x.decision === "ExplicitlyDenied"), s).toBe(true);
+            const r = await evaluate(
+                { ...spokes[s].principal, context: { ...spokes[s].principal.context, "aws:SourceIp": "192.0.2.77" } },
+                direct,
+                spokes[s].vars,
+            );
+            expect(
+                r.every((x) => x.decision === "ExplicitlyDenied"),
+                s,
+            ).toBe(true);
         }
     });
 });
@@ -204,48 +273,83 @@ describe("simulated: the ledger Lambdas", () => {
         consumer: { role: roleOf("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
     });
     const varsFor = (logs: string, spoke = SPOKES[0]) => ({
-        ...vars, logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", logs), "arn"),
+        ...vars,
+        logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", logs), "arn"),
         usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${spoke}`), "arn"),
     });
 
     it("every call of each Lambda's table is allowed (the consumer on every spoke's stream)", async () => {
         for (const [name, l] of Object.entries(lambdas())) {
-            for (const spoke of SPOKES) expect(notAllowed(await evaluate(l.role, l.calls, varsFor(l.logs, spoke))), `${name} ${spoke}`).toEqual([]);
+            for (const spoke of SPOKES)
+                expect(notAllowed(await evaluate(l.role, l.calls, varsFor(l.logs, spoke))), `${name} ${spoke}`).toEqual([]);
         }
     });
 
     it("each Lambda reads only its own secrets, and the ledger key only through Secrets Manager", async () => {
         const { reconciler, consumer } = lambdas();
-        const other = (calls: readonly AwsCall[], from: string, to: string) => calls.filter((c) => c.resource === from).map((c) => ({ ...c, resource: to }));
-        expect(allowed(await evaluate(reconciler.role, other(RECONCILER_AWS_CALLS, "{reporterSecretArn}", "{ingestSecretArn}"), varsFor(reconciler.logs)))).toEqual([]);
-        expect(allowed(await evaluate(consumer.role, other(CONSUMER_AWS_CALLS, "{ingestSecretArn}", "{masterSecretArn}"), varsFor(consumer.logs)))).toEqual([]);
+        const other = (calls: readonly AwsCall[], from: string, to: string) =>
+            calls.filter((c) => c.resource === from).map((c) => ({ ...c, resource: to }));
+        expect(
+            allowed(
+                await evaluate(
+                    reconciler.role,
+                    other(RECONCILER_AWS_CALLS, "{reporterSecretArn}", "{ingestSecretArn}"),
+                    varsFor(reconciler.logs),
+                ),
+            ),
+        ).toEqual([]);
+        expect(
+            allowed(
+                await evaluate(consumer.role, other(CONSUMER_AWS_CALLS, "{ingestSecretArn}", "{masterSecretArn}"), varsFor(consumer.logs)),
+            ),
+        ).toEqual([]);
         for (const l of [reconciler, consumer]) {
             const kms = l.calls.filter((c) => c.action === "kms:Decrypt");
-            expect(allowed(await evaluate(l.role, kms, varsFor(l.logs), (c) => ({ ...c, "kms:ViaService": `s3.${REGION}.amazonaws.com` })))).toEqual([]);
+            expect(
+                allowed(await evaluate(l.role, kms, varsFor(l.logs), (c) => ({ ...c, "kms:ViaService": `s3.${REGION}.amazonaws.com` }))),
+            ).toEqual([]);
         }
     });
 });
 
 describe("simulated: who may obtain a spoke role", () => {
     /** Simulates sts:AssumeRole (+ TagSession for Pod Identity) into `roleResource`'s role, trust policy as the resource policy. */
-    async function assume(roleResourceName: string, principal: string, identityPolicies: Doc[], context: Record<string, string | string[]>, actions = ["sts:AssumeRole"], resources = rs) {
+    async function assume(
+        roleResourceName: string,
+        principal: string,
+        identityPolicies: Doc[],
+        context: Record<string, string | string[]>,
+        actions = ["sts:AssumeRole"],
+        resources = rs,
+    ) {
         const role = resources.find((r) => r.type === "aws:iam/role:Role" && r.name === roleResourceName)!;
         const decisions: Decision[] = [];
         for (const action of actions) {
-            const r = await runSimulation({
-                identityPolicies: identityPolicies.map((policy, i) => ({ name: `p${i}`, policy })),
-                serviceControlPolicies: [], resourceControlPolicies: [],
-                resourcePolicy: JSON.parse(inputs(role).assumeRolePolicy),
-                request: { action, principal, resource: { accountId: ACCOUNT, resource: out(role, "arn") }, contextVariables: { "aws:SecureTransport": "true", ...context } },
-            } as any, {});
+            const r = await runSimulation(
+                {
+                    identityPolicies: identityPolicies.map((policy, i) => ({ name: `p${i}`, policy })),
+                    serviceControlPolicies: [],
+                    resourceControlPolicies: [],
+                    resourcePolicy: JSON.parse(inputs(role).assumeRolePolicy),
+                    request: {
+                        action,
+                        principal,
+                        resource: { accountId: ACCOUNT, resource: out(role, "arn") },
+                        contextVariables: { "aws:SecureTransport": "true", ...context },
+                    },
+                } as any,
+                {},
+            );
             if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
             decisions.push(r.overallResult as Decision);
         }
         return decisions;
     }
     const podIdentity = (clusterArn: string, namespace: string, serviceAccount: string) => ({
-        "aws:SourceAccount": ACCOUNT, "aws:RequestTag/eks-cluster-arn": clusterArn,
-        "aws:RequestTag/kubernetes-namespace": namespace, "aws:RequestTag/kubernetes-service-account": serviceAccount,
+        "aws:SourceAccount": ACCOUNT,
+        "aws:RequestTag/eks-cluster-arn": clusterArn,
+        "aws:RequestTag/kubernetes-namespace": namespace,
+        "aws:RequestTag/kubernetes-service-account": serviceAccount,
         "aws:TagKeys": ["eks-cluster-arn", "kubernetes-namespace", "kubernetes-service-account"],
     });
 
@@ -259,22 +363,49 @@ describe("simulated: who may obtain a spoke role", () => {
         const both = ["sts:AssumeRole", "sts:TagSession"];
         const hub = (await runRepoStack("hub-prod")).resources;
         expect(await assume(role, pods, [], podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual(["Allowed", "Allowed"]);
-        expect(await assume(role, pods, [], podIdentity(clusterArn, PLATFORM_NAMESPACE, "metering"), both, hub)).toEqual(["Allowed", "Allowed"]);
+        expect(await assume(role, pods, [], podIdentity(clusterArn, PLATFORM_NAMESPACE, "metering"), both, hub)).toEqual([
+            "Allowed",
+            "Allowed",
+        ]);
         const other = clusterArn.replace(/cluster\/.*$/, "cluster/platform-elsewhere");
-        expect(await assume(role, pods, [], podIdentity(other, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
-        expect(await assume(role, pods, [], podIdentity(clusterArn, "default", "default"), both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
-        expect(await assume(role, pods, [], { ...podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), "aws:SourceAccount": "999999999999" }, both, hub)).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
+        expect(await assume(role, pods, [], podIdentity(other, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual([
+            "ImplicitlyDenied",
+            "ImplicitlyDenied",
+        ]);
+        expect(await assume(role, pods, [], podIdentity(clusterArn, "default", "default"), both, hub)).toEqual([
+            "ImplicitlyDenied",
+            "ImplicitlyDenied",
+        ]);
+        expect(
+            await assume(
+                role,
+                pods,
+                [],
+                { ...podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), "aws:SourceAccount": "999999999999" },
+                both,
+                hub,
+            ),
+        ).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
     });
 
     it("EKS in another region than the hub: the trust names the cluster in its own region", async () => {
         let captured: CapturedResource[] = [];
         const r = await runStack({
-            project: "platform", stack: "t", config: { "aws:region": "\"ap-southeast-1\"" },
+            project: "platform",
+            stack: "t",
+            config: { "aws:region": '"ap-southeast-1"' },
             program: () => {
                 new SpokeIdentity("spoke-fra1", {
-                    spoke: "fra1", provider: "eks", clusterName: "platform-fra1", clusterRegion: "eu-central-1",
-                    bucketArn: "arn:aws:s3:::b", kmsKeyArn: `arn:aws:kms:ap-southeast-1:${ACCOUNT}:key/k`, region: "ap-southeast-1",
-                    accountId: ACCOUNT, partition: "aws", hubDeployers: [`arn:aws:iam::${ACCOUNT}:role/hub-deployer`],
+                    spoke: "fra1",
+                    provider: "eks",
+                    clusterName: "platform-fra1",
+                    clusterRegion: "eu-central-1",
+                    bucketArn: "arn:aws:s3:::b",
+                    kmsKeyArn: `arn:aws:kms:ap-southeast-1:${ACCOUNT}:key/k`,
+                    region: "ap-southeast-1",
+                    accountId: ACCOUNT,
+                    partition: "aws",
+                    hubDeployers: [`arn:aws:iam::${ACCOUNT}:role/hub-deployer`],
                 });
                 return {};
             },
@@ -282,27 +413,58 @@ describe("simulated: who may obtain a spoke role", () => {
         captured = r.resources;
         const pods = "pods.eks.amazonaws.com";
         const arnIn = (region: string) => `arn:aws:eks:${region}:${ACCOUNT}:cluster/platform-fra1`;
-        expect(await assume("spoke-fra1-role", pods, [], podIdentity(arnIn("eu-central-1"), GATEWAY_NAMESPACE, "auth"), ["sts:AssumeRole", "sts:TagSession"], captured)).toEqual(["Allowed", "Allowed"]);
-        expect(await assume("spoke-fra1-role", pods, [], podIdentity(arnIn("ap-southeast-1"), GATEWAY_NAMESPACE, "auth"), ["sts:AssumeRole"], captured)).toEqual(["ImplicitlyDenied"]);
+        expect(
+            await assume(
+                "spoke-fra1-role",
+                pods,
+                [],
+                podIdentity(arnIn("eu-central-1"), GATEWAY_NAMESPACE, "auth"),
+                ["sts:AssumeRole", "sts:TagSession"],
+                captured,
+            ),
+        ).toEqual(["Allowed", "Allowed"]);
+        expect(
+            await assume(
+                "spoke-fra1-role",
+                pods,
+                [],
+                podIdentity(arnIn("ap-southeast-1"), GATEWAY_NAMESPACE, "auth"),
+                ["sts:AssumeRole"],
+                captured,
+            ),
+        ).toEqual(["ImplicitlyDenied"]);
     });
 
     it("on-prem access key: its own source user, from the site's egress, before the slot's maximum age; nothing else", async () => {
-        const s = SPOKES.find((x) => HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key" && HUB["platform:spokeIdentities"][x].egressCidrs?.length)!;
+        const s = SPOKES.find(
+            (x) => HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key" && HUB["platform:spokeIdentities"][x].egressCidrs?.length,
+        )!;
         const idc = HUB["platform:spokeIdentities"][s];
         const user = byType(rs, "aws:iam/user:User").find((u) => u.name === `spoke-${s}-source-${idc.keys[0].id}`)!;
-        const userPolicy = JSON.parse(inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(user, "name"))!).policy);
+        const userPolicy = JSON.parse(
+            inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(user, "name"))!).policy,
+        );
         const ip = idc.egressCidrs[0].replace(/\/\d+$/, "");
         const created = Date.parse(`${idc.keys[0].createdAt}T00:00:00Z`);
         const at = (days: number) => new Date(created + days * 86_400_000).toISOString();
         const ok = { "aws:SourceIp": ip, "aws:CurrentTime": at(1) };
         expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["Allowed"]);
-        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual(["ImplicitlyDenied"]);
-        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:CurrentTime": at((idc.maxKeyAgeDays ?? 90) + 1) })).toEqual(["ImplicitlyDenied"]);
+        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual([
+            "ImplicitlyDenied",
+        ]);
+        expect(
+            await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], {
+                ...ok,
+                "aws:CurrentTime": at((idc.maxKeyAgeDays ?? 90) + 1),
+            }),
+        ).toEqual(["ImplicitlyDenied"]);
         // Another spoke's source user (with its own policy) cannot assume this spoke's role.
         const other = SPOKES.find((x) => x !== s && HUB["platform:spokeIdentities"]?.[x]?.mode === "access-key");
         if (other) {
             const otherUser = byType(rs, "aws:iam/user:User").find((u) => u.name.startsWith(`spoke-${other}-source-`))!;
-            const otherPolicy = JSON.parse(inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(otherUser, "name"))!).policy);
+            const otherPolicy = JSON.parse(
+                inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(otherUser, "name"))!).policy,
+            );
             expect(await assume(`spoke-${s}-role`, out(otherUser, "arn"), [otherPolicy], ok)).toEqual(["ImplicitlyDenied"]);
         }
     });
@@ -312,23 +474,47 @@ describe("simulated: tenants' API key secrets", () => {
     const readers = (): Record<string, string[]> => HUB["platform:tenantKeys"].readers;
     const deployers = (): string[] => HUB["platform:hubDeployers"];
     /** A role principal of another account than the hub's: the readers' roles (sample account) are cross-account. */
-    async function read(principalArn: string, tenant: string, context: Record<string, string> = {}, secretName = `api-keys-${tenant}`): Promise<Decision[]> {
+    async function read(
+        principalArn: string,
+        tenant: string,
+        context: Record<string, string> = {},
+        secretName = `api-keys-${tenant}`,
+    ): Promise<Decision[]> {
         const secret = byType(rs, "aws:secretsmanager/secret:Secret").find((x) => x.name === secretName)!;
         expect(inputs(secret).kmsKeyId, secretName).toBe(out(named("aws:kms/key:Key", "api-keys-key"), "arn"));
         const key = named("aws:kms/key:Key", "api-keys-key");
         const ownAccount = principalArn.split(":")[4];
         // The reader's own account lets it call (its identity policy); the hub's resource policies decide.
-        const identity: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue", "kms:Decrypt"], Resource: "*" }] };
+        const identity: Doc = {
+            Version: "2012-10-17",
+            Statement: [{ Effect: "Allow", Action: ["secretsmanager:GetSecretValue", "kms:Decrypt"], Resource: "*" }],
+        };
         const decisions: Decision[] = [];
         for (const [action, resource, ctx] of [
             ["secretsmanager:GetSecretValue", out(secret, "arn"), {}],
             ["kms:Decrypt", out(key, "arn"), { "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com` }],
         ] as const) {
-            const r = await runSimulation({
-                identityPolicies: [{ name: "own", policy: identity }], serviceControlPolicies: [], resourceControlPolicies: [],
-                resourcePolicy: resourcePolicyOf(resource) as any,
-                request: { action, principal: principalArn, resource: { accountId: ACCOUNT, resource }, contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalArn": principalArn, "aws:PrincipalAccount": ownAccount, ...ctx, ...(action.startsWith("kms:") ? { "kms:CallerAccount": ownAccount, ...context } : {}) } },
-            } as any, {});
+            const r = await runSimulation(
+                {
+                    identityPolicies: [{ name: "own", policy: identity }],
+                    serviceControlPolicies: [],
+                    resourceControlPolicies: [],
+                    resourcePolicy: resourcePolicyOf(resource) as any,
+                    request: {
+                        action,
+                        principal: principalArn,
+                        resource: { accountId: ACCOUNT, resource },
+                        contextVariables: {
+                            "aws:SecureTransport": "true",
+                            "aws:PrincipalArn": principalArn,
+                            "aws:PrincipalAccount": ownAccount,
+                            ...ctx,
+                            ...(action.startsWith("kms:") ? { "kms:CallerAccount": ownAccount, ...context } : {}),
+                        },
+                    },
+                } as any,
+                {},
+            );
             if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
             decisions.push(r.overallResult as Decision);
         }
@@ -336,7 +522,8 @@ describe("simulated: tenants' API key secrets", () => {
     }
 
     it("each tenant's readers read its secret (and its key through Secrets Manager); the hub deployer too", async () => {
-        for (const [tenant, roles] of Object.entries(readers())) for (const role of roles) expect(await read(role, tenant), `${tenant} ${role}`).toEqual(["Allowed", "Allowed"]);
+        for (const [tenant, roles] of Object.entries(readers()))
+            for (const role of roles) expect(await read(role, tenant), `${tenant} ${role}`).toEqual(["Allowed", "Allowed"]);
         for (const role of deployers()) expect(await read(role, "acme")).toEqual(["Allowed", "Allowed"]);
     });
 
@@ -359,14 +546,17 @@ describe("simulated: tenants' API key secrets", () => {
         for (const s of onprem) {
             expect(await read(ids[s].deployerRoleArn, "", {}, slotSecret(s)), s).toEqual(["Allowed", "Allowed"]);
             for (const d of deployers()) expect(await read(d, "", {}, slotSecret(s))).toEqual(["Allowed", "Allowed"]);
-            for (const o of onprem.filter((x) => x !== s)) expect((await read(ids[o].deployerRoleArn, "", {}, slotSecret(s)))[0], `${o} -> ${s}`).toBe("ExplicitlyDenied");
+            for (const o of onprem.filter((x) => x !== s))
+                expect((await read(ids[o].deployerRoleArn, "", {}, slotSecret(s)))[0], `${o} -> ${s}`).toBe("ExplicitlyDenied");
             expect((await read("arn:aws:iam::111122223333:role/platform-ci-preview", "", {}, slotSecret(s)))[0]).toBe("ExplicitlyDenied");
         }
     });
 
     it("the key is not usable outside Secrets Manager, even by a reader", async () => {
         const [t] = Object.keys(readers());
-        expect((await read(readers()[t][0], t, { "kms:ViaService": "s3.${REGION}.amazonaws.com".replace("${REGION}", REGION) }))[1]).not.toBe("Allowed");
+        expect(
+            (await read(readers()[t][0], t, { "kms:ViaService": "s3.${REGION}.amazonaws.com".replace("${REGION}", REGION) }))[1],
+        ).not.toBe("Allowed");
     });
 });
 
@@ -375,26 +565,55 @@ describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {
         const eks = HUB["platform:spokes"].find((x: any) => x.provider === "eks");
         const { spoke } = await runHubAndSpoke(eks.stack);
         const role = spoke.resources.find((r) => r.type === "aws:iam/role:Role" && r.name === "cert-manager-dns01-role")!;
-        const policy = JSON.parse(inputs(spoke.resources.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "cert-manager-dns01-permissions")!).policy);
+        const policy = JSON.parse(
+            inputs(spoke.resources.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "cert-manager-dns01-permissions")!)
+                .policy,
+        );
         const listener = stackConfigDoc(eks.stack)["platform:gateway"].listener;
         const principal: Principal = { arn: out(role, "arn"), policies: [policy] };
         const v = { hostedZoneId: listener.tls.route53.hostedZoneId, challengeName: `_acme-challenge.${listener.hostname}` };
         expect(notAllowed(await evaluate(principal, CERT_MANAGER_AWS_CALLS, v))).toEqual([]);
         const change = CERT_MANAGER_AWS_CALLS.filter((c) => c.action === "route53:ChangeResourceRecordSets");
         expect(allowed(await evaluate(principal, change, { ...v, hostedZoneId: "Z9999999999OTHER" }))).toEqual([]);
-        expect(allowed(await evaluate(principal, change, { ...v, challengeName: `www.${listener.hostname.split(".").slice(1).join(".")}` }))).toEqual([]);
-        expect(allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] })))).toEqual([]);
+        expect(
+            allowed(await evaluate(principal, change, { ...v, challengeName: `www.${listener.hostname.split(".").slice(1).join(".")}` })),
+        ).toEqual([]);
+        expect(
+            allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] }))),
+        ).toEqual([]);
     });
 });
 
 describe("simulated: the hub's own KMS keys are usable only through their services", () => {
     it("a principal whose IAM policy allows kms:* still cannot decrypt directly, only through S3 / RDS / Secrets Manager", async () => {
-        const anyKms: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`, policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "kms:*", Resource: "*" }] }] };
-        for (const [key, via] of [["policy-store-key", "s3"], ["usage-ledger-key", "secretsmanager"], ["usage-ledger-key", "rds"]] as const) {
+        const anyKms: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "kms:*", Resource: "*" }] }],
+        };
+        for (const [key, via] of [
+            ["policy-store-key", "s3"],
+            ["usage-ledger-key", "secretsmanager"],
+            ["usage-ledger-key", "rds"],
+        ] as const) {
             const arn = out(named("aws:kms/key:Key", key), "arn");
             expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true" })).decision, key).toBe("ImplicitlyDenied");
-            expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true", "kms:ViaService": `${via}.${REGION}.amazonaws.com` })).decision, `${key} via ${via}`).toBe("Allowed");
-            expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true", "kms:ViaService": `${via}.us-east-1.amazonaws.com` })).decision).toBe("ImplicitlyDenied");
+            expect(
+                (
+                    await simulate(anyKms, "kms:Decrypt", arn, {
+                        "aws:SecureTransport": "true",
+                        "kms:ViaService": `${via}.${REGION}.amazonaws.com`,
+                    })
+                ).decision,
+                `${key} via ${via}`,
+            ).toBe("Allowed");
+            expect(
+                (
+                    await simulate(anyKms, "kms:Decrypt", arn, {
+                        "aws:SecureTransport": "true",
+                        "kms:ViaService": `${via}.us-east-1.amazonaws.com`,
+                    })
+                ).decision,
+            ).toBe("ImplicitlyDenied");
         }
     });
 });

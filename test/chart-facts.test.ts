@@ -16,8 +16,16 @@ import { chartFacts, charts, unknownValuesKeys } from "../upstream/charts";
 
 /** Chart name (last path segment of an OCI reference) and version of each pinned Helm chart. */
 const pinned = [
-    versions.networkOperator, versions.gpuOperator, versions.efaDevicePlugin, versions.otelCollector, versions.dynamoPlatform,
-    versions.gatewayCrds, versions.envoyGateway, versions.aiGatewayCrds, versions.aiGateway, versions.certManager,
+    versions.networkOperator,
+    versions.gpuOperator,
+    versions.efaDevicePlugin,
+    versions.otelCollector,
+    versions.dynamoPlatform,
+    versions.gatewayCrds,
+    versions.envoyGateway,
+    versions.aiGatewayCrds,
+    versions.aiGateway,
+    versions.certManager,
 ].map((v) => ({ chart: v.chart.split("/").pop()!, version: v.version, repository: "repo" in v ? v.repo : v.chart }));
 
 const facts = (chart: string) => {
@@ -63,17 +71,23 @@ describe("values we set are values the chart reads", () => {
     it("finds a key the chart never reads: network-operator 26.x has no nicConfigurationOperator value", () => {
         // Mellanox/network-operator@v26.1.2 templates read nfd.*, sriovNetworkOperator.enabled, operator.*, ... but no
         // nicConfigurationOperator (that is NicClusterPolicy.spec.nicConfigurationOperator).
-        expect(unknownValuesKeys(facts("network-operator"), { nfd: { enabled: true }, nicConfigurationOperator: { enabled: false } }))
-            .toEqual(["nicConfigurationOperator.enabled"]);
+        expect(
+            unknownValuesKeys(facts("network-operator"), { nfd: { enabled: true }, nicConfigurationOperator: { enabled: false } }),
+        ).toEqual(["nicConfigurationOperator.enabled"]);
         expect(networkOperatorValues()).toEqual({ nfd: { enabled: true }, sriovNetworkOperator: { enabled: false } });
     });
 
     it("open subtrees pass anything below them; lists are one value; typos are found at any depth", () => {
         const gpu = facts("gpu-operator");
-        expect(unknownValuesKeys(gpu, { daemonsets: { tolerations: [{ key: "x", anything: 1 }] }, driver: { rdma: { enable: true } } }))
-            .toEqual(["driver.rdma.enable"]);
+        expect(
+            unknownValuesKeys(gpu, { daemonsets: { tolerations: [{ key: "x", anything: 1 }] }, driver: { rdma: { enable: true } } }),
+        ).toEqual(["driver.rdma.enable"]);
         // gateway-helm writes config.envoyGateway verbatim into the EnvoyGateway ConfigMap (templates/envoy-gateway-config.yaml).
-        expect(unknownValuesKeys(facts("gateway-helm"), { config: { envoyGateway: { anything: { below: true } } }, deploymnet: { replicas: 2 } }))
-            .toEqual(["deploymnet.replicas"]);
+        expect(
+            unknownValuesKeys(facts("gateway-helm"), {
+                config: { envoyGateway: { anything: { below: true } } },
+                deploymnet: { replicas: 2 },
+            }),
+        ).toEqual(["deploymnet.replicas"]);
     });
 });

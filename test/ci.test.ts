@@ -1,8 +1,7 @@
-import { execFile } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { promisify } from "util";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
@@ -16,8 +15,12 @@ const workflow = (f: string) => YAML.parse(fs.readFileSync(path.join(WORKFLOWS, 
 
 /** Stack names from the file names under stacks/, hubs first (what a preview of shared code must cover). */
 function stacksUnderStacksDir(): string[] {
-    const names = fs.readdirSync(STACKS).map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1]).filter((x): x is string => !!x);
-    const isHub = (n: string) => YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${n}.yaml`), "utf8")).config["platform:role"] === "hub";
+    const names = fs
+        .readdirSync(STACKS)
+        .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
+        .filter((x): x is string => !!x);
+    const isHub = (n: string) =>
+        YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${n}.yaml`), "utf8")).config["platform:role"] === "hub";
     return [...names.filter(isHub).sort(), ...names.filter((n) => !isHub(n)).sort()];
 }
 
@@ -34,18 +37,24 @@ async function lint(files: string[]): Promise<{ code: number; out: string }> {
 describe("GitHub Actions workflows", () => {
     it("pass GitHub's workflow parser (@actions/workflow-parser), which rejects a broken workflow", async () => {
         const ok = await lint([]);
-        expect(ok).toEqual({ code: 0, out: ".github/workflows/images.yml: ok\n.github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n" });
+        expect(ok).toEqual({
+            code: 0,
+            out: ".github/workflows/images.yml: ok\n.github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
+        });
         const bad = path.join(testTempDir("wf-"), "bad.yml");
-        fs.writeFileSync(bad, [
-            "on: pull_request",
-            "permissions: { pull-requests: writ }",
-            "jobs:",
-            "  a:",
-            "    runs-on: ubuntu-latest",
-            "    steps:",
-            "      - run: echo ${{ secretz.X }}",
-            "        timeout: 3",
-        ].join("\n"));
+        fs.writeFileSync(
+            bad,
+            [
+                "on: pull_request",
+                "permissions: { pull-requests: writ }",
+                "jobs:",
+                "  a:",
+                "    runs-on: ubuntu-latest",
+                "    steps:",
+                "      - run: echo ${{ secretz.X }}",
+                "        timeout: 3",
+            ].join("\n"),
+        );
         const r = await lint([bad]);
         expect(r.code).toBe(1);
         expect(r.out).toMatch(/Unexpected value 'writ'/);
@@ -56,15 +65,32 @@ describe("GitHub Actions workflows", () => {
     it("preview.yml previews, with the policy pack, exactly the stacks ci-stacks derives from stacks/ (none hard-coded)", () => {
         const wf = workflow("preview.yml");
         expect(Object.keys(wf.on)).toEqual(["pull_request"]);
-        expect(wf.jobs.check.steps.find((s: any) => s.id === "stacks").run).toMatch(/npm run --silent ci-stacks -- --base "origin\/\$\{\{ github.base_ref \}\}"/);
+        expect(wf.jobs.check.steps.find((s: any) => s.id === "stacks").run).toMatch(
+            /npm run --silent ci-stacks -- --base "origin\/\$\{\{ github.base_ref \}\}"/,
+        );
         expect(wf.jobs.check.outputs.stacks).toBe("${{ steps.stacks.outputs.stacks }}");
         expect(wf.jobs.preview.strategy.matrix).toEqual({ stack: "${{ fromJSON(needs.check.outputs.stacks) }}" });
         expect(wf.jobs.preview.permissions["pull-requests"]).toBe("write");
         const step = wf.jobs.preview.steps.find((s: any) => s.uses === "pulumi/actions@v7");
-        expect(step.with).toMatchObject({ command: "preview", policyPacks: "policies", "comment-on-pr": true, "stack-name": "${{ vars.PULUMI_ORG || 'organization' }}/platform/${{ matrix.stack }}" });
+        expect(step.with).toMatchObject({
+            command: "preview",
+            policyPacks: "policies",
+            "comment-on-pr": true,
+            "stack-name": "${{ vars.PULUMI_ORG || 'organization' }}/platform/${{ matrix.stack }}",
+        });
         expect(wf.env.PULUMI_NODEJS_TRANSPILE_ONLY).toBe("true");
         const runs = wf.jobs.check.steps.map((s: any) => s.run ?? "").join("\n");
-        for (const gate of ["npm ci --no-audit", "npm ci --prefix policies", "npm run typecheck", "npx tsc -p policies --noEmit", "npm test", "npm run render", "npm run validate", "npm run lint:workflows"]) expect(runs).toContain(gate);
+        for (const gate of [
+            "npm ci --no-audit",
+            "npm ci --prefix policies",
+            "npm run typecheck",
+            "npx tsc -p policies --noEmit",
+            "npm test",
+            "npm run render",
+            "npm run validate",
+            "npm run lint:workflows",
+        ])
+            expect(runs).toContain(gate);
         for (const f of ["preview.yml", "up.yml"]) {
             const text = fs.readFileSync(path.join(WORKFLOWS, f), "utf8");
             for (const s of stacksUnderStacksDir()) expect(text, `${f} names stack ${s}`).not.toContain(s);
@@ -73,8 +99,17 @@ describe("GitHub Actions workflows", () => {
 
     it(".ci/run runs the gates of preview.yml's check job, each once (the render runs the upstream check)", () => {
         // A gate is the command up to its arguments: `npm run render -- --diff X` and `npm run render` are one gate.
-        const gate = (line: string) => line.trim().replace(/\s+--(\s.*)?$/, "").replace(/\s+--(no-audit|no-fund|ignore-scripts|silent)\b/g, "");
-        const commands = (text: string) => text.split("\n").map((l) => l.trim()).filter((l) => /^(npm|npx) /.test(l) && l !== "npm --version").map(gate);
+        const gate = (line: string) =>
+            line
+                .trim()
+                .replace(/\s+--(\s.*)?$/, "")
+                .replace(/\s+--(no-audit|no-fund|ignore-scripts|silent)\b/g, "");
+        const commands = (text: string) =>
+            text
+                .split("\n")
+                .map((l) => l.trim())
+                .filter((l) => /^(npm|npx) /.test(l) && l !== "npm --version")
+                .map(gate);
         const wf = workflow("preview.yml");
         // PR-only steps: which stacks to preview, and the render comment; neither applies to a clone of main.
         const prOnly = (g: string) => g.startsWith("npm run ci-stacks") || g.startsWith("npm run --silent ci-stacks");
@@ -95,7 +130,11 @@ describe("GitHub Actions workflows", () => {
         expect(wf.jobs["up-spokes"].needs).toEqual(["plan", "up-hubs"]);
         expect(wf.jobs["up-hubs"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.hubs) }}");
         expect(wf.jobs["up-spokes"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.spokes) }}");
-        for (const j of ["up-hubs", "up-spokes"]) expect(wf.jobs[j].steps.find((s: any) => s.uses === "pulumi/actions@v7").with).toMatchObject({ command: "up", policyPacks: "policies" });
+        for (const j of ["up-hubs", "up-spokes"])
+            expect(wf.jobs[j].steps.find((s: any) => s.uses === "pulumi/actions@v7").with).toMatchObject({
+                command: "up",
+                policyPacks: "policies",
+            });
     });
 });
 
@@ -115,9 +154,18 @@ describe("ci-stacks: which stacks a change previews", () => {
     });
     it("the CLI (--all) prints the stacks under stacks/ and writes hubs/spokes for GitHub Actions", async () => {
         const out = path.join(testTempDir("gh-"), "output");
-        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/ci-stacks.ts", "--all"], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/ci-stacks.ts", "--all"], {
+            cwd: ROOT,
+            env: { ...process.env, GITHUB_OUTPUT: out },
+        });
         expect(JSON.parse(r.stdout)).toEqual(stacksUnderStacksDir());
-        const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]));
+        const lines = Object.fromEntries(
+            fs
+                .readFileSync(out, "utf8")
+                .trim()
+                .split("\n")
+                .map((l) => [l.slice(0, l.indexOf("=")), JSON.parse(l.slice(l.indexOf("=") + 1))]),
+        );
         expect(lines.stacks).toEqual(stacksUnderStacksDir());
         expect([...lines.hubs, ...lines.spokes]).toEqual(stacksUnderStacksDir());
         expect(lines.hubs).toEqual(["hub-prod"]);

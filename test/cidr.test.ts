@@ -23,6 +23,12 @@ describe("CIDR arithmetic", () => {
         expect(overlaps(parseCidr("10.0.0.0/8"), parseCidr("10.64.0.0/16"))).toBe(true);
         expect(overlaps(parseCidr("10.64.0.0/20"), parseCidr("10.64.16.0/20"))).toBe(false);
         expect(overlaps(parseCidr("10.64.15.0/24"), parseCidr("10.64.0.0/20"))).toBe(true);
-        expect(findOverlaps([["a", parseCidr("10.0.0.0/24")], ["b", parseCidr("10.0.1.0/24")], ["c", parseCidr("10.0.0.128/25")]])).toEqual([["a", "c"]]);
+        expect(
+            findOverlaps([
+                ["a", parseCidr("10.0.0.0/24")],
+                ["b", parseCidr("10.0.1.0/24")],
+                ["c", parseCidr("10.0.0.128/25")],
+            ]),
+        ).toEqual([["a", "c"]]);
     });
 });

@@ -3,10 +3,10 @@
  * a DGX H200 with InfiniBand rails (the map of NVIDIA's DGX H100/H200 User Guide, as config/node-profiles/dgx-h200.yaml)
  * and a Cisco UCS C885A with RoCE rails (as NVIDIA/k8s-launch-kit@aa1fef72 presets/UCSC-885A-M8-H22 captured it).
  */
-import { spawnSync } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import { spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { loadNodeProfileFile, NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { discoverNode, normalizePci, parseTopo } from "../tools/discover-node";
@@ -22,7 +22,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "discover-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function cli(args: string[]) {
-    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/discover-node.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/discover-node.ts", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
+    });
 }
 
 describe("discover-node: InfiniBand (DGX H200)", () => {
@@ -32,7 +36,14 @@ describe("discover-node: InfiniBand (DGX H200)", () => {
 
     it("finds each GPU's rail HCA from nvidia-smi topo -m (PIX), not from the mlx5 index: GPU1 is mlx5_3", () => {
         expect(p.rails).toEqual(preset.rails);
-        expect(p.rails[1]).toMatchObject({ gpu: 1, hca: "mlx5_3", netdev: "ibp64s0", pciAddress: "0000:40:00.0", linkLayer: "InfiniBand", linkRateGbps: 400 });
+        expect(p.rails[1]).toMatchObject({
+            gpu: 1,
+            hca: "mlx5_3",
+            netdev: "ibp64s0",
+            pciAddress: "0000:40:00.0",
+            linkLayer: "InfiniBand",
+            linkRateGbps: 400,
+        });
     });
 
     it("takes the Ethernet ports as frontend and leaves the InfiniBand storage ports out, saying so", () => {
@@ -68,14 +79,29 @@ describe("discover-node: Ethernet / RoCE (Cisco UCS C885A)", () => {
 describe("npm run discover-node (CLI)", () => {
     it("writes a profile file the schema loads (PCI addresses quoted)", () => {
         const out = path.join(tmp, "ib.yaml");
-        const r = cli(["--name", "dgx-h200-discovered", "--root", IB, "--topo", path.join(IB, "nvidia-smi-topo-m.txt"), "--gpus", path.join(IB, "nvidia-smi-query-gpu.csv"), "--out", out]);
+        const r = cli([
+            "--name",
+            "dgx-h200-discovered",
+            "--root",
+            IB,
+            "--topo",
+            path.join(IB, "nvidia-smi-topo-m.txt"),
+            "--gpus",
+            path.join(IB, "nvidia-smi-query-gpu.csv"),
+            "--out",
+            out,
+        ]);
         expect(r.status, r.stderr).toBe(0);
         const text = fs.readFileSync(out, "utf8");
         expect(text).toContain('gpuPciAddress: "0000:1b:00.0"');
         expect(text).toMatch(/^# Node profile discovered by `npm run discover-node`/);
         expect(loadNodeProfileFile(out).rails).toHaveLength(8);
         // It says what it wrote, and which values were derived rather than read.
-        expect(r.stdout).toMatch(new RegExp(`^wrote ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: node profile "dgx-h200-discovered": 8 GPUs, 8 rails \\(GPU0->mlx5_0 GPU1->mlx5_3 `));
+        expect(r.stdout).toMatch(
+            new RegExp(
+                `^wrote ${out.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: node profile "dgx-h200-discovered": 8 GPUs, 8 rails \\(GPU0->mlx5_0 GPU1->mlx5_3 `,
+            ),
+        );
         expect(r.stdout).toMatch(/\d value\(s\) inferred, not read; verify before the first pulumi up:\n {4}- rails\[\]\.rail: /);
         expect(r.stdout).toContain("set platform:nodePools[].profile: dgx-h200-discovered");
     });
@@ -85,7 +111,18 @@ describe("npm run discover-node (CLI)", () => {
         fs.cpSync(IB, bad, { recursive: true });
         fs.writeFileSync(path.join(bad, "sys", "class", "infiniband", "mlx5_3", "device", "numa_node"), "1\n");
         const out = path.join(tmp, "bad.yaml");
-        const r = cli(["--name", "x", "--root", bad, "--topo", path.join(bad, "nvidia-smi-topo-m.txt"), "--gpus", path.join(bad, "nvidia-smi-query-gpu.csv"), "--out", out]);
+        const r = cli([
+            "--name",
+            "x",
+            "--root",
+            bad,
+            "--topo",
+            path.join(bad, "nvidia-smi-topo-m.txt"),
+            "--gpus",
+            path.join(bad, "nvidia-smi-query-gpu.csv"),
+            "--out",
+            out,
+        ]);
         expect(r.status).toBe(1);
         expect(r.stderr).toContain("rails.1.numa: rail 1 HCA mlx5_3 is on NUMA node 1 but its GPU 1 is on NUMA node 0");
         expect(fs.existsSync(out)).toBe(false);
@@ -95,7 +132,16 @@ describe("npm run discover-node (CLI)", () => {
         const bad = path.join(tmp, "bad-type");
         fs.cpSync(IB, bad, { recursive: true });
         fs.writeFileSync(path.join(bad, "sys", "class", "net", "ibp24s0", "type"), "1\n");
-        const r = cli(["--name", "x", "--root", bad, "--topo", path.join(bad, "nvidia-smi-topo-m.txt"), "--gpus", path.join(bad, "nvidia-smi-query-gpu.csv")]);
+        const r = cli([
+            "--name",
+            "x",
+            "--root",
+            bad,
+            "--topo",
+            path.join(bad, "nvidia-smi-topo-m.txt"),
+            "--gpus",
+            path.join(bad, "nvidia-smi-query-gpu.csv"),
+        ]);
         expect(r.status).toBe(2);
         expect(r.stderr).toContain("ibp24s0: sys/class/net type 1 disagrees with mlx5_0 link layer InfiniBand");
     });

@@ -2,7 +2,7 @@
  * docs/stack-file.md is generated from the zod schemas (tools/docs.ts): the committed file must be what the schemas
  * say now, so a key added, removed or re-documented in config/ without `npm run docs` fails here.
  */
-import * as fs from "fs";
+import * as fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import { keyComments, STACK_FILE_DOC, stackFileReference } from "../tools/docs";
 
@@ -13,7 +13,9 @@ describe("docs/stack-file.md", () => {
 
     it("lists keys of both roles and both spoke variants with their defaults and comments", () => {
         const text = stackFileReference();
-        expect(text).toContain("| `platform:spokes[].gpus` | integer | required | GPUs the spoke can schedule; placement beyond this is rejected. |");
+        expect(text).toContain(
+            "| `platform:spokes[].gpus` | integer | required | GPUs the spoke can schedule; placement beyond this is rejected. |",
+        );
         expect(text).toContain("| `platform:backend.rdmaHcaMax` | integer | default `63` | (`fabric: infiniband`) ");
         expect(text).toMatch(/\| `platform:nodeGroups\.gpu\[\]\.instanceType` \|/);
         expect(text).toMatch(/\| `platform:alarms\.iteratorAgeSeconds` \| integer \| default `3600` \|/);

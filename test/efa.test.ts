@@ -1,8 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { presetProfiles } from "../config/nodeProfile";
 import {
-    base64, checkInstanceTypeForEfa, efaDeviceCount, efaDevicePluginValues, efaHugepagesMiB, efaNetworkInterfaces, efaWorkerHugepages,
-    missingFromEfaAllowlist, nodeBootstrapUserData, USER_DATA_BOUNDARY,
+    base64,
+    checkInstanceTypeForEfa,
+    efaDeviceCount,
+    efaDevicePluginValues,
+    efaHugepagesMiB,
+    efaNetworkInterfaces,
+    efaWorkerHugepages,
+    missingFromEfaAllowlist,
+    nodeBootstrapUserData,
+    USER_DATA_BOUNDARY,
 } from "../lib/efa";
 import { eksKubeconfig, vpcSubnetPlan } from "../lib/eks";
 import { INSTANCE_TYPES } from "../tools/mock-outputs";
@@ -18,8 +26,9 @@ describe("efaNetworkInterfaces", () => {
             expect(nis).toHaveLength(cards + 1);
             expect(nis[0]).toMatchObject({ networkCardIndex: 0, deviceIndex: 0, interfaceType: "interface" });
             expect(nis[1]).toMatchObject({ networkCardIndex: 0, deviceIndex: 1, interfaceType: "efa-only" });
-            expect(nis.slice(2).map((n) => [n.networkCardIndex, n.deviceIndex, n.interfaceType]))
-                .toEqual(Array.from({ length: cards - 1 }, (_, i) => [i + 1, 0, "efa-only"]));
+            expect(nis.slice(2).map((n) => [n.networkCardIndex, n.deviceIndex, n.interfaceType])).toEqual(
+                Array.from({ length: cards - 1 }, (_, i) => [i + 1, 0, "efa-only"]),
+            );
             expect(efaDeviceCount(nis)).toBe(cards);
             expect(nis.filter((n) => n.interfaceType === "interface")).toHaveLength(1);
             expect(nis.every((n) => n.deleteOnTermination === "true" && n.securityGroups.join() === "sg-cluster,sg-efa")).toBe(true);
@@ -28,7 +37,8 @@ describe("efaNetworkInterfaces", () => {
     }
 
     it("3,200 Gb/s per node for both types (cards x per-card rate)", () => {
-        for (const { cards, gbps } of Object.values(PUBLISHED)) expect(efaDeviceCount(efaNetworkInterfaces(cards, ["sg"])) * gbps).toBe(3200);
+        for (const { cards, gbps } of Object.values(PUBLISHED))
+            expect(efaDeviceCount(efaNetworkInterfaces(cards, ["sg"])) * gbps).toBe(3200);
     });
 
     it("rejects a non-positive card count and a missing security group", () => {
@@ -50,21 +60,32 @@ describe("node profiles and the instance-type data agree with the published coun
 
 describe("checkInstanceTypeForEfa", () => {
     it("accepts the live description when it matches the profile", () => {
-        expect(() => checkInstanceTypeForEfa({ instanceType: "p5en.48xlarge", maximumNetworkCards: 16, efaSupported: true, efaMaximumInterfaces: 16 }, 16)).not.toThrow();
+        expect(() =>
+            checkInstanceTypeForEfa(
+                { instanceType: "p5en.48xlarge", maximumNetworkCards: 16, efaSupported: true, efaMaximumInterfaces: 16 },
+                16,
+            ),
+        ).not.toThrow();
     });
     it("refuses a card-count mismatch and a type without EFA", () => {
-        expect(() => checkInstanceTypeForEfa({ instanceType: "p5e.48xlarge", maximumNetworkCards: 32, efaSupported: true }, 16)).toThrow(/32 network cards but its node profile says 16/);
-        expect(() => checkInstanceTypeForEfa({ instanceType: "m7i.4xlarge", maximumNetworkCards: 1, efaSupported: false }, 1)).toThrow(/does not support EFA/);
+        expect(() => checkInstanceTypeForEfa({ instanceType: "p5e.48xlarge", maximumNetworkCards: 32, efaSupported: true }, 16)).toThrow(
+            /32 network cards but its node profile says 16/,
+        );
+        expect(() => checkInstanceTypeForEfa({ instanceType: "m7i.4xlarge", maximumNetworkCards: 1, efaSupported: false }, 1)).toThrow(
+            /does not support EFA/,
+        );
     });
 });
 
 describe("nodeBootstrapUserData", () => {
     const ud = nodeBootstrapUserData({ hugepages2Mi: 5128, localStorageRaid0: true });
     it("is a MIME multi-part document with a nodeadm NodeConfig part and a shell part", () => {
-        expect(ud.startsWith("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"" + USER_DATA_BOUNDARY + "\"")).toBe(true);
+        expect(ud.startsWith(`MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="${USER_DATA_BOUNDARY}"`)).toBe(true);
         expect(ud.split(`--${USER_DATA_BOUNDARY}\n`)).toHaveLength(3);
         expect(ud.trimEnd().endsWith(`--${USER_DATA_BOUNDARY}--`)).toBe(true);
-        expect(ud).toContain("Content-Type: application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  instance:\n    localStorage:\n      strategy: RAID0");
+        expect(ud).toContain(
+            "Content-Type: application/node.eks.aws\n\n---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  instance:\n    localStorage:\n      strategy: RAID0",
+        );
         expect(ud).toContain("Content-Type: text/x-shellscript");
     });
     it("sets containerd LimitMEMLOCK=infinity and reserves the huge pages persistently and now", () => {
@@ -82,12 +103,17 @@ describe("nodeBootstrapUserData", () => {
 describe("EFA device plugin allowlist", () => {
     // aws/eks-charts stable/aws-efa-k8s-device-plugin values.yaml lists p5e.48xlarge and p5en.48xlarge.
     it("reports pool types missing from the allowlist", () => {
-        expect(missingFromEfaAllowlist(["p5.48xlarge", "p5e.48xlarge"], ["p5en.48xlarge", "p5e.48xlarge", "p5en.48xlarge"])).toEqual(["p5en.48xlarge"]);
+        expect(missingFromEfaAllowlist(["p5.48xlarge", "p5e.48xlarge"], ["p5en.48xlarge", "p5e.48xlarge", "p5en.48xlarge"])).toEqual([
+            "p5en.48xlarge",
+        ]);
         expect(missingFromEfaAllowlist(["p5e.48xlarge", "p5en.48xlarge"], ["p5en.48xlarge"])).toEqual([]);
     });
     it("values set the instance-type allowlist to exactly the pools' types and tolerate the GPU taint", () => {
         const v = efaDevicePluginValues(["p5en.48xlarge", "p5e.48xlarge", "p5en.48xlarge"], "nvidia.com/gpu") as any;
-        expect(v.supportedInstanceLabels).toEqual({ keys: ["node.kubernetes.io/instance-type"], values: ["p5e.48xlarge", "p5en.48xlarge"] });
+        expect(v.supportedInstanceLabels).toEqual({
+            keys: ["node.kubernetes.io/instance-type"],
+            values: ["p5e.48xlarge", "p5en.48xlarge"],
+        });
         expect(missingFromEfaAllowlist(v.supportedInstanceLabels.values, ["p5en.48xlarge"])).toEqual([]);
         expect(v.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
         expect(() => efaDevicePluginValues([], "nvidia.com/gpu")).toThrow(/at least one/);
@@ -96,7 +122,7 @@ describe("EFA device plugin allowlist", () => {
 
 describe("efaHugepagesMiB", () => {
     it("gives each worker its GPU share of the node's 2 MiB pages", () => {
-        expect(efaHugepagesMiB(5128, 8, 8)).toBe(10256);   // whole node: 5,128 pages x 2 MiB
+        expect(efaHugepagesMiB(5128, 8, 8)).toBe(10256); // whole node: 5,128 pages x 2 MiB
         expect(efaHugepagesMiB(5128, 8, 2)).toBe(2564);
         expect(efaHugepagesMiB(5128, 8, 1) * 8).toBeLessThanOrEqual(10256);
         expect(() => efaHugepagesMiB(5128, 8, 9)).toThrow(/1..8/);
@@ -105,8 +131,14 @@ describe("efaHugepagesMiB", () => {
 
 describe("efaWorkerHugepages", () => {
     it("hugepages-2Mi equal in requests and limits, plus a cpu request only (the API server needs cpu or memory with huge pages)", () => {
-        expect(efaWorkerHugepages(5128, 8, 2)).toEqual({ requests: { "hugepages-2Mi": "2564Mi", cpu: "2" }, limits: { "hugepages-2Mi": "2564Mi" } });
-        expect(efaWorkerHugepages(5128, 8, 4)).toEqual({ requests: { "hugepages-2Mi": "5128Mi", cpu: "4" }, limits: { "hugepages-2Mi": "5128Mi" } });
+        expect(efaWorkerHugepages(5128, 8, 2)).toEqual({
+            requests: { "hugepages-2Mi": "2564Mi", cpu: "2" },
+            limits: { "hugepages-2Mi": "2564Mi" },
+        });
+        expect(efaWorkerHugepages(5128, 8, 4)).toEqual({
+            requests: { "hugepages-2Mi": "5128Mi", cpu: "4" },
+            limits: { "hugepages-2Mi": "5128Mi" },
+        });
     });
     it("workers packed on one node never ask for more than it reserves", () => {
         const mib = (g: number) => Number(efaWorkerHugepages(5128, 8, g).limits["hugepages-2Mi"].replace("Mi", ""));
@@ -131,8 +163,20 @@ describe("lib/eks", () => {
     });
     it("eksKubeconfig authenticates with aws eks get-token (no stored credential)", () => {
         const k = eksKubeconfig("platform-sg1", "https://X.gr7.ap-southeast-1.eks.amazonaws.com", "Q0E=", "ap-southeast-1") as any;
-        expect(k.clusters[0].cluster).toEqual({ server: "https://X.gr7.ap-southeast-1.eks.amazonaws.com", "certificate-authority-data": "Q0E=" });
-        expect(k.users[0].user.exec.args).toEqual(["eks", "get-token", "--cluster-name", "platform-sg1", "--region", "ap-southeast-1", "--output", "json"]);
+        expect(k.clusters[0].cluster).toEqual({
+            server: "https://X.gr7.ap-southeast-1.eks.amazonaws.com",
+            "certificate-authority-data": "Q0E=",
+        });
+        expect(k.users[0].user.exec.args).toEqual([
+            "eks",
+            "get-token",
+            "--cluster-name",
+            "platform-sg1",
+            "--region",
+            "ap-southeast-1",
+            "--output",
+            "json",
+        ]);
         expect(JSON.stringify(k)).not.toMatch(/token":|password/);
     });
 });

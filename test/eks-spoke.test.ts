@@ -13,7 +13,12 @@ import type { CapturedResource } from "../tools/harness";
 const parse = (doc: Record<string, any>) => parseStackConfig(platformKeys(doc), "stacks/Pulumi.spoke-sg1.yaml");
 
 function issuesOf(doc: Record<string, any>): string[] {
-    try { parse(doc); } catch (e) { if (e instanceof ConfigError) return e.issues.map((i) => `${i.key}: ${i.message}`); throw e; }
+    try {
+        parse(doc);
+    } catch (e) {
+        if (e instanceof ConfigError) return e.issues.map((i) => `${i.key}: ${i.message}`);
+        throw e;
+    }
     return [];
 }
 
@@ -23,43 +28,119 @@ describe("EKS spoke config (spoke-sg1)", () => {
         expect(cfg.role).toBe("spoke");
         if (cfg.role !== "spoke" || !isEksSpoke(cfg.spoke)) throw new Error("not an EKS spoke");
         expect(cfg.spoke.cluster).toMatchObject({ provider: "eks", region: "ap-southeast-1", kubernetesVersion: "1.33" });
-        expect(cfg.spoke.nodePools.map((p) => [p.name, p.profile.name, p.profile.efa?.networkCards, p.memlockUnlimited, p.nodes])).toEqual([["h200", "p5en-48xlarge", 16, true, []]]);
+        expect(cfg.spoke.nodePools.map((p) => [p.name, p.profile.name, p.profile.efa?.networkCards, p.memlockUnlimited, p.nodes])).toEqual([
+            ["h200", "p5en-48xlarge", 16, true, []],
+        ]);
         expect(cfg.spoke.railPools).toEqual([]);
     });
 
     const cases: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
-        ["InfiniBand backend on EKS", (d) => { d["platform:backend"] = { fabric: "infiniband", railSupernet: "10.64.0.0/16" }; }, /platform:backend.fabric: an EKS spoke uses fabric: efa/],
-        ["nodePools on EKS", (d) => { d["platform:nodePools"] = [{ name: "x", profile: "dgx-h200", nodes: ["a"] }]; }, /platform:nodePools: nodePools are for provider: onprem/],
-        ["GPU group outside the VPC's AZs", (d) => { d["platform:nodeGroups"].gpu[0].availabilityZone = "ap-southeast-1c"; }, /platform:nodeGroups.gpu\[0\].availabilityZone: ap-southeast-1c is not one of the VPC's availability zones/],
-        ["spoke region differs from the cluster region", (d) => { d["platform:spoke"].region = "us-east-1"; }, /platform:spoke.region: must equal platform:cluster.region \(ap-southeast-1\)/],
-        ["unsupported GPU instance type", (d) => { d["platform:nodeGroups"].gpu[0].instanceType = "p4d.24xlarge"; }, /platform:nodeGroups.gpu\[0\].instanceType/],
-        ["unpinned Kubernetes version", (d) => { d["platform:cluster"].kubernetesVersion = "latest"; }, /platform:cluster.kubernetesVersion: must be a pinned EKS Kubernetes version/],
-        ["public endpoint without allowed CIDRs", (d) => { d["platform:cluster"].publicAccessCidrs = []; }, /platform:cluster.publicAccessCidrs: a public API endpoint needs publicAccessCidrs/],
-        ["gpuOperator settings on EKS", (d) => { d["platform:gpuOperator"] = { gpuDirectRdma: "dmabuf" }; }, /platform:gpuOperator: not used on an EKS spoke/],
-        ["service CIDR inside the VPC", (d) => { d["platform:cluster"].serviceCidr = "10.80.128.0/20"; }, /platform:cluster.serviceCidr: overlaps platform:cluster.vpc.cidr/],
-        ["capacity block without a reservation id", (d) => { d["platform:nodeGroups"].gpu[0].capacity = { type: "capacity-block" }; }, /platform:nodeGroups.gpu\[0\].capacity.reservationId/],
-        ["min above desired", (d) => { d["platform:nodeGroups"].gpu[0].scaling = { desired: 1, min: 2, max: 2 }; }, /min <= desired <= max/],
+        [
+            "InfiniBand backend on EKS",
+            (d) => {
+                d["platform:backend"] = { fabric: "infiniband", railSupernet: "10.64.0.0/16" };
+            },
+            /platform:backend.fabric: an EKS spoke uses fabric: efa/,
+        ],
+        [
+            "nodePools on EKS",
+            (d) => {
+                d["platform:nodePools"] = [{ name: "x", profile: "dgx-h200", nodes: ["a"] }];
+            },
+            /platform:nodePools: nodePools are for provider: onprem/,
+        ],
+        [
+            "GPU group outside the VPC's AZs",
+            (d) => {
+                d["platform:nodeGroups"].gpu[0].availabilityZone = "ap-southeast-1c";
+            },
+            /platform:nodeGroups.gpu\[0\].availabilityZone: ap-southeast-1c is not one of the VPC's availability zones/,
+        ],
+        [
+            "spoke region differs from the cluster region",
+            (d) => {
+                d["platform:spoke"].region = "us-east-1";
+            },
+            /platform:spoke.region: must equal platform:cluster.region \(ap-southeast-1\)/,
+        ],
+        [
+            "unsupported GPU instance type",
+            (d) => {
+                d["platform:nodeGroups"].gpu[0].instanceType = "p4d.24xlarge";
+            },
+            /platform:nodeGroups.gpu\[0\].instanceType/,
+        ],
+        [
+            "unpinned Kubernetes version",
+            (d) => {
+                d["platform:cluster"].kubernetesVersion = "latest";
+            },
+            /platform:cluster.kubernetesVersion: must be a pinned EKS Kubernetes version/,
+        ],
+        [
+            "public endpoint without allowed CIDRs",
+            (d) => {
+                d["platform:cluster"].publicAccessCidrs = [];
+            },
+            /platform:cluster.publicAccessCidrs: a public API endpoint needs publicAccessCidrs/,
+        ],
+        [
+            "gpuOperator settings on EKS",
+            (d) => {
+                d["platform:gpuOperator"] = { gpuDirectRdma: "dmabuf" };
+            },
+            /platform:gpuOperator: not used on an EKS spoke/,
+        ],
+        [
+            "service CIDR inside the VPC",
+            (d) => {
+                d["platform:cluster"].serviceCidr = "10.80.128.0/20";
+            },
+            /platform:cluster.serviceCidr: overlaps platform:cluster.vpc.cidr/,
+        ],
+        [
+            "capacity block without a reservation id",
+            (d) => {
+                d["platform:nodeGroups"].gpu[0].capacity = { type: "capacity-block" };
+            },
+            /platform:nodeGroups.gpu\[0\].capacity.reservationId/,
+        ],
+        [
+            "min above desired",
+            (d) => {
+                d["platform:nodeGroups"].gpu[0].scaling = { desired: 1, min: 2, max: 2 };
+            },
+            /min <= desired <= max/,
+        ],
     ];
     for (const [name, mutate, expected] of cases) {
         it(`rejects: ${name}`, () => {
             const d = stackConfigDoc("spoke-sg1");
             mutate(d);
             const issues = issuesOf(d);
-            expect(issues.some((i) => expected.test(i)), issues.join("\n")).toBe(true);
+            expect(
+                issues.some((i) => expected.test(i)),
+                issues.join("\n"),
+            ).toBe(true);
         });
     }
 
     it("an on-prem pool cannot use an EFA profile", () => {
         const d = stackConfigDoc("spoke-hn1");
         d["platform:nodePools"][0].profile = "p5en-48xlarge";
-        expect(issuesOf(d).join("\n")).toMatch(/platform:nodePools\[0\].profile: node profile "p5en-48xlarge" describes an EFA instance type/);
+        expect(issuesOf(d).join("\n")).toMatch(
+            /platform:nodePools\[0\].profile: node profile "p5en-48xlarge" describes an EFA instance type/,
+        );
     });
 });
 
 describe("capacitySettings", () => {
     it("maps on-demand, ODCR and Capacity Block", () => {
         expect(capacitySettings({ type: "on-demand" })).toEqual({ capacityType: "ON_DEMAND" });
-        expect(capacitySettings({ type: "odcr", reservationId: "cr-0123456789abcdef0" })).toEqual({ capacityType: "ON_DEMAND", capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } } });
+        expect(capacitySettings({ type: "odcr", reservationId: "cr-0123456789abcdef0" })).toEqual({
+            capacityType: "ON_DEMAND",
+            capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } },
+        });
         expect(capacitySettings({ type: "capacity-block", reservationId: "cr-0123456789abcdef0" })).toEqual({
             capacityType: "CAPACITY_BLOCK",
             capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } },
@@ -76,11 +157,28 @@ describe("spoke-sg1 under mocks", () => {
         expect(inputs(awsProvider).region).toBe("ap-southeast-1");
 
         const cluster = byType(rs, "aws:eks/cluster:Cluster")[0];
-        expect(inputs(cluster)).toMatchObject({ name: "platform-sg1", version: "1.33", kubernetesNetworkConfig: { serviceIpv4Cidr: "172.20.0.0/16" } });
+        expect(inputs(cluster)).toMatchObject({
+            name: "platform-sg1",
+            version: "1.33",
+            kubernetesNetworkConfig: { serviceIpv4Cidr: "172.20.0.0/16" },
+        });
         expect(cluster.provider.startsWith(awsProvider.urn)).toBe(true);
-        expect(byType(rs, "aws:eks/addon:Addon").map((a) => [inputs(a).addonName, inputs(a).addonVersion ?? null]).sort())
-            .toEqual([["aws-ebs-csi-driver", null], ["coredns", null], ["eks-pod-identity-agent", null], ["kube-proxy", null], ["vpc-cni", "v1.20.1-eksbuild.3"]]);
-        expect(byType(rs, "aws:ec2/subnet:Subnet").map((s) => inputs(s).cidrBlock).sort()).toEqual(["10.80.0.0/18", "10.80.192.0/22", "10.80.196.0/22", "10.80.64.0/18"]);
+        expect(
+            byType(rs, "aws:eks/addon:Addon")
+                .map((a) => [inputs(a).addonName, inputs(a).addonVersion ?? null])
+                .sort(),
+        ).toEqual([
+            ["aws-ebs-csi-driver", null],
+            ["coredns", null],
+            ["eks-pod-identity-agent", null],
+            ["kube-proxy", null],
+            ["vpc-cni", "v1.20.1-eksbuild.3"],
+        ]);
+        expect(
+            byType(rs, "aws:ec2/subnet:Subnet")
+                .map((s) => inputs(s).cidrBlock)
+                .sort(),
+        ).toEqual(["10.80.0.0/18", "10.80.192.0/22", "10.80.196.0/22", "10.80.64.0/18"]);
 
         const lt = inputs(byType(rs, "aws:ec2/launchTemplate:LaunchTemplate").find((r) => r.name === "nodes-h200-lt")!);
         expect(lt.networkInterfaces).toHaveLength(17);
@@ -90,34 +188,64 @@ describe("spoke-sg1 under mocks", () => {
         expect(lt.capacityReservationSpecification).toBeUndefined();
         expect(inputs(byType(rs, "aws:ec2/placementGroup:PlacementGroup")[0]).strategy).toBe("cluster");
 
-        const groups = Object.fromEntries(byType(rs, "aws:eks/nodeGroup:NodeGroup").map((g) => [inputs(g).nodeGroupNamePrefix.replace(/-$/, ""), inputs(g)]));
+        const groups = Object.fromEntries(
+            byType(rs, "aws:eks/nodeGroup:NodeGroup").map((g) => [inputs(g).nodeGroupNamePrefix.replace(/-$/, ""), inputs(g)]),
+        );
         expect(groups.h200).toMatchObject({
-            instanceTypes: ["p5en.48xlarge"], amiType: "AL2023_x86_64_NVIDIA", capacityType: "ON_DEMAND",
-            scalingConfig: { desiredSize: 2, minSize: 2, maxSize: 2 }, subnetIds: ["eks-private-ap-southeast-1a-id"],
+            instanceTypes: ["p5en.48xlarge"],
+            amiType: "AL2023_x86_64_NVIDIA",
+            capacityType: "ON_DEMAND",
+            scalingConfig: { desiredSize: 2, minSize: 2, maxSize: 2 },
+            subnetIds: ["eks-private-ap-southeast-1a-id"],
             taints: [{ key: "nvidia.com/gpu", value: "present", effect: "NO_SCHEDULE" }],
-            labels: { "inference-platform.io/fabric": "efa", "inference-platform.io/pool": "h200", "inference-platform.io/efa-devices": "16", "inference-platform.io/memlock-unlimited": "true" },
+            labels: {
+                "inference-platform.io/fabric": "efa",
+                "inference-platform.io/pool": "h200",
+                "inference-platform.io/efa-devices": "16",
+                "inference-platform.io/memlock-unlimited": "true",
+            },
         });
         expect(groups.system).toMatchObject({ amiType: "AL2023_x86_64_STANDARD", instanceTypes: ["m7i.4xlarge"] });
 
         const k8sProvider = byType(rs, "pulumi:providers:kubernetes")[0];
-        expect(JSON.parse(inputs(k8sProvider).kubeconfig).clusters[0].cluster.server).toMatch(/^https:\/\/[0-9A-F]{32}\.gr7\.ap-southeast-1\.eks\.amazonaws\.com$/);
+        expect(JSON.parse(inputs(k8sProvider).kubeconfig).clusters[0].cluster.server).toMatch(
+            /^https:\/\/[0-9A-F]{32}\.gr7\.ap-southeast-1\.eks\.amazonaws\.com$/,
+        );
         const releases = Object.fromEntries(byType(rs, "kubernetes:helm.sh/v3:Release").map((r) => [inputs(r).chart, r]));
         expect(releases["aws-efa-k8s-device-plugin"].provider.startsWith(k8sProvider.urn)).toBe(true);
-        expect(inputs(releases["aws-efa-k8s-device-plugin"])).toMatchObject({ version: "v0.5.30", values: { supportedInstanceLabels: { values: ["p5en.48xlarge"] } } });
-        expect(inputs(releases["gpu-operator"]).values).toMatchObject({ driver: { enabled: false }, toolkit: { enabled: false }, devicePlugin: { env: [{ name: "MOFED_ENABLED", value: "false" }] } });
+        expect(inputs(releases["aws-efa-k8s-device-plugin"])).toMatchObject({
+            version: "v0.5.30",
+            values: { supportedInstanceLabels: { values: ["p5en.48xlarge"] } },
+        });
+        expect(inputs(releases["gpu-operator"]).values).toMatchObject({
+            driver: { enabled: false },
+            toolkit: { enabled: false },
+            devicePlugin: { env: [{ name: "MOFED_ENABLED", value: "false" }] },
+        });
         expect(spoke.outputs.efaDevicesPerNode).toEqual({ h200: 16 });
     });
 
     it("a Capacity Block group gets the capacity-block market, the reservation target and CAPACITY_BLOCK; p5e gets 32 EFA", async () => {
         const hub = await runRepoStack("hub-prod");
         const d = stackConfigDoc("spoke-sg1");
-        d["platform:nodeGroups"].gpu[0] = { ...d["platform:nodeGroups"].gpu[0], instanceType: "p5e.48xlarge", capacity: { type: "capacity-block", reservationId: "cr-0123456789abcdef0" } };
-        const r = await runRepoStack("spoke-sg1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+        d["platform:nodeGroups"].gpu[0] = {
+            ...d["platform:nodeGroups"].gpu[0],
+            instanceType: "p5e.48xlarge",
+            capacity: { type: "capacity-block", reservationId: "cr-0123456789abcdef0" },
+        };
+        const r = await runRepoStack("spoke-sg1", {
+            config: flatConfig(d),
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+        });
         const lt = inputs(byType(r.resources, "aws:ec2/launchTemplate:LaunchTemplate").find((x) => x.name === "nodes-h200-lt")!);
         expect(lt.instanceMarketOptions).toEqual({ marketType: "capacity-block" });
-        expect(lt.capacityReservationSpecification).toEqual({ capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } });
+        expect(lt.capacityReservationSpecification).toEqual({
+            capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" },
+        });
         expect(lt.networkInterfaces.filter((n: any) => n.interfaceType === "efa-only")).toHaveLength(32);
-        const ng = byType(r.resources, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupNamePrefix === "h200-")!;
+        const ng = byType(r.resources, "aws:eks/nodeGroup:NodeGroup")
+            .map(inputs)
+            .find((g) => g.nodeGroupNamePrefix === "h200-")!;
         expect(ng.capacityType).toBe("CAPACITY_BLOCK");
     });
 
@@ -130,36 +258,66 @@ describe("spoke-sg1 under mocks", () => {
 describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () => {
     let rs: CapturedResource[];
     let outputs: Record<string, unknown>;
-    beforeAll(async () => { ({ resources: rs, outputs } = (await runHubAndSpoke("spoke-sg1")).spoke); });
+    beforeAll(async () => {
+        ({ resources: rs, outputs } = (await runHubAndSpoke("spoke-sg1")).spoke);
+    });
     const dgd = () => byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
     const component = (name: string) => dgd()[0].spec.components.find((c: any) => c.name === name);
     const envOf = (c: any) => Object.fromEntries(c.env.map((e: any) => [e.name, e.value]));
 
     it("renders the endpoint the hub places on sg1 (Qwen/Qwen3-32B, SGLang, disaggregated) through the EKS cluster's provider", () => {
-        expect(dgd().map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)).toEqual(["inference/qwen3-32b/sglang"]);
-        expect(dgd()[0].spec.components.map((c: any) => `${c.name}:${c.type}:${c.replicas}`)).toEqual(["Frontend:frontend:1", "Planner:planner:1", "prefill:prefill:2", "decode:decode:1"]);
+        expect(dgd().map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)).toEqual([
+            "inference/qwen3-32b/sglang",
+        ]);
+        expect(dgd()[0].spec.components.map((c: any) => `${c.name}:${c.type}:${c.replicas}`)).toEqual([
+            "Frontend:frontend:1",
+            "Planner:planner:1",
+            "prefill:prefill:2",
+            "decode:decode:1",
+        ]);
         const k8sProvider = byType(rs, "pulumi:providers:kubernetes")[0];
-        for (const r of byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").concat(byType(rs, "kubernetes:helm.sh/v3:Release").filter((x) => inputs(x).chart === "dynamo-platform"))) {
+        for (const r of byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").concat(
+            byType(rs, "kubernetes:helm.sh/v3:Release").filter((x) => inputs(x).chart === "dynamo-platform"),
+        )) {
             expect(r.provider.startsWith(k8sProvider.urn), r.name).toBe(true);
         }
-        expect(unwrapWire(outputs.serving)).toEqual({ "qwen3-32b": { pool: "h200", frontend: { name: "qwen3-32b-frontend", namespace: "inference", port: 8000 } } });
+        expect(unwrapWire(outputs.serving)).toEqual({
+            "qwen3-32b": { pool: "h200", frontend: { name: "qwen3-32b-frontend", namespace: "inference", port: 8000 } },
+        });
     });
 
     it("prefill/decode workers request EFA (2 per GPU) and their GPU share of the node's 2 MiB huge pages, with a cpu request", () => {
-        for (const [name, gpus] of [["prefill", 2], ["decode", 4]] as const) {
+        for (const [name, gpus] of [
+            ["prefill", 2],
+            ["decode", 4],
+        ] as const) {
             const main = component(name).podTemplate.spec.containers[0];
             const hugepages = `${Math.floor((5128 * gpus) / 8) * 2}Mi`;
             expect(main.resources).toEqual({
-                requests: { "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus), "hugepages-2Mi": hugepages, cpu: String(gpus) },
+                requests: {
+                    "nvidia.com/gpu": String(gpus),
+                    "vpc.amazonaws.com/efa": String(2 * gpus),
+                    "hugepages-2Mi": hugepages,
+                    cpu: String(gpus),
+                },
                 limits: { "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus), "hugepages-2Mi": hugepages },
             });
             expect(main.securityContext).toEqual({ runAsUser: 0, runAsGroup: 0, privileged: true });
-            expect(envOf(main)).toMatchObject({ FI_PROVIDER: "efa", FI_EFA_USE_DEVICE_RDMA: "1", NCCL_NET: "Libfabric", SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC" });
+            expect(envOf(main)).toMatchObject({
+                FI_PROVIDER: "efa",
+                FI_EFA_USE_DEVICE_RDMA: "1",
+                NCCL_NET: "Libfabric",
+                SGLANG_DISAGGREGATION_NIXL_BACKEND: "LIBFABRIC",
+            });
             expect(Object.keys(envOf(main)).filter((k) => k.startsWith("UCX_"))).toEqual([]);
             const spec = component(name).podTemplate.spec;
             expect(spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
             expect(spec.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Equal", value: "present", effect: "NoSchedule" }]);
-            expect(spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels["nvidia.com/dynamo-component"]).toBe(name === "prefill" ? "decode" : "prefill");
+            expect(
+                spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels[
+                    "nvidia.com/dynamo-component"
+                ],
+            ).toBe(name === "prefill" ? "decode" : "prefill");
             const [init] = spec.initContainers;
             expect(init.name).toBe("rdma-preflight");
             expect(init.resources.limits).toEqual({ "nvidia.com/gpu": String(gpus), "vpc.amazonaws.com/efa": String(2 * gpus) });
@@ -188,8 +346,13 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
         const hub = await runRepoStack("hub-prod");
         const d = stackConfigDoc("spoke-sg1");
         d["platform:nodeGroups"].gpu[0].hugepages2Mi = 0;
-        const r = await runRepoStack("spoke-sg1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
-        const main = byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs)[0].spec.components.find((c: any) => c.name === "decode").podTemplate.spec.containers[0];
+        const r = await runRepoStack("spoke-sg1", {
+            config: flatConfig(d),
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+        });
+        const main = byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")
+            .map(inputs)[0]
+            .spec.components.find((c: any) => c.name === "decode").podTemplate.spec.containers[0];
         expect(main.resources.requests["hugepages-2Mi"]).toBeUndefined();
         const names = (await runPolicies(efaPolicies, r.resources)).mandatory.map((f) => f.policyName).sort();
         expect(names).toEqual(["efa-node-group-launch-template", "efa-workload-hugepages", "efa-workload-hugepages"]);
@@ -206,18 +369,23 @@ describe("platform:serving.systemNodeSelector", () => {
         const hub = await runRepoStack("hub-prod");
         const d = stackConfigDoc("spoke-hn1");
         d["platform:serving"] = { ...(d["platform:serving"] ?? {}), systemNodeSelector: { "node-role.kubernetes.io/system": "true" } };
-        const r = await runRepoStack("spoke-hn1", { config: flatConfig(d), stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } } });
+        const r = await runRepoStack("spoke-hn1", {
+            config: flatConfig(d),
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+        });
         for (const g of byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs)) {
             const sel = Object.fromEntries(g.spec.components.map((c: any) => [c.name, c.podTemplate.spec.nodeSelector]));
             expect(sel.Frontend).toEqual({ "node-role.kubernetes.io/system": "true" });
             expect(sel.Planner).toEqual({ "node-role.kubernetes.io/system": "true" });
-            for (const w of ["prefill", "decode", "worker"].filter((n) => n in sel)) expect(sel[w]).toEqual({ "inference-platform.io/pool": "h200" });
+            for (const w of ["prefill", "decode", "worker"].filter((n) => n in sel))
+                expect(sel[w]).toEqual({ "inference-platform.io/pool": "h200" });
         }
         const deployments = byType(r.resources, "kubernetes:apps/v1:Deployment").map(inputs);
         const masters = deployments.filter((x) => x.metadata.name.endsWith("-mooncake-master"));
         expect(masters.length).toBeGreaterThan(0);
         for (const m of masters) expect(m.spec.template.spec.nodeSelector).toEqual({ "node-role.kubernetes.io/system": "true" });
-        for (const st of deployments.filter((x) => x.metadata.name.endsWith("-mooncake-store"))) expect(st.spec.template.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
+        for (const st of deployments.filter((x) => x.metadata.name.endsWith("-mooncake-store")))
+            expect(st.spec.template.spec.nodeSelector).toEqual({ "inference-platform.io/pool": "h200" });
         expect((await runPolicies(allPolicies, r.resources)).mandatory).toEqual([]);
     });
 });
@@ -228,10 +396,19 @@ describe("platform:serving.systemNodeSelector", () => {
 // (best-practices/identity-and-access-management.html); Pod Identity trust (pod-id-role.html).
 describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke identity", () => {
     let rs: CapturedResource[];
-    beforeAll(async () => { rs = (await runHubAndSpoke("spoke-sg1")).spoke.resources; });
-    const named = (type: string, name: string) => { const r = byType(rs, type).find((x) => x.name === name); expect(r, name).toBeDefined(); return r!; };
+    beforeAll(async () => {
+        rs = (await runHubAndSpoke("spoke-sg1")).spoke.resources;
+    });
+    const named = (type: string, name: string) => {
+        const r = byType(rs, type).find((x) => x.name === name);
+        expect(r, name).toBeDefined();
+        return r!;
+    };
     const roleOf = (arn: string) => byType(rs, "aws:iam/role:Role").find((r) => (unwrapWire(r.outputs) as any).arn === arn)!;
-    const attachments = (role: CapturedResource) => byType(rs, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").filter((a) => a.parent === role.urn).map((a) => inputs(a).policyArn as string);
+    const attachments = (role: CapturedResource) =>
+        byType(rs, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+            .filter((a) => a.parent === role.urn)
+            .map((a) => inputs(a).policyArn as string);
 
     it("EBS CSI add-on on its own Pod Identity role, and a default gp3 StorageClass the metering PVCs use", () => {
         const ebs = inputs(byType(rs, "aws:eks/addon:Addon").find((a) => inputs(a).addonName === "aws-ebs-csi-driver")!);
@@ -240,11 +417,20 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         const role = roleOf(ebs.podIdentityAssociations[0].roleArn);
         const trust = JSON.parse(inputs(role).assumeRolePolicy).Statement[0];
         expect(trust.Principal).toEqual({ Service: "pods.eks.amazonaws.com" });
-        expect(trust.Condition.StringEquals).toMatchObject({ "aws:SourceAccount": "123456789012", "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa" });
+        expect(trust.Condition.StringEquals).toMatchObject({
+            "aws:SourceAccount": "123456789012",
+            "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa",
+        });
         expect(attachments(role)).toEqual(["arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"]);
 
         const sc = inputs(named("kubernetes:storage.k8s.io/v1:StorageClass", "default-storage-class"));
-        expect(sc).toMatchObject({ metadata: { name: "gp3", annotations: { "storageclass.kubernetes.io/is-default-class": "true" } }, provisioner: "ebs.csi.aws.com", parameters: { type: "gp3", encrypted: "true" }, volumeBindingMode: "WaitForFirstConsumer", reclaimPolicy: "Retain" });
+        expect(sc).toMatchObject({
+            metadata: { name: "gp3", annotations: { "storageclass.kubernetes.io/is-default-class": "true" } },
+            provisioner: "ebs.csi.aws.com",
+            parameters: { type: "gp3", encrypted: "true" },
+            volumeBindingMode: "WaitForFirstConsumer",
+            reclaimPolicy: "Retain",
+        });
         const sts = inputs(byType(rs, "kubernetes:apps/v1:StatefulSet").find((x) => inputs(x).metadata.name === "metering")!);
         expect(sts.spec.volumeClaimTemplates[0].spec.storageClassName).toBe("gp3");
         const collector = inputs(byType(rs, "kubernetes:helm.sh/v3:Release").find((r) => inputs(r).chart === "opentelemetry-collector")!);
@@ -253,11 +439,24 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
 
     it("access entries for the deploy and preview roles named in the spoke file", () => {
         const entries = byType(rs, "aws:eks/accessEntry:AccessEntry").map(inputs);
-        expect(entries.map((e) => e.principalArn).sort()).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy", "arn:aws:iam::111122223333:role/platform-ci-preview"]);
-        const assoc = Object.fromEntries(byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).map((a) => [a.principalArn, [a.policyArn, a.accessScope.type]]));
-        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-deploy"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy", "cluster"]);
+        expect(entries.map((e) => e.principalArn).sort()).toEqual([
+            "arn:aws:iam::111122223333:role/platform-ci-deploy",
+            "arn:aws:iam::111122223333:role/platform-ci-preview",
+        ]);
+        const assoc = Object.fromEntries(
+            byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+                .map(inputs)
+                .map((a) => [a.principalArn, [a.policyArn, a.accessScope.type]]),
+        );
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-deploy"]).toEqual([
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            "cluster",
+        ]);
         // The preview role runs a pull request's code: the `view` ClusterRole (no Secrets), never AdminView (all Secrets).
-        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual(["arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy", "cluster"]);
+        expect(assoc["arn:aws:iam::111122223333:role/platform-ci-preview"]).toEqual([
+            "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy",
+            "cluster",
+        ]);
     });
 
     it("node groups are replaced create-first (name prefixes), GPU groups update terminate-first (MINIMAL)", () => {
@@ -271,7 +470,9 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
     });
 
     it("node groups wait for the node role's policies (a node without them cannot join)", () => {
-        const policies = rs.filter((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && /eks-node-Amazon/.test(r.name)).map((r) => r.urn);
+        const policies = rs
+            .filter((r) => r.type === "aws:iam/rolePolicyAttachment:RolePolicyAttachment" && /eks-node-Amazon/.test(r.name))
+            .map((r) => r.urn);
         expect(policies).toHaveLength(3);
         for (const g of byType(rs, "aws:eks/nodeGroup:NodeGroup")) {
             const deps = new Set([...g.dependencies, ...rs.filter((r) => r.urn === g.parent).flatMap((p) => p.dependencies)]);
@@ -282,7 +483,9 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
     it("no implicit creator admin: the deploy role's entry is the only admin, so the first `up` from CI cannot hit 409", () => {
         const cluster = inputs(byType(rs, "aws:eks/cluster:Cluster")[0]);
         expect(cluster.accessConfig).toEqual({ authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false });
-        const admins = byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation").map(inputs).filter((a) => a.policyArn.endsWith("/AmazonEKSClusterAdminPolicy"));
+        const admins = byType(rs, "aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+            .map(inputs)
+            .filter((a) => a.policyArn.endsWith("/AmazonEKSClusterAdminPolicy"));
         expect(admins.map((a) => a.principalArn)).toEqual(["arn:aws:iam::111122223333:role/platform-ci-deploy"]);
     });
 
@@ -291,15 +494,25 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         const cniRole = roleOf(cni.serviceAccountRoleArn);
         const trust = JSON.parse(inputs(cniRole).assumeRolePolicy).Statement[0];
         expect(trust.Action).toBe("sts:AssumeRoleWithWebIdentity");
-        expect(Object.entries(trust.Condition.StringEquals)).toContainEqual([expect.stringMatching(/:sub$/), "system:serviceaccount:kube-system:aws-node"]);
+        expect(Object.entries(trust.Condition.StringEquals)).toContainEqual([
+            expect.stringMatching(/:sub$/),
+            "system:serviceaccount:kube-system:aws-node",
+        ]);
         expect(attachments(cniRole)).toEqual(["arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"]);
         const nodeRole = named("aws:iam/role:Role", "eks-node-role");
         expect(attachments(nodeRole).some((p) => p.endsWith("AmazonEKS_CNI_Policy"))).toBe(false);
 
         const lts = byType(rs, "aws:ec2/launchTemplate:LaunchTemplate");
         expect(lts.map((l) => l.name).sort()).toEqual(["nodes-h200-lt", "nodes-system-lt"]);
-        for (const l of lts) expect(inputs(l).metadataOptions, l.name).toEqual({ httpTokens: "required", httpPutResponseHopLimit: 1, httpEndpoint: "enabled" });
-        const system = byType(rs, "aws:eks/nodeGroup:NodeGroup").map(inputs).find((g) => g.nodeGroupNamePrefix === "system-")!;
+        for (const l of lts)
+            expect(inputs(l).metadataOptions, l.name).toEqual({
+                httpTokens: "required",
+                httpPutResponseHopLimit: 1,
+                httpEndpoint: "enabled",
+            });
+        const system = byType(rs, "aws:eks/nodeGroup:NodeGroup")
+            .map(inputs)
+            .find((g) => g.nodeGroupNamePrefix === "system-")!;
         expect(system.launchTemplate.id).toBe("nodes-system-lt-id");
         expect(system.diskSize).toBeUndefined();
     });
@@ -314,7 +527,9 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);
         expect(secrets).not.toContain("auth-aws");
         expect(secrets).not.toContain("metering-aws");
-        const envNames = JSON.stringify(byType(rs, "kubernetes:apps/v1:Deployment").concat(byType(rs, "kubernetes:apps/v1:StatefulSet")).map(inputs));
+        const envNames = JSON.stringify(
+            byType(rs, "kubernetes:apps/v1:Deployment").concat(byType(rs, "kubernetes:apps/v1:StatefulSet")).map(inputs),
+        );
         expect(envNames).not.toContain("AWS_SHARED_CREDENTIALS_FILE");
     });
 

@@ -1,11 +1,27 @@
 import { describe, expect, it } from "vitest";
 import { GatewayConfigSchema, MiB } from "../config/gateway";
 import {
-    aiGatewayRoutes, backend, byteQuantity, chunk, clientTrafficPolicy, earlyHeaderStrip, envoyGatewayValues, frontendNetworkPolicy,
-    MAX_RULES_PER_ROUTE, modelRules, parseByteQuantity, ruleName, securityPolicy,
+    aiGatewayRoutes,
+    backend,
+    byteQuantity,
+    chunk,
+    clientTrafficPolicy,
+    earlyHeaderStrip,
+    envoyGatewayValues,
+    frontendNetworkPolicy,
+    MAX_RULES_PER_ROUTE,
+    modelRules,
+    parseByteQuantity,
+    ruleName,
+    securityPolicy,
 } from "../lib/gateway";
 import { bytesOf, GW, secondsOf, stripMatcher } from "../policies/lib/gateway";
-import { AI_GATEWAY_METADATA_NAMESPACE, AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS } from "../services/shared/identity";
+import {
+    AI_GATEWAY_METADATA_NAMESPACE,
+    AI_GATEWAY_MODEL_HEADER,
+    IDENTITY_HEADER_PREFIX,
+    IDENTITY_HEADERS,
+} from "../services/shared/identity";
 import { INFERENCE_NAMESPACE } from "../lib/labels";
 
 const T = { requestSeconds: 1800, streamIdleSeconds: 300 };
@@ -13,7 +29,10 @@ const auth = { service: "auth", namespace: "llm-gateway", port: 8080, pathPrefix
 
 describe("route rules", () => {
     it("40 models split into 15 + 15 + 10 rules, every model exactly once, sorted", () => {
-        const eps = Array.from({ length: 40 }, (_, i) => ({ name: `ep-${String(i).padStart(2, "0")}`, model: `org/model-${String(39 - i).padStart(2, "0")}` }));
+        const eps = Array.from({ length: 40 }, (_, i) => ({
+            name: `ep-${String(i).padStart(2, "0")}`,
+            model: `org/model-${String(39 - i).padStart(2, "0")}`,
+        }));
         const routes = aiGatewayRoutes(eps, "llm-gateway", T);
         expect(routes.map((r) => r.spec.rules.length)).toEqual([15, 15, 10]);
         expect(routes.map((r) => r.metadata.name)).toEqual(["llm-models-0", "llm-models-1", "llm-models-2"]);
@@ -21,7 +40,12 @@ describe("route rules", () => {
         expect(models).toEqual(Array.from({ length: 40 }, (_, i) => `org/model-${String(i).padStart(2, "0")}`));
         expect(routes[2].spec.rules[9].backendRefs).toEqual([{ name: "ep-00" }]);
         for (const r of routes) {
-            expect(r.spec.llmRequestCosts.map((c) => c.metadataKey)).toEqual(["llm_input_token", "llm_cached_input_token", "llm_output_token", "llm_total_token"]);
+            expect(r.spec.llmRequestCosts.map((c) => c.metadataKey)).toEqual([
+                "llm_input_token",
+                "llm_cached_input_token",
+                "llm_output_token",
+                "llm_total_token",
+            ]);
             expect(r.spec.parentRefs).toEqual([{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "llm" }]);
         }
     });
@@ -35,10 +59,29 @@ describe("route rules", () => {
     });
 
     it("two endpoints serving one model become one rule with both backends (unique x-ai-eg-model)", () => {
-        const rules = modelRules([{ name: "llama-b", model: "L" }, { name: "qwen", model: "Q" }, { name: "llama-a", model: "L" }], T);
+        const rules = modelRules(
+            [
+                { name: "llama-b", model: "L" },
+                { name: "qwen", model: "Q" },
+                { name: "llama-a", model: "L" },
+            ],
+            T,
+        );
         expect(rules).toEqual([
-            { name: ruleName("L"), matches: [{ headers: [{ type: "Exact", name: "x-ai-eg-model", value: "L" }] }], backendRefs: [{ name: "llama-a" }, { name: "llama-b" }], timeouts: { request: "1800s" }, streamIdleTimeout: "300s" },
-            { name: ruleName("Q"), matches: [{ headers: [{ type: "Exact", name: "x-ai-eg-model", value: "Q" }] }], backendRefs: [{ name: "qwen" }], timeouts: { request: "1800s" }, streamIdleTimeout: "300s" },
+            {
+                name: ruleName("L"),
+                matches: [{ headers: [{ type: "Exact", name: "x-ai-eg-model", value: "L" }] }],
+                backendRefs: [{ name: "llama-a" }, { name: "llama-b" }],
+                timeouts: { request: "1800s" },
+                streamIdleTimeout: "300s",
+            },
+            {
+                name: ruleName("Q"),
+                matches: [{ headers: [{ type: "Exact", name: "x-ai-eg-model", value: "Q" }] }],
+                backendRefs: [{ name: "qwen" }],
+                timeouts: { request: "1800s" },
+                streamIdleTimeout: "300s",
+            },
         ]);
     });
 
@@ -58,10 +101,22 @@ describe("route rules", () => {
 describe("header stripping and ext_authz", () => {
     it("strips x-ai-eg-model and every identity header by name and prefix; the policy matcher agrees", () => {
         const strip = earlyHeaderStrip();
-        expect(strip.remove).toEqual(["x-ai-eg-model", "x-platform-key-id", "x-platform-lease", "x-platform-model", "x-platform-policy-revision", "x-platform-team", "x-platform-tenant"]);
-        expect(strip.removeOnMatch).toEqual([{ type: "Prefix", value: "x-platform-" }, { type: "Prefix", value: "x-ai-eg-" }]);
+        expect(strip.remove).toEqual([
+            "x-ai-eg-model",
+            "x-platform-key-id",
+            "x-platform-lease",
+            "x-platform-model",
+            "x-platform-policy-revision",
+            "x-platform-team",
+            "x-platform-tenant",
+        ]);
+        expect(strip.removeOnMatch).toEqual([
+            { type: "Prefix", value: "x-platform-" },
+            { type: "Prefix", value: "x-ai-eg-" },
+        ]);
         const m = stripMatcher(strip);
-        for (const h of [...Object.values(IDENTITY_HEADERS), "X-Platform-Something-New", "x-ai-eg-original-path"]) expect(m(h), h).toBe(true);
+        for (const h of [...Object.values(IDENTITY_HEADERS), "X-Platform-Something-New", "x-ai-eg-original-path"])
+            expect(m(h), h).toBe(true);
         expect(m("authorization")).toBe(false);
     });
 
@@ -81,7 +136,14 @@ describe("header stripping and ext_authz", () => {
                 http: {
                     backendRefs: [{ group: "", kind: "Service", name: "auth", namespace: "llm-gateway", port: 8080 }],
                     path: "/authz",
-                    headersToBackend: ["x-platform-tenant", "x-platform-team", "x-platform-key-id", "x-platform-model", "x-platform-lease", "x-platform-policy-revision"],
+                    headersToBackend: [
+                        "x-platform-tenant",
+                        "x-platform-team",
+                        "x-platform-key-id",
+                        "x-platform-model",
+                        "x-platform-lease",
+                        "x-platform-policy-revision",
+                    ],
                 },
                 headersToExtAuth: ["authorization", "content-type", "x-request-id"],
                 bodyToExtAuth: { maxRequestBytes: 33554432 },
@@ -107,7 +169,13 @@ describe("header stripping and ext_authz", () => {
     });
 
     it("config rejects a buffer limit below the ext_authz body limit, defaults to 32 MiB / 50 MiB", () => {
-        expect(GatewayConfigSchema.parse({})).toMatchObject({ maxRequestBytes: 33554432, bufferLimitBytes: 52428800, requestTimeoutSeconds: 1800, authReplicas: 2, listener: {} });
+        expect(GatewayConfigSchema.parse({})).toMatchObject({
+            maxRequestBytes: 33554432,
+            bufferLimitBytes: 52428800,
+            requestTimeoutSeconds: 1800,
+            authReplicas: 2,
+            listener: {},
+        });
         const r = GatewayConfigSchema.safeParse({ maxRequestBytes: 64 * MiB, bufferLimitBytes: 32 * MiB });
         expect(r.success).toBe(false);
         expect(r.error!.issues[0].path).toEqual(["bufferLimitBytes"]);
@@ -117,17 +185,26 @@ describe("header stripping and ext_authz", () => {
 
 describe("backends, Helm values, isolation", () => {
     it("Backend points at the endpoint's ClusterIP frontend Service by FQDN", () => {
-        expect(backend({ name: "llama-70b", model: "L" }, "llm-gateway").spec).toEqual({ endpoints: [{ fqdn: { hostname: "llama-70b-frontend.inference.svc.cluster.local", port: 8000 } }] });
+        expect(backend({ name: "llama-70b", model: "L" }, "llm-gateway").spec).toEqual({
+            endpoints: [{ fqdn: { hostname: "llama-70b-frontend.inference.svc.cluster.local", port: 8000 } }],
+        });
     });
 
     it("Envoy Gateway values: AI Gateway extension server, Backend API on, EnvoyPatchPolicy off; rate limiting only fail-closed", () => {
         const v = envoyGatewayValues();
         expect(v.config.envoyGateway.extensionApis).toEqual({ enableBackend: true, enableEnvoyPatchPolicy: false });
-        expect(v.config.envoyGateway.extensionManager.service).toEqual({ fqdn: { hostname: "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local", port: 1063 } });
+        expect(v.config.envoyGateway.extensionManager.service).toEqual({
+            fqdn: { hostname: "ai-gateway-controller.envoy-ai-gateway-system.svc.cluster.local", port: 1063 },
+        });
         expect(v.config.envoyGateway.extensionManager.hooks.xdsTranslator.post).toEqual(["Translation", "Cluster", "Route"]);
         expect("rateLimit" in v.config.envoyGateway).toBe(false);
-        const rl = envoyGatewayValues({ redisUrl: "counters.llm-gateway.svc.cluster.local:6379", timeout: "100ms" }).config.envoyGateway as Record<string, any>;
-        expect(rl.rateLimit).toEqual({ backend: { type: "Redis", redis: { url: "counters.llm-gateway.svc.cluster.local:6379" } }, failClosed: true, timeout: "100ms" });
+        const rl = envoyGatewayValues({ redisUrl: "counters.llm-gateway.svc.cluster.local:6379", timeout: "100ms" }).config
+            .envoyGateway as Record<string, any>;
+        expect(rl.rateLimit).toEqual({
+            backend: { type: "Redis", redis: { url: "counters.llm-gateway.svc.cluster.local:6379" } },
+            failClosed: true,
+            timeout: "100ms",
+        });
     });
 
     it("frontends: HTTP port only from Envoy proxy pods, other ports only from Dynamo pods", () => {
@@ -135,12 +212,29 @@ describe("backends, Helm values, isolation", () => {
         expect(np.metadata.namespace).toBe("inference");
         expect(np.spec.podSelector).toEqual({ matchLabels: { "nvidia.com/dynamo-component-type": "frontend" } });
         expect(np.spec.ingress[0]).toEqual({
-            from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "envoy-gateway-system" } }, podSelector: { matchLabels: { "app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy", "app.kubernetes.io/managed-by": "envoy-gateway" } } }],
+            from: [
+                {
+                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "envoy-gateway-system" } },
+                    podSelector: {
+                        matchLabels: {
+                            "app.kubernetes.io/name": "envoy",
+                            "app.kubernetes.io/component": "proxy",
+                            "app.kubernetes.io/managed-by": "envoy-gateway",
+                        },
+                    },
+                },
+            ],
             ports: [{ protocol: "TCP", port: 8000 }],
         });
-        expect(np.spec.ingress[1].ports).toEqual([{ protocol: "TCP", port: 1, endPort: 7999 }, { protocol: "TCP", port: 8001, endPort: 65535 }]);
+        expect(np.spec.ingress[1].ports).toEqual([
+            { protocol: "TCP", port: 1, endPort: 7999 },
+            { protocol: "TCP", port: 8001, endPort: 65535 },
+        ]);
         const scraped = frontendNetworkPolicy("inference", GatewayConfigSchema.parse({}).frontendScrapers);
-        expect(scraped.spec.ingress[0].from[1]).toEqual({ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } }, podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } } });
+        expect(scraped.spec.ingress[0].from[1]).toEqual({
+            namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } },
+            podSelector: { matchLabels: { "app.kubernetes.io/name": "prometheus" } },
+        });
         expect(GatewayConfigSchema.safeParse({ frontendScrapers: [{ namespace: "monitoring", podLabels: {} }] }).success).toBe(false);
     });
 });

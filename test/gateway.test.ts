@@ -13,7 +13,11 @@ import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
 const REL = "kubernetes:helm.sh/v3:Release";
-const find = (rs: CapturedResource[], name: string) => { const r = rs.find((x) => x.name === name); expect(r, name).toBeDefined(); return r!; };
+const find = (rs: CapturedResource[], name: string) => {
+    const r = rs.find((x) => x.name === name);
+    expect(r, name).toBeDefined();
+    return r!;
+};
 /** URNs a resource waits for, with components expanded to their children (the SDK may record either). */
 function waitsFor(rs: CapturedResource[], r: CapturedResource, dep: CapturedResource): boolean {
     return r.dependencies.includes(dep.urn) || rs.some((c) => c.parent === dep.urn && r.dependencies.includes(c.urn));
@@ -50,17 +54,37 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         // Gateway objects wait for the AI Gateway controller (its webhook must see the Envoy pods); routes come last.
         for (const n of ["agent-router-envoy-proxy", "agent-router-backend-llama-70b"]) expect(waitsFor(rs, find(rs, n), ai), n).toBe(true);
         const route = find(rs, "agent-router-route-llm-models-0");
-        for (const n of ["agent-router-security", "agent-router-client-traffic", "agent-router-gateway", "agent-router-ai-backend-qwen3-32b"]) expect(waitsFor(rs, route, find(rs, n)), n).toBe(true);
+        for (const n of [
+            "agent-router-security",
+            "agent-router-client-traffic",
+            "agent-router-gateway",
+            "agent-router-ai-backend-qwen3-32b",
+        ])
+            expect(waitsFor(rs, route, find(rs, n)), n).toBe(true);
         expect(waitsFor(rs, find(rs, "agent-router-security"), find(rs, "agent-router-auth-service"))).toBe(true);
     });
 
     it("gateway CRs are direct resources: one Gateway-level SecurityPolicy, early stripping, a Backend per endpoint, one route", () => {
         const kinds = (k: string) => rs.filter((r) => r.type.endsWith(`:${k}`) && r.type.startsWith("kubernetes:"));
-        for (const [k, n] of [["GatewayClass", 1], ["EnvoyProxy", 1], ["Gateway", 1], ["ClientTrafficPolicy", 1], ["SecurityPolicy", 1], ["Backend", 2], ["AIServiceBackend", 2], ["AIGatewayRoute", 1]] as const) {
+        for (const [k, n] of [
+            ["GatewayClass", 1],
+            ["EnvoyProxy", 1],
+            ["Gateway", 1],
+            ["ClientTrafficPolicy", 1],
+            ["SecurityPolicy", 1],
+            ["Backend", 2],
+            ["AIServiceBackend", 2],
+            ["AIGatewayRoute", 1],
+        ] as const) {
             expect(kinds(k), k).toHaveLength(n);
         }
-        const backends = kinds("Backend").map(inputs).map((b) => b.spec.endpoints[0].fqdn);
-        expect(backends).toEqual([{ hostname: "llama-70b-frontend.inference.svc.cluster.local", port: 8000 }, { hostname: "qwen3-32b-frontend.inference.svc.cluster.local", port: 8000 }]);
+        const backends = kinds("Backend")
+            .map(inputs)
+            .map((b) => b.spec.endpoints[0].fqdn);
+        expect(backends).toEqual([
+            { hostname: "llama-70b-frontend.inference.svc.cluster.local", port: 8000 },
+            { hostname: "qwen3-32b-frontend.inference.svc.cluster.local", port: 8000 },
+        ]);
         const route = inputs(kinds("AIGatewayRoute")[0]);
         expect(route.spec.rules.map((r: any) => [r.matches[0].headers[0].value, r.backendRefs, r.timeouts.request])).toEqual([
             ["Qwen/Qwen3-32B", [{ name: "qwen3-32b" }], "1800s"],
@@ -82,14 +106,22 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         expect(c.image).toBe(`${versions.authService.image}:${versions.authService.version}`);
         expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "ops" });
         expect(c.livenessProbe.httpGet).toEqual({ path: "/healthz", port: "ops" });
-        expect(c.ports).toEqual([{ name: "http", containerPort: AUTH_PORT }, { name: "ops", containerPort: AUTH_OPS_PORT }]);
+        expect(c.ports).toEqual([
+            { name: "http", containerPort: AUTH_PORT },
+            { name: "ops", containerPort: AUTH_OPS_PORT },
+        ]);
         if (contract) {
             const env = Object.fromEntries(c.env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
             expect(env).toEqual(authEnv("hn1", contract.policy, 33554432, 1860));
-            expect(c.env.find((e: any) => e.name === "AUTH_REDIS_URL").valueFrom).toEqual({ secretKeyRef: { name: "counters-credentials", key: "url" } });
+            expect(c.env.find((e: any) => e.name === "AUTH_REDIS_URL").valueFrom).toEqual({
+                secretKeyRef: { name: "counters-credentials", key: "url" },
+            });
         }
         const svc = inputs(find(rs, "agent-router-auth-service"));
-        expect(svc.spec).toMatchObject({ type: "ClusterIP", ports: [{ name: "http", port: 8080, targetPort: "http", appProtocol: "http" }] });
+        expect(svc.spec).toMatchObject({
+            type: "ClusterIP",
+            ports: [{ name: "http", port: 8080, targetPort: "http", appProtocol: "http" }],
+        });
         // Secret payloads are Pulumi secrets in the wire format, never plain (the counters password is unknown in preview).
         expect((find(rs, "agent-router-auth-aws").inputs.stringData as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
         const counters = find(rs, "agent-router-counters-credentials").inputs.stringData;
@@ -101,18 +133,31 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
             // The key comes from hn1's own key-slot secret (read by the spoke's deployer), never from a hub output.
             const id = contract.identity!;
             if (id.mode !== "access-key") throw new Error("hn1 uses an access key");
-            const creds = JSON.parse(String(callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: id.secretArn }, "ap-southeast-1").secretString));
-            expect(aws.credentials).toBe(`[platform-spoke-source]\naws_access_key_id = ${creds.accessKeyId}\naws_secret_access_key = ${creds.secretAccessKey}\n`);
+            const creds = JSON.parse(
+                String(
+                    callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: id.secretArn }, "ap-southeast-1")
+                        .secretString,
+                ),
+            );
+            expect(aws.credentials).toBe(
+                `[platform-spoke-source]\naws_access_key_id = ${creds.accessKeyId}\naws_secret_access_key = ${creds.secretAccessKey}\n`,
+            );
         }
         const valkey = inputs(find(rs, "agent-router-counters-valkey"));
-        expect(valkey.spec.template.spec.containers[0]).toMatchObject({ image: "docker.io/valkey/valkey:8.1.11-alpine", args: valkeyArgs(512) });
+        expect(valkey.spec.template.spec.containers[0]).toMatchObject({
+            image: "docker.io/valkey/valkey:8.1.11-alpine",
+            args: valkeyArgs(512),
+        });
     });
 
     it("Dynamo frontends reachable only from the Envoy proxies; no gateway-policy finding on the real spoke", async () => {
         const np = inputs(find(rs, "agent-router-frontend-isolation"));
         expect(np.metadata).toEqual({ name: "dynamo-frontend-from-gateway-only", namespace: "inference" });
         expect(np.spec.ingress[0].ports).toEqual([{ protocol: "TCP", port: 8000 }]);
-        expect(np.spec.ingress[0].from.map((f: any) => f.namespaceSelector.matchLabels["kubernetes.io/metadata.name"])).toEqual(["envoy-gateway-system", "monitoring"]);
+        expect(np.spec.ingress[0].from.map((f: any) => f.namespaceSelector.matchLabels["kubernetes.io/metadata.name"])).toEqual([
+            "envoy-gateway-system",
+            "monitoring",
+        ]);
         const report = await runPolicies(gatewayPolicies, rs);
         expect(report.findings).toEqual([]);
         expect(report.policiesRun).toBe(19); // 16 + gateway-identity-headers-only-from-extauth, gateway-closed-shape, gateway-request-id-generated
@@ -122,12 +167,16 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
 describe("Helm release set", () => {
     it("one release per chart, all four from the pinned set", async () => {
         const { spoke } = await runHubAndSpoke("spoke-hcm1");
-        const charts = byType(spoke.resources, REL).map(inputs).filter((r) => String(r.chart).startsWith("oci://docker.io/envoyproxy/"));
-        expect(charts.map((r) => `${r.chart}@${r.version}`).sort()).toEqual([
-            `${versions.aiGatewayCrds.chart}@${versions.aiGatewayCrds.version}`,
-            `${versions.aiGateway.chart}@${versions.aiGateway.version}`,
-            `${versions.gatewayCrds.chart}@${versions.gatewayCrds.version}`,
-            `${versions.envoyGateway.chart}@${versions.envoyGateway.version}`,
-        ].sort());
+        const charts = byType(spoke.resources, REL)
+            .map(inputs)
+            .filter((r) => String(r.chart).startsWith("oci://docker.io/envoyproxy/"));
+        expect(charts.map((r) => `${r.chart}@${r.version}`).sort()).toEqual(
+            [
+                `${versions.aiGatewayCrds.chart}@${versions.aiGatewayCrds.version}`,
+                `${versions.aiGateway.chart}@${versions.aiGateway.version}`,
+                `${versions.gatewayCrds.chart}@${versions.gatewayCrds.version}`,
+                `${versions.envoyGateway.chart}@${versions.envoyGateway.version}`,
+            ].sort(),
+        );
     });
 });

@@ -1,10 +1,10 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { onTestFinished } from "vitest";
 import * as YAML from "yaml";
-import { CapturedResource, runStack, RunStackResult, StackOutputs } from "../tools/harness";
-import { readStackFile, StackFile } from "../tools/stackfiles";
+import { type CapturedResource, runStack, type RunStackResult, type StackOutputs } from "../tools/harness";
+import { readStackFile, type StackFile } from "../tools/stackfiles";
 import { referenceableOutputs, unwrapWire } from "../tools/wire";
 
 export const ROOT = path.join(__dirname, "..");
@@ -22,7 +22,11 @@ export function stackConfigDoc(name: string): Record<string, any> {
 
 /** `platform:*` keys of a config doc as the loader sees them (short keys). */
 export function platformKeys(doc: Record<string, any>): Record<string, unknown> {
-    return Object.fromEntries(Object.entries(doc).filter(([k]) => k.startsWith("platform:")).map(([k, v]) => [k.slice("platform:".length), v]));
+    return Object.fromEntries(
+        Object.entries(doc)
+            .filter(([k]) => k.startsWith("platform:"))
+            .map(([k, v]) => [k.slice("platform:".length), v]),
+    );
 }
 
 /** Flat Pulumi config map from a config doc. */
@@ -54,21 +58,33 @@ async function memoized<T>(key: string, run: () => Promise<T>): Promise<T> {
 }
 
 /** Runs the real program for a stack under mocks (the stack file as it is: memoized, see {@link memoized}). */
-export async function runRepoStack(stack: string, opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> } = {}): Promise<RunStackResult> {
-    if (opts.config === undefined && opts.stackOutputs === undefined) return memoized(`stack|${stack}|${!!opts.preview}`, () => runRepoStackOnce(stack, opts));
+export async function runRepoStack(
+    stack: string,
+    opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> } = {},
+): Promise<RunStackResult> {
+    if (opts.config === undefined && opts.stackOutputs === undefined)
+        return memoized(`stack|${stack}|${!!opts.preview}`, () => runRepoStackOnce(stack, opts));
     return runRepoStackOnce(stack, opts);
 }
 
-async function runRepoStackOnce(stack: string, opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> }): Promise<RunStackResult> {
+async function runRepoStackOnce(
+    stack: string,
+    opts: { preview?: boolean; config?: Record<string, string>; stackOutputs?: Record<string, StackOutputs> },
+): Promise<RunStackResult> {
     const prev = process.env.PLATFORM_STACK_FILE;
     process.env.PLATFORM_STACK_FILE = `stacks/Pulumi.${stack}.yaml`;
     try {
         return await runStack({
-            project: "platform", stack, config: opts.config ?? stackFile(stack).config,
-            preview: opts.preview, stackOutputs: opts.stackOutputs, program: repoProgram,
+            project: "platform",
+            stack,
+            config: opts.config ?? stackFile(stack).config,
+            preview: opts.preview,
+            stackOutputs: opts.stackOutputs,
+            program: repoProgram,
         });
     } finally {
-        if (prev === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prev;
+        if (prev === undefined) delete process.env.PLATFORM_STACK_FILE;
+        else process.env.PLATFORM_STACK_FILE = prev;
     }
 }
 
@@ -82,7 +98,10 @@ async function runHubAndSpokeOnce(spoke: string, preview: boolean): Promise<{ hu
     // A spoke's preview reads the hub's deployed state, never a hub preview (whose contract holds unknown ARNs
     // and keys): the spoke always references a normally rendered hub.
     const deployedHub = preview ? await runRepoStack("hub-prod") : hub;
-    const spokeResult = await runRepoStack(spoke, { preview, stackOutputs: { "hub-prod": { outputs: referenceableOutputs(deployedHub.outputs), secretOutputNames: [] } } });
+    const spokeResult = await runRepoStack(spoke, {
+        preview,
+        stackOutputs: { "hub-prod": { outputs: referenceableOutputs(deployedHub.outputs), secretOutputNames: [] } },
+    });
     return { hub, spoke: spokeResult };
 }
 

@@ -7,7 +7,9 @@ const NOW = new Date("2026-12-01T00:00:00Z");
 function hubIssues(mutate: (d: Record<string, any>) => void): string[] {
     const doc = structuredClone(stackConfigDoc("hub-prod"));
     mutate(doc);
-    try { parseFlatStackConfig(flatConfig(doc), "stacks/Pulumi.hub-prod.yaml", [], { now: NOW }); } catch (e) {
+    try {
+        parseFlatStackConfig(flatConfig(doc), "stacks/Pulumi.hub-prod.yaml", [], { now: NOW });
+    } catch (e) {
         if (e instanceof ConfigError) return e.issues.map((i) => `${i.key}: ${i.message}`);
         throw e;
     }
@@ -20,21 +22,35 @@ describe("hub file: AWS identities and key delivery are named, never assumed", (
     });
 
     it("an access-key slot without egress ranges, or with a range that is not a CIDR, is refused (main accepted both)", () => {
-        expect(hubIssues((d) => { delete d["platform:spokeIdentities"].hcm1.egressCidrs; })).toEqual([
-            expect.stringMatching(/^platform:spokeIdentities\.hcm1\.egressCidrs: /),
-        ]);
-        expect(hubIssues((d) => { d["platform:spokeIdentities"].hn1.egressCidrs = ["198.51.100.0/33"]; })).toEqual([
-            "platform:spokeIdentities.hn1.egressCidrs[0]: must be an IPv4 CIDR like 198.51.100.0/28",
-        ]);
+        expect(
+            hubIssues((d) => {
+                delete d["platform:spokeIdentities"].hcm1.egressCidrs;
+            }),
+        ).toEqual([expect.stringMatching(/^platform:spokeIdentities\.hcm1\.egressCidrs: /)]);
+        expect(
+            hubIssues((d) => {
+                d["platform:spokeIdentities"].hn1.egressCidrs = ["198.51.100.0/33"];
+            }),
+        ).toEqual(["platform:spokeIdentities.hn1.egressCidrs[0]: must be an IPv4 CIDR like 198.51.100.0/28"]);
     });
 
     it("the hub deployers and every tenant's key readers are named (no 'whoever ran the last up', no key in an output)", () => {
-        expect(hubIssues((d) => { delete d["platform:hubDeployers"]; })).toEqual([expect.stringMatching(/^platform:hubDeployers: /)]);
-        expect(hubIssues((d) => { delete d["platform:tenantKeys"].readers.globex; })).toEqual([
-            "platform:tenantKeys.readers: tenant \"globex\" has API keys but no readers: name the roles that may read platform/tenants/globex/api-keys",
+        expect(
+            hubIssues((d) => {
+                delete d["platform:hubDeployers"];
+            }),
+        ).toEqual([expect.stringMatching(/^platform:hubDeployers: /)]);
+        expect(
+            hubIssues((d) => {
+                delete d["platform:tenantKeys"].readers.globex;
+            }),
+        ).toEqual([
+            'platform:tenantKeys.readers: tenant "globex" has API keys but no readers: name the roles that may read platform/tenants/globex/api-keys',
         ]);
-        expect(hubIssues((d) => { d["platform:tenantKeys"].readers.initech = ["arn:aws:iam::111122223333:role/x"]; })).toEqual([
-            expect.stringMatching(/^platform:tenantKeys\.readers\.initech: unknown tenant "initech"/),
-        ]);
+        expect(
+            hubIssues((d) => {
+                d["platform:tenantKeys"].readers.initech = ["arn:aws:iam::111122223333:role/x"];
+            }),
+        ).toEqual([expect.stringMatching(/^platform:tenantKeys\.readers\.initech: unknown tenant "initech"/)]);
     });
 });

@@ -1,8 +1,8 @@
-import { execFile } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { promisify } from "util";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
 import { sourceUserPolicy, spokeRolePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
@@ -10,29 +10,42 @@ import { SpokeContractSchema } from "../config/contract";
 import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } from "../services/shared/bundle";
 import { contentHash } from "../services/shared/canonical";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
-import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
+import { UNKNOWN, unwrapWire } from "../tools/wire";
 import { byType, flatConfig, inputs, ROOT, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
 /** Spoke names of the repo's hub (`platform:spokes`), sorted. */
-const SPOKES: string[] = stackConfigDoc("hub-prod")["platform:spokes"].map((s: { name: string }) => s.name).sort();
+const SPOKES: string[] = stackConfigDoc("hub-prod")
+    ["platform:spokes"].map((s: { name: string }) => s.name)
+    .sort();
 
 const SEED = Buffer.alloc(32, 7);
 const LIMITS = { requestsPerSecond: 5, concurrentRequests: 8, tokensPerWindow: 1000, windowSeconds: 60 };
 const POLICY: Policy = {
     models: [{ id: "m", limits: LIMITS }],
     tenants: [{ id: "t", displayName: "T", teams: [{ id: "a", limits: LIMITS }] }],
-    apiKeys: [{ id: "k", sha256: "a".repeat(64), tenant: "t", team: "a", models: ["m"], expiresAt: "2027-01-01T00:00:00Z", limits: LIMITS }],
+    apiKeys: [
+        { id: "k", sha256: "a".repeat(64), tenant: "t", team: "a", models: ["m"], expiresAt: "2027-01-01T00:00:00Z", limits: LIMITS },
+    ],
 };
 
 describe("bundle revisions (pure)", () => {
     it("first publication is revision 1; the signed bundle verifies with the public key only", () => {
         const p = publishBundle(SEED, "hn1", POLICY, undefined);
-        expect(p).toMatchObject({ revision: 1, key: "spokes/hn1/bundles/1.json", currentKey: "spokes/hn1/current.json", contentHash: contentHash(POLICY) });
+        expect(p).toMatchObject({
+            revision: 1,
+            key: "spokes/hn1/bundles/1.json",
+            currentKey: "spokes/hn1/current.json",
+            contentHash: contentHash(POLICY),
+        });
         const b = verifyBundle(p.bundleJson, publicKeyFromSeed(SEED), "hn1");
         expect(b.revision).toBe(1);
         expect(b.policy).toEqual(POLICY);
-        expect(CurrentPointerSchema.parse(JSON.parse(p.currentJson))).toEqual({ revision: 1, key: "spokes/hn1/bundles/1.json", contentHash: contentHash(POLICY) });
+        expect(CurrentPointerSchema.parse(JSON.parse(p.currentJson))).toEqual({
+            revision: 1,
+            key: "spokes/hn1/bundles/1.json",
+            contentHash: contentHash(POLICY),
+        });
         expect(() => verifyBundle(p.bundleJson, publicKeyFromSeed(Buffer.alloc(32, 8)), "hn1")).toThrow(/signature does not verify/);
     });
 
@@ -54,12 +67,16 @@ describe("bundle revisions (pure)", () => {
 
     it("a new signing key with the same policy is a new revision (never rewrites an existing revision object)", () => {
         const first = publishBundle(SEED, "hn1", POLICY, undefined);
-        expect(nextRevision({ revision: 3, contentHash: first.contentHash, keyId: "0".repeat(16), key: "x" }, first.contentHash, first.keyId)).toBe(4);
+        expect(
+            nextRevision({ revision: 3, contentHash: first.contentHash, keyId: "0".repeat(16), key: "x" }, first.contentHash, first.keyId),
+        ).toBe(4);
     });
 
     it("malformed previous revisions are refused instead of restarting at 1", () => {
         expect(parsePreviousRevisions(undefined)).toEqual({});
-        expect(() => parsePreviousRevisions({ hn1: { revision: 0, contentHash: "x", keyId: "y", key: "z" } })).toThrow(/previous output policyRevisions is malformed \(hn1\.revision: /);
+        expect(() => parsePreviousRevisions({ hn1: { revision: 0, contentHash: "x", keyId: "y", key: "z" } })).toThrow(
+            /previous output policyRevisions is malformed \(hn1\.revision: /,
+        );
     });
 });
 
@@ -67,19 +84,34 @@ describe("bucket and identity policies (pure)", () => {
     it("bucket policy: deny statements only (what they allow and refuse is evaluated in test/aws-simulate.test.ts)", () => {
         const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k") as any;
         expect(doc.Statement.map((s: any) => [s.Sid, s.Effect])).toEqual([
-            ["DenyInsecureTransport", "Deny"], ["DenyOldTls", "Deny"], ["DenyOtherEncryption", "Deny"], ["DenyOtherKmsKeys", "Deny"], ["DenyAwsManagedKey", "Deny"],
+            ["DenyInsecureTransport", "Deny"],
+            ["DenyOldTls", "Deny"],
+            ["DenyOtherEncryption", "Deny"],
+            ["DenyOtherKmsKeys", "Deny"],
+            ["DenyAwsManagedKey", "Deny"],
         ]);
     });
 
     it("spoke role: named actions only, scoped to its own prefix, KMS only via S3, usage stream exact", () => {
-        const doc = spokeRolePolicy({ spoke: "hn1", bucketArn: "arn:aws:s3:::b", kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k", region: "ap-southeast-1", usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1" });
+        const doc = spokeRolePolicy({
+            spoke: "hn1",
+            bucketArn: "arn:aws:s3:::b",
+            kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k",
+            region: "ap-southeast-1",
+            usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1",
+        });
         for (const s of doc.Statement) {
             expect(s.Effect).toBe("Allow");
             for (const a of s.Action) expect(a).toMatch(/^[a-z0-9]+:[A-Za-z]+$/);
-            for (const r of [s.Resource ?? []].flat()) expect(r.startsWith("arn:aws:s3:::b/") ? r.startsWith("arn:aws:s3:::b/spokes/hn1/") : true).toBe(true);
+            for (const r of [s.Resource ?? []].flat())
+                expect(r.startsWith("arn:aws:s3:::b/") ? r.startsWith("arn:aws:s3:::b/spokes/hn1/") : true).toBe(true);
         }
         expect(doc.Statement.map((s) => [s.Sid, s.Action, s.Resource])).toEqual([
-            ["ReadOwnBundles", ["s3:GetObject", "s3:GetObjectVersion"], ["arn:aws:s3:::b/spokes/hn1/current.json", "arn:aws:s3:::b/spokes/hn1/bundles/*"]],
+            [
+                "ReadOwnBundles",
+                ["s3:GetObject", "s3:GetObjectVersion"],
+                ["arn:aws:s3:::b/spokes/hn1/current.json", "arn:aws:s3:::b/spokes/hn1/bundles/*"],
+            ],
             ["ListOwnPrefix", ["s3:ListBucket"], "arn:aws:s3:::b"],
             ["WriteOwnAcks", ["s3:PutObject"], "arn:aws:s3:::b/spokes/hn1/acks/*"],
             ["UseBucketKeyViaS3", ["kms:Decrypt", "kms:GenerateDataKey"], "arn:aws:kms:ap-southeast-1:1:key/k"],
@@ -87,14 +119,25 @@ describe("bucket and identity policies (pure)", () => {
         ]);
         expect(doc.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
         expect(doc.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
-        expect(spokeRolePolicy({ spoke: "hn1", bucketArn: "b", kmsKeyArn: "k", region: "r" }).Statement.map((s) => s.Sid)).not.toContain("PutUsageEvents");
-        expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([{ Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] }]);
-        expect(sourceUserPolicy("arn:aws:iam::1:role/r").Statement).toEqual([{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: "arn:aws:iam::1:role/r" }]);
+        expect(spokeRolePolicy({ spoke: "hn1", bucketArn: "b", kmsKeyArn: "k", region: "r" }).Statement.map((s) => s.Sid)).not.toContain(
+            "PutUsageEvents",
+        );
+        expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([
+            { Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] },
+        ]);
+        expect(sourceUserPolicy("arn:aws:iam::1:role/r").Statement).toEqual([
+            { Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: "arn:aws:iam::1:role/r" },
+        ]);
     });
 });
 
-const one = (rs: CapturedResource[], type: string) => { const x = byType(rs, type); expect(x, type).toHaveLength(1); return inputs(x[0]); };
-const objects = (r: RunStackResult) => Object.fromEntries(byType(r.resources, "aws:s3/bucketObjectv2:BucketObjectv2").map((o) => [o.name, inputs(o)]));
+const one = (rs: CapturedResource[], type: string) => {
+    const x = byType(rs, type);
+    expect(x, type).toHaveLength(1);
+    return inputs(x[0]);
+};
+const objects = (r: RunStackResult) =>
+    Object.fromEntries(byType(r.resources, "aws:s3/bucketObjectv2:BucketObjectv2").map((o) => [o.name, inputs(o)]));
 /** The hub's outputs as its next deployment's self StackReference reads them. */
 const asPrevious = (r: RunStackResult) => ({ "hub-prod": { outputs: r.outputs, secretOutputNames: [] } });
 
@@ -104,19 +147,34 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         const rs = hub.resources;
         const bucket = byType(rs, "aws:s3/bucket:Bucket").find((b) => b.name === "policy-store-bucket")!;
         const name = unwrapWire(bucket.outputs.bucket) as string;
-        expect(one(rs, "aws:s3/bucketVersioning:BucketVersioning")).toMatchObject({ bucket: name, versioningConfiguration: { status: "Enabled" } });
+        expect(one(rs, "aws:s3/bucketVersioning:BucketVersioning")).toMatchObject({
+            bucket: name,
+            versioningConfiguration: { status: "Enabled" },
+        });
         const enc = one(rs, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration");
         const key = byType(rs, "aws:kms/key:Key").find((k) => k.name === "policy-store-key")!;
         expect(inputs(key).enableKeyRotation).toBe(true);
-        expect(enc.rules).toEqual([{ applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: unwrapWire(key.outputs.arn) }, bucketKeyEnabled: true }]);
-        expect(one(rs, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")).toEqual({ bucket: name, blockPublicAcls: true, blockPublicPolicy: true, ignorePublicAcls: true, restrictPublicBuckets: true });
+        expect(enc.rules).toEqual([
+            {
+                applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: unwrapWire(key.outputs.arn) },
+                bucketKeyEnabled: true,
+            },
+        ]);
+        expect(one(rs, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")).toEqual({
+            bucket: name,
+            blockPublicAcls: true,
+            blockPublicPolicy: true,
+            ignorePublicAcls: true,
+            restrictPublicBuckets: true,
+        });
         expect(one(rs, "aws:s3/bucketOwnershipControls:BucketOwnershipControls").rule).toEqual({ objectOwnership: "BucketOwnerEnforced" });
         const policy = JSON.parse(one(rs, "aws:s3/bucketPolicy:BucketPolicy").policy);
         expect(policy).toEqual(policyBucketPolicy(`arn:aws:s3:::${name}`, unwrapWire(key.outputs.arn) as string));
         // Every AWS resource goes through the hub's explicit provider.
         const [provider] = byType(rs, "pulumi:providers:aws");
         expect(inputs(provider).region).toBe("ap-southeast-1");
-        for (const r of rs.filter((x) => x.custom && x.type.startsWith("aws:"))) expect(r.provider, `${r.type} ${r.name}`).toContain(provider.urn);
+        for (const r of rs.filter((x) => x.custom && x.type.startsWith("aws:")))
+            expect(r.provider, `${r.type} ${r.name}`).toContain(provider.urn);
     });
 
     it("per spoke: bundle + current pointer objects that verify with the contract's public key; contract carries the policy block", async () => {
@@ -128,20 +186,41 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         const model = unwrapWire(hub.outputs.accessModel);
         for (const spoke of SPOKES) {
             const c = SpokeContractSchema.parse(contracts[spoke]);
-            expect(c.policy).toMatchObject({ prefix: `spokes/${spoke}/`, region: "ap-southeast-1", revision: 1, contentHash: contentHash(model) });
+            expect(c.policy).toMatchObject({
+                prefix: `spokes/${spoke}/`,
+                region: "ap-southeast-1",
+                revision: 1,
+                contentHash: contentHash(model),
+            });
             const b = objs[`policy-store-${spoke}-bundle`];
-            expect(b).toMatchObject({ bucket: c.policy.bucket, key: `spokes/${spoke}/bundles/1.json`, serverSideEncryption: "aws:kms", kmsKeyId: c.policy.kmsKeyArn, contentType: "application/json" });
+            expect(b).toMatchObject({
+                bucket: c.policy.bucket,
+                key: `spokes/${spoke}/bundles/1.json`,
+                serverSideEncryption: "aws:kms",
+                kmsKeyId: c.policy.kmsKeyArn,
+                contentType: "application/json",
+            });
             const bundle = verifyBundle(b.content, c.policy.publicKey, spoke);
             expect(bundle.policy).toEqual(model);
-            expect(JSON.parse(objs[`policy-store-${spoke}-current`].content)).toEqual({ revision: 1, key: `spokes/${spoke}/bundles/1.json`, contentHash: c.policy.contentHash });
+            expect(JSON.parse(objs[`policy-store-${spoke}-current`].content)).toEqual({
+                revision: 1,
+                key: `spokes/${spoke}/bundles/1.json`,
+                contentHash: c.policy.contentHash,
+            });
             expect(c.policy.roleArn).toMatch(new RegExp(`^arn:aws:iam::123456789012:role/(platform/spokes/)?platform-spoke-${spoke}$`));
         }
         // Objects are written only once the bucket is versioned, encrypted and TLS-only; the pointer after its bundle.
         const urn = (type: string) => byType(hub.resources, type)[0].urn;
         const objRes = (n: string) => byType(hub.resources, "aws:s3/bucketObjectv2:BucketObjectv2").find((o) => o.name === n)!;
-        const ready = [urn("aws:s3/bucketVersioning:BucketVersioning"), urn("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"), urn("aws:s3/bucketPolicy:BucketPolicy")];
+        const ready = [
+            urn("aws:s3/bucketVersioning:BucketVersioning"),
+            urn("aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"),
+            urn("aws:s3/bucketPolicy:BucketPolicy"),
+        ];
         expect(objRes("policy-store-hn1-bundle").dependencies).toEqual(expect.arrayContaining(ready));
-        expect(objRes("policy-store-hn1-current").dependencies).toEqual(expect.arrayContaining([...ready, objRes("policy-store-hn1-bundle").urn]));
+        expect(objRes("policy-store-hn1-current").dependencies).toEqual(
+            expect.arrayContaining([...ready, objRes("policy-store-hn1-bundle").urn]),
+        );
     });
 
     it("unchanged policy on redeploy: identical revision, hash and object content; a changed limit: revision + 1", async () => {
@@ -160,7 +239,11 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         expect(objs["policy-store-hn1-bundle"].key).toBe("spokes/hn1/bundles/2.json");
         const c = SpokeContractSchema.parse((unwrapWire(third.outputs.spokeContracts) as any).hn1);
         expect(c.policy.revision).toBe(2);
-        expect(verifyBundle(objs["policy-store-hn1-bundle"].content, c.policy.publicKey, "hn1").policy.apiKeys.find((k) => k.id === "acme-search-prod")!.limits.requestsPerSecond).toBe(41);
+        expect(
+            verifyBundle(objs["policy-store-hn1-bundle"].content, c.policy.publicKey, "hn1").policy.apiKeys.find(
+                (k) => k.id === "acme-search-prod",
+            )!.limits.requestsPerSecond,
+        ).toBe(41);
         // ... and the redeploy after that keeps revision 2.
         const fourth = await runRepoStack("hub-prod", { config: flatConfig(doc), stackOutputs: asPrevious(third) });
         expect((unwrapWire(fourth.outputs.policyRevisions) as any).hn1.revision).toBe(2);
@@ -175,7 +258,9 @@ describe("PolicyStore under mocks (hub-prod)", () => {
             const doc = JSON.parse(inputs(p).policy);
             for (const s of doc.Statement) for (const a of s.Action) expect(a).not.toContain("*");
             // Grants only (the on-prem egress Deny covers every resource on purpose).
-            const s3 = doc.Statement.filter((s: any) => s.Effect === "Allow" && s.Action.some((a: string) => a.startsWith("s3:") && a !== "s3:ListBucket")).flatMap((s: any) => [s.Resource].flat());
+            const s3 = doc.Statement.filter(
+                (s: any) => s.Effect === "Allow" && s.Action.some((a: string) => a.startsWith("s3:") && a !== "s3:ListBucket"),
+            ).flatMap((s: any) => [s.Resource].flat());
             for (const r of s3) expect(r).toMatch(new RegExp(`^arn:aws:s3:::[^/]+/spokes/${spoke}/`));
             const usage = doc.Statement.find((s: any) => s.Sid === "PutUsageEvents");
             expect(usage.Resource).toMatch(new RegExp(`:stream/.*${spoke}`));
@@ -198,20 +283,42 @@ describe("offline render writes no key", () => {
     it("out/ (hub and spoke) never contains an API key, a spoke's AWS secret key or the counters password", async () => {
         // Mock outputs are deterministic, so the secrets computed here are the ones the renderer sees.
         const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
-        const keys = byType(hub.resources, "aws:secretsmanager/secretVersion:SecretVersion").filter((v) => v.name.startsWith("api-keys-"))
+        const keys = byType(hub.resources, "aws:secretsmanager/secretVersion:SecretVersion")
+            .filter((v) => v.name.startsWith("api-keys-"))
             .flatMap((v) => Object.values(JSON.parse(unwrapWire(v.inputs.secretString) as string) as Record<string, string>));
-        const awsSecrets = byType(hub.resources, "aws:iam/accessKey:AccessKey").map((k) => (unwrapWire(k.outputs) as { secret: string }).secret);
-        const counters = byType(spoke.resources, "random:index/randomPassword:RandomPassword").filter((p) => p.name.includes("counters")).map((p) => unwrapWire(p.outputs.result) as string);
+        const awsSecrets = byType(hub.resources, "aws:iam/accessKey:AccessKey").map(
+            (k) => (unwrapWire(k.outputs) as { secret: string }).secret,
+        );
+        const counters = byType(spoke.resources, "random:index/randomPassword:RandomPassword")
+            .filter((p) => p.name.includes("counters"))
+            .map((p) => unwrapWire(p.outputs.result) as string);
         expect(keys).toHaveLength(5);
         expect(awsSecrets).toHaveLength(SPOKES.length - 1); // the EKS spoke (sg1) has no key: EKS Pod Identity
         expect(counters).toHaveLength(1);
 
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
         try {
-            await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "spoke-hn1", "--out", dir], { cwd: ROOT });
+            await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "spoke-hn1", "--out", dir], {
+                cwd: ROOT,
+            });
             const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
             // Every text file of out/, the render report and its SVG pictures included (tools/report/).
-            expect(files.map((f) => path.basename(f)).sort()).toEqual(["manifests.yaml", "manifests.yaml", "map.png", "map.svg", "outputs.json", "outputs.json", "policy.json", "policy.json", "rails.png", "rails.svg", "report.md", "report.md", "resources.json", "resources.json"]);
+            expect(files.map((f) => path.basename(f)).sort()).toEqual([
+                "manifests.yaml",
+                "manifests.yaml",
+                "map.png",
+                "map.svg",
+                "outputs.json",
+                "outputs.json",
+                "policy.json",
+                "policy.json",
+                "rails.png",
+                "rails.svg",
+                "report.md",
+                "report.md",
+                "resources.json",
+                "resources.json",
+            ]);
             const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
             expect(text).toContain("policy-store-hn1-bundle");
             expect(text).not.toContain("sk-h200-");

@@ -5,8 +5,8 @@
  * `protect` refuses, or orphaned. A change that legitimately adds or renames hub resources updates that file in the
  * same pull request, where reviewers see every URN that moves.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runRepoStack } from "./helpers";
 
@@ -19,7 +19,9 @@ describe.each([false, true])("hub-prod URNs after the usage ledger split (previe
         const removed = BEFORE_SPLIT.filter((u) => !urns.has(u));
         const added = [...urns].filter((u) => !BEFORE_SPLIT.includes(u) && !u.endsWith("::pulumi:pulumi:Stack::platform-hub-prod"));
         expect({ removed, added }).toEqual({ removed: [], added: [] });
-        const protectedLedger = hub.resources.filter((r) => r.urn.includes("platform:hub:UsageLedger$") && r.options?.protect).map((r) => r.urn);
+        const protectedLedger = hub.resources
+            .filter((r) => r.urn.includes("platform:hub:UsageLedger$") && r.options?.protect)
+            .map((r) => r.urn);
         expect(protectedLedger.length).toBeGreaterThanOrEqual(7); // key, 3 streams, cluster, 2 instances
         for (const u of protectedLedger) expect(BEFORE_SPLIT).toContain(u);
     });

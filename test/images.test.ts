@@ -1,14 +1,14 @@
-import { execFile } from "child_process";
+import { execFile } from "node:child_process";
 import * as esbuild from "esbuild";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as ts from "typescript";
-import { promisify } from "util";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { REGISTRY, versions } from "../config/versions";
-import { affectedImages, dockerignorePatterns, ImageBuild, imageMatrix, inContext, registryHost } from "../tools/images";
+import { affectedImages, dockerignorePatterns, type ImageBuild, imageMatrix, inContext, registryHost } from "../tools/images";
 import { inputs, runHubAndSpoke, ROOT, STACKS, testTempDir } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
@@ -34,8 +34,15 @@ function oursInVersions(): { image: string; entry: Record<string, unknown> }[] {
 // ---------------------------------------------------------------------------------------------------------------
 // A small Dockerfile reader: enough of the syntax to follow what the build reads from the context.
 
-interface Instruction { op: string; rest: string }
-interface Stage { name?: string; from: string; instructions: Instruction[] }
+interface Instruction {
+    op: string;
+    rest: string;
+}
+interface Stage {
+    name?: string;
+    from: string;
+    instructions: Instruction[];
+}
 
 function parseDockerfile(text: string): Stage[] {
     const logical: string[] = [];
@@ -43,7 +50,10 @@ function parseDockerfile(text: string): Stage[] {
     for (const raw of text.split("\n")) {
         const t = raw.trim();
         if (t.startsWith("#") || t === "") continue; // comments and blank lines, also inside a continued instruction
-        if (t.endsWith("\\")) { cur += `${t.slice(0, -1)} `; continue; }
+        if (t.endsWith("\\")) {
+            cur += `${t.slice(0, -1)} `;
+            continue;
+        }
         logical.push(cur + t);
         cur = "";
     }
@@ -80,14 +90,22 @@ function workdirAt(stage: Stage, i: number): string {
     return wd;
 }
 
-interface Copy { from?: string; sources: string[]; dest: string }
+interface Copy {
+    from?: string;
+    sources: string[];
+    dest: string;
+}
 
 function parseCopy(stage: Stage, i: number): Copy {
     const rest = stage.instructions[i].rest;
     let words = rest.startsWith("[") ? (JSON.parse(rest) as string[]) : rest.split(/\s+/);
     const from = words.find((w) => w.startsWith("--from="))?.slice("--from=".length);
     words = words.filter((w) => !w.startsWith("--"));
-    return { from, sources: words.slice(0, -1), dest: path.posix.resolve(workdirAt(stage, i), words[words.length - 1]) + (words[words.length - 1].endsWith("/") ? "/" : "") };
+    return {
+        from,
+        sources: words.slice(0, -1),
+        dest: path.posix.resolve(workdirAt(stage, i), words[words.length - 1]) + (words[words.length - 1].endsWith("/") ? "/" : ""),
+    };
 }
 
 /** Repository path of a path inside a stage, following that stage's COPY instructions from the build context. */
@@ -166,13 +184,21 @@ describe("npm run images: the images of ours, from config/versions.ts", () => {
         expect(matrix.map((b) => b.image).sort()).toEqual(ours.map((o) => o.image).sort());
         for (const b of matrix) {
             const entry = ours.find((o) => o.image === b.image)!.entry;
-            expect(b).toEqual({ name: b.image.slice(b.image.lastIndexOf("/") + 1), dockerfile: entry.dockerfile, image: entry.image, tag: entry.version });
+            expect(b).toEqual({
+                name: b.image.slice(b.image.lastIndexOf("/") + 1),
+                dockerfile: entry.dockerfile,
+                image: entry.image,
+                tag: entry.version,
+            });
         }
         expect(new Set(matrix.map((b) => b.name)).size).toBe(matrix.length);
     });
 
     it("pushes exactly the image:tag references the Pulumi program deploys (hub and every spoke)", async () => {
-        const spokes = fs.readdirSync(STACKS).map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1]).filter((n): n is string => !!n)
+        const spokes = fs
+            .readdirSync(STACKS)
+            .map((f) => /^Pulumi\.(.+)\.ya?ml$/.exec(f)?.[1])
+            .filter((n): n is string => !!n)
             .filter((n) => YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${n}.yaml`), "utf8")).config["platform:role"] !== "hub");
         expect(spokes.length).toBeGreaterThan(0);
         const deployed = new Set<string>();
@@ -188,17 +214,46 @@ describe("npm run images: the images of ours, from config/versions.ts", () => {
 
     it("refuses an image of ours without a Dockerfile, a Dockerfile on someone else's image, and a bad tag", () => {
         const auth = "services/auth/Dockerfile";
-        expect(() => imageMatrix({ a: { image: "registry.example.com/team/svc", version: "1.0.0" } }, "registry.example.com/team")).toThrow(/versions\.a: .* must name its Dockerfile/);
-        expect(() => imageMatrix({ a: { image: "docker.io/library/redis", version: "7", dockerfile: auth } }, "registry.example.com/team")).toThrow(/names a dockerfile but its image docker.io\/library\/redis is not under/);
-        expect(() => imageMatrix({ a: { image: "registry.example.com/team/svc", version: "1.0.0", dockerfile: "services/nope/Dockerfile" } }, "registry.example.com/team")).toThrow(/does not exist/);
-        expect(() => imageMatrix({ a: { image: "registry.example.com/team/svc", version: "1.0 beta", dockerfile: auth } }, "registry.example.com/team")).toThrow(/not a valid image tag/);
-        expect(() => imageMatrix({ a: { image: "r.example.com/x/svc", version: "1", dockerfile: auth }, b: { image: "r.example.com/y/svc", version: "1", dockerfile: auth } }, "r.example.com")).toThrow(/share the name svc/);
+        expect(() => imageMatrix({ a: { image: "registry.example.com/team/svc", version: "1.0.0" } }, "registry.example.com/team")).toThrow(
+            /versions\.a: .* must name its Dockerfile/,
+        );
+        expect(() =>
+            imageMatrix({ a: { image: "docker.io/library/redis", version: "7", dockerfile: auth } }, "registry.example.com/team"),
+        ).toThrow(/names a dockerfile but its image docker.io\/library\/redis is not under/);
+        expect(() =>
+            imageMatrix(
+                { a: { image: "registry.example.com/team/svc", version: "1.0.0", dockerfile: "services/nope/Dockerfile" } },
+                "registry.example.com/team",
+            ),
+        ).toThrow(/does not exist/);
+        expect(() =>
+            imageMatrix(
+                { a: { image: "registry.example.com/team/svc", version: "1.0 beta", dockerfile: auth } },
+                "registry.example.com/team",
+            ),
+        ).toThrow(/not a valid image tag/);
+        expect(() =>
+            imageMatrix(
+                {
+                    a: { image: "r.example.com/x/svc", version: "1", dockerfile: auth },
+                    b: { image: "r.example.com/y/svc", version: "1", dockerfile: auth },
+                },
+                "r.example.com",
+            ),
+        ).toThrow(/share the name svc/);
     });
 
     it("follows the registry prefix: another REGISTRY, nested entries and repository + image entries", () => {
         const table = {
             upstream: { image: "ghcr.io/mellanox/plugin", version: "v1" },
-            nested: { svc: { repository: "registry.example.com/team", image: "svc", version: "2.0.0", dockerfile: "services/metering/Dockerfile" } },
+            nested: {
+                svc: {
+                    repository: "registry.example.com/team",
+                    image: "svc",
+                    version: "2.0.0",
+                    dockerfile: "services/metering/Dockerfile",
+                },
+            },
             other: { image: "registry.example.com/team/auth", version: "1.0.0", dockerfile: "services/auth/Dockerfile" },
         };
         expect(imageMatrix(table, "registry.example.com/team/")).toEqual([
@@ -215,9 +270,24 @@ describe("npm run images: the images of ours, from config/versions.ts", () => {
     it("the CLI prints the matrix and writes images, registry and changed for GitHub Actions", async () => {
         const cli = async (args: string[]) => {
             const out = path.join(testTempDir("gh-"), "output");
-            const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/images.ts", ...args], { cwd: ROOT, env: { ...process.env, GITHUB_OUTPUT: out } });
-            const lines = Object.fromEntries(fs.readFileSync(out, "utf8").trim().split("\n").map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
-            return { stdout: JSON.parse(r.stdout), stderr: r.stderr, images: JSON.parse(lines.images), registry: lines.registry, changed: JSON.parse(lines.changed) };
+            const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/images.ts", ...args], {
+                cwd: ROOT,
+                env: { ...process.env, GITHUB_OUTPUT: out },
+            });
+            const lines = Object.fromEntries(
+                fs
+                    .readFileSync(out, "utf8")
+                    .trim()
+                    .split("\n")
+                    .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+            );
+            return {
+                stdout: JSON.parse(r.stdout),
+                stderr: r.stderr,
+                images: JSON.parse(lines.images),
+                registry: lines.registry,
+                changed: JSON.parse(lines.changed),
+            };
         };
         const all = matrix.map((b) => b.name);
         const head = await cli(["--base", "HEAD"]);
@@ -238,8 +308,26 @@ describe("the build context (<Dockerfile>.dockerignore, BuildKit)", () => {
 
     it("follows the .dockerignore rules: last match wins, ! re-includes, a matched directory covers its files", () => {
         expect(auth[0]).toBe("*");
-        for (const f of ["package.json", "package-lock.json", "tsconfig.json", "services/auth/main.ts", "services/auth/tsconfig.build.json", "services/shared/bundle.ts"]) expect(inContext(f, auth), f).toBe(true);
-        for (const f of ["README.md", "services/auth/README.md", "services/auth/policy.test.ts", "services/auth/test/client.ts", "services/auth/bench.ts", "services/ledger/ledger.ts", "stacks/Pulumi.hub-prod.yaml", "node_modules/zod/package.json"]) expect(inContext(f, auth), f).toBe(false);
+        for (const f of [
+            "package.json",
+            "package-lock.json",
+            "tsconfig.json",
+            "services/auth/main.ts",
+            "services/auth/tsconfig.build.json",
+            "services/shared/bundle.ts",
+        ])
+            expect(inContext(f, auth), f).toBe(true);
+        for (const f of [
+            "README.md",
+            "services/auth/README.md",
+            "services/auth/policy.test.ts",
+            "services/auth/test/client.ts",
+            "services/auth/bench.ts",
+            "services/ledger/ledger.ts",
+            "stacks/Pulumi.hub-prod.yaml",
+            "node_modules/zod/package.json",
+        ])
+            expect(inContext(f, auth), f).toBe(false);
         expect(inContext("a/b/c.txt", [])).toBe(true);
         expect(inContext("a/b/c.txt", ["a"])).toBe(false);
         expect(inContext("a/b/c.txt", ["a", "!a/b"])).toBe(true);
@@ -257,7 +345,19 @@ describe("the build context (<Dockerfile>.dockerignore, BuildKit)", () => {
         expect(affectedImages(["services/metering/Dockerfile.dockerignore"], matrix)).toEqual([m]);
         expect(affectedImages(["services/shared/identity.ts"], matrix).sort()).toEqual([a, m].sort());
         expect(affectedImages(["package-lock.json"], matrix).sort()).toEqual([a, m].sort());
-        expect(affectedImages(["services/auth/service.test.ts", "services/auth/README.md", "README.md", "config/versions.ts", "stacks/Pulumi.hub-prod.yaml", "services/ledger/ledger.ts"], matrix)).toEqual([]);
+        expect(
+            affectedImages(
+                [
+                    "services/auth/service.test.ts",
+                    "services/auth/README.md",
+                    "README.md",
+                    "config/versions.ts",
+                    "stacks/Pulumi.hub-prod.yaml",
+                    "services/ledger/ledger.ts",
+                ],
+                matrix,
+            ),
+        ).toEqual([]);
     });
 });
 
@@ -288,18 +388,23 @@ describe.each(matrix)("Dockerfile of $name", (b: ImageBuild) => {
 
     it("every COPY source exists in the repository and reaches the build context", () => {
         let copied = 0;
-        for (const s of stages) s.instructions.forEach((x, j) => {
-            if (x.op !== "COPY") return;
-            const c = parseCopy(s, j);
-            if (c.from) return;
-            for (const src of c.sources) {
-                copied++;
-                const clean = src.replace(/\/$/, "");
-                expect(fs.existsSync(path.join(ROOT, clean)), `COPY ${src}: not in the repository`).toBe(true);
-                expect(inContext(clean, patterns), `COPY ${src}: excluded by the .dockerignore`).toBe(true);
-                if (fs.statSync(path.join(ROOT, clean)).isDirectory()) expect(filesUnder(clean).some((f) => inContext(f, patterns)), `COPY ${src}: no file of it reaches the context`).toBe(true);
-            }
-        });
+        for (const s of stages)
+            s.instructions.forEach((x, j) => {
+                if (x.op !== "COPY") return;
+                const c = parseCopy(s, j);
+                if (c.from) return;
+                for (const src of c.sources) {
+                    copied++;
+                    const clean = src.replace(/\/$/, "");
+                    expect(fs.existsSync(path.join(ROOT, clean)), `COPY ${src}: not in the repository`).toBe(true);
+                    expect(inContext(clean, patterns), `COPY ${src}: excluded by the .dockerignore`).toBe(true);
+                    if (fs.statSync(path.join(ROOT, clean)).isDirectory())
+                        expect(
+                            filesUnder(clean).some((f) => inContext(f, patterns)),
+                            `COPY ${src}: no file of it reaches the context`,
+                        ).toBe(true);
+                }
+            });
         expect(copied).toBeGreaterThan(0);
     });
 
@@ -313,12 +418,20 @@ describe.each(matrix)("Dockerfile of $name", (b: ImageBuild) => {
             expect(inContext(e, patterns), e).toBe(true);
         }
         const result = await esbuild.build({
-            entryPoints: entries.map((e) => path.join(ROOT, e)), absWorkingDir: ROOT, bundle: true, platform: "node",
-            packages: "external", write: false, metafile: true, logLevel: "silent", outdir: path.join(os.tmpdir(), "images-test-out"),
+            entryPoints: entries.map((e) => path.join(ROOT, e)),
+            absWorkingDir: ROOT,
+            bundle: true,
+            platform: "node",
+            packages: "external",
+            write: false,
+            metafile: true,
+            logLevel: "silent",
+            outdir: path.join(os.tmpdir(), "images-test-out"),
         });
         const local = Object.keys(result.metafile.inputs).filter((f) => !f.startsWith("node_modules/"));
         expect(local).toEqual(expect.arrayContaining(entries));
-        for (const f of local) expect(inContext(f, patterns), `${f} (imported by ${entries.join(", ")}) is not in the build context`).toBe(true);
+        for (const f of local)
+            expect(inContext(f, patterns), `${f} (imported by ${entries.join(", ")}) is not in the build context`).toBe(true);
     });
 });
 
@@ -330,10 +443,15 @@ describe("images.yml", () => {
     it("names no image, Dockerfile, tag or registry: everything comes from npm run images", () => {
         expect(text).not.toContain(REGISTRY);
         for (const b of matrix) {
-            for (const literal of [b.name, b.image, b.dockerfile, path.posix.dirname(b.dockerfile), `:${b.tag}`]) expect(text, `images.yml names ${literal}`).not.toContain(literal);
+            for (const literal of [b.name, b.image, b.dockerfile, path.posix.dirname(b.dockerfile), `:${b.tag}`])
+                expect(text, `images.yml names ${literal}`).not.toContain(literal);
         }
         expect(steps("plan").find((s) => s.id === "images")!.run).toMatch(/npm run --silent images -- --base "origin\/\$BASE_REF"/);
-        expect(wf.jobs.plan.outputs).toEqual({ images: "${{ steps.images.outputs.images }}", changed: "${{ steps.images.outputs.changed }}", registry: "${{ steps.images.outputs.registry }}" });
+        expect(wf.jobs.plan.outputs).toEqual({
+            images: "${{ steps.images.outputs.images }}",
+            changed: "${{ steps.images.outputs.changed }}",
+            registry: "${{ steps.images.outputs.registry }}",
+        });
         for (const j of ["build", "publish"]) {
             expect(wf.jobs[j].needs).toBe("plan");
             expect(wf.jobs[j].strategy.matrix).toEqual({ include: "${{ fromJSON(needs.plan.outputs.images) }}" });
@@ -347,14 +465,27 @@ describe("images.yml", () => {
         expect(wf.on.push.branches).toEqual(["main"]);
         expect(wf.on.push.tags).toEqual(["v*"]);
         for (const ev of ["pull_request", "push"]) {
-            for (const p of ["services/**", "package.json", "package-lock.json", "tsconfig.json", "config/versions.ts", ".github/workflows/images.yml", "tools/images.ts", "tools/image-guard.sh"]) expect(wf.on[ev].paths, `${ev} ${p}`).toContain(p);
+            for (const p of [
+                "services/**",
+                "package.json",
+                "package-lock.json",
+                "tsconfig.json",
+                "config/versions.ts",
+                ".github/workflows/images.yml",
+                "tools/images.ts",
+                "tools/image-guard.sh",
+            ])
+                expect(wf.on[ev].paths, `${ev} ${p}`).toContain(p);
         }
         expect(wf.jobs.build.if).toMatch(/github\.event_name == 'pull_request'/);
         expect(wf.jobs.publish.if).toMatch(/github\.event_name == 'push'/);
         expect(steps("build").find((s) => s.uses === "docker/build-push-action@v6")!.with.push).toBe(false);
         const push = steps("publish").find((s) => s.uses === "docker/build-push-action@v6")!;
         expect(push.with.push).toBe(true);
-        expect(push.with.tags.trim().split("\n")).toEqual(["${{ matrix.image }}:${{ matrix.tag }}", "${{ matrix.image }}:sha-${{ steps.commit.outputs.short }}"]);
+        expect(push.with.tags.trim().split("\n")).toEqual([
+            "${{ matrix.image }}:${{ matrix.tag }}",
+            "${{ matrix.image }}:sha-${{ steps.commit.outputs.short }}",
+        ]);
         expect(steps("publish").find((s) => s.id === "commit")!.run).toContain("git rev-parse --short=7 HEAD");
     });
 
@@ -364,8 +495,17 @@ describe("images.yml", () => {
             expect(job.permissions?.packages === "write", name).toBe(name === "publish");
         }
         const login = steps("publish").find((s) => s.uses === "docker/login-action@v3")!;
-        expect(login.with).toEqual({ registry: "${{ needs.plan.outputs.registry }}", username: "${{ github.actor }}", password: "${{ secrets.GITHUB_TOKEN }}" });
-        for (const j of ["build", "publish"]) expect(steps(j).map((s) => s.uses).filter(Boolean)).toEqual(expect.arrayContaining(["docker/setup-buildx-action@v3", "docker/build-push-action@v6"]));
+        expect(login.with).toEqual({
+            registry: "${{ needs.plan.outputs.registry }}",
+            username: "${{ github.actor }}",
+            password: "${{ secrets.GITHUB_TOKEN }}",
+        });
+        for (const j of ["build", "publish"])
+            expect(
+                steps(j)
+                    .map((s) => s.uses)
+                    .filter(Boolean),
+            ).toEqual(expect.arrayContaining(["docker/setup-buildx-action@v3", "docker/build-push-action@v6"]));
         for (const s of Object.values<any>(wf.jobs).flatMap((j) => j.steps)) if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
     });
 
@@ -373,7 +513,10 @@ describe("images.yml", () => {
         for (const j of ["build", "publish"]) {
             const i = steps(j).findIndex((s) => /bash tools\/image-guard\.sh "\$REF" "\$CHANGED"/.test(s.run ?? ""));
             expect(i, j).toBeGreaterThan(-1);
-            expect(steps(j)[i].env).toEqual({ REF: "${{ matrix.image }}:${{ matrix.tag }}", CHANGED: "${{ contains(fromJSON(needs.plan.outputs.changed), matrix.name) }}" });
+            expect(steps(j)[i].env).toEqual({
+                REF: "${{ matrix.image }}:${{ matrix.tag }}",
+                CHANGED: "${{ contains(fromJSON(needs.plan.outputs.changed), matrix.name) }}",
+            });
             expect(steps(j).findIndex((s) => s.uses === "docker/build-push-action@v6")).toBeGreaterThan(i);
         }
         const guard = steps("publish").find((s) => s.id === "guard")!;
@@ -391,11 +534,18 @@ describe("tools/image-guard.sh: published tags are immutable", () => {
     /** Runs the guard with a fake `docker` whose `buildx imagetools inspect` exits `rc` printing `say`. */
     async function guard(rc: number, say: string, changed: boolean) {
         const dir = testTempDir("guard-");
-        fs.writeFileSync(path.join(dir, "docker"), `#!/bin/sh\n[ "$1 $2 $3" = "buildx imagetools inspect" ] || exit 99\necho "$FAKE_SAY" >&2\nexit ${rc}\n`, { mode: 0o755 });
+        fs.writeFileSync(
+            path.join(dir, "docker"),
+            `#!/bin/sh\n[ "$1 $2 $3" = "buildx imagetools inspect" ] || exit 99\necho "$FAKE_SAY" >&2\nexit ${rc}\n`,
+            { mode: 0o755 },
+        );
         const out = path.join(dir, "output");
         const env = { ...process.env, PATH: `${dir}:${process.env.PATH}`, GITHUB_OUTPUT: out, FAKE_SAY: say };
         try {
-            const r = await run("bash", ["tools/image-guard.sh", "registry.example.com/team/svc:1.0.0", String(changed)], { cwd: ROOT, env });
+            const r = await run("bash", ["tools/image-guard.sh", "registry.example.com/team/svc:1.0.0", String(changed)], {
+                cwd: ROOT,
+                env,
+            });
             return { code: 0, stdout: r.stdout, output: fs.readFileSync(out, "utf8") };
         } catch (e) {
             const x = e as { code: number; stdout: string };
@@ -404,8 +554,14 @@ describe("tools/image-guard.sh: published tags are immutable", () => {
     }
 
     it("a tag not published yet is pushed (not found, or GHCR's denial for a package that does not exist)", async () => {
-        for (const say of ["ERROR: registry.example.com/team/svc:1.0.0: not found", "ERROR: manifest unknown", "ERROR: denied: denied", "ERROR: unauthorized: authentication required"]) {
-            for (const changed of [true, false]) expect(await guard(1, say, changed), say).toMatchObject({ code: 0, output: "publish=true\n" });
+        for (const say of [
+            "ERROR: registry.example.com/team/svc:1.0.0: not found",
+            "ERROR: manifest unknown",
+            "ERROR: denied: denied",
+            "ERROR: unauthorized: authentication required",
+        ]) {
+            for (const changed of [true, false])
+                expect(await guard(1, say, changed), say).toMatchObject({ code: 0, output: "publish=true\n" });
         }
     });
 
@@ -414,7 +570,9 @@ describe("tools/image-guard.sh: published tags are immutable", () => {
         const changed = await guard(0, "Name: registry.example.com/team/svc:1.0.0", true);
         expect(changed.code).toBe(1);
         expect(changed.output).toBe("");
-        expect(changed.stdout).toMatch(/::error title=Image tag registry\.example\.com\/team\/svc:1\.0\.0 is already published::.*Bump the image's version in config\/versions\.ts/);
+        expect(changed.stdout).toMatch(
+            /::error title=Image tag registry\.example\.com\/team\/svc:1\.0\.0 is already published::.*Bump the image's version in config\/versions\.ts/,
+        );
     });
 
     it("an unclear registry answer fails the job instead of guessing", async () => {

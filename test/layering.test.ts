@@ -38,8 +38,7 @@ const ALLOWED: Record<Layer, Layer[]> = {
  * Known edges awaiting a change on another branch, each with its reason. Keep empty; an entry that no longer
  * exists fails the test, so the list only shrinks.
  */
-const PENDING: Record<string, string> = {
-};
+const PENDING: Record<string, string> = {};
 
 /** Packages a module imported into the Pulumi program from services/ may load at run time. */
 const CONTRACT_PACKAGES = new Set(["zod"]);

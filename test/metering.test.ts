@@ -1,5 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { collectorValues, meteringEnv, spoolMaxBytes } from "../components/spoke/Metering";
 import { bundleLambda, bundleUsageConsumer, consumerPolicy, usageStreamName } from "../components/hub/UsageLedger";
@@ -12,7 +12,17 @@ import { byType, inputs, runHubAndSpoke } from "./helpers";
 describe("metering config", () => {
     it("defaults live in the schemas", () => {
         const hub = UsageLedgerConfigSchema.parse({});
-        expect(hub).toEqual({ vpcCidr: "10.250.0.0/22", engineVersion: "16.6", minAcu: 0.5, maxAcu: 8, instances: 2, backupRetentionDays: 14, streamRetentionHours: 168, consumerBatchSize: 500, deletionProtection: true });
+        expect(hub).toEqual({
+            vpcCidr: "10.250.0.0/22",
+            engineVersion: "16.6",
+            minAcu: 0.5,
+            maxAcu: 8,
+            instances: 2,
+            backupRetentionDays: 14,
+            streamRetentionHours: 168,
+            consumerBatchSize: 500,
+            deletionProtection: true,
+        });
         expect(ledgerAvailabilityZones(hub, "ap-southeast-1")).toEqual(["ap-southeast-1a", "ap-southeast-1b"]);
         expect(MeteringConfigSchema.parse({})).toEqual({ replicas: 2, spoolVolumeGiB: 20, collectorReplicas: 2, collectorQueueGiB: 5 });
         expect(UsageLedgerConfigSchema.safeParse({ minAcu: 16, maxAcu: 8 }).success).toBe(false);
@@ -20,10 +30,21 @@ describe("metering config", () => {
     });
 
     it("the consumer may read exactly the usage streams and nothing else of Kinesis but ListStreams", () => {
-        const p = consumerPolicy({ streamArns: ["arn:s1"], queueArn: "arn:q", secretArn: "arn:sec", kmsKeyArn: "arn:k", logGroupArn: "arn:lg", region: "ap-southeast-1" });
+        const p = consumerPolicy({
+            streamArns: ["arn:s1"],
+            queueArn: "arn:q",
+            secretArn: "arn:sec",
+            kmsKeyArn: "arn:k",
+            logGroupArn: "arn:lg",
+            region: "ap-southeast-1",
+        });
         expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
-            ["ReadUsageStreams", ["arn:s1"]], ["ListStreams", "*"], ["FailureDestination", "arn:q"], ["DatabasePassword", "arn:sec"],
-            ["DecryptDatabasePassword", "arn:k"], ["Logs", "arn:lg:*"],
+            ["ReadUsageStreams", ["arn:s1"]],
+            ["ListStreams", "*"],
+            ["FailureDestination", "arn:q"],
+            ["DatabasePassword", "arn:sec"],
+            ["DecryptDatabasePassword", "arn:k"],
+            ["Logs", "arn:lg:*"],
         ]);
     });
 
@@ -31,9 +52,19 @@ describe("metering config", () => {
         const v = collectorValues({ namespace: "platform-system", replicas: 2, queueGiB: 5 }) as any;
         const exp = v.alternateConfig.exporters["otlphttp/metering"];
         expect(exp.logs_endpoint).toBe("http://metering.platform-system.svc.cluster.local:8080/v1/logs");
-        expect([exp.encoding, exp.sending_queue.storage, exp.retry_on_failure.max_elapsed_time]).toEqual(["json", "file_storage/queue", "0s"]);
-        expect(v.alternateConfig.extensions["file_storage/queue"]).toEqual({ directory: "/var/lib/otelcol/queue", fsync: true, timeout: "5s" });
-        expect(v.alternateConfig.service.pipelines).toEqual({ logs: { receivers: ["otlp"], processors: ["memory_limiter"], exporters: ["otlphttp/metering"] } });
+        expect([exp.encoding, exp.sending_queue.storage, exp.retry_on_failure.max_elapsed_time]).toEqual([
+            "json",
+            "file_storage/queue",
+            "0s",
+        ]);
+        expect(v.alternateConfig.extensions["file_storage/queue"]).toEqual({
+            directory: "/var/lib/otelcol/queue",
+            fsync: true,
+            timeout: "5s",
+        });
+        expect(v.alternateConfig.service.pipelines).toEqual({
+            logs: { receivers: ["otlp"], processors: ["memory_limiter"], exporters: ["otlphttp/metering"] },
+        });
         expect(v.fullnameOverride).toBe(METERING_ACCESS_LOG_COLLECTOR.service);
         expect(v.statefulset.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("5Gi");
     });
@@ -65,7 +96,12 @@ describe("metering in the rendered stacks (mocks)", () => {
         const spokes = streams.map((s) => s.name.replace("platform-usage-", "")).sort();
         expect(spokes.length).toBeGreaterThanOrEqual(2);
         for (const s of streams) {
-            expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual(["KMS", "alias/aws/kinesis", 168, "ON_DEMAND"]);
+            expect([s.encryptionType, s.kmsKeyId, s.retentionPeriod, s.streamModeDetails.streamMode]).toEqual([
+                "KMS",
+                "alias/aws/kinesis",
+                168,
+                "ON_DEMAND",
+            ]);
         }
         const fn = inputs(byType(hub.resources, "aws:lambda/function:Function").find((f) => f.name === "usage-ledger-consumer")!);
         expect([fn.runtime, fn.handler, fn.sourceCodeHash]).toEqual(["nodejs24.x", "index.handler", bundleUsageConsumer().sha256]);
@@ -74,29 +110,63 @@ describe("metering in the rendered stacks (mocks)", () => {
         const maps = byType(hub.resources, "aws:lambda/eventSourceMapping:EventSourceMapping").map(inputs);
         expect(maps.length).toBe(spokes.length);
         for (const m of maps) {
-            expect([m.destinationConfig.onFailure.destinationArn, m.bisectBatchOnFunctionError, m.maximumRetryAttempts, m.maximumRecordAgeInSeconds, m.startingPosition])
-                .toEqual([queueArn, true, -1, 144 * 3600, "TRIM_HORIZON"]);
+            expect([
+                m.destinationConfig.onFailure.destinationArn,
+                m.bisectBatchOnFunctionError,
+                m.maximumRetryAttempts,
+                m.maximumRecordAgeInSeconds,
+                m.startingPosition,
+            ]).toEqual([queueArn, true, -1, 144 * 3600, "TRIM_HORIZON"]);
         }
         const db = byType(hub.resources, "aws:rds/cluster:Cluster")[0];
         const dbIn = inputs(db);
-        expect([dbIn.engine, dbIn.engineMode, dbIn.storageEncrypted, dbIn.serverlessv2ScalingConfiguration]).toEqual(["aurora-postgresql", "provisioned", true, { minCapacity: 0.5, maxCapacity: 8 }]);
+        expect([dbIn.engine, dbIn.engineMode, dbIn.storageEncrypted, dbIn.serverlessv2ScalingConfiguration]).toEqual([
+            "aurora-postgresql",
+            "provisioned",
+            true,
+            { minCapacity: 0.5, maxCapacity: 8 },
+        ]);
         // The master password is managed and rotated by RDS: never in the program or its state.
         expect(dbIn.manageMasterUserPassword).toBe(true);
         expect(db.inputs.masterPassword).toBeUndefined();
-        expect(byType(hub.resources, "aws:rds/clusterInstance:ClusterInstance").map((r) => inputs(r).instanceClass)).toEqual(["db.serverless", "db.serverless"]);
-        expect(JSON.stringify(hub.outputs)).not.toContain(String(unwrapWire(byType(hub.resources, "random:index/randomPassword:RandomPassword").find((r) => r.name === "usage-ledger-ingest-password")!.outputs.result)));
+        expect(byType(hub.resources, "aws:rds/clusterInstance:ClusterInstance").map((r) => inputs(r).instanceClass)).toEqual([
+            "db.serverless",
+            "db.serverless",
+        ]);
+        expect(JSON.stringify(hub.outputs)).not.toContain(
+            String(
+                unwrapWire(
+                    byType(hub.resources, "random:index/randomPassword:RandomPassword").find(
+                        (r) => r.name === "usage-ledger-ingest-password",
+                    )!.outputs.result,
+                ),
+            ),
+        );
 
         // Spoke identities: PutRecord(s) on exactly their own stream.
         for (const s of spokes) {
             const pol = JSON.parse(inputs(hub.resources.find((r) => r.name === `spoke-${s}-permissions`)!).policy);
             const put = pol.Statement.filter((x: any) => x.Effect === "Allow" && JSON.stringify(x.Action).includes("kinesis"));
-            expect(put).toEqual([{ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecord", "kinesis:PutRecords"], Resource: `arn:aws:kinesis:ap-southeast-1:123456789012:stream/${usageStreamName(s)}` }]);
+            expect(put).toEqual([
+                {
+                    Sid: "PutUsageEvents",
+                    Effect: "Allow",
+                    Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
+                    Resource: `arn:aws:kinesis:ap-southeast-1:123456789012:stream/${usageStreamName(s)}`,
+                },
+            ]);
         }
         const contract = SpokeContractSchema.parse((unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>).hn1);
-        expect(contract.usage).toEqual({ streamName: "platform-usage-hn1", streamArn: "arn:aws:kinesis:ap-southeast-1:123456789012:stream/platform-usage-hn1", region: "ap-southeast-1" });
+        expect(contract.usage).toEqual({
+            streamName: "platform-usage-hn1",
+            streamArn: "arn:aws:kinesis:ap-southeast-1:123456789012:stream/platform-usage-hn1",
+            region: "ap-southeast-1",
+        });
 
         // Spoke: StatefulSet with a spool volume per pod shipping to its stream; collector; grant; secrets stay secret.
-        const sts = byType(spoke.resources, "kubernetes:apps/v1:StatefulSet").map(inputs).find((x) => x.metadata.name === "metering")!;
+        const sts = byType(spoke.resources, "kubernetes:apps/v1:StatefulSet")
+            .map(inputs)
+            .find((x) => x.metadata.name === "metering")!;
         expect(sts.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe("20Gi");
         expect(sts.spec.persistentVolumeClaimRetentionPolicy).toEqual({ whenDeleted: "Retain", whenScaled: "Retain" });
         const env = Object.fromEntries(sts.spec.template.spec.containers[0].env.map((e: any) => [e.name, e.value ?? e.valueFrom]));
@@ -105,9 +175,13 @@ describe("metering in the rendered stacks (mocks)", () => {
             METERING_INSTANCE: { fieldRef: { fieldPath: "metadata.name" } },
             METERING_REDIS_URL: { secretKeyRef: { name: "metering-redis", key: "url" } },
         });
-        const redis = spoke.resources.find((r) => r.type === "kubernetes:core/v1:Secret" && (unwrapWire(r.inputs) as any).metadata.name === "metering-redis")!;
+        const redis = spoke.resources.find(
+            (r) => r.type === "kubernetes:core/v1:Secret" && (unwrapWire(r.inputs) as any).metadata.name === "metering-redis",
+        )!;
         expect(containsSecret(redis.inputs.stringData)).toBe(true);
-        const rel = byType(spoke.resources, "kubernetes:helm.sh/v3:Release").map(inputs).find((r) => r.chart === "opentelemetry-collector")!;
+        const rel = byType(spoke.resources, "kubernetes:helm.sh/v3:Release")
+            .map(inputs)
+            .find((r) => r.chart === "opentelemetry-collector")!;
         expect([rel.version, rel.namespace, rel.name]).toEqual(["0.170.0", "platform-system", "metering-collector"]);
         // The gateway's EnvoyProxy sends its access log to the collector the grant admits it to.
         const proxy = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.kind === "EnvoyProxy")!;

@@ -1,11 +1,11 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { findSpokeCollisions, networksOf } from "../lib/spoke-networks";
-import { execFile } from "child_process";
-import { promisify } from "util";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { addToHub, newSpokeFile, pickFreeBlock } from "../tools/new-spoke";
 import { parseStackConfig } from "../config/stack";
 import { parseCidr } from "../lib/cidr";
@@ -22,7 +22,8 @@ function leaves(v: unknown, p = "", out: Record<string, unknown> = {}): Record<s
     return out;
 }
 function changedLeaves(a: string, b: string): string[] {
-    const x = leaves(YAML.parse(a)); const y = leaves(YAML.parse(b));
+    const x = leaves(YAML.parse(a));
+    const y = leaves(YAML.parse(b));
     return [...new Set([...Object.keys(x), ...Object.keys(y)])].filter((k) => x[k] !== y[k]).sort();
 }
 /** Lines of the body (after the leading comment block) that differ, pairwise. */
@@ -38,23 +39,37 @@ describe("new-spoke: the copy differs from its source only in the keys that must
     it("on-prem (spoke-hn1 -> spoke-dn1)", () => {
         const r = newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1" });
         expect(changedLeaves(src("spoke-hn1"), r.text)).toEqual([
-            "config.platform:backend.railSupernet", "config.platform:cluster.kubeconfigContext", "config.platform:frontend.subnet",
-            "config.platform:nodePools[0].nodes[0]", "config.platform:nodePools[0].nodes[1]", "config.platform:spoke.name", "config.platform:spoke.region",
+            "config.platform:backend.railSupernet",
+            "config.platform:cluster.kubeconfigContext",
+            "config.platform:frontend.subnet",
+            "config.platform:nodePools[0].nodes[0]",
+            "config.platform:nodePools[0].nodes[1]",
+            "config.platform:spoke.name",
+            "config.platform:spoke.region",
         ]);
         // Every other line, comments included, is byte-identical; changed lines keep their "per region" comment.
         const lines = changedLines(src("spoke-hn1"), r.text);
         expect(lines).toHaveLength(6);
         expect(lines).toContain("    region: vn-danang-1                         # per region");
         expect(lines.every((l) => /# per region/.test(l))).toBe(true);
-        expect(r.changes["platform:nodePools[0].nodes"]).toEqual([["hn1-gpu-01", "hn1-gpu-02"], ["dn1-gpu-01", "dn1-gpu-02"]]);
+        expect(r.changes["platform:nodePools[0].nodes"]).toEqual([
+            ["hn1-gpu-01", "hn1-gpu-02"],
+            ["dn1-gpu-01", "dn1-gpu-02"],
+        ]);
         expect(r.hubEntry).toEqual({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 });
     });
 
     it("EKS (spoke-sg1 -> spoke-sg2): region, VPC CIDR and AZs", () => {
         const r = newSpokeFile({ from: "spoke-sg1", name: "spoke-sg2", region: "ap-northeast-1" });
         expect(changedLeaves(src("spoke-sg1"), r.text)).toEqual([
-            "config.aws:region", "config.platform:cluster.region", "config.platform:cluster.vpc.availabilityZones[0]", "config.platform:cluster.vpc.availabilityZones[1]",
-            "config.platform:cluster.vpc.cidr", "config.platform:nodeGroups.gpu[0].availabilityZone", "config.platform:spoke.name", "config.platform:spoke.region",
+            "config.aws:region",
+            "config.platform:cluster.region",
+            "config.platform:cluster.vpc.availabilityZones[0]",
+            "config.platform:cluster.vpc.availabilityZones[1]",
+            "config.platform:cluster.vpc.cidr",
+            "config.platform:nodeGroups.gpu[0].availabilityZone",
+            "config.platform:spoke.name",
+            "config.platform:spoke.region",
         ]);
         expect(changedLines(src("spoke-sg1"), r.text)).toHaveLength(7);
         expect(YAML.parse(r.text).config["platform:cluster"].vpc.availabilityZones).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
@@ -62,27 +77,42 @@ describe("new-spoke: the copy differs from its source only in the keys that must
     });
 
     it("picked networks collide with no existing spoke", () => {
-        for (const [from, name, region] of [["spoke-hn1", "spoke-dn1", "vn-danang-1"], ["spoke-sg1", "spoke-sg2", "ap-northeast-1"]]) {
+        for (const [from, name, region] of [
+            ["spoke-hn1", "spoke-dn1", "vn-danang-1"],
+            ["spoke-sg1", "spoke-sg2", "ap-northeast-1"],
+        ]) {
             const r = newSpokeFile({ from, name, region });
             const cfg = parseStackConfig(platformKeys(YAML.parse(r.text).config), name);
             if (cfg.role !== "spoke") throw new Error("not a spoke");
             const all = ["spoke-hn1", "spoke-hcm1", "spoke-sg1"].map((s) => {
                 const c = parseStackConfig(platformKeys(YAML.parse(src(s)).config), s);
-                return { name: c.role === "spoke" ? c.spoke.spoke.name : s, stack: s, networks: c.role === "spoke" ? networksOf(c.spoke) : [] };
+                return {
+                    name: c.role === "spoke" ? c.spoke.spoke.name : s,
+                    stack: s,
+                    networks: c.role === "spoke" ? networksOf(c.spoke) : [],
+                };
             });
             expect(findSpokeCollisions([...all, { name: cfg.spoke.spoke.name, stack: name, networks: networksOf(cfg.spoke) }])).toEqual([]);
         }
     });
 
     it("pickFreeBlock steps over used blocks and wraps inside 10.0.0.0/8", () => {
-        expect(pickFreeBlock("10.64.0.0/16", [["a", parseCidr("10.64.0.0/16")], ["b", parseCidr("10.65.0.0/17")]])).toBe("10.66.0.0/16");
+        expect(
+            pickFreeBlock("10.64.0.0/16", [
+                ["a", parseCidr("10.64.0.0/16")],
+                ["b", parseCidr("10.65.0.0/17")],
+            ]),
+        ).toBe("10.66.0.0/16");
         expect(pickFreeBlock("10.255.0.0/16", [["a", parseCidr("10.255.0.0/16")]])).toBe("10.0.0.0/16");
     });
 
     it("refuses a given network that collides, a source host it cannot rename, and reserved capacity without a new reservation", () => {
-        expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", frontendSubnet: "10.10.0.0/24" }))
-            .toThrow(/platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/);
-        expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", nodes: [["dn1-a"]], spokeName: "x" })).not.toThrow();
+        expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", frontendSubnet: "10.10.0.0/24" })).toThrow(
+            /platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/,
+        );
+        expect(() =>
+            newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", nodes: [["dn1-a"]], spokeName: "x" }),
+        ).not.toThrow();
         expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-hn1", region: "x" })).toThrow(/already exists/);
     });
 });
@@ -100,9 +130,14 @@ describe("new-spoke end to end: the new spoke renders with zero violations once 
         const dir = path.join(tmp, "stacks");
         // A Capacity Block source needs this region's reservation.
         const sg1 = YAML.parseDocument(fs.readFileSync(path.join(dir, "Pulumi.spoke-sg1.yaml"), "utf8"));
-        sg1.setIn(["config", "platform:nodeGroups", "gpu", 0, "capacity"], sg1.createNode({ type: "capacity-block", reservationId: "cr-0aaaaaaaaaaaaaaaa" }));
+        sg1.setIn(
+            ["config", "platform:nodeGroups", "gpu", 0, "capacity"],
+            sg1.createNode({ type: "capacity-block", reservationId: "cr-0aaaaaaaaaaaaaaaa" }),
+        );
         fs.writeFileSync(path.join(dir, "Pulumi.spoke-sg1.yaml"), sg1.toString());
-        expect(() => newSpokeFile({ from: "spoke-sg1", name: "spoke-sg2", region: "us-east-2", stacksDir: dir })).toThrow(/--capacity-reservation/);
+        expect(() => newSpokeFile({ from: "spoke-sg1", name: "spoke-sg2", region: "us-east-2", stacksDir: dir })).toThrow(
+            /--capacity-reservation/,
+        );
 
         const hubBefore = fs.readFileSync(path.join(dir, "Pulumi.hub-prod.yaml"), "utf8");
         for (const o of [
@@ -119,22 +154,38 @@ describe("new-spoke end to end: the new spoke renders with zero violations once 
         const before = hubBefore.split("\n");
         const after = fs.readFileSync(path.join(dir, "Pulumi.hub-prod.yaml"), "utf8").split("\n");
         const at = before.findIndex((l) => l.includes("name: sg1,"));
-        expect(after).toEqual([...before.slice(0, at + 1),
+        expect(after).toEqual([
+            ...before.slice(0, at + 1),
             "    - { name: dn1, stack: spoke-dn1, region: vn-danang-1, provider: onprem, gpus: 16 }",
             "    - { name: sg2, stack: spoke-sg2, region: us-east-2, provider: eks, gpus: 16 }",
-            ...before.slice(at + 1)]);
+            ...before.slice(at + 1),
+        ]);
 
         // The real CLI on the temp files (the hub reads its spoke files next to it), as a user runs it.
         const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
         const out = path.join(tmp, "out");
-        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out, ...files.flatMap((f) => ["--config", f])], { cwd: ROOT });
+        const r = await run(
+            process.execPath,
+            ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out, ...files.flatMap((f) => ["--config", f])],
+            { cwd: ROOT },
+        );
         expect(r.stdout).toMatch(/rendered 6\/6 stack\(s\)/);
         for (const s of ["hub-prod", "spoke-dn1", "spoke-hcm1", "spoke-hn1", "spoke-sg1", "spoke-sg2"]) {
             expect(JSON.parse(fs.readFileSync(path.join(out, s, "policy.json"), "utf8")).mandatory, s).toEqual([]);
         }
-        const resources = (s: string) => JSON.parse(fs.readFileSync(path.join(out, s, "resources.json"), "utf8")) as Array<{ type: string; inputs: any }>;
-        expect(resources("spoke-dn1").filter((x) => x.type === "kubernetes:core/v1:NodePatch").map((x) => x.inputs.metadata.name).sort()).toEqual(["dn1-gpu-01", "dn1-gpu-02"]);
+        const resources = (s: string) =>
+            JSON.parse(fs.readFileSync(path.join(out, s, "resources.json"), "utf8")) as Array<{ type: string; inputs: any }>;
+        expect(
+            resources("spoke-dn1")
+                .filter((x) => x.type === "kubernetes:core/v1:NodePatch")
+                .map((x) => x.inputs.metadata.name)
+                .sort(),
+        ).toEqual(["dn1-gpu-01", "dn1-gpu-02"]);
         expect(resources("spoke-sg2").find((x) => x.type === "pulumi:providers:aws")!.inputs.region).toBe("us-east-2");
-        expect(JSON.parse(fs.readFileSync(path.join(out, "hub-prod", "outputs.json"), "utf8")).outputs.spokeNetworks.map((n: { name: string }) => n.name)).toEqual(["hn1", "hcm1", "sg1", "dn1", "sg2"]);
+        expect(
+            JSON.parse(fs.readFileSync(path.join(out, "hub-prod", "outputs.json"), "utf8")).outputs.spokeNetworks.map(
+                (n: { name: string }) => n.name,
+            ),
+        ).toEqual(["hn1", "hcm1", "sg1", "dn1", "sg2"]);
     }, 120_000);
 });

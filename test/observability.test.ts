@@ -4,12 +4,12 @@
  * (upstream/metrics.ts, each with its source), the KV-transfer guard is there where KV moves between workers, and the
  * objects carry the labels kube-prometheus-stack selects by.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ObservabilityConfigSchema } from "../config/observability";
 import { checkPromQL } from "../lib/promql";
-import { alertGroups, dashboards, ObservedEndpoint } from "../lib/observability";
+import { alertGroups, dashboards, type ObservedEndpoint } from "../lib/observability";
 import { AuthMetrics } from "../services/auth/metrics";
 import { unwrapWire } from "../tools/wire";
 import { metrics } from "../upstream/metrics";
@@ -37,8 +37,14 @@ describe("PromQL of dashboards and alerts", () => {
     });
 
     it("the checker refuses a planted unknown metric and a syntax error (so the check above can fail)", () => {
-        expect(checkPromQL("sum(rate(vllm:gpu_cache_usage_perc_total[5m]))").errors).toEqual(["unknown metric vllm:gpu_cache_usage_perc_total (not in upstream/metrics.ts)"]);
-        expect(checkPromQL("histogram_quantile(0.95, sum by (le) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[5m]))").errors.some((x) => x.startsWith("syntax error"))).toBe(true);
+        expect(checkPromQL("sum(rate(vllm:gpu_cache_usage_perc_total[5m]))").errors).toEqual([
+            "unknown metric vllm:gpu_cache_usage_perc_total (not in upstream/metrics.ts)",
+        ]);
+        expect(
+            checkPromQL("histogram_quantile(0.95, sum by (le) (rate(dynamo_frontend_time_to_first_token_seconds_bucket[5m]))").errors.some(
+                (x) => x.startsWith("syntax error"),
+            ),
+        ).toBe(true);
         // A histogram is selected through its _bucket/_sum/_count series, never by its family name.
         expect(checkPromQL("dynamo_frontend_time_to_first_token_seconds").errors).toHaveLength(1);
     });
@@ -48,13 +54,19 @@ describe("PromQL of dashboards and alerts", () => {
         for (const s of [
             "dynamo_frontend_time_to_first_token_seconds_bucket", // TTFT p95
             "dynamo_frontend_inter_token_latency_seconds_bucket", // ITL p99
-            "vllm:prefix_cache_hits_total", "sglang:cache_hit_rate", // KV cache hit rate
+            "vllm:prefix_cache_hits_total",
+            "sglang:cache_hit_rate", // KV cache hit rate
             "dynamo_component_gpu_cache_usage_percent", // KV utilisation (the kvstats_ names were removed in Dynamo 1.0, #5704)
-            "dynamo_frontend_queued_requests", "dynamo_component_inflight_requests", // queue, in flight per worker
+            "dynamo_frontend_queued_requests",
+            "dynamo_component_inflight_requests", // queue, in flight per worker
             "dynamo_frontend_output_tokens_total", // output tokens/s per GPU
-            "auth_decisions_total", "auth_bundle_revision", "metering_spool_unshipped_bytes",
-            "vllm:nixl_bytes_transferred_sum", "sglang:kv_transfer_speed_gb_s", // run-time RDMA guard
-        ]) expect(selected.has(s), s).toBe(true);
+            "auth_decisions_total",
+            "auth_bundle_revision",
+            "metering_spool_unshipped_bytes",
+            "vllm:nixl_bytes_transferred_sum",
+            "sglang:kv_transfer_speed_gb_s", // run-time RDMA guard
+        ])
+            expect(selected.has(s), s).toBe(true);
     });
 
     it("per-GPU throughput divides by the GPUs counted from series (DCGM GPUs of the model's worker pods), never a fixed count", () => {
@@ -81,12 +93,14 @@ describe("PromQL of dashboards and alerts", () => {
 describe("our services export what the dashboards read", () => {
     it("auth metrics exist in the auth service's live registry", async () => {
         const names = new Set((await new AuthMetrics(() => 1).registry.getMetricsAsJSON()).map((m) => m.name));
-        for (const [name, fact] of Object.entries(metrics)) if (fact.source === "repo:services/auth/metrics.ts") expect(names.has(name), name).toBe(true);
+        for (const [name, fact] of Object.entries(metrics))
+            if (fact.source === "repo:services/auth/metrics.ts") expect(names.has(name), name).toBe(true);
     });
 
     it("metering metrics are registered by the metering service", () => {
         const src = fs.readFileSync(path.join(ROOT, "services/metering/service.ts"), "utf8");
-        for (const [name, fact] of Object.entries(metrics)) if (fact.source === "repo:services/metering/service.ts") expect(src).toContain(`name: "${name}"`);
+        for (const [name, fact] of Object.entries(metrics))
+            if (fact.source === "repo:services/metering/service.ts") expect(src).toContain(`name: "${name}"`);
     });
 });
 
@@ -106,7 +120,14 @@ describe("rendered spoke objects", () => {
         expect(alerts.map((a: any) => a.alert)).toContain("PlatformKVTransferSlow");
 
         const monitors = objs.filter((o) => o.kind === "PodMonitor");
-        expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["agent-router-envoy", "dynamo-frontends", "dynamo-workers", "mooncake-masters", "platform-auth", "platform-metering"]);
+        expect(monitors.map((m) => m.metadata.name).sort()).toEqual([
+            "agent-router-envoy",
+            "dynamo-frontends",
+            "dynamo-workers",
+            "mooncake-masters",
+            "platform-auth",
+            "platform-metering",
+        ]);
         // hn1's endpoints run Mooncake pools: every master's `metrics` port (--metrics_port, kvcache-ai/Mooncake@v0.3.12.post1:
         // mooncake-store/src/master.cpp) is scraped by a selected PodMonitor, and the pool alerts are rendered.
         const masters = objs.filter((o) => o.kind === "Deployment" && o.metadata.labels?.["app.kubernetes.io/name"] === "mooncake-master");
@@ -114,7 +135,9 @@ describe("rendered spoke objects", () => {
         const mm = monitors.find((m) => m.metadata.name === "mooncake-masters");
         for (const d of masters) {
             expect(mm.spec.selector.matchLabels["app.kubernetes.io/name"]).toBe(d.spec.template.metadata.labels["app.kubernetes.io/name"]);
-            expect(mm.spec.selector.matchExpressions[0].values).toContain(d.spec.template.metadata.labels["inference-platform.io/endpoint"]);
+            expect(mm.spec.selector.matchExpressions[0].values).toContain(
+                d.spec.template.metadata.labels["inference-platform.io/endpoint"],
+            );
             expect(d.spec.template.spec.containers[0].ports.map((p: any) => p.name)).toContain(mm.spec.podMetricsEndpoints[0].port);
         }
         expect(alerts.map((a: any) => a.alert)).toEqual(expect.arrayContaining(["PlatformKVPoolNoCapacity", "PlatformKVPoolFull"]));
@@ -122,16 +145,24 @@ describe("rendered spoke objects", () => {
         // Every frontend, prefill and decode pod of every DGD is selected by our labelled PodMonitors (the chart's carry no
         // labels, ai-dynamo/dynamo deploy/helm/charts/platform/components/operator/templates/prometheus.yaml, and are off).
         const matches = (sel: any, labels: Record<string, string>) =>
-            Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v)
-            && (sel.matchExpressions ?? []).every((x: any) => x.operator === "In" && x.values.includes(labels[x.key]));
+            Object.entries(sel.matchLabels ?? {}).every(([k, v]) => labels[k] === v) &&
+            (sel.matchExpressions ?? []).every((x: any) => x.operator === "In" && x.values.includes(labels[x.key]));
         const dgds = objs.filter((o) => o.kind === "DynamoGraphDeployment");
         expect(dgds.length).toBeGreaterThan(0);
-        for (const d of dgds) for (const c of d.spec.components) {
-            if (c.type === "planner") continue;
-            const want = c.type === "frontend" ? "dynamo-frontends" : "dynamo-workers";
-            const hit = monitors.filter((m) => m.spec.namespaceSelector.matchNames.includes(d.metadata.namespace) && matches(m.spec.selector, c.podTemplate.metadata.labels));
-            expect(hit.map((m) => m.metadata.name), `${d.metadata.name}/${c.name}`).toEqual([want]);
-        }
+        for (const d of dgds)
+            for (const c of d.spec.components) {
+                if (c.type === "planner") continue;
+                const want = c.type === "frontend" ? "dynamo-frontends" : "dynamo-workers";
+                const hit = monitors.filter(
+                    (m) =>
+                        m.spec.namespaceSelector.matchNames.includes(d.metadata.namespace) &&
+                        matches(m.spec.selector, c.podTemplate.metadata.labels),
+                );
+                expect(
+                    hit.map((m) => m.metadata.name),
+                    `${d.metadata.name}/${c.name}`,
+                ).toEqual([want]);
+            }
         const workers = monitors.find((m) => m.metadata.name === "dynamo-workers");
         expect(workers.spec.podMetricsEndpoints[0]).toMatchObject({ port: "system", path: "/metrics" });
         const platform = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.chart === "dynamo-platform");

@@ -8,9 +8,16 @@ import { effectiveArgv, pairSideOf } from "../upstream/check";
 import { endpoint, endpointObjects, mainOf } from "./policies/rdma-fixtures";
 
 const ep = (id: string) => entrypoints.find((e) => e.id === id)!;
-const pair = (e = endpoint()) => { const { dgd } = endpointObjects(e); return { p: structuredClone(mainOf(dgd, "prefill")) as any, d: structuredClone(mainOf(dgd, "decode")) as any }; };
-const diff = (id: string, p: any, d: any) => pairDifferences(pairSideOf(p, {}, new Map(), undefined), pairSideOf(d, {}, new Map(), undefined), ep(id), components)
-    .map((x) => [x.key, x.prefill, x.decode]);
+const pair = (e = endpoint()) => {
+    const { dgd } = endpointObjects(e);
+    return { p: structuredClone(mainOf(dgd, "prefill")) as any, d: structuredClone(mainOf(dgd, "decode")) as any };
+};
+const diff = (id: string, p: any, d: any) =>
+    pairDifferences(pairSideOf(p, {}, new Map(), undefined), pairSideOf(d, {}, new Map(), undefined), ep(id), components).map((x) => [
+        x.key,
+        x.prefill,
+        x.decode,
+    ]);
 
 describe("pair facts", () => {
     it("role settings per engine: the role flag and TP size, each with an upstream source; KV settings name what breaks", () => {
@@ -20,12 +27,18 @@ describe("pair facts", () => {
             expect(keys.some((k) => /tensor-parallel-size|tp-size/.test(k))).toBe(true);
             for (const s of [...pairRoleSettings[id], ...pairKvSettings[id]]) expect(s.source).toMatch(/^[\w.-]+\/[\w.-]+@[^:]+:.+/);
         }
-        expect(pairKvSettings["dynamo.vllm"].map((s) => s.key)).toEqual(expect.arrayContaining(["--kv-cache-dtype", "--block-size", "NIXL backends", "kv_connector"]));
+        expect(pairKvSettings["dynamo.vllm"].map((s) => s.key)).toEqual(
+            expect.arrayContaining(["--kv-cache-dtype", "--block-size", "NIXL backends", "kv_connector"]),
+        );
     });
 });
 
 describe("the rendered prefill and decode agree by construction", () => {
-    for (const [engine, id] of [["vllm", "dynamo.vllm"], ["sglang", "dynamo.sglang"], ["trtllm", "dynamo.trtllm"]] as const) {
+    for (const [engine, id] of [
+        ["vllm", "dynamo.vllm"],
+        ["sglang", "dynamo.sglang"],
+        ["trtllm", "dynamo.trtllm"],
+    ] as const) {
         it(`${engine}: no difference outside role settings`, () => {
             const { p, d } = pair(endpoint({ engine, kvPool: engine === "trtllm" ? { kind: "none" } : undefined }));
             expect(effectiveArgv(p).slice(0, 3)).toEqual(ep(id).argv);
@@ -42,7 +55,10 @@ describe("pairDifferences finds a disagreeing pair", () => {
         const kvt = JSON.parse(d.args[i + 1]);
         kvt.kv_connector_extra_config.connectors[0].kv_connector_extra_config.backends = ["LIBFABRIC"];
         d.args[i + 1] = JSON.stringify(kvt);
-        expect(diff("dynamo.vllm", p, d)).toEqual([["--kv-cache-dtype", "auto", "fp8"], ["NIXL backends", "[\"UCX\"]", "[\"LIBFABRIC\"]"]]);
+        expect(diff("dynamo.vllm", p, d)).toEqual([
+            ["--kv-cache-dtype", "auto", "fp8"],
+            ["NIXL backends", '["UCX"]', '["LIBFABRIC"]'],
+        ]);
     });
     it("vLLM: a timeout inside kv_transfer_config on one side is a difference; the same JSON with other key order is not", () => {
         const { p, d } = pair();

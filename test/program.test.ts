@@ -1,4 +1,4 @@
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
 import { unwrapWire, SECRET_SIG, SIG_KEY } from "../tools/wire";
@@ -17,7 +17,9 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         const [apiKeys] = byType(hub.resources, "platform:hub:ApiKeys");
         const keyDocs = stackConfigDoc("hub-prod")["platform:apiKeys"] as Array<{ id: string; tenant: string }>;
         const keyIds = keyDocs.map((k) => k.id);
-        expect(byType(hub.resources, "random:index/randomPassword:RandomPassword").filter((r) => r.parent === apiKeys.urn)).toHaveLength(keyIds.length);
+        expect(byType(hub.resources, "random:index/randomPassword:RandomPassword").filter((r) => r.parent === apiKeys.urn)).toHaveLength(
+            keyIds.length,
+        );
         expect(hub.outputs).not.toHaveProperty("apiKeys");
         expect(JSON.stringify(hub.outputs)).not.toMatch(/sk-h200-/);
         if (preview) return;
@@ -36,7 +38,12 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
             expect((v.inputs.secretString as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
             const own = JSON.parse(unwrapWire(v.inputs.secretString) as string) as Record<string, string>;
             const tenant = v.name.replace(/^api-keys-/, "");
-            expect(Object.keys(own).sort()).toEqual(keyDocs.filter((k) => k.tenant === tenant).map((k) => k.id).sort());
+            expect(Object.keys(own).sort()).toEqual(
+                keyDocs
+                    .filter((k) => k.tenant === tenant)
+                    .map((k) => k.id)
+                    .sort(),
+            );
             Object.assign(keys, own);
         }
         expect(Object.keys(unwrapWire(hub.outputs.tenantKeySecrets) as Record<string, string>).sort()).toEqual(tenants);
@@ -55,8 +62,10 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         const patches = byType(rs, "kubernetes:core/v1:NodePatch").map(inputs);
         expect(patches.map((p) => p.metadata.name).sort()).toEqual(["hn1-gpu-01", "hn1-gpu-02"]);
         expect(patches[0].metadata.labels).toMatchObject({
-            "inference-platform.io/pool": "h200", "inference-platform.io/gpu-product": "NVIDIA-H200",
-            "inference-platform.io/rail-topology": "rail-optimized-8", "inference-platform.io/fabric": "infiniband",
+            "inference-platform.io/pool": "h200",
+            "inference-platform.io/gpu-product": "NVIDIA-H200",
+            "inference-platform.io/rail-topology": "rail-optimized-8",
+            "inference-platform.io/fabric": "infiniband",
         });
         expect(patches[0].spec.taints).toEqual([{ key: "nvidia.com/gpu", value: "present", effect: "NoSchedule" }]);
 
@@ -64,8 +73,14 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         expect(ncp.metadata.name).toBe("nic-cluster-policy");
         const plugin = JSON.parse(ncp.spec.rdmaSharedDevicePlugin.config);
         expect(plugin.configList.map((c: any) => [c.resourceName, c.selectors.ifNames[0]])).toEqual([
-            ["rail_0", "ibp24s0"], ["rail_1", "ibp64s0"], ["rail_2", "ibp79s0"], ["rail_3", "ibp94s0"],
-            ["rail_4", "ibp154s0"], ["rail_5", "ibp192s0"], ["rail_6", "ibp206s0"], ["rail_7", "ibp220s0"],
+            ["rail_0", "ibp24s0"],
+            ["rail_1", "ibp64s0"],
+            ["rail_2", "ibp79s0"],
+            ["rail_3", "ibp94s0"],
+            ["rail_4", "ibp154s0"],
+            ["rail_5", "ibp192s0"],
+            ["rail_6", "ibp206s0"],
+            ["rail_7", "ibp220s0"],
         ]);
         expect(ncp.spec.rdmaSharedDevicePlugin.version).toBe("v1.5.3");
 
@@ -75,7 +90,9 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
         const rail1 = nets.find((n) => n.metadata.name === "h200-rail-1")!;
         expect(rail1.spec).toEqual({ networkNamespace: "inference", master: "ibp64s0", ipam: '{"type":"nv-ipam","poolName":"rail-1"}' });
 
-        const gpuOp = byType(rs, "kubernetes:helm.sh/v3:Release").map(inputs).find((r) => r.chart === "gpu-operator")!;
+        const gpuOp = byType(rs, "kubernetes:helm.sh/v3:Release")
+            .map(inputs)
+            .find((r) => r.chart === "gpu-operator")!;
         // DMA-BUF: nothing under driver.rdma but enabled: false (useHostMofed is read only with peermem, NVIDIA/gpu-operator@v25.10.1
         // api/nvidia/v1/clusterpolicy_types.go IsHostMOFED); NFD comes from the Network Operator, the GPU Operator's is off.
         expect(gpuOp.values.driver.rdma).toEqual({ enabled: false });
@@ -108,16 +125,24 @@ describe("spoke vs hub contract", () => {
         const cfg = { ...stackFile("spoke-hn1").config };
         const spoke = JSON.parse(cfg["platform:spoke"]);
         cfg["platform:spoke"] = JSON.stringify({ ...spoke, name: "dn1" });
-        await expect(runRepoStack("spoke-hn1", { config: cfg, stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }))
-            .rejects.toThrow(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1, sg1\)/);
+        await expect(
+            runRepoStack("spoke-hn1", { config: cfg, stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }),
+        ).rejects.toThrow(
+            /stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n {2}- platform:spoke.name: spoke "dn1" is not known to hub "organization\/platform\/hub-prod" \(known: hcm1, hn1, sg1\)/,
+        );
     });
 
     it("a placement that does not fit the spoke is refused by the hub, naming the hub file's key", async () => {
         const hubDoc = structuredClone(stackConfigDoc("hub-prod"));
         const llama = (hubDoc["platform:endpoints"] as any[]).find((e) => e.spoke === "hn1" && e.name === "llama-70b");
         llama.kvPool.storeReplicas = 3; // hn1 has 2 GPU nodes: at most one Mooncake store per node
-        const err = await runRepoStack("hub-prod", { config: flatConfig(hubDoc) }).then(() => undefined, (e) => e);
-        expect(err?.message).toMatch(/stacks\/Pulumi.hub-prod.yaml: invalid stack configuration\n  - platform:endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\); at most one store per node \(spoke stacks\/Pulumi.spoke-hn1.yaml would refuse this placement\)/);
+        const err = await runRepoStack("hub-prod", { config: flatConfig(hubDoc) }).then(
+            () => undefined,
+            (e) => e,
+        );
+        expect(err?.message).toMatch(
+            /stacks\/Pulumi.hub-prod.yaml: invalid stack configuration\n {2}- platform:endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\); at most one store per node \(spoke stacks\/Pulumi.spoke-hn1.yaml would refuse this placement\)/,
+        );
         expect((err.capturedResources as Array<{ type: string }>).map((r) => r.type)).toEqual(["pulumi:pulumi:Stack"]);
     });
 
@@ -125,8 +150,13 @@ describe("spoke vs hub contract", () => {
         const hub = await runRepoStack("hub-prod");
         const outputs = structuredClone(hub.outputs) as any;
         outputs.spokeContracts.hn1.endpoints[0].kvPool.storeReplicas = 3;
-        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
-        expect(err?.message).toMatch(/stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n  - hub output spokeContracts.hn1.endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\)/);
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs, secretOutputNames: [] } } }).then(
+            () => undefined,
+            (e) => e,
+        );
+        expect(err?.message).toMatch(
+            /stacks\/Pulumi.spoke-hn1.yaml: invalid stack configuration\n {2}- hub output spokeContracts.hn1.endpoints\[0\].kvPool.storeReplicas: 3 Mooncake stores on pool "h200" with 2 node\(s\)/,
+        );
         const declared = (err.capturedResources as Array<{ type: string }>).map((r) => r.type);
         expect(declared.filter((t) => !["pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"].includes(t))).toEqual([]);
     });
@@ -134,8 +164,13 @@ describe("spoke vs hub contract", () => {
     it("a hub without aws:region is refused naming the key, before any resource", async () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
         delete doc["aws:region"];
-        const err = await runRepoStack("hub-prod", { config: flatConfig(doc) }).then(() => undefined, (e) => e);
-        expect(err?.message).toBe("stacks/Pulumi.hub-prod.yaml: invalid stack configuration\n  - aws:region: missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1");
+        const err = await runRepoStack("hub-prod", { config: flatConfig(doc) }).then(
+            () => undefined,
+            (e) => e,
+        );
+        expect(err?.message).toBe(
+            "stacks/Pulumi.hub-prod.yaml: invalid stack configuration\n  - aws:region: missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1",
+        );
         expect((err.capturedResources as Array<{ type: string }>).map((r) => r.type)).toEqual(["pulumi:pulumi:Stack"]);
     });
 });
@@ -144,9 +179,15 @@ describe("spoke vs hub contract", () => {
 // `up`; the ledger database enforces TLS and least privilege; usage that cannot reach the ledger pages someone.
 describe("hub on AWS as a security review would pass it (hub-prod)", () => {
     let hub: Awaited<ReturnType<typeof runRepoStack>>;
-    const find = (type: string, name: string) => { const r = hub.resources.find((x) => x.type === type && x.name === name); expect(r, `${type} ${name}`).toBeDefined(); return r!; };
+    const find = (type: string, name: string) => {
+        const r = hub.resources.find((x) => x.type === type && x.name === name);
+        expect(r, `${type} ${name}`).toBeDefined();
+        return r!;
+    };
     const all = (type: string) => byType(hub.resources, type);
-    beforeAll(async () => { hub = await runRepoStack("hub-prod"); });
+    beforeAll(async () => {
+        hub = await runRepoStack("hub-prod");
+    });
 
     it("no spoke credential in any hub output: what a spoke's StackReference reads holds no key of any spoke", () => {
         expect(Object.keys(hub.outputs)).not.toContain("spokeCredentials");
@@ -170,43 +211,78 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("an on-prem spoke's key secret can be read only by that spoke's deployer (and written by the hub)", () => {
         const policies = all("aws:secretsmanager/secretPolicy:SecretPolicy");
-        expect(policies.map((p) => p.name).filter((n) => n.startsWith("spoke-")).sort()).toEqual(["spoke-hcm1-key-2026-11-policy", "spoke-hn1-key-2026-11-policy"]);
+        expect(
+            policies
+                .map((p) => p.name)
+                .filter((n) => n.startsWith("spoke-"))
+                .sort(),
+        ).toEqual(["spoke-hcm1-key-2026-11-policy", "spoke-hn1-key-2026-11-policy"]);
         for (const p of policies.filter((x) => x.name.startsWith("spoke-"))) {
             const spoke = p.name.replace(/^spoke-|-key-.*$/g, "");
             const doc = JSON.parse(inputs(p).policy);
             const allow = doc.Statement.filter((s: any) => s.Effect === "Allow");
-            expect(allow.map((s: any) => s.Principal)).toEqual([{ AWS: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}` }, { AWS: stackConfigDoc("hub-prod")["platform:hubDeployers"] }]);
+            expect(allow.map((s: any) => s.Principal)).toEqual([
+                { AWS: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}` },
+                { AWS: stackConfigDoc("hub-prod")["platform:hubDeployers"] },
+            ]);
             const deny = doc.Statement.find((s: any) => s.Effect === "Deny");
             expect(deny).toMatchObject({ Principal: "*", Action: ["secretsmanager:GetSecretValue"] });
             // Only this spoke's deployer and the hub's own deployer escape the deny: no other spoke's principal.
-            expect(deny.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual([`arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`, ...stackConfigDoc("hub-prod")["platform:hubDeployers"]]);
+            expect(deny.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual([
+                `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`,
+                ...stackConfigDoc("hub-prod")["platform:hubDeployers"],
+            ]);
         }
     });
 
     it("keys have a maximum age and a source-IP condition when the site's egress is known; EKS spokes have no IAM user", () => {
-        const users = all("aws:iam/user:User").map((u) => inputs(u).name).sort();
+        const users = all("aws:iam/user:User")
+            .map((u) => inputs(u).name)
+            .sort();
         expect(users).toEqual(["platform-spoke-hcm1-2026-11", "platform-spoke-hn1-2026-11"]);
         const hn1 = JSON.parse(inputs(find("aws:iam/userPolicy:UserPolicy", "spoke-hn1-assume-2026-11")).policy).Statement[0];
         // createdAt 2026-11-30 + maxKeyAgeDays 90 (stacks/Pulumi.hub-prod.yaml).
-        expect(hn1.Condition).toEqual({ DateLessThan: { "aws:CurrentTime": "2027-02-28T00:00:00Z" }, IpAddress: { "aws:SourceIp": ["198.51.100.0/28"] } });
+        expect(hn1.Condition).toEqual({
+            DateLessThan: { "aws:CurrentTime": "2027-02-28T00:00:00Z" },
+            IpAddress: { "aws:SourceIp": ["198.51.100.0/28"] },
+        });
         const hn1Role = JSON.parse(inputs(find("aws:iam/rolePolicy:RolePolicy", "spoke-hn1-permissions")).policy);
-        expect(hn1Role.Statement.find((s: any) => s.Sid === "DenyOutsideSiteEgress").Condition).toEqual({ NotIpAddress: { "aws:SourceIp": ["198.51.100.0/28"] }, Bool: { "aws:ViaAWSService": "false" } });
+        expect(hn1Role.Statement.find((s: any) => s.Sid === "DenyOutsideSiteEgress").Condition).toEqual({
+            NotIpAddress: { "aws:SourceIp": ["198.51.100.0/28"] },
+            Bool: { "aws:ViaAWSService": "false" },
+        });
         const sg1Trust = JSON.parse(inputs(find("aws:iam/role:Role", "spoke-sg1-role")).assumeRolePolicy).Statement;
-        expect(sg1Trust).toEqual([{
-            Sid: "EksPodIdentityOfThisSpokeOnly", Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"],
-            Condition: { StringEquals: {
-                "aws:SourceAccount": "123456789012", "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:ap-southeast-1:123456789012:cluster/platform-sg1",
-                "aws:RequestTag/kubernetes-namespace": ["llm-gateway", "platform-system"], "aws:RequestTag/kubernetes-service-account": ["auth", "metering"],
-            } },
-        }]);
+        expect(sg1Trust).toEqual([
+            {
+                Sid: "EksPodIdentityOfThisSpokeOnly",
+                Effect: "Allow",
+                Principal: { Service: "pods.eks.amazonaws.com" },
+                Action: ["sts:AssumeRole", "sts:TagSession"],
+                Condition: {
+                    StringEquals: {
+                        "aws:SourceAccount": "123456789012",
+                        "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:ap-southeast-1:123456789012:cluster/platform-sg1",
+                        "aws:RequestTag/kubernetes-namespace": ["llm-gateway", "platform-system"],
+                        "aws:RequestTag/kubernetes-service-account": ["auth", "metering"],
+                    },
+                },
+            },
+        ]);
     });
 
     it("rotation phase 1 (a second slot) keeps both keys valid; phase 2 moves the contract; the old slot goes only when removed", async () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
         doc["platform:spokeIdentities"].hn1.keys.push({ id: "2027-02", createdAt: "2027-02-01" });
         const phase1 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
-        expect(byType(phase1.resources, "aws:iam/accessKey:AccessKey").map((k) => k.name).filter((n) => n.includes("hn1")).sort()).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
-        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement.map((x: any) => x.Principal.AWS);
+        expect(
+            byType(phase1.resources, "aws:iam/accessKey:AccessKey")
+                .map((k) => k.name)
+                .filter((n) => n.includes("hn1"))
+                .sort(),
+        ).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
+        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement.map(
+            (x: any) => x.Principal.AWS,
+        );
         expect(trust).toHaveLength(2);
         expect((unwrapWire(phase1.outputs.spokeContracts) as any).hn1.identity.slot).toBe("2026-11");
         doc["platform:spokeIdentities"].hn1.activeKey = "2027-02";
@@ -217,29 +293,59 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("roles-anywhere when the operator provides a CA bundle: trust anchor + profile, no IAM user or key for that spoke", async () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
-        doc["platform:spokeIdentities"].hcm1 = { mode: "roles-anywhere", caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", egressCidrs: ["192.0.2.0/28"] };
+        doc["platform:spokeIdentities"].hcm1 = {
+            mode: "roles-anywhere",
+            caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+            egressCidrs: ["192.0.2.0/28"],
+        };
         const r = await runRepoStack("hub-prod", { config: flatConfig(doc) });
         expect(byType(r.resources, "aws:iam/user:User").map((u) => inputs(u).name)).toEqual(["platform-spoke-hn1-2026-11"]);
         const anchor = byType(r.resources, "aws:rolesanywhere/trustAnchor:TrustAnchor").map(inputs);
         expect(anchor).toHaveLength(1);
-        expect(anchor[0].source).toEqual({ sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" } });
+        expect(anchor[0].source).toEqual({
+            sourceType: "CERTIFICATE_BUNDLE",
+            sourceData: { x509CertificateData: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" },
+        });
         expect(byType(r.resources, "aws:rolesanywhere/profile:Profile")).toHaveLength(1);
         const trust = JSON.parse(inputs(r.resources.find((x) => x.name === "spoke-hcm1-role")!).assumeRolePolicy).Statement[0];
         expect(trust.Principal).toEqual({ Service: "rolesanywhere.amazonaws.com" });
         expect(trust.Condition.StringEquals).toEqual({ "aws:PrincipalTag/x509Subject/CN": "platform-spoke-hcm1" });
-        expect((unwrapWire(r.outputs.spokeContracts) as any).hcm1.identity).toMatchObject({ mode: "roles-anywhere", certificateCn: "platform-spoke-hcm1" });
+        expect((unwrapWire(r.outputs.spokeContracts) as any).hcm1.identity).toMatchObject({
+            mode: "roles-anywhere",
+            certificateCn: "platform-spoke-hcm1",
+        });
     });
 
     it("stateful resources are protected and retained on delete, with fixed names; resources.json records the options", async () => {
         const { resourcesJson } = await import("../tools/outputs");
         const rows = resourcesJson(hub.resources) as Array<{ type: string; name: string; options: Record<string, boolean>; inputs: any }>;
-        const stateful = rows.filter((r) => ["aws:kms/key:Key", "aws:s3/bucket:Bucket", "aws:kinesis/stream:Stream", "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance"].includes(r.type));
+        const stateful = rows.filter((r) =>
+            [
+                "aws:kms/key:Key",
+                "aws:s3/bucket:Bucket",
+                "aws:kinesis/stream:Stream",
+                "aws:rds/cluster:Cluster",
+                "aws:rds/clusterInstance:ClusterInstance",
+            ].includes(r.type),
+        );
         expect(stateful.map((r) => r.type).sort()).toEqual([
-            "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kinesis/stream:Stream", "aws:kms/key:Key", "aws:kms/key:Key", "aws:kms/key:Key",
-            "aws:rds/cluster:Cluster", "aws:rds/clusterInstance:ClusterInstance", "aws:rds/clusterInstance:ClusterInstance", "aws:s3/bucket:Bucket",
+            "aws:kinesis/stream:Stream",
+            "aws:kinesis/stream:Stream",
+            "aws:kinesis/stream:Stream",
+            "aws:kms/key:Key",
+            "aws:kms/key:Key",
+            "aws:kms/key:Key",
+            "aws:rds/cluster:Cluster",
+            "aws:rds/clusterInstance:ClusterInstance",
+            "aws:rds/clusterInstance:ClusterInstance",
+            "aws:s3/bucket:Bucket",
         ]);
-        for (const r of stateful) expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
-        const named = (type: string) => stateful.filter((r) => r.type === type).map((r) => r.inputs.identifier ?? r.inputs.clusterIdentifier ?? r.inputs.bucket ?? r.inputs.name);
+        for (const r of stateful)
+            expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
+        const named = (type: string) =>
+            stateful
+                .filter((r) => r.type === type)
+                .map((r) => r.inputs.identifier ?? r.inputs.clusterIdentifier ?? r.inputs.bucket ?? r.inputs.name);
         expect(named("aws:rds/cluster:Cluster")).toEqual(["platform-usage-ledger"]);
         expect(named("aws:rds/clusterInstance:ClusterInstance").sort()).toEqual(["platform-usage-ledger-0", "platform-usage-ledger-1"]);
         expect(named("aws:s3/bucket:Bucket")).toEqual(["platform-policy-bundles-123456789012-ap-southeast-1"]);
@@ -251,13 +357,20 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("ledger database: rds.force_ssl=1, master password managed by RDS, consumer as the ingest role behind a migration", () => {
         const cluster = inputs(all("aws:rds/cluster:Cluster")[0]);
-        expect(cluster).toMatchObject({ manageMasterUserPassword: true, dbClusterParameterGroupName: "platform-usage-ledger-aurora-postgresql16" });
+        expect(cluster).toMatchObject({
+            manageMasterUserPassword: true,
+            dbClusterParameterGroupName: "platform-usage-ledger-aurora-postgresql16",
+        });
         expect(cluster.masterPassword).toBeUndefined();
         const params = inputs(all("aws:rds/clusterParameterGroup:ClusterParameterGroup")[0]);
         expect(params.family).toBe("aurora-postgresql16");
         expect(params.parameters).toEqual([{ name: "rds.force_ssl", value: "1", applyMethod: "immediate" }]);
         const fns = Object.fromEntries(all("aws:lambda/function:Function").map((f) => [inputs(f).name, inputs(f)]));
-        expect(Object.keys(fns).sort()).toEqual(["platform-usage-consumer", "platform-usage-ledger-migrator", "platform-usage-reconciliation"]);
+        expect(Object.keys(fns).sort()).toEqual([
+            "platform-usage-consumer",
+            "platform-usage-ledger-migrator",
+            "platform-usage-reconciliation",
+        ]);
         expect(fns["platform-usage-consumer"].environment.variables.PGUSER).toBe("ledger_ingest");
         expect(fns["platform-usage-reconciliation"].environment.variables.PGUSER).toBe("ledger_reporter");
         const invocation = all("aws:lambda/invocation:Invocation")[0];
@@ -269,11 +382,29 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("alarms on the failure queue, the consumer's iterator age and reconciliation gaps go to the topic in the hub file; the reconciliation is scheduled", () => {
         const alarms = Object.fromEntries<any>(all("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => [inputs(a).name, inputs(a)]));
-        expect(Object.keys(alarms).sort()).toEqual(["platform-usage-consumer-iterator-age", "platform-usage-failure-queue", "platform-usage-reconciliation-gaps"]);
+        expect(Object.keys(alarms).sort()).toEqual([
+            "platform-usage-consumer-iterator-age",
+            "platform-usage-failure-queue",
+            "platform-usage-reconciliation-gaps",
+        ]);
         for (const a of Object.values(alarms)) expect(a.alarmActions).toEqual(["arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"]);
-        expect(alarms["platform-usage-failure-queue"]).toMatchObject({ namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", threshold: 0 });
-        expect(alarms["platform-usage-consumer-iterator-age"]).toMatchObject({ namespace: "AWS/Lambda", metricName: "IteratorAge", dimensions: { FunctionName: "platform-usage-consumer" }, threshold: 3_600_000 });
-        expect(alarms["platform-usage-reconciliation-gaps"]).toMatchObject({ namespace: "Platform/Usage", metricName: "ReconciliationMissingEvents", dimensions: { Spoke: "all" }, treatMissingData: "breaching" });
+        expect(alarms["platform-usage-failure-queue"]).toMatchObject({
+            namespace: "AWS/SQS",
+            metricName: "ApproximateNumberOfMessagesVisible",
+            threshold: 0,
+        });
+        expect(alarms["platform-usage-consumer-iterator-age"]).toMatchObject({
+            namespace: "AWS/Lambda",
+            metricName: "IteratorAge",
+            dimensions: { FunctionName: "platform-usage-consumer" },
+            threshold: 3_600_000,
+        });
+        expect(alarms["platform-usage-reconciliation-gaps"]).toMatchObject({
+            namespace: "Platform/Usage",
+            metricName: "ReconciliationMissingEvents",
+            dimensions: { Spoke: "all" },
+            treatMissingData: "breaching",
+        });
         const rule = inputs(all("aws:cloudwatch/eventRule:EventRule")[0]);
         expect(rule.scheduleExpression).toBe("rate(1 hour)");
         expect(inputs(all("aws:cloudwatch/eventTarget:EventTarget")[0]).arn).toMatch(/function:platform-usage-reconciliation$/);
@@ -291,7 +422,15 @@ describe("on-prem spoke credentials come from its own key secret, never from the
         const { callMocks } = await import("../tools/mock-outputs");
         const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
         const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
-        const keyOf = (s: string) => JSON.parse(String(callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"]({ secretId: contracts[s].identity.secretArn }, "ap-southeast-1").secretString));
+        const keyOf = (s: string) =>
+            JSON.parse(
+                String(
+                    callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"](
+                        { secretId: contracts[s].identity.secretArn },
+                        "ap-southeast-1",
+                    ).secretString,
+                ),
+            );
         const text = JSON.stringify(spoke.resources.map((r) => unwrapWire(r.inputs)));
         expect(text).toContain(keyOf("hn1").secretAccessKey);
         expect(text).not.toContain(keyOf("hcm1").secretAccessKey);
@@ -301,9 +440,17 @@ describe("on-prem spoke credentials come from its own key secret, never from the
 
     it("a spoke whose contract says roles-anywhere stops naming the key (the images lack the signing helper)", async () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
-        doc["platform:spokeIdentities"].hn1 = { mode: "roles-anywhere", caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" };
+        doc["platform:spokeIdentities"].hn1 = {
+            mode: "roles-anywhere",
+            caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        };
         const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
-        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(() => undefined, (e) => e);
-        expect(err?.message).toMatch(/hub output spokeContracts.hn1.identity.mode: roles-anywhere needs the IAM Roles Anywhere signing helper/);
+        const err = await runRepoStack("spoke-hn1", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } }).then(
+            () => undefined,
+            (e) => e,
+        );
+        expect(err?.message).toMatch(
+            /hub output spokeContracts.hn1.identity.mode: roles-anywhere needs the IAM Roles Anywhere signing helper/,
+        );
     });
 });

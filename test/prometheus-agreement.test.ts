@@ -11,12 +11,32 @@ import { ObservabilityConfigSchema, prometheusOf } from "../config/observability
 import { kubePrometheusStackPrometheus } from "../upstream/activation";
 import { checkPrometheusAgreement } from "../upstream/check/prometheus";
 
-const rule = (release: string) => ({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule", metadata: { name: "r", namespace: "monitoring", labels: { release } }, spec: { groups: [] } });
-const planner = (url: string) => ({
-    apiVersion: "nvidia.com/v1beta1", kind: "DynamoGraphDeployment", metadata: { name: "m", namespace: "inference" },
-    spec: { components: [{ name: "planner", type: "planner", podTemplate: { spec: { containers: [{ name: "main", image: "p:1", env: [{ name: "PROMETHEUS_ENDPOINT", value: url }] }] } } }] },
+const rule = (release: string) => ({
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name: "r", namespace: "monitoring", labels: { release } },
+    spec: { groups: [] },
 });
-const platform = (url: string) => ({ name: "dynamo-platform", chart: "dynamo-platform", version: "1.5.0", values: { "dynamo-operator": { dynamo: { metrics: { prometheusEndpoint: url } } } } });
+const planner = (url: string) => ({
+    apiVersion: "nvidia.com/v1beta1",
+    kind: "DynamoGraphDeployment",
+    metadata: { name: "m", namespace: "inference" },
+    spec: {
+        components: [
+            {
+                name: "planner",
+                type: "planner",
+                podTemplate: { spec: { containers: [{ name: "main", image: "p:1", env: [{ name: "PROMETHEUS_ENDPOINT", value: url }] }] } },
+            },
+        ],
+    },
+});
+const platform = (url: string) => ({
+    name: "dynamo-platform",
+    chart: "dynamo-platform",
+    version: "1.5.0",
+    values: { "dynamo-operator": { dynamo: { metrics: { prometheusEndpoint: url } } } },
+});
 
 describe("kube-prometheus-stack Service of a release (upstream fullname helper)", () => {
     it("release containing the chart name is the fullname; others get -kube-prometheus-stack, truncated to 26", () => {
@@ -27,38 +47,67 @@ describe("kube-prometheus-stack Service of a release (upstream fullname helper)"
     });
     it("platform:observability defaults: labels and URL from the one release name", () => {
         const d = prometheusOf(ObservabilityConfigSchema.parse({}));
-        expect(d).toEqual({ selectorLabels: { release: "kube-prometheus-stack" }, url: "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090" });
+        expect(d).toEqual({
+            selectorLabels: { release: "kube-prometheus-stack" },
+            url: "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090",
+        });
         const o = prometheusOf(ObservabilityConfigSchema.parse({ prometheusRelease: "prometheus", namespace: "obs" }));
-        expect(o).toEqual({ selectorLabels: { release: "prometheus" }, url: "http://prometheus-kube-prometheus-prometheus.obs.svc.cluster.local:9090" });
+        expect(o).toEqual({
+            selectorLabels: { release: "prometheus" },
+            url: "http://prometheus-kube-prometheus-prometheus.obs.svc.cluster.local:9090",
+        });
     });
 });
 
 describe("upstream-check: the Planner's Prometheus is the one that selects the scrape objects", () => {
     it("agreeing endpoints pass", () => {
         const url = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090";
-        expect(checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack"), planner(url)], releases: [platform(url)] })).toEqual([]);
+        expect(
+            checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack"), planner(url)], releases: [platform(url)] }),
+        ).toEqual([]);
     });
     it("the upstream default against release kube-prometheus-stack is a finding on both the Planner and the chart", () => {
         const url = "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090";
-        const f = checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack"), planner(url)], releases: [platform(url)] });
+        const f = checkPrometheusAgreement({
+            stack: "s",
+            objects: [rule("kube-prometheus-stack"), planner(url)],
+            releases: [platform(url)],
+        });
         expect(f.map((x) => x.key).sort()).toEqual(["dynamo-operator.dynamo.metrics.prometheusEndpoint", "env.PROMETHEUS_ENDPOINT"]);
-        expect(f[0].message).toMatch(/release=kube-prometheus-stack in monitoring: http:\/\/kube-prometheus-stack-prometheus\.monitoring\.svc\.cluster\.local:9090.*_helpers\.tpl/);
+        expect(f[0].message).toMatch(
+            /release=kube-prometheus-stack in monitoring: http:\/\/kube-prometheus-stack-prometheus\.monitoring\.svc\.cluster\.local:9090.*_helpers\.tpl/,
+        );
     });
     it("a wrong port is a finding", () => {
-        const f = checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack"), planner("http://kube-prometheus-stack-prometheus.monitoring:9091")], releases: [] });
+        const f = checkPrometheusAgreement({
+            stack: "s",
+            objects: [rule("kube-prometheus-stack"), planner("http://kube-prometheus-stack-prometheus.monitoring:9091")],
+            releases: [],
+        });
         expect(f).toHaveLength(1);
     });
 });
 
 describe("GPU Operator DCGM exporter is scraped by the selected Prometheus", () => {
-    const gpuOp = (dcgmExporter: Record<string, unknown>) => ({ name: "gpu-operator", chart: "gpu-operator", version: "v25.10.1", values: { dcgmExporter } });
+    const gpuOp = (dcgmExporter: Record<string, unknown>) => ({
+        name: "gpu-operator",
+        chart: "gpu-operator",
+        version: "v25.10.1",
+        values: { dcgmExporter },
+    });
     it("the chart default (serviceMonitor off) and a wrong release label are findings; ours passes", async () => {
         const { dcgmExporterValues } = await import("../components/spoke/GpuOperator");
-        const run = (v: Record<string, unknown>) => checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack")], releases: [gpuOp(v)] });
+        const run = (v: Record<string, unknown>) =>
+            checkPrometheusAgreement({ stack: "s", objects: [rule("kube-prometheus-stack")], releases: [gpuOp(v)] });
         expect(run({ enabled: true }).map((x) => x.key)).toEqual(["dcgmExporter.serviceMonitor"]);
-        expect(run({ enabled: true })[0].message).toMatch(/ServiceMonitor is off \(chart default\).*gpu-operator@v25\.10\.1:deployments\/gpu-operator\/values\.yaml/);
+        expect(run({ enabled: true })[0].message).toMatch(
+            /ServiceMonitor is off \(chart default\).*gpu-operator@v25\.10\.1:deployments\/gpu-operator\/values\.yaml/,
+        );
         expect(run({ enabled: true, serviceMonitor: { enabled: true, additionalLabels: { release: "prometheus" } } })).toHaveLength(1);
-        expect(dcgmExporterValues({ release: "kube-prometheus-stack" })).toEqual({ enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { release: "kube-prometheus-stack" } } });
+        expect(dcgmExporterValues({ release: "kube-prometheus-stack" })).toEqual({
+            enabled: true,
+            serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { release: "kube-prometheus-stack" } },
+        });
         expect(run(dcgmExporterValues({ release: "kube-prometheus-stack" }))).toEqual([]);
     });
 });

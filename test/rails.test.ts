@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import * as path from "path";
+import * as path from "node:path";
 import { loadNodeProfileFile, NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 
 const ROCE_FIXTURE = path.join(__dirname, "fixtures", "node-profiles", "cisco-ucsc-885a-m8-h22-roce.yaml");
@@ -13,10 +13,21 @@ describe("rail table -> RDMA shared device plugin config", () => {
         expect(cfg.periodicUpdateInterval).toBe(300);
         expect(cfg.configList).toHaveLength(8);
         expect(cfg.configList[1]).toEqual({
-            resourceName: "rail_1", resourcePrefix: "rdma", rdmaHcaMax: 63,
+            resourceName: "rail_1",
+            resourcePrefix: "rdma",
+            rdmaHcaMax: 63,
             selectors: { vendors: ["15b3"], linkTypes: ["infiniband"], ifNames: ["ibp64s0"] },
         });
-        expect(cfg.configList.map((c) => c.resourceName)).toEqual(["rail_0", "rail_1", "rail_2", "rail_3", "rail_4", "rail_5", "rail_6", "rail_7"]);
+        expect(cfg.configList.map((c) => c.resourceName)).toEqual([
+            "rail_0",
+            "rail_1",
+            "rail_2",
+            "rail_3",
+            "rail_4",
+            "rail_5",
+            "rail_6",
+            "rail_7",
+        ]);
         expect(railResource(3)).toBe("rdma/rail_3");
     });
 
@@ -31,8 +42,9 @@ describe("rail table -> RDMA shared device plugin config", () => {
         // Mellanox/k8s-rdma-shared-dev-plugin@410b0f32:pkg/resources/resources_manager.go#GetFilteredDevices chains the filters.
         const cfg = rdmaSharedDevicePluginConfig([loadNodeProfileFile(ROCE_FIXTURE)], 8);
         expect(cfg.configList[0].selectors).toEqual({ vendors: ["15b3"], linkTypes: ["ether"], ifNames: ["eth3"] });
-        expect(() => rdmaSharedDevicePluginConfig([profile("dgx-h200"), loadNodeProfileFile(ROCE_FIXTURE)], 8))
-            .toThrow("node profiles disagree on rail 0's link layer: dgx-h200 InfiniBand, cisco-ucsc-885a-m8-h22-roce Ethernet");
+        expect(() => rdmaSharedDevicePluginConfig([profile("dgx-h200"), loadNodeProfileFile(ROCE_FIXTURE)], 8)).toThrow(
+            "node profiles disagree on rail 0's link layer: dgx-h200 InfiniBand, cisco-ucsc-885a-m8-h22-roce Ethernet",
+        );
     });
 
     it("refuses profiles with different rail counts", () => {

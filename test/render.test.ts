@@ -1,8 +1,8 @@
-import { execFile } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { promisify } from "util";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { ROOT, stackConfigDoc } from "./helpers";
@@ -13,7 +13,10 @@ const run = promisify(execFile);
 /** Runs `npm run render -- <args>` the way a user does (separate process, real CLI). */
 async function render(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
     try {
-        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", ...args], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", ...args], {
+            cwd: ROOT,
+            env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
+        });
         return { code: 0, stdout: r.stdout, stderr: r.stderr };
     } catch (e) {
         const x = e as { code: number; stdout: string; stderr: string };
@@ -22,11 +25,17 @@ async function render(args: string[]): Promise<{ code: number; stdout: string; s
 }
 
 let tmp: string;
-beforeAll(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), "render-")); });
+beforeAll(() => {
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
+});
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function stackNames(): string[] {
-    return fs.readdirSync(path.join(ROOT, "stacks")).map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1]).filter((x): x is string => !!x).sort();
+    return fs
+        .readdirSync(path.join(ROOT, "stacks"))
+        .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
+        .filter((x): x is string => !!x)
+        .sort();
 }
 
 /** `render --out <tmp>/one spoke-hn1` into a fresh folder, run once and read by two tests (a rerun, one stack). */
@@ -55,7 +64,8 @@ describe("npm run render", () => {
         expect(r.stderr).toMatch(/^render: \d+ stack\(s\) in \d+\.\d s\n$/);
         for (const s of stackNames()) {
             const pictures = s.startsWith("hub") ? ["map.svg", "map.png"] : ["rails.svg", "rails.png"];
-            for (const f of ["manifests.yaml", "resources.json", "policy.json", "outputs.json", "report.md", ...pictures]) expect(fs.existsSync(path.join(out, s, f)), `${s}/${f}`).toBe(true);
+            for (const f of ["manifests.yaml", "resources.json", "policy.json", "outputs.json", "report.md", ...pictures])
+                expect(fs.existsSync(path.join(out, s, f)), `${s}/${f}`).toBe(true);
             expect(fs.readFileSync(path.join(out, s, "report.md"), "utf8")).toContain(`](${pictures[0]}) ([PNG](${pictures[1]}))`);
             const policy = JSON.parse(fs.readFileSync(path.join(out, s, "policy.json"), "utf8"));
             expect(policy.mandatory).toEqual([]);
@@ -72,7 +82,8 @@ describe("npm run render", () => {
         }
         // Secrets never reach out/: no API key text anywhere, the output is masked.
         for (const s of stackNames()) {
-            for (const f of fs.readdirSync(path.join(out, s))) expect(fs.readFileSync(path.join(out, s, f), "utf8")).not.toMatch(/sk-h200-[0-9a-z]{48}/);
+            for (const f of fs.readdirSync(path.join(out, s)))
+                expect(fs.readFileSync(path.join(out, s, f), "utf8")).not.toMatch(/sk-h200-[0-9a-z]{48}/);
         }
         expect(JSON.parse(fs.readFileSync(path.join(out, "hub-prod", "outputs.json"), "utf8")).outputs).not.toHaveProperty("apiKeys");
     });
@@ -119,8 +130,16 @@ describe("npm run render", () => {
 
 describe("a bad spoke file fails itself, never another stack's output", () => {
     /** Every file under `dir` with its bytes, for an exact before/after comparison. */
-    const snapshot = (dir: string): Record<string, string> => Object.fromEntries(fs.readdirSync(dir, { recursive: true, withFileTypes: true })
-        .filter((e) => e.isFile()).map((e) => { const f = path.join(e.parentPath, e.name); return [path.relative(dir, f), fs.readFileSync(f).toString("base64")]; }));
+    const snapshot = (dir: string): Record<string, string> =>
+        Object.fromEntries(
+            fs
+                .readdirSync(dir, { recursive: true, withFileTypes: true })
+                .filter((e) => e.isFile())
+                .map((e) => {
+                    const f = path.join(e.parentPath, e.name);
+                    return [path.relative(dir, f), fs.readFileSync(f).toString("base64")];
+                }),
+        );
 
     it("a one-letter typo in a new spoke file: its own error headed by its file; the other spokes render, the hub's out/ is left as it was", async () => {
         const stacks = path.join(tmp, "typo-stacks");
@@ -142,10 +161,12 @@ describe("a bad spoke file fails itself, never another stack's output", () => {
         const r = await render(["--stacks", stacks, "--out", out]);
         expect(r.code).toBe(1);
         // Headed by the spoke file, with the spoke's keys; the hub is named as not rendered, not as the file in error.
-        expect(r.stdout).toMatch(/Pulumi\.spoke-dn1\.yaml: invalid stack configuration\n  - platform:backend\.railSupernet: required/);
+        expect(r.stdout).toMatch(/Pulumi\.spoke-dn1\.yaml: invalid stack configuration\n {2}- platform:backend\.railSupernet: required/);
         expect(r.stdout).toContain('platform:backend.railSupernett: unknown key; did you mean "railSupernet"?');
         expect(r.stdout).not.toMatch(/Pulumi\.hub-prod\.yaml: invalid stack configuration/);
-        expect(r.stdout).toContain("Pulumi.hub-prod.yaml: not rendered: it checks every spoke file and Pulumi.spoke-dn1.yaml is wrong; out/hub-prod left as it was");
+        expect(r.stdout).toContain(
+            "Pulumi.hub-prod.yaml: not rendered: it checks every spoke file and Pulumi.spoke-dn1.yaml is wrong; out/hub-prod left as it was",
+        );
         expect(r.stdout).toContain(`rendered ${stackNames().length - 1}/${stackNames().length + 1} stack(s); failed: hub-prod, spoke-dn1`);
         // Every other stack's out/ is byte for byte what it was (the spokes re-rendered identically, the hub untouched).
         for (const s of stackNames()) expect(snapshot(path.join(out, s)), s).toEqual(before[s]);
@@ -171,4 +192,3 @@ describe("warnings reach the reviewer", () => {
         expect(r.stderr).not.toContain("warning:");
     }, 120_000);
 });
-

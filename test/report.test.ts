@@ -1,4 +1,4 @@
-import * as zlib from "zlib";
+import * as zlib from "node:zlib";
 import { beforeAll, describe, expect, it } from "vitest";
 import { allPolicies } from "../policies/policies";
 import { resourcesJson } from "../tools/outputs";
@@ -6,7 +6,7 @@ import { runPolicies } from "../tools/policy-runner";
 import { reportFiles, reportInput } from "../tools/report";
 import { bar, cell, reportMarkdown } from "../tools/report/markdown";
 import { warningLines } from "../tools/report/comment";
-import { buildView, dgdGpus, HubView, ReportInput, SpokeView } from "../tools/report/model";
+import { buildView, dgdGpus, type HubView, type ReportInput, type SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { svgToPng } from "../tools/report/png";
 import { textWidth } from "../tools/report/svg";
@@ -14,7 +14,11 @@ import { maskWire } from "../tools/wire";
 import { runHubAndSpoke, runRepoStack, stackFile } from "./helpers";
 
 /** Report input of a stack rendered in-process the way tools/render.ts builds it. */
-async function inputOf(stack: string, r: { resources: any[]; outputs: Record<string, unknown> }, hubOutputs?: Record<string, unknown>): Promise<ReportInput> {
+async function inputOf(
+    stack: string,
+    r: { resources: any[]; outputs: Record<string, unknown> },
+    hubOutputs?: Record<string, unknown>,
+): Promise<ReportInput> {
     const policy = await runPolicies(allPolicies, r.resources);
     return reportInput(stackFile(stack), resourcesJson(r.resources), maskWire(r.outputs) as Record<string, unknown>, policy, hubOutputs);
 }
@@ -42,7 +46,10 @@ function decodePng(png: Buffer): { width: number; height: number; data: Buffer }
         const len = png.readUInt32BE(off);
         const type = png.subarray(off + 4, off + 8).toString("ascii");
         const data = png.subarray(off + 8, off + 8 + len);
-        if (type === "IHDR") { width = data.readUInt32BE(0); height = data.readUInt32BE(4); }
+        if (type === "IHDR") {
+            width = data.readUInt32BE(0);
+            height = data.readUInt32BE(4);
+        }
         if (type === "IDAT") idat.push(data);
         off += 12 + len;
     }
@@ -65,8 +72,19 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
     it("lists endpoints by model, engine and topology with their GPUs, as the hub placed them (stacks/Pulumi.hub-prod.yaml)", () => {
         const v = buildView(hn1) as SpokeView;
         const llama = v.endpoints.find((e) => e.name === "llama-70b")!;
-        expect(llama).toMatchObject({ model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", mode: "disaggregated", gpus: 8, renderedGpus: 8, plannerBudget: 10, pool: "h200" });
-        expect(llama.groups).toEqual([{ role: "prefill", replicas: 1, gpusPerWorker: 4 }, { role: "decode", replicas: 1, gpusPerWorker: 4 }]);
+        expect(llama).toMatchObject({
+            model: "meta-llama/Llama-3.3-70B-Instruct",
+            engine: "vllm",
+            mode: "disaggregated",
+            gpus: 8,
+            renderedGpus: 8,
+            plannerBudget: 10,
+            pool: "h200",
+        });
+        expect(llama.groups).toEqual([
+            { role: "prefill", replicas: 1, gpusPerWorker: 4 },
+            { role: "decode", replicas: 1, gpusPerWorker: 4 },
+        ]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
         expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 6 });
     });
@@ -83,7 +101,9 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(qwen.features!.signals).toContain("sglang: scraped");
         const md = reportMarkdown(v);
         expect(md).toContain("## Features and signals per endpoint");
-        expect(md).toMatch(/\| qwen3-32b \| P\/D over NIXL \(UCX\);.*\| dynamo-frontend: scraped; dynamo-worker: scraped; sglang: scraped \|/);
+        expect(md).toMatch(
+            /\| qwen3-32b \| P\/D over NIXL \(UCX\);.*\| dynamo-frontend: scraped; dynamo-worker: scraped; sglang: scraped \|/,
+        );
     });
 
     it("shows the reviewed KV-transport exceptions of the stack file; expired ones are marked refused", () => {
@@ -112,7 +132,9 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
         expect(md).not.toContain("## Warnings");
         expect(md).not.toContain("⚠");
-        expect(md).toContain("| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 1 x 4 GPU, decode 1 x 4 GPU | 8 |");
+        expect(md).toContain(
+            "| llama-70b | meta-llama/Llama-3.3-70B-Instruct | vllm | disaggregated: prefill 1 x 4 GPU, decode 1 x 4 GPU | 8 |",
+        );
     });
 
     it("joins each rail of the profile with the RDMA resource, network and IP pool rendered for it", () => {
@@ -120,8 +142,20 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         const rails = v.pools[0].rails;
         expect(rails).toHaveLength(8);
         // DGX H200 user guide "Network Modules": GPU1 is mlx5_3 / ibp64s0, not mlx5_1 (a storage port).
-        expect(rails[1]).toMatchObject({ rail: 1, leaf: 1, gpu: 1, hca: "mlx5_3", netdev: "ibp64s0", numa: 0, linkRateGbps: 400,
-            rdmaResource: "rdma/rail_1", network: "h200-rail-1", ipPool: "rail-1", subnet: "10.64.16.0/20", perNodeBlockSize: 16 });
+        expect(rails[1]).toMatchObject({
+            rail: 1,
+            leaf: 1,
+            gpu: 1,
+            hca: "mlx5_3",
+            netdev: "ibp64s0",
+            numa: 0,
+            linkRateGbps: 400,
+            rdmaResource: "rdma/rail_1",
+            network: "h200-rail-1",
+            ipPool: "rail-1",
+            subnet: "10.64.16.0/20",
+            perNodeBlockSize: 16,
+        });
         expect(rails.map((r) => r.numa)).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
         expect(v.pools[0].frontend.map((f) => f.hca)).toEqual(["mlx5_1", "mlx5_7"]);
         expect(v.networks.find((n) => n.name === "frontend")?.cidr).toBe("10.10.0.0/24");
@@ -165,7 +199,9 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
         // config/node-profiles/dgx-h200.yaml inferred: rails[].gpuPciAddress (and gpuNuma, frontend fields).
         expect(md).toContain("| rail / leaf | GPU | GPU PCI (inferred) | HCA | netdev | HCA PCI | NUMA | Gb/s |");
-        expect(md).toMatch(/Values of profile `dgx-h200` that were inferred, not read on a node \(its `inferred` field\); verify each as its note says before the first `pulumi up`:\n\n- `rails\[\]\.gpuPciAddress`: /);
+        expect(md).toMatch(
+            /Values of profile `dgx-h200` that were inferred, not read on a node \(its `inferred` field\); verify each as its note says before the first `pulumi up`:\n\n- `rails\[\]\.gpuPciAddress`: /,
+        );
     });
 
     it("gives every card room for its label (monospace advance of DejaVu Sans Mono)", async () => {
@@ -184,7 +220,13 @@ describe("spoke report (spoke-sg1, EKS p5en.48xlarge, EFA)", () => {
         expect(v.fabric).toBe("efa");
         expect(v.capacityGpus).toBe(16);
         // AWS P5en: 16 network cards x 200 Gb/s EFAv3 (config/node-profiles/p5en-48xlarge.yaml sources).
-        expect(v.pools[0].efa).toMatchObject({ networkCards: 16, cardRateGbps: 200, devicesPerGpu: 2, efaInterfaces: 16, enaInterfaces: 1 });
+        expect(v.pools[0].efa).toMatchObject({
+            networkCards: 16,
+            cardRateGbps: 200,
+            devicesPerGpu: 2,
+            efaInterfaces: 16,
+            enaInterfaces: 1,
+        });
         const files = await reportFiles(sg1, { png: false });
         expect(files["report.md"]).toContain("16 network cards x 200 Gb/s = 3200 Gb/s per node");
         const svg = files["rails.svg"] as string;
@@ -202,7 +244,9 @@ describe("preview mode", () => {
         // As tools/render.ts does: a spoke's preview reads its hub rendered normally (the deployed hub's outputs).
         const input = await inputOf("spoke-sg1", b.spoke, (await runRepoStack("hub-prod")).outputs);
         // The interface list is built from the node profile (known in preview); each NIC's security groups are computed.
-        const lt = input.resources.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && Array.isArray(r.inputs.networkInterfaces))!;
+        const lt = input.resources.find(
+            (r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && Array.isArray(r.inputs.networkInterfaces),
+        )!;
         expect(JSON.stringify(lt.inputs.networkInterfaces)).toContain("[unknown]");
         const v = buildView(input) as SpokeView;
         expect(v.pools[0].efa).toMatchObject({ networkCards: 16, efaInterfaces: 16, enaInterfaces: 1 });
@@ -215,15 +259,25 @@ describe("hub report (hub-prod)", () => {
     it("maps spokes by region with the endpoints placed on each and GPUs against capacity", async () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
-            ["hcm1", "vn-hochiminh-1", 12, 16], ["hn1", "vn-hanoi-1", 12, 16], ["sg1", "ap-southeast-1", 8, 16]]);
+            ["hcm1", "vn-hochiminh-1", 12, 16],
+            ["hn1", "vn-hanoi-1", 12, 16],
+            ["sg1", "ap-southeast-1", 8, 16],
+        ]);
         expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
         expect(elements(svg, "hub-link")).toHaveLength(3);
         expect(elements(svg, "endpoint")).toHaveLength(5);
-        expect(texts(svg)).toEqual(expect.arrayContaining(["region ap-southeast-1", "region vn-hanoi-1", "region vn-hochiminh-1",
-            "llama-70b: vllm agg W2x4 = 8 GPU", "qwen3-32b: sglang P/D P2x2 D1x4 = 8 GPU"]));
+        expect(texts(svg)).toEqual(
+            expect.arrayContaining([
+                "region ap-southeast-1",
+                "region vn-hanoi-1",
+                "region vn-hochiminh-1",
+                "llama-70b: vllm agg W2x4 = 8 GPU",
+                "qwen3-32b: sglang P/D P2x2 D1x4 = 8 GPU",
+            ]),
+        );
         const md = files["report.md"] as string;
         expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 16/16 |");
         expect(md).not.toContain("## Warnings");
@@ -237,13 +291,28 @@ describe("hub report (hub-prod)", () => {
         if (hub.config.role !== "hub") throw new Error("not a hub");
         const at = hub.config.hub.endpoints.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
         const endpoints = hub.config.hub.endpoints.map((e, i) => (i === at ? { ...e, planner: { ...e.planner, maxGpuBudget: 16 } } : e));
-        const raw = { ...hub.raw, endpoints: (hub.raw!.endpoints as Array<Record<string, unknown>>).map((e, i) => (i === at ? { ...e, planner: undefined } : e)) };
-        const input: ReportInput = { ...hub, config: { role: "hub", hub: { ...hub.config.hub, endpoints } }, raw, warnings: ["spoke hn1: something the program logged"] };
+        const raw = {
+            ...hub.raw,
+            endpoints: (hub.raw!.endpoints as Array<Record<string, unknown>>).map((e, i) => (i === at ? { ...e, planner: undefined } : e)),
+        };
+        const input: ReportInput = {
+            ...hub,
+            config: { role: "hub", hub: { ...hub.config.hub, endpoints } },
+            raw,
+            warnings: ["spoke hn1: something the program logged"],
+        };
         const md = (await reportFiles(input, { png: false }))["report.md"] as string;
-        expect(md).toContain("## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 26 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n");
+        expect(md).toContain(
+            "## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 26 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n",
+        );
         expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
-        expect(md).toContain("| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 4 | 16 (default) | none |");
-        expect(warningLines(md)).toEqual(["spoke hn1: something the program logged", expect.stringMatching(/^spoke hcm1: planner budgets add up to 26/)]);
+        expect(md).toContain(
+            "| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 4 | 16 (default) | none |",
+        );
+        expect(warningLines(md)).toEqual([
+            "spoke hn1: something the program logged",
+            expect.stringMatching(/^spoke hcm1: planner budgets add up to 26/),
+        ]);
     });
 
     it("lists which policies ran and what they found", async () => {
@@ -251,16 +320,37 @@ describe("hub report (hub-prod)", () => {
         expect(md).toContain(`The pack's ${allPolicies.length} policies ran on the `);
         // Counts add up: the resources the header names = those the policies saw + component resources.
         const v = buildView(hub) as HubView;
-        expect(md).toContain(`(the other ${v.resources - v.policy.resourcesChecked} of the ${v.resources} are component resources grouping them)`);
+        expect(md).toContain(
+            `(the other ${v.resources - v.policy.resourcesChecked} of the ${v.resources} are component resources grouping them)`,
+        );
         // Which policies had something to check here: the AWS ones on the hub, none of the RDMA ones.
         const checked = md.slice(md.indexOf("policies that checked this stack"), md.indexOf("policies with nothing to check"));
         expect(checked).toContain("`aws-stateful-protected`");
         expect(checked).not.toContain("`ucx-tls-rdma-no-tcp`");
         expect(md).toContain("- `ucx-tls-rdma-no-tcp` (mandatory)");
         const spokeMd = (await reportFiles(hn1, { png: false }))["report.md"] as string;
-        expect(spokeMd.slice(spokeMd.indexOf("policies that checked this stack"), spokeMd.indexOf("policies with nothing to check"))).toContain("`ucx-tls-rdma-no-tcp`");
-        const withFinding: ReportInput = { ...hn1, policy: { ...hn1.policy, findings: [{ policyName: "ucx-tls-rdma-no-tcp", enforcementLevel: "mandatory", message: "UCX_TLS has tcp", resourceType: "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment", resourceName: "endpoint-llama-70b-dgd" }], mandatory: [] } };
-        expect((await reportFiles(withFinding, { png: false }))["report.md"]).toContain("| mandatory | ucx-tls-rdma-no-tcp | DynamoGraphDeployment endpoint-llama-70b-dgd | UCX_TLS has tcp |");
+        expect(
+            spokeMd.slice(spokeMd.indexOf("policies that checked this stack"), spokeMd.indexOf("policies with nothing to check")),
+        ).toContain("`ucx-tls-rdma-no-tcp`");
+        const withFinding: ReportInput = {
+            ...hn1,
+            policy: {
+                ...hn1.policy,
+                findings: [
+                    {
+                        policyName: "ucx-tls-rdma-no-tcp",
+                        enforcementLevel: "mandatory",
+                        message: "UCX_TLS has tcp",
+                        resourceType: "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment",
+                        resourceName: "endpoint-llama-70b-dgd",
+                    },
+                ],
+                mandatory: [],
+            },
+        };
+        expect((await reportFiles(withFinding, { png: false }))["report.md"]).toContain(
+            "| mandatory | ucx-tls-rdma-no-tcp | DynamoGraphDeployment endpoint-llama-70b-dgd | UCX_TLS has tcp |",
+        );
     });
 });
 
@@ -273,7 +363,12 @@ describe("PNG pictures", () => {
         expect(png.width).toBe(Math.round(w * 1.5));
         expect((await reportFiles(hn1))["rails.png"]).toEqual(files["rails.png"]);
         // Text only, no shapes: non-white pixels prove the font was loaded (resvg draws no text without one).
-        const only = decodePng(await svgToPng('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="30"><rect width="120" height="30" fill="#fff"/><text x="4" y="20" font-family="DejaVu Sans Mono" font-size="14">mlx5_3</text></svg>', 1));
+        const only = decodePng(
+            await svgToPng(
+                '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="30"><rect width="120" height="30" fill="#fff"/><text x="4" y="20" font-family="DejaVu Sans Mono" font-size="14">mlx5_3</text></svg>',
+                1,
+            ),
+        );
         const ink = [...only.data].filter((b, i) => i % (1 + only.width * 4) !== 0 && b < 128).length;
         expect(ink).toBeGreaterThan(20);
     });
@@ -281,11 +376,25 @@ describe("PNG pictures", () => {
 
 describe("report helpers", () => {
     it("counts DGD GPUs from worker components only (frontend and planner have none)", () => {
-        expect(dgdGpus({ spec: { components: [
-            { type: "frontend", replicas: 1, podTemplate: { spec: { containers: [{}] } } },
-            { type: "prefill", replicas: 2, podTemplate: { spec: { containers: [{ resources: { limits: { "nvidia.com/gpu": "2" } } }] } } },
-            { type: "decode", replicas: 1, podTemplate: { spec: { containers: [{ resources: { limits: { "nvidia.com/gpu": "4" } } }] } } },
-        ] } })).toBe(8);
+        expect(
+            dgdGpus({
+                spec: {
+                    components: [
+                        { type: "frontend", replicas: 1, podTemplate: { spec: { containers: [{}] } } },
+                        {
+                            type: "prefill",
+                            replicas: 2,
+                            podTemplate: { spec: { containers: [{ resources: { limits: { "nvidia.com/gpu": "2" } } }] } },
+                        },
+                        {
+                            type: "decode",
+                            replicas: 1,
+                            podTemplate: { spec: { containers: [{ resources: { limits: { "nvidia.com/gpu": "4" } } }] } },
+                        },
+                    ],
+                },
+            }),
+        ).toBe(8);
     });
 
     it("escapes table cells and draws bars over 100% full", () => {
@@ -300,15 +409,20 @@ describe("report helpers", () => {
         expect(interactive(tty, { CI: "true" })).toBe(false);
         expect(interactive({ isTTY: false, write: () => 0 }, {})).toBe(false);
         const p = new RenderProgress(2, tty, true);
-        p.stack("hub-prod"); p.phase("policy"); p.end(true);
-        p.stack("spoke-hn1"); p.end(false);
+        p.stack("hub-prod");
+        p.phase("policy");
+        p.end(true);
+        p.stack("spoke-hn1");
+        p.end(false);
         p.summary();
         expect(out.join("")).toMatch(/\[1\/2\] hub-prod ok \d+\.\d s \(program \d+\.\d s, policy \d+\.\d s\)\n/);
         expect(out.join("")).toContain("[2/2] spoke-hn1 FAILED");
         expect(out[out.length - 1]).toMatch(/^render: 2 stack\(s\) in \d+\.\d s: program/);
         const quiet: string[] = [];
         const q = new RenderProgress(1, { isTTY: false, write: (s: string) => quiet.push(s) }, false);
-        q.stack("hub-prod"); q.end(true); q.summary();
+        q.stack("hub-prod");
+        q.end(true);
+        q.summary();
         expect(quiet).toHaveLength(1);
         expect(quiet[0]).toMatch(/^render: 1 stack\(s\) in \d+\.\d s\n$/);
     });

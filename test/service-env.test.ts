@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { versions } from "../config/versions";
 import { PREFLIGHT_CONTAINER, PREFLIGHT_SCRIPT } from "../lib/preflight";
 import { AUTH_ENV, loadConfig as loadAuthConfig } from "../services/auth/config";

@@ -5,11 +5,18 @@ import * as pulumi from "@pulumi/pulumi";
  * fails loudly. Without this, a resource created at import time is silently faked by the SDK and the test
  * passes while testing nothing.
  */
-void pulumi.runtime.setMocks({
-    newResource(args) {
-        throw new Error(`resource ${args.type} "${args.name}" was created before the test set its mocks; create resources only inside runStack()`);
+void pulumi.runtime.setMocks(
+    {
+        newResource(args) {
+            throw new Error(
+                `resource ${args.type} "${args.name}" was created before the test set its mocks; create resources only inside runStack()`,
+            );
+        },
+        call(args) {
+            throw new Error(`invoke ${args.token} was called before the test set its mocks`);
+        },
     },
-    call(args) {
-        throw new Error(`invoke ${args.token} was called before the test set its mocks`);
-    },
-}, "platform", "tripwire", false);
+    "platform",
+    "tripwire",
+    false,
+);

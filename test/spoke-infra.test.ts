@@ -6,13 +6,13 @@
  * resources updates that file in the same pull request, where reviewers see every URN that moves.
  */
 import * as k8s from "@pulumi/kubernetes";
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BackendFabric } from "../components/spoke/BackendFabric";
 import { EfaDevicePlugin } from "../components/spoke/EfaDevicePlugin";
 import { GpuOperator } from "../components/spoke/GpuOperator";
-import { isEksSpoke, parseStackConfig, SpokeConfig } from "../config/stack";
+import { isEksSpoke, parseStackConfig, type SpokeConfig } from "../config/stack";
 import { buildEksInfra } from "../programs/eks-spoke";
 import { buildOnPremInfra } from "../programs/onprem-spoke";
 import type { SpokeInfra } from "../programs/spoke-infra";
@@ -39,7 +39,9 @@ async function infraOf(stack: string): Promise<Record<string, any>> {
     const spoke: SpokeConfig = cfg.spoke;
     let infra: SpokeInfra | undefined;
     await runStack({
-        project: "platform", stack, config: stackFile(stack).config,
+        project: "platform",
+        stack,
+        config: stackFile(stack).config,
         program: () => {
             infra = isEksSpoke(spoke) ? buildEksInfra(spoke) : buildOnPremInfra(spoke);
             return {};
@@ -51,8 +53,15 @@ async function infraOf(stack: string): Promise<Record<string, any>> {
         provider: i.provider instanceof k8s.Provider,
         namespaces: [i.platformNamespace, i.inferenceNamespace].every((n) => n instanceof k8s.core.v1.Namespace),
         pools: i.pools.map((p) => ({
-            name: p.name, profile: p.profile.name, nodeCount: p.nodeCount, nodeSelector: p.nodeSelector, tolerations: p.tolerations,
-            memlockUnlimited: p.memlockUnlimited, fabric: p.fabric, rdmaResources: p.rdmaResources, frontendHcas: p.frontendHcas,
+            name: p.name,
+            profile: p.profile.name,
+            nodeCount: p.nodeCount,
+            nodeSelector: p.nodeSelector,
+            tolerations: p.tolerations,
+            memlockUnlimited: p.memlockUnlimited,
+            fabric: p.fabric,
+            rdmaResources: p.rdmaResources,
+            frontendHcas: p.frontendHcas,
             hugepages2MiPerNode: p.hugepages2MiPerNode,
         })),
         systemNodeSelector: i.systemNodeSelector,
@@ -69,13 +78,20 @@ describe("SpokeInfra: one shape from both infrastructure builders", () => {
     it("on-prem (spoke-hn1): rail resources from the backend fabric, frontend HCAs, no huge pages, no system selector", async () => {
         const i = await infraOf("spoke-hn1");
         expect([i.provider, i.namespaces]).toEqual([true, true]);
-        expect(i.pools).toEqual([{
-            name: "h200", profile: "dgx-h200", nodeCount: 2, nodeSelector: { "inference-platform.io/pool": "h200" }, tolerations: gpuTaint,
-            memlockUnlimited: true, fabric: "infiniband",
-            rdmaResources: [0, 1, 2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`),
-            frontendHcas: ["mlx5_1", "mlx5_7"],
-            hugepages2MiPerNode: 0,
-        }]);
+        expect(i.pools).toEqual([
+            {
+                name: "h200",
+                profile: "dgx-h200",
+                nodeCount: 2,
+                nodeSelector: { "inference-platform.io/pool": "h200" },
+                tolerations: gpuTaint,
+                memlockUnlimited: true,
+                fabric: "infiniband",
+                rdmaResources: [0, 1, 2, 3, 4, 5, 6, 7].map((r) => `rdma/rail_${r}`),
+                frontendHcas: ["mlx5_1", "mlx5_7"],
+                hugepages2MiPerNode: 0,
+            },
+        ]);
         expect(i.systemNodeSelector).toEqual({});
         expect(i.devicePlugins).toEqual(["BackendFabric"]);
         expect(i.gpuDirect).toEqual(["GpuOperator"]);
@@ -86,10 +102,20 @@ describe("SpokeInfra: one shape from both infrastructure builders", () => {
     it("EKS (spoke-sg1): EFA from the device plugin, no frontend HCAs, node-group huge pages, the CPU group as system nodes", async () => {
         const i = await infraOf("spoke-sg1");
         expect([i.provider, i.namespaces]).toEqual([true, true]);
-        expect(i.pools).toEqual([{
-            name: "h200", profile: "p5en-48xlarge", nodeCount: 2, nodeSelector: { "inference-platform.io/pool": "h200" }, tolerations: gpuTaint,
-            memlockUnlimited: true, fabric: "efa", rdmaResources: ["vpc.amazonaws.com/efa"], frontendHcas: [], hugepages2MiPerNode: 5128,
-        }]);
+        expect(i.pools).toEqual([
+            {
+                name: "h200",
+                profile: "p5en-48xlarge",
+                nodeCount: 2,
+                nodeSelector: { "inference-platform.io/pool": "h200" },
+                tolerations: gpuTaint,
+                memlockUnlimited: true,
+                fabric: "efa",
+                rdmaResources: ["vpc.amazonaws.com/efa"],
+                frontendHcas: [],
+                hugepages2MiPerNode: 5128,
+            },
+        ]);
         expect(i.systemNodeSelector).toEqual({ "inference-platform.io/system": "true" });
         expect(i.devicePlugins).toEqual(["EfaDevicePlugin"]);
         expect(i.gpuDirect).toEqual(["GpuOperator"]);

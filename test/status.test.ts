@@ -3,13 +3,13 @@
  * bucket's `current.json` / ACKs (layout services/shared/bundle.ts bundlePaths) and a real PostgreSQL with the
  * ledger schema.
  */
-import { execFile } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { S3Client } from "@aws-sdk/client-s3";
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUCKET, S3Server, startS3 } from "../services/auth/test/harness";
+import { BUCKET, type S3Server, startS3 } from "../services/auth/test/harness";
 import { ingestBatch, recordSpokeQuarantine } from "../services/ledger/ledger";
 import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
@@ -21,17 +21,36 @@ import { ESBUILD_LOADER } from "./loader";
 
 const ledger = useLedgerDb();
 let s3: S3Server;
-beforeAll(async () => { s3 = await startS3(); });
-afterAll(async () => { await s3?.destroy(); });
+beforeAll(async () => {
+    s3 = await startS3();
+});
+afterAll(async () => {
+    await s3?.destroy();
+});
 
 const spokes = { hn1: { bucket: BUCKET, region: "us-east-1" }, sg1: { bucket: BUCKET, region: "us-east-1" } };
 const client = () => s3.client as S3Client;
 
 function ev(spoke: string, seq: number, endedAt: string): UsageEvent {
     return {
-        requestId: `${spoke}-r-${seq}`, spoke, tenant: "acme", team: "search", keyId: "k", model: "m", endpoint: "e",
-        inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, status: 200, stream: false, truncated: false,
-        usageSource: "reported", startedAt: endedAt, endedAt, seq, source: "metering-0.aaaa0000",
+        requestId: `${spoke}-r-${seq}`,
+        spoke,
+        tenant: "acme",
+        team: "search",
+        keyId: "k",
+        model: "m",
+        endpoint: "e",
+        inputTokens: 10,
+        outputTokens: 5,
+        cachedInputTokens: 0,
+        status: 200,
+        stream: false,
+        truncated: false,
+        usageSource: "reported",
+        startedAt: endedAt,
+        endedAt,
+        seq,
+        source: "metering-0.aaaa0000",
     };
 }
 
@@ -52,13 +71,25 @@ describe("npm run status", () => {
         const now = new Date();
         const recent = new Date(now.getTime() - 120_000).toISOString();
         // hn1: seqs 0..4 arrive; sg1: seq 0 and 3 arrive, 1 and 2 never do (a gap the reconciliation counts).
-        await ingestBatch(ledger.db, [0, 1, 2, 3, 4].map((i) => ev("hn1", i, recent)));
-        await ingestBatch(ledger.db, [0, 3].map((i) => ev("sg1", i, recent)));
+        await ingestBatch(
+            ledger.db,
+            [0, 1, 2, 3, 4].map((i) => ev("hn1", i, recent)),
+        );
+        await ingestBatch(
+            ledger.db,
+            [0, 3].map((i) => ev("sg1", i, recent)),
+        );
 
         const later = new Date(now.getTime() + 3600_000); // current.json was written an hour before "now"
         const rows = await collectStatus({ spokes, s3: client, db: ledger.db, now: later, maxBehindSeconds: 900, windowHours: 24 });
         const hn1 = rows.find((r) => r.spoke === "hn1")!;
-        expect(hn1).toMatchObject({ publishedRevision: 3, ackedRevision: 3, ackedAt: "2026-12-01T09:05:00.000Z", behindSeconds: 0, problems: [] });
+        expect(hn1).toMatchObject({
+            publishedRevision: 3,
+            ackedRevision: 3,
+            ackedAt: "2026-12-01T09:05:00.000Z",
+            behindSeconds: 0,
+            problems: [],
+        });
         expect(hn1.reconciliation).toEqual({ windowHours: 24, sent: 5, missing: 0, duplicates: 0 });
         expect(hn1).toMatchObject({ quarantined: 0, lastReconciliation: null });
         expect(hn1.usageLagSeconds).toBeGreaterThanOrEqual(3600 + 120 - 2);
@@ -73,19 +104,53 @@ describe("npm run status", () => {
 
         // A scheduled run recorded by the hub and a quarantined event show up as such.
         await runReconciliation(ledger.db, { spoke: "sg1" });
-        await recordSpokeQuarantine(ledger.db, [{ kind: "quarantined", requestId: "sg1-r-4", spoke: "sg1", source: "metering-0.aaaa0000", seq: 4, endedAt: recent, reason: "poison: record over 1 MiB", bytes: 1_100_000 }]);
-        const again = (await collectStatus({ spokes: { sg1: spokes.sg1 }, s3: client, db: ledger.db, now: later, maxBehindSeconds: 900, windowHours: 24 }))[0];
+        await recordSpokeQuarantine(ledger.db, [
+            {
+                kind: "quarantined",
+                requestId: "sg1-r-4",
+                spoke: "sg1",
+                source: "metering-0.aaaa0000",
+                seq: 4,
+                endedAt: recent,
+                reason: "poison: record over 1 MiB",
+                bytes: 1_100_000,
+            },
+        ]);
+        const again = (
+            await collectStatus({
+                spokes: { sg1: spokes.sg1 },
+                s3: client,
+                db: ledger.db,
+                now: later,
+                maxBehindSeconds: 900,
+                windowHours: 24,
+            })
+        )[0];
         expect(again.quarantined).toBe(1);
         expect(again.lastReconciliation).toMatchObject({ missing: 2 });
         expect(formatStatus([again])).toContain("(2 missing)");
 
         // Within the threshold the same lag is not a problem.
-        const soon = await collectStatus({ spokes: { sg1: spokes.sg1 }, s3: client, db: ledger.db, now, maxBehindSeconds: 900, windowHours: 24 });
+        const soon = await collectStatus({
+            spokes: { sg1: spokes.sg1 },
+            s3: client,
+            db: ledger.db,
+            now,
+            maxBehindSeconds: 900,
+            windowHours: 24,
+        });
         expect(soon[0].problems).toEqual(["2 usage event(s) sent in the last 24 h never reached the ledger"]);
     });
 
     it("a spoke the hub never published for is reported, not silently healthy", async () => {
-        const rows = await collectStatus({ spokes: { xx9: spokes.hn1 }, s3: client, db: ledger.db, now: new Date(), maxBehindSeconds: 900, windowHours: 24 });
+        const rows = await collectStatus({
+            spokes: { xx9: spokes.hn1 },
+            s3: client,
+            db: ledger.db,
+            now: new Date(),
+            maxBehindSeconds: 900,
+            windowHours: 24,
+        });
         expect(rows[0]).toMatchObject({ spoke: "xx9", publishedRevision: null, ackedRevision: null, lastUsageReceivedAt: null });
         expect(rows[0].problems).toEqual(["the hub has published no bundle (no current.json)"]);
     });
@@ -93,7 +158,9 @@ describe("npm run status", () => {
     it("reads spokes from hub outputs and names a non-hub file", () => {
         const rendered = { outputs: { spokeContracts: { hn1: { policy: { bucket: "b", region: "r" } } } } };
         expect(spokesFromHubOutputs(rendered, "f")).toEqual({ hn1: { bucket: "b", region: "r" } });
-        expect(() => spokesFromHubOutputs({ spoke: "hn1" }, "out/spoke-hn1/outputs.json")).toThrow("out/spoke-hn1/outputs.json: no spokeContracts output (is this a hub stack?)");
+        expect(() => spokesFromHubOutputs({ spoke: "hn1" }, "out/spoke-hn1/outputs.json")).toThrow(
+            "out/spoke-hn1/outputs.json: no spokeContracts output (is this a hub stack?)",
+        );
     });
 
     it("the command exits 1 when a spoke is behind and prints the table", async () => {
@@ -105,9 +172,15 @@ describe("npm run status", () => {
         const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
         const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
         const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-            execFile(process.execPath, ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--max-behind-seconds", "1"], {
-                cwd: ROOT, env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
-            }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
+            execFile(
+                process.execPath,
+                ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--max-behind-seconds", "1"],
+                {
+                    cwd: ROOT,
+                    env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
+                },
+                (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+            );
         });
         fs.rmSync(dir, { recursive: true, force: true });
         expect(res.stderr).not.toMatch(/^status:/m);
@@ -122,14 +195,32 @@ describe("npm run status -- --local (no hub needed)", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-local-"));
         const file = path.join(dir, "hub.json");
         // The shape of out/hub-prod/outputs.json: the spokes and their policy buckets.
-        fs.writeFileSync(file, JSON.stringify({ outputs: { spokeContracts: { hn1: { policy: { bucket: "b", region: "ap-southeast-1" } }, sg1: { policy: { bucket: "b", region: "ap-southeast-1" } } } } }));
+        fs.writeFileSync(
+            file,
+            JSON.stringify({
+                outputs: {
+                    spokeContracts: {
+                        hn1: { policy: { bucket: "b", region: "ap-southeast-1" } },
+                        sg1: { policy: { bucket: "b", region: "ap-southeast-1" } },
+                    },
+                },
+            }),
+        );
         const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-            execFile(process.execPath, ["-r", ESBUILD_LOADER, "tools/status.ts", "--local", "--outputs", file], {
-                cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true", DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },
-            }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
+            execFile(
+                process.execPath,
+                ["-r", ESBUILD_LOADER, "tools/status.ts", "--local", "--outputs", file],
+                {
+                    cwd: ROOT,
+                    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true", DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },
+                },
+                (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+            );
         });
         fs.rmSync(dir, { recursive: true, force: true });
-        expect(res.stderr).toMatch(/^status --local: ledger postgresql:\/\/\S+, policy bucket at http:\/\/127\.0\.0\.1:\d+ \(s3rver\); sample data for hn1, sg1: sg1 still serves revision 1 and lost 2 usage events\n/);
+        expect(res.stderr).toMatch(
+            /^status --local: ledger postgresql:\/\/\S+, policy bucket at http:\/\/127\.0\.0\.1:\d+ \(s3rver\); sample data for hn1, sg1: sg1 still serves revision 1 and lost 2 usage events\n/,
+        );
         expect(res.code).toBe(1);
         expect(res.stdout).toMatch(/^hn1\s+2\s+2\s.*\sok$/m);
         expect(res.stdout).toMatch(/^sg1\s+2\s+1\s.*\sBEHIND$/m);
@@ -139,7 +230,8 @@ describe("npm run status -- --local (no hub needed)", () => {
 
 describe("npm run status on the wrong input", () => {
     it("says a preview render's outputs cannot be used (spokeContracts unknown)", () => {
-        expect(() => spokesFromHubOutputs({ outputs: { spokeContracts: "[unknown]" } }, "out/hub-prod/outputs.json"))
-            .toThrow("out/hub-prod/outputs.json: spokeContracts is unknown (rendered with --preview?)");
+        expect(() => spokesFromHubOutputs({ outputs: { spokeContracts: "[unknown]" } }, "out/hub-prod/outputs.json")).toThrow(
+            "out/hub-prod/outputs.json: spokeContracts is unknown (rendered with --preview?)",
+        );
     });
 });

@@ -3,14 +3,14 @@
  * fails, naming stack, object, container and key, on a planted unknown flag, env var and Helm values key, on refused
  * combinations and on an image variant lacking what its config names. Facts cited in upstream/*.ts.
  */
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChartFacts } from "../upstream";
-import { checkHelmValues, checkOutDir, checkStack, defaultFacts, Facts, Finding } from "../tools/upstream-check";
-import { execFile } from "child_process";
-import { promisify } from "util";
+import { checkHelmValues, checkOutDir, checkStack, defaultFacts, type Facts, type Finding } from "../tools/upstream-check";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { discoverStacks } from "../tools/stackfiles";
 import { endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
 import { buildDgd } from "../lib/dgd";
@@ -25,7 +25,8 @@ import { ESBUILD_LOADER } from "./loader";
  * `endpointUpstreamIssues`, upstream/activation.ts `mooncake-store-equal-tp`), checked on its own below.
  */
 function objects(e = endpoint()): Array<Record<string, any>> {
-    if (e.topology.mode === "disaggregated" && e.kvPool.kind === "mooncake") e = { ...e, topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } } };
+    if (e.topology.mode === "disaggregated" && e.kvPool.kind === "mooncake")
+        e = { ...e, topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } } };
     const { dgd, others } = endpointObjects(e);
     return [structuredClone(dgd), ...structuredClone(others)];
 }
@@ -34,9 +35,12 @@ const dgdOf = (objs: Array<Record<string, any>>) => objs.find((o) => o.kind === 
  * Findings of the per-container and Helm rules (the tests below plant faults on one side; pair and KV closed-world
  * findings are tested apart, here and in test/policies/kv-closed-world.test.ts).
  */
-const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings
-    .filter((f) => !/ and /.test(f.container ?? "") && !f.message.includes("the pack cannot prove"));
-const pairFindings = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) => checkStack("spoke-test", objs, [], facts).findings.filter((f) => / and /.test(f.container ?? ""));
+const run = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) =>
+    checkStack("spoke-test", objs, [], facts).findings.filter(
+        (f) => !/ and /.test(f.container ?? "") && !f.message.includes("the pack cannot prove"),
+    );
+const pairFindings = (objs: Array<Record<string, any>>, facts: Facts = defaultFacts) =>
+    checkStack("spoke-test", objs, [], facts).findings.filter((f) => / and /.test(f.container ?? ""));
 const keys = (f: Finding[]) => f.map((x) => `${x.object} ${x.container} ${x.key}`);
 
 describe("upstream-check on what lib/ renders", () => {
@@ -53,34 +57,62 @@ describe("upstream-check on what lib/ renders", () => {
         const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
         const pool = { ...placement({ profile: P5EN }), hugepages2MiPerNode: 5128 };
         const rt = versions.dynamoRuntime.sglang;
-        const dgd = buildDgd({ endpoint: endpoint({ engine: "sglang", kvPool: { kind: "none" } }), namespace: "inference", pool, runtimeImage: `${rt.image}:${rt.version}`, plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`, prometheusEndpoint: "http://p", minLinkRateGbps: 200 });
+        const dgd = buildDgd({
+            endpoint: endpoint({ engine: "sglang", kvPool: { kind: "none" } }),
+            namespace: "inference",
+            pool,
+            runtimeImage: `${rt.image}:${rt.version}`,
+            plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
+            prometheusEndpoint: "http://p",
+            minLinkRateGbps: 200,
+        });
         // Workers and their preflight run the -efa variant (ai-dynamo/dynamo container/templates/aws.Dockerfile); the Frontend does not.
         expect(mainOf(dgd, "decode").image).toBe("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0-efa");
-        expect(dgd.spec.components.find((c) => c.name === "decode")!.podTemplate.spec.initContainers as any[]).toMatchObject([{ image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0-efa" }]);
+        expect(dgd.spec.components.find((c) => c.name === "decode")!.podTemplate.spec.initContainers as any[]).toMatchObject([
+            { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0-efa" },
+        ]);
         expect(mainOf(dgd, "Frontend").image).toBe("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0");
         expect(run([dgd as any])).toEqual([]);
         // The same config on the plain runtime image: it lacks aws-ofi-nccl, libfabric, efa-installer and fi_info.
         const plain = structuredClone(dgd) as any;
-        for (const c of plain.spec.components) for (const ct of [...(c.podTemplate.spec.initContainers ?? []), ...c.podTemplate.spec.containers]) ct.image = ct.image.replace("-efa", "");
+        for (const c of plain.spec.components)
+            for (const ct of [...(c.podTemplate.spec.initContainers ?? []), ...c.podTemplate.spec.containers])
+                ct.image = ct.image.replace("-efa", "");
         const f = run([plain]).filter((x) => x.message.includes(" lacks "));
-        expect(f.map((x) => x.message.split(":")[0]).filter((m, i, a) => a.indexOf(m) === i).sort()).toEqual(["fi-provider-efa", "nccl-net-libfabric", "nixl-libfabric-sglang", "preflight-efa"]);
-        expect(f.find((x) => x.message.startsWith("nccl-net-libfabric"))).toMatchObject({ stack: "spoke-test", object: "DynamoGraphDeployment/inference/llama-70b component prefill", container: "main", key: "env.NCCL_NET" });
+        expect(
+            f
+                .map((x) => x.message.split(":")[0])
+                .filter((m, i, a) => a.indexOf(m) === i)
+                .sort(),
+        ).toEqual(["fi-provider-efa", "nccl-net-libfabric", "nixl-libfabric-sglang", "preflight-efa"]);
+        expect(f.find((x) => x.message.startsWith("nccl-net-libfabric"))).toMatchObject({
+            stack: "spoke-test",
+            object: "DynamoGraphDeployment/inference/llama-70b component prefill",
+            container: "main",
+            key: "env.NCCL_NET",
+        });
     });
 });
 
 describe("upstream-check pair rule: prefill and decode identical except role settings (upstream/pairs.ts)", () => {
     it("a rendered pair passes; a setting on one side only is named with both sides and the key", () => {
-        for (const engine of ["vllm", "sglang", "trtllm"] as const) expect(pairFindings(objects(endpoint({ engine, kvPool: { kind: "none" } }))), engine).toEqual([]);
+        for (const engine of ["vllm", "sglang", "trtllm"] as const)
+            expect(pairFindings(objects(endpoint({ engine, kvPool: { kind: "none" } }))), engine).toEqual([]);
         const objs = objects(endpoint({ engine: "vllm" }));
         mainOf(dgdOf(objs), "decode").env.push({ name: "UCX_RNDV_THRESH", value: "8192" });
-        expect(pairFindings(objs)).toMatchObject([{ object: "DynamoGraphDeployment/inference/llama-70b", container: "prefill/main and decode/main", key: "UCX_RNDV_THRESH" }]);
+        expect(pairFindings(objs)).toMatchObject([
+            { object: "DynamoGraphDeployment/inference/llama-70b", container: "prefill/main and decode/main", key: "UCX_RNDV_THRESH" },
+        ]);
         expect(pairFindings(objs)[0].message).toMatch(/prefill has UCX_RNDV_THRESH \S+ but decode has 8192/);
     });
     it("the KV closed world runs in upstream-check too: an unknown UCX knob is refused by name and value", () => {
         const objs = objects(endpoint({ engine: "vllm" }));
         for (const r of ["prefill", "decode"]) mainOf(dgdOf(objs), r).env.push({ name: "UCX_ZCOPY_THRESH", value: "inf" });
         const f = checkStack("spoke-test", objs, []).findings.filter((x) => x.message.includes("the pack cannot prove"));
-        expect(f.map((x) => [x.container, x.key])).toEqual([["prefill/main", "env.UCX_ZCOPY_THRESH"], ["decode/main", "env.UCX_ZCOPY_THRESH"]]);
+        expect(f.map((x) => [x.container, x.key])).toEqual([
+            ["prefill/main", "env.UCX_ZCOPY_THRESH"],
+            ["decode/main", "env.UCX_ZCOPY_THRESH"],
+        ]);
     });
     it("engine and Mooncake store agree on protocol, metadata server and master; a store on tcp is named", () => {
         for (const engine of ["vllm", "sglang"] as const) {
@@ -138,13 +170,20 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         delete cfg.mode;
         cm.data["mooncake.json"] = JSON.stringify(cfg);
         const f = run(objs);
-        expect(f.map((x) => [x.container, x.key])).toEqual([["main", "/etc/mooncake/mooncake.json:global_segment_size"], ["main", "/etc/mooncake/mooncake.json:global_segment_size"]]);
+        expect(f.map((x) => [x.container, x.key])).toEqual([
+            ["main", "/etc/mooncake/mooncake.json:global_segment_size"],
+            ["main", "/etc/mooncake/mooncake.json:global_segment_size"],
+        ]);
         expect(f[0].message).toContain("embedded mode (the default) requires global_segment_size > 0");
     });
     it("MultiConnector without VLLM_NIXL_SIDE_CHANNEL_HOST, or a loopback one, is a non-routable handshake", () => {
         const objs = objects();
-        const p = mainOf(dgdOf(objs), "prefill"), d = mainOf(dgdOf(objs), "decode");
-        expect(p.env.find((e: any) => e.name === "VLLM_NIXL_SIDE_CHANNEL_HOST")).toEqual({ name: "VLLM_NIXL_SIDE_CHANNEL_HOST", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } });
+        const p = mainOf(dgdOf(objs), "prefill"),
+            d = mainOf(dgdOf(objs), "decode");
+        expect(p.env.find((e: any) => e.name === "VLLM_NIXL_SIDE_CHANNEL_HOST")).toEqual({
+            name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
+            valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+        });
         p.env = p.env.filter((e: any) => e.name !== "VLLM_NIXL_SIDE_CHANNEL_HOST");
         d.env = d.env.map((e: any) => (e.name === "VLLM_NIXL_SIDE_CHANNEL_HOST" ? { name: e.name, value: "0.0.0.0" } : e));
         const f = run(objs);
@@ -157,11 +196,18 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
     });
     it("SGLang P/D: the advertised SGLANG_HOST_IP is the pod IP; unset or 0.0.0.0 is refused", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
-        const p = mainOf(dgdOf(objs), "prefill"), d = mainOf(dgdOf(objs), "decode");
-        expect(p.env.find((e: any) => e.name === "SGLANG_HOST_IP")).toEqual({ name: "SGLANG_HOST_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } });
+        const p = mainOf(dgdOf(objs), "prefill"),
+            d = mainOf(dgdOf(objs), "decode");
+        expect(p.env.find((e: any) => e.name === "SGLANG_HOST_IP")).toEqual({
+            name: "SGLANG_HOST_IP",
+            valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+        });
         p.env = p.env.filter((e: any) => e.name !== "SGLANG_HOST_IP");
         d.env = d.env.map((e: any) => (e.name === "SGLANG_HOST_IP" ? { name: e.name, value: "0.0.0.0" } : e));
-        expect(run(objs).map((x) => [x.object.split(" ").at(-1), x.key, x.message.split(" ")[0]])).toEqual([["prefill", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"], ["decode", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"]]);
+        expect(run(objs).map((x) => [x.object.split(" ").at(-1), x.key, x.message.split(" ")[0]])).toEqual([
+            ["prefill", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"],
+            ["decode", "env.SGLANG_HOST_IP", "sglang-host-ip-not-routable"],
+        ]);
     });
     it("SGLang decode with HiCache but without --disaggregation-decode-enable-radix-cache", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
@@ -190,21 +236,63 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
 
 describe("Helm values keys (chart facts from upstream/charts)", () => {
     // A small fixture in the ChartFacts shape: the real facts are upstream/charts (helper a2).
-    const fixture: ChartFacts[] = [{
-        chart: "demo", repository: "https://charts.example", version: "1.2.3", source: "example/demo@v1.2.3:values.yaml",
-        valuesKeys: ["replicaCount", "image.tag", "nodeSelector.*", "tolerations"], openSubtrees: ["extraEnv"],
-    }];
+    const fixture: ChartFacts[] = [
+        {
+            chart: "demo",
+            repository: "https://charts.example",
+            version: "1.2.3",
+            source: "example/demo@v1.2.3:values.yaml",
+            valuesKeys: ["replicaCount", "image.tag", "nodeSelector.*", "tolerations"],
+            openSubtrees: ["extraEnv"],
+        },
+    ];
     it("known keys, map keys under *, arrays as leaves and open subtrees pass", () => {
-        expect(checkHelmValues({ chart: "demo", version: "1.2.3", values: { replicaCount: 2, image: { tag: "x" }, nodeSelector: { a: "b" }, tolerations: [{ key: "k" }], extraEnv: { A: { deep: 1 } } } }, fixture)).toEqual([]);
+        expect(
+            checkHelmValues(
+                {
+                    chart: "demo",
+                    version: "1.2.3",
+                    values: {
+                        replicaCount: 2,
+                        image: { tag: "x" },
+                        nodeSelector: { a: "b" },
+                        tolerations: [{ key: "k" }],
+                        extraEnv: { A: { deep: 1 } },
+                    },
+                },
+                fixture,
+            ),
+        ).toEqual([]);
     });
     it("a planted unknown values key fails naming the key; a chart without facts fails naming chart@version", () => {
-        expect(checkHelmValues({ chart: "demo", version: "1.2.3", values: { image: { tag: "x", tga: "y" } } }, fixture))
-            .toEqual([{ key: "values.image.tga", message: "values key image.tga is not read by demo@1.2.3 (example/demo@v1.2.3:values.yaml)" }]);
-        expect(checkHelmValues({ chart: "demo", version: "1.2.4", values: {} }, fixture)).toEqual([{ key: "chart", message: "no facts for chart demo@1.2.4" }]);
+        expect(checkHelmValues({ chart: "demo", version: "1.2.3", values: { image: { tag: "x", tga: "y" } } }, fixture)).toEqual([
+            { key: "values.image.tga", message: "values key image.tga is not read by demo@1.2.3 (example/demo@v1.2.3:values.yaml)" },
+        ]);
+        expect(checkHelmValues({ chart: "demo", version: "1.2.4", values: {} }, fixture)).toEqual([
+            { key: "chart", message: "no facts for chart demo@1.2.4" },
+        ]);
     });
     it("a Release in resources.json is checked by checkStack with the stack and release named", () => {
-        const f = checkStack("spoke-x", [], [{ type: "kubernetes:helm.sh/v3:Release", name: "demo-rel", inputs: { chart: "demo", version: "1.2.3", values: { replicas: 1 } } }], { ...defaultFacts, charts: fixture }).findings;
-        expect(f).toEqual([{ stack: "spoke-x", object: "helm Release demo-rel (demo@1.2.3)", key: "values.replicas", message: "values key replicas is not read by demo@1.2.3 (example/demo@v1.2.3:values.yaml)" }]);
+        const f = checkStack(
+            "spoke-x",
+            [],
+            [
+                {
+                    type: "kubernetes:helm.sh/v3:Release",
+                    name: "demo-rel",
+                    inputs: { chart: "demo", version: "1.2.3", values: { replicas: 1 } },
+                },
+            ],
+            { ...defaultFacts, charts: fixture },
+        ).findings;
+        expect(f).toEqual([
+            {
+                stack: "spoke-x",
+                object: "helm Release demo-rel (demo@1.2.3)",
+                key: "values.replicas",
+                message: "values key replicas is not read by demo@1.2.3 (example/demo@v1.2.3:values.yaml)",
+            },
+        ]);
     });
 });
 
@@ -214,7 +302,10 @@ describe("upstream-check on the real render of every stack", () => {
         out = fs.mkdtempSync(path.join(os.tmpdir(), "upstream-check-"));
         // The real CLI in its own process, as a user runs it; its exit code also reflects the policy pack and the chart
         // facts, so only its output is used here.
-        await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out], { cwd: ROOT, env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } }).catch(() => undefined);
+        await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out], {
+            cwd: ROOT,
+            env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
+        }).catch(() => undefined);
     }, 240_000);
     afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
     it("finds no unknown flag, env var, refused combination or missing image capability in any stack", () => {

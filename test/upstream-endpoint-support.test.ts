@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { endpointUpstreamIssues } from "../config/endpoint";
-import { HubConfig, parseStackConfig } from "../config/stack";
+import { type HubConfig, parseStackConfig } from "../config/stack";
 import { checkEndpointSupport } from "../upstream/check/endpoint-support";
 import { endpoint, endpointObjects } from "./policies/rdma-fixtures";
 import { platformKeys, stackConfigDoc } from "./helpers";
@@ -17,32 +17,55 @@ import { platformKeys, stackConfigDoc } from "./helpers";
 const NOW = new Date("2026-12-01T00:00:00Z");
 const EAGLE = { speculative: { method: "eagle3", draftModel: "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", numSpeculativeTokens: 3 } };
 const TP44 = { topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } } };
-const objects = (e: ReturnType<typeof endpoint>) => { const { dgd, others } = endpointObjects(e); return [structuredClone(dgd), ...structuredClone(others)]; };
+const objects = (e: ReturnType<typeof endpoint>) => {
+    const { dgd, others } = endpointObjects(e);
+    return [structuredClone(dgd), ...structuredClone(others)];
+};
 const run = (e: ReturnType<typeof endpoint>) => checkEndpointSupport({ stack: "s", objects: objects(e), releases: [] });
 
 describe("hub refuses unsupported endpoint shapes, naming the stack key", () => {
     it("prefill TP2 / decode TP4 on one Mooncake pool; EAGLE3 and MTP on disaggregated vLLM", () => {
-        expect(endpointUpstreamIssues(endpoint(), "platform:endpoints[0]").map((x) => x.key)).toEqual(["platform:endpoints[0].topology.decode.gpusPerWorker"]);
+        expect(endpointUpstreamIssues(endpoint(), "platform:endpoints[0]").map((x) => x.key)).toEqual([
+            "platform:endpoints[0].topology.decode.gpusPerWorker",
+        ]);
         const both = endpointUpstreamIssues(endpoint(EAGLE), "platform:endpoints[0]");
-        expect(both.map((x) => x.key)).toEqual(["platform:endpoints[0].topology.decode.gpusPerWorker", "platform:endpoints[0].speculative"]);
+        expect(both.map((x) => x.key)).toEqual([
+            "platform:endpoints[0].topology.decode.gpusPerWorker",
+            "platform:endpoints[0].speculative",
+        ]);
         expect(both[0].message).toMatch(/TP2 and decode TP4 on one Mooncake store pool.*mooncake\/store\/data\.py PoolKey/);
         expect(both[1].message).toMatch(/eagle3 .*disaggregated vLLM.*known-issues\.mdx/);
-        expect(endpointUpstreamIssues(endpoint({ ...TP44, speculative: { method: "mtp", numSpeculativeTokens: 1 } }), "k").map((x) => x.key)).toEqual(["k.speculative"]);
+        expect(
+            endpointUpstreamIssues(endpoint({ ...TP44, speculative: { method: "mtp", numSpeculativeTokens: 1 } }), "k").map((x) => x.key),
+        ).toEqual(["k.speculative"]);
     });
     it("what stays allowed: equal TP on the pool, unequal TP without a pool, ngram on disagg vLLM, EAGLE3 aggregated or on SGLang", () => {
         expect(endpointUpstreamIssues(endpoint(TP44), "k")).toEqual([]);
         expect(endpointUpstreamIssues(endpoint({ kvPool: { kind: "none" } }), "k")).toEqual([]);
         expect(endpointUpstreamIssues(endpoint({ ...TP44, speculative: { method: "ngram", numSpeculativeTokens: 3 } }), "k")).toEqual([]);
-        expect(endpointUpstreamIssues(endpoint({ ...EAGLE, topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } }), "k")).toEqual([]);
+        expect(
+            endpointUpstreamIssues(
+                endpoint({ ...EAGLE, topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } }),
+                "k",
+            ),
+        ).toEqual([]);
         expect(endpointUpstreamIssues(endpoint({ ...EAGLE, ...TP44, engine: "sglang" }), "k")).toEqual([]);
     });
     it("a hub stack with the old hn1 llama-70b is a ConfigError naming both keys", () => {
         const d = platformKeys(stackConfigDoc("hub-prod"));
         const eps = d.endpoints as any[];
         const i = eps.findIndex((e) => e.name === "llama-70b" && e.spoke === "hn1");
-        eps[i] = { ...eps[i], topology: { mode: "disaggregated", prefill: { replicas: 2, gpusPerWorker: 2 }, decode: { replicas: 1, gpusPerWorker: 4 } }, ...EAGLE };
+        eps[i] = {
+            ...eps[i],
+            topology: { mode: "disaggregated", prefill: { replicas: 2, gpusPerWorker: 2 }, decode: { replicas: 1, gpusPerWorker: 4 } },
+            ...EAGLE,
+        };
         let err: unknown;
-        try { parseStackConfig(d, "stacks/Pulumi.hub-prod.yaml", { now: NOW }); } catch (e) { err = e; }
+        try {
+            parseStackConfig(d, "stacks/Pulumi.hub-prod.yaml", { now: NOW });
+        } catch (e) {
+            err = e;
+        }
         expect(err).toBeInstanceOf(ConfigError);
         expect(String((err as Error).message)).toContain(`platform:endpoints[${i}].topology.decode.gpusPerWorker`);
         expect(String((err as Error).message)).toContain(`platform:endpoints[${i}].speculative`);
@@ -61,7 +84,10 @@ describe("hub refuses unsupported endpoint shapes, naming the stack key", () => 
 describe("upstream-check on rendered graphs", () => {
     it("unequal TP on the pool: every pool worker is a finding; equal TP is not", () => {
         const f = run(endpoint());
-        expect(f.map((x) => `${x.object.split(" component ")[1]} ${x.key}`)).toEqual(["prefill --tensor-parallel-size", "decode --tensor-parallel-size"]);
+        expect(f.map((x) => `${x.object.split(" component ")[1]} ${x.key}`)).toEqual([
+            "prefill --tensor-parallel-size",
+            "decode --tensor-parallel-size",
+        ]);
         expect(f[0].message).toMatch(/^mooncake-store-equal-tp .* TP2 while others .* TP4.*mooncake\/store\/data\.py\]$/);
         expect(run(endpoint(TP44))).toEqual([]);
     });

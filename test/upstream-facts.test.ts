@@ -21,14 +21,27 @@ describe("upstream facts", () => {
         expect(pinned.filter((p) => !known.has(p))).toEqual([]);
     });
     it("Dynamo pins are the 1.5.0 release; engine facts are read at that release's engine pins", () => {
-        expect([versions.dynamoPlatform.version, versions.dynamoPlanner.version, ...Object.values(versions.dynamoRuntime).map((r) => r.version)]).toEqual(["1.5.0", "1.5.0", "1.5.0", "1.5.0", "1.5.0"]);
+        expect([
+            versions.dynamoPlatform.version,
+            versions.dynamoPlanner.version,
+            ...Object.values(versions.dynamoRuntime).map((r) => r.version),
+        ]).toEqual(["1.5.0", "1.5.0", "1.5.0", "1.5.0", "1.5.0"]);
         expect(Object.values(versions.dynamoRuntime).map((r) => r.efaVersion)).toEqual(["1.5.0-efa", "1.5.0-efa", "1.5.0-efa"]);
-        expect([components.vllm.version, components.sglang.version, components.trtllm.version]).toEqual(["v0.28.0", "v0.5.18", "1.3.0rc25"]);
+        expect([components.vllm.version, components.sglang.version, components.trtllm.version]).toEqual([
+            "v0.28.0",
+            "v0.5.18",
+            "1.3.0rc25",
+        ]);
     });
     it("only the -efa variants provide what NCCL_NET=Libfabric and FI_PROVIDER=efa need", () => {
-        const need = new Set(imageRequirements.filter((r) => r.id === "nccl-net-libfabric" || r.id === "fi-provider-efa").flatMap((r) => r.needs));
+        const need = new Set(
+            imageRequirements.filter((r) => r.id === "nccl-net-libfabric" || r.id === "fi-provider-efa").flatMap((r) => r.needs),
+        );
         for (const i of images.filter((x) => x.repository.includes("ai-dynamo") && !x.repository.endsWith("dynamo-planner"))) {
-            expect([...need].every((n) => i.provides.includes(n)), `${i.repository}:${i.tag}`).toBe(i.tag.endsWith("-efa"));
+            expect(
+                [...need].every((n) => i.provides.includes(n)),
+                `${i.repository}:${i.tag}`,
+            ).toBe(i.tag.endsWith("-efa"));
         }
     });
     it("every image and entry point names components that have facts; every fact cites owner/repo@tag:path", () => {
@@ -36,8 +49,11 @@ describe("upstream facts", () => {
         for (const e of entrypoints) for (const c of e.components) expect(components[c], `${e.id} -> ${c}`).toBeDefined();
         const sources: string[] = [
             ...Object.values(components).flatMap((c) => [...Object.values(c.flags), ...Object.values(c.env)].map((f) => f.source)),
-            ...images.map((i) => i.source), ...entrypoints.map((e) => e.source), ...imageRequirements.map((r) => r.source),
-            ...refusedCombinations.map((r) => r.source), ...facts.dynamoInjections.map((d) => d.source),
+            ...images.map((i) => i.source),
+            ...entrypoints.map((e) => e.source),
+            ...imageRequirements.map((r) => r.source),
+            ...refusedCombinations.map((r) => r.source),
+            ...facts.dynamoInjections.map((d) => d.source),
         ];
         expect(sources.filter((s) => !SOURCE.test(s))).toEqual([]);
     });

@@ -20,9 +20,16 @@ const planned = (e: ReturnType<typeof endpoint>) => {
 
 describe("rendered Planner configs are valid PlannerConfig", () => {
     it("disaggregated load (vLLM, SGLang) and aggregated: every key a field, every validator holds", () => {
-        for (const e of [endpoint(TP44), endpoint({ ...TP44, engine: "sglang" }), endpoint({ topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } })]) {
+        for (const e of [
+            endpoint(TP44),
+            endpoint({ ...TP44, engine: "sglang" }),
+            endpoint({ topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } }),
+        ]) {
             const c = planned(e);
-            expect(Object.keys(c).every((k) => plannerConfigKeys.includes(k)), JSON.stringify(c)).toBe(true);
+            expect(
+                Object.keys(c).every((k) => plannerConfigKeys.includes(k)),
+                JSON.stringify(c),
+            ).toBe(true);
             expect(plannerConfigProblems(c)).toEqual([]);
         }
         const { dgd, others } = endpointObjects(endpoint(TP44));
@@ -37,11 +44,24 @@ describe("rendered Planner configs are valid PlannerConfig", () => {
 });
 
 describe("planted faults", () => {
-    const good = { environment: "kubernetes", backend: "vllm", mode: "disagg", optimization_target: "load", prefill_scale_up_queue_tokens: 200000, prefill_scale_down_queue_tokens: 20000, decode_scale_up_kv_rate: 80, decode_scale_down_kv_rate: 40 };
+    const good = {
+        environment: "kubernetes",
+        backend: "vllm",
+        mode: "disagg",
+        optimization_target: "load",
+        prefill_scale_up_queue_tokens: 200000,
+        prefill_scale_down_queue_tokens: 20000,
+        decode_scale_up_kv_rate: 80,
+        decode_scale_down_kv_rate: 40,
+    };
     it("an unknown (silently ignored) key, a mode outside the Literal, KV rates as fractions or inverted, missing prefill thresholds", () => {
-        expect(plannerConfigProblems({ ...good, decode_scale_up_kv_util: 80 }).map((x) => x[0])).toEqual(["--config.decode_scale_up_kv_util"]);
+        expect(plannerConfigProblems({ ...good, decode_scale_up_kv_util: 80 }).map((x) => x[0])).toEqual([
+            "--config.decode_scale_up_kv_util",
+        ]);
         expect(plannerConfigProblems({ ...good, mode: "disaggregated" }).map((x) => x[0])).toContain("--config.mode");
-        expect(plannerConfigProblems({ ...good, decode_scale_up_kv_rate: 0.8, decode_scale_down_kv_rate: 0.9 })[0][1]).toMatch(/load-decode-thresholds/);
+        expect(plannerConfigProblems({ ...good, decode_scale_up_kv_rate: 0.8, decode_scale_down_kv_rate: 0.9 })[0][1]).toMatch(
+            /load-decode-thresholds/,
+        );
         expect(plannerConfigProblems({ ...good, decode_scale_up_kv_rate: 180 })[0][1]).toMatch(/0-100/);
         const { prefill_scale_up_queue_tokens: _u, ...noPrefill } = good;
         expect(plannerConfigProblems(noPrefill)[0][1]).toMatch(/load-prefill-thresholds/);

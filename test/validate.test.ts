@@ -1,7 +1,7 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { spawnSync } from "child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { loadCrds, ManifestValidator, strictify } from "../tools/validate";
@@ -11,14 +11,25 @@ import { ESBUILD_LOADER } from "./loader";
 const CRDS = path.join(__dirname, "fixtures", "crds");
 const ROOT = path.join(__dirname, "..");
 let v: ManifestValidator;
-beforeAll(() => { v = ManifestValidator.fromDir(CRDS); });
+beforeAll(() => {
+    v = ManifestValidator.fromDir(CRDS);
+});
 
 /** Runs `npm run validate` (tools/validate.ts) in its own process. */
 function cli(args: string[]) {
-    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/validate.ts", ...args], { cwd: ROOT, encoding: "utf8", env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" } });
+    return spawnSync(process.execPath, ["-r", ESBUILD_LOADER, "tools/validate.ts", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
+    });
 }
 
-const widget = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: "w", namespace: "ns" }) => ({ apiVersion: "example.com/v1", kind: "Widget", metadata, spec });
+const widget = (spec: Record<string, unknown>, metadata: Record<string, unknown> = { name: "w", namespace: "ns" }) => ({
+    apiVersion: "example.com/v1",
+    kind: "Widget",
+    metadata,
+    spec,
+});
 
 describe("schema validation of rendered objects", () => {
     it("indexes CRDs by group/version/kind from List exports", () => {
@@ -34,14 +45,24 @@ describe("schema validation of rendered objects", () => {
         expect(v.validate(widget({ size: 3, sise: 4 }))).toEqual(["/spec: must NOT have additional properties 'sise'"]);
         expect(v.validate(widget({ size: "3" }))).toEqual(["/spec/size: must be integer"]);
         expect(v.validate(widget({ mode: "fast" }))).toEqual(["/spec: must have required property 'size'"]);
-        expect(v.validate(widget({ size: 1, mode: "turbo" }))).toEqual(['/spec/mode: must be equal to one of the allowed values ["fast","safe"]']);
-        expect(v.validate(widget({ size: 1 }, { name: "w", labelz: {} }))).toEqual(["/metadata/labelz: unknown field (not in V1ObjectMeta)"]);
+        expect(v.validate(widget({ size: 1, mode: "turbo" }))).toEqual([
+            '/spec/mode: must be equal to one of the allowed values ["fast","safe"]',
+        ]);
+        expect(v.validate(widget({ size: 1 }, { name: "w", labelz: {} }))).toEqual([
+            "/metadata/labelz: unknown field (not in V1ObjectMeta)",
+        ]);
     });
 
     it("validates core kinds against the Kubernetes schema, unknown fields included", () => {
         const dep = {
-            apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "d", namespace: "x" },
-            spec: { replicas: 1, selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i:1" }] } } },
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name: "d", namespace: "x" },
+            spec: {
+                replicas: 1,
+                selector: { matchLabels: { a: "b" } },
+                template: { metadata: { labels: { a: "b" } }, spec: { containers: [{ name: "c", image: "i:1" }] } },
+            },
         };
         expect(v.validate(dep)).toEqual([]);
         const typo = structuredClone(dep) as any;
@@ -50,25 +71,39 @@ describe("schema validation of rendered objects", () => {
         const wrongType = structuredClone(dep) as any;
         wrongType.spec.replicas = "1";
         expect(v.validate(wrongType).join("\n")).toMatch(/\/spec\/replicas: must be integer/);
-        expect(v.validate({ apiVersion: "example.com/v9", kind: "Gadget", metadata: { name: "g" } })).toEqual(["no schema for example.com/v9 Gadget: not a core kind and no CRD for it in the CRD directory"]);
+        expect(v.validate({ apiVersion: "example.com/v9", kind: "Gadget", metadata: { name: "g" } })).toEqual([
+            "no schema for example.com/v9 Gadget: not a core kind and no CRD for it in the CRD directory",
+        ]);
     });
 
     it("adds additionalProperties:false only where properties are listed and unknown fields are not preserved", () => {
-        const s = strictify({ type: "object", properties: { a: { type: "object", properties: { b: { type: "string" } } }, m: { type: "object", additionalProperties: { type: "string" } } } });
+        const s = strictify({
+            type: "object",
+            properties: {
+                a: { type: "object", properties: { b: { type: "string" } } },
+                m: { type: "object", additionalProperties: { type: "string" } },
+            },
+        });
         expect(s.additionalProperties).toBe(false);
         expect(s.properties.a.additionalProperties).toBe(false);
         expect(s.properties.m.additionalProperties).toEqual({ type: "string" });
     });
 
     it("a cluster-scoped kind may not carry a namespace", () => {
-        expect(v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g" }, spec: { config: "{}" } })).toEqual([]);
-        expect(v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g", namespace: "x" }, spec: {} })).toEqual(["/metadata/namespace: Gadget is cluster-scoped"]);
+        expect(v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g" }, spec: { config: "{}" } })).toEqual(
+            [],
+        );
+        expect(
+            v.validate({ apiVersion: "example.com/v1alpha1", kind: "Gadget", metadata: { name: "g", namespace: "x" }, spec: {} }),
+        ).toEqual(["/metadata/namespace: Gadget is cluster-scoped"]);
     });
 });
 
 describe("npm run validate -- --crds DIR", () => {
     let tmp: string;
-    beforeAll(() => { tmp = fs.mkdtempSync(path.join(os.tmpdir(), "validate-")); });
+    beforeAll(() => {
+        tmp = fs.mkdtempSync(path.join(os.tmpdir(), "validate-"));
+    });
     afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
     const manifests = (docs: unknown[]) => {
         const f = path.join(tmp, `m${Math.random().toString(36).slice(2)}.yaml`);
@@ -89,7 +124,11 @@ describe("npm run validate -- --crds DIR", () => {
     });
 
     it("exits 0 on valid manifests and 1 naming the object and field on an invalid one", () => {
-        const ok = cli(["--crds", CRDS, manifests([widget({ size: 1 }), { apiVersion: "v1", kind: "Namespace", metadata: { name: "ns" } }])]);
+        const ok = cli([
+            "--crds",
+            CRDS,
+            manifests([widget({ size: 1 }), { apiVersion: "v1", kind: "Namespace", metadata: { name: "ns" } }]),
+        ]);
         expect(ok.status, ok.stderr).toBe(0);
         expect(ok.stdout).toMatch(/validated 2 objects in 1 file\(s\): 0 invalid/);
         const bad = cli(["--crds", CRDS, manifests([widget({ size: 1, sise: 2 })])]);

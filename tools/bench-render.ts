@@ -8,12 +8,12 @@
  * checks its spokes' files next to its own, programs/spoke-registry.ts); output goes to the same temp dir, removed
  * afterwards. Run: `node -r ts-node/register/transpile-only tools/bench-render.ts [N...] [--endpoints M]`.
  */
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as YAML from "yaml";
-import { renderStacks, StackRenderResult } from "./render";
-import { readStackFile, StackFile, STACKS_DIR } from "./stackfiles";
+import { renderStacks, type StackRenderResult } from "./render";
+import { readStackFile, type StackFile, STACKS_DIR } from "./stackfiles";
 
 /** The generated hub name; spokes reference `organization/platform/<HUB>`. */
 const HUB = "bench-hub";
@@ -39,17 +39,37 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     // The generated spokes replace the sample ones; each gets an on-prem access-key identity with one key slot
     // created today (a slot without createdAt has no maximum age, and the render warns about it).
     const today = new Date().toISOString().slice(0, 10);
-    hubConfig["platform:spokeIdentities"] = JSON.stringify(Object.fromEntries(names.map((n) => [n, {
-        mode: "access-key", deployerRoleArn: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${n}`, keys: [{ id: "bench", createdAt: today }],
-        // An access key works only from the site's egress ranges (config/identity.ts); 192.0.2.0/24 is TEST-NET-1 (RFC 5737).
-        egressCidrs: ["192.0.2.0/24"],
-    }])));
-    hubConfig["platform:spokes"] = JSON.stringify(names.map((n) => ({ name: n, stack: `spoke-${n}`, region: `bench-${n}`, provider: "onprem", gpus: nodes * 8 })));
-    hubConfig["platform:endpoints"] = JSON.stringify(names.flatMap((n) => Array.from({ length: endpoints }, (_, j) => ({
-        name: `ep-${j + 1}`, model: models[j % models.length].id, spoke: n, engine: j % 2 === 0 ? "vllm" : "sglang",
-        topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 1 }, decode: { replicas: 1, gpusPerWorker: 1 } },
-        router: { mode: "kv" }, kvPool: { kind: "mooncake", segmentSizeGiB: 64, storeReplicas: 1 }, planner: { optimizationTarget: "load", maxGpuBudget: 4 },
-    }))));
+    hubConfig["platform:spokeIdentities"] = JSON.stringify(
+        Object.fromEntries(
+            names.map((n) => [
+                n,
+                {
+                    mode: "access-key",
+                    deployerRoleArn: `arn:aws:iam::111122223333:role/platform-spoke-deployer-${n}`,
+                    keys: [{ id: "bench", createdAt: today }],
+                    // An access key works only from the site's egress ranges (config/identity.ts); 192.0.2.0/24 is TEST-NET-1 (RFC 5737).
+                    egressCidrs: ["192.0.2.0/24"],
+                },
+            ]),
+        ),
+    );
+    hubConfig["platform:spokes"] = JSON.stringify(
+        names.map((n) => ({ name: n, stack: `spoke-${n}`, region: `bench-${n}`, provider: "onprem", gpus: nodes * 8 })),
+    );
+    hubConfig["platform:endpoints"] = JSON.stringify(
+        names.flatMap((n) =>
+            Array.from({ length: endpoints }, (_, j) => ({
+                name: `ep-${j + 1}`,
+                model: models[j % models.length].id,
+                spoke: n,
+                engine: j % 2 === 0 ? "vllm" : "sglang",
+                topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 1 }, decode: { replicas: 1, gpusPerWorker: 1 } },
+                router: { mode: "kv" },
+                kvPool: { kind: "mooncake", segmentSizeGiB: 64, storeReplicas: 1 },
+                planner: { optimizationTarget: "load", maxGpuBudget: 4 },
+            })),
+        ),
+    );
     const out: StackFile[] = [clone(hubBase, HUB, hubConfig)];
     names.forEach((n, i) => {
         const c = { ...spokeBase.config };
@@ -90,7 +110,15 @@ export async function measureRender(spokes: number, endpoints: number): Promise<
     fs.mkdirSync(dir);
     const stacks = benchStacks(spokes, endpoints).map((s) => {
         const file = path.join(dir, `Pulumi.${s.name}.yaml`);
-        const config = Object.fromEntries(Object.entries(s.config).map(([k, v]) => { try { return [k, JSON.parse(v)]; } catch { return [k, v]; } }));
+        const config = Object.fromEntries(
+            Object.entries(s.config).map(([k, v]) => {
+                try {
+                    return [k, JSON.parse(v)];
+                } catch {
+                    return [k, v];
+                }
+            }),
+        );
         for (const k of s.secretKeys) config[k] = { secure: "offline" };
         fs.writeFileSync(file, YAML.stringify({ config }));
         return { ...s, file };
@@ -100,7 +128,15 @@ export async function measureRender(spokes: number, endpoints: number): Promise<
         const results: StackRenderResult[] = await renderStacks(stacks, { outDir, preview: false, quiet: true });
         const ms = Number(process.hrtime.bigint() - t0) / 1e6;
         const resources = results.reduce((n, r) => n + (r.result?.resources.length ?? 0), 0);
-        return { spokes, endpointsPerSpoke: endpoints, stacks: stacks.length, resources, ms, msPerStack: ms / stacks.length, failed: results.filter((r) => !r.ok).map((r) => `${r.stack}: ${r.error}`) };
+        return {
+            spokes,
+            endpointsPerSpoke: endpoints,
+            stacks: stacks.length,
+            resources,
+            ms,
+            msPerStack: ms / stacks.length,
+            failed: results.filter((r) => !r.ok).map((r) => `${r.stack}: ${r.error}`),
+        };
     } finally {
         fs.rmSync(tmp, { recursive: true, force: true });
     }
@@ -114,7 +150,13 @@ export async function measureRender(spokes: number, endpoints: number): Promise<
  */
 export async function runRenderBench(ns: number[] = [5, 50], endpoints = 4): Promise<RenderMeasurement[]> {
     const rows: RenderMeasurement[] = [];
-    const line = (cols: Array<string | number>) => process.stdout.write(cols.map(String).map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12))).join("") + "\n");
+    const line = (cols: Array<string | number>) =>
+        process.stdout.write(
+            `${cols
+                .map(String)
+                .map((c, i) => (i === 0 ? c.padEnd(22) : c.padStart(12)))
+                .join("")}\n`,
+        );
     // Warm-up (module loading, JIT) so the first case is not charged for it.
     await measureRender(1, 1);
     line(["case", "stacks", "resources", "ms", "ms/stack", "ratio"]);
@@ -127,7 +169,9 @@ export async function runRenderBench(ns: number[] = [5, 50], endpoints = 4): Pro
         line([`N=${n} M=0 (floor)`, floor.stacks, floor.resources, floor.ms.toFixed(0), floor.msPerStack.toFixed(1), "1.00"]);
         line([`N=${n} M=${endpoints}`, m.stacks, m.resources, m.ms.toFixed(0), m.msPerStack.toFixed(1), (m.ms / floor.ms).toFixed(2)]);
         const perEndpoint = (m.ms - floor.ms) / (n * endpoints);
-        process.stdout.write(`  ${n * endpoints} endpoints cost ${perEndpoint.toFixed(1)} ms each on top of the floor; vs N=${first.spokes}: ${(m.stacks / first.stacks).toFixed(1)}x stacks, ${(m.resources / first.resources).toFixed(1)}x resources, ${(m.ms / first.ms).toFixed(1)}x time\n`);
+        process.stdout.write(
+            `  ${n * endpoints} endpoints cost ${perEndpoint.toFixed(1)} ms each on top of the floor; vs N=${first.spokes}: ${(m.stacks / first.stacks).toFixed(1)}x stacks, ${(m.resources / first.resources).toFixed(1)}x resources, ${(m.ms / first.ms).toFixed(1)}x time\n`,
+        );
         rows.push(floor, m);
     }
     return rows;
@@ -139,12 +183,20 @@ if (require.main === module) {
     const i = args.indexOf("--endpoints");
     const m = i >= 0 ? Number(args[i + 1]) : 4;
     const ns = args.filter((a, k) => !a.startsWith("--") && (i < 0 || k !== i + 1)).map(Number);
-    process.on("unhandledRejection", () => { /* reported by renderStacks per stack */ });
+    process.on("unhandledRejection", () => {
+        /* reported by renderStacks per stack */
+    });
     const job = args.includes("--once")
         ? measureRender(ns[0] ?? 1, m).then((r) => {
-            if (r.failed.length) throw new Error(`render failed:\n${r.failed.join("\n")}`);
-            process.stdout.write(`rendered ${r.stacks} stacks, ${r.resources} resources in ${r.ms.toFixed(0)} ms\n`);
-        })
+              if (r.failed.length) throw new Error(`render failed:\n${r.failed.join("\n")}`);
+              process.stdout.write(`rendered ${r.stacks} stacks, ${r.resources} resources in ${r.ms.toFixed(0)} ms\n`);
+          })
         : runRenderBench(ns.length ? ns : [5, 50], m);
-    job.then(() => process.exit(0), (e) => { process.stderr.write(`bench-render: ${(e as Error).message}\n`); process.exit(1); });
+    job.then(
+        () => process.exit(0),
+        (e) => {
+            process.stderr.write(`bench-render: ${(e as Error).message}\n`);
+            process.exit(1);
+        },
+    );
 }

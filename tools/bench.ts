@@ -66,4 +66,10 @@ async function main() {
     return missed.length ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (e) => { process.stderr.write(`bench: ${(e as Error).stack ?? e}\n`); process.exit(1); });
+main().then(
+    (code) => process.exit(code),
+    (e) => {
+        process.stderr.write(`bench: ${(e as Error).stack ?? e}\n`);
+        process.exit(1);
+    },
+);

@@ -1,5 +1,5 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { ChaosFigure, ChaosScenario } from "../services/shared/chaos";
 import { exitOnHelp } from "./cli";
 
@@ -27,7 +27,12 @@ function load(): Array<{ service: string; scenario: ChaosScenario }> {
 
 function withTimeout<T>(p: Promise<T>, ms: number, name: string): Promise<T> {
     let t: NodeJS.Timeout;
-    return Promise.race([p, new Promise<T>((_, reject) => { t = setTimeout(() => reject(new Error(`${name}: no result after ${ms / 1000} s`)), ms); })]).finally(() => clearTimeout(t));
+    return Promise.race([
+        p,
+        new Promise<T>((_, reject) => {
+            t = setTimeout(() => reject(new Error(`${name}: no result after ${ms / 1000} s`)), ms);
+        }),
+    ]).finally(() => clearTimeout(t));
 }
 
 const HELP = `
@@ -68,10 +73,22 @@ async function main(): Promise<number> {
         }
         if (f.lost !== 0 || f.doubleCounted !== 0) bad++;
         const rec = f.recoverySeconds === null ? "-" : f.recoverySeconds.toFixed(2);
-        process.stdout.write(`${scenario.name.padEnd(w)}  ${rec.padStart(10)}  ${String(f.lost).padStart(4)}  ${String(f.doubleCounted).padStart(14)}  ${f.detail ?? ""}\n`);
+        process.stdout.write(
+            `${scenario.name.padEnd(w)}  ${rec.padStart(10)}  ${String(f.lost).padStart(4)}  ${String(f.doubleCounted).padStart(14)}  ${f.detail ?? ""}\n`,
+        );
     }
-    process.stdout.write(bad ? `\nchaos: ${bad} of ${all.length} scenario(s) lost, double-counted or failed\n` : `\nchaos: ${all.length} scenario(s), 0 lost, 0 double-counted\n`);
+    process.stdout.write(
+        bad
+            ? `\nchaos: ${bad} of ${all.length} scenario(s) lost, double-counted or failed\n`
+            : `\nchaos: ${all.length} scenario(s), 0 lost, 0 double-counted\n`,
+    );
     return bad ? 1 : 0;
 }
 
-main().then((code) => process.exit(code), (e) => { process.stderr.write(`chaos: ${(e as Error).stack ?? e}\n`); process.exit(1); });
+main().then(
+    (code) => process.exit(code),
+    (e) => {
+        process.stderr.write(`chaos: ${(e as Error).stack ?? e}\n`);
+        process.exit(1);
+    },
+);

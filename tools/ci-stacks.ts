@@ -13,11 +13,11 @@
  * In GitHub Actions (`GITHUB_OUTPUT` set) it writes `stacks`, `hubs` and `spokes` as JSON arrays there;
  * otherwise it prints `stacks` as JSON.
  */
-import { execFileSync } from "child_process";
-import * as fs from "fs";
-import * as path from "path";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { exitOnHelp } from "./cli";
-import { discoverStacks, StackFile, STACKS_DIR } from "./stackfiles";
+import { discoverStacks, type StackFile, STACKS_DIR } from "./stackfiles";
 
 /** True for paths that cannot change what a stack deploys. */
 export function isDocumentation(file: string): boolean {
@@ -55,7 +55,10 @@ export function orderStacks(stacks: StackFile[]): StackFile[] {
 /** Paths changed between `base` and HEAD (merge-base diff, as a pull request shows it). */
 export function changedFiles(base: string, cwd = process.cwd()): string[] {
     const out = execFileSync("git", ["diff", "--name-only", `${base}...HEAD`], { cwd, encoding: "utf8" });
-    return out.split("\n").map((l) => l.trim()).filter(Boolean);
+    return out
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean);
 }
 
 const HELP = `
@@ -103,11 +106,21 @@ function main() {
     const role = new Map(stacks.map((s) => [s.name, s.role]));
     const result = { stacks: names, hubs: names.filter((n) => role.get(n) === "hub"), spokes: names.filter((n) => role.get(n) !== "hub") };
     if (process.env.GITHUB_OUTPUT) {
-        fs.appendFileSync(process.env.GITHUB_OUTPUT, Object.entries(result).map(([k, v]) => `${k}=${JSON.stringify(v)}\n`).join(""));
+        fs.appendFileSync(
+            process.env.GITHUB_OUTPUT,
+            Object.entries(result)
+                .map(([k, v]) => `${k}=${JSON.stringify(v)}\n`)
+                .join(""),
+        );
     }
     process.stdout.write(`${JSON.stringify(result.stacks)}\n`);
 }
 
 if (require.main === module) {
-    try { main(); } catch (e) { process.stderr.write(`ci-stacks: ${(e as Error).message}\n`); process.exit(1); }
+    try {
+        main();
+    } catch (e) {
+        process.stderr.write(`ci-stacks: ${(e as Error).message}\n`);
+        process.exit(1);
+    }
 }

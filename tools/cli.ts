@@ -4,6 +4,6 @@
  */
 export function exitOnHelp(argv: readonly string[], help: string): void {
     if (!argv.includes("--help") && !argv.includes("-h")) return;
-    process.stdout.write(help.replace(/^\n+/, "").trimEnd() + "\n");
+    process.stdout.write(`${help.replace(/^\n+/, "").trimEnd()}\n`);
     process.exit(0);
 }

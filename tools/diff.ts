@@ -7,21 +7,30 @@
  * Both sides are read from `resources.json` / `outputs.json`, where secrets are already masked (`[secret]`),
  * so a diff never shows a secret (a changed secret value is invisible: both sides read `[secret]`).
  */
-import { spawn, execFileSync } from "child_process";
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import { spawn, execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as YAML from "yaml";
 import { endpointGpus } from "../config/endpoint";
 import { HubConfigSchema, namespaceConfig } from "../config/stack";
 import { readStackFile, stackNameOf } from "./stackfiles";
 
 /** One changed leaf: `path` as `spec.components[name=decode].replicas`; undefined before = added, after = removed. */
-export interface FieldChange { path: string; before?: unknown; after?: unknown }
+export interface FieldChange {
+    path: string;
+    before?: unknown;
+    after?: unknown;
+}
 
-export interface ObjectRef { urn: string; label: string }
+export interface ObjectRef {
+    urn: string;
+    label: string;
+}
 
-export interface ObjectChange extends ObjectRef { fields: FieldChange[] }
+export interface ObjectChange extends ObjectRef {
+    fields: FieldChange[];
+}
 
 export interface StackDiff {
     stack: string;
@@ -34,7 +43,12 @@ export interface StackDiff {
     outputs: FieldChange[];
 }
 
-interface Row { urn: string; type: string; name: string; inputs?: Record<string, unknown> }
+interface Row {
+    urn: string;
+    type: string;
+    name: string;
+    inputs?: Record<string, unknown>;
+}
 
 /** `Kind namespace/name` for a Kubernetes object, `<short type> <name>` otherwise. */
 export function objectLabel(r: Row): string {
@@ -51,7 +65,12 @@ const isObj = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 
 
 function jsonContainer(v: unknown): unknown {
     if (typeof v !== "string" || !/^\s*[[{]/.test(v)) return undefined;
-    try { const p = JSON.parse(v); return p && typeof p === "object" ? p : undefined; } catch { return undefined; }
+    try {
+        const p = JSON.parse(v);
+        return p && typeof p === "object" ? p : undefined;
+    } catch {
+        return undefined;
+    }
 }
 
 /**
@@ -61,11 +80,15 @@ function jsonContainer(v: unknown): unknown {
  */
 function itemKeys(a: unknown[], b: unknown[]): { label: string; ka: string[]; kb: string[] } | undefined {
     const fields: Array<[string, (x: Record<string, unknown>) => unknown]> = [
-        ["name", (x) => x.name], ["id", (x) => x.id],
+        ["name", (x) => x.name],
+        ["id", (x) => x.id],
         ["spoke/name", (x) => (typeof x.spoke === "string" && typeof x.name === "string" ? `${x.spoke}/${x.name}` : undefined)],
     ];
     for (const [label, f] of fields) {
-        const keys = (l: unknown[]) => { const k = l.map((x) => (isObj(x) ? f(x) : undefined)); return k.every((y) => typeof y === "string") && new Set(k).size === k.length ? k as string[] : undefined; };
+        const keys = (l: unknown[]) => {
+            const k = l.map((x) => (isObj(x) ? f(x) : undefined));
+            return k.every((y) => typeof y === "string") && new Set(k).size === k.length ? (k as string[]) : undefined;
+        };
         const ka = keys(a);
         const kb = keys(b);
         if (ka && kb && (a.length || b.length)) return { label, ka, kb };
@@ -118,13 +141,23 @@ export function fieldChanges(before: unknown, after: unknown, p = ""): FieldChan
 }
 
 /** Differences between two renders of one stack (rows of `resources.json`, `outputs.json` `outputs`). */
-export function diffStack(stack: string, base: { resources: Row[]; outputs: unknown }, head: { resources: Row[]; outputs: unknown }): StackDiff {
+export function diffStack(
+    stack: string,
+    base: { resources: Row[]; outputs: unknown },
+    head: { resources: Row[]; outputs: unknown },
+): StackDiff {
     const b = new Map(base.resources.map((r) => [r.urn, r]));
     const h = new Map(head.resources.map((r) => [r.urn, r]));
     const ref = (r: Row): ObjectRef => ({ urn: r.urn, label: objectLabel(r) });
     const byLabel = (x: ObjectRef, y: ObjectRef) => x.label.localeCompare(y.label) || x.urn.localeCompare(y.urn);
-    const added = [...h.values()].filter((r) => !b.has(r.urn)).map(ref).sort(byLabel);
-    const removed = [...b.values()].filter((r) => !h.has(r.urn)).map(ref).sort(byLabel);
+    const added = [...h.values()]
+        .filter((r) => !b.has(r.urn))
+        .map(ref)
+        .sort(byLabel);
+    const removed = [...b.values()]
+        .filter((r) => !h.has(r.urn))
+        .map(ref)
+        .sort(byLabel);
     const changed: ObjectChange[] = [];
     for (const [urn, r] of h) {
         const old = b.get(urn);
@@ -151,7 +184,12 @@ function readRender(dir: string): { resources: Row[]; outputs: unknown } | undef
 /** Stack names of the `Pulumi.<stack>.yaml` files in a directory (no parsing: a broken file still counts). */
 export function stackFileNames(dir: string): Set<string> {
     if (!fs.existsSync(dir)) return new Set();
-    return new Set(fs.readdirSync(dir).filter((f) => /^Pulumi\..+\.ya?ml$/.test(f)).map((f) => stackNameOf(f)));
+    return new Set(
+        fs
+            .readdirSync(dir)
+            .filter((f) => /^Pulumi\..+\.ya?ml$/.test(f))
+            .map((f) => stackNameOf(f)),
+    );
 }
 
 /**
@@ -159,7 +197,12 @@ export function stackFileNames(dir: string): Set<string> {
  * @param stacks stack names to compare (default: every stack rendered or declared on either side)
  * @param files stack names whose file exists on each side (tells a new stack from one that failed to render)
  */
-export function diffOutDirs(baseOut: string, headOut: string, files: { base: Set<string>; head: Set<string> }, stacks?: string[]): StackDiff[] {
+export function diffOutDirs(
+    baseOut: string,
+    headOut: string,
+    files: { base: Set<string>; head: Set<string> },
+    stacks?: string[],
+): StackDiff[] {
     const dirs = (d: string) => (fs.existsSync(d) ? fs.readdirSync(d).filter((n) => fs.existsSync(path.join(d, n, "resources.json"))) : []);
     const names = stacks ?? [...new Set([...dirs(baseOut), ...dirs(headOut), ...files.base, ...files.head])];
     const empty: StackDiff = { stack: "", status: "unchanged", added: [], removed: [], changed: [], outputs: [] };
@@ -182,13 +225,17 @@ export function diffOutDirs(baseOut: string, headOut: string, files: { base: Set
 /** A value for one diff line: JSON, at most `max` characters. */
 export function show(v: unknown, max = 100): string {
     if (v === undefined) return "(none)";
-    const s = typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v) ?? String(v);
+    const s = typeof v === "string" ? JSON.stringify(v) : (JSON.stringify(v) ?? String(v));
     return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
 const STATUS_TEXT: Record<StackDiff["status"], string> = {
-    changed: "changed", unchanged: "no change", new: "new stack", deleted: "stack removed",
-    "not-rendered-base": "did not render at the base", "not-rendered-head": "does not render any more",
+    changed: "changed",
+    unchanged: "no change",
+    new: "new stack",
+    deleted: "stack removed",
+    "not-rendered-base": "did not render at the base",
+    "not-rendered-head": "does not render any more",
 };
 
 /** Field lines shown per changed object before "… and N more". */
@@ -197,12 +244,20 @@ export const MAX_FIELDS_PER_OBJECT = 12;
 // ---------------------------------------------------------------- what the person changed
 
 /** One stack file's `config:` before and after, in the file's own keys (`platform:apiKeys[id=ci-bot]`). */
-export interface StackFileChange { file: string; status: "changed" | "new" | "deleted" | "unreadable"; fields: FieldChange[]; error?: string }
+export interface StackFileChange {
+    file: string;
+    status: "changed" | "new" | "deleted" | "unreadable";
+    fields: FieldChange[];
+    error?: string;
+}
 
 /** `secure:` values become `[secret]`: a diff shows that a secret changed, never its ciphertext. */
 function maskSecure(v: unknown): unknown {
     if (Array.isArray(v)) return v.map(maskSecure);
-    if (isObj(v)) return "secure" in v && Object.keys(v).length === 1 ? "[secret]" : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, maskSecure(x)]));
+    if (isObj(v))
+        return "secure" in v && Object.keys(v).length === 1
+            ? "[secret]"
+            : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, maskSecure(x)]));
     return v;
 }
 
@@ -217,7 +272,8 @@ function configOf(file: string): Record<string, unknown> {
  */
 export function stackFileChanges(baseDir: string, headDir: string): StackFileChange[] {
     const names = [...new Set([...stackFileNames(baseDir), ...stackFileNames(headDir)])].sort();
-    const fileOf = (dir: string, n: string) => [".yaml", ".yml"].map((x) => path.join(dir, `Pulumi.${n}${x}`)).find((f) => fs.existsSync(f));
+    const fileOf = (dir: string, n: string) =>
+        [".yaml", ".yml"].map((x) => path.join(dir, `Pulumi.${n}${x}`)).find((f) => fs.existsSync(f));
     const out: StackFileChange[] = [];
     for (const n of names) {
         const b = fileOf(baseDir, n);
@@ -234,25 +290,45 @@ export function stackFileChanges(baseDir: string, headDir: string): StackFileCha
 }
 
 /** One spoke's GPUs as its hub file places them. */
-export interface SpokeLoad { capacity: number; placed: number; budgets: number; endpoints: string[] }
+export interface SpokeLoad {
+    capacity: number;
+    placed: number;
+    budgets: number;
+    endpoints: string[];
+}
 
 /** A spoke whose capacity or placement differs between the two sides (undefined: the spoke is not listed there). */
-export interface PlacementChange { hubFile: string; spoke: string; before?: SpokeLoad; after?: SpokeLoad }
+export interface PlacementChange {
+    hubFile: string;
+    spoke: string;
+    before?: SpokeLoad;
+    after?: SpokeLoad;
+}
 
 function loadsOf(file: string | undefined): Map<string, SpokeLoad> | undefined {
     if (!file) return new Map();
-    let parsed;
-    try { parsed = HubConfigSchema.safeParse(namespaceConfig(readStackFile(file).config)); } catch { return undefined; }
+    let parsed: ReturnType<typeof HubConfigSchema.safeParse>;
+    try {
+        parsed = HubConfigSchema.safeParse(namespaceConfig(readStackFile(file).config));
+    } catch {
+        return undefined;
+    }
     if (!parsed.success) return undefined;
     const h = parsed.data;
-    return new Map(h.spokes.map((s) => {
-        const eps = h.endpoints.filter((e) => e.spoke === s.name);
-        return [s.name, {
-            capacity: s.gpus, placed: eps.reduce((n, e) => n + endpointGpus(e), 0),
-            budgets: eps.reduce((n, e) => n + (e.planner.enabled ? e.planner.maxGpuBudget : 0), 0),
-            endpoints: eps.map((e) => `${e.name} (${e.model}, ${endpointGpus(e)} GPUs)`).sort(),
-        }];
-    }));
+    return new Map(
+        h.spokes.map((s) => {
+            const eps = h.endpoints.filter((e) => e.spoke === s.name);
+            return [
+                s.name,
+                {
+                    capacity: s.gpus,
+                    placed: eps.reduce((n, e) => n + endpointGpus(e), 0),
+                    budgets: eps.reduce((n, e) => n + (e.planner.enabled ? e.planner.maxGpuBudget : 0), 0),
+                    endpoints: eps.map((e) => `${e.name} (${e.model}, ${endpointGpus(e)} GPUs)`).sort(),
+                },
+            ];
+        }),
+    );
 }
 
 /**
@@ -266,7 +342,13 @@ export function placementChanges(baseDir: string, headDir: string): PlacementCha
     for (const n of names) {
         const b = path.join(baseDir, `Pulumi.${n}.yaml`);
         const h = path.join(headDir, `Pulumi.${n}.yaml`);
-        const role = (f: string) => { try { return fs.existsSync(f) ? readStackFile(f).role : undefined; } catch { return undefined; } };
+        const role = (f: string) => {
+            try {
+                return fs.existsSync(f) ? readStackFile(f).role : undefined;
+            } catch {
+                return undefined;
+            }
+        };
         if (role(b) !== "hub" && role(h) !== "hub") continue;
         const lb = loadsOf(fs.existsSync(b) ? b : undefined);
         const lh = loadsOf(fs.existsSync(h) ? h : undefined);
@@ -274,7 +356,8 @@ export function placementChanges(baseDir: string, headDir: string): PlacementCha
         for (const spoke of [...new Set([...lb.keys(), ...lh.keys()])].sort()) {
             const before = lb.get(spoke);
             const after = lh.get(spoke);
-            if (JSON.stringify(before) !== JSON.stringify(after)) out.push({ hubFile: path.join("stacks", `Pulumi.${n}.yaml`), spoke, before, after });
+            if (JSON.stringify(before) !== JSON.stringify(after))
+                out.push({ hubFile: path.join("stacks", `Pulumi.${n}.yaml`), spoke, before, after });
         }
     }
     return out;
@@ -289,12 +372,17 @@ export function placementChanges(baseDir: string, headDir: string): PlacementCha
 export function isDerived(f: FieldChange): boolean {
     const leaf = f.path.split(/[.[{]/).filter(Boolean).pop() ?? "";
     if (/(hash|sha\d*|digest|signature|revision|checksum|etag|fingerprint|resourceVersion)/i.test(leaf)) return true;
-    const opaque = (v: unknown) => typeof v === "string" && (/^(sha256:)?[0-9a-f]{16,}$/i.test(v) || /^[A-Za-z0-9+/_-]{40,}={0,2}$/.test(v));
+    const opaque = (v: unknown) =>
+        typeof v === "string" && (/^(sha256:)?[0-9a-f]{16,}$/i.test(v) || /^[A-Za-z0-9+/_-]{40,}={0,2}$/.test(v));
     return opaque(f.before) && opaque(f.after);
 }
 
 /** `out/diff.md` text. Deterministic for the same two renders. */
-export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: string }, intent: { files?: StackFileChange[]; placement?: PlacementChange[] } = {}): string {
+export function diffMarkdown(
+    diffs: StackDiff[],
+    base: { ref: string; sha: string },
+    intent: { files?: StackFileChange[]; placement?: PlacementChange[] } = {},
+): string {
     const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
     const field = (f: FieldChange) => `${code(f.path)}: ${code(show(f.before))} → ${code(show(f.after))}`;
     const lines = [`# Render diff against ${code(base.ref)} (${base.sha.slice(0, 12)})`, ""];
@@ -302,7 +390,10 @@ export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: strin
         lines.push("## What changed in the stack files", "");
         if (intent.files.length === 0) lines.push("No stack file changed.", "");
         for (const f of intent.files) {
-            lines.push(`**${code(f.file)}**${f.status === "changed" ? "" : ` (${f.status === "unreadable" ? `unreadable: ${f.error}` : f.status === "new" ? "new file" : "removed"})`}`, "");
+            lines.push(
+                `**${code(f.file)}**${f.status === "changed" ? "" : ` (${f.status === "unreadable" ? `unreadable: ${f.error}` : f.status === "new" ? "new file" : "removed"})`}`,
+                "",
+            );
             if (f.status === "changed") lines.push(...f.fields.map((x) => `- ${field(x)}`), "");
             else if (f.status === "new") lines.push(`- keys: ${f.fields.map((x) => code(x.path)).join(", ")}`, "");
         }
@@ -317,23 +408,45 @@ export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: strin
             for (const p of intent.placement) {
                 const eb = new Set(p.before?.endpoints ?? []);
                 const ea = new Set(p.after?.endpoints ?? []);
-                const eps = [...[...ea].filter((e) => !eb.has(e)).map((e) => `+ ${e}`), ...[...eb].filter((e) => !ea.has(e)).map((e) => `− ${e}`)];
+                const eps = [
+                    ...[...ea].filter((e) => !eb.has(e)).map((e) => `+ ${e}`),
+                    ...[...eb].filter((e) => !ea.has(e)).map((e) => `− ${e}`),
+                ];
                 const status = !p.before ? " (new)" : !p.after ? " (removed)" : "";
                 const over = p.after && (p.after.placed > p.after.capacity || p.after.budgets > p.after.capacity) ? " ⚠" : "";
-                lines.push(`| ${p.hubFile} | ${p.spoke}${status} | ${cell(gpus(p.before, (l) => l.placed), gpus(p.after, (l) => l.placed))}${over} | ${cell(gpus(p.before, (l) => l.budgets), gpus(p.after, (l) => l.budgets))} | ${eps.join("<br>") || "unchanged"} |`);
+                lines.push(
+                    `| ${p.hubFile} | ${p.spoke}${status} | ${cell(
+                        gpus(p.before, (l) => l.placed),
+                        gpus(p.after, (l) => l.placed),
+                    )}${over} | ${cell(
+                        gpus(p.before, (l) => l.budgets),
+                        gpus(p.after, (l) => l.budgets),
+                    )} | ${eps.join("<br>") || "unchanged"} |`,
+                );
             }
             lines.push("");
         }
     }
-    lines.push(intent.files || intent.placement ? "## Rendered objects" : "", "",
-        "Offline render of the base and of this change, compared object by object (secrets masked on both sides). Derived changes (hashes, signatures, revisions) are folded below each stack.", "",
-        "| stack | status | added | removed | changed | outputs changed |", "|---|---|---|---|---|---|",
-        ...diffs.map((d) => `| ${d.stack} | ${STATUS_TEXT[d.status]} | ${d.added.length} | ${d.removed.length} | ${d.changed.length} | ${d.outputs.length} |`), "");
+    lines.push(
+        intent.files || intent.placement ? "## Rendered objects" : "",
+        "",
+        "Offline render of the base and of this change, compared object by object (secrets masked on both sides). Derived changes (hashes, signatures, revisions) are folded below each stack.",
+        "",
+        "| stack | status | added | removed | changed | outputs changed |",
+        "|---|---|---|---|---|---|",
+        ...diffs.map(
+            (d) =>
+                `| ${d.stack} | ${STATUS_TEXT[d.status]} | ${d.added.length} | ${d.removed.length} | ${d.changed.length} | ${d.outputs.length} |`,
+        ),
+        "",
+    );
     const h = intent.files || intent.placement ? "###" : "##";
     for (const d of diffs) {
         if (d.status === "unchanged") continue;
         lines.push(`${h} ${d.stack}: ${STATUS_TEXT[d.status]}`, "");
-        if (d.status === "not-rendered-head") { lines.push("The stack file exists but did not render here; see the render output.", ""); }
+        if (d.status === "not-rendered-head") {
+            lines.push("The stack file exists but did not render here; see the render output.", "");
+        }
         if (d.added.length) lines.push(`**Added (${d.added.length})**`, "", ...d.added.map((o) => `- ${code(o.label)}`), "");
         if (d.removed.length) lines.push(`**Removed (${d.removed.length})**`, "", ...d.removed.map((o) => `- ${code(o.label)}`), "");
         const derived: string[] = [];
@@ -348,7 +461,8 @@ export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: strin
             }
             lines.push("");
         }
-        for (const { o, rest } of direct) if (rest.length) derived.push(`- ${code(o.label)}`, ...rest.slice(0, MAX_FIELDS_PER_OBJECT).map((f) => `  - ${field(f)}`));
+        for (const { o, rest } of direct)
+            if (rest.length) derived.push(`- ${code(o.label)}`, ...rest.slice(0, MAX_FIELDS_PER_OBJECT).map((f) => `  - ${field(f)}`));
         if (d.outputs.length && d.status === "changed") {
             const outs = d.outputs.filter((f) => !isDerived(f));
             if (outs.length) {
@@ -362,11 +476,21 @@ export function diffMarkdown(diffs: StackDiff[], base: { ref: string; sha: strin
         }
         if (derived.length) {
             const n = d.changed.reduce((k, o) => k + o.fields.filter(isDerived).length, 0) + d.outputs.filter(isDerived).length;
-            lines.push(`<details><summary>derived changes (${n}): hashes, signatures, revisions</summary>`, "", ...derived, "", "</details>", "");
+            lines.push(
+                `<details><summary>derived changes (${n}): hashes, signatures, revisions</summary>`,
+                "",
+                ...derived,
+                "",
+                "</details>",
+                "",
+            );
         }
     }
     if (diffs.every((d) => d.status === "unchanged")) lines.push("No rendered object or output changes.", "");
-    return lines.join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
+    return `${lines
+        .join("\n")
+        .replace(/\n{3,}/g, "\n\n")
+        .trimEnd()}\n`;
 }
 
 // ---------------------------------------------------------------- the base render
@@ -376,10 +500,20 @@ function git(cwd: string, args: string[]): string {
 }
 
 /** A checked-out base ref in a temporary worktree; `dispose` removes it. */
-export interface BaseCheckout { ref: string; sha: string; dir: string; dispose: () => void }
+export interface BaseCheckout {
+    ref: string;
+    sha: string;
+    dir: string;
+    dispose: () => void;
+}
 
 function lexists(p: string): boolean {
-    try { fs.lstatSync(p); return true; } catch { return false; }
+    try {
+        fs.lstatSync(p);
+        return true;
+    } catch {
+        return false;
+    }
 }
 
 function sameFile(a: string, b: string): boolean {
@@ -394,14 +528,26 @@ function sameFile(a: string, b: string): boolean {
  */
 export function checkoutBase(repo: string, ref: string, log: (s: string) => void = () => undefined): BaseCheckout {
     let sha: string;
-    try { sha = git(repo, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]); } catch { throw new Error(`--diff ${ref}: not a commit in ${repo} (fetch it first, e.g. git fetch origin main)`); }
+    try {
+        sha = git(repo, ["rev-parse", "--verify", "--quiet", `${ref}^{commit}`]);
+    } catch {
+        throw new Error(`--diff ${ref}: not a commit in ${repo} (fetch it first, e.g. git fetch origin main)`);
+    }
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "render-base-"));
     const dir = path.join(tmp, "tree");
     git(repo, ["worktree", "add", "--detach", "--quiet", dir, sha]);
     const dispose = () => {
-        try { git(repo, ["worktree", "remove", "--force", dir]); } catch { /* removed below */ }
+        try {
+            git(repo, ["worktree", "remove", "--force", dir]);
+        } catch {
+            /* removed below */
+        }
         fs.rmSync(tmp, { recursive: true, force: true });
-        try { git(repo, ["worktree", "prune"]); } catch { /* nothing to prune */ }
+        try {
+            git(repo, ["worktree", "prune"]);
+        } catch {
+            /* nothing to prune */
+        }
     };
     try {
         for (const sub of [".", "policies"]) {
@@ -416,8 +562,13 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
             if (sameLock && fs.existsSync(path.join(ours, "node_modules"))) {
                 fs.symlinkSync(path.join(ours, "node_modules"), path.join(theirs, "node_modules"), "dir");
             } else {
-                log(`diff: ${sub === "." ? "" : `${sub}/`}${sameLock ? "node_modules is not installed here" : `package-lock.json differs at ${ref}`}: npm ci in the base worktree`);
-                execFileSync("npm", ["ci", "--no-audit", "--no-fund", ...(sub === "policies" ? ["--ignore-scripts"] : [])], { cwd: theirs, stdio: ["ignore", "ignore", "inherit"] });
+                log(
+                    `diff: ${sub === "." ? "" : `${sub}/`}${sameLock ? "node_modules is not installed here" : `package-lock.json differs at ${ref}`}: npm ci in the base worktree`,
+                );
+                execFileSync("npm", ["ci", "--no-audit", "--no-fund", ...(sub === "policies" ? ["--ignore-scripts"] : [])], {
+                    cwd: theirs,
+                    stdio: ["ignore", "ignore", "inherit"],
+                });
             }
         }
     } catch (e) {
@@ -434,17 +585,30 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
 export function renderBase(base: BaseCheckout, outDir: string, stacks: string[]): Promise<{ code: number; output: string }> {
     return new Promise((resolve, reject) => {
         // The base tree's own esbuild loader where it has one (about twice as fast as ts-node), else ts-node.
-        const loader = fs.existsSync(path.join(base.dir, "tools", "register-esbuild.js")) ? "./tools/register-esbuild.js" : "ts-node/register/transpile-only";
+        const loader = fs.existsSync(path.join(base.dir, "tools", "register-esbuild.js"))
+            ? "./tools/register-esbuild.js"
+            : "ts-node/register/transpile-only";
         const child = spawn(process.execPath, ["-r", loader, "tools/render.ts", "--out", outDir, ...stacks], {
-            cwd: base.dir, env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" }, stdio: ["ignore", "pipe", "pipe"],
+            cwd: base.dir,
+            env: { ...process.env, CI: "true", TS_NODE_TRANSPILE_ONLY: "true" },
+            stdio: ["ignore", "pipe", "pipe"],
         });
         let output = "";
-        child.stdout.on("data", (b) => { output += b; });
-        child.stderr.on("data", (b) => { output += b; });
+        child.stdout.on("data", (b) => {
+            output += b;
+        });
+        child.stderr.on("data", (b) => {
+            output += b;
+        });
         child.on("error", reject);
         child.on("close", (code, signal) => {
             if (code === 0 || code === 1) resolve({ code, output });
-            else reject(new Error(`render of ${base.ref} (${base.sha.slice(0, 12)}) failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`));
+            else
+                reject(
+                    new Error(
+                        `render of ${base.ref} (${base.sha.slice(0, 12)}) failed (${signal ?? `exit ${code}`}):\n${output.slice(-4000)}`,
+                    ),
+                );
         });
     });
 }
@@ -468,7 +632,13 @@ export interface DiffRun {
  * @param headStacks the working tree's stack files, compared with the base's `stacks/` key by key
  * Never throws: a base that cannot be checked out or rendered is reported in diff.md by `finish`.
  */
-export function startDiff(root: string, ref: string, selected: string[] | undefined, log: (s: string) => void, headStacks = path.join(root, "stacks")): DiffRun {
+export function startDiff(
+    root: string,
+    ref: string,
+    selected: string[] | undefined,
+    log: (s: string) => void,
+    headStacks = path.join(root, "stacks"),
+): DiffRun {
     const t0 = Date.now();
     let t1: number | undefined;
     let base: BaseCheckout | undefined;
@@ -480,8 +650,12 @@ export function startDiff(root: string, ref: string, selected: string[] | undefi
         const baseFiles = stackFileNames(path.join(base.dir, "stacks"));
         baseOut = path.join(path.dirname(base.dir), "out");
         done = renderBase(base, baseOut, selected ? selected.filter((n) => baseFiles.has(n)) : [])
-            .catch((e) => { error = (e as Error).message; })
-            .finally(() => { t1 = Date.now(); });
+            .catch((e) => {
+                error = (e as Error).message;
+            })
+            .finally(() => {
+                t1 = Date.now();
+            });
     } catch (e) {
         error = (e as Error).message;
     }
@@ -491,7 +665,10 @@ export function startDiff(root: string, ref: string, selected: string[] | undefi
             const file = path.join(headOut, "diff.md");
             fs.mkdirSync(headOut, { recursive: true });
             if (error || !base) {
-                fs.writeFileSync(file, `# Render diff against \`${ref}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${(error ?? "").slice(-3000)}\n\`\`\`\n`);
+                fs.writeFileSync(
+                    file,
+                    `# Render diff against \`${ref}\`\n\nThe base could not be rendered, so there is no diff:\n\n\`\`\`\n${(error ?? "").slice(-3000)}\n\`\`\`\n`,
+                );
                 log(`render: --diff ${ref}: ${error}`);
                 return undefined;
             }
@@ -501,7 +678,11 @@ export function startDiff(root: string, ref: string, selected: string[] | undefi
             fs.writeFileSync(file, diffMarkdown(diffs, { ref: base.ref, sha: base.sha }, intent));
             return diffs.filter((d) => d.status !== "unchanged").map((d) => d.stack);
         },
-        dispose() { base?.dispose(); },
-        elapsedMs() { return (t1 ?? Date.now()) - t0; },
+        dispose() {
+            base?.dispose();
+        },
+        elapsedMs() {
+            return (t1 ?? Date.now()) - t0;
+        },
     };
 }

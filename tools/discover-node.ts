@@ -21,10 +21,10 @@
  * @throws (exit 2) on unreadable inventory; (exit 1) when the result fails the profile schema, naming each field;
  *   nothing is written then.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as YAML from "yaml";
-import { NodeProfile, NodeProfileSchema } from "../config/nodeProfile";
+import { type NodeProfile, NodeProfileSchema } from "../config/nodeProfile";
 import { exitOnHelp } from "./cli";
 
 /** One RDMA device as sysfs shows it. */
@@ -85,9 +85,15 @@ export function readHcas(root: string): HcaInfo[] {
         const netdevs = ls(path.join(d, "device", "net"));
         const numa = Number(read(path.join(d, "device", "numa_node")));
         return {
-            hca, pciAddress: normalizePci(slot), numa: numa < 0 ? 0 : numa,
-            deviceId: read(path.join(d, "device", "device")).replace(/^0x/, "").toLowerCase(),
-            linkLayer: ll, linkRateGbps: Number(rate), ...(netdevs.length ? { netdev: netdevs[0] } : {}),
+            hca,
+            pciAddress: normalizePci(slot),
+            numa: Math.max(numa, 0),
+            deviceId: read(path.join(d, "device", "device"))
+                .replace(/^0x/, "")
+                .toLowerCase(),
+            linkLayer: ll,
+            linkRateGbps: Number(rate),
+            ...(netdevs.length ? { netdev: netdevs[0] } : {}),
         };
     });
 }
@@ -95,19 +101,32 @@ export function readHcas(root: string): HcaInfo[] {
 /** NVIDIA 3D controllers (vendor 0x10de, class 0x0302xx) under `<root>/sys/bus/pci/devices`, in PCI address order. */
 export function readGpus(root: string): Array<{ pciAddress: string; numa: number }> {
     const base = path.join(root, "sys", "bus", "pci", "devices");
-    return ls(base).filter((bdf) => readOpt(path.join(base, bdf, "vendor")) === "0x10de" && (readOpt(path.join(base, bdf, "class")) ?? "").startsWith("0x0302"))
+    return ls(base)
+        .filter(
+            (bdf) =>
+                readOpt(path.join(base, bdf, "vendor")) === "0x10de" && (readOpt(path.join(base, bdf, "class")) ?? "").startsWith("0x0302"),
+        )
         .map((bdf) => ({ pciAddress: normalizePci(bdf), numa: Math.max(0, Number(read(path.join(base, bdf, "numa_node")))) }))
         .sort((a, b) => a.pciAddress.localeCompare(b.pciAddress));
 }
 
 /** Parses `nvidia-smi --query-gpu=index,pci.bus_id,name,memory.total --format=csv,noheader`. */
 export function parseGpuCsv(text: string): Array<{ index: number; pciAddress: string; name?: string; memoryMiB?: number }> {
-    return text.split("\n").map((l) => l.trim()).filter(Boolean).map((l) => {
-        const [index, bus, name, mem] = l.split(",").map((x) => x.trim());
-        if (!/^\d+$/.test(index ?? "")) throw new Error(`--gpus: not "index, pci.bus_id, ...": ${l}`);
-        const mib = mem ? /^(\d+)\s*MiB$/.exec(mem)?.[1] : undefined;
-        return { index: Number(index), pciAddress: normalizePci(bus), ...(name ? { name } : {}), ...(mib ? { memoryMiB: Number(mib) } : {}) };
-    });
+    return text
+        .split("\n")
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .map((l) => {
+            const [index, bus, name, mem] = l.split(",").map((x) => x.trim());
+            if (!/^\d+$/.test(index ?? "")) throw new Error(`--gpus: not "index, pci.bus_id, ...": ${l}`);
+            const mib = mem ? /^(\d+)\s*MiB$/.exec(mem)?.[1] : undefined;
+            return {
+                index: Number(index),
+                pciAddress: normalizePci(bus),
+                ...(name ? { name } : {}),
+                ...(mib ? { memoryMiB: Number(mib) } : {}),
+            };
+        });
 }
 
 /** Parses the matrix and NIC legend of `nvidia-smi topo -m`. */
@@ -115,7 +134,10 @@ export function parseTopo(text: string): Topology {
     const lines = text.split("\n");
     const headerAt = lines.findIndex((l) => /\bGPU0\b/.test(l) && /Affinity/.test(l));
     if (headerAt < 0) throw new Error("--topo: no `nvidia-smi topo -m` header (GPU0 ... CPU Affinity NUMA Affinity)");
-    const cols = lines[headerAt].trim().split(/\s+/).filter((c) => /^(GPU|NIC)\d+$/.test(c));
+    const cols = lines[headerAt]
+        .trim()
+        .split(/\s+/)
+        .filter((c) => /^(GPU|NIC)\d+$/.test(c));
     const legend = new Map<string, string>();
     for (const l of lines) {
         const m = /^\s*(NIC\d+):\s*(\S+)\s*$/.exec(l);
@@ -165,7 +187,8 @@ export interface DiscoverOptions {
 export function discoverNode(o: DiscoverOptions): { profile: Record<string, unknown>; skipped: string[] } {
     const hcas = readHcas(o.root);
     const sysGpus = readGpus(o.root);
-    if (sysGpus.length === 0) throw new Error(`no NVIDIA GPUs (vendor 0x10de, class 0x0302) under ${path.join(o.root, "sys/bus/pci/devices")}`);
+    if (sysGpus.length === 0)
+        throw new Error(`no NVIDIA GPUs (vendor 0x10de, class 0x0302) under ${path.join(o.root, "sys/bus/pci/devices")}`);
     const inferred: Array<{ path: string; note: string }> = [];
     const csv = o.gpus ? parseGpuCsv(o.gpus) : undefined;
     const topo = o.topo ? parseTopo(o.topo) : undefined;
@@ -180,7 +203,10 @@ export function discoverNode(o: DiscoverOptions): { profile: Record<string, unkn
         });
     } else {
         gpus = sysGpus.map((g, i) => ({ index: i, ...g }));
-        inferred.push({ path: "rails[].gpu", note: "GPU index from PCI address order (nvidia-smi's default enumeration); verify with `nvidia-smi --query-gpu=index,pci.bus_id`" });
+        inferred.push({
+            path: "rails[].gpu",
+            note: "GPU index from PCI address order (nvidia-smi's default enumeration); verify with `nvidia-smi --query-gpu=index,pci.bus_id`",
+        });
     }
 
     // Each GPU's rail HCA.
@@ -189,7 +215,8 @@ export function discoverNode(o: DiscoverOptions): { profile: Record<string, unkn
         for (const g of gpus) {
             const row = topo.proximity.get(g.index);
             if (!row) throw new Error(`--topo: no row for GPU${g.index}`);
-            const best = [...row.entries()].map(([hca, p]) => ({ h: hcas.find((x) => x.hca === hca), p: RANK[p] ?? 9 }))
+            const best = [...row.entries()]
+                .map(([hca, p]) => ({ h: hcas.find((x) => x.hca === hca), p: RANK[p] ?? 9 }))
                 .filter((x) => x.h && x.p <= RANK.PXB)
                 .sort((a, b) => a.p - b.p || b.h!.linkRateGbps - a.h!.linkRateGbps || a.h!.hca.localeCompare(b.h!.hca));
             if (!best.length) throw new Error(`--topo: GPU${g.index} has no NIC behind its PCIe switch (PIX/PXB): no rail HCA for it`);
@@ -199,57 +226,114 @@ export function discoverNode(o: DiscoverOptions): { profile: Record<string, unkn
         const fastest = Math.max(...hcas.map((h) => h.linkRateGbps));
         const free = hcas.filter((h) => h.linkRateGbps === fastest);
         for (const g of gpus) {
-            const c = free.filter((h) => h.numa === g.numa && !([...railOf.values()].includes(h)))
-                .sort((a, b) => Math.abs(pciBus(a.pciAddress) - pciBus(g.pciAddress)) - Math.abs(pciBus(b.pciAddress) - pciBus(g.pciAddress)));
-            if (!c.length) throw new Error(`GPU ${g.index} (${g.pciAddress}, NUMA ${g.numa}) has no free ${fastest} Gb/s HCA on its NUMA node; pass --topo`);
+            const c = free
+                .filter((h) => h.numa === g.numa && ![...railOf.values()].includes(h))
+                .sort(
+                    (a, b) => Math.abs(pciBus(a.pciAddress) - pciBus(g.pciAddress)) - Math.abs(pciBus(b.pciAddress) - pciBus(g.pciAddress)),
+                );
+            if (!c.length)
+                throw new Error(
+                    `GPU ${g.index} (${g.pciAddress}, NUMA ${g.numa}) has no free ${fastest} Gb/s HCA on its NUMA node; pass --topo`,
+                );
             railOf.set(g.index, c[0]);
         }
-        inferred.push({ path: "rails[].hca", note: "GPU <-> HCA pairing without `nvidia-smi topo -m`: fastest ports, same NUMA node, nearest PCI bus; verify with --topo (PIX)" });
+        inferred.push({
+            path: "rails[].hca",
+            note: "GPU <-> HCA pairing without `nvidia-smi topo -m`: fastest ports, same NUMA node, nearest PCI bus; verify with --topo (PIX)",
+        });
     }
     const used = new Set([...railOf.values()].map((h) => h.hca));
-    if (used.size !== railOf.size) throw new Error(`two GPUs share one rail HCA (${[...railOf.entries()].map(([g, h]) => `GPU${g}=${h.hca}`).join(", ")})`);
+    if (used.size !== railOf.size)
+        throw new Error(`two GPUs share one rail HCA (${[...railOf.entries()].map(([g, h]) => `GPU${g}=${h.hca}`).join(", ")})`);
 
     const netType = (netdev: string) => readOpt(path.join(o.root, "sys", "class", "net", netdev, "type"));
     const skipped: string[] = [];
-    const rails = [...railOf.entries()].sort((a, b) => a[0] - b[0]).map(([gi, h]) => {
-        const g = gpus.find((x) => x.index === gi)!;
-        if (!h.netdev) throw new Error(`rail HCA ${h.hca} (GPU ${gi}) has no netdev in sys/class/infiniband/${h.hca}/device/net`);
-        const t = netType(h.netdev);
-        if (t !== undefined && t !== (h.linkLayer === "InfiniBand" ? "32" : "1")) throw new Error(`${h.netdev}: sys/class/net type ${t} disagrees with ${h.hca} link layer ${h.linkLayer}`);
-        return {
-            rail: gi, gpu: gi, gpuPciAddress: g.pciAddress, gpuNuma: topo?.gpuNuma.get(gi) ?? g.numa, hca: h.hca, netdev: h.netdev,
-            pciAddress: h.pciAddress, numa: h.numa, deviceId: h.deviceId, linkLayer: h.linkLayer, linkRateGbps: h.linkRateGbps,
-        };
+    const rails = [...railOf.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([gi, h]) => {
+            const g = gpus.find((x) => x.index === gi)!;
+            if (!h.netdev) throw new Error(`rail HCA ${h.hca} (GPU ${gi}) has no netdev in sys/class/infiniband/${h.hca}/device/net`);
+            const t = netType(h.netdev);
+            if (t !== undefined && t !== (h.linkLayer === "InfiniBand" ? "32" : "1"))
+                throw new Error(`${h.netdev}: sys/class/net type ${t} disagrees with ${h.hca} link layer ${h.linkLayer}`);
+            return {
+                rail: gi,
+                gpu: gi,
+                gpuPciAddress: g.pciAddress,
+                gpuNuma: topo?.gpuNuma.get(gi) ?? g.numa,
+                hca: h.hca,
+                netdev: h.netdev,
+                pciAddress: h.pciAddress,
+                numa: h.numa,
+                deviceId: h.deviceId,
+                linkLayer: h.linkLayer,
+                linkRateGbps: h.linkRateGbps,
+            };
+        });
+    inferred.push({
+        path: "rails[].rail",
+        note: "rail index = GPU index (GPU i of every node cabled to leaf i); verify against the cabling plan",
     });
-    inferred.push({ path: "rails[].rail", note: "rail index = GPU index (GPU i of every node cabled to leaf i); verify against the cabling plan" });
-    const frontend = hcas.filter((h) => !used.has(h.hca)).flatMap((h) => {
-        if (h.linkLayer !== "Ethernet") { skipped.push(`${h.hca} (${h.pciAddress}, InfiniBand, not a GPU's nearest NIC: storage or spare port)`); return []; }
-        if (!h.netdev) { skipped.push(`${h.hca} (${h.pciAddress}, no netdev)`); return []; }
-        return [{ hca: h.hca, netdev: h.netdev, pciAddress: h.pciAddress, numa: h.numa, linkLayer: "Ethernet" as const, linkRateGbps: h.linkRateGbps }];
-    });
+    const frontend = hcas
+        .filter((h) => !used.has(h.hca))
+        .flatMap((h) => {
+            if (h.linkLayer !== "Ethernet") {
+                skipped.push(`${h.hca} (${h.pciAddress}, InfiniBand, not a GPU's nearest NIC: storage or spare port)`);
+                return [];
+            }
+            if (!h.netdev) {
+                skipped.push(`${h.hca} (${h.pciAddress}, no netdev)`);
+                return [];
+            }
+            return [
+                {
+                    hca: h.hca,
+                    netdev: h.netdev,
+                    pciAddress: h.pciAddress,
+                    numa: h.numa,
+                    linkLayer: "Ethernet" as const,
+                    linkRateGbps: h.linkRateGbps,
+                },
+            ];
+        });
 
     const numaNodes = ls(path.join(o.root, "sys", "devices", "system", "node")).filter((n) => /^node\d+$/.test(n)).length || 1;
     const first = csv?.[0];
     const product = first?.name ? first.name.replace(/\s+/g, "-") : undefined;
-    if (!product) throw new Error("GPU product unknown: pass --gpus (nvidia-smi --query-gpu=index,pci.bus_id,name,memory.total --format=csv,noheader)");
+    if (!product)
+        throw new Error(
+            "GPU product unknown: pass --gpus (nvidia-smi --query-gpu=index,pci.bus_id,name,memory.total --format=csv,noheader)",
+        );
     if (!first?.memoryMiB) throw new Error("GPU memory unknown: --gpus needs the memory.total column");
-    inferred.push({ path: "gpu.product", note: "nvidia-smi name with spaces as dashes, the form of GPU feature discovery's nvidia.com/gpu.product label" });
+    inferred.push({
+        path: "gpu.product",
+        note: "nvidia-smi name with spaces as dashes, the form of GPU feature discovery's nvidia.com/gpu.product label",
+    });
     inferred.push({ path: "gpu.memoryGB", note: `memory.total ${first.memoryMiB} MiB / 1024, rounded` });
     let nvlinkGBps = o.nvlinkGBps;
     if (nvlinkGBps === undefined) {
         if (!topo?.nvlinks) throw new Error("NVLink bandwidth unknown: pass --topo (NV<n>) or --nvlink-gbps");
         nvlinkGBps = topo.nvlinks * 50;
-        inferred.push({ path: "gpu.nvlinkGBps", note: `NV${topo.nvlinks} x 50 GB/s per link (NVLink 4); verify with \`nvidia-smi nvlink -s\`` });
+        inferred.push({
+            path: "gpu.nvlinkGBps",
+            note: `NV${topo.nvlinks} x 50 GB/s per link (NVLink 4); verify with \`nvidia-smi nvlink -s\``,
+        });
     }
     const vendor = readOpt(path.join(o.root, "sys", "class", "dmi", "id", "sys_vendor")) ?? "unknown";
     const model = readOpt(path.join(o.root, "sys", "class", "dmi", "id", "product_name")) ?? "unknown";
     return {
         profile: {
             name: o.name,
-            description: o.description ?? `${vendor} ${model}, ${gpus.length} x ${product}, ${rails.length} x ${rails[0]?.linkRateGbps} Gb/s ${rails[0]?.linkLayer} rails (discovered)`,
-            vendor, model,
+            description:
+                o.description ??
+                `${vendor} ${model}, ${gpus.length} x ${product}, ${rails.length} x ${rails[0]?.linkRateGbps} Gb/s ${rails[0]?.linkLayer} rails (discovered)`,
+            vendor,
+            model,
             gpu: { product, count: gpus.length, memoryGB: Math.round(first.memoryMiB / 1024), nvlinkGBps },
-            numaNodes, rails, frontend, inferred,
+            numaNodes,
+            rails,
+            frontend,
+            inferred,
         },
         skipped,
     };
@@ -276,7 +360,10 @@ export function profileYaml(profile: Record<string, unknown>, header: string[]):
 /** Validates a discovered profile; throws naming every refused field. */
 export function validateDiscovered(profile: Record<string, unknown>, origin: string): NodeProfile {
     const r = NodeProfileSchema.safeParse(profile);
-    if (!r.success) throw new Error(`the profile discovered from ${origin} is refused:\n${r.error.issues.map((i) => `  - ${i.path.join(".")}: ${i.message}`).join("\n")}`);
+    if (!r.success)
+        throw new Error(
+            `the profile discovered from ${origin} is refused:\n${r.error.issues.map((i) => `  - ${i.path.join(".")}: ${i.message}`).join("\n")}`,
+        );
     return r.data;
 }
 
@@ -313,13 +400,18 @@ function main(): number {
     const opt: Record<string, string> = {};
     for (let i = 0; i < argv.length; i++) {
         const m = /^--(root|name|description|topo|gpus|out|nvlink-gbps)$/.exec(argv[i]);
-        if (!m || argv[i + 1] === undefined) throw new Error(`unknown or incomplete option ${argv[i]} (usage: npm run discover-node -- --name <name> [--root /] [--topo file] [--gpus file] [--nvlink-gbps n] [--out file.yaml])`);
+        if (!m || argv[i + 1] === undefined)
+            throw new Error(
+                `unknown or incomplete option ${argv[i]} (usage: npm run discover-node -- --name <name> [--root /] [--topo file] [--gpus file] [--nvlink-gbps n] [--out file.yaml])`,
+            );
         opt[m[1]] = argv[++i];
     }
     if (!opt.name) throw new Error("--name <profile name> is required (e.g. --name cisco-ucsc-885a-m8-h22)");
     const root = opt.root ?? "/";
     const { profile, skipped } = discoverNode({
-        root, name: opt.name, description: opt.description,
+        root,
+        name: opt.name,
+        description: opt.description,
         topo: opt.topo ? fs.readFileSync(opt.topo, "utf8") : undefined,
         gpus: opt.gpus ? fs.readFileSync(opt.gpus, "utf8") : undefined,
         nvlinkGBps: opt["nvlink-gbps"] ? Number(opt["nvlink-gbps"]) : undefined,
@@ -340,16 +432,31 @@ function main(): number {
     const text = profileYaml(profile, header);
     // What was written, and what to check: on stdout with --out, else on stderr (stdout is the profile itself).
     const rails = parsed.rails.map((r) => `GPU${r.gpu}->${r.hca}`).join(" ");
-    const summary = [
+    const summary = `${[
         `${opt.out ? `wrote ${opt.out}` : "discovered"}: node profile "${parsed.name}": ${parsed.gpu.count} GPUs, ${parsed.rails.length} rails (${rails}), ${parsed.frontend.length} frontend NIC(s)`,
-        ...(parsed.inferred.length ? [`  ${parsed.inferred.length} value(s) inferred, not read; verify before the first pulumi up:`, ...parsed.inferred.map((i) => `    - ${i.path}: ${i.note}`)] : []),
+        ...(parsed.inferred.length
+            ? [
+                  `  ${parsed.inferred.length} value(s) inferred, not read; verify before the first pulumi up:`,
+                  ...parsed.inferred.map((i) => `    - ${i.path}: ${i.note}`),
+              ]
+            : []),
         `  to use it: keep it as config/node-profiles/${parsed.name}.yaml and set platform:nodePools[].profile: ${parsed.name}`,
-    ].join("\n") + "\n";
-    if (opt.out) { fs.writeFileSync(opt.out, text); process.stdout.write(summary); }
-    else { process.stdout.write(text); process.stderr.write(summary); }
+    ].join("\n")}\n`;
+    if (opt.out) {
+        fs.writeFileSync(opt.out, text);
+        process.stdout.write(summary);
+    } else {
+        process.stdout.write(text);
+        process.stderr.write(summary);
+    }
     return 0;
 }
 
 if (require.main === module) {
-    try { process.exit(main()); } catch (e) { process.stderr.write(`discover-node: ${(e as Error).message}\n`); process.exit(2); }
+    try {
+        process.exit(main());
+    } catch (e) {
+        process.stderr.write(`discover-node: ${(e as Error).message}\n`);
+        process.exit(2);
+    }
 }

@@ -6,8 +6,8 @@
  *
  * `--check` writes nothing and exits 1 when docs/stack-file.md is stale.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as ts from "typescript";
 import type { z } from "zod";
 import * as eks from "../config/eks";
@@ -24,7 +24,19 @@ import * as spokeIdentity from "../config/spoke-identity";
 import { exitOnHelp } from "./cli";
 
 /** Modules whose exported `*Schema` consts make up a stack file (a new config module with schemas goes here). */
-const SCHEMA_MODULES: Array<Record<string, unknown>> = [hub, spoke, spokeIdentity, eks, endpoint, gateway, limits, metering, nodeProfile, observability, serving];
+const SCHEMA_MODULES: Array<Record<string, unknown>> = [
+    hub,
+    spoke,
+    spokeIdentity,
+    eks,
+    endpoint,
+    gateway,
+    limits,
+    metering,
+    nodeProfile,
+    observability,
+    serving,
+];
 
 const ROOT = path.join(__dirname, "..");
 export const STACK_FILE_DOC = path.join(ROOT, "docs", "stack-file.md");
@@ -45,9 +57,21 @@ Examples:
 `;
 
 interface ZodDef {
-    type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown; element?: z.ZodType;
-    keyType?: z.ZodType; valueType?: z.ZodType; options?: z.ZodType[]; discriminator?: string; values?: unknown[];
-    entries?: Record<string, unknown>; in?: z.ZodType; out?: z.ZodType; left?: z.ZodType; right?: z.ZodType;
+    type: string;
+    shape?: Record<string, z.ZodType>;
+    innerType?: z.ZodType;
+    defaultValue?: unknown;
+    element?: z.ZodType;
+    keyType?: z.ZodType;
+    valueType?: z.ZodType;
+    options?: z.ZodType[];
+    discriminator?: string;
+    values?: unknown[];
+    entries?: Record<string, unknown>;
+    in?: z.ZodType;
+    out?: z.ZodType;
+    left?: z.ZodType;
+    right?: z.ZodType;
 }
 const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
 
@@ -57,20 +81,43 @@ const defOf = (s: z.ZodType): ZodDef => (s as unknown as { _zod: { def: ZodDef }
  */
 export function keyComments(dir = path.join(ROOT, "config")): Map<string, string> {
     const out = new Map<string, string>();
-    for (const f of fs.readdirSync(dir).filter((x) => x.endsWith(".ts")).sort()) {
+    for (const f of fs
+        .readdirSync(dir)
+        .filter((x) => x.endsWith(".ts"))
+        .sort()) {
         const src = ts.createSourceFile(f, fs.readFileSync(path.join(dir, f), "utf8"), ts.ScriptTarget.Latest, true);
         const visit = (node: ts.Node, base: string | undefined, keyPath: string[]) => {
             if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer) {
                 // The comment above `export const XSchema = ...` describes every key of that schema's type.
                 const stmt = node.parent?.parent;
-                const doc = stmt && ts.isVariableStatement(stmt) ? ts.getJSDocCommentsAndTags(stmt).filter(ts.isJSDoc).map((d) => ts.getTextOfJSDocComment(d.comment) ?? "").join(" ").replace(/\s+/g, " ").trim() : "";
+                const doc =
+                    stmt && ts.isVariableStatement(stmt)
+                        ? ts
+                              .getJSDocCommentsAndTags(stmt)
+                              .filter(ts.isJSDoc)
+                              .map((d) => ts.getTextOfJSDocComment(d.comment) ?? "")
+                              .join(" ")
+                              .replace(/\s+/g, " ")
+                              .trim()
+                        : "";
                 if (doc) out.set(`${node.name.text}:`, doc);
                 visit(node.initializer, node.name.text, []);
                 return;
             }
-            if (base && ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) && ts.isObjectLiteralExpression(node.parent)) {
+            if (
+                base &&
+                ts.isPropertyAssignment(node) &&
+                (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name)) &&
+                ts.isObjectLiteralExpression(node.parent)
+            ) {
                 const p = [...keyPath, node.name.text];
-                const doc = ts.getJSDocCommentsAndTags(node).filter(ts.isJSDoc).map((d) => ts.getTextOfJSDocComment(d.comment) ?? "").join(" ").replace(/\s+/g, " ").trim();
+                const doc = ts
+                    .getJSDocCommentsAndTags(node)
+                    .filter(ts.isJSDoc)
+                    .map((d) => ts.getTextOfJSDocComment(d.comment) ?? "")
+                    .join(" ")
+                    .replace(/\s+/g, " ")
+                    .trim();
                 const key = `${base}:${p.join(".")}`;
                 if (doc && !out.has(key)) out.set(key, doc);
                 visit(node.initializer, base, p);
@@ -83,7 +130,12 @@ export function keyComments(dir = path.join(ROOT, "config")): Map<string, string
     return out;
 }
 
-interface Row { key: string; type: string; need: string; doc: string }
+interface Row {
+    key: string;
+    type: string;
+    need: string;
+    doc: string;
+}
 
 const code = (s: string) => `\`${s}\``;
 const show = (v: unknown) => code(JSON.stringify(v));
@@ -91,12 +143,22 @@ const show = (v: unknown) => code(JSON.stringify(v));
 /** Exported schema -> its const name, so a nested schema's comments are found where it is declared. */
 function schemaNames(mods: Array<Record<string, unknown>>): Map<unknown, string> {
     const m = new Map<unknown, string>();
-    for (const mod of mods) for (const [k, v] of Object.entries(mod)) if (k.endsWith("Schema") && v && typeof v === "object" && "_zod" in v && !m.has(v)) m.set(v, k);
+    for (const mod of mods)
+        for (const [k, v] of Object.entries(mod))
+            if (k.endsWith("Schema") && v && typeof v === "object" && "_zod" in v && !m.has(v)) m.set(v, k);
     return m;
 }
 
 /** Rows of one schema under `key` (`platform:cluster`), recursing into objects, lists, maps and unions. */
-function rows(schema: z.ZodType, key: string, names: Map<unknown, string>, comments: Map<string, string>, at: { base: string; path: string[] }, need: string, depth = 0): Row[] {
+function rows(
+    schema: z.ZodType,
+    key: string,
+    names: Map<unknown, string>,
+    comments: Map<string, string>,
+    at: { base: string; path: string[] },
+    need: string,
+    depth = 0,
+): Row[] {
     if (depth > 30) return [];
     const name = names.get(schema);
     const outer = comments.get(`${at.base}:${at.path.join(".")}`);
@@ -104,44 +166,98 @@ function rows(schema: z.ZodType, key: string, names: Map<unknown, string>, comme
     const d = defOf(schema);
     const doc = () => outer ?? comments.get(`${at.base}:${at.path.join(".")}`) ?? "";
     switch (d.type) {
-        case "optional": return rows(d.innerType!, key, names, comments, at, "optional", depth + 1);
-        case "nullable": case "readonly": case "catch": case "nonoptional": return rows(d.innerType!, key, names, comments, at, need, depth + 1);
-        case "default": case "prefault": {
+        case "optional":
+            return rows(d.innerType!, key, names, comments, at, "optional", depth + 1);
+        case "nullable":
+        case "readonly":
+        case "catch":
+        case "nonoptional":
+            return rows(d.innerType!, key, names, comments, at, need, depth + 1);
+        case "default":
+        case "prefault": {
             const v = d.defaultValue;
             const shown = typeof v === "function" ? (v as () => unknown)() : v;
             const isEmptyMap = shown && typeof shown === "object" && !Array.isArray(shown) && Object.keys(shown).length === 0;
-            return rows(d.innerType!, key, names, comments, at, isEmptyMap ? "optional (every field defaulted)" : `default ${show(shown)}`, depth + 1);
+            return rows(
+                d.innerType!,
+                key,
+                names,
+                comments,
+                at,
+                isEmptyMap ? "optional (every field defaulted)" : `default ${show(shown)}`,
+                depth + 1,
+            );
         }
-        case "pipe": return rows(d.in!, key, names, comments, at, need, depth + 1);
+        case "pipe":
+            return rows(d.in!, key, names, comments, at, need, depth + 1);
         case "object": {
             const own: Row[] = key && depth > 0 ? [{ key, type: "map", need, doc: doc() }] : [];
-            return [...own, ...Object.entries(d.shape!).flatMap(([k, v]) =>
-                rows(v, key.endsWith(":") ? `${key}${k}` : `${key}.${k}`, names, comments, { base: at.base, path: [...at.path, k] }, "required", depth + 1))];
+            return [
+                ...own,
+                ...Object.entries(d.shape!).flatMap(([k, v]) =>
+                    rows(
+                        v,
+                        key.endsWith(":") ? `${key}${k}` : `${key}.${k}`,
+                        names,
+                        comments,
+                        { base: at.base, path: [...at.path, k] },
+                        "required",
+                        depth + 1,
+                    ),
+                ),
+            ];
         }
         case "array": {
             const inner = defOf(d.element!);
             const plain = !["object", "union", "record"].includes(unwrap(d.element!).type);
             if (plain) return [{ key, type: `list of ${typeName(d.element!)}`, need, doc: doc() }];
             const itemDoc = comments.get(`${names.get(unwrapTo(d.element!, "object")) ?? names.get(d.element!) ?? ""}:`) ?? "";
-            return [{ key, type: "list", need, doc: doc() || itemDoc }, ...rows(d.element!, `${key}[]`, names, comments, at, "required", depth + 1).filter((r) => r.key !== `${key}[]` || inner.type !== "object")];
+            return [
+                { key, type: "list", need, doc: doc() || itemDoc },
+                ...rows(d.element!, `${key}[]`, names, comments, at, "required", depth + 1).filter(
+                    (r) => r.key !== `${key}[]` || inner.type !== "object",
+                ),
+            ];
         }
         case "record": {
             const plain = !["object", "union", "record"].includes(unwrap(d.valueType!).type);
             if (plain) return [{ key, type: `map of ${typeName(d.valueType!)}`, need, doc: doc() }];
             const itemDoc = comments.get(`${names.get(d.valueType!) ?? ""}:`) ?? "";
-            return [{ key, type: "map by name", need, doc: doc() || itemDoc }, ...rows(d.valueType!, `${key}.<name>`, names, comments, at, "required", depth + 1).filter((r) => r.key !== `${key}.<name>`)];
+            return [
+                { key, type: "map by name", need, doc: doc() || itemDoc },
+                ...rows(d.valueType!, `${key}.<name>`, names, comments, at, "required", depth + 1).filter((r) => r.key !== `${key}.<name>`),
+            ];
         }
         case "union": {
             const disc = d.discriminator;
             if (!disc) return [{ key, type: d.options!.map(typeName).join(" or "), need, doc: doc() }];
             const own: Row = { key, type: `map, by ${code(disc)}`, need, doc: doc() };
-            return [own, ...d.options!.flatMap((o) => {
-                const lit = defOf(defOf(unwrapTo(o, "object")).shape![disc]);
-                const when = `${code(`${disc}: ${String((lit.values ?? [])[0])}`)}`;
-                return rows(o, key, names, comments, at, "required", depth + 1).filter((r) => r.key !== key)
-                    .map((r) => ({ ...r, need: r.key === `${key}.${disc}` ? "required" : r.need, doc: r.key === `${key}.${disc}` ? r.doc : `(${when}) ${r.doc}`.trim() }));
-            }).filter((r, i, all) => r.key !== `${key}.${disc}` || all.findIndex((x) => x.key === r.key) === i)
-                .map((r) => (r.key === `${key}.${disc}` ? { ...r, type: d.options!.map((o) => show(String((defOf(defOf(unwrapTo(o, "object")).shape![disc]).values ?? [])[0]))).join(" or ") } : r))];
+            return [
+                own,
+                ...d
+                    .options!.flatMap((o) => {
+                        const lit = defOf(defOf(unwrapTo(o, "object")).shape![disc]);
+                        const when = `${code(`${disc}: ${String((lit.values ?? [])[0])}`)}`;
+                        return rows(o, key, names, comments, at, "required", depth + 1)
+                            .filter((r) => r.key !== key)
+                            .map((r) => ({
+                                ...r,
+                                need: r.key === `${key}.${disc}` ? "required" : r.need,
+                                doc: r.key === `${key}.${disc}` ? r.doc : `(${when}) ${r.doc}`.trim(),
+                            }));
+                    })
+                    .filter((r, i, all) => r.key !== `${key}.${disc}` || all.findIndex((x) => x.key === r.key) === i)
+                    .map((r) =>
+                        r.key === `${key}.${disc}`
+                            ? {
+                                  ...r,
+                                  type: d
+                                      .options!.map((o) => show(String((defOf(defOf(unwrapTo(o, "object")).shape![disc]).values ?? [])[0])))
+                                      .join(" or "),
+                              }
+                            : r,
+                    ),
+            ];
         }
         default:
             return [{ key, type: typeName(schema), need, doc: doc() }];
@@ -150,39 +266,63 @@ function rows(schema: z.ZodType, key: string, names: Map<unknown, string>, comme
 
 function unwrap(s: z.ZodType): ZodDef {
     let d = defOf(s);
-    for (let i = 0; i < 20 && ["optional", "nullable", "default", "prefault", "readonly", "catch", "nonoptional"].includes(d.type); i++) d = defOf(d.innerType!);
+    for (let i = 0; i < 20 && ["optional", "nullable", "default", "prefault", "readonly", "catch", "nonoptional"].includes(d.type); i++)
+        d = defOf(d.innerType!);
     if (d.type === "pipe") return unwrap(d.in!);
     return d;
 }
 
 function unwrapTo(s: z.ZodType, type: string): z.ZodType {
     let cur = s;
-    for (let i = 0; i < 20 && defOf(cur).type !== type; i++) { const d = defOf(cur); cur = (d.innerType ?? d.in)!; if (!cur) break; }
+    for (let i = 0; i < 20 && defOf(cur).type !== type; i++) {
+        const d = defOf(cur);
+        cur = (d.innerType ?? d.in)!;
+        if (!cur) break;
+    }
     return cur;
 }
 
 /** `string`, `integer`, `"a" or "b"`, `list of string`, ... */
 function typeName(s: z.ZodType): string {
     const d = unwrap(s);
-    const checks = ((s as unknown as { _zod: { def: { checks?: Array<{ _zod: { def: { check: string; format?: string } } }> } } })._zod.def.checks ?? []);
+    const checks =
+        (s as unknown as { _zod: { def: { checks?: Array<{ _zod: { def: { check: string; format?: string } } }> } } })._zod.def.checks ??
+        [];
     switch (d.type) {
-        case "string": return "string";
-        case "number": return checks.some((c) => c._zod.def.format === "safeint" || c._zod.def.check === "number_format") ? "integer" : "number";
-        case "int": return "integer";
-        case "boolean": return "boolean";
-        case "literal": return (d.values ?? []).map((v) => show(v)).join(" or ");
-        case "enum": return Object.values(d.entries ?? {}).map((v) => show(v)).join(" or ");
-        case "array": return `list of ${typeName(d.element!)}`;
-        case "record": return `map of ${typeName(d.valueType!)}`;
-        case "union": return (d.options ?? []).map(typeName).join(" or ");
-        case "object": return "map";
-        default: return d.type;
+        case "string":
+            return "string";
+        case "number":
+            return checks.some((c) => c._zod.def.format === "safeint" || c._zod.def.check === "number_format") ? "integer" : "number";
+        case "int":
+            return "integer";
+        case "boolean":
+            return "boolean";
+        case "literal":
+            return (d.values ?? []).map((v) => show(v)).join(" or ");
+        case "enum":
+            return Object.values(d.entries ?? {})
+                .map((v) => show(v))
+                .join(" or ");
+        case "array":
+            return `list of ${typeName(d.element!)}`;
+        case "record":
+            return `map of ${typeName(d.valueType!)}`;
+        case "union":
+            return (d.options ?? []).map(typeName).join(" or ");
+        case "object":
+            return "map";
+        default:
+            return d.type;
     }
 }
 
 function table(rs: Row[]): string[] {
     const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
-    return ["| key | type | required / default | what it is |", "|---|---|---|---|", ...rs.map((r) => `| ${code(r.key)} | ${cell(r.type)} | ${cell(r.need)} | ${cell(r.doc)} |`)];
+    return [
+        "| key | type | required / default | what it is |",
+        "|---|---|---|---|",
+        ...rs.map((r) => `| ${code(r.key)} | ${cell(r.type)} | ${cell(r.need)} | ${cell(r.doc)} |`),
+    ];
 }
 
 /** The whole docs/stack-file.md text. */
@@ -200,14 +340,14 @@ export function stackFileReference(): string {
         }
         return out;
     };
-    return [
+    return `${[
         "# Stack file reference",
         "",
         "<!-- Generated by `npm run docs` (tools/docs.ts) from the zod schemas in config/; do not edit by hand. -->",
         "",
         "Every key a stack file (`stacks/Pulumi.<stack>.yaml`) may set under `config:`, as the program validates it. Keys",
         "are in the `platform` namespace; provider keys (`aws:region`, `kubernetes:*`) are the providers' own. `[]` is an",
-        "item of a list, `<name>` a key of a map; \"(`fabric: efa`)\" marks a key of one variant only. A key that is not",
+        'item of a list, `<name>` a key of a map; "(`fabric: efa`)" marks a key of one variant only. A key that is not',
         "listed here is refused, with the nearest known key named.",
         "",
         "- [Hub stack (`platform:role: hub`)](#hub-stack-platformrole-hub)",
@@ -215,7 +355,10 @@ export function stackFileReference(): string {
         "",
         ...section("Hub stack (`platform:role: hub`)", HubConfigSchema, "HubConfigSchema"),
         ...section("Spoke stack (`platform:role: spoke`)", SpokeConfigSchema, "SpokeConfigSchema"),
-    ].join("\n").replace(/\n{3,}/g, "\n\n").trimEnd() + "\n";
+    ]
+        .join("\n")
+        .replace(/\n{3,}/g, "\n\n")
+        .trimEnd()}\n`;
 }
 
 if (require.main === module) {
@@ -224,7 +367,10 @@ if (require.main === module) {
     const text = stackFileReference();
     const current = fs.existsSync(STACK_FILE_DOC) ? fs.readFileSync(STACK_FILE_DOC, "utf8") : "";
     if (argv.includes("--check")) {
-        if (current !== text) { process.stderr.write("docs/stack-file.md is stale: run npm run docs\n"); process.exit(1); }
+        if (current !== text) {
+            process.stderr.write("docs/stack-file.md is stale: run npm run docs\n");
+            process.exit(1);
+        }
         process.exit(0);
     }
     fs.mkdirSync(path.dirname(STACK_FILE_DOC), { recursive: true });

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import * as path from "path";
+import * as path from "node:path";
 import { callMocks, computedOutputs } from "./mock-outputs";
 import { unwrapWire } from "./wire";
 
@@ -50,7 +50,10 @@ function requestOptions(req: any): ResourceOptionsRecord {
 }
 
 /** Outputs of an already-rendered stack, for StackReference reads. */
-export interface StackOutputs { outputs: Record<string, unknown>; secretOutputNames: string[] }
+export interface StackOutputs {
+    outputs: Record<string, unknown>;
+    secretOutputNames: string[];
+}
 
 export interface RunStackOptions {
     project: string;
@@ -101,31 +104,53 @@ export function stackRefKey(name: string): string {
  * @throws whatever the program throws (e.g. ConfigError), after pending registrations settle
  */
 export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
-    const region = (() => { try { return JSON.parse(opts.config["aws:region"] ?? "\"\""); } catch { return opts.config["aws:region"]; } })() || "us-east-1";
+    const region =
+        (() => {
+            try {
+                return JSON.parse(opts.config["aws:region"] ?? '""');
+            } catch {
+                return opts.config["aws:region"];
+            }
+        })() || "us-east-1";
     const preview = !!opts.preview;
     pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
-    await pulumi.runtime.setMocks({
-        newResource(args: pulumi.runtime.MockResourceArgs) {
-            if (args.type === "pulumi:pulumi:StackReference") {
-                const key = stackRefKey(String(args.inputs.name));
-                const ref = opts.stackOutputs?.[key];
-                // A stack reading its own previous outputs (the hub's bundle revisions) before it was ever
-                // deployed sees an empty stack, as the real engine does for a new stack. Only self-references.
-                if (!ref && key === opts.stack) return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: {}, secretOutputNames: [] } };
-                if (!ref) throw new Error(`StackReference "${args.inputs.name}": stack "${key}" has not been rendered (render it first, or check the name)`);
-                return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: ref.outputs, secretOutputNames: ref.secretOutputNames } };
-            }
-            const inputs = args.inputs as Record<string, any>;
-            const id = args.type.startsWith("pulumi:providers:") ? "provider-id" : `${args.name}-id`;
-            const state = preview ? { ...inputs } : { ...inputs, ...computedOutputs(args.type, args.name, unwrapWire(inputs) as Record<string, any>, region) };
-            return { id: preview && !args.type.startsWith("pulumi:providers:") ? undefined as unknown as string : id, state };
+    await pulumi.runtime.setMocks(
+        {
+            newResource(args: pulumi.runtime.MockResourceArgs) {
+                if (args.type === "pulumi:pulumi:StackReference") {
+                    const key = stackRefKey(String(args.inputs.name));
+                    const ref = opts.stackOutputs?.[key];
+                    // A stack reading its own previous outputs (the hub's bundle revisions) before it was ever
+                    // deployed sees an empty stack, as the real engine does for a new stack. Only self-references.
+                    if (!ref && key === opts.stack)
+                        return { id: String(args.inputs.name), state: { name: args.inputs.name, outputs: {}, secretOutputNames: [] } };
+                    if (!ref)
+                        throw new Error(
+                            `StackReference "${args.inputs.name}": stack "${key}" has not been rendered (render it first, or check the name)`,
+                        );
+                    return {
+                        id: String(args.inputs.name),
+                        state: { name: args.inputs.name, outputs: ref.outputs, secretOutputNames: ref.secretOutputNames },
+                    };
+                }
+                const inputs = args.inputs as Record<string, any>;
+                const id = args.type.startsWith("pulumi:providers:") ? "provider-id" : `${args.name}-id`;
+                const state = preview
+                    ? { ...inputs }
+                    : { ...inputs, ...computedOutputs(args.type, args.name, unwrapWire(inputs) as Record<string, any>, region) };
+                return { id: preview && !args.type.startsWith("pulumi:providers:") ? (undefined as unknown as string) : id, state };
+            },
+            call(args: pulumi.runtime.MockCallArgs) {
+                const m = callMocks[args.token];
+                return m ? m(args.inputs as Record<string, any>, region) : {};
+            },
+            // "organization" is what a self-managed (DIY) backend reports, and what stack files use in StackReference names.
         },
-        call(args: pulumi.runtime.MockCallArgs) {
-            const m = callMocks[args.token];
-            return m ? m(args.inputs as Record<string, any>, region) : {};
-        },
-    // "organization" is what a self-managed (DIY) backend reports, and what stack files use in StackReference names.
-    }, opts.project, opts.stack, preview, "organization");
+        opts.project,
+        opts.stack,
+        preview,
+        "organization",
+    );
 
     const resources = new Map<string, CapturedResource>();
     let stackOutputs: Record<string, unknown> = {};
@@ -133,29 +158,64 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
     const register = monitor.registerResource.bind(monitor);
     const read = monitor.readResource.bind(monitor);
     const registerOutputs = monitor.registerResourceOutputs.bind(monitor);
-    const capture = (req: any, res: any, inputs: Record<string, unknown>, parent: string, remote: boolean, custom: boolean, deps: string[]) => {
+    const capture = (
+        req: any,
+        res: any,
+        inputs: Record<string, unknown>,
+        parent: string,
+        remote: boolean,
+        custom: boolean,
+        deps: string[],
+    ) => {
         const urn = res.getUrn();
         resources.set(urn, {
-            urn, type: req.getType(), name: req.getName(), parent, provider: req.getProvider?.() ?? "",
-            custom, remote, dependencies: deps, inputs, outputs: res.getObject()?.toJavaScript() ?? {}, options: requestOptions(req),
+            urn,
+            type: req.getType(),
+            name: req.getName(),
+            parent,
+            provider: req.getProvider?.() ?? "",
+            custom,
+            remote,
+            dependencies: deps,
+            inputs,
+            outputs: res.getObject()?.toJavaScript() ?? {},
+            options: requestOptions(req),
         });
     };
-    monitor.registerResource = (req: any, cb: any) => register(req, (err: any, res: any) => {
-        if (!err && res) capture(req, res, req.getObject()?.toJavaScript() ?? {}, req.getParent(), req.getRemote(), req.getCustom(), req.getDependenciesList());
-        cb(err, res);
-    });
-    monitor.readResource = (req: any, cb: any) => read(req, (err: any, res: any) => {
-        if (!err && res) {
-            const urn = res.getUrn();
-            resources.set(urn, {
-                urn, type: req.getType(), name: req.getName(), parent: req.getParent(), provider: req.getProvider(),
-                custom: true, remote: false, dependencies: req.getDependenciesList(),
-                inputs: req.getProperties()?.toJavaScript() ?? {}, outputs: res.getProperties()?.toJavaScript() ?? {},
-                options: { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
-            });
-        }
-        cb(err, res);
-    });
+    monitor.registerResource = (req: any, cb: any) =>
+        register(req, (err: any, res: any) => {
+            if (!err && res)
+                capture(
+                    req,
+                    res,
+                    req.getObject()?.toJavaScript() ?? {},
+                    req.getParent(),
+                    req.getRemote(),
+                    req.getCustom(),
+                    req.getDependenciesList(),
+                );
+            cb(err, res);
+        });
+    monitor.readResource = (req: any, cb: any) =>
+        read(req, (err: any, res: any) => {
+            if (!err && res) {
+                const urn = res.getUrn();
+                resources.set(urn, {
+                    urn,
+                    type: req.getType(),
+                    name: req.getName(),
+                    parent: req.getParent(),
+                    provider: req.getProvider(),
+                    custom: true,
+                    remote: false,
+                    dependencies: req.getDependenciesList(),
+                    inputs: req.getProperties()?.toJavaScript() ?? {},
+                    outputs: res.getProperties()?.toJavaScript() ?? {},
+                    options: { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
+                });
+            }
+            cb(err, res);
+        });
     monitor.registerResourceOutputs = (req: any, cb: any) => {
         if (req.getUrn().includes("::pulumi:pulumi:Stack::")) {
             stackOutputs = req.getOutputs()?.toJavaScript() ?? {};
@@ -182,7 +242,8 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
     await settings.waitForRPCs();
     if (failure) {
         // What was declared before the program failed (tests assert "nothing half-applied" with it).
-        if (failure && typeof failure === "object") Object.defineProperty(failure, "capturedResources", { value: [...resources.values()], enumerable: false });
+        if (failure && typeof failure === "object")
+            Object.defineProperty(failure, "capturedResources", { value: [...resources.values()], enumerable: false });
         throw failure;
     }
     return { resources: [...resources.values()], outputs: stackOutputs };

@@ -10,9 +10,9 @@
  * build context; every image when the base cannot be diffed, none without `--base`). tools/image-guard.sh uses
  * `changed` to refuse a change to an image whose tag is already published.
  */
-import * as fs from "fs";
+import * as fs from "node:fs";
 import { exitOnHelp } from "./cli";
-import * as path from "path";
+import * as path from "node:path";
 import { REGISTRY, versions } from "../config/versions";
 import { changedFiles } from "./ci-stacks";
 
@@ -51,12 +51,19 @@ export function imageMatrix(table: unknown = versions, registry: string = REGIST
         if (typeof e.image === "string") {
             const image = typeof e.repository === "string" ? `${e.repository}/${e.image}` : e.image;
             if (!image.startsWith(prefix)) {
-                if (e.dockerfile !== undefined) throw new Error(`versions.${at}: names a dockerfile but its image ${image} is not under ${registry} (REGISTRY in config/versions.ts)`);
+                if (e.dockerfile !== undefined)
+                    throw new Error(
+                        `versions.${at}: names a dockerfile but its image ${image} is not under ${registry} (REGISTRY in config/versions.ts)`,
+                    );
                 return;
             }
-            if (typeof e.dockerfile !== "string") throw new Error(`versions.${at}: image ${image} is under ${registry}, so it is ours and must name its Dockerfile (dockerfile: "services/<name>/Dockerfile")`);
+            if (typeof e.dockerfile !== "string")
+                throw new Error(
+                    `versions.${at}: image ${image} is under ${registry}, so it is ours and must name its Dockerfile (dockerfile: "services/<name>/Dockerfile")`,
+                );
             if (!fs.existsSync(path.join(root, e.dockerfile))) throw new Error(`versions.${at}: dockerfile ${e.dockerfile} does not exist`);
-            if (typeof e.version !== "string" || !TAG.test(e.version)) throw new Error(`versions.${at}: version ${JSON.stringify(e.version)} is not a valid image tag`);
+            if (typeof e.version !== "string" || !TAG.test(e.version))
+                throw new Error(`versions.${at}: version ${JSON.stringify(e.version)} is not a valid image tag`);
             found.push({ name: image.slice(image.lastIndexOf("/") + 1), dockerfile: e.dockerfile, image, tag: e.version });
             return;
         }
@@ -77,7 +84,8 @@ export function imageMatrix(table: unknown = versions, registry: string = REGIST
  */
 export function registryHost(registry: string = REGISTRY): string {
     const host = registry.split("/")[0];
-    if (!/[.:]/.test(host) && host !== "localhost") throw new Error(`REGISTRY ${registry} must start with a registry host (e.g. ghcr.io/<org>)`);
+    if (!/[.:]/.test(host) && host !== "localhost")
+        throw new Error(`REGISTRY ${registry} must start with a registry host (e.g. ghcr.io/<org>)`);
     return host;
 }
 
@@ -94,18 +102,29 @@ export function dockerignoreFile(dockerfile: string, root: string = ROOT): strin
 export function dockerignorePatterns(dockerfile: string, root: string = ROOT): string[] {
     const f = dockerignoreFile(dockerfile, root);
     if (!f) return [];
-    return fs.readFileSync(path.join(root, f), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+    return fs
+        .readFileSync(path.join(root, f), "utf8")
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => l && !l.startsWith("#"));
 }
 
 /** A .dockerignore pattern as an anchored regular expression (`**` any depth, `*` and `?` within a segment). */
 function patternRegex(pattern: string): RegExp {
-    const p = pattern.replace(/^\/+/, "").replace(/^(\.\/)+/, "").replace(/\/+/g, "/").replace(/\/$/, "");
+    const p = pattern
+        .replace(/^\/+/, "")
+        .replace(/^(\.\/)+/, "")
+        .replace(/\/+/g, "/")
+        .replace(/\/$/, "");
     let re = "";
     for (let i = 0; i < p.length; i++) {
         const c = p[i];
         if (c === "*" && p[i + 1] === "*") {
             i++;
-            if (p[i + 1] === "/") { i++; re += "(?:.*/)?"; } else re += ".*";
+            if (p[i + 1] === "/") {
+                i++;
+                re += "(?:.*/)?";
+            } else re += ".*";
         } else if (c === "*") re += "[^/]*";
         else if (c === "?") re += "[^/]";
         else if (c === "[" || c === "]") re += c;
@@ -136,11 +155,13 @@ export function inContext(file: string, patterns: string[]): boolean {
  * @param changed repo-relative paths (forward slashes), e.g. from `git diff --name-only`
  */
 export function affectedImages(changed: string[], matrix: ImageBuild[], root: string = ROOT): string[] {
-    return matrix.filter((b) => {
-        const ignore = dockerignoreFile(b.dockerfile, root);
-        const patterns = dockerignorePatterns(b.dockerfile, root);
-        return changed.some((f) => f === b.dockerfile || f === ignore || inContext(f, patterns));
-    }).map((b) => b.name);
+    return matrix
+        .filter((b) => {
+            const ignore = dockerignoreFile(b.dockerfile, root);
+            const patterns = dockerignorePatterns(b.dockerfile, root);
+            return changed.some((f) => f === b.dockerfile || f === ignore || inContext(f, patterns));
+        })
+        .map((b) => b.name);
 }
 
 const HELP = `
@@ -176,18 +197,30 @@ function main() {
             try {
                 files = changedFiles(base, ROOT);
             } catch (e) {
-                process.stderr.write(`images: cannot diff against ${base} (${(e as Error).message.split("\n")[0]}); treating every image as changed\n`);
+                process.stderr.write(
+                    `images: cannot diff against ${base} (${(e as Error).message.split("\n")[0]}); treating every image as changed\n`,
+                );
             }
         } else process.stderr.write(`images: no base commit; treating every image as changed\n`);
         changed = files ? affectedImages(files, matrix) : matrix.map((b) => b.name);
     }
     if (process.env.GITHUB_OUTPUT) {
         const out = { images: matrix, registry: registryHost(), changed };
-        fs.appendFileSync(process.env.GITHUB_OUTPUT, Object.entries(out).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}\n`).join(""));
+        fs.appendFileSync(
+            process.env.GITHUB_OUTPUT,
+            Object.entries(out)
+                .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}\n`)
+                .join(""),
+        );
     }
     process.stdout.write(`${JSON.stringify(matrix)}\n`);
 }
 
 if (require.main === module) {
-    try { main(); } catch (e) { process.stderr.write(`images: ${(e as Error).message}\n`); process.exit(1); }
+    try {
+        main();
+    } catch (e) {
+        process.stderr.write(`images: ${(e as Error).message}\n`);
+        process.exit(1);
+    }
 }

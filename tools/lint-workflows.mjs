@@ -42,12 +42,18 @@ export async function lintWorkflow(name, content) {
 }
 
 const dir = ".github/workflows";
-const files = process.argv.slice(2).length ? process.argv.slice(2)
-    : readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort().map((f) => join(dir, f));
+const files = process.argv.slice(2).length
+    ? process.argv.slice(2)
+    : readdirSync(dir)
+          .filter((f) => /\.ya?ml$/.test(f))
+          .sort()
+          .map((f) => join(dir, f));
 let failed = 0;
 for (const f of files) {
     const errors = await lintWorkflow(relative(process.cwd(), f), readFileSync(f, "utf8"));
-    if (errors.length) { failed++; for (const e of errors) process.stdout.write(`${e}\n`); }
-    else process.stdout.write(`${relative(process.cwd(), f)}: ok\n`);
+    if (errors.length) {
+        failed++;
+        for (const e of errors) process.stdout.write(`${e}\n`);
+    } else process.stdout.write(`${relative(process.cwd(), f)}: ok\n`);
 }
 process.exit(failed ? 1 : 0);

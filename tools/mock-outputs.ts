@@ -1,4 +1,4 @@
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 
 /**
  * What the offline mocks return for resources whose outputs a real provider would compute (ARNs, generated
@@ -29,40 +29,119 @@ function arn(service: string, region: string, resource: string): string {
  * A type not listed gets its inputs back plus, for `aws:` types, a generic `arn`.
  */
 export const outputMocks: Record<string, OutputMock> = {
-    "random:index/randomPassword:RandomPassword": (n, i) => ({ result: mockRandomString(`password:${n}`, Number(i.length ?? 32)), bcryptHash: "$2a$10$mock" }),
+    "random:index/randomPassword:RandomPassword": (n, i) => ({
+        result: mockRandomString(`password:${n}`, Number(i.length ?? 32)),
+        bcryptHash: "$2a$10$mock",
+    }),
     "random:index/randomBytes:RandomBytes": (n, i) => {
         const hex = mockRandomString(`bytes:${n}`, Number(i.length ?? 32) * 2);
         return { hex, base64: Buffer.from(hex, "hex").toString("base64") };
     },
     "random:index/randomId:RandomId": (n, i) => {
         const hex = mockRandomString(`id:${n}`, Number(i.byteLength ?? 8) * 2);
-        return { hex, dec: BigInt(`0x${hex}`).toString(), b64Url: Buffer.from(hex, "hex").toString("base64url"), b64Std: Buffer.from(hex, "hex").toString("base64") };
+        return {
+            hex,
+            dec: BigInt(`0x${hex}`).toString(),
+            b64Url: Buffer.from(hex, "hex").toString("base64url"),
+            b64Std: Buffer.from(hex, "hex").toString("base64"),
+        };
     },
     "aws:s3/bucket:Bucket": (n, i, r) => {
         const bucket = i.bucket ?? `${n}-${mockRandomString(n, 7)}`;
         return { bucket, arn: arn("s3", r, bucket), bucketRegionalDomainName: `${bucket}.s3.${r}.amazonaws.com`, region: r };
     },
-    "aws:kms/key:Key": (n, _i, r) => { const id = mockRandomString(`kms:${n}`, 32); return { keyId: id, arn: arn("kms", r, `key/${id}`) }; },
+    "aws:kms/key:Key": (n, _i, r) => {
+        const id = mockRandomString(`kms:${n}`, 32);
+        return { keyId: id, arn: arn("kms", r, `key/${id}`) };
+    },
     "aws:kms/alias:Alias": (n, i, r) => ({ arn: arn("kms", r, i.name ?? `alias/${n}`) }),
-    "aws:iam/role:Role": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `role/${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` }; },
-    "aws:iam/policy:Policy": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `policy/${name}`) }; },
-    "aws:iam/user:User": (n, i) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("iam", "", `user${i.path ?? "/"}${name}`), uniqueId: `AIDA${mockRandomString(n, 16).toUpperCase()}` }; },
+    "aws:iam/role:Role": (n, i) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("iam", "", `role/${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` };
+    },
+    "aws:iam/policy:Policy": (n, i) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("iam", "", `policy/${name}`) };
+    },
+    "aws:iam/user:User": (n, i) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("iam", "", `user${i.path ?? "/"}${name}`), uniqueId: `AIDA${mockRandomString(n, 16).toUpperCase()}` };
+    },
     // Deterministic stand-in for an IAM secret access key (40 characters, like the real one).
     "aws:iam/accessKey:AccessKey": (n) => ({ secret: mockRandomString(`access-key:${n}`, 40), status: "Active" }),
-    "aws:s3/bucketObjectv2:BucketObjectv2": (n, i) => ({ versionId: mockRandomString(`version:${n}:${i.content ?? ""}`, 32), etag: mockRandomString(`etag:${i.content ?? ""}`, 32) }),
+    "aws:s3/bucketObjectv2:BucketObjectv2": (n, i) => ({
+        versionId: mockRandomString(`version:${n}:${i.content ?? ""}`, 32),
+        etag: mockRandomString(`etag:${i.content ?? ""}`, 32),
+    }),
     // Usage ledger (components/hub/UsageLedger.ts).
-    "aws:kinesis/stream:Stream": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("kinesis", r, `stream/${name}`) }; },
-    "aws:rds/cluster:Cluster": (n, i, r) => {
-        const id = i.clusterIdentifier ?? `${n}-${mockRandomString(n, 7)}`, host = mockRandomString(`rds:${r}`, 12);
-        const managed = i.manageMasterUserPassword ? { masterUserSecrets: [{ secretArn: arn("secretsmanager", r, `secret:rds!cluster-${mockRandomString(n, 8)}-${mockRandomString(`sm:${n}`, 6)}`), kmsKeyId: i.masterUserSecretKmsKeyId ?? "", secretStatus: "active" }] } : {};
-        return { ...managed, clusterIdentifier: id, arn: arn("rds", r, `cluster:${id}`), endpoint: `${id}.cluster-${host}.${r}.rds.amazonaws.com`, readerEndpoint: `${id}.cluster-ro-${host}.${r}.rds.amazonaws.com`, port: 5432, clusterResourceId: `cluster-${mockRandomString(n, 26).toUpperCase()}` };
+    "aws:kinesis/stream:Stream": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("kinesis", r, `stream/${name}`) };
     },
-    "aws:rds/clusterInstance:ClusterInstance": (n, i, r) => { const id = i.identifier ?? `${n}-${mockRandomString(n, 7)}`; return { identifier: id, arn: arn("rds", r, `db:${id}`), endpoint: `${id}.${mockRandomString(`rds:${r}`, 12)}.${r}.rds.amazonaws.com`, port: 5432 }; },
-    "aws:rds/subnetGroup:SubnetGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("rds", r, `subgrp:${name}`) }; },
-    "aws:lambda/function:Function": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; const a = arn("lambda", r, `function:${name}`); return { name, arn: a, qualifiedArn: `${a}:1`, invokeArn: `arn:aws:apigateway:${r}:lambda:path/2015-03-31/functions/${a}/invocations`, version: "1" }; },
-    "aws:sqs/queue:Queue": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("sqs", r, name), url: `https://sqs.${r}.amazonaws.com/${MOCK_ACCOUNT_ID}/${name}` }; },
-    "aws:secretsmanager/secret:Secret": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("secretsmanager", r, `secret:${name}-${mockRandomString(`sm:${n}`, 6)}`) }; },
-    "aws:cloudwatch/logGroup:LogGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("logs", r, `log-group:${name}`) }; },
+    "aws:rds/cluster:Cluster": (n, i, r) => {
+        const id = i.clusterIdentifier ?? `${n}-${mockRandomString(n, 7)}`,
+            host = mockRandomString(`rds:${r}`, 12);
+        const managed = i.manageMasterUserPassword
+            ? {
+                  masterUserSecrets: [
+                      {
+                          secretArn: arn(
+                              "secretsmanager",
+                              r,
+                              `secret:rds!cluster-${mockRandomString(n, 8)}-${mockRandomString(`sm:${n}`, 6)}`,
+                          ),
+                          kmsKeyId: i.masterUserSecretKmsKeyId ?? "",
+                          secretStatus: "active",
+                      },
+                  ],
+              }
+            : {};
+        return {
+            ...managed,
+            clusterIdentifier: id,
+            arn: arn("rds", r, `cluster:${id}`),
+            endpoint: `${id}.cluster-${host}.${r}.rds.amazonaws.com`,
+            readerEndpoint: `${id}.cluster-ro-${host}.${r}.rds.amazonaws.com`,
+            port: 5432,
+            clusterResourceId: `cluster-${mockRandomString(n, 26).toUpperCase()}`,
+        };
+    },
+    "aws:rds/clusterInstance:ClusterInstance": (n, i, r) => {
+        const id = i.identifier ?? `${n}-${mockRandomString(n, 7)}`;
+        return {
+            identifier: id,
+            arn: arn("rds", r, `db:${id}`),
+            endpoint: `${id}.${mockRandomString(`rds:${r}`, 12)}.${r}.rds.amazonaws.com`,
+            port: 5432,
+        };
+    },
+    "aws:rds/subnetGroup:SubnetGroup": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("rds", r, `subgrp:${name}`) };
+    },
+    "aws:lambda/function:Function": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        const a = arn("lambda", r, `function:${name}`);
+        return {
+            name,
+            arn: a,
+            qualifiedArn: `${a}:1`,
+            invokeArn: `arn:aws:apigateway:${r}:lambda:path/2015-03-31/functions/${a}/invocations`,
+            version: "1",
+        };
+    },
+    "aws:sqs/queue:Queue": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("sqs", r, name), url: `https://sqs.${r}.amazonaws.com/${MOCK_ACCOUNT_ID}/${name}` };
+    },
+    "aws:secretsmanager/secret:Secret": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("secretsmanager", r, `secret:${name}-${mockRandomString(`sm:${n}`, 6)}`) };
+    },
+    "aws:cloudwatch/logGroup:LogGroup": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("logs", r, `log-group:${name}`) };
+    },
 };
 
 /**
@@ -74,20 +153,46 @@ Object.assign(outputMocks, {
         const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
         const hex = mockRandomString(`eks:${name}`, 32).toUpperCase();
         return {
-            name, arn: arn("eks", r, `cluster/${name}`), status: "ACTIVE", platformVersion: "eks.1",
+            name,
+            arn: arn("eks", r, `cluster/${name}`),
+            status: "ACTIVE",
+            platformVersion: "eks.1",
             endpoint: `https://${hex}.gr7.${r}.eks.amazonaws.com`,
             certificateAuthority: { data: Buffer.from(`mock CA for ${name}`).toString("base64") },
             identities: [{ oidcs: [{ issuer: `https://oidc.eks.${r}.amazonaws.com/id/${hex}` }] }],
-            vpcConfig: { ...(i.vpcConfig ?? {}), clusterSecurityGroupId: `sg-${mockRandomString(`cluster-sg:${name}`, 17)}`, vpcId: `vpc-${mockRandomString(`vpc:${name}`, 17)}` },
+            vpcConfig: {
+                ...(i.vpcConfig ?? {}),
+                clusterSecurityGroupId: `sg-${mockRandomString(`cluster-sg:${name}`, 17)}`,
+                vpcId: `vpc-${mockRandomString(`vpc:${name}`, 17)}`,
+            },
         };
     },
-    "aws:eks/nodeGroup:NodeGroup": (n, i, r) => ({ arn: arn("eks", r, `nodegroup/${i.clusterName}/${i.nodeGroupName ?? n}`), status: "ACTIVE" }),
-    "aws:eks/addon:Addon": (n, i, r) => ({ arn: arn("eks", r, `addon/${i.clusterName}/${i.addonName}`), addonVersion: i.addonVersion ?? "v0.0.0-eksbuild.default" }),
-    "aws:ec2/launchTemplate:LaunchTemplate": (n, _i, r) => ({ arn: arn("ec2", r, `launch-template/lt-${mockRandomString(n, 17)}`), latestVersion: 1, defaultVersion: 1 }),
-    "aws:ec2/placementGroup:PlacementGroup": (n, i, r) => { const name = i.name ?? `${n}-${mockRandomString(n, 7)}`; return { name, arn: arn("ec2", r, `placement-group/${name}`), placementGroupId: `pg-${mockRandomString(n, 17)}` }; },
-    "aws:ec2/vpc:Vpc": (n, _i, r) => ({ arn: arn("ec2", r, `vpc/${n}`), defaultSecurityGroupId: `sg-${mockRandomString(`default-sg:${n}`, 17)}`, mainRouteTableId: `rtb-${mockRandomString(n, 17)}` }),
+    "aws:eks/nodeGroup:NodeGroup": (n, i, r) => ({
+        arn: arn("eks", r, `nodegroup/${i.clusterName}/${i.nodeGroupName ?? n}`),
+        status: "ACTIVE",
+    }),
+    "aws:eks/addon:Addon": (_n, i, r) => ({
+        arn: arn("eks", r, `addon/${i.clusterName}/${i.addonName}`),
+        addonVersion: i.addonVersion ?? "v0.0.0-eksbuild.default",
+    }),
+    "aws:ec2/launchTemplate:LaunchTemplate": (n, _i, r) => ({
+        arn: arn("ec2", r, `launch-template/lt-${mockRandomString(n, 17)}`),
+        latestVersion: 1,
+        defaultVersion: 1,
+    }),
+    "aws:ec2/placementGroup:PlacementGroup": (n, i, r) => {
+        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
+        return { name, arn: arn("ec2", r, `placement-group/${name}`), placementGroupId: `pg-${mockRandomString(n, 17)}` };
+    },
+    "aws:ec2/vpc:Vpc": (n, _i, r) => ({
+        arn: arn("ec2", r, `vpc/${n}`),
+        defaultSecurityGroupId: `sg-${mockRandomString(`default-sg:${n}`, 17)}`,
+        mainRouteTableId: `rtb-${mockRandomString(n, 17)}`,
+    }),
     "aws:ec2/securityGroup:SecurityGroup": (n, _i, r) => ({ arn: arn("ec2", r, `security-group/${n}`) }),
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (_n, i) => ({ arn: arn("iam", "", `oidc-provider/${String(i.url ?? "").replace(/^https:\/\//, "")}`) }),
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (_n, i) => ({
+        arn: arn("iam", "", `oidc-provider/${String(i.url ?? "").replace(/^https:\/\//, "")}`),
+    }),
 } satisfies Record<string, OutputMock>);
 
 /**
@@ -96,27 +201,62 @@ Object.assign(outputMocks, {
  * both 192 vCPU, 2 TiB, 8 x H200). m7i.4xlarge: 16 vCPU, 64 GiB, one card, no EFA (EFA is m7i.48xlarge only).
  */
 export const INSTANCE_TYPES: Record<string, Record<string, unknown>> = {
-    "p5en.48xlarge": { maximumNetworkCards: 16, efaSupported: true, efaMaximumInterfaces: 16, defaultVcpus: 192, memorySize: 2097152, networkPerformance: "3200 Gigabit", gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }] },
-    "p5e.48xlarge": { maximumNetworkCards: 32, efaSupported: true, efaMaximumInterfaces: 32, defaultVcpus: 192, memorySize: 2097152, networkPerformance: "3200 Gigabit", gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }] },
-    "m7i.4xlarge": { maximumNetworkCards: 1, efaSupported: false, efaMaximumInterfaces: 0, defaultVcpus: 16, memorySize: 65536, networkPerformance: "Up to 12.5 Gigabit", gpus: [] },
+    "p5en.48xlarge": {
+        maximumNetworkCards: 16,
+        efaSupported: true,
+        efaMaximumInterfaces: 16,
+        defaultVcpus: 192,
+        memorySize: 2097152,
+        networkPerformance: "3200 Gigabit",
+        gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }],
+    },
+    "p5e.48xlarge": {
+        maximumNetworkCards: 32,
+        efaSupported: true,
+        efaMaximumInterfaces: 32,
+        defaultVcpus: 192,
+        memorySize: 2097152,
+        networkPerformance: "3200 Gigabit",
+        gpus: [{ count: 8, manufacturer: "NVIDIA", name: "H200", memorySize: 144384 }],
+    },
+    "m7i.4xlarge": {
+        maximumNetworkCards: 1,
+        efaSupported: false,
+        efaMaximumInterfaces: 0,
+        defaultVcpus: 16,
+        memorySize: 65536,
+        networkPerformance: "Up to 12.5 Gigabit",
+        gpus: [],
+    },
 };
 
 /** Results of provider functions (invokes) by token. */
 export const callMocks: Record<string, (args: Record<string, any>, region: string) => Record<string, unknown>> = {
     "aws:ec2/getInstanceType:getInstanceType": (a) => {
         const t = INSTANCE_TYPES[String(a.instanceType)];
-        if (!t) throw new Error(`mock aws.ec2.getInstanceType has no data for "${a.instanceType}"; add it to INSTANCE_TYPES in tools/mock-outputs.ts`);
+        if (!t)
+            throw new Error(
+                `mock aws.ec2.getInstanceType has no data for "${a.instanceType}"; add it to INSTANCE_TYPES in tools/mock-outputs.ts`,
+            );
         return { id: a.instanceType, instanceType: a.instanceType, ...t };
     },
-    "aws:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: MOCK_ACCOUNT_ID, arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`, userId: "AIDAMOCK" }),
+    "aws:index/getCallerIdentity:getCallerIdentity": () => ({
+        accountId: MOCK_ACCOUNT_ID,
+        arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`,
+        userId: "AIDAMOCK",
+    }),
     "aws:index/getRegion:getRegion": (_a, r) => ({ name: r, region: r, id: r }),
     "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
     // A role session's issuer is its role; for an IAM user the issuer is the user itself.
     "aws:iam/getSessionContext:getSessionContext": (a) => ({ arn: a.arn, issuerArn: a.arn, issuerName: String(a.arn).split("/").pop() }),
     // A spoke's source key secret (components/hub/SpokeIdentity.ts): deterministic per secret, in the JSON shape the hub writes.
     "aws:secretsmanager/getSecretVersion:getSecretVersion": (a) => ({
-        arn: a.secretId, versionId: "mock-version",
-        secretString: JSON.stringify({ accessKeyId: `AKIA${mockRandomString(`akid:${a.secretId}`, 16).toUpperCase()}`, secretAccessKey: mockRandomString(`access-key:${a.secretId}`, 40) }),
+        arn: a.secretId,
+        versionId: "mock-version",
+        secretString: JSON.stringify({
+            accessKeyId: `AKIA${mockRandomString(`akid:${a.secretId}`, 16).toUpperCase()}`,
+            secretAccessKey: mockRandomString(`access-key:${a.secretId}`, 40),
+        }),
     }),
 };
 

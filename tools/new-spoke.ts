@@ -11,11 +11,11 @@
  * Routable networks are picked to collide with no other spoke under stacks/ (lib/spoke-networks.ts), or taken
  * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`).
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as YAML from "yaml";
-import { isEksSpoke, namespaceConfig, parseStackConfig, SpokeConfig } from "../config/stack";
-import { Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
+import { isEksSpoke, namespaceConfig, parseStackConfig, type SpokeConfig } from "../config/stack";
+import { type Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
 import { networksOf } from "../lib/spoke-networks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
 import { exitOnHelp } from "./cli";
@@ -62,11 +62,18 @@ function parseSpoke(file: string, display: string): SpokeConfig {
 /** CIDRs already routed by spokes under `dir` (every network of every valid spoke file, whole rail supernets). */
 export function usedNetworks(dir: string, except?: string): Array<[string, Cidr]> {
     const out: Array<[string, Cidr]> = [];
-    for (const f of fs.readdirSync(dir).filter((x) => /^Pulumi\..+\.ya?ml$/.test(x)).sort()) {
+    for (const f of fs
+        .readdirSync(dir)
+        .filter((x) => /^Pulumi\..+\.ya?ml$/.test(x))
+        .sort()) {
         const stack = stackNameOf(f);
         if (stack === except) continue;
         let cfg: SpokeConfig;
-        try { cfg = parseSpoke(path.join(dir, f), f); } catch { continue; }
+        try {
+            cfg = parseSpoke(path.join(dir, f), f);
+        } catch {
+            continue;
+        }
         for (const n of networksOf(cfg)) out.push([`${stack} ${n.key}`, parseCidr(n.cidr)]);
         if (!isEksSpoke(cfg)) out.push([`${stack} platform:backend.railSupernet`, parseCidr(cfg.backend.railSupernet)]);
     }
@@ -127,14 +134,19 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     stackNameOf(file);
     const src = parseSpoke(srcFile, path.basename(srcFile));
     const spokeName = o.spokeName ?? o.name.replace(/^spoke-/, "");
-    if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(spokeName)) throw new Error(`spoke name "${spokeName}" must be a lower-case DNS label (use --spoke-name)`);
+    if (!/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/.test(spokeName))
+        throw new Error(`spoke name "${spokeName}" must be a lower-case DNS label (use --spoke-name)`);
     const oldName = src.spoke.name;
 
     const text = fs.readFileSync(srcFile, "utf8");
     const doc = YAML.parseDocument(text);
     const changes: NewSpokeResult["changes"] = {};
     const edits: Array<{ start: number; end: number; text: string }> = [];
-    const keyOf = (p: (string | number)[]) => `${p[1]}${p.slice(2).map((x) => (typeof x === "number" ? `[${x}]` : `.${x}`)).join("")}`;
+    const keyOf = (p: (string | number)[]) =>
+        `${p[1]}${p
+            .slice(2)
+            .map((x) => (typeof x === "number" ? `[${x}]` : `.${x}`))
+            .join("")}`;
     const set = (p: (string | number)[], value: string) => {
         const n = scalarAt(doc, p);
         changes[keyOf(p)] = [n.value, value];
@@ -156,9 +168,16 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         if (!YAML.isSeq(seq)) throw new Error(`${keyOf(p)} is not a list`);
         changes[keyOf(p)] = [seq.toJSON(), values];
         if (seq.items.length === values.length && seq.items.every((x) => YAML.isScalar(x))) {
-            seq.items.forEach((x, i) => { const n = x as YAML.Scalar; edits.push({ start: n.range![0], end: n.range![1], text: scalarText(values[i], n) }); });
+            seq.items.forEach((x, i) => {
+                const n = x as YAML.Scalar;
+                edits.push({ start: n.range![0], end: n.range![1], text: scalarText(values[i], n) });
+            });
         } else {
-            edits.push({ start: seq.range![0], end: seq.range![1], text: `[${values.map((v) => scalarText(v, new YAML.Scalar(v))).join(", ")}]` });
+            edits.push({
+                start: seq.range![0],
+                end: seq.range![1],
+                text: `[${values.map((v) => scalarText(v, new YAML.Scalar(v))).join(", ")}]`,
+            });
         }
     };
     const C = "config";
@@ -177,24 +196,39 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
 
     if (!isEksSpoke(src)) {
         // Cluster-local ranges of the copy (same as the source) must not be picked for routable networks.
-        used.push(["new platform:cluster.podCidr", parseCidr(src.cluster.podCidr)], ["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
+        used.push(
+            ["new platform:cluster.podCidr", parseCidr(src.cluster.podCidr)],
+            ["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)],
+        );
         if (src.cluster.kubeconfigContext !== undefined) {
-            const ctx = o.context ?? (src.cluster.kubeconfigContext.includes(oldName) ? src.cluster.kubeconfigContext.split(oldName).join(spokeName) : `${spokeName}-admin`);
+            const ctx =
+                o.context ??
+                (src.cluster.kubeconfigContext.includes(oldName)
+                    ? src.cluster.kubeconfigContext.split(oldName).join(spokeName)
+                    : `${spokeName}-admin`);
             set([C, "platform:cluster", "kubeconfigContext"], ctx);
         }
         src.nodePools.forEach((p, i) => {
             const given = o.nodes?.[i];
-            const hosts = given ?? p.nodes.map((h) => {
-                if (!h.startsWith(oldName)) throw new Error(`pool ${p.name}: host "${h}" does not start with "${oldName}"; give this region's hosts with --nodes (one comma list per pool, pools separated by ';')`);
-                return spokeName + h.slice(oldName.length);
-            });
+            const hosts =
+                given ??
+                p.nodes.map((h) => {
+                    if (!h.startsWith(oldName))
+                        throw new Error(
+                            `pool ${p.name}: host "${h}" does not start with "${oldName}"; give this region's hosts with --nodes (one comma list per pool, pools separated by ';')`,
+                        );
+                    return spokeName + h.slice(oldName.length);
+                });
             setList([C, "platform:nodePools", i, "nodes"], hosts);
         });
         set([C, "platform:frontend", "subnet"], claim("platform:frontend.subnet", o.frontendSubnet, src.frontend.subnet));
         set([C, "platform:backend", "railSupernet"], claim("platform:backend.railSupernet", o.railSupernet, src.backend.railSupernet));
     } else {
         const vpc = src.cluster.vpc;
-        if (vpc.mode !== "create") throw new Error(`${o.from} uses an existing VPC (${vpc.vpcId}); its ids cannot be derived for another region: copy the file by hand (README "Add a region")`);
+        if (vpc.mode !== "create")
+            throw new Error(
+                `${o.from} uses an existing VPC (${vpc.vpcId}); its ids cannot be derived for another region: copy the file by hand (README "Add a region")`,
+            );
         if (doc.hasIn([C, "aws:region"])) set([C, "aws:region"], o.region);
         set([C, "platform:cluster", "region"], o.region);
         used.push(["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
@@ -210,7 +244,10 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         src.nodeGroups.gpu.forEach((g, i) => {
             set([C, "platform:nodeGroups", "gpu", i, "availabilityZone"], mapAz(g.availabilityZone));
             if (g.capacity.type !== "on-demand") {
-                if (!o.capacityReservation) throw new Error(`node group ${g.name} uses ${g.capacity.type} ${g.capacity.reservationId}, which lives in ${g.availabilityZone}; give this region's reservation with --capacity-reservation cr-...`);
+                if (!o.capacityReservation)
+                    throw new Error(
+                        `node group ${g.name} uses ${g.capacity.type} ${g.capacity.reservationId}, which lives in ${g.availabilityZone}; give this region's reservation with --capacity-reservation cr-...`,
+                    );
                 set([C, "platform:nodeGroups", "gpu", i, "capacity", "reservationId"], o.capacityReservation);
             }
         });
@@ -224,13 +261,25 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     const firstBody = lines.findIndex((l) => !l.startsWith("#"));
     const out = [header, ...lines.slice(firstBody)].join("\n");
 
-    const raw = Object.fromEntries(Object.entries((YAML.parse(out).config ?? {}) as Record<string, unknown>)
-        .filter(([k]) => k.startsWith("platform:")).map(([k, v]) => [k.slice("platform:".length), v]));
+    const raw = Object.fromEntries(
+        Object.entries((YAML.parse(out).config ?? {}) as Record<string, unknown>)
+            .filter(([k]) => k.startsWith("platform:"))
+            .map(([k, v]) => [k.slice("platform:".length), v]),
+    );
     const cfg = parseStackConfig(raw, path.basename(file));
     if (cfg.role !== "spoke") throw new Error("internal: the copy is not a spoke");
     return {
-        file, text: out, changes, hubStack: src.spoke.hubStack.split("/").pop()!,
-        hubEntry: { name: spokeName, stack: o.name, region: o.region, provider: cfg.spoke.cluster.provider, gpus: spokeGpuCapacity(cfg.spoke) },
+        file,
+        text: out,
+        changes,
+        hubStack: src.spoke.hubStack.split("/").pop()!,
+        hubEntry: {
+            name: spokeName,
+            stack: o.name,
+            region: o.region,
+            provider: cfg.spoke.cluster.provider,
+            gpus: spokeGpuCapacity(cfg.spoke),
+        },
     };
 }
 
@@ -241,7 +290,8 @@ export function addToHub(dir: string, hubStack: string, entry: NewSpokeResult["h
     const text = fs.readFileSync(file, "utf8");
     const seq = doc.getIn(["config", "platform:spokes"], true);
     if (!YAML.isSeq(seq) || seq.items.length === 0) throw new Error(`${file}: platform:spokes is not a non-empty list`);
-    if (seq.items.some((x) => YAML.isMap(x) && (x.get("name") === entry.name || x.get("stack") === entry.stack))) throw new Error(`${file} already lists spoke ${entry.name} / ${entry.stack}`);
+    if (seq.items.some((x) => YAML.isMap(x) && (x.get("name") === entry.name || x.get("stack") === entry.stack)))
+        throw new Error(`${file} already lists spoke ${entry.name} / ${entry.stack}`);
     // Insert one line after the last entry, indented like it; the rest of the file is untouched.
     const last = seq.items[seq.items.length - 1] as YAML.Node;
     const lineStart = text.lastIndexOf("\n", last.range![0]) + 1;
@@ -249,7 +299,7 @@ export function addToHub(dir: string, hubStack: string, entry: NewSpokeResult["h
     const indent = /^ */.exec(text.slice(lineStart))![0];
     const line = `${indent}- { name: ${entry.name}, stack: ${entry.stack}, region: ${entry.region}, provider: ${entry.provider}, gpus: ${entry.gpus} }`;
     const at = lineEnd < 0 ? text.length : lineEnd + 1;
-    fs.writeFileSync(file, text.slice(0, at) + (lineEnd < 0 ? "\n" : "") + line + "\n" + text.slice(at));
+    fs.writeFileSync(file, `${text.slice(0, at) + (lineEnd < 0 ? "\n" : "") + line}\n${text.slice(at)}`);
     return file;
 }
 
@@ -288,20 +338,49 @@ function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRu
     const flags = new Set<string>();
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
-        if (a === "--add-to-hub" || a === "--dry-run") { flags.add(a); continue; }
+        if (a === "--add-to-hub" || a === "--dry-run") {
+            flags.add(a);
+            continue;
+        }
         if (!a.startsWith("--") || i + 1 >= argv.length) throw new Error(`unexpected argument ${a}`);
         o[a.slice(2)] = argv[++i];
     }
     for (const k of ["from", "name", "region"]) if (!o[k]) throw new Error(`--${k} is required (see --help)`);
-    const known = ["from", "name", "region", "spoke-name", "context", "nodes", "frontend-subnet", "rail-supernet", "vpc-cidr", "azs", "capacity-reservation", "stacks-dir"];
+    const known = [
+        "from",
+        "name",
+        "region",
+        "spoke-name",
+        "context",
+        "nodes",
+        "frontend-subnet",
+        "rail-supernet",
+        "vpc-cidr",
+        "azs",
+        "capacity-reservation",
+        "stacks-dir",
+    ];
     for (const k of Object.keys(o)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
     return {
-        from: o.from, name: o.name, region: o.region, spokeName: o["spoke-name"], context: o.context,
-        nodes: o.nodes?.split(";").map((p) => p.split(",").map((h) => h.trim()).filter(Boolean)),
-        frontendSubnet: o["frontend-subnet"], railSupernet: o["rail-supernet"], vpcCidr: o["vpc-cidr"],
-        availabilityZones: o.azs?.split(",").map((x) => x.trim()), capacityReservation: o["capacity-reservation"],
+        from: o.from,
+        name: o.name,
+        region: o.region,
+        spokeName: o["spoke-name"],
+        context: o.context,
+        nodes: o.nodes?.split(";").map((p) =>
+            p
+                .split(",")
+                .map((h) => h.trim())
+                .filter(Boolean),
+        ),
+        frontendSubnet: o["frontend-subnet"],
+        railSupernet: o["rail-supernet"],
+        vpcCidr: o["vpc-cidr"],
+        availabilityZones: o.azs?.split(",").map((x) => x.trim()),
+        capacityReservation: o["capacity-reservation"],
         stacksDir: o["stacks-dir"] ? path.resolve(o["stacks-dir"]) : undefined,
-        addToHub: flags.has("--add-to-hub"), dryRun: flags.has("--dry-run"),
+        addToHub: flags.has("--add-to-hub"),
+        dryRun: flags.has("--dry-run"),
     };
 }
 
@@ -318,7 +397,9 @@ function main() {
         const hub = addToHub(path.dirname(r.file), r.hubStack, e);
         process.stdout.write(`added to ${path.relative(process.cwd(), hub)} platform:spokes:\n${hubLine}\n`);
     } else {
-        process.stdout.write(`add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or delete ${rel} and rerun with --add-to-hub):\n${hubLine}\n`);
+        process.stdout.write(
+            `add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or delete ${rel} and rerun with --add-to-hub):\n${hubLine}\n`,
+        );
     }
     if (Object.keys(r.changes).some((k) => k.endsWith(".nodes") || k.includes("nodes["))) {
         process.stdout.write(`\nreplace the generated node names and kubeconfig context with the real ones before deploying\n`);
@@ -327,5 +408,10 @@ function main() {
 }
 
 if (require.main === module) {
-    try { main(); } catch (e) { process.stderr.write(`new-spoke: ${(e as Error).message}\n`); process.exit(1); }
+    try {
+        main();
+    } catch (e) {
+        process.stderr.write(`new-spoke: ${(e as Error).message}\n`);
+        process.exit(1);
+    }
 }

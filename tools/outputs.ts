@@ -7,8 +7,13 @@ const NON_MANIFEST = [/^kubernetes:helm\.sh\//, /^kubernetes:yaml/, /^pulumi:/, 
 
 /** True for captured resources that are one Kubernetes object. */
 export function isManifest(r: CapturedResource): boolean {
-    return r.custom && r.type.startsWith("kubernetes:") && !NON_MANIFEST.some((re) => re.test(r.type))
-        && typeof r.inputs.apiVersion === "string" && typeof r.inputs.kind === "string";
+    return (
+        r.custom &&
+        r.type.startsWith("kubernetes:") &&
+        !NON_MANIFEST.some((re) => re.test(r.type)) &&
+        typeof r.inputs.apiVersion === "string" &&
+        typeof r.inputs.kind === "string"
+    );
 }
 
 /** The Kubernetes object a resource applies, secrets masked, name filled with the Pulumi name when auto-named. */
@@ -22,7 +27,8 @@ export function toManifest(r: CapturedResource): Record<string, any> {
     if (kind === "Secret") {
         for (const f of ["data", "stringData"]) {
             const inner = rest[f] === SECRET_MASK ? unwrapWire(r.inputs[f]) : undefined;
-            if (inner && typeof inner === "object" && !Array.isArray(inner)) rest[f] = Object.fromEntries(Object.keys(inner).map((k) => [k, SECRET_MASK]));
+            if (inner && typeof inner === "object" && !Array.isArray(inner))
+                rest[f] = Object.fromEntries(Object.keys(inner).map((k) => [k, SECRET_MASK]));
         }
     }
     return { apiVersion, kind, metadata: md, ...rest };
@@ -37,7 +43,10 @@ export function sortManifests(objs: Array<Record<string, any>>): Array<Record<st
 /** Multi-document YAML of every Kubernetes object. */
 export function manifestsYaml(resources: CapturedResource[]): string {
     const docs = sortManifests(resources.filter(isManifest).map(toManifest));
-    return docs.map((d) => YAML.stringify(d, { lineWidth: 0, sortMapEntries: false })).map((s) => `---\n${s}`).join("");
+    return docs
+        .map((d) => YAML.stringify(d, { lineWidth: 0, sortMapEntries: false }))
+        .map((s) => `---\n${s}`)
+        .join("");
 }
 
 /**
@@ -45,10 +54,18 @@ export function manifestsYaml(resources: CapturedResource[]): string {
  * retainOnDelete, deleteBeforeReplace), inputs (secrets masked), sorted by URN.
  */
 export function resourcesJson(resources: CapturedResource[]): unknown[] {
-    return [...resources].sort((a, b) => a.urn.localeCompare(b.urn)).map((r) => ({
-        urn: r.urn, type: r.type, name: r.name, parent: r.parent || undefined, provider: r.provider || undefined,
-        custom: r.custom, remote: r.remote || undefined, dependencies: r.dependencies.length ? r.dependencies : undefined,
-        options: r.options ?? { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
-        inputs: maskWire(r.inputs),
-    }));
+    return [...resources]
+        .sort((a, b) => a.urn.localeCompare(b.urn))
+        .map((r) => ({
+            urn: r.urn,
+            type: r.type,
+            name: r.name,
+            parent: r.parent || undefined,
+            provider: r.provider || undefined,
+            custom: r.custom,
+            remote: r.remote || undefined,
+            dependencies: r.dependencies.length ? r.dependencies : undefined,
+            options: r.options ?? { protect: false, retainOnDelete: false, deleteBeforeReplace: false },
+            inputs: maskWire(r.inputs),
+        }));
 }

@@ -10,7 +10,7 @@
  * Not registry pins, hence not listed: images of ours (under {@link REGISTRY}; images.yml builds and guards them)
  * and the entries in {@link NOT_REGISTRY_PINS}.
  */
-import { execFileSync } from "child_process";
+import { execFileSync } from "node:child_process";
 import { exitOnHelp } from "./cli";
 import { REGISTRY, versions } from "../config/versions";
 
@@ -45,22 +45,26 @@ export function pins(table: Record<string, unknown> = versions, registry: string
         return v;
     };
     const walk = (node: unknown, key: string): void => {
-        if (!node || typeof node !== "object" || Array.isArray(node)) throw new Error(`versions.${key}: neither a chart, an image nor a group of pins`);
+        if (!node || typeof node !== "object" || Array.isArray(node))
+            throw new Error(`versions.${key}: neither a chart, an image nor a group of pins`);
         const e = node as Record<string, unknown>;
         const image = typeof e.image === "string" ? (typeof e.repository === "string" ? `${e.repository}/${e.image}` : e.image) : undefined;
         if (typeof e.chart === "string") {
             if (typeof e.version !== "string") throw new Error(`versions.${key}: chart ${e.chart} has no version`);
             const oci = e.chart.startsWith("oci://");
-            if (!oci && typeof e.repo !== "string") throw new Error(`versions.${key}: chart ${e.chart} is not an oci:// reference and has no repo`);
+            if (!oci && typeof e.repo !== "string")
+                throw new Error(`versions.${key}: chart ${e.chart} is not an oci:// reference and has no repo`);
             out.push({ kind: "chart", key, chart: e.chart, ...(oci ? {} : { repo: e.repo as string }), version: e.version });
-            if (image !== undefined && !image.startsWith(ours)) out.push({ kind: "image", key: `${key}.imageTag`, image, tag: tag(`${key}.imageTag`, e.imageTag) });
+            if (image !== undefined && !image.startsWith(ours))
+                out.push({ kind: "image", key: `${key}.imageTag`, image, tag: tag(`${key}.imageTag`, e.imageTag) });
             return;
         }
         if (image !== undefined) {
             if (image.startsWith(ours)) return;
             const tagKeys = Object.keys(e).filter((k) => k === "version" || /^[a-z][A-Za-z0-9]*Version$/.test(k));
             if (tagKeys.length === 0) throw new Error(`versions.${key}: image ${image} has no version`);
-            for (const k of tagKeys) out.push({ kind: "image", key: k === "version" ? key : `${key}.${k}`, image, tag: tag(`${key}.${k}`, e[k]) });
+            for (const k of tagKeys)
+                out.push({ kind: "image", key: k === "version" ? key : `${key}.${k}`, image, tag: tag(`${key}.${k}`, e[k]) });
             return;
         }
         for (const [k, v] of Object.entries(e)) walk(v, `${key}.${k}`);
@@ -75,12 +79,16 @@ export function pins(table: Record<string, unknown> = versions, registry: string
 /** The command (argv) that succeeds exactly when the pin exists in its registry. */
 export function checkCommand(p: Pin): string[] {
     if (p.kind === "image") return ["docker", "manifest", "inspect", `${p.image}:${p.tag}`];
-    return p.repo ? ["helm", "show", "chart", p.chart, "--repo", p.repo, "--version", p.version] : ["helm", "show", "chart", p.chart, "--version", p.version];
+    return p.repo
+        ? ["helm", "show", "chart", p.chart, "--repo", p.repo, "--version", p.version]
+        : ["helm", "show", "chart", p.chart, "--version", p.version];
 }
 
 /** Runs argv; throws with its output on a non-zero exit. */
 export type Exec = (argv: string[]) => void;
-const execReal: Exec = (argv) => { execFileSync(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 }); };
+const execReal: Exec = (argv) => {
+    execFileSync(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], timeout: 120_000 });
+};
 
 /**
  * Asks the registry for every pin (each up to `attempts` times, registries flake).
@@ -92,11 +100,19 @@ export function checkPins(list: Pin[], exec: Exec = execReal, attempts = 3): str
         const argv = checkCommand(p);
         let err: unknown;
         for (let i = 0; i < attempts; i++) {
-            try { exec(argv); err = undefined; break; } catch (e) { err = e; }
+            try {
+                exec(argv);
+                err = undefined;
+                break;
+            } catch (e) {
+                err = e;
+            }
         }
         if (err !== undefined) {
             const what = p.kind === "image" ? `image ${p.image}:${p.tag}` : `chart ${p.chart} ${p.version}`;
-            const detail = String((err as { stderr?: Buffer | string }).stderr ?? (err as Error).message ?? err).trim().split("\n")[0];
+            const detail = String((err as { stderr?: Buffer | string }).stderr ?? (err as Error).message ?? err)
+                .trim()
+                .split("\n")[0];
             missing.push(`versions.${p.key}: ${what} not found (${argv.join(" ")}): ${detail}`);
         }
     }
@@ -124,9 +140,15 @@ function main(): void {
     exitOnHelp(args, HELP);
     for (const a of args) if (a !== "--check") throw new Error(`unknown argument ${a} (usage: npm run pins [-- --check])`);
     const list = pins();
-    if (!args.includes("--check")) { process.stdout.write(`${JSON.stringify(list, null, 2)}\n`); return; }
+    if (!args.includes("--check")) {
+        process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+        return;
+    }
     const missing = checkPins(list);
-    for (const p of list) process.stdout.write(`${missing.some((m) => m.startsWith(`versions.${p.key}:`)) ? "MISSING" : "ok     "} ${checkCommand(p).join(" ")}\n`);
+    for (const p of list)
+        process.stdout.write(
+            `${missing.some((m) => m.startsWith(`versions.${p.key}:`)) ? "MISSING" : "ok     "} ${checkCommand(p).join(" ")}\n`,
+        );
     if (missing.length) {
         process.stderr.write(`${missing.length} of ${list.length} pins do not exist:\n${missing.map((m) => `  ${m}`).join("\n")}\n`);
         process.exit(1);
@@ -135,5 +157,10 @@ function main(): void {
 }
 
 if (require.main === module) {
-    try { main(); } catch (e) { process.stderr.write(`pins: ${(e as Error).message}\n`); process.exit(2); }
+    try {
+        main();
+    } catch (e) {
+        process.stderr.write(`pins: ${(e as Error).message}\n`);
+        process.exit(2);
+    }
 }

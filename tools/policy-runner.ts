@@ -38,12 +38,22 @@ const IDENTIFYING = new Set(["kind", "apiVersion", "metadata"]);
 function props(wire: Record<string, unknown>, onRead?: () => void): Record<string, any> {
     const p = unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false));
     if (!onRead) return p;
-    return new Proxy(p, { get(t, k, r) { if (typeof k === "string" && !IDENTIFYING.has(k) && k in t) onRead(); return Reflect.get(t, k, r); } });
+    return new Proxy(p, {
+        get(t, k, r) {
+            if (typeof k === "string" && !IDENTIFYING.has(k) && k in t) onRead();
+            return Reflect.get(t, k, r);
+        },
+    });
 }
 
 /** `o`, calling `onRead` when a policy reads any of its keys (resource options: a policy reads them only of its own resources). */
 function watched<T extends object>(o: T, onRead: () => void): T {
-    return new Proxy(o, { get(t, k, r) { if (typeof k === "string") onRead(); return Reflect.get(t, k, r); } });
+    return new Proxy(o, {
+        get(t, k, r) {
+            if (typeof k === "string") onRead();
+            return Reflect.get(t, k, r);
+        },
+    });
 }
 
 function isStackPolicy(p: Policy): p is StackValidationPolicy {
@@ -56,7 +66,11 @@ function isTypeOf(type: string, cls: any): boolean {
     return typeof cls?.isInstance === "function" && cls.isInstance({ __pulumiType: type }) === true;
 }
 
-const notApplicable = (reason?: string): never => { const e = new Error(reason ?? "not applicable"); (e as any).notApplicable = true; throw e; };
+const notApplicable = (reason?: string): never => {
+    const e = new Error(reason ?? "not applicable");
+    (e as any).notApplicable = true;
+    throw e;
+};
 
 /**
  * Runs policies on a captured resource graph the way the Pulumi policy analyzer does: resource policies see
@@ -64,7 +78,11 @@ const notApplicable = (reason?: string): never => { const e = new Error(reason ?
  * linked. A policy that reads an unknown preview value is reported as advisory "can't run during preview",
  * like the analyzer does.
  */
-export async function runPolicies(policies: Policy[], resources: CapturedResource[], packLevel: EnforcementLevel = "mandatory"): Promise<PolicyReport> {
+export async function runPolicies(
+    policies: Policy[],
+    resources: CapturedResource[],
+    packLevel: EnforcementLevel = "mandatory",
+): Promise<PolicyReport> {
     const findings: PolicyFinding[] = [];
     const checked = resources.filter((r) => r.custom && r.type !== "pulumi:pulumi:Stack");
     const byUrn = new Map(resources.map((r) => [r.urn, r]));
@@ -80,9 +98,18 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             findings.push({ policyName: p.name, enforcementLevel: effective, message, urn, resourceType: r?.type, resourceName: r?.name });
         };
         const guard = async (fn: () => unknown) => {
-            try { await fn(); } catch (e) {
-                if (e instanceof UnknownValueError) findings.push({ policyName: p.name, enforcementLevel: "advisory", message: `can't run policy '${p.name}' during preview: ${(e as Error).message}` });
-                else if ((e as any)?.notApplicable) { /* not applicable */ } else throw new Error(`policy '${p.name}' failed: ${(e as Error).stack ?? e}`);
+            try {
+                await fn();
+            } catch (e) {
+                if (e instanceof UnknownValueError)
+                    findings.push({
+                        policyName: p.name,
+                        enforcementLevel: "advisory",
+                        message: `can't run policy '${p.name}' during preview: ${(e as Error).message}`,
+                    });
+                else if ((e as any)?.notApplicable) {
+                    /* not applicable */
+                } else throw new Error(`policy '${p.name}' failed: ${(e as Error).stack ?? e}`);
             }
         };
         if (isStackPolicy(p)) {
@@ -91,10 +118,25 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
             const prs: PolicyResource[] = [...checked, ...root].map((r) => {
                 const pr = props(r.outputs, read);
                 return {
-                    type: r.type, props: pr, urn: r.urn, name: r.name,
-                    opts: watched({ protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) }, read) as any,
-                    dependencies: [], propertyDependencies: {},
-                    isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
+                    type: r.type,
+                    props: pr,
+                    urn: r.urn,
+                    name: r.name,
+                    opts: watched(
+                        {
+                            protect: !!r.options?.protect,
+                            ignoreChanges: [],
+                            aliases: [],
+                            customTimeouts: {},
+                            additionalSecretOutputs: [],
+                            ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
+                        },
+                        read,
+                    ) as any,
+                    dependencies: [],
+                    propertyDependencies: {},
+                    isType: (cls: any) => isTypeOf(r.type, cls),
+                    asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
                 } as unknown as PolicyResource;
             });
             const prByUrn = new Map(prs.map((x) => [x.urn, x]));
@@ -103,19 +145,48 @@ export async function runPolicies(policies: Policy[], resources: CapturedResourc
                 (pr as any).parent = prByUrn.get(r.parent);
                 (pr as any).dependencies = r.dependencies.map((d) => prByUrn.get(d)).filter(Boolean);
             }
-            await guard(() => p.validateStack({ resources: prs, getConfig, stackTags: new Map(), notApplicable } as any, (message: string, urn?: string) => push(message, urn)));
+            await guard(() =>
+                p.validateStack(
+                    { resources: prs, getConfig, stackTags: new Map(), notApplicable } as any,
+                    (message: string, urn?: string) => push(message, urn),
+                ),
+            );
         } else {
             const rp = p as ResourceValidationPolicy;
-            const validations = (Array.isArray(rp.validateResource) ? rp.validateResource : [rp.validateResource]).filter((v): v is NonNullable<typeof v> => typeof v === "function");
+            const validations = (Array.isArray(rp.validateResource) ? rp.validateResource : [rp.validateResource]).filter(
+                (v): v is NonNullable<typeof v> => typeof v === "function",
+            );
             for (const r of checked) {
                 for (const v of validations) {
                     const pr = props(r.inputs, read);
-                    await guard(() => v({
-                        type: r.type, props: pr, urn: r.urn, name: r.name,
-                        opts: watched({ protect: !!r.options?.protect, ignoreChanges: [], aliases: [], customTimeouts: {}, additionalSecretOutputs: [], parent: r.parent, ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}) }, read) as any,
-                        stackTags: new Map(), getConfig, notApplicable,
-                        isType: (cls: any) => isTypeOf(r.type, cls), asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
-                    } as any, (message: string, urn?: string) => push(message, urn ?? r.urn)));
+                    await guard(() =>
+                        v(
+                            {
+                                type: r.type,
+                                props: pr,
+                                urn: r.urn,
+                                name: r.name,
+                                opts: watched(
+                                    {
+                                        protect: !!r.options?.protect,
+                                        ignoreChanges: [],
+                                        aliases: [],
+                                        customTimeouts: {},
+                                        additionalSecretOutputs: [],
+                                        parent: r.parent,
+                                        ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
+                                    },
+                                    read,
+                                ) as any,
+                                stackTags: new Map(),
+                                getConfig,
+                                notApplicable,
+                                isType: (cls: any) => isTypeOf(r.type, cls),
+                                asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
+                            } as any,
+                            (message: string, urn?: string) => push(message, urn ?? r.urn),
+                        ),
+                    );
                 }
             }
         }

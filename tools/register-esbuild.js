@@ -1,4 +1,3 @@
-"use strict";
 /**
  * `node -r ./tools/register-esbuild.js <file.ts>`: runs TypeScript by transpiling each `.ts` file with esbuild
  * (a pinned dependency) as it is required, in place, so `__dirname` and relative paths stay what they are in the
@@ -10,11 +9,15 @@
  * measure a per-request cost production does not have.
  */
 const esbuild = require("esbuild");
-const fs = require("fs");
+const fs = require("node:fs");
 
-require.extensions[".ts"] = function (module, filename) {
+require.extensions[".ts"] = (module, filename) => {
     const { code } = esbuild.transformSync(fs.readFileSync(filename, "utf8"), {
-        loader: "ts", format: "cjs", target: "node20", sourcemap: "inline", sourcefile: filename,
+        loader: "ts",
+        format: "cjs",
+        target: "node20",
+        sourcemap: "inline",
+        sourcefile: filename,
     });
     module._compile(code, filename);
 };

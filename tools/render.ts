@@ -9,14 +9,14 @@
  * output directory. `--diff <ref>` also renders `ref` and writes `out/diff.md` (tools/diff.ts).
  * Progress and timings go to stderr on a terminal (tools/report/progress.ts), never into `out/`.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { allPolicies } from "../policies/policies";
 import { ConfigError } from "../config/errors";
-import { isHandled, loadProgram, runStack, RunStackResult, StackOutputs } from "./harness";
+import { isHandled, loadProgram, runStack, type RunStackResult, type StackOutputs } from "./harness";
 import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
-import { PolicyReport, runPolicies } from "./policy-runner";
-import { dependencyOrder, discoverStacks, readStackFile, StackFile, STACKS_DIR } from "./stackfiles";
+import { type PolicyReport, runPolicies } from "./policy-runner";
+import { dependencyOrder, discoverStacks, readStackFile, type StackFile, STACKS_DIR } from "./stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { checkOutDir, formatFindings } from "./upstream-check";
 import { reportFiles, reportInput } from "./report";
@@ -47,7 +47,9 @@ export interface StackRenderResult {
 
 const PROJECT = "platform";
 
-function log(opts: RenderOptions, s: string) { if (!opts.quiet) process.stdout.write(s + "\n"); }
+function log(opts: RenderOptions, s: string) {
+    if (!opts.quiet) process.stdout.write(`${s}\n`);
+}
 
 /** `aws:s3/bucket:Bucket` -> `aws:Bucket`, `kubernetes:apps/v1:Deployment` -> `k8s:Deployment` (full types in resources.json). */
 function shortType(t: string): string {
@@ -62,8 +64,11 @@ function wrap(head: string, items: string[], width = 110): string[] {
     let line = head;
     for (const [i, it] of items.entries()) {
         const piece = it + (i < items.length - 1 ? "," : "");
-        if (line.length + piece.length + 1 > width && line.trim() !== head.trim()) { lines.push(line.trimEnd()); line = " ".repeat(head.length); }
-        line += piece + " ";
+        if (line.length + piece.length + 1 > width && line.trim() !== head.trim()) {
+            lines.push(line.trimEnd());
+            line = " ".repeat(head.length);
+        }
+        line += `${piece} `;
     }
     lines.push(line.trimEnd());
     return lines;
@@ -73,18 +78,21 @@ function summarise(s: StackFile, r: RunStackResult, policy: PolicyReport, outDir
     const byType = new Map<string, number>();
     for (const x of r.resources) if (x.type !== "pulumi:pulumi:Stack") byType.set(x.type, (byType.get(x.type) ?? 0) + 1);
     const manifests = r.resources.filter(isManifest).length;
-    const kinds = [...byType.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .map(([t, n]) => `${shortType(t)} ${n}`);
-    const helm = r.resources.filter((x) => x.type === "kubernetes:helm.sh/v3:Release")
-        .map((x) => `${x.inputs.chart}@${x.inputs.version}`);
+    const kinds = [...byType.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([t, n]) => `${shortType(t)} ${n}`);
+    const helm = r.resources.filter((x) => x.type === "kubernetes:helm.sh/v3:Release").map((x) => `${x.inputs.chart}@${x.inputs.version}`);
     const lines = [
         `${s.name} (${s.role}) ${s.file}: ${r.resources.length - 1} resources, ${manifests} Kubernetes objects -> ${path.relative(process.cwd(), outDir) || outDir}`,
         ...wrap("  kinds: ", kinds),
     ];
     if (helm.length) lines.push(...wrap("  helm: ", helm));
     const adv = policy.findings.filter((f) => f.enforcementLevel !== "mandatory").length;
-    lines.push(`  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`);
-    for (const f of policy.findings) lines.push(`    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`);
+    lines.push(
+        `  policy: ${policy.mandatory.length} mandatory violation(s), ${adv} advisory, ${policy.policiesRun} policies on ${policy.resourcesChecked} resources`,
+    );
+    for (const f of policy.findings)
+        lines.push(
+            `    [${f.enforcementLevel}] ${f.policyName}: ${f.message}${f.resourceName ? ` (${f.resourceType} ${f.resourceName})` : ""}`,
+        );
     for (const w of warnings) lines.push(`  warning: ${w}`);
     return lines.join("\n");
 }
@@ -136,17 +144,29 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             progress?.end(false);
             log(opts, error);
         };
-        if (badSpokes.has(s.name)) { fail(badSpokes.get(s.name)!, true); continue; }
+        if (badSpokes.has(s.name)) {
+            fail(badSpokes.get(s.name)!, true);
+            continue;
+        }
         if (s.hub && failedHubs.has(s.hub)) {
-            fail(`${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; out/${s.name} left as it was` : ""}`, false);
+            fail(
+                `${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; out/${s.name} left as it was` : ""}`,
+                false,
+            );
             continue;
         }
         const prevStackFile = process.env.PLATFORM_STACK_FILE;
         process.env.PLATFORM_STACK_FILE = s.file;
-        const run = (preview: boolean) => runStack({
-            project: PROJECT, stack: s.name, config: s.config, secretKeys: s.secretKeys,
-            preview, stackOutputs: rendered, program: () => loadProgram()(),
-        });
+        const run = (preview: boolean) =>
+            runStack({
+                project: PROJECT,
+                stack: s.name,
+                config: s.config,
+                secretKeys: s.secretKeys,
+                preview,
+                stackOutputs: rendered,
+                program: () => loadProgram()(),
+            });
         try {
             let result: RunStackResult;
             // The program's warnings (`pulumi.log.warn`, printed by the SDK as `warning: ...` when no engine runs) go
@@ -155,7 +175,8 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const consoleWarn = console.warn;
             console.warn = (...a: unknown[]) => {
                 const m = /^warning: (?:\[runtime\] )?([\s\S]*)$/.exec(a.map(String).join(" "));
-                if (m) warnings.push(m[1].trim()); else consoleWarn(...a);
+                if (m) warnings.push(m[1].trim());
+                else consoleWarn(...a);
             };
             try {
                 result = await run(opts.preview);
@@ -168,11 +189,25 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 setAsideSpokesForRender(e.spokeErrors.keys());
                 try {
                     const aside = await run(false);
-                    rendered[s.name] = { outputs: referenceableOutputs(aside.outputs), secretOutputNames: Object.keys(aside.outputs).filter((k) => containsSecret(aside.outputs[k])) };
-                } catch { failedHubs.add(s.name); } finally { setAsideSpokesForRender(); }
+                    rendered[s.name] = {
+                        outputs: referenceableOutputs(aside.outputs),
+                        secretOutputNames: Object.keys(aside.outputs).filter((k) => containsSecret(aside.outputs[k])),
+                    };
+                } catch {
+                    failedHubs.add(s.name);
+                } finally {
+                    setAsideSpokesForRender();
+                }
                 const files = [...e.spokeErrors.keys()].map((k) => `Pulumi.${k}.yaml`).join(", ");
                 const elsewhere = [...e.spokeErrors].filter(([k]) => !inRun.has(k)).map(([, err]) => err.message);
-                fail([`${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`, ...elsewhere].join("\n"), false, failedHubs.has(s.name));
+                fail(
+                    [
+                        `${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`,
+                        ...elsewhere,
+                    ].join("\n"),
+                    false,
+                    failedHubs.has(s.name),
+                );
                 continue;
             } finally {
                 console.warn = consoleWarn;
@@ -187,32 +222,47 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
             const report = await reportFiles(input, { previousDir: outDir });
             progress?.phase("write");
             // A failing file that is not the stack's own (named like it, given with --config) leaves out/<stack> alone.
-            if (policy.mandatory.length === 0 || owns(s)) writeAtomically(outDir, {
-                "manifests.yaml": manifestsYaml(result.resources),
-                "resources.json": JSON.stringify(resources, null, 2) + "\n",
-                "policy.json": JSON.stringify(policy, null, 2) + "\n",
-                "outputs.json": JSON.stringify({ outputs, secretOutputNames }, null, 2) + "\n",
-                ...report,
-            });
+            if (policy.mandatory.length === 0 || owns(s))
+                writeAtomically(outDir, {
+                    "manifests.yaml": manifestsYaml(result.resources),
+                    "resources.json": `${JSON.stringify(resources, null, 2)}\n`,
+                    "policy.json": `${JSON.stringify(policy, null, 2)}\n`,
+                    "outputs.json": `${JSON.stringify({ outputs, secretOutputNames }, null, 2)}\n`,
+                    ...report,
+                });
             // A spoke's `pulumi preview` reads its hub's deployed state, never the hub's own preview (whose contract
             // holds unknown ARNs and keys): in preview mode, stacks referencing a hub see it rendered normally.
             const referenced = opts.preview && s.role === "hub" ? (await run(false)).outputs : result.outputs;
             rendered[s.name] = { outputs: referenceableOutputs(referenced), secretOutputNames };
             const ok = policy.mandatory.length === 0;
-            results.push({ stack: s.name, ok, result, policy, error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)` });
+            results.push({
+                stack: s.name,
+                ok,
+                result,
+                policy,
+                error: ok ? undefined : `${policy.mandatory.length} mandatory policy violation(s)`,
+            });
             progress?.end(ok);
             log(opts, summarise(s, result, policy, outDir, warningsOf(buildView(input))));
             if (!ok && s.role === "hub") failedHubs.add(s.name);
         } catch (e) {
             fail(e instanceof ConfigError ? e.message : `${s.file}: ${(e as Error)?.stack ?? e}`, true);
         } finally {
-            if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE; else process.env.PLATFORM_STACK_FILE = prevStackFile;
+            if (prevStackFile === undefined) delete process.env.PLATFORM_STACK_FILE;
+            else process.env.PLATFORM_STACK_FILE = prevStackFile;
         }
     }
     return results;
 }
 
-interface Cli { names: string[]; configs: string[]; preview: boolean; outDir: string; stacksDir: string; diff?: string }
+interface Cli {
+    names: string[];
+    configs: string[];
+    preview: boolean;
+    outDir: string;
+    stacksDir: string;
+    diff?: string;
+}
 
 const HELP = `
 usage: npm run render [-- <stack>...] [--config FILE] [--stacks DIR] [--preview] [--out DIR] [--diff REF]
@@ -248,13 +298,14 @@ function parseArgs(argv: string[]): Cli {
         const a = argv[i];
         if (a === "--config") cli.configs.push(argv[++i]);
         else if (a === "--preview") cli.preview = true;
-        else if (a === "--out") { cli.outDir = path.resolve(argv[++i]); outGiven = true; }
-        else if (a === "--stacks") cli.stacksDir = path.resolve(argv[++i]);
+        else if (a === "--out") {
+            cli.outDir = path.resolve(argv[++i]);
+            outGiven = true;
+        } else if (a === "--stacks") cli.stacksDir = path.resolve(argv[++i]);
         else if (a === "--diff") {
             cli.diff = argv[++i];
             if (!cli.diff || cli.diff.startsWith("--")) throw new Error("--diff needs a git ref, e.g. --diff origin/main");
-        }
-        else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
+        } else if (a.startsWith("--")) throw new Error(`unknown option ${a}`);
         else cli.names.push(a);
     }
     // A copy of the stack files renders beside itself (<DIR>/../out), never over the repository's own out/.
@@ -311,7 +362,7 @@ async function main() {
     const selected = cli.names.length || extra.length ? stacks.map((s) => s.name) : undefined;
     // --diff: the base renders in its own worktree and process while this one renders the working tree.
     if (cli.diff) progress.note(`diff: checking out ${cli.diff}`);
-    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(m + "\n"), cli.stacksDir) : undefined;
+    const diff = cli.diff ? startDiff(root, cli.diff, selected, (m) => process.stderr.write(`${m}\n`), cli.stacksDir) : undefined;
     try {
         const results = await renderStacks(stacks, { outDir: cli.outDir, preview: cli.preview, progress, stacksDir: cli.stacksDir });
         const stackFiles = new Set([...stackFileNames(cli.stacksDir), ...stacks.map((s) => s.name)]);
@@ -322,14 +373,19 @@ async function main() {
             progress.note(`diff: waiting for the render of ${cli.diff}`);
             const changed = await diff.finish(cli.outDir, stackFiles);
             const file = path.relative(process.cwd(), path.join(cli.outDir, "diff.md"));
-            if (changed) process.stdout.write(`\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${file}\n`);
+            if (changed)
+                process.stdout.write(
+                    `\ndiff against ${cli.diff}: ${changed.length ? `changes in ${changed.join(", ")}` : "no changes"} -> ${file}\n`,
+                );
             extraTimings.push([`diff base ${cli.diff}`, diff.elapsedMs()]);
         } else {
             fs.rmSync(path.join(cli.outDir, "diff.md"), { force: true }); // a diff of an earlier run would describe other renders
         }
         progress.summary(extraTimings);
         const failed = results.filter((r) => !r.ok);
-        process.stdout.write(`\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`);
+        process.stdout.write(
+            `\nrendered ${results.length - failed.length}/${results.length} stack(s)${cli.preview ? " (preview mode)" : ""}${failed.length ? `; failed: ${failed.map((f) => f.stack).join(", ")}` : ""}\n`,
+        );
         // What each pinned upstream actually reads (tools/upstream-check.ts): flags, env, Helm values keys, refused
         // combinations, image variants. Run on every stack that produced output.
         const written = results.filter((r) => r.result).map((r) => r.stack);
@@ -349,5 +405,8 @@ if (require.main === module) {
         process.stderr.write(`render: unexpected error: ${(reason as Error)?.stack ?? reason}\n`);
         process.exit(2);
     });
-    main().catch((e) => { process.stderr.write(`render: ${(e as Error).message}\n`); process.exit(2); });
+    main().catch((e) => {
+        process.stderr.write(`render: ${(e as Error).message}\n`);
+        process.exit(2);
+    });
 }

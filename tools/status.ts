@@ -1,6 +1,6 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { execFileSync } from "child_process";
-import * as fs from "fs";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
 import { reconcile } from "../services/ledger/reconcile";
@@ -107,19 +107,23 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
         for (const key of await listKeys(s3, bucket, `${bundlePaths.prefix(spoke)}acks/`)) {
             const a = await getJson(s3, bucket, key);
             const ack = a && AckSchema.safeParse(a.body);
-            if (ack?.success && ack.data.spoke === spoke && (!acked || ack.data.revision > acked.revision)) acked = { revision: ack.data.revision, at: ack.data.at };
+            if (ack?.success && ack.data.spoke === spoke && (!acked || ack.data.revision > acked.revision))
+                acked = { revision: ack.data.revision, at: ack.data.at };
         }
         let behindSeconds = 0;
         if (publishedRevision !== null && (acked?.revision ?? 0) < publishedRevision) {
             const since = current?.lastModified ?? o.now;
             behindSeconds = Math.max(0, Math.round((o.now.getTime() - since.getTime()) / 1000));
             if (behindSeconds > o.maxBehindSeconds) {
-                problems.push(`serves revision ${acked?.revision ?? "none"} of ${publishedRevision}, behind for ${behindSeconds} s (limit ${o.maxBehindSeconds} s)`);
+                problems.push(
+                    `serves revision ${acked?.revision ?? "none"} of ${publishedRevision}, behind for ${behindSeconds} s (limit ${o.maxBehindSeconds} s)`,
+                );
             }
         }
 
-        const u = await o.db.query(
-            "SELECT max(received_at) AS received, max(ended_at) AS ended FROM usage_events WHERE spoke = $1", [spoke]);
+        const u = await o.db.query("SELECT max(received_at) AS received, max(ended_at) AS ended FROM usage_events WHERE spoke = $1", [
+            spoke,
+        ]);
         const received: Date | null = u.rows[0]?.received ?? null;
         const ended: Date | null = u.rows[0]?.ended ?? null;
         const rows = await reconcile(o.db, { spoke, from: from.toISOString() });
@@ -129,15 +133,24 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
             missing: rows.reduce((n, r) => n + r.missing, 0),
             duplicates: rows.reduce((n, r) => n + r.duplicates, 0),
         };
-        if (reconciliation.missing > 0) problems.push(`${reconciliation.missing} usage event(s) sent in the last ${o.windowHours} h never reached the ledger`);
+        if (reconciliation.missing > 0)
+            problems.push(`${reconciliation.missing} usage event(s) sent in the last ${o.windowHours} h never reached the ledger`);
         out.push({
-            spoke, publishedRevision, publishedAt: iso(current?.lastModified), ackedRevision: acked?.revision ?? null, ackedAt: acked?.at ?? null,
-            behindSeconds, lastUsageReceivedAt: iso(received), lastUsageEndedAt: iso(ended),
+            spoke,
+            publishedRevision,
+            publishedAt: iso(current?.lastModified),
+            ackedRevision: acked?.revision ?? null,
+            ackedAt: acked?.at ?? null,
+            behindSeconds,
+            lastUsageReceivedAt: iso(received),
+            lastUsageEndedAt: iso(ended),
             usageLagSeconds: ended ? Math.round((o.now.getTime() - new Date(ended).getTime()) / 1000) : null,
             quarantined: ledger.get(spoke)?.quarantined ?? 0,
             lastReconciliation: ledger.get(spoke)?.lastReconciliation
-                ? { ranAt: ledger.get(spoke)!.lastReconciliation!.ranAt, missing: ledger.get(spoke)!.lastReconciliation!.missing } : null,
-            reconciliation, problems,
+                ? { ranAt: ledger.get(spoke)!.lastReconciliation!.ranAt, missing: ledger.get(spoke)!.lastReconciliation!.missing }
+                : null,
+            reconciliation,
+            problems,
         });
     }
     return out;
@@ -145,25 +158,52 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
 
 /** A table a reviewer reads at a glance, one line per spoke, problems below it. */
 export function formatStatus(rows: SpokeStatus[]): string {
-    const head = ["spoke", "published", "acked", "acked at", "behind s", "last usage", "lag s", "missing", "dup", "quarantined", "last reconciliation", "state"];
+    const head = [
+        "spoke",
+        "published",
+        "acked",
+        "acked at",
+        "behind s",
+        "last usage",
+        "lag s",
+        "missing",
+        "dup",
+        "quarantined",
+        "last reconciliation",
+        "state",
+    ];
     const body = rows.map((r) => [
-        r.spoke, String(r.publishedRevision ?? "-"), String(r.ackedRevision ?? "-"), r.ackedAt ?? "-", String(r.behindSeconds),
-        r.lastUsageReceivedAt ?? "-", r.usageLagSeconds === null ? "-" : String(r.usageLagSeconds),
-        String(r.reconciliation.missing), String(r.reconciliation.duplicates), String(r.quarantined),
+        r.spoke,
+        String(r.publishedRevision ?? "-"),
+        String(r.ackedRevision ?? "-"),
+        r.ackedAt ?? "-",
+        String(r.behindSeconds),
+        r.lastUsageReceivedAt ?? "-",
+        r.usageLagSeconds === null ? "-" : String(r.usageLagSeconds),
+        String(r.reconciliation.missing),
+        String(r.reconciliation.duplicates),
+        String(r.quarantined),
         r.lastReconciliation ? `${r.lastReconciliation.ranAt} (${r.lastReconciliation.missing} missing)` : "never",
         r.problems.length ? "BEHIND" : "ok",
     ]);
     const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-    const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+    const line = (cells: string[]) =>
+        cells
+            .map((c, i) => c.padEnd(widths[i]))
+            .join("  ")
+            .trimEnd();
     const problems = rows.flatMap((r) => r.problems.map((p) => `${r.spoke}: ${p}`));
-    return [line(head), ...body.map(line), ...(problems.length ? ["", ...problems] : [])].join("\n") + "\n";
+    return `${[line(head), ...body.map(line), ...(problems.length ? ["", ...problems] : [])].join("\n")}\n`;
 }
 
 /** The spokes and their policy buckets from hub outputs (`pulumi stack output --json`, or the render's outputs.json). */
 export function spokesFromHubOutputs(json: unknown, source: string): StatusOptions["spokes"] {
     const root = (json as { outputs?: unknown })?.outputs ?? json;
     const contracts = (root as { spokeContracts?: Record<string, { policy?: { bucket?: string; region?: string } }> })?.spokeContracts;
-    if ((contracts as unknown) === "[unknown]") throw new Error(`${source}: spokeContracts is unknown (rendered with --preview?); use the outputs of a normal render or of the deployed hub`);
+    if ((contracts as unknown) === "[unknown]")
+        throw new Error(
+            `${source}: spokeContracts is unknown (rendered with --preview?); use the outputs of a normal render or of the deployed hub`,
+        );
     if (!contracts || typeof contracts !== "object") throw new Error(`${source}: no spokeContracts output (is this a hub stack?)`);
     const spokes: StatusOptions["spokes"] = {};
     for (const [name, c] of Object.entries(contracts)) {
@@ -227,23 +267,50 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
         const at = (s: number) => new Date(now.getTime() - s * 1000).toISOString();
         for (const [i, spoke] of names.entries()) {
             const last = i === names.length - 1 && names.length > 1;
-            await s3.put(bundlePaths.current(spoke), JSON.stringify({ revision: 2, key: bundlePaths.bundle(spoke, 2), contentHash: "sample" }));
+            await s3.put(
+                bundlePaths.current(spoke),
+                JSON.stringify({ revision: 2, key: bundlePaths.bundle(spoke, 2), contentHash: "sample" }),
+            );
             await s3.put(bundlePaths.ack(spoke, 1), JSON.stringify({ spoke, revision: 1, contentHash: "sample", at: at(7200) }));
             if (!last) await s3.put(bundlePaths.ack(spoke, 2), JSON.stringify({ spoke, revision: 2, contentHash: "sample", at: at(60) }));
             const seqs = [...Array(10).keys()].filter((q) => !last || (q !== 3 && q !== 4));
-            await ingestBatch(db, seqs.map((seq) => ({
-                requestId: `${spoke}-sample-${seq}`, spoke, tenant: "sample", team: "sample", keyId: "sample", model: "sample", endpoint: "sample",
-                inputTokens: 100, outputTokens: 20, cachedInputTokens: 0, status: 200, stream: false, truncated: false,
-                usageSource: "reported" as const, startedAt: at(300 - seq), endedAt: at(299 - seq), seq, source: "metering-0.sample",
-            })));
+            await ingestBatch(
+                db,
+                seqs.map((seq) => ({
+                    requestId: `${spoke}-sample-${seq}`,
+                    spoke,
+                    tenant: "sample",
+                    team: "sample",
+                    keyId: "sample",
+                    model: "sample",
+                    endpoint: "sample",
+                    inputTokens: 100,
+                    outputTokens: 20,
+                    cachedInputTokens: 0,
+                    status: 200,
+                    stream: false,
+                    truncated: false,
+                    usageSource: "reported" as const,
+                    startedAt: at(300 - seq),
+                    endedAt: at(299 - seq),
+                    seq,
+                    source: "metering-0.sample",
+                })),
+            );
         }
-        process.stderr.write(`status --local: ledger ${pg.url}, policy bucket at ${s3.endpoint} (s3rver); sample data for ${names.join(", ")}`
-            + `${names.length > 1 ? `: ${names[names.length - 1]} still serves revision 1 and lost 2 usage events` : ""}\n\n`);
+        process.stderr.write(
+            `status --local: ledger ${pg.url}, policy bucket at ${s3.endpoint} (s3rver); sample data for ${names.join(", ")}` +
+                `${names.length > 1 ? `: ${names[names.length - 1]} still serves revision 1 and lost 2 usage events` : ""}\n\n`,
+        );
         const rows = await collectStatus({
             spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, region: "us-east-1" }])),
-            s3: () => s3.client, db, now, maxBehindSeconds, windowHours,
+            s3: () => s3.client,
+            db,
+            now,
+            maxBehindSeconds,
+            windowHours,
         });
-        process.stdout.write(json ? JSON.stringify(rows, null, 2) + "\n" : formatStatus(rows));
+        process.stdout.write(json ? `${JSON.stringify(rows, null, 2)}\n` : formatStatus(rows));
         return rows.some((r) => r.problems.length) ? 1 : 0;
     } finally {
         await db.end();
@@ -254,7 +321,10 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
 
 async function main(argv: string[]): Promise<number> {
     exitOnHelp(argv, HELP);
-    const opt = (k: string) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
+    const opt = (k: string) => {
+        const i = argv.indexOf(`--${k}`);
+        return i >= 0 ? argv[i + 1] : undefined;
+    };
     const num = (k: string, d: number) => {
         const v = opt(k);
         if (v === undefined) return d;
@@ -269,12 +339,23 @@ async function main(argv: string[]): Promise<number> {
     const windowHours = num("window-hours", 24);
     let json: unknown;
     if (file) {
-        try { json = JSON.parse(fs.readFileSync(file, "utf8")); } catch (e) {
+        try {
+            json = JSON.parse(fs.readFileSync(file, "utf8"));
+        } catch (e) {
             throw new Error(`--outputs ${file}: cannot read hub outputs: ${(e as Error).message}`);
         }
     } else {
-        try { json = JSON.parse(execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })); } catch (e) {
-            throw new Error(`cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE`);
+        try {
+            json = JSON.parse(
+                execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], {
+                    encoding: "utf8",
+                    stdio: ["ignore", "pipe", "pipe"],
+                }),
+            );
+        } catch (e) {
+            throw new Error(
+                `cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE`,
+            );
         }
     }
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
@@ -287,13 +368,20 @@ async function main(argv: string[]): Promise<number> {
     };
     const db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
     await db.connect().catch((e: Error) => {
-        throw new Error(`cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`);
+        throw new Error(
+            `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`,
+        );
     });
     try {
         const rows = await collectStatus({
-            spokes, s3, db, now: new Date(), maxBehindSeconds, windowHours,
+            spokes,
+            s3,
+            db,
+            now: new Date(),
+            maxBehindSeconds,
+            windowHours,
         });
-        process.stdout.write(argv.includes("--json") ? JSON.stringify(rows, null, 2) + "\n" : formatStatus(rows));
+        process.stdout.write(argv.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatStatus(rows));
         return rows.some((r) => r.problems.length) ? 1 : 0;
     } finally {
         await db.end();
@@ -302,5 +390,11 @@ async function main(argv: string[]): Promise<number> {
 }
 
 if (require.main === module) {
-    main(process.argv.slice(2)).then((code) => process.exit(code), (e) => { process.stderr.write(`status: ${(e as Error).message}\n`); process.exit(2); });
+    main(process.argv.slice(2)).then(
+        (code) => process.exit(code),
+        (e) => {
+            process.stderr.write(`status: ${(e as Error).message}\n`);
+            process.exit(2);
+        },
+    );
 }

@@ -11,11 +11,11 @@
  * Exits 1 naming stack, object, container and key for every finding; 2 when DIR holds no rendered stack.
  * Containers whose image repository has no facts (our own services, third-party sidecars) are listed as not covered.
  */
-import * as fs from "fs";
+import * as fs from "node:fs";
 import { exitOnHelp } from "./cli";
-import * as path from "path";
+import * as path from "node:path";
 import YAML from "yaml";
-import { CheckResult, checkStack, defaultFacts, emptyResult, Facts, formatFinding } from "../upstream/check";
+import { type CheckResult, checkStack, defaultFacts, emptyResult, type Facts, formatFinding } from "../upstream/check";
 
 export { checkHelmValues, checkStack, defaultFacts, effectiveArgv, splitImage, valuesPaths } from "../upstream/check";
 export type { CheckResult, Facts, Finding } from "../upstream/check";
@@ -24,9 +24,12 @@ export type { CheckResult, Facts, Finding } from "../upstream/check";
 export function checkOutDir(outDir: string, facts: Facts = defaultFacts, stacks?: string[]): CheckResult & { stacks: string[] } {
     const out: CheckResult = emptyResult();
     const names = (stacks ?? (fs.existsSync(outDir) ? fs.readdirSync(outDir) : []))
-        .filter((n) => fs.existsSync(path.join(outDir, n, "manifests.yaml"))).sort();
+        .filter((n) => fs.existsSync(path.join(outDir, n, "manifests.yaml")))
+        .sort();
     for (const n of names) {
-        const manifests = YAML.parseAllDocuments(fs.readFileSync(path.join(outDir, n, "manifests.yaml"), "utf8")).map((d) => d.toJS()).filter(Boolean);
+        const manifests = YAML.parseAllDocuments(fs.readFileSync(path.join(outDir, n, "manifests.yaml"), "utf8"))
+            .map((d) => d.toJS())
+            .filter(Boolean);
         const rp = path.join(outDir, n, "resources.json");
         const resources = fs.existsSync(rp) ? JSON.parse(fs.readFileSync(rp, "utf8")) : [];
         checkStack(n, manifests, resources, facts, out);
@@ -37,7 +40,9 @@ export function checkOutDir(outDir: string, facts: Facts = defaultFacts, stacks?
 /** Human-readable report. */
 export function formatFindings(r: CheckResult & { stacks: string[] }): string {
     const lines = r.findings.map(formatFinding);
-    lines.push(`upstream-check: ${r.stacks.length} stack(s), ${r.checkedContainers} container(s) and ${r.checkedReleases} Helm release(s) checked, ${r.findings.length} finding(s), ${r.uncovered.length} container(s) without image facts`);
+    lines.push(
+        `upstream-check: ${r.stacks.length} stack(s), ${r.checkedContainers} container(s) and ${r.checkedReleases} Helm release(s) checked, ${r.findings.length} finding(s), ${r.uncovered.length} container(s) without image facts`,
+    );
     return lines.join("\n");
 }
 
@@ -62,11 +67,17 @@ function main() {
     let outDir = path.join(process.cwd(), "out");
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === "--out") outDir = path.resolve(argv[++i]);
-        else { process.stderr.write(`upstream-check: unknown option ${argv[i]}\n`); process.exit(2); }
+        else {
+            process.stderr.write(`upstream-check: unknown option ${argv[i]}\n`);
+            process.exit(2);
+        }
     }
     const r = checkOutDir(outDir);
-    if (r.stacks.length === 0) { process.stderr.write(`upstream-check: no rendered stack under ${outDir} (run npm run render first)\n`); process.exit(2); }
-    process.stdout.write(formatFindings(r) + "\n");
+    if (r.stacks.length === 0) {
+        process.stderr.write(`upstream-check: no rendered stack under ${outDir} (run npm run render first)\n`);
+        process.exit(2);
+    }
+    process.stdout.write(`${formatFindings(r)}\n`);
     process.exit(r.findings.length ? 1 : 0);
 }
 

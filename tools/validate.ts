@@ -10,17 +10,21 @@
  *   unknown-field check driven by the official client's model type maps (`@kubernetes/client-node`).
  * Exits non-zero when any object is invalid or has no schema at all.
  */
-import Ajv, { ValidateFunction } from "ajv";
+import Ajv, { type ValidateFunction } from "ajv";
 import { exitOnHelp } from "./cli";
 import addFormats from "ajv-formats";
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import * as YAML from "yaml";
 
 type Json = Record<string, any>;
 
 /** One CRD version's schema, keyed by `group/version/Kind`. */
-interface CrdEntry { schema: Json; scope: "Namespaced" | "Cluster"; file: string }
+interface CrdEntry {
+    schema: Json;
+    scope: "Namespaced" | "Cluster";
+    file: string;
+}
 
 function* walkYaml(dir: string): Generator<string> {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
@@ -39,7 +43,7 @@ export function loadCrds(dir: string): Map<string, CrdEntry> {
     for (const file of walkYaml(dir)) {
         for (const doc of YAML.parseAllDocuments(fs.readFileSync(file, "utf8"))) {
             const d = doc.toJS() as Json | null;
-            const items: Json[] = d?.kind === "List" ? d.items ?? [] : d ? [d] : [];
+            const items: Json[] = d?.kind === "List" ? (d.items ?? []) : d ? [d] : [];
             for (const crd of items) {
                 if (crd?.kind !== "CustomResourceDefinition") continue;
                 const group = crd.spec.group;
@@ -96,7 +100,8 @@ export function unknownFields(value: unknown, typeName: string, at = ""): string
     const arr = /^Array<(.+)>$/.exec(typeName);
     if (arr) return Array.isArray(value) ? value.flatMap((v, i) => unknownFields(v, arr[1], `${at}/${i}`)) : [];
     const map = /^\{ \[key: string\]: (.+); \}$/.exec(typeName);
-    if (map) return value && typeof value === "object" ? Object.entries(value).flatMap(([k, v]) => unknownFields(v, map[1], `${at}/${k}`)) : [];
+    if (map)
+        return value && typeof value === "object" ? Object.entries(value).flatMap(([k, v]) => unknownFields(v, map[1], `${at}/${k}`)) : [];
     const fields = modelFields(typeName);
     if (!fields || typeof value !== "object" || Array.isArray(value)) return [];
     const errs: string[] = [];
@@ -155,7 +160,8 @@ export class ManifestValidator {
     static fromDir(dir: string): ManifestValidator {
         if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`CRD directory ${dir} does not exist`);
         const crds = loadCrds(dir);
-        if (crds.size === 0) throw new Error(`CRD directory ${dir} holds no CustomResourceDefinition (YAML as \`kubectl get crd -o yaml\` exports it)`);
+        if (crds.size === 0)
+            throw new Error(`CRD directory ${dir} holds no CustomResourceDefinition (YAML as \`kubectl get crd -o yaml\` exports it)`);
         return new ManifestValidator(crds);
     }
 
@@ -184,7 +190,12 @@ export class ManifestValidator {
             }
             if (!fn(obj)) {
                 for (const e of fn.errors ?? []) {
-                    const extra = e.keyword === "additionalProperties" ? ` '${(e.params as Json).additionalProperty}'` : e.keyword === "enum" ? ` ${JSON.stringify((e.params as Json).allowedValues)}` : "";
+                    const extra =
+                        e.keyword === "additionalProperties"
+                            ? ` '${(e.params as Json).additionalProperty}'`
+                            : e.keyword === "enum"
+                              ? ` ${JSON.stringify((e.params as Json).allowedValues)}`
+                              : "";
                     errs.push(`${e.instancePath || "/"}: ${e.message}${extra}`);
                 }
             }
@@ -222,13 +233,16 @@ export interface FileReport {
  *   is present is always used.
  */
 export function validateFile(v: ManifestValidator, file: string, withoutCrd: ReadonlySet<string> = new Set()): FileReport {
-    const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8")).map((d) => d.toJS() as Json).filter(Boolean);
+    const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"))
+        .map((d) => d.toJS() as Json)
+        .filter(Boolean);
     const invalid: FileReport["invalid"] = [];
     const unvalidated: string[] = [];
     for (const o of docs) {
-        const name = `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ? o.metadata.namespace + "/" : ""}${o.metadata?.name}`;
+        const name = `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`;
         const errors = v.validate(o);
-        if (errors.length === 1 && errors[0].startsWith("no schema for ") && withoutCrd.has(`${o.apiVersion}/${o.kind}`)) unvalidated.push(name);
+        if (errors.length === 1 && errors[0].startsWith("no schema for ") && withoutCrd.has(`${o.apiVersion}/${o.kind}`))
+            unvalidated.push(name);
         else if (errors.length) invalid.push({ object: name, errors });
     }
     return { file, objects: docs.length, invalid, unvalidated };
@@ -291,10 +305,17 @@ function main() {
         process.stdout.write(`${path.relative(process.cwd(), f)}: ${r.objects} objects, ${r.invalid.length} invalid\n`);
         for (const i of r.invalid) for (const e of i.errors) process.stdout.write(`  ${i.object}: ${e}\n`);
     }
-    process.stdout.write(`validated ${total - skipped} objects in ${files.length} file(s): ${bad} invalid${skipped ? `, ${skipped} not validated (no CRD: ${[...withoutCrd].join(", ")})` : ""}\n`);
+    process.stdout.write(
+        `validated ${total - skipped} objects in ${files.length} file(s): ${bad} invalid${skipped ? `, ${skipped} not validated (no CRD: ${[...withoutCrd].join(", ")})` : ""}\n`,
+    );
     process.exit(bad ? 1 : 0);
 }
 
 if (require.main === module) {
-    try { main(); } catch (e) { process.stderr.write(`validate: ${(e as Error).message}\n`); process.exit(2); }
+    try {
+        main();
+    } catch (e) {
+        process.stderr.write(`validate: ${(e as Error).message}\n`);
+        process.exit(2);
+    }
 }

@@ -38,15 +38,23 @@ export function maskWire(v: unknown): unknown {
     if (v && typeof v === "object") {
         const o = v as Record<string, unknown>;
         switch (o[SIG_KEY]) {
-            case SECRET_SIG: return SECRET_MASK;
-            case RESOURCE_SIG: return { urn: o.urn };
-            case ASSET_SIG: return { asset: o.path ?? o.uri ?? "(text)" };
-            case ARCHIVE_SIG: return { archive: o.path ?? o.uri ?? "(assets)" };
+            case SECRET_SIG:
+                return SECRET_MASK;
+            case RESOURCE_SIG:
+                return { urn: o.urn };
+            case ASSET_SIG:
+                return { asset: o.path ?? o.uri ?? "(text)" };
+            case ARCHIVE_SIG:
+                return { archive: o.path ?? o.uri ?? "(assets)" };
             case OUTPUT_SIG:
                 if (o.secret === true) return SECRET_MASK;
                 return "value" in o ? maskWire(o.value) : UNKNOWN_MASK;
             default:
-                return Object.fromEntries(Object.entries(o).filter(([, x]) => x !== undefined).map(([k, x]) => [k, maskWire(x)]));
+                return Object.fromEntries(
+                    Object.entries(o)
+                        .filter(([, x]) => x !== undefined)
+                        .map(([k, x]) => [k, maskWire(x)]),
+                );
         }
     }
     return v;

@@ -52,9 +52,17 @@ export const activationFacts: readonly ActivationFact[] = [
         component: "vllm",
         requires: [
             { what: "`--speculative-config` on the decode worker", readBy: `${VLLM}:vllm/engine/arg_utils.py` },
-            { what: "the IDENTICAL `--speculative-config` (method, drafter model, num_speculative_tokens) on every prefill worker: the prefill computes the drafter's KV that decode reads", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` },
+            {
+                what: "the IDENTICAL `--speculative-config` (method, drafter model, num_speculative_tokens) on every prefill worker: the prefill computes the drafter's KV that decode reads",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+            },
         ],
-        peers: [{ what: "the NIXL handshake hashes the transfer-relevant speculative settings of model-based methods and refuses a prefill/decode pair whose hash differs (vllm-project/vllm PR #49230)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` }],
+        peers: [
+            {
+                what: "the NIXL handshake hashes the transfer-relevant speculative settings of model-based methods and refuses a prefill/decode pair whose hash differs (vllm-project/vllm PR #49230)",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+            },
+        ],
         otherwise: "refused",
         source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
     },
@@ -63,11 +71,25 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "vLLM P/D KV transfer over NIXL (NixlConnector, alone or inside MultiConnector)",
         component: "vllm",
         requires: [
-            { what: "`--kv-transfer-config` with kv_connector NixlConnector (or MultiConnector listing it) on prefill and decode", readBy: `${VLLM}:vllm/config/kv_transfer.py` },
-            { what: "`--disaggregation-mode prefill|decode` so Dynamo registers the prefill and the router sends it prompts", readBy: `${D}:components/src/dynamo/vllm/backend_args.py` },
-            { what: "VLLM_NIXL_SIDE_CHANNEL_HOST = the pod IP (default localhost; Dynamo sets it only for a top-level NixlConnector/PdConnector)", readBy: `${VLLM}:vllm/envs.py` },
+            {
+                what: "`--kv-transfer-config` with kv_connector NixlConnector (or MultiConnector listing it) on prefill and decode",
+                readBy: `${VLLM}:vllm/config/kv_transfer.py`,
+            },
+            {
+                what: "`--disaggregation-mode prefill|decode` so Dynamo registers the prefill and the router sends it prompts",
+                readBy: `${D}:components/src/dynamo/vllm/backend_args.py`,
+            },
+            {
+                what: "VLLM_NIXL_SIDE_CHANNEL_HOST = the pod IP (default localhost; Dynamo sets it only for a top-level NixlConnector/PdConnector)",
+                readBy: `${VLLM}:vllm/envs.py`,
+            },
         ],
-        peers: [{ what: "same vLLM version, NIXL connector version and model/dtype/cache config on both ends (compatibility hash, PR #29503)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py` }],
+        peers: [
+            {
+                what: "same vLLM version, NIXL connector version and model/dtype/cache config on both ends (compatibility hash, PR #29503)",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
+            },
+        ],
         otherwise: "refused",
         source: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py`,
     },
@@ -76,7 +98,10 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "one Mooncake store pool shared by every worker of an endpoint (vLLM MooncakeStoreConnector, SGLang HiCache)",
         component: "vllm",
         requires: [
-            { what: "the same tensor-parallel size on every worker that reads or writes the pool: a pool key carries the writer's tp_rank (and pcp/dcp/pp rank) but not its TP size, so a TP4 reader asks for rank 2/3 shards a TP2 writer never stored and reads rank 0/1 shards of a different head split", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py#PoolKey.build_prefix` },
+            {
+                what: "the same tensor-parallel size on every worker that reads or writes the pool: a pool key carries the writer's tp_rank (and pcp/dcp/pp rank) but not its TP size, so a TP4 reader asks for rank 2/3 shards a TP2 writer never stored and reads rank 0/1 shards of a different head split",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/data.py#PoolKey.build_prefix`,
+            },
         ],
         peers: [],
         otherwise: "refused",
@@ -88,7 +113,10 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "model-based speculative decoding (eagle3, mtp) on a disaggregated vLLM endpoint",
         component: "vllm",
         requires: [
-            { what: "not proven working: Dynamo lists 'vLLM Disagg Decode + EAGLE3 Speculative Decoding Crashes Silently ... under large KV-transfer volume ... even with an identical --speculative_config on prefill and decode. Workaround: None reliable; EAGLE3 speculative decoding with disaggregated serving is unsupported' (v1.3.0, targeted fix v1.4.0); neither the v1.4.0 nor the v1.5.0 release notes record the fix", readBy: "ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx" },
+            {
+                what: "not proven working: Dynamo lists 'vLLM Disagg Decode + EAGLE3 Speculative Decoding Crashes Silently ... under large KV-transfer volume ... even with an identical --speculative_config on prefill and decode. Workaround: None reliable; EAGLE3 speculative decoding with disaggregated serving is unsupported' (v1.3.0, targeted fix v1.4.0); neither the v1.4.0 nor the v1.5.0 release notes record the fix",
+                readBy: "ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx",
+            },
         ],
         peers: [],
         otherwise: "refused",
@@ -100,8 +128,14 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "vLLM shared host-RAM KV pool (MooncakeStoreConnector)",
         component: "vllm",
         requires: [
-            { what: "MOONCAKE_CONFIG_PATH naming a mounted JSON file; MOONCAKE_* variables are not read", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.load_from_config` },
-            { what: "`mode: standalone-store` with `global_segment_size: 0` (separate store pods)", readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.__post_init__` },
+            {
+                what: "MOONCAKE_CONFIG_PATH naming a mounted JSON file; MOONCAKE_* variables are not read",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.load_from_config`,
+            },
+            {
+                what: "`mode: standalone-store` with `global_segment_size: 0` (separate store pods)",
+                readBy: `${VLLM}:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.__post_init__`,
+            },
             { what: "a Mooncake master and store reachable at `master_server_address`", readBy: `${MC}:mooncake-store/src/master.cpp` },
         ],
         otherwise: "startup-failure",
@@ -112,9 +146,18 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "SGLang HiCache with the Mooncake storage backend",
         component: "sglang",
         requires: [
-            { what: "`--enable-hierarchical-cache` with `--hicache-storage-backend mooncake`", readBy: `${SGL}:python/sglang/srt/server_args.py` },
-            { what: "`--disaggregation-decode-enable-radix-cache` on a P/D decode worker (the P/D hook turns the radix cache off, and HiCache without it is refused)", readBy: `${SGL}:python/sglang/srt/server_args.py` },
-            { what: "`--hicache-storage-backend-extra-config` naming `master_server_address`: then the whole Mooncake config comes from it (`load_from_extra_config`) and MOONCAKE_* variables are not read", readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeBaseStore._load_config` },
+            {
+                what: "`--enable-hierarchical-cache` with `--hicache-storage-backend mooncake`",
+                readBy: `${SGL}:python/sglang/srt/server_args.py`,
+            },
+            {
+                what: "`--disaggregation-decode-enable-radix-cache` on a P/D decode worker (the P/D hook turns the radix cache off, and HiCache without it is refused)",
+                readBy: `${SGL}:python/sglang/srt/server_args.py`,
+            },
+            {
+                what: "`--hicache-storage-backend-extra-config` naming `master_server_address`: then the whole Mooncake config comes from it (`load_from_extra_config`) and MOONCAKE_* variables are not read",
+                readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeBaseStore._load_config`,
+            },
         ],
         otherwise: "startup-failure",
         source: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`,
@@ -124,10 +167,21 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "Mooncake client registration with the master (the address peers and the store connect back to)",
         component: "mooncake-client",
         requires: [
-            { what: "SGLang extra-config path: `local_hostname` in the extra config = the pod IP (default `localhost`)", readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeStoreConfig.load_from_extra_config` },
-            { what: "environment path (store service, SGLang without extra config): MOONCAKE_LOCAL_HOSTNAME = the pod IP (default `localhost`)", readBy: `${MC}:mooncake-wheel/mooncake/mooncake_config.py#MooncakeConfig.load_from_env` },
+            {
+                what: "SGLang extra-config path: `local_hostname` in the extra config = the pod IP (default `localhost`)",
+                readBy: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py#MooncakeStoreConfig.load_from_extra_config`,
+            },
+            {
+                what: "environment path (store service, SGLang without extra config): MOONCAKE_LOCAL_HOSTNAME = the pod IP (default `localhost`)",
+                readBy: `${MC}:mooncake-wheel/mooncake/mooncake_config.py#MooncakeConfig.load_from_env`,
+            },
         ],
-        peers: [{ what: "the master and the store handshake with the advertised address; `localhost` is refused, the warm-up write fails and the worker never starts", readBy: `${MC}:mooncake-transfer-engine/src/transfer_engine_impl.cpp` }],
+        peers: [
+            {
+                what: "the master and the store handshake with the advertised address; `localhost` is refused, the warm-up write fails and the worker never starts",
+                readBy: `${MC}:mooncake-transfer-engine/src/transfer_engine_impl.cpp`,
+            },
+        ],
         otherwise: "refused",
         source: `${SGL}:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`,
     },
@@ -136,11 +190,26 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "Dynamo frontend shared KV cache (`--shared-cache-type hicache`): routing credit for prefixes in the Mooncake pool",
         component: "dynamo-frontend",
         requires: [
-            { what: "`--router-mode kv` on the frontend", readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
-            { what: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT on the frontend = the master's KV-event PUB endpoint (workers may advertise it as a fallback)", readBy: `${D}:lib/llm/src/discovery/model_manager.rs#hicache_cache_for` },
-            { what: "a Mooncake master running `--enable_kv_events` with `--kv_events_bind_endpoint` on that port", readBy: `${MC}:mooncake-store/src/master.cpp` },
-            { what: "Mooncake >= v0.3.12 in the master's image (the KV-event publisher of kvcache-ai/Mooncake PR #2214; gflags refuses the flag earlier)", readBy: `${MC}:mooncake-store/src/master.cpp` },
-            { what: "SGLang workers with `--hicache-storage-backend mooncake` (they publish `sglang_hicache_mooncake` metadata), SGLang >= 0.5.11", readBy: `${D}:components/src/dynamo/sglang/register.py` },
+            {
+                what: "`--router-mode kv` on the frontend",
+                readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            },
+            {
+                what: "DYN_MOONCAKE_KV_EVENTS_ENDPOINT on the frontend = the master's KV-event PUB endpoint (workers may advertise it as a fallback)",
+                readBy: `${D}:lib/llm/src/discovery/model_manager.rs#hicache_cache_for`,
+            },
+            {
+                what: "a Mooncake master running `--enable_kv_events` with `--kv_events_bind_endpoint` on that port",
+                readBy: `${MC}:mooncake-store/src/master.cpp`,
+            },
+            {
+                what: "Mooncake >= v0.3.12 in the master's image (the KV-event publisher of kvcache-ai/Mooncake PR #2214; gflags refuses the flag earlier)",
+                readBy: `${MC}:mooncake-store/src/master.cpp`,
+            },
+            {
+                what: "SGLang workers with `--hicache-storage-backend mooncake` (they publish `sglang_hicache_mooncake` metadata), SGLang >= 0.5.11",
+                readBy: `${D}:components/src/dynamo/sglang/register.py`,
+            },
         ],
         otherwise: "inert",
         source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/backends/sglang/hicache.md`,
@@ -150,8 +219,14 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "KV-aware routing from worker KV events",
         component: "dynamo-frontend",
         requires: [
-            { what: "`--router-mode kv` on the frontend, KV events on (not `--no-router-kv-events`)", readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
-            { what: "vLLM: `--kv-events-config` with `enable_kv_cache_events: true` and a ZMQ publisher", readBy: `${VLLM}:vllm/config/kv_events.py` },
+            {
+                what: "`--router-mode kv` on the frontend, KV events on (not `--no-router-kv-events`)",
+                readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            },
+            {
+                what: "vLLM: `--kv-events-config` with `enable_kv_cache_events: true` and a ZMQ publisher",
+                readBy: `${VLLM}:vllm/config/kv_events.py`,
+            },
             { what: "SGLang: `--kv-events-config` with a ZMQ publisher", readBy: `${SGL}:python/sglang/srt/server_args.py` },
             { what: "TRT-LLM: `--publish-kv-events` (Dynamo >= 1.3.0)", readBy: `${D}:components/src/dynamo/trtllm/backend_args.py` },
         ],
@@ -163,8 +238,14 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "Dynamo Planner load-based scaling",
         component: "dynamo-planner",
         requires: [
-            { what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontends and workers", readBy: `${D}:components/src/dynamo/planner/config/planner_config.py` },
-            { what: "the workers' `dynamo_component_*` and the frontends' `dynamo_frontend_*` series scraped (PodMonitors selected by that Prometheus)", readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/prometheus_traffic_provider.py` },
+            {
+                what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontends and workers",
+                readBy: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+            },
+            {
+                what: "the workers' `dynamo_component_*` and the frontends' `dynamo_frontend_*` series scraped (PodMonitors selected by that Prometheus)",
+                readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/prometheus_traffic_provider.py`,
+            },
         ],
         otherwise: "inert",
         source: `${D}:components/src/dynamo/planner/config/planner_config.py`,
@@ -173,7 +254,12 @@ export const activationFacts: readonly ActivationFact[] = [
         id: "gpudirect-dmabuf",
         feature: "GPUDirect RDMA through DMA-BUF",
         component: "gpu-operator",
-        requires: [{ what: "`driver.kernelModuleType: open` (open GPU kernel modules); nothing under driver.rdma but `enabled: false`", readBy: `${GPUOP}:deployments/gpu-operator/values.yaml` }],
+        requires: [
+            {
+                what: "`driver.kernelModuleType: open` (open GPU kernel modules); nothing under driver.rdma but `enabled: false`",
+                readBy: `${GPUOP}:deployments/gpu-operator/values.yaml`,
+            },
+        ],
         otherwise: "inert",
         source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
     },
@@ -181,7 +267,12 @@ export const activationFacts: readonly ActivationFact[] = [
         id: "gpu-operator-host-mofed",
         feature: "GPU Operator `driver.rdma.useHostMofed` (nvidia-peermem against host-installed MOFED)",
         component: "gpu-operator",
-        requires: [{ what: "`driver.rdma.enabled: true`: the operator reads useHostMofed only through IsHostMOFED(), which is false unless GPUDirect RDMA (peermem) is enabled", readBy: `${GPUOP}:api/nvidia/v1/clusterpolicy_types.go#IsHostMOFED` }],
+        requires: [
+            {
+                what: "`driver.rdma.enabled: true`: the operator reads useHostMofed only through IsHostMOFED(), which is false unless GPUDirect RDMA (peermem) is enabled",
+                readBy: `${GPUOP}:api/nvidia/v1/clusterpolicy_types.go#IsHostMOFED`,
+            },
+        ],
         otherwise: "inert",
         source: `${GPUOP}:controllers/object_controls.go#transformPeerMemoryContainer`,
     },
@@ -190,8 +281,14 @@ export const activationFacts: readonly ActivationFact[] = [
         feature: "node-feature-discovery labelling the GPU and NIC nodes",
         component: "gpu-operator",
         requires: [
-            { what: "exactly one NFD deployment per cluster: the Network Operator's (`nfd.enabled`, default true) labels PCI classes 0300/0302 by vendor, giving `feature.node.kubernetes.io/pci-10de.present`; the GPU Operator's own (`nfd.enabled`, default true) must then be off", readBy: `${NETOP}:deployment/network-operator/values.yaml` },
-            { what: "the GPU Operator selects GPU nodes by `feature.node.kubernetes.io/pci-10de.present`", readBy: `${GPUOP}:controllers/state_manager.go` },
+            {
+                what: "exactly one NFD deployment per cluster: the Network Operator's (`nfd.enabled`, default true) labels PCI classes 0300/0302 by vendor, giving `feature.node.kubernetes.io/pci-10de.present`; the GPU Operator's own (`nfd.enabled`, default true) must then be off",
+                readBy: `${NETOP}:deployment/network-operator/values.yaml`,
+            },
+            {
+                what: "the GPU Operator selects GPU nodes by `feature.node.kubernetes.io/pci-10de.present`",
+                readBy: `${GPUOP}:controllers/state_manager.go`,
+            },
         ],
         otherwise: "refused",
         source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
@@ -214,15 +311,55 @@ export interface ExporterFact {
 }
 
 export const exporterActivation: readonly ExporterFact[] = [
-    { exporter: "dynamo-frontend", pods: { entrypoint: "dynamo.frontend", role: ["frontend"] }, port: "http", source: `${D}:deploy/operator/internal/dynamo/component_frontend.go` },
-    { exporter: "dynamo-worker", pods: { role: ["prefill", "decode", "worker"] }, port: "system", source: `${D}:deploy/operator/internal/dynamo/component_worker.go` },
-    { exporter: "vllm", pods: { entrypoint: "dynamo.vllm", role: ["prefill", "decode", "worker"] }, port: "system", forbidsFlag: "--disable-log-stats", source: `${D}:components/src/dynamo/vllm/main.py` },
-    { exporter: "sglang", pods: { entrypoint: "dynamo.sglang", role: ["prefill", "decode", "worker"] }, port: "system", needsFlag: "--enable-metrics", source: `${D}:components/src/dynamo/sglang/publisher.py` },
+    {
+        exporter: "dynamo-frontend",
+        pods: { entrypoint: "dynamo.frontend", role: ["frontend"] },
+        port: "http",
+        source: `${D}:deploy/operator/internal/dynamo/component_frontend.go`,
+    },
+    {
+        exporter: "dynamo-worker",
+        pods: { role: ["prefill", "decode", "worker"] },
+        port: "system",
+        source: `${D}:deploy/operator/internal/dynamo/component_worker.go`,
+    },
+    {
+        exporter: "vllm",
+        pods: { entrypoint: "dynamo.vllm", role: ["prefill", "decode", "worker"] },
+        port: "system",
+        forbidsFlag: "--disable-log-stats",
+        source: `${D}:components/src/dynamo/vllm/main.py`,
+    },
+    {
+        exporter: "sglang",
+        pods: { entrypoint: "dynamo.sglang", role: ["prefill", "decode", "worker"] },
+        port: "system",
+        needsFlag: "--enable-metrics",
+        source: `${D}:components/src/dynamo/sglang/publisher.py`,
+    },
     // This repository's services: their metrics are checked against the live registries in test/observability.test.ts.
-    { exporter: "auth", pods: { labels: { "app.kubernetes.io/name": "platform-auth" } }, port: "ops", portInSpec: true, source: "inference-platform/platform@0.1.0:services/auth/metrics.ts" },
-    { exporter: "metering", pods: { labels: { "app.kubernetes.io/name": "platform-metering" } }, port: "http", portInSpec: true, source: "inference-platform/platform@0.1.0:services/metering/service.ts" },
+    {
+        exporter: "auth",
+        pods: { labels: { "app.kubernetes.io/name": "platform-auth" } },
+        port: "ops",
+        portInSpec: true,
+        source: "inference-platform/platform@0.1.0:services/auth/metrics.ts",
+    },
+    {
+        exporter: "metering",
+        pods: { labels: { "app.kubernetes.io/name": "platform-metering" } },
+        port: "http",
+        portInSpec: true,
+        source: "inference-platform/platform@0.1.0:services/metering/service.ts",
+    },
     // `--enable_metric_reporting` defaults to true; the port is `--metrics_port` (lib/mooncake.ts names it `metrics`).
-    { exporter: "mooncake-master", pods: { labels: { "app.kubernetes.io/name": "mooncake-master" } }, port: "metrics", portInSpec: true, source: `${MC}:mooncake-store/src/master.cpp` },
+    {
+        exporter: "mooncake-master",
+        pods: { labels: { "app.kubernetes.io/name": "mooncake-master" } },
+        port: "metrics",
+        portInSpec: true,
+        source: `${MC}:mooncake-store/src/master.cpp`,
+    },
 ];
 
 /**

@@ -40,7 +40,9 @@ function dynamoImage(engine: "vllm" | "sglang" | "tensorrtllm", nixl: string, mo
         out.push({ image, library: "dynamo", version: "1.5.0", source: COMPAT });
         if (mooncake) {
             out.push({
-                image, library: "mooncake", source: COMPAT,
+                image,
+                library: "mooncake",
+                source: COMPAT,
                 note: "mooncake-transfer-engine is inherited from the upstream engine image (container/README.md, container/context.yaml); the release is not recorded at the tag",
             });
         }
@@ -69,19 +71,25 @@ export interface VersionPairFact {
 
 export const versionPairs: readonly VersionPairFact[] = [
     {
-        id: "mooncake-master-client", library: "mooncake", rule: "same-release",
+        id: "mooncake-master-client",
+        library: "mooncake",
+        rule: "same-release",
         ends: "Mooncake master and store service vs the Mooncake client in each engine image of the endpoint",
         source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-store/include/rpc_service.h",
         note: "client and master speak coro_rpc with struct-serialised requests that change between releases; Mooncake states no cross-release compatibility",
     },
     {
-        id: "nixl-prefill-decode", library: "nixl", rule: "same-release",
+        id: "nixl-prefill-decode",
+        library: "nixl",
+        rule: "same-release",
         ends: "NIXL in the prefill image vs NIXL in the decode image of one endpoint",
         source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py",
         note: "vLLM's handshake (compute_nixl_compatibility_hash) hashes the vLLM version and NIXL_CONNECTOR_VERSION, a constant of vLLM's connector, plus model/dtype/KV-head/layer/attention-backend/cache-dtype factors, and refuses a mismatch (vllm-project/vllm PR #29503): it does NOT cover the NIXL library release, so vLLM itself would pair two NIXL releases. The same-release rule on the library is ours (closed world): the serialized NIXL agent metadata both ends load (nixl_wrapper.add_remote_agent) is not promised compatible across releases; SGLang and TRT-LLM exchange the same release-specific agent metadata",
     },
     {
-        id: "dynamo-router-workers", library: "dynamo", rule: "same-release",
+        id: "dynamo-router-workers",
+        library: "dynamo",
+        rule: "same-release",
         ends: "Dynamo in the frontend (KV router) vs Dynamo in every worker and the planner of the graph",
         source: `${DYN}:docs/fern/pages/reference/general/compatibility.mdx`,
         note: "the router decodes the workers' KV events, runtime config and request-plane codec of its own release; Dynamo ships frontend and workers as one release",
@@ -96,8 +104,13 @@ export const MOONCAKE_MASTER_KV_EVENTS_SINCE = "v0.3.12";
  * @returns a number whose sign orders a and b
  */
 export function compareRelease(a: string, b: string): number {
-    const parts = (v: string) => v.replace(/^v/, "").split(/[.]/).map((p) => (p.startsWith("post") ? Number(p.slice(4)) / 1000 : Number(p) || 0));
-    const x = parts(a), y = parts(b);
+    const parts = (v: string) =>
+        v
+            .replace(/^v/, "")
+            .split(/[.]/)
+            .map((p) => (p.startsWith("post") ? Number(p.slice(4)) / 1000 : Number(p) || 0));
+    const x = parts(a),
+        y = parts(b);
     for (let i = 0; i < Math.max(x.length, y.length); i++) {
         const d = (x[i] ?? 0) - (y[i] ?? 0);
         if (d !== 0) return d;
@@ -106,7 +119,11 @@ export function compareRelease(a: string, b: string): number {
 }
 
 /** The recorded release of `library` in `image`, or undefined when unknown. */
-export function bundledVersion(image: string, library: WireLibrary, facts: readonly BundledVersionFact[] = bundledVersions): BundledVersionFact | undefined {
+export function bundledVersion(
+    image: string,
+    library: WireLibrary,
+    facts: readonly BundledVersionFact[] = bundledVersions,
+): BundledVersionFact | undefined {
     return facts.find((f) => f.image === image && f.library === library);
 }
 

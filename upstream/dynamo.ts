@@ -11,16 +11,34 @@ export const dynamoFrontend: ComponentFacts = {
     component: "dynamo-frontend",
     version: "1.5.0",
     flags: {
-        "--http-port": { takesValue: true, default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py`, note: "env DYN_HTTP_PORT" },
+        "--http-port": {
+            takesValue: true,
+            default: "8000",
+            source: `${D}:components/src/dynamo/frontend/frontend_args.py`,
+            note: "env DYN_HTTP_PORT",
+        },
         "--router-mode": {
-            takesValue: true, default: "round-robin",
+            takesValue: true,
+            default: "round-robin",
             choices: ["round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted"],
             source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py`,
         },
-        "--shared-cache-type": { takesValue: true, source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`, note: "hicache: count Mooncake-backed HiCache hits" },
-        "--shared-cache-multiplier": { takesValue: true, default: "0.5", source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+        "--shared-cache-type": {
+            takesValue: true,
+            source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            note: "hicache: count Mooncake-backed HiCache hits",
+        },
+        "--shared-cache-multiplier": {
+            takesValue: true,
+            default: "0.5",
+            source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+        },
         "--no-router-kv-events": { takesValue: false, source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
-        "--router-conditional-disagg": { takesValue: false, source: `${D}:components/src/dynamo/frontend/frontend_args.py`, note: "rejected unless --router-mode kv" },
+        "--router-conditional-disagg": {
+            takesValue: false,
+            source: `${D}:components/src/dynamo/frontend/frontend_args.py`,
+            note: "rejected unless --router-mode kv",
+        },
     },
     env: {
         DYN_ROUTER_MODE: { default: "round-robin", source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py` },
@@ -32,10 +50,17 @@ export const dynamoPlanner: ComponentFacts = {
     component: "dynamo-planner",
     version: "1.5.0",
     flags: {
-        "--config": { takesValue: true, source: `${D}:components/src/dynamo/planner/__main__.py`, note: "PlannerConfig as JSON/YAML (components/src/dynamo/planner/config/planner_config.py)" },
+        "--config": {
+            takesValue: true,
+            source: `${D}:components/src/dynamo/planner/__main__.py`,
+            note: "PlannerConfig as JSON/YAML (components/src/dynamo/planner/config/planner_config.py)",
+        },
     },
     env: {
-        PROMETHEUS_ENDPOINT: { default: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090", source: `${D}:components/src/dynamo/planner/config/planner_config.py#metric_pulling_prometheus_endpoint` },
+        PROMETHEUS_ENDPOINT: {
+            default: "http://prometheus-kube-prometheus-prometheus.monitoring.svc.cluster.local:9090",
+            source: `${D}:components/src/dynamo/planner/config/planner_config.py#metric_pulling_prometheus_endpoint`,
+        },
     },
 };
 
@@ -44,7 +69,13 @@ export const dynamoVllm: ComponentFacts = {
     component: "dynamo-vllm",
     version: "1.5.0",
     flags: {
-        "--disaggregation-mode": { takesValue: true, choices: ["agg", "pd", "prefill", "decode", "encode"], default: "agg", source: `${D}:components/src/dynamo/vllm/backend_args.py`, note: "env DYN_VLLM_DISAGGREGATION_MODE; the old --is-prefill-worker flags were removed (#12089)" },
+        "--disaggregation-mode": {
+            takesValue: true,
+            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            default: "agg",
+            source: `${D}:components/src/dynamo/vllm/backend_args.py`,
+            note: "env DYN_VLLM_DISAGGREGATION_MODE; the old --is-prefill-worker flags were removed (#12089)",
+        },
     },
     env: {
         DYN_VLLM_DISAGGREGATION_MODE: { default: "agg", source: `${D}:components/src/dynamo/vllm/backend_args.py` },
@@ -68,11 +99,30 @@ export const dynamoTrtllm: ComponentFacts = {
         "--model-path": { takesValue: true, source: TRT },
         "--served-model-name": { takesValue: true, source: TRT },
         "--tensor-parallel-size": { takesValue: true, default: "1", source: TRT },
-        "--disaggregation-mode": { takesValue: true, choices: ["prefill_and_decode", "prefill", "decode", "encode"], default: "prefill_and_decode", source: TRT },
-        "--override-engine-args": { takesValue: true, source: TRT, note: "JSON overriding LlmArgs keys (upstream/trtllm.ts trtllmEngineArgKeys)" },
+        "--disaggregation-mode": {
+            takesValue: true,
+            choices: ["prefill_and_decode", "prefill", "decode", "encode"],
+            default: "prefill_and_decode",
+            source: TRT,
+        },
+        "--override-engine-args": {
+            takesValue: true,
+            source: TRT,
+            note: "JSON overriding LlmArgs keys (upstream/trtllm.ts trtllmEngineArgKeys)",
+        },
         "--extra-engine-args": { takesValue: true, source: TRT },
-        "--kv-block-size": { takesValue: true, default: "32", source: TRT, note: "tokens per KV block; must match between prefill and decode" },
-        "--publish-kv-events": { takesValue: false, aliases: ["--no-publish-kv-events"], source: TRT, note: "env DYN_TRTLLM_PUBLISH_KV_EVENTS (Dynamo >= 1.3.0)" },
+        "--kv-block-size": {
+            takesValue: true,
+            default: "32",
+            source: TRT,
+            note: "tokens per KV block; must match between prefill and decode",
+        },
+        "--publish-kv-events": {
+            takesValue: false,
+            aliases: ["--no-publish-kv-events"],
+            source: TRT,
+            note: "env DYN_TRTLLM_PUBLISH_KV_EVENTS (Dynamo >= 1.3.0)",
+        },
     },
     env: {
         DYN_TRTLLM_PUBLISH_KV_EVENTS: { default: "false", source: TRT },
@@ -86,17 +136,44 @@ export const dynamoTrtllm: ComponentFacts = {
  */
 export const dynamoInjections: readonly InjectionFact[] = [
     {
-        by: "dynamo-vllm", env: ["VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"],
-        when: "top-level kv_connector is NixlConnector or PdConnector", kvConnectors: ["NixlConnector", "PdConnector"],
+        by: "dynamo-vllm",
+        env: ["VLLM_NIXL_SIDE_CHANNEL_HOST", "VLLM_NIXL_SIDE_CHANNEL_PORT"],
+        when: "top-level kv_connector is NixlConnector or PdConnector",
+        kvConnectors: ["NixlConnector", "PdConnector"],
         source: `${D}:components/src/dynamo/vllm/args.py`,
     },
 ];
 
 /** Entry points of the Dynamo images. */
 export const dynamoEntrypoints: readonly EntrypointFacts[] = [
-    { id: "dynamo.frontend", argv: ["python3", "-m", "dynamo.frontend"], components: ["dynamo-frontend"], source: `${D}:components/src/dynamo/frontend/__main__.py` },
-    { id: "dynamo.planner", argv: ["python3", "-m", "dynamo.planner"], components: ["dynamo-planner"], source: `${D}:components/src/dynamo/planner/__main__.py` },
-    { id: "dynamo.vllm", argv: ["python3", "-m", "dynamo.vllm"], components: ["dynamo-vllm", "vllm"], source: `${D}:components/src/dynamo/vllm/__main__.py` },
-    { id: "dynamo.sglang", argv: ["python3", "-m", "dynamo.sglang"], components: ["dynamo-sglang", "sglang"], source: `${D}:components/src/dynamo/sglang/__main__.py` },
-    { id: "dynamo.trtllm", argv: ["python3", "-m", "dynamo.trtllm"], components: ["dynamo-trtllm", "trtllm"], source: `${D}:components/src/dynamo/trtllm/__main__.py` },
+    {
+        id: "dynamo.frontend",
+        argv: ["python3", "-m", "dynamo.frontend"],
+        components: ["dynamo-frontend"],
+        source: `${D}:components/src/dynamo/frontend/__main__.py`,
+    },
+    {
+        id: "dynamo.planner",
+        argv: ["python3", "-m", "dynamo.planner"],
+        components: ["dynamo-planner"],
+        source: `${D}:components/src/dynamo/planner/__main__.py`,
+    },
+    {
+        id: "dynamo.vllm",
+        argv: ["python3", "-m", "dynamo.vllm"],
+        components: ["dynamo-vllm", "vllm"],
+        source: `${D}:components/src/dynamo/vllm/__main__.py`,
+    },
+    {
+        id: "dynamo.sglang",
+        argv: ["python3", "-m", "dynamo.sglang"],
+        components: ["dynamo-sglang", "sglang"],
+        source: `${D}:components/src/dynamo/sglang/__main__.py`,
+    },
+    {
+        id: "dynamo.trtllm",
+        argv: ["python3", "-m", "dynamo.trtllm"],
+        components: ["dynamo-trtllm", "trtllm"],
+        source: `${D}:components/src/dynamo/trtllm/__main__.py`,
+    },
 ];

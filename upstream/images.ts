@@ -21,7 +21,13 @@ function runtime(engine: "vllm" | "sglang" | "tensorrtllm", engineComponents: st
     const components = ["dynamo-frontend", ...engineComponents, ...common];
     return [
         { repository, tag: "1.5.0", components, provides: [...rdmaTools, ...extra], source: RUNTIME },
-        { repository, tag: "1.5.0-efa", components: [...components, "libfabric"], provides: [...rdmaTools, ...extra, ...efaTools], source: AWS },
+        {
+            repository,
+            tag: "1.5.0-efa",
+            components: [...components, "libfabric"],
+            provides: [...rdmaTools, ...extra, ...efaTools],
+            source: AWS,
+        },
     ];
 }
 
@@ -34,19 +40,65 @@ export const images: readonly ImageFacts[] = [
     ...runtime("sglang", ["dynamo-sglang", "sglang", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
     ...runtime("tensorrtllm", ["dynamo-trtllm", "trtllm"]),
     {
-        repository: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", tag: "1.5.0", components: ["dynamo-planner", "python"], provides: [],
-        source: `${D}:container/templates/planner.Dockerfile`, note: "dedicated planner image since 1.1.0 (ai-dynamo/dynamo PR #8407)",
+        repository: "nvcr.io/nvidia/ai-dynamo/dynamo-planner",
+        tag: "1.5.0",
+        components: ["dynamo-planner", "python"],
+        provides: [],
+        source: `${D}:container/templates/planner.Dockerfile`,
+        note: "dedicated planner image since 1.1.0 (ai-dynamo/dynamo PR #8407)",
     },
 ];
 
 /** What a configuration needs from its image. */
 export const imageRequirements: readonly ImageRequirementFact[] = [
-    { id: "nccl-net-libfabric", when: { env: ["NCCL_NET", "Libfabric"] }, needs: ["aws-ofi-nccl"], source: "aws/aws-ofi-nccl@v1.16.0:src/nccl_ofi_net.cpp", note: "NCCL_NET names the aws-ofi-nccl plugin; without it NCCL init fails" },
-    { id: "fi-provider-efa", when: { env: ["FI_PROVIDER", "efa"] }, needs: ["libfabric", "efa-installer"], source: "ofiwg/libfabric@v2.4.0:src/fabric.c" },
-    { id: "nixl-libfabric-sglang", when: { env: ["SGLANG_DISAGGREGATION_NIXL_BACKEND", "LIBFABRIC"] }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.4.0:src/plugins/libfabric/README.md" },
-    { id: "nixl-libfabric-trtllm", when: { env: ["TRTLLM_NIXL_KVCACHE_BACKEND", "LIBFABRIC"] }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.3.1:src/plugins/libfabric/README.md" },
-    { id: "nixl-libfabric-vllm", when: { nixlBackend: "LIBFABRIC" }, needs: ["libfabric"], source: "ai-dynamo/nixl@v1.3.2:src/plugins/libfabric/README.md" },
-    { id: "preflight-efa", when: { env: ["PREFLIGHT_FABRIC", "efa"] }, needs: ["fi_info"], source: "inference-platform/platform@0.1.0:lib/preflight.ts", note: "the preflight fails the pod when fi_info is neither on PATH nor in /opt/amazon/efa/bin, so the image must carry it" },
-    { id: "vllm-mooncake-store", when: { kvConnector: "MooncakeStoreConnector" }, needs: ["mooncake-transfer-engine"], source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py" },
-    { id: "sglang-hicache-mooncake", when: { flag: ["--hicache-storage-backend", "mooncake"] }, needs: ["mooncake-transfer-engine"], source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py" },
+    {
+        id: "nccl-net-libfabric",
+        when: { env: ["NCCL_NET", "Libfabric"] },
+        needs: ["aws-ofi-nccl"],
+        source: "aws/aws-ofi-nccl@v1.16.0:src/nccl_ofi_net.cpp",
+        note: "NCCL_NET names the aws-ofi-nccl plugin; without it NCCL init fails",
+    },
+    {
+        id: "fi-provider-efa",
+        when: { env: ["FI_PROVIDER", "efa"] },
+        needs: ["libfabric", "efa-installer"],
+        source: "ofiwg/libfabric@v2.4.0:src/fabric.c",
+    },
+    {
+        id: "nixl-libfabric-sglang",
+        when: { env: ["SGLANG_DISAGGREGATION_NIXL_BACKEND", "LIBFABRIC"] },
+        needs: ["libfabric"],
+        source: "ai-dynamo/nixl@v1.4.0:src/plugins/libfabric/README.md",
+    },
+    {
+        id: "nixl-libfabric-trtllm",
+        when: { env: ["TRTLLM_NIXL_KVCACHE_BACKEND", "LIBFABRIC"] },
+        needs: ["libfabric"],
+        source: "ai-dynamo/nixl@v1.3.1:src/plugins/libfabric/README.md",
+    },
+    {
+        id: "nixl-libfabric-vllm",
+        when: { nixlBackend: "LIBFABRIC" },
+        needs: ["libfabric"],
+        source: "ai-dynamo/nixl@v1.3.2:src/plugins/libfabric/README.md",
+    },
+    {
+        id: "preflight-efa",
+        when: { env: ["PREFLIGHT_FABRIC", "efa"] },
+        needs: ["fi_info"],
+        source: "inference-platform/platform@0.1.0:lib/preflight.ts",
+        note: "the preflight fails the pod when fi_info is neither on PATH nor in /opt/amazon/efa/bin, so the image must carry it",
+    },
+    {
+        id: "vllm-mooncake-store",
+        when: { kvConnector: "MooncakeStoreConnector" },
+        needs: ["mooncake-transfer-engine"],
+        source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py",
+    },
+    {
+        id: "sglang-hicache-mooncake",
+        when: { flag: ["--hicache-storage-backend", "mooncake"] },
+        needs: ["mooncake-transfer-engine"],
+        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py",
+    },
 ];

@@ -30,10 +30,28 @@ export * from "./pairs";
 export * from "./kv-transport";
 
 /** Every component's facts, by component id. */
-export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries([
-    vllm, sglang, trtllm, dynamoFrontend, dynamoPlanner, dynamoVllm, dynamoSglang, dynamoTrtllm,
-    mooncakeMaster, mooncakeStoreService, mooncakeClient, mooncakeTransferEngine, ucx, nixl, nccl, libfabric, python, platformPreflight,
-].map((c) => [c.component, c]));
+export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries(
+    [
+        vllm,
+        sglang,
+        trtllm,
+        dynamoFrontend,
+        dynamoPlanner,
+        dynamoVllm,
+        dynamoSglang,
+        dynamoTrtllm,
+        mooncakeMaster,
+        mooncakeStoreService,
+        mooncakeClient,
+        mooncakeTransferEngine,
+        ucx,
+        nixl,
+        nccl,
+        libfabric,
+        python,
+        platformPreflight,
+    ].map((c) => [c.component, c]),
+);
 
 /** Every known entry point. */
 export const entrypoints: readonly EntrypointFacts[] = [...dynamoEntrypoints, ...mooncakeEntrypoints, ...libraryEntrypoints];

@@ -26,9 +26,17 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
     { family: "mooncake", match: /^(MC_|MOONCAKE_)/, source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp" },
     { family: "vllm", match: /^VLLM_/, source: "vllm-project/vllm@v0.28.0:vllm/envs.py" },
     { family: "sglang", match: /^SGLANG_|^HOST_IP$/, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/environ.py" },
-    { family: "trtllm", match: /^(TRTLLM_|TLLM_)/, source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py" },
+    {
+        family: "trtllm",
+        match: /^(TRTLLM_|TLLM_)/,
+        source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
+    },
     { family: "kvbm", match: /^DYN_KVBM_/, source: "ai-dynamo/dynamo@v1.5.0:lib/llm/src/block_manager/distributed/utils.rs" },
-    { family: "cuda", match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/, source: "vllm-project/vllm@v0.28.0:vllm/envs.py#CUDA_VISIBLE_DEVICES" },
+    {
+        family: "cuda",
+        match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/,
+        source: "vllm-project/vllm@v0.28.0:vllm/envs.py#CUDA_VISIBLE_DEVICES",
+    },
 ];
 
 /** Flags of KV-moving entry points in a family: KV transfer, disaggregation, cache storage, hierarchical cache. */
@@ -46,7 +54,12 @@ export interface KvSafe {
 }
 
 /** One known setting: env var, flag, or JSON key (`<flag or env or file>.<dotted key>`). */
-export interface KvSetting { readonly name: string; readonly safe: KvSafe; readonly source: Source; readonly note?: string }
+export interface KvSetting {
+    readonly name: string;
+    readonly safe: KvSafe;
+    readonly source: Source;
+    readonly note?: string;
+}
 
 const UCX: Source = "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c";
 const EFA: Source = "ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c#efa_env_param_get";
@@ -57,7 +70,8 @@ const VLLM_KVT: Source = "vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py";
 const VLLM_NIXL: Source = "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py";
 const SGL_ENV: Source = "sgl-project/sglang@v0.5.18:python/sglang/srt/environ.py";
 const SGL_SA: Source = "sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py";
-const MC_STORE_CFG: Source = "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig";
+const MC_STORE_CFG: Source =
+    "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig";
 
 /** A comma-separated list of HCA names (`mlx5_0`, optional `:port`) or IB/EFA netdev names (`ibp9s0f0`, `rdmap16s27`). */
 const DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/;
@@ -65,35 +79,114 @@ const PCI = "[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]";
 const UINT = /^\d+$/;
 const SIZE = /^\d+(\.\d+)?\s*([kKmMgGtT][bB]?|[kKmMgGtT]i[bB]?)?$/;
 /** UCX transports that are RDMA or GPU-local copies; at least one RDMA transport, never tcp/sockets. */
-const UCX_TLS_RDMA = /^(?=.*\b(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5)\b)(\^?)?(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix)(,(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix))*$/;
+const UCX_TLS_RDMA =
+    /^(?=.*\b(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5)\b)(\^?)?(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix)(,(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix))*$/;
 
 /** The known-safe settings. Keys are exact names; JSON keys are `<carrier>.<dotted path>` (arrays of connectors by `[]`). */
 export const kvKnownSettings: readonly KvSetting[] = [
     // UCX (NIXL's UCX backend, NCCL's UCX plugin).
-    { name: "UCX_TLS", safe: { pattern: UCX_TLS_RDMA }, source: UCX, note: "an RDMA transport (rc/dc) and GPU copies; tcp or a list without rc/dc moves KV over sockets" },
-    { name: "UCX_NET_DEVICES", safe: { pattern: DEVICE_LIST }, source: UCX, note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules" },
-    { name: "UCX_RNDV_SCHEME", safe: { values: ["get_zcopy", "put_zcopy", "auto"] }, source: UCX, note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory" },
-    { name: "UCX_RNDV_THRESH", safe: { pattern: /^(\d+[kKmMgG]?[bB]?|auto|inf)$/ }, source: UCX, note: "a tuned threshold: when rendezvous (zero copy) starts" },
-    { name: "UCX_PROTO_EMULATION_ENABLE", safe: { values: ["n", "no", "0", "off", "false"] }, source: "openucx/ucx@v1.21.0:src/ucp/proto/proto_init.c", note: "emulation makes RDMA protocols out of copies through host memory" },
-    { name: "UCX_IB_ADDR_TYPE", safe: { values: ["ib_global", "ib_local", "auto"] }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
-    { name: "UCX_IB_GPU_DIRECT_RDMA", safe: { values: ["yes", "y", "1", "on", "try"] }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c", note: "no turns GPUDirect off (KV staged through host memory)" },
-    { name: "UCX_IB_GID_INDEX", safe: { pattern: UINT }, source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table", note: "RoCE GID selection" },
-    { name: "UCX_SOCKADDR_TLS_PRIORITY", safe: { values: ["rdmacm"] }, source: "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c", note: "connection setup over RDMA CM; rdma-cm-rail-networks checks the rail networks it needs" },
+    {
+        name: "UCX_TLS",
+        safe: { pattern: UCX_TLS_RDMA },
+        source: UCX,
+        note: "an RDMA transport (rc/dc) and GPU copies; tcp or a list without rc/dc moves KV over sockets",
+    },
+    {
+        name: "UCX_NET_DEVICES",
+        safe: { pattern: DEVICE_LIST },
+        source: UCX,
+        note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules",
+    },
+    {
+        name: "UCX_RNDV_SCHEME",
+        safe: { values: ["get_zcopy", "put_zcopy", "auto"] },
+        source: UCX,
+        note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory",
+    },
+    {
+        name: "UCX_RNDV_THRESH",
+        safe: { pattern: /^(\d+[kKmMgG]?[bB]?|auto|inf)$/ },
+        source: UCX,
+        note: "a tuned threshold: when rendezvous (zero copy) starts",
+    },
+    {
+        name: "UCX_PROTO_EMULATION_ENABLE",
+        safe: { values: ["n", "no", "0", "off", "false"] },
+        source: "openucx/ucx@v1.21.0:src/ucp/proto/proto_init.c",
+        note: "emulation makes RDMA protocols out of copies through host memory",
+    },
+    {
+        name: "UCX_IB_ADDR_TYPE",
+        safe: { values: ["ib_global", "ib_local", "auto"] },
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+    },
+    {
+        name: "UCX_IB_GPU_DIRECT_RDMA",
+        safe: { values: ["yes", "y", "1", "on", "try"] },
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c",
+        note: "no turns GPUDirect off (KV staged through host memory)",
+    },
+    {
+        name: "UCX_IB_GID_INDEX",
+        safe: { pattern: UINT },
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+        note: "RoCE GID selection",
+    },
+    {
+        name: "UCX_SOCKADDR_TLS_PRIORITY",
+        safe: { values: ["rdmacm"] },
+        source: "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c",
+        note: "connection setup over RDMA CM; rdma-cm-rail-networks checks the rail networks it needs",
+    },
     { name: "UCX_MAX_HCA_PER_GPU", safe: { pattern: /^[1-9]\d*$/ }, source: UCX },
-    { name: "UCX_RCACHE_MAX_UNRELEASED", safe: { pattern: /^(\d+[kKmMgG]?[bB]?|inf|auto)$/ }, source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c" },
+    {
+        name: "UCX_RCACHE_MAX_UNRELEASED",
+        safe: { pattern: /^(\d+[kKmMgG]?[bB]?|inf|auto)$/ },
+        source: "openucx/ucx@v1.21.0:src/ucs/memory/rcache.c",
+    },
     // libfabric / EFA.
-    { name: "FI_PROVIDER", safe: { values: ["efa"] }, source: "ofiwg/libfabric@v2.4.0:src/fabric.c", note: "only the EFA provider; tcp/sockets/shm are not RDMA" },
-    { name: "FI_EFA_USE_DEVICE_RDMA", safe: { values: ["1", "true", "yes"] }, source: EFA, note: "0 disables device RDMA reads (KV copied through host memory)" },
-    { name: "FI_EFA_ENABLE_SHM_TRANSFER", safe: { values: ["0", "false", "no"] }, source: EFA, note: "the shm provider moves intra-node traffic through host memory" },
+    {
+        name: "FI_PROVIDER",
+        safe: { values: ["efa"] },
+        source: "ofiwg/libfabric@v2.4.0:src/fabric.c",
+        note: "only the EFA provider; tcp/sockets/shm are not RDMA",
+    },
+    {
+        name: "FI_EFA_USE_DEVICE_RDMA",
+        safe: { values: ["1", "true", "yes"] },
+        source: EFA,
+        note: "0 disables device RDMA reads (KV copied through host memory)",
+    },
+    {
+        name: "FI_EFA_ENABLE_SHM_TRANSFER",
+        safe: { values: ["0", "false", "no"] },
+        source: EFA,
+        note: "the shm provider moves intra-node traffic through host memory",
+    },
     { name: "FI_EFA_USE_HUGE_PAGE", safe: { values: ["0", "1", "true", "false", "yes", "no"] }, source: EFA, note: "bounce buffers only" },
     { name: "FI_EFA_FORK_SAFE", safe: { values: ["0", "1", "true", "false", "yes", "no"] }, source: EFA },
     // NCCL (collectives inside a worker's TP group).
-    { name: "NCCL_NET", safe: { values: ["IB", "Libfabric", "AWS Libfabric", "aws-ofi-nccl"] }, source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc", note: "Socket is TCP" },
+    {
+        name: "NCCL_NET",
+        safe: { values: ["IB", "Libfabric", "AWS Libfabric", "aws-ofi-nccl"] },
+        source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc",
+        note: "Socket is TCP",
+    },
     { name: "NCCL_IB_DISABLE", safe: { values: ["0"] }, source: NCCL_IB },
     { name: "NCCL_IB_HCA", safe: { pattern: /^[=^]?[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/ }, source: NCCL_IB },
-    { name: "NCCL_NET_GDR_LEVEL", safe: { values: ["SYS", "PHB", "PXB", "PIX", "NODE", "5", "4", "3", "2", "1"] }, source: "NVIDIA/nccl@v2.28.3-1:src/graph/paths.cc", note: "LOC (0) disables GPUDirect RDMA" },
+    {
+        name: "NCCL_NET_GDR_LEVEL",
+        safe: { values: ["SYS", "PHB", "PXB", "PIX", "NODE", "5", "4", "3", "2", "1"] },
+        source: "NVIDIA/nccl@v2.28.3-1:src/graph/paths.cc",
+        note: "LOC (0) disables GPUDirect RDMA",
+    },
     // Mooncake transfer engine and store.
-    { name: "MC_FORCE_HCA", safe: { values: ["1", "true"] }, source: `${MC_TE}`, note: "installs RDMA even where topology discovery found no HCA, instead of TCP" },
+    {
+        name: "MC_FORCE_HCA",
+        safe: { values: ["1", "true"] },
+        source: `${MC_TE}`,
+        note: "installs RDMA even where topology discovery found no HCA, instead of TCP",
+    },
     { name: "MC_ENABLE_DEST_DEVICE_AFFINITY", safe: { values: ["0", "1", "true", "false"] }, source: MC_TE },
     { name: "MC_GID_INDEX", safe: { pattern: UINT }, source: MC_TE },
     { name: "MC_LOG_LEVEL", safe: { any: "log verbosity only" }, source: MC_TE },
@@ -101,43 +194,125 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "MOONCAKE_DEVICE", safe: { pattern: DEVICE_LIST }, source: MC_CFG },
     { name: "MOONCAKE_CONFIG_PATH", safe: { any: "a path; the JSON file it names is checked key by key (mooncake.json)" }, source: MC_CFG },
     { name: "MOONCAKE_MASTER", safe: { any: "the master's address (control plane)" }, source: MC_CFG },
-    { name: "MOONCAKE_LOCAL_HOSTNAME", safe: { any: "the address peers are told; routability is checked by pd-kv-load-fails-loudly" }, source: MC_CFG },
+    {
+        name: "MOONCAKE_LOCAL_HOSTNAME",
+        safe: { any: "the address peers are told; routability is checked by pd-kv-load-fails-loudly" },
+        source: MC_CFG,
+    },
     { name: "MOONCAKE_TE_META_DATA_SERVER", safe: { any: "metadata exchange endpoint (control plane)" }, source: MC_CFG },
     { name: "MOONCAKE_GLOBAL_SEGMENT_SIZE", safe: { pattern: SIZE }, source: MC_CFG },
     { name: "MOONCAKE_LOCAL_BUFFER_SIZE", safe: { pattern: SIZE }, source: MC_CFG },
     { name: "MOONCAKE_TENANT_ID", safe: { any: "a namespace for keys" }, source: MC_CFG },
     // vLLM.
-    { name: "VLLM_NIXL_SIDE_CHANNEL_HOST", safe: { any: "the handshake address; routability is checked by pd-kv-load-fails-loudly" }, source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_HOST` },
-    { name: "VLLM_NIXL_SIDE_CHANNEL_PORT", safe: { pattern: UINT }, source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_PORT` },
-    { name: "VLLM_GPU_NIC_PCIE_MAPPING", safe: { pattern: new RegExp(`^${PCI}=${PCI}(,${PCI}=${PCI})*$`) }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device" },
-    { name: "VLLM_NIC_SELECTION_VARS", safe: { pattern: /^(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?(,(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?)*$/ }, source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping" },
+    {
+        name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
+        safe: { any: "the handshake address; routability is checked by pd-kv-load-fails-loudly" },
+        source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_HOST`,
+    },
+    {
+        name: "VLLM_NIXL_SIDE_CHANNEL_PORT",
+        safe: { pattern: UINT },
+        source: `vllm-project/vllm@v0.28.0:vllm/envs.py#VLLM_NIXL_SIDE_CHANNEL_PORT`,
+    },
+    {
+        name: "VLLM_GPU_NIC_PCIE_MAPPING",
+        safe: { pattern: new RegExp(`^${PCI}=${PCI}(,${PCI}=${PCI})*$`) },
+        source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device",
+    },
+    {
+        name: "VLLM_NIC_SELECTION_VARS",
+        safe: { pattern: /^(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?(,(UCX_NET_DEVICES|NCCL_IB_HCA|MOONCAKE_DEVICE)(:\d+)?)*$/ },
+        source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping",
+    },
     // TensorRT-LLM.
-    { name: "TRTLLM_NIXL_KVCACHE_BACKEND", safe: { values: ["UCX", "LIBFABRIC"] }, source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py" },
+    {
+        name: "TRTLLM_NIXL_KVCACHE_BACKEND",
+        safe: { values: ["UCX", "LIBFABRIC"] },
+        source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
+    },
     // SGLang.
-    { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND", safe: { values: ["UCX", "LIBFABRIC"] }, source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND` },
-    { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", safe: { any: "JSON, checked key by key" }, source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS` },
-    { name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list", safe: { pattern: DEVICE_LIST }, source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp", note: "NIC list; checked against the rail table by the rail rules" },
-    { name: "SGLANG_HOST_IP", safe: { any: "the bootstrap address; routability is checked by pd-kv-load-fails-loudly" }, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto" },
+    {
+        name: "SGLANG_DISAGGREGATION_NIXL_BACKEND",
+        safe: { values: ["UCX", "LIBFABRIC"] },
+        source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND`,
+    },
+    {
+        name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS",
+        safe: { any: "JSON, checked key by key" },
+        source: `${SGL_ENV}#Envs.SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS`,
+    },
+    {
+        name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list",
+        safe: { pattern: DEVICE_LIST },
+        source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp",
+        note: "NIC list; checked against the rail table by the rail rules",
+    },
+    {
+        name: "SGLANG_HOST_IP",
+        safe: { any: "the bootstrap address; routability is checked by pd-kv-load-fails-loudly" },
+        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto",
+    },
     // Flags.
     { name: "--kv-transfer-config", safe: { any: "JSON, checked key by key" }, source: VLLM_KVT },
-    { name: "--kv-transfer-config.kv_connector", safe: { values: ["NixlConnector", "MultiConnector", "MooncakeStoreConnector"] }, source: VLLM_KVT },
+    {
+        name: "--kv-transfer-config.kv_connector",
+        safe: { values: ["NixlConnector", "MultiConnector", "MooncakeStoreConnector"] },
+        source: VLLM_KVT,
+    },
     { name: "--kv-transfer-config.kv_role", safe: { values: ["kv_both", "kv_producer", "kv_consumer"] }, source: VLLM_KVT },
-    { name: "--kv-transfer-config.kv_load_failure_policy", safe: { values: ["fail"] }, source: VLLM_KVT, note: "recompute hides a failed transfer" },
-    { name: "--kv-transfer-config.kv_buffer_device", safe: { values: ["cuda"] }, source: VLLM_NIXL, note: "cpu stages KV through host memory" },
+    {
+        name: "--kv-transfer-config.kv_load_failure_policy",
+        safe: { values: ["fail"] },
+        source: VLLM_KVT,
+        note: "recompute hides a failed transfer",
+    },
+    {
+        name: "--kv-transfer-config.kv_buffer_device",
+        safe: { values: ["cuda"] },
+        source: VLLM_NIXL,
+        note: "cpu stages KV through host memory",
+    },
     { name: "--kv-transfer-config.kv_connector_extra_config", safe: { any: "object, checked key by key" }, source: VLLM_KVT },
-    { name: "--kv-transfer-config.kv_connector_extra_config.connectors", safe: { any: "each connector checked as a kv_transfer_config" }, source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/multi_connector.py" },
-    { name: "--kv-transfer-config.kv_connector_extra_config.backends", safe: { pattern: /^(UCX|LIBFABRIC)(,(UCX|LIBFABRIC))*$/ }, source: VLLM_NIXL, note: "NIXL backends that move GPU memory over RDMA; POSIX/GDS/OBJ are storage" },
-    { name: "--kv-events-config", safe: { any: "KV events go to the router over ZMQ (control plane), not KV data" }, source: "vllm-project/vllm@v0.28.0:vllm/config/kv_events.py" },
+    {
+        name: "--kv-transfer-config.kv_connector_extra_config.connectors",
+        safe: { any: "each connector checked as a kv_transfer_config" },
+        source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/multi_connector.py",
+    },
+    {
+        name: "--kv-transfer-config.kv_connector_extra_config.backends",
+        safe: { pattern: /^(UCX|LIBFABRIC)(,(UCX|LIBFABRIC))*$/ },
+        source: VLLM_NIXL,
+        note: "NIXL backends that move GPU memory over RDMA; POSIX/GDS/OBJ are storage",
+    },
+    {
+        name: "--kv-events-config",
+        safe: { any: "KV events go to the router over ZMQ (control plane), not KV data" },
+        source: "vllm-project/vllm@v0.28.0:vllm/config/kv_events.py",
+    },
     { name: "--kv-cache-dtype", safe: { any: "the KV element type; both sides compared by the pair rule" }, source: SGL_SA },
     { name: "--disaggregation-mode", safe: { values: ["prefill", "decode", "agg", "null", "prefill_and_decode"] }, source: SGL_SA },
-    { name: "--disaggregation-transfer-backend", safe: { values: ["nixl", "mooncake"] }, source: SGL_SA, note: "fake and ascend move no KV over RDMA" },
+    {
+        name: "--disaggregation-transfer-backend",
+        safe: { values: ["nixl", "mooncake"] },
+        source: SGL_SA,
+        note: "fake and ascend move no KV over RDMA",
+    },
     { name: "--disaggregation-bootstrap-port", safe: { pattern: UINT }, source: SGL_SA },
     { name: "--disaggregation-decode-enable-radix-cache", safe: { any: "decode-side cache reuse" }, source: SGL_SA },
     { name: "--enable-hierarchical-cache", safe: { any: "turns on HiCache; its storage backend is checked" }, source: SGL_SA },
     { name: "--hicache-ratio", safe: { pattern: /^\d+(\.\d+)?$/ }, source: SGL_SA },
     { name: "--hicache-write-policy", safe: { values: ["write_through", "write_through_selective", "write_back"] }, source: SGL_SA },
-    { name: "--hicache-storage-backend", safe: { values: ["mooncake"] }, source: SGL_SA, note: "file/nixl-file/hf3fs keep KV on disks, not the RDMA pool" },
-    { name: "--hicache-storage-backend-extra-config", safe: { any: "JSON, checked key by key" }, source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py" },
+    {
+        name: "--hicache-storage-backend",
+        safe: { values: ["mooncake"] },
+        source: SGL_SA,
+        note: "file/nixl-file/hf3fs keep KV on disks, not the RDMA pool",
+    },
+    {
+        name: "--hicache-storage-backend-extra-config",
+        safe: { any: "JSON, checked key by key" },
+        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py",
+    },
     // Mooncake config JSON (vLLM's mooncake.json file and SGLang's HiCache extra config).
     ...["--hicache-storage-backend-extra-config", "mooncake.json"].flatMap((c): KvSetting[] => [
         { name: `${c}.master_server_address`, safe: { any: "the master's address (control plane)" }, source: MC_STORE_CFG },
@@ -151,15 +326,30 @@ export const kvKnownSettings: readonly KvSetting[] = [
     ]),
     // SGLang's HiCache takes the transfer engine's registered address from the extra config (MOONCAKE_LOCAL_HOSTNAME is
     // not read on that path); the pod IP is what peers can reach. The RDMA data path is `protocol` + `device_name`.
-    { name: "--hicache-storage-backend-extra-config.local_hostname", safe: { values: ["$(POD_IP)"] },
-        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py", note: "localhost registers an address no peer reaches: the store refuses the handshake" },
+    {
+        name: "--hicache-storage-backend-extra-config.local_hostname",
+        safe: { values: ["$(POD_IP)"] },
+        source: "sgl-project/sglang@v0.5.18:python/sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py",
+        note: "localhost registers an address no peer reaches: the store refuses the handshake",
+    },
 ];
 
 /** JSON carriers whose keys are checked one by one: flag or env name, or a mounted file's base name. */
-export const kvJsonCarriers: readonly string[] = ["--kv-transfer-config", "--hicache-storage-backend-extra-config", "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", "mooncake.json"];
+export const kvJsonCarriers: readonly string[] = [
+    "--kv-transfer-config",
+    "--hicache-storage-backend-extra-config",
+    "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS",
+    "mooncake.json",
+];
 
 /** Entry points whose containers move KV (upstream EntrypointFacts.id). */
-export const kvMovingEntrypoints: readonly string[] = ["dynamo.vllm", "dynamo.sglang", "dynamo.trtllm", "mooncake.mooncake_store_service", "mooncake_master"];
+export const kvMovingEntrypoints: readonly string[] = [
+    "dynamo.vllm",
+    "dynamo.sglang",
+    "dynamo.trtllm",
+    "mooncake.mooncake_store_service",
+    "mooncake_master",
+];
 
 /**
  * Workload annotation carrying a graph's reviewed exceptions as JSON (lib/labels.ts re-exports it; lib/dgd.ts writes

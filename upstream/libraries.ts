@@ -15,10 +15,18 @@ export const ucx: ComponentFacts = {
         UCX_TLS: { default: "all", source: UCP },
         UCX_NET_DEVICES: { default: "all", source: UCP, note: "a set: order carries no preference" },
         UCX_RNDV_SCHEME: { default: "auto", source: UCP },
-        UCX_RNDV_THRESH: { default: "auto", source: UCP, note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)" },
+        UCX_RNDV_THRESH: {
+            default: "auto",
+            source: UCP,
+            note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)",
+        },
         UCX_PROTO_EMULATION_ENABLE: { source: UCP },
         UCX_MAX_HCA_PER_GPU: { source: UCP },
-        UCX_IB_GPU_DIRECT_RDMA: { default: "try", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table", note: "no: GPU memory is not registered with the HCA (KV staged through host memory)" },
+        UCX_IB_GPU_DIRECT_RDMA: {
+            default: "try",
+            source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table",
+            note: "no: GPU memory is not registered with the HCA (KV staged through host memory)",
+        },
         UCX_IB_GID_INDEX: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
         UCX_SOCKADDR_TLS_PRIORITY: { source: UCP, note: "connection establishment transports (rdmacm: RDMA CM, needs rail networks)" },
         UCX_IB_ADDR_TYPE: { default: "auto", source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table" },
@@ -39,7 +47,10 @@ export const nccl: ComponentFacts = {
     version: "v2.28.3-1",
     flags: {},
     env: {
-        NCCL_NET: { source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc", note: "IB / Socket / plugin name (Libfabric = aws-ofi-nccl): no fallback when set" },
+        NCCL_NET: {
+            source: "NVIDIA/nccl@v2.28.3-1:src/plugin/net.cc",
+            note: "IB / Socket / plugin name (Libfabric = aws-ofi-nccl): no fallback when set",
+        },
         NCCL_IB_DISABLE: { default: "0", source: NCCL_IB },
         NCCL_NET_GDR_LEVEL: { source: "NVIDIA/nccl@v2.28.3-1:src/graph/paths.cc", note: "LOC disables GPUDirect RDMA" },
         NCCL_IB_HCA: { source: NCCL_IB, note: "`=` prefix: exact names" },
@@ -67,7 +78,10 @@ export const python: ComponentFacts = {
     version: "3.12",
     flags: {},
     env: {
-        PYTHONHASHSEED: { source: "python/cpython@v3.12.3:Python/initconfig.c", note: "0 = the same block hashes in every engine process (Mooncake prefix sharing)" },
+        PYTHONHASHSEED: {
+            source: "python/cpython@v3.12.3:Python/initconfig.c",
+            note: "0 = the same block hashes in every engine process (Mooncake prefix sharing)",
+        },
     },
 };
 
@@ -77,10 +91,18 @@ export const platformPreflight: ComponentFacts = {
     version: "0.1.0",
     flags: {},
     env: {
-        "PREFLIGHT_*": { source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightEnv", note: "written and read by this repository" },
+        "PREFLIGHT_*": {
+            source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightEnv",
+            note: "written and read by this repository",
+        },
     },
 };
 
 export const libraryEntrypoints: readonly EntrypointFacts[] = [
-    { id: "platform-preflight", argv: ["sh", "/opt/platform/preflight/preflight.sh"], components: ["platform-preflight"], source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightInitContainer" },
+    {
+        id: "platform-preflight",
+        argv: ["sh", "/opt/platform/preflight/preflight.sh"],
+        components: ["platform-preflight"],
+        source: "inference-platform/platform@0.1.0:lib/preflight.ts#preflightInitContainer",
+    },
 ];

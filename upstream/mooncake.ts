@@ -24,8 +24,18 @@ export const mooncakeMaster: ComponentFacts = {
         "--eviction_high_watermark_ratio": { takesValue: true, source: MASTER },
         "--enable_ha": { takesValue: true, default: "false", source: MASTER },
         "--rpc_thread_num": { takesValue: true, default: "0", source: MASTER },
-        "--enable_kv_events": { takesValue: true, default: "false", source: MASTER, note: "ZMQ KV-event publisher (PR #2214, from v0.3.12): what Dynamo's shared KV cache subscribes to" },
-        "--kv_events_bind_endpoint": { takesValue: true, default: "", source: MASTER, note: "ZMQ PUB bind endpoint, e.g. tcp://0.0.0.0:5557" },
+        "--enable_kv_events": {
+            takesValue: true,
+            default: "false",
+            source: MASTER,
+            note: "ZMQ KV-event publisher (PR #2214, from v0.3.12): what Dynamo's shared KV cache subscribes to",
+        },
+        "--kv_events_bind_endpoint": {
+            takesValue: true,
+            default: "",
+            source: MASTER,
+            note: "ZMQ PUB bind endpoint, e.g. tcp://0.0.0.0:5557",
+        },
     },
     env: {},
 };
@@ -36,8 +46,17 @@ export const mooncakeStoreService: ComponentFacts = {
     flags: {
         "--config": { takesValue: true, source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments` },
         "--define": { takesValue: true, aliases: ["-D"], source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments` },
-        "--port": { takesValue: true, default: "8080", source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments`, note: "HTTP API port" },
-        "--max-wait-time": { takesValue: true, default: "60", source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments` },
+        "--port": {
+            takesValue: true,
+            default: "8080",
+            source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments`,
+            note: "HTTP API port",
+        },
+        "--max-wait-time": {
+            takesValue: true,
+            default: "60",
+            source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments`,
+        },
     },
     env: {},
 };
@@ -63,7 +82,12 @@ export const mooncakeClient: ComponentFacts = {
 
 export const mooncakeEntrypoints: readonly EntrypointFacts[] = [
     { id: "mooncake_master", argv: ["mooncake_master"], components: ["mooncake-master"], flagStyle: "gflags", source: MASTER },
-    { id: "mooncake.mooncake_store_service", argv: ["python3", "-m", "mooncake.mooncake_store_service"], components: ["mooncake-store-service", "mooncake-client", "mooncake-transfer-engine"], source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py` },
+    {
+        id: "mooncake.mooncake_store_service",
+        argv: ["python3", "-m", "mooncake.mooncake_store_service"],
+        components: ["mooncake-store-service", "mooncake-client", "mooncake-transfer-engine"],
+        source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py`,
+    },
 ];
 
 /** The transfer engine's MC_* knobs, read by the C++ library in every process that loads mooncake-transfer-engine. */
@@ -80,7 +104,10 @@ export const mooncakeTransferEngine: ComponentFacts = {
             source: `${T}:mooncake-store/src/client_service.cpp#get_auto_discover`,
             note: "1 turns topology auto-discovery back on for a store client (the explicit device list then only filters nothing; MC_MS_FILTERS applies); 0/unset with rdma + device names: explicit devices, no TCP fallback",
         },
-        MC_ENABLE_HCA_PEER_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp`, note: "conflicts with MC_ENABLE_DEST_DEVICE_AFFINITY" },
+        MC_ENABLE_HCA_PEER_AFFINITY: {
+            source: `${T}:mooncake-transfer-engine/src/config.cpp`,
+            note: "conflicts with MC_ENABLE_DEST_DEVICE_AFFINITY",
+        },
         MC_ENABLE_DEST_DEVICE_AFFINITY: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
         MC_GID_INDEX: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },
         MC_LOG_LEVEL: { source: `${T}:mooncake-transfer-engine/src/config.cpp` },

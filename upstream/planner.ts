@@ -15,20 +15,66 @@ export const plannerConfigSource = PC;
 
 /** Every top-level field of PlannerConfig (class PlannerConfig, annotated assignments, in source order). */
 export const plannerConfigKeys: readonly string[] = [
-    "pre_deployment_sweeping_mode", "environment", "namespace", "backend", "mode", "optimization_target", "log_dir",
-    "throughput_adjustment_interval_seconds", "max_gpu_budget", "min_gpu_budget", "min_endpoint", "prefill_min_endpoint",
-    "decode_min_endpoint", "control_api_port", "decode_engine_num_gpu", "prefill_engine_num_gpu", "profile_results_dir",
-    "aic_interpolation", "aic_perf_model", "ttft_ms", "itl_ms", "load_predictor", "load_predictor_log1p",
-    "prophet_window_size", "load_predictor_warmup_trace", "kalman_q_level", "kalman_q_trend", "kalman_r",
-    "kalman_min_points", "metric_pulling_prometheus_endpoint", "metric_pulling_prometheus_token",
-    "metric_pulling_prometheus_token_file", "metric_pulling_prometheus_ssl_verify",
-    "metric_pulling_prometheus_extra_query_params", "metric_pulling_prometheus_ca_bundle",
-    "metric_reporting_prometheus_port", "throughput_metrics_source", "model_name", "global_planner_namespace",
-    "enable_throughput_scaling", "enable_load_scaling", "load_adjustment_interval_seconds", "max_num_fpm_samples",
-    "fpm_sample_bucket_size", "load_scaling_down_sensitivity", "prefill_scale_up_queue_tokens",
-    "prefill_scale_down_queue_tokens", "decode_scale_up_kv_rate", "decode_scale_down_kv_rate", "load_min_observations",
-    "speculative_nextn", "advisory", "enable_power_awareness", "total_gpu_power_limit", "report_interval_hours",
-    "report_output_dir", "report_filename", "report_write_gzip_log", "live_dashboard_port", "scheduling",
+    "pre_deployment_sweeping_mode",
+    "environment",
+    "namespace",
+    "backend",
+    "mode",
+    "optimization_target",
+    "log_dir",
+    "throughput_adjustment_interval_seconds",
+    "max_gpu_budget",
+    "min_gpu_budget",
+    "min_endpoint",
+    "prefill_min_endpoint",
+    "decode_min_endpoint",
+    "control_api_port",
+    "decode_engine_num_gpu",
+    "prefill_engine_num_gpu",
+    "profile_results_dir",
+    "aic_interpolation",
+    "aic_perf_model",
+    "ttft_ms",
+    "itl_ms",
+    "load_predictor",
+    "load_predictor_log1p",
+    "prophet_window_size",
+    "load_predictor_warmup_trace",
+    "kalman_q_level",
+    "kalman_q_trend",
+    "kalman_r",
+    "kalman_min_points",
+    "metric_pulling_prometheus_endpoint",
+    "metric_pulling_prometheus_token",
+    "metric_pulling_prometheus_token_file",
+    "metric_pulling_prometheus_ssl_verify",
+    "metric_pulling_prometheus_extra_query_params",
+    "metric_pulling_prometheus_ca_bundle",
+    "metric_reporting_prometheus_port",
+    "throughput_metrics_source",
+    "model_name",
+    "global_planner_namespace",
+    "enable_throughput_scaling",
+    "enable_load_scaling",
+    "load_adjustment_interval_seconds",
+    "max_num_fpm_samples",
+    "fpm_sample_bucket_size",
+    "load_scaling_down_sensitivity",
+    "prefill_scale_up_queue_tokens",
+    "prefill_scale_down_queue_tokens",
+    "decode_scale_up_kv_rate",
+    "decode_scale_down_kv_rate",
+    "load_min_observations",
+    "speculative_nextn",
+    "advisory",
+    "enable_power_awareness",
+    "total_gpu_power_limit",
+    "report_interval_hours",
+    "report_output_dir",
+    "report_filename",
+    "report_write_gzip_log",
+    "live_dashboard_port",
+    "scheduling",
     "plugin_registration",
 ];
 
@@ -48,30 +94,71 @@ export const plannerConfigChoices: Readonly<Record<string, readonly string[]>> =
 };
 
 /** One validator of PlannerConfig, as a predicate over the parsed JSON; `why` quotes upstream's error. */
-export interface PlannerValidator { id: string; holds: (c: Record<string, any>) => boolean; why: string; source: Source }
+export interface PlannerValidator {
+    id: string;
+    holds: (c: Record<string, any>) => boolean;
+    why: string;
+    source: Source;
+}
 
 export const plannerConfigValidators: readonly PlannerValidator[] = [
-    { id: "load-interval-positive", holds: (c) => c.load_adjustment_interval_seconds === undefined || (Number.isInteger(c.load_adjustment_interval_seconds) && c.load_adjustment_interval_seconds > 0), why: "load_adjustment_interval_seconds: int, gt=0", source: PC },
+    {
+        id: "load-interval-positive",
+        holds: (c) =>
+            c.load_adjustment_interval_seconds === undefined ||
+            (Number.isInteger(c.load_adjustment_interval_seconds) && c.load_adjustment_interval_seconds > 0),
+        why: "load_adjustment_interval_seconds: int, gt=0",
+        source: PC,
+    },
     {
         id: "load-prefill-thresholds",
-        holds: (c) => c.optimization_target !== "load" || !["disagg", "prefill"].includes(c.mode ?? "disagg")
-            || (typeof c.prefill_scale_up_queue_tokens === "number" && typeof c.prefill_scale_down_queue_tokens === "number" && c.prefill_scale_down_queue_tokens >= 0 && c.prefill_scale_up_queue_tokens > c.prefill_scale_down_queue_tokens),
+        holds: (c) =>
+            c.optimization_target !== "load" ||
+            !["disagg", "prefill"].includes(c.mode ?? "disagg") ||
+            (typeof c.prefill_scale_up_queue_tokens === "number" &&
+                typeof c.prefill_scale_down_queue_tokens === "number" &&
+                c.prefill_scale_down_queue_tokens >= 0 &&
+                c.prefill_scale_up_queue_tokens > c.prefill_scale_down_queue_tokens),
         why: "optimization_target='load' requires prefill_scale_up_queue_tokens and prefill_scale_down_queue_tokens (ge=0) for prefill scaling, up greater than down",
         source: PC,
     },
     {
         id: "load-decode-thresholds",
-        holds: (c) => c.optimization_target !== "load" || !["disagg", "decode", "agg"].includes(c.mode ?? "disagg")
-            || (typeof c.decode_scale_up_kv_rate === "number" && typeof c.decode_scale_down_kv_rate === "number" && c.decode_scale_down_kv_rate >= 0 && c.decode_scale_up_kv_rate <= 100 && c.decode_scale_up_kv_rate > c.decode_scale_down_kv_rate),
+        holds: (c) =>
+            c.optimization_target !== "load" ||
+            !["disagg", "decode", "agg"].includes(c.mode ?? "disagg") ||
+            (typeof c.decode_scale_up_kv_rate === "number" &&
+                typeof c.decode_scale_down_kv_rate === "number" &&
+                c.decode_scale_down_kv_rate >= 0 &&
+                c.decode_scale_up_kv_rate <= 100 &&
+                c.decode_scale_up_kv_rate > c.decode_scale_down_kv_rate),
         why: "optimization_target='load' requires decode_scale_up_kv_rate and decode_scale_down_kv_rate, percentages 0-100 (load_scaling.py divides them by 100), up greater than down",
         source: LS,
     },
     {
         id: "min-endpoint-per-mode",
-        holds: (c) => !(c.mode === "agg" && (c.prefill_min_endpoint !== undefined || c.decode_min_endpoint !== undefined)) && !(c.mode === "prefill" && c.decode_min_endpoint !== undefined) && !(c.mode === "decode" && c.prefill_min_endpoint !== undefined),
+        holds: (c) =>
+            !(c.mode === "agg" && (c.prefill_min_endpoint !== undefined || c.decode_min_endpoint !== undefined)) &&
+            !(c.mode === "prefill" && c.decode_min_endpoint !== undefined) &&
+            !(c.mode === "decode" && c.prefill_min_endpoint !== undefined),
         why: "prefill_min_endpoint/decode_min_endpoint are not supported for mode agg (use min_endpoint), nor the other role's for prefill/decode",
         source: PC,
     },
-    { id: "some-scaling", holds: (c) => c.optimization_target !== undefined && c.optimization_target !== "sla" || c.enable_load_scaling === true || c.enable_throughput_scaling !== false, why: "At least one scaling mode must be enabled (enable_throughput_scaling or enable_load_scaling); non-sla targets force load scaling on", source: PC },
-    { id: "power-needs-limit", holds: (c) => c.enable_power_awareness !== true || (typeof c.total_gpu_power_limit === "number" && c.environment === "kubernetes" && c.mode !== "agg"), why: "enable_power_awareness needs total_gpu_power_limit, environment kubernetes and a non-agg mode", source: PC },
+    {
+        id: "some-scaling",
+        holds: (c) =>
+            (c.optimization_target !== undefined && c.optimization_target !== "sla") ||
+            c.enable_load_scaling === true ||
+            c.enable_throughput_scaling !== false,
+        why: "At least one scaling mode must be enabled (enable_throughput_scaling or enable_load_scaling); non-sla targets force load scaling on",
+        source: PC,
+    },
+    {
+        id: "power-needs-limit",
+        holds: (c) =>
+            c.enable_power_awareness !== true ||
+            (typeof c.total_gpu_power_limit === "number" && c.environment === "kubernetes" && c.mode !== "agg"),
+        why: "enable_power_awareness needs total_gpu_power_limit, environment kubernetes and a non-agg mode",
+        source: PC,
+    },
 ];

@@ -31,10 +31,17 @@ export interface RefusedCombination {
 }
 
 const has = (c: ContainerView, f: string) => c.flags[f] !== undefined;
-const envStr = (c: ContainerView, n: string) => { const v = c.env[n]; return typeof v === "string" ? v : undefined; };
+const envStr = (c: ContainerView, n: string) => {
+    const v = c.env[n];
+    return typeof v === "string" ? v : undefined;
+};
 function json(s: string | true | undefined): any {
     if (typeof s !== "string") return undefined;
-    try { return JSON.parse(s); } catch { return undefined; }
+    try {
+        return JSON.parse(s);
+    } catch {
+        return undefined;
+    }
 }
 /** The vLLM KV connectors named by `--kv-transfer-config`, outermost first. */
 function vllmConnectors(c: ContainerView): { top?: string; all: string[]; cfg?: any } {
@@ -49,20 +56,33 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "vllm-mooncake-store-mode-segment",
         component: "vllm",
         effect: "startup",
-        description: "MooncakeStoreConnector: mode defaults to embedded, which refuses global_segment_size 0; standalone-store requires exactly 0",
+        description:
+            "MooncakeStoreConnector: mode defaults to embedded, which refuses global_segment_size 0; standalone-store requires exactly 0",
         source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.__post_init__",
         check(c) {
             if (c.entrypoint !== "dynamo.vllm" || !vllmConnectors(c).all.includes("MooncakeStoreConnector")) return undefined;
             const path = envStr(c, "MOONCAKE_CONFIG_PATH");
-            if (!path) return { key: "env.MOONCAKE_CONFIG_PATH", message: "MooncakeStoreConnector needs MOONCAKE_CONFIG_PATH (its config file)" };
+            if (!path)
+                return { key: "env.MOONCAKE_CONFIG_PATH", message: "MooncakeStoreConnector needs MOONCAKE_CONFIG_PATH (its config file)" };
             const file = c.files[path];
-            if (file === undefined) return { key: "env.MOONCAKE_CONFIG_PATH", message: `config file ${path} is not mounted from a ConfigMap the check can read` };
+            if (file === undefined)
+                return {
+                    key: "env.MOONCAKE_CONFIG_PATH",
+                    message: `config file ${path} is not mounted from a ConfigMap the check can read`,
+                };
             const cfg = json(file) ?? {};
             const mode = cfg.mode ?? "embedded";
             const seg = cfg.global_segment_size === undefined ? undefined : Number(String(cfg.global_segment_size).replace(/[a-z]+$/i, ""));
-            if (mode !== "embedded" && mode !== "standalone-store") return { key: `${path}:mode`, message: `unknown Mooncake mode ${JSON.stringify(mode)}` };
-            if (mode === "embedded" && seg === 0) return { key: `${path}:global_segment_size`, message: "embedded mode (the default) requires global_segment_size > 0; set mode standalone-store for a separate store pool" };
-            if (mode === "standalone-store" && seg !== 0) return { key: `${path}:global_segment_size`, message: "standalone-store mode requires global_segment_size == 0" };
+            if (mode !== "embedded" && mode !== "standalone-store")
+                return { key: `${path}:mode`, message: `unknown Mooncake mode ${JSON.stringify(mode)}` };
+            if (mode === "embedded" && seg === 0)
+                return {
+                    key: `${path}:global_segment_size`,
+                    message:
+                        "embedded mode (the default) requires global_segment_size > 0; set mode standalone-store for a separate store pool",
+                };
+            if (mode === "standalone-store" && seg !== 0)
+                return { key: `${path}:global_segment_size`, message: "standalone-store mode requires global_segment_size == 0" };
             return undefined;
         },
     },
@@ -75,9 +95,15 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         check(c) {
             const { cfg } = vllmConnectors(c);
             if (!cfg) return undefined;
-            if (cfg.kv_connector && !cfg.kv_role) return { key: "--kv-transfer-config.kv_role", message: "kv_connector is set without kv_role" };
-            if (cfg.kv_role && !["kv_producer", "kv_consumer", "kv_both"].includes(cfg.kv_role)) return { key: "--kv-transfer-config.kv_role", message: `unsupported kv_role ${cfg.kv_role}` };
-            if (cfg.kv_load_failure_policy !== undefined && !["recompute", "fail"].includes(cfg.kv_load_failure_policy)) return { key: "--kv-transfer-config.kv_load_failure_policy", message: `must be recompute or fail, got ${cfg.kv_load_failure_policy}` };
+            if (cfg.kv_connector && !cfg.kv_role)
+                return { key: "--kv-transfer-config.kv_role", message: "kv_connector is set without kv_role" };
+            if (cfg.kv_role && !["kv_producer", "kv_consumer", "kv_both"].includes(cfg.kv_role))
+                return { key: "--kv-transfer-config.kv_role", message: `unsupported kv_role ${cfg.kv_role}` };
+            if (cfg.kv_load_failure_policy !== undefined && !["recompute", "fail"].includes(cfg.kv_load_failure_policy))
+                return {
+                    key: "--kv-transfer-config.kv_load_failure_policy",
+                    message: `must be recompute or fail, got ${cfg.kv_load_failure_policy}`,
+                };
             return undefined;
         },
     },
@@ -85,14 +111,20 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "vllm-nixl-side-channel-localhost",
         component: "dynamo-vllm",
         effect: "silent",
-        description: "NixlConnector inside MultiConnector: Dynamo does not set VLLM_NIXL_SIDE_CHANNEL_HOST, so the prefill advertises vLLM's default localhost to decode; a literal loopback or wildcard does the same",
+        description:
+            "NixlConnector inside MultiConnector: Dynamo does not set VLLM_NIXL_SIDE_CHANNEL_HOST, so the prefill advertises vLLM's default localhost to decode; a literal loopback or wildcard does the same",
         source: "ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py",
         check(c) {
             const { top, all } = vllmConnectors(c);
             if (c.entrypoint !== "dynamo.vllm" || !all.includes("NixlConnector")) return undefined;
             const v = c.env.VLLM_NIXL_SIDE_CHANNEL_HOST;
-            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v)) return { key: "env.VLLM_NIXL_SIDE_CHANNEL_HOST", message: `${v} is not routable from the decode pod` };
-            if (v === undefined && top !== "NixlConnector" && top !== "PdConnector") return { key: "env.VLLM_NIXL_SIDE_CHANNEL_HOST", message: `unset with top-level ${top}: vLLM advertises localhost; set it from status.podIP` };
+            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v))
+                return { key: "env.VLLM_NIXL_SIDE_CHANNEL_HOST", message: `${v} is not routable from the decode pod` };
+            if (v === undefined && top !== "NixlConnector" && top !== "PdConnector")
+                return {
+                    key: "env.VLLM_NIXL_SIDE_CHANNEL_HOST",
+                    message: `unset with top-level ${top}: vLLM advertises localhost; set it from status.podIP`,
+                };
             return undefined;
         },
     },
@@ -100,14 +132,20 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "sglang-host-ip-not-routable",
         component: "sglang",
         effect: "silent",
-        description: "An SGLang P/D worker advertises SGLANG_HOST_IP; unset it is guessed and falls back to 0.0.0.0, a loopback or wildcard value is unreachable from the peer",
+        description:
+            "An SGLang P/D worker advertises SGLANG_HOST_IP; unset it is guessed and falls back to 0.0.0.0, a loopback or wildcard value is unreachable from the peer",
         source: "sgl-project/sglang@v0.5.18:python/sglang/srt/utils/common.py#get_local_ip_auto",
         check(c) {
             const mode = c.flags["--disaggregation-mode"];
             if (c.entrypoint !== "dynamo.sglang" || (mode !== "prefill" && mode !== "decode")) return undefined;
             const v = c.env.SGLANG_HOST_IP;
-            if (v === undefined) return { key: "env.SGLANG_HOST_IP", message: "unset: the advertised address is guessed (fallback 0.0.0.0); set it from status.podIP" };
-            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v)) return { key: "env.SGLANG_HOST_IP", message: `${v} is not routable from the peer` };
+            if (v === undefined)
+                return {
+                    key: "env.SGLANG_HOST_IP",
+                    message: "unset: the advertised address is guessed (fallback 0.0.0.0); set it from status.podIP",
+                };
+            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v))
+                return { key: "env.SGLANG_HOST_IP", message: `${v} is not routable from the peer` };
             return undefined;
         },
     },
@@ -118,9 +156,18 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         description: "VLLM_GPU_NIC_PCIE_MAPPING and VLLM_NIC_SELECTION_VARS must be set together",
         source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device",
         check(c) {
-            const a = c.env.VLLM_GPU_NIC_PCIE_MAPPING !== undefined, b = c.env.VLLM_NIC_SELECTION_VARS !== undefined;
-            if (a && !b) return { key: "env.VLLM_NIC_SELECTION_VARS", message: "VLLM_GPU_NIC_PCIE_MAPPING is set without it; EngineCore init raises" };
-            if (b && !a) return { key: "env.VLLM_GPU_NIC_PCIE_MAPPING", message: "VLLM_NIC_SELECTION_VARS is set without it; EngineCore init raises" };
+            const a = c.env.VLLM_GPU_NIC_PCIE_MAPPING !== undefined,
+                b = c.env.VLLM_NIC_SELECTION_VARS !== undefined;
+            if (a && !b)
+                return {
+                    key: "env.VLLM_NIC_SELECTION_VARS",
+                    message: "VLLM_GPU_NIC_PCIE_MAPPING is set without it; EngineCore init raises",
+                };
+            if (b && !a)
+                return {
+                    key: "env.VLLM_GPU_NIC_PCIE_MAPPING",
+                    message: "VLLM_NIC_SELECTION_VARS is set without it; EngineCore init raises",
+                };
             return undefined;
         },
     },
@@ -128,12 +175,18 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "vllm-nic-map-static-list",
         component: "vllm",
         effect: "silent",
-        description: "A static UCX_NET_DEVICES with several HCAs beside the per-rank map: each rank's HCA is prepended to the set, so ranks still share every rail",
+        description:
+            "A static UCX_NET_DEVICES with several HCAs beside the per-rank map: each rank's HCA is prepended to the set, so ranks still share every rail",
         source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping",
         check(c) {
-            const sel = envStr(c, "VLLM_NIC_SELECTION_VARS"), dev = envStr(c, "UCX_NET_DEVICES");
+            const sel = envStr(c, "VLLM_NIC_SELECTION_VARS"),
+                dev = envStr(c, "UCX_NET_DEVICES");
             if (!sel || !dev || !/(^|,)UCX_NET_DEVICES(:|,|$)/.test(sel)) return undefined;
-            if (dev.split(",").filter((x) => x.trim()).length > 1) return { key: "env.UCX_NET_DEVICES", message: `static list ${dev} defeats the per-rank NIC map (UCX reads the list as a set); leave it unset` };
+            if (dev.split(",").filter((x) => x.trim()).length > 1)
+                return {
+                    key: "env.UCX_NET_DEVICES",
+                    message: `static list ${dev} defeats the per-rank NIC map (UCX reads the list as a set); leave it unset`,
+                };
             return undefined;
         },
     },
@@ -141,11 +194,17 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "sglang-decode-hicache-without-radix",
         component: "sglang",
         effect: "startup",
-        description: "P/D decode forces the radix cache off; HiCache with the radix cache off is refused unless --disaggregation-decode-enable-radix-cache",
+        description:
+            "P/D decode forces the radix cache off; HiCache with the radix cache off is refused unless --disaggregation-decode-enable-radix-cache",
         source: "sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py#ServerArgs._handle_pd_disaggregation",
         check(c) {
-            if (c.entrypoint !== "dynamo.sglang" || c.flags["--disaggregation-mode"] !== "decode" || !has(c, "--enable-hierarchical-cache")) return undefined;
-            if (!has(c, "--disaggregation-decode-enable-radix-cache")) return { key: "--enable-hierarchical-cache", message: "decode worker with HiCache needs --disaggregation-decode-enable-radix-cache" };
+            if (c.entrypoint !== "dynamo.sglang" || c.flags["--disaggregation-mode"] !== "decode" || !has(c, "--enable-hierarchical-cache"))
+                return undefined;
+            if (!has(c, "--disaggregation-decode-enable-radix-cache"))
+                return {
+                    key: "--enable-hierarchical-cache",
+                    message: "decode worker with HiCache needs --disaggregation-decode-enable-radix-cache",
+                };
             return undefined;
         },
     },
@@ -157,8 +216,13 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         source: "sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py#ServerArgs._handle_pd_disaggregation",
         check(c) {
             if (!has(c, "--disaggregation-decode-enable-radix-cache")) return undefined;
-            if (c.flags["--disaggregation-transfer-backend"] === "fake") return { key: "--disaggregation-transfer-backend", message: "fake backend is incompatible with --disaggregation-decode-enable-radix-cache" };
-            if (has(c, "--enable-hisparse")) return { key: "--enable-hisparse", message: "incompatible with --disaggregation-decode-enable-radix-cache" };
+            if (c.flags["--disaggregation-transfer-backend"] === "fake")
+                return {
+                    key: "--disaggregation-transfer-backend",
+                    message: "fake backend is incompatible with --disaggregation-decode-enable-radix-cache",
+                };
+            if (has(c, "--enable-hisparse"))
+                return { key: "--enable-hisparse", message: "incompatible with --disaggregation-decode-enable-radix-cache" };
             return undefined;
         },
     },
@@ -171,7 +235,8 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         check(c) {
             if (c.entrypoint !== "dynamo.frontend") return undefined;
             const mode = c.flags["--router-mode"] ?? envStr(c, "DYN_ROUTER_MODE") ?? "round-robin";
-            for (const f of ["--router-conditional-disagg", "--shared-cache-type"]) if (has(c, f) && mode !== "kv") return { key: f, message: `needs --router-mode kv (is ${mode})` };
+            for (const f of ["--router-conditional-disagg", "--shared-cache-type"])
+                if (has(c, f) && mode !== "kv") return { key: f, message: `needs --router-mode kv (is ${mode})` };
             return undefined;
         },
     },
@@ -179,11 +244,19 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "mooncake-affinity-conflict",
         component: "mooncake-client",
         effect: "silent",
-        description: "MC_ENABLE_HCA_PEER_AFFINITY and MC_ENABLE_DEST_DEVICE_AFFINITY together: both are turned off and the default peer device selection is used",
+        description:
+            "MC_ENABLE_HCA_PEER_AFFINITY and MC_ENABLE_DEST_DEVICE_AFFINITY together: both are turned off and the default peer device selection is used",
         source: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp",
         check(c) {
-            if (c.env.MC_ENABLE_DEST_DEVICE_AFFINITY !== undefined && c.env.MC_ENABLE_HCA_PEER_AFFINITY !== undefined && envStr(c, "MC_ENABLE_HCA_PEER_AFFINITY") !== "0") {
-                return { key: "env.MC_ENABLE_HCA_PEER_AFFINITY", message: "cannot be combined with MC_ENABLE_DEST_DEVICE_AFFINITY; both fall back off" };
+            if (
+                c.env.MC_ENABLE_DEST_DEVICE_AFFINITY !== undefined &&
+                c.env.MC_ENABLE_HCA_PEER_AFFINITY !== undefined &&
+                envStr(c, "MC_ENABLE_HCA_PEER_AFFINITY") !== "0"
+            ) {
+                return {
+                    key: "env.MC_ENABLE_HCA_PEER_AFFINITY",
+                    message: "cannot be combined with MC_ENABLE_DEST_DEVICE_AFFINITY; both fall back off",
+                };
             }
             return undefined;
         },
@@ -197,7 +270,8 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         check(c) {
             if (c.env.MOONCAKE_MASTER === undefined) return undefined;
             const p = envStr(c, "MOONCAKE_PROTOCOL");
-            if (p === undefined || p === "tcp") return { key: "env.MOONCAKE_PROTOCOL", message: `${p ?? "unset (tcp)"}: the pool would run over TCP` };
+            if (p === undefined || p === "tcp")
+                return { key: "env.MOONCAKE_PROTOCOL", message: `${p ?? "unset (tcp)"}: the pool would run over TCP` };
             return undefined;
         },
     },

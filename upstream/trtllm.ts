@@ -10,7 +10,11 @@ export const trtllm: ComponentFacts = {
     version: "1.3.0rc25",
     flags: {},
     env: {
-        TRTLLM_NIXL_KVCACHE_BACKEND: { default: "UCX", source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:cpp/tensorrt_llm/executor/cache_transmission/nixl_utils/transferAgent.cpp", note: "NIXL backend of the cache transceiver; Dynamo efa-on-aws.mdx selects LIBFABRIC with it" },
+        TRTLLM_NIXL_KVCACHE_BACKEND: {
+            default: "UCX",
+            source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:cpp/tensorrt_llm/executor/cache_transmission/nixl_utils/transferAgent.cpp",
+            note: "NIXL backend of the cache transceiver; Dynamo efa-on-aws.mdx selects LIBFABRIC with it",
+        },
     },
 };
 

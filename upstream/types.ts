@@ -113,7 +113,12 @@ export interface EntrypointFacts extends Fact {
 export interface ImageRequirementFact extends Fact {
     readonly id: string;
     /** Env var and value (exact, case-sensitive) that name the need, or a flag and value. */
-    readonly when: { readonly env?: readonly [string, string]; readonly flag?: readonly [string, string]; readonly kvConnector?: string; readonly nixlBackend?: string };
+    readonly when: {
+        readonly env?: readonly [string, string];
+        readonly flag?: readonly [string, string];
+        readonly kvConnector?: string;
+        readonly nixlBackend?: string;
+    };
     /** Items the image must list in `provides`. */
     readonly needs: readonly string[];
 }

@@ -26,19 +26,46 @@ export const vllm: ComponentFacts = {
         "--enable-prefix-caching": { takesValue: false, aliases: ["--no-enable-prefix-caching"], source: ARGS },
     },
     env: {
-        VLLM_NIXL_SIDE_CHANNEL_HOST: { default: "localhost", source: `${ENVS}#VLLM_NIXL_SIDE_CHANNEL_HOST`, note: "the address a prefill worker advertises to decode" },
+        VLLM_NIXL_SIDE_CHANNEL_HOST: {
+            default: "localhost",
+            source: `${ENVS}#VLLM_NIXL_SIDE_CHANNEL_HOST`,
+            note: "the address a prefill worker advertises to decode",
+        },
         VLLM_NIXL_SIDE_CHANNEL_PORT: { default: "5600", source: `${ENVS}#VLLM_NIXL_SIDE_CHANNEL_PORT` },
-        VLLM_GPU_NIC_PCIE_MAPPING: { default: "", source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device", note: "set together with VLLM_NIC_SELECTION_VARS or EngineCore init raises" },
-        VLLM_NIC_SELECTION_VARS: { default: "", source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping", note: "per rank: <hca><suffix> is prepended to the variable's existing value" },
-        MOONCAKE_CONFIG_PATH: { source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.load_from_env", note: "MooncakeStoreConnector reads its JSON config from this file" },
+        VLLM_GPU_NIC_PCIE_MAPPING: {
+            default: "",
+            source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_net_device",
+            note: "set together with VLLM_NIC_SELECTION_VARS or EngineCore init raises",
+        },
+        VLLM_NIC_SELECTION_VARS: {
+            default: "",
+            source: "vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py#set_worker_gpu_nic_mapping",
+            note: "per rank: <hca><suffix> is prepended to the variable's existing value",
+        },
+        MOONCAKE_CONFIG_PATH: {
+            source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig.load_from_env",
+            note: "MooncakeStoreConnector reads its JSON config from this file",
+        },
     },
 };
 
 /** Keys `KVTransferConfig` accepts in `--kv-transfer-config` (pydantic dataclass; unknown keys are rejected). */
 export const vllmKvTransferConfigKeys = {
     source: "vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py#KVTransferConfig" as Source,
-    keys: ["kv_connector", "engine_id", "kv_buffer_device", "kv_buffer_size", "kv_role", "kv_rank", "kv_parallel_size",
-        "kv_ip", "kv_port", "kv_connector_extra_config", "kv_connector_module_path", "kv_load_failure_policy"] as const,
+    keys: [
+        "kv_connector",
+        "engine_id",
+        "kv_buffer_device",
+        "kv_buffer_size",
+        "kv_role",
+        "kv_rank",
+        "kv_parallel_size",
+        "kv_ip",
+        "kv_port",
+        "kv_connector_extra_config",
+        "kv_connector_module_path",
+        "kv_load_failure_policy",
+    ] as const,
     kvRoles: ["kv_producer", "kv_consumer", "kv_both"] as const,
     /** Default `recompute`: a failed KV load silently re-runs the prefill; `fail` makes it an error. */
     kvLoadFailurePolicies: ["recompute", "fail"] as const,
@@ -52,7 +79,17 @@ export const vllmKvTransferConfigKeys = {
  */
 export const vllmMooncakeStoreConfig = {
     source: "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/mooncake/store/worker.py#MooncakeStoreConfig" as Source,
-    keys: ["metadata_server", "master_server_address", "protocol", "device_name", "mode", "global_segment_size", "local_buffer_size", "enable_offload", "tenant_id"] as const,
+    keys: [
+        "metadata_server",
+        "master_server_address",
+        "protocol",
+        "device_name",
+        "mode",
+        "global_segment_size",
+        "local_buffer_size",
+        "enable_offload",
+        "tenant_id",
+    ] as const,
     modes: ["embedded", "standalone-store"] as const,
     modeDefault: "embedded",
 } as const;

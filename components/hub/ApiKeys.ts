@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
 import { KEY_ADMIN_ACTIONS } from "./kms";
 
@@ -46,15 +46,29 @@ export function tenantKeySecretName(tenant: string): string {
  * evaluates both together. (A per-secret `kms:EncryptionContext:SecretARN` condition would be tighter still, but the
  * simulator the tests run cannot evaluate colon-suffixed condition keys, and what it cannot evaluate is not added.)
  */
-export function credentialKeyPolicy(x: { accountId: string; region: string; partition?: string; users: string[] }): Record<string, unknown> {
+export function credentialKeyPolicy(x: {
+    accountId: string;
+    region: string;
+    partition?: string;
+    users: string[];
+}): Record<string, unknown> {
     const partition = x.partition ?? "aws";
     return {
         Version: "2012-10-17",
         Statement: [
-            { Sid: "KeyAdministration", Effect: "Allow", Principal: { AWS: `arn:${partition}:iam::${x.accountId}:root` }, Action: KEY_ADMIN_ACTIONS, Resource: "*" },
             {
-                Sid: "UseThroughSecretsManager", Effect: "Allow", Principal: { AWS: [...new Set(x.users)].sort() },
-                Action: ["kms:Decrypt", "kms:GenerateDataKey"], Resource: "*",
+                Sid: "KeyAdministration",
+                Effect: "Allow",
+                Principal: { AWS: `arn:${partition}:iam::${x.accountId}:root` },
+                Action: KEY_ADMIN_ACTIONS,
+                Resource: "*",
+            },
+            {
+                Sid: "UseThroughSecretsManager",
+                Effect: "Allow",
+                Principal: { AWS: [...new Set(x.users)].sort() },
+                Action: ["kms:Decrypt", "kms:GenerateDataKey"],
+                Resource: "*",
                 Condition: { StringEquals: { "kms:ViaService": `secretsmanager.${x.region}.amazonaws.com` } },
             },
         ],
@@ -69,9 +83,19 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
     return {
         Version: "2012-10-17",
         Statement: [
-            { Sid: "TenantReadersAndHubDeployers", Effect: "Allow", Principal: { AWS: [...new Set([...readers, ...hubDeployers])].sort() }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
             {
-                Sid: "NobodyElseReads", Effect: "Deny", Principal: "*", Action: ["secretsmanager:GetSecretValue"], Resource: "*",
+                Sid: "TenantReadersAndHubDeployers",
+                Effect: "Allow",
+                Principal: { AWS: [...new Set([...readers, ...hubDeployers])].sort() },
+                Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                Resource: "*",
+            },
+            {
+                Sid: "NobodyElseReads",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["secretsmanager:GetSecretValue"],
+                Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [...new Set([...readers, ...hubDeployers])].sort() } },
             },
         ],
@@ -101,7 +125,9 @@ export class ApiKeys extends pulumi.ComponentResource {
             return [id, pulumi.secret(pw.result.apply((r) => `${API_KEY_PREFIX}${r}`))] as const;
         });
         this.keys = pulumi.secret(pulumi.all(Object.fromEntries(entries)) as pulumi.Output<Record<string, string>>);
-        this.keyHashes = pulumi.unsecret(this.keys.apply((ks) => Object.fromEntries(Object.entries(ks).map(([id, k]) => [id, hashApiKey(k)]))));
+        this.keyHashes = pulumi.unsecret(
+            this.keys.apply((ks) => Object.fromEntries(Object.entries(ks).map(([id, k]) => [id, hashApiKey(k)]))),
+        );
 
         const tenants = [...new Set(args.keys.map((k) => k.tenant))].sort();
         const readersOf = (t: string) => {
@@ -110,35 +136,59 @@ export class ApiKeys extends pulumi.ComponentResource {
             return r;
         };
         // Decrypts every tenant's keys: protected and retained like the other hub keys.
-        const key = new aws.kms.Key(`${name}-key`, {
-            description: "Credential secrets the hub writes: tenants' API keys, on-prem spokes' source keys (Secrets Manager)",
-            enableKeyRotation: true,
-            deletionWindowInDays: 30,
-            policy: pulumi.all([args.accountId, pulumi.all(args.otherKeyUsers ?? [])]).apply(([accountId, others]) => JSON.stringify(credentialKeyPolicy({
-                accountId, region: args.region,
-                users: [...args.hubDeployers, ...tenants.flatMap(readersOf), ...others],
-            }))),
-        }, { parent: this, protect: true, retainOnDelete: true });
+        const key = new aws.kms.Key(
+            `${name}-key`,
+            {
+                description: "Credential secrets the hub writes: tenants' API keys, on-prem spokes' source keys (Secrets Manager)",
+                enableKeyRotation: true,
+                deletionWindowInDays: 30,
+                policy: pulumi.all([args.accountId, pulumi.all(args.otherKeyUsers ?? [])]).apply(([accountId, others]) =>
+                    JSON.stringify(
+                        credentialKeyPolicy({
+                            accountId,
+                            region: args.region,
+                            users: [...args.hubDeployers, ...tenants.flatMap(readersOf), ...others],
+                        }),
+                    ),
+                ),
+            },
+            { parent: this, protect: true, retainOnDelete: true },
+        );
         const arns: Record<string, pulumi.Output<string>> = {};
         for (const t of tenants) {
-            const secret = new aws.secretsmanager.Secret(`${name}-${t}`, {
-                name: tenantKeySecretName(t),
-                description: `API keys of tenant ${t} (key id -> key); readable only by platform:tenantKeys.readers.${t}`,
-                kmsKeyId: key.arn,
-                recoveryWindowInDays: 7,
-                tags: { "platform:tenant": t },
-            }, { parent: this });
-            const policy = new aws.secretsmanager.SecretPolicy(`${name}-${t}-policy`, {
-                secretArn: secret.arn,
-                policy: JSON.stringify(tenantKeySecretPolicy(readersOf(t), args.hubDeployers)),
-                blockPublicPolicy: true,
-            }, { parent: this });
-            const own = args.keys.filter((k) => k.tenant === t).map((k) => k.id).sort();
-            new aws.secretsmanager.SecretVersion(`${name}-${t}`, {
-                secretId: secret.id,
-                secretString: pulumi.secret(this.keys.apply((ks) => JSON.stringify(Object.fromEntries(own.map((id) => [id, ks[id]]))))),
-            // The policy first: the value never exists under a secret anyone else could read.
-            }, { parent: this, dependsOn: [policy] });
+            const secret = new aws.secretsmanager.Secret(
+                `${name}-${t}`,
+                {
+                    name: tenantKeySecretName(t),
+                    description: `API keys of tenant ${t} (key id -> key); readable only by platform:tenantKeys.readers.${t}`,
+                    kmsKeyId: key.arn,
+                    recoveryWindowInDays: 7,
+                    tags: { "platform:tenant": t },
+                },
+                { parent: this },
+            );
+            const policy = new aws.secretsmanager.SecretPolicy(
+                `${name}-${t}-policy`,
+                {
+                    secretArn: secret.arn,
+                    policy: JSON.stringify(tenantKeySecretPolicy(readersOf(t), args.hubDeployers)),
+                    blockPublicPolicy: true,
+                },
+                { parent: this },
+            );
+            const own = args.keys
+                .filter((k) => k.tenant === t)
+                .map((k) => k.id)
+                .sort();
+            new aws.secretsmanager.SecretVersion(
+                `${name}-${t}`,
+                {
+                    secretId: secret.id,
+                    secretString: pulumi.secret(this.keys.apply((ks) => JSON.stringify(Object.fromEntries(own.map((id) => [id, ks[id]]))))),
+                    // The policy first: the value never exists under a secret anyone else could read.
+                },
+                { parent: this, dependsOn: [policy] },
+            );
             arns[t] = secret.arn;
         }
         this.secretArns = pulumi.all(arns);

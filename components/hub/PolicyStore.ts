@@ -4,7 +4,15 @@ import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
 import { serviceOnlyKeyPolicy } from "./kms";
-import { bundlePaths, CurrentPointer, keyIdOf, Policy, PolicySchema, publicKeyFromSeed, signBundle } from "../../services/shared/bundle";
+import {
+    bundlePaths,
+    type CurrentPointer,
+    keyIdOf,
+    type Policy,
+    PolicySchema,
+    publicKeyFromSeed,
+    signBundle,
+} from "../../services/shared/bundle";
 
 /** Bytes of the Ed25519 seed (RFC 8032 private key length). */
 export const SIGNING_SEED_BYTES = 32;
@@ -13,14 +21,16 @@ export const SIGNING_SEED_BYTES = 32;
  * What the hub remembers about a spoke's live bundle between deployments (stack output `policyRevisions`,
  * read back through a self StackReference): enough to decide "same policy, same revision" or "next revision".
  */
-export const BundleRevisionSchema = z.object({
-    revision: z.number().int().min(1),
-    contentHash: z.string().regex(/^[0-9a-f]{64}$/),
-    /** Key id of the signing key (`keyIdOf`); a new key with the same policy still needs a new revision. */
-    keyId: z.string().regex(/^[0-9a-f]{16}$/),
-    /** S3 key of the bundle object. */
-    key: z.string(),
-}).strict();
+export const BundleRevisionSchema = z
+    .object({
+        revision: z.number().int().min(1),
+        contentHash: z.string().regex(/^[0-9a-f]{64}$/),
+        /** Key id of the signing key (`keyIdOf`); a new key with the same policy still needs a new revision. */
+        keyId: z.string().regex(/^[0-9a-f]{16}$/),
+        /** S3 key of the bundle object. */
+        key: z.string(),
+    })
+    .strict();
 
 /** A spoke's live bundle revision (see {@link BundleRevisionSchema}). */
 export type BundleRevision = z.infer<typeof BundleRevisionSchema>;
@@ -39,7 +49,9 @@ export function parsePreviousRevisions(raw: unknown): Record<string, BundleRevis
     if (raw === undefined || raw === null) return {};
     const parsed = PolicyRevisionsSchema.safeParse(raw);
     if (!parsed.success) {
-        throw new Error(`the hub's previous output policyRevisions is malformed (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}); refusing to guess a revision`);
+        throw new Error(
+            `the hub's previous output policyRevisions is malformed (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}); refusing to guess a revision`,
+        );
     }
     return parsed.data;
 }
@@ -80,7 +92,10 @@ export function publishBundle(seed: Buffer, spoke: string, policy: Policy, previ
     const key = bundlePaths.bundle(spoke, revision);
     const pointer: CurrentPointer = { revision, key, contentHash: hash };
     return {
-        revision, contentHash: hash, keyId, key,
+        revision,
+        contentHash: hash,
+        keyId,
+        key,
         bundleJson: canonicalJson(signed),
         currentKey: bundlePaths.current(spoke),
         currentJson: canonicalJson(pointer),
@@ -107,18 +122,44 @@ export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record
     return {
         Version: "2012-10-17",
         Statement: [
-            { Sid: "DenyInsecureTransport", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: all, Condition: { Bool: { "aws:SecureTransport": "false" } } },
-            { Sid: "DenyOldTls", Effect: "Deny", Principal: "*", Action: "s3:*", Resource: all, Condition: { NumericLessThan: { "s3:TlsVersion": "1.2" } } },
             {
-                Sid: "DenyOtherEncryption", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Sid: "DenyInsecureTransport",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "s3:*",
+                Resource: all,
+                Condition: { Bool: { "aws:SecureTransport": "false" } },
+            },
+            {
+                Sid: "DenyOldTls",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "s3:*",
+                Resource: all,
+                Condition: { NumericLessThan: { "s3:TlsVersion": "1.2" } },
+            },
+            {
+                Sid: "DenyOtherEncryption",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "s3:PutObject",
+                Resource: objects,
                 Condition: { StringNotEquals: { [SSE_ALGORITHM]: "aws:kms" }, Null: { [SSE_ALGORITHM]: "false" } },
             },
             {
-                Sid: "DenyOtherKmsKeys", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Sid: "DenyOtherKmsKeys",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "s3:PutObject",
+                Resource: objects,
                 Condition: { StringNotEquals: { [SSE_KMS_KEY]: kmsKeyArn }, Null: { [SSE_KMS_KEY]: "false" } },
             },
             {
-                Sid: "DenyAwsManagedKey", Effect: "Deny", Principal: "*", Action: "s3:PutObject", Resource: objects,
+                Sid: "DenyAwsManagedKey",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "s3:PutObject",
+                Resource: objects,
                 Condition: { StringEquals: { [SSE_ALGORITHM]: "aws:kms" }, Null: { [SSE_KMS_KEY]: "true" } },
             },
         ],
@@ -176,31 +217,65 @@ export class PolicyStore extends pulumi.ComponentResource {
         // The key decrypts every retained bundle and ACK, the bucket is the audit trail: protected (no delete or
         // replacement by an ordinary `up`) and retained (dropping them from the program leaves them in AWS).
         const keep: pulumi.CustomResourceOptions = { parent: this, protect: true, retainOnDelete: true };
-        const key = new aws.kms.Key(`${name}-key`, {
-            description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
-            enableKeyRotation: true,
-            deletionWindowInDays: 30,
-            policy: pulumi.output(args.accountId).apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["s3"] }))),
-        }, keep);
+        const key = new aws.kms.Key(
+            `${name}-key`,
+            {
+                description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
+                enableKeyRotation: true,
+                deletionWindowInDays: 30,
+                policy: pulumi
+                    .output(args.accountId)
+                    .apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["s3"] }))),
+            },
+            keep,
+        );
         new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-policy-bundles", targetKeyId: key.keyId }, parent);
         const bucket = new aws.s3.Bucket(`${name}-bucket`, { bucket: args.bucketName, forceDestroy: false }, keep);
-        const ownership = new aws.s3.BucketOwnershipControls(`${name}-ownership`, {
-            bucket: bucket.bucket, rule: { objectOwnership: "BucketOwnerEnforced" },
-        }, parent);
-        const publicAccess = new aws.s3.BucketPublicAccessBlock(`${name}-public-access`, {
-            bucket: bucket.bucket, blockPublicAcls: true, blockPublicPolicy: true, ignorePublicAcls: true, restrictPublicBuckets: true,
-        }, parent);
-        const versioning = new aws.s3.BucketVersioning(`${name}-versioning`, {
-            bucket: bucket.bucket, versioningConfiguration: { status: "Enabled" },
-        }, parent);
-        const encryption = new aws.s3.BucketServerSideEncryptionConfiguration(`${name}-encryption`, {
-            bucket: bucket.bucket,
-            rules: [{ applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: key.arn }, bucketKeyEnabled: true }],
-        }, parent);
-        const bucketPolicy = new aws.s3.BucketPolicy(`${name}-tls-only`, {
-            bucket: bucket.bucket,
-            policy: pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => JSON.stringify(policyBucketPolicy(b, k))),
-        }, { parent: this, dependsOn: [publicAccess, ownership] });
+        const ownership = new aws.s3.BucketOwnershipControls(
+            `${name}-ownership`,
+            {
+                bucket: bucket.bucket,
+                rule: { objectOwnership: "BucketOwnerEnforced" },
+            },
+            parent,
+        );
+        const publicAccess = new aws.s3.BucketPublicAccessBlock(
+            `${name}-public-access`,
+            {
+                bucket: bucket.bucket,
+                blockPublicAcls: true,
+                blockPublicPolicy: true,
+                ignorePublicAcls: true,
+                restrictPublicBuckets: true,
+            },
+            parent,
+        );
+        const versioning = new aws.s3.BucketVersioning(
+            `${name}-versioning`,
+            {
+                bucket: bucket.bucket,
+                versioningConfiguration: { status: "Enabled" },
+            },
+            parent,
+        );
+        const encryption = new aws.s3.BucketServerSideEncryptionConfiguration(
+            `${name}-encryption`,
+            {
+                bucket: bucket.bucket,
+                rules: [
+                    { applyServerSideEncryptionByDefault: { sseAlgorithm: "aws:kms", kmsMasterKeyId: key.arn }, bucketKeyEnabled: true },
+                ],
+            },
+            parent,
+        );
+        const bucketPolicy = new aws.s3.BucketPolicy(
+            `${name}-tls-only`,
+            {
+                bucket: bucket.bucket,
+                policy: pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => JSON.stringify(policyBucketPolicy(b, k))),
+            },
+            { parent: this, dependsOn: [publicAccess, ownership] },
+        );
 
         const seedBytes = new random.RandomBytes(`${name}-signing-seed`, { length: SIGNING_SEED_BYTES }, parent);
         const seed = pulumi.secret(seedBytes.base64);
@@ -213,26 +288,38 @@ export class PolicyStore extends pulumi.ComponentResource {
         const revisions: Record<string, pulumi.Output<BundleRevision>> = {};
         for (const spoke of [...args.spokes].sort()) {
             // Signing reads the secret seed; the result (bundle + signature) is not secret.
-            const pub = pulumi.unsecret(pulumi.all([seed, policy, previous]).apply(([s, p, prev]) => publishBundle(Buffer.from(s, "base64"), spoke, p, prev[spoke])));
-            const bundle = new aws.s3.BucketObjectv2(`${name}-${spoke}-bundle`, {
-                bucket: bucket.bucket,
-                key: pub.key,
-                content: pub.bundleJson,
-                contentType: "application/json",
-                serverSideEncryption: "aws:kms",
-                kmsKeyId: key.arn,
-                bucketKeyEnabled: true,
-            }, { parent: this, dependsOn: ready, retainOnDelete: true });
-            new aws.s3.BucketObjectv2(`${name}-${spoke}-current`, {
-                bucket: bucket.bucket,
-                key: pub.currentKey,
-                content: pub.currentJson,
-                contentType: "application/json",
-                cacheControl: "no-cache",
-                serverSideEncryption: "aws:kms",
-                kmsKeyId: key.arn,
-                bucketKeyEnabled: true,
-            }, { parent: this, dependsOn: [...ready, bundle] });
+            const pub = pulumi.unsecret(
+                pulumi
+                    .all([seed, policy, previous])
+                    .apply(([s, p, prev]) => publishBundle(Buffer.from(s, "base64"), spoke, p, prev[spoke])),
+            );
+            const bundle = new aws.s3.BucketObjectv2(
+                `${name}-${spoke}-bundle`,
+                {
+                    bucket: bucket.bucket,
+                    key: pub.key,
+                    content: pub.bundleJson,
+                    contentType: "application/json",
+                    serverSideEncryption: "aws:kms",
+                    kmsKeyId: key.arn,
+                    bucketKeyEnabled: true,
+                },
+                { parent: this, dependsOn: ready, retainOnDelete: true },
+            );
+            new aws.s3.BucketObjectv2(
+                `${name}-${spoke}-current`,
+                {
+                    bucket: bucket.bucket,
+                    key: pub.currentKey,
+                    content: pub.currentJson,
+                    contentType: "application/json",
+                    cacheControl: "no-cache",
+                    serverSideEncryption: "aws:kms",
+                    kmsKeyId: key.arn,
+                    bucketKeyEnabled: true,
+                },
+                { parent: this, dependsOn: [...ready, bundle] },
+            );
             revisions[spoke] = pub.apply(({ revision, contentHash: h, keyId, key: k }) => ({ revision, contentHash: h, keyId, key: k }));
         }
 

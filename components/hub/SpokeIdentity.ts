@@ -49,25 +49,39 @@ export function spokeRolePolicy(x: SpokeRolePolicyInput): PolicyDocument {
     const prefix = bundlePaths.prefix(x.spoke);
     const statements: PolicyDocument["Statement"] = [
         {
-            Sid: "ReadOwnBundles", Effect: "Allow", Action: ["s3:GetObject", "s3:GetObjectVersion"],
+            Sid: "ReadOwnBundles",
+            Effect: "Allow",
+            Action: ["s3:GetObject", "s3:GetObjectVersion"],
             Resource: [`${x.bucketArn}/${bundlePaths.current(x.spoke)}`, `${x.bucketArn}/${prefix}bundles/*`],
         },
         {
-            Sid: "ListOwnPrefix", Effect: "Allow", Action: ["s3:ListBucket"], Resource: x.bucketArn,
+            Sid: "ListOwnPrefix",
+            Effect: "Allow",
+            Action: ["s3:ListBucket"],
+            Resource: x.bucketArn,
             Condition: { StringLike: { "s3:prefix": [`${prefix}*`] } },
         },
         { Sid: "WriteOwnAcks", Effect: "Allow", Action: ["s3:PutObject"], Resource: `${x.bucketArn}/${prefix}acks/*` },
         {
-            Sid: "UseBucketKeyViaS3", Effect: "Allow", Action: ["kms:Decrypt", "kms:GenerateDataKey"], Resource: x.kmsKeyArn,
+            Sid: "UseBucketKeyViaS3",
+            Effect: "Allow",
+            Action: ["kms:Decrypt", "kms:GenerateDataKey"],
+            Resource: x.kmsKeyArn,
             Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
         },
     ];
     if (x.usageStreamArn) {
-        statements.push({ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecord", "kinesis:PutRecords"], Resource: x.usageStreamArn });
+        statements.push({
+            Sid: "PutUsageEvents",
+            Effect: "Allow",
+            Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
+            Resource: x.usageStreamArn,
+        });
     }
     if (x.egressCidrs?.length) {
         statements.push({
-            Sid: "DenyOutsideSiteEgress", Effect: "Deny",
+            Sid: "DenyOutsideSiteEgress",
+            Effect: "Deny",
             Action: ["s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:PutObject", "kinesis:PutRecord", "kinesis:PutRecords"],
             Resource: "*",
             Condition: { NotIpAddress: { "aws:SourceIp": [...x.egressCidrs] }, Bool: { "aws:ViaAWSService": "false" } },
@@ -95,21 +109,29 @@ export const SPOKE_AWS_SERVICE_ACCOUNTS: ReadonlyArray<{ namespace: string; serv
  * Source: docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html (trust policy, conditions) and
  * pod-id-abac.html (session tags `eks-cluster-arn`, `kubernetes-namespace`, `kubernetes-service-account`).
  */
-export function podIdentityTrustPolicy(accountId: string, clusterArn: string, serviceAccounts = SPOKE_AWS_SERVICE_ACCOUNTS): PolicyDocument {
+export function podIdentityTrustPolicy(
+    accountId: string,
+    clusterArn: string,
+    serviceAccounts = SPOKE_AWS_SERVICE_ACCOUNTS,
+): PolicyDocument {
     return {
         Version: "2012-10-17",
-        Statement: [{
-            Sid: "EksPodIdentityOfThisSpokeOnly", Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" },
-            Action: ["sts:AssumeRole", "sts:TagSession"],
-            Condition: {
-                StringEquals: {
-                    "aws:SourceAccount": accountId,
-                    "aws:RequestTag/eks-cluster-arn": clusterArn,
-                    "aws:RequestTag/kubernetes-namespace": [...new Set(serviceAccounts.map((s) => s.namespace))].sort(),
-                    "aws:RequestTag/kubernetes-service-account": [...new Set(serviceAccounts.map((s) => s.serviceAccount))].sort(),
+        Statement: [
+            {
+                Sid: "EksPodIdentityOfThisSpokeOnly",
+                Effect: "Allow",
+                Principal: { Service: "pods.eks.amazonaws.com" },
+                Action: ["sts:AssumeRole", "sts:TagSession"],
+                Condition: {
+                    StringEquals: {
+                        "aws:SourceAccount": accountId,
+                        "aws:RequestTag/eks-cluster-arn": clusterArn,
+                        "aws:RequestTag/kubernetes-namespace": [...new Set(serviceAccounts.map((s) => s.namespace))].sort(),
+                        "aws:RequestTag/kubernetes-service-account": [...new Set(serviceAccounts.map((s) => s.serviceAccount))].sort(),
+                    },
                 },
             },
-        }],
+        ],
     };
 }
 
@@ -122,16 +144,27 @@ export function podIdentityTrustPolicy(accountId: string, clusterArn: string, se
 export function rolesAnywhereTrustPolicy(trustAnchorArn: string, certificateCn: string): PolicyDocument {
     return {
         Version: "2012-10-17",
-        Statement: [{
-            Sid: "RolesAnywhereThisSpokeOnly", Effect: "Allow", Principal: { Service: "rolesanywhere.amazonaws.com" },
-            Action: ["sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"],
-            Condition: { ArnEquals: { "aws:SourceArn": trustAnchorArn }, StringEquals: { "aws:PrincipalTag/x509Subject/CN": certificateCn } },
-        }],
+        Statement: [
+            {
+                Sid: "RolesAnywhereThisSpokeOnly",
+                Effect: "Allow",
+                Principal: { Service: "rolesanywhere.amazonaws.com" },
+                Action: ["sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"],
+                Condition: {
+                    ArnEquals: { "aws:SourceArn": trustAnchorArn },
+                    StringEquals: { "aws:PrincipalTag/x509Subject/CN": certificateCn },
+                },
+            },
+        ],
     };
 }
 
 /** One key slot's source user as the role's trust sees it. */
-export interface SourcePrincipal { arn: string; expiresAt?: string; egressCidrs?: string[] }
+export interface SourcePrincipal {
+    arn: string;
+    expiresAt?: string;
+    egressCidrs?: string[];
+}
 
 /**
  * Pure: trust policy letting exactly the spoke's source users (one per key slot) assume the role, each only until its
@@ -144,13 +177,19 @@ export function spokeTrustPolicy(principals: SourcePrincipal[]): PolicyDocument 
     return {
         Version: "2012-10-17",
         Statement: principals.map((p, i) => ({
-            Sid: `SpokeSourceIdentity${i}`, Effect: "Allow" as const, Principal: { AWS: p.arn }, Action: ["sts:AssumeRole"],
+            Sid: `SpokeSourceIdentity${i}`,
+            Effect: "Allow" as const,
+            Principal: { AWS: p.arn },
+            Action: ["sts:AssumeRole"],
             ...(sourceConditions(p) ? { Condition: sourceConditions(p) } : {}),
         })),
     };
 }
 
-function sourceConditions(x: { expiresAt?: string; egressCidrs?: string[] }): NonNullable<PolicyDocument["Statement"][number]["Condition"]> | undefined {
+function sourceConditions(x: {
+    expiresAt?: string;
+    egressCidrs?: string[];
+}): NonNullable<PolicyDocument["Statement"][number]["Condition"]> | undefined {
     const condition: NonNullable<PolicyDocument["Statement"][number]["Condition"]> = {};
     if (x.expiresAt) condition.DateLessThan = { "aws:CurrentTime": x.expiresAt };
     if (x.egressCidrs?.length) condition.IpAddress = { "aws:SourceIp": [...x.egressCidrs] };
@@ -170,7 +209,15 @@ export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egres
     const condition = sourceConditions(x);
     return {
         Version: "2012-10-17",
-        Statement: [{ Sid: "AssumeSpokeRole", Effect: "Allow", Action: ["sts:AssumeRole"], Resource: roleArn, ...(condition ? { Condition: condition } : {}) }],
+        Statement: [
+            {
+                Sid: "AssumeSpokeRole",
+                Effect: "Allow",
+                Action: ["sts:AssumeRole"],
+                Resource: roleArn,
+                ...(condition ? { Condition: condition } : {}),
+            },
+        ],
     };
 }
 
@@ -183,10 +230,26 @@ export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[])
     return {
         Version: "2012-10-17",
         Statement: [
-            { Sid: "SpokeDeployerReads", Effect: "Allow", Principal: { AWS: deployerRoleArn }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
-            { Sid: "HubDeployersReadBack", Effect: "Allow", Principal: { AWS: [...hubDeployers].sort() }, Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"], Resource: "*" },
             {
-                Sid: "NobodyElseReads", Effect: "Deny", Principal: "*", Action: ["secretsmanager:GetSecretValue"], Resource: "*",
+                Sid: "SpokeDeployerReads",
+                Effect: "Allow",
+                Principal: { AWS: deployerRoleArn },
+                Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                Resource: "*",
+            },
+            {
+                Sid: "HubDeployersReadBack",
+                Effect: "Allow",
+                Principal: { AWS: [...hubDeployers].sort() },
+                Action: ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                Resource: "*",
+            },
+            {
+                Sid: "NobodyElseReads",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["secretsmanager:GetSecretValue"],
+                Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, ...hubDeployers] } },
             },
         ],
@@ -199,9 +262,16 @@ export function defaultDeployerRoleArn(partition: string, accountId: string, spo
 }
 
 /** The deployer role of an access-key spoke (reads its key slot's secret), or undefined for other modes. */
-export function spokeDeployerArn(spoke: string, id: SpokeIdentityConfig, partition: pulumi.Input<string>, accountId: pulumi.Input<string>): pulumi.Output<string> | undefined {
+export function spokeDeployerArn(
+    spoke: string,
+    id: SpokeIdentityConfig,
+    partition: pulumi.Input<string>,
+    accountId: pulumi.Input<string>,
+): pulumi.Output<string> | undefined {
     if (id.mode !== "access-key") return undefined;
-    return id.deployerRoleArn ? pulumi.output(id.deployerRoleArn) : pulumi.all([partition, accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, spoke));
+    return id.deployerRoleArn
+        ? pulumi.output(id.deployerRoleArn)
+        : pulumi.all([partition, accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, spoke));
 }
 
 /** Name of a key slot's secret. Fixed, so renaming nothing in the program ever replaces it. */
@@ -215,7 +285,10 @@ export function keySecretPrefix(spoke: string): string {
 }
 
 /** The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret). Secret. */
-export interface SpokeSourceCredentials { accessKeyId: string; secretAccessKey: string }
+export interface SpokeSourceCredentials {
+    accessKeyId: string;
+    secretAccessKey: string;
+}
 
 /** Inputs of {@link SpokeIdentity}. */
 export interface SpokeIdentityArgs {
@@ -287,25 +360,44 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         // The contract may need resources that name the role (Roles Anywhere profile): built once the role exists.
         let contractOf: (role: aws.iam.Role) => pulumi.Output<SpokeIdentityContract>;
         if (id.mode === "pod-identity") {
-            if (!args.clusterName || !args.clusterRegion) throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name and region`);
+            if (!args.clusterName || !args.clusterRegion)
+                throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name and region`);
             const account = id.accountId ?? args.accountId;
             const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.clusterRegion}:${account}:cluster/${args.clusterName}`;
             trust = pulumi.all([account, clusterArn]).apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c)));
-            contractOf = () => pulumi.output({ mode: "pod-identity" as const, serviceAccounts: SPOKE_AWS_SERVICE_ACCOUNTS.map((s) => ({ ...s })) });
+            contractOf = () =>
+                pulumi.output({ mode: "pod-identity" as const, serviceAccounts: SPOKE_AWS_SERVICE_ACCOUNTS.map((s) => ({ ...s })) });
         } else if (id.mode === "roles-anywhere") {
             const cn = id.certificateCn ?? `platform-spoke-${args.spoke}`;
-            const anchor = new aws.rolesanywhere.TrustAnchor(`${name}-trust-anchor`, {
-                name: `platform-spoke-${args.spoke}`,
-                enabled: true,
-                source: { sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: id.caBundle } },
-                tags,
-            }, { parent: this, protect: true });
+            const anchor = new aws.rolesanywhere.TrustAnchor(
+                `${name}-trust-anchor`,
+                {
+                    name: `platform-spoke-${args.spoke}`,
+                    enabled: true,
+                    source: { sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: id.caBundle } },
+                    tags,
+                },
+                { parent: this, protect: true },
+            );
             trust = anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, cn)));
             contractOf = (role) => {
-                const profile = new aws.rolesanywhere.Profile(`${name}-profile`, {
-                    name: `platform-spoke-${args.spoke}`, enabled: true, roleArns: [role.arn], durationSeconds: 3600, tags,
-                }, parent);
-                return pulumi.all([anchor.arn, profile.arn]).apply(([trustAnchorArn, profileArn]) => ({ mode: "roles-anywhere" as const, trustAnchorArn, profileArn, certificateCn: cn }));
+                const profile = new aws.rolesanywhere.Profile(
+                    `${name}-profile`,
+                    {
+                        name: `platform-spoke-${args.spoke}`,
+                        enabled: true,
+                        roleArns: [role.arn],
+                        durationSeconds: 3600,
+                        tags,
+                    },
+                    parent,
+                );
+                return pulumi.all([anchor.arn, profile.arn]).apply(([trustAnchorArn, profileArn]) => ({
+                    mode: "roles-anywhere" as const,
+                    trustAnchorArn,
+                    profileArn,
+                    certificateCn: cn,
+                }));
             };
         } else {
             const slots = id.keys;
@@ -314,54 +406,107 @@ export class SpokeIdentity extends pulumi.ComponentResource {
             const users = slots.map((slot) => ({
                 slot,
                 // Fixed name: a replacement must delete the old user first (IAM names are unique).
-                user: new aws.iam.User(`${name}-source-${slot.id}`, { name: `platform-spoke-${args.spoke}-${slot.id}`, path: "/platform/spokes/", tags: { ...tags, "platform:key-slot": slot.id } }, { parent: this, deleteBeforeReplace: true }),
+                user: new aws.iam.User(
+                    `${name}-source-${slot.id}`,
+                    {
+                        name: `platform-spoke-${args.spoke}-${slot.id}`,
+                        path: "/platform/spokes/",
+                        tags: { ...tags, "platform:key-slot": slot.id },
+                    },
+                    { parent: this, deleteBeforeReplace: true },
+                ),
             }));
-            const limitsOf = (slot: (typeof slots)[number]) => ({ expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined, egressCidrs });
-            trust = pulumi.all(users.map((u) => u.user.arn)).apply((arns) => JSON.stringify(spokeTrustPolicy(arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })))));
+            const limitsOf = (slot: (typeof slots)[number]) => ({
+                expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined,
+                egressCidrs,
+            });
+            trust = pulumi
+                .all(users.map((u) => u.user.arn))
+                .apply((arns) => JSON.stringify(spokeTrustPolicy(arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })))));
             const secrets = new Map<string, aws.secretsmanager.Secret>();
             for (const { slot, user } of users) {
-                new aws.iam.UserPolicy(`${name}-assume-${slot.id}`, {
-                    user: user.name,
-                    policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, limitsOf(slot)))),
-                }, parent);
-                if (!slot.createdAt) pulumi.log.warn(`spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`, this);
+                new aws.iam.UserPolicy(
+                    `${name}-assume-${slot.id}`,
+                    {
+                        user: user.name,
+                        policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, limitsOf(slot)))),
+                    },
+                    parent,
+                );
+                if (!slot.createdAt)
+                    pulumi.log.warn(
+                        `spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`,
+                        this,
+                    );
                 const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, parent);
-                const secret = new aws.secretsmanager.Secret(`${name}-key-${slot.id}`, {
-                    name: keySecretName(args.spoke, slot.id),
-                    description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
-                    kmsKeyId: args.secretsKmsKeyArn,
-                    recoveryWindowInDays: 7,
-                    tags: { ...tags, "platform:key-slot": slot.id },
-                }, parent);
-                new aws.secretsmanager.SecretPolicy(`${name}-key-${slot.id}-policy`, {
-                    secretArn: secret.arn,
-                    policy: pulumi.output(deployer).apply((d) => JSON.stringify(keySecretPolicy(d, args.hubDeployers))),
-                    blockPublicPolicy: true,
-                }, parent);
-                new aws.secretsmanager.SecretVersion(`${name}-key-${slot.id}`, {
-                    secretId: secret.id,
-                    secretString: pulumi.secret(pulumi.all([key.id, key.secret]).apply(([accessKeyId, secretAccessKey]) => JSON.stringify({ accessKeyId, secretAccessKey }))),
-                }, parent);
+                const secret = new aws.secretsmanager.Secret(
+                    `${name}-key-${slot.id}`,
+                    {
+                        name: keySecretName(args.spoke, slot.id),
+                        description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
+                        kmsKeyId: args.secretsKmsKeyArn,
+                        recoveryWindowInDays: 7,
+                        tags: { ...tags, "platform:key-slot": slot.id },
+                    },
+                    parent,
+                );
+                new aws.secretsmanager.SecretPolicy(
+                    `${name}-key-${slot.id}-policy`,
+                    {
+                        secretArn: secret.arn,
+                        policy: pulumi.output(deployer).apply((d) => JSON.stringify(keySecretPolicy(d, args.hubDeployers))),
+                        blockPublicPolicy: true,
+                    },
+                    parent,
+                );
+                new aws.secretsmanager.SecretVersion(
+                    `${name}-key-${slot.id}`,
+                    {
+                        secretId: secret.id,
+                        secretString: pulumi.secret(
+                            pulumi
+                                .all([key.id, key.secret])
+                                .apply(([accessKeyId, secretAccessKey]) => JSON.stringify({ accessKeyId, secretAccessKey })),
+                        ),
+                    },
+                    parent,
+                );
                 secrets.set(slot.id, secret);
             }
-            contractOf = () => secrets.get(active)!.arn.apply((secretArn) => ({ mode: "access-key" as const, secretArn, region: args.region, slot: active }));
+            contractOf = () =>
+                secrets
+                    .get(active)!
+                    .arn.apply((secretArn) => ({ mode: "access-key" as const, secretArn, region: args.region, slot: active }));
         }
 
-        const role = new aws.iam.Role(`${name}-role`, {
-            name: roleName,
-            path: "/platform/spokes/",
-            description: `Policy bundle reader / ACK writer / usage producer for spoke ${args.spoke}`,
-            assumeRolePolicy: trust,
-            maxSessionDuration: 3600,
-            tags,
-        // Fixed name (the secrets, trust anchors and spokes name it): a replacement deletes the old role first.
-        }, { parent: this, deleteBeforeReplace: true });
+        const role = new aws.iam.Role(
+            `${name}-role`,
+            {
+                name: roleName,
+                path: "/platform/spokes/",
+                description: `Policy bundle reader / ACK writer / usage producer for spoke ${args.spoke}`,
+                assumeRolePolicy: trust,
+                maxSessionDuration: 3600,
+                tags,
+                // Fixed name (the secrets, trust anchors and spokes name it): a replacement deletes the old role first.
+            },
+            { parent: this, deleteBeforeReplace: true },
+        );
         const contract = contractOf(role);
-        new aws.iam.RolePolicy(`${name}-permissions`, {
-            role: role.name,
-            policy: pulumi.all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn]).apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
-                JSON.stringify(spokeRolePolicy({ spoke: args.spoke, bucketArn, kmsKeyArn, region: args.region, usageStreamArn, egressCidrs }))),
-        }, parent);
+        new aws.iam.RolePolicy(
+            `${name}-permissions`,
+            {
+                role: role.name,
+                policy: pulumi
+                    .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
+                    .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
+                        JSON.stringify(
+                            spokeRolePolicy({ spoke: args.spoke, bucketArn, kmsKeyArn, region: args.region, usageStreamArn, egressCidrs }),
+                        ),
+                    ),
+            },
+            parent,
+        );
 
         this.roleArn = role.arn;
         this.roleName = role.name;

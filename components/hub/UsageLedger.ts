@@ -69,24 +69,50 @@ export class UsageLedger extends pulumi.ComponentResource {
         const tags = { "platform:component": "usage-ledger" };
         this.region = args.region;
         // Every part declares its resources as children of this component under this name: URNs as before the split.
-        const scope: LedgerScope = { name, parent: { parent: this }, keep: { parent: this, protect: true, retainOnDelete: true }, tags, region: args.region };
+        const scope: LedgerScope = {
+            name,
+            parent: { parent: this },
+            keep: { parent: this, protect: true, retainOnDelete: true },
+            tags,
+            region: args.region,
+        };
 
-        const key = new aws.kms.Key(`${name}-key`, {
-            description: "Usage ledger: Aurora storage and the database secrets",
-            enableKeyRotation: true, deletionWindowInDays: 30, tags,
-            // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
-            policy: pulumi.output(args.accountId).apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager"] }))),
-        }, scope.keep);
+        const key = new aws.kms.Key(
+            `${name}-key`,
+            {
+                description: "Usage ledger: Aurora storage and the database secrets",
+                enableKeyRotation: true,
+                deletionWindowInDays: 30,
+                tags,
+                // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
+                policy: pulumi
+                    .output(args.accountId)
+                    .apply((accountId) =>
+                        JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager"] })),
+                    ),
+            },
+            scope.keep,
+        );
         new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-usage-ledger", targetKeyId: key.keyId }, scope.parent);
 
         const streamResources = usageStreams(scope, args.spokes, args.streamRetentionHours);
         this.streams = Object.fromEntries(streamResources.map(({ spoke, stream }) => [spoke, { name: stream.name, arn: stream.arn }]));
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
-        const { fn, queue } = ledgerFunctions(scope, {
-            spokes: args.spokes, streamRetentionHours: args.streamRetentionHours, consumerBatchSize: args.consumerBatchSize,
-            reconcileSchedule: args.alarms.reconcileSchedule, reconcileLookbackHours: args.alarms.reconcileLookbackHours,
-        }, key, net, db, streamResources);
+        const { fn, queue } = ledgerFunctions(
+            scope,
+            {
+                spokes: args.spokes,
+                streamRetentionHours: args.streamRetentionHours,
+                consumerBatchSize: args.consumerBatchSize,
+                reconcileSchedule: args.alarms.reconcileSchedule,
+                reconcileLookbackHours: args.alarms.reconcileLookbackHours,
+            },
+            key,
+            net,
+            db,
+            streamResources,
+        );
         ledgerAlarms(scope, args.alarms, queue, fn);
 
         this.consumerArn = fn.arn;
@@ -94,8 +120,11 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.clusterEndpoint = db.cluster.endpoint;
         this.passwordSecretArn = db.ingest.secret.arn;
         this.registerOutputs({
-            streams: this.streams, consumerArn: this.consumerArn, failureQueueArn: this.failureQueueArn,
-            clusterEndpoint: this.clusterEndpoint, passwordSecretArn: this.passwordSecretArn,
+            streams: this.streams,
+            consumerArn: this.consumerArn,
+            failureQueueArn: this.failureQueueArn,
+            clusterEndpoint: this.clusterEndpoint,
+            passwordSecretArn: this.passwordSecretArn,
         });
     }
 

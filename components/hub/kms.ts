@@ -1,7 +1,19 @@
 /** Actions that administer a KMS key without using it for data (AWS KMS developer guide, "Key administrators"). */
 export const KEY_ADMIN_ACTIONS = [
-    "kms:Create*", "kms:Describe*", "kms:Enable*", "kms:List*", "kms:Put*", "kms:Update*", "kms:Revoke*", "kms:Disable*",
-    "kms:Get*", "kms:Delete*", "kms:TagResource", "kms:UntagResource", "kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+    "kms:Create*",
+    "kms:Describe*",
+    "kms:Enable*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Update*",
+    "kms:Revoke*",
+    "kms:Disable*",
+    "kms:Get*",
+    "kms:Delete*",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:ScheduleKeyDeletion",
+    "kms:CancelKeyDeletion",
 ];
 
 /**
@@ -11,15 +23,31 @@ export const KEY_ADMIN_ACTIONS = [
  * policy decrypt directly. `services` are service endpoints' first labels (`s3`, `rds`, `secretsmanager`).
  * Source: AWS KMS developer guide, "kms:ViaService" and "Default key policy".
  */
-export function serviceOnlyKeyPolicy(x: { accountId: string; region: string; services: string[]; partition?: string }): Record<string, unknown> {
+export function serviceOnlyKeyPolicy(x: {
+    accountId: string;
+    region: string;
+    services: string[];
+    partition?: string;
+}): Record<string, unknown> {
     const root = `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root`;
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "KeyAdministration", Effect: "Allow", Principal: { AWS: root }, Action: KEY_ADMIN_ACTIONS, Resource: "*" },
             {
-                Sid: "UseOnlyThroughServices", Effect: "Allow", Principal: { AWS: root },
-                Action: ["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:CreateGrant", "kms:DescribeKey"],
+                Sid: "UseOnlyThroughServices",
+                Effect: "Allow",
+                Principal: { AWS: root },
+                Action: [
+                    "kms:Decrypt",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey",
+                    "kms:GenerateDataKeyWithoutPlaintext",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:CreateGrant",
+                    "kms:DescribeKey",
+                ],
                 Resource: "*",
                 Condition: {
                     StringEquals: {

@@ -4,8 +4,21 @@ import type { PolicyContract } from "../../config/contract";
 import type { GatewayConfig } from "../../config/gateway";
 import { versions } from "../../config/versions";
 import {
-    AI_GATEWAY_NAMESPACE, aiGatewayRoutes, aiGatewayValues, aiServiceBackend, backend, clientTrafficPolicy, ENVOY_GATEWAY_NAMESPACE,
-    envoyGatewayValues, envoyProxy, frontendNetworkPolicy, gateway, GATEWAY_NAMESPACE, gatewayClass, gatewayCrdsValues, RoutedEndpoint,
+    AI_GATEWAY_NAMESPACE,
+    aiGatewayRoutes,
+    aiGatewayValues,
+    aiServiceBackend,
+    backend,
+    clientTrafficPolicy,
+    ENVOY_GATEWAY_NAMESPACE,
+    envoyGatewayValues,
+    envoyProxy,
+    frontendNetworkPolicy,
+    gateway,
+    GATEWAY_NAMESPACE,
+    gatewayClass,
+    gatewayCrdsValues,
+    type RoutedEndpoint,
     securityPolicy,
 } from "../../lib/gateway";
 import { INFERENCE_NAMESPACE } from "../../lib/labels";
@@ -60,68 +73,136 @@ export class AgentRouter extends pulumi.ComponentResource {
         const g = args.gateway;
         const ns = GATEWAY_NAMESPACE;
         const child = (dependsOn: pulumi.Input<pulumi.Resource>[] = []): pulumi.CustomResourceOptions => ({ parent: this, dependsOn });
-        const cr = (n: string, obj: Record<string, any>, dependsOn: pulumi.Input<pulumi.Resource>[]) =>
+        const cr = (n: string, obj: Record<string, unknown>, dependsOn: pulumi.Input<pulumi.Resource>[]) =>
             new k8s.apiextensions.CustomResource(`${name}-${n}`, obj as k8s.apiextensions.CustomResourceArgs, child(dependsOn));
 
-        const nsObj = (n: string, ref: string) => new k8s.core.v1.Namespace(`${name}-ns-${n}`, {
-            metadata: { name: ref, labels: { "app.kubernetes.io/part-of": "agent-router" } },
-        }, child());
+        const nsObj = (n: string, ref: string) =>
+            new k8s.core.v1.Namespace(
+                `${name}-ns-${n}`,
+                {
+                    metadata: { name: ref, labels: { "app.kubernetes.io/part-of": "agent-router" } },
+                },
+                child(),
+            );
         const egNs = nsObj("envoy-gateway", ENVOY_GATEWAY_NAMESPACE);
         const aigwNs = nsObj("ai-gateway", AI_GATEWAY_NAMESPACE);
         const gwNs = nsObj("gateway", ns);
 
         // 1. Gateway API + Envoy Gateway CRDs.
-        const crds = new k8s.helm.v3.Release(`${name}-gateway-crds`, {
-            name: "eg-crds", chart: versions.gatewayCrds.chart, version: versions.gatewayCrds.version,
-            namespace: ENVOY_GATEWAY_NAMESPACE, values: gatewayCrdsValues(),
-        }, child([egNs]));
+        const crds = new k8s.helm.v3.Release(
+            `${name}-gateway-crds`,
+            {
+                name: "eg-crds",
+                chart: versions.gatewayCrds.chart,
+                version: versions.gatewayCrds.version,
+                namespace: ENVOY_GATEWAY_NAMESPACE,
+                values: gatewayCrdsValues(),
+            },
+            child([egNs]),
+        );
         // 2. The counters store (the auth service's limits; Envoy's rate limit service would use it too).
         this.counters = new CounterStore(`${name}-counters`, { namespace: ns }, { parent: this, dependsOn: [crds, gwNs] });
         // 3. Envoy Gateway with the AI Gateway extension manager. Its CRDs come from step 1 (skipCrds).
-        const eg = new k8s.helm.v3.Release(`${name}-envoy-gateway`, {
-            name: "eg", chart: versions.envoyGateway.chart, version: versions.envoyGateway.version,
-            namespace: ENVOY_GATEWAY_NAMESPACE, skipCrds: true, values: envoyGatewayValues(),
-        }, child([crds, this.counters]));
+        const eg = new k8s.helm.v3.Release(
+            `${name}-envoy-gateway`,
+            {
+                name: "eg",
+                chart: versions.envoyGateway.chart,
+                version: versions.envoyGateway.version,
+                namespace: ENVOY_GATEWAY_NAMESPACE,
+                skipCrds: true,
+                values: envoyGatewayValues(),
+            },
+            child([crds, this.counters]),
+        );
         // 4-5. AI Gateway CRDs, then the controller (extension server + sidecar webhook).
-        const aigwCrds = new k8s.helm.v3.Release(`${name}-ai-gateway-crds`, {
-            name: "aieg-crd", chart: versions.aiGatewayCrds.chart, version: versions.aiGatewayCrds.version, namespace: AI_GATEWAY_NAMESPACE,
-        }, child([eg, aigwNs]));
-        const aigw = new k8s.helm.v3.Release(`${name}-ai-gateway`, {
-            name: "aieg", chart: versions.aiGateway.chart, version: versions.aiGateway.version,
-            namespace: AI_GATEWAY_NAMESPACE, skipCrds: true, values: aiGatewayValues(),
-        }, child([aigwCrds]));
+        const aigwCrds = new k8s.helm.v3.Release(
+            `${name}-ai-gateway-crds`,
+            {
+                name: "aieg-crd",
+                chart: versions.aiGatewayCrds.chart,
+                version: versions.aiGatewayCrds.version,
+                namespace: AI_GATEWAY_NAMESPACE,
+            },
+            child([eg, aigwNs]),
+        );
+        const aigw = new k8s.helm.v3.Release(
+            `${name}-ai-gateway`,
+            {
+                name: "aieg",
+                chart: versions.aiGateway.chart,
+                version: versions.aiGateway.version,
+                namespace: AI_GATEWAY_NAMESPACE,
+                skipCrds: true,
+                values: aiGatewayValues(),
+            },
+            child([aigwCrds]),
+        );
 
         // The auth service the SecurityPolicy points at.
-        this.auth = new AuthService(`${name}-auth`, {
-            spoke: args.spoke, namespace: ns, policy: args.policy, awsCredentials: args.awsCredentials,
-            redisUrlSecret: { name: this.counters.urlSecretName, key: "url" },
-            replicas: g.authReplicas, maxBodyBytes: g.maxRequestBytes,
-            leaseTtlSeconds: g.requestTimeoutSeconds + LEASE_GRACE_SECONDS, image: args.authImage,
-        }, { parent: this, dependsOn: [this.counters, gwNs] });
+        this.auth = new AuthService(
+            `${name}-auth`,
+            {
+                spoke: args.spoke,
+                namespace: ns,
+                policy: args.policy,
+                awsCredentials: args.awsCredentials,
+                redisUrlSecret: { name: this.counters.urlSecretName, key: "url" },
+                replicas: g.authReplicas,
+                maxBodyBytes: g.maxRequestBytes,
+                leaseTtlSeconds: g.requestTimeoutSeconds + LEASE_GRACE_SECONDS,
+                image: args.authImage,
+            },
+            { parent: this, dependsOn: [this.counters, gwNs] },
+        );
 
         // 6. Gateway objects. The edge is HTTPS (certificate from cert-manager or an existing Secret) unless the spoke
         // file names the load balancer that terminates TLS in front; on EKS the proxy Service is an NLB (lib/edge.ts).
         const tls = listenerTls(g.listener.tls, g.listener.tlsSecretName);
-        const edge = (g.listener.tls?.source === "acme-dns01" || g.listener.tls?.source === "private-ca")
-            ? new EdgeTls(`${name}-edge-tls`, { tls: g.listener.tls, hostname: g.listener.hostname!, namespace: ns, dependsOn: [gwNs] }, { parent: this })
-            : undefined;
-        const proxy = cr("envoy-proxy", envoyProxy({
-            namespace: ns, replicas: g.envoyReplicas, accessLog: args.accessLog ?? [meteringAccessLogSetting()],
-            envoyService: g.listener.exposure ? nlbEnvoyService(g.listener.exposure) : undefined,
-        }), [aigw, gwNs]);
+        const edge =
+            g.listener.tls?.source === "acme-dns01" || g.listener.tls?.source === "private-ca"
+                ? new EdgeTls(
+                      `${name}-edge-tls`,
+                      { tls: g.listener.tls, hostname: g.listener.hostname!, namespace: ns, dependsOn: [gwNs] },
+                      { parent: this },
+                  )
+                : undefined;
+        const proxy = cr(
+            "envoy-proxy",
+            envoyProxy({
+                namespace: ns,
+                replicas: g.envoyReplicas,
+                accessLog: args.accessLog ?? [meteringAccessLogSetting()],
+                envoyService: g.listener.exposure ? nlbEnvoyService(g.listener.exposure) : undefined,
+            }),
+            [aigw, gwNs],
+        );
         const cls = cr("gateway-class", gatewayClass(ns), [proxy]);
-        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tls }), [cls, ...(edge ? [edge.certificate] : [])]);
+        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tls }), [
+            cls,
+            ...(edge ? [edge.certificate] : []),
+        ]);
         const ctp = cr("client-traffic", clientTrafficPolicy({ namespace: ns, bufferLimitBytes: g.bufferLimitBytes }), [gw]);
-        const sp = cr("security", securityPolicy({
-            namespace: ns, auth: this.auth.backend, maxRequestBytes: g.maxRequestBytes, timeoutSeconds: g.authTimeoutSeconds,
-        }), [gw, this.auth.service, this.auth.deployment]);
+        const sp = cr(
+            "security",
+            securityPolicy({
+                namespace: ns,
+                auth: this.auth.backend,
+                maxRequestBytes: g.maxRequestBytes,
+                timeoutSeconds: g.authTimeoutSeconds,
+            }),
+            [gw, this.auth.service, this.auth.deployment],
+        );
 
         // Per endpoint: Backend (Dynamo frontend FQDN) -> AIServiceBackend; then the routes.
         const backends = args.endpoints.flatMap((e) => {
             const b = cr(`backend-${e.name}`, backend(e, ns), [aigw, gwNs]);
             return [b, cr(`ai-backend-${e.name}`, aiServiceBackend(e, ns), [b])];
         });
-        const routes = aiGatewayRoutes(args.endpoints, ns, { requestSeconds: g.requestTimeoutSeconds, streamIdleSeconds: g.streamIdleTimeoutSeconds });
+        const routes = aiGatewayRoutes(args.endpoints, ns, {
+            requestSeconds: g.requestTimeoutSeconds,
+            streamIdleSeconds: g.streamIdleTimeoutSeconds,
+        });
         for (const r of routes) cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends]);
         this.routeNames = routes.map((r) => r.metadata.name);
 

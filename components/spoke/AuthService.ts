@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
-import { AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
+import { type AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
 import { AUTH_POD_LABELS, AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
 import type { EnvVars } from "../../services/shared/env";
@@ -25,7 +25,14 @@ export const AUTH_CACHE_DIR = "/var/cache/auth";
  * `source_profile` key, so every S3 call runs on the SpokeIdentity role's short-lived session.
  */
 export function awsConfigFile(roleArn: string, region: string): string {
-    return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-auth`, `region = ${region}`, ""].join("\n");
+    return [
+        `[profile ${AWS_PROFILE}]`,
+        `role_arn = ${roleArn}`,
+        `source_profile = ${AWS_SOURCE_PROFILE}`,
+        `role_session_name = platform-auth`,
+        `region = ${region}`,
+        "",
+    ].join("\n");
 }
 
 /** Inputs of {@link AuthService}. */
@@ -58,8 +65,16 @@ export interface AuthServiceArgs {
  * the service does not read is a type error). Only non-secret values; the Redis URL (`AUTH_REDIS_URL`) comes from
  * a Secret reference and the AWS key from a mounted Secret.
  */
-export function authEnv(spoke: string, policy: PolicyContract, maxBodyBytes: number, leaseTtlSeconds: number, sharedFiles = true): EnvVars<typeof AUTH_ENV> {
-    const files: EnvVars<typeof AUTH_ENV> = sharedFiles ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE } : {};
+export function authEnv(
+    spoke: string,
+    policy: PolicyContract,
+    maxBodyBytes: number,
+    leaseTtlSeconds: number,
+    sharedFiles = true,
+): EnvVars<typeof AUTH_ENV> {
+    const files: EnvVars<typeof AUTH_ENV> = sharedFiles
+        ? { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE }
+        : {};
     return {
         AUTH_SPOKE: spoke,
         AUTH_HUB_PUBLIC_KEY: policy.publicKey,
@@ -99,81 +114,153 @@ export class AuthService extends pulumi.ComponentResource {
         const policy = pulumi.output(args.policy);
         const image = args.image ?? `${versions.authService.image}:${versions.authService.version}`;
 
-        const sa = new k8s.core.v1.ServiceAccount(`${name}-sa`, {
-            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels }, automountServiceAccountToken: false,
-        }, { parent: this });
-        const creds = args.awsCredentials;
-        const aws = creds === undefined ? undefined : new k8s.core.v1.Secret(`${name}-aws`, {
-            metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
-            type: "Opaque",
-            stringData: {
-                config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)),
-                credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
+        const sa = new k8s.core.v1.ServiceAccount(
+            `${name}-sa`,
+            {
+                metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+                automountServiceAccountToken: false,
             },
-        }, { parent: this });
+            { parent: this },
+        );
+        const creds = args.awsCredentials;
+        const aws =
+            creds === undefined
+                ? undefined
+                : new k8s.core.v1.Secret(
+                      `${name}-aws`,
+                      {
+                          metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
+                          type: "Opaque",
+                          stringData: {
+                              config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)),
+                              credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
+                          },
+                      },
+                      { parent: this },
+                  );
 
-        const env = policy.apply((p) => Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({ name: n, value: value as string })));
-        this.deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, {
-            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
-            spec: {
-                replicas: args.replicas,
-                selector: { matchLabels: labels },
-                strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-                template: {
-                    metadata: { labels },
-                    spec: {
-                        serviceAccountName: sa.metadata.name,
-                        automountServiceAccountToken: false,
-                        securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
-                        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
-                        containers: [{
-                            name: "auth",
-                            image,
-                            env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
-                                ...e,
-                                { name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>, valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } } },
-                            ]),
-                            ports: [{ name: "http", containerPort: AUTH_PORT }, { name: "ops", containerPort: AUTH_OPS_PORT }],
-                            readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 5, failureThreshold: 2 },
-                            livenessProbe: { httpGet: { path: "/healthz", port: "ops" }, initialDelaySeconds: 10, periodSeconds: 10, failureThreshold: 3 },
-                            resources: { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } },
-                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                            volumeMounts: [
-                                { name: "cache", mountPath: AUTH_CACHE_DIR },
-                                ...(aws ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
+        const env = policy.apply((p) =>
+            Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({
+                name: n,
+                value: value as string,
+            })),
+        );
+        this.deployment = new k8s.apps.v1.Deployment(
+            `${name}-deployment`,
+            {
+                metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+                spec: {
+                    replicas: args.replicas,
+                    selector: { matchLabels: labels },
+                    strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+                    template: {
+                        metadata: { labels },
+                        spec: {
+                            serviceAccountName: sa.metadata.name,
+                            automountServiceAccountToken: false,
+                            securityContext: {
+                                runAsNonRoot: true,
+                                runAsUser: 10001,
+                                runAsGroup: 10001,
+                                fsGroup: 10001,
+                                seccompProfile: { type: "RuntimeDefault" },
+                            },
+                            topologySpreadConstraints: [
+                                {
+                                    maxSkew: 1,
+                                    topologyKey: "kubernetes.io/hostname",
+                                    whenUnsatisfiable: "ScheduleAnyway",
+                                    labelSelector: { matchLabels: labels },
+                                },
                             ],
-                        }],
-                        volumes: [
-                            { name: "cache", emptyDir: { sizeLimit: "256Mi" } },
-                            ...(aws ? [{ name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } }] : []),
-                        ],
+                            containers: [
+                                {
+                                    name: "auth",
+                                    image,
+                                    env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
+                                        ...e,
+                                        {
+                                            name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>,
+                                            valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } },
+                                        },
+                                    ]),
+                                    ports: [
+                                        { name: "http", containerPort: AUTH_PORT },
+                                        { name: "ops", containerPort: AUTH_OPS_PORT },
+                                    ],
+                                    readinessProbe: { httpGet: { path: "/readyz", port: "ops" }, periodSeconds: 5, failureThreshold: 2 },
+                                    livenessProbe: {
+                                        httpGet: { path: "/healthz", port: "ops" },
+                                        initialDelaySeconds: 10,
+                                        periodSeconds: 10,
+                                        failureThreshold: 3,
+                                    },
+                                    resources: { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } },
+                                    securityContext: {
+                                        allowPrivilegeEscalation: false,
+                                        readOnlyRootFilesystem: true,
+                                        capabilities: { drop: ["ALL"] },
+                                    },
+                                    volumeMounts: [
+                                        { name: "cache", mountPath: AUTH_CACHE_DIR },
+                                        ...(aws ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
+                                    ],
+                                },
+                            ],
+                            volumes: [
+                                { name: "cache", emptyDir: { sizeLimit: "256Mi" } },
+                                ...(aws ? [{ name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } }] : []),
+                            ],
+                        },
                     },
                 },
             },
-        }, { parent: this });
-        this.service = new k8s.core.v1.Service(`${name}-service`, {
-            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
-            spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: AUTH_PORT, targetPort: "http", appProtocol: "http" }] },
-        }, { parent: this });
-        new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, {
-            metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
-            spec: { minAvailable: 1, selector: { matchLabels: labels } },
-        }, { parent: this });
-        new k8s.networking.v1.NetworkPolicy(`${name}-ingress`, {
-            metadata: { name: `${AUTH_SERVICE_NAME}-from-envoy`, namespace: ns, labels },
-            spec: {
-                podSelector: { matchLabels: labels },
-                policyTypes: ["Ingress"],
-                ingress: [
-                    {
-                        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } }, podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } } }],
-                        ports: [{ protocol: "TCP", port: AUTH_PORT }],
-                    },
-                    // Metrics scraping and probes (the kubelet's own probes are not subject to NetworkPolicy).
-                    { ports: [{ protocol: "TCP", port: AUTH_OPS_PORT }] },
-                ],
+            { parent: this },
+        );
+        this.service = new k8s.core.v1.Service(
+            `${name}-service`,
+            {
+                metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+                spec: {
+                    type: "ClusterIP",
+                    selector: labels,
+                    ports: [{ name: "http", port: AUTH_PORT, targetPort: "http", appProtocol: "http" }],
+                },
             },
-        }, { parent: this });
+            { parent: this },
+        );
+        new k8s.policy.v1.PodDisruptionBudget(
+            `${name}-pdb`,
+            {
+                metadata: { name: AUTH_SERVICE_NAME, namespace: ns, labels },
+                spec: { minAvailable: 1, selector: { matchLabels: labels } },
+            },
+            { parent: this },
+        );
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-ingress`,
+            {
+                metadata: { name: `${AUTH_SERVICE_NAME}-from-envoy`, namespace: ns, labels },
+                spec: {
+                    podSelector: { matchLabels: labels },
+                    policyTypes: ["Ingress"],
+                    ingress: [
+                        {
+                            from: [
+                                {
+                                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } },
+                                    podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } },
+                                },
+                            ],
+                            ports: [{ protocol: "TCP", port: AUTH_PORT }],
+                        },
+                        // Metrics scraping and probes (the kubelet's own probes are not subject to NetworkPolicy).
+                        { ports: [{ protocol: "TCP", port: AUTH_OPS_PORT }] },
+                    ],
+                },
+            },
+            { parent: this },
+        );
 
         this.backend = { service: AUTH_SERVICE_NAME, namespace: ns, port: AUTH_PORT, pathPrefix: AUTH_PATH_PREFIX };
         this.registerOutputs({});

@@ -51,45 +51,67 @@ export class BackendFabric extends pulumi.ComponentResource {
     constructor(name: string, args: BackendFabricArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:BackendFabric", name, {}, opts);
         const ns = args.namespace ?? "nvidia-network-operator";
-        const pluginConfig = rdmaSharedDevicePluginConfig(args.pools.map((p) => p.profile), args.rdmaHcaMax);
+        const pluginConfig = rdmaSharedDevicePluginConfig(
+            args.pools.map((p) => p.profile),
+            args.rdmaHcaMax,
+        );
         this.railResources = pluginConfig.configList.map((_c, i) => railResource(i));
 
         const namespace = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: ns } }, { parent: this });
         const v = versions.networkOperator;
-        const release = new k8s.helm.v3.Release(`${name}-network-operator`, {
-            name: "network-operator",
-            chart: v.chart,
-            version: v.version,
-            repositoryOpts: { repo: v.repo },
-            namespace: ns,
-            // The chart installs the operator, its CRDs and NFD; the NicClusterPolicy is ours (below).
-            values: networkOperatorValues(),
-            skipAwait: false,
-        }, { parent: this, dependsOn: [namespace] });
+        const release = new k8s.helm.v3.Release(
+            `${name}-network-operator`,
+            {
+                name: "network-operator",
+                chart: v.chart,
+                version: v.version,
+                repositoryOpts: { repo: v.repo },
+                namespace: ns,
+                // The chart installs the operator, its CRDs and NFD; the NicClusterPolicy is ours (below).
+                values: networkOperatorValues(),
+                skipAwait: false,
+            },
+            { parent: this, dependsOn: [namespace] },
+        );
 
-        const img = (x: { repository: string; image: string; version: string }) => ({ repository: x.repository, image: x.image, version: x.version });
-        this.nicClusterPolicy = new k8s.apiextensions.CustomResource(`${name}-nic-cluster-policy`, {
-            apiVersion: "mellanox.com/v1alpha1",
-            kind: "NicClusterPolicy",
-            metadata: { name: NIC_CLUSTER_POLICY_NAME },
-            spec: {
-                rdmaSharedDevicePlugin: { ...img(versions.rdmaSharedDevicePlugin), config: JSON.stringify(pluginConfig) },
-                nvIpam: { ...img(versions.nvIpam), enableWebhook: false },
-                secondaryNetwork: {
-                    cniPlugins: img(versions.cniPlugins),
-                    multus: img(versions.multus),
-                    ipoib: img(versions.ipoibCni),
+        const img = (x: { repository: string; image: string; version: string }) => ({
+            repository: x.repository,
+            image: x.image,
+            version: x.version,
+        });
+        this.nicClusterPolicy = new k8s.apiextensions.CustomResource(
+            `${name}-nic-cluster-policy`,
+            {
+                apiVersion: "mellanox.com/v1alpha1",
+                kind: "NicClusterPolicy",
+                metadata: { name: NIC_CLUSTER_POLICY_NAME },
+                spec: {
+                    rdmaSharedDevicePlugin: { ...img(versions.rdmaSharedDevicePlugin), config: JSON.stringify(pluginConfig) },
+                    nvIpam: { ...img(versions.nvIpam), enableWebhook: false },
+                    secondaryNetwork: {
+                        cniPlugins: img(versions.cniPlugins),
+                        multus: img(versions.multus),
+                        ipoib: img(versions.ipoibCni),
+                    },
                 },
             },
-        }, { parent: this, dependsOn: [release] });
+            { parent: this, dependsOn: [release] },
+        );
 
         const ibNodes = { nodeSelectorTerms: [{ matchExpressions: [{ key: FABRIC_LABEL, operator: "In", values: ["infiniband"] }] }] };
-        const ipPools = args.railPools.map((rp) => new k8s.apiextensions.CustomResource(`${name}-ippool-rail-${rp.rail}`, {
-            apiVersion: "nv-ipam.nvidia.com/v1alpha1",
-            kind: "IPPool",
-            metadata: { name: `rail-${rp.rail}`, namespace: ns },
-            spec: { subnet: rp.subnet, perNodeBlockSize: args.perNodeBlockSize, nodeSelector: ibNodes },
-        }, { parent: this, dependsOn: [this.nicClusterPolicy] }));
+        const ipPools = args.railPools.map(
+            (rp) =>
+                new k8s.apiextensions.CustomResource(
+                    `${name}-ippool-rail-${rp.rail}`,
+                    {
+                        apiVersion: "nv-ipam.nvidia.com/v1alpha1",
+                        kind: "IPPool",
+                        metadata: { name: `rail-${rp.rail}`, namespace: ns },
+                        spec: { subnet: rp.subnet, perNodeBlockSize: args.perNodeBlockSize, nodeSelector: ibNodes },
+                    },
+                    { parent: this, dependsOn: [this.nicClusterPolicy] },
+                ),
+        );
 
         this.railNetworks = {};
         for (const pool of args.pools) {
@@ -97,16 +119,20 @@ export class BackendFabric extends pulumi.ComponentResource {
             for (const rail of [...pool.profile.rails].sort((a, b) => a.rail - b.rail)) {
                 const netName = `${pool.name}-rail-${rail.rail}`;
                 this.railNetworks[pool.name].push(netName);
-                new k8s.apiextensions.CustomResource(`${name}-ipoib-${netName}`, {
-                    apiVersion: "mellanox.com/v1alpha1",
-                    kind: "IPoIBNetwork",
-                    metadata: { name: netName },
-                    spec: {
-                        networkNamespace: args.workloadNamespace,
-                        master: rail.netdev,
-                        ipam: JSON.stringify({ type: "nv-ipam", poolName: `rail-${rail.rail}` }),
+                new k8s.apiextensions.CustomResource(
+                    `${name}-ipoib-${netName}`,
+                    {
+                        apiVersion: "mellanox.com/v1alpha1",
+                        kind: "IPoIBNetwork",
+                        metadata: { name: netName },
+                        spec: {
+                            networkNamespace: args.workloadNamespace,
+                            master: rail.netdev,
+                            ipam: JSON.stringify({ type: "nv-ipam", poolName: `rail-${rail.rail}` }),
+                        },
                     },
-                }, { parent: this, dependsOn: ipPools });
+                    { parent: this, dependsOn: ipPools },
+                );
             }
         }
         this.registerOutputs({ railResources: this.railResources, railNetworks: this.railNetworks });

@@ -22,7 +22,18 @@ export interface CounterStoreArgs {
  * admit more requests than the limit). The password comes from `$(VALKEY_PASSWORD)`, expanded by the kubelet.
  */
 export function valkeyArgs(maxMemoryMiB: number): string[] {
-    return ["--save", "", "--appendonly", "no", "--maxmemory", `${maxMemoryMiB}mb`, "--maxmemory-policy", "noeviction", "--requirepass", "$(VALKEY_PASSWORD)"];
+    return [
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--maxmemory",
+        `${maxMemoryMiB}mb`,
+        "--maxmemory-policy",
+        "noeviction",
+        "--requirepass",
+        "$(VALKEY_PASSWORD)",
+    ];
 }
 
 /**
@@ -44,55 +55,88 @@ export class CounterStore extends pulumi.ComponentResource {
         super("platform:spoke:CounterStore", name, {}, opts);
         const svcName = args.serviceName ?? "counters";
         const maxMemoryMiB = args.maxMemoryMiB ?? 512;
-        const labels = { "app.kubernetes.io/name": "valkey", "app.kubernetes.io/instance": svcName, "app.kubernetes.io/part-of": "agent-router" };
+        const labels = {
+            "app.kubernetes.io/name": "valkey",
+            "app.kubernetes.io/instance": svcName,
+            "app.kubernetes.io/part-of": "agent-router",
+        };
         const password = new random.RandomPassword(`${name}-password`, { length: 40, special: false }, { parent: this });
         const address = pulumi.output(args.namespace).apply((ns) => `${svcName}.${ns}.svc.cluster.local:${COUNTER_STORE_PORT}`);
         this.url = pulumi.secret(pulumi.all([password.result, address]).apply(([p, a]) => `redis://:${p}@${a}`));
         this.address = address;
 
-        const secret = new k8s.core.v1.Secret(`${name}-credentials`, {
-            metadata: { name: `${svcName}-credentials`, namespace: args.namespace, labels },
-            type: "Opaque",
-            stringData: { password: pulumi.secret(password.result), url: this.url },
-        }, { parent: this });
-        this.service = new k8s.core.v1.Service(`${name}-service`, {
-            metadata: { name: svcName, namespace: args.namespace, labels },
-            spec: { type: "ClusterIP", selector: labels, ports: [{ name: "redis", port: COUNTER_STORE_PORT, targetPort: "redis" }] },
-        }, { parent: this });
+        const secret = new k8s.core.v1.Secret(
+            `${name}-credentials`,
+            {
+                metadata: { name: `${svcName}-credentials`, namespace: args.namespace, labels },
+                type: "Opaque",
+                stringData: { password: pulumi.secret(password.result), url: this.url },
+            },
+            { parent: this },
+        );
+        this.service = new k8s.core.v1.Service(
+            `${name}-service`,
+            {
+                metadata: { name: svcName, namespace: args.namespace, labels },
+                spec: { type: "ClusterIP", selector: labels, ports: [{ name: "redis", port: COUNTER_STORE_PORT, targetPort: "redis" }] },
+            },
+            { parent: this },
+        );
         const v = versions.valkey;
-        new k8s.apps.v1.StatefulSet(`${name}-valkey`, {
-            metadata: { name: svcName, namespace: args.namespace, labels },
-            spec: {
-                serviceName: svcName,
-                replicas: 1,
-                selector: { matchLabels: labels },
-                template: {
-                    metadata: { labels },
-                    spec: {
-                        automountServiceAccountToken: false,
-                        // The image's `valkey` user (uid 999, gid 1000, as docker-library/redis); running as it directly
-                        // skips the entrypoint's root chown/su-exec step.
-                        securityContext: { runAsNonRoot: true, runAsUser: 999, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: "RuntimeDefault" } },
-                        containers: [{
-                            name: "valkey",
-                            image: `${v.image}:${v.version}`,
-                            args: valkeyArgs(maxMemoryMiB),
-                            env: [{ name: "VALKEY_PASSWORD", valueFrom: { secretKeyRef: { name: secret.metadata.name, key: "password" } } }],
-                            ports: [{ name: "redis", containerPort: COUNTER_STORE_PORT }],
-                            readinessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 5 },
-                            livenessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 10, failureThreshold: 6 },
-                            resources: {
-                                requests: { cpu: "250m", memory: `${maxMemoryMiB}Mi` },
-                                limits: { memory: `${Math.ceil(maxMemoryMiB * 1.25)}Mi` },
+        new k8s.apps.v1.StatefulSet(
+            `${name}-valkey`,
+            {
+                metadata: { name: svcName, namespace: args.namespace, labels },
+                spec: {
+                    serviceName: svcName,
+                    replicas: 1,
+                    selector: { matchLabels: labels },
+                    template: {
+                        metadata: { labels },
+                        spec: {
+                            automountServiceAccountToken: false,
+                            // The image's `valkey` user (uid 999, gid 1000, as docker-library/redis); running as it directly
+                            // skips the entrypoint's root chown/su-exec step.
+                            securityContext: {
+                                runAsNonRoot: true,
+                                runAsUser: 999,
+                                runAsGroup: 1000,
+                                fsGroup: 1000,
+                                seccompProfile: { type: "RuntimeDefault" },
                             },
-                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                            volumeMounts: [{ name: "data", mountPath: "/data" }],
-                        }],
-                        volumes: [{ name: "data", emptyDir: {} }],
+                            containers: [
+                                {
+                                    name: "valkey",
+                                    image: `${v.image}:${v.version}`,
+                                    args: valkeyArgs(maxMemoryMiB),
+                                    env: [
+                                        {
+                                            name: "VALKEY_PASSWORD",
+                                            valueFrom: { secretKeyRef: { name: secret.metadata.name, key: "password" } },
+                                        },
+                                    ],
+                                    ports: [{ name: "redis", containerPort: COUNTER_STORE_PORT }],
+                                    readinessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 5 },
+                                    livenessProbe: { tcpSocket: { port: "redis" }, periodSeconds: 10, failureThreshold: 6 },
+                                    resources: {
+                                        requests: { cpu: "250m", memory: `${maxMemoryMiB}Mi` },
+                                        limits: { memory: `${Math.ceil(maxMemoryMiB * 1.25)}Mi` },
+                                    },
+                                    securityContext: {
+                                        allowPrivilegeEscalation: false,
+                                        readOnlyRootFilesystem: true,
+                                        capabilities: { drop: ["ALL"] },
+                                    },
+                                    volumeMounts: [{ name: "data", mountPath: "/data" }],
+                                },
+                            ],
+                            volumes: [{ name: "data", emptyDir: {} }],
+                        },
                     },
                 },
             },
-        }, { parent: this });
+            { parent: this },
+        );
         this.urlSecretName = secret.metadata.name;
         this.registerOutputs({ address: this.address, urlSecretName: this.urlSecretName });
     }

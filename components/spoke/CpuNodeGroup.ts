@@ -28,29 +28,42 @@ export class CpuNodeGroup extends pulumi.ComponentResource {
         const g = args.group;
         this.nodeSelector = { [SYSTEM_POOL_LABEL]: "true" };
         const tags = { [POOL_LABEL]: g.name };
-        this.launchTemplate = new aws.ec2.LaunchTemplate(`${name}-lt`, {
-            description: `System node group ${g.name}`,
-            metadataOptions: NODE_METADATA_OPTIONS,
-            blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: g.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } }],
-            tagSpecifications: [{ resourceType: "instance", tags }],
-            tags,
-        }, { parent: this });
-        this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
-            clusterName: args.clusterName,
-            // A name prefix: a replacement exists before the old group (which carries the gateway, auth and metering) goes.
-            nodeGroupNamePrefix: `${g.name}-`,
-            nodeRoleArn: args.nodeRoleArn,
-            subnetIds: args.subnetIds,
-            instanceTypes: g.instanceTypes,
-            amiType: "AL2023_x86_64_STANDARD",
-            capacityType: "ON_DEMAND",
-            // Root volume size lives in the launch template (EKS refuses diskSize together with a launch template).
-            launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
-            scalingConfig: { desiredSize: g.scaling.desired, minSize: g.scaling.min, maxSize: g.scaling.max },
-            labels: { [POOL_LABEL]: g.name, [SYSTEM_POOL_LABEL]: "true" },
-            updateConfig: { maxUnavailable: 1 },
-            tags: { [POOL_LABEL]: g.name },
-        }, { parent: this });
+        this.launchTemplate = new aws.ec2.LaunchTemplate(
+            `${name}-lt`,
+            {
+                description: `System node group ${g.name}`,
+                metadataOptions: NODE_METADATA_OPTIONS,
+                blockDeviceMappings: [
+                    {
+                        deviceName: "/dev/xvda",
+                        ebs: { volumeSize: g.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" },
+                    },
+                ],
+                tagSpecifications: [{ resourceType: "instance", tags }],
+                tags,
+            },
+            { parent: this },
+        );
+        this.nodeGroup = new aws.eks.NodeGroup(
+            `${name}-ng`,
+            {
+                clusterName: args.clusterName,
+                // A name prefix: a replacement exists before the old group (which carries the gateway, auth and metering) goes.
+                nodeGroupNamePrefix: `${g.name}-`,
+                nodeRoleArn: args.nodeRoleArn,
+                subnetIds: args.subnetIds,
+                instanceTypes: g.instanceTypes,
+                amiType: "AL2023_x86_64_STANDARD",
+                capacityType: "ON_DEMAND",
+                // Root volume size lives in the launch template (EKS refuses diskSize together with a launch template).
+                launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
+                scalingConfig: { desiredSize: g.scaling.desired, minSize: g.scaling.min, maxSize: g.scaling.max },
+                labels: { [POOL_LABEL]: g.name, [SYSTEM_POOL_LABEL]: "true" },
+                updateConfig: { maxUnavailable: 1 },
+                tags: { [POOL_LABEL]: g.name },
+            },
+            { parent: this },
+        );
         this.registerOutputs({ nodeSelector: this.nodeSelector });
     }
 }

@@ -51,14 +51,18 @@ export class DynamoPlatform extends pulumi.ComponentResource {
         this.namespace = args.namespace;
         const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: args.namespace } }, { parent: this });
         const v = versions.dynamoPlatform;
-        this.release = new k8s.helm.v3.Release(`${name}-dynamo-platform`, {
-            name: "dynamo-platform",
-            chart: v.chart,
-            version: v.version,
-            repositoryOpts: { repo: v.repo },
-            namespace: args.namespace,
-            values: dynamoPlatformValues(args),
-        }, { parent: this, dependsOn: [ns] });
+        this.release = new k8s.helm.v3.Release(
+            `${name}-dynamo-platform`,
+            {
+                name: "dynamo-platform",
+                chart: v.chart,
+                version: v.version,
+                repositoryOpts: { repo: v.repo },
+                namespace: args.namespace,
+                values: dynamoPlatformValues(args),
+            },
+            { parent: this, dependsOn: [ns] },
+        );
         this.registerOutputs({ namespace: this.namespace });
     }
 }

@@ -30,12 +30,27 @@ export class EdgeTls extends pulumi.ComponentResource {
         const issuerObj = edgeIssuer(args.tls, args.namespace);
         if (!issuerObj) throw new Error(`EdgeTls: tls.source ${args.tls.source} needs no issuer`);
         const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: CERT_MANAGER_NAMESPACE } }, { parent: this });
-        const chart = new k8s.helm.v3.Release(`${name}-cert-manager`, {
-            name: "cert-manager", chart: versions.certManager.chart, version: versions.certManager.version,
-            repositoryOpts: { repo: versions.certManager.repo }, namespace: CERT_MANAGER_NAMESPACE, values: certManagerValues(),
-        }, { parent: this, dependsOn: [ns] });
-        const issuer = new k8s.apiextensions.CustomResource(`${name}-issuer`, issuerObj as k8s.apiextensions.CustomResourceArgs, { parent: this, dependsOn: [chart, ...(args.dependsOn ?? [])] });
-        this.certificate = new k8s.apiextensions.CustomResource(`${name}-certificate`, edgeCertificate(args.hostname, args.namespace) as k8s.apiextensions.CustomResourceArgs, { parent: this, dependsOn: [issuer] });
+        const chart = new k8s.helm.v3.Release(
+            `${name}-cert-manager`,
+            {
+                name: "cert-manager",
+                chart: versions.certManager.chart,
+                version: versions.certManager.version,
+                repositoryOpts: { repo: versions.certManager.repo },
+                namespace: CERT_MANAGER_NAMESPACE,
+                values: certManagerValues(),
+            },
+            { parent: this, dependsOn: [ns] },
+        );
+        const issuer = new k8s.apiextensions.CustomResource(`${name}-issuer`, issuerObj as k8s.apiextensions.CustomResourceArgs, {
+            parent: this,
+            dependsOn: [chart, ...(args.dependsOn ?? [])],
+        });
+        this.certificate = new k8s.apiextensions.CustomResource(
+            `${name}-certificate`,
+            edgeCertificate(args.hostname, args.namespace) as k8s.apiextensions.CustomResourceArgs,
+            { parent: this, dependsOn: [issuer] },
+        );
         this.registerOutputs({});
     }
 }

@@ -25,14 +25,18 @@ export class EfaDevicePlugin extends pulumi.ComponentResource {
     constructor(name: string, args: EfaDevicePluginArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:EfaDevicePlugin", name, {}, opts);
         const v = versions.efaDevicePlugin;
-        this.release = new k8s.helm.v3.Release(`${name}-release`, {
-            name: "aws-efa-k8s-device-plugin",
-            chart: v.chart,
-            version: v.version,
-            repositoryOpts: { repo: v.repo },
-            namespace: args.namespace ?? "kube-system",
-            values: efaDevicePluginValues(args.instanceTypes, GPU_TAINT.key),
-        }, { parent: this });
+        this.release = new k8s.helm.v3.Release(
+            `${name}-release`,
+            {
+                name: "aws-efa-k8s-device-plugin",
+                chart: v.chart,
+                version: v.version,
+                repositoryOpts: { repo: v.repo },
+                namespace: args.namespace ?? "kube-system",
+                values: efaDevicePluginValues(args.instanceTypes, GPU_TAINT.key),
+            },
+            { parent: this },
+        );
         this.registerOutputs({});
     }
 }

@@ -3,9 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { Capacity, EksGpuNodeGroup } from "../../config/eks";
 import type { NodePool } from "../../config/stack";
 import { base64, checkInstanceTypeForEfa, efaNetworkInterfaces, nodeBootstrapUserData } from "../../lib/efa";
-import {
-    EFA_DEVICES_LABEL, FABRIC_LABEL, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL, PROFILE_LABEL,
-} from "../../lib/labels";
+import { EFA_DEVICES_LABEL, FABRIC_LABEL, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL, PROFILE_LABEL } from "../../lib/labels";
 import type { Toleration } from "./GpuNodePool";
 import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
@@ -31,13 +29,19 @@ export function capacitySettings(c: Capacity): {
     instanceMarketOptions?: { marketType: "capacity-block" };
 } {
     switch (c.type) {
-        case "on-demand": return { capacityType: "ON_DEMAND" };
-        case "odcr": return { capacityType: "ON_DEMAND", capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } } };
-        case "capacity-block": return {
-            capacityType: "CAPACITY_BLOCK",
-            capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } },
-            instanceMarketOptions: { marketType: "capacity-block" },
-        };
+        case "on-demand":
+            return { capacityType: "ON_DEMAND" };
+        case "odcr":
+            return {
+                capacityType: "ON_DEMAND",
+                capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } },
+            };
+        case "capacity-block":
+            return {
+                capacityType: "CAPACITY_BLOCK",
+                capacityReservationSpecification: { capacityReservationTarget: { capacityReservationId: c.reservationId } },
+                instanceMarketOptions: { marketType: "capacity-block" },
+            };
     }
 }
 
@@ -79,53 +83,76 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
         // inputs: on a new stack they are unknown in `pulumi preview`, and building the whole list inside an
         // apply on them made networkInterfaces unknown, so the EFA launch-template policy could not decide.
         const checked = info.apply((it) => {
-            checkInstanceTypeForEfa({ instanceType: group.instanceType, maximumNetworkCards: it.maximumNetworkCards, efaSupported: it.efaSupported, efaMaximumInterfaces: it.efaMaximumInterfaces }, efa.networkCards);
+            checkInstanceTypeForEfa(
+                {
+                    instanceType: group.instanceType,
+                    maximumNetworkCards: it.maximumNetworkCards,
+                    efaSupported: it.efaSupported,
+                    efaMaximumInterfaces: it.efaMaximumInterfaces,
+                },
+                efa.networkCards,
+            );
             return it.maximumNetworkCards;
         });
-        const interfaces = efaNetworkInterfaces(efa.networkCards, ["(security groups)"])
-            .map((i) => ({ ...i, securityGroups: args.securityGroupIds }));
+        const interfaces = efaNetworkInterfaces(efa.networkCards, ["(security groups)"]).map((i) => ({
+            ...i,
+            securityGroups: args.securityGroupIds,
+        }));
 
         this.placementGroup = new aws.ec2.PlacementGroup(`${name}-pg`, { strategy: "cluster", tags }, { parent: this });
         const cap = capacitySettings(group.capacity);
-        this.launchTemplate = new aws.ec2.LaunchTemplate(`${name}-lt`, {
-            description: checked.apply(() => `EFA launch template for ${group.instanceType} node group ${group.name}`),
-            networkInterfaces: interfaces,
-            placement: { groupName: this.placementGroup.name, availabilityZone: group.availabilityZone },
-            capacityReservationSpecification: cap.capacityReservationSpecification,
-            instanceMarketOptions: cap.instanceMarketOptions,
-            userData: base64(nodeBootstrapUserData({ hugepages2Mi: group.hugepages2Mi, localStorageRaid0: true })),
-            blockDeviceMappings: [{ deviceName: "/dev/xvda", ebs: { volumeSize: group.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } }],
-            metadataOptions: NODE_METADATA_OPTIONS,
-            tagSpecifications: [{ resourceType: "instance", tags }],
-            tags,
-        }, { parent: this });
-
-        this.nodeGroup = new aws.eks.NodeGroup(`${name}-ng`, {
-            clusterName: args.clusterName,
-            // A name prefix, not a fixed name: a replacement (new launch template shape, subnet, AMI type) is created
-            // before the old group is deleted, instead of deleting the pool first (fixed names force that order).
-            nodeGroupNamePrefix: `${group.name}-`,
-            nodeRoleArn: args.nodeRoleArn,
-            subnetIds: [args.subnetId],
-            instanceTypes: [group.instanceType],
-            amiType: "AL2023_x86_64_NVIDIA",
-            capacityType: cap.capacityType,
-            scalingConfig: { desiredSize: group.scaling.desired, minSize: group.scaling.min, maxSize: group.scaling.max },
-            launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
-            labels: {
-                [POOL_LABEL]: pool.name,
-                [PROFILE_LABEL]: pool.profile.name,
-                [GPU_PRODUCT_LABEL]: pool.profile.gpu.product,
-                [FABRIC_LABEL]: "efa",
-                [MEMLOCK_LABEL]: "true",
-                [EFA_DEVICES_LABEL]: String(efa.networkCards),
+        this.launchTemplate = new aws.ec2.LaunchTemplate(
+            `${name}-lt`,
+            {
+                description: checked.apply(() => `EFA launch template for ${group.instanceType} node group ${group.name}`),
+                networkInterfaces: interfaces,
+                placement: { groupName: this.placementGroup.name, availabilityZone: group.availabilityZone },
+                capacityReservationSpecification: cap.capacityReservationSpecification,
+                instanceMarketOptions: cap.instanceMarketOptions,
+                userData: base64(nodeBootstrapUserData({ hugepages2Mi: group.hugepages2Mi, localStorageRaid0: true })),
+                blockDeviceMappings: [
+                    {
+                        deviceName: "/dev/xvda",
+                        ebs: { volumeSize: group.rootVolumeGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" },
+                    },
+                ],
+                metadataOptions: NODE_METADATA_OPTIONS,
+                tagSpecifications: [{ resourceType: "instance", tags }],
+                tags,
             },
-            taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
-            // Terminate first, one node at a time: p5en capacity is reserved or scarce, so surging an extra GPU node
-            // per update fails or waits (EKS managed node groups `updateStrategy: MINIMAL`, for accelerated instances).
-            updateConfig: { maxUnavailable: 1, updateStrategy: "MINIMAL" },
-            tags,
-        }, { parent: this });
+            { parent: this },
+        );
+
+        this.nodeGroup = new aws.eks.NodeGroup(
+            `${name}-ng`,
+            {
+                clusterName: args.clusterName,
+                // A name prefix, not a fixed name: a replacement (new launch template shape, subnet, AMI type) is created
+                // before the old group is deleted, instead of deleting the pool first (fixed names force that order).
+                nodeGroupNamePrefix: `${group.name}-`,
+                nodeRoleArn: args.nodeRoleArn,
+                subnetIds: [args.subnetId],
+                instanceTypes: [group.instanceType],
+                amiType: "AL2023_x86_64_NVIDIA",
+                capacityType: cap.capacityType,
+                scalingConfig: { desiredSize: group.scaling.desired, minSize: group.scaling.min, maxSize: group.scaling.max },
+                launchTemplate: { id: this.launchTemplate.id, version: this.launchTemplate.latestVersion.apply(String) },
+                labels: {
+                    [POOL_LABEL]: pool.name,
+                    [PROFILE_LABEL]: pool.profile.name,
+                    [GPU_PRODUCT_LABEL]: pool.profile.gpu.product,
+                    [FABRIC_LABEL]: "efa",
+                    [MEMLOCK_LABEL]: "true",
+                    [EFA_DEVICES_LABEL]: String(efa.networkCards),
+                },
+                taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
+                // Terminate first, one node at a time: p5en capacity is reserved or scarce, so surging an extra GPU node
+                // per update fails or waits (EKS managed node groups `updateStrategy: MINIMAL`, for accelerated instances).
+                updateConfig: { maxUnavailable: 1, updateStrategy: "MINIMAL" },
+                tags,
+            },
+            { parent: this },
+        );
 
         this.registerOutputs({ nodeSelector: this.nodeSelector, efaDevicesPerNode: this.efaDevicesPerNode });
     }

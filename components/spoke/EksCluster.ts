@@ -42,10 +42,21 @@ export const EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa";
 export function addonPodIdentityTrust(accountId: string, clusterArn: string, namespace: string, serviceAccount: string): string {
     return JSON.stringify({
         Version: "2012-10-17",
-        Statement: [{
-            Effect: "Allow", Principal: { Service: "pods.eks.amazonaws.com" }, Action: ["sts:AssumeRole", "sts:TagSession"],
-            Condition: { StringEquals: { "aws:SourceAccount": accountId, "aws:RequestTag/eks-cluster-arn": clusterArn, "aws:RequestTag/kubernetes-namespace": namespace, "aws:RequestTag/kubernetes-service-account": serviceAccount } },
-        }],
+        Statement: [
+            {
+                Effect: "Allow",
+                Principal: { Service: "pods.eks.amazonaws.com" },
+                Action: ["sts:AssumeRole", "sts:TagSession"],
+                Condition: {
+                    StringEquals: {
+                        "aws:SourceAccount": accountId,
+                        "aws:RequestTag/eks-cluster-arn": clusterArn,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": serviceAccount,
+                    },
+                },
+            },
+        ],
     });
 }
 
@@ -57,18 +68,33 @@ export function irsaTrust(oidcProviderArn: string, issuerUrl: string, namespace:
     const host = issuerUrl.replace(/^https:\/\//, "");
     return JSON.stringify({
         Version: "2012-10-17",
-        Statement: [{
-            Effect: "Allow", Principal: { Federated: oidcProviderArn }, Action: "sts:AssumeRoleWithWebIdentity",
-            Condition: { StringEquals: { [`${host}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`, [`${host}:aud`]: "sts.amazonaws.com" } },
-        }],
+        Statement: [
+            {
+                Effect: "Allow",
+                Principal: { Federated: oidcProviderArn },
+                Action: "sts:AssumeRoleWithWebIdentity",
+                Condition: {
+                    StringEquals: {
+                        [`${host}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`,
+                        [`${host}:aud`]: "sts.amazonaws.com",
+                    },
+                },
+            },
+        ],
     });
 }
 
 /** A private subnet the node groups can use. */
-export interface PrivateSubnet { availabilityZone: string; id: pulumi.Output<string> }
+export interface PrivateSubnet {
+    availabilityZone: string;
+    id: pulumi.Output<string>;
+}
 
 function assumeRole(service: string): string {
-    return JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Service: service }, Action: "sts:AssumeRole" }] });
+    return JSON.stringify({
+        Version: "2012-10-17",
+        Statement: [{ Effect: "Allow", Principal: { Service: service }, Action: "sts:AssumeRole" }],
+    });
 }
 
 /**
@@ -113,30 +139,67 @@ export class EksCluster extends pulumi.ComponentResource {
 
         let vpcId: pulumi.Output<string>;
         if (args.vpc.mode === "create") {
-            const vpc = new aws.ec2.Vpc(`${name}-vpc`, {
-                cidrBlock: args.vpc.cidr, enableDnsHostnames: true, enableDnsSupport: true, tags: { ...tags, Name: `${args.clusterName}` },
-            }, child);
+            const vpc = new aws.ec2.Vpc(
+                `${name}-vpc`,
+                {
+                    cidrBlock: args.vpc.cidr,
+                    enableDnsHostnames: true,
+                    enableDnsSupport: true,
+                    tags: { ...tags, Name: `${args.clusterName}` },
+                },
+                child,
+            );
             vpcId = vpc.id;
             const igw = new aws.ec2.InternetGateway(`${name}-igw`, { vpcId: vpc.id, tags }, { parent: vpc });
             const plan = vpcSubnetPlan(args.vpc.cidr, args.vpc.availabilityZones);
             const subnets = plan.map((p) => ({
                 plan: p,
-                subnet: new aws.ec2.Subnet(`${name}-${p.tier}-${p.availabilityZone}`, {
-                    vpcId: vpc.id, cidrBlock: p.cidr, availabilityZone: p.availabilityZone, mapPublicIpOnLaunch: false,
-                    tags: { ...tags, Name: `${args.clusterName}-${p.tier}-${p.availabilityZone}`, [p.tier === "public" ? "kubernetes.io/role/elb" : "kubernetes.io/role/internal-elb"]: "1" },
-                }, { parent: vpc }),
+                subnet: new aws.ec2.Subnet(
+                    `${name}-${p.tier}-${p.availabilityZone}`,
+                    {
+                        vpcId: vpc.id,
+                        cidrBlock: p.cidr,
+                        availabilityZone: p.availabilityZone,
+                        mapPublicIpOnLaunch: false,
+                        tags: {
+                            ...tags,
+                            Name: `${args.clusterName}-${p.tier}-${p.availabilityZone}`,
+                            [p.tier === "public" ? "kubernetes.io/role/elb" : "kubernetes.io/role/internal-elb"]: "1",
+                        },
+                    },
+                    { parent: vpc },
+                ),
             }));
-            const publicRt = new aws.ec2.RouteTable(`${name}-public-rt`, { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: igw.id }], tags }, { parent: vpc });
+            const publicRt = new aws.ec2.RouteTable(
+                `${name}-public-rt`,
+                { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: igw.id }], tags },
+                { parent: vpc },
+            );
             const firstPublic = subnets.find((s) => s.plan.tier === "public")!.subnet;
             const eip = new aws.ec2.Eip(`${name}-nat-eip`, { domain: "vpc", tags }, { parent: vpc });
-            const nat = new aws.ec2.NatGateway(`${name}-nat`, { allocationId: eip.id, subnetId: firstPublic.id, tags }, { parent: vpc, dependsOn: [igw] });
-            const privateRt = new aws.ec2.RouteTable(`${name}-private-rt`, { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nat.id }], tags }, { parent: vpc });
+            const nat = new aws.ec2.NatGateway(
+                `${name}-nat`,
+                { allocationId: eip.id, subnetId: firstPublic.id, tags },
+                { parent: vpc, dependsOn: [igw] },
+            );
+            const privateRt = new aws.ec2.RouteTable(
+                `${name}-private-rt`,
+                { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nat.id }], tags },
+                { parent: vpc },
+            );
             for (const s of subnets) {
-                new aws.ec2.RouteTableAssociation(`${name}-${s.plan.tier}-${s.plan.availabilityZone}-rta`, {
-                    subnetId: s.subnet.id, routeTableId: s.plan.tier === "public" ? publicRt.id : privateRt.id,
-                }, { parent: s.subnet });
+                new aws.ec2.RouteTableAssociation(
+                    `${name}-${s.plan.tier}-${s.plan.availabilityZone}-rta`,
+                    {
+                        subnetId: s.subnet.id,
+                        routeTableId: s.plan.tier === "public" ? publicRt.id : privateRt.id,
+                    },
+                    { parent: s.subnet },
+                );
             }
-            this.privateSubnets = subnets.filter((s) => s.plan.tier === "private").map((s) => ({ availabilityZone: s.plan.availabilityZone, id: s.subnet.id }));
+            this.privateSubnets = subnets
+                .filter((s) => s.plan.tier === "private")
+                .map((s) => ({ availabilityZone: s.plan.availabilityZone, id: s.subnet.id }));
         } else {
             vpcId = pulumi.output(args.vpc.vpcId);
             this.privateSubnets = args.vpc.privateSubnets.map((s) => ({ availabilityZone: s.availabilityZone, id: pulumi.output(s.id) }));
@@ -146,73 +209,116 @@ export class EksCluster extends pulumi.ComponentResource {
         const partition = aws.getPartitionOutput({}, { parent: this }).partition;
         const MANAGED_POLICY = (policy: string) => pulumi.interpolate`arn:${partition}:iam::aws:policy/${policy}`;
         const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: assumeRole("eks.amazonaws.com"), tags }, child);
-        const clusterPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: MANAGED_POLICY("AmazonEKSClusterPolicy") }, { parent: clusterRole });
+        const clusterPolicy = new aws.iam.RolePolicyAttachment(
+            `${name}-cluster-policy`,
+            { role: clusterRole.name, policyArn: MANAGED_POLICY("AmazonEKSClusterPolicy") },
+            { parent: clusterRole },
+        );
         const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: assumeRole("ec2.amazonaws.com"), tags }, child);
         // No AmazonEKS_CNI_Policy on the node role: the VPC CNI has its own role (IRSA, below), so a pod reaching
         // the node's credentials gets no ENI / security-group rights.
-        this.nodeRolePolicies = ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"].map((p) =>
-            new aws.iam.RolePolicyAttachment(`${name}-node-${p}`, { role: nodeRole.name, policyArn: MANAGED_POLICY(p) }, { parent: nodeRole }));
+        this.nodeRolePolicies = ["AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryReadOnly", "AmazonSSMManagedInstanceCore"].map(
+            (p) =>
+                new aws.iam.RolePolicyAttachment(
+                    `${name}-node-${p}`,
+                    { role: nodeRole.name, policyArn: MANAGED_POLICY(p) },
+                    { parent: nodeRole },
+                ),
+        );
         this.nodeRoleArn = nodeRole.arn;
 
-        const efaSg = new aws.ec2.SecurityGroup(`${name}-efa-sg`, {
-            vpcId,
-            description: "EFA: all traffic to and from itself (OS-bypass requirement)",
-            ingress: [{ protocol: "-1", fromPort: 0, toPort: 0, self: true, description: "EFA peers" }],
-            egress: [
-                { protocol: "-1", fromPort: 0, toPort: 0, self: true, description: "EFA peers" },
-                { protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "node egress" },
-            ],
-            tags: { ...tags, Name: `${args.clusterName}-efa` },
-        }, child);
+        const efaSg = new aws.ec2.SecurityGroup(
+            `${name}-efa-sg`,
+            {
+                vpcId,
+                description: "EFA: all traffic to and from itself (OS-bypass requirement)",
+                ingress: [{ protocol: "-1", fromPort: 0, toPort: 0, self: true, description: "EFA peers" }],
+                egress: [
+                    { protocol: "-1", fromPort: 0, toPort: 0, self: true, description: "EFA peers" },
+                    { protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"], description: "node egress" },
+                ],
+                tags: { ...tags, Name: `${args.clusterName}-efa` },
+            },
+            child,
+        );
         this.efaSecurityGroupId = efaSg.id;
 
-        this.cluster = new aws.eks.Cluster(`${name}-cluster`, {
-            name: args.clusterName,
-            version: args.kubernetesVersion,
-            roleArn: clusterRole.arn,
-            vpcConfig: {
-                subnetIds: this.privateSubnets.map((s) => s.id),
-                endpointPrivateAccess: true,
-                endpointPublicAccess: args.endpointPublicAccess,
-                publicAccessCidrs: args.endpointPublicAccess ? args.publicAccessCidrs : undefined,
+        this.cluster = new aws.eks.Cluster(
+            `${name}-cluster`,
+            {
+                name: args.clusterName,
+                version: args.kubernetesVersion,
+                roleArn: clusterRole.arn,
+                vpcConfig: {
+                    subnetIds: this.privateSubnets.map((s) => s.id),
+                    endpointPrivateAccess: true,
+                    endpointPublicAccess: args.endpointPublicAccess,
+                    publicAccessCidrs: args.endpointPublicAccess ? args.publicAccessCidrs : undefined,
+                },
+                kubernetesNetworkConfig: { serviceIpv4Cidr: args.serviceCidr, ipFamily: "ipv4" },
+                // No implicit creator entry: it would be created by EKS and again by the deploy entry below (409 on the
+                // first `up` from CI), and it can only be removed later by replacing the cluster (the flag is immutable).
+                accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false },
+                enabledClusterLogTypes: ["api", "audit", "authenticator"],
+                tags,
+                // The cluster holds every workload and its volumes: never deleted or replaced by an ordinary `up`
+                // (a replacement would be a new, empty cluster under the same name). Explicit name: fixed.
             },
-            kubernetesNetworkConfig: { serviceIpv4Cidr: args.serviceCidr, ipFamily: "ipv4" },
-            // No implicit creator entry: it would be created by EKS and again by the deploy entry below (409 on the
-            // first `up` from CI), and it can only be removed later by replacing the cluster (the flag is immutable).
-            accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false },
-            enabledClusterLogTypes: ["api", "audit", "authenticator"],
-            tags,
-        // The cluster holds every workload and its volumes: never deleted or replaced by an ordinary `up`
-        // (a replacement would be a new, empty cluster under the same name). Explicit name: fixed.
-        }, { parent: this, dependsOn: [clusterPolicy], protect: true, retainOnDelete: true });
+            { parent: this, dependsOn: [clusterPolicy], protect: true, retainOnDelete: true },
+        );
 
         this.clusterName = this.cluster.name;
         this.endpoint = this.cluster.endpoint;
         this.certificateAuthority = this.cluster.certificateAuthority.data;
         this.oidcIssuer = this.cluster.identities.apply((ids) => ids?.[0]?.oidcs?.[0]?.issuer ?? "");
         this.clusterSecurityGroupId = this.cluster.vpcConfig.clusterSecurityGroupId;
-        const oidc = new aws.iam.OpenIdConnectProvider(`${name}-oidc`, { url: this.oidcIssuer, clientIdLists: ["sts.amazonaws.com"], tags }, { parent: this.cluster });
+        const oidc = new aws.iam.OpenIdConnectProvider(
+            `${name}-oidc`,
+            { url: this.oidcIssuer, clientIdLists: ["sts.amazonaws.com"], tags },
+            { parent: this.cluster },
+        );
         this.oidcProviderArn = oidc.arn;
-        this.kubeconfig = pulumi.all([this.cluster.name, this.endpoint, this.certificateAuthority])
+        this.kubeconfig = pulumi
+            .all([this.cluster.name, this.endpoint, this.certificateAuthority])
             .apply(([n, e, ca]) => JSON.stringify(eksKubeconfig(n, e, ca, args.region)));
 
         const caller = aws.getCallerIdentityOutput({}, { parent: this });
         const account = caller.accountId;
         this.accountId = account;
         // VPC CNI on its own role through IRSA (aws-node starts before the Pod Identity agent can serve it).
-        const cniRole = new aws.iam.Role(`${name}-vpc-cni-role`, {
-            description: `VPC CNI (kube-system/aws-node) of ${args.clusterName}`,
-            assumeRolePolicy: pulumi.all([oidc.arn, this.oidcIssuer]).apply(([arn, url]) => irsaTrust(arn, url, "kube-system", "aws-node")),
-            tags,
-        }, child);
-        const cniPolicy = new aws.iam.RolePolicyAttachment(`${name}-vpc-cni-policy`, { role: cniRole.name, policyArn: MANAGED_POLICY("AmazonEKS_CNI_Policy") }, { parent: cniRole });
+        const cniRole = new aws.iam.Role(
+            `${name}-vpc-cni-role`,
+            {
+                description: `VPC CNI (kube-system/aws-node) of ${args.clusterName}`,
+                assumeRolePolicy: pulumi
+                    .all([oidc.arn, this.oidcIssuer])
+                    .apply(([arn, url]) => irsaTrust(arn, url, "kube-system", "aws-node")),
+                tags,
+            },
+            child,
+        );
+        const cniPolicy = new aws.iam.RolePolicyAttachment(
+            `${name}-vpc-cni-policy`,
+            { role: cniRole.name, policyArn: MANAGED_POLICY("AmazonEKS_CNI_Policy") },
+            { parent: cniRole },
+        );
         // EBS CSI driver on its own role through Pod Identity (the controller is an ordinary Deployment).
-        this.ebsCsiRole = new aws.iam.Role(`${name}-ebs-csi-role`, {
-            description: `EBS CSI controller (kube-system/${EBS_CSI_SERVICE_ACCOUNT}) of ${args.clusterName}`,
-            assumeRolePolicy: pulumi.all([account, this.cluster.arn]).apply(([a, c]) => addonPodIdentityTrust(a, c, "kube-system", EBS_CSI_SERVICE_ACCOUNT)),
-            tags,
-        }, child);
-        new aws.iam.RolePolicyAttachment(`${name}-ebs-csi-policy`, { role: this.ebsCsiRole.name, policyArn: MANAGED_POLICY("service-role/AmazonEBSCSIDriverPolicy") }, { parent: this.ebsCsiRole });
+        this.ebsCsiRole = new aws.iam.Role(
+            `${name}-ebs-csi-role`,
+            {
+                description: `EBS CSI controller (kube-system/${EBS_CSI_SERVICE_ACCOUNT}) of ${args.clusterName}`,
+                assumeRolePolicy: pulumi
+                    .all([account, this.cluster.arn])
+                    .apply(([a, c]) => addonPodIdentityTrust(a, c, "kube-system", EBS_CSI_SERVICE_ACCOUNT)),
+                tags,
+            },
+            child,
+        );
+        new aws.iam.RolePolicyAttachment(
+            `${name}-ebs-csi-policy`,
+            { role: this.ebsCsiRole.name, policyArn: MANAGED_POLICY("service-role/AmazonEBSCSIDriverPolicy") },
+            { parent: this.ebsCsiRole },
+        );
 
         // Add-ons that must exist before nodes join (networking, kube-proxy, pod identity).
         this.addon("vpc-cni", [cniPolicy], { serviceAccountRoleArn: cniRole.arn });
@@ -220,17 +326,36 @@ export class EksCluster extends pulumi.ComponentResource {
         this.podIdentityAgent = this.addon("eks-pod-identity-agent");
 
         // Cluster access for the CI roles named in the stack file (authenticationMode API: nothing else grants it).
-        const deployer: pulumi.Input<string> = args.access?.deployRoleArn ?? aws.iam.getSessionContextOutput({ arn: caller.arn }, { parent: this }).issuerArn;
-        for (const [kind, roleArn] of [["deploy", deployer], ["preview", args.access?.previewRoleArn]] as const) {
+        const deployer: pulumi.Input<string> =
+            args.access?.deployRoleArn ?? aws.iam.getSessionContextOutput({ arn: caller.arn }, { parent: this }).issuerArn;
+        for (const [kind, roleArn] of [
+            ["deploy", deployer],
+            ["preview", args.access?.previewRoleArn],
+        ] as const) {
             if (!roleArn) continue;
-            const entry = new aws.eks.AccessEntry(`${name}-access-${kind}`, { clusterName: this.cluster.name, principalArn: roleArn, type: "STANDARD", tags }, child);
-            new aws.eks.AccessPolicyAssociation(`${name}-access-${kind}-policy`, {
-                clusterName: this.cluster.name, principalArn: entry.principalArn, policyArn: ACCESS_POLICIES[kind], accessScope: { type: "cluster" },
-            }, { parent: entry });
+            const entry = new aws.eks.AccessEntry(
+                `${name}-access-${kind}`,
+                { clusterName: this.cluster.name, principalArn: roleArn, type: "STANDARD", tags },
+                child,
+            );
+            new aws.eks.AccessPolicyAssociation(
+                `${name}-access-${kind}-policy`,
+                {
+                    clusterName: this.cluster.name,
+                    principalArn: entry.principalArn,
+                    policyArn: ACCESS_POLICIES[kind],
+                    accessScope: { type: "cluster" },
+                },
+                { parent: entry },
+            );
         }
         this.registerOutputs({
-            clusterName: this.clusterName, endpoint: this.endpoint, oidcIssuer: this.oidcIssuer, vpcId: this.vpcId,
-            clusterSecurityGroupId: this.clusterSecurityGroupId, efaSecurityGroupId: this.efaSecurityGroupId,
+            clusterName: this.clusterName,
+            endpoint: this.endpoint,
+            oidcIssuer: this.oidcIssuer,
+            vpcId: this.vpcId,
+            clusterSecurityGroupId: this.clusterSecurityGroupId,
+            efaSecurityGroupId: this.efaSecurityGroupId,
         });
     }
 
@@ -240,23 +365,33 @@ export class EksCluster extends pulumi.ComponentResource {
      * and no default StorageClass on current versions.
      */
     addEbsCsi(dependsOn: pulumi.Resource[]): aws.eks.Addon {
-        return this.addon("aws-ebs-csi-driver", [...dependsOn, this.podIdentityAgent], { podIdentityAssociations: [{ roleArn: this.ebsCsiRole.arn, serviceAccount: EBS_CSI_SERVICE_ACCOUNT }] });
+        return this.addon("aws-ebs-csi-driver", [...dependsOn, this.podIdentityAgent], {
+            podIdentityAssociations: [{ roleArn: this.ebsCsiRole.arn, serviceAccount: EBS_CSI_SERVICE_ACCOUNT }],
+        });
     }
 
     /**
      * Adds an EKS managed add-on at the version pinned in config/versions.ts (`null` there = the EKS default
      * for the cluster's Kubernetes version). Add-ons that need nodes (CoreDNS) go in after the node groups.
      */
-    addon(addonName: keyof typeof versions.eksAddons, dependsOn: pulumi.Resource[] = [], extra: Pick<aws.eks.AddonArgs, "serviceAccountRoleArn" | "podIdentityAssociations"> = {}): aws.eks.Addon {
+    addon(
+        addonName: keyof typeof versions.eksAddons,
+        dependsOn: pulumi.Resource[] = [],
+        extra: Pick<aws.eks.AddonArgs, "serviceAccountRoleArn" | "podIdentityAssociations"> = {},
+    ): aws.eks.Addon {
         const version = versions.eksAddons[addonName];
-        const a = new aws.eks.Addon(`${this.baseName}-${addonName}`, {
-            clusterName: this.cluster.name,
-            addonName,
-            addonVersion: version ?? undefined,
-            resolveConflictsOnCreate: "OVERWRITE",
-            resolveConflictsOnUpdate: "OVERWRITE",
-            ...extra,
-        }, { parent: this, dependsOn });
+        const a = new aws.eks.Addon(
+            `${this.baseName}-${addonName}`,
+            {
+                clusterName: this.cluster.name,
+                addonName,
+                addonVersion: version ?? undefined,
+                resolveConflictsOnCreate: "OVERWRITE",
+                resolveConflictsOnUpdate: "OVERWRITE",
+                ...extra,
+            },
+            { parent: this, dependsOn },
+        );
         return a;
     }
 }

@@ -43,10 +43,14 @@ export class FrontendNetwork extends pulumi.ComponentResource {
         super("platform:spoke:FrontendNetwork", name, {}, opts);
         this.description = describeFrontend(args);
         this.frontendHcas = [...new Set(Object.values(this.description.pools).flatMap((p) => p.hcas))].sort();
-        new k8s.core.v1.ConfigMap(`${name}-description`, {
-            metadata: { name: "frontend-network", namespace: args.namespace },
-            data: { "frontend.json": JSON.stringify(this.description) },
-        }, { parent: this });
+        new k8s.core.v1.ConfigMap(
+            `${name}-description`,
+            {
+                metadata: { name: "frontend-network", namespace: args.namespace },
+                data: { "frontend.json": JSON.stringify(this.description) },
+            },
+            { parent: this },
+        );
         this.registerOutputs({ frontendHcas: this.frontendHcas });
     }
 }

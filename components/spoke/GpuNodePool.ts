@@ -2,8 +2,15 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { NodePool } from "../../config/stack";
 import {
-    FABRIC_LABEL, FRONTEND_NICS_ANNOTATION, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL,
-    PROFILE_LABEL, RAIL_TABLE_ANNOTATION, RAIL_TOPOLOGY_LABEL,
+    FABRIC_LABEL,
+    FRONTEND_NICS_ANNOTATION,
+    GPU_PRODUCT_LABEL,
+    GPU_TAINT,
+    MEMLOCK_LABEL,
+    POOL_LABEL,
+    PROFILE_LABEL,
+    RAIL_TABLE_ANNOTATION,
+    RAIL_TOPOLOGY_LABEL,
 } from "../../lib/labels";
 import { railsInOrder } from "../../config/nodeProfile";
 
@@ -15,7 +22,12 @@ export interface GpuNodePoolArgs {
 }
 
 /** A pod toleration (core/v1 Toleration shape). */
-export interface Toleration { key: string; operator: "Equal" | "Exists"; value?: string; effect: string }
+export interface Toleration {
+    key: string;
+    operator: "Equal" | "Exists";
+    value?: string;
+    effect: string;
+}
 
 /**
  * An on-prem pool of HGX H200 nodes that already run Kubernetes. Labels and taints the named nodes with
@@ -40,8 +52,15 @@ export class GpuNodePool extends pulumi.ComponentResource {
         this.tolerations = [{ key: GPU_TAINT.key, operator: "Equal", value: GPU_TAINT.value, effect: GPU_TAINT.effect }];
 
         const railTable = railsInOrder(profile).map((r) => ({
-            rail: r.rail, gpu: r.gpu, gpuPciAddress: r.gpuPciAddress, hca: r.hca, netdev: r.netdev,
-            pciAddress: r.pciAddress, numa: r.numa, linkLayer: r.linkLayer, linkRateGbps: r.linkRateGbps,
+            rail: r.rail,
+            gpu: r.gpu,
+            gpuPciAddress: r.gpuPciAddress,
+            hca: r.hca,
+            netdev: r.netdev,
+            pciAddress: r.pciAddress,
+            numa: r.numa,
+            linkLayer: r.linkLayer,
+            linkRateGbps: r.linkRateGbps,
         }));
         const labels = {
             [POOL_LABEL]: pool.name,
@@ -51,17 +70,24 @@ export class GpuNodePool extends pulumi.ComponentResource {
             [RAIL_TOPOLOGY_LABEL]: `rail-optimized-${profile.rails.length}`,
             [MEMLOCK_LABEL]: String(pool.memlockUnlimited),
         };
-        this.patches = pool.nodes.map((node) => new k8s.core.v1.NodePatch(`${name}-${node}`, {
-            metadata: {
-                name: node,
-                labels,
-                annotations: {
-                    [RAIL_TABLE_ANNOTATION]: JSON.stringify(railTable),
-                    [FRONTEND_NICS_ANNOTATION]: JSON.stringify(profile.frontend),
-                },
-            },
-            spec: { taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: GPU_TAINT.effect }] },
-        }, { parent: this }));
+        this.patches = pool.nodes.map(
+            (node) =>
+                new k8s.core.v1.NodePatch(
+                    `${name}-${node}`,
+                    {
+                        metadata: {
+                            name: node,
+                            labels,
+                            annotations: {
+                                [RAIL_TABLE_ANNOTATION]: JSON.stringify(railTable),
+                                [FRONTEND_NICS_ANNOTATION]: JSON.stringify(profile.frontend),
+                            },
+                        },
+                        spec: { taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: GPU_TAINT.effect }] },
+                    },
+                    { parent: this },
+                ),
+        );
 
         this.registerOutputs({ nodeSelector: this.nodeSelector, tolerations: this.tolerations });
     }

@@ -43,9 +43,9 @@ export interface GpuOperatorArgs {
 /** `dcgmExporter` values: the exporter on, and its ServiceMonitor labelled for the cluster's Prometheus when one is given. */
 export function dcgmExporterValues(serviceMonitorLabels?: Record<string, string>): Record<string, unknown> {
     return serviceMonitorLabels
-        // honorLabels: keep the exporter's `pod`/`namespace` (the workload the GPU is allocated to) instead of
-        // `exported_pod`, so dashboards join GPUs to workers (lib/observability.ts tokensPerGpuExpr).
-        ? { enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { ...serviceMonitorLabels } } }
+        ? // honorLabels: keep the exporter's `pod`/`namespace` (the workload the GPU is allocated to) instead of
+          // `exported_pod`, so dashboards join GPUs to workers (lib/observability.ts tokensPerGpuExpr).
+          { enabled: true, serviceMonitor: { enabled: true, honorLabels: true, additionalLabels: { ...serviceMonitorLabels } } }
         : { enabled: true };
 }
 
@@ -72,7 +72,9 @@ export function eksGpuOperatorValues(args: Pick<GpuOperatorArgs, "serviceMonitor
  * controllers/object_controls.go `transformDriverManagerInitContainer`, `transformPeerMemoryContainer`), so with
  * DMA-BUF it would be inert (upstream/activation.ts `gpu-operator-host-mofed`).
  */
-export function gpuOperatorValues(args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed" | "externalNfd" | "serviceMonitorLabels">): Record<string, unknown> {
+export function gpuOperatorValues(
+    args: Pick<GpuOperatorArgs, "gpuDirectRdma" | "useHostMofed" | "externalNfd" | "serviceMonitorLabels">,
+): Record<string, unknown> {
     const peermem = args.gpuDirectRdma === "peermem";
     return {
         driver: {
@@ -98,14 +100,18 @@ export class GpuOperator extends pulumi.ComponentResource {
         const ns = args.namespace ?? "gpu-operator";
         const namespace = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: ns } }, { parent: this });
         const v = versions.gpuOperator;
-        this.release = new k8s.helm.v3.Release(`${name}-gpu-operator`, {
-            name: "gpu-operator",
-            chart: v.chart,
-            version: v.version,
-            repositoryOpts: { repo: v.repo },
-            namespace: ns,
-            values: args.eksEfaAmi ? eksGpuOperatorValues(args) : gpuOperatorValues(args),
-        }, { parent: this, dependsOn: [namespace] });
+        this.release = new k8s.helm.v3.Release(
+            `${name}-gpu-operator`,
+            {
+                name: "gpu-operator",
+                chart: v.chart,
+                version: v.version,
+                repositoryOpts: { repo: v.repo },
+                namespace: ns,
+                values: args.eksEfaAmi ? eksGpuOperatorValues(args) : gpuOperatorValues(args),
+            },
+            { parent: this, dependsOn: [namespace] },
+        );
         this.registerOutputs({});
     }
 }

@@ -6,7 +6,14 @@ import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } fr
 import type { METERING_ENV } from "../../services/metering/config";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../../services/shared/accesslog";
 import type { EnvVars } from "../../services/shared/env";
-import { AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
+import {
+    AWS_FILES_DIR,
+    AWS_PROFILE,
+    AWS_SOURCE_PROFILE,
+    awsCredentialsFile,
+    METERING_POD_LABELS,
+    METERING_PORT,
+} from "../../lib/spoke-services";
 
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
 export const METERING_SERVICE_NAME = "metering";
@@ -31,16 +38,32 @@ export function spoolMaxBytes(volumeGiB: number): number {
 
 /** Pure: AWS shared config assuming the spoke's role from the source profile (session name `platform-metering`). */
 export function meteringAwsConfig(roleArn: string, region: string): string {
-    return [`[profile ${AWS_PROFILE}]`, `role_arn = ${roleArn}`, `source_profile = ${AWS_SOURCE_PROFILE}`, `role_session_name = platform-metering`, `region = ${region}`, ""].join("\n");
+    return [
+        `[profile ${AWS_PROFILE}]`,
+        `role_arn = ${roleArn}`,
+        `source_profile = ${AWS_SOURCE_PROFILE}`,
+        `role_session_name = platform-metering`,
+        `region = ${region}`,
+        "",
+    ].join("\n");
 }
 
 /**
  * Pure: the metering service's environment by the names of its contract (services/metering/config.ts
  * `METERING_ENV`: a name the service does not read is a type error), without secrets.
  */
-export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { bucket: string; region: string; publicKey: string }; volumeGiB: number; sharedFiles?: boolean }): EnvVars<typeof METERING_ENV> {
+export function meteringEnv(x: {
+    spoke: string;
+    usage: UsageContract;
+    policy: { bucket: string; region: string; publicKey: string };
+    volumeGiB: number;
+    sharedFiles?: boolean;
+}): EnvVars<typeof METERING_ENV> {
     // Without shared files (EKS Pod Identity) the SDK's default chain takes the container credentials the agent injects.
-    const files: EnvVars<typeof METERING_ENV> = x.sharedFiles === false ? {} : { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE };
+    const files: EnvVars<typeof METERING_ENV> =
+        x.sharedFiles === false
+            ? {}
+            : { AWS_CONFIG_FILE: `${AWS_FILES_DIR}/config`, AWS_SHARED_CREDENTIALS_FILE: `${AWS_FILES_DIR}/credentials`, AWS_PROFILE };
     return {
         METERING_SPOKE: x.spoke,
         METERING_SPOOL_DIR: `${SPOOL_MOUNT}/spool`,
@@ -63,7 +86,12 @@ export function meteringEnv(x: { spoke: string; usage: UsageContract; policy: { 
  * (`max_elapsed_time: 0`), so metering restarts and spool-full back-pressure (503) never lose records.
  * `alternateConfig` replaces the chart's default pipelines (jaeger, zipkin, prometheus) instead of merging.
  */
-export function collectorValues(x: { namespace: string; replicas: number; queueGiB: number; storageClassName?: string }): Record<string, unknown> {
+export function collectorValues(x: {
+    namespace: string;
+    replicas: number;
+    queueGiB: number;
+    storageClassName?: string;
+}): Record<string, unknown> {
     const v = versions.otelCollector;
     const c = METERING_ACCESS_LOG_COLLECTOR;
     const off = { enabled: false };
@@ -73,18 +101,34 @@ export function collectorValues(x: { namespace: string; replicas: number; queueG
         replicaCount: x.replicas,
         image: { repository: v.image, tag: v.imageTag },
         command: { name: v.command },
-        podSecurityContext: { runAsNonRoot: true, runAsUser: COLLECTOR_UID, runAsGroup: COLLECTOR_UID, fsGroup: COLLECTOR_UID, seccompProfile: { type: "RuntimeDefault" } },
+        podSecurityContext: {
+            runAsNonRoot: true,
+            runAsUser: COLLECTOR_UID,
+            runAsGroup: COLLECTOR_UID,
+            fsGroup: COLLECTOR_UID,
+            seccompProfile: { type: "RuntimeDefault" },
+        },
         securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
         ports: {
             otlp: { enabled: true, containerPort: c.port, servicePort: c.port, protocol: "TCP", appProtocol: "grpc" },
-            "otlp-http": off, "jaeger-compact": off, "jaeger-thrift": off, "jaeger-grpc": off, zipkin: off,
+            "otlp-http": off,
+            "jaeger-compact": off,
+            "jaeger-thrift": off,
+            "jaeger-grpc": off,
+            zipkin: off,
             metrics: { enabled: true, containerPort: 8888, servicePort: 8888, protocol: "TCP" },
         },
         statefulset: {
-            volumeClaimTemplates: [{
-                metadata: { name: "queue" },
-                spec: { accessModes: ["ReadWriteOnce"], ...(x.storageClassName ? { storageClassName: x.storageClassName } : {}), resources: { requests: { storage: `${x.queueGiB}Gi` } } },
-            }],
+            volumeClaimTemplates: [
+                {
+                    metadata: { name: "queue" },
+                    spec: {
+                        accessModes: ["ReadWriteOnce"],
+                        ...(x.storageClassName ? { storageClassName: x.storageClassName } : {}),
+                        resources: { requests: { storage: `${x.queueGiB}Gi` } },
+                    },
+                },
+            ],
             // A queue volume may hold undelivered access logs: never delete it with the pod or on scale-down.
             persistentVolumeClaimRetentionPolicy: { enabled: true, whenDeleted: "Retain", whenScaled: "Retain" },
         },
@@ -159,141 +203,247 @@ export class Metering extends pulumi.ComponentResource {
     constructor(name: string, args: MeteringArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:Metering", name, {}, opts);
         if (args.namespace !== METERING_ACCESS_LOG_COLLECTOR.namespace) {
-            throw new Error(`Metering: namespace "${args.namespace}" differs from METERING_ACCESS_LOG_COLLECTOR.namespace "${METERING_ACCESS_LOG_COLLECTOR.namespace}" (services/shared/accesslog.ts), where the gateway sends access logs`);
+            throw new Error(
+                `Metering: namespace "${args.namespace}" differs from METERING_ACCESS_LOG_COLLECTOR.namespace "${METERING_ACCESS_LOG_COLLECTOR.namespace}" (services/shared/accesslog.ts), where the gateway sends access logs`,
+            );
         }
         const ns = args.namespace;
         const parent = { parent: this };
         const labels = METERING_POD_LABELS;
-        const collectorLabels = { "app.kubernetes.io/name": "opentelemetry-collector", "app.kubernetes.io/instance": METERING_ACCESS_LOG_COLLECTOR.service };
+        const collectorLabels = {
+            "app.kubernetes.io/name": "opentelemetry-collector",
+            "app.kubernetes.io/instance": METERING_ACCESS_LOG_COLLECTOR.service,
+        };
         const image = args.image ?? `${versions.meteringService.image}:${versions.meteringService.version}`;
         const policy = pulumi.output(args.policy);
         const usage = pulumi.output(args.usage);
 
         const creds = args.awsCredentials;
-        const awsSecret = creds === undefined ? undefined : new k8s.core.v1.Secret(`${name}-aws`, {
-            metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
-            type: "Opaque",
-            stringData: {
-                config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(p.roleArn, u.region)),
-                credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
+        const awsSecret =
+            creds === undefined
+                ? undefined
+                : new k8s.core.v1.Secret(
+                      `${name}-aws`,
+                      {
+                          metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
+                          type: "Opaque",
+                          stringData: {
+                              config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(p.roleArn, u.region)),
+                              credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
+                          },
+                      },
+                      parent,
+                  );
+        const redisSecret = new k8s.core.v1.Secret(
+            `${name}-redis`,
+            {
+                metadata: { name: `${METERING_SERVICE_NAME}-redis`, namespace: ns, labels },
+                type: "Opaque",
+                stringData: { url: pulumi.secret(args.redisUrl) },
             },
-        }, parent);
-        const redisSecret = new k8s.core.v1.Secret(`${name}-redis`, {
-            metadata: { name: `${METERING_SERVICE_NAME}-redis`, namespace: ns, labels },
-            type: "Opaque",
-            stringData: { url: pulumi.secret(args.redisUrl) },
-        }, parent);
-        const sa = new k8s.core.v1.ServiceAccount(`${name}-sa`, {
-            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels }, automountServiceAccountToken: false,
-        }, parent);
+            parent,
+        );
+        const sa = new k8s.core.v1.ServiceAccount(
+            `${name}-sa`,
+            {
+                metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+                automountServiceAccountToken: false,
+            },
+            parent,
+        );
 
-        const headless = new k8s.core.v1.Service(`${name}-headless`, {
-            metadata: { name: `${METERING_SERVICE_NAME}-headless`, namespace: ns, labels },
-            spec: { clusterIP: "None", selector: labels, ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }], publishNotReadyAddresses: true },
-        }, parent);
-        this.service = new k8s.core.v1.Service(`${name}-service`, {
-            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
-            spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }] },
-        }, parent);
+        const headless = new k8s.core.v1.Service(
+            `${name}-headless`,
+            {
+                metadata: { name: `${METERING_SERVICE_NAME}-headless`, namespace: ns, labels },
+                spec: {
+                    clusterIP: "None",
+                    selector: labels,
+                    ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }],
+                    publishNotReadyAddresses: true,
+                },
+            },
+            parent,
+        );
+        this.service = new k8s.core.v1.Service(
+            `${name}-service`,
+            {
+                metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+                spec: { type: "ClusterIP", selector: labels, ports: [{ name: "http", port: METERING_PORT, targetPort: "http" }] },
+            },
+            parent,
+        );
 
         const env = pulumi.all([policy, usage]).apply(([p, u]) => [
-            ...Object.entries(meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB, sharedFiles: !!awsSecret })).map(([n, value]) => ({ name: n, value: value as string })),
-            { name: "METERING_INSTANCE" satisfies keyof EnvVars<typeof METERING_ENV>, valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-            { name: "METERING_REDIS_URL" satisfies keyof EnvVars<typeof METERING_ENV>, valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } } },
-        ]);
-        this.statefulSet = new k8s.apps.v1.StatefulSet(`${name}-statefulset`, {
-            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
-            spec: {
-                serviceName: headless.metadata.name,
-                replicas: args.replicas,
-                podManagementPolicy: "Parallel",
-                updateStrategy: { type: "RollingUpdate" },
-                selector: { matchLabels: labels },
-                // Spools may hold unshipped events: keep the volumes when pods are deleted or scaled away.
-                persistentVolumeClaimRetentionPolicy: { whenDeleted: "Retain", whenScaled: "Retain" },
-                template: {
-                    metadata: { labels },
-                    spec: {
-                        serviceAccountName: sa.metadata.name,
-                        automountServiceAccountToken: false,
-                        terminationGracePeriodSeconds: 30,
-                        securityContext: { runAsNonRoot: true, runAsUser: METERING_UID, runAsGroup: METERING_UID, fsGroup: METERING_UID, seccompProfile: { type: "RuntimeDefault" } },
-                        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
-                        containers: [{
-                            name: "metering",
-                            image,
-                            imagePullPolicy: "IfNotPresent",
-                            env,
-                            ports: [{ name: "http", containerPort: METERING_PORT, protocol: "TCP" }],
-                            readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
-                            livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 6 },
-                            resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "512Mi" } },
-                            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
-                            volumeMounts: [
-                                { name: "spool", mountPath: SPOOL_MOUNT },
-                                ...(awsSecret ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
-                            ],
-                        }],
-                        volumes: awsSecret ? [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }] : [],
-                    },
-                },
-                volumeClaimTemplates: [{
-                    metadata: { name: "spool", labels },
-                    spec: {
-                        accessModes: ["ReadWriteOnce"],
-                        ...(args.storageClassName ? { storageClassName: args.storageClassName } : {}),
-                        resources: { requests: { storage: `${args.spoolVolumeGiB}Gi` } },
-                    },
-                }],
+            ...Object.entries(
+                meteringEnv({ spoke: args.spoke, usage: u, policy: p, volumeGiB: args.spoolVolumeGiB, sharedFiles: !!awsSecret }),
+            ).map(([n, value]) => ({ name: n, value: value as string })),
+            {
+                name: "METERING_INSTANCE" satisfies keyof EnvVars<typeof METERING_ENV>,
+                valueFrom: { fieldRef: { fieldPath: "metadata.name" } },
             },
-        }, { parent: this, dependsOn: [redisSecret] });
-        new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, {
-            metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
-            spec: { maxUnavailable: 1, selector: { matchLabels: labels } },
-        }, parent);
+            {
+                name: "METERING_REDIS_URL" satisfies keyof EnvVars<typeof METERING_ENV>,
+                valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } },
+            },
+        ]);
+        this.statefulSet = new k8s.apps.v1.StatefulSet(
+            `${name}-statefulset`,
+            {
+                metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+                spec: {
+                    serviceName: headless.metadata.name,
+                    replicas: args.replicas,
+                    podManagementPolicy: "Parallel",
+                    updateStrategy: { type: "RollingUpdate" },
+                    selector: { matchLabels: labels },
+                    // Spools may hold unshipped events: keep the volumes when pods are deleted or scaled away.
+                    persistentVolumeClaimRetentionPolicy: { whenDeleted: "Retain", whenScaled: "Retain" },
+                    template: {
+                        metadata: { labels },
+                        spec: {
+                            serviceAccountName: sa.metadata.name,
+                            automountServiceAccountToken: false,
+                            terminationGracePeriodSeconds: 30,
+                            securityContext: {
+                                runAsNonRoot: true,
+                                runAsUser: METERING_UID,
+                                runAsGroup: METERING_UID,
+                                fsGroup: METERING_UID,
+                                seccompProfile: { type: "RuntimeDefault" },
+                            },
+                            topologySpreadConstraints: [
+                                {
+                                    maxSkew: 1,
+                                    topologyKey: "kubernetes.io/hostname",
+                                    whenUnsatisfiable: "ScheduleAnyway",
+                                    labelSelector: { matchLabels: labels },
+                                },
+                            ],
+                            containers: [
+                                {
+                                    name: "metering",
+                                    image,
+                                    imagePullPolicy: "IfNotPresent",
+                                    env,
+                                    ports: [{ name: "http", containerPort: METERING_PORT, protocol: "TCP" }],
+                                    readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
+                                    livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 6 },
+                                    resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "512Mi" } },
+                                    securityContext: {
+                                        allowPrivilegeEscalation: false,
+                                        readOnlyRootFilesystem: true,
+                                        capabilities: { drop: ["ALL"] },
+                                    },
+                                    volumeMounts: [
+                                        { name: "spool", mountPath: SPOOL_MOUNT },
+                                        ...(awsSecret ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
+                                    ],
+                                },
+                            ],
+                            volumes: awsSecret
+                                ? [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }]
+                                : [],
+                        },
+                    },
+                    volumeClaimTemplates: [
+                        {
+                            metadata: { name: "spool", labels },
+                            spec: {
+                                accessModes: ["ReadWriteOnce"],
+                                ...(args.storageClassName ? { storageClassName: args.storageClassName } : {}),
+                                resources: { requests: { storage: `${args.spoolVolumeGiB}Gi` } },
+                            },
+                        },
+                    ],
+                },
+            },
+            { parent: this, dependsOn: [redisSecret] },
+        );
+        new k8s.policy.v1.PodDisruptionBudget(
+            `${name}-pdb`,
+            {
+                metadata: { name: METERING_SERVICE_NAME, namespace: ns, labels },
+                spec: { maxUnavailable: 1, selector: { matchLabels: labels } },
+            },
+            parent,
+        );
 
         const v = versions.otelCollector;
-        this.collector = new k8s.helm.v3.Release(`${name}-collector`, {
-            name: METERING_ACCESS_LOG_COLLECTOR.service,
-            chart: v.chart,
-            version: v.version,
-            repositoryOpts: { repo: v.repo },
-            namespace: ns,
-            values: collectorValues({ namespace: ns, replicas: args.collectorReplicas, queueGiB: args.collectorQueueGiB, storageClassName: args.storageClassName }),
-        }, { parent: this, dependsOn: [this.service] });
+        this.collector = new k8s.helm.v3.Release(
+            `${name}-collector`,
+            {
+                name: METERING_ACCESS_LOG_COLLECTOR.service,
+                chart: v.chart,
+                version: v.version,
+                repositoryOpts: { repo: v.repo },
+                namespace: ns,
+                values: collectorValues({
+                    namespace: ns,
+                    replicas: args.collectorReplicas,
+                    queueGiB: args.collectorQueueGiB,
+                    storageClassName: args.storageClassName,
+                }),
+            },
+            { parent: this, dependsOn: [this.service] },
+        );
 
         // The EnvoyProxy (gateway namespace) references the collector Service in this namespace.
-        new k8s.apiextensions.CustomResource(`${name}-access-log-grant`, {
-            apiVersion: "gateway.networking.k8s.io/v1beta1",
-            kind: "ReferenceGrant",
-            metadata: { name: "envoyproxy-access-log", namespace: ns, labels },
-            spec: {
-                from: [{ group: "gateway.envoyproxy.io", kind: "EnvoyProxy", namespace: GATEWAY_NAMESPACE }],
-                to: [{ group: "", kind: "Service", name: METERING_ACCESS_LOG_COLLECTOR.service }],
+        new k8s.apiextensions.CustomResource(
+            `${name}-access-log-grant`,
+            {
+                apiVersion: "gateway.networking.k8s.io/v1beta1",
+                kind: "ReferenceGrant",
+                metadata: { name: "envoyproxy-access-log", namespace: ns, labels },
+                spec: {
+                    from: [{ group: "gateway.envoyproxy.io", kind: "EnvoyProxy", namespace: GATEWAY_NAMESPACE }],
+                    to: [{ group: "", kind: "Service", name: METERING_ACCESS_LOG_COLLECTOR.service }],
+                },
             },
-        }, parent);
-        new k8s.networking.v1.NetworkPolicy(`${name}-collector-ingress`, {
-            metadata: { name: `${METERING_ACCESS_LOG_COLLECTOR.service}-from-envoy`, namespace: ns, labels },
-            spec: {
-                podSelector: { matchLabels: collectorLabels },
-                policyTypes: ["Ingress"],
-                ingress: [
-                    {
-                        from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } }, podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } } }],
-                        ports: [{ protocol: "TCP", port: METERING_ACCESS_LOG_COLLECTOR.port }],
-                    },
-                    { ports: [{ protocol: "TCP", port: 8888 }, { protocol: "TCP", port: 13133 }] },
-                ],
+            parent,
+        );
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-collector-ingress`,
+            {
+                metadata: { name: `${METERING_ACCESS_LOG_COLLECTOR.service}-from-envoy`, namespace: ns, labels },
+                spec: {
+                    podSelector: { matchLabels: collectorLabels },
+                    policyTypes: ["Ingress"],
+                    ingress: [
+                        {
+                            from: [
+                                {
+                                    namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ENVOY_GATEWAY_NAMESPACE } },
+                                    podSelector: { matchLabels: { ...ENVOY_PROXY_POD_LABELS } },
+                                },
+                            ],
+                            ports: [{ protocol: "TCP", port: METERING_ACCESS_LOG_COLLECTOR.port }],
+                        },
+                        {
+                            ports: [
+                                { protocol: "TCP", port: 8888 },
+                                { protocol: "TCP", port: 13133 },
+                            ],
+                        },
+                    ],
+                },
             },
-        }, parent);
-        new k8s.networking.v1.NetworkPolicy(`${name}-ingress`, {
-            metadata: { name: `${METERING_SERVICE_NAME}-from-collector`, namespace: ns, labels },
-            spec: {
-                podSelector: { matchLabels: labels },
-                policyTypes: ["Ingress"],
-                ingress: [{ from: [{ podSelector: { matchLabels: collectorLabels } }], ports: [{ protocol: "TCP", port: METERING_PORT }] }],
+            parent,
+        );
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-ingress`,
+            {
+                metadata: { name: `${METERING_SERVICE_NAME}-from-collector`, namespace: ns, labels },
+                spec: {
+                    podSelector: { matchLabels: labels },
+                    policyTypes: ["Ingress"],
+                    ingress: [
+                        { from: [{ podSelector: { matchLabels: collectorLabels } }], ports: [{ protocol: "TCP", port: METERING_PORT }] },
+                    ],
+                },
             },
-        }, parent);
+            parent,
+        );
 
         this.logsEndpoint = `http://${METERING_SERVICE_NAME}.${ns}.svc.cluster.local:${METERING_PORT}/v1/logs`;
         this.registerOutputs({ logsEndpoint: this.logsEndpoint });

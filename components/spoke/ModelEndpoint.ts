@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { buildDgd, DgdArgs, mooncakeClientConfigMapData } from "../../lib/dgd";
+import { buildDgd, type DgdArgs, mooncakeClientConfigMapData } from "../../lib/dgd";
 import { mooncakeNames } from "../../lib/mooncake";
 import { frontendService } from "../../lib/serving";
 
@@ -32,11 +32,21 @@ export class ModelEndpoint extends pulumi.ComponentResource {
         if (e.kvPool.kind === "mooncake") {
             if (!args.mooncakeMaster) throw new Error(`endpoint ${e.name}: kvPool mooncake needs mooncakeMaster`);
             const cmName = mooncakeNames(e.name).clientConfig;
-            deps.push(new k8s.core.v1.ConfigMap(`${name}-mooncake-client`, {
-                metadata: { name: cmName, namespace: args.namespace },
-                data: mooncakeClientConfigMapData(args.pool.fabric, args.mooncakeMaster),
-            }, { parent: this }));
-            mooncake = { master: args.mooncakeMaster, configMap: cmName, ...(args.mooncakeKvEvents ? { kvEventsEndpoint: args.mooncakeKvEvents } : {}) };
+            deps.push(
+                new k8s.core.v1.ConfigMap(
+                    `${name}-mooncake-client`,
+                    {
+                        metadata: { name: cmName, namespace: args.namespace },
+                        data: mooncakeClientConfigMapData(args.pool.fabric, args.mooncakeMaster),
+                    },
+                    { parent: this },
+                ),
+            );
+            mooncake = {
+                master: args.mooncakeMaster,
+                configMap: cmName,
+                ...(args.mooncakeKvEvents ? { kvEventsEndpoint: args.mooncakeKvEvents } : {}),
+            };
         }
         const dgd = buildDgd({ ...args, mooncake });
         this.graph = new k8s.apiextensions.CustomResource(`${name}-dgd`, dgd, { parent: this, dependsOn: deps });

@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { buildMooncake, MooncakeArgs, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../../lib/mooncake";
+import { buildMooncake, type MooncakeArgs, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../../lib/mooncake";
 
 export type MooncakeStoreArgs = MooncakeArgs;
 
@@ -23,7 +23,10 @@ export class MooncakeStore extends pulumi.ComponentResource {
         this.kvEventsEndpoint = mooncakeKvEventsEndpoint(args.endpoint, args.namespace, args.image);
         const master = new k8s.apps.v1.Deployment(`${name}-master`, m.masterDeployment as k8s.apps.v1.DeploymentArgs, { parent: this });
         const svc = new k8s.core.v1.Service(`${name}-master-svc`, m.masterService as k8s.core.v1.ServiceArgs, { parent: this });
-        const store = new k8s.apps.v1.Deployment(`${name}-store`, m.storeDeployment as k8s.apps.v1.DeploymentArgs, { parent: this, dependsOn: [svc] });
+        const store = new k8s.apps.v1.Deployment(`${name}-store`, m.storeDeployment as k8s.apps.v1.DeploymentArgs, {
+            parent: this,
+            dependsOn: [svc],
+        });
         this.resources = [master, svc, store];
         this.registerOutputs({ masterAddress: this.masterAddress });
     }

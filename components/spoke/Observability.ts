@@ -1,9 +1,17 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { ObservabilityConfig, prometheusOf } from "../../config/observability";
+import { type ObservabilityConfig, prometheusOf } from "../../config/observability";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
-import { alertGroups, dashboards, dynamoScrapeTargets, grafanaDashboard, ObservedEndpoint, podMonitorSpec, scrapeTargets } from "../../lib/observability";
+import {
+    alertGroups,
+    dashboards,
+    dynamoScrapeTargets,
+    grafanaDashboard,
+    type ObservedEndpoint,
+    podMonitorSpec,
+    scrapeTargets,
+} from "../../lib/observability";
 import { AUTH_POD_LABELS, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 
 export interface ObservabilityArgs {
@@ -32,50 +40,89 @@ export class Observability extends pulumi.ComponentResource {
         const c = args.config;
         const child = { parent: this };
         const meta = (n: string, namespace: string, extra: Record<string, string> = {}) => ({
-            name: n, namespace, labels: { ...prometheusOf(c).selectorLabels, "app.kubernetes.io/part-of": "inference-platform", ...extra },
+            name: n,
+            namespace,
+            labels: { ...prometheusOf(c).selectorLabels, "app.kubernetes.io/part-of": "inference-platform", ...extra },
         });
 
         this.dashboards = [];
         for (const d of dashboards(args.spoke, args.endpoints)) {
             const cm = `dashboard-${d.uid}`;
-            new k8s.core.v1.ConfigMap(`${name}-${d.uid}`, {
-                metadata: { name: cm, namespace: c.namespace, labels: { [c.dashboardLabel.key]: c.dashboardLabel.value, "app.kubernetes.io/part-of": "inference-platform" } },
-                data: { [`${d.uid}.json`]: JSON.stringify(grafanaDashboard(d), null, 2) },
-            }, child);
+            new k8s.core.v1.ConfigMap(
+                `${name}-${d.uid}`,
+                {
+                    metadata: {
+                        name: cm,
+                        namespace: c.namespace,
+                        labels: { [c.dashboardLabel.key]: c.dashboardLabel.value, "app.kubernetes.io/part-of": "inference-platform" },
+                    },
+                    data: { [`${d.uid}.json`]: JSON.stringify(grafanaDashboard(d), null, 2) },
+                },
+                child,
+            );
             this.dashboards.push(cm);
         }
 
         if (c.prometheusOperator) {
-            new k8s.apiextensions.CustomResource(`${name}-rules`, {
-                apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule",
-                metadata: meta(`inference-platform-${args.spoke}`, c.namespace),
-                spec: { groups: alertGroups(args.spoke, args.endpoints, c) },
-            }, child);
-            const targets = [...scrapeTargets({
-                authNamespace: GATEWAY_NAMESPACE, authLabels: AUTH_POD_LABELS,
-                meteringNamespace: PLATFORM_NAMESPACE, meteringLabels: METERING_POD_LABELS,
-                envoyNamespace: ENVOY_GATEWAY_NAMESPACE, envoyLabels: { ...ENVOY_PROXY_POD_LABELS },
-            }), ...dynamoScrapeTargets(args.endpoints)];
+            new k8s.apiextensions.CustomResource(
+                `${name}-rules`,
+                {
+                    apiVersion: "monitoring.coreos.com/v1",
+                    kind: "PrometheusRule",
+                    metadata: meta(`inference-platform-${args.spoke}`, c.namespace),
+                    spec: { groups: alertGroups(args.spoke, args.endpoints, c) },
+                },
+                child,
+            );
+            const targets = [
+                ...scrapeTargets({
+                    authNamespace: GATEWAY_NAMESPACE,
+                    authLabels: AUTH_POD_LABELS,
+                    meteringNamespace: PLATFORM_NAMESPACE,
+                    meteringLabels: METERING_POD_LABELS,
+                    envoyNamespace: ENVOY_GATEWAY_NAMESPACE,
+                    envoyLabels: { ...ENVOY_PROXY_POD_LABELS },
+                }),
+                ...dynamoScrapeTargets(args.endpoints),
+            ];
             for (const t of targets) {
-                new k8s.apiextensions.CustomResource(`${name}-${t.name}`, {
-                    apiVersion: "monitoring.coreos.com/v1", kind: "PodMonitor",
-                    metadata: meta(t.name, c.namespace),
-                    spec: podMonitorSpec(t),
-                }, child);
+                new k8s.apiextensions.CustomResource(
+                    `${name}-${t.name}`,
+                    {
+                        apiVersion: "monitoring.coreos.com/v1",
+                        kind: "PodMonitor",
+                        metadata: meta(t.name, c.namespace),
+                        spec: podMonitorSpec(t),
+                    },
+                    child,
+                );
             }
         }
 
-        new k8s.networking.v1.NetworkPolicy(`${name}-metering-scrape`, {
-            metadata: { name: "metering-from-scrapers", namespace: PLATFORM_NAMESPACE, labels: { "app.kubernetes.io/part-of": "inference-platform" } },
-            spec: {
-                podSelector: { matchLabels: METERING_POD_LABELS },
-                policyTypes: ["Ingress"],
-                ingress: [{
-                    from: c.scrapers.map((s) => ({ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": s.namespace } }, podSelector: { matchLabels: s.podLabels } })),
-                    ports: [{ protocol: "TCP", port: METERING_PORT }],
-                }],
+        new k8s.networking.v1.NetworkPolicy(
+            `${name}-metering-scrape`,
+            {
+                metadata: {
+                    name: "metering-from-scrapers",
+                    namespace: PLATFORM_NAMESPACE,
+                    labels: { "app.kubernetes.io/part-of": "inference-platform" },
+                },
+                spec: {
+                    podSelector: { matchLabels: METERING_POD_LABELS },
+                    policyTypes: ["Ingress"],
+                    ingress: [
+                        {
+                            from: c.scrapers.map((s) => ({
+                                namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": s.namespace } },
+                                podSelector: { matchLabels: s.podLabels },
+                            })),
+                            ports: [{ protocol: "TCP", port: METERING_PORT }],
+                        },
+                    ],
+                },
             },
-        }, child);
+            child,
+        );
 
         this.registerOutputs({ dashboards: this.dashboards });
     }

@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { GpuDirectMode, PREFLIGHT_CONFIGMAP, PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
+import { type GpuDirectMode, PREFLIGHT_CONFIGMAP, PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
 
 export interface RdmaPreflightArgs {
     /** Namespace of the RDMA workloads that mount the script. */
@@ -24,10 +24,14 @@ export class RdmaPreflight extends pulumi.ComponentResource {
 
     constructor(name: string, args: RdmaPreflightArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:RdmaPreflight", name, {}, opts);
-        this.configMap = new k8s.core.v1.ConfigMap(`${name}-script`, {
-            metadata: { name: PREFLIGHT_CONFIGMAP, namespace: args.namespace },
-            data: { [PREFLIGHT_KEY]: preflightScript(), [PREFLIGHT_GPUDIRECT_KEY]: `${args.gpuDirect}\n` },
-        }, { parent: this });
+        this.configMap = new k8s.core.v1.ConfigMap(
+            `${name}-script`,
+            {
+                metadata: { name: PREFLIGHT_CONFIGMAP, namespace: args.namespace },
+                data: { [PREFLIGHT_KEY]: preflightScript(), [PREFLIGHT_GPUDIRECT_KEY]: `${args.gpuDirect}\n` },
+            },
+            { parent: this },
+        );
         this.registerOutputs({});
     }
 }

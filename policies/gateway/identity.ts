@@ -15,19 +15,33 @@ import { isSecurityPolicy, extAuthOf, attachmentsOf, attachmentFindings } from "
  */
 export const earlyIdentityHeaderStrip: StackValidationPolicy = {
     name: "gateway-early-identity-header-strip",
-    description: "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every header ext_authz sets, and every rate-limit selector header.",
-    remediationSteps: "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
+    description:
+        "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every header ext_authz sets, and every rate-limit selector header.",
+    remediationSteps:
+        "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const ctpAtt = attachmentsOf(args.resources, "ClientTrafficPolicy");
         const spAtt = attachmentsOf(args.resources, "SecurityPolicy");
         const btpAtt = attachmentsOf(args.resources, "BackendTrafficPolicy");
         for (const m of modelListeners(args.resources)) {
-            if (!m.gw) { report(`Gateway ${m.gateway} carries AIGatewayRoutes but is not defined in this stack, so the ClientTrafficPolicy of its listeners cannot be computed (fail closed).`, gatewayUrn(args.resources, m.gateway, undefined)); continue; }
+            if (!m.gw) {
+                report(
+                    `Gateway ${m.gateway} carries AIGatewayRoutes but is not defined in this stack, so the ClientTrafficPolicy of its listeners cannot be computed (fail closed).`,
+                    gatewayUrn(args.resources, m.gateway, undefined),
+                );
+                continue;
+            }
             const l = m.listener!.name;
             const e = effectiveFor(ctpAtt, m.gateway, l);
             const label = listenerLabel(m);
-            if (!e.effective) { report(`${label} has no ClientTrafficPolicy: client-sent ${GW.modelHeader} and identity headers reach route matching and ext_authz.`, m.gw.urn); continue; }
+            if (!e.effective) {
+                report(
+                    `${label} has no ClientTrafficPolicy: client-sent ${GW.modelHeader} and identity headers reach route matching and ext_authz.`,
+                    m.gw.urn,
+                );
+                continue;
+            }
             attachmentFindings("ClientTrafficPolicy", m, e, report);
             const ctp = e.effective.policy;
             const stripped = stripMatcher(ctp.props.spec?.headers?.earlyRequestHeaders);
@@ -35,10 +49,18 @@ export const earlyIdentityHeaderStrip: StackValidationPolicy = {
             const sp = effectiveFor(spAtt, m.gateway, l).effective?.policy;
             for (const h of (sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []) required.add(String(h).toLowerCase());
             for (const b of btpAtt.filter((x) => x.gateway === m.gateway && (!x.section || x.section === l)).map((x) => x.policy)) {
-                for (const rule of b.props.spec?.rateLimit?.global?.rules ?? []) for (const sel of rule.clientSelectors ?? []) for (const h of sel.headers ?? []) required.add(String(h.name).toLowerCase());
+                for (const rule of b.props.spec?.rateLimit?.global?.rules ?? [])
+                    for (const sel of rule.clientSelectors ?? [])
+                        for (const h of sel.headers ?? []) required.add(String(h.name).toLowerCase());
             }
-            const missing = [...required].filter((h) => !stripped(h)).map((h) => (h === `${GW.identityPrefix}any` ? `${GW.identityPrefix}* (prefix)` : h));
-            if (missing.length) report(`ClientTrafficPolicy ${keyOf(ctp)} (effective on ${label}) does not strip ${missing.join(", ")} in headers.earlyRequestHeaders: a client could spoof them.`, ctp.urn);
+            const missing = [...required]
+                .filter((h) => !stripped(h))
+                .map((h) => (h === `${GW.identityPrefix}any` ? `${GW.identityPrefix}* (prefix)` : h));
+            if (missing.length)
+                report(
+                    `ClientTrafficPolicy ${keyOf(ctp)} (effective on ${label}) does not strip ${missing.join(", ")} in headers.earlyRequestHeaders: a client could spoof them.`,
+                    ctp.urn,
+                );
         }
     },
 };
@@ -52,15 +74,24 @@ const RESPONSE_KEYS = ["responseHeaderModifier", "lateResponseHeaders", "respons
 function identityWrites(spec: unknown, isIdentity: (h: string) => boolean, path = "spec"): string[] {
     const out: string[] = [];
     const walk = (v: unknown, p: string) => {
-        if (Array.isArray(v)) { v.forEach((x, i) => walk(x, `${p}[${i}]`)); return; }
+        if (Array.isArray(v)) {
+            v.forEach((x, i) => walk(x, `${p}[${i}]`));
+            return;
+        }
         if (!v || typeof v !== "object") return;
         for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
             if (RESPONSE_KEYS.includes(k)) continue;
             if ((k === "set" || k === "add") && Array.isArray(x)) {
-                x.forEach((e: any, i) => { const n = typeof e === "string" ? e : e?.name; if (typeof n === "string" && isIdentity(n)) out.push(`${p}.${k}[${i}] (${n})`); });
+                x.forEach((e: any, i) => {
+                    const n = typeof e === "string" ? e : e?.name;
+                    if (typeof n === "string" && isIdentity(n)) out.push(`${p}.${k}[${i}] (${n})`);
+                });
                 continue;
             }
-            if (HEADER_WRITE_KEYS.includes(k) && typeof x === "string" && isIdentity(x)) { out.push(`${p}.${k} (${x})`); continue; }
+            if (HEADER_WRITE_KEYS.includes(k) && typeof x === "string" && isIdentity(x)) {
+                out.push(`${p}.${k} (${x})`);
+                continue;
+            }
             walk(x, `${p}.${k}`);
         }
     };
@@ -80,14 +111,18 @@ function identityWrites(spec: unknown, isIdentity: (h: string) => boolean, path 
  */
 export const identityHeadersOnlyFromExtAuth: StackValidationPolicy = {
     name: "gateway-identity-headers-only-from-extauth",
-    description: "No object other than the ext_authz SecurityPolicy may set or add an identity header (x-platform-*, or any header extAuth.headersToBackend forwards): route RequestHeaderModifier filters, HTTPRouteFilter credentialInjection, ClientTrafficPolicy header set/add, JWT claimToHeaders, apiKeyAuth/basicAuth forwarding headers, AIGatewayRoute/AIServiceBackend headerMutation, BackendTrafficPolicy, EnvoyPatchPolicy and EnvoyExtensionPolicy code.",
+    description:
+        "No object other than the ext_authz SecurityPolicy may set or add an identity header (x-platform-*, or any header extAuth.headersToBackend forwards): route RequestHeaderModifier filters, HTTPRouteFilter credentialInjection, ClientTrafficPolicy header set/add, JWT claimToHeaders, apiKeyAuth/basicAuth forwarding headers, AIGatewayRoute/AIServiceBackend headerMutation, BackendTrafficPolicy, EnvoyPatchPolicy and EnvoyExtensionPolicy code.",
     remediationSteps: "Remove the header mutation; identity headers are set only by the auth service through ext_authz headersToBackend.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const names = new Set<string>(GW.identityHeaders.map((h) => h.toLowerCase()));
         const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
         for (const sp of sps) for (const h of extAuthOf(sp)?.http?.headersToBackend ?? []) names.add(String(h).toLowerCase());
-        const isIdentity = (h: string) => { const x = h.toLowerCase(); return x.startsWith(GW.identityPrefix) || names.has(x); };
+        const isIdentity = (h: string) => {
+            const x = h.toLowerCase();
+            return x.startsWith(GW.identityPrefix) || names.has(x);
+        };
         const groups: string[] = [GROUPS.eg, GROUPS.aigw, GROUPS.gwapi];
         for (const r of args.resources) {
             const g = /^kubernetes:([^/]+)\/[^:]+:(.+)$/.exec(r.type);
@@ -98,12 +133,20 @@ export const identityHeadersOnlyFromExtAuth: StackValidationPolicy = {
             if (kind === "EnvoyPatchPolicy" || kind === "EnvoyExtensionPolicy") {
                 const text = JSON.stringify(spec).toLowerCase();
                 const hit = [...names, GW.identityPrefix].find((h) => text.includes(h));
-                if (hit) report(`${kind} ${keyOf(r)} mentions identity header ${hit === GW.identityPrefix ? `${GW.identityPrefix}*` : hit}: raw xDS patches and Lua/Wasm code can set it after ext_authz, which the pack cannot evaluate. Identity headers come only from ext_authz.`, r.urn);
+                if (hit)
+                    report(
+                        `${kind} ${keyOf(r)} mentions identity header ${hit === GW.identityPrefix ? `${GW.identityPrefix}*` : hit}: raw xDS patches and Lua/Wasm code can set it after ext_authz, which the pack cannot evaluate. Identity headers come only from ext_authz.`,
+                        r.urn,
+                    );
                 continue;
             }
             const specForScan = kind === "SecurityPolicy" ? { ...spec, extAuth: undefined } : spec;
             const writes = identityWrites(specForScan, isIdentity);
-            if (writes.length) report(`${kind} ${keyOf(r)} sets identity header(s) at ${writes.join(", ")}: identity headers come only from ext_authz (headersToBackend); any other writer forges a tenant, key or lease.`, r.urn);
+            if (writes.length)
+                report(
+                    `${kind} ${keyOf(r)} sets identity header(s) at ${writes.join(", ")}: identity headers come only from ext_authz (headersToBackend); any other writer forges a tenant, key or lease.`,
+                    r.urn,
+                );
         }
     },
 };

@@ -10,7 +10,8 @@ import { aiRoutes, GROUPS, GW, keyOf, modelNamespaces, nsOf, ofKind, routeGatewa
  */
 export const noModelSideDoor: StackValidationPolicy = {
     name: "gateway-no-side-door-to-models",
-    description: "No Service of type LoadBalancer/NodePort (or with externalIPs), Ingress, or HTTPRoute/GRPCRoute/TLSRoute/TCPRoute may reach Dynamo pods or the inference namespaces outside the LLM Gateway.",
+    description:
+        "No Service of type LoadBalancer/NodePort (or with externalIPs), Ingress, or HTTPRoute/GRPCRoute/TLSRoute/TCPRoute may reach Dynamo pods or the inference namespaces outside the LLM Gateway.",
     remediationSteps: "Keep Dynamo frontends ClusterIP and expose models only through AIGatewayRoutes on the LLM Gateway.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -20,11 +21,15 @@ export const noModelSideDoor: StackValidationPolicy = {
             const spec = s.props.spec ?? {};
             const exposed = spec.type === "LoadBalancer" || spec.type === "NodePort" || (spec.externalIPs ?? []).length > 0;
             if (exposed && (modelNs.has(nsOf(s)) || selectsDynamo(spec.selector))) {
-                report(`Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`, s.urn);
+                report(
+                    `Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`,
+                    s.urn,
+                );
             }
         }
         for (const i of ofKind(args.resources, GROUPS.net, "Ingress")) {
-            if (modelNs.has(nsOf(i))) report(`Ingress ${keyOf(i)} in model namespace ${nsOf(i)} exposes model Services outside the gateway.`, i.urn);
+            if (modelNs.has(nsOf(i)))
+                report(`Ingress ${keyOf(i)} in model namespace ${nsOf(i)} exposes model Services outside the gateway.`, i.urn);
         }
         const backends = new Map(ofKind(args.resources, GROUPS.eg, "Backend").map((b) => [keyOf(b), b] as const));
         for (const kind of ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute"]) {
@@ -36,7 +41,10 @@ export const noModelSideDoor: StackValidationPolicy = {
                     const b = refKind === "Backend" ? backends.get(`${ns}/${ref.name}`) : undefined;
                     const hosts: string[] = (b?.props.spec?.endpoints ?? []).map((e: any) => e.fqdn?.hostname).filter(Boolean);
                     if ((refKind === "Service" && modelNs.has(ns)) || hosts.some(inModelNs)) {
-                        report(`${kind} ${keyOf(r)} routes to ${refKind} ${ns}/${ref.name}${hosts.length ? ` (${hosts.join(", ")})` : ""} in a model namespace: a path to the models that skips the LLM Gateway's AIGatewayRoutes.`, r.urn);
+                        report(
+                            `${kind} ${keyOf(r)} routes to ${refKind} ${ns}/${ref.name}${hosts.length ? ` (${hosts.join(", ")})` : ""} in a model namespace: a path to the models that skips the LLM Gateway's AIGatewayRoutes.`,
+                            r.urn,
+                        );
                     }
                 }
             }
@@ -53,7 +61,10 @@ export const aiRouteMaxRules: ResourceValidationPolicy = {
     validateResource: (args, report) => {
         if (!/^kubernetes:aigateway\.envoyproxy\.io\/[^:]+:AIGatewayRoute$/.test(args.type)) return;
         const n = (args.props.spec?.rules ?? []).length;
-        if (n > 15) report(`AIGatewayRoute ${args.props.metadata?.name ?? args.name} has ${n} rules; the CRD allows 15 (one slot is the controller's route-not-found).`);
+        if (n > 15)
+            report(
+                `AIGatewayRoute ${args.props.metadata?.name ?? args.name} has ${n} rules; the CRD allows 15 (one slot is the controller's route-not-found).`,
+            );
     },
 };
 
@@ -63,7 +74,8 @@ export const aiRouteMaxRules: ResourceValidationPolicy = {
  */
 export const aiRouteUniqueModels: StackValidationPolicy = {
     name: "aigatewayroute-unique-models",
-    description: "Every AIGatewayRoute rule must match an exact x-ai-eg-model value, unique across all AIGatewayRoutes on the same Gateway.",
+    description:
+        "Every AIGatewayRoute rule must match an exact x-ai-eg-model value, unique across all AIGatewayRoutes on the same Gateway.",
     remediationSteps: "Give each model one rule (several backendRefs for several endpoints of the same model).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -71,14 +83,21 @@ export const aiRouteUniqueModels: StackValidationPolicy = {
         for (const r of aiRoutes(args.resources)) {
             (r.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
                 const label = `AIGatewayRoute ${keyOf(r)} rule ${rule.name ?? i}`;
-                const models: string[] = (rule.matches ?? []).flatMap((m: any) => (m.headers ?? [])
-                    .filter((h: any) => String(h.name).toLowerCase() === GW.modelHeader && (h.type ?? "Exact") === "Exact").map((h: any) => h.value));
-                if (models.length === 0) { report(`${label} has no exact ${GW.modelHeader} match: it would catch requests for other models.`, r.urn); return; }
-                for (const gw of routeGateways(r)) for (const m of models) {
-                    const k = `${gw}\u0000${m}`;
-                    if (seen.has(k)) report(`${label}: model ${m} on Gateway ${gw} is already routed by ${seen.get(k)}.`, r.urn);
-                    else seen.set(k, label);
+                const models: string[] = (rule.matches ?? []).flatMap((m: any) =>
+                    (m.headers ?? [])
+                        .filter((h: any) => String(h.name).toLowerCase() === GW.modelHeader && (h.type ?? "Exact") === "Exact")
+                        .map((h: any) => h.value),
+                );
+                if (models.length === 0) {
+                    report(`${label} has no exact ${GW.modelHeader} match: it would catch requests for other models.`, r.urn);
+                    return;
                 }
+                for (const gw of routeGateways(r))
+                    for (const m of models) {
+                        const k = `${gw}\u0000${m}`;
+                        if (seen.has(k)) report(`${label}: model ${m} on Gateway ${gw} is already routed by ${seen.get(k)}.`, r.urn);
+                        else seen.set(k, label);
+                    }
             });
         }
     },
@@ -97,8 +116,14 @@ export const aiRouteStreamTimeouts: ResourceValidationPolicy = {
         if (!/^kubernetes:aigateway\.envoyproxy\.io\/[^:]+:AIGatewayRoute$/.test(args.type)) return;
         (args.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
             const t = secondsOf(rule.timeouts?.request);
-            if (t === undefined) report(`AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i}: timeouts.request is not set; the AI Gateway's 60 s default cuts long streams.`);
-            else if (t < MIN_REQUEST_TIMEOUT_SECONDS) report(`AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i}: timeouts.request ${rule.timeouts.request} is below ${MIN_REQUEST_TIMEOUT_SECONDS}s.`);
+            if (t === undefined)
+                report(
+                    `AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i}: timeouts.request is not set; the AI Gateway's 60 s default cuts long streams.`,
+                );
+            else if (t < MIN_REQUEST_TIMEOUT_SECONDS)
+                report(
+                    `AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i}: timeouts.request ${rule.timeouts.request} is below ${MIN_REQUEST_TIMEOUT_SECONDS}s.`,
+                );
         });
     },
 };
@@ -106,15 +131,20 @@ export const aiRouteStreamTimeouts: ResourceValidationPolicy = {
 /** Credentials never appear in route matches (ai-gateway#1485; GF#3, GF#5). */
 export const aiRouteNoSecretHeaderMatch: ResourceValidationPolicy = {
     name: "aigatewayroute-no-secret-header-match",
-    description: "No AIGatewayRoute rule may match on a credential header (Authorization, x-api-key, Cookie): the secret sits in the manifest and a wrong key becomes a 404 (ai-gateway#1485).",
+    description:
+        "No AIGatewayRoute rule may match on a credential header (Authorization, x-api-key, Cookie): the secret sits in the manifest and a wrong key becomes a 404 (ai-gateway#1485).",
     remediationSteps: "Authenticate in the Gateway-level ext_authz; match rules on x-ai-eg-model only.",
     enforcementLevel: "mandatory",
     validateResource: (args, report) => {
         if (!/^kubernetes:aigateway\.envoyproxy\.io\/[^:]+:AIGatewayRoute$/.test(args.type)) return;
         (args.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
-            for (const m of rule.matches ?? []) for (const h of m.headers ?? []) {
-                if ((GW.secretHeaders as readonly string[]).includes(String(h.name).toLowerCase())) report(`AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i} matches on credential header ${h.name}.`);
-            }
+            for (const m of rule.matches ?? [])
+                for (const h of m.headers ?? []) {
+                    if ((GW.secretHeaders as readonly string[]).includes(String(h.name).toLowerCase()))
+                        report(
+                            `AIGatewayRoute ${args.props.metadata?.name ?? args.name} rule ${rule.name ?? i} matches on credential header ${h.name}.`,
+                        );
+                }
         });
     },
 };

@@ -13,7 +13,13 @@ import { attachmentsOf } from "./attach";
  */
 
 /** API groups of the gateway path. */
-export const GATEWAY_GROUPS = ["gateway.networking.k8s.io", "gateway.envoyproxy.io", "aigateway.envoyproxy.io", "inference.networking.k8s.io", "inference.networking.x-k8s.io"] as const;
+export const GATEWAY_GROUPS = [
+    "gateway.networking.k8s.io",
+    "gateway.envoyproxy.io",
+    "aigateway.envoyproxy.io",
+    "inference.networking.k8s.io",
+    "inference.networking.x-k8s.io",
+] as const;
 
 /** A known field: dotted spec path, `[]` for array items, `*` for any map key (a whole subtree ends with `.**`). */
 type Shape = { fields: readonly string[]; values?: Readonly<Record<string, readonly string[]>>; why: string };
@@ -24,49 +30,120 @@ const refs = (at: string) => REF.map((k) => `${at}.${k}`);
 /** Kinds the gateway path may hold, with their known-safe spec shape. */
 export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
     Gateway: {
-        fields: ["gatewayClassName", "listeners[].name", "listeners[].port", "listeners[].protocol", "listeners[].hostname",
-            "listeners[].allowedRoutes.namespaces.from", "listeners[].allowedRoutes.kinds[].group", "listeners[].allowedRoutes.kinds[].kind",
-            "listeners[].tls.mode", ...refs("listeners[].tls.certificateRefs[]"), "addresses[].type", "addresses[].value"],
+        fields: [
+            "gatewayClassName",
+            "listeners[].name",
+            "listeners[].port",
+            "listeners[].protocol",
+            "listeners[].hostname",
+            "listeners[].allowedRoutes.namespaces.from",
+            "listeners[].allowedRoutes.kinds[].group",
+            "listeners[].allowedRoutes.kinds[].kind",
+            "listeners[].tls.mode",
+            ...refs("listeners[].tls.certificateRefs[]"),
+            "addresses[].type",
+            "addresses[].value",
+        ],
         values: {
-            "listeners[].protocol": ["HTTP", "HTTPS"], "listeners[].tls.mode": ["Terminate"],
+            "listeners[].protocol": ["HTTP", "HTTPS"],
+            "listeners[].tls.mode": ["Terminate"],
             "listeners[].allowedRoutes.namespaces.from": ["Same"],
-            "listeners[].allowedRoutes.kinds[].group": ["aigateway.envoyproxy.io"], "listeners[].allowedRoutes.kinds[].kind": ["AIGatewayRoute"],
+            "listeners[].allowedRoutes.kinds[].group": ["aigateway.envoyproxy.io"],
+            "listeners[].allowedRoutes.kinds[].kind": ["AIGatewayRoute"],
         },
         why: "listeners accept only AIGatewayRoutes of their own namespace (every model route passes ext_authz)",
     },
     GatewayClass: {
         fields: ["controllerName", ...refs("parametersRef"), "description"],
-        values: { "parametersRef.group": ["gateway.envoyproxy.io"], "parametersRef.kind": ["EnvoyProxy"], "controllerName": ["gateway.envoyproxy.io/gatewayclass-controller"] },
+        values: {
+            "parametersRef.group": ["gateway.envoyproxy.io"],
+            "parametersRef.kind": ["EnvoyProxy"],
+            controllerName: ["gateway.envoyproxy.io/gatewayclass-controller"],
+        },
         why: "the class is Envoy Gateway's, parameterised only by an EnvoyProxy the pack checks",
     },
     EnvoyProxy: {
-        fields: ["provider.type", "provider.kubernetes.envoyDeployment.replicas", "provider.kubernetes.envoyDeployment.pod.**",
-            "provider.kubernetes.envoyDeployment.container.resources.**", "provider.kubernetes.envoyService.type",
-            "provider.kubernetes.envoyService.annotations.**", "provider.kubernetes.envoyService.externalTrafficPolicy",
-            "provider.kubernetes.envoyService.loadBalancerClass", "provider.kubernetes.envoyService.loadBalancerSourceRanges[]",
-            "provider.kubernetes.envoyHpa.**", "provider.kubernetes.envoyPDB.**", "telemetry.accessLog.**", "telemetry.metrics.**", "shutdown.**"],
+        fields: [
+            "provider.type",
+            "provider.kubernetes.envoyDeployment.replicas",
+            "provider.kubernetes.envoyDeployment.pod.**",
+            "provider.kubernetes.envoyDeployment.container.resources.**",
+            "provider.kubernetes.envoyService.type",
+            "provider.kubernetes.envoyService.annotations.**",
+            "provider.kubernetes.envoyService.externalTrafficPolicy",
+            "provider.kubernetes.envoyService.loadBalancerClass",
+            "provider.kubernetes.envoyService.loadBalancerSourceRanges[]",
+            "provider.kubernetes.envoyHpa.**",
+            "provider.kubernetes.envoyPDB.**",
+            "telemetry.accessLog.**",
+            "telemetry.metrics.**",
+            "shutdown.**",
+        ],
         values: { "provider.type": ["Kubernetes"] },
         why: "replicas, placement, service and telemetry only: no bootstrap patch, no extra filters, no mergeBackends",
     },
     ClientTrafficPolicy: {
-        fields: [...refs("targetRefs[]"), ...refs("targetRef"), "connection.bufferLimit", "connection.connectionLimit.**",
-            "headers.earlyRequestHeaders.remove[]", "headers.earlyRequestHeaders.removeOnMatch[].type", "headers.earlyRequestHeaders.removeOnMatch[].value",
-            "headers.requestID", "headers.withUnderscoresAction", "timeout.**", "tls.minVersion", "tls.maxVersion", "tls.ciphers[]", "tls.alpnProtocols[]",
-            "tls.ecdhCurves[]", "tls.signatureAlgorithms[]", "http1.**", "http2.**", "tcpKeepalive.**", "clientIPDetection.**"],
+        fields: [
+            ...refs("targetRefs[]"),
+            ...refs("targetRef"),
+            "connection.bufferLimit",
+            "connection.connectionLimit.**",
+            "headers.earlyRequestHeaders.remove[]",
+            "headers.earlyRequestHeaders.removeOnMatch[].type",
+            "headers.earlyRequestHeaders.removeOnMatch[].value",
+            "headers.requestID",
+            "headers.withUnderscoresAction",
+            "timeout.**",
+            "tls.minVersion",
+            "tls.maxVersion",
+            "tls.ciphers[]",
+            "tls.alpnProtocols[]",
+            "tls.ecdhCurves[]",
+            "tls.signatureAlgorithms[]",
+            "http1.**",
+            "http2.**",
+            "tcpKeepalive.**",
+            "clientIPDetection.**",
+        ],
         values: { "headers.requestID": ["Generate"], "headers.withUnderscoresAction": ["RejectRequest", "DropHeader"] },
         why: "strips client identity headers early and generates the request id metering charges by",
     },
     SecurityPolicy: {
-        fields: [...refs("targetRefs[]"), ...refs("targetRef"), "targetSelectors[].group", "targetSelectors[].kind", "targetSelectors[].matchLabels.**",
-            "cors.**", "extAuth.failOpen", "extAuth.statusOnError", "extAuth.timeout",
-            "extAuth.bodyToExtAuth.maxRequestBytes", "extAuth.headersToExtAuth[]", "extAuth.recomputeRoute",
-            ...refs("extAuth.http.backendRefs[]"), "extAuth.http.path", "extAuth.http.headersToBackend[]"],
+        fields: [
+            ...refs("targetRefs[]"),
+            ...refs("targetRef"),
+            "targetSelectors[].group",
+            "targetSelectors[].kind",
+            "targetSelectors[].matchLabels.**",
+            "cors.**",
+            "extAuth.failOpen",
+            "extAuth.statusOnError",
+            "extAuth.timeout",
+            "extAuth.bodyToExtAuth.maxRequestBytes",
+            "extAuth.headersToExtAuth[]",
+            "extAuth.recomputeRoute",
+            ...refs("extAuth.http.backendRefs[]"),
+            "extAuth.http.path",
+            "extAuth.http.headersToBackend[]",
+        ],
         why: "ext_authz over HTTP to the auth service (CORS only answers preflights); no JWT/OIDC/API-key/basic-auth/authorization rules the pack does not model",
     },
     AIGatewayRoute: {
-        fields: [...refs("parentRefs[]"), "rules[].name", ...refs("rules[].backendRefs[]"), "rules[].backendRefs[].weight", "rules[].backendRefs[].priority",
-            "rules[].matches[].headers[].name", "rules[].matches[].headers[].type", "rules[].matches[].headers[].value",
-            "rules[].timeouts.request", "rules[].streamIdleTimeout", "llmRequestCosts[].metadataKey", "llmRequestCosts[].type", "llmRequestCosts[].cel"],
+        fields: [
+            ...refs("parentRefs[]"),
+            "rules[].name",
+            ...refs("rules[].backendRefs[]"),
+            "rules[].backendRefs[].weight",
+            "rules[].backendRefs[].priority",
+            "rules[].matches[].headers[].name",
+            "rules[].matches[].headers[].type",
+            "rules[].matches[].headers[].value",
+            "rules[].timeouts.request",
+            "rules[].streamIdleTimeout",
+            "llmRequestCosts[].metadataKey",
+            "llmRequestCosts[].type",
+            "llmRequestCosts[].cel",
+        ],
         why: "routes by the body's model to AIServiceBackends; header-match rules checked by the route policies",
     },
     AIServiceBackend: {
@@ -80,7 +157,10 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
     },
     ReferenceGrant: {
         fields: ["from[].group", "from[].kind", "from[].namespace", "to[].group", "to[].kind", "to[].name"],
-        values: { "from[].kind": ["EnvoyProxy", "SecurityPolicy", "AIServiceBackend", "AIGatewayRoute"], "to[].kind": ["Service", "Backend"] },
+        values: {
+            "from[].kind": ["EnvoyProxy", "SecurityPolicy", "AIServiceBackend", "AIGatewayRoute"],
+            "to[].kind": ["Service", "Backend"],
+        },
         why: "cross-namespace references for the access-log sink, ext_authz and backends only",
     },
 };
@@ -96,7 +176,12 @@ function leaves(v: unknown, at = ""): Array<[string, unknown]> {
 }
 
 function known(path: string, fields: readonly string[]): boolean {
-    return fields.some((f) => f === path || (f.endsWith(".**") && (path === f.slice(0, -3) || path.startsWith(`${f.slice(0, -3)}.`) || path.startsWith(`${f.slice(0, -3)}[]`))));
+    return fields.some(
+        (f) =>
+            f === path ||
+            (f.endsWith(".**") &&
+                (path === f.slice(0, -3) || path.startsWith(`${f.slice(0, -3)}.`) || path.startsWith(`${f.slice(0, -3)}[]`))),
+    );
 }
 
 /** Findings of the closed shape for one object (exported for tests). */
@@ -105,13 +190,22 @@ export function shapeFindings(r: PolicyResource): string[] {
     if (!g || !(GATEWAY_GROUPS as readonly string[]).includes(g.group)) return [];
     const subject = `${g.kind} ${keyOf(r)}`;
     const shape = GATEWAY_SHAPES[g.kind];
-    if (!shape) return [`${subject}: kind ${g.kind} (${g.group}) is not a shape the pack knows to be safe on the gateway path; it could route to a model or attach around ext_authz unseen. Known kinds: ${Object.keys(GATEWAY_SHAPES).join(", ")}`];
+    if (!shape)
+        return [
+            `${subject}: kind ${g.kind} (${g.group}) is not a shape the pack knows to be safe on the gateway path; it could route to a model or attach around ext_authz unseen. Known kinds: ${Object.keys(GATEWAY_SHAPES).join(", ")}`,
+        ];
     const out: string[] = [];
     for (const [p, value] of leaves(r.props.spec ?? {})) {
         if (!p) continue;
-        if (!known(p, shape.fields)) { out.push(`${subject}: spec.${p} is not a field the pack knows to be safe on ${g.kind} (${shape.why})`); continue; }
+        if (!known(p, shape.fields)) {
+            out.push(`${subject}: spec.${p} is not a field the pack knows to be safe on ${g.kind} (${shape.why})`);
+            continue;
+        }
         const allowed = shape.values?.[p];
-        if (allowed && !allowed.includes(String(value))) out.push(`${subject}: spec.${p} is ${JSON.stringify(value)}; the pack knows only ${allowed.join(", ")} to be safe (${shape.why})`);
+        if (allowed && !allowed.includes(String(value)))
+            out.push(
+                `${subject}: spec.${p} is ${JSON.stringify(value)}; the pack knows only ${allowed.join(", ")} to be safe (${shape.why})`,
+            );
     }
     return out;
 }
@@ -120,7 +214,8 @@ export function shapeFindings(r: PolicyResource): string[] {
 export const gatewayClosedShape: StackValidationPolicy = {
     name: "gateway-closed-shape",
     description: `Every object of the gateway path (${GATEWAY_GROUPS.join(", ")}) must be a kind the pack knows (${Object.keys(GATEWAY_SHAPES).join(", ")}) with only known-safe spec fields and values: listeners accept only same-namespace AIGatewayRoutes, the GatewayClass is parameterised by an EnvoyProxy, ClientTrafficPolicies generate the request id, backends are Envoy Gateway Backends; any other route kind, backend kind, patch or extension policy is refused.`,
-    remediationSteps: "Use the shapes lib/gateway.ts renders; to add a kind or field, read its effect in the pinned Envoy Gateway / AI Gateway source and add it to GATEWAY_SHAPES (policies/gateway/shape.ts) with a rule covering it.",
+    remediationSteps:
+        "Use the shapes lib/gateway.ts renders; to add a kind or field, read its effect in the pinned Envoy Gateway / AI Gateway source and add it to GATEWAY_SHAPES (policies/gateway/shape.ts) with a rule covering it.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const r of args.resources) for (const m of shapeFindings(r)) report(`${m}.`, r.urn);
@@ -137,16 +232,27 @@ export const gatewayClosedShape: StackValidationPolicy = {
  */
 export const requestIdGenerated: StackValidationPolicy = {
     name: "gateway-request-id-generated",
-    description: "The effective ClientTrafficPolicy of every listener carrying AIGatewayRoutes must set headers.requestID: Generate, so the x-request-id metering counts by is the gateway's, never the client's.",
+    description:
+        "The effective ClientTrafficPolicy of every listener carrying AIGatewayRoutes must set headers.requestID: Generate, so the x-request-id metering counts by is the gateway's, never the client's.",
     remediationSteps: "Set headers.requestID: Generate in the ClientTrafficPolicy (lib/gateway.ts renders it).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const att = attachmentsOf(args.resources, "ClientTrafficPolicy");
         for (const m of modelListeners(args.resources)) {
-            if (!m.gw) { report(`Gateway ${m.gateway} carries AIGatewayRoutes but is not defined in this stack, so who sets its request id cannot be computed (fail closed).`, gatewayUrn(args.resources, m.gateway, undefined)); continue; }
+            if (!m.gw) {
+                report(
+                    `Gateway ${m.gateway} carries AIGatewayRoutes but is not defined in this stack, so who sets its request id cannot be computed (fail closed).`,
+                    gatewayUrn(args.resources, m.gateway, undefined),
+                );
+                continue;
+            }
             const e = effectiveFor(att, m.gateway, m.listener!.name);
             const id = e.effective?.policy.props.spec?.headers?.requestID;
-            if (id !== "Generate") report(`${listenerLabel(m)}: ${e.effective ? `ClientTrafficPolicy ${keyOf(e.effective.policy)} sets headers.requestID ${JSON.stringify(id ?? "(unset)")}` : "no ClientTrafficPolicy applies"}, so a client-sent x-request-id becomes the metering key (replayed or colliding ids are charged once). Set headers.requestID: Generate.`, e.effective?.policy.urn ?? m.gw.urn);
+            if (id !== "Generate")
+                report(
+                    `${listenerLabel(m)}: ${e.effective ? `ClientTrafficPolicy ${keyOf(e.effective.policy)} sets headers.requestID ${JSON.stringify(id ?? "(unset)")}` : "no ClientTrafficPolicy applies"}, so a client-sent x-request-id becomes the metering key (replayed or colliding ids are charged once). Set headers.requestID: Generate.`,
+                    e.effective?.policy.urn ?? m.gw.urn,
+                );
         }
     },
 };

@@ -19,26 +19,50 @@ import { aiRoutes, GROUPS, keyOf, nameOf, nsOf, ofKind } from "./gateway";
 export type PolicyKind = "SecurityPolicy" | "ClientTrafficPolicy" | "BackendTrafficPolicy";
 
 /** A Gateway listener (Gateway API `spec.listeners[]`). */
-export interface Listener { name: string; port?: number; protocol?: string; allowedRoutes?: Record<string, any> }
+export interface Listener {
+    name: string;
+    port?: number;
+    protocol?: string;
+    allowedRoutes?: Record<string, any>;
+}
 
 /** Listeners of a Gateway resource. */
 export function listenersOf(gw: PolicyResource): Listener[] {
-    return ((gw.props.spec?.listeners ?? []) as any[]).map((l) => ({ name: String(l.name), port: l.port, protocol: l.protocol, allowedRoutes: l.allowedRoutes }));
+    return ((gw.props.spec?.listeners ?? []) as any[]).map((l) => ({
+        name: String(l.name),
+        port: l.port,
+        protocol: l.protocol,
+        allowedRoutes: l.allowedRoutes,
+    }));
 }
 
 /** Label selector (`matchLabels` + `matchExpressions`) as Kubernetes evaluates it (apimachinery labels.Selector). */
-export function selectorMatches(sel: { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> } | undefined, labels: Record<string, string>): boolean {
+export function selectorMatches(
+    sel:
+        | { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> }
+        | undefined,
+    labels: Record<string, string>,
+): boolean {
     if (!sel) return false;
     for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
     for (const e of sel.matchExpressions ?? []) {
-        const has = Object.prototype.hasOwnProperty.call(labels, e.key);
+        const has = Object.hasOwn(labels, e.key);
         const vals = e.values ?? [];
         switch (e.operator) {
-            case "In": if (!has || !vals.includes(labels[e.key])) return false; break;
-            case "NotIn": if (has && vals.includes(labels[e.key])) return false; break;
-            case "Exists": if (!has) return false; break;
-            case "DoesNotExist": if (has) return false; break;
-            default: return false;
+            case "In":
+                if (!has || !vals.includes(labels[e.key])) return false;
+                break;
+            case "NotIn":
+                if (has && vals.includes(labels[e.key])) return false;
+                break;
+            case "Exists":
+                if (!has) return false;
+                break;
+            case "DoesNotExist":
+                if (has) return false;
+                break;
+            default:
+                return false;
         }
     }
     return true;
@@ -47,7 +71,12 @@ export function selectorMatches(sel: { matchLabels?: Record<string, string>; mat
 const labelsOf = (r: PolicyResource): Record<string, string> => ({ ...(r.props.metadata?.labels ?? {}) });
 
 /** One resolved attachment of a policy to a Gateway (or one of its listeners). */
-export interface Attachment { policy: PolicyResource; gateway: string; section?: string; via: string }
+export interface Attachment {
+    policy: PolicyResource;
+    gateway: string;
+    section?: string;
+    via: string;
+}
 
 /** Namespace labels of the stack's Namespace objects. */
 function namespaceLabels(resources: PolicyResource[]): Map<string, Record<string, string>> {
@@ -56,9 +85,12 @@ function namespaceLabels(resources: PolicyResource[]): Map<string, Record<string
 
 /** True if a ReferenceGrant in `toNs` lets `from` (policy group/kind/ns) reference the Gateway `toName`. */
 function granted(resources: PolicyResource[], fromKind: string, fromNs: string, toNs: string, toName: string): boolean {
-    return ofKind(resources, GROUPS.gwapi, "ReferenceGrant").some((g) => nsOf(g) === toNs
-        && (g.props.spec?.from ?? []).some((f: any) => f.group === GROUPS.eg && f.kind === fromKind && f.namespace === fromNs)
-        && (g.props.spec?.to ?? []).some((t: any) => t.group === GROUPS.gwapi && t.kind === "Gateway" && (!t.name || t.name === toName)));
+    return ofKind(resources, GROUPS.gwapi, "ReferenceGrant").some(
+        (g) =>
+            nsOf(g) === toNs &&
+            (g.props.spec?.from ?? []).some((f: any) => f.group === GROUPS.eg && f.kind === fromKind && f.namespace === fromNs) &&
+            (g.props.spec?.to ?? []).some((t: any) => t.group === GROUPS.gwapi && t.kind === "Gateway" && (!t.name || t.name === toName)),
+    );
 }
 
 /** Gateway attachments of a policy (targetRefs + targetSelectors). */
@@ -69,7 +101,12 @@ export function gatewayAttachments(policy: PolicyResource, kind: PolicyKind, res
     const refs = [...(spec.targetRef ? [spec.targetRef] : []), ...(spec.targetRefs ?? [])];
     for (const t of refs) {
         if (t.kind !== "Gateway" || (t.group ?? GROUPS.gwapi) !== GROUPS.gwapi) continue;
-        out.push({ policy, gateway: `${ns}/${t.name}`, section: t.sectionName, via: `targetRefs ${t.name}${t.sectionName ? `/${t.sectionName}` : ""}` });
+        out.push({
+            policy,
+            gateway: `${ns}/${t.name}`,
+            section: t.sectionName,
+            via: `targetRefs ${t.name}${t.sectionName ? `/${t.sectionName}` : ""}`,
+        });
     }
     const nsLabels = namespaceLabels(resources);
     (spec.targetSelectors ?? []).forEach((s: any, i: number) => {
@@ -77,11 +114,15 @@ export function gatewayAttachments(policy: PolicyResource, kind: PolicyKind, res
         for (const gw of ofKind(resources, GROUPS.gwapi, "Gateway")) {
             const gns = nsOf(gw);
             const from = s.namespaces?.from ?? "Same";
-            const nsOk = from === "All" || (from === "Same" && gns === ns) || (from === "Selector" && selectorMatches(s.namespaces?.selector, nsLabels.get(gns) ?? {}));
+            const nsOk =
+                from === "All" ||
+                (from === "Same" && gns === ns) ||
+                (from === "Selector" && selectorMatches(s.namespaces?.selector, nsLabels.get(gns) ?? {}));
             if (!nsOk) continue;
             if (!selectorMatches({ matchLabels: s.matchLabels, matchExpressions: s.matchExpressions }, labelsOf(gw))) continue;
             if (gns !== ns && !granted(resources, kind, ns, gns, nameOf(gw))) continue;
-            if (!out.some((a) => a.gateway === keyOf(gw) && !a.section)) out.push({ policy, gateway: keyOf(gw), via: `targetSelectors[${i}]` });
+            if (!out.some((a) => a.gateway === keyOf(gw) && !a.section))
+                out.push({ policy, gateway: keyOf(gw), via: `targetSelectors[${i}]` });
         }
     });
     return out;
@@ -89,7 +130,8 @@ export function gatewayAttachments(policy: PolicyResource, kind: PolicyKind, res
 
 /** Provider order: oldest `creationTimestamp` first (absent = not created yet, after the created ones), then namespace/name. */
 export function providerOrder(a: PolicyResource, b: PolicyResource): number {
-    const ta = a.props.metadata?.creationTimestamp, tb = b.props.metadata?.creationTimestamp;
+    const ta = a.props.metadata?.creationTimestamp,
+        tb = b.props.metadata?.creationTimestamp;
     if (ta && tb && ta !== tb) return Date.parse(ta) - Date.parse(tb);
     if (ta && !tb) return -1;
     if (!ta && tb) return 1;
@@ -115,11 +157,22 @@ export function effectiveFor(attachments: Attachment[], gateway: string, listene
     const G = mine.filter((a) => !a.section).sort(byOrder);
     const [win, ...rest] = L.length ? L : G;
     const undecided = rest.length > 0 && !win.policy.props.metadata?.creationTimestamp;
-    return { effective: win, level: win ? (L.length ? "listener" : "gateway") : undefined, conflicted: rest, overridden: L.length ? G : [], orderUndecided: undecided };
+    return {
+        effective: win,
+        level: win ? (L.length ? "listener" : "gateway") : undefined,
+        conflicted: rest,
+        overridden: L.length ? G : [],
+        orderUndecided: undecided,
+    };
 }
 
 /** A listener that can reach a model: an AIGatewayRoute (and so its generated HTTPRoute) attaches to it. */
-export interface ModelListener { gateway: string; gw?: PolicyResource; listener?: Listener; routes: string[] }
+export interface ModelListener {
+    gateway: string;
+    gw?: PolicyResource;
+    listener?: Listener;
+    routes: string[];
+}
 
 /**
  * Listeners that carry AIGatewayRoutes. A parentRef without sectionName/port attaches to every listener whose

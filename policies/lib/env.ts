@@ -19,7 +19,10 @@ export function parseUcxList(value: string): UcxList {
     let v = value.trim();
     const negate = v.startsWith("^");
     if (negate) v = v.slice(1);
-    const items = v.split(",").map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0);
+    const items = v
+        .split(",")
+        .map((s) => s.trim().toLowerCase())
+        .filter((s) => s.length > 0);
     const all = (!negate && items.includes("all")) || (negate && items.length === 0);
     return { negate, all, items };
 }
@@ -42,7 +45,11 @@ const IB_ALIAS = "ib";
 export const UCX_CUDA = ["cuda", "cuda_copy", "cuda_ipc"];
 
 /** What a `UCX_TLS` value lets UCX use. */
-export interface UcxTlsEffect { tcp: boolean; rdma: boolean; cuda: boolean }
+export interface UcxTlsEffect {
+    tcp: boolean;
+    rdma: boolean;
+    cuda: boolean;
+}
 
 /** Evaluates `UCX_TLS` as UCX does. Unset means every transport (UCX default), including tcp. */
 export function ucxTlsEffect(value: string | undefined): UcxTlsEffect {
@@ -50,9 +57,12 @@ export function ucxTlsEffect(value: string | undefined): UcxTlsEffect {
     const l = parseUcxList(value);
     const names = new Set(l.items.map(tlsName));
     if (l.all) return { tcp: true, rdma: true, cuda: true };
-    const rdmaMembers = Object.entries(UCX_RDMA_FAMILIES).filter(([f]) => f !== "srd").flatMap(([, m]) => m);
+    const rdmaMembers = Object.entries(UCX_RDMA_FAMILIES)
+        .filter(([f]) => f !== "srd")
+        .flatMap(([, m]) => m);
     if (l.negate) {
-        const familyExcluded = (f: string) => names.has(f) || (f !== "srd" && names.has(IB_ALIAS)) || UCX_RDMA_FAMILIES[f].every((m) => names.has(m));
+        const familyExcluded = (f: string) =>
+            names.has(f) || (f !== "srd" && names.has(IB_ALIAS)) || UCX_RDMA_FAMILIES[f].every((m) => names.has(m));
         return {
             tcp: !names.has("tcp"),
             rdma: Object.keys(UCX_RDMA_FAMILIES).some((f) => !familyExcluded(f)),
@@ -67,7 +77,11 @@ export function ucxTlsEffect(value: string | undefined): UcxTlsEffect {
 }
 
 /** One `dev[:port]` entry of `UCX_NET_DEVICES` / `PREFLIGHT_HCAS`. */
-export interface DeviceEntry { device: string; port?: number; raw: string }
+export interface DeviceEntry {
+    device: string;
+    port?: number;
+    raw: string;
+}
 
 /** Splits `mlx5_0:1` into device and port. */
 export function parseDeviceEntry(raw: string): DeviceEntry {
@@ -83,10 +97,18 @@ export function parseUcxNetDevices(value: string): { list: UcxList; devices: Dev
 }
 
 /** One `NCCL_IB_HCA` entry: `hca[:port[:rail[:plane]]]`. */
-export interface NcclHcaEntry { hca: string; port?: number; raw: string }
+export interface NcclHcaEntry {
+    hca: string;
+    port?: number;
+    raw: string;
+}
 
 /** `NCCL_IB_HCA` as NCCL reads it (src/misc/utils.cc): `^` excludes, `=` exact match, otherwise prefix match. */
-export interface NcclHcaList { exclude: boolean; exact: boolean; entries: NcclHcaEntry[] }
+export interface NcclHcaList {
+    exclude: boolean;
+    exact: boolean;
+    entries: NcclHcaEntry[];
+}
 
 export function parseNcclIbHca(value: string): NcclHcaList {
     let v = value.trim();
@@ -94,10 +116,14 @@ export function parseNcclIbHca(value: string): NcclHcaList {
     if (exclude) v = v.slice(1);
     const exact = v.startsWith("=");
     if (exact) v = v.slice(1);
-    const entries = v.split(",").map((s) => s.trim()).filter(Boolean).map((raw) => {
-        const [hca, port] = raw.split(":");
-        return { hca, port: port === undefined || port === "" ? undefined : Number(port), raw };
-    });
+    const entries = v
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((raw) => {
+            const [hca, port] = raw.split(":");
+            return { hca, port: port === undefined || port === "" ? undefined : Number(port), raw };
+        });
     return { exclude, exact, entries };
 }
 
@@ -129,7 +155,10 @@ export function normalizeBdf(bdf: string): string {
 export function parseGpuNicMapping(value: string): { pairs: Array<{ gpu: string; nic: string }>; malformed: string[] } {
     const pairs: Array<{ gpu: string; nic: string }> = [];
     const malformed: string[] = [];
-    for (const raw of value.split(",").map((s) => s.trim()).filter(Boolean)) {
+    for (const raw of value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)) {
         const [gpu, nic, extra] = raw.split("=");
         if (!gpu || !nic || extra !== undefined) malformed.push(raw);
         else pairs.push({ gpu: normalizeBdf(gpu), nic: normalizeBdf(nic) });
@@ -139,13 +168,20 @@ export function parseGpuNicMapping(value: string): { pairs: Array<{ gpu: string;
 
 /** `VLLM_NIC_SELECTION_VARS` (`VAR:port,...`): the variables vLLM overrides per rank. */
 export function parseNicSelectionVars(value: string): Array<{ name: string; port?: number }> {
-    return value.split(",").map((s) => s.trim()).filter(Boolean).map((raw) => {
-        const [name, port] = raw.split(":");
-        return { name, port: port === undefined ? undefined : Number(port) };
-    });
+    return value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean)
+        .map((raw) => {
+            const [name, port] = raw.split(":");
+            return { name, port: port === undefined ? undefined : Number(port) };
+        });
 }
 
 /** Mooncake device list (`MOONCAKE_DEVICE`, JSON `device_name`, SGLang `--disaggregation-ib-device`): comma list. */
 export function parseDeviceList(value: string): string[] {
-    return value.split(",").map((s) => s.trim()).filter(Boolean);
+    return value
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
 }

@@ -1,5 +1,5 @@
 import type { PolicyResource } from "@pulumi/policy";
-import { helmReleases, ofType, PoolView, RailEntry, TYPES } from "./resources";
+import { helmReleases, ofType, type PoolView, type RailEntry, TYPES } from "./resources";
 import { run } from "./unknown";
 
 /** One RDMA shared device plugin resource (NicClusterPolicy `spec.rdmaSharedDevicePlugin.config` configList entry). */
@@ -33,18 +33,22 @@ export function rdmaPlugin(resources: PolicyResource[]): PluginView | undefined 
         const text = String(plugin.config);
         try {
             const parsed = JSON.parse(text);
-            const list = (parsed.configList ?? []).map((c: any, index: number): PluginResource => ({
-                resource: `${c.resourcePrefix ?? "rdma"}/${c.resourceName}`,
-                resourceName: String(c.resourceName),
-                rdmaHcaMax: c.rdmaHcaMax,
-                vendors: c.selectors?.vendors ?? [],
-                deviceIDs: c.selectors?.deviceIDs ?? [],
-                linkTypes: c.selectors?.linkTypes ?? [],
-                ifNames: c.selectors?.ifNames ?? c.devices ?? [],
-                index,
-            }));
+            const list = (parsed.configList ?? []).map(
+                (c: any, index: number): PluginResource => ({
+                    resource: `${c.resourcePrefix ?? "rdma"}/${c.resourceName}`,
+                    resourceName: String(c.resourceName),
+                    rdmaHcaMax: c.rdmaHcaMax,
+                    vendors: c.selectors?.vendors ?? [],
+                    deviceIDs: c.selectors?.deviceIDs ?? [],
+                    linkTypes: c.selectors?.linkTypes ?? [],
+                    ifNames: c.selectors?.ifNames ?? c.devices ?? [],
+                    index,
+                }),
+            );
             view.config = { periodicUpdateInterval: parsed.periodicUpdateInterval, configList: list };
-        } catch { /* config stays undefined */ }
+        } catch {
+            /* config stays undefined */
+        }
         return view;
     });
 }
@@ -57,10 +61,12 @@ export function railsOfResource(r: PluginResource, pool: PoolView): RailEntry[] 
 /** The GPU Operator releases of the stack and whether each enables GPUDirect RDMA (DMA-BUF or nvidia-peermem). */
 export function gpuDirect(resources: PolicyResource[]): { releases: PolicyResource[]; enabled: boolean } {
     const releases = helmReleases(resources, "gpu-operator");
-    const enabled = releases.some((r) => run(() => {
-        const d = r.props.values?.driver ?? {};
-        return d.enabled !== false && (d.rdma?.enabled === true || d.kernelModuleType === "open");
-    }));
+    const enabled = releases.some((r) =>
+        run(() => {
+            const d = r.props.values?.driver ?? {};
+            return d.enabled !== false && (d.rdma?.enabled === true || d.kernelModuleType === "open");
+        }),
+    );
     return { releases, enabled };
 }
 

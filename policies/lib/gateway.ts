@@ -1,6 +1,11 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { helmReleases } from "./resources";
-import { AI_GATEWAY_METADATA_NAMESPACE, AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS } from "../../services/shared/identity";
+import {
+    AI_GATEWAY_METADATA_NAMESPACE,
+    AI_GATEWAY_MODEL_HEADER,
+    IDENTITY_HEADER_PREFIX,
+    IDENTITY_HEADERS,
+} from "../../services/shared/identity";
 import { INFERENCE_NAMESPACE } from "../../lib/labels";
 
 /**
@@ -34,11 +39,21 @@ export function gvk(type: string): { group: string; version: string; kind: strin
 
 /** Resources of a group and kind, any version. */
 export function ofKind(resources: PolicyResource[], group: string, kind: string): PolicyResource[] {
-    return resources.filter((r) => { const g = gvk(r.type); return !!g && g.group === group && g.kind === kind; });
+    return resources.filter((r) => {
+        const g = gvk(r.type);
+        return !!g && g.group === group && g.kind === kind;
+    });
 }
 
 /** API groups the gateway policies look at (`""` = core). */
-export const GROUPS = { eg: "gateway.envoyproxy.io", aigw: "aigateway.envoyproxy.io", gwapi: "gateway.networking.k8s.io", net: "networking.k8s.io", core: "", dynamo: "nvidia.com" } as const;
+export const GROUPS = {
+    eg: "gateway.envoyproxy.io",
+    aigw: "aigateway.envoyproxy.io",
+    gwapi: "gateway.networking.k8s.io",
+    net: "networking.k8s.io",
+    core: "",
+    dynamo: "nvidia.com",
+} as const;
 
 /** Namespace of an object (the Kubernetes provider's default is `default`). */
 export function nsOf(r: PolicyResource): string {
@@ -100,13 +115,26 @@ export function stripMatcher(early: any): (header: string) => boolean {
     const matchers: Array<(h: string) => boolean> = (early?.removeOnMatch ?? []).map((m: any) => {
         const v = String(m.value ?? "").toLowerCase();
         switch (m.type ?? "Exact") {
-            case "Prefix": return (h: string) => h.startsWith(v);
-            case "Suffix": return (h: string) => h.endsWith(v);
-            case "RegularExpression": { try { const re = new RegExp(`^(?:${m.value})$`, "i"); return (h: string) => re.test(h); } catch { return () => false; } }
-            default: return (h: string) => h === v;
+            case "Prefix":
+                return (h: string) => h.startsWith(v);
+            case "Suffix":
+                return (h: string) => h.endsWith(v);
+            case "RegularExpression": {
+                try {
+                    const re = new RegExp(`^(?:${m.value})$`, "i");
+                    return (h: string) => re.test(h);
+                } catch {
+                    return () => false;
+                }
+            }
+            default:
+                return (h: string) => h === v;
         }
     });
-    return (header: string) => { const h = header.toLowerCase(); return remove.has(h) || matchers.some((f) => f(h)); };
+    return (header: string) => {
+        const h = header.toLowerCase();
+        return remove.has(h) || matchers.some((f) => f(h));
+    };
 }
 
 /**
@@ -125,7 +153,8 @@ export function bytesOf(q: unknown): number | undefined {
 export function secondsOf(d: unknown): number | undefined {
     if (typeof d !== "string" || !/^([0-9]{1,5}(h|m|s|ms))+$/.test(d)) return undefined;
     let total = 0;
-    for (const [, n, unit] of d.matchAll(/([0-9]+)(ms|h|m|s)/g)) total += Number(n) * ({ h: 3600, m: 60, s: 1, ms: 0.001 } as Record<string, number>)[unit];
+    for (const [, n, unit] of d.matchAll(/([0-9]+)(ms|h|m|s)/g))
+        total += Number(n) * ({ h: 3600, m: 60, s: 1, ms: 0.001 } as Record<string, number>)[unit];
     return total;
 }
 

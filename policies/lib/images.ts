@@ -22,7 +22,8 @@ export const RDMA_IMAGE_NEEDS = "ucx";
 
 /** {@link AllowedImage}s derived from upstream/images.ts (one entry per image variant). */
 export function allowedRdmaImages(facts: typeof images = images): AllowedImage[] {
-    return facts.filter((i) => i.provides.includes(RDMA_IMAGE_NEEDS))
+    return facts
+        .filter((i) => i.provides.includes(RDMA_IMAGE_NEEDS))
         .map((i) => ({ repository: splitImage(i.repository).repository, tags: [i.tag], mooncakeEfa: i.provides.includes("mooncake-efa") }));
 }
 
@@ -41,6 +42,12 @@ export function splitImage(image: string): { repository: string; tag?: string; d
 /** The allow-list entry an image matches (same repository and tag), if any. */
 export function allowedImage(image: string, extra: string[] = []): AllowedImage | undefined {
     const { repository, tag } = splitImage(image);
-    const list = [...ALLOWED_RDMA_IMAGES, ...extra.map((e) => { const s = splitImage(e); return { repository: s.repository, tags: s.tag ? [s.tag] : [], mooncakeEfa: false }; })];
+    const list = [
+        ...ALLOWED_RDMA_IMAGES,
+        ...extra.map((e) => {
+            const s = splitImage(e);
+            return { repository: s.repository, tags: s.tag ? [s.tag] : [], mooncakeEfa: false };
+        }),
+    ];
     return list.find((a) => splitImage(a.repository).repository === repository && tag !== undefined && a.tags.includes(tag));
 }

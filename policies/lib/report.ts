@@ -1,8 +1,12 @@
 import type { PolicyResource, ReportViolation, StackValidationArgs, StackValidationPolicy } from "@pulumi/policy";
-import { ContainerView, inScope, stackView, StackView } from "./workloads";
+import { type ContainerView, inScope, stackView, type StackView } from "./workloads";
 
 /** One problem: the field that causes it, what is wrong, and how to fix it (no trailing periods). */
-export interface Finding { field: string; problem: string; fix: string }
+export interface Finding {
+    field: string;
+    problem: string;
+    fix: string;
+}
 
 /** `DynamoGraphDeployment/llama-70b container prefill/main` or `Deployment/x container store`. */
 export function containerLabel(c: ContainerView): string {
@@ -15,13 +19,21 @@ export function message(subject: string, f: Finding): string {
 }
 
 /** Metadata every policy carries (mandatory by default: the pack exists to fail `pulumi preview`). */
-export interface PolicyMeta { name: string; description: string; remediationSteps: string }
+export interface PolicyMeta {
+    name: string;
+    description: string;
+    remediationSteps: string;
+}
 
 /**
  * A stack policy that checks every container matching `applies` (default: containers that move KV or collectives
  * over the network, see `inScope`), one violation per finding, attached to the workload resource.
  */
-export function containerPolicy(meta: PolicyMeta, check: (c: ContainerView, v: StackView) => Finding[], applies: (c: ContainerView) => boolean = inScope): StackValidationPolicy {
+export function containerPolicy(
+    meta: PolicyMeta,
+    check: (c: ContainerView, v: StackView) => Finding[],
+    applies: (c: ContainerView) => boolean = inScope,
+): StackValidationPolicy {
     return {
         ...meta,
         enforcementLevel: "mandatory",
@@ -36,7 +48,10 @@ export function containerPolicy(meta: PolicyMeta, check: (c: ContainerView, v: S
 }
 
 /** A stack policy over the whole resource list, reporting `[subject, finding, urn]` triples. */
-export function stackPolicy(meta: PolicyMeta, check: (v: StackView, resources: PolicyResource[]) => Array<{ subject: string; finding: Finding; urn?: string }>): StackValidationPolicy {
+export function stackPolicy(
+    meta: PolicyMeta,
+    check: (v: StackView, resources: PolicyResource[]) => Array<{ subject: string; finding: Finding; urn?: string }>,
+): StackValidationPolicy {
     return {
         ...meta,
         enforcementLevel: "mandatory",

@@ -23,8 +23,15 @@ export const TYPES = {
 
 /** One rail of a pool's rail table as published in the node annotation. */
 export interface RailEntry {
-    rail: number; gpu: number; gpuPciAddress: string; hca: string; netdev: string; pciAddress: string;
-    numa: number; linkLayer: string; linkRateGbps: number;
+    rail: number;
+    gpu: number;
+    gpuPciAddress: string;
+    hca: string;
+    netdev: string;
+    pciAddress: string;
+    numa: number;
+    linkLayer: string;
+    linkRateGbps: number;
 }
 
 /** A node pool as reconstructed from the NodePatch resources of a stack. */
@@ -47,7 +54,12 @@ export interface PoolView {
 }
 
 /** `aws.eks.NodeGroup.amiType` values of the EKS-optimized accelerated NVIDIA AMIs (AL2023 and Bottlerocket). */
-export const EKS_NVIDIA_AMI_TYPES = ["AL2023_x86_64_NVIDIA", "AL2023_ARM_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA", "BOTTLEROCKET_ARM_64_NVIDIA"] as const;
+export const EKS_NVIDIA_AMI_TYPES = [
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_ARM_64_NVIDIA",
+    "BOTTLEROCKET_x86_64_NVIDIA",
+    "BOTTLEROCKET_ARM_64_NVIDIA",
+] as const;
 
 export function ofType(resources: PolicyResource[], type: string): PolicyResource[] {
     return resources.filter((r) => r.type === type);
@@ -63,7 +75,11 @@ export function dependencyOfType(r: PolicyResource, type: string): PolicyResourc
 
 function parseJson<T>(text: unknown, fallback: T): T {
     if (typeof text !== "string") return fallback;
-    try { return JSON.parse(text) as T; } catch { return fallback; }
+    try {
+        return JSON.parse(text) as T;
+    } catch {
+        return fallback;
+    }
 }
 
 /** Node pools of the stack, from NodePatch labels and the rail-table annotation. */
@@ -76,7 +92,10 @@ export function nodePools(resources: PolicyResource[]): PoolView[] {
         if (!pool) continue;
         const ann = md.annotations ?? {};
         const existing = pools.get(pool);
-        if (existing) { existing.nodes.push(md.name); continue; }
+        if (existing) {
+            existing.nodes.push(md.name);
+            continue;
+        }
         pools.set(pool, {
             name: pool,
             fabric: labels[LABELS.fabric] ?? "",
@@ -98,7 +117,9 @@ export const HELM_TYPES = ["kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/
  * (repo/chart), `oci://registry/path/gpu-operator`, or a package URL/path `.../gpu-operator-v25.10.1.tgz`.
  */
 export function chartName(chart: unknown): string {
-    const s = String(chart ?? "").trim().replace(/\/+$/, "");
+    const s = String(chart ?? "")
+        .trim()
+        .replace(/\/+$/, "");
     const last = s.split("/").pop() ?? s;
     const tgz = /^(.*?)-v?\d+\.\d+\.\d+[^/]*\.tgz$/.exec(last);
     return tgz ? tgz[1] : last;

@@ -1,5 +1,11 @@
 import type {
-    Policy, PolicyResource, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs, StackValidationPolicy,
+    Policy,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
 } from "@pulumi/policy";
 import { UnknownValueError } from "@pulumi/policy";
 
@@ -27,7 +33,9 @@ export type Peeked<T> = { known: true; value: T } | { known: false; path: string
 
 /** Reads `fn()`; a value unknown during preview gives `{ known: false, path }` instead of throwing. */
 export function peek<T>(fn: () => T): Peeked<T> {
-    try { return { known: true, value: fn() }; } catch (e) {
+    try {
+        return { known: true, value: fn() };
+    } catch (e) {
         if (isUnknownError(e)) return { known: false, path: (e.props ?? []).join(".") || e.message };
         throw e;
     }
@@ -35,8 +43,10 @@ export function peek<T>(fn: () => T): Peeked<T> {
 
 /** Message of a fail-closed finding (one format for every rule). */
 export function unknownMessage(policy: string, subject: string, detail: string): string {
-    return `${subject}: ${detail} is unknown during preview, and policy ${policy} guards it, so it refuses (fail closed) instead of skipping. `
-        + "Fix: derive the value from stack config (not from another resource's computed output), or move it where it is known at preview.";
+    return (
+        `${subject}: ${detail} is unknown during preview, and policy ${policy} guards it, so it refuses (fail closed) instead of skipping. ` +
+        "Fix: derive the value from stack config (not from another resource's computed output), or move it where it is known at preview."
+    );
 }
 
 /** `Kind ns/name` of a resource for messages (Kubernetes objects), else `type name`. */
@@ -105,15 +115,21 @@ function wrapStack(p: StackValidationPolicy): StackValidationPolicy {
 
 /** Resource policy wrapper: same, for the resource being validated. */
 function wrapResource(p: ResourceValidationPolicy): ResourceValidationPolicy {
-    const one = (v: NonNullable<ResourceValidationPolicy["validateResource"]> extends infer V ? (V extends Array<infer X> ? X : V) : never) =>
+    const one =
+        (v: NonNullable<ResourceValidationPolicy["validateResource"]> extends infer V ? (V extends Array<infer X> ? X : V) : never) =>
         async (args: ResourceValidationArgs, report: ReportViolation) => {
-            try { await (v as any)(args, report); } catch (e) {
+            try {
+                await (v as any)(args, report);
+            } catch (e) {
                 if (!isUnknownError(e)) throw e;
                 report(unknownMessage(p.name, subjectOf(args), `property .${(e.props ?? []).join(".")}`));
             }
         };
     const vr = p.validateResource;
-    return { ...p, validateResource: Array.isArray(vr) ? vr.map((v) => one(v as any)) : vr ? one(vr as any) : vr } as ResourceValidationPolicy;
+    return {
+        ...p,
+        validateResource: Array.isArray(vr) ? vr.map((v) => one(v as any)) : vr ? one(vr as any) : vr,
+    } as ResourceValidationPolicy;
 }
 
 /**
@@ -122,7 +138,8 @@ function wrapResource(p: ResourceValidationPolicy): ResourceValidationPolicy {
  */
 export function failClosed<P extends Policy>(p: P): P {
     if (p.enforcementLevel === "advisory" || p.enforcementLevel === "disabled") return p;
-    if (typeof (p as unknown as StackValidationPolicy).validateStack === "function") return wrapStack(p as unknown as StackValidationPolicy) as unknown as P;
+    if (typeof (p as unknown as StackValidationPolicy).validateStack === "function")
+        return wrapStack(p as unknown as StackValidationPolicy) as unknown as P;
     return wrapResource(p as unknown as ResourceValidationPolicy) as unknown as P;
 }
 

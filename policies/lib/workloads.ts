@@ -1,6 +1,6 @@
 import type { PolicyResource } from "@pulumi/policy";
 import { isUnknownError, peek } from "./unknown";
-import { EKS_NVIDIA_AMI_TYPES, LABELS, nodePools, PoolView } from "./resources";
+import { EKS_NVIDIA_AMI_TYPES, LABELS, nodePools, type PoolView } from "./resources";
 
 /**
  * Every container of every workload in a stack, normalised across shapes: DynamoGraphDeployment v1beta1
@@ -28,7 +28,11 @@ export interface EnvValue {
 }
 
 /** A volume of the pod (the fields the policies read). */
-export interface VolumeView { name: string; hostPath?: string; configMap?: string }
+export interface VolumeView {
+    name: string;
+    hostPath?: string;
+    configMap?: string;
+}
 
 /** A container, normalised. */
 export interface ContainerView {
@@ -129,8 +133,7 @@ export function hasFlag(c: ContainerView, flag: string): boolean {
 function shellWords(s: string): string[] {
     const out: string[] = [];
     const re = /'([^']*)'|"([^"]*)"|(\S+)/g;
-    let m: RegExpExecArray | null;
-    while ((m = re.exec(s))) out.push(m[1] ?? m[2] ?? m[3]);
+    for (const m of s.matchAll(re)) out.push(m[1] ?? m[2] ?? m[3]);
     return out;
 }
 
@@ -181,7 +184,10 @@ function dataOf(resources: PolicyResource[]): StackData {
             Object.assign(data, strMap(p.stringData));
             return data;
         });
-        if (!content.known) { unknownData.add(`${isCm ? "ConfigMap" : "Secret"} ${key}`); continue; }
+        if (!content.known) {
+            unknownData.add(`${isCm ? "ConfigMap" : "Secret"} ${key}`);
+            continue;
+        }
         (isCm ? configMaps : secrets).set(key, content.value);
     }
     return { configMaps, secrets, unknownData };
@@ -223,8 +229,13 @@ function eksPools(resources: PolicyResource[]): PoolView[] {
         if (!name || out.some((p) => p.name === name)) continue;
         const size = Number(r.props.scalingConfig?.desiredSize ?? 0);
         out.push({
-            name, fabric: String(labels[LABELS.fabric] ?? ""), memlockUnlimited: labels[LABELS.memlock] === "true",
-            rails: [], frontendHcas: [], urn: r.urn, nodes: Array.from({ length: size }, (_, i) => `${name}-${i}`),
+            name,
+            fabric: String(labels[LABELS.fabric] ?? ""),
+            memlockUnlimited: labels[LABELS.memlock] === "true",
+            rails: [],
+            frontendHcas: [],
+            urn: r.urn,
+            nodes: Array.from({ length: size }, (_, i) => `${name}-${i}`),
             gpuDirectFromAmi: (EKS_NVIDIA_AMI_TYPES as readonly string[]).includes(String(r.props.amiType ?? "")),
         });
     }
@@ -236,7 +247,11 @@ function eksPools(resources: PolicyResource[]): PoolView[] {
 type Json = Record<string, any>;
 
 /** An env source the pack cannot read: which variables it sets is not visible (class "what it cannot see"). */
-export interface OpaqueEnvSource { field: string; source: string; why: string }
+export interface OpaqueEnvSource {
+    field: string;
+    source: string;
+    why: string;
+}
 
 /**
  * The environment a container's process sees, resolved as the kubelet does (pkg/kubelet/kubelet_pods.go
@@ -245,7 +260,11 @@ export interface OpaqueEnvSource { field: string; source: string; why: string }
  * not in the stack, or whose content is unknown during preview, is an {@link OpaqueEnvSource}; a `valueFrom` that
  * cannot be read (outside the stack, fieldRef, resourceFieldRef, unknown) is an opaque value.
  */
-function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; envFrom?: any[]; path: string; envKey?: string }>): { env: Map<string, EnvValue>; opaque: OpaqueEnvSource[] } {
+function resolveEnv(
+    data: StackData,
+    ns: string,
+    sources: Array<{ env?: any[]; envFrom?: any[]; path: string; envKey?: string }>,
+): { env: Map<string, EnvValue>; opaque: OpaqueEnvSource[] } {
     const out = new Map<string, EnvValue>();
     const opaque: OpaqueEnvSource[] = [];
     const look = (kind: "ConfigMap" | "Secret", name: string): { data?: Record<string, string>; why?: string } => {
@@ -261,25 +280,44 @@ function resolveEnv(data: StackData, ns: string, sources: Array<{ env?: any[]; e
             const field = `${s.path}.envFrom[${i}]`;
             const kind = ef.configMapRef ? "ConfigMap" : ef.secretRef ? "Secret" : undefined;
             const name = ef.configMapRef?.name ?? ef.secretRef?.name;
-            if (!kind || !name) { opaque.push({ field, source: "envFrom", why: "names no ConfigMap or Secret the pack can read" }); return; }
+            if (!kind || !name) {
+                opaque.push({ field, source: "envFrom", why: "names no ConfigMap or Secret the pack can read" });
+                return;
+            }
             const hit = look(kind, String(name));
-            if (!hit.data) { opaque.push({ field, source: `${kind} ${name}`, why: hit.why! }); return; }
+            if (!hit.data) {
+                opaque.push({ field, source: `${kind} ${name}`, why: hit.why! });
+                return;
+            }
             for (const [k, v] of Object.entries(hit.data)) out.set(prefix + k, { value: String(v), field: `${field} (${kind} ${name})` });
         });
         for (const e of s.env ?? []) {
             if (!e?.name) continue;
             const field = `${s.path}.${s.envKey ?? "env"}[${e.name}]`;
             const lit = peek(() => e.value);
-            if (!lit.known) { out.set(e.name, { field, opaque: true, why: "its value is unknown during preview" }); continue; }
-            if (lit.value !== undefined) { out.set(e.name, { value: String(lit.value), field }); continue; }
+            if (!lit.known) {
+                out.set(e.name, { field, opaque: true, why: "its value is unknown during preview" });
+                continue;
+            }
+            if (lit.value !== undefined) {
+                out.set(e.name, { value: String(lit.value), field });
+                continue;
+            }
             const vf = e.valueFrom ?? {};
-            const ref = vf.configMapKeyRef ? { kind: "ConfigMap" as const, r: vf.configMapKeyRef } : vf.secretKeyRef ? { kind: "Secret" as const, r: vf.secretKeyRef } : undefined;
+            const ref = vf.configMapKeyRef
+                ? { kind: "ConfigMap" as const, r: vf.configMapKeyRef }
+                : vf.secretKeyRef
+                  ? { kind: "Secret" as const, r: vf.secretKeyRef }
+                  : undefined;
             if (ref) {
                 const hit = look(ref.kind, String(ref.r.name));
                 const v = hit.data?.[ref.r.key];
-                out.set(e.name, v === undefined
-                    ? { field, opaque: true, why: hit.why ?? `${ref.kind} ${ns}/${ref.r.name} has no key ${ref.r.key}` }
-                    : { value: v, field: `${field} (${ref.kind} ${ref.r.name})` });
+                out.set(
+                    e.name,
+                    v === undefined
+                        ? { field, opaque: true, why: hit.why ?? `${ref.kind} ${ns}/${ref.r.name} has no key ${ref.r.key}` }
+                        : { value: v, field: `${field} (${ref.kind} ${ref.r.name})` },
+                );
             } else if (vf.fieldRef?.fieldPath) {
                 // The downward API: a pod field, known by kind (status.podIP is the pod's routable address).
                 out.set(e.name, { field, fieldRef: String(vf.fieldRef.fieldPath) });
@@ -334,9 +372,29 @@ function security(podSec: Json | undefined, cSec: Json | undefined, field: strin
     };
 }
 
-interface Base { resource: PolicyResource; ref: string; kind: string; apiVersion: string; name: string; namespace: string; replicas: number }
+interface Base {
+    resource: PolicyResource;
+    ref: string;
+    kind: string;
+    apiVersion: string;
+    name: string;
+    namespace: string;
+    replicas: number;
+}
 
-function podContainers(base: Base, data: StackData, spec: Json, meta: Json, podPath: string, extra: { component?: string; role?: Role; globalEnv?: Array<{ env: any[]; path: string; envKey?: string }>; dgd?: ContainerView["dgd"] }): PodView {
+function podContainers(
+    base: Base,
+    data: StackData,
+    spec: Json,
+    meta: Json,
+    podPath: string,
+    extra: {
+        component?: string;
+        role?: Role;
+        globalEnv?: Array<{ env: any[]; path: string; envKey?: string }>;
+        dgd?: ContainerView["dgd"];
+    },
+): PodView {
     const pod = podView(spec ?? {}, meta ?? {}, podPath);
     const make = (c: Json, i: number, init: boolean): ContainerView => {
         const path = `${podPath}.${init ? "initContainers" : "containers"}[${i}]`;
@@ -350,8 +408,18 @@ function podContainers(base: Base, data: StackData, spec: Json, meta: Json, podP
             image: c.image,
             command: (c.command ?? []).map(String),
             args: (c.args ?? []).map(String),
-            ...(() => { const r = resolveEnv(data, base.namespace, [...(init ? [] : extra.globalEnv ?? []), { env: c.env, envFrom: c.envFrom, path }]); return { env: r.env, opaqueEnv: r.opaque }; })(),
-            volumeMounts: (c.volumeMounts ?? []).map((m: Json) => ({ name: String(m.name), mountPath: String(m.mountPath), subPath: m.subPath })),
+            ...(() => {
+                const r = resolveEnv(data, base.namespace, [
+                    ...(init ? [] : (extra.globalEnv ?? [])),
+                    { env: c.env, envFrom: c.envFrom, path },
+                ]);
+                return { env: r.env, opaqueEnv: r.opaque };
+            })(),
+            volumeMounts: (c.volumeMounts ?? []).map((m: Json) => ({
+                name: String(m.name),
+                mountPath: String(m.mountPath),
+                subPath: m.subPath,
+            })),
             requests: defaultedRequests(c.resources),
             limits: strMap(c.resources?.limits),
             resourcesPath: `${path}.resources`,
@@ -380,7 +448,15 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
     const apiVersion = String(p.apiVersion ?? "");
     if (!kind || !apiVersion) return [];
     const name = String(p.metadata?.name ?? r.name);
-    const base: Base = { resource: r, ref: `${kind}/${name}`, kind, apiVersion, name, namespace: String(p.metadata?.namespace ?? "default"), replicas: 1 };
+    const base: Base = {
+        resource: r,
+        ref: `${kind}/${name}`,
+        kind,
+        apiVersion,
+        name,
+        namespace: String(p.metadata?.namespace ?? "default"),
+        replicas: 1,
+    };
     const spec: Json = p.spec ?? {};
     const out: ContainerView[] = [];
     const take = (pod: PodView) => out.push(...pod.initContainers, ...pod.containers);
@@ -391,11 +467,21 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
             spec.components.forEach((comp: Json, i: number) => {
                 const cpath = `spec.components[${i}]`;
                 const tpl = comp.podTemplate ?? {};
-                take(podContainers({ ...base, replicas: qty(comp.replicas) || 1 }, data, tpl.spec ?? {}, tpl.metadata ?? {}, `${cpath}.podTemplate.spec`, {
-                    component: comp.name, role: roleOf(comp.type),
-                    globalEnv: spec.env ? [{ env: spec.env, path: "spec" }] : [],
-                    dgd: { version, component: comp, spec, componentPath: cpath },
-                }));
+                take(
+                    podContainers(
+                        { ...base, replicas: qty(comp.replicas) || 1 },
+                        data,
+                        tpl.spec ?? {},
+                        tpl.metadata ?? {},
+                        `${cpath}.podTemplate.spec`,
+                        {
+                            component: comp.name,
+                            role: roleOf(comp.type),
+                            globalEnv: spec.env ? [{ env: spec.env, path: "spec" }] : [],
+                            dgd: { version, component: comp, spec, componentPath: cpath },
+                        },
+                    ),
+                );
             });
         } else if (spec.services && typeof spec.services === "object") {
             for (const [svcName, svc] of Object.entries(spec.services as Record<string, Json>)) {
@@ -419,15 +505,29 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
                 main.env = [...(svc.envs ?? []), ...(main.env ?? [])];
                 if (svc.envFromSecret) main.envFrom = [{ secretRef: { name: svc.envFromSecret } }, ...(main.envFrom ?? [])];
                 const podSpec = { ...eps, containers: [main, ...(eps.containers ?? [])] };
-                const pod = podContainers({ ...base, replicas: qty(svc.replicas) || 1 }, data, podSpec, svc.extraPodMetadata ?? {}, `${spath}.extraPodSpec`, {
-                    component: svcName, role: roleOf(svc.componentType, svc.subComponentType),
-                    globalEnv: spec.envs ? [{ env: spec.envs, path: "spec", envKey: "envs" }] : [],
-                    dgd: { version, component: svc, spec, componentPath: spath },
-                });
+                const pod = podContainers(
+                    { ...base, replicas: qty(svc.replicas) || 1 },
+                    data,
+                    podSpec,
+                    svc.extraPodMetadata ?? {},
+                    `${spath}.extraPodSpec`,
+                    {
+                        component: svcName,
+                        role: roleOf(svc.componentType, svc.subComponentType),
+                        globalEnv: spec.envs ? [{ env: spec.envs, path: "spec", envKey: "envs" }] : [],
+                        dgd: { version, component: svc, spec, componentPath: spath },
+                    },
+                );
                 // The main container lives at extraPodSpec.mainContainer, not containers[0].
                 const m = pod.containers[0];
-                if (m) { m.path = `${spath}.extraPodSpec.mainContainer`; m.resourcesPath = `${spath}.resources`; m.security.field = `${m.path}.securityContext`; }
-                pod.containers.slice(1).forEach((c, i) => { c.path = `${spath}.extraPodSpec.containers[${i}]`; });
+                if (m) {
+                    m.path = `${spath}.extraPodSpec.mainContainer`;
+                    m.resourcesPath = `${spath}.resources`;
+                    m.security.field = `${m.path}.securityContext`;
+                }
+                pod.containers.slice(1).forEach((c, i) => {
+                    c.path = `${spath}.extraPodSpec.containers[${i}]`;
+                });
                 take(pod);
             }
         }
@@ -438,23 +538,37 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
         take(podContainers({ ...base, replicas }, data, t.spec ?? {}, t.metadata ?? {}, `${path}.spec`, { component }));
     };
     switch (kind) {
-        case "Deployment": case "StatefulSet": case "ReplicaSet":
-            tpl(spec.template, "spec.template", qty(spec.replicas) || 1); break;
-        case "DaemonSet": case "Job":
-            tpl(spec.template, "spec.template", 1); break;
+        case "Deployment":
+        case "StatefulSet":
+        case "ReplicaSet":
+            tpl(spec.template, "spec.template", qty(spec.replicas) || 1);
+            break;
+        case "DaemonSet":
+        case "Job":
+            tpl(spec.template, "spec.template", 1);
+            break;
         case "CronJob":
-            tpl(spec.jobTemplate?.spec?.template, "spec.jobTemplate.spec.template", 1); break;
+            tpl(spec.jobTemplate?.spec?.template, "spec.jobTemplate.spec.template", 1);
+            break;
         case "Pod":
-            take(podContainers(base, data, spec, p.metadata ?? {}, "spec", {})); break;
+            take(podContainers(base, data, spec, p.metadata ?? {}, "spec", {}));
+            break;
         case "LeaderWorkerSet": {
             const lwt = spec.leaderWorkerTemplate ?? {};
             const groups = qty(spec.replicas) || 1;
             const size = qty(lwt.size) || 1;
-            tpl(lwt.leaderTemplate ?? lwt.workerTemplate, lwt.leaderTemplate ? "spec.leaderWorkerTemplate.leaderTemplate" : "spec.leaderWorkerTemplate.workerTemplate", groups, "leader");
-            if (lwt.leaderTemplate && lwt.workerTemplate) tpl(lwt.workerTemplate, "spec.leaderWorkerTemplate.workerTemplate", groups * Math.max(1, size - 1), "worker");
+            tpl(
+                lwt.leaderTemplate ?? lwt.workerTemplate,
+                lwt.leaderTemplate ? "spec.leaderWorkerTemplate.leaderTemplate" : "spec.leaderWorkerTemplate.workerTemplate",
+                groups,
+                "leader",
+            );
+            if (lwt.leaderTemplate && lwt.workerTemplate)
+                tpl(lwt.workerTemplate, "spec.leaderWorkerTemplate.workerTemplate", groups * Math.max(1, size - 1), "worker");
             break;
         }
-        default: break;
+        default:
+            break;
     }
     return out;
 }
@@ -462,7 +576,11 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
 // ------------------------------------------------------------------ scope
 
 /** Why a container is an RDMA (KV-transfer) workload. */
-export interface KvUse { nixl: boolean; mooncake: boolean; nccl: boolean }
+export interface KvUse {
+    nixl: boolean;
+    mooncake: boolean;
+    nccl: boolean;
+}
 
 const MOONCAKE_ENV = /^(MOONCAKE_|MC_)/;
 
@@ -480,7 +598,8 @@ export function kvUse(c: ContainerView): KvUse {
     const masterOnly = /\bmooncake_master\b/.test(text) && !/mooncake_store_service|MooncakeStore|MooncakeConnector/.test(text);
     const mooncakePd = /"kv_connector"\s*:\s*"MooncakeConnector"|--disaggregation-transfer-backend[= ]mooncake/.test(text);
     const mooncake = !masterOnly && (keys.some((k) => MOONCAKE_ENV.test(k)) || /mooncake/i.test(text.replace(/\bmooncake_master\b/g, "")));
-    const nixl = /nixl/i.test(text) || keys.some((k) => /^(UCX_|NIXL_)/.test(k)) || ((c.role === "prefill" || c.role === "decode") && !mooncakePd);
+    const nixl =
+        /nixl/i.test(text) || keys.some((k) => /^(UCX_|NIXL_)/.test(k)) || ((c.role === "prefill" || c.role === "decode") && !mooncakePd);
     const nccl = keys.some((k) => k.startsWith("NCCL_"));
     return { nixl, mooncake, nccl };
 }

@@ -1,9 +1,9 @@
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { redisKeys, TierIds } from "../shared/identity";
-import { leasesHeld, LimitDecision, releaseLease, TierLimit, TierLimits } from "../shared/limits";
-import { GrantAdmission, GrantOptions } from "./admission";
-import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import { redisKeys, type TierIds } from "../shared/identity";
+import { leasesHeld, type LimitDecision, releaseLease, type TierLimit, type TierLimits } from "../shared/limits";
+import { GrantAdmission, type GrantOptions } from "./admission";
+import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
 /**
  * services/auth/admission.ts against a real redis-server: busy (key, model) pairs are admitted from grants,
@@ -17,7 +17,9 @@ const PAIR = "k1\nm";
 const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 const TTL = 960_000;
 const limits = (o: Partial<Record<keyof TierLimits, Partial<TierLimit>>> = {}): TierLimits => ({
-    model: { ...UNLIMITED, ...o.model }, team: { ...UNLIMITED, ...o.team }, key: { ...UNLIMITED, ...o.key },
+    model: { ...UNLIMITED, ...o.model },
+    team: { ...UNLIMITED, ...o.team },
+    key: { ...UNLIMITED, ...o.key },
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -33,9 +35,15 @@ afterAll(async () => {
     admin?.disconnect();
     await server?.stop();
 });
-beforeEach(async () => { await admin.flushall(); await admin.config("RESETSTAT"); });
+beforeEach(async () => {
+    await admin.flushall();
+    await admin.config("RESETSTAT");
+});
 afterEach(async () => {
-    for (const { a, r } of open.splice(0)) { await a.close(); r.disconnect(); }
+    for (const { a, r } of open.splice(0)) {
+        await a.close();
+        r.disconnect();
+    }
 });
 
 async function admission(o: Partial<GrantOptions> = {}): Promise<GrantAdmission> {
@@ -55,12 +63,14 @@ async function scriptCalls(): Promise<number> {
 async function burst(a: GrantAdmission, l: TierLimits, n: number, inFlight = 16, revision = 1): Promise<LimitDecision[]> {
     const out: LimitDecision[] = [];
     let next = 0;
-    await Promise.all(Array.from({ length: inFlight }, async () => {
-        while (next < n) {
-            next++;
-            out.push(await a.admit(PAIR, ids, l, revision));
-        }
-    }));
+    await Promise.all(
+        Array.from({ length: inFlight }, async () => {
+            while (next < n) {
+                next++;
+                out.push(await a.admit(PAIR, ids, l, revision));
+            }
+        }),
+    );
     return out;
 }
 
@@ -105,17 +115,27 @@ describe("GrantAdmission", () => {
     for (const holdMs of [50, 0]) {
         it(`N simultaneous requests against a concurrency limit of N admit exactly N, round after round (grants ${holdMs ? "on" : "off"})`, async () => {
             const a = await admission({ holdMs });
-            const cases: [limit: number, requests: number][] = [[5, 50], [1, 10], [16, 64], [5, 5]];
+            const cases: [limit: number, requests: number][] = [
+                [5, 50],
+                [1, 10],
+                [16, 64],
+                [5, 5],
+            ];
             for (const [limit, requests] of cases) {
                 const l = limits({ key: { concurrentRequests: limit } });
                 for (let round = 0; round < 13; round++) {
                     // Arrivals spread over a few event-loop turns, as an HTTP server sees a simultaneous burst.
-                    const ds = await Promise.all(Array.from({ length: requests }, async (_, i) => {
-                        for (let hop = 0; hop < i % 4; hop++) await new Promise((r) => setImmediate(r));
-                        return a.admit(PAIR, ids, l, 1);
-                    }));
+                    const ds = await Promise.all(
+                        Array.from({ length: requests }, async (_, i) => {
+                            for (let hop = 0; hop < i % 4; hop++) await new Promise((r) => setImmediate(r));
+                            return a.admit(PAIR, ids, l, 1);
+                        }),
+                    );
                     expect({ limit, round, admitted: allowed(ds) }).toEqual({ limit, round, admitted: Math.min(limit, requests) });
-                    expect(ds.find((d) => !d.allowed) ?? { allowed: false, tier: "key", dimension: "concurrency" }).toMatchObject({ tier: "key", dimension: "concurrency" });
+                    expect(ds.find((d) => !d.allowed) ?? { allowed: false, tier: "key", dimension: "concurrency" }).toMatchObject({
+                        tier: "key",
+                        dimension: "concurrency",
+                    });
                     // The requests end: metering releases their leases (slots still held by a grant stay held).
                     for (const d of ds) if (d.allowed) await releaseLease(admin, ids, d.leaseId);
                 }
@@ -148,7 +168,9 @@ describe("GrantAdmission", () => {
         await expect.poll(() => a.heldSlots(), { timeout: 2_000, interval: 20 }).toBe(0);
         await expect.poll(() => held("key", ids.key), { timeout: 2_000, interval: 20 }).toBe(200);
         // GCRA at the frozen clock: 200 requests at 1 ms each, nothing more.
-        await expect.poll(() => admin.hget(redisKeys.counters("key", ids.key), "t"), { timeout: 2_000, interval: 20 }).toBe(`${T0 + 200}.000`);
+        await expect
+            .poll(() => admin.hget(redisKeys.counters("key", ids.key), "t"), { timeout: 2_000, interval: 20 })
+            .toBe(`${T0 + 200}.000`);
     });
 
     it("admits nothing from a grant once the Redis connection is down (fail closed)", async () => {

@@ -1,9 +1,20 @@
 import type { Redis } from "ioredis";
-import { performance } from "perf_hooks";
+import { performance } from "node:perf_hooks";
 import type { TierIds } from "../shared/identity";
 import {
-    AdmissionBatcher, admissionKeys, checkAndAcquire, grantLeaseIds, LeaseStore, LimitDecision, MAX_GRANT, newLeaseToken,
-    parseCounterLease, returnGrant, returnSlots, TIERS, TierLimits,
+    AdmissionBatcher,
+    admissionKeys,
+    checkAndAcquire,
+    grantLeaseIds,
+    type LeaseStore,
+    type LimitDecision,
+    MAX_GRANT,
+    newLeaseToken,
+    parseCounterLease,
+    returnGrant,
+    returnSlots,
+    TIERS,
+    type TierLimits,
 } from "../shared/limits";
 
 /**
@@ -136,9 +147,13 @@ export class GrantAdmission {
     private readonly inFlight = new Set<Promise<unknown>>();
 
     /** @throws RangeError for a `maxGrant` outside 1..MAX_GRANT or a negative `holdMs`. */
-    constructor(private readonly redis: Redis, private readonly o: GrantOptions) {
+    constructor(
+        private readonly redis: Redis,
+        private readonly o: GrantOptions,
+    ) {
         if (!(o.holdMs >= 0)) throw new RangeError(`holdMs must be >= 0, got ${o.holdMs}`);
-        if (!Number.isInteger(o.maxGrant) || o.maxGrant < 1 || o.maxGrant > MAX_GRANT) throw new RangeError(`maxGrant must be an integer in 1..${MAX_GRANT}, got ${o.maxGrant}`);
+        if (!Number.isInteger(o.maxGrant) || o.maxGrant < 1 || o.maxGrant > MAX_GRANT)
+            throw new RangeError(`maxGrant must be an integer in 1..${MAX_GRANT}, got ${o.maxGrant}`);
         if (o.batch) this.batcher = new AdmissionBatcher(redis);
         if (o.holdMs > 0) {
             this.sweeper = setInterval(() => this.sweep(), o.holdMs);
@@ -155,12 +170,27 @@ export class GrantAdmission {
      */
     admit(pairKey: string, ids: TierIds, limits: TierLimits, revision: number): LimitDecision | Promise<LimitDecision> {
         if (this.o.holdMs <= 0) {
-            return this.redisCheck(ids, limits, 1, this.keysOf(ids)).then((d) => { this.o.events?.admitted?.("redis"); return d; });
+            return this.redisCheck(ids, limits, 1, this.keysOf(ids)).then((d) => {
+                this.o.events?.admitted?.("redis");
+                return d;
+            });
         }
         const t = performance.now();
         let p = this.pairs.get(pairKey);
         if (!p) {
-            p = { key: pairKey, ids, fixed: admissionKeys(ids), limits, revision, lots: [], available: 0, demand: 0, lastDemand: 0, periodStart: t, quietUntil: 0 };
+            p = {
+                key: pairKey,
+                ids,
+                fixed: admissionKeys(ids),
+                limits,
+                revision,
+                lots: [],
+                available: 0,
+                demand: 0,
+                lastDemand: 0,
+                periodStart: t,
+                quietUntil: 0,
+            };
             this.pairs.set(pairKey, p);
         } else if (p.revision !== revision) {
             this.giveBack(p, true);
@@ -231,9 +261,14 @@ export class GrantAdmission {
 
     /** Marks `call` as the pair's grant call in flight until it settles. */
     private setPending(p: Pair, call: Promise<unknown>): Promise<void> {
-        const pending: Promise<void> = call.then(() => undefined, () => undefined).finally(() => {
-            if (p.pending === pending) p.pending = undefined;
-        });
+        const pending: Promise<void> = call
+            .then(
+                () => undefined,
+                () => undefined,
+            )
+            .finally(() => {
+                if (p.pending === pending) p.pending = undefined;
+            });
         p.pending = pending;
         this.track(pending);
         return pending;
@@ -327,13 +362,18 @@ export class GrantAdmission {
         if (want === 0 || p.available * 2 >= want) return;
         const revision = p.revision;
         const limits = p.limits;
-        this.setPending(p, this.redisCheck(p.ids, limits, want, p.fixed).then(
-            (d) => {
-                if (d.allowed) this.addLot(p, d.leaseId, 0, d.granted, revision, limits);
-                else p.quietUntil = performance.now() + this.o.holdMs;
-            },
-            () => { p.quietUntil = performance.now() + this.o.holdMs; },
-        ));
+        this.setPending(
+            p,
+            this.redisCheck(p.ids, limits, want, p.fixed).then(
+                (d) => {
+                    if (d.allowed) this.addLot(p, d.leaseId, 0, d.granted, revision, limits);
+                    else p.quietUntil = performance.now() + this.o.holdMs;
+                },
+                () => {
+                    p.quietUntil = performance.now() + this.o.holdMs;
+                },
+            ),
+        );
     }
 
     /** Gives back the lots of `p` that expired by `t` (`performance.now()` ms), or all of them (`true`). */
@@ -361,10 +401,12 @@ export class GrantAdmission {
         const call = lot.bucketMs
             ? returnSlots(this.redis, ids, limits, lot.base, lot.bucketMs, slots, this.o.now())
             : returnGrant(this.redis, ids, limits, grantLeaseIds(lot.base, lot.end).slice(slots[0]), this.o.now());
-        this.track(call.then(
-            () => this.o.events?.returned?.(n, "returned"),
-            (err: unknown) => this.o.events?.returned?.(n, "lost", err),
-        ));
+        this.track(
+            call.then(
+                () => this.o.events?.returned?.(n, "returned"),
+                (err: unknown) => this.o.events?.returned?.(n, "lost", err),
+            ),
+        );
     }
 
     /** Every `holdMs`: gives back expired lots, forgets pairs idle for two periods. */

@@ -1,8 +1,8 @@
-import { spawn } from "child_process";
-import * as http from "http";
-import type { AddressInfo } from "net";
-import * as os from "os";
-import * as path from "path";
+import { spawn } from "node:child_process";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import { Redis } from "ioredis";
 import { startAuthService } from "./server";
 import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testConfig, UNLIMITED } from "./test/harness";
@@ -129,20 +129,40 @@ export function evaluateGoals(r: Omit<AuthBenchResult, "goals" | "goalsMissed">)
     for (const s of r.closed) {
         if (s.floor && s.auth) {
             const f = s.auth.checksPerSecond / s.floor.checksPerSecond;
-            out.push({ goal: `checks/s auth / floor, busy key, ${s.setting}`, figure: f, bound: `>= ${GOALS.busyRatio.toFixed(2)}x`, met: f >= GOALS.busyRatio });
+            out.push({
+                goal: `checks/s auth / floor, busy key, ${s.setting}`,
+                figure: f,
+                bound: `>= ${GOALS.busyRatio.toFixed(2)}x`,
+                met: f >= GOALS.busyRatio,
+            });
         }
     }
     if (r.spread?.floor && r.spread.auth) {
         const f = r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond;
-        out.push({ goal: `checks/s auth / floor, ${r.spread.setting}`, figure: f, bound: `>= ${GOALS.spreadRatio.toFixed(2)}x`, met: f >= GOALS.spreadRatio });
+        out.push({
+            goal: `checks/s auth / floor, ${r.spread.setting}`,
+            figure: f,
+            bound: `>= ${GOALS.spreadRatio.toFixed(2)}x`,
+            met: f >= GOALS.spreadRatio,
+        });
     }
     if (r.spread?.auth?.redisUsPerCheck !== undefined) {
         const u = r.spread.auth.redisUsPerCheck;
-        out.push({ goal: `redis CPU per check, quiet keys (${r.spread.setting})`, figure: u, bound: `<= ${GOALS.quietRedisUs} us`, met: u <= GOALS.quietRedisUs });
+        out.push({
+            goal: `redis CPU per check, quiet keys (${r.spread.setting})`,
+            figure: u,
+            bound: `<= ${GOALS.quietRedisUs} us`,
+            met: u <= GOALS.quietRedisUs,
+        });
     }
     if (r.paced?.floor && r.paced.auth) {
         const d = r.paced.auth.p99Ms - r.paced.floor.p99Ms;
-        out.push({ goal: `p99 auth - floor, ${r.paced.setting}`, figure: d, bound: `<= ${GOALS.pacedP99DeltaMs.toFixed(2)} ms`, met: d <= GOALS.pacedP99DeltaMs });
+        out.push({
+            goal: `p99 auth - floor, ${r.paced.setting}`,
+            figure: d,
+            bound: `<= ${GOALS.pacedP99DeltaMs.toFixed(2)} ms`,
+            met: d <= GOALS.pacedP99DeltaMs,
+        });
     }
     return out;
 }
@@ -230,13 +250,39 @@ export type CpuProbe = () => Promise<number>;
 export type CallProbe = () => Promise<number>;
 
 async function load(
-    port: number, urlPath: string, body: string, o: { durationS: number; warmupS: number }, concurrency: number, rate = 0, redisCpu?: CpuProbe,
-    secrets: readonly string[] = [SECRET], scriptCalls?: CallProbe,
+    port: number,
+    urlPath: string,
+    body: string,
+    o: { durationS: number; warmupS: number },
+    concurrency: number,
+    rate = 0,
+    redisCpu?: CpuProbe,
+    secrets: readonly string[] = [SECRET],
+    scriptCalls?: CallProbe,
 ): Promise<TargetResult> {
-    const headerSets = secrets.map((k) => ({ authorization: `Bearer ${k}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }));
-    const child = spawn(process.execPath, ["-e", LOADGEN, JSON.stringify({
-        port, path: urlPath, headerSets, body, concurrency, durationMs: o.durationS * 1000, warmupMs: o.warmupS * 1000, rate,
-    })], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+    const headerSets = secrets.map((k) => ({
+        authorization: `Bearer ${k}`,
+        "content-type": "application/json",
+        "content-length": String(Buffer.byteLength(body)),
+    }));
+    const child = spawn(
+        process.execPath,
+        [
+            "-e",
+            LOADGEN,
+            JSON.stringify({
+                port,
+                path: urlPath,
+                headerSets,
+                body,
+                concurrency,
+                durationMs: o.durationS * 1000,
+                warmupMs: o.warmupS * 1000,
+                rate,
+            }),
+        ],
+        { stdio: ["ignore", "inherit", "inherit", "ipc"] },
+    );
     // CPU of this process (the server under test; the load generator is another process) and of redis-server
     // during the measured phase: less sensitive to a loaded machine than checks/s and latency.
     let cpu0: NodeJS.CpuUsage | undefined;
@@ -247,8 +293,16 @@ async function load(
     let calls1: Promise<number> | undefined;
     const r = await new Promise<{ latencies: number[]; errors: number; elapsedS: number }>((resolve, reject) => {
         child.on("message", (m: { type: string; latencies: number[]; errors: number; elapsedS: number }) => {
-            if (m.type === "start") { cpu0 = process.cpuUsage(); redis0 = redisCpu?.(); calls0 = scriptCalls?.(); }
-            if (m.type === "end") { cpu = process.cpuUsage(cpu0); redis1 = redisCpu?.(); calls1 = scriptCalls?.(); }
+            if (m.type === "start") {
+                cpu0 = process.cpuUsage();
+                redis0 = redisCpu?.();
+                calls0 = scriptCalls?.();
+            }
+            if (m.type === "end") {
+                cpu = process.cpuUsage(cpu0);
+                redis1 = redisCpu?.();
+                calls1 = scriptCalls?.();
+            }
             if (m.type === "result") resolve(m);
         });
         child.once("error", reject);
@@ -261,7 +315,10 @@ async function load(
     const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN);
     const n = sorted.length + r.errors;
     return {
-        checksPerSecond: sorted.length / r.elapsedS, p50Ms: pct(0.5), p99Ms: pct(0.99), errors: r.errors,
+        checksPerSecond: sorted.length / r.elapsedS,
+        p50Ms: pct(0.5),
+        p99Ms: pct(0.99),
+        errors: r.errors,
         serverUsPerCheck: cpu && n ? (cpu.user + cpu.system) / n : NaN,
         redisUsPerCheck: redisCpuS === undefined || !n ? undefined : (redisCpuS * 1e6) / n,
         checksPerScriptCall: calls ? n / calls : undefined,
@@ -286,8 +343,23 @@ async function startFloor(): Promise<http.Server> {
  */
 export async function runAuthBench(options: AuthBenchOptions = {}): Promise<AuthBenchResult> {
     const { only, ...rest } = options;
-    const o: Required<Omit<AuthBenchOptions, "only">> = { durationS: 5, warmupS: 1, concurrencies: [16, 64], pacedFraction: 0.1, spreadKeys: 1000, rounds: 3, contentBytes: 4096, env: {}, ...rest };
-    const body = JSON.stringify({ model: MODEL, stream: true, max_tokens: 512, messages: [{ role: "user", content: "x".repeat(o.contentBytes) }] });
+    const o: Required<Omit<AuthBenchOptions, "only">> = {
+        durationS: 5,
+        warmupS: 1,
+        concurrencies: [16, 64],
+        pacedFraction: 0.1,
+        spreadKeys: 1000,
+        rounds: 3,
+        contentBytes: 4096,
+        env: {},
+        ...rest,
+    };
+    const body = JSON.stringify({
+        model: MODEL,
+        stream: true,
+        max_tokens: 512,
+        messages: [{ role: "user", content: "x".repeat(o.contentBytes) }],
+    });
     const [redis, s3] = await Promise.all([startRedis(), startS3()]);
     const tmp = tempDir("auth-bench-");
     const floor = await startFloor();
@@ -295,16 +367,26 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         const hub = hubKeys();
         const spoke = "bench";
         const spreadSecrets = Array.from({ length: o.spreadKeys }, (_, i) => `sk-bench-spread-${String(i).padStart(6, "0")}`);
-        await publishBundle(s3, hub, spoke, 1, makePolicy({
-            models: { [MODEL]: UNLIMITED },
-            keys: [
-                { id: "bench", secret: SECRET, tenant: "bench", team: "bench", models: [MODEL] },
-                ...spreadSecrets.map((secret, i) => ({ id: `spread-${i}`, secret, tenant: "bench", team: "bench", models: [MODEL] })),
-            ],
-        }));
+        await publishBundle(
+            s3,
+            hub,
+            spoke,
+            1,
+            makePolicy({
+                models: { [MODEL]: UNLIMITED },
+                keys: [
+                    { id: "bench", secret: SECRET, tenant: "bench", team: "bench", models: [MODEL] },
+                    ...spreadSecrets.map((secret, i) => ({ id: `spread-${i}`, secret, tenant: "bench", team: "bench", models: [MODEL] })),
+                ],
+            }),
+        );
         const svc = await startAuthService(
             testConfig({
-                spoke, publicKey: hub.publicKey, s3Endpoint: s3.endpoint, redisUrl: redis.url, cachePath: path.join(tmp.dir, "bundle.json"),
+                spoke,
+                publicKey: hub.publicKey,
+                s3Endpoint: s3.endpoint,
+                redisUrl: redis.url,
+                cachePath: path.join(tmp.dir, "bundle.json"),
                 env: { AUTH_LEASE_TTL_SECONDS: String(BENCH_LEASE_TTL_S), ...o.env },
             }),
             { log: () => undefined },
@@ -320,13 +402,19 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             return v("used_cpu_user") + v("used_cpu_sys");
         };
         /** Each auth run starts from an empty Redis (limiter state, ZSETs), not the previous run's. */
-        const fresh = async <T>(run: () => Promise<T>): Promise<T> => { await admin.flushall(); return run(); };
+        const fresh = async <T>(run: () => Promise<T>): Promise<T> => {
+            await admin.flushall();
+            return run();
+        };
         const urlPath = "/authz/v1/chat/completions";
         const floorPort = (floor.address() as AddressInfo).port;
         const result: AuthBenchResult = { closed: [], options: o, goals: [], goalsMissed: [] };
         /** `rounds` floor/auth pairs, alternating; keeps the median pair by `figure`. */
         const pairs = async (
-            setting: string, rounds: number, runFloor: () => Promise<TargetResult>, runAuth: () => Promise<TargetResult>,
+            setting: string,
+            rounds: number,
+            runFloor: () => Promise<TargetResult>,
+            runAuth: () => Promise<TargetResult>,
             figure: (floor: TargetResult, auth: TargetResult) => number,
         ): Promise<SettingResult> => {
             const got: { floor?: TargetResult; auth?: TargetResult; figure: number }[] = [];
@@ -341,23 +429,37 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         const throughput = (f: TargetResult, a: TargetResult) => a.checksPerSecond / f.checksPerSecond;
         try {
             for (const c of o.concurrencies) {
-                result.closed.push(await pairs(`${c} in flight`, o.rounds,
-                    () => load(floorPort, urlPath, body, o, c),
-                    () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu, undefined, scriptCalls)), throughput));
+                result.closed.push(
+                    await pairs(
+                        `${c} in flight`,
+                        o.rounds,
+                        () => load(floorPort, urlPath, body, o, c),
+                        () => fresh(() => load(svc.port, urlPath, body, o, c, 0, redisCpu, undefined, scriptCalls)),
+                        throughput,
+                    ),
+                );
             }
             if (o.spreadKeys > 0) {
-                result.spread = await pairs(`16 in flight, ${o.spreadKeys} keys`, o.rounds,
+                result.spread = await pairs(
+                    `16 in flight, ${o.spreadKeys} keys`,
+                    o.rounds,
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
-                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)), throughput);
+                    () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)),
+                    throughput,
+                );
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
             if (o.pacedFraction > 0 && saturated > 0) {
                 const rate = Math.max(1, Math.round(saturated * o.pacedFraction));
                 result.paced = {
                     ratePerSecond: rate,
-                    ...await pairs(`paced ${rate}/s`, o.rounds,
+                    ...(await pairs(
+                        `paced ${rate}/s`,
+                        o.rounds,
                         () => load(floorPort, urlPath, body, o, 0, rate),
-                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, undefined, scriptCalls)), (f, a) => a.p99Ms - f.p99Ms),
+                        () => fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, undefined, scriptCalls)),
+                        (f, a) => a.p99Ms - f.p99Ms,
+                    )),
                 };
             }
         } finally {
@@ -367,17 +469,25 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         result.goals = evaluateGoals(result);
         result.goalsMissed = result.goals.filter((g) => !g.met).map((g) => `${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
         print(result, Buffer.byteLength(body));
-        const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])].flatMap((r) => [r.floor, r.auth]).filter((t): t is TargetResult => !!t);
+        const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])]
+            .flatMap((r) => [r.floor, r.auth])
+            .filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
         const answers = runs.reduce((n, t) => n + t.errors + t.checksPerSecond * o.durationS, 0);
         const errorCount = errors.reduce((a, b) => a + b, 0);
         // A few 503s on an overloaded machine are the fail-closed design at work (a Redis command over its
         // 100 ms timeout); more than 0.1 % of answers means the run measured errors, not checks.
         if (errorCount > 0.001 * answers) throw new Error(`benchmark saw non-200 answers (floor, auth per setting): ${errors.join(", ")}`);
-        if (errorCount > 0) process.stdout.write(`note: ${errorCount} non-200 answers (floor, auth per setting: ${errors.join(", ")}), under 0.1 % of ${Math.round(answers)}\n`);
+        if (errorCount > 0)
+            process.stdout.write(
+                `note: ${errorCount} non-200 answers (floor, auth per setting: ${errors.join(", ")}), under 0.1 % of ${Math.round(answers)}\n`,
+            );
         return result;
     } finally {
-        await new Promise<void>((resolve) => { floor.close(() => resolve()); floor.closeAllConnections(); });
+        await new Promise<void>((resolve) => {
+            floor.close(() => resolve());
+            floor.closeAllConnections();
+        });
         await Promise.all([redis.stop(), s3.destroy()]);
         tmp.remove();
     }
@@ -388,36 +498,67 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     const n = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(d));
     const lines = [
         `auth service ext_authz check vs no-op Node HTTP floor (loopback, ${r.options.durationS} s per run after ` +
-        `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
+            `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
         row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call"),
     ];
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
-        for (const [name, t] of [["no-op floor", s.floor], ["auth service", s.auth]] as const) {
-            if (t) lines.push(row(`${s.setting}: ${name}`, n(t.checksPerSecond, 0), n(t.p50Ms, 2), n(t.p99Ms, 2), n(t.serverUsPerCheck, 1), n(t.redisUsPerCheck, 1), n(t.checksPerScriptCall, 1)));
+        for (const [name, t] of [
+            ["no-op floor", s.floor],
+            ["auth service", s.auth],
+        ] as const) {
+            if (t)
+                lines.push(
+                    row(
+                        `${s.setting}: ${name}`,
+                        n(t.checksPerSecond, 0),
+                        n(t.p50Ms, 2),
+                        n(t.p99Ms, 2),
+                        n(t.serverUsPerCheck, 1),
+                        n(t.redisUsPerCheck, 1),
+                        n(t.checksPerScriptCall, 1),
+                    ),
+                );
         }
     }
-    lines.push("(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;");
+    lines.push(
+        "(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;",
+    );
     lines.push(" per call: checks per Redis script call)");
     lines.push("ratios (goal):");
-    const all = (s: SettingResult, unit: string) => (s.figures && s.figures.length > 1 ? `; median of ${s.figures.map((f) => `${f.toFixed(2)}${unit}`).join(", ")}` : "");
+    const all = (s: SettingResult, unit: string) =>
+        s.figures && s.figures.length > 1 ? `; median of ${s.figures.map((f) => `${f.toFixed(2)}${unit}`).join(", ")}` : "";
     for (const s of r.closed) {
-        if (s.floor && s.auth) lines.push(`  ${s.setting}: checks/s auth / floor = ${(s.auth.checksPerSecond / s.floor.checksPerSecond).toFixed(2)}x (goal >= 0.70x${all(s, "x")})`);
+        if (s.floor && s.auth)
+            lines.push(
+                `  ${s.setting}: checks/s auth / floor = ${(s.auth.checksPerSecond / s.floor.checksPerSecond).toFixed(2)}x (goal >= 0.70x${all(s, "x")})`,
+            );
     }
     if (r.spread?.floor && r.spread.auth) {
-        lines.push(`  ${r.spread.setting}: checks/s auth / floor = ${(r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond).toFixed(2)}x ` +
-            `(goal >= ${GOALS.spreadRatio.toFixed(2)}x${all(r.spread, "x")}; each key too quiet for a grant, so one Redis check per request)`);
+        lines.push(
+            `  ${r.spread.setting}: checks/s auth / floor = ${(r.spread.auth.checksPerSecond / r.spread.floor.checksPerSecond).toFixed(2)}x ` +
+                `(goal >= ${GOALS.spreadRatio.toFixed(2)}x${all(r.spread, "x")}; each key too quiet for a grant, so one Redis check per request)`,
+        );
     }
     if (r.spread?.auth?.redisUsPerCheck !== undefined) {
-        lines.push(`  ${r.spread.setting}: redis-server CPU per check = ${r.spread.auth.redisUsPerCheck.toFixed(1)} us (goal <= ${GOALS.quietRedisUs} us)`);
+        lines.push(
+            `  ${r.spread.setting}: redis-server CPU per check = ${r.spread.auth.redisUsPerCheck.toFixed(1)} us (goal <= ${GOALS.quietRedisUs} us)`,
+        );
     }
     if (r.paced?.floor && r.paced.auth) {
         const p = r.paced;
-        lines.push(`  ${p.setting} (a tenth of the floor's saturated rate): p99 auth / floor = ${(p.auth!.p99Ms / p.floor!.p99Ms).toFixed(2)}x, ` +
-            `auth - floor = ${(p.auth!.p99Ms - p.floor!.p99Ms).toFixed(2)} ms (goal <= 1.00 ms${all(p, " ms")})`);
+        lines.push(
+            `  ${p.setting} (a tenth of the floor's saturated rate): p99 auth / floor = ${(p.auth!.p99Ms / p.floor!.p99Ms).toFixed(2)}x, ` +
+                `auth - floor = ${(p.auth!.p99Ms - p.floor!.p99Ms).toFixed(2)} ms (goal <= 1.00 ms${all(p, " ms")})`,
+        );
     }
     const missed = r.goals.filter((g) => !g.met).length;
-    lines.push(`summary: ${r.goals.length - missed} of ${r.goals.length} goals met (machine: ${os.cpus().length} CPUs, load average ${os.loadavg().map((x) => x.toFixed(2)).join(" ")})`);
+    lines.push(
+        `summary: ${r.goals.length - missed} of ${r.goals.length} goals met (machine: ${os.cpus().length} CPUs, load average ${os
+            .loadavg()
+            .map((x) => x.toFixed(2))
+            .join(" ")})`,
+    );
     for (const g of r.goals) lines.push(`  ${g.met ? "met   " : "MISSED"} ${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
     process.stdout.write(`${lines.join("\n")}\n`);
 }
@@ -429,6 +570,9 @@ function fmt(x: number): string {
 if (require.main === module) {
     runAuthBench().then(
         (r) => process.exit(r.goalsMissed.length ? 1 : 0),
-        (err: unknown) => { process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`); process.exit(1); },
+        (err: unknown) => {
+            process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+            process.exit(1);
+        },
     );
 }

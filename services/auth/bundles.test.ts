@@ -1,14 +1,26 @@
-import { promises as fs } from "fs";
+import { promises as fs } from "node:fs";
 import { Redis } from "ioredis";
-import * as path from "path";
+import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AckSchema, bundlePaths, verifyBundle } from "../shared/bundle";
 import { IDENTITY_HEADERS } from "../shared/identity";
-import { AuthService, startAuthService } from "./server";
+import { type AuthService, startAuthService } from "./server";
 import { check, ops } from "./test/client";
 import {
-    freePort, HubKeys, hubKeys, makePolicy, memoryLogger, publishBundle, RedisServer, S3Server, startRedis, startS3,
-    tempDir, TempDir, testConfig, TestKey,
+    freePort,
+    type HubKeys,
+    hubKeys,
+    makePolicy,
+    memoryLogger,
+    publishBundle,
+    type RedisServer,
+    type S3Server,
+    startRedis,
+    startS3,
+    tempDir,
+    type TempDir,
+    testConfig,
+    type TestKey,
 } from "./test/harness";
 
 const MODEL = "Qwen/Qwen3-32B";
@@ -48,7 +60,14 @@ async function start(spoke: string, o: { s3Endpoint?: string; cacheName?: string
     const logs = memoryLogger();
     const cachePath = path.join(tmp.dir, o.cacheName ?? `${spoke}.json`);
     const svc = await startAuthService(
-        testConfig({ spoke, publicKey: hub.publicKey, s3Endpoint: o.s3Endpoint ?? s3.endpoint, redisUrl: redis.url, cachePath, env: o.env }),
+        testConfig({
+            spoke,
+            publicKey: hub.publicKey,
+            s3Endpoint: o.s3Endpoint ?? s3.endpoint,
+            redisUrl: redis.url,
+            cachePath,
+            env: o.env,
+        }),
         { log: logs.log, now: o.now },
     );
     running.push(svc);
@@ -95,7 +114,9 @@ describe("no bundle ever loaded", () => {
         const { svc } = await start("spoke-forged");
         expect(await svc.bundles.syncOnce()).toBe("rejected");
         expect((await check(svc.port, { key: k1.secret, model: MODEL })).status).toBe(503);
-        expect((await ops(svc.opsPort, "/metrics")).text).toMatch(/auth_bundle_syncs_total\{result="rejected",reason="verify_failed"\} [1-9]/);
+        expect((await ops(svc.opsPort, "/metrics")).text).toMatch(
+            /auth_bundle_syncs_total\{result="rejected",reason="verify_failed"\} [1-9]/,
+        );
     });
 });
 
@@ -108,7 +129,12 @@ describe("lifecycle of one spoke", () => {
         const { svc } = await start(SPOKE, { now: () => clock });
         expect(await allowedRevision(svc, k1)).toBe("1");
         const ack = AckSchema.parse(JSON.parse((await s3.get(bundlePaths.ack(SPOKE, 1)))!));
-        expect(ack).toEqual({ spoke: SPOKE, revision: 1, contentHash: verifyBundle(await s3.get(bundlePaths.bundle(SPOKE, 1)), hub.publicKey, SPOKE).contentHash, at: new Date(clock).toISOString() });
+        expect(ack).toEqual({
+            spoke: SPOKE,
+            revision: 1,
+            contentHash: verifyBundle(await s3.get(bundlePaths.bundle(SPOKE, 1)), hub.publicKey, SPOKE).contentHash,
+            at: new Date(clock).toISOString(),
+        });
     });
 
     it("rotates to revision 2: new key allowed, removed key refused, ACK 2, cache updated", async () => {
@@ -137,7 +163,9 @@ describe("lifecycle of one spoke", () => {
         expect(await allowedRevision(svc, k2)).toBe("2");
         // Someone with bucket write access (but not the hub's signing key) adds their own key.
         await publishBundle(s3, hub, SPOKE, 3, rev2, {
-            mutate: (doc) => { doc.bundle.policy.apiKeys.push(makePolicy({ models: {}, keys: [{ ...k1, id: "evil" }] }).apiKeys[0]); },
+            mutate: (doc) => {
+                doc.bundle.policy.apiKeys.push(makePolicy({ models: {}, keys: [{ ...k1, id: "evil" }] }).apiKeys[0]);
+            },
         });
         expect(await svc.bundles.syncOnce()).toBe("rejected");
         expect(await allowedRevision(svc, k1)).toBe(401);

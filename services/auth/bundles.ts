@@ -1,11 +1,11 @@
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { randomBytes } from "crypto";
-import { promises as fs } from "fs";
-import * as path from "path";
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import * as path from "node:path";
 import { AckSchema, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
 import { boundedRequestHandler } from "../shared/net";
 import type { AuthConfig } from "./config";
-import { errorMessage, Logger } from "./log";
+import { errorMessage, type Logger } from "./log";
 import type { AuthMetrics } from "./metrics";
 import { PolicyIndex } from "./policy";
 
@@ -45,7 +45,9 @@ export function createS3Client(s3: AuthConfig["s3"]): S3Client {
         forcePathStyle: s3.forcePathStyle,
         maxAttempts: 2,
         requestHandler: boundedRequestHandler({
-            connectTimeoutMs: Math.min(2_000, s3.timeoutMs), requestTimeoutMs: s3.timeoutMs, socketTimeoutMs: s3.timeoutMs,
+            connectTimeoutMs: Math.min(2_000, s3.timeoutMs),
+            requestTimeoutMs: s3.timeoutMs,
+            socketTimeoutMs: s3.timeoutMs,
         }),
     });
 }
@@ -151,7 +153,9 @@ export class BundleStore {
     syncOnce(): Promise<SyncResult> {
         if (!this.inFlight) {
             this.signal = AbortSignal.timeout(this.o.syncDeadlineMs ?? this.o.pollIntervalMs);
-            this.inFlight = this.sync().finally(() => { this.inFlight = undefined; });
+            this.inFlight = this.sync().finally(() => {
+                this.inFlight = undefined;
+            });
         }
         return this.inFlight;
     }
@@ -164,7 +168,7 @@ export class BundleStore {
         } catch (err) {
             return this.failed("error", "hub_unreachable", "cannot read current policy pointer", err);
         }
-        let pointer;
+        let pointer: ReturnType<typeof CurrentPointerSchema.parse>;
         try {
             pointer = CurrentPointerSchema.parse(JSON.parse(pointerText));
         } catch (err) {
@@ -193,8 +197,10 @@ export class BundleStore {
         let index: PolicyIndex;
         try {
             const bundle = verifyBundle(bundleText, this.o.publicKey, spoke);
-            if (bundle.revision !== pointer.revision) throw new Error(`bundle revision ${bundle.revision} != pointer revision ${pointer.revision}`);
-            if (bundle.contentHash !== pointer.contentHash) throw new Error(`bundle content hash != pointer content hash (revision ${pointer.revision})`);
+            if (bundle.revision !== pointer.revision)
+                throw new Error(`bundle revision ${bundle.revision} != pointer revision ${pointer.revision}`);
+            if (bundle.contentHash !== pointer.contentHash)
+                throw new Error(`bundle content hash != pointer content hash (revision ${pointer.revision})`);
             index = new PolicyIndex(bundle);
         } catch (err) {
             return this.failed("rejected", "verify_failed", `policy bundle revision ${pointer.revision} rejected`, err);
@@ -222,7 +228,9 @@ export class BundleStore {
     private failed(result: "error" | "rejected", reason: string, msg: string, err?: unknown): SyncResult {
         this.o.metrics.bundleSyncs.inc({ result, reason });
         this.o.log(result === "error" ? "warn" : "error", msg, {
-            reason, servedRevision: this.served?.revision ?? null, ...(err === undefined ? {} : { error: errorMessage(err) }),
+            reason,
+            servedRevision: this.served?.revision ?? null,
+            ...(err === undefined ? {} : { error: errorMessage(err) }),
         });
         return result;
     }
@@ -237,15 +245,28 @@ export class BundleStore {
     private async ack(): Promise<void> {
         const s = this.served;
         if (!s || this.ackedRevision === s.revision) return;
-        const ack = AckSchema.parse({ spoke: this.o.spoke, revision: s.revision, contentHash: s.contentHash, at: new Date(this.o.now()).toISOString() });
+        const ack = AckSchema.parse({
+            spoke: this.o.spoke,
+            revision: s.revision,
+            contentHash: s.contentHash,
+            at: new Date(this.o.now()).toISOString(),
+        });
         try {
-            await this.o.s3.send(new PutObjectCommand({
-                Bucket: this.o.bucket, Key: bundlePaths.ack(this.o.spoke, s.revision),
-                Body: JSON.stringify(ack), ContentType: "application/json",
-            }), { abortSignal: this.signal });
+            await this.o.s3.send(
+                new PutObjectCommand({
+                    Bucket: this.o.bucket,
+                    Key: bundlePaths.ack(this.o.spoke, s.revision),
+                    Body: JSON.stringify(ack),
+                    ContentType: "application/json",
+                }),
+                { abortSignal: this.signal },
+            );
             this.ackedRevision = s.revision;
         } catch (err) {
-            this.o.log("warn", "cannot write policy bundle ACK; retrying at the next sync", { revision: s.revision, error: errorMessage(err) });
+            this.o.log("warn", "cannot write policy bundle ACK; retrying at the next sync", {
+                revision: s.revision,
+                error: errorMessage(err),
+            });
         }
     }
 

@@ -1,10 +1,23 @@
-import * as path from "path";
+import * as path from "node:path";
 import type { ChaosFigure, ChaosScenario } from "../shared/chaos";
 import { IDENTITY_HEADERS } from "../shared/identity";
-import { SilentProxy, startSilentProxy } from "../shared/testing/silent-proxy";
-import { AuthService, startAuthService } from "./server";
+import { type SilentProxy, startSilentProxy } from "../shared/testing/silent-proxy";
+import { type AuthService, startAuthService } from "./server";
 import { check } from "./test/client";
-import { hubKeys, HubKeys, makePolicy, publishBundle, RedisServer, S3Server, startRedis, startS3, tempDir, TempDir, testConfig, TestKey } from "./test/harness";
+import {
+    hubKeys,
+    type HubKeys,
+    makePolicy,
+    publishBundle,
+    type RedisServer,
+    type S3Server,
+    startRedis,
+    startS3,
+    tempDir,
+    type TempDir,
+    testConfig,
+    type TestKey,
+} from "./test/harness";
 
 /**
  * The auth service's fault scenarios for `npm run chaos` (tools/chaos.ts). Each starts its own redis-server,
@@ -51,12 +64,19 @@ async function withRig<T>(via: "redis" | "s3" | "none", env: Record<string, stri
     try {
         await publishBundle(s3, hub, spoke, 1, makePolicy({ models: { [MODEL]: undefined }, keys: [k1] }));
         proxy = await startSilentProxy({ port: via === "s3" ? Number(new URL(s3.endpoint).port) : redis.port });
-        svc = await startAuthService(testConfig({
-            spoke, publicKey: hub.publicKey, cachePath: path.join(tmp.dir, "bundle.json"), env,
-            redisUrl: via === "redis" ? `redis://127.0.0.1:${proxy.port}` : redis.url,
-            s3Endpoint: via === "s3" ? `http://127.0.0.1:${proxy.port}` : s3.endpoint,
-        }), { log: () => undefined });
-        if ((await check(svc.port, { key: k1.secret, model: MODEL })).status !== 200) throw new Error("auth service not healthy before the fault");
+        svc = await startAuthService(
+            testConfig({
+                spoke,
+                publicKey: hub.publicKey,
+                cachePath: path.join(tmp.dir, "bundle.json"),
+                env,
+                redisUrl: via === "redis" ? `redis://127.0.0.1:${proxy.port}` : redis.url,
+                s3Endpoint: via === "s3" ? `http://127.0.0.1:${proxy.port}` : s3.endpoint,
+            }),
+            { log: () => undefined },
+        );
+        if ((await check(svc.port, { key: k1.secret, model: MODEL })).status !== 200)
+            throw new Error("auth service not healthy before the fault");
         return await body({ redis, s3, hub, tmp, proxy, svc });
     } finally {
         await svc?.close();
@@ -85,7 +105,8 @@ async function during(svc: AuthService, ms: number): Promise<{ denied: number; w
     const end = Date.now() + ms;
     while (Date.now() < end) {
         const s = (await check(svc.port, { key: k1.secret, model: MODEL })).status;
-        if (s === 503) denied++; else if (s !== 200) wrong++;
+        if (s === 503) denied++;
+        else if (s !== 200) wrong++;
         await sleep(50);
     }
     return { denied, wrong };
@@ -94,73 +115,99 @@ async function during(svc: AuthService, ms: number): Promise<{ denied: number; w
 export const scenarios: ChaosScenario[] = [
     {
         name: "auth: redis silent then healed",
-        run: () => withRig("redis", {}, async ({ proxy, svc }): Promise<ChaosFigure> => {
-            proxy.silence();
-            const d = await during(svc, PARTITION_MS);
-            proxy.heal();
-            const s = await secondsUntil("auth after a silent Redis partition", allowed(svc));
-            return { recoverySeconds: s, lost: 0, doubleCounted: 0, detail: `${PARTITION_MS / 1000} s partition: ${d.denied} checks denied 503 (fail closed), ${d.wrong} other answers` };
-        }),
+        run: () =>
+            withRig("redis", {}, async ({ proxy, svc }): Promise<ChaosFigure> => {
+                proxy.silence();
+                const d = await during(svc, PARTITION_MS);
+                proxy.heal();
+                const s = await secondsUntil("auth after a silent Redis partition", allowed(svc));
+                return {
+                    recoverySeconds: s,
+                    lost: 0,
+                    doubleCounted: 0,
+                    detail: `${PARTITION_MS / 1000} s partition: ${d.denied} checks denied 503 (fail closed), ${d.wrong} other answers`,
+                };
+            }),
     },
     {
         name: "auth: redis silent while a busy key holds a grant",
-        run: () => withRig("redis", { AUTH_GRANT_HOLD_MS: String(GRANT_HOLD_MS) }, async ({ proxy, svc }): Promise<ChaosFigure> => {
-            // 8 checks in flight for a second give the key a grant; then one check every 10 ms through the partition.
-            let stop = false;
-            const busy = Array.from({ length: 8 }, async () => { while (!stop) await check(svc.port, { key: k1.secret, model: MODEL }); });
-            await sleep(1_000);
-            stop = true;
-            await Promise.all(busy);
-            const metrics = await fetch(`http://127.0.0.1:${svc.opsPort}/metrics`).then((r) => r.text());
-            const held = Number(/^auth_grant_held_slots (\S+)$/m.exec(metrics)?.[1] ?? NaN);
-            const silencedAt = Date.now();
-            proxy.silence();
-            const after = { withinHold: 0, pastHold: 0, denied: 0, other: 0 };
-            while (Date.now() - silencedAt < PARTITION_MS) {
-                const sent = Date.now();
-                const st = (await check(svc.port, { key: k1.secret, model: MODEL })).status;
-                if (st === 503) after.denied++;
-                else if (st === 200) after[sent - silencedAt > GRANT_HOLD_MS ? "pastHold" : "withinHold"]++;
-                else after.other++;
-                await sleep(10);
-            }
-            proxy.heal();
-            const s = await secondsUntil("auth after a silent Redis partition with a grant held", allowed(svc));
-            return {
-                recoverySeconds: s, lost: 0, doubleCounted: 0,
-                detail: `${held} grant slots held at the partition; admitted from them ${after.withinHold} within the ${GRANT_HOLD_MS} ms hold, ` +
-                    `${after.pastHold} after it (must be 0); ${after.denied} denied 503, ${after.other} other answers`,
-            };
-        }),
+        run: () =>
+            withRig("redis", { AUTH_GRANT_HOLD_MS: String(GRANT_HOLD_MS) }, async ({ proxy, svc }): Promise<ChaosFigure> => {
+                // 8 checks in flight for a second give the key a grant; then one check every 10 ms through the partition.
+                let stop = false;
+                const busy = Array.from({ length: 8 }, async () => {
+                    while (!stop) await check(svc.port, { key: k1.secret, model: MODEL });
+                });
+                await sleep(1_000);
+                stop = true;
+                await Promise.all(busy);
+                const metrics = await fetch(`http://127.0.0.1:${svc.opsPort}/metrics`).then((r) => r.text());
+                const held = Number(/^auth_grant_held_slots (\S+)$/m.exec(metrics)?.[1] ?? NaN);
+                const silencedAt = Date.now();
+                proxy.silence();
+                const after = { withinHold: 0, pastHold: 0, denied: 0, other: 0 };
+                while (Date.now() - silencedAt < PARTITION_MS) {
+                    const sent = Date.now();
+                    const st = (await check(svc.port, { key: k1.secret, model: MODEL })).status;
+                    if (st === 503) after.denied++;
+                    else if (st === 200) after[sent - silencedAt > GRANT_HOLD_MS ? "pastHold" : "withinHold"]++;
+                    else after.other++;
+                    await sleep(10);
+                }
+                proxy.heal();
+                const s = await secondsUntil("auth after a silent Redis partition with a grant held", allowed(svc));
+                return {
+                    recoverySeconds: s,
+                    lost: 0,
+                    doubleCounted: 0,
+                    detail:
+                        `${held} grant slots held at the partition; admitted from them ${after.withinHold} within the ${GRANT_HOLD_MS} ms hold, ` +
+                        `${after.pastHold} after it (must be 0); ${after.denied} denied 503, ${after.other} other answers`,
+                };
+            }),
     },
     {
         name: "auth: redis killed and restarted",
-        run: () => withRig("none", {}, async ({ redis, svc }): Promise<ChaosFigure> => {
-            await redis.stop();
-            const d = await during(svc, PARTITION_MS);
-            await redis.start();
-            const s = await secondsUntil("auth after a Redis restart", allowed(svc));
-            return { recoverySeconds: s, lost: 0, doubleCounted: 0, detail: `SIGKILL, ${PARTITION_MS / 1000} s down, restarted empty: ${d.denied} checks denied 503, ${d.wrong} other answers` };
-        }),
+        run: () =>
+            withRig("none", {}, async ({ redis, svc }): Promise<ChaosFigure> => {
+                await redis.stop();
+                const d = await during(svc, PARTITION_MS);
+                await redis.start();
+                const s = await secondsUntil("auth after a Redis restart", allowed(svc));
+                return {
+                    recoverySeconds: s,
+                    lost: 0,
+                    doubleCounted: 0,
+                    detail: `SIGKILL, ${PARTITION_MS / 1000} s down, restarted empty: ${d.denied} checks denied 503, ${d.wrong} other answers`,
+                };
+            }),
     },
     {
         name: "auth: S3 silent during a publish then healed",
-        run: () => withRig("s3", { AUTH_POLL_INTERVAL_SECONDS: String(POLL_MS / 1000), AUTH_S3_TIMEOUT_MS: "400" }, async ({ proxy, svc, s3, hub }): Promise<ChaosFigure> => {
-            proxy.silence();
-            await sleep(PARTITION_MS / 2);
-            await publishBundle(s3, hub, "chaos", 2, makePolicy({ models: { [MODEL]: undefined }, keys: [k1, k2] }));
-            const d = await during(svc, PARTITION_MS / 2);
-            proxy.heal();
-            const s = await secondsUntil("revision 2 after a silent S3 partition", async () => {
-                const r = await check(svc.port, { key: k2.secret, model: MODEL });
-                return r.status === 200 && r.headers.get(IDENTITY_HEADERS.revision) === "2";
-            });
-            return {
-                recoverySeconds: s, lost: 0, doubleCounted: 0,
-                detail: `revision 2 published during a ${PARTITION_MS / 1000} s partition, poll interval ${POLL_MS / 1000} s; ` +
-                    `last-known-good kept serving (${d.denied} denied, ${d.wrong} other answers)`,
-            };
-        }),
+        run: () =>
+            withRig(
+                "s3",
+                { AUTH_POLL_INTERVAL_SECONDS: String(POLL_MS / 1000), AUTH_S3_TIMEOUT_MS: "400" },
+                async ({ proxy, svc, s3, hub }): Promise<ChaosFigure> => {
+                    proxy.silence();
+                    await sleep(PARTITION_MS / 2);
+                    await publishBundle(s3, hub, "chaos", 2, makePolicy({ models: { [MODEL]: undefined }, keys: [k1, k2] }));
+                    const d = await during(svc, PARTITION_MS / 2);
+                    proxy.heal();
+                    const s = await secondsUntil("revision 2 after a silent S3 partition", async () => {
+                        const r = await check(svc.port, { key: k2.secret, model: MODEL });
+                        return r.status === 200 && r.headers.get(IDENTITY_HEADERS.revision) === "2";
+                    });
+                    return {
+                        recoverySeconds: s,
+                        lost: 0,
+                        doubleCounted: 0,
+                        detail:
+                            `revision 2 published during a ${PARTITION_MS / 1000} s partition, poll interval ${POLL_MS / 1000} s; ` +
+                            `last-known-good kept serving (${d.denied} denied, ${d.wrong} other answers)`,
+                    };
+                },
+            ),
     },
 ];
 
@@ -168,7 +215,15 @@ if (require.main === module) {
     (async () => {
         for (const s of scenarios) {
             const f = await s.run();
-            process.stdout.write(`${s.name}: recovery ${f.recoverySeconds?.toFixed(2) ?? "n/a"} s, lost ${f.lost}, double-counted ${f.doubleCounted} (${f.detail})\n`);
+            process.stdout.write(
+                `${s.name}: recovery ${f.recoverySeconds?.toFixed(2) ?? "n/a"} s, lost ${f.lost}, double-counted ${f.doubleCounted} (${f.detail})\n`,
+            );
         }
-    })().then(() => process.exit(0), (e: unknown) => { process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`); process.exit(1); });
+    })().then(
+        () => process.exit(0),
+        (e: unknown) => {
+            process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+            process.exit(1);
+        },
+    );
 }

@@ -1,11 +1,23 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { redisKeys, TierIds, windowStart } from "../shared/identity";
+import { redisKeys, type TierIds, windowStart } from "../shared/identity";
 import {
-    addTokens, AdmissionBatcher, checkAndAcquire, GRANT_SHARE, grantLeaseIds, LEASE_BUCKET_MS, leaseBucket, leasesHeld, LimitDecision,
-    parseCounterLease, releaseLease, returnGrant, TierLimit, TierLimits,
+    addTokens,
+    AdmissionBatcher,
+    checkAndAcquire,
+    GRANT_SHARE,
+    grantLeaseIds,
+    LEASE_BUCKET_MS,
+    leaseBucket,
+    leasesHeld,
+    type LimitDecision,
+    parseCounterLease,
+    releaseLease,
+    returnGrant,
+    type TierLimit,
+    type TierLimits,
 } from "../shared/limits";
-import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
 
 /** services/shared/limits.ts against a real redis-server: the scripts the auth and metering services share. */
 
@@ -13,7 +25,9 @@ const ids: TierIds = { model: "m", team: "acme/core", key: "k1" };
 const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 const TTL = 30_000;
 const limits = (o: Partial<Record<keyof TierLimits, Partial<TierLimit>>> = {}): TierLimits => ({
-    model: { ...UNLIMITED, ...o.model }, team: { ...UNLIMITED, ...o.team }, key: { ...UNLIMITED, ...o.key },
+    model: { ...UNLIMITED, ...o.model },
+    team: { ...UNLIMITED, ...o.team },
+    key: { ...UNLIMITED, ...o.key },
 });
 
 let server: RedisServer;
@@ -32,7 +46,9 @@ afterAll(async () => {
     redis?.disconnect();
     await server?.stop();
 });
-beforeEach(async () => { await redis.flushall(); });
+beforeEach(async () => {
+    await redis.flushall();
+});
 
 describe("checkAndAcquire", () => {
     it("takes a lease in all three tiers as counters in its expiry bucket, expiring each HASH with its last bucket", async () => {
@@ -60,7 +76,13 @@ describe("checkAndAcquire", () => {
         await checkAndAcquire(redis, ids, limits(), "b", T0 + 10, TTL);
         await checkAndAcquire(redis, ids, limits(), "c", T0 + 1_001, TTL);
         const k = redisKeys.counters("key", ids.key);
-        expect(await redis.hgetall(k)).toMatchObject({ n: "3", [T0 + TTL + 1_000]: "2", [T0 + TTL + 2_000]: "1", e: String(T0 + TTL + 1_000), l: String(T0 + TTL + 2_000) });
+        expect(await redis.hgetall(k)).toMatchObject({
+            n: "3",
+            [T0 + TTL + 1_000]: "2",
+            [T0 + TTL + 2_000]: "1",
+            e: String(T0 + TTL + 1_000),
+            l: String(T0 + TTL + 2_000),
+        });
         expect(await redis.pexpiretime(k)).toBeGreaterThanOrEqual(T0 + TTL + 2_000);
         expect(await heldAll(T0 + 1_000)).toEqual([3, 3, 3]);
     });
@@ -71,7 +93,12 @@ describe("checkAndAcquire", () => {
         // The limiter state lives until 10 s after the bucket would be full again (no state = a full bucket).
         expect(await redis.hget(redisKeys.counters("team", ids.team), "t")).toBe(`${T0 + 2_000}.000`);
         expect(await redis.pexpiretime(redisKeys.counters("team", ids.team))).toBeGreaterThanOrEqual(T0 + 12_000);
-        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "rps", retryAfterMs: 1_000 });
+        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL)).toEqual({
+            allowed: false,
+            tier: "team",
+            dimension: "rps",
+            retryAfterMs: 1_000,
+        });
         expect((await checkAndAcquire(redis, ids, l, "c", T0 + 2_000, TTL)).allowed).toBe(true);
 
         await redis.flushall();
@@ -85,7 +112,12 @@ describe("checkAndAcquire", () => {
     it("checks tiers in order and reports the first that is full", async () => {
         const l = limits({ model: { concurrentRequests: 1 }, key: { concurrentRequests: 1 } });
         await checkAndAcquire(redis, ids, l, "a", T0, TTL);
-        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 5_000, TTL)).toEqual({ allowed: false, tier: "model", dimension: "concurrency", retryAfterMs: TTL - 5_000 });
+        expect(await checkAndAcquire(redis, ids, l, "b", T0 + 5_000, TTL)).toEqual({
+            allowed: false,
+            tier: "model",
+            dimension: "concurrency",
+            retryAfterMs: TTL - 5_000,
+        });
     });
 
     it("a denial writes nothing: no rps slot, no lease, in any tier", async () => {
@@ -105,7 +137,12 @@ describe("checkAndAcquire", () => {
     it("token windows: denies once the tier's counter reaches its limit, until the next window", async () => {
         const l = limits({ team: { tokensPerWindow: 100, windowSeconds: 3600 } });
         await addTokens(redis, ids, 100, T0 + 10_000, { model: 60, team: 3600, key: 60 });
-        expect(await checkAndAcquire(redis, ids, l, "a", T0 + 20_000, TTL)).toEqual({ allowed: false, tier: "team", dimension: "tokens", retryAfterMs: 3_580_000 });
+        expect(await checkAndAcquire(redis, ids, l, "a", T0 + 20_000, TTL)).toEqual({
+            allowed: false,
+            tier: "team",
+            dimension: "tokens",
+            retryAfterMs: 3_580_000,
+        });
         expect((await checkAndAcquire(redis, ids, l, "b", T0 + 3_600_000, TTL)).allowed).toBe(true);
     });
 
@@ -146,7 +183,11 @@ describe("grants (checkAndAcquire with want > 1)", () => {
         expect(await checkAndAcquire(redis, ids, l, "f", T0, TTL, 100)).toMatchObject({ allowed: true, granted: 1 });
         // 9 leases held: exactly the limit, never more.
         expect(await leasesHeld(redis, "key", ids.key, T0)).toBe(9);
-        expect(await checkAndAcquire(redis, ids, l, "g", T0, TTL, 100)).toMatchObject({ allowed: false, tier: "key", dimension: "concurrency" });
+        expect(await checkAndAcquire(redis, ids, l, "g", T0, TTL, 100)).toMatchObject({
+            allowed: false,
+            tier: "key",
+            dimension: "concurrency",
+        });
     });
 
     it("a denied grant request is the same denial as a single check and writes nothing", async () => {
@@ -202,15 +243,28 @@ describe("AdmissionBatcher", () => {
     it("decides a same-tick batch exactly like sequential checks, in order, and writes the same state", async () => {
         const batcher = new AdmissionBatcher(redis);
         await redis.config("RESETSTAT");
-        const batched = await Promise.all(Array.from({ length: 6 }, (_, i) => batcher.check(i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL)));
-        const batchState = await Promise.all(tiers.flatMap((t) => [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))])));
+        const batched = await Promise.all(
+            Array.from({ length: 6 }, (_, i) => batcher.check(i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL)),
+        );
+        const batchState = await Promise.all(
+            tiers.flatMap((t) =>
+                [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))]),
+            ),
+        );
         // One script call for the six checks (EVALSHA, plus one EVAL when the script was not cached yet).
-        const calls = [...(await redis.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+        const calls = [...(await redis.info("commandstats")).matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce(
+            (n, m) => n + Number(m[1]),
+            0,
+        );
         expect(calls).toBeLessThanOrEqual(2);
         await redis.flushall();
         const sequential: LimitDecision[] = [];
         for (let i = 0; i < 6; i++) sequential.push(await checkAndAcquire(redis, i % 2 ? other : ids, tight, `lease-${i}`, T0 + i, TTL));
-        const seqState = await Promise.all(tiers.flatMap((t) => [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))])));
+        const seqState = await Promise.all(
+            tiers.flatMap((t) =>
+                [ids, other].flatMap((x) => [redis.hgetall(redisKeys.counters(t, x[t])), redis.get(redisKeys.rps(t, x[t]))]),
+            ),
+        );
         expect(batched).toEqual(sequential);
         expect(batchState).toEqual(seqState);
         // The limits really bit: team "acme/core" admits 3 concurrent requests, the fourth of them is denied.
@@ -228,7 +282,11 @@ describe("AdmissionBatcher", () => {
             const batcher = new AdmissionBatcher(redis);
             const ds = batched
                 ? await Promise.all(Array.from({ length: 7 }, (_, i) => batcher.check(i % 2 ? other : ids, l, `b${i}`, at(i), TTL)))
-                : await (async () => { const out: LimitDecision[] = []; for (let i = 0; i < 7; i++) out.push(await checkAndAcquire(redis, i % 2 ? other : ids, l, `b${i}`, at(i), TTL)); return out; })();
+                : await (async () => {
+                      const out: LimitDecision[] = [];
+                      for (let i = 0; i < 7; i++) out.push(await checkAndAcquire(redis, i % 2 ? other : ids, l, `b${i}`, at(i), TTL));
+                      return out;
+                  })();
             const state = await Promise.all(tiers.flatMap((t) => [ids, other].map((x) => redis.hgetall(redisKeys.counters(t, x[t])))));
             return { ds, state };
         };
@@ -285,7 +343,12 @@ describe("releaseLease", () => {
     it("a crashed replica's leases (never released) stop counting at their TTL like any other", async () => {
         const l = limits({ team: { concurrentRequests: 3 } });
         for (const t of ["x", "y", "z"]) await checkAndAcquire(redis, ids, l, t, T0, TTL);
-        expect(await checkAndAcquire(redis, ids, l, "w", T0 + TTL - 1, TTL)).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency", retryAfterMs: 1 });
+        expect(await checkAndAcquire(redis, ids, l, "w", T0 + TTL - 1, TTL)).toMatchObject({
+            allowed: false,
+            tier: "team",
+            dimension: "concurrency",
+            retryAfterMs: 1,
+        });
         expect((await checkAndAcquire(redis, ids, l, "w", T0 + TTL, TTL)).allowed).toBe(true);
     });
 });

@@ -6,7 +6,7 @@ export type Logger = (level: LogLevel, msg: string, fields?: Record<string, unkn
 
 /** Logger writing JSON lines to stdout (info and below) and stderr (warn, error). */
 export const jsonLogger: Logger = (level, msg, fields) => {
-    const line = JSON.stringify({ time: new Date().toISOString(), level, service: "auth", msg, ...fields }) + "\n";
+    const line = `${JSON.stringify({ time: new Date().toISOString(), level, service: "auth", msg, ...fields })}\n`;
     (level === "warn" || level === "error" ? process.stderr : process.stdout).write(line);
 };
 

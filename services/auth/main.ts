@@ -7,7 +7,7 @@ import { startAuthService } from "./server";
  * cleanly on SIGTERM/SIGINT (Kubernetes sends SIGTERM, then SIGKILL after the grace period).
  */
 async function main(): Promise<void> {
-    let config;
+    let config: ReturnType<typeof loadConfig>;
     try {
         config = loadConfig(process.env);
     } catch (err) {
@@ -21,10 +21,13 @@ async function main(): Promise<void> {
     const service = await startAuthService(config);
     const shutdown = (signal: string) => {
         jsonLogger("info", "shutting down", { signal });
-        service.close().then(() => process.exit(0), (err: unknown) => {
-            jsonLogger("error", "shutdown failed", { error: errorMessage(err) });
-            process.exit(1);
-        });
+        service.close().then(
+            () => process.exit(0),
+            (err: unknown) => {
+                jsonLogger("error", "shutdown failed", { error: errorMessage(err) });
+                process.exit(1);
+            },
+        );
     };
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));

@@ -85,13 +85,17 @@ export class AuthMetrics {
             name: "auth_grant_held_slots",
             help: "Unused grant slots (rps slot plus concurrency lease in every tier) held by this replica",
             registers: [this.registry],
-            collect() { this.set(grantHeldSlots()); },
+            collect() {
+                this.set(grantHeldSlots());
+            },
         });
         this.bundleAge = new Gauge({
             name: "auth_bundle_age_seconds",
             help: "Seconds since the served policy bundle was last confirmed current by the hub (NaN: none loaded)",
             registers: [this.registry],
-            collect() { this.set(bundleAgeSeconds() ?? NaN); },
+            collect() {
+                this.set(bundleAgeSeconds() ?? NaN);
+            },
         });
         collectDefaultMetrics({ register: this.registry });
     }

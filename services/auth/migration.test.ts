@@ -1,8 +1,16 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { TierIds } from "../shared/identity";
-import { checkAndAcquire, leaseBucket, leasesHeld, newLeaseToken, parseCounterLease, releaseLease, TierLimits } from "../shared/limits";
-import { RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import {
+    checkAndAcquire,
+    leaseBucket,
+    leasesHeld,
+    newLeaseToken,
+    parseCounterLease,
+    releaseLease,
+    type TierLimits,
+} from "../shared/limits";
+import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
 import { legacyCheck } from "./test/legacy";
 
 /**
@@ -22,9 +30,17 @@ const limits: TierLimits = { model: UNLIMITED, team: { ...UNLIMITED, concurrentR
 
 let server: RedisServer;
 let redis: Redis;
-beforeAll(async () => { server = await startRedis(); redis = new Redis(server.url); });
-afterAll(async () => { redis?.disconnect(); await server?.stop(); });
-beforeEach(async () => { await redis.flushall(); });
+beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url);
+});
+afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+});
+beforeEach(async () => {
+    await redis.flushall();
+});
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
 function rng(seed: number): () => number {
@@ -67,7 +83,10 @@ async function walk(kinds: Kind[], seed: number, steps = 600): Promise<{ maxHeld
             const kind = kinds[Math.floor(r() * kinds.length)];
             const live = held.filter((h) => h.expiresAt > now).length;
             const got = await admit(kind, now);
-            if (got) { held.push(got); admitted++; } else if (live < LIMIT) refusedWithRoom++;
+            if (got) {
+                held.push(got);
+                admitted++;
+            } else if (live < LIMIT) refusedWithRoom++;
         } else if (x < 0.9 && held.length) {
             const [h] = held.splice(Math.floor(r() * held.length), 1);
             await releaseLease(redis, ids, h.lease);
@@ -103,7 +122,11 @@ describe("rolling upgrade from ZSET leases to counters", () => {
         });
     }
 
-    for (const pair of [["old", "zset"], ["zset", "mixed"], ["mixed", "counters"]] as [Kind, Kind][]) {
+    for (const pair of [
+        ["old", "zset"],
+        ["zset", "mixed"],
+        ["mixed", "counters"],
+    ] as [Kind, Kind][]) {
         it(`rps at an instant: ${pair.join(" and ")} replicas together admit exactly the burst`, async () => {
             const l: TierLimits = { model: UNLIMITED, team: UNLIMITED, key: { ...UNLIMITED, requestsPerSecond: 10 } };
             let admitted = 0;
@@ -123,7 +146,9 @@ describe("rolling upgrade from ZSET leases to counters", () => {
         expect(await admit("mixed", T0 + 3)).toBeDefined();
         // The old leases expire at T0 + TTL: three slots free up.
         expect(await leasesHeld(redis, "team", ids.team, T0 + TTL)).toBe(4);
-        expect(await Promise.all([0, 1, 2, 3].map(() => admit("mixed", T0 + TTL)))).toSatisfy((a: unknown[]) => a.filter(Boolean).length === 3);
+        expect(await Promise.all([0, 1, 2, 3].map(() => admit("mixed", T0 + TTL)))).toSatisfy(
+            (a: unknown[]) => a.filter(Boolean).length === 3,
+        );
     });
 
     it("why three steps: old replicas cannot see counters, counters replicas cannot see ZSET leases", async () => {

@@ -1,13 +1,24 @@
-import * as path from "path";
+import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { IDENTITY_HEADERS } from "../shared/identity";
 import { createBoundedRedis } from "../shared/net";
-import { SilentProxy, startSilentProxy } from "../shared/testing/silent-proxy";
-import { AuthService, startAuthService } from "./server";
+import { type SilentProxy, startSilentProxy } from "../shared/testing/silent-proxy";
+import { type AuthService, startAuthService } from "./server";
 import { check, ops } from "./test/client";
 import {
-    hubKeys, HubKeys, makePolicy, memoryLogger, publishBundle, RedisServer, S3Server, startRedis, startS3, tempDir,
-    TempDir, testConfig, TestKey,
+    hubKeys,
+    type HubKeys,
+    makePolicy,
+    memoryLogger,
+    publishBundle,
+    type RedisServer,
+    type S3Server,
+    startRedis,
+    startS3,
+    tempDir,
+    type TempDir,
+    testConfig,
+    type TestKey,
 } from "./test/harness";
 
 /**
@@ -59,9 +70,19 @@ async function msUntil(ok: () => Promise<boolean>, limitMs: number): Promise<num
     return Infinity;
 }
 
-async function startService(spoke: string, o: { redisUrl: string; s3Endpoint: string; env?: Record<string, string> }): Promise<AuthService> {
+async function startService(
+    spoke: string,
+    o: { redisUrl: string; s3Endpoint: string; env?: Record<string, string> },
+): Promise<AuthService> {
     const svc = await startAuthService(
-        testConfig({ spoke, publicKey: hub.publicKey, s3Endpoint: o.s3Endpoint, redisUrl: o.redisUrl, cachePath: path.join(tmp.dir, `${spoke}.json`), env: o.env }),
+        testConfig({
+            spoke,
+            publicKey: hub.publicKey,
+            s3Endpoint: o.s3Endpoint,
+            redisUrl: o.redisUrl,
+            cachePath: path.join(tmp.dir, `${spoke}.json`),
+            env: o.env,
+        }),
         { log: memoryLogger().log },
     );
     cleanup.push(() => svc.close());
@@ -100,7 +121,11 @@ describe("Redis goes silent, then heals", () => {
         const HOLD_MS = 200;
         await publishBundle(s3, hub, SPOKE, 1, rev1);
         const p = await proxy(redis.port);
-        const svc = await startService(SPOKE, { redisUrl: `redis://127.0.0.1:${p.port}`, s3Endpoint: s3.endpoint, env: { AUTH_GRANT_HOLD_MS: String(HOLD_MS) } });
+        const svc = await startService(SPOKE, {
+            redisUrl: `redis://127.0.0.1:${p.port}`,
+            s3Endpoint: s3.endpoint,
+            env: { AUTH_GRANT_HOLD_MS: String(HOLD_MS) },
+        });
         // Busy: 8 checks in flight for half a second, so the key holds a grant when the partition starts.
         let stop = false;
         const busy = Array.from({ length: 8 }, async () => {
@@ -149,7 +174,14 @@ describe("Redis goes silent, then heals", () => {
         p.silence();
         await expect(client.ping()).rejects.toThrow(/timed out/i);
         p.heal();
-        const recovery = await msUntil(() => client.ping().then(() => true, () => false), 15_000);
+        const recovery = await msUntil(
+            () =>
+                client.ping().then(
+                    () => true,
+                    () => false,
+                ),
+            15_000,
+        );
         expect(recovery).toBeLessThan(REDIS_RECOVERY_BOUND_MS);
     });
 });
@@ -161,7 +193,8 @@ describe("S3 goes silent while the hub publishes, then heals", () => {
         await publishBundle(s3, hub, SPOKE, 1, rev1);
         const p = await proxy(Number(new URL(s3.endpoint).port));
         const svc = await startService(SPOKE, {
-            redisUrl: redis.url, s3Endpoint: `http://127.0.0.1:${p.port}`,
+            redisUrl: redis.url,
+            s3Endpoint: `http://127.0.0.1:${p.port}`,
             env: { AUTH_POLL_INTERVAL_SECONDS: String(POLL_MS / 1000), AUTH_S3_TIMEOUT_MS: "400" },
         });
         expect((await check(svc.port, { key: k1.secret, model: MODEL })).status).toBe(200);

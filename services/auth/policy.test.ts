@@ -2,12 +2,19 @@ import { describe, expect, it } from "vitest";
 import { signBundle } from "../shared/bundle";
 import { ConfigError, describeConfig, loadConfig } from "./config";
 import { bearerToken, hashApiKey, isRefusal, PolicyIndex } from "./policy";
-import { hubKeys, makePolicy, TestKey, UNLIMITED } from "./test/harness";
+import { hubKeys, makePolicy, type TestKey, UNLIMITED } from "./test/harness";
 
 /** Pure parts of the auth service: policy index, bearer parsing, configuration. No servers. */
 
 const hub = hubKeys();
-const key: TestKey = { id: "k1", secret: "sk-abc", tenant: "acme", team: "core", models: ["m1", "m-elsewhere"], expiresAt: "2030-01-01T00:00:00Z" };
+const key: TestKey = {
+    id: "k1",
+    secret: "sk-abc",
+    tenant: "acme",
+    team: "core",
+    models: ["m1", "m-elsewhere"],
+    expiresAt: "2030-01-01T00:00:00Z",
+};
 const bundle = (policy = makePolicy({ models: { m1: undefined, m2: { ...UNLIMITED, requestsPerSecond: 3 } }, keys: [key] })) =>
     signBundle(hub.seed, "s", 7, policy).bundle;
 
@@ -15,7 +22,8 @@ describe("bearerToken", () => {
     it("accepts 'Bearer <key>' with any scheme case and rejects everything else", () => {
         expect(bearerToken("Bearer sk-abc")).toBe("sk-abc");
         expect(bearerToken("bearer   sk-abc ")).toBe("sk-abc");
-        for (const h of [undefined, "", "Bearer", "Bearer ", "Basic sk-abc", "Bearer a b", "sk-abc"]) expect(bearerToken(h)).toBeUndefined();
+        for (const h of [undefined, "", "Bearer", "Bearer ", "Basic sk-abc", "Bearer a b", "sk-abc"])
+            expect(bearerToken(h)).toBeUndefined();
     });
 });
 
@@ -69,16 +77,28 @@ describe("loadConfig", () => {
     it("applies documented defaults", () => {
         const c = loadConfig(env);
         expect(c).toMatchObject({
-            port: 8080, opsPort: 9090, pathPrefix: "/authz", pollIntervalMs: 15_000, leaseTtlMs: 960_000,
-            cachePath: "/var/cache/auth/bundle.json", maxBodyBytes: 32 * 1024 * 1024,
-            redis: { timeoutMs: 100 }, s3: { region: "us-east-1", forcePathStyle: false, endpoint: undefined },
+            port: 8080,
+            opsPort: 9090,
+            pathPrefix: "/authz",
+            pollIntervalMs: 15_000,
+            leaseTtlMs: 960_000,
+            cachePath: "/var/cache/auth/bundle.json",
+            maxBodyBytes: 32 * 1024 * 1024,
+            redis: { timeoutMs: 100 },
+            s3: { region: "us-east-1", forcePathStyle: false, endpoint: undefined },
         });
     });
 
     it("lists every invalid variable without echoing values", () => {
         let err: unknown;
         try {
-            loadConfig({ ...env, AUTH_SPOKE: undefined, AUTH_HUB_PUBLIC_KEY: "c2hvcnQ=", AUTH_REDIS_URL: "http://hunter2@x", AUTH_OPS_PORT: "8080" });
+            loadConfig({
+                ...env,
+                AUTH_SPOKE: undefined,
+                AUTH_HUB_PUBLIC_KEY: "c2hvcnQ=",
+                AUTH_REDIS_URL: "http://hunter2@x",
+                AUTH_OPS_PORT: "8080",
+            });
         } catch (e) {
             err = e;
         }

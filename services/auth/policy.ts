@@ -1,4 +1,4 @@
-import { hash } from "crypto";
+import { hash } from "node:crypto";
 import type { Bundle } from "../shared/bundle";
 import type { TierLimit, TierLimits } from "../shared/limits";
 
@@ -71,16 +71,24 @@ export class PolicyIndex {
         for (const k of policy.apiKeys) {
             if (ids.has(k.id)) throw new Error(`policy revision ${bundle.revision}: API key id "${k.id}" listed twice`);
             ids.add(k.id);
-            if (this.byHash.has(k.sha256)) throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" has the same hash as another key`);
+            if (this.byHash.has(k.sha256))
+                throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" has the same hash as another key`);
             const teamLimits = teams.get(`${k.tenant}/${k.team}`);
-            if (!teamLimits) throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" names unknown team "${k.tenant}/${k.team}"`);
+            if (!teamLimits)
+                throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" names unknown team "${k.tenant}/${k.team}"`);
             const expiresAtMs = Date.parse(k.expiresAt);
-            if (Number.isNaN(expiresAtMs)) throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" has unparsable expiresAt`);
+            if (Number.isNaN(expiresAtMs))
+                throw new Error(`policy revision ${bundle.revision}: API key "${k.id}" has unparsable expiresAt`);
             const models = new Set(k.models.filter((m) => this.modelLimits.has(m)));
             this.byHash.set(k.sha256, {
-                keyId: k.id, tenant: k.tenant, team: k.team, expiresAtMs, models,
+                keyId: k.id,
+                tenant: k.tenant,
+                team: k.team,
+                expiresAtMs,
+                models,
                 limitsByModel: new Map([...models].map((m) => [m, { model: this.modelLimits.get(m)!, team: teamLimits, key: k.limits }])),
-                keyLimits: k.limits, teamLimits,
+                keyLimits: k.limits,
+                teamLimits,
             });
         }
     }
@@ -92,7 +100,12 @@ export class PolicyIndex {
      */
     authenticate(apiKey: string | undefined, nowMs: number): ResolvedKey | Refusal {
         const key = apiKey === undefined ? undefined : this.byHash.get(hashApiKey(apiKey));
-        if (!key) return { status: 401, code: "invalid_api_key", message: "Invalid or missing API key. Send it as 'Authorization: Bearer <key>'." };
+        if (!key)
+            return {
+                status: 401,
+                code: "invalid_api_key",
+                message: "Invalid or missing API key. Send it as 'Authorization: Bearer <key>'.",
+            };
         if (nowMs >= key.expiresAtMs) return { status: 401, code: "expired_api_key", message: "The API key has expired." };
         return key;
     }

@@ -1,15 +1,15 @@
-import * as http from "http";
-import type { AddressInfo } from "net";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Redis } from "ioredis";
-import { IDENTITY_HEADERS, TierIds, tierIds } from "../shared/identity";
+import { IDENTITY_HEADERS, type TierIds, tierIds } from "../shared/identity";
 import type { LimitDecision, TierLimits } from "../shared/limits";
-import { BoundedRedis, createBoundedRedis } from "../shared/net";
+import { type BoundedRedis, createBoundedRedis } from "../shared/net";
 import { GrantAdmission } from "./admission";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
-import { errorMessage, jsonLogger, Logger } from "./log";
+import { errorMessage, jsonLogger, type Logger } from "./log";
 import { AuthMetrics, NO_TIER } from "./metrics";
-import { bearerToken, isRefusal, ResolvedKey } from "./policy";
+import { bearerToken, isRefusal, type ResolvedKey } from "./policy";
 
 const EMPTY = Buffer.alloc(0);
 
@@ -71,9 +71,8 @@ export function createRedis(cfg: AuthConfig["redis"], log: Logger): BoundedRedis
         autoPipelining: cfg.autoPipelining,
         connectTimeoutMs: 1_000,
         heartbeatMs: 1_000,
-        onStateChange: (state, err) => state === "down"
-            ? log("warn", "redis connection error", { error: err?.message })
-            : log("info", "redis connection restored"),
+        onStateChange: (state, err) =>
+            state === "down" ? log("warn", "redis connection error", { error: err?.message }) : log("info", "redis connection restored"),
     });
 }
 
@@ -95,11 +94,20 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const now = deps.now ?? Date.now;
     const redisClient = createRedis(config.redis, log);
     const redis = redisClient.redis;
-    const metrics: AuthMetrics = new AuthMetrics((): number | undefined => bundles.ageSeconds(), () => admission.heldSlots());
+    const metrics: AuthMetrics = new AuthMetrics(
+        (): number | undefined => bundles.ageSeconds(),
+        () => admission.heldSlots(),
+    );
     const bundles: BundleStore = new BundleStore({
-        s3: createS3Client(config.s3), bucket: config.s3.bucket, spoke: config.spoke,
-        publicKey: config.hubPublicKey, cachePath: config.cachePath, pollIntervalMs: config.pollIntervalMs,
-        metrics, log, now,
+        s3: createS3Client(config.s3),
+        bucket: config.s3.bucket,
+        spoke: config.spoke,
+        publicKey: config.hubPublicKey,
+        cachePath: config.cachePath,
+        pollIntervalMs: config.pollIntervalMs,
+        metrics,
+        log,
+        now,
     });
     metrics.bundleRevision.set(0);
 
@@ -107,16 +115,29 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const redisCheckOk = metrics.redisLatency.labels("check", "ok");
     const redisCheckError = metrics.redisLatency.labels("check", "error");
     const admittedFrom = { grant: metrics.admissions.labels("grant"), redis: metrics.admissions.labels("redis") };
-    const grantSlots = { granted: metrics.grantSlots.labels("granted"), returned: metrics.grantSlots.labels("returned"), lost: metrics.grantSlots.labels("lost") };
+    const grantSlots = {
+        granted: metrics.grantSlots.labels("granted"),
+        returned: metrics.grantSlots.labels("returned"),
+        lost: metrics.grantSlots.labels("lost"),
+    };
     let returnFailing = false;
     const admission = new GrantAdmission(redis, {
-        holdMs: config.grants.holdMs, maxGrant: config.grants.maxSlots, leaseTtlMs: config.leaseTtlMs, now, batch: config.redis.batchChecks, store: config.leaseStore,
+        holdMs: config.grants.holdMs,
+        maxGrant: config.grants.maxSlots,
+        leaseTtlMs: config.leaseTtlMs,
+        now,
+        batch: config.redis.batchChecks,
+        store: config.leaseStore,
         events: {
             admitted: (path) => admittedFrom[path].inc(),
             granted: (n) => grantSlots.granted.inc(n),
             returned: (n, result, err) => {
                 grantSlots[result].inc(n);
-                if (result === "lost" && !returnFailing) log("warn", "could not give back unused grant slots; they expire by the lease TTL", { slots: n, error: errorMessage(err) });
+                if (result === "lost" && !returnFailing)
+                    log("warn", "could not give back unused grant slots; they expire by the lease TTL", {
+                        slots: n,
+                        error: errorMessage(err),
+                    });
                 returnFailing = result === "lost";
             },
             redisCall: (s, ok) => (ok ? redisCheckOk : redisCheckError).observe(s),
@@ -126,7 +147,10 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
     const decisionCounter = (code: number, tier: string, reason: string) => {
         const k = `${code}|${tier}|${reason}`;
         let c = decisionCounters.get(k);
-        if (!c) decisionCounters.set(k, c = metrics.decisions.labels(String(code), tier, reason));
+        if (!c) {
+            c = metrics.decisions.labels(String(code), tier, reason);
+            decisionCounters.set(k, c);
+        }
         return c;
     };
 
@@ -156,7 +180,8 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             return { status: 404, type: "invalid_request_error", code: "not_found", message: "Not found." };
         }
         const index = bundles.current();
-        if (!index) return { status: 503, type: "server_error", code: "policy_unavailable", message: "Authorization policy is not loaded yet." };
+        if (!index)
+            return { status: 503, type: "server_error", code: "policy_unavailable", message: "Authorization policy is not loaded yet." };
         const t = now();
         const auth = index.authenticate(bearerToken(req.headers.authorization), t);
         if (isRefusal(auth)) return { status: auth.status, type: "invalid_request_error", code: auth.code, message: auth.message };
@@ -164,11 +189,16 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             // OpenAI clients list models first. A valid key is enough: no model, no lease, no limit consumed (the AI
             // Gateway answers the listing itself; metering ignores records without a model).
             return [
-                IDENTITY_HEADERS.tenant, auth.tenant,
-                IDENTITY_HEADERS.team, auth.team,
-                IDENTITY_HEADERS.keyId, auth.keyId,
-                IDENTITY_HEADERS.revision, String(index.revision),
-                "content-length", "0",
+                IDENTITY_HEADERS.tenant,
+                auth.tenant,
+                IDENTITY_HEADERS.team,
+                auth.team,
+                IDENTITY_HEADERS.keyId,
+                auth.keyId,
+                IDENTITY_HEADERS.revision,
+                String(index.revision),
+                "content-length",
+                "0",
             ];
         }
         const model = modelOf(body);
@@ -176,7 +206,10 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         const limits = index.authorizeModel(auth, model);
         if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
         let pair = pairs.get(limits);
-        if (!pair) pairs.set(limits, pair = pairEntry(auth, model, index.revision));
+        if (!pair) {
+            pair = pairEntry(auth, model, index.revision);
+            pairs.set(limits, pair);
+        }
         let d: LimitDecision | Promise<LimitDecision>;
         try {
             d = admission.admit(pair.key, pair.ids, limits, index.revision);
@@ -210,24 +243,40 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         };
         const fail = (err: unknown) => {
             log("error", "ext_authz check failed; denying", { error: errorMessage(err) });
-            if (!res.headersSent) sendError(res, { status: 503, type: "server_error", code: "internal_error", message: "Authorization failed." });
+            if (!res.headersSent)
+                sendError(res, { status: 503, type: "server_error", code: "internal_error", message: "Authorization failed." });
             finish(503, NO_TIER, "internal_error");
         };
-        readBody(req, config.maxBodyBytes, (body) => {
-            let r: Result | Promise<Result>;
-            try {
-                r = body === undefined
-                    ? { status: 413, type: "invalid_request_error", code: "request_too_large", message: `Request body exceeds ${config.maxBodyBytes} bytes.` }
-                    : check(req, body);
-            } catch (err) {
-                fail(err);
-                return;
-            }
-            if (r instanceof Promise) r.then(respond).catch(fail);
-            else {
-                try { respond(r); } catch (err) { fail(err); }
-            }
-        }, fail);
+        readBody(
+            req,
+            config.maxBodyBytes,
+            (body) => {
+                let r: Result | Promise<Result>;
+                try {
+                    r =
+                        body === undefined
+                            ? {
+                                  status: 413,
+                                  type: "invalid_request_error",
+                                  code: "request_too_large",
+                                  message: `Request body exceeds ${config.maxBodyBytes} bytes.`,
+                              }
+                            : check(req, body);
+                } catch (err) {
+                    fail(err);
+                    return;
+                }
+                if (r instanceof Promise) r.then(respond).catch(fail);
+                else {
+                    try {
+                        respond(r);
+                    } catch (err) {
+                        fail(err);
+                    }
+                }
+            },
+            fail,
+        );
     });
     authz.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
     authz.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
@@ -238,8 +287,9 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
         } else if (p === "/readyz") {
             void readiness(bundles, redis, metrics).then((problems) => {
-                res.writeHead(problems.length ? 503 : 200, { "content-type": "application/json" })
-                    .end(JSON.stringify({ ready: problems.length === 0, revision: bundles.current()?.revision ?? null, problems }));
+                res.writeHead(problems.length ? 503 : 200, { "content-type": "application/json" }).end(
+                    JSON.stringify({ ready: problems.length === 0, revision: bundles.current()?.revision ?? null, problems }),
+                );
             });
         } else if (p === "/metrics") {
             metrics.registry.metrics().then(
@@ -259,7 +309,11 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         redisClient.close();
         throw err;
     }
-    log("info", "auth service listening", { port: (authz.address() as AddressInfo).port, opsPort: (ops.address() as AddressInfo).port, pathPrefix: prefix });
+    log("info", "auth service listening", {
+        port: (authz.address() as AddressInfo).port,
+        opsPort: (ops.address() as AddressInfo).port,
+        pathPrefix: prefix,
+    });
     // Until the cache file or the hub yields a verified bundle, every check answers 503; until Redis is
     // connected, every check that gets as far as the limits answers 503.
     await Promise.all([bundles.start(), redisReady(redis, 2_000)]);
@@ -294,13 +348,20 @@ function pairEntry(auth: ResolvedKey, model: string, revision: number): PairEntr
         key: `${auth.keyId}\n${model}`,
         ids: tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId }),
         headers: [
-            IDENTITY_HEADERS.tenant, auth.tenant,
-            IDENTITY_HEADERS.team, auth.team,
-            IDENTITY_HEADERS.keyId, auth.keyId,
-            IDENTITY_HEADERS.model, model,
-            IDENTITY_HEADERS.lease, "",
-            IDENTITY_HEADERS.revision, String(revision),
-            "content-length", "0",
+            IDENTITY_HEADERS.tenant,
+            auth.tenant,
+            IDENTITY_HEADERS.team,
+            auth.team,
+            IDENTITY_HEADERS.keyId,
+            auth.keyId,
+            IDENTITY_HEADERS.model,
+            model,
+            IDENTITY_HEADERS.lease,
+            "",
+            IDENTITY_HEADERS.revision,
+            String(revision),
+            "content-length",
+            "0",
         ],
     };
 }
@@ -315,11 +376,16 @@ function limitResult(decision: LimitDecision, pair: PairEntry, model: string): s
         // lease much sooner), so advise a short retry instead.
         const retryAfter = decision.dimension === "concurrency" ? 1 : Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
         const what = { rps: "requests per second", concurrency: "concurrent requests", tokens: "tokens per window" }[decision.dimension];
-        const whose = { model: `the platform limit for model '${model}'`, team: "your team's limit", key: "this API key's limit" }[decision.tier];
+        const whose = { model: `the platform limit for model '${model}'`, team: "your team's limit", key: "this API key's limit" }[
+            decision.tier
+        ];
         return {
-            status: 429, type: decision.dimension === "tokens" ? "tokens" : "requests", code: "rate_limit_exceeded",
+            status: 429,
+            type: decision.dimension === "tokens" ? "tokens" : "requests",
+            code: "rate_limit_exceeded",
             message: `Rate limit reached: ${whose} on ${what}. Retry after ${retryAfter} s.`,
-            tier: decision.tier, headers: { "retry-after": String(retryAfter) },
+            tier: decision.tier,
+            headers: { "retry-after": String(retryAfter) },
         };
     }
     const headers = pair.headers.slice();
@@ -331,7 +397,11 @@ function limitResult(decision: LimitDecision, pair: PairEntry, model: string): s
 function redisReady(redis: Redis, timeoutMs: number): Promise<void> {
     if (redis.status === "ready") return Promise.resolve();
     return new Promise((resolve) => {
-        const done = () => { clearTimeout(timer); redis.off("ready", done); resolve(); };
+        const done = () => {
+            clearTimeout(timer);
+            redis.off("ready", done);
+            resolve();
+        };
         const timer = setTimeout(done, timeoutMs);
         redis.once("ready", done);
     });
@@ -380,7 +450,12 @@ function modelOf(body: Buffer): string | { error: string } {
  * `maxBytes` (the rest is drained, not buffered); `failed` on a stream error. Callbacks, not a promise: this runs
  * on every check.
  */
-function readBody(req: http.IncomingMessage, maxBytes: number, done: (body: Buffer | undefined) => void, failed: (err: unknown) => void): void {
+function readBody(
+    req: http.IncomingMessage,
+    maxBytes: number,
+    done: (body: Buffer | undefined) => void,
+    failed: (err: unknown) => void,
+): void {
     const declared = Number(req.headers["content-length"] ?? 0);
     // A body usually arrives in one chunk: no list unless a second one comes.
     let first: Buffer | undefined;
@@ -392,16 +467,21 @@ function readBody(req: http.IncomingMessage, maxBytes: number, done: (body: Buff
         if (size > maxBytes) tooLarge = true;
         if (tooLarge) return;
         if (first === undefined) first = c;
-        else (more ??= [first]).push(c);
+        else {
+            more ??= [first];
+            more.push(c);
+        }
     });
-    req.on("end", () => done(tooLarge ? undefined : more ? Buffer.concat(more, size) : first ?? EMPTY));
+    req.on("end", () => done(tooLarge ? undefined : more ? Buffer.concat(more, size) : (first ?? EMPTY)));
     req.on("error", failed);
 }
 
 function sendError(res: http.ServerResponse, d: Deny): void {
     const body: OpenAiError = { error: { message: d.message, type: d.type, code: d.code } };
     const text = JSON.stringify(body);
-    res.writeHead(d.status, { ...d.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }).end(text);
+    res.writeHead(d.status, { ...d.headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }).end(
+        text,
+    );
 }
 
 function seconds(startedNs: bigint): number {
@@ -411,7 +491,10 @@ function seconds(startedNs: bigint): number {
 function listen(server: http.Server, port: number, host: string): Promise<void> {
     return new Promise((resolve, reject) => {
         server.once("error", reject);
-        server.listen(port, host, () => { server.off("error", reject); resolve(); });
+        server.listen(port, host, () => {
+            server.off("error", reject);
+            resolve();
+        });
     });
 }
 

@@ -1,13 +1,24 @@
 import { Redis } from "ioredis";
-import * as path from "path";
+import * as path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { IDENTITY_HEADERS, redisKeys, Tier, tierIds, windowStart } from "../shared/identity";
-import { addTokens, leasesHeld, LimitDimension, parseCounterLease, releaseLease, TierLimit } from "../shared/limits";
-import { AuthService, startAuthService } from "./server";
+import { IDENTITY_HEADERS, redisKeys, type Tier, tierIds, windowStart } from "../shared/identity";
+import { addTokens, leasesHeld, type LimitDimension, parseCounterLease, releaseLease, type TierLimit } from "../shared/limits";
+import { type AuthService, startAuthService } from "./server";
 import { check, ops } from "./test/client";
 import {
-    hubKeys, makePolicy, memoryLogger, publishBundle, RedisServer, S3Server, startRedis, startS3, tempDir, TempDir,
-    testConfig, TestKey, UNLIMITED,
+    hubKeys,
+    makePolicy,
+    memoryLogger,
+    publishBundle,
+    type RedisServer,
+    type S3Server,
+    startRedis,
+    startS3,
+    tempDir,
+    type TempDir,
+    testConfig,
+    type TestKey,
+    UNLIMITED,
 } from "./test/harness";
 
 const SPOKE = "spoke-a";
@@ -17,10 +28,30 @@ const LEASE_TTL_S = 960;
 const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 let clock = T0;
 
-const alice: TestKey = { id: "key-alice", secret: "sk-alice-0123456789", tenant: "acme", team: "research", models: [MODEL, "elsewhere-model"] };
+const alice: TestKey = {
+    id: "key-alice",
+    secret: "sk-alice-0123456789",
+    tenant: "acme",
+    team: "research",
+    models: [MODEL, "elsewhere-model"],
+};
 /** A key whose own concurrency limit (5) leaves a grant room to take slots ahead (1 + (5 - 1) / 4 = 2). */
-const exact: TestKey = { id: "key-exact", secret: "sk-exact-0123456789", tenant: "acme", team: "exact", models: [MODEL], limits: { ...UNLIMITED, concurrentRequests: 5 } };
-const expired: TestKey = { id: "key-old", secret: "sk-old-0123456789", tenant: "acme", team: "research", models: [MODEL], expiresAt: new Date(T0 - 1000).toISOString() };
+const exact: TestKey = {
+    id: "key-exact",
+    secret: "sk-exact-0123456789",
+    tenant: "acme",
+    team: "exact",
+    models: [MODEL],
+    limits: { ...UNLIMITED, concurrentRequests: 5 },
+};
+const expired: TestKey = {
+    id: "key-old",
+    secret: "sk-old-0123456789",
+    tenant: "acme",
+    team: "research",
+    models: [MODEL],
+    expiresAt: new Date(T0 - 1000).toISOString(),
+};
 
 /** One scenario per (tier, dimension): its own model, team and key, with only that tier's dimension tight. */
 const TIGHT: Record<LimitDimension, TierLimit> = {
@@ -32,11 +63,16 @@ const scenarios = (["model", "team", "key"] as Tier[]).flatMap((tier) =>
     (["rps", "concurrency", "tokens"] as LimitDimension[]).map((dim) => {
         const name = `${tier}-${dim}`;
         const key: TestKey = {
-            id: `key-${name}`, secret: `sk-${name}-secret`, tenant: "globex", team: `team-${name}`, models: [`model-${name}`],
+            id: `key-${name}`,
+            secret: `sk-${name}-secret`,
+            tenant: "globex",
+            team: `team-${name}`,
+            models: [`model-${name}`],
             limits: tier === "key" ? TIGHT[dim] : UNLIMITED,
         };
         return { tier, dim, name, key, model: `model-${name}` };
-    }));
+    }),
+);
 
 const policy = makePolicy({
     models: { [MODEL]: undefined, ...Object.fromEntries(scenarios.map((s) => [s.model, s.tier === "model" ? TIGHT[s.dim] : undefined])) },
@@ -57,10 +93,15 @@ beforeAll(async () => {
     const keys = hubKeys();
     await publishBundle(s3, keys, SPOKE, 1, policy);
     admin = new Redis(redis.url);
-    admin.on("error", () => { /* expected while the outage test has Redis down */ });
+    admin.on("error", () => {
+        /* expected while the outage test has Redis down */
+    });
     svc = await startAuthService(
         testConfig({
-            spoke: SPOKE, publicKey: keys.publicKey, s3Endpoint: s3.endpoint, redisUrl: redis.url,
+            spoke: SPOKE,
+            publicKey: keys.publicKey,
+            s3Endpoint: s3.endpoint,
+            redisUrl: redis.url,
             cachePath: path.join(tmp.dir, "bundle.json"),
             // A command timeout well above a loaded CI machine's stalls: a timed-out check is a 503 (fail closed),
             // which the exact-at-the-limit races would count as a refusal. Outages here are refused connections.
@@ -82,7 +123,9 @@ beforeEach(async () => {
     // The service runs with its default grants (services/auth/admission.ts): a key that sent a burst in the
     // previous test may hold slots for up to AUTH_GRANT_HOLD_MS. Let them be given back before wiping Redis, so
     // each test starts from per-request checks against an empty Redis.
-    await expect.poll(async () => /^auth_grant_held_slots 0$/m.test((await ops(svc.opsPort, "/metrics")).text), { timeout: 5_000, interval: 20 }).toBe(true);
+    await expect
+        .poll(async () => /^auth_grant_held_slots 0$/m.test((await ops(svc.opsPort, "/metrics")).text), { timeout: 5_000, interval: 20 })
+        .toBe(true);
     await admin.flushall();
 });
 
@@ -116,7 +159,12 @@ describe("allow", () => {
 
 describe("deny", () => {
     it("401 for a missing, unknown or non-bearer key, with an OpenAI-style body", async () => {
-        const variants: Record<string, string>[] = [{}, { authorization: "Bearer sk-nope" }, { authorization: `Basic ${alice.secret}` }, { authorization: "Bearer" }];
+        const variants: Record<string, string>[] = [
+            {},
+            { authorization: "Bearer sk-nope" },
+            { authorization: `Basic ${alice.secret}` },
+            { authorization: "Bearer" },
+        ];
         for (const headers of variants) {
             const r = await check(svc.port, { model: MODEL, headers });
             expect(r.status).toBe(401);
@@ -214,8 +262,11 @@ describe("three-tier limits", () => {
             for (let round = 0; round < 13; round++) {
                 const rs = await Promise.all(Array.from({ length: 20 }, () => check(svc.port, { key: s.key.secret, model: s.model })));
                 const ok = rs.filter((r) => r.status === 200);
-                expect({ round, admitted: ok.length, others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))] })
-                    .toEqual({ round, admitted: TIGHT.concurrency.concurrentRequests, others: [429] });
+                expect({
+                    round,
+                    admitted: ok.length,
+                    others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))],
+                }).toEqual({ round, admitted: TIGHT.concurrency.concurrentRequests, others: [429] });
                 // The requests end: metering releases their leases.
                 for (const r of ok) expect(await releaseLease(admin, ids(s), r.headers.get(IDENTITY_HEADERS.lease)!)).toBe(3);
             }
@@ -236,8 +287,11 @@ describe("three-tier limits", () => {
         for (let round = 0; round < 13; round++) {
             const rs = await Promise.all(Array.from({ length: 50 }, () => check(svc.port, { key: exact.secret, model: MODEL })));
             const ok = rs.filter((r) => r.status === 200);
-            expect({ round, admitted: ok.length, others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))] })
-                .toEqual({ round, admitted: 5, others: [429] });
+            expect({ round, admitted: ok.length, others: [...new Set(rs.filter((r) => r.status !== 200).map((r) => r.status))] }).toEqual({
+                round,
+                admitted: 5,
+                others: [429],
+            });
             for (const r of ok) expect(await releaseLease(admin, exactIds, r.headers.get(IDENTITY_HEADERS.lease)!)).toBe(3);
         }
     });
@@ -264,7 +318,11 @@ describe("three-tier limits", () => {
         await addTokens(admin, i, 1000, clock, { model: 60, team: 60, key: 60 });
         const denied = await check(svc.port, { key: s.key.secret, model: s.model });
         expect(denied.status).toBe(429);
-        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [redisKeys.rps(t, i[t]), redisKeys.concurrency(t, i[t]), redisKeys.counters(t, i[t])]);
+        const state = (["model", "team", "key"] as Tier[]).flatMap((t) => [
+            redisKeys.rps(t, i[t]),
+            redisKeys.concurrency(t, i[t]),
+            redisKeys.counters(t, i[t]),
+        ]);
         expect(await admin.exists(...state)).toBe(0);
     });
 });

@@ -1,7 +1,7 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
-import { performance } from "perf_hooks";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { performance } from "node:perf_hooks";
 import type { PendingEvent } from "../metering/normalise";
 import { Spool } from "../metering/spool";
 import type { UsageEvent } from "../shared/usage";
@@ -47,10 +47,24 @@ export interface MeteringBenchResult {
 function event(i: number, base: number): UsageEvent {
     const t = base + i * 37;
     return {
-        requestId: `bench-${i}`, spoke: "hn1", tenant: `t${i % 20}`, team: `team${i % 3}`, keyId: `key-${i % 200}`, model: i % 2 ? "meta-llama/Llama-3.3-70B-Instruct" : "Qwen/Qwen3-32B",
-        endpoint: "inference/llama-70b", inputTokens: 1000 + (i % 7000), outputTokens: 1 + (i % 900), cachedInputTokens: i % 500, status: 200,
-        stream: i % 2 === 0, truncated: i % 17 === 0, usageSource: i % 17 === 0 ? "estimated" : "reported",
-        startedAt: new Date(t).toISOString(), endedAt: new Date(t + 1500).toISOString(), seq: i, source: "metering-0.bench000",
+        requestId: `bench-${i}`,
+        spoke: "hn1",
+        tenant: `t${i % 20}`,
+        team: `team${i % 3}`,
+        keyId: `key-${i % 200}`,
+        model: i % 2 ? "meta-llama/Llama-3.3-70B-Instruct" : "Qwen/Qwen3-32B",
+        endpoint: "inference/llama-70b",
+        inputTokens: 1000 + (i % 7000),
+        outputTokens: 1 + (i % 900),
+        cachedInputTokens: i % 500,
+        status: 200,
+        stream: i % 2 === 0,
+        truncated: i % 17 === 0,
+        usageSource: i % 17 === 0 ? "estimated" : "reported",
+        startedAt: new Date(t).toISOString(),
+        endedAt: new Date(t + 1500).toISOString(),
+        seq: i,
+        source: "metering-0.bench000",
     };
 }
 
@@ -63,9 +77,13 @@ const RAW_SQL = `INSERT INTO usage_events_raw SELECT * FROM json_to_recordset($1
  * Runs the benchmark and prints a table.
  * @param events events per ledger run (default 20,000); batch events per statement (default 500, a Kinesis batch)
  */
-export async function runMeteringBench(opts: { events?: number; batch?: number; spoolEvents?: number; print?: (s: string) => void } = {}): Promise<MeteringBenchResult> {
-    const n = opts.events ?? 20_000, batch = opts.batch ?? 500, spoolN = opts.spoolEvents ?? 20_000;
-    const print = opts.print ?? ((s: string) => process.stdout.write(s + "\n"));
+export async function runMeteringBench(
+    opts: { events?: number; batch?: number; spoolEvents?: number; print?: (s: string) => void } = {},
+): Promise<MeteringBenchResult> {
+    const n = opts.events ?? 20_000,
+        batch = opts.batch ?? 500,
+        spoolN = opts.spoolEvents ?? 20_000;
+    const print = opts.print ?? ((s: string) => process.stdout.write(`${s}\n`));
     // Live traffic: the events end in the current hour, as a consumer keeping up sees them.
     const hour = hourOf(new Date().toISOString());
     const base = Date.parse(hour);
@@ -75,7 +93,11 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
     const want = JSON.stringify(expectedAggregates(events));
 
     const pg = await startPostgres({ durable: true });
-    let ledgerEventsPerSec = 0, rawInsertEventsPerSec = 0, redeliveryEventsPerSec = 0, ledgerRatio = 0, lateRatio = 0;
+    let ledgerEventsPerSec = 0,
+        rawInsertEventsPerSec = 0,
+        redeliveryEventsPerSec = 0,
+        ledgerRatio = 0,
+        lateRatio = 0;
     try {
         const db = await pg.connect();
         await migrate(db);
@@ -93,7 +115,9 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
         // same machine load (this machine is shared; sequential runs drift by more than the difference measured).
         // The ratio is the median of the per-batch ratios, which a load spike on one batch does not move.
         const sideBySide = async () => {
-            let rawMs = 0, ledgerMs = 0, inserted = 0;
+            let rawMs = 0,
+                ledgerMs = 0,
+                inserted = 0;
             const ratios: number[] = [];
             for (const b of batches) {
                 let t0 = performance.now();
@@ -102,11 +126,13 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
                 t0 = performance.now();
                 inserted += (await ingestBatch(db, b)).inserted;
                 const l = performance.now() - t0;
-                rawMs += r; ledgerMs += l;
+                rawMs += r;
+                ledgerMs += l;
                 ratios.push(r / l);
             }
             if (inserted !== n) throw new Error(`bench: ${inserted} of ${n} inserted`);
-            if (JSON.stringify(await hourlyAggregates(db)) !== want) throw new Error("bench: hourly aggregates differ from the events counted");
+            if (JSON.stringify(await hourlyAggregates(db)) !== want)
+                throw new Error("bench: hourly aggregates differ from the events counted");
             ratios.sort((a, b) => a - b);
             return { rawMs, ledgerMs, ratio: ratios[Math.floor(ratios.length / 2)] };
         };
@@ -131,21 +157,25 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
     }
 
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "spool-bench-"));
-    let spoolEventsPerSec = 0, spoolSingleEventsPerSec = 0;
+    let spoolEventsPerSec = 0,
+        spoolSingleEventsPerSec = 0;
     try {
         const pending: PendingEvent[] = events.slice(0, spoolN).map(({ seq: _s, source: _src, ...e }) => e);
         const spool = await Spool.open({ dir: path.join(dir, "a"), instance: "bench", maxBytes: 1 << 30 });
         let t = performance.now();
-        const senders = 16, per = 100;
+        const senders = 16,
+            per = 100;
         let next = 0;
-        await Promise.all(Array.from({ length: senders }, async () => {
-            for (;;) {
-                const i = next;
-                next += per;
-                if (i >= pending.length) return;
-                await spool.append(pending.slice(i, i + per));
-            }
-        }));
+        await Promise.all(
+            Array.from({ length: senders }, async () => {
+                for (;;) {
+                    const i = next;
+                    next += per;
+                    if (i >= pending.length) return;
+                    await spool.append(pending.slice(i, i + per));
+                }
+            }),
+        );
         spoolEventsPerSec = pending.length / ((performance.now() - t) / 1000);
         await spool.close();
 
@@ -160,17 +190,38 @@ export async function runMeteringBench(opts: { events?: number; batch?: number; 
     }
 
     const r = (x: number) => Math.round(x).toLocaleString("en-US");
-    print(`metering bench: ${n} events, ${batch} per statement (PostgreSQL with default durability, loopback; raw and ledger batches interleaved;`);
+    print(
+        `metering bench: ${n} events, ${batch} per statement (PostgreSQL with default durability, loopback; raw and ledger batches interleaved;`,
+    );
     print(`  both prepared statements reading the batch as JSON with json_to_recordset, serialisation timed for both)`);
     print(`  raw INSERT (floor)                ${r(rawInsertEventsPerSec).padStart(10)} events/s  1.00x`);
-    print(`  ledger ingest (idempotent + agg)  ${r(ledgerEventsPerSec).padStart(10)} events/s  ${ledgerRatio.toFixed(2)}x of raw, median per batch (goal >= 0.60x, issue 11; totals ${(ledgerEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x)`);
-    print(`  late events (hour rolled up)                        ${lateRatio.toFixed(2)}x of raw, median per batch (each batch appends its hourly deltas)`);
-    print(`  redelivery (all duplicates)       ${r(redeliveryEventsPerSec).padStart(10)} events/s  ${(redeliveryEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x of raw`);
+    print(
+        `  ledger ingest (idempotent + agg)  ${r(ledgerEventsPerSec).padStart(10)} events/s  ${ledgerRatio.toFixed(2)}x of raw, median per batch (goal >= 0.60x, issue 11; totals ${(ledgerEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x)`,
+    );
+    print(
+        `  late events (hour rolled up)                        ${lateRatio.toFixed(2)}x of raw, median per batch (each batch appends its hourly deltas)`,
+    );
+    print(
+        `  redelivery (all duplicates)       ${r(redeliveryEventsPerSec).padStart(10)} events/s  ${(redeliveryEventsPerSec / rawInsertEventsPerSec).toFixed(2)}x of raw`,
+    );
     print(`  spool append, fsync, group commit ${r(spoolEventsPerSec).padStart(10)} events/s  (16 senders x 100 events)`);
     print(`  spool append, fsync per event     ${r(spoolSingleEventsPerSec).padStart(10)} events/s  (1 sender, 1 event)`);
-    return { events: n, batch, ledgerRatio, lateRatio, ledgerEventsPerSec, rawInsertEventsPerSec, redeliveryEventsPerSec, spoolEventsPerSec, spoolSingleEventsPerSec };
+    return {
+        events: n,
+        batch,
+        ledgerRatio,
+        lateRatio,
+        ledgerEventsPerSec,
+        rawInsertEventsPerSec,
+        redeliveryEventsPerSec,
+        spoolEventsPerSec,
+        spoolSingleEventsPerSec,
+    };
 }
 
 if (require.main === module) {
-    runMeteringBench().catch((e) => { process.stderr.write(`bench: ${(e as Error).stack}\n`); process.exit(1); });
+    runMeteringBench().catch((e) => {
+        process.stderr.write(`bench: ${(e as Error).stack}\n`);
+        process.exit(1);
+    });
 }

@@ -1,8 +1,8 @@
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startSilentProxy, SilentProxy } from "../shared/testing/silent-proxy";
+import { startSilentProxy, type SilentProxy } from "../shared/testing/silent-proxy";
 import { boundedPgConfig, discardClient, LEDGER_PG_BOUNDS } from "./db";
-import { startPostgres, TestPostgres } from "./testing/postgres";
+import { startPostgres, type TestPostgres } from "./testing/postgres";
 
 /**
  * Ledger connections are bounded on a silent network (a loopback proxy that holds connections open and answers
@@ -14,9 +14,16 @@ beforeAll(async () => {
     pg = await startPostgres();
     proxy = await startSilentProxy({ host: "127.0.0.1", port: pg.port });
 });
-afterAll(async () => { await proxy?.close(); await pg?.stop(); });
+afterAll(async () => {
+    await proxy?.close();
+    await pg?.stop();
+});
 
-const cfg = () => boundedPgConfig({ host: "127.0.0.1", port: proxy.port, user: "ledger", database: "ledger" }, { connectionTimeoutMillis: 800, query_timeout: 1000, statement_timeout: 500 });
+const cfg = () =>
+    boundedPgConfig(
+        { host: "127.0.0.1", port: proxy.port, user: "ledger", database: "ledger" },
+        { connectionTimeoutMillis: 800, query_timeout: 1000, statement_timeout: 500 },
+    );
 
 describe("bounded PostgreSQL", () => {
     it("defaults: client-side query timeout above the server's statement timeout, TCP keepalive on", () => {

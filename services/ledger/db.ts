@@ -46,6 +46,10 @@ export function boundedPgConfig(base: ClientConfig, over: Partial<LedgerBounds> 
  */
 export function discardClient(client: Client): void {
     const c = client as unknown as { connection?: { stream?: { destroy(): void } } };
-    try { c.connection?.stream?.destroy(); } catch { /* already gone */ }
+    try {
+        c.connection?.stream?.destroy();
+    } catch {
+        /* already gone */
+    }
     client.end().catch(() => undefined);
 }

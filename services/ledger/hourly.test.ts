@@ -1,11 +1,22 @@
 import type { Client } from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { UsageEvent } from "../shared/usage";
-import { compactHourly, expectedAggregates, hourlyAggregates, INGEST_STATEMENTS, ingestBatch, ingestOrder, ingestPayload, migrate, Queryable, rollupHourly } from "./ledger";
+import {
+    compactHourly,
+    expectedAggregates,
+    hourlyAggregates,
+    INGEST_STATEMENTS,
+    ingestBatch,
+    ingestOrder,
+    ingestPayload,
+    migrate,
+    type Queryable,
+    rollupHourly,
+} from "./ledger";
 import { mixedEvent, range } from "./testing/events";
 import { useLedgerDb } from "./testing/ledger-db";
 import { INGEST_SQL_V1, schemaV1 } from "./testing/ledger-v1";
-import { startPostgres, TestPostgres } from "./testing/postgres";
+import { startPostgres, type TestPostgres } from "./testing/postgres";
 
 /**
  * Hourly aggregates (services/ledger/schema.sql): rolled up below the watermark, read live from the events above
@@ -14,9 +25,12 @@ import { startPostgres, TestPostgres } from "./testing/postgres";
  */
 const ledgerDb = useLedgerDb();
 
-const H9 = "2026-11-29T09:00:00.000Z", H10 = "2026-11-29T10:00:00.000Z", H11 = "2026-11-29T11:00:00.000Z";
+const H9 = "2026-11-29T09:00:00.000Z",
+    H10 = "2026-11-29T10:00:00.000Z",
+    H11 = "2026-11-29T11:00:00.000Z";
 /** Watermarks: every test hour live, or every test hour already rolled up (so every event is late). */
-const LIVE = "2026-11-29T00:00:00.000Z", LATE = "2026-11-30T00:00:00.000Z";
+const LIVE = "2026-11-29T00:00:00.000Z",
+    LATE = "2026-11-30T00:00:00.000Z";
 
 /** Every 7th event estimated (services/ledger/testing/events.ts). */
 const ev = (i: number, over: Partial<UsageEvent> = {}): UsageEvent => mixedEvent(i, over, 7);
@@ -35,12 +49,19 @@ async function reset(db: Queryable, watermark: string) {
  */
 async function expectExact(db: Queryable, delivered: readonly UsageEvent[]) {
     expect(await hourlyAggregates(db)).toEqual(expectedAggregates(delivered));
-    const rows = (await db.query(`SELECT spoke, source, seq::int AS seq, count(*)::int AS n FROM (
-        SELECT spoke, source, seq FROM usage_events UNION ALL SELECT spoke, source, seq FROM usage_receipts) d GROUP BY 1, 2, 3`)).rows;
+    const rows = (
+        await db.query(`SELECT spoke, source, seq::int AS seq, count(*)::int AS n FROM (
+        SELECT spoke, source, seq FROM usage_events UNION ALL SELECT spoke, source, seq FROM usage_receipts) d GROUP BY 1, 2, 3`)
+    ).rows;
     expect(rows.filter((r) => r.n !== 1)).toEqual([]);
-    expect(new Set(rows.map((r) => `${r.spoke}/${r.source}/${r.seq}`))).toEqual(new Set(delivered.map((e) => `${e.spoke}/${e.source}/${e.seq}`)));
-    const { hourly, events } = (await db.query(
-        "SELECT (SELECT COALESCE(sum(requests), 0)::int FROM usage_hourly) AS hourly, (SELECT count(*)::int FROM usage_events) AS events")).rows[0];
+    expect(new Set(rows.map((r) => `${r.spoke}/${r.source}/${r.seq}`))).toEqual(
+        new Set(delivered.map((e) => `${e.spoke}/${e.source}/${e.seq}`)),
+    );
+    const { hourly, events } = (
+        await db.query(
+            "SELECT (SELECT COALESCE(sum(requests), 0)::int FROM usage_hourly) AS hourly, (SELECT count(*)::int FROM usage_events) AS events",
+        )
+    ).rows[0];
     expect(hourly).toBeLessThanOrEqual(events);
 }
 
@@ -58,7 +79,10 @@ async function blocked(db: Queryable, pid: number): Promise<void> {
     }
 }
 
-describe.each([["live hours", LIVE], ["hours already rolled up (late events)", LATE]])("ingestion into %s (real PostgreSQL)", (_name, watermark) => {
+describe.each([
+    ["live hours", LIVE],
+    ["hours already rolled up (late events)", LATE],
+])("ingestion into %s (real PostgreSQL)", (_name, watermark) => {
     beforeEach(() => reset(ledgerDb.db, watermark));
 
     it("redelivery, overlapping batches and duplicates inside a batch count once", async () => {
@@ -66,9 +90,17 @@ describe.each([["live hours", LIVE], ["hours already rolled up (late events)", L
         const delivered = [...all.slice(0, 60), ...all.slice(40, 100), ...all.slice(50, 55), again(7, 100), again(8, 101), again(8, 102)];
         expect(await ingestBatch(ledgerDb.db, all.slice(0, 60))).toEqual({ received: 60, inserted: 60, receipts: 60 });
         expect(await ingestBatch(ledgerDb.db, all.slice(0, 60))).toEqual({ received: 60, inserted: 0, receipts: 0 });
-        expect(await ingestBatch(ledgerDb.db, [...all.slice(40, 100), ...all.slice(50, 55)])).toEqual({ received: 65, inserted: 40, receipts: 40 });
+        expect(await ingestBatch(ledgerDb.db, [...all.slice(40, 100), ...all.slice(50, 55)])).toEqual({
+            received: 65,
+            inserted: 40,
+            receipts: 40,
+        });
         // Further deliveries of counted requests under new seqs: receipts, in their own batch and mixed with new events.
-        expect(await ingestBatch(ledgerDb.db, [again(7, 100), again(8, 101), again(8, 102)])).toEqual({ received: 3, inserted: 0, receipts: 3 });
+        expect(await ingestBatch(ledgerDb.db, [again(7, 100), again(8, 101), again(8, 102)])).toEqual({
+            received: 3,
+            inserted: 0,
+            receipts: 3,
+        });
         await expectExact(ledgerDb.db, delivered);
         const r = await ingestBatch(ledgerDb.db, [ev(200), again(200, 201), ev(200)]);
         expect(r).toEqual({ received: 3, inserted: 1, receipts: 2 });
@@ -83,7 +115,9 @@ describe.each([["live hours", LIVE], ["hours already rolled up (late events)", L
                 ingestBatch(conns[0], all),
                 ingestBatch(conns[1], [...all].reverse()),
                 ingestBatch(conns[2], all.slice(100, 300)),
-                (async () => { for (let i = 0; i < 400; i += 50) await ingestBatch(conns[3], all.slice(i, i + 50)); })(),
+                (async () => {
+                    for (let i = 0; i < 400; i += 50) await ingestBatch(conns[3], all.slice(i, i + 50));
+                })(),
             ]);
         } finally {
             await Promise.all(conns.map((c) => c.end()));
@@ -94,7 +128,8 @@ describe.each([["live hours", LIVE], ["hours already rolled up (late events)", L
     it("a batch that races a concurrent insert of the same requests falls back to ON CONFLICT and counts the rest", async () => {
         const [c1, c2] = await Promise.all([ledgerDb.connect(), ledgerDb.connect()]);
         try {
-            const a = range(0, 30).map((i) => ev(i)), b = range(30, 60).map((i) => ev(i));
+            const a = range(0, 30).map((i) => ev(i)),
+                b = range(30, 60).map((i) => ev(i));
             await c1.query("BEGIN");
             await ingestBatch(c1, a, { attempts: 1 });
             // c2's optimistic plain INSERT waits on c1's uncommitted rows, then meets them committed.
@@ -106,13 +141,17 @@ describe.each([["live hours", LIVE], ["hours already rolled up (late events)", L
         } finally {
             await Promise.all([c1.end(), c2.end()]);
         }
-        await expectExact(ledgerDb.db, range(0, 60).map((i) => ev(i)));
+        await expectExact(
+            ledgerDb.db,
+            range(0, 60).map((i) => ev(i)),
+        );
     });
 });
 
 describe("rollup of closed hours, late events, compaction (real PostgreSQL)", () => {
     beforeEach(() => reset(ledgerDb.db, H9));
-    const rows = async (hour: string) => (await ledgerDb.db.query("SELECT count(*)::int AS n FROM usage_hourly WHERE hour = $1", [hour])).rows[0].n;
+    const rows = async (hour: string) =>
+        (await ledgerDb.db.query("SELECT count(*)::int AS n FROM usage_hourly WHERE hour = $1", [hour])).rows[0].n;
 
     it("rolls hour by hour into one row per group; late events append deltas; compaction folds them; sums never move", async () => {
         const first = range(0, 80).map((i) => ev(i));
@@ -138,7 +177,11 @@ describe("rollup of closed hours, late events, compaction (real PostgreSQL)", ()
         await expectExact(ledgerDb.db, delivered);
 
         expect((await compactHourly(ledgerDb.db, { from: H9, to: H11 })).groups).toBeGreaterThan(0);
-        const per = (await ledgerDb.db.query("SELECT count(*)::int AS n FROM usage_hourly GROUP BY tenant, team, key_id, model, hour HAVING count(*) > 1")).rows;
+        const per = (
+            await ledgerDb.db.query(
+                "SELECT count(*)::int AS n FROM usage_hourly GROUP BY tenant, team, key_id, model, hour HAVING count(*) > 1",
+            )
+        ).rows;
         expect(per).toEqual([]);
         expect(await compactHourly(ledgerDb.db, { from: H9, to: H11 })).toEqual({ groups: 0, deltas: 0 });
         await expectExact(ledgerDb.db, delivered);
@@ -188,14 +231,23 @@ describe("ingest statement", () => {
 
     it("orders by spoke, requestId, source, seq and marks the later deliveries of a request", () => {
         const batch = [ev(2), ev(1, { seq: 9 }), ev(1, { seq: 3 }), ev(1, { spoke: "a", seq: 4 })];
-        expect(ingestOrder(batch).map((e) => [e.spoke, e.requestId, e.seq])).toEqual([["a", "r-1", 4], ["hn1", "r-1", 3], ["hn1", "r-1", 9], ["hn1", "r-2", 2]]);
+        expect(ingestOrder(batch).map((e) => [e.spoke, e.requestId, e.seq])).toEqual([
+            ["a", "r-1", 4],
+            ["hn1", "r-1", 3],
+            ["hn1", "r-1", 9],
+            ["hn1", "r-2", 2],
+        ]);
         expect(JSON.parse(ingestPayload(batch)).map((e: { repeat?: boolean }) => e.repeat ?? false)).toEqual([false, false, true, false]);
         expect(batch.map((e) => e.seq)).toEqual([2, 9, 3, 4]); // input untouched
     });
 
     it("the optimistic statement counts a batch with duplicates inside it without falling back", async () => {
         const batch = [ev(1), ev(2), again(1, 50), ev(2)];
-        expect(await ingestBatch(ledgerDb.db, batch, { attempts: 1, mode: "optimistic" })).toEqual({ received: 4, inserted: 2, receipts: 3 });
+        expect(await ingestBatch(ledgerDb.db, batch, { attempts: 1, mode: "optimistic" })).toEqual({
+            received: 4,
+            inserted: 2,
+            receipts: 3,
+        });
         await expectExact(ledgerDb.db, batch);
     });
 
@@ -205,7 +257,9 @@ describe("ingest statement", () => {
         await ingestBatch(ledgerDb.db, [ev(1)], { mode: "optimistic" });
         await ingestBatch(ledgerDb.db, [ev(2), ev(1)], { mode: "on-conflict" });
         for (const name of Object.values(INGEST_STATEMENTS)) {
-            const plan = (await ledgerDb.db.query(`EXPLAIN EXECUTE ${name}('[]', 0)`)).rows.map((r) => r["QUERY PLAN"] as string).join("\n");
+            const plan = (await ledgerDb.db.query(`EXPLAIN EXECUTE ${name}('[]', 0)`)).rows
+                .map((r) => r["QUERY PLAN"] as string)
+                .join("\n");
             expect(plan).toContain("Insert on usage_events");
             expect(plan).not.toMatch(/Scan on usage_events|Scan using usage_events/);
         }
@@ -226,7 +280,7 @@ describe("migration from the upsert schema (usage_hourly one row per group, with
 
     it("keeps every aggregate, is idempotent, and counts new, redelivered and late events exactly", async () => {
         await migrate(db, schemaV1());
-        const nextHour = new Date(Date.parse(new Date().toISOString().slice(0, 13) + ":00:00.000Z") + 3_600_000);
+        const nextHour = new Date(Date.parse(`${new Date().toISOString().slice(0, 13)}:00:00.000Z`) + 3_600_000);
         const future = ev(900, { endedAt: new Date(nextHour.getTime() + 60_000).toISOString() }); // a spoke whose clock runs ahead
         const old = [...range(0, 50).map((i) => ev(i)), again(3, 300), future];
         for (const batch of [old.slice(0, 30), old.slice(20)]) await db.query(INGEST_SQL_V1, [JSON.stringify(batch)]);
@@ -236,8 +290,9 @@ describe("migration from the upsert schema (usage_hourly one row per group, with
         await migrate(db);
         expect((await db.query("SELECT count(*)::int AS n FROM usage_hourly")).rows[0].n).toBe(before); // nothing rewritten
         // The watermark starts after the last hour the old table aggregated.
-        expect(new Date((await db.query("SELECT rolled_until FROM usage_rollup")).rows[0].rolled_until).toISOString())
-            .toBe(new Date(nextHour.getTime() + 3_600_000).toISOString());
+        expect(new Date((await db.query("SELECT rolled_until FROM usage_rollup")).rows[0].rolled_until).toISOString()).toBe(
+            new Date(nextHour.getTime() + 3_600_000).toISOString(),
+        );
         await expectExact(db, old);
 
         const now = new Date().toISOString();

@@ -1,5 +1,4 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import type { UsageEvent } from "../shared/usage";
 import { expectedAggregates, hourlyAggregates, ingestBatch } from "./ledger";
 import { reconcile } from "./reconcile";
 import { mixedEvent, range } from "./testing/events";
@@ -50,13 +49,46 @@ describe("ledger ingestion (real PostgreSQL)", () => {
 
     it("reconciliation lists the gaps per spoke and hour", async () => {
         const seqs = [0, 1, 2, 5, 6, 9];
-        await ingestBatch(ledgerDb.db, seqs.map((s) => ev(s, { endedAt: s < 6 ? "2026-11-29T09:30:00.000Z" : "2026-11-29T10:30:00.000Z" })));
+        await ingestBatch(
+            ledgerDb.db,
+            seqs.map((s) => ev(s, { endedAt: s < 6 ? "2026-11-29T09:30:00.000Z" : "2026-11-29T10:30:00.000Z" })),
+        );
         await ingestBatch(ledgerDb.db, [ev(1000, { spoke: "hcm1", seq: 3, source: "metering-1.bbbb0000" })]);
         const rep = await reconcile(ledgerDb.db);
         expect(rep).toEqual([
-            { spoke: "hcm1", hour: "2026-11-29T10:00:00.000Z", received: 1, counted: 1, duplicates: 0, quarantined: 0, missing: 3, sent: 4, gaps: [{ source: "metering-1.bbbb0000", fromSeq: 0, toSeq: 2 }] },
-            { spoke: "hn1", hour: "2026-11-29T09:00:00.000Z", received: 4, counted: 4, duplicates: 0, quarantined: 0, missing: 2, sent: 6, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 3, toSeq: 4 }] },
-            { spoke: "hn1", hour: "2026-11-29T10:00:00.000Z", received: 2, counted: 2, duplicates: 0, quarantined: 0, missing: 2, sent: 4, gaps: [{ source: "metering-0.aaaa0000", fromSeq: 7, toSeq: 8 }] },
+            {
+                spoke: "hcm1",
+                hour: "2026-11-29T10:00:00.000Z",
+                received: 1,
+                counted: 1,
+                duplicates: 0,
+                quarantined: 0,
+                missing: 3,
+                sent: 4,
+                gaps: [{ source: "metering-1.bbbb0000", fromSeq: 0, toSeq: 2 }],
+            },
+            {
+                spoke: "hn1",
+                hour: "2026-11-29T09:00:00.000Z",
+                received: 4,
+                counted: 4,
+                duplicates: 0,
+                quarantined: 0,
+                missing: 2,
+                sent: 6,
+                gaps: [{ source: "metering-0.aaaa0000", fromSeq: 3, toSeq: 4 }],
+            },
+            {
+                spoke: "hn1",
+                hour: "2026-11-29T10:00:00.000Z",
+                received: 2,
+                counted: 2,
+                duplicates: 0,
+                quarantined: 0,
+                missing: 2,
+                sent: 4,
+                gaps: [{ source: "metering-0.aaaa0000", fromSeq: 7, toSeq: 8 }],
+            },
         ]);
         expect(await reconcile(ledgerDb.db, { spoke: "hn1", from: "2026-11-29T10:00:00Z" })).toHaveLength(1);
     });

@@ -1,12 +1,18 @@
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import type { QuarantineMarker, UsageEvent } from "../shared/usage";
 
 /** The part of a `pg` Client / PoolClient the ledger uses (so tests and the Lambda pass either). */
 export interface Queryable {
+    // biome-ignore lint/suspicious/noExplicitAny: the row type of pg's own QueryResultRow
     query<R extends Record<string, any> = any>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
     /** With `name`: a prepared statement, parsed and planned once per connection (pg `QueryConfig`). */
-    query<R extends Record<string, any> = any>(config: { name?: string; text: string; values?: unknown[] }): Promise<{ rows: R[]; rowCount: number | null }>;
+    // biome-ignore lint/suspicious/noExplicitAny: the row type of pg's own QueryResultRow
+    query<R extends Record<string, any> = any>(config: {
+        name?: string;
+        text: string;
+        values?: unknown[];
+    }): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 /** Set by esbuild `define` when the consumer Lambda is bundled (components/hub/UsageLedger.ts). */
@@ -139,8 +145,14 @@ SELECT (SELECT n FROM counted) AS inserted, (SELECT count(*) FROM dup)::int AS r
 }
 
 /** {@link ingestSql} per mode, and the prepared-statement names they run under (parsed and planned once per connection). */
-export const INGEST_SQL: Readonly<Record<IngestMode, string>> = { "optimistic": ingestSql("optimistic"), "on-conflict": ingestSql("on-conflict") };
-export const INGEST_STATEMENTS: Readonly<Record<IngestMode, string>> = { "optimistic": "ledger_ingest", "on-conflict": "ledger_ingest_on_conflict" };
+export const INGEST_SQL: Readonly<Record<IngestMode, string>> = {
+    optimistic: ingestSql("optimistic"),
+    "on-conflict": ingestSql("on-conflict"),
+};
+export const INGEST_STATEMENTS: Readonly<Record<IngestMode, string>> = {
+    optimistic: "ledger_ingest",
+    "on-conflict": "ledger_ingest_on_conflict",
+};
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -214,10 +226,19 @@ export async function ingestBatch(db: Queryable, events: readonly UsageEvent[], 
     const values = [ingestPayload(events), events.length];
     for (let i = 1; ; i++) {
         try {
-            const r = await db.query<{ inserted: number; receipts: number }>({ name: INGEST_STATEMENTS[mode], text: INGEST_SQL[mode], values });
+            const r = await db.query<{ inserted: number; receipts: number }>({
+                name: INGEST_STATEMENTS[mode],
+                text: INGEST_SQL[mode],
+                values,
+            });
             const row = r.rows[0];
             // Back to optimistic once a batch needed no conflict handling (every request in it was new).
-            nextMode.set(db, mode === "on-conflict" && row.inserted < new Set(events.map((e) => `${e.spoke}\u0000${e.requestId}`)).size ? "on-conflict" : "optimistic");
+            nextMode.set(
+                db,
+                mode === "on-conflict" && row.inserted < new Set(events.map((e) => `${e.spoke}\u0000${e.requestId}`)).size
+                    ? "on-conflict"
+                    : "optimistic",
+            );
             return { received: events.length, inserted: row.inserted, receipts: row.inserted + row.receipts };
         } catch (e) {
             const race = mode === "optimistic" && isIngestRace(e);
@@ -248,7 +269,8 @@ export async function quarantine(db: Queryable, items: readonly QuarantineItem[]
         `INSERT INTO usage_quarantine (origin, reason, payload)
          SELECT origin, reason, payload FROM jsonb_to_recordset($1::jsonb) AS x(origin text, reason text, payload text)
          ON CONFLICT (origin) DO NOTHING`,
-        [JSON.stringify(items)]);
+        [JSON.stringify(items)],
+    );
     return r.rowCount ?? 0;
 }
 
@@ -262,7 +284,8 @@ export async function quarantine(db: Queryable, items: readonly QuarantineItem[]
  */
 export async function recordSpokeQuarantine(db: Queryable, markers: readonly QuarantineMarker[]): Promise<number> {
     if (markers.length === 0) return 0;
-    const r = await db.query<{ n: number }>(`
+    const r = await db.query<{ n: number }>(
+        `
 WITH raw AS (
     SELECT DISTINCT ON (spoke, source, seq) * FROM jsonb_to_recordset($1::jsonb) AS x(
         "requestId" text, spoke text, source text, seq bigint, "endedAt" timestamptz, reason text, bytes bigint)
@@ -274,7 +297,9 @@ q AS (
     ON CONFLICT (spoke, source, seq) DO NOTHING
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM q)::int AS n`, [JSON.stringify(markers)]);
+SELECT (SELECT count(*) FROM q)::int AS n`,
+        [JSON.stringify(markers)],
+    );
     return r.rows[0].n;
 }
 
@@ -307,13 +332,23 @@ export async function hourlyAggregates(db: Queryable, opts: { from?: string; to?
                 estimated_requests, truncated_requests
          FROM usage_hourly_totals
          WHERE ($1::timestamptz IS NULL OR hour >= $1) AND ($2::timestamptz IS NULL OR hour < $2)`,
-        [opts.from ?? null, opts.to ?? null]);
-    return sortAggregates(r.rows.map((x) => ({
-        tenant: x.tenant, team: x.team, keyId: x.key_id, model: x.model, hour: new Date(x.hour).toISOString(),
-        requests: Number(x.requests), inputTokens: Number(x.input_tokens), outputTokens: Number(x.output_tokens),
-        cachedInputTokens: Number(x.cached_input_tokens), estimatedRequests: Number(x.estimated_requests),
-        truncatedRequests: Number(x.truncated_requests),
-    })));
+        [opts.from ?? null, opts.to ?? null],
+    );
+    return sortAggregates(
+        r.rows.map((x) => ({
+            tenant: x.tenant,
+            team: x.team,
+            keyId: x.key_id,
+            model: x.model,
+            hour: new Date(x.hour).toISOString(),
+            requests: Number(x.requests),
+            inputTokens: Number(x.input_tokens),
+            outputTokens: Number(x.output_tokens),
+            cachedInputTokens: Number(x.cached_input_tokens),
+            estimatedRequests: Number(x.estimated_requests),
+            truncatedRequests: Number(x.truncated_requests),
+        })),
+    );
 }
 
 /** Outcome of one {@link rollupHourly}. */
@@ -337,12 +372,21 @@ export interface RollupResult {
  * @returns the hours rolled over all steps, [from, to), and the rows written
  * @throws the driver's error (the step that failed is rolled back; earlier steps stay)
  */
-export async function rollupHourly(db: Queryable, until: string, opts: { maxHoursPerStep?: number; maxSteps?: number } = {}): Promise<RollupResult> {
-    const per = opts.maxHoursPerStep ?? 1, steps = opts.maxSteps ?? 48;
-    let from: string | undefined, to = "", groups = 0;
+export async function rollupHourly(
+    db: Queryable,
+    until: string,
+    opts: { maxHoursPerStep?: number; maxSteps?: number } = {},
+): Promise<RollupResult> {
+    const per = opts.maxHoursPerStep ?? 1,
+        steps = opts.maxSteps ?? 48;
+    let from: string | undefined,
+        to = "",
+        groups = 0;
     for (let i = 0; i < steps; i++) {
         const r = await db.query<{ from_hour: Date; to_hour: Date; groups: string }>(
-            "SELECT from_hour, to_hour, groups FROM usage_hourly_rollup($1, $2)", [until, per]);
+            "SELECT from_hour, to_hour, groups FROM usage_hourly_rollup($1, $2)",
+            [until, per],
+        );
         const row = r.rows[0];
         from ??= new Date(row.from_hour).toISOString();
         to = new Date(row.to_hour).toISOString();
@@ -368,13 +412,18 @@ export interface CompactResult {
  * @throws the driver's error (nothing is changed then)
  */
 export async function compactHourly(db: Queryable, window: { from: string; to: string }): Promise<CompactResult> {
-    const r = await db.query<{ groups: string; deltas: string }>("SELECT groups, deltas FROM usage_hourly_compact($1, $2)", [window.from, window.to]);
+    const r = await db.query<{ groups: string; deltas: string }>("SELECT groups, deltas FROM usage_hourly_compact($1, $2)", [
+        window.from,
+        window.to,
+    ]);
     return { groups: Number(r.rows[0].groups), deltas: Number(r.rows[0].deltas) };
 }
 
 /** Sorts by tenant, team, key, model, hour (code-point order, independent of the server's collation). */
 export function sortAggregates(rows: HourlyAggregate[]): HourlyAggregate[] {
-    return rows.sort((a, b) => cmp(a.tenant, b.tenant) || cmp(a.team, b.team) || cmp(a.keyId, b.keyId) || cmp(a.model, b.model) || cmp(a.hour, b.hour));
+    return rows.sort(
+        (a, b) => cmp(a.tenant, b.tenant) || cmp(a.team, b.team) || cmp(a.keyId, b.keyId) || cmp(a.model, b.model) || cmp(a.hour, b.hour),
+    );
 }
 
 /** UTC hour start (ISO-8601) of a timestamp: the ledger's billing hour. */
@@ -401,7 +450,19 @@ export function expectedAggregates(events: Iterable<UsageEvent>): HourlyAggregat
         const k = [e.tenant, e.team, e.keyId, e.model, hour].join("\u0000");
         let a = byKey.get(k);
         if (!a) {
-            a = { tenant: e.tenant, team: e.team, keyId: e.keyId, model: e.model, hour, requests: 0, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, estimatedRequests: 0, truncatedRequests: 0 };
+            a = {
+                tenant: e.tenant,
+                team: e.team,
+                keyId: e.keyId,
+                model: e.model,
+                hour,
+                requests: 0,
+                inputTokens: 0,
+                outputTokens: 0,
+                cachedInputTokens: 0,
+                estimatedRequests: 0,
+                truncatedRequests: 0,
+            };
             byKey.set(k, a);
         }
         a.requests++;

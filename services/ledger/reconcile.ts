@@ -95,9 +95,19 @@ export async function reconcile(db: Queryable, opts: ReconcileOptions = {}): Pro
     const rows = new Map<string, ReconciliationRow>();
     const key = (spoke: string, hour: Date) => `${spoke}\u0000${hour.toISOString()}`;
     for (const s of summary.rows) {
-        const received = Number(s.received), counted = Number(s.counted), quarantined = Number(s.quarantined);
+        const received = Number(s.received),
+            counted = Number(s.counted),
+            quarantined = Number(s.quarantined);
         rows.set(key(s.spoke, new Date(s.hour)), {
-            spoke: s.spoke, hour: new Date(s.hour).toISOString(), received, counted, duplicates: received - counted - quarantined, quarantined, missing: 0, sent: received, gaps: [],
+            spoke: s.spoke,
+            hour: new Date(s.hour).toISOString(),
+            received,
+            counted,
+            duplicates: received - counted - quarantined,
+            quarantined,
+            missing: 0,
+            sent: received,
+            gaps: [],
         });
     }
     for (const g of gaps.rows) {
@@ -119,5 +129,5 @@ export function formatReport(rows: readonly ReconciliationRow[]): string {
         lines.push([r.spoke, r.hour, r.sent, r.received, r.counted, r.duplicates, r.quarantined, r.missing].join("\t"));
         for (const g of r.gaps) lines.push(`  gap\t${g.source}\tseq ${g.fromSeq}..${g.toSeq} (${g.toSeq - g.fromSeq + 1})`);
     }
-    return lines.join("\n") + "\n";
+    return `${lines.join("\n")}\n`;
 }

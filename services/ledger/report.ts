@@ -9,12 +9,15 @@ import { formatReport, reconcile } from "./reconcile";
  * DATABASE_URL. Exits 2 when any spoke-hour has missing events, so a scheduler can alert on it.
  */
 async function main(argv: string[]): Promise<number> {
-    const opt = (k: string) => { const i = argv.indexOf(`--${k}`); return i >= 0 ? argv[i + 1] : undefined; };
+    const opt = (k: string) => {
+        const i = argv.indexOf(`--${k}`);
+        return i >= 0 ? argv[i + 1] : undefined;
+    };
     const db = new Client(boundedPgConfig(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {}));
     await db.connect();
     try {
         const rows = await reconcile(db, { spoke: opt("spoke"), from: opt("from"), to: opt("to") });
-        process.stdout.write(argv.includes("--json") ? JSON.stringify(rows, null, 2) + "\n" : formatReport(rows));
+        process.stdout.write(argv.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatReport(rows));
         return rows.some((r) => r.missing > 0) ? 2 : 0;
     } finally {
         await db.end();
@@ -22,5 +25,11 @@ async function main(argv: string[]): Promise<number> {
 }
 
 if (require.main === module) {
-    main(process.argv.slice(2)).then((code) => process.exit(code), (e) => { process.stderr.write(`report: ${(e as Error).message}\n`); process.exit(1); });
+    main(process.argv.slice(2)).then(
+        (code) => process.exit(code),
+        (e) => {
+            process.stderr.write(`report: ${(e as Error).message}\n`);
+            process.exit(1);
+        },
+    );
 }

@@ -1,5 +1,5 @@
 import type { Queryable } from "./ledger";
-import { reconcile, ReconcileOptions, ReconciliationRow, SeqGap } from "./reconcile";
+import { reconcile, type ReconcileOptions, type ReconciliationRow, type SeqGap } from "./reconcile";
 
 /**
  * Ledger-side data of `npm run status` and of the hub's scheduled reconciliation.
@@ -49,11 +49,13 @@ export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly 
     // One after another: a pg Client runs one query at a time (queued concurrent queries are deprecated in pg 8).
     const queries = [
         () => db.query("SELECT spoke, max(ended_at) AS last_end, count(*)::bigint AS n FROM usage_events GROUP BY spoke"),
-        () => db.query(`SELECT spoke, max(t) AS last_recv FROM (SELECT spoke, max(received_at) AS t FROM usage_events GROUP BY spoke
+        () =>
+            db.query(`SELECT spoke, max(t) AS last_recv FROM (SELECT spoke, max(received_at) AS t FROM usage_events GROUP BY spoke
                   UNION ALL SELECT spoke, max(received_at) FROM usage_receipts GROUP BY spoke
                   UNION ALL SELECT spoke, max(received_at) FROM usage_spoke_quarantine GROUP BY spoke) x GROUP BY spoke`),
         () => db.query("SELECT spoke, count(*)::bigint AS n FROM usage_spoke_quarantine GROUP BY spoke"),
-        () => db.query(`SELECT DISTINCT ON (spoke) spoke, ran_at, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps
+        () =>
+            db.query(`SELECT DISTINCT ON (spoke) spoke, ran_at, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps
                   FROM reconciliation_runs ORDER BY spoke, ran_at DESC, id DESC`),
     ];
     const results: Array<Awaited<ReturnType<(typeof queries)[number]>>> = [];
@@ -62,7 +64,10 @@ export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly 
     const names = new Set<string>(opts.spokes ?? []);
     for (const r of [...ev.rows, ...rec.rows, ...q.rows, ...runs.rows]) names.add(r.spoke);
     const by = <T extends { spoke: string }>(rows: T[]) => new Map(rows.map((r) => [r.spoke, r]));
-    const e = by(ev.rows), r = by(rec.rows), qq = by(q.rows), rr = by(runs.rows);
+    const e = by(ev.rows),
+        r = by(rec.rows),
+        qq = by(q.rows),
+        rr = by(runs.rows);
     return [...names].sort().map((spoke) => {
         const run = rr.get(spoke);
         const s: SpokeUsageStatus = {
@@ -74,9 +79,16 @@ export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly 
         };
         if (run) {
             s.lastReconciliation = {
-                ranAt: iso(run.ran_at)!, from: iso(run.from_hour), to: iso(run.to_hour),
-                sent: Number(run.sent), received: Number(run.received), counted: Number(run.counted), duplicates: Number(run.duplicates),
-                missing: Number(run.missing), quarantined: Number(run.quarantined), gaps: run.gaps as SeqGap[],
+                ranAt: iso(run.ran_at)!,
+                from: iso(run.from_hour),
+                to: iso(run.to_hour),
+                sent: Number(run.sent),
+                received: Number(run.received),
+                counted: Number(run.counted),
+                duplicates: Number(run.duplicates),
+                missing: Number(run.missing),
+                quarantined: Number(run.quarantined),
+                gaps: run.gaps as SeqGap[],
             };
         }
         return s;
@@ -89,12 +101,22 @@ export async function spokeUsageStatus(db: Queryable, opts: { spokes?: readonly 
  * @returns the number of rows written
  * @throws the driver's error
  */
-export async function recordReconciliation(db: Queryable, rows: readonly ReconciliationRow[], window: { from?: string; to?: string; spokes?: readonly string[] } = {}): Promise<number> {
+export async function recordReconciliation(
+    db: Queryable,
+    rows: readonly ReconciliationRow[],
+    window: { from?: string; to?: string; spokes?: readonly string[] } = {},
+): Promise<number> {
     const per = new Map<string, Omit<ReconciliationSummary, "ranAt" | "from" | "to">>();
-    for (const s of window.spokes ?? []) per.set(s, { sent: 0, received: 0, counted: 0, duplicates: 0, missing: 0, quarantined: 0, gaps: [] });
+    for (const s of window.spokes ?? [])
+        per.set(s, { sent: 0, received: 0, counted: 0, duplicates: 0, missing: 0, quarantined: 0, gaps: [] });
     for (const r of rows) {
         const a = per.get(r.spoke) ?? { sent: 0, received: 0, counted: 0, duplicates: 0, missing: 0, quarantined: 0, gaps: [] };
-        a.sent += r.sent; a.received += r.received; a.counted += r.counted; a.duplicates += r.duplicates; a.missing += r.missing; a.quarantined += r.quarantined;
+        a.sent += r.sent;
+        a.received += r.received;
+        a.counted += r.counted;
+        a.duplicates += r.duplicates;
+        a.missing += r.missing;
+        a.quarantined += r.quarantined;
         a.gaps.push(...r.gaps);
         per.set(r.spoke, a);
     }
@@ -104,7 +126,8 @@ export async function recordReconciliation(db: Queryable, rows: readonly Reconci
         `INSERT INTO reconciliation_runs (spoke, from_hour, to_hour, sent, received, counted, duplicates, missing, quarantined, gaps)
          SELECT spoke, $2::timestamptz, $3::timestamptz, sent, received, counted, duplicates, missing, quarantined, gaps
          FROM jsonb_to_recordset($1::jsonb) AS x(spoke text, sent bigint, received bigint, counted bigint, duplicates bigint, missing bigint, quarantined bigint, gaps jsonb)`,
-        [JSON.stringify(payload), window.from ?? null, window.to ?? null]);
+        [JSON.stringify(payload), window.from ?? null, window.to ?? null],
+    );
     return res.rowCount ?? 0;
 }
 
@@ -112,7 +135,10 @@ export async function recordReconciliation(db: Queryable, rows: readonly Reconci
  * What the hub's scheduled reconciliation runs: {@link reconcile} over a window, then {@link recordReconciliation}.
  * @returns the rows and whether anything is missing (alarm on `missing > 0`)
  */
-export async function runReconciliation(db: Queryable, opts: ReconcileOptions & { spokes?: readonly string[] } = {}): Promise<{ rows: ReconciliationRow[]; missing: number; quarantined: number }> {
+export async function runReconciliation(
+    db: Queryable,
+    opts: ReconcileOptions & { spokes?: readonly string[] } = {},
+): Promise<{ rows: ReconciliationRow[]; missing: number; quarantined: number }> {
     const rows = await reconcile(db, opts);
     const spokes = opts.spoke ? [opts.spoke] : opts.spokes;
     await recordReconciliation(db, rows, { from: opts.from, to: opts.to, spokes });

@@ -8,8 +8,35 @@ import { S3_TRANSPORT, SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
  * services/shared/aws-calls.ts for the placeholders.
  */
 export const METERING_AWS_CALLS: readonly AwsCall[] = [
-    { command: "PutRecordsCommand", source: "services/metering/shipper.ts", action: "kinesis:PutRecords", resource: "{usageStreamArn}", context: { ...SDK_TRANSPORT }, purpose: "ship a batch of usage events" },
-    { command: "GetObjectCommand", source: "services/metering/main.ts", action: "s3:GetObject", resource: "{policyBucketArn}/spokes/{spoke}/current.json", context: { ...S3_TRANSPORT }, purpose: "read the current bundle pointer" },
-    { command: "GetObjectCommand", source: "services/metering/main.ts", action: "s3:GetObject", resource: "{policyBucketArn}/spokes/{spoke}/bundles/{revision}.json", context: { ...S3_TRANSPORT }, purpose: "read the bundle's token windows" },
-    { source: "services/metering/main.ts", action: "kms:Decrypt", resource: "{policyKeyArn}", context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" }, purpose: "S3 decrypts the bundle" },
+    {
+        command: "PutRecordsCommand",
+        source: "services/metering/shipper.ts",
+        action: "kinesis:PutRecords",
+        resource: "{usageStreamArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "ship a batch of usage events",
+    },
+    {
+        command: "GetObjectCommand",
+        source: "services/metering/main.ts",
+        action: "s3:GetObject",
+        resource: "{policyBucketArn}/spokes/{spoke}/current.json",
+        context: { ...S3_TRANSPORT },
+        purpose: "read the current bundle pointer",
+    },
+    {
+        command: "GetObjectCommand",
+        source: "services/metering/main.ts",
+        action: "s3:GetObject",
+        resource: "{policyBucketArn}/spokes/{spoke}/bundles/{revision}.json",
+        context: { ...S3_TRANSPORT },
+        purpose: "read the bundle's token windows",
+    },
+    {
+        source: "services/metering/main.ts",
+        action: "kms:Decrypt",
+        resource: "{policyKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },
+        purpose: "S3 decrypts the bundle",
+    },
 ];

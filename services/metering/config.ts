@@ -13,16 +13,27 @@ const EnvSchema = z.object({
     /** Spool directory on the PersistentVolume. */
     METERING_SPOOL_DIR: z.string().min(1).default("/var/lib/metering/spool"),
     /** Bound of the spool, bytes. Keep ≤ ~90% of the volume. Default 8 GiB (~16M events at ~500 B). */
-    METERING_SPOOL_MAX_BYTES: z.coerce.number().int().positive().default(8 * 1024 ** 3),
+    METERING_SPOOL_MAX_BYTES: z.coerce
+        .number()
+        .int()
+        .positive()
+        .default(8 * 1024 ** 3),
     /** Segment size, bytes. Default 16 MiB. */
-    METERING_SPOOL_SEGMENT_BYTES: z.coerce.number().int().positive().default(16 * 1024 ** 2),
+    METERING_SPOOL_SEGMENT_BYTES: z.coerce
+        .number()
+        .int()
+        .positive()
+        .default(16 * 1024 ** 2),
     /** Hub usage stream for this spoke (hub output `spokeContracts.<spoke>.usage.streamName`). */
     METERING_STREAM_NAME: z.string().min(1),
     METERING_STREAM_REGION: z.string().min(1),
     /** Kinesis endpoint override (tests only). */
     METERING_KINESIS_ENDPOINT: z.url().optional(),
     /** Redis of the auth service (`redis://` or `rediss://`). Unset: no lease release / token accounting (tests). */
-    METERING_REDIS_URL: z.string().regex(/^rediss?:\/\//).optional(),
+    METERING_REDIS_URL: z
+        .string()
+        .regex(/^rediss?:\/\//)
+        .optional(),
     METERING_REDIS_TIMEOUT_MS: z.coerce.number().int().positive().default(500),
     /** Policy bucket and hub public key: token window lengths come from the signed bundle. */
     METERING_POLICY_BUCKET: z.string().min(3).optional(),
@@ -38,7 +49,11 @@ const EnvSchema = z.object({
     /** OTLP intake: idle keep-alive connection closed after this, ms (Node `server.keepAliveTimeout`). */
     METERING_HTTP_KEEPALIVE_TIMEOUT_MS: z.coerce.number().int().positive().default(65_000),
     /** OTLP intake: largest request body after decompression, bytes. */
-    METERING_HTTP_MAX_BODY_BYTES: z.coerce.number().int().positive().default(16 * 1024 * 1024),
+    METERING_HTTP_MAX_BODY_BYTES: z.coerce
+        .number()
+        .int()
+        .positive()
+        .default(16 * 1024 * 1024),
     /**
      * Tests only (fault injection): the process kills itself with SIGKILL the first time it reaches this point:
      * `after-spool` (batch durable, not yet acknowledged), `after-tokens` (tokens added, cursor not yet written),
@@ -62,6 +77,7 @@ export type MeteringEnv = z.infer<typeof EnvSchema>;
 /** @throws Error listing each invalid variable (values not echoed). */
 export function loadConfig(env: NodeJS.ProcessEnv): MeteringEnv {
     const r = EnvSchema.safeParse(env);
-    if (!r.success) throw new Error(`invalid metering configuration:\n${r.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n")}`);
+    if (!r.success)
+        throw new Error(`invalid metering configuration:\n${r.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n")}`);
     return r.data;
 }

@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisServer, startRedis } from "../auth/test/harness";
-import { Rig, startRig } from "./testing/rig";
-import { KillStep, meteringKillAndRedeliver } from "./testing/scenarios";
+import { type RedisServer, startRedis } from "../auth/test/harness";
+import { type Rig, startRig } from "./testing/rig";
+import { type KillStep, meteringKillAndRedeliver } from "./testing/scenarios";
 
 /**
  * Every side effect of a usage event happens once across redelivery, restart and `kill -9`: ledger rows,

@@ -1,7 +1,7 @@
-import * as fs from "fs";
-import * as net from "net";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, MeteringService } from "./service";
 import { Spool } from "./spool";
@@ -19,7 +19,13 @@ beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "intake-"));
     spool = await Spool.open({ dir, instance: "metering-0", maxBytes: 1 << 20 });
     const svc = new MeteringService({ spoke: "hn1", spool });
-    server = createServer(svc, spool, { maxSpoolBytes: 1 << 20, maxBodyBytes: 64 * 1024, headersTimeoutMs: 500, requestTimeoutMs: 1000, keepAliveTimeoutMs: 500 });
+    server = createServer(svc, spool, {
+        maxSpoolBytes: 1 << 20,
+        maxBodyBytes: 64 * 1024,
+        headersTimeoutMs: 500,
+        requestTimeoutMs: 1000,
+        keepAliveTimeoutMs: 500,
+    });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
     port = (server.address() as net.AddressInfo).port;
 });
@@ -36,11 +42,18 @@ function raw(data: string, waitMs = 5000): Promise<{ reply: string; closedAfterM
         const t0 = Date.now();
         let reply = "";
         const s = net.connect(port, "127.0.0.1", () => s.write(data));
-        s.on("data", (b) => { reply += b.toString(); });
-        const done = () => { clearTimeout(timer); resolve({ reply, closedAfterMs: Date.now() - t0 }); };
+        s.on("data", (b) => {
+            reply += b.toString();
+        });
+        const done = () => {
+            clearTimeout(timer);
+            resolve({ reply, closedAfterMs: Date.now() - t0 });
+        };
         s.on("close", done);
         s.on("error", () => undefined);
-        const timer = setTimeout(() => { s.destroy(); }, waitMs);
+        const timer = setTimeout(() => {
+            s.destroy();
+        }, waitMs);
     });
 }
 
@@ -52,7 +65,9 @@ describe("bounded OTLP intake", () => {
     });
 
     it("a body that never finishes: 408 within the request timeout", async () => {
-        const r = await raw("POST /v1/logs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"resourceLogs\":");
+        const r = await raw(
+            'POST /v1/logs HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"resourceLogs":',
+        );
         expect(r.closedAfterMs).toBeLessThan(3000);
         expect(r.reply).toMatch(/^HTTP\/1\.1 408/);
     });
@@ -64,7 +79,11 @@ describe("bounded OTLP intake", () => {
     });
 
     it("a body over the limit is refused with 413", async () => {
-        const res = await fetch(`http://127.0.0.1:${port}/v1/logs`, { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(100 * 1024) });
+        const res = await fetch(`http://127.0.0.1:${port}/v1/logs`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: "x".repeat(100 * 1024),
+        });
         expect(res.status).toBe(413);
     });
 });

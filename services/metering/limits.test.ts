@@ -1,11 +1,11 @@
-import { randomBytes } from "crypto";
-import * as fs from "fs";
+import { randomBytes } from "node:crypto";
+import * as fs from "node:fs";
 import { Redis } from "ioredis";
-import * as os from "os";
-import * as path from "path";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedis, RedisServer } from "../auth/test/harness";
-import { bundlePaths, Policy, publicKeyFromSeed, signBundle } from "../shared/bundle";
+import { startRedis, type RedisServer } from "../auth/test/harness";
+import { bundlePaths, type Policy, publicKeyFromSeed, signBundle } from "../shared/bundle";
 import { redisKeys, tierIds, windowStart } from "../shared/identity";
 import { checkAndAcquire, leasesHeld } from "../shared/limits";
 import type { UsageEvent } from "../shared/usage";
@@ -19,14 +19,27 @@ const L = (windowSeconds: number) => ({ requestsPerSecond: 1000, concurrentReque
 const POLICY: Policy = {
     models: [{ id: "meta-llama/Llama-3.3-70B-Instruct", limits: L(60) }],
     tenants: [{ id: "acme", displayName: "ACME", teams: [{ id: "search", limits: L(300) }] }],
-    apiKeys: [{ id: "acme-search-prod", sha256: "a".repeat(64), tenant: "acme", team: "search", models: ["meta-llama/Llama-3.3-70B-Instruct"], expiresAt: "2027-01-01T00:00:00Z", limits: L(3600) }],
+    apiKeys: [
+        {
+            id: "acme-search-prod",
+            sha256: "a".repeat(64),
+            tenant: "acme",
+            team: "search",
+            models: ["meta-llama/Llama-3.3-70B-Instruct"],
+            expiresAt: "2027-01-01T00:00:00Z",
+            limits: L(3600),
+        },
+    ],
 };
 const seed = randomBytes(32);
 
 function bucket(revision: number, policy: Policy): Map<string, string> {
     const key = bundlePaths.bundle("hn1", revision);
     const signed = signBundle(seed, "hn1", revision, policy);
-    return new Map([[bundlePaths.current("hn1"), JSON.stringify({ revision, key, contentHash: signed.bundle.contentHash })], [key, JSON.stringify(signed)]]);
+    return new Map([
+        [bundlePaths.current("hn1"), JSON.stringify({ revision, key, contentHash: signed.bundle.contentHash })],
+        [key, JSON.stringify(signed)],
+    ]);
 }
 
 let redis: RedisServer;
@@ -45,11 +58,27 @@ afterAll(async () => {
 describe("token windows from the signed policy bundle", () => {
     it("reads each tier's windowSeconds; unknown ids fall back to the schema default; only moves forward", async () => {
         let objects = bucket(3, POLICY);
-        const w = new BundleWindows(async (k) => { const v = objects.get(k); if (v === undefined) throw new Error(`NoSuchKey ${k}`); return v; }, "hn1", publicKeyFromSeed(seed));
+        const w = new BundleWindows(
+            async (k) => {
+                const v = objects.get(k);
+                if (v === undefined) throw new Error(`NoSuchKey ${k}`);
+                return v;
+            },
+            "hn1",
+            publicKeyFromSeed(seed),
+        );
         expect(w.windowSeconds({ model: "x", team: "y", key: "z" })).toEqual({ model: 60, team: 60, key: 60 });
         expect(await w.refresh()).toBe(true);
-        expect(w.windowSeconds({ model: "meta-llama/Llama-3.3-70B-Instruct", team: "acme/search", key: "acme-search-prod" })).toEqual({ model: 60, team: 300, key: 3600 });
-        expect(w.windowSeconds({ model: "other", team: "acme/search", key: "nope" })).toEqual({ model: DEFAULT_WINDOW_SECONDS, team: 300, key: DEFAULT_WINDOW_SECONDS });
+        expect(w.windowSeconds({ model: "meta-llama/Llama-3.3-70B-Instruct", team: "acme/search", key: "acme-search-prod" })).toEqual({
+            model: 60,
+            team: 300,
+            key: 3600,
+        });
+        expect(w.windowSeconds({ model: "other", team: "acme/search", key: "nope" })).toEqual({
+            model: DEFAULT_WINDOW_SECONDS,
+            team: 300,
+            key: DEFAULT_WINDOW_SECONDS,
+        });
         expect(await w.refresh()).toBe(false);
         // A bundle signed by someone else is refused; the last good windows stay.
         const forged = bucket(4, POLICY);
@@ -66,9 +95,17 @@ describe("lease release and token accounting (real Redis)", () => {
         const w = new BundleWindows(async (k) => bucket(1, POLICY).get(k)!, "hn1", publicKeyFromSeed(seed));
         await w.refresh();
         const limits = new RedisLimits(client, w);
-        const [req] = syntheticRequests(50, "hn1", 3).filter((r) => r.kind === "reported" && r.expected!.model.startsWith("meta") && r.expected!.keyId === "acme-search-prod");
+        const [req] = syntheticRequests(50, "hn1", 3).filter(
+            (r) => r.kind === "reported" && r.expected!.model.startsWith("meta") && r.expected!.keyId === "acme-search-prod",
+        );
         const now = Date.now();
-        const ev = { ...req.expected!, startedAt: new Date(now).toISOString(), endedAt: new Date(now + 1500).toISOString(), seq: 0, source: "metering-0.x" } as UsageEvent;
+        const ev = {
+            ...req.expected!,
+            startedAt: new Date(now).toISOString(),
+            endedAt: new Date(now + 1500).toISOString(),
+            seq: 0,
+            source: "metering-0.x",
+        } as UsageEvent;
         const ids = tierIds(ev);
         const tiers = ["model", "team", "key"] as const;
         // A counter lease (the auth service's default) and one of the earlier ZSET layout (a spoke mid-upgrade).
@@ -96,7 +133,11 @@ describe("lease release and token accounting (real Redis)", () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "metering-limits-"));
         try {
             const spool = await Spool.open({ dir, instance: "metering-0", maxBytes: 1 << 20 });
-            const svc = new MeteringService({ spoke: "hn1", spool, limits: new RedisLimits(client, { windowSeconds: () => ({ model: 60, team: 60, key: 60 }) }) });
+            const svc = new MeteringService({
+                spoke: "hn1",
+                spool,
+                limits: new RedisLimits(client, { windowSeconds: () => ({ model: 60, team: 60, key: 60 }) }),
+            });
             await redis.stop();
             const reqs = syntheticRequests(40, "hn1", 5).filter((r) => r.expected);
             const out = await svc.ingest(extractRecords(toOtlpRequest(reqs.map((r) => r.record))));

@@ -1,9 +1,9 @@
-import { createHash } from "crypto";
-import * as fsp from "fs/promises";
+import { createHash } from "node:crypto";
+import * as fsp from "node:fs/promises";
 import type { Redis, RedisOptions } from "ioredis";
-import * as path from "path";
-import { Bundle, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
-import { Tier, TierIds, tierIds, windowStart } from "../shared/identity";
+import * as path from "node:path";
+import { type Bundle, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
+import { type Tier, type TierIds, tierIds, windowStart } from "../shared/identity";
 import { releaseLease, runScript, TIERS, tokenKeys } from "../shared/limits";
 import type { UsageEvent } from "../shared/usage";
 import { backoffMs } from "./shipper";
@@ -60,9 +60,15 @@ export class BundleWindows implements WindowSource {
      * @param getObject reads an object of the policy bucket as text (S3 GetObject in production)
      * @param publicKey hub's raw Ed25519 public key, base64
      */
-    constructor(private readonly getObject: (key: string) => Promise<string>, private readonly spoke: string, private readonly publicKey: string) {}
+    constructor(
+        private readonly getObject: (key: string) => Promise<string>,
+        private readonly spoke: string,
+        private readonly publicKey: string,
+    ) {}
 
-    windowSeconds(ids: TierIds): Record<Tier, number> { return this.current.windowSeconds(ids); }
+    windowSeconds(ids: TierIds): Record<Tier, number> {
+        return this.current.windowSeconds(ids);
+    }
 
     /**
      * Loads the current revision if newer.
@@ -124,7 +130,10 @@ return 1
  * to each tier's token window containing the request's end (services/shared/limits.ts key layout), once.
  */
 export class RedisLimits implements LimitsSink {
-    constructor(private readonly redis: Redis, private readonly windows: WindowSource) {}
+    constructor(
+        private readonly redis: Redis,
+        private readonly windows: WindowSource,
+    ) {}
 
     async releaseLease(event: UsageEvent, lease: string): Promise<void> {
         await releaseLease(this.redis, tierIds(event), lease);
@@ -137,7 +146,12 @@ export class RedisLimits implements LimitsSink {
         const end = Date.parse(event.endedAt);
         const ws = this.windows.windowSeconds(ids);
         const expireAt = TIERS.map((t) => windowStart(end, ws[t]) + 2 * ws[t]);
-        const r = await runScript(this.redis, ADD_TOKENS_ONCE_LUA, [appliedKey(event.spoke, event.requestId), ...tokenKeys(ids, end, ws)], [tokens, ...expireAt, Math.max(...expireAt)]);
+        const r = await runScript(
+            this.redis,
+            ADD_TOKENS_ONCE_LUA,
+            [appliedKey(event.spoke, event.requestId), ...tokenKeys(ids, end, ws)],
+            [tokens, ...expireAt, Math.max(...expireAt)],
+        );
         return Number(r) === 1;
     }
 
@@ -160,7 +174,9 @@ export interface LimitsApplierOptions {
     log?: (msg: string, fields?: Record<string, unknown>) => void;
 }
 
-interface ApplierCursor extends SpoolPosition { appliedThroughSeq: number }
+interface ApplierCursor extends SpoolPosition {
+    appliedThroughSeq: number;
+}
 
 /**
  * Token accounting from the spool, exactly once across redelivery, restart and `kill -9`: reads every durable
@@ -182,13 +198,20 @@ export class LimitsApplier {
     private wake: (() => void) | undefined;
     private readonly file: string;
 
-    constructor(private readonly spool: Spool, private readonly sink: LimitsSink, dir: string, private readonly o: LimitsApplierOptions = {}) {
+    constructor(
+        private readonly spool: Spool,
+        private readonly sink: LimitsSink,
+        dir: string,
+        private readonly o: LimitsApplierOptions = {},
+    ) {
         this.file = path.join(dir, "limits-cursor.json");
         spool.on("append", () => this.wake?.());
     }
 
     /** Highest seq whose tokens were added (-1: none). */
-    get appliedThroughSeq(): number { return this.cursor?.appliedThroughSeq ?? -1; }
+    get appliedThroughSeq(): number {
+        return this.cursor?.appliedThroughSeq ?? -1;
+    }
 
     /** Loads the cursor (a spool without one starts at the ship cursor) and starts the loop. */
     async start(): Promise<void> {
@@ -214,15 +237,23 @@ export class LimitsApplier {
     async caughtUp(timeoutMs = 30_000): Promise<void> {
         const deadline = Date.now() + timeoutMs;
         while (this.appliedThroughSeq < this.spool.nextSequence - 1) {
-            if (Date.now() > deadline) throw new Error(`limits applier: applied through ${this.appliedThroughSeq}, next seq ${this.spool.nextSequence}`);
+            if (Date.now() > deadline)
+                throw new Error(`limits applier: applied through ${this.appliedThroughSeq}, next seq ${this.spool.nextSequence}`);
             await new Promise((r) => setTimeout(r, 10));
         }
     }
 
     private sleep(ms: number): Promise<void> {
         return new Promise((resolve) => {
-            const t = setTimeout(() => { this.wake = undefined; resolve(); }, ms);
-            this.wake = () => { clearTimeout(t); this.wake = undefined; resolve(); };
+            const t = setTimeout(() => {
+                this.wake = undefined;
+                resolve();
+            }, ms);
+            this.wake = () => {
+                clearTimeout(t);
+                this.wake = undefined;
+                resolve();
+            };
         });
     }
 
@@ -231,14 +262,23 @@ export class LimitsApplier {
         while (!this.stopped) {
             try {
                 const b = await this.spool.readFrom(this.cursor, this.o.batchEvents ?? 200, 1 << 20);
-                if (!b) { await this.sleep(this.o.idleMs ?? 200); continue; }
+                if (!b) {
+                    await this.sleep(this.o.idleMs ?? 200);
+                    continue;
+                }
                 if (b.skippedToSeq !== undefined && b.skippedToSeq > this.cursor.appliedThroughSeq + 1) {
                     const n = b.skippedToSeq - this.cursor.appliedThroughSeq - 1;
                     this.skipped += n;
-                    this.o.log?.("token accounting skipped events whose spool segment was deleted (Redis down beyond the retention bound)", { level: "error", alert: "MeteringTokensSkipped", events: n });
+                    this.o.log?.(
+                        "token accounting skipped events whose spool segment was deleted (Redis down beyond the retention bound)",
+                        { level: "error", alert: "MeteringTokensSkipped", events: n },
+                    );
                 }
                 const done = await Promise.all(b.events.map((e) => this.sink.addTokensOnce(e)));
-                for (const d of done) { if (d) this.applied++; else this.duplicates++; }
+                for (const d of done) {
+                    if (d) this.applied++;
+                    else this.duplicates++;
+                }
                 this.o.afterTokens?.();
                 this.cursor = { ...b.end, appliedThroughSeq: Math.max(this.cursor.appliedThroughSeq, b.events[b.events.length - 1].seq) };
                 await fsp.writeFile(`${this.file}.tmp`, JSON.stringify(this.cursor));
@@ -246,7 +286,8 @@ export class LimitsApplier {
                 attempt = 0;
             } catch (e) {
                 this.failures++;
-                if (this.failures === 1 || this.failures % 100 === 0) this.o.log?.("token accounting failed; retrying", { error: (e as Error).message, failures: this.failures });
+                if (this.failures === 1 || this.failures % 100 === 0)
+                    this.o.log?.("token accounting failed; retrying", { error: (e as Error).message, failures: this.failures });
                 await this.sleep(backoffMs(attempt++, 50, this.o.maxBackoffMs ?? 5000));
             }
         }

@@ -13,23 +13,35 @@ import { Spool } from "./spool";
  * finish, stop the shipper (unshipped events stay in the spool for the next start), exit 0.
  */
 function log(msg: string, fields: Record<string, unknown> = {}): void {
-    process.stdout.write(JSON.stringify({ at: new Date().toISOString(), msg, ...fields }) + "\n");
+    process.stdout.write(`${JSON.stringify({ at: new Date().toISOString(), msg, ...fields })}\n`);
 }
 
 async function main(): Promise<void> {
     const cfg = loadConfig(process.env);
     const spool = await Spool.open({
-        dir: cfg.METERING_SPOOL_DIR, instance: cfg.METERING_INSTANCE,
-        maxBytes: cfg.METERING_SPOOL_MAX_BYTES, segmentBytes: cfg.METERING_SPOOL_SEGMENT_BYTES,
+        dir: cfg.METERING_SPOOL_DIR,
+        instance: cfg.METERING_INSTANCE,
+        maxBytes: cfg.METERING_SPOOL_MAX_BYTES,
+        segmentBytes: cfg.METERING_SPOOL_SEGMENT_BYTES,
     });
-    log("spool recovered", { source: spool.source, nextSeq: spool.nextSequence, shippedThroughSeq: spool.shippedThroughSeq, unshippedBytes: spool.unshippedBytes });
+    log("spool recovered", {
+        source: spool.source,
+        nextSeq: spool.nextSequence,
+        shippedThroughSeq: spool.shippedThroughSeq,
+        unshippedBytes: spool.unshippedBytes,
+    });
 
     const failpoint = (at: string) => () => {
         if (cfg.METERING_FAILPOINT !== at) return;
         log("failpoint: SIGKILL", { at });
         process.kill(process.pid, "SIGKILL");
     };
-    const transport = new KinesisTransport({ streamName: cfg.METERING_STREAM_NAME, region: cfg.METERING_STREAM_REGION, endpoint: cfg.METERING_KINESIS_ENDPOINT, requestTimeoutMs: cfg.METERING_KINESIS_TIMEOUT_MS });
+    const transport = new KinesisTransport({
+        streamName: cfg.METERING_STREAM_NAME,
+        region: cfg.METERING_STREAM_REGION,
+        endpoint: cfg.METERING_KINESIS_ENDPOINT,
+        requestTimeoutMs: cfg.METERING_KINESIS_TIMEOUT_MS,
+    });
     const shipper = new Shipper(spool, transport, { log, afterPut: failpoint("after-put") });
     shipper.start();
 
@@ -43,16 +55,26 @@ async function main(): Promise<void> {
         if (cfg.METERING_POLICY_BUCKET && cfg.METERING_HUB_PUBLIC_KEY) {
             // Bounded like the Kinesis transport (services/shared/net.ts: throwOnRequestTimeout makes requestTimeout real).
             const s3 = new S3Client({
-                region: cfg.METERING_POLICY_REGION, maxAttempts: 2,
+                region: cfg.METERING_POLICY_REGION,
+                maxAttempts: 2,
                 requestHandler: boundedRequestHandler({ requestTimeoutMs: 10_000, connectTimeoutMs: 3_000, keepAliveMs: 15_000 }),
             });
             const bucket = cfg.METERING_POLICY_BUCKET;
-            windows = new BundleWindows(async (key) => {
-                const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-                return o.Body!.transformToString("utf8");
-            }, cfg.METERING_SPOKE, cfg.METERING_HUB_PUBLIC_KEY);
-            const refresh = () => windows!.refresh().then((changed) => { if (changed) log("token windows updated", { revision: windows!.revision }); })
-                .catch((e) => log("policy bundle refresh failed; keeping last windows", { error: (e as Error).message }));
+            windows = new BundleWindows(
+                async (key) => {
+                    const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+                    return o.Body!.transformToString("utf8");
+                },
+                cfg.METERING_SPOKE,
+                cfg.METERING_HUB_PUBLIC_KEY,
+            );
+            const refresh = () =>
+                windows!
+                    .refresh()
+                    .then((changed) => {
+                        if (changed) log("token windows updated", { revision: windows!.revision });
+                    })
+                    .catch((e) => log("policy bundle refresh failed; keeping last windows", { error: (e as Error).message }));
             await refresh();
             poll = setInterval(refresh, cfg.METERING_POLICY_POLL_SECONDS * 1000);
         } else {
@@ -63,15 +85,20 @@ async function main(): Promise<void> {
         log("METERING_REDIS_URL unset: leases are not released and tokens not counted by this instance");
     }
 
-    const applier = limits ? new LimitsApplier(spool, limits, cfg.METERING_SPOOL_DIR, { log, afterTokens: failpoint("after-tokens") }) : undefined;
+    const applier = limits
+        ? new LimitsApplier(spool, limits, cfg.METERING_SPOOL_DIR, { log, afterTokens: failpoint("after-tokens") })
+        : undefined;
     await applier?.start();
 
     const svc = new MeteringService({ spoke: cfg.METERING_SPOKE, spool, limits, log, afterSpool: failpoint("after-spool") });
     svc.observeShipper(shipper);
     if (applier) svc.observeApplier(applier);
     const server = createServer(svc, spool, {
-        maxSpoolBytes: cfg.METERING_SPOOL_MAX_BYTES, maxBodyBytes: cfg.METERING_HTTP_MAX_BODY_BYTES,
-        requestTimeoutMs: cfg.METERING_HTTP_REQUEST_TIMEOUT_MS, headersTimeoutMs: cfg.METERING_HTTP_HEADERS_TIMEOUT_MS, keepAliveTimeoutMs: cfg.METERING_HTTP_KEEPALIVE_TIMEOUT_MS,
+        maxSpoolBytes: cfg.METERING_SPOOL_MAX_BYTES,
+        maxBodyBytes: cfg.METERING_HTTP_MAX_BODY_BYTES,
+        requestTimeoutMs: cfg.METERING_HTTP_REQUEST_TIMEOUT_MS,
+        headersTimeoutMs: cfg.METERING_HTTP_HEADERS_TIMEOUT_MS,
+        keepAliveTimeoutMs: cfg.METERING_HTTP_KEEPALIVE_TIMEOUT_MS,
     });
     server.listen(cfg.METERING_PORT, cfg.METERING_BIND_ADDRESS, () => log("listening", { port: cfg.METERING_PORT }));
 

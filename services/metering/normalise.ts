@@ -72,13 +72,21 @@ export function normalise(rec: AccessLogRecord, spoke: string): Normalised {
     if (statusRaw === undefined || statusRaw === "bad" || (statusRaw !== 0 && (statusRaw < 100 || statusRaw > 599))) {
         return q(`invalid ${field("status")}: ${JSON.stringify(rec.status)}`);
     }
-    const tenant = present(rec.tenant), team = present(rec.team), keyId = present(rec.keyId), model = present(rec.model);
+    const tenant = present(rec.tenant),
+        team = present(rec.team),
+        keyId = present(rec.keyId),
+        model = present(rec.model);
     const details = present(rec.responseCodeDetails) ?? "";
     if (!tenant && !team && !keyId) {
-        if (AUTH_REFUSALS.has(statusRaw) || details.startsWith("ext_authz")) return { kind: "ignored", reason: "refused by auth before any work" };
+        if (AUTH_REFUSALS.has(statusRaw) || details.startsWith("ext_authz"))
+            return { kind: "ignored", reason: "refused by auth before any work" };
         return q("missing identity (tenant, team, keyId): the request reached a route without the auth service's headers");
     }
-    for (const [name, v] of [["tenant", tenant], ["team", team], ["keyId", keyId]] as const) {
+    for (const [name, v] of [
+        ["tenant", tenant],
+        ["team", team],
+        ["keyId", keyId],
+    ] as const) {
         if (!v) return q(`missing ${field(name)}`);
     }
     if (!model) return { kind: "ignored", reason: "no model: not an inference request" };
@@ -87,8 +95,12 @@ export function normalise(rec: AccessLogRecord, spoke: string): Normalised {
     if (Number.isNaN(startMs)) return q(`invalid ${field("startTime")}: ${JSON.stringify(rec.startTime)}`);
     const duration = nonNegativeInt(rec.durationMs);
     if (duration === undefined || duration === "bad") return q(`invalid ${field("durationMs")}: ${JSON.stringify(rec.durationMs)}`);
-    const bytesReceived = nonNegativeInt(rec.bytesReceived), bytesSent = nonNegativeInt(rec.bytesSent);
-    if (bytesReceived === "bad" || bytesSent === "bad") return q(`invalid byte counts: ${field("bytesReceived")}=${JSON.stringify(rec.bytesReceived)}, ${field("bytesSent")}=${JSON.stringify(rec.bytesSent)}`);
+    const bytesReceived = nonNegativeInt(rec.bytesReceived),
+        bytesSent = nonNegativeInt(rec.bytesSent);
+    if (bytesReceived === "bad" || bytesSent === "bad")
+        return q(
+            `invalid byte counts: ${field("bytesReceived")}=${JSON.stringify(rec.bytesReceived)}, ${field("bytesSent")}=${JSON.stringify(rec.bytesSent)}`,
+        );
 
     const tokens: Record<string, number | undefined> = {};
     for (const name of ["inputTokens", "outputTokens", "cachedInputTokens"]) {
@@ -97,23 +109,41 @@ export function normalise(rec: AccessLogRecord, spoke: string): Normalised {
         tokens[name] = v;
     }
 
-    const stream = String(present(rec.contentType) ?? "").toLowerCase().startsWith("text/event-stream");
-    const flags = String(present(rec.responseFlags) ?? "").split(",").map((f) => f.trim()).filter(Boolean);
+    const stream = String(present(rec.contentType) ?? "")
+        .toLowerCase()
+        .startsWith("text/event-stream");
+    const flags = String(present(rec.responseFlags) ?? "")
+        .split(",")
+        .map((f) => f.trim())
+        .filter(Boolean);
     const aborted = statusRaw === 0 || flags.some((f) => ABORT_FLAGS.has(f));
     const status = statusRaw === 0 ? NO_RESPONSE_STATUS : statusRaw;
     const endpoint = present(rec.backendName) ?? present(rec.routeName) ?? model;
 
     const base = {
-        requestId, spoke, tenant: tenant!, team: team!, keyId: keyId!, model, endpoint, status, stream,
-        startedAt: new Date(startMs).toISOString(), endedAt: new Date(startMs + duration).toISOString(),
+        requestId,
+        spoke,
+        tenant: tenant!,
+        team: team!,
+        keyId: keyId!,
+        model,
+        endpoint,
+        status,
+        stream,
+        startedAt: new Date(startMs).toISOString(),
+        endedAt: new Date(startMs + duration).toISOString(),
     };
     const lease = present(rec.lease);
     const withLease = (event: PendingEvent): Normalised => (lease ? { kind: "event", event, lease } : { kind: "event", event });
 
     if (tokens.inputTokens !== undefined && tokens.outputTokens !== undefined) {
         return withLease({
-            ...base, inputTokens: tokens.inputTokens, outputTokens: tokens.outputTokens,
-            cachedInputTokens: Math.min(tokens.cachedInputTokens ?? 0, tokens.inputTokens), truncated: false, usageSource: "reported",
+            ...base,
+            inputTokens: tokens.inputTokens,
+            outputTokens: tokens.outputTokens,
+            cachedInputTokens: Math.min(tokens.cachedInputTokens ?? 0, tokens.inputTokens),
+            truncated: false,
+            usageSource: "reported",
         });
     }
     if (statusRaw >= 400) {

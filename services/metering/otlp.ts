@@ -10,8 +10,14 @@ interface AnyValue {
     doubleValue?: number;
     boolValue?: boolean;
 }
-interface KeyValue { key: string; value?: AnyValue }
-interface LogRecord { attributes?: KeyValue[]; body?: AnyValue }
+interface KeyValue {
+    key: string;
+    value?: AnyValue;
+}
+interface LogRecord {
+    attributes?: KeyValue[];
+    body?: AnyValue;
+}
 export interface ExportLogsServiceRequest {
     resourceLogs?: Array<{ resource?: { attributes?: KeyValue[] }; scopeLogs?: Array<{ logRecords?: LogRecord[] }> }>;
 }
@@ -57,7 +63,9 @@ export function extractRecords(doc: unknown): ExtractedRecord[] {
                             out.push({ ok: true, record: { ...record, ...(body as AccessLogRecord) }, raw: lr });
                             continue;
                         }
-                    } catch { /* not JSON: fall through with the attributes */ }
+                    } catch {
+                        /* not JSON: fall through with the attributes */
+                    }
                 }
                 out.push({ ok: true, record, raw: lr });
             }
@@ -69,13 +77,19 @@ export function extractRecords(doc: unknown): ExtractedRecord[] {
 /** Builds an OTLP JSON logs request carrying `records` as string attributes (what Envoy Gateway sends). */
 export function toOtlpRequest(records: readonly AccessLogRecord[]): ExportLogsServiceRequest {
     return {
-        resourceLogs: [{
-            resource: { attributes: [{ key: "service.name", value: { stringValue: "llm-gateway-access-log" } }] },
-            scopeLogs: [{
-                logRecords: records.map((r) => ({
-                    attributes: Object.entries(r).filter(([, v]) => v !== undefined).map(([key, v]) => ({ key, value: { stringValue: String(v) } })),
-                })),
-            }],
-        }],
+        resourceLogs: [
+            {
+                resource: { attributes: [{ key: "service.name", value: { stringValue: "llm-gateway-access-log" } }] },
+                scopeLogs: [
+                    {
+                        logRecords: records.map((r) => ({
+                            attributes: Object.entries(r)
+                                .filter(([, v]) => v !== undefined)
+                                .map(([key, v]) => ({ key, value: { stringValue: String(v) } })),
+                        })),
+                    },
+                ],
+            },
+        ],
     };
 }

@@ -1,13 +1,13 @@
-import * as http from "http";
+import * as http from "node:http";
 import { Counter, Gauge, Registry } from "prom-client";
-import { promisify } from "util";
-import { gunzip as gunzipCb } from "zlib";
+import { promisify } from "node:util";
+import { gunzip as gunzipCb } from "node:zlib";
 import type { UsageEvent } from "../shared/usage";
 import type { LimitsApplier, LimitsSink } from "./limits";
-import { normalise, PendingEvent } from "./normalise";
-import { extractRecords, ExtractedRecord } from "./otlp";
+import { normalise, type PendingEvent } from "./normalise";
+import { extractRecords, type ExtractedRecord } from "./otlp";
 import type { Shipper } from "./shipper";
-import { Spool, SpoolFullError } from "./spool";
+import { type Spool, SpoolFullError } from "./spool";
 
 const gunzip = promisify(gunzipCb);
 
@@ -59,20 +59,76 @@ export class MeteringService {
     limitsFailures = 0;
 
     constructor(private readonly o: MeteringServiceOptions) {
-        this.records = new Counter({ name: "metering_records_total", help: "Access-log records by outcome (spooled, duplicate, ignored, quarantined)", labelNames: ["outcome"], registers: [this.registry] });
-        this.limitErrors = new Counter({ name: "metering_limits_errors_total", help: "Lease releases that failed (Redis); the lease then expires by its TTL", registers: [this.registry] });
+        this.records = new Counter({
+            name: "metering_records_total",
+            help: "Access-log records by outcome (spooled, duplicate, ignored, quarantined)",
+            labelNames: ["outcome"],
+            registers: [this.registry],
+        });
+        this.limitErrors = new Counter({
+            name: "metering_limits_errors_total",
+            help: "Lease releases that failed (Redis); the lease then expires by its TTL",
+            registers: [this.registry],
+        });
         const spool = o.spool;
-        new Gauge({ name: "metering_spool_bytes", help: "Bytes on the spool volume (segments + quarantine)", registers: [this.registry], collect() { this.set(spool.bytes); } });
-        new Gauge({ name: "metering_spool_unshipped_bytes", help: "Bytes of events not yet acknowledged by the hub", registers: [this.registry], collect() { this.set(spool.unshippedBytes); } });
-        new Gauge({ name: "metering_spool_next_seq", help: "Next sequence number this instance assigns", registers: [this.registry], collect() { this.set(spool.nextSequence); } });
-        new Gauge({ name: "metering_shipped_through_seq", help: "Highest sequence number the hub acknowledged", registers: [this.registry], collect() { this.set(spool.shippedThroughSeq); } });
+        new Gauge({
+            name: "metering_spool_bytes",
+            help: "Bytes on the spool volume (segments + quarantine)",
+            registers: [this.registry],
+            collect() {
+                this.set(spool.bytes);
+            },
+        });
+        new Gauge({
+            name: "metering_spool_unshipped_bytes",
+            help: "Bytes of events not yet acknowledged by the hub",
+            registers: [this.registry],
+            collect() {
+                this.set(spool.unshippedBytes);
+            },
+        });
+        new Gauge({
+            name: "metering_spool_next_seq",
+            help: "Next sequence number this instance assigns",
+            registers: [this.registry],
+            collect() {
+                this.set(spool.nextSequence);
+            },
+        });
+        new Gauge({
+            name: "metering_shipped_through_seq",
+            help: "Highest sequence number the hub acknowledged",
+            registers: [this.registry],
+            collect() {
+                this.set(spool.shippedThroughSeq);
+            },
+        });
     }
 
     /** Registers shipper metrics on this service's registry. */
     observeShipper(shipper: Shipper): void {
-        new Gauge({ name: "metering_ship_consecutive_failures", help: "Failed ship attempts since the last success", registers: [this.registry], collect() { this.set(shipper.consecutiveFailures); } });
-        new Gauge({ name: "metering_shipped_events", help: "Events the hub accepted since start", registers: [this.registry], collect() { this.set(shipper.shippedEvents); } });
-        const poisoned = new Counter({ name: "metering_poisoned_events_total", help: "Usage events quarantined on the spoke because Kinesis will not take them (reason: too-large, refused); alert on any increase", labelNames: ["reason"], registers: [this.registry] });
+        new Gauge({
+            name: "metering_ship_consecutive_failures",
+            help: "Failed ship attempts since the last success",
+            registers: [this.registry],
+            collect() {
+                this.set(shipper.consecutiveFailures);
+            },
+        });
+        new Gauge({
+            name: "metering_shipped_events",
+            help: "Events the hub accepted since start",
+            registers: [this.registry],
+            collect() {
+                this.set(shipper.shippedEvents);
+            },
+        });
+        const poisoned = new Counter({
+            name: "metering_poisoned_events_total",
+            help: "Usage events quarantined on the spoke because Kinesis will not take them (reason: too-large, refused); alert on any increase",
+            labelNames: ["reason"],
+            registers: [this.registry],
+        });
         poisoned.inc({ reason: "too-large" }, 0);
         poisoned.inc({ reason: "refused" }, 0);
         shipper.onPoison((reason) => poisoned.inc({ reason }));
@@ -80,10 +136,38 @@ export class MeteringService {
 
     /** Registers token-accounting metrics on this service's registry. */
     observeApplier(a: LimitsApplier): void {
-        new Gauge({ name: "metering_tokens_applied_through_seq", help: "Highest spool seq whose tokens were added to the Redis token windows", registers: [this.registry], collect() { this.set(a.appliedThroughSeq); } });
-        new Gauge({ name: "metering_tokens_duplicates", help: "Events whose tokens were already counted (redeliveries absorbed by the Redis de-duplication) since start", registers: [this.registry], collect() { this.set(a.duplicates); } });
-        new Gauge({ name: "metering_tokens_failures", help: "Failed token-accounting attempts (Redis) since start; retried", registers: [this.registry], collect() { this.set(a.failures); } });
-        new Gauge({ name: "metering_tokens_skipped", help: "Events skipped by token accounting (Redis down beyond the spool's retention bound) since start", registers: [this.registry], collect() { this.set(a.skipped); } });
+        new Gauge({
+            name: "metering_tokens_applied_through_seq",
+            help: "Highest spool seq whose tokens were added to the Redis token windows",
+            registers: [this.registry],
+            collect() {
+                this.set(a.appliedThroughSeq);
+            },
+        });
+        new Gauge({
+            name: "metering_tokens_duplicates",
+            help: "Events whose tokens were already counted (redeliveries absorbed by the Redis de-duplication) since start",
+            registers: [this.registry],
+            collect() {
+                this.set(a.duplicates);
+            },
+        });
+        new Gauge({
+            name: "metering_tokens_failures",
+            help: "Failed token-accounting attempts (Redis) since start; retried",
+            registers: [this.registry],
+            collect() {
+                this.set(a.failures);
+            },
+        });
+        new Gauge({
+            name: "metering_tokens_skipped",
+            help: "Events skipped by token accounting (Redis down beyond the spool's retention bound) since start",
+            registers: [this.registry],
+            collect() {
+                this.set(a.skipped);
+            },
+        });
     }
 
     /**
@@ -97,7 +181,10 @@ export class MeteringService {
         const bad: Array<{ reason: string; record: unknown }> = [];
         const batchIds = new Set<string>();
         for (const r of records) {
-            if (!r.ok) { bad.push({ reason: r.reason, record: r.raw }); continue; }
+            if (!r.ok) {
+                bad.push({ reason: r.reason, record: r.raw });
+                continue;
+            }
             const n = normalise(r.record, this.o.spoke);
             if (n.kind === "quarantine") bad.push({ reason: n.reason, record: r.record });
             else if (n.kind === "ignored") out.ignored++;
@@ -148,7 +235,8 @@ export class MeteringService {
             } catch (err) {
                 this.limitsFailures++;
                 this.limitErrors.inc();
-                if (this.limitsFailures === 1 || this.limitsFailures % 1000 === 0) this.o.log?.("limits update failed", { error: (err as Error).message, failures: this.limitsFailures });
+                if (this.limitsFailures === 1 || this.limitsFailures % 1000 === 0)
+                    this.o.log?.("limits update failed", { error: (err as Error).message, failures: this.limitsFailures });
             }
         }
     }
@@ -183,7 +271,12 @@ export interface ServerOptions {
 }
 
 class HttpError extends Error {
-    constructor(readonly status: number, message: string) { super(message); }
+    constructor(
+        readonly status: number,
+        message: string,
+    ) {
+        super(message);
+    }
 }
 
 async function readBody(req: http.IncomingMessage, max: number): Promise<Buffer> {
@@ -197,7 +290,9 @@ async function readBody(req: http.IncomingMessage, max: number): Promise<Buffer>
     const raw = Buffer.concat(chunks);
     const enc = String(req.headers["content-encoding"] ?? "identity").toLowerCase();
     if (enc === "gzip") {
-        const out = await gunzip(raw, { maxOutputLength: max }).catch((e) => { throw new HttpError(400, `gzip: ${(e as Error).message}`); });
+        const out = await gunzip(raw, { maxOutputLength: max }).catch((e) => {
+            throw new HttpError(400, `gzip: ${(e as Error).message}`);
+        });
         return out;
     }
     if (enc !== "identity") throw new HttpError(415, `content-encoding ${enc} not supported (identity, gzip)`);
@@ -224,41 +319,53 @@ export function createServer(svc: MeteringService, spool: Spool, opts: ServerOpt
     };
     const requestTimeout = opts.requestTimeoutMs ?? 30_000;
     const headersTimeout = Math.min(opts.headersTimeoutMs ?? 10_000, requestTimeout);
-    return http.createServer({
-        requestTimeout,
-        headersTimeout,
-        keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
-        // Node checks the two timeouts above on this interval (default 30 s): check often enough to enforce them.
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 4))),
-    }, async (req, res) => {
-        const url = (req.url ?? "/").split("?")[0];
-        try {
-            if (req.method === "GET" && url === "/healthz") return send(res, 200, "ok\n");
-            if (req.method === "GET" && url === "/readyz") {
-                return spool.usedBytes < readyBelow ? send(res, 200, "ready\n") : send(res, 503, `spool ${spool.usedBytes}/${opts.maxSpoolBytes} bytes\n`);
-            }
-            if (req.method === "GET" && url === "/metrics") return send(res, 200, await svc.registry.metrics(), { "content-type": svc.registry.contentType });
-            if (url !== "/v1/logs") return send(res, 404, { message: "not found" });
-            if (req.method !== "POST") return send(res, 405, { message: "POST only" }, { allow: "POST" });
-            const ct = String(req.headers["content-type"] ?? "");
-            if (!ct.startsWith("application/json")) throw new HttpError(415, `content-type ${ct || "(none)"}: send OTLP JSON (otlphttp encoding: json)`);
-            const body = await readBody(req, max);
-            let records;
+    return http.createServer(
+        {
+            requestTimeout,
+            headersTimeout,
+            keepAliveTimeout: opts.keepAliveTimeoutMs ?? 65_000,
+            // Node checks the two timeouts above on this interval (default 30 s): check often enough to enforce them.
+            connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(headersTimeout / 4))),
+        },
+        async (req, res) => {
+            const url = (req.url ?? "/").split("?")[0];
             try {
-                records = extractRecords(JSON.parse(body.toString("utf8")));
+                if (req.method === "GET" && url === "/healthz") return send(res, 200, "ok\n");
+                if (req.method === "GET" && url === "/readyz") {
+                    return spool.usedBytes < readyBelow
+                        ? send(res, 200, "ready\n")
+                        : send(res, 503, `spool ${spool.usedBytes}/${opts.maxSpoolBytes} bytes\n`);
+                }
+                if (req.method === "GET" && url === "/metrics")
+                    return send(res, 200, await svc.registry.metrics(), { "content-type": svc.registry.contentType });
+                if (url !== "/v1/logs") return send(res, 404, { message: "not found" });
+                if (req.method !== "POST") return send(res, 405, { message: "POST only" }, { allow: "POST" });
+                const ct = String(req.headers["content-type"] ?? "");
+                if (!ct.startsWith("application/json"))
+                    throw new HttpError(415, `content-type ${ct || "(none)"}: send OTLP JSON (otlphttp encoding: json)`);
+                const body = await readBody(req, max);
+                let records: ReturnType<typeof extractRecords>;
+                try {
+                    records = extractRecords(JSON.parse(body.toString("utf8")));
+                } catch (e) {
+                    await svc.quarantineBody(`unreadable OTLP request: ${(e as Error).message}`, body.toString("utf8"));
+                    throw new HttpError(400, `${(e as Error).message} (stored in quarantine)`);
+                }
+                const out = await svc.ingest(records);
+                if (out.quarantined) {
+                    return send(res, 200, {
+                        partialSuccess: {
+                            rejectedLogRecords: String(out.quarantined),
+                            errorMessage: `quarantined: ${out.reasons.join("; ")}`,
+                        },
+                    });
+                }
+                return send(res, 200, {});
             } catch (e) {
-                await svc.quarantineBody(`unreadable OTLP request: ${(e as Error).message}`, body.toString("utf8"));
-                throw new HttpError(400, `${(e as Error).message} (stored in quarantine)`);
+                if (e instanceof HttpError) return send(res, e.status, { message: e.message });
+                if (e instanceof SpoolFullError) return send(res, 503, { message: e.message }, { "retry-after": "5" });
+                return send(res, 503, { message: `spool write failed: ${(e as Error).message}` }, { "retry-after": "1" });
             }
-            const out = await svc.ingest(records);
-            if (out.quarantined) {
-                return send(res, 200, { partialSuccess: { rejectedLogRecords: String(out.quarantined), errorMessage: `quarantined: ${out.reasons.join("; ")}` } });
-            }
-            return send(res, 200, {});
-        } catch (e) {
-            if (e instanceof HttpError) return send(res, e.status, { message: e.message });
-            if (e instanceof SpoolFullError) return send(res, 503, { message: e.message }, { "retry-after": "5" });
-            return send(res, 503, { message: `spool write failed: ${(e as Error).message}` }, { "retry-after": "1" });
-        }
-    });
+        },
+    );
 }

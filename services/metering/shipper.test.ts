@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reconcile } from "../ledger/reconcile";
 import type { UsageEvent } from "../shared/usage";
-import { KINESIS_MAX_RECORD_BYTES, kinesisRecordBytes, quarantineMarker, Shipper, Transport } from "./shipper";
+import { KINESIS_MAX_RECORD_BYTES, kinesisRecordBytes, quarantineMarker, Shipper, type Transport } from "./shipper";
 import { Spool } from "./spool";
-import { Rig, startRig } from "./testing/rig";
+import { type Rig, startRig } from "./testing/rig";
 import { kinesisSilentThenHealed, pendingEvent, poisonRecordInBatch } from "./testing/scenarios";
 
 /**
@@ -13,8 +13,12 @@ import { kinesisSilentThenHealed, pendingEvent, poisonRecordInBatch } from "./te
  * `PutRecords` (500 records, 5 MiB per call, per-record `ErrorCode` with `FailedRecordCount`).
  */
 let rig: Rig;
-beforeAll(async () => { rig = await startRig(); });
-afterAll(async () => { await rig?.stop(); });
+beforeAll(async () => {
+    rig = await startRig();
+});
+afterAll(async () => {
+    await rig?.stop();
+});
 
 describe("shipper: bounded Kinesis calls", () => {
     it("a silent Kinesis connection is dropped at the request timeout; after the heal the spool drains within seconds, nothing lost or doubled", async () => {
@@ -37,7 +41,9 @@ describe("shipper: poison records never block the stream", () => {
         expect(f.quarantined).toBe(1);
         expect(f.missing).toBe(0);
         expect(f.spokeQuarantine).toHaveLength(1);
-        expect(f.spokeQuarantine[0].reason).toMatch(/^poison: record is \d+ bytes \(data \+ partition key\), over the Kinesis record limit of 1048576 \(seq 7, source metering-0\.[0-9a-f]{8}\)$/);
+        expect(f.spokeQuarantine[0].reason).toMatch(
+            /^poison: record is \d+ bytes \(data \+ partition key\), over the Kinesis record limit of 1048576 \(seq 7, source metering-0\.[0-9a-f]{8}\)$/,
+        );
         expect(f.spokeQuarantine[0].record.requestId).toBe("poison-7");
         const rep = await reconcile(rig.db, { spoke: "hn1" });
         expect(rep.reduce((n, r) => n + r.quarantined, 0)).toBe(1);
@@ -65,7 +71,9 @@ describe("shipper: poison records never block the stream", () => {
                 sent.push(records.map((r) => r.seq));
                 // First call: records 1 and 3 throttled (ErrorCode ProvisionedThroughputExceededException).
                 const retry = call === 1 ? [1, 3] : [];
-                records.forEach((r, i) => { if (!retry.includes(i)) accepted.push(r.seq); });
+                records.forEach((r, i) => {
+                    if (!retry.includes(i)) accepted.push(r.seq);
+                });
                 return { retry, poison: [] };
             },
         };
@@ -74,13 +82,20 @@ describe("shipper: poison records never block the stream", () => {
         sh.start();
         await sh.drained(5000);
         await sh.stop();
-        expect(sent).toEqual([[0, 1, 2, 3, 4], [1, 3]]);
+        expect(sent).toEqual([
+            [0, 1, 2, 3, 4],
+            [1, 3],
+        ]);
         expect(accepted.sort()).toEqual([0, 1, 2, 3, 4]);
         await s.close();
     });
 
     it("the quarantine marker always fits in a record", () => {
-        const e = { ...pendingEvent("m", 1, { requestId: "r".repeat(2 * 1024 * 1024) }), seq: 3, source: "metering-0.abcd0123" } as UsageEvent;
+        const e = {
+            ...pendingEvent("m", 1, { requestId: "r".repeat(2 * 1024 * 1024) }),
+            seq: 3,
+            source: "metering-0.abcd0123",
+        } as UsageEvent;
         const m = quarantineMarker(e, "x".repeat(10_000), 5);
         expect(m.requestId).toMatch(/^sha256:[0-9a-f]{64}$/);
         expect(kinesisRecordBytes(m)).toBeLessThan(KINESIS_MAX_RECORD_BYTES / 100);

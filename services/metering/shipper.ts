@@ -1,6 +1,6 @@
-import { KinesisClient, PutRecordsCommand } from "@aws-sdk/client-kinesis";
+import { KinesisClient, PutRecordsCommand, type PutRecordsCommandOutput } from "@aws-sdk/client-kinesis";
 import { boundedRequestHandler } from "../shared/net";
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 import type { QuarantineMarker, UsageEvent } from "../shared/usage";
 import type { Spool } from "./spool";
 
@@ -58,7 +58,16 @@ export function kinesisRecordBytes(e: ShipRecord): number {
  */
 export function quarantineMarker(e: UsageEvent, reason: string, bytes: number): QuarantineMarker {
     const requestId = e.requestId.length <= 1024 ? e.requestId : `sha256:${createHash("sha256").update(e.requestId).digest("hex")}`;
-    return { kind: "quarantined", requestId, spoke: e.spoke, source: e.source, seq: e.seq, endedAt: e.endedAt, reason: reason.slice(0, 2000), bytes };
+    return {
+        kind: "quarantined",
+        requestId,
+        spoke: e.spoke,
+        source: e.source,
+        seq: e.seq,
+        endedAt: e.endedAt,
+        reason: reason.slice(0, 2000),
+        bytes,
+    };
 }
 
 export interface KinesisTransportOptions {
@@ -109,7 +118,7 @@ export class KinesisTransport implements Transport {
     }
 
     async put(records: ShipRecord[]): Promise<PutOutcome> {
-        let out;
+        let out: PutRecordsCommandOutput;
         try {
             out = await this.client.send(new PutRecordsCommand({ StreamName: this.opts.streamName, Records: records.map(kinesisRecord) }));
         } catch (e) {
@@ -117,20 +126,32 @@ export class KinesisTransport implements Transport {
             // `records.<n>.member...`, 1-based): those records are poison, the others are resent at once.
             const err = e as Error;
             if (err.name === "ValidationException") {
-                const idx = [...new Set([...err.message.matchAll(/records\.(\d+)\.member/g)].map((m) => Number(m[1]) - 1))].filter((i) => i >= 0 && i < records.length);
-                if (idx.length) return { retry: [], unsent: records.map((_, i) => i).filter((i) => !idx.includes(i)), poison: idx.map((index) => ({ index, reason: `Kinesis ValidationException: ${err.message.slice(0, 500)}` })) };
+                const idx = [...new Set([...err.message.matchAll(/records\.(\d+)\.member/g)].map((m) => Number(m[1]) - 1))].filter(
+                    (i) => i >= 0 && i < records.length,
+                );
+                if (idx.length)
+                    return {
+                        retry: [],
+                        unsent: records.map((_, i) => i).filter((i) => !idx.includes(i)),
+                        poison: idx.map((index) => ({ index, reason: `Kinesis ValidationException: ${err.message.slice(0, 500)}` })),
+                    };
             }
             throw e;
         }
         const results = out.Records ?? [];
-        if (results.length !== records.length) throw new Error(`PutRecords returned ${results.length} results for ${records.length} records`);
+        if (results.length !== records.length)
+            throw new Error(`PutRecords returned ${results.length} results for ${records.length} records`);
         const outcome: PutOutcome = { retry: [], poison: [] };
         // FailedRecordCount > 0 names the records by their ErrorCode. Per-record ErrorCode: ProvisionedThroughputExceededException / InternalFailure (and KMS errors): retry.
-        results.forEach((r, i) => { if (r.ErrorCode) outcome.retry.push(i); });
+        results.forEach((r, i) => {
+            if (r.ErrorCode) outcome.retry.push(i);
+        });
         return outcome;
     }
 
-    destroy(): void { this.client.destroy(); }
+    destroy(): void {
+        this.client.destroy();
+    }
 }
 
 export interface ShipperOptions {
@@ -182,7 +203,11 @@ export class Shipper {
     private readonly o: Required<Omit<ShipperOptions, "log" | "afterPut">> & Pick<ShipperOptions, "log" | "afterPut">;
     private readonly poisonListeners: Array<(reason: string) => void> = [];
 
-    constructor(private readonly spool: Spool, private transport: Transport, opts: ShipperOptions = {}) {
+    constructor(
+        private readonly spool: Spool,
+        private transport: Transport,
+        opts: ShipperOptions = {},
+    ) {
         this.o = {
             batchEvents: Math.min(opts.batchEvents ?? KINESIS_MAX_RECORDS, KINESIS_MAX_RECORDS),
             batchBytes: Math.min(opts.batchBytes ?? 4 * 1024 * 1024, KINESIS_MAX_BATCH_BYTES - 512 * 1024),
@@ -197,10 +222,15 @@ export class Shipper {
     }
 
     /** Replaces the transport (tests: "the hub comes back" at a new address). */
-    setTransport(t: Transport): void { this.transport = t; this.wake?.(); }
+    setTransport(t: Transport): void {
+        this.transport = t;
+        this.wake?.();
+    }
 
     /** Called with the reason kind (`too-large`, `refused`) for every quarantined event (metrics). */
-    onPoison(fn: (reason: string) => void): void { this.poisonListeners.push(fn); }
+    onPoison(fn: (reason: string) => void): void {
+        this.poisonListeners.push(fn);
+    }
 
     start(): void {
         if (!this.stopped) return;
@@ -219,15 +249,25 @@ export class Shipper {
     async drained(timeoutMs = 60_000): Promise<void> {
         const deadline = Date.now() + timeoutMs;
         while (this.spool.shippedThroughSeq < this.spool.nextSequence - 1) {
-            if (Date.now() > deadline) throw new Error(`shipper: not drained after ${timeoutMs} ms (shipped through ${this.spool.shippedThroughSeq}, next seq ${this.spool.nextSequence}; last error: ${this.lastError})`);
+            if (Date.now() > deadline)
+                throw new Error(
+                    `shipper: not drained after ${timeoutMs} ms (shipped through ${this.spool.shippedThroughSeq}, next seq ${this.spool.nextSequence}; last error: ${this.lastError})`,
+                );
             await new Promise((r) => setTimeout(r, 10));
         }
     }
 
     private sleep(ms: number): Promise<void> {
         return new Promise((resolve) => {
-            const t = setTimeout(() => { this.wake = undefined; resolve(); }, ms);
-            this.wake = () => { clearTimeout(t); this.wake = undefined; resolve(); };
+            const t = setTimeout(() => {
+                this.wake = undefined;
+                resolve();
+            }, ms);
+            this.wake = () => {
+                clearTimeout(t);
+                this.wake = undefined;
+                resolve();
+            };
         });
     }
 
@@ -237,14 +277,21 @@ export class Shipper {
         this.poisoned++;
         for (const fn of this.poisonListeners) fn(kind);
         this.o.log?.("usage event quarantined: Kinesis will not take it", {
-            level: "error", alert: "MeteringPoisonRecord", requestId: e.requestId.slice(0, 256), spoke: e.spoke, source: e.source, seq: e.seq, bytes, reason,
+            level: "error",
+            alert: "MeteringPoisonRecord",
+            requestId: e.requestId.slice(0, 256),
+            spoke: e.spoke,
+            source: e.source,
+            seq: e.seq,
+            bytes,
+            reason,
         });
         return quarantineMarker(e, reason, bytes);
     }
 
     private async loop(): Promise<void> {
         while (!this.stopped) {
-            let batch;
+            let batch: Awaited<ReturnType<Spool["readBatch"]>>;
             try {
                 batch = await this.spool.readBatch(this.o.batchEvents, this.o.batchBytes);
             } catch (e) {
@@ -252,7 +299,10 @@ export class Shipper {
                 await this.sleep(this.o.maxBackoffMs);
                 continue;
             }
-            if (!batch) { await this.sleep(this.o.idleMs); continue; }
+            if (!batch) {
+                await this.sleep(this.o.idleMs);
+                continue;
+            }
             let pending: ShipRecord[] = batch.events;
             while (pending.length && !this.stopped) {
                 try {
@@ -261,14 +311,23 @@ export class Shipper {
                         const r = pending[i];
                         if ("kind" in r) continue;
                         const bytes = kinesisRecordBytes(r);
-                        if (bytes > this.o.maxRecordBytes) pending[i] = await this.poison(r, "too-large", `record is ${bytes} bytes (data + partition key), over the Kinesis record limit of ${this.o.maxRecordBytes}`, bytes);
+                        if (bytes > this.o.maxRecordBytes)
+                            pending[i] = await this.poison(
+                                r,
+                                "too-large",
+                                `record is ${bytes} bytes (data + partition key), over the Kinesis record limit of ${this.o.maxRecordBytes}`,
+                                bytes,
+                            );
                     }
                     const out = await this.transport.put(pending);
                     const poison = new Map(out.poison.map((p) => [p.index, p.reason]));
                     for (const [i, reason] of poison) {
                         const r = pending[i];
                         // A marker itself refused (cannot happen within the limits): keep retrying it, never drop.
-                        if ("kind" in r) { out.retry.push(i); continue; }
+                        if ("kind" in r) {
+                            out.retry.push(i);
+                            continue;
+                        }
                         pending[i] = await this.poison(r, "refused", reason, kinesisRecordBytes(r));
                     }
                     // Resend: throttled records, markers that replaced poison, records a poison call did not carry.
@@ -284,7 +343,11 @@ export class Shipper {
                     this.lastError = (e as Error).message || String(e);
                     const delay = backoffMs(this.consecutiveFailures++, this.o.minBackoffMs, this.o.maxBackoffMs);
                     if (this.consecutiveFailures === 1 || this.consecutiveFailures % 100 === 0) {
-                        this.o.log?.("ship failed; retrying", { error: this.lastError, consecutiveFailures: this.consecutiveFailures, retryInMs: delay });
+                        this.o.log?.("ship failed; retrying", {
+                            error: this.lastError,
+                            consecutiveFailures: this.consecutiveFailures,
+                            retryInMs: delay,
+                        });
                     }
                     await this.sleep(delay);
                 }

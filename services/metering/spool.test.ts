@@ -1,23 +1,38 @@
-import * as fs from "fs";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { UsageEvent } from "../shared/usage";
 import type { PendingEvent } from "./normalise";
-import { backoffMs, Shipper, Transport } from "./shipper";
+import { backoffMs, Shipper, type Transport } from "./shipper";
 import { encodeLine, Spool, SpoolFullError } from "./spool";
 
 function pending(i: number): PendingEvent {
     return {
-        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: "search", keyId: "k", model: "m", endpoint: "e",
-        inputTokens: i, outputTokens: 1, cachedInputTokens: 0, status: 200, stream: false, truncated: false, usageSource: "reported",
-        startedAt: "2026-11-29T09:00:00.000Z", endedAt: "2026-11-29T09:00:01.000Z",
+        requestId: `r-${i}`,
+        spoke: "hn1",
+        tenant: "acme",
+        team: "search",
+        keyId: "k",
+        model: "m",
+        endpoint: "e",
+        inputTokens: i,
+        outputTokens: 1,
+        cachedInputTokens: 0,
+        status: 200,
+        stream: false,
+        truncated: false,
+        usageSource: "reported",
+        startedAt: "2026-11-29T09:00:00.000Z",
+        endedAt: "2026-11-29T09:00:01.000Z",
     };
 }
 const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
 
 let dir: string;
-beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), "spool-test-")); });
+beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "spool-test-"));
+});
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 async function drainAll(s: Spool): Promise<UsageEvent[]> {
@@ -98,7 +113,11 @@ describe("spool", () => {
         fs.writeFileSync(seg, text.join("\n"));
         const r = await Spool.open({ dir, instance: "metering-0", maxBytes: 1 << 20 });
         expect((await drainAll(r)).map((e) => e.seq)).toEqual([0, 2]);
-        const q = fs.readFileSync(path.join(dir, "quarantine.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+        const q = fs
+            .readFileSync(path.join(dir, "quarantine.jsonl"), "utf8")
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l));
         expect(q.length).toBe(1);
         expect(q[0].reason).toMatch(/^spool line CRC mismatch \(segment 00000000000000000000\.log offset \d+\)$/);
         await r.close();
@@ -116,7 +135,10 @@ describe("shipper", () => {
                 if (calls % 3 === 1) throw new Error("hub unreachable");
                 // Refuse every other record once (throttling), as PutRecords does per record.
                 const failed: number[] = [];
-                events.forEach((e, i) => { if (calls % 3 === 2 && i % 2 === 1) failed.push(i); else accepted.push(e.seq); });
+                events.forEach((e, i) => {
+                    if (calls % 3 === 2 && i % 2 === 1) failed.push(i);
+                    else accepted.push(e.seq);
+                });
                 return { retry: failed, poison: [] };
             },
         };

@@ -1,9 +1,9 @@
-import { randomBytes } from "crypto";
-import { EventEmitter } from "events";
-import * as fs from "fs";
-import * as fsp from "fs/promises";
-import * as path from "path";
-import { crc32 } from "zlib";
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import * as fs from "node:fs";
+import * as fsp from "node:fs/promises";
+import * as path from "node:path";
+import { crc32 } from "node:zlib";
 import type { UsageEvent } from "../shared/usage";
 import type { PendingEvent } from "./normalise";
 
@@ -45,16 +45,25 @@ export interface SpoolOptions {
 
 /** Thrown by append when the spool has no room: the caller answers 503 so the sender retries later. */
 export class SpoolFullError extends Error {
-    constructor(readonly bytes: number, readonly maxBytes: number) {
+    constructor(
+        readonly bytes: number,
+        readonly maxBytes: number,
+    ) {
         super(`spool full: ${bytes} of ${maxBytes} bytes used (hub unreachable for too long, or shipping too slow)`);
     }
 }
 
 /** Position in the spool: segment file name and byte offset. */
-export interface SpoolPosition { segment: string; offset: number }
+export interface SpoolPosition {
+    segment: string;
+    offset: number;
+}
 
 /** Events read for shipping, and where the spool resumes once they are committed. */
-export interface SpoolBatch { events: UsageEvent[]; end: SpoolPosition }
+export interface SpoolBatch {
+    events: UsageEvent[];
+    end: SpoolPosition;
+}
 
 /** Events read by a second reader ({@link Spool.readFrom}). */
 export interface ReaderBatch extends SpoolBatch {
@@ -62,9 +71,15 @@ export interface ReaderBatch extends SpoolBatch {
     skippedToSeq?: number;
 }
 
-interface Cursor extends SpoolPosition { shippedThroughSeq: number }
+interface Cursor extends SpoolPosition {
+    shippedThroughSeq: number;
+}
 
-interface PendingAppend { events: PendingEvent[]; resolve: (e: UsageEvent[]) => void; reject: (e: Error) => void }
+interface PendingAppend {
+    events: PendingEvent[];
+    resolve: (e: UsageEvent[]) => void;
+    reject: (e: Error) => void;
+}
 
 const SEGMENT_RE = /^(\d{20})\.log$/;
 const segName = (firstSeq: number) => `${String(firstSeq).padStart(20, "0")}.log`;
@@ -72,7 +87,7 @@ const segName = (firstSeq: number) => `${String(firstSeq).padStart(20, "0")}.log
 /** Encodes one spool line: `crc32(json)` as 8 hex digits, a space, the JSON, a newline. */
 export function encodeLine(event: UsageEvent): Buffer {
     const json = Buffer.from(JSON.stringify(event), "utf8");
-    return Buffer.concat([Buffer.from(crc32(json).toString(16).padStart(8, "0") + " ", "ascii"), json, Buffer.from("\n")]);
+    return Buffer.concat([Buffer.from(`${crc32(json).toString(16).padStart(8, "0")} `, "ascii"), json, Buffer.from("\n")]);
 }
 
 /** Decodes one line (without its newline). @returns the event, or an error reason. */
@@ -90,7 +105,11 @@ export function decodeLine(line: Buffer): UsageEvent | string {
 
 async function fsyncDir(dir: string): Promise<void> {
     const h = await fsp.open(dir, "r");
-    try { await h.sync(); } finally { await h.close(); }
+    try {
+        await h.sync();
+    } finally {
+        await h.close();
+    }
 }
 
 /** Writes a small JSON file atomically: temp file, fsync, rename, fsync directory. */
@@ -100,7 +119,9 @@ async function writeJsonAtomic(file: string, value: unknown, sync: boolean): Pro
     try {
         await h.writeFile(JSON.stringify(value));
         if (sync) await h.datasync();
-    } finally { await h.close(); }
+    } finally {
+        await h.close();
+    }
     await fsp.rename(tmp, file);
     if (sync) await fsyncDir(path.dirname(file));
 }
@@ -121,7 +142,10 @@ export class Spool extends EventEmitter {
     private closed = false;
     private retainFloor: (() => string | undefined) | undefined;
 
-    private constructor(private readonly opts: SpoolOptions, spoolId: string) {
+    private constructor(
+        private readonly opts: SpoolOptions,
+        spoolId: string,
+    ) {
         super();
         this.source = `${opts.instance}.${spoolId}`;
         this.segDir = path.join(opts.dir, "segments");
@@ -170,12 +194,17 @@ export class Spool extends EventEmitter {
         const last = this.segments[this.segments.length - 1];
         const file = path.join(this.segDir, last.name);
         const buf = await fsp.readFile(file);
-        let goodEnd = 0, lastSeq = -1, pos = 0;
+        let goodEnd = 0,
+            lastSeq = -1,
+            pos = 0;
         while (pos < buf.length) {
             const nl = buf.indexOf(0x0a, pos);
             if (nl < 0) break;
             const ev = decodeLine(buf.subarray(pos, nl));
-            if (typeof ev !== "string") { goodEnd = nl + 1; lastSeq = ev.seq; }
+            if (typeof ev !== "string") {
+                goodEnd = nl + 1;
+                lastSeq = ev.seq;
+            }
             pos = nl + 1;
         }
         if (goodEnd < buf.length) {
@@ -185,7 +214,11 @@ export class Spool extends EventEmitter {
         if (this.cursor.segment === last.name && this.cursor.offset > goodEnd) this.cursor.offset = goodEnd;
         this.nextSeq = Math.max(Number(SEGMENT_RE.exec(last.name)![1]), lastSeq + 1, this.cursor.shippedThroughSeq + 1);
         this.active = await fsp.open(file, "a");
-        try { this.quarantineBytes = (await fsp.stat(path.join(this.opts.dir, "quarantine.jsonl"))).size; } catch { this.quarantineBytes = 0; }
+        try {
+            this.quarantineBytes = (await fsp.stat(path.join(this.opts.dir, "quarantine.jsonl"))).size;
+        } catch {
+            this.quarantineBytes = 0;
+        }
     }
 
     /**
@@ -203,18 +236,26 @@ export class Spool extends EventEmitter {
 
     /** Bytes of events not yet shipped (after the cursor). */
     get unshippedBytes(): number {
-        let n = 0, after = false;
+        let n = 0,
+            after = false;
         for (const s of this.segments) {
-            if (s.name === this.cursor.segment) { n += s.size - this.cursor.offset; after = true; } else if (after) n += s.size;
+            if (s.name === this.cursor.segment) {
+                n += s.size - this.cursor.offset;
+                after = true;
+            } else if (after) n += s.size;
         }
         return n;
     }
 
     /** The seq the next appended event gets. */
-    get nextSequence(): number { return this.nextSeq; }
+    get nextSequence(): number {
+        return this.nextSeq;
+    }
 
     /** Highest seq the hub has acknowledged (-1: none yet). */
-    get shippedThroughSeq(): number { return this.cursor.shippedThroughSeq; }
+    get shippedThroughSeq(): number {
+        return this.cursor.shippedThroughSeq;
+    }
 
     /**
      * Stamps `events` with consecutive seqs and this spool's source, appends them, and resolves after fsync.
@@ -293,13 +334,15 @@ export class Spool extends EventEmitter {
     async quarantine(items: Array<{ reason: string; record: unknown }>): Promise<void> {
         if (items.length === 0) return;
         const at = new Date().toISOString();
-        const buf = Buffer.from(items.map((i) => JSON.stringify({ at, reason: i.reason, record: i.record }) + "\n").join(""), "utf8");
+        const buf = Buffer.from(items.map((i) => `${JSON.stringify({ at, reason: i.reason, record: i.record })}\n`).join(""), "utf8");
         if (this.usedBytes + buf.length > this.opts.maxBytes) throw new SpoolFullError(this.usedBytes, this.opts.maxBytes);
         const h = await fsp.open(path.join(this.opts.dir, "quarantine.jsonl"), "a");
         try {
             await h.write(buf);
             if (this.sync) await h.datasync();
-        } finally { await h.close(); }
+        } finally {
+            await h.close();
+        }
         this.quarantineBytes += buf.length;
     }
 
@@ -322,7 +365,11 @@ export class Spool extends EventEmitter {
             const len = Math.min(seg.size - pos.offset, Math.max(maxBytes, 64 * 1024));
             const buf = Buffer.alloc(len);
             const h = await fsp.open(path.join(this.segDir, seg.name), "r");
-            try { await h.read(buf, 0, len, pos.offset); } finally { await h.close(); }
+            try {
+                await h.read(buf, 0, len, pos.offset);
+            } finally {
+                await h.close();
+            }
             const events: UsageEvent[] = [];
             const bad: Array<{ reason: string; record: unknown }> = [];
             let p = 0;
@@ -330,7 +377,11 @@ export class Spool extends EventEmitter {
                 const nl = buf.indexOf(0x0a, p);
                 if (nl < 0) break;
                 const ev = decodeLine(buf.subarray(p, nl));
-                if (typeof ev === "string") bad.push({ reason: `${ev} (segment ${seg.name} offset ${pos.offset + p})`, record: buf.subarray(p, nl).toString("utf8") });
+                if (typeof ev === "string")
+                    bad.push({
+                        reason: `${ev} (segment ${seg.name} offset ${pos.offset + p})`,
+                        record: buf.subarray(p, nl).toString("utf8"),
+                    });
                 else events.push(ev);
                 p = nl + 1;
             }
@@ -351,13 +402,19 @@ export class Spool extends EventEmitter {
      * Keeps segments from the one `floor` names (a second reader's position) until that reader passes them,
      * within `maxRetainBytes` of shipped data.
      */
-    retainFrom(floor: () => string | undefined): void { this.retainFloor = floor; }
+    retainFrom(floor: () => string | undefined): void {
+        this.retainFloor = floor;
+    }
 
     /** Position of the first durable event (start of the oldest segment on disk). */
-    get start(): SpoolPosition { return { segment: this.segments[0].name, offset: 0 }; }
+    get start(): SpoolPosition {
+        return { segment: this.segments[0].name, offset: 0 };
+    }
 
     /** Ship cursor position (a second reader without its own cursor starts here). */
-    get shipPosition(): SpoolPosition { return { segment: this.cursor.segment, offset: this.cursor.offset }; }
+    get shipPosition(): SpoolPosition {
+        return { segment: this.cursor.segment, offset: this.cursor.offset };
+    }
 
     /**
      * A second reader (token accounting): up to `maxEvents` durable events after `from`, without touching the
@@ -369,8 +426,10 @@ export class Spool extends EventEmitter {
         let pos = from;
         let skippedToSeq: number | undefined;
         if (!this.segments.some((x) => x.name === pos.segment)) {
-            if (pos.segment < this.segments[0].name) { pos = this.start; skippedToSeq = Number(SEGMENT_RE.exec(pos.segment)![1]); }
-            else throw new Error(`spool ${this.opts.dir}: reader position names segment ${pos.segment}, which does not exist`);
+            if (pos.segment < this.segments[0].name) {
+                pos = this.start;
+                skippedToSeq = Number(SEGMENT_RE.exec(pos.segment)![1]);
+            } else throw new Error(`spool ${this.opts.dir}: reader position names segment ${pos.segment}, which does not exist`);
         }
         for (;;) {
             const i = this.segments.findIndex((x) => x.name === pos.segment);
@@ -383,7 +442,11 @@ export class Spool extends EventEmitter {
             const len = Math.min(seg.size - pos.offset, Math.max(maxBytes, 64 * 1024));
             const buf = Buffer.alloc(len);
             const h = await fsp.open(path.join(this.segDir, seg.name), "r");
-            try { await h.read(buf, 0, len, pos.offset); } finally { await h.close(); }
+            try {
+                await h.read(buf, 0, len, pos.offset);
+            } finally {
+                await h.close();
+            }
             const events: UsageEvent[] = [];
             let p = 0;
             while (p < len && events.length < maxEvents && p < maxBytes) {
@@ -433,5 +496,10 @@ export class Spool extends EventEmitter {
 
 /** Synchronous directory check used by the health endpoint: true when the spool directory is writable. */
 export function spoolWritable(dir: string): boolean {
-    try { fs.accessSync(dir, fs.constants.W_OK); return true; } catch { return false; }
+    try {
+        fs.accessSync(dir, fs.constants.W_OK);
+        return true;
+    } catch {
+        return false;
+    }
 }

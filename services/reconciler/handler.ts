@@ -18,9 +18,14 @@ export async function handler(): Promise<{ missing: number; rows: number }> {
     const env = loadReconcilerEnv(process.env);
     const spokes = env.SPOKES;
     const client = new Client({
-        host: env.PGHOST, port: env.PGPORT, database: env.PGDATABASE, user: env.PGUSER,
+        host: env.PGHOST,
+        port: env.PGPORT,
+        database: env.PGDATABASE,
+        user: env.PGUSER,
         password: await secretString(env.DB_PASSWORD_SECRET_ARN),
-        ssl: { rejectUnauthorized: true }, connectionTimeoutMillis: 10_000, statement_timeout: 120_000,
+        ssl: { rejectUnauthorized: true },
+        connectionTimeoutMillis: 10_000,
+        statement_timeout: 120_000,
     });
     await client.connect();
     try {
@@ -31,7 +36,14 @@ export async function handler(): Promise<{ missing: number; rows: number }> {
         const cw = await import("@aws-sdk/client-cloudwatch");
         await new cw.CloudWatchClient({}).send(new cw.PutMetricDataCommand({ Namespace: METRIC_NAMESPACE, MetricData: data }));
         const missing = data[data.length - 1].Value;
-        console.log(JSON.stringify({ msg: "reconciliation", rows: rows.length, missing, bySpoke: Object.fromEntries(data.slice(0, -1).map((d) => [d.Dimensions[0].Value, d.Value])) }));
+        console.log(
+            JSON.stringify({
+                msg: "reconciliation",
+                rows: rows.length,
+                missing,
+                bySpoke: Object.fromEntries(data.slice(0, -1).map((d) => [d.Dimensions[0].Value, d.Value])),
+            }),
+        );
         // After the metric, so a failing rollup (the Lambda errors) never hides the gap datum. Aggregates stay exact
         // without it: hours not rolled up are read from the events.
         const rolled = await rollupHourly(client, window.to);

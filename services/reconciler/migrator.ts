@@ -17,17 +17,25 @@ export async function handler(event: { schemaSha256?: string } = {}): Promise<{ 
     const env = loadMigratorEnv(process.env);
     const master = JSON.parse(await secretString(env.MASTER_SECRET_ARN)) as { username: string; password: string };
     const client = new Client({
-        host: env.PGHOST, port: env.PGPORT, database: env.PGDATABASE,
-        user: master.username, password: master.password,
-        ssl: { rejectUnauthorized: true }, connectionTimeoutMillis: 10_000,
+        host: env.PGHOST,
+        port: env.PGPORT,
+        database: env.PGDATABASE,
+        user: master.username,
+        password: master.password,
+        ssl: { rejectUnauthorized: true },
+        connectionTimeoutMillis: 10_000,
     });
     await client.connect();
     try {
         await migrate(client, schemaSql());
-        await applyRoles(client, {
-            ingest: await secretString(env.INGEST_SECRET_ARN),
-            reporter: await secretString(env.REPORTER_SECRET_ARN),
-        }, (s) => client.escapeLiteral(s));
+        await applyRoles(
+            client,
+            {
+                ingest: await secretString(env.INGEST_SECRET_ARN),
+                reporter: await secretString(env.REPORTER_SECRET_ARN),
+            },
+            (s) => client.escapeLiteral(s),
+        );
     } finally {
         await client.end().catch(() => undefined);
     }

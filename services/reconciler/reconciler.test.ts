@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compactHourly, hourlyAggregates, ingestBatch, migrate, rollupHourly } from "../ledger/ledger";
 import { reconcile } from "../ledger/reconcile";
 import { runReconciliation, spokeUsageStatus } from "../ledger/status";
-import { startPostgres, TestPostgres } from "../ledger/testing/postgres";
+import { startPostgres, type TestPostgres } from "../ledger/testing/postgres";
 import type { UsageEvent } from "../shared/usage";
 import { processBatch } from "../usage-consumer/handler";
 import { ALL_SPOKES, GAP_METRIC, gapMetrics, reconcileWindow } from "./metric";
@@ -11,14 +11,34 @@ import { applyRoles, INGEST_ROLE, REPORTER_ROLE, roleStatements } from "./roles"
 
 function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
     return {
-        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: "search", keyId: "k-1", model: "m", endpoint: "e",
-        inputTokens: 100, outputTokens: 10, cachedInputTokens: 0, status: 200, stream: true, truncated: false,
-        usageSource: "reported", startedAt: "2026-11-29T09:58:00.000Z", endedAt: "2026-11-29T09:59:59.999Z", seq: i, source: "metering-0.aaaa0000", ...over,
+        requestId: `r-${i}`,
+        spoke: "hn1",
+        tenant: "acme",
+        team: "search",
+        keyId: "k-1",
+        model: "m",
+        endpoint: "e",
+        inputTokens: 100,
+        outputTokens: 10,
+        cachedInputTokens: 0,
+        status: 200,
+        stream: true,
+        truncated: false,
+        usageSource: "reported",
+        startedAt: "2026-11-29T09:58:00.000Z",
+        endedAt: "2026-11-29T09:59:59.999Z",
+        seq: i,
+        source: "metering-0.aaaa0000",
+        ...over,
     };
 }
 const STREAM = "arn:aws:kinesis:ap-southeast-1:123456789012:stream/platform-usage-hn1";
 const batch = (events: unknown[]) => ({
-    Records: events.map((e, i) => ({ eventID: `shardId-0:${i}`, eventSourceARN: STREAM, kinesis: { data: Buffer.from(JSON.stringify(e)).toString("base64"), partitionKey: "p", sequenceNumber: String(i) } })),
+    Records: events.map((e, i) => ({
+        eventID: `shardId-0:${i}`,
+        eventSourceARN: STREAM,
+        kinesis: { data: Buffer.from(JSON.stringify(e)).toString("base64"), partitionKey: "p", sequenceNumber: String(i) },
+    })),
 });
 
 describe("ledger roles: the consumer only appends, the reconciliation reads and rolls hours up (real PostgreSQL)", () => {
@@ -34,7 +54,8 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
         admin = await pg.connect();
         // What the migrator Lambda does as the master user: schema, then roles (twice: idempotent).
         await migrate(admin);
-        for (let i = 0; i < 2; i++) await applyRoles(admin, { ingest: "pw-ingest", reporter: "pw-reporter" }, (s) => admin.escapeLiteral(s));
+        for (let i = 0; i < 2; i++)
+            await applyRoles(admin, { ingest: "pw-ingest", reporter: "pw-reporter" }, (s) => admin.escapeLiteral(s));
     });
     afterAll(async () => {
         await admin?.end();
@@ -47,7 +68,15 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
             const out = await processBatch(db, batch([ev(0), ev(1), ev(3), "not json"]), { [STREAM]: "hn1" });
             expect(out).toMatchObject({ received: 3, inserted: 3, quarantined: 1 }); // "not json" is a JSON string, not an event
             // A record that does not parse is quarantined (INSERT + sequence on usage_quarantine).
-            const bad = { Records: [{ eventID: "shardId-0:99", eventSourceARN: STREAM, kinesis: { data: Buffer.from("{").toString("base64"), partitionKey: "p", sequenceNumber: "99" } }] };
+            const bad = {
+                Records: [
+                    {
+                        eventID: "shardId-0:99",
+                        eventSourceARN: STREAM,
+                        kinesis: { data: Buffer.from("{").toString("base64"), partitionKey: "p", sequenceNumber: "99" },
+                    },
+                ],
+            };
             expect((await processBatch(db, bad, { [STREAM]: "hn1" })).quarantined).toBe(1);
             // No DDL, no DELETE: SQLSTATE 42501 insufficient_privilege.
             await expect(db.query("CREATE TABLE usage_x (a int)")).rejects.toMatchObject({ code: "42501" });
@@ -55,8 +84,14 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
             await expect(db.query("DELETE FROM usage_events")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("TRUNCATE usage_events")).rejects.toMatchObject({ code: "42501" });
             // Append-only: nothing counted can be rewritten, the watermark cannot be moved, no rollup.
-            for (const sql of ["UPDATE usage_events SET input_tokens = 0", "UPDATE usage_hourly SET requests = 0", "UPDATE usage_receipts SET seq = 0",
-                "UPDATE usage_rollup SET rolled_until = now()", "SELECT * FROM usage_hourly_rollup(now())", "SELECT * FROM usage_hourly_compact(now(), now())"]) {
+            for (const sql of [
+                "UPDATE usage_events SET input_tokens = 0",
+                "UPDATE usage_hourly SET requests = 0",
+                "UPDATE usage_receipts SET seq = 0",
+                "UPDATE usage_rollup SET rolled_until = now()",
+                "SELECT * FROM usage_hourly_rollup(now())",
+                "SELECT * FROM usage_hourly_compact(now(), now())",
+            ]) {
                 await expect(db.query(sql), sql).rejects.toMatchObject({ code: "42501" });
             }
         } finally {
@@ -74,7 +109,9 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
             expect(run.missing).toBe(1);
             expect((await spokeUsageStatus(db, { spokes: ["hn1"] }))[0].lastReconciliation).toMatchObject({ missing: 1 });
             await expect(db.query("DELETE FROM reconciliation_runs")).rejects.toMatchObject({ code: "42501" });
-            await expect(db.query("INSERT INTO usage_quarantine (origin, reason, payload) VALUES ('x', 'y', 'z')")).rejects.toMatchObject({ code: "42501" });
+            await expect(db.query("INSERT INTO usage_quarantine (origin, reason, payload) VALUES ('x', 'y', 'z')")).rejects.toMatchObject({
+                code: "42501",
+            });
             await expect(db.query("UPDATE usage_hourly SET requests = 0")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("DELETE FROM usage_hourly")).rejects.toMatchObject({ code: "42501" });
             await expect(db.query("UPDATE usage_rollup SET rolled_until = now()")).rejects.toMatchObject({ code: "42501" });
@@ -100,14 +137,37 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
 });
 
 describe("gap metric (services/reconciler/metric.ts)", () => {
-    const row = (spoke: string, hour: string, missing: number) => ({ spoke, hour, received: 10, counted: 10, duplicates: 0, missing, quarantined: 0, sent: 10 + missing, gaps: [] });
+    const row = (spoke: string, hour: string, missing: number) => ({
+        spoke,
+        hour,
+        received: 10,
+        counted: 10,
+        duplicates: 0,
+        missing,
+        quarantined: 0,
+        sent: 10 + missing,
+        gaps: [],
+    });
     it("one datum per spoke (0 when nothing is missing) and the total under Spoke=all", () => {
-        const data = gapMetrics([row("hn1", "2026-11-29T09:00:00.000Z", 2), row("hn1", "2026-11-29T10:00:00.000Z", 3), row("sg1", "2026-11-29T10:00:00.000Z", 0)], ["hcm1", "hn1", "sg1"]);
+        const data = gapMetrics(
+            [
+                row("hn1", "2026-11-29T09:00:00.000Z", 2),
+                row("hn1", "2026-11-29T10:00:00.000Z", 3),
+                row("sg1", "2026-11-29T10:00:00.000Z", 0),
+            ],
+            ["hcm1", "hn1", "sg1"],
+        );
         expect(data.map((d) => [d.MetricName, d.Dimensions[0].Value, d.Value, d.Unit])).toEqual([
-            [GAP_METRIC, "hcm1", 0, "Count"], [GAP_METRIC, "hn1", 5, "Count"], [GAP_METRIC, "sg1", 0, "Count"], [GAP_METRIC, ALL_SPOKES, 5, "Count"],
+            [GAP_METRIC, "hcm1", 0, "Count"],
+            [GAP_METRIC, "hn1", 5, "Count"],
+            [GAP_METRIC, "sg1", 0, "Count"],
+            [GAP_METRIC, ALL_SPOKES, 5, "Count"],
         ]);
     });
     it("the window ends at the start of the current hour", () => {
-        expect(reconcileWindow(new Date("2026-11-30T10:42:13Z"), 48)).toEqual({ from: "2026-11-28T10:00:00.000Z", to: "2026-11-30T10:00:00.000Z" });
+        expect(reconcileWindow(new Date("2026-11-30T10:42:13Z"), 48)).toEqual({
+            from: "2026-11-28T10:00:00.000Z",
+            to: "2026-11-30T10:00:00.000Z",
+        });
     });
 });

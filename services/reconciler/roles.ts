@@ -31,7 +31,10 @@ export const RECONCILIATION_TABLE = "reconciliation_runs";
 export const RECONCILIATION_SEQUENCE = "reconciliation_runs_id_seq";
 
 /** Passwords of the two login roles (from their Secrets Manager secrets). */
-export interface RolePasswords { ingest: string; reporter: string }
+export interface RolePasswords {
+    ingest: string;
+    reporter: string;
+}
 
 /**
  * Pure: the statements that create (or update) the two roles and their grants, idempotent, with passwords as

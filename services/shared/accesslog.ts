@@ -60,12 +60,14 @@ export function meteringAccessLogSetting() {
     return {
         type: "Route" as const,
         format: { type: "JSON" as const, json: { ...ACCESS_LOG_FIELDS } },
-        sinks: [{
-            type: "OpenTelemetry" as const,
-            openTelemetry: {
-                backendRefs: [{ group: "", kind: "Service", name: c.service, namespace: c.namespace, port: c.port }],
-                resources: { "service.name": "llm-gateway-access-log" },
+        sinks: [
+            {
+                type: "OpenTelemetry" as const,
+                openTelemetry: {
+                    backendRefs: [{ group: "", kind: "Service", name: c.service, namespace: c.namespace, port: c.port }],
+                    resources: { "service.name": "llm-gateway-access-log" },
+                },
             },
-        }],
+        ],
     };
 }

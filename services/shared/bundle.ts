@@ -1,4 +1,4 @@
-import { createPrivateKey, createPublicKey, KeyObject, sign, verify } from "crypto";
+import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "./canonical";
 
@@ -12,52 +12,70 @@ import { canonicalJson, contentHash } from "./canonical";
  */
 export const BUNDLE_SCHEMA_VERSION = 1 as const;
 
-const Limits = z.object({
-    requestsPerSecond: z.number().positive(),
-    concurrentRequests: z.number().int().positive(),
-    tokensPerWindow: z.number().int().positive(),
-    windowSeconds: z.number().int().positive(),
-}).strict();
+const Limits = z
+    .object({
+        requestsPerSecond: z.number().positive(),
+        concurrentRequests: z.number().int().positive(),
+        tokensPerWindow: z.number().int().positive(),
+        windowSeconds: z.number().int().positive(),
+    })
+    .strict();
 
-export const PolicySchema = z.object({
-    models: z.array(z.object({ id: z.string(), limits: Limits }).strict()),
-    tenants: z.array(z.object({
-        id: z.string(),
-        displayName: z.string(),
-        teams: z.array(z.object({ id: z.string(), limits: Limits }).strict()),
-    }).strict()),
-    apiKeys: z.array(z.object({
-        id: z.string(),
-        /** Hex SHA-256 of the API key. */
-        sha256: z.string().regex(/^[0-9a-f]{64}$/),
-        tenant: z.string(),
-        team: z.string(),
-        models: z.array(z.string()),
-        expiresAt: z.string(),
-        limits: Limits,
-    }).strict()),
-}).strict();
+export const PolicySchema = z
+    .object({
+        models: z.array(z.object({ id: z.string(), limits: Limits }).strict()),
+        tenants: z.array(
+            z
+                .object({
+                    id: z.string(),
+                    displayName: z.string(),
+                    teams: z.array(z.object({ id: z.string(), limits: Limits }).strict()),
+                })
+                .strict(),
+        ),
+        apiKeys: z.array(
+            z
+                .object({
+                    id: z.string(),
+                    /** Hex SHA-256 of the API key. */
+                    sha256: z.string().regex(/^[0-9a-f]{64}$/),
+                    tenant: z.string(),
+                    team: z.string(),
+                    models: z.array(z.string()),
+                    expiresAt: z.string(),
+                    limits: Limits,
+                })
+                .strict(),
+        ),
+    })
+    .strict();
 
-export const BundleSchema = z.object({
-    schemaVersion: z.literal(BUNDLE_SCHEMA_VERSION),
-    /** Monotonically increasing; a spoke never goes back to a lower revision. */
-    revision: z.number().int().min(1),
-    /** Hex SHA-256 of canonical JSON of `policy`. */
-    contentHash: z.string().regex(/^[0-9a-f]{64}$/),
-    spoke: z.string(),
-    policy: PolicySchema,
-}).strict();
+export const BundleSchema = z
+    .object({
+        schemaVersion: z.literal(BUNDLE_SCHEMA_VERSION),
+        /** Monotonically increasing; a spoke never goes back to a lower revision. */
+        revision: z.number().int().min(1),
+        /** Hex SHA-256 of canonical JSON of `policy`. */
+        contentHash: z.string().regex(/^[0-9a-f]{64}$/),
+        spoke: z.string(),
+        policy: PolicySchema,
+    })
+    .strict();
 
-export const SignedBundleSchema = z.object({
-    bundle: BundleSchema,
-    /** Base64 Ed25519 signature over canonical JSON of `bundle`. */
-    signature: z.string(),
-    /** Identifies the signing key: first 16 hex chars of SHA-256 of the raw public key. */
-    keyId: z.string(),
-}).strict();
+export const SignedBundleSchema = z
+    .object({
+        bundle: BundleSchema,
+        /** Base64 Ed25519 signature over canonical JSON of `bundle`. */
+        signature: z.string(),
+        /** Identifies the signing key: first 16 hex chars of SHA-256 of the raw public key. */
+        keyId: z.string(),
+    })
+    .strict();
 
 export const CurrentPointerSchema = z.object({ revision: z.number().int().min(1), key: z.string(), contentHash: z.string() }).strict();
-export const AckSchema = z.object({ spoke: z.string(), revision: z.number().int().min(1), contentHash: z.string(), at: z.string() }).strict();
+export const AckSchema = z
+    .object({ spoke: z.string(), revision: z.number().int().min(1), contentHash: z.string(), at: z.string() })
+    .strict();
 
 export type Policy = z.infer<typeof PolicySchema>;
 export type Bundle = z.infer<typeof BundleSchema>;
@@ -114,9 +132,16 @@ export function signBundle(seed: Buffer, spoke: string, revision: number, policy
 export function verifyBundle(raw: string | unknown, publicKeyB64: string, spoke: string): Bundle {
     const doc = typeof raw === "string" ? JSON.parse(raw) : raw;
     const signed = SignedBundleSchema.parse(doc);
-    const ok = verify(null, Buffer.from(canonicalJson(signed.bundle)), publicKeyObject(publicKeyB64), Buffer.from(signed.signature, "base64"));
-    if (!ok) throw new Error(`policy bundle revision ${signed.bundle.revision}: signature does not verify with key ${keyIdOf(publicKeyB64)}`);
-    if (contentHash(signed.bundle.policy) !== signed.bundle.contentHash) throw new Error(`policy bundle revision ${signed.bundle.revision}: content hash mismatch`);
+    const ok = verify(
+        null,
+        Buffer.from(canonicalJson(signed.bundle)),
+        publicKeyObject(publicKeyB64),
+        Buffer.from(signed.signature, "base64"),
+    );
+    if (!ok)
+        throw new Error(`policy bundle revision ${signed.bundle.revision}: signature does not verify with key ${keyIdOf(publicKeyB64)}`);
+    if (contentHash(signed.bundle.policy) !== signed.bundle.contentHash)
+        throw new Error(`policy bundle revision ${signed.bundle.revision}: content hash mismatch`);
     if (signed.bundle.spoke !== spoke) throw new Error(`policy bundle is for spoke "${signed.bundle.spoke}", not "${spoke}"`);
     return signed.bundle;
 }

@@ -37,7 +37,11 @@ export const TOKEN_METADATA_KEYS = {
 export type Tier = "model" | "team" | "key";
 
 /** Identifiers of the three tiers for one request. */
-export interface TierIds { model: string; team: string; key: string }
+export interface TierIds {
+    model: string;
+    team: string;
+    key: string;
+}
 
 /** Tier ids for a request: platform+model, team (`tenant/team`), API key. */
 export function tierIds(x: { model: string; tenant: string; team: string; keyId: string }): TierIds {

@@ -1,7 +1,7 @@
-import { createHash, randomBytes } from "crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import type { Policy } from "./bundle";
-import { redisKeys, Tier, TierIds, windowStart } from "./identity";
+import { redisKeys, type Tier, type TierIds, windowStart } from "./identity";
 
 /**
  * Three-tier limits in Redis, shared by the auth service (admission: rps, concurrency, token
@@ -37,22 +37,22 @@ export const GRANT_SHARE = 4;
 /** Outcome of {@link checkAndAcquire}. */
 export type LimitDecision =
     | {
-        allowed: true;
-        /** The request's own concurrency lease. */
-        leaseId: string;
-        /**
-         * Slots taken, including the request's own (1 ≤ granted ≤ the `want` asked for): `granted - 1` further
-         * rps slots and concurrency leases ({@link grantLeaseIds}) in every tier, for the caller to hand out.
-         */
-        granted: number;
-    }
+          allowed: true;
+          /** The request's own concurrency lease. */
+          leaseId: string;
+          /**
+           * Slots taken, including the request's own (1 ≤ granted ≤ the `want` asked for): `granted - 1` further
+           * rps slots and concurrency leases ({@link grantLeaseIds}) in every tier, for the caller to hand out.
+           */
+          granted: number;
+      }
     | {
-        allowed: false;
-        tier: Tier;
-        dimension: LimitDimension;
-        /** Milliseconds until a retry can succeed for this dimension (≥ 1). */
-        retryAfterMs: number;
-    };
+          allowed: false;
+          tier: Tier;
+          dimension: LimitDimension;
+          /** Milliseconds until a retry can succeed for this dimension (≥ 1). */
+          retryAfterMs: number;
+      };
 
 /**
  * Where admission keeps rps state and concurrency leases, and what it reads:
@@ -84,7 +84,11 @@ const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 const COUNTER_LEASE = /^c\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,64})(?:\.(\d{1,3}))?$/;
 
 /** A counter lease id taken apart: its admission's marker (`base`), expiry bucket and slot (bit) index. */
-export interface CounterLease { base: string; bucketMs: number; slot: number }
+export interface CounterLease {
+    base: string;
+    bucketMs: number;
+    slot: number;
+}
 
 /** Parses a counter lease id; undefined for anything else (a ZSET lease id of the earlier layout). */
 export function parseCounterLease(leaseId: string): CounterLease | undefined {
@@ -532,23 +536,40 @@ export function leaseBucket(nowMs: number, leaseTtlMs: number): number {
  *   unreachable or times out (callers fail closed).
  */
 export async function checkAndAcquire(
-    redis: Redis, ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
+    redis: Redis,
+    ids: TierIds,
+    limits: TierLimits,
+    leaseToken: string,
+    nowMs: number,
+    leaseTtlMs: number,
+    want = 1,
     store: LeaseStore = "counters",
 ): Promise<LimitDecision> {
     const keys: string[] = [];
     const args: (string | number)[] = [];
     pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store);
-    return decodeAdmission(await runScript(redis, store === "counters" ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args) as AdmissionReply);
+    return decodeAdmission(
+        (await runScript(redis, store === "counters" ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)) as AdmissionReply,
+    );
 }
 
 type AdmissionReply = [number, string, number];
 
 /** Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, else {@link CHECK_LIMITS_LUA}). */
 function pushAdmission(
-    keys: string[], args: (string | number)[], fixed: readonly string[], ids: TierIds, limits: TierLimits, leaseToken: string,
-    nowMs: number, leaseTtlMs: number, want: number, store: LeaseStore,
+    keys: string[],
+    args: (string | number)[],
+    fixed: readonly string[],
+    ids: TierIds,
+    limits: TierLimits,
+    leaseToken: string,
+    nowMs: number,
+    leaseTtlMs: number,
+    want: number,
+    store: LeaseStore,
 ): void {
-    if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
+    if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
+        throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
     if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
     const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
     const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
@@ -663,7 +684,13 @@ return removed
  * @throws Error for counter leases of different admissions; the Redis client's error when Redis is
  *   unreachable or times out (the leases then expire by their TTL).
  */
-export async function returnGrant(redis: Redis, ids: TierIds, limits: TierLimits, leases: readonly string[], nowMs: number): Promise<number> {
+export async function returnGrant(
+    redis: Redis,
+    ids: TierIds,
+    limits: TierLimits,
+    leases: readonly string[],
+    nowMs: number,
+): Promise<number> {
     if (leases.length === 0) return 0;
     const intervals = TIERS.map((t) => 1000 / limits[t].requestsPerSecond);
     const first = parseCounterLease(leases[0]);
@@ -684,7 +711,13 @@ export async function returnGrant(redis: Redis, ids: TierIds, limits: TierLimits
  * building lease id strings (services/auth/admission.ts keeps a grant as a range of slots).
  */
 export async function returnSlots(
-    redis: Redis, ids: TierIds, limits: TierLimits, base: string, bucketMs: number, slots: readonly number[], nowMs: number,
+    redis: Redis,
+    ids: TierIds,
+    limits: TierLimits,
+    base: string,
+    bucketMs: number,
+    slots: readonly number[],
+    nowMs: number,
     intervals: readonly number[] = TIERS.map((t) => 1000 / limits[t].requestsPerSecond),
 ): Promise<number> {
     if (slots.length === 0) return 0;
@@ -721,24 +754,41 @@ export class AdmissionBatcher {
     private queue: Queued[] = [];
     private scheduled = false;
     private inFlight = 0;
-    private readonly flushNow = () => { this.scheduled = false; this.flush(); };
-    private readonly settled = () => { this.inFlight--; if (this.queue.length && !this.scheduled) this.flush(); };
+    private readonly flushNow = () => {
+        this.scheduled = false;
+        this.flush();
+    };
+    private readonly settled = () => {
+        this.inFlight--;
+        if (this.queue.length && !this.scheduled) this.flush();
+    };
 
     /**
      * @param maxBatch most checks in one script call (bounds the script's run time inside Redis).
      * @param maxInFlight most batches awaiting their reply at once.
      */
-    constructor(private readonly redis: Redis, private readonly maxBatch = 64, private readonly maxInFlight = 1) {}
+    constructor(
+        private readonly redis: Redis,
+        private readonly maxBatch = 64,
+        private readonly maxInFlight = 1,
+    ) {}
 
     /**
      * Same contract as {@link checkAndAcquire} (a bad `want` or token throws synchronously).
      * @param fixed `admissionKeys(ids)`, when the caller keeps it (saves building the keys per check).
      */
     check(
-        ids: TierIds, limits: TierLimits, leaseToken: string, nowMs: number, leaseTtlMs: number, want = 1,
-        store: LeaseStore = "counters", fixed: readonly string[] = admissionKeys(ids),
+        ids: TierIds,
+        limits: TierLimits,
+        leaseToken: string,
+        nowMs: number,
+        leaseTtlMs: number,
+        want = 1,
+        store: LeaseStore = "counters",
+        fixed: readonly string[] = admissionKeys(ids),
     ): Promise<LimitDecision> {
-        if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT) throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
+        if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
+            throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
         if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
         return new Promise((resolve, reject) => {
             this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
@@ -769,10 +819,16 @@ export class AdmissionBatcher {
                     .finally(this.settled);
                 continue;
             }
-            runScript(this.redis, counters ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args).then(
-                (replies) => { for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i])); },
-                (err: unknown) => { for (const c of batch) c.reject(err); },
-            ).finally(this.settled);
+            runScript(this.redis, counters ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args)
+                .then(
+                    (replies) => {
+                        for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i]));
+                    },
+                    (err: unknown) => {
+                        for (const c of batch) c.reject(err);
+                    },
+                )
+                .finally(this.settled);
         }
     }
 }
@@ -803,7 +859,12 @@ export async function leasesHeld(redis: Redis, tier: Tier, id: string, nowMs: nu
 export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string): Promise<number> {
     const c = parseCounterLease(leaseId);
     if (!c) return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
-    const r = await runScript(redis, RELEASE_COUNTERS_LUA, [redisKeys.lease(c.base), ...counterKeys(ids)], [c.bucketMs, c.slot]) as number[];
+    const r = (await runScript(
+        redis,
+        RELEASE_COUNTERS_LUA,
+        [redisKeys.lease(c.base), ...counterKeys(ids)],
+        [c.bucketMs, c.slot],
+    )) as number[];
     return r.reduce((a, b) => a + Number(b), 0);
 }
 
@@ -817,10 +878,14 @@ export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string):
  * @throws RangeError for a negative or non-integer token count; the Redis client's error when Redis fails.
  */
 export async function addTokens(
-    redis: Redis, ids: TierIds, tokens: number, nowMs: number, windowSeconds: Record<Tier, number>,
+    redis: Redis,
+    ids: TierIds,
+    tokens: number,
+    nowMs: number,
+    windowSeconds: Record<Tier, number>,
 ): Promise<Record<Tier, number>> {
     if (!Number.isInteger(tokens) || tokens < 0) throw new RangeError(`tokens must be a non-negative integer, got ${tokens}`);
     const expireAt = TIERS.map((t) => windowStart(nowMs, windowSeconds[t]) + 2 * windowSeconds[t]);
-    const totals = await runScript(redis, ADD_TOKENS_LUA, tokenKeys(ids, nowMs, windowSeconds), [tokens, ...expireAt]) as number[];
+    const totals = (await runScript(redis, ADD_TOKENS_LUA, tokenKeys(ids, nowMs, windowSeconds), [tokens, ...expireAt])) as number[];
     return { model: Number(totals[0]), team: Number(totals[1]), key: Number(totals[2]) };
 }

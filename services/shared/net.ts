@@ -1,7 +1,7 @@
 import { NodeHttpHandler } from "@smithy/node-http-handler";
-import * as http from "http";
-import * as https from "https";
-import { Redis, RedisOptions } from "ioredis";
+import * as http from "node:http";
+import * as https from "node:https";
+import { Redis, type RedisOptions } from "ioredis";
 
 /**
  * Bounded clients for every network dependency of the spoke services ( "a silent connection never
@@ -103,9 +103,12 @@ export function createBoundedRedis(url: string, o: BoundedRedisOptions = {}): Bo
         down = false;
     });
     const heartbeatMs = o.heartbeatMs ?? 1_000;
-    const timer = heartbeatMs > 0
-        ? setInterval(() => { if (redis.status === "ready") redis.ping().catch(() => undefined); }, heartbeatMs)
-        : undefined;
+    const timer =
+        heartbeatMs > 0
+            ? setInterval(() => {
+                  if (redis.status === "ready") redis.ping().catch(() => undefined);
+              }, heartbeatMs)
+            : undefined;
     timer?.unref();
     return {
         redis,

@@ -8,11 +8,42 @@ import { lambdaLogCalls } from "../reconciler/aws-calls";
  * services/shared/aws-calls.ts for the placeholders; `{usageStreamArn}` is each spoke's stream in turn.
  */
 export const CONSUMER_AWS_CALLS: readonly AwsCall[] = [
-    { command: "GetSecretValueCommand", source: "services/usage-consumer/handler.ts", action: "secretsmanager:GetSecretValue", resource: "{ingestSecretArn}", context: { ...SDK_TRANSPORT }, purpose: "ledger_ingest password" },
-    { source: "services/usage-consumer/handler.ts", action: "kms:Decrypt", resource: "{ledgerKeyArn}", context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" }, purpose: "Secrets Manager decrypts the password" },
-    ...["kinesis:DescribeStream", "kinesis:DescribeStreamSummary", "kinesis:ListShards", "kinesis:GetShardIterator", "kinesis:GetRecords"].map((action): AwsCall => ({
-        source: "components/hub/UsageLedger.ts", action, resource: "{usageStreamArn}", context: { ...SDK_TRANSPORT }, purpose: "the event source mapping polls the spoke's stream",
-    })),
-    { source: "components/hub/UsageLedger.ts", action: "sqs:SendMessage", resource: "{failureQueueArn}", context: { ...SDK_TRANSPORT }, purpose: "a batch past its age goes to the failure destination" },
+    {
+        command: "GetSecretValueCommand",
+        source: "services/usage-consumer/handler.ts",
+        action: "secretsmanager:GetSecretValue",
+        resource: "{ingestSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "ledger_ingest password",
+    },
+    {
+        source: "services/usage-consumer/handler.ts",
+        action: "kms:Decrypt",
+        resource: "{ledgerKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" },
+        purpose: "Secrets Manager decrypts the password",
+    },
+    ...[
+        "kinesis:DescribeStream",
+        "kinesis:DescribeStreamSummary",
+        "kinesis:ListShards",
+        "kinesis:GetShardIterator",
+        "kinesis:GetRecords",
+    ].map(
+        (action): AwsCall => ({
+            source: "components/hub/UsageLedger.ts",
+            action,
+            resource: "{usageStreamArn}",
+            context: { ...SDK_TRANSPORT },
+            purpose: "the event source mapping polls the spoke's stream",
+        }),
+    ),
+    {
+        source: "components/hub/UsageLedger.ts",
+        action: "sqs:SendMessage",
+        resource: "{failureQueueArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "a batch past its age goes to the failure destination",
+    },
     ...lambdaLogCalls("services/usage-consumer/handler.ts"),
 ];

@@ -1,7 +1,15 @@
 import { Client } from "pg";
 import { discardClient, LEDGER_PG_BOUNDS } from "../ledger/db";
-import { ingestBatch, IngestResult, isIngestRace, quarantine, QuarantineItem, Queryable, recordSpokeQuarantine } from "../ledger/ledger";
-import { QuarantineMarker, QuarantineMarkerSchema, UsageEvent, UsageEventSchema } from "../shared/usage";
+import {
+    ingestBatch,
+    type IngestResult,
+    isIngestRace,
+    quarantine,
+    type QuarantineItem,
+    type Queryable,
+    recordSpokeQuarantine,
+} from "../ledger/ledger";
+import { type QuarantineMarker, QuarantineMarkerSchema, type UsageEvent, UsageEventSchema } from "../shared/usage";
 import { type ConsumerEnv, readEnv } from "./config";
 
 export { type ConsumerEnv, readEnv } from "./config";
@@ -36,7 +44,10 @@ export interface BatchOutcome extends IngestResult {
  * @param streamSpokes stream ARN -> the only spoke allowed to write it (each spoke's identity may put only to
  *   its own stream, so an event naming another spoke is forged or misrouted and is quarantined)
  */
-export function decodeBatch(event: KinesisStreamEvent, streamSpokes: Record<string, string>): { events: UsageEvent[]; markers: QuarantineMarker[]; bad: QuarantineItem[] } {
+export function decodeBatch(
+    event: KinesisStreamEvent,
+    streamSpokes: Record<string, string>,
+): { events: UsageEvent[]; markers: QuarantineMarker[]; bad: QuarantineItem[] } {
     const events: UsageEvent[] = [];
     const markers: QuarantineMarker[] = [];
     const bad: QuarantineItem[] = [];
@@ -110,14 +121,19 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
     if (cached) return cached;
     const env = readEnv(process.env);
     const client = new Client({
-        host: env.host, port: env.port, database: env.database, user: env.user,
+        host: env.host,
+        port: env.port,
+        database: env.database,
+        user: env.user,
         password: await fetchPassword(env.passwordSecretArn),
         // TLS to Aurora, verified against the RDS CAs the runtime ships (NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem).
         ssl: { rejectUnauthorized: true },
         // Bounded on a silent network and a slow server (services/ledger/db.ts).
         ...LEDGER_PG_BOUNDS,
     });
-    client.on("error", () => { cached = undefined; });
+    client.on("error", () => {
+        cached = undefined;
+    });
     await client.connect();
     // No DDL here: the consumer logs in as ledger_ingest (SELECT/INSERT on the ledger tables only); the schema
     // is applied by the migrator Lambda that `pulumi up` runs before the event source mappings exist

@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
-    dgdApiShape, dgdCelRules, dgdImageSemver, dgdKvRouterEvents, dgdMainContainer, dgdMultinodeOrchestrator,
-    dgdPlannerScaling, dgdRoleImages, dgdWorkerRoleFlags, dynamoPolicies, semverTag,
+    dgdApiShape,
+    dgdCelRules,
+    dgdImageSemver,
+    dgdKvRouterEvents,
+    dgdMainContainer,
+    dgdMultinodeOrchestrator,
+    dgdPlannerScaling,
+    dgdRoleImages,
+    dgdWorkerRoleFlags,
+    dynamoPolicies,
+    semverTag,
 } from "../../policies/dynamo";
 import { mooncakePolicies } from "../../policies/mooncake";
 import { rdmaWorkloadPolicies } from "../../policies/rdma-workloads";
@@ -33,7 +42,12 @@ function toV1alpha1(dgd: Record<string, any>): Record<string, any> {
             extraPodSpec: { ...podSpec, mainContainer: main },
         };
     }
-    return { apiVersion: "nvidia.com/v1alpha1", kind: "DynamoGraphDeployment", metadata: dgd.metadata, spec: { backendFramework: dgd.spec.backendFramework, services } };
+    return {
+        apiVersion: "nvidia.com/v1alpha1",
+        kind: "DynamoGraphDeployment",
+        metadata: dgd.metadata,
+        spec: { backendFramework: dgd.spec.backendFramework, services },
+    };
 }
 
 function v1alpha1Stack(fn?: (o: Record<string, any>) => void) {
@@ -56,13 +70,18 @@ describe("both DGD shapes", () => {
     it("v1alpha1 violations are found at v1alpha1 field paths: UCX_TLS via graph envs, RDMA missing from resources.custom", async () => {
         const rs = v1alpha1Stack((o) => {
             o.spec.envs = [{ name: "UCX_TLS", value: "tcp,cuda_copy" }];
-            for (const s of ["prefill", "decode"]) for (const m of o.spec.services[s].extraPodSpec.mainContainer.env) if (m.name === "UCX_TLS") m.name = "UCX_TLS_UNUSED";
+            for (const s of ["prefill", "decode"])
+                for (const m of o.spec.services[s].extraPodSpec.mainContainer.env) if (m.name === "UCX_TLS") m.name = "UCX_TLS_UNUSED";
             delete o.spec.services.decode.resources.limits.custom;
             delete o.spec.services.decode.resources.requests.custom;
         });
         const msgs = await violations([...rdmaWorkloadPolicies], rs);
-        expect(msgs).toContain(`${L} container prefill/main field spec.envs[UCX_TLS]: UCX_TLS=tcp,cuda_copy lets UCX use tcp, so a missing RDMA device degrades to TCP instead of failing. Fix: set UCX_TLS=rc_x,rc,cuda_copy,cuda_ipc.`);
-        expect(msgs).toContain(`${L} container decode/main field spec.services.decode.resources: requests no RDMA device (rdma/*, vpc.amazonaws.com/efa) for 4 GPU(s), so NIXL/UCX, Mooncake and NCCL fall back to TCP without an error. Fix: request the pool's rail resources (rdma/rail_<i>: 1 each) in both requests and limits.`);
+        expect(msgs).toContain(
+            `${L} container prefill/main field spec.envs[UCX_TLS]: UCX_TLS=tcp,cuda_copy lets UCX use tcp, so a missing RDMA device degrades to TCP instead of failing. Fix: set UCX_TLS=rc_x,rc,cuda_copy,cuda_ipc.`,
+        );
+        expect(msgs).toContain(
+            `${L} container decode/main field spec.services.decode.resources: requests no RDMA device (rdma/*, vpc.amazonaws.com/efa) for 4 GPU(s), so NIXL/UCX, Mooncake and NCCL fall back to TCP without an error. Fix: request the pool's rail resources (rdma/rail_<i>: 1 each) in both requests and limits.`,
+        );
     });
 });
 
@@ -84,8 +103,12 @@ describe("dgd-api-shape (F.1)", () => {
         ]);
     });
     it("v1beta1 fields in a v1alpha1 graph", async () => {
-        const rs = v1alpha1Stack((o) => { o.spec.services.decode.podTemplate = {}; });
-        expect(await violations([dgdApiShape], rs)).toEqual([`${L} field spec.services.decode.podTemplate: is a v1beta1 field in a v1alpha1 service. Fix: use apiVersion nvidia.com/v1beta1 or the v1alpha1 field.`]);
+        const rs = v1alpha1Stack((o) => {
+            o.spec.services.decode.podTemplate = {};
+        });
+        expect(await violations([dgdApiShape], rs)).toEqual([
+            `${L} field spec.services.decode.podTemplate: is a v1beta1 field in a v1alpha1 service. Fix: use apiVersion nvidia.com/v1beta1 or the v1alpha1 field.`,
+        ]);
     });
 });
 
@@ -94,10 +117,24 @@ describe("dgd-main-container (F.2, ai-dynamo/dynamo PR #11421)", () => {
         expect(await violations([dgdMainContainer], stack())).toEqual([]);
     });
     it("engine container not named main; v1alpha1 main without image", async () => {
-        expect(await violations([dgdMainContainer], dgdEdit((o) => { mainOf(o, "decode").name = "engine"; }))).toEqual([
+        expect(
+            await violations(
+                [dgdMainContainer],
+                dgdEdit((o) => {
+                    mainOf(o, "decode").name = "engine";
+                }),
+            ),
+        ).toEqual([
             `${L} container decode/main field spec.components[3].podTemplate.spec.containers: component decode has no main container (containers: engine). Fix: add a container named main with the engine image.`,
         ]);
-        expect(await violations([dgdMainContainer], v1alpha1Stack((o) => { delete o.spec.services.Frontend.extraPodSpec.mainContainer.image; }))).toEqual([
+        expect(
+            await violations(
+                [dgdMainContainer],
+                v1alpha1Stack((o) => {
+                    delete o.spec.services.Frontend.extraPodSpec.mainContainer.image;
+                }),
+            ),
+        ).toEqual([
             `${L} container Frontend/main field spec.services.Frontend.extraPodSpec.mainContainer.image: component Frontend's main container has no image. Fix: set the image (semver tag).`,
         ]);
     });
@@ -108,11 +145,17 @@ describe("dgd-image-semver (F.3)", () => {
         expect(semverTag("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0")).toBe("1.5.0");
         expect(semverTag("lmsysorg/sglang:v0.5.16")).toBe("v0.5.16");
         expect(semverTag("registry:5000/vllm-runtime")).toBeUndefined();
-        const rs = dgdEdit((o) => { mainOf(o, "decode").image = "registry.local/vllm-runtime:my-build"; o.spec.components[3].runtimeVersionOverride = "1.5.0"; });
+        const rs = dgdEdit((o) => {
+            mainOf(o, "decode").image = "registry.local/vllm-runtime:my-build";
+            o.spec.components[3].runtimeVersionOverride = "1.5.0";
+        });
         expect(await violations([dgdImageSemver], rs)).toEqual([]);
     });
     it(":latest and a digest-only image", async () => {
-        const rs = dgdEdit((o) => { mainOf(o, "Frontend").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest"; mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc"; });
+        const rs = dgdEdit((o) => {
+            mainOf(o, "Frontend").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest";
+            mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc";
+        });
         expect(await violations([dgdImageSemver], rs)).toEqual([
             `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
             `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
@@ -123,15 +166,25 @@ describe("dgd-image-semver (F.3)", () => {
 describe("dgd-worker-role-flags (F.4)", () => {
     const P = `${L} container prefill/main field spec.components[2].podTemplate.spec.containers[0].args`;
     it("compliant for every engine", async () => {
-        for (const engine of ["vllm", "sglang", "trtllm"]) expect(await violations([dgdWorkerRoleFlags], stack([endpoint({ engine, kvPool: { kind: "none" } })]))).toEqual([]);
+        for (const engine of ["vllm", "sglang", "trtllm"])
+            expect(await violations([dgdWorkerRoleFlags], stack([endpoint({ engine, kvPool: { kind: "none" } })]))).toEqual([]);
     });
     it("ai-dynamo/dynamo #13238: vLLM prefill worker without --disaggregation-mode prefill", async () => {
-        expect(await violations([dgdWorkerRoleFlags], dgdEdit((o) => setArg(mainOf(o, "prefill"), "--disaggregation-mode", undefined)))).toEqual([
+        expect(
+            await violations(
+                [dgdWorkerRoleFlags],
+                dgdEdit((o) => setArg(mainOf(o, "prefill"), "--disaggregation-mode", undefined)),
+            ),
+        ).toEqual([
             `${P}: prefill worker has no --disaggregation-mode prefill, so it registers as backend and no prefill pool exists. Fix: pass --disaggregation-mode prefill.`,
         ]);
     });
     it("ai-dynamo/dynamo #12089: the removed --is-prefill-worker flag; a prefill without --kv-transfer-config", async () => {
-        const rs = dgdEdit((o) => { const m = mainOf(o, "prefill"); setArg(m, "--kv-transfer-config", undefined); m.args.push("--is-prefill-worker"); });
+        const rs = dgdEdit((o) => {
+            const m = mainOf(o, "prefill");
+            setArg(m, "--kv-transfer-config", undefined);
+            m.args.push("--is-prefill-worker");
+        });
         expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
             `${P}: --is-prefill-worker was removed from Dynamo's vllm worker and fails argument parsing. Fix: use --disaggregation-mode.`,
             `${P}: vLLM prefill worker has no --kv-transfer-config, so it fails at start (the default connector is no longer NIXL). Fix: pass --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'.`,
@@ -139,7 +192,9 @@ describe("dgd-worker-role-flags (F.4)", () => {
     });
     it("an SGLang decode component running --disaggregation-mode prefill", async () => {
         const rs = dgdEdit((o) => setArg(mainOf(o, "decode"), "--disaggregation-mode", "prefill"), stack([endpoint({ engine: "sglang" })]));
-        expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([`${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: --disaggregation-mode prefill does not match component type decode. Fix: pass --disaggregation-mode decode.`]);
+        expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: --disaggregation-mode prefill does not match component type decode. Fix: pass --disaggregation-mode decode.`,
+        ]);
     });
 });
 
@@ -147,23 +202,42 @@ describe("dgd-kv-router-events (F.5)", () => {
     const FE = `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].args`;
     it("compliant: kv router with publishing workers; kv router in approximate mode", async () => {
         expect(await violations([dgdKvRouterEvents], stack())).toEqual([]);
-        const approx = dgdEdit((o) => { mainOf(o, "Frontend").args.push("--no-router-kv-events"); setArg(mainOf(o, "decode"), "--kv-events-config", undefined); });
+        const approx = dgdEdit((o) => {
+            mainOf(o, "Frontend").args.push("--no-router-kv-events");
+            setArg(mainOf(o, "decode"), "--kv-events-config", undefined);
+        });
         expect(await violations([dgdKvRouterEvents], approx)).toEqual([]);
     });
     it("a worker that publishes no KV events to a kv router", async () => {
         const rs = dgdEdit((o) => setArg(mainOf(o, "decode"), "--kv-events-config", undefined));
-        expect(await violations([dgdKvRouterEvents], rs)).toEqual([`${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --kv-events-config with a zmq publisher.`]);
+        expect(await violations([dgdKvRouterEvents], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --kv-events-config with a zmq publisher.`,
+        ]);
     });
     it("kv-only flags in round-robin mode, and --enforce-disagg", async () => {
-        const rs = dgdEdit((o) => { const f = mainOf(o, "Frontend"); setArg(f, "--router-mode", "round-robin"); setEnv(f, "DYN_ROUTER_MODE", "round-robin"); f.args.push("--router-conditional-disagg", "--enforce-disagg"); });
+        const rs = dgdEdit((o) => {
+            const f = mainOf(o, "Frontend");
+            setArg(f, "--router-mode", "round-robin");
+            setEnv(f, "DYN_ROUTER_MODE", "round-robin");
+            f.args.push("--router-conditional-disagg", "--enforce-disagg");
+        });
         expect(await violations([dgdKvRouterEvents], rs)).toEqual([
             `${FE}: --enforce-disagg is deprecated and ignored. Fix: remove it.`,
             `${FE}: --router-conditional-disagg requires --router-mode kv but the router mode is round-robin. Fix: set --router-mode kv or remove the flag.`,
         ]);
     });
     it("router mode from DYN_ROUTER_MODE alone counts as kv (TRT-LLM worker without --publish-kv-events)", async () => {
-        const rs = dgdEdit((o) => { setArg(mainOf(o, "Frontend"), "--router-mode", undefined); const d = mainOf(o, "decode"); d.args = d.args.filter((a: string) => a !== "--publish-kv-events"); }, stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]));
-        expect(await violations([dgdKvRouterEvents], rs)).toEqual([`${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --publish-kv-events.`]);
+        const rs = dgdEdit(
+            (o) => {
+                setArg(mainOf(o, "Frontend"), "--router-mode", undefined);
+                const d = mainOf(o, "decode");
+                d.args = d.args.filter((a: string) => a !== "--publish-kv-events");
+            },
+            stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
+        );
+        expect(await violations([dgdKvRouterEvents], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --publish-kv-events.`,
+        ]);
     });
 });
 
@@ -172,7 +246,10 @@ describe("dgd-role-images (F.6, F.13)", () => {
         expect(await violations([dgdRoleImages], stack())).toEqual([]);
     });
     it("ai-dynamo/dynamo PR #8407: planner on the backend image; workload-map PR #144: frontend on the planner image", async () => {
-        const rs = dgdEdit((o) => { mainOf(o, "Planner").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0"; mainOf(o, "Frontend").image = "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0"; });
+        const rs = dgdEdit((o) => {
+            mainOf(o, "Planner").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0";
+            mainOf(o, "Frontend").image = "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0";
+        });
         expect(await violations([dgdRoleImages], rs)).toEqual([
             `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: frontend component runs the planner image nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0. Fix: use the engine runtime image.`,
             `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0, not the dynamo-planner image. Fix: use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>.`,
@@ -189,7 +266,10 @@ describe("dgd-planner-scaling", () => {
         const rs = dgdEdit((o) => {
             delete o.spec.components[3].scalingAdapter;
             const p = mainOf(o, "Planner");
-            const cfg = JSON.parse(p.args[1]); cfg.optimization_target = "gpu_utilization"; cfg.min_endpoint = 0; p.args[1] = JSON.stringify(cfg);
+            const cfg = JSON.parse(p.args[1]);
+            cfg.optimization_target = "gpu_utilization";
+            cfg.min_endpoint = 0;
+            p.args[1] = JSON.stringify(cfg);
         });
         expect(await violations([dgdPlannerScaling], rs)).toEqual([
             `${L} container decode/main field spec.components[3].scalingAdapter: does not opt into the scaling adapter, so the Planner patches the DGD directly (ai-dynamo/dynamo #13538). Fix: add scalingAdapter: {}.`,
@@ -198,7 +278,10 @@ describe("dgd-planner-scaling", () => {
         ]);
     });
     it("v1alpha1: scalingAdapter {} is disabled, and autoscaling is ignored", async () => {
-        const rs = v1alpha1Stack((o) => { o.spec.services.prefill.scalingAdapter = {}; o.spec.services.decode.autoscaling = { enabled: true, minReplicas: 1, maxReplicas: 4 }; });
+        const rs = v1alpha1Stack((o) => {
+            o.spec.services.prefill.scalingAdapter = {};
+            o.spec.services.decode.autoscaling = { enabled: true, minReplicas: 1, maxReplicas: 4 };
+        });
         expect(await violations([dgdPlannerScaling], rs)).toEqual([
             `${L} container decode/main field spec.services.decode.autoscaling: autoscaling is deprecated and ignored by the operator, so nothing scales this component. Fix: use the Planner with the scaling adapter.`,
             `${L} container prefill/main field spec.services.prefill.scalingAdapter: scalingAdapter is present but not enabled (in v1alpha1 {} means disabled). Fix: set scalingAdapter.enabled: true.`,
@@ -230,9 +313,17 @@ describe("dgd-cel-rules (F.8)", () => {
 
 describe("dgd-multinode-orchestrator (F.10)", () => {
     it("multinode without Grove, then with Grove enabled in the platform release", async () => {
-        const rs = dgdEdit((o) => { o.spec.components[3].multinode = { nodeCount: 2 }; });
-        expect(await violations([dgdMultinodeOrchestrator], rs)).toEqual([`${L} container decode/main field spec.components[3].multinode: is multinode but the stack installs neither Grove nor LWS. Fix: enable Grove in the dynamo-platform release (platform:serving.grove: true) or install LWS.`]);
-        const grove = rs.map((r) => ((r.inputs as any).chart === "dynamo-platform" ? { ...r, outputs: { ...r.outputs, values: { global: { grove: { install: true, enabled: true } } } } } : r));
+        const rs = dgdEdit((o) => {
+            o.spec.components[3].multinode = { nodeCount: 2 };
+        });
+        expect(await violations([dgdMultinodeOrchestrator], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].multinode: is multinode but the stack installs neither Grove nor LWS. Fix: enable Grove in the dynamo-platform release (platform:serving.grove: true) or install LWS.`,
+        ]);
+        const grove = rs.map((r) =>
+            (r.inputs as any).chart === "dynamo-platform"
+                ? { ...r, outputs: { ...r.outputs, values: { global: { grove: { install: true, enabled: true } } } } }
+                : r,
+        );
         expect(await violations([dgdMultinodeOrchestrator], grove)).toEqual([]);
     });
 });

@@ -2,16 +2,16 @@
  * One fact base: upstream/ is the only copy of upstream facts; the render, npm run upstream-check and the policy pack
  * all read it, and the pack still loads from policies/ with only its own node_modules.
  */
-import * as fs from "fs";
-import * as path from "path";
-import { builtinModules } from "module";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { builtinModules } from "node:module";
 import { describe, expect, it } from "vitest";
 import { allPolicies } from "../../policies/policies";
 import { ALLOWED_RDMA_IMAGES, allowedRdmaImages } from "../../policies/lib/images";
 import { RULES_RUN_BY, upstreamRulesPolicy } from "../../policies/upstream";
 import { GUARDED_CHART_KEYS, VERIFIED_CHARTS, verifiedCharts } from "../../policies/visibility";
 import { charts, gatewayCompatibleSets, images } from "../../upstream";
-import { defaultFacts, Facts, rules } from "../../upstream/check";
+import { defaultFacts, type Facts, rules } from "../../upstream/check";
 import * as labels from "../../lib/labels";
 import * as identity from "../../services/shared/identity";
 import { versions } from "../../config/versions";
@@ -55,21 +55,33 @@ describe("the pack loads from policies/ with its own node_modules", () => {
             seen.add(f);
             const inPack = f.startsWith(POLICIES + path.sep);
             for (const spec of importsOf(f)) {
-                if (spec.startsWith(".")) { queue.push(resolveTs(f, spec)); continue; }
+                if (spec.startsWith(".")) {
+                    queue.push(resolveTs(f, spec));
+                    continue;
+                }
                 const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
                 if (builtinModules.includes(spec.replace(/^node:/, ""))) continue;
                 // A module outside policies/ resolves packages from the repository's node_modules (the program's install,
                 // which `pulumi preview` needs anyway): allowed only when both package.json files pin the same version.
-                if (!inPack && !(packDeps[pkg] && packDeps[pkg] === rootDeps[pkg])) problems.push(`${path.relative(ROOT, f)} imports package ${spec}, not pinned equally in package.json and policies/package.json`);
-                else if (!deps.includes(pkg)) problems.push(`${path.relative(ROOT, f)} imports ${spec}, not a dependency in policies/package.json`);
+                if (!inPack && !(packDeps[pkg] && packDeps[pkg] === rootDeps[pkg]))
+                    problems.push(
+                        `${path.relative(ROOT, f)} imports package ${spec}, not pinned equally in package.json and policies/package.json`,
+                    );
+                else if (!deps.includes(pkg))
+                    problems.push(`${path.relative(ROOT, f)} imports ${spec}, not a dependency in policies/package.json`);
             }
         }
         expect(problems).toEqual([]);
         const outside = [...seen].filter((f) => !f.startsWith(POLICIES + path.sep)).map((f) => path.relative(ROOT, f));
-        expect(outside).toEqual(expect.arrayContaining(["upstream/index.ts", "upstream/check/index.ts", "lib/labels.ts", "services/shared/identity.ts"]));
+        expect(outside).toEqual(
+            expect.arrayContaining(["upstream/index.ts", "upstream/check/index.ts", "lib/labels.ts", "services/shared/identity.ts"]),
+        );
         // ts-node compiles what the pack imports with policies/tsconfig.json: its rootDir must contain them.
         const tsconfig = JSON.parse(fs.readFileSync(path.join(POLICIES, "tsconfig.json"), "utf8"));
-        for (const f of outside) expect(path.relative(path.resolve(POLICIES, tsconfig.compilerOptions.rootDir), path.join(ROOT, f)).startsWith(".."), f).toBe(false);
+        for (const f of outside)
+            expect(path.relative(path.resolve(POLICIES, tsconfig.compilerOptions.rootDir), path.join(ROOT, f)).startsWith(".."), f).toBe(
+                false,
+            );
     });
 
     it("one @pulumi/policy version for the program's tests and the pack's deploys", () => {
@@ -88,10 +100,21 @@ describe("the pack loads from policies/ with its own node_modules", () => {
 
 describe("no hand copies of facts in the pack", () => {
     /** Pack sources without comments (comments cite upstream versions and may name a header in backticks). */
-    const sources = packFiles().map((f) => ({ f: path.relative(ROOT, f), src: fs.readFileSync(f, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "") }));
+    const sources = packFiles().map((f) => ({
+        f: path.relative(ROOT, f),
+        src: fs
+            .readFileSync(f, "utf8")
+            .replace(/\/\*[\s\S]*?\*\//g, "")
+            .replace(/^\s*\/\/.*$/gm, ""),
+    }));
     /** Quoted literals of a source file (`"x"`, `'x'`, `` `x` `` without substitutions). */
-    const literals = (src: string) => new Set([...src.matchAll(/"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|`([^`$\\]*)`/g)].map((m) => m[1] ?? m[2] ?? m[3]));
-    const copies = (values: string[]) => sources.flatMap(({ f, src }) => { const l = literals(src); return values.filter((v) => l.has(v)).map((v) => `${f}: "${v}"`); });
+    const literals = (src: string) =>
+        new Set([...src.matchAll(/"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)'|`([^`$\\]*)`/g)].map((m) => m[1] ?? m[2] ?? m[3]));
+    const copies = (values: string[]) =>
+        sources.flatMap(({ f, src }) => {
+            const l = literals(src);
+            return values.filter((v) => l.has(v)).map((v) => `${f}: "${v}"`);
+        });
 
     it("no image repository or tag, chart version, label, annotation or header name written as a literal", () => {
         const facts = [
@@ -99,22 +122,33 @@ describe("no hand copies of facts in the pack", () => {
             ...charts.map((c) => c.version),
             ...Object.values(versions).flatMap((v: any) => [v.version, v.efaVersion, v.image].filter((x) => typeof x === "string")),
             ...(Object.values(labels) as unknown[]).filter((v): v is string => typeof v === "string" && v.includes("/")),
-            identity.IDENTITY_HEADER_PREFIX, ...Object.values(identity.IDENTITY_HEADERS), identity.AI_GATEWAY_MODEL_HEADER, identity.AI_GATEWAY_METADATA_NAMESPACE,
+            identity.IDENTITY_HEADER_PREFIX,
+            ...Object.values(identity.IDENTITY_HEADERS),
+            identity.AI_GATEWAY_MODEL_HEADER,
+            identity.AI_GATEWAY_METADATA_NAMESPACE,
         ];
         expect(copies([...new Set(facts)])).toEqual([]);
     });
     it("no table of compatible gateway sets, allowed images, chart versions or prefill/decode must-match settings", () => {
-        const tables = sources.filter(({ src }) => /aiGateway:\s*"\d|tags:\s*\[\s*"|versions:\s*\[\s*"|MUST_MATCH|mustMatch/.test(src)).map(({ f }) => f);
+        const tables = sources
+            .filter(({ src }) => /aiGateway:\s*"\d|tags:\s*\[\s*"|versions:\s*\[\s*"|MUST_MATCH|mustMatch/.test(src))
+            .map(({ f }) => f);
         expect(tables).toEqual([]);
     });
     it("the derived tables are the facts", () => {
         expect(ALLOWED_RDMA_IMAGES.length).toBe(images.filter((i) => i.provides.includes("ucx")).length);
-        for (const [name, v] of Object.entries(VERIFIED_CHARTS)) expect(v.versions, name).toEqual(charts.filter((c) => c.chart === name).map((c) => c.version));
+        for (const [name, v] of Object.entries(VERIFIED_CHARTS))
+            expect(v.versions, name).toEqual(charts.filter((c) => c.chart === name).map((c) => c.version));
         // Every key the pack reads of a guarded chart is one the chart reads at each verified version.
-        for (const [name, keys] of Object.entries(GUARDED_CHART_KEYS)) for (const c of charts.filter((x) => x.chart === name)) {
-            // network-operator deployCR: read by charts before 26.1 only; the pack refuses it set (and upstream-rules refuses it as unread).
-            for (const k of keys.filter((x) => !(name === "network-operator" && x === "deployCR"))) expect([...c.valuesKeys, ...(c.openSubtrees ?? [])].some((x) => x === k || x.startsWith(`${k}.`) || k.startsWith(`${x}.`)), `${name}@${c.version} ${k}`).toBe(true);
-        }
+        for (const [name, keys] of Object.entries(GUARDED_CHART_KEYS))
+            for (const c of charts.filter((x) => x.chart === name)) {
+                // network-operator deployCR: read by charts before 26.1 only; the pack refuses it set (and upstream-rules refuses it as unread).
+                for (const k of keys.filter((x) => !(name === "network-operator" && x === "deployCR")))
+                    expect(
+                        [...c.valuesKeys, ...(c.openSubtrees ?? [])].some((x) => x === k || x.startsWith(`${k}.`) || k.startsWith(`${x}.`)),
+                        `${name}@${c.version} ${k}`,
+                    ).toBe(true);
+            }
         const ai = versions.aiGateway.version.replace(/^v/, "").split(".").slice(0, 2).join(".");
         const eg = versions.envoyGateway.version.replace(/^v/, "").split(".").slice(0, 2).join(".");
         expect(gatewayCompatibleSets.some((s) => s.aiGateway === ai && s.envoyGateway === eg)).toBe(true);
@@ -129,16 +163,30 @@ describe("the pack enforces exactly what upstream-check enforces", () => {
     });
     it("a compliant graph passes; a planted change to a fact changes the pack's verdict", async () => {
         // Equal TP: one Mooncake store pool keys blocks by tp_rank, not TP size (upstream/check/endpoint-support.ts).
-        const rs = stack([endpoint({ engine: "sglang", topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } } })]);
+        const rs = stack([
+            endpoint({
+                engine: "sglang",
+                topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } },
+            }),
+        ]);
         expect(await violations([upstreamRulesPolicy()], rs)).toEqual([]);
         // sglang 0.5.18 no longer reads --page-size: the pack now refuses the flag.
         const sglang = defaultFacts.components.sglang;
         const { "--page-size": _gone, ...flags } = sglang.flags;
         const planted: Facts = { ...defaultFacts, components: { ...defaultFacts.components, sglang: { ...sglang, flags } } };
-        expect((await violations([upstreamRulesPolicy(planted)], rs)).join("\n")).toMatch(/field --page-size: flag --page-size is not known to dynamo.sglang/);
+        expect((await violations([upstreamRulesPolicy(planted)], rs)).join("\n")).toMatch(
+            /field --page-size: flag --page-size is not known to dynamo.sglang/,
+        );
         // A runtime image tag without facts: the pack refuses the image.
-        const noTag: Facts = { ...defaultFacts, images: defaultFacts.images.filter((i) => i.tag !== versions.dynamoRuntime.sglang.version || !i.repository.endsWith("sglang-runtime")) };
-        expect((await violations([upstreamRulesPolicy(noTag)], rs)).join("\n")).toMatch(/no facts for nvcr.io\/nvidia\/ai-dynamo\/sglang-runtime at tag 1\.5\.0/);
+        const noTag: Facts = {
+            ...defaultFacts,
+            images: defaultFacts.images.filter(
+                (i) => i.tag !== versions.dynamoRuntime.sglang.version || !i.repository.endsWith("sglang-runtime"),
+            ),
+        };
+        expect((await violations([upstreamRulesPolicy(noTag)], rs)).join("\n")).toMatch(
+            /no facts for nvcr.io\/nvidia\/ai-dynamo\/sglang-runtime at tag 1\.5\.0/,
+        );
         // Derived allow-lists follow the facts too.
         expect(allowedRdmaImages(images.filter((i) => i.tag !== "1.5.0-efa")).some((a) => a.tags.includes("1.5.0-efa"))).toBe(false);
         expect(verifiedCharts(charts.filter((c) => c.chart !== "gpu-operator"))["gpu-operator"].versions).toEqual([]);

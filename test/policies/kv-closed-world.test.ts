@@ -13,7 +13,11 @@ import { components } from "../../upstream";
 import { edit, endpoint, endpointObjects, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
 
 const policy = upstreamRulesPolicy();
-const both = (fn: (m: Record<string, any>) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", (o) => { fn(mainOf(o, "prefill")); fn(mainOf(o, "decode")); });
+const both = (fn: (m: Record<string, any>) => void, rs = stack()) =>
+    edit(rs, "DynamoGraphDeployment", (o) => {
+        fn(mainOf(o, "prefill"));
+        fn(mainOf(o, "decode"));
+    });
 const closed = async (rs: ReturnType<typeof stack>) => (await violations([policy], rs)).filter((v) => /the pack cannot prove/.test(v));
 
 describe("KV closed world facts", () => {
@@ -22,7 +26,11 @@ describe("KV closed world facts", () => {
         const flags = Object.values(components).flatMap((c) => Object.keys(c.flags));
         for (const s of kvKnownSettings.filter((x) => !x.name.includes("."))) {
             if (s.name.startsWith("--")) expect(flags, s.name).toContain(s.name);
-            else expect(env.some((k) => k === s.name || (k.endsWith("*") && s.name.startsWith(k.slice(0, -1)))), s.name).toBe(true);
+            else
+                expect(
+                    env.some((k) => k === s.name || (k.endsWith("*") && s.name.startsWith(k.slice(0, -1)))),
+                    s.name,
+                ).toBe(true);
             expect(s.source).toMatch(/^[\w.-]+\/[\w.-]+@[^:]+:.+/);
         }
     });
@@ -34,29 +42,68 @@ describe("KV closed world in the pack", () => {
         expect(await violations([policy], stack([endpoint({ engine: "sglang" })]))).toEqual([]);
     });
     it("an unknown knob of each family is refused, naming name and value", async () => {
-        for (const [n, v] of [["UCX_ZCOPY_THRESH", "inf"], ["NIXL_PLUGIN_DIR", "/tmp"], ["FI_EFA_TX_SIZE", "64"], ["NCCL_P2P_DISABLE", "1"], ["MC_FORCE_TCP", "1"], ["MOONCAKE_OFFLOAD_ENABLED", "true"], ["VLLM_NIXL_ABORT_REQUEST_TIMEOUT", "5"], ["DYN_KVBM_CPU_CACHE_GB", "10"], ["CUDA_VISIBLE_DEVICES", "0"], ["PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"]]) {
+        for (const [n, v] of [
+            ["UCX_ZCOPY_THRESH", "inf"],
+            ["NIXL_PLUGIN_DIR", "/tmp"],
+            ["FI_EFA_TX_SIZE", "64"],
+            ["NCCL_P2P_DISABLE", "1"],
+            ["MC_FORCE_TCP", "1"],
+            ["MOONCAKE_OFFLOAD_ENABLED", "true"],
+            ["VLLM_NIXL_ABORT_REQUEST_TIMEOUT", "5"],
+            ["DYN_KVBM_CPU_CACHE_GB", "10"],
+            ["CUDA_VISIBLE_DEVICES", "0"],
+            ["PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"],
+        ]) {
             const v1 = await closed(both((m) => setEnv(m, n, v)));
             expect(v1.join("\n"), n).toContain(cannotProve(n, v));
         }
     });
     it("a known setting at an unsafe value is refused: GPUDirect off, KV buffer in host memory, TCP transports", async () => {
-        expect((await closed(both((m) => setEnv(m, "UCX_TLS", "tcp,cuda_copy")))).join("\n")).toContain(cannotProve("UCX_TLS", "tcp,cuda_copy"));
-        expect((await closed(both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "no")))).join("\n")).toContain(cannotProve("UCX_IB_GPU_DIRECT_RDMA", "no"));
+        expect((await closed(both((m) => setEnv(m, "UCX_TLS", "tcp,cuda_copy")))).join("\n")).toContain(
+            cannotProve("UCX_TLS", "tcp,cuda_copy"),
+        );
+        expect((await closed(both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "no")))).join("\n")).toContain(
+            cannotProve("UCX_IB_GPU_DIRECT_RDMA", "no"),
+        );
         expect((await closed(both((m) => setEnv(m, "UCX_RNDV_SCHEME", "am_bcopy")))).join("\n")).toContain("UCX_RNDV_SCHEME=am_bcopy");
-        const cpu = both((m) => { const i = m.args.indexOf("--kv-transfer-config"); const k = JSON.parse(m.args[i + 1]); k.kv_connector_extra_config.connectors[0].kv_buffer_device = "cpu"; m.args[i + 1] = JSON.stringify(k); });
+        const cpu = both((m) => {
+            const i = m.args.indexOf("--kv-transfer-config");
+            const k = JSON.parse(m.args[i + 1]);
+            k.kv_connector_extra_config.connectors[0].kv_buffer_device = "cpu";
+            m.args[i + 1] = JSON.stringify(k);
+        });
         expect((await closed(cpu)).join("\n")).toContain(cannotProve("--kv-transfer-config.kv_buffer_device", "cpu"));
-        const gds = both((m) => { const i = m.args.indexOf("--kv-transfer-config"); const k = JSON.parse(m.args[i + 1]); k.kv_connector_extra_config.connectors[0].kv_connector_extra_config.backends = ["UCX", "GDS"]; m.args[i + 1] = JSON.stringify(k); });
+        const gds = both((m) => {
+            const i = m.args.indexOf("--kv-transfer-config");
+            const k = JSON.parse(m.args[i + 1]);
+            k.kv_connector_extra_config.connectors[0].kv_connector_extra_config.backends = ["UCX", "GDS"];
+            m.args[i + 1] = JSON.stringify(k);
+        });
         expect((await closed(gds)).join("\n")).toContain(cannotProve("--kv-transfer-config.kv_connector_extra_config.backends", "UCX,GDS"));
         const sg = stack([endpoint({ engine: "sglang" })]);
-        expect((await closed(both((m) => setArg(m, "--disaggregation-transfer-backend", "fake"), sg))).join("\n")).toContain("--disaggregation-transfer-backend=fake");
+        expect((await closed(both((m) => setArg(m, "--disaggregation-transfer-backend", "fake"), sg))).join("\n")).toContain(
+            "--disaggregation-transfer-backend=fake",
+        );
     });
     it("known-safe variants pass: tuned thresholds, equivalent spellings, settings that only add an RDMA path", async () => {
-        for (const [n, v] of [["UCX_RNDV_THRESH", "8192"], ["UCX_RNDV_SCHEME", "put_zcopy"], ["UCX_TLS", "rc_x,rc,dc_x,cuda_copy,cuda_ipc,gdr_copy"], ["UCX_IB_GPU_DIRECT_RDMA", "yes"], ["UCX_MAX_HCA_PER_GPU", "2"], ["NCCL_NET_GDR_LEVEL", "SYS"]]) {
+        for (const [n, v] of [
+            ["UCX_RNDV_THRESH", "8192"],
+            ["UCX_RNDV_SCHEME", "put_zcopy"],
+            ["UCX_TLS", "rc_x,rc,dc_x,cuda_copy,cuda_ipc,gdr_copy"],
+            ["UCX_IB_GPU_DIRECT_RDMA", "yes"],
+            ["UCX_MAX_HCA_PER_GPU", "2"],
+            ["NCCL_NET_GDR_LEVEL", "SYS"],
+        ]) {
             expect(await closed(both((m) => setEnv(m, n, v))), `${n}=${v}`).toEqual([]);
         }
     });
     it("a reviewed exception is accepted exactly (name, value, component) and refused after its date", async () => {
-        const base = { name: "UCX_ZCOPY_THRESH", value: "inf", why: "NIXL issue 123: zcopy threshold tuning under review", until: "2099-12-31" };
+        const base = {
+            name: "UCX_ZCOPY_THRESH",
+            value: "inf",
+            why: "NIXL issue 123: zcopy threshold tuning under review",
+            until: "2099-12-31",
+        };
         const withEx = (ex: object[]) => stack([EndpointSchema.parse({ ...endpoint(), kvExceptions: ex })]);
         const set = (rs: ReturnType<typeof stack>, v = "inf") => both((m) => setEnv(m, "UCX_ZCOPY_THRESH", v), rs);
         expect(await closed(set(withEx([base])))).toEqual([]);
@@ -69,24 +116,66 @@ describe("KV closed world in the pack", () => {
         expect((await closed(set(withEx([{ ...base, until: "2020-01-01" }])))).join("\n")).toMatch(/its exception expired on 2020-01-01/);
     });
     it("an engine started another way is still in the closed world: GPUs or RDMA devices put a container in scope; flags inside a shell script count", () => {
-        const dep = (container: Record<string, any>) => ({ apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "side", namespace: "inference" }, spec: { template: { spec: { containers: [container] } } } });
-        const run = (o: Record<string, any>) => checkRendered({ stack: "s", objects: [o], releases: [] }, defaultFacts, undefined, [kvClosedWorldRule]).findings.map((f) => f.message);
+        const dep = (container: Record<string, any>) => ({
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name: "side", namespace: "inference" },
+            spec: { template: { spec: { containers: [container] } } },
+        });
+        const run = (o: Record<string, any>) =>
+            checkRendered({ stack: "s", objects: [o], releases: [] }, defaultFacts, undefined, [kvClosedWorldRule]).findings.map(
+                (f) => f.message,
+            );
         const gpu = { limits: { "nvidia.com/gpu": "1" } };
-        expect(run(dep({ name: "vllm", image: "vllm/vllm-openai:latest", command: ["vllm", "serve", "m"], env: [{ name: "UCX_TLS", value: "tcp" }], resources: gpu })).join("\n")).toContain(cannotProve("UCX_TLS", "tcp"));
-        expect(run(dep({ name: "sgl", image: "x", command: ["sh", "-c", "python3 -m sglang.launch_server --disaggregation-transfer-backend fake --port 1"], resources: { limits: { "rdma/rail_0": "1" } } })).join("\n"))
-            .toContain(cannotProve("--disaggregation-transfer-backend", "fake"));
+        expect(
+            run(
+                dep({
+                    name: "vllm",
+                    image: "vllm/vllm-openai:latest",
+                    command: ["vllm", "serve", "m"],
+                    env: [{ name: "UCX_TLS", value: "tcp" }],
+                    resources: gpu,
+                }),
+            ).join("\n"),
+        ).toContain(cannotProve("UCX_TLS", "tcp"));
+        expect(
+            run(
+                dep({
+                    name: "sgl",
+                    image: "x",
+                    command: ["sh", "-c", "python3 -m sglang.launch_server --disaggregation-transfer-backend fake --port 1"],
+                    resources: { limits: { "rdma/rail_0": "1" } },
+                }),
+            ).join("\n"),
+        ).toContain(cannotProve("--disaggregation-transfer-backend", "fake"));
         // No GPU, no RDMA device, no KV entry point: not a KV mover.
         expect(run(dep({ name: "web", image: "x", command: ["web"], env: [{ name: "UCX_TLS", value: "tcp" }] }))).toEqual([]);
     });
     it("the stack file's exception reaches the graph as an annotation; the rule judges it against the render date", () => {
-        const e = EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "NCCL_P2P_DISABLE", value: "1", component: "decode", why: "reviewed: PCIe switch errata on rev A boards", until: "2027-01-31" }] });
+        const e = EndpointSchema.parse({
+            ...endpoint(),
+            kvExceptions: [
+                {
+                    name: "NCCL_P2P_DISABLE",
+                    value: "1",
+                    component: "decode",
+                    why: "reviewed: PCIe switch errata on rev A boards",
+                    until: "2027-01-31",
+                },
+            ],
+        });
         const { dgd } = endpointObjects(e);
         expect(KV_EXCEPTIONS_ANNOTATION).toBe(`${LABEL_PREFIX}/kv-exceptions`);
         expect(JSON.parse(dgd.metadata.annotations![KV_EXCEPTIONS_ANNOTATION])).toEqual(e.kvExceptions);
         setEnv(mainOf(dgd, "decode"), "NCCL_P2P_DISABLE", "1");
-        const at = (d: string) => checkRendered({ stack: "s", objects: [dgd as any], releases: [], now: new Date(d) }, defaultFacts, undefined, [kvClosedWorldRule]).findings.map((f) => f.message);
+        const at = (d: string) =>
+            checkRendered({ stack: "s", objects: [dgd as any], releases: [], now: new Date(d) }, defaultFacts, undefined, [
+                kvClosedWorldRule,
+            ]).findings.map((f) => f.message);
         expect(at("2027-01-31T23:00:00Z")).toEqual([]);
         expect(at("2027-02-01T00:00:00Z").join("\n")).toMatch(/NCCL_P2P_DISABLE=1` keeps KV on RDMA; its exception expired on 2027-01-31/);
-        expect(() => EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "X", value: "1", why: "short", until: "soon" }] })).toThrow(/until must be YYYY-MM-DD|too_small|at least/);
+        expect(() =>
+            EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "X", value: "1", why: "short", until: "soon" }] }),
+        ).toThrow(/until must be YYYY-MM-DD|too_small|at least/);
     });
 });

@@ -48,7 +48,9 @@ describe("policy ib-pool-one-rdma-resource-per-gpu", () => {
             o.spec.rdmaSharedDevicePlugin.config = JSON.stringify(cfg);
         });
         const msgs = (await runPolicies([ibRailResources], rs)).mandatory.map((f) => f.message);
-        expect(msgs).toContain("NicClusterPolicy backend-nic-cluster-policy: resource rdma/rail_0 selects 2 HCAs (mlx5_0, mlx5_3) on pool h200; one resource must map to one rail.");
+        expect(msgs).toContain(
+            "NicClusterPolicy backend-nic-cluster-policy: resource rdma/rail_0 selects 2 HCAs (mlx5_0, mlx5_3) on pool h200; one resource must map to one rail.",
+        );
     });
 
     it("fails when the rail table puts two rails on one HCA", async () => {
@@ -65,11 +67,15 @@ describe("policy ib-pool-one-rdma-resource-per-gpu", () => {
     it("fails when no NicClusterPolicy publishes the rails", async () => {
         const rs = (await spokeGraph()).filter((r) => r.type !== "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy");
         const msgs = (await runPolicies([ibRailResources], rs)).mandatory.map((f) => f.message);
-        expect(msgs).toEqual(["No NicClusterPolicy in the stack, but node pool(s) h200 use InfiniBand: nothing publishes the rail RDMA resources. Deploy BackendFabric in the same stack."]);
+        expect(msgs).toEqual([
+            "No NicClusterPolicy in the stack, but node pool(s) h200 use InfiniBand: nothing publishes the rail RDMA resources. Deploy BackendFabric in the same stack.",
+        ]);
     });
 
     it("reports an unknown plugin config in preview as advisory, like the analyzer", async () => {
-        const rs = edit(await spokeGraph(), "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy", (o) => { o.spec.rdmaSharedDevicePlugin.config = UNKNOWN; });
+        const rs = edit(await spokeGraph(), "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy", (o) => {
+            o.spec.rdmaSharedDevicePlugin.config = UNKNOWN;
+        });
         const report = await runPolicies([ibRailResources], rs);
         expect(report.mandatory).toEqual([]);
         expect(report.findings[0].enforcementLevel).toBe("advisory");
@@ -84,7 +90,10 @@ describe("policy gpudirect-rdma-enabled", () => {
 
     it("passes with legacy nvidia-peermem", async () => {
         const rs = edit(await spokeGraph(), "kubernetes:helm.sh/v3:Release", (o) => {
-            if (o.chart === "gpu-operator") { o.values.driver.kernelModuleType = "auto"; o.values.driver.rdma.enabled = true; }
+            if (o.chart === "gpu-operator") {
+                o.values.driver.kernelModuleType = "auto";
+                o.values.driver.rdma.enabled = true;
+            }
         });
         expect((await runPolicies([gpuDirectRdma], rs)).findings).toEqual([]);
     });
@@ -94,20 +103,29 @@ describe("policy gpudirect-rdma-enabled", () => {
             if (o.chart === "gpu-operator") o.values.driver.kernelModuleType = "proprietary";
         });
         const [f] = (await runPolicies([gpuDirectRdma], rs)).mandatory;
-        expect(f.message).toBe("Helm release gpu-operator-gpu-operator (gpu-operator): GPUDirect RDMA is off: set values.driver.kernelModuleType=open (DMA-BUF) or values.driver.rdma.enabled=true (nvidia-peermem).");
+        expect(f.message).toBe(
+            "Helm release gpu-operator-gpu-operator (gpu-operator): GPUDirect RDMA is off: set values.driver.kernelModuleType=open (DMA-BUF) or values.driver.rdma.enabled=true (nvidia-peermem).",
+        );
     });
 
     it("fails when the stack has an IB pool but no GPU Operator", async () => {
-        const rs = (await spokeGraph()).filter((r) => !(r.type === "kubernetes:helm.sh/v3:Release" && (r.inputs as any).chart === "gpu-operator"));
+        const rs = (await spokeGraph()).filter(
+            (r) => !(r.type === "kubernetes:helm.sh/v3:Release" && (r.inputs as any).chart === "gpu-operator"),
+        );
         const msgs = (await runPolicies([gpuDirectRdma], rs)).mandatory.map((f) => f.message);
-        expect(msgs).toEqual(["Node pool(s) h200 use InfiniBand but the stack deploys no gpu-operator Helm release: GPUDirect RDMA is not configured."]);
+        expect(msgs).toEqual([
+            "Node pool(s) h200 use InfiniBand but the stack deploys no gpu-operator Helm release: GPUDirect RDMA is not configured.",
+        ]);
     });
 
     it("sees through secret-wrapped values (analyzer deserialiser)", async () => {
         const rs = (await spokeGraph()).map((r) => {
             if (r.type !== "kubernetes:helm.sh/v3:Release" || (r.inputs as any).chart !== "gpu-operator") return r;
             const c = structuredClone(r);
-            (c.outputs as any).values = { [SIG_KEY]: SECRET_SIG, value: { driver: { enabled: true, kernelModuleType: "proprietary", rdma: { enabled: false } } } };
+            (c.outputs as any).values = {
+                [SIG_KEY]: SECRET_SIG,
+                value: { driver: { enabled: true, kernelModuleType: "proprietary", rdma: { enabled: false } } },
+            };
             return c;
         });
         const [f] = (await runPolicies([gpuDirectRdma], rs)).mandatory;

@@ -8,12 +8,17 @@
 import type { Policy } from "@pulumi/policy";
 import { dynamoPlatformValues } from "../../components/spoke/DynamoPlatform";
 import { gpuOperatorValues } from "../../components/spoke/GpuOperator";
-import { Endpoint, EndpointSchema } from "../../config/endpoint";
-import { NodeProfile, NodeProfileSchema, presetProfiles, railsInOrder } from "../../config/nodeProfile";
+import { type Endpoint, EndpointSchema } from "../../config/endpoint";
+import { type NodeProfile, NodeProfileSchema, presetProfiles, railsInOrder } from "../../config/nodeProfile";
 import { versions } from "../../config/versions";
-import { buildDgd, DgdManifest, mooncakeClientConfigMapData, PoolPlacement } from "../../lib/dgd";
+import { buildDgd, type DgdManifest, mooncakeClientConfigMapData, type PoolPlacement } from "../../lib/dgd";
 import {
-    FABRIC_LABEL, FRONTEND_NICS_ANNOTATION, GPU_TAINT, INFERENCE_NAMESPACE, MEMLOCK_LABEL, POOL_LABEL,
+    FABRIC_LABEL,
+    FRONTEND_NICS_ANNOTATION,
+    GPU_TAINT,
+    INFERENCE_NAMESPACE,
+    MEMLOCK_LABEL,
+    POOL_LABEL,
     RAIL_TABLE_ANNOTATION,
 } from "../../lib/labels";
 import { buildMooncake, mooncakeMasterAddress, mooncakeNames } from "../../lib/mooncake";
@@ -21,7 +26,7 @@ import { kvFabricOf } from "../../lib/nixl";
 import { PREFLIGHT_CONFIGMAP, PREFLIGHT_KEY } from "../../lib/preflight";
 import { rdmaSharedDevicePluginConfig } from "../../lib/rails";
 import type { CapturedResource } from "../../tools/harness";
-import { PolicyReport, runPolicies } from "../../tools/policy-runner";
+import { type PolicyReport, runPolicies } from "../../tools/policy-runner";
 
 export const DGX: NodeProfile = NodeProfileSchema.parse(presetProfiles().get("dgx-h200"));
 
@@ -35,8 +40,16 @@ let seq = 0;
 export function res(type: string, name: string, obj: Record<string, any>): CapturedResource {
     const clone = structuredClone(obj);
     return {
-        urn: `urn:pulumi:test::platform::${type}::${name}-${seq++}`, type, name, parent: "", provider: "",
-        custom: true, remote: false, dependencies: [], inputs: clone, outputs: structuredClone(clone),
+        urn: `urn:pulumi:test::platform::${type}::${name}-${seq++}`,
+        type,
+        name,
+        parent: "",
+        provider: "",
+        custom: true,
+        remote: false,
+        dependencies: [],
+        inputs: clone,
+        outputs: structuredClone(clone),
     };
 }
 
@@ -45,25 +58,43 @@ export function k8s(obj: Record<string, any>): CapturedResource {
     return res(k8sType(obj as { apiVersion: string; kind: string }), String(obj.metadata?.name ?? "x"), obj);
 }
 
-export interface PoolOptions { name?: string; profile?: NodeProfile; memlockUnlimited?: boolean; nodes?: string[] }
+export interface PoolOptions {
+    name?: string;
+    profile?: NodeProfile;
+    memlockUnlimited?: boolean;
+    nodes?: string[];
+}
 
 /** NodePatches of a pool as GpuNodePool writes them (pool label, fabric, memlock, rail table, frontend NICs). */
 export function poolPatches(o: PoolOptions = {}): CapturedResource[] {
     const profile = o.profile ?? DGX;
     const name = o.name ?? "h200";
     const railTable = railsInOrder(profile).map((r) => ({
-        rail: r.rail, gpu: r.gpu, gpuPciAddress: r.gpuPciAddress, hca: r.hca, netdev: r.netdev,
-        pciAddress: r.pciAddress, numa: r.numa, linkLayer: r.linkLayer, linkRateGbps: r.linkRateGbps,
+        rail: r.rail,
+        gpu: r.gpu,
+        gpuPciAddress: r.gpuPciAddress,
+        hca: r.hca,
+        netdev: r.netdev,
+        pciAddress: r.pciAddress,
+        numa: r.numa,
+        linkLayer: r.linkLayer,
+        linkRateGbps: r.linkRateGbps,
     }));
-    return (o.nodes ?? ["gpu-01", "gpu-02"]).map((node) => res("kubernetes:core/v1:NodePatch", `pool-${name}-${node}`, {
-        apiVersion: "v1", kind: "Node",
-        metadata: {
-            name: node,
-            labels: { [POOL_LABEL]: name, [FABRIC_LABEL]: "infiniband", [MEMLOCK_LABEL]: String(o.memlockUnlimited ?? false) },
-            annotations: { [RAIL_TABLE_ANNOTATION]: JSON.stringify(railTable), [FRONTEND_NICS_ANNOTATION]: JSON.stringify(profile.frontend) },
-        },
-        spec: { taints: [{ ...GPU_TAINT }] },
-    }));
+    return (o.nodes ?? ["gpu-01", "gpu-02"]).map((node) =>
+        res("kubernetes:core/v1:NodePatch", `pool-${name}-${node}`, {
+            apiVersion: "v1",
+            kind: "Node",
+            metadata: {
+                name: node,
+                labels: { [POOL_LABEL]: name, [FABRIC_LABEL]: "infiniband", [MEMLOCK_LABEL]: String(o.memlockUnlimited ?? false) },
+                annotations: {
+                    [RAIL_TABLE_ANNOTATION]: JSON.stringify(railTable),
+                    [FRONTEND_NICS_ANNOTATION]: JSON.stringify(profile.frontend),
+                },
+            },
+            spec: { taints: [{ ...GPU_TAINT }] },
+        }),
+    );
 }
 
 /** The platform around the workloads: NicClusterPolicy, GPU Operator (GPUDirect), dynamo-platform, preflight ConfigMap. */
@@ -71,12 +102,34 @@ export function platform(profiles: NodeProfile[] = [DGX]): CapturedResource[] {
     const v = versions.rdmaSharedDevicePlugin;
     return [
         res("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy", "backend-nic-cluster-policy", {
-            apiVersion: "mellanox.com/v1alpha1", kind: "NicClusterPolicy", metadata: { name: "nic-cluster-policy" },
-            spec: { rdmaSharedDevicePlugin: { repository: v.repository, image: v.image, version: v.version, config: JSON.stringify(rdmaSharedDevicePluginConfig(profiles, 63)) } },
+            apiVersion: "mellanox.com/v1alpha1",
+            kind: "NicClusterPolicy",
+            metadata: { name: "nic-cluster-policy" },
+            spec: {
+                rdmaSharedDevicePlugin: {
+                    repository: v.repository,
+                    image: v.image,
+                    version: v.version,
+                    config: JSON.stringify(rdmaSharedDevicePluginConfig(profiles, 63)),
+                },
+            },
         }),
-        res("kubernetes:helm.sh/v3:Release", "gpu-operator", { chart: "gpu-operator", version: versions.gpuOperator.version, values: gpuOperatorValues({ gpuDirectRdma: "dmabuf", useHostMofed: true }) }),
-        res("kubernetes:helm.sh/v3:Release", "dynamo-platform", { chart: "dynamo-platform", version: versions.dynamoPlatform.version, values: dynamoPlatformValues({ grove: false, kaiScheduler: false, prometheusEndpoint: "http://prom:9090" }) }),
-        k8s({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: PREFLIGHT_CONFIGMAP, namespace: INFERENCE_NAMESPACE }, data: { [PREFLIGHT_KEY]: "#!/bin/sh\n" } }),
+        res("kubernetes:helm.sh/v3:Release", "gpu-operator", {
+            chart: "gpu-operator",
+            version: versions.gpuOperator.version,
+            values: gpuOperatorValues({ gpuDirectRdma: "dmabuf", useHostMofed: true }),
+        }),
+        res("kubernetes:helm.sh/v3:Release", "dynamo-platform", {
+            chart: "dynamo-platform",
+            version: versions.dynamoPlatform.version,
+            values: dynamoPlatformValues({ grove: false, kaiScheduler: false, prometheusEndpoint: "http://prom:9090" }),
+        }),
+        k8s({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: PREFLIGHT_CONFIGMAP, namespace: INFERENCE_NAMESPACE },
+            data: { [PREFLIGHT_KEY]: "#!/bin/sh\n" },
+        }),
     ];
 }
 
@@ -95,7 +148,10 @@ export function placement(o: PoolOptions = {}): PoolPlacement {
 /** An endpoint with defaults filled by the contract schema. */
 export function endpoint(e: Record<string, unknown> = {}): Endpoint {
     return EndpointSchema.parse({
-        name: "llama-70b", model: "meta-llama/Llama-3.3-70B-Instruct", spoke: "hn1", engine: "vllm",
+        name: "llama-70b",
+        model: "meta-llama/Llama-3.3-70B-Instruct",
+        spoke: "hn1",
+        engine: "vllm",
         topology: { mode: "disaggregated", prefill: { replicas: 2, gpusPerWorker: 2 }, decode: { replicas: 1, gpusPerWorker: 4 } },
         kvPool: { kind: "mooncake", segmentSizeGiB: 512, storeReplicas: 2 },
         planner: { optimizationTarget: "load", maxGpuBudget: 12 },
@@ -112,16 +168,31 @@ export function endpointObjects(e: Endpoint, o: PoolOptions = {}): { dgd: DgdMan
     const others: Array<Record<string, any>> = [];
     if (e.kvPool.kind === "mooncake") {
         const m = buildMooncake({
-            endpoint: e.name, namespace: INFERENCE_NAMESPACE, image: `${rt.image}:${rt.version}`,
-            pool, segmentSizeGiB: e.kvPool.segmentSizeGiB, storeReplicas: e.kvPool.storeReplicas, poolNodes: 2, minLinkRateGbps: 400,
+            endpoint: e.name,
+            namespace: INFERENCE_NAMESPACE,
+            image: `${rt.image}:${rt.version}`,
+            pool,
+            segmentSizeGiB: e.kvPool.segmentSizeGiB,
+            storeReplicas: e.kvPool.storeReplicas,
+            poolNodes: 2,
+            minLinkRateGbps: 400,
         });
-        others.push(m.masterDeployment, m.masterService, m.storeDeployment,
-            { apiVersion: "v1", kind: "ConfigMap", metadata: { name: names.clientConfig, namespace: INFERENCE_NAMESPACE }, data: mooncakeClientConfigMapData(pool.fabric, master) });
+        others.push(m.masterDeployment, m.masterService, m.storeDeployment, {
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: names.clientConfig, namespace: INFERENCE_NAMESPACE },
+            data: mooncakeClientConfigMapData(pool.fabric, master),
+        });
     }
     const dgd = buildDgd({
-        endpoint: e, namespace: INFERENCE_NAMESPACE, pool, runtimeImage: `${rt.image}:${rt.version}`,
-        plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`, prometheusEndpoint: "http://prom:9090",
-        minLinkRateGbps: 400, mooncake: e.kvPool.kind === "mooncake" ? { master, configMap: names.clientConfig } : undefined,
+        endpoint: e,
+        namespace: INFERENCE_NAMESPACE,
+        pool,
+        runtimeImage: `${rt.image}:${rt.version}`,
+        plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
+        prometheusEndpoint: "http://prom:9090",
+        minLinkRateGbps: 400,
+        mooncake: e.kvPool.kind === "mooncake" ? { master, configMap: names.clientConfig } : undefined,
     });
     return { dgd, others };
 }
@@ -174,8 +245,12 @@ export function setEnv(c: Record<string, any>, name: string, value: string | und
 export function setArg(c: Record<string, any>, flag: string, value: string | undefined): void {
     const a: string[] = c.args;
     const i = a.indexOf(flag);
-    if (value === undefined) { if (i >= 0) a.splice(i, 2); return; }
-    if (i >= 0) a[i + 1] = value; else a.push(flag, value);
+    if (value === undefined) {
+        if (i >= 0) a.splice(i, 2);
+        return;
+    }
+    if (i >= 0) a[i + 1] = value;
+    else a.push(flag, value);
 }
 
 /** Runs policies and returns the mandatory messages. */

@@ -2,8 +2,14 @@ import { describe, expect, it } from "vitest";
 import { versions } from "../../config/versions";
 import { allowedImage, ALLOWED_RDMA_IMAGES, splitImage } from "../../policies/lib/images";
 import {
-    gpudirectCoordinatedUpgrades, noGpuUtilisationAutoscaling, noMacvlanOnInfiniband, rdmaDevicePluginConfig,
-    rdmaDevicePluginVersion, rdmaHcaMaxFitsPods, rdmaImageAllowlisted, rdmaPlatformPolicies,
+    gpudirectCoordinatedUpgrades,
+    noGpuUtilisationAutoscaling,
+    noMacvlanOnInfiniband,
+    rdmaDevicePluginConfig,
+    rdmaDevicePluginVersion,
+    rdmaHcaMaxFitsPods,
+    rdmaImageAllowlisted,
+    rdmaPlatformPolicies,
 } from "../../policies/rdma-platform";
 import type { CapturedResource } from "../../tools/harness";
 import { edit, k8s, mainOf, stack, violations } from "./rdma-fixtures";
@@ -12,7 +18,11 @@ const NCP = "NicClusterPolicy/nic-cluster-policy";
 
 /** Edits the parsed plugin config of the fixture's NicClusterPolicy. */
 function pluginConfig(rs: CapturedResource[], fn: (cfg: any) => void): CapturedResource[] {
-    return edit(rs, "NicClusterPolicy", (o) => { const c = JSON.parse(o.spec.rdmaSharedDevicePlugin.config); fn(c); o.spec.rdmaSharedDevicePlugin.config = JSON.stringify(c); });
+    return edit(rs, "NicClusterPolicy", (o) => {
+        const c = JSON.parse(o.spec.rdmaSharedDevicePlugin.config);
+        fn(c);
+        o.spec.rdmaSharedDevicePlugin.config = JSON.stringify(c);
+    });
 }
 
 /** Replaces the outputs (what stack policies read) of the Helm release of `chart`. */
@@ -55,8 +65,12 @@ describe("rdma-device-plugin-version (rdma-failures #1, #2, #5)", () => {
         expect(await violations([rdmaDevicePluginVersion], stack())).toEqual([]);
     });
     it("Mellanox/k8s-rdma-shared-dev-plugin#48: v1.3.2 loses allocatable after a kubelet restart", async () => {
-        const rs = edit(stack(), "NicClusterPolicy", (o) => { o.spec.rdmaSharedDevicePlugin.version = "v1.3.2"; });
-        expect(await violations([rdmaDevicePluginVersion], rs)).toEqual([`${NCP} field spec.rdmaSharedDevicePlugin.version: plugin version "v1.3.2" is older than v1.4.0 or unparseable. Fix: pin v1.5.3.`]);
+        const rs = edit(stack(), "NicClusterPolicy", (o) => {
+            o.spec.rdmaSharedDevicePlugin.version = "v1.3.2";
+        });
+        expect(await violations([rdmaDevicePluginVersion], rs)).toEqual([
+            `${NCP} field spec.rdmaSharedDevicePlugin.version: plugin version "v1.3.2" is older than v1.4.0 or unparseable. Fix: pin v1.5.3.`,
+        ]);
     });
 });
 
@@ -65,10 +79,14 @@ describe("rdma-hca-max-fits-pods", () => {
         expect(await violations([rdmaHcaMaxFitsPods], stack())).toEqual([]);
     });
     it("rdmaHcaMax 2 on two nodes for five pods", async () => {
-        const rs = pluginConfig(stack(), (c) => { for (const e of c.configList) e.rdmaHcaMax = 2; });
+        const rs = pluginConfig(stack(), (c) => {
+            for (const e of c.configList) e.rdmaHcaMax = 2;
+        });
         const msgs = await violations([rdmaHcaMaxFitsPods], rs);
         expect(msgs).toHaveLength(8);
-        expect(msgs[0]).toBe(`${NCP} field spec.rdmaSharedDevicePlugin.config.configList[0].rdmaHcaMax: 5 pods request rdma/rail_0 but rdmaHcaMax 2 x 2 node(s) admits 4. Fix: raise rdmaHcaMax or add nodes.`);
+        expect(msgs[0]).toBe(
+            `${NCP} field spec.rdmaSharedDevicePlugin.config.configList[0].rdmaHcaMax: 5 pods request rdma/rail_0 but rdmaHcaMax 2 x 2 node(s) admits 4. Fix: raise rdmaHcaMax or add nodes.`,
+        );
     });
 });
 
@@ -77,8 +95,12 @@ describe("gpudirect-coordinated-upgrades (rdma-failures #6, #9)", () => {
         expect(await violations([gpudirectCoordinatedUpgrades], stack())).toEqual([]);
     });
     it("NVIDIA/gpu-operator#2868: peermem without draining; an OFED driver container without draining", async () => {
-        let rs = release(stack(), "gpu-operator", { driver: { enabled: true, rdma: { enabled: true }, upgradePolicy: { autoUpgrade: true } } });
-        rs = edit(rs, "NicClusterPolicy", (o) => { o.spec.ofedDriver = { image: "doca-driver", upgradePolicy: { autoUpgrade: true } }; });
+        let rs = release(stack(), "gpu-operator", {
+            driver: { enabled: true, rdma: { enabled: true }, upgradePolicy: { autoUpgrade: true } },
+        });
+        rs = edit(rs, "NicClusterPolicy", (o) => {
+            o.spec.ofedDriver = { image: "doca-driver", upgradePolicy: { autoUpgrade: true } };
+        });
         expect(await violations([gpudirectCoordinatedUpgrades], rs)).toEqual([
             `${NCP} field spec.ofedDriver.upgradePolicy.drain.enable: the NIC driver container upgrades without draining RDMA pods. Fix: set ofedDriver.upgradePolicy.drain.enable: true.`,
             "Release/gpu-operator field values.driver.upgradePolicy.drain.enable: legacy nvidia-peermem is enabled but GPU driver upgrades do not drain, so a NIC driver upgrade can leave peermem unloadable. Fix: set driver.upgradePolicy.drain.enable: true, or switch to DMA-BUF (gpuDirectRdma: dmabuf).",
@@ -88,10 +110,22 @@ describe("gpudirect-coordinated-upgrades (rdma-failures #6, #9)", () => {
 
 describe("no-macvlan-on-infiniband (Mellanox/network-operator#1017)", () => {
     it("IPoIB on a rail is fine; macvlan on the IB netdev is not", async () => {
-        const ipoib = k8s({ apiVersion: "mellanox.com/v1alpha1", kind: "IPoIBNetwork", metadata: { name: "h200-rail-0" }, spec: { master: "ibp24s0" } });
+        const ipoib = k8s({
+            apiVersion: "mellanox.com/v1alpha1",
+            kind: "IPoIBNetwork",
+            metadata: { name: "h200-rail-0" },
+            spec: { master: "ibp24s0" },
+        });
         expect(await violations([noMacvlanOnInfiniband], [...stack(), ipoib])).toEqual([]);
-        const mac = k8s({ apiVersion: "mellanox.com/v1alpha1", kind: "MacvlanNetwork", metadata: { name: "rail-0-mac" }, spec: { master: "ibp24s0", mode: "bridge" } });
-        expect(await violations([noMacvlanOnInfiniband], [...stack(), mac])).toEqual(["MacvlanNetwork/rail-0-mac field spec.master: master ibp24s0 is the InfiniBand netdev of pool h200 rail 0. Fix: use an IPoIBNetwork on that rail."]);
+        const mac = k8s({
+            apiVersion: "mellanox.com/v1alpha1",
+            kind: "MacvlanNetwork",
+            metadata: { name: "rail-0-mac" },
+            spec: { master: "ibp24s0", mode: "bridge" },
+        });
+        expect(await violations([noMacvlanOnInfiniband], [...stack(), mac])).toEqual([
+            "MacvlanNetwork/rail-0-mac field spec.master: master ibp24s0 is the InfiniBand netdev of pool h200 rail 0. Fix: use an IPoIBNetwork on that rail.",
+        ]);
     });
 });
 
@@ -100,25 +134,98 @@ describe("rdma-image-allowlisted (D.8)", () => {
         const pins = [...Object.values(versions.dynamoRuntime).flatMap((p) => [`${p.image}:${p.version}`, `${p.image}:${p.efaVersion}`])];
         for (const p of pins) expect(allowedImage(p), p).toBeDefined();
         // The allow-list is derived from upstream/images.ts: exactly the pinned engine and Mooncake variants.
-        expect(ALLOWED_RDMA_IMAGES.flatMap((a) => a.tags.map((t) => `${a.repository}:${t}`)).sort()).toEqual(pins.map((p) => p.replace(/^docker\.io\//, "")).sort());
-        expect(splitImage("docker.io/lmsysorg/sglang:v0.5.16")).toEqual({ repository: "lmsysorg/sglang", tag: "v0.5.16", digest: undefined });
+        expect(ALLOWED_RDMA_IMAGES.flatMap((a) => a.tags.map((t) => `${a.repository}:${t}`)).sort()).toEqual(
+            pins.map((p) => p.replace(/^docker\.io\//, "")).sort(),
+        );
+        expect(splitImage("docker.io/lmsysorg/sglang:v0.5.16")).toEqual({
+            repository: "lmsysorg/sglang",
+            tag: "v0.5.16",
+            digest: undefined,
+        });
     });
     it("ai-dynamo/dynamo PR #1314 / nixl PR #610 / vllm #35799: an unvalidated image on a decode worker", async () => {
-        const rs = edit(stack(), "DynamoGraphDeployment", (o) => { mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.3.2"; });
-        expect(await violations([rdmaImageAllowlisted], rs)).toEqual(["DynamoGraphDeployment/llama-70b container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.3.2 is not on the RDMA image allow-list, so its UCX/NIXL/Mooncake build is unvalidated. Fix: use an allow-listed image (config/versions.ts pins) or validate and add this one."]);
+        const rs = edit(stack(), "DynamoGraphDeployment", (o) => {
+            mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.3.2";
+        });
+        expect(await violations([rdmaImageAllowlisted], rs)).toEqual([
+            "DynamoGraphDeployment/llama-70b container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.3.2 is not on the RDMA image allow-list, so its UCX/NIXL/Mooncake build is unvalidated. Fix: use an allow-listed image (config/versions.ts pins) or validate and add this one.",
+        ]);
     });
     it("kvcache-ai/Mooncake#2070: protocol efa on an image whose Mooncake has no EFA transport", async () => {
-        const rs = edit(stack(), "Deployment", (o) => { o.spec.template.spec.containers[0].env.find((e: any) => e.name === "MOONCAKE_PROTOCOL").value = "efa"; }, "llama-70b-mooncake-store");
-        expect(await violations([rdmaImageAllowlisted], rs)).toEqual(["Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA."]);
+        const rs = edit(
+            stack(),
+            "Deployment",
+            (o) => {
+                o.spec.template.spec.containers[0].env.find((e: any) => e.name === "MOONCAKE_PROTOCOL").value = "efa";
+            },
+            "llama-70b-mooncake-store",
+        );
+        expect(await violations([rdmaImageAllowlisted], rs)).toEqual([
+            "Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA.",
+        ]);
     });
 });
 
 describe("no-gpu-utilisation-autoscaling", () => {
     it("a KV-utilisation HPA is fine; GPU-utilisation HPA and KEDA trigger are not", async () => {
-        const hpa = (metrics: unknown[]) => k8s({ apiVersion: "autoscaling/v2", kind: "HorizontalPodAutoscaler", metadata: { name: "decode", namespace: "inference" }, spec: { scaleTargetRef: { apiVersion: "nvidia.com/v1beta1", kind: "DynamoGraphDeploymentScalingAdapter", name: "llama-70b-decode" }, minReplicas: 1, maxReplicas: 4, metrics } });
-        expect(await violations([noGpuUtilisationAutoscaling], [hpa([{ type: "Pods", pods: { metric: { name: "dynamo_component_kv_cache_usage" }, target: { type: "AverageValue", averageValue: "80" } } }])])).toEqual([]);
-        expect(await violations([noGpuUtilisationAutoscaling], [hpa([{ type: "External", external: { metric: { name: "DCGM_FI_DEV_GPU_UTIL" }, target: { type: "AverageValue", averageValue: "80" } } }])])).toEqual(["HorizontalPodAutoscaler/decode field spec.metrics[0]: scales on GPU utilisation (DCGM_FI_DEV_GPU_UTIL). Fix: scale with the Dynamo Planner on KV-cache utilisation and queue depth."]);
-        const keda = k8s({ apiVersion: "keda.sh/v1alpha1", kind: "ScaledObject", metadata: { name: "prefill" }, spec: { scaleTargetRef: { name: "llama-70b-prefill" }, triggers: [{ type: "prometheus", metadata: { query: "avg(DCGM_FI_DEV_GPU_UTIL{pod=~\"llama.*\"})", threshold: "70" } }] } });
-        expect(await violations([noGpuUtilisationAutoscaling], [keda])).toEqual(["ScaledObject/prefill field spec.triggers[0].metadata: scales on a GPU-utilisation query. Fix: scale with the Dynamo Planner on KV-cache utilisation and queue depth."]);
+        const hpa = (metrics: unknown[]) =>
+            k8s({
+                apiVersion: "autoscaling/v2",
+                kind: "HorizontalPodAutoscaler",
+                metadata: { name: "decode", namespace: "inference" },
+                spec: {
+                    scaleTargetRef: {
+                        apiVersion: "nvidia.com/v1beta1",
+                        kind: "DynamoGraphDeploymentScalingAdapter",
+                        name: "llama-70b-decode",
+                    },
+                    minReplicas: 1,
+                    maxReplicas: 4,
+                    metrics,
+                },
+            });
+        expect(
+            await violations(
+                [noGpuUtilisationAutoscaling],
+                [
+                    hpa([
+                        {
+                            type: "Pods",
+                            pods: {
+                                metric: { name: "dynamo_component_kv_cache_usage" },
+                                target: { type: "AverageValue", averageValue: "80" },
+                            },
+                        },
+                    ]),
+                ],
+            ),
+        ).toEqual([]);
+        expect(
+            await violations(
+                [noGpuUtilisationAutoscaling],
+                [
+                    hpa([
+                        {
+                            type: "External",
+                            external: { metric: { name: "DCGM_FI_DEV_GPU_UTIL" }, target: { type: "AverageValue", averageValue: "80" } },
+                        },
+                    ]),
+                ],
+            ),
+        ).toEqual([
+            "HorizontalPodAutoscaler/decode field spec.metrics[0]: scales on GPU utilisation (DCGM_FI_DEV_GPU_UTIL). Fix: scale with the Dynamo Planner on KV-cache utilisation and queue depth.",
+        ]);
+        const keda = k8s({
+            apiVersion: "keda.sh/v1alpha1",
+            kind: "ScaledObject",
+            metadata: { name: "prefill" },
+            spec: {
+                scaleTargetRef: { name: "llama-70b-prefill" },
+                triggers: [{ type: "prometheus", metadata: { query: 'avg(DCGM_FI_DEV_GPU_UTIL{pod=~"llama.*"})', threshold: "70" } }],
+            },
+        });
+        expect(await violations([noGpuUtilisationAutoscaling], [keda])).toEqual([
+            "ScaledObject/prefill field spec.triggers[0].metadata: scales on a GPU-utilisation query. Fix: scale with the Dynamo Planner on KV-cache utilisation and queue depth.",
+        ]);
     });
 });

@@ -2,15 +2,15 @@
  * The render report of one stack: `report.md` plus its pictures (spoke: `rails.svg`/`rails.png`, hub:
  * `map.svg`/`map.png`), as file name -> content for the renderer to write into `out/<stack>/`.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { allPolicies } from "../../policies/policies";
 import { namespaceConfig, parseStackConfig } from "../../config/stack";
 import type { PolicyReport } from "../policy-runner";
 import type { StackFile } from "../stackfiles";
 import { maskWire } from "../wire";
 import { reportMarkdown } from "./markdown";
-import { buildView, ReportInput, ResourceRecord, StackView } from "./model";
+import { buildView, type ReportInput, type ResourceRecord, type StackView } from "./model";
 import { hubMapSvg, railWiringSvg } from "./pictures";
 import { svgToPng } from "./png";
 
@@ -24,12 +24,26 @@ export const POLICY_INFO = allPolicies.map((p) => ({ name: p.name, enforcementLe
  * masked outputs, the policy report and, for a spoke, its hub's outputs in wire format (masked here).
  * @throws ConfigError when the stack file does not validate (the program already refused it then)
  */
-export function reportInput(s: StackFile, resources: unknown[], outputs: Record<string, unknown>, policy: PolicyReport, hubOutputs?: Record<string, unknown>, warnings: string[] = []): ReportInput {
+export function reportInput(
+    s: StackFile,
+    resources: unknown[],
+    outputs: Record<string, unknown>,
+    policy: PolicyReport,
+    hubOutputs?: Record<string, unknown>,
+    warnings: string[] = [],
+): ReportInput {
     return {
-        warnings, raw: namespaceConfig(s.config),
-        stack: s.name, file: s.file, config: parseStackConfig(namespaceConfig(s.config), s.file), resources: resources as ResourceRecord[],
-        outputs, policy, policies: POLICY_INFO, awsRegion: s.config["aws:region"],
-        hubOutputs: hubOutputs ? maskWire(hubOutputs) as Record<string, unknown> : undefined,
+        warnings,
+        raw: namespaceConfig(s.config),
+        stack: s.name,
+        file: s.file,
+        config: parseStackConfig(namespaceConfig(s.config), s.file),
+        resources: resources as ResourceRecord[],
+        outputs,
+        policy,
+        policies: POLICY_INFO,
+        awsRegion: s.config["aws:region"],
+        hubOutputs: hubOutputs ? (maskWire(hubOutputs) as Record<string, unknown>) : undefined,
     };
 }
 
@@ -38,12 +52,15 @@ export function reportInput(s: StackFile, resources: unknown[], outputs: Record<
  * (the stack's current `out/` folder), a PNG whose SVG there is byte-identical is reused instead of rasterised
  * again (same bytes: the rasteriser is deterministic), which keeps reruns fast.
  */
-export async function reportFiles(input: ReportInput, opts: { png?: boolean; previousDir?: string } = {}): Promise<Record<string, string | Buffer>> {
+export async function reportFiles(
+    input: ReportInput,
+    opts: { png?: boolean; previousDir?: string } = {},
+): Promise<Record<string, string | Buffer>> {
     const view: StackView = buildView(input);
     const base = view.kind === "hub" ? "map" : "rails";
     const svg = view.kind === "hub" ? hubMapSvg(view) : railWiringSvg(view);
     const files: Record<string, string | Buffer> = { [`${base}.svg`]: svg };
-    if (opts.png !== false) files[`${base}.png`] = previousPng(opts.previousDir, base, svg) ?? await svgToPng(svg);
+    if (opts.png !== false) files[`${base}.png`] = previousPng(opts.previousDir, base, svg) ?? (await svgToPng(svg));
     files["report.md"] = reportMarkdown(view, [`${base}.svg`]);
     return files;
 }

@@ -5,9 +5,9 @@
  * Pure functions, no I/O: tools/report/markdown.ts and tools/report/pictures.ts turn a view into files.
  */
 import { endpointSignals } from "../../upstream/check/signals";
-import { endpointGpus, Endpoint } from "../../config/endpoint";
+import { endpointGpus, type Endpoint } from "../../config/endpoint";
 import type { NodeProfile } from "../../config/nodeProfile";
-import { HubConfig, isEksSpoke, SpokeConfig, StackConfig } from "../../config/stack";
+import { type HubConfig, isEksSpoke, type SpokeConfig, type StackConfig } from "../../config/stack";
 import type { PolicyReport } from "../policy-runner";
 
 /** One row of `resources.json`: inputs already masked (`[secret]`, `[unknown]`). */
@@ -20,7 +20,10 @@ export interface ResourceRecord {
 }
 
 /** A policy of the pack as the report lists it. */
-export interface PolicyInfo { name: string; enforcementLevel: string }
+export interface PolicyInfo {
+    name: string;
+    enforcementLevel: string;
+}
 
 /** Everything the report is built from. All values are masked: nothing secret reaches a report. */
 export interface ReportInput {
@@ -45,7 +48,11 @@ export interface ReportInput {
 }
 
 /** A worker group of an endpoint: `replicas` pods of `gpusPerWorker` GPUs. */
-export interface WorkerGroupView { role: "prefill" | "decode" | "worker"; replicas: number; gpusPerWorker: number }
+export interface WorkerGroupView {
+    role: "prefill" | "decode" | "worker";
+    replicas: number;
+    gpusPerWorker: number;
+}
 
 /** One endpoint as placed (hub contract) and as rendered (its DynamoGraphDeployment). */
 export interface EndpointView {
@@ -95,9 +102,22 @@ export interface RailView {
     perNodeBlockSize?: number;
 }
 
-export interface FrontendNicView { hca: string; netdev: string; pciAddress: string; numa: number; linkRateGbps: number }
+export interface FrontendNicView {
+    hca: string;
+    netdev: string;
+    pciAddress: string;
+    numa: number;
+    linkRateGbps: number;
+}
 
-export interface EfaView { instanceType: string; networkCards: number; cardRateGbps: number; devicesPerGpu: number; efaInterfaces: number; enaInterfaces: number }
+export interface EfaView {
+    instanceType: string;
+    networkCards: number;
+    cardRateGbps: number;
+    devicesPerGpu: number;
+    efaInterfaces: number;
+    enaInterfaces: number;
+}
 
 /** A GPU node pool (on-prem hosts) or EKS GPU node group. */
 export interface PoolView {
@@ -120,7 +140,11 @@ export interface PoolView {
     inferred: Array<{ path: string; note: string }>;
 }
 
-export interface NetworkView { name: string; cidr: string; what: string }
+export interface NetworkView {
+    name: string;
+    cidr: string;
+    what: string;
+}
 
 export interface PolicyView {
     run: number;
@@ -199,16 +223,27 @@ const arr = (v: unknown): any[] => (Array.isArray(v) ? v : []);
 /** Endpoint view from a placement entry (hub config endpoint or contract endpoint: same shape). */
 function endpointView(e: Endpoint): EndpointView {
     const t = e.topology;
-    const groups: WorkerGroupView[] = t.mode === "disaggregated"
-        ? [{ role: "prefill", ...t.prefill }, { role: "decode", ...t.decode }]
-        : [{ role: "worker", ...t.workers }];
+    const groups: WorkerGroupView[] =
+        t.mode === "disaggregated"
+            ? [
+                  { role: "prefill", ...t.prefill },
+                  { role: "decode", ...t.decode },
+              ]
+            : [{ role: "worker", ...t.workers }];
     const spec = e.speculative;
     return {
-        name: e.name, model: e.model, engine: e.engine, mode: t.mode, groups, gpus: endpointGpus(e),
+        name: e.name,
+        model: e.model,
+        engine: e.engine,
+        mode: t.mode,
+        groups,
+        gpus: endpointGpus(e),
         router: e.router?.mode ?? "kv",
         kvPool: e.kvPool?.kind === "mooncake" ? `mooncake ${e.kvPool.segmentSizeGiB} GiB x ${e.kvPool.storeReplicas}` : "none",
         plannerBudget: e.planner && e.planner.enabled !== false ? e.planner.maxGpuBudget : undefined,
-        speculative: spec ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens` : undefined,
+        speculative: spec
+            ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens`
+            : undefined,
         kvExceptions: [...(e.kvExceptions ?? [])],
     };
 }
@@ -216,9 +251,16 @@ function endpointView(e: Endpoint): EndpointView {
 function policyView(input: ReportInput): PolicyView {
     const p = input.policy;
     return {
-        run: p.policiesRun, resourcesChecked: p.resourcesChecked, mandatory: p.mandatory.length,
+        run: p.policiesRun,
+        resourcesChecked: p.resourcesChecked,
+        mandatory: p.mandatory.length,
         advisory: p.findings.filter((f) => f.enforcementLevel !== "mandatory").length,
-        findings: p.findings.map((f) => ({ level: f.enforcementLevel, policy: f.policyName, message: f.message, resource: f.resourceName ? `${shortKind(f.resourceType ?? "")} ${f.resourceName}` : undefined })),
+        findings: p.findings.map((f) => ({
+            level: f.enforcementLevel,
+            policy: f.policyName,
+            message: f.message,
+            resource: f.resourceName ? `${shortKind(f.resourceType ?? "")} ${f.resourceName}` : undefined,
+        })),
         policies: [...input.policies].sort((a, b) => a.name.localeCompare(b.name)),
         applied: p.applied ?? [],
         resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
@@ -237,7 +279,10 @@ export function dgdGpus(dgd: Record<string, any>): number {
     let n = 0;
     for (const c of arr(dgd?.spec?.components)) {
         if (!WORKER_ROLES.has(c.type)) continue;
-        const gpu = arr(c?.podTemplate?.spec?.containers).reduce((s: number, k: any) => s + Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0), 0);
+        const gpu = arr(c?.podTemplate?.spec?.containers).reduce(
+            (s: number, k: any) => s + Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0),
+            0,
+        );
         n += (typeof c.replicas === "number" ? c.replicas : 1) * gpu;
     }
     return n;
@@ -245,7 +290,11 @@ export function dgdGpus(dgd: Record<string, any>): number {
 
 function parseJson(s: unknown): any {
     if (typeof s !== "string") return undefined;
-    try { return JSON.parse(s); } catch { return undefined; }
+    try {
+        return JSON.parse(s);
+    } catch {
+        return undefined;
+    }
 }
 
 /** Rails of a profile joined with the NicClusterPolicy resources, IPoIBNetworks and IPPools rendered for them. */
@@ -253,24 +302,40 @@ function railViews(profile: NodeProfile, rs: ResourceRecord[]): RailView[] {
     const devicePlugin = new Map<string, string>();
     for (const ncp of ofKind(rs, "NicClusterPolicy")) {
         const cfg = parseJson(ncp.inputs.spec?.rdmaSharedDevicePlugin?.config);
-        for (const c of arr(cfg?.configList)) for (const ifn of arr(c?.selectors?.ifNames)) devicePlugin.set(ifn, `${c.resourcePrefix}/${c.resourceName}`);
+        for (const c of arr(cfg?.configList))
+            for (const ifn of arr(c?.selectors?.ifNames)) devicePlugin.set(ifn, `${c.resourcePrefix}/${c.resourceName}`);
     }
     const networks = new Map<string, { name: string; pool?: string }>();
     for (const n of [...ofKind(rs, "IPoIBNetwork"), ...ofKind(rs, "MacvlanNetwork"), ...ofKind(rs, "HostDeviceNetwork")]) {
         const master = n.inputs.spec?.master;
-        if (typeof master === "string") networks.set(master, { name: n.inputs.metadata?.name ?? n.name, pool: parseJson(n.inputs.spec?.ipam)?.poolName });
+        if (typeof master === "string")
+            networks.set(master, { name: n.inputs.metadata?.name ?? n.name, pool: parseJson(n.inputs.spec?.ipam)?.poolName });
     }
     const pools = new Map<string, { subnet?: string; perNodeBlockSize?: number }>();
-    for (const p of ofKind(rs, "IPPool")) pools.set(p.inputs.metadata?.name ?? p.name, { subnet: p.inputs.spec?.subnet, perNodeBlockSize: p.inputs.spec?.perNodeBlockSize });
-    return [...profile.rails].sort((a, b) => a.rail - b.rail).map((r) => {
-        const net = networks.get(r.netdev);
-        const pool = net?.pool ? pools.get(net.pool) : undefined;
-        return {
-            rail: r.rail, leaf: r.rail, gpu: r.gpu, gpuPciAddress: r.gpuPciAddress, hca: r.hca, netdev: r.netdev, pciAddress: r.pciAddress,
-            numa: r.numa, linkRateGbps: r.linkRateGbps, rdmaResource: devicePlugin.get(r.netdev), network: net?.name, ipPool: net?.pool,
-            subnet: pool?.subnet, perNodeBlockSize: pool?.perNodeBlockSize,
-        };
-    });
+    for (const p of ofKind(rs, "IPPool"))
+        pools.set(p.inputs.metadata?.name ?? p.name, { subnet: p.inputs.spec?.subnet, perNodeBlockSize: p.inputs.spec?.perNodeBlockSize });
+    return [...profile.rails]
+        .sort((a, b) => a.rail - b.rail)
+        .map((r) => {
+            const net = networks.get(r.netdev);
+            const pool = net?.pool ? pools.get(net.pool) : undefined;
+            return {
+                rail: r.rail,
+                leaf: r.rail,
+                gpu: r.gpu,
+                gpuPciAddress: r.gpuPciAddress,
+                hca: r.hca,
+                netdev: r.netdev,
+                pciAddress: r.pciAddress,
+                numa: r.numa,
+                linkRateGbps: r.linkRateGbps,
+                rdmaResource: devicePlugin.get(r.netdev),
+                network: net?.name,
+                ipPool: net?.pool,
+                subnet: pool?.subnet,
+                perNodeBlockSize: pool?.perNodeBlockSize,
+            };
+        });
 }
 
 function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
@@ -279,84 +344,172 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
     const contract = input.hubOutputs?.spokeContracts?.[cfg.spoke.name];
     const pools: PoolView[] = cfg.nodePools.map((p) => {
         const group = eks ? cfg.nodeGroups.gpu.find((g) => g.name === p.name) : undefined;
-        const lt = eks ? rs.find((r) => r.type === "aws:ec2/launchTemplate:LaunchTemplate" && String(r.inputs.description ?? "").includes(`node group ${p.name}`)) : undefined;
+        const lt = eks
+            ? rs.find(
+                  (r) =>
+                      r.type === "aws:ec2/launchTemplate:LaunchTemplate" &&
+                      String(r.inputs.description ?? "").includes(`node group ${p.name}`),
+              )
+            : undefined;
         const nics = arr(lt?.inputs.networkInterfaces);
         const nodes = eks ? Array.from({ length: group?.scaling.desired ?? 0 }, (_, i) => `${p.name}-node-${i + 1}`) : p.nodes;
         return {
-            name: p.name, profile: p.profile.name, model: p.profile.model, gpuProduct: p.profile.gpu.product, gpusPerNode: p.profile.gpu.count,
-            gpuMemoryGB: p.profile.gpu.memoryGB, numaNodes: p.profile.numaNodes, nodes, inferred: p.profile.inferred ?? [],
+            name: p.name,
+            profile: p.profile.name,
+            model: p.profile.model,
+            gpuProduct: p.profile.gpu.product,
+            gpusPerNode: p.profile.gpu.count,
+            gpuMemoryGB: p.profile.gpu.memoryGB,
+            numaNodes: p.profile.numaNodes,
+            nodes,
+            inferred: p.profile.inferred ?? [],
             scaling: group ? { ...group.scaling } : undefined,
             capacityGpus: nodes.length * p.profile.gpu.count,
             rails: railViews(p.profile, rs),
-            frontend: p.profile.frontend.map((f) => ({ hca: f.hca, netdev: f.netdev, pciAddress: f.pciAddress, numa: f.numa, linkRateGbps: f.linkRateGbps })),
-            efa: p.profile.efa ? {
-                ...p.profile.efa,
-                efaInterfaces: nics.filter((n) => n?.interfaceType === "efa" || n?.interfaceType === "efa-only").length,
-                enaInterfaces: nics.filter((n) => n?.interfaceType === "interface").length,
-            } : undefined,
+            frontend: p.profile.frontend.map((f) => ({
+                hca: f.hca,
+                netdev: f.netdev,
+                pciAddress: f.pciAddress,
+                numa: f.numa,
+                linkRateGbps: f.linkRateGbps,
+            })),
+            efa: p.profile.efa
+                ? {
+                      ...p.profile.efa,
+                      efaInterfaces: nics.filter((n) => n?.interfaceType === "efa" || n?.interfaceType === "efa-only").length,
+                      enaInterfaces: nics.filter((n) => n?.interfaceType === "interface").length,
+                  }
+                : undefined,
         };
     });
-    const dgds = new Map(ofKind(rs, "DynamoGraphDeployment").map((d) => [d.inputs.metadata?.labels?.["inference-platform.io/endpoint"] ?? d.inputs.metadata?.name, d.inputs]));
+    const dgds = new Map(
+        ofKind(rs, "DynamoGraphDeployment").map((d) => [
+            d.inputs.metadata?.labels?.["inference-platform.io/endpoint"] ?? d.inputs.metadata?.name,
+            d.inputs,
+        ]),
+    );
     const placed: Endpoint[] = Array.isArray(contract?.endpoints) ? contract.endpoints : [];
     const kube = rs.filter((r) => r.type.startsWith("kubernetes:") && typeof r.inputs?.kind === "string").map((r) => r.inputs);
-    const releases = rs.filter((r) => r.type === "kubernetes:helm.sh/v3:Release").map((r) => ({ name: r.name, chart: String(r.inputs?.chart), version: String(r.inputs?.version), values: r.inputs?.values }));
+    const releases = rs
+        .filter((r) => r.type === "kubernetes:helm.sh/v3:Release")
+        .map((r) => ({ name: r.name, chart: String(r.inputs?.chart), version: String(r.inputs?.version), values: r.inputs?.values }));
     const signals = endpointSignals({ stack: input.stack, objects: kube, releases });
-    const endpoints = placed.map((e) => {
-        const v = endpointView(e);
-        const dgd = dgds.get(e.name);
-        return { ...v, renderedGpus: dgd ? dgdGpus(dgd) : undefined, pool: input.outputs?.serving?.[e.name]?.pool, features: signals.get(dgd?.metadata?.name ?? e.name) };
-    }).sort((a, b) => a.name.localeCompare(b.name));
+    const endpoints = placed
+        .map((e) => {
+            const v = endpointView(e);
+            const dgd = dgds.get(e.name);
+            return {
+                ...v,
+                renderedGpus: dgd ? dgdGpus(dgd) : undefined,
+                pool: input.outputs?.serving?.[e.name]?.pool,
+                features: signals.get(dgd?.metadata?.name ?? e.name),
+            };
+        })
+        .sort((a, b) => a.name.localeCompare(b.name));
     const networks: NetworkView[] = [];
     if (eks) {
         const vpc = rs.find((r) => r.type === "aws:ec2/vpc:Vpc");
         if (vpc) networks.push({ name: "VPC", cidr: vpc.inputs.cidrBlock, what: "frontend (north-south): pods, gateway, control plane" });
         for (const s of rs.filter((r) => r.type === "aws:ec2/subnet:Subnet").sort((a, b) => a.name.localeCompare(b.name))) {
-            networks.push({ name: s.inputs.tags?.Name ?? s.name, cidr: s.inputs.cidrBlock, what: `${s.inputs.availabilityZone} ${s.inputs.tags?.["kubernetes.io/role/elb"] ? "public" : "private"} subnet` });
+            networks.push({
+                name: s.inputs.tags?.Name ?? s.name,
+                cidr: s.inputs.cidrBlock,
+                what: `${s.inputs.availabilityZone} ${s.inputs.tags?.["kubernetes.io/role/elb"] ? "public" : "private"} subnet`,
+            });
         }
     } else {
-        networks.push({ name: "frontend", cidr: cfg.frontend.subnet, what: `north-south Ethernet, ${cfg.frontend.linkRateGbps} Gb/s per port` });
-        networks.push({ name: "rail supernet", cidr: cfg.backend.railSupernet, what: `east-west InfiniBand, one /${cfg.backend.railPrefixLength} per rail` });
+        networks.push({
+            name: "frontend",
+            cidr: cfg.frontend.subnet,
+            what: `north-south Ethernet, ${cfg.frontend.linkRateGbps} Gb/s per port`,
+        });
+        networks.push({
+            name: "rail supernet",
+            cidr: cfg.backend.railSupernet,
+            what: `east-west InfiniBand, one /${cfg.backend.railPrefixLength} per rail`,
+        });
         networks.push({ name: "pods", cidr: cfg.cluster.podCidr, what: "pod network" });
         networks.push({ name: "services", cidr: cfg.cluster.serviceCidr, what: "service network" });
     }
     return {
-        kind: "spoke", warnings: input.warnings ?? [], stack: input.stack, file: input.file, spoke: cfg.spoke.name, region: cfg.spoke.region,
-        provider: cfg.cluster.provider, fabric: cfg.backend.fabric, hubStack: cfg.spoke.hubStack,
-        placementRevision: input.outputs?.placementRevision, policyRevision: input.outputs?.gateway?.policyRevision,
-        pools, capacityGpus: pools.reduce((n, p) => n + p.capacityGpus, 0),
-        endpoints, placedGpus: endpoints.reduce((n, e) => n + (e.renderedGpus ?? e.gpus), 0),
+        kind: "spoke",
+        warnings: input.warnings ?? [],
+        stack: input.stack,
+        file: input.file,
+        spoke: cfg.spoke.name,
+        region: cfg.spoke.region,
+        provider: cfg.cluster.provider,
+        fabric: cfg.backend.fabric,
+        hubStack: cfg.spoke.hubStack,
+        placementRevision: input.outputs?.placementRevision,
+        policyRevision: input.outputs?.gateway?.policyRevision,
+        pools,
+        capacityGpus: pools.reduce((n, p) => n + p.capacityGpus, 0),
+        endpoints,
+        placedGpus: endpoints.reduce((n, e) => n + (e.renderedGpus ?? e.gpus), 0),
         plannerBudgetGpus: endpoints.reduce((n, e) => n + (e.plannerBudget ?? 0), 0),
-        networks, gpuDirectRdma: cfg.gpuOperator?.gpuDirectRdma,
+        networks,
+        gpuDirectRdma: cfg.gpuOperator?.gpuDirectRdma,
         policy: policyView(input),
         resources: rs.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
-        kubernetesObjects: rs.filter((r) => r.type.startsWith("kubernetes:") && typeof r.inputs?.kind === "string" && !r.type.startsWith("kubernetes:helm.sh/")).length,
+        kubernetesObjects: rs.filter(
+            (r) => r.type.startsWith("kubernetes:") && typeof r.inputs?.kind === "string" && !r.type.startsWith("kubernetes:helm.sh/"),
+        ).length,
     };
 }
 
 function hubView(input: ReportInput, cfg: HubConfig): HubView {
     const out = input.outputs ?? {};
-    const spokes: HubSpokeView[] = cfg.spokes.map((s) => {
-        const rawEndpoints = Array.isArray(input.raw?.endpoints) ? input.raw.endpoints as Array<{ planner?: { maxGpuBudget?: unknown } }> : undefined;
-        const endpoints = cfg.endpoints.map((e, i) => ({ e, i })).filter(({ e }) => e.spoke === s.name).map(({ e, i }) => {
-            const v = endpointView(e);
-            return rawEndpoints && v.plannerBudget !== undefined && rawEndpoints[i]?.planner?.maxGpuBudget === undefined ? { ...v, plannerBudgetDefault: true } : v;
-        }).sort((a, b) => a.name.localeCompare(b.name));
-        return {
-            name: s.name, stack: s.stack, region: s.region, provider: s.provider, capacityGpus: s.gpus,
-            placedGpus: endpoints.reduce((n, e) => n + e.gpus, 0),
-            plannerBudgetGpus: endpoints.reduce((n, e) => n + (e.plannerBudget ?? 0), 0),
-            endpoints, policyRevision: out.policyRevisions?.[s.name]?.revision, placementRevision: out.placement?.[s.name]?.revision,
-        };
-    }).sort((a, b) => a.name.localeCompare(b.name));
+    const spokes: HubSpokeView[] = cfg.spokes
+        .map((s) => {
+            const rawEndpoints = Array.isArray(input.raw?.endpoints)
+                ? (input.raw.endpoints as Array<{ planner?: { maxGpuBudget?: unknown } }>)
+                : undefined;
+            const endpoints = cfg.endpoints
+                .map((e, i) => ({ e, i }))
+                .filter(({ e }) => e.spoke === s.name)
+                .map(({ e, i }) => {
+                    const v = endpointView(e);
+                    return rawEndpoints && v.plannerBudget !== undefined && rawEndpoints[i]?.planner?.maxGpuBudget === undefined
+                        ? { ...v, plannerBudgetDefault: true }
+                        : v;
+                })
+                .sort((a, b) => a.name.localeCompare(b.name));
+            return {
+                name: s.name,
+                stack: s.stack,
+                region: s.region,
+                provider: s.provider,
+                capacityGpus: s.gpus,
+                placedGpus: endpoints.reduce((n, e) => n + e.gpus, 0),
+                plannerBudgetGpus: endpoints.reduce((n, e) => n + (e.plannerBudget ?? 0), 0),
+                endpoints,
+                policyRevision: out.policyRevisions?.[s.name]?.revision,
+                placementRevision: out.placement?.[s.name]?.revision,
+            };
+        })
+        .sort((a, b) => a.name.localeCompare(b.name));
     const region = input.awsRegion;
     return {
-        kind: "hub", warnings: input.warnings ?? [], stack: input.stack, file: input.file, region, spokes,
+        kind: "hub",
+        warnings: input.warnings ?? [],
+        stack: input.stack,
+        file: input.file,
+        region,
+        spokes,
         models: cfg.models.map((m) => ({
-            id: m.id, rps: m.limits.requestsPerSecond, concurrent: m.limits.concurrentRequests, tokensPerWindow: m.limits.tokensPerWindow,
-            windowSeconds: m.limits.windowSeconds, placedOn: [...new Set(cfg.endpoints.filter((e) => e.model === m.id).map((e) => e.spoke))].sort(),
+            id: m.id,
+            rps: m.limits.requestsPerSecond,
+            concurrent: m.limits.concurrentRequests,
+            tokensPerWindow: m.limits.tokensPerWindow,
+            windowSeconds: m.limits.windowSeconds,
+            placedOn: [...new Set(cfg.endpoints.filter((e) => e.model === m.id).map((e) => e.spoke))].sort(),
         })),
-        tenants: cfg.tenants.length, teams: cfg.tenants.reduce((n, t) => n + t.teams.length, 0), apiKeys: cfg.apiKeys.length,
-        policy: policyView(input), resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
+        tenants: cfg.tenants.length,
+        teams: cfg.tenants.reduce((n, t) => n + t.teams.length, 0),
+        apiKeys: cfg.apiKeys.length,
+        policy: policyView(input),
+        resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
     };
 }
 

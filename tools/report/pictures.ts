@@ -20,16 +20,38 @@ export const MAX_NODES_DRAWN = 4;
 
 const railColor = (i: number) => RAIL_COLORS[i % RAIL_COLORS.length];
 
-function box(x: number, y: number, w: number, h: number, cls: string, fill: string, stroke = INK, extra: Record<string, string | number | undefined> = {}): string {
+function box(
+    x: number,
+    y: number,
+    w: number,
+    h: number,
+    cls: string,
+    fill: string,
+    stroke = INK,
+    extra: Record<string, string | number | undefined> = {},
+): string {
     return el("rect", { x, y, width: w, height: h, rx: 4, fill, stroke, "stroke-width": 1, class: cls, ...extra });
 }
 
-function line(x1: number, y1: number, x2: number, y2: number, color: string, cls: string, extra: Record<string, string | number> = {}): string {
+function line(
+    x1: number,
+    y1: number,
+    x2: number,
+    y2: number,
+    color: string,
+    cls: string,
+    extra: Record<string, string | number> = {},
+): string {
     return el("line", { x1, y1, x2, y2, stroke: color, "stroke-width": 1.6, class: cls, ...extra });
 }
 
 /** `numa` -1: not known from the profile (EFA: the AMI aligns devices, the profile has no per-GPU NUMA node). */
-interface Card { title: string; lines: string[]; numa: number; rail?: number }
+interface Card {
+    title: string;
+    lines: string[];
+    numa: number;
+    rail?: number;
+}
 
 const numaFill = (numa: number) => (numa < 0 ? "#f5f7fa" : NUMA_FILL[numa % NUMA_FILL.length]);
 
@@ -40,10 +62,18 @@ const PAD = 14;
 
 /** Cards of one node: one per rail (InfiniBand) or per GPU (EFA). */
 function backendCards(p: PoolView): Card[] {
-    if (p.rails.length) return p.rails.map((r) => ({ title: `GPU${r.gpu}`, lines: [r.hca, r.netdev, `${r.linkRateGbps}G NUMA${r.numa}`], numa: r.numa, rail: r.rail }));
+    if (p.rails.length)
+        return p.rails.map((r) => ({
+            title: `GPU${r.gpu}`,
+            lines: [r.hca, r.netdev, `${r.linkRateGbps}G NUMA${r.numa}`],
+            numa: r.numa,
+            rail: r.rail,
+        }));
     const per = p.efa?.devicesPerGpu ?? 0;
     return Array.from({ length: p.gpusPerNode }, (_, g) => ({
-        title: `GPU${g}`, lines: [`${per} x EFA`, `${per * (p.efa?.cardRateGbps ?? 0)}G`, "same PCIe sw."], numa: -1,
+        title: `GPU${g}`,
+        lines: [`${per} x EFA`, `${per * (p.efa?.cardRateGbps ?? 0)}G`, "same PCIe sw."],
+        numa: -1,
     }));
 }
 
@@ -60,9 +90,21 @@ export function railWiringSvg(v: SpokeView): string {
     const margin = 24;
     const width = Math.max(margin * 2 + cols * nodeW + (cols - 1) * 40, 760);
     let y = 24;
-    body.push(text(margin, y, `${v.stack}: ${eks ? "EFA backend" : "rail-aligned InfiniBand backend"} and frontend network`, { size: 16, weight: "bold" }));
+    body.push(
+        text(margin, y, `${v.stack}: ${eks ? "EFA backend" : "rail-aligned InfiniBand backend"} and frontend network`, {
+            size: 16,
+            weight: "bold",
+        }),
+    );
     y += 18;
-    body.push(text(margin, y, `${v.spoke} · ${v.region} · ${v.provider} · ${pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.model}`).join(", ")}`, { size: 12, fill: MUTED }));
+    body.push(
+        text(
+            margin,
+            y,
+            `${v.spoke} · ${v.region} · ${v.provider} · ${pools.map((p) => `${p.name}: ${p.nodes.length} x ${p.model}`).join(", ")}`,
+            { size: 12, fill: MUTED },
+        ),
+    );
     y += 22;
 
     // Leaf switches (one per rail) or the EFA fabric.
@@ -80,15 +122,37 @@ export function railWiringSvg(v: SpokeView): string {
             body.push(box(x, leafY, lw, leafH, "leaf", "#ffffff", railColor(r), { "stroke-width": 2, "data-rail": r }));
             body.push(text(x + lw / 2, leafY + 16, `leaf ${r}`, { size: 12, anchor: "middle", weight: "bold", fill: railColor(r) }));
             const sub = railsByIndex.get(r)?.subnet;
-            if (sub) body.push(text(x + lw / 2, leafY + 31, textWidth(sub, 10) < lw - 4 ? sub : sub.split("/")[0], { size: 10, anchor: "middle", fill: MUTED }));
+            if (sub)
+                body.push(
+                    text(x + lw / 2, leafY + 31, textWidth(sub, 10) < lw - 4 ? sub : sub.split("/")[0], {
+                        size: 10,
+                        anchor: "middle",
+                        fill: MUTED,
+                    }),
+                );
             leafX.set(r, x + lw / 2);
             x += lw + 10;
         }
     } else {
         body.push(box(margin, leafY, width - margin * 2, leafH, "leaf efa-fabric", "#ffffff", RAIL_COLORS[0], { "stroke-width": 2 }));
-        body.push(text(width / 2, leafY + 17, "EFA fabric (SRD), cluster placement group", { size: 12, anchor: "middle", weight: "bold", fill: RAIL_COLORS[0] }));
+        body.push(
+            text(width / 2, leafY + 17, "EFA fabric (SRD), cluster placement group", {
+                size: 12,
+                anchor: "middle",
+                weight: "bold",
+                fill: RAIL_COLORS[0],
+            }),
+        );
         const e = pools.find((p) => p.efa)?.efa;
-        if (e) body.push(text(width / 2, leafY + 32, `${e.networkCards} x ${e.cardRateGbps} Gb/s EFA per node, handed out by the EFA device plugin`, { size: 10, anchor: "middle", fill: MUTED }));
+        if (e)
+            body.push(
+                text(
+                    width / 2,
+                    leafY + 32,
+                    `${e.networkCards} x ${e.cardRateGbps} Gb/s EFA per node, handed out by the EFA device plugin`,
+                    { size: 10, anchor: "middle", fill: MUTED },
+                ),
+            );
     }
     y = leafY + leafH + 90;
 
@@ -119,9 +183,12 @@ export function railWiringSvg(v: SpokeView): string {
             const top = cy;
             const tx = c.rail !== undefined ? leafX.get(c.rail) : cx + CARD_W / 2;
             if (tx !== undefined) {
-                const railAttrs: Record<string, string | number> = c.rail !== undefined ? { "data-rail": c.rail, "data-node": node } : { "data-node": node };
+                const railAttrs: Record<string, string | number> =
+                    c.rail !== undefined ? { "data-rail": c.rail, "data-node": node } : { "data-node": node };
                 links.push(line(cx + CARD_W / 2, top, cx + CARD_W / 2, nodeTop, stroke, "link-drop", railAttrs));
-                links.push(line(cx + CARD_W / 2, nodeTop, tx, leafY + leafH, stroke, c.rail !== undefined ? "rail-link" : "efa-link", railAttrs));
+                links.push(
+                    line(cx + CARD_W / 2, nodeTop, tx, leafY + leafH, stroke, c.rail !== undefined ? "rail-link" : "efa-link", railAttrs),
+                );
                 railLinks++;
             }
         });
@@ -130,19 +197,41 @@ export function railWiringSvg(v: SpokeView): string {
         let start = 0;
         for (let k = 1; k <= cards.length; k++) {
             if (k === cards.length || cards[k].numa !== cards[start].numa) {
-                if (cards[start].numa < 0) { start = k; continue; }
+                if (cards[start].numa < 0) {
+                    start = k;
+                    continue;
+                }
                 const x0 = nx + PAD + start * (CARD_W + CARD_GAP);
                 const x1 = nx + PAD + (k - 1) * (CARD_W + CARD_GAP) + CARD_W;
-                body.push(el("rect", { x: x0, y: by, width: x1 - x0, height: 14, fill: NUMA_FILL[cards[start].numa % NUMA_FILL.length], stroke: MUTED, "stroke-width": 0.5, class: "numa-band" }));
+                body.push(
+                    el("rect", {
+                        x: x0,
+                        y: by,
+                        width: x1 - x0,
+                        height: 14,
+                        fill: NUMA_FILL[cards[start].numa % NUMA_FILL.length],
+                        stroke: MUTED,
+                        "stroke-width": 0.5,
+                        class: "numa-band",
+                    }),
+                );
                 body.push(text((x0 + x1) / 2, by + 11, `NUMA ${cards[start].numa}`, { size: 10, anchor: "middle", fill: MUTED }));
                 start = k;
             }
         }
         // Frontend NICs, apart from the backend.
         const fy = by + 22 + 16;
-        body.push(text(nx + PAD, fy - 5, eks ? "frontend: ENA (network card 0)" : "frontend NICs (north-south, no KV)", { size: 10, fill: MUTED }));
-        const fe = pool.frontend.length ? pool.frontend.map((f) => ({ title: f.hca, lines: [f.netdev, `${f.linkRateGbps}G NUMA${f.numa}`], numa: f.numa }))
-            : eks ? [{ title: "ENA", lines: ["card 0", "VPC"], numa: -1 }] : [];
+        body.push(
+            text(nx + PAD, fy - 5, eks ? "frontend: ENA (network card 0)" : "frontend NICs (north-south, no KV)", {
+                size: 10,
+                fill: MUTED,
+            }),
+        );
+        const fe = pool.frontend.length
+            ? pool.frontend.map((f) => ({ title: f.hca, lines: [f.netdev, `${f.linkRateGbps}G NUMA${f.numa}`], numa: f.numa }))
+            : eks
+              ? [{ title: "ENA", lines: ["card 0", "VPC"], numa: -1 }]
+              : [];
         const feW = Math.max(CARD_W, ...fe.flatMap((f) => [f.title, ...f.lines].map((s) => textWidth(s, 11) + 12)));
         fe.forEach((f, k) => {
             const fx = nx + PAD + k * (feW + CARD_GAP);
@@ -157,12 +246,27 @@ export function railWiringSvg(v: SpokeView): string {
     body.push(...links, ...titles);
     const frontNet = v.networks[0];
     body.push(box(margin, feBarY, width - margin * 2, 30, "frontend-network", "#f5f7fa", "#7b8794"));
-    body.push(text(width / 2, feBarY + 19, `frontend ${eks ? "VPC" : "Ethernet"} ${frontNet?.cidr ?? ""}: requests, tokens (SSE), control plane, metrics`, { size: 11, anchor: "middle" }));
+    body.push(
+        text(
+            width / 2,
+            feBarY + 19,
+            `frontend ${eks ? "VPC" : "Ethernet"} ${frontNet?.cidr ?? ""}: requests, tokens (SSE), control plane, metrics`,
+            { size: 11, anchor: "middle" },
+        ),
+    );
     let h = feBarY + 30 + 22;
-    if (hidden) { body.push(text(margin, h, `+ ${hidden} more node(s) not drawn, wired the same way`, { size: 11, fill: MUTED, cls: "hidden-nodes" })); h += 18; }
-    const legend = [eks ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
-        : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`,
-    "dashed: frontend NICs and their links to the north-south network (no KV traffic)"];
+    if (hidden) {
+        body.push(
+            text(margin, h, `+ ${hidden} more node(s) not drawn, wired the same way`, { size: 11, fill: MUTED, cls: "hidden-nodes" }),
+        );
+        h += 18;
+    }
+    const legend = [
+        eks
+            ? "cards: GPU and its EFA devices (GPU<->EFA alignment by the EKS accelerated AMI, not pinned by this program)"
+            : `${railLinks} rail links: GPU i of every node -> HCA -> netdev -> leaf i; cards tinted by NUMA node`,
+        "dashed: frontend NICs and their links to the north-south network (no KV traffic)",
+    ];
     legend.forEach((l, i) => body.push(text(margin, h + i * 15, l, { size: 11, fill: MUTED, cls: "legend" })));
     return svgDoc(width, h + 15 * (legend.length - 1) + 14, `${v.stack} rail wiring`, body);
 }
@@ -177,7 +281,12 @@ export function hubMapSvg(v: HubView): string {
     const body: string[] = [];
     const margin = 24;
     const regions = [...new Set(v.spokes.map((s) => s.region))].sort();
-    const spokeW = Math.max(300, ...v.spokes.flatMap((s) => s.endpoints.flatMap((e) => [textWidth(endpointLine(e), 11), textWidth(e.model, 11) + 12])).map((w) => w + 28));
+    const spokeW = Math.max(
+        300,
+        ...v.spokes
+            .flatMap((s) => s.endpoints.flatMap((e) => [textWidth(endpointLine(e), 11), textWidth(e.model, 11) + 12]))
+            .map((w) => w + 28),
+    );
     const spokeH = Math.max(...v.spokes.map((s) => 66 + Math.max(1, s.endpoints.length) * 29 + 8), 90);
     const regionW = spokeW + 24;
     const maxInRegion = Math.max(1, ...regions.map((r) => v.spokes.filter((s) => s.region === r).length));
@@ -189,7 +298,9 @@ export function hubMapSvg(v: HubView): string {
     const hubX = (width - hubW) / 2;
     body.push(box(hubX, y, hubW, 58, "hub", "#eef2ff", "#3949ab", { "stroke-width": 2 }));
     body.push(text(width / 2, y + 18, `hub ${v.stack}${v.region ? ` (${v.region})` : ""}`, { size: 13, anchor: "middle", weight: "bold" }));
-    body.push(text(width / 2, y + 34, `${v.models.length} models · ${v.tenants} tenants · ${v.apiKeys} API keys`, { size: 11, anchor: "middle" }));
+    body.push(
+        text(width / 2, y + 34, `${v.models.length} models · ${v.tenants} tenants · ${v.apiKeys} API keys`, { size: 11, anchor: "middle" }),
+    );
     body.push(text(width / 2, y + 49, "placement + signed policy bundles down, usage up", { size: 11, anchor: "middle", fill: MUTED }));
     const hubBottom = y + 58;
     y = hubBottom + 60;
@@ -211,19 +322,45 @@ export function hubMapSvg(v: HubView): string {
             let ty = sy + 17;
             body.push(text(sx + 10, ty, `spoke ${s.name} (${s.stack}, ${s.provider})`, { size: 12, weight: "bold" }));
             ty += 16;
-            body.push(text(sx + 10, ty, `GPUs placed ${s.placedGpus}/${s.capacityGpus} · planner budgets ${s.plannerBudgetGpus}/${s.capacityGpus}${over ? " !" : ""}`, { size: 11, fill: over ? "#c62828" : MUTED }));
+            body.push(
+                text(
+                    sx + 10,
+                    ty,
+                    `GPUs placed ${s.placedGpus}/${s.capacityGpus} · planner budgets ${s.plannerBudgetGpus}/${s.capacityGpus}${over ? " !" : ""}`,
+                    { size: 11, fill: over ? "#c62828" : MUTED },
+                ),
+            );
             const bw = spokeW - 20;
             ty += 6;
             body.push(el("rect", { x: sx + 10, y: ty, width: bw, height: 6, fill: "#e4e7eb" }));
-            body.push(el("rect", { x: sx + 10, y: ty, width: bw * Math.min(1, s.capacityGpus ? s.placedGpus / s.capacityGpus : 0), height: 6, fill: "#3949ab", class: "gpu-bar" }));
+            body.push(
+                el("rect", {
+                    x: sx + 10,
+                    y: ty,
+                    width: bw * Math.min(1, s.capacityGpus ? s.placedGpus / s.capacityGpus : 0),
+                    height: 6,
+                    fill: "#3949ab",
+                    class: "gpu-bar",
+                }),
+            );
             ty += 20;
-            const rev = [s.policyRevision !== undefined ? `policy bundle r${s.policyRevision}` : "", s.placementRevision ? `placement ${s.placementRevision.slice(0, 12)}` : ""].filter(Boolean).join(" · ");
+            const rev = [
+                s.policyRevision !== undefined ? `policy bundle r${s.policyRevision}` : "",
+                s.placementRevision ? `placement ${s.placementRevision.slice(0, 12)}` : "",
+            ]
+                .filter(Boolean)
+                .join(" · ");
             body.push(text(sx + 10, ty, rev || "not yet placed", { size: 10, fill: MUTED }));
             for (const e of s.endpoints) {
                 ty += 15;
-                body.push(el("g", { class: "endpoint", "data-endpoint": e.name },
-                    text(sx + 10, ty, endpointLine(e), { size: 11, weight: "bold" }),
-                    text(sx + 22, ty + 14, e.model, { size: 11, fill: MUTED })));
+                body.push(
+                    el(
+                        "g",
+                        { class: "endpoint", "data-endpoint": e.name },
+                        text(sx + 10, ty, endpointLine(e), { size: 11, weight: "bold" }),
+                        text(sx + 22, ty + 14, e.model, { size: 11, fill: MUTED }),
+                    ),
+                );
                 ty += 14;
             }
             if (s.endpoints.length === 0) body.push(text(sx + 10, ty + 15, "(no endpoints placed)", { size: 11, fill: MUTED }));

@@ -3,8 +3,8 @@
  * DejaVu Sans Mono TrueType files of the `dejavu-fonts-ttf` package, so text renders the same on every machine
  * (system fonts are never loaded). The WASM module is initialised once per process.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 
 type ResvgModule = typeof import("@resvg/resvg-wasm");
 
@@ -34,7 +34,12 @@ export async function svgToPng(svg: string, scale = 1.5): Promise<Buffer> {
     const { mod, fonts } = await init();
     const r = new mod.Resvg(svg, {
         fitTo: { mode: "zoom", value: scale },
-        font: { fontBuffers: fonts, defaultFontFamily: "DejaVu Sans Mono", monospaceFamily: "DejaVu Sans Mono", sansSerifFamily: "DejaVu Sans Mono" },
+        font: {
+            fontBuffers: fonts,
+            defaultFontFamily: "DejaVu Sans Mono",
+            monospaceFamily: "DejaVu Sans Mono",
+            sansSerifFamily: "DejaVu Sans Mono",
+        },
     });
     const png = r.render().asPng();
     r.free();

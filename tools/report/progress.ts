@@ -3,11 +3,19 @@
  * timings per phase at the end. Quiet when stderr is not a TTY or `CI` is set (CI logs get one summary line).
  * Nothing here goes into `out/` (reruns stay byte-identical).
  */
-import { performance } from "perf_hooks";
+import { performance } from "node:perf_hooks";
 
-export interface ProgressStream { isTTY?: boolean; write(s: string): unknown }
+export interface ProgressStream {
+    isTTY?: boolean;
+    write(s: string): unknown;
+}
 
-interface StackTiming { stack: string; ok: boolean; totalMs: number; phases: Array<[string, number]> }
+interface StackTiming {
+    stack: string;
+    ok: boolean;
+    totalMs: number;
+    phases: Array<[string, number]>;
+}
 
 /** True when progress should be shown: a TTY and not CI (`CI` unset, empty, `0` or `false`). */
 export function interactive(stream: ProgressStream, env: NodeJS.ProcessEnv = process.env): boolean {
@@ -24,7 +32,11 @@ export class RenderProgress {
     private current?: { stack: string; start: number; phaseStart: number; phase: string; phases: Array<[string, number]> };
     private index = 0;
 
-    constructor(private readonly total: number, private readonly stream: ProgressStream = process.stderr, readonly tty = interactive(stream)) {}
+    constructor(
+        private readonly total: number,
+        private readonly stream: ProgressStream = process.stderr,
+        readonly tty = interactive(stream),
+    ) {}
 
     /** A stack starts (its first phase is `program`). */
     stack(name: string): void {
@@ -54,7 +66,10 @@ export class RenderProgress {
         const t: StackTiming = { stack: c.stack, ok, totalMs: now - c.start, phases: c.phases };
         this.timings.push(t);
         this.current = undefined;
-        if (this.tty) this.stream.write(`\r\x1b[2K[${this.index}/${this.total}] ${t.stack} ${ok ? "ok" : "FAILED"} ${secs(t.totalMs)} (${t.phases.map(([p, ms]) => `${p} ${secs(ms)}`).join(", ")})\n`);
+        if (this.tty)
+            this.stream.write(
+                `\r\x1b[2K[${this.index}/${this.total}] ${t.stack} ${ok ? "ok" : "FAILED"} ${secs(t.totalMs)} (${t.phases.map(([p, ms]) => `${p} ${secs(ms)}`).join(", ")})\n`,
+            );
     }
 
     /** Something the user should see while it runs (base checkout, npm ci); TTY only. */
@@ -72,14 +87,23 @@ export class RenderProgress {
         const total = performance.now() - this.started;
         const extras = extra.map(([k, ms]) => `${k} ${secs(ms)}`);
         if (!this.tty) {
-            this.stream.write(`render: ${this.timings.length} stack(s) in ${secs(total)}${extras.length ? ` (${extras.join(", ")})` : ""}\n`);
+            this.stream.write(
+                `render: ${this.timings.length} stack(s) in ${secs(total)}${extras.length ? ` (${extras.join(", ")})` : ""}\n`,
+            );
             return;
         }
         const phaseTotals = new Map<string, number>();
         for (const t of this.timings) for (const [p, ms] of t.phases) phaseTotals.set(p, (phaseTotals.get(p) ?? 0) + ms);
-        this.stream.write(`render: ${this.timings.length} stack(s) in ${secs(total)}: ${[...phaseTotals].map(([p, ms]) => `${p} ${secs(ms)}`).concat(extras).join(", ")}\n`);
+        this.stream.write(
+            `render: ${this.timings.length} stack(s) in ${secs(total)}: ${[...phaseTotals]
+                .map(([p, ms]) => `${p} ${secs(ms)}`)
+                .concat(extras)
+                .join(", ")}\n`,
+        );
     }
 
     /** Recorded timings (tests, benchmarks). */
-    stacks(): ReadonlyArray<StackTiming> { return this.timings; }
+    stacks(): ReadonlyArray<StackTiming> {
+        return this.timings;
+    }
 }

@@ -25,17 +25,48 @@ const num = (v: string | number) => (typeof v === "number" ? String(Math.round(v
 
 /** `<tag a="..."/>` or `<tag ...>children</tag>`; undefined attributes are left out. */
 export function el(tag: string, attrs: Attrs, ...children: string[]): string {
-    const a = Object.entries(attrs).filter(([, v]) => v !== undefined).map(([k, v]) => ` ${k}="${esc(num(v as string | number))}"`).join("");
+    const a = Object.entries(attrs)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => ` ${k}="${esc(num(v as string | number))}"`)
+        .join("");
     return children.length ? `<${tag}${a}>${children.join("")}</${tag}>` : `<${tag}${a}/>`;
 }
 
 /** A text element; `anchor` start | middle | end. */
-export function text(x: number, y: number, s: string, opts: { size?: number; anchor?: string; weight?: string; fill?: string; cls?: string } = {}): string {
-    return el("text", { x, y, "font-size": opts.size ?? 12, "text-anchor": opts.anchor, "font-weight": opts.weight, fill: opts.fill ?? "#1f2933", class: opts.cls }, esc(s));
+export function text(
+    x: number,
+    y: number,
+    s: string,
+    opts: { size?: number; anchor?: string; weight?: string; fill?: string; cls?: string } = {},
+): string {
+    return el(
+        "text",
+        {
+            x,
+            y,
+            "font-size": opts.size ?? 12,
+            "text-anchor": opts.anchor,
+            "font-weight": opts.weight,
+            fill: opts.fill ?? "#1f2933",
+            class: opts.cls,
+        },
+        esc(s),
+    );
 }
 
 /** A whole document with a white background and a title (shown as tooltip, read by screen readers). */
 export function svgDoc(width: number, height: number, title: string, body: string[]): string {
-    return el("svg", { xmlns: "http://www.w3.org/2000/svg", width: Math.ceil(width), height: Math.ceil(height), viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, "font-family": FONT_FAMILY },
-        el("title", {}, esc(title)), el("rect", { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(height), fill: "#ffffff" }), ...body) + "\n";
+    return `${el(
+        "svg",
+        {
+            xmlns: "http://www.w3.org/2000/svg",
+            width: Math.ceil(width),
+            height: Math.ceil(height),
+            viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`,
+            "font-family": FONT_FAMILY,
+        },
+        el("title", {}, esc(title)),
+        el("rect", { x: 0, y: 0, width: Math.ceil(width), height: Math.ceil(height), fill: "#ffffff" }),
+        ...body,
+    )}\n`;
 }

@@ -9,10 +9,6 @@ export const aiGatewayCrdsChart: ChartFacts = {
     version: "v1.2.0",
     source: "envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates",
     note: "Read at v1.1.0 (newest tag in the stored snapshot).",
-    valuesKeys: [
-
-    ],
-    openSubtrees: [
-
-    ],
+    valuesKeys: [],
+    openSubtrees: [],
 };

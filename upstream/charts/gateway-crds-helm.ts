@@ -10,10 +10,6 @@ export const gatewayCrdsChart: ChartFacts = {
     version: "v1.9.2",
     source: "envoyproxy/gateway@v1.9.0:charts/gateway-crds-helm/templates",
     note: "Read at v1.9.0; v1.9.1/v1.9.2 are not in the stored snapshot (see gateway-helm).",
-    valuesKeys: [
-        "crds.envoyGateway.enabled", "crds.gatewayAPI.channel", "crds.gatewayAPI.enabled",
-    ],
-    openSubtrees: [
-
-    ],
+    valuesKeys: ["crds.envoyGateway.enabled", "crds.gatewayAPI.channel", "crds.gatewayAPI.enabled"],
+    openSubtrees: [],
 };

@@ -11,8 +11,16 @@ import { networkOperatorChart } from "./network-operator";
 import { otelCollectorChart } from "./opentelemetry-collector";
 
 export {
-    aiGatewayChart, aiGatewayCrdsChart, certManagerChart, dynamoPlatformChart, efaDevicePluginChart, envoyGatewayChart, gatewayCrdsChart,
-    gpuOperatorChart, networkOperatorChart, otelCollectorChart,
+    aiGatewayChart,
+    aiGatewayCrdsChart,
+    certManagerChart,
+    dynamoPlatformChart,
+    efaDevicePluginChart,
+    envoyGatewayChart,
+    gatewayCrdsChart,
+    gpuOperatorChart,
+    networkOperatorChart,
+    otelCollectorChart,
 };
 
 /**
@@ -21,8 +29,16 @@ export {
  * version; `source` and `note` say which.
  */
 export const charts: readonly ChartFacts[] = [
-    networkOperatorChart, gpuOperatorChart, efaDevicePluginChart, otelCollectorChart, envoyGatewayChart, gatewayCrdsChart,
-    aiGatewayChart, aiGatewayCrdsChart, dynamoPlatformChart, certManagerChart,
+    networkOperatorChart,
+    gpuOperatorChart,
+    efaDevicePluginChart,
+    otelCollectorChart,
+    envoyGatewayChart,
+    gatewayCrdsChart,
+    aiGatewayChart,
+    aiGatewayCrdsChart,
+    dynamoPlatformChart,
+    certManagerChart,
 ];
 
 /** The facts for `chart` at exactly `version`, or undefined (an unknown chart or version is itself a finding). */

@@ -3,14 +3,38 @@
  * (upstream/activation.ts). Each finding names the feature (its fact id), what is missing, and the fact's source.
  * Pure functions over a rendered stack; see ./view.ts.
  */
-import { activationFact, ActivationFact } from "../activation";
-import { BundledVersionFact, bundledVersions, masterPublishesKvEvents, MOONCAKE_MASTER_KV_EVENTS_SINCE } from "../compat";
-import { argvOf, envOf, Finding, flagValue, parseJson, PodView, podsOf, selects as selectsLabels, StackView, valueAt } from "./view";
+import { activationFact, type ActivationFact } from "../activation";
+import { type BundledVersionFact, bundledVersions, masterPublishesKvEvents, MOONCAKE_MASTER_KV_EVENTS_SINCE } from "../compat";
+import {
+    argvOf,
+    envOf,
+    type Finding,
+    flagValue,
+    parseJson,
+    type PodView,
+    podsOf,
+    selects as selectsLabels,
+    type StackView,
+    valueAt,
+} from "./view";
 
 const LOOPBACK = /^(localhost|127\.|0\.0\.0\.0$|::1$|\[::1\]$)/;
 
-function finding(stack: string, object: string, container: string | undefined, key: string, fact: ActivationFact, missing: string): Finding {
-    return { stack, object, ...(container ? { container } : {}), key, message: `${fact.id} (${fact.feature}) would be ${fact.otherwise}: ${missing} [${fact.source}]` };
+function finding(
+    stack: string,
+    object: string,
+    container: string | undefined,
+    key: string,
+    fact: ActivationFact,
+    missing: string,
+): Finding {
+    return {
+        stack,
+        object,
+        ...(container ? { container } : {}),
+        key,
+        message: `${fact.id} (${fact.feature}) would be ${fact.otherwise}: ${missing} [${fact.source}]`,
+    };
 }
 
 /** The speculative-decoding settings of a worker, as one comparable string (undefined: none). */
@@ -18,8 +42,15 @@ export function speculativeSignature(p: PodView): string | undefined {
     const argv = argvOf(p.main);
     const vllm = flagValue(argv, "--speculative-config");
     if (vllm !== undefined) return `vllm:${JSON.stringify(parseJson(vllm) ?? vllm)}`;
-    const sgl = ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-draft-tokens", "--speculative-num-steps", "--speculative-eagle-topk"]
-        .map((f) => [f, flagValue(argv, f)] as const).filter(([, v]) => v !== undefined);
+    const sgl = [
+        "--speculative-algorithm",
+        "--speculative-draft-model-path",
+        "--speculative-num-draft-tokens",
+        "--speculative-num-steps",
+        "--speculative-eagle-topk",
+    ]
+        .map((f) => [f, flagValue(argv, f)] as const)
+        .filter(([, v]) => v !== undefined);
     if (sgl.length) return `sglang:${JSON.stringify(sgl)}`;
     const trt = parseJson(flagValue(argv, "--override-engine-args"))?.speculative_config;
     if (trt) return `trtllm:${JSON.stringify(trt)}`;
@@ -39,9 +70,18 @@ export function speculativeRule(s: StackView): Finding[] {
             for (const p of prefill) {
                 const got = speculativeSignature(p);
                 if (got === want) continue;
-                out.push(finding(s.stack, p.object, p.main.name, "speculative", fact,
-                    want === undefined ? `prefill speculates (${got}) but decode ${d.object} does not`
-                        : `prefill ${got === undefined ? "has no speculative config" : `speculates differently (${got})`} while decode ${d.object} runs ${want}; the NIXL handshake refuses the pair`));
+                out.push(
+                    finding(
+                        s.stack,
+                        p.object,
+                        p.main.name,
+                        "speculative",
+                        fact,
+                        want === undefined
+                            ? `prefill speculates (${got}) but decode ${d.object} does not`
+                            : `prefill ${got === undefined ? "has no speculative config" : `speculates differently (${got})`} while decode ${d.object} runs ${want}; the NIXL handshake refuses the pair`,
+                    ),
+                );
             }
         }
     }
@@ -61,18 +101,55 @@ export function hicacheRegistrationRule(s: StackView): Finding[] {
         const host = extra.local_hostname;
         const ref = typeof host === "string" ? /^\$\(([A-Za-z_][A-Za-z0-9_]*)\)$/.exec(host) : null;
         if (host === undefined) {
-            out.push(finding(s.stack, p.object, p.main.name, "--hicache-storage-backend-extra-config.local_hostname", reg, "the extra config names the master but no local_hostname, so SGLang registers as localhost (MOONCAKE_LOCAL_HOSTNAME is not read on this path)"));
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    "--hicache-storage-backend-extra-config.local_hostname",
+                    reg,
+                    "the extra config names the master but no local_hostname, so SGLang registers as localhost (MOONCAKE_LOCAL_HOSTNAME is not read on this path)",
+                ),
+            );
         } else if (ref) {
             const e = envOf(p.main, ref[1]);
             const fromPodIp = e?.valueFrom?.fieldRef?.fieldPath === "status.podIP";
             if (!e || (!fromPodIp && (typeof e.value !== "string" || LOOPBACK.test(e.value)))) {
-                out.push(finding(s.stack, p.object, p.main.name, "--hicache-storage-backend-extra-config.local_hostname", reg, `local_hostname ${host} expands to ${e ? JSON.stringify(e.value) : "nothing (no such env var; the kubelet leaves the text as is)"}, not the pod IP`));
+                out.push(
+                    finding(
+                        s.stack,
+                        p.object,
+                        p.main.name,
+                        "--hicache-storage-backend-extra-config.local_hostname",
+                        reg,
+                        `local_hostname ${host} expands to ${e ? JSON.stringify(e.value) : "nothing (no such env var; the kubelet leaves the text as is)"}, not the pod IP`,
+                    ),
+                );
             }
         } else if (typeof host !== "string" || LOOPBACK.test(host)) {
-            out.push(finding(s.stack, p.object, p.main.name, "--hicache-storage-backend-extra-config.local_hostname", reg, `local_hostname ${JSON.stringify(host)} is not routable`));
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    "--hicache-storage-backend-extra-config.local_hostname",
+                    reg,
+                    `local_hostname ${JSON.stringify(host)} is not routable`,
+                ),
+            );
         }
         const inert = (p.main.env ?? []).map((e: { name: string }) => e.name).filter((n: string) => n.startsWith("MOONCAKE_"));
-        if (inert.length) out.push(finding(s.stack, p.object, p.main.name, `env.${inert[0]}`, hicache, `${inert.join(", ")} set, but with master_server_address in the extra config SGLang reads its Mooncake config from the extra config only`));
+        if (inert.length)
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    `env.${inert[0]}`,
+                    hicache,
+                    `${inert.join(", ")} set, but with master_server_address in the extra config SGLang reads its Mooncake config from the extra config only`,
+                ),
+            );
         // A P/D decode worker without --disaggregation-decode-enable-radix-cache is refused at start-up: upstream/refused.ts.
     }
     return out;
@@ -94,30 +171,78 @@ export function sharedCacheRule(s: StackView, versions: readonly BundledVersionF
         if (flagValue(argv, "--shared-cache-type") !== "hicache") continue;
         const add = (key: string, missing: string) => out.push(finding(s.stack, f.object, f.main.name, key, fact, missing));
         if (flagValue(argv, "--router-mode") !== "kv") add("--router-mode", "the frontend does not run --router-mode kv");
-        const workers = pods.filter((p) => p.graph === f.graph && p.graph !== undefined && ["prefill", "decode", "worker"].includes(p.componentType ?? ""));
-        if (!workers.some((w) => flagValue(argvOf(w.main), "--hicache-storage-backend") === "mooncake")) add("--shared-cache-type", "no worker of the graph runs SGLang HiCache with --hicache-storage-backend mooncake, so none publishes Mooncake metadata");
+        const workers = pods.filter(
+            (p) => p.graph === f.graph && p.graph !== undefined && ["prefill", "decode", "worker"].includes(p.componentType ?? ""),
+        );
+        if (!workers.some((w) => flagValue(argvOf(w.main), "--hicache-storage-backend") === "mooncake"))
+            add(
+                "--shared-cache-type",
+                "no worker of the graph runs SGLang HiCache with --hicache-storage-backend mooncake, so none publishes Mooncake metadata",
+            );
         const env = envOf(f.main, "DYN_MOONCAKE_KV_EVENTS_ENDPOINT");
         const fallback = workers.map((w) => envOf(w.main, "DYN_MOONCAKE_KV_EVENTS_ENDPOINT")?.value).find(Boolean);
         const ep: string | undefined = env?.value ?? fallback;
-        if (!ep) { add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", "no DYN_MOONCAKE_KV_EVENTS_ENDPOINT on the frontend or its workers: no KV-event source reaches the shared cache"); continue; }
+        if (!ep) {
+            add(
+                "env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT",
+                "no DYN_MOONCAKE_KV_EVENTS_ENDPOINT on the frontend or its workers: no KV-event source reaches the shared cache",
+            );
+            continue;
+        }
         const hp = tcpHostPort(ep);
-        if (!hp) { add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep} is not tcp://host:port`); continue; }
-        const svc = s.objects.find((o) => o?.kind === "Service" && [`${o.metadata?.name}.${o.metadata?.namespace}.svc.cluster.local`, `${o.metadata?.name}.${o.metadata?.namespace}.svc`, `${o.metadata?.name}.${o.metadata?.namespace}`, o.metadata?.name].includes(hp.host));
-        if (!svc) { add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: no Service ${hp.host} in the stack`); continue; }
+        if (!hp) {
+            add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep} is not tcp://host:port`);
+            continue;
+        }
+        const svc = s.objects.find(
+            (o) =>
+                o?.kind === "Service" &&
+                [
+                    `${o.metadata?.name}.${o.metadata?.namespace}.svc.cluster.local`,
+                    `${o.metadata?.name}.${o.metadata?.namespace}.svc`,
+                    `${o.metadata?.name}.${o.metadata?.namespace}`,
+                    o.metadata?.name,
+                ].includes(hp.host),
+        );
+        if (!svc) {
+            add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: no Service ${hp.host} in the stack`);
+            continue;
+        }
         const svcPort = (svc.spec?.ports ?? []).find((p: any) => p.port === hp.port);
-        if (!svcPort) { add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: Service ${svc.metadata.name} exposes no port ${hp.port}`); continue; }
+        if (!svcPort) {
+            add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: Service ${svc.metadata.name} exposes no port ${hp.port}`);
+            continue;
+        }
         const target = Number(svcPort.targetPort ?? svcPort.port);
-        const masters = pods.filter((p) => p.namespace === svc.metadata?.namespace && Object.entries(svc.spec?.selector ?? {}).every(([k, v]) => p.labels[k] === v)
-            && argvOf(p.main)[0] === "mooncake_master");
-        if (!masters.length) { add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: Service ${svc.metadata.name} selects no mooncake_master`); continue; }
+        const masters = pods.filter(
+            (p) =>
+                p.namespace === svc.metadata?.namespace &&
+                Object.entries(svc.spec?.selector ?? {}).every(([k, v]) => p.labels[k] === v) &&
+                argvOf(p.main)[0] === "mooncake_master",
+        );
+        if (!masters.length) {
+            add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `${ep}: Service ${svc.metadata.name} selects no mooncake_master`);
+            continue;
+        }
         for (const m of masters) {
             const margv = argvOf(m.main);
             const on = flagValue(margv, "--enable_kv_events");
             const bind = flagValue(margv, "--kv_events_bind_endpoint");
-            if (on !== true && on !== "true") add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `the master ${m.object} runs without --enable_kv_events (default false), so it publishes nothing`);
-            else if (typeof bind !== "string" || tcpHostPort(bind.replace("*", "0.0.0.0"))?.port !== target) add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `the master ${m.object} binds KV events to ${bind === undefined ? "nothing" : bind}, not port ${target}`);
+            if (on !== true && on !== "true")
+                add(
+                    "env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT",
+                    `the master ${m.object} runs without --enable_kv_events (default false), so it publishes nothing`,
+                );
+            else if (typeof bind !== "string" || tcpHostPort(bind.replace("*", "0.0.0.0"))?.port !== target)
+                add(
+                    "env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT",
+                    `the master ${m.object} binds KV events to ${bind === undefined ? "nothing" : bind}, not port ${target}`,
+                );
             if (!masterPublishesKvEvents(String(m.main.image), versions)) {
-                add("env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT", `the master image ${m.main.image} is not recorded to carry Mooncake >= ${MOONCAKE_MASTER_KV_EVENTS_SINCE} (upstream/compat.ts), which --enable_kv_events needs`);
+                add(
+                    "env.DYN_MOONCAKE_KV_EVENTS_ENDPOINT",
+                    `the master image ${m.main.image} is not recorded to carry Mooncake >= ${MOONCAKE_MASTER_KV_EVENTS_SINCE} (upstream/compat.ts), which --enable_kv_events needs`,
+                );
             }
         }
     }
@@ -133,7 +258,12 @@ export function operatorValuesRule(s: StackView): Finding[] {
     for (const r of gpu) {
         const object = `helm Release ${r.name} (${r.chart}@${r.version})`;
         if (valueAt(r.values, "driver.rdma.useHostMofed") !== undefined && valueAt(r.values, "driver.rdma.enabled") !== true) {
-            out.push({ stack: s.stack, object, key: "values.driver.rdma.useHostMofed", message: `${mofed.id} (${mofed.feature}) would be ${mofed.otherwise}: driver.rdma.enabled is not true [${mofed.source}]` });
+            out.push({
+                stack: s.stack,
+                object,
+                key: "values.driver.rdma.useHostMofed",
+                message: `${mofed.id} (${mofed.feature}) would be ${mofed.otherwise}: driver.rdma.enabled is not true [${mofed.source}]`,
+            });
         }
     }
     const nfd = activationFact("single-nfd");
@@ -141,7 +271,15 @@ export function operatorValuesRule(s: StackView): Finding[] {
     const nfdOn = (r: { values?: unknown }) => valueAt(r.values, "nfd.enabled") !== false;
     if (net.some(nfdOn)) {
         for (const r of gpu.filter(nfdOn)) {
-            out.push({ stack: s.stack, object: `helm Release ${r.name} (${r.chart}@${r.version})`, key: "values.nfd.enabled", message: `${nfd.id} (${nfd.feature}) would be ${nfd.otherwise}: the Network Operator release ${net.filter(nfdOn).map((x) => x.name).join(", ")} deploys node-feature-discovery too; set nfd.enabled: false here [${nfd.source}]` });
+            out.push({
+                stack: s.stack,
+                object: `helm Release ${r.name} (${r.chart}@${r.version})`,
+                key: "values.nfd.enabled",
+                message: `${nfd.id} (${nfd.feature}) would be ${nfd.otherwise}: the Network Operator release ${net
+                    .filter(nfdOn)
+                    .map((x) => x.name)
+                    .join(", ")} deploys node-feature-discovery too; set nfd.enabled: false here [${nfd.source}]`,
+            });
         }
     }
     return out;
@@ -153,7 +291,7 @@ function publishesKvEvents(argv: readonly string[]): boolean {
     if (argv.includes("--publish-kv-events")) return true;
     if (typeof cfg !== "string") return false;
     const j = parseJson(cfg);
-    if (!j || !j.publisher || j.publisher === "null") return false;
+    if (!j?.publisher || j.publisher === "null") return false;
     // vLLM: KVEventsConfig.enable_kv_cache_events defaults to false (the publisher alone publishes nothing).
     const vllm = argv[0] === "python3" && argv[2] === "dynamo.vllm";
     return !vllm || j.enable_kv_cache_events === true;
@@ -164,9 +302,24 @@ export function kvEventsRule(s: StackView): Finding[] {
     const fact = activationFact("kv-events");
     const out: Finding[] = [];
     const pods = podsOf(s.objects);
-    for (const f of pods.filter((p) => p.componentType === "frontend" && flagValue(argvOf(p.main), "--router-mode") === "kv" && !argvOf(p.main).includes("--no-router-kv-events"))) {
+    for (const f of pods.filter(
+        (p) =>
+            p.componentType === "frontend" &&
+            flagValue(argvOf(p.main), "--router-mode") === "kv" &&
+            !argvOf(p.main).includes("--no-router-kv-events"),
+    )) {
         for (const w of pods.filter((p) => p.graph === f.graph && ["prefill", "decode", "worker"].includes(p.componentType ?? ""))) {
-            if (!publishesKvEvents(argvOf(w.main))) out.push(finding(s.stack, w.object, w.main.name, "--kv-events-config", fact, `the frontend routes on KV events (--router-mode kv) but this worker publishes none`));
+            if (!publishesKvEvents(argvOf(w.main)))
+                out.push(
+                    finding(
+                        s.stack,
+                        w.object,
+                        w.main.name,
+                        "--kv-events-config",
+                        fact,
+                        `the frontend routes on KV events (--router-mode kv) but this worker publishes none`,
+                    ),
+                );
         }
     }
     return out;
@@ -181,21 +334,55 @@ export function plannerSignalsRule(s: StackView): Finding[] {
     const rules = s.objects.filter((o) => o?.kind === "PrometheusRule");
     const release: string | undefined = rules.map((r) => r.metadata?.labels?.release).find(Boolean);
     for (const p of pods.filter((x) => x.componentType === "planner")) {
-        if (!envOf(p.main, "PROMETHEUS_ENDPOINT")) out.push(finding(s.stack, p.object, p.main.name, "env.PROMETHEUS_ENDPOINT", fact, "no PROMETHEUS_ENDPOINT: the Planner falls back to the kube-prometheus-stack default"));
+        if (!envOf(p.main, "PROMETHEUS_ENDPOINT"))
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    "env.PROMETHEUS_ENDPOINT",
+                    fact,
+                    "no PROMETHEUS_ENDPOINT: the Planner falls back to the kube-prometheus-stack default",
+                ),
+            );
         if (!rules.length) continue; // no prometheus-operator objects rendered: the scrape is the cluster's own
-        for (const t of pods.filter((x) => x.graph === p.graph && ["frontend", "prefill", "decode", "worker"].includes(x.componentType ?? ""))) {
+        for (const t of pods.filter(
+            (x) => x.graph === p.graph && ["frontend", "prefill", "decode", "worker"].includes(x.componentType ?? ""),
+        )) {
             const port = t.componentType === "frontend" ? "http" : "system";
-            const covered = monitors.some((m) => (release === undefined || m.metadata?.labels?.release === release)
-                && (m.spec?.namespaceSelector?.any === true || (m.spec?.namespaceSelector?.matchNames ?? [m.metadata?.namespace]).includes(t.namespace))
-                && selectsLabels(m.spec?.selector, t.labels) && (m.spec?.podMetricsEndpoints ?? []).some((e: any) => e.port === port));
-            if (!covered) out.push(finding(s.stack, p.object, p.main.name, `scrape.${t.componentType}`, fact, `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner scales on nothing`));
+            const covered = monitors.some(
+                (m) =>
+                    (release === undefined || m.metadata?.labels?.release === release) &&
+                    (m.spec?.namespaceSelector?.any === true ||
+                        (m.spec?.namespaceSelector?.matchNames ?? [m.metadata?.namespace]).includes(t.namespace)) &&
+                    selectsLabels(m.spec?.selector, t.labels) &&
+                    (m.spec?.podMetricsEndpoints ?? []).some((e: any) => e.port === port),
+            );
+            if (!covered)
+                out.push(
+                    finding(
+                        s.stack,
+                        p.object,
+                        p.main.name,
+                        `scrape.${t.componentType}`,
+                        fact,
+                        `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner scales on nothing`,
+                    ),
+                );
         }
     }
     return out;
 }
 
 /** Every activation rule. */
-export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [speculativeRule, hicacheRegistrationRule, sharedCacheRule, operatorValuesRule, kvEventsRule, plannerSignalsRule];
+export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
+    speculativeRule,
+    hicacheRegistrationRule,
+    sharedCacheRule,
+    operatorValuesRule,
+    kvEventsRule,
+    plannerSignalsRule,
+];
 
 /** Runs every activation rule on one stack. */
 export function checkActivation(s: StackView): Finding[] {

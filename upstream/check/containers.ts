@@ -24,7 +24,8 @@ function envKnown(name: string, comps: ComponentFacts[]): boolean {
 export function findEntrypoint(argv: string[], facts: Facts): EntrypointFacts | undefined {
     let best: EntrypointFacts | undefined;
     for (const ep of facts.entrypoints) {
-        if (ep.argv.length <= argv.length && ep.argv.every((a, i) => argv[i] === a) && (!best || ep.argv.length > best.argv.length)) best = ep;
+        if (ep.argv.length <= argv.length && ep.argv.every((a, i) => argv[i] === a) && (!best || ep.argv.length > best.argv.length))
+            best = ep;
     }
     return best;
 }
@@ -36,16 +37,31 @@ export function findEntrypoint(argv: string[], facts: Facts): EntrypointFacts | 
  * the config (upstream/images.ts `imageRequirements`). A container whose image repository has no facts is listed as
  * not covered.
  */
-export function checkContainer(stack: string, object: string, c: Obj, spec: Obj, ns: string | undefined, configMaps: Map<string, Obj>, facts: Facts, out: CheckResult): Finding[] {
+export function checkContainer(
+    stack: string,
+    object: string,
+    c: Obj,
+    spec: Obj,
+    ns: string | undefined,
+    configMaps: Map<string, Obj>,
+    facts: Facts,
+    out: CheckResult,
+): Finding[] {
     const cname = String(c.name);
     const findings: Finding[] = [];
     const { repository, tag } = splitImage(String(c.image ?? ""));
     const known = facts.images.filter((i) => i.repository === repository);
-    if (known.length === 0) { out.uncovered.push(`${stack} ${object} ${cname}: ${c.image}`); return findings; }
+    if (known.length === 0) {
+        out.uncovered.push(`${stack} ${object} ${cname}: ${c.image}`);
+        return findings;
+    }
     out.checkedContainers++;
     const f = (key: string, message: string) => findings.push({ stack, object, container: cname, key, message });
     const image = known.find((i) => i.tag === tag);
-    if (!image) { f("image", `${c.image}: no facts for ${repository} at tag ${tag ?? "(none)"} (known: ${known.map((i) => i.tag).join(", ")})`); return findings; }
+    if (!image) {
+        f("image", `${c.image}: no facts for ${repository} at tag ${tag ?? "(none)"} (known: ${known.map((i) => i.tag).join(", ")})`);
+        return findings;
+    }
 
     const argv = effectiveArgv(c);
     const ep = argv.length ? findEntrypoint(argv, facts) : undefined;
@@ -56,17 +72,30 @@ export function checkContainer(stack: string, object: string, c: Obj, spec: Obj,
         const rest = argv.slice(ep.argv.length);
         for (let i = 0; i < rest.length; i++) {
             const tok = rest[i];
-            if (!tok.startsWith("-")) { f(`arg[${i}]`, `unexpected positional argument ${JSON.stringify(tok)} for ${ep.id}`); continue; }
+            if (!tok.startsWith("-")) {
+                f(`arg[${i}]`, `unexpected positional argument ${JSON.stringify(tok)} for ${ep.id}`);
+                continue;
+            }
             const eq = tok.indexOf("=");
             const name = eq > 0 ? tok.slice(0, eq) : tok;
             const hit = table.get(name);
-            if (!hit) { f(name, `flag ${name} is not known to ${ep.id} (${ep.components.map((x) => `${x}@${facts.components[x]?.version}`).join(", ")})`); continue; }
+            if (!hit) {
+                f(
+                    name,
+                    `flag ${name} is not known to ${ep.id} (${ep.components.map((x) => `${x}@${facts.components[x]?.version}`).join(", ")})`,
+                );
+                continue;
+            }
             let value: string | true = true;
             if (hit.fact.takesValue) {
                 if (eq > 0) value = tok.slice(eq + 1);
                 else if (i + 1 < rest.length) value = rest[++i];
-                else { f(name, `flag ${name} takes a value`); continue; }
-                if (hit.fact.choices && !hit.fact.choices.includes(value)) f(name, `${name}=${value} is not one of ${hit.fact.choices.join(", ")}`);
+                else {
+                    f(name, `flag ${name} takes a value`);
+                    continue;
+                }
+                if (hit.fact.choices && !hit.fact.choices.includes(value))
+                    f(name, `${name}=${value} is not one of ${hit.fact.choices.join(", ")}`);
             } else if (eq > 0) {
                 f(name, `flag ${name} is a switch and takes no value`);
             }
@@ -74,13 +103,23 @@ export function checkContainer(stack: string, object: string, c: Obj, spec: Obj,
         }
     }
 
-    const comps = [...new Set([...image.components, ...(ep?.components ?? [])])].map((id) => facts.components[id]).filter((x): x is ComponentFacts => !!x);
-    const referenced = new Set([...(c.command ?? []), ...(c.args ?? [])].flatMap((s: string) => [...String(s).matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)].map((m) => m[1])));
+    const comps = [...new Set([...image.components, ...(ep?.components ?? [])])]
+        .map((id) => facts.components[id])
+        .filter((x): x is ComponentFacts => !!x);
+    const referenced = new Set(
+        [...(c.command ?? []), ...(c.args ?? [])].flatMap((s: string) =>
+            [...String(s).matchAll(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g)].map((m) => m[1]),
+        ),
+    );
     const env: Record<string, string | { from: string }> = {};
     for (const e of c.env ?? []) {
-        env[e.name] = e.value !== undefined ? String(e.value) : { from: e.valueFrom?.fieldRef?.fieldPath ?? JSON.stringify(e.valueFrom ?? {}) };
+        env[e.name] =
+            e.value !== undefined ? String(e.value) : { from: e.valueFrom?.fieldRef?.fieldPath ?? JSON.stringify(e.valueFrom ?? {}) };
         if (!envKnown(e.name, comps) && !referenced.has(e.name)) {
-            f(`env.${e.name}`, `env var ${e.name} is read by nothing known in ${c.image} (${comps.map((x) => `${x.component}@${x.version}`).join(", ")})`);
+            f(
+                `env.${e.name}`,
+                `env var ${e.name} is read by nothing known in ${c.image} (${comps.map((x) => `${x.component}@${x.version}`).join(", ")})`,
+            );
         }
     }
 
@@ -91,8 +130,11 @@ export function checkContainer(stack: string, object: string, c: Obj, spec: Obj,
         else {
             const allowed = new Set<string>(vllmKvTransferConfigKeys.keys);
             const walk = (o: Obj, at: string) => {
-                for (const k of Object.keys(o)) if (!allowed.has(k)) f(`--kv-transfer-config${at}.${k}`, `KVTransferConfig has no field ${k} (${vllmKvTransferConfigKeys.source})`);
-                for (const [i, inner] of (o.kv_connector_extra_config?.connectors ?? []).entries()) walk(inner, `${at}.kv_connector_extra_config.connectors[${i}]`);
+                for (const k of Object.keys(o))
+                    if (!allowed.has(k))
+                        f(`--kv-transfer-config${at}.${k}`, `KVTransferConfig has no field ${k} (${vllmKvTransferConfigKeys.source})`);
+                for (const [i, inner] of (o.kv_connector_extra_config?.connectors ?? []).entries())
+                    walk(inner, `${at}.kv_connector_extra_config.connectors[${i}]`);
             };
             walk(kvt, "");
         }
@@ -101,19 +143,40 @@ export function checkContainer(stack: string, object: string, c: Obj, spec: Obj,
     const view: ContainerView = { entrypoint: ep?.id, flags, env, files: mountedFiles(c, spec, configMaps, ns) };
     for (const r of facts.refused) {
         const hit = r.check(view);
-        if (hit) f(hit.key, `${r.id} (${r.component}, ${r.effect === "startup" ? "refused at start-up" : "silently degraded"}): ${hit.message} [${r.source}]`);
+        if (hit)
+            f(
+                hit.key,
+                `${r.id} (${r.component}, ${r.effect === "startup" ? "refused at start-up" : "silently degraded"}): ${hit.message} [${r.source}]`,
+            );
     }
 
-    const connectors = kvt ? [kvt.kv_connector, ...((kvt.kv_connector_extra_config?.connectors ?? []).map((x: Obj) => x?.kv_connector))].filter(Boolean) : [];
-    const nixlBackends: string[] = kvt ? [kvt, ...(kvt.kv_connector_extra_config?.connectors ?? [])].flatMap((x: Obj) => x?.kv_connector_extra_config?.backends ?? []) : [];
+    const connectors = kvt
+        ? [kvt.kv_connector, ...(kvt.kv_connector_extra_config?.connectors ?? []).map((x: Obj) => x?.kv_connector)].filter(Boolean)
+        : [];
+    const nixlBackends: string[] = kvt
+        ? [kvt, ...(kvt.kv_connector_extra_config?.connectors ?? [])].flatMap((x: Obj) => x?.kv_connector_extra_config?.backends ?? [])
+        : [];
     for (const req of facts.requirements) {
         const w = req.when;
-        const applies = (w.env && env[w.env[0]] === w.env[1]) || (w.flag && flags[w.flag[0]] === w.flag[1])
-            || (w.kvConnector && connectors.includes(w.kvConnector)) || (w.nixlBackend && nixlBackends.includes(w.nixlBackend));
+        const applies =
+            (w.env && env[w.env[0]] === w.env[1]) ||
+            (w.flag && flags[w.flag[0]] === w.flag[1]) ||
+            (w.kvConnector && connectors.includes(w.kvConnector)) ||
+            (w.nixlBackend && nixlBackends.includes(w.nixlBackend));
         if (!applies) continue;
         const missing = req.needs.filter((n) => !image.provides.includes(n));
-        const what = w.env ? `env.${w.env[0]}` : w.flag ? w.flag[0] : w.kvConnector ? "--kv-transfer-config" : "--kv-transfer-config.backends";
-        if (missing.length) f(what, `${req.id}: ${c.image} lacks ${missing.join(", ")} (provides ${image.provides.join(", ") || "nothing listed"}) [${req.source}]`);
+        const what = w.env
+            ? `env.${w.env[0]}`
+            : w.flag
+              ? w.flag[0]
+              : w.kvConnector
+                ? "--kv-transfer-config"
+                : "--kv-transfer-config.backends";
+        if (missing.length)
+            f(
+                what,
+                `${req.id}: ${c.image} lacks ${missing.join(", ")} (provides ${image.provides.join(", ") || "nothing listed"}) [${req.source}]`,
+            );
     }
     return findings;
 }
@@ -121,5 +184,7 @@ export function checkContainer(stack: string, object: string, c: Obj, spec: Obj,
 /** Rule: every container of every workload against its image's facts ({@link checkContainer}). */
 export function containerRule(stack: RenderedStack, facts: Facts, out: CheckResult): Finding[] {
     const configMaps = configMapsOf(stack.objects);
-    return containersOf(stack.objects).flatMap((x) => checkContainer(stack.stack, x.object, x.container, x.spec, x.namespace, configMaps, facts, out));
+    return containersOf(stack.objects).flatMap((x) =>
+        checkContainer(stack.stack, x.object, x.container, x.spec, x.namespace, configMaps, facts, out),
+    );
 }

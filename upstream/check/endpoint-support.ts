@@ -6,7 +6,7 @@
  * Pure; see ./view.ts.
  */
 import { activationFact } from "../activation";
-import { argvOf, Finding, flagValue, parseJson, PodView, podsOf, StackView } from "./view";
+import { argvOf, type Finding, flagValue, parseJson, type PodView, podsOf, type StackView } from "./view";
 
 const WORKERS = ["prefill", "decode", "worker"];
 
@@ -35,7 +35,13 @@ export function checkEndpointSupport(s: StackView): Finding[] {
         const sizes = [...new Set(pool.map(tpOf))];
         if (sizes.length > 1) {
             for (const p of pool) {
-                out.push({ stack: s.stack, object: p.object, container: p.main.name, key: "--tensor-parallel-size", message: `${tpFact.id} (${tpFact.feature}) would be ${tpFact.otherwise}: this worker runs TP${tpOf(p)} while others on the same Mooncake store pool run TP${sizes.filter((x) => x !== tpOf(p)).join("/TP")}; pool keys carry tp_rank, not TP size [${tpFact.source}]` });
+                out.push({
+                    stack: s.stack,
+                    object: p.object,
+                    container: p.main.name,
+                    key: "--tensor-parallel-size",
+                    message: `${tpFact.id} (${tpFact.feature}) would be ${tpFact.otherwise}: this worker runs TP${tpOf(p)} while others on the same Mooncake store pool run TP${sizes.filter((x) => x !== tpOf(p)).join("/TP")}; pool keys carry tp_rank, not TP size [${tpFact.source}]`,
+                });
             }
         }
         const isVllm = workers.some((p) => argvOf(p.main).slice(0, 3).join(" ") === "python3 -m dynamo.vllm");
@@ -46,7 +52,13 @@ export function checkEndpointSupport(s: StackView): Finding[] {
                 if (raw === undefined) continue;
                 const method = parseJson(raw)?.method;
                 if (method === "ngram") continue;
-                out.push({ stack: s.stack, object: p.object, container: p.main.name, key: "--speculative-config", message: `${specFact.id} (${specFact.feature}) would be ${specFact.otherwise}: ${JSON.stringify(method ?? raw)} speculative decoding on a disaggregated vLLM worker crashes silently under KV-transfer load (no fix recorded up to Dynamo 1.5.0) [${specFact.source}]` });
+                out.push({
+                    stack: s.stack,
+                    object: p.object,
+                    container: p.main.name,
+                    key: "--speculative-config",
+                    message: `${specFact.id} (${specFact.feature}) would be ${specFact.otherwise}: ${JSON.stringify(method ?? raw)} speculative decoding on a disaggregated vLLM worker crashes silently under KV-transfer load (no fix recorded up to Dynamo 1.5.0) [${specFact.source}]`,
+                });
             }
         }
     }

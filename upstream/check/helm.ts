@@ -14,15 +14,21 @@ const prefixMatch = (pattern: string[], p: string[]) => pattern.length <= p.leng
 
 /** The chart facts of a release (`chart` by name, repository or `.../<chart>`, at exactly its version). */
 export function chartFactsOf(release: { chart: string; version: string }, charts: readonly ChartFacts[]): ChartFacts | undefined {
-    return charts.find((c) => c.version === release.version && (c.chart === release.chart || c.repository === release.chart
-        || release.chart.endsWith(`/${c.chart}`)));
+    return charts.find(
+        (c) =>
+            c.version === release.version &&
+            (c.chart === release.chart || c.repository === release.chart || release.chart.endsWith(`/${c.chart}`)),
+    );
 }
 
 /**
  * The Helm values keys of one Release that its chart's facts do not list (upstream/charts, ChartFacts). This is where
  * chart facts are read: a Release whose chart@version has no facts entry is one finding ("no facts for chart X@v").
  */
-export function checkHelmValues(release: { chart: string; version: string; repo?: string; values?: unknown }, charts: readonly ChartFacts[]): Array<{ key: string; message: string }> {
+export function checkHelmValues(
+    release: { chart: string; version: string; repo?: string; values?: unknown },
+    charts: readonly ChartFacts[],
+): Array<{ key: string; message: string }> {
     const facts = chartFactsOf(release, charts);
     if (!facts) return [{ key: "chart", message: `no facts for chart ${release.chart}@${release.version}` }];
     const keys = facts.valuesKeys.map((k) => k.split("."));
@@ -40,6 +46,11 @@ export function checkHelmValues(release: { chart: string; version: string; repo?
 export function helmValuesRule(stack: RenderedStack, facts: Facts, out: CheckResult): Finding[] {
     return stack.releases.flatMap((r) => {
         out.checkedReleases++;
-        return checkHelmValues(r, facts.charts).map((x) => ({ stack: stack.stack, object: `helm Release ${r.name} (${r.chart}@${r.version})`, key: x.key, message: x.message }));
+        return checkHelmValues(r, facts.charts).map((x) => ({
+            stack: stack.stack,
+            object: `helm Release ${r.name} (${r.chart}@${r.version})`,
+            key: x.key,
+            message: x.message,
+        }));
     });
 }

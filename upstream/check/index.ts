@@ -30,8 +30,14 @@ export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from ".
 
 /** The facts of upstream/ (the only copy; the render, the CLI and the pack read these). */
 export const defaultFacts: Facts = {
-    components, entrypoints, images, charts, refused: refusedCombinations, requirements: imageRequirements,
-    pairRoles: pairRoleSettings, pairKv: pairKvSettings,
+    components,
+    entrypoints,
+    images,
+    charts,
+    refused: refusedCombinations,
+    requirements: imageRequirements,
+    pairRoles: pairRoleSettings,
+    pairKv: pairKvSettings,
 };
 
 /** Every upstream rule, in report order. Append new rules here. */
@@ -48,25 +54,50 @@ export const rules: readonly Rule[] = [
 ];
 
 /** An empty result to accumulate into. */
-export function emptyResult(): CheckResult { return { findings: [], uncovered: [], checkedContainers: 0, checkedReleases: 0 }; }
+export function emptyResult(): CheckResult {
+    return { findings: [], uncovered: [], checkedContainers: 0, checkedReleases: 0 };
+}
 
 /** Runs every rule of {@link rules} (or `only`) on one rendered stack; accumulates into `out`. */
-export function checkRendered(stack: RenderedStack, facts: Facts = defaultFacts, out: CheckResult = emptyResult(), only: readonly Rule[] = rules): CheckResult {
+export function checkRendered(
+    stack: RenderedStack,
+    facts: Facts = defaultFacts,
+    out: CheckResult = emptyResult(),
+    only: readonly Rule[] = rules,
+): CheckResult {
     for (const rule of only) out.findings.push(...rule(stack, facts, out));
     return out;
 }
 
 /** Helm releases from Pulumi resource records (`{ type, name, inputs }`, tools/render resources.json). */
 export function releasesOf(resources: readonly Obj[]): HelmRelease[] {
-    return resources.filter((r) => r?.type === "kubernetes:helm.sh/v3:Release" || r?.type === "kubernetes:helm.sh/v4:Chart").map((r) => {
-        const i = r.inputs ?? {};
-        return { name: String(r.name), chart: String(i.chart), version: String(i.version), repo: i.repositoryOpts?.repo, values: i.values };
-    });
+    return resources
+        .filter((r) => r?.type === "kubernetes:helm.sh/v3:Release" || r?.type === "kubernetes:helm.sh/v4:Chart")
+        .map((r) => {
+            const i = r.inputs ?? {};
+            return {
+                name: String(r.name),
+                chart: String(i.chart),
+                version: String(i.version),
+                repo: i.repositoryOpts?.repo,
+                values: i.values,
+            };
+        });
 }
 
 /** One stack from manifests and resource records (the render's `manifests.yaml` and `resources.json`). */
-export function checkStack(stack: string, manifests: Obj[], resources: Obj[], facts: Facts = defaultFacts, out: CheckResult = emptyResult()): CheckResult {
-    return checkRendered({ stack, objects: manifests.filter((m) => m && typeof m === "object"), releases: releasesOf(resources) }, facts, out);
+export function checkStack(
+    stack: string,
+    manifests: Obj[],
+    resources: Obj[],
+    facts: Facts = defaultFacts,
+    out: CheckResult = emptyResult(),
+): CheckResult {
+    return checkRendered(
+        { stack, objects: manifests.filter((m) => m && typeof m === "object"), releases: releasesOf(resources) },
+        facts,
+        out,
+    );
 }
 
 /** Human-readable line of one finding. */

@@ -1,11 +1,27 @@
-import { cannotProve, KV_EXCEPTIONS_ANNOTATION, kvEnvFamilies, kvFlagFamily, KvSafe, KvSetting, kvJsonCarriers, kvKnownSettings, kvMovingEntrypoints } from "../kv-transport";
+import {
+    cannotProve,
+    KV_EXCEPTIONS_ANNOTATION,
+    kvEnvFamilies,
+    kvFlagFamily,
+    type KvSafe,
+    type KvSetting,
+    kvJsonCarriers,
+    kvKnownSettings,
+    kvMovingEntrypoints,
+} from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
 import { configMapsOf, effectiveArgv, mountedFiles, objectName, podSpecs } from "./objects";
 import type { Facts, Finding, Obj, RenderedStack } from "./types";
 
 /** A reviewed exception declared in the stack file (config/endpoint.ts `kvExceptions`). */
-export interface KvException { name: string; value: string; component?: string; why: string; until: string }
+export interface KvException {
+    name: string;
+    value: string;
+    component?: string;
+    why: string;
+    until: string;
+}
 
 /** The exceptions annotated on an object; a malformed annotation is one finding and no exception. */
 export function kvExceptionsOf(o: Obj): { list: KvException[]; error?: string } {
@@ -13,11 +29,24 @@ export function kvExceptionsOf(o: Obj): { list: KvException[]; error?: string } 
     if (raw === undefined) return { list: [] };
     try {
         const v = JSON.parse(String(raw));
-        if (!Array.isArray(v) || !v.every((e) => e && typeof e.name === "string" && typeof e.value === "string" && typeof e.why === "string" && e.why.trim() && /^\d{4}-\d{2}-\d{2}$/.test(String(e.until)))) {
+        if (
+            !Array.isArray(v) ||
+            !v.every(
+                (e) =>
+                    e &&
+                    typeof e.name === "string" &&
+                    typeof e.value === "string" &&
+                    typeof e.why === "string" &&
+                    e.why.trim() &&
+                    /^\d{4}-\d{2}-\d{2}$/.test(String(e.until)),
+            )
+        ) {
             return { list: [], error: "each exception needs name, value, why and until (YYYY-MM-DD)" };
         }
         return { list: v };
-    } catch { return { list: [], error: "is not JSON" }; }
+    } catch {
+        return { list: [], error: "is not JSON" };
+    }
 }
 
 function isSafe(safe: KvSafe, value: string): boolean {
@@ -55,7 +84,13 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
         if (specs.length === 0) continue;
         const ex = kvExceptionsOf(o);
         const object = objectName(o);
-        if (ex.error) out.push({ stack: stack.stack, object, key: `metadata.annotations[${KV_EXCEPTIONS_ANNOTATION}]`, message: `KV exceptions ${ex.error}` });
+        if (ex.error)
+            out.push({
+                stack: stack.stack,
+                object,
+                key: `metadata.annotations[${KV_EXCEPTIONS_ANNOTATION}]`,
+                message: `KV exceptions ${ex.error}`,
+            });
         const comps: Obj[] = o.kind === "DynamoGraphDeployment" ? (o.spec?.components ?? []) : [undefined];
         specs.forEach(({ spec }, i) => {
             const comp = comps[i]?.name as string | undefined;
@@ -65,10 +100,13 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                 const ep = findEntrypoint(argv, facts);
                 // KV movers: a known KV entry point, a DGD worker, or anything holding GPUs or RDMA devices (an engine
                 // started another way, `vllm serve` or a shell script, is still in the closed world).
-                const devices = Object.keys({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) })
-                    .some((k) => /^(rdma\/|nvidia\.com\/gpu$|vpc\.amazonaws\.com\/efa$)/.test(k));
-                const moves = (ep && kvMovingEntrypoints.includes(ep.id)) || devices
-                    || (o.kind === "DynamoGraphDeployment" && ["prefill", "decode", "worker"].includes(role) && c.name === "main");
+                const devices = Object.keys({ ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) }).some((k) =>
+                    /^(rdma\/|nvidia\.com\/gpu$|vpc\.amazonaws\.com\/efa$)/.test(k),
+                );
+                const moves =
+                    (ep && kvMovingEntrypoints.includes(ep.id)) ||
+                    devices ||
+                    (o.kind === "DynamoGraphDeployment" && ["prefill", "decode", "worker"].includes(role) && c.name === "main");
                 if (!moves) continue;
                 const where = `${comp ? `${comp}/` : ""}${c.name}`;
                 const check = (name: string, value: string, key: string) => {
@@ -76,37 +114,64 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                     if (s && isSafe(s.safe, value)) return;
                     const hit = ex.list.find((e) => e.name === name && e.value === value && (!e.component || e.component === comp));
                     if (hit && hit.until >= today) return;
-                    const why = hit ? `; its exception expired on ${hit.until}` : s ? `; known values: ${s.safe.values?.join(", ") ?? `/${s.safe.pattern?.source}/`} [${s.source}]${s.note ? ` (${s.note})` : ""}` : "; nothing records its effect in upstream/kv-transport.ts";
-                    out.push({ stack: stack.stack, object, container: where, key, message: `${cannotProve(name, value)}${why}. Record its effect with the upstream source in upstream/kv-transport.ts, or declare a reviewed exception (kvExceptions: name, value, component, why, until) on the endpoint in the stack file` });
+                    const why = hit
+                        ? `; its exception expired on ${hit.until}`
+                        : s
+                          ? `; known values: ${s.safe.values?.join(", ") ?? `/${s.safe.pattern?.source}/`} [${s.source}]${s.note ? ` (${s.note})` : ""}`
+                          : "; nothing records its effect in upstream/kv-transport.ts";
+                    out.push({
+                        stack: stack.stack,
+                        object,
+                        container: where,
+                        key,
+                        message: `${cannotProve(name, value)}${why}. Record its effect with the upstream source in upstream/kv-transport.ts, or declare a reviewed exception (kvExceptions: name, value, component, why, until) on the endpoint in the stack file`,
+                    });
                 };
                 for (const e of c.env ?? []) {
                     if (!kvEnvFamilies.some((f) => f.match.test(e.name))) continue;
-                    const value = e.value !== undefined ? String(e.value) : `<from ${e.valueFrom?.fieldRef?.fieldPath ?? JSON.stringify(e.valueFrom ?? {})}>`;
+                    const value =
+                        e.value !== undefined
+                            ? String(e.value)
+                            : `<from ${e.valueFrom?.fieldRef?.fieldPath ?? JSON.stringify(e.valueFrom ?? {})}>`;
                     const s = known.get(e.name);
                     if (e.value === undefined && s?.safe.any) continue;
                     check(e.name, value, `env.${e.name}`);
                     if (kvJsonCarriers.includes(e.name) && e.value !== undefined) {
-                        try { for (const [n, v] of jsonSettings(e.name, JSON.parse(String(e.value)))) check(n, v, `env.${n}`); } catch { check(e.name, value, `env.${e.name}`); }
+                        try {
+                            for (const [n, v] of jsonSettings(e.name, JSON.parse(String(e.value)))) check(n, v, `env.${n}`);
+                        } catch {
+                            check(e.name, value, `env.${e.name}`);
+                        }
                     }
                 }
                 const side = parseSide({ argv, env: {} }, ep, facts.components);
                 // Flags inside shell scripts (`sh -c "python3 -m ... --kv-transfer-config ..."`) count too.
                 const scripted: Record<string, string | true> = {};
                 for (const w of argv.filter((a) => /\s/.test(a) && !/^\s*[{[]/.test(a))) {
-                    for (const m of w.matchAll(/(?:^|\s)(--[a-z][a-z0-9_-]*)(?:=(\S+)|\s+(?!-)(\S+))?/g)) scripted[m[1]] = m[2] ?? m[3] ?? true;
+                    for (const m of w.matchAll(/(?:^|\s)(--[a-z][a-z0-9_-]*)(?:=(\S+)|\s+(?!-)(\S+))?/g))
+                        scripted[m[1]] = m[2] ?? m[3] ?? true;
                 }
                 for (const [flag, v] of Object.entries({ ...scripted, ...side.flags })) {
                     if (!kvFlagFamily.match.test(flag)) continue;
                     const value = v === true ? "true" : v;
                     check(flag, value, flag);
                     if (kvJsonCarriers.includes(flag)) {
-                        try { for (const [n, x] of jsonSettings(flag, JSON.parse(value))) check(n, x, n); } catch { /* not JSON: refused above unless known */ }
+                        try {
+                            for (const [n, x] of jsonSettings(flag, JSON.parse(value))) check(n, x, n);
+                        } catch {
+                            /* not JSON: refused above unless known */
+                        }
                     }
                 }
                 for (const [file, content] of Object.entries(mountedFiles(c, spec, configMaps, o.metadata?.namespace))) {
                     const base = file.split("/").pop() ?? file;
                     if (!kvJsonCarriers.includes(base)) continue;
-                    try { for (const [n, x] of jsonSettings(base, JSON.parse(content))) check(n, x, `file ${file}: ${n.slice(base.length + 1)}`); } catch { check(base, content.slice(0, 40), `file ${file}`); }
+                    try {
+                        for (const [n, x] of jsonSettings(base, JSON.parse(content)))
+                            check(n, x, `file ${file}: ${n.slice(base.length + 1)}`);
+                    } catch {
+                        check(base, content.slice(0, 40), `file ${file}`);
+                    }
                 }
             }
         });

@@ -16,7 +16,13 @@ const SHARED = [
 type Side = { where: string; values: Record<string, string> };
 
 /** A container's Mooncake client settings: its env, then a mounted mooncake.json, then SGLang's HiCache extra config. */
-function mooncakeSide(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns: string | undefined, facts: Facts): Record<string, string> | undefined {
+function mooncakeSide(
+    c: Obj,
+    spec: Obj,
+    configMaps: Map<string, Obj>,
+    ns: string | undefined,
+    facts: Facts,
+): Record<string, string> | undefined {
     const env: Record<string, string> = {};
     for (const e of c.env ?? []) if (e.value !== undefined) env[e.name] = String(e.value);
     const argv = effectiveArgv(c);
@@ -25,7 +31,11 @@ function mooncakeSide(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns: strin
     const files = mountedFiles(c, spec, configMaps, ns);
     const cfgPath = env.MOONCAKE_CONFIG_PATH;
     const file = cfgPath && files[cfgPath] ? safeJson(files[cfgPath]) : undefined;
-    const uses = SHARED.some((s) => env[s.env] !== undefined) || hicache || file || findEntrypoint(argv, facts)?.id === "mooncake.mooncake_store_service";
+    const uses =
+        SHARED.some((s) => env[s.env] !== undefined) ||
+        hicache ||
+        file ||
+        findEntrypoint(argv, facts)?.id === "mooncake.mooncake_store_service";
     if (!uses) return undefined;
     return Object.fromEntries(SHARED.map((s) => [s.key, String(file?.[s.json] ?? hicache?.[s.json] ?? env[s.env] ?? s.fallback)]));
 }
@@ -37,20 +47,36 @@ function mooncakeSide(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns: strin
 export function mooncakePairRule(stack: RenderedStack, facts: Facts): Finding[] {
     const out: Finding[] = [];
     const configMaps = configMapsOf(stack.objects);
-    const sidesOf = (o: Obj): Side[] => podSpecs(o).flatMap(({ label, spec }) => (spec.containers ?? []).flatMap((c: Obj) => {
-        const v = mooncakeSide(c, spec, configMaps, o.metadata?.namespace, facts);
-        return v ? [{ where: `${objectName(o)}${label ? ` ${label}` : ""} container ${c.name}`, values: v }] : [];
-    }));
+    const sidesOf = (o: Obj): Side[] =>
+        podSpecs(o).flatMap(({ label, spec }) =>
+            (spec.containers ?? []).flatMap((c: Obj) => {
+                const v = mooncakeSide(c, spec, configMaps, o.metadata?.namespace, facts);
+                return v ? [{ where: `${objectName(o)}${label ? ` ${label}` : ""} container ${c.name}`, values: v }] : [];
+            }),
+        );
     for (const g of stack.objects.filter((o) => o?.kind === "DynamoGraphDeployment")) {
-        const stores = stack.objects.filter((o) => ["Deployment", "StatefulSet"].includes(o?.kind) && o.metadata?.namespace === g.metadata?.namespace
-            && String(o.metadata?.name ?? "").startsWith(`${g.metadata?.name}-mooncake-store`)).flatMap(sidesOf);
+        const stores = stack.objects
+            .filter(
+                (o) =>
+                    ["Deployment", "StatefulSet"].includes(o?.kind) &&
+                    o.metadata?.namespace === g.metadata?.namespace &&
+                    String(o.metadata?.name ?? "").startsWith(`${g.metadata?.name}-mooncake-store`),
+            )
+            .flatMap(sidesOf);
         if (stores.length === 0) continue;
-        for (const w of sidesOf(g)) for (const s of stores) for (const k of SHARED) {
-            if (w.values[k.key] !== s.values[k.key]) {
-                out.push({ stack: stack.stack, object: objectName(g), container: `${w.where} and ${s.where}`, key: k.key,
-                    message: `the engine has Mooncake ${k.key} ${w.values[k.key]} but its store has ${s.values[k.key]}: the two never exchange a KV segment (or one falls back to TCP) while both pods are healthy` });
-            }
-        }
+        for (const w of sidesOf(g))
+            for (const s of stores)
+                for (const k of SHARED) {
+                    if (w.values[k.key] !== s.values[k.key]) {
+                        out.push({
+                            stack: stack.stack,
+                            object: objectName(g),
+                            container: `${w.where} and ${s.where}`,
+                            key: k.key,
+                            message: `the engine has Mooncake ${k.key} ${w.values[k.key]} but its store has ${s.values[k.key]}: the two never exchange a KV segment (or one falls back to TCP) while both pods are healthy`,
+                        });
+                    }
+                }
     }
     return out;
 }

@@ -9,17 +9,21 @@ export function splitImage(image: string): { repository: string; tag?: string } 
 
 /** The real argv of a container: command + args, with a `sh -c '<prelude> && exec "$@"' --` wrapper removed. */
 export function effectiveArgv(c: Obj): string[] {
-    const cmd: string[] = [...(c.command ?? [])], args: string[] = [...(c.args ?? [])];
+    const cmd: string[] = [...(c.command ?? [])],
+        args: string[] = [...(c.args ?? [])];
     const all = [...cmd, ...args];
-    if (all[0] === "sh" && all[1] === "-c" && typeof all[2] === "string" && /exec "\$@"/.test(all[2]) && all[3] === "--") return all.slice(4);
+    if (all[0] === "sh" && all[1] === "-c" && typeof all[2] === "string" && /exec "\$@"/.test(all[2]) && all[3] === "--")
+        return all.slice(4);
     return all;
 }
 
 /** Pod specs of an object, with a label for the object and per-component prefix (DGD). */
 export function podSpecs(o: Obj): Array<{ label: string; spec: Obj }> {
     const kind = o.kind;
-    if (kind === "DynamoGraphDeployment") return (o.spec?.components ?? []).map((c: Obj) => ({ label: `component ${c.name}`, spec: c.podTemplate?.spec ?? {} }));
-    if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"].includes(kind)) return [{ label: "", spec: o.spec?.template?.spec ?? {} }];
+    if (kind === "DynamoGraphDeployment")
+        return (o.spec?.components ?? []).map((c: Obj) => ({ label: `component ${c.name}`, spec: c.podTemplate?.spec ?? {} }));
+    if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"].includes(kind))
+        return [{ label: "", spec: o.spec?.template?.spec ?? {} }];
     if (kind === "CronJob") return [{ label: "", spec: o.spec?.jobTemplate?.spec?.template?.spec ?? {} }];
     if (kind === "Pod") return [{ label: "", spec: o.spec ?? {} }];
     return [];
@@ -37,7 +41,8 @@ export function containersOf(objects: readonly Obj[]): Array<{ object: string; c
         if (!m || typeof m !== "object") continue;
         for (const { label, spec } of podSpecs(m)) {
             const object = objectName(m) + (label ? ` ${label}` : "");
-            for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) out.push({ object, container: c, spec, namespace: m.metadata?.namespace });
+            for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])])
+                out.push({ object, container: c, spec, namespace: m.metadata?.namespace });
         }
     }
     return out;
@@ -58,10 +63,17 @@ export function mountedFiles(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns
         const cmName = vol?.configMap?.name;
         if (!cmName) continue;
         const cm = configMaps.get(`${ns ?? ""}/${cmName}`) ?? configMaps.get(`/${cmName}`);
-        for (const [k, v] of Object.entries(cm?.data ?? {})) files[m.subPath ? m.mountPath : `${String(m.mountPath).replace(/\/$/, "")}/${k}`] = String(v);
+        for (const [k, v] of Object.entries(cm?.data ?? {}))
+            files[m.subPath ? m.mountPath : `${String(m.mountPath).replace(/\/$/, "")}/${k}`] = String(v);
     }
     return files;
 }
 
 /** `JSON.parse`, undefined on error. */
-export function safeJson(s: string): any { try { return JSON.parse(s); } catch { return undefined; } }
+export function safeJson(s: string): any {
+    try {
+        return JSON.parse(s);
+    } catch {
+        return undefined;
+    }
+}

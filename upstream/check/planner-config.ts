@@ -4,7 +4,7 @@
  * and the model's validators hold. Pure; see ./view.ts.
  */
 import { plannerConfigAliases, plannerConfigChoices, plannerConfigKeys, plannerConfigSource, plannerConfigValidators } from "../planner";
-import { argvOf, Finding, flagValue, podsOf, StackView } from "./view";
+import { argvOf, type Finding, flagValue, podsOf, type StackView } from "./view";
 
 /** Judges one parsed config. @returns problems as `[key, message]` */
 export function plannerConfigProblems(c: unknown): Array<[string, string]> {
@@ -13,10 +13,15 @@ export function plannerConfigProblems(c: unknown): Array<[string, string]> {
     const out: Array<[string, string]> = [];
     const known = new Set(plannerConfigKeys);
     for (const k of Object.keys(cfg)) {
-        if (!known.has(k) && !(k in plannerConfigAliases)) out.push([`--config.${k}`, `${k} is not a PlannerConfig field; pydantic ignores it silently and the Planner runs on the default`]);
+        if (!known.has(k) && !(k in plannerConfigAliases))
+            out.push([
+                `--config.${k}`,
+                `${k} is not a PlannerConfig field; pydantic ignores it silently and the Planner runs on the default`,
+            ]);
     }
     for (const [k, choices] of Object.entries(plannerConfigChoices)) {
-        if (cfg[k] !== undefined && !choices.includes(cfg[k])) out.push([`--config.${k}`, `${JSON.stringify(cfg[k])} is not one of ${choices.join(", ")}`]);
+        if (cfg[k] !== undefined && !choices.includes(cfg[k]))
+            out.push([`--config.${k}`, `${JSON.stringify(cfg[k])} is not one of ${choices.join(", ")}`]);
     }
     for (const v of plannerConfigValidators) if (!v.holds(cfg)) out.push([`--config`, `validator ${v.id}: ${v.why} [${v.source}]`]);
     return out;
@@ -31,10 +36,27 @@ export function checkPlannerConfig(s: StackView): Finding[] {
         const raw = flagValue(argv, "--config");
         let parsed: unknown;
         if (typeof raw !== "string") parsed = undefined;
-        else { try { parsed = JSON.parse(raw); } catch { parsed = undefined; } }
-        const problems = raw === undefined ? [["--config", "missing: the Planner runs on every default (optimization_target throughput)"] as [string, string]]
-            : parsed === undefined ? [["--config", "not JSON this check can read (closed world)"] as [string, string]] : plannerConfigProblems(parsed);
-        for (const [key, message] of problems) out.push({ stack: s.stack, object: p.object, container: p.main.name, key, message: `planner-config: ${message} [${plannerConfigSource}]` });
+        else {
+            try {
+                parsed = JSON.parse(raw);
+            } catch {
+                parsed = undefined;
+            }
+        }
+        const problems =
+            raw === undefined
+                ? [["--config", "missing: the Planner runs on every default (optimization_target throughput)"] as [string, string]]
+                : parsed === undefined
+                  ? [["--config", "not JSON this check can read (closed world)"] as [string, string]]
+                  : plannerConfigProblems(parsed);
+        for (const [key, message] of problems)
+            out.push({
+                stack: s.stack,
+                object: p.object,
+                container: p.main.name,
+                key,
+                message: `planner-config: ${message} [${plannerConfigSource}]`,
+            });
     }
     return out;
 }

@@ -6,14 +6,16 @@
  * none of its series (or none at all) and never scales. Pure; see ./view.ts.
  */
 import { kubePrometheusStackPrometheus, kubePrometheusStackServiceSources } from "../activation";
-import { envOf, Finding, podsOf, StackView, valueAt } from "./view";
+import { envOf, type Finding, podsOf, type StackView, valueAt } from "./view";
 
 /** Host and port of an http(s) URL, or undefined. */
 function hostPort(url: string): { host: string; port: string } | undefined {
     try {
         const u = new URL(url);
         return { host: u.hostname.replace(/\.$/, ""), port: u.port || (u.protocol === "https:" ? "443" : "80") };
-    } catch { return undefined; }
+    } catch {
+        return undefined;
+    }
 }
 
 /** Does `host` name the Service `service` in `namespace` (short, namespaced or fully qualified)? */
@@ -33,7 +35,13 @@ export function checkPrometheusAgreement(s: StackView): Finding[] {
     const judge = (object: string, container: string | undefined, key: string, url: unknown) => {
         const hp = typeof url === "string" ? hostPort(url) : undefined;
         if (hp && namesService(hp.host, want.service, namespace) && hp.port === String(want.port)) return;
-        out.push({ stack: s.stack, object, container, key, message: `${JSON.stringify(url)} is not the Prometheus that selects this stack's PodMonitors and PrometheusRules (release=${release} in ${namespace}: http://${want.host}:${want.port}), so the Planner reads series nobody collects for it [${cite}]` });
+        out.push({
+            stack: s.stack,
+            object,
+            container,
+            key,
+            message: `${JSON.stringify(url)} is not the Prometheus that selects this stack's PodMonitors and PrometheusRules (release=${release} in ${namespace}: http://${want.host}:${want.port}), so the Planner reads series nobody collects for it [${cite}]`,
+        });
     };
     for (const p of podsOf(s.objects).filter((x) => x.componentType === "planner")) {
         const e = envOf(p.main, "PROMETHEUS_ENDPOINT");
@@ -51,7 +59,12 @@ export function checkPrometheusAgreement(s: StackView): Finding[] {
         const on = valueAt(r.values, "dcgmExporter.serviceMonitor.enabled") === true;
         const labels = (valueAt(r.values, "dcgmExporter.serviceMonitor.additionalLabels") ?? {}) as Record<string, string>;
         if (!on || labels.release !== release) {
-            out.push({ stack: s.stack, object: `Release/${r.name}`, key: "dcgmExporter.serviceMonitor", message: `the DCGM exporter runs but ${on ? `its ServiceMonitor carries release=${labels.release ?? "(none)"}` : "its ServiceMonitor is off (chart default)"}, so the Prometheus selecting release=${release} never scrapes GPU metrics [NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml, NVIDIA/gpu-operator@v25.10.1:controllers/object_controls.go]` });
+            out.push({
+                stack: s.stack,
+                object: `Release/${r.name}`,
+                key: "dcgmExporter.serviceMonitor",
+                message: `the DCGM exporter runs but ${on ? `its ServiceMonitor carries release=${labels.release ?? "(none)"}` : "its ServiceMonitor is off (chart default)"}, so the Prometheus selecting release=${release} never scrapes GPU metrics [NVIDIA/gpu-operator@v25.10.1:deployments/gpu-operator/values.yaml, NVIDIA/gpu-operator@v25.10.1:controllers/object_controls.go]`,
+            });
         }
     }
     return out;

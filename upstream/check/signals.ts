@@ -10,8 +10,8 @@ import { checkEndpointSupport } from "./endpoint-support";
 import { checkMooncakeDevices } from "./mooncake-devices";
 import { checkPlannerConfig } from "./planner-config";
 import { checkPrometheusAgreement } from "./prometheus";
-import { checkVersionPairs, Unproven } from "./versions";
-import { argvOf, Finding, flagValue, parseJson, PodView, podsOf, StackView } from "./view";
+import { checkVersionPairs, type Unproven } from "./versions";
+import { argvOf, type Finding, flagValue, parseJson, type PodView, podsOf, type StackView } from "./view";
 
 export type { Unproven } from "./versions";
 export { activationRules, checkActivation } from "./activation";
@@ -25,7 +25,18 @@ export { checkPlannerConfig } from "./planner-config";
 /** Runs the activation, version-pair and observability rules on one stack. */
 export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unproven[] } {
     const v = checkVersionPairs(s);
-    return { findings: [...checkActivation(s), ...v.findings, ...checkObservability(s), ...checkPrometheusAgreement(s), ...checkMooncakeDevices(s), ...checkEndpointSupport(s), ...checkPlannerConfig(s)], unproven: v.unproven };
+    return {
+        findings: [
+            ...checkActivation(s),
+            ...v.findings,
+            ...checkObservability(s),
+            ...checkPrometheusAgreement(s),
+            ...checkMooncakeDevices(s),
+            ...checkEndpointSupport(s),
+            ...checkPlannerConfig(s),
+        ],
+        unproven: v.unproven,
+    };
 }
 
 /** One endpoint's features as rendered, and the signals its pods export and Prometheus scrapes (for the render report). */
@@ -58,30 +69,48 @@ export function endpointSignals(s: StackView): Map<string, EndpointSignals> {
         if (g.some((p) => p.componentType === "prefill") && g.some((p) => p.componentType === "decode")) {
             const w = workers[0];
             const kvt = parseJson(flagValue(argv(w), "--kv-transfer-config"));
-            const backend = env(w, "SGLANG_DISAGGREGATION_NIXL_BACKEND") ?? env(w, "TRTLLM_NIXL_KVCACHE_BACKEND")
-                ?? [kvt, ...(kvt?.kv_connector_extra_config?.connectors ?? [])].flatMap((x: any) => x?.kv_connector_extra_config?.backends ?? [])[0];
+            const backend =
+                env(w, "SGLANG_DISAGGREGATION_NIXL_BACKEND") ??
+                env(w, "TRTLLM_NIXL_KVCACHE_BACKEND") ??
+                [kvt, ...(kvt?.kv_connector_extra_config?.connectors ?? [])].flatMap(
+                    (x: any) => x?.kv_connector_extra_config?.backends ?? [],
+                )[0];
             active.push(`P/D over NIXL${backend ? ` (${backend})` : ""}`);
         }
         if (frontend && flagValue(argv(frontend), "--router-mode") === "kv") {
-            const events = workers.every((w) => flagValue(argv(w), "--kv-events-config") !== undefined || argv(w).includes("--publish-kv-events"));
-            (events ? active : off).push(events ? "KV-aware routing on worker KV events" : "KV-aware routing: a worker publishes no KV events");
+            const events = workers.every(
+                (w) => flagValue(argv(w), "--kv-events-config") !== undefined || argv(w).includes("--publish-kv-events"),
+            );
+            (events ? active : off).push(
+                events ? "KV-aware routing on worker KV events" : "KV-aware routing: a worker publishes no KV events",
+            );
         }
         const spec = workers.map((w) => speculativeSignature(w));
         if (spec.some(Boolean)) {
-            const roles = workers.map((w) => w.componentType).filter((x, i, a) => a.indexOf(x) === i).join(" + ");
+            const roles = workers
+                .map((w) => w.componentType)
+                .filter((x, i, a) => a.indexOf(x) === i)
+                .join(" + ");
             if (new Set(spec).size === 1) active.push(`speculative decoding on ${roles}, identical settings`);
             else off.push(`speculative decoding: ${roles} differ (refused at the NIXL handshake)`);
         }
-        if (workers.some((w) => argv(w).some((a) => a.includes("MooncakeStoreConnector")))) active.push("Mooncake KV pool (vLLM MooncakeStoreConnector, standalone store)");
+        if (workers.some((w) => argv(w).some((a) => a.includes("MooncakeStoreConnector"))))
+            active.push("Mooncake KV pool (vLLM MooncakeStoreConnector, standalone store)");
         if (workers.some((w) => flagValue(argv(w), "--hicache-storage-backend") === "mooncake")) {
             active.push("SGLang HiCache on the Mooncake pool (registers with the pod IP)");
-            if (frontend && flagValue(argv(frontend), "--shared-cache-type") === "hicache") active.push("frontend shared KV cache (Mooncake KV events)");
-            else off.push("frontend shared KV cache: off, the pool's Mooncake master is not proven to publish KV events (Mooncake >= v0.3.12, upstream/compat.ts)");
+            if (frontend && flagValue(argv(frontend), "--shared-cache-type") === "hicache")
+                active.push("frontend shared KV cache (Mooncake KV events)");
+            else
+                off.push(
+                    "frontend shared KV cache: off, the pool's Mooncake master is not proven to publish KV events (Mooncake >= v0.3.12, upstream/compat.ts)",
+                );
         }
         if (g.some((p) => p.componentType === "planner")) active.push("Planner (load-based scaling)");
         const objectsOfGraph = new Set(g.map((p) => p.object));
         for (const f of findings.filter((x) => objectsOfGraph.has(x.object))) off.push(`${f.message.split(" ")[0]}: ${f.key}`);
-        const signals = (scraped.get(graph) ?? []).map((x) => `${x.exporter}: ${!x.enabled ? "exporter off" : x.scraped ? "scraped" : "NOT scraped"}`);
+        const signals = (scraped.get(graph) ?? []).map(
+            (x) => `${x.exporter}: ${!x.enabled ? "exporter off" : x.scraped ? "scraped" : "NOT scraped"}`,
+        );
         out.set(graph, { active, off: [...new Set(off)], signals });
     }
     return out;

@@ -13,7 +13,13 @@ import type { PairKvSetting, RoleSetting } from "../pairs";
 export type Obj = Record<string, any>;
 
 /** A Helm release of the stack: chart, exact version, inline values (Pulumi `helm.sh/v3:Release` / `v4:Chart` inputs). */
-export interface HelmRelease { name: string; chart: string; version: string; repo?: string; values?: unknown }
+export interface HelmRelease {
+    name: string;
+    chart: string;
+    version: string;
+    repo?: string;
+    values?: unknown;
+}
 
 /** What a stack renders: every Kubernetes object and every Helm release. */
 export interface RenderedStack {
@@ -25,7 +31,13 @@ export interface RenderedStack {
 }
 
 /** One problem: where (stack, object, container) and which key. */
-export interface Finding { stack: string; object: string; container?: string; key: string; message: string }
+export interface Finding {
+    stack: string;
+    object: string;
+    container?: string;
+    key: string;
+    message: string;
+}
 
 /** The facts the rules run against (upstream/ by default, {@link defaultFacts}); tests pass their own. */
 export interface Facts {
@@ -42,7 +54,12 @@ export interface Facts {
 }
 
 /** What a run of the rules found and what it looked at. */
-export interface CheckResult { findings: Finding[]; uncovered: string[]; checkedContainers: number; checkedReleases: number }
+export interface CheckResult {
+    findings: Finding[];
+    uncovered: string[];
+    checkedContainers: number;
+    checkedReleases: number;
+}
 
 /**
  * One rule: reads the rendered stack and the facts, returns findings (and may count what it covered in `result`).

@@ -9,13 +9,28 @@
 export type Obj = Record<string, any>;
 
 /** A Helm release of the stack (Pulumi `helm.sh/v3:Release` inputs). */
-export interface ReleaseView { name: string; chart: string; version: string; values?: unknown }
+export interface ReleaseView {
+    name: string;
+    chart: string;
+    version: string;
+    values?: unknown;
+}
 
 /** What a stack renders. */
-export interface StackView { stack: string; objects: readonly Obj[]; releases: readonly ReleaseView[] }
+export interface StackView {
+    stack: string;
+    objects: readonly Obj[];
+    releases: readonly ReleaseView[];
+}
 
 /** One problem: where (stack, object, container) and which key (the `Finding` of tools/upstream-check.ts). */
-export interface Finding { stack: string; object: string; container?: string; key: string; message: string }
+export interface Finding {
+    stack: string;
+    object: string;
+    container?: string;
+    key: string;
+    message: string;
+}
 
 /** One pod template of the stack with what the rules read of it. */
 export interface PodView {
@@ -63,7 +78,11 @@ export function envOf(c: Obj, name: string): Obj | undefined {
 /** `JSON.parse`, undefined on error. */
 export function parseJson(s: unknown): any {
     if (typeof s !== "string") return undefined;
-    try { return JSON.parse(s); } catch { return undefined; }
+    try {
+        return JSON.parse(s);
+    } catch {
+        return undefined;
+    }
 }
 
 /** Every pod template's main container (`main`, or the first) with its labels. */
@@ -77,7 +96,16 @@ export function podsOf(objects: readonly Obj[]): PodView[] {
                 const spec = c.podTemplate?.spec ?? {};
                 const main = (spec.containers ?? []).find((x: Obj) => x.name === "main") ?? spec.containers?.[0];
                 if (!main) continue;
-                out.push({ ...base, object: `${objectName(o)} component ${c.name}`, graph: base.name, componentType: c.type, backendFramework: o.spec?.backendFramework, labels: { ...(c.podTemplate?.metadata?.labels ?? {}) }, main, spec });
+                out.push({
+                    ...base,
+                    object: `${objectName(o)} component ${c.name}`,
+                    graph: base.name,
+                    componentType: c.type,
+                    backendFramework: o.spec?.backendFramework,
+                    labels: { ...(c.podTemplate?.metadata?.labels ?? {}) },
+                    main,
+                    spec,
+                });
             }
         } else if (["Deployment", "StatefulSet", "DaemonSet"].includes(o.kind)) {
             const spec = o.spec?.template?.spec ?? {};
@@ -93,7 +121,7 @@ export function selects(sel: Obj | undefined, labels: Record<string, string>): b
     if (!sel) return false;
     for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
     for (const x of sel.matchExpressions ?? []) {
-        const has = Object.prototype.hasOwnProperty.call(labels, x.key);
+        const has = Object.hasOwn(labels, x.key);
         if (x.operator === "In" && !(has && (x.values ?? []).includes(labels[x.key]))) return false;
         if (x.operator === "NotIn" && has && (x.values ?? []).includes(labels[x.key])) return false;
         if (x.operator === "Exists" && !has) return false;
@@ -105,6 +133,9 @@ export function selects(sel: Obj | undefined, labels: Record<string, string>): b
 /** A dotted path of a values object, or undefined. */
 export function valueAt(values: unknown, dotted: string): unknown {
     let v: any = values;
-    for (const k of dotted.split(".")) { if (v === null || typeof v !== "object") return undefined; v = v[k]; }
+    for (const k of dotted.split(".")) {
+        if (v === null || typeof v !== "object") return undefined;
+        v = v[k];
+    }
     return v;
 }

@@ -14,28 +14,65 @@ export interface LedgerAlarmArgs {
 export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue: aws.sqs.Queue, fn: aws.lambda.Function): void {
     const args = { alarms };
     const actions = { alarmActions: [args.alarms.topicArn], okActions: [args.alarms.topicArn] };
-    new aws.cloudwatch.MetricAlarm(`${scope.name}-failures-alarm`, {
-        name: "platform-usage-failure-queue",
-        alarmDescription: "Usage batches reached the failure queue: replay them before the records age out of Kinesis (components/hub/UsageLedger.ts)",
-        namespace: "AWS/SQS", metricName: "ApproximateNumberOfMessagesVisible", dimensions: { QueueName: queue.name },
-        statistic: "Maximum", period: 300, evaluationPeriods: 1, threshold: 0, comparisonOperator: "GreaterThanThreshold", treatMissingData: "notBreaching",
-        ...actions, tags: scope.tags,
-    }, scope.parent);
-    new aws.cloudwatch.MetricAlarm(`${scope.name}-iterator-age-alarm`, {
-        name: "platform-usage-consumer-iterator-age",
-        alarmDescription: `The usage consumer is more than ${args.alarms.iteratorAgeSeconds} s behind its streams`,
-        namespace: "AWS/Lambda", metricName: "IteratorAge", dimensions: { FunctionName: fn.name },
-        // IteratorAge is in milliseconds (AWS Lambda metrics for event source mappings).
-        statistic: "Maximum", period: 300, evaluationPeriods: 3, threshold: args.alarms.iteratorAgeSeconds * 1000, comparisonOperator: "GreaterThanThreshold", treatMissingData: "notBreaching",
-        ...actions, tags: scope.tags,
-    }, scope.parent);
-    new aws.cloudwatch.MetricAlarm(`${scope.name}-gaps-alarm`, {
-        name: "platform-usage-reconciliation-gaps",
-        alarmDescription: "Usage events a spoke sent never reached the ledger (reconciliation gaps), or the reconciliation did not run",
-        namespace: METRIC_NAMESPACE, metricName: GAP_METRIC, dimensions: { Spoke: ALL_SPOKES },
-        // No datum = the scheduled reconciliation did not run: that pages too.
-        statistic: "Maximum", period: 3600, evaluationPeriods: 2, datapointsToAlarm: 1, threshold: 0, comparisonOperator: "GreaterThanThreshold", treatMissingData: "breaching",
-        ...actions, tags: scope.tags,
-    }, scope.parent);
-
+    new aws.cloudwatch.MetricAlarm(
+        `${scope.name}-failures-alarm`,
+        {
+            name: "platform-usage-failure-queue",
+            alarmDescription:
+                "Usage batches reached the failure queue: replay them before the records age out of Kinesis (components/hub/UsageLedger.ts)",
+            namespace: "AWS/SQS",
+            metricName: "ApproximateNumberOfMessagesVisible",
+            dimensions: { QueueName: queue.name },
+            statistic: "Maximum",
+            period: 300,
+            evaluationPeriods: 1,
+            threshold: 0,
+            comparisonOperator: "GreaterThanThreshold",
+            treatMissingData: "notBreaching",
+            ...actions,
+            tags: scope.tags,
+        },
+        scope.parent,
+    );
+    new aws.cloudwatch.MetricAlarm(
+        `${scope.name}-iterator-age-alarm`,
+        {
+            name: "platform-usage-consumer-iterator-age",
+            alarmDescription: `The usage consumer is more than ${args.alarms.iteratorAgeSeconds} s behind its streams`,
+            namespace: "AWS/Lambda",
+            metricName: "IteratorAge",
+            dimensions: { FunctionName: fn.name },
+            // IteratorAge is in milliseconds (AWS Lambda metrics for event source mappings).
+            statistic: "Maximum",
+            period: 300,
+            evaluationPeriods: 3,
+            threshold: args.alarms.iteratorAgeSeconds * 1000,
+            comparisonOperator: "GreaterThanThreshold",
+            treatMissingData: "notBreaching",
+            ...actions,
+            tags: scope.tags,
+        },
+        scope.parent,
+    );
+    new aws.cloudwatch.MetricAlarm(
+        `${scope.name}-gaps-alarm`,
+        {
+            name: "platform-usage-reconciliation-gaps",
+            alarmDescription: "Usage events a spoke sent never reached the ledger (reconciliation gaps), or the reconciliation did not run",
+            namespace: METRIC_NAMESPACE,
+            metricName: GAP_METRIC,
+            dimensions: { Spoke: ALL_SPOKES },
+            // No datum = the scheduled reconciliation did not run: that pages too.
+            statistic: "Maximum",
+            period: 3600,
+            evaluationPeriods: 2,
+            datapointsToAlarm: 1,
+            threshold: 0,
+            comparisonOperator: "GreaterThanThreshold",
+            treatMissingData: "breaching",
+            ...actions,
+            tags: scope.tags,
+        },
+        scope.parent,
+    );
 }

@@ -1,8 +1,8 @@
 import * as aws from "@pulumi/aws";
-import { createHash } from "crypto";
+import { createHash } from "node:crypto";
 import * as esbuild from "esbuild";
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 
 /** The repository root (components/hub/ledger -> ../../..). */
 export const REPO_ROOT = path.resolve(__dirname, "..", "..", "..");
@@ -43,7 +43,9 @@ export function bundleLambda(entry: string): ConsumerBundle {
         legalComments: "none",
         logLevel: "silent",
         external: ["@aws-sdk/*", "pg-native"],
-        define: { __LEDGER_SCHEMA_SQL__: JSON.stringify(fs.readFileSync(path.join(REPO_ROOT, "services", "ledger", "schema.sql"), "utf8")) },
+        define: {
+            __LEDGER_SCHEMA_SQL__: JSON.stringify(fs.readFileSync(path.join(REPO_ROOT, "services", "ledger", "schema.sql"), "utf8")),
+        },
     });
     const code = r.outputFiles[0].text;
     return { code, sha256: createHash("sha256").update(code).digest("base64") };

@@ -45,60 +45,90 @@ export interface LedgerDatabase {
  * The ledger database: Aurora Serverless v2 PostgreSQL, TLS enforced (`rds.force_ssl`), encrypted with the ledger's
  * key, master password managed and rotated by RDS; the two login roles' passwords, each in its own secret.
  */
-export function ledgerDatabase(scope: LedgerScope, args: {
-    engineVersion: string; minAcu: number; maxAcu: number; instances: number; backupRetentionDays: number;
-    deletionProtection: boolean; availabilityZones: [string, string];
-}, key: aws.kms.Key, net: LedgerNetwork): LedgerDatabase {
+export function ledgerDatabase(
+    scope: LedgerScope,
+    args: {
+        engineVersion: string;
+        minAcu: number;
+        maxAcu: number;
+        instances: number;
+        backupRetentionDays: number;
+        deletionProtection: boolean;
+        availabilityZones: [string, string];
+    },
+    key: aws.kms.Key,
+    net: LedgerNetwork,
+): LedgerDatabase {
     const { subnets, dbSg } = net;
-    const subnetGroup = new aws.rds.SubnetGroup(`${scope.name}-db-subnets`, { subnetIds: subnets.map((s) => s.id), description: "usage ledger", tags: scope.tags }, scope.parent);
-    const parameters = new aws.rds.ClusterParameterGroup(`${scope.name}-db-params`, {
-        name: `${LEDGER_CLUSTER_ID}-${parameterGroupFamily(args.engineVersion)}`,
-        family: parameterGroupFamily(args.engineVersion),
-        description: "usage ledger: TLS only",
-        parameters: LEDGER_CLUSTER_PARAMETERS,
-        tags: scope.tags,
-    // Named per family: a new engine major gets a new group beside the old one, never a name clash.
-    }, scope.parent);
-    const cluster = new aws.rds.Cluster(`${scope.name}-db`, {
-        clusterIdentifier: LEDGER_CLUSTER_ID,
-        engine: "aurora-postgresql",
-        engineMode: "provisioned",
-        engineVersion: args.engineVersion,
-        databaseName: LEDGER_DATABASE,
-        masterUsername: LEDGER_USER,
-        manageMasterUserPassword: true,
-        masterUserSecretKmsKeyId: key.arn,
-        dbClusterParameterGroupName: parameters.name,
-        serverlessv2ScalingConfiguration: { minCapacity: args.minAcu, maxCapacity: args.maxAcu },
-        storageEncrypted: true,
-        kmsKeyId: key.arn,
-        dbSubnetGroupName: subnetGroup.name,
-        vpcSecurityGroupIds: [dbSg.id],
-        backupRetentionPeriod: args.backupRetentionDays,
-        preferredBackupWindow: "17:00-18:00",
-        copyTagsToSnapshot: true,
-        deletionProtection: args.deletionProtection,
-        // A major bump of the pin (16.x -> 17.x) is an in-place upgrade with the new family's parameter group
-        // (named per family, created beside the old one), not a replacement the protected cluster would refuse.
-        allowMajorVersionUpgrade: true,
-        skipFinalSnapshot: false,
-        finalSnapshotIdentifier: `${LEDGER_CLUSTER_ID}-final`,
-        enabledCloudwatchLogsExports: ["postgresql"],
-        tags: scope.tags,
-    }, scope.keep);
-    const instances = Array.from({ length: args.instances }, (_, i) => new aws.rds.ClusterInstance(`${scope.name}-db-${i}`, {
-        identifier: `${LEDGER_CLUSTER_ID}-${i}`,
-        clusterIdentifier: cluster.id,
-        instanceClass: "db.serverless",
-        engine: "aurora-postgresql",
-        engineVersion: args.engineVersion,
-        availabilityZone: args.availabilityZones[i % 2],
-        publiclyAccessible: false,
-        // The engine version is pinned (platform:usage.engineVersion): an automatic minor upgrade would make the
-        // next `up` ask for a downgrade RDS refuses. Upgrades are a bump of the pin.
-        autoMinorVersionUpgrade: false,
-        tags: scope.tags,
-    }, scope.keep));
+    const subnetGroup = new aws.rds.SubnetGroup(
+        `${scope.name}-db-subnets`,
+        { subnetIds: subnets.map((s) => s.id), description: "usage ledger", tags: scope.tags },
+        scope.parent,
+    );
+    const parameters = new aws.rds.ClusterParameterGroup(
+        `${scope.name}-db-params`,
+        {
+            name: `${LEDGER_CLUSTER_ID}-${parameterGroupFamily(args.engineVersion)}`,
+            family: parameterGroupFamily(args.engineVersion),
+            description: "usage ledger: TLS only",
+            parameters: LEDGER_CLUSTER_PARAMETERS,
+            tags: scope.tags,
+            // Named per family: a new engine major gets a new group beside the old one, never a name clash.
+        },
+        scope.parent,
+    );
+    const cluster = new aws.rds.Cluster(
+        `${scope.name}-db`,
+        {
+            clusterIdentifier: LEDGER_CLUSTER_ID,
+            engine: "aurora-postgresql",
+            engineMode: "provisioned",
+            engineVersion: args.engineVersion,
+            databaseName: LEDGER_DATABASE,
+            masterUsername: LEDGER_USER,
+            manageMasterUserPassword: true,
+            masterUserSecretKmsKeyId: key.arn,
+            dbClusterParameterGroupName: parameters.name,
+            serverlessv2ScalingConfiguration: { minCapacity: args.minAcu, maxCapacity: args.maxAcu },
+            storageEncrypted: true,
+            kmsKeyId: key.arn,
+            dbSubnetGroupName: subnetGroup.name,
+            vpcSecurityGroupIds: [dbSg.id],
+            backupRetentionPeriod: args.backupRetentionDays,
+            preferredBackupWindow: "17:00-18:00",
+            copyTagsToSnapshot: true,
+            deletionProtection: args.deletionProtection,
+            // A major bump of the pin (16.x -> 17.x) is an in-place upgrade with the new family's parameter group
+            // (named per family, created beside the old one), not a replacement the protected cluster would refuse.
+            allowMajorVersionUpgrade: true,
+            skipFinalSnapshot: false,
+            finalSnapshotIdentifier: `${LEDGER_CLUSTER_ID}-final`,
+            enabledCloudwatchLogsExports: ["postgresql"],
+            tags: scope.tags,
+        },
+        scope.keep,
+    );
+    const instances = Array.from(
+        { length: args.instances },
+        (_, i) =>
+            new aws.rds.ClusterInstance(
+                `${scope.name}-db-${i}`,
+                {
+                    identifier: `${LEDGER_CLUSTER_ID}-${i}`,
+                    clusterIdentifier: cluster.id,
+                    instanceClass: "db.serverless",
+                    engine: "aurora-postgresql",
+                    engineVersion: args.engineVersion,
+                    availabilityZone: args.availabilityZones[i % 2],
+                    publiclyAccessible: false,
+                    // The engine version is pinned (platform:usage.engineVersion): an automatic minor upgrade would make the
+                    // next `up` ask for a downgrade RDS refuses. Upgrades are a bump of the pin.
+                    autoMinorVersionUpgrade: false,
+                    tags: scope.tags,
+                },
+                scope.keep,
+            ),
+    );
     const masterSecretArn = cluster.masterUserSecrets.apply((s) => {
         const arn = s?.[0]?.secretArn;
         if (!arn) throw new Error(`UsageLedger: cluster ${LEDGER_CLUSTER_ID} reports no RDS-managed master secret`);
@@ -108,10 +138,22 @@ export function ledgerDatabase(scope: LedgerScope, args: {
     // Login roles' passwords (created by the migrator), each in its own secret read only by its Lambda's role.
     const roleSecret = (role: "ingest" | "reporter", what: string) => {
         const pw = new random.RandomPassword(`${scope.name}-${role}-password`, { length: 40, special: false }, scope.parent);
-        const sec = new aws.secretsmanager.Secret(`${scope.name}-${role}-password`, {
-            name: `platform/usage-ledger/${role}`, description: `Usage ledger: password of ledger_${role} (${what})`, kmsKeyId: key.arn, recoveryWindowInDays: 7, tags: scope.tags,
-        }, scope.parent);
-        const version = new aws.secretsmanager.SecretVersion(`${scope.name}-${role}-password`, { secretId: sec.id, secretString: pulumi.secret(pw.result) }, scope.parent);
+        const sec = new aws.secretsmanager.Secret(
+            `${scope.name}-${role}-password`,
+            {
+                name: `platform/usage-ledger/${role}`,
+                description: `Usage ledger: password of ledger_${role} (${what})`,
+                kmsKeyId: key.arn,
+                recoveryWindowInDays: 7,
+                tags: scope.tags,
+            },
+            scope.parent,
+        );
+        const version = new aws.secretsmanager.SecretVersion(
+            `${scope.name}-${role}-password`,
+            { secretId: sec.id, secretString: pulumi.secret(pw.result) },
+            scope.parent,
+        );
         return { secret: sec, version };
     };
     const ingest = roleSecret("ingest", "usage consumer");

@@ -19,24 +19,106 @@ export interface LedgerNetwork {
  */
 export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; availabilityZones: [string, string] }): LedgerNetwork {
     const block = parseCidr(args.vpcCidr);
-    const vpc = new aws.ec2.Vpc(`${scope.name}-vpc`, { cidrBlock: args.vpcCidr, enableDnsHostnames: true, enableDnsSupport: true, tags: { ...scope.tags, Name: `${scope.name}-vpc` } }, scope.parent);
-    const subnets = args.availabilityZones.map((az, i) => new aws.ec2.Subnet(`${scope.name}-private-${i}`, {
-        vpcId: vpc.id, availabilityZone: az, cidrBlock: subnet(block, 24, i).text, mapPublicIpOnLaunch: false, tags: { ...scope.tags, Name: `${scope.name}-private-${az}` },
-    }, scope.parent));
+    const vpc = new aws.ec2.Vpc(
+        `${scope.name}-vpc`,
+        { cidrBlock: args.vpcCidr, enableDnsHostnames: true, enableDnsSupport: true, tags: { ...scope.tags, Name: `${scope.name}-vpc` } },
+        scope.parent,
+    );
+    const subnets = args.availabilityZones.map(
+        (az, i) =>
+            new aws.ec2.Subnet(
+                `${scope.name}-private-${i}`,
+                {
+                    vpcId: vpc.id,
+                    availabilityZone: az,
+                    cidrBlock: subnet(block, 24, i).text,
+                    mapPublicIpOnLaunch: false,
+                    tags: { ...scope.tags, Name: `${scope.name}-private-${az}` },
+                },
+                scope.parent,
+            ),
+    );
     // One security group for the ledger's Lambdas (consumer, migrator, reconciliation): database + endpoints only.
-    const lambdaSg = new aws.ec2.SecurityGroup(`${scope.name}-consumer-sg`, { vpcId: vpc.id, description: "usage consumer Lambda", tags: scope.tags }, scope.parent);
-    const dbSg = new aws.ec2.SecurityGroup(`${scope.name}-db-sg`, { vpcId: vpc.id, description: "usage ledger database", tags: scope.tags }, scope.parent);
-    const endpointSg = new aws.ec2.SecurityGroup(`${scope.name}-endpoint-sg`, { vpcId: vpc.id, description: "Secrets Manager endpoint", tags: scope.tags }, scope.parent);
-    new aws.vpc.SecurityGroupIngressRule(`${scope.name}-db-from-consumer`, { securityGroupId: dbSg.id, referencedSecurityGroupId: lambdaSg.id, ipProtocol: "tcp", fromPort: 5432, toPort: 5432, description: "PostgreSQL from the consumer" }, scope.parent);
-    new aws.vpc.SecurityGroupIngressRule(`${scope.name}-endpoint-from-consumer`, { securityGroupId: endpointSg.id, referencedSecurityGroupId: lambdaSg.id, ipProtocol: "tcp", fromPort: 443, toPort: 443, description: "HTTPS from the consumer" }, scope.parent);
-    new aws.vpc.SecurityGroupEgressRule(`${scope.name}-consumer-to-db`, { securityGroupId: lambdaSg.id, referencedSecurityGroupId: dbSg.id, ipProtocol: "tcp", fromPort: 5432, toPort: 5432, description: "PostgreSQL" }, scope.parent);
-    new aws.vpc.SecurityGroupEgressRule(`${scope.name}-consumer-to-endpoint`, { securityGroupId: lambdaSg.id, referencedSecurityGroupId: endpointSg.id, ipProtocol: "tcp", fromPort: 443, toPort: 443, description: "Secrets Manager" }, scope.parent);
+    const lambdaSg = new aws.ec2.SecurityGroup(
+        `${scope.name}-consumer-sg`,
+        { vpcId: vpc.id, description: "usage consumer Lambda", tags: scope.tags },
+        scope.parent,
+    );
+    const dbSg = new aws.ec2.SecurityGroup(
+        `${scope.name}-db-sg`,
+        { vpcId: vpc.id, description: "usage ledger database", tags: scope.tags },
+        scope.parent,
+    );
+    const endpointSg = new aws.ec2.SecurityGroup(
+        `${scope.name}-endpoint-sg`,
+        { vpcId: vpc.id, description: "Secrets Manager endpoint", tags: scope.tags },
+        scope.parent,
+    );
+    new aws.vpc.SecurityGroupIngressRule(
+        `${scope.name}-db-from-consumer`,
+        {
+            securityGroupId: dbSg.id,
+            referencedSecurityGroupId: lambdaSg.id,
+            ipProtocol: "tcp",
+            fromPort: 5432,
+            toPort: 5432,
+            description: "PostgreSQL from the consumer",
+        },
+        scope.parent,
+    );
+    new aws.vpc.SecurityGroupIngressRule(
+        `${scope.name}-endpoint-from-consumer`,
+        {
+            securityGroupId: endpointSg.id,
+            referencedSecurityGroupId: lambdaSg.id,
+            ipProtocol: "tcp",
+            fromPort: 443,
+            toPort: 443,
+            description: "HTTPS from the consumer",
+        },
+        scope.parent,
+    );
+    new aws.vpc.SecurityGroupEgressRule(
+        `${scope.name}-consumer-to-db`,
+        {
+            securityGroupId: lambdaSg.id,
+            referencedSecurityGroupId: dbSg.id,
+            ipProtocol: "tcp",
+            fromPort: 5432,
+            toPort: 5432,
+            description: "PostgreSQL",
+        },
+        scope.parent,
+    );
+    new aws.vpc.SecurityGroupEgressRule(
+        `${scope.name}-consumer-to-endpoint`,
+        {
+            securityGroupId: lambdaSg.id,
+            referencedSecurityGroupId: endpointSg.id,
+            ipProtocol: "tcp",
+            fromPort: 443,
+            toPort: 443,
+            description: "Secrets Manager",
+        },
+        scope.parent,
+    );
     // Interface endpoints: Secrets Manager (every Lambda's password) and CloudWatch metrics (the reconciliation).
-    const endpoints = (["secretsmanager", "monitoring"] as const).map((svc) =>
-        new aws.ec2.VpcEndpoint(`${scope.name}-${svc}`, {
-            vpcId: vpc.id, serviceName: `com.amazonaws.${scope.region}.${svc}`, vpcEndpointType: "Interface",
-            privateDnsEnabled: true, subnetIds: subnets.map((s) => s.id), securityGroupIds: [endpointSg.id], tags: { ...scope.tags, Name: `${scope.name}-${svc}` },
-        }, scope.parent));
+    const endpoints = (["secretsmanager", "monitoring"] as const).map(
+        (svc) =>
+            new aws.ec2.VpcEndpoint(
+                `${scope.name}-${svc}`,
+                {
+                    vpcId: vpc.id,
+                    serviceName: `com.amazonaws.${scope.region}.${svc}`,
+                    vpcEndpointType: "Interface",
+                    privateDnsEnabled: true,
+                    subnetIds: subnets.map((s) => s.id),
+                    securityGroupIds: [endpointSg.id],
+                    tags: { ...scope.tags, Name: `${scope.name}-${svc}` },
+                },
+                scope.parent,
+            ),
+    );
 
     return { subnets, lambdaSg, dbSg, endpoints };
 }

@@ -1,4 +1,4 @@
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 
 /**
  * Where a part of the usage ledger declares its resources: the UsageLedger component is every resource's parent and

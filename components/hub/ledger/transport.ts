@@ -11,16 +11,24 @@ export function usageStreamName(spoke: string): string {
  * only `kinesis:PutRecord(s)` on their own stream), retention `retentionHours`. Protected: a stream holds usage not
  * yet in the ledger.
  */
-export function usageStreams(scope: LedgerScope, spokes: string[], retentionHours: number): Array<{ spoke: string; stream: aws.kinesis.Stream }> {
+export function usageStreams(
+    scope: LedgerScope,
+    spokes: string[],
+    retentionHours: number,
+): Array<{ spoke: string; stream: aws.kinesis.Stream }> {
     return [...spokes].sort().map((spoke) => ({
         spoke,
-        stream: new aws.kinesis.Stream(`${scope.name}-${spoke}`, {
-            name: usageStreamName(spoke),
-            streamModeDetails: { streamMode: "ON_DEMAND" },
-            retentionPeriod: retentionHours,
-            encryptionType: "KMS",
-            kmsKeyId: "alias/aws/kinesis",
-            tags: { ...scope.tags, "platform:spoke": spoke },
-        }, scope.keep),
+        stream: new aws.kinesis.Stream(
+            `${scope.name}-${spoke}`,
+            {
+                name: usageStreamName(spoke),
+                streamModeDetails: { streamMode: "ON_DEMAND" },
+                retentionPeriod: retentionHours,
+                encryptionType: "KMS",
+                kmsKeyId: "alias/aws/kinesis",
+                tags: { ...scope.tags, "platform:spoke": spoke },
+            },
+            scope.keep,
+        ),
     }));
 }

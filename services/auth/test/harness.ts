@@ -1,14 +1,14 @@
 import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { ChildProcess, spawn } from "child_process";
-import { randomBytes } from "crypto";
-import { mkdtempSync, rmSync } from "fs";
-import * as net from "net";
-import * as os from "os";
-import * as path from "path";
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import S3rver from "s3rver";
-import { bundlePaths, CurrentPointer, Policy, publicKeyFromSeed, signBundle, SignedBundle } from "../../shared/bundle";
+import { bundlePaths, type CurrentPointer, type Policy, publicKeyFromSeed, signBundle, type SignedBundle } from "../../shared/bundle";
 import type { TierLimit } from "../../shared/limits";
-import { AuthConfig, loadConfig } from "../config";
+import { type AuthConfig, loadConfig } from "../config";
 import type { Logger } from "../log";
 import { hashApiKey } from "../policy";
 
@@ -30,7 +30,10 @@ export function freePort(): Promise<number> {
 }
 
 /** A throwaway temp directory, removed by {@link TempDir.remove}. */
-export interface TempDir { dir: string; remove(): void }
+export interface TempDir {
+    dir: string;
+    remove(): void;
+}
 
 /** Makes a temp directory under the OS temp dir. */
 export function tempDir(prefix: string): TempDir {
@@ -60,7 +63,9 @@ export async function startRedis(): Promise<RedisServer> {
         port,
         url: `redis://127.0.0.1:${port}`,
         async start() {
-            const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+            const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], {
+                stdio: "ignore",
+            });
             proc = p;
             await new Promise<void>((resolve, reject) => {
                 p.once("error", (err) => reject(new Error(`cannot start redis-server (apt-get install redis-server): ${err.message}`)));
@@ -71,7 +76,10 @@ export async function startRedis(): Promise<RedisServer> {
             const p = proc;
             proc = undefined;
             if (!p || p.exitCode !== null) return;
-            await new Promise<void>((resolve) => { p.once("exit", () => resolve()); p.kill("SIGKILL"); });
+            await new Promise<void>((resolve) => {
+                p.once("exit", () => resolve());
+                p.kill("SIGKILL");
+            });
         },
     };
     await srv.start();
@@ -83,7 +91,10 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
     for (;;) {
         const ok = await new Promise<boolean>((resolve) => {
             const c = net.connect(port, "127.0.0.1");
-            c.once("connect", () => { c.destroy(); resolve(true); });
+            c.once("connect", () => {
+                c.destroy();
+                resolve(true);
+            });
             c.once("error", () => resolve(false));
         });
         if (ok) return;
@@ -123,14 +134,23 @@ export async function startS3(): Promise<S3Server> {
     const endpoint = `http://127.0.0.1:${port}`;
     let server: S3rver | undefined;
     const client = new S3Client({
-        endpoint, region: "us-east-1", forcePathStyle: true, maxAttempts: 1,
+        endpoint,
+        region: "us-east-1",
+        forcePathStyle: true,
+        maxAttempts: 1,
         credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
     });
     const s3: S3Server = {
         endpoint,
         client,
         async start() {
-            server = new S3rver({ port, address: "127.0.0.1", silent: true, directory: data.dir, configureBuckets: [{ name: BUCKET, configs: [] }] });
+            server = new S3rver({
+                port,
+                address: "127.0.0.1",
+                silent: true,
+                directory: data.dir,
+                configureBuckets: [{ name: BUCKET, configs: [] }],
+            });
             await server.run();
         },
         async stop() {
@@ -161,7 +181,10 @@ export async function startS3(): Promise<S3Server> {
 }
 
 /** The hub's signing identity for a test: a random Ed25519 seed and its base64 raw public key. */
-export interface HubKeys { seed: Buffer; publicKey: string }
+export interface HubKeys {
+    seed: Buffer;
+    publicKey: string;
+}
 
 /** Fresh hub signing keys. */
 export function hubKeys(): HubKeys {
@@ -200,7 +223,8 @@ export function makePolicy(spec: PolicySpec): Policy {
     return {
         models: Object.entries(spec.models).map(([id, limits]) => ({ id, limits: limits ?? UNLIMITED })),
         tenants: [...tenants].map(([id, teams]) => ({
-            id, displayName: id.toUpperCase(),
+            id,
+            displayName: id.toUpperCase(),
             teams: [...teams].map((t) => ({ id: t, limits: spec.teamLimits?.[`${id}/${t}`] ?? UNLIMITED })),
         })),
         apiKeys: spec.keys.map((k) => ({
@@ -220,7 +244,11 @@ export function makePolicy(spec: PolicySpec): Policy {
  * @param mutate edits the signed document before upload (to simulate tampering).
  */
 export async function publishBundle(
-    s3: S3Server, keys: HubKeys, spoke: string, revision: number, policy: Policy,
+    s3: S3Server,
+    keys: HubKeys,
+    spoke: string,
+    revision: number,
+    policy: Policy,
     opts: { signFor?: string; mutate?: (doc: SignedBundle) => void } = {},
 ): Promise<SignedBundle> {
     const doc = signBundle(keys.seed, opts.signFor ?? spoke, revision, policy);
@@ -236,7 +264,14 @@ export async function publishBundle(
  * Service configuration for tests through the real env parser: ports 0 (any free port), the given servers,
  * and a long poll interval so only explicit `syncOnce()` calls sync (unless overridden).
  */
-export function testConfig(o: { spoke: string; publicKey: string; s3Endpoint: string; redisUrl: string; cachePath: string; env?: Record<string, string> }): AuthConfig {
+export function testConfig(o: {
+    spoke: string;
+    publicKey: string;
+    s3Endpoint: string;
+    redisUrl: string;
+    cachePath: string;
+    env?: Record<string, string>;
+}): AuthConfig {
     const c = loadConfig({
         AUTH_SPOKE: o.spoke,
         AUTH_HUB_PUBLIC_KEY: o.publicKey,
@@ -258,5 +293,10 @@ export function testConfig(o: { spoke: string; publicKey: string; s3Endpoint: st
 /** A logger that keeps lines in memory, so tests can assert on them (and that no secret is logged). */
 export function memoryLogger(): { log: Logger; lines: string[] } {
     const lines: string[] = [];
-    return { lines, log: (level, msg, fields) => { lines.push(JSON.stringify({ level, msg, ...fields })); } };
+    return {
+        lines,
+        log: (level, msg, fields) => {
+            lines.push(JSON.stringify({ level, msg, ...fields }));
+        },
+    };
 }

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
-import { redisKeys, TierIds, windowStart } from "../../shared/identity";
-import { runScript, TIERS, TierLimits } from "../../shared/limits";
+import { redisKeys, type TierIds, windowStart } from "../../shared/identity";
+import { runScript, TIERS, type TierLimits } from "../../shared/limits";
 
 /**
  * The admission check of the release before lease counters (one ZSET member per lease per tier), verbatim, so
@@ -72,7 +72,14 @@ return admit(0, 0)
  * One check as an old replica makes it (keys and arguments as that release built them).
  * @returns the allowed lease id, or undefined when denied.
  */
-export async function legacyCheck(redis: Redis, ids: TierIds, limits: TierLimits, leaseId: string, nowMs: number, leaseTtlMs: number): Promise<string | undefined> {
+export async function legacyCheck(
+    redis: Redis,
+    ids: TierIds,
+    limits: TierLimits,
+    leaseId: string,
+    nowMs: number,
+    leaseTtlMs: number,
+): Promise<string | undefined> {
     const keys: string[] = [];
     const args: (string | number)[] = [nowMs, leaseId, leaseTtlMs, 1];
     for (const t of TIERS) {
@@ -81,6 +88,6 @@ export async function legacyCheck(redis: Redis, ids: TierIds, limits: TierLimits
         keys.push(redisKeys.rps(t, ids[t]), redisKeys.concurrency(t, ids[t]), redisKeys.tokens(t, ids[t], start));
         args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
     }
-    const r = await runScript(redis, LEGACY_CHECK_LUA, keys, args) as [number, string];
+    const r = (await runScript(redis, LEGACY_CHECK_LUA, keys, args)) as [number, string];
     return r[0] === 0 ? r[1] : undefined;
 }

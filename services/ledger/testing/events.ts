@@ -7,10 +7,25 @@ import type { UsageEvent } from "../../shared/usage";
  */
 export function mixedEvent(i: number, over: Partial<UsageEvent> = {}, estimatedEvery = 5): UsageEvent {
     return {
-        requestId: `r-${i}`, spoke: "hn1", tenant: "acme", team: i % 2 ? "search" : "agents", keyId: `k-${i % 3}`, model: "m", endpoint: "e",
-        inputTokens: 100 + i, outputTokens: 10 + i, cachedInputTokens: i, status: 200, stream: i % 2 === 0, truncated: i % 5 === 0,
-        usageSource: i % estimatedEvery === 0 ? "estimated" : "reported", startedAt: "2026-11-29T09:58:00.000Z",
-        endedAt: i % 4 === 0 ? "2026-11-29T10:00:00.000Z" : "2026-11-29T09:59:59.999Z", seq: i, source: "metering-0.aaaa0000", ...over,
+        requestId: `r-${i}`,
+        spoke: "hn1",
+        tenant: "acme",
+        team: i % 2 ? "search" : "agents",
+        keyId: `k-${i % 3}`,
+        model: "m",
+        endpoint: "e",
+        inputTokens: 100 + i,
+        outputTokens: 10 + i,
+        cachedInputTokens: i,
+        status: 200,
+        stream: i % 2 === 0,
+        truncated: i % 5 === 0,
+        usageSource: i % estimatedEvery === 0 ? "estimated" : "reported",
+        startedAt: "2026-11-29T09:58:00.000Z",
+        endedAt: i % 4 === 0 ? "2026-11-29T10:00:00.000Z" : "2026-11-29T09:59:59.999Z",
+        seq: i,
+        source: "metering-0.aaaa0000",
+        ...over,
     };
 }
 

@@ -1,7 +1,7 @@
 import type { Client } from "pg";
 import { afterAll, beforeAll } from "vitest";
 import { migrate } from "../ledger";
-import { startPostgres, TestPostgres } from "./postgres";
+import { startPostgres, type TestPostgres } from "./postgres";
 
 /**
  * For a test file: a throwaway PostgreSQL server with the ledger schema, started before the file's tests and

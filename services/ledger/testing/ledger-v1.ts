@@ -3,8 +3,8 @@
  * migration test can build a database the way production has one: testing/schema-v1.sql is services/ledger/schema.sql
  * of that version, {@link INGEST_SQL_V1} its ingest statement (`$1`: the batch as JSON). Test fixtures only.
  */
-import * as fs from "fs";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as path from "node:path";
 
 /** The schema of that version. */
 export function schemaV1(): string {
@@ -57,4 +57,3 @@ agg AS (
 )
 SELECT (SELECT count(*) FROM raw)::int AS received, (SELECT count(*) FROM ins)::int AS inserted,
        ((SELECT count(*) FROM ins) + (SELECT count(*) FROM dup))::int AS receipts, (SELECT count(*) FROM agg)::int AS aggregates`;
-

@@ -1,8 +1,8 @@
-import { ChildProcess, execFileSync, spawn, spawnSync } from "child_process";
-import * as fs from "fs";
-import * as net from "net";
-import * as os from "os";
-import * as path from "path";
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import { Client } from "pg";
 
 /**
@@ -36,12 +36,17 @@ export function postgresBinDir(): string {
     if (process.env.PG_BIN) return process.env.PG_BIN;
     const base = "/usr/lib/postgresql";
     if (fs.existsSync(base)) {
-        const majors = fs.readdirSync(base).filter((d) => /^\d+$/.test(d)).sort((a, b) => Number(b) - Number(a));
+        const majors = fs
+            .readdirSync(base)
+            .filter((d) => /^\d+$/.test(d))
+            .sort((a, b) => Number(b) - Number(a));
         for (const m of majors) if (fs.existsSync(path.join(base, m, "bin", "postgres"))) return path.join(base, m, "bin");
     }
     const which = spawnSync("sh", ["-c", "command -v initdb"], { encoding: "utf8" });
     if (which.status === 0 && which.stdout.trim()) return path.dirname(which.stdout.trim());
-    throw new Error("PostgreSQL server binaries not found: install Debian's `postgresql` package (apt-get install -y postgresql) or set PG_BIN");
+    throw new Error(
+        "PostgreSQL server binaries not found: install Debian's `postgresql` package (apt-get install -y postgresql) or set PG_BIN",
+    );
 }
 
 function freePort(): Promise<number> {
@@ -72,21 +77,45 @@ export async function startPostgres(opts: StartOptions = {}): Promise<TestPostgr
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ledger-pg-"));
     const data = path.join(dir, "data");
     if (user) fs.chownSync(dir, user.uid, user.gid);
-    const init = spawnSync(path.join(bin, "initdb"), ["-D", data, "-U", "ledger", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], {
-        encoding: "utf8", uid: user?.uid, gid: user?.gid, cwd: dir,
-    });
+    const init = spawnSync(
+        path.join(bin, "initdb"),
+        ["-D", data, "-U", "ledger", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+        {
+            encoding: "utf8",
+            uid: user?.uid,
+            gid: user?.gid,
+            cwd: dir,
+        },
+    );
     if (init.status !== 0) {
         fs.rmSync(dir, { recursive: true, force: true });
         throw new Error(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
     }
     const port = await freePort();
     const settings = opts.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
-    const proc: ChildProcess = spawn(path.join(bin, "postgres"), [
-        "-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=50",
-        "-c", "shared_buffers=64MB", ...settings,
-    ], { uid: user?.uid, gid: user?.gid, cwd: dir, stdio: ["ignore", "ignore", "pipe"] });
+    const proc: ChildProcess = spawn(
+        path.join(bin, "postgres"),
+        [
+            "-D",
+            data,
+            "-p",
+            String(port),
+            "-k",
+            dir,
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            "max_connections=50",
+            "-c",
+            "shared_buffers=64MB",
+            ...settings,
+        ],
+        { uid: user?.uid, gid: user?.gid, cwd: dir, stdio: ["ignore", "ignore", "pipe"] },
+    );
     let stderr = "";
-    proc.stderr?.on("data", (b) => { stderr = (stderr + b.toString()).slice(-4000); });
+    proc.stderr?.on("data", (b) => {
+        stderr = (stderr + b.toString()).slice(-4000);
+    });
     const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
     const url = `postgresql://ledger@127.0.0.1:${port}/postgres`;
 

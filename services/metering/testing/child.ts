@@ -1,5 +1,5 @@
-import { ChildProcess, spawn } from "child_process";
-import * as path from "path";
+import { type ChildProcess, spawn } from "node:child_process";
+import * as path from "node:path";
 import { TEST_CREDENTIALS, TEST_REGION } from "../../usage-consumer/testing/kinesis";
 import { toOtlpRequest } from "../otlp";
 import type { AccessLogRecord } from "../normalise";
@@ -34,39 +34,77 @@ export interface MeteringChildOptions {
 
 export async function startMeteringChild(o: MeteringChildOptions): Promise<MeteringChild> {
     const env: NodeJS.ProcessEnv = {
-        ...process.env, METERING_SPOKE: o.spoke ?? "hn1", METERING_INSTANCE: "metering-0", METERING_SPOOL_DIR: o.spoolDir, METERING_STREAM_NAME: o.stream,
-        METERING_STREAM_REGION: TEST_REGION, METERING_KINESIS_ENDPOINT: o.kinesisEndpoint, METERING_PORT: String(o.port), METERING_BIND_ADDRESS: "127.0.0.1",
+        ...process.env,
+        METERING_SPOKE: o.spoke ?? "hn1",
+        METERING_INSTANCE: "metering-0",
+        METERING_SPOOL_DIR: o.spoolDir,
+        METERING_STREAM_NAME: o.stream,
+        METERING_STREAM_REGION: TEST_REGION,
+        METERING_KINESIS_ENDPOINT: o.kinesisEndpoint,
+        METERING_PORT: String(o.port),
+        METERING_BIND_ADDRESS: "127.0.0.1",
         METERING_KINESIS_TIMEOUT_MS: "2000",
-        AWS_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: TEST_CREDENTIALS.secretAccessKey, AWS_REGION: TEST_REGION,
+        AWS_ACCESS_KEY_ID: TEST_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: TEST_CREDENTIALS.secretAccessKey,
+        AWS_REGION: TEST_REGION,
     };
     if (o.redisUrl) env.METERING_REDIS_URL = o.redisUrl;
     if (o.failpoint) env.METERING_FAILPOINT = o.failpoint;
-    const proc = spawn(process.execPath, ["-r", path.join(__dirname, "..", "..", "..", "tools", "register-esbuild.js"), path.join(__dirname, "..", "main.ts")], { env, stdio: "ignore" });
+    const proc = spawn(
+        process.execPath,
+        ["-r", path.join(__dirname, "..", "..", "..", "tools", "register-esbuild.js"), path.join(__dirname, "..", "main.ts")],
+        { env, stdio: "ignore" },
+    );
     const exit = new Promise<void>((r) => proc.once("exit", () => r()));
     const base = `http://127.0.0.1:${o.port}`;
     const deadline = Date.now() + 30_000;
     for (;;) {
-        try { if ((await fetch(`${base}/healthz`)).ok) break; } catch { /* not up yet */ }
-        if (Date.now() > deadline || proc.exitCode !== null) { proc.kill("SIGKILL"); throw new Error("metering did not start"); }
+        try {
+            if ((await fetch(`${base}/healthz`)).ok) break;
+        } catch {
+            /* not up yet */
+        }
+        if (Date.now() > deadline || proc.exitCode !== null) {
+            proc.kill("SIGKILL");
+            throw new Error("metering did not start");
+        }
         await new Promise((r) => setTimeout(r, 100));
     }
     return {
-        port: o.port, proc,
-        async kill9() { if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL"); await exit; },
-        async stop() { if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM"); await exit; return proc.exitCode; },
-        async exited(ms) { return Promise.race([exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]); },
+        port: o.port,
+        proc,
+        async kill9() {
+            if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+            await exit;
+        },
+        async stop() {
+            if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
+            await exit;
+            return proc.exitCode;
+        },
+        async exited(ms) {
+            return Promise.race([exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+        },
         async metric(name) {
             try {
                 const m = new RegExp(`^${name} (-?\\d+)`, "m").exec(await (await fetch(`${base}/metrics`)).text());
                 return m ? Number(m[1]) : NaN;
-            } catch { return NaN; }
+            } catch {
+                return NaN;
+            }
         },
         async post(records) {
             try {
-                const res = await fetch(`${base}/v1/logs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(toOtlpRequest(records)) });
+                const res = await fetch(`${base}/v1/logs`, {
+                    method: "POST",
+                    headers: { "content-type": "application/json" },
+                    body: JSON.stringify(toOtlpRequest(records)),
+                });
                 await res.text();
                 return res.status;
-            } catch { return 0; }
+            } catch {
+                return 0;
+            }
         },
     };
 }

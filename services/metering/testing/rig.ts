@@ -1,12 +1,12 @@
-import * as fs from "fs";
-import * as net from "net";
-import * as os from "os";
-import * as path from "path";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 import type { Client } from "pg";
 import { migrate } from "../../ledger/ledger";
-import { startPostgres, TestPostgres } from "../../ledger/testing/postgres";
+import { startPostgres, type TestPostgres } from "../../ledger/testing/postgres";
 import { processBatch } from "../../usage-consumer/handler";
-import { pollStream, startKinesis, TestKinesis } from "../../usage-consumer/testing/kinesis";
+import { pollStream, startKinesis, type TestKinesis } from "../../usage-consumer/testing/kinesis";
 
 /**
  * The hub half of the metering pipeline on loopback, for tests and `npm run chaos`: a throwaway PostgreSQL
@@ -36,7 +36,9 @@ export async function startRig(): Promise<Rig> {
     await migrate(db);
     const dirs: string[] = [];
     return {
-        pg, db, kin,
+        pg,
+        db,
+        kin,
         async stream(prefix) {
             const name = `${prefix}-${process.pid}-${++streams}`;
             return { name, arn: await kin.createStream(name, 1) };
@@ -80,6 +82,9 @@ export function freePort(): Promise<number> {
     return new Promise((resolve, reject) => {
         const s = net.createServer();
         s.once("error", reject);
-        s.listen(0, "127.0.0.1", () => { const p = (s.address() as net.AddressInfo).port; s.close(() => resolve(p)); });
+        s.listen(0, "127.0.0.1", () => {
+            const p = (s.address() as net.AddressInfo).port;
+            s.close(() => resolve(p));
+        });
     });
 }

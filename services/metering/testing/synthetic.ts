@@ -42,39 +42,147 @@ export function syntheticRequests(n: number, spoke: string, seed = 42, startMs =
     const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)];
     const out: SyntheticRequest[] = [];
     for (let i = 0; i < n; i++) {
-        const k = pick(KEYS), model = pick(MODELS);
+        const k = pick(KEYS),
+            model = pick(MODELS);
         const started = startMs + Math.floor((i / n) * 2 * 3600_000);
         const duration = 50 + Math.floor(rnd() * 20_000);
         const r = rnd();
-        const kind: Kind = r < 0.35 ? "reported" : r < 0.7 ? "reported-stream" : r < 0.85 ? "truncated-stream" : r < 0.9 ? "no-response" : r < 0.95 ? "upstream-error" : "auth-refused";
+        const kind: Kind =
+            r < 0.35
+                ? "reported"
+                : r < 0.7
+                  ? "reported-stream"
+                  : r < 0.85
+                    ? "truncated-stream"
+                    : r < 0.9
+                      ? "no-response"
+                      : r < 0.95
+                        ? "upstream-error"
+                        : "auth-refused";
         const requestId = `${spoke}-req-${seed}-${i}`;
-        const prompt = 1 + Math.floor(rnd() * 8000), completion = 1 + Math.floor(rnd() * 2000), cached = Math.floor(rnd() * prompt);
+        const prompt = 1 + Math.floor(rnd() * 8000),
+            completion = 1 + Math.floor(rnd() * 2000),
+            cached = Math.floor(rnd() * prompt);
         const stream = kind === "reported-stream" || kind === "truncated-stream";
         const base: AccessLogRecord = {
-            requestId, startTime: new Date(started).toISOString(), durationMs: String(duration), method: "POST", path: "/v1/chat/completions",
-            status: "200", responseFlags: "-", responseCodeDetails: "via_upstream", bytesReceived: String(prompt * BYTES_PER_TOKEN), bytesSent: "1234",
-            tenant: k.tenant, team: k.team, keyId: k.keyId, model, lease: `lease-${i}`, routeName: `route-${model.length}`, backendName: `inference/${model.includes("Llama") ? "llama-70b" : "qwen3-32b"}`,
-            inputTokens: "-", cachedInputTokens: "-", outputTokens: "-", totalTokens: "-", contentType: stream ? "text/event-stream" : "application/json",
+            requestId,
+            startTime: new Date(started).toISOString(),
+            durationMs: String(duration),
+            method: "POST",
+            path: "/v1/chat/completions",
+            status: "200",
+            responseFlags: "-",
+            responseCodeDetails: "via_upstream",
+            bytesReceived: String(prompt * BYTES_PER_TOKEN),
+            bytesSent: "1234",
+            tenant: k.tenant,
+            team: k.team,
+            keyId: k.keyId,
+            model,
+            lease: `lease-${i}`,
+            routeName: `route-${model.length}`,
+            backendName: `inference/${model.includes("Llama") ? "llama-70b" : "qwen3-32b"}`,
+            inputTokens: "-",
+            cachedInputTokens: "-",
+            outputTokens: "-",
+            totalTokens: "-",
+            contentType: stream ? "text/event-stream" : "application/json",
         };
         const common = {
-            requestId, spoke, tenant: k.tenant, team: k.team, keyId: k.keyId, model, endpoint: String(base.backendName), stream,
-            startedAt: new Date(started).toISOString(), endedAt: new Date(started + duration).toISOString(),
+            requestId,
+            spoke,
+            tenant: k.tenant,
+            team: k.team,
+            keyId: k.keyId,
+            model,
+            endpoint: String(base.backendName),
+            stream,
+            startedAt: new Date(started).toISOString(),
+            endedAt: new Date(started + duration).toISOString(),
         };
         if (kind === "reported" || kind === "reported-stream") {
-            Object.assign(base, { inputTokens: String(prompt), cachedInputTokens: String(cached), outputTokens: String(completion), totalTokens: String(prompt + completion) });
-            out.push({ kind, record: base, expected: { ...common, status: 200, inputTokens: prompt, outputTokens: completion, cachedInputTokens: cached, truncated: false, usageSource: "reported" } });
+            Object.assign(base, {
+                inputTokens: String(prompt),
+                cachedInputTokens: String(cached),
+                outputTokens: String(completion),
+                totalTokens: String(prompt + completion),
+            });
+            out.push({
+                kind,
+                record: base,
+                expected: {
+                    ...common,
+                    status: 200,
+                    inputTokens: prompt,
+                    outputTokens: completion,
+                    cachedInputTokens: cached,
+                    truncated: false,
+                    usageSource: "reported",
+                },
+            });
         } else if (kind === "truncated-stream") {
             const chunks = Math.floor(completion / 2);
-            Object.assign(base, { responseFlags: "DC", responseCodeDetails: "downstream_remote_disconnect", bytesSent: String(chunks * (sseChunkOverheadBytes(model) + BYTES_PER_TOKEN)) });
-            out.push({ kind, record: base, expected: { ...common, status: 200, inputTokens: prompt, outputTokens: chunks, cachedInputTokens: 0, truncated: true, usageSource: "estimated" } });
+            Object.assign(base, {
+                responseFlags: "DC",
+                responseCodeDetails: "downstream_remote_disconnect",
+                bytesSent: String(chunks * (sseChunkOverheadBytes(model) + BYTES_PER_TOKEN)),
+            });
+            out.push({
+                kind,
+                record: base,
+                expected: {
+                    ...common,
+                    status: 200,
+                    inputTokens: prompt,
+                    outputTokens: chunks,
+                    cachedInputTokens: 0,
+                    truncated: true,
+                    usageSource: "estimated",
+                },
+            });
         } else if (kind === "no-response") {
             Object.assign(base, { status: "0", responseFlags: "DC", bytesSent: "0", contentType: "-" });
-            out.push({ kind, record: base, expected: { ...common, stream: false, status: 499, inputTokens: prompt, outputTokens: 0, cachedInputTokens: 0, truncated: true, usageSource: "estimated" } });
+            out.push({
+                kind,
+                record: base,
+                expected: {
+                    ...common,
+                    stream: false,
+                    status: 499,
+                    inputTokens: prompt,
+                    outputTokens: 0,
+                    cachedInputTokens: 0,
+                    truncated: true,
+                    usageSource: "estimated",
+                },
+            });
         } else if (kind === "upstream-error") {
             Object.assign(base, { status: "503", responseFlags: "UF", bytesSent: "95", contentType: "application/json" });
-            out.push({ kind, record: base, expected: { ...common, stream: false, status: 503, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, truncated: false, usageSource: "estimated" } });
+            out.push({
+                kind,
+                record: base,
+                expected: {
+                    ...common,
+                    stream: false,
+                    status: 503,
+                    inputTokens: 0,
+                    outputTokens: 0,
+                    cachedInputTokens: 0,
+                    truncated: false,
+                    usageSource: "estimated",
+                },
+            });
         } else {
-            Object.assign(base, { status: "429", responseCodeDetails: "ext_authz_denied", tenant: "-", team: "-", keyId: "-", model: "-", lease: "-", bytesSent: "80" });
+            Object.assign(base, {
+                status: "429",
+                responseCodeDetails: "ext_authz_denied",
+                tenant: "-",
+                team: "-",
+                keyId: "-",
+                model: "-",
+                lease: "-",
+                bytesSent: "80",
+            });
             out.push({ kind, record: base });
         }
     }

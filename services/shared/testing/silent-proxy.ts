@@ -1,4 +1,4 @@
-import * as net from "net";
+import * as net from "node:net";
 
 /**
  * A loopback TCP proxy that simulates a *silent* network partition for tests and `npm run chaos`.
@@ -56,26 +56,43 @@ export async function startSilentProxy(target: { host?: string; port: number }, 
         };
         client.on("error", drop);
         client.on("close", drop);
-        client.on("data", (d) => { if (!link.silenced) link.upstream?.write(d); });
+        client.on("data", (d) => {
+            if (!link.silenced) link.upstream?.write(d);
+        });
         if (link.silenced) return;
         const upstream = net.connect(target.port, host);
         link.upstream = upstream;
-        upstream.on("data", (d) => { if (!link.silenced) client.write(d); });
+        upstream.on("data", (d) => {
+            if (!link.silenced) client.write(d);
+        });
         // A partition hides the peer's close as well as its data.
-        upstream.on("error", () => { if (!link.silenced) drop(); });
-        upstream.on("close", () => { if (!link.silenced) drop(); });
+        upstream.on("error", () => {
+            if (!link.silenced) drop();
+        });
+        upstream.on("close", () => {
+            if (!link.silenced) drop();
+        });
     });
     await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
-        server.listen(port, "127.0.0.1", () => { server.off("error", reject); resolve(); });
+        server.listen(port, "127.0.0.1", () => {
+            server.off("error", reject);
+            resolve();
+        });
     });
     const bound = (server.address() as net.AddressInfo).port;
     return {
         port: bound,
         endpoint: `http://127.0.0.1:${bound}`,
-        get accepted() { return accepted; },
-        get silent() { return silent; },
-        get openConnections() { return links.size; },
+        get accepted() {
+            return accepted;
+        },
+        get silent() {
+            return silent;
+        },
+        get openConnections() {
+            return links.size;
+        },
         silence() {
             silent = true;
             for (const l of links) l.silenced = true;
@@ -84,7 +101,10 @@ export async function startSilentProxy(target: { host?: string; port: number }, 
             silent = false;
         },
         close() {
-            for (const l of links) { l.client.destroy(); l.upstream?.destroy(); }
+            for (const l of links) {
+                l.client.destroy();
+                l.upstream?.destroy();
+            }
             links.clear();
             return new Promise((resolve) => server.close(() => resolve()));
         },

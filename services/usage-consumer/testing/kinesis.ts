@@ -1,9 +1,14 @@
 import {
-    CreateStreamCommand, DescribeStreamSummaryCommand, GetRecordsCommand, GetShardIteratorCommand, KinesisClient, ListShardsCommand,
+    CreateStreamCommand,
+    DescribeStreamSummaryCommand,
+    GetRecordsCommand,
+    GetShardIteratorCommand,
+    KinesisClient,
+    ListShardsCommand,
 } from "@aws-sdk/client-kinesis";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
-import type { Server } from "http";
-import type { AddressInfo } from "net";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import kinesalite from "kinesalite";
 import type { KinesisStreamEvent } from "../handler";
 
@@ -27,12 +32,22 @@ export const TEST_REGION = "us-east-1";
 /** @param port fixed port (to bring "the hub" back at the same address); 0 = any free port */
 export async function startKinesis(port = 0): Promise<TestKinesis> {
     const server: Server = kinesalite({ createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 20 });
-    await new Promise<void>((resolve, reject) => { server.once("error", reject); server.listen(port, "127.0.0.1", () => resolve()); });
+    await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, "127.0.0.1", () => resolve());
+    });
     const actual = (server.address() as AddressInfo).port;
     const endpoint = `http://127.0.0.1:${actual}`;
-    const client = new KinesisClient({ endpoint, region: TEST_REGION, credentials: TEST_CREDENTIALS, requestHandler: new NodeHttpHandler() });
+    const client = new KinesisClient({
+        endpoint,
+        region: TEST_REGION,
+        credentials: TEST_CREDENTIALS,
+        requestHandler: new NodeHttpHandler(),
+    });
     return {
-        endpoint, port: actual, client,
+        endpoint,
+        port: actual,
+        client,
         async createStream(name, shards) {
             await client.send(new CreateStreamCommand({ StreamName: name, ShardCount: shards }));
             for (let i = 0; i < 100; i++) {
@@ -54,12 +69,19 @@ export async function startKinesis(port = 0): Promise<TestKinesis> {
  * TRIM_HORIZON and hands batches of up to `batchSize` records to `onBatch` in the Lambda event shape.
  * @returns the number of records read
  */
-export async function pollStream(client: KinesisClient, stream: string, streamArn: string, batchSize: number,
-    onBatch: (e: KinesisStreamEvent) => Promise<void>): Promise<number> {
+export async function pollStream(
+    client: KinesisClient,
+    stream: string,
+    streamArn: string,
+    batchSize: number,
+    onBatch: (e: KinesisStreamEvent) => Promise<void>,
+): Promise<number> {
     const shards = (await client.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [];
     let total = 0;
     for (const sh of shards) {
-        let it = (await client.send(new GetShardIteratorCommand({ StreamName: stream, ShardId: sh.ShardId!, ShardIteratorType: "TRIM_HORIZON" }))).ShardIterator;
+        let it = (
+            await client.send(new GetShardIteratorCommand({ StreamName: stream, ShardId: sh.ShardId!, ShardIteratorType: "TRIM_HORIZON" }))
+        ).ShardIterator;
         while (it) {
             const r = await client.send(new GetRecordsCommand({ ShardIterator: it, Limit: batchSize }));
             const recs = r.Records ?? [];
@@ -69,7 +91,11 @@ export async function pollStream(client: KinesisClient, stream: string, streamAr
                 Records: recs.map((x) => ({
                     eventID: `${sh.ShardId}:${x.SequenceNumber}`,
                     eventSourceARN: streamArn,
-                    kinesis: { data: Buffer.from(x.Data!).toString("base64"), partitionKey: x.PartitionKey!, sequenceNumber: x.SequenceNumber! },
+                    kinesis: {
+                        data: Buffer.from(x.Data!).toString("base64"),
+                        partitionKey: x.PartitionKey!,
+                        sequenceNumber: x.SequenceNumber!,
+                    },
                 })),
             });
             it = r.NextShardIterator;
