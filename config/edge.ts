@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseCidr } from "../lib/cidr";
+import { parseCidr } from "./cidr";
 
 const SecretName = z
     .string()

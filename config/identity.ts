@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { parseCidr } from "../lib/cidr";
+import { parseCidr } from "./cidr";
 
-/** One IPv4 CIDR, parsed (lib/cidr.ts), not just any string. */
+/** One IPv4 CIDR, parsed (config/cidr.ts), not just any string. */
 export const EgressCidrSchema = z.string().refine((s) => {
     try {
         parseCidr(s);

@@ -123,7 +123,8 @@ export function ownsOutDir(s: StackFile, stacksDir = STACKS_DIR): boolean {
  * - a spoke file that is wrong on its own (it does not parse as a spoke file, or collides with another spoke) fails
  *   with its own error, headed by that file; its hub, which checks every spoke file, is not rendered (its `out/` is
  *   left as it was), and the hub's other spokes render against the hub's outputs computed without the bad file;
- * - a hub that fails on its own file fails its spokes too (skipped), whose `out/` folders are left as they were.
+ * - a hub that fails on its own file fails its spokes too (skipped), whose `out/` folders are left as they were;
+ * - the bad stack's own `out/` is removed, and the error says so, so an old report is never taken for current.
  */
 export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Promise<StackRenderResult[]> {
     const results: StackRenderResult[] = [];
@@ -138,7 +139,11 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
         const outDir = path.join(opts.outDir, s.name);
         progress?.stack(s.name);
         const fail = (error: string, removeOut: boolean, spokesFail = s.role === "hub") => {
-            if (removeOut && owns(s)) fs.rmSync(outDir, { recursive: true, force: true });
+            // The bad stack's own out/ goes, so no report of a plan that no longer renders is taken for current.
+            if (removeOut && owns(s) && fs.existsSync(outDir)) {
+                fs.rmSync(outDir, { recursive: true, force: true });
+                error += `\n  (out/${s.name} removed: its last report no longer matches its stack file)`;
+            }
             results.push({ stack: s.name, ok: false, error });
             if (spokesFail) failedHubs.add(s.name);
             progress?.end(false);

@@ -263,7 +263,9 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
     const db = await pg.connect();
     try {
         await migrate(db);
-        const now = new Date();
+        // The sample revision 2 is published now (the stand-in stamps it); the status is read as it would be
+        // maxBehindSeconds + 2 min later, so a spoke that never ACKed it shows the behind rule at work.
+        const now = new Date(Date.now() + (maxBehindSeconds + 120) * 1000);
         const at = (s: number) => new Date(now.getTime() - s * 1000).toISOString();
         for (const [i, spoke] of names.entries()) {
             const last = i === names.length - 1 && names.length > 1;

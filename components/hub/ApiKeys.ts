@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { createHash } from "node:crypto";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
-import { KEY_ADMIN_ACTIONS } from "./kms";
+import { KEY_ADMIN_ACTIONS } from "../../lib/kms";
 
 export interface ApiKeysArgs {
     /** API keys from `platform:apiKeys[]` (id and owning tenant). */

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
-import { serviceOnlyKeyPolicy } from "./kms";
+import { serviceOnlyKeyPolicy } from "../../lib/kms";
 import {
     bundlePaths,
     type CurrentPointer,

@@ -6,7 +6,7 @@ import { ledgerDatabase } from "./ledger/database";
 import { ledgerFunctions } from "./ledger/functions";
 import { ledgerNetwork } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
-import { serviceOnlyKeyPolicy } from "./kms";
+import { serviceOnlyKeyPolicy } from "../../lib/kms";
 import { usageStreams } from "./ledger/transport";
 
 // The ledger's parts, one module per concept (components/hub/ledger/): transport (streams), network, database,

@@ -24,6 +24,8 @@ export const PREFLIGHT_ENV = z.object({
     PREFLIGHT_MIN_DEVICES: z.coerce.number().int().min(1).default(1),
     PREFLIGHT_REQUIRE_IPC_LOCK: z.enum(["0", "1"]).default("0"),
     PREFLIGHT_GPUS: z.coerce.number().int().min(0).default(0),
+    /** Where the AWS EFA installer puts libfabric's tools (`fi_info`) in the `-efa` images; default /opt/amazon/efa/bin. */
+    PREFLIGHT_EFA_BIN: z.string().min(1).optional(),
     /** The image the preflight runs in (the workload's own), named when a tool the check needs is missing from it. */
     PREFLIGHT_IMAGE: z.string().min(1).optional(),
     /** Empty or unset: the `gpudirect` file of the rdma-preflight ConfigMap. */

@@ -10,7 +10,12 @@ import { KV_EXCEPTIONS_ANNOTATION, LABEL_PREFIX } from "../../lib/labels";
 import { kvClosedWorldRule, checkRendered, defaultFacts } from "../../upstream/check";
 import { cannotProve, kvKnownSettings } from "../../upstream/kv-transport";
 import { components } from "../../upstream";
-import { edit, endpoint, endpointObjects, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
+import { edit, endpoint, endpointObjects, mainOf, setArg, setEnv, stack as fixtureStack, violations } from "./rdma-fixtures";
+
+/** Equal TP on prefill and decode: one Mooncake store pool keys blocks by tp_rank, not TP size (upstream/check/endpoint-support.ts). */
+const EQUAL_TP = { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } };
+/** The fixture stack with equal-TP endpoints (the compliant baseline every case mutates). */
+const stack = (eps = [endpoint({ topology: EQUAL_TP })], o?: Parameters<typeof fixtureStack>[1]) => fixtureStack(eps, o);
 
 const policy = upstreamRulesPolicy();
 const both = (fn: (m: Record<string, any>) => void, rs = stack()) =>
@@ -39,7 +44,7 @@ describe("KV closed world facts", () => {
 describe("KV closed world in the pack", () => {
     it("the compliant graphs pass (vLLM + Mooncake store, SGLang, TRT-LLM)", async () => {
         expect(await violations([policy], stack())).toEqual([]);
-        expect(await violations([policy], stack([endpoint({ engine: "sglang" })]))).toEqual([]);
+        expect(await violations([policy], stack([endpoint({ engine: "sglang", topology: EQUAL_TP })]))).toEqual([]);
     });
     it("an unknown knob of each family is refused, naming name and value", async () => {
         for (const [n, v] of [
@@ -80,7 +85,7 @@ describe("KV closed world in the pack", () => {
             m.args[i + 1] = JSON.stringify(k);
         });
         expect((await closed(gds)).join("\n")).toContain(cannotProve("--kv-transfer-config.kv_connector_extra_config.backends", "UCX,GDS"));
-        const sg = stack([endpoint({ engine: "sglang" })]);
+        const sg = stack([endpoint({ engine: "sglang", topology: EQUAL_TP })]);
         expect((await closed(both((m) => setArg(m, "--disaggregation-transfer-backend", "fake"), sg))).join("\n")).toContain(
             "--disaggregation-transfer-backend=fake",
         );
@@ -104,7 +109,7 @@ describe("KV closed world in the pack", () => {
             why: "NIXL issue 123: zcopy threshold tuning under review",
             until: "2099-12-31",
         };
-        const withEx = (ex: object[]) => stack([EndpointSchema.parse({ ...endpoint(), kvExceptions: ex })]);
+        const withEx = (ex: object[]) => stack([EndpointSchema.parse({ ...endpoint({ topology: EQUAL_TP }), kvExceptions: ex })]);
         const set = (rs: ReturnType<typeof stack>, v = "inf") => both((m) => setEnv(m, "UCX_ZCOPY_THRESH", v), rs);
         expect(await closed(set(withEx([base])))).toEqual([]);
         // Nothing near it: another value, or another component than the one named.
@@ -153,7 +158,7 @@ describe("KV closed world in the pack", () => {
     });
     it("the stack file's exception reaches the graph as an annotation; the rule judges it against the render date", () => {
         const e = EndpointSchema.parse({
-            ...endpoint(),
+            ...endpoint({ topology: EQUAL_TP }),
             kvExceptions: [
                 {
                     name: "NCCL_P2P_DISABLE",
@@ -175,7 +180,10 @@ describe("KV closed world in the pack", () => {
         expect(at("2027-01-31T23:00:00Z")).toEqual([]);
         expect(at("2027-02-01T00:00:00Z").join("\n")).toMatch(/NCCL_P2P_DISABLE=1` keeps KV on RDMA; its exception expired on 2027-01-31/);
         expect(() =>
-            EndpointSchema.parse({ ...endpoint(), kvExceptions: [{ name: "X", value: "1", why: "short", until: "soon" }] }),
+            EndpointSchema.parse({
+                ...endpoint({ topology: EQUAL_TP }),
+                kvExceptions: [{ name: "X", value: "1", why: "short", until: "soon" }],
+            }),
         ).toThrow(/until must be YYYY-MM-DD|too_small|at least/);
     });
 });
