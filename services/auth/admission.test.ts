@@ -86,9 +86,10 @@ describe("GrantAdmission", () => {
         const leases = ds.map((d) => (d.allowed ? d.leaseId : ""));
         expect(new Set(leases).size).toBe(2_000);
         expect(await scriptCalls()).toBeLessThan(2_000 / 10);
-        // Every admitted request holds its lease in every tier; the rest of the ZSET is the grant still held.
+        // Every admitted request holds its lease in every tier; the rest is the grant still held. A lot that expired
+        // is taken off heldSlots() at once and off Redis when its give-back is answered, so compare once settled.
         for (const t of ["model", "team", "key"] as const) {
-            expect(await held(t, ids[t])).toBe(2_000 + a.heldSlots());
+            await expect.poll(async () => (await held(t, ids[t])) - a.heldSlots(), { timeout: 2_000, interval: 20 }).toBe(2_000);
         }
         // Metering releases a lease taken from a grant like any other.
         expect(await releaseLease(admin, ids, leases[1_999])).toBe(3);

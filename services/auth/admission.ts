@@ -130,6 +130,8 @@ interface Pair {
     periodStart: number;
     /** The grant call in flight for this pair (a check's or a refill's); checks that find no slot wait for it. */
     pending?: Promise<void>;
+    /** The newest give-back of this pair's unused slots in flight; a refused check waits for it and asks again. */
+    returning?: Promise<void>;
     /** No background refill before this time (`performance.now()` ms): the last one was denied. */
     quietUntil: number;
 }
@@ -252,11 +254,30 @@ export class GrantAdmission {
             const local = this.fromGrant(p, performance.now());
             if (local) return local;
             const pending = p.pending;
-            if (pending && pending !== own) return pending.then(() => this.fromGrant(p, performance.now()) ?? d);
-            return d;
+            if (pending && pending !== own)
+                return pending.then(() => this.fromGrant(p, performance.now()) ?? this.afterReturn(p, limits, d));
+            return this.afterReturn(p, limits, d);
         });
         if (want > 1) own = this.setPending(p, call);
         return call;
+    }
+
+    /**
+     * A refusal for rps or concurrency while this replica gives back slots of the same pair (an expired lot, taken
+     * back on the way by {@link take} or the sweeper): those slots still counted in Redis when it decided. Waits for
+     * the give-back and asks Redis once more for this one request, so N requests against a limit of N admit N even
+     * when the event loop runs late. Without a give-back in flight, the refusal stands.
+     */
+    private afterReturn(p: Pair, limits: TierLimits, refused: LimitDecision): LimitDecision | Promise<LimitDecision> {
+        this.giveBack(p, performance.now());
+        const returning = p.returning;
+        if (!returning) return refused;
+        return returning.then(() =>
+            this.redisCheck(p.ids, limits, 1, p.fixed).then((d) => {
+                this.o.events?.admitted?.("redis");
+                return d.allowed ? { allowed: true, leaseId: d.leaseId, granted: 1 } : d;
+            }),
+        );
     }
 
     /** Marks `call` as the pair's grant call in flight until it settles. */
@@ -388,25 +409,30 @@ export class GrantAdmission {
 
     private returnLot(p: Pair, lot: Lot): void {
         p.available -= lot.end - lot.next;
-        this.returnSlots(p.ids, p.limits, lot);
+        const call = this.returnSlots(p.ids, p.limits, lot);
+        if (!call) return;
+        const returning: Promise<void> = call.finally(() => {
+            if (p.returning === returning) p.returning = undefined;
+        });
+        p.returning = returning;
     }
 
-    /** Gives the unused slots of `lot` back in Redis (and marks them used here). */
-    private returnSlots(ids: TierIds, limits: TierLimits, lot: Lot): void {
+    /** Gives the unused slots of `lot` back in Redis (and marks them used here); settles when Redis answered. */
+    private returnSlots(ids: TierIds, limits: TierLimits, lot: Lot): Promise<void> | undefined {
         const n = lot.end - lot.next;
-        if (n <= 0) return;
+        if (n <= 0) return undefined;
         const slots: number[] = [];
         for (let i = lot.next; i < lot.end; i++) slots.push(i);
         lot.next = lot.end;
         const call = lot.bucketMs
             ? returnSlots(this.redis, ids, limits, lot.base, lot.bucketMs, slots, this.o.now())
             : returnGrant(this.redis, ids, limits, grantLeaseIds(lot.base, lot.end).slice(slots[0]), this.o.now());
-        this.track(
-            call.then(
-                () => this.o.events?.returned?.(n, "returned"),
-                (err: unknown) => this.o.events?.returned?.(n, "lost", err),
-            ),
+        const settled = call.then(
+            () => this.o.events?.returned?.(n, "returned"),
+            (err: unknown) => this.o.events?.returned?.(n, "lost", err),
         );
+        this.track(settled);
+        return settled;
     }
 
     /** Every `holdMs`: gives back expired lots, forgets pairs idle for two periods. */
