@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseCidr } from "./cidr";
+import { overlaps, parseCidr } from "./cidr";
 import { DnsLabel } from "./endpoint";
 
 /**
@@ -44,8 +44,52 @@ export const EksVpcSchema = z.discriminatedUnion("mode", [
             cidr: CidrText,
             /** Two or three AZs of the region (EKS needs subnets in at least two). */
             availabilityZones: z.array(AvailabilityZone).min(2).max(3),
+            /**
+             * Each AZ's subnets, by AZ name (`private`, `public` CIDRs inside `cidr`, none overlapping). Give them for a
+             * VPC that must never move: without them subnet i is derived from the AZ's position in `availabilityZones`
+             * (lib/eks.ts vpcSubnetPlan), so reordering or removing an AZ moves CIDRs and the replacement subnet collides
+             * with the one still holding its block. Subnet resources are named by tier and AZ, never by position.
+             */
+            subnets: z.record(AvailabilityZone, z.object({ private: CidrText, public: CidrText }).strict()).optional(),
         })
-        .strict(),
+        .strict()
+        .superRefine((v, ctx) => {
+            if (!v.subnets) return;
+            const keys = Object.keys(v.subnets).sort(),
+                azs = [...v.availabilityZones].sort();
+            if (keys.join() !== azs.join())
+                ctx.addIssue({
+                    code: "custom",
+                    path: ["subnets"],
+                    message: `must name exactly the availabilityZones (${azs.join(", ")}), got ${keys.join(", ") || "none"}`,
+                });
+            let vpc: ReturnType<typeof parseCidr>;
+            try {
+                vpc = parseCidr(v.cidr);
+            } catch {
+                return;
+            }
+            const blocks: Array<[string, ReturnType<typeof parseCidr>]> = [];
+            for (const [az, s] of Object.entries(v.subnets))
+                for (const tier of ["private", "public"] as const) {
+                    let c: ReturnType<typeof parseCidr>;
+                    try {
+                        c = parseCidr(s[tier]);
+                    } catch {
+                        continue;
+                    }
+                    if (c.prefix < vpc.prefix || !overlaps(c, vpc))
+                        ctx.addIssue({
+                            code: "custom",
+                            path: ["subnets", az, tier],
+                            message: `${s[tier]} is not inside the VPC's ${v.cidr}`,
+                        });
+                    for (const [other, o] of blocks)
+                        if (overlaps(c, o))
+                            ctx.addIssue({ code: "custom", path: ["subnets", az, tier], message: `${s[tier]} overlaps ${other}` });
+                    blocks.push([`subnets.${az}.${tier}`, c]);
+                }
+        }),
     z
         .object({
             mode: z.literal("existing"),
@@ -68,14 +112,31 @@ export const EksVpcSchema = z.discriminatedUnion("mode", [
         .strict(),
 ]);
 
+/**
+ * EKS versions a spoke may pin: in standard support and known to the pinned provider (@pulumi/aws 7.48.0 documents
+ * `version: "1.35"` in eks/cluster.d.ts). Closed: a new version is added here once checked (its add-ons and the
+ * AL2023 NVIDIA AMI), an old one removed before its standard support ends.
+ */
+export const EKS_STANDARD_SUPPORT_VERSIONS = ["1.35"] as const;
+
 /** `platform:cluster` of an EKS spoke. */
 export const EksClusterSchema = z
     .object({
         provider: z.literal("eks"),
         /** AWS region of the cluster; the spoke's aws.Provider uses it. */
         region: AwsRegion,
-        /** EKS Kubernetes version, pinned (`"1.33"`); changing it is a control-plane upgrade. */
-        kubernetesVersion: z.string().regex(/^1\.\d{2}$/, 'must be a pinned EKS Kubernetes version like "1.33"'),
+        /**
+         * EKS Kubernetes version, pinned (`"1.35"`), one of {@link EKS_STANDARD_SUPPORT_VERSIONS}; changing it is a
+         * control-plane upgrade. The cluster uses `upgradePolicy.supportType: STANDARD`: it never enters paid extended
+         * support; bump the pin before its standard support ends (EKS then upgrades the control plane itself, and the next
+         * `up` would ask for a downgrade EKS refuses).
+         */
+        kubernetesVersion: z
+            .string()
+            .regex(/^1\.\d{2}$/, 'must be a pinned EKS Kubernetes version like "1.35"')
+            .refine((v) => (EKS_STANDARD_SUPPORT_VERSIONS as readonly string[]).includes(v), {
+                message: `must be an EKS version in standard support the platform is checked with (${EKS_STANDARD_SUPPORT_VERSIONS.join(", ")}); older versions run in paid extended support`,
+            }),
         /** Service CIDR (`kubernetesNetworkConfig.serviceIpv4Cidr`); pods get VPC addresses from the VPC CNI. */
         serviceCidr: CidrText.default("172.20.0.0/16"),
         /** Public API endpoint (CI previews from hosted runners need it); restricted to `publicAccessCidrs`. */

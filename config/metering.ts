@@ -31,12 +31,24 @@ export const UsageLedgerConfigSchema = z
         /** Automated backup retention, days (point-in-time recovery window). */
         backupRetentionDays: z.number().int().min(1).max(35).default(14),
         /**
-         * Kinesis retention, hours (24-8760). 168 h (7 days): the consumer can be down a week without losing
-         * events; the failure destination fires a day before records would expire.
+         * Kinesis retention, hours (72-8760). 168 h (7 days): the consumer can be down a week without losing
+         * events; the failure destination fires a day before records would expire, so at least 72 h leaves two days of
+         * retries and a day to replay from the stream after the failure queue pages (a failing batch's records are also
+         * kept in the failure bucket: `npm run replay-usage`).
          */
-        streamRetentionHours: z.number().int().min(24).max(8760).default(168),
+        streamRetentionHours: z.number().int().min(72).max(8760).default(168),
         /** Records per consumer invocation (Kinesis event source mapping `batchSize`, 1-10000). */
         consumerBatchSize: z.number().int().min(1).max(10_000).default(500),
+        /**
+         * Rotation mark of the ledger login roles' passwords (`ledger_ingest`, `ledger_reporter`), e.g. the date of the
+         * last rotation (`2026-12-01`). Changing it and running `pulumi up` generates new passwords, writes them to their
+         * secrets and re-runs the migrator, which sets them on the roles; the Lambdas read the new secret on their next
+         * connection. Unset: the passwords generated at the first `up` are kept. The master password is rotated by RDS.
+         */
+        rolePasswordRotation: z
+            .string()
+            .regex(/^[A-Za-z0-9._:-]{1,64}$/, "must be a short mark such as a date (2026-12-01)")
+            .optional(),
         /** Refuse deleting the database by accident (set false only to tear a test hub down). */
         deletionProtection: z.boolean().default(true),
     })

@@ -90,6 +90,13 @@ export const versions = {
      * repository; chart and app version are the release tag. Values keys in upstream/charts/cert-manager.ts.
      */
     certManager: { repo: "https://charts.jetstack.io", chart: "cert-manager", version: "v1.19.1" },
+    /**
+     * AWS Load Balancer Controller (EKS spokes: provisions the gateway proxy's Network Load Balancer). aws/eks-charts
+     * `stable/aws-load-balancer-controller` chart 3.5.0, `appVersion: v3.5.0`
+     * (kubernetes-sigs/aws-load-balancer-controller@v3.5.0:helm/aws-load-balancer-controller/Chart.yaml, the chart's
+     * source). Values keys in upstream/charts/aws-load-balancer-controller.ts; IAM policy in lib/aws-load-balancer-controller.ts.
+     */
+    awsLoadBalancerController: { repo: "https://aws.github.io/eks-charts", chart: "aws-load-balancer-controller", version: "3.5.0" },
     envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: "v1.9.2" },
     aiGatewayCrds: { chart: "oci://docker.io/envoyproxy/ai-gateway-crds-helm", version: "v1.2.0" },
     aiGateway: { chart: "oci://docker.io/envoyproxy/ai-gateway-helm", version: "v1.2.0" },

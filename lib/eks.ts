@@ -24,9 +24,24 @@ export interface PlannedSubnet {
  *
  * @param vpcCidr e.g. `10.80.0.0/16` (/16 to /20)
  * @param availabilityZones two or three AZs
- * @throws Error for more than three AZs or a CIDR too small to split
+ * @param given the stack file's `vpc.subnets` (AZ -> private/public CIDR): used as they are when present
+ * @throws Error for more than three AZs or a CIDR too small to split, or an AZ without given subnets
  */
-export function vpcSubnetPlan(vpcCidr: string, availabilityZones: string[]): PlannedSubnet[] {
+export function vpcSubnetPlan(
+    vpcCidr: string,
+    availabilityZones: string[],
+    given?: Record<string, { private: string; public: string }>,
+): PlannedSubnet[] {
+    if (given) {
+        // CIDRs from the stack file, by AZ name: independent of the list's order (config/eks.ts validated them).
+        return (["private", "public"] as const).flatMap((tier) =>
+            availabilityZones.map((az): PlannedSubnet => {
+                const s = given[az];
+                if (!s) throw new Error(`no subnets given for ${az}`);
+                return { availabilityZone: az, cidr: s[tier], tier };
+            }),
+        );
+    }
     if (availabilityZones.length < 1 || availabilityZones.length > 3)
         throw new Error(`a VPC plan covers 1 to 3 availability zones, got ${availabilityZones.length}`);
     const vpc: Cidr = parseCidr(vpcCidr);

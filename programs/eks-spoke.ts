@@ -5,7 +5,9 @@ import { CpuNodeGroup } from "../components/spoke/CpuNodeGroup";
 import { EfaDevicePlugin } from "../components/spoke/EfaDevicePlugin";
 import { EfaNodeGroup } from "../components/spoke/EfaNodeGroup";
 import { addonPodIdentityTrust, EksCluster } from "../components/spoke/EksCluster";
+import { LBC_NAMESPACE, LBC_SERVICE_ACCOUNT, lbcPolicy, lbcValues } from "../lib/aws-load-balancer-controller";
 import { CERT_MANAGER_NAMESPACE, CERT_MANAGER_SERVICE_ACCOUNT, certManagerRoute53Policy } from "../lib/edge";
+import { versions } from "../config/versions";
 import { GpuOperator } from "../components/spoke/GpuOperator";
 import { prometheusOf } from "../config/observability";
 import type { SpokeContract } from "../config/contract";
@@ -149,7 +151,57 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         );
     }
 
+    // The AWS Load Balancer Controller provisions the gateway proxy's NLB (lib/edge.ts: `loadBalancerClass:
+    // service.k8s.aws/nlb`): its own role through Pod Identity, with the upstream policy of the pinned release
+    // (security group ingress limited to this VPC).
+    const lbcRole = new aws.iam.Role(
+        "aws-load-balancer-controller-role",
+        {
+            description: `AWS Load Balancer Controller (${LBC_NAMESPACE}/${LBC_SERVICE_ACCOUNT}) of ${eksClusterName(cfg)}`,
+            assumeRolePolicy: pulumi
+                .all([eks.accountId, eks.cluster.arn])
+                .apply(([a, c]) => addonPodIdentityTrust(a, c, LBC_NAMESPACE, LBC_SERVICE_ACCOUNT)),
+        },
+        { parent: eks },
+    );
+    const lbcPermissions = new aws.iam.RolePolicy(
+        "aws-load-balancer-controller-permissions",
+        {
+            role: lbcRole.name,
+            policy: pulumi
+                .all([eks.accountId, eks.vpcId])
+                .apply(([account, vpcId]) => JSON.stringify(lbcPolicy(`arn:aws:ec2:${cfg.cluster.region}:${account}:vpc/${vpcId}`))),
+        },
+        { parent: lbcRole },
+    );
+    const lbcIdentity = new aws.eks.PodIdentityAssociation(
+        "pod-identity-aws-load-balancer-controller",
+        {
+            clusterName: eks.clusterName,
+            namespace: LBC_NAMESPACE,
+            serviceAccount: LBC_SERVICE_ACCOUNT,
+            roleArn: lbcRole.arn,
+        },
+        { parent: eks, dependsOn: [eks.podIdentityAgent, lbcPermissions] },
+    );
+
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
+    new k8s.helm.v3.Release(
+        "aws-load-balancer-controller",
+        {
+            name: "aws-load-balancer-controller",
+            chart: versions.awsLoadBalancerController.chart,
+            version: versions.awsLoadBalancerController.version,
+            repositoryOpts: { repo: versions.awsLoadBalancerController.repo },
+            namespace: LBC_NAMESPACE,
+            values: pulumi
+                .all([eks.clusterName, eks.vpcId])
+                .apply(([clusterName, vpcId]) =>
+                    lbcValues({ clusterName, region: cfg.cluster.region, vpcId, nodeSelector: cpu.nodeSelector }),
+                ),
+        },
+        { provider, dependsOn: [lbcIdentity] },
+    );
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
     const platformNamespace = new k8s.core.v1.Namespace("platform-ns", { metadata: { name: PLATFORM_NAMESPACE } }, { provider });
     const inferenceNamespace = new k8s.core.v1.Namespace("inference-ns", { metadata: { name: INFERENCE_NAMESPACE } }, { provider });

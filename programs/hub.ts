@@ -69,7 +69,81 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
 }
 
 /** Builds the hub stack. Returns the stack outputs. */
-export function buildHub(cfg: HubConfig, stackName: string) {
+/**
+ * Pure: every IAM role the hub's key and secret policies name, with the hub file key that names it:
+ * `platform:hubDeployers[i]`, `platform:tenantKeys.readers.<tenant>[i]`, and each access-key spoke's deployer
+ * (`platform:spokeIdentities.<spoke>.deployerRoleArn`, or its default name in the hub's account).
+ */
+export function namedRoles(cfg: HubConfig, partition: string, accountId: string): Array<{ key: string; arn: string }> {
+    const out: Array<{ key: string; arn: string }> = cfg.hubDeployers.map((arn, i) => ({ key: `platform:hubDeployers[${i}]`, arn }));
+    for (const [t, readers] of Object.entries(cfg.tenantKeys.readers))
+        readers.forEach((arn, i) => out.push({ key: `platform:tenantKeys.readers.${t}[${i}]`, arn }));
+    for (const s of cfg.spokes) {
+        const id = effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]);
+        if (id.mode !== "access-key") continue;
+        out.push({
+            key: `platform:spokeIdentities.${s.name}.deployerRoleArn${id.deployerRoleArn ? "" : " (default)"}`,
+            arn: id.deployerRoleArn ?? `arn:${partition}:iam::${accountId}:role/platform-spoke-deployer-${s.name}`,
+        });
+    }
+    return out;
+}
+
+/**
+ * Looks up every role of {@link namedRoles} in the hub's own account (`aws.iam.getRole`) before any policy names it:
+ * KMS and Secrets Manager refuse a policy naming a principal that does not exist (MalformedPolicyDocument), which
+ * would otherwise stop `up` half-way with a message naming no key. Roles of other accounts cannot be looked up from
+ * here; their owners create them first (README "What the operator provides").
+ * @returns the account id, once every same-account role was found
+ * @throws Error naming the hub file and key of the first missing role
+ */
+export async function requireNamedRolesExist(
+    cfg: HubConfig,
+    partition: string,
+    accountId: string,
+    file: string,
+    provider: aws.Provider,
+): Promise<string> {
+    for (const { key, arn } of namedRoles(cfg, partition, accountId)) {
+        const m = /^arn:[\w-]+:iam::(\d{12}):role\/(?:.*\/)?([\w+=,.@-]+)$/.exec(arn);
+        if (!m || m[1] !== accountId) continue;
+        await aws.iam.getRole({ name: m[2] }, { provider }).catch((e: Error) => {
+            throw new Error(
+                `${file}: ${key}: role ${arn} does not exist in the hub's account ${accountId} (${String(e?.message || e).split("\n")[0]}); create it before the hub's \`up\`: the key and secret policies name it`,
+            );
+        });
+    }
+    return accountId;
+}
+
+/**
+ * Checks the alarm topic before any alarm names it: CloudWatch alarm actions publish only to an SNS topic in the
+ * alarm's region, so another region is refused; a topic in the hub's account must exist (`aws.sns.getTopic`; its
+ * default access policy lets the account's CloudWatch alarms publish). A topic in another account cannot be read from
+ * here: its policy must allow `cloudwatch.amazonaws.com` to `sns:Publish` (README "What the operator provides").
+ * @throws Error naming the hub file and `platform:alarms.topicArn`
+ */
+export async function requireAlarmTopic(
+    cfg: HubConfig,
+    region: string,
+    accountId: string,
+    file: string,
+    provider: aws.Provider,
+): Promise<void> {
+    const [, , , topicRegion, topicAccount, name] = cfg.alarms.topicArn.split(":");
+    if (topicRegion !== region)
+        throw new Error(
+            `${file}: platform:alarms.topicArn: the topic is in ${topicRegion}, the hub's alarms in ${region}; CloudWatch alarms publish only to a topic in their own region`,
+        );
+    if (topicAccount !== accountId) return;
+    await aws.sns.getTopic({ name }, { provider }).catch((e: Error) => {
+        throw new Error(
+            `${file}: platform:alarms.topicArn: topic ${cfg.alarms.topicArn} does not exist in the hub's account (${String(e?.message || e).split("\n")[0]}); create it (with its subscriptions) first`,
+        );
+    });
+}
+
+export async function buildHub(cfg: HubConfig, stackName: string) {
     // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.
     const spokeNetworks = checkSpokeRegistry(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
@@ -78,6 +152,11 @@ export function buildHub(cfg: HubConfig, stackName: string) {
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
 
     // Who and where the hub runs: the account spokes' roles live in, and the deployer that writes key secrets.
+    // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
+    // here, before any resource that names it is registered.
+    const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
+    await requireNamedRolesExist(cfg, part.partition, identity.accountId, stackFilePath(), provider);
+    await requireAlarmTopic(cfg, region, identity.accountId, stackFilePath(), provider);
     const caller = aws.getCallerIdentityOutput({}, { provider });
     const partition = aws.getPartitionOutput({}, { provider }).partition;
     // On-prem spokes' deployers read their source-key secrets under the hub's credential key (cross-account too).
@@ -207,6 +286,7 @@ export function buildHub(cfg: HubConfig, stackName: string) {
             streams: Object.fromEntries(spokes.map((s) => [s, ledger.usageContract(s)])),
             consumerArn: ledger.consumerArn,
             failureQueueArn: ledger.failureQueueArn,
+            failedBatchBucket: ledger.failedBatchBucket,
             databaseEndpoint: ledger.clusterEndpoint,
         },
     };

@@ -4,10 +4,11 @@ import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import type { AwsCall } from "../services/shared/aws-calls";
-import { CONSUMER_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
+import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
@@ -172,6 +173,10 @@ beforeAll(async () => {
         reporterSecretArn: out(named("aws:secretsmanager/secret:Secret", "usage-ledger-reporter-password"), "arn"),
         masterSecretArn: out(cluster, "masterUserSecrets")[0].secretArn,
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
+        failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
+        ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
+        ledgerSubnetArn: out(named("aws:ec2/subnet:Subnet", "usage-ledger-private-0"), "arn"),
+        lambdaSgArn: out(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg"), "arn"),
     };
     const identities = HUB["platform:spokeIdentities"] ?? {};
     spokes = Object.fromEntries(
@@ -285,6 +290,24 @@ describe("simulated: the ledger Lambdas", () => {
         }
     });
 
+    it("no managed policy: each Lambda's ENIs only in the ledger's VPC, subnets and security group", async () => {
+        const attached = byType(rs, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+            .map(inputs)
+            .filter((a) => /usage-ledger/.test(String(a.role)) || /LambdaVPCAccess/.test(String(a.policyArn)));
+        expect(attached).toEqual([]);
+        const other = {
+            ...vars,
+            ledgerVpcArn: `arn:aws:ec2:${REGION}:${ACCOUNT}:vpc/vpc-0other`,
+            ledgerSubnetArn: `arn:aws:ec2:${REGION}:${ACCOUNT}:subnet/subnet-0other`,
+            lambdaSgArn: `arn:aws:ec2:${REGION}:${ACCOUNT}:security-group/sg-0other`,
+        };
+        for (const [name, l] of Object.entries(lambdas())) {
+            const eni = l.calls.filter((c) => c.action.startsWith("ec2:") && c.resource !== "*");
+            expect(eni.length, name).toBe(6);
+            expect(allowed(await evaluate(l.role, eni, { ...other, logGroupArn: "x" })), name).toEqual([]);
+        }
+    });
+
     it("each Lambda reads only its own secrets, and the ledger key only through Secrets Manager", async () => {
         const { reconciler, consumer } = lambdas();
         const other = (calls: readonly AwsCall[], from: string, to: string) =>
@@ -309,6 +332,77 @@ describe("simulated: the ledger Lambdas", () => {
                 allowed(await evaluate(l.role, kms, varsFor(l.logs), (c) => ({ ...c, "kms:ViaService": `s3.${REGION}.amazonaws.com` }))),
             ).toEqual([]);
         }
+    });
+});
+
+describe("simulated: failed usage batches (kept by the consumer, replayed by an operator)", () => {
+    const consumer = () => roleOf("usage-ledger-consumer-role");
+    const consumerVars = () => ({
+        ...vars,
+        logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-consumer-logs"), "arn"),
+        usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${SPOKES[0]}`), "arn"),
+    });
+    const keep = () => CONSUMER_AWS_CALLS.filter((c) => c.source === "services/usage-consumer/failed-batches.ts");
+
+    it("the consumer's upload is denied over plaintext, without the key header, under another key, or outside failed/", async () => {
+        const foreignKey = `arn:aws:kms:${REGION}:${ACCOUNT}:key/00000000-0000-0000-0000-000000000000`;
+        const put = keep().filter((c) => c.action === "s3:PutObject");
+        expect(put).toHaveLength(1);
+        for (const change of [
+            (c: any) => ({ ...c, "aws:SecureTransport": "false" }),
+            (c: any) => {
+                const { "s3:x-amz-server-side-encryption-aws-kms-key-id": _, ...rest } = c;
+                return rest;
+            },
+            (c: any) => ({ ...c, "s3:x-amz-server-side-encryption-aws-kms-key-id": foreignKey }),
+        ])
+            expect((await evaluate(consumer(), put, consumerVars(), change)).map((x) => x.decision)).toEqual(["ExplicitlyDenied"]);
+        const elsewhere = put.map((c) => ({ ...c, resource: "{failedBatchBucketArn}/elsewhere.json" }));
+        expect(allowed(await evaluate(consumer(), elsewhere, consumerVars()))).toEqual([]);
+        // The ledger key only through S3 in the hub's region for the data key.
+        const gdk = keep().filter((c) => c.action === "kms:GenerateDataKey");
+        expect(
+            allowed(
+                await evaluate(consumer(), gdk, consumerVars(), (c) => ({
+                    ...c,
+                    "kms:ViaService": `secretsmanager.${REGION}.amazonaws.com`,
+                })),
+            ),
+        ).toEqual([]);
+    });
+
+    it("a hub deployer (administrator in the hub account) can run the replay; the consumer role cannot read or delete batches", async () => {
+        // The hub's own account (the sample file's deployer ARN names a documentation account, not the mock's).
+        const admin: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        expect(notAllowed(await evaluate(admin, REPLAY_AWS_CALLS, vars))).toEqual([]);
+        // Plaintext and direct use of the ledger key stay denied even to an administrator.
+        expect(
+            allowed(
+                await evaluate(
+                    admin,
+                    REPLAY_AWS_CALLS.filter((c) => c.action.startsWith("s3:")),
+                    vars,
+                    (c) => ({ ...c, "aws:SecureTransport": "false" }),
+                ),
+            ),
+        ).toEqual([]);
+        expect(
+            allowed(
+                await evaluate(
+                    admin,
+                    REPLAY_AWS_CALLS.filter((c) => c.action.startsWith("kms:")),
+                    vars,
+                    (c) => {
+                        const { "kms:ViaService": _, ...rest } = c;
+                        return rest;
+                    },
+                ),
+            ),
+        ).toEqual([]);
+        expect(allowed(await evaluate(consumer(), REPLAY_AWS_CALLS, vars))).toEqual([]);
     });
 });
 
@@ -581,6 +675,64 @@ describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {
         expect(
             allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] }))),
         ).toEqual([]);
+    });
+});
+
+describe("simulated: the AWS Load Balancer Controller's role on an EKS spoke", () => {
+    it("provisions, updates and deletes the gateway's NLB; touches no load balancer, target group or security group it did not create", async () => {
+        const eks = HUB["platform:spokes"].find((x: any) => x.provider === "eks");
+        const { spoke } = await runHubAndSpoke(eks.stack);
+        const role = spoke.resources.find((r) => r.type === "aws:iam/role:Role" && r.name === "aws-load-balancer-controller-role")!;
+        const policy = JSON.parse(
+            inputs(
+                spoke.resources.find(
+                    (r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "aws-load-balancer-controller-permissions",
+                )!,
+            ).policy,
+        );
+        const principal: Principal = { arn: out(role, "arn"), policies: [policy] };
+        const vpcId = inputs(
+            spoke.resources.find((r) => r.type === "kubernetes:helm.sh/v3:Release" && r.name === "aws-load-balancer-controller")!,
+        ).values.vpcId;
+        expect(vpcId).toMatch(/^vpc-|_id$|-id$/);
+        const region = stackConfigDoc(eks.stack)["platform:cluster"].region;
+        const v = {
+            region,
+            account: ACCOUNT,
+            clusterName: `platform-${eks.name}`,
+            vpcArn: `arn:aws:ec2:${region}:${ACCOUNT}:vpc/${vpcId}`,
+        };
+        expect(notAllowed(await evaluate(principal, LBC_AWS_CALLS, v))).toEqual([]);
+        // Upstream's policy opens ingress on any security group of the account; ours only in the spoke's VPC.
+        const backend = LBC_AWS_CALLS.filter((c) => "ec2:Vpc" in c.context);
+        expect(backend).toHaveLength(2);
+        expect(allowed(await evaluate(principal, backend, { ...v, vpcArn: `arn:aws:ec2:${region}:${ACCOUNT}:vpc/vpc-0other` }))).toEqual(
+            [],
+        );
+        // Someone else's load balancer, target group or security group (no elbv2.k8s.aws/cluster tag): no change, no delete.
+        const owned = LBC_AWS_CALLS.filter((c) => "aws:ResourceTag/elbv2.k8s.aws/cluster" in c.context);
+        expect(owned.length).toBeGreaterThanOrEqual(6);
+        expect(
+            allowed(
+                await evaluate(principal, owned, { ...v, vpcArn: `arn:aws:ec2:${region}:${ACCOUNT}:vpc/vpc-0other` }, (c) => {
+                    const { "aws:ResourceTag/elbv2.k8s.aws/cluster": _, ...rest } = c;
+                    return rest;
+                }),
+            ),
+        ).toEqual([]);
+        // Creating untagged: refused (what it creates must carry the tag that later scopes it).
+        const creates = LBC_AWS_CALLS.filter((c) => /:(CreateLoadBalancer|CreateTargetGroup)$/.test(c.action));
+        expect(
+            allowed(
+                await evaluate(principal, creates, v, (c) => {
+                    const { "aws:RequestTag/elbv2.k8s.aws/cluster": _, ...rest } = c;
+                    return rest;
+                }),
+            ),
+        ).toEqual([]);
+        // Another service's linked role: refused.
+        const slr = LBC_AWS_CALLS.filter((c) => c.action === "iam:CreateServiceLinkedRole");
+        expect(allowed(await evaluate(principal, slr, v, (c) => ({ ...c, "iam:AWSServiceName": "eks.amazonaws.com" })))).toEqual([]);
     });
 });
 

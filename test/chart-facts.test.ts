@@ -13,6 +13,7 @@ import { certManagerValues } from "../lib/edge";
 import { efaDevicePluginValues } from "../lib/efa";
 import { aiGatewayValues, envoyGatewayValues, gatewayCrdsValues } from "../lib/gateway";
 import { chartFacts, charts, unknownValuesKeys } from "../upstream/charts";
+import { lbcValues } from "../lib/aws-load-balancer-controller";
 
 /** Chart name (last path segment of an OCI reference) and version of each pinned Helm chart. */
 const pinned = [
@@ -26,6 +27,7 @@ const pinned = [
     versions.aiGatewayCrds,
     versions.aiGateway,
     versions.certManager,
+    versions.awsLoadBalancerController,
 ].map((v) => ({ chart: v.chart.split("/").pop()!, version: v.version, repository: "repo" in v ? v.repo : v.chart }));
 
 const facts = (chart: string) => {
@@ -63,6 +65,15 @@ describe("values we set are values the chart reads", () => {
         ["gateway-helm", envoyGatewayValues({ redisUrl: "redis:6379", timeout: "100ms" })],
         ["ai-gateway-helm", aiGatewayValues()],
         ["cert-manager", certManagerValues()],
+        [
+            "aws-load-balancer-controller",
+            lbcValues({
+                clusterName: "platform-sg1",
+                region: "ap-southeast-1",
+                vpcId: "vpc-1",
+                nodeSelector: { "platform.example/system": "true" },
+            }),
+        ],
     ];
     it.each(cases)("%s", (chart, values) => {
         expect(unknownValuesKeys(facts(chart), values)).toEqual([]);

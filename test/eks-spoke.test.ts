@@ -27,7 +27,7 @@ describe("EKS spoke config (spoke-sg1)", () => {
         const cfg = parse(stackConfigDoc("spoke-sg1"));
         expect(cfg.role).toBe("spoke");
         if (cfg.role !== "spoke" || !isEksSpoke(cfg.spoke)) throw new Error("not an EKS spoke");
-        expect(cfg.spoke.cluster).toMatchObject({ provider: "eks", region: "ap-southeast-1", kubernetesVersion: "1.33" });
+        expect(cfg.spoke.cluster).toMatchObject({ provider: "eks", region: "ap-southeast-1", kubernetesVersion: "1.35" });
         expect(cfg.spoke.nodePools.map((p) => [p.name, p.profile.name, p.profile.efa?.networkCards, p.memlockUnlimited, p.nodes])).toEqual([
             ["h200", "p5en-48xlarge", 16, true, []],
         ]);
@@ -76,6 +76,43 @@ describe("EKS spoke config (spoke-sg1)", () => {
                 d["platform:cluster"].kubernetesVersion = "latest";
             },
             /platform:cluster.kubernetesVersion: must be a pinned EKS Kubernetes version/,
+        ],
+        [
+            "a version in extended support",
+            (d) => {
+                d["platform:cluster"].kubernetesVersion = "1.33";
+            },
+            /platform:cluster.kubernetesVersion: must be an EKS version in standard support .*\(1\.35\)/,
+        ],
+        [
+            "subnets for another AZ",
+            (d) => {
+                d["platform:cluster"].vpc.subnets = {
+                    "ap-southeast-1a": { private: "10.80.0.0/18", public: "10.80.192.0/22" },
+                    "ap-southeast-1c": { private: "10.80.64.0/18", public: "10.80.196.0/22" },
+                };
+            },
+            /platform:cluster.vpc.subnets: must name exactly the availabilityZones \(ap-southeast-1a, ap-southeast-1b\)/,
+        ],
+        [
+            "a subnet outside the VPC",
+            (d) => {
+                d["platform:cluster"].vpc.subnets = {
+                    "ap-southeast-1a": { private: "10.81.0.0/18", public: "10.80.192.0/22" },
+                    "ap-southeast-1b": { private: "10.80.64.0/18", public: "10.80.196.0/22" },
+                };
+            },
+            /platform:cluster.vpc.subnets.ap-southeast-1a.private: 10.81.0.0\/18 is not inside the VPC's 10.80.0.0\/16/,
+        ],
+        [
+            "overlapping subnets",
+            (d) => {
+                d["platform:cluster"].vpc.subnets = {
+                    "ap-southeast-1a": { private: "10.80.0.0/18", public: "10.80.192.0/22" },
+                    "ap-southeast-1b": { private: "10.80.0.0/20", public: "10.80.196.0/22" },
+                };
+            },
+            /platform:cluster.vpc.subnets.ap-southeast-1b.private: 10.80.0.0\/20 overlaps subnets.ap-southeast-1a.private/,
         ],
         [
             "public endpoint without allowed CIDRs",
@@ -159,9 +196,11 @@ describe("spoke-sg1 under mocks", () => {
         const cluster = byType(rs, "aws:eks/cluster:Cluster")[0];
         expect(inputs(cluster)).toMatchObject({
             name: "platform-sg1",
-            version: "1.33",
+            version: "1.35",
             kubernetesNetworkConfig: { serviceIpv4Cidr: "172.20.0.0/16" },
         });
+        // Never paid extended support: the policy is explicit (the EKS default is EXTENDED).
+        expect(inputs(cluster).upgradePolicy).toEqual({ supportType: "STANDARD" });
         expect(cluster.provider.startsWith(awsProvider.urn)).toBe(true);
         expect(
             byType(rs, "aws:eks/addon:Addon")
@@ -247,6 +286,31 @@ describe("spoke-sg1 under mocks", () => {
             .map(inputs)
             .find((g) => g.nodeGroupNamePrefix === "h200-")!;
         expect(ng.capacityType).toBe("CAPACITY_BLOCK");
+    });
+
+    it("subnets are named by tier and AZ; with the file's subnets, reordering the AZs moves no subnet's CIDR", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const render = async (azs: string[]) => {
+            const d = stackConfigDoc("spoke-sg1");
+            d["platform:cluster"].vpc.availabilityZones = azs;
+            d["platform:cluster"].vpc.subnets = {
+                "ap-southeast-1a": { private: "10.80.0.0/18", public: "10.80.192.0/22" },
+                "ap-southeast-1b": { private: "10.80.64.0/18", public: "10.80.196.0/22" },
+            };
+            const r = await runRepoStack("spoke-sg1", {
+                config: flatConfig(d),
+                stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+            });
+            return Object.fromEntries(byType(r.resources, "aws:ec2/subnet:Subnet").map((x) => [x.name, inputs(x).cidrBlock]));
+        };
+        const ab = await render(["ap-southeast-1a", "ap-southeast-1b"]);
+        expect(ab).toEqual({
+            "eks-private-ap-southeast-1a": "10.80.0.0/18",
+            "eks-private-ap-southeast-1b": "10.80.64.0/18",
+            "eks-public-ap-southeast-1a": "10.80.192.0/22",
+            "eks-public-ap-southeast-1b": "10.80.196.0/22",
+        });
+        expect(await render(["ap-southeast-1b", "ap-southeast-1a"])).toEqual(ab);
     });
 
     it("renders in preview mode too (cluster endpoint unknown)", async () => {
@@ -519,9 +583,10 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
 
     it("auth and metering get the spoke role by EKS Pod Identity: no key, no credentials file", () => {
         const all = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
-        // cert-manager has its own DNS-01 role (test/aws-simulate.test.ts); the spoke role goes to auth and metering only.
-        const assocs = all.filter((a) => a.namespace !== "cert-manager");
-        expect(all.length - assocs.length).toBe(1);
+        // cert-manager and the load balancer controller have their own roles (test/aws-simulate.test.ts); the spoke role
+        // goes to auth and metering only.
+        const assocs = all.filter((a) => a.namespace !== "cert-manager" && a.serviceAccount !== "aws-load-balancer-controller");
+        expect(all.length - assocs.length).toBe(2);
         expect(assocs.map((a) => `${a.namespace}/${a.serviceAccount}`).sort()).toEqual(["llm-gateway/auth", "platform-system/metering"]);
         for (const a of assocs) expect(a.roleArn).toMatch(/:role\/(platform\/spokes\/)?platform-spoke-sg1$/);
         const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);
@@ -531,6 +596,35 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
             byType(rs, "kubernetes:apps/v1:Deployment").concat(byType(rs, "kubernetes:apps/v1:StatefulSet")).map(inputs),
         );
         expect(envNames).not.toContain("AWS_SHARED_CREDENTIALS_FILE");
+    });
+
+    it("the AWS Load Balancer Controller (pinned chart) provisions the gateway's NLB on its own Pod Identity role", () => {
+        const release = byType(rs, "kubernetes:helm.sh/v3:Release")
+            .map(inputs)
+            .find((r) => r.name === "aws-load-balancer-controller")!;
+        expect([release.chart, release.version, release.repositoryOpts.repo, release.namespace]).toEqual([
+            "aws-load-balancer-controller",
+            "3.5.0",
+            "https://aws.github.io/eks-charts",
+            "kube-system",
+        ]);
+        expect(release.values).toMatchObject({
+            clusterName: "platform-sg1",
+            region: stackConfigDoc("spoke-sg1")["platform:cluster"].region,
+            serviceAccount: { create: true, name: "aws-load-balancer-controller" },
+            enableServiceMutatorWebhook: false,
+        });
+        expect(release.values.vpcId).toEqual(expect.any(String));
+        const assoc = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+            .map(inputs)
+            .find((a) => a.serviceAccount === "aws-load-balancer-controller")!;
+        expect(assoc.namespace).toBe("kube-system");
+        const role = rs.find((r) => r.type === "aws:iam/role:Role" && r.name === "aws-load-balancer-controller-role")!;
+        expect(assoc.roleArn).toBe(unwrapWire(role.outputs.arn));
+        const trust = JSON.parse(inputs(role).assumeRolePolicy);
+        expect(JSON.stringify(trust)).toContain("aws-load-balancer-controller");
+        // The gateway's Service is what the controller provisions: an NLB by its class.
+        expect(JSON.stringify(rs.map(inputs))).toContain('"loadBalancerClass":"service.k8s.aws/nlb"');
     });
 
     it("the EKS cluster is protected and retained on delete (resources.json records it)", async () => {

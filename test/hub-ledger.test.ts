@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { CapturedResource } from "../tools/harness";
-import { byType, inputs, runRepoStack } from "./helpers";
+import { byType, flatConfig, inputs, runRepoStack, stackConfigDoc } from "./helpers";
 
 let rs: CapturedResource[];
 beforeAll(async () => {
@@ -18,13 +18,83 @@ describe("the ledger stays at its pin and can be upgraded by bumping it", () => 
     });
 });
 
+describe("a major-version upgrade of the ledger is a bump of the pin, in place", () => {
+    it("16.6 -> 17.4: same cluster and instances (URNs, identifiers), new engine version, a new per-family parameter group beside the old one", async () => {
+        const d = stackConfigDoc("hub-prod");
+        d["platform:usage"] = { ...(d["platform:usage"] ?? {}), engineVersion: "17.4" };
+        const up = (await runRepoStack("hub-prod", { config: flatConfig(d) })).resources;
+        const pick = (res: CapturedResource[], type: string): any[] =>
+            byType(res, type).map((r) => ({ urn: r.urn, protect: r.options?.protect, ...inputs(r) }));
+        const [before, after] = [pick(rs, "aws:rds/cluster:Cluster")[0], pick(up, "aws:rds/cluster:Cluster")[0]];
+        expect(after.urn).toBe(before.urn);
+        expect([after.clusterIdentifier, after.engineVersion, after.allowMajorVersionUpgrade, after.protect]).toEqual([
+            before.clusterIdentifier,
+            "17.4",
+            true,
+            true,
+        ]);
+        expect(after.dbClusterParameterGroupName).toBe("platform-usage-ledger-aurora-postgresql17");
+        // Everything that replaces the cluster stays as it was (identifier, storage, key, subnets, master user).
+        for (const k of [
+            "clusterIdentifier",
+            "engine",
+            "engineMode",
+            "databaseName",
+            "masterUsername",
+            "storageEncrypted",
+            "kmsKeyId",
+            "dbSubnetGroupName",
+        ])
+            expect(after[k], k).toEqual(before[k]);
+        const params = pick(up, "aws:rds/clusterParameterGroup:ClusterParameterGroup")[0];
+        expect([params.name, params.family, params.parameters]).toEqual([
+            "platform-usage-ledger-aurora-postgresql17",
+            "aurora-postgresql17",
+            [{ name: "rds.force_ssl", value: "1", applyMethod: "immediate" }],
+        ]);
+        const instances = pick(up, "aws:rds/clusterInstance:ClusterInstance");
+        expect(instances.map((i) => i.urn).sort()).toEqual(
+            pick(rs, "aws:rds/clusterInstance:ClusterInstance")
+                .map((i) => i.urn)
+                .sort(),
+        );
+        for (const i of instances) expect([i.engineVersion, i.autoMinorVersionUpgrade]).toEqual(["17.4", false]);
+    });
+});
+
+describe("the ledger roles' passwords rotate with platform:usage.rolePasswordRotation", () => {
+    it("unset: no keeper (the first up's passwords stay); a mark: each password is keyed by it, and the migration re-runs on the new secret version", async () => {
+        const pw = (res: CapturedResource[]) =>
+            byType(res, "random:index/randomPassword:RandomPassword")
+                .filter((r) => /usage-ledger-(ingest|reporter)-password/.test(r.name))
+                .map(inputs);
+        expect(pw(rs)).toHaveLength(2);
+        for (const p of pw(rs)) expect(p.keepers).toBeUndefined();
+        const d = stackConfigDoc("hub-prod");
+        d["platform:usage"] = { ...(d["platform:usage"] ?? {}), rolePasswordRotation: "2026-12-01" };
+        const up = (await runRepoStack("hub-prod", { config: flatConfig(d) })).resources;
+        for (const p of pw(up)) expect(p.keepers).toEqual({ rotation: "2026-12-01" });
+        const migration = up.find((r) => r.type === "aws:lambda/invocation:Invocation" && r.name === "usage-ledger-migration")!;
+        // Its triggers carry each secret version's id (components/hub/ledger/functions.ts), so it runs after them.
+        for (const role of ["ingest", "reporter"])
+            expect(migration.dependencies).toContain(
+                up.find((r) => r.type === "aws:secretsmanager/secretVersion:SecretVersion" && r.name === `usage-ledger-${role}-password`)!
+                    .urn,
+            );
+        d["platform:usage"].rolePasswordRotation = "2026 12 01";
+        await expect(runRepoStack("hub-prod", { config: flatConfig(d) })).rejects.toThrow(
+            /platform:usage.rolePasswordRotation: must be a short mark/,
+        );
+    });
+});
+
 describe("the ledger's order of creation", () => {
     const urn = (type: string, name: string) => rs.find((r) => r.type === type && r.name === name)!.urn;
     const deps = (type: string, name: string) => rs.find((r) => r.type === type && r.name === name)!.dependencies;
     it("Lambdas after their VPC execution policy; the migration after the endpoints it reaches its secrets through", () => {
         for (const id of ["consumer", "migrator", "reconciler"]) {
             expect(deps("aws:lambda/function:Function", `usage-ledger-${id}`)).toContain(
-                urn("aws:iam/rolePolicyAttachment:RolePolicyAttachment", `usage-ledger-${id}-vpc`),
+                urn("aws:iam/rolePolicy:RolePolicy", `usage-ledger-${id}-vpc-network`),
             );
         }
         for (const svc of ["secretsmanager", "monitoring"]) {

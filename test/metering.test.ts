@@ -26,6 +26,9 @@ describe("metering config", () => {
         expect(ledgerAvailabilityZones(hub, "ap-southeast-1")).toEqual(["ap-southeast-1a", "ap-southeast-1b"]);
         expect(MeteringConfigSchema.parse({})).toEqual({ replicas: 2, spoolVolumeGiB: 20, collectorReplicas: 2, collectorQueueGiB: 5 });
         expect(UsageLedgerConfigSchema.safeParse({ minAcu: 16, maxAcu: 8 }).success).toBe(false);
+        // A retention that leaves no time to retry and replay (the failure destination fires a day before expiry).
+        expect(UsageLedgerConfigSchema.safeParse({ streamRetentionHours: 24 }).success).toBe(false);
+        expect(UsageLedgerConfigSchema.safeParse({ streamRetentionHours: 72 }).success).toBe(true);
         expect(spoolMaxBytes(20)).toBe(18_253_611_008);
     });
 
@@ -37,6 +40,7 @@ describe("metering config", () => {
             kmsKeyArn: "arn:k",
             logGroupArn: "arn:lg",
             region: "ap-southeast-1",
+            failedBatchBucketArn: "arn:b",
         });
         expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
             ["ReadUsageStreams", ["arn:s1"]],
@@ -44,6 +48,8 @@ describe("metering config", () => {
             ["FailureDestination", "arn:q"],
             ["DatabasePassword", "arn:sec"],
             ["DecryptDatabasePassword", "arn:k"],
+            ["KeepFailedBatches", "arn:b/failed/*"],
+            ["EncryptFailedBatches", "arn:k"],
             ["Logs", "arn:lg:*"],
         ]);
     });

@@ -339,6 +339,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             "aws:rds/clusterInstance:ClusterInstance",
             "aws:rds/clusterInstance:ClusterInstance",
             "aws:s3/bucket:Bucket",
+            "aws:s3/bucket:Bucket",
         ]);
         for (const r of stateful)
             expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
@@ -348,7 +349,10 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
                 .map((r) => r.inputs.identifier ?? r.inputs.clusterIdentifier ?? r.inputs.bucket ?? r.inputs.name);
         expect(named("aws:rds/cluster:Cluster")).toEqual(["platform-usage-ledger"]);
         expect(named("aws:rds/clusterInstance:ClusterInstance").sort()).toEqual(["platform-usage-ledger-0", "platform-usage-ledger-1"]);
-        expect(named("aws:s3/bucket:Bucket")).toEqual(["platform-policy-bundles-123456789012-ap-southeast-1"]);
+        expect(named("aws:s3/bucket:Bucket").sort()).toEqual([
+            "platform-policy-bundles-123456789012-ap-southeast-1",
+            "platform-usage-failed-batches-123456789012-ap-southeast-1",
+        ]);
         // Fixed-name IAM principals are replaced delete-first.
         expect(rows.find((r) => r.name === "spoke-hn1-role")!.options.deleteBeforeReplace).toBe(true);
         // Something not stateful stays unprotected (the option is recorded, not assumed).
@@ -380,13 +384,20 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         expect(fns["platform-usage-consumer"].code).toBeDefined();
     });
 
-    it("alarms on the failure queue, the consumer's iterator age and reconciliation gaps go to the topic in the hub file; the reconciliation is scheduled", () => {
+    it("alarms on the failure queue, the consumer's errors and iterator age and reconciliation gaps go to the topic in the hub file; the reconciliation is scheduled", () => {
         const alarms = Object.fromEntries<any>(all("aws:cloudwatch/metricAlarm:MetricAlarm").map((a) => [inputs(a).name, inputs(a)]));
         expect(Object.keys(alarms).sort()).toEqual([
+            "platform-usage-consumer-errors",
             "platform-usage-consumer-iterator-age",
             "platform-usage-failure-queue",
             "platform-usage-reconciliation-gaps",
         ]);
+        expect(alarms["platform-usage-consumer-errors"]).toMatchObject({
+            namespace: "AWS/Lambda",
+            metricName: "Errors",
+            dimensions: { FunctionName: "platform-usage-consumer" },
+            threshold: 0,
+        });
         for (const a of Object.values(alarms)) expect(a.alarmActions).toEqual(["arn:aws:sns:ap-southeast-1:111122223333:platform-alarms"]);
         expect(alarms["platform-usage-failure-queue"]).toMatchObject({
             namespace: "AWS/SQS",

@@ -190,6 +190,7 @@ Object.assign(outputMocks, {
         mainRouteTableId: `rtb-${mockRandomString(n, 17)}`,
     }),
     "aws:ec2/securityGroup:SecurityGroup": (n, _i, r) => ({ arn: arn("ec2", r, `security-group/${n}`) }),
+    "aws:ec2/subnet:Subnet": (n, _i, r) => ({ arn: arn("ec2", r, `subnet/${n}`) }),
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": (_n, i) => ({
         arn: arn("iam", "", `oidc-provider/${String(i.url ?? "").replace(/^https:\/\//, "")}`),
     }),
@@ -230,6 +231,11 @@ export const INSTANCE_TYPES: Record<string, Record<string, unknown>> = {
     },
 };
 
+/** Role names `aws.iam.getRole` reports as missing in the mock account (tests add and remove them). */
+export const MOCK_MISSING_ROLES = new Set<string>();
+/** Topic names `aws.sns.getTopic` reports as missing in the mock account. */
+export const MOCK_MISSING_TOPICS = new Set<string>();
+
 /** Results of provider functions (invokes) by token. */
 export const callMocks: Record<string, (args: Record<string, any>, region: string) => Record<string, unknown>> = {
     "aws:ec2/getInstanceType:getInstanceType": (a) => {
@@ -249,6 +255,21 @@ export const callMocks: Record<string, (args: Record<string, any>, region: strin
     "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
     // A role session's issuer is its role; for an IAM user the issuer is the user itself.
     "aws:iam/getSessionContext:getSessionContext": (a) => ({ arn: a.arn, issuerArn: a.arn, issuerName: String(a.arn).split("/").pop() }),
+    // IAM roles exist unless a test removed them from the mock account (MOCK_MISSING_ROLES), as GetRole answers NoSuchEntity.
+    "aws:iam/getRole:getRole": (a) => {
+        if (MOCK_MISSING_ROLES.has(String(a.name))) throw new Error(`NoSuchEntity: The role with name ${a.name} cannot be found.`);
+        return {
+            name: a.name,
+            arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:role/${a.name}`,
+            id: a.name,
+            uniqueId: `AROA${mockRandomString(`role:${a.name}`, 16).toUpperCase()}`,
+        };
+    },
+    // SNS topics exist unless a test removed them (MOCK_MISSING_TOPICS).
+    "aws:sns/getTopic:getTopic": (a, r) => {
+        if (MOCK_MISSING_TOPICS.has(String(a.name))) throw new Error(`NotFound: Topic ${a.name} does not exist`);
+        return { name: a.name, arn: `arn:aws:sns:${r}:${MOCK_ACCOUNT_ID}:${a.name}`, id: `arn:aws:sns:${r}:${MOCK_ACCOUNT_ID}:${a.name}` };
+    },
     // A spoke's source key secret (components/hub/SpokeIdentity.ts): deterministic per secret, in the JSON shape the hub writes.
     "aws:secretsmanager/getSecretVersion:getSecretVersion": (a) => ({
         arn: a.secretId,

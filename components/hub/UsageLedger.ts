@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { UsageContract } from "../../config/contract";
 import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
 import { ledgerDatabase } from "./ledger/database";
+import { failedBatchBucket } from "./ledger/failures";
 import { ledgerFunctions } from "./ledger/functions";
 import { ledgerNetwork } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
@@ -34,6 +35,8 @@ export interface UsageLedgerArgs {
     streamRetentionHours: number;
     consumerBatchSize: number;
     deletionProtection: boolean;
+    /** Rotation mark of the login roles' passwords (config/metering.ts `rolePasswordRotation`); a new mark rotates them. */
+    rolePasswordRotation?: string;
     alarms: LedgerAlarmArgs;
     /** The hub's account (the ledger key's policy, components/hub/kms.ts). */
     accountId: pulumi.Input<string>;
@@ -49,9 +52,10 @@ export interface UsageLedgerArgs {
  * - Streams: on-demand capacity, SSE with the AWS managed key `alias/aws/kinesis` (producers then need only
  *   `kinesis:PutRecord(s)` on the stream: {@link streamArnFor} for SpokeIdentity), retention
  *   `streamRetentionHours`.
- * - Consumer: in the ledger VPC (no internet route; Secrets Manager through an interface endpoint), retries a
- *   failing batch (bisecting it) until the records are a day from expiring, then sends the batch's shard and
- *   sequence range to the SQS failure destination; replaying it is safe (idempotent ingestion).
+ * - Consumer: in the ledger VPC (no internet route; Secrets Manager through an interface endpoint, S3 through a
+ *   gateway endpoint), writes a failing batch's records to the failure bucket (SSE-KMS, ledger key) and retries it
+ *   (bisecting it) until the records are a day from expiring, then sends the batch's shard and sequence range to the
+ *   SQS failure destination; `npm run replay-usage` ingests the stored records again (idempotent ingestion).
  * - Database: encrypted with the ledger's KMS key, private subnets only, password from `@pulumi/random`
  *   (a Pulumi secret) stored in Secrets Manager for the consumer; TLS verified against the RDS CAs.
  */
@@ -60,6 +64,8 @@ export class UsageLedger extends pulumi.ComponentResource {
     public readonly streams: Record<string, { name: pulumi.Output<string>; arn: pulumi.Output<string> }>;
     public readonly consumerArn: pulumi.Output<string>;
     public readonly failureQueueArn: pulumi.Output<string>;
+    /** The failure bucket: failed batches with their records, for `npm run replay-usage`. */
+    public readonly failedBatchBucket: pulumi.Output<string>;
     public readonly clusterEndpoint: pulumi.Output<string>;
     public readonly passwordSecretArn: pulumi.Output<string>;
     private readonly region: string;
@@ -80,15 +86,16 @@ export class UsageLedger extends pulumi.ComponentResource {
         const key = new aws.kms.Key(
             `${name}-key`,
             {
-                description: "Usage ledger: Aurora storage and the database secrets",
+                description: "Usage ledger: Aurora storage, the database secrets and failed usage batches",
                 enableKeyRotation: true,
                 deletionWindowInDays: 30,
                 tags,
                 // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
+                // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts).
                 policy: pulumi
                     .output(args.accountId)
                     .apply((accountId) =>
-                        JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager"] })),
+                        JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager", "s3"] })),
                     ),
             },
             scope.keep,
@@ -99,6 +106,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.streams = Object.fromEntries(streamResources.map(({ spoke, stream }) => [spoke, { name: stream.name, arn: stream.arn }]));
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
+        const failures = failedBatchBucket(scope, key, args.accountId);
         const { fn, queue } = ledgerFunctions(
             scope,
             {
@@ -112,17 +120,20 @@ export class UsageLedger extends pulumi.ComponentResource {
             net,
             db,
             streamResources,
+            failures,
         );
         ledgerAlarms(scope, args.alarms, queue, fn);
 
         this.consumerArn = fn.arn;
         this.failureQueueArn = queue.arn;
+        this.failedBatchBucket = failures.bucket.bucket;
         this.clusterEndpoint = db.cluster.endpoint;
         this.passwordSecretArn = db.ingest.secret.arn;
         this.registerOutputs({
             streams: this.streams,
             consumerArn: this.consumerArn,
             failureQueueArn: this.failureQueueArn,
+            failedBatchBucket: this.failedBatchBucket,
             clusterEndpoint: this.clusterEndpoint,
             passwordSecretArn: this.passwordSecretArn,
         });

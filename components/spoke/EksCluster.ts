@@ -8,7 +8,7 @@ export interface EksClusterArgs {
     /** EKS cluster name (also used for tags). */
     clusterName: string;
     region: string;
-    /** Pinned Kubernetes version, e.g. `"1.33"`. */
+    /** Pinned Kubernetes version, e.g. `"1.35"` (config/eks.ts EKS_STANDARD_SUPPORT_VERSIONS). */
     kubernetesVersion: string;
     /** `kubernetesNetworkConfig.serviceIpv4Cidr`. */
     serviceCidr: string;
@@ -151,7 +151,7 @@ export class EksCluster extends pulumi.ComponentResource {
             );
             vpcId = vpc.id;
             const igw = new aws.ec2.InternetGateway(`${name}-igw`, { vpcId: vpc.id, tags }, { parent: vpc });
-            const plan = vpcSubnetPlan(args.vpc.cidr, args.vpc.availabilityZones);
+            const plan = vpcSubnetPlan(args.vpc.cidr, args.vpc.availabilityZones, args.vpc.subnets);
             const subnets = plan.map((p) => ({
                 plan: p,
                 subnet: new aws.ec2.Subnet(
@@ -260,6 +260,9 @@ export class EksCluster extends pulumi.ComponentResource {
                 // first `up` from CI), and it can only be removed later by replacing the cluster (the flag is immutable).
                 accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: false },
                 enabledClusterLogTypes: ["api", "audit", "authenticator"],
+                // Standard support only, explicitly (the EKS default is EXTENDED: a version past its standard support keeps
+                // running at the extended-support price). At the end of standard support EKS upgrades the control plane.
+                upgradePolicy: { supportType: "STANDARD" },
                 tags,
                 // The cluster holds every workload and its volumes: never deleted or replaced by an ordinary `up`
                 // (a replacement would be a new, empty cluster under the same name). Explicit name: fixed.

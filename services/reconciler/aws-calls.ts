@@ -20,6 +20,54 @@ const logs = (source: string): AwsCall[] => [
 ];
 
 /**
+ * What Lambda does with a VPC function's execution role (AWS Lambda developer guide, "Giving Lambda functions access
+ * to resources in an Amazon VPC": the permissions of AWSLambdaVPCAccessExecutionRole): create, describe and delete its
+ * network interfaces in the ledger's subnets with the Lambdas' security group. `{ledgerVpcArn}`, `{ledgerSubnetArn}`,
+ * `{lambdaSgArn}` are the ledger network's (components/hub/ledger/network.ts).
+ */
+const vpc = (source: string): AwsCall[] => [
+    ...["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"].map(
+        (action): AwsCall => ({
+            source,
+            action,
+            resource: "*",
+            context: { ...SDK_TRANSPORT },
+            purpose: "Lambda checks the function's VPC configuration",
+        }),
+    ),
+    {
+        source,
+        action: "ec2:CreateNetworkInterface",
+        resource: "arn:aws:ec2:{region}:{account}:network-interface/*",
+        context: { ...SDK_TRANSPORT, "ec2:Vpc": "{ledgerVpcArn}", "ec2:Subnet": "{ledgerSubnetArn}" },
+        purpose: "the function's ENI",
+    },
+    {
+        source,
+        action: "ec2:CreateNetworkInterface",
+        resource: "{ledgerSubnetArn}",
+        context: { ...SDK_TRANSPORT, "ec2:Vpc": "{ledgerVpcArn}" },
+        purpose: "in a ledger subnet",
+    },
+    {
+        source,
+        action: "ec2:CreateNetworkInterface",
+        resource: "{lambdaSgArn}",
+        context: { ...SDK_TRANSPORT, "ec2:Vpc": "{ledgerVpcArn}" },
+        purpose: "with the Lambdas' security group",
+    },
+    ...["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"].map(
+        (action): AwsCall => ({
+            source,
+            action,
+            resource: "arn:aws:ec2:{region}:{account}:network-interface/eni-0123456789abcdef0",
+            context: { ...SDK_TRANSPORT, "ec2:Vpc": "{ledgerVpcArn}" },
+            purpose: "Lambda manages the function's ENI",
+        }),
+    ),
+];
+
+/**
  * Every AWS call of the migrator Lambda (services/reconciler/migrator.ts through secrets.ts): the RDS-managed master
  * secret and the two login roles' passwords, each decrypted by Secrets Manager under the ledger key. See
  * services/shared/aws-calls.ts for the placeholders.
@@ -43,6 +91,7 @@ export const MIGRATOR_AWS_CALLS: readonly AwsCall[] = [
         },
     ]),
     ...logs("services/reconciler/migrator.ts"),
+    ...vpc("components/hub/ledger/functions.ts"),
 ];
 
 /** Every AWS call of the reconciliation Lambda (services/reconciler/handler.ts): its password, the gap metric. */
@@ -71,6 +120,7 @@ export const RECONCILER_AWS_CALLS: readonly AwsCall[] = [
         purpose: "publish the gap metric",
     },
     ...logs("services/reconciler/handler.ts"),
+    ...vpc("components/hub/ledger/functions.ts"),
 ];
 
-export { logs as lambdaLogCalls };
+export { logs as lambdaLogCalls, vpc as lambdaVpcCalls };

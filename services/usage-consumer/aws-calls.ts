@@ -1,5 +1,5 @@
-import { SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
-import { lambdaLogCalls } from "../reconciler/aws-calls";
+import { S3_TRANSPORT, SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
+import { lambdaLogCalls, lambdaVpcCalls } from "../reconciler/aws-calls";
 
 /**
  * Every AWS call made as the usage consumer's role: its password (services/usage-consumer/handler.ts), and what the
@@ -39,6 +39,25 @@ export const CONSUMER_AWS_CALLS: readonly AwsCall[] = [
         }),
     ),
     {
+        command: "PutObjectCommand",
+        source: "services/usage-consumer/failed-batches.ts",
+        action: "s3:PutObject",
+        resource: "{failedBatchBucketArn}/failed/hn1/shardId-000000000000/1-2.json",
+        context: {
+            ...S3_TRANSPORT,
+            "s3:x-amz-server-side-encryption": "aws:kms",
+            "s3:x-amz-server-side-encryption-aws-kms-key-id": "{ledgerKeyArn}",
+        },
+        purpose: "a failing batch's records, kept for replay",
+    },
+    {
+        source: "services/usage-consumer/failed-batches.ts",
+        action: "kms:GenerateDataKey",
+        resource: "{ledgerKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },
+        purpose: "S3 encrypts the failed batch under the ledger key",
+    },
+    {
         source: "components/hub/UsageLedger.ts",
         action: "sqs:SendMessage",
         resource: "{failureQueueArn}",
@@ -46,4 +65,43 @@ export const CONSUMER_AWS_CALLS: readonly AwsCall[] = [
         purpose: "a batch past its age goes to the failure destination",
     },
     ...lambdaLogCalls("services/usage-consumer/handler.ts"),
+    ...lambdaVpcCalls("components/hub/ledger/functions.ts"),
+];
+
+/**
+ * Every AWS call `npm run replay-usage` makes (services/usage-consumer/replay.ts), as the operator who runs it (a hub
+ * deployer): list, read and, once ingested, delete the failed batches; S3 decrypts them with the ledger key.
+ */
+export const REPLAY_AWS_CALLS: readonly AwsCall[] = [
+    {
+        command: "ListObjectsV2Command",
+        source: "services/usage-consumer/replay.ts",
+        action: "s3:ListBucket",
+        resource: "{failedBatchBucketArn}",
+        context: { ...S3_TRANSPORT, "s3:prefix": "failed/" },
+        purpose: "find the failed batches",
+    },
+    {
+        command: "GetObjectCommand",
+        source: "services/usage-consumer/replay.ts",
+        action: "s3:GetObject",
+        resource: "{failedBatchBucketArn}/failed/hn1/shardId-000000000000/1-2.json",
+        context: { ...S3_TRANSPORT },
+        purpose: "read a failed batch",
+    },
+    {
+        source: "services/usage-consumer/replay.ts",
+        action: "kms:Decrypt",
+        resource: "{ledgerKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },
+        purpose: "S3 decrypts the failed batch",
+    },
+    {
+        command: "DeleteObjectCommand",
+        source: "services/usage-consumer/replay.ts",
+        action: "s3:DeleteObject",
+        resource: "{failedBatchBucketArn}/failed/hn1/shardId-000000000000/1-2.json",
+        context: { ...S3_TRANSPORT },
+        purpose: "a replayed batch is removed",
+    },
 ];

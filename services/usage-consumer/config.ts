@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { NODE_RUNTIME_ENV, parseEnv } from "../shared/env";
 
+/** Object key prefix of failed batches in the failure bucket (failed-batches.ts; the bucket's expiry and the consumer's grant). */
+export const FAILED_BATCH_PREFIX = "failed/";
+
 /** JSON text of a stream ARN -> spoke object. */
 const streamSpokes = z.string().transform((text, ctx) => {
     try {
@@ -28,6 +31,10 @@ export const CONSUMER_ENV = z.object({
     DB_PASSWORD_SECRET_ARN: z.string().min(1),
     /** JSON object, stream ARN -> the only spoke allowed to write it. */
     STREAM_SPOKES: streamSpokes,
+    /** The failure bucket: a failing batch's records are written there before the batch is failed (failed-batches.ts). */
+    FAILED_BATCH_BUCKET: z.string().min(1),
+    /** The KMS key (ARN) failed batches are encrypted with, named in each upload (the bucket policy requires it). */
+    FAILED_BATCH_KMS_KEY_ARN: z.string().min(1),
     /** The RDS CAs the Lambda runtime ships (`/var/runtime/ca-cert.pem`): TLS to Aurora is verified against them. */
     ...NODE_RUNTIME_ENV,
 });
@@ -42,6 +49,10 @@ export interface ConsumerEnv {
     passwordSecretArn: string;
     /** `STREAM_SPOKES`: stream ARN -> spoke name. */
     streamSpokes: Record<string, string>;
+    /** `FAILED_BATCH_BUCKET`. */
+    failedBatchBucket: string;
+    /** `FAILED_BATCH_KMS_KEY_ARN`. */
+    failedBatchKmsKeyArn: string;
 }
 
 /** @throws Error naming each missing or invalid variable. */
@@ -54,5 +65,7 @@ export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
         user: e.PGUSER,
         passwordSecretArn: e.DB_PASSWORD_SECRET_ARN,
         streamSpokes: e.STREAM_SPOKES,
+        failedBatchBucket: e.FAILED_BATCH_BUCKET,
+        failedBatchKmsKeyArn: e.FAILED_BATCH_KMS_KEY_ARN,
     };
 }

@@ -113,8 +113,28 @@ describe("usage consumer environment", () => {
         expect(() =>
             readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x", STREAM_SPOKES: "{" }),
         ).toThrow(/STREAM_SPOKES: invalid JSON/);
-        expect(
+        expect(() =>
             readEnv({ PGHOST: "h", PGDATABASE: "ledger", PGUSER: "u", DB_PASSWORD_SECRET_ARN: "arn:x", STREAM_SPOKES: '{"arn:s":"hn1"}' }),
-        ).toEqual({ host: "h", port: 5432, database: "ledger", user: "u", passwordSecretArn: "arn:x", streamSpokes: { "arn:s": "hn1" } });
+        ).toThrow(/FAILED_BATCH_BUCKET: /);
+        expect(
+            readEnv({
+                PGHOST: "h",
+                PGDATABASE: "ledger",
+                PGUSER: "u",
+                DB_PASSWORD_SECRET_ARN: "arn:x",
+                STREAM_SPOKES: '{"arn:s":"hn1"}',
+                FAILED_BATCH_BUCKET: "b",
+                FAILED_BATCH_KMS_KEY_ARN: "arn:k",
+            }),
+        ).toEqual({
+            host: "h",
+            port: 5432,
+            database: "ledger",
+            user: "u",
+            passwordSecretArn: "arn:x",
+            streamSpokes: { "arn:s": "hn1" },
+            failedBatchBucket: "b",
+            failedBatchKmsKeyArn: "arn:k",
+        });
     });
 });

@@ -11,6 +11,7 @@ import {
 } from "../ledger/ledger";
 import { type QuarantineMarker, QuarantineMarkerSchema, type UsageEvent, UsageEventSchema } from "../shared/usage";
 import { type ConsumerEnv, readEnv } from "./config";
+import { type FailureStore, keepFailedBatch } from "./failed-batches";
 
 export { type ConsumerEnv, readEnv } from "./config";
 
@@ -18,8 +19,10 @@ export { type ConsumerEnv, readEnv } from "./config";
  * Usage consumer (hub): a Lambda on the usage Kinesis streams, one event source mapping per spoke stream.
  * Each batch: decode, validate, quarantine what does not parse (with its reason), and ingest the rest into
  * the ledger in one idempotent statement. Any database error throws, so Lambda retries the batch (bisecting
- * it) and after the mapping's retry limit sends the batch's shard/sequence range to the failure destination;
- * replaying from there is safe because ingestion is idempotent.
+ * it) and after the mapping's retry limit sends the batch's shard/sequence range to the failure destination.
+ * That range alone cannot be replayed once the records expire from the stream, so a failing batch's records are first
+ * written to the failure bucket (services/usage-consumer/failed-batches.ts), from where `npm run replay-usage`
+ * ingests them again; replaying is safe because ingestion is idempotent.
  */
 
 /** The subset of the Lambda Kinesis event the consumer reads (aws-lambda `KinesisStreamEvent`). */
@@ -142,11 +145,54 @@ async function connection(): Promise<{ client: Client; env: ConsumerEnv }> {
     return cached;
 }
 
+/**
+ * One batch as the Lambda runs it: {@link processBatch}; when that fails, the batch's records are written to the
+ * failure bucket ({@link keepFailedBatch}) before the error is thrown back to Lambda, so they outlive the stream's
+ * retention whatever the retries decide. A failure to write them is logged; the batch fails either way.
+ * @throws the processing error (Lambda retries the batch, bisecting it)
+ */
+export async function consumeBatch(
+    db: Queryable,
+    event: KinesisStreamEvent,
+    streamSpokes: Record<string, string>,
+    store: FailureStore,
+): Promise<BatchOutcome> {
+    try {
+        return await processBatch(db, event, streamSpokes);
+    } catch (e) {
+        const kept = await keepFailedBatch(store, event, streamSpokes, e).then(
+            (key) => ({ key }),
+            (w: Error) => ({ keepError: w.message }),
+        );
+        console.error(JSON.stringify({ msg: "usage batch failed", records: event.Records.length, error: (e as Error).message, ...kept }));
+        throw e;
+    }
+}
+
+let failureStore: FailureStore | undefined;
+
+async function store(env: ConsumerEnv): Promise<FailureStore> {
+    if (failureStore) return failureStore;
+    // Provided by the Lambda Node.js runtime (AWS SDK v3); marked external in the bundle.
+    const s3 = await import("@aws-sdk/client-s3");
+    failureStore = { s3: new s3.S3Client({}), bucket: env.failedBatchBucket, kmsKeyArn: env.failedBatchKmsKeyArn };
+    return failureStore;
+}
+
 /** Lambda entry point (`index.handler` in the bundle). @throws on any database error, so the batch is retried. */
 export async function handler(event: KinesisStreamEvent): Promise<BatchOutcome> {
-    const { client, env } = await connection();
+    const env = readEnv(process.env);
+    const failures = await store(env);
+    let client: Client;
     try {
-        const out = await processBatch(client, event, env.streamSpokes);
+        ({ client } = await connection());
+    } catch (e) {
+        // The database cannot be reached at all: the records are kept all the same.
+        await keepFailedBatch(failures, event, env.streamSpokes, e).catch(() => undefined);
+        throw e;
+    }
+    try {
+        const out = await consumeBatch(client, event, env.streamSpokes, failures);
         console.log(JSON.stringify({ msg: "usage batch", records: event.Records.length, ...out }));
         return out;
     } catch (e) {

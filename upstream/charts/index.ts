@@ -2,6 +2,7 @@ import type { ChartFacts } from "../types";
 import { aiGatewayCrdsChart } from "./ai-gateway-crds-helm";
 import { aiGatewayChart } from "./ai-gateway-helm";
 import { efaDevicePluginChart } from "./aws-efa-k8s-device-plugin";
+import { awsLoadBalancerControllerChart } from "./aws-load-balancer-controller";
 import { certManagerChart } from "./cert-manager";
 import { dynamoPlatformChart } from "./dynamo-platform";
 import { gatewayCrdsChart } from "./gateway-crds-helm";
@@ -13,6 +14,7 @@ import { otelCollectorChart } from "./opentelemetry-collector";
 export {
     aiGatewayChart,
     aiGatewayCrdsChart,
+    awsLoadBalancerControllerChart,
     certManagerChart,
     dynamoPlatformChart,
     efaDevicePluginChart,
@@ -39,6 +41,7 @@ export const charts: readonly ChartFacts[] = [
     aiGatewayCrdsChart,
     dynamoPlatformChart,
     certManagerChart,
+    awsLoadBalancerControllerChart,
 ];
 
 /** The facts for `chart` at exactly `version`, or undefined (an unknown chart or version is itself a finding). */

@@ -10,7 +10,7 @@ export interface LedgerAlarmArgs {
     reconcileLookbackHours: number;
 }
 
-/** The ledger's alarms to the operator's topic: failure queue, consumer iterator age, reconciliation gaps. */
+/** The ledger's alarms to the operator's topic: failure queue, consumer errors, consumer iterator age, reconciliation gaps. */
 export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue: aws.sqs.Queue, fn: aws.lambda.Function): void {
     const args = { alarms };
     const actions = { alarmActions: [args.alarms.topicArn], okActions: [args.alarms.topicArn] };
@@ -19,11 +19,31 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
         {
             name: "platform-usage-failure-queue",
             alarmDescription:
-                "Usage batches reached the failure queue: replay them before the records age out of Kinesis (components/hub/UsageLedger.ts)",
+                "Usage batches reached the failure queue: Lambda gave up on them. Their records are in the failure bucket: fix the cause, then `npm run replay-usage -- --apply` (tools/replay-usage.ts)",
             namespace: "AWS/SQS",
             metricName: "ApproximateNumberOfMessagesVisible",
             dimensions: { QueueName: queue.name },
             statistic: "Maximum",
+            period: 300,
+            evaluationPeriods: 1,
+            threshold: 0,
+            comparisonOperator: "GreaterThanThreshold",
+            treatMissingData: "notBreaching",
+            ...actions,
+            tags: scope.tags,
+        },
+        scope.parent,
+    );
+    new aws.cloudwatch.MetricAlarm(
+        `${scope.name}-consumer-errors-alarm`,
+        {
+            name: "platform-usage-consumer-errors",
+            alarmDescription:
+                "The usage consumer failed batches (each one's records are written to the failure bucket and retried); usage is not reaching the ledger",
+            namespace: "AWS/Lambda",
+            metricName: "Errors",
+            dimensions: { FunctionName: fn.name },
+            statistic: "Sum",
             period: 300,
             evaluationPeriods: 1,
             threshold: 0,

@@ -55,6 +55,7 @@ export function ledgerDatabase(
         backupRetentionDays: number;
         deletionProtection: boolean;
         availabilityZones: [string, string];
+        rolePasswordRotation?: string;
     },
     key: aws.kms.Key,
     net: LedgerNetwork,
@@ -137,7 +138,17 @@ export function ledgerDatabase(
 
     // Login roles' passwords (created by the migrator), each in its own secret read only by its Lambda's role.
     const roleSecret = (role: "ingest" | "reporter", what: string) => {
-        const pw = new random.RandomPassword(`${scope.name}-${role}-password`, { length: 40, special: false }, scope.parent);
+        // A new rotation mark (platform:usage.rolePasswordRotation) replaces the password: new secret version, the
+        // migration runs again (its triggers include the version) and sets it on the role.
+        const pw = new random.RandomPassword(
+            `${scope.name}-${role}-password`,
+            {
+                length: 40,
+                special: false,
+                ...(args.rolePasswordRotation ? { keepers: { rotation: args.rolePasswordRotation } } : {}),
+            },
+            scope.parent,
+        );
         const sec = new aws.secretsmanager.Secret(
             `${scope.name}-${role}-password`,
             {

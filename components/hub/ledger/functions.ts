@@ -8,14 +8,14 @@ import type { EnvVars } from "../../../services/shared/env";
 import type { CONSUMER_ENV } from "../../../services/usage-consumer/config";
 import { bundleLambda, bundleUsageConsumer, CONSUMER_RUNTIME, REPO_ROOT } from "./bundle";
 import { LEDGER_DATABASE, type LedgerDatabase } from "./database";
-import { consumerPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
+import { consumerPolicy, lambdaVpcPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
 import type { LedgerNetwork } from "./network";
 import type { LedgerScope } from "./scope";
 
 /**
  * The ledger's Lambdas: the migrator (schema and roles as the master user, invoked by `pulumi up` when the schema, its
- * code or a role password changes), the consumer (every spoke's stream -> the ledger as `ledger_ingest`, failed
- * batches to an SQS failure destination) and the scheduled reconciliation (gap metric, as `ledger_reporter`).
+ * code or a role password changes), the consumer (every spoke's stream -> the ledger as `ledger_ingest`; a failing
+ * batch's records to the failure bucket, its shard/sequence range to an SQS failure destination) and the scheduled reconciliation (gap metric, as `ledger_reporter`).
  */
 export function ledgerFunctions(
     scope: LedgerScope,
@@ -30,9 +30,20 @@ export function ledgerFunctions(
     net: LedgerNetwork,
     db: LedgerDatabase,
     streamResources: Array<{ spoke: string; stream: aws.kinesis.Stream }>,
+    failures: { bucket: aws.s3.Bucket; policy: aws.s3.BucketPolicy },
 ): { fn: aws.lambda.Function; queue: aws.sqs.Queue } {
     const { subnets, lambdaSg, endpoints } = net;
     const { cluster, instances, masterSecretArn, ingest, reporter } = db;
+    // Each Lambda's ENI permissions, scoped to the ledger's VPC, subnets and security group (iam.ts lambdaVpcPolicy).
+    const vpcPolicyDoc = pulumi
+        .all([net.vpc.arn, pulumi.all(subnets.map((s) => s.arn)), lambdaSg.arn])
+        .apply(([vpcArn, subnetArns, sgArn]) =>
+            JSON.stringify(
+                lambdaVpcPolicy({ vpcArn, subnetArns, securityGroupArns: [sgArn], region: scope.region, account: vpcArn.split(":")[4] }),
+            ),
+        );
+    const vpcPolicyFor = (id: string, role: aws.iam.Role) =>
+        new aws.iam.RolePolicy(`${scope.name}-${id}-vpc-network`, { role: role.name, policy: vpcPolicyDoc }, scope.parent);
     const lambdaRole = (id: string, description: string, policy: pulumi.Output<string>) => {
         const role = new aws.iam.Role(
             `${scope.name}-${id}-role`,
@@ -46,11 +57,7 @@ export function ledgerFunctions(
             },
             scope.parent,
         );
-        const vpcAccess = new aws.iam.RolePolicyAttachment(
-            `${scope.name}-${id}-vpc`,
-            { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" },
-            scope.parent,
-        );
+        const vpcAccess = vpcPolicyFor(id, role);
         const permissions = new aws.iam.RolePolicy(`${scope.name}-${id}-permissions`, { role: role.name, policy }, scope.parent);
         return { role, permissions, vpcAccess };
     };
@@ -173,19 +180,32 @@ export function ledgerFunctions(
         },
         scope.parent,
     );
-    const consumerVpcAccess = new aws.iam.RolePolicyAttachment(
-        `${scope.name}-consumer-vpc`,
-        { role: role.name, policyArn: "arn:aws:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole" },
-        scope.parent,
-    );
+    const consumerVpcAccess = vpcPolicyFor("consumer", role);
     const rolePolicy = new aws.iam.RolePolicy(
         `${scope.name}-consumer-permissions`,
         {
             role: role.name,
             policy: pulumi
-                .all([pulumi.all(streamResources.map((x) => x.stream.arn)), queue.arn, ingest.secret.arn, key.arn, logGroup.arn])
-                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn]) =>
-                    JSON.stringify(consumerPolicy({ streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn, region: scope.region })),
+                .all([
+                    pulumi.all(streamResources.map((x) => x.stream.arn)),
+                    queue.arn,
+                    ingest.secret.arn,
+                    key.arn,
+                    logGroup.arn,
+                    failures.bucket.arn,
+                ])
+                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn, failedBatchBucketArn]) =>
+                    JSON.stringify(
+                        consumerPolicy({
+                            streamArns,
+                            queueArn,
+                            secretArn,
+                            kmsKeyArn,
+                            logGroupArn,
+                            region: scope.region,
+                            failedBatchBucketArn,
+                        }),
+                    ),
                 ),
         },
         scope.parent,
@@ -213,12 +233,14 @@ export function ledgerFunctions(
                     STREAM_SPOKES: pulumi
                         .all(streamResources.map((x) => x.stream.arn.apply((arn) => [arn, x.spoke] as const)))
                         .apply((pairs) => JSON.stringify(Object.fromEntries(pairs))),
+                    FAILED_BATCH_BUCKET: failures.bucket.bucket,
+                    FAILED_BATCH_KMS_KEY_ARN: key.arn,
                 } satisfies EnvVars<typeof CONSUMER_ENV, pulumi.Input<string>>,
             },
             tags: scope.tags,
             // Lambda checks the role's ENI permissions when it creates a function in a VPC: the attachment first.
         },
-        { ...scope.parent, dependsOn: [logGroup, rolePolicy, consumerVpcAccess] },
+        { ...scope.parent, dependsOn: [logGroup, rolePolicy, consumerVpcAccess, failures.policy] },
     );
     for (const { spoke, stream } of streamResources) {
         new aws.lambda.EventSourceMapping(

@@ -1,3 +1,4 @@
+import { FAILED_BATCH_PREFIX } from "../../../services/usage-consumer/config";
 /** The ledger key decrypts a secret only when Secrets Manager asks, in the hub's region (`kms:ViaService`). */
 export function viaSecretsManager(region: string) {
     return { StringEquals: { "kms:ViaService": `secretsmanager.${region}.amazonaws.com` } };
@@ -66,6 +67,7 @@ export function consumerPolicy(x: {
     kmsKeyArn: string;
     logGroupArn: string;
     region: string;
+    failedBatchBucketArn: string;
 }) {
     return {
         Version: "2012-10-17",
@@ -92,7 +94,53 @@ export function consumerPolicy(x: {
                 Resource: x.kmsKeyArn,
                 Condition: viaSecretsManager(x.region),
             },
+            // A failing batch's records go to the failure bucket (services/usage-consumer/failed-batches.ts), under the
+            // ledger key: S3 asks KMS for the data key with the consumer's credentials.
+            {
+                Sid: "KeepFailedBatches",
+                Effect: "Allow",
+                Action: ["s3:PutObject"],
+                Resource: `${x.failedBatchBucketArn}/${FAILED_BATCH_PREFIX}*`,
+            },
+            {
+                Sid: "EncryptFailedBatches",
+                Effect: "Allow",
+                Action: ["kms:GenerateDataKey"],
+                Resource: x.kmsKeyArn,
+                Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
+            },
             { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
+        ],
+    };
+}
+
+/**
+ * Pure: what Lambda needs of a VPC function's execution role to manage its network interfaces, in place of the
+ * managed AWSLambdaVPCAccessExecutionRole (ENI actions on `*`, CloudWatch Logs everywhere): describe (no resource
+ * types), create only in the ledger's subnets with the Lambdas' security group in the ledger's VPC, and delete or
+ * re-address only interfaces of that VPC (`ec2:Vpc`; IAM service authorization reference for Amazon EC2).
+ */
+export function lambdaVpcPolicy(x: { vpcArn: string; subnetArns: string[]; securityGroupArns: string[]; region: string; account: string }) {
+    const eni = `arn:aws:ec2:${x.region}:${x.account}:network-interface/*`;
+    const inVpc = { ArnEquals: { "ec2:Vpc": x.vpcArn } };
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "DescribeVpcConfig", Effect: "Allow", Action: ["ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"], Resource: "*" },
+            { Sid: "CreateEniInLedgerVpc", Effect: "Allow", Action: ["ec2:CreateNetworkInterface"], Resource: eni, Condition: inVpc },
+            {
+                Sid: "CreateEniInLedgerSubnets",
+                Effect: "Allow",
+                Action: ["ec2:CreateNetworkInterface"],
+                Resource: [...x.subnetArns, ...x.securityGroupArns],
+            },
+            {
+                Sid: "ManageEniInLedgerVpc",
+                Effect: "Allow",
+                Action: ["ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"],
+                Resource: eni,
+                Condition: inVpc,
+            },
         ],
     };
 }

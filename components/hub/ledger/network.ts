@@ -9,8 +9,10 @@ export interface LedgerNetwork {
     lambdaSg: aws.ec2.SecurityGroup;
     /** The database's security group (PostgreSQL from the Lambdas only). */
     dbSg: aws.ec2.SecurityGroup;
-    /** Interface endpoints (Secrets Manager, CloudWatch metrics): the Lambdas' only way out; they run after these exist. */
+    /** Endpoints (Secrets Manager, CloudWatch metrics, S3): the Lambdas' only way out; they run after these exist. */
     endpoints: aws.ec2.VpcEndpoint[];
+    /** The ledger VPC. */
+    vpc: aws.ec2.Vpc;
 }
 
 /**
@@ -120,5 +122,31 @@ export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; avail
             ),
     );
 
-    return { subnets, lambdaSg, dbSg, endpoints };
+    // S3 through a gateway endpoint on the VPC's route table: the consumer writes failed batches to the failure bucket
+    // (services/usage-consumer/failed-batches.ts), HTTPS to S3's prefix list only.
+    const s3 = new aws.ec2.VpcEndpoint(
+        `${scope.name}-s3`,
+        {
+            vpcId: vpc.id,
+            serviceName: `com.amazonaws.${scope.region}.s3`,
+            vpcEndpointType: "Gateway",
+            routeTableIds: [vpc.mainRouteTableId],
+            tags: { ...scope.tags, Name: `${scope.name}-s3` },
+        },
+        scope.parent,
+    );
+    new aws.vpc.SecurityGroupEgressRule(
+        `${scope.name}-consumer-to-s3`,
+        {
+            securityGroupId: lambdaSg.id,
+            prefixListId: s3.prefixListId,
+            ipProtocol: "tcp",
+            fromPort: 443,
+            toPort: 443,
+            description: "S3 (failed usage batches)",
+        },
+        scope.parent,
+    );
+
+    return { subnets, lambdaSg, dbSg, endpoints: [...endpoints, s3], vpc };
 }

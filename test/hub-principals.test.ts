@@ -1,0 +1,73 @@
+/**
+ * Principals the hub's key and secret policies name are looked up first: a same-account role that does not exist
+ * stops the hub with the file and key that name it, before KMS or Secrets Manager would refuse the policy
+ * (MalformedPolicyDocument). The mock account answers `aws.iam.getRole` like IAM (tools/mock-outputs.ts).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { namedRoles } from "../programs/hub";
+import { parseStackConfig } from "../config/stack";
+import { MOCK_ACCOUNT_ID, MOCK_MISSING_ROLES, MOCK_MISSING_TOPICS } from "../tools/mock-outputs";
+import { byType, flatConfig, inputs, platformKeys, runRepoStack, stackConfigDoc } from "./helpers";
+
+afterEach(() => {
+    MOCK_MISSING_ROLES.clear();
+    MOCK_MISSING_TOPICS.clear();
+});
+
+const withSameAccountDeployer = () => {
+    const d = stackConfigDoc("hub-prod");
+    d["platform:hubDeployers"] = [`arn:aws:iam::${MOCK_ACCOUNT_ID}:role/ci/platform-hub-deployer`];
+    return d;
+};
+
+describe("roles named in the hub's policies exist before a policy names them", () => {
+    it("lists every named role with its hub file key, the default spoke deployers included", () => {
+        const cfg = parseStackConfig(platformKeys(stackConfigDoc("hub-prod")), "stacks/Pulumi.hub-prod.yaml");
+        if (cfg.role !== "hub") throw new Error("not a hub");
+        const keys = namedRoles(cfg.hub, "aws", MOCK_ACCOUNT_ID).map((r) => r.key);
+        expect(keys).toContain("platform:hubDeployers[0]");
+        expect(keys.some((k) => /^platform:tenantKeys\.readers\.acme\[0\]$/.test(k))).toBe(true);
+        expect(keys.some((k) => /^platform:spokeIdentities\.\w+\.deployerRoleArn/.test(k))).toBe(true);
+    });
+
+    it("a missing same-account hub deployer stops the hub naming the file and key; nothing names it", async () => {
+        MOCK_MISSING_ROLES.add("platform-hub-deployer");
+        await expect(runRepoStack("hub-prod", { config: flatConfig(withSameAccountDeployer()) })).rejects.toThrow(
+            /Pulumi\.hub-prod\.yaml: platform:hubDeployers\[0\]: role arn:aws:iam::123456789012:role\/ci\/platform-hub-deployer does not exist in the hub's account 123456789012 .*create it before the hub's `up`/,
+        );
+    });
+
+    it("the same file renders when the role exists, and the policies name it", async () => {
+        const r = await runRepoStack("hub-prod", { config: flatConfig(withSameAccountDeployer()) });
+        const policies = byType(r.resources, "aws:secretsmanager/secretPolicy:SecretPolicy").map((p) => inputs(p).policy);
+        expect(policies.length).toBeGreaterThan(0);
+        for (const p of policies) expect(p).toContain(`arn:aws:iam::${MOCK_ACCOUNT_ID}:role/ci/platform-hub-deployer`);
+    });
+});
+
+describe("the alarm topic is checked before an alarm names it", () => {
+    const withTopic = (arn: string) => {
+        const d = stackConfigDoc("hub-prod");
+        d["platform:alarms"] = { ...d["platform:alarms"], topicArn: arn };
+        return d;
+    };
+
+    it("a topic in another region than the hub's alarms is refused", async () => {
+        await expect(
+            runRepoStack("hub-prod", { config: flatConfig(withTopic(`arn:aws:sns:us-east-1:${MOCK_ACCOUNT_ID}:platform-alarms`)) }),
+        ).rejects.toThrow(
+            /Pulumi\.hub-prod\.yaml: platform:alarms\.topicArn: the topic is in us-east-1, the hub's alarms in ap-southeast-1/,
+        );
+    });
+
+    it("a topic of the hub's account must exist; then the alarms name it", async () => {
+        const arn = `arn:aws:sns:ap-southeast-1:${MOCK_ACCOUNT_ID}:platform-alarms`;
+        MOCK_MISSING_TOPICS.add("platform-alarms");
+        await expect(runRepoStack("hub-prod", { config: flatConfig(withTopic(arn)) })).rejects.toThrow(
+            /platform:alarms\.topicArn: topic .* does not exist in the hub's account/,
+        );
+        MOCK_MISSING_TOPICS.clear();
+        const r = await runRepoStack("hub-prod", { config: flatConfig(withTopic(arn)) });
+        for (const a of byType(r.resources, "aws:cloudwatch/metricAlarm:MetricAlarm").map(inputs)) expect(a.alarmActions).toEqual([arn]);
+    });
+});

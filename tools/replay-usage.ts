@@ -1,0 +1,155 @@
+import { S3Client } from "@aws-sdk/client-s3";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import { Client } from "pg";
+import { FAILED_BATCH_PREFIX } from "../services/usage-consumer/failed-batches";
+import { type ReplayedBatch, replayFailedBatches } from "../services/usage-consumer/replay";
+import { exitOnHelp } from "./cli";
+
+/**
+ * `npm run replay-usage`: ingests the usage batches the consumer could not ingest (their records, kept in the hub's
+ * failure bucket by services/usage-consumer/failed-batches.ts) into the usage ledger. Dry run by default (lists the
+ * stored batches and their record counts, connects to no database); `--apply` ingests each batch exactly as the
+ * consumer would (idempotent by `(spoke, requestId)`: a batch that later succeeded on retry is counted once) and
+ * deletes its object. Exit 0 when done, 2 on a usage or runtime error.
+ */
+
+const HELP = `
+usage: npm run replay-usage [-- --hub STACK] [--outputs FILE] [--bucket NAME] [--region REGION] [--apply]
+
+Replays usage batches the hub's usage consumer failed to ingest. The consumer writes a failing batch's records
+to the failure bucket (hub output usageLedger.failedBatchBucket, prefix ${FAILED_BATCH_PREFIX}) before it fails the
+batch; the alarms platform-usage-consumer-errors and platform-usage-failure-queue say when there are some.
+Fix the cause first (database reachable, ledger migrated), then replay. Dry run unless --apply.
+
+Ingestion is idempotent by (spoke, requestId): a batch that later succeeded on retry, or one replayed twice,
+is counted once; malformed records are quarantined as the consumer does.
+
+Options:
+  --hub STACK        hub stack whose outputs name the bucket (default hub-prod; needs the Pulumi CLI)
+  --outputs FILE     hub outputs JSON (\`pulumi stack output --json\`) instead of asking Pulumi
+  --bucket NAME      the failure bucket, instead of hub outputs
+  --region REGION    the hub's region (default AWS_REGION, then the outputs' usage streams)
+  --prefix PREFIX    only objects under PREFIX (default ${FAILED_BATCH_PREFIX})
+  --s3-endpoint URL  an S3-compatible server instead of AWS S3
+  --apply            ingest and delete; without it nothing is written anywhere
+  --json             one JSON document instead of text
+  -h, --help         this text
+
+The ledger (with --apply): DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE), as the
+ledger's master user or ledger_ingest, over TLS (PGSSLMODE=verify-full with the RDS CA bundle).
+The bucket: the AWS SDK's default credentials (a hub deployer; S3 decrypts with the ledger key).
+
+Examples:
+  npm run replay-usage -- --hub hub-prod
+  DATABASE_URL=postgres://... npm run replay-usage -- --bucket platform-failed-batches --region ap-southeast-1 --apply
+`;
+
+/** The failure bucket and region from hub outputs (`pulumi stack output --json`). @throws Error naming what is missing */
+export function failureBucketFromHubOutputs(json: unknown, source: string): { bucket: string; region?: string } {
+    const root = (json as { outputs?: unknown })?.outputs ?? json;
+    const ledger = (root as { usageLedger?: { failedBatchBucket?: unknown; streams?: Record<string, { region?: string }> } })?.usageLedger;
+    if (!ledger || typeof ledger.failedBatchBucket !== "string" || ledger.failedBatchBucket === "[unknown]") {
+        throw new Error(
+            `${source}: no usageLedger.failedBatchBucket output (a hub deployed before failed batches were kept?); pass --bucket`,
+        );
+    }
+    const region = Object.values(ledger.streams ?? {}).find((s) => typeof s?.region === "string")?.region;
+    return { bucket: ledger.failedBatchBucket, region };
+}
+
+/** Pure: the text report of a replay. */
+export function formatReplay(rows: ReplayedBatch[], dryRun: boolean): string {
+    const records = rows.reduce((n, r) => n + r.records, 0);
+    const lines = rows.map((r) =>
+        r.outcome
+            ? `${r.key}: ${r.records} records, ${r.outcome.inserted} new events, ${r.outcome.quarantined} quarantined${r.deleted ? ", deleted" : ""}`
+            : `${r.key}: ${r.records} records`,
+    );
+    const summary = dryRun
+        ? `${rows.length} failed batches, ${records} records (dry run: nothing ingested; --apply to replay)`
+        : `${rows.length} batches replayed, ${records} records, ${rows.reduce((n, r) => n + (r.outcome?.inserted ?? 0), 0)} events were missing from the ledger`;
+    return `${[...lines, summary].join("\n")}\n`;
+}
+
+async function main(argv: string[]): Promise<number> {
+    exitOnHelp(argv, HELP);
+    const opt = (k: string) => {
+        const i = argv.indexOf(`--${k}`);
+        if (i < 0) return undefined;
+        const v = argv[i + 1];
+        if (v === undefined || v.startsWith("--")) throw new Error(`--${k} needs a value`);
+        return v;
+    };
+    const known = new Set(["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint", "--apply", "--json"]);
+    const unknown = argv.filter(
+        (a, i) =>
+            a.startsWith("--") &&
+            !known.has(a) &&
+            !(i > 0 && ["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint"].includes(argv[i - 1])),
+    );
+    if (unknown.length) throw new Error(`unknown option ${unknown[0]} (see --help)`);
+    const dryRun = !argv.includes("--apply");
+    let bucket = opt("bucket");
+    let region = opt("region") ?? process.env.AWS_REGION;
+    if (!bucket) {
+        const hub = opt("hub") ?? "hub-prod";
+        const file = opt("outputs");
+        let json: unknown;
+        if (file) {
+            try {
+                json = JSON.parse(fs.readFileSync(file, "utf8"));
+            } catch (e) {
+                throw new Error(`--outputs ${file}: cannot read hub outputs: ${(e as Error).message}`);
+            }
+        } else {
+            try {
+                json = JSON.parse(
+                    execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], {
+                        encoding: "utf8",
+                        stdio: ["ignore", "pipe", "pipe"],
+                    }),
+                );
+            } catch (e) {
+                throw new Error(
+                    `cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE or --bucket`,
+                );
+            }
+        }
+        const found = failureBucketFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+        bucket = found.bucket;
+        region ??= found.region;
+    }
+    if (!region) throw new Error("no region: pass --region or set AWS_REGION");
+    const endpoint = opt("s3-endpoint");
+    const s3 = new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
+    let db: Client | undefined;
+    try {
+        if (!dryRun) {
+            db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
+            await db.connect().catch((e: Error) => {
+                throw new Error(
+                    `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`,
+                );
+            });
+        }
+        const rows = await replayFailedBatches({ s3, bucket, prefix: opt("prefix"), db, dryRun });
+        process.stdout.write(
+            argv.includes("--json") ? `${JSON.stringify({ dryRun, bucket, batches: rows }, null, 2)}\n` : formatReplay(rows, dryRun),
+        );
+        return 0;
+    } finally {
+        await db?.end();
+        s3.destroy();
+    }
+}
+
+if (require.main === module) {
+    main(process.argv.slice(2)).then(
+        (code) => process.exit(code),
+        (e) => {
+            process.stderr.write(`replay-usage: ${(e as Error).message}\n`);
+            process.exit(2);
+        },
+    );
+}
