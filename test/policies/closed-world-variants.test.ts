@@ -1,0 +1,153 @@
+/**
+ * Closed-world variants found by a red-team review, run through the real pack (allPolicies): each unsafe variant of a
+ * rendered spoke (normal and preview render) or of the KV fixture stack must add a mandatory finding, each safe variant
+ * (same meaning as the rendered value, per the pinned upstream parser) must add none.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { allPolicies } from "../../policies/policies";
+import type { CapturedResource } from "../../tools/harness";
+import { runPolicies } from "../../tools/policy-runner";
+import { runHubAndSpoke } from "../helpers";
+import { edit, k8s, mainOf, setEnv, stack } from "./rdma-fixtures";
+
+const SPOKE = "spoke-hn1";
+const verdict = async (rs: CapturedResource[]) =>
+    (await runPolicies(allPolicies, rs)).mandatory.map((f) => `${f.policyName}: ${f.message}`);
+const kindOf = (r: CapturedResource) => r.type.split(":").pop();
+/** Apply `fn` to inputs and outputs of every object of `kind` (the runner reads outputs; keep them equal). */
+function each(rs: CapturedResource[], kind: string, fn: (o: any) => void): CapturedResource[] {
+    const hit = rs.filter((r) => kindOf(r) === kind);
+    if (!hit.length) throw new Error(`no ${kind} rendered`);
+    for (const r of hit) for (const b of [r.inputs as any, r.outputs as any]) fn(b);
+    return rs;
+}
+const first = (rs: CapturedResource[], kind: string) => rs.find((r) => kindOf(r) === kind)?.outputs as any;
+const frontendPolicy = (rs: CapturedResource[]) =>
+    rs.map((r) => r.outputs as any).find((o) => o?.kind === "NetworkPolicy" && o.metadata?.namespace === "inference");
+
+type V = { id: string; expect: "block" | "pass"; fn: (rs: CapturedResource[]) => CapturedResource[] };
+
+const gatewayVariants: V[] = [
+    {
+        id: "AIGatewayRoute rule with a second match on x-tenant",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "AIGatewayRoute", (o) => {
+                o.spec.rules[0].matches = [...o.spec.rules[0].matches, { headers: [{ name: "x-tenant", type: "Exact", value: "acme" }] }];
+            }),
+    },
+    {
+        id: "AIGatewayRoute rule match with an extra header",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "AIGatewayRoute", (o) => {
+                o.spec.rules[0].matches[0].headers.push({ name: "x-debug", type: "Exact", value: "1" });
+            }),
+    },
+    {
+        id: "NetworkPolicy opening all ingress to the Dynamo frontend",
+        expect: "block",
+        fn: (rs) => {
+            const np = frontendPolicy(rs);
+            return [
+                ...rs,
+                k8s({
+                    apiVersion: "networking.k8s.io/v1",
+                    kind: "NetworkPolicy",
+                    metadata: { name: "debug-open", namespace: np.metadata.namespace },
+                    spec: { podSelector: structuredClone(np.spec.podSelector), policyTypes: ["Ingress"], ingress: [{}] },
+                }),
+            ];
+        },
+    },
+    {
+        id: "Service of type LoadBalancer selecting the Dynamo frontend",
+        expect: "block",
+        fn: (rs) => {
+            const np = frontendPolicy(rs);
+            return [
+                ...rs,
+                k8s({
+                    apiVersion: "v1",
+                    kind: "Service",
+                    metadata: { name: "frontend-lb", namespace: np.metadata.namespace },
+                    spec: { type: "LoadBalancer", selector: structuredClone(np.spec.podSelector.matchLabels), ports: [{ port: 8000 }] },
+                }),
+            ];
+        },
+    },
+    {
+        id: "NetworkPolicy admitting an ipBlock to the Dynamo workers",
+        expect: "block",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "networking.k8s.io/v1",
+                kind: "NetworkPolicy",
+                metadata: { name: "workers-from-lab", namespace: "inference" },
+                spec: {
+                    podSelector: { matchLabels: { "nvidia.com/dynamo-component-type": "worker" } },
+                    ingress: [{ from: [{ ipBlock: { cidr: "10.0.0.0/8" } }] }],
+                },
+            }),
+        ],
+    },
+    {
+        id: "deny-all NetworkPolicy in the inference namespace (only restricts)",
+        expect: "pass",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "networking.k8s.io/v1",
+                kind: "NetworkPolicy",
+                metadata: { name: "deny-all", namespace: "inference" },
+                spec: { podSelector: {}, policyTypes: ["Ingress"] },
+            }),
+        ],
+    },
+    {
+        id: "ExternalName Service in the inference namespace",
+        expect: "block",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "v1",
+                kind: "Service",
+                metadata: { name: "shadow", namespace: "inference" },
+                spec: { type: "ExternalName", externalName: "llm-proxy.example.com" },
+            }),
+        ],
+    },
+];
+
+const kvVariants: V[] = [];
+
+for (const preview of [false, true])
+    describe(`closed-world variants on ${SPOKE}${preview ? " (preview)" : ""}`, () => {
+        let rendered: CapturedResource[] = [];
+        let base: string[] = [];
+        beforeAll(async () => {
+            rendered = (await runHubAndSpoke(SPOKE, preview)).spoke.resources;
+            base = await verdict(rendered);
+        }, 120_000);
+        it("renders with no mandatory finding", () => expect(base).toEqual([]));
+        for (const v of gatewayVariants)
+            it(`${v.expect}s: ${v.id}`, async () => {
+                const added = (await verdict(v.fn(structuredClone(rendered)))).filter((m) => !base.includes(m));
+                if (v.expect === "block") expect(added.length, v.id).toBeGreaterThan(0);
+                else expect(added).toEqual([]);
+            });
+    });
+
+describe("KV closed-world variants on the fixture stack", () => {
+    let base: string[] = [];
+    beforeAll(async () => {
+        base = await verdict(stack());
+    });
+    for (const v of kvVariants)
+        it(`${v.expect}s: ${v.id}`, async () => {
+            const added = (await verdict(v.fn(stack()))).filter((m) => !base.includes(m));
+            if (v.expect === "block") expect(added.length, v.id).toBeGreaterThan(0);
+            else expect(added).toEqual([]);
+        });
+});
