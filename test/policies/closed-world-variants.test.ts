@@ -21,7 +21,6 @@ function each(rs: CapturedResource[], kind: string, fn: (o: any) => void): Captu
     for (const r of hit) for (const b of [r.inputs as any, r.outputs as any]) fn(b);
     return rs;
 }
-const first = (rs: CapturedResource[], kind: string) => rs.find((r) => kindOf(r) === kind)?.outputs as any;
 const frontendPolicy = (rs: CapturedResource[]) =>
     rs.map((r) => r.outputs as any).find((o) => o?.kind === "NetworkPolicy" && o.metadata?.namespace === "inference");
 
@@ -118,9 +117,81 @@ const gatewayVariants: V[] = [
             }),
         ],
     },
+    {
+        id: "rendered DGD graph-wide spec.env UCX_IB_GPU_DIRECT_RDMA=no",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "DynamoGraphDeployment", (o) => {
+                o.spec.env = [{ name: "UCX_IB_GPU_DIRECT_RDMA", value: "no" }];
+            }),
+    },
 ];
 
-const kvVariants: V[] = [];
+const dgd = (fn: (o: any) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", fn);
+const both = (fn: (m: any) => void, rs = stack()) =>
+    dgd((o) => {
+        fn(mainOf(o, "prefill"));
+        fn(mainOf(o, "decode"));
+    }, rs);
+const configMap = (name: string, data: Record<string, string>) =>
+    k8s({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "inference" }, data });
+const envFrom = (ref: Record<string, unknown>) => (m: any) => {
+    m.envFrom = [...(m.envFrom ?? []), ref];
+};
+
+const kvVariants: V[] = [
+    { id: "baseline", expect: "pass", fn: (rs) => rs },
+    {
+        id: "DGD graph-wide spec.env UCX_IB_GPU_DIRECT_RDMA=no",
+        expect: "block",
+        fn: (rs) =>
+            dgd((o) => {
+                o.spec.env = [{ name: "UCX_IB_GPU_DIRECT_RDMA", value: "no" }];
+            }, rs),
+    },
+    {
+        id: "DGD graph-wide spec.env UCX_TLS=tcp",
+        expect: "block",
+        fn: (rs) =>
+            dgd((o) => {
+                o.spec.env = [{ name: "UCX_TLS", value: "tcp" }];
+            }, rs),
+    },
+    {
+        id: "envFrom a ConfigMap of the stack setting UCX_IB_GPU_DIRECT_RDMA=no",
+        expect: "block",
+        fn: (rs) => [...both(envFrom({ configMapRef: { name: "tuning" } }), rs), configMap("tuning", { UCX_IB_GPU_DIRECT_RDMA: "no" })],
+    },
+    {
+        id: "envFrom a ConfigMap with a prefix making UCX_TLS=tcp",
+        expect: "block",
+        fn: (rs) => [...both(envFrom({ prefix: "UCX_", configMapRef: { name: "tuning" } }), rs), configMap("tuning", { TLS: "tcp" })],
+    },
+    {
+        id: "envFrom a ConfigMap of the stack with known-safe keys only",
+        expect: "pass",
+        fn: (rs) => [...both(envFrom({ configMapRef: { name: "tuning" } }), rs), configMap("tuning", { HF_HUB_OFFLINE: "1" })],
+    },
+    { id: "envFrom a Secret (contents unseen)", expect: "block", fn: (rs) => both(envFrom({ secretRef: { name: "tuning" } }), rs) },
+    {
+        id: "envFrom a ConfigMap not in the stack",
+        expect: "block",
+        fn: (rs) => both(envFrom({ configMapRef: { name: "kubectl-made" } }), rs),
+    },
+    {
+        id: "native sidecar (initContainer restartPolicy Always) with GPUs and rails, UCX_IB_GPU_DIRECT_RDMA=no",
+        expect: "block",
+        fn: (rs) =>
+            dgd((o) => {
+                const c = o.spec.components.find((x: any) => x.name === "prefill");
+                const m = structuredClone(mainOf(o, "prefill"));
+                m.name = "engine2";
+                m.restartPolicy = "Always";
+                setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "no");
+                c.podTemplate.spec.initContainers = [...(c.podTemplate.spec.initContainers ?? []), m];
+            }, rs),
+    },
+];
 
 for (const preview of [false, true])
     describe(`closed-world variants on ${SPOKE}${preview ? " (preview)" : ""}`, () => {

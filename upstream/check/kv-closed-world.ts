@@ -70,6 +70,45 @@ function jsonSettings(carrier: string, v: unknown, at = carrier): Array<[string,
 }
 
 /**
+ * Every source of a container's environment, as env entries, and the sources the pack cannot read. Sources: the
+ * DynamoGraphDeployment's graph-wide `spec.env` (v1beta1 CRD: "env is prepended to every component's environment";
+ * ai-dynamo/dynamo deploy/operator config/crd nvidia.com_dynamographdeployments.yaml), the container's `envFrom`
+ * (a ConfigMap of the stack is read key by key with its `prefix`; a ConfigMap outside the stack or a Secret cannot be
+ * seen) and its own `env` (Kubernetes core/v1 Container: env wins over envFrom; all are checked, so the order does not
+ * matter to a closed world that refuses any unsafe value from any source).
+ */
+export function envSources(o: Obj, c: Obj, configMaps: Map<string, Obj>): { vars: Obj[]; unseen: Array<{ key: string; why: string }> } {
+    const vars: Obj[] = [];
+    const unseen: Array<{ key: string; why: string }> = [];
+    if (o.kind === "DynamoGraphDeployment") vars.push(...(o.spec?.env ?? []));
+    for (const [i, ef] of (c.envFrom ?? []).entries()) {
+        if (ef?.configMapRef) {
+            const name = ef.configMapRef.name;
+            const cm = configMaps.get(`${o.metadata?.namespace ?? ""}/${name}`);
+            if (!cm) {
+                unseen.push({
+                    key: `envFrom[${i}].configMapRef`,
+                    why: `envFrom ConfigMap ${name} is not in the stack, so its keys cannot be seen`,
+                });
+                continue;
+            }
+            for (const [k, v] of Object.entries(cm.data ?? {})) vars.push({ name: `${ef.prefix ?? ""}${k}`, value: String(v) });
+            if (Object.keys(cm.binaryData ?? {}).length)
+                unseen.push({
+                    key: `envFrom[${i}].configMapRef`,
+                    why: `envFrom ConfigMap ${name} holds binaryData the pack does not read`,
+                });
+        } else
+            unseen.push({
+                key: `envFrom[${i}]`,
+                why: `envFrom ${ef?.secretRef ? `Secret ${ef.secretRef.name}` : JSON.stringify(ef)} cannot be read by the pack (a Secret's contents are not in the preview)`,
+            });
+    }
+    vars.push(...(c.env ?? []));
+    return { vars, unseen };
+}
+
+/**
  * Rule: closed world for KV transport (upstream/kv-transport.ts). On every container that moves KV, every env var,
  * flag and JSON key of a KV family is known with a safe value, or covered by a reviewed, unexpired exception of the
  * graph for exactly that name and value.
@@ -95,7 +134,9 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
         specs.forEach(({ spec }, i) => {
             const comp = comps[i]?.name as string | undefined;
             const role = String(comps[i]?.subComponentType ?? comps[i]?.type ?? "").toLowerCase();
-            for (const c of spec.containers ?? []) {
+            // Native sidecars (init containers with restartPolicy Always) run beside the engine for the pod's life, and
+            // any container holding GPUs or RDMA devices can move KV: every one of them is in the closed world.
+            for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
                 const argv = effectiveArgv(c);
                 const ep = findEntrypoint(argv, facts);
                 // KV movers: a known KV entry point, a DGD worker, or anything holding GPUs or RDMA devices (an engine
@@ -127,7 +168,16 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         message: `${cannotProve(name, value)}${why}. Record its effect with the upstream source in upstream/kv-transport.ts, or declare a reviewed exception (kvExceptions: name, value, component, why, until) on the endpoint in the stack file`,
                     });
                 };
-                for (const e of c.env ?? []) {
+                const env = envSources(o, c, configMaps);
+                for (const u of env.unseen)
+                    out.push({
+                        stack: stack.stack,
+                        object,
+                        container: where,
+                        key: u.key,
+                        message: `${u.why}: a KV-moving container's environment must be visible to the pack (the KV closed world cannot prove what it sets, e.g. UCX_TLS or UCX_IB_GPU_DIRECT_RDMA). Set the variables in env, or put the ConfigMap in the stack`,
+                    });
+                for (const e of env.vars) {
                     if (!kvEnvFamilies.some((f) => f.match.test(e.name))) continue;
                     const value =
                         e.value !== undefined
