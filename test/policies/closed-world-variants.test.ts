@@ -139,8 +139,50 @@ const envFrom = (ref: Record<string, unknown>) => (m: any) => {
     m.envFrom = [...(m.envFrom ?? []), ref];
 };
 
+/** Edit the Mooncake store service container(s) and their pod spec. */
+const store = (rs: CapturedResource[], fn: (c: any, spec: any) => void) =>
+    edit(rs, "Deployment", (o) => {
+        for (const c of o.spec.template.spec.containers)
+            if (JSON.stringify(c.command ?? []).includes("mooncake_store_service")) fn(c, o.spec.template.spec);
+    });
+
 const kvVariants: V[] = [
     { id: "baseline", expect: "pass", fn: (rs) => rs },
+    { id: "Mooncake store --define protocol=tcp", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("--define", "protocol=tcp")) },
+    { id: "Mooncake store --define=protocol=tcp", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("--define=protocol=tcp")) },
+    { id: "Mooncake store -D device_name=eth0", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("-D", "device_name=eth0")) },
+    {
+        id: "Mooncake store -D device_name restating MOONCAKE_DEVICE",
+        expect: "pass",
+        fn: (rs) => store(rs, (c) => c.args.push("-D", `device_name=${c.env.find((e: any) => e.name === "MOONCAKE_DEVICE").value}`)),
+    },
+    {
+        id: "Mooncake store --def protocol=tcp (argparse prefix)",
+        expect: "block",
+        fn: (rs) => store(rs, (c) => c.args.push("--def", "protocol=tcp")),
+    },
+    {
+        id: "Mooncake store --define protocol=rdma (known safe)",
+        expect: "pass",
+        fn: (rs) => store(rs, (c) => c.args.push("--define", "protocol=rdma")),
+    },
+    {
+        id: "Mooncake store --config file with protocol tcp",
+        expect: "block",
+        fn: (rs) => [
+            ...store(rs, (c, spec) => {
+                c.args.push("--config", "/etc/mc/store.json");
+                spec.volumes = [...(spec.volumes ?? []), { name: "mc", configMap: { name: "mcstore" } }];
+                c.volumeMounts = [...(c.volumeMounts ?? []), { name: "mc", mountPath: "/etc/mc" }];
+            }),
+            configMap("mcstore", { "store.json": '{"protocol":"tcp","device_name":""}' }),
+        ],
+    },
+    {
+        id: "Mooncake store --config file not mounted",
+        expect: "block",
+        fn: (rs) => store(rs, (c) => c.args.push("--config", "/tmp/x.json")),
+    },
     {
         id: "DGD graph-wide spec.env UCX_IB_GPU_DIRECT_RDMA=no",
         expect: "block",

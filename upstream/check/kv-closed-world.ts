@@ -69,6 +69,40 @@ function jsonSettings(carrier: string, v: unknown, at = carrier): Array<[string,
     return out;
 }
 
+/** Entry point id of the Mooncake store service (upstream/mooncake.ts). */
+const MOONCAKE_STORE_ENTRYPOINT = "mooncake.mooncake_store_service";
+/** Flags of the store service that cannot move KV (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_store_service.py `parse_arguments`). */
+const STORE_FLAGS = ["--port", "--max-wait-time"];
+
+/**
+ * The store service's command line as (flag, value) pairs, every occurrence kept. Upstream parses it with argparse:
+ * `-D/--define key=value` is `action="append"` and each pair overrides a MooncakeConfig attribute (protocol,
+ * device_name, ...); `--config FILE` loads the config from that file instead of the environment
+ * (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_store_service.py `parse_arguments`, `main`,
+ * `MooncakeStoreService.__init__`). argparse also accepts `-Dk=v`, `--define=k=v` and unambiguous prefixes
+ * (`--def`); a prefix is not one of the exact names below, so it is refused as unknown rather than guessed.
+ */
+export function storeArgs(argv: readonly string[]): Array<{ flag: string; value: string }> {
+    const out: Array<{ flag: string; value: string }> = [];
+    for (let i = 0; i < argv.length; i++) {
+        const t = argv[i];
+        if (!t.startsWith("-")) {
+            out.push({ flag: "(positional)", value: t });
+            continue;
+        }
+        if (/^-D./.test(t)) {
+            out.push({ flag: "--define", value: t.slice(2) });
+            continue;
+        }
+        const eq = t.indexOf("=");
+        const name = eq > 0 ? t.slice(0, eq) : t;
+        const flag = name === "-D" ? "--define" : name;
+        const value = eq > 0 ? t.slice(eq + 1) : i + 1 < argv.length ? argv[++i] : "";
+        out.push({ flag, value });
+    }
+    return out;
+}
+
 /**
  * Every source of a container's environment, as env entries, and the sources the pack cannot read. Sources: the
  * DynamoGraphDeployment's graph-wide `spec.env` (v1beta1 CRD: "env is prepended to every component's environment";
@@ -213,7 +247,34 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         }
                     }
                 }
-                for (const [file, content] of Object.entries(mountedFiles(c, spec, configMaps, o.metadata?.namespace))) {
+                const files = mountedFiles(c, spec, configMaps, o.metadata?.namespace);
+                if (ep?.id === MOONCAKE_STORE_ENTRYPOINT)
+                    for (const a of storeArgs(argv.slice(ep.argv.length))) {
+                        if (a.flag === "--define") {
+                            const eq = a.value.indexOf("=");
+                            const key = a.value.slice(0, eq);
+                            // The device list the pack checks against the rails is MOONCAKE_DEVICE (policies/mooncake.ts);
+                            // a `--define device_name` overriding it is accepted only when it restates that list.
+                            const device = (c.env ?? []).find((e: Obj) => e.name === "MOONCAKE_DEVICE")?.value;
+                            if (eq < 0) check("--define", a.value, "--define");
+                            else if (key === "device_name" && device !== undefined && a.value.slice(eq + 1) === String(device)) continue;
+                            else if (key === "device_name")
+                                check("--define device_name", a.value.slice(eq + 1), `--define ${a.value} (differs from MOONCAKE_DEVICE)`);
+                            else check(`mooncake.json.${a.value.slice(0, eq)}`, a.value.slice(eq + 1), `--define ${a.value}`);
+                        } else if (a.flag === "--config") {
+                            const content = files[a.value];
+                            if (content === undefined)
+                                check("--config", a.value, "--config (file not mounted from a ConfigMap of the stack)");
+                            else
+                                try {
+                                    for (const [n, x] of jsonSettings("mooncake.json", JSON.parse(content)))
+                                        check(n, x, `--config ${a.value}: ${n.slice("mooncake.json.".length)}`);
+                                } catch {
+                                    check("--config", a.value, `--config ${a.value} (not JSON)`);
+                                }
+                        } else if (!STORE_FLAGS.includes(a.flag)) check(a.flag, a.value, a.flag);
+                    }
+                for (const [file, content] of Object.entries(files)) {
                     const base = file.split("/").pop() ?? file;
                     if (!kvJsonCarriers.includes(base)) continue;
                     try {
