@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { allPolicies } from "../../policies/policies";
 import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
+import { mountedFiles } from "../../upstream/check/objects";
 import { runHubAndSpoke } from "../helpers";
 import { edit, k8s, mainOf, setEnv, stack } from "./rdma-fixtures";
 
@@ -179,6 +180,39 @@ const kvVariants: V[] = [
         ],
     },
     {
+        id: "mooncake.json ConfigMap volume listing its key in items (same file)",
+        expect: "pass",
+        fn: (rs) =>
+            dgd((o) => {
+                for (const c of o.spec.components)
+                    for (const v of c.podTemplate.spec.volumes ?? [])
+                        if (v.name === "mooncake-config") v.configMap.items = [{ key: "mooncake.json", path: "mooncake.json" }];
+            }, rs),
+    },
+    {
+        id: "mooncake.json mounted by subPath from a key with protocol tcp",
+        expect: "block",
+        fn: (rs) =>
+            edit(
+                dgd((o) => {
+                    for (const n of ["prefill", "decode"])
+                        for (const vm of mainOf(o, n).volumeMounts ?? [])
+                            if (vm.name === "mooncake-config") {
+                                vm.mountPath = "/etc/mooncake/mooncake.json";
+                                vm.subPath = "evil";
+                            }
+                }, rs),
+                "ConfigMap",
+                (c) => {
+                    if (c.data?.["mooncake.json"])
+                        c.data = {
+                            evil: JSON.stringify({ ...JSON.parse(c.data["mooncake.json"]), protocol: "tcp" }),
+                            "mooncake.json": c.data["mooncake.json"],
+                        };
+                },
+            ),
+    },
+    {
         id: "Mooncake store --config file not mounted",
         expect: "block",
         fn: (rs) => store(rs, (c) => c.args.push("--config", "/tmp/x.json")),
@@ -263,4 +297,27 @@ describe("KV closed-world variants on the fixture stack", () => {
             if (v.expect === "block") expect(added.length, v.id).toBeGreaterThan(0);
             else expect(added).toEqual([]);
         });
+});
+
+describe("mounted ConfigMap files follow items and subPath", () => {
+    const cms = new Map([
+        ["inference/mc", { kind: "ConfigMap", data: { evil: '{"protocol":"tcp"}', "mooncake.json": '{"protocol":"rdma"}' } }],
+    ]);
+    const spec = (items?: unknown) => ({ volumes: [{ name: "v", configMap: { name: "mc", ...(items ? { items } : {}) } }] });
+    it("items remap a key to another path, and only listed keys appear", () => {
+        const c = { volumeMounts: [{ name: "v", mountPath: "/etc/mooncake" }] };
+        expect(mountedFiles(c, spec([{ key: "evil", path: "mooncake.json" }]), cms, "inference")).toEqual({
+            "/etc/mooncake/mooncake.json": '{"protocol":"tcp"}',
+        });
+    });
+    it("subPath mounts exactly the named key at mountPath", () => {
+        const c = { volumeMounts: [{ name: "v", mountPath: "/etc/mooncake/mooncake.json", subPath: "evil" }] };
+        expect(mountedFiles(c, spec(), cms, "inference")).toEqual({ "/etc/mooncake/mooncake.json": '{"protocol":"tcp"}' });
+    });
+    it("subPath follows an items path", () => {
+        const c = { volumeMounts: [{ name: "v", mountPath: "/etc/mc.json", subPath: "cfg/store.json" }] };
+        expect(mountedFiles(c, spec([{ key: "evil", path: "cfg/store.json" }]), cms, "inference")).toEqual({
+            "/etc/mc.json": '{"protocol":"tcp"}',
+        });
+    });
 });
