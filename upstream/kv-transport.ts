@@ -77,6 +77,7 @@ const MC_STORE_CFG: Source =
 const DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/;
 const PCI = "[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]";
 const UINT = /^\d+$/;
+const TRT_ARGS: Source = "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/llmapi/llm_args.py#TorchLlmArgs";
 const SIZE = /^\d+(\.\d+)?\s*([kKmMgGtT][bB]?|[kKmMgGtT]i[bB]?)?$/;
 /** UCX transports that are RDMA or GPU-local copies; at least one RDMA transport, never tcp/sockets. */
 const UCX_TLS_RDMA =
@@ -230,6 +231,31 @@ export const kvKnownSettings: readonly KvSetting[] = [
         safe: { values: ["UCX", "LIBFABRIC"] },
         source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
     },
+    // TensorRT-LLM LLM-API overrides (`--override-engine-args` JSON, Dynamo `python3 -m dynamo.trtllm`): only the
+    // KV keys are in the closed world (kvScopedJsonCarriers); each must be recorded here.
+    {
+        name: "--override-engine-args.cache_transceiver_config",
+        safe: { any: "object, checked key by key" },
+        source: TRT_ARGS,
+    },
+    {
+        name: "--override-engine-args.cache_transceiver_config.backend",
+        safe: { values: ["NIXL", "UCX"] },
+        source: TRT_ARGS,
+        note: "what lib/dgd.ts renders (NIXL; UCX is the transceiver's other UCX path, UCX_* checked as env); MPI and MOONCAKE move KV on other transports, DEFAULT leaves the choice to the build",
+    },
+    { name: "--override-engine-args.kv_cache_config", safe: { any: "object, checked key by key" }, source: TRT_ARGS },
+    {
+        name: "--override-engine-args.kv_cache_config.enable_block_reuse",
+        safe: { values: ["true", "false"] },
+        source: TRT_ARGS,
+        note: "prefix reuse in GPU memory; does not move KV",
+    },
+    {
+        name: "--override-engine-args.kv_cache_config.dtype",
+        safe: { any: "KV element type; compared between prefill and decode (upstream/pairs.ts)" },
+        source: TRT_ARGS,
+    },
     // SGLang.
     {
         name: "SGLANG_DISAGGREGATION_NIXL_BACKEND",
@@ -333,6 +359,22 @@ export const kvKnownSettings: readonly KvSetting[] = [
         note: "localhost registers an address no peer reaches: the store refuses the handshake",
     },
 ];
+
+/**
+ * JSON carriers of which only some top-level keys carry KV settings: those keys are checked one by one, the rest of
+ * the JSON (sequence length, speculation) is not KV transport. TRT-LLM's `--override-engine-args` overrides `LlmArgs`
+ * fields (upstream/trtllm.ts `trtllmEngineArgKeys`): `cache_transceiver_config` picks how KV moves between prefill and
+ * decode, `kv_cache_config` where KV lives (`host_cache_size` offloads it to host memory).
+ */
+export const kvScopedJsonCarriers: Readonly<Record<string, readonly string[]>> = {
+    "--override-engine-args": ["cache_transceiver_config", "kv_cache_config"],
+};
+
+/**
+ * Flags naming a file of further engine arguments the pack does not read: refused on a KV container unless covered by
+ * a reviewed exception (Dynamo `python3 -m dynamo.trtllm --extra-engine-args` YAML; upstream/dynamo.ts).
+ */
+export const kvOpaqueArgFiles: readonly string[] = ["--extra-engine-args"];
 
 /** JSON carriers whose keys are checked one by one: flag or env name, or a mounted file's base name. */
 export const kvJsonCarriers: readonly string[] = [

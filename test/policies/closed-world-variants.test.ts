@@ -9,7 +9,7 @@ import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
 import { mountedFiles } from "../../upstream/check/objects";
 import { runHubAndSpoke } from "../helpers";
-import { edit, k8s, mainOf, setEnv, stack } from "./rdma-fixtures";
+import { edit, endpoint, k8s, mainOf, setEnv, stack } from "./rdma-fixtures";
 
 const SPOKE = "spoke-hn1";
 const verdict = async (rs: CapturedResource[]) =>
@@ -147,8 +147,55 @@ const store = (rs: CapturedResource[], fn: (c: any, spec: any) => void) =>
             if (JSON.stringify(c.command ?? []).includes("mooncake_store_service")) fn(c, o.spec.template.spec);
     });
 
+/** The TRT-LLM fixture stack, with `--override-engine-args` of prefill and decode edited. */
+const trtllm = (f?: (j: any) => void) =>
+    both(
+        (m) => {
+            const i = m.args.indexOf("--override-engine-args");
+            if (i < 0) throw new Error("no --override-engine-args rendered");
+            const j = JSON.parse(m.args[i + 1]);
+            f?.(j);
+            m.args[i + 1] = JSON.stringify(j);
+        },
+        stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
+    );
+
 const kvVariants: V[] = [
     { id: "baseline", expect: "pass", fn: (rs) => rs },
+    { id: "TRT-LLM baseline (rendered --override-engine-args)", expect: "pass", fn: () => trtllm() },
+    {
+        id: "TRT-LLM --override-engine-args cache_transceiver_config.backend MPI",
+        expect: "block",
+        fn: () =>
+            trtllm((j) => {
+                j.cache_transceiver_config = { backend: "MPI" };
+            }),
+    },
+    {
+        id: "TRT-LLM --override-engine-args kv_cache_config.host_cache_size (KV offload to host)",
+        expect: "block",
+        fn: () =>
+            trtllm((j) => {
+                j.kv_cache_config = { ...j.kv_cache_config, host_cache_size: 68719476736 };
+            }),
+    },
+    {
+        id: "TRT-LLM --override-engine-args backend UCX (the transceiver's UCX path)",
+        expect: "pass",
+        fn: () =>
+            trtllm((j) => {
+                j.cache_transceiver_config = { backend: "UCX" };
+            }),
+    },
+    {
+        id: "TRT-LLM --extra-engine-args file (unread)",
+        expect: "block",
+        fn: () =>
+            both(
+                (m) => m.args.push("--extra-engine-args", "/etc/trt/extra.yaml"),
+                stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
+            ),
+    },
     { id: "Mooncake store --define protocol=tcp", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("--define", "protocol=tcp")) },
     { id: "Mooncake store --define=protocol=tcp", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("--define=protocol=tcp")) },
     { id: "Mooncake store -D device_name=eth0", expect: "block", fn: (rs) => store(rs, (c) => c.args.push("-D", "device_name=eth0")) },

@@ -8,6 +8,8 @@ import {
     kvJsonCarriers,
     kvKnownSettings,
     kvMovingEntrypoints,
+    kvOpaqueArgFiles,
+    kvScopedJsonCarriers,
 } from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
@@ -236,6 +238,24 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         scripted[m[1]] = m[2] ?? m[3] ?? true;
                 }
                 for (const [flag, v] of Object.entries({ ...scripted, ...side.flags })) {
+                    const scope = kvScopedJsonCarriers[flag];
+                    if (scope) {
+                        const value = v === true ? "true" : v;
+                        let parsed: unknown;
+                        try {
+                            parsed = JSON.parse(value);
+                        } catch {
+                            check(flag, value.slice(0, 40), `${flag} (not JSON)`);
+                            continue;
+                        }
+                        for (const [n, x] of jsonSettings(flag, parsed))
+                            if (scope.some((k) => n === `${flag}.${k}` || n.startsWith(`${flag}.${k}.`))) check(n, x, n);
+                        continue;
+                    }
+                    if (kvOpaqueArgFiles.includes(flag)) {
+                        check(flag, v === true ? "true" : v, `${flag} (a file of engine arguments the pack does not read)`);
+                        continue;
+                    }
                     if (!kvFlagFamily.match.test(flag)) continue;
                     const value = v === true ? "true" : v;
                     check(flag, value, flag);
