@@ -79,7 +79,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "telemetry.metrics.**",
             "shutdown.**",
         ],
-        values: { "provider.type": ["Kubernetes"] },
+        // envoyService.type: LoadBalancer is what lib/edge.ts `nlbEnvoyService` renders and Envoy Gateway's default; a
+        // NodePort opens the proxy on every node's address, outside the load balancer's source ranges.
+        values: { "provider.type": ["Kubernetes"], "provider.kubernetes.envoyService.type": ["LoadBalancer"] },
         why: "replicas, placement, service and telemetry only: no bootstrap patch, no extra filters, no mergeBackends",
     },
     ClientTrafficPolicy: {
@@ -103,10 +105,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "http1.**",
             "http2.**",
             "tcpKeepalive.**",
-            "clientIPDetection.**",
         ],
         values: { "headers.requestID": ["Generate"], "headers.withUnderscoresAction": ["RejectRequest", "DropHeader"] },
-        why: "strips client identity headers early and generates the request id metering charges by",
+        why: "strips client identity headers early and generates the request id metering charges by; clientIPDetection is absent (the product renders none: trusting X-Forwarded-For hops or a custom header lets a client choose the address limits and logs see)",
     },
     SecurityPolicy: {
         fields: [

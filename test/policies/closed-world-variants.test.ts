@@ -126,6 +126,40 @@ const gatewayVariants: V[] = [
                 o.spec.env = [{ name: "UCX_IB_GPU_DIRECT_RDMA", value: "no" }];
             }),
     },
+    {
+        id: "ClientTrafficPolicy trusting 5 X-Forwarded-For hops",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "ClientTrafficPolicy", (o) => {
+                o.spec.clientIPDetection = { xForwardedFor: { numTrustedHops: 5 } };
+            }),
+    },
+    {
+        id: "ClientTrafficPolicy taking the client address from a custom header",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "ClientTrafficPolicy", (o) => {
+                o.spec.clientIPDetection = { customHeader: { name: "x-real-ip", failClosed: false } };
+            }),
+    },
+    {
+        id: "EnvoyProxy envoyService type NodePort",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "EnvoyProxy", (o) => {
+                const k = o.spec.provider.kubernetes ?? {};
+                o.spec.provider.kubernetes = { ...k, envoyService: { ...(k.envoyService ?? {}), type: "NodePort" } };
+            }),
+    },
+    {
+        id: "EnvoyProxy envoyService type LoadBalancer (the default, spelled out)",
+        expect: "pass",
+        fn: (rs) =>
+            each(rs, "EnvoyProxy", (o) => {
+                const k = o.spec.provider.kubernetes ?? {};
+                o.spec.provider.kubernetes = { ...k, envoyService: { ...(k.envoyService ?? {}), type: "LoadBalancer" } };
+            }),
+    },
 ];
 
 const dgd = (fn: (o: any) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", fn);
