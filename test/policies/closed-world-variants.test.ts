@@ -160,6 +160,59 @@ const gatewayVariants: V[] = [
                 o.spec.provider.kubernetes = { ...k, envoyService: { ...(k.envoyService ?? {}), type: "LoadBalancer" } };
             }),
     },
+    {
+        id: "Backend pointing at an external host",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "Backend", (o) => {
+                o.spec.endpoints[0].fqdn.hostname = "llm-proxy.example.com";
+            }),
+    },
+    {
+        id: "Backend pointing at another namespace's Service",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "Backend", (o) => {
+                o.spec.endpoints[0].fqdn.hostname = o.spec.endpoints[0].fqdn.hostname.replace(/\.([a-z0-9-]+)\.svc/, ".sandbox.svc");
+            }),
+    },
+    {
+        id: "Backend pointing at the short cluster DNS name of its frontend",
+        expect: "pass",
+        fn: (rs) =>
+            each(rs, "Backend", (o) => {
+                o.spec.endpoints[0].fqdn.hostname = o.spec.endpoints[0].fqdn.hostname.replace(/\.cluster\.local$/, "");
+            }),
+    },
+    {
+        id: "ExternalName Service outside the model namespaces",
+        expect: "block",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "v1",
+                kind: "Service",
+                metadata: { name: "auth-shadow", namespace: "platform-system" },
+                spec: { type: "ExternalName", externalName: "llm-proxy.example.com" },
+            }),
+        ],
+    },
+    {
+        id: "ReferenceGrant from a tenant namespace to every Backend",
+        expect: "block",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "gateway.networking.k8s.io/v1beta1",
+                kind: "ReferenceGrant",
+                metadata: { name: "widen", namespace: "llm-gateway" },
+                spec: {
+                    from: [{ group: "aigateway.envoyproxy.io", kind: "AIGatewayRoute", namespace: "tenant-x" }],
+                    to: [{ group: "gateway.envoyproxy.io", kind: "Backend" }],
+                },
+            }),
+        ],
+    },
 ];
 
 const dgd = (fn: (o: any) => void, rs = stack()) => edit(rs, "DynamoGraphDeployment", fn);
