@@ -51,6 +51,12 @@ export interface KvSafe {
     readonly pattern?: RegExp;
     /** Any value is safe; says why (an address, a port, a size, a path whose content is checked itself). */
     readonly any?: string;
+    /**
+     * `values` compare case-insensitively, as the reader does (UCX bool, ternary and enum options:
+     * openucx/ucx@v1.21.0:src/ucs/config/parser.c `ucs_config_sscanf_bool`/`_ternary` use strcasecmp for y/yes/n/no/
+     * try/maybe, strcmp for 1/0; `ucs_config_sscanf_enum` finds the value with strcasecmp).
+     */
+    readonly caseInsensitive?: true;
 }
 
 /** One known setting: env var, flag, or JSON key (`<flag or env or file>.<dotted key>`). */
@@ -100,7 +106,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "UCX_RNDV_SCHEME",
-        safe: { values: ["get_zcopy", "put_zcopy", "auto"] },
+        safe: { values: ["get_zcopy", "put_zcopy", "auto"], caseInsensitive: true },
         source: UCX,
         note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory",
     },
@@ -118,14 +124,14 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "UCX_IB_ADDR_TYPE",
-        safe: { values: ["ib_global", "ib_local", "auto"] },
+        safe: { values: ["ib_global", "ib_local", "auto"], caseInsensitive: true },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
     },
     {
         name: "UCX_IB_GPU_DIRECT_RDMA",
-        safe: { values: ["yes", "y", "1", "on", "try"] },
+        safe: { values: ["yes", "y", "1", "try", "maybe"], caseInsensitive: true },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c",
-        note: "no turns GPUDirect off (KV staged through host memory)",
+        note: "UCS_CONFIG_TYPE_TERNARY (ucs/config/parser.c ucs_config_sscanf_ternary): no turns GPUDirect off (KV staged through host memory); on/off are not ternary values and the parser rejects them",
     },
     {
         name: "UCX_IB_GID_INDEX",

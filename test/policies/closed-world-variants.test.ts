@@ -249,6 +249,16 @@ const trtllm = (f?: (j: any) => void) =>
 
 const kvVariants: V[] = [
     { id: "baseline", expect: "pass", fn: (rs) => rs },
+    // UCX reads bool/ternary/enum values case-insensitively (openucx/ucx@v1.21.0:src/ucs/config/parser.c).
+    { id: "UCX_IB_GPU_DIRECT_RDMA=YES", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "YES"), rs) },
+    { id: "UCX_IB_GPU_DIRECT_RDMA=Y", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "Y"), rs) },
+    { id: "UCX_RNDV_SCHEME=GET_ZCOPY", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_RNDV_SCHEME", "GET_ZCOPY"), rs) },
+    { id: "UCX_IB_GPU_DIRECT_RDMA=NO", expect: "block", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "NO"), rs) },
+    {
+        id: "UCX_IB_GPU_DIRECT_RDMA=on (not a ternary value)",
+        expect: "block",
+        fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "on"), rs),
+    },
     { id: "TRT-LLM baseline (rendered --override-engine-args)", expect: "pass", fn: () => trtllm() },
     {
         id: "TRT-LLM --override-engine-args cache_transceiver_config.backend MPI",

@@ -54,6 +54,7 @@ export function kvExceptionsOf(o: Obj): { list: KvException[]; error?: string } 
 function isSafe(safe: KvSafe, value: string): boolean {
     if (safe.any) return true;
     if (safe.values?.includes(value)) return true;
+    if (safe.caseInsensitive && safe.values?.some((v) => v.toLowerCase() === value.toLowerCase())) return true;
     return !!safe.pattern && safe.pattern.test(value);
 }
 
