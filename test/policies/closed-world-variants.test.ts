@@ -247,8 +247,57 @@ const trtllm = (f?: (j: any) => void) =>
         stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
     );
 
+/** Edit the parsed `--kv-transfer-config` of one side. */
+const kvt = (o: any, side: string, f: (k: any) => void) => {
+    const m = mainOf(o, side);
+    const i = m.args.indexOf("--kv-transfer-config");
+    const k = JSON.parse(m.args[i + 1]);
+    f(k);
+    m.args[i + 1] = JSON.stringify(k);
+};
+
 const kvVariants: V[] = [
     { id: "baseline", expect: "pass", fn: (rs) => rs },
+    {
+        id: "pair: --dtype half on prefill, float16 on decode (one torch dtype)",
+        expect: "pass",
+        fn: (rs) =>
+            dgd((o) => {
+                mainOf(o, "prefill").args.push("--dtype", "half");
+                mainOf(o, "decode").args.push("--dtype", "float16");
+            }, rs),
+    },
+    {
+        id: "pair: --dtype half on prefill, float32 on decode",
+        expect: "block",
+        fn: (rs) =>
+            dgd((o) => {
+                mainOf(o, "prefill").args.push("--dtype", "half");
+                mainOf(o, "decode").args.push("--dtype", "float32");
+            }, rs),
+    },
+    {
+        id: "pair: prefill NIXL backends omitted (default [UCX]) vs decode explicit",
+        expect: "pass",
+        fn: (rs) => dgd((o) => kvt(o, "prefill", (k) => delete k.kv_connector_extra_config.connectors[0].kv_connector_extra_config), rs),
+    },
+    {
+        id: "pair: decode kv_buffer_device omitted (default cuda) vs prefill cuda",
+        expect: "pass",
+        fn: (rs) => dgd((o) => kvt(o, "decode", (k) => delete k.kv_connector_extra_config.connectors[0].kv_buffer_device), rs),
+    },
+    {
+        id: "pair: decode kv_load_failure_policy differs inside the JSON",
+        expect: "block",
+        fn: (rs) =>
+            dgd(
+                (o) =>
+                    kvt(o, "decode", (k) =>
+                        Object.assign(k.kv_connector_extra_config.connectors[0], { kv_load_failure_policy: "recompute" }),
+                    ),
+                rs,
+            ),
+    },
     // UCX reads bool/ternary/enum values case-insensitively (openucx/ucx@v1.21.0:src/ucs/config/parser.c).
     { id: "UCX_IB_GPU_DIRECT_RDMA=YES", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "YES"), rs) },
     { id: "UCX_IB_GPU_DIRECT_RDMA=Y", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "Y"), rs) },
