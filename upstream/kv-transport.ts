@@ -330,6 +330,12 @@ export const kvKnownSettings: readonly KvSetting[] = [
         note: "fake and ascend move no KV over RDMA",
     },
     { name: "--disaggregation-bootstrap-port", safe: { pattern: UINT }, source: SGL_SA },
+    {
+        name: "--disaggregation-ib-device",
+        safe: { pattern: DEVICE_LIST },
+        source: SGL_SA,
+        note: "a comma list of device names; that they are the node pool's rail HCAs is checked by the pack's mooncake-rdma-devices rule (policies/mooncake.ts)",
+    },
     { name: "--disaggregation-decode-enable-radix-cache", safe: { any: "decode-side cache reuse" }, source: SGL_SA },
     { name: "--enable-hierarchical-cache", safe: { any: "turns on HiCache; its storage backend is checked" }, source: SGL_SA },
     { name: "--hicache-ratio", safe: { pattern: /^\d+(\.\d+)?$/ }, source: SGL_SA },

@@ -256,8 +256,29 @@ const kvt = (o: any, side: string, f: (k: any) => void) => {
     m.args[i + 1] = JSON.stringify(k);
 };
 
+const sglang = () => stack([endpoint({ engine: "sglang" })]);
+/** The rail HCAs of the SGLang fixture (its HiCache Mooncake `device_name`), as a comma list. */
+const railHcas = (m: any) => {
+    const i = m.args.indexOf("--hicache-storage-backend-extra-config");
+    return i < 0 ? "" : String(JSON.parse(m.args[i + 1]).device_name ?? "");
+};
+
 const kvVariants: V[] = [
     { id: "baseline", expect: "pass", fn: (rs) => rs },
+    {
+        id: "SGLang --disaggregation-ib-device with the rail HCAs",
+        expect: "pass",
+        fn: () =>
+            both((m) => {
+                if (!railHcas(m)) throw new Error("no HiCache device_name rendered");
+                m.args.push("--disaggregation-ib-device", railHcas(m));
+            }, sglang()),
+    },
+    {
+        id: "SGLang --disaggregation-ib-device with a frontend NIC",
+        expect: "block",
+        fn: () => both((m) => m.args.push("--disaggregation-ib-device", "eth0"), sglang()),
+    },
     {
         id: "pair: --dtype half on prefill, float16 on decode (one torch dtype)",
         expect: "pass",
