@@ -1,5 +1,17 @@
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { aiRoutes, GROUPS, GW, keyOf, modelNamespaces, nsOf, ofKind, routeGateways, secondsOf, selectsDynamo } from "../lib/gateway";
+import {
+    aiRoutes,
+    GROUPS,
+    GW,
+    keyOf,
+    modelNamespaces,
+    nameOf,
+    nsOf,
+    ofKind,
+    routeGateways,
+    secondsOf,
+    selectsDynamo,
+} from "../lib/gateway";
 
 /* Routes to models: no side door around the AI Gateway, one rule per model, long-stream timeouts, no secret header matches. */
 
@@ -20,9 +32,12 @@ export const noModelSideDoor: StackValidationPolicy = {
         for (const s of ofKind(args.resources, GROUPS.core, "Service")) {
             const spec = s.props.spec ?? {};
             const exposed = spec.type === "LoadBalancer" || spec.type === "NodePort" || (spec.externalIPs ?? []).length > 0;
-            if (exposed && (modelNs.has(nsOf(s)) || selectsDynamo(spec.selector))) {
+            // Named like a Dynamo frontend Service (`<endpoint>-frontend`, lib/serving.ts frontendService): its selector may
+            // pick the frontend pods by labels the pack does not know; an exposed one is refused wherever it sits.
+            const frontendNamed = /-frontend$/.test(nameOf(s));
+            if (exposed && (modelNs.has(nsOf(s)) || selectsDynamo(spec.selector) || frontendNamed)) {
                 report(
-                    `Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`,
+                    `Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : frontendNamed && !modelNs.has(nsOf(s)) ? "named like a Dynamo frontend" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`,
                     s.urn,
                 );
             }

@@ -77,6 +77,19 @@ const gatewayVariants: V[] = [
         },
     },
     {
+        id: "NodePort Service named like a Dynamo frontend in another namespace",
+        expect: "block",
+        fn: (rs) => [
+            ...rs,
+            k8s({
+                apiVersion: "v1",
+                kind: "Service",
+                metadata: { name: "llama-70b-frontend", namespace: "debug" },
+                spec: { type: "NodePort", selector: { app: "anything" }, ports: [{ port: 8000 }] },
+            }),
+        ],
+    },
+    {
         id: "NetworkPolicy admitting an ipBlock to the Dynamo workers",
         expect: "block",
         fn: (rs) => [
