@@ -45,14 +45,24 @@ function jsonConfigs(c: ContainerView, v: StackView): Array<{ field: string; jso
     return out;
 }
 
-/** The ConfigMap and key a file path of the container comes from, via its volumeMounts. */
+/**
+ * The ConfigMap and key a file path of the container comes from, via its volumeMounts: the mount's `subPath` picks a
+ * file or directory of the volume, the volume's `items` map keys to relative paths (Kubernetes core/v1 VolumeMount
+ * `subPath`, ConfigMapVolumeSource `items`).
+ */
 function findMount(c: ContainerView, file: string): { configMap: string; key: string } | undefined {
     for (const vm of c.volumeMounts) {
         const mp = vm.mountPath.replace(/\/+$/, "");
-        if (!file.startsWith(`${mp}/`)) continue;
+        const sub = vm.subPath?.replace(/^\/+|\/+$/g, "");
+        let rel: string;
+        if (file === mp && sub) rel = sub;
+        else if (file.startsWith(`${mp}/`)) rel = sub ? `${sub}/${file.slice(mp.length + 1)}` : file.slice(mp.length + 1);
+        else continue;
         const vol = c.pod.volumes.find((x) => x.name === vm.name);
         if (!vol?.configMap) continue;
-        return { configMap: vol.configMap, key: vm.subPath ?? file.slice(mp.length + 1) };
+        const key = vol.configMapItems ? vol.configMapItems.find((i) => i.path === rel)?.key : rel;
+        if (key === undefined) continue;
+        return { configMap: vol.configMap, key };
     }
     return undefined;
 }

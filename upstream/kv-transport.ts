@@ -51,6 +51,12 @@ export interface KvSafe {
     readonly pattern?: RegExp;
     /** Any value is safe; says why (an address, a port, a size, a path whose content is checked itself). */
     readonly any?: string;
+    /**
+     * `values` compare case-insensitively, as the reader does (UCX bool, ternary and enum options:
+     * openucx/ucx@v1.21.0:src/ucs/config/parser.c `ucs_config_sscanf_bool`/`_ternary` use strcasecmp for y/yes/n/no/
+     * try/maybe, strcmp for 1/0; `ucs_config_sscanf_enum` finds the value with strcasecmp).
+     */
+    readonly caseInsensitive?: true;
 }
 
 /** One known setting: env var, flag, or JSON key (`<flag or env or file>.<dotted key>`). */
@@ -77,6 +83,7 @@ const MC_STORE_CFG: Source =
 const DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/;
 const PCI = "[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]";
 const UINT = /^\d+$/;
+const TRT_ARGS: Source = "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/llmapi/llm_args.py#TorchLlmArgs";
 const SIZE = /^\d+(\.\d+)?\s*([kKmMgGtT][bB]?|[kKmMgGtT]i[bB]?)?$/;
 /** UCX transports that are RDMA or GPU-local copies; at least one RDMA transport, never tcp/sockets. */
 const UCX_TLS_RDMA =
@@ -99,7 +106,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "UCX_RNDV_SCHEME",
-        safe: { values: ["get_zcopy", "put_zcopy", "auto"] },
+        safe: { values: ["get_zcopy", "put_zcopy", "auto"], caseInsensitive: true },
         source: UCX,
         note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory",
     },
@@ -117,14 +124,14 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "UCX_IB_ADDR_TYPE",
-        safe: { values: ["ib_global", "ib_local", "auto"] },
+        safe: { values: ["ib_global", "ib_local", "auto"], caseInsensitive: true },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
     },
     {
         name: "UCX_IB_GPU_DIRECT_RDMA",
-        safe: { values: ["yes", "y", "1", "on", "try"] },
+        safe: { values: ["yes", "y", "1", "try", "maybe"], caseInsensitive: true },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c",
-        note: "no turns GPUDirect off (KV staged through host memory)",
+        note: "UCS_CONFIG_TYPE_TERNARY (ucs/config/parser.c ucs_config_sscanf_ternary): no turns GPUDirect off (KV staged through host memory); on/off are not ternary values and the parser rejects them",
     },
     {
         name: "UCX_IB_GID_INDEX",
@@ -230,6 +237,31 @@ export const kvKnownSettings: readonly KvSetting[] = [
         safe: { values: ["UCX", "LIBFABRIC"] },
         source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
     },
+    // TensorRT-LLM LLM-API overrides (`--override-engine-args` JSON, Dynamo `python3 -m dynamo.trtllm`): only the
+    // KV keys are in the closed world (kvScopedJsonCarriers); each must be recorded here.
+    {
+        name: "--override-engine-args.cache_transceiver_config",
+        safe: { any: "object, checked key by key" },
+        source: TRT_ARGS,
+    },
+    {
+        name: "--override-engine-args.cache_transceiver_config.backend",
+        safe: { values: ["NIXL", "UCX"] },
+        source: TRT_ARGS,
+        note: "what lib/dgd.ts renders (NIXL; UCX is the transceiver's other UCX path, UCX_* checked as env); MPI and MOONCAKE move KV on other transports, DEFAULT leaves the choice to the build",
+    },
+    { name: "--override-engine-args.kv_cache_config", safe: { any: "object, checked key by key" }, source: TRT_ARGS },
+    {
+        name: "--override-engine-args.kv_cache_config.enable_block_reuse",
+        safe: { values: ["true", "false"] },
+        source: TRT_ARGS,
+        note: "prefix reuse in GPU memory; does not move KV",
+    },
+    {
+        name: "--override-engine-args.kv_cache_config.dtype",
+        safe: { any: "KV element type; compared between prefill and decode (upstream/pairs.ts)" },
+        source: TRT_ARGS,
+    },
     // SGLang.
     {
         name: "SGLANG_DISAGGREGATION_NIXL_BACKEND",
@@ -298,6 +330,12 @@ export const kvKnownSettings: readonly KvSetting[] = [
         note: "fake and ascend move no KV over RDMA",
     },
     { name: "--disaggregation-bootstrap-port", safe: { pattern: UINT }, source: SGL_SA },
+    {
+        name: "--disaggregation-ib-device",
+        safe: { pattern: DEVICE_LIST },
+        source: SGL_SA,
+        note: "a comma list of device names; that they are the node pool's rail HCAs is checked by the pack's mooncake-rdma-devices rule (policies/mooncake.ts)",
+    },
     { name: "--disaggregation-decode-enable-radix-cache", safe: { any: "decode-side cache reuse" }, source: SGL_SA },
     { name: "--enable-hierarchical-cache", safe: { any: "turns on HiCache; its storage backend is checked" }, source: SGL_SA },
     { name: "--hicache-ratio", safe: { pattern: /^\d+(\.\d+)?$/ }, source: SGL_SA },
@@ -333,6 +371,22 @@ export const kvKnownSettings: readonly KvSetting[] = [
         note: "localhost registers an address no peer reaches: the store refuses the handshake",
     },
 ];
+
+/**
+ * JSON carriers of which only some top-level keys carry KV settings: those keys are checked one by one, the rest of
+ * the JSON (sequence length, speculation) is not KV transport. TRT-LLM's `--override-engine-args` overrides `LlmArgs`
+ * fields (upstream/trtllm.ts `trtllmEngineArgKeys`): `cache_transceiver_config` picks how KV moves between prefill and
+ * decode, `kv_cache_config` where KV lives (`host_cache_size` offloads it to host memory).
+ */
+export const kvScopedJsonCarriers: Readonly<Record<string, readonly string[]>> = {
+    "--override-engine-args": ["cache_transceiver_config", "kv_cache_config"],
+};
+
+/**
+ * Flags naming a file of further engine arguments the pack does not read: refused on a KV container unless covered by
+ * a reviewed exception (Dynamo `python3 -m dynamo.trtllm --extra-engine-args` YAML; upstream/dynamo.ts).
+ */
+export const kvOpaqueArgFiles: readonly string[] = ["--extra-engine-args"];
 
 /** JSON carriers whose keys are checked one by one: flag or env name, or a mounted file's base name. */
 export const kvJsonCarriers: readonly string[] = [

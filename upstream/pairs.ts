@@ -126,6 +126,32 @@ export function vllmPdConnectorOf(kvt: Record<string, any> | undefined): Record<
     return STORE_CONNECTORS.includes(String(kvt.kv_connector)) ? undefined : kvt;
 }
 const kvt = (s: ParsedSide) => json(s.flags["--kv-transfer-config"]);
+
+/**
+ * vLLM `--dtype` spellings of one torch dtype (vllm-project/vllm@v0.28.0:vllm/config/model.py
+ * `_STR_DTYPE_TO_TORCH_DTYPE`: half and float16 are torch.float16, float and float32 torch.float32).
+ */
+export const VLLM_DTYPE_ALIASES: Readonly<Record<string, string>> = { half: "float16", float: "float32" };
+
+/**
+ * A vLLM KVTransferConfig with the upstream defaults written out, so two spellings of one meaning compare equal:
+ * `kv_buffer_device` defaults to "cuda" (vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py `KVTransferConfig`),
+ * a NixlConnector's `kv_connector_extra_config.backends` to ["UCX"] (nixl_connector.py
+ * `get_from_extra_config("backends", ["UCX"])`), an absent `kv_connector_extra_config` is {}; a MultiConnector's
+ * sub-connectors are KVTransferConfigs themselves (kv_connector/v1/multi_connector.py). Anything else stays as written.
+ */
+export function vllmKvTransferMeaning(v: unknown): unknown {
+    if (!v || typeof v !== "object" || Array.isArray(v)) return v;
+    const c: Record<string, any> = { ...(v as Record<string, any>) };
+    if (typeof c.kv_connector !== "string") return c;
+    c.kv_buffer_device ??= "cuda";
+    const extra: Record<string, any> = { ...(c.kv_connector_extra_config ?? {}) };
+    if (c.kv_connector === "NixlConnector") extra.backends ??= ["UCX"];
+    if (c.kv_connector === "MultiConnector" && Array.isArray(extra.connectors))
+        extra.connectors = extra.connectors.map(vllmKvTransferMeaning);
+    c.kv_connector_extra_config = extra;
+    return c;
+}
 const trtArgs = (s: ParsedSide) => json(s.flags["--override-engine-args"]) ?? {};
 
 /** KV-shaping settings per entry point; their raw flags are compared through them (normalised), the rest verbatim. */
@@ -141,7 +167,10 @@ export const pairKvSettings: Readonly<Record<string, readonly PairKvSetting[]>> 
         {
             key: "--dtype",
             covers: ["--dtype"],
-            read: flag("--dtype"),
+            read: (s) => {
+                const v = flag("--dtype")(s);
+                return v === undefined ? undefined : (VLLM_DTYPE_ALIASES[v] ?? v);
+            },
             fallback: "auto",
             why: "the model dtype is part of the NIXL compatibility hash (and the KV dtype when kv-cache-dtype is auto)",
             source: VLLM_NIXL,
@@ -387,8 +416,13 @@ export function pairDifferences(
     const defaults = new Map<string, string>();
     for (const id of ep?.components ?? [])
         for (const [n, f] of Object.entries(components[id]?.flags ?? {})) if (f.default !== undefined) defaults.set(n, f.default);
-    const norm = (v: string | true | undefined, name: string) =>
-        v === undefined ? defaults.get(name) : v === true ? "true" : /^[[{]/.test(v.trim()) ? (canonicalJson(v) ?? v) : v;
+    const norm = (v: string | true | undefined, name: string) => {
+        if (name === "--kv-transfer-config" && typeof v === "string") {
+            const j = json(v);
+            if (j) return canonicalJson(JSON.stringify(vllmKvTransferMeaning(j))) ?? v;
+        }
+        return v === undefined ? defaults.get(name) : v === true ? "true" : /^[[{]/.test(v.trim()) ? (canonicalJson(v) ?? v) : v;
+    };
     for (const name of [...new Set([...Object.keys(p.flags), ...Object.keys(d.flags)])].sort()) {
         if (role.has(name) || covered.has(name)) continue;
         const a = norm(p.flags[name], name),

@@ -34,6 +34,11 @@ export const sglang: ComponentFacts = {
             source: SA,
         },
         "--disaggregation-bootstrap-port": { takesValue: true, default: "8998", source: SA },
+        "--disaggregation-ib-device": {
+            takesValue: true,
+            source: SA,
+            note: "RDMA devices of the disaggregation transfer engine, one or a comma list (mlx5_0,mlx5_1); unset: Mooncake auto-detects devices",
+        },
         "--disaggregation-decode-enable-radix-cache": {
             takesValue: false,
             source: SA,

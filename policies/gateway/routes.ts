@@ -1,5 +1,17 @@
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { aiRoutes, GROUPS, GW, keyOf, modelNamespaces, nsOf, ofKind, routeGateways, secondsOf, selectsDynamo } from "../lib/gateway";
+import {
+    aiRoutes,
+    GROUPS,
+    GW,
+    keyOf,
+    modelNamespaces,
+    nameOf,
+    nsOf,
+    ofKind,
+    routeGateways,
+    secondsOf,
+    selectsDynamo,
+} from "../lib/gateway";
 
 /* Routes to models: no side door around the AI Gateway, one rule per model, long-stream timeouts, no secret header matches. */
 
@@ -11,7 +23,7 @@ import { aiRoutes, GROUPS, GW, keyOf, modelNamespaces, nsOf, ofKind, routeGatewa
 export const noModelSideDoor: StackValidationPolicy = {
     name: "gateway-no-side-door-to-models",
     description:
-        "No Service of type LoadBalancer/NodePort (or with externalIPs), Ingress, or HTTPRoute/GRPCRoute/TLSRoute/TCPRoute may reach Dynamo pods or the inference namespaces outside the LLM Gateway.",
+        "No Service of type LoadBalancer/NodePort (or with externalIPs), Ingress, or HTTPRoute/GRPCRoute/TLSRoute/TCPRoute may reach Dynamo pods or the inference namespaces outside the LLM Gateway; in a model namespace only ClusterIP Services and the NetworkPolicy shape the product renders (frontend port from the gateway and scrapers, other ports from Dynamo pods) are accepted.",
     remediationSteps: "Keep Dynamo frontends ClusterIP and expose models only through AIGatewayRoutes on the LLM Gateway.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -20,12 +32,33 @@ export const noModelSideDoor: StackValidationPolicy = {
         for (const s of ofKind(args.resources, GROUPS.core, "Service")) {
             const spec = s.props.spec ?? {};
             const exposed = spec.type === "LoadBalancer" || spec.type === "NodePort" || (spec.externalIPs ?? []).length > 0;
-            if (exposed && (modelNs.has(nsOf(s)) || selectsDynamo(spec.selector))) {
+            // Named like a Dynamo frontend Service (`<endpoint>-frontend`, lib/serving.ts frontendService): its selector may
+            // pick the frontend pods by labels the pack does not know; an exposed one is refused wherever it sits.
+            const frontendNamed = /-frontend$/.test(nameOf(s));
+            if (exposed && (modelNs.has(nsOf(s)) || selectsDynamo(spec.selector) || frontendNamed)) {
                 report(
-                    `Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`,
+                    `Service ${keyOf(s)} is ${spec.type ?? "ClusterIP with externalIPs"} and reaches model pods (${selectsDynamo(spec.selector) ? "selects Dynamo labels" : frontendNamed && !modelNs.has(nsOf(s)) ? "named like a Dynamo frontend" : `namespace ${nsOf(s)}`}): it bypasses the gateway's auth and limits.`,
                     s.urn,
                 );
             }
+        }
+        for (const s of ofKind(args.resources, GROUPS.core, "Service")) {
+            if (!modelNs.has(nsOf(s))) continue;
+            const spec = s.props.spec ?? {};
+            if ((spec.type ?? "ClusterIP") !== "ClusterIP" && spec.type !== "LoadBalancer" && spec.type !== "NodePort")
+                report(
+                    `Service ${keyOf(s)} in model namespace ${nsOf(s)} is of type ${spec.type}; the pack knows only ClusterIP Services there (an ExternalName can shadow a Dynamo frontend's cluster DNS name the gateway's Backend resolves).`,
+                    s.urn,
+                );
+        }
+        for (const np of ofKind(args.resources, GROUPS.net, "NetworkPolicy")) {
+            if (!modelNs.has(nsOf(np))) continue;
+            const why = networkPolicySideDoor(np.props.spec ?? {});
+            if (why)
+                report(
+                    `NetworkPolicy ${keyOf(np)} in model namespace ${nsOf(np)} ${why} NetworkPolicies add up, so any allow beyond the rendered frontend policy is a side door around the gateway. Use the policy lib/gateway.ts frontendNetworkPolicy renders.`,
+                    np.urn,
+                );
         }
         for (const i of ofKind(args.resources, GROUPS.net, "Ingress")) {
             if (modelNs.has(nsOf(i)))
@@ -52,6 +85,80 @@ export const noModelSideDoor: StackValidationPolicy = {
     },
 };
 
+const isObj = (v: unknown): v is Record<string, any> => !!v && typeof v === "object" && !Array.isArray(v);
+/** JSON with object keys sorted (Pulumi may hand the pack objects with keys in another order). */
+const canon = (v: unknown): string =>
+    JSON.stringify(v, (_k, x) =>
+        isObj(x)
+            ? Object.fromEntries(
+                  Object.keys(x)
+                      .sort()
+                      .map((k) => [k, x[k]]),
+              )
+            : x,
+    );
+const onlyKeys = (v: unknown, keys: string[]) => isObj(v) && Object.keys(v).every((k) => keys.includes(k));
+
+/**
+ * Why a NetworkPolicy in a model namespace allows more than the one shape the product renders (`undefined` when it
+ * allows nothing, or only what lib/gateway.ts frontendNetworkPolicy renders). Closed world: a policy without ingress
+ * rules only restricts and is accepted; one with ingress rules must select the Dynamo frontends
+ * (`nvidia.com/dynamo-component-type: frontend`) and hold only (a) the HTTP port from named namespaces' labelled pods
+ * (Envoy proxies, metrics scrapers) and (b) every other port from Dynamo's own pods. No ipBlock, no empty peer, no
+ * other pods selected (workers, prefill, Mooncake take no ingress from outside the namespace's own traffic).
+ */
+export function networkPolicySideDoor(spec: Record<string, any>): string | undefined {
+    const ingress: any[] = spec.ingress ?? [];
+    if (!ingress.length) return undefined;
+    const sel = spec.podSelector ?? {};
+    const labels = sel.matchLabels ?? {};
+    if (
+        !onlyKeys(sel, ["matchLabels"]) ||
+        Object.keys(labels).length !== 1 ||
+        labels[`${GW.dynamoLabelPrefix}component-type`] !== "frontend"
+    )
+        return `allows ingress to pods ${JSON.stringify(sel)}, not only the Dynamo frontends (matchLabels ${GW.dynamoLabelPrefix}component-type: frontend);`;
+    const gwAt = ingress.findIndex((r) => (r.ports ?? []).length === 1 && r.ports[0].endPort === undefined);
+    const gw = ingress[gwAt];
+    const port = gw?.ports[0].port;
+    if (!gw || typeof port !== "number" || (gw.ports[0].protocol ?? "TCP") !== "TCP" || !onlyKeys(gw.ports[0], ["protocol", "port"]))
+        return "has no rule for exactly the frontend's HTTP port;";
+    for (const [i, rule] of ingress.entries()) {
+        if (!onlyKeys(rule, ["from", "ports"]) || !(rule.from ?? []).length)
+            return `has a rule ${JSON.stringify(rule)} open to every peer or field the pack does not model;`;
+        if (i === gwAt) {
+            for (const peer of rule.from) {
+                const ns = peer.namespaceSelector?.matchLabels ?? {};
+                const pods = peer.podSelector?.matchLabels ?? {};
+                const ok =
+                    onlyKeys(peer, ["namespaceSelector", "podSelector"]) &&
+                    onlyKeys(peer.namespaceSelector, ["matchLabels"]) &&
+                    onlyKeys(peer.podSelector, ["matchLabels"]) &&
+                    Object.keys(ns).length === 1 &&
+                    typeof ns["kubernetes.io/metadata.name"] === "string" &&
+                    Object.keys(pods).length > 0;
+                if (!ok)
+                    return `admits peer ${JSON.stringify(peer)} to the frontend port; the pack knows only labelled pods of a namespace named by kubernetes.io/metadata.name;`;
+            }
+            continue;
+        }
+        const from = rule.from;
+        const internal =
+            from.length === 1 &&
+            onlyKeys(from[0], ["podSelector"]) &&
+            onlyKeys(from[0].podSelector, ["matchExpressions"]) &&
+            canon(from[0].podSelector.matchExpressions) === canon([{ key: `${GW.dynamoLabelPrefix}component-type`, operator: "Exists" }]) &&
+            canon(rule.ports) ===
+                canon([
+                    { protocol: "TCP", port: 1, endPort: port - 1 },
+                    { protocol: "TCP", port: port + 1, endPort: 65535 },
+                ]);
+        if (!internal)
+            return `has a rule ${JSON.stringify(rule)} beyond the frontend port from the gateway and the other ports from Dynamo's own pods;`;
+    }
+    return undefined;
+}
+
 /** AIGatewayRoute rules cap (CRD maxItems 15; the controller adds the catch-all), GF#5. */
 export const aiRouteMaxRules: ResourceValidationPolicy = {
     name: "aigatewayroute-max-15-rules",
@@ -69,13 +176,36 @@ export const aiRouteMaxRules: ResourceValidationPolicy = {
 };
 
 /**
+ * Why a rule's matches are not the one shape the product renders (`undefined` when they are): exactly one match holding
+ * exactly one header, `x-ai-eg-model`, type Exact (lib/gateway.ts aiGatewayRoutes). Gateway API ORs the matches of a
+ * rule (kubernetes-sigs/gateway-api apis/v1/httproute_types.go `HTTPRouteRule.Matches`: "the rule matches if any one of the
+ * matches is satisfied") and AIGatewayRoute matches are "a subset of the HTTPRouteMatch in the Gateway API"
+ * (envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates/aigateway.envoyproxy.io_aigatewayroutes.yaml
+ * `rules[].matches`), so an extra match or header reaches the rule's
+ * backends for a request whose model the key's auth never approved. Closed world: anything else is refused.
+ */
+export function ruleMatchShape(rule: any): string | undefined {
+    const matches = rule?.matches ?? [];
+    if (matches.length !== 1)
+        return `has ${matches.length} matches; the pack knows only exactly one match on ${GW.modelHeader} (matches of a rule are ORed, so another match reaches this model's backends without the model the key was authorised for).`;
+    const m = matches[0] ?? {};
+    const other = Object.keys(m).filter((k) => k !== "headers");
+    if (other.length) return `its match also sets ${other.join(", ")}; the pack knows only an exact ${GW.modelHeader} header match.`;
+    const hs = m.headers ?? [];
+    const ok = hs.length === 1 && String(hs[0].name).toLowerCase() === GW.modelHeader && (hs[0].type ?? "Exact") === "Exact";
+    if (!ok)
+        return `its match holds headers ${JSON.stringify(hs.map((h: any) => `${h.name}:${h.type ?? "Exact"}`))}; the pack knows only exactly one header, ${GW.modelHeader} of type Exact.`;
+    return undefined;
+}
+
+/**
  * Every rule selects its model by an exact `x-ai-eg-model` match, each model once per Gateway: duplicates make
  * the older route win silently (GF#5).
  */
 export const aiRouteUniqueModels: StackValidationPolicy = {
     name: "aigatewayroute-unique-models",
     description:
-        "Every AIGatewayRoute rule must match an exact x-ai-eg-model value, unique across all AIGatewayRoutes on the same Gateway.",
+        "Every AIGatewayRoute rule must have exactly one match holding exactly one header, an Exact x-ai-eg-model, unique across all AIGatewayRoutes on the same Gateway (matches are ORed: any other match reaches the model unapproved).",
     remediationSteps: "Give each model one rule (several backendRefs for several endpoints of the same model).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -83,6 +213,11 @@ export const aiRouteUniqueModels: StackValidationPolicy = {
         for (const r of aiRoutes(args.resources)) {
             (r.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
                 const label = `AIGatewayRoute ${keyOf(r)} rule ${rule.name ?? i}`;
+                const shapeWrong = ruleMatchShape(rule);
+                if (shapeWrong) {
+                    report(`${label}: ${shapeWrong}`, r.urn);
+                    return;
+                }
                 const models: string[] = (rule.matches ?? []).flatMap((m: any) =>
                     (m.headers ?? [])
                         .filter((h: any) => String(h.name).toLowerCase() === GW.modelHeader && (h.type ?? "Exact") === "Exact")

@@ -1,5 +1,5 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { gatewayUrn, gvk, keyOf } from "../lib/gateway";
+import { GROUPS, gatewayUrn, gvk, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 import { effectiveFor, listenerLabel, modelListeners } from "../lib/attachment";
 import { attachmentsOf } from "./attach";
 
@@ -79,7 +79,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "telemetry.metrics.**",
             "shutdown.**",
         ],
-        values: { "provider.type": ["Kubernetes"] },
+        // envoyService.type: LoadBalancer is what lib/edge.ts `nlbEnvoyService` renders and Envoy Gateway's default; a
+        // NodePort opens the proxy on every node's address, outside the load balancer's source ranges.
+        values: { "provider.type": ["Kubernetes"], "provider.kubernetes.envoyService.type": ["LoadBalancer"] },
         why: "replicas, placement, service and telemetry only: no bootstrap patch, no extra filters, no mergeBackends",
     },
     ClientTrafficPolicy: {
@@ -103,10 +105,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "http1.**",
             "http2.**",
             "tcpKeepalive.**",
-            "clientIPDetection.**",
         ],
         values: { "headers.requestID": ["Generate"], "headers.withUnderscoresAction": ["RejectRequest", "DropHeader"] },
-        why: "strips client identity headers early and generates the request id metering charges by",
+        why: "strips client identity headers early and generates the request id metering charges by; clientIPDetection is absent (the product renders none: trusting X-Forwarded-For hops or a custom header lets a client choose the address limits and logs see)",
     },
     SecurityPolicy: {
         fields: [
@@ -210,6 +211,60 @@ export function shapeFindings(r: PolicyResource): string[] {
     return out;
 }
 
+/**
+ * Findings on where the gateway path's references lead, which a per-object shape cannot see (exported for tests):
+ * - a Backend is exactly the Dynamo frontend Service of its endpoint: every endpoint an FQDN
+ *   `<backend name>-frontend.<ns>.svc[.cluster.local]` (lib/gateway.ts `backend`, lib/serving.ts `frontendService`),
+ *   in the namespace of a DynamoGraphDeployment of that name in the stack; any other host sends authorised model
+ *   traffic (prompts, keys' tokens) somewhere the pack cannot see;
+ * - no Service of type ExternalName anywhere in the stack (it turns a cluster DNS name, the one a Backend or ext_authz
+ *   reference resolves, into an outside host);
+ * - a ReferenceGrant names each target (`to[].name`; without it every object of the kind in its namespace is granted)
+ *   and admits only namespaces holding a Gateway of the stack (`from[].namespace`, as components/spoke/Metering.ts
+ *   renders for the EnvoyProxy's access-log sink).
+ */
+export function targetFindings(resources: PolicyResource[]): Array<{ message: string; urn: string }> {
+    const out: Array<{ message: string; urn: string }> = [];
+    const dgds = new Set(ofKind(resources, GROUPS.dynamo, "DynamoGraphDeployment").map(keyOf));
+    for (const b of ofKind(resources, GROUPS.eg, "Backend")) {
+        const eps: any[] = b.props.spec?.endpoints ?? [];
+        if (!eps.length) out.push({ message: `Backend ${keyOf(b)} has no endpoints`, urn: b.urn });
+        for (const e of eps) {
+            const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)-frontend\.([a-z0-9-]+)\.svc(\.cluster\.local)?$/.exec(
+                String(e?.fqdn?.hostname ?? ""),
+            );
+            const ok = m && m[1] === nameOf(b) && dgds.has(`${m[3]}/${m[1]}`);
+            if (!ok)
+                out.push({
+                    message: `Backend ${keyOf(b)} endpoint ${JSON.stringify(e)} is not the Dynamo frontend Service of endpoint ${nameOf(b)} (${nameOf(b)}-frontend.<namespace of DynamoGraphDeployment ${nameOf(b)}>.svc.cluster.local): model traffic that passed ext_authz would leave for a host the pack cannot see`,
+                    urn: b.urn,
+                });
+        }
+    }
+    for (const svc of ofKind(resources, GROUPS.core, "Service"))
+        if (svc.props.spec?.type === "ExternalName")
+            out.push({
+                message: `Service ${keyOf(svc)} is of type ExternalName (${svc.props.spec?.externalName}): it turns a cluster DNS name a Backend or ext_authz reference resolves into an outside host; the product renders none`,
+                urn: svc.urn,
+            });
+    const gatewayNs = new Set(ofKind(resources, GROUPS.gwapi, "Gateway").map(nsOf));
+    for (const g of ofKind(resources, GROUPS.gwapi, "ReferenceGrant")) {
+        for (const t of g.props.spec?.to ?? [])
+            if (!t?.name)
+                out.push({
+                    message: `ReferenceGrant ${keyOf(g)} grants every ${t?.kind} of namespace ${nsOf(g)} (no to[].name)`,
+                    urn: g.urn,
+                });
+        for (const f of g.props.spec?.from ?? [])
+            if (!gatewayNs.has(String(f?.namespace)))
+                out.push({
+                    message: `ReferenceGrant ${keyOf(g)} admits ${f?.kind} of namespace ${f?.namespace}, which holds no Gateway of this stack (known: ${[...gatewayNs].join(", ") || "none"})`,
+                    urn: g.urn,
+                });
+    }
+    return out;
+}
+
 /** Every gateway-path object has a known kind and only known-safe fields and values. */
 export const gatewayClosedShape: StackValidationPolicy = {
     name: "gateway-closed-shape",
@@ -219,6 +274,7 @@ export const gatewayClosedShape: StackValidationPolicy = {
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const r of args.resources) for (const m of shapeFindings(r)) report(`${m}.`, r.urn);
+        for (const f of targetFindings(args.resources)) report(`${f.message}.`, f.urn);
     },
 };
 

@@ -32,6 +32,8 @@ export interface VolumeView {
     name: string;
     hostPath?: string;
     configMap?: string;
+    /** The ConfigMap volume's `items` (key -> relative path), when it lists them. */
+    configMapItems?: Array<{ key: string; path: string }>;
 }
 
 /** A container, normalised. */
@@ -351,7 +353,14 @@ function podView(spec: Json, meta: Json, path: string): PodView {
         path,
         nodeSelector: strMap(spec.nodeSelector),
         affinity: spec.affinity,
-        volumes: (spec.volumes ?? []).map((v: Json) => ({ name: v.name, hostPath: v.hostPath?.path, configMap: v.configMap?.name })),
+        volumes: (spec.volumes ?? []).map((v: Json) => ({
+            name: v.name,
+            hostPath: v.hostPath?.path,
+            configMap: v.configMap?.name,
+            ...(v.configMap?.items
+                ? { configMapItems: v.configMap.items.map((i: Json) => ({ key: String(i.key), path: String(i.path) })) }
+                : {}),
+        })),
         hostNetwork: spec.hostNetwork === true,
         annotations: strMap(meta?.annotations),
         labels: strMap(meta?.labels),

@@ -8,6 +8,8 @@ import {
     kvJsonCarriers,
     kvKnownSettings,
     kvMovingEntrypoints,
+    kvOpaqueArgFiles,
+    kvScopedJsonCarriers,
 } from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
@@ -52,6 +54,7 @@ export function kvExceptionsOf(o: Obj): { list: KvException[]; error?: string } 
 function isSafe(safe: KvSafe, value: string): boolean {
     if (safe.any) return true;
     if (safe.values?.includes(value)) return true;
+    if (safe.caseInsensitive && safe.values?.some((v) => v.toLowerCase() === value.toLowerCase())) return true;
     return !!safe.pattern && safe.pattern.test(value);
 }
 
@@ -67,6 +70,79 @@ function jsonSettings(carrier: string, v: unknown, at = carrier): Array<[string,
     const out: Array<[string, string]> = at === carrier ? [] : [[at, "{...}"]];
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) out.push(...jsonSettings(carrier, x, `${at}.${k}`));
     return out;
+}
+
+/** Entry point id of the Mooncake store service (upstream/mooncake.ts). */
+const MOONCAKE_STORE_ENTRYPOINT = "mooncake.mooncake_store_service";
+/** Flags of the store service that cannot move KV (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_store_service.py `parse_arguments`). */
+const STORE_FLAGS = ["--port", "--max-wait-time"];
+
+/**
+ * The store service's command line as (flag, value) pairs, every occurrence kept. Upstream parses it with argparse:
+ * `-D/--define key=value` is `action="append"` and each pair overrides a MooncakeConfig attribute (protocol,
+ * device_name, ...); `--config FILE` loads the config from that file instead of the environment
+ * (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_store_service.py `parse_arguments`, `main`,
+ * `MooncakeStoreService.__init__`). argparse also accepts `-Dk=v`, `--define=k=v` and unambiguous prefixes
+ * (`--def`); a prefix is not one of the exact names below, so it is refused as unknown rather than guessed.
+ */
+export function storeArgs(argv: readonly string[]): Array<{ flag: string; value: string }> {
+    const out: Array<{ flag: string; value: string }> = [];
+    for (let i = 0; i < argv.length; i++) {
+        const t = argv[i];
+        if (!t.startsWith("-")) {
+            out.push({ flag: "(positional)", value: t });
+            continue;
+        }
+        if (/^-D./.test(t)) {
+            out.push({ flag: "--define", value: t.slice(2) });
+            continue;
+        }
+        const eq = t.indexOf("=");
+        const name = eq > 0 ? t.slice(0, eq) : t;
+        const flag = name === "-D" ? "--define" : name;
+        const value = eq > 0 ? t.slice(eq + 1) : i + 1 < argv.length ? argv[++i] : "";
+        out.push({ flag, value });
+    }
+    return out;
+}
+
+/**
+ * Every source of a container's environment, as env entries, and the sources the pack cannot read. Sources: the
+ * DynamoGraphDeployment's graph-wide `spec.env` (v1beta1 CRD: "env is prepended to every component's environment";
+ * ai-dynamo/dynamo deploy/operator config/crd nvidia.com_dynamographdeployments.yaml), the container's `envFrom`
+ * (a ConfigMap of the stack is read key by key with its `prefix`; a ConfigMap outside the stack or a Secret cannot be
+ * seen) and its own `env` (Kubernetes core/v1 Container: env wins over envFrom; all are checked, so the order does not
+ * matter to a closed world that refuses any unsafe value from any source).
+ */
+export function envSources(o: Obj, c: Obj, configMaps: Map<string, Obj>): { vars: Obj[]; unseen: Array<{ key: string; why: string }> } {
+    const vars: Obj[] = [];
+    const unseen: Array<{ key: string; why: string }> = [];
+    if (o.kind === "DynamoGraphDeployment") vars.push(...(o.spec?.env ?? []));
+    for (const [i, ef] of (c.envFrom ?? []).entries()) {
+        if (ef?.configMapRef) {
+            const name = ef.configMapRef.name;
+            const cm = configMaps.get(`${o.metadata?.namespace ?? ""}/${name}`);
+            if (!cm) {
+                unseen.push({
+                    key: `envFrom[${i}].configMapRef`,
+                    why: `envFrom ConfigMap ${name} is not in the stack, so its keys cannot be seen`,
+                });
+                continue;
+            }
+            for (const [k, v] of Object.entries(cm.data ?? {})) vars.push({ name: `${ef.prefix ?? ""}${k}`, value: String(v) });
+            if (Object.keys(cm.binaryData ?? {}).length)
+                unseen.push({
+                    key: `envFrom[${i}].configMapRef`,
+                    why: `envFrom ConfigMap ${name} holds binaryData the pack does not read`,
+                });
+        } else
+            unseen.push({
+                key: `envFrom[${i}]`,
+                why: `envFrom ${ef?.secretRef ? `Secret ${ef.secretRef.name}` : JSON.stringify(ef)} cannot be read by the pack (a Secret's contents are not in the preview)`,
+            });
+    }
+    vars.push(...(c.env ?? []));
+    return { vars, unseen };
 }
 
 /**
@@ -95,7 +171,9 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
         specs.forEach(({ spec }, i) => {
             const comp = comps[i]?.name as string | undefined;
             const role = String(comps[i]?.subComponentType ?? comps[i]?.type ?? "").toLowerCase();
-            for (const c of spec.containers ?? []) {
+            // Native sidecars (init containers with restartPolicy Always) run beside the engine for the pod's life, and
+            // any container holding GPUs or RDMA devices can move KV: every one of them is in the closed world.
+            for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
                 const argv = effectiveArgv(c);
                 const ep = findEntrypoint(argv, facts);
                 // KV movers: a known KV entry point, a DGD worker, or anything holding GPUs or RDMA devices (an engine
@@ -127,7 +205,16 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         message: `${cannotProve(name, value)}${why}. Record its effect with the upstream source in upstream/kv-transport.ts, or declare a reviewed exception (kvExceptions: name, value, component, why, until) on the endpoint in the stack file`,
                     });
                 };
-                for (const e of c.env ?? []) {
+                const env = envSources(o, c, configMaps);
+                for (const u of env.unseen)
+                    out.push({
+                        stack: stack.stack,
+                        object,
+                        container: where,
+                        key: u.key,
+                        message: `${u.why}: a KV-moving container's environment must be visible to the pack (the KV closed world cannot prove what it sets, e.g. UCX_TLS or UCX_IB_GPU_DIRECT_RDMA). Set the variables in env, or put the ConfigMap in the stack`,
+                    });
+                for (const e of env.vars) {
                     if (!kvEnvFamilies.some((f) => f.match.test(e.name))) continue;
                     const value =
                         e.value !== undefined
@@ -152,6 +239,24 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         scripted[m[1]] = m[2] ?? m[3] ?? true;
                 }
                 for (const [flag, v] of Object.entries({ ...scripted, ...side.flags })) {
+                    const scope = kvScopedJsonCarriers[flag];
+                    if (scope) {
+                        const value = v === true ? "true" : v;
+                        let parsed: unknown;
+                        try {
+                            parsed = JSON.parse(value);
+                        } catch {
+                            check(flag, value.slice(0, 40), `${flag} (not JSON)`);
+                            continue;
+                        }
+                        for (const [n, x] of jsonSettings(flag, parsed))
+                            if (scope.some((k) => n === `${flag}.${k}` || n.startsWith(`${flag}.${k}.`))) check(n, x, n);
+                        continue;
+                    }
+                    if (kvOpaqueArgFiles.includes(flag)) {
+                        check(flag, v === true ? "true" : v, `${flag} (a file of engine arguments the pack does not read)`);
+                        continue;
+                    }
                     if (!kvFlagFamily.match.test(flag)) continue;
                     const value = v === true ? "true" : v;
                     check(flag, value, flag);
@@ -163,7 +268,34 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         }
                     }
                 }
-                for (const [file, content] of Object.entries(mountedFiles(c, spec, configMaps, o.metadata?.namespace))) {
+                const files = mountedFiles(c, spec, configMaps, o.metadata?.namespace);
+                if (ep?.id === MOONCAKE_STORE_ENTRYPOINT)
+                    for (const a of storeArgs(argv.slice(ep.argv.length))) {
+                        if (a.flag === "--define") {
+                            const eq = a.value.indexOf("=");
+                            const key = a.value.slice(0, eq);
+                            // The device list the pack checks against the rails is MOONCAKE_DEVICE (policies/mooncake.ts);
+                            // a `--define device_name` overriding it is accepted only when it restates that list.
+                            const device = (c.env ?? []).find((e: Obj) => e.name === "MOONCAKE_DEVICE")?.value;
+                            if (eq < 0) check("--define", a.value, "--define");
+                            else if (key === "device_name" && device !== undefined && a.value.slice(eq + 1) === String(device)) continue;
+                            else if (key === "device_name")
+                                check("--define device_name", a.value.slice(eq + 1), `--define ${a.value} (differs from MOONCAKE_DEVICE)`);
+                            else check(`mooncake.json.${a.value.slice(0, eq)}`, a.value.slice(eq + 1), `--define ${a.value}`);
+                        } else if (a.flag === "--config") {
+                            const content = files[a.value];
+                            if (content === undefined)
+                                check("--config", a.value, "--config (file not mounted from a ConfigMap of the stack)");
+                            else
+                                try {
+                                    for (const [n, x] of jsonSettings("mooncake.json", JSON.parse(content)))
+                                        check(n, x, `--config ${a.value}: ${n.slice("mooncake.json.".length)}`);
+                                } catch {
+                                    check("--config", a.value, `--config ${a.value} (not JSON)`);
+                                }
+                        } else if (!STORE_FLAGS.includes(a.flag)) check(a.flag, a.value, a.flag);
+                    }
+                for (const [file, content] of Object.entries(files)) {
                     const base = file.split("/").pop() ?? file;
                     if (!kvJsonCarriers.includes(base)) continue;
                     try {

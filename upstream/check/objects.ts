@@ -55,7 +55,25 @@ export function configMapsOf(objects: readonly Obj[]): Map<string, Obj> {
     return configMaps;
 }
 
-/** Files a container reads from ConfigMap mounts: `<mountPath>/<key>` -> content. */
+/**
+ * Files a ConfigMap volume holds, relative path -> content. With `items`, only the listed keys, each at its `path`
+ * (a listed key missing from the ConfigMap is left out); without, every key at its own name (Kubernetes core/v1
+ * ConfigMapVolumeSource `items`).
+ */
+export function configMapVolumeFiles(vol: Obj, cm: Obj | undefined): Record<string, string> {
+    const data: Record<string, unknown> = cm?.data ?? {};
+    const items: Obj[] | undefined = vol?.configMap?.items;
+    const out: Record<string, string> = {};
+    if (items) {
+        for (const it of items) if (it?.key in data) out[String(it.path)] = String(data[it.key]);
+    } else for (const [k, v] of Object.entries(data)) out[k] = String(v);
+    return out;
+}
+
+/**
+ * Files a container reads from ConfigMap mounts: absolute path -> content. Follows the volume's `items` (key -> path)
+ * and the mount's `subPath` (only the volume file or directory at that relative path appears, at `mountPath`).
+ */
 export function mountedFiles(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns: string | undefined): Record<string, string> {
     const files: Record<string, string> = {};
     for (const m of c.volumeMounts ?? []) {
@@ -63,8 +81,13 @@ export function mountedFiles(c: Obj, spec: Obj, configMaps: Map<string, Obj>, ns
         const cmName = vol?.configMap?.name;
         if (!cmName) continue;
         const cm = configMaps.get(`${ns ?? ""}/${cmName}`) ?? configMaps.get(`/${cmName}`);
-        for (const [k, v] of Object.entries(cm?.data ?? {}))
-            files[m.subPath ? m.mountPath : `${String(m.mountPath).replace(/\/$/, "")}/${k}`] = String(v);
+        const mp = String(m.mountPath).replace(/\/$/, "");
+        const sub = m.subPath ? String(m.subPath).replace(/^\/+|\/+$/g, "") : undefined;
+        for (const [rel, v] of Object.entries(configMapVolumeFiles(vol, cm))) {
+            if (sub === undefined) files[`${mp}/${rel}`] = v;
+            else if (rel === sub) files[mp] = v;
+            else if (rel.startsWith(`${sub}/`)) files[`${mp}/${rel.slice(sub.length + 1)}`] = v;
+        }
     }
     return files;
 }
