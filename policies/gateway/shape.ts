@@ -66,7 +66,14 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
         fields: [
             "provider.type",
             "provider.kubernetes.envoyDeployment.replicas",
-            "provider.kubernetes.envoyDeployment.pod.**",
+            // Placement and metadata only: hostNetwork, hostPorts, volumes or a security context on the proxy pod would
+            // open a path around the load balancer (envoyproxy/gateway api/v1alpha1/shared_types.go KubernetesPodSpec).
+            "provider.kubernetes.envoyDeployment.pod.annotations.**",
+            "provider.kubernetes.envoyDeployment.pod.labels.**",
+            "provider.kubernetes.envoyDeployment.pod.nodeSelector.**",
+            "provider.kubernetes.envoyDeployment.pod.tolerations[].**",
+            "provider.kubernetes.envoyDeployment.pod.affinity.**",
+            "provider.kubernetes.envoyDeployment.pod.topologySpreadConstraints[].**",
             "provider.kubernetes.envoyDeployment.container.resources.**",
             "provider.kubernetes.envoyService.type",
             "provider.kubernetes.envoyService.annotations.**",

@@ -165,6 +165,27 @@ const gatewayVariants: V[] = [
             }),
     },
     {
+        id: "EnvoyProxy proxy pod on the host network",
+        expect: "block",
+        fn: (rs) =>
+            each(rs, "EnvoyProxy", (o) => {
+                const k = o.spec.provider.kubernetes ?? {};
+                o.spec.provider.kubernetes = { ...k, envoyDeployment: { ...(k.envoyDeployment ?? {}), pod: { hostNetwork: true } } };
+            }),
+    },
+    {
+        id: "EnvoyProxy proxy pod with a node selector (placement only)",
+        expect: "pass",
+        fn: (rs) =>
+            each(rs, "EnvoyProxy", (o) => {
+                const k = o.spec.provider.kubernetes ?? {};
+                o.spec.provider.kubernetes = {
+                    ...k,
+                    envoyDeployment: { ...(k.envoyDeployment ?? {}), pod: { nodeSelector: { "node-role": "system" } } },
+                };
+            }),
+    },
+    {
         id: "EnvoyProxy envoyService type LoadBalancer (the default, spelled out)",
         expect: "pass",
         fn: (rs) =>
