@@ -58,7 +58,7 @@ export const versions = {
     /**
      * AWS EFA device plugin chart (aws/eks-charts `stable/aws-efa-k8s-device-plugin`, chart v0.5.30 / image
      * v0.5.20: `Chart.yaml` at aws/eks-charts@bfe91c4b, first released in repo tag v0.0.241). Its DaemonSet only runs on `supportedInstanceLabels.values`; we set that
-     * list explicitly from the node groups so the allowlist provably contains them (rdma-failures.md #13).
+     * list explicitly from the node groups so the allowlist provably contains them.
      */
     efaDevicePlugin: { repo: "https://aws.github.io/eks-charts", chart: "aws-efa-k8s-device-plugin", version: "v0.5.30" },
     /**

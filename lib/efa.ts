@@ -171,7 +171,7 @@ export function base64(text: string): string {
  * Instance types of the EFA node groups missing from the device plugin's allowlist
  * (`supportedInstanceLabels.values`). The chart's DaemonSet has a *required* node affinity on that list, so
  * a missing type means DESIRED=0, no `vpc.amazonaws.com/efa` on the node and NCCL/NIXL quietly on TCP
- * (rdma-failures.md #13). Empty result = the allowlist provably covers the pools.
+ *. Empty result = the allowlist provably covers the pools.
  */
 export function missingFromEfaAllowlist(allowlist: readonly string[], instanceTypes: readonly string[]): string[] {
     const allowed = new Set(allowlist);

@@ -240,7 +240,7 @@ export interface GatewayInput {
     tls: ListenerTls;
 }
 
-/** The LLM Gateway: one listener (one listener per LLM Gateway keeps Gateway-level policies uniform, gateway-failures.md #11). */
+/** The LLM Gateway: one listener (one listener per LLM Gateway keeps Gateway-level policies uniform). */
 export function gateway(x: GatewayInput) {
     const listener =
         "secretName" in x.tls

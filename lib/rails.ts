@@ -38,7 +38,7 @@ export interface RdmaResourceConfig {
 
 /** The plugin's config file (`/k8s-rdma-shared-dev-plugin/config.json`), embedded as a string in NicClusterPolicy. */
 export interface RdmaSharedDevicePluginConfig {
-    /** Seconds between device rescans; > 0 so HCAs that come up after the plugin are picked up (rdma-failures #2). */
+    /** Seconds between device rescans; > 0 so HCAs that come up after the plugin are picked up. */
     periodicUpdateInterval: number;
     configList: RdmaResourceConfig[];
 }
@@ -47,7 +47,7 @@ export interface RdmaSharedDevicePluginConfig {
  * Generates one RDMA resource per rail from the rail tables of every InfiniBand node pool.
  * Rail i's resource selects rail i's netdev of every profile (`ifNames`, OR-ed by the plugin), the NVIDIA
  * vendor and the rail's link type ({@link PLUGIN_LINK_TYPE}: `infiniband` for IB rails, so a port flipped to
- * Ethernet drops out instead of being served, rdma-failures #4; `ether` for RoCE rails). There is no PCI-address selector in the plugin, hence netdev names.
+ * Ethernet drops out instead of being served, ; `ether` for RoCE rails). There is no PCI-address selector in the plugin, hence netdev names.
  *
  * @param profiles the node profiles of the spoke's IB pools (deduplicated by the caller or not; order is irrelevant)
  * @param rdmaHcaMax pods that may share one rail resource on a node

@@ -3,7 +3,7 @@ import { dependencyOfType, LABELS, ofType } from "./lib/resources";
 import { peek } from "./lib/unknown";
 
 /**
- * AWS side of the guard (issue 13): a spoke only touches its own data, no long-lived key where a role would do,
+ * AWS side of the guard: a spoke only touches its own data, no long-lived key where a role would do,
  * state that an ordinary `pulumi up` cannot lose, node credentials out of pods' reach, TLS-only ledger database.
  * The pack stands alone: type tokens and names are repeated here (the program's own are in components/hub and
  * components/spoke).

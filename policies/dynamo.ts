@@ -5,7 +5,7 @@ import { helmReleases } from "./lib/resources";
 import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
- * DynamoGraphDeployment configuration rules (reference/dynamo-failures.md section F), for both served shapes:
+ * DynamoGraphDeployment configuration rules, for both served shapes:
  * v1beta1 (`spec.components[]`, `type`, `podTemplate`, container `main`) and v1alpha1 (`spec.services{}`,
  * `componentType`/`subComponentType`, `extraPodSpec.mainContainer`). Each mistake here is accepted by the API
  * server or fails late (at engine start, in the planner, or in routing quality), so the pack catches it first.
@@ -75,7 +75,7 @@ export const dgdApiShape = stackPolicy(
     {
         name: "dgd-api-shape",
         description:
-            "A DynamoGraphDeployment must use the field shape of its apiVersion: v1beta1 `spec.components[]` with `type` and `podTemplate` (GPUs in container resources), v1alpha1 `spec.services{}` with `componentType`, `extraPodSpec.mainContainer` and `resources.limits.gpu`. Mixed shapes are rejected or pruned by the API server (reference/dynamo-failures.md F.1).",
+            "A DynamoGraphDeployment must use the field shape of its apiVersion: v1beta1 `spec.components[]` with `type` and `podTemplate` (GPUs in container resources), v1alpha1 `spec.services{}` with `componentType`, `extraPodSpec.mainContainer` and `resources.limits.gpu`. Mixed shapes are rejected or pruned by the API server.",
         remediationSteps:
             "Write v1beta1 (apiVersion nvidia.com/v1beta1, spec.components) as lib/dgd.ts generates; keep v1alpha1 only for old stacks.",
     },
@@ -388,12 +388,12 @@ export const dgdRoleImages = stackPolicy(
 /** Planner targets: all scale on queue depth / KV-cache utilisation or SLA models, none on GPU utilisation. */
 export const PLANNER_TARGETS = ["throughput", "latency", "load", "sla"];
 
-/** F.7 + DESIGN §6: planner-driven scaling wired correctly, never on GPU utilisation. */
+/** Planner-driven scaling wired correctly, never on GPU utilisation. */
 export const dgdPlannerScaling = stackPolicy(
     {
         name: "dgd-planner-scaling",
         description:
-            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica; the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s, DESIGN §6) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on (reference/dynamo-failures.md F.7).",
+            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica; the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on.",
         remediationSteps:
             "Add scalingAdapter to the workers, run the planner with optimization_target load (thresholds from config) and min_endpoint 1, and drop spec.services[*].autoscaling.",
     },
@@ -526,7 +526,7 @@ export const dgdMultinodeOrchestrator = stackPolicy(
     {
         name: "dgd-multinode-orchestrator",
         description:
-            "A DGD component with `multinode` needs Grove (or LWS >= 0.7 with Volcano) on the cluster, which the same stack must install (dynamo-platform global.grove / global.lws, or their own releases); without it the DGD errors out (reference/dynamo.md §5).",
+            "A DGD component with `multinode` needs Grove (or LWS >= 0.7 with Volcano) on the cluster, which the same stack must install (dynamo-platform global.grove / global.lws, or their own releases); without it the DGD errors out.",
         remediationSteps:
             "Enable Grove in platform:serving (grove: true) or install LWS, matching the platform's Grove compatibility range.",
     },

@@ -6,8 +6,7 @@ import { EFA_DEVICES_LABEL } from "../lib/labels";
 
 /**
  * EFA (AWS) rules of the RDMA guard: an EKS GPU node group that cannot expose its EFA devices, or a worker
- * that would move KV over TCP on an EFA pool, fails `pulumi preview`. Facts: reference/rdma.md §6,
- * reference/rdma-failures.md section C, reference/dynamo.md §3.4, reference/dynamo-failures.md D.6 and F.11.
+ * that would move KV over TCP on an EFA pool, fails `pulumi preview`.
  * The pack stands alone: label keys, chart names and the published network-card counts are repeated here.
  */
 
@@ -20,7 +19,7 @@ export const EFA_TYPES = {
 
 /** Chart of the AWS EFA device plugin (aws/eks-charts). */
 export const EFA_PLUGIN_CHART = "aws-efa-k8s-device-plugin";
-/** EFA DRA driver chart; cannot coexist with the device plugin on a node (reference/rdma.md §6.3). */
+/** EFA DRA driver chart; cannot coexist with the device plugin on a node. */
 export const EFA_DRA_CHART = "aws-dranet";
 /** Extended resource of the EFA device plugin. */
 export const EFA_RESOURCE = "vpc.amazonaws.com/efa";
@@ -31,7 +30,7 @@ export const DYNAMO_COMPONENT_LABEL = "nvidia.com/dynamo-component";
 
 /**
  * Published `NetworkInfo.MaximumNetworkCards` (= EFA interfaces) per instance type: p5en.48xlarge 16 x 200 Gb/s,
- * p5e.48xlarge 32 x 100 Gb/s (reference/rdma.md §6.1).
+ * p5e.48xlarge 32 x 100 Gb/s.
  */
 export const PUBLISHED_NETWORK_CARDS: Record<string, number> = { "p5en.48xlarge": 16, "p5e.48xlarge": 32 };
 
@@ -62,7 +61,7 @@ const tolerates = (tols: Array<Record<string, unknown>>, key: string) =>
  * The EFA device plugin runs on every EFA node: the pinned chart's DaemonSet has a required node affinity on
  * `supportedInstanceLabels.values`, and a type missing there leaves DESIRED=0 with no event, no
  * `vpc.amazonaws.com/efa` on the node and NCCL/NIXL on TCP (aws/eks-charts PR #1348, aws-samples/aws-efa-eks PR #16,
- * rdma-failures #13). The allowlist must be explicit in the release values so it is provable offline.
+ * ). The allowlist must be explicit in the release values so it is provable offline.
  */
 export const efaPluginAllowlist: StackValidationPolicy = {
     name: "efa-device-plugin-allowlist",
@@ -83,7 +82,7 @@ export const efaPluginAllowlist: StackValidationPolicy = {
         }
         for (const dra of helmReleases(args.resources, EFA_DRA_CHART)) {
             report(
-                `Helm release ${dra.name} (${EFA_DRA_CHART}) next to the EFA device plugin: the EFA DRA driver cannot coexist with the device plugin on a node; pick one mechanism (rdma-failures #12).`,
+                `Helm release ${dra.name} (${EFA_DRA_CHART}) next to the EFA device plugin: the EFA DRA driver cannot coexist with the device plugin on a node; pick one mechanism.`,
                 dra.urn,
             );
         }
@@ -137,7 +136,7 @@ function decodeUserData(v: unknown): string {
  * An EFA node group's launch template exposes one EFA per network card with the layout AWS requires
  * (card 0 / device 0 ENA `interface`, card 0 / device 1 and every other card's device 0 `efa-only`; no subnet,
  * which managed node groups reject), sits in a `cluster` placement group, and boots with containerd
- * `LimitMEMLOCK=infinity` and 2 MiB huge pages (reference/rdma.md §6.2, §6.4, §6.6; rdma-failures catalogue 6).
+ * `LimitMEMLOCK=infinity` and 2 MiB huge pages.
  */
 export const efaLaunchTemplate: StackValidationPolicy = {
     name: "efa-node-group-launch-template",
@@ -187,7 +186,7 @@ export const efaLaunchTemplate: StackValidationPolicy = {
                 problems.push("every interface needs the EFA security group (all traffic to and from itself)");
             if (problems.length)
                 report(
-                    `${where}: ${problems.slice(0, 4).join("; ")}${problems.length > 4 ? `; and ${problems.length - 4} more` : ""} (reference/rdma.md §6.2).`,
+                    `${where}: ${problems.slice(0, 4).join("; ")}${problems.length > 4 ? `; and ${problems.length - 4} more` : ""}.`,
                     lt.urn,
                 );
             // The group's name is computed (auto-named) on a new stack, so in preview it is unknown; the placement
@@ -195,11 +194,10 @@ export const efaLaunchTemplate: StackValidationPolicy = {
             const pgName = peek(() => lt.props.placement?.groupName);
             const pgDep = (lt.dependencies ?? []).find((d) => d.type === EFA_TYPES.placementGroup);
             const pg = pgName.known ? (pgs.find((p) => p.props.name === pgName.value) ?? (pgName.value ? pgDep : undefined)) : pgDep;
-            if (pgName.known && !pgName.value)
-                report(`${where}: no placement group; EFA nodes need a cluster placement group (reference/rdma.md §6.6).`, lt.urn);
+            if (pgName.known && !pgName.value) report(`${where}: no placement group; EFA nodes need a cluster placement group.`, lt.urn);
             else if (!pg && !pgName.known)
                 report(
-                    `${where}: placement.groupName is unknown during preview and the template depends on no placement group of this stack, so its strategy cannot be checked (fail closed); EFA nodes need a cluster placement group (reference/rdma.md §6.6).`,
+                    `${where}: placement.groupName is unknown during preview and the template depends on no placement group of this stack, so its strategy cannot be checked (fail closed); EFA nodes need a cluster placement group.`,
                     lt.urn,
                 );
             else if (pg && pg.props.strategy !== "cluster")
@@ -211,10 +209,7 @@ export const efaLaunchTemplate: StackValidationPolicy = {
                     lt.urn,
                 );
             if (!/vm\.nr_hugepages\s*[=\s]\s*[1-9]/.test(ud))
-                report(
-                    `${where}: node bootstrap reserves no 2 MiB huge pages (vm.nr_hugepages) for the EFA provider (reference/rdma.md §6.4).`,
-                    lt.urn,
-                );
+                report(`${where}: node bootstrap reserves no 2 MiB huge pages (vm.nr_hugepages) for the EFA provider.`, lt.urn);
         }
     },
 };
@@ -342,19 +337,19 @@ function nixlBackendProblem(c: Record<string, any>, env: Record<string, string>)
             !backends.map((b) => String(b).toUpperCase()).includes("LIBFABRIC") ||
             backends.map((b) => String(b).toUpperCase()).includes("UCX")
         ) {
-            return `vLLM --kv-transfer-config selects NIXL backends ${JSON.stringify(backends)}; on EFA it must be ["LIBFABRIC"] (default is UCX, reference/dynamo.md §3.1)`;
+            return `vLLM --kv-transfer-config selects NIXL backends ${JSON.stringify(backends)}; on EFA it must be ["LIBFABRIC"] (default is UCX)`;
         }
         return undefined;
     }
     if (/sglang/i.test(argv) || "SGLANG_DISAGGREGATION_NIXL_BACKEND" in env || /--disaggregation-transfer-backend nixl/.test(argv)) {
         return env.SGLANG_DISAGGREGATION_NIXL_BACKEND === "LIBFABRIC"
             ? undefined
-            : "SGLang on EFA needs SGLANG_DISAGGREGATION_NIXL_BACKEND=LIBFABRIC (its default is UCX, reference/dynamo.md §3.1)";
+            : "SGLang on EFA needs SGLANG_DISAGGREGATION_NIXL_BACKEND=LIBFABRIC (its default is UCX)";
     }
     if (/trtllm|tensorrt_llm/i.test(argv) || "TRTLLM_NIXL_KVCACHE_BACKEND" in env) {
         return env.TRTLLM_NIXL_KVCACHE_BACKEND === "LIBFABRIC"
             ? undefined
-            : "TensorRT-LLM on EFA needs TRTLLM_NIXL_KVCACHE_BACKEND=LIBFABRIC (reference/dynamo.md §3.1)";
+            : "TensorRT-LLM on EFA needs TRTLLM_NIXL_KVCACHE_BACKEND=LIBFABRIC";
     }
     return undefined;
 }
@@ -366,7 +361,6 @@ function nixlBackendProblem(c: Record<string, any>, env: Record<string, string>)
  * NIXL's LIBFABRIC backend (UCX on EFA emulates GPU puts in software), keeps NCCL on the aws-ofi-nccl plugin, and
  * runs privileged (IPC_LOCK alone is not enough for fi_mr_reg of GPU memory); disaggregated prefill and decode
  * pods repel each other on `nvidia.com/dynamo-component` (same node: `fi_read ... EAGAIN`).
- * Sources: reference/dynamo-failures.md D.6, F.11; reference/rdma.md §6.5; rdma-failures #14.
  */
 export const efaWorkloadTransport: StackValidationPolicy = {
     name: "efa-workload-transport",
@@ -414,13 +408,13 @@ export const efaWorkloadTransport: StackValidationPolicy = {
                 }
                 if (env.NCCL_NET !== undefined && !/^(Libfabric|AWS Libfabric|OFI)$/i.test(env.NCCL_NET)) {
                     report(
-                        `${where}: NCCL_NET=${env.NCCL_NET} on EFA; set NCCL_NET=Libfabric so a plugin failure is an error, not a fallback to Socket (reference/rdma.md §6.5).`,
+                        `${where}: NCCL_NET=${env.NCCL_NET} on EFA; set NCCL_NET=Libfabric so a plugin failure is an error, not a fallback to Socket.`,
                         t.owner.urn,
                     );
                 }
                 if (c.securityContext?.privileged !== true) {
                     report(
-                        `${where}: not privileged; on EFA, IPC_LOCK alone is insufficient for fi_mr_reg of GPU memory (Dynamo EFA guide, reference/dynamo.md §3.4).`,
+                        `${where}: not privileged; on EFA, IPC_LOCK alone is insufficient for fi_mr_reg of GPU memory (Dynamo EFA guide).`,
                         t.owner.urn,
                     );
                 }
@@ -461,7 +455,7 @@ export const HUGEPAGES_2MI = "hugepages-2Mi";
 /**
  * EFA workers request their share of the node's 2 MiB huge pages (`hugepages-2Mi`), which the EFA provider uses: the
  * EFA driver pre-allocates 5,128 of them and pods should request them (EKS NCCL example requests 5120Mi for a full p5;
- * reference/rdma.md §6.4). Mandatory since the generator (lib/dgd.ts with lib/efa.ts `efaWorkerHugepages`) requests
+ * Mandatory since the generator (lib/dgd.ts with lib/efa.ts `efaWorkerHugepages`) requests
  * them for every EFA prefill/decode worker; before that nothing rendered them and the rule was advisory. Also checks
  * what the API server would refuse at pod creation, long after `pulumi up` succeeded on the DGD: huge pages must be
  * equal in requests and limits (not overcommittable), and a container with huge pages must request cpu or memory
@@ -487,7 +481,7 @@ export const efaWorkloadHugepages: StackValidationPolicy = {
                 const lim = c.resources?.limits ?? {};
                 if (!req[HUGEPAGES_2MI]) {
                     report(
-                        `${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).`,
+                        `${where}: no ${HUGEPAGES_2MI} request on an EFA pool; the EFA provider's huge pages are not accounted to the pod.`,
                         t.owner.urn,
                     );
                     continue;

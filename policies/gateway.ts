@@ -1,5 +1,5 @@
 /**
- * Gateway policies (DESIGN §5; failure reports in reference/gateway-failures.md, cited per policy as GF#n), one file
+ * Gateway policies, one file
  * per concept under gateway/: auth.ts (ext_authz), identity.ts (identity headers), routes.ts (routes to models),
  * install.ts (controllers and charts), metering.ts (access log), shape.ts (the closed shape of the gateway path and
  * the gateway-generated request id), attach.ts (shared helpers).

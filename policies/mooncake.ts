@@ -4,7 +4,7 @@ import { containerPolicy, type Finding } from "./lib/report";
 import { type ContainerView, envField, envValue, flagValue, kvUse, poolsOf, type StackView } from "./lib/workloads";
 
 /**
- * Mooncake rules (reference/dynamo-failures.md D.7 and reports #12-#14): Mooncake's default protocol is tcp, its
+ * Mooncake rules: Mooncake's default protocol is tcp, its
  * device auto-discovery picks unusable or non-routable HCAs. An explicit rail device list turns auto-discovery off, so a
  * missing HCA fails the client (MC_FORCE_HCA is read only under auto-discovery: upstream/mooncake.ts). Applies to store pods, vLLM workers with MooncakeConnector/MooncakeStoreConnector, SGLang HiCache or PD
  * with the Mooncake backend, and anything else configured through MOONCAKE_* / MC_* settings.

@@ -5,7 +5,7 @@ import { type PairSide, pairDifferences, vllmPdConnectorOf } from "../upstream/p
 import { defaultFacts, effectiveArgv, findEntrypoint } from "../upstream/check";
 
 /**
- * Prefill and decode of one DynamoGraphDeployment must be able to talk (issue 10 class 2). Health checks pass
+ * Prefill and decode of one DynamoGraphDeployment must be able to talk. Health checks pass
  * either way; a pair that disagrees on anything that changes the shape, size or type of a KV block, the transfer, a
  * hash seed or the drafter fails or hangs on every handoff, or (vLLM's default) silently recomputes the prefill on the
  * decode worker. Closed world: the two main containers must be identical except the per-engine role settings of

@@ -7,8 +7,8 @@ import { LABELS, ofType, TYPES } from "./lib/resources";
 import { envValue, inScope, kvUse } from "./lib/workloads";
 
 /**
- * Fabric-side and image rules from reference/rdma-failures.md (device plugin versions and selectors, driver
- * upgrades, secondary networks), dynamo-failures.md D.8 (image allow-list) and DESIGN §6 (never scale on GPU busy).
+ * Fabric-side and image rules (device plugin versions and selectors, driver upgrades, secondary networks), the image
+ * allow-list, and never scaling on GPU busy.
  */
 
 type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
@@ -16,7 +16,7 @@ type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 /** Mellanox PCI vendor ID. */
 const MELLANOX = "15b3";
 
-/** rdma-failures #1, #2, #4: plugin selectors that cannot silently serve the wrong NIC or none. */
+/** Plugin selectors that cannot silently serve the wrong NIC or none. */
 export const rdmaDevicePluginConfig = stackPolicy(
     {
         name: "rdma-device-plugin-config",
@@ -92,7 +92,7 @@ function versionAtLeast(v: string, min: [number, number, number]): boolean {
     return true;
 }
 
-/** rdma-failures #1, #2, #5: a plugin version with the known fixes. */
+/** A plugin version with the known fixes. */
 export const rdmaDevicePluginVersion = stackPolicy(
     {
         name: "rdma-device-plugin-version",
@@ -156,7 +156,7 @@ export const rdmaHcaMaxFitsPods = stackPolicy(
     },
 );
 
-/** rdma-failures #6, #9: driver upgrades drain RDMA pods, and peermem upgrades move together. */
+/** Driver upgrades drain RDMA pods, and peermem upgrades move together. */
 export const gpudirectCoordinatedUpgrades = stackPolicy(
     {
         name: "gpudirect-coordinated-upgrades",
@@ -265,12 +265,12 @@ export const rdmaImageAllowlisted = containerPolicy(
     inScope,
 );
 
-/** DESIGN §6: never autoscale inference on GPU utilisation. */
+/** Never autoscale inference on GPU utilisation. */
 export const noGpuUtilisationAutoscaling = stackPolicy(
     {
         name: "no-gpu-utilisation-autoscaling",
         description:
-            "No HorizontalPodAutoscaler or KEDA ScaledObject may scale on GPU utilisation (nvidia.com/gpu resource metrics, DCGM_FI_DEV_GPU_UTIL): scaling on GPU busy instead of KV-cache utilisation and queue measured TTFT p95 44.5 s vs 1.4-3.4 s (DESIGN §6). Scale with the Dynamo Planner on queue depth and KV-cache utilisation.",
+            "No HorizontalPodAutoscaler or KEDA ScaledObject may scale on GPU utilisation (nvidia.com/gpu resource metrics, DCGM_FI_DEV_GPU_UTIL): scaling on GPU busy instead of KV-cache utilisation and queue measured TTFT p95 44.5 s vs 1.4-3.4 s. Scale with the Dynamo Planner on queue depth and KV-cache utilisation.",
         remediationSteps: "Remove the GPU-utilisation autoscaler and enable the endpoint's Planner (optimization_target load).",
     },
     (v) => {

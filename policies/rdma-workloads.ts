@@ -32,8 +32,7 @@ import {
  * EFA-specific workload rules (LIBFABRIC backend, FI_PROVIDER, privileged, P/D anti-affinity, hugepages) live in
  * policies/efa.ts; this module covers every fabric plus InfiniBand specifics.
  *
- * The RDMA guard for KV-transfer workloads (DESIGN §4; reference/dynamo-failures.md section D;
- * reference/rdma-failures.md static catalogue). NIXL over UCX, NIXL over libfabric, Mooncake and NCCL all
+ * The RDMA guard for KV-transfer workloads. NIXL over UCX, NIXL over libfabric, Mooncake and NCCL all
  * fall back to TCP without an error (~98 s TTFT instead of 200-500 ms in Dynamo's measurement), so every
  * prefill/decode/KV-pool container must prove RDMA was intended: device resources, transports, NIC pinning,
  * memlock, and a pool whose device plugin and GPUDirect RDMA the same stack deploys.
@@ -118,7 +117,7 @@ function requestedRails(c: ContainerView, v: StackView, pool: PoolView): Set<num
 
 // ------------------------------------------------------------------ policies
 
-/** D.1 / DESIGN §4: RDMA devices in requests and limits, at least one per GPU. */
+/** RDMA devices in requests and limits, at least one per GPU. */
 export const rdmaResourcePerGpu = containerPolicy(
     {
         name: "rdma-resource-per-gpu",
@@ -455,12 +454,12 @@ export const rdmaMemlockPath = containerPolicy(
     },
 );
 
-/** rdma-failures catalogue 1: IPC_LOCK on RDMA pods. */
+/** IPC_LOCK on RDMA pods. */
 export const rdmaIpcLock = containerPolicy(
     {
         name: "rdma-ipc-lock",
         description:
-            "Every RDMA container adds the IPC_LOCK capability (every upstream RDMA example does; reference/rdma.md §4.2 item 2); without it a root process cannot pin memory beyond RLIMIT_MEMLOCK either.",
+            "Every RDMA container adds the IPC_LOCK capability (every upstream RDMA example does); without it a root process cannot pin memory beyond RLIMIT_MEMLOCK either.",
         remediationSteps: "Add IPC_LOCK to securityContext.capabilities.add (privileged: true also grants it).",
     },
     (c) =>
@@ -522,7 +521,7 @@ function ncclApplies(c: ContainerView): boolean {
     return inScope(c) && (kvUse(c).nccl || gpusOf(c) > 1);
 }
 
-/** rdma-failures #10 / catalogue 2: NCCL must not drop to sockets. */
+/** NCCL must not drop to sockets. */
 export const ncclNoSocketFallback = containerPolicy(
     {
         name: "nccl-no-socket-fallback",
@@ -619,7 +618,7 @@ export const ncclIbHcaRailHcas = containerPolicy(
     ncclApplies,
 );
 
-/** rdma-failures #1, #10, aws-do-eks#63: no hostPath /dev/infiniband. */
+/** No hostPath /dev/infiniband. */
 export const noHostPathInfiniband = stackPolicy(
     {
         name: "no-hostpath-infiniband",
@@ -760,12 +759,12 @@ export const rdmaWorkloadOnRdmaPool = containerPolicy(
     },
 );
 
-/** DESIGN §4: the preflight proves RDMA is there at pod start. */
+/** The preflight proves RDMA is there at pod start. */
 export const rdmaPreflightInit = containerPolicy(
     {
         name: "rdma-preflight-init-container",
         description:
-            "Every RDMA workload pod runs the RDMA preflight (services/preflight/preflight.sh) as an init container named rdma-preflight with the workload's RDMA resources, so a pod without devices, ACTIVE ports, memlock or UCX RDMA transports fails at start instead of serving over TCP (DESIGN §4; reference/dynamo-failures.md section E).",
+            "Every RDMA workload pod runs the RDMA preflight (services/preflight/preflight.sh) as an init container named rdma-preflight with the workload's RDMA resources, so a pod without devices, ACTIVE ports, memlock or UCX RDMA transports fails at start instead of serving over TCP.",
         remediationSteps:
             "Add the rdma-preflight init container (lib/preflight.ts preflightInitContainer) with the same RDMA and GPU resources and security context as the workload.",
     },
@@ -820,7 +819,7 @@ function attachedNetworks(c: ContainerView): string[] {
         .filter(Boolean);
 }
 
-/** rdma-failures #7: RDMA CM / RoCE need a rail network per requested rail. */
+/** RDMA CM / RoCE need a rail network per requested rail. */
 export const rdmaCmRailNetworks = containerPolicy(
     {
         name: "rdma-cm-rail-networks",

@@ -8,7 +8,7 @@ import { kvEnvFamilies } from "../upstream/kv-transport";
 import type { ChartFacts } from "../upstream/types";
 
 /**
- * What the pack cannot see, it refuses (issue 10 class 5). Every RDMA/transport rule reads settings from the
+ * What the pack cannot see, it refuses. Every RDMA/transport rule reads settings from the
  * manifests of the stack: env literals and the ConfigMaps/Secrets the stack defines, inline Helm values of charts
  * whose values layout the rules were written against. A setting that reaches a workload any other way (env from a
  * ConfigMap outside the stack, a Helm values file, a chart version with other keys, a config file the engine reads,

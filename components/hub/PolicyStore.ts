@@ -185,7 +185,7 @@ export interface PolicyStoreArgs {
 }
 
 /**
- * The hub's PolicyStore (DESIGN §3): a versioned, SSE-KMS, TLS-only, non-public S3 bucket holding one signed
+ * The hub's PolicyStore: a versioned, SSE-KMS, TLS-only, non-public S3 bucket holding one signed
  * policy bundle revision per spoke, and the Ed25519 signing key (a `random.RandomBytes` seed kept only as a
  * Pulumi secret in the hub's state; spokes get the public key). Write access to the bucket alone cannot
  * inject an API key: spokes verify every bundle against the public key.

@@ -43,7 +43,7 @@ export interface UsageLedgerArgs {
 }
 
 /**
- * The hub's usage ledger (DESIGN §3): per spoke an encrypted Kinesis stream (the transport), one consumer
+ * The hub's usage ledger: per spoke an encrypted Kinesis stream (the transport), one consumer
  * Lambda (services/usage-consumer, bundled at program run) reading all of them with a failure destination
  * (SQS), and the ledger itself on Aurora Serverless v2 PostgreSQL (services/ledger/schema.sql: each
  * `(spoke, requestId)` counted once; hourly aggregates read live from the events and rolled up for closed hours by

@@ -15,9 +15,9 @@ export interface EfaDevicePluginArgs {
  * The AWS EFA device plugin (pinned chart `eks/aws-efa-k8s-device-plugin`), which advertises
  * `vpc.amazonaws.com/efa` on EFA nodes. Its DaemonSet has a required node affinity on
  * `supportedInstanceLabels.values`; a type missing there leaves the DaemonSet at DESIRED=0 with no event and
- * workloads on TCP (rdma-failures.md #13), so the list is set from the node groups and checked by the policy
+ * workloads on TCP, so the list is set from the node groups and checked by the policy
  * pack. It tolerates the platform GPU taint (the chart default tolerates only CriticalAddonsOnly).
- * Exactly one EFA mechanism per node: no EFA DRA driver alongside (rdma-failures.md #12).
+ * Exactly one EFA mechanism per node: no EFA DRA driver alongside.
  */
 export class EfaDevicePlugin extends pulumi.ComponentResource {
     public readonly release: k8s.helm.v3.Release;

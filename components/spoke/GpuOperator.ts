@@ -16,7 +16,7 @@ export interface GpuOperatorArgs {
      * Nodes run the EKS AL2023 NVIDIA AMI with EFA (EKS spokes). The AMI ships the GPU driver and the container
      * toolkit, so the operator must not install them; and the operator's NVIDIA device plugin must not mount every
      * `/dev/infiniband/uverbs*` into GPU containers (`MOFED_ENABLED=false`; k8s-device-plugin >= 0.19 defaults it
-     * on, which breaks libfabric's EFA provider: EKS user guide, rdma-failures "also seen").
+     * on, which breaks libfabric's EFA provider: EKS user guide).
      */
     eksEfaAmi?: boolean;
     /**

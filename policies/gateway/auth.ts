@@ -8,7 +8,7 @@ import { isSecurityPolicy, ROUTE_KINDS, extAuthOf, attachmentsOf, attachmentFind
 /**
  * ext_authz must fail closed with an explicit status. `failOpen: true` lets every request through when the
  * auth service is down, and since envoyproxy/gateway#6512 even skips ext_authz entirely when its config is
- * invalid (GF#1). Without `statusOnError` Envoy answers 403 for an outage, indistinguishable from a denied key.
+ * invalid. Without `statusOnError` Envoy answers 403 for an outage, indistinguishable from a denied key.
  */
 export const extAuthFailClosed: ResourceValidationPolicy = {
     name: "gateway-extauth-fail-closed",
@@ -34,7 +34,7 @@ export const extAuthFailClosed: ResourceValidationPolicy = {
  * Auth per listener, as Envoy Gateway applies it (lib/attachment.ts): every listener that carries AIGatewayRoutes
  * gets exactly one effective SecurityPolicy, it configures ext_authz, and ext_authz fails closed. A listener-level
  * policy replaces the Gateway-level one on that listener (so a listener-level policy without extAuth switches auth
- * off there), and a second policy at the same level is Conflicted (DESIGN §5; GF#2; envoyproxy/gateway
+ * off there), and a second policy at the same level is Conflicted (envoyproxy/gateway
  * internal/gatewayapi/securitypolicy.go `resolveSecurityPolicyGatewayTargetRef`). One Gateway-level policy, or one
  * policy per listener, both pass.
  */
@@ -85,8 +85,8 @@ export const oneGatewaySecurityPolicy: StackValidationPolicy = {
 
 /**
  * A route-level SecurityPolicy replaces the Gateway-level one for its routes unless it sets `mergeType`
- * (envoyproxy/gateway#8781, GF#2), and one on an HTTPRoute generated from an AIGatewayRoute is matched on
- * the first, pre-model route pass, so it never scopes models (ai-gateway#1474, GF#3).
+ * (envoyproxy/gateway#8781), and one on an HTTPRoute generated from an AIGatewayRoute is matched on
+ * the first, pre-model route pass, so it never scopes models (ai-gateway#1474).
  */
 export const noRouteSecurityPolicyOverride: StackValidationPolicy = {
     name: "gateway-no-route-security-policy-override",
@@ -128,14 +128,14 @@ export const noRouteSecurityPolicyOverride: StackValidationPolicy = {
 
 /**
  * Smallest `bodyToExtAuth.maxRequestBytes` accepted: 4 MiB. A 100k-token prompt is ~0.4-0.8 MB of JSON and
- * coding-agent turns reach 2 MB; 64 KiB produced 413s before authorization (silogen/cluster-forge#832, GF#6).
+ * coding-agent turns reach 2 MB; 64 KiB produced 413s before authorization (silogen/cluster-forge#832).
  */
 export const MIN_EXT_AUTH_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * The body must reach the auth service (it reads `model` itself: ext_authz runs before the AI Gateway parses
  * the body) and fit the buffers: a body over `maxRequestBytes` or the connection `bufferLimit` (Envoy default
- * 32 KiB) is a 413 before authorization (ai-gateway#827, GF#6).
+ * 32 KiB) is a 413 before authorization (ai-gateway#827).
  */
 export const requestBodyLimits: StackValidationPolicy = {
     name: "gateway-request-body-limits",
@@ -189,7 +189,7 @@ export const requestBodyLimits: StackValidationPolicy = {
 
 /**
  * ext_authz must point at something that exists: a missing backend once made Envoy Gateway drop ext_authz
- * from the config while the route kept serving (envoyproxy/gateway#5366, GF#1). Services need the port; a
+ * from the config while the route kept serving (envoyproxy/gateway#5366). Services need the port; a
  * cross-namespace reference needs a ReferenceGrant.
  */
 export const extAuthBackendResolves: StackValidationPolicy = {

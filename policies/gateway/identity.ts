@@ -7,7 +7,7 @@ import { isSecurityPolicy, extAuthOf, attachmentsOf, attachmentFindings } from "
 
 /**
  * Client-sent identity headers and `x-ai-eg-model` must be removed before routing and before ext_authz: only
- * ClientTrafficPolicy `earlyRequestHeaders` runs that early (reference/gateway.md §6; ai-gateway#2410, GF#4).
+ * ClientTrafficPolicy `earlyRequestHeaders` runs that early (ai-gateway#2410).
  * Judged per listener on the effective ClientTrafficPolicy (listener-level beats Gateway-level, oldest wins at a
  * level: envoyproxy/gateway internal/gatewayapi/clienttrafficpolicy.go "Unable to target section, another
  * ClientTrafficPolicy has already attached to it"). A header the auth service does not set would otherwise keep

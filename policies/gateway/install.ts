@@ -10,7 +10,7 @@ function gatewayHelmValues(resources: PolicyResource[]): Array<{ r: PolicyResour
 
 /**
  * Envoy's global rate limiting fails open by default (`rateLimit.failClosed: false`) and its 20 ms default
- * timeout turns a slow Redis into "no limits" (envoyproxy/ratelimit#462, GF#10). If used, it fails closed.
+ * timeout turns a slow Redis into "no limits" (envoyproxy/ratelimit#462). If used, it fails closed.
  * The AI Gateway QuotaPolicy rate limit service likewise (`controller.quotaRateLimitFailureModeDeny`).
  */
 export const envoyRateLimitFailClosed: StackValidationPolicy = {
@@ -61,7 +61,7 @@ export const COMPATIBLE_SETS = gatewayCompatibleSets;
 
 /**
  * AI Gateway ≥ v1.1.0: before it a client's `x-ai-eg-model` was appended to, not overwritten (ai-gateway#2410,
- * GF#4). CRD and controller charts at the same version, and the pair from one tested set.
+ * ). CRD and controller charts at the same version, and the pair from one tested set.
  */
 export const gatewayChartVersions: StackValidationPolicy = {
     name: "gateway-chart-versions",
@@ -116,7 +116,7 @@ export const gatewayChartVersions: StackValidationPolicy = {
 
 /**
  * Envoy Gateway must run the AI Gateway extension hooks and the Backend API, or model routing silently falls
- * to the catch-all 404 (ai-gateway#1944/#1485, GF#5; AIServiceBackend accepts only Backends).
+ * to the catch-all 404 (ai-gateway#1944/#1485, ; AIServiceBackend accepts only Backends).
  */
 export const aiGatewayExtensionConfigured: StackValidationPolicy = {
     name: "gateway-ai-extension-configured",

@@ -3,13 +3,13 @@ import { aiRoutes, gatewayUrn, GROUPS, GW, keyOf, llmGateways, nameOf, nsOf, ofK
 
 /* The access log is the metering source: a remote JSON sink with the request id, response codes and token keys. */
 
-/** Fields every metering access log record needs besides the token keys (GF#9). */
+/** Fields every metering access log record needs besides the token keys. */
 export const REQUIRED_ACCESS_LOG_OPERATORS = ["%REQ(X-REQUEST-ID)%", "%RESPONSE_CODE%", "%RESPONSE_FLAGS%", "%RESPONSE_CODE_DETAILS%"];
 
 /**
  * The access log is the metering source: a remote sink (OpenTelemetry or ALS) with JSON fields carrying the
  * request id (idempotency key), response code/flags/details (aborted vs zero tokens) and every
- * `llmRequestCosts` key of the Gateway's routes (GF#9).
+ * `llmRequestCosts` key of the Gateway's routes.
  */
 export const accessLogUsageFields: StackValidationPolicy = {
     name: "gateway-access-log-usage-fields",

@@ -17,7 +17,7 @@ import {
 
 /**
  * Models are reached only through the LLM Gateway: no LoadBalancer/NodePort/externalIPs Service, Ingress or
- * Gateway API route may lead to Dynamo pods (DESIGN §5 "No Ingress, LoadBalancer or NodePort may point at a
+ * Gateway API route may lead to Dynamo pods ("No Ingress, LoadBalancer or NodePort may point at a
  * model"), or it bypasses ext_authz and every limit.
  */
 export const noModelSideDoor: StackValidationPolicy = {
@@ -159,7 +159,7 @@ export function networkPolicySideDoor(spec: Record<string, any>): string | undef
     return undefined;
 }
 
-/** AIGatewayRoute rules cap (CRD maxItems 15; the controller adds the catch-all), GF#5. */
+/** AIGatewayRoute rules cap (CRD maxItems 15; the controller adds the catch-all). */
 export const aiRouteMaxRules: ResourceValidationPolicy = {
     name: "aigatewayroute-max-15-rules",
     description: "An AIGatewayRoute may have at most 15 rules; larger catalogs must be split across routes.",
@@ -200,7 +200,7 @@ export function ruleMatchShape(rule: any): string | undefined {
 
 /**
  * Every rule selects its model by an exact `x-ai-eg-model` match, each model once per Gateway: duplicates make
- * the older route win silently (GF#5).
+ * the older route win silently.
  */
 export const aiRouteUniqueModels: StackValidationPolicy = {
     name: "aigatewayroute-unique-models",
@@ -241,7 +241,7 @@ export const aiRouteUniqueModels: StackValidationPolicy = {
 /** Shortest whole-request timeout accepted for a model rule: the AI Gateway's 60 s default cuts long streams (CRD `timeouts` doc). */
 export const MIN_REQUEST_TIMEOUT_SECONDS = 300;
 
-/** Long streams need an explicit whole-request timeout (GF#5 rule list: "explicit long timeouts.request"). */
+/** Long streams need an explicit whole-request timeout (`timeouts.request`). */
 export const aiRouteStreamTimeouts: ResourceValidationPolicy = {
     name: "aigatewayroute-long-stream-timeouts",
     description: `Every AIGatewayRoute rule must set timeouts.request explicitly, at least ${MIN_REQUEST_TIMEOUT_SECONDS}s (the 60 s default cuts long streamed completions).`,
@@ -263,7 +263,7 @@ export const aiRouteStreamTimeouts: ResourceValidationPolicy = {
     },
 };
 
-/** Credentials never appear in route matches (ai-gateway#1485; GF#3, GF#5). */
+/** Credentials never appear in route matches (ai-gateway#1485). */
 export const aiRouteNoSecretHeaderMatch: ResourceValidationPolicy = {
     name: "aigatewayroute-no-secret-header-match",
     description:

@@ -4,7 +4,7 @@ import { aiRoutes, GROUPS, keyOf, nameOf, nsOf, ofKind } from "./gateway";
 /**
  * Envoy Gateway policy attachment, computed per (Gateway, listener) the way the translator does it
  * (envoyproxy/gateway internal/gatewayapi/securitypolicy.go `ProcessSecurityPolicies`, clienttrafficpolicy.go
- * `ProcessClientTrafficPolicies`, read at the v1.9 line; reference/gateway.md eg@39763b1):
+ * `ProcessClientTrafficPolicies`, read at the v1.9 line):
  * - targets come from `targetRefs` (in the policy's namespace, `sectionName` = a listener) and from
  *   `targetSelectors` (kind/group, `matchLabels`/`matchExpressions` on the target's labels, and `namespaces`
  *   `from: Same` (default) | `All` | `Selector`; a target in another namespace also needs a ReferenceGrant in

@@ -13,7 +13,7 @@ import { UnknownValueError } from "@pulumi/policy";
  * Preview is the gate. Under `pulumi preview` the analyzer wraps every resource's properties in an
  * unknown-checking proxy: reading a value that is not known yet (an output another resource computes) throws
  * `UnknownValueError`, and the analyzer turns the whole policy into an advisory "can't run policy ... during
- * preview" (pulumi/pulumi-policy sdk/nodejs/policy/server.ts; reference/pulumi.md §3). For a mandatory rule
+ * preview" (pulumi/pulumi-policy sdk/nodejs/policy/server.ts). For a mandatory rule
  * that is a silent pass: a pull request's preview of a new stack would go green with the guard switched off.
  *
  * This module makes mandatory rules decide in preview:

@@ -45,7 +45,7 @@ import {
  *   of t seconds a tier admits at most `burst + rps × (t + holdMs / 1000)`, against `burst + rps × t` exactly:
  *   at most `rps × holdMs / 1000` more (1 request per second of limit per 20 ms of hold).
  * - Tokens per window: the counter is read when the grant is taken, so a tier over its token budget may still
- *   admit for up to `holdMs` (token counters already lag by the usage pipeline: DESIGN §5).
+ *   admit for up to `holdMs` (token counters already lag by the usage pipeline).
  * - Near a limit a grant shrinks to the request's own slot (the quarter rule), so the pair is checked in Redis
  *   per request, exactly as before. A pair with little traffic never gets a grant.
  * - Exact at the limit: a slot this replica holds for the pair is never left unused while a request of the

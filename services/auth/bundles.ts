@@ -53,7 +53,7 @@ export function createS3Client(s3: AuthConfig["s3"]): S3Client {
 }
 
 /**
- * Holds the policy bundle the auth service serves (DESIGN §3 "Policy bundle").
+ * Holds the policy bundle the auth service serves.
  *
  * Sync: read `spokes/<spoke>/current.json` → read the bundle it names → verify signature, content hash and
  * spoke ({@link verifyBundle}) and that it matches the pointer → index it ({@link PolicyIndex}) → write the

@@ -22,7 +22,7 @@ import {
 } from "./test/harness";
 
 /**
- * Silent partitions (issue 11 item 1 and 2): the peer's TCP connection stays open and nothing comes back
+ * Silent partitions: the peer's TCP connection stays open and nothing comes back
  * (services/shared/testing/silent-proxy.ts), then the network heals and the connections open during the
  * partition stay dead. The service must drop and replace them by itself: auth back to 200 within a few
  * seconds of healing, a bundle published during the partition served within one poll interval after it.

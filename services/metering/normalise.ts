@@ -53,7 +53,7 @@ function field(name: string): string {
  * Normalises one access-log record into the usage event of Pure.
  *
  * - Token metadata present (input and output) -> `usageSource: reported`; the stream ended normally or the
- *   usage chunk had been parsed before a late disconnect (AI Gateway >= v1.2, gateway-failures.md #9).
+ *   usage chunk had been parsed before a late disconnect (AI Gateway >= v1.2).
  * - No token metadata on a response that started (status < 400, or 0 = none sent) -> estimated from bytes
  *   (estimate.ts), `usageSource: estimated`; `truncated: true` for a stream (cut before its usage chunk) and
  *   for any response with an abort flag or no response at all. Never recorded as zero tokens for a request

@@ -304,8 +304,8 @@ describe("policy efa-workload-hugepages (mandatory: the generator requests huge 
             [...sg1, dgd({ resources: { "nvidia.com/gpu": "2", "vpc.amazonaws.com/efa": "4", cpu: "2" } })],
         );
         expect(r.mandatory.map((f) => f.message)).toEqual([
-            "qwen3-32b component prefill container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).",
-            "qwen3-32b component decode container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod (reference/rdma.md §6.4).",
+            "qwen3-32b component prefill container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod.",
+            "qwen3-32b component decode container main: no hugepages-2Mi request on an EFA pool; the EFA provider's huge pages are not accounted to the pod.",
         ]);
     });
     it("fails huge pages the API server would refuse: without cpu or memory", async () => {

@@ -106,7 +106,7 @@ describe("KV closed world in the pack", () => {
         const base = {
             name: "UCX_ZCOPY_THRESH",
             value: "inf",
-            why: "NIXL issue 123: zcopy threshold tuning under review",
+            why: "NIXL zcopy threshold tuning under review by infra",
             until: "2099-12-31",
         };
         const withEx = (ex: object[]) => stack([EndpointSchema.parse({ ...endpoint({ topology: EQUAL_TP }), kvExceptions: ex })]);

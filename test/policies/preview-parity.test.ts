@@ -145,7 +145,7 @@ const faults: Array<{ name: string; stack: string; apply: (rs: CapturedResource[
             ),
     },
     {
-        name: "NicClusterPolicy plugin before PR #82 (rdma-failures #5)",
+        name: "NicClusterPolicy plugin before PR #82",
         stack: "spoke-hn1",
         apply: (rs) =>
             mutate(rs, kind("NicClusterPolicy"), (o) => {

@@ -36,7 +36,7 @@ describe("fabric and image policies on the generated graph", () => {
     });
 });
 
-describe("rdma-device-plugin-config (rdma-failures #1, #2, #4)", () => {
+describe("rdma-device-plugin-config", () => {
     it("a selector without vendor, with Ethernet link type, with no ifNames, a frontend netdev, a duplicate, periodic rescans off", async () => {
         const rs = pluginConfig(stack(), (c) => {
             c.periodicUpdateInterval = 0;
@@ -59,7 +59,7 @@ describe("rdma-device-plugin-config (rdma-failures #1, #2, #4)", () => {
     });
 });
 
-describe("rdma-device-plugin-version (rdma-failures #1, #2, #5)", () => {
+describe("rdma-device-plugin-version", () => {
     it("compliant: the pinned v1.5.3", async () => {
         expect(versions.rdmaSharedDevicePlugin.version).toBe("v1.5.3");
         expect(await violations([rdmaDevicePluginVersion], stack())).toEqual([]);
@@ -90,7 +90,7 @@ describe("rdma-hca-max-fits-pods", () => {
     });
 });
 
-describe("gpudirect-coordinated-upgrades (rdma-failures #6, #9)", () => {
+describe("gpudirect-coordinated-upgrades", () => {
     it("compliant: DMA-BUF, no driver container", async () => {
         expect(await violations([gpudirectCoordinatedUpgrades], stack())).toEqual([]);
     });
