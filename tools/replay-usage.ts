@@ -1,6 +1,5 @@
 import { S3Client } from "@aws-sdk/client-s3";
-import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
+import { readHubOutputs } from "./hub-outputs";
 import { Client } from "pg";
 import { FAILED_BATCH_PREFIX } from "../services/usage-consumer/failed-batches";
 import { type ReplayedBatch, replayFailedBatches } from "../services/usage-consumer/replay";
@@ -95,27 +94,7 @@ async function main(argv: string[]): Promise<number> {
     if (!bucket) {
         const hub = opt("hub") ?? "hub-prod";
         const file = opt("outputs");
-        let json: unknown;
-        if (file) {
-            try {
-                json = JSON.parse(fs.readFileSync(file, "utf8"));
-            } catch (e) {
-                throw new Error(`--outputs ${file}: cannot read hub outputs: ${(e as Error).message}`);
-            }
-        } else {
-            try {
-                json = JSON.parse(
-                    execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], {
-                        encoding: "utf8",
-                        stdio: ["ignore", "pipe", "pipe"],
-                    }),
-                );
-            } catch (e) {
-                throw new Error(
-                    `cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE or --bucket`,
-                );
-            }
-        }
+        const json = readHubOutputs(file, hub, "--outputs FILE or --bucket");
         const found = failureBucketFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
         bucket = found.bucket;
         region ??= found.region;

@@ -1,6 +1,5 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
+import { readHubOutputs } from "./hub-outputs";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
 import { reconcile } from "../services/ledger/reconcile";
@@ -339,27 +338,7 @@ async function main(argv: string[]): Promise<number> {
     const file = opt("outputs") ?? (argv.includes("--local") ? `out/${hub}/outputs.json` : undefined);
     const maxBehindSeconds = num("max-behind-seconds", 900);
     const windowHours = num("window-hours", 24);
-    let json: unknown;
-    if (file) {
-        try {
-            json = JSON.parse(fs.readFileSync(file, "utf8"));
-        } catch (e) {
-            throw new Error(`--outputs ${file}: cannot read hub outputs: ${(e as Error).message}`);
-        }
-    } else {
-        try {
-            json = JSON.parse(
-                execFileSync("pulumi", ["stack", "output", "--json", "--stack", hub], {
-                    encoding: "utf8",
-                    stdio: ["ignore", "pipe", "pipe"],
-                }),
-            );
-        } catch (e) {
-            throw new Error(
-                `cannot read the outputs of hub stack ${hub} with \`pulumi stack output --json --stack ${hub}\` (${(e as Error).message.split("\n")[0]}); log in to the backend first, or pass --outputs FILE`,
-            );
-        }
-    }
+    const json = readHubOutputs(file, hub);
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
     if (argv.includes("--local")) return runLocal(spokes, argv.includes("--json"), maxBehindSeconds, windowHours);
     const endpoint = opt("s3-endpoint");
