@@ -16,10 +16,18 @@ export const TLS_TERMINATED_BY_ANNOTATION = "platform.h200.ai/tls-terminated-by"
 
 /**
  * Pure: values of the cert-manager chart (keys recorded in upstream/charts/cert-manager.ts): its CRDs installed and kept
- * on uninstall (removing them would delete every Certificate), two controller replicas.
+ * on uninstall (removing them would delete every Certificate), two controller replicas. With `ambientIssuer` (ACME
+ * DNS-01 on Route 53 through the controller's Pod Identity role) the controller gets `--issuer-ambient-credentials`:
+ * a namespaced Issuer may use ambient credentials only with it (default false;
+ * cert-manager/cert-manager internal/apis/config/controller/v1alpha1/defaults.go `defaultIssuerAmbientCredentials`),
+ * without it the route53 solver has no credentials and the certificate is never issued.
  */
-export function certManagerValues() {
-    return { crds: { enabled: true, keep: true }, replicaCount: 2 };
+export function certManagerValues(ambientIssuer = false) {
+    return {
+        crds: { enabled: true, keep: true },
+        replicaCount: 2,
+        ...(ambientIssuer ? { extraArgs: ["--issuer-ambient-credentials"] } : {}),
+    };
 }
 
 /** The listener TLS the Gateway gets: the Secret it terminates with, or the device in front that terminates. */

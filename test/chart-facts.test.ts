@@ -64,7 +64,7 @@ describe("values we set are values the chart reads", () => {
         ["gateway-crds-helm", gatewayCrdsValues()],
         ["gateway-helm", envoyGatewayValues({ redisUrl: "redis:6379", timeout: "100ms" })],
         ["ai-gateway-helm", aiGatewayValues()],
-        ["cert-manager", certManagerValues()],
+        ["cert-manager", certManagerValues(true)],
         [
             "aws-load-balancer-controller",
             lbcValues({

@@ -130,6 +130,15 @@ describe("the tenant edge: TLS by default", () => {
             email: "platform-oncall@example.com",
             solvers: [{ dns01: { route53: { region: "ap-southeast-1", hostedZoneID: "Z0123456789EXAMPLE" } } }],
         });
+        // The solver has no credentials of its own: a namespaced Issuer uses the controller's Pod Identity role only
+        // with --issuer-ambient-credentials (default false, cert-manager internal/apis/config/controller/v1alpha1/defaults.go).
+        const certManager = (rs: CapturedResource[]) =>
+            byType(rs, "kubernetes:helm.sh/v3:Release")
+                .map(inputs)
+                .find((r) => r.chart === "cert-manager")!;
+        expect(certManager(sg1).values.extraArgs).toEqual(["--issuer-ambient-credentials"]);
+        // A CA Issuer needs no ambient credentials: the flag stays off where nothing uses it.
+        expect(certManager(hcm1).values.extraArgs).toBeUndefined();
         const [proxy] = cr(sg1, "EnvoyProxy");
         expect(proxy.spec.provider.kubernetes.envoyService).toEqual({
             type: "LoadBalancer",

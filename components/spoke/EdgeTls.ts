@@ -38,7 +38,7 @@ export class EdgeTls extends pulumi.ComponentResource {
                 version: versions.certManager.version,
                 repositoryOpts: { repo: versions.certManager.repo },
                 namespace: CERT_MANAGER_NAMESPACE,
-                values: certManagerValues(),
+                values: certManagerValues(args.tls.source === "acme-dns01"),
             },
             { parent: this, dependsOn: [ns] },
         );

@@ -12,5 +12,6 @@ export const certManagerChart: ChartFacts = {
     version: "v1.19.1",
     source: "cert-manager/cert-manager@001eb00d7f276ebcb4f84ffa8ba9255d9292b8c8:deploy/charts/cert-manager/values.yaml",
     note: "Read at 001eb00d (the stored snapshot of the default branch; the v1.19.1 tag is not in it) from values.yaml and templates/_helpers.tpl. Only the keys the product sets are listed; re-read at the tag before adding any.",
-    valuesKeys: ["crds.enabled", "crds.keep", "replicaCount", "installCRDs"],
+    // `extraArgs`: extra controller flags (values.yaml `extraArgs: []`), here `--issuer-ambient-credentials`.
+    valuesKeys: ["crds.enabled", "crds.keep", "replicaCount", "installCRDs", "extraArgs"],
 };
