@@ -227,13 +227,17 @@ export const LBC_IAM_POLICY = {
  * `ec2:AuthorizeSecurityGroupIngress` / `RevokeSecurityGroupIngress` on `*` (the controller adds the NLB's rules to the
  * nodes' and pods' security groups, which it did not create and has not tagged) is limited to security groups of the
  * spoke's own VPC (`ec2:Vpc`, IAM service authorization reference for Amazon EC2): it can no longer open ingress on
- * any security group of the account.
+ * any security group of the account. And where upstream only requires the `elbv2.k8s.aws/cluster` tag to be present
+ * (`Null: false`), the tag must name this cluster (`StringEquals`): one spoke's controller can neither change nor delete
+ * another cluster's load balancers, target groups or security groups in the account, nor create them under its name.
  * @param vpcArn `arn:aws:ec2:<region>:<account>:vpc/<id>` of the spoke's VPC
+ * @param clusterName the EKS cluster name, the tag value the controller writes (chart value `clusterName`)
  */
-export function lbcPolicy(vpcArn: string) {
+export function lbcPolicy(vpcArn: string, clusterName: string) {
     return {
         Version: LBC_IAM_POLICY.Version,
-        Statement: LBC_IAM_POLICY.Statement.map((st) => {
+        Statement: LBC_IAM_POLICY.Statement.map((upstream) => {
+            const st = ownClusterOnly(upstream, clusterName);
             const a = (st as { Action: readonly string[] }).Action;
             const unscoped =
                 !("Condition" in st) &&
@@ -244,6 +248,17 @@ export function lbcPolicy(vpcArn: string) {
             return unscoped ? { ...st, Resource: "arn:aws:ec2:*:*:security-group/*", Condition: { ArnEquals: { "ec2:Vpc": vpcArn } } } : st;
         }),
     };
+}
+
+/** A statement whose cluster-tag conditions require the tag only to exist, made to require this cluster's value. */
+function ownClusterOnly<S extends object>(st: S, clusterName: string): S {
+    const cond = (st as { Condition?: Record<string, Record<string, unknown>> }).Condition;
+    const present = Object.entries(cond?.Null ?? {})
+        .filter(([k, v]) => v === "false" && k.endsWith("/elbv2.k8s.aws/cluster"))
+        .map(([k]) => k);
+    if (!cond || present.length === 0) return st;
+    const equals = { ...(cond.StringEquals ?? {}), ...Object.fromEntries(present.map((k) => [k, clusterName])) };
+    return { ...st, Condition: { ...cond, StringEquals: equals } };
 }
 
 const T = { "aws:SecureTransport": "true" };

@@ -169,8 +169,10 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         {
             role: lbcRole.name,
             policy: pulumi
-                .all([eks.accountId, eks.vpcId])
-                .apply(([account, vpcId]) => JSON.stringify(lbcPolicy(`arn:aws:ec2:${cfg.cluster.region}:${account}:vpc/${vpcId}`))),
+                .all([eks.accountId, eks.vpcId, eks.clusterName])
+                .apply(([account, vpcId, clusterName]) =>
+                    JSON.stringify(lbcPolicy(`arn:aws:ec2:${cfg.cluster.region}:${account}:vpc/${vpcId}`, clusterName)),
+                ),
         },
         { parent: lbcRole },
     );

@@ -720,6 +720,19 @@ describe("simulated: the AWS Load Balancer Controller's role on an EKS spoke", (
                 }),
             ),
         ).toEqual([]);
+        // Another cluster's load balancer, target group or security group (its own tag value): no change, no delete.
+        expect(
+            allowed(await evaluate(principal, owned, v, (c) => ({ ...c, "aws:ResourceTag/elbv2.k8s.aws/cluster": "platform-other" }))),
+        ).toEqual([]);
+        // Creating under another cluster's name: refused. (ec2:CreateSecurityGroup itself is upstream's unconditioned
+        // allow; the tag it is created with is authorized as ec2:CreateTags, which is in this set.)
+        const tagged = LBC_AWS_CALLS.filter(
+            (c) => "aws:RequestTag/elbv2.k8s.aws/cluster" in c.context && c.action !== "ec2:CreateSecurityGroup",
+        );
+        expect(tagged.length).toBeGreaterThanOrEqual(3);
+        expect(
+            allowed(await evaluate(principal, tagged, v, (c) => ({ ...c, "aws:RequestTag/elbv2.k8s.aws/cluster": "platform-other" }))),
+        ).toEqual([]);
         // Creating untagged: refused (what it creates must carry the tag that later scopes it).
         const creates = LBC_AWS_CALLS.filter((c) => /:(CreateLoadBalancer|CreateTargetGroup)$/.test(c.action));
         expect(
