@@ -1,6 +1,11 @@
-/** Actions that administer a KMS key without using it for data (AWS KMS developer guide, "Key administrators"). */
+/**
+ * Actions that administer a KMS key without using it for data (AWS KMS developer guide, "Key administrators"), with
+ * `kms:CreateGrant` left out: a grant gives its grantee direct use of the key, around the `kms:ViaService` condition of
+ * {@link serviceOnlyKeyPolicy} (which lets the services create their grants). `kms:PutKeyPolicy` stays: the key's
+ * creator must keep it (AWS KMS "default key policy", the lockout safety check).
+ */
 export const KEY_ADMIN_ACTIONS = [
-    "kms:Create*",
+    "kms:CreateAlias",
     "kms:Describe*",
     "kms:Enable*",
     "kms:List*",

@@ -762,6 +762,10 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
         ] as const) {
             const arn = out(named("aws:kms/key:Key", key), "arn");
             expect((await simulate(anyKms, "kms:Decrypt", arn, { "aws:SecureTransport": "true" })).decision, key).toBe("ImplicitlyDenied");
+            // Nor grant itself direct use: kms:CreateGrant is allowed only through the services.
+            expect((await simulate(anyKms, "kms:CreateGrant", arn, { "aws:SecureTransport": "true" })).decision, key).toBe(
+                "ImplicitlyDenied",
+            );
             expect(
                 (
                     await simulate(anyKms, "kms:Decrypt", arn, {
