@@ -24,3 +24,24 @@ export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: st
         "\n",
     );
 }
+
+/**
+ * Pure: the pod-level settings every platform service pod shares (auth, metering): no service-account token mounted
+ * (nothing here calls the Kubernetes API), the Pod Security Standards `restricted` context as `uid`
+ * (kubernetes/website pod-security-standards.md: runAsNonRoot, RuntimeDefault seccomp), and replicas spread over nodes
+ * so one node's loss takes one replica.
+ */
+export function servicePodBasics(labels: Record<string, string>, uid: number) {
+    return {
+        automountServiceAccountToken: false,
+        securityContext: { runAsNonRoot: true, runAsUser: uid, runAsGroup: uid, fsGroup: uid, seccompProfile: { type: "RuntimeDefault" } },
+        topologySpreadConstraints: [
+            {
+                maxSkew: 1,
+                topologyKey: "kubernetes.io/hostname",
+                whenUnsatisfiable: "ScheduleAnyway",
+                labelSelector: { matchLabels: labels },
+            },
+        ],
+    };
+}

@@ -10,11 +10,11 @@
  * the unit tests run on the same groups with annotations dropped (firing depends only on expr, for and labels), while
  * `promtool check rules` validates the exact rendered file, annotations included.
  */
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { promtool as runPromtool } from "./promtool";
 import YAML from "yaml";
 import { ObservabilityConfigSchema } from "../config/observability";
 import { alertGroups, type AlertGroup, type ObservedEndpoint } from "../lib/observability";
@@ -262,16 +262,8 @@ afterAll(() => {
     fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs promtool; FAILS (never skips) when it is not installed. */
-function promtool(args: string[]): { ok: boolean; out: string } {
-    try {
-        return { ok: true, out: execFileSync("promtool", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) };
-    } catch (e: any) {
-        if (e.code === "ENOENT")
-            throw new Error("promtool not found: install Debian's `prometheus` package (apt-get install prometheus; .ci/run does)");
-        return { ok: false, out: `${e.stdout ?? ""}${e.stderr ?? ""}` };
-    }
-}
+/** promtool in this test's folder (test/promtool.ts). */
+const promtool = (args: string[]) => runPromtool(args, dir);
 
 describe("alert rules under promtool", () => {
     it("every rendered alert has a fault case and a healthy case", () => {

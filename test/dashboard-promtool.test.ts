@@ -5,11 +5,11 @@
  * joined with the Dynamo workers serving the model. A Planner scale-up changes the divisor; another model's GPUs do
  * not count. promtool comes from Debian's `prometheus` package; without it this FAILS.
  */
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { promtool as runPromtool } from "./promtool";
 import YAML from "yaml";
 import { dashboards, tokensPerGpuExpr } from "../lib/observability";
 
@@ -23,15 +23,8 @@ afterAll(() => {
     fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function promtool(args: string[]): { ok: boolean; out: string } {
-    try {
-        return { ok: true, out: execFileSync("promtool", args, { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) };
-    } catch (e: any) {
-        if (e.code === "ENOENT")
-            throw new Error("promtool not found: install Debian's `prometheus` package (apt-get install prometheus; .ci/run does)");
-        return { ok: false, out: `${e.stdout ?? ""}${e.stderr ?? ""}` };
-    }
-}
+/** promtool in this test's folder (test/promtool.ts). */
+const promtool = (args: string[]) => runPromtool(args, dir);
 
 const gpu = (pod: string, i: number) => ({
     series: `DCGM_FI_DEV_GPU_UTIL{namespace="inference",pod="${pod}",gpu="${i}",UUID="GPU-${pod}-${i}"}`,

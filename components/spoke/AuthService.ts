@@ -3,7 +3,14 @@ import * as pulumi from "@pulumi/pulumi";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { type AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
-import { AUTH_POD_LABELS, AWS_FILES_DIR, AWS_PROFILE, AWS_SOURCE_PROFILE, awsCredentialsFile } from "../../lib/spoke-services";
+import {
+    AUTH_POD_LABELS,
+    AWS_FILES_DIR,
+    AWS_PROFILE,
+    AWS_SOURCE_PROFILE,
+    awsCredentialsFile,
+    servicePodBasics,
+} from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
 import type { EnvVars } from "../../services/shared/env";
 
@@ -157,22 +164,7 @@ export class AuthService extends pulumi.ComponentResource {
                         metadata: { labels },
                         spec: {
                             serviceAccountName: sa.metadata.name,
-                            automountServiceAccountToken: false,
-                            securityContext: {
-                                runAsNonRoot: true,
-                                runAsUser: 10001,
-                                runAsGroup: 10001,
-                                fsGroup: 10001,
-                                seccompProfile: { type: "RuntimeDefault" },
-                            },
-                            topologySpreadConstraints: [
-                                {
-                                    maxSkew: 1,
-                                    topologyKey: "kubernetes.io/hostname",
-                                    whenUnsatisfiable: "ScheduleAnyway",
-                                    labelSelector: { matchLabels: labels },
-                                },
-                            ],
+                            ...servicePodBasics(labels, 10001),
                             containers: [
                                 {
                                     name: "auth",

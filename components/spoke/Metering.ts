@@ -13,6 +13,7 @@ import {
     awsCredentialsFile,
     METERING_POD_LABELS,
     METERING_PORT,
+    servicePodBasics,
 } from "../../lib/spoke-services";
 
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
@@ -303,23 +304,8 @@ export class Metering extends pulumi.ComponentResource {
                         metadata: { labels },
                         spec: {
                             serviceAccountName: sa.metadata.name,
-                            automountServiceAccountToken: false,
+                            ...servicePodBasics(labels, METERING_UID),
                             terminationGracePeriodSeconds: 30,
-                            securityContext: {
-                                runAsNonRoot: true,
-                                runAsUser: METERING_UID,
-                                runAsGroup: METERING_UID,
-                                fsGroup: METERING_UID,
-                                seccompProfile: { type: "RuntimeDefault" },
-                            },
-                            topologySpreadConstraints: [
-                                {
-                                    maxSkew: 1,
-                                    topologyKey: "kubernetes.io/hostname",
-                                    whenUnsatisfiable: "ScheduleAnyway",
-                                    labelSelector: { matchLabels: labels },
-                                },
-                            ],
                             containers: [
                                 {
                                     name: "metering",
