@@ -34,7 +34,7 @@ let server: RedisServer;
 let redis: Redis;
 const tiers = ["model", "team", "key"] as const;
 /** The counter lease id `checkAndAcquire` gives token `token` at `now`. */
-const leaseOf = (token: string, now = T0) => `c.${leaseBucket(now, TTL).toString(36)}.${token}`;
+const leaseOf = (token: string, now = T0) => `h.${leaseBucket(now, TTL).toString(36)}.${token}`;
 /** Leases each tier holds at `now`. */
 const heldAll = (now = T0) => Promise.all(tiers.map((t) => leasesHeld(redis, t, ids[t], now)));
 
@@ -55,18 +55,26 @@ describe("checkAndAcquire", () => {
         const d = await checkAndAcquire(redis, ids, limits(), "lease-1", T0, TTL);
         const bucket = leaseBucket(T0, TTL);
         expect(bucket).toBe(T0 + TTL);
-        expect(d).toEqual({ allowed: true, leaseId: `c.${bucket.toString(36)}.lease-1`, granted: 1 });
-        expect(parseCounterLease(d.allowed ? d.leaseId : "")).toEqual({ base: d.allowed && d.leaseId, bucketMs: bucket, slot: 0 });
+        expect(d).toEqual({ allowed: true, leaseId: `h.${bucket.toString(36)}.lease-1`, granted: 1 });
+        expect(parseCounterLease(d.allowed ? d.leaseId : "")).toEqual({
+            base: d.allowed && d.leaseId,
+            bucketMs: bucket,
+            slot: 0,
+            marker: "hash",
+        });
         for (const t of tiers) {
             const k = redisKeys.counters(t, ids[t]);
-            expect(await redis.hgetall(k)).toMatchObject({ n: "1", [bucket]: "1", e: String(bucket), l: String(bucket) });
+            expect(await redis.hgetall(k)).toMatchObject({ n: "1", [bucket]: "1", e: String(bucket) });
             // The HASH holds the rps state too (`t`), and lives until its last bucket and 10 s past that state.
             expect(await redis.pexpiretime(k)).toBe(bucket + 10_000);
             // No ZSET member per lease.
             expect(await redis.exists(redisKeys.concurrency(t, ids[t]))).toBe(0);
         }
-        // One marker per admission, one bit per slot, expiring with the bucket.
-        expect(await redis.pexpiretime(redisKeys.lease(leaseOf("lease-1")))).toBe(bucket);
+        // One marker per admission, one bit per slot (most significant first), a field of the key tier's HASH: no
+        // key of its own per admission.
+        expect(await redis.hgetBuffer(redisKeys.counters("key", ids.key), leaseOf("lease-1"))).toEqual(Buffer.from([0x80]));
+        expect(await redis.hexists(redisKeys.counters("team", ids.team), leaseOf("lease-1"))).toBe(0);
+        expect(await redis.dbsize()).toBe(3);
         // A lease's expiry is rounded up to the next bucket boundary: it never stops counting before its TTL.
         expect(leaseBucket(T0 + 1, TTL)).toBe(T0 + TTL + LEASE_BUCKET_MS);
     });
@@ -81,7 +89,6 @@ describe("checkAndAcquire", () => {
             [T0 + TTL + 1_000]: "2",
             [T0 + TTL + 2_000]: "1",
             e: String(T0 + TTL + 1_000),
-            l: String(T0 + TTL + 2_000),
         });
         expect(await redis.pexpiretime(k)).toBeGreaterThanOrEqual(T0 + TTL + 2_000);
         expect(await heldAll(T0 + 1_000)).toEqual([3, 3, 3]);
@@ -321,6 +328,49 @@ describe("releaseLease", () => {
         expect(await releaseLease(redis, ids, leaseOf("zz"))).toBe(0);
         expect(await releaseLease(redis, ids, `${leaseOf("b")}.9`)).toBe(0);
         expect(await heldAll()).toEqual([1, 1, 1]);
+    });
+
+    it("a marker holds exactly its admission's slots and leaves the HASH with the last one released", async () => {
+        const kc = redisKeys.counters("key", ids.key);
+        const g = await checkAndAcquire(redis, ids, limits(), "g", T0, TTL, 10);
+        expect(g).toMatchObject({ allowed: true, granted: 10 });
+        expect(await redis.hgetBuffer(kc, leaseOf("g"))).toEqual(Buffer.from([0xff, 0xc0]));
+        await checkAndAcquire(redis, ids, limits(), "a", T0, TTL);
+        // Slot 3 of a single admission, slot 10 of a grant of 10: no such lease, nothing counted.
+        expect(await releaseLease(redis, ids, `${leaseOf("a")}.3`)).toBe(0);
+        expect(await releaseLease(redis, ids, `${leaseOf("g")}.10`)).toBe(0);
+        expect(await releaseLease(redis, ids, leaseOf("a"))).toBe(3);
+        expect(await redis.hexists(kc, leaseOf("a"))).toBe(0);
+        for (const lease of grantLeaseIds(leaseOf("g"), 10)) expect(await releaseLease(redis, ids, lease)).toBe(3);
+        expect(await heldAll()).toEqual([0, 0, 0]);
+        expect(Object.keys(await redis.hgetall(kc)).filter((f) => f.startsWith("h."))).toEqual([]);
+    });
+
+    it("the markers of leases never released leave the key tier's HASH with their bucket", async () => {
+        const kc = redisKeys.counters("key", ids.key);
+        for (const t of ["x", "y", "z"]) await checkAndAcquire(redis, ids, limits(), t, T0, TTL);
+        await checkAndAcquire(redis, ids, limits(), "w", T0 + TTL - 1, TTL);
+        expect(Object.keys(await redis.hgetall(kc)).filter((f) => f.startsWith("h."))).toHaveLength(4);
+        // The first check at the expiry bucket sweeps it: its count and the markers of its leases.
+        await checkAndAcquire(redis, ids, limits(), "v", T0 + TTL, TTL);
+        expect(
+            Object.keys(await redis.hgetall(kc))
+                .filter((f) => f.startsWith("h."))
+                .sort(),
+        ).toEqual([leaseOf("v", T0 + TTL), leaseOf("w", T0 + TTL - 1)].sort());
+        expect(await releaseLease(redis, ids, leaseOf("x"))).toBe(0);
+        expect(await heldAll(T0 + TTL)).toEqual([2, 2, 2]);
+    });
+
+    it("releases leases with a marker key of their own (mixed store, previous release) and deletes the key with the last slot", async () => {
+        const d = await checkAndAcquire(redis, ids, limits(), "m", T0, TTL, 2, "mixed");
+        const lease = d.allowed ? d.leaseId : "";
+        expect(parseCounterLease(lease)).toMatchObject({ marker: "key", bucketMs: leaseBucket(T0, TTL) });
+        expect(await releaseLease(redis, ids, lease)).toBe(3);
+        expect(await redis.exists(redisKeys.lease(lease))).toBe(1);
+        expect(await releaseLease(redis, ids, `${lease}.1`)).toBe(3);
+        expect(await redis.exists(redisKeys.lease(lease))).toBe(0);
+        expect(await heldAll()).toEqual([0, 0, 0]);
     });
 
     it("an unreleased lease stops counting at its expiry bucket, and a late release then counts nothing", async () => {

@@ -11,7 +11,7 @@ import {
     type TierLimits,
 } from "../shared/limits";
 import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
-import { legacyCheck } from "./test/legacy";
+import { legacyCheck, previousCountersCheck } from "./test/legacy";
 
 /**
  * A running spoke upgraded replica by replica (services/auth/README.md, "Upgrading a running spoke"): old
@@ -21,7 +21,8 @@ import { legacyCheck } from "./test/legacy";
  * no tier holds more leases than its limit and that a check is admitted whenever there is room.
  */
 
-type Kind = "old" | "zset" | "mixed" | "counters";
+/** `previous`: a `counters` replica of the release before lease markers moved into the key tier's HASH. */
+type Kind = "old" | "zset" | "mixed" | "counters" | "previous";
 const ids: TierIds = { model: "m", team: "acme/core", key: "k1" };
 const T0 = Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 3_600_000;
 const TTL = 5_000;
@@ -60,6 +61,10 @@ async function admit(kind: Kind, now: number, l: TierLimits = limits): Promise<{
     if (kind === "old") {
         const lease = await legacyCheck(redis, ids, l, token, now, TTL);
         return lease === undefined ? undefined : { lease, expiresAt: now + TTL };
+    }
+    if (kind === "previous") {
+        const lease = await previousCountersCheck(redis, ids, l, token, now, TTL);
+        return lease === undefined ? undefined : { lease, expiresAt: leaseBucket(now, TTL) };
     }
     const d = await checkAndAcquire(redis, ids, l, token, now, TTL, 1, kind);
     if (!d.allowed) return undefined;
@@ -119,6 +124,15 @@ describe("rolling upgrade from ZSET leases to counters", () => {
             const w = await walk(["mixed", "counters"], seed);
             expect(w.maxHeld).toBe(LIMIT);
             expect(w.refusedWithRoom).toBe(0);
+        });
+    }
+
+    for (const seed of [1, 2]) {
+        it(`counters replicas of the previous release (marker keys) beside current ones (markers in the HASH): never over, never refused with room (seed ${seed})`, async () => {
+            const w = await walk(["previous", "counters"], seed);
+            expect(w.maxHeld).toBe(LIMIT);
+            expect(w.refusedWithRoom).toBe(0);
+            expect(w.admitted).toBeGreaterThan(100);
         });
     }
 

@@ -80,23 +80,33 @@ export const MAX_GRANT = 512;
 
 /** A lease token ({@link checkAndAcquire} `leaseToken`): unique per admission, no `.`. */
 const TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
-/** A counter lease id: `c.<expiry bucket, ms, base 36>.<token>[.<slot>]`. */
-const COUNTER_LEASE = /^c\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,64})(?:\.(\d{1,3}))?$/;
+/**
+ * Prefix of the lease ids of the `counters` store: `h.<expiry bucket, ms, base 36>.<token>[.<slot>]`. The
+ * admission's marker (one bit per slot, set while held) is the field `h.<bucket>.<token>` of the key tier's
+ * counter HASH. Lease ids `c.…` (the `mixed` store, and `counters` replicas of the previous release) keep their
+ * marker in a string key of its own (`redisKeys.lease`).
+ */
+export const HASH_MARKER = "h.";
+
+/** A counter lease id: `c.` or `h.`, then `<expiry bucket, ms, base 36>.<token>[.<slot>]`. */
+const COUNTER_LEASE = /^([ch])\.([0-9a-z]{1,12})\.([A-Za-z0-9_-]{1,64})(?:\.(\d{1,3}))?$/;
 
 /** A counter lease id taken apart: its admission's marker (`base`), expiry bucket and slot (bit) index. */
 export interface CounterLease {
     base: string;
     bucketMs: number;
     slot: number;
+    /** Where the marker is: a field `base` of the key tier's counter HASH (`h.`), or the key `rl:lease:<base>` (`c.`). */
+    marker: "hash" | "key";
 }
 
 /** Parses a counter lease id; undefined for anything else (a ZSET lease id of the earlier layout). */
 export function parseCounterLease(leaseId: string): CounterLease | undefined {
     const m = COUNTER_LEASE.exec(leaseId);
     if (!m) return undefined;
-    const slot = m[3] === undefined ? 0 : Number(m[3]);
+    const slot = m[4] === undefined ? 0 : Number(m[4]);
     if (slot >= MAX_GRANT) return undefined;
-    return { base: `c.${m[1]}.${m[2]}`, bucketMs: parseInt(m[1], 36), slot };
+    return { base: `${m[1]}.${m[2]}.${m[3]}`, bucketMs: parseInt(m[2], 36), slot, marker: m[1] === "h" ? "hash" : "key" };
 }
 
 const PROCESS_TAG = randomBytes(9).toString("base64url");
@@ -120,22 +130,30 @@ export function grantLeaseIds(leaseId: string, granted: number): string[] {
     return out;
 }
 
-/** Lua `sweep(cc, now)`: drops a counter HASH's expired buckets, returns (leases held, earliest bucket). */
+/**
+ * Lua `sweep(cc, now)`: drops a counter HASH's expired buckets and the lease markers of expired buckets (fields
+ * `h.<bucket, base 36>.<token>`, {@link HASH_MARKER}), returns (leases held, earliest bucket). Deletes in chunks
+ * of 1000 fields (Lua's `unpack` limit).
+ */
 const SWEEP_LUA = `
 local function sweep(cc, now)
   local all = call('HGETALL', cc)
   local held, first, dead = 0, nil, {}
   for j = 1, #all, 2 do
-    local b = tonumber(all[j])
+    local f = all[j]
+    local b = tonumber(f)
     if b then
-      if b <= now then dead[#dead + 1] = all[j]
+      if b <= now then dead[#dead + 1] = f
       else
         held = held + tonumber(all[j + 1])
         if not first or b < first then first = b end
       end
+    elseif string.sub(f, 1, 2) == 'h.' then
+      local mb = tonumber(string.match(f, '^h%.(%w+)%.') or '', 36)
+      if mb and mb <= now then dead[#dead + 1] = f end
     end
   end
-  if #dead > 0 then call('HDEL', cc, unpack(dead)) end
+  for j = 1, #dead, 1000 do call('HDEL', cc, unpack(dead, j, math.min(j + 999, #dead))) end
   if first then call('HSET', cc, 'n', held, 'e', first) else call('HSET', cc, 'n', 0) call('HDEL', cc, 'e') end
   return held, first or math.huge
 end
@@ -236,7 +254,9 @@ local function admit(kb, ab)
       members[#members + 1] = lease .. '.' .. j
     end
   else
-    call('SET', KEYS[kb + 13], string.rep('\\255', math.ceil(n / 8)), 'PXAT', bucket)
+    -- one bit per slot, most significant first (SETBIT order): a marker with no bit left is deleted by a release
+    local r = n % 8
+    call('SET', KEYS[kb + 13], string.rep('\\255', math.floor(n / 8)) .. (r > 0 and string.char(256 - 2 ^ (8 - r)) or ''), 'PXAT', bucket)
   end
   for i = 0, 2 do
     local base = kb + i * 4
@@ -289,9 +309,16 @@ return out
 
 /**
  * The admission check of the `counters` store once no replica writes the earlier layout: as
- * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys. KEYS per check: per tier the counter
- * HASH and the token-window counter, then the lease marker (7). ARGV per check: nowMs, leaseId, want, expiry
- * bucket (ms), then per tier requestsPerSecond, concurrentRequests, tokensPerWindow, windowEndMs (16).
+ * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys, and with the admission's lease marker
+ * a field of the key tier's counter HASH ({@link HASH_MARKER}) instead of a key of its own. KEYS per check: per
+ * tier the counter HASH and the token-window counter (6). ARGV per check: nowMs, leaseId (`h.…`, also the
+ * marker's field), want, expiry bucket (ms), then per tier requestsPerSecond, concurrentRequests,
+ * tokensPerWindow, windowEndMs (16).
+ *
+ * Redis work per admitted check of a quiet key (its model and team HASHes shared with the other checks of the
+ * call): one HMGET and one HSET of the key tier's HASH and one GET of its token counter (plus a PEXPIREAT when
+ * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a HASH, a token counter or
+ * a bucket other checks of the call already read is not read again.
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
@@ -299,13 +326,14 @@ local share = ${GRANT_SHARE}
 ${SWEEP_LUA}
 -- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
 -- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
-local states, listed = {}, {}
+local states, listed, tokens = {}, {}, {}
 local function state(cc, field)
   local s = states[cc]
   if not s then
-    local h = call('HMGET', cc, 't', 'n', 'e', 'l', 'x', field)
-    s = {t = tonumber(h[1]), n = tonumber(h[2]) or 0, e = tonumber(h[3]) or math.huge, l = tonumber(h[4]) or 0,
-      x = tonumber(h[5]) or 0, b = {[field] = tonumber(h[6]) or 0}, dirty = {}, changed = false, expire = false}
+    local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
+    local e, x = tonumber(h[3]) or math.huge, tonumber(h[4]) or 0
+    s = {t = tonumber(h[1]), n = tonumber(h[2]) or 0, e = e, x = x, e0 = e, x0 = x,
+      b = {[field] = tonumber(h[5]) or 0}, dirty = {}, changed = false}
     states[cc] = s
     if not listed[cc] then listed[cc] = true listed[#listed + 1] = cc end
   elseif not s.b[field] then
@@ -313,13 +341,20 @@ local function state(cc, field)
   end
   return s
 end
+-- writes what changed: rps state, count, touched buckets, e / x when they moved, new markers (integers as
+-- strings made here: Lua's own number-to-string conversion of a redis.call argument is several times slower)
+local fmt = string.format
 local function save(cc, s)
   if not s.changed then return end
-  local w = {'t', string.format('%.3f', s.t), 'n', s.n, 'e', s.e, 'l', s.l, 'x', s.x}
-  for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = s.b[f] end
+  local w = {'t', fmt('%.3f', s.t), 'n', fmt('%d', s.n)}
+  for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = fmt('%d', s.b[f]) end
+  if s.e ~= s.e0 then w[#w + 1] = 'e' w[#w + 1] = s.es or fmt('%d', s.e) end
+  local x = s.x ~= s.x0 and fmt('%d', s.x)
+  if x then w[#w + 1] = 'x' w[#w + 1] = x end
+  if s.marks then for j = 1, #s.marks do w[#w + 1] = s.marks[j] end end
   call('HSET', cc, unpack(w))
-  if s.expire then call('PEXPIREAT', cc, s.x) end
-  s.changed, s.dirty, s.expire = false, {}, false
+  if x then call('PEXPIREAT', cc, x) end
+  s.changed, s.dirty, s.marks, s.e0, s.x0 = false, {}, nil, s.e, s.x
 end
 local function flush()
   for j = 1, #listed do
@@ -328,13 +363,17 @@ local function flush()
   end
 end
 local sel, tats, intervals = {}, {}, {}
-local marks = {'\\255'}
+-- marker value for n slots: one bit per slot, most significant bit first (as SETBIT numbers them)
+local function marker(n)
+  if n == 1 then return '\\128' end
+  local r = n % 8
+  return string.rep('\\255', math.floor(n / 8)) .. (r > 0 and string.char(256 - 2 ^ (8 - r)) or '')
+end
 local function admit(kb, ab)
   local now = tonumber(ARGV[ab + 1])
   local n = tonumber(ARGV[ab + 3])
   local field = ARGV[ab + 4]
   local bucket = tonumber(field)
-  local tokens = call('MGET', KEYS[kb + 2], KEYS[kb + 4], KEYS[kb + 6])
   for i = 1, 3 do
     local cc = KEYS[kb + i * 2 - 1]
     local a = ab + 1 + i * 4
@@ -346,7 +385,10 @@ local function admit(kb, ab)
       states[cc] = nil
       s = state(cc, field)
     end
-    local interval = 1000 / tonumber(ARGV[a])
+    -- a tier's limits repeat over the checks of a call (the model and team tiers): parsed once per HASH
+    if s.rps ~= ARGV[a] then s.rps = ARGV[a] s.interval = 1000 / tonumber(ARGV[a]) end
+    if s.cs ~= ARGV[a + 1] then s.cs = ARGV[a + 1] s.conc = tonumber(ARGV[a + 1]) end
+    local interval = s.interval
     local capacity = interval > 1000 and interval or 1000
     local tat = s.t or now
     if tat < now then tat = now end
@@ -358,32 +400,39 @@ local function admit(kb, ab)
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    local conc = tonumber(ARGV[a + 1])
+    local conc = s.conc
     if s.n >= conc then
       local first = s.e
       if first == math.huge then first = now + 1 end
       return {i, 'concurrency', math.max(1, math.ceil(first - now))}
     end
     if n > 1 then n = math.min(n, 1 + math.floor((conc - s.n - 1) / share)) end
-    if (tonumber(tokens[i]) or 0) >= tonumber(ARGV[a + 2]) then
+    local tk = KEYS[kb + i * 2]
+    local used = tokens[tk]
+    if not used then
+      used = tonumber(call('GET', tk)) or 0
+      tokens[tk] = used
+    end
+    if used >= tonumber(ARGV[a + 2]) then
       return {i, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
     end
     sel[i] = s tats[i] = tat intervals[i] = interval
   end
-  local m = n <= 8 and marks[1] or string.rep(marks[1], math.ceil(n / 8))
-  call('SET', KEYS[kb + 7], m, 'PXAT', field)
+  local ks = sel[3]
+  ks.marks = ks.marks or {}
+  ks.marks[#ks.marks + 1] = ARGV[ab + 2]
+  ks.marks[#ks.marks + 1] = marker(n)
   for i = 1, 3 do
     local s = sel[i]
     s.t = tats[i] + n * intervals[i]
     s.n = s.n + n
     s.b[field] = s.b[field] + n
     s.dirty[field] = true
-    if bucket < s.e then s.e = bucket end
-    if bucket > s.l then s.l = bucket end
+    if bucket < s.e then s.e = bucket s.es = field end
     -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
     local need = math.ceil(s.t) + 10000
     if need < bucket then need = bucket end
-    if need > s.x then s.x = need + 10000 s.expire = true end
+    if need > s.x then s.x = need + 10000 end
     s.changed = true
   end
   return {0, ARGV[ab + 2], n}
@@ -398,7 +447,7 @@ return r
 `;
 
 /** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA}. */
-const COUNTERS_KEYS = 7;
+const COUNTERS_KEYS = 6;
 const COUNTERS_ARGS = 16;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
@@ -438,6 +487,7 @@ for j = 2, #ARGV do
 end
 local out = {0, 0, 0}
 if u == 0 then return out end
+if call('BITCOUNT', m) == 0 then call('DEL', m) end
 for i = 2, #KEYS do
   local held = tonumber(call('HGET', KEYS[i], ARGV[1]) or '0')
   local d = math.min(u, held)
@@ -448,6 +498,89 @@ for i = 2, #KEYS do
   end
 end
 return out
+`;
+
+/**
+ * Lua `unmark(kc, field, from)`: clears the slots ARGV[from] … ARGV[#ARGV] of the marker `field` of HASH `kc`
+ * ({@link HASH_MARKER}); returns how many were still set. A marker left with no slot set is deleted.
+ */
+const UNMARK_LUA = `
+local function unmark(kc, field, from)
+  local v = call('HGET', kc, field)
+  if not v then return 0 end
+  local bytes = {string.byte(v, 1, -1)}
+  local u = 0
+  for j = from, #ARGV do
+    local s = tonumber(ARGV[j])
+    local i = math.floor(s / 8) + 1
+    local b = bytes[i]
+    if b then
+      local p = 2 ^ (7 - s % 8)
+      if math.floor(b / p) % 2 == 1 then bytes[i] = b - p u = u + 1 end
+    end
+  end
+  if u == 0 then return 0 end
+  for i = 1, #bytes do
+    if bytes[i] ~= 0 then call('HSET', kc, field, string.char(unpack(bytes))) return u end
+  end
+  call('HDEL', kc, field)
+  return u
+end
+`;
+
+/**
+ * Releases `h.` counter leases of one admission ({@link HASH_MARKER}). KEYS: each tier's counter HASH (the
+ * marker is a field of the key tier's, the last). ARGV: the marker field, the bucket (ms), then the slot
+ * indexes. Counts as {@link RELEASE_COUNTERS_LUA}: a slot only while its marker bit is set, a tier only while
+ * the bucket is there. Returns, per tier, how many leases it let go (`{model, team, key}`).
+ */
+export const RELEASE_HASH_LUA = `
+local call = redis.call
+${UNMARK_LUA}
+local out = {0, 0, 0}
+local u = unmark(KEYS[3], ARGV[1], 3)
+if u == 0 then return out end
+for i = 1, 3 do
+  local held = tonumber(call('HGET', KEYS[i], ARGV[2]) or '0')
+  local d = math.min(u, held)
+  if d > 0 then
+    call('HINCRBY', KEYS[i], ARGV[2], -d)
+    call('HINCRBY', KEYS[i], 'n', -d)
+    out[i] = d
+  end
+end
+return out
+`;
+
+/**
+ * Gives back unused `h.` slots of one grant: KEYS, each tier's counter HASH (model, team, key); ARGV: nowMs, the
+ * three tiers' rps intervals (ms), the bucket (ms), the marker field, then the slot indexes. Counts like
+ * {@link RELEASE_HASH_LUA} and moves each tier's GCRA arrival time back as {@link RETURN_COUNTERS_LUA} does.
+ * Returns the leases let go over all tiers.
+ */
+export const RETURN_HASH_LUA = `
+local call = redis.call
+${UNMARK_LUA}
+local now = tonumber(ARGV[1])
+local bucket = ARGV[5]
+local u = unmark(KEYS[3], ARGV[6], 7)
+if u == 0 then return 0 end
+local removed = 0
+for i = 1, 3 do
+  local cc = KEYS[i]
+  local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
+  if n > 0 then
+    call('HINCRBY', cc, bucket, -n)
+    call('HINCRBY', cc, 'n', -n)
+    removed = removed + n
+    local tat = tonumber(call('HGET', cc, 't') or '0')
+    if tat > now then
+      local back = tat - n * tonumber(ARGV[1 + i])
+      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
+    end
+  end
+end
+return removed
 `;
 
 /**
@@ -555,6 +688,41 @@ export async function checkAndAcquire(
 
 type AdmissionReply = [number, string, number];
 
+/** Token-window keys of one `admissionKeys` array, for the windows they were built for. */
+interface TokenKeys {
+    /** Window start (s) per tier, and the windows' lengths (s) they were built with. */
+    starts: number[];
+    lengths: number[];
+    keys: string[];
+    /** Window end per tier, ms since the Unix epoch. */
+    ends: number[];
+}
+const tokenKeyCache = new WeakMap<readonly string[], TokenKeys>();
+
+/**
+ * The token-window keys and window ends of `ids` at `nowMs`, built once per window for callers that keep their
+ * `admissionKeys` array (a pair's checks then build no key strings).
+ */
+function tokenKeysOf(fixed: readonly string[], ids: TierIds, limits: TierLimits, nowMs: number): TokenKeys {
+    let c = tokenKeyCache.get(fixed);
+    if (!c) {
+        c = { starts: [-1, -1, -1], lengths: [0, 0, 0], keys: ["", "", ""], ends: [0, 0, 0] };
+        tokenKeyCache.set(fixed, c);
+    }
+    for (let i = 0; i < 3; i++) {
+        const t = TIERS[i];
+        const w = limits[t].windowSeconds;
+        const start = windowStart(nowMs, w);
+        if (start !== c.starts[i] || w !== c.lengths[i]) {
+            c.starts[i] = start;
+            c.lengths[i] = w;
+            c.keys[i] = redisKeys.tokens(t, ids[t], start);
+            c.ends[i] = (start + w) * 1000;
+        }
+    }
+    return c;
+}
+
 /** Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, else {@link CHECK_LIMITS_LUA}). */
 function pushAdmission(
     keys: string[],
@@ -572,19 +740,17 @@ function pushAdmission(
         throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
     if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
     const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
-    const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
     if (store === "counters") {
-        args.push(nowMs, leaseId, want, bucket);
+        const tok = tokenKeysOf(fixed, ids, limits, nowMs);
+        args.push(nowMs, `${HASH_MARKER}${bucket.toString(36)}.${leaseToken}`, want, bucket);
         for (let i = 0; i < 3; i++) {
-            const t = TIERS[i];
-            const l = limits[t];
-            const start = windowStart(nowMs, l.windowSeconds);
-            keys.push(fixed[i * 3 + 2], redisKeys.tokens(t, ids[t], start));
-            args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
+            const l = limits[TIERS[i]];
+            keys.push(fixed[i * 3 + 2], tok.keys[i]);
+            args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, tok.ends[i]);
         }
-        keys.push(redisKeys.lease(leaseId));
         return;
     }
+    const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
     args.push(nowMs, leaseId, leaseTtlMs, want, bucket);
     for (let i = 0; i < 3; i++) {
         const t = TIERS[i];
@@ -656,6 +822,7 @@ for j = 6, #ARGV do
   if s < bits and call('SETBIT', m, s, 0) == 1 then u = u + 1 end
 end
 if u == 0 then return 0 end
+if call('BITCOUNT', m) == 0 then call('DEL', m) end
 local removed = 0
 for i = 0, 2 do
   local cc = KEYS[i * 2 + 2]
@@ -721,6 +888,8 @@ export async function returnSlots(
     intervals: readonly number[] = TIERS.map((t) => 1000 / limits[t].requestsPerSecond),
 ): Promise<number> {
     if (slots.length === 0) return 0;
+    if (base.startsWith(HASH_MARKER))
+        return Number(await runScript(redis, RETURN_HASH_LUA, counterKeys(ids), [nowMs, ...intervals, bucketMs, base, ...slots]));
     const keys: string[] = [];
     for (const t of TIERS) keys.push(redisKeys.rps(t, ids[t]), redisKeys.counters(t, ids[t]));
     keys.push(redisKeys.lease(base));
@@ -859,12 +1028,11 @@ export async function leasesHeld(redis: Redis, tier: Tier, id: string, nowMs: nu
 export async function releaseLease(redis: Redis, ids: TierIds, leaseId: string): Promise<number> {
     const c = parseCounterLease(leaseId);
     if (!c) return Number(await runScript(redis, RELEASE_LEASE_LUA, concurrencyKeys(ids), [leaseId]));
-    const r = (await runScript(
-        redis,
-        RELEASE_COUNTERS_LUA,
-        [redisKeys.lease(c.base), ...counterKeys(ids)],
-        [c.bucketMs, c.slot],
-    )) as number[];
+    const r = (
+        c.marker === "hash"
+            ? await runScript(redis, RELEASE_HASH_LUA, counterKeys(ids), [c.base, c.bucketMs, c.slot])
+            : await runScript(redis, RELEASE_COUNTERS_LUA, [redisKeys.lease(c.base), ...counterKeys(ids)], [c.bucketMs, c.slot])
+    ) as number[];
     return r.reduce((a, b) => a + Number(b), 0);
 }
 
