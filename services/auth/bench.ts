@@ -76,6 +76,11 @@ export interface TargetResult {
     redisUsPerCheck?: number;
     /** Checks per Redis script call (all scripts: checks, grant returns); auth only. */
     checksPerScriptCall?: number;
+    /**
+     * Redis commands per check, by command, as INFO commandstats counts them: the commands the scripts run and any
+     * sent directly, not the script calls themselves nor the benchmark's own (INFO, FLUSHALL); auth only.
+     */
+    commandsPerCheck?: Record<string, number>;
 }
 
 /** Floor and auth at one setting. */
@@ -246,8 +251,11 @@ async function paced(ms) {
 
 /** Reads redis-server's own CPU seconds (user + sys) from INFO cpu. */
 export type CpuProbe = () => Promise<number>;
-/** Reads how many script calls (EVALSHA + EVAL) redis-server has run, from INFO commandstats. */
-export type CallProbe = () => Promise<number>;
+/** Reads how many times redis-server has run each command, from INFO commandstats (`evalsha`, `hset`, …). */
+export type CallProbe = () => Promise<Record<string, number>>;
+
+/** Commands of the benchmark itself and of the client's connection set-up, left out of the per-check counts. */
+const NOT_CHECKS = /^(info|config|flushall|client|hello|select|ping|script|command)(\||$)/;
 
 async function load(
     port: number,
@@ -289,8 +297,8 @@ async function load(
     let cpu: NodeJS.CpuUsage | undefined;
     let redis0: Promise<number> | undefined;
     let redis1: Promise<number> | undefined;
-    let calls0: Promise<number> | undefined;
-    let calls1: Promise<number> | undefined;
+    let calls0: Promise<Record<string, number>> | undefined;
+    let calls1: Promise<Record<string, number>> | undefined;
     const r = await new Promise<{ latencies: number[]; errors: number; elapsedS: number }>((resolve, reject) => {
         child.on("message", (m: { type: string; latencies: number[]; errors: number; elapsedS: number }) => {
             if (m.type === "start") {
@@ -310,7 +318,12 @@ async function load(
         child.once("close", (code) => reject(new Error(`load generator exited with ${code} before sending its result`)));
     });
     const redisCpuS = redis0 && redis1 ? (await redis1) - (await redis0) : undefined;
-    const calls = calls0 && calls1 ? (await calls1) - (await calls0) : undefined;
+    const perCommand: Record<string, number> = {};
+    if (calls0 && calls1) {
+        const [a, b] = [await calls0, await calls1];
+        for (const [k, v] of Object.entries(b)) if (v - (a[k] ?? 0) > 0 && !NOT_CHECKS.test(k)) perCommand[k] = v - (a[k] ?? 0);
+    }
+    const calls = calls0 && calls1 ? (perCommand.evalsha ?? 0) + (perCommand.eval ?? 0) : undefined;
     const sorted = Float64Array.from(r.latencies).sort();
     const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] : NaN);
     const n = sorted.length + r.errors;
@@ -322,6 +335,14 @@ async function load(
         serverUsPerCheck: cpu && n ? (cpu.user + cpu.system) / n : NaN,
         redisUsPerCheck: redisCpuS === undefined || !n ? undefined : (redisCpuS * 1e6) / n,
         checksPerScriptCall: calls ? n / calls : undefined,
+        commandsPerCheck:
+            calls0 && calls1 && n
+                ? Object.fromEntries(
+                      Object.entries(perCommand)
+                          .filter(([k]) => k !== "evalsha" && k !== "eval")
+                          .map(([k, v]) => [k, v / n]),
+                  )
+                : undefined,
     };
 }
 
@@ -394,7 +415,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         const admin = new Redis(redis.url);
         const scriptCalls: CallProbe = async () => {
             const info = await admin.info("commandstats");
-            return [...info.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce((a, m) => a + Number(m[1]), 0);
+            return Object.fromEntries([...info.matchAll(/cmdstat_([a-z|_-]+):calls=(\d+)/g)].map((m) => [m[1], Number(m[2])]));
         };
         const redisCpu: CpuProbe = async () => {
             const info = await admin.info("cpu");
@@ -499,7 +520,7 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     const lines = [
         `auth service ext_authz check vs no-op Node HTTP floor (loopback, ${r.options.durationS} s per run after ` +
             `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
-        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call"),
+        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call", "redis cmds"),
     ];
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
@@ -517,6 +538,7 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
                         n(t.serverUsPerCheck, 1),
                         n(t.redisUsPerCheck, 1),
                         n(t.checksPerScriptCall, 1),
+                        n(t.commandsPerCheck && Object.values(t.commandsPerCheck).reduce((a, b) => a + b, 0), 2),
                     ),
                 );
         }
@@ -524,7 +546,15 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     lines.push(
         "(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;",
     );
-    lines.push(" per call: checks per Redis script call)");
+    lines.push(" per call: checks per Redis script call; redis cmds: commands the scripts run per check, script calls not counted)");
+    const quiet = r.spread?.auth?.commandsPerCheck;
+    if (quiet)
+        lines.push(
+            `redis commands per quiet-key check (${r.spread!.setting}): ${Object.entries(quiet)
+                .sort((a, b) => b[1] - a[1])
+                .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+                .join(", ")}`,
+        );
     lines.push("ratios (goal):");
     const all = (s: SettingResult, unit: string) =>
         s.figures && s.figures.length > 1 ? `; median of ${s.figures.map((f) => `${f.toFixed(2)}${unit}`).join(", ")}` : "";
