@@ -280,6 +280,43 @@ describe("AdmissionBatcher", () => {
         expect(more[0]).toMatchObject({ allowed: false, tier: "team", dimension: "concurrency" });
     });
 
+    it("checks with different limits in one batch: each tier is held to its own check's limits, as sequential checks", async () => {
+        // Limits are sent once per distinct object per call and named by index: a mix of objects, some equal in value.
+        const perCheck = [
+            limits({ key: { concurrentRequests: 1 }, model: { concurrentRequests: 4 } }),
+            limits({ key: { concurrentRequests: 2 }, model: { concurrentRequests: 4 } }),
+            limits({ key: { concurrentRequests: 5, tokensPerWindow: 5, windowSeconds: 3600 } }),
+            tight,
+        ];
+        const at = (i: number) => ({ who: i % 2 ? other : ids, l: perCheck[i % perCheck.length] });
+        const run = async (batched: boolean) => {
+            await redis.flushall();
+            await addTokens(redis, ids, 5, T0, { model: 60, team: 60, key: 3600 });
+            const batcher = new AdmissionBatcher(redis);
+            const ds = batched
+                ? await Promise.all(Array.from({ length: 8 }, (_, i) => batcher.check(at(i).who, at(i).l, `m${i}`, T0 + i, TTL)))
+                : await (async () => {
+                      const out: LimitDecision[] = [];
+                      for (let i = 0; i < 8; i++) out.push(await checkAndAcquire(redis, at(i).who, at(i).l, `m${i}`, T0 + i, TTL));
+                      return out;
+                  })();
+            const state = await Promise.all(tiers.flatMap((t) => [ids, other].map((x) => redis.hgetall(redisKeys.counters(t, x[t])))));
+            return { ds, state };
+        };
+        const batched = await run(true);
+        expect(batched).toEqual(await run(false));
+        expect(batched.ds.map((d) => (d.allowed ? "ok" : `${d.tier}/${d.dimension}`))).toEqual([
+            "ok",
+            "ok",
+            "key/tokens",
+            "ok",
+            "key/concurrency",
+            "key/concurrency",
+            "key/tokens",
+            "ok",
+        ]);
+    });
+
     it("a batch in which buckets expire sweeps them once and decides and writes exactly as sequential checks", async () => {
         const l = limits({ team: { concurrentRequests: 3 } });
         const run = async (batched: boolean) => {

@@ -342,7 +342,7 @@ local function state(cc, field)
     local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
     local e, x = num(h[3]) or math.huge, num(h[4]) or 0
     s = {t = tonumber(h[1]), n = num(h[2]) or 0, e = e, x = x, e0 = e, x0 = x,
-      b = {[field] = num(h[5]) or 0}, dirty = {}, changed = false}
+      b = {[field] = num(h[5]) or 0}, changed = false}
     states[cc] = s
     if not listed[cc] then listed[cc] = true listed[#listed + 1] = cc end
   elseif not s.b[field] then
@@ -365,7 +365,7 @@ local function save(cc, s)
   if s.marks then for j = 1, #s.marks do w[#w + 1] = s.marks[j] end end
   call('HSET', cc, unpack(w))
   if x then call('PEXPIREAT', cc, x) end
-  s.changed, s.dirty, s.marks, s.e0, s.x0 = false, {}, nil, s.e, s.x
+  s.changed, s.dirty, s.marks, s.e0, s.x0 = false, nil, nil, s.e, s.x
 end
 local function flush()
   for j = 1, #listed do
@@ -373,6 +373,20 @@ local function flush()
     if s then save(listed[j], s) end
   end
 end
+-- limit sets: ARGV[1] = how many, then 4 arguments each (requestsPerSecond, concurrentRequests, tokensPerWindow,
+-- windowSeconds); a check names one per tier, so limits shared by the checks of a call are sent and parsed once
+local sets = {}
+local function limitSet(j)
+  local l = sets[j]
+  if not l then
+    local o = 1 + (j - 1) * 4
+    l = {interval = 1000 / tonumber(ARGV[o + 1]), conc = tonumber(ARGV[o + 2]), tokens = tonumber(ARGV[o + 3]),
+      window = tonumber(ARGV[o + 4])}
+    sets[j] = l
+  end
+  return l
+end
+local checks = 2 + tonumber(ARGV[1]) * 4
 local sel, tats, intervals = {}, {}, {}
 -- marker value for n slots: one bit per slot, most significant bit first (as SETBIT numbers them)
 local function marker(n)
@@ -387,7 +401,6 @@ local function admit(kb, ab)
   local bucket = num(field)
   for i = 1, 3 do
     local cc = KEYS[kb + i * 2 - 1]
-    local a = ab + 1 + i * 4
     local s = state(cc, field)
     if s.e <= now then
       -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep, reread
@@ -396,10 +409,8 @@ local function admit(kb, ab)
       states[cc] = nil
       s = state(cc, field)
     end
-    -- a tier's limits repeat over the checks of a call (the model and team tiers): parsed once per HASH
-    if s.rps ~= ARGV[a] then s.rps = ARGV[a] s.interval = 1000 / num(ARGV[a]) end
-    if s.cs ~= ARGV[a + 1] then s.cs = ARGV[a + 1] s.conc = num(ARGV[a + 1]) end
-    local interval = s.interval
+    local lm = limitSet(num(ARGV[ab + 4 + i]))
+    local interval = lm.interval
     local capacity = interval > 1000 and interval or 1000
     local tat = s.t or now
     if tat < now then tat = now end
@@ -411,7 +422,7 @@ local function admit(kb, ab)
       while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
       n = math.min(n, 1 + math.floor(k / share))
     end
-    local conc = s.conc
+    local conc = lm.conc
     if s.n >= conc then
       local first = s.e
       if first == math.huge then first = now + 1 end
@@ -424,21 +435,26 @@ local function admit(kb, ab)
       used = num(call('GET', tk)) or 0
       tokens[tk] = used
     end
-    if used >= num(ARGV[a + 2]) then
-      return {i, 'tokens', math.max(1, math.ceil(tonumber(ARGV[a + 3]) - now))}
+    if used >= lm.tokens then
+      -- until the end of the fixed window (services/shared/identity.ts windowStart)
+      local sec = math.floor(now / 1000)
+      return {i, 'tokens', math.max(1, math.ceil((sec - sec % lm.window + lm.window) * 1000 - now))}
     end
     sel[i] = s tats[i] = tat intervals[i] = interval
   end
   local ks = sel[3]
-  ks.marks = ks.marks or {}
-  ks.marks[#ks.marks + 1] = ARGV[ab + 2]
-  ks.marks[#ks.marks + 1] = marker(n)
+  local marks = ks.marks
+  if not marks then marks = {} ks.marks = marks end
+  marks[#marks + 1] = ARGV[ab + 2]
+  marks[#marks + 1] = marker(n)
   for i = 1, 3 do
     local s = sel[i]
     s.t = tats[i] + n * intervals[i]
     s.n = s.n + n
     s.b[field] = s.b[field] + n
-    s.dirty[field] = true
+    local d = s.dirty
+    if not d then d = {} s.dirty = d end
+    d[field] = true
     if bucket < s.e then s.e = bucket s.es = field end
     -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
     local need = math.ceil(s.t) + 10000
@@ -446,26 +462,26 @@ local function admit(kb, ab)
     if need > s.x then s.x = need + 10000 end
     s.changed = true
   end
-  return {0, ARGV[ab + 2], n}
+  return n
 end
 `;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
 export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
-local r = admit(0, 0)
+local r = admit(0, checks - 1)
 flush()
 return r
 `;
 
-/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA}. */
+/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA} (the limit sets come first, once per call). */
 const COUNTERS_KEYS = 6;
-const COUNTERS_ARGS = 16;
+const COUNTERS_ARGS = 7;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
 export const CHECK_COUNTERS_BATCH_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
 local out = {}
 for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
-  out[n + 1] = admit(n * ${COUNTERS_KEYS}, n * ${COUNTERS_ARGS})
+  out[n + 1] = admit(n * ${COUNTERS_KEYS}, checks - 1 + n * ${COUNTERS_ARGS})
 end
 flush()
 return out
@@ -691,13 +707,42 @@ export async function checkAndAcquire(
 ): Promise<LimitDecision> {
     const keys: string[] = [];
     const args: (string | number)[] = [];
-    pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store);
+    const sets = store === "counters" ? new LimitSets() : undefined;
+    const leaseId = pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store, sets);
     return decodeAdmission(
-        (await runScript(redis, store === "counters" ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)) as AdmissionReply,
+        (await runScript(redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, sets ? sets.args(args) : args)) as AdmissionReply,
+        leaseId,
     );
 }
 
-type AdmissionReply = [number, string, number];
+/** A check's reply: the slots granted (counters script), or `[0, leaseId, granted]`, or `[tier, dimension, retryAfterMs]`. */
+type AdmissionReply = number | [number, string, number];
+
+/**
+ * The distinct tier limits of one {@link CHECK_COUNTERS_LUA} call, each sent once (the model and team tiers'
+ * limits repeat over the checks of a batch). A check names one set per tier by its 1-based index.
+ */
+class LimitSets {
+    private readonly index = new Map<TierLimit, number>();
+    private readonly head: (string | number)[] = [0];
+
+    /** The 1-based index of `l`'s set, adding it on first sight. */
+    of(l: TierLimit): number {
+        let i = this.index.get(l);
+        if (i === undefined) {
+            i = this.index.size + 1;
+            this.index.set(l, i);
+            this.head.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, l.windowSeconds);
+        }
+        return i;
+    }
+
+    /** The script's ARGV: how many sets, the sets, then the checks' arguments. */
+    args(checks: (string | number)[]): (string | number)[] {
+        this.head[0] = this.index.size;
+        return this.head.concat(checks);
+    }
+}
 
 /** Token-window keys of one `admissionKeys` array, for the windows they were built for. */
 interface TokenKeys {
@@ -705,19 +750,17 @@ interface TokenKeys {
     starts: number[];
     lengths: number[];
     keys: string[];
-    /** Window end per tier, ms since the Unix epoch. */
-    ends: number[];
 }
 const tokenKeyCache = new WeakMap<readonly string[], TokenKeys>();
 
 /**
- * The token-window keys and window ends of `ids` at `nowMs`, built once per window for callers that keep their
+ * The token-window keys of `ids` at `nowMs`, built once per window for callers that keep their
  * `admissionKeys` array (a pair's checks then build no key strings).
  */
 function tokenKeysOf(fixed: readonly string[], ids: TierIds, limits: TierLimits, nowMs: number): TokenKeys {
     let c = tokenKeyCache.get(fixed);
     if (!c) {
-        c = { starts: [-1, -1, -1], lengths: [0, 0, 0], keys: ["", "", ""], ends: [0, 0, 0] };
+        c = { starts: [-1, -1, -1], lengths: [0, 0, 0], keys: ["", "", ""] };
         tokenKeyCache.set(fixed, c);
     }
     for (let i = 0; i < 3; i++) {
@@ -728,13 +771,15 @@ function tokenKeysOf(fixed: readonly string[], ids: TierIds, limits: TierLimits,
             c.starts[i] = start;
             c.lengths[i] = w;
             c.keys[i] = redisKeys.tokens(t, ids[t], start);
-            c.ends[i] = (start + w) * 1000;
         }
     }
     return c;
 }
 
-/** Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, else {@link CHECK_LIMITS_LUA}). */
+/**
+ * Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, with its limits in `sets`;
+ * else {@link CHECK_LIMITS_LUA}). Returns the lease id the check asks for.
+ */
 function pushAdmission(
     keys: string[],
     args: (string | number)[],
@@ -746,20 +791,19 @@ function pushAdmission(
     leaseTtlMs: number,
     want: number,
     store: LeaseStore,
-): void {
+    sets?: LimitSets,
+): string {
     if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
         throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
     if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
     const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
     if (store === "counters") {
+        if (!sets) throw new Error("pushAdmission: the counters store needs its call's limit sets");
         const tok = tokenKeysOf(fixed, ids, limits, nowMs);
-        args.push(nowMs, `${HASH_MARKER}${bucket.toString(36)}.${leaseToken}`, want, bucket);
-        for (let i = 0; i < 3; i++) {
-            const l = limits[TIERS[i]];
-            keys.push(fixed[i * 3 + 2], tok.keys[i]);
-            args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, tok.ends[i]);
-        }
-        return;
+        const leaseId = `${HASH_MARKER}${bucket.toString(36)}.${leaseToken}`;
+        keys.push(fixed[2], tok.keys[0], fixed[5], tok.keys[1], fixed[8], tok.keys[2]);
+        args.push(nowMs, leaseId, want, bucket, sets.of(limits.model), sets.of(limits.team), sets.of(limits.key));
+        return leaseId;
     }
     const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
     args.push(nowMs, leaseId, leaseTtlMs, want, bucket);
@@ -771,9 +815,11 @@ function pushAdmission(
         args.push(l.requestsPerSecond, l.concurrentRequests, l.tokensPerWindow, (start + l.windowSeconds) * 1000);
     }
     keys.push(bucket ? redisKeys.lease(leaseId) : redisKeys.lease(""));
+    return leaseId;
 }
 
-function decodeAdmission(reply: AdmissionReply): LimitDecision {
+function decodeAdmission(reply: AdmissionReply, leaseId: string): LimitDecision {
+    if (typeof reply === "number") return { allowed: true, leaseId, granted: reply };
     if (reply[0] === 0) return { allowed: true, leaseId: reply[1], granted: Number(reply[2]) };
     return {
         allowed: false,
@@ -987,22 +1033,26 @@ export class AdmissionBatcher {
             while (size < this.queue.length && size < this.maxBatch && this.queue[size].store === store) size++;
             const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size);
             this.queue = batch === this.queue ? [] : this.queue.slice(size);
-            const counters = store === "counters";
+            const sets = store === "counters" ? new LimitSets() : undefined;
             const keys: string[] = [];
-            const args: (string | number)[] = [];
-            for (const c of batch) pushAdmission(keys, args, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store);
+            const checks: (string | number)[] = [];
+            const leaseIds: string[] = [];
+            for (const c of batch)
+                leaseIds.push(pushAdmission(keys, checks, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store, sets));
+            const args = sets ? sets.args(checks) : checks;
             this.inFlight++;
             if (batch.length === 1) {
                 const one = batch[0];
-                runScript(this.redis, counters ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
-                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply)), one.reject)
+                runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
+                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0])), one.reject)
                     .finally(this.settled);
                 continue;
             }
-            runScript(this.redis, counters ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args)
+            runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args)
                 .then(
                     (replies) => {
-                        for (let i = 0; i < batch.length; i++) batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i]));
+                        for (let i = 0; i < batch.length; i++)
+                            batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i], leaseIds[i]));
                     },
                     (err: unknown) => {
                         for (const c of batch) c.reject(err);
