@@ -52,10 +52,11 @@ export function tierIds(x: { model: string; tenant: string; team: string; keyId:
  * Redis key layout (all keys of one spoke share a `{tier:id}` hash tag so each tier's keys live in one slot):
  * - `rl:{<tier>:<id>}:rps`          requests-per-second limiter state
  * - `rl:{<tier>:<id>}:cc`           HASH of concurrency lease counters (the current layout): `n` leases held,
- *                                   `<expiry ms>` leases held per expiry bucket, `e` earliest and `l` latest bucket
+ *                                   `<expiry ms>` leases held per expiry bucket, `e` earliest bucket; in the key
+ *                                   tier's, `h.<expiry>.<token>`: which leases of one admission are still held
  * - `rl:{<tier>:<id>}:conc`         ZSET of concurrency leases (the earlier layout, still read and released
  *                                   during a migration): member = lease id, score = expiry (ms since epoch)
- * - `rl:lease:<lease base>`         which leases of one admission are still held (one bit each; no hash tag)
+ * - `rl:lease:<lease base>`         the same for `c.` leases (`mixed` store; one bit each; no hash tag)
  * - `rl:{<tier>:<id>}:tok:<start>`  tokens used in the window starting at <start> (seconds since epoch)
  */
 export const redisKeys = {
