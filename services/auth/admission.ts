@@ -60,6 +60,21 @@ import {
  *   keeps its lease for at least `leaseTtlMs - holdMs`.
  */
 
+/**
+ * `admissionKeys(ids)` per tier ids object: the server keeps one `TierIds` per (key, model) and revision, so a
+ * quiet pair, forgotten between its checks, gets its key strings (and their token-window keys) back without
+ * building them again.
+ */
+const fixedKeys = new WeakMap<TierIds, readonly string[]>();
+function keysOfIds(ids: TierIds): readonly string[] {
+    let k = fixedKeys.get(ids);
+    if (!k) {
+        k = admissionKeys(ids);
+        fixedKeys.set(ids, k);
+    }
+    return k;
+}
+
 /** Grants are asked for only by pairs with at least this many checks in the last hold period. */
 export const MIN_DEMAND = 2;
 
@@ -172,7 +187,7 @@ export class GrantAdmission {
      */
     admit(pairKey: string, ids: TierIds, limits: TierLimits, revision: number): LimitDecision | Promise<LimitDecision> {
         if (this.o.holdMs <= 0) {
-            return this.redisCheck(ids, limits, 1, this.keysOf(ids)).then((d) => {
+            return this.redisCheck(ids, limits, 1, keysOfIds(ids)).then((d) => {
                 this.o.events?.admitted?.("redis");
                 return d;
             });
@@ -183,7 +198,7 @@ export class GrantAdmission {
             p = {
                 key: pairKey,
                 ids,
-                fixed: admissionKeys(ids),
+                fixed: keysOfIds(ids),
                 limits,
                 revision,
                 lots: [],
@@ -212,17 +227,6 @@ export class GrantAdmission {
         const pair = p;
         if (p.pending) return p.pending.then(() => this.fromGrant(pair, performance.now()) ?? this.claim(pair, limits, revision));
         return this.claim(p, limits, revision);
-    }
-
-    /** Keys of `ids` when grants are off: one cached entry for the last ids seen (a busy key repeats them). */
-    private lastIds?: TierIds;
-    private lastKeys: readonly string[] = [];
-    private keysOf(ids: TierIds): readonly string[] {
-        if (this.lastIds !== ids && (this.lastIds?.model !== ids.model || this.lastIds.team !== ids.team || this.lastIds.key !== ids.key)) {
-            this.lastKeys = admissionKeys(ids);
-        }
-        this.lastIds = ids;
-        return this.lastKeys;
     }
 
     /** A slot of the pair's grant, if it has one and Redis is connected (fail closed otherwise). */
