@@ -383,6 +383,27 @@ describe("releaseLease", () => {
         expect(Object.keys(await redis.hgetall(kc)).filter((f) => f.startsWith("h."))).toEqual([]);
     });
 
+    it("a bucket whose last lease is released leaves the HASH at once; the next check counts what is still held", async () => {
+        const l = limits({ team: { concurrentRequests: 2 } });
+        await checkAndAcquire(redis, ids, l, "a", T0, TTL);
+        await checkAndAcquire(redis, ids, l, "b", T0 + 1_000, TTL);
+        const g = await checkAndAcquire(redis, ids, limits(), "g", T0 + 2_000, TTL, 3);
+        expect(await releaseLease(redis, ids, leaseOf("a"))).toBe(3);
+        expect(await returnGrant(redis, ids, limits(), grantLeaseIds(g.allowed ? g.leaseId : "", 3), T0 + 2_000)).toBe(9);
+        for (const t of tiers) {
+            const h = await redis.hgetall(redisKeys.counters(t, ids[t]));
+            // Only b's bucket is left; `e` still names a's (it is recomputed by the sweep once it is due).
+            expect(Object.keys(h).filter((f) => /^\d+$/.test(f))).toEqual([String(leaseBucket(T0 + 1_000, TTL))]);
+            expect(h).toMatchObject({ n: "1", e: String(leaseBucket(T0, TTL)) });
+        }
+        // At a's bucket the sweep finds nothing to take from n: b still counts, one slot is free.
+        const at = leaseBucket(T0, TTL);
+        expect((await checkAndAcquire(redis, ids, l, "c", at, TTL)).allowed).toBe(true);
+        expect(await checkAndAcquire(redis, ids, l, "d", at, TTL)).toMatchObject({ allowed: false, tier: "team" });
+        expect(await heldAll(at)).toEqual([2, 2, 2]);
+        expect(await redis.hget(redisKeys.counters("team", ids.team), "e")).toBe(String(leaseBucket(T0 + 1_000, TTL)));
+    });
+
     it("the markers of leases never released leave the key tier's HASH with their bucket", async () => {
         const kc = redisKeys.counters("key", ids.key);
         for (const t of ["x", "y", "z"]) await checkAndAcquire(redis, ids, limits(), t, T0, TTL);

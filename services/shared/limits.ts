@@ -507,8 +507,9 @@ return n
  * Releases counter leases of one admission. KEYS: the marker, then each tier's counter HASH. ARGV: the
  * bucket (ms), then the slot indexes. A slot counts only when its marker bit was still set (so releasing
  * twice, or giving back a slot metering already released, counts once), and a tier is decremented only while
- * the bucket is still there (a bucket already swept by expiry counts nothing). Returns, per tier, how many
- * leases it let go (`{model, team, key}`).
+ * the bucket is still there (a bucket already swept by expiry counts nothing). A bucket whose last lease leaves
+ * is deleted, so a HASH holds the buckets of leases still held, not one per second of the lease TTL (a sweep
+ * reads the whole HASH). Returns, per tier, how many leases it let go (`{model, team, key}`).
  */
 export const RELEASE_COUNTERS_LUA = `
 local call = redis.call
@@ -526,7 +527,7 @@ for i = 2, #KEYS do
   local held = tonumber(call('HGET', KEYS[i], ARGV[1]) or '0')
   local d = math.min(u, held)
   if d > 0 then
-    call('HINCRBY', KEYS[i], ARGV[1], -d)
+    if d == held then call('HDEL', KEYS[i], ARGV[1]) else call('HINCRBY', KEYS[i], ARGV[1], -d) end
     call('HINCRBY', KEYS[i], 'n', -d)
     out[i - 1] = d
   end
@@ -578,7 +579,7 @@ for i = 1, 3 do
   local held = tonumber(call('HGET', KEYS[i], ARGV[2]) or '0')
   local d = math.min(u, held)
   if d > 0 then
-    call('HINCRBY', KEYS[i], ARGV[2], -d)
+    if d == held then call('HDEL', KEYS[i], ARGV[2]) else call('HINCRBY', KEYS[i], ARGV[2], -d) end
     call('HINCRBY', KEYS[i], 'n', -d)
     out[i] = d
   end
@@ -602,9 +603,10 @@ if u == 0 then return 0 end
 local removed = 0
 for i = 1, 3 do
   local cc = KEYS[i]
-  local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
+  local held = tonumber(call('HGET', cc, bucket) or '0')
+  local n = math.min(u, held)
   if n > 0 then
-    call('HINCRBY', cc, bucket, -n)
+    if n == held then call('HDEL', cc, bucket) else call('HINCRBY', cc, bucket, -n) end
     call('HINCRBY', cc, 'n', -n)
     removed = removed + n
     local tat = tonumber(call('HGET', cc, 't') or '0')
@@ -891,9 +893,10 @@ if call('BITCOUNT', m) == 0 then call('DEL', m) end
 local removed = 0
 for i = 0, 2 do
   local cc = KEYS[i * 2 + 2]
-  local n = math.min(u, tonumber(call('HGET', cc, bucket) or '0'))
+  local held = tonumber(call('HGET', cc, bucket) or '0')
+  local n = math.min(u, held)
   if n > 0 then
-    call('HINCRBY', cc, bucket, -n)
+    if n == held then call('HDEL', cc, bucket) else call('HINCRBY', cc, bucket, -n) end
     call('HINCRBY', cc, 'n', -n)
     removed = removed + n
     local tat = tonumber(call('HGET', cc, 't') or '0')
