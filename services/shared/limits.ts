@@ -330,7 +330,6 @@ return out
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local share = ${GRANT_SHARE}
-${SWEEP_LUA}
 -- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
 -- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
 local states, listed, tokens = {}, {}, {}
@@ -357,16 +356,49 @@ local function state(cc, field)
   end
   return s
 end
+-- Drops the expired buckets of HASH cc and the markers of their leases (SWEEP_LUA) and returns its state, all
+-- read by the one HGETALL; the new count and earliest bucket are written with the call's other changes (save)
+local function sweepState(cc, now, field)
+  local all = call('HGETALL', cc)
+  local held, first, dead = 0, nil, {}
+  local t, e, x, c = nil, math.huge, 0, 0
+  for j = 1, #all, 2 do
+    local f = all[j]
+    local b = tonumber(f)
+    if b then
+      if b <= now then dead[#dead + 1] = f
+      else
+        local v = tonumber(all[j + 1])
+        held = held + v
+        if not first or b < first then first = b end
+        if f == field then c = v end
+      end
+    elseif f == 't' then t = tonumber(all[j + 1])
+    elseif f == 'e' then e = tonumber(all[j + 1]) or math.huge
+    elseif f == 'x' then x = tonumber(all[j + 1]) or 0
+    elseif string.sub(f, 1, 2) == 'h.' then
+      local mb = tonumber(string.match(f, '^h%.(%w+)%.') or '', 36)
+      if mb and mb <= now then dead[#dead + 1] = f end
+    end
+  end
+  for j = 1, #dead, 1000 do call('HDEL', cc, unpack(dead, j, math.min(j + 999, #dead))) end
+  return {t = t, n = held, e = first or math.huge, x = x, e0 = e, x0 = x, b = {[field] = c}, changed = true}
+end
 -- writes what changed: rps state, count, touched buckets, e / x when they moved, new markers (integers as
 -- strings made here: Lua's own number-to-string conversion of a redis.call argument is several times slower)
 local fmt = string.format
 local function save(cc, s)
   if not s.changed then return end
-  -- '%.3f' of the arrival time, from integers (a float conversion of a 13-digit number costs several times more)
-  local tm = math.floor(s.t * 1000 + 0.5)
-  local w = {'t', fmt('%d.%03d', math.floor(tm / 1000), tm % 1000), 'n', fmt('%d', s.n)}
-  for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = fmt('%d', s.b[f]) end
-  if s.e ~= s.e0 then w[#w + 1] = 'e' w[#w + 1] = s.es or fmt('%d', s.e) end
+  local w = {'n', fmt('%d', s.n)}
+  if s.t then
+    -- '%.3f' of the arrival time, from integers (a float conversion of a 13-digit number costs several times more)
+    local tm = math.floor(s.t * 1000 + 0.5)
+    w[3] = 't' w[4] = fmt('%d.%03d', math.floor(tm / 1000), tm % 1000)
+  end
+  if s.dirty then for f in pairs(s.dirty) do w[#w + 1] = f w[#w + 1] = fmt('%d', s.b[f]) end end
+  if s.e ~= s.e0 then
+    if s.e == math.huge then call('HDEL', cc, 'e') else w[#w + 1] = 'e' w[#w + 1] = s.es or fmt('%d', s.e) end
+  end
   local x = s.x ~= s.x0 and fmt('%d', s.x)
   if x then w[#w + 1] = 'x' w[#w + 1] = x end
   if s.marks then for j = 1, #s.marks do w[#w + 1] = s.marks[j] end end
@@ -410,11 +442,10 @@ local function admit(kb, ab)
     local cc = KEYS[kb + i * 2 - 1]
     local s = state(cc, field)
     if s.e <= now then
-      -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep, reread
+      -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep
       save(cc, s)
-      sweep(cc, now)
-      states[cc] = nil
-      s = state(cc, field)
+      s = sweepState(cc, now, field)
+      states[cc] = s
     end
     local lm = limitSet(num(ARGV[ab + 4 + i]))
     local interval = lm.interval
