@@ -29,10 +29,12 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * The load generator runs in a child process, so it shares neither the server's event loop nor its CPU
  * accounting (the table's "server us" is this process's CPU per check; "redis us" is redis-server's).
  * Nothing releases leases during the run (the metering service would, when each request's usage arrives), so
- * the lease TTL is {@link BENCH_LEASE_TTL_S} s: a lease then leaves its ZSET as if its request had lasted that
- * long, and each concurrency ZSET holds about rate × TTL leases, as in production (the requests in flight),
- * instead of every lease of the run. Redis is emptied between runs, so no run inherits another's state. Limits
- * are set high enough not to be hit, and every non-200 answer is counted as an error.
+ * the lease TTL is {@link BENCH_LEASE_TTL_S} s: a lease then stops counting as if its request had lasted that
+ * long (its bucket is swept, with the markers of its leases), and Redis holds about rate × TTL leases, as in
+ * production (the requests in flight), instead of every lease of the run. Redis is emptied between runs, so no
+ * run inherits another's state. Limits are set high enough not to be hit, and every non-200 answer is counted
+ * as an error. Each auth row also gives the Redis commands run per check (INFO commandstats; the script calls
+ * themselves not counted), and the quiet-key run lists them by command.
  *
  * Run with `npm run bench -- auth` (tools/register-esbuild.js: without ts-node, which loads `domain` and
  * slows every EventEmitter of the process; the image runs compiled JavaScript).
