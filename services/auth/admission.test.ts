@@ -174,6 +174,22 @@ describe("GrantAdmission", () => {
             .toBe(`${T0 + 200}.000`);
     });
 
+    it("replaces a lot before it expires: the first check after the expiry is still admitted without Redis", async () => {
+        const hold = 200;
+        const a = await admission({ holdMs: hold });
+        await burst(a, limits(), 10);
+        // The pair holds more than half of its demand: no refill for want of slots.
+        expect(a.heldSlots() * 2).toBeGreaterThanOrEqual(10);
+        // In the lot's last quarter, a check is admitted from it and starts a refill.
+        await sleep(hold * 0.8);
+        const calls = await scriptCalls();
+        expect(a.admit(PAIR, ids, limits(), 1)).not.toBeInstanceOf(Promise);
+        await expect.poll(scriptCalls, { timeout: 1_000, interval: 5 }).toBeGreaterThan(calls);
+        // Past the old lot's expiry the refill's lot answers at once: no Redis round trip for the check.
+        await sleep(hold * 0.3);
+        expect(a.admit(PAIR, ids, limits(), 1)).not.toBeInstanceOf(Promise);
+    });
+
     it("admits nothing from a grant once the Redis connection is down (fail closed)", async () => {
         const r = new Redis(server.url, { enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
         r.on("error", () => undefined);

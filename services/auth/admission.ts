@@ -33,7 +33,9 @@ import {
  *   commit: an rps slot and a concurrency lease in all three tiers each, exactly as that many requests
  *   arriving then would. It never takes more than a quarter of what any tier has left (`GRANT_SHARE`).
  * - A later check of the pair takes one slot from its grant in this process: no Redis call. The grant is
- *   refilled in the background when less than half of a hold period's demand is left.
+ *   refilled in the background when less than half of a hold period's demand is left, not counting slots of lots
+ *   within a quarter of a hold period of their expiry (so a steady pair does not wait for a Redis round trip at
+ *   each expiry).
  * - Unused slots are given back after `holdMs`: their leases leave the lease counters and the rps arrival times move
  *   back. A grant never crosses a token window's end (the token check was made for that window).
  *
@@ -380,11 +382,21 @@ export class GrantAdmission {
         this.o.events?.granted?.(end - from);
     }
 
-    /** Refill in the background when less than half of a hold period's demand is left. */
+    /**
+     * Refill in the background when less than half of a hold period's demand is left, not counting the slots of
+     * lots that expire within a quarter of a hold period: a lot running out of time is replaced before it expires,
+     * so the first check after its expiry does not wait for a Redis round trip.
+     */
     private maybeRefill(p: Pair, t: number): void {
         if (p.pending || t < p.quietUntil || this.closed) return;
         const want = this.wanted(p);
-        if (want === 0 || p.available * 2 >= want) return;
+        if (want === 0) return;
+        if (p.available * 2 >= want) {
+            const soon = t + this.o.holdMs / 4;
+            let usable = 0;
+            for (const lot of p.lots) if (lot.expiresAt > soon) usable += lot.end - lot.next;
+            if (usable * 2 >= want) return;
+        }
         const revision = p.revision;
         const limits = p.limits;
         this.setPending(
