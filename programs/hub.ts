@@ -167,7 +167,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     const keys = new ApiKeys(
         "api-keys",
         {
-            keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant })),
+            keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant, sha256: k.sha256 })),
             delivery: cfg.tenantKeys,
             hubDeployers: cfg.hubDeployers,
             otherKeyUsers: spokeDeployers,
