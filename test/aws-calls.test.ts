@@ -9,7 +9,15 @@ import { MINT_AWS_CALLS } from "../services/keys/aws-calls";
 import { ROOT } from "./helpers";
 
 /** Every calls table (test/aws-simulate.test.ts evaluates each against the rendered policies). */
-const TABLES = [AUTH_AWS_CALLS, METERING_AWS_CALLS, MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS, CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS, MINT_AWS_CALLS].flat();
+const TABLES = [
+    AUTH_AWS_CALLS,
+    METERING_AWS_CALLS,
+    MIGRATOR_AWS_CALLS,
+    RECONCILER_AWS_CALLS,
+    CONSUMER_AWS_CALLS,
+    REPLAY_AWS_CALLS,
+    MINT_AWS_CALLS,
+].flat();
 
 /** Product code under services/: not tests, test rigs, benches or chaos drivers (they talk to local stand-ins). */
 function productFiles(dir: string): string[] {
