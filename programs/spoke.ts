@@ -6,18 +6,13 @@ import { isEksSpoke, type SpokeConfig } from "../config/stack";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { readSpokeCredentials } from "./gateway";
+import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
 import { placementPools } from "./spoke-infra";
 import { deployWorkloads } from "./workloads";
 
-/**
- * Environment variable naming a file of the hub's published outputs (`pulumi stack output --json` of the hub, saved
- * by up.yml after each hub `up`). Pull-request previews of a spoke read the hub from it instead of a StackReference:
- * a StackReference makes the engine open the hub's state with the hub's secrets provider (pulumi/pulumi#11109), the
- * hub state KMS key, which the preview role must not be able to use (lib/ci-roles.ts). Accepted in previews only.
- */
-export const HUB_OUTPUTS_ENV = "PLATFORM_HUB_OUTPUTS";
+export { HUB_OUTPUTS_ENV };
 
 /**
  * The hub's outputs a spoke reads: from the StackReference, or in a preview from {@link HUB_OUTPUTS_ENV}'s file.

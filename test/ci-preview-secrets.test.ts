@@ -7,7 +7,7 @@ import * as YAML from "yaml";
 import { ACCESS_POLICIES } from "../components/spoke/EksCluster";
 import { CI_ROLE_VARIABLES } from "../lib/ci-roles";
 import { HUB_OUTPUTS_ENV } from "../programs/spoke";
-import { unwrapWire } from "../tools/wire";
+import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
 import { byType, ROOT, runRepoStack, testTempDir } from "./helpers";
 
 const WORKFLOWS = path.join(ROOT, ".github", "workflows");
@@ -159,6 +159,26 @@ describe("a spoke preview reads its hub from the published outputs, never the hu
             await expect(runRepoStack("spoke-sg1", { preview: true, stackOutputs: {} })).rejects.toThrow(
                 /are hub "hub-other"'s, not "organization\/platform\/hub-prod"'s/,
             );
+        } finally {
+            delete process.env[HUB_OUTPUTS_ENV];
+        }
+    });
+
+    it("an on-prem spoke's pull-request preview does not read its source key (the preview role may not): the Secret holding it is unknown", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const file = path.join(testTempDir("hub-out-"), "hub-prod.json");
+        fs.writeFileSync(file, JSON.stringify(unwrapWire(hub.outputs)));
+        const authAws = (r: Awaited<ReturnType<typeof runRepoStack>>) =>
+            r.resources.find((x) => x.name === "agent-router-auth-aws")!.inputs.stringData;
+        const viaRef = await runRepoStack("spoke-hn1", {
+            preview: true,
+            stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } },
+        });
+        expect((authAws(viaRef) as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+        process.env[HUB_OUTPUTS_ENV] = file;
+        try {
+            const pr = await runRepoStack("spoke-hn1", { preview: true, stackOutputs: {} });
+            expect(authAws(pr)).toBe(UNKNOWN);
         } finally {
             delete process.env[HUB_OUTPUTS_ENV];
         }
