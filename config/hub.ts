@@ -32,14 +32,17 @@ export const TeamSchema = z.object({ id: DnsLabel, limits: LimitSetSchema }).str
 export const TenantSchema = z.object({ id: DnsLabel, displayName: z.string().min(1), teams: z.array(TeamSchema).min(1) }).strict();
 
 /**
- * An API key's metadata. The key itself is minted by the hub (`@pulumi/random`), kept as a Pulumi
- * secret, and only its SHA-256 leaves the hub (in the signed policy bundle).
+ * An API key's metadata. The key itself is minted outside Pulumi by `npm run mint-key` (services/keys/mint.ts), which
+ * writes it only to the tenant's Secrets Manager secret and prints its SHA-256 for `sha256` here: the hub's program,
+ * state and previews never hold a key, and only the hash reaches the signed policy bundle.
  */
 export const ApiKeySchema = z
     .object({
         id: DnsLabel,
         tenant: DnsLabel,
         team: DnsLabel,
+        /** Hex SHA-256 of the key, as `npm run mint-key` printed it (lower-case, 64 characters). Not secret. */
+        sha256: z.string().regex(/^[0-9a-f]{64}$/, "must be the hex SHA-256 `npm run mint-key` printed (64 lower-case hex characters)"),
         /** Model ids this key may call; each must be in `platform:models`. */
         models: z.array(z.string().min(1)).min(1),
         /** Expiry as an ISO-8601 timestamp; the auth service answers 401 after it. */
@@ -122,6 +125,8 @@ export const HubConfigSchema = z
         dupes(h.models, (m) => m.id, "models", "model id");
         dupes(h.tenants, (t) => t.id, "tenants", "tenant id");
         dupes(h.apiKeys, (k) => k.id, "apiKeys", "API key id");
+        // The auth service rejects a bundle in which two keys share a hash (services/auth/policy.ts PolicyIndex).
+        dupes(h.apiKeys, (k) => k.sha256, "apiKeys", "API key sha256 (mint each key id its own key)");
         dupes(h.endpoints, (e) => `${e.spoke}/${e.name}`, "endpoints", "endpoint (spoke/name)");
         h.tenants.forEach((t, i) => dupes(t.teams, (x) => x.id, `tenants[${i}].teams` as string, "team id"));
 

@@ -7,17 +7,18 @@ export const IamRoleArnSchema = z
 
 /**
  * `platform:hubDeployers`: the roles that run the hub's `pulumi up` / `refresh` (the CI deploy role, the operator's
- * role). They write the key secrets (spokes' source keys, tenants' API keys) and read them back on refresh; nobody
+ * role). They write the key secrets (spokes' source keys; tenants' API keys through `npm run mint-key`), use the hub
+ * state KMS key (lib/ci-roles.ts) and read the secrets back on refresh; nobody
  * else but each secret's own reader may read them. Named in the hub file, never taken from whoever ran the last `up`
  * (a human and CI alternating would lock each other out).
  */
 export const HubDeployersSchema = z.array(IamRoleArnSchema).min(1);
 
 /**
- * `platform:tenantKeys` of the hub: how tenants receive their API keys. Each tenant's keys are written to one
- * Secrets Manager secret (`platform/tenants/<tenant>/api-keys`, JSON key id -> key) that only the roles named
- * here (and the hub deployers) may read; no stack output carries a key (only their SHA-256 leaves the hub, in the
- * signed bundle).
+ * `platform:tenantKeys` of the hub: how tenants receive their API keys. The hub creates one Secrets Manager secret per
+ * tenant named here (`platform/tenants/<tenant>/api-keys`, JSON key id -> key) that only the roles named here (and
+ * the hub deployers) may read; `npm run mint-key` writes the keys into it. No program state or stack output ever
+ * carries a key (only their SHA-256, from `platform:apiKeys[].sha256`, reaches the signed bundle).
  */
 export const TenantKeysConfigSchema = z
     .object({

@@ -4,6 +4,7 @@ import { AgentRouter } from "../components/spoke/AgentRouter";
 import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
 import { ConfigError } from "../config/errors";
+import { HUB_OUTPUTS_ENV } from "./load";
 import type { GatewayConfig } from "../config/gateway";
 
 /**
@@ -33,6 +34,10 @@ export async function readSpokeCredentials(
             },
         ]);
     }
+    // A pull-request preview runs as the CI preview role, which reads no secret value (lib/ci-roles.ts): the key is
+    // unknown there, as any value a preview cannot read, and the Secrets holding it show as unknown.
+    if (process.env[HUB_OUTPUTS_ENV] && pulumi.runtime.isDryRun())
+        return pulumi.secret(pulumi.output(pulumi.unknown as unknown as SpokeSourceCredentials));
     let secretString: string;
     try {
         secretString = (await aws.secretsmanager.getSecretVersion({ secretId: id.secretArn, region: id.region })).secretString;

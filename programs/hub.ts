@@ -11,6 +11,10 @@ import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
 import { checkSpokeRegistry } from "./spoke-registry";
 import { eksClusterNameOf } from "../lib/eks";
+import { hubSecretsProviderIssue } from "../lib/ci-roles";
+import { ConfigError } from "../config/errors";
+import * as fs from "node:fs";
+import * as YAML from "yaml";
 
 /**
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
@@ -143,7 +147,20 @@ export async function requireAlarmTopic(
     });
 }
 
+/**
+ * Refuses a hub stack file whose state is not encrypted with the hub's KMS key (lib/ci-roles.ts
+ * `hubSecretsProviderIssue`): a passphrase-encrypted hub could be decrypted by anyone holding the passphrase.
+ * @throws ConfigError naming the stack file and `secretsprovider`
+ */
+export function requireHubSecretsProvider(file: string): void {
+    if (!fs.existsSync(file)) return;
+    const doc = (YAML.parse(fs.readFileSync(file, "utf8")) ?? {}) as Record<string, unknown>;
+    const issue = hubSecretsProviderIssue(doc);
+    if (issue) throw new ConfigError(file, [{ key: "secretsprovider", message: issue }]);
+}
+
 export async function buildHub(cfg: HubConfig, stackName: string) {
+    requireHubSecretsProvider(stackFilePath());
     // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.
     const spokeNetworks = checkSpokeRegistry(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
@@ -167,7 +184,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     const keys = new ApiKeys(
         "api-keys",
         {
-            keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant })),
+            keys: cfg.apiKeys.map((k) => ({ id: k.id, tenant: k.tenant, sha256: k.sha256 })),
             delivery: cfg.tenantKeys,
             hubDeployers: cfg.hubDeployers,
             otherKeyUsers: spokeDeployers,

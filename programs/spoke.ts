@@ -1,3 +1,4 @@
+import * as fs from "node:fs";
 import * as pulumi from "@pulumi/pulumi";
 import { type SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
@@ -5,10 +6,40 @@ import { isEksSpoke, type SpokeConfig } from "../config/stack";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { readSpokeCredentials } from "./gateway";
+import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
 import { placementPools } from "./spoke-infra";
 import { deployWorkloads } from "./workloads";
+
+export { HUB_OUTPUTS_ENV };
+
+/**
+ * The hub's outputs a spoke reads: from the StackReference, or in a preview from {@link HUB_OUTPUTS_ENV}'s file.
+ * @throws ConfigError naming the stack file when the variable is set outside a preview or its file is unreadable
+ */
+export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: string): Promise<unknown> } {
+    const file = process.env[HUB_OUTPUTS_ENV];
+    if (!file) {
+        const ref = new pulumi.StackReference("hub", { name: cfg.spoke.hubStack });
+        return {
+            get: async (name) => {
+                const d = await ref.getOutputDetails(name);
+                return d.value ?? d.secretValue;
+            },
+        };
+    }
+    const issue = (message: string) => new ConfigError(stackFile, [{ key: `${HUB_OUTPUTS_ENV} (environment)`, message }]);
+    if (!pulumi.runtime.isDryRun()) throw issue("only a preview reads the hub's published outputs; an `up` reads the hub's state itself");
+    let doc: unknown;
+    try {
+        doc = JSON.parse(fs.readFileSync(file, "utf8"));
+    } catch (e) {
+        throw issue(`cannot read the hub's published outputs ${file}: ${(e as Error).message}`);
+    }
+    if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw issue(`${file} is not a JSON object of hub outputs`);
+    return { get: async (name) => (doc as Record<string, unknown>)[name] };
+}
 
 /**
  * Reads this spoke's entry of the hub's `spokeContracts` output (the deployment declaration going down,
@@ -17,9 +48,8 @@ import { deployWorkloads } from "./workloads";
  * @throws ConfigError when the hub does not know this spoke or its contract does not parse
  */
 export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Promise<SpokeContract> {
-    const hub = new pulumi.StackReference("hub", { name: cfg.spoke.hubStack });
-    const details = await hub.getOutputDetails("spokeContracts");
-    const contracts = (details.value ?? details.secretValue) as Record<string, unknown> | undefined;
+    const hub = hubOutputs(cfg, stackFile);
+    const contracts = (await hub.get("spokeContracts")) as Record<string, unknown> | undefined;
     if (!contracts || typeof contracts !== "object") {
         throw new ConfigError(stackFile, [
             {
@@ -42,7 +72,15 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
         throw new ConfigError(stackFile, zodIssues(parsed.error, `hub output spokeContracts.${cfg.spoke.name}`));
     }
     // This spoke's networks against the other spokes' as the hub recorded them (programs/spoke-registry.ts).
-    checkAgainstHubRegistry(cfg, pulumi.getStack(), (await hub.getOutputDetails("spokeNetworks")).value, stackFile);
+    // The published file names no stack: its contracts name their hub (the StackReference is by name already).
+    if (process.env[HUB_OUTPUTS_ENV] && parsed.data.hub !== cfg.spoke.hubStack.split("/").pop())
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:spoke.hubStack",
+                message: `the hub outputs read (${process.env[HUB_OUTPUTS_ENV]}) are hub "${parsed.data.hub}"'s, not "${cfg.spoke.hubStack}"'s`,
+            },
+        ]);
+    checkAgainstHubRegistry(cfg, pulumi.getStack(), await hub.get("spokeNetworks"), stackFile);
     return parsed.data;
 }
 

@@ -5,6 +5,8 @@ import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import type { AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import { MINT_AWS_CALLS } from "../services/keys/aws-calls";
+import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
@@ -643,6 +645,35 @@ describe("simulated: tenants' API key secrets", () => {
             for (const o of onprem.filter((x) => x !== s))
                 expect((await read(ids[o].deployerRoleArn, "", {}, slotSecret(s)))[0], `${o} -> ${s}`).toBe("ExplicitlyDenied");
             expect((await read("arn:aws:iam::111122223333:role/platform-ci-preview", "", {}, slotSecret(s)))[0]).toBe("ExplicitlyDenied");
+        }
+    });
+
+    it("minting (npm run mint-key) as a hub deployer: every call allowed; a reader cannot write; the preview role neither reads nor writes", async () => {
+        const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+        const credentialKeyArn = out(named("aws:kms/key:Key", "api-keys-key"), "arn");
+        for (const t of Object.keys(readers())) {
+            const v = {
+                ...vars,
+                tenantSecretArn: out(named("aws:secretsmanager/secret:Secret", `api-keys-${t}`), "arn"),
+                credentialKeyArn,
+            };
+            for (const d of deployers())
+                expect(notAllowed(await evaluate({ arn: d, policies: [allowAll] }, MINT_AWS_CALLS, v)), d).toEqual([]);
+            // A reader cannot plant a key of its choosing.
+            const put = MINT_AWS_CALLS.filter((c) => c.action === "secretsmanager:PutSecretValue");
+            expect((await evaluate({ arn: readers()[t][0], policies: [allowAll] }, put, v)).map((r) => r.decision)).toEqual([
+                "ExplicitlyDenied",
+            ]);
+            // The CI preview role, whatever read-only policy sits beside its guard (lib/ci-roles.ts).
+            const preview = {
+                arn: "arn:aws:iam::111122223333:role/platform-ci-preview",
+                policies: [allowAll, previewGuardPolicy({ region: REGION }) as unknown as Doc],
+            };
+            const secretCalls = MINT_AWS_CALLS.filter((c) =>
+                ["secretsmanager:GetSecretValue", "secretsmanager:PutSecretValue", "kms:Decrypt"].includes(c.action),
+            );
+            expect(secretCalls).toHaveLength(3);
+            expect(allowed(await evaluate(preview, secretCalls, v))).toEqual([]);
         }
     });
 

@@ -1,13 +1,32 @@
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { ACCESS_POLICIES } from "../components/spoke/EksCluster";
-import { ROOT } from "./helpers";
+import { CI_ROLE_VARIABLES } from "../lib/ci-roles";
+import { HUB_OUTPUTS_ENV } from "../programs/spoke";
+import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
+import { byType, ROOT, runRepoStack, testTempDir } from "./helpers";
+
+const WORKFLOWS = path.join(ROOT, ".github", "workflows");
+const read = (f: string) => fs.readFileSync(path.join(WORKFLOWS, f), "utf8");
+
+/** tools/lint-workflows.mjs on the given files (GitHub's parser, then the credential separation). */
+async function lint(files: string[]): Promise<{ code: number; out: string }> {
+    try {
+        const r = await promisify(execFile)(process.execPath, ["tools/lint-workflows.mjs", ...files], { cwd: ROOT });
+        return { code: 0, out: r.stdout };
+    } catch (e) {
+        const x = e as { code: number; stdout: string };
+        return { code: x.code, out: x.stdout };
+    }
+}
 
 /** Pull-request previews run the pull request's own code: they must reach one site and read no Secret. */
 describe("previews cannot read secrets", () => {
-    const wf = YAML.parse(fs.readFileSync(path.join(ROOT, ".github", "workflows", "preview.yml"), "utf8"));
+    const wf = YAML.parse(read("preview.yml"));
     it("each stack's preview job runs in its own environment, so its KUBECONFIG reaches that one site (main: every site's)", () => {
         const job = wf.jobs.preview;
         expect(job.environment).toBe("preview-${{ matrix.stack }}");
@@ -18,5 +37,150 @@ describe("previews cannot read secrets", () => {
     });
     it("the EKS preview role's access policy is the view policy (no Secrets), never AdminView", () => {
         expect(ACCESS_POLICIES.preview).toBe("arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy");
+    });
+});
+
+describe("one AWS role per environment; the hub stays out of pull-request previews", () => {
+    it("preview.yml assumes only the preview role and previews only spokes, which read the hub's published outputs", () => {
+        const wf = YAML.parse(read("preview.yml"));
+        const job = wf.jobs.preview;
+        const creds = job.steps.filter((s: any) => String(s.uses).startsWith("aws-actions/configure-aws-credentials@"));
+        expect(creds.map((s: any) => s.with["role-to-assume"])).toEqual([`\${{ vars.${CI_ROLE_VARIABLES.preview} }}`]);
+        expect(job.strategy.matrix.stack).toBe("${{ fromJSON(needs.check.outputs.spokes) }}");
+        expect(JSON.stringify(job.steps)).toContain(HUB_OUTPUTS_ENV);
+        expect(read("preview.yml")).not.toContain(CI_ROLE_VARIABLES.deploy);
+    });
+    it("up.yml assumes only the deploy role, in the production environment; the hub job holds no passphrase and publishes its outputs", () => {
+        const wf = YAML.parse(read("up.yml"));
+        for (const j of ["up-hubs", "up-spokes"]) {
+            const creds = wf.jobs[j].steps.filter((s: any) => String(s.uses).startsWith("aws-actions/configure-aws-credentials@"));
+            expect(creds.map((s: any) => s.with["role-to-assume"])).toEqual([`\${{ vars.${CI_ROLE_VARIABLES.deploy} }}`]);
+            expect(wf.jobs[j].environment).toBe("production");
+        }
+        expect(wf.jobs["up-hubs"].env).not.toHaveProperty("PULUMI_CONFIG_PASSPHRASE");
+        expect(wf.jobs["up-hubs"].steps.map((s: any) => s.run ?? "").join("\n")).toMatch(/pulumi stack output --json[\s\S]*aws s3 cp/);
+        expect(read("up.yml")).not.toContain(CI_ROLE_VARIABLES.preview);
+    });
+
+    it("the workflow lint refuses each way the separation could regress", async () => {
+        const dir = testTempDir("wf-sep-");
+        const plant = (file: string, name: string, edit: (s: string) => string) => {
+            const text = edit(read(file));
+            expect(text, `${name}: the edit applies`).not.toBe(read(file));
+            const p = path.join(dir, `${name}.yml`);
+            fs.writeFileSync(p, text);
+            return p;
+        };
+        const cases: Array<[string, RegExp]> = [
+            [
+                plant("preview.yml", "shared-role", (s) => s.replaceAll("AWS_PREVIEW_ROLE_ARN", "AWS_ROLE_ARN")),
+                /vars\.AWS_ROLE_ARN: one role per environment/,
+            ],
+            [
+                plant("preview.yml", "deploy-in-pr", (s) => s.replaceAll("AWS_PREVIEW_ROLE_ARN", "AWS_DEPLOY_ROLE_ARN")),
+                /must never assume the deploy role/,
+            ],
+            [
+                plant("preview.yml", "hubs-in-pr", (s) =>
+                    s.replace("fromJSON(needs.check.outputs.spokes)", "fromJSON(needs.check.outputs.stacks)"),
+                ),
+                /previews spokes only/,
+            ],
+            [
+                plant("preview.yml", "up-in-pr", (s) => s.replace("command: preview", "command: up")),
+                /pulumi command must be preview, not up/,
+            ],
+            [
+                plant("preview.yml", "stackref-in-pr", (s) => s.replaceAll("PLATFORM_HUB_OUTPUTS", "X")),
+                /published outputs \(PLATFORM_HUB_OUTPUTS\)/,
+            ],
+            [
+                plant("preview.yml", "no-env", (s) => s.replace("    environment: preview-${{ matrix.stack }}\n", "")),
+                /trusted only in preview-<stack> environments/,
+            ],
+            [
+                plant("up.yml", "preview-in-up", (s) => s.replaceAll("AWS_DEPLOY_ROLE_ARN", "AWS_PREVIEW_ROLE_ARN")),
+                /preview role is for pull-request workflows only/,
+            ],
+            [
+                plant("up.yml", "unprotected", (s) => s.replaceAll("environment: production", "environment: staging")),
+                /deploy role is trusted only in the production environment/,
+            ],
+            [
+                plant("up.yml", "hub-passphrase", (s) =>
+                    s.replace(
+                        "        stack: ${{ fromJSON(needs.plan.outputs.hubs) }}\n    env:\n",
+                        "        stack: ${{ fromJSON(needs.plan.outputs.hubs) }}\n    env:\n      PULUMI_CONFIG_PASSPHRASE: ${{ secrets.PULUMI_CONFIG_PASSPHRASE }}\n",
+                    ),
+                ),
+                /hub job gets no PULUMI_CONFIG_PASSPHRASE/,
+            ],
+        ];
+        for (const [file, message] of cases) {
+            const r = await lint([file]);
+            expect(r.code, path.basename(file)).toBe(1);
+            expect(r.out, path.basename(file)).toMatch(message);
+        }
+        expect(await lint([path.join(WORKFLOWS, "preview.yml"), path.join(WORKFLOWS, "up.yml")])).toEqual({
+            code: 0,
+            out: ".github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
+        });
+    });
+});
+
+describe("a spoke preview reads its hub from the published outputs, never the hub's state", () => {
+    it("with PLATFORM_HUB_OUTPUTS in a preview: no StackReference, the same contract; refused in an up or for another hub", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const dir = testTempDir("hub-out-");
+        const file = path.join(dir, "hub-prod.json");
+        // What `pulumi stack output --json` prints: plain values.
+        fs.writeFileSync(file, JSON.stringify(unwrapWire(hub.outputs)));
+        const viaRef = await runRepoStack("spoke-sg1", {
+            preview: true,
+            stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } },
+        });
+        process.env[HUB_OUTPUTS_ENV] = file;
+        try {
+            const viaFile = await runRepoStack("spoke-sg1", { preview: true, stackOutputs: {} });
+            expect(byType(viaFile.resources, "pulumi:pulumi:StackReference")).toEqual([]);
+            expect(byType(viaRef.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
+            const urns = (r: typeof viaRef) =>
+                r.resources
+                    .map((x) => x.urn)
+                    .filter((u) => !u.includes("StackReference"))
+                    .sort();
+            expect(urns(viaFile)).toEqual(urns(viaRef));
+            await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: {} })).rejects.toThrow(
+                /PLATFORM_HUB_OUTPUTS \(environment\): only a preview reads the hub's published outputs/,
+            );
+            const other = JSON.parse(fs.readFileSync(file, "utf8"));
+            for (const c of Object.values<any>(other.spokeContracts)) c.hub = "hub-other";
+            fs.writeFileSync(file, JSON.stringify(other));
+            await expect(runRepoStack("spoke-sg1", { preview: true, stackOutputs: {} })).rejects.toThrow(
+                /are hub "hub-other"'s, not "organization\/platform\/hub-prod"'s/,
+            );
+        } finally {
+            delete process.env[HUB_OUTPUTS_ENV];
+        }
+    });
+
+    it("an on-prem spoke's pull-request preview does not read its source key (the preview role may not): the Secret holding it is unknown", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const file = path.join(testTempDir("hub-out-"), "hub-prod.json");
+        fs.writeFileSync(file, JSON.stringify(unwrapWire(hub.outputs)));
+        const authAws = (r: Awaited<ReturnType<typeof runRepoStack>>) =>
+            r.resources.find((x) => x.name === "agent-router-auth-aws")!.inputs.stringData;
+        const viaRef = await runRepoStack("spoke-hn1", {
+            preview: true,
+            stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } },
+        });
+        expect((authAws(viaRef) as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+        process.env[HUB_OUTPUTS_ENV] = file;
+        try {
+            const pr = await runRepoStack("spoke-hn1", { preview: true, stackOutputs: {} });
+            expect(authAws(pr)).toBe(UNKNOWN);
+        } finally {
+            delete process.env[HUB_OUTPUTS_ENV];
+        }
     });
 });

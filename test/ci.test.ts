@@ -69,7 +69,9 @@ describe("GitHub Actions workflows", () => {
             /npm run --silent ci-stacks -- --base "origin\/\$\{\{ github.base_ref \}\}"/,
         );
         expect(wf.jobs.check.outputs.stacks).toBe("${{ steps.stacks.outputs.stacks }}");
-        expect(wf.jobs.preview.strategy.matrix).toEqual({ stack: "${{ fromJSON(needs.check.outputs.stacks) }}" });
+        // Of those, the spokes: a hub is never previewed with a pull request's code (test/ci-preview-secrets.test.ts).
+        expect(wf.jobs.check.outputs.spokes).toBe("${{ steps.stacks.outputs.spokes }}");
+        expect(wf.jobs.preview.strategy.matrix).toEqual({ stack: "${{ fromJSON(needs.check.outputs.spokes) }}" });
         expect(wf.jobs.preview.permissions["pull-requests"]).toBe("write");
         const step = wf.jobs.preview.steps.find((s: any) => s.uses === "pulumi/actions@v7");
         expect(step.with).toMatchObject({

@@ -101,7 +101,7 @@ describe("a diff for a reviewer: the stack files' own terms first, capacity and 
     };
 
     it("an added API key reads as one added item (matched by id), not as every later key replaced", () => {
-        edit("hub-prod", (c) => c["platform:apiKeys"].splice(1, 0, { ...c["platform:apiKeys"][0], id: "ci-bot" }));
+        edit("hub-prod", (c) => c["platform:apiKeys"].splice(1, 0, { ...c["platform:apiKeys"][0], id: "ci-bot", sha256: "c".repeat(64) }));
         const changes = stackFileChanges(path.join(dir, "base"), path.join(dir, "head"));
         expect(changes.map((c) => [c.file, c.status])).toEqual([["stacks/Pulumi.hub-prod.yaml", "changed"]]);
         expect(changes[0].fields.map((f) => f.path)).toEqual(["platform:apiKeys[id=ci-bot]"]);

@@ -72,6 +72,7 @@ shared code and selects every stack. Prints the stacks as JSON (hubs first); in 
 Options:
   --base REF   compare HEAD with REF (without it, or when REF is unknown: every stack)
   --all        every stack
+  --hub-of S   print the hub stack of spoke stack S (preview.yml: which hub's published outputs it reads)
   -h, --help   this text
 
 Examples:
@@ -84,12 +85,20 @@ function main() {
     exitOnHelp(argv, HELP);
     let base: string | undefined;
     let all = false;
+    let hubOf: string | undefined;
     for (let i = 0; i < argv.length; i++) {
         if (argv[i] === "--base") base = argv[++i];
         else if (argv[i] === "--all") all = true;
-        else throw new Error(`unknown argument ${argv[i]} (usage: ci-stacks [--base <ref>] [--all])`);
+        else if (argv[i] === "--hub-of") hubOf = argv[++i];
+        else throw new Error(`unknown argument ${argv[i]} (usage: ci-stacks [--base <ref>] [--all] [--hub-of <spoke stack>])`);
     }
     const stacks = discoverStacks(STACKS_DIR);
+    if (hubOf !== undefined) {
+        const s = stacks.find((x) => x.name === hubOf);
+        if (!s?.hub) throw new Error(`--hub-of ${hubOf}: no spoke stack file stacks/Pulumi.${hubOf}.yaml with platform:spoke.hubStack`);
+        process.stdout.write(`${s.hub}\n`);
+        return;
+    }
     // No base (first push, manual run) or an unknown one: everything.
     let names: string[];
     if (all || !base || /^0+$/.test(base)) names = orderStacks(stacks).map((s) => s.name);

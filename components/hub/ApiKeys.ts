@@ -1,16 +1,20 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
-import { createHash } from "node:crypto";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
 import { KEY_ADMIN_ACTIONS } from "../../lib/kms";
+import { tenantKeySecretName } from "../../services/shared/api-key";
+
+export { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey, tenantKeySecretName } from "../../services/shared/api-key";
 
 export interface ApiKeysArgs {
-    /** API keys from `platform:apiKeys[]` (id and owning tenant). */
-    keys: Array<{ id: string; tenant: string }>;
-    /** `platform:tenantKeys`: each tenant's readers. */
+    /**
+     * API keys from `platform:apiKeys[]`: id, owning tenant and the SHA-256 the minting tool printed
+     * (`npm run mint-key`, services/keys/mint.ts). The key itself never reaches the program.
+     */
+    keys: Array<{ id: string; tenant: string; sha256: string }>;
+    /** `platform:tenantKeys`: each tenant's readers. Every tenant named there gets its (empty) secret. */
     delivery: TenantKeysConfig;
-    /** `platform:hubDeployers`: write the secrets and read them back. */
+    /** `platform:hubDeployers`: mint into the secrets (`npm run mint-key`) and read them back. */
     hubDeployers: string[];
     /**
      * Other principals that read secrets under this key through Secrets Manager (the on-prem spokes' deployer
@@ -22,21 +26,6 @@ export interface ApiKeysArgs {
     region: string;
     /** The hub's account id. */
     accountId: pulumi.Input<string>;
-}
-
-/** Prefix of every platform API key, so leaked keys are recognisable by secret scanners (policies/aws.ts knows it). */
-export const API_KEY_PREFIX = "sk-h200-";
-/** Random characters after the prefix (alphanumeric, ~285 bits). */
-export const API_KEY_RANDOM_LENGTH = 48;
-
-/** Hex SHA-256 of an API key: the only form of a key that leaves the hub. */
-export function hashApiKey(key: string): string {
-    return createHash("sha256").update(key, "utf8").digest("hex");
-}
-
-/** Name of a tenant's key secret. Fixed, so nothing in the program ever replaces it by renaming. */
-export function tenantKeySecretName(tenant: string): string {
-    return `platform/tenants/${tenant}/api-keys`;
 }
 
 /**
@@ -76,10 +65,12 @@ export function credentialKeyPolicy(x: {
 }
 
 /**
- * Pure: resource policy of one tenant's key secret. Its readers may read it; everyone else is denied reading it,
- * except the hub's deployer roles named in the hub file (they write it and read it back on refresh).
+ * Pure: resource policy of one tenant's key secret. Its readers may read it; the hub's deployer roles named in the hub
+ * file may read it and write new values (minting: `npm run mint-key`, services/keys/mint.ts); everyone else is denied
+ * reading it, and nobody but the deployers may write a value (a reader cannot plant a key of its choosing).
  */
 export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[]): Record<string, unknown> {
+    const deployers = [...new Set(hubDeployers)].sort();
     return {
         Version: "2012-10-17",
         Statement: [
@@ -91,6 +82,13 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
                 Resource: "*",
             },
             {
+                Sid: "HubDeployersMint",
+                Effect: "Allow",
+                Principal: { AWS: deployers },
+                Action: ["secretsmanager:PutSecretValue"],
+                Resource: "*",
+            },
+            {
                 Sid: "NobodyElseReads",
                 Effect: "Deny",
                 Principal: "*",
@@ -98,19 +96,28 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [...new Set([...readers, ...hubDeployers])].sort() } },
             },
+            {
+                Sid: "NobodyElseWrites",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"],
+                Resource: "*",
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": deployers } },
+            },
         ],
     };
 }
 
 /**
- * Mints one API key per id with `@pulumi/random` and delivers each tenant's keys to one Secrets Manager secret
- * ({@link tenantKeySecretName}, JSON key id -> key) encrypted with a hub KMS key and readable only by the roles the
- * hub file names for that tenant ({@link tenantKeySecretPolicy}). No stack output carries a key: {@link keyHashes}
- * (not secret) goes into the signed policy bundle, {@link secretArns} tells operators where to look.
+ * Tenants' API key delivery without key material in Pulumi: per tenant one Secrets Manager secret
+ * ({@link tenantKeySecretName}, JSON key id -> key) encrypted with a hub KMS key and readable only by the roles the hub
+ * file names for that tenant ({@link tenantKeySecretPolicy}). The program creates the secret empty; keys are minted into
+ * it by `npm run mint-key` (services/keys/mint.ts), which hands back only each key's SHA-256 for the hub file. So the
+ * hub's state, outputs and previews hold hashes and ARNs only: {@link keyHashes} (not secret) goes into the signed
+ * policy bundle, {@link secretArns} tells operators where to look. The secrets are protected and retained on delete:
+ * removing a tenant from the hub file never destroys keys a tenant still holds.
  */
 export class ApiKeys extends pulumi.ComponentResource {
-    /** Key id -> API key (secret). Internal: never export it (policies/aws.ts refuses a key in an output). */
-    public readonly keys: pulumi.Output<Record<string, string>>;
     /** Key id -> hex SHA-256 of the key (not secret; goes into the signed policy bundle). */
     public readonly keyHashes: pulumi.Output<Record<string, string>>;
     /** Tenant -> ARN of its key secret (not secret). */
@@ -120,16 +127,9 @@ export class ApiKeys extends pulumi.ComponentResource {
 
     constructor(name: string, args: ApiKeysArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:hub:ApiKeys", name, {}, opts);
-        const entries = args.keys.map(({ id }) => {
-            const pw = new random.RandomPassword(`${name}-${id}`, { length: API_KEY_RANDOM_LENGTH, special: false }, { parent: this });
-            return [id, pulumi.secret(pw.result.apply((r) => `${API_KEY_PREFIX}${r}`))] as const;
-        });
-        this.keys = pulumi.secret(pulumi.all(Object.fromEntries(entries)) as pulumi.Output<Record<string, string>>);
-        this.keyHashes = pulumi.unsecret(
-            this.keys.apply((ks) => Object.fromEntries(Object.entries(ks).map(([id, k]) => [id, hashApiKey(k)]))),
-        );
+        this.keyHashes = pulumi.output(Object.fromEntries(args.keys.map((k) => [k.id, k.sha256])));
 
-        const tenants = [...new Set(args.keys.map((k) => k.tenant))].sort();
+        const tenants = [...new Set([...args.keys.map((k) => k.tenant), ...Object.keys(args.delivery.readers)])].sort();
         const readersOf = (t: string) => {
             const r = args.delivery.readers[t];
             if (!r?.length) throw new Error(`ApiKeys: tenant "${t}" has keys but platform:tenantKeys.readers names no reader`);
@@ -156,18 +156,19 @@ export class ApiKeys extends pulumi.ComponentResource {
         );
         const arns: Record<string, pulumi.Output<string>> = {};
         for (const t of tenants) {
+            // Holds keys tenants use (minted outside Pulumi): never deleted or replaced by an `up`.
             const secret = new aws.secretsmanager.Secret(
                 `${name}-${t}`,
                 {
                     name: tenantKeySecretName(t),
-                    description: `API keys of tenant ${t} (key id -> key); readable only by platform:tenantKeys.readers.${t}`,
+                    description: `API keys of tenant ${t} (key id -> key, minted by npm run mint-key); readable only by platform:tenantKeys.readers.${t}`,
                     kmsKeyId: key.arn,
-                    recoveryWindowInDays: 7,
+                    recoveryWindowInDays: 30,
                     tags: { "platform:tenant": t },
                 },
-                { parent: this },
+                { parent: this, protect: true, retainOnDelete: true },
             );
-            const policy = new aws.secretsmanager.SecretPolicy(
+            new aws.secretsmanager.SecretPolicy(
                 `${name}-${t}-policy`,
                 {
                     secretArn: secret.arn,
@@ -175,19 +176,6 @@ export class ApiKeys extends pulumi.ComponentResource {
                     blockPublicPolicy: true,
                 },
                 { parent: this },
-            );
-            const own = args.keys
-                .filter((k) => k.tenant === t)
-                .map((k) => k.id)
-                .sort();
-            new aws.secretsmanager.SecretVersion(
-                `${name}-${t}`,
-                {
-                    secretId: secret.id,
-                    secretString: pulumi.secret(this.keys.apply((ks) => JSON.stringify(Object.fromEntries(own.map((id) => [id, ks[id]]))))),
-                    // The policy first: the value never exists under a secret anyone else could read.
-                },
-                { parent: this, dependsOn: [policy] },
             );
             arns[t] = secret.arn;
         }

@@ -277,7 +277,9 @@ export class PolicyStore extends pulumi.ComponentResource {
             { parent: this, dependsOn: [publicAccess, ownership] },
         );
 
-        const seedBytes = new random.RandomBytes(`${name}-signing-seed`, { length: SIGNING_SEED_BYTES }, parent);
+        // Key material in the hub's state (readable only by the hub deployers: hub state KMS key, lib/ci-roles.ts):
+        // protected, so no `up` replaces the signing key under the spokes' pinned public key.
+        const seedBytes = new random.RandomBytes(`${name}-signing-seed`, { length: SIGNING_SEED_BYTES }, { parent: this, protect: true });
         const seed = pulumi.secret(seedBytes.base64);
         this.publicKey = pulumi.unsecret(seed.apply((s) => publicKeyFromSeed(Buffer.from(s, "base64"))));
         this.keyId = this.publicKey.apply(keyIdOf);

@@ -438,7 +438,11 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         `spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`,
                         this,
                     );
-                const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, parent);
+                // Key material in the hub's state (its `secret` output and the secret value below): protected, so no `up`
+                // deletes or replaces a key a site runs on; removing a slot is a reviewed `pulumi state unprotect` (README
+                // "Rotating an on-prem key without an outage"). The hub's state is readable only by its deployers (hub
+                // state KMS key, lib/ci-roles.ts) and never previewed with a pull request's code.
+                const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, { parent: this, protect: true });
                 const secret = new aws.secretsmanager.Secret(
                     `${name}-key-${slot.id}`,
                     {

@@ -1,0 +1,47 @@
+import { SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
+
+/**
+ * Every AWS call of the minting path (services/keys/mint.ts, run by `npm run mint-key` as a hub deployer:
+ * `platform:hubDeployers`). `{tenantSecretArn}` is the tenant's key secret, `{credentialKeyArn}` the hub's credential
+ * KMS key (components/hub/ApiKeys.ts); see services/shared/aws-calls.ts for the other placeholders.
+ */
+export const MINT_AWS_CALLS: readonly AwsCall[] = [
+    {
+        command: "DescribeSecretCommand",
+        source: "services/keys/mint.ts",
+        action: "secretsmanager:DescribeSecret",
+        resource: "{tenantSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the secret exists (the hub created it) and whether it has a value yet",
+    },
+    {
+        command: "GetSecretValueCommand",
+        source: "services/keys/mint.ts",
+        action: "secretsmanager:GetSecretValue",
+        resource: "{tenantSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the tenant's other keys, kept when one is added or retired",
+    },
+    {
+        source: "services/keys/mint.ts",
+        action: "kms:Decrypt",
+        resource: "{credentialKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" },
+        purpose: "Secrets Manager decrypts the current value",
+    },
+    {
+        command: "PutSecretValueCommand",
+        source: "services/keys/mint.ts",
+        action: "secretsmanager:PutSecretValue",
+        resource: "{tenantSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the new value: the tenant's keys with the minted one added (or the retired one removed)",
+    },
+    {
+        source: "services/keys/mint.ts",
+        action: "kms:GenerateDataKey",
+        resource: "{credentialKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" },
+        purpose: "Secrets Manager encrypts the new value under the credential key",
+    },
+];

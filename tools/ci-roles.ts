@@ -1,0 +1,94 @@
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as YAML from "yaml";
+import {
+    CI_ROLE_VARIABLES,
+    GITHUB_OIDC_AUDIENCE,
+    GITHUB_OIDC_HOST,
+    githubOidcTrustPolicy,
+    HUB_STATE_KEY_ALIAS,
+    hubStateKeyPolicy,
+    previewGuardPolicy,
+} from "../lib/ci-roles";
+import { exitOnHelp } from "./cli";
+import { STACKS_DIR } from "./stackfiles";
+
+const HELP = `
+usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME [--account ID] [--out DIR]
+
+Writes the policy documents of the two CI roles and of the hub state key (lib/ci-roles.ts), and prints the AWS CLI
+commands that create them once, before CI's first run (the program cannot create what runs it):
+  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments only,
+                the guard (no secret value, no KMS use but S3's, no role hop) beside a read-only policy
+  deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment only; list it in
+                the hub file's platform:hubDeployers
+  hub state key ${HUB_STATE_KEY_ALIAS}: only platform:hubDeployers encrypt/decrypt (the hub's secrets provider)
+
+Options:
+  --hub STACK         the hub stack (stacks/Pulumi.<STACK>.yaml: aws:region, platform:hubDeployers)
+  --repo OWNER/NAME   the GitHub repository whose workflows assume the roles
+  --account ID        the AWS account (default: the first platform:hubDeployers entry's)
+  --out DIR           where to write the JSON documents (default out/ci-roles)
+  -h, --help          this text
+
+Examples:
+  npm run ci-roles -- --hub hub-prod --repo example-org/h200-platform
+`;
+
+function main(argv: string[]): void {
+    exitOnHelp(argv, HELP);
+    const opt: Record<string, string> = {};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (!["--hub", "--repo", "--account", "--out"].includes(a) || !argv[i + 1])
+            throw new Error(`unknown or incomplete argument ${a} (npm run ci-roles -- --help)`);
+        opt[a.slice(2)] = argv[++i];
+    }
+    if (!opt.hub || !opt.repo) throw new Error("give --hub and --repo (npm run ci-roles -- --help)");
+    const file = path.join(STACKS_DIR, `Pulumi.${opt.hub}.yaml`);
+    const config = YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {};
+    const region: string = config["aws:region"];
+    const deployers: string[] = config["platform:hubDeployers"] ?? [];
+    if (!region || !deployers.length) throw new Error(`${file}: needs aws:region and platform:hubDeployers`);
+    const accountId = opt.account ?? deployers[0].split(":")[4];
+    const out = opt.out ?? path.join("out", "ci-roles");
+    fs.mkdirSync(out, { recursive: true });
+    const docs: Record<string, unknown> = {
+        "preview-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "preview" }),
+        "preview-guard.json": previewGuardPolicy({ region }),
+        "deploy-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "deploy" }),
+        "hub-state-key-policy.json": hubStateKeyPolicy({ accountId, deployers }),
+    };
+    for (const [name, doc] of Object.entries(docs)) fs.writeFileSync(path.join(out, name), `${JSON.stringify(doc, null, 2)}\n`);
+    const deployRole = `arn:aws:iam::${accountId}:role/platform-ci-deploy`;
+    process.stdout.write(
+        [
+            `wrote ${Object.keys(docs).join(", ")} to ${out}`,
+            "",
+            "# once per account: GitHub's OIDC provider (IAM fetches its certificate thumbprint itself)",
+            `aws iam create-open-id-connect-provider --url https://${GITHUB_OIDC_HOST} --client-id-list ${GITHUB_OIDC_AUDIENCE}`,
+            "# the preview role: read-only plus the guard (explicit denies)",
+            `aws iam create-role --role-name platform-ci-preview --assume-role-policy-document file://${out}/preview-trust.json`,
+            "aws iam attach-role-policy --role-name platform-ci-preview --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess",
+            `aws iam put-role-policy --role-name platform-ci-preview --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
+            "# the deploy role: what the stacks need to apply; it must be listed in platform:hubDeployers",
+            `aws iam create-role --role-name platform-ci-deploy --assume-role-policy-document file://${out}/deploy-trust.json`,
+            ...(deployers.includes(deployRole) ? [] : [`# NOTE: ${deployRole} is not in ${file} platform:hubDeployers yet: add it`]),
+            "# the hub state key and its alias; then, in the hub stack: pulumi stack change-secrets-provider",
+            `aws kms create-key --region ${region} --description "Pulumi state of the platform hub" --policy file://${out}/hub-state-key-policy.json`,
+            `aws kms create-alias --region ${region} --alias-name ${HUB_STATE_KEY_ALIAS} --target-key-id <KeyId from create-key>`,
+            `pulumi stack change-secrets-provider --stack ${opt.hub} "awskms://${HUB_STATE_KEY_ALIAS}?region=${region}"`,
+            `# repository settings: vars.${CI_ROLE_VARIABLES.preview}=arn:aws:iam::${accountId}:role/platform-ci-preview, vars.${CI_ROLE_VARIABLES.deploy}=${deployRole}`,
+            "",
+        ].join("\n"),
+    );
+}
+
+if (require.main === module) {
+    try {
+        main(process.argv.slice(2));
+    } catch (e) {
+        process.stderr.write(`ci-roles: ${(e as Error).message}\n`);
+        process.exit(1);
+    }
+}
