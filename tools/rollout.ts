@@ -5,6 +5,7 @@
  * the person then previews and applies it with `pulumi up`. Never deploys anything itself.
  */
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import type { ConfigError } from "../config/errors";
 import { parseFlatStackConfig } from "../config/stack";
@@ -172,7 +173,8 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
         const text = fs.readFileSync(hubFile, "utf8");
         const next = applyEdit(text, hubFile, found.index, d.edit);
         // The edited file must still be a valid hub: nothing is written half-right.
-        const tmp = path.join(path.dirname(hubFile), `.${path.basename(hubFile)}.rollout-check`);
+        const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollout-"));
+        const tmp = path.join(tmpDir, path.basename(hubFile));
         fs.writeFileSync(tmp, next);
         try {
             const re = readStackFile(tmp, hubFile);
@@ -184,7 +186,7 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
             );
             return 1;
         } finally {
-            fs.rmSync(tmp, { force: true });
+            fs.rmSync(tmpDir, { recursive: true, force: true });
         }
         fs.writeFileSync(hubFile, next);
         log(
