@@ -153,7 +153,10 @@ describe("the ordering rules refuse what a hand-written step would do", () => {
 
 describe("the pack's rollout policy on renders broken by hand", () => {
     let rendered: Promise<CapturedResource[]> | undefined;
-    const step1 = async () => structuredClone(await (rendered ??= renderSpoke(states()[2].endpoint)));
+    const step1 = async () => {
+        if (!rendered) rendered = renderSpoke(states()[2].endpoint);
+        return structuredClone(await rendered);
+    };
     const edit = (rs: CapturedResource[], kind: string, name: string, fn: (o: any) => void) => {
         for (const r of kindOf(rs, kind))
             for (const side of [r.inputs as any, r.outputs as any]) if (side?.metadata?.name === name) fn(side);
