@@ -516,3 +516,26 @@ export function placedGraphs<S extends { endpointPools: Record<string, string> }
     }
     return { graphs: revisions.map((r) => r.graph), revisions, serving: { ...serving, endpointPools: pools } };
 }
+
+/**
+ * One line per rollout in the hub's placement contracts (hub output `spokeContracts`, as `npm run status` reads it):
+ * endpoint, target revision, phase and step, weights per graph, hold and last gate verdict. Empty without rollouts.
+ */
+export function rolloutStatusLines(spokeContracts: unknown): string[] {
+    if (!spokeContracts || typeof spokeContracts !== "object") return [];
+    const out: string[] = [];
+    for (const [spoke, c] of Object.entries(spokeContracts as Record<string, { endpoints?: Endpoint[] }>)) {
+        for (const e of Array.isArray(c?.endpoints) ? c.endpoints : []) {
+            if (!e?.rollout) continue;
+            const st = stateOf(e.rollout);
+            const step = st.phase === "shifting" ? ` step ${(st.step ?? 0) + 1}/${e.rollout.steps.length}` : "";
+            const weights = revisionsOf(e)
+                .map((r) => `${r.graph.name} ${r.weight ?? 0}%${r.role === "target" && !r.ready ? " (not ready)" : ""}`)
+                .join(" · ");
+            const held = "held" in st && st.held ? `; HELD ${st.held.at}: ${st.held.reason}` : "";
+            const gate = "lastGate" in st && st.lastGate ? `; last gate ${st.lastGate.verdict} at ${st.lastGate.at}` : "; no gate yet";
+            out.push(`${spoke}/${e.name} -> ${e.rollout.revision}: ${st.phase}${step}; ${weights}${held}${gate}`);
+        }
+    }
+    return out;
+}
