@@ -527,15 +527,24 @@ export function rolloutStatusLines(spokeContracts: unknown): string[] {
     for (const [spoke, c] of Object.entries(spokeContracts as Record<string, { endpoints?: Endpoint[] }>)) {
         for (const e of Array.isArray(c?.endpoints) ? c.endpoints : []) {
             if (!e?.rollout) continue;
-            const st = stateOf(e.rollout);
-            const step = st.phase === "shifting" ? ` step ${(st.step ?? 0) + 1}/${e.rollout.steps.length}` : "";
-            const weights = revisionsOf(e)
-                .map((r) => `${r.graph.name} ${r.weight ?? 0}%${r.role === "target" && !r.ready ? " (not ready)" : ""}`)
-                .join(" · ");
-            const held = "held" in st && st.held ? `; HELD ${st.held.at}: ${st.held.reason}` : "";
-            const gate = "lastGate" in st && st.lastGate ? `; last gate ${st.lastGate.verdict} at ${st.lastGate.at}` : "; no gate yet";
-            out.push(`${spoke}/${e.name} -> ${e.rollout.revision}: ${st.phase}${step}; ${weights}${held}${gate}`);
+            out.push(`${spoke}/${e.name} -> ${rolloutSummary(e)}`);
         }
     }
     return out;
+}
+
+/**
+ * One line on an endpoint's rollout: target revision, phase and step, weights per graph, hold and last gate verdict
+ * (`npm run status`, the PR diff's placement table). Empty without a rollout.
+ */
+export function rolloutSummary(e: Endpoint): string {
+    if (!e.rollout) return "";
+    const st = stateOf(e.rollout);
+    const step = st.phase === "shifting" ? ` step ${(st.step ?? 0) + 1}/${e.rollout.steps.length}` : "";
+    const weights = revisionsOf(e)
+        .map((r) => `${r.graph.name} ${r.weight ?? 0}%${r.role === "target" && !r.ready ? " (not ready)" : ""}`)
+        .join(" · ");
+    const held = "held" in st && st.held ? `; HELD ${st.held.at}: ${st.held.reason}` : "";
+    const gate = "lastGate" in st && st.lastGate ? `; last gate ${st.lastGate.verdict} at ${st.lastGate.at}` : "; no gate yet";
+    return `${e.rollout.revision}: ${st.phase}${step}; ${weights}${held}${gate}`;
 }

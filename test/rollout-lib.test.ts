@@ -19,6 +19,7 @@ import {
     revisionsOf,
     rolloutStatusLines,
 } from "../lib/rollout";
+import { diffMarkdown, placementChanges } from "../tools/diff";
 import { readStackFile } from "../tools/stackfiles";
 import { STACKS, stackFile, testTempDir } from "./helpers";
 
@@ -123,5 +124,25 @@ describe("the hub-file edit", () => {
         expect(e.rollout).toBeUndefined();
         expect(e.engine).toBe("sglang");
         expect(YAML.parse(out).config["platform:endpoints"].length).toBe(ENDPOINTS.length);
+    });
+});
+
+describe("the PR diff shows a rollout's step, weights and last gate verdict", () => {
+    it("advancing a step changes the placement table's line for the endpoint", () => {
+        const dir = testTempDir("rollout-diff-");
+        for (const side of ["base", "head"]) fs.mkdirSync(path.join(dir, side));
+        const text = fs.readFileSync(HUB_FILE, "utf8");
+        fs.writeFileSync(path.join(dir, "base", "Pulumi.hub-prod.yaml"), text);
+        const d = decideAdvance(E, NOW, { gate: gate("pass") });
+        fs.writeFileSync(path.join(dir, "head", "Pulumi.hub-prod.yaml"), applyEdit(text, HUB_FILE, INDEX, d.edit));
+        const placement = placementChanges(path.join(dir, "base"), path.join(dir, "head"));
+        expect(placement.map((p) => p.spoke)).toEqual(["hcm1"]);
+        const md = diffMarkdown([], { ref: "main", sha: "0123456789abcdef" }, { files: [], placement });
+        expect(md).toContain(
+            "+ qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 2/4; qwen3-32b 75% · qwen3-32b-v2 25%; last gate pass at 2026-12-02T00:00:00Z)",
+        );
+        expect(md).toContain(
+            "− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 1/4; qwen3-32b 90% · qwen3-32b-v2 10%; last gate pass at 2026-12-01T09:00:00Z)",
+        );
     });
 });
