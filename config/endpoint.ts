@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { makeRolloutSchema, RevisionLabel } from "./rollout";
 
 /** A DNS-1123 label usable as a Kubernetes object name prefix (endpoints add suffixes, so keep it short). */
 export const DnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/, "must be a lower-case DNS label of at most 40 characters");
@@ -99,6 +100,10 @@ export const KvExceptionSchema = z
     })
     .strict();
 
+/** A gated canary rollout of an endpoint (config/rollout.ts `makeRolloutSchema`, docs/rollout.md). */
+export const RolloutSchema = makeRolloutSchema({ TopologySchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, KvExceptionSchema });
+export type Rollout = z.infer<typeof RolloutSchema>;
+
 /**
  * An inference endpoint as the hub places it: one DynamoGraphDeployment on one spoke.
  * Part of the hub -> spoke placement contract.
@@ -122,18 +127,32 @@ export const EndpointSchema = z
         maxModelLen: z.number().int().positive().optional(),
         /** Reviewed exceptions to the KV-transport closed world ({@link KvExceptionSchema}). */
         kvExceptions: z.array(KvExceptionSchema).optional(),
+        /**
+         * The revision this endpoint runs (its DynamoGraphDeployment is `<name>-<revision>`); absent: the graph is named
+         * after the endpoint. Written by `npm run rollout` when a rollout completes (docs/rollout.md).
+         */
+        revision: RevisionLabel.optional(),
+        /** A gated canary rollout to a new revision (config/rollout.ts `RolloutSchema`, docs/rollout.md). */
+        rollout: RolloutSchema.optional(),
     })
     .strict();
 
 export type Endpoint = z.infer<typeof EndpointSchema>;
 export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;
 
-/** GPUs an endpoint occupies at its configured replica counts. */
-export function endpointGpus(e: Endpoint): number {
-    const t = e.topology;
+/** GPUs a topology occupies at its configured replica counts. */
+export function topologyGpus(t: z.infer<typeof TopologySchema>): number {
     return t.mode === "disaggregated"
         ? t.prefill.replicas * t.prefill.gpusPerWorker + t.decode.replicas * t.decode.gpusPerWorker
         : t.workers.replicas * t.workers.gpusPerWorker;
+}
+
+/**
+ * GPUs an endpoint occupies at its configured replica counts; during a rollout both revisions run side by side, so
+ * the target's topology counts too (config/rollout.ts).
+ */
+export function endpointGpus(e: Endpoint): number {
+    return topologyGpus(e.topology) + (e.rollout ? topologyGpus(e.rollout.target.topology ?? e.topology) : 0);
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ConfigIssue } from "./errors";
 import { endpointGpus, endpointUpstreamIssues } from "./endpoint";
 import type { HubConfig } from "./hub";
 import type { LimitSet } from "./limits";
+import { revisionsToCheck } from "./rollout";
 import { KNOWN_MODELS, tensorParallelProblem } from "./models";
 
 /** Limit dimensions compared between tiers; tokens as a rate (per window second) so windows may differ. */
@@ -71,36 +72,38 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
             }),
         );
     }
-    h.endpoints.forEach((e, i) => {
-        const key = `platform:endpoints[${i}]`;
-        const arch = KNOWN_MODELS[e.model];
-        if (arch) {
-            const groups =
-                e.topology.mode === "disaggregated"
-                    ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
-                    : [["workers", e.topology.workers] as const];
-            for (const [role, g] of groups) {
-                const p = tensorParallelProblem(arch, g.gpusPerWorker);
-                if (p)
+    h.endpoints.forEach((ep, i) => {
+        // Both revisions during a rollout: the target runs its own graph (config/rollout.ts).
+        for (const { endpoint: e, key } of revisionsToCheck(ep, `platform:endpoints[${i}]`)) {
+            const arch = KNOWN_MODELS[e.model];
+            if (arch) {
+                const groups =
+                    e.topology.mode === "disaggregated"
+                        ? [["prefill", e.topology.prefill] as const, ["decode", e.topology.decode] as const]
+                        : [["workers", e.topology.workers] as const];
+                for (const [role, g] of groups) {
+                    const p = tensorParallelProblem(arch, g.gpusPerWorker);
+                    if (p)
+                        issues.push({
+                            key: `${key}.topology.${role}.gpusPerWorker`,
+                            message: `${e.model}: ${p}; the engine refuses to start (${arch.source})`,
+                        });
+                }
+                if (e.maxModelLen !== undefined && e.maxModelLen > arch.maxPositionEmbeddings) {
                     issues.push({
-                        key: `${key}.topology.${role}.gpusPerWorker`,
-                        message: `${e.model}: ${p}; the engine refuses to start (${arch.source})`,
+                        key: `${key}.maxModelLen`,
+                        message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})`,
                     });
+                }
             }
-            if (e.maxModelLen !== undefined && e.maxModelLen > arch.maxPositionEmbeddings) {
+            issues.push(...endpointUpstreamIssues(e, key));
+            const used = endpointGpus(e);
+            if (e.planner.enabled && e.planner.maxGpuBudget < used) {
                 issues.push({
-                    key: `${key}.maxModelLen`,
-                    message: `${e.maxModelLen} tokens is beyond ${e.model}'s max_position_embeddings ${arch.maxPositionEmbeddings}; the engine refuses it (${arch.source})`,
+                    key: `${key}.planner.maxGpuBudget`,
+                    message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (${key}.topology); the planner could never reach its own starting point`,
                 });
             }
-        }
-        issues.push(...endpointUpstreamIssues(e, key));
-        const used = endpointGpus(e);
-        if (e.planner.enabled && e.planner.maxGpuBudget < used) {
-            issues.push({
-                key: `${key}.planner.maxGpuBudget`,
-                message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (platform:endpoints[${i}].topology); the planner could never reach its own starting point`,
-            });
         }
     });
     return issues;

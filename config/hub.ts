@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { LimitSetSchema } from "./limits";
+import { rolloutHubIssues } from "./rollout";
 import { UsageLedgerConfigSchema } from "./metering";
 import { SpokeIdentityConfigSchema } from "./spoke-identity";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
@@ -110,6 +111,7 @@ export const HubConfigSchema = z
             });
         };
         dupes(h.spokes, (s) => s.name, "spokes", "spoke name");
+        for (const x of rolloutHubIssues(h.endpoints)) issue(x.path, x.message);
         for (const [name, id] of Object.entries(h.spokeIdentities)) {
             const s = h.spokes.find((x) => x.name === name);
             if (!s) issue(["spokeIdentities", name], `unknown spoke "${name}" (known: ${h.spokes.map((x) => x.name).join(", ")})`);

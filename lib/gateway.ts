@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
-import { INFERENCE_NAMESPACE } from "./labels";
+import { INFERENCE_NAMESPACE, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
 import { type ListenerTls, TLS_TERMINATED_BY_ANNOTATION } from "./edge";
 import { frontendService } from "./serving";
@@ -270,6 +270,12 @@ export function gateway(x: GatewayInput) {
 export interface RoutedEndpoint {
     name: string;
     model: string;
+    /**
+     * Percent of the model's traffic during a rollout (lib/rollout.ts `revisionsOf`), rendered as the backendRef's
+     * `weight` (Gateway API meaning: weight / sum of the rule's weights; 0 sends none; upstream/rollout.ts
+     * `aiGatewayRouteWeightFact`). Unset outside a rollout: no weight is rendered (upstream default 1, equal shares).
+     */
+    weight?: number;
 }
 
 /** Envoy Gateway Backend: the endpoint's Dynamo frontend Service by FQDN (AIServiceBackend accepts only Backends). */
@@ -335,15 +341,15 @@ export interface RouteTimeouts {
  * long-stream timeouts. Models are unique by construction.
  */
 export function modelRules(endpoints: RoutedEndpoint[], t: RouteTimeouts) {
-    const byModel = new Map<string, string[]>();
-    for (const e of endpoints) byModel.set(e.model, [...(byModel.get(e.model) ?? []), e.name]);
+    const byModel = new Map<string, RoutedEndpoint[]>();
+    for (const e of endpoints) byModel.set(e.model, [...(byModel.get(e.model) ?? []), e]);
     return [...byModel.keys()].sort().map((model) => ({
         name: ruleName(model),
         matches: [{ headers: [{ type: "Exact", name: AI_GATEWAY_MODEL_HEADER, value: model }] }],
         backendRefs: byModel
             .get(model)!
-            .sort()
-            .map((name) => ({ name })),
+            .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+            .map((e) => (e.weight === undefined ? { name: e.name } : { name: e.name, weight: e.weight })),
         timeouts: { request: `${t.requestSeconds}s` },
         streamIdleTimeout: `${t.streamIdleSeconds}s`,
     }));
@@ -360,19 +366,29 @@ export function chunk<T>(items: T[], size: number): T[][] {
 /**
  * The AIGatewayRoutes for a spoke: {@link modelRules} split into routes of at most {@link MAX_RULES_PER_ROUTE}
  * rules (`<gateway>-models-<i>`), each attached to the LLM Gateway and declaring the same `llmRequestCosts`.
- * No endpoints: no routes (every request then gets the AI Gateway's 404).
+ * No endpoints: no routes (every request then gets the AI Gateway's 404). A route carrying a rule of a model under a
+ * rollout is annotated {@link ROLLOUT_ANNOTATION} with that rollout's state (lib/rollout.ts `rolloutAnnotation`).
  */
-export function aiGatewayRoutes(endpoints: RoutedEndpoint[], namespace: string, t: RouteTimeouts) {
-    return chunk(modelRules(endpoints, t), MAX_RULES_PER_ROUTE).map((rules, i) => ({
-        apiVersion: "aigateway.envoyproxy.io/v1beta1",
-        kind: "AIGatewayRoute",
-        metadata: { name: `${GATEWAY_NAME}-models-${i}`, namespace },
-        spec: {
-            parentRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: GATEWAY_NAME }],
-            llmRequestCosts: llmRequestCosts(),
-            rules,
-        },
-    }));
+export function aiGatewayRoutes(endpoints: RoutedEndpoint[], namespace: string, t: RouteTimeouts, rollouts: RolloutAnnotationEntry[] = []) {
+    return chunk(modelRules(endpoints, t), MAX_RULES_PER_ROUTE).map((rules, i) => {
+        // The rollouts whose rules this route carries, for the pack's ordering policy (policies/rollout.ts).
+        const models = new Set(rules.map((r) => r.matches[0].headers[0].value));
+        const mine = rollouts.filter((r) => models.has(r.model));
+        return {
+            apiVersion: "aigateway.envoyproxy.io/v1beta1",
+            kind: "AIGatewayRoute",
+            metadata: {
+                name: `${GATEWAY_NAME}-models-${i}`,
+                namespace,
+                ...(mine.length ? { annotations: { [ROLLOUT_ANNOTATION]: JSON.stringify(mine) } } : {}),
+            },
+            spec: {
+                parentRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: GATEWAY_NAME }],
+                llmRequestCosts: llmRequestCosts(),
+                rules,
+            },
+        };
+    });
 }
 
 /** Pods (outside the gateway) allowed to scrape the frontends' `/metrics` on the HTTP port. */

@@ -43,3 +43,37 @@ export const INFERENCE_NAMESPACE = "inference";
  * the policy pack). Defined with the rule that reads it (upstream/ depends on nothing); `${LABEL_PREFIX}/kv-exceptions`.
  */
 export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/kv-transport";
+
+/* Rollouts (lib/rollout.ts, policies/rollout.ts). */
+
+/**
+ * AIGatewayRoute annotation: JSON array of the rollouts whose rules the route carries, one
+ * {@link RolloutAnnotationEntry} each (lib/rollout.ts `rolloutAnnotation`).
+ */
+export const ROLLOUT_ANNOTATION = "inference-platform.io/rollouts";
+/** DynamoGraphDeployment label: the endpoint a revisioned graph belongs to. */
+export const REVISION_OF_LABEL = "inference-platform.io/revision-of";
+/** DynamoGraphDeployment label: the revision a revisioned graph runs. */
+export const REVISION_LABEL = "inference-platform.io/revision";
+
+/** One revision of a rollout as the route annotation carries it. */
+export interface RolloutRevisionEntry {
+    /** DynamoGraphDeployment name = Backend = AIServiceBackend name. */
+    dgd: string;
+    role: "source" | "target";
+    /** Percent of the model's traffic on this spoke (0-100); the two revisions add up to 100. */
+    weight: number;
+    /** Capacity was reported ready by the spoke's Prometheus before traffic was written (the source always is). */
+    ready: boolean;
+}
+
+/** One rollout as the route annotation carries it. */
+export interface RolloutAnnotationEntry {
+    endpoint: string;
+    model: string;
+    phase: "warming" | "shifting" | "aborting";
+    /** Index into `steps` while shifting. */
+    step?: number;
+    steps: number[];
+    revisions: [RolloutRevisionEntry, RolloutRevisionEntry];
+}

@@ -12,6 +12,7 @@ import { failClosed } from "./lib/unknown";
 import { visibilityPolicies } from "./visibility";
 import { pdCompatPolicies } from "./pd-compat";
 import { upstreamPolicies } from "./upstream";
+import { rolloutPolicies } from "./rollout";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -35,5 +36,6 @@ export const allPolicies: Policy[] = (
         ...awsPolicies,
         ...edgeTlsPolicies,
         ...upstreamPolicies,
+        ...rolloutPolicies,
     ] as Policy[]
 ).map(failClosed);

@@ -6,6 +6,7 @@ import type { SpokeContract } from "../config/contract";
 import { ConfigError } from "../config/errors";
 import { HUB_OUTPUTS_ENV } from "./load";
 import type { GatewayConfig } from "../config/gateway";
+import { renderedRevisions, rolloutAnnotation } from "../lib/rollout";
 
 /**
  * How this spoke's workloads obtain their AWS role, from the contract's `identity` block (the hub exports no
@@ -94,7 +95,13 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
         "agent-router",
         {
             spoke: d.spoke,
-            endpoints: d.contract.endpoints.map((e) => ({ name: e.name, model: e.model })),
+            // One backend per graph: both revisions of an endpoint under a rollout, with the step's weights.
+            endpoints: renderedRevisions(d.contract.endpoints).map((r) => ({
+                name: r.graph.name,
+                model: r.graph.model,
+                ...(r.weight === undefined ? {} : { weight: r.weight }),
+            })),
+            rollouts: rolloutAnnotation(d.contract.endpoints),
             gateway: d.gateway,
             policy: d.contract.policy,
             awsCredentials,

@@ -10,6 +10,7 @@ import { versions } from "../config/versions";
 import type { PoolPlacement } from "../lib/dgd";
 import { INFERENCE_NAMESPACE } from "../lib/labels";
 import { kvFabricOf } from "../lib/nixl";
+import { placedGraphs } from "../lib/rollout";
 import { placeEndpoints, unpublishedRdmaResources } from "../lib/serving";
 import type { SpokeInfra } from "./spoke-infra";
 
@@ -47,7 +48,9 @@ export type ServingOutputs = Record<string, { pool: string; frontend: { name: st
 export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOptions): ServingOutputs {
     const { serving, contract, infra } = s;
     const prometheusEndpoint = serving.prometheusEndpoint ?? s.prometheusUrl;
-    const { placements, issues } = placeEndpoints(contract.endpoints, infra.pools, serving, `hub output spokeContracts.${s.spoke}`);
+    // Both revisions of an endpoint under a rollout are placed, each its own graph (lib/rollout.ts placedGraphs).
+    const placed = placedGraphs(contract.endpoints, serving);
+    const { placements, issues } = placeEndpoints(placed.graphs, infra.pools, placed.serving, `hub output spokeContracts.${s.spoke}`);
     if (issues.length) throw new ConfigError(s.stackFile, issues);
     const outputs: ServingOutputs = {};
     if (placements.length === 0) return outputs;
@@ -113,6 +116,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             mooncakeKvEvents = store.kvEventsEndpoint;
             deps.push(store);
         }
+        const rev = placed.revisions.find((r) => r.graph.name === e.name);
         const ep = new ModelEndpoint(
             `endpoint-${e.name}`,
             {
@@ -127,6 +131,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
                 mooncakeMaster,
                 mooncakeKvEvents,
                 systemNodeSelector: infra.systemNodeSelector,
+                revisionOf: rev?.revision ? { endpoint: rev.endpoint, revision: rev.revision } : undefined,
             },
             { ...opts, dependsOn: deps },
         );

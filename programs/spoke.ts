@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { type SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
 import { isEksSpoke, type SpokeConfig } from "../config/stack";
+import { placedGraphs } from "../lib/rollout";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { readSpokeCredentials } from "./gateway";
@@ -89,7 +90,8 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
  * @throws ConfigError naming the stack file and the contract/config keys when one does not fit
  */
 export function checkPlacement(cfg: SpokeConfig, contract: SpokeContract, stackFile: string): void {
-    const { issues } = placeEndpoints(contract.endpoints, placementPools(cfg), cfg.serving, `hub output spokeContracts.${cfg.spoke.name}`);
+    const placed = placedGraphs(contract.endpoints, cfg.serving);
+    const { issues } = placeEndpoints(placed.graphs, placementPools(cfg), placed.serving, `hub output spokeContracts.${cfg.spoke.name}`);
     if (issues.length) throw new ConfigError(stackFile, issues);
 }
 

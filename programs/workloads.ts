@@ -1,6 +1,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
+import { renderedRevisions } from "../lib/rollout";
 import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
 import { Observability } from "../components/spoke/Observability";
@@ -62,7 +63,8 @@ export function deployWorkloads(
         {
             spoke: cfg.spoke.name,
             config: cfg.observability,
-            endpoints: contract.endpoints.map((e) => ({
+            // Every graph, both revisions during a rollout (each scraped with its own Dynamo namespace).
+            endpoints: renderedRevisions(contract.endpoints).map(({ graph: e }) => ({
                 name: e.name,
                 model: e.model,
                 engine: e.engine,

@@ -107,6 +107,54 @@ describe("bad stack files: refused naming the file and the key", () => {
             "platform:endpoints[1].maxModelLength",
             /did you mean "maxModelLen"\?/,
         ],
+        // Rollouts (config/rollout.ts): endpoints[3] is hcm1/qwen3-32b, which ships with one.
+        [
+            "a rollout without a gate",
+            "hub-prod",
+            (d) => {
+                delete d["platform:endpoints"][3].rollout.gate;
+            },
+            "platform:endpoints[3].rollout.gate",
+            /missing: a rollout without a gate is refused/,
+        ],
+        [
+            "rollout steps that do not end at 100",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.steps = [10, 50];
+                delete d["platform:endpoints"][3].rollout.state;
+            },
+            "platform:endpoints[3].rollout.steps",
+            /must end at 100 \(the last step moves all traffic to the target\), got 50/,
+        ],
+        [
+            "rollout steps that do not increase",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.steps = [10, 10, 100];
+            },
+            "platform:endpoints[3].rollout.steps[1]",
+            /10 is not above the step before it \(10\): steps must be strictly increasing/,
+        ],
+        [
+            "a rollout gate reading metrics sooner than the ingest delay allows",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.gate.ingestDelaySeconds = 30;
+            },
+            "platform:endpoints[3].rollout.gate.ingestDelaySeconds",
+            /90/,
+        ],
+        [
+            "a rollout on a model another endpoint of the spoke also serves",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"].push({ ...d["platform:endpoints"][3], name: "qwen-extra", rollout: undefined });
+                delete d["platform:endpoints"][d["platform:endpoints"].length - 1].rollout;
+            },
+            "platform:endpoints[3].rollout",
+            /endpoints\[5\] \(qwen-extra\) serves Qwen\/Qwen3-32B on spoke hcm1 too/,
+        ],
         // Credentials in plain config.
         [
             "a Hugging Face token where a Secret's name goes",

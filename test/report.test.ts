@@ -259,7 +259,8 @@ describe("hub report (hub-prod)", () => {
     it("maps spokes by region with the endpoints placed on each and GPUs against capacity", async () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
-            ["hcm1", "vn-hochiminh-1", 12, 16],
+            // 12 + the 4 GPUs of the shipped rollout's target graph (qwen3-32b-v2 runs beside qwen3-32b).
+            ["hcm1", "vn-hochiminh-1", 16, 16],
             ["hn1", "vn-hanoi-1", 12, 16],
             ["sg1", "ap-southeast-1", 8, 16],
         ]);
@@ -279,9 +280,13 @@ describe("hub report (hub-prod)", () => {
             ]),
         );
         const md = files["report.md"] as string;
-        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 16/16 |");
+        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 16/16 | 16/16 |");
         expect(md).not.toContain("## Warnings");
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
+        // The shipped rollout: step, weights per graph and last gate verdict (lib/rollout.ts).
+        expect(md).toContain(
+            "| hcm1/qwen3-32b | v2 | engine, planner | shifting | 1/4 (10%) of 10 → 25 → 50 → 100 | qwen3-32b (sglang) 90% · qwen3-32b-v2 (vllm) 10% | - | pass at 2026-12-01T09:00:00Z",
+        );
         expect(md).toContain("5 API keys");
         expect(md).not.toMatch(/sk-h200-/);
     });
@@ -307,7 +312,8 @@ describe("hub report (hub-prod)", () => {
         );
         expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
         expect(md).toContain(
-            "| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 4 | 16 (default) | none |",
+            // 8 GPUs: both revisions of the shipped rollout.
+            "| Qwen/Qwen3-32B | hcm1 (vn-hochiminh-1) | qwen3-32b | sglang | disaggregated: prefill 1 x 2 GPU, decode 1 x 2 GPU | 8 | 16 (default) | none |",
         );
         expect(warningLines(md)).toEqual([
             "spoke hn1: something the program logged",

@@ -31,11 +31,13 @@ describe.each(["spoke-hn1", "spoke-hcm1"])("%s", (spoke) => {
         resources = (await runHubAndSpoke(spoke)).spoke.resources;
     });
 
-    it("renders one v1beta1 DGD per placed endpoint, named after it, in the inference namespace", () => {
+    it("renders one v1beta1 DGD per placed endpoint (two during a rollout), named after it (and its revision), in the inference namespace", () => {
         const dgds = byType(resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
         expect(dgds.map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`).sort()).toEqual([
             "inference/llama-70b/vllm",
             "inference/qwen3-32b/sglang",
+            // The shipped rollout's target revision runs beside the source, its own graph (lib/rollout.ts).
+            "inference/qwen3-32b-v2/vllm",
         ]);
         for (const d of dgds) expect(d.spec.components[0]).toMatchObject({ name: "Frontend", type: "frontend" });
         expect(frontendService("qwen3-32b")).toEqual({ name: "qwen3-32b-frontend", namespace: "inference", port: 8000 });

@@ -13,6 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { endpointGpus } from "../config/endpoint";
+import { rolloutSummary } from "../lib/rollout";
 import { HubConfigSchema, namespaceConfig } from "../config/stack";
 import { readStackFile, stackNameOf } from "./stackfiles";
 
@@ -324,7 +325,10 @@ function loadsOf(file: string | undefined): Map<string, SpokeLoad> | undefined {
                     capacity: s.gpus,
                     placed: eps.reduce((n, e) => n + endpointGpus(e), 0),
                     budgets: eps.reduce((n, e) => n + (e.planner.enabled ? e.planner.maxGpuBudget : 0), 0),
-                    endpoints: eps.map((e) => `${e.name} (${e.model}, ${endpointGpus(e)} GPUs)`).sort(),
+                    // A rollout's step, weights and last gate verdict change the line, so every step shows in the PR diff.
+                    endpoints: eps
+                        .map((e) => `${e.name} (${e.model}, ${endpointGpus(e)} GPUs${e.rollout ? `; rollout ${rolloutSummary(e)}` : ""})`)
+                        .sort(),
                 },
             ];
         }),

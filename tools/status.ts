@@ -1,4 +1,5 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { rolloutStatusLines } from "../lib/rollout";
 import { readHubOutputs } from "./hub-outputs";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
@@ -340,6 +341,9 @@ async function main(argv: string[]): Promise<number> {
     const windowHours = num("window-hours", 24);
     const json = readHubOutputs(file, hub);
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+    // Rollouts in flight (lib/rollout.ts): step, weights, last gate verdict, from the placement contracts.
+    const rollouts = rolloutStatusLines(((json as { outputs?: unknown })?.outputs ?? (json as any))?.spokeContracts);
+    if (rollouts.length && !argv.includes("--json")) process.stdout.write(`rollouts:\n${rollouts.map((l) => `  ${l}`).join("\n")}\n\n`);
     if (argv.includes("--local")) return runLocal(spokes, argv.includes("--json"), maxBehindSeconds, windowHours);
     const endpoint = opt("s3-endpoint");
     const clients = new Map<string, S3Client>();

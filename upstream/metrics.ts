@@ -100,6 +100,13 @@ export const metrics: Readonly<Record<string, MetricFact>> = {
         help: "Requests waiting for their first token (HTTP queue)",
         source: DYNAMO_FRONTEND,
     },
+    dynamo_frontend_model_total_kv_blocks: {
+        exporter: "dynamo-frontend",
+        type: "gauge",
+        labels: ["model"],
+        help: "Total KV cache blocks available for a worker serving the model (set once a worker registers; the rollout health gate)",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/metrics.rs",
+    },
     dynamo_frontend_output_tokens_total: {
         exporter: "dynamo-frontend",
         type: "counter",

@@ -21,7 +21,7 @@ import {
     type RoutedEndpoint,
     securityPolicy,
 } from "../../lib/gateway";
-import { INFERENCE_NAMESPACE } from "../../lib/labels";
+import { INFERENCE_NAMESPACE, type RolloutAnnotationEntry } from "../../lib/labels";
 import { meteringAccessLogSetting } from "../../services/shared/accesslog";
 import { listenerTls, nlbEnvoyService } from "../../lib/edge";
 import { AuthService } from "./AuthService";
@@ -34,6 +34,8 @@ export interface AgentRouterArgs {
     spoke: string;
     /** Endpoints placed on this spoke (contract `endpoints[]`): one Backend + AIServiceBackend each, one route rule per model. */
     endpoints: RoutedEndpoint[];
+    /** Rollouts of this spoke's endpoints (lib/rollout.ts `rolloutAnnotation`), annotated on their routes. */
+    rollouts?: RolloutAnnotationEntry[];
     /** `platform:gateway` (config/gateway.ts), defaults applied. */
     gateway: GatewayConfig;
     /** The contract's policy block (where the auth service pulls bundles from). */
@@ -199,10 +201,12 @@ export class AgentRouter extends pulumi.ComponentResource {
             const b = cr(`backend-${e.name}`, backend(e, ns), [aigw, gwNs]);
             return [b, cr(`ai-backend-${e.name}`, aiServiceBackend(e, ns), [b])];
         });
-        const routes = aiGatewayRoutes(args.endpoints, ns, {
-            requestSeconds: g.requestTimeoutSeconds,
-            streamIdleSeconds: g.streamIdleTimeoutSeconds,
-        });
+        const routes = aiGatewayRoutes(
+            args.endpoints,
+            ns,
+            { requestSeconds: g.requestTimeoutSeconds, streamIdleSeconds: g.streamIdleTimeoutSeconds },
+            args.rollouts,
+        );
         for (const r of routes) cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends]);
         this.routeNames = routes.map((r) => r.metadata.name);
 

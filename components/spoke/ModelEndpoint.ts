@@ -1,6 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { buildDgd, type DgdArgs, mooncakeClientConfigMapData } from "../../lib/dgd";
+import { REVISION_LABEL, REVISION_OF_LABEL } from "../../lib/labels";
 import { mooncakeNames } from "../../lib/mooncake";
 import { frontendService } from "../../lib/serving";
 
@@ -11,6 +12,8 @@ export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
     mooncakeMaster?: string;
     /** The Mooncake master's KV-event endpoint, when it publishes KV events (components/spoke/MooncakeStore.ts). */
     mooncakeKvEvents?: string;
+    /** Set for a revisioned graph (lib/rollout.ts): the endpoint and revision it runs, as labels the pack reads. */
+    revisionOf?: { endpoint: string; revision: string };
 };
 
 /**
@@ -49,6 +52,12 @@ export class ModelEndpoint extends pulumi.ComponentResource {
             };
         }
         const dgd = buildDgd({ ...args, mooncake });
+        if (args.revisionOf)
+            dgd.metadata.labels = {
+                ...dgd.metadata.labels,
+                [REVISION_OF_LABEL]: args.revisionOf.endpoint,
+                [REVISION_LABEL]: args.revisionOf.revision,
+            };
         this.graph = new k8s.apiextensions.CustomResource(`${name}-dgd`, dgd, { parent: this, dependsOn: deps });
         this.frontend = frontendService(e.name);
         this.registerOutputs({ frontend: this.frontend });

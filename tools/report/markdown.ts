@@ -5,6 +5,37 @@
  */
 import type { EndpointView, HubView, PolicyView, PoolView, SpokeView, StackView } from "./model";
 
+/** The rollouts among `endpoints` (with the spoke each runs on), as a section; empty when none. */
+function rolloutSection(eps: Array<{ spoke?: string; e: EndpointView }>): string[] {
+    const ro = eps.filter((x) => x.e.rollout);
+    if (!ro.length) return [];
+    return [
+        "## Rollouts",
+        "",
+        "Gated canary rollouts (docs/rollout.md): each step is one reviewed `pulumi up` written by `npm run rollout`; both revisions run side by side, each its own DynamoGraphDeployment and Dynamo namespace.",
+        "",
+        ...table(
+            ["endpoint", "revision", "changes", "phase", "step", "weights", "held", "last gate"],
+            ro.map(({ spoke, e }) => {
+                const r = e.rollout!;
+                return [
+                    spoke ? `${spoke}/${e.name}` : e.name,
+                    r.revision,
+                    r.changes.join(", "),
+                    r.phase,
+                    `${r.step} of ${r.steps.join(" → ")}`,
+                    r.graphs
+                        .map((g) => `${g.name} (${g.engine}) ${g.weight}%${g.role === "target" && !g.ready ? " not ready" : ""}`)
+                        .join(" · "),
+                    r.held ?? "-",
+                    r.lastGate ?? "-",
+                ];
+            }),
+        ),
+        "",
+    ];
+}
+
 /** Escapes text for a Markdown table cell. */
 export function cell(s: unknown): string {
     return String(s ?? "")
@@ -251,6 +282,7 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
             "",
         );
     }
+    lines.push(...rolloutSection(v.endpoints.map((e) => ({ e }))));
     if (v.endpoints.some((e) => e.features)) {
         lines.push(
             "## Features and signals per endpoint",
@@ -351,6 +383,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
             `⚠ planner budgets above capacity on ${over.map((s) => `${s.name} (${s.plannerBudgetGpus} > ${s.capacityGpus})`).join(", ")}: planners scaling at once compete for GPUs.`,
             "",
         );
+    lines.push(...rolloutSection(v.spokes.flatMap((s) => s.endpoints.map((e) => ({ spoke: s.name, e })))));
     lines.push("## Endpoints by model", "");
     const rows: unknown[][] = [];
     for (const m of v.models) {

@@ -6,6 +6,7 @@
  */
 import { endpointSignals } from "../../upstream/check/signals";
 import { endpointGpus, type Endpoint } from "../../config/endpoint";
+import { dgdName, revisionsOf, stateOf } from "../../lib/rollout";
 import type { NodeProfile } from "../../config/nodeProfile";
 import { type HubConfig, isEksSpoke, type SpokeConfig, type StackConfig } from "../../config/stack";
 import type { PolicyReport } from "../policy-runner";
@@ -78,6 +79,24 @@ export interface EndpointView {
     features?: { active: string[]; off: string[]; signals: string[] };
     /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
     kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
+    /** The endpoint's rollout, when it has one (config/rollout.ts). */
+    rollout?: RolloutView;
+}
+
+/** A rollout as the report shows it. */
+export interface RolloutView {
+    revision: string;
+    phase: string;
+    /** `k/n (p%)` while shifting, else `-`. */
+    step: string;
+    steps: number[];
+    /** Source and target graphs with their weights (percent) and readiness. */
+    graphs: Array<{ name: string; role: string; engine: string; weight: number; ready: boolean }>;
+    /** The settings the target changes. */
+    changes: string[];
+    since?: string;
+    held?: string;
+    lastGate?: string;
 }
 
 /** One compute rail of a node pool, joined with the objects rendered for it. */
@@ -245,6 +264,25 @@ function endpointView(e: Endpoint): EndpointView {
             ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens`
             : undefined,
         kvExceptions: [...(e.kvExceptions ?? [])],
+        ...(e.rollout ? { rollout: rolloutView(e) } : {}),
+    };
+}
+
+/** A rollout as the report shows it: revisions, step, weights, last gate verdict (lib/rollout.ts). */
+function rolloutView(e: Endpoint): RolloutView {
+    const r = e.rollout!;
+    const st = stateOf(r);
+    const revs = revisionsOf(e);
+    return {
+        revision: r.revision,
+        phase: st.phase,
+        step: st.phase === "shifting" ? `${(st.step ?? 0) + 1}/${r.steps.length} (${r.steps[st.step ?? 0]}%)` : "-",
+        steps: [...r.steps],
+        graphs: revs.map((x) => ({ name: x.graph.name, role: x.role, engine: x.graph.engine, weight: x.weight ?? 0, ready: x.ready })),
+        changes: Object.keys(r.target),
+        since: st.since,
+        held: "held" in st && st.held ? `${st.held.at}: ${st.held.reason}` : undefined,
+        lastGate: "lastGate" in st && st.lastGate ? `${st.lastGate.verdict} at ${st.lastGate.at}: ${st.lastGate.summary}` : undefined,
     };
 }
 
@@ -397,10 +435,12 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
     const endpoints = placed
         .map((e) => {
             const v = endpointView(e);
-            const dgd = dgds.get(e.name);
+            // The endpoint's graph (`<name>-<revision>` once revisioned), and during a rollout the target's too.
+            const dgd = dgds.get(dgdName(e.name, e.revision));
+            const target = e.rollout ? dgds.get(dgdName(e.name, e.rollout.revision)) : undefined;
             return {
                 ...v,
-                renderedGpus: dgd ? dgdGpus(dgd) : undefined,
+                renderedGpus: dgd ? dgdGpus(dgd) + (target ? dgdGpus(target) : 0) : undefined,
                 pool: input.outputs?.serving?.[e.name]?.pool,
                 features: signals.get(dgd?.metadata?.name ?? e.name),
             };

@@ -1,0 +1,206 @@
+import { z } from "zod";
+import type { Endpoint, KvExceptionSchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, TopologySchema } from "./endpoint";
+
+/**
+ * A revision label: names a revision's DynamoGraphDeployment `<endpoint>-<revision>` (lib/rollout.ts `dgdName`), and
+ * with it the revision's own Dynamo namespace `<k8s namespace>-<endpoint>-<revision>` (upstream/rollout.ts
+ * `dynamoNamespaceFact`). At most 12 characters so the DGD name stays a DNS label of at most 53 characters.
+ */
+export const RevisionLabel = z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?$/, "must be a lower-case DNS label of at most 12 characters (e.g. v2, r20261201)");
+
+/**
+ * The gate a rollout step must pass before the next step is written (lib/rollout.ts `evaluateGate`). Compares the
+ * target revision with the source revision on the same step's traffic, read from the spoke's Prometheus: the
+ * frontends' TTFT and ITL histograms and request counters, selected by Dynamo namespace.
+ */
+export const RolloutGateSchema = z
+    .object(
+        {
+            /** Highest accepted target/source ratio of TTFT p95 (1.2: the target may be 20% slower). */
+            ttftP95Ratio: z.number().min(1),
+            /** Highest accepted target/source ratio of inter-token latency p99. */
+            itlP99Ratio: z.number().min(1),
+            /** Highest accepted target error rate minus source error rate, as a fraction (0.01 = one percentage point). */
+            errorRateDelta: z.number().min(0).max(1),
+            /** Requests each revision must have answered within the step before the gate decides (fewer: wait). */
+            minRequests: z.number().int().min(1),
+            /** Seconds of the step's traffic the gate needs at least (the step's age less the ingest delay). */
+            windowSeconds: z.number().int().min(60),
+            /**
+             * Seconds between a request and its series being queryable (scrape interval, relabelling, remote write): the gate
+             * never reads the last `ingestDelaySeconds`. At least 90.
+             */
+            ingestDelaySeconds: z.number().int().min(90),
+        },
+        {
+            error: (iss) =>
+                iss.input === undefined
+                    ? "missing: a rollout without a gate is refused (ttftP95Ratio, itlP99Ratio, errorRateDelta, minRequests, windowSeconds, ingestDelaySeconds)"
+                    : undefined,
+        },
+    )
+    .strict();
+export type RolloutGate = z.infer<typeof RolloutGateSchema>;
+
+/** The verdict of a gate evaluation (lib/rollout.ts `evaluateGate`). */
+export const GateVerdict = z.enum(["pass", "hold", "wait"]);
+
+/**
+ * Where a rollout stands, written by `npm run rollout` (tools/rollout.ts); absent when a person has just added the
+ * rollout (phase `warming`).
+ * - `warming`: the target's capacity is up, it carries no traffic yet;
+ * - `shifting`: the target carries `steps[step]` percent of the traffic, the source the rest;
+ * - `aborting`: traffic is back on the source; both revisions still have capacity (the next abort removes the target).
+ */
+export const RolloutStateSchema = z
+    .object({
+        phase: z.enum(["warming", "shifting", "aborting"]),
+        /** Index into `steps` (phase `shifting`). */
+        step: z.number().int().min(0).optional(),
+        /** When this phase/step was written (UTC, ISO 8601): the gate reads traffic from here on. */
+        since: z.iso.datetime(),
+        /** The target's frontend reported ready capacity (health gate), so traffic may be sent to it. */
+        targetReady: z.boolean().optional(),
+        /** Set when a gate failed or a person held the rollout: no step is written until a person resumes or aborts. */
+        held: z
+            .object({ at: z.iso.datetime(), reason: z.string().min(1) })
+            .strict()
+            .optional(),
+        /** The last gate evaluation, as `npm run rollout -- status` reported it. */
+        lastGate: z.object({ at: z.iso.datetime(), verdict: GateVerdict, summary: z.string() }).strict().optional(),
+    })
+    .strict();
+export type RolloutState = z.infer<typeof RolloutStateSchema>;
+
+/** The endpoint schema's building blocks a rollout target reuses. */
+interface Blocks {
+    TopologySchema: typeof TopologySchema;
+    KvPoolSchema: typeof KvPoolSchema;
+    PlannerSchema: typeof PlannerSchema;
+    SpeculativeSchema: typeof SpeculativeSchema;
+    KvExceptionSchema: typeof KvExceptionSchema;
+}
+
+/**
+ * A gated canary rollout of an endpoint to a new revision: both revisions run side by side on the endpoint's spoke,
+ * each its own DynamoGraphDeployment and Dynamo namespace, behind one route rule whose backend weights are the
+ * current step's. Steps are traffic percentages to the target, strictly increasing, ending at 100. The runbook is
+ * docs/rollout.md. Built from the endpoint schema's blocks (config/endpoint.ts `RolloutSchema`), so the two modules
+ * load in either order.
+ */
+export function makeRolloutSchema(b: Blocks) {
+    const target = z
+        .object({
+            engine: z.enum(["vllm", "sglang", "trtllm"]),
+            topology: b.TopologySchema,
+            router: z.object({ mode: z.enum(["kv", "round-robin"]) }).strict(),
+            kvPool: b.KvPoolSchema,
+            planner: b.PlannerSchema,
+            speculative: b.SpeculativeSchema,
+            maxModelLen: z.number().int().positive(),
+            kvExceptions: z.array(b.KvExceptionSchema),
+        })
+        .partial()
+        .strict()
+        .refine((t) => Object.keys(t).length > 0, { message: "names no setting to change; a rollout needs at least one" });
+    return z
+        .object({
+            /** The target revision's label (the source is the endpoint's `revision`, or the bare endpoint name). */
+            revision: RevisionLabel,
+            /**
+             * Serving settings the target revision changes, merged over the endpoint's own (what the endpoint runs today).
+             * The served `model` and the spoke stay the endpoint's: a rollout changes how a model is served, not which
+             * model clients call or where.
+             */
+            target,
+            /** Traffic percentages to the target, strictly increasing, ending at 100. */
+            steps: z.array(z.number().int().min(1).max(100)).min(1),
+            gate: RolloutGateSchema,
+            state: RolloutStateSchema.optional(),
+        })
+        .strict()
+        .superRefine((r, ctx) => {
+            const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
+            r.steps.forEach((s, i) => {
+                if (i > 0 && s <= r.steps[i - 1])
+                    issue(["steps", i], `${s} is not above the step before it (${r.steps[i - 1]}): steps must be strictly increasing`);
+            });
+            if (r.steps.length && r.steps[r.steps.length - 1] !== 100)
+                issue(["steps"], `must end at 100 (the last step moves all traffic to the target), got ${r.steps[r.steps.length - 1]}`);
+            const st = r.state;
+            if (st?.phase === "shifting" && (st.step === undefined || st.step >= r.steps.length))
+                issue(["state", "step"], `phase shifting needs a step index below ${r.steps.length}`);
+            if (st?.phase === "shifting" && !st.targetReady)
+                issue(["state", "targetReady"], "traffic is shifted to the target only after its capacity was reported ready");
+            if (st && st.phase !== "shifting" && st.step !== undefined) issue(["state", "step"], `phase ${st.phase} carries no step`);
+        });
+}
+
+export type { Rollout } from "./endpoint";
+
+/** DynamoGraphDeployment name of an endpoint's revision: `<endpoint>-<revision>`, or the endpoint's name without one. */
+export function dgdName(endpoint: string, revision?: string): string {
+    return revision ? `${endpoint}-${revision}` : endpoint;
+}
+
+/**
+ * Hub-side checks of rollouts across the hub's endpoints (config/hub.ts): graph names unique per spoke (a revision's
+ * `<endpoint>-<revision>` must not be another endpoint's graph), a target revision differing from the one the
+ * endpoint runs, and no other endpoint of the same model on the spoke (the rule's weights split one model between the
+ * two revisions only).
+ * @returns issues with paths relative to `platform:`
+ */
+export function rolloutHubIssues(endpoints: readonly Endpoint[]): Array<{ path: (string | number)[]; message: string }> {
+    const out: Array<{ path: (string | number)[]; message: string }> = [];
+    const graphs = new Map<string, number>();
+    const claim = (spoke: string, graph: string, i: number, path: (string | number)[]) => {
+        const k = `${spoke}/${graph}`;
+        const other = graphs.get(k);
+        if (other !== undefined && other !== i)
+            out.push({ path, message: `graph ${graph} on spoke ${spoke} is also endpoints[${other}]'s; pick another revision label` });
+        else graphs.set(k, i);
+    };
+    endpoints.forEach((e, i) => claim(e.spoke, dgdName(e.name, e.revision), i, ["endpoints", i, e.revision ? "revision" : "name"]));
+    endpoints.forEach((e, i) => {
+        if (!e.rollout) return;
+        claim(e.spoke, dgdName(e.name, e.rollout.revision), i, ["endpoints", i, "rollout", "revision"]);
+        if (e.rollout.revision === e.revision)
+            out.push({
+                path: ["endpoints", i, "rollout", "revision"],
+                message: `is the revision the endpoint already runs (${e.revision})`,
+            });
+        endpoints.forEach((o, j) => {
+            if (j !== i && o.spoke === e.spoke && o.model === e.model)
+                out.push({
+                    path: ["endpoints", i, "rollout"],
+                    message: `endpoints[${j}] (${o.name}) serves ${e.model} on spoke ${e.spoke} too; a rollout's weights split one model between its own two revisions only`,
+                });
+        });
+    });
+    return out;
+}
+
+/** The endpoint as its source revision runs it (what it runs without the rollout). */
+export function sourceEndpoint(e: Endpoint): Endpoint {
+    const { rollout: _r, ...rest } = e;
+    return rest as Endpoint;
+}
+
+/** The endpoint as its target revision runs it: the target settings merged over the endpoint's, no rollout. */
+export function targetEndpoint(e: Endpoint): Endpoint {
+    if (!e.rollout) throw new Error(`endpoint ${e.name} has no rollout`);
+    const { rollout, ...rest } = e;
+    return { ...rest, ...rollout.target, revision: rollout.revision } as Endpoint;
+}
+
+/**
+ * Each revision an endpoint runs with the key its settings are checked under: the endpoint itself, and during a
+ * rollout its target (key `<key>.rollout.target`), so hub checks apply to both graphs.
+ */
+export function revisionsToCheck(e: Endpoint, key: string): Array<{ endpoint: Endpoint; key: string }> {
+    const out = [{ endpoint: sourceEndpoint(e), key }];
+    if (e.rollout) out.push({ endpoint: targetEndpoint(e), key: `${key}.rollout.target` });
+    return out;
+}

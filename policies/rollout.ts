@@ -1,0 +1,126 @@
+import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
+import { REVISION_OF_LABEL, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "../lib/labels";
+import { aiRoutes, GROUPS, keyOf, nameOf, nsOf, ofKind } from "./lib/gateway";
+
+/* Rollouts (lib/rollout.ts): weights only for the two revisions of one endpoint; traffic only where capacity is ready. */
+
+/** The worker components of a DynamoGraphDeployment (the ones that serve; frontend and planner excluded). */
+const WORKER_TYPES = new Set(["prefill", "decode", "worker"]);
+
+/** Why a graph has no serving capacity (`undefined` when every worker component has at least one replica). */
+function noCapacity(dgd: PolicyResource | undefined): string | undefined {
+    if (!dgd) return "no DynamoGraphDeployment of that name is in the stack";
+    const workers = (dgd.props.spec?.components ?? []).filter((c: any) => WORKER_TYPES.has(c?.type));
+    if (!workers.length) return "its DynamoGraphDeployment has no worker component";
+    const zero = workers.filter((c: any) => !(Number(c.replicas ?? 1) >= 1));
+    return zero.length ? `its ${zero.map((c: any) => c.name).join(", ")} run 0 replicas` : undefined;
+}
+
+/** Parses a route's rollout annotation; `undefined` when absent, a string when it does not parse. */
+function rolloutsOf(route: PolicyResource): RolloutAnnotationEntry[] | string | undefined {
+    const raw = route.props.metadata?.annotations?.[ROLLOUT_ANNOTATION];
+    if (raw === undefined) return undefined;
+    try {
+        const v = JSON.parse(String(raw));
+        if (!Array.isArray(v)) return "is not a JSON array";
+        return v as RolloutAnnotationEntry[];
+    } catch {
+        return "is not JSON";
+    }
+}
+
+/**
+ * Findings of the rollout policy (exported for tests). Closed world for the gateway's weights: a rule may carry an
+ * explicit `weight` only when its weighted backends (priority 0) are exactly the two revisions of one endpoint under
+ * a rollout, named in the route's {@link ROLLOUT_ANNOTATION} and labelled {@link REVISION_OF_LABEL} on the target's
+ * graph, with the annotation's weights adding up to 100; anything else is refused. Ordering: a backend receiving
+ * traffic (weight above 0, or no weight: the upstream default 1) must be a graph in the stack with at least one
+ * replica in every worker component (no traffic to a revision without capacity, no scale-down of a revision still
+ * carrying traffic), and a rollout's target must have been reported ready before it gets traffic.
+ */
+export function rolloutFindings(resources: PolicyResource[]): Array<{ message: string; urn: string }> {
+    const out: Array<{ message: string; urn: string }> = [];
+    const dgds = new Map(ofKind(resources, GROUPS.dynamo, "DynamoGraphDeployment").map((d) => [nameOf(d), d] as const));
+    const aiBackends = new Map(ofKind(resources, GROUPS.aigw, "AIServiceBackend").map((b) => [keyOf(b), b] as const));
+    /** The graph an AIServiceBackend reference leads to (AIServiceBackend -> Backend, named after its graph). */
+    const graphOf = (ref: any, route: PolicyResource): string | undefined => {
+        const b = aiBackends.get(`${ref.namespace ?? nsOf(route)}/${ref.name}`);
+        return b?.props.spec?.backendRef?.name;
+    };
+    for (const r of aiRoutes(resources)) {
+        const parsed = rolloutsOf(r);
+        if (typeof parsed === "string") {
+            out.push({ message: `AIGatewayRoute ${keyOf(r)}: annotation ${ROLLOUT_ANNOTATION} ${parsed}`, urn: r.urn });
+            continue;
+        }
+        const rollouts = parsed ?? [];
+        (r.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
+            const label = `AIGatewayRoute ${keyOf(r)} rule ${rule.name ?? i}`;
+            const refs: any[] = rule.backendRefs ?? [];
+            const primary = refs.filter((x) => !(Number(x.priority ?? 0) > 0));
+            const weighted = refs.some((x) => x.weight !== undefined);
+            const model = rule.matches?.[0]?.headers?.[0]?.value;
+            const ro = rollouts.find((x) => x.model === model);
+            if (weighted) {
+                const names = primary.map((x) => graphOf(x, r) ?? `(unknown AIServiceBackend ${x.name})`).sort();
+                const expected = ro ? ro.revisions.map((v) => v.dgd).sort() : [];
+                const sameEndpoint =
+                    !!ro &&
+                    ro.revisions.every(
+                        (v) => v.role === "source" || dgds.get(v.dgd)?.props.metadata?.labels?.[REVISION_OF_LABEL] === ro.endpoint,
+                    );
+                const sum = ro ? ro.revisions.reduce((a, v) => a + v.weight, 0) : 0;
+                if (!ro || JSON.stringify(names) !== JSON.stringify(expected) || !sameEndpoint || sum !== 100) {
+                    out.push({
+                        message: `${label} sets backend weights, which the pack accepts only between the two revisions of one endpoint under a rollout (annotation ${ROLLOUT_ANNOTATION}, target graph labelled ${REVISION_OF_LABEL}, weights adding up to 100); its weighted backends are ${names.join(", ") || "none"}${ro ? `, the rollout's ${expected.join(", ")} (weights ${sum})` : ", and no rollout names its model"}`,
+                        urn: r.urn,
+                    });
+                    return;
+                }
+                for (const v of ro.revisions) {
+                    const ref = primary.find((x) => graphOf(x, r) === v.dgd);
+                    if (Number(ref?.weight ?? 1) !== v.weight)
+                        out.push({
+                            message: `${label}: ${v.dgd} has weight ${ref?.weight ?? "(default 1)"} but the rollout's state gives it ${v.weight}`,
+                            urn: r.urn,
+                        });
+                }
+            } else if (ro) {
+                out.push({ message: `${label}: the rollout of ${ro.endpoint} is annotated but the rule carries no weights`, urn: r.urn });
+            }
+            for (const ref of primary) {
+                const w = Number(ref.weight ?? 1);
+                if (!(w > 0)) continue;
+                const g = graphOf(ref, r);
+                const why = g ? noCapacity(dgds.get(g)) : "its AIServiceBackend is not in the stack";
+                if (why)
+                    out.push({
+                        message: `${label} sends ${ref.weight === undefined ? "traffic" : `weight ${w}`} to ${g ?? ref.name}, but ${why}: traffic goes to a revision only once its capacity is up, and capacity goes only after its traffic is gone`,
+                        urn: r.urn,
+                    });
+                const v = ro?.revisions.find((x) => x.dgd === g);
+                if (v && v.role === "target" && !v.ready)
+                    out.push({
+                        message: `${label} sends weight ${w} to ${g}, whose capacity was never reported ready (npm run rollout -- advance runs the health gate first)`,
+                        urn: r.urn,
+                    });
+            }
+        });
+    }
+    return out;
+}
+
+/** The rollout ordering and the weights' closed world (see {@link rolloutFindings}). */
+export const rolloutOrdering: StackValidationPolicy = {
+    name: "rollout-traffic-needs-ready-capacity",
+    description:
+        "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack with every worker component scaled to at least one replica and, for a rollout's target, reported ready (no traffic to a revision without ready capacity, no scale-down of a revision still carrying traffic).",
+    remediationSteps:
+        "Drive rollouts with `npm run rollout -- advance|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down.",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        for (const f of rolloutFindings(args.resources)) report(`${f.message}.`, f.urn);
+    },
+};
+
+export const rolloutPolicies = [rolloutOrdering];

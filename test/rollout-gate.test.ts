@@ -1,0 +1,254 @@
+/**
+ * The rollout gate against a real Prometheus (Debian's `prometheus` package) started by the test: frontend series
+ * as the Dynamo frontend exports them (upstream/rollout.ts `frontendGateSeries`, the `dynamo_namespace` target label
+ * lib/observability.ts relabels), backfilled with `promtool tsdb create-blocks-from openmetrics`, read over the HTTP
+ * API by lib/rollout.ts `evaluateGate` and by `npm run rollout` itself. Fails, never skips, when Prometheus is missing.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import YAML from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RolloutGate } from "../config/rollout";
+import { dynamoNamespace, evaluateGate } from "../lib/rollout";
+import { main } from "../tools/rollout";
+import { STACKS } from "./helpers";
+import { startPrometheus, type TestPrometheus } from "./prometheus-server";
+
+/** Bucket bounds doubling, so "twice as slow" is one bucket up. */
+const LE = [0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2];
+/** Cumulative share of requests at or below each bound (base latency); +Inf is 1. */
+const CDF = [0.02, 0.1, 0.4, 0.8, 0.96, 0.99, 1, 1];
+
+interface Rev {
+    ns: string;
+    /** Requests per second over the data. */
+    rps: number;
+    /** Share answered with status error. */
+    errorShare?: number;
+    /** Latency as 2^slow of the base (shifts the histogram by `slow` buckets). */
+    slow?: number;
+    /** Leave out the TTFT histogram (a missing series). */
+    noTtft?: boolean;
+    /** The frontend reports a registered worker (health gate). */
+    ready?: boolean;
+}
+
+const STEP = 15;
+const END = Math.floor(Date.now() / 60_000) * 60 - 30 * 60; // 30 min ago, whole minute (seconds)
+const START = END - 40 * 60;
+
+/** OpenMetrics text for the revisions' frontend series from START to END every 15 s. */
+function openMetrics(revs: Rev[]): string {
+    const lines: string[] = [];
+    const times: number[] = [];
+    for (let t = START; t <= END; t += STEP) times.push(t);
+    const n = (r: Rev, t: number) => Math.round(r.rps * (t - START));
+    lines.push("# TYPE dynamo_frontend_requests counter");
+    for (const r of revs)
+        for (const status of ["success", "error"]) {
+            if (status === "error" && !r.errorShare) continue;
+            const share = status === "error" ? r.errorShare! : 1 - (r.errorShare ?? 0);
+            for (const t of times)
+                lines.push(
+                    `dynamo_frontend_requests_total{dynamo_namespace="${r.ns}",model="m",status="${status}"} ${Math.round(n(r, t) * share)} ${t}`,
+                );
+        }
+    for (const fam of ["dynamo_frontend_time_to_first_token_seconds", "dynamo_frontend_inter_token_latency_seconds"]) {
+        lines.push(`# TYPE ${fam} histogram`);
+        for (const r of revs) {
+            if (r.noTtft && fam.includes("first_token")) continue;
+            const shift = r.slow ?? 0;
+            const cdf = LE.map((_, i) => (i - shift >= 0 ? CDF[i - shift] : 0));
+            const lab = `dynamo_namespace="${r.ns}",model="m"`;
+            for (const t of times) {
+                const c = n(r, t);
+                LE.forEach((le, i) => lines.push(`${fam}_bucket{${lab},le="${le}"} ${Math.round(c * cdf[i])} ${t}`));
+                lines.push(`${fam}_bucket{${lab},le="+Inf"} ${c} ${t}`);
+                lines.push(`${fam}_count{${lab}} ${c} ${t}`);
+                lines.push(`${fam}_sum{${lab}} ${(c * 0.3 * 2 ** shift).toFixed(3)} ${t}`);
+            }
+        }
+    }
+    lines.push("# TYPE dynamo_frontend_model_total_kv_blocks gauge");
+    for (const r of revs.filter((x) => x.ready))
+        for (const t of times) lines.push(`dynamo_frontend_model_total_kv_blocks{dynamo_namespace="${r.ns}",model="m"} 4096 ${t}`);
+    lines.push("# EOF");
+    return `${lines.join("\n")}\n`;
+}
+
+const GATE: RolloutGate = {
+    ttftP95Ratio: 1.2,
+    itlP99Ratio: 1.2,
+    errorRateDelta: 0.005,
+    minRequests: 500,
+    windowSeconds: 900,
+    ingestDelaySeconds: 120,
+};
+const ns = (dgd: string) => dynamoNamespace(dgd);
+const at = (s: number) => new Date(s * 1000);
+
+let prom: TestPrometheus;
+beforeAll(async () => {
+    prom = await startPrometheus(
+        openMetrics([
+            { ns: ns("pass-src"), rps: 2, errorShare: 0.002 },
+            { ns: ns("pass-tgt"), rps: 0.5, errorShare: 0.002 },
+            { ns: ns("slow-src"), rps: 2 },
+            { ns: ns("slow-tgt"), rps: 0.5, slow: 1 },
+            { ns: ns("err-src"), rps: 2, errorShare: 0.001 },
+            { ns: ns("err-tgt"), rps: 0.5, errorShare: 0.05 },
+            { ns: ns("few-src"), rps: 2 },
+            { ns: ns("few-tgt"), rps: 0.02 },
+            { ns: ns("gap-src"), rps: 2 },
+            { ns: ns("gap-tgt"), rps: 0.5, noTtft: true },
+            { ns: ns("lone-src"), rps: 2 },
+            // The shipped hub's rollout (hcm1/qwen3-32b -> v2), for the command line run below.
+            { ns: ns("qwen3-32b"), rps: 2 },
+            { ns: ns("qwen3-32b-v2"), rps: 0.5, ready: true },
+        ]),
+    );
+}, 120_000);
+afterAll(async () => {
+    await prom?.stop();
+});
+
+const gate = (src: string, tgt: string, since = START, now = END + GATE.ingestDelaySeconds) =>
+    evaluateGate({ prometheusUrl: prom.url, gate: GATE, sourceDgd: src, targetDgd: tgt, since: at(since), now: at(now) });
+
+describe("rollout gate on a real Prometheus", () => {
+    it("pass: same latency and error rate, enough requests, window elapsed", async () => {
+        const g = await gate("pass-src", "pass-tgt");
+        expect(g.verdict, g.reasons.join("; ")).toBe("pass");
+        expect(g.range.seconds).toBe(END - START);
+        expect(g.target.requests).toBeCloseTo(0.5 * (END - START), -1);
+        expect(g.source.requests).toBeCloseTo(2 * (END - START), -1);
+        expect(g.target.ttftP95Seconds! / g.source.ttftP95Seconds!).toBeCloseTo(1, 2);
+        expect(g.source.ttftP95Seconds).toBeGreaterThan(0.2);
+        expect(g.source.ttftP95Seconds).toBeLessThan(0.4);
+    });
+
+    it("regression: the target's TTFT and ITL twice the source's holds, with what was measured", async () => {
+        const g = await gate("slow-src", "slow-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(/TTFT p95 .* ratio 2\.00 above 1\.2/);
+        expect(g.reasons.join("\n")).toMatch(/ITL p99 .* above 1\.2/);
+        expect(g.target.ttftP95Seconds! / g.source.ttftP95Seconds!).toBeCloseTo(2, 1);
+    });
+
+    it("regression: an error rate above the source's by more than the delta holds", async () => {
+        const g = await gate("err-src", "err-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(/error rate 5\.00% vs 0\.10%/);
+    });
+
+    it("too few samples: the target answered fewer than minRequests in the step: wait", async () => {
+        const g = await gate("few-src", "few-tgt");
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons.join("\n")).toMatch(/target answered 48 requests in the step; the gate needs 500/);
+    });
+
+    it("a window shorter than windowSeconds (after the ingest delay) waits, even with good data", async () => {
+        const g = await gate("pass-src", "pass-tgt", END - 600);
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons[0]).toMatch(/600 s of readable traffic .* needs 900 s/);
+    });
+
+    it("the gate reads only the current step: the range starts at the step's start", async () => {
+        const g = await gate("pass-src", "pass-tgt", END - 1200);
+        expect(g.range.seconds).toBe(1200);
+        expect(g.source.requests).toBeCloseTo(2 * 1200, -1);
+    });
+
+    it("missing series: a target without its TTFT histogram holds, never passes", async () => {
+        const g = await gate("gap-src", "gap-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(
+            /missing series: target \(inference-gap-tgt\): no dynamo_frontend_time_to_first_token_seconds histogram/,
+        );
+    });
+
+    it("missing series: a target with no series at all holds, never passes", async () => {
+        const g = await gate("lone-src", "nobody-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(/missing series: target \(inference-nobody-tgt\): no dynamo_frontend_requests_total/);
+    });
+
+    it("Prometheus unreachable: an error, no verdict", async () => {
+        await expect(
+            evaluateGate({
+                prometheusUrl: "http://127.0.0.1:1",
+                gate: GATE,
+                sourceDgd: "a",
+                targetDgd: "b",
+                since: at(START),
+                now: at(END),
+            }),
+        ).rejects.toThrow(/cannot reach Prometheus/);
+    });
+});
+
+describe("npm run rollout against the real Prometheus, on a copy of the shipped hub file", () => {
+    const hubCopy = (mutate: (rollout: any) => void) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollout-hub-"));
+        const file = path.join(dir, "Pulumi.hub-prod.yaml");
+        const doc = YAML.parseDocument(fs.readFileSync(path.join(STACKS, "Pulumi.hub-prod.yaml"), "utf8"));
+        const eps = doc.getIn(["config", "platform:endpoints"]) as any;
+        const i = eps.items.findIndex((x: any) => x.get("rollout"));
+        const ro = eps.items[i].get("rollout");
+        mutate(ro);
+        fs.writeFileSync(file, doc.toString({ lineWidth: 0 }));
+        return { file, index: i };
+    };
+    const run = async (args: string[]) => {
+        const out: string[] = [];
+        const code = await main(args, (s) => out.push(s));
+        return { code, out: out.join("\n") };
+    };
+    const nowIso = at(END + GATE.ingestDelaySeconds).toISOString();
+
+    it("advance on a passing step writes the next step (25%), keeping the file's comments", async () => {
+        const { file, index } = hubCopy((ro) => ro.setIn(["state", "since"], at(START).toISOString().replace(".000", "")));
+        const before = fs.readFileSync(file, "utf8");
+        const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
+        expect(r.code, r.out).toBe(0);
+        expect(r.out).toMatch(/gate: PASS/);
+        expect(r.out).toMatch(/step 2\/4: 25% to qwen3-32b-v2/);
+        const after = fs.readFileSync(file, "utf8");
+        const ro = YAML.parse(after).config["platform:endpoints"][index].rollout;
+        expect(ro.state).toMatchObject({ phase: "shifting", step: 1, targetReady: true, lastGate: { verdict: "pass" } });
+        expect(ro.state.since).toBe(nowIso.replace(".000", ""));
+        // Every comment line of the original is still there.
+        for (const l of before.split("\n").filter((x) => x.trim().startsWith("#"))) expect(after).toContain(l);
+    });
+
+    it("advance from warming runs the health gate on the target's frontend and sends the first step", async () => {
+        const { file, index } = hubCopy((ro) => ro.delete("state"));
+        const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
+        expect(r.code, r.out).toBe(0);
+        expect(r.out).toMatch(
+            /health gate: max\(dynamo_frontend_model_total_kv_blocks\{dynamo_namespace="inference-qwen3-32b-v2"\}\) = 4096/,
+        );
+        expect(YAML.parse(fs.readFileSync(file, "utf8")).config["platform:endpoints"][index].rollout.state).toMatchObject({
+            phase: "shifting",
+            step: 0,
+            targetReady: true,
+        });
+    });
+
+    it("advance before the window elapsed writes only the verdict (wait, exit 3)", async () => {
+        const { file, index } = hubCopy((ro) =>
+            ro.setIn(
+                ["state", "since"],
+                at(END - 60)
+                    .toISOString()
+                    .replace(".000", ""),
+            ),
+        );
+        const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
+        expect(r.code, r.out).toBe(3);
+        const st = YAML.parse(fs.readFileSync(file, "utf8")).config["platform:endpoints"][index].rollout.state;
+        expect(st).toMatchObject({ phase: "shifting", step: 0, lastGate: { verdict: "wait" } });
+        expect(st.held).toBeUndefined();
+    });
+});

@@ -1,0 +1,209 @@
+/**
+ * Every state of the shipped rollout (hcm1/qwen3-32b, SGLang -> vLLM revision v2) rendered through the real program
+ * (hub, then the spoke reading the hub's contract) and checked three ways: the whole pack passes, each render
+ * against the one before by the ordering rules (lib/rollout.ts `transitionProblems`: capacity before traffic going
+ * up, traffic before capacity going down, never both in one step), and the rendered weights against the state. Then
+ * the pack's rollout policy on renders broken by hand: traffic to a target never reported ready, a revision scaled
+ * to zero while carrying traffic, weights outside a rollout, a third weighted backend.
+ */
+import { describe, expect, it } from "vitest";
+import type { Endpoint } from "../config/endpoint";
+import { ROLLOUT_ANNOTATION } from "../lib/labels";
+import { decideAbort, decideAdvance, type RenderView, transitionProblems, viewOf } from "../lib/rollout";
+import { allPolicies } from "../policies/policies";
+import { rolloutFindings } from "../policies/rollout";
+import type { CapturedResource } from "../tools/harness";
+import { runPolicies } from "../tools/policy-runner";
+import { referenceableOutputs } from "../tools/wire";
+import { inputs, runRepoStack, stackFile } from "./helpers";
+
+const HUB = stackFile("hub-prod").config;
+const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
+const INDEX = ENDPOINTS.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
+const SHIPPED = ENDPOINTS[INDEX];
+const NOW = new Date("2026-12-01T12:00:00Z");
+const PASS = {
+    verdict: "pass" as const,
+    reasons: ["ok"],
+    range: { from: "", to: "", seconds: 900 },
+    source: { dynamoNamespace: "s" },
+    target: { dynamoNamespace: "t" },
+    queries: [],
+};
+
+/** The endpoint after an edit the command line would write (state, promotion or removal). */
+function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {
+    const x = structuredClone(e) as any;
+    if (d.edit.kind === "state") x.rollout.state = d.edit.state;
+    else if (d.edit.kind === "promote") {
+        Object.assign(x, d.edit.settings);
+        x.revision = d.edit.revision;
+        delete x.rollout;
+    } else if (d.edit.kind === "remove") delete x.rollout;
+    return x;
+}
+
+/** The states of the rollout, in the order the command line writes them, with the ones of an abort. */
+function states(): Array<{ name: string; endpoint: Endpoint }> {
+    const { rollout: _r, ...before } = structuredClone(SHIPPED);
+    const warming = structuredClone(SHIPPED);
+    delete (warming.rollout as any).state;
+    const out = [
+        { name: "before the rollout", endpoint: before as Endpoint },
+        { name: "warming (target capacity, no traffic)", endpoint: warming },
+    ];
+    let cur = applied(warming, decideAdvance(warming, NOW, { targetReady: true }));
+    out.push({ name: `step 1 (${SHIPPED.rollout!.steps[0]}%)`, endpoint: cur });
+    for (let k = 1; k < SHIPPED.rollout!.steps.length; k++) {
+        cur = applied(cur, decideAdvance(cur, NOW, { gate: PASS }));
+        out.push({ name: `step ${k + 1} (${SHIPPED.rollout!.steps[k]}%)`, endpoint: cur });
+    }
+    out.push({ name: "promoted (source graph removed)", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: PASS })) });
+    return out;
+}
+
+/** The states of an abort from the second step: traffic back first, then the target's graph goes. */
+function abortStates(): Array<{ name: string; endpoint: Endpoint }> {
+    const step2 = states()[3].endpoint;
+    const aborting = applied(step2, decideAbort(step2, NOW));
+    const removed = applied(aborting, decideAbort(aborting, NOW));
+    return [
+        { name: "step 2", endpoint: step2 },
+        { name: "aborting (traffic back to the source)", endpoint: aborting },
+        { name: "aborted (target graph removed)", endpoint: removed },
+    ];
+}
+
+async function renderSpoke(e: Endpoint): Promise<CapturedResource[]> {
+    const endpoints = ENDPOINTS.map((x, i) => (i === INDEX ? e : x));
+    const hub = await runRepoStack("hub-prod", { config: { ...HUB, "platform:endpoints": JSON.stringify(endpoints) } });
+    const spoke = await runRepoStack("spoke-hcm1", {
+        stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+    });
+    return spoke.resources;
+}
+
+const kindOf = (rs: CapturedResource[], kind: string) => rs.filter((r) => r.type.endsWith(`:${kind}`));
+
+/** The ordering view of a render: the Qwen graphs (capacity: every worker component at least one replica) and weights. */
+function renderedView(rs: CapturedResource[]): RenderView {
+    const v: RenderView = new Map();
+    for (const d of kindOf(rs, "DynamoGraphDeployment").map(inputs)) {
+        if (!String(d.metadata.name).startsWith("qwen3-32b")) continue;
+        const workers = d.spec.components.filter((c: any) => ["prefill", "decode", "worker"].includes(c.type));
+        v.set(d.metadata.name, { capacity: workers.length > 0 && workers.every((c: any) => c.replicas >= 1), weight: 0 });
+    }
+    for (const r of kindOf(rs, "AIGatewayRoute").map(inputs))
+        for (const rule of r.spec.rules)
+            if (rule.matches[0].headers[0].value === SHIPPED.model) {
+                const explicit = rule.backendRefs.some((b: any) => b.weight !== undefined);
+                for (const b of rule.backendRefs) {
+                    const w = explicit ? b.weight : 100 / rule.backendRefs.length;
+                    v.set(b.name, { capacity: v.get(b.name)?.capacity ?? false, weight: w });
+                }
+            }
+    return v;
+}
+
+describe("every state of the shipped rollout, rendered", () => {
+    const runs = [
+        { path: "promotion", states: states() },
+        { path: "abort", states: abortStates() },
+    ];
+    for (const run of runs)
+        it(`${run.path}: each render passes the pack and follows the ordering rules from the one before`, async () => {
+            let prev: RenderView | undefined;
+            let prevName = "";
+            for (const s of run.states) {
+                const rs = await renderSpoke(s.endpoint);
+                const report = await runPolicies(allPolicies, rs);
+                expect(
+                    report.mandatory.map((f) => `${f.policyName}: ${f.message}`),
+                    s.name,
+                ).toEqual([]);
+                const view = renderedView(rs);
+                // The render is what the state says (lib/rollout.ts viewOf), graph by graph.
+                expect(view, s.name).toEqual(viewOf(s.endpoint));
+                if (prev) expect(transitionProblems(prev, view), `${prevName} -> ${s.name}`).toEqual([]);
+                prev = view;
+                prevName = s.name;
+            }
+        }, 240_000);
+});
+
+describe("the ordering rules refuse what a hand-written step would do", () => {
+    const all = states();
+    it("rollout added with traffic at once: capacity and traffic together", () => {
+        expect(transitionProblems(viewOf(all[0].endpoint), viewOf(all[2].endpoint))).toEqual(
+            expect.arrayContaining([expect.stringMatching(/qwen3-32b-v2 gets traffic in the same step its capacity is added/)]),
+        );
+    });
+    it("promotion straight from a step where the source still carries traffic", () => {
+        expect(transitionProblems(viewOf(all[3].endpoint), viewOf(all[all.length - 1].endpoint))).toEqual(
+            expect.arrayContaining([expect.stringMatching(/qwen3-32b loses its capacity while still carrying 75% of the traffic/)]),
+        );
+    });
+    it("abort that removes the target while it carries traffic", () => {
+        const [step2, , removed] = abortStates();
+        expect(transitionProblems(viewOf(step2.endpoint), viewOf(removed.endpoint)).join("\n")).toMatch(
+            /qwen3-32b-v2 loses its capacity while still carrying 25% of the traffic/,
+        );
+    });
+});
+
+describe("the pack's rollout policy on renders broken by hand", () => {
+    let rendered: Promise<CapturedResource[]> | undefined;
+    const step1 = async () => {
+        if (!rendered) rendered = renderSpoke(states()[2].endpoint);
+        return structuredClone(await rendered);
+    };
+    const edit = (rs: CapturedResource[], kind: string, name: string, fn: (o: any) => void) => {
+        for (const r of kindOf(rs, kind))
+            for (const side of [r.inputs as any, r.outputs as any]) if (side?.metadata?.name === name) fn(side);
+    };
+    const messages = (rs: CapturedResource[]) => rolloutFindings(rs.map((r) => ({ ...r, props: r.outputs })) as any).map((f) => f.message);
+
+    it("the shipped step passes", async () => {
+        expect(messages(await step1())).toEqual([]);
+    });
+    it("traffic to a target whose capacity was never reported ready is refused", async () => {
+        const rs = await step1();
+        edit(rs, "AIGatewayRoute", "llm-models-0", (o) => {
+            const a = JSON.parse(o.metadata.annotations[ROLLOUT_ANNOTATION]);
+            a[0].revisions[1].ready = false;
+            o.metadata.annotations[ROLLOUT_ANNOTATION] = JSON.stringify(a);
+        });
+        expect(messages(rs).join("\n")).toMatch(/sends weight 10 to qwen3-32b-v2, whose capacity was never reported ready/);
+    });
+    it("a revision scaled to zero while carrying traffic is refused", async () => {
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 0;
+        });
+        expect(messages(rs).join("\n")).toMatch(/sends weight 90 to qwen3-32b, but its decode run 0 replicas/);
+    });
+    it("weights on a rule without a rollout are refused (closed world)", async () => {
+        const rs = await step1();
+        edit(rs, "AIGatewayRoute", "llm-models-0", (o) => {
+            for (const rule of o.spec.rules) if (rule.matches[0].headers[0].value !== SHIPPED.model) rule.backendRefs[0].weight = 50;
+        });
+        expect(messages(rs).join("\n")).toMatch(
+            /sets backend weights, which the pack accepts only between the two revisions of one endpoint/,
+        );
+    });
+    it("a third weighted backend in a rollout's rule is refused", async () => {
+        const rs = await step1();
+        edit(rs, "AIGatewayRoute", "llm-models-0", (o) => {
+            for (const rule of o.spec.rules)
+                if (rule.matches[0].headers[0].value === SHIPPED.model) rule.backendRefs.push({ name: "llama-70b", weight: 5 });
+        });
+        expect(messages(rs).join("\n")).toMatch(/its weighted backends are llama-70b, qwen3-32b, qwen3-32b-v2/);
+    });
+    it("weights that differ from the rollout's state are refused", async () => {
+        const rs = await step1();
+        edit(rs, "AIGatewayRoute", "llm-models-0", (o) => {
+            for (const rule of o.spec.rules) if (rule.matches[0].headers[0].value === SHIPPED.model) rule.backendRefs[1].weight = 50;
+        });
+        expect(messages(rs).join("\n")).toMatch(/qwen3-32b-v2 has weight 50 but the rollout's state gives it 10/);
+    });
+});
