@@ -100,8 +100,9 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     eks.addon("coredns", [cpu]);
     const ebsCsi = eks.addEbsCsi([cpu]);
 
-    // The spoke's own AWS role (hub SpokeIdentity) for the auth and metering service accounts, by EKS Pod Identity:
-    // the hub's trust policy admits exactly this cluster and these service accounts; no key exists anywhere.
+    // Each of the auth and metering service accounts gets its own AWS role (hub SpokeIdentity), by EKS Pod Identity:
+    // each role's trust admits exactly this cluster and that one namespace/service account; no key exists anywhere.
+    // A hub deployed before per-service roles names one role for both (`policy.roleArn`).
     if (contract?.identity?.mode === "pod-identity") {
         for (const sa of contract.identity.serviceAccounts) {
             new aws.eks.PodIdentityAssociation(
@@ -110,7 +111,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
                     clusterName: eks.clusterName,
                     namespace: sa.namespace,
                     serviceAccount: sa.serviceAccount,
-                    roleArn: contract.policy.roleArn,
+                    roleArn: sa.roleArn ?? contract.policy.roleArn,
                 },
                 { parent: eks, dependsOn: [eks.podIdentityAgent] },
             );

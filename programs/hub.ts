@@ -229,6 +229,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                         partition,
                         hubDeployers: cfg.hubDeployers,
                         secretsKmsKeyArn: keys.kmsKeyArn,
+                        hub: stackName,
                     },
                     opts,
                 ),
@@ -252,9 +253,13 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                 }) as pulumi.Output<PolicyContract>;
                 return [
                     s,
-                    pulumi
-                        .all([policy, ledger.usageContract(s), identities.get(s)!.contract])
-                        .apply(([p, usage, identity]): SpokeContractExtras => ({ policy: p, usage, identity })),
+                    pulumi.all([policy, ledger.usageContract(s), identities.get(s)!.contract, identities.get(s)!.roleArns.metering]).apply(
+                        ([p, usage, identity, meteringRoleArn]): SpokeContractExtras => ({
+                            policy: p,
+                            usage: { ...usage, roleArn: meteringRoleArn },
+                            identity,
+                        }),
+                    ),
                 ];
             }),
         ),

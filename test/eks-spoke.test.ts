@@ -581,14 +581,17 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(system.diskSize).toBeUndefined();
     });
 
-    it("auth and metering get the spoke role by EKS Pod Identity: no key, no credentials file", () => {
+    it("auth and metering each get their own spoke role by EKS Pod Identity: no key, no credentials file", () => {
         const all = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
         // cert-manager and the load balancer controller have their own roles (test/aws-simulate.test.ts); the spoke role
         // goes to auth and metering only.
         const assocs = all.filter((a) => a.namespace !== "cert-manager" && a.serviceAccount !== "aws-load-balancer-controller");
         expect(all.length - assocs.length).toBe(2);
         expect(assocs.map((a) => `${a.namespace}/${a.serviceAccount}`).sort()).toEqual(["llm-gateway/auth", "platform-system/metering"]);
-        for (const a of assocs) expect(a.roleArn).toMatch(/:role\/(platform\/spokes\/)?platform-spoke-sg1$/);
+        // One role per service (hub SpokeIdentity: `<hub>-<spoke>-<service>-` name prefix under /platform/spokes/).
+        for (const a of assocs)
+            expect(a.roleArn).toMatch(new RegExp(`:role/platform/spokes/[a-z0-9-]+-sg1-${a.serviceAccount}-[0-9a-f]{26}$`));
+        expect(new Set(assocs.map((a) => a.roleArn)).size).toBe(2);
         const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);
         expect(secrets).not.toContain("auth-aws");
         expect(secrets).not.toContain("metering-aws");

@@ -56,8 +56,10 @@ export const outputMocks: Record<string, OutputMock> = {
     },
     "aws:kms/alias:Alias": (n, i, r) => ({ arn: arn("kms", r, i.name ?? `alias/${n}`) }),
     "aws:iam/role:Role": (n, i) => {
-        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
-        return { name, arn: arn("iam", "", `role/${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` };
+        // A name prefix gets a unique suffix of 26 characters, as the provider's does (seeded by the prefix too).
+        const name =
+            i.name ?? (i.namePrefix ? `${i.namePrefix}${mockRandomString(`${i.namePrefix}:${n}`, 26)}` : `${n}-${mockRandomString(n, 7)}`);
+        return { name, arn: arn("iam", "", `role${i.path ?? "/"}${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` };
     },
     "aws:iam/policy:Policy": (n, i) => {
         const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
