@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
-import type { AwsCall } from "../services/shared/aws-calls";
+import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
@@ -96,6 +96,14 @@ function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
     if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
     return { arn: out(role, "arn"), policies };
 }
+/** A ledger Lambda's role: it runs in the ledger's VPC, so its S3 calls pass the S3 gateway endpoint's policy. */
+function ledgerRole(resourceName: string): Principal {
+    // The mocks' id of a resource is `<name>-id` (tools/harness.ts).
+    const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", "usage-ledger-s3").name}-id`;
+    const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
+    if (!policy) throw new Error("the ledger's S3 endpoint has no policy");
+    return { ...roleOf(resourceName), s3Endpoint: { id, policy: JSON.parse(inputs(policy).policy) } };
+}
 /** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
 function resourcePolicyOf(arn: string): Doc | undefined {
     for (const k of byType(rs, "aws:kms/key:Key"))
@@ -124,6 +132,8 @@ interface Principal {
     arn: string;
     policies: Doc[];
     context?: Record<string, string | string[]>;
+    /** In the ledger's VPC: its S3 calls go through the gateway endpoint, whose policy takes part. */
+    s3Endpoint?: { id: string; policy: Doc };
 }
 
 async function simulate(
@@ -133,12 +143,14 @@ async function simulate(
     context: Record<string, string | string[]>,
 ): Promise<{ decision: Decision; detail: string }> {
     const resourcePolicy = resourcePolicyOf(resource);
+    const viaEndpoint = !!p.s3Endpoint && action.startsWith("s3:") && context["aws:ViaAWSService"] !== "true";
     const r = await runSimulation(
         {
             identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
             serviceControlPolicies: [],
             resourceControlPolicies: [],
             resourcePolicy: resourcePolicy as any,
+            vpcEndpointPolicies: viaEndpoint ? [{ name: p.s3Endpoint!.id, policy: p.s3Endpoint!.policy }] : undefined,
             request: {
                 action,
                 principal: p.arn,
@@ -151,6 +163,7 @@ async function simulate(
                     "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
                     ...p.context,
+                    ...(viaEndpoint ? { "aws:SourceVpce": p.s3Endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
                 },
             },
@@ -233,6 +246,7 @@ beforeAll(async () => {
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
+        ledgerVpcId: "usage-ledger-vpc-id",
         ledgerSubnetArn: out(named("aws:ec2/subnet:Subnet", "usage-ledger-private-0"), "arn"),
         lambdaSgArn: out(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg"), "arn"),
     };
@@ -421,9 +435,9 @@ describe("simulated: the evaluator is given what AWS sends", () => {
 
 describe("simulated: the ledger Lambdas", () => {
     const lambdas = () => ({
-        migrator: { role: roleOf("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
-        reconciler: { role: roleOf("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
-        consumer: { role: roleOf("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
+        migrator: { role: ledgerRole("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
+        reconciler: { role: ledgerRole("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
+        consumer: { role: ledgerRole("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
     });
     const varsFor = (logs: string, spoke = SPOKES[0]) => ({
         ...vars,
@@ -484,7 +498,7 @@ describe("simulated: the ledger Lambdas", () => {
 });
 
 describe("simulated: failed usage batches (kept by the consumer, replayed by an operator)", () => {
-    const consumer = () => roleOf("usage-ledger-consumer-role");
+    const consumer = () => ledgerRole("usage-ledger-consumer-role");
     const consumerVars = () => ({
         ...vars,
         logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-consumer-logs"), "arn"),
@@ -517,6 +531,28 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
                 })),
             ),
         ).toEqual([]);
+    });
+
+    it("the ledger VPC's S3 endpoint: only putting failed batches, by principals of the hub's account", async () => {
+        const put = keep().filter((c) => c.action === "s3:PutObject");
+        expect(notAllowed(await evaluate(consumer(), put, consumerVars()))).toEqual([]);
+        // Even a principal allowed everything by its own policy, inside the VPC: no other bucket, nothing but a put.
+        const inVpc: Principal = {
+            ...consumer(),
+            arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        expect(notAllowed(await evaluate(inVpc, put, consumerVars()))).toEqual([]);
+        const elsewhere = [
+            ...put.map((c) => ({ ...c, resource: "arn:aws:s3:::someone-elses-bucket/failed/x.json", context: { ...S3_TRANSPORT } })),
+            ...put.map((c) => ({ ...c, resource: "{policyBucketArn}/spokes/hn1/acks/1.json", context: { ...S3_TRANSPORT } })),
+            ...REPLAY_AWS_CALLS.filter((c) => c.action.startsWith("s3:")),
+        ];
+        expect(elsewhere.length).toBeGreaterThanOrEqual(5);
+        expect(allowed(await evaluate(inVpc, elsewhere, consumerVars()))).toEqual([]);
+        // A principal of another account, allowed by its own policy: refused by the endpoint.
+        const foreign = { ...inVpc, arn: "arn:aws:iam::999999999999:role/x" };
+        expect(allowed(await evaluate(foreign, put, consumerVars()))).toEqual([]);
     });
 
     it("a hub deployer (administrator in the hub account) can run the replay; the consumer role cannot read or delete batches", async () => {

@@ -6,7 +6,8 @@
  * same pull request, where reviewers see every URN that moves.
  * Updated when each spoke's single role became one role per service: `spoke-<s>-role` / `-permissions` are now
  * `spoke-<s>-auth-role` / `-auth-permissions` (with Pulumi aliases of the old names: the same state, replaced by a
- * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`.
+ * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
+ * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
