@@ -8,6 +8,7 @@ import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
+import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
@@ -991,6 +992,63 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
                     })
                 ).decision,
             ).toBe("ImplicitlyDenied");
+        }
+    });
+});
+
+describe("simulated: the alarm topic's key check agrees with IAM's evaluation", () => {
+    it("the hub's check accepts a topic key policy exactly when CloudWatch may use the key (never when it may not)", async () => {
+        const keyArn = `arn:aws:kms:${REGION}:${ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab`;
+        const admin = { Sid: "Admin", Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" };
+        const cw = (extra: Record<string, unknown> = {}) => ({
+            Sid: "CloudWatch",
+            Effect: "Allow",
+            Principal: { Service: "cloudwatch.amazonaws.com" },
+            Action: ["kms:Decrypt", "kms:GenerateDataKey*"],
+            Resource: "*",
+            ...extra,
+        });
+        const samples: Array<[string, Doc, boolean]> = [
+            ["CloudWatch allowed", { Version: "2012-10-17", Statement: [admin, cw()] }, true],
+            ["kms:* to CloudWatch", { Version: "2012-10-17", Statement: [admin, cw({ Action: "kms:*" })] }, true],
+            ["account only", { Version: "2012-10-17", Statement: [admin] }, false],
+            ["decrypt only", { Version: "2012-10-17", Statement: [admin, cw({ Action: "kms:Decrypt" })] }, false],
+            [
+                "another service",
+                { Version: "2012-10-17", Statement: [admin, cw({ Principal: { Service: "events.amazonaws.com" } })] },
+                false,
+            ],
+            [
+                "CloudWatch denied",
+                { Version: "2012-10-17", Statement: [admin, cw(), cw({ Sid: "No", Effect: "Deny", Action: "kms:GenerateDataKey*" })] },
+                false,
+            ],
+        ];
+        for (const [label, policy, usable] of samples) {
+            const decisions: Decision[] = [];
+            for (const action of CLOUDWATCH_TOPIC_KEY_ACTIONS) {
+                const r = await runSimulation(
+                    {
+                        identityPolicies: [],
+                        serviceControlPolicies: [],
+                        resourceControlPolicies: [],
+                        resourcePolicy: policy,
+                        request: {
+                            action,
+                            principal: "cloudwatch.amazonaws.com",
+                            resource: { accountId: ACCOUNT, resource: keyArn },
+                            contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalServiceName": "cloudwatch.amazonaws.com" },
+                        },
+                    } as any,
+                    {},
+                );
+                decisions.push(r.overallResult);
+            }
+            expect(
+                decisions.every((d) => d === "Allowed"),
+                `${label}: simulator`,
+            ).toBe(usable);
+            expect(cloudWatchTopicKeyProblem(policy) === undefined, `${label}: the hub's check`).toBe(usable);
         }
     });
 });
