@@ -189,7 +189,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     );
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
-    new k8s.helm.v3.Release(
+    const lbc = new k8s.helm.v3.Release(
         "aws-load-balancer-controller",
         {
             name: "aws-load-balancer-controller",
@@ -246,6 +246,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         })),
         systemNodeSelector: cpu.nodeSelector,
         storage: { className: cfg.cluster.defaultStorageClass, dependsOn: [storageClass, ebsCsi] },
+        loadBalancerProvisioner: [lbc],
         devicePlugins: [efaPlugin],
         gpuDirect: [gpuOperator],
         gpuDirectMode: "dmabuf",

@@ -581,6 +581,16 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(system.diskSize).toBeUndefined();
     });
 
+    it("destroy order: the EnvoyProxy and Gateway (whose Service holds the NLB) go before the AWS Load Balancer Controller", () => {
+        const lbc = named("kubernetes:helm.sh/v3:Release", "aws-load-balancer-controller");
+        const crs = byType(rs, "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy").concat(
+            byType(rs, "kubernetes:gateway.networking.k8s.io/v1:Gateway"),
+        );
+        expect(crs).toHaveLength(2);
+        // Pulumi deletes a resource only after everything that depends on it: the controller outlives the NLB's owners.
+        for (const r of crs) expect(r.dependencies, r.name).toContain(lbc.urn);
+    });
+
     it("auth and metering each get their own spoke role by EKS Pod Identity: no key, no credentials file", () => {
         const all = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
         // cert-manager and the load balancer controller have their own roles (test/aws-simulate.test.ts); the spoke role
