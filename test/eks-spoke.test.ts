@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { isEksSpoke, parseStackConfig } from "../config/stack";
 import { capacitySettings } from "../components/spoke/EfaNodeGroup";
+import { vpcSubnetPlan } from "../lib/eks";
 import { byType, flatConfig, inputs, platformKeys, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 import { referenceableOutputs, unwrapWire } from "../tools/wire";
 import { efaPolicies } from "../policies/efa";
@@ -32,6 +33,16 @@ describe("EKS spoke config (spoke-sg1)", () => {
             ["h200", "p5en-48xlarge", 16, true, []],
         ]);
         expect(cfg.spoke.railPools).toEqual([]);
+    });
+
+    it("the shipped file pins each AZ's subnets by name, with the CIDRs the derived plan gave (adding them moved none)", () => {
+        const vpc = stackConfigDoc("spoke-sg1")["platform:cluster"].vpc;
+        expect(Object.keys(vpc.subnets ?? {}).sort()).toEqual([...vpc.availabilityZones].sort());
+        const given = vpcSubnetPlan(vpc.cidr, vpc.availabilityZones, vpc.subnets);
+        expect(given).toEqual(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones));
+        // Reordered AZs: the same CIDR per AZ (derived by position, they would swap).
+        const reordered = vpcSubnetPlan(vpc.cidr, [...vpc.availabilityZones].reverse(), vpc.subnets);
+        for (const g of given) expect(reordered).toContainEqual(g);
     });
 
     const cases: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
