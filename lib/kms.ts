@@ -89,10 +89,15 @@ function actionCovers(pattern: string, action: string): boolean {
  * principal, or a Deny that may apply, is refused rather than guessed at.
  */
 export function cloudWatchTopicKeyProblem(policy: unknown): string | undefined {
-    const statements: any[] = [(policy as any)?.Statement ?? []].flat();
-    const principals = (p: any): string[] => (p === "*" ? ["*"] : [p?.Service ?? [], p?.AWS ?? []].flat().map(String));
-    const actions = (s: any): string[] => [s.Action ?? []].flat().map(String);
-    const toCloudWatch = (s: any) => principals(s.Principal).some((p) => p === "cloudwatch.amazonaws.com");
+    type Statement = { Sid?: string; Effect?: string; Principal?: unknown; Action?: string | string[]; Condition?: unknown };
+    const statements: Statement[] = [(policy as { Statement?: Statement | Statement[] } | undefined)?.Statement ?? []].flat();
+    const principals = (p: unknown): string[] => {
+        if (p === "*") return ["*"];
+        const q = (p ?? {}) as { Service?: string | string[]; AWS?: string | string[] };
+        return [q.Service ?? [], q.AWS ?? []].flat().map(String);
+    };
+    const actions = (s: Statement): string[] => [s.Action ?? []].flat().map(String);
+    const toCloudWatch = (s: Statement) => principals(s.Principal).some((p) => p === "cloudwatch.amazonaws.com");
     for (const s of statements) {
         if (s.Effect === "Allow" && principals(s.Principal).includes("*") && !s.Condition)
             return `statement ${s.Sid ?? "(no Sid)"} lets every principal use the key`;
