@@ -26,7 +26,7 @@ export const PolicyContractSchema = z
         keyId: z.string().regex(/^[0-9a-f]{16}$/),
         /** KMS key encrypting the bucket; S3 uses it on the spoke role's behalf (kms:ViaService). */
         kmsKeyArn: z.string().startsWith("arn:"),
-        /** IAM role the spoke assumes (SpokeIdentity): read its bundles, write its ACKs. */
+        /** IAM role the spoke's auth service assumes (SpokeIdentity): read its bundles, write its ACKs. */
         roleArn: z.string().startsWith("arn:"),
         /** Revision `current.json` names when the hub was last deployed (informational; the spoke follows current.json). */
         revision: z.number().int().min(1),
@@ -45,10 +45,15 @@ export const UsageContractSchema = z
     .object({
         /** Kinesis stream name (`platform-usage-<spoke>`). */
         streamName: z.string().min(1).max(128),
-        /** Its ARN (what the spoke role's `kinesis:PutRecord(s)` grant names). */
+        /** Its ARN (what the metering role's `kinesis:PutRecords` grant names). */
         streamArn: z.string().startsWith("arn:"),
         /** AWS region of the stream. */
         region: z.string().min(1),
+        /**
+         * IAM role the spoke's metering service assumes (SpokeIdentity, its own role: put usage records, read its
+         * bundles). Absent only from a hub deployed before per-service roles, whose single `policy.roleArn` served both.
+         */
+        roleArn: z.string().startsWith("arn:").optional(),
     })
     .strict();
 
@@ -64,8 +69,14 @@ export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
     z
         .object({
             mode: z.literal("pod-identity"),
-            /** Service accounts (namespace/name) the role trusts; the spoke creates one Pod Identity association each. */
-            serviceAccounts: z.array(z.object({ namespace: z.string(), serviceAccount: z.string() }).strict()),
+            /**
+             * Service accounts (namespace/name), each with the one role that trusts exactly it; the spoke creates one
+             * Pod Identity association each. `roleArn` is absent only from a hub deployed before per-service roles
+             * (then `policy.roleArn`).
+             */
+            serviceAccounts: z.array(
+                z.object({ namespace: z.string(), serviceAccount: z.string(), roleArn: z.string().startsWith("arn:").optional() }).strict(),
+            ),
         })
         .strict(),
     z
@@ -73,7 +84,7 @@ export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
             mode: z.literal("roles-anywhere"),
             trustAnchorArn: z.string().startsWith("arn:"),
             profileArn: z.string().startsWith("arn:"),
-            /** Subject CN the workload certificate must carry. */
+            /** Base subject CN: each service's certificate carries `<certificateCn>-<service>` (`-auth`, `-metering`). */
             certificateCn: z.string().min(1),
         })
         .strict(),

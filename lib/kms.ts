@@ -64,3 +64,52 @@ export function serviceOnlyKeyPolicy(x: {
         ],
     };
 }
+
+/** The KMS actions CloudWatch needs on an SSE-KMS SNS topic's key to publish an alarm to it. */
+export const CLOUDWATCH_TOPIC_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey"] as const;
+
+/** Whether an IAM action pattern (`kms:*`, `kms:GenerateDataKey*`) covers `action` (case-insensitive, `*` and `?`). */
+function actionCovers(pattern: string, action: string): boolean {
+    const re = new RegExp(
+        `^${pattern
+            .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+            .replace(/\*/g, ".*")
+            .replace(/\?/g, ".")}$`,
+        "i",
+    );
+    return re.test(action);
+}
+
+/**
+ * Pure: why CloudWatch could not publish alarms to an SNS topic encrypted under a key with this key policy, or
+ * undefined when it can. CloudWatch encrypts the message with the topic's key as the service principal
+ * `cloudwatch.amazonaws.com` and needs `kms:Decrypt` and `kms:GenerateDataKey*` from the key policy (AWS CloudWatch user
+ * guide, "Using Amazon CloudWatch alarms", SNS topics with server-side encryption; the AWS managed key `aws/sns`
+ * does not allow it). Closed world: only an unconditioned Allow to that principal counts; a statement open to every
+ * principal, or a Deny that may apply, is refused rather than guessed at.
+ */
+export function cloudWatchTopicKeyProblem(policy: unknown): string | undefined {
+    type Statement = { Sid?: string; Effect?: string; Principal?: unknown; Action?: string | string[]; Condition?: unknown };
+    const statements: Statement[] = [(policy as { Statement?: Statement | Statement[] } | undefined)?.Statement ?? []].flat();
+    const principals = (p: unknown): string[] => {
+        if (p === "*") return ["*"];
+        const q = (p ?? {}) as { Service?: string | string[]; AWS?: string | string[] };
+        return [q.Service ?? [], q.AWS ?? []].flat().map(String);
+    };
+    const actions = (s: Statement): string[] => [s.Action ?? []].flat().map(String);
+    const toCloudWatch = (s: Statement) => principals(s.Principal).some((p) => p === "cloudwatch.amazonaws.com");
+    for (const s of statements) {
+        if (s.Effect === "Allow" && principals(s.Principal).includes("*") && !s.Condition)
+            return `statement ${s.Sid ?? "(no Sid)"} lets every principal use the key`;
+        if (s.Effect === "Deny" && (toCloudWatch(s) || principals(s.Principal).includes("*")))
+            if (CLOUDWATCH_TOPIC_KEY_ACTIONS.some((a) => actions(s).some((p) => actionCovers(p, a))))
+                return `statement ${s.Sid ?? "(no Sid)"} may deny cloudwatch.amazonaws.com the key`;
+    }
+    const missing = CLOUDWATCH_TOPIC_KEY_ACTIONS.filter(
+        (a) =>
+            !statements.some((s) => s.Effect === "Allow" && toCloudWatch(s) && !s.Condition && actions(s).some((p) => actionCovers(p, a))),
+    );
+    return missing.length
+        ? `no unconditioned Allow of ${missing.join(" and ")} to the service principal cloudwatch.amazonaws.com`
+        : undefined;
+}

@@ -15,6 +15,11 @@ export const METERING_POD_LABELS = { "app.kubernetes.io/name": "platform-meterin
 export const AWS_FILES_DIR = "/var/run/platform/aws";
 /** Shared-config profile the auth service runs as: it assumes the SpokeIdentity role. */
 export const AWS_PROFILE = "platform-spoke";
+/**
+ * Role session names of the auth and metering services (`role_session_name` in their shared config files). Each
+ * service's SpokeIdentity role admits only its own on-prem (`sts:RoleSessionName`, components/hub/SpokeIdentity.ts).
+ */
+export const AWS_ROLE_SESSION_NAMES = { auth: "platform-auth", metering: "platform-metering" } as const;
 /** Credentials-file profile holding the source key that assumes the role. */
 export const AWS_SOURCE_PROFILE = "platform-spoke-source";
 

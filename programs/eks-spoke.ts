@@ -100,8 +100,9 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     eks.addon("coredns", [cpu]);
     const ebsCsi = eks.addEbsCsi([cpu]);
 
-    // The spoke's own AWS role (hub SpokeIdentity) for the auth and metering service accounts, by EKS Pod Identity:
-    // the hub's trust policy admits exactly this cluster and these service accounts; no key exists anywhere.
+    // Each of the auth and metering service accounts gets its own AWS role (hub SpokeIdentity), by EKS Pod Identity:
+    // each role's trust admits exactly this cluster and that one namespace/service account; no key exists anywhere.
+    // A hub deployed before per-service roles names one role for both (`policy.roleArn`).
     if (contract?.identity?.mode === "pod-identity") {
         for (const sa of contract.identity.serviceAccounts) {
             new aws.eks.PodIdentityAssociation(
@@ -110,7 +111,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
                     clusterName: eks.clusterName,
                     namespace: sa.namespace,
                     serviceAccount: sa.serviceAccount,
-                    roleArn: contract.policy.roleArn,
+                    roleArn: sa.roleArn ?? contract.policy.roleArn,
                 },
                 { parent: eks, dependsOn: [eks.podIdentityAgent] },
             );
@@ -188,7 +189,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
     );
 
     const provider = new k8s.Provider("k8s", { kubeconfig: eks.kubeconfig, enableServerSideApply: true }, { dependsOn: [cpu] });
-    new k8s.helm.v3.Release(
+    const lbc = new k8s.helm.v3.Release(
         "aws-load-balancer-controller",
         {
             name: "aws-load-balancer-controller",
@@ -245,6 +246,7 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
         })),
         systemNodeSelector: cpu.nodeSelector,
         storage: { className: cfg.cluster.defaultStorageClass, dependsOn: [storageClass, ebsCsi] },
+        loadBalancerProvisioner: [lbc],
         devicePlugins: [efaPlugin],
         gpuDirect: [gpuOperator],
         gpuDirectMode: "dmabuf",

@@ -71,6 +71,8 @@ export interface GatewayDeployment {
     /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared; undefined with EKS Pod Identity. */
     awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined;
     gateway: GatewayConfig;
+    /** EKS: what provisions the proxy's NLB (programs/spoke-infra.ts `loadBalancerProvisioner`). */
+    loadBalancerProvisioner?: pulumi.Resource[];
 }
 
 /**
@@ -105,6 +107,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
             gateway: d.gateway,
             policy: d.contract.policy,
             awsCredentials,
+            loadBalancerProvisioner: d.loadBalancerProvisioner,
         },
         opts,
     );

@@ -15,6 +15,7 @@ import { hubSecretsProviderIssue } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
+import { cloudWatchTopicKeyProblem } from "../lib/kms";
 
 /**
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
@@ -124,7 +125,10 @@ export async function requireNamedRolesExist(
  * Checks the alarm topic before any alarm names it: CloudWatch alarm actions publish only to an SNS topic in the
  * alarm's region, so another region is refused; a topic in the hub's account must exist (`aws.sns.getTopic`; its
  * default access policy lets the account's CloudWatch alarms publish). A topic in another account cannot be read from
- * here: its policy must allow `cloudwatch.amazonaws.com` to `sns:Publish` (README "What the operator provides").
+ * here: its policy must allow `cloudwatch.amazonaws.com` to `sns:Publish` (README "What the operator provides"). A topic
+ * of the hub's account encrypted with KMS must use a key whose policy lets CloudWatch use it
+ * ({@link cloudWatchTopicKeyProblem}); read through Cloud Control (`aws.cloudcontrol.getResource`: the topic's
+ * `KmsMasterKeyId`, the key's `KeyPolicy`).
  * @throws Error naming the hub file and `platform:alarms.topicArn`
  */
 export async function requireAlarmTopic(
@@ -145,6 +149,29 @@ export async function requireAlarmTopic(
             `${file}: platform:alarms.topicArn: topic ${cfg.alarms.topicArn} does not exist in the hub's account (${String(e?.message || e).split("\n")[0]}); create it (with its subscriptions) first`,
         );
     });
+    // An encrypted topic: CloudWatch must be able to use its key, or every alarm fails to publish, silently.
+    const key = `${file}: platform:alarms.topicArn`;
+    const read = async (typeName: string, identifier: string): Promise<Record<string, any>> => {
+        const r = await aws.cloudcontrol.getResource({ typeName, identifier }, { provider }).catch((e: Error) => {
+            throw new Error(`${key}: cannot read ${typeName} ${identifier} (${String(e?.message || e).split("\n")[0]})`);
+        });
+        return JSON.parse(r.properties);
+    };
+    const keyId: string | undefined = (await read("AWS::SNS::Topic", cfg.alarms.topicArn)).KmsMasterKeyId;
+    if (!keyId) return;
+    if (/(^|:)alias\/aws\/sns$/.test(keyId))
+        throw new Error(
+            `${key}: topic ${cfg.alarms.topicArn} is encrypted with the AWS managed key aws/sns, which CloudWatch cannot use, so no alarm would reach it; encrypt it with a customer managed key whose policy allows cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey*`,
+        );
+    const keyArn = /(^|:)alias\//.test(keyId)
+        ? (await aws.kms.getAlias({ name: keyId.replace(/^arn:[^:]+:kms:[^:]*:\d*:/, "") }, { provider })).targetKeyArn
+        : keyId;
+    const keyPolicy = (await read("AWS::KMS::Key", keyArn.split("/").pop()!)).KeyPolicy;
+    const problem = cloudWatchTopicKeyProblem(typeof keyPolicy === "string" ? JSON.parse(keyPolicy) : keyPolicy);
+    if (problem)
+        throw new Error(
+            `${key}: CloudWatch cannot publish to topic ${cfg.alarms.topicArn} encrypted with ${keyArn}: its key policy has ${problem}; allow cloudwatch.amazonaws.com kms:Decrypt and kms:GenerateDataKey* without conditions`,
+        );
 }
 
 /**
@@ -246,6 +273,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                         partition,
                         hubDeployers: cfg.hubDeployers,
                         secretsKmsKeyArn: keys.kmsKeyArn,
+                        hub: stackName,
                     },
                     opts,
                 ),
@@ -269,9 +297,13 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                 }) as pulumi.Output<PolicyContract>;
                 return [
                     s,
-                    pulumi
-                        .all([policy, ledger.usageContract(s), identities.get(s)!.contract])
-                        .apply(([p, usage, identity]): SpokeContractExtras => ({ policy: p, usage, identity })),
+                    pulumi.all([policy, ledger.usageContract(s), identities.get(s)!.contract, identities.get(s)!.roleArns.metering]).apply(
+                        ([p, usage, identity, meteringRoleArn]): SpokeContractExtras => ({
+                            policy: p,
+                            usage: { ...usage, roleArn: meteringRoleArn },
+                            identity,
+                        }),
+                    ),
                 ];
             }),
         ),

@@ -68,6 +68,12 @@ export interface SpokeInfra {
      * Undefined on-prem: the cluster's own default class.
      */
     storage?: { className: string; dependsOn: pulumi.Resource[] };
+    /**
+     * EKS: what provisions the gateway proxy's load balancer (the AWS Load Balancer Controller release). The objects that
+     * make Envoy Gateway create the LoadBalancer Service depend on it, so a destroy deletes them, and with them the NLB,
+     * while the controller is still there to delete it (it holds a finalizer on the Service). Undefined on-prem.
+     */
+    loadBalancerProvisioner?: pulumi.Resource[];
 }
 
 /**

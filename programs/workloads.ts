@@ -41,6 +41,7 @@ export function deployWorkloads(
             contract,
             gateway: cfg.gateway,
             awsCredentials,
+            loadBalancerProvisioner: infra.loadBalancerProvisioner,
         },
         { ...opts, dependsOn: [infra.inferenceNamespace] },
     );

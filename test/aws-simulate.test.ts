@@ -3,13 +3,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
-import type { AwsCall } from "../services/shared/aws-calls";
+import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { MINT_AWS_CALLS } from "../services/keys/aws-calls";
 import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
+import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
@@ -30,12 +31,37 @@ type Decision = "Allowed" | "ExplicitlyDenied" | "ImplicitlyDenied";
  * know): a condition on a dropped key evaluates as missing, which would make a test pass for the wrong reason.
  */
 async function runSimulation(simulation: any, settings: any): Promise<any> {
+    const missing = missingAwsContext(simulation.request);
+    if (missing.length) throw new Error(`a request to ${simulation.request.action} lacks context AWS always sends: ${missing.join(", ")}`);
     const r: any = await simulatorRun(simulation, settings);
     const ignored: string[] = r.result?.ignoredContextKeys ?? [];
     if (ignored.length) throw new Error(`the simulator ignores context keys ${ignored.join(", ")} for ${simulation.request.action}`);
     return r;
 }
 type Doc = Record<string, unknown>;
+
+/**
+ * Context keys AWS puts in every request of the kind (IAM user guide, "AWS global condition context keys"): an IAM
+ * principal's ARN and account, whether an AWS service made the call with the principal's credentials
+ * (`aws:ViaAWSService`, true on forward access sessions such as S3 asking KMS for a data key), the transport, and for
+ * KMS the caller's account; a service principal's name. A key left out would evaluate as missing, which can make a
+ * condition pass (an `...IfExists` or a negated operator) for the wrong reason.
+ */
+function missingAwsContext(request: { principal: string; action: string; contextVariables: Record<string, unknown> }): string[] {
+    const need = ["aws:SecureTransport"];
+    if (request.principal.startsWith("arn:")) need.push("aws:PrincipalArn", "aws:PrincipalAccount", "aws:ViaAWSService");
+    else need.push("aws:PrincipalServiceName");
+    if (request.action.startsWith("kms:") && request.principal.startsWith("arn:")) need.push("kms:CallerAccount");
+    return need.filter((k) => request.contextVariables[k] === undefined);
+}
+
+/**
+ * Source address of a call an AWS service makes with the principal's credentials (a forward access session): the
+ * service's own, never the site's (IAM user guide, "Forward access sessions" and `aws:SourceIp`). Such calls carry
+ * `aws:ViaAWSService` true and no `aws:CalledVia`, which only the services the IAM reference lists for that key add
+ * (S3, Secrets Manager, SQS and Kinesis are not among them).
+ */
+const AWS_SERVICE_SOURCE_IP = "52.94.133.131";
 
 const HUB = stackConfigDoc("hub-prod");
 const REGION: string = HUB["aws:region"];
@@ -73,6 +99,14 @@ function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
     if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
     return { arn: out(role, "arn"), policies };
 }
+/** A ledger Lambda's role: it runs in the ledger's VPC, so its S3 calls pass the S3 gateway endpoint's policy. */
+function ledgerRole(resourceName: string): Principal {
+    // The mocks' id of a resource is `<name>-id` (tools/harness.ts).
+    const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", "usage-ledger-s3").name}-id`;
+    const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
+    if (!policy) throw new Error("the ledger's S3 endpoint has no policy");
+    return { ...roleOf(resourceName), s3Endpoint: { id, policy: JSON.parse(inputs(policy).policy) } };
+}
 /** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
 function resourcePolicyOf(arn: string): Doc | undefined {
     for (const k of byType(rs, "aws:kms/key:Key"))
@@ -101,6 +135,8 @@ interface Principal {
     arn: string;
     policies: Doc[];
     context?: Record<string, string | string[]>;
+    /** In the ledger's VPC: its S3 calls go through the gateway endpoint, whose policy takes part. */
+    s3Endpoint?: { id: string; policy: Doc };
 }
 
 async function simulate(
@@ -110,21 +146,27 @@ async function simulate(
     context: Record<string, string | string[]>,
 ): Promise<{ decision: Decision; detail: string }> {
     const resourcePolicy = resourcePolicyOf(resource);
+    const viaEndpoint = !!p.s3Endpoint && action.startsWith("s3:") && context["aws:ViaAWSService"] !== "true";
     const r = await runSimulation(
         {
             identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
             serviceControlPolicies: [],
             resourceControlPolicies: [],
             resourcePolicy: resourcePolicy as any,
+            vpcEndpointPolicies: viaEndpoint ? [{ name: p.s3Endpoint!.id, policy: p.s3Endpoint!.policy }] : undefined,
             request: {
                 action,
                 principal: p.arn,
                 resource: { accountId: ACCOUNT, resource },
-                // What AWS always sets: the principal's ARN, and for KMS the caller's account.
+                // What AWS always sets: the principal's ARN and account, direct or via a service, and for KMS the caller's
+                // account; then the session's own (tags, source address) and the call's.
                 contextVariables: {
                     "aws:PrincipalArn": p.arn,
+                    "aws:PrincipalAccount": p.arn.split(":")[4],
+                    "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
                     ...p.context,
+                    ...(viaEndpoint ? { "aws:SourceVpce": p.s3Endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
                 },
             },
@@ -146,17 +188,47 @@ async function evaluate(
         const context = Object.fromEntries(
             Object.entries(c.context).map(([k, v]) => [k, Array.isArray(v) ? v.map((x) => fill(x, vars)) : fill(v, vars)]),
         );
-        results.push(await simulate(p, c.action, fill(c.resource, vars), change(context)));
+        results.push(await simulate(p, c.action, fill(c.resource, vars), change({ ...forwardAccess(c), ...context })));
     }
     return results;
+}
+/**
+ * A call a service makes with the principal's credentials (its table row names `kms:ViaService`: S3, Secrets Manager
+ * or SQS asking KMS): the context AWS gives such a forward access session instead of the principal's own.
+ */
+function forwardAccess(c: AwsCall): Record<string, string> {
+    return "kms:ViaService" in c.context ? { "aws:ViaAWSService": "true", "aws:SourceIp": AWS_SERVICE_SOURCE_IP } : {};
 }
 const notAllowed = (rs: { decision: Decision; detail: string }[]) =>
     rs.filter((r) => r.decision !== "Allowed").map((r) => `${r.decision}: ${r.detail}`);
 const allowed = (rs: { decision: Decision; detail: string }[]) => rs.filter((r) => r.decision === "Allowed").map((r) => r.detail);
 
 let vars: Record<string, string>;
-/** Per spoke: its role as the spoke's services assume it, and its placeholders. */
-let spokes: Record<string, { principal: Principal; vars: Record<string, string> }>;
+/** Per spoke and service: its own role as the service's sessions use it, and the spoke's placeholders. */
+let spokes: Record<string, { auth: Principal; metering: Principal; vars: Record<string, string> }>;
+
+/**
+ * The context a session of a spoke role carries: Pod Identity sessions carry the session tags the trust required
+ * (`aws:PrincipalTag/...`, docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html), plus `eks-cluster-name` and
+ * the pod's name and uid; every session the site's (or the cluster's NAT) source address.
+ */
+function sessionContext(trust: Doc, sourceIp: string): Record<string, string> {
+    const eq = ((trust as any).Statement[0].Condition?.StringEquals ?? {}) as Record<string, string>;
+    const tags = Object.fromEntries(
+        Object.entries(eq)
+            .filter(([k]) => k.startsWith("aws:RequestTag/"))
+            .map(([k, v]) => [k.replace("aws:RequestTag/", "aws:PrincipalTag/"), v]),
+    );
+    if (Object.keys(tags).length) {
+        const clusterArn = tags["aws:PrincipalTag/eks-cluster-arn"];
+        Object.assign(tags, {
+            "aws:PrincipalTag/eks-cluster-name": clusterArn.split("/").pop()!,
+            "aws:PrincipalTag/kubernetes-pod-name": `${tags["aws:PrincipalTag/kubernetes-service-account"]}-0`,
+            "aws:PrincipalTag/kubernetes-pod-uid": "0b6a6c2e-0000-4000-8000-000000000000",
+        });
+    }
+    return { ...tags, "aws:SourceIp": sourceIp };
+}
 
 beforeAll(async () => {
     const hub = await runRepoStack("hub-prod");
@@ -177,19 +249,25 @@ beforeAll(async () => {
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
+        ledgerVpcId: "usage-ledger-vpc-id",
         ledgerSubnetArn: out(named("aws:ec2/subnet:Subnet", "usage-ledger-private-0"), "arn"),
         lambdaSgArn: out(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg"), "arn"),
     };
     const identities = HUB["platform:spokeIdentities"] ?? {};
     spokes = Object.fromEntries(
         SPOKES.map((s) => {
-            const role = roleOf(`spoke-${s}-role`);
             const egress: string[] = identities[s]?.egressCidrs ?? [];
             const sourceIp = egress.length ? egress[0].replace(/\/\d+$/, "") : "203.0.113.10";
+            const principal = (service: string): Principal => {
+                const role = roleOf(`spoke-${s}-${service}-role`);
+                const trust = JSON.parse(inputs(named("aws:iam/role:Role", `spoke-${s}-${service}-role`)).assumeRolePolicy);
+                return { ...role, context: sessionContext(trust, sourceIp) };
+            };
             return [
                 s,
                 {
-                    principal: { ...role, context: { "aws:SourceIp": sourceIp, "aws:ViaAWSService": "false" } },
+                    auth: principal("auth"),
+                    metering: principal("metering"),
                     vars: {
                         ...vars,
                         spoke: s,
@@ -202,26 +280,45 @@ beforeAll(async () => {
     );
 }, 120_000);
 
-describe("simulated: the spoke roles (auth and metering services)", () => {
-    it("every call of the auth and metering tables is allowed for every spoke (the ACK included)", async () => {
+describe("simulated: the spoke roles, one per service (auth and metering)", () => {
+    const direct = (calls: readonly AwsCall[]) => calls.filter((c) => !c.action.startsWith("kms:"));
+
+    it("every call of each service's table is allowed to its own role, for every spoke (the ACK included)", async () => {
         for (const s of SPOKES) {
-            const { principal, vars: v } = spokes[s];
-            expect(notAllowed(await evaluate(principal, [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS], v)), s).toEqual([]);
+            const { auth, metering, vars: v } = spokes[s];
+            expect(notAllowed(await evaluate(auth, AUTH_AWS_CALLS, v)), `${s} auth`).toEqual([]);
+            expect(notAllowed(await evaluate(metering, METERING_AWS_CALLS, v)), `${s} metering`).toEqual([]);
         }
     });
 
-    it("a spoke can neither read nor write another spoke's objects, nor put to its stream", async () => {
+    it("auth cannot put usage records; metering cannot write or read ACKs, list, or encrypt under the bucket key", async () => {
+        for (const s of SPOKES) {
+            const { auth, vars: v } = spokes[s];
+            const put = METERING_AWS_CALLS.filter((c) => c.action.startsWith("kinesis:"));
+            expect(put.length).toBeGreaterThan(0);
+            const alsoSingle = [...put, ...put.map((c) => ({ ...c, action: "kinesis:PutRecord" }))];
+            expect(allowed(await evaluate(auth, alsoSingle, v)), `${s} auth -> stream`).toEqual([]);
+            const ackCalls: AwsCall[] = [
+                ...AUTH_AWS_CALLS.filter((c) => c.action === "s3:PutObject" || c.action === "kms:GenerateDataKey"),
+                ...AUTH_AWS_CALLS.filter((c) => c.action === "s3:PutObject").map((c) => ({ ...c, action: "s3:GetObject" })),
+                { ...AUTH_AWS_CALLS[0], action: "s3:ListBucket", resource: "{policyBucketArn}", context: { ...AUTH_AWS_CALLS[0].context } },
+            ];
+            expect(allowed(await evaluate(spokes[s].metering, ackCalls, v)), `${s} metering -> ACKs`).toEqual([]);
+        }
+    });
+
+    it("a spoke's service can neither read nor write another spoke's objects, nor put to its stream", async () => {
         for (const s of SPOKES)
             for (const other of SPOKES.filter((o) => o !== s)) {
                 const v = { ...spokes[other].vars, sourceIp: spokes[s].vars.sourceIp };
-                const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
-                expect(allowed(await evaluate(spokes[s].principal, direct, v)), `${s} -> ${other}`).toEqual([]);
+                expect(allowed(await evaluate(spokes[s].auth, direct(AUTH_AWS_CALLS), v)), `${s} auth -> ${other}`).toEqual([]);
+                expect(allowed(await evaluate(spokes[s].metering, direct(METERING_AWS_CALLS), v)), `${s} metering -> ${other}`).toEqual([]);
             }
     });
 
     it("plaintext, TLS below 1.2, another KMS key, another algorithm or the AWS managed key: the ACK is denied", async () => {
         const ack = AUTH_AWS_CALLS.filter((c) => c.action === "s3:PutObject");
-        const { principal, vars: v } = spokes[SPOKES[0]];
+        const { auth: principal, vars: v } = spokes[SPOKES[0]];
         const foreignKey = `arn:aws:kms:${REGION}:${ACCOUNT}:key/00000000-0000-0000-0000-000000000000`;
         for (const change of [
             (c: any) => ({ ...c, "aws:SecureTransport": "false" }),
@@ -246,38 +343,104 @@ describe("simulated: the spoke roles (auth and metering services)", () => {
         expect(notAllowed(own)).toEqual([]);
     });
 
-    it("the bucket key is usable only through S3 in the hub's region", async () => {
-        const { principal, vars: v } = spokes[SPOKES[0]];
-        const kms = AUTH_AWS_CALLS.filter((c) => c.action.startsWith("kms:"));
-        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": undefined as any })).then((x) => x))).toEqual(
-            [],
-        );
-        expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": "s3.us-east-1.amazonaws.com" })))).toEqual([]);
+    it("the bucket key is usable only through S3 in the hub's region, by either service", async () => {
+        for (const service of ["auth", "metering"] as const) {
+            const { vars: v } = spokes[SPOKES[0]];
+            const principal = spokes[SPOKES[0]][service];
+            const kms = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => c.action.startsWith("kms:"));
+            const { "kms:ViaService": _, ...noVia } = kms[0].context;
+            expect(
+                allowed(
+                    await evaluate(
+                        principal,
+                        kms.map((c) => ({ ...c, context: noVia })),
+                        v,
+                    ),
+                ),
+                service,
+            ).toEqual([]);
+            expect(allowed(await evaluate(principal, kms, v, (c) => ({ ...c, "kms:ViaService": "s3.us-east-1.amazonaws.com" })))).toEqual(
+                [],
+            );
+        }
     });
 
-    it("an on-prem spoke with egress ranges is denied from any other source address", async () => {
+    it("an on-prem spoke with egress ranges: each service denied from any other source address, S3's own KMS calls still allowed", async () => {
         const withEgress = SPOKES.filter((s) => (HUB["platform:spokeIdentities"]?.[s]?.egressCidrs ?? []).length);
         expect(withEgress.length).toBeGreaterThan(0);
-        for (const s of withEgress) {
-            const direct = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS].filter((c) => !c.action.startsWith("kms:"));
-            const r = await evaluate(
-                { ...spokes[s].principal, context: { ...spokes[s].principal.context, "aws:SourceIp": "192.0.2.77" } },
-                direct,
-                spokes[s].vars,
-            );
-            expect(
-                r.every((x) => x.decision === "ExplicitlyDenied"),
-                s,
-            ).toBe(true);
+        for (const s of withEgress)
+            for (const [service, calls] of [
+                ["auth", AUTH_AWS_CALLS],
+                ["metering", METERING_AWS_CALLS],
+            ] as const) {
+                const p = spokes[s][service];
+                const away = { ...p, context: { ...p.context, "aws:SourceIp": "192.0.2.77" } };
+                const r = await evaluate(away, direct(calls), spokes[s].vars);
+                expect(
+                    r.every((x) => x.decision === "ExplicitlyDenied"),
+                    `${s} ${service}`,
+                ).toBe(true);
+                // What S3 asks KMS with the session's credentials comes from S3's address (aws:ViaAWSService true).
+                const kms = calls.filter((c) => c.action.startsWith("kms:"));
+                expect(notAllowed(await evaluate(p, kms, spokes[s].vars)), `${s} ${service} kms`).toEqual([]);
+            }
+    });
+});
+
+describe("simulated: the evaluator is given what AWS sends", () => {
+    it("refuses a request without the principal's account, the via-service flag, the transport or KMS's caller account", async () => {
+        const { auth } = spokes[SPOKES[0]];
+        const request = (ctx: Record<string, string>, action = "s3:GetObject") => ({
+            identityPolicies: auth.policies.map((policy, i) => ({ name: `p${i}`, policy })),
+            serviceControlPolicies: [],
+            resourceControlPolicies: [],
+            request: {
+                action,
+                principal: auth.arn,
+                resource: { accountId: ACCOUNT, resource: `${vars.policyBucketArn}/x` },
+                contextVariables: ctx,
+            },
+        });
+        const full = {
+            "aws:PrincipalArn": auth.arn,
+            "aws:PrincipalAccount": ACCOUNT,
+            "aws:ViaAWSService": "false",
+            "aws:SecureTransport": "true",
+        };
+        await expect(runSimulation(request(full), {})).resolves.toBeDefined();
+        for (const k of Object.keys(full)) {
+            const { [k]: _, ...less } = full as Record<string, string>;
+            await expect(runSimulation(request(less), {}), k).rejects.toThrow(k);
         }
+        await expect(runSimulation(request(full, "kms:Decrypt"), {})).rejects.toThrow("kms:CallerAccount");
+    });
+
+    it("Pod Identity sessions carry their session tags; service-made KMS calls carry aws:ViaAWSService and S3's address", () => {
+        const eks = SPOKES.filter((s) => HUB["platform:spokes"].find((x: any) => x.name === s).provider === "eks");
+        expect(eks.length).toBeGreaterThan(0);
+        for (const s of eks) {
+            expect(spokes[s].auth.context).toMatchObject({
+                "aws:PrincipalTag/kubernetes-namespace": GATEWAY_NAMESPACE,
+                "aws:PrincipalTag/kubernetes-service-account": "auth",
+            });
+            expect(spokes[s].metering.context).toMatchObject({
+                "aws:PrincipalTag/kubernetes-namespace": PLATFORM_NAMESPACE,
+                "aws:PrincipalTag/kubernetes-service-account": "metering",
+            });
+            expect(spokes[s].auth.context!["aws:PrincipalTag/eks-cluster-arn"]).toMatch(/^arn:aws:eks:[a-z0-9-]+:\d{12}:cluster\//);
+        }
+        const kms = AUTH_AWS_CALLS.filter((c) => c.action.startsWith("kms:"));
+        expect(kms.length).toBeGreaterThan(0);
+        for (const c of kms) expect(forwardAccess(c)).toEqual({ "aws:ViaAWSService": "true", "aws:SourceIp": AWS_SERVICE_SOURCE_IP });
+        for (const c of AUTH_AWS_CALLS.filter((x) => x.command)) expect(forwardAccess(c)).toEqual({});
     });
 });
 
 describe("simulated: the ledger Lambdas", () => {
     const lambdas = () => ({
-        migrator: { role: roleOf("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
-        reconciler: { role: roleOf("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
-        consumer: { role: roleOf("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
+        migrator: { role: ledgerRole("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
+        reconciler: { role: ledgerRole("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
+        consumer: { role: ledgerRole("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
     });
     const varsFor = (logs: string, spoke = SPOKES[0]) => ({
         ...vars,
@@ -338,7 +501,7 @@ describe("simulated: the ledger Lambdas", () => {
 });
 
 describe("simulated: failed usage batches (kept by the consumer, replayed by an operator)", () => {
-    const consumer = () => roleOf("usage-ledger-consumer-role");
+    const consumer = () => ledgerRole("usage-ledger-consumer-role");
     const consumerVars = () => ({
         ...vars,
         logGroupArn: out(named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-consumer-logs"), "arn"),
@@ -371,6 +534,28 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
                 })),
             ),
         ).toEqual([]);
+    });
+
+    it("the ledger VPC's S3 endpoint: only putting failed batches, by principals of the hub's account", async () => {
+        const put = keep().filter((c) => c.action === "s3:PutObject");
+        expect(notAllowed(await evaluate(consumer(), put, consumerVars()))).toEqual([]);
+        // Even a principal allowed everything by its own policy, inside the VPC: no other bucket, nothing but a put.
+        const inVpc: Principal = {
+            ...consumer(),
+            arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        expect(notAllowed(await evaluate(inVpc, put, consumerVars()))).toEqual([]);
+        const elsewhere = [
+            ...put.map((c) => ({ ...c, resource: "arn:aws:s3:::someone-elses-bucket/failed/x.json", context: { ...S3_TRANSPORT } })),
+            ...put.map((c) => ({ ...c, resource: "{policyBucketArn}/spokes/hn1/acks/1.json", context: { ...S3_TRANSPORT } })),
+            ...REPLAY_AWS_CALLS.filter((c) => c.action.startsWith("s3:")),
+        ];
+        expect(elsewhere.length).toBeGreaterThanOrEqual(5);
+        expect(allowed(await evaluate(inVpc, elsewhere, consumerVars()))).toEqual([]);
+        // A principal of another account, allowed by its own policy: refused by the endpoint.
+        const foreign = { ...inVpc, arn: "arn:aws:iam::999999999999:role/x" };
+        expect(allowed(await evaluate(foreign, put, consumerVars()))).toEqual([]);
     });
 
     it("a hub deployer (administrator in the hub account) can run the replay; the consumer role cannot read or delete batches", async () => {
@@ -431,7 +616,17 @@ describe("simulated: who may obtain a spoke role", () => {
                         action,
                         principal,
                         resource: { accountId: ACCOUNT, resource: out(role, "arn") },
-                        contextVariables: { "aws:SecureTransport": "true", ...context },
+                        contextVariables: {
+                            "aws:SecureTransport": "true",
+                            ...(principal.startsWith("arn:")
+                                ? {
+                                      "aws:PrincipalArn": principal,
+                                      "aws:PrincipalAccount": principal.split(":")[4],
+                                      "aws:ViaAWSService": "false",
+                                  }
+                                : { "aws:PrincipalServiceName": principal }),
+                            ...context,
+                        },
                     },
                 } as any,
                 {},
@@ -449,39 +644,41 @@ describe("simulated: who may obtain a spoke role", () => {
         "aws:TagKeys": ["eks-cluster-arn", "kubernetes-namespace", "kubernetes-service-account"],
     });
 
-    it("EKS: Pod Identity for the spoke's own cluster (ARN as the rendered spoke has it) and its service accounts only", async () => {
+    it("EKS: each role by Pod Identity for the spoke's own cluster and exactly its own namespace/service-account pair", async () => {
         const eks = SPOKES.filter((s) => HUB["platform:spokes"].find((x: any) => x.name === s).provider === "eks");
         expect(eks.length).toBeGreaterThan(0);
         const { spoke } = await runHubAndSpoke(HUB["platform:spokes"].find((x: any) => x.name === eks[0]).stack);
         const clusterArn = out(spoke.resources.find((r) => r.type === "aws:eks/cluster:Cluster")!, "arn");
-        const role = `spoke-${eks[0]}-role`;
         const pods = "pods.eks.amazonaws.com";
         const both = ["sts:AssumeRole", "sts:TagSession"];
+        const denied = ["ImplicitlyDenied", "ImplicitlyDenied"];
         const hub = (await runRepoStack("hub-prod")).resources;
-        expect(await assume(role, pods, [], podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual(["Allowed", "Allowed"]);
-        expect(await assume(role, pods, [], podIdentity(clusterArn, PLATFORM_NAMESPACE, "metering"), both, hub)).toEqual([
-            "Allowed",
-            "Allowed",
-        ]);
-        const other = clusterArn.replace(/cluster\/.*$/, "cluster/platform-elsewhere");
-        expect(await assume(role, pods, [], podIdentity(other, GATEWAY_NAMESPACE, "auth"), both, hub)).toEqual([
-            "ImplicitlyDenied",
-            "ImplicitlyDenied",
-        ]);
-        expect(await assume(role, pods, [], podIdentity(clusterArn, "default", "default"), both, hub)).toEqual([
-            "ImplicitlyDenied",
-            "ImplicitlyDenied",
-        ]);
-        expect(
-            await assume(
-                role,
-                pods,
-                [],
-                { ...podIdentity(clusterArn, GATEWAY_NAMESPACE, "auth"), "aws:SourceAccount": "999999999999" },
-                both,
-                hub,
-            ),
-        ).toEqual(["ImplicitlyDenied", "ImplicitlyDenied"]);
+        const pairs = { auth: [GATEWAY_NAMESPACE, "auth"], metering: [PLATFORM_NAMESPACE, "metering"] } as const;
+        for (const [service, [ns, sa]] of Object.entries(pairs)) {
+            const role = `spoke-${eks[0]}-${service}-role`;
+            expect(await assume(role, pods, [], podIdentity(clusterArn, ns, sa), both, hub), role).toEqual(["Allowed", "Allowed"]);
+            // The other service's pair, and each half of it crossed with this one's: denied (not any ns x any SA).
+            const [ons, osa] = service === "auth" ? pairs.metering : pairs.auth;
+            for (const [n, a] of [
+                [ons, osa],
+                [ns, osa],
+                [ons, sa],
+                ["default", "default"],
+                ["default", sa],
+            ])
+                expect(await assume(role, pods, [], podIdentity(clusterArn, n, a), both, hub), `${role} ${n}/${a}`).toEqual(denied);
+            const other = clusterArn.replace(/cluster\/.*$/, "cluster/platform-elsewhere");
+            expect(await assume(role, pods, [], podIdentity(other, ns, sa), both, hub)).toEqual(denied);
+            expect(
+                await assume(role, pods, [], { ...podIdentity(clusterArn, ns, sa), "aws:SourceAccount": "999999999999" }, both, hub),
+            ).toEqual(denied);
+        }
+        // The spoke associates each service account with its own role, the one the hub's contract names for it.
+        const associations = spoke.resources.filter((r) => r.type === "aws:eks/podIdentityAssociation:PodIdentityAssociation");
+        for (const [service, [ns, sa]] of Object.entries(pairs)) {
+            const assoc = associations.find((r) => inputs(r).namespace === ns && inputs(r).serviceAccount === sa)!;
+            expect(inputs(assoc).roleArn, service).toBe(out(hub.find((r) => r.name === `spoke-${eks[0]}-${service}-role`)!, "arn"));
+        }
     });
 
     it("EKS in another region than the hub: the trust names the cluster in its own region", async () => {
@@ -502,6 +699,7 @@ describe("simulated: who may obtain a spoke role", () => {
                     accountId: ACCOUNT,
                     partition: "aws",
                     hubDeployers: [`arn:aws:iam::${ACCOUNT}:role/hub-deployer`],
+                    hub: "hub-t",
                 });
                 return {};
             },
@@ -511,7 +709,7 @@ describe("simulated: who may obtain a spoke role", () => {
         const arnIn = (region: string) => `arn:aws:eks:${region}:${ACCOUNT}:cluster/platform-fra1`;
         expect(
             await assume(
-                "spoke-fra1-role",
+                "spoke-fra1-auth-role",
                 pods,
                 [],
                 podIdentity(arnIn("eu-central-1"), GATEWAY_NAMESPACE, "auth"),
@@ -521,7 +719,7 @@ describe("simulated: who may obtain a spoke role", () => {
         ).toEqual(["Allowed", "Allowed"]);
         expect(
             await assume(
-                "spoke-fra1-role",
+                "spoke-fra1-auth-role",
                 pods,
                 [],
                 podIdentity(arnIn("ap-southeast-1"), GATEWAY_NAMESPACE, "auth"),
@@ -543,13 +741,21 @@ describe("simulated: who may obtain a spoke role", () => {
         const ip = idc.egressCidrs[0].replace(/\/\d+$/, "");
         const created = Date.parse(`${idc.keys[0].createdAt}T00:00:00Z`);
         const at = (days: number) => new Date(created + days * 86_400_000).toISOString();
-        const ok = { "aws:SourceIp": ip, "aws:CurrentTime": at(1) };
-        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["Allowed"]);
-        expect(await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual([
+        const ok = { "aws:SourceIp": ip, "aws:CurrentTime": at(1), "sts:RoleSessionName": "platform-auth" };
+        expect(await assume(`spoke-${s}-auth-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["Allowed"]);
+        expect(
+            await assume(`spoke-${s}-metering-role`, out(user, "arn"), [userPolicy], { ...ok, "sts:RoleSessionName": "platform-metering" }),
+        ).toEqual(["Allowed"]);
+        // Each role only under its own service's session name (the other's, or none, is refused).
+        expect(
+            await assume(`spoke-${s}-auth-role`, out(user, "arn"), [userPolicy], { ...ok, "sts:RoleSessionName": "platform-metering" }),
+        ).toEqual(["ImplicitlyDenied"]);
+        expect(await assume(`spoke-${s}-metering-role`, out(user, "arn"), [userPolicy], ok)).toEqual(["ImplicitlyDenied"]);
+        expect(await assume(`spoke-${s}-auth-role`, out(user, "arn"), [userPolicy], { ...ok, "aws:SourceIp": "192.0.2.1" })).toEqual([
             "ImplicitlyDenied",
         ]);
         expect(
-            await assume(`spoke-${s}-role`, out(user, "arn"), [userPolicy], {
+            await assume(`spoke-${s}-auth-role`, out(user, "arn"), [userPolicy], {
                 ...ok,
                 "aws:CurrentTime": at((idc.maxKeyAgeDays ?? 90) + 1),
             }),
@@ -561,7 +767,7 @@ describe("simulated: who may obtain a spoke role", () => {
             const otherPolicy = JSON.parse(
                 inputs(byType(rs, "aws:iam/userPolicy:UserPolicy").find((p) => inputs(p).user === out(otherUser, "name"))!).policy,
             );
-            expect(await assume(`spoke-${s}-role`, out(otherUser, "arn"), [otherPolicy], ok)).toEqual(["ImplicitlyDenied"]);
+            expect(await assume(`spoke-${s}-auth-role`, out(otherUser, "arn"), [otherPolicy], ok)).toEqual(["ImplicitlyDenied"]);
         }
     });
 });
@@ -604,6 +810,8 @@ describe("simulated: tenants' API key secrets", () => {
                             "aws:SecureTransport": "true",
                             "aws:PrincipalArn": principalArn,
                             "aws:PrincipalAccount": ownAccount,
+                            // Secrets Manager asks KMS with the reader's credentials (a forward access session).
+                            "aws:ViaAWSService": action.startsWith("kms:") ? "true" : "false",
                             ...ctx,
                             ...(action.startsWith("kms:") ? { "kms:CallerAccount": ownAccount, ...context } : {}),
                         },
@@ -628,7 +836,8 @@ describe("simulated: tenants' API key secrets", () => {
         expect((await read(readers()[b][0], a))[0]).not.toBe("Allowed");
         const others = [
             HUB["platform:spokeIdentities"].hn1.deployerRoleArn,
-            out(named("aws:iam/role:Role", "spoke-hn1-role"), "arn"),
+            out(named("aws:iam/role:Role", "spoke-hn1-auth-role"), "arn"),
+            out(named("aws:iam/role:Role", "spoke-hn1-metering-role"), "arn"),
             "arn:aws:iam::111122223333:role/platform-ci-preview",
         ];
         for (const p of others) expect((await read(p, a))[0], p).toBe("ExplicitlyDenied");
@@ -814,6 +1023,63 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
                     })
                 ).decision,
             ).toBe("ImplicitlyDenied");
+        }
+    });
+});
+
+describe("simulated: the alarm topic's key check agrees with IAM's evaluation", () => {
+    it("the hub's check accepts a topic key policy exactly when CloudWatch may use the key (never when it may not)", async () => {
+        const keyArn = `arn:aws:kms:${REGION}:${ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab`;
+        const admin = { Sid: "Admin", Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" };
+        const cw = (extra: Record<string, unknown> = {}) => ({
+            Sid: "CloudWatch",
+            Effect: "Allow",
+            Principal: { Service: "cloudwatch.amazonaws.com" },
+            Action: ["kms:Decrypt", "kms:GenerateDataKey*"],
+            Resource: "*",
+            ...extra,
+        });
+        const samples: Array<[string, Doc, boolean]> = [
+            ["CloudWatch allowed", { Version: "2012-10-17", Statement: [admin, cw()] }, true],
+            ["kms:* to CloudWatch", { Version: "2012-10-17", Statement: [admin, cw({ Action: "kms:*" })] }, true],
+            ["account only", { Version: "2012-10-17", Statement: [admin] }, false],
+            ["decrypt only", { Version: "2012-10-17", Statement: [admin, cw({ Action: "kms:Decrypt" })] }, false],
+            [
+                "another service",
+                { Version: "2012-10-17", Statement: [admin, cw({ Principal: { Service: "events.amazonaws.com" } })] },
+                false,
+            ],
+            [
+                "CloudWatch denied",
+                { Version: "2012-10-17", Statement: [admin, cw(), cw({ Sid: "No", Effect: "Deny", Action: "kms:GenerateDataKey*" })] },
+                false,
+            ],
+        ];
+        for (const [label, policy, usable] of samples) {
+            const decisions: Decision[] = [];
+            for (const action of CLOUDWATCH_TOPIC_KEY_ACTIONS) {
+                const r = await runSimulation(
+                    {
+                        identityPolicies: [],
+                        serviceControlPolicies: [],
+                        resourceControlPolicies: [],
+                        resourcePolicy: policy,
+                        request: {
+                            action,
+                            principal: "cloudwatch.amazonaws.com",
+                            resource: { accountId: ACCOUNT, resource: keyArn },
+                            contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalServiceName": "cloudwatch.amazonaws.com" },
+                        },
+                    } as any,
+                    {},
+                );
+                decisions.push(r.overallResult);
+            }
+            expect(
+                decisions.every((d) => d === "Allowed"),
+                `${label}: simulator`,
+            ).toBe(usable);
+            expect(cloudWatchTopicKeyProblem(policy) === undefined, `${label}: the hub's check`).toBe(usable);
         }
     });
 });

@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { isEksSpoke, parseStackConfig } from "../config/stack";
 import { capacitySettings } from "../components/spoke/EfaNodeGroup";
+import { vpcSubnetPlan } from "../lib/eks";
 import { byType, flatConfig, inputs, platformKeys, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 import { referenceableOutputs, unwrapWire } from "../tools/wire";
 import { efaPolicies } from "../policies/efa";
@@ -32,6 +33,16 @@ describe("EKS spoke config (spoke-sg1)", () => {
             ["h200", "p5en-48xlarge", 16, true, []],
         ]);
         expect(cfg.spoke.railPools).toEqual([]);
+    });
+
+    it("the shipped file pins each AZ's subnets by name, with the CIDRs the derived plan gave (adding them moved none)", () => {
+        const vpc = stackConfigDoc("spoke-sg1")["platform:cluster"].vpc;
+        expect(Object.keys(vpc.subnets ?? {}).sort()).toEqual([...vpc.availabilityZones].sort());
+        const given = vpcSubnetPlan(vpc.cidr, vpc.availabilityZones, vpc.subnets);
+        expect(given).toEqual(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones));
+        // Reordered AZs: the same CIDR per AZ (derived by position, they would swap).
+        const reordered = vpcSubnetPlan(vpc.cidr, [...vpc.availabilityZones].reverse(), vpc.subnets);
+        for (const g of given) expect(reordered).toContainEqual(g);
     });
 
     const cases: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
@@ -581,14 +592,27 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
         expect(system.diskSize).toBeUndefined();
     });
 
-    it("auth and metering get the spoke role by EKS Pod Identity: no key, no credentials file", () => {
+    it("destroy order: the EnvoyProxy and Gateway (whose Service holds the NLB) go before the AWS Load Balancer Controller", () => {
+        const lbc = named("kubernetes:helm.sh/v3:Release", "aws-load-balancer-controller");
+        const crs = byType(rs, "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy").concat(
+            byType(rs, "kubernetes:gateway.networking.k8s.io/v1:Gateway"),
+        );
+        expect(crs).toHaveLength(2);
+        // Pulumi deletes a resource only after everything that depends on it: the controller outlives the NLB's owners.
+        for (const r of crs) expect(r.dependencies, r.name).toContain(lbc.urn);
+    });
+
+    it("auth and metering each get their own spoke role by EKS Pod Identity: no key, no credentials file", () => {
         const all = byType(rs, "aws:eks/podIdentityAssociation:PodIdentityAssociation").map(inputs);
         // cert-manager and the load balancer controller have their own roles (test/aws-simulate.test.ts); the spoke role
         // goes to auth and metering only.
         const assocs = all.filter((a) => a.namespace !== "cert-manager" && a.serviceAccount !== "aws-load-balancer-controller");
         expect(all.length - assocs.length).toBe(2);
         expect(assocs.map((a) => `${a.namespace}/${a.serviceAccount}`).sort()).toEqual(["llm-gateway/auth", "platform-system/metering"]);
-        for (const a of assocs) expect(a.roleArn).toMatch(/:role\/(platform\/spokes\/)?platform-spoke-sg1$/);
+        // One role per service (hub SpokeIdentity: `<hub>-<spoke>-<service>-` name prefix under /platform/spokes/).
+        for (const a of assocs)
+            expect(a.roleArn).toMatch(new RegExp(`:role/platform/spokes/[a-z0-9-]+-sg1-${a.serviceAccount}-[0-9a-f]{26}$`));
+        expect(new Set(assocs.map((a) => a.roleArn)).size).toBe(2);
         const secrets = byType(rs, "kubernetes:core/v1:Secret").map((x) => inputs(x).metadata.name);
         expect(secrets).not.toContain("auth-aws");
         expect(secrets).not.toContain("metering-aws");

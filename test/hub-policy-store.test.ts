@@ -5,7 +5,7 @@ import * as path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
-import { sourceUserPolicy, spokeRolePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
+import { sourceUserPolicy, spokeServicePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
 import { SpokeContractSchema } from "../config/contract";
 import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } from "../services/shared/bundle";
 import { contentHash } from "../services/shared/canonical";
@@ -92,36 +92,36 @@ describe("bucket and identity policies (pure)", () => {
         ]);
     });
 
-    it("spoke role: named actions only, scoped to its own prefix, KMS only via S3, usage stream exact", () => {
-        const doc = spokeRolePolicy({
+    it("spoke roles, one per service: named actions only, scoped to the spoke's prefix, KMS only via S3; auth no stream, metering no ACK", () => {
+        const input = {
             spoke: "hn1",
             bucketArn: "arn:aws:s3:::b",
             kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k",
             region: "ap-southeast-1",
             usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1",
-        });
-        for (const s of doc.Statement) {
+        };
+        const auth = spokeServicePolicy("auth", input);
+        const metering = spokeServicePolicy("metering", input);
+        for (const s of [...auth.Statement, ...metering.Statement]) {
             expect(s.Effect).toBe("Allow");
             for (const a of s.Action) expect(a).toMatch(/^[a-z0-9]+:[A-Za-z]+$/);
             for (const r of [s.Resource ?? []].flat())
                 expect(r.startsWith("arn:aws:s3:::b/") ? r.startsWith("arn:aws:s3:::b/spokes/hn1/") : true).toBe(true);
         }
-        expect(doc.Statement.map((s) => [s.Sid, s.Action, s.Resource])).toEqual([
-            [
-                "ReadOwnBundles",
-                ["s3:GetObject", "s3:GetObjectVersion"],
-                ["arn:aws:s3:::b/spokes/hn1/current.json", "arn:aws:s3:::b/spokes/hn1/bundles/*"],
-            ],
+        const bundles = ["arn:aws:s3:::b/spokes/hn1/current.json", "arn:aws:s3:::b/spokes/hn1/bundles/*"];
+        expect(auth.Statement.map((s) => [s.Sid, s.Action, s.Resource])).toEqual([
+            ["ReadOwnBundles", ["s3:GetObject", "s3:GetObjectVersion"], bundles],
             ["ListOwnPrefix", ["s3:ListBucket"], "arn:aws:s3:::b"],
             ["WriteOwnAcks", ["s3:PutObject"], "arn:aws:s3:::b/spokes/hn1/acks/*"],
             ["UseBucketKeyViaS3", ["kms:Decrypt", "kms:GenerateDataKey"], "arn:aws:kms:ap-southeast-1:1:key/k"],
-            ["PutUsageEvents", ["kinesis:PutRecord", "kinesis:PutRecords"], "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1"],
         ]);
-        expect(doc.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
-        expect(doc.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
-        expect(spokeRolePolicy({ spoke: "hn1", bucketArn: "b", kmsKeyArn: "k", region: "r" }).Statement.map((s) => s.Sid)).not.toContain(
-            "PutUsageEvents",
-        );
+        expect(metering.Statement.map((s) => [s.Sid, s.Action, s.Resource])).toEqual([
+            ["ReadOwnBundles", ["s3:GetObject", "s3:GetObjectVersion"], bundles],
+            ["UseBucketKeyViaS3", ["kms:Decrypt"], "arn:aws:kms:ap-southeast-1:1:key/k"],
+            ["PutUsageEvents", ["kinesis:PutRecords"], "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1"],
+        ]);
+        expect(auth.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
+        expect(auth.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
         expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([
             { Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] },
         ]);
@@ -208,7 +208,12 @@ describe("PolicyStore under mocks (hub-prod)", () => {
                 key: `spokes/${spoke}/bundles/1.json`,
                 contentHash: c.policy.contentHash,
             });
-            expect(c.policy.roleArn).toMatch(new RegExp(`^arn:aws:iam::123456789012:role/(platform/spokes/)?platform-spoke-${spoke}$`));
+            expect(c.policy.roleArn).toMatch(
+                new RegExp(`^arn:aws:iam::123456789012:role/platform/spokes/hub-prod-${spoke}-auth-[0-9a-f]{26}$`),
+            );
+            expect(c.usage.roleArn).toMatch(
+                new RegExp(`^arn:aws:iam::123456789012:role/platform/spokes/hub-prod-${spoke}-metering-[0-9a-f]{26}$`),
+            );
         }
         // Objects are written only once the bucket is versioned, encrypted and TLS-only; the pointer after its bundle.
         const urn = (type: string) => byType(hub.resources, type)[0].urn;
@@ -250,12 +255,14 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         expect((unwrapWire(fourth.outputs.policyRevisions) as any).hn1.revision).toBe(2);
     });
 
-    it("spoke identities: role policy scoped to the spoke prefix and its own usage stream; source key only as a secret", async () => {
+    it("spoke identities: per-service role policies scoped to the spoke prefix, metering's to its own usage stream; source key only as a secret", async () => {
         const hub = await runRepoStack("hub-prod");
         const policies = byType(hub.resources, "aws:iam/rolePolicy:RolePolicy").filter((p) => p.name.startsWith("spoke-"));
-        expect(policies.map((p) => p.name).sort()).toEqual(SPOKES.map((s) => `spoke-${s}-permissions`));
+        expect(policies.map((p) => p.name).sort()).toEqual(
+            SPOKES.flatMap((s) => [`spoke-${s}-auth-permissions`, `spoke-${s}-metering-permissions`]).sort(),
+        );
         for (const p of policies) {
-            const spoke = p.name.replace(/^spoke-|-permissions$/g, "");
+            const [, spoke, service] = p.name.match(/^spoke-(.+)-(auth|metering)-permissions$/)!;
             const doc = JSON.parse(inputs(p).policy);
             for (const s of doc.Statement) for (const a of s.Action) expect(a).not.toContain("*");
             // Grants only (the on-prem egress Deny covers every resource on purpose).
@@ -264,7 +271,8 @@ describe("PolicyStore under mocks (hub-prod)", () => {
             ).flatMap((s: any) => [s.Resource].flat());
             for (const r of s3) expect(r).toMatch(new RegExp(`^arn:aws:s3:::[^/]+/spokes/${spoke}/`));
             const usage = doc.Statement.find((s: any) => s.Sid === "PutUsageEvents");
-            expect(usage.Resource).toMatch(new RegExp(`:stream/.*${spoke}`));
+            if (service === "metering") expect(usage.Resource).toMatch(new RegExp(`:stream/.*${spoke}`));
+            else expect(usage).toBeUndefined();
         }
         // Source keys exist only in their per-spoke secrets (components/hub/SpokeIdentity.ts), never in an output.
         expect(hub.outputs.spokeCredentials).toBeUndefined();

@@ -6,12 +6,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { namedRoles } from "../programs/hub";
 import { parseStackConfig } from "../config/stack";
-import { MOCK_ACCOUNT_ID, MOCK_MISSING_ROLES, MOCK_MISSING_TOPICS } from "../tools/mock-outputs";
+import { MOCK_ACCOUNT_ID, MOCK_MISSING_ROLES, MOCK_MISSING_TOPICS, MOCK_TOPIC_KEYS } from "../tools/mock-outputs";
 import { byType, flatConfig, inputs, platformKeys, runRepoStack, stackConfigDoc } from "./helpers";
 
 afterEach(() => {
     MOCK_MISSING_ROLES.clear();
     MOCK_MISSING_TOPICS.clear();
+    MOCK_TOPIC_KEYS.clear();
 });
 
 const withSameAccountDeployer = () => {
@@ -68,6 +69,40 @@ describe("the alarm topic is checked before an alarm names it", () => {
         );
         MOCK_MISSING_TOPICS.clear();
         const r = await runRepoStack("hub-prod", { config: flatConfig(withTopic(arn)) });
+        for (const a of byType(r.resources, "aws:cloudwatch/metricAlarm:MetricAlarm").map(inputs)) expect(a.alarmActions).toEqual([arn]);
+    });
+
+    it("an encrypted topic: refused under aws/sns or a key CloudWatch may not use; rendered under a key that lets it (main took it on trust)", async () => {
+        const arn = `arn:aws:sns:ap-southeast-1:${MOCK_ACCOUNT_ID}:platform-alarms`;
+        const config = flatConfig(withTopic(arn));
+        MOCK_TOPIC_KEYS.set("platform-alarms", { kmsMasterKeyId: "alias/aws/sns" });
+        await expect(runRepoStack("hub-prod", { config })).rejects.toThrow(
+            /platform:alarms\.topicArn: topic .* is encrypted with the AWS managed key aws\/sns, which CloudWatch cannot use/,
+        );
+        const keyArn = `arn:aws:kms:ap-southeast-1:${MOCK_ACCOUNT_ID}:key/1234abcd-12ab-34cd-56ef-1234567890ab`;
+        const admin = {
+            Sid: "Admin",
+            Effect: "Allow",
+            Principal: { AWS: `arn:aws:iam::${MOCK_ACCOUNT_ID}:root` },
+            Action: "kms:*",
+            Resource: "*",
+        };
+        MOCK_TOPIC_KEYS.set("platform-alarms", { kmsMasterKeyId: keyArn, keyPolicy: { Version: "2012-10-17", Statement: [admin] } });
+        await expect(runRepoStack("hub-prod", { config })).rejects.toThrow(
+            /CloudWatch cannot publish to topic .* no unconditioned Allow of kms:Decrypt and kms:GenerateDataKey to the service principal cloudwatch\.amazonaws\.com/,
+        );
+        const cloudWatch = {
+            Sid: "CloudWatchAlarms",
+            Effect: "Allow",
+            Principal: { Service: "cloudwatch.amazonaws.com" },
+            Action: ["kms:Decrypt", "kms:GenerateDataKey*"],
+            Resource: "*",
+        };
+        MOCK_TOPIC_KEYS.set("platform-alarms", {
+            kmsMasterKeyId: keyArn,
+            keyPolicy: { Version: "2012-10-17", Statement: [admin, cloudWatch] },
+        });
+        const r = await runRepoStack("hub-prod", { config });
         for (const a of byType(r.resources, "aws:cloudwatch/metricAlarm:MetricAlarm").map(inputs)) expect(a.alarmActions).toEqual([arn]);
     });
 });

@@ -4,6 +4,10 @@
  * The ledger's protected resources (KMS key, streams, cluster, instances) would otherwise be deleted and recreated, which
  * `protect` refuses, or orphaned. A change that legitimately adds or renames hub resources updates that file in the
  * same pull request, where reviewers see every URN that moves.
+ * Updated when each spoke's single role became one role per service: `spoke-<s>-role` / `-permissions` are now
+ * `spoke-<s>-auth-role` / `-auth-permissions` (with Pulumi aliases of the old names: the same state, replaced by a
+ * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
+ * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

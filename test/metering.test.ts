@@ -9,6 +9,8 @@ import { METERING_ACCESS_LOG_COLLECTOR } from "../services/shared/accesslog";
 import { containsSecret, unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
+const out = (r: { outputs: Record<string, unknown> }, k: string) => unwrapWire(r.outputs[k]) as string;
+
 describe("metering config", () => {
     it("defaults live in the schemas", () => {
         const hub = UsageLedgerConfigSchema.parse({});
@@ -149,25 +151,42 @@ describe("metering in the rendered stacks (mocks)", () => {
             ),
         );
 
-        // Spoke identities: PutRecord(s) on exactly their own stream.
+        // Spoke identities: metering's role PutRecords (all the shipper sends) on exactly its own stream; auth's none.
         for (const s of spokes) {
-            const pol = JSON.parse(inputs(hub.resources.find((r) => r.name === `spoke-${s}-permissions`)!).policy);
-            const put = pol.Statement.filter((x: any) => x.Effect === "Allow" && JSON.stringify(x.Action).includes("kinesis"));
-            expect(put).toEqual([
+            const kinesisOf = (service: string) =>
+                JSON.parse(inputs(hub.resources.find((r) => r.name === `spoke-${s}-${service}-permissions`)!).policy).Statement.filter(
+                    (x: any) => x.Effect === "Allow" && JSON.stringify(x.Action).includes("kinesis"),
+                );
+            expect(kinesisOf("metering")).toEqual([
                 {
                     Sid: "PutUsageEvents",
                     Effect: "Allow",
-                    Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
+                    Action: ["kinesis:PutRecords"],
                     Resource: `arn:aws:kinesis:ap-southeast-1:123456789012:stream/${usageStreamName(s)}`,
                 },
             ]);
+            expect(kinesisOf("auth")).toEqual([]);
         }
         const contract = SpokeContractSchema.parse((unwrapWire(hub.outputs.spokeContracts) as Record<string, unknown>).hn1);
         expect(contract.usage).toEqual({
             streamName: "platform-usage-hn1",
             streamArn: "arn:aws:kinesis:ap-southeast-1:123456789012:stream/platform-usage-hn1",
             region: "ap-southeast-1",
+            roleArn: out(hub.resources.find((r) => r.name === "spoke-hn1-metering-role")!, "arn"),
         });
+        expect(contract.usage.roleArn).not.toBe(contract.policy.roleArn);
+        // On-prem each service's shared config assumes its own role under its own session name (what each trust admits).
+        const awsConfig = (secret: string) =>
+            String(
+                unwrapWire(
+                    inputs(spoke.resources.find((r) => r.type === "kubernetes:core/v1:Secret" && inputs(r).metadata.name === secret)!)
+                        .stringData.config,
+                ),
+            );
+        expect(awsConfig("metering-aws")).toContain(`role_arn = ${contract.usage.roleArn}\n`);
+        expect(awsConfig("metering-aws")).toContain("role_session_name = platform-metering\n");
+        expect(awsConfig("auth-aws")).toContain(`role_arn = ${contract.policy.roleArn}\n`);
+        expect(awsConfig("auth-aws")).toContain("role_session_name = platform-auth\n");
 
         // Spoke: StatefulSet with a spool volume per pod shipping to its stream; collector; grant; secrets stay secret.
         const sts = byType(spoke.resources, "kubernetes:apps/v1:StatefulSet")

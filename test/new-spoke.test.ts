@@ -3,6 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
+import { vpcSubnetPlan } from "../lib/eks";
 import { findSpokeCollisions, networksOf } from "../lib/spoke-networks";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -67,12 +68,20 @@ describe("new-spoke: the copy differs from its source only in the keys that must
             "config.platform:cluster.vpc.availabilityZones[0]",
             "config.platform:cluster.vpc.availabilityZones[1]",
             "config.platform:cluster.vpc.cidr",
+            // Each AZ's subnets by name: the new AZ names with the CIDRs derived from the new VPC CIDR.
+            ...["ap-northeast-1a", "ap-northeast-1b", "ap-southeast-1a", "ap-southeast-1b"].flatMap((az) => [
+                `config.platform:cluster.vpc.subnets.${az}.private`,
+                `config.platform:cluster.vpc.subnets.${az}.public`,
+            ]),
             "config.platform:nodeGroups.gpu[0].availabilityZone",
             "config.platform:spoke.name",
             "config.platform:spoke.region",
         ]);
-        expect(changedLines(src("spoke-sg1"), r.text)).toHaveLength(7);
-        expect(YAML.parse(r.text).config["platform:cluster"].vpc.availabilityZones).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
+        expect(changedLines(src("spoke-sg1"), r.text)).toHaveLength(9);
+        const vpc = YAML.parse(r.text).config["platform:cluster"].vpc;
+        expect(vpc.availabilityZones).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
+        expect(Object.keys(vpc.subnets)).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
+        expect(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones, vpc.subnets)).toEqual(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones));
         expect(r.hubEntry).toMatchObject({ name: "sg2", provider: "eks", gpus: 16 });
     });
 

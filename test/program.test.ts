@@ -231,28 +231,36 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             DateLessThan: { "aws:CurrentTime": "2027-02-28T00:00:00Z" },
             IpAddress: { "aws:SourceIp": ["198.51.100.0/28"] },
         });
-        const hn1Role = JSON.parse(inputs(find("aws:iam/rolePolicy:RolePolicy", "spoke-hn1-permissions")).policy);
-        expect(hn1Role.Statement.find((s: any) => s.Sid === "DenyOutsideSiteEgress").Condition).toEqual({
-            NotIpAddress: { "aws:SourceIp": ["198.51.100.0/28"] },
-            Bool: { "aws:ViaAWSService": "false" },
-        });
-        const sg1Trust = JSON.parse(inputs(find("aws:iam/role:Role", "spoke-sg1-role")).assumeRolePolicy).Statement;
-        expect(sg1Trust).toEqual([
-            {
-                Sid: "EksPodIdentityOfThisSpokeOnly",
-                Effect: "Allow",
-                Principal: { Service: "pods.eks.amazonaws.com" },
-                Action: ["sts:AssumeRole", "sts:TagSession"],
-                Condition: {
-                    StringEquals: {
-                        "aws:SourceAccount": "123456789012",
-                        "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:ap-southeast-1:123456789012:cluster/platform-sg1",
-                        "aws:RequestTag/kubernetes-namespace": ["llm-gateway", "platform-system"],
-                        "aws:RequestTag/kubernetes-service-account": ["auth", "metering"],
+        for (const service of ["auth", "metering"]) {
+            const hn1Role = JSON.parse(inputs(find("aws:iam/rolePolicy:RolePolicy", `spoke-hn1-${service}-permissions`)).policy);
+            expect(hn1Role.Statement.find((s: any) => s.Sid === "DenyOutsideSiteEgress").Condition).toEqual({
+                NotIpAddress: { "aws:SourceIp": ["198.51.100.0/28"] },
+                Bool: { "aws:ViaAWSService": "false" },
+            });
+        }
+        // One role per service, each trusting exactly one namespace/service-account pair.
+        for (const [service, namespace] of [
+            ["auth", "llm-gateway"],
+            ["metering", "platform-system"],
+        ]) {
+            const sg1Trust = JSON.parse(inputs(find("aws:iam/role:Role", `spoke-sg1-${service}-role`)).assumeRolePolicy).Statement;
+            expect(sg1Trust).toEqual([
+                {
+                    Sid: "EksPodIdentityOfThisServiceOnly",
+                    Effect: "Allow",
+                    Principal: { Service: "pods.eks.amazonaws.com" },
+                    Action: ["sts:AssumeRole", "sts:TagSession"],
+                    Condition: {
+                        StringEquals: {
+                            "aws:SourceAccount": "123456789012",
+                            "aws:RequestTag/eks-cluster-arn": "arn:aws:eks:ap-southeast-1:123456789012:cluster/platform-sg1",
+                            "aws:RequestTag/kubernetes-namespace": namespace,
+                            "aws:RequestTag/kubernetes-service-account": service,
+                        },
                     },
                 },
-            },
-        ]);
+            ]);
+        }
     });
 
     it("rotation phase 1 (a second slot) keeps both keys valid; phase 2 moves the contract; the old slot goes only when removed", async () => {
@@ -265,7 +273,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
                 .filter((n) => n.includes("hn1"))
                 .sort(),
         ).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
-        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-role")!).assumeRolePolicy).Statement.map(
+        const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-auth-role")!).assumeRolePolicy).Statement.map(
             (x: any) => x.Principal.AWS,
         );
         expect(trust).toHaveLength(2);
@@ -292,9 +300,14 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             sourceData: { x509CertificateData: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n" },
         });
         expect(byType(r.resources, "aws:rolesanywhere/profile:Profile")).toHaveLength(1);
-        const trust = JSON.parse(inputs(r.resources.find((x) => x.name === "spoke-hcm1-role")!).assumeRolePolicy).Statement[0];
-        expect(trust.Principal).toEqual({ Service: "rolesanywhere.amazonaws.com" });
-        expect(trust.Condition.StringEquals).toEqual({ "aws:PrincipalTag/x509Subject/CN": "platform-spoke-hcm1" });
+        // Each service's role trusts only its own certificate CN (`<certificateCn>-<service>`); the profile names both.
+        for (const service of ["auth", "metering"]) {
+            const trust = JSON.parse(inputs(r.resources.find((x) => x.name === `spoke-hcm1-${service}-role`)!).assumeRolePolicy)
+                .Statement[0];
+            expect(trust.Principal).toEqual({ Service: "rolesanywhere.amazonaws.com" });
+            expect(trust.Condition.StringEquals).toEqual({ "aws:PrincipalTag/x509Subject/CN": `platform-spoke-hcm1-${service}` });
+        }
+        expect(inputs(byType(r.resources, "aws:rolesanywhere/profile:Profile")[0]).roleArns).toHaveLength(2);
         expect((unwrapWire(r.outputs.spokeContracts) as any).hcm1.identity).toMatchObject({
             mode: "roles-anywhere",
             certificateCn: "platform-spoke-hcm1",
@@ -338,8 +351,12 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             "platform-policy-bundles-123456789012-ap-southeast-1",
             "platform-usage-failed-batches-123456789012-ap-southeast-1",
         ]);
-        // Fixed-name IAM principals are replaced delete-first.
-        expect(rows.find((r) => r.name === "spoke-hn1-role")!.options.deleteBeforeReplace).toBe(true);
+        // Spoke roles are named by prefix: a replacement creates the new role before it deletes the old one.
+        for (const service of ["auth", "metering"]) {
+            const role = rows.find((r) => r.name === `spoke-hn1-${service}-role`)!;
+            expect(role.options.deleteBeforeReplace).toBe(false);
+            expect([role.inputs.name, role.inputs.namePrefix]).toEqual([undefined, `hub-prod-hn1-${service}-`]);
+        }
         // Something not stateful stays unprotected (the option is recorded, not assumed).
         expect(rows.find((r) => r.type === "aws:sqs/queue:Queue")!.options.protect).toBe(false);
     });

@@ -56,8 +56,10 @@ export const outputMocks: Record<string, OutputMock> = {
     },
     "aws:kms/alias:Alias": (n, i, r) => ({ arn: arn("kms", r, i.name ?? `alias/${n}`) }),
     "aws:iam/role:Role": (n, i) => {
-        const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
-        return { name, arn: arn("iam", "", `role/${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` };
+        // A name prefix gets a unique suffix of 26 characters, as the provider's does (seeded by the prefix too).
+        const name =
+            i.name ?? (i.namePrefix ? `${i.namePrefix}${mockRandomString(`${i.namePrefix}:${n}`, 26)}` : `${n}-${mockRandomString(n, 7)}`);
+        return { name, arn: arn("iam", "", `role${i.path ?? "/"}${name}`), uniqueId: `AROA${mockRandomString(n, 16).toUpperCase()}` };
     },
     "aws:iam/policy:Policy": (n, i) => {
         const name = i.name ?? `${n}-${mockRandomString(n, 7)}`;
@@ -236,6 +238,12 @@ export const MOCK_MISSING_ROLES = new Set<string>();
 /** Topic names `aws.sns.getTopic` reports as missing in the mock account. */
 export const MOCK_MISSING_TOPICS = new Set<string>();
 
+/**
+ * SNS topics of the mock account encrypted with KMS (tests add and remove them): topic name -> its `KmsMasterKeyId`
+ * and, for a customer managed key, that key's policy, as Cloud Control reads them (`aws.cloudcontrol.getResource`).
+ */
+export const MOCK_TOPIC_KEYS = new Map<string, { kmsMasterKeyId: string; keyPolicy?: unknown }>();
+
 /** Results of provider functions (invokes) by token. */
 export const callMocks: Record<string, (args: Record<string, any>, region: string) => Record<string, unknown>> = {
     "aws:ec2/getInstanceType:getInstanceType": (a) => {
@@ -270,6 +278,26 @@ export const callMocks: Record<string, (args: Record<string, any>, region: strin
         if (MOCK_MISSING_TOPICS.has(String(a.name))) throw new Error(`NotFound: Topic ${a.name} does not exist`);
         return { name: a.name, arn: `arn:aws:sns:${r}:${MOCK_ACCOUNT_ID}:${a.name}`, id: `arn:aws:sns:${r}:${MOCK_ACCOUNT_ID}:${a.name}` };
     },
+    // Cloud Control reads of an SNS topic (its KMS key, MOCK_TOPIC_KEYS) and of a KMS key (its policy).
+    "aws:cloudcontrol/getResource:getResource": (a) => {
+        const id = String(a.identifier);
+        if (a.typeName === "AWS::SNS::Topic") {
+            const name = id.split(":").pop()!;
+            const k = MOCK_TOPIC_KEYS.get(name);
+            return { properties: JSON.stringify({ TopicArn: id, TopicName: name, ...(k ? { KmsMasterKeyId: k.kmsMasterKeyId } : {}) }) };
+        }
+        if (a.typeName === "AWS::KMS::Key") {
+            const k = [...MOCK_TOPIC_KEYS.values()].find((x) => x.kmsMasterKeyId.endsWith(id) || x.kmsMasterKeyId.startsWith("alias/"));
+            if (!k?.keyPolicy) throw new Error(`NotFound: key ${id}`);
+            return { properties: JSON.stringify({ KeyId: id, KeyPolicy: k.keyPolicy }) };
+        }
+        throw new Error(`mock aws.cloudcontrol.getResource has no data for ${a.typeName}`);
+    },
+    "aws:kms/getAlias:getAlias": (a, r) => ({
+        name: a.name,
+        targetKeyId: mockRandomString(`alias:${a.name}`, 32),
+        targetKeyArn: `arn:aws:kms:${r}:${MOCK_ACCOUNT_ID}:key/${mockRandomString(`alias:${a.name}`, 32)}`,
+    }),
     // A spoke's source key secret (components/hub/SpokeIdentity.ts): deterministic per secret, in the JSON shape the hub writes.
     "aws:secretsmanager/getSecretVersion:getSecretVersion": (a) => ({
         arn: a.secretId,

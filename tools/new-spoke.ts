@@ -17,6 +17,7 @@ import * as YAML from "yaml";
 import { isEksSpoke, namespaceConfig, parseStackConfig, type SpokeConfig } from "../config/stack";
 import { type Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
 import { networksOf } from "../lib/spoke-networks";
+import { vpcSubnetPlan } from "../lib/eks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
 import { exitOnHelp } from "./cli";
 import { readStackFile, STACKS_DIR, stackNameOf } from "./stackfiles";
@@ -232,7 +233,8 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         if (doc.hasIn([C, "aws:region"])) set([C, "aws:region"], o.region);
         set([C, "platform:cluster", "region"], o.region);
         used.push(["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
-        set([C, "platform:cluster", "vpc", "cidr"], claim("platform:cluster.vpc.cidr", o.vpcCidr, vpc.cidr));
+        const vpcCidr = claim("platform:cluster.vpc.cidr", o.vpcCidr, vpc.cidr);
+        set([C, "platform:cluster", "vpc", "cidr"], vpcCidr);
         const letter = (az: string) => az.slice(src.cluster.region.length);
         const mapAz = (az: string) => {
             const i = vpc.availabilityZones.indexOf(az);
@@ -241,6 +243,23 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
             return `${o.region}${letter(az)}`;
         };
         setList([C, "platform:cluster", "vpc", "availabilityZones"], vpc.availabilityZones.map(mapAz));
+        if (vpc.subnets) {
+            // Each AZ's subnets by name: this region's AZ names, the CIDRs the plan derives from the new VPC CIDR.
+            const plan = vpcSubnetPlan(vpcCidr, vpc.availabilityZones.map(mapAz));
+            const subnets = doc.getIn([C, "platform:cluster", "vpc", "subnets"], true);
+            if (!YAML.isMap(subnets)) throw new Error("platform:cluster.vpc.subnets is not a map");
+            for (const pair of subnets.items) {
+                const az = String((pair.key as YAML.Scalar).value);
+                const newAz = mapAz(az);
+                const k = pair.key as YAML.Scalar;
+                edits.push({ start: k.range![0], end: k.range![1], text: scalarText(newAz, k) });
+                for (const tier of ["private", "public"] as const)
+                    set(
+                        [C, "platform:cluster", "vpc", "subnets", az, tier],
+                        plan.find((x) => x.availabilityZone === newAz && x.tier === tier)!.cidr,
+                    );
+            }
+        }
         src.nodeGroups.gpu.forEach((g, i) => {
             set([C, "platform:nodeGroups", "gpu", i, "availabilityZone"], mapAz(g.availabilityZone));
             if (g.capacity.type !== "on-demand") {

@@ -4,6 +4,7 @@ import type { SpokeIdentityContract } from "../../config/contract";
 import type { SpokeIdentityConfig } from "../../config/stack";
 import { GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
+import { AWS_ROLE_SESSION_NAMES } from "../../lib/spoke-services";
 import { bundlePaths } from "../../services/shared/bundle";
 
 /** An IAM policy document (the subset this module writes). */
@@ -20,14 +21,29 @@ export interface PolicyDocument {
     }>;
 }
 
-/** Inputs of {@link spokeRolePolicy} (ARNs as strings, resolved). */
+/**
+ * The spoke services that call AWS, each with a role of its own: one namespace/service-account pair (EKS Pod
+ * Identity), one role session name (the shared config files of components/spoke/AuthService.ts `awsConfigFile` and
+ * components/spoke/Metering.ts `meteringAwsConfig`) and one certificate CN suffix (IAM Roles Anywhere).
+ * - `auth` (`auth` in the gateway namespace, components/spoke/AuthService.ts): reads its bundles, writes its ACKs.
+ * - `metering` (`metering` in the platform namespace, components/spoke/Metering.ts): puts usage records, reads its
+ *   bundles for the token windows (services/metering/main.ts); no ACK, no listing.
+ */
+export const SPOKE_AWS_SERVICES = {
+    auth: { namespace: GATEWAY_NAMESPACE, serviceAccount: "auth", sessionName: AWS_ROLE_SESSION_NAMES.auth },
+    metering: { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering", sessionName: AWS_ROLE_SESSION_NAMES.metering },
+} as const;
+export type SpokeService = keyof typeof SPOKE_AWS_SERVICES;
+export const SPOKE_SERVICES = Object.keys(SPOKE_AWS_SERVICES).sort() as SpokeService[];
+
+/** Inputs of {@link spokeServicePolicy} (ARNs as strings, resolved). */
 export interface SpokeRolePolicyInput {
     spoke: string;
     bucketArn: string;
     kmsKeyArn: string;
     /** Region of the bucket: KMS use is allowed only through S3 there (`kms:ViaService`). */
     region: string;
-    /** Kinesis stream the spoke's metering service writes usage events to (optional until metering exists). */
+    /** Kinesis stream the spoke's metering service writes usage events to (metering only; optional until it exists). */
     usageStreamArn?: string;
     /**
      * The site's egress ranges (on-prem): every call the role makes directly must come from them
@@ -37,15 +53,16 @@ export interface SpokeRolePolicyInput {
 }
 
 /**
- * Pure: the spoke role's permissions, least privilege, every action named (no wildcard actions):
- * - read `spokes/<spoke>/current.json` and `spokes/<spoke>/bundles/*` (GetObject, GetObjectVersion);
- * - list only under `spokes/<spoke>/` (ListBucket with an `s3:prefix` condition, so a missing key is a 404
- *   rather than a 403 and nothing else in the bucket is enumerable);
- * - write only `spokes/<spoke>/acks/*` (PutObject);
- * - use the bucket's KMS key only through S3 in the bucket's region (Decrypt to read, GenerateDataKey to write);
- * - optionally PutRecord/PutRecords on exactly the usage stream.
+ * Pure: one spoke service's permissions, least privilege per its call table (services/auth/aws-calls.ts,
+ * services/metering/aws-calls.ts), every action named (no wildcard actions):
+ * - both: read `spokes/<spoke>/current.json` and `spokes/<spoke>/bundles/*` (GetObject, GetObjectVersion) and
+ *   decrypt them through S3 in the bucket's region (`kms:Decrypt` with `kms:ViaService`);
+ * - auth: list only under `spokes/<spoke>/` (ListBucket with an `s3:prefix` condition, so a missing key is a 404
+ *   rather than a 403), write only `spokes/<spoke>/acks/*` (PutObject; `kms:GenerateDataKey` through S3);
+ * - metering: PutRecords on exactly the spoke's usage stream;
+ * - on-prem with egress ranges: every direct call denied from any other source address.
  */
-export function spokeRolePolicy(x: SpokeRolePolicyInput): PolicyDocument {
+export function spokeServicePolicy(service: SpokeService, x: SpokeRolePolicyInput): PolicyDocument {
     const prefix = bundlePaths.prefix(x.spoke);
     const statements: PolicyDocument["Statement"] = [
         {
@@ -54,35 +71,35 @@ export function spokeRolePolicy(x: SpokeRolePolicyInput): PolicyDocument {
             Action: ["s3:GetObject", "s3:GetObjectVersion"],
             Resource: [`${x.bucketArn}/${bundlePaths.current(x.spoke)}`, `${x.bucketArn}/${prefix}bundles/*`],
         },
-        {
-            Sid: "ListOwnPrefix",
-            Effect: "Allow",
-            Action: ["s3:ListBucket"],
-            Resource: x.bucketArn,
-            Condition: { StringLike: { "s3:prefix": [`${prefix}*`] } },
-        },
-        { Sid: "WriteOwnAcks", Effect: "Allow", Action: ["s3:PutObject"], Resource: `${x.bucketArn}/${prefix}acks/*` },
-        {
-            Sid: "UseBucketKeyViaS3",
-            Effect: "Allow",
-            Action: ["kms:Decrypt", "kms:GenerateDataKey"],
-            Resource: x.kmsKeyArn,
-            Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
-        },
     ];
-    if (x.usageStreamArn) {
-        statements.push({
-            Sid: "PutUsageEvents",
-            Effect: "Allow",
-            Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
-            Resource: x.usageStreamArn,
-        });
+    if (service === "auth") {
+        statements.push(
+            {
+                Sid: "ListOwnPrefix",
+                Effect: "Allow",
+                Action: ["s3:ListBucket"],
+                Resource: x.bucketArn,
+                Condition: { StringLike: { "s3:prefix": [`${prefix}*`] } },
+            },
+            { Sid: "WriteOwnAcks", Effect: "Allow", Action: ["s3:PutObject"], Resource: `${x.bucketArn}/${prefix}acks/*` },
+        );
+    }
+    statements.push({
+        Sid: "UseBucketKeyViaS3",
+        Effect: "Allow",
+        Action: service === "auth" ? ["kms:Decrypt", "kms:GenerateDataKey"] : ["kms:Decrypt"],
+        Resource: x.kmsKeyArn,
+        Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
+    });
+    if (service === "metering" && x.usageStreamArn) {
+        statements.push({ Sid: "PutUsageEvents", Effect: "Allow", Action: ["kinesis:PutRecords"], Resource: x.usageStreamArn });
     }
     if (x.egressCidrs?.length) {
+        const direct = statements.flatMap((s) => s.Action).filter((a) => !a.startsWith("kms:"));
         statements.push({
             Sid: "DenyOutsideSiteEgress",
             Effect: "Deny",
-            Action: ["s3:GetObject", "s3:GetObjectVersion", "s3:ListBucket", "s3:PutObject", "kinesis:PutRecord", "kinesis:PutRecords"],
+            Action: direct,
             Resource: "*",
             Condition: { NotIpAddress: { "aws:SourceIp": [...x.egressCidrs] }, Bool: { "aws:ViaAWSService": "false" } },
         });
@@ -91,34 +108,25 @@ export function spokeRolePolicy(x: SpokeRolePolicyInput): PolicyDocument {
 }
 
 /**
- * The service accounts that call AWS as the spoke (auth service: bundles and ACKs; metering: usage stream).
- * Their names come from components/spoke/AuthService.ts (`auth` in the gateway namespace) and
- * components/spoke/Metering.ts (`metering` in the platform namespace).
- */
-export const SPOKE_AWS_SERVICE_ACCOUNTS: ReadonlyArray<{ namespace: string; serviceAccount: string }> = [
-    { namespace: GATEWAY_NAMESPACE, serviceAccount: "auth" },
-    { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering" },
-];
-
-/**
- * Pure: trust policy of an EKS spoke's role for EKS Pod Identity. The service principal
+ * Pure: trust policy of one spoke service's role for EKS Pod Identity. The service principal
  * `pods.eks.amazonaws.com` with `sts:AssumeRole` + `sts:TagSession`, limited to the spoke's account
  * (`aws:SourceAccount`) and, through the session tags Pod Identity sets, to its cluster (`eks-cluster-arn`, the
- * cluster's ARN: what `aws:SourceArn` would name) and to the platform's service accounts: another spoke's
- * cluster, or another pod in this one, cannot obtain the role even with an association.
+ * cluster's ARN: what `aws:SourceArn` would name) and to exactly one namespace/service-account pair: another
+ * spoke's cluster, another service account of this one, or the same name in another namespace cannot obtain the
+ * role even with an association.
  * Source: docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html (trust policy, conditions) and
  * pod-id-abac.html (session tags `eks-cluster-arn`, `kubernetes-namespace`, `kubernetes-service-account`).
  */
 export function podIdentityTrustPolicy(
     accountId: string,
     clusterArn: string,
-    serviceAccounts = SPOKE_AWS_SERVICE_ACCOUNTS,
+    serviceAccount: { namespace: string; serviceAccount: string },
 ): PolicyDocument {
     return {
         Version: "2012-10-17",
         Statement: [
             {
-                Sid: "EksPodIdentityOfThisSpokeOnly",
+                Sid: "EksPodIdentityOfThisServiceOnly",
                 Effect: "Allow",
                 Principal: { Service: "pods.eks.amazonaws.com" },
                 Action: ["sts:AssumeRole", "sts:TagSession"],
@@ -126,8 +134,8 @@ export function podIdentityTrustPolicy(
                     StringEquals: {
                         "aws:SourceAccount": accountId,
                         "aws:RequestTag/eks-cluster-arn": clusterArn,
-                        "aws:RequestTag/kubernetes-namespace": [...new Set(serviceAccounts.map((s) => s.namespace))].sort(),
-                        "aws:RequestTag/kubernetes-service-account": [...new Set(serviceAccounts.map((s) => s.serviceAccount))].sort(),
+                        "aws:RequestTag/kubernetes-namespace": serviceAccount.namespace,
+                        "aws:RequestTag/kubernetes-service-account": serviceAccount.serviceAccount,
                     },
                 },
             },
@@ -138,7 +146,8 @@ export function podIdentityTrustPolicy(
 /**
  * Pure: trust policy for IAM Roles Anywhere: the service principal `rolesanywhere.amazonaws.com`
  * (`sts:AssumeRole`, `sts:TagSession`, `sts:SetSourceIdentity`), only through this spoke's trust anchor
- * (`aws:SourceArn`) and only for a certificate whose subject CN is the spoke's (`aws:PrincipalTag/x509Subject/CN`).
+ * (`aws:SourceArn`) and only for a certificate whose subject CN is the one given (`aws:PrincipalTag/x509Subject/CN`;
+ * {@link SpokeIdentity} gives each service's role its own CN, `<certificateCn>-<service>`).
  * Source: docs.aws.amazon.com/rolesanywhere/latest/userguide/trust-model.html (role trust policy, conditions).
  */
 export function rolesAnywhereTrustPolicy(trustAnchorArn: string, certificateCn: string): PolicyDocument {
@@ -146,7 +155,7 @@ export function rolesAnywhereTrustPolicy(trustAnchorArn: string, certificateCn: 
         Version: "2012-10-17",
         Statement: [
             {
-                Sid: "RolesAnywhereThisSpokeOnly",
+                Sid: "RolesAnywhereThisCertificateOnly",
                 Effect: "Allow",
                 Principal: { Service: "rolesanywhere.amazonaws.com" },
                 Action: ["sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"],
@@ -172,17 +181,22 @@ export interface SourcePrincipal {
  * conditions must be here, not only on the user: in the same account a trust policy that names a user grants the
  * assumption by itself, whatever the user's own policy says (IAM user guide, "Policy evaluation logic":
  * a resource-based policy naming the principal is enough within one account).
+ * With `sessionName`, only a session of that name (`sts:RoleSessionName`, the service's `role_session_name`): the
+ * two services' roles cannot be swapped by configuration. It is no boundary between holders of the same source key.
  */
-export function spokeTrustPolicy(principals: SourcePrincipal[]): PolicyDocument {
+export function spokeTrustPolicy(principals: SourcePrincipal[], sessionName?: string): PolicyDocument {
     return {
         Version: "2012-10-17",
-        Statement: principals.map((p, i) => ({
-            Sid: `SpokeSourceIdentity${i}`,
-            Effect: "Allow" as const,
-            Principal: { AWS: p.arn },
-            Action: ["sts:AssumeRole"],
-            ...(sourceConditions(p) ? { Condition: sourceConditions(p) } : {}),
-        })),
+        Statement: principals.map((p, i) => {
+            const condition = { ...sourceConditions(p), ...(sessionName ? { StringEquals: { "sts:RoleSessionName": sessionName } } : {}) };
+            return {
+                Sid: `SpokeSourceIdentity${i}`,
+                Effect: "Allow" as const,
+                Principal: { AWS: p.arn },
+                Action: ["sts:AssumeRole"],
+                ...(Object.keys(condition).length ? { Condition: condition } : {}),
+            };
+        }),
     };
 }
 
@@ -205,7 +219,7 @@ export function keyExpiry(createdAt: string, days: number): string {
  * Pure: a source user's only permission: assume its spoke role, from the site's egress ranges when known, and only
  * until the key slot's maximum age (`aws:CurrentTime`): an old key stops working even if nobody rotates it.
  */
-export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egressCidrs?: string[] } = {}): PolicyDocument {
+export function sourceUserPolicy(roleArn: string | string[], x: { expiresAt?: string; egressCidrs?: string[] } = {}): PolicyDocument {
     const condition = sourceConditions(x);
     return {
         Version: "2012-10-17",
@@ -214,7 +228,7 @@ export function sourceUserPolicy(roleArn: string, x: { expiresAt?: string; egres
                 Sid: "AssumeSpokeRole",
                 Effect: "Allow",
                 Action: ["sts:AssumeRole"],
-                Resource: roleArn,
+                Resource: Array.isArray(roleArn) ? [...roleArn].sort() : roleArn,
                 ...(condition ? { Condition: condition } : {}),
             },
         ],
@@ -319,10 +333,14 @@ export interface SpokeIdentityArgs {
      * Secrets Manager): the default `aws/secretsmanager` key cannot be used by a deployer in another account.
      */
     secretsKmsKeyArn?: pulumi.Input<string>;
-    /** Usage stream ARN; when set the role may put records on exactly that stream (metering). */
+    /** Usage stream ARN; when set the metering role may put records on exactly that stream. */
     usageStreamArn?: pulumi.Input<string>;
+    /**
+     * The hub's stack name: the first part of every physical name here, so a second hub in the same account never
+     * collides with this one.
+     */
+    hub: string;
 }
-
 /** The identity config with the provider's default filled in. */
 export function effectiveIdentity(provider: "onprem" | "eks", identity: SpokeIdentityConfig | undefined): SpokeIdentityConfig {
     if (identity) return identity;
@@ -330,21 +348,33 @@ export function effectiveIdentity(provider: "onprem" | "eks", identity: SpokeIde
 }
 
 /**
- * The AWS identity of one spoke: one role with least privilege ({@link spokeRolePolicy}) that only this spoke
- * can obtain, and no credential in any stack output.
- * - EKS (`pod-identity`): trusted by EKS Pod Identity for the spoke's cluster and service accounts only
- *   ({@link podIdentityTrustPolicy}); no IAM user, no key.
- * - on-prem with a CA (`roles-anywhere`): a trust anchor on the site's CA bundle and a profile for this role
- *   ({@link rolesAnywhereTrustPolicy}).
- * - on-prem without a CA (`access-key`): per key slot an IAM user whose only right is assuming the role (until the
- *   slot's maximum age, from the site's egress ranges when known) and its key written to a Secrets Manager secret
- *   only the spoke's deployer role may read ({@link keySecretPolicy}). Rotation is two-phase: add a slot (both keys
- *   work), point `activeKey` at it and roll the spoke, then remove the old slot.
+ * Name prefix of a spoke service's role (IAM `namePrefix`: AWS appends a unique suffix, so a replacement creates the new
+ * role before deleting the old one and a second hub never collides). At most 38 characters (64 less the 26 of the suffix).
+ */
+export function spokeRoleNamePrefix(hub: string, spoke: string, service: SpokeService): string {
+    return `${hub}-${spoke}-${service}`.slice(0, 37).replace(/-*$/, "-");
+}
+
+/**
+ * The AWS identity of one spoke: one role per spoke service ({@link SPOKE_AWS_SERVICES}) with least privilege
+ * ({@link spokeServicePolicy}) that only that service of this spoke can obtain, and no credential in any stack output.
+ * - EKS (`pod-identity`): each role trusted by EKS Pod Identity for the spoke's cluster and its one
+ *   namespace/service-account pair ({@link podIdentityTrustPolicy}); no IAM user, no key.
+ * - on-prem with a CA (`roles-anywhere`): a trust anchor on the site's CA bundle and a profile for both roles; each
+ *   role trusts only its service's certificate CN, `<certificateCn>-<service>` ({@link rolesAnywhereTrustPolicy}).
+ * - on-prem without a CA (`access-key`): per key slot an IAM user whose only right is assuming the roles (until the
+ *   slot's maximum age, from the site's egress ranges when known), each role only under its service's session name,
+ *   and its key written to a Secrets Manager secret only the spoke's deployer role may read ({@link keySecretPolicy}).
+ *   Rotation is two-phase: add a slot (both keys work), point `activeKey` at it and roll the spoke, then remove the
+ *   old slot.
+ * Roles are named by prefix ({@link spokeRoleNamePrefix}): a replacement never deletes before it creates.
  */
 export class SpokeIdentity extends pulumi.ComponentResource {
+    /** The auth service's role (the contract's `policy.roleArn`). */
     public readonly roleArn: pulumi.Output<string>;
-    public readonly roleName: pulumi.Output<string>;
-    /** What the spoke's contract says about obtaining the role (no credential). */
+    /** Each service's role ARN. */
+    public readonly roleArns: Record<SpokeService, pulumi.Output<string>>;
+    /** What the spoke's contract says about obtaining the roles (no credential). */
     public readonly contract: pulumi.Output<SpokeIdentityContract>;
 
     constructor(name: string, args: SpokeIdentityArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -353,40 +383,48 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         const tags = { "platform:spoke": args.spoke };
         const id = effectiveIdentity(args.provider, args.identity);
         const egressCidrs = id.mode === "pod-identity" ? [] : id.egressCidrs;
-        const roleName = `platform-spoke-${args.spoke}`;
-        const roleArnOf = pulumi.interpolate`arn:${args.partition}:iam::${args.accountId}:role/platform/spokes/${roleName}`;
 
-        let trust: pulumi.Output<string>;
-        // The contract may need resources that name the role (Roles Anywhere profile): built once the role exists.
-        let contractOf: (role: aws.iam.Role) => pulumi.Output<SpokeIdentityContract>;
+        let trustOf: (service: SpokeService) => pulumi.Output<string>;
+        // The contract and the source users' policies name the roles: built once the roles exist.
+        let contractOf: (roles: Record<SpokeService, aws.iam.Role>) => pulumi.Output<SpokeIdentityContract>;
         if (id.mode === "pod-identity") {
             if (!args.clusterName || !args.clusterRegion)
                 throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name and region`);
             const account = id.accountId ?? args.accountId;
             const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.clusterRegion}:${account}:cluster/${args.clusterName}`;
-            trust = pulumi.all([account, clusterArn]).apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c)));
-            contractOf = () =>
-                pulumi.output({ mode: "pod-identity" as const, serviceAccounts: SPOKE_AWS_SERVICE_ACCOUNTS.map((s) => ({ ...s })) });
+            trustOf = (service) =>
+                pulumi
+                    .all([account, clusterArn])
+                    .apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c, SPOKE_AWS_SERVICES[service])));
+            contractOf = (roles) =>
+                pulumi.all(SPOKE_SERVICES.map((sv) => roles[sv].arn)).apply((arns) => ({
+                    mode: "pod-identity" as const,
+                    serviceAccounts: SPOKE_SERVICES.map((sv, i) => ({
+                        namespace: SPOKE_AWS_SERVICES[sv].namespace,
+                        serviceAccount: SPOKE_AWS_SERVICES[sv].serviceAccount,
+                        roleArn: arns[i],
+                    })),
+                }));
         } else if (id.mode === "roles-anywhere") {
             const cn = id.certificateCn ?? `platform-spoke-${args.spoke}`;
             const anchor = new aws.rolesanywhere.TrustAnchor(
                 `${name}-trust-anchor`,
                 {
-                    name: `platform-spoke-${args.spoke}`,
+                    name: `${args.hub}-spoke-${args.spoke}`,
                     enabled: true,
                     source: { sourceType: "CERTIFICATE_BUNDLE", sourceData: { x509CertificateData: id.caBundle } },
                     tags,
                 },
                 { parent: this, protect: true },
             );
-            trust = anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, cn)));
-            contractOf = (role) => {
+            trustOf = (service) => anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, `${cn}-${service}`)));
+            contractOf = (roles) => {
                 const profile = new aws.rolesanywhere.Profile(
                     `${name}-profile`,
                     {
-                        name: `platform-spoke-${args.spoke}`,
+                        name: `${args.hub}-spoke-${args.spoke}`,
                         enabled: true,
-                        roleArns: [role.arn],
+                        roleArns: SPOKE_SERVICES.map((sv) => roles[sv].arn),
                         durationSeconds: 3600,
                         tags,
                     },
@@ -420,16 +458,25 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 expiresAt: slot.createdAt ? keyExpiry(slot.createdAt, id.maxKeyAgeDays) : undefined,
                 egressCidrs,
             });
-            trust = pulumi
-                .all(users.map((u) => u.user.arn))
-                .apply((arns) => JSON.stringify(spokeTrustPolicy(arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })))));
+            trustOf = (service) =>
+                pulumi.all(users.map((u) => u.user.arn)).apply((arns) =>
+                    JSON.stringify(
+                        spokeTrustPolicy(
+                            arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })),
+                            SPOKE_AWS_SERVICES[service].sessionName,
+                        ),
+                    ),
+                );
+            // The source users' policies name the roles, which are created below (their trust names the users).
+            let rolesCreated!: (arns: pulumi.Output<string[]>) => void;
+            const roleArnsOf = pulumi.output(new Promise<pulumi.Output<string[]>>((resolve) => (rolesCreated = resolve)));
             const secrets = new Map<string, aws.secretsmanager.Secret>();
             for (const { slot, user } of users) {
                 new aws.iam.UserPolicy(
                     `${name}-assume-${slot.id}`,
                     {
                         user: user.name,
-                        policy: roleArnOf.apply((r) => JSON.stringify(sourceUserPolicy(r, limitsOf(slot)))),
+                        policy: roleArnsOf.apply((r) => JSON.stringify(sourceUserPolicy(r, limitsOf(slot)))),
                     },
                     parent,
                 );
@@ -477,44 +524,62 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 );
                 secrets.set(slot.id, secret);
             }
-            contractOf = () =>
-                secrets
+            contractOf = (roles) => {
+                rolesCreated(pulumi.all(SPOKE_SERVICES.map((sv) => roles[sv].arn)));
+                return secrets
                     .get(active)!
                     .arn.apply((secretArn) => ({ mode: "access-key" as const, secretArn, region: args.region, slot: active }));
+            };
         }
 
-        const role = new aws.iam.Role(
-            `${name}-role`,
-            {
-                name: roleName,
-                path: "/platform/spokes/",
-                description: `Policy bundle reader / ACK writer / usage producer for spoke ${args.spoke}`,
-                assumeRolePolicy: trust,
-                maxSessionDuration: 3600,
-                tags,
-                // Fixed name (the secrets, trust anchors and spokes name it): a replacement deletes the old role first.
-            },
-            { parent: this, deleteBeforeReplace: true },
-        );
-        const contract = contractOf(role);
-        new aws.iam.RolePolicy(
-            `${name}-permissions`,
-            {
-                role: role.name,
-                policy: pulumi
-                    .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
-                    .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
-                        JSON.stringify(
-                            spokeRolePolicy({ spoke: args.spoke, bucketArn, kmsKeyArn, region: args.region, usageStreamArn, egressCidrs }),
-                        ),
-                    ),
-            },
-            parent,
-        );
+        const purpose: Record<SpokeService, string> = {
+            auth: "Policy bundle reader / ACK writer",
+            metering: "Usage producer / policy bundle reader",
+        };
+        const roles = Object.fromEntries(
+            SPOKE_SERVICES.map((service) => {
+                const sa = SPOKE_AWS_SERVICES[service];
+                const role = new aws.iam.Role(
+                    `${name}-${service}-role`,
+                    {
+                        namePrefix: spokeRoleNamePrefix(args.hub, args.spoke, service),
+                        path: "/platform/spokes/",
+                        description: `${purpose[service]} of spoke ${args.spoke} (${sa.namespace}/${sa.serviceAccount}) of hub ${args.hub}`,
+                        assumeRolePolicy: trustOf(service),
+                        maxSessionDuration: 3600,
+                        tags: { ...tags, "platform:service": service },
+                    },
+                    // The auth role is the spoke's former single role (`<name>-role`): same state, replaced by prefix.
+                    { parent: this, ...(service === "auth" ? { aliases: [{ name: `${name}-role` }] } : {}) },
+                );
+                new aws.iam.RolePolicy(
+                    `${name}-${service}-permissions`,
+                    {
+                        role: role.name,
+                        policy: pulumi
+                            .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
+                            .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
+                                JSON.stringify(
+                                    spokeServicePolicy(service, {
+                                        spoke: args.spoke,
+                                        bucketArn,
+                                        kmsKeyArn,
+                                        region: args.region,
+                                        usageStreamArn,
+                                        egressCidrs,
+                                    }),
+                                ),
+                            ),
+                    },
+                    { parent: this, ...(service === "auth" ? { aliases: [{ name: `${name}-permissions` }] } : {}) },
+                );
+                return [service, role];
+            }),
+        ) as Record<SpokeService, aws.iam.Role>;
 
-        this.roleArn = role.arn;
-        this.roleName = role.name;
-        this.contract = contract;
-        this.registerOutputs({ roleArn: this.roleArn, contract: this.contract });
+        this.contract = contractOf(roles);
+        this.roleArns = Object.fromEntries(SPOKE_SERVICES.map((sv) => [sv, roles[sv].arn])) as Record<SpokeService, pulumi.Output<string>>;
+        this.roleArn = roles.auth.arn;
+        this.registerOutputs({ roleArns: this.roleArns, contract: this.contract });
     }
 }

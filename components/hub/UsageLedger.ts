@@ -5,10 +5,11 @@ import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
 import { ledgerDatabase } from "./ledger/database";
 import { failedBatchBucket } from "./ledger/failures";
 import { ledgerFunctions } from "./ledger/functions";
-import { ledgerNetwork } from "./ledger/network";
+import { ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
 import { serviceOnlyKeyPolicy } from "../../lib/kms";
 import { usageStreams } from "./ledger/transport";
+import { FAILED_BATCH_PREFIX } from "../../services/usage-consumer/config";
 
 // The ledger's parts, one module per concept (components/hub/ledger/): transport (streams), network, database,
 // functions (migrator, consumer, reconciliation), alarms, plus the Lambda bundling and IAM documents.
@@ -107,6 +108,17 @@ export class UsageLedger extends pulumi.ComponentResource {
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
         const failures = failedBatchBucket(scope, key, args.accountId);
+        // The VPC's S3 endpoint reaches the failure bucket's `failed/` only, for principals of this account.
+        new aws.ec2.VpcEndpointPolicy(
+            `${name}-s3-policy`,
+            {
+                vpcEndpointId: net.s3Endpoint.id,
+                policy: pulumi
+                    .all([failures.bucket.arn, args.accountId])
+                    .apply(([bucketArn, accountId]) => JSON.stringify(s3EndpointPolicy(bucketArn, FAILED_BATCH_PREFIX, accountId))),
+            },
+            scope.parent,
+        );
         const { fn, queue } = ledgerFunctions(
             scope,
             {

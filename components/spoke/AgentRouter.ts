@@ -44,6 +44,11 @@ export interface AgentRouterArgs {
     awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
     /** Namespace of the Dynamo frontends (default `inference`). */
     frontendNamespace?: string;
+    /**
+     * What provisions the proxy Service's load balancer (EKS: the AWS Load Balancer Controller release): the EnvoyProxy
+     * and Gateway depend on it, so it is deleted only after them (and the NLB their Service holds).
+     */
+    loadBalancerProvisioner?: pulumi.Resource[];
     /** EnvoyProxy access log settings; default: the metering sink (services/shared/accesslog.ts). */
     accessLog?: unknown[];
     /** Auth service image override (default: config/versions.ts). */
@@ -177,12 +182,13 @@ export class AgentRouter extends pulumi.ComponentResource {
                 accessLog: args.accessLog ?? [meteringAccessLogSetting()],
                 envoyService: g.listener.exposure ? nlbEnvoyService(g.listener.exposure) : undefined,
             }),
-            [aigw, gwNs],
+            [aigw, gwNs, ...(args.loadBalancerProvisioner ?? [])],
         );
         const cls = cr("gateway-class", gatewayClass(ns), [proxy]);
         const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tls }), [
             cls,
             ...(edge ? [edge.certificate] : []),
+            ...(args.loadBalancerProvisioner ?? []),
         ]);
         const ctp = cr("client-traffic", clientTrafficPolicy({ namespace: ns, bufferLimitBytes: g.bufferLimitBytes }), [gw]);
         const sp = cr(

@@ -7,6 +7,7 @@ import {
     AUTH_POD_LABELS,
     AWS_FILES_DIR,
     AWS_PROFILE,
+    AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
     awsCredentialsFile,
     servicePodBasics,
@@ -36,7 +37,7 @@ export function awsConfigFile(roleArn: string, region: string): string {
         `[profile ${AWS_PROFILE}]`,
         `role_arn = ${roleArn}`,
         `source_profile = ${AWS_SOURCE_PROFILE}`,
-        `role_session_name = platform-auth`,
+        `role_session_name = ${AWS_ROLE_SESSION_NAMES.auth}`,
         `region = ${region}`,
         "",
     ].join("\n");

@@ -9,6 +9,7 @@ import type { EnvVars } from "../../services/shared/env";
 import {
     AWS_FILES_DIR,
     AWS_PROFILE,
+    AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
     awsCredentialsFile,
     METERING_POD_LABELS,
@@ -43,7 +44,7 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
         `[profile ${AWS_PROFILE}]`,
         `role_arn = ${roleArn}`,
         `source_profile = ${AWS_SOURCE_PROFILE}`,
-        `role_session_name = platform-metering`,
+        `role_session_name = ${AWS_ROLE_SESSION_NAMES.metering}`,
         `region = ${region}`,
         "",
     ].join("\n");
@@ -168,7 +169,7 @@ export interface MeteringArgs {
     namespace: string;
     /** Hub contract `usage`: the spoke's Kinesis stream. */
     usage: pulumi.Input<UsageContract>;
-    /** Hub contract `policy`: the role to assume, and the bundle bucket/key for token window lengths. */
+    /** Hub contract `policy`: the bundle bucket/key for token window lengths (its `roleArn` only for an older hub). */
     policy: pulumi.Input<{ roleArn: string; bucket: string; region: string; publicKey: string }>;
     /** Source key that assumes the spoke role (on-prem, programs/gateway.ts): secret. Undefined on EKS (Pod Identity). */
     awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
@@ -191,8 +192,8 @@ export interface MeteringArgs {
  * gateway's EnvoyProxy reference the collector Service across namespaces; NetworkPolicies admit only Envoy
  * proxies to the collector and only the collector to metering.
  *
- * AWS identity: the SpokeIdentity role (only `kinesis:PutRecord(s)` on this spoke's stream, and the bundle
- * bucket), assumed from the source key in a Secret, as the auth service does.
+ * AWS identity: metering's own SpokeIdentity role, `usage.roleArn` (only `kinesis:PutRecords` on this spoke's stream,
+ * and reading its bundles), assumed from the source key in a Secret on-prem, by EKS Pod Identity on EKS.
  */
 export class Metering extends pulumi.ComponentResource {
     public readonly service: k8s.core.v1.Service;
@@ -229,7 +230,8 @@ export class Metering extends pulumi.ComponentResource {
                           metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
                           type: "Opaque",
                           stringData: {
-                              config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(p.roleArn, u.region)),
+                              // Metering's own role (`usage.roleArn`); a hub deployed before per-service roles names one for both.
+                              config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(u.roleArn ?? p.roleArn, u.region)),
                               credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
                           },
                       },

@@ -13,6 +13,31 @@ export interface LedgerNetwork {
     endpoints: aws.ec2.VpcEndpoint[];
     /** The ledger VPC. */
     vpc: aws.ec2.Vpc;
+    /** The S3 gateway endpoint (its policy: {@link s3EndpointPolicy}, set once the failure bucket exists). */
+    s3Endpoint: aws.ec2.VpcEndpoint;
+}
+
+/**
+ * Pure: the S3 gateway endpoint's policy. The only S3 call made from the ledger's VPC is the consumer keeping a
+ * failed batch (services/usage-consumer/aws-calls.ts, `s3:PutObject` under `failed/` of the failure bucket), by a
+ * principal of the hub's account (`aws:PrincipalAccount`); the default endpoint policy (full access to every bucket
+ * of every account) would let code in the VPC copy data out to any bucket.
+ * Source: docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html (endpoint policies).
+ */
+export function s3EndpointPolicy(failedBatchBucketArn: string, failedPrefix: string, accountId: string): Record<string, unknown> {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            {
+                Sid: "KeepFailedBatchesOnly",
+                Effect: "Allow",
+                Principal: "*",
+                Action: ["s3:PutObject"],
+                Resource: `${failedBatchBucketArn}/${failedPrefix}*`,
+                Condition: { StringEquals: { "aws:PrincipalAccount": accountId } },
+            },
+        ],
+    };
 }
 
 /**
@@ -148,5 +173,5 @@ export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; avail
         scope.parent,
     );
 
-    return { subnets, lambdaSg, dbSg, endpoints: [...endpoints, s3], vpc };
+    return { subnets, lambdaSg, dbSg, endpoints: [...endpoints, s3], vpc, s3Endpoint: s3 };
 }
