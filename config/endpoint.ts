@@ -112,7 +112,16 @@ export const EndpointSchema = z
         engine: z.enum(["vllm", "sglang", "trtllm"]),
         topology: TopologySchema,
         router: z
-            .object({ mode: z.enum(["kv", "round-robin"]).default("kv") })
+            .object({
+                mode: z.enum(["kv", "round-robin"]).default("kv"),
+                /**
+                 * The KV router's `--router-queue-threshold` (fraction of the workers' `max_num_batched_tokens`; >= 0):
+                 * requests queue at the router once every worker is above it, and the queue is ordered by the request's
+                 * strict priority tier, then priority (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/common/configuration/groups/kv_router_args.py).
+                 * Unset: no router queue, priorities act only in the engines. Required with `platform:servingClasses`.
+                 */
+                queueThreshold: z.number().min(0).optional(),
+            })
             .strict()
             .default({ mode: "kv" }),
         kvPool: KvPoolSchema.default({ kind: "none" }),

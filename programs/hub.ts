@@ -7,6 +7,7 @@ import { UsageLedger } from "../components/hub/UsageLedger";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
+import { keyServing } from "../config/serving-policy";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
 import { checkSpokeRegistry } from "./spoke-registry";
@@ -64,6 +65,7 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
             models: [...k.models].sort(),
             expiresAt: k.expiresAt,
             limits: k.limits,
+            serving: keyServing(hub, k),
         })),
     };
 }
