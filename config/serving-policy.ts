@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { dynamoCacheSalt } from "../upstream/dynamo";
 import { DnsLabel } from "./endpoint";
 
 /**
@@ -75,7 +76,7 @@ interface HubView {
     apiKeys: Array<{ id: string; tenant: string; team: string; models: string[]; serving?: z.infer<typeof KeyServingSchema> }>;
     servingClasses?: ServingClasses;
     kvSharing: KvSharing[];
-    endpoints: Array<{ model: string; engine: string; router: { mode: string; queueThreshold?: number } }>;
+    endpoints: Array<{ model: string; engine: string; cacheScopes?: number }>;
 }
 
 type Issue = { path: (string | number)[]; message: string };
@@ -205,18 +206,26 @@ export function servingPolicyIssues(h: HubView): Issue[] {
                 message:
                     "the TRT-LLM worker of Dynamo 1.5.0 never reads the request priority (it takes a top-level `priority` the frontend does not set, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/trtllm/request_handlers/handler_base.py), so priority classes would be inert: serve the model on vLLM or SGLang",
             });
-        if (cls && e.router.mode === "kv" && e.router.queueThreshold === undefined)
+        if (e.cacheScopes !== undefined)
             out.push({
-                path: ["endpoints", i, "router", "queueThreshold"],
-                message:
-                    "with platform:servingClasses the KV router must queue to order by priority: set router.queueThreshold (the frontend's --router-queue-threshold; unset disables the router queue, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/common/configuration/groups/kv_router_args.py)",
+                path: ["endpoints", i, "cacheScopes"],
+                message: "is set by the hub from its keys (programs/hub.ts buildSpokeContracts), not in the hub file: remove it",
             });
     });
     return out;
 }
 
+/** Pure: how many distinct cache scopes the keys allowed `model` fall into (the endpoint's `cacheScopes`). */
+export function cacheScopesOf(h: Pick<HubView, "tenants" | "kvSharing" | "apiKeys">, model: string): number {
+    return new Set(h.apiKeys.filter((k) => k.models.includes(model)).map((k) => cacheScope(h, k, model))).size;
+}
+
 /** Engines whose Dynamo 1.5.0 worker hands the request's cache salt to the engine's prefix hash (upstream/dynamo.ts). */
-export const SALT_KEEPING_ENGINES: ReadonlySet<string> = new Set(["vllm"]);
+export const SALT_KEEPING_ENGINES: ReadonlySet<string> = new Set(
+    Object.entries(dynamoCacheSalt)
+        .filter(([, f]) => f.keeps)
+        .map(([engine]) => engine),
+);
 
 /** The cache scope a key's requests for `model` are salted with: its sharing group, else its team or tenant. */
 export function cacheScope(h: Pick<HubView, "tenants" | "kvSharing">, key: { tenant: string; team: string }, model: string): string {

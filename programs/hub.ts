@@ -7,7 +7,7 @@ import { UsageLedger } from "../components/hub/UsageLedger";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
-import { keyServing } from "../config/serving-policy";
+import { cacheScopesOf, keyServing } from "../config/serving-policy";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
 import { checkSpokeRegistry } from "./spoke-registry";
@@ -30,7 +30,9 @@ export function buildSpokeContracts(
 ): Record<string, SpokeContract> {
     const out: Record<string, SpokeContract> = {};
     for (const s of [...hub.spokes].sort((a, b) => a.name.localeCompare(b.name))) {
-        const endpoints = hub.endpoints.filter((e) => e.spoke === s.name);
+        // Each endpoint carries how many KV cache scopes call its model (config/serving-policy.ts): the spoke's
+        // render and the pack refuse an engine that drops the cache salt while serving more than one.
+        const endpoints = hub.endpoints.filter((e) => e.spoke === s.name).map((e) => ({ ...e, cacheScopes: cacheScopesOf(hub, e.model) }));
         const x = extras[s.name];
         if (!x) throw new Error(`buildSpokeContracts: no policy store / identity outputs for spoke "${s.name}"`);
         out[s.name] = {
