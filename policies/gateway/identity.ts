@@ -51,7 +51,8 @@ export const earlyIdentityHeaderStrip: StackValidationPolicy = {
                 ((sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []).map((h: unknown) => String(h).toLowerCase()),
             );
             const notForwarded = GW.dynamoHeaders.filter((h) => !forwarded.has(h));
-            if (sp && notForwarded.length)
+            // A listener SecurityPolicy without extAuth is refused on its own (gateway-one-extauth-security-policy).
+            if (sp && extAuthOf(sp) && notForwarded.length)
                 report(
                     `SecurityPolicy ${keyOf(sp)} (effective on ${label}) does not forward ${notForwarded.join(", ")} from the auth service (extAuth.http.headersToBackend): the platform's clamped priority and derived cache salt would not reach the Dynamo frontend, and the client's own values would (priority and tenant KV isolation inert).`,
                     sp.urn,

@@ -204,7 +204,7 @@ describe("gateway-early-identity-header-strip", () => {
                         global: {
                             rules: [
                                 {
-                                    clientSelectors: [{ headers: [{ name: "x-tenant-id", type: "Distinct" }] }],
+                                    clientSelectors: [{ headers: [{ name: "x-customer-id", type: "Distinct" }] }],
                                     limit: { requests: 10, unit: "Second" },
                                     shared: true,
                                 },
@@ -215,7 +215,7 @@ describe("gateway-early-identity-header-strip", () => {
             }),
         ];
         expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
-            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-tenant-id in headers.earlyRequestHeaders: a client could spoof them.",
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-customer-id in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
     it("violating: no ClientTrafficPolicy at all", async () => {
