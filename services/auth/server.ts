@@ -457,7 +457,7 @@ export function isModelListing(method: string | undefined, path: string): boolea
 }
 
 /** The body's `model` and the parsed body, or why it cannot be read. */
-function modelOf(body: Buffer): { model: string; doc: object } | { error: string } {
+export function modelOf(body: Buffer): { model: string; doc: object } | { error: string } {
     let doc: unknown;
     try {
         doc = JSON.parse(body.toString("utf8"));
