@@ -117,9 +117,20 @@ export const EndpointSchema = z
         engine: z.enum(["vllm", "sglang", "trtllm"]),
         topology: TopologySchema,
         router: z
-            .object({ mode: z.enum(["kv", "round-robin"]).default("kv") })
+            .object({
+                mode: z.enum(["kv", "round-robin"]).default("kv"),
+                /**
+                 * The KV router's `--router-queue-threshold` (fraction of the workers' `max_num_batched_tokens`, >= 0):
+                 * requests queue at the router once every worker's active prefill is above it, and the queue is
+                 * ordered by the request's strict tier, then priority. Unset upstream means no router queue, so the
+                 * platform's latency classes would be inert (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/common/configuration/groups/kv_router_args.py;
+                 * "Router queueing disabled by default", docs/fern/pages/reference/general/releases/deprecations.mdx).
+                 * Default 1: queue only once every worker has a full prefill batch in flight. Rendered for `kv` only.
+                 */
+                queueThreshold: z.number().min(0).default(1),
+            })
             .strict()
-            .default({ mode: "kv" }),
+            .prefault({}),
         kvPool: KvPoolSchema.default({ kind: "none" }),
         planner: PlannerSchema.prefault({}),
         speculative: SpeculativeSchema.optional(),
@@ -134,8 +145,18 @@ export const EndpointSchema = z
         revision: RevisionLabel.optional(),
         /** A gated canary rollout to a new revision (config/rollout.ts `RolloutSchema`, docs/rollout.md). */
         rollout: RolloutSchema.optional(),
+        /**
+         * Set by the hub, never in a hub file (programs/hub.ts `buildSpokeContracts`): how many KV cache scopes
+         * (config/serving-policy.ts `cacheScope`) have keys calling this endpoint's model. Rendered as the
+         * DynamoGraphDeployment annotation {@link CACHE_SCOPES_ANNOTATION}, which the pack and `upstream-check` read
+         * to refuse an engine that drops the cache salt while serving more than one scope.
+         */
+        cacheScopes: z.number().int().min(0).optional(),
     })
     .strict();
+
+/** DGD annotation carrying {@link Endpoint.cacheScopes}. */
+export const CACHE_SCOPES_ANNOTATION = "inference-platform.io/kv-cache-scopes";
 
 export type Endpoint = z.infer<typeof EndpointSchema>;
 export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;

@@ -4,6 +4,7 @@ import { LimitSetSchema } from "./limits";
 import { rolloutHubIssues } from "./rollout";
 import { UsageLedgerConfigSchema } from "./metering";
 import { SpokeIdentityConfigSchema } from "./spoke-identity";
+import { KeyServingSchema, KvSharingSchema, ServingClassesSchema, servingPolicyIssues, TeamServingSchema } from "./serving-policy";
 import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 
 /** A GPU cluster the hub may place endpoints on. Its spoke stack file sets `platform:spoke.name` to `name`. */
@@ -29,8 +30,26 @@ export const ModelSchema = z
     })
     .strict();
 
-export const TeamSchema = z.object({ id: DnsLabel, limits: LimitSetSchema }).strict();
-export const TenantSchema = z.object({ id: DnsLabel, displayName: z.string().min(1), teams: z.array(TeamSchema).min(1) }).strict();
+export const TeamSchema = z
+    .object({
+        id: DnsLabel,
+        limits: LimitSetSchema,
+        /** Priority class, latency class and output-length-hint ceiling (config/serving-policy.ts). */
+        serving: TeamServingSchema.optional(),
+    })
+    .strict();
+export const TenantSchema = z
+    .object({
+        id: DnsLabel,
+        displayName: z.string().min(1),
+        teams: z.array(TeamSchema).min(1),
+        /**
+         * KV-cache isolation unit: `tenant` (default: the tenant's teams share one cache salt) or `team` (each team
+         * its own). Sharing across tenants is only `platform:kvSharing`.
+         */
+        kvCache: z.enum(["tenant", "team"]).default("tenant"),
+    })
+    .strict();
 
 /**
  * An API key's metadata. The key itself is minted outside Pulumi by `npm run mint-key` (services/keys/mint.ts), which
@@ -49,6 +68,8 @@ export const ApiKeySchema = z
         /** Expiry as an ISO-8601 timestamp; the auth service answers 401 after it. */
         expiresAt: z.string().datetime({ offset: true }),
         limits: LimitSetSchema,
+        /** Narrows the team's serving entitlement for this key (never raises it). */
+        serving: KeyServingSchema.optional(),
     })
     .strict();
 
@@ -88,6 +109,10 @@ export const HubConfigSchema = z
         tenants: z.array(TenantSchema).min(1),
         apiKeys: z.array(ApiKeySchema),
         endpoints: z.array(EndpointSchema),
+        /** Priority and latency classes teams and keys are entitled to (config/serving-policy.ts). */
+        servingClasses: ServingClassesSchema.optional(),
+        /** Where tenants share a KV cache (config/serving-policy.ts); nowhere else. */
+        kvSharing: z.array(KvSharingSchema).default([]),
         /** Usage ledger (config/metering.ts); optional, every field defaulted. */
         usage: UsageLedgerConfigSchema.prefault({}),
         /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
@@ -102,6 +127,7 @@ export const HubConfigSchema = z
     .superRefine((h, ctx) => {
         const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
         for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
+        for (const x of servingPolicyIssues(h)) issue(x.path, x.message);
         const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
             const seen = new Map<string, number>();
             items.forEach((it, i) => {

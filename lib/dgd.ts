@@ -1,4 +1,4 @@
-import type { Endpoint, WorkerGroup } from "../config/endpoint";
+import { CACHE_SCOPES_ANNOTATION, type Endpoint, type WorkerGroup } from "../config/endpoint";
 import { versions } from "../config/versions";
 import {
     type EnvVar,
@@ -179,6 +179,10 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 // `--disaggregation-mode` (ai-dynamo/dynamo #6483); without `prefill` a worker registers as `backend` (#13238).
                 "--disaggregation-mode",
                 c.role === "worker" ? "agg" : c.role,
+                // Every request carries the platform's priority (services/auth/entitlement.ts); vLLM's default `fcfs`
+                // scheduler ignores it (upstream/activation.ts `engine-priority`).
+                "--scheduling-policy",
+                "priority",
             ];
             const kvt = vllmKvTransferConfig(c);
             if (kvt) a.push("--kv-transfer-config", json(kvt));
@@ -220,6 +224,12 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 "--host",
                 "0.0.0.0",
                 "--enable-metrics",
+                // The platform's per-request priority (services/auth/entitlement.ts) orders SGLang's queue only with
+                // priority scheduling on, which SGLang accepts only under the `fcfs` or `lof` policy (named here rather
+                // than left to the default; upstream/activation.ts `engine-priority`).
+                "--schedule-policy",
+                "fcfs",
+                "--enable-priority-scheduling",
             ];
             if (c.disaggregated) {
                 a.push(
@@ -475,6 +485,10 @@ export function buildDgd(a: DgdArgs): DgdManifest {
 
     const frontendArgs = ["--http-port", String(FRONTEND_PORT), "--router-mode", e.router.mode];
     const frontendEnv: EnvVar[] = [{ name: "DYN_ROUTER_MODE", value: e.router.mode }];
+    // The KV router queues, and so orders by the request's strict tier and priority, only with a threshold set
+    // (upstream/activation.ts `router-priority`).
+    if (e.router.mode === "kv" && e.router.queueThreshold !== undefined)
+        frontendArgs.push("--router-queue-threshold", String(e.router.queueThreshold));
     const sharedCache = sharedKvCache(e, a.mooncake);
     if (sharedCache) {
         // Tier-aware routing over the shared HiCache/Mooncake pool: the frontend subscribes to the master's KV events
@@ -627,6 +641,11 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             podTemplate: { metadata: { labels: { ...labels, [ROLE_LABEL]: role } }, spec },
         });
     }
+    // Reviewed KV-transport exceptions from the stack file (upstream/check/kv-closed-world.ts), and how many KV cache
+    // scopes the hub says call the model (upstream/check/activation.ts `cacheSaltRule`): both read by the pack.
+    const annotations: Record<string, string> = {};
+    if (e.kvExceptions?.length) annotations[KV_EXCEPTIONS_ANNOTATION] = json(e.kvExceptions);
+    if (e.cacheScopes !== undefined) annotations[CACHE_SCOPES_ANNOTATION] = String(e.cacheScopes);
     return {
         apiVersion: "nvidia.com/v1beta1",
         kind: "DynamoGraphDeployment",
@@ -634,8 +653,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             name: e.name,
             namespace: a.namespace,
             labels,
-            // Reviewed KV-transport exceptions from the stack file, read by the pack (upstream/check/kv-closed-world.ts).
-            ...(e.kvExceptions?.length ? { annotations: { [KV_EXCEPTIONS_ANNOTATION]: json(e.kvExceptions) } } : {}),
+            ...(Object.keys(annotations).length ? { annotations } : {}),
         },
         spec: { backendFramework: eng.framework, components },
     };

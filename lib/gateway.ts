@@ -6,7 +6,13 @@
  * the upstream source.
  */
 import { createHash } from "node:crypto";
-import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
+import {
+    AI_GATEWAY_MODEL_HEADER,
+    DYNAMO_HEADERS,
+    IDENTITY_HEADER_PREFIX,
+    IDENTITY_HEADERS,
+    TOKEN_METADATA_KEYS,
+} from "../services/shared/identity";
 import { INFERENCE_NAMESPACE, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
 import { type ListenerTls, TLS_TERMINATED_BY_ANNOTATION } from "./edge";
@@ -75,12 +81,13 @@ export function gatewayTargetRef(name = GATEWAY_NAME) {
 /**
  * Headers removed before routing and before every HTTP filter, ext_authz included (ClientTrafficPolicy
  * `headers.earlyRequestHeaders`): every trusted identity header, by name and by the
- * `x-platform-` prefix (so a header added later is covered), and `x-ai-eg-model` plus every other gateway-owned
+ * `x-platform-` prefix (so a header added later is covered), the Dynamo priority and cache-salt headers the auth
+ * service sets (services/shared/identity.ts `DYNAMO_HEADERS`), and `x-ai-eg-model` plus every other gateway-owned
  * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model.
  */
 export function earlyHeaderStrip() {
     return {
-        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS)])].sort(),
+        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS)])].sort(),
         removeOnMatch: [
             { type: "Prefix" as const, value: IDENTITY_HEADER_PREFIX },
             { type: "Prefix" as const, value: "x-ai-eg-" },
@@ -175,7 +182,7 @@ export function securityPolicy(x: SecurityPolicyInput) {
                 http: {
                     backendRefs: [{ group: "", kind: "Service", name: x.auth.service, namespace: x.auth.namespace, port: x.auth.port }],
                     path: x.auth.pathPrefix,
-                    headersToBackend: Object.values(IDENTITY_HEADERS),
+                    headersToBackend: [...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS)],
                 },
                 headersToExtAuth: [...HEADERS_TO_EXT_AUTH],
                 bodyToExtAuth: { maxRequestBytes: x.maxRequestBytes },

@@ -7,6 +7,7 @@ import { UsageLedger } from "../components/hub/UsageLedger";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
+import { cacheScopesOf, keyServing } from "../config/serving-policy";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
 import { checkSpokeRegistry } from "./spoke-registry";
@@ -24,6 +25,15 @@ import { cloudWatchTopicKeyProblem } from "../lib/kms";
 export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | "spoke" | "placementRevision" | "endpoints">;
 
 /**
+ * Pure: the endpoints the hub places on `spoke`, each with how many KV cache scopes call its model
+ * (config/serving-policy.ts): the spoke's render and the pack refuse an engine that drops the cache salt while
+ * serving more than one.
+ */
+export function placedEndpoints(hub: HubConfig, spoke: string) {
+    return hub.endpoints.filter((e) => e.spoke === spoke).map((e) => ({ ...e, cacheScopes: cacheScopesOf(hub, e.model) }));
+}
+
+/**
  * Pure: the per-spoke placement contracts for a validated hub config. Every spoke the hub knows
  * gets a contract, possibly with no endpoints, so a spoke is never left guessing.
  */
@@ -34,7 +44,7 @@ export function buildSpokeContracts(
 ): Record<string, SpokeContract> {
     const out: Record<string, SpokeContract> = {};
     for (const s of [...hub.spokes].sort((a, b) => a.name.localeCompare(b.name))) {
-        const endpoints = hub.endpoints.filter((e) => e.spoke === s.name);
+        const endpoints = placedEndpoints(hub, s.name);
         const x = extras[s.name];
         if (!x) throw new Error(`buildSpokeContracts: no policy store / identity outputs for spoke "${s.name}"`);
         out[s.name] = {
@@ -69,6 +79,7 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
             models: [...k.models].sort(),
             expiresAt: k.expiresAt,
             limits: k.limits,
+            serving: keyServing(hub, k),
         })),
     };
 }
@@ -317,7 +328,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         /** Placement summary: spoke -> endpoint names (for humans and dashboards). */
         placement: Object.fromEntries(
             spokes.map((s) => {
-                const endpoints = cfg.endpoints.filter((e) => e.spoke === s);
+                const endpoints = placedEndpoints(cfg, s);
                 return [s, { revision: contentHash(endpoints), endpoints: endpoints.map((e) => e.name) }];
             }),
         ),

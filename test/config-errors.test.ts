@@ -468,9 +468,12 @@ describe("a placement the hub accepts but its spoke refuses is a hub error on th
         [
             "an engine without the pool's shared-KV integration",
             (d: Record<string, any>) => {
-                d["platform:endpoints"][0].engine = "trtllm";
+                // Qwen on hn1 (one declared KV sharing group, so the salt rule holds) on TRT-LLM, with no priority class
+                // above another (TRT-LLM ignores the request priority; config/serving-policy.ts refuses it otherwise).
+                d["platform:endpoints"][1].engine = "trtllm";
+                d["platform:servingClasses"].priority = { interactive: 0, standard: 0, batch: 0 };
             },
-            "platform:endpoints[0].kvPool",
+            "platform:endpoints[1].kvPool",
             /engine trtllm has no Mooncake shared-pool integration/,
         ],
     ] as const)("%s", (_t, mutate, key, message) => {

@@ -103,12 +103,15 @@ describe("header stripping and ext_authz", () => {
         const strip = earlyHeaderStrip();
         expect(strip.remove).toEqual([
             "x-ai-eg-model",
+            "x-dynamo-request-priority",
+            "x-dynamo-request-strict-priority",
             "x-platform-key-id",
             "x-platform-lease",
             "x-platform-model",
             "x-platform-policy-revision",
             "x-platform-team",
             "x-platform-tenant",
+            "x-tenant-id",
         ]);
         expect(strip.removeOnMatch).toEqual([
             { type: "Prefix", value: "x-platform-" },
@@ -143,6 +146,9 @@ describe("header stripping and ext_authz", () => {
                         "x-platform-model",
                         "x-platform-lease",
                         "x-platform-policy-revision",
+                        "x-dynamo-request-priority",
+                        "x-dynamo-request-strict-priority",
+                        "x-tenant-id",
                     ],
                 },
                 headersToExtAuth: ["authorization", "content-type", "x-request-id"],

@@ -198,6 +198,8 @@ describe("lib/dgd.ts: engine is one field", () => {
             name: "llama-70b",
             namespace: "inference",
             labels: { "inference-platform.io/endpoint": "llama-70b", "app.kubernetes.io/part-of": "inference-platform" },
+            // The hub's count of KV cache scopes calling the model (config/endpoint.ts CACHE_SCOPES_ANNOTATION).
+            annotations: { "inference-platform.io/kv-cache-scopes": "1" },
         });
         expect(dgd.spec.components.map((c) => [c.name, c.type, c.replicas, c.scalingAdapter !== undefined, c.sharedMemorySize])).toEqual([
             ["Frontend", "frontend", 1, false, undefined],
@@ -205,7 +207,7 @@ describe("lib/dgd.ts: engine is one field", () => {
             ["prefill", "prefill", 2, true, "16Gi"],
             ["decode", "decode", 1, true, "16Gi"],
         ]);
-        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv"]);
+        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--router-queue-threshold", "1"]);
         const d = mainOf(dgd, "decode");
         expect(d.args).toEqual([
             "--model",
@@ -216,6 +218,8 @@ describe("lib/dgd.ts: engine is one field", () => {
             "4",
             "--disaggregation-mode",
             "decode",
+            "--scheduling-policy",
+            "priority",
             "--kv-transfer-config",
             '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_load_failure_policy":"fail","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_buffer_device":"cuda","kv_connector_extra_config":{"backends":["UCX"]}},{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}]}}',
             "--kv-events-config",
@@ -312,7 +316,7 @@ describe("lib/dgd.ts: engine is one field", () => {
         // The pinned pool image's Mooncake release is not recorded (upstream/compat.ts), so its master cannot be given
         // --enable_kv_events (Mooncake >= v0.3.12): no --shared-cache-type, which would be a no-op.
         const { dgd, others } = endpointObjects(endpoint({ engine: "sglang" }));
-        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv"]);
+        expect(mainOf(dgd, "Frontend").args).toEqual(["--http-port", "8000", "--router-mode", "kv", "--router-queue-threshold", "1"]);
         expect(others[0].spec.template.spec.containers[0].args).not.toContain("--enable_kv_events=true");
         // With a master that publishes: flag, multiplier and DYN_MOONCAKE_KV_EVENTS_ENDPOINT (ai-dynamo/dynamo
         // lib/llm/src/discovery/model_manager.rs hicache_cache_for) on the frontend, the same endpoint advertised by workers.
@@ -333,6 +337,8 @@ describe("lib/dgd.ts: engine is one field", () => {
             "8000",
             "--router-mode",
             "kv",
+            "--router-queue-threshold",
+            "1",
             "--shared-cache-type",
             "hicache",
             "--shared-cache-multiplier",

@@ -29,6 +29,12 @@ const benches: Bench[] = [
         run: async () => require("../services/auth/bench").runAuthBench(),
     },
     {
+        name: "entitlement",
+        what: "the auth decision's hint clamp and Dynamo header values per check (and the cache salt's HMAC per key/model) vs the same check body step without them (floor)",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/auth/entitlement-bench").runEntitlementBench(),
+    },
+    {
         name: "ledger",
         what: "hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows (floor), and spool append throughput",
         // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -45,6 +51,7 @@ job on this machine) and the ratio. Speed and memory goals live here, never in t
 Benchmarks:
   render   offline render of 1 hub + N spokes x M endpoints vs the same stacks with no endpoints
   auth     auth service ext_authz checks/s and p99 with Redis vs a no-op HTTP server
+  entitlement  the decision's priority clamp + Dynamo headers per check vs the body step without them
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
 
 Examples:

@@ -293,6 +293,75 @@ export const activationFacts: readonly ActivationFact[] = [
         otherwise: "refused",
         source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
     },
+    {
+        id: "engine-priority",
+        feature: "the platform's per-request priority (x-dynamo-request-priority, set by the auth decision) ordering each engine's queue",
+        component: "dynamo-frontend",
+        requires: [
+            {
+                what: "the frontend copies `x-dynamo-request-priority` into `nvext.agent_hints.priority` (the header wins over the body), and the preprocessor hands it to the router (`priority_jump = max(priority, 0)` seconds) and to the worker as `routing.priority`",
+                readBy: `${D}:lib/llm/src/protocols/common/extensions.rs`,
+            },
+            {
+                what: "vLLM workers: `--scheduling-policy priority` (the default `fcfs` ignores the request priority); Dynamo's vLLM handler passes `-priority` (vLLM serves lower values first)",
+                readBy: `${D}:components/src/dynamo/vllm/handlers.py`,
+            },
+            {
+                what: "SGLang workers: `--enable-priority-scheduling`, accepted only with `--schedule-policy fcfs` or `lof` (asserted at start-up); Dynamo's SGLang handler passes the priority (negated under `--schedule-low-priority-values-first`)",
+                readBy: `${D}:components/src/dynamo/sglang/request_handlers/handler_base.py`,
+            },
+            {
+                what: "TRT-LLM workers: none that helps: the handler reads a top-level `priority` the frontend never sets and falls back to 0.5, so priorities are inert there",
+                readBy: `${D}:components/src/dynamo/trtllm/request_handlers/handler_base.py`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:lib/llm/src/protocols/common/extensions.rs`,
+        note: "SGLang flags: sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py (schedule_policy default fcfs, enable_priority_scheduling default false); vLLM: vllm-project/vllm@v0.28.0:vllm/config/scheduler.py (policy: fcfs | priority, default fcfs). The product renders the flags on every vLLM and SGLang worker and refuses TRT-LLM endpoints once a priority class is above the lowest (config/serving-policy.ts).",
+    },
+    {
+        id: "router-priority",
+        feature: "the KV router's pending queue ordered by strict tier (latency class) then priority",
+        component: "dynamo-frontend",
+        requires: [
+            {
+                what: "`--router-queue-threshold <fraction>` on a `--router-mode kv` frontend: unset (the default since #11599) the router never queues, so `strict_priority` and `priority_jump` order nothing",
+                readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            },
+            {
+                what: "the queue key is `(strict_priority, priority_jump - arrival offset)`, higher first (FcfsPolicy, the default `--router-queue-policy fcfs`)",
+                readBy: `${D}:lib/kv-router/src/scheduling/policy.rs`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+    },
+    {
+        id: "cache-salt",
+        feature: "tenant-bound KV isolation: the platform's cache salt (x-tenant-id, set by the auth decision) in every prefix hash",
+        component: "dynamo-frontend",
+        requires: [
+            {
+                what: "the frontend copies `x-tenant-id` into `nvext.cache_salt` (the header wins over the body's), which becomes the router's `cache_namespace`",
+                readBy: `${D}:lib/llm/src/protocols/common/extensions.rs`,
+            },
+            {
+                what: "the KV router mixes `cache_namespace` into its block hashes (`compute_salt_hash`), so it never scores one scope's blocks for another",
+                readBy: `${D}:lib/kv-router/src/protocols.rs`,
+            },
+            {
+                what: "vLLM workers: Dynamo's handler sets the prompt's `cache_salt` (`_apply_nvext_cache_salt`), and vLLM adds it to the first block's hash, so every block hash of the chain differs per salt (the engine prefix cache; KV connectors that key by the request's block hashes inherit it)",
+                readBy: `${D}:components/src/dynamo/vllm/handlers.py`,
+            },
+            {
+                what: "SGLang workers: Dynamo 1.5.0's SGLang handler never passes the salt to SGLang, so the radix cache and HiCache/Mooncake pages are shared across salts",
+                readBy: `${D}:components/src/dynamo/sglang/request_handlers/llm/decode_handler.py`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:lib/llm/src/protocols/common/extensions.rs`,
+        note: "vLLM: vllm-project/vllm@v0.28.0:vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys (cache_salt on the block at token 0). TRT-LLM's handler reads the salt (request_cache_salt) but that its engine hashes it was not read here, so it is treated like SGLang (closed world). The product refuses an SGLang or TRT-LLM endpoint whose model is called by keys of more than one cache scope (hub: config/serving-policy.ts; render: DGD annotation inference-platform.io/kv-cache-scopes).",
+    },
 ];
 
 /** What must hold for an exporter's series to exist, and where its pods are scraped. */

@@ -34,6 +34,11 @@ export const dynamoFrontend: ComponentFacts = {
             source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
         },
         "--no-router-kv-events": { takesValue: false, source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py` },
+        "--router-queue-threshold": {
+            takesValue: true,
+            source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            note: "env DYN_ROUTER_QUEUE_THRESHOLD; no default: unset means no router queue, so strict priority and priority jumps order nothing (upstream/activation.ts router-priority)",
+        },
         "--router-conditional-disagg": {
             takesValue: false,
             source: `${D}:components/src/dynamo/frontend/frontend_args.py`,
@@ -44,6 +49,36 @@ export const dynamoFrontend: ComponentFacts = {
         DYN_ROUTER_MODE: { default: "round-robin", source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py` },
         DYN_HTTP_PORT: { default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py` },
     },
+};
+
+/**
+ * Request headers the Dynamo 1.5.0 OpenAI frontend reads into `nvext` before preprocessing, overriding the body
+ * (`apply_header_routing_overrides`, called by every OpenAI/Anthropic handler in lib/llm/src/http/service/openai.rs).
+ * The auth decision sets these three (services/shared/identity.ts `DYNAMO_HEADERS`); it is the only path from a trusted
+ * decision to the hints the router sees: Envoy's HTTP ext_authz can add headers but not rewrite the body, and the AI
+ * Gateway's `bodyMutation` sets fixed, top-level fields per route (envoyproxy/ai-gateway@v1.2.0:api/v1beta1/ai_gateway_route.go
+ * `HTTPBodyMutation`), so `nvext.agent_hints.osl` and `speculative_prefill`, which have no header, cannot be set by the platform.
+ */
+export const dynamoRequestHeaders: Readonly<Record<string, { nvext: string; source: Source }>> = {
+    "x-dynamo-request-priority": {
+        nvext: "agent_hints.priority (i32; a malformed value falls back to the body's)",
+        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
+    },
+    "x-dynamo-request-strict-priority": {
+        nvext: "agent_hints.strict_priority (u32)",
+        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
+    },
+    "x-tenant-id": {
+        nvext: "cache_salt (non-empty; wins over nvext.cache_salt and the top-level cache_salt)",
+        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
+    },
+};
+
+/** Which engines' Dynamo 1.5.0 worker hands `nvext.cache_salt` to the engine's prefix hash (upstream/activation.ts cache-salt). */
+export const dynamoCacheSalt: Readonly<Record<"vllm" | "sglang" | "trtllm", { keeps: boolean; source: Source }>> = {
+    vllm: { keeps: true, source: `${D}:components/src/dynamo/vllm/handlers.py#_apply_nvext_cache_salt` },
+    sglang: { keeps: false, source: `${D}:components/src/dynamo/sglang/request_handlers/llm/decode_handler.py` },
+    trtllm: { keeps: false, source: `${D}:components/src/dynamo/trtllm/request_handlers/handler_base.py` },
 };
 
 export const dynamoPlanner: ComponentFacts = {

@@ -56,6 +56,18 @@ export const sglang: ComponentFacts = {
         "--hicache-storage-backend": { takesValue: true, source: SA },
         "--hicache-storage-backend-extra-config": { takesValue: true, source: SA },
         "--disable-radix-cache": { takesValue: false, source: SA },
+        "--schedule-policy": {
+            takesValue: true,
+            choices: ["lpm", "random", "fcfs", "dfs-weight", "lof", "priority"],
+            default: "fcfs",
+            source: SA,
+            note: "priority scheduling is asserted to run under fcfs or lof only",
+        },
+        "--enable-priority-scheduling": {
+            takesValue: false,
+            source: SA,
+            note: "without it the request priority Dynamo passes is ignored (upstream/activation.ts engine-priority)",
+        },
         "--speculative-algorithm": { takesValue: true, source: SA },
         "--speculative-draft-model-path": { takesValue: true, source: SA },
         "--speculative-num-draft-tokens": { takesValue: true, source: SA },

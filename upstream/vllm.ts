@@ -24,6 +24,13 @@ export const vllm: ComponentFacts = {
         "--dtype": { takesValue: true, default: "auto", source: ARGS },
         "--gpu-memory-utilization": { takesValue: true, default: "0.9", source: ARGS },
         "--enable-prefix-caching": { takesValue: false, aliases: ["--no-enable-prefix-caching"], source: ARGS },
+        "--scheduling-policy": {
+            takesValue: true,
+            choices: ["fcfs", "priority"],
+            default: "fcfs",
+            source: "vllm-project/vllm@v0.28.0:vllm/config/scheduler.py#SchedulerPolicy",
+            note: "priority: the waiting queue is ordered by request priority (lower first); fcfs ignores it (upstream/activation.ts engine-priority)",
+        },
     },
     env: {
         VLLM_NIXL_SIDE_CHANNEL_HOST: {

@@ -1,5 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { type AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
@@ -147,6 +148,19 @@ export class AuthService extends pulumi.ComponentResource {
                       { parent: this },
                   );
 
+        // The cache-salt HMAC key (services/auth/entitlement.ts): 32 random bytes minted here, a Pulumi secret end to
+        // end, readable by the auth pods only through this Secret; replacing it re-salts (cold-starts) every cache.
+        const saltKey = new random.RandomBytes(`${name}-cache-salt-key`, { length: 32 }, { parent: this });
+        const saltSecret = new k8s.core.v1.Secret(
+            `${name}-cache-salt`,
+            {
+                metadata: { name: `${AUTH_SERVICE_NAME}-cache-salt`, namespace: ns, labels },
+                type: "Opaque",
+                stringData: { key: pulumi.secret(saltKey.base64) },
+            },
+            { parent: this },
+        );
+
         const env = policy.apply((p) =>
             Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({
                 name: n,
@@ -170,13 +184,19 @@ export class AuthService extends pulumi.ComponentResource {
                                 {
                                     name: "auth",
                                     image,
-                                    env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
-                                        ...e,
-                                        {
-                                            name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>,
-                                            valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } },
-                                        },
-                                    ]),
+                                    env: pulumi
+                                        .all([env, args.redisUrlSecret.name, saltSecret.metadata.name])
+                                        .apply(([e, secretName, saltSecretName]) => [
+                                            ...e,
+                                            {
+                                                name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>,
+                                                valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } },
+                                            },
+                                            {
+                                                name: "AUTH_CACHE_SALT_KEY" satisfies keyof EnvVars<typeof AUTH_ENV>,
+                                                valueFrom: { secretKeyRef: { name: saltSecretName, key: "key" } },
+                                            },
+                                        ]),
                                     ports: [
                                         { name: "http", containerPort: AUTH_PORT },
                                         { name: "ops", containerPort: AUTH_OPS_PORT },

@@ -45,8 +45,18 @@ export const earlyIdentityHeaderStrip: StackValidationPolicy = {
             attachmentFindings("ClientTrafficPolicy", m, e, report);
             const ctp = e.effective.policy;
             const stripped = stripMatcher(ctp.props.spec?.headers?.earlyRequestHeaders);
-            const required = new Set<string>([GW.modelHeader, ...GW.identityHeaders, `${GW.identityPrefix}any`]);
+            const required = new Set<string>([GW.modelHeader, ...GW.identityHeaders, ...GW.dynamoHeaders, `${GW.identityPrefix}any`]);
             const sp = effectiveFor(spAtt, m.gateway, l).effective?.policy;
+            const forwarded = new Set<string>(
+                ((sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []).map((h: unknown) => String(h).toLowerCase()),
+            );
+            const notForwarded = GW.dynamoHeaders.filter((h) => !forwarded.has(h));
+            // A listener SecurityPolicy without extAuth is refused on its own (gateway-one-extauth-security-policy).
+            if (sp && extAuthOf(sp) && notForwarded.length)
+                report(
+                    `SecurityPolicy ${keyOf(sp)} (effective on ${label}) does not forward ${notForwarded.join(", ")} from the auth service (extAuth.http.headersToBackend): the platform's clamped priority and derived cache salt would not reach the Dynamo frontend, and the client's own values would (priority and tenant KV isolation inert).`,
+                    sp.urn,
+                );
             for (const h of (sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []) required.add(String(h).toLowerCase());
             for (const b of btpAtt.filter((x) => x.gateway === m.gateway && (!x.section || x.section === l)).map((x) => x.policy)) {
                 for (const rule of b.props.spec?.rateLimit?.global?.rules ?? [])
@@ -116,7 +126,7 @@ export const identityHeadersOnlyFromExtAuth: StackValidationPolicy = {
     remediationSteps: "Remove the header mutation; identity headers are set only by the auth service through ext_authz headersToBackend.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
-        const names = new Set<string>(GW.identityHeaders.map((h) => h.toLowerCase()));
+        const names = new Set<string>([...GW.identityHeaders, ...GW.dynamoHeaders].map((h) => h.toLowerCase()));
         const sps = args.resources.filter((r) => isSecurityPolicy(r.type));
         for (const sp of sps) for (const h of extAuthOf(sp)?.http?.headersToBackend ?? []) names.add(String(h).toLowerCase());
         const isIdentity = (h: string) => {

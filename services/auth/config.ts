@@ -84,6 +84,15 @@ const EnvSchema = z
             .int()
             .positive()
             .default(32 * 1024 * 1024),
+        /**
+         * HMAC-SHA256 key (base64, at least 32 bytes) the per-request cache salt is derived with from the verified
+         * tenant's cache scope (services/auth/entitlement.ts). Secret: a client that knew it could compute another
+         * tenant's salt. From a Kubernetes Secret (components/spoke/AuthService.ts); never logged.
+         */
+        AUTH_CACHE_SALT_KEY: z
+            .string()
+            .regex(/^[A-Za-z0-9+/]+={0,2}$/, "must be base64")
+            .refine((v) => Buffer.from(v, "base64").length >= 32, "must decode to at least 32 bytes"),
         /** Region and shared config/credentials files for the S3 client's default chain (components/spoke/AuthService.ts). */
         ...AWS_SDK_ENV,
     })
@@ -113,6 +122,8 @@ export interface AuthConfig {
     maxBodyBytes: number;
     /** Grant hold time (ms, 0 = off) and size cap (slots): see services/auth/admission.ts. */
     grants: { holdMs: number; maxSlots: number };
+    /** Key the cache salt is derived with (`AUTH_CACHE_SALT_KEY`); secret. */
+    cacheSaltKey: Buffer;
 }
 
 /** Thrown by {@link loadConfig}; the message lists every invalid or missing variable. */
@@ -156,14 +167,16 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
         leaseStore: e.AUTH_LEASE_STORE,
         maxBodyBytes: e.AUTH_MAX_BODY_BYTES,
         grants: { holdMs: e.AUTH_GRANT_HOLD_MS, maxSlots: e.AUTH_GRANT_MAX_SLOTS },
+        cacheSaltKey: Buffer.from(e.AUTH_CACHE_SALT_KEY, "base64"),
     };
 }
 
-/** The configuration with secrets removed (Redis credentials), for the startup log line. */
+/** The configuration with secrets removed (Redis credentials, the cache-salt key), for the startup log line. */
 export function describeConfig(c: AuthConfig): Record<string, unknown> {
     const u = new URL(c.redis.url);
+    const { cacheSaltKey: _secret, ...rest } = c;
     return {
-        ...c,
+        ...rest,
         redis: {
             endpoint: `${u.protocol}//${u.host}${u.pathname}`,
             timeoutMs: c.redis.timeoutMs,

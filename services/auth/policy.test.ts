@@ -72,6 +72,7 @@ describe("loadConfig", () => {
         AUTH_HUB_PUBLIC_KEY: hub.publicKey,
         AUTH_POLICY_BUCKET: "platform-policy",
         AUTH_REDIS_URL: "redis://:hunter2@redis.auth.svc:6379/0",
+        AUTH_CACHE_SALT_KEY: Buffer.alloc(32, 0x5a).toString("base64"),
     };
 
     it("applies documented defaults", () => {
@@ -112,9 +113,18 @@ describe("loadConfig", () => {
         expect(() => loadConfig({ ...env, AUTH_OPS_PORT: "8080" })).toThrow(/AUTH_PORT and AUTH_OPS_PORT must differ/);
     });
 
-    it("describeConfig drops the Redis password", () => {
+    it("describeConfig drops the Redis password and the cache-salt key", () => {
         const text = JSON.stringify(describeConfig(loadConfig(env)));
         expect(text).not.toContain("hunter2");
+        expect(text).not.toContain(env.AUTH_CACHE_SALT_KEY);
+        expect(text).not.toContain("cacheSaltKey");
         expect(text).toContain("redis.auth.svc:6379");
+    });
+
+    it("refuses a missing or short cache-salt key", () => {
+        expect(() => loadConfig({ ...env, AUTH_CACHE_SALT_KEY: undefined })).toThrow(/AUTH_CACHE_SALT_KEY/);
+        expect(() => loadConfig({ ...env, AUTH_CACHE_SALT_KEY: Buffer.alloc(16).toString("base64") })).toThrow(
+            /AUTH_CACHE_SALT_KEY: must decode to at least 32 bytes/,
+        );
     });
 });

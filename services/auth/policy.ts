@@ -15,6 +15,16 @@ export interface ResolvedKey {
     limitsByModel: ReadonlyMap<string, TierLimits>;
     keyLimits: TierLimit;
     teamLimits: TierLimit;
+    /** Serving entitlement (services/shared/bundle.ts `apiKeys[].serving`), defaulted for a key without one. */
+    serving: KeyServing;
+}
+
+/** What the auth decision enforces for one key: hint ceilings and the cache scope per model. */
+export interface KeyServing {
+    priority: number;
+    strictPriority: number;
+    maxOutputLengthHint: number;
+    cacheScopes: Readonly<Record<string, string>>;
 }
 
 /** Why a request is refused before any limit is checked. */
@@ -89,6 +99,7 @@ export class PolicyIndex {
                 limitsByModel: new Map([...models].map((m) => [m, { model: this.modelLimits.get(m)!, team: teamLimits, key: k.limits }])),
                 keyLimits: k.limits,
                 teamLimits,
+                serving: k.serving ?? { priority: 0, strictPriority: 0, maxOutputLengthHint: 0, cacheScopes: {} },
             });
         }
     }

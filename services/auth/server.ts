@@ -1,12 +1,13 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Redis } from "ioredis";
-import { IDENTITY_HEADERS, type TierIds, tierIds } from "../shared/identity";
+import { DYNAMO_HEADERS, IDENTITY_HEADERS, type TierIds, tierIds } from "../shared/identity";
 import type { LimitDecision, TierLimits } from "../shared/limits";
 import { type BoundedRedis, createBoundedRedis } from "../shared/net";
 import { GrantAdmission } from "./admission";
 import { BundleStore, createS3Client } from "./bundles";
 import type { AuthConfig } from "./config";
+import { cacheSalt, clientHints, entitle } from "./entitlement";
 import { errorMessage, jsonLogger, type Logger } from "./log";
 import { AuthMetrics, NO_TIER } from "./metrics";
 import { bearerToken, isRefusal, type ResolvedKey } from "./policy";
@@ -201,13 +202,18 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
                 "0",
             ];
         }
-        const model = modelOf(body);
-        if (typeof model !== "string") return { status: 400, type: "invalid_request_error", code: "model_required", message: model.error };
+        const parsed = modelOf(body);
+        if ("error" in parsed) return { status: 400, type: "invalid_request_error", code: "model_required", message: parsed.error };
+        const model = parsed.model;
         const limits = index.authorizeModel(auth, model);
         if (isRefusal(limits)) return { status: limits.status, type: "invalid_request_error", code: limits.code, message: limits.message };
+        // The platform, not the client, decides the hints the router sees: clamped before any limit is consumed.
+        const hints = entitle(clientHints(parsed.doc), auth.serving);
+        if ("refused" in hints)
+            return { status: 400, type: "invalid_request_error", code: "hint_above_entitlement", message: hints.refused };
         let pair = pairs.get(limits);
         if (!pair) {
-            pair = pairEntry(auth, model, index.revision);
+            pair = pairEntry(auth, model, index.revision, config.cacheSaltKey);
             pairs.set(limits, pair);
         }
         let d: LimitDecision | Promise<LimitDecision>;
@@ -216,12 +222,12 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         } catch (err) {
             return limitsUnavailable(err);
         }
-        if (!(d instanceof Promise)) return limitResult(d, pair, model);
+        if (!(d instanceof Promise)) return limitResult(d, pair, model, hints);
         const entry = pair;
         return d.then((decision) => {
             if (limitsFailing) log("info", "limit checks work again");
             limitsFailing = false;
-            return limitResult(decision, entry, model);
+            return limitResult(decision, entry, model, hints);
         }, limitsUnavailable);
     };
 
@@ -342,8 +348,15 @@ interface PairEntry {
 
 /** Index of the lease value in {@link PairEntry.headers}. */
 const LEASE_INDEX = 9;
+/** Indexes of the effective priority and tier values in {@link PairEntry.headers} (filled per check). */
+const PRIORITY_INDEX = 13;
+const STRICT_PRIORITY_INDEX = 15;
 
-function pairEntry(auth: ResolvedKey, model: string, revision: number): PairEntry {
+/**
+ * The pair's allow headers. The cache salt is derived here, once per (key, model) and revision, from the key's
+ * cache scope for the model (`tenant:<tenant>` when the bundle names none) under the service's secret key.
+ */
+function pairEntry(auth: ResolvedKey, model: string, revision: number, saltKey: Buffer): PairEntry {
     return {
         key: `${auth.keyId}\n${model}`,
         ids: tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId }),
@@ -360,6 +373,12 @@ function pairEntry(auth: ResolvedKey, model: string, revision: number): PairEntr
             "",
             IDENTITY_HEADERS.revision,
             String(revision),
+            DYNAMO_HEADERS.priority,
+            "",
+            DYNAMO_HEADERS.strictPriority,
+            "",
+            DYNAMO_HEADERS.cacheSalt,
+            cacheSalt(saltKey, auth.serving.cacheScopes[model] ?? `tenant:${auth.tenant}`),
             "content-length",
             "0",
         ],
@@ -370,7 +389,12 @@ function pairEntry(auth: ResolvedKey, model: string, revision: number): PairEntr
  * The answer to a limit decision: 429 with `Retry-After` naming the tier and dimension, or 200 with every
  * identity header (and `content-length: 0`, the whole response) as a flat `[name, value, …]` list.
  */
-function limitResult(decision: LimitDecision, pair: PairEntry, model: string): string[] | Deny {
+function limitResult(
+    decision: LimitDecision,
+    pair: PairEntry,
+    model: string,
+    hints: { priority: number; strictPriority: number },
+): string[] | Deny {
     if (!decision.allowed) {
         // Concurrency: the oldest lease's expiry is only an upper bound (a usage event usually releases a
         // lease much sooner), so advise a short retry instead.
@@ -390,6 +414,8 @@ function limitResult(decision: LimitDecision, pair: PairEntry, model: string): s
     }
     const headers = pair.headers.slice();
     headers[LEASE_INDEX] = decision.leaseId;
+    headers[PRIORITY_INDEX] = String(hints.priority);
+    headers[STRICT_PRIORITY_INDEX] = String(hints.strictPriority);
     return headers;
 }
 
@@ -430,8 +456,8 @@ export function isModelListing(method: string | undefined, path: string): boolea
     return (method === "GET" || method === "HEAD") && /^\/v1\/models\/?(\?.*)?$/.test(path);
 }
 
-/** The body's `model`, or why it cannot be read. */
-function modelOf(body: Buffer): string | { error: string } {
+/** The body's `model` and the parsed body, or why it cannot be read. */
+export function modelOf(body: Buffer): { model: string; doc: object } | { error: string } {
     let doc: unknown;
     try {
         doc = JSON.parse(body.toString("utf8"));
@@ -442,7 +468,7 @@ function modelOf(body: Buffer): string | { error: string } {
     if (typeof model !== "string" || model.length === 0 || model.length > MAX_MODEL_LENGTH) {
         return { error: `Request body must have a 'model' string of 1-${MAX_MODEL_LENGTH} characters.` };
     }
-    return model;
+    return { model, doc: doc as object };
 }
 
 /**

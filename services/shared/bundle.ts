@@ -44,6 +44,20 @@ export const PolicySchema = z
                     models: z.array(z.string()),
                     expiresAt: z.string(),
                     limits: Limits,
+                    /**
+                     * The key's serving entitlement (config/serving-policy.ts `keyServing`): ceilings for Dynamo's
+                     * `agent_hints.priority` / `strict_priority` / `osl`, and per model the cache scope its salt is
+                     * derived from. Absent: priority 0, tier 0, no output-length hint, salt scope `tenant:<tenant>`.
+                     */
+                    serving: z
+                        .object({
+                            priority: z.number().int(),
+                            strictPriority: z.number().int().min(0),
+                            maxOutputLengthHint: z.number().int().min(0),
+                            cacheScopes: z.record(z.string(), z.string().min(1)),
+                        })
+                        .strict()
+                        .optional(),
                 })
                 .strict(),
         ),

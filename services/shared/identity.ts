@@ -19,6 +19,21 @@ export const IDENTITY_HEADERS = {
     revision: "x-platform-policy-revision",
 } as const;
 
+/**
+ * Headers the Dynamo frontend reads into `nvext` before the router sees the request, each overriding the body
+ * (ai-dynamo/dynamo@v1.5.0:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides): the auth
+ * service sets them on every allowed model request (the clamped priority and tier, the derived cache salt), and the
+ * gateway strips client-sent copies early, so only the platform's values reach the router and the engines.
+ */
+export const DYNAMO_HEADERS = {
+    /** -> `nvext.agent_hints.priority` (i32). */
+    priority: "x-dynamo-request-priority",
+    /** -> `nvext.agent_hints.strict_priority` (u32, router queue tier). */
+    strictPriority: "x-dynamo-request-strict-priority",
+    /** -> `nvext.cache_salt` (`HEADER_TENANT_ID`): the salt, not the tenant's name. */
+    cacheSalt: "x-tenant-id",
+} as const;
+
 /** Header the AI Gateway sets from the body's `model` (envoyproxy/ai-gateway); also stripped early. */
 export const AI_GATEWAY_MODEL_HEADER = "x-ai-eg-model";
 

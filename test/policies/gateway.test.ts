@@ -194,6 +194,16 @@ describe("gateway-early-identity-header-strip", () => {
             "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-platform-lease, x-platform-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
+    it("violating: ext_authz that does not forward the Dynamo priority and cache-salt headers", async () => {
+        const rs = edit(graph(), "agent-router-security", (o) => {
+            o.spec.extAuth.http.headersToBackend = o.spec.extAuth.http.headersToBackend.filter((h: string) => h !== "x-tenant-id");
+        });
+        expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
+            expect.stringMatching(
+                /^SecurityPolicy llm-gateway\/llm-auth \(effective on Gateway llm-gateway\/llm listener http\) does not forward x-tenant-id from the auth service .* tenant KV isolation inert\)\.$/,
+            ),
+        ]);
+    });
     it("violating: a rate-limit selector header that is not stripped", async () => {
         const rs = [
             ...graph(),
@@ -204,7 +214,7 @@ describe("gateway-early-identity-header-strip", () => {
                         global: {
                             rules: [
                                 {
-                                    clientSelectors: [{ headers: [{ name: "x-tenant-id", type: "Distinct" }] }],
+                                    clientSelectors: [{ headers: [{ name: "x-customer-id", type: "Distinct" }] }],
                                     limit: { requests: 10, unit: "Second" },
                                     shared: true,
                                 },
@@ -215,7 +225,7 @@ describe("gateway-early-identity-header-strip", () => {
             }),
         ];
         expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
-            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-tenant-id in headers.earlyRequestHeaders: a client could spoof them.",
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-customer-id in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
     it("violating: no ClientTrafficPolicy at all", async () => {

@@ -155,6 +155,8 @@ export function endpoint(e: Record<string, unknown> = {}): Endpoint {
         topology: { mode: "disaggregated", prefill: { replicas: 2, gpusPerWorker: 2 }, decode: { replicas: 1, gpusPerWorker: 4 } },
         kvPool: { kind: "mooncake", segmentSizeGiB: 512, storeReplicas: 2 },
         planner: { optimizationTarget: "load", maxGpuBudget: 12 },
+        // As the hub places it (programs/hub.ts buildSpokeContracts): keys of one KV cache scope call the model.
+        cacheScopes: 1,
         ...e,
     });
 }

@@ -374,6 +374,114 @@ export function plannerSignalsRule(s: StackView): Finding[] {
     return out;
 }
 
+const WORKER_TYPES = ["prefill", "decode", "worker"];
+
+/**
+ * `engine-priority`: every vLLM and SGLang worker orders its queue by the request priority the auth decision sets
+ * (vLLM `--scheduling-policy priority`; SGLang `--enable-priority-scheduling` under `--schedule-policy fcfs|lof`).
+ * TRT-LLM endpoints are refused at the hub (config/serving-policy.ts) once a priority class is above the lowest.
+ */
+export function enginePriorityRule(s: StackView): Finding[] {
+    const fact = activationFact("engine-priority");
+    const out: Finding[] = [];
+    for (const w of podsOf(s.objects).filter((p) => p.kind === "DynamoGraphDeployment" && WORKER_TYPES.includes(p.componentType ?? ""))) {
+        const argv = argvOf(w.main);
+        if (w.backendFramework === "vllm" && flagValue(argv, "--scheduling-policy") !== "priority")
+            out.push(
+                finding(
+                    s.stack,
+                    w.object,
+                    w.main.name,
+                    "--scheduling-policy",
+                    fact,
+                    "a vLLM worker without `--scheduling-policy priority` serves FCFS",
+                ),
+            );
+        if (w.backendFramework === "sglang") {
+            const policy = flagValue(argv, "--schedule-policy");
+            if (!argv.includes("--enable-priority-scheduling"))
+                out.push(
+                    finding(
+                        s.stack,
+                        w.object,
+                        w.main.name,
+                        "--enable-priority-scheduling",
+                        fact,
+                        "an SGLang worker without it ignores the priority",
+                    ),
+                );
+            else if (policy !== undefined && policy !== "fcfs" && policy !== "lof")
+                out.push(
+                    finding(
+                        s.stack,
+                        w.object,
+                        w.main.name,
+                        "--schedule-policy",
+                        fact,
+                        `priority scheduling under --schedule-policy ${String(policy)} fails SGLang's start-up assertion (fcfs or lof only)`,
+                    ),
+                );
+        }
+    }
+    return out;
+}
+
+/** `router-priority`: a KV-routing frontend queues (`--router-queue-threshold`), so latency classes and priorities order it. */
+export function routerPriorityRule(s: StackView): Finding[] {
+    const fact = activationFact("router-priority");
+    return podsOf(s.objects)
+        .filter(
+            (p) =>
+                p.componentType === "frontend" &&
+                flagValue(argvOf(p.main), "--router-mode") === "kv" &&
+                flagValue(argvOf(p.main), "--router-queue-threshold") === undefined &&
+                !envOf(p.main, "DYN_ROUTER_QUEUE_THRESHOLD"),
+        )
+        .map((p) =>
+            finding(
+                s.stack,
+                p.object,
+                p.main.name,
+                "--router-queue-threshold",
+                fact,
+                "the KV router has no queue, so strict priority and priority order nothing",
+            ),
+        );
+}
+
+/** DGD annotation with the number of KV cache scopes calling the endpoint's model (config/endpoint.ts CACHE_SCOPES_ANNOTATION). */
+const CACHE_SCOPES = "inference-platform.io/kv-cache-scopes";
+
+/**
+ * `cache-salt`: a graph whose engine does not keep the cache salt in its prefix hash (SGLang, TRT-LLM under Dynamo
+ * 1.5.0) serves exactly one cache scope, as the hub records on the DynamoGraphDeployment; missing the record is
+ * refused too (closed world: not proven single-scope).
+ */
+export function cacheSaltRule(s: StackView): Finding[] {
+    const fact = activationFact("cache-salt");
+    const out: Finding[] = [];
+    for (const o of s.objects.filter((x) => x?.kind === "DynamoGraphDeployment")) {
+        const engine = o.spec?.backendFramework;
+        if (engine === "vllm") continue;
+        const raw = o.metadata?.annotations?.[CACHE_SCOPES];
+        const n = raw === undefined ? undefined : Number(raw);
+        if (n === undefined || !Number.isInteger(n) || n > 1)
+            out.push(
+                finding(
+                    s.stack,
+                    `DynamoGraphDeployment/${o.metadata?.namespace ? `${o.metadata.namespace}/` : ""}${o.metadata?.name}`,
+                    undefined,
+                    `metadata.annotations.${CACHE_SCOPES}`,
+                    fact,
+                    n === undefined || !Number.isInteger(n)
+                        ? `a ${engine} graph drops the cache salt and the hub recorded no single cache scope for it`
+                        : `a ${engine} graph drops the cache salt but keys of ${n} cache scopes call its model, so they would share its prefix cache`,
+                ),
+            );
+    }
+    return out;
+}
+
 /** Every activation rule. */
 export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     speculativeRule,
@@ -382,6 +490,9 @@ export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     operatorValuesRule,
     kvEventsRule,
     plannerSignalsRule,
+    enginePriorityRule,
+    routerPriorityRule,
+    cacheSaltRule,
 ];
 
 /** Runs every activation rule on one stack. */

@@ -106,6 +106,25 @@ export function endpointSignals(s: StackView): Map<string, EndpointSignals> {
                 );
         }
         if (g.some((p) => p.componentType === "planner")) active.push("Planner (load-based scaling)");
+        // Priority as an entitlement and the tenant-bound cache salt (upstream/activation.ts engine-priority,
+        // router-priority, cache-salt): what the platform's headers reach in this graph.
+        const engine = g[0]?.backendFramework;
+        const prioritised = workers.filter((w) =>
+            engine === "vllm"
+                ? flagValue(argv(w), "--scheduling-policy") === "priority"
+                : engine === "sglang" && argv(w).includes("--enable-priority-scheduling"),
+        );
+        if (workers.length && prioritised.length === workers.length)
+            active.push(
+                `request priority in the engine queue (${engine === "vllm" ? "vLLM priority scheduler" : "SGLang priority scheduling"})`,
+            );
+        const threshold = frontend ? flagValue(argv(frontend), "--router-queue-threshold") : undefined;
+        if (threshold !== undefined) active.push(`router queue by latency class, then priority (threshold ${String(threshold)})`);
+        const dgd = s.objects.find((o) => o?.kind === "DynamoGraphDeployment" && o.metadata?.name === graph);
+        const scopes = dgd?.metadata?.annotations?.["inference-platform.io/kv-cache-scopes"];
+        if (engine === "vllm")
+            active.push(`tenant-bound KV salt in the router and the engine prefix cache (${scopes ?? "?"} cache scope(s))`);
+        else if (scopes === "1") active.push("KV salt in the router only; the engine drops it but serves a single cache scope");
         const objectsOfGraph = new Set(g.map((p) => p.object));
         for (const f of findings.filter((x) => objectsOfGraph.has(x.object))) off.push(`${f.message.split(" ")[0]}: ${f.key}`);
         const signals = (scraped.get(graph) ?? []).map(

@@ -260,6 +260,9 @@ export async function publishBundle(
     return doc;
 }
 
+/** The cache-salt HMAC key test services run with (base64 of 32 bytes). */
+export const TEST_SALT_KEY = Buffer.alloc(32, 7).toString("base64");
+
 /**
  * Service configuration for tests through the real env parser: ports 0 (any free port), the given servers,
  * and a long poll interval so only explicit `syncOnce()` calls sync (unless overridden).
@@ -284,6 +287,7 @@ export function testConfig(o: {
         AUTH_BIND_ADDRESS: "127.0.0.1",
         AUTH_PORT: "1",
         AUTH_OPS_PORT: "2",
+        AUTH_CACHE_SALT_KEY: TEST_SALT_KEY,
         ...o.env,
     });
     // Port 0 (any free port) is not a valid configured port, so tests override after validation.
