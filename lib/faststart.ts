@@ -121,7 +121,7 @@ export interface PrestageArgs {
  * local disk. The main container only holds the pod (and so the image) on the node: `sleep infinity` in the same image,
  * no GPU, no RDMA, 10m CPU.
  */
-export function prestageDaemonSet(a: PrestageArgs): Record<string, any> {
+export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
     const e = a.endpoint;
     const name = prestageName(e.name);
     const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
@@ -164,15 +164,21 @@ export function prestageDaemonSet(a: PrestageArgs): Record<string, any> {
     };
 }
 
-/** How a new worker of the endpoint is expected to start, for the report. */
+/**
+ * How a new worker of the endpoint is expected to start, for the report: where the image and the weights come from,
+ * the planner's warm reserve, and checkpoint/restore (never: refused in config/endpoint.ts `endpointUpstreamIssues`).
+ * Tolerates a partly defaulted endpoint (the report reads stack files as written).
+ */
 export function expectedStartPath(e: Endpoint): string {
     const parts = [
         e.fastStart?.modelCache
-            ? "image pre-pulled; weights from the node's NVMe model cache"
-            : "image pull on a new node; weights downloaded at start",
+            ? "image pre-pulled on every pool node; weights from the node's NVMe model cache"
+            : "image pulled on a node that has not run it; weights downloaded from Hugging Face at start",
+        e.planner?.enabled === false
+            ? "no planner (fixed replicas)"
+            : `planner keeps >= ${e.planner?.minReplicas ?? 1} warm worker(s) per role`,
+        "cold start (no checkpoint/restore in Dynamo 1.5.0)",
     ];
-    parts.push(`planner reserve ${e.planner.enabled ? e.planner.minReplicas : "n/a"} per role`);
-    parts.push("no checkpoint/restore (not in Dynamo 1.5.0)");
     return parts.join("; ");
 }
 

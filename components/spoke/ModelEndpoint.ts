@@ -69,7 +69,7 @@ export class ModelEndpoint extends pulumi.ComponentResource {
                         nvme,
                         hfTokenSecret: args.hfTokenSecret,
                         labels: { ...dgd.metadata.labels },
-                    }) as k8s.apps.v1.DaemonSetArgs,
+                    }) as unknown as k8s.apps.v1.DaemonSetArgs,
                     { parent: this },
                 ),
             );
