@@ -421,7 +421,7 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
         });
         const main = byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")
             .map(inputs)
-            .find((d) => d.metadata.name === "qwen3-32b")
+            .find((d) => d.metadata.name === "qwen3-32b")!
             .spec.components.find((c: any) => c.name === "decode").podTemplate.spec.containers[0];
         expect(main.resources.requests["hugepages-2Mi"]).toBeUndefined();
         const names = (await runPolicies(efaPolicies, r.resources)).mandatory.map((f) => f.policyName).sort();
