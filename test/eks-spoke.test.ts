@@ -327,7 +327,7 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
     });
     const dgd = () => byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
     /** sg1's P/D graph (it also runs llama-70b, aggregated vLLM with KVBM tiers: test/kvtiers.test.ts). */
-    const qwen = () => dgd().find((d) => d.metadata.name === "qwen3-32b");
+    const qwen = () => dgd().find((d) => d.metadata.name === "qwen3-32b")!;
     const component = (name: string) => qwen().spec.components.find((c: any) => c.name === name);
     const envOf = (c: any) => Object.fromEntries(c.env.map((e: any) => [e.name, e.value]));
 
