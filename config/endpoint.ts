@@ -43,6 +43,12 @@ export const PlannerSchema = z
         maxGpuBudget: z.number().int().positive().default(16),
         /** Seconds between load-based adjustments (Dynamo default 5). */
         loadAdjustmentIntervalSeconds: z.number().int().positive().default(5),
+        /**
+         * Workers per role the planner never scales below (PlannerConfig `min_endpoint`; on a disaggregated endpoint
+         * `prefill_min_endpoint` and `decode_min_endpoint`): the warm reserve that absorbs a burst while a new worker
+         * cold-starts. At least 1 (scale-to-zero removes the model from /v1/models).
+         */
+        minReplicas: z.number().int().min(1).default(1),
     })
     .strict()
     .refine((p) => p.decodeScaleDownKvRate < p.decodeScaleUpKvRate, {
@@ -105,6 +111,41 @@ export const RolloutSchema = makeRolloutSchema({ TopologySchema, KvPoolSchema, P
 export type Rollout = z.infer<typeof RolloutSchema>;
 
 /**
+ * KV tiers below GPU memory, managed by Dynamo KVBM (vLLM `DynamoConnector`): a host-memory tier (G2, pinned DRAM)
+ * and optionally a local NVMe tier (G3) behind it. Sizes are per worker pod (KVBM sums its TP ranks' block bytes:
+ * ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/block_manager/distributed/leader.rs). Tier
+ * order as upstream requires: the host tier is always there (disk-only is experimental upstream and skips the disk
+ * offload filter) and each lower tier is at least as large as the one above it, else KVBM churns
+ * (docs/fern/pages/reference/components/kvbm-configuration.mdx, same commit). upstream/kvbm.ts records the facts.
+ */
+export const KvTiersSchema = z
+    .object({
+        /** Host-memory (G2) tier per worker in GiB; rendered as `DYN_KVBM_CPU_CACHE_GB` (decimal GB, rounded down). */
+        hostGiB: z.number().int().positive(),
+        /** Local NVMe (G3) tier per worker in GiB, on the node profile's `localNvme`; rendered as `DYN_KVBM_DISK_CACHE_GB`. */
+        nvmeGiB: z.number().int().positive().optional(),
+    })
+    .strict()
+    .refine((t) => t.nvmeGiB === undefined || t.nvmeGiB >= t.hostGiB, {
+        message:
+            "nvmeGiB must be at least hostGiB: each lower KVBM tier at least as large as the tier above it, else blocks are evicted and reloaded repeatedly",
+        path: ["nvmeGiB"],
+    });
+
+/**
+ * How a new worker of the endpoint starts (lib/faststart.ts). `modelCache`: a per-node model cache on the pool's local
+ * NVMe (node profile `localNvme`), filled ahead of time by a DaemonSet on every node of the pool, which also pulls the
+ * worker image; workers read the weights from it (`HF_HOME`) instead of downloading them. `checkpointRestore`: Dynamo
+ * Snapshot (CRIU + cuda-checkpoint), refused where the pinned Dynamo does not support the endpoint's shape.
+ */
+export const FastStartSchema = z
+    .object({
+        modelCache: z.boolean().default(false),
+        checkpointRestore: z.boolean().default(false),
+    })
+    .strict();
+
+/**
  * An inference endpoint as the hub places it: one DynamoGraphDeployment on one spoke.
  * Part of the hub -> spoke placement contract.
  */
@@ -136,6 +177,10 @@ export const EndpointSchema = z
         speculative: SpeculativeSchema.optional(),
         /** Maximum context length in tokens passed to the engine. */
         maxModelLen: z.number().int().positive().optional(),
+        /** KVBM tiers in host memory and local NVMe ({@link KvTiersSchema}); absent: KV stays in GPU memory (and the pool). */
+        kvTiers: KvTiersSchema.optional(),
+        /** Fast start ({@link FastStartSchema}); absent: workers download weights at start. */
+        fastStart: FastStartSchema.optional(),
         /** Reviewed exceptions to the KV-transport closed world ({@link KvExceptionSchema}). */
         kvExceptions: z.array(KvExceptionSchema).optional(),
         /**
@@ -183,6 +228,10 @@ export function endpointGpus(e: Endpoint): number {
  * - `vllm-disagg-model-speculative`: no model-based drafter (eagle3, mtp) on a disaggregated vLLM endpoint (Dynamo known
  *   issue "vLLM Disagg Decode + EAGLE3 Speculative Decoding Crashes Silently", no fix recorded up to v1.5.0:
  *   ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx). ngram has no drafter model.
+ * - `kvbm-vllm-only`, `kvbm-not-with-store`, `kvbm-aggregated-only`: KVBM tiers on an aggregated vLLM endpoint without a
+ *   Mooncake store pool (upstream/kvbm.ts);
+ * - `snapshot-single-gpu`, `snapshot-not-in-pin`: checkpoint/restore is refused, naming the shape upstream does not
+ *   support (multi-GPU workers) or, for a single-GPU shape, what the pinned release no longer ships (upstream/kvbm.ts).
  * @param key the endpoint's stack key, e.g. `platform:endpoints[0]`
  * @returns one issue per refused combination, naming the key to change
  */
@@ -199,6 +248,40 @@ export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: s
         out.push({
             key: `${key}.speculative`,
             message: `${e.speculative.method} speculative decoding on a disaggregated vLLM endpoint crashes silently under KV-transfer load and is unsupported upstream, with no fix recorded up to Dynamo 1.5.0 (vllm-disagg-model-speculative, ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx): run it on an aggregated endpoint, or use method ngram`,
+        });
+    }
+    if (e.kvTiers) {
+        const at = `${key}.kvTiers`;
+        if (e.engine !== "vllm")
+            out.push({
+                key: at,
+                message: `engine ${e.engine}: KVBM tiers are rendered for vLLM only (kvbm-vllm-only). SGLang offloads with its own HiCache, not KVBM (Dynamo's offloading backends are alternatives: ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/cli/kv-cache-offloading/overview.mdx); TensorRT-LLM's KVBM connector is not rendered here: remove kvTiers or use engine vllm`,
+            });
+        if (e.kvPool.kind === "mooncake")
+            out.push({
+                key: at,
+                message: `KVBM tiers and a Mooncake store pool on one endpoint stack two offloading backends, which Dynamo calls alternatives, not layers (kvbm-not-with-store, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/cli/kv-cache-offloading/overview.mdx): remove kvTiers or set kvPool kind none`,
+            });
+        if (t.mode === "disaggregated")
+            out.push({
+                key: at,
+                message: `KVBM on a disaggregated endpoint runs on the prefill worker only, under Dynamo's PdConnector (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:examples/backends/vllm/deploy/disagg_kvbm.yaml), which this product does not render (kvbm-aggregated-only): use an aggregated topology or remove kvTiers`,
+            });
+    }
+    if (e.fastStart?.checkpointRestore) {
+        const groups =
+            t.mode === "disaggregated"
+                ? ([
+                      ["prefill", t.prefill],
+                      ["decode", t.decode],
+                  ] as const)
+                : ([["workers", t.workers]] as const);
+        const multi = groups.filter(([, g]) => g.gpusPerWorker > 1);
+        out.push({
+            key: `${key}.fastStart.checkpointRestore`,
+            message: multi.length
+                ? `${multi.map(([r, g]) => `${r} workers have ${g.gpusPerWorker} GPUs`).join(", ")}: Dynamo Snapshot restores single-GPU workers only; multi-GPU is "highly experimental" (vLLM) or "work in progress" (SGLang, TensorRT-LLM) (snapshot-single-gpu, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/snapshot.md), and Dynamo 1.5.0 no longer bundles the snapshot chart, agent or DynamoCheckpoint CRD: set checkpointRestore false and use modelCache`
+                : `Dynamo 1.5.0 (config/versions.ts dynamoPlatform) dropped the bundled snapshot chart, snapshot-agent image and DynamoCheckpoint CRD; checkpoint/restore needs the separate ai-dynamo/snapshot chart, a placeholder image and ReadWriteMany storage, none of which this product renders (snapshot-not-in-pin): set checkpointRestore false and use modelCache`,
         });
     }
     return out;

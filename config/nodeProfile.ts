@@ -170,6 +170,29 @@ export const NodeProfileSchema = z
             })
             .strict(),
         numaNodes: z.number().int().min(1).max(8),
+        /**
+         * Host memory (DRAM) of one node in GiB (2^30 bytes). Bounds what the node's KV tiers in host memory add up to:
+         * KVBM host tiers (config/endpoint.ts `kvTiers.hostGiB`) and Mooncake store segments (lib/serving.ts
+         * `nodeHostBudget`). Unset: an endpoint with `kvTiers` cannot be placed on the profile.
+         */
+        hostMemoryGiB: z.number().int().positive().optional(),
+        /**
+         * Local NVMe that workers can use as one filesystem: where it is mounted on the node and how many GiB it holds.
+         * EKS: the instance-store RAID0 nodeadm builds (`localStorage.strategy: RAID0`, lib/efa.ts) at `/mnt/k8s-disks/0`,
+         * with /var/lib/kubelet and /var/lib/containerd bind-mounted onto it
+         * (awslabs/amazon-eks-ami@029ecebc29668887eda4817ef065378f60d5b527:templates/shared/runtime/bin/setup-local-disks).
+         * On-prem: the data filesystem of the local NVMe drives. Holds the KVBM disk tiers (`kvTiers.nvmeGiB`) and the
+         * per-node model cache (`fastStart.modelCache`). Unset: neither can be placed on the profile.
+         */
+        localNvme: z
+            .object({
+                /** Absolute mount point on the node. */
+                mountPath: z.string().regex(/^\/[A-Za-z0-9._/-]*[A-Za-z0-9._-]$/, "must be an absolute path without a trailing slash"),
+                /** Usable capacity in GiB (2^30 bytes), after RAID and filesystem. */
+                capacityGiB: z.number().int().positive(),
+            })
+            .strict()
+            .optional(),
         /** InfiniBand compute rails (on-prem). Empty for an EFA profile. */
         rails: z.array(RailSchema).default([]),
         frontend: z.array(FrontendNicSchema).default([]),

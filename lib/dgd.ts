@@ -17,6 +17,7 @@ import {
 import { efaWorkerHugepages } from "./efa";
 import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
+import { kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -124,6 +125,8 @@ export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | 
         };
     if (c.disaggregated) return { ...nixl, kv_load_failure_policy: "fail" };
     if (c.mooncake) return store;
+    // KVBM host/NVMe tiers on an aggregated worker (lib/faststart.ts; disaggregated and Mooncake endpoints are refused).
+    if (c.endpoint.kvTiers) return kvbmKvTransferConfig();
     return undefined;
 }
 
@@ -337,6 +340,8 @@ export interface PoolPlacement {
      * EFA workers request their GPU share as `hugepages-2Mi` (lib/efa.ts `efaWorkerHugepages`). Unset or 0: none.
      */
     hugepages2MiPerNode?: number;
+    /** The nodes' local NVMe filesystem (node profile `localNvme`): KVBM disk tier and model cache live there. */
+    localNvme?: LocalNvme;
 }
 
 /** Everything {@link buildDgd} needs besides the endpoint. */
@@ -391,8 +396,10 @@ export function needsRdma(e: Endpoint): boolean {
 /**
  * Dynamo Planner config (`--config`, PlannerConfig in ai-dynamo/dynamo components/src/dynamo/planner/config):
  * load-based scaling on KV-cache utilisation (decode) and queued prefill tokens (prefill), never on GPU
- * utilisation. `min_endpoint: 1` keeps the model listed (scale-to-zero
- * removes it from /v1/models). Thresholds are passed only for `optimization_target: load`; `throughput` uses the
+ * utilisation. `min_endpoint` (at least 1) keeps the model listed (scale-to-zero
+ * removes it from /v1/models) and is the warm reserve of workers the planner never scales below. The pinned planner has
+ * no scale-down window: PlannerConfig has no such key (upstream/planner.ts) and load scaling decides every
+ * `load_adjustment_interval_seconds`, damped only by `load_scaling_down_sensitivity`. Thresholds are passed only for `optimization_target: load`; `throughput` uses the
  * planner's fixed queue/KV thresholds. No pre-deployment sweep: nothing here needs an AIC profile.
  */
 export function plannerConfig(e: Endpoint): Record<string, unknown> {
@@ -407,7 +414,8 @@ export function plannerConfig(e: Endpoint): Record<string, unknown> {
         enable_throughput_scaling: false,
         pre_deployment_sweeping_mode: "none",
         load_adjustment_interval_seconds: p.loadAdjustmentIntervalSeconds,
-        min_endpoint: 1,
+        // The warm reserve (config/endpoint.ts `planner.minReplicas`); in disagg mode it applies to prefill and decode.
+        min_endpoint: p.minReplicas,
         max_gpu_budget: p.maxGpuBudget,
     };
     if (p.optimizationTarget === "load") {
@@ -581,6 +589,10 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             // (kvcache-ai/Mooncake vllm-mooncakestoreconnector.md; read by CPython, python/cpython Python/initconfig.c).
             env.push({ name: "PYTHONHASHSEED", value: "0" });
         }
+        // KVBM tiers and the per-node model cache (lib/faststart.ts).
+        const fast = workerFastStart(e, a.pool.localNvme);
+        env.push(...fast.env);
+        const memory: Record<string, string> = fast.memoryRequestGiB ? { memory: `${fast.memoryRequestGiB}Gi` } : {};
         const argv = ["python3", "-m", eng.module];
         const main: ContainerSpec = stripUndefined({
             name: "main",
@@ -589,10 +601,14 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             args: eng.args(ctx),
             env,
             envFrom,
-            resources: { requests: { ...resources, ...hugepages.requests }, limits: { ...resources, ...hugepages.limits } },
+            resources: { requests: { ...resources, ...hugepages.requests, ...memory }, limits: { ...resources, ...hugepages.limits } },
             securityContext: rdma ? memlock.securityContext : undefined,
-            volumeMounts: mooncakeFile ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : undefined,
+            volumeMounts: [
+                ...(mooncakeFile ? [{ name: "mooncake-config", mountPath: MOONCAKE_CONFIG_DIR, readOnly: true }] : []),
+                ...fast.volumeMounts,
+            ],
         });
+        if (!main.volumeMounts?.length) delete main.volumeMounts;
         const volumes: unknown[] = [];
         const spec: Record<string, unknown> = {
             nodeSelector: { ...a.pool.nodeSelector },
@@ -613,6 +629,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             volumes.push(preflightVolume());
         }
         if (mooncakeFile) volumes.push({ name: "mooncake-config", configMap: { name: a.mooncake!.configMap } });
+        volumes.push(...fast.volumes);
         if (disaggregated && a.pool.fabric.kind === "efa") {
             // EFA: prefill and decode on the same node make fi_read retry EAGAIN; keep them apart by the
             // operator's component label (Dynamo disagg-communication guide).

@@ -5,6 +5,7 @@ import type { NodeProfile } from "../config/nodeProfile";
 import type { ServingConfig } from "../config/serving";
 import { FRONTEND_PORT } from "./dgd";
 import { INFERENCE_NAMESPACE } from "./labels";
+import { NODE_HOST_RESERVE_GIB } from "./faststart";
 import { type KvFabric, rdmaResources } from "./nixl";
 
 /**
@@ -112,6 +113,7 @@ export function placeEndpoints<P extends PlacementPool>(
         }
         placements.push({ endpoint: e, index, pool });
     });
+    issues.push(...nodeHostBudget(placements, contractKey));
     for (const p of pools) {
         const n = used.get(p.name) ?? 0;
         const capacity = p.nodeCount * p.profile.gpu.count;
@@ -133,4 +135,82 @@ export function placeEndpoints<P extends PlacementPool>(
  */
 export function unpublishedRdmaResources(fabric: KvFabric, published: readonly string[]): string[] {
     return Object.keys(rdmaResources(fabric, 1)).filter((r) => !published.includes(r));
+}
+
+/**
+ * Workers of one role an endpoint may have on ONE node at most: what fits a node by GPUs, capped by how many workers
+ * the endpoint can have at all (the planner's GPU budget when it scales, else the configured replicas).
+ */
+function workersPerNode(e: Endpoint, gpusPerWorker: number, replicas: number, gpusPerNode: number): number {
+    const total = e.planner.enabled ? Math.max(replicas, Math.floor(e.planner.maxGpuBudget / gpusPerWorker)) : replicas;
+    return Math.min(total, Math.floor(gpusPerNode / gpusPerWorker));
+}
+
+/**
+ * What the endpoints on each pool need from ONE node's host memory and local NVMe, in the worst packing, against the
+ * node profile: KVBM host tiers (`kvTiers.hostGiB` per worker) plus one Mooncake store segment per endpoint with a pool
+ * (`kvPool.segmentSizeGiB`; at most one store per node) plus {@link NODE_HOST_RESERVE_GIB} within `hostMemoryGiB`;
+ * KVBM NVMe tiers (`kvTiers.nvmeGiB` per worker) within `localNvme.capacityGiB`. A profile without `hostMemoryGiB` or
+ * `localNvme` cannot take an endpoint that needs it (nor the model cache, `fastStart.modelCache`).
+ *
+ * @returns one issue per endpoint key to change, naming the pool, its profile and the figures
+ */
+export function nodeHostBudget<P extends PlacementPool>(placements: Array<Placement<P>>, contractKey: string): ConfigIssue[] {
+    const issues: ConfigIssue[] = [];
+    const byPool = new Map<string, Array<Placement<P>>>();
+    for (const p of placements) byPool.set(p.pool.name, [...(byPool.get(p.pool.name) ?? []), p]);
+    for (const [poolName, list] of byPool) {
+        const profile = list[0].pool.profile;
+        const gpn = profile.gpu.count;
+        let host = NODE_HOST_RESERVE_GIB;
+        let nvme = 0;
+        const hostUsers: string[] = [];
+        const nvmeUsers: string[] = [];
+        for (const { endpoint: e, index } of list) {
+            const key = `${contractKey}.endpoints[${index}]`;
+            const groups = e.topology.mode === "disaggregated" ? [e.topology.prefill, e.topology.decode] : [e.topology.workers];
+            const workers = groups.reduce((n, g) => n + workersPerNode(e, g.gpusPerWorker, g.replicas, gpn), 0);
+            if (e.kvPool.kind === "mooncake") {
+                host += e.kvPool.segmentSizeGiB;
+                hostUsers.push(`${e.name} Mooncake segment ${e.kvPool.segmentSizeGiB} GiB`);
+            }
+            if (e.kvTiers) {
+                if (profile.hostMemoryGiB === undefined)
+                    issues.push({
+                        key: `${key}.kvTiers.hostGiB`,
+                        message: `pool "${poolName}" (profile ${profile.name}) declares no hostMemoryGiB, so a host tier cannot be checked against the node: add hostMemoryGiB to the profile or remove kvTiers`,
+                    });
+                host += workers * e.kvTiers.hostGiB;
+                hostUsers.push(`${e.name} ${workers} worker(s) x ${e.kvTiers.hostGiB} GiB host tier`);
+                if (e.kvTiers.nvmeGiB) {
+                    nvme += workers * e.kvTiers.nvmeGiB;
+                    nvmeUsers.push(`${e.name} ${workers} worker(s) x ${e.kvTiers.nvmeGiB} GiB`);
+                    if (!profile.localNvme)
+                        issues.push({
+                            key: `${key}.kvTiers.nvmeGiB`,
+                            message: `pool "${poolName}" (profile ${profile.name}) declares no localNvme: there is no local NVMe for the disk tier; add localNvme to the profile or remove nvmeGiB`,
+                        });
+                }
+            }
+            if (e.fastStart?.modelCache && !profile.localNvme)
+                issues.push({
+                    key: `${key}.fastStart.modelCache`,
+                    message: `pool "${poolName}" (profile ${profile.name}) declares no localNvme for the per-node model cache: add localNvme to the profile or set modelCache false`,
+                });
+        }
+        const last = list.filter((p) => p.endpoint.kvTiers).at(-1);
+        if (!last) continue;
+        const key = `${contractKey}.endpoints[${last.index}].kvTiers`;
+        if (profile.hostMemoryGiB !== undefined && host > profile.hostMemoryGiB)
+            issues.push({
+                key: `${key}.hostGiB`,
+                message: `a node of pool "${poolName}" (profile ${profile.name}, ${profile.hostMemoryGiB} GiB host memory) would need ${host} GiB: ${hostUsers.join(" + ")} + ${NODE_HOST_RESERVE_GIB} GiB reserved for the OS, kubelet and other pods; lower the host tier`,
+            });
+        if (profile.localNvme && nvme > profile.localNvme.capacityGiB)
+            issues.push({
+                key: `${key}.nvmeGiB`,
+                message: `a node of pool "${poolName}" (profile ${profile.name}, ${profile.localNvme.capacityGiB} GiB local NVMe at ${profile.localNvme.mountPath}) would need ${nvme} GiB for NVMe tiers: ${nvmeUsers.join(" + ")}; lower the NVMe tier`,
+            });
+    }
+    return issues;
 }

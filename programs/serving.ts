@@ -87,6 +87,7 @@ export function deployServing(s: ServingInputs, opts: pulumi.ComponentResourceOp
             memlockUnlimited: pool.memlockUnlimited,
             fabric,
             ...(pool.hugepages2MiPerNode > 0 ? { hugepages2MiPerNode: pool.hugepages2MiPerNode } : {}),
+            ...(pool.profile.localNvme ? { localNvme: { ...pool.profile.localNvme } } : {}),
         };
         let mooncakeMaster: string | undefined;
         let mooncakeKvEvents: string | undefined;

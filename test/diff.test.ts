@@ -326,7 +326,8 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
             "## What changed in the stack files\n\n**`stacks/Pulumi.hub-prod.yaml`**\n\n- `platform:endpoints[spoke/name=sg1/qwen3-32b].topology.prefill.replicas`: `2` → `1`\n",
         );
         expect(md).toContain(
-            "| stacks/Pulumi.hub-prod.yaml | sg1 | 8/16 → 6/16 | 16/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |",
+            // sg1 also runs llama-70b (aggregated vLLM, 4 GPUs), hence 12 placed before the change.
+            "| stacks/Pulumi.hub-prod.yaml | sg1 | 12/16 → 10/16 | 16/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |",
         );
         expect(md.indexOf("## What changed in the stack files")).toBeLessThan(md.indexOf("## Rendered objects"));
         // The DGD's prefill replicas only: the dashboard's tokens/s per GPU counts GPUs from series, not from the placement.

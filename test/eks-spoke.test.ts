@@ -337,14 +337,18 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
         ({ resources: rs, outputs } = (await runHubAndSpoke("spoke-sg1")).spoke);
     });
     const dgd = () => byType(rs, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
-    const component = (name: string) => dgd()[0].spec.components.find((c: any) => c.name === name);
+    /** sg1's P/D graph (it also runs llama-70b, aggregated vLLM with KVBM tiers: test/kvtiers.test.ts). */
+    const qwen = () => dgd().find((d) => d.metadata.name === "qwen3-32b")!;
+    const component = (name: string) => qwen().spec.components.find((c: any) => c.name === name);
     const envOf = (c: any) => Object.fromEntries(c.env.map((e: any) => [e.name, e.value]));
 
     it("renders the endpoint the hub places on sg1 (Qwen/Qwen3-32B, SGLang, disaggregated) through the EKS cluster's provider", () => {
-        expect(dgd().map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)).toEqual([
-            "inference/qwen3-32b/sglang",
-        ]);
-        expect(dgd()[0].spec.components.map((c: any) => `${c.name}:${c.type}:${c.replicas}`)).toEqual([
+        expect(
+            dgd()
+                .map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)
+                .sort(),
+        ).toEqual(["inference/llama-70b/vllm", "inference/qwen3-32b/sglang"]);
+        expect(qwen().spec.components.map((c: any) => `${c.name}:${c.type}:${c.replicas}`)).toEqual([
             "Frontend:frontend:1",
             "Planner:planner:1",
             "prefill:prefill:2",
@@ -358,6 +362,7 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
         }
         expect(unwrapWire(outputs.serving)).toEqual({
             "qwen3-32b": { pool: "h200", frontend: { name: "qwen3-32b-frontend", namespace: "inference", port: 8000 } },
+            "llama-70b": { pool: "h200", frontend: { name: "llama-70b-frontend", namespace: "inference", port: 8000 } },
         });
     });
 
@@ -413,7 +418,7 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
         expect((await runPolicies([...rdmaWorkloadPolicies, ...efaPolicies], rs)).findings).toEqual([]);
         expect((await runPolicies(allPolicies, rs)).mandatory).toEqual([]);
         const preview = (await runHubAndSpoke("spoke-sg1", true)).spoke.resources;
-        expect(byType(preview, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")).toHaveLength(1);
+        expect(byType(preview, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")).toHaveLength(2);
         expect((await runPolicies(allPolicies, preview)).mandatory).toEqual([]);
     });
 
@@ -426,7 +431,8 @@ describe("spoke-sg1 serving: the hub's placement deployed on the EFA pool", () =
             stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
         });
         const main = byType(r.resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")
-            .map(inputs)[0]
+            .map(inputs)
+            .find((d) => d.metadata.name === "qwen3-32b")!
             .spec.components.find((c: any) => c.name === "decode").podTemplate.spec.containers[0];
         expect(main.resources.requests["hugepages-2Mi"]).toBeUndefined();
         const names = (await runPolicies(efaPolicies, r.resources)).mandatory.map((f) => f.policyName).sort();

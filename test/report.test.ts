@@ -250,7 +250,12 @@ describe("preview mode", () => {
         expect(JSON.stringify(lt.inputs.networkInterfaces)).toContain("[unknown]");
         const v = buildView(input) as SpokeView;
         expect(v.pools[0].efa).toMatchObject({ networkCards: 16, efaInterfaces: 16, enaInterfaces: 1 });
-        expect(v.endpoints.map((e) => [e.name, e.gpus])).toEqual([["qwen3-32b", 8]]);
+        // sg1 runs qwen3-32b (P/D) and llama-70b (aggregated vLLM with KVBM tiers and the NVMe model cache).
+        expect(v.endpoints.map((e) => [e.name, e.gpus])).toEqual([
+            ["llama-70b", 4],
+            ["qwen3-32b", 8],
+        ]);
+        expect(v.endpoints[0]).toMatchObject({ kvTiers: "HBM -> host 512 GiB -> NVMe 4096 GiB (KVBM)" });
         expect((await reportFiles(input, { png: false }))["report.md"]).toContain("| qwen3-32b | Qwen/Qwen3-32B | sglang |");
     });
 });
@@ -262,14 +267,14 @@ describe("hub report (hub-prod)", () => {
             // 12 + the 4 GPUs of the shipped rollout's target graph (qwen3-32b-v2 runs beside qwen3-32b).
             ["hcm1", "vn-hochiminh-1", 16, 16],
             ["hn1", "vn-hanoi-1", 12, 16],
-            ["sg1", "ap-southeast-1", 8, 16],
+            ["sg1", "ap-southeast-1", 12, 16],
         ]);
         expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
         expect(elements(svg, "hub-link")).toHaveLength(3);
-        expect(elements(svg, "endpoint")).toHaveLength(5);
+        expect(elements(svg, "endpoint")).toHaveLength(6);
         expect(texts(svg)).toEqual(
             expect.arrayContaining([
                 "region ap-southeast-1",

@@ -86,8 +86,9 @@ describe("spoke-sg1 (EKS, EFA): the same serving layer on the EKS infrastructure
         expect(
             byType(resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment")
                 .map(inputs)
-                .map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`),
-        ).toEqual(["inference/qwen3-32b/sglang"]);
+                .map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`)
+                .sort(),
+        ).toEqual(["inference/llama-70b/vllm", "inference/qwen3-32b/sglang"]);
         expect(
             byType(resources, "kubernetes:core/v1:ConfigMap")
                 .map(inputs)
@@ -106,7 +107,7 @@ describe("spoke-sg1 (EKS, EFA): the same serving layer on the EKS infrastructure
             servingObjects(resources)
                 .map((o) => o.kind)
                 .sort(),
-        ).toEqual(["ConfigMap", "DynamoGraphDeployment", "Namespace"]);
+        ).toEqual(["ConfigMap", "DaemonSet", "DynamoGraphDeployment", "DynamoGraphDeployment", "Namespace"]);
     });
 
     it("a placement beyond the node group's desired nodes is a ConfigError naming the contract key", async () => {
@@ -114,7 +115,7 @@ describe("spoke-sg1 (EKS, EFA): the same serving layer on the EKS infrastructure
         const outputs = structuredClone(unwrapWire(referenceableOutputs(hub.outputs))) as Record<string, any>;
         outputs.spokeContracts.sg1.endpoints[0].topology.decode.replicas = 4;
         await expect(runRepoStack("spoke-sg1", { stackOutputs: { "hub-prod": { outputs, secretOutputNames: [] } } })).rejects.toThrow(
-            'stacks/Pulumi.spoke-sg1.yaml: invalid stack configuration\n  - hub output spokeContracts.sg1.endpoints: endpoints on pool "h200" need 20 GPUs; its 2 node(s) have 16',
+            'stacks/Pulumi.spoke-sg1.yaml: invalid stack configuration\n  - hub output spokeContracts.sg1.endpoints: endpoints on pool "h200" need 24 GPUs; its 2 node(s) have 16',
         );
     });
 });

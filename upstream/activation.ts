@@ -294,6 +294,52 @@ export const activationFacts: readonly ActivationFact[] = [
         source: `${GPUOP}:deployments/gpu-operator/values.yaml`,
     },
     {
+        id: "kvbm-tiers",
+        feature: "KV offload to host memory and local NVMe with Dynamo KVBM (vLLM DynamoConnector)",
+        component: "kvbm",
+        requires: [
+            {
+                what: "`--kv-transfer-config` with kv_connector DynamoConnector and kv_connector_module_path kvbm.vllm_integration.connector",
+                readBy: `${D}:lib/bindings/kvbm/python/kvbm/vllm_integration/connector/dynamo_connector.py`,
+            },
+            {
+                what: "DYN_KVBM_CPU_CACHE_GB > 0 (the host tier; without any tier the leader refuses)",
+                readBy: `${D}:lib/bindings/kvbm/src/block_manager/distributed/leader.rs`,
+            },
+            {
+                what: "with DYN_KVBM_DISK_CACHE_GB: DYN_KVBM_DISK_CACHE_DIR on a volume of the node's local NVMe (default /tmp/ in the container layer)",
+                readBy: `${D}:lib/llm/src/block_manager/storage/disk.rs`,
+            },
+            {
+                what: "a memory request covering the pinned host tier, so the scheduler does not pack the node past its DRAM",
+                readBy: `${D}:examples/backends/vllm/deploy/agg_kvbm.yaml`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:docs/fern/pages/reference/components/kvbm-configuration.mdx`,
+        note: "tiers are per worker pod and pod-local (upstream/kvbm.ts); sizes against the node: lib/serving.ts nodeHostBudget",
+    },
+    {
+        id: "model-cache",
+        feature: "per-node model cache on local NVMe (weights outside the worker's lifecycle)",
+        component: "huggingface-hub",
+        requires: [
+            {
+                what: "HF_HOME on the worker pointing at a volume of the node's local NVMe that the pre-stage DaemonSet fills",
+                readBy: "huggingface/huggingface_hub@03333b689b5a2dee604676791c0792ede6246a31:src/huggingface_hub/constants.py#HF_HOME",
+            },
+        ],
+        peers: [
+            {
+                what: "a DaemonSet on the same pool writing the same host path with the same HF_HOME (and pulling the worker image)",
+                readBy: `${D}:docs/fern/pages/kubernetes/model-deployment/model-loading/model-caching.mdx`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:docs/fern/pages/kubernetes/model-deployment/model-loading/model-caching.mdx`,
+        note: "a worker whose cache path nobody fills downloads the weights at start: the cold start the cache was for",
+    },
+    {
         id: "engine-priority",
         feature: "the platform's per-request priority (x-dynamo-request-priority, set by the auth decision) ordering each engine's queue",
         component: "dynamo-frontend",

@@ -12,7 +12,7 @@ const RUNTIME: Source = `${D}:container/templates/runtime.Dockerfile`;
 const AWS: Source = `${D}:container/templates/aws.Dockerfile`;
 
 const MOONCAKE = ["mooncake-master", "mooncake-store-service", "mooncake-client", "mooncake-transfer-engine"];
-const common = ["python", "ucx", "nixl", "nccl", "platform-preflight"];
+const common = ["python", "ucx", "nixl", "nccl", "platform-preflight", "huggingface-hub", "platform-model-cache"];
 const rdmaTools = ["ucx", "ucx_info", "nixl", "nccl", "ibv_devinfo"];
 const efaTools = ["libfabric", "fi_info", "efa-installer", "aws-ofi-nccl"];
 
@@ -35,7 +35,8 @@ export const images: readonly ImageFacts[] = [
     // The mooncake-transfer-engine wheel both images carry ships the `mooncake_master` console script and
     // `mooncake.mooncake_store_service` (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/pyproject.toml
     // [project.scripts]), so the endpoint's Mooncake master and store run its own runtime image.
-    ...runtime("vllm", ["dynamo-vllm", "vllm", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
+    // KVBM ships in the vLLM and TensorRT-LLM runtime images (upstream/kvbm.ts); only its vLLM connector is rendered.
+    ...runtime("vllm", ["dynamo-vllm", "vllm", "kvbm", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
     // SGLang's HiCache Mooncake backend imports the bundled mooncake-transfer-engine (Dynamo hicache guide: SGLang >= 0.5.13).
     ...runtime("sglang", ["dynamo-sglang", "sglang", ...MOONCAKE], ["mooncake-transfer-engine", "mooncake_master"]),
     ...runtime("tensorrtllm", ["dynamo-trtllm", "trtllm"]),

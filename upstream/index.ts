@@ -9,6 +9,7 @@ import type { ComponentFacts, EntrypointFacts } from "./types";
 import { dynamoEntrypoints, dynamoFrontend, dynamoPlanner, dynamoSglang, dynamoTrtllm, dynamoVllm } from "./dynamo";
 import { libfabric, libraryEntrypoints, nccl, nixl, platformPreflight, python, ucx } from "./libraries";
 import { mooncakeClient, mooncakeEntrypoints, mooncakeMaster, mooncakeStoreService, mooncakeTransferEngine } from "./mooncake";
+import { huggingfaceHub, kvbm, kvbmEntrypoints, platformModelCache } from "./kvbm";
 import { sglang } from "./sglang";
 import { trtllm } from "./trtllm";
 import { vllm } from "./vllm";
@@ -28,6 +29,7 @@ export * from "./compat";
 export * from "./gateway";
 export * from "./pairs";
 export * from "./kv-transport";
+export * from "./kvbm";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries(
@@ -50,8 +52,16 @@ export const components: Readonly<Record<string, ComponentFacts>> = Object.fromE
         libfabric,
         python,
         platformPreflight,
+        kvbm,
+        huggingfaceHub,
+        platformModelCache,
     ].map((c) => [c.component, c]),
 );
 
 /** Every known entry point. */
-export const entrypoints: readonly EntrypointFacts[] = [...dynamoEntrypoints, ...mooncakeEntrypoints, ...libraryEntrypoints];
+export const entrypoints: readonly EntrypointFacts[] = [
+    ...dynamoEntrypoints,
+    ...mooncakeEntrypoints,
+    ...libraryEntrypoints,
+    ...kvbmEntrypoints,
+];

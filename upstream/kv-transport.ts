@@ -1,3 +1,4 @@
+import { KVBM_AGG_EXAMPLE, KVBM_DISK, KVBM_LEADER, KVBM_VLLM_CONNECTOR } from "./kvbm";
 import type { Source } from "./types";
 
 /**
@@ -31,7 +32,7 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
         match: /^(TRTLLM_|TLLM_)/,
         source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
     },
-    { family: "kvbm", match: /^DYN_KVBM_/, source: "ai-dynamo/dynamo@v1.5.0:lib/llm/src/block_manager/distributed/utils.rs" },
+    { family: "kvbm", match: /^(DYN_KVBM_|KVBM_)/, source: "ai-dynamo/dynamo@v1.5.0:lib/llm/src/block_manager/distributed/utils.rs" },
     {
         family: "cuda",
         match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/,
@@ -288,8 +289,35 @@ export const kvKnownSettings: readonly KvSetting[] = [
     { name: "--kv-transfer-config", safe: { any: "JSON, checked key by key" }, source: VLLM_KVT },
     {
         name: "--kv-transfer-config.kv_connector",
-        safe: { values: ["NixlConnector", "MultiConnector", "MooncakeStoreConnector"] },
+        safe: { values: ["NixlConnector", "MultiConnector", "MooncakeStoreConnector", "DynamoConnector"] },
         source: VLLM_KVT,
+        note: "DynamoConnector is KVBM (upstream/kvbm.ts): pod-local tiers (CUDA copies, NIXL POSIX file I/O), no KV on the network",
+    },
+    {
+        name: "--kv-transfer-config.kv_connector_module_path",
+        safe: { values: [KVBM_VLLM_CONNECTOR.kv_connector_module_path] },
+        source: KVBM_AGG_EXAMPLE,
+        note: "the module vLLM imports the connector class from: only KVBM's own, any other module is code the pack has not read",
+    },
+    // Dynamo KVBM (upstream/kvbm.ts): tier sizes and the disk tier's directory. Every other DYN_KVBM_* (NIXL backend
+    // switches, leader ZMQ address, object storage) stays refused.
+    {
+        name: "DYN_KVBM_CPU_CACHE_GB",
+        safe: { pattern: /^[1-9]\d*$/ },
+        source: KVBM_LEADER,
+        note: "a size: pinned host memory in the worker's own process (G2), filled by CUDA copies",
+    },
+    {
+        name: "DYN_KVBM_DISK_CACHE_GB",
+        safe: { pattern: /^[1-9]\d*$/ },
+        source: KVBM_LEADER,
+        note: "a size: files on the worker's local disk (G3), written by NIXL's POSIX backend",
+    },
+    {
+        name: "DYN_KVBM_DISK_CACHE_DIR",
+        safe: { pattern: /^\/[A-Za-z0-9._/-]+$/ },
+        source: KVBM_DISK,
+        note: "a local directory (a path, never a URL): where the disk tier's files are created",
     },
     { name: "--kv-transfer-config.kv_role", safe: { values: ["kv_both", "kv_producer", "kv_consumer"] }, source: VLLM_KVT },
     {

@@ -275,4 +275,56 @@ export const refusedCombinations: readonly RefusedCombination[] = [
             return undefined;
         },
     },
+    // Dynamo KVBM (upstream/kvbm.ts) on a vLLM worker.
+    {
+        id: "kvbm-needs-tier",
+        component: "kvbm",
+        effect: "startup",
+        description:
+            "DynamoConnector (KVBM) without DYN_KVBM_CPU_CACHE_GB or DYN_KVBM_DISK_CACHE_GB: the leader has no tier to allocate and refuses to start",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/block_manager/distributed/leader.rs",
+        check(c) {
+            if (c.entrypoint !== "dynamo.vllm" || !vllmConnectors(c).all.includes("DynamoConnector")) return undefined;
+            const n = (k: string) => Number(envStr(c, k) ?? 0);
+            if (n("DYN_KVBM_CPU_CACHE_GB") > 0 || n("DYN_KVBM_DISK_CACHE_GB") > 0) return undefined;
+            return { key: "env.DYN_KVBM_CPU_CACHE_GB", message: "KVBM is loaded but no tier is sized (set the host tier)" };
+        },
+    },
+    {
+        id: "kvbm-tier-order",
+        component: "kvbm",
+        effect: "silent",
+        description:
+            "KVBM tiers out of order: a disk tier without a host tier offloads GPU->disk directly (experimental, no disk offload filter), and a lower tier smaller than the one above it churns (blocks evicted and reloaded after every pass)",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/reference/components/kvbm-configuration.mdx",
+        check(c) {
+            if (c.entrypoint !== "dynamo.vllm" || !vllmConnectors(c).all.includes("DynamoConnector")) return undefined;
+            const cpu = Number(envStr(c, "DYN_KVBM_CPU_CACHE_GB") ?? 0);
+            const disk = Number(envStr(c, "DYN_KVBM_DISK_CACHE_GB") ?? 0);
+            if (disk > 0 && !(cpu > 0))
+                return { key: "env.DYN_KVBM_DISK_CACHE_GB", message: "a disk tier without a host tier (G1->G3 bypass, experimental)" };
+            if (disk > 0 && disk < cpu)
+                return { key: "env.DYN_KVBM_DISK_CACHE_GB", message: `disk tier ${disk} GB is smaller than the host tier ${cpu} GB` };
+            if (disk > 0 && envStr(c, "DYN_KVBM_DISK_CACHE_DIR") === undefined)
+                return {
+                    key: "env.DYN_KVBM_DISK_CACHE_DIR",
+                    message: "unset: the disk tier's files go to /tmp/ in the container's writable layer, not the node's NVMe",
+                };
+            return undefined;
+        },
+    },
+    {
+        id: "kvbm-one-offload-backend",
+        component: "kvbm",
+        effect: "silent",
+        description:
+            "KVBM stacked with another offloading backend in one worker (MooncakeStoreConnector): Dynamo's offloading backends are alternatives, not layers",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/cli/kv-cache-offloading/overview.mdx",
+        check(c) {
+            const all = vllmConnectors(c).all;
+            if (c.entrypoint !== "dynamo.vllm" || !all.includes("DynamoConnector") || !all.includes("MooncakeStoreConnector"))
+                return undefined;
+            return { key: "--kv-transfer-config", message: "DynamoConnector and MooncakeStoreConnector in one worker" };
+        },
+    },
 ];

@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { buildDgd, type DgdArgs, mooncakeClientConfigMapData } from "../../lib/dgd";
 import { REVISION_LABEL, REVISION_OF_LABEL } from "../../lib/labels";
+import { prestageDaemonSet } from "../../lib/faststart";
 import { mooncakeNames } from "../../lib/mooncake";
 import { frontendService } from "../../lib/serving";
 
@@ -19,7 +20,8 @@ export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
 /**
  * One endpoint the hub placed on this spoke: a DynamoGraphDeployment (`nvidia.com/v1beta1`, named after the
  * endpoint) with a KV-routing Frontend, prefill/decode or aggregated workers on the endpoint's node pool, and a
- * Planner; plus the Mooncake client config when the endpoint uses the shared pool. The spec is built by the pure
+ * Planner; plus the Mooncake client config when the endpoint uses the shared pool, and the image pre-pull / model-cache
+ * DaemonSet when it asks for `fastStart.modelCache`. The spec is built by the pure
  * lib/dgd.ts `buildDgd`.
  */
 export class ModelEndpoint extends pulumi.ComponentResource {
@@ -58,6 +60,29 @@ export class ModelEndpoint extends pulumi.ComponentResource {
                 [REVISION_OF_LABEL]: args.revisionOf.endpoint,
                 [REVISION_LABEL]: args.revisionOf.revision,
             };
+        if (e.fastStart?.modelCache) {
+            // Image pre-pull and per-node model cache on the pool's local NVMe (lib/faststart.ts), before the graph.
+            const nvme = args.pool.localNvme;
+            if (!nvme) throw new Error(`endpoint ${e.name}: fastStart.modelCache needs the node profile's localNvme`);
+            const worker = dgd.spec.components.find((c) => c.type !== "frontend" && c.type !== "planner")!;
+            const image = (worker.podTemplate.spec.containers as Array<{ image: string }>)[0].image;
+            deps.push(
+                new k8s.apps.v1.DaemonSet(
+                    `${name}-prestage`,
+                    prestageDaemonSet({
+                        endpoint: e,
+                        namespace: args.namespace,
+                        image,
+                        nodeSelector: args.pool.nodeSelector,
+                        tolerations: args.pool.tolerations,
+                        nvme,
+                        hfTokenSecret: args.hfTokenSecret,
+                        labels: { ...dgd.metadata.labels },
+                    }) as unknown as k8s.apps.v1.DaemonSetArgs,
+                    { parent: this },
+                ),
+            );
+        }
         this.graph = new k8s.apiextensions.CustomResource(`${name}-dgd`, dgd, { parent: this, dependsOn: deps });
         this.frontend = frontendService(e.name);
         this.registerOutputs({ frontend: this.frontend });

@@ -55,7 +55,7 @@ describe("KV closed world in the pack", () => {
             ["MC_FORCE_TCP", "1"],
             ["MOONCAKE_OFFLOAD_ENABLED", "true"],
             ["VLLM_NIXL_ABORT_REQUEST_TIMEOUT", "5"],
-            ["DYN_KVBM_CPU_CACHE_GB", "10"],
+            ["DYN_KVBM_NIXL_BACKEND_UCX", "true"],
             ["CUDA_VISIBLE_DEVICES", "0"],
             ["PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"],
         ]) {
@@ -85,6 +85,13 @@ describe("KV closed world in the pack", () => {
             m.args[i + 1] = JSON.stringify(k);
         });
         expect((await closed(gds)).join("\n")).toContain(cannotProve("--kv-transfer-config.kv_connector_extra_config.backends", "UCX,GDS"));
+        // KVBM's disk tier somewhere other than a local path (a URL), and a zero-sized tier, are not proven.
+        expect((await closed(both((m) => setEnv(m, "DYN_KVBM_DISK_CACHE_DIR", "s3://kv-cache")))).join("\n")).toContain(
+            cannotProve("DYN_KVBM_DISK_CACHE_DIR", "s3://kv-cache"),
+        );
+        expect((await closed(both((m) => setEnv(m, "DYN_KVBM_CPU_CACHE_GB", "0")))).join("\n")).toContain(
+            cannotProve("DYN_KVBM_CPU_CACHE_GB", "0"),
+        );
         const sg = stack([endpoint({ engine: "sglang", topology: EQUAL_TP })]);
         expect((await closed(both((m) => setArg(m, "--disaggregation-transfer-backend", "fake"), sg))).join("\n")).toContain(
             "--disaggregation-transfer-backend=fake",
@@ -98,6 +105,9 @@ describe("KV closed world in the pack", () => {
             ["UCX_IB_GPU_DIRECT_RDMA", "yes"],
             ["UCX_MAX_HCA_PER_GPU", "2"],
             ["NCCL_NET_GDR_LEVEL", "SYS"],
+            // KVBM's pod-local tiers (upstream/kvbm.ts): a size and a local directory.
+            ["DYN_KVBM_CPU_CACHE_GB", "100"],
+            ["DYN_KVBM_DISK_CACHE_DIR", "/kvbm"],
         ]) {
             expect(await closed(both((m) => setEnv(m, n, v))), `${n}=${v}`).toEqual([]);
         }

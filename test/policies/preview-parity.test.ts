@@ -187,7 +187,8 @@ const faults: Array<{ name: string; stack: string; apply: (rs: CapturedResource[
     {
         name: "EFA worker without FI_PROVIDER=efa (nixl PR #833)",
         stack: "spoke-sg1",
-        apply: (rs) => mutate(rs, kind("DynamoGraphDeployment"), (o) => setEnv(role(o, "decode"), "FI_PROVIDER", "tcp")),
+        // The P/D graph (sg1 also runs an aggregated vLLM graph without KV transfer).
+        apply: (rs) => mutate(rs, kind("DynamoGraphDeployment", "qwen3-32b"), (o) => setEnv(role(o, "decode"), "FI_PROVIDER", "tcp")),
     },
 ];
 

@@ -283,6 +283,19 @@ function spokeMarkdown(v: SpokeView, pictures: string[]): string[] {
         );
     }
     lines.push(...rolloutSection(v.endpoints.map((e) => ({ e }))));
+    if (v.endpoints.length) {
+        lines.push(
+            "## KV tiers and start path per endpoint",
+            "",
+            "Where each endpoint keeps KV below GPU memory (Dynamo KVBM, per worker; config/endpoint.ts `kvTiers`) and how a new worker starts (lib/faststart.ts).",
+            "",
+            ...table(
+                ["endpoint", "KV tiers", "KV pool", "expected start path"],
+                v.endpoints.map((e) => [e.name, e.kvTiers, e.kvPool, e.startPath]),
+            ),
+            "",
+        );
+    }
     if (v.endpoints.some((e) => e.features)) {
         lines.push(
             "## Features and signals per endpoint",

@@ -7,6 +7,7 @@
 import { endpointSignals } from "../../upstream/check/signals";
 import { endpointGpus, type Endpoint } from "../../config/endpoint";
 import { dgdName, revisionsOf, stateOf } from "../../lib/rollout";
+import { expectedStartPath, kvTiersText } from "../../lib/faststart";
 import type { NodeProfile } from "../../config/nodeProfile";
 import { type HubConfig, isEksSpoke, type SpokeConfig, type StackConfig } from "../../config/stack";
 import type { PolicyReport } from "../policy-runner";
@@ -77,6 +78,10 @@ export interface EndpointView {
     pool?: string;
     /** Features as rendered (upstream/check/signals.ts endpointSignals); undefined when the graph is not rendered. */
     features?: { active: string[]; off: string[]; signals: string[] };
+    /** KV tiers below GPU memory, e.g. `HBM -> host 512 GiB -> NVMe 4096 GiB (KVBM)` (lib/faststart.ts `kvTiersText`). */
+    kvTiers: string;
+    /** How a new worker is expected to start (lib/faststart.ts `expectedStartPath`). */
+    startPath: string;
     /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
     kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
     /** The endpoint's rollout, when it has one (config/rollout.ts). */
@@ -263,6 +268,8 @@ function endpointView(e: Endpoint): EndpointView {
         speculative: spec
             ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens`
             : undefined,
+        kvTiers: kvTiersText(e),
+        startPath: expectedStartPath(e),
         kvExceptions: [...(e.kvExceptions ?? [])],
         ...(e.rollout ? { rollout: rolloutView(e) } : {}),
     };

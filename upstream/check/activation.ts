@@ -483,6 +483,100 @@ export function cacheSaltRule(s: StackView): Finding[] {
 }
 
 /** Every activation rule. */
+/** The volume a container path lives on (longest mountPath prefix), or undefined. */
+function volumeAt(p: PodView, path: string): any {
+    const m = (p.main.volumeMounts ?? [])
+        .filter((x: any) => path === x.mountPath || path.startsWith(`${String(x.mountPath).replace(/\/+$/, "")}/`))
+        .sort((a: any, b: any) => String(b.mountPath).length - String(a.mountPath).length)[0];
+    return m ? (p.spec.volumes ?? []).find((v: any) => v.name === m.name) : undefined;
+}
+
+/** Gibibytes of a Kubernetes memory quantity in Gi/Ti/G (enough for what workers request), undefined otherwise. */
+function quantityGiB(q: unknown): number | undefined {
+    const m = /^(\d+(?:\.\d+)?)(Gi|Ti|G|T)$/.exec(String(q ?? ""));
+    if (!m) return undefined;
+    const n = Number(m[1]);
+    return { Gi: n, Ti: n * 1024, G: (n * 1e9) / 2 ** 30, T: (n * 1e12) / 2 ** 30 }[m[2] as "Gi" | "Ti" | "G" | "T"];
+}
+
+/** `kvbm-tiers`: a KVBM worker's disk tier lives on a node volume and its memory request covers the pinned host tier. */
+export function kvbmTiersRule(s: StackView): Finding[] {
+    const fact = activationFact("kvbm-tiers");
+    const out: Finding[] = [];
+    for (const p of podsOf(s.objects)) {
+        const kvt = parseJson(flagValue(argvOf(p.main), "--kv-transfer-config"));
+        const names = [kvt?.kv_connector, ...(kvt?.kv_connector_extra_config?.connectors ?? []).map((x: any) => x?.kv_connector)];
+        if (!names.includes("DynamoConnector")) continue;
+        const cpu = Number(envOf(p.main, "DYN_KVBM_CPU_CACHE_GB")?.value ?? 0);
+        const disk = Number(envOf(p.main, "DYN_KVBM_DISK_CACHE_GB")?.value ?? 0);
+        if (disk > 0) {
+            const dir = envOf(p.main, "DYN_KVBM_DISK_CACHE_DIR")?.value;
+            const vol = dir ? volumeAt(p, String(dir)) : undefined;
+            if (!vol || !(vol.hostPath || vol.emptyDir))
+                out.push(
+                    finding(
+                        s.stack,
+                        p.object,
+                        p.main.name,
+                        "env.DYN_KVBM_DISK_CACHE_DIR",
+                        fact,
+                        `${dir ?? "unset (/tmp/)"} is on no hostPath or emptyDir volume: the disk tier would fill the container's writable layer`,
+                    ),
+                );
+        }
+        const req = quantityGiB(p.main.resources?.requests?.memory);
+        const hostGiB = (cpu * 1e9) / 2 ** 30;
+        if (cpu > 0 && (req === undefined || req < hostGiB))
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    "resources.requests.memory",
+                    fact,
+                    `requests ${p.main.resources?.requests?.memory ?? "no memory"} for a ${cpu} GB pinned host tier: the scheduler would pack the node past its DRAM`,
+                ),
+            );
+    }
+    return out;
+}
+
+/** `model-cache`: a worker reading HF_HOME from a host path has a DaemonSet on its nodes filling that path. */
+export function modelCacheRule(s: StackView): Finding[] {
+    const fact = activationFact("model-cache");
+    const out: Finding[] = [];
+    const pods = podsOf(s.objects);
+    const fillers = pods.filter((p) => p.kind === "DaemonSet");
+    for (const p of pods.filter((x) => ["prefill", "decode", "worker"].includes(x.componentType ?? ""))) {
+        const home = envOf(p.main, "HF_HOME")?.value;
+        const vol = home ? volumeAt(p, String(home)) : undefined;
+        if (!vol?.hostPath) continue;
+        const filled = fillers.some((d) =>
+            [...(d.spec.initContainers ?? []), ...(d.spec.containers ?? [])].some((c: any) => {
+                const dh = envOf(c, "HF_HOME")?.value;
+                const dv = dh ? volumeAt({ ...d, main: c }, String(dh)) : undefined;
+                return (
+                    dv?.hostPath?.path === vol.hostPath.path &&
+                    Object.entries(d.spec.nodeSelector ?? {}).every(([k, v]) => p.spec.nodeSelector?.[k] === v)
+                );
+            }),
+        );
+        if (!filled)
+            out.push(
+                finding(
+                    s.stack,
+                    p.object,
+                    p.main.name,
+                    "env.HF_HOME",
+                    fact,
+                    `${vol.hostPath.path} is filled by no DaemonSet on this worker's nodes: the worker downloads the weights at start`,
+                ),
+            );
+    }
+    return out;
+}
+
+/** Every activation rule. */
 export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     speculativeRule,
     hicacheRegistrationRule,
@@ -493,6 +587,8 @@ export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     enginePriorityRule,
     routerPriorityRule,
     cacheSaltRule,
+    kvbmTiersRule,
+    modelCacheRule,
 ];
 
 /** Runs every activation rule on one stack. */

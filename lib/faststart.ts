@@ -1,0 +1,189 @@
+import type { Endpoint } from "../config/endpoint";
+import { HOLD_ARGV, KVBM_VLLM_CONNECTOR, MODEL_PRESTAGE_ARGV } from "../upstream/kvbm";
+import type { EnvVar } from "./nixl";
+
+/**
+ * KV tiers (Dynamo KVBM) and fast start (per-node model cache, image pre-pull) of one endpoint, as plain data.
+ * Facts and activation conditions: upstream/kvbm.ts. Node budgets: lib/serving.ts `nodeHostBudget`.
+ */
+
+/** The node's local NVMe filesystem (config/nodeProfile.ts `localNvme`). */
+export interface LocalNvme {
+    mountPath: string;
+    capacityGiB: number;
+}
+
+/** Directory under the node's local NVMe holding the per-node Hugging Face cache (`$HF_HOME`). */
+export const MODEL_CACHE_SUBDIR = "model-cache";
+/** Directory under the node's local NVMe holding the KVBM disk tiers' files. */
+export const KVBM_DISK_SUBDIR = "kvbm";
+/**
+ * Where workers and the pre-stage see the model cache. Read-write on the worker too: huggingface_hub takes its file locks
+ * there, and a worker that starts before the pre-stage has finished downloads into the same cache instead of failing.
+ */
+export const MODEL_CACHE_MOUNT = "/models";
+/** Where workers see the KVBM disk tier directory (`DYN_KVBM_DISK_CACHE_DIR`). */
+export const KVBM_DISK_MOUNT = "/kvbm";
+
+/**
+ * Host memory a KVBM worker needs besides its host tier (engine process, CUDA context, tokenizer): the difference
+ * between the memory request and the host tier in Dynamo's own KVBM example (100 GB tier, 200Gi request:
+ * ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:examples/backends/vllm/deploy/agg_kvbm.yaml).
+ */
+export const KVBM_WORKER_OVERHEAD_GIB = 100;
+
+/**
+ * Host memory each node keeps for the OS, kubelet and the non-KV pods, in GiB, when the KV tiers and Mooncake segments
+ * of the pods on it are added up (lib/serving.ts). A platform choice: 10% of a 2 TiB node.
+ */
+export const NODE_HOST_RESERVE_GIB = 200;
+
+/** Decimal GB KVBM is given for a tier declared in GiB: rounded down, so it never exceeds what was checked. */
+export function kvbmGb(gib: number): number {
+    return Math.floor((gib * 2 ** 30) / 1e9);
+}
+
+/** vLLM `--kv-transfer-config` of an aggregated KVBM worker (upstream/kvbm.ts). */
+export function kvbmKvTransferConfig(): Record<string, unknown> {
+    return { ...KVBM_VLLM_CONNECTOR, kv_role: "kv_both" };
+}
+
+/** What a worker container and its pod get for KV tiers and the model cache. */
+export interface WorkerFastStart {
+    env: EnvVar[];
+    volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+    volumes: unknown[];
+    /** Memory the worker requests (GiB) so the scheduler accounts for the pinned host tier; undefined without tiers. */
+    memoryRequestGiB?: number;
+}
+
+/**
+ * KVBM environment, volumes and memory request, and the read-only model cache mount, of one worker.
+ * @throws Error when the endpoint needs the node's local NVMe and `nvme` is undefined (placement refuses this first)
+ */
+export function workerFastStart(e: Endpoint, nvme: LocalNvme | undefined): WorkerFastStart {
+    const out: WorkerFastStart = { env: [], volumeMounts: [], volumes: [] };
+    const needNvme = () => {
+        if (!nvme) throw new Error(`endpoint ${e.name}: the node profile has no localNvme for the NVMe tier or model cache`);
+        return nvme;
+    };
+    if (e.kvTiers) {
+        out.env.push({ name: "DYN_KVBM_CPU_CACHE_GB", value: String(kvbmGb(e.kvTiers.hostGiB)) });
+        out.memoryRequestGiB = e.kvTiers.hostGiB + KVBM_WORKER_OVERHEAD_GIB;
+        if (e.kvTiers.nvmeGiB) {
+            const n = needNvme();
+            out.env.push(
+                { name: "DYN_KVBM_DISK_CACHE_GB", value: String(kvbmGb(e.kvTiers.nvmeGiB)) },
+                { name: "DYN_KVBM_DISK_CACHE_DIR", value: KVBM_DISK_MOUNT },
+            );
+            out.volumeMounts.push({ name: "kvbm-disk", mountPath: KVBM_DISK_MOUNT });
+            out.volumes.push({ name: "kvbm-disk", hostPath: { path: `${n.mountPath}/${KVBM_DISK_SUBDIR}`, type: "DirectoryOrCreate" } });
+        }
+    }
+    if (e.fastStart?.modelCache) {
+        const n = needNvme();
+        out.env.push({ name: "HF_HOME", value: MODEL_CACHE_MOUNT });
+        out.volumeMounts.push({ name: "model-cache", mountPath: MODEL_CACHE_MOUNT });
+        out.volumes.push({ name: "model-cache", hostPath: { path: `${n.mountPath}/${MODEL_CACHE_SUBDIR}`, type: "DirectoryOrCreate" } });
+    }
+    return out;
+}
+
+/**
+ * The pre-stage script: downloads the model (and a speculative drafter) into `$HF_HOME/hub` with huggingface_hub's
+ * `snapshot_download`, the Hugging Face cache layout Dynamo's model-cache guide uses
+ * (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/kubernetes/model-deployment/model-loading/model-caching.mdx).
+ * Model ids come as `--model <id>` (repeatable). Idempotent: files already in the cache are not fetched again.
+ */
+export const MODEL_PRESTAGE_SCRIPT = MODEL_PRESTAGE_ARGV[2];
+
+/** Name of an endpoint's pre-stage DaemonSet. */
+export function prestageName(endpoint: string): string {
+    return `${endpoint}-prestage`;
+}
+
+/** What {@link prestageDaemonSet} needs. */
+export interface PrestageArgs {
+    endpoint: Endpoint;
+    namespace: string;
+    /** The worker image (the one the pool's workers run): pulling it here is the image pre-pull. */
+    image: string;
+    nodeSelector: Record<string, string>;
+    tolerations: unknown[];
+    nvme: LocalNvme;
+    hfTokenSecret?: string;
+    labels: Record<string, string>;
+}
+
+/**
+ * A DaemonSet on every node of the endpoint's pool that (1) pulls the worker image, so a new worker never waits for the
+ * pull, and (2) fills the node's model cache on local NVMe in an init container, so a new worker loads weights from
+ * local disk. The main container only holds the pod (and so the image) on the node: `sleep infinity` in the same image,
+ * no GPU, no RDMA, 10m CPU.
+ */
+export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
+    const e = a.endpoint;
+    const name = prestageName(e.name);
+    const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
+    const repos = [e.model, ...(e.speculative?.draftModel ? [e.speculative.draftModel] : [])];
+    const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
+    const mount = [{ name: "model-cache", mountPath: MODEL_CACHE_MOUNT }];
+    const small = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
+    return {
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        metadata: { name, namespace: a.namespace, labels },
+        spec: {
+            selector: { matchLabels: { "app.kubernetes.io/name": name } },
+            updateStrategy: { type: "RollingUpdate" },
+            template: {
+                metadata: { labels },
+                spec: {
+                    nodeSelector: { ...a.nodeSelector },
+                    tolerations: a.tolerations,
+                    automountServiceAccountToken: false,
+                    initContainers: [
+                        {
+                            name: "model-cache",
+                            image: a.image,
+                            command: [...MODEL_PRESTAGE_ARGV],
+                            args: repos.flatMap((r) => ["--model", r]),
+                            env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }],
+                            ...(envFrom ? { envFrom } : {}),
+                            resources: { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "8Gi" } },
+                            volumeMounts: mount,
+                        },
+                    ],
+                    containers: [{ name: "hold", image: a.image, command: [...HOLD_ARGV], resources: small }],
+                    volumes: [
+                        { name: "model-cache", hostPath: { path: `${a.nvme.mountPath}/${MODEL_CACHE_SUBDIR}`, type: "DirectoryOrCreate" } },
+                    ],
+                },
+            },
+        },
+    };
+}
+
+/**
+ * How a new worker of the endpoint is expected to start, for the report: where the image and the weights come from,
+ * the planner's warm reserve, and checkpoint/restore (never: refused in config/endpoint.ts `endpointUpstreamIssues`).
+ * Tolerates a partly defaulted endpoint (the report reads stack files as written).
+ */
+export function expectedStartPath(e: Endpoint): string {
+    const parts = [
+        e.fastStart?.modelCache
+            ? "image pre-pulled on every pool node; weights from the node's NVMe model cache"
+            : "image pulled on a node that has not run it; weights downloaded from Hugging Face at start",
+        e.planner?.enabled === false
+            ? "no planner (fixed replicas)"
+            : `planner keeps >= ${e.planner?.minReplicas ?? 1} warm worker(s) per role`,
+        "cold start (no checkpoint/restore in Dynamo 1.5.0)",
+    ];
+    return parts.join("; ");
+}
+
+/** The endpoint's KV tiers as one line, for the report. */
+export function kvTiersText(e: Endpoint): string {
+    if (!e.kvTiers) return "HBM only";
+    return `HBM -> host ${e.kvTiers.hostGiB} GiB${e.kvTiers.nvmeGiB ? ` -> NVMe ${e.kvTiers.nvmeGiB} GiB` : ""} (KVBM)`;
+}

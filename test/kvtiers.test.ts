@@ -1,0 +1,234 @@
+/**
+ * KV tiers (Dynamo KVBM in host memory and on local NVMe) and fast start (per-node model cache, image pre-pull, planner
+ * reserve, checkpoint/restore refused): the stack-file schema and hub refusals (config/endpoint.ts), node budgets
+ * against the node profile (lib/serving.ts), the rendered DGD and pre-stage DaemonSet (lib/dgd.ts, lib/faststart.ts),
+ * and `npm run upstream-check` on them (closed world, refused combinations, activation rules), each fault planted once.
+ */
+import { describe, expect, it } from "vitest";
+import { EndpointSchema, endpointUpstreamIssues } from "../config/endpoint";
+import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
+import { ServingConfigSchema } from "../config/serving";
+import { versions } from "../config/versions";
+import { buildDgd, plannerConfig } from "../lib/dgd";
+import { expectedStartPath, kvbmGb, kvTiersText, NODE_HOST_RESERVE_GIB, prestageDaemonSet } from "../lib/faststart";
+import { placeEndpoints } from "../lib/serving";
+import { checkStack, defaultFacts } from "../tools/upstream-check";
+import { endpoint, mainOf, placement, setEnv } from "./policies/rdma-fixtures";
+
+const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
+const DGX = NodeProfileSchema.parse(presetProfiles().get("dgx-h200"));
+const CISCO = NodeProfileSchema.parse(presetProfiles().get("cisco-ucsc-885a-m8-h22"));
+const AGG = { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 4 } };
+const kvbmEndpoint = (e: Record<string, unknown> = {}) =>
+    endpoint({
+        spoke: "sg1",
+        topology: AGG,
+        kvPool: { kind: "none" },
+        kvTiers: { hostGiB: 512, nvmeGiB: 4096 },
+        fastStart: { modelCache: true },
+        planner: { optimizationTarget: "load", maxGpuBudget: 4 },
+        ...e,
+    });
+const pool = (profile = P5EN) => ({ ...placement({ profile }), ...(profile.localNvme ? { localNvme: profile.localNvme } : {}) });
+const rt = versions.dynamoRuntime.vllm;
+const dgdOf = (e = kvbmEndpoint(), profile = P5EN) =>
+    buildDgd({
+        endpoint: e,
+        namespace: "inference",
+        pool: pool(profile),
+        runtimeImage: `${rt.image}:${rt.version}`,
+        plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+        prometheusEndpoint: "http://prometheus:9090",
+        minLinkRateGbps: 400,
+    }) as unknown as Record<string, any>;
+const envMap = (c: Record<string, any>) => Object.fromEntries((c.env ?? []).map((x: any) => [x.name, x.value]));
+const place = (endpoints: ReturnType<typeof endpoint>[], profile = P5EN, nodeCount = 2) =>
+    placeEndpoints(endpoints, [{ name: "h200", profile, nodeCount }], ServingConfigSchema.parse({}), "hub output spokeContracts.sg1");
+const findings = (objs: Array<Record<string, any>>) => checkStack("spoke-test", objs, [], defaultFacts).findings;
+
+describe("config/endpoint.ts: kvTiers and fastStart in the stack file", () => {
+    it("tier order: the NVMe tier is at least the host tier; a disk-only tier cannot be written", () => {
+        const bad = EndpointSchema.safeParse({ ...kvbmEndpoint(), kvTiers: { hostGiB: 512, nvmeGiB: 256 } });
+        expect(bad.success).toBe(false);
+        expect(bad.error?.issues[0].path).toEqual(["kvTiers", "nvmeGiB"]);
+        expect(EndpointSchema.safeParse({ ...kvbmEndpoint(), kvTiers: { nvmeGiB: 4096 } }).success).toBe(false);
+    });
+    it("refuses KVBM on SGLang, beside a Mooncake store pool and on P/D, naming the key", () => {
+        const key = "platform:endpoints[3]";
+        const of = (e: ReturnType<typeof endpoint>) => endpointUpstreamIssues(e, key).map((i) => i.key);
+        expect(of(kvbmEndpoint())).toEqual([]);
+        expect(of(kvbmEndpoint({ engine: "sglang" }))).toEqual([`${key}.kvTiers`]);
+        expect(endpointUpstreamIssues(kvbmEndpoint({ engine: "sglang" }), key)[0].message).toMatch(/HiCache/);
+        expect(of(kvbmEndpoint({ kvPool: { kind: "mooncake", segmentSizeGiB: 256, storeReplicas: 1 } }))).toEqual([`${key}.kvTiers`]);
+        const pd = kvbmEndpoint({
+            topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } },
+        });
+        expect(endpointUpstreamIssues(pd, key).map((i) => i.message)).toEqual([expect.stringMatching(/PdConnector/)]);
+    });
+    it("refuses checkpoint/restore on a multi-GPU worker, and on a single-GPU one because 1.5.0 ships no snapshot", () => {
+        const key = "platform:endpoints[0]";
+        const multi = endpointUpstreamIssues(kvbmEndpoint({ fastStart: { checkpointRestore: true } }), key);
+        expect(multi).toEqual([
+            { key: `${key}.fastStart.checkpointRestore`, message: expect.stringMatching(/workers have 4 GPUs.*single-GPU/) },
+        ]);
+        const single = endpointUpstreamIssues(
+            kvbmEndpoint({
+                topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 1 } },
+                fastStart: { checkpointRestore: true },
+            }),
+            key,
+        );
+        expect(single).toEqual([
+            { key: `${key}.fastStart.checkpointRestore`, message: expect.stringMatching(/Dynamo 1\.5\.0.*DynamoCheckpoint/) },
+        ]);
+    });
+});
+
+describe("lib/serving.ts: tiers against the node profile", () => {
+    it("the shipped sg1 endpoint fits a p5en node (2048 GiB DRAM, instance-store RAID0)", () => {
+        expect(place([kvbmEndpoint()]).issues).toEqual([]);
+    });
+    it("a host tier larger than the node has is refused, naming the key, the profile and the figures", () => {
+        const { issues } = place([kvbmEndpoint({ kvTiers: { hostGiB: 1900, nvmeGiB: 4096 } })]);
+        expect(issues).toEqual([
+            {
+                key: "hub output spokeContracts.sg1.endpoints[0].kvTiers.hostGiB",
+                message: expect.stringMatching(new RegExp(`p5en-48xlarge, 2048 GiB host memory.*${1900 + NODE_HOST_RESERVE_GIB} GiB`)),
+            },
+        ]);
+    });
+    it("the planner's budget counts: two TP4 workers may land on one node", () => {
+        const e = kvbmEndpoint({ kvTiers: { hostGiB: 1000 }, planner: { optimizationTarget: "load", maxGpuBudget: 8 } });
+        expect(place([e]).issues.map((i) => i.key)).toEqual(["hub output spokeContracts.sg1.endpoints[0].kvTiers.hostGiB"]);
+        expect(place([{ ...e, planner: { ...e.planner, maxGpuBudget: 4 } }]).issues).toEqual([]);
+    });
+    it("leaves room for a Mooncake store segment of another endpoint on the same pool", () => {
+        const kvbm = kvbmEndpoint({ kvTiers: { hostGiB: 1400 } });
+        const pooled = endpoint({
+            name: "qwen",
+            engine: "sglang",
+            topology: AGG,
+            planner: { optimizationTarget: "load", maxGpuBudget: 4 },
+        });
+        expect(place([kvbm], DGX).issues).toEqual([]);
+        const { issues } = place([pooled, kvbm], DGX);
+        expect(issues).toEqual([
+            {
+                key: "hub output spokeContracts.sg1.endpoints[1].kvTiers.hostGiB",
+                message: expect.stringMatching(/Mooncake segment 512 GiB/),
+            },
+        ]);
+    });
+    it("an NVMe tier beyond the local disks, and a profile without host memory or NVMe, are refused", () => {
+        expect(place([kvbmEndpoint({ kvTiers: { hostGiB: 512, nvmeGiB: 30000 } })]).issues.map((i) => i.key)).toEqual([
+            "hub output spokeContracts.sg1.endpoints[0].kvTiers.nvmeGiB",
+        ]);
+        expect(place([kvbmEndpoint()], CISCO).issues.map((i) => i.key)).toEqual([
+            "hub output spokeContracts.sg1.endpoints[0].kvTiers.hostGiB",
+            "hub output spokeContracts.sg1.endpoints[0].kvTiers.nvmeGiB",
+            "hub output spokeContracts.sg1.endpoints[0].fastStart.modelCache",
+        ]);
+    });
+});
+
+describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
+    it("an aggregated vLLM worker loads KVBM with both tiers on the node's NVMe and requests the pinned memory", () => {
+        const main = mainOf(dgdOf(), "worker");
+        expect(JSON.parse(main.args[main.args.indexOf("--kv-transfer-config") + 1])).toEqual({
+            kv_connector: "DynamoConnector",
+            kv_connector_module_path: "kvbm.vllm_integration.connector",
+            kv_role: "kv_both",
+        });
+        expect(envMap(main)).toMatchObject({
+            DYN_KVBM_CPU_CACHE_GB: String(kvbmGb(512)),
+            DYN_KVBM_DISK_CACHE_GB: String(kvbmGb(4096)),
+            DYN_KVBM_DISK_CACHE_DIR: "/kvbm",
+            HF_HOME: "/models",
+        });
+        expect(kvbmGb(512)).toBe(549); // 512 GiB = 549.7 GB, rounded down: never more than was checked
+        expect(main.resources.requests.memory).toBe("612Gi");
+        const vols = dgdOf().spec.components.find((c: any) => c.type === "worker").podTemplate.spec.volumes;
+        expect(vols.map((v: any) => v.hostPath.path)).toEqual(["/mnt/k8s-disks/0/kvbm", "/mnt/k8s-disks/0/model-cache"]);
+    });
+    it("the planner keeps minReplicas warm", () => {
+        expect(plannerConfig(kvbmEndpoint({ planner: { optimizationTarget: "load", maxGpuBudget: 8, minReplicas: 2 } })).min_endpoint).toBe(
+            2,
+        );
+        expect(plannerConfig(kvbmEndpoint()).min_endpoint).toBe(1);
+    });
+    it("the pre-stage DaemonSet pulls the worker image on the pool and fills the same cache path", () => {
+        const e = kvbmEndpoint();
+        const ds = prestageDaemonSet({
+            endpoint: e,
+            namespace: "inference",
+            image: mainOf(dgdOf(e), "worker").image,
+            nodeSelector: placement().nodeSelector,
+            tolerations: placement().tolerations,
+            nvme: P5EN.localNvme!,
+            labels: {},
+        }) as Record<string, any>;
+        const spec = ds.spec.template.spec;
+        expect(spec.initContainers[0].args).toEqual(["--model", e.model]);
+        expect(spec.containers[0].image).toBe(`${rt.image}:${rt.efaVersion}`);
+        expect(spec.volumes[0].hostPath.path).toBe("/mnt/k8s-disks/0/model-cache");
+        expect(kvTiersText(e)).toBe("HBM -> host 512 GiB -> NVMe 4096 GiB (KVBM)");
+        expect(expectedStartPath(e)).toMatch(/pre-pulled.*NVMe model cache.*1 warm worker/);
+    });
+});
+
+describe("upstream-check on KVBM and the model cache", () => {
+    const objects = (e = kvbmEndpoint()) => {
+        const dgd = dgdOf(e);
+        const ds = prestageDaemonSet({
+            endpoint: e,
+            namespace: "inference",
+            image: mainOf(dgd, "worker").image,
+            nodeSelector: placement().nodeSelector,
+            tolerations: placement().tolerations,
+            nvme: P5EN.localNvme!,
+            labels: {},
+        });
+        return [dgd, ds] as Array<Record<string, any>>;
+    };
+    it("passes on what lib/ renders: KVBM's settings are inside the KV closed world, the cache is filled", () => {
+        expect(findings(objects())).toEqual([]);
+    });
+    it("refuses a KVBM setting the pack has not read, and a connector module it has not read", () => {
+        const objs = objects();
+        const main = mainOf(objs[0], "worker");
+        setEnv(main, "DYN_KVBM_NIXL_BACKEND_UCX", "true");
+        const i = main.args.indexOf("--kv-transfer-config") + 1;
+        main.args[i] = JSON.stringify({ ...JSON.parse(main.args[i]), kv_connector_module_path: "evil.connector" });
+        const msgs = findings(objs).map((f) => f.message);
+        expect(msgs).toEqual(
+            expect.arrayContaining([
+                expect.stringContaining("the pack cannot prove `DYN_KVBM_NIXL_BACKEND_UCX=true`"),
+                expect.stringContaining("kv_connector_module_path=evil.connector"),
+            ]),
+        );
+    });
+    it("tier order, a missing tier, an unmounted disk dir and a short memory request are each found", () => {
+        const cases: Array<[(m: Record<string, any>) => void, RegExp]> = [
+            [(m) => setEnv(m, "DYN_KVBM_CPU_CACHE_GB", undefined), /kvbm-tier-order.*without a host tier/],
+            [(m) => setEnv(m, "DYN_KVBM_DISK_CACHE_GB", "100"), /kvbm-tier-order.*smaller than the host tier/],
+            [
+                (m) => {
+                    setEnv(m, "DYN_KVBM_CPU_CACHE_GB", undefined);
+                    setEnv(m, "DYN_KVBM_DISK_CACHE_GB", undefined);
+                },
+                /kvbm-needs-tier/,
+            ],
+            [(m) => setEnv(m, "DYN_KVBM_DISK_CACHE_DIR", "/scratch"), /kvbm-tiers.*\/scratch is on no hostPath/],
+            [(m) => delete m.resources.requests.memory, /kvbm-tiers.*no memory for a 549 GB pinned host tier/],
+        ];
+        for (const [plant, re] of cases) {
+            const objs = objects();
+            plant(mainOf(objs[0], "worker"));
+            expect(findings(objs).map((f) => f.message)).toEqual(expect.arrayContaining([expect.stringMatching(re)]));
+        }
+    });
+    it("a worker whose model cache no DaemonSet fills is found", () => {
+        const objs = objects().slice(0, 1);
+        expect(findings(objs).map((f) => f.message)).toEqual([expect.stringMatching(/model-cache.*filled by no DaemonSet/)]);
+    });
+});

@@ -1,0 +1,124 @@
+import type { ComponentFacts, EntrypointFacts, Source } from "./types";
+
+/**
+ * Dynamo KVBM (KV Block Manager) as the pinned vLLM runtime image carries it (the `kvbm` wheel: "Included in current vLLM
+ * and TensorRT-LLM runtime images"), and the Hugging Face cache the fast-start model cache relies on. Read at
+ * ai-dynamo/dynamo main 2a6da14c (2026-08-21, the public mirror; schemas/dynamo/SOURCE.md), the newest readable tree
+ * before the v1.5.0 cut.
+ *
+ * What KVBM needs to take effect (vLLM):
+ * - the connector: `--kv-transfer-config {"kv_connector":"DynamoConnector","kv_connector_module_path":
+ *   "kvbm.vllm_integration.connector","kv_role":"kv_both"}` on an aggregated worker (examples/backends/vllm/deploy/
+ *   agg_kvbm.yaml); on a disaggregated endpoint only the prefill runs it, under `PdConnector` with NixlConnector
+ *   (disagg_kvbm.yaml), which this product does not render (config/endpoint.ts `kvbm-aggregated-only`);
+ * - a tier size: without `DYN_KVBM_CPU_CACHE_GB` or `DYN_KVBM_DISK_CACHE_GB` the leader has no tier and fails
+ *   (lib/llm/src/block_manager/distributed/leader.rs lists both as the fix);
+ * - tier order: host (G2) before disk (G3); disk-only is experimental and bypasses the host tier
+ *   (lib/llm/src/block_manager/config.rs `should_bypass_cpu_cache`); each lower tier at least as large as the one above
+ *   (docs/fern/pages/reference/components/kvbm-configuration.mdx), else KVBM churns;
+ * - one offloading backend per worker: KVBM, LMCache, FlexKV and HiCache "are alternatives, not cache layers to stack
+ *   together" (docs/fern/pages/cli/kv-cache-offloading/overview.mdx); KVBM engines are vLLM and TensorRT-LLM.
+ *
+ * Transport (why the three variables below are inside the KV closed world, upstream/kv-transport.ts): KVBM's tiers are
+ * local to the worker pod. G1<->G2 are CUDA copies into pinned host memory; the distributed worker's NIXL agent
+ * creates only the POSIX backend (and GDS_MT when asked) for G2/G3 file I/O (lib/llm/src/block_manager/distributed/
+ * worker.rs `build_agent`); the leader and the TP-rank workers talk over ZMQ at `tcp://127.0.0.1:56001/56002` by default
+ * (lib/bindings/kvbm/src/block_manager/distributed/utils.rs), control plane inside the pod. No KV leaves the pod
+ * through KVBM; P/D transfer stays NIXL's (the endpoint's other connector). Sizes are per worker: the leader divides
+ * `GB x 10^9` by the sum of its TP ranks' bytes per block (leader.rs `compute_num_blocks`).
+ */
+const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
+export const KVBM_LEADER: Source = `${D}:lib/bindings/kvbm/src/block_manager/distributed/leader.rs`;
+export const KVBM_DISK: Source = `${D}:lib/llm/src/block_manager/storage/disk.rs`;
+export const KVBM_CONFIG_DOC: Source = `${D}:docs/fern/pages/reference/components/kvbm-configuration.mdx`;
+export const KVBM_OFFLOAD_DOC: Source = `${D}:docs/fern/pages/cli/kv-cache-offloading/overview.mdx`;
+export const KVBM_AGG_EXAMPLE: Source = `${D}:examples/backends/vllm/deploy/agg_kvbm.yaml`;
+export const SNAPSHOT_DOC: Source = `${D}:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/snapshot.md`;
+export const MODEL_CACHE_DOC: Source = `${D}:docs/fern/pages/kubernetes/model-deployment/model-loading/model-caching.mdx`;
+
+/** The vLLM connector class and module that load KVBM (agg_kvbm.yaml). */
+export const KVBM_VLLM_CONNECTOR = {
+    kv_connector: "DynamoConnector",
+    kv_connector_module_path: "kvbm.vllm_integration.connector",
+} as const;
+
+/** KVBM's environment in the engine process. Only what the product renders is recorded; the rest stays refused. */
+export const kvbm: ComponentFacts = {
+    component: "kvbm",
+    version: "1.5.0",
+    flags: {},
+    env: {
+        DYN_KVBM_CPU_CACHE_GB: {
+            source: KVBM_LEADER,
+            note: "host (G2, pinned) tier per worker in decimal GB; setting it enables CPU offload",
+        },
+        DYN_KVBM_DISK_CACHE_GB: {
+            source: KVBM_LEADER,
+            note: "disk (G3) tier per worker in decimal GB; with no host tier KVBM offloads G1->G3 directly (experimental)",
+        },
+        DYN_KVBM_DISK_CACHE_DIR: {
+            default: "/tmp/",
+            source: KVBM_DISK,
+            note: "where the disk tier's files are created (mkostemp + fallocate, O_DIRECT unless disabled)",
+        },
+    },
+};
+
+/** huggingface_hub as every engine image carries it: where weights are cached. */
+export const huggingfaceHub: ComponentFacts = {
+    component: "huggingface-hub",
+    version: "03333b68",
+    flags: {},
+    env: {
+        HF_HOME: {
+            default: "~/.cache/huggingface",
+            source: "huggingface/huggingface_hub@03333b689b5a2dee604676791c0792ede6246a31:src/huggingface_hub/constants.py#HF_HOME",
+            note: "the hub cache is $HF_HOME/hub (models--<org>--<name>/snapshots/<rev>), the layout Dynamo's model-cache guide uses",
+        },
+    },
+};
+
+/**
+ * The platform's model pre-stage (lib/faststart.ts `prestageDaemonSet`), run with the engine image's Python: the whole
+ * script is part of the entry point, so any other `python3 -c` stays unknown.
+ */
+export const MODEL_PRESTAGE_ARGV = [
+    "python3",
+    "-c",
+    "import sys\nfrom huggingface_hub import snapshot_download\nargs = sys.argv[1:]\nfor flag, repo in zip(args[0::2], args[1::2]):\n    if flag != '--model':\n        sys.exit('unknown argument ' + flag)\n    print('pre-staging', repo, '->', snapshot_download(repo_id=repo), flush=True)\n",
+] as const;
+
+/** The pre-stage DaemonSet's holding container: keeps the pod, and so the worker image, on the node. */
+export const HOLD_ARGV = ["sleep", "infinity"] as const;
+
+const PLATFORM_FS: Source = "inference-platform/platform@0.1.0:lib/faststart.ts#prestageDaemonSet";
+
+export const platformModelCache: ComponentFacts = {
+    component: "platform-model-cache",
+    version: "0.1.0",
+    flags: {
+        "--model": { takesValue: true, source: PLATFORM_FS, note: "a Hugging Face repo id, repeatable" },
+    },
+    env: {},
+};
+
+export const kvbmEntrypoints: readonly EntrypointFacts[] = [
+    {
+        id: "platform-model-cache",
+        argv: MODEL_PRESTAGE_ARGV,
+        components: ["platform-model-cache", "huggingface-hub", "python"],
+        source: PLATFORM_FS,
+    },
+    { id: "platform-hold", argv: HOLD_ARGV, components: [], source: PLATFORM_FS },
+];
+
+/**
+ * Dynamo Snapshot (checkpoint/restore) support by backend and worker shape, as the snapshot guide states it. The pinned
+ * 1.5.0 platform chart no longer bundles the snapshot chart, snapshot-agent image or DynamoCheckpoint CRD
+ * (config/versions.ts `dynamoPlatform`), so the product renders none of it (config/endpoint.ts `snapshot-*`).
+ */
+export const snapshotSupport: Readonly<Record<"vllm" | "sglang" | "trtllm", { singleGpu: string; multiGpu: string }>> = {
+    vllm: { singleGpu: "supported", multiGpu: "highly experimental" },
+    sglang: { singleGpu: "supported", multiGpu: "work in progress" },
+    trtllm: { singleGpu: "experimental (aggregated text worker only)", multiGpu: "work in progress" },
+};
