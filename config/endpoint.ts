@@ -122,6 +122,11 @@ export const EndpointSchema = z
         maxModelLen: z.number().int().positive().optional(),
         /** Reviewed exceptions to the KV-transport closed world ({@link KvExceptionSchema}). */
         kvExceptions: z.array(KvExceptionSchema).optional(),
+        /**
+         * Spokes this placement's route falls back to when its own frontend fails, highest priority first; each must
+         * place the same model (config/failover.ts `failoverHubIssues`, rendered by lib/failover.ts).
+         */
+        fallback: z.array(DnsLabel).min(1).max(4).optional(),
     })
     .strict();
 

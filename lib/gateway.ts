@@ -111,6 +111,8 @@ export interface ClientTrafficPolicyInput {
     namespace: string;
     /** ClientTrafficPolicy `connection.bufferLimit`, bytes. */
     bufferLimitBytes: number;
+    /** `healthCheck.path` Envoy answers itself before ext_authz (lib/failover.ts GATEWAY_HEALTH_PATH); only for a spoke Route 53 or peers probe. */
+    healthCheckPath?: string;
 }
 
 /**
@@ -127,6 +129,7 @@ export function clientTrafficPolicy(x: ClientTrafficPolicyInput) {
             targetRefs: [gatewayTargetRef()],
             headers: { earlyRequestHeaders: earlyHeaderStrip(), requestID: "Generate", withUnderscoresAction: "RejectRequest" },
             connection: { bufferLimit: byteQuantity(x.bufferLimitBytes) },
+            ...(x.healthCheckPath ? { healthCheck: { path: x.healthCheckPath } } : {}),
         },
     };
 }

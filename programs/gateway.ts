@@ -93,6 +93,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
             gateway: d.gateway,
             policy: d.contract.policy,
             awsCredentials,
+            failover: d.contract.failover,
         },
         opts,
     );
