@@ -9,26 +9,15 @@ import type { FailoverConfig, FailoverContract, PeerContract } from "../config/f
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../services/shared/identity";
 import { GATEWAY_NAME } from "./gateway";
 
-/** Name prefix of every peer object (Backend, AIServiceBackend, CA ConfigMap); endpoints may not use it (config/failover.ts). */
-export const PEER_PREFIX = "peer-";
+import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "./peer-names";
+
+export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName };
 
 /** Backend / AIServiceBackend name of a peer spoke's gateway. */
 export function peerBackendName(spoke: string): string {
     return `${PEER_PREFIX}${spoke}`;
 }
 
-/** ConfigMap (key `ca.crt`) holding the CA a peer's edge certificate is verified with. */
-export function peerCaConfigMapName(spoke: string): string {
-    return `${PEER_PREFIX}${spoke}-ca`;
-}
-
-/**
- * ConfigMap in the gateway namespace holding this spoke's failover block of the hub contract (`peers.json`): the
- * declaration the policy pack (policies/gateway/peer.ts) checks every peer Backend and peer backendRef against.
- */
-export const PEER_DECLARATION_CONFIGMAP = "gateway-peers";
-/** Key of the declaration in {@link PEER_DECLARATION_CONFIGMAP}. */
-export const PEER_DECLARATION_KEY = "peers.json";
 
 /**
  * Path Envoy answers itself with 200 while the proxy is live (ClientTrafficPolicy `healthCheck.path`: Envoy's
