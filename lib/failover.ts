@@ -9,7 +9,7 @@ import type { FailoverConfig, FailoverContract, PeerContract } from "../config/f
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../services/shared/identity";
 import { GATEWAY_NAME } from "./gateway";
 
-import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "./peer-names";
+import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "../services/shared/peer";
 
 export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName };
 
@@ -17,7 +17,6 @@ export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaCo
 export function peerBackendName(spoke: string): string {
     return `${PEER_PREFIX}${spoke}`;
 }
-
 
 /**
  * Path Envoy answers itself with 200 while the proxy is live (ClientTrafficPolicy `healthCheck.path`: Envoy's
@@ -103,10 +102,9 @@ export function peerBackendRef(spoke: string, order: number) {
  * Rules of models without peers are unchanged.
  * @param routes lib/gateway.ts `aiGatewayRoutes` output
  */
-export function withPeerFallback<R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }> } }>(
-    routes: R[],
-    f: FailoverContract | undefined,
-): R[] {
+export function withPeerFallback<
+    R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }> } },
+>(routes: R[], f: FailoverContract | undefined): R[] {
     if (!f?.peers.length) return routes;
     return routes.map((r) => ({
         ...r,
@@ -115,7 +113,9 @@ export function withPeerFallback<R extends { spec: { rules: Array<{ matches: Arr
             rules: r.spec.rules.map((rule) => {
                 const model = rule.matches[0]?.headers[0]?.value;
                 const peers = f.peers.filter((p) => p.models.includes(model));
-                return peers.length ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i))] } : rule;
+                return peers.length
+                    ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i))] }
+                    : rule;
             }),
         },
     }));
@@ -165,7 +165,9 @@ export function peerObjects(f: FailoverContract | undefined, namespace: string) 
 }
 
 /** The route names whose rules gained peers (each gets a {@link fallbackTrafficPolicy}), with their peer count. */
-export function routesWithPeers(routes: Array<{ metadata: { name: string }; spec: { rules: Array<{ backendRefs: Array<{ name: string }> }> } }>) {
+export function routesWithPeers(
+    routes: Array<{ metadata: { name: string }; spec: { rules: Array<{ backendRefs: Array<{ name: string }> }> } }>,
+) {
     return routes
         .map((r) => ({
             name: r.metadata.name,

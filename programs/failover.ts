@@ -24,7 +24,11 @@ export interface SpokeEdge {
  * @param files spoke name -> its parsed stack file and display path (spokes whose file failed are left out)
  */
 export function spokeEdges(
-    hub: { spokes: Array<{ name: string }>; endpoints: Array<{ name: string; model: string; spoke: string; fallback?: string[] }>; failover?: FailoverConfig },
+    hub: {
+        spokes: Array<{ name: string }>;
+        endpoints: Array<{ name: string; model: string; spoke: string; fallback?: string[] }>;
+        failover?: FailoverConfig;
+    },
     files: ReadonlyMap<string, { file: string; cfg: SpokeConfig }>,
 ): { edges: Map<string, SpokeEdge>; issues: ConfigIssue[] } {
     const edges = new Map<string, SpokeEdge>();
@@ -40,7 +44,10 @@ export function spokeEdges(
         const need = (at: string, message: string) => issues.push({ key, message: `${f.file} ${at}: ${message} (${why})` });
         const provider = f.cfg.cluster.provider;
         if (!l.hostname || l.hostname.startsWith("*."))
-            need("platform:gateway.listener.hostname", "set the listener's own DNS name (not a wildcard): peers verify its certificate against it");
+            need(
+                "platform:gateway.listener.hostname",
+                "set the listener's own DNS name (not a wildcard): peers verify its certificate against it",
+            );
         let ca: PeerCa | undefined;
         if (r.caCertificate) ca = { kind: "pem", pem: r.caCertificate.trim() };
         else if (l.tls?.source === "acme-dns01") ca = { kind: "system" };
@@ -50,12 +57,17 @@ export function spokeEdges(
                 `missing: tls.source ${l.tls?.source ?? "secret"} is not a publicly trusted CA, so peers need the PEM of the CA that signed the edge certificate`,
             );
         if (provider === "onprem" && !r.address)
-            need("platform:gateway.listener.reachable.address", "missing: the public IPv4 the site's edge answers HTTPS on (Route 53 health checks probe it)");
+            need(
+                "platform:gateway.listener.reachable.address",
+                "missing: the public IPv4 the site's edge answers HTTPS on (Route 53 health checks probe it)",
+            );
         const latencyRegion = r.latencyRegion ?? (provider === "eks" ? f.cfg.spoke.region : undefined);
         if (hub.failover?.mode === "active-active" && hub.failover.spokes.includes(s) && !latencyRegion)
-            need("platform:gateway.listener.reachable.latencyRegion", "missing: the AWS region nearest the site (Route 53 latency records)");
-        if (l.hostname && ca)
-            edges.set(s, { spoke: s, provider, hostname: l.hostname, address: r.address, latencyRegion, ca });
+            need(
+                "platform:gateway.listener.reachable.latencyRegion",
+                "missing: the AWS region nearest the site (Route 53 latency records)",
+            );
+        if (l.hostname && ca) edges.set(s, { spoke: s, provider, hostname: l.hostname, address: r.address, latencyRegion, ca });
     }
     return { edges, issues };
 }

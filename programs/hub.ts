@@ -57,7 +57,11 @@ export function modelPlacement(hub: HubConfig): Record<string, Array<{ spoke: st
     const out: Record<string, Array<{ spoke: string; endpoint: string; fallback: string[] }>> = {};
     for (const e of [...hub.endpoints].sort((a, b) => a.spoke.localeCompare(b.spoke)))
         (out[e.model] ??= []).push({ spoke: e.spoke, endpoint: e.name, fallback: e.fallback ?? [] });
-    return Object.fromEntries(Object.keys(out).sort().map((m) => [m, out[m]]));
+    return Object.fromEntries(
+        Object.keys(out)
+            .sort()
+            .map((m) => [m, out[m]]),
+    );
 }
 
 /**
@@ -280,11 +284,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x, edges));
     // The one client hostname: Route 53 health checks and records per spoke behind it.
     const dns = cfg.failover
-        ? new GlobalDns(
-              "global-dns",
-              { failover: cfg.failover, spokes: cfg.failover.spokes.map((s) => edges.get(s)!) },
-              opts,
-          )
+        ? new GlobalDns("global-dns", { failover: cfg.failover, spokes: cfg.failover.spokes.map((s) => edges.get(s)!) }, opts)
         : undefined;
     return {
         /** One versioned contract object per spoke; spokes read their entry through a StackReference. */

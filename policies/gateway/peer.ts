@@ -1,5 +1,5 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "../../lib/peer-names";
+import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "../../services/shared/peer";
 import { aiRoutes, GROUPS, GW, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 
 /*
@@ -20,14 +20,20 @@ interface DeclaredPeer {
 }
 
 /** Declared peers per gateway namespace; a declaration that does not parse is a finding. */
-function declarations(resources: PolicyResource[]): { byNs: Map<string, DeclaredPeer[]>; findings: Array<{ message: string; urn: string }> } {
+function declarations(resources: PolicyResource[]): {
+    byNs: Map<string, DeclaredPeer[]>;
+    findings: Array<{ message: string; urn: string }>;
+} {
     const byNs = new Map<string, DeclaredPeer[]>();
     const findings: Array<{ message: string; urn: string }> = [];
     for (const cm of ofKind(resources, GROUPS.core, "ConfigMap").filter((c) => nameOf(c) === PEER_DECLARATION_CONFIGMAP)) {
         try {
             const doc = JSON.parse(String(cm.props.data?.[PEER_DECLARATION_KEY]));
             const peers = (doc?.peers ?? []) as DeclaredPeer[];
-            if (!Array.isArray(peers) || peers.some((p) => typeof p?.spoke !== "string" || typeof p?.hostname !== "string" || !Array.isArray(p?.models)))
+            if (
+                !Array.isArray(peers) ||
+                peers.some((p) => typeof p?.spoke !== "string" || typeof p?.hostname !== "string" || !Array.isArray(p?.models))
+            )
                 throw new Error("peers must be [{spoke, hostname, port, ca, models}]");
             byNs.set(nsOf(cm), peers);
         } catch (e) {

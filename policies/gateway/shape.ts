@@ -2,7 +2,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { GROUPS, gatewayUrn, gvk, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 import { effectiveFor, listenerLabel, modelListeners } from "../lib/attachment";
 import { attachmentsOf } from "./attach";
-import { PEER_PREFIX } from "../../lib/peer-names";
+import { PEER_PREFIX } from "../../services/shared/peer";
 
 /*
  * The gateway path as a closed shape. Every object of the Gateway API, Envoy Gateway and AI Gateway groups decides who

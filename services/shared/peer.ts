@@ -1,6 +1,7 @@
 /**
- * Names shared by the spoke's peer objects (lib/failover.ts) and the policy pack that checks them
- * (policies/gateway/peer.ts). Imports nothing, so the pack loads it with only its own node_modules.
+ * Names shared by the spoke's peer objects (lib/failover.ts), the policy pack that checks them
+ * (policies/gateway/peer.ts) and metering, which leaves requests a peer served to that peer
+ * (services/metering/normalise.ts). Imports nothing, so the pack and the service images load it on their own.
  */
 
 /** Name prefix of every peer object (Backend, AIServiceBackend, CA ConfigMap); endpoints may not use it (config/failover.ts). */
