@@ -9,9 +9,15 @@ import type { FailoverConfig, FailoverContract, PeerContract } from "../config/f
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../services/shared/identity";
 import { GATEWAY_NAME } from "./gateway";
 
-import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "../services/shared/peer";
+import {
+    PEER_DECLARATION_CONFIGMAP,
+    PEER_DECLARATION_KEY,
+    PEER_HOP_HEADER,
+    PEER_PREFIX,
+    peerCaConfigMapName,
+} from "../services/shared/peer";
 
-export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName };
+export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_HOP_HEADER, PEER_PREFIX, peerCaConfigMapName };
 
 /** Backend / AIServiceBackend name of a peer spoke's gateway. */
 export function peerBackendName(spoke: string): string {
@@ -91,20 +97,27 @@ export function peerStrippedHeaders(): string[] {
     return [...new Set([...Object.values(IDENTITY_HEADERS), AI_GATEWAY_MODEL_HEADER])].sort();
 }
 
-/** One peer backendRef of a model rule: priority 1 + its order, identity headers removed. */
-export function peerBackendRef(spoke: string, order: number) {
-    return { name: peerBackendName(spoke), priority: 1 + order, headerMutation: { remove: peerStrippedHeaders() } };
+/**
+ * One peer backendRef of a model rule: priority 1 + its order, identity headers removed, the hop marked with this
+ * spoke's name ({@link PEER_HOP_HEADER}: the peer then serves it or fails it, never forwarding it on).
+ */
+export function peerBackendRef(spoke: string, order: number, self: string) {
+    return {
+        name: peerBackendName(spoke),
+        priority: 1 + order,
+        headerMutation: { set: [{ name: PEER_HOP_HEADER, value: self }], remove: peerStrippedHeaders() },
+    };
 }
 
 /**
  * Adds the peers to the model rules of rendered AIGatewayRoutes: for a rule whose model a peer backs up, the local
  * backendRefs stay at priority 0 and each peer follows at priority 1, 2, ... in the endpoints' fallback order.
- * Rules of models without peers are unchanged.
+ * Rules of models without peers are unchanged. `self` is this spoke (the hop header's value).
  * @param routes lib/gateway.ts `aiGatewayRoutes` output
  */
 export function withPeerFallback<
     R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }> } },
->(routes: R[], f: FailoverContract | undefined): R[] {
+>(routes: R[], f: FailoverContract | undefined, self: string): R[] {
     if (!f?.peers.length) return routes;
     return routes.map((r) => ({
         ...r,
@@ -114,7 +127,7 @@ export function withPeerFallback<
                 const model = rule.matches[0]?.headers[0]?.value;
                 const peers = f.peers.filter((p) => p.models.includes(model));
                 return peers.length
-                    ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i))] }
+                    ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i, self))] }
                     : rule;
             }),
         },

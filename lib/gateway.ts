@@ -7,6 +7,7 @@
  */
 import { createHash } from "node:crypto";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS, TOKEN_METADATA_KEYS } from "../services/shared/identity";
+import { ENVOY_MAX_RETRIES_HEADER, PEER_HOP_HEADER } from "../services/shared/peer";
 import { INFERENCE_NAMESPACE } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
 import { type ListenerTls, TLS_TERMINATED_BY_ANNOTATION } from "./edge";
@@ -76,11 +77,12 @@ export function gatewayTargetRef(name = GATEWAY_NAME) {
  * Headers removed before routing and before every HTTP filter, ext_authz included (ClientTrafficPolicy
  * `headers.earlyRequestHeaders`): every trusted identity header, by name and by the
  * `x-platform-` prefix (so a header added later is covered), and `x-ai-eg-model` plus every other gateway-owned
- * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model.
+ * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model; and
+ * `x-envoy-max-retries`, which only the auth service sets (services/shared/peer.ts).
  */
 export function earlyHeaderStrip() {
     return {
-        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS)])].sort(),
+        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS), ENVOY_MAX_RETRIES_HEADER])].sort(),
         removeOnMatch: [
             { type: "Prefix" as const, value: IDENTITY_HEADER_PREFIX },
             { type: "Prefix" as const, value: "x-ai-eg-" },
@@ -159,7 +161,7 @@ export interface SecurityPolicyInput {
 export const EXT_AUTH_STATUS_ON_ERROR = 503;
 
 /** Client headers the HTTP auth service receives besides the body (HTTP ext_authz always adds Host, Method, Path, Content-Length, Authorization). */
-export const HEADERS_TO_EXT_AUTH = ["authorization", "content-type", "x-request-id"] as const;
+export const HEADERS_TO_EXT_AUTH = ["authorization", "content-type", "x-request-id", PEER_HOP_HEADER] as const;
 
 /**
  * The one Gateway-level SecurityPolicy: HTTP ext_authz to the auth service, fail-closed, with the
@@ -178,7 +180,9 @@ export function securityPolicy(x: SecurityPolicyInput) {
                 http: {
                     backendRefs: [{ group: "", kind: "Service", name: x.auth.service, namespace: x.auth.namespace, port: x.auth.port }],
                     path: x.auth.pathPrefix,
-                    headersToBackend: Object.values(IDENTITY_HEADERS),
+                    // Identity headers, and the retry override the auth service sets on a request a peer forwarded
+                    // (services/shared/peer.ts ENVOY_MAX_RETRIES_HEADER; stripped from clients early).
+                    headersToBackend: [...Object.values(IDENTITY_HEADERS), ENVOY_MAX_RETRIES_HEADER],
                 },
                 headersToExtAuth: [...HEADERS_TO_EXT_AUTH],
                 bodyToExtAuth: { maxRequestBytes: x.maxRequestBytes },

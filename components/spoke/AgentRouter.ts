@@ -238,6 +238,7 @@ export class AgentRouter extends pulumi.ComponentResource {
                 streamIdleSeconds: g.streamIdleTimeoutSeconds,
             }),
             args.failover,
+            args.spoke,
         );
         for (const r of routes) {
             const route = cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends, ...peers]);

@@ -1,5 +1,11 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
-import { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_PREFIX, peerCaConfigMapName } from "../../services/shared/peer";
+import {
+    PEER_DECLARATION_CONFIGMAP,
+    PEER_DECLARATION_KEY,
+    PEER_HOP_HEADER,
+    PEER_PREFIX,
+    peerCaConfigMapName,
+} from "../../services/shared/peer";
 import { aiRoutes, GROUPS, GW, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 
 /*
@@ -60,8 +66,9 @@ export function isPeerBackendName(name: string): boolean {
  *   peer (Envoy Gateway Backend `spec.tls`: envoyproxy/gateway@v1.9.0 Backend CRD);
  * - a route backendRef to a peer names a peer declared as serving the rule's model, at a priority above every local
  *   backendRef of the rule (a fallback, never a share of normal traffic), removing every trusted identity header
- *   (`headerMutation.remove`; the peer's ext_authz decides from the tenant's own key) and never removing the
- *   tenant's `authorization`;
+ *   (`headerMutation.remove`; the peer's ext_authz decides from the tenant's own key), never removing the
+ *   tenant's `authorization`, and marking the hop (`headerMutation.set` x-llm-peer-hop: the peer then does not
+ *   forward it again, so two spokes falling back to each other cannot loop);
  * - only peer backendRefs carry a headerMutation.
  */
 export function peerFindings(resources: PolicyResource[]): Array<{ message: string; urn: string }> {
@@ -186,6 +193,14 @@ export function peerFindings(resources: PolicyResource[]): Array<{ message: stri
                 if (kept.length)
                     out.push({
                         message: `${label}: peer backendRef ${x.name} forwards trusted identity header(s) ${kept.join(", ")}; remove them (headerMutation.remove) so the peer's auth decides from the tenant's own key`,
+                        urn: r.urn,
+                    });
+                const hop = ((x.headerMutation?.set ?? []) as Array<{ name?: string }>).some(
+                    (h) => String(h?.name).toLowerCase() === PEER_HOP_HEADER,
+                );
+                if (!hop)
+                    out.push({
+                        message: `${label}: peer backendRef ${x.name} does not set ${PEER_HOP_HEADER}; without it the peer may fall back to this spoke again and the request loops between the two gateways`,
                         urn: r.urn,
                     });
                 if (removed.has("authorization"))

@@ -2,7 +2,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { GROUPS, gatewayUrn, gvk, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 import { effectiveFor, listenerLabel, modelListeners } from "../lib/attachment";
 import { attachmentsOf } from "./attach";
-import { PEER_PREFIX } from "../../services/shared/peer";
+import { PEER_HOP_HEADER, PEER_PREFIX } from "../../services/shared/peer";
 
 /*
  * The gateway path as a closed shape. Every object of the Gateway API, Envoy Gateway and AI Gateway groups decides who
@@ -147,7 +147,7 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             ...refs("rules[].backendRefs[]"),
             "rules[].backendRefs[].weight",
             "rules[].backendRefs[].priority",
-            // Only removals, only on peer backendRefs (policies/gateway/peer.ts): identity headers never leave for a peer.
+            // Only on peer backendRefs (policies/gateway/peer.ts): identity headers removed, the hop marked.
             "rules[].backendRefs[].headerMutation.remove[]",
             "rules[].matches[].headers[].name",
             "rules[].matches[].headers[].type",

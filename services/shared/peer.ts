@@ -19,3 +19,19 @@ export const PEER_DECLARATION_KEY = "peers.json";
 export function peerCaConfigMapName(spoke: string): string {
     return `${PEER_PREFIX}${spoke}-ca`;
 }
+
+/**
+ * Header a spoke sets on a request it forwards to a peer (the peer backendRef's `headerMutation.set`, value: the
+ * forwarding spoke). The peer's auth service answers such a request with {@link ENVOY_MAX_RETRIES_HEADER} `0`, so the
+ * peer serves it locally or fails it, never forwarding it again: two spokes falling back to each other cannot loop.
+ * Outside the stripped `x-platform-`/`x-ai-eg-` prefixes on purpose: a client that sends it only turns off fallback for
+ * its own request.
+ */
+export const PEER_HOP_HEADER = "x-llm-peer-hop";
+
+/**
+ * Envoy's per-request retry override: when set, it takes precedence over the route's `num_retries`
+ * (envoyproxy/envoy source/common/router/retry_state_impl.cc: "The max retries header takes precedence if set"). The
+ * gateway strips a client's copy early; only the auth service's answer sets it (ext_authz `headersToBackend`).
+ */
+export const ENVOY_MAX_RETRIES_HEADER = "x-envoy-max-retries";
