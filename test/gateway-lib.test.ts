@@ -103,6 +103,8 @@ describe("header stripping and ext_authz", () => {
         const strip = earlyHeaderStrip();
         expect(strip.remove).toEqual([
             "x-ai-eg-model",
+            // Only the auth service sets it, on a request a peer spoke forwarded (services/shared/peer.ts).
+            "x-envoy-max-retries",
             "x-platform-key-id",
             "x-platform-lease",
             "x-platform-model",
@@ -143,9 +145,11 @@ describe("header stripping and ext_authz", () => {
                         "x-platform-model",
                         "x-platform-lease",
                         "x-platform-policy-revision",
+                        // The auth service's retry override for a request a peer forwarded (no loop between spokes).
+                        "x-envoy-max-retries",
                     ],
                 },
-                headersToExtAuth: ["authorization", "content-type", "x-request-id"],
+                headersToExtAuth: ["authorization", "content-type", "x-request-id", "x-llm-peer-hop"],
                 bodyToExtAuth: { maxRequestBytes: 33554432 },
                 failOpen: false,
                 statusOnError: 503,

@@ -149,6 +149,8 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "rules[].backendRefs[].priority",
             // Only on peer backendRefs (policies/gateway/peer.ts): identity headers removed, the hop marked.
             "rules[].backendRefs[].headerMutation.remove[]",
+            "rules[].backendRefs[].headerMutation.set[].name",
+            "rules[].backendRefs[].headerMutation.set[].value",
             "rules[].matches[].headers[].name",
             "rules[].matches[].headers[].type",
             "rules[].matches[].headers[].value",
@@ -158,6 +160,8 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "llmRequestCosts[].type",
             "llmRequestCosts[].cel",
         ],
+        // The one header a backendRef may set: the peer-hop mark (services/shared/peer.ts), never an identity header.
+        values: { "rules[].backendRefs[].headerMutation.set[].name": [PEER_HOP_HEADER] },
         why: "routes by the body's model to AIServiceBackends; header-match rules checked by the route policies",
     },
     AIServiceBackend: {
