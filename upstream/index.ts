@@ -55,3 +55,4 @@ export const components: Readonly<Record<string, ComponentFacts>> = Object.fromE
 
 /** Every known entry point. */
 export const entrypoints: readonly EntrypointFacts[] = [...dynamoEntrypoints, ...mooncakeEntrypoints, ...libraryEntrypoints];
+export * from "./failover";
