@@ -1,5 +1,6 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { readHubOutputs } from "./hub-outputs";
+import { placementLines } from "./placement-view";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
 import { reconcile } from "../services/ledger/reconcile";
@@ -340,6 +341,11 @@ async function main(argv: string[]): Promise<number> {
     const windowHours = num("window-hours", 24);
     const json = readHubOutputs(file, hub);
     const spokes = spokesFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+    // Every spoke each model is placed on, its fallbacks and the global hostname (tools/placement-view.ts).
+    if (!argv.includes("--json")) {
+        const lines = placementLines(json);
+        if (lines.length) process.stdout.write(`${lines.join("\n")}\n\n`);
+    }
     if (argv.includes("--local")) return runLocal(spokes, argv.includes("--json"), maxBehindSeconds, windowHours);
     const endpoint = opt("s3-endpoint");
     const clients = new Map<string, S3Client>();

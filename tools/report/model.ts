@@ -78,6 +78,8 @@ export interface EndpointView {
     features?: { active: string[]; off: string[]; signals: string[] };
     /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
     kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
+    /** Spokes the endpoint's route falls back to (config/endpoint.ts `fallback`). */
+    fallback?: string[];
 }
 
 /** One compute rail of a node pool, joined with the objects rendered for it. */
@@ -211,6 +213,8 @@ export interface HubView {
     apiKeys: number;
     policy: PolicyView;
     resources: number;
+    /** The global hostname (config/failover.ts), when the hub file sets platform:failover. */
+    failover?: { hostname: string; mode: string; spokes: string[] };
 }
 
 export type StackView = SpokeView | HubView;
@@ -245,6 +249,7 @@ function endpointView(e: Endpoint): EndpointView {
             ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens`
             : undefined,
         kvExceptions: [...(e.kvExceptions ?? [])],
+        ...(e.fallback ? { fallback: [...e.fallback] } : {}),
     };
 }
 
@@ -510,6 +515,9 @@ function hubView(input: ReportInput, cfg: HubConfig): HubView {
         apiKeys: cfg.apiKeys.length,
         policy: policyView(input),
         resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
+        ...(cfg.failover
+            ? { failover: { hostname: cfg.failover.hostname, mode: cfg.failover.mode, spokes: [...cfg.failover.spokes] } }
+            : {}),
     };
 }
 
