@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { makePolicy, type TestKey } from "../auth/test/harness";
 import { IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS } from "../shared/identity";
 import { type Rig, startRig, truncateLedger } from "./testing/rig";
+import { endpointDisappears } from "./testing/failover-drill";
 import { startTwoSpokes, type TwoSpokes } from "./testing/two-spokes";
 
 /**
@@ -135,5 +136,13 @@ describe("failover across two spokes", () => {
             rows[0].request_id,
         ]);
         expect(Number(t.rows[0].n)).toBe(0);
+    });
+});
+
+describe("npm run chaos drill: one spoke's endpoint disappears mid-traffic", () => {
+    it("loses no request and meters none twice", async () => {
+        const r = await endpointDisappears(rig, { requests: 60, concurrency: 6 });
+        expect(r).toMatchObject({ requests: 60, failed: 0, lost: 0, doubleCounted: 0, metered: 60 });
+        expect(r.servedBy.hcm1).toBeGreaterThanOrEqual(30);
     });
 });
