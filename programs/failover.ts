@@ -61,6 +61,11 @@ export function spokeEdges(
                 "platform:gateway.listener.reachable.address",
                 "missing: the public IPv4 the site's edge answers HTTPS on (Route 53 health checks probe it)",
             );
+        if (hub.failover?.spokes.includes(s) && l.tls?.source === "acme-dns01")
+            need(
+                "platform:gateway.listener.tls.source",
+                `acme-dns01 cannot add ${hub.failover.hostname} to the certificate (cert-manager's Route 53 role covers only the listener's own name); use private-ca, secret or terminated-in-front with a certificate naming both`,
+            );
         const latencyRegion = r.latencyRegion ?? (provider === "eks" ? f.cfg.spoke.region : undefined);
         if (hub.failover?.mode === "active-active" && hub.failover.spokes.includes(s) && !latencyRegion)
             need(
