@@ -56,7 +56,7 @@ export function buildSpokeContracts(
 export function modelPlacement(hub: HubConfig): Record<string, Array<{ spoke: string; endpoint: string; fallback: string[] }>> {
     const out: Record<string, Array<{ spoke: string; endpoint: string; fallback: string[] }>> = {};
     for (const e of [...hub.endpoints].sort((a, b) => a.spoke.localeCompare(b.spoke)))
-        (out[e.model] ??= []).push({ spoke: e.spoke, endpoint: e.name, fallback: e.fallback ?? [] });
+        out[e.model] = [...(out[e.model] ?? []), { spoke: e.spoke, endpoint: e.name, fallback: e.fallback ?? [] }];
     return Object.fromEntries(
         Object.keys(out)
             .sort()
@@ -284,7 +284,12 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x, edges));
     // The one client hostname: Route 53 health checks and records per spoke behind it.
     const dns = cfg.failover
-        ? new GlobalDns("global-dns", { failover: cfg.failover, spokes: cfg.failover.spokes.map((s) => edges.get(s)!) }, opts)
+        ? new GlobalDns(
+              "global-dns", // Every spoke behind the name has an edge once checkSpokeRegistry passed; an offline render that set a
+              // spoke file aside leaves that spoke out.
+              { failover: cfg.failover, spokes: cfg.failover.spokes.flatMap((s) => (edges.has(s) ? [edges.get(s)!] : [])) },
+              opts,
+          )
         : undefined;
     return {
         /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
