@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DnsLabel, EndpointSchema } from "./endpoint";
+import { FailoverContractSchema } from "./failover";
 
 /**
  * Version of the hub -> spoke deployment declaration. Bump only on purpose: a spoke
@@ -123,6 +124,8 @@ export const SpokeContractSchema = z
         usage: UsageContractSchema,
         /** How the spoke obtains `policy.roleArn` (optional only so a spoke can read a hub deployed before it existed). */
         identity: SpokeIdentityContractSchema.optional(),
+        /** Peers this spoke's routes fall back to and the global hostname it is behind (config/failover.ts); absent: none. */
+        failover: FailoverContractSchema.optional(),
     })
     .strict();
 

@@ -197,6 +197,11 @@ export const EndpointSchema = z
          * to refuse an engine that drops the cache salt while serving more than one scope.
          */
         cacheScopes: z.number().int().min(0).optional(),
+        /**
+         * Spokes this placement's route falls back to when its own frontend fails, highest priority first; each must
+         * place the same model (config/failover.ts `failoverHubIssues`, rendered by lib/failover.ts).
+         */
+        fallback: z.array(DnsLabel).min(1).max(4).optional(),
     })
     .strict();
 

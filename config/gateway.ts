@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EdgeExposureSchema, EdgeTlsSchema } from "./edge";
+import { GatewayReachableSchema } from "./failover";
 
 /** One mebibyte in bytes. */
 export const MiB = 1024 * 1024;
@@ -32,6 +33,8 @@ export const GatewayConfigSchema = z
                 tls: EdgeTlsSchema.optional(),
                 /** EKS: how the proxy's Network Load Balancer is exposed (config/edge.ts); required on EKS. */
                 exposure: EdgeExposureSchema.optional(),
+                /** How peers and Route 53 reach and verify this edge (config/failover.ts); needed when the hub fails over to or across it. */
+                reachable: GatewayReachableSchema.optional(),
             })
             .strict()
             .prefault({}),

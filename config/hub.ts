@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
+import { FailoverConfigSchema, failoverHubIssues } from "./failover";
 import { LimitSetSchema } from "./limits";
 import { rolloutHubIssues } from "./rollout";
 import { UsageLedgerConfigSchema } from "./metering";
@@ -122,12 +123,15 @@ export const HubConfigSchema = z
         /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
         hubDeployers: HubDeployersSchema,
         tenantKeys: TenantKeysConfigSchema,
+        /** One client hostname over several spokes (config/failover.ts); optional. */
+        failover: FailoverConfigSchema.optional(),
     })
     .strict()
     .superRefine((h, ctx) => {
         const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: "custom", path, message });
         for (const x of tenantKeysIssues(h)) issue(x.path, x.message);
         for (const x of servingPolicyIssues(h)) issue(x.path, x.message);
+        for (const x of failoverHubIssues(h)) issue(x.path, x.message);
         const dupes = <T>(items: T[], key: (t: T) => string, path: string, what: string) => {
             const seen = new Map<string, number>();
             items.forEach((it, i) => {

@@ -75,15 +75,18 @@ export function edgeIssuer(tls: EdgeTls, namespace: string) {
     return undefined;
 }
 
-/** Pure: the edge Certificate (gateway namespace): the listener's DNS name, ECDSA P-256, renewed 30 days before expiry. */
-export function edgeCertificate(hostname: string, namespace: string) {
+/**
+ * Pure: the edge Certificate (gateway namespace): the listener's DNS name (plus `extraDnsNames`: the global failover
+ * hostname, config/failover.ts), ECDSA P-256, renewed 30 days before expiry.
+ */
+export function edgeCertificate(hostname: string, namespace: string, extraDnsNames: string[] = []) {
     return {
         apiVersion: "cert-manager.io/v1",
         kind: "Certificate",
         metadata: { name: EDGE_CERT_SECRET, namespace },
         spec: {
             secretName: EDGE_CERT_SECRET,
-            dnsNames: [hostname],
+            dnsNames: [hostname, ...extraDnsNames.filter((n) => n !== hostname)],
             issuerRef: { group: "cert-manager.io", kind: "Issuer", name: EDGE_ISSUER },
             privateKey: { algorithm: "ECDSA", size: 256, rotationPolicy: "Always" },
             duration: "2160h",

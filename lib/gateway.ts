@@ -13,6 +13,7 @@ import {
     IDENTITY_HEADERS,
     TOKEN_METADATA_KEYS,
 } from "../services/shared/identity";
+import { ENVOY_MAX_RETRIES_HEADER, PEER_HOP_HEADER } from "../services/shared/peer";
 import { INFERENCE_NAMESPACE, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "./labels";
 import { FRONTEND_PORT } from "./dgd";
 import { type ListenerTls, TLS_TERMINATED_BY_ANNOTATION } from "./edge";
@@ -83,11 +84,12 @@ export function gatewayTargetRef(name = GATEWAY_NAME) {
  * `headers.earlyRequestHeaders`): every trusted identity header, by name and by the
  * `x-platform-` prefix (so a header added later is covered), the Dynamo priority and cache-salt headers the auth
  * service sets (services/shared/identity.ts `DYNAMO_HEADERS`), and `x-ai-eg-model` plus every other gateway-owned
- * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model.
+ * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model; and
+ * `x-envoy-max-retries`, which only the auth service sets (services/shared/peer.ts).
  */
 export function earlyHeaderStrip() {
     return {
-        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS)])].sort(),
+        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS), ENVOY_MAX_RETRIES_HEADER])].sort(),
         removeOnMatch: [
             { type: "Prefix" as const, value: IDENTITY_HEADER_PREFIX },
             { type: "Prefix" as const, value: "x-ai-eg-" },
@@ -118,6 +120,8 @@ export interface ClientTrafficPolicyInput {
     namespace: string;
     /** ClientTrafficPolicy `connection.bufferLimit`, bytes. */
     bufferLimitBytes: number;
+    /** `healthCheck.path` Envoy answers itself before ext_authz (lib/failover.ts GATEWAY_HEALTH_PATH); only for a spoke Route 53 or peers probe. */
+    healthCheckPath?: string;
 }
 
 /**
@@ -134,6 +138,7 @@ export function clientTrafficPolicy(x: ClientTrafficPolicyInput) {
             targetRefs: [gatewayTargetRef()],
             headers: { earlyRequestHeaders: earlyHeaderStrip(), requestID: "Generate", withUnderscoresAction: "RejectRequest" },
             connection: { bufferLimit: byteQuantity(x.bufferLimitBytes) },
+            ...(x.healthCheckPath ? { healthCheck: { path: x.healthCheckPath } } : {}),
         },
     };
 }
@@ -163,7 +168,7 @@ export interface SecurityPolicyInput {
 export const EXT_AUTH_STATUS_ON_ERROR = 503;
 
 /** Client headers the HTTP auth service receives besides the body (HTTP ext_authz always adds Host, Method, Path, Content-Length, Authorization). */
-export const HEADERS_TO_EXT_AUTH = ["authorization", "content-type", "x-request-id"] as const;
+export const HEADERS_TO_EXT_AUTH = ["authorization", "content-type", "x-request-id", PEER_HOP_HEADER] as const;
 
 /**
  * The one Gateway-level SecurityPolicy: HTTP ext_authz to the auth service, fail-closed, with the
@@ -182,7 +187,10 @@ export function securityPolicy(x: SecurityPolicyInput) {
                 http: {
                     backendRefs: [{ group: "", kind: "Service", name: x.auth.service, namespace: x.auth.namespace, port: x.auth.port }],
                     path: x.auth.pathPrefix,
-                    headersToBackend: [...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS)],
+                    // Identity headers, the Dynamo priority and cache-salt headers, and the retry override the auth service
+                    // sets on a request a peer forwarded (services/shared/peer.ts ENVOY_MAX_RETRIES_HEADER; stripped from
+                    // clients early).
+                    headersToBackend: [...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS), ENVOY_MAX_RETRIES_HEADER],
                 },
                 headersToExtAuth: [...HEADERS_TO_EXT_AUTH],
                 bodyToExtAuth: { maxRequestBytes: x.maxRequestBytes },

@@ -108,6 +108,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
             policy: d.contract.policy,
             awsCredentials,
             loadBalancerProvisioner: d.loadBalancerProvisioner,
+            failover: d.contract.failover,
         },
         opts,
     );

@@ -10,7 +10,9 @@ import type { HubConfig } from "../config/stack";
 import { cacheScopesOf, keyServing } from "../config/serving-policy";
 import { bundlePaths } from "../services/shared/bundle";
 import { stackFilePath } from "./load";
-import { checkSpokeRegistry } from "./spoke-registry";
+import { checkSpokeRegistry, readSpokeEdges } from "./spoke-registry";
+import { buildFailoverContracts, type PeerCa } from "../config/failover";
+import { GlobalDns } from "../components/hub/GlobalDns";
 import { eksClusterNameOf } from "../lib/eks";
 import { hubSecretsProviderIssue } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
@@ -22,7 +24,7 @@ import { cloudWatchTopicKeyProblem } from "../lib/kms";
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
  * only once those exist, so {@link buildSpokeContracts} takes them from the caller.
  */
-export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | "spoke" | "placementRevision" | "endpoints">;
+export type SpokeContractExtras = Omit<SpokeContract, "schemaVersion" | "hub" | "spoke" | "placementRevision" | "endpoints" | "failover">;
 
 /**
  * Pure: the endpoints the hub places on `spoke`, each with how many KV cache scopes call its model
@@ -41,8 +43,10 @@ export function buildSpokeContracts(
     hub: HubConfig,
     hubStack: string,
     extras: Record<string, SpokeContractExtras>,
+    edges: ReadonlyMap<string, { hostname: string; ca: PeerCa }> = new Map(),
 ): Record<string, SpokeContract> {
     const out: Record<string, SpokeContract> = {};
+    const failover = buildFailoverContracts(hub, edges);
     for (const s of [...hub.spokes].sort((a, b) => a.name.localeCompare(b.name))) {
         const endpoints = placedEndpoints(hub, s.name);
         const x = extras[s.name];
@@ -54,9 +58,25 @@ export function buildSpokeContracts(
             placementRevision: contentHash(endpoints),
             endpoints,
             ...x,
+            ...(failover[s.name] ? { failover: failover[s.name] } : {}),
         };
     }
     return out;
+}
+
+/**
+ * Pure: model -> every placement of it (spoke, endpoint name, fallback spokes), spokes sorted. The view of "where does
+ * this model run" that `npm run status`, the render report and the PR diff show.
+ */
+export function modelPlacement(hub: HubConfig): Record<string, Array<{ spoke: string; endpoint: string; fallback: string[] }>> {
+    const out: Record<string, Array<{ spoke: string; endpoint: string; fallback: string[] }>> = {};
+    for (const e of [...hub.endpoints].sort((a, b) => a.spoke.localeCompare(b.spoke)))
+        out[e.model] = [...(out[e.model] ?? []), { spoke: e.spoke, endpoint: e.name, fallback: e.fallback ?? [] }];
+    return Object.fromEntries(
+        Object.keys(out)
+            .sort()
+            .map((m) => [m, out[m]]),
+    );
 }
 
 /**
@@ -201,6 +221,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     requireHubSecretsProvider(stackFilePath());
     // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.
     const spokeNetworks = checkSpokeRegistry(cfg, stackFilePath());
+    // Failover: each reachable spoke's edge from its file (checkSpokeRegistry reported anything missing).
+    const edges = readSpokeEdges(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
     const region = new pulumi.Config("aws").require("region");
     const provider = new aws.Provider("hub-aws", { region });
@@ -319,7 +341,16 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             }),
         ),
     );
-    const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x));
+    const spokeContracts = extras.apply((x) => buildSpokeContracts(cfg, stackName, x, edges));
+    // The one client hostname: Route 53 health checks and records per spoke behind it.
+    const dns = cfg.failover
+        ? new GlobalDns(
+              "global-dns", // Every spoke behind the name has an edge once checkSpokeRegistry passed; an offline render that set a
+              // spoke file aside leaves that spoke out.
+              { failover: cfg.failover, spokes: cfg.failover.spokes.flatMap((s) => (edges.has(s) ? [edges.get(s)!] : [])) },
+              opts,
+          )
+        : undefined;
     return {
         /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
         spokeContracts,
@@ -332,6 +363,19 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                 return [s, { revision: contentHash(endpoints), endpoints: endpoints.map((e) => e.name) }];
             }),
         ),
+        /** Model -> every spoke it is placed on, with the endpoint and its fallbacks (npm run status, report, PR diff). */
+        modelPlacement: modelPlacement(cfg),
+        /** The global hostname: mode, spokes behind it and their Route 53 health checks (absent without platform:failover). */
+        ...(cfg.failover && dns
+            ? {
+                  failover: {
+                      hostname: cfg.failover.hostname,
+                      mode: cfg.failover.mode,
+                      spokes: cfg.failover.spokes,
+                      healthChecks: dns.healthCheckIds,
+                  },
+              }
+            : {}),
         /** The access model with key hashes (no keys). */
         accessModel: model,
         /**

@@ -6,6 +6,7 @@ import { placeEndpoints } from "../lib/serving";
 import { placementPools } from "./spoke-infra";
 import { collisionsWithRecorded, findSpokeCollisions, networksOf, type SpokeNetworks } from "../lib/spoke-networks";
 import { readStackFile, stackNameOf } from "../lib/stackfiles";
+import { type SpokeEdge, spokeEdges } from "./failover";
 
 /** GPUs a spoke file provides: hosts x GPUs per node on-prem, desired nodes x GPUs per node on EKS. */
 export function spokeGpuCapacity(cfg: SpokeConfig): number {
@@ -15,7 +16,7 @@ export function spokeGpuCapacity(cfg: SpokeConfig): number {
     return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
 }
 
-interface SpokeFile {
+export interface SpokeFile {
     stack: string;
     file: string;
     cfg?: SpokeConfig;
@@ -53,7 +54,7 @@ export function setAsideSpokesForRender(stacks: Iterable<string> = []): void {
 }
 
 /** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
-function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
+export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
     const out: SpokeFile[] = [];
     for (const f of fs
         .readdirSync(dir)
@@ -135,6 +136,8 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
         registry.push({ name: s.name, stack: s.stack, networks: networksOf(c) });
         issues.push(...hubPlacementIssues(hub, s.name, c, f.file));
     });
+    // Failover: every spoke peers or Route 53 must reach declares a reachable, verifiable edge (programs/failover.ts).
+    issues.push(...spokeEdges(hub, listedFiles(hub, byStack)).issues);
     // Every spoke file of this hub, listed or not: a colliding new file is caught before it is even listed.
     // Listed spokes first in hub order, then unlisted files, so a collision is blamed on the newer entry.
     const rank = (stack: string) => {
@@ -156,6 +159,25 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
     if (spokeErrors.size) throw new SpokeFilesError(hubStackFile, issues, spokeErrors);
     if (issues.length) throw new ConfigError(hubStackFile, issues);
     return registry;
+}
+
+/** Listed spokes' parsed files by spoke name (spokes whose file failed are left out). */
+function listedFiles(hub: HubConfig, byStack: Map<string, SpokeFile>): Map<string, { file: string; cfg: SpokeConfig }> {
+    const out = new Map<string, { file: string; cfg: SpokeConfig }>();
+    for (const s of hub.spokes) {
+        const f = byStack.get(s.stack);
+        if (f?.cfg && f.cfg.spoke.name === s.name) out.set(s.name, { file: f.file, cfg: f.cfg });
+    }
+    return out;
+}
+
+/**
+ * The reachable edges of the spokes the hub's failover needs (programs/failover.ts `spokeEdges`), read from the spoke
+ * files beside the hub's. Call after {@link checkSpokeRegistry} passed (which reports every missing piece).
+ */
+export function readSpokeEdges(hub: HubConfig, hubStackFile: string): Map<string, SpokeEdge> {
+    const files = spokeFilesOf(path.dirname(hubStackFile), stackNameOf(hubStackFile));
+    return spokeEdges(hub, listedFiles(hub, new Map(files.map((f) => [f.stack, f])))).edges;
 }
 
 /**

@@ -105,6 +105,8 @@ describe("header stripping and ext_authz", () => {
             "x-ai-eg-model",
             "x-dynamo-request-priority",
             "x-dynamo-request-strict-priority",
+            // Only the auth service sets it, on a request a peer spoke forwarded (services/shared/peer.ts).
+            "x-envoy-max-retries",
             "x-platform-key-id",
             "x-platform-lease",
             "x-platform-model",
@@ -149,9 +151,11 @@ describe("header stripping and ext_authz", () => {
                         "x-dynamo-request-priority",
                         "x-dynamo-request-strict-priority",
                         "x-tenant-id",
+                        // The auth service's retry override for a request a peer forwarded (no loop between spokes).
+                        "x-envoy-max-retries",
                     ],
                 },
-                headersToExtAuth: ["authorization", "content-type", "x-request-id"],
+                headersToExtAuth: ["authorization", "content-type", "x-request-id", "x-llm-peer-hop"],
                 bodyToExtAuth: { maxRequestBytes: 33554432 },
                 failOpen: false,
                 statusOnError: 503,

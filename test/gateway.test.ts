@@ -1,3 +1,4 @@
+import { peerStrippedHeaders } from "../lib/failover";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_OPS_PORT, AUTH_PORT, authEnv, awsConfigFile } from "../components/spoke/AuthService";
 import { valkeyArgs } from "../components/spoke/CounterStore";
@@ -64,7 +65,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         expect(waitsFor(rs, find(rs, "agent-router-security"), find(rs, "agent-router-auth-service"))).toBe(true);
     });
 
-    it("gateway CRs are direct resources: one Gateway-level SecurityPolicy, early stripping, a Backend per endpoint, one route", () => {
+    it("gateway CRs are direct resources: one Gateway-level SecurityPolicy, early stripping, a Backend per endpoint and peer, one route", () => {
         const kinds = (k: string) => rs.filter((r) => r.type.endsWith(`:${k}`) && r.type.startsWith("kubernetes:"));
         for (const [k, n] of [
             ["GatewayClass", 1],
@@ -72,9 +73,11 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
             ["Gateway", 1],
             ["ClientTrafficPolicy", 1],
             ["SecurityPolicy", 1],
-            ["Backend", 2],
-            ["AIServiceBackend", 2],
+            // The shipped hub falls hn1's two models back to hcm1: one peer Backend / AIServiceBackend, one retry policy.
+            ["Backend", 3],
+            ["AIServiceBackend", 3],
             ["AIGatewayRoute", 1],
+            ["BackendTrafficPolicy", 1],
         ] as const) {
             expect(kinds(k), k).toHaveLength(n);
         }
@@ -84,11 +87,17 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         expect(backends).toEqual([
             { hostname: "llama-70b-frontend.inference.svc.cluster.local", port: 8000 },
             { hostname: "qwen3-32b-frontend.inference.svc.cluster.local", port: 8000 },
+            { hostname: "llm.hcm1.example.com", port: 443 },
         ]);
         const route = inputs(kinds("AIGatewayRoute")[0]);
+        const peer = {
+            name: "peer-hcm1",
+            priority: 1,
+            headerMutation: { set: [{ name: "x-llm-peer-hop", value: "hn1" }], remove: peerStrippedHeaders() },
+        };
         expect(route.spec.rules.map((r: any) => [r.matches[0].headers[0].value, r.backendRefs, r.timeouts.request])).toEqual([
-            ["Qwen/Qwen3-32B", [{ name: "qwen3-32b" }], "1800s"],
-            ["meta-llama/Llama-3.3-70B-Instruct", [{ name: "llama-70b" }], "1800s"],
+            ["Qwen/Qwen3-32B", [{ name: "qwen3-32b" }, peer], "1800s"],
+            ["meta-llama/Llama-3.3-70B-Instruct", [{ name: "llama-70b" }, peer], "1800s"],
         ]);
         expect(inputs(kinds("EnvoyProxy")[0]).spec.telemetry.accessLog.settings).toEqual([meteringAccessLogSetting()]);
         const sp = inputs(kinds("SecurityPolicy")[0]).spec;
@@ -160,7 +169,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         ]);
         const report = await runPolicies(gatewayPolicies, rs);
         expect(report.findings).toEqual([]);
-        expect(report.policiesRun).toBe(19); // 16 + gateway-identity-headers-only-from-extauth, gateway-closed-shape, gateway-request-id-generated
+        expect(report.policiesRun).toBe(20); // 16 + gateway-identity-headers-only-from-extauth, gateway-closed-shape, gateway-request-id-generated, gateway-peer-fallback-verified
     });
 });
 

@@ -1,6 +1,7 @@
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { rolloutStatusLines } from "../lib/rollout";
 import { readHubOutputs } from "./hub-outputs";
+import { placementLines } from "./placement-view";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
 import { reconcile } from "../services/ledger/reconcile";
@@ -344,6 +345,11 @@ async function main(argv: string[]): Promise<number> {
     // Rollouts in flight (lib/rollout.ts): step, weights, last gate verdict, from the placement contracts.
     const rollouts = rolloutStatusLines(((json as { outputs?: unknown })?.outputs ?? (json as any))?.spokeContracts);
     if (rollouts.length && !argv.includes("--json")) process.stdout.write(`rollouts:\n${rollouts.map((l) => `  ${l}`).join("\n")}\n\n`);
+    // Every spoke each model is placed on, its fallbacks and the global hostname (tools/placement-view.ts).
+    if (!argv.includes("--json")) {
+        const lines = placementLines(json);
+        if (lines.length) process.stdout.write(`${lines.join("\n")}\n\n`);
+    }
     if (argv.includes("--local")) return runLocal(spokes, argv.includes("--json"), maxBehindSeconds, windowHours);
     const endpoint = opt("s3-endpoint");
     const clients = new Map<string, S3Client>();

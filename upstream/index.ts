@@ -65,3 +65,4 @@ export const entrypoints: readonly EntrypointFacts[] = [
     ...libraryEntrypoints,
     ...kvbmEntrypoints,
 ];
+export * from "./failover";

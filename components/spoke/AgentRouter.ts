@@ -27,6 +27,15 @@ import { listenerTls, nlbEnvoyService } from "../../lib/edge";
 import { AuthService } from "./AuthService";
 import { EdgeTls } from "./EdgeTls";
 import { CounterStore } from "./CounterStore";
+import type { FailoverContract } from "../../config/failover";
+import {
+    fallbackTrafficPolicy,
+    GATEWAY_HEALTH_PATH,
+    listenerHostnameFor,
+    peerObjects,
+    routesWithPeers,
+    withPeerFallback,
+} from "../../lib/failover";
 
 /** Inputs of {@link AgentRouter}. */
 export interface AgentRouterArgs {
@@ -53,6 +62,8 @@ export interface AgentRouterArgs {
     accessLog?: unknown[];
     /** Auth service image override (default: config/versions.ts). */
     authImage?: string;
+    /** The contract's failover block (config/failover.ts): peers to fall back to, the global hostname; absent: none. */
+    failover?: FailoverContract;
 }
 
 /** Extra seconds a concurrency lease outlives the longest request, so a finishing stream keeps its slot. */
@@ -170,7 +181,13 @@ export class AgentRouter extends pulumi.ComponentResource {
             g.listener.tls?.source === "acme-dns01" || g.listener.tls?.source === "private-ca"
                 ? new EdgeTls(
                       `${name}-edge-tls`,
-                      { tls: g.listener.tls, hostname: g.listener.hostname!, namespace: ns, dependsOn: [gwNs] },
+                      {
+                          tls: g.listener.tls,
+                          hostname: g.listener.hostname!,
+                          extraDnsNames: args.failover?.globalHostname ? [args.failover.globalHostname] : [],
+                          namespace: ns,
+                          dependsOn: [gwNs],
+                      },
                       { parent: this },
                   )
                 : undefined;
@@ -185,12 +202,21 @@ export class AgentRouter extends pulumi.ComponentResource {
             [aigw, gwNs, ...(args.loadBalancerProvisioner ?? [])],
         );
         const cls = cr("gateway-class", gatewayClass(ns), [proxy]);
-        const gw = cr("gateway", gateway({ namespace: ns, hostname: g.listener.hostname, tls }), [
+        // Behind a global name the listener takes any Host (its own name and the global one; the certificate names both).
+        const gw = cr("gateway", gateway({ namespace: ns, hostname: listenerHostnameFor(g.listener.hostname, args.failover), tls }), [
             cls,
             ...(edge ? [edge.certificate] : []),
             ...(args.loadBalancerProvisioner ?? []),
         ]);
-        const ctp = cr("client-traffic", clientTrafficPolicy({ namespace: ns, bufferLimitBytes: g.bufferLimitBytes }), [gw]);
+        const ctp = cr(
+            "client-traffic",
+            clientTrafficPolicy({
+                namespace: ns,
+                bufferLimitBytes: g.bufferLimitBytes,
+                healthCheckPath: args.failover ? GATEWAY_HEALTH_PATH : undefined,
+            }),
+            [gw],
+        );
         const sp = cr(
             "security",
             securityPolicy({
@@ -207,13 +233,28 @@ export class AgentRouter extends pulumi.ComponentResource {
             const b = cr(`backend-${e.name}`, backend(e, ns), [aigw, gwNs]);
             return [b, cr(`ai-backend-${e.name}`, aiServiceBackend(e, ns), [b])];
         });
-        const routes = aiGatewayRoutes(
-            args.endpoints,
-            ns,
-            { requestSeconds: g.requestTimeoutSeconds, streamIdleSeconds: g.streamIdleTimeoutSeconds },
-            args.rollouts,
+        // Peers (lib/failover.ts): declaration, CA, Backend with TLS and AIServiceBackend per peer; their backendRefs follow
+        // the local ones at priority 1+, and a retry per route walks to them.
+        const peers = peerObjects(args.failover, ns).map((o) =>
+            "data" in o
+                ? new k8s.core.v1.ConfigMap(`${name}-${o.metadata.name}`, { metadata: o.metadata, data: o.data }, child([gwNs]))
+                : cr(`${o.kind === "Backend" ? "backend" : "ai-backend"}-${o.metadata.name}`, o, [aigw, gwNs]),
         );
-        for (const r of routes) cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends]);
+        const routes = withPeerFallback(
+            aiGatewayRoutes(
+                args.endpoints,
+                ns,
+                { requestSeconds: g.requestTimeoutSeconds, streamIdleSeconds: g.streamIdleTimeoutSeconds },
+                args.rollouts,
+            ),
+            args.failover,
+            args.spoke,
+        );
+        for (const r of routes) {
+            const route = cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends, ...peers]);
+            const withPeers = routesWithPeers(routes).find((x) => x.name === r.metadata.name);
+            if (withPeers) cr(`fallback-${r.metadata.name}`, fallbackTrafficPolicy(r.metadata.name, ns, withPeers.peers), [route]);
+        }
         this.routeNames = routes.map((r) => r.metadata.name);
 
         const isolation = frontendNetworkPolicy(args.frontendNamespace ?? INFERENCE_NAMESPACE, g.frontendScrapers);

@@ -10,6 +10,8 @@ export interface EdgeTlsArgs {
     tls: EdgeTlsConfig;
     /** The listener's DNS name (the certificate's only name). */
     hostname: string;
+    /** Further names the certificate carries (the global failover hostname). */
+    extraDnsNames?: string[];
     /** Gateway namespace: the Issuer, the Certificate and its Secret live there. */
     namespace: string;
     /** Resources the Issuer waits for (the gateway namespace). */
@@ -48,7 +50,7 @@ export class EdgeTls extends pulumi.ComponentResource {
         });
         this.certificate = new k8s.apiextensions.CustomResource(
             `${name}-certificate`,
-            edgeCertificate(args.hostname, args.namespace) as k8s.apiextensions.CustomResourceArgs,
+            edgeCertificate(args.hostname, args.namespace, args.extraDnsNames) as k8s.apiextensions.CustomResourceArgs,
             { parent: this, dependsOn: [issuer] },
         );
         this.registerOutputs({});

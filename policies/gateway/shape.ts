@@ -2,6 +2,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { GROUPS, gatewayUrn, gvk, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
 import { effectiveFor, listenerLabel, modelListeners } from "../lib/attachment";
 import { attachmentsOf } from "./attach";
+import { PEER_HOP_HEADER, PEER_PREFIX } from "../../services/shared/peer";
 
 /*
  * The gateway path as a closed shape. Every object of the Gateway API, Envoy Gateway and AI Gateway groups decides who
@@ -112,6 +113,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "http1.**",
             "http2.**",
             "tcpKeepalive.**",
+            // Envoy's health_check filter answers this path itself (first in the chain, before ext_authz:
+            // envoyproxy/gateway@v1.9.0:internal/xds/translator/httpfilters.go newOrderedHTTPFilter); it reaches no model.
+            "healthCheck.path",
         ],
         values: { "headers.requestID": ["Generate"], "headers.withUnderscoresAction": ["RejectRequest", "DropHeader"] },
         why: "strips client identity headers early and generates the request id metering charges by; clientIPDetection is absent (the product renders none: trusting X-Forwarded-For hops or a custom header lets a client choose the address limits and logs see)",
@@ -143,6 +147,10 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             ...refs("rules[].backendRefs[]"),
             "rules[].backendRefs[].weight",
             "rules[].backendRefs[].priority",
+            // Only on peer backendRefs (policies/gateway/peer.ts): identity headers removed, the hop marked.
+            "rules[].backendRefs[].headerMutation.remove[]",
+            "rules[].backendRefs[].headerMutation.set[].name",
+            "rules[].backendRefs[].headerMutation.set[].value",
             "rules[].matches[].headers[].name",
             "rules[].matches[].headers[].type",
             "rules[].matches[].headers[].value",
@@ -152,6 +160,8 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "llmRequestCosts[].type",
             "llmRequestCosts[].cel",
         ],
+        // The one header a backendRef may set: the peer-hop mark (services/shared/peer.ts), never an identity header.
+        values: { "rules[].backendRefs[].headerMutation.set[].name": [PEER_HOP_HEADER] },
         why: "routes by the body's model to AIServiceBackends; header-match rules checked by the route policies",
     },
     AIServiceBackend: {
@@ -160,8 +170,43 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
         why: "an AI backend resolves only to an Envoy Gateway Backend",
     },
     Backend: {
-        fields: ["endpoints[].fqdn.hostname", "endpoints[].fqdn.port"],
-        why: "a Dynamo frontend by cluster DNS name (no IP or unix socket endpoints, no dynamic resolver)",
+        fields: [
+            "endpoints[].fqdn.hostname",
+            "endpoints[].fqdn.port",
+            // A peer spoke's gateway only (policies/gateway/peer.ts): verified TLS, SNI = the declared hostname.
+            "tls.sni",
+            "tls.caCertificateRefs[].group",
+            "tls.caCertificateRefs[].kind",
+            "tls.caCertificateRefs[].name",
+            "tls.wellKnownCACertificates",
+        ],
+        values: { "tls.caCertificateRefs[].kind": ["ConfigMap"], "tls.wellKnownCACertificates": ["System"] },
+        why: "a Dynamo frontend by cluster DNS name, or a declared peer gateway over verified TLS (no IP or unix socket endpoints, no dynamic resolver, no insecureSkipVerify, no client certificate)",
+    },
+    BackendTrafficPolicy: {
+        fields: [
+            ...refs("targetRefs[]"),
+            "retry.numRetries",
+            "retry.numAttemptsPerPriority",
+            "retry.retryOn.triggers[]",
+            "retry.retryOn.httpStatusCodes[]",
+            "retry.perRetry.backOff.baseInterval",
+            "retry.perRetry.backOff.maxInterval",
+        ],
+        values: {
+            "targetRefs[].kind": ["HTTPRoute"],
+            "targetRefs[].group": ["gateway.networking.k8s.io"],
+            // Never 4xx: a 401/403/429 is the auth service's answer; retrying it at a peer skips the local limit.
+            "retry.retryOn.httpStatusCodes[]": ["500", "502", "503", "504"],
+            "retry.retryOn.triggers[]": [
+                "connect-failure",
+                "refused-stream",
+                "reset-before-request",
+                "retriable-status-codes",
+                "unavailable",
+            ],
+        },
+        why: "retries of an AIGatewayRoute's generated HTTPRoute that walk to the next backend priority (peer fallback) on connection failures and 5xx, nothing else",
     },
     ReferenceGrant: {
         fields: ["from[].group", "from[].kind", "from[].namespace", "to[].group", "to[].kind", "to[].name"],
@@ -234,6 +279,8 @@ export function targetFindings(resources: PolicyResource[]): Array<{ message: st
     const out: Array<{ message: string; urn: string }> = [];
     const dgds = new Set(ofKind(resources, GROUPS.dynamo, "DynamoGraphDeployment").map(keyOf));
     for (const b of ofKind(resources, GROUPS.eg, "Backend")) {
+        // Peer backends (`peer-<spoke>`) are checked against the hub's declaration by policies/gateway/peer.ts.
+        if (nameOf(b).startsWith(PEER_PREFIX)) continue;
         const eps: any[] = b.props.spec?.endpoints ?? [];
         if (!eps.length) out.push({ message: `Backend ${keyOf(b)} has no endpoints`, urn: b.urn });
         for (const e of eps) {

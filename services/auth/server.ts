@@ -1,3 +1,4 @@
+import { ENVOY_MAX_RETRIES_HEADER, PEER_HOP_HEADER } from "../shared/peer";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Redis } from "ioredis";
@@ -239,7 +240,8 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         };
         const respond = (r: Result) => {
             if (Array.isArray(r)) {
-                res.writeHead(200, r).end();
+                // A request a peer spoke forwarded is served here or fails here: no retry to this spoke's own peers.
+                res.writeHead(200, req.headers[PEER_HOP_HEADER] === undefined ? r : [...r, ENVOY_MAX_RETRIES_HEADER, "0"]).end();
                 allowedCounter.inc();
                 metrics.checkDuration.observe(seconds(started));
             } else {

@@ -2,6 +2,7 @@ import { Redis } from "ioredis";
 import { startRedis } from "../auth/test/harness";
 import type { ChaosFigure, ChaosScenario } from "../shared/chaos";
 import { type Rig, startRig } from "./testing/rig";
+import { endpointDisappears } from "./testing/failover-drill";
 import {
     kinesisSilentThenHealed,
     meteringKillAndRedeliver,
@@ -30,6 +31,11 @@ const strip = <T extends ChaosFigure>(f: T): ChaosFigure => ({
 });
 
 export const scenarios: ChaosScenario[] = [
+    {
+        // Two spokes' auth + metering and one ledger; hn1's endpoint disappears mid-traffic (services/metering/testing/failover-drill.ts).
+        name: "failover: one spoke's endpoint disappears mid-traffic",
+        run: () => withRig(async (rig) => strip(await endpointDisappears(rig))),
+    },
     {
         name: "metering: Kinesis silent 3 s, then healed",
         run: () => withRig(async (rig) => strip(await kinesisSilentThenHealed(rig, { silenceMs: 3000, requestTimeoutMs: 1000 }))),

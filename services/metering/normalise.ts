@@ -1,3 +1,4 @@
+import { PEER_PREFIX } from "../shared/peer";
 import { ACCESS_LOG_FIELDS } from "../shared/accesslog";
 import type { UsageEvent } from "../shared/usage";
 import { estimateCompletionTokens, estimatePromptTokens } from "./estimate";
@@ -14,6 +15,11 @@ export type Normalised =
     | { kind: "event"; event: PendingEvent; lease?: string }
     /** Not a metered request (refused by auth before any work, or no model). Counted, not stored. */
     | { kind: "ignored"; reason: string }
+    /**
+     * Served by a peer spoke's gateway (the route's fallback): metered there, by the spoke that served it, never here.
+     * Counted, not stored; `lease` is this spoke's concurrency lease to release.
+     */
+    | { kind: "forwarded"; peer: string; event: PendingEvent; lease?: string }
     /** Malformed: stored in the quarantine with the reason, never silently dropped. */
     | { kind: "quarantine"; reason: string };
 
@@ -31,6 +37,17 @@ export const NO_RESPONSE_STATUS = 499;
 
 /** Statuses the auth service answers before any GPU work. */
 const AUTH_REFUSALS = new Set([401, 403, 429]);
+
+/**
+ * The peer spoke a record's AI Gateway backend names, or undefined for a local backend. The AI Gateway's
+ * `backend_name` is `<namespace>/<AIServiceBackend>/route/<route>/rule/<i>/ref/<j>`
+ * (envoyproxy/ai-gateway@v1.1.0:internal/internalapi/internalapi.go `PerRouteRuleRefBackendName`); peer
+ * AIServiceBackends are named `peer-<spoke>` (services/shared/peer.ts), a prefix no endpoint may use (config/failover.ts).
+ */
+export function peerOfBackend(backendName: string | undefined): string | undefined {
+    const name = backendName?.split("/")[1];
+    return name?.startsWith(PEER_PREFIX) && name.length > PEER_PREFIX.length ? name.slice(PEER_PREFIX.length) : undefined;
+}
 
 function present(v: AccessLogRecord[string]): string | undefined {
     if (v === undefined || v === null) return undefined;
@@ -60,6 +77,9 @@ function field(name: string): string {
  *   that had a body.
  * - No token metadata on an error response (status >= 400): counted as a request with zero tokens
  *   (`estimated`, not truncated): the engine produced nothing billable.
+ *
+ * A record whose backend is a peer spoke's gateway (the route fell back) is `forwarded`: the peer meters it, with its
+ * own request id, so it is never counted here even though both spokes log it.
  *
  * @param spoke this spoke's name (the event's `spoke`)
  */
@@ -134,6 +154,14 @@ export function normalise(rec: AccessLogRecord, spoke: string): Normalised {
         endedAt: new Date(startMs + duration).toISOString(),
     };
     const lease = present(rec.lease);
+    const peer = peerOfBackend(present(rec.backendName));
+    if (peer)
+        return {
+            kind: "forwarded",
+            peer,
+            event: { ...base, inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, truncated: false, usageSource: "estimated" },
+            ...(lease ? { lease } : {}),
+        };
     const withLease = (event: PendingEvent): Normalised => (lease ? { kind: "event", event, lease } : { kind: "event", event });
 
     if (tokens.inputTokens !== undefined && tokens.outputTokens !== undefined) {

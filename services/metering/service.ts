@@ -19,6 +19,8 @@ export interface IngestOutcome {
     duplicates: number;
     /** Records that are not metered requests (refused by auth, no model). */
     ignored: number;
+    /** Records of requests a peer spoke served (the route's fallback): metered there; only their lease is released here. */
+    forwarded: number;
     /** Records stored in the quarantine with a reason. */
     quarantined: number;
     /** First quarantine reasons (for the OTLP partial-success message). */
@@ -61,7 +63,7 @@ export class MeteringService {
     constructor(private readonly o: MeteringServiceOptions) {
         this.records = new Counter({
             name: "metering_records_total",
-            help: "Access-log records by outcome (spooled, duplicate, ignored, quarantined)",
+            help: "Access-log records by outcome (spooled, duplicate, ignored, forwarded, quarantined)",
             labelNames: ["outcome"],
             registers: [this.registry],
         });
@@ -175,7 +177,8 @@ export class MeteringService {
      * @throws SpoolFullError / the file system's error: nothing new is acknowledged, the sender retries
      */
     async ingest(records: ExtractedRecord[]): Promise<IngestOutcome> {
-        const out: IngestOutcome = { spooled: 0, duplicates: 0, ignored: 0, quarantined: 0, reasons: [] };
+        const out: IngestOutcome = { spooled: 0, duplicates: 0, ignored: 0, forwarded: 0, quarantined: 0, reasons: [] };
+        const forwardedLeases: Array<{ event: UsageEvent; lease: string }> = [];
         const events: PendingEvent[] = [];
         const leases = new Map<string, string>();
         const bad: Array<{ reason: string; record: unknown }> = [];
@@ -188,7 +191,12 @@ export class MeteringService {
             const n = normalise(r.record, this.o.spoke);
             if (n.kind === "quarantine") bad.push({ reason: n.reason, record: r.record });
             else if (n.kind === "ignored") out.ignored++;
-            else if (this.recent.has(n.event.requestId) || batchIds.has(n.event.requestId)) out.duplicates++;
+            else if (n.kind === "forwarded") {
+                out.forwarded++;
+                // Not spooled, never shipped: only the lease this spoke's auth took is given back. seq/source are unused
+                // by a release (it reads the tier ids only).
+                if (n.lease) forwardedLeases.push({ event: { ...n.event, seq: -1, source: "forwarded" }, lease: n.lease });
+            } else if (this.recent.has(n.event.requestId) || batchIds.has(n.event.requestId)) out.duplicates++;
             else {
                 batchIds.add(n.event.requestId);
                 events.push(n.event);
@@ -205,8 +213,16 @@ export class MeteringService {
         this.records.inc({ outcome: "spooled" }, out.spooled);
         this.records.inc({ outcome: "duplicate" }, out.duplicates);
         this.records.inc({ outcome: "ignored" }, out.ignored);
+        this.records.inc({ outcome: "forwarded" }, out.forwarded);
         this.records.inc({ outcome: "quarantined" }, out.quarantined);
         if (this.o.limits && leases.size) this.track(this.releaseLeases(stamped, leases));
+        if (this.o.limits && forwardedLeases.length)
+            this.track(
+                this.releaseLeases(
+                    forwardedLeases.map((f) => f.event),
+                    new Map(forwardedLeases.map((f) => [f.event.requestId, f.lease])),
+                ),
+            );
         return out;
     }
 

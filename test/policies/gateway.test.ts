@@ -66,7 +66,7 @@ async function messages(policy: Policy, rs: CapturedResource[]): Promise<string[
 }
 
 describe("gateway policies: registration and the compliant spoke", () => {
-    it("all 19 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
+    it("all 20 are mandatory, registered in allPolicies, and silent on the repo's spoke", async () => {
         expect(gatewayPolicies.map((p) => p.name)).toEqual([
             "gateway-extauth-fail-closed",
             "gateway-one-extauth-security-policy",
@@ -87,6 +87,7 @@ describe("gateway policies: registration and the compliant spoke", () => {
             "gateway-identity-headers-only-from-extauth",
             "gateway-closed-shape",
             "gateway-request-id-generated",
+            "gateway-peer-fallback-verified",
         ]);
         for (const p of gatewayPolicies) {
             expect(p.enforcementLevel, p.name).toBe("mandatory");

@@ -401,11 +401,31 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     const rows: unknown[][] = [];
     for (const m of v.models) {
         const eps = v.spokes.flatMap((s) => s.endpoints.filter((e) => e.model === m.id).map((e) => ({ s, e })));
-        if (eps.length === 0) rows.push([m.id, "(not placed)", "-", "-", "-", "-", "-", "-"]);
+        if (eps.length === 0) rows.push([m.id, "(not placed)", "-", "-", "-", "-", "-", "-", "-"]);
         for (const { s, e } of eps)
-            rows.push([m.id, `${s.name} (${s.region})`, e.name, e.engine, topologyText(e), e.gpus, budgetCell(e), e.kvPool]);
+            rows.push([
+                m.id,
+                `${s.name} (${s.region})`,
+                e.name,
+                e.engine,
+                topologyText(e),
+                e.gpus,
+                budgetCell(e),
+                e.kvPool,
+                e.fallback?.join(", ") || "-",
+            ]);
     }
-    lines.push(...table(["model", "spoke", "endpoint", "engine", "topology", "GPUs", "planner budget", "KV pool"], rows), "");
+    lines.push(
+        ...table(["model", "spoke", "endpoint", "engine", "topology", "GPUs", "planner budget", "KV pool", "falls back to"], rows),
+        "",
+    );
+    if (v.failover)
+        lines.push(
+            "## Global hostname",
+            "",
+            `\`${v.failover.hostname}\` (${v.failover.mode}: Route 53 ${v.failover.mode === "active-active" ? "latency" : "failover"} records, an HTTPS health check per spoke's gateway) over ${v.failover.spokes.join(", ")}.`,
+            "",
+        );
     lines.push(
         "## Platform limits per model",
         "",

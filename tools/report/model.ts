@@ -84,6 +84,8 @@ export interface EndpointView {
     startPath: string;
     /** Reviewed KV-transport exceptions declared in the stack file (config/endpoint.ts `kvExceptions`). */
     kvExceptions: Array<{ name: string; value: string; component?: string; why: string; until: string }>;
+    /** Spokes the endpoint's route falls back to (config/endpoint.ts `fallback`). */
+    fallback?: string[];
     /** The endpoint's rollout, when it has one (config/rollout.ts). */
     rollout?: RolloutView;
 }
@@ -235,6 +237,8 @@ export interface HubView {
     apiKeys: number;
     policy: PolicyView;
     resources: number;
+    /** The global hostname (config/failover.ts), when the hub file sets platform:failover. */
+    failover?: { hostname: string; mode: string; spokes: string[] };
 }
 
 export type StackView = SpokeView | HubView;
@@ -271,6 +275,7 @@ function endpointView(e: Endpoint): EndpointView {
         kvTiers: kvTiersText(e),
         startPath: expectedStartPath(e),
         kvExceptions: [...(e.kvExceptions ?? [])],
+        ...(e.fallback ? { fallback: [...e.fallback] } : {}),
         ...(e.rollout ? { rollout: rolloutView(e) } : {}),
     };
 }
@@ -557,6 +562,9 @@ function hubView(input: ReportInput, cfg: HubConfig): HubView {
         apiKeys: cfg.apiKeys.length,
         policy: policyView(input),
         resources: input.resources.filter((r) => r.type !== "pulumi:pulumi:Stack").length,
+        ...(cfg.failover
+            ? { failover: { hostname: cfg.failover.hostname, mode: cfg.failover.mode, spokes: [...cfg.failover.spokes] } }
+            : {}),
     };
 }
 

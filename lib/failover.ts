@@ -1,0 +1,247 @@
+/**
+ * Pure builders for failover across spokes: the gateway objects a spoke renders for its peers (Backend with TLS to the
+ * peer's edge, AIServiceBackend, CA ConfigMap, priority-1 backendRefs, the retry that walks to them), the declaration
+ * the policy pack checks them against, and the Route 53 records of the global hostname. No Pulumi here
+ * (components/spoke/AgentRouter.ts and components/hub/GlobalDns.ts apply them). Every field is recorded with its
+ * source and what it needs to take effect in upstream/failover.ts.
+ */
+import type { FailoverConfig, FailoverContract, PeerContract } from "../config/failover";
+import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../services/shared/identity";
+import { GATEWAY_NAME } from "./gateway";
+
+import {
+    PEER_DECLARATION_CONFIGMAP,
+    PEER_DECLARATION_KEY,
+    PEER_HOP_HEADER,
+    PEER_PREFIX,
+    peerCaConfigMapName,
+} from "../services/shared/peer";
+
+export { PEER_DECLARATION_CONFIGMAP, PEER_DECLARATION_KEY, PEER_HOP_HEADER, PEER_PREFIX, peerCaConfigMapName };
+
+/** Backend / AIServiceBackend name of a peer spoke's gateway. */
+export function peerBackendName(spoke: string): string {
+    return `${PEER_PREFIX}${spoke}`;
+}
+
+/**
+ * Path Envoy answers itself with 200 while the proxy is live (ClientTrafficPolicy `healthCheck.path`: Envoy's
+ * health_check filter, ordered first in the HTTP filter chain, before ext_authz:
+ * envoyproxy/gateway@v1.9.0:internal/xds/translator/httpfilters.go `newOrderedHTTPFilter`). Route 53 probes it: a
+ * health check cannot present a tenant key, so every other path answers 401.
+ */
+export const GATEWAY_HEALTH_PATH = "/healthz/gateway";
+
+/**
+ * Status codes of a local attempt that send the request to the next priority (a peer). 502/503/504: the local
+ * frontend is gone, overloaded or cut off. Never 4xx: a 401/403/429 is the auth service's answer, and retrying it at
+ * a peer would both bypass the local limit and charge the peer's.
+ */
+export const FALLBACK_STATUS_CODES = [502, 503, 504] as const;
+/** Retry triggers (Envoy Gateway `retryOn.triggers`): connection failures and the status codes above. */
+export const FALLBACK_TRIGGERS = ["connect-failure", "refused-stream", "reset-before-request", "retriable-status-codes"] as const;
+
+/** The CA ConfigMap of a PEM peer (Backend `tls.caCertificateRefs` reads key `ca.crt`); undefined for a system-CA peer. */
+export function peerCaConfigMap(p: PeerContract, namespace: string) {
+    if (p.ca.kind !== "pem") return undefined;
+    return {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: peerCaConfigMapName(p.spoke), namespace },
+        data: { "ca.crt": `${p.ca.pem.trim()}\n` },
+    };
+}
+
+/**
+ * Envoy Gateway Backend for a peer's edge: its listener hostname on 443, TLS verified with the peer's CA (or the
+ * system CAs for a publicly trusted certificate) against that hostname, which is also the SNI. Never
+ * `insecureSkipVerify`; never `fallback` (the backendRef's `priority` overrides it: AIGatewayRoute CRD
+ * `rules[].backendRefs[].priority`).
+ */
+export function peerBackend(p: PeerContract, namespace: string) {
+    const ca =
+        p.ca.kind === "pem"
+            ? { caCertificateRefs: [{ group: "", kind: "ConfigMap", name: peerCaConfigMapName(p.spoke) }] }
+            : { wellKnownCACertificates: "System" };
+    return {
+        apiVersion: "gateway.envoyproxy.io/v1alpha1",
+        kind: "Backend",
+        metadata: { name: peerBackendName(p.spoke), namespace },
+        spec: {
+            endpoints: [{ fqdn: { hostname: p.hostname, port: p.port } }],
+            tls: { sni: p.hostname, ...ca },
+        },
+    };
+}
+
+/** AIServiceBackend over the peer Backend: OpenAI schema, as the peer's own gateway speaks it. */
+export function peerAiServiceBackend(p: PeerContract, namespace: string) {
+    return {
+        apiVersion: "aigateway.envoyproxy.io/v1beta1",
+        kind: "AIServiceBackend",
+        metadata: { name: peerBackendName(p.spoke), namespace },
+        spec: {
+            schema: { name: "OpenAI", prefix: "/v1" },
+            backendRef: { group: "gateway.envoyproxy.io", kind: "Backend", name: peerBackendName(p.spoke) },
+        },
+    };
+}
+
+/**
+ * Headers removed from a request before it leaves for a peer: every trusted identity header our ext_authz set
+ * (the peer's auth service must decide from the tenant's own key, which travels in `Authorization`) and the AI
+ * Gateway's model header (the peer's AI Gateway sets it from the body). The peer strips them early too
+ * (lib/gateway.ts `earlyHeaderStrip`); removing them here keeps our trusted identity off the wire.
+ */
+export function peerStrippedHeaders(): string[] {
+    return [...new Set([...Object.values(IDENTITY_HEADERS), AI_GATEWAY_MODEL_HEADER])].sort();
+}
+
+/**
+ * One peer backendRef of a model rule: priority 1 + its order, identity headers removed, the hop marked with this
+ * spoke's name ({@link PEER_HOP_HEADER}: the peer then serves it or fails it, never forwarding it on).
+ */
+export function peerBackendRef(spoke: string, order: number, self: string) {
+    return {
+        name: peerBackendName(spoke),
+        priority: 1 + order,
+        headerMutation: { set: [{ name: PEER_HOP_HEADER, value: self }], remove: peerStrippedHeaders() },
+    };
+}
+
+/**
+ * Adds the peers to the model rules of rendered AIGatewayRoutes: for a rule whose model a peer backs up, the local
+ * backendRefs stay at priority 0 and each peer follows at priority 1, 2, ... in the endpoints' fallback order.
+ * Rules of models without peers are unchanged. `self` is this spoke (the hop header's value).
+ * @param routes lib/gateway.ts `aiGatewayRoutes` output
+ */
+export function withPeerFallback<
+    R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }> } },
+>(routes: R[], f: FailoverContract | undefined, self: string): R[] {
+    if (!f?.peers.length) return routes;
+    return routes.map((r) => ({
+        ...r,
+        spec: {
+            ...r.spec,
+            rules: r.spec.rules.map((rule) => {
+                const model = rule.matches[0]?.headers[0]?.value;
+                const peers = f.peers.filter((p) => p.models.includes(model));
+                return peers.length
+                    ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i, self))] }
+                    : rule;
+            }),
+        },
+    }));
+}
+
+/**
+ * BackendTrafficPolicy on the HTTPRoute the AI Gateway generates for an AIGatewayRoute (same name: AI Gateway
+ * provider-fallback docs) that makes priority fallback happen: one attempt per priority (`numAttemptsPerPriority: 1`,
+ * so the retry goes to the next priority, not the same frontend), as many retries as there are peer priorities, on
+ * connection failures and {@link FALLBACK_STATUS_CODES}. No per-retry timeout: the rule's `timeouts.request` bounds a
+ * long stream. Envoy does not retry once response headers went to the client, so a started stream is never replayed.
+ */
+export function fallbackTrafficPolicy(routeName: string, namespace: string, peerCount: number) {
+    return {
+        apiVersion: "gateway.envoyproxy.io/v1alpha1",
+        kind: "BackendTrafficPolicy",
+        metadata: { name: `${routeName}-fallback`, namespace },
+        spec: {
+            targetRefs: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: routeName }],
+            retry: {
+                numRetries: peerCount,
+                numAttemptsPerPriority: 1,
+                retryOn: { triggers: [...FALLBACK_TRIGGERS], httpStatusCodes: [...FALLBACK_STATUS_CODES] },
+                perRetry: { backOff: { baseInterval: "100ms", maxInterval: "1s" } },
+            },
+        },
+    };
+}
+
+/** The declaration ConfigMap the pack reads ({@link PEER_DECLARATION_CONFIGMAP}). */
+export function peerDeclaration(f: FailoverContract, namespace: string) {
+    return {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: PEER_DECLARATION_CONFIGMAP, namespace },
+        data: { [PEER_DECLARATION_KEY]: JSON.stringify(f) },
+    };
+}
+
+/** Every failover object of a spoke's gateway, in apply order (CA, Backend, AIServiceBackend per peer; declaration). */
+export function peerObjects(f: FailoverContract | undefined, namespace: string) {
+    if (!f?.peers.length) return [];
+    return [
+        peerDeclaration(f, namespace),
+        ...f.peers.flatMap((p) => [peerCaConfigMap(p, namespace), peerBackend(p, namespace), peerAiServiceBackend(p, namespace)]),
+    ].filter((x): x is NonNullable<typeof x> => !!x);
+}
+
+/** The route names whose rules gained peers (each gets a {@link fallbackTrafficPolicy}), with their peer count. */
+export function routesWithPeers(
+    routes: Array<{ metadata: { name: string }; spec: { rules: Array<{ backendRefs: Array<{ name: string }> }> } }>,
+) {
+    return routes
+        .map((r) => ({
+            name: r.metadata.name,
+            peers: Math.max(0, ...r.spec.rules.map((x) => x.backendRefs.filter((b) => b.name.startsWith(PEER_PREFIX)).length)),
+        }))
+        .filter((r) => r.peers > 0);
+}
+
+/** Listener hostname when the spoke is behind a global name: none (accepts its own and the global name; the certificate names both). */
+export function listenerHostnameFor(own: string | undefined, f: FailoverContract | undefined): string | undefined {
+    return f?.globalHostname ? undefined : own;
+}
+
+/** The AIGatewayRoute name prefix (routes are `<gateway>-models-<i>`), for tests and the pack. */
+export const ROUTE_PREFIX = `${GATEWAY_NAME}-models-`;
+
+// ---------------------------------------------------------------- Route 53 (hub)
+
+/** One spoke behind the global name, as the hub's DNS sees it (programs/failover.ts `SpokeEdge`). */
+export interface DnsSpoke {
+    spoke: string;
+    hostname: string;
+    address?: string;
+    latencyRegion?: string;
+}
+
+/**
+ * Route 53 health check of a spoke's gateway: HTTPS on 443 to {@link GATEWAY_HEALTH_PATH}, SNI and Host = the
+ * spoke's listener hostname (`enableSni`), probing the site's public address on-prem or resolving the hostname.
+ */
+export function healthCheckArgs(s: DnsSpoke, f: FailoverConfig) {
+    return {
+        type: "HTTPS",
+        fqdn: s.hostname,
+        ...(s.address ? { ipAddress: s.address } : {}),
+        port: 443,
+        resourcePath: GATEWAY_HEALTH_PATH,
+        enableSni: true,
+        requestInterval: f.healthCheck.intervalSeconds,
+        failureThreshold: f.healthCheck.failureThreshold,
+        tags: { Name: `platform-gateway-${s.spoke}`, "platform:spoke": s.spoke },
+    };
+}
+
+/**
+ * The global name's record for one spoke: a CNAME to the spoke's listener hostname with its health check;
+ * `active-active` a latency record in the spoke's latency region, `primary-standby` a failover record (spokes[0]
+ * PRIMARY, spokes[1] SECONDARY). Route 53 answers only with healthy spokes' records.
+ */
+export function recordArgs(s: DnsSpoke, f: FailoverConfig) {
+    const routing =
+        f.mode === "active-active"
+            ? { latencyRoutingPolicies: [{ region: s.latencyRegion! }] }
+            : { failoverRoutingPolicies: [{ type: f.spokes[0] === s.spoke ? "PRIMARY" : "SECONDARY" }] };
+    return {
+        zoneId: f.hostedZoneId,
+        name: f.hostname,
+        type: "CNAME",
+        ttl: f.ttlSeconds,
+        records: [s.hostname],
+        setIdentifier: s.spoke,
+        ...routing,
+    };
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { makePolicy, type TestKey } from "../auth/test/harness";
+import { IDENTITY_HEADER_PREFIX, IDENTITY_HEADERS } from "../shared/identity";
+import { type Rig, startRig, truncateLedger } from "./testing/rig";
+import { endpointDisappears } from "./testing/failover-drill";
+import { startTwoSpokes, type TwoSpokes } from "./testing/two-spokes";
+
+/**
+ * Failover across two spokes with real parts: each spoke's auth service (Redis, signed bundles from S3) and
+ * metering service (spool, shipper, Kinesis stand-in), one ledger (PostgreSQL) fed by the consumer, and the gateway
+ * objects lib/ renders executed by the stand-in (services/metering/testing/two-spokes.ts).
+ */
+
+const MODEL = "meta-llama/Llama-3.3-70B-Instruct";
+const alice: TestKey = { id: "key-alice", secret: "sk-alice-0123456789", tenant: "acme", team: "search", models: [MODEL] };
+const bob: TestKey = { id: "key-bob", secret: "sk-bob-0123456789", tenant: "globex", team: "research", models: [MODEL] };
+
+let rig: Rig;
+let two: TwoSpokes;
+/** Request ids each spoke logged since the test began (the stream is re-read from its start on every drain). */
+let mark = { a: 0, b: 0 };
+
+beforeAll(async () => {
+    rig = await startRig();
+    two = await startTwoSpokes({ rig, names: ["hn1", "hcm1"], model: MODEL, keys: [alice, bob] });
+}, 120_000);
+afterAll(async () => {
+    await two?.stop();
+    await rig?.stop();
+});
+beforeEach(async () => {
+    await truncateLedger(rig.db);
+    two.a.modelUp = true;
+    two.b.modelUp = true;
+    mark = { a: two.a.records.length, b: two.b.records.length };
+});
+
+const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "hi" }] });
+const bearer = (k: TestKey, extra: Record<string, string> = {}) => ({
+    authorization: `Bearer ${k.secret}`,
+    "content-type": "application/json",
+    ...extra,
+});
+
+/** Ledger rows of the requests this test made (either spoke's ids). */
+async function ledgerRows(): Promise<Array<{ spoke: string; request_id: string; tenant: string; key_id: string }>> {
+    const ids = [...two.a.records.slice(mark.a), ...two.b.records.slice(mark.b)].map((r) => String(r.requestId));
+    return (
+        await rig.db.query(
+            "SELECT spoke, request_id, tenant, key_id FROM usage_events WHERE request_id = ANY($1) ORDER BY spoke, request_id",
+            [ids],
+        )
+    ).rows;
+}
+
+describe("failover across two spokes", () => {
+    it("hn1's endpoint gone: the request is served by hcm1, whose auth re-verifies the key; metered once, at hcm1, though both spokes log it", async () => {
+        two.a.modelUp = false;
+        const before = { a: two.a.records.length, b: two.b.records.length };
+        const r = await two.a.request(bearer(alice), body);
+        expect(r).toMatchObject({ status: 200, servedBy: "hcm1" });
+        // The hop carried the tenant's key and no trusted identity header.
+        expect(r.forwardedHeaders?.authorization).toBe(`Bearer ${alice.secret}`);
+        expect(Object.keys(r.forwardedHeaders ?? {}).filter((h) => h.startsWith(IDENTITY_HEADER_PREFIX))).toEqual([]);
+        // Both gateways logged it, each with its own request id; hcm1's identity is what its own auth decided.
+        const logA = two.a.records.slice(before.a);
+        const logB = two.b.records.slice(before.b);
+        expect(logA).toHaveLength(1);
+        expect(logB).toHaveLength(1);
+        expect(String(logA[0].backendName)).toMatch(/^llm-gateway\/peer-hcm1\//);
+        expect(logB[0]).toMatchObject({ tenant: "acme", keyId: alice.id, status: 200 });
+        await two.a.metering.idle();
+        // hn1's metering does not count it and gives its concurrency lease back.
+        expect(two.a.outcomes.at(-1)).toMatchObject({ spooled: 0, forwarded: 1 });
+        expect(two.a.released.at(-1)).toMatch(/^acme\/search\/key-alice:/);
+        expect(two.b.outcomes.at(-1)).toMatchObject({ spooled: 1, forwarded: 0 });
+
+        await two.drainToLedger();
+        const rows = await ledgerRows();
+        expect(rows).toEqual([{ spoke: "hcm1", request_id: String(logB[0].requestId), tenant: "acme", key_id: alice.id }]);
+        // Every request either spoke logged that is in the ledger at all is in it once.
+        expect(new Set(rows.map((x) => x.request_id)).size).toBe(rows.length);
+    });
+
+    it("a key hcm1 no longer accepts is refused at hcm1 even though hn1 let it through: identity is re-verified at the peer, nothing is metered", async () => {
+        two.a.modelUp = false;
+        // hcm1's bundle drops bob's key (revoked there first, as a revocation reaches spokes one by one).
+        await two.republish("b", makePolicy({ models: { [MODEL]: undefined }, keys: [alice] }));
+        try {
+            const r = await two.a.request(bearer(bob), body);
+            expect(r.status).toBe(401);
+            expect(two.b.records.at(-1)).toMatchObject({ status: 401, tenant: "-" });
+            await two.drainToLedger();
+            expect(await ledgerRows()).toEqual([]);
+            expect(two.a.outcomes.at(-1)).toMatchObject({ spooled: 0, forwarded: 1 });
+        } finally {
+            await two.republish("b", makePolicy({ models: { [MODEL]: undefined }, keys: [alice, bob] }));
+        }
+    });
+
+    it("a client's forged identity headers never reach the peer: hcm1 meters the key's own tenant", async () => {
+        two.a.modelUp = false;
+        const forged = Object.fromEntries(Object.values(IDENTITY_HEADERS).map((h) => [h, "victim"]));
+        const r = await two.a.request(bearer(bob, forged), body);
+        expect(r).toMatchObject({ status: 200, servedBy: "hcm1" });
+        expect(Object.values(r.forwardedHeaders ?? {})).not.toContain("victim");
+        await two.drainToLedger();
+        expect((await ledgerRows()).map((x) => [x.spoke, x.tenant, x.key_id])).toEqual([["hcm1", "globex", bob.id]]);
+    });
+
+    it("both endpoints up: each spoke serves and meters its own traffic, 50 + 50 requests counted exactly once", async () => {
+        const rs = await Promise.all([
+            ...Array.from({ length: 50 }, () => two.a.request(bearer(alice), body)),
+            ...Array.from({ length: 50 }, () => two.b.request(bearer(bob), body)),
+        ]);
+        expect(rs.map((r) => r.servedBy)).toEqual([...Array(50).fill("hn1"), ...Array(50).fill("hcm1")]);
+        await two.drainToLedger();
+        const rows = await ledgerRows();
+        expect(rows.filter((x) => x.spoke === "hn1")).toHaveLength(50);
+        expect(rows.filter((x) => x.spoke === "hcm1")).toHaveLength(50);
+        expect(new Set(rows.map((x) => x.request_id)).size).toBe(100);
+    });
+
+    it("both endpoints gone: 503 after one hop; hcm1 does not send hn1's forwarded request back (no loop); counted once, by hcm1, with no tokens", async () => {
+        two.a.modelUp = false;
+        two.b.modelUp = false;
+        const r = await two.a.request(bearer(alice), body);
+        expect(r.status).toBe(503);
+        expect(r.forwardedHeaders?.["x-llm-peer-hop"]).toBe("hn1");
+        expect(two.a.records.length - mark.a).toBe(1);
+        expect(two.b.records.length - mark.b).toBe(1);
+        await two.drainToLedger();
+        const rows = await ledgerRows();
+        expect(rows.map((x) => x.spoke)).toEqual(["hcm1"]);
+        const t = await rig.db.query("SELECT input_tokens + output_tokens AS n FROM usage_events WHERE request_id = $1", [
+            rows[0].request_id,
+        ]);
+        expect(Number(t.rows[0].n)).toBe(0);
+    });
+});
+
+describe("npm run chaos drill: one spoke's endpoint disappears mid-traffic", () => {
+    it("loses no request and meters none twice", async () => {
+        const r = await endpointDisappears(rig, { requests: 60, concurrency: 6 });
+        expect(r).toMatchObject({ requests: 60, failed: 0, lost: 0, doubleCounted: 0, metered: 60 });
+        expect(r.servedBy.hcm1).toBeGreaterThanOrEqual(30);
+    });
+});

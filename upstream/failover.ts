@@ -1,0 +1,176 @@
+import type { Fact } from "./types";
+
+/**
+ * Failover across spokes (lib/failover.ts, components/hub/GlobalDns.ts): every field rendered for a peer fallback or
+ * the global hostname, where it was read at the pinned version, and what it needs to take effect. test/failover.test.ts
+ * checks every spec field the spoke renders for a peer appears here.
+ */
+export interface RenderedFieldFact extends Fact {
+    /** Object kind (`Backend`, `AIGatewayRoute`, ...; `aws:route53/HealthCheck` for a Pulumi AWS resource). */
+    readonly kind: string;
+    /** Dotted spec path (`[]` for array items), or the Pulumi input name. */
+    readonly field: string;
+    /** What it needs to take effect (what else must be true, or it is inert). */
+    readonly takesEffect: string;
+}
+
+const EG_BACKEND: Fact["source"] =
+    "envoyproxy/gateway@v1.9.0:charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_backends.yaml";
+const EG_BTP: Fact["source"] =
+    "envoyproxy/gateway@v1.9.0:charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_backendtrafficpolicies.yaml";
+const EG_CTP: Fact["source"] =
+    "envoyproxy/gateway@v1.9.0:charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_clienttrafficpolicies.yaml";
+const AIGW_ROUTE: Fact["source"] =
+    "envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates/aigateway.envoyproxy.io_aigatewayroutes.yaml";
+const AIGW_FALLBACK: Fact["source"] = "envoyproxy/ai-gateway@v1.1.0:site/docs/capabilities/traffic/provider-fallback.md";
+const TF_HC: Fact["source"] = "hashicorp/terraform-provider-aws@v6.0.0:website/docs/r/route53_health_check.html.markdown";
+const TF_REC: Fact["source"] = "hashicorp/terraform-provider-aws@v6.0.0:website/docs/r/route53_record.html.markdown";
+
+/** Every rendered failover field. */
+export const failoverFields: ReadonlyArray<RenderedFieldFact> = [
+    {
+        kind: "Backend",
+        field: "endpoints[].fqdn.hostname",
+        source: EG_BACKEND,
+        takesEffect: "resolved by Envoy's DNS; the peer's listener hostname must resolve from the spoke to its edge",
+    },
+    { kind: "Backend", field: "endpoints[].fqdn.port", source: EG_BACKEND, takesEffect: "443: the peer edge's HTTPS port" },
+    {
+        kind: "Backend",
+        field: "tls.sni",
+        source: EG_BACKEND,
+        takesEffect:
+            "the SNI of the upstream TLS connection (no BackendTLSPolicy is attached, which would take precedence); the peer's edge must serve a certificate for it",
+    },
+    {
+        kind: "Backend",
+        field: "tls.caCertificateRefs[].group",
+        source: EG_BACKEND,
+        takesEffect: 'core group (""): a ConfigMap with key ca.crt in the Backend\'s namespace (one ref supported)',
+    },
+    { kind: "Backend", field: "tls.caCertificateRefs[].kind", source: EG_BACKEND, takesEffect: "ConfigMap" },
+    {
+        kind: "Backend",
+        field: "tls.caCertificateRefs[].name",
+        source: EG_BACKEND,
+        takesEffect: "the ConfigMap peer-<spoke>-ca, key ca.crt; mutually exclusive with wellKnownCACertificates",
+    },
+    {
+        kind: "Backend",
+        field: "tls.wellKnownCACertificates",
+        source: EG_BACKEND,
+        takesEffect: "System: Envoy's system CA bundle; only for a peer whose edge certificate is from a public CA (ACME)",
+    },
+    {
+        kind: "AIServiceBackend",
+        field: "backendRef.name",
+        source: "envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates/aigateway.envoyproxy.io_aiservicebackends.yaml",
+        takesEffect: "an Envoy Gateway Backend (extensionApis.enableBackend: true, lib/gateway.ts envoyGatewayValues)",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].backendRefs[].priority",
+        source: AIGW_ROUTE,
+        takesEffect:
+            "sets the Envoy endpoint priority (overrides Backend fallback, so the Backend carries none); traffic reaches priority 1 only through a retry with numAttemptsPerPriority (BackendTrafficPolicy below)",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].backendRefs[].headerMutation.remove[]",
+        source: AIGW_ROUTE,
+        takesEffect:
+            "applied by the AI Gateway per backend before the request leaves for it (route-level mutation would take precedence; none is rendered)",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].backendRefs[].headerMutation.set[].name",
+        source: AIGW_ROUTE,
+        takesEffect: "as remove; x-llm-peer-hop only",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].backendRefs[].headerMutation.set[].value",
+        source: AIGW_ROUTE,
+        takesEffect: "literal: the forwarding spoke's name",
+    },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "targetRefs[].name",
+        source: AIGW_FALLBACK,
+        takesEffect: "the HTTPRoute the AI Gateway generates with the AIGatewayRoute's name, in its namespace",
+    },
+    { kind: "BackendTrafficPolicy", field: "targetRefs[].group", source: EG_BTP, takesEffect: "gateway.networking.k8s.io" },
+    { kind: "BackendTrafficPolicy", field: "targetRefs[].kind", source: EG_BTP, takesEffect: "HTTPRoute" },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "retry.numRetries",
+        source: EG_BTP,
+        takesEffect:
+            "one per peer priority; a request header x-envoy-max-retries (set by the auth service on a forwarded request) takes precedence",
+    },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "retry.numAttemptsPerPriority",
+        source: EG_BTP,
+        takesEffect:
+            "1: each retry goes to the next priority (Envoy previous_priorities); 0 or unset keeps every attempt on the healthy top priority",
+    },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "retry.retryOn.triggers[]",
+        source: EG_BTP,
+        takesEffect: "retriable-status-codes is needed for httpStatusCodes to retry at all (AI Gateway provider-fallback troubleshooting)",
+    },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "retry.retryOn.httpStatusCodes[]",
+        source: EG_BTP,
+        takesEffect: "with the retriable-status-codes trigger",
+    },
+    {
+        kind: "BackendTrafficPolicy",
+        field: "retry.perRetry.backOff.baseInterval",
+        source: EG_BTP,
+        takesEffect: "jittered exponential back-off",
+    },
+    { kind: "BackendTrafficPolicy", field: "retry.perRetry.backOff.maxInterval", source: EG_BTP, takesEffect: ">= baseInterval" },
+    {
+        kind: "ClientTrafficPolicy",
+        field: "healthCheck.path",
+        source: EG_CTP,
+        takesEffect:
+            "Envoy's health_check filter, ordered first in the HTTP filter chain, before ext_authz (envoyproxy/gateway@v1.9.0:internal/xds/translator/httpfilters.go newOrderedHTTPFilter): answered without a key",
+    },
+    {
+        kind: "aws:route53/HealthCheck",
+        field: "type, fqdn, ipAddress, port, resourcePath, enableSni, requestInterval, failureThreshold",
+        source: TF_HC,
+        takesEffect:
+            "HTTPS with SNI = fqdn; ipAddress probes the site's VIP (else fqdn is resolved); requestInterval 10 or 30; healthy on 2xx/3xx from resourcePath",
+    },
+    {
+        kind: "aws:route53/Record",
+        field: "setIdentifier, healthCheckId, latencyRoutingPolicies[].region, failoverRoutingPolicies[].type",
+        source: TF_REC,
+        takesEffect:
+            "one routing policy per record; latency records need an AWS region per spoke; failover needs exactly one PRIMARY and one SECONDARY; a CNAME cannot sit at the zone apex",
+    },
+];
+
+/**
+ * Envoy's per-request retry override the auth service sets on a forwarded request (services/shared/peer.ts): read by
+ * the router when it builds the retry state, after ext_authz added it, and it takes precedence over the route's
+ * `num_retries`; Envoy sanitises a client's copy at the edge, and the gateway strips it early too.
+ */
+export const envoyMaxRetriesOverride: Fact = {
+    source: "envoyproxy/envoy@v1.36.0:source/common/router/retry_state_impl.cc",
+    note: '"The max retries header takes precedence if set" (RetryStateImpl constructor, x-envoy-max-retries)',
+};
+
+/**
+ * The AI Gateway's `backend_name` dynamic metadata: `<namespace>/<AIServiceBackend>/route/<route>/rule/<i>/ref/<j>`;
+ * metering reads the AIServiceBackend to tell a peer-served request (services/metering/normalise.ts).
+ */
+export const aiGatewayBackendName: Fact = {
+    source: "envoyproxy/ai-gateway@v1.1.0:internal/internalapi/internalapi.go#PerRouteRuleRefBackendName",
+};
