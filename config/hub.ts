@@ -102,9 +102,52 @@ export const HubAlarmsSchema = z
     .strict();
 export type HubAlarms = z.infer<typeof HubAlarmsSchema>;
 
+/** The prefix of the shipped hub's physical names (`platform-usage-ledger`, `alias/platform-policy-bundles`, ...). */
+export const DEFAULT_HUB_NAME_PREFIX = "platform";
+
+/**
+ * S3 bucket name prefixes AWS reserves (a bucket named with them is refused): `xn--`, `sthree-`, `amzn-s3-demo-`
+ * (docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html).
+ */
+const RESERVED_BUCKET_PREFIXES = ["sthree", "amzn-s3-demo"];
+
+/**
+ * Longest name prefix: the tightest limit it feeds is the failure bucket
+ * `<prefix>-usage-failed-batches-<12-digit account>-<region>` (components/hub/ledger/failures.ts) under S3's 63
+ * characters: 63 - 22 - 13 - 14 (the longest AWS region names, e.g. `ap-southeast-1`) = 14. Every other fixed name
+ * (IAM role 64, Lambda 64, Aurora identifier 63, Kinesis stream 128, secret 512, alarm 255, KMS alias 256) is
+ * shorter with it.
+ */
+export const HUB_NAME_PREFIX_MAX = 14;
+
+/**
+ * `platform:namePrefix` of the hub: the first word of every fixed physical name the hub creates (buckets, Kinesis
+ * streams, the Aurora cluster and its instances, Lambdas and their log groups, alarms, KMS aliases, secrets). The
+ * default is the shipped hub's names exactly (changing it on an applied hub would replace protected stateful
+ * resources: the engine refuses); set it on a second hub in the same account (staging beside production).
+ * Lower-case letters, digits and single hyphens, starting with a letter and ending with a letter or digit (the
+ * intersection of S3, Aurora and Lambda naming), at most {@link HUB_NAME_PREFIX_MAX} characters.
+ */
+export const HubNamePrefixSchema = z
+    .string()
+    .regex(
+        /^[a-z](?:[a-z0-9]|-(?!-))*[a-z0-9]$/,
+        "must be lower-case letters, digits and single hyphens, start with a letter and end with a letter or digit (it begins S3 bucket, Aurora and Lambda names)",
+    )
+    .max(
+        HUB_NAME_PREFIX_MAX,
+        `must be at most ${HUB_NAME_PREFIX_MAX} characters (the failure bucket <prefix>-usage-failed-batches-<account>-<region> must fit S3's 63)`,
+    )
+    .refine(
+        (p) => !RESERVED_BUCKET_PREFIXES.some((r) => p === r || p.startsWith(`${r}-`)),
+        `must not begin with an S3-reserved bucket prefix (${RESERVED_BUCKET_PREFIXES.map((r) => `${r}-`).join(", ")})`,
+    );
+
 export const HubConfigSchema = z
     .object({
         role: z.literal("hub"),
+        /** First word of every fixed physical name of the hub ({@link HubNamePrefixSchema}); default `platform`. */
+        namePrefix: HubNamePrefixSchema.default(DEFAULT_HUB_NAME_PREFIX),
         spokes: z.array(SpokeRefSchema).min(1),
         models: z.array(ModelSchema).min(1),
         tenants: z.array(TenantSchema).min(1),

@@ -250,6 +250,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             otherKeyUsers: spokeDeployers,
             region,
             accountId: caller.accountId,
+            namePrefix: cfg.namePrefix,
         },
         opts,
     );
@@ -265,7 +266,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             policy: model,
             previous: self.getOutput("policyRevisions"),
             // Fixed, globally unique name: account and region, never an auto-suffix.
-            bucketName: pulumi.interpolate`platform-policy-bundles-${caller.accountId}-${region}`,
+            bucketName: pulumi.interpolate`${cfg.namePrefix}-policy-bundles-${caller.accountId}-${region}`,
+            namePrefix: cfg.namePrefix,
             accountId: caller.accountId,
             region,
         },
@@ -281,6 +283,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
             alarms: cfg.alarms,
             accountId: caller.accountId,
+            namePrefix: cfg.namePrefix,
         },
         opts,
     );

@@ -1,21 +1,27 @@
 /**
  * Two hubs in one AWS account: the physical names of what the hub's spoke identities create (IAM roles, Roles
- * Anywhere trust anchors and profiles) carry the hub's stack name, so a second hub (staging beside production) never
- * collides with the first. Rendered twice from one hub file under two stack names and compared.
+ * Anywhere trust anchors and profiles) carry the hub's stack name, and every other fixed physical name (buckets,
+ * Kinesis streams, the Aurora cluster and instances, Lambdas, log groups, alarms, KMS aliases, secrets) begins with
+ * the hub file's `platform:namePrefix` (config/hub.ts; default `platform`, the shipped hub's names). Rendered from one
+ * hub file twice, once as shipped and once under another stack name with a prefix, and every physical name of every
+ * resource compared.
  */
 import { describe, expect, it } from "vitest";
+import { ConfigError } from "../config/errors";
+import { parseFlatStackConfig } from "../config/stack";
 import { runStack } from "../tools/harness";
 import { unwrapWire } from "../tools/wire";
 import { flatConfig, repoProgram, stackConfigDoc } from "./helpers";
 
 /** The hub file rendered as stack `stack` (one of its on-prem spokes on Roles Anywhere, so every identity mode is there). */
-async function renderHubAs(stack: string) {
+async function renderHubAs(stack: string, namePrefix?: string) {
     const doc = structuredClone(stackConfigDoc("hub-prod"));
     doc["platform:spokeIdentities"].hcm1 = {
         mode: "roles-anywhere",
         caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
         egressCidrs: ["192.0.2.0/28"],
     };
+    if (namePrefix !== undefined) doc["platform:namePrefix"] = namePrefix;
     const prev = process.env.PLATFORM_STACK_FILE;
     process.env.PLATFORM_STACK_FILE = "stacks/Pulumi.hub-prod.yaml";
     try {
@@ -27,6 +33,46 @@ async function renderHubAs(stack: string) {
 }
 
 const IDENTITY_TYPES = ["aws:iam/role:Role", "aws:rolesanywhere/trustAnchor:TrustAnchor", "aws:rolesanywhere/profile:Profile"];
+
+/**
+ * Input keys that name the resource itself in AWS (a physical name), per resource type; `name` for every other AWS
+ * type. Keys that refer to another resource (a bucket policy's `bucket`, an event source mapping's `functionName`)
+ * are not names of their own and are left out by this table.
+ */
+const NAME_KEYS: Record<string, string[]> = {
+    "aws:s3/bucket:Bucket": ["bucket"],
+    "aws:s3/bucketV2:BucketV2": ["bucket"],
+    "aws:rds/cluster:Cluster": ["clusterIdentifier", "finalSnapshotIdentifier"],
+    "aws:rds/clusterInstance:ClusterInstance": ["identifier"],
+};
+/** Names that live inside another resource (an inline policy in its role): unique per parent, so keyed by it. */
+const SCOPED_BY: Record<string, string> = { "aws:iam/rolePolicy:RolePolicy": "role" };
+
+/** Every physical name an AWS resource of `hub` sets: `<type> <name>` (unique per account and region). */
+function physicalNames(hub: Awaited<ReturnType<typeof renderHubAs>>): string[] {
+    const out: string[] = [];
+    for (const r of hub.resources) {
+        if (!r.custom || !r.type.startsWith("aws:") || r.type.startsWith("pulumi:providers:")) continue;
+        const inputs = unwrapWire(r.inputs) as Record<string, unknown>;
+        for (const k of NAME_KEYS[r.type] ?? ["name"]) {
+            const v = inputs[k];
+            if (typeof v !== "string") continue;
+            const scope = SCOPED_BY[r.type];
+            out.push(`${r.type} ${scope ? `${String(inputs[scope])}/` : ""}${v}`);
+        }
+    }
+    return out.sort();
+}
+
+/**
+ * Fixed names still shared by two hubs: the access-key slots' IAM users and source-key secrets
+ * (components/hub/SpokeIdentity.ts key slots). Listed here so that any other collision fails, and so that giving
+ * them the hub's prefix fails this test until the list is emptied.
+ */
+const KNOWN_SHARED = [
+    "aws:iam/user:User platform-spoke-hn1-2026-11",
+    "aws:secretsmanager/secret:Secret platform/spokes/hn1/source-key/2026-11",
+];
 
 describe("two hubs in one account", () => {
     it("the spoke identities' roles, trust anchors and profiles have different physical names per hub", async () => {
@@ -42,4 +88,67 @@ describe("two hubs in one account", () => {
         expect(prod.filter((n) => staging.includes(n))).toEqual([]);
         for (const n of staging) expect(n).toMatch(/ hub-staging-/);
     }, 240_000);
+
+    it("every physical name of every resource differs between the default hub and one with platform:namePrefix", async () => {
+        const prod = physicalNames(await renderHubAs("hub-prod"));
+        const staging = physicalNames(await renderHubAs("hub-staging", "staging"));
+        // The default is the shipped hub's names exactly (test/hub-urns.test.ts pins its URNs).
+        for (const n of [
+            "aws:s3/bucket:Bucket platform-policy-bundles-123456789012-ap-southeast-1",
+            "aws:s3/bucket:Bucket platform-usage-failed-batches-123456789012-ap-southeast-1",
+            "aws:kinesis/stream:Stream platform-usage-hn1",
+            "aws:rds/cluster:Cluster platform-usage-ledger",
+            "aws:rds/cluster:Cluster platform-usage-ledger-final",
+            "aws:rds/clusterInstance:ClusterInstance platform-usage-ledger-0",
+            "aws:lambda/function:Function platform-usage-consumer",
+            "aws:cloudwatch/logGroup:LogGroup /aws/lambda/platform-usage-consumer",
+            "aws:cloudwatch/metricAlarm:MetricAlarm platform-usage-failure-queue",
+            "aws:kms/alias:Alias alias/platform-policy-bundles",
+            "aws:kms/alias:Alias alias/platform-usage-ledger",
+            "aws:secretsmanager/secret:Secret platform/usage-ledger/ingest",
+        ])
+            expect(prod).toContain(n);
+        expect(prod.filter((n) => n.includes("/tenants/") && n.endsWith("/api-keys")).length).toBeGreaterThan(0);
+        expect(prod.length).toBeGreaterThan(30);
+        expect(staging.length).toBe(prod.length);
+        expect(new Set(prod).size).toBe(prod.length);
+        expect(prod.filter((n) => staging.includes(n))).toEqual(KNOWN_SHARED);
+        for (const n of staging.filter((x) => !KNOWN_SHARED.includes(x)))
+            expect(n).toMatch(/ (alias\/|\/aws\/lambda\/)?(staging|hub-staging)[-/]/);
+    }, 240_000);
+});
+
+describe("platform:namePrefix", () => {
+    const refused = (prefix: unknown) => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:namePrefix"] = prefix;
+        try {
+            parseFlatStackConfig(flatConfig(doc), "stacks/Pulumi.hub-staging.yaml", [], { now: new Date("2026-12-01T00:00:00Z") });
+        } catch (e) {
+            if (e instanceof ConfigError) return { file: e.stackFile, issues: e.issues.map((i) => `${i.key}: ${i.message}`) };
+            throw e;
+        }
+        return { file: "", issues: [] as string[] };
+    };
+    it.each([
+        ["Staging", "lower-case"],
+        ["stg_1", "lower-case"],
+        ["1stg", "start with a letter"],
+        ["stg-", "end with a letter or digit"],
+        ["stg--a", "single hyphens"],
+        ["a", "start with a letter"],
+        ["abcdefghijklmno", "at most 14 characters"],
+        ["sthree-x", "S3-reserved"],
+        ["amzn-s3-demo", "S3-reserved"],
+    ])("refuses %j naming the hub file and key", (prefix, why) => {
+        const r = refused(prefix);
+        expect(r.file).toBe("stacks/Pulumi.hub-staging.yaml");
+        expect(r.issues.length).toBeGreaterThan(0);
+        expect(r.issues.every((i) => i.startsWith("platform:namePrefix: "))).toBe(true);
+        expect(r.issues.join("\n")).toContain(why);
+    });
+    it("accepts the longest prefix, which keeps the failure bucket within S3's 63 characters in the longest regions", () => {
+        expect(refused("abcdefghijklmn").issues).toEqual([]);
+        expect(`abcdefghijklmn-usage-failed-batches-123456789012-ap-southeast-1`.length).toBeLessThanOrEqual(63);
+    });
 });

@@ -26,6 +26,8 @@ export interface ApiKeysArgs {
     region: string;
     /** The hub's account id. */
     accountId: pulumi.Input<string>;
+    /** First word of the tenants' secret names ({@link tenantKeySecretName}, `platform:namePrefix`); default `platform`. */
+    namePrefix?: string;
 }
 
 /**
@@ -160,7 +162,7 @@ export class ApiKeys extends pulumi.ComponentResource {
             const secret = new aws.secretsmanager.Secret(
                 `${name}-${t}`,
                 {
-                    name: tenantKeySecretName(t),
+                    name: tenantKeySecretName(t, args.namePrefix),
                     description: `API keys of tenant ${t} (key id -> key, minted by npm run mint-key); readable only by platform:tenantKeys.readers.${t}`,
                     kmsKeyId: key.arn,
                     recoveryWindowInDays: 30,

@@ -182,6 +182,8 @@ export interface PolicyStoreArgs {
     /** The hub's account and region: the bucket key is usable only through S3 there (components/hub/kms.ts). */
     accountId: pulumi.Input<string>;
     region: string;
+    /** First word of the bucket key's alias `alias/<prefix>-policy-bundles` (`platform:namePrefix`); default `platform`. */
+    namePrefix?: string;
 }
 
 /**
@@ -229,7 +231,11 @@ export class PolicyStore extends pulumi.ComponentResource {
             },
             keep,
         );
-        new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-policy-bundles", targetKeyId: key.keyId }, parent);
+        new aws.kms.Alias(
+            `${name}-key-alias`,
+            { name: `alias/${args.namePrefix ?? "platform"}-policy-bundles`, targetKeyId: key.keyId },
+            parent,
+        );
         const bucket = new aws.s3.Bucket(`${name}-bucket`, { bucket: args.bucketName, forceDestroy: false }, keep);
         const ownership = new aws.s3.BucketOwnershipControls(
             `${name}-ownership`,

@@ -41,6 +41,8 @@ export interface UsageLedgerArgs {
     alarms: LedgerAlarmArgs;
     /** The hub's account (the ledger key's policy, components/hub/kms.ts). */
     accountId: pulumi.Input<string>;
+    /** First word of every fixed physical name (`platform:namePrefix`, config/hub.ts); default `platform`. */
+    namePrefix?: string;
 }
 
 /**
@@ -82,6 +84,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             keep: { parent: this, protect: true, retainOnDelete: true },
             tags,
             region: args.region,
+            prefix: args.namePrefix ?? "platform",
         };
 
         const key = new aws.kms.Key(
@@ -101,7 +104,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             },
             scope.keep,
         );
-        new aws.kms.Alias(`${name}-key-alias`, { name: "alias/platform-usage-ledger", targetKeyId: key.keyId }, scope.parent);
+        new aws.kms.Alias(`${name}-key-alias`, { name: `alias/${scope.prefix}-usage-ledger`, targetKeyId: key.keyId }, scope.parent);
 
         const streamResources = usageStreams(scope, args.spokes, args.streamRetentionHours);
         this.streams = Object.fromEntries(streamResources.map(({ spoke, stream }) => [spoke, { name: stream.name, arn: stream.arn }]));

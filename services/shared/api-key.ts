@@ -25,7 +25,10 @@ export function hashApiKey(key: string): string {
     return createHash("sha256").update(key, "utf8").digest("hex");
 }
 
-/** Name of a tenant's key secret (JSON: key id -> key). Fixed, so nothing in the program ever replaces it by renaming. */
-export function tenantKeySecretName(tenant: string): string {
-    return `platform/tenants/${tenant}/api-keys`;
+/**
+ * Name of a tenant's key secret (JSON: key id -> key) on a hub whose names begin with `prefix` (the hub file's
+ * `platform:namePrefix`, default `platform`). Fixed, so nothing in the program ever replaces it by renaming.
+ */
+export function tenantKeySecretName(tenant: string, prefix = "platform"): string {
+    return `${prefix}/tenants/${tenant}/api-keys`;
 }

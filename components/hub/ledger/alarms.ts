@@ -17,7 +17,7 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
     new aws.cloudwatch.MetricAlarm(
         `${scope.name}-failures-alarm`,
         {
-            name: "platform-usage-failure-queue",
+            name: `${scope.prefix}-usage-failure-queue`,
             alarmDescription:
                 "Usage batches reached the failure queue: Lambda gave up on them. Their records are in the failure bucket: fix the cause, then `npm run replay-usage -- --apply` (tools/replay-usage.ts)",
             namespace: "AWS/SQS",
@@ -37,7 +37,7 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
     new aws.cloudwatch.MetricAlarm(
         `${scope.name}-consumer-errors-alarm`,
         {
-            name: "platform-usage-consumer-errors",
+            name: `${scope.prefix}-usage-consumer-errors`,
             alarmDescription:
                 "The usage consumer failed batches (each one's records are written to the failure bucket and retried); usage is not reaching the ledger",
             namespace: "AWS/Lambda",
@@ -57,7 +57,7 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
     new aws.cloudwatch.MetricAlarm(
         `${scope.name}-iterator-age-alarm`,
         {
-            name: "platform-usage-consumer-iterator-age",
+            name: `${scope.prefix}-usage-consumer-iterator-age`,
             alarmDescription: `The usage consumer is more than ${args.alarms.iteratorAgeSeconds} s behind its streams`,
             namespace: "AWS/Lambda",
             metricName: "IteratorAge",
@@ -77,7 +77,7 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
     new aws.cloudwatch.MetricAlarm(
         `${scope.name}-gaps-alarm`,
         {
-            name: "platform-usage-reconciliation-gaps",
+            name: `${scope.prefix}-usage-reconciliation-gaps`,
             alarmDescription: "Usage events a spoke sent never reached the ledger (reconciliation gaps), or the reconciliation did not run",
             namespace: METRIC_NAMESPACE,
             metricName: GAP_METRIC,

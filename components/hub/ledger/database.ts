@@ -11,8 +11,16 @@ import type { LedgerScope } from "./scope";
  */
 export const LEDGER_DATABASE = "ledger";
 export const LEDGER_USER = "ledger_admin";
-/** Fixed physical names of the ledger's stateful resources (never auto-suffixed, so nothing renames them). */
-export const LEDGER_CLUSTER_ID = "platform-usage-ledger";
+/**
+ * Aurora cluster identifier of the ledger of a hub whose names begin with `prefix` (`platform:namePrefix`): a fixed
+ * physical name (never auto-suffixed, so nothing renames it); its instances, parameter groups and final snapshot
+ * begin with it.
+ */
+export function ledgerClusterId(prefix: string): string {
+    return `${prefix}-usage-ledger`;
+}
+/** The shipped hub's cluster identifier ({@link ledgerClusterId} of the default prefix `platform`). */
+export const LEDGER_CLUSTER_ID = ledgerClusterId("platform");
 
 /**
  * Pure: the cluster parameter group family of an Aurora PostgreSQL engine version (`16.6` -> `aurora-postgresql16`).
@@ -61,6 +69,7 @@ export function ledgerDatabase(
     net: LedgerNetwork,
 ): LedgerDatabase {
     const { subnets, dbSg } = net;
+    const clusterId = ledgerClusterId(scope.prefix);
     const subnetGroup = new aws.rds.SubnetGroup(
         `${scope.name}-db-subnets`,
         { subnetIds: subnets.map((s) => s.id), description: "usage ledger", tags: scope.tags },
@@ -69,7 +78,7 @@ export function ledgerDatabase(
     const parameters = new aws.rds.ClusterParameterGroup(
         `${scope.name}-db-params`,
         {
-            name: `${LEDGER_CLUSTER_ID}-${parameterGroupFamily(args.engineVersion)}`,
+            name: `${clusterId}-${parameterGroupFamily(args.engineVersion)}`,
             family: parameterGroupFamily(args.engineVersion),
             description: "usage ledger: TLS only",
             parameters: LEDGER_CLUSTER_PARAMETERS,
@@ -81,7 +90,7 @@ export function ledgerDatabase(
     const cluster = new aws.rds.Cluster(
         `${scope.name}-db`,
         {
-            clusterIdentifier: LEDGER_CLUSTER_ID,
+            clusterIdentifier: clusterId,
             engine: "aurora-postgresql",
             engineMode: "provisioned",
             engineVersion: args.engineVersion,
@@ -103,7 +112,7 @@ export function ledgerDatabase(
             // (named per family, created beside the old one), not a replacement the protected cluster would refuse.
             allowMajorVersionUpgrade: true,
             skipFinalSnapshot: false,
-            finalSnapshotIdentifier: `${LEDGER_CLUSTER_ID}-final`,
+            finalSnapshotIdentifier: `${clusterId}-final`,
             enabledCloudwatchLogsExports: ["postgresql"],
             tags: scope.tags,
         },
@@ -115,7 +124,7 @@ export function ledgerDatabase(
             new aws.rds.ClusterInstance(
                 `${scope.name}-db-${i}`,
                 {
-                    identifier: `${LEDGER_CLUSTER_ID}-${i}`,
+                    identifier: `${clusterId}-${i}`,
                     clusterIdentifier: cluster.id,
                     instanceClass: "db.serverless",
                     engine: "aurora-postgresql",
@@ -132,7 +141,7 @@ export function ledgerDatabase(
     );
     const masterSecretArn = cluster.masterUserSecrets.apply((s) => {
         const arn = s?.[0]?.secretArn;
-        if (!arn) throw new Error(`UsageLedger: cluster ${LEDGER_CLUSTER_ID} reports no RDS-managed master secret`);
+        if (!arn) throw new Error(`UsageLedger: cluster ${ledgerClusterId(scope.prefix)} reports no RDS-managed master secret`);
         return arn;
     });
 
@@ -152,7 +161,7 @@ export function ledgerDatabase(
         const sec = new aws.secretsmanager.Secret(
             `${scope.name}-${role}-password`,
             {
-                name: `platform/usage-ledger/${role}`,
+                name: `${scope.prefix}/usage-ledger/${role}`,
                 description: `Usage ledger: password of ledger_${role} (${what})`,
                 kmsKeyId: key.arn,
                 recoveryWindowInDays: 7,

@@ -50,7 +50,7 @@ export function failedBatchBucket(
     const bucket = new aws.s3.Bucket(
         `${scope.name}-failed-batches`,
         {
-            bucket: pulumi.interpolate`platform-usage-failed-batches-${accountId}-${scope.region}`,
+            bucket: pulumi.interpolate`${scope.prefix}-usage-failed-batches-${accountId}-${scope.region}`,
             forceDestroy: false,
             tags: scope.tags,
         },

@@ -109,7 +109,7 @@ export function ledgerFunctions(
     };
 
     // ---- migrator: schema + roles as the master user, run by `pulumi up` when the schema or its code changes
-    const migratorName = "platform-usage-ledger-migrator";
+    const migratorName = `${scope.prefix}-usage-ledger-migrator`;
     const migratorLogs = logGroupFor("migrator", migratorName);
     const migratorIam = lambdaRole(
         "migrator",
@@ -162,7 +162,7 @@ export function ledgerFunctions(
         { messageRetentionSeconds: 14 * 24 * 3600, sqsManagedSseEnabled: true, tags: scope.tags },
         scope.parent,
     );
-    const functionName = "platform-usage-consumer";
+    const functionName = `${scope.prefix}-usage-consumer`;
     const logGroup = new aws.cloudwatch.LogGroup(
         `${scope.name}-consumer-logs`,
         { name: `/aws/lambda/${functionName}`, retentionInDays: 90, tags: scope.tags },
@@ -263,7 +263,7 @@ export function ledgerFunctions(
     }
 
     // ---- scheduled reconciliation (reporter role: reads, plus the hourly rollup function) publishing the gap metric
-    const reconcilerName = "platform-usage-reconciliation";
+    const reconcilerName = `${scope.prefix}-usage-reconciliation`;
     const reconcilerLogs = logGroupFor("reconciler", reconcilerName);
     const reconcilerIam = lambdaRole(
         "reconciler",
@@ -292,7 +292,7 @@ export function ledgerFunctions(
     const schedule = new aws.cloudwatch.EventRule(
         `${scope.name}-reconcile-schedule`,
         {
-            name: "platform-usage-reconciliation",
+            name: reconcilerName,
             description: "Runs the usage reconciliation",
             scheduleExpression: args.reconcileSchedule,
             tags: scope.tags,

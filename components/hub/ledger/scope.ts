@@ -15,4 +15,9 @@ export interface LedgerScope {
     tags: Record<string, string>;
     /** The hub's region. */
     region: string;
+    /**
+     * First word of every fixed physical name (`platform:namePrefix`, config/hub.ts; default `platform`): the
+     * cluster, streams, Lambdas, log groups, alarms, secrets, the failure bucket.
+     */
+    prefix: string;
 }

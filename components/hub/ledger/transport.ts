@@ -1,9 +1,9 @@
 import * as aws from "@pulumi/aws";
 import type { LedgerScope } from "./scope";
 
-/** Kinesis stream name of a spoke's usage stream. */
-export function usageStreamName(spoke: string): string {
-    return `platform-usage-${spoke}`;
+/** Kinesis stream name of a spoke's usage stream on a hub whose names begin with `prefix` (`platform:namePrefix`). */
+export function usageStreamName(spoke: string, prefix = "platform"): string {
+    return `${prefix}-usage-${spoke}`;
 }
 
 /**
@@ -21,7 +21,7 @@ export function usageStreams(
         stream: new aws.kinesis.Stream(
             `${scope.name}-${spoke}`,
             {
-                name: usageStreamName(spoke),
+                name: usageStreamName(spoke, scope.prefix),
                 streamModeDetails: { streamMode: "ON_DEMAND" },
                 retentionPeriod: retentionHours,
                 encryptionType: "KMS",
