@@ -1,4 +1,5 @@
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import { defineConfig } from "vitest/config";
 
@@ -31,12 +32,21 @@ function e2eFiles(): string[] {
 }
 const E2E = e2eFiles();
 
+// V8's code cache for every Node process of the run (the test workers and every render, tool and service a test
+// spawns inherit it): the Pulumi SDKs and the rest of node_modules are compiled once, not once per process. Keyed by
+// each file's path and contents (Node's module.enableCompileCache), so a changed file is compiled afresh.
+process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), "platform-node-compile-cache");
+
 export default defineConfig({
     test: {
         exclude: EXCLUDE,
-        // Pulumi mocks are process-global state: one process per test file.
+        // Pulumi mocks are process-global state: test files run in child processes, one file at a time per process.
+        // A process runs file after file (not isolated): the Pulumi SDK, the AWS and Kubernetes providers and the
+        // program's modules load once per worker instead of once per file, and the renders of the repository's own
+        // stack files (test/helpers.ts runRepoStack) are shared by every file of that worker. Every runStack sets
+        // its own mocks and config, test/setup.ts re-arms the tripwire before each file, and no test mocks modules.
         pool: "forks",
-        isolate: true,
+        isolate: false,
         setupFiles: ["test/setup.ts"],
         testTimeout: 60_000,
         hookTimeout: 60_000,

@@ -3,7 +3,8 @@
  * its floor (the cheapest thing doing the same job on this machine) and the ratio. Speed and memory goals
  * live here, never in timed tests. Loopback only, bounded in time.
  *
- * Names: auth (ext_authz checks/s vs a no-op HTTP server), plus those registered below by other areas.
+ * Names: auth (ext_authz checks/s vs a no-op HTTP server), tests (`npm test` time vs its baseline), plus those
+ * registered below by other areas.
  */
 import { exitOnHelp } from "./cli";
 
@@ -40,6 +41,12 @@ const benches: Bench[] = [
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         run: async () => require("../services/ledger/bench").runMeteringBench(),
     },
+    {
+        name: "tests",
+        what: "`npm test` wall and CPU time (both projects, every test) vs the recorded baseline; goal: half the baseline's wall time on a quiet 2-core machine",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("./bench-tests").runTestsBench(),
+    },
 ];
 
 const HELP = `
@@ -53,10 +60,12 @@ Benchmarks:
   auth     auth service ext_authz checks/s and p99 with Redis vs a no-op HTTP server
   entitlement  the decision's priority clamp + Dynamo headers per check vs the body step without them
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
+  tests    npm test wall and CPU time vs the recorded baseline (the load it ran under is printed)
 
 Examples:
   npm run bench
   npm run bench -- render
+  npm run bench -- tests
 `;
 
 async function main() {

@@ -35,8 +35,17 @@ export interface PolicyReport {
 /** Props a policy reads of every resource only to tell whether it is one of its own. */
 const IDENTIFYING = new Set(["kind", "apiVersion", "metadata"]);
 
-function props(wire: Record<string, unknown>, onRead?: () => void): Record<string, any> {
-    const p = unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false));
+/**
+ * A resource's properties as a policy sees them: deserialised once per run (`seen`, keyed by the wire object) and
+ * shared by every policy, as the analyzer does (@pulumi/policy server.js deserialises each resource once per
+ * request), then wrapped per policy so `onRead` names the policy that read them.
+ */
+function props(wire: Record<string, unknown>, seen: Map<object, Record<string, any>>, onRead?: () => void): Record<string, any> {
+    let p = seen.get(wire);
+    if (!p) {
+        p = unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false)) as Record<string, any>;
+        seen.set(wire, p);
+    }
     if (!onRead) return p;
     return new Proxy(p, {
         get(t, k, r) {
@@ -88,6 +97,7 @@ export async function runPolicies(
     const byUrn = new Map(resources.map((r) => [r.urn, r]));
     const getConfig = () => ({});
     const applied = new Set<string>();
+    const seen = new Map<object, Record<string, any>>();
     for (const p of policies) {
         const level = (p.enforcementLevel ?? packLevel) as EnforcementLevel;
         if (level === "disabled") continue;
@@ -116,7 +126,7 @@ export async function runPolicies(
             // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
             const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
             const prs: PolicyResource[] = [...checked, ...root].map((r) => {
-                const pr = props(r.outputs, read);
+                const pr = props(r.outputs, seen, read);
                 return {
                     type: r.type,
                     props: pr,
@@ -158,7 +168,7 @@ export async function runPolicies(
             );
             for (const r of checked) {
                 for (const v of validations) {
-                    const pr = props(r.inputs, read);
+                    const pr = props(r.inputs, seen, read);
                     await guard(() =>
                         v(
                             {
