@@ -3,7 +3,10 @@
  * is the URN list of hub-prod rendered before the split (`npm run render -- --out <dir> hub-prod`, `resources.json`).
  * The ledger's protected resources (KMS key, streams, cluster, instances) would otherwise be deleted and recreated, which
  * `protect` refuses, or orphaned. A change that legitimately adds or renames hub resources updates that file in the
- * same pull request, where reviewers see every URN that moves.
+ * same pull request, where reviewers see every URN that moves. Removed deliberately since: the on-prem source keys'
+ * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
+ * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"
+ * says how an existing hub forgets them without deleting the key a site runs on).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
