@@ -24,8 +24,9 @@ export const AccessKeySlotSchema = z
  * - `roles-anywhere` (on-prem with a CA): IAM Roles Anywhere trust anchor (the site's CA bundle) and profile; the
  *   spoke's workloads present a certificate whose CN is `certificateCn`.
  * - `access-key` (on-prem without a CA, the default there): an IAM user per key slot whose only right is assuming the
- *   spoke role, its key written to a Secrets Manager secret only `deployerRoleArn` may read; rotated in two phases
- *   (add a slot, point `activeKey` at it and roll the spoke, remove the old slot).
+ *   spoke role, and a Secrets Manager secret only `deployerRoleArn` may read, into which `npm run mint-key --
+ *   spoke-access-key` writes the key (never the hub's state); rotated in two phases (add a slot and mint its key,
+ *   point `activeKey` at it and roll the spoke, retire the old key, remove the old slot).
  */
 export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
     z

@@ -7,7 +7,7 @@ export const IamRoleArnSchema = z
 
 /**
  * `platform:hubDeployers`: the roles that run the hub's `pulumi up` / `refresh` (the CI deploy role, the operator's
- * role). They write the key secrets (spokes' source keys; tenants' API keys through `npm run mint-key`), use the hub
+ * role). They write the key secrets (spokes' source keys and tenants' API keys, through `npm run mint-key`), use the hub
  * state KMS key (lib/ci-roles.ts) and read the secrets back on refresh; nobody
  * else but each secret's own reader may read them. Named in the hub file, never taken from whoever ran the last `up`
  * (a human and CI alternating would lock each other out).

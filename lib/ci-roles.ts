@@ -86,7 +86,8 @@ export function githubOidcTrustPolicy(x: { partition?: string; accountId: string
 /**
  * Pure: the preview role's guard, an inline policy of explicit denies attached beside whatever read-only policy the
  * previews need (AWS managed `ReadOnlyAccess`, or narrower): no secret value, no parameter, no KMS use except S3
- * decrypting the state bucket's objects in the state's region, no role assumption, no key-policy or grant changes.
+ * decrypting the state bucket's objects in the state's region, no role assumption, no key-policy or grant changes, no
+ * access key or password created, changed or deleted.
  * @param region region of the state bucket (S3 may use KMS there on the role's behalf)
  */
 export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
@@ -120,6 +121,22 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
             },
             { Sid: "NoKeyPolicyChanges", Effect: "Deny", Action: ["kms:PutKeyPolicy", "kms:CreateGrant"], Resource: "*" },
             { Sid: "NoRoleHopping", Effect: "Deny", Action: ["sts:AssumeRole", "sts:AssumeRoleWithWebIdentity"], Resource: "*" },
+            {
+                // A preview never mints a credential whose secret it would then hold (services/keys/spoke-key.ts
+                // mints on-prem source keys as a hub deployer), nor retires one a site runs on.
+                Sid: "NoCredentialMinting",
+                Effect: "Deny",
+                Action: [
+                    "iam:CreateAccessKey",
+                    "iam:UpdateAccessKey",
+                    "iam:DeleteAccessKey",
+                    "iam:CreateLoginProfile",
+                    "iam:UpdateLoginProfile",
+                    "iam:CreateServiceSpecificCredential",
+                    "iam:ResetServiceSpecificCredential",
+                ],
+                Resource: "*",
+            },
         ],
     };
 }

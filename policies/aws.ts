@@ -266,4 +266,71 @@ export const awsRdsForceSsl: StackValidationPolicy = {
     },
 };
 
-export const awsPolicies = [awsEksNoAccessKeys, awsNoCredentialOutputs, awsStatefulProtected, awsImdsHopLimit, awsRdsForceSsl];
+/**
+ * Resource types that generate key material into Pulumi state (their outputs are the secret): IAM access keys, IAM
+ * login profiles and service-specific credentials (pulumi/pulumi-aws), every `random:` and `tls:` resource
+ * (pulumi/pulumi-random, pulumi/pulumi-tls). Matched by prefix for the latter two, so a new generator of those
+ * providers is refused until reviewed.
+ */
+export const KEY_GENERATOR_TYPES = {
+    exact: [
+        "aws:iam/accessKey:AccessKey",
+        "aws:iam/userLoginProfile:UserLoginProfile",
+        "aws:iam/serviceSpecificCredential:ServiceSpecificCredential",
+    ],
+    prefixes: ["random:", "tls:"],
+} as const;
+
+/**
+ * The key generators the hub's state may hold, by URN without stack and project (`<parent types>$<type>::<name>`),
+ * each reviewed: the ledger roles' passwords (components/hub/ledger; the database is reachable only inside its VPC)
+ * and the bundle signing seed (components/hub/PolicyStore.ts, protected). test/hub-state-secrets.test.ts keeps the
+ * same list for the program's state.
+ */
+export const HUB_REVIEWED_KEY_GENERATORS = [
+    "platform:hub:UsageLedger$random:index/randomPassword:RandomPassword::usage-ledger-ingest-password",
+    "platform:hub:UsageLedger$random:index/randomPassword:RandomPassword::usage-ledger-reporter-password",
+    "platform:hub:PolicyStore$random:index/randomBytes:RandomBytes::policy-store-signing-seed",
+] as const;
+
+/** `<qualified type>::<name>` of a URN (`urn:pulumi:<stack>::<project>::<qualified type>::<name>`). */
+function urnTail(urn: string): string {
+    return urn.split("::").slice(2).join("::");
+}
+
+/**
+ * The hub makes no key material but the reviewed generators: tenants' API keys and on-prem spokes' AWS source keys are
+ * minted outside Pulumi (`npm run mint-key`, services/keys), because whatever the hub's state holds a `.apply` in the
+ * hub's program can print. A hub stack is one with resources under a `platform:hub:` component.
+ */
+export const awsHubNoKeyGenerators: StackValidationPolicy = {
+    name: "aws-hub-no-key-generators",
+    description: "The hub stack generates no key material into its state beyond a reviewed list (ledger passwords, signing seed).",
+    remediationSteps:
+        "Mint keys outside Pulumi into their Secrets Manager secret (npm run mint-key; services/keys): the hub creates the secret empty. A new generator needs review: add its URN to HUB_REVIEWED_KEY_GENERATORS (policies/aws.ts) and test/hub-state-secrets.test.ts.",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        const rs = args.resources;
+        if (!rs.some((r) => urnTail(r.urn).includes("platform:hub:"))) return;
+        const reviewed = new Set<string>(HUB_REVIEWED_KEY_GENERATORS);
+        for (const r of rs) {
+            const generator =
+                (KEY_GENERATOR_TYPES.exact as readonly string[]).includes(r.type) ||
+                KEY_GENERATOR_TYPES.prefixes.some((p) => r.type.startsWith(p));
+            if (generator && !reviewed.has(urnTail(r.urn)))
+                report(
+                    `${r.type} ${r.name} in the hub stack generates key material into its state (readable by any .apply of the hub's program); it is not a reviewed generator.`,
+                    r.urn,
+                );
+        }
+    },
+};
+
+export const awsPolicies = [
+    awsEksNoAccessKeys,
+    awsNoCredentialOutputs,
+    awsStatefulProtected,
+    awsImdsHopLimit,
+    awsRdsForceSsl,
+    awsHubNoKeyGenerators,
+];

@@ -46,7 +46,7 @@ export async function readSpokeCredentials(
         throw new ConfigError(stackFile, [
             {
                 key: `${key}.secretArn`,
-                message: `cannot read ${id.secretArn} (run as this spoke's deployer role): ${(e as Error).message}`,
+                message: `cannot read ${id.secretArn} (run as this spoke's deployer role; a new slot's key must first be minted by a hub deployer: npm run mint-key -- spoke-access-key --slot ${id.slot}): ${(e as Error).message}`,
             },
         ]);
     }

@@ -5,7 +5,7 @@ import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
-import { MINT_AWS_CALLS } from "../services/keys/aws-calls";
+import { MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
@@ -16,7 +16,7 @@ import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { unwrapWire } from "../tools/wire";
-import { byType, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 /**
  * Every AWS policy the hub renders, evaluated by an IAM policy simulator (@cloud-copilot/iam-simulate, test-only)
@@ -892,6 +892,60 @@ describe("simulated: tenants' API key secrets", () => {
             (await read(readers()[t][0], t, { "kms:ViaService": "s3.${REGION}.amazonaws.com".replace("${REGION}", REGION) }))[1],
         ).not.toBe("Allowed");
     });
+});
+
+describe("simulated: on-prem source keys minted outside Pulumi (npm run mint-key -- spoke-access-key)", () => {
+    it("a hub deployer makes every call; the preview role and a spoke deployer can neither mint, retire nor write a key", async () => {
+        // IAM calls are same-account only, so the hub deployer here is in the hub's (mock) account, as a real one is;
+        // the sample hub file's deployers are in a documentation account. The hub is rendered again with it.
+        const deployer = `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`;
+        const doc = structuredClone(HUB);
+        doc["platform:hubDeployers"] = [deployer];
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+        const saved = rs;
+        rs = hub.resources; // resourcePolicyOf reads the policies of this render
+        try {
+            const ids = doc["platform:spokeIdentities"];
+            const onprem = Object.keys(ids).filter((s) => ids[s].mode === "access-key");
+            expect(onprem.length).toBeGreaterThan(0);
+            for (const s of onprem) {
+                const slot = ids[s].keys[0].id;
+                const secret = named("aws:secretsmanager/secret:Secret", `spoke-${s}-key-${slot}`);
+                const v = {
+                    ...vars,
+                    slotSecretArn: out(secret, "arn"),
+                    slotUserArn: out(named("aws:iam/user:User", `spoke-${s}-source-${slot}`), "arn"),
+                    credentialKeyArn: out(named("aws:kms/key:Key", "api-keys-key"), "arn"),
+                };
+                expect(inputs(secret).kmsKeyId).toBe(v.credentialKeyArn);
+                expect(notAllowed(await evaluate({ arn: deployer, policies: [allowAll] }, SPOKE_KEY_AWS_CALLS, v)), s).toEqual([]);
+                // What mints, retires or writes; listing keys and describing the secret are metadata.
+                const mutating = SPOKE_KEY_AWS_CALLS.filter(
+                    (c) => !["secretsmanager:DescribeSecret", "iam:ListAccessKeys"].includes(c.action),
+                );
+                expect(mutating.map((c) => c.action).sort()).toEqual([
+                    "iam:CreateAccessKey",
+                    "iam:DeleteAccessKey",
+                    "kms:GenerateDataKey",
+                    "secretsmanager:PutSecretValue",
+                ]);
+                // The CI preview role, in the hub's account, whatever read-only policy sits beside its guard.
+                const preview = {
+                    arn: `arn:aws:iam::${ACCOUNT}:role/platform-ci-preview`,
+                    policies: [allowAll, previewGuardPolicy({ region: REGION }) as unknown as Doc],
+                };
+                expect(allowed(await evaluate(preview, mutating, v)), s).toEqual([]);
+                // Another principal of the hub's account allowed everything by its identity policy (a spoke's
+                // deployer): it cannot plant a key of its choosing in the slot's secret.
+                const other = { arn: `arn:aws:iam::${ACCOUNT}:role/platform-spoke-deployer-${s}`, policies: [allowAll] };
+                const put = SPOKE_KEY_AWS_CALLS.filter((c) => c.action === "secretsmanager:PutSecretValue");
+                expect((await evaluate(other, put, v)).map((r) => r.decision)).toEqual(["ExplicitlyDenied"]);
+            }
+        } finally {
+            rs = saved;
+        }
+    }, 180_000);
 });
 
 describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {

@@ -274,11 +274,11 @@ describe("PolicyStore under mocks (hub-prod)", () => {
             if (service === "metering") expect(usage.Resource).toMatch(new RegExp(`:stream/.*${spoke}`));
             else expect(usage).toBeUndefined();
         }
-        // Source keys exist only in their per-spoke secrets (components/hub/SpokeIdentity.ts), never in an output.
+        // Source keys exist only in their per-spoke secrets, minted outside Pulumi (services/keys/spoke-key.ts): the hub
+        // creates none and no output names one.
         expect(hub.outputs.spokeCredentials).toBeUndefined();
-        const creds = byType(hub.resources, "aws:iam/accessKey:AccessKey").map((k) => (unwrapWire(k.outputs) as { secret: string }).secret);
-        expect(creds.every((c) => c.length === 40)).toBe(true);
-        for (const c of creds) expect(JSON.stringify(unwrapWire(hub.outputs))).not.toContain(c);
+        expect(byType(hub.resources, "aws:iam/accessKey:AccessKey")).toEqual([]);
+        expect(JSON.stringify(unwrapWire(hub.outputs))).not.toMatch(/secretAccessKey|AKIA[0-9A-Z]{16}/);
     });
 
     it("preview: the contract and revisions are unknown (new keys), never guessed", async () => {
@@ -293,9 +293,22 @@ describe("offline render writes no key", () => {
         // Mock outputs are deterministic, so the secrets computed here are the ones the renderer sees. API keys are
         // never in the program (npm run mint-key writes them to the tenants' secrets): any key-shaped string is a leak.
         const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
-        const awsSecrets = byType(hub.resources, "aws:iam/accessKey:AccessKey").map(
-            (k) => (unwrapWire(k.outputs) as { secret: string }).secret,
-        );
+        // The on-prem spokes' source keys as their slots' secrets hold them (the mocks' Secrets Manager).
+        const { callMocks } = await import("../tools/mock-outputs");
+        const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
+        const awsSecrets = Object.values(contracts)
+            .filter((c) => c.identity?.mode === "access-key")
+            .map(
+                (c) =>
+                    JSON.parse(
+                        String(
+                            callMocks["aws:secretsmanager/getSecretVersion:getSecretVersion"](
+                                { secretId: c.identity.secretArn },
+                                "ap-southeast-1",
+                            ).secretString,
+                        ),
+                    ).secretAccessKey as string,
+            );
         const counters = byType(spoke.resources, "random:index/randomPassword:RandomPassword")
             .filter((p) => p.name.includes("counters"))
             .map((p) => unwrapWire(p.outputs.result) as string);

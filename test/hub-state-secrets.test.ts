@@ -35,7 +35,8 @@ function strings(value: unknown, out: string[] = []): string[] {
 
 /**
  * The secrets the hub's state may hold, each with why it is there. API keys and AWS access keys are not among them:
- * tenants' keys are minted by `npm run mint-key` straight into their secrets (services/keys/mint.ts).
+ * tenants' keys and on-prem spokes' source keys are minted by `npm run mint-key` straight into their secrets
+ * (services/keys/mint.ts, services/keys/spoke-key.ts).
  */
 const REVIEWED: Record<string, string> = {
     "random:index/randomPassword:RandomPassword::usage-ledger-ingest-password.outputs.result":
@@ -49,19 +50,6 @@ const REVIEWED: Record<string, string> = {
     "aws:secretsmanager/secretVersion:SecretVersion::usage-ledger-reporter-password.outputs.secretString": "the same password, delivered",
 };
 
-/**
- * On-prem spokes without a CA (`access-key` mode): their source key is still made by the hub (aws.iam.AccessKey,
- * protected) and delivered to the slot's secret. Moving it out of state needs an IAM client in the minting tool;
- * until then the hub's state is readable only by the hub deployers (hub state KMS key) and never previewed.
- */
-const ON_PREM_SOURCE_KEYS = (slots: string[]) =>
-    Object.fromEntries(
-        slots.flatMap((s) => [
-            [`aws:secretsmanager/secretVersion:SecretVersion::${s}.inputs.secretString`, "on-prem source key (see above)"],
-            [`aws:secretsmanager/secretVersion:SecretVersion::${s}.outputs.secretString`, "on-prem source key (see above)"],
-        ]),
-    );
-
 describe.each([false, true])("the hub's state holds no key material (preview=%s)", (preview) => {
     it("every secret value in the hub's resources and outputs is a reviewed one; none is an API key or an AWS key", async () => {
         const hub = await runRepoStack("hub-prod", { preview });
@@ -72,22 +60,13 @@ describe.each([false, true])("the hub's state holds no key material (preview=%s)
             ]),
             ...secretPaths(hub.outputs, "stack.outputs"),
         ];
-        const ids = stackConfigDoc("hub-prod")["platform:spokeIdentities"] as Record<
-            string,
-            { mode: string; keys?: Array<{ id: string }> }
-        >;
-        const slots = Object.entries(ids)
-            .filter(([, id]) => id.mode === "access-key")
-            .flatMap(([s, id]) => id.keys!.map((k) => `spoke-${s}-key-${k.id}`))
-            .sort();
-        const reviewed = { ...REVIEWED, ...ON_PREM_SOURCE_KEYS(slots) };
-        expect(found.filter((p) => !reviewed[p])).toEqual([]);
+        expect(found.filter((p) => !REVIEWED[p])).toEqual([]);
         // The resources that generate key material are a closed list too (mocks do not mark every generated value
-        // secret, so the types are checked as well): the ledger passwords and the protected on-prem source keys.
+        // secret, so the types are checked as well): the ledger passwords and the signing seed. No AWS access key:
+        // on-prem source keys are minted into their slots' secrets (services/keys/spoke-key.ts).
         const generators = hub.resources.filter((r) => /^random:|^aws:iam\/accessKey:|^tls:/.test(r.type));
         expect(generators.map((r) => `${r.type}::${r.name}`).sort()).toEqual(
             [
-                ...slots.map((s) => `aws:iam/accessKey:AccessKey::${s}`),
                 // The bundle signing seed (components/hub/PolicyStore.ts), protected.
                 "random:index/randomBytes:RandomBytes::policy-store-signing-seed",
                 "random:index/randomPassword:RandomPassword::usage-ledger-ingest-password",
@@ -97,9 +76,28 @@ describe.each([false, true])("the hub's state holds no key material (preview=%s)
         for (const k of generators.filter((r) => !r.name.startsWith("usage-ledger-"))) expect(k.options?.protect, k.name).toBe(true);
         expect(
             hub.resources.filter(
-                (r) => r.urn.includes("platform:hub:ApiKeys$random:") || r.urn.includes("ApiKeys$aws:secretsmanager/secretVersion"),
+                (r) =>
+                    r.urn.includes("platform:hub:ApiKeys$random:") ||
+                    r.urn.includes("ApiKeys$aws:secretsmanager/secretVersion") ||
+                    r.urn.includes("platform:hub:SpokeIdentity$aws:secretsmanager/secretVersion"),
             ),
         ).toEqual([]);
+        // Each access-key spoke's slots: a user that can be deleted with keys minted outside Pulumi, and a protected,
+        // retained secret that the program never writes a value to.
+        const ids = stackConfigDoc("hub-prod")["platform:spokeIdentities"] as Record<
+            string,
+            { mode: string; keys?: Array<{ id: string }> }
+        >;
+        const slots = Object.entries(ids)
+            .filter(([, id]) => id.mode === "access-key")
+            .flatMap(([s, id]) => id.keys!.map((k) => [s, k.id]));
+        expect(slots.length).toBeGreaterThan(0);
+        for (const [s, k] of slots) {
+            const user = hub.resources.find((r) => r.type === "aws:iam/user:User" && r.name === `spoke-${s}-source-${k}`);
+            expect(user?.inputs.forceDestroy, `${s}/${k} user`).toBe(true);
+            const secret = hub.resources.find((r) => r.type === "aws:secretsmanager/secret:Secret" && r.name === `spoke-${s}-key-${k}`);
+            expect([secret?.options?.protect, secret?.options?.retainOnDelete], `${s}/${k} secret`).toEqual([true, true]);
+        }
         const text = strings([hub.resources.map((r) => [r.inputs, r.outputs]), hub.outputs]);
         expect(text.filter((s) => API_KEY_PATTERN.test(s))).toEqual([]);
     });

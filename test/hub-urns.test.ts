@@ -8,6 +8,10 @@
  * `spoke-<s>-auth-role` / `-auth-permissions` (with Pulumi aliases of the old names: the same state, replaced by a
  * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
  * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`.
+ * Removed deliberately since: the on-prem source keys'
+ * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
+ * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"
+ * says how an existing hub forgets them without deleting the key a site runs on).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

@@ -176,15 +176,9 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 
     it("no spoke credential in any hub output: what a spoke's StackReference reads holds no key of any spoke", () => {
         expect(Object.keys(hub.outputs)).not.toContain("spokeCredentials");
-        // Every AWS secret key and access key id the hub creates (mock outputs are deterministic).
-        const keys = all("aws:iam/accessKey:AccessKey");
-        expect(keys.length).toBeGreaterThan(0);
+        // The hub creates no AWS access key at all (services/keys/spoke-key.ts mints them into the slots' secrets).
+        expect(all("aws:iam/accessKey:AccessKey")).toEqual([]);
         const readable = JSON.stringify(unwrapWire(hub.outputs));
-        for (const k of keys) {
-            const o = unwrapWire(k.outputs) as { id: string; secret: string };
-            expect(readable).not.toContain(o.secret);
-            expect(readable).not.toContain(o.id);
-        }
         expect(readable).not.toMatch(/secretAccessKey|AKIA[0-9A-Z]{16}/);
         // Each spoke's contract names only its own identity.
         const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
@@ -217,6 +211,16 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
                 `arn:aws:iam::111122223333:role/platform-spoke-deployer-${spoke}`,
                 ...stackConfigDoc("hub-prod")["platform:hubDeployers"],
             ]);
+            // Only the hub's deployers write it (npm run mint-key -- spoke-access-key): not even the spoke's deployer.
+            const write = doc.Statement.find((s: any) => s.Sid === "OnlyHubDeployersWrite");
+            expect(write).toMatchObject({
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["secretsmanager:PutSecretValue", "secretsmanager:UpdateSecret"],
+            });
+            expect(write.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual(
+                [...stackConfigDoc("hub-prod")["platform:hubDeployers"]].sort(),
+            );
         }
     });
 
@@ -267,12 +271,18 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
         doc["platform:spokeIdentities"].hn1.keys.push({ id: "2027-02", createdAt: "2027-02-01" });
         const phase1 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
-        expect(
-            byType(phase1.resources, "aws:iam/accessKey:AccessKey")
+        // Each slot: its user and its (empty) secret; the keys are minted into them outside Pulumi.
+        const slotsOf = (rs: typeof phase1.resources) =>
+            [...byType(rs, "aws:iam/user:User"), ...byType(rs, "aws:secretsmanager/secret:Secret")]
                 .map((k) => k.name)
                 .filter((n) => n.includes("hn1"))
-                .sort(),
-        ).toEqual(["spoke-hn1-key-2026-11", "spoke-hn1-key-2027-02"]);
+                .sort();
+        expect(slotsOf(phase1.resources)).toEqual([
+            "spoke-hn1-key-2026-11",
+            "spoke-hn1-key-2027-02",
+            "spoke-hn1-source-2026-11",
+            "spoke-hn1-source-2027-02",
+        ]);
         const trust = JSON.parse(inputs(phase1.resources.find((r) => r.name === "spoke-hn1-auth-role")!).assumeRolePolicy).Statement.map(
             (x: any) => x.Principal.AWS,
         );
@@ -281,7 +291,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         doc["platform:spokeIdentities"].hn1.activeKey = "2027-02";
         const phase2 = await runRepoStack("hub-prod", { config: flatConfig(doc) });
         expect((unwrapWire(phase2.outputs.spokeContracts) as any).hn1.identity.slot).toBe("2027-02");
-        expect(byType(phase2.resources, "aws:iam/accessKey:AccessKey").filter((k) => k.name.includes("hn1"))).toHaveLength(2);
+        expect(slotsOf(phase2.resources)).toEqual(slotsOf(phase1.resources));
     });
 
     it("roles-anywhere when the operator provides a CA bundle: trust anchor + profile, no IAM user or key for that spoke", async () => {

@@ -1,14 +1,18 @@
+import { IAMClient } from "@aws-sdk/client-iam";
 import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { apiKeyHashes, mintApiKey, retireApiKey } from "../services/keys/mint";
+import { mintSpokeAccessKey, retireSpokeAccessKey } from "../services/keys/spoke-key";
+import { keySecretName } from "../services/shared/spoke-key-slot";
 import { tenantKeySecretName } from "../services/shared/api-key";
 import { exitOnHelp } from "./cli";
 import { STACKS_DIR } from "./stackfiles";
 
 const HELP = `
 usage: npm run mint-key -- --hub STACK --tenant TENANT (--key ID | --retire ID | --list)
+       npm run mint-key -- spoke-access-key --hub STACK --spoke SPOKE --slot ID [--retire]
 
 Mints a tenant's API key outside Pulumi: the key is generated here and written only to the tenant's Secrets Manager
 secret (platform/tenants/<tenant>/api-keys, JSON key id -> key, created empty by the hub's \`up\`). Prints only the
@@ -24,16 +28,81 @@ Options:
   --list            print the id and SHA-256 of every key in the secret (audit; adopting keys minted earlier)
   -h, --help        this text
 
-Environment: the AWS SDK's (credentials of a hub deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER for a local stand-in).
+spoke-access-key: an on-prem spoke's AWS source key (platform:spokeIdentities.<spoke>, mode access-key), minted
+outside Pulumi: IAM CreateAccessKey for the slot's user (platform-spoke-<spoke>-<slot>, created by the hub's \`up\`),
+the pair written only to the slot's secret (platform/spokes/<spoke>/source-key/<slot>, which only the spoke's deployer
+reads). Prints only the access key id. A slot holds one key. --retire deletes the slot's key(s) (refused for the
+slot the spoke runs on, platform:spokeIdentities.<spoke>.activeKey: move it and roll the spoke first).
+
+Environment: the AWS SDK's (credentials of a hub deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_IAM
+for local stand-ins).
 
 Examples:
   npm run mint-key -- --hub hub-prod --tenant acme --key acme-search-2027
   npm run mint-key -- --hub hub-prod --tenant acme --retire acme-search-prod
   npm run mint-key -- --hub hub-prod --tenant acme --list
+  npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2027-02
+  npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2026-11 --retire
 `;
+
+/** The hub file's config. @throws Error naming the file when it cannot be read or is not a hub */
+function hubConfig(hub: string): { file: string; config: Record<string, any>; region: string } {
+    const file = path.join(STACKS_DIR, `Pulumi.${hub}.yaml`);
+    let config: Record<string, any>;
+    try {
+        config = YAML.parse(fs.readFileSync(file, "utf8")).config;
+    } catch (e) {
+        throw new Error(`${file}: cannot read the hub file: ${(e as Error).message}`);
+    }
+    if (config?.["platform:role"] !== "hub") throw new Error(`${file}: platform:role is not hub`);
+    const region = config["aws:region"];
+    if (typeof region !== "string") throw new Error(`${file}: aws:region is missing`);
+    return { file, config, region };
+}
+
+/** `spoke-access-key`: mint or retire an on-prem spoke's source key (services/keys/spoke-key.ts). */
+async function spokeAccessKey(argv: string[]): Promise<void> {
+    const opt: Record<string, string | true> = {};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === "--retire") opt.retire = true;
+        else if (["--hub", "--spoke", "--slot"].includes(a) && argv[i + 1] && !argv[i + 1].startsWith("--")) opt[a.slice(2)] = argv[++i];
+        else throw new Error(`unknown or incomplete argument ${a} (npm run mint-key -- --help)`);
+    }
+    if (typeof opt.hub !== "string" || typeof opt.spoke !== "string" || typeof opt.slot !== "string")
+        throw new Error("spoke-access-key needs --hub, --spoke and --slot (npm run mint-key -- --help)");
+    const { file, config, region } = hubConfig(opt.hub);
+    const key = `platform:spokeIdentities.${opt.spoke}`;
+    const id = config["platform:spokeIdentities"]?.[opt.spoke];
+    if (id?.mode !== "access-key") throw new Error(`${file}: ${key}.mode is not access-key (only those spokes have source keys)`);
+    const slots: string[] = (id.keys ?? []).map((k: { id: string }) => k.id);
+    if (!slots.includes(opt.slot)) throw new Error(`${file}: ${key}.keys has no slot "${opt.slot}" (known: ${slots.join(", ")})`);
+    const active = id.activeKey ?? slots[0];
+    if (opt.retire && opt.slot === active)
+        throw new Error(
+            `${file}: ${key}.activeKey is "${active}": the spoke runs on it; point activeKey at another slot and roll the spoke before retiring it`,
+        );
+    const iam = new IAMClient({ region });
+    const sm = new SecretsManagerClient({ region });
+    try {
+        if (opt.retire) {
+            const deleted = await retireSpokeAccessKey(iam, opt.spoke, opt.slot);
+            process.stdout.write(`retired slot "${opt.slot}" of ${opt.spoke}: deleted access key ${deleted.join(", ")}\n`);
+        } else {
+            const m = await mintSpokeAccessKey(iam, sm, opt.spoke, opt.slot);
+            process.stdout.write(
+                `minted access key ${m.accessKeyId} for slot "${opt.slot}" of ${opt.spoke} into ${keySecretName(opt.spoke, opt.slot)} (version ${m.versionId ?? "?"}); the secret key is only there\n`,
+            );
+        }
+    } finally {
+        iam.destroy();
+        sm.destroy();
+    }
+}
 
 async function main(argv: string[]): Promise<void> {
     exitOnHelp(argv, HELP);
+    if (argv[0] === "spoke-access-key") return spokeAccessKey(argv.slice(1));
     const opt: Record<string, string | true> = {};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
@@ -45,21 +114,12 @@ async function main(argv: string[]): Promise<void> {
     const actions = ["key", "retire", "list"].filter((k) => opt[k] !== undefined);
     if (typeof opt.hub !== "string" || typeof opt.tenant !== "string" || actions.length !== 1)
         throw new Error("give --hub, --tenant and exactly one of --key, --retire, --list (npm run mint-key -- --help)");
-    const file = path.join(STACKS_DIR, `Pulumi.${opt.hub}.yaml`);
-    let config: Record<string, any>;
-    try {
-        config = YAML.parse(fs.readFileSync(file, "utf8")).config;
-    } catch (e) {
-        throw new Error(`${file}: cannot read the hub file: ${(e as Error).message}`);
-    }
-    if (config?.["platform:role"] !== "hub") throw new Error(`${file}: platform:role is not hub`);
+    const { file, config, region } = hubConfig(opt.hub);
     const readers = config["platform:tenantKeys"]?.readers ?? {};
     if (!readers[opt.tenant])
         throw new Error(
             `${file}: platform:tenantKeys.readers names no reader for tenant "${opt.tenant}" (known: ${Object.keys(readers).join(", ")})`,
         );
-    const region = config["aws:region"];
-    if (typeof region !== "string") throw new Error(`${file}: aws:region is missing`);
     const sm = new SecretsManagerClient({ region });
     try {
         if (typeof opt.key === "string") {

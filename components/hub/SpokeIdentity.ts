@@ -6,6 +6,9 @@ import { GATEWAY_NAMESPACE } from "../../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../../lib/labels";
 import { AWS_ROLE_SESSION_NAMES } from "../../lib/spoke-services";
 import { bundlePaths } from "../../services/shared/bundle";
+import { keySecretName, keySecretPrefix, SPOKE_IAM_PATH, sourceUserName } from "../../services/shared/spoke-key-slot";
+
+export { keySecretName, keySecretPrefix, sourceUserName };
 
 /** An IAM policy document (the subset this module writes). */
 export interface PolicyDocument {
@@ -237,8 +240,8 @@ export function sourceUserPolicy(roleArn: string | string[], x: { expiresAt?: st
 
 /**
  * Pure: resource policy of a key slot's secret. Only the spoke's deployer role may read it; everyone else is
- * denied reading it (other spokes' deployers, CI preview roles), except the hub's own deployer, which writes it and
- * whose providers read it back (`hubDeployers`, `platform:hubDeployers`: named, not whoever ran the last `up`).
+ * denied reading it (other spokes' deployers, CI preview roles), except the hub's own deployers, the only ones who
+ * may write it (`npm run mint-key -- spoke-access-key`) and who read it back (`hubDeployers`, `platform:hubDeployers`: named, not whoever ran the last `up`).
  */
 export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[]): Record<string, unknown> {
     return {
@@ -266,6 +269,16 @@ export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[])
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [deployerRoleArn, ...hubDeployers] } },
             },
+            {
+                // Only the minting tool, run as a hub deployer, writes the key (services/keys/spoke-key.ts): nobody
+                // else can plant a key of their choosing, whatever their identity policy allows.
+                Sid: "OnlyHubDeployersWrite",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["secretsmanager:PutSecretValue", "secretsmanager:UpdateSecret"],
+                Resource: "*",
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": [...hubDeployers].sort() } },
+            },
         ],
     };
 }
@@ -288,17 +301,10 @@ export function spokeDeployerArn(
         : pulumi.all([partition, accountId]).apply(([p, a]) => defaultDeployerRoleArn(p, a, spoke));
 }
 
-/** Name of a key slot's secret. Fixed, so renaming nothing in the program ever replaces it. */
-export function keySecretName(spoke: string, slot: string): string {
-    return `${keySecretPrefix(spoke)}${slot}`;
-}
-
-/** Name prefix of a spoke's key-slot secrets. */
-export function keySecretPrefix(spoke: string): string {
-    return `platform/spokes/${spoke}/source-key/`;
-}
-
-/** The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret). Secret. */
+/**
+ * The source key an on-prem spoke without a CA uses to assume its role (JSON in its key slot's secret, written by
+ * `npm run mint-key -- spoke-access-key`: services/keys/spoke-key.ts). Secret.
+ */
 export interface SpokeSourceCredentials {
     accessKeyId: string;
     secretAccessKey: string;
@@ -364,9 +370,10 @@ export function spokeRoleNamePrefix(hub: string, spoke: string, service: SpokeSe
  *   role trusts only its service's certificate CN, `<certificateCn>-<service>` ({@link rolesAnywhereTrustPolicy}).
  * - on-prem without a CA (`access-key`): per key slot an IAM user whose only right is assuming the roles (until the
  *   slot's maximum age, from the site's egress ranges when known), each role only under its service's session name,
- *   and its key written to a Secrets Manager secret only the spoke's deployer role may read ({@link keySecretPolicy}).
- *   Rotation is two-phase: add a slot (both keys work), point `activeKey` at it and roll the spoke, then remove the
- *   old slot.
+ *   and an empty Secrets Manager secret only the spoke's deployer role may read ({@link keySecretPolicy}). The key
+ *   itself is minted outside Pulumi (`npm run mint-key -- spoke-access-key`, services/keys/spoke-key.ts) straight into
+ *   that secret: no access key is in the hub's state. Rotation is two-phase: add a slot and mint its key (both keys
+ *   work), point `activeKey` at it and roll the spoke, retire the old slot's key, then remove the old slot.
  * Roles are named by prefix ({@link spokeRoleNamePrefix}): a replacement never deletes before it creates.
  */
 export class SpokeIdentity extends pulumi.ComponentResource {
@@ -443,12 +450,15 @@ export class SpokeIdentity extends pulumi.ComponentResource {
             const deployer = spokeDeployerArn(args.spoke, id, args.partition, args.accountId)!;
             const users = slots.map((slot) => ({
                 slot,
-                // Fixed name: a replacement must delete the old user first (IAM names are unique).
+                // Fixed name: a replacement must delete the old user first (IAM names are unique). Its access key is
+                // minted outside Pulumi (services/keys/spoke-key.ts), so removing the slot must delete a user that
+                // has keys: `forceDestroy` (pulumi/pulumi-aws, resource aws:iam/user:User, input forceDestroy).
                 user: new aws.iam.User(
                     `${name}-source-${slot.id}`,
                     {
-                        name: `platform-spoke-${args.spoke}-${slot.id}`,
-                        path: "/platform/spokes/",
+                        name: sourceUserName(args.spoke, slot.id),
+                        path: SPOKE_IAM_PATH,
+                        forceDestroy: true,
                         tags: { ...tags, "platform:key-slot": slot.id },
                     },
                     { parent: this, deleteBeforeReplace: true },
@@ -485,11 +495,11 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         `spoke ${args.spoke}: key slot "${slot.id}" has no createdAt, so its key has no maximum age; set platform:spokeIdentities.${args.spoke}.keys[].createdAt`,
                         this,
                     );
-                // Key material in the hub's state (its `secret` output and the secret value below): protected, so no `up`
-                // deletes or replaces a key a site runs on; removing a slot is a reviewed `pulumi state unprotect` (README
-                // "Rotating an on-prem key without an outage"). The hub's state is readable only by its deployers (hub
-                // state KMS key, lib/ci-roles.ts) and never previewed with a pull request's code.
-                const key = new aws.iam.AccessKey(`${name}-key-${slot.id}`, { user: user.name }, { parent: this, protect: true });
+                // No key here: the hub creates the slot's secret empty and `npm run mint-key -- spoke-access-key` writes
+                // the key into it, so neither the hub's state nor a preview's `.apply` ever holds it. Protected (no `up`
+                // deletes the secret a site reads its key from; removing a slot is a reviewed `pulumi state unprotect`,
+                // README "Rotating an on-prem key without an outage") and retained (the value Pulumi never saw stays
+                // recoverable after the slot leaves the program).
                 const secret = new aws.secretsmanager.Secret(
                     `${name}-key-${slot.id}`,
                     {
@@ -499,7 +509,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         recoveryWindowInDays: 7,
                         tags: { ...tags, "platform:key-slot": slot.id },
                     },
-                    parent,
+                    { parent: this, protect: true, retainOnDelete: true },
                 );
                 new aws.secretsmanager.SecretPolicy(
                     `${name}-key-${slot.id}-policy`,
@@ -507,18 +517,6 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         secretArn: secret.arn,
                         policy: pulumi.output(deployer).apply((d) => JSON.stringify(keySecretPolicy(d, args.hubDeployers))),
                         blockPublicPolicy: true,
-                    },
-                    parent,
-                );
-                new aws.secretsmanager.SecretVersion(
-                    `${name}-key-${slot.id}`,
-                    {
-                        secretId: secret.id,
-                        secretString: pulumi.secret(
-                            pulumi
-                                .all([key.id, key.secret])
-                                .apply(([accessKeyId, secretAccessKey]) => JSON.stringify({ accessKeyId, secretAccessKey })),
-                        ),
                     },
                     parent,
                 );

@@ -45,3 +45,58 @@ export const MINT_AWS_CALLS: readonly AwsCall[] = [
         purpose: "Secrets Manager encrypts the new value under the credential key",
     },
 ];
+
+/**
+ * Every AWS call of minting and retiring on-prem spokes' source keys (services/keys/spoke-key.ts, run by
+ * `npm run mint-key -- spoke-access-key` as a hub deployer). `{slotSecretArn}` is the key slot's secret,
+ * `{slotUserArn}` its IAM user (components/hub/SpokeIdentity.ts), `{credentialKeyArn}` the KMS key of the secret.
+ */
+export const SPOKE_KEY_AWS_CALLS: readonly AwsCall[] = [
+    {
+        command: "DescribeSecretCommand",
+        source: "services/keys/spoke-key.ts",
+        action: "secretsmanager:DescribeSecret",
+        resource: "{slotSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the slot's secret exists (the hub created it) and is not scheduled for deletion",
+    },
+    {
+        command: "ListAccessKeysCommand",
+        source: "services/keys/spoke-key.ts",
+        action: "iam:ListAccessKeys",
+        resource: "{slotUserArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the slot user's keys: a slot holds one key (mint refuses a second; retire deletes them)",
+    },
+    {
+        command: "CreateAccessKeyCommand",
+        source: "services/keys/spoke-key.ts",
+        action: "iam:CreateAccessKey",
+        resource: "{slotUserArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the slot's source key, created outside Pulumi so no state holds it",
+    },
+    {
+        command: "PutSecretValueCommand",
+        source: "services/keys/spoke-key.ts",
+        action: "secretsmanager:PutSecretValue",
+        resource: "{slotSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the pair {accessKeyId, secretAccessKey} into the slot's secret, the only place it is written",
+    },
+    {
+        source: "services/keys/spoke-key.ts",
+        action: "kms:GenerateDataKey",
+        resource: "{credentialKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" },
+        purpose: "Secrets Manager encrypts the new value under the credential key",
+    },
+    {
+        command: "DeleteAccessKeyCommand",
+        source: "services/keys/spoke-key.ts",
+        action: "iam:DeleteAccessKey",
+        resource: "{slotUserArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "retiring the old slot's key (and undoing a mint whose secret could not be written)",
+    },
+];

@@ -2,12 +2,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey } from "../../components/hub/ApiKeys";
 import {
     awsEksNoAccessKeys,
+    awsHubNoKeyGenerators,
     awsImdsHopLimit,
     awsNoCredentialOutputs,
     awsPolicies,
     awsRdsForceSsl,
     awsStatefulProtected,
     findCredentials,
+    HUB_REVIEWED_KEY_GENERATORS,
 } from "../../policies/aws";
 import { allPolicies } from "../../policies/policies";
 import type { CapturedResource } from "../../tools/harness";
@@ -51,6 +53,47 @@ describe("AWS policies on the repo's stacks (compliant)", () => {
         expect((await runPolicies(awsPolicies, sg1)).findings).toEqual([]);
         expect((await runPolicies(allPolicies, hub)).mandatory).toEqual([]);
         expect((await runPolicies(allPolicies, sg1)).mandatory).toEqual([]);
+    });
+});
+
+describe("policy aws-hub-no-key-generators", () => {
+    const inHub = (r: CapturedResource, qualified: string): CapturedResource => ({
+        ...r,
+        urn: `urn:pulumi:hub-prod::platform::${qualified}::${r.name}`,
+    });
+    it("refuses an access key, a password outside the reviewed ledger ones, or a renamed ledger password, in the hub", async () => {
+        const key = inHub(
+            res("aws:iam/accessKey:AccessKey", "spoke-hn1-key-2026-11", { user: "platform-spoke-hn1-2026-11" }),
+            "platform:hub:SpokeIdentity$aws:iam/accessKey:AccessKey",
+        );
+        const password = inHub(
+            res("random:index/randomPassword:RandomPassword", "api-keys-acme", { length: 48 }),
+            "platform:hub:ApiKeys$random:index/randomPassword:RandomPassword",
+        );
+        const moved = inHub(
+            res("random:index/randomPassword:RandomPassword", "usage-ledger-ingest-password", { length: 32 }),
+            "platform:hub:ApiKeys$random:index/randomPassword:RandomPassword",
+        );
+        const privateKey = inHub(
+            res("tls:index/privateKey:PrivateKey", "edge", { algorithm: "ED25519" }),
+            "platform:hub:ApiKeys$tls:index/privateKey:PrivateKey",
+        );
+        expect(await messages([awsHubNoKeyGenerators], [...hub, key, password, moved, privateKey])).toEqual([
+            "aws:iam/accessKey:AccessKey spoke-hn1-key-2026-11 in the hub stack generates key material into its state (readable by any .apply of the hub's program); it is not a reviewed generator.",
+            "random:index/randomPassword:RandomPassword api-keys-acme in the hub stack generates key material into its state (readable by any .apply of the hub's program); it is not a reviewed generator.",
+            "random:index/randomPassword:RandomPassword usage-ledger-ingest-password in the hub stack generates key material into its state (readable by any .apply of the hub's program); it is not a reviewed generator.",
+            "tls:index/privateKey:PrivateKey edge in the hub stack generates key material into its state (readable by any .apply of the hub's program); it is not a reviewed generator.",
+        ]);
+    });
+
+    it("the repo's hub holds exactly the reviewed generators, and the rule is mandatory in the pack", async () => {
+        const generators = hub
+            .filter((r) => /^random:|^tls:|^aws:iam\/accessKey:/.test(r.type))
+            .map((r) => r.urn.split("::").slice(2).join("::"));
+        expect(generators.sort()).toEqual([...HUB_REVIEWED_KEY_GENERATORS].sort());
+        expect(allPolicies.find((p) => p.name === "aws-hub-no-key-generators")?.enforcementLevel).toBe("mandatory");
+        // A spoke stack is not the hub: the rule does not judge it (other rules do).
+        expect(await messages([awsHubNoKeyGenerators], sg1)).toEqual([]);
     });
 });
 

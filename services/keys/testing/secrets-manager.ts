@@ -18,6 +18,8 @@ export interface SecretsManagerStandIn {
     current(name: string): string | undefined;
     /** Every request received: operation, calling access key id, body. */
     requests: Array<{ operation: string; accessKeyId: string; body: Record<string, unknown> }>;
+    /** Makes the next call of `operation` fail with an InternalServiceError (a test of rollback paths). */
+    failNext(operation: string): void;
     close(): Promise<void>;
 }
 
@@ -44,6 +46,7 @@ class ApiError extends Error {
 export async function startSecretsManager(region = "ap-southeast-1", account = "123456789012"): Promise<SecretsManagerStandIn> {
     const secrets = new Map<string, Secret>();
     const requests: SecretsManagerStandIn["requests"] = [];
+    const failing = new Set<string>();
     const find = (id: unknown): Secret => {
         const s = [...secrets.values()].find((x) => x.name === id || x.arn === id);
         if (!s) throw new ApiError("ResourceNotFoundException", "Secrets Manager can't find the specified secret.");
@@ -102,6 +105,7 @@ export async function startSecretsManager(region = "ap-southeast-1", account = "
                 if (!op) throw new ApiError("UnknownOperationException", `unsupported target ${req.headers["x-amz-target"]}`);
                 const body = JSON.parse(Buffer.concat(chunks).toString("utf8") || "{}");
                 requests.push({ operation: target[1], accessKeyId: auth[1], body });
+                if (failing.delete(target[1])) throw new ApiError("InternalServiceError", "injected failure");
                 reply(200, op(body));
             } catch (e) {
                 const err = e instanceof ApiError ? e : new ApiError("InternalServiceError", String(e));
@@ -120,6 +124,7 @@ export async function startSecretsManager(region = "ap-southeast-1", account = "
         },
         current: (name) => secrets.get(name)?.versions.find((v) => v.stages.includes("AWSCURRENT"))?.value,
         requests,
+        failNext: (operation) => void failing.add(operation),
         close: () => new Promise<void>((resolve, reject) => server.close((e) => (e ? reject(e) : resolve()))),
     };
 }
