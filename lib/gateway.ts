@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import {
     AI_GATEWAY_MODEL_HEADER,
+    DYNAMO_HEADER_PREFIX,
     DYNAMO_HEADERS,
     IDENTITY_HEADER_PREFIX,
     IDENTITY_HEADERS,
@@ -84,15 +85,23 @@ export function gatewayTargetRef(name = GATEWAY_NAME) {
  * `headers.earlyRequestHeaders`): every trusted identity header, by name and by the
  * `x-platform-` prefix (so a header added later is covered), the Dynamo priority and cache-salt headers the auth
  * service sets (services/shared/identity.ts `DYNAMO_HEADERS`), and `x-ai-eg-model` plus every other gateway-owned
- * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model; and
- * `x-envoy-max-retries`, which only the auth service sets (services/shared/peer.ts).
+ * `x-ai-eg-` header, so a client can neither pick the first-pass route nor feed ext_authz a fake model; every `x-dynamo-` routing override (a client
+ * would otherwise pin its request to a worker); and `x-envoy-max-retries`, which only the auth service sets (services/shared/peer.ts).
  */
 export function earlyHeaderStrip() {
     return {
-        remove: [...new Set([AI_GATEWAY_MODEL_HEADER, ...Object.values(IDENTITY_HEADERS), ...Object.values(DYNAMO_HEADERS), ENVOY_MAX_RETRIES_HEADER])].sort(),
+        remove: [
+            ...new Set([
+                AI_GATEWAY_MODEL_HEADER,
+                ...Object.values(IDENTITY_HEADERS),
+                ...Object.values(DYNAMO_HEADERS),
+                ENVOY_MAX_RETRIES_HEADER,
+            ]),
+        ].sort(),
         removeOnMatch: [
             { type: "Prefix" as const, value: IDENTITY_HEADER_PREFIX },
             { type: "Prefix" as const, value: "x-ai-eg-" },
+            { type: "Prefix" as const, value: DYNAMO_HEADER_PREFIX },
         ],
     };
 }

@@ -118,9 +118,19 @@ describe("header stripping and ext_authz", () => {
         expect(strip.removeOnMatch).toEqual([
             { type: "Prefix", value: "x-platform-" },
             { type: "Prefix", value: "x-ai-eg-" },
+            // Dynamo's routing overrides: a client must not pin its request to a worker
+            // (ai-dynamo/dynamo@v1.5.0:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides).
+            { type: "Prefix", value: "x-dynamo-" },
         ]);
         const m = stripMatcher(strip);
-        for (const h of [...Object.values(IDENTITY_HEADERS), "X-Platform-Something-New", "x-ai-eg-original-path"])
+        for (const h of [
+            ...Object.values(IDENTITY_HEADERS),
+            "X-Platform-Something-New",
+            "x-ai-eg-original-path",
+            "x-dynamo-worker-instance-id",
+            "x-dynamo-prefill-instance-id",
+            "x-dynamo-dp-rank",
+        ])
             expect(m(h), h).toBe(true);
         expect(m("authorization")).toBe(false);
     });

@@ -120,19 +120,22 @@ async function main(argv: string[]): Promise<void> {
         throw new Error(
             `${file}: platform:tenantKeys.readers names no reader for tenant "${opt.tenant}" (known: ${Object.keys(readers).join(", ")})`,
         );
+    // The hub's own name prefix (config/hub.ts platform:namePrefix): a second hub in the account has its own secrets.
+    const prefix: string | undefined = config["platform:namePrefix"];
+    const secretName = tenantKeySecretName(opt.tenant, prefix);
     const sm = new SecretsManagerClient({ region });
     try {
         if (typeof opt.key === "string") {
-            const m = await mintApiKey(sm, opt.tenant, opt.key);
+            const m = await mintApiKey(sm, opt.tenant, opt.key, prefix);
             process.stdout.write(
-                `minted "${m.keyId}" into ${tenantKeySecretName(opt.tenant)} (version ${m.versionId ?? "?"}); the key itself is only there\n` +
+                `minted "${m.keyId}" into ${secretName} (version ${m.versionId ?? "?"}); the key itself is only there\n` +
                     `set in ${file}: platform:apiKeys[id=${m.keyId}].sha256: ${m.sha256}\n`,
             );
         } else if (typeof opt.retire === "string") {
-            await retireApiKey(sm, opt.tenant, opt.retire);
-            process.stdout.write(`retired "${opt.retire}" from ${tenantKeySecretName(opt.tenant)}\n`);
+            await retireApiKey(sm, opt.tenant, opt.retire, prefix);
+            process.stdout.write(`retired "${opt.retire}" from ${secretName}\n`);
         } else {
-            for (const k of await apiKeyHashes(sm, opt.tenant)) process.stdout.write(`${k.keyId} sha256: ${k.sha256}\n`);
+            for (const k of await apiKeyHashes(sm, opt.tenant, prefix)) process.stdout.write(`${k.keyId} sha256: ${k.sha256}\n`);
         }
     } finally {
         sm.destroy();

@@ -16,9 +16,9 @@ import { isSecurityPolicy, extAuthOf, attachmentsOf, attachmentFindings } from "
 export const earlyIdentityHeaderStrip: StackValidationPolicy = {
     name: "gateway-early-identity-header-strip",
     description:
-        "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every header ext_authz sets, and every rate-limit selector header.",
+        "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every x-dynamo- routing override, every header ext_authz sets, and every rate-limit selector header.",
     remediationSteps:
-        "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
+        "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-, Prefix x-dynamo-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const ctpAtt = attachmentsOf(args.resources, "ClientTrafficPolicy");
@@ -45,7 +45,13 @@ export const earlyIdentityHeaderStrip: StackValidationPolicy = {
             attachmentFindings("ClientTrafficPolicy", m, e, report);
             const ctp = e.effective.policy;
             const stripped = stripMatcher(ctp.props.spec?.headers?.earlyRequestHeaders);
-            const required = new Set<string>([GW.modelHeader, ...GW.identityHeaders, ...GW.dynamoHeaders, `${GW.identityPrefix}any`]);
+            const required = new Set<string>([
+                GW.modelHeader,
+                ...GW.identityHeaders,
+                ...GW.dynamoHeaders,
+                `${GW.identityPrefix}any`,
+                `${GW.dynamoPrefix}any`,
+            ]);
             const sp = effectiveFor(spAtt, m.gateway, l).effective?.policy;
             const forwarded = new Set<string>(
                 ((sp ? extAuthOf(sp)?.http?.headersToBackend : undefined) ?? []).map((h: unknown) => String(h).toLowerCase()),
@@ -65,7 +71,11 @@ export const earlyIdentityHeaderStrip: StackValidationPolicy = {
             }
             const missing = [...required]
                 .filter((h) => !stripped(h))
-                .map((h) => (h === `${GW.identityPrefix}any` ? `${GW.identityPrefix}* (prefix)` : h));
+                .map((h) =>
+                    h.endsWith("-any") && (h === `${GW.identityPrefix}any` || h === `${GW.dynamoPrefix}any`)
+                        ? `${h.slice(0, -3)}* (prefix)`
+                        : h,
+                );
             if (missing.length)
                 report(
                     `ClientTrafficPolicy ${keyOf(ctp)} (effective on ${label}) does not strip ${missing.join(", ")} in headers.earlyRequestHeaders: a client could spoof them.`,

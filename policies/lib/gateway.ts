@@ -3,6 +3,7 @@ import { helmReleases } from "./resources";
 import {
     AI_GATEWAY_METADATA_NAMESPACE,
     AI_GATEWAY_MODEL_HEADER,
+    DYNAMO_HEADER_PREFIX,
     DYNAMO_HEADERS,
     IDENTITY_HEADER_PREFIX,
     IDENTITY_HEADERS,
@@ -23,6 +24,7 @@ export const GW = {
     identityHeaders: Object.values(IDENTITY_HEADERS) as string[],
     /** Dynamo request headers the auth service sets (clamped priority and tier, derived cache salt). */
     dynamoHeaders: Object.values(DYNAMO_HEADERS) as string[],
+    dynamoPrefix: DYNAMO_HEADER_PREFIX,
     /** Dynamic metadata namespace of the AI Gateway's token counts. */
     aiMetadataNamespace: AI_GATEWAY_METADATA_NAMESPACE,
     /** Label key prefix the Dynamo operator puts on its pods (`nvidia.com/dynamo-component-type`, ...). */

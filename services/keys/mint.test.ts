@@ -42,6 +42,19 @@ describe("minting tenants' API keys outside Pulumi", () => {
         ]);
     });
 
+    it("a hub with its own platform:namePrefix mints into its own tenant secret, never another hub's in the account", async () => {
+        sm.createSecret(tenantKeySecretName("umbrella"));
+        sm.createSecret(tenantKeySecretName("umbrella", "staging"));
+        const before = sm.current(tenantKeySecretName("umbrella"));
+        const m = await mintApiKey(client, "umbrella", "umbrella-dev", "staging");
+        expect(sm.current(tenantKeySecretName("umbrella"))).toBe(before);
+        const stored = JSON.parse(sm.current("staging/tenants/umbrella/api-keys")!) as Record<string, string>;
+        expect(hashApiKey(stored["umbrella-dev"])).toBe(m.sha256);
+        expect((await apiKeyHashes(client, "umbrella", "staging")).map((k) => k.keyId)).toEqual(["umbrella-dev"]);
+        await retireApiKey(client, "umbrella", "umbrella-dev", "staging");
+        expect(JSON.parse(sm.current("staging/tenants/umbrella/api-keys")!)).toEqual({});
+    });
+
     it("the hash it returns is what the auth service accepts: the minted key authenticates, another does not", async () => {
         sm.createSecret(tenantKeySecretName("globex"));
         const m = await mintApiKey(client, "globex", "globex-research-dev");

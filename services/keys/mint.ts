@@ -57,12 +57,14 @@ async function writeKeys(sm: SecretsManagerClient, secretId: string, keys: Recor
 }
 
 /**
- * Mints one API key for `keyId` of `tenant` and adds it to the tenant's secret (the other keys kept).
+ * Mints one API key for `keyId` of `tenant` and adds it to the tenant's secret (the other keys kept). `namePrefix` is
+ * the hub's `platform:namePrefix` (services/shared/api-key.ts `tenantKeySecretName`; default `platform`), so a second hub
+ * in the account never writes into the first hub's tenant secret.
  * @throws Error when the secret does not exist yet (apply the hub first), already holds `keyId` (mint a new id to
  *   rotate: both keys work until the old entry leaves the hub file), or does not hold a JSON object
  */
-export async function mintApiKey(sm: SecretsManagerClient, tenant: string, keyId: string): Promise<MintedKey> {
-    const secretId = tenantKeySecretName(tenant);
+export async function mintApiKey(sm: SecretsManagerClient, tenant: string, keyId: string, namePrefix?: string): Promise<MintedKey> {
+    const secretId = tenantKeySecretName(tenant, namePrefix);
     const keys = await readKeys(sm, secretId);
     if (keyId in keys)
         throw new Error(
@@ -78,8 +80,8 @@ export async function mintApiKey(sm: SecretsManagerClient, tenant: string, keyId
  * bundle already refuses it).
  * @throws Error when the secret does not hold `keyId`
  */
-export async function retireApiKey(sm: SecretsManagerClient, tenant: string, keyId: string): Promise<void> {
-    const secretId = tenantKeySecretName(tenant);
+export async function retireApiKey(sm: SecretsManagerClient, tenant: string, keyId: string, namePrefix?: string): Promise<void> {
+    const secretId = tenantKeySecretName(tenant, namePrefix);
     const keys = await readKeys(sm, secretId);
     if (!(keyId in keys)) throw new Error(`${secretId} holds no key "${keyId}" (it holds: ${Object.keys(keys).join(", ") || "none"})`);
     const { [keyId]: _, ...rest } = keys;
@@ -87,8 +89,8 @@ export async function retireApiKey(sm: SecretsManagerClient, tenant: string, key
 }
 
 /** The id and SHA-256 of every key in the tenant's secret (audit; adopting keys minted before this tool). */
-export async function apiKeyHashes(sm: SecretsManagerClient, tenant: string): Promise<MintedKey[]> {
-    const keys = await readKeys(sm, tenantKeySecretName(tenant));
+export async function apiKeyHashes(sm: SecretsManagerClient, tenant: string, namePrefix?: string): Promise<MintedKey[]> {
+    const keys = await readKeys(sm, tenantKeySecretName(tenant, namePrefix));
     return Object.entries(keys)
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([keyId, key]) => ({ tenant, keyId, sha256: hashApiKey(key) }));

@@ -34,6 +34,15 @@ export const DYNAMO_HEADERS = {
     cacheSalt: "x-tenant-id",
 } as const;
 
+/**
+ * Prefix of every header the Dynamo frontend reads as a routing override (`x-dynamo-worker-instance-id`,
+ * `x-dynamo-prefill-instance-id`, `x-dynamo-dp-rank`, `x-dynamo-prefill-dp-rank`, plus {@link DYNAMO_HEADERS}'s two
+ * priority headers; ai-dynamo/dynamo@v1.5.0:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides):
+ * a client-sent one would pin its request to a worker of its choice, around the KV router. Stripped by prefix before
+ * ext_authz, so a header upstream adds later is covered; the auth service sets its own priority headers afterwards.
+ */
+export const DYNAMO_HEADER_PREFIX = "x-dynamo-";
+
 /** Header the AI Gateway sets from the body's `model` (envoyproxy/ai-gateway); also stripped early. */
 export const AI_GATEWAY_MODEL_HEADER = "x-ai-eg-model";
 

@@ -192,7 +192,16 @@ describe("gateway-early-identity-header-strip", () => {
             delete e.removeOnMatch;
         });
         expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
-            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-platform-lease, x-platform-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-platform-lease, x-platform-* (prefix), x-dynamo-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
+        ]);
+    });
+    it("violating: Dynamo's routing overrides (x-dynamo- prefix) not stripped, so a client could pin a worker", async () => {
+        const rs = edit(graph(), "agent-router-client-traffic", (o) => {
+            const e = o.spec.headers.earlyRequestHeaders;
+            e.removeOnMatch = e.removeOnMatch.filter((m: { value: string }) => m.value !== "x-dynamo-");
+        });
+        expect(await messages(earlyIdentityHeaderStrip, rs)).toEqual([
+            "ClientTrafficPolicy llm-gateway/llm-client (effective on Gateway llm-gateway/llm listener http) does not strip x-dynamo-* (prefix) in headers.earlyRequestHeaders: a client could spoof them.",
         ]);
     });
     it("violating: ext_authz that does not forward the Dynamo priority and cache-salt headers", async () => {
