@@ -153,7 +153,7 @@ describe("bad stack files: refused naming the file and the key", () => {
                 delete d["platform:endpoints"][d["platform:endpoints"].length - 1].rollout;
             },
             "platform:endpoints[3].rollout",
-            /endpoints\[5\] \(qwen-extra\) serves Qwen\/Qwen3-32B on spoke hcm1 too/,
+            /endpoints\[6\] \(qwen-extra\) serves Qwen\/Qwen3-32B on spoke hcm1 too/,
         ],
         // Credentials in plain config.
         [

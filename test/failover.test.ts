@@ -34,6 +34,9 @@ function spoke(name: string, mutate: (d: Record<string, any>) => void = () => un
     if (c.role !== "spoke") throw new Error("not a spoke");
     return c.spoke;
 }
+/** The shipped hub without sg1's Llama placement, so sg1 serves Qwen only (a spoke that lacks a model). */
+const withoutSg1Llama = (d: Record<string, any>) =>
+    (d["platform:endpoints"] = d["platform:endpoints"].filter((e: any) => !(e.spoke === "sg1" && e.name === "llama-70b")));
 const ep = (d: Record<string, any>, spokeName: string, name: string) =>
     d["platform:endpoints"].find((e: any) => e.spoke === spokeName && e.name === name);
 
@@ -50,7 +53,10 @@ describe("hub file: failover shape and refusals naming the hub file and key", ()
     });
 
     it("refuses a fallback to a spoke that does not serve the model", () => {
-        const e = hubError((d) => (ep(d, "hcm1", "llama-70b").fallback = ["sg1"]));
+        const e = hubError((d) => {
+            withoutSg1Llama(d);
+            ep(d, "hcm1", "llama-70b").fallback = ["sg1"];
+        });
         expect(e.message).toContain(HUB_FILE);
         expect(e.issues).toEqual([
             {
@@ -73,7 +79,10 @@ describe("hub file: failover shape and refusals naming the hub file and key", ()
     });
 
     it("refuses a spoke behind the global name that does not serve every model the others serve", () => {
-        const e = hubError((d) => d["platform:failover"].spokes.push("sg1"));
+        const e = hubError((d) => {
+            withoutSg1Llama(d);
+            d["platform:failover"].spokes.push("sg1");
+        });
         expect(e.issues).toEqual([
             {
                 key: "platform:failover.spokes[2]",

@@ -21,7 +21,11 @@ async function renderHubAs(stack: string, namePrefix?: string) {
         caBundle: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
         egressCidrs: ["192.0.2.0/28"],
     };
-    if (namePrefix !== undefined) doc["platform:namePrefix"] = namePrefix;
+    if (namePrefix !== undefined) {
+        doc["platform:namePrefix"] = namePrefix;
+        // A second hub serves its own client hostname (Route 53 record names come from the hub file, in its zone).
+        doc["platform:failover"].hostname = `llm.${namePrefix}.example.com`;
+    }
     const prev = process.env.PLATFORM_STACK_FILE;
     process.env.PLATFORM_STACK_FILE = "stacks/Pulumi.hub-prod.yaml";
     try {
@@ -45,8 +49,11 @@ const NAME_KEYS: Record<string, string[]> = {
     "aws:rds/cluster:Cluster": ["clusterIdentifier", "finalSnapshotIdentifier"],
     "aws:rds/clusterInstance:ClusterInstance": ["identifier"],
 };
-/** Names that live inside another resource (an inline policy in its role): unique per parent, so keyed by it. */
-const SCOPED_BY: Record<string, string> = { "aws:iam/rolePolicy:RolePolicy": "role" };
+/**
+ * Names that live inside another resource (an inline policy in its role; a Route 53 record in its hosted zone, one
+ * per set identifier for latency or failover records): unique per parent, so keyed by it.
+ */
+const SCOPED_BY: Record<string, string> = { "aws:iam/rolePolicy:RolePolicy": "role", "aws:route53/record:Record": "setIdentifier" };
 
 /** Every physical name an AWS resource of `hub` sets: `<type> <name>` (unique per account and region). */
 function physicalNames(hub: Awaited<ReturnType<typeof renderHubAs>>): string[] {
@@ -113,8 +120,13 @@ describe("two hubs in one account", () => {
         expect(staging.length).toBe(prod.length);
         expect(new Set(prod).size).toBe(prod.length);
         expect(prod.filter((n) => staging.includes(n))).toEqual(KNOWN_SHARED);
-        for (const n of staging.filter((x) => !KNOWN_SHARED.includes(x)))
+        for (const n of staging.filter((x) => !KNOWN_SHARED.includes(x) && !x.startsWith("aws:route53/record:Record ")))
             expect(n).toMatch(/ (alias\/|\/aws\/lambda\/)?(staging|hub-staging)[-/]/);
+        // The client hostname's records carry the hub file's own hostname (platform:failover.hostname).
+        expect(staging.filter((x) => x.startsWith("aws:route53/record:Record "))).toEqual([
+            "aws:route53/record:Record hcm1/llm.staging.example.com",
+            "aws:route53/record:Record hn1/llm.staging.example.com",
+        ]);
     }, 240_000);
 });
 

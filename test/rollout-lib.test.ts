@@ -82,7 +82,7 @@ describe("rollout state machine", () => {
     it("names an endpoint by spoke/name, or by name when one rollout carries it", () => {
         expect(findEndpoint(ENDPOINTS, "hcm1/qwen3-32b")).toEqual({ index: INDEX });
         expect(findEndpoint(ENDPOINTS, "qwen3-32b")).toEqual({ index: INDEX });
-        expect(findEndpoint(ENDPOINTS, "llama-70b")).toMatchObject({ error: expect.stringMatching(/names 2 endpoints/) });
+        expect(findEndpoint(ENDPOINTS, "llama-70b")).toMatchObject({ error: expect.stringMatching(/names 3 endpoints/) });
     });
     it("status lines from the hub's placement contracts", () => {
         expect(rolloutStatusLines({ hcm1: { endpoints: [E] }, hn1: { endpoints: [] } })).toEqual([

@@ -96,9 +96,12 @@ function renderedView(rs: CapturedResource[]): RenderView {
     for (const r of kindOf(rs, "AIGatewayRoute").map(inputs))
         for (const rule of r.spec.rules)
             if (rule.matches[0].headers[0].value === SHIPPED.model) {
-                const explicit = rule.backendRefs.some((b: any) => b.weight !== undefined);
-                for (const b of rule.backendRefs) {
-                    const w = explicit ? b.weight : 100 / rule.backendRefs.length;
+                // Priority 0 carries the traffic; a peer spoke's fallback (priority 1+, lib/failover.ts) is used only
+                // when every priority-0 backend fails, so it is no part of the rollout's split.
+                const primary = rule.backendRefs.filter((b: any) => !b.priority);
+                const explicit = primary.some((b: any) => b.weight !== undefined);
+                for (const b of primary) {
+                    const w = explicit ? b.weight : 100 / primary.length;
                     v.set(b.name, { capacity: v.get(b.name)?.capacity ?? false, weight: w });
                 }
             }

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { cacheScopesOf, keyServing } from "../config/serving-policy";
 import { type HubConfig, parseStackConfig } from "../config/stack";
+import * as path from "node:path";
 import { accessModel, buildSpokeContracts } from "../programs/hub";
+import { readSpokeEdges } from "../programs/spoke-registry";
 import { PolicySchema } from "../services/shared/bundle";
 import { platformKeys, stackConfigDoc } from "./helpers";
 
@@ -157,7 +159,9 @@ describe("entitlements and cache scopes as the bundle carries them", () => {
 
     it("each placed endpoint carries its cache-scope count to its spoke", () => {
         const extras = Object.fromEntries(hub.spokes.map((s) => [s.name, {} as never]));
-        const contracts = buildSpokeContracts(hub, "hub-prod", extras);
+        // The spokes' reachable edges, as the hub reads them from the spoke files beside it (failover peers).
+        const edges = readSpokeEdges(hub, path.join(__dirname, "..", "stacks", "Pulumi.hub-prod.yaml"));
+        const contracts = buildSpokeContracts(hub, "hub-prod", extras, edges);
         expect(contracts.hn1.endpoints.map((e) => [e.name, e.engine, e.cacheScopes])).toEqual([
             ["llama-70b", "vllm", 3],
             ["qwen3-32b", "sglang", 1],

@@ -33,12 +33,17 @@ describe.each(["spoke-hn1", "spoke-hcm1"])("%s", (spoke) => {
 
     it("renders one v1beta1 DGD per placed endpoint (two during a rollout), named after it (and its revision), in the inference namespace", () => {
         const dgds = byType(resources, "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment").map(inputs);
-        expect(dgds.map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`).sort()).toEqual([
-            "inference/llama-70b/vllm",
-            "inference/qwen3-32b/sglang",
-            // The shipped rollout's target revision runs beside the source, its own graph (lib/rollout.ts).
-            "inference/qwen3-32b-v2/vllm",
-        ]);
+        expect(dgds.map((d) => `${d.metadata.namespace}/${d.metadata.name}/${d.spec.backendFramework}`).sort()).toEqual(
+            spoke === "spoke-hcm1"
+                ? [
+                      "inference/llama-70b/vllm",
+                      // The shipped rollout (hcm1's Qwen): the target revision runs beside the source, its own graph
+                      // (lib/rollout.ts).
+                      "inference/qwen3-32b-v2/vllm",
+                      "inference/qwen3-32b/sglang",
+                  ]
+                : ["inference/llama-70b/vllm", "inference/qwen3-32b/sglang"],
+        );
         for (const d of dgds) expect(d.spec.components[0]).toMatchObject({ name: "Frontend", type: "frontend" });
         expect(frontendService("qwen3-32b")).toEqual({ name: "qwen3-32b-frontend", namespace: "inference", port: 8000 });
     });

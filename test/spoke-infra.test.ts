@@ -3,7 +3,9 @@
  * builders hand the workloads the same shape, and splitting them out of programs/spoke.ts moved no on-prem URN:
  * test/fixtures/spoke-hn1-urns.json is the URN list of spoke-hn1 rendered before the split
  * (`npm run render -- --out <dir> spoke-hn1`, `resources.json`). A change that legitimately adds or renames on-prem
- * resources updates that file in the same pull request, where reviewers see every URN that moves.
+ * resources updates that file in the same pull request, where reviewers see every URN that moves. Added since: the
+ * peer fallback to hcm1 (lib/failover.ts: peers ConfigMap, CA ConfigMap, peer Backend and AIServiceBackend, the
+ * route's retry BackendTrafficPolicy) and the auth service's cache-salt key (random bytes and its Secret).
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as fs from "node:fs";

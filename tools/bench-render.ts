@@ -36,6 +36,8 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     const nodes = Math.max(1, Math.ceil((endpoints * gpusPerEndpoint) / 8));
     const names = Array.from({ length: spokes }, (_, i) => `b${i + 1}`);
     const hubConfig = { ...hubBase.config };
+    // The sample hub's global hostname names the sample spokes, which the generated ones replace.
+    delete hubConfig["platform:failover"];
     // The generated spokes replace the sample ones; each gets an on-prem access-key identity with one key slot
     // created today (a slot without createdAt has no maximum age, and the render warns about it).
     const today = new Date().toISOString().slice(0, 10);
