@@ -1,10 +1,13 @@
 import { z } from "zod";
+import { frontendNamespacePrefixFact } from "../upstream/rollout";
 import type { Endpoint, KvExceptionSchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, TopologySchema } from "./endpoint";
 
 /**
- * A revision label: names a revision's DynamoGraphDeployment `<endpoint>-<revision>` (lib/rollout.ts `dgdName`), and
- * with it the revision's own Dynamo namespace `<k8s namespace>-<endpoint>-<revision>` (upstream/rollout.ts
- * `dynamoNamespaceFact`). At most 12 characters so the DGD name stays a DNS label of at most 53 characters.
+ * A revision label: names a revision's DynamoGraphDeployment `<revision>-<endpoint>` (lib/rollout.ts `dgdName`), and
+ * with it the revision's own Dynamo namespace `<k8s namespace>-<revision>-<endpoint>` (upstream/rollout.ts
+ * `dynamoNamespaceFact`). The revision leads so that no revision's graph name begins with another's: a frontend
+ * discovers every worker whose Dynamo namespace begins with its own (upstream/rollout.ts
+ * `frontendNamespacePrefixFact`). At most 12 characters so the DGD name stays a DNS label of at most 53 characters.
  */
 export const RevisionLabel = z
     .string()
@@ -140,14 +143,18 @@ export function makeRolloutSchema(b: Blocks) {
 
 export type { Rollout } from "./endpoint";
 
-/** DynamoGraphDeployment name of an endpoint's revision: `<endpoint>-<revision>`, or the endpoint's name without one. */
+/**
+ * DynamoGraphDeployment name of an endpoint's revision: `<revision>-<endpoint>`, or the endpoint's name without one.
+ * Never `<endpoint>-<revision>`: the source's frontend (Dynamo namespace `<ns>-<endpoint>`) would discover the target's
+ * workers by prefix (upstream/rollout.ts `frontendNamespacePrefixFact`).
+ */
 export function dgdName(endpoint: string, revision?: string): string {
-    return revision ? `${endpoint}-${revision}` : endpoint;
+    return revision ? `${revision}-${endpoint}` : endpoint;
 }
 
 /**
  * Hub-side checks of rollouts across the hub's endpoints (config/hub.ts): graph names unique per spoke (a revision's
- * `<endpoint>-<revision>` must not be another endpoint's graph), a target revision differing from the one the
+ * `<revision>-<endpoint>` must not be another endpoint's graph), a target revision differing from the one the
  * endpoint runs, and no other endpoint of the same model on the spoke (the rule's weights split one model between the
  * two revisions only).
  * @returns issues with paths relative to `platform:`
@@ -163,6 +170,21 @@ export function rolloutHubIssues(endpoints: readonly Endpoint[]): Array<{ path: 
         else graphs.set(k, i);
     };
     endpoints.forEach((e, i) => claim(e.spoke, dgdName(e.name, e.revision), i, ["endpoints", i, e.revision ? "revision" : "name"]));
+    // One graph's Dynamo namespace beginning with another's on the same spoke: the shorter one's frontend discovers
+    // the longer one's workers (upstream/rollout.ts frontendNamespacePrefixFact), so their traffic mixes.
+    const named = endpoints.flatMap((e, i) => [
+        { spoke: e.spoke, graph: dgdName(e.name, e.revision), i, path: ["endpoints", i, e.revision ? "revision" : "name"] },
+        ...(e.rollout
+            ? [{ spoke: e.spoke, graph: dgdName(e.name, e.rollout.revision), i, path: ["endpoints", i, "rollout", "revision"] }]
+            : []),
+    ]);
+    for (const a of named)
+        for (const b of named)
+            if (a.spoke === b.spoke && a.graph !== b.graph && b.graph.startsWith(a.graph))
+                out.push({
+                    path: b.path as (string | number)[],
+                    message: `graph ${b.graph} on spoke ${a.spoke} begins with graph ${a.graph} (endpoints[${a.i}]): ${a.graph}'s frontend would discover ${b.graph}'s workers, since a Dynamo frontend discovers every namespace beginning with its own (${frontendNamespacePrefixFact.source}); rename one so that neither name begins with the other`,
+                });
     endpoints.forEach((e, i) => {
         if (!e.rollout) return;
         claim(e.spoke, dgdName(e.name, e.rollout.revision), i, ["endpoints", i, "rollout", "revision"]);

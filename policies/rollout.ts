@@ -1,6 +1,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { REVISION_OF_LABEL, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "../lib/labels";
 import { aiRoutes, GROUPS, keyOf, nameOf, nsOf, ofKind } from "./lib/gateway";
+import { frontendNamespacePrefixFact } from "../upstream/rollout";
 
 /* Rollouts (lib/rollout.ts): weights only for the two revisions of one endpoint; traffic only where capacity is ready. */
 
@@ -123,4 +124,36 @@ export const rolloutOrdering: StackValidationPolicy = {
     },
 };
 
-export const rolloutPolicies = [rolloutOrdering];
+/**
+ * Two DynamoGraphDeployments in one Kubernetes namespace, one's name beginning with the other's: the shorter one's
+ * frontend discovers the longer one's workers by Dynamo namespace prefix (upstream/rollout.ts
+ * `frontendNamespacePrefixFact`), so their traffic, a rollout's split and its gate mix. `globalDynamoNamespace`
+ * components are refused elsewhere; this reads the DGD names.
+ */
+export const dynamoNamespacePrefixIsolation: StackValidationPolicy = {
+    name: "dynamo-namespace-prefix-isolation",
+    description:
+        "No DynamoGraphDeployment's name begins with another's in the same namespace: a Dynamo frontend discovers every Dynamo namespace beginning with its own (DYN_NAMESPACE_PREFIX), so it would serve the other graph's workers.",
+    remediationSteps:
+        "Rename one graph so that neither name begins with the other (a rollout's revision graph is `<revision>-<endpoint>`, config/rollout.ts dgdName).",
+    enforcementLevel: "mandatory",
+    validateStack: (args, report) => {
+        const dgds = args.resources.filter(
+            (r) =>
+                r.type === "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment" ||
+                r.type === "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment",
+        );
+        for (const a of dgds)
+            for (const b of dgds) {
+                const an = String(a.props.metadata?.name ?? "");
+                const bn = String(b.props.metadata?.name ?? "");
+                if (a === b || !an || an === bn || nsOf(a) !== nsOf(b) || !bn.startsWith(an)) continue;
+                report(
+                    `DynamoGraphDeployment ${nsOf(b)}/${bn} begins with ${an}: the frontend of ${an} (DYN_NAMESPACE_PREFIX ${nsOf(a)}-${an}) discovers ${bn}'s workers as well, so the two graphs' traffic mixes (${frontendNamespacePrefixFact.source}).`,
+                    b.urn,
+                );
+            }
+    },
+};
+
+export const rolloutPolicies = [rolloutOrdering, dynamoNamespacePrefixIsolation];

@@ -264,7 +264,7 @@ describe("hub report (hub-prod)", () => {
     it("maps spokes by region with the endpoints placed on each and GPUs against capacity", async () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
-            // 12 + the 4 GPUs of the shipped rollout's target graph (qwen3-32b-v2 runs beside qwen3-32b).
+            // 12 + the 4 GPUs of the shipped rollout's target graph (v2-qwen3-32b runs beside qwen3-32b).
             ["hcm1", "vn-hochiminh-1", 16, 16],
             ["hn1", "vn-hanoi-1", 12, 16],
             ["sg1", "ap-southeast-1", 12, 16],
@@ -290,7 +290,7 @@ describe("hub report (hub-prod)", () => {
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
         // The shipped rollout: step, weights per graph and last gate verdict (lib/rollout.ts).
         expect(md).toContain(
-            "| hcm1/qwen3-32b | v2 | engine, planner | shifting | 1/4 (10%) of 10 → 25 → 50 → 100 | qwen3-32b (sglang) 90% · qwen3-32b-v2 (vllm) 10% | - | pass at 2026-12-01T09:00:00Z",
+            "| hcm1/qwen3-32b | v2 | engine, planner | shifting | 1/4 (10%) of 10 → 25 → 50 → 100 | qwen3-32b (sglang) 90% · v2-qwen3-32b (vllm) 10% | - | pass at 2026-12-01T09:00:00Z",
         );
         expect(md).toContain("5 API keys");
         expect(md).not.toMatch(/sk-h200-/);

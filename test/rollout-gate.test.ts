@@ -105,7 +105,7 @@ beforeAll(async () => {
             { ns: ns("lone-src"), rps: 2 },
             // The shipped hub's rollout (hcm1/qwen3-32b -> v2), for the command line run below.
             { ns: ns("qwen3-32b"), rps: 2 },
-            { ns: ns("qwen3-32b-v2"), rps: 0.5, ready: true },
+            { ns: ns("v2-qwen3-32b"), rps: 0.5, ready: true },
         ]),
     );
 }, 120_000);
@@ -213,7 +213,7 @@ describe("npm run rollout against the real Prometheus, on a copy of the shipped 
         const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
         expect(r.code, r.out).toBe(0);
         expect(r.out).toMatch(/gate: PASS/);
-        expect(r.out).toMatch(/step 2\/4: 25% to qwen3-32b-v2/);
+        expect(r.out).toMatch(/step 2\/4: 25% to v2-qwen3-32b/);
         const after = fs.readFileSync(file, "utf8");
         const ro = YAML.parse(after).config["platform:endpoints"][index].rollout;
         expect(ro.state).toMatchObject({ phase: "shifting", step: 1, targetReady: true, lastGate: { verdict: "pass" } });
@@ -227,7 +227,7 @@ describe("npm run rollout against the real Prometheus, on a copy of the shipped 
         const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
         expect(r.code, r.out).toBe(0);
         expect(r.out).toMatch(
-            /health gate: max\(dynamo_frontend_model_total_kv_blocks\{dynamo_namespace="inference-qwen3-32b-v2"\}\) = 4096/,
+            /health gate: max\(dynamo_frontend_model_total_kv_blocks\{dynamo_namespace="inference-v2-qwen3-32b"\}\) = 4096/,
         );
         expect(YAML.parse(fs.readFileSync(file, "utf8")).config["platform:endpoints"][index].rollout.state).toMatchObject({
             phase: "shifting",

@@ -33,7 +33,7 @@ const gate = (verdict: GateResult["verdict"], reasons = ["r"]): GateResult => ({
     reasons,
     range: { from: "a", to: "b", seconds: 900 },
     source: { dynamoNamespace: "inference-qwen3-32b", requests: 1000 },
-    target: { dynamoNamespace: "inference-qwen3-32b-v2", requests: 300 },
+    target: { dynamoNamespace: "inference-v2-qwen3-32b", requests: 300 },
     queries: [],
 });
 
@@ -41,7 +41,7 @@ describe("rollout state machine", () => {
     it("the shipped rollout renders both graphs with the step's weights", () => {
         expect(revisionsOf(E).map((r) => [r.graph.name, r.graph.engine, r.weight])).toEqual([
             ["qwen3-32b", "sglang", 90],
-            ["qwen3-32b-v2", "vllm", 10],
+            ["v2-qwen3-32b", "vllm", 10],
         ]);
     });
     it("a failed gate holds with what it measured; a held rollout waits for a person", () => {
@@ -86,7 +86,7 @@ describe("rollout state machine", () => {
     });
     it("status lines from the hub's placement contracts", () => {
         expect(rolloutStatusLines({ hcm1: { endpoints: [E] }, hn1: { endpoints: [] } })).toEqual([
-            "hcm1/qwen3-32b -> v2: shifting step 1/4; qwen3-32b 90% · qwen3-32b-v2 10%; last gate pass at 2026-12-01T09:00:00Z",
+            "hcm1/qwen3-32b -> v2: shifting step 1/4; qwen3-32b 90% · v2-qwen3-32b 10%; last gate pass at 2026-12-01T09:00:00Z",
         ]);
     });
 });
@@ -108,7 +108,7 @@ describe("the hub-file edit", () => {
         const e = parse(out)[INDEX];
         expect(e).toMatchObject({ engine: "vllm", revision: "v2", planner: { maxGpuBudget: 4 } });
         expect(e.rollout).toBeUndefined();
-        expect(revisionsOf(e).map((r) => r.graph.name)).toEqual(["qwen3-32b-v2"]);
+        expect(revisionsOf(e).map((r) => r.graph.name)).toEqual(["v2-qwen3-32b"]);
         for (const l of comments(text).filter(
             (x) =>
                 !x.includes("Gated canary") &&
@@ -139,10 +139,10 @@ describe("the PR diff shows a rollout's step, weights and last gate verdict", ()
         expect(placement.map((p) => p.spoke)).toEqual(["hcm1"]);
         const md = diffMarkdown([], { ref: "main", sha: "0123456789abcdef" }, { files: [], placement });
         expect(md).toContain(
-            "+ qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 2/4; qwen3-32b 75% · qwen3-32b-v2 25%; last gate pass at 2026-12-02T00:00:00Z)",
+            "+ qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 2/4; qwen3-32b 75% · v2-qwen3-32b 25%; last gate pass at 2026-12-02T00:00:00Z)",
         );
         expect(md).toContain(
-            "− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 1/4; qwen3-32b 90% · qwen3-32b-v2 10%; last gate pass at 2026-12-01T09:00:00Z)",
+            "− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs; rollout v2: shifting step 1/4; qwen3-32b 90% · v2-qwen3-32b 10%; last gate pass at 2026-12-01T09:00:00Z)",
         );
     });
 });

@@ -89,7 +89,7 @@ const kindOf = (rs: CapturedResource[], kind: string) => rs.filter((r) => r.type
 function renderedView(rs: CapturedResource[]): RenderView {
     const v: RenderView = new Map();
     for (const d of kindOf(rs, "DynamoGraphDeployment").map(inputs)) {
-        if (!String(d.metadata.name).startsWith("qwen3-32b")) continue;
+        if (!/^([a-z0-9-]+-)?qwen3-32b$/.test(String(d.metadata.name))) continue;
         const workers = d.spec.components.filter((c: any) => ["prefill", "decode", "worker"].includes(c.type));
         v.set(d.metadata.name, { capacity: workers.length > 0 && workers.every((c: any) => c.replicas >= 1), weight: 0 });
     }
@@ -138,7 +138,7 @@ describe("the ordering rules refuse what a hand-written step would do", () => {
     const all = states();
     it("rollout added with traffic at once: capacity and traffic together", () => {
         expect(transitionProblems(viewOf(all[0].endpoint), viewOf(all[2].endpoint))).toEqual(
-            expect.arrayContaining([expect.stringMatching(/qwen3-32b-v2 gets traffic in the same step its capacity is added/)]),
+            expect.arrayContaining([expect.stringMatching(/v2-qwen3-32b gets traffic in the same step its capacity is added/)]),
         );
     });
     it("promotion straight from a step where the source still carries traffic", () => {
@@ -149,7 +149,7 @@ describe("the ordering rules refuse what a hand-written step would do", () => {
     it("abort that removes the target while it carries traffic", () => {
         const [step2, , removed] = abortStates();
         expect(transitionProblems(viewOf(step2.endpoint), viewOf(removed.endpoint)).join("\n")).toMatch(
-            /qwen3-32b-v2 loses its capacity while still carrying 25% of the traffic/,
+            /v2-qwen3-32b loses its capacity while still carrying 25% of the traffic/,
         );
     });
 });
@@ -176,7 +176,7 @@ describe("the pack's rollout policy on renders broken by hand", () => {
             a[0].revisions[1].ready = false;
             o.metadata.annotations[ROLLOUT_ANNOTATION] = JSON.stringify(a);
         });
-        expect(messages(rs).join("\n")).toMatch(/sends weight 10 to qwen3-32b-v2, whose capacity was never reported ready/);
+        expect(messages(rs).join("\n")).toMatch(/sends weight 10 to v2-qwen3-32b, whose capacity was never reported ready/);
     });
     it("a revision scaled to zero while carrying traffic is refused", async () => {
         const rs = await step1();
@@ -200,13 +200,13 @@ describe("the pack's rollout policy on renders broken by hand", () => {
             for (const rule of o.spec.rules)
                 if (rule.matches[0].headers[0].value === SHIPPED.model) rule.backendRefs.push({ name: "llama-70b", weight: 5 });
         });
-        expect(messages(rs).join("\n")).toMatch(/its weighted backends are llama-70b, qwen3-32b, qwen3-32b-v2/);
+        expect(messages(rs).join("\n")).toMatch(/its weighted backends are llama-70b, qwen3-32b, v2-qwen3-32b/);
     });
     it("weights that differ from the rollout's state are refused", async () => {
         const rs = await step1();
         edit(rs, "AIGatewayRoute", "llm-models-0", (o) => {
             for (const rule of o.spec.rules) if (rule.matches[0].headers[0].value === SHIPPED.model) rule.backendRefs[1].weight = 50;
         });
-        expect(messages(rs).join("\n")).toMatch(/qwen3-32b-v2 has weight 50 but the rollout's state gives it 10/);
+        expect(messages(rs).join("\n")).toMatch(/v2-qwen3-32b has weight 50 but the rollout's state gives it 10/);
     });
 });

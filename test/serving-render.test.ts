@@ -37,10 +37,10 @@ describe.each(["spoke-hn1", "spoke-hcm1"])("%s", (spoke) => {
             spoke === "spoke-hcm1"
                 ? [
                       "inference/llama-70b/vllm",
-                      // The shipped rollout (hcm1's Qwen): the target revision runs beside the source, its own graph
-                      // (lib/rollout.ts).
-                      "inference/qwen3-32b-v2/vllm",
                       "inference/qwen3-32b/sglang",
+                      // The shipped rollout (hcm1's Qwen): the target revision runs beside the source, its own graph
+                      // (lib/rollout.ts), named so that neither graph's name begins with the other's.
+                      "inference/v2-qwen3-32b/vllm",
                   ]
                 : ["inference/llama-70b/vllm", "inference/qwen3-32b/sglang"],
         );

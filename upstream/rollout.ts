@@ -33,6 +33,21 @@ export const dynamoDiscoveryScope: readonly Fact[] = [
 ];
 
 /**
+ * The operator gives every frontend `DYN_NAMESPACE_PREFIX=<k8s namespace>-<DGD name>`, and the frontend discovers the
+ * models of every Dynamo namespace that begins with it (a plain prefix match: "'ns' matches 'ns', 'ns-abc123'"); the
+ * prefix takes precedence over `--namespace`. Workers register under `<k8s namespace>-<DGD name>-<hash>` during rolling
+ * updates, which is what the prefix is for. So a DGD whose name begins with another DGD's name in the same Kubernetes
+ * namespace has its workers discovered, and served, by the other's frontend as well. Needs, for two graphs to stay
+ * apart: neither name begins with the other (config/rollout.ts `dgdName` puts the revision first; the hub and the
+ * pack refuse such pairs).
+ */
+export const frontendNamespacePrefixFact: Fact & { readonly env: string } = {
+    env: "DYN_NAMESPACE_PREFIX",
+    source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/frontend/frontend_args.py#--namespace-prefix",
+    note: "deploy/operator/internal/dynamo/component_frontend.go sets DYN_NAMESPACE_PREFIX from the DGD's Dynamo namespace; the runtime's NamespaceFilter::Prefix is a starts-with match (the strict variant, set by the operator only for runtime 1.7 and later, still matches hyphen suffixes)",
+};
+
+/**
  * AIGatewayRoute `rules[].backendRefs[].weight` (int32, minimum 0, default 1) is copied unchanged into the generated
  * HTTPRoute's `backendRefs[].weight` for AIServiceBackend references, so it has the Gateway API meaning: each backend
  * gets weight / sum(weights) of the rule's requests, and weight 0 sends it none. Needs: every backend of the rule to
