@@ -155,6 +155,16 @@ describe("bad stack files: refused naming the file and the key", () => {
             "platform:endpoints[3].rollout",
             /endpoints\[6\] \(qwen-extra\) serves Qwen\/Qwen3-32B on spoke hcm1 too/,
         ],
+        [
+            "a graph whose name begins with another graph's on the same spoke (one frontend would discover both)",
+            "hub-prod",
+            (d) => {
+                const { fallback: _, ...llama } = d["platform:endpoints"][0];
+                d["platform:endpoints"].push({ ...llama, name: "llama-70b-fp8" });
+            },
+            "platform:endpoints[6].name",
+            /graph llama-70b-fp8 on spoke hn1 begins with graph llama-70b \(endpoints\[0\]\)/,
+        ],
         // Credentials in plain config.
         [
             "a Hugging Face token where a Secret's name goes",

@@ -11,7 +11,7 @@ import type { Endpoint } from "../config/endpoint";
 import { ROLLOUT_ANNOTATION } from "../lib/labels";
 import { decideAbort, decideAdvance, type RenderView, transitionProblems, viewOf } from "../lib/rollout";
 import { allPolicies } from "../policies/policies";
-import { rolloutFindings } from "../policies/rollout";
+import { rolloutFindings, dynamoNamespacePrefixIsolation } from "../policies/rollout";
 import type { CapturedResource } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
 import { referenceableOutputs } from "../tools/wire";
@@ -166,6 +166,22 @@ describe("the pack's rollout policy on renders broken by hand", () => {
     };
     const messages = (rs: CapturedResource[]) => rolloutFindings(rs.map((r) => ({ ...r, props: r.outputs })) as any).map((f) => f.message);
 
+    it("a graph whose name begins with another's is refused (dynamo-namespace-prefix-isolation): its workers would be discovered by the other's frontend", async () => {
+        const rs = await step1();
+        const prefix = (x: CapturedResource[]) => {
+            const out: string[] = [];
+            dynamoNamespacePrefixIsolation.validateStack!({ resources: x.map((r) => ({ ...r, props: r.outputs })) } as any, (m: string) =>
+                out.push(m),
+            );
+            return out;
+        };
+        expect(prefix(rs)).toEqual([]);
+        // The naming the product had first, `<endpoint>-<revision>`: the source's frontend prefix matches it.
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => (o.metadata.name = "qwen3-32b-v2"));
+        expect(prefix(rs).join("\n")).toMatch(
+            /DynamoGraphDeployment inference\/qwen3-32b-v2 begins with qwen3-32b: the frontend of qwen3-32b/,
+        );
+    });
     it("the shipped step passes", async () => {
         expect(messages(await step1())).toEqual([]);
     });
