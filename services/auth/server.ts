@@ -15,6 +15,9 @@ import { bearerToken, isRefusal, type ResolvedKey } from "./policy";
 
 const EMPTY = Buffer.alloc(0);
 
+/** Most cache scopes whose salt is kept (each about 100 bytes); far more than the tenants and teams of a spoke. */
+const MAX_SALTS = 100_000;
+
 /** Longest `model` value accepted (it is echoed into headers and error messages). */
 const MAX_MODEL_LENGTH = 256;
 
@@ -166,6 +169,21 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
      * headers but the lease, keyed by the limits object `authorizeModel` returns (one per pair and revision).
      */
     const pairs = new WeakMap<TierLimits, PairEntry>();
+    /**
+     * Cache salt per cache scope: the HMAC depends only on the scope (the service's key is fixed), and a scope is
+     * shared by every key of its tenant or team, so a quiet key's first check under a revision costs a map lookup,
+     * not an HMAC. Bounded: emptied when it holds more scopes than {@link MAX_SALTS}.
+     */
+    const salts = new Map<string, string>();
+    const saltOf = (scope: string): string => {
+        let salt = salts.get(scope);
+        if (salt === undefined) {
+            if (salts.size >= MAX_SALTS) salts.clear();
+            salt = cacheSalt(config.cacheSaltKey, scope);
+            salts.set(scope, salt);
+        }
+        return salt;
+    };
     const allowedCounter = decisionCounter(200, NO_TIER, "allowed");
     const limitsUnavailable = (err: unknown): Deny => {
         if (!limitsFailing) log("warn", "limit check failed; denying with 503 until Redis answers", { error: errorMessage(err) });
@@ -214,7 +232,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
             return { status: 400, type: "invalid_request_error", code: "hint_above_entitlement", message: hints.refused };
         let pair = pairs.get(limits);
         if (!pair) {
-            pair = pairEntry(auth, model, index.revision, config.cacheSaltKey);
+            pair = pairEntry(auth, model, index.revision, saltOf);
             pairs.set(limits, pair);
         }
         let d: LimitDecision | Promise<LimitDecision>;
@@ -355,10 +373,11 @@ const PRIORITY_INDEX = 13;
 const STRICT_PRIORITY_INDEX = 15;
 
 /**
- * The pair's allow headers. The cache salt is derived here, once per (key, model) and revision, from the key's
- * cache scope for the model (`tenant:<tenant>` when the bundle names none) under the service's secret key.
+ * The pair's allow headers. The cache salt is looked up here, once per (key, model) and revision, for the key's
+ * cache scope for the model (`tenant:<tenant>` when the bundle names none): `saltOf` derives it under the
+ * service's secret key once per scope.
  */
-function pairEntry(auth: ResolvedKey, model: string, revision: number, saltKey: Buffer): PairEntry {
+function pairEntry(auth: ResolvedKey, model: string, revision: number, saltOf: (scope: string) => string): PairEntry {
     return {
         key: `${auth.keyId}\n${model}`,
         ids: tierIds({ model, tenant: auth.tenant, team: auth.team, keyId: auth.keyId }),
@@ -380,7 +399,7 @@ function pairEntry(auth: ResolvedKey, model: string, revision: number, saltKey: 
             DYNAMO_HEADERS.strictPriority,
             "",
             DYNAMO_HEADERS.cacheSalt,
-            cacheSalt(saltKey, auth.serving.cacheScopes[model] ?? `tenant:${auth.tenant}`),
+            saltOf(auth.serving.cacheScopes[model] ?? `tenant:${auth.tenant}`),
             "content-length",
             "0",
         ],
