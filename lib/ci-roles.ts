@@ -48,6 +48,9 @@ export const CI_ROLE_VARIABLES = { preview: "AWS_PREVIEW_ROLE_ARN", deploy: "AWS
 /** Alias of the hub state key (the hub's `secretsprovider: awskms://alias/platform-hub-state?region=<region>`). */
 export const HUB_STATE_KEY_ALIAS = "alias/platform-hub-state";
 
+/** Set to `1` by tools/harness.ts while it runs a program under Pulumi mocks (an offline render or a test). */
+export const OFFLINE_RENDER_ENV = "PLATFORM_OFFLINE_RENDER";
+
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
 /** The `sub` claim each role accepts: the preview environments (pattern) or exactly the production environment. */
@@ -169,17 +172,28 @@ export function hubStateKeyPolicy(x: { partition?: string; accountId: string; de
 }
 
 /**
- * Pure: why a hub stack file's secrets provider is refused, or undefined. The hub's state must be encrypted by
- * `awskms://` ({@link HUB_STATE_KEY_ALIAS}, {@link hubStateKeyPolicy}); a passphrase (`encryptionsalt`, the DIY
- * backend's default) is shared with the spoke previews that hold it, and Pulumi Cloud's default provider
- * (`secretsprovider` absent, `encryptedkey` absent) lets every member of the stack read its secrets. A file with
- * neither key is a file no `pulumi stack init` has touched yet (fresh clone, offline render): accepted.
+ * Pure: why a hub stack file's secrets provider is refused, or undefined. The hub's state must be encrypted by its own
+ * KMS key, `awskms://` on the alias {@link HUB_STATE_KEY_ALIAS} (or that alias's ARN), the key whose policy admits only
+ * the hub deployers ({@link hubStateKeyPolicy}); any other KMS key is one this product cannot show is closed. A
+ * passphrase (`encryptionsalt`, the DIY backend's default) is shared with the spoke previews that hold it, and Pulumi
+ * Cloud's default provider (`secretsprovider` and `encryptedkey` absent) lets every member of the stack read its
+ * secrets. A file with neither key is also what a fresh clone holds before `pulumi stack init`: accepted only for an
+ * offline render (`offline`: the program runs under mocks, tools/harness.ts), refused for a real `pulumi up` or
+ * `preview`, where it means Pulumi Cloud's default provider.
  */
-export function hubSecretsProviderIssue(doc: Record<string, unknown>): string | undefined {
+export function hubSecretsProviderIssue(doc: Record<string, unknown>, offline = false): string | undefined {
     const provider = doc.secretsprovider;
-    if (typeof provider === "string" && !provider.startsWith("awskms://"))
-        return `the hub's state must be encrypted with its KMS key, not ${provider.split(":")[0]}: run \`pulumi stack change-secrets-provider "awskms://${HUB_STATE_KEY_ALIAS}?region=<region>"\` (README "Deploy for real")`;
-    if (provider === undefined && "encryptionsalt" in doc)
-        return `the hub's state is encrypted with a passphrase (encryptionsalt), which previews hold: run \`pulumi stack change-secrets-provider "awskms://${HUB_STATE_KEY_ALIAS}?region=<region>"\` (README "Deploy for real")`;
+    const fix = `run \`pulumi stack change-secrets-provider "awskms://${HUB_STATE_KEY_ALIAS}?region=<region>"\` (README "Deploy for real")`;
+    if (typeof provider === "string") {
+        if (!provider.startsWith("awskms://"))
+            return `the hub's state must be encrypted with its KMS key, not ${provider.split(":")[0]}: ${fix}`;
+        const key = provider.slice("awskms://".length).split("?")[0];
+        if (key !== HUB_STATE_KEY_ALIAS && !new RegExp(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:\\d{12}:${HUB_STATE_KEY_ALIAS}$`).test(key))
+            return `the hub's state is encrypted with ${key}, not the hub state key ${HUB_STATE_KEY_ALIAS} (whose policy admits only platform:hubDeployers; npm run ci-roles): ${fix}`;
+        return undefined;
+    }
+    if ("encryptionsalt" in doc) return `the hub's state is encrypted with a passphrase (encryptionsalt), which previews hold: ${fix}`;
+    if (!offline)
+        return `the hub stack file names no secrets provider, so a real run uses the backend's default (on Pulumi Cloud, readable by every member of the stack): ${fix}`;
     return undefined;
 }

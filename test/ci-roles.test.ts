@@ -202,7 +202,7 @@ describe("simulated: the preview role reads no secret and cannot decrypt the hub
 });
 
 describe("the hub's state must be encrypted with its KMS key", () => {
-    it("refuses a passphrase or another provider, accepts awskms:// and an untouched file", () => {
+    it("refuses a passphrase, another provider, another KMS key, and (in a real run) no provider; accepts the hub state key and, offline, an untouched file", () => {
         expect(hubSecretsProviderIssue({ encryptionsalt: "v1:abc", config: {} })).toMatch(
             /passphrase.*change-secrets-provider "awskms:\/\/alias\/platform-hub-state/,
         );
@@ -213,7 +213,21 @@ describe("the hub's state must be encrypted with its KMS key", () => {
         expect(
             hubSecretsProviderIssue({ secretsprovider: "awskms://alias/platform-hub-state?region=ap-southeast-1", encryptedkey: "AQ==" }),
         ).toBeUndefined();
-        expect(hubSecretsProviderIssue(YAML.parse(fs.readFileSync(path.join(STACKS, "Pulumi.hub-prod.yaml"), "utf8")))).toBeUndefined();
+        expect(
+            hubSecretsProviderIssue({ secretsprovider: "awskms://arn:aws:kms:ap-southeast-1:123456789012:alias/platform-hub-state" }),
+        ).toBeUndefined();
+        // Any other KMS key is one the product cannot show is closed to previews.
+        expect(hubSecretsProviderIssue({ secretsprovider: "awskms://alias/aws/s3?region=ap-southeast-1" })).toMatch(
+            /encrypted with alias\/aws\/s3, not the hub state key alias\/platform-hub-state/,
+        );
+        expect(hubSecretsProviderIssue({ secretsprovider: "awskms://1234abcd-12ab-34cd-56ef-1234567890ab" })).toMatch(
+            /not the hub state key/,
+        );
+        const shipped = YAML.parse(fs.readFileSync(path.join(STACKS, "Pulumi.hub-prod.yaml"), "utf8"));
+        // The shipped file has not met `pulumi stack init`: fine offline, refused for a real run (Pulumi Cloud's
+        // default provider, readable by every member of the stack, looks the same).
+        expect(hubSecretsProviderIssue(shipped, true)).toBeUndefined();
+        expect(hubSecretsProviderIssue(shipped)).toMatch(/names no secrets provider.*Pulumi Cloud/);
     });
 
     it("the hub program stops on a passphrase-encrypted hub file, naming the file and key", () => {

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as path from "node:path";
 import { callMocks, computedOutputs } from "./mock-outputs";
 import { unwrapWire } from "./wire";
+import { OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 
 // Semi-internal SDK modules: pinned @pulumi/pulumi version (see package.json), checked by test/harness.test.ts.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -113,6 +114,8 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
             }
         })() || "us-east-1";
     const preview = !!opts.preview;
+    // The program runs under mocks: an offline render, never a real engine run (programs/hub.ts reads it).
+    process.env[OFFLINE_RENDER_ENV] = "1";
     pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
     await pulumi.runtime.setMocks(
         {
