@@ -74,13 +74,39 @@ function abortStates(): Array<{ name: string; endpoint: Endpoint }> {
     ];
 }
 
+/**
+ * The hub (with the endpoint in the given state) then spoke-hcm1 reading its contract, and the pack's report on the
+ * spoke. Rendered once per state: the abort path starts from the promotion's step 2 and the hand-broken renders from
+ * its step 1. Callers get their own copy of the resources.
+ */
+const renders = new Map<string, Promise<{ resources: CapturedResource[]; report: Promise<Awaited<ReturnType<typeof runPolicies>>> }>>();
+function renderState(e: Endpoint) {
+    const key = JSON.stringify(e);
+    let r = renders.get(key);
+    if (!r) {
+        r = (async () => {
+            const endpoints = ENDPOINTS.map((x, i) => (i === INDEX ? e : x));
+            const hub = await runRepoStack("hub-prod", { config: { ...HUB, "platform:endpoints": JSON.stringify(endpoints) } });
+            const spoke = await runRepoStack("spoke-hcm1", {
+                stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+            });
+            const resources = spoke.resources;
+            let report: Promise<Awaited<ReturnType<typeof runPolicies>>> | undefined;
+            return {
+                resources,
+                get report() {
+                    report ??= runPolicies(allPolicies, structuredClone(resources));
+                    return report;
+                },
+            };
+        })();
+        renders.set(key, r);
+    }
+    return r;
+}
+
 async function renderSpoke(e: Endpoint): Promise<CapturedResource[]> {
-    const endpoints = ENDPOINTS.map((x, i) => (i === INDEX ? e : x));
-    const hub = await runRepoStack("hub-prod", { config: { ...HUB, "platform:endpoints": JSON.stringify(endpoints) } });
-    const spoke = await runRepoStack("spoke-hcm1", {
-        stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
-    });
-    return spoke.resources;
+    return structuredClone((await renderState(e)).resources);
 }
 
 const kindOf = (rs: CapturedResource[], kind: string) => rs.filter((r) => r.type.endsWith(`:${kind}`));
@@ -118,8 +144,9 @@ describe("every state of the shipped rollout, rendered", () => {
             let prev: RenderView | undefined;
             let prevName = "";
             for (const s of run.states) {
-                const rs = await renderSpoke(s.endpoint);
-                const report = await runPolicies(allPolicies, rs);
+                const rendered = await renderState(s.endpoint);
+                const rs = structuredClone(rendered.resources);
+                const report = await rendered.report;
                 expect(
                     report.mandatory.map((f) => `${f.policyName}: ${f.message}`),
                     s.name,
