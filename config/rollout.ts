@@ -1,5 +1,13 @@
 import { z } from "zod";
-import type { Endpoint, KvExceptionSchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, TopologySchema } from "./endpoint";
+import type {
+    Endpoint,
+    KvExceptionSchema,
+    ModelRevisionSchema,
+    KvPoolSchema,
+    PlannerSchema,
+    SpeculativeSchema,
+    TopologySchema,
+} from "./endpoint";
 
 /**
  * A revision label: names a revision's DynamoGraphDeployment `<endpoint>-<revision>` (lib/rollout.ts `dgdName`), and
@@ -76,6 +84,7 @@ export type RolloutState = z.infer<typeof RolloutStateSchema>;
 
 /** The endpoint schema's building blocks a rollout target reuses. */
 interface Blocks {
+    ModelRevisionSchema: typeof ModelRevisionSchema;
     TopologySchema: typeof TopologySchema;
     KvPoolSchema: typeof KvPoolSchema;
     PlannerSchema: typeof PlannerSchema;
@@ -100,6 +109,8 @@ export function makeRolloutSchema(b: Blocks) {
             planner: b.PlannerSchema,
             speculative: b.SpeculativeSchema,
             maxModelLen: z.number().int().positive(),
+            /** A new Hugging Face revision of the same model repository (config/endpoint.ts `ModelRevisionSchema`). */
+            modelRevision: b.ModelRevisionSchema,
             kvExceptions: z.array(b.KvExceptionSchema),
         })
         .partial()
