@@ -155,6 +155,35 @@ describe("bad stack files: refused naming the file and the key", () => {
             "platform:endpoints[3].rollout",
             /endpoints\[6\] \(qwen-extra\) serves Qwen\/Qwen3-32B on spoke hcm1 too/,
         ],
+        // Model revisions (config/endpoint.ts ModelRevisionSchema, model-revision-engine).
+        [
+            "a model revision that is no Hugging Face revision",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].modelRevision = "../main";
+            },
+            "platform:endpoints[3].modelRevision",
+            /must be a Hugging Face revision: a 40-hex commit SHA or a tag\/branch name/,
+        ],
+        [
+            "an abbreviated commit SHA as a rollout target's model revision",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.target = { modelRevision: "0a1b2c3d" };
+            },
+            "platform:endpoints[3].rollout.target.modelRevision",
+            /abbreviated commit SHA is not resolved by huggingface_hub: give all 40 hex digits/,
+        ],
+        [
+            "a model revision on an engine whose worker cannot be shown to honour it",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.target = { engine: "trtllm", modelRevision: "a".repeat(40) };
+                d["platform:endpoints"][3].kvPool = { kind: "none" };
+            },
+            "platform:endpoints[3].rollout.target.modelRevision",
+            /engine trtllm: Dynamo's TensorRT-LLM worker declares --revision in its diffusion argument group only.*model-revision-engine/,
+        ],
         // Credentials in plain config.
         [
             "a Hugging Face token where a Secret's name goes",
