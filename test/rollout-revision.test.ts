@@ -151,7 +151,7 @@ describe("a model-revision rollout, every state rendered", () => {
         e.rollout.state = { phase: "warming", since: "2026-12-01T09:00:00Z" };
         const rs = await renderSpoke(e);
         const d = kindOf(rs, "DynamoGraphDeployment").find((x) => x.metadata.name === "qwen3-32b-r2");
-        for (const c of d.spec.components.filter((x: any) => ["prefill", "decode"].includes(x.type))) {
+        for (const c of d!.spec.components.filter((x: any) => ["prefill", "decode"].includes(x.type))) {
             const args: string[] = c.podTemplate.spec.containers[0].args;
             expect(args[args.indexOf("--revision") + 1]).toBe(NEW);
             expect(args[args.indexOf("--tokenizer-revision") + 1]).toBe(NEW);
