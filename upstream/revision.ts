@@ -21,6 +21,13 @@ export const revisionFacts: readonly RevisionFact[] = [
         source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/vllm/args.py",
     },
     {
+        id: "vllm-prefetch-main",
+        fact: "Before vLLM starts, Dynamo's vLLM worker prefetches `--model` with fetch_model(config.model) (ignore_weights False): hub::from_hf without a revision, so `main`'s full snapshot, unless --model is a local path or a ModelExpress load format. vLLM then loads --revision's snapshot itself.",
+        consequence:
+            "a vLLM worker with modelRevision downloads main's weights too (disk and start time); not rendered away, named in docs/rollout.md",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/vllm/main.py#should_prefetch_model",
+    },
+    {
         id: "sglang-revision",
         fact: "Dynamo's SGLang worker parses ServerArgs.add_cli_args / ServerArgs.from_cli_args, so --revision reaches ServerArgs.revision (weights and config); the worker runs --skip-tokenizer-init, so SGLang loads no tokenizer.",
         consequence: "sglang workers get --revision <r> (lib/dgd.ts ENGINES.sglang)",
