@@ -205,6 +205,13 @@ export const EndpointSchema = z
          * (config/endpoint.ts `endpointUpstreamIssues`, `model-revision-engine`). A rollout target may change it.
          */
         modelRevision: ModelRevisionSchema.optional(),
+        /**
+         * The reviewed way out of `model-revision-tokenizer`: the revision whose tokenizer files (`tokenizer.json`,
+         * `tokenizer_config.json`, chat template) a person checked equal `main`'s. The Dynamo frontend tokenizes with the
+         * model card's files, which Dynamo fetches at `main` whatever the engine's `--revision` (upstream/revision.ts
+         * `frontend-model-card`); so `modelRevision` is refused unless this names the same revision.
+         */
+        tokenizerMatchesMain: ModelRevisionSchema.optional(),
         /** KVBM tiers in host memory and local NVMe ({@link KvTiersSchema}); absent: KV stays in GPU memory (and the pool). */
         kvTiers: KvTiersSchema.optional(),
         /** Fast start ({@link FastStartSchema}); absent: workers download weights at start. */
@@ -301,6 +308,11 @@ export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: s
                 message: `KVBM on a disaggregated endpoint runs on the prefill worker only, under Dynamo's PdConnector (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:examples/backends/vllm/deploy/disagg_kvbm.yaml), which this product does not render (kvbm-aggregated-only): use an aggregated topology or remove kvTiers`,
             });
     }
+    if (e.modelRevision !== undefined && e.tokenizerMatchesMain !== e.modelRevision)
+        out.push({
+            key: `${key}.modelRevision`,
+            message: `${e.modelRevision}: the Dynamo frontend tokenizes with the model card's files, which Dynamo fetches at the repository's main whatever the engine's --revision (model-revision-tokenizer, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/hub.rs from_hf; upstream/revision.ts): check that this revision's tokenizer.json, tokenizer_config.json and chat template equal main's, then set tokenizerMatchesMain to the same revision${e.tokenizerMatchesMain ? ` (it names ${e.tokenizerMatchesMain})` : ""}`,
+        });
     if (e.modelRevision !== undefined && e.engine === "trtllm")
         out.push({
             key: `${key}.modelRevision`,

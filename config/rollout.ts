@@ -111,6 +111,8 @@ export function makeRolloutSchema(b: Blocks) {
             maxModelLen: z.number().int().positive(),
             /** A new Hugging Face revision of the same model repository (config/endpoint.ts `ModelRevisionSchema`). */
             modelRevision: b.ModelRevisionSchema,
+            /** The reviewed tokenizer check for the target's `modelRevision` (config/endpoint.ts `tokenizerMatchesMain`). */
+            tokenizerMatchesMain: b.ModelRevisionSchema,
             kvExceptions: z.array(b.KvExceptionSchema),
         })
         .partial()

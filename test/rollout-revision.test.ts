@@ -44,7 +44,8 @@ const PASS = {
 function revisionRollout(): Endpoint {
     const e = structuredClone(ENDPOINTS[INDEX]) as any;
     e.modelRevision = OLD;
-    e.rollout = { revision: "r2", target: { modelRevision: NEW }, steps: [10, 50, 100], gate: GATE };
+    e.tokenizerMatchesMain = OLD;
+    e.rollout = { revision: "r2", target: { modelRevision: NEW, tokenizerMatchesMain: NEW }, steps: [10, 50, 100], gate: GATE };
     return e;
 }
 
@@ -226,9 +227,16 @@ describe("npm run rollout -- advance drives a model-revision rollout against a r
         const eps = doc.getIn(["config", "platform:endpoints"]) as any;
         const i = eps.items.findIndex((x: any) => x.get("rollout"));
         eps.items[i].set("modelRevision", OLD);
+        eps.items[i].set("tokenizerMatchesMain", OLD);
         eps.items[i].set(
             "rollout",
-            doc.createNode({ revision, target: { modelRevision: NEW }, steps: [10, 50, 100], gate: GATE, ...(state ? { state } : {}) }),
+            doc.createNode({
+                revision,
+                target: { modelRevision: NEW, tokenizerMatchesMain: NEW },
+                steps: [10, 50, 100],
+                gate: GATE,
+                ...(state ? { state } : {}),
+            }),
         );
         fs.writeFileSync(file, doc.toString({ lineWidth: 0 }));
         return { file, index: i };
@@ -256,7 +264,7 @@ describe("npm run rollout -- advance drives a model-revision rollout against a r
         expect(r.out).toMatch(/gate: PASS/);
         const ro = rolloutOf(file, index);
         expect(ro.state).toMatchObject({ phase: "shifting", step: 1, lastGate: { verdict: "pass" } });
-        expect(ro.target).toEqual({ modelRevision: NEW });
+        expect(ro.target).toEqual({ modelRevision: NEW, tokenizerMatchesMain: NEW });
     });
 
     it("a regression of the new revision holds the rollout with what was measured, and writes no step", async () => {

@@ -43,7 +43,7 @@ export const revisionFacts: readonly RevisionFact[] = [
         id: "frontend-model-card",
         fact: "The frontend tokenizes and applies the chat template from the worker's model deployment card. The worker registers the card from hub::from_hf(<repo id>) and the frontend resolves its hf:// files with hub::from_hf(<repo>); neither takes a revision: hf-hub's Cache::model reads the repository's `main` ref, and a miss downloads `main`.",
         consequence:
-            "the frontend's tokenizer and chat template are main's, whatever modelRevision says: a revision is safe only when its tokenizer files equal main's. Not rendered away; named in docs/rollout.md and the render report",
+            "the frontend's tokenizer and chat template are main's, whatever modelRevision says: modelRevision is refused unless tokenizerMatchesMain names the same revision, a person's check that its tokenizer files equal main's (config/endpoint.ts model-revision-tokenizer)",
         source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/hub.rs#from_hf",
     },
     {
