@@ -106,8 +106,30 @@ export const KvExceptionSchema = z
     })
     .strict();
 
+/**
+ * A Hugging Face revision of the model's repository: a commit SHA (40 lower-case hex digits, what pins the files) or a
+ * tag/branch name (git ref rules: no `..`, no leading `-` or `/`, at most 128 characters). Rendered as the engine's own
+ * `--revision` (upstream/revision.ts), and fetched at the same revision by the model-cache pre-stage.
+ */
+export const ModelRevisionSchema = z
+    .string()
+    .regex(
+        /^(?:[0-9a-f]{40}|(?!.*\.\.)(?!.*\/\/)[A-Za-z0-9_][A-Za-z0-9._/-]{0,127})$/,
+        "must be a Hugging Face revision: a 40-hex commit SHA or a tag/branch name (letters, digits, . _ - /, no '..')",
+    )
+    .refine((r) => !r.endsWith("/") && !r.endsWith(".lock") && !/^[0-9a-fA-F]{7,39}$/.test(r), {
+        message: "an abbreviated commit SHA is not resolved by huggingface_hub: give all 40 hex digits, or a tag/branch name",
+    });
+
 /** A gated canary rollout of an endpoint (config/rollout.ts `makeRolloutSchema`, docs/rollout.md). */
-export const RolloutSchema = makeRolloutSchema({ TopologySchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, KvExceptionSchema });
+export const RolloutSchema = makeRolloutSchema({
+    ModelRevisionSchema,
+    TopologySchema,
+    KvPoolSchema,
+    PlannerSchema,
+    SpeculativeSchema,
+    KvExceptionSchema,
+});
 export type Rollout = z.infer<typeof RolloutSchema>;
 
 /**
@@ -177,6 +199,19 @@ export const EndpointSchema = z
         speculative: SpeculativeSchema.optional(),
         /** Maximum context length in tokens passed to the engine. */
         maxModelLen: z.number().int().positive().optional(),
+        /**
+         * The model repository's Hugging Face revision ({@link ModelRevisionSchema}) every worker loads (engine
+         * `--revision`; vLLM also `--tokenizer-revision`); absent: the repository's `main`. Refused on trtllm
+         * (config/endpoint.ts `endpointUpstreamIssues`, `model-revision-engine`). A rollout target may change it.
+         */
+        modelRevision: ModelRevisionSchema.optional(),
+        /**
+         * The reviewed way out of `model-revision-tokenizer`: the revision whose tokenizer files (`tokenizer.json`,
+         * `tokenizer_config.json`, chat template) a person checked equal `main`'s. The Dynamo frontend tokenizes with the
+         * model card's files, which Dynamo fetches at `main` whatever the engine's `--revision` (upstream/revision.ts
+         * `frontend-model-card`); so `modelRevision` is refused unless this names the same revision.
+         */
+        tokenizerMatchesMain: ModelRevisionSchema.optional(),
         /** KVBM tiers in host memory and local NVMe ({@link KvTiersSchema}); absent: KV stays in GPU memory (and the pool). */
         kvTiers: KvTiersSchema.optional(),
         /** Fast start ({@link FastStartSchema}); absent: workers download weights at start. */
@@ -273,6 +308,16 @@ export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: s
                 message: `KVBM on a disaggregated endpoint runs on the prefill worker only, under Dynamo's PdConnector (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:examples/backends/vllm/deploy/disagg_kvbm.yaml), which this product does not render (kvbm-aggregated-only): use an aggregated topology or remove kvTiers`,
             });
     }
+    if (e.modelRevision !== undefined && e.tokenizerMatchesMain !== e.modelRevision)
+        out.push({
+            key: `${key}.modelRevision`,
+            message: `${e.modelRevision}: the Dynamo frontend tokenizes with the model card's files, which Dynamo fetches at the repository's main whatever the engine's --revision (model-revision-tokenizer, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/hub.rs from_hf; upstream/revision.ts): check that this revision's tokenizer.json, tokenizer_config.json and chat template equal main's, then set tokenizerMatchesMain to the same revision${e.tokenizerMatchesMain ? ` (it names ${e.tokenizerMatchesMain})` : ""}`,
+        });
+    if (e.modelRevision !== undefined && e.engine === "trtllm")
+        out.push({
+            key: `${key}.modelRevision`,
+            message: `engine trtllm: Dynamo's TensorRT-LLM worker declares --revision in its diffusion argument group only, so the text worker's model download cannot be proven to honour it (model-revision-engine, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/trtllm/backend_args.py; upstream/revision.ts): remove modelRevision or use engine vllm/sglang`,
+        });
     if (e.fastStart?.checkpointRestore) {
         const groups =
             t.mode === "disaggregated"

@@ -1,6 +1,14 @@
 import { z } from "zod";
 import { frontendNamespacePrefixFact } from "../upstream/rollout";
-import type { Endpoint, KvExceptionSchema, KvPoolSchema, PlannerSchema, SpeculativeSchema, TopologySchema } from "./endpoint";
+import type {
+    Endpoint,
+    KvExceptionSchema,
+    ModelRevisionSchema,
+    KvPoolSchema,
+    PlannerSchema,
+    SpeculativeSchema,
+    TopologySchema,
+} from "./endpoint";
 
 /**
  * A revision label: names a revision's DynamoGraphDeployment `<revision>-<endpoint>` (lib/rollout.ts `dgdName`), and
@@ -79,6 +87,7 @@ export type RolloutState = z.infer<typeof RolloutStateSchema>;
 
 /** The endpoint schema's building blocks a rollout target reuses. */
 interface Blocks {
+    ModelRevisionSchema: typeof ModelRevisionSchema;
     TopologySchema: typeof TopologySchema;
     KvPoolSchema: typeof KvPoolSchema;
     PlannerSchema: typeof PlannerSchema;
@@ -103,6 +112,10 @@ export function makeRolloutSchema(b: Blocks) {
             planner: b.PlannerSchema,
             speculative: b.SpeculativeSchema,
             maxModelLen: z.number().int().positive(),
+            /** A new Hugging Face revision of the same model repository (config/endpoint.ts `ModelRevisionSchema`). */
+            modelRevision: b.ModelRevisionSchema,
+            /** The reviewed tokenizer check for the target's `modelRevision` (config/endpoint.ts `tokenizerMatchesMain`). */
+            tokenizerMatchesMain: b.ModelRevisionSchema,
             kvExceptions: z.array(b.KvExceptionSchema),
         })
         .partial()

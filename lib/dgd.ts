@@ -187,6 +187,9 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                 "--scheduling-policy",
                 "priority",
             ];
+            // The same revision for weights/config and tokenizer: vLLM's tokenizer revision does not follow --revision
+            // (upstream/revision.ts `vllm-revision`).
+            if (e.modelRevision) a.push("--revision", e.modelRevision, "--tokenizer-revision", e.modelRevision);
             const kvt = vllmKvTransferConfig(c);
             if (kvt) a.push("--kv-transfer-config", json(kvt));
             if (c.kvEvents) a.push("--kv-events-config", json(VLLM_KV_EVENTS));
@@ -244,6 +247,9 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                     "12345",
                 );
             }
+            // ServerArgs.revision (upstream/revision.ts `sglang-revision`); the worker runs --skip-tokenizer-init, so the
+            // frontend tokenizes.
+            if (e.modelRevision) a.push("--revision", e.modelRevision);
             if (c.kvEvents) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
             if (c.mooncake) {
                 // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md). A P/D decode worker gets
@@ -290,6 +296,8 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         args(c) {
             const e = c.endpoint;
             const a = ["--model-path", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker)];
+            // modelRevision is refused on trtllm (config/endpoint.ts `model-revision-engine`); never dropped silently here.
+            if (e.modelRevision) throw new Error(`endpoint ${e.name}: engine trtllm cannot take modelRevision (model-revision-engine)`);
             if (c.disaggregated) a.push("--disaggregation-mode", c.role);
             // TRT-LLM LLM-API overrides (the `--extra-engine-args` YAML keys, as JSON).
             const engine: Record<string, unknown> = { kv_cache_config: { enable_block_reuse: true } };

@@ -147,7 +147,12 @@ export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
                             name: "model-cache",
                             image: a.image,
                             command: [...MODEL_PRESTAGE_ARGV],
-                            args: repos.flatMap((r) => ["--model", r]),
+                            // The model at the revision the workers load (config/endpoint.ts `modelRevision`); the drafter at main.
+                            args: repos.flatMap((r, i) => [
+                                "--model",
+                                r,
+                                ...(i === 0 && e.modelRevision ? ["--revision", e.modelRevision] : []),
+                            ]),
                             env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }],
                             ...(envFrom ? { envFrom } : {}),
                             resources: { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "8Gi" } },

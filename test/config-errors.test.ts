@@ -165,6 +165,60 @@ describe("bad stack files: refused naming the file and the key", () => {
             "platform:endpoints[6].name",
             /graph llama-70b-fp8 on spoke hn1 begins with graph llama-70b \(endpoints\[0\]\)/,
         ],
+        // Model revisions (config/endpoint.ts ModelRevisionSchema, model-revision-engine).
+        [
+            "a model revision that is no Hugging Face revision",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].modelRevision = "../main";
+            },
+            "platform:endpoints[3].modelRevision",
+            /must be a Hugging Face revision: a 40-hex commit SHA or a tag\/branch name/,
+        ],
+        [
+            "an abbreviated commit SHA as a rollout target's model revision",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.target = { modelRevision: "0a1b2c3d" };
+            },
+            "platform:endpoints[3].rollout.target.modelRevision",
+            /abbreviated commit SHA is not resolved by huggingface_hub: give all 40 hex digits/,
+        ],
+        [
+            "a model revision on an engine whose worker cannot be shown to honour it",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].rollout.target = {
+                    engine: "trtllm",
+                    modelRevision: "a".repeat(40),
+                    tokenizerMatchesMain: "a".repeat(40),
+                };
+                d["platform:endpoints"][3].kvPool = { kind: "none" };
+            },
+            "platform:endpoints[3].rollout.target.modelRevision",
+            /engine trtllm: Dynamo's TensorRT-LLM worker declares --revision in its diffusion argument group only.*model-revision-engine/,
+        ],
+        [
+            "a model revision whose tokenizer nobody checked against main's (the frontend's)",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].modelRevision = "b".repeat(40);
+                d["platform:endpoints"][3].rollout.target.tokenizerMatchesMain = "b".repeat(40);
+            },
+            "platform:endpoints[3].modelRevision",
+            /the Dynamo frontend tokenizes with the model card's files, which Dynamo fetches at the repository's main.*set tokenizerMatchesMain to the same revision/,
+        ],
+        [
+            "a rollout target changing the model revision that inherits the source's tokenizer check",
+            "hub-prod",
+            (d) => {
+                d["platform:endpoints"][3].modelRevision = "b".repeat(40);
+                d["platform:endpoints"][3].tokenizerMatchesMain = "b".repeat(40);
+                d["platform:endpoints"][3].rollout.target = { modelRevision: "c".repeat(40) };
+            },
+            "platform:endpoints[3].rollout.target.modelRevision",
+            /set tokenizerMatchesMain to the same revision \(it names b{40}\)/,
+        ],
         // Credentials in plain config.
         [
             "a Hugging Face token where a Secret's name goes",

@@ -85,7 +85,7 @@ export const huggingfaceHub: ComponentFacts = {
 export const MODEL_PRESTAGE_ARGV = [
     "python3",
     "-c",
-    "import sys\nfrom huggingface_hub import snapshot_download\nargs = sys.argv[1:]\nfor flag, repo in zip(args[0::2], args[1::2]):\n    if flag != '--model':\n        sys.exit('unknown argument ' + flag)\n    print('pre-staging', repo, '->', snapshot_download(repo_id=repo), flush=True)\n",
+    "import sys\nfrom huggingface_hub import snapshot_download\nargs = sys.argv[1:]\njobs = []\nfor flag, value in zip(args[0::2], args[1::2]):\n    if flag == '--model':\n        jobs.append([value, None])\n    elif flag == '--revision' and jobs:\n        jobs[-1][1] = value\n    else:\n        sys.exit('unknown argument ' + flag)\nfor repo, rev in jobs:\n    print('pre-staging', repo, rev or 'main', '->', snapshot_download(repo_id=repo, revision=rev), flush=True)\n",
 ] as const;
 
 /** The pre-stage DaemonSet's holding container: keeps the pod, and so the worker image, on the node. */
@@ -98,6 +98,11 @@ export const platformModelCache: ComponentFacts = {
     version: "0.1.0",
     flags: {
         "--model": { takesValue: true, source: PLATFORM_FS, note: "a Hugging Face repo id, repeatable" },
+        "--revision": {
+            takesValue: true,
+            source: PLATFORM_FS,
+            note: "the preceding --model's revision, passed to snapshot_download(revision=...); absent: main",
+        },
     },
     env: {},
 };

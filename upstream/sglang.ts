@@ -26,6 +26,11 @@ export const sglang: ComponentFacts = {
         "--dtype": { takesValue: true, default: "auto", source: SA },
         "--host": { takesValue: true, default: "127.0.0.1", source: SA },
         "--context-length": { takesValue: true, source: SA },
+        "--revision": {
+            takesValue: true,
+            source: SA,
+            note: "Hugging Face revision of --model-path (ServerArgs.revision), used for weights and config; upstream/revision.ts",
+        },
         "--disaggregation-mode": { takesValue: true, choices: ["null", "prefill", "decode"], default: "null", source: SA },
         "--disaggregation-transfer-backend": {
             takesValue: true,

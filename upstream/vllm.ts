@@ -18,6 +18,16 @@ export const vllm: ComponentFacts = {
         "--kv-transfer-config": { takesValue: true, source: ARGS, note: "JSON of KVTransferConfig, keys in vllmKvTransferConfigKeys" },
         "--kv-events-config": { takesValue: true, source: ARGS },
         "--max-model-len": { takesValue: true, source: ARGS },
+        "--revision": {
+            takesValue: true,
+            source: ARGS,
+            note: "Hugging Face revision of --model's weights and config (EngineArgs.revision); upstream/revision.ts",
+        },
+        "--tokenizer-revision": {
+            takesValue: true,
+            source: ARGS,
+            note: "revision of the tokenizer; unset it is not --revision but the repo default, so rendered with it (upstream/revision.ts)",
+        },
         "--speculative-config": { takesValue: true, source: ARGS },
         "--block-size": { takesValue: true, source: ARGS, note: "KV block size in tokens; must match between prefill and decode" },
         "--kv-cache-dtype": { takesValue: true, default: "auto", source: ARGS, note: "must match between prefill and decode" },
