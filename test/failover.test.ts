@@ -167,9 +167,11 @@ describe("rendering", () => {
             ...peerObjects(contracts.hn1, "llm-gateway")
                 .filter((o) => "spec" in o)
                 .flatMap((o) => leaves((o as { spec: unknown }).spec).map((p) => [o.kind, p] as [string, string])),
-            ...leaves(routes[0].spec.rules[0].backendRefs[1])
+            ...leaves(routes[0].spec.rules[1].backendRefs[1])
                 .filter((p) => p !== "name")
                 .map((p) => ["AIGatewayRoute", `rules[].backendRefs[].${p}`] as [string, string]),
+            // The hop guard's match (rules[0]): the model header and x-llm-peer-hop.
+            ...leaves(routes[0].spec.rules[0].matches).map((p) => ["AIGatewayRoute", `rules[].matches${p}`] as [string, string]),
             ...leaves(fallbackTrafficPolicy("llm-models-0", "llm-gateway", 1).spec).map(
                 (p) => ["BackendTrafficPolicy", p] as [string, string],
             ),
