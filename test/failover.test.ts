@@ -189,6 +189,17 @@ describe("rendering", () => {
         );
     });
 
+    it("a route whose hop guards would take it past the CRD's 15 rules is refused at render, naming the route", () => {
+        const eps = Array.from({ length: 8 }, (_, i) => ({ name: `m${i}`, model: `model-${i}` }));
+        const peers = { peers: [{ ...contracts.hn1.peers[0], models: eps.map((e) => e.model) }] };
+        const routes = aiGatewayRoutes(eps, "llm-gateway", { requestSeconds: 1800, streamIdleSeconds: 300 });
+        expect(() => withPeerFallback(routes, peers, "hn1")).toThrow(
+            /AIGatewayRoute llm-models-0: 16 rules with the peer hop guards, above the CRD's 15/,
+        );
+        const seven = aiGatewayRoutes(eps.slice(0, 7), "llm-gateway", { requestSeconds: 1800, streamIdleSeconds: 300 });
+        expect(withPeerFallback(seven, peers, "hn1")[0].spec.rules).toHaveLength(14);
+    });
+
     it("Route 53: an HTTPS health check per spoke probing its VIP with SNI, latency records (active-active) or PRIMARY/SECONDARY", () => {
         const f = h.failover!;
         const hn1 = edges.get("hn1")!;
