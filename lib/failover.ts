@@ -7,7 +7,7 @@
  */
 import type { FailoverConfig, FailoverContract, PeerContract } from "../config/failover";
 import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../services/shared/identity";
-import { GATEWAY_NAME } from "./gateway";
+import { GATEWAY_NAME, MAX_RULES_PER_ROUTE } from "./gateway";
 
 import {
     PEER_DECLARATION_CONFIGMAP,
@@ -110,28 +110,57 @@ export function peerBackendRef(spoke: string, order: number, self: string) {
 }
 
 /**
+ * The header match of a hop guard: {@link PEER_HOP_HEADER} present, any value. Gateway API has no "present" match type;
+ * a RegularExpression match becomes an Envoy `safe_regex` header matcher, which fails on a missing header (Envoy
+ * `HeaderMatcher.treat_missing_header_as_empty` defaults to false), so `.*` matches exactly the requests that carry it.
+ * Recorded in upstream/failover.ts (hopGuardPrecedence).
+ */
+export const PEER_HOP_MATCH = { type: "RegularExpression", name: PEER_HOP_HEADER, value: ".*" } as const;
+
+/** Name of the hop-guard rule of a model rule (`<rule>-hop`). */
+export function hopGuardRuleName(ruleName: string | undefined): string | undefined {
+    return ruleName === undefined ? undefined : `${ruleName}-hop`;
+}
+
+/**
  * Adds the peers to the model rules of rendered AIGatewayRoutes: for a rule whose model a peer backs up, the local
- * backendRefs stay at priority 0 and each peer follows at priority 1, 2, ... in the endpoints' fallback order.
+ * backendRefs stay at priority 0 and each peer follows at priority 1, 2, ... in the endpoints' fallback order, and a
+ * hop guard is inserted right before it: the same model match plus {@link PEER_HOP_MATCH}, the local backendRefs only.
+ * A request a peer forwarded (it carries the hop header) takes the guard (two header matches beat one: Gateway API
+ * precedence, upstream/failover.ts hopGuardPrecedence) and is served here or fails here. Without the guard, a
+ * forwarded request whose local backend has no hosts (its DynamoGraphDeployment deleted) goes to the peer on its
+ * FIRST attempt by Envoy's priority spill, no retry involved, and bounces between the spokes until the route timeout.
  * Rules of models without peers are unchanged. `self` is this spoke (the hop header's value).
  * @param routes lib/gateway.ts `aiGatewayRoutes` output
+ * @throws Error when a route would exceed MAX_RULES_PER_ROUTE rules with its guards (AIGatewayRoute CRD maxItems)
  */
 export function withPeerFallback<
-    R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }> } },
+    R extends {
+        metadata: { name: string };
+        spec: {
+            rules: Array<{ name?: string; matches: Array<{ headers: Array<{ value: string }> }>; backendRefs: unknown[] }>;
+        };
+    },
 >(routes: R[], f: FailoverContract | undefined, self: string): R[] {
     if (!f?.peers.length) return routes;
-    return routes.map((r) => ({
-        ...r,
-        spec: {
-            ...r.spec,
-            rules: r.spec.rules.map((rule) => {
-                const model = rule.matches[0]?.headers[0]?.value;
-                const peers = f.peers.filter((p) => p.models.includes(model));
-                return peers.length
-                    ? { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i, self))] }
-                    : rule;
-            }),
-        },
-    }));
+    return routes.map((r) => {
+        const rules = r.spec.rules.flatMap((rule) => {
+            const model = rule.matches[0]?.headers[0]?.value;
+            const peers = f.peers.filter((p) => p.models.includes(model));
+            if (!peers.length) return [rule];
+            const guard = {
+                ...rule,
+                ...(rule.name === undefined ? {} : { name: hopGuardRuleName(rule.name) }),
+                matches: rule.matches.map((m) => ({ ...m, headers: [...m.headers, { ...PEER_HOP_MATCH }] })),
+            };
+            return [guard, { ...rule, backendRefs: [...rule.backendRefs, ...peers.map((p, i) => peerBackendRef(p.spoke, i, self))] }];
+        });
+        if (rules.length > MAX_RULES_PER_ROUTE)
+            throw new Error(
+                `AIGatewayRoute ${r.metadata.name}: ${rules.length} rules with the peer hop guards, above the CRD's ${MAX_RULES_PER_ROUTE}; place fewer models with peers on this spoke or lower MAX_RULES_PER_ROUTE`,
+            );
+        return { ...r, spec: { ...r.spec, rules } };
+    });
 }
 
 /**

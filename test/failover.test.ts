@@ -167,9 +167,11 @@ describe("rendering", () => {
             ...peerObjects(contracts.hn1, "llm-gateway")
                 .filter((o) => "spec" in o)
                 .flatMap((o) => leaves((o as { spec: unknown }).spec).map((p) => [o.kind, p] as [string, string])),
-            ...leaves(routes[0].spec.rules[0].backendRefs[1])
+            ...leaves(routes[0].spec.rules[1].backendRefs[1])
                 .filter((p) => p !== "name")
                 .map((p) => ["AIGatewayRoute", `rules[].backendRefs[].${p}`] as [string, string]),
+            // The hop guard's match (rules[0]): the model header and x-llm-peer-hop.
+            ...leaves(routes[0].spec.rules[0].matches).map((p) => ["AIGatewayRoute", `rules[].matches${p}`] as [string, string]),
             ...leaves(fallbackTrafficPolicy("llm-models-0", "llm-gateway", 1).spec).map(
                 (p) => ["BackendTrafficPolicy", p] as [string, string],
             ),
@@ -185,6 +187,17 @@ describe("rendering", () => {
                 path: "/healthz/gateway",
             },
         );
+    });
+
+    it("a route whose hop guards would take it past the CRD's 15 rules is refused at render, naming the route", () => {
+        const eps = Array.from({ length: 8 }, (_, i) => ({ name: `m${i}`, model: `model-${i}` }));
+        const peers = { peers: [{ ...contracts.hn1.peers[0], models: eps.map((e) => e.model) }] };
+        const routes = aiGatewayRoutes(eps, "llm-gateway", { requestSeconds: 1800, streamIdleSeconds: 300 });
+        expect(() => withPeerFallback(routes, peers, "hn1")).toThrow(
+            /AIGatewayRoute llm-models-0: 16 rules with the peer hop guards, above the CRD's 15/,
+        );
+        const seven = aiGatewayRoutes(eps.slice(0, 7), "llm-gateway", { requestSeconds: 1800, streamIdleSeconds: 300 });
+        expect(withPeerFallback(seven, peers, "hn1")[0].spec.rules).toHaveLength(14);
     });
 
     it("Route 53: an HTTPS health check per spoke probing its VIP with SNI, latency records (active-active) or PRIMARY/SECONDARY", () => {

@@ -95,9 +95,14 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
             priority: 1,
             headerMutation: { set: [{ name: "x-llm-peer-hop", value: "hn1" }], remove: peerStrippedHeaders() },
         };
-        expect(route.spec.rules.map((r: any) => [r.matches[0].headers[0].value, r.backendRefs, r.timeouts.request])).toEqual([
-            ["Qwen/Qwen3-32B", [{ name: "qwen3-32b" }, peer], "1800s"],
-            ["meta-llama/Llama-3.3-70B-Instruct", [{ name: "llama-70b" }, peer], "1800s"],
+        // Each rule with a peer follows its hop guard (model header AND x-llm-peer-hop present, local backend only).
+        expect(
+            route.spec.rules.map((r: any) => [r.matches[0].headers.map((h: any) => h.value), r.backendRefs, r.timeouts.request]),
+        ).toEqual([
+            [["Qwen/Qwen3-32B", ".*"], [{ name: "qwen3-32b" }], "1800s"],
+            [["Qwen/Qwen3-32B"], [{ name: "qwen3-32b" }, peer], "1800s"],
+            [["meta-llama/Llama-3.3-70B-Instruct", ".*"], [{ name: "llama-70b" }], "1800s"],
+            [["meta-llama/Llama-3.3-70B-Instruct"], [{ name: "llama-70b" }, peer], "1800s"],
         ]);
         expect(inputs(kinds("EnvoyProxy")[0]).spec.telemetry.accessLog.settings).toEqual([meteringAccessLogSetting()]);
         const sp = inputs(kinds("SecurityPolicy")[0]).spec;

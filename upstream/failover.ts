@@ -94,6 +94,25 @@ export const failoverFields: ReadonlyArray<RenderedFieldFact> = [
         takesEffect: "literal: the forwarding spoke's name",
     },
     {
+        kind: "AIGatewayRoute",
+        field: "rules[].matches[].headers[].type",
+        source: AIGW_ROUTE,
+        takesEffect:
+            "RegularExpression (implementation-specific: Envoy Gateway renders an Envoy safe_regex header matcher, which fails on a missing header) only on the hop guard's x-llm-peer-hop match; the model match stays Exact",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].matches[].headers[].name",
+        source: AIGW_ROUTE,
+        takesEffect: "x-ai-eg-model (set by the AI Gateway from the body) and, on the hop guard, x-llm-peer-hop; both in one match (ANDed)",
+    },
+    {
+        kind: "AIGatewayRoute",
+        field: "rules[].matches[].headers[].value",
+        source: AIGW_ROUTE,
+        takesEffect: "the model name (Exact); .* on the hop guard (any value, the header must be present)",
+    },
+    {
         kind: "BackendTrafficPolicy",
         field: "targetRefs[].name",
         source: AIGW_FALLBACK,
@@ -173,4 +192,36 @@ export const envoyMaxRetriesOverride: Fact = {
  */
 export const aiGatewayBackendName: Fact = {
     source: "envoyproxy/ai-gateway@v1.1.0:internal/internalapi/internalapi.go#PerRouteRuleRefBackendName",
+};
+
+/**
+ * Why the hop guard (lib/failover.ts withPeerFallback: model header + x-llm-peer-hop presence, local backendRefs only)
+ * wins over the model's rule with peers for a forwarded request: Gateway API route precedence gives "Largest number of
+ * header matches" precedence across all rules of the routes on a listener, before any tie-breaker by route age, name or
+ * rule order; Envoy Gateway sorts the xDS routes of a listener by it (path match, path length, then header match count,
+ * then query param count, descending) before handing them to Envoy, which takes the first route that matches.
+ */
+export const hopGuardPrecedence: ReadonlyArray<Fact> = [
+    {
+        source: "kubernetes-sigs/gateway-api@v1.6.1:apis/v1/httproute_types.go#HTTPRouteRule",
+        note: 'Matches: "Across all rules specified on applicable Routes, precedence must be given to the match having: ... Largest number of header matches"',
+    },
+    {
+        source: "envoyproxy/gateway@v1.9.2:internal/gatewayapi/sort.go#XdsIRRoutes.Less",
+        note: "3. Sort based on the number of Header matches (sortXdsIRMap sorts each listener's routes in descending order)",
+    },
+    {
+        source: "envoyproxy/envoy@v1.39.1:api/envoy/config/route/v3/route_components.proto#HeaderMatcher",
+        note: "treat_missing_header_as_empty defaults to false: a string_match/safe_regex header matcher does not match a request without the header, so the guard catches only forwarded requests",
+    },
+];
+
+/**
+ * Why a forwarded request loops without the hop guard: when the priority-0 backend has no healthy hosts (the
+ * `<dgd>-frontend` Service gone), Envoy's priority load sends the FIRST attempt to priority 1 (priority spill), so the
+ * auth service's `x-envoy-max-retries: 0` on a forwarded request does not keep it local.
+ */
+export const envoyPrioritySpill: Fact = {
+    source: "envoyproxy/envoy@v1.39.1:source/common/upstream/load_balancer_impl.cc#LoadBalancerBase::recalculatePerPriorityState",
+    note: "a priority with 0 healthy hosts gets 0 load; the remainder spills to the next priority (overprovisioning factor 1.4)",
 };

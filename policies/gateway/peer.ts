@@ -7,6 +7,7 @@ import {
     peerCaConfigMapName,
 } from "../../services/shared/peer";
 import { aiRoutes, GROUPS, GW, keyOf, nameOf, nsOf, ofKind } from "../lib/gateway";
+import { isHopGuardMatch } from "./routes";
 
 /*
  * Fallback to a peer spoke's gateway: the one backend outside the cluster the gateway path may hold. A peer Backend
@@ -69,7 +70,11 @@ export function isPeerBackendName(name: string): boolean {
  *   (`headerMutation.remove`; the peer's ext_authz decides from the tenant's own key), never removing the
  *   tenant's `authorization`, and marking the hop (`headerMutation.set` x-llm-peer-hop: the peer then does not
  *   forward it again, so two spokes falling back to each other cannot loop);
- * - only peer backendRefs carry a headerMutation.
+ * - only peer backendRefs carry a headerMutation;
+ * - a rule with peer backendRefs is preceded in its route by its hop guard (lib/failover.ts withPeerFallback: the
+ *   model header AND x-llm-peer-hop present, exactly the rule's local backendRefs), and a hop guard has no peer
+ *   backendRef: a forwarded request is served at the peer or fails there, even when the peer's own backend has no
+ *   hosts and Envoy's priority spill would send the first attempt straight back.
  */
 export function peerFindings(resources: PolicyResource[]): Array<{ message: string; urn: string }> {
     const { byNs, findings: out } = declarations(resources);
@@ -153,13 +158,41 @@ export function peerFindings(resources: PolicyResource[]): Array<{ message: stri
         const target = a?.props.spec?.backendRef?.name;
         return isPeerBackendName(name) || (typeof target === "string" && isPeerBackendName(target) && backendsByKey.has(`${ns}/${target}`));
     };
+    const refKey = (x: any, ns: string) => `${x.namespace ?? ns}/${x.name}/${x.weight ?? ""}/${x.priority ?? 0}`;
     for (const r of aiRoutes(resources)) {
-        (r.props.spec?.rules ?? []).forEach((rule: any, i: number) => {
+        const rules: any[] = r.props.spec?.rules ?? [];
+        rules.forEach((rule: any, i: number) => {
             const label = `AIGatewayRoute ${keyOf(r)} rule ${rule.name ?? i}`;
             const model = rule.matches?.[0]?.headers?.[0]?.value;
             const refs: any[] = rule.backendRefs ?? [];
             const ns = nsOf(r);
             const local = refs.filter((x) => !resolvesToPeer(x.namespace ?? ns, x.name));
+            const guard = isHopGuardMatch(rule.matches?.[0]?.headers ?? []);
+            if (guard && local.length !== refs.length)
+                out.push({
+                    message: `${label}: a peer hop guard (${PEER_HOP_HEADER} present) routes to a peer spoke's gateway; a forwarded request must be served locally or fail, never forwarded again (the spokes would loop)`,
+                    urn: r.urn,
+                });
+            if (!guard && local.length !== refs.length) {
+                // The hop guard: an earlier rule of this route for the same model, the hop header present, exactly the
+                // local backendRefs. Without it a forwarded request whose local backend has no hosts goes to the peer
+                // on its first attempt (Envoy priority spill) and bounces between the spokes (upstream/failover.ts).
+                const want = local.map((x) => refKey(x, ns)).sort();
+                const ok = rules
+                    .slice(0, i)
+                    .some(
+                        (g: any) =>
+                            isHopGuardMatch(g.matches?.[0]?.headers ?? []) &&
+                            (g.matches ?? []).length === 1 &&
+                            g.matches[0].headers[0].value === model &&
+                            JSON.stringify((g.backendRefs ?? []).map((x: any) => refKey(x, ns)).sort()) === JSON.stringify(want),
+                    );
+                if (!ok)
+                    out.push({
+                        message: `${label}: falls back to a peer spoke but is not preceded, in the same route, by its hop guard (a rule matching ${GW.modelHeader} ${model} AND ${PEER_HOP_HEADER} present, with exactly this rule's local backendRefs); without it a forwarded request whose local backend has no hosts is sent on to the peer again (Envoy priority spill needs no retry) and loops between the spokes`,
+                        urn: r.urn,
+                    });
+            }
             const localTop = Math.max(0, ...local.map((x) => Number(x.priority ?? 0)));
             for (const x of local)
                 if (x.headerMutation)
@@ -218,7 +251,7 @@ export function peerFindings(resources: PolicyResource[]): Array<{ message: stri
 export const peerFallbackVerified: StackValidationPolicy = {
     name: "gateway-peer-fallback-verified",
     description:
-        "A backend outside the cluster is allowed only as a fallback to a peer spoke's gateway the hub declares as serving the model (ConfigMap gateway-peers): one endpoint, the declared hostname on 443, TLS with SNI and exactly the declared CA (never insecureSkipVerify), at a priority above the local backends, with every trusted identity header removed and the tenant's authorization kept, so the peer's own ext_authz re-verifies the tenant.",
+        "A backend outside the cluster is allowed only as a fallback to a peer spoke's gateway the hub declares as serving the model (ConfigMap gateway-peers): one endpoint, the declared hostname on 443, TLS with SNI and exactly the declared CA (never insecureSkipVerify), at a priority above the local backends, with every trusted identity header removed and the tenant's authorization kept, so the peer's own ext_authz re-verifies the tenant; every rule with peers is preceded by its hop guard (model header AND x-llm-peer-hop present, local backends only), so a forwarded request is never forwarded again.",
     remediationSteps:
         "Declare the fallback in the hub file (platform:endpoints[i].fallback) and let lib/failover.ts render the peer objects; give the peer spoke's file platform:gateway.listener.reachable.",
     enforcementLevel: "mandatory",

@@ -12,6 +12,7 @@ import {
     secondsOf,
     selectsDynamo,
 } from "../lib/gateway";
+import { PEER_HOP_HEADER, PEER_PREFIX } from "../../services/shared/peer";
 
 /* Routes to models: no side door around the AI Gateway, one rule per model, long-stream timeouts, no secret header matches. */
 
@@ -176,10 +177,17 @@ export const aiRouteMaxRules: ResourceValidationPolicy = {
 };
 
 /**
- * Why a rule's matches are not the one shape the product renders (`undefined` when they are): exactly one match holding
- * exactly one header, `x-ai-eg-model`, type Exact (lib/gateway.ts aiGatewayRoutes). Gateway API ORs the matches of a
- * rule (kubernetes-sigs/gateway-api apis/v1/httproute_types.go `HTTPRouteRule.Matches`: "the rule matches if any one of the
- * matches is satisfied") and AIGatewayRoute matches are "a subset of the HTTPRouteMatch in the Gateway API"
+ * Why a rule's matches are not one of the two shapes the product renders (`undefined` when they are):
+ * - the model rule: exactly one match holding exactly one header, `x-ai-eg-model`, type Exact (lib/gateway.ts
+ *   aiGatewayRoutes);
+ * - the hop guard of a model with peers (lib/failover.ts withPeerFallback): exactly one match holding exactly the
+ *   Exact `x-ai-eg-model` header and `x-llm-peer-hop` as RegularExpression `.*` (present, any value), with only local
+ *   backendRefs (no `peer-` backend): a forwarded request is served here or fails here. Both headers sit in ONE match,
+ *   so they are ANDed and the guard is narrower than the model rule; the model header still selects the model the key
+ *   was authorised for. A client that sets `x-llm-peer-hop` itself only loses its own fallback.
+ * Gateway API ORs the matches of a rule (kubernetes-sigs/gateway-api apis/v1/httproute_types.go `HTTPRouteRule.Matches`:
+ * "the rule matches if any one of the matches is satisfied") and AIGatewayRoute matches are "a subset of the
+ * HTTPRouteMatch in the Gateway API"
  * (envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates/aigateway.envoyproxy.io_aigatewayroutes.yaml
  * `rules[].matches`), so an extra match or header reaches the rule's
  * backends for a request whose model the key's auth never approved. Closed world: anything else is refused.
@@ -192,10 +200,30 @@ export function ruleMatchShape(rule: any): string | undefined {
     const other = Object.keys(m).filter((k) => k !== "headers");
     if (other.length) return `its match also sets ${other.join(", ")}; the pack knows only an exact ${GW.modelHeader} header match.`;
     const hs = m.headers ?? [];
-    const ok = hs.length === 1 && String(hs[0].name).toLowerCase() === GW.modelHeader && (hs[0].type ?? "Exact") === "Exact";
-    if (!ok)
-        return `its match holds headers ${JSON.stringify(hs.map((h: any) => `${h.name}:${h.type ?? "Exact"}`))}; the pack knows only exactly one header, ${GW.modelHeader} of type Exact.`;
-    return undefined;
+    const model = hs.length >= 1 && String(hs[0].name).toLowerCase() === GW.modelHeader && (hs[0].type ?? "Exact") === "Exact";
+    if (model && hs.length === 1) return undefined;
+    if (model && isHopGuardMatch(hs)) {
+        const peers = (rule.backendRefs ?? []).filter((b: any) => String(b?.name).startsWith(PEER_PREFIX));
+        if (peers.length)
+            return `is a peer hop guard (${PEER_HOP_HEADER} present) yet routes to peer backend(s) ${peers.map((b: any) => b.name).join(", ")}; a forwarded request must be served locally or fail, never forwarded again (the spokes would loop).`;
+        return undefined;
+    }
+    return `its match holds headers ${JSON.stringify(hs.map((h: any) => `${h.name}:${h.type ?? "Exact"}`))}; the pack knows only exactly one header, ${GW.modelHeader} of type Exact, or that header followed by ${PEER_HOP_HEADER} RegularExpression ${JSON.stringify(HOP_PRESENT)} (the peer hop guard).`;
+}
+
+/** The hop guard's value: any value, the header must be present (lib/failover.ts PEER_HOP_MATCH). */
+const HOP_PRESENT = ".*";
+
+/** True for the headers of a hop guard's match: the model header, then x-llm-peer-hop RegularExpression `.*`. */
+export function isHopGuardMatch(hs: any[]): boolean {
+    return (
+        hs.length === 2 &&
+        String(hs[0]?.name).toLowerCase() === GW.modelHeader &&
+        (hs[0]?.type ?? "Exact") === "Exact" &&
+        String(hs[1]?.name).toLowerCase() === PEER_HOP_HEADER &&
+        hs[1]?.type === "RegularExpression" &&
+        hs[1]?.value === HOP_PRESENT
+    );
 }
 
 /**
@@ -205,7 +233,7 @@ export function ruleMatchShape(rule: any): string | undefined {
 export const aiRouteUniqueModels: StackValidationPolicy = {
     name: "aigatewayroute-unique-models",
     description:
-        "Every AIGatewayRoute rule must have exactly one match holding exactly one header, an Exact x-ai-eg-model, unique across all AIGatewayRoutes on the same Gateway (matches are ORed: any other match reaches the model unapproved).",
+        "Every AIGatewayRoute rule must have exactly one match holding exactly one header, an Exact x-ai-eg-model, unique across all AIGatewayRoutes on the same Gateway (matches are ORed: any other match reaches the model unapproved); the one other form is a peer hop guard: that header plus x-llm-peer-hop RegularExpression .* in the same match, local backends only, one per model.",
     remediationSteps: "Give each model one rule (several backendRefs for several endpoints of the same model).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -227,9 +255,11 @@ export const aiRouteUniqueModels: StackValidationPolicy = {
                     report(`${label} has no exact ${GW.modelHeader} match: it would catch requests for other models.`, r.urn);
                     return;
                 }
+                // A hop guard shares its model with the model rule it guards: each form is unique on its own.
+                const guard = isHopGuardMatch(rule.matches[0].headers) ? "\u0000hop" : "";
                 for (const gw of routeGateways(r))
                     for (const m of models) {
-                        const k = `${gw}\u0000${m}`;
+                        const k = `${gw}\u0000${m}${guard}`;
                         if (seen.has(k)) report(`${label}: model ${m} on Gateway ${gw} is already routed by ${seen.get(k)}.`, r.urn);
                         else seen.set(k, label);
                     }

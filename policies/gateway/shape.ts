@@ -151,6 +151,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "rules[].backendRefs[].headerMutation.remove[]",
             "rules[].backendRefs[].headerMutation.set[].name",
             "rules[].backendRefs[].headerMutation.set[].value",
+            // Two match forms only (policies/gateway/routes.ts ruleMatchShape): the Exact model header, or that header plus
+            // x-llm-peer-hop RegularExpression ".*" (the peer hop guard, local backends only; policies/gateway/peer.ts
+            // requires one before every rule with peer backends). Everything else is refused there.
             "rules[].matches[].headers[].name",
             "rules[].matches[].headers[].type",
             "rules[].matches[].headers[].value",
@@ -161,7 +164,11 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
             "llmRequestCosts[].cel",
         ],
         // The one header a backendRef may set: the peer-hop mark (services/shared/peer.ts), never an identity header.
-        values: { "rules[].backendRefs[].headerMutation.set[].name": [PEER_HOP_HEADER] },
+        values: {
+            "rules[].backendRefs[].headerMutation.set[].name": [PEER_HOP_HEADER],
+            // RegularExpression only for the hop guard's presence match (routes.ts ruleMatchShape checks which header).
+            "rules[].matches[].headers[].type": ["Exact", "RegularExpression"],
+        },
         why: "routes by the body's model to AIServiceBackends; header-match rules checked by the route policies",
     },
     AIServiceBackend: {

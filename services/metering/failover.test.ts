@@ -32,6 +32,7 @@ beforeEach(async () => {
     await truncateLedger(rig.db);
     two.a.modelUp = true;
     two.b.modelUp = true;
+    two.hops.n = 0;
     mark = { a: two.a.records.length, b: two.b.records.length };
 });
 
@@ -121,21 +122,52 @@ describe("failover across two spokes", () => {
         expect(new Set(rows.map((x) => x.request_id)).size).toBe(100);
     });
 
-    it("both endpoints gone: 503 after one hop; hcm1 does not send hn1's forwarded request back (no loop); counted once, by hcm1, with no tokens", async () => {
+    it("both endpoints gone (no hosts on either spoke): 503 after one hop, no loop; hcm1's hop guard keeps hn1's forwarded request local; no tokens metered", async () => {
         two.a.modelUp = false;
         two.b.modelUp = false;
+        // hn1's first attempt goes straight to hcm1 (priority spill: hn1's priority 0 has no hosts). At hcm1 the
+        // forwarded request takes the hop guard (local backends only), whose backend has no hosts either: 503 there,
+        // never sent back to hn1 (the same spill through the rule with peers would bounce it until the route timeout).
         const r = await two.a.request(bearer(alice), body);
         expect(r.status).toBe(503);
         expect(r.forwardedHeaders?.["x-llm-peer-hop"]).toBe("hn1");
+        expect(two.hops.n).toBe(1);
         expect(two.a.records.length - mark.a).toBe(1);
         expect(two.b.records.length - mark.b).toBe(1);
+        expect(two.b.records.at(-1)).toMatchObject({ status: 503, responseFlags: "UH" });
+        expect(String(two.b.records.at(-1)?.backendName)).not.toMatch(/\/peer-/);
         await two.drainToLedger();
         const rows = await ledgerRows();
+        // hn1 leaves it to the peer (forwarded, by backend name); hcm1 records its failed request, with no tokens.
         expect(rows.map((x) => x.spoke)).toEqual(["hcm1"]);
-        const t = await rig.db.query("SELECT input_tokens + output_tokens AS n FROM usage_events WHERE request_id = $1", [
-            rows[0].request_id,
+        const t = await rig.db.query("SELECT input_tokens + output_tokens AS n FROM usage_events WHERE request_id = ANY($1)", [
+            rows.map((x) => x.request_id),
         ]);
-        expect(Number(t.rows[0].n)).toBe(0);
+        expect(t.rows.map((x) => Number(x.n))).toEqual([0]);
+    });
+
+    it("a client that sets x-llm-peer-hop itself only loses its own fallback: served locally when up, 503 (no hop) when its spoke's endpoint is gone", async () => {
+        const up = await two.a.request(bearer(alice, { "x-llm-peer-hop": "forged" }), body);
+        expect(up).toMatchObject({ status: 200, servedBy: "hn1" });
+        two.a.modelUp = false;
+        const down = await two.a.request(bearer(alice, { "x-llm-peer-hop": "forged" }), body);
+        expect(down.status).toBe(503);
+        expect(down.forwardedHeaders).toBeUndefined();
+        expect(two.hops.n).toBe(0);
+        expect(two.b.records.length - mark.b).toBe(0);
+    });
+});
+
+describe("without the hop guards (as the pack refuses)", () => {
+    it("both endpoints gone: the forwarded request is spilled back and bounces between the spokes (the loop the guards prevent)", async () => {
+        const bare = await startTwoSpokes({ rig, names: ["hn1", "hcm1"], model: MODEL, keys: [alice], withoutHopGuards: true });
+        try {
+            bare.a.modelUp = false;
+            bare.b.modelUp = false;
+            await expect(bare.a.request(bearer(alice), body)).rejects.toThrow(/forwarded 9 times between the spokes: a failover loop/);
+        } finally {
+            await bare.stop();
+        }
     });
 });
 

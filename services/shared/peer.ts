@@ -22,8 +22,11 @@ export function peerCaConfigMapName(spoke: string): string {
 
 /**
  * Header a spoke sets on a request it forwards to a peer (the peer backendRef's `headerMutation.set`, value: the
- * forwarding spoke). The peer's auth service answers such a request with {@link ENVOY_MAX_RETRIES_HEADER} `0`, so the
- * peer serves it locally or fails it, never forwarding it again: two spokes falling back to each other cannot loop.
+ * forwarding spoke). At the peer such a request takes the model's hop guard rule (lib/failover.ts withPeerFallback:
+ * local backends only), so the peer serves it locally or fails it, never forwarding it again, even when its local
+ * backend has no hosts and Envoy's priority spill would send the first attempt on; its auth service also answers it
+ * with {@link ENVOY_MAX_RETRIES_HEADER} `0`. Two spokes falling back to each other cannot loop. Nothing trusts its
+ * value (metering tells a forwarded request by the backend name).
  * Outside the stripped `x-platform-`/`x-ai-eg-` prefixes on purpose: a client that sends it only turns off fallback for
  * its own request.
  */

@@ -511,7 +511,7 @@ describe("aigatewayroute-unique-models", () => {
         }));
         expect(await messages(aiRouteUniqueModels, [...graph(), dup, any])).toEqual([
             "AIGatewayRoute llm-gateway/dup rule r0: model Qwen/Qwen3-32B on Gateway llm-gateway/llm is already routed by AIGatewayRoute llm-gateway/llm-models-0 rule qwen-qwen3-32b-45363f1d.",
-            'AIGatewayRoute llm-gateway/any rule r0: its match holds headers ["x-ai-eg-model:RegularExpression"]; the pack knows only exactly one header, x-ai-eg-model of type Exact.',
+            'AIGatewayRoute llm-gateway/any rule r0: its match holds headers ["x-ai-eg-model:RegularExpression"]; the pack knows only exactly one header, x-ai-eg-model of type Exact, or that header followed by x-llm-peer-hop RegularExpression ".*" (the peer hop guard).',
         ]);
     });
 });

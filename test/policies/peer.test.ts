@@ -96,7 +96,7 @@ describe("peer fallback (gateway-peer-fallback-verified + closed shape)", () => 
 
     it("refuses a peer backendRef that forwards identity headers, drops the tenant's key, or does not mark the hop", async () => {
         const rs = edit(graph(), ROUTE, (o) => {
-            const ref = o.spec.rules[0].backendRefs[1];
+            const ref = o.spec.rules[1].backendRefs[1];
             ref.headerMutation.remove = ["x-ai-eg-model", "authorization"];
             ref.headerMutation.set = [];
         });
@@ -108,8 +108,8 @@ describe("peer fallback (gateway-peer-fallback-verified + closed shape)", () => 
 
     it("refuses a peer as a share of normal traffic (priority not above the local backends) and any other header set", async () => {
         const rs = edit(graph(), ROUTE, (o) => {
-            o.spec.rules[0].backendRefs[1].priority = 0;
-            o.spec.rules[0].backendRefs[1].headerMutation.set.push({ name: "x-platform-tenant", value: "acme" });
+            o.spec.rules[1].backendRefs[1].priority = 0;
+            o.spec.rules[1].backendRefs[1].headerMutation.set.push({ name: "x-platform-tenant", value: "acme" });
         });
         const m = (await mandatory(rs)).join("\n");
         expect(m).toMatch(/has priority 0; a peer is a fallback, at a priority above every local backendRef/);
@@ -124,6 +124,50 @@ describe("peer fallback (gateway-peer-fallback-verified + closed shape)", () => 
         const m = (await mandatory(rs)).join("\n");
         expect(m).toMatch(/retry\.retryOn\.httpStatusCodes\[\] is 429/);
         expect(m).toMatch(/targets HTTPRoute other-route, which is not the route the AI Gateway generates/);
+    });
+
+    it("renders each rule with peers right after its hop guard: model header AND x-llm-peer-hop present, local backends only", () => {
+        const route = graph().find((x) => x.name === ROUTE)!.inputs as Record<string, any>;
+        const [guard, withPeers] = route.spec.rules;
+        expect(guard.name).toBe(`${withPeers.name}-hop`);
+        expect(guard.matches).toEqual([
+            {
+                headers: [withPeers.matches[0].headers[0], { type: "RegularExpression", name: "x-llm-peer-hop", value: ".*" }],
+            },
+        ]);
+        expect(guard.backendRefs).toEqual(withPeers.backendRefs.filter((b: any) => !String(b.name).startsWith("peer-")));
+        expect(withPeers.backendRefs.some((b: any) => String(b.name).startsWith("peer-"))).toBe(true);
+    });
+
+    it("refuses a rule with peers that its hop guard does not precede (removed, after it, or with other local backends)", async () => {
+        const msg = /falls back to a peer spoke but is not preceded, in the same route, by its hop guard.*loops between the spokes/;
+        const removed = edit(graph(), ROUTE, (o) => o.spec.rules.splice(0, 1));
+        expect((await mandatory(removed)).join("\n")).toMatch(msg);
+        const after = edit(graph(), ROUTE, (o) => o.spec.rules.splice(0, 2, o.spec.rules[1], o.spec.rules[0]));
+        expect((await mandatory(after)).join("\n")).toMatch(msg);
+        const other = edit(graph(), ROUTE, (o) => (o.spec.rules[0].backendRefs = [{ name: "somewhere-else" }]));
+        expect((await mandatory(other)).join("\n")).toMatch(msg);
+    });
+
+    it("refuses a hop guard that forwards to a peer, and any other header-match form (closed shape)", async () => {
+        const forwards = edit(graph(), ROUTE, (o) => o.spec.rules[0].backendRefs.push(structuredClone(o.spec.rules[1].backendRefs[1])));
+        const m = (await mandatory(forwards)).join("\n");
+        expect(m).toMatch(/is a peer hop guard \(x-llm-peer-hop present\) yet routes to peer backend\(s\) peer-hcm1/);
+        expect(m).toMatch(/a peer hop guard \(x-llm-peer-hop present\) routes to a peer spoke's gateway/);
+        for (const hop of [
+            { type: "Exact", name: "x-llm-peer-hop", value: "hcm1" },
+            { type: "RegularExpression", name: "x-other", value: ".*" },
+            { type: "RegularExpression", name: "x-llm-peer-hop", value: "h.*" },
+        ]) {
+            const rs = edit(graph(), ROUTE, (o) => (o.spec.rules[0].matches[0].headers[1] = hop));
+            expect((await mandatory(rs)).join("\n")).toMatch(
+                /the pack knows only exactly one header, x-ai-eg-model of type Exact, or that header followed by x-llm-peer-hop/,
+            );
+        }
+        const third = edit(graph(), ROUTE, (o) => o.spec.rules[0].matches[0].headers.push({ name: "x-tenant", value: "acme" }));
+        expect((await mandatory(third)).join("\n")).toMatch(/the pack knows only exactly one header/);
+        const typed = edit(graph(), ROUTE, (o) => (o.spec.rules[0].matches[0].headers[1].type = "Present"));
+        expect((await mandatory(typed)).join("\n")).toMatch(/headers\[\]\.type is "Present"; the pack knows only Exact, RegularExpression/);
     });
 
     it("is registered and mandatory", () => {

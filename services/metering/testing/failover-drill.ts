@@ -18,7 +18,7 @@ const MODEL = "meta-llama/Llama-3.3-70B-Instruct";
 /**
  * `npm run chaos` drill: two spokes (real auth + metering services, one ledger) both serving a model, each falling back
  * to the other (services/metering/testing/two-spokes.ts). `requests` go to hn1, `concurrency` at a time; halfway
- * through, hn1's endpoint disappears (its Dynamo frontend refuses connections). Figures: requests lost (a client got
+ * through, hn1's endpoint disappears (its DynamoGraphDeployment deleted: the frontend Service gone, no hosts). Figures: requests lost (a client got
  * no answer from a model, or an answered request is missing from the ledger) and requests metered twice (ledger
  * rows beyond one per answered request: both spokes log a forwarded request, only the serving one may count it).
  */

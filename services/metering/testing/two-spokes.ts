@@ -28,7 +28,7 @@ import {
     testConfig,
 } from "../../auth/test/harness";
 import type { Policy } from "../../shared/bundle";
-import { IDENTITY_HEADERS } from "../../shared/identity";
+import { AI_GATEWAY_MODEL_HEADER, IDENTITY_HEADERS } from "../../shared/identity";
 import type { UsageEvent } from "../../shared/usage";
 import type { LimitsSink } from "../limits";
 import type { AccessLogRecord } from "../normalise";
@@ -48,9 +48,40 @@ import type { Rig } from "./rig";
  * rule of the model from the rendered AIGatewayRoutes with their peer backendRefs (lib/failover.ts
  * withPeerFallback: priority, headerMutation.remove), the retry of the rendered BackendTrafficPolicy (one attempt per
  * priority, its triggers and status codes) and one access-log record per request, in the fields Envoy writes
- * (services/shared/accesslog.ts), with the AI Gateway's backend name. The peer hop crosses to the other spoke's
+ * (services/shared/accesslog.ts), with the AI Gateway's backend name. The rule is chosen as Envoy would ({@link
+ * selectRule}: header matches ANDed, the most header matches first), so a forwarded request takes its hop guard; a
+ * backend without hosts (the spoke's endpoint gone) gets no load and the first attempt spills to the next priority. The peer hop crosses to the other spoke's
  * gateway stand-in with the headers the route leaves on the request.
  */
+
+/** Hops after which the stand-in calls a request a loop and throws (the rendered routes allow one). */
+const MAX_HOPS = 8;
+
+/**
+ * The rule Envoy picks for a request among the rendered AIGatewayRoutes: every rule whose match (headers ANDed; Exact by
+ * value, RegularExpression as a full match, a missing header never matches) holds, the one with the most header
+ * matches first (Gateway API precedence; Envoy Gateway sorts a listener's routes by it, upstream/failover.ts
+ * hopGuardPrecedence), then route and rule order.
+ */
+export function selectRule<
+    R extends { spec: { rules: Array<{ matches: Array<{ headers: Array<{ name?: string; type?: string; value: string }> }> }> } },
+>(routes: R[], headers: Record<string, string>): { route: R; ruleIndex: number } | undefined {
+    const candidates = routes.flatMap((route) =>
+        route.spec.rules.flatMap((rule, ruleIndex) =>
+            rule.matches
+                .filter((m) =>
+                    m.headers.every((x) => {
+                        const v = headers[String(x.name).toLowerCase()];
+                        if (v === undefined) return false;
+                        return (x.type ?? "Exact") === "RegularExpression" ? new RegExp(`^(?:${x.value})$`).test(v) : v === x.value;
+                    }),
+                )
+                .map((m) => ({ route, ruleIndex, n: m.headers.length })),
+        ),
+    );
+    // Array.prototype.sort is stable: ties keep route and rule order.
+    return candidates.sort((x, y) => y.n - x.n)[0];
+}
 
 /** What a client gets back, and which spoke's model answered. */
 export interface ClientResult {
@@ -67,13 +98,17 @@ export interface TestSpoke {
     metering: MeteringService;
     /** Lease releases the metering service made (tier ids + lease). */
     released: string[];
-    /** Whether the spoke's Dynamo frontend answers (false: connection refused, as when the endpoint is gone). */
+    /**
+     * Whether the spoke's endpoint is there (false: its DynamoGraphDeployment deleted, the frontend Service gone, so the
+     * local backend has no hosts and Envoy's priority load spills the first attempt to the peer).
+     */
     modelUp: boolean;
     /** Ingest outcomes of every access-log batch posted to metering. */
     outcomes: IngestOutcome[];
     /** Access-log records written (one per request reaching this gateway). */
     records: AccessLogRecord[];
-    request(headers: Record<string, string>, body: string): Promise<ClientResult>;
+    /** A client's request (`depth`: how many gateways it crossed before, for the stand-in's loop detection only). */
+    request(headers: Record<string, string>, body: string, depth?: number): Promise<ClientResult>;
 }
 
 /** The pair and the shared parts. */
@@ -82,6 +117,8 @@ export interface TwoSpokes {
     b: TestSpoke;
     /** Ships both spools to their streams and runs the consumer into the ledger (each batch twice: Lambda retries). */
     drainToLedger(): Promise<void>;
+    /** Hops from one spoke's gateway to the other's so far (reset it to count one request's). */
+    hops: { n: number };
     /** Re-publishes spoke `spoke`'s bundle with `policy` (revision 2) and syncs its auth service. */
     republish(spoke: "a" | "b", policy: Policy): Promise<void>;
     stop(): Promise<void>;
@@ -93,6 +130,11 @@ export interface TwoSpokesOptions {
     names: [string, string];
     model: string;
     keys: TestKey[];
+    /**
+     * Renders each spoke's routes without the peer hop guards (lib/failover.ts withPeerFallback), as before they
+     * existed and as the pack refuses: only to show the loop the guards prevent.
+     */
+    withoutHopGuards?: boolean;
 }
 
 /** Starts both spokes; each places `model` and falls back to the other (as the shipped hub does for hn1 and hcm1). */
@@ -105,6 +147,8 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
     const spokes = new Map<string, TestSpoke>();
     const streams: Array<{ spoke: string; stream: { name: string; arn: string }; shipper: Shipper }> = [];
     let revision = 1;
+    /** Hops between the spokes so far (a request deeper than {@link MAX_HOPS} throws: a loop). */
+    const hops = { n: 0 };
 
     const start = async (name: string, peer: string): Promise<TestSpoke> => {
         const r = await startRedis();
@@ -164,7 +208,10 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
             peers: [{ spoke: peer, hostname: `llm.${peer}.example.com`, port: 443, ca: { kind: "system" }, models: [o.model] }],
         };
         const ns = GATEWAY_NAMESPACE;
-        const routes = withPeerFallback(aiGatewayRoutes(endpoints, ns, { requestSeconds: 1800, streamIdleSeconds: 300 }), failover, name);
+        const rendered = withPeerFallback(aiGatewayRoutes(endpoints, ns, { requestSeconds: 1800, streamIdleSeconds: 300 }), failover, name);
+        const routes = o.withoutHopGuards
+            ? rendered.map((r) => ({ ...r, spec: { ...r.spec, rules: r.spec.rules.filter((x) => x.matches[0].headers.length === 1) } }))
+            : rendered;
         const retry = new Map(routesWithPeers(routes).map((x) => [x.name, fallbackTrafficPolicy(x.name, ns, x.peers).spec.retry] as const));
         const peerBackends = new Set(peerObjects(failover, ns).flatMap((x) => (x.kind === "AIServiceBackend" ? [x.metadata.name] : [])));
         const strip = earlyHeaderStrip();
@@ -183,7 +230,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
             modelUp: true,
             outcomes: [],
             records: [],
-            async request(clientHeaders, body) {
+            async request(clientHeaders, body, depth = 0) {
                 const started = Date.now();
                 // Envoy: early strip (ClientTrafficPolicy), then a generated request id (requestID: Generate).
                 const h: Record<string, string> = {};
@@ -235,13 +282,16 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                     const x = authz.headers.get(v);
                     if (x !== null) h[v] = x;
                 }
-                // The model's rule, its backendRefs by priority, and the route's retry (BackendTrafficPolicy).
-                const route = routes[0];
-                const ruleIndex = route.spec.rules.findIndex((r) => r.matches[0].headers[0].value === model);
-                if (ruleIndex < 0) {
+                // The AI Gateway sets the model header from the body; the rule is the most specific one that matches
+                // across every rendered route (Gateway API precedence as Envoy Gateway sorts it: more header matches
+                // first, upstream/failover.ts hopGuardPrecedence), so a forwarded request takes its hop guard.
+                h[AI_GATEWAY_MODEL_HEADER] = model;
+                const picked = selectRule(routes, h);
+                if (!picked) {
                     await log({ status: 404, responseCodeDetails: "route_not_found" });
                     return { status: 404 };
                 }
+                const { route, ruleIndex } = picked;
                 const rule = route.spec.rules[ruleIndex];
                 const refs = rule.backendRefs
                     .map((ref, j) => ({
@@ -257,34 +307,46 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                 // Envoy: x-envoy-max-retries, when present, takes precedence over the route's numRetries.
                 const maxRetries = h[ENVOY_MAX_RETRIES_HEADER];
                 const attempts = 1 + (maxRetries !== undefined ? Number(maxRetries) : (policy?.numRetries ?? 0));
+                // Hosts per backend: the local frontend has none while the spoke's model is down (its DynamoGraphDeployment
+                // deleted, the <dgd>-frontend Service gone); a peer gateway always resolves.
+                const hasHosts = (ref: { name: string }) => peerBackends.has(ref.name) || spoke.modelUp;
+                // Envoy's priority load: a priority without healthy hosts gets no load, it spills to the next one with
+                // hosts (upstream/failover.ts envoyPrioritySpill) on the FIRST attempt; numAttemptsPerPriority 1 moves
+                // each retry to a priority not tried yet. No priority with hosts left: 503 no_healthy_upstream.
+                const tried = new Set<number>();
                 let result: ClientResult = { status: 503 };
                 let last = refs[0];
-                for (let attempt = 0; attempt < Math.min(attempts, refs.length); attempt++) {
-                    const { ref, j } = refs[attempt];
-                    last = refs[attempt];
+                let noHealthy = false;
+                for (let attempt = 0; attempt < attempts; attempt++) {
+                    const next = refs.find((x) => !tried.has(x.ref.priority ?? 0) && hasHosts(x.ref));
+                    if (!next) {
+                        // A retry with no priority left to try: 503, the hop (if any) still on record.
+                        noHealthy = true;
+                        result = { status: 503, ...(result.forwardedHeaders ? { forwardedHeaders: result.forwardedHeaders } : {}) };
+                        break;
+                    }
+                    tried.add(next.ref.priority ?? 0);
+                    last = next;
+                    const { ref } = next;
                     if (!peerBackends.has(ref.name)) {
-                        if (spoke.modelUp) {
-                            result = { status: 200, servedBy: name };
-                            break;
-                        }
-                        result = { status: 503 };
-                        if (!(policy?.retryOn.triggers as readonly string[] | undefined)?.includes("connect-failure")) break;
-                        continue;
+                        result = { status: 200, servedBy: name };
+                        break;
                     }
                     // The hop: the headers left after the backendRef's headerMutation, to the peer's gateway.
                     const out = { ...h };
                     for (const n of ref.headerMutation?.remove ?? []) delete out[n];
                     for (const x of ref.headerMutation?.set ?? []) out[x.name] = x.value;
                     const target = spokes.get(ref.name.replace(/^peer-/, ""))!;
-                    const r = await target.request(out, body);
+                    hops.n++;
+                    if (depth + 1 > MAX_HOPS) throw new Error(`request forwarded ${depth + 1} times between the spokes: a failover loop`);
+                    const r = await target.request(out, body, depth + 1);
                     result = { ...r, forwardedHeaders: out };
                     if (!(policy?.retryOn.httpStatusCodes as readonly number[] | undefined)?.includes(r.status)) break;
-                    void j;
                 }
                 const tokens = result.status === 200 ? { inputTokens: 42, outputTokens: 17, cachedInputTokens: 0, totalTokens: 59 } : {};
                 await log({
                     status: result.status,
-                    responseFlags: result.status === 503 && !result.servedBy ? "UF" : "-",
+                    responseFlags: noHealthy ? "UH" : result.status === 503 && !result.servedBy ? "UF" : "-",
                     routeName: `${ns}/${route.metadata.name}`,
                     backendName: `${ns}/${last.ref.name}/route/${route.metadata.name}/rule/${ruleIndex}/ref/${last.j}`,
                     ...tokens,
@@ -311,6 +373,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
     return {
         a,
         b,
+        hops,
         async drainToLedger() {
             for (const x of streams) {
                 await x.shipper.drained(30_000);
