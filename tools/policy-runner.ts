@@ -7,6 +7,7 @@ import type { CapturedResource } from "./harness";
 const { deserializeProperties } = require("@pulumi/policy/deserialize");
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { unknownCheckingProxy, UnknownValueError } = require("@pulumi/policy/proxy");
+import { STACK_VIEW_KEY } from "../policies/lib/workloads";
 
 /** One policy finding, as written to `out/<stack>/policy.json`. */
 export interface PolicyFinding {
@@ -98,6 +99,49 @@ export async function runPolicies(
     const getConfig = () => ({});
     const applied = new Set<string>();
     const seen = new Map<object, Record<string, any>>();
+    // Stack policies share one resources array, as under the analyzer, so a view a policy library caches per array
+    // (policies/lib/workloads.ts stackView) is built once per run; reads are credited to the policy running now.
+    let current = "";
+    const readByCurrent = () => applied.add(current);
+    let shared: PolicyResource[] | undefined;
+    const stackResources = (): PolicyResource[] => {
+        if (shared) return shared;
+        // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
+        const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
+        const read = readByCurrent;
+        const prs: PolicyResource[] = [...checked, ...root].map((r) => {
+            const pr = props(r.outputs, seen, read);
+            return {
+                type: r.type,
+                props: pr,
+                urn: r.urn,
+                name: r.name,
+                opts: watched(
+                    {
+                        protect: !!r.options?.protect,
+                        ignoreChanges: [],
+                        aliases: [],
+                        customTimeouts: {},
+                        additionalSecretOutputs: [],
+                        ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
+                    },
+                    read,
+                ) as any,
+                dependencies: [],
+                propertyDependencies: {},
+                isType: (cls: any) => isTypeOf(r.type, cls),
+                asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
+            } as unknown as PolicyResource;
+        });
+        const prByUrn = new Map(prs.map((x) => [x.urn, x]));
+        for (const pr of prs) {
+            const r = byUrn.get(pr.urn)!;
+            (pr as any).parent = prByUrn.get(r.parent);
+            (pr as any).dependencies = r.dependencies.map((d) => prByUrn.get(d)).filter(Boolean);
+        }
+        shared = prs;
+        return prs;
+    };
     for (const p of policies) {
         const level = (p.enforcementLevel ?? packLevel) as EnforcementLevel;
         if (level === "disabled") continue;
@@ -123,38 +167,15 @@ export async function runPolicies(
             }
         };
         if (isStackPolicy(p)) {
-            // Stack policies also see the root Stack (its props are the stack outputs), as under the engine.
-            const root = resources.filter((r) => r.type === "pulumi:pulumi:Stack");
-            const prs: PolicyResource[] = [...checked, ...root].map((r) => {
-                const pr = props(r.outputs, seen, read);
-                return {
-                    type: r.type,
-                    props: pr,
-                    urn: r.urn,
-                    name: r.name,
-                    opts: watched(
-                        {
-                            protect: !!r.options?.protect,
-                            ignoreChanges: [],
-                            aliases: [],
-                            customTimeouts: {},
-                            additionalSecretOutputs: [],
-                            ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
-                        },
-                        read,
-                    ) as any,
-                    dependencies: [],
-                    propertyDependencies: {},
-                    isType: (cls: any) => isTypeOf(r.type, cls),
-                    asType: (cls: any) => (isTypeOf(r.type, cls) ? pr : undefined),
-                } as unknown as PolicyResource;
+            current = p.name;
+            // This policy's view of the shared array: taking the cached stack view counts as reading the resources
+            // (building it read them), so `applied` names the policy as when it built the view itself.
+            const prs = new Proxy(stackResources(), {
+                get(t, k, r) {
+                    if (k === STACK_VIEW_KEY && STACK_VIEW_KEY in t) readByCurrent();
+                    return Reflect.get(t, k, r);
+                },
             });
-            const prByUrn = new Map(prs.map((x) => [x.urn, x]));
-            for (const pr of prs) {
-                const r = byUrn.get(pr.urn)!;
-                (pr as any).parent = prByUrn.get(r.parent);
-                (pr as any).dependencies = r.dependencies.map((d) => prByUrn.get(d)).filter(Boolean);
-            }
             await guard(() =>
                 p.validateStack(
                     { resources: prs, getConfig, stackTags: new Map(), notApplicable } as any,

@@ -203,17 +203,21 @@ export interface StackView {
     resources: PolicyResource[];
 }
 
-const cache = new WeakMap<PolicyResource[], StackView>();
+/**
+ * Where a resources array keeps its stack view: a symbol property of the array itself, so that a runner handing each
+ * policy its own view of one shared array (a Proxy, tools/policy-runner.ts) still builds the view once per run.
+ */
+export const STACK_VIEW_KEY: unique symbol = Symbol.for("inference-platform.stackView");
 
-/** Builds (and caches per resources array) the stack view. */
+/** Builds (and caches on the resources array) the stack view. */
 export function stackView(resources: PolicyResource[]): StackView {
-    const hit = cache.get(resources);
+    const hit = (resources as unknown as Record<symbol, StackView | undefined>)[STACK_VIEW_KEY];
     if (hit) return hit;
     const data = dataOf(resources);
     const containers: ContainerView[] = [];
     for (const r of resources) containers.push(...workloadContainers(r, data));
     const view = { containers, pools: [...nodePools(resources), ...eksPools(resources)], data, resources };
-    cache.set(resources, view);
+    Object.defineProperty(resources, STACK_VIEW_KEY, { value: view, enumerable: false });
     return view;
 }
 
