@@ -873,6 +873,17 @@ describe("simulated: tenants' API key secrets", () => {
             expect((await evaluate({ arn: readers()[t][0], policies: [allowAll] }, put, v)).map((r) => r.decision)).toEqual([
                 "ExplicitlyDenied",
             ]);
+            // Nor change the value another way, or who may read it.
+            const otherWrites = [
+                "secretsmanager:UpdateSecret",
+                "secretsmanager:PutResourcePolicy",
+                "secretsmanager:DeleteResourcePolicy",
+            ].map((action) => ({ ...put[0], action }));
+            expect((await evaluate({ arn: readers()[t][0], policies: [allowAll] }, otherWrites, v)).map((r) => r.decision)).toEqual([
+                "ExplicitlyDenied",
+                "ExplicitlyDenied",
+                "ExplicitlyDenied",
+            ]);
             // The CI preview role, whatever read-only policy sits beside its guard (lib/ci-roles.ts).
             const preview = {
                 arn: "arn:aws:iam::111122223333:role/platform-ci-preview",

@@ -102,7 +102,15 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
                 Sid: "NobodyElseWrites",
                 Effect: "Deny",
                 Principal: "*",
-                Action: ["secretsmanager:PutSecretValue", "secretsmanager:UpdateSecretVersionStage"],
+                // Every way to change the key value or who may read it: a new SecretString (PutSecretValue,
+                // UpdateSecret), another current version, or another resource policy.
+                Action: [
+                    "secretsmanager:PutSecretValue",
+                    "secretsmanager:UpdateSecret",
+                    "secretsmanager:UpdateSecretVersionStage",
+                    "secretsmanager:PutResourcePolicy",
+                    "secretsmanager:DeleteResourcePolicy",
+                ],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": deployers } },
             },
