@@ -3,7 +3,7 @@
  * scrape (components/spoke/Observability.ts), and the AWS shared config/credentials files through which the
  * auth and metering services assume the SpokeIdentity role on-prem (components/spoke/AuthService.ts, Metering.ts).
  */
-import { SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
+import { SOURCE_KEY_SECRET, SOURCE_KEY_SLOT_ANNOTATION } from "../services/shared/spoke-key-slot";
 
 /** Labels of the auth service's pods (selector of its Deployment, Service, PDB and PodMonitor). */
 export const AUTH_POD_LABELS = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
@@ -23,6 +23,11 @@ export const AWS_PROFILE = "platform-spoke";
 export const AWS_ROLE_SESSION_NAMES = { auth: "platform-auth", metering: "platform-metering" } as const;
 // Shared with the install tool (services/keys/source-key-install.ts), which lives in services/ and imports no lib/.
 export { AWS_SOURCE_PROFILE, awsCredentialsFile, SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
+
+/** Pod-template annotation naming the source key slot the pods run on (services/shared/spoke-key-slot.ts SOURCE_KEY_SLOT_ANNOTATION). */
+export function sourceKeyAnnotations(sourceKey: { slot: string } | undefined): { annotations?: Record<string, string> } {
+    return sourceKey ? { annotations: { [SOURCE_KEY_SLOT_ANNOTATION]: sourceKey.slot } } : {};
+}
 
 /**
  * Pure: the projected volume mounted at {@link AWS_FILES_DIR} on-prem: `config` from the Pulumi-rendered Secret

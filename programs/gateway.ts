@@ -7,8 +7,8 @@ import { renderedRevisions, rolloutAnnotation } from "../lib/rollout";
 
 /**
  * How this spoke's workloads obtain their AWS role, from the contract's `identity` block (the hub exports no
- * credential). EKS Pod Identity: `"pod-identity"` (programs/eks-spoke.ts binds the role to the service accounts).
- * Access key: `"source-key"`; the key itself is never read here. The operator installs it from the active key slot's
+ * credential). EKS Pod Identity: `{kind: "pod-identity"}` (programs/eks-spoke.ts binds the role to the service accounts).
+ * Access key: `{kind: "source-key", slot}` (the active slot's id, not secret); the key itself is never read here. The operator installs it from the active key slot's
  * Secrets Manager secret as the Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET`
  * (`npm run mint-key -- install-source-key`, tools/mint-key.ts), so it is in no Pulumi state: a pull-request preview
  * holding this stack's passphrase and running the pull request's code finds nothing to decrypt.
@@ -16,11 +16,11 @@ import { renderedRevisions, rolloutAnnotation } from "../lib/rollout";
  * @throws ConfigError when the contract has no identity (hub older than this program) or the spoke side of the mode
  *   is not available
  */
-export function spokeIdentityKind(spoke: string, contract: SpokeContract, stackFile: string): GatewayHandles["identity"]["kind"] {
+export function spokeIdentityKind(spoke: string, contract: SpokeContract, stackFile: string): GatewayHandles["identity"] {
     const key = `hub output spokeContracts.${spoke}.identity`;
     const id = contract.identity;
     if (!id) throw new ConfigError(stackFile, [{ key, message: "missing: the hub predates per-spoke identities; apply the hub first" }]);
-    if (id.mode === "pod-identity") return "pod-identity";
+    if (id.mode === "pod-identity") return { kind: "pod-identity" };
     if (id.mode === "roles-anywhere") {
         throw new ConfigError(stackFile, [
             {
@@ -30,7 +30,7 @@ export function spokeIdentityKind(spoke: string, contract: SpokeContract, stackF
             },
         ]);
     }
-    return "source-key";
+    return { kind: "source-key", slot: id.slot };
 }
 
 /** Inputs of {@link deployGateway}. */
@@ -38,7 +38,7 @@ export interface GatewayDeployment {
     spoke: string;
     contract: SpokeContract;
     /** {@link spokeIdentityKind}, decided before any resource is declared. */
-    identity: GatewayHandles["identity"]["kind"];
+    identity: GatewayHandles["identity"];
     gateway: GatewayConfig;
     /** EKS: what provisions the proxy's NLB (programs/spoke-infra.ts `loadBalancerProvisioner`). */
     loadBalancerProvisioner?: pulumi.Resource[];
@@ -52,7 +52,7 @@ export interface GatewayDeployment {
 export interface GatewayHandles {
     redisUrl: pulumi.Output<string>;
     /** On-prem: the operator-installed source key (lib/spoke-services.ts `SOURCE_KEY_SECRET`); EKS: Pod Identity. */
-    identity: { kind: "source-key" | "pod-identity" };
+    identity: { kind: "source-key"; slot: string } | { kind: "pod-identity" };
 }
 
 /**
@@ -61,7 +61,7 @@ export interface GatewayHandles {
  * @returns `outputs` (the stack's `gateway` output) and the {@link GatewayHandles} metering needs
  */
 export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
-    const sourceKey = d.identity === "source-key";
+    const sourceKey = d.identity.kind === "source-key" ? { slot: d.identity.slot } : undefined;
     const router = new AgentRouter(
         "agent-router",
         {
@@ -83,7 +83,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
     );
     const handles: GatewayHandles = {
         redisUrl: router.counters.url,
-        identity: { kind: d.identity },
+        identity: d.identity,
     };
     return { outputs: { routes: router.routeNames, policyRevision: d.contract.policy.revision }, handles };
 }

@@ -31,7 +31,7 @@ export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentReso
             namespace: PLATFORM_NAMESPACE,
             usage: d.contract.usage,
             policy: d.contract.policy,
-            sourceKey: identity.kind === "source-key",
+            sourceKey: identity.kind === "source-key" ? { slot: identity.slot } : undefined,
             redisUrl,
             replicas: m.replicas,
             spoolVolumeGiB: m.spoolVolumeGiB,

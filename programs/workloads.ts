@@ -31,7 +31,7 @@ export function deployWorkloads(
     contract: SpokeContract,
     infra: SpokeInfra,
     stackFile: string,
-    identity: GatewayHandles["identity"]["kind"],
+    identity: GatewayHandles["identity"],
 ) {
     const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
     const gateway = deployGateway(

@@ -7,7 +7,7 @@ import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { AWS_FILES_DIR, SOURCE_KEY_SECRET } from "../lib/spoke-services";
 import { installSourceKey, kubectlApply } from "../services/keys/source-key-install";
 import { startSecretsManager, type SecretsManagerStandIn } from "../services/keys/testing/secrets-manager";
-import { awsCredentialsFile, keySecretName } from "../services/shared/spoke-key-slot";
+import { awsCredentialsFile, keySecretName, SOURCE_KEY_SLOT_ANNOTATION } from "../services/shared/spoke-key-slot";
 import { installSourceKeyCommand } from "../tools/mint-key";
 import { unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke, testTempDir } from "./helpers";
@@ -89,6 +89,8 @@ describe.each([false, true])("on-prem spokes' state holds no AWS source key (pre
                 expect(vol.projected.sources[0].secret.items).toEqual([{ key: "config", path: "config" }]);
                 expect(pod.containers[0].volumeMounts).toContainEqual({ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true });
                 expect(SOURCE_KEY_SECRET.namespaces).toContain(ns);
+                // The active slot (not secret) annotates the pods: moving activeKey rolls them onto the re-installed key.
+                expect(inputs(w!).spec.template.metadata.annotations).toEqual({ [SOURCE_KEY_SLOT_ANNOTATION]: "2026-11" });
             }
             for (const s of byType(spoke.resources, "kubernetes:core/v1:Secret").filter((r) => r.name.endsWith("-aws")))
                 expect(Object.keys(inputs(s).stringData), s.name).toEqual(["config"]);
@@ -171,6 +173,7 @@ describe("npm run mint-key -- install-source-key", () => {
         for (const s of list.items) {
             expect(Buffer.from(s.data[SOURCE_KEY_SECRET.key], "base64").toString()).toBe(awsCredentialsFile(key));
             expect(JSON.stringify(s.metadata)).not.toContain(key.secretAccessKey);
+            expect(s.metadata.annotations[SOURCE_KEY_SLOT_ANNOTATION]).toBe("2026-11");
         }
         // Read once, signed by the caller (the spoke's deployer); nothing written to AWS.
         expect(sm.requests.map((r) => [r.operation, r.body.SecretId, r.accessKeyId]).slice(-1)).toEqual([

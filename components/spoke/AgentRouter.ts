@@ -52,9 +52,10 @@ export interface AgentRouterArgs {
     /**
      * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
      * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
-     * program only names it and never holds the key. False/absent on EKS: the role comes from EKS Pod Identity.
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
-    sourceKey?: boolean;
+    sourceKey?: { slot: string };
     /** Namespace of the Dynamo frontends (default `inference`). */
     frontendNamespace?: string;
     /**

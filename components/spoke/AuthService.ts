@@ -11,6 +11,7 @@ import {
     AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
     awsFilesVolume,
+    sourceKeyAnnotations,
     servicePodBasics,
 } from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
@@ -55,9 +56,10 @@ export interface AuthServiceArgs {
     /**
      * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
      * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
-     * program only names it and never holds the key. False/absent on EKS: the role comes from EKS Pod Identity.
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
-    sourceKey?: boolean;
+    sourceKey?: { slot: string };
     /** Secret (same namespace) and key holding the Redis URL with its password. */
     redisUrlSecret: { name: pulumi.Input<string>; key: string };
     /** At least 2 (config/gateway.ts enforces it). */
@@ -174,7 +176,7 @@ export class AuthService extends pulumi.ComponentResource {
                     selector: { matchLabels: labels },
                     strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
                     template: {
-                        metadata: { labels },
+                        metadata: { labels, ...sourceKeyAnnotations(args.sourceKey) },
                         spec: {
                             serviceAccountName: sa.metadata.name,
                             ...servicePodBasics(labels, 10001),

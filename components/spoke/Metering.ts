@@ -12,6 +12,7 @@ import {
     AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
     awsFilesVolume,
+    sourceKeyAnnotations,
     METERING_POD_LABELS,
     METERING_PORT,
     servicePodBasics,
@@ -174,9 +175,10 @@ export interface MeteringArgs {
     /**
      * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
      * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
-     * program only names it and never holds the key. False/absent on EKS: the role comes from EKS Pod Identity.
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
-    sourceKey?: boolean;
+    sourceKey?: { slot: string };
     /** Redis URL of the auth service's counters (secret): leases to release, token windows to add to. */
     redisUrl: pulumi.Input<string>;
     replicas: number;
@@ -306,7 +308,7 @@ export class Metering extends pulumi.ComponentResource {
                     // Spools may hold unshipped events: keep the volumes when pods are deleted or scaled away.
                     persistentVolumeClaimRetentionPolicy: { whenDeleted: "Retain", whenScaled: "Retain" },
                     template: {
-                        metadata: { labels },
+                        metadata: { labels, ...sourceKeyAnnotations(args.sourceKey) },
                         spec: {
                             serviceAccountName: sa.metadata.name,
                             ...servicePodBasics(labels, METERING_UID),

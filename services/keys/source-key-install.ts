@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, type SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { spawn } from "node:child_process";
-import { awsCredentialsFile, keySecretName, SOURCE_KEY_SECRET } from "../shared/spoke-key-slot";
+import { awsCredentialsFile, keySecretName, SOURCE_KEY_SECRET, SOURCE_KEY_SLOT_ANNOTATION } from "../shared/spoke-key-slot";
 
 /**
  * Installing an on-prem spoke's AWS source key into its cluster outside Pulumi (`npm run mint-key --
@@ -45,7 +45,7 @@ export function sourceKeyManifest(spoke: string, slot: string, key: SourceKey): 
                 name: SOURCE_KEY_SECRET.name,
                 namespace,
                 labels: { "app.kubernetes.io/managed-by": "platform-mint-key", "platform.io/spoke": spoke },
-                annotations: { "platform.io/source-key-slot": slot, "platform.io/access-key-id": key.accessKeyId },
+                annotations: { [SOURCE_KEY_SLOT_ANNOTATION]: slot, "platform.io/access-key-id": key.accessKeyId },
             },
             type: "Opaque",
             data: { [SOURCE_KEY_SECRET.key]: Buffer.from(credentials).toString("base64") },

@@ -41,6 +41,12 @@ export const SOURCE_KEY_SECRET = {
     namespaces: ["llm-gateway", "platform-system"],
 } as const;
 
+/**
+ * Annotation naming a key slot: on the installed Secrets (which slot they hold) and on the auth and metering pod
+ * templates (which slot the hub's contract names), so a spoke `up` after `activeKey` moved rolls the pods.
+ */
+export const SOURCE_KEY_SLOT_ANNOTATION = "platform.io/source-key-slot";
+
 /** Pure: AWS shared credentials file with the source key (secret content). */
 export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
     return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join(
