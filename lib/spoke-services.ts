@@ -3,6 +3,7 @@
  * scrape (components/spoke/Observability.ts), and the AWS shared config/credentials files through which the
  * auth and metering services assume the SpokeIdentity role on-prem (components/spoke/AuthService.ts, Metering.ts).
  */
+import { SOURCE_KEY_SECRET, SOURCE_KEY_SLOT_ANNOTATION } from "../services/shared/spoke-key-slot";
 
 /** Labels of the auth service's pods (selector of its Deployment, Service, PDB and PodMonitor). */
 export const AUTH_POD_LABELS = { "app.kubernetes.io/name": "platform-auth", "app.kubernetes.io/part-of": "agent-router" };
@@ -20,14 +21,27 @@ export const AWS_PROFILE = "platform-spoke";
  * service's SpokeIdentity role admits only its own on-prem (`sts:RoleSessionName`, components/hub/SpokeIdentity.ts).
  */
 export const AWS_ROLE_SESSION_NAMES = { auth: "platform-auth", metering: "platform-metering" } as const;
-/** Credentials-file profile holding the source key that assumes the role. */
-export const AWS_SOURCE_PROFILE = "platform-spoke-source";
+// Shared with the install tool (services/keys/source-key-install.ts), which lives in services/ and imports no lib/.
+export { AWS_SOURCE_PROFILE, awsCredentialsFile, SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
 
-/** Pure: AWS shared credentials file with the source key (secret content). */
-export function awsCredentialsFile(c: { accessKeyId: string; secretAccessKey: string }): string {
-    return [`[${AWS_SOURCE_PROFILE}]`, `aws_access_key_id = ${c.accessKeyId}`, `aws_secret_access_key = ${c.secretAccessKey}`, ""].join(
-        "\n",
-    );
+/** Pod-template annotation naming the source key slot the pods run on (services/shared/spoke-key-slot.ts SOURCE_KEY_SLOT_ANNOTATION). */
+export function sourceKeyAnnotations(sourceKey: { slot: string } | undefined): { annotations?: Record<string, string> } {
+    return sourceKey ? { annotations: { [SOURCE_KEY_SLOT_ANNOTATION]: sourceKey.slot } } : {};
+}
+
+/**
+ * Pure: the projected volume mounted at {@link AWS_FILES_DIR} on-prem: `config` from the Pulumi-rendered Secret
+ * `configSecret` (role, region; no credential) and `credentials` from {@link SOURCE_KEY_SECRET} (the operator-installed
+ * source key). Both required: a pod without its key does not start (kubernetes/kubernetes@v1.33.0:pkg/volume/projected).
+ */
+export function awsFilesVolume<T>(configSecret: T) {
+    return {
+        defaultMode: 0o440,
+        sources: [
+            { secret: { name: configSecret, items: [{ key: "config", path: "config" }] } },
+            { secret: { name: SOURCE_KEY_SECRET.name, items: [{ key: SOURCE_KEY_SECRET.key, path: "credentials" }] } },
+        ],
+    };
 }
 
 /**

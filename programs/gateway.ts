@@ -1,31 +1,26 @@
-import * as aws from "@pulumi/aws";
-import * as pulumi from "@pulumi/pulumi";
+import type * as pulumi from "@pulumi/pulumi";
 import { AgentRouter } from "../components/spoke/AgentRouter";
-import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
 import { ConfigError } from "../config/errors";
-import { HUB_OUTPUTS_ENV } from "./load";
 import type { GatewayConfig } from "../config/gateway";
 import { renderedRevisions, rolloutAnnotation } from "../lib/rollout";
 
 /**
  * How this spoke's workloads obtain their AWS role, from the contract's `identity` block (the hub exports no
- * credential). EKS Pod Identity: nothing to read (`undefined`; programs/eks-spoke.ts binds the role to the service
- * accounts). Access key: the active key slot's Secrets Manager secret, read with this stack's own AWS credentials
- * (the spoke's deployer role, the only principal its policy lets read it). The value stays a Pulumi secret.
+ * credential). EKS Pod Identity: `{kind: "pod-identity"}` (programs/eks-spoke.ts binds the role to the service accounts).
+ * Access key: `{kind: "source-key", slot}` (the active slot's id, not secret); the key itself is never read here. The operator installs it from the active key slot's
+ * Secrets Manager secret as the Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET`
+ * (`npm run mint-key -- install-source-key`, tools/mint-key.ts), so it is in no Pulumi state: a pull-request preview
+ * holding this stack's passphrase and running the pull request's code finds nothing to decrypt.
  *
- * @throws ConfigError when the contract has no identity (hub older than this program), the spoke side of the mode
- *   is not available, or the secret cannot be read or does not hold a key
+ * @throws ConfigError when the contract has no identity (hub older than this program) or the spoke side of the mode
+ *   is not available
  */
-export async function readSpokeCredentials(
-    spoke: string,
-    contract: SpokeContract,
-    stackFile: string,
-): Promise<pulumi.Output<SpokeSourceCredentials> | undefined> {
+export function spokeIdentityKind(spoke: string, contract: SpokeContract, stackFile: string): GatewayHandles["identity"] {
     const key = `hub output spokeContracts.${spoke}.identity`;
     const id = contract.identity;
     if (!id) throw new ConfigError(stackFile, [{ key, message: "missing: the hub predates per-spoke identities; apply the hub first" }]);
-    if (id.mode === "pod-identity") return undefined;
+    if (id.mode === "pod-identity") return { kind: "pod-identity" };
     if (id.mode === "roles-anywhere") {
         throw new ConfigError(stackFile, [
             {
@@ -35,41 +30,15 @@ export async function readSpokeCredentials(
             },
         ]);
     }
-    // A pull-request preview runs as the CI preview role, which reads no secret value (lib/ci-roles.ts): the key is
-    // unknown there, as any value a preview cannot read, and the Secrets holding it show as unknown.
-    if (process.env[HUB_OUTPUTS_ENV] && pulumi.runtime.isDryRun())
-        return pulumi.secret(pulumi.output(pulumi.unknown as unknown as SpokeSourceCredentials));
-    let secretString: string;
-    try {
-        secretString = (await aws.secretsmanager.getSecretVersion({ secretId: id.secretArn, region: id.region })).secretString;
-    } catch (e) {
-        throw new ConfigError(stackFile, [
-            {
-                key: `${key}.secretArn`,
-                message: `cannot read ${id.secretArn} (run as this spoke's deployer role; a new slot's key must first be minted by a hub deployer: npm run mint-key -- spoke-access-key --slot ${id.slot}): ${(e as Error).message}`,
-            },
-        ]);
-    }
-    let mine: SpokeSourceCredentials | undefined;
-    try {
-        mine = JSON.parse(secretString);
-    } catch {
-        mine = undefined;
-    }
-    if (!mine || typeof mine.accessKeyId !== "string" || typeof mine.secretAccessKey !== "string") {
-        throw new ConfigError(stackFile, [
-            { key: `${key}.secretArn`, message: `${id.secretArn} does not hold {accessKeyId, secretAccessKey}` },
-        ]);
-    }
-    return pulumi.secret(mine);
+    return { kind: "source-key", slot: id.slot };
 }
 
 /** Inputs of {@link deployGateway}. */
 export interface GatewayDeployment {
     spoke: string;
     contract: SpokeContract;
-    /** The spoke's source credentials, read by {@link readSpokeCredentials} before any resource is declared; undefined with EKS Pod Identity. */
-    awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined;
+    /** {@link spokeIdentityKind}, decided before any resource is declared. */
+    identity: GatewayHandles["identity"];
     gateway: GatewayConfig;
     /** EKS: what provisions the proxy's NLB (programs/spoke-infra.ts `loadBalancerProvisioner`). */
     loadBalancerProvisioner?: pulumi.Resource[];
@@ -82,8 +51,8 @@ export interface GatewayDeployment {
  */
 export interface GatewayHandles {
     redisUrl: pulumi.Output<string>;
-    /** The spoke's source key (secret), or EKS Pod Identity (no credentials to share). */
-    identity: { kind: "source-key"; awsCredentials: pulumi.Output<SpokeSourceCredentials> } | { kind: "pod-identity" };
+    /** On-prem: the operator-installed source key (lib/spoke-services.ts `SOURCE_KEY_SECRET`); EKS: Pod Identity. */
+    identity: { kind: "source-key"; slot: string } | { kind: "pod-identity" };
 }
 
 /**
@@ -92,7 +61,7 @@ export interface GatewayHandles {
  * @returns `outputs` (the stack's `gateway` output) and the {@link GatewayHandles} metering needs
  */
 export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResourceOptions) {
-    const { awsCredentials } = d;
+    const sourceKey = d.identity.kind === "source-key" ? { slot: d.identity.slot } : undefined;
     const router = new AgentRouter(
         "agent-router",
         {
@@ -106,7 +75,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
             rollouts: rolloutAnnotation(d.contract.endpoints),
             gateway: d.gateway,
             policy: d.contract.policy,
-            awsCredentials,
+            sourceKey,
             loadBalancerProvisioner: d.loadBalancerProvisioner,
             failover: d.contract.failover,
         },
@@ -114,7 +83,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
     );
     const handles: GatewayHandles = {
         redisUrl: router.counters.url,
-        identity: awsCredentials ? { kind: "source-key", awsCredentials } : { kind: "pod-identity" },
+        identity: d.identity,
     };
     return { outputs: { routes: router.routeNames, policyRevision: d.contract.policy.revision }, handles };
 }

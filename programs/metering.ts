@@ -11,7 +11,7 @@ export interface MeteringDeployment {
     metering: MeteringConfig;
     /**
      * Returned by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases
-     * and adds tokens, and the spoke's identity (source credentials that assume the spoke's role, or Pod Identity).
+     * and adds tokens, and the spoke's identity (the operator-installed source key that assumes the spoke's role, or Pod Identity).
      */
     gateway: GatewayHandles;
 }
@@ -24,7 +24,6 @@ export interface MeteringDeployment {
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;
     const { redisUrl, identity } = d.gateway;
-    const awsCredentials = identity.kind === "source-key" ? identity.awsCredentials : undefined;
     const metering = new Metering(
         "metering",
         {
@@ -32,7 +31,7 @@ export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentReso
             namespace: PLATFORM_NAMESPACE,
             usage: d.contract.usage,
             policy: d.contract.policy,
-            awsCredentials,
+            sourceKey: identity.kind === "source-key" ? { slot: identity.slot } : undefined,
             redisUrl,
             replicas: m.replicas,
             spoolVolumeGiB: m.spoolVolumeGiB,

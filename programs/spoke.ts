@@ -6,7 +6,7 @@ import { isEksSpoke, type SpokeConfig } from "../config/stack";
 import { placedGraphs } from "../lib/rollout";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
-import { readSpokeCredentials } from "./gateway";
+import { spokeIdentityKind } from "./gateway";
 import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
@@ -105,10 +105,10 @@ export function checkPlacement(cfg: SpokeConfig, contract: SpokeContract, stackF
 export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     // Everything that can refuse this stack is checked before the first resource is declared: nothing is half-applied.
     const contract = await readSpokeContract(cfg, stackFile);
-    const awsCredentials = await readSpokeCredentials(cfg.spoke.name, contract, stackFile);
+    const identity = spokeIdentityKind(cfg.spoke.name, contract, stackFile);
     checkPlacement(cfg, contract, stackFile);
     const infra = isEksSpoke(cfg) ? buildEksInfra(cfg, contract) : buildOnPremInfra(cfg);
-    const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, awsCredentials);
+    const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, identity);
     return {
         spoke: cfg.spoke.name,
         placementRevision: contract.placementRevision,

@@ -1,12 +1,11 @@
 import type * as pulumi from "@pulumi/pulumi";
-import type { SpokeSourceCredentials } from "../components/hub/SpokeIdentity";
 import type { SpokeContract } from "../config/contract";
 import { renderedRevisions } from "../lib/rollout";
 import { endpointGpus } from "../config/endpoint";
 import type { SpokeConfig } from "../config/stack";
 import { Observability } from "../components/spoke/Observability";
 import { prometheusOf } from "../config/observability";
-import { deployGateway } from "./gateway";
+import { deployGateway, type GatewayHandles } from "./gateway";
 import { deployMetering } from "./metering";
 import { deployServing } from "./serving";
 import type { SpokeInfra } from "./spoke-infra";
@@ -24,7 +23,7 @@ export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" |
  * Everything that can refuse the stack (hub contract, credentials, placement fit) is checked by the caller before
  * the first resource is declared (programs/spoke.ts), so nothing here is half-applied.
  *
- * @param awsCredentials the spoke's source key (programs/gateway.ts `readSpokeCredentials`); undefined with EKS Pod Identity
+ * @param identity programs/gateway.ts `spokeIdentityKind`: the operator-installed source key (on-prem) or EKS Pod Identity
  * @returns the stack outputs of the workloads (`serving`, `gateway`, `metering`)
  */
 export function deployWorkloads(
@@ -32,7 +31,7 @@ export function deployWorkloads(
     contract: SpokeContract,
     infra: SpokeInfra,
     stackFile: string,
-    awsCredentials: pulumi.Output<SpokeSourceCredentials> | undefined,
+    identity: GatewayHandles["identity"],
 ) {
     const opts: pulumi.ComponentResourceOptions = { providers: [infra.provider] };
     const gateway = deployGateway(
@@ -40,7 +39,7 @@ export function deployWorkloads(
             spoke: cfg.spoke.name,
             contract,
             gateway: cfg.gateway,
-            awsCredentials,
+            identity,
             loadBalancerProvisioner: infra.loadBalancerProvisioner,
         },
         { ...opts, dependsOn: [infra.inferenceNamespace] },

@@ -5,7 +5,7 @@ import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
-import { MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
+import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { ROOT } from "./helpers";
 
 /** Every calls table (test/aws-simulate.test.ts evaluates each against the rendered policies). */
@@ -18,6 +18,7 @@ const TABLES = [
     REPLAY_AWS_CALLS,
     MINT_AWS_CALLS,
     SPOKE_KEY_AWS_CALLS,
+    INSTALL_SOURCE_KEY_AWS_CALLS,
 ].flat();
 
 /** Product code under services/: not tests, test rigs, benches or chaos drivers (they talk to local stand-ins). */

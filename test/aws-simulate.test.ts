@@ -5,7 +5,7 @@ import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
-import { MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
+import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
@@ -844,6 +844,11 @@ describe("simulated: tenants' API key secrets", () => {
     });
 
     it("on-prem source keys: each spoke's deployer (another account) reads its own; the hub deployers too; nobody else", async () => {
+        // `read` evaluates exactly the calls of `npm run mint-key -- install-source-key` (the spoke program reads none).
+        expect(INSTALL_SOURCE_KEY_AWS_CALLS.map((c) => [c.action, c.context["kms:ViaService"]])).toEqual([
+            ["secretsmanager:GetSecretValue", undefined],
+            ["kms:Decrypt", "secretsmanager.{region}.amazonaws.com"],
+        ]);
         const ids = HUB["platform:spokeIdentities"];
         const slotSecret = (s: string) => `spoke-${s}-key-${ids[s].keys[0].id}`;
         const onprem = Object.keys(ids).filter((s) => ids[s].mode === "access-key");

@@ -441,7 +441,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
 });
 
 describe("on-prem spoke credentials come from its own key secret, never from the hub", () => {
-    it("spoke-hn1 holds hn1's key (read from platform/spokes/hn1/...) and nothing of hcm1's", async () => {
+    it("spoke-hn1 holds no source key at all (its pods mount the operator-installed Secret) and reads no hub credential", async () => {
         const { callMocks } = await import("../tools/mock-outputs");
         const { hub, spoke } = await runHubAndSpoke("spoke-hn1");
         const contracts = unwrapWire(hub.outputs.spokeContracts) as Record<string, any>;
@@ -454,9 +454,11 @@ describe("on-prem spoke credentials come from its own key secret, never from the
                     ).secretString,
                 ),
             );
-        const text = JSON.stringify(spoke.resources.map((r) => unwrapWire(r.inputs)));
-        expect(text).toContain(keyOf("hn1").secretAccessKey);
-        expect(text).not.toContain(keyOf("hcm1").secretAccessKey);
+        const text = JSON.stringify(spoke.resources.map((r) => [unwrapWire(r.inputs), unwrapWire(r.outputs)]));
+        for (const s of ["hn1", "hcm1"]) {
+            expect(text).not.toContain(keyOf(s).secretAccessKey);
+            expect(text).not.toContain(keyOf(s).accessKeyId);
+        }
         // The spoke reads no hub output holding credentials: its only StackReference is the contract read.
         expect(byType(spoke.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
     });

@@ -5,7 +5,8 @@ import * as path from "node:path";
 import * as YAML from "yaml";
 import { apiKeyHashes, mintApiKey, retireApiKey } from "../services/keys/mint";
 import { mintSpokeAccessKey, retireSpokeAccessKey } from "../services/keys/spoke-key";
-import { keySecretName } from "../services/shared/spoke-key-slot";
+import { installSourceKey, kubectlApply } from "../services/keys/source-key-install";
+import { keySecretName, SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
 import { tenantKeySecretName } from "../services/shared/api-key";
 import { exitOnHelp } from "./cli";
 import { STACKS_DIR } from "./stackfiles";
@@ -13,6 +14,7 @@ import { STACKS_DIR } from "./stackfiles";
 const HELP = `
 usage: npm run mint-key -- --hub STACK --tenant TENANT (--key ID | --retire ID | --list)
        npm run mint-key -- spoke-access-key --hub STACK --spoke SPOKE --slot ID [--retire]
+       npm run mint-key -- install-source-key --hub STACK --spoke SPOKE [--slot ID] [--context CTX] [--kubeconfig FILE]
 
 Mints a tenant's API key outside Pulumi: the key is generated here and written only to the tenant's Secrets Manager
 secret (platform/tenants/<tenant>/api-keys, JSON key id -> key, created empty by the hub's \`up\`). Prints only the
@@ -34,7 +36,14 @@ the pair written only to the slot's secret (platform/spokes/<spoke>/source-key/<
 reads). Prints only the access key id. A slot holds one key. --retire deletes the slot's key(s) (refused for the
 slot the spoke runs on, platform:spokeIdentities.<spoke>.activeKey: move it and roll the spoke first).
 
-Environment: the AWS SDK's (credentials of a hub deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_IAM
+install-source-key: puts an on-prem spoke's source key into its cluster, outside Pulumi: reads the slot's secret
+(default: platform:spokeIdentities.<spoke>.activeKey) as the spoke's deployer and applies the Kubernetes Secret
+${SOURCE_KEY_SECRET.name} (key ${SOURCE_KEY_SECRET.key}) in ${SOURCE_KEY_SECRET.namespaces.join(" and ")} with
+\`kubectl apply --server-side\` (the manifest on stdin only). The spoke's auth and metering pods mount it; the spoke's
+\`pulumi up\` never reads the key, so no Pulumi state or preview holds it. Prints only the access key id. Run it after
+the spoke's first \`up\` created the namespaces (its pods wait for the Secret) and after each rotation step.
+
+Environment: the AWS SDK's (credentials of a hub deployer, or for install-source-key of the spoke's deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_IAM
 for local stand-ins).
 
 Examples:
@@ -43,6 +52,7 @@ Examples:
   npm run mint-key -- --hub hub-prod --tenant acme --list
   npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2027-02
   npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2026-11 --retire
+  npm run mint-key -- install-source-key --hub hub-prod --spoke hn1 --context hn1-admin
 `;
 
 /** The hub file's config. @throws Error naming the file when it cannot be read or is not a hub */
@@ -100,9 +110,43 @@ async function spokeAccessKey(argv: string[]): Promise<void> {
     }
 }
 
+/**
+ * `install-source-key`: apply an on-prem spoke's source key to its cluster (services/keys/source-key-install.ts).
+ * @param kubectl the kubectl binary (tests put a stand-in first on PATH)
+ */
+export async function installSourceKeyCommand(argv: string[], kubectl = "kubectl"): Promise<string> {
+    const opt: Record<string, string> = {};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (["--hub", "--spoke", "--slot", "--context", "--kubeconfig"].includes(a) && argv[i + 1] && !argv[i + 1].startsWith("--"))
+            opt[a.slice(2)] = argv[++i];
+        else throw new Error(`unknown or incomplete argument ${a} (npm run mint-key -- --help)`);
+    }
+    if (!opt.hub || !opt.spoke) throw new Error("install-source-key needs --hub and --spoke (npm run mint-key -- --help)");
+    const { file, config, region } = hubConfig(opt.hub);
+    const key = `platform:spokeIdentities.${opt.spoke}`;
+    const id = config["platform:spokeIdentities"]?.[opt.spoke];
+    if (id?.mode !== "access-key") throw new Error(`${file}: ${key}.mode is not access-key (only those spokes have source keys)`);
+    const slots: string[] = (id.keys ?? []).map((k: { id: string }) => k.id);
+    const slot = opt.slot ?? id.activeKey ?? slots[0];
+    if (!slots.includes(slot)) throw new Error(`${file}: ${key}.keys has no slot "${slot}" (known: ${slots.join(", ")})`);
+    const kubeArgs = [...(opt.kubeconfig ? [`--kubeconfig=${opt.kubeconfig}`] : []), ...(opt.context ? [`--context=${opt.context}`] : [])];
+    const sm = new SecretsManagerClient({ region });
+    try {
+        const r = await installSourceKey(sm, opt.spoke, slot, kubectlApply(kubeArgs, kubectl));
+        return `installed access key ${r.accessKeyId} (slot "${slot}" of ${opt.spoke}) as Secret ${SOURCE_KEY_SECRET.name} in ${r.namespaces.join(", ")}; restart auth and metering to pick it up if they already run\n`;
+    } finally {
+        sm.destroy();
+    }
+}
+
 async function main(argv: string[]): Promise<void> {
     exitOnHelp(argv, HELP);
     if (argv[0] === "spoke-access-key") return spokeAccessKey(argv.slice(1));
+    if (argv[0] === "install-source-key") {
+        process.stdout.write(await installSourceKeyCommand(argv.slice(1)));
+        return;
+    }
     const opt: Record<string, string | true> = {};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];

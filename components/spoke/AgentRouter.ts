@@ -49,8 +49,13 @@ export interface AgentRouterArgs {
     gateway: GatewayConfig;
     /** The contract's policy block (where the auth service pulls bundles from). */
     policy: pulumi.Input<PolicyContract>;
-    /** Source credentials for the SpokeIdentity role: secret. */
-    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /**
+     * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
+     * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
+     */
+    sourceKey?: { slot: string };
     /** Namespace of the Dynamo frontends (default `inference`). */
     frontendNamespace?: string;
     /**
@@ -164,7 +169,7 @@ export class AgentRouter extends pulumi.ComponentResource {
                 spoke: args.spoke,
                 namespace: ns,
                 policy: args.policy,
-                awsCredentials: args.awsCredentials,
+                sourceKey: args.sourceKey,
                 redisUrlSecret: { name: this.counters.urlSecretName, key: "url" },
                 replicas: g.authReplicas,
                 maxBodyBytes: g.maxRequestBytes,

@@ -10,7 +10,8 @@ import {
     AWS_PROFILE,
     AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
-    awsCredentialsFile,
+    awsFilesVolume,
+    sourceKeyAnnotations,
     servicePodBasics,
 } from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
@@ -53,10 +54,12 @@ export interface AuthServiceArgs {
     /** The contract's policy block: bucket, region, hub public key, role. */
     policy: pulumi.Input<PolicyContract>;
     /**
-     * Source key that assumes `policy.roleArn` (on-prem: its key slot's secret, programs/gateway.ts): secret.
-     * Undefined on EKS: the role comes from EKS Pod Identity (the `auth` service account's association).
+     * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
+     * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
-    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    sourceKey?: { slot: string };
     /** Secret (same namespace) and key holding the Redis URL with its password. */
     redisUrlSecret: { name: pulumi.Input<string>; key: string };
     /** At least 2 (config/gateway.ts enforces it). */
@@ -131,22 +134,19 @@ export class AuthService extends pulumi.ComponentResource {
             },
             { parent: this },
         );
-        const creds = args.awsCredentials;
-        const aws =
-            creds === undefined
-                ? undefined
-                : new k8s.core.v1.Secret(
-                      `${name}-aws`,
-                      {
-                          metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
-                          type: "Opaque",
-                          stringData: {
-                              config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)),
-                              credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
-                          },
-                      },
-                      { parent: this },
-                  );
+        // On-prem (access key): only the shared config (role, region) is rendered here; the source key is mounted from
+        // the operator-installed Secret (lib/spoke-services.ts SOURCE_KEY_SECRET), never read by this program.
+        const aws = !args.sourceKey
+            ? undefined
+            : new k8s.core.v1.Secret(
+                  `${name}-aws`,
+                  {
+                      metadata: { name: `${AUTH_SERVICE_NAME}-aws`, namespace: ns, labels },
+                      type: "Opaque",
+                      stringData: { config: policy.apply((p) => awsConfigFile(p.roleArn, p.region)) },
+                  },
+                  { parent: this },
+              );
 
         // The cache-salt HMAC key (services/auth/entitlement.ts): 32 random bytes minted here, a Pulumi secret end to
         // end, readable by the auth pods only through this Secret; replacing it re-salts (cold-starts) every cache.
@@ -176,7 +176,7 @@ export class AuthService extends pulumi.ComponentResource {
                     selector: { matchLabels: labels },
                     strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
                     template: {
-                        metadata: { labels },
+                        metadata: { labels, ...sourceKeyAnnotations(args.sourceKey) },
                         spec: {
                             serviceAccountName: sa.metadata.name,
                             ...servicePodBasics(labels, 10001),
@@ -222,7 +222,7 @@ export class AuthService extends pulumi.ComponentResource {
                             ],
                             volumes: [
                                 { name: "cache", emptyDir: { sizeLimit: "256Mi" } },
-                                ...(aws ? [{ name: "aws", secret: { secretName: aws.metadata.name, defaultMode: 0o440 } }] : []),
+                                ...(aws ? [{ name: "aws", projected: awsFilesVolume(aws.metadata.name) }] : []),
                             ],
                         },
                     },

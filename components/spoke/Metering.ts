@@ -11,7 +11,8 @@ import {
     AWS_PROFILE,
     AWS_ROLE_SESSION_NAMES,
     AWS_SOURCE_PROFILE,
-    awsCredentialsFile,
+    awsFilesVolume,
+    sourceKeyAnnotations,
     METERING_POD_LABELS,
     METERING_PORT,
     servicePodBasics,
@@ -171,8 +172,13 @@ export interface MeteringArgs {
     usage: pulumi.Input<UsageContract>;
     /** Hub contract `policy`: the bundle bucket/key for token window lengths (its `roleArn` only for an older hub). */
     policy: pulumi.Input<{ roleArn: string; bucket: string; region: string; publicKey: string }>;
-    /** Source key that assumes the spoke role (on-prem, programs/gateway.ts): secret. Undefined on EKS (Pod Identity). */
-    awsCredentials?: pulumi.Input<{ accessKeyId: string; secretAccessKey: string }>;
+    /**
+     * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
+     * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this
+     * program only names it and never holds the key. `slot` (the contract's active key slot, not secret) annotates the
+     * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
+     */
+    sourceKey?: { slot: string };
     /** Redis URL of the auth service's counters (secret): leases to release, token windows to add to. */
     redisUrl: pulumi.Input<string>;
     replicas: number;
@@ -220,23 +226,22 @@ export class Metering extends pulumi.ComponentResource {
         const policy = pulumi.output(args.policy);
         const usage = pulumi.output(args.usage);
 
-        const creds = args.awsCredentials;
-        const awsSecret =
-            creds === undefined
-                ? undefined
-                : new k8s.core.v1.Secret(
-                      `${name}-aws`,
-                      {
-                          metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
-                          type: "Opaque",
-                          stringData: {
-                              // Metering's own role (`usage.roleArn`); a hub deployed before per-service roles names one for both.
-                              config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(u.roleArn ?? p.roleArn, u.region)),
-                              credentials: pulumi.secret(pulumi.output(creds).apply(awsCredentialsFile)),
-                          },
+        // On-prem (access key): only the shared config is rendered here; the source key is mounted from the
+        // operator-installed Secret (lib/spoke-services.ts SOURCE_KEY_SECRET), never read by this program.
+        const awsSecret = !args.sourceKey
+            ? undefined
+            : new k8s.core.v1.Secret(
+                  `${name}-aws`,
+                  {
+                      metadata: { name: `${METERING_SERVICE_NAME}-aws`, namespace: ns, labels },
+                      type: "Opaque",
+                      stringData: {
+                          // Metering's own role (`usage.roleArn`); a hub deployed before per-service roles names one for both.
+                          config: pulumi.all([policy, usage]).apply(([p, u]) => meteringAwsConfig(u.roleArn ?? p.roleArn, u.region)),
                       },
-                      parent,
-                  );
+                  },
+                  parent,
+              );
         const redisSecret = new k8s.core.v1.Secret(
             `${name}-redis`,
             {
@@ -303,7 +308,7 @@ export class Metering extends pulumi.ComponentResource {
                     // Spools may hold unshipped events: keep the volumes when pods are deleted or scaled away.
                     persistentVolumeClaimRetentionPolicy: { whenDeleted: "Retain", whenScaled: "Retain" },
                     template: {
-                        metadata: { labels },
+                        metadata: { labels, ...sourceKeyAnnotations(args.sourceKey) },
                         spec: {
                             serviceAccountName: sa.metadata.name,
                             ...servicePodBasics(labels, METERING_UID),
@@ -329,9 +334,7 @@ export class Metering extends pulumi.ComponentResource {
                                     ],
                                 },
                             ],
-                            volumes: awsSecret
-                                ? [{ name: "aws", secret: { secretName: awsSecret.metadata.name, defaultMode: 0o440 } }]
-                                : [],
+                            volumes: awsSecret ? [{ name: "aws", projected: awsFilesVolume(awsSecret.metadata.name) }] : [],
                         },
                     },
                     volumeClaimTemplates: [

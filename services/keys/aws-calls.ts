@@ -100,3 +100,26 @@ export const SPOKE_KEY_AWS_CALLS: readonly AwsCall[] = [
         purpose: "retiring the old slot's key (and undoing a mint whose secret could not be written)",
     },
 ];
+
+/**
+ * Every AWS call of installing an on-prem spoke's source key into its cluster (services/keys/source-key-install.ts,
+ * run by `npm run mint-key -- install-source-key` as the spoke's deployer, `platform:spokeIdentities.<spoke>.deployerRoleArn`):
+ * the read the spoke program made before the key left Pulumi. Placeholders as in {@link SPOKE_KEY_AWS_CALLS}.
+ */
+export const INSTALL_SOURCE_KEY_AWS_CALLS: readonly AwsCall[] = [
+    {
+        command: "GetSecretValueCommand",
+        source: "services/keys/source-key-install.ts",
+        action: "secretsmanager:GetSecretValue",
+        resource: "{slotSecretArn}",
+        context: { ...SDK_TRANSPORT },
+        purpose: "the slot's key pair, applied as the spoke's Kubernetes Secret and held nowhere else",
+    },
+    {
+        source: "services/keys/source-key-install.ts",
+        action: "kms:Decrypt",
+        resource: "{credentialKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" },
+        purpose: "Secrets Manager decrypts the slot's value under the credential key",
+    },
+];

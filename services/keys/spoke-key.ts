@@ -7,7 +7,7 @@ import { keySecretName, sourceUserName } from "../shared/spoke-key-slot";
  * Minting on-prem spokes' AWS source keys outside Pulumi (`npm run mint-key -- spoke-access-key`): the hub creates each
  * key slot's IAM user and its empty, protected secret (components/hub/SpokeIdentity.ts); this creates the user's access
  * key with IAM and writes the pair only to the slot's secret (JSON `{accessKeyId, secretAccessKey}`, what
- * programs/gateway.ts `readSpokeCredentials` reads as the spoke's deployer). Only the access key id is returned: the
+ * `npm run mint-key -- install-source-key` reads as the spoke's deployer, services/keys/source-key-install.ts). Only the access key id is returned: the
  * secret access key is never in Pulumi state, a stack output, a preview or a log. Run as a hub deployer (the slot
  * secret's policy lets only `platform:hubDeployers` write it); the calls are listed in services/keys/aws-calls.ts and
  * simulated.
