@@ -216,7 +216,14 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             expect(write).toMatchObject({
                 Effect: "Deny",
                 Principal: "*",
-                Action: ["secretsmanager:PutSecretValue", "secretsmanager:UpdateSecret"],
+                // Every way to change the value (a new SecretString or current version) or who may read it.
+                Action: [
+                    "secretsmanager:PutSecretValue",
+                    "secretsmanager:UpdateSecret",
+                    "secretsmanager:UpdateSecretVersionStage",
+                    "secretsmanager:PutResourcePolicy",
+                    "secretsmanager:DeleteResourcePolicy",
+                ],
             });
             expect(write.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual(
                 [...stackConfigDoc("hub-prod")["platform:hubDeployers"]].sort(),
