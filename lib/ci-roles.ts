@@ -48,6 +48,18 @@ export const CI_ROLE_VARIABLES = { preview: "AWS_PREVIEW_ROLE_ARN", deploy: "AWS
 /** Alias of the hub state key (the hub's `secretsprovider: awskms://alias/platform-hub-state?region=<region>`). */
 export const HUB_STATE_KEY_ALIAS = "alias/platform-hub-state";
 
+/**
+ * Pure: the CI role names and the hub state key alias for a hub's `platform:namePrefix` (default `platform`:
+ * `platform-ci-preview`, `platform-ci-deploy`, {@link HUB_STATE_KEY_ALIAS}), so two hubs in one account do not share them.
+ */
+export function ciNames(namePrefix = "platform"): { previewRole: string; deployRole: string; stateKeyAlias: string } {
+    return {
+        previewRole: `${namePrefix}-ci-preview`,
+        deployRole: `${namePrefix}-ci-deploy`,
+        stateKeyAlias: `alias/${namePrefix}-hub-state`,
+    };
+}
+
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
 /** The `sub` claim each role accepts: the preview environments (pattern) or exactly the production environment. */
