@@ -318,7 +318,7 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     }
     if (!isEksSpoke(src))
         notes.push(
-            `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Minting an on-prem source key") before the hub's pulumi up`,
+            `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Add a region", step 1) before the hub's pulumi up, then mint its source key`,
         );
     // The source's leading comment describes the source region: replace it; every other byte is kept.
     const header = [
@@ -465,7 +465,9 @@ function main() {
     const o = parseArgs(process.argv.slice(2));
     const r = newSpokeFile(o);
     const rel = path.relative(process.cwd(), r.file) || r.file;
-    const lines = Object.entries(r.changes).map(([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+    const lines = Object.entries(r.changes).map(
+        ([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${b === undefined ? "(dropped)" : JSON.stringify(b)}`,
+    );
     const e = r.hubEntry;
     const hubLine = `    - { name: ${e.name}, stack: ${e.stack}, region: ${e.region}, provider: ${e.provider}, gpus: ${e.gpus} }`;
     if (!o.dryRun) fs.writeFileSync(r.file, r.text);
