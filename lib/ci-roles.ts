@@ -51,6 +51,18 @@ export const HUB_STATE_KEY_ALIAS = "alias/platform-hub-state";
 /** Set to `1` by tools/harness.ts while it runs a program under Pulumi mocks (an offline render or a test). */
 export const OFFLINE_RENDER_ENV = "PLATFORM_OFFLINE_RENDER";
 
+/**
+ * Pure: the CI role names and the hub state key alias for a hub's `platform:namePrefix` (default `platform`:
+ * `platform-ci-preview`, `platform-ci-deploy`, {@link HUB_STATE_KEY_ALIAS}), so two hubs in one account do not share them.
+ */
+export function ciNames(namePrefix = "platform"): { previewRole: string; deployRole: string; stateKeyAlias: string } {
+    return {
+        previewRole: `${namePrefix}-ci-preview`,
+        deployRole: `${namePrefix}-ci-deploy`,
+        stateKeyAlias: `alias/${namePrefix}-hub-state`,
+    };
+}
+
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
 /** The `sub` claim each role accepts: the preview environments (pattern) or exactly the production environment. */
@@ -183,13 +195,16 @@ export function hubStateKeyPolicy(x: { partition?: string; accountId: string; de
  */
 export function hubSecretsProviderIssue(doc: Record<string, unknown>, offline = false): string | undefined {
     const provider = doc.secretsprovider;
-    const fix = `run \`pulumi stack change-secrets-provider "awskms://${HUB_STATE_KEY_ALIAS}?region=<region>"\` (README "Deploy for real")`;
+    // The hub's own alias: `alias/<platform:namePrefix>-hub-state` ({@link ciNames}; default HUB_STATE_KEY_ALIAS).
+    const prefix = (doc.config as Record<string, unknown> | undefined)?.["platform:namePrefix"];
+    const alias = ciNames(typeof prefix === "string" ? prefix : undefined).stateKeyAlias;
+    const fix = `run \`pulumi stack change-secrets-provider "awskms://${alias}?region=<region>"\` (README "Deploy for real")`;
     if (typeof provider === "string") {
         if (!provider.startsWith("awskms://"))
             return `the hub's state must be encrypted with its KMS key, not ${provider.split(":")[0]}: ${fix}`;
         const key = provider.slice("awskms://".length).split("?")[0];
-        if (key !== HUB_STATE_KEY_ALIAS && !new RegExp(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:\\d{12}:${HUB_STATE_KEY_ALIAS}$`).test(key))
-            return `the hub's state is encrypted with ${key}, not the hub state key ${HUB_STATE_KEY_ALIAS} (whose policy admits only platform:hubDeployers; npm run ci-roles): ${fix}`;
+        if (key !== alias && !new RegExp(`^arn:aws[a-z-]*:kms:[a-z0-9-]+:\\d{12}:${alias}$`).test(key))
+            return `the hub's state is encrypted with ${key}, not the hub state key ${alias} (whose policy admits only platform:hubDeployers; npm run ci-roles): ${fix}`;
         return undefined;
     }
     if ("encryptionsalt" in doc) return `the hub's state is encrypted with a passphrase (encryptionsalt), which previews hold: ${fix}`;

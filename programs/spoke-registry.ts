@@ -84,8 +84,9 @@ export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
 /**
  * Hub-side check of the spokes (README "Add a region"): every spoke the hub lists has a valid stack file next
  * to the hub's, whose `platform:spoke.name`, provider and region match the hub entry and which has at least the
- * GPUs the hub counts on; and no two spoke files of this hub (listed or not yet listed) share a name or
- * overlap in a routable network ({@link findSpokeCollisions}). A spoke's `pulumi up` needs its contract from
+ * GPUs the hub counts on; and no two spoke files of this hub (listed or not yet listed) share a name, a listener
+ * hostname (`platform:gateway.listener.hostname`) or a public address (`platform:gateway.listener.reachable.address`),
+ * or overlap in a routable network ({@link findSpokeCollisions}). A spoke's `pulumi up` needs its contract from
  * the hub, so the hub's preview/up, which runs this, gates every new or changed spoke.
  *
  * @param hubStackFile path of the hub's stack file (its directory holds the spoke files)
@@ -153,6 +154,25 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
         // Messages read `<stack> <key> <cidr> overlaps ...` (lib/spoke-networks.ts): the newer file's key is what to change.
         const key = /^\S+ (platform:[^\s(]+)/.exec(c.message)?.[1] ?? "platform:spoke.name";
         collisions.set(c.stack, [...(collisions.get(c.stack) ?? []), { key, message: c.message }]);
+    }
+    // Two spokes on one tenant hostname or one public address would take each other's traffic (and Route 53
+    // records, programs/failover.ts): the newer file (same order as above) is refused, naming both files and the key.
+    const seen = new Map<string, SpokeFile>();
+    for (const f of files.filter((x) => x.cfg).sort((a, b) => rank(a.stack) - rank(b.stack))) {
+        const listener = f.cfg!.gateway.listener;
+        for (const [key, value] of [
+            ["platform:gateway.listener.hostname", listener?.hostname],
+            ["platform:gateway.listener.reachable.address", listener?.reachable?.address],
+        ] as const) {
+            if (value === undefined) continue;
+            const first = seen.get(`${key}=${value}`);
+            if (!first) {
+                seen.set(`${key}=${value}`, f);
+                continue;
+            }
+            const message = `${f.file} ${key} ${value} is also ${first.file}'s: every spoke's edge needs its own (npm run new-spoke writes llm.<spoke>.example.com and drops reachable)`;
+            collisions.set(f.stack, [...(collisions.get(f.stack) ?? []), { key, message }]);
+        }
     }
     for (const [stack, list] of collisions)
         if (!spokeErrors.has(stack)) spokeErrors.set(stack, new ConfigError(byStack.get(stack)!.file, list));

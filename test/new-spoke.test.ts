@@ -35,29 +35,60 @@ function changedLines(a: string, b: string): string[] {
     return y.filter((l, i) => l !== x[i]);
 }
 const src = (s: string) => fs.readFileSync(path.join(STACKS, `Pulumi.${s}.yaml`), "utf8");
+/** The stack file text without `platform:gateway.listener.reachable` and the comment lines right above it. */
+function withoutReachable(t: string): string {
+    const lines = t.split("\n");
+    const at = lines.findIndex((l) => /^ {6}reachable:/.test(l));
+    let start = at;
+    while (/^\s*#/.test(lines[start - 1])) start--;
+    let end = at + 1;
+    while (end < lines.length && /^ {7,}/.test(lines[end])) end++;
+    return [...lines.slice(0, start), ...lines.slice(end)].join("\n");
+}
 
 describe("new-spoke: the copy differs from its source only in the keys that must differ", () => {
     it("on-prem (spoke-hn1 -> spoke-dn1)", () => {
-        const r = newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1" });
-        expect(changedLeaves(src("spoke-hn1"), r.text)).toEqual([
+        const r = newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", loadBalancer: "dn1-edge-vip-443" });
+        // The source's reachable edge (its public address and CA) is dropped, comment lines above it included.
+        const source = withoutReachable(src("spoke-hn1"));
+        expect(YAML.parse(r.text).config["platform:gateway"].listener.reachable).toBeUndefined();
+        expect(changedLeaves(source, r.text)).toEqual([
             "config.platform:backend.railSupernet",
             "config.platform:cluster.kubeconfigContext",
             "config.platform:frontend.subnet",
+            "config.platform:gateway.listener.hostname",
+            "config.platform:gateway.listener.tls.loadBalancer",
             "config.platform:nodePools[0].nodes[0]",
             "config.platform:nodePools[0].nodes[1]",
             "config.platform:spoke.name",
             "config.platform:spoke.region",
         ]);
         // Every other line, comments included, is byte-identical; changed lines keep their "per region" comment.
-        const lines = changedLines(src("spoke-hn1"), r.text);
-        expect(lines).toHaveLength(6);
+        const lines = changedLines(source, r.text);
+        expect(lines).toHaveLength(8);
         expect(lines).toContain("    region: vn-danang-1                         # per region");
+        expect(lines).toContain("      hostname: llm.dn1.example.com             # per region (sample documentation domain)");
         expect(lines.every((l) => /# per region/.test(l))).toBe(true);
         expect(r.changes["platform:nodePools[0].nodes"]).toEqual([
             ["hn1-gpu-01", "hn1-gpu-02"],
             ["dn1-gpu-01", "dn1-gpu-02"],
         ]);
         expect(r.hubEntry).toEqual({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 });
+        expect(r.notes.join("\n")).toMatch(/platform:gateway.listener.reachable .* was dropped/);
+        expect(r.notes.join("\n")).toMatch(/platform:spokeIdentities\.dn1/);
+    });
+
+    it("the tenant edge is this region's: --hostname is taken, a copied loadBalancer is refused without --load-balancer", () => {
+        expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1" })).toThrow(
+            /spoke-hn1 platform:gateway.listener.tls.loadBalancer is hn1-edge-f5-vip-443.*--load-balancer/,
+        );
+        const r = newSpokeFile({ from: "spoke-hcm1", name: "spoke-dn2", region: "vn-danang-2", hostname: "api.dn2.example.net" });
+        const listener = YAML.parse(r.text).config["platform:gateway"].listener;
+        expect(listener.hostname).toBe("api.dn2.example.net");
+        expect(listener.tls).toEqual({ source: "private-ca", caSecretName: "site-ca" });
+        expect(listener.reachable).toBeUndefined();
+        const sg = YAML.parse(newSpokeFile({ from: "spoke-sg1", name: "spoke-sg2", region: "ap-northeast-1" }).text);
+        expect(sg.config["platform:gateway"].listener.hostname).toBe("llm.sg2.example.com");
     });
 
     it("EKS (spoke-sg1 -> spoke-sg2): region, VPC CIDR and AZs", () => {
@@ -73,11 +104,12 @@ describe("new-spoke: the copy differs from its source only in the keys that must
                 `config.platform:cluster.vpc.subnets.${az}.private`,
                 `config.platform:cluster.vpc.subnets.${az}.public`,
             ]),
+            "config.platform:gateway.listener.hostname",
             "config.platform:nodeGroups.gpu[0].availabilityZone",
             "config.platform:spoke.name",
             "config.platform:spoke.region",
         ]);
-        expect(changedLines(src("spoke-sg1"), r.text)).toHaveLength(9);
+        expect(changedLines(src("spoke-sg1"), r.text)).toHaveLength(10);
         const vpc = YAML.parse(r.text).config["platform:cluster"].vpc;
         expect(vpc.availabilityZones).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
         expect(Object.keys(vpc.subnets)).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
@@ -90,7 +122,7 @@ describe("new-spoke: the copy differs from its source only in the keys that must
             ["spoke-hn1", "spoke-dn1", "vn-danang-1"],
             ["spoke-sg1", "spoke-sg2", "ap-northeast-1"],
         ]) {
-            const r = newSpokeFile({ from, name, region });
+            const r = newSpokeFile({ from, name, region, loadBalancer: "dn1-edge-vip-443" });
             const cfg = parseStackConfig(platformKeys(YAML.parse(r.text).config), name);
             if (cfg.role !== "spoke") throw new Error("not a spoke");
             const all = ["spoke-hn1", "spoke-hcm1", "spoke-sg1"].map((s) => {
@@ -116,11 +148,24 @@ describe("new-spoke: the copy differs from its source only in the keys that must
     });
 
     it("refuses a given network that collides, a source host it cannot rename, and reserved capacity without a new reservation", () => {
-        expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", frontendSubnet: "10.10.0.0/24" })).toThrow(
-            /platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/,
-        );
         expect(() =>
-            newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", nodes: [["dn1-a"]], spokeName: "x" }),
+            newSpokeFile({
+                from: "spoke-hn1",
+                name: "spoke-dn1",
+                region: "vn-danang-1",
+                frontendSubnet: "10.10.0.0/24",
+                loadBalancer: "dn1-lb",
+            }),
+        ).toThrow(/platform:frontend.subnet 10.10.0.0\/24 overlaps spoke-hn1 platform:frontend.subnet/);
+        expect(() =>
+            newSpokeFile({
+                from: "spoke-hn1",
+                name: "spoke-dn1",
+                region: "vn-danang-1",
+                nodes: [["dn1-a"]],
+                spokeName: "x",
+                loadBalancer: "x-lb",
+            }),
         ).not.toThrow();
         expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-hn1", region: "x" })).toThrow(/already exists/);
     });
@@ -150,7 +195,7 @@ describe("new-spoke end to end: the new spoke renders with zero violations once 
 
         const hubBefore = fs.readFileSync(path.join(dir, "Pulumi.hub-prod.yaml"), "utf8");
         for (const o of [
-            { from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", stacksDir: dir },
+            { from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", loadBalancer: "dn1-edge-vip-443", stacksDir: dir },
             { from: "spoke-sg1", name: "spoke-sg2", region: "us-east-2", capacityReservation: "cr-0bbbbbbbbbbbbbbbb", stacksDir: dir },
         ]) {
             const r = newSpokeFile(o);

@@ -109,6 +109,9 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
     const hubFile = () => path.join(dir, "stacks", "Pulumi.hub-prod.yaml");
     const writeSpoke = (name: string, mutate: (d: Record<string, any>) => void, from = "spoke-hn1") => {
         const doc = YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${from}.yaml`), "utf8"));
+        // A copy's edge is its own, as npm run new-spoke writes it.
+        doc.config["platform:gateway"].listener.hostname = `llm.${name.replace(/^spoke-/, "")}.example.com`;
+        delete doc.config["platform:gateway"].listener.reachable;
         mutate(doc.config);
         fs.writeFileSync(path.join(dir, "stacks", `Pulumi.${name}.yaml`), YAML.stringify(doc));
     };
@@ -164,6 +167,24 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
         expect(got).toContain(
             "stacks/Pulumi.spoke-dn1.yaml platform:backend.railSupernet: spoke-dn1 platform:backend.railSupernet (rail 0 pool) 10.64.64.0/22 overlaps spoke-hn1 platform:backend.railSupernet (rail 4 pool) 10.64.64.0/20",
         );
+    });
+    it("rejects a spoke on another spoke's listener hostname or public address, naming both files and the key", () => {
+        writeSpoke("spoke-dn1", (c) => {
+            c["platform:spoke"].name = "dn1";
+            c["platform:frontend"].subnet = "10.12.0.0/24";
+            c["platform:backend"].railSupernet = "10.65.0.0/16";
+            c["platform:gateway"].listener.hostname = "llm.hn1.example.com";
+            c["platform:gateway"].listener.reachable = stackConfigDoc("spoke-hcm1")["platform:gateway"].listener.reachable;
+        });
+        const got = issues(hub());
+        expect(got).toEqual([
+            expect.stringMatching(
+                /^stacks\/Pulumi.spoke-dn1.yaml platform:gateway.listener.hostname: stacks\/Pulumi.spoke-dn1.yaml platform:gateway.listener.hostname llm.hn1.example.com is also stacks\/Pulumi.spoke-hn1.yaml's/,
+            ),
+            expect.stringMatching(
+                /^stacks\/Pulumi.spoke-dn1.yaml platform:gateway.listener.reachable.address: stacks\/Pulumi.spoke-dn1.yaml platform:gateway.listener.reachable.address 203.0.113.74 is also stacks\/Pulumi.spoke-hcm1.yaml's/,
+            ),
+        ]);
     });
     it("rejects an EKS VPC overlapping an on-prem spoke's networks", () => {
         writeSpoke(

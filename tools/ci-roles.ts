@@ -3,6 +3,7 @@ import * as path from "node:path";
 import * as YAML from "yaml";
 import {
     CI_ROLE_VARIABLES,
+    ciNames,
     GITHUB_OIDC_AUDIENCE,
     GITHUB_OIDC_HOST,
     githubOidcTrustPolicy,
@@ -21,8 +22,15 @@ commands that create them once, before CI's first run (the program cannot create
   preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments only,
                 the guard (no secret value, no KMS use but S3's, no role hop) beside a read-only policy
   deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment only; list it in
-                the hub file's platform:hubDeployers
+                the hub file's platform:hubDeployers before running this (the state key's policy names them). It
+                applies the hub and the EKS spokes, which create IAM roles and policies, so it is administrator-
+                equivalent in the hub's account: the printed command attaches AdministratorAccess (or attach your own
+                policy covering IAM, KMS, Secrets Manager, S3, Kinesis, SQS, Lambda, RDS, EC2/VPC, EKS, Route 53,
+                CloudWatch and IAM Roles Anywhere, plus your state bucket)
   hub state key ${HUB_STATE_KEY_ALIAS}: only platform:hubDeployers encrypt/decrypt (the hub's secrets provider)
+
+Names follow the hub's platform:namePrefix (default platform: platform-ci-preview, platform-ci-deploy,
+${HUB_STATE_KEY_ALIAS}).
 
 Options:
   --hub STACK         the hub stack (stacks/Pulumi.<STACK>.yaml: aws:region, platform:hubDeployers)
@@ -51,6 +59,8 @@ function main(argv: string[]): void {
     const deployers: string[] = config["platform:hubDeployers"] ?? [];
     if (!region || !deployers.length) throw new Error(`${file}: needs aws:region and platform:hubDeployers`);
     const accountId = opt.account ?? deployers[0].split(":")[4];
+    const names = ciNames(config["platform:namePrefix"] ?? undefined);
+    const alias = names.stateKeyAlias;
     const out = opt.out ?? path.join("out", "ci-roles");
     fs.mkdirSync(out, { recursive: true });
     const docs: Record<string, unknown> = {
@@ -60,7 +70,7 @@ function main(argv: string[]): void {
         "hub-state-key-policy.json": hubStateKeyPolicy({ accountId, deployers }),
     };
     for (const [name, doc] of Object.entries(docs)) fs.writeFileSync(path.join(out, name), `${JSON.stringify(doc, null, 2)}\n`);
-    const deployRole = `arn:aws:iam::${accountId}:role/platform-ci-deploy`;
+    const deployRole = `arn:aws:iam::${accountId}:role/${names.deployRole}`;
     process.stdout.write(
         [
             `wrote ${Object.keys(docs).join(", ")} to ${out}`,
@@ -68,17 +78,23 @@ function main(argv: string[]): void {
             "# once per account: GitHub's OIDC provider (IAM fetches its certificate thumbprint itself)",
             `aws iam create-open-id-connect-provider --url https://${GITHUB_OIDC_HOST} --client-id-list ${GITHUB_OIDC_AUDIENCE}`,
             "# the preview role: read-only plus the guard (explicit denies)",
-            `aws iam create-role --role-name platform-ci-preview --assume-role-policy-document file://${out}/preview-trust.json`,
-            "aws iam attach-role-policy --role-name platform-ci-preview --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess",
-            `aws iam put-role-policy --role-name platform-ci-preview --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
-            "# the deploy role: what the stacks need to apply; it must be listed in platform:hubDeployers",
-            `aws iam create-role --role-name platform-ci-deploy --assume-role-policy-document file://${out}/deploy-trust.json`,
-            ...(deployers.includes(deployRole) ? [] : [`# NOTE: ${deployRole} is not in ${file} platform:hubDeployers yet: add it`]),
-            "# the hub state key and its alias; then, in the hub stack: pulumi stack change-secrets-provider",
+            `aws iam create-role --role-name ${names.previewRole} --assume-role-policy-document file://${out}/preview-trust.json`,
+            `aws iam attach-role-policy --role-name ${names.previewRole} --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess`,
+            `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
+            "# the deploy role: it must be listed in platform:hubDeployers; it creates IAM roles and policies (administrator-",
+            "# equivalent): AdministratorAccess, or your own policy for the services the stacks create (npm run ci-roles -- --help)",
+            `aws iam create-role --role-name ${names.deployRole} --assume-role-policy-document file://${out}/deploy-trust.json`,
+            `aws iam attach-role-policy --role-name ${names.deployRole} --policy-arn arn:aws:iam::aws:policy/AdministratorAccess`,
+            ...(deployers.includes(deployRole)
+                ? []
+                : [
+                      `# NOTE: ${deployRole} is not in ${file} platform:hubDeployers yet: add it and rerun (the state key's policy names the hub deployers)`,
+                  ]),
+            "# the hub state key and its alias; then create the hub stack on it (commit the secretsprovider/encryptedkey lines)",
             `aws kms create-key --region ${region} --description "Pulumi state of the platform hub" --policy file://${out}/hub-state-key-policy.json`,
-            `aws kms create-alias --region ${region} --alias-name ${HUB_STATE_KEY_ALIAS} --target-key-id <KeyId from create-key>`,
-            `pulumi stack change-secrets-provider --stack ${opt.hub} "awskms://${HUB_STATE_KEY_ALIAS}?region=${region}"`,
-            `# repository settings: vars.${CI_ROLE_VARIABLES.preview}=arn:aws:iam::${accountId}:role/platform-ci-preview, vars.${CI_ROLE_VARIABLES.deploy}=${deployRole}`,
+            `aws kms create-alias --region ${region} --alias-name ${alias} --target-key-id <KeyId from create-key>`,
+            `pulumi stack init ${opt.hub} --secrets-provider "awskms://${alias}?region=${region}"   # an existing stack: pulumi stack change-secrets-provider`,
+            `# repository settings: vars.${CI_ROLE_VARIABLES.preview}=arn:aws:iam::${accountId}:role/${names.previewRole}, vars.${CI_ROLE_VARIABLES.deploy}=${deployRole}`,
             "",
         ].join("\n"),
     );

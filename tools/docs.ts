@@ -316,12 +316,22 @@ function typeName(s: z.ZodType): string {
     }
 }
 
+/** TSDoc `{@link X}` / `{@link X | text}` as Markdown code `X` (the reference is read outside an editor). */
+export function plainLinks(doc: string): string {
+    return doc.replace(/\{@link(?:code|plain)?\s+([^}|\s]+)(?:\s*\|?\s*[^}]*)?\}/g, (_, x: string) => code(x));
+}
+
+/** A key the hub fills in itself (its comment begins "Set by the hub"): not for stack files. */
+function setByHub(r: Row): string | undefined {
+    return /^Set by the hub\b/.test(r.doc) ? "set by the hub (never in a stack file)" : undefined;
+}
+
 function table(rs: Row[]): string[] {
     const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
     return [
         "| key | type | required / default | what it is |",
         "|---|---|---|---|",
-        ...rs.map((r) => `| ${code(r.key)} | ${cell(r.type)} | ${cell(r.need)} | ${cell(r.doc)} |`),
+        ...rs.map((r) => `| ${code(r.key)} | ${cell(r.type)} | ${cell(setByHub(r) ?? r.need)} | ${cell(plainLinks(r.doc))} |`),
     ];
 }
 

@@ -8,6 +8,10 @@
  *   `platform:backend.railSupernet`;
  * - EKS: `aws:region`, `platform:cluster.region`, `platform:cluster.vpc.cidr`, `platform:cluster.vpc.availabilityZones`,
  *   `platform:nodeGroups.gpu[].availabilityZone` and, for reserved capacity, `...capacity.reservationId`.
+ * - the tenant edge: `platform:gateway.listener.hostname` becomes `llm.<spoke>.example.com` (or `--hostname`);
+ *   `platform:gateway.listener.reachable` (the source's public address and CA) is dropped (set it before the hub
+ *   fails over to the new spoke); a `terminated-in-front` `loadBalancer` is the source site's device, so it is
+ *   refused unless `--load-balancer` names this site's.
  * Routable networks are picked to collide with no other spoke under stacks/ (lib/spoke-networks.ts), or taken
  * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`).
  */
@@ -40,6 +44,10 @@ export interface NewSpokeOptions {
     availabilityZones?: string[];
     /** EKS: reservation id for GPU groups on an ODCR or Capacity Block (reservations are per AZ). */
     capacityReservation?: string;
+    /** Tenant hostname of the new spoke's Gateway listener (default `llm.<spoke>.example.com`). */
+    hostname?: string;
+    /** The device that terminates TLS in front of the new spoke (required when the source's edge is `terminated-in-front`). */
+    loadBalancer?: string;
     stacksDir?: string;
 }
 
@@ -51,6 +59,8 @@ export interface NewSpokeResult {
     /** Entry for the hub's `platform:spokes`. */
     hubEntry: { name: string; stack: string; region: string; provider: "onprem" | "eks"; gpus: number };
     hubStack: string;
+    /** What the operator still has to do by hand (printed by the CLI). */
+    notes: string[];
 }
 
 function parseSpoke(file: string, display: string): SpokeConfig {
@@ -124,7 +134,8 @@ function applyEdits(text: string, edits: Array<{ start: number; end: number; tex
 /**
  * Builds the new stack file text from the source (pure apart from reading `stacksDir`).
  * @throws Error when a required flag is missing (hostnames that do not start with the source spoke's name,
- *   reserved capacity without `capacityReservation`, an existing VPC) or a given network collides
+ *   reserved capacity without `capacityReservation`, a `terminated-in-front` edge without `loadBalancer`, an
+ *   existing VPC) or a given network collides
  */
 export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     const dir = o.stacksDir ?? STACKS_DIR;
@@ -271,6 +282,44 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
             }
         });
     }
+    // The tenant edge is this region's own: its hostname, the device in front of it, and how peers reach it.
+    const notes: string[] = [];
+    const listener = src.gateway.listener;
+    if (listener) {
+        if (listener.hostname !== undefined || o.hostname)
+            set([C, "platform:gateway", "listener", "hostname"], o.hostname ?? `llm.${spokeName}.example.com`);
+        if (listener.tls?.source === "terminated-in-front") {
+            if (!o.loadBalancer)
+                throw new Error(
+                    `${o.from} platform:gateway.listener.tls.loadBalancer is ${listener.tls.loadBalancer}, the source site's TLS-terminating device; name this site's with --load-balancer`,
+                );
+            set([C, "platform:gateway", "listener", "tls", "loadBalancer"], o.loadBalancer);
+        }
+        if (listener.reachable) {
+            const pair = doc.getIn([C, "platform:gateway", "listener"], true) as YAML.YAMLMap;
+            const item = pair.items.find((x) => YAML.isScalar(x.key) && x.key.value === "reachable")!;
+            const key = item.key as YAML.Scalar;
+            const value = item.value as YAML.Node;
+            // From the comment lines right above the key to the end of the value's last line.
+            let start = text.lastIndexOf("\n", key.range![0]) + 1;
+            for (;;) {
+                const prev = text.lastIndexOf("\n", start - 2) + 1;
+                if (start === 0 || !/^\s*#/.test(text.slice(prev, start - 1))) break;
+                start = prev;
+            }
+            let end = value.range![2];
+            if (text[end - 1] !== "\n") end = text.indexOf("\n", end) + 1 || text.length;
+            edits.push({ start, end, text: "" });
+            changes["platform:gateway.listener.reachable"] = [listener.reachable.address, undefined];
+            notes.push(
+                `platform:gateway.listener.reachable (the source's address and CA) was dropped: set this site's address, latencyRegion and caCertificate before any endpoint fails over to or from ${spokeName}`,
+            );
+        }
+    }
+    if (!isEksSpoke(src))
+        notes.push(
+            `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Add a region", step 1) before the hub's pulumi up, then mint its source key`,
+        );
     // The source's leading comment describes the source region: replace it; every other byte is kept.
     const header = [
         `# Spoke ${spokeName} (${o.region}): created from Pulumi.${o.from}.yaml by \`npm run new-spoke\`. The values marked`,
@@ -291,6 +340,7 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         file,
         text: out,
         changes,
+        notes,
         hubStack: src.spoke.hubStack.split("/").pop()!,
         hubEntry: {
             name: spokeName,
@@ -326,8 +376,10 @@ const HELP = `
 usage: npm run new-spoke -- --from <stack> --name <new stack> --region <region> [options]
 
 Adds a region: copies a spoke's stack file, rewriting only the keys that must differ (spoke name and region,
-kubeconfig context, hosts, frontend subnet and rail supernet on-prem; region, VPC CIDR and AZs on EKS), keeping
-every other line and comment. Networks are picked to collide with no other spoke unless given.
+kubeconfig context, hosts, frontend subnet and rail supernet on-prem; region, VPC CIDR and AZs on EKS; the
+listener hostname, and the load balancer in front), keeping every other line and comment. The source's
+reachable edge (platform:gateway.listener.reachable) is dropped. Networks are picked to collide with no other
+spoke unless given.
 
 Options:
   --from STACK                  the spoke to copy (spoke-hn1: on-prem InfiniBand, spoke-sg1: EKS + EFA)
@@ -341,13 +393,15 @@ Options:
   --vpc-cidr CIDR               EKS: VPC CIDR
   --azs a,b                     EKS: availability zone letters
   --capacity-reservation cr-... EKS: the GPU node group's capacity reservation
+  --hostname NAME               tenant hostname of the Gateway listener (default llm.<spoke>.example.com)
+  --load-balancer NAME          on-prem, TLS terminated in front: this site's TLS-terminating device (required then)
   --add-to-hub                  also add the spoke to the hub's platform:spokes
   --dry-run                     print what would change, write nothing
   --stacks-dir DIR              stack files live in DIR (default stacks/)
   -h, --help                    this text
 
 Examples:
-  npm run new-spoke -- --from spoke-hn1 --name spoke-dn1 --region vn-danang-1 --add-to-hub
+  npm run new-spoke -- --from spoke-hn1 --name spoke-dn1 --region vn-danang-1 --load-balancer dn1-edge-vip-443 --add-to-hub
   npm run new-spoke -- --from spoke-sg1 --name spoke-tk1 --region ap-northeast-1 --azs a,c --dry-run
 `;
 
@@ -377,6 +431,8 @@ function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRu
         "vpc-cidr",
         "azs",
         "capacity-reservation",
+        "hostname",
+        "load-balancer",
         "stacks-dir",
     ];
     for (const k of Object.keys(o)) if (!known.includes(k)) throw new Error(`unknown option --${k}`);
@@ -397,6 +453,8 @@ function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRu
         vpcCidr: o["vpc-cidr"],
         availabilityZones: o.azs?.split(",").map((x) => x.trim()),
         capacityReservation: o["capacity-reservation"],
+        hostname: o.hostname,
+        loadBalancer: o["load-balancer"],
         stacksDir: o["stacks-dir"] ? path.resolve(o["stacks-dir"]) : undefined,
         addToHub: flags.has("--add-to-hub"),
         dryRun: flags.has("--dry-run"),
@@ -407,12 +465,19 @@ function main() {
     const o = parseArgs(process.argv.slice(2));
     const r = newSpokeFile(o);
     const rel = path.relative(process.cwd(), r.file) || r.file;
-    const lines = Object.entries(r.changes).map(([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+    const lines = Object.entries(r.changes).map(
+        ([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${b === undefined ? "(dropped)" : JSON.stringify(b)}`,
+    );
     const e = r.hubEntry;
     const hubLine = `    - { name: ${e.name}, stack: ${e.stack}, region: ${e.region}, provider: ${e.provider}, gpus: ${e.gpus} }`;
     if (!o.dryRun) fs.writeFileSync(r.file, r.text);
     process.stdout.write(`${o.dryRun ? "would write" : "wrote"} ${rel} (from ${o.from}); rewritten keys:\n${lines.join("\n")}\n\n`);
-    if (o.addToHub && !o.dryRun) {
+    if (o.dryRun) {
+        process.stdout.write(
+            `dry run: nothing written; rerun without --dry-run to write ${rel}${o.addToHub ? " and add it to the hub" : ""}\n`,
+        );
+        process.stdout.write(`the hub's platform:spokes line would be:\n${hubLine}\n`);
+    } else if (o.addToHub) {
         const hub = addToHub(path.dirname(r.file), r.hubStack, e);
         process.stdout.write(`added to ${path.relative(process.cwd(), hub)} platform:spokes:\n${hubLine}\n`);
     } else {
@@ -423,6 +488,7 @@ function main() {
     if (Object.keys(r.changes).some((k) => k.endsWith(".nodes") || k.includes("nodes["))) {
         process.stdout.write(`\nreplace the generated node names and kubeconfig context with the real ones before deploying\n`);
     }
+    for (const n of r.notes) process.stdout.write(`\n${n}\n`);
     process.stdout.write(`\nthen place endpoints on it (platform:endpoints, spoke: ${e.name}) if you like, and check: npm run render\n`);
 }
 

@@ -46,7 +46,7 @@ next state into the hub stack file's platform:endpoints[].rollout (comments kept
   abort     traffic back to the source first (both graphs stay); run again once applied to remove the target
 
 Options:
-  --hub FILE         hub stack file (default stacks/Pulumi.hub-prod.yaml)
+  --hub STACK|FILE   hub stack name (stacks/Pulumi.<STACK>.yaml) or stack file path (default hub-prod)
   --prometheus URL   the endpoint's spoke Prometheus HTTP API (e.g. a port-forward of kube-prometheus-stack-prometheus)
   --reason TEXT      why (hold)
   --now ISO          evaluation time (default now; for rehearsals against recorded series)
@@ -80,6 +80,16 @@ function arg(argv: string[], name: string): string | undefined {
     return i >= 0 ? argv[i + 1] : undefined;
 }
 
+/**
+ * Pure: the hub stack file `--hub` names: a stack name (`hub-prod` -> `stacks/Pulumi.hub-prod.yaml`, as the other
+ * tools take it) or a path (anything with a `/` or ending in `.yaml`/`.yml`); default `stacks/Pulumi.hub-prod.yaml`.
+ */
+export function hubFileOf(hub: string | undefined): string {
+    if (hub === undefined) return path.join("stacks", "Pulumi.hub-prod.yaml");
+    if (hub.includes("/") || hub.includes(path.sep) || /\.ya?ml$/.test(hub)) return hub;
+    return path.join("stacks", `Pulumi.${hub}.yaml`);
+}
+
 /** Runs the command; returns its exit code. Exported for tests. */
 export async function main(argv: string[], log: (s: string) => void = console.log): Promise<number> {
     const [cmd, target] = argv.filter((a, i) => !a.startsWith("--") && !(i > 0 && argv[i - 1].startsWith("--")));
@@ -87,7 +97,7 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
         log(HELP.trim());
         return 1;
     }
-    const hubFile = arg(argv, "--hub") ?? "stacks/Pulumi.hub-prod.yaml";
+    const hubFile = hubFileOf(arg(argv, "--hub"));
     const prometheus = arg(argv, "--prometheus");
     const now = new Date(arg(argv, "--now") ?? Date.now());
     const sf = readStackFile(hubFile);

@@ -220,7 +220,8 @@ usage: npm run status [-- --hub STACK] [--outputs FILE] [--s3-endpoint URL] [--m
 
 Where each spoke stands, read from the hub's own state (never from a spoke): the policy bundle revision the hub
 published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
-over the last --window-hours computed now. Exit 1 when a spoke is behind, 2 on a usage error.
+over the last --window-hours computed now; then every rollout in flight (endpoint, revision, step, weights, last
+gate verdict; drive one with npm run rollout, docs/rollout.md). Exit 1 when a spoke is behind, 2 on a usage error.
 
 Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
 (that JSON, or out/<hub>/outputs.json of the offline render). The ledger: DATABASE_URL or the libpq variables
