@@ -87,6 +87,11 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
         c["platform:backend"] = JSON.stringify({ ...backend, railSupernet: `10.${100 + i}.0.0/16` });
         const frontend = JSON.parse(c["platform:frontend"]);
         c["platform:frontend"] = JSON.stringify({ ...frontend, subnet: `10.20.${i}.0/24` });
+        // Each spoke's edge is its own (the hub refuses two spokes with one hostname or address): its own name, and no
+        // reachable address (the generated hub has no global hostname).
+        const gateway = JSON.parse(c["platform:gateway"]);
+        const { reachable: _, ...listener } = gateway.listener ?? {};
+        c["platform:gateway"] = JSON.stringify({ ...gateway, listener: { ...listener, hostname: `llm.${n}.example.com` } });
         const s = clone(spokeBase, `spoke-${n}`, c);
         out.push({ ...s, hub: HUB });
     });
