@@ -22,7 +22,7 @@ import { main } from "../tools/rollout";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, STACKS, stackFile } from "./helpers";
 import { startPrometheus, type TestPrometheus } from "./prometheus-server";
-import { END, openMetrics, START } from "./rollout-series";
+import { END, openMetrics, START, applied, PASS } from "./rollout-series";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
@@ -31,14 +31,6 @@ const OLD = "0123456789abcdef0123456789abcdef01234567";
 const NEW = "fedcba9876543210fedcba9876543210fedcba98";
 const GATE = { ttftP95Ratio: 1.2, itlP99Ratio: 1.2, errorRateDelta: 0.005, minRequests: 500, windowSeconds: 900, ingestDelaySeconds: 120 };
 const NOW = new Date("2026-12-01T12:00:00Z");
-const PASS = {
-    verdict: "pass" as const,
-    reasons: ["ok"],
-    range: { from: "", to: "", seconds: 900 },
-    source: { dynamoNamespace: "s" },
-    target: { dynamoNamespace: "t" },
-    queries: [],
-};
 
 /** hcm1/qwen3-32b at commit OLD, rolling to commit NEW as revision `r2`, no state yet (warming). */
 function revisionRollout(): Endpoint {
@@ -47,17 +39,6 @@ function revisionRollout(): Endpoint {
     e.tokenizerMatchesMain = OLD;
     e.rollout = { revision: "r2", target: { modelRevision: NEW, tokenizerMatchesMain: NEW }, steps: [10, 50, 100], gate: GATE };
     return e;
-}
-
-function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {
-    const x = structuredClone(e) as any;
-    if (d.edit.kind === "state") x.rollout.state = d.edit.state;
-    else if (d.edit.kind === "promote") {
-        Object.assign(x, d.edit.settings);
-        x.revision = d.edit.revision;
-        delete x.rollout;
-    } else if (d.edit.kind === "remove") delete x.rollout;
-    return x;
 }
 
 function states(): Array<{ name: string; endpoint: Endpoint }> {

@@ -1,3 +1,5 @@
+import type { Endpoint } from "../config/endpoint";
+import type { decideAdvance } from "../lib/rollout";
 /**
  * Frontend series as the Dynamo frontend exports them (upstream/rollout.ts `frontendGateSeries`, the `dynamo_namespace`
  * target label lib/observability.ts relabels), as OpenMetrics text for `promtool tsdb create-blocks-from openmetrics`:
@@ -66,4 +68,26 @@ export function openMetrics(revs: Rev[]): string {
         for (const t of times) lines.push(`dynamo_frontend_model_total_kv_blocks{dynamo_namespace="${r.ns}",model="m"} 4096 ${t}`);
     lines.push("# EOF");
     return `${lines.join("\n")}\n`;
+}
+
+/** A passing gate verdict, for driving states with `decideAdvance` (lib/rollout.ts). */
+export const PASS = {
+    verdict: "pass" as const,
+    reasons: ["ok"],
+    range: { from: "", to: "", seconds: 900 },
+    source: { dynamoNamespace: "s" },
+    target: { dynamoNamespace: "t" },
+    queries: [],
+};
+
+/** The endpoint after an edit the command line would write (state, promotion or removal). */
+export function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {
+    const x = structuredClone(e) as any;
+    if (d.edit.kind === "state") x.rollout.state = d.edit.state;
+    else if (d.edit.kind === "promote") {
+        Object.assign(x, d.edit.settings);
+        x.revision = d.edit.revision;
+        delete x.rollout;
+    } else if (d.edit.kind === "remove") delete x.rollout;
+    return x;
 }

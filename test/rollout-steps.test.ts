@@ -16,32 +16,13 @@ import type { CapturedResource } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, stackFile } from "./helpers";
+import { applied, PASS } from "./rollout-series";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
 const INDEX = ENDPOINTS.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
 const SHIPPED = ENDPOINTS[INDEX];
 const NOW = new Date("2026-12-01T12:00:00Z");
-const PASS = {
-    verdict: "pass" as const,
-    reasons: ["ok"],
-    range: { from: "", to: "", seconds: 900 },
-    source: { dynamoNamespace: "s" },
-    target: { dynamoNamespace: "t" },
-    queries: [],
-};
-
-/** The endpoint after an edit the command line would write (state, promotion or removal). */
-function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {
-    const x = structuredClone(e) as any;
-    if (d.edit.kind === "state") x.rollout.state = d.edit.state;
-    else if (d.edit.kind === "promote") {
-        Object.assign(x, d.edit.settings);
-        x.revision = d.edit.revision;
-        delete x.rollout;
-    } else if (d.edit.kind === "remove") delete x.rollout;
-    return x;
-}
 
 /** The states of the rollout, in the order the command line writes them, with the ones of an abort. */
 function states(): Array<{ name: string; endpoint: Endpoint }> {
