@@ -637,6 +637,33 @@ return out
 `;
 
 /**
+ * Lua: lets go of `u` slots of bucket `bucket` in each tier's counter HASH (`hashOf(i)`, tier `i` = 1..3 in
+ * {@link TIERS} order) and moves the tier's GCRA arrival time `t` back one rps interval (`ARGV[intervalArg(i)]`, ms) per
+ * slot let go, never before `now`. Returns the slots let go over all tiers. Shared by {@link RETURN_HASH_LUA} and
+ * {@link RETURN_COUNTERS_LUA}, whose KEYS lay the HASHes out differently.
+ */
+function giveBackLua(hashOf: string, intervalArg: string): string {
+    return `local removed = 0
+for i = 1, 3 do
+  local cc = KEYS[${hashOf}]
+  local held = tonumber(call('HGET', cc, bucket) or '0')
+  local n = math.min(u, held)
+  if n > 0 then
+    if n == held then call('HDEL', cc, bucket) else call('HINCRBY', cc, bucket, -n) end
+    call('HINCRBY', cc, 'n', -n)
+    removed = removed + n
+    local tat = tonumber(call('HGET', cc, 't') or '0')
+    if tat > now then
+      local back = tat - n * tonumber(ARGV[${intervalArg}])
+      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
+    end
+  end
+end
+return removed
+`;
+}
+
+/**
  * Gives back unused `h.` slots of one grant: KEYS, each tier's counter HASH (model, team, key); ARGV: nowMs, the
  * three tiers' rps intervals (ms), the bucket (ms), the marker field, then the slot indexes. Counts like
  * {@link RELEASE_HASH_LUA} and moves each tier's GCRA arrival time back as {@link RETURN_COUNTERS_LUA} does.
@@ -649,24 +676,7 @@ local now = tonumber(ARGV[1])
 local bucket = ARGV[5]
 local u = unmark(KEYS[3], ARGV[6], 7)
 if u == 0 then return 0 end
-local removed = 0
-for i = 1, 3 do
-  local cc = KEYS[i]
-  local held = tonumber(call('HGET', cc, bucket) or '0')
-  local n = math.min(u, held)
-  if n > 0 then
-    if n == held then call('HDEL', cc, bucket) else call('HINCRBY', cc, bucket, -n) end
-    call('HINCRBY', cc, 'n', -n)
-    removed = removed + n
-    local tat = tonumber(call('HGET', cc, 't') or '0')
-    if tat > now then
-      local back = tat - n * tonumber(ARGV[1 + i])
-      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
-    end
-  end
-end
-return removed
-`;
+${giveBackLua("i", "1 + i")}`;
 
 /**
  * Adds ARGV[1] tokens to each token-window counter in KEYS; counter i expires at unix second ARGV[i + 1]
@@ -939,24 +949,7 @@ for j = 6, #ARGV do
 end
 if u == 0 then return 0 end
 if call('BITCOUNT', m) == 0 then call('DEL', m) end
-local removed = 0
-for i = 0, 2 do
-  local cc = KEYS[i * 2 + 2]
-  local held = tonumber(call('HGET', cc, bucket) or '0')
-  local n = math.min(u, held)
-  if n > 0 then
-    if n == held then call('HDEL', cc, bucket) else call('HINCRBY', cc, bucket, -n) end
-    call('HINCRBY', cc, 'n', -n)
-    removed = removed + n
-    local tat = tonumber(call('HGET', cc, 't') or '0')
-    if tat > now then
-      local back = tat - n * tonumber(ARGV[2 + i])
-      if back > now then call('HSET', cc, 't', string.format('%.3f', back)) else call('HDEL', cc, 't') end
-    end
-  end
-end
-return removed
-`;
+${giveBackLua("i * 2", "1 + i")}`;
 
 /**
  * Returns `leases`, the unused slots of a grant taken with {@link checkAndAcquire} under `limits`, to every
