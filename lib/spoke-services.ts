@@ -50,6 +50,15 @@ export function awsFilesVolume<T>(configSecret: T) {
  * (kubernetes/website pod-security-standards.md: runAsNonRoot, RuntimeDefault seccomp), and replicas spread over nodes
  * so one node's loss takes one replica.
  */
+/**
+ * The container-level security context every platform service container runs with (auth, metering, the counter
+ * store, the collector): no privilege escalation, a read-only root filesystem, no Linux capabilities. A fresh copy
+ * each call, since Pulumi inputs may be mutated by transformations.
+ */
+export function serviceContainerSecurity() {
+    return { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } };
+}
+
 export function servicePodBasics(labels: Record<string, string>, uid: number) {
     return {
         automountServiceAccountToken: false,

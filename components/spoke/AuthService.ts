@@ -13,6 +13,7 @@ import {
     awsFilesVolume,
     sourceKeyAnnotations,
     servicePodBasics,
+    serviceContainerSecurity,
 } from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
 import type { EnvVars } from "../../services/shared/env";
@@ -209,11 +210,7 @@ export class AuthService extends pulumi.ComponentResource {
                                         failureThreshold: 3,
                                     },
                                     resources: { requests: { cpu: "500m", memory: "512Mi" }, limits: { memory: "1Gi" } },
-                                    securityContext: {
-                                        allowPrivilegeEscalation: false,
-                                        readOnlyRootFilesystem: true,
-                                        capabilities: { drop: ["ALL"] },
-                                    },
+                                    securityContext: serviceContainerSecurity(),
                                     volumeMounts: [
                                         { name: "cache", mountPath: AUTH_CACHE_DIR },
                                         ...(aws ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),

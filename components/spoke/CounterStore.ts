@@ -1,3 +1,4 @@
+import { serviceContainerSecurity } from "../../lib/spoke-services";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
@@ -122,11 +123,7 @@ export class CounterStore extends pulumi.ComponentResource {
                                         requests: { cpu: "250m", memory: `${maxMemoryMiB}Mi` },
                                         limits: { memory: `${Math.ceil(maxMemoryMiB * 1.25)}Mi` },
                                     },
-                                    securityContext: {
-                                        allowPrivilegeEscalation: false,
-                                        readOnlyRootFilesystem: true,
-                                        capabilities: { drop: ["ALL"] },
-                                    },
+                                    securityContext: serviceContainerSecurity(),
                                     volumeMounts: [{ name: "data", mountPath: "/data" }],
                                 },
                             ],

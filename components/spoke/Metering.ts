@@ -16,6 +16,7 @@ import {
     METERING_POD_LABELS,
     METERING_PORT,
     servicePodBasics,
+    serviceContainerSecurity,
 } from "../../lib/spoke-services";
 
 /** Service name and HTTP port of the metering service (`POST /v1/logs`, `/healthz`, `/readyz`, `/metrics`). */
@@ -111,7 +112,7 @@ export function collectorValues(x: {
             fsGroup: COLLECTOR_UID,
             seccompProfile: { type: "RuntimeDefault" },
         },
-        securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+        securityContext: serviceContainerSecurity(),
         ports: {
             otlp: { enabled: true, containerPort: c.port, servicePort: c.port, protocol: "TCP", appProtocol: "grpc" },
             "otlp-http": off,
@@ -323,11 +324,7 @@ export class Metering extends pulumi.ComponentResource {
                                     readinessProbe: { httpGet: { path: "/readyz", port: "http" }, periodSeconds: 5, failureThreshold: 2 },
                                     livenessProbe: { httpGet: { path: "/healthz", port: "http" }, periodSeconds: 10, failureThreshold: 6 },
                                     resources: { requests: { cpu: "250m", memory: "256Mi" }, limits: { memory: "512Mi" } },
-                                    securityContext: {
-                                        allowPrivilegeEscalation: false,
-                                        readOnlyRootFilesystem: true,
-                                        capabilities: { drop: ["ALL"] },
-                                    },
+                                    securityContext: serviceContainerSecurity(),
                                     volumeMounts: [
                                         { name: "spool", mountPath: SPOOL_MOUNT },
                                         ...(awsSecret ? [{ name: "aws", mountPath: AWS_FILES_DIR, readOnly: true }] : []),
