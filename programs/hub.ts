@@ -182,13 +182,13 @@ export async function requireAlarmTopic(
     });
     // An encrypted topic: CloudWatch must be able to use its key, or every alarm fails to publish, silently.
     const key = `${file}: platform:alarms.topicArn`;
-    const read = async (typeName: string, identifier: string): Promise<Record<string, any>> => {
+    const read = async (typeName: string, identifier: string): Promise<Record<string, unknown>> => {
         const r = await aws.cloudcontrol.getResource({ typeName, identifier }, { provider }).catch((e: Error) => {
             throw new Error(`${key}: cannot read ${typeName} ${identifier} (${String(e?.message || e).split("\n")[0]})`);
         });
         return JSON.parse(r.properties);
     };
-    const keyId: string | undefined = (await read("AWS::SNS::Topic", cfg.alarms.topicArn)).KmsMasterKeyId;
+    const keyId = (await read("AWS::SNS::Topic", cfg.alarms.topicArn)).KmsMasterKeyId as string | undefined;
     if (!keyId) return;
     if (/(^|:)alias\/aws\/sns$/.test(keyId))
         throw new Error(
