@@ -1,5 +1,5 @@
 import type { Endpoint } from "../config/endpoint";
-import { HOLD_ARGV, KVBM_VLLM_CONNECTOR, MODEL_PRESTAGE_ARGV } from "../upstream/kvbm";
+import { HOLD_ARGV, KVBM_DISK_OFFLOAD_FILTER_OFF, KVBM_VLLM_CONNECTOR, MODEL_PRESTAGE_ARGV } from "../upstream/kvbm";
 import type { EnvVar } from "./nixl";
 
 /**
@@ -48,6 +48,16 @@ export function kvbmKvTransferConfig(): Record<string, unknown> {
     return { ...KVBM_VLLM_CONNECTOR, kv_role: "kv_both" };
 }
 
+/**
+ * The disk tier takes every block the host tier evicts: KVBM's default disk offload filter passes only blocks reused at
+ * least twice (frequency >= 2, to spare SSD wear), so an agent session's KV seen once would never reach NVMe and would
+ * not survive a pause that evicts it from host memory. Instance-store NVMe is ephemeral and sized for this
+ * (upstream/kvbm.ts `DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER`).
+ */
+export function kvbmDiskFilterEnv(): EnvVar[] {
+    return [{ name: "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER", value: KVBM_DISK_OFFLOAD_FILTER_OFF }];
+}
+
 /** What a worker container and its pod get for KV tiers and the model cache. */
 export interface WorkerFastStart {
     env: EnvVar[];
@@ -75,6 +85,7 @@ export function workerFastStart(e: Endpoint, nvme: LocalNvme | undefined): Worke
             out.env.push(
                 { name: "DYN_KVBM_DISK_CACHE_GB", value: String(kvbmGb(e.kvTiers.nvmeGiB)) },
                 { name: "DYN_KVBM_DISK_CACHE_DIR", value: KVBM_DISK_MOUNT },
+                ...kvbmDiskFilterEnv(),
             );
             out.volumeMounts.push({ name: "kvbm-disk", mountPath: KVBM_DISK_MOUNT });
             out.volumes.push({ name: "kvbm-disk", hostPath: { path: `${n.mountPath}/${KVBM_DISK_SUBDIR}`, type: "DirectoryOrCreate" } });

@@ -143,8 +143,14 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
             DYN_KVBM_CPU_CACHE_GB: String(kvbmGb(512)),
             DYN_KVBM_DISK_CACHE_GB: String(kvbmGb(4096)),
             DYN_KVBM_DISK_CACHE_DIR: "/kvbm",
+            // Every evicted block goes to NVMe, not only those reused twice (upstream/kvbm.ts).
+            DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER: "true",
             HF_HOME: "/models",
         });
+        // Without the NVMe tier there is no filter to turn off.
+        expect(envMap(mainOf(dgdOf(kvbmEndpoint({ kvTiers: { hostGiB: 512 } })), "worker"))).not.toHaveProperty(
+            "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER",
+        );
         expect(kvbmGb(512)).toBe(549); // 512 GiB = 549.7 GB, rounded down: never more than was checked
         expect(main.resources.requests.memory).toBe("612Gi");
         const vols = dgdOf().spec.components.find((c: any) => c.type === "worker").podTemplate.spec.volumes;
@@ -219,6 +225,8 @@ describe("upstream-check on KVBM and the model cache", () => {
                 /kvbm-needs-tier/,
             ],
             [(m) => setEnv(m, "DYN_KVBM_DISK_CACHE_DIR", "/scratch"), /kvbm-tiers.*\/scratch is on no hostPath/],
+            [(m) => setEnv(m, "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER", undefined), /kvbm-tiers.*only blocks reused twice/],
+            [(m) => setEnv(m, "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER", "false"), /kvbm-tiers.*only blocks reused twice/],
             [(m) => delete m.resources.requests.memory, /kvbm-tiers.*no memory for a 549 GB pinned host tier/],
         ];
         for (const [plant, re] of cases) {

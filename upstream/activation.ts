@@ -311,6 +311,10 @@ export const activationFacts: readonly ActivationFact[] = [
                 readBy: `${D}:lib/llm/src/block_manager/storage/disk.rs`,
             },
             {
+                what: "with DYN_KVBM_DISK_CACHE_GB: DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER=true, else only blocks with frequency >= 2 go host -> disk and a session's KV seen once never reaches NVMe (default false)",
+                readBy: `${D}:lib/bindings/kvbm/src/block_manager.rs`,
+            },
+            {
                 what: "a memory request covering the pinned host tier, so the scheduler does not pack the node past its DRAM",
                 readBy: `${D}:examples/backends/vllm/deploy/agg_kvbm.yaml`,
             },

@@ -1,4 +1,4 @@
-import { KVBM_AGG_EXAMPLE, KVBM_DISK, KVBM_LEADER, KVBM_VLLM_CONNECTOR } from "./kvbm";
+import { KVBM_AGG_EXAMPLE, KVBM_BLOCK_MANAGER, KVBM_DISK, KVBM_LEADER, KVBM_VLLM_CONNECTOR } from "./kvbm";
 import type { Source } from "./types";
 
 /**
@@ -299,7 +299,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
         source: KVBM_AGG_EXAMPLE,
         note: "the module vLLM imports the connector class from: only KVBM's own, any other module is code the pack has not read",
     },
-    // Dynamo KVBM (upstream/kvbm.ts): tier sizes and the disk tier's directory. Every other DYN_KVBM_* (NIXL backend
+    // Dynamo KVBM (upstream/kvbm.ts): tier sizes, the disk tier's directory and its offload filter. Every other DYN_KVBM_* (NIXL backend
     // switches, leader ZMQ address, object storage) stays refused.
     {
         name: "DYN_KVBM_CPU_CACHE_GB",
@@ -312,6 +312,12 @@ export const kvKnownSettings: readonly KvSetting[] = [
         safe: { pattern: /^[1-9]\d*$/ },
         source: KVBM_LEADER,
         note: "a size: files on the worker's local disk (G3), written by NIXL's POSIX backend",
+    },
+    {
+        name: "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER",
+        safe: { values: ["true", "false"] },
+        source: KVBM_BLOCK_MANAGER,
+        note: "which blocks go host -> disk (all, or those reused twice): no transport, no address",
     },
     {
         name: "DYN_KVBM_DISK_CACHE_DIR",

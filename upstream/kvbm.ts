@@ -29,6 +29,11 @@ import type { ComponentFacts, EntrypointFacts, Source } from "./types";
  */
 const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 export const KVBM_LEADER: Source = `${D}:lib/bindings/kvbm/src/block_manager/distributed/leader.rs`;
+/** `create_disk_offload_filter`: `env_is_truthy(DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER)` returns no filter. */
+export const KVBM_BLOCK_MANAGER: Source = `${D}:lib/bindings/kvbm/src/block_manager.rs#create_disk_offload_filter`;
+export const KVBM_GUIDE: Source = `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/kvbm/kvbm-guide.md`;
+/** The value that turns the disk offload filter off, as the KVBM guide writes it (`export ...=true`). */
+export const KVBM_DISK_OFFLOAD_FILTER_OFF = "true";
 export const KVBM_DISK: Source = `${D}:lib/llm/src/block_manager/storage/disk.rs`;
 export const KVBM_CONFIG_DOC: Source = `${D}:docs/fern/pages/reference/components/kvbm-configuration.mdx`;
 export const KVBM_OFFLOAD_DOC: Source = `${D}:docs/fern/pages/cli/kv-cache-offloading/overview.mdx`;
@@ -55,6 +60,11 @@ export const kvbm: ComponentFacts = {
         DYN_KVBM_DISK_CACHE_GB: {
             source: KVBM_LEADER,
             note: "disk (G3) tier per worker in decimal GB; with no host tier KVBM offloads G1->G3 directly (experimental)",
+        },
+        DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER: {
+            default: "false",
+            source: KVBM_BLOCK_MANAGER,
+            note: "truthy: no disk offload filter, every block evicted from the host tier goes to disk; unset: a FrequencyFilter(2, 600 s) passes only blocks with frequency >= 2 (frequency starts at 1, doubles on a hit, decays by 1 per step), SSD lifespan protection (kvbm-guide.md 'SSD Lifespan Protection'); not supported disk-only",
         },
         DYN_KVBM_DISK_CACHE_DIR: {
             default: "/tmp/",

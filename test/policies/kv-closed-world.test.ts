@@ -108,6 +108,7 @@ describe("KV closed world in the pack", () => {
             // KVBM's pod-local tiers (upstream/kvbm.ts): a size and a local directory.
             ["DYN_KVBM_CPU_CACHE_GB", "100"],
             ["DYN_KVBM_DISK_CACHE_DIR", "/kvbm"],
+            ["DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER", "true"],
         ]) {
             expect(await closed(both((m) => setEnv(m, n, v))), `${n}=${v}`).toEqual([]);
         }

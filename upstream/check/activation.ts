@@ -523,6 +523,18 @@ export function kvbmTiersRule(s: StackView): Finding[] {
                         `${dir ?? "unset (/tmp/)"} is on no hostPath or emptyDir volume: the disk tier would fill the container's writable layer`,
                     ),
                 );
+            const filter = String(envOf(p.main, "DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER")?.value ?? "").toLowerCase();
+            if (!["true", "1"].includes(filter))
+                out.push(
+                    finding(
+                        s.stack,
+                        p.object,
+                        p.main.name,
+                        "env.DYN_KVBM_DISABLE_DISK_OFFLOAD_FILTER",
+                        fact,
+                        "is not true: the disk offload filter sends only blocks reused twice to disk, so a session's KV seen once never reaches NVMe",
+                    ),
+                );
         }
         const req = quantityGiB(p.main.resources?.requests?.memory);
         const hostGiB = (cpu * 1e9) / 2 ** 30;
