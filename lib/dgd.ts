@@ -17,7 +17,7 @@ import {
 import { efaWorkerHugepages } from "./efa";
 import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
-import { kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
+import { hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -622,8 +622,12 @@ export function buildDgd(a: DgdArgs): DgdManifest {
             nodeSelector: { ...a.pool.nodeSelector },
             tolerations: a.pool.tolerations.map((x) => ({ ...x })),
         };
+        // The model-cache / KVBM-disk hostPath folders handed to the image user first (lib/faststart.ts).
+        const owners = hostPathOwnerInitContainers(workerImage, fast.volumeMounts);
+        if (owners.length) spec.initContainers = owners;
         if (rdma) {
             spec.initContainers = [
+                ...owners,
                 preflightInitContainer({
                     image: workerImage,
                     fabric: a.pool.fabric,

@@ -1,6 +1,14 @@
 import type { Endpoint } from "../config/endpoint";
-import { HOLD_ARGV, KVBM_DISK_OFFLOAD_FILTER_OFF, KVBM_VLLM_CONNECTOR, MODEL_PRESTAGE_ARGV } from "../upstream/kvbm";
+import {
+    HOLD_ARGV,
+    hostPathOwnerArgv,
+    KVBM_DISK_OFFLOAD_FILTER_OFF,
+    KVBM_VLLM_CONNECTOR,
+    MODEL_PRESTAGE_ARGV,
+    OWNED_HOSTPATH_MOUNTS,
+} from "../upstream/kvbm";
 import type { EnvVar } from "./nixl";
+import type { ContainerSpec } from "./preflight";
 
 /**
  * KV tiers (Dynamo KVBM) and fast start (per-node model cache, image pre-pull) of one endpoint, as plain data.
@@ -100,6 +108,48 @@ export function workerFastStart(e: Endpoint, nvme: LocalNvme | undefined): Worke
     return out;
 }
 
+/** Name of the init container that hands the hostPath folder mounted at `mount` to the image user. */
+export function hostPathOwnerName(mount: string): string {
+    return `own${mount.replaceAll("/", "-")}`;
+}
+
+/**
+ * Init containers that hand each writable model-cache / KVBM-disk hostPath folder among `mounts` to the Dynamo images'
+ * user (uid 1000, gid 0, mode 2775; upstream/kvbm.ts `DYNAMO_IMAGE_USER`, `HOSTPATH_OWNER`): kubelet creates a
+ * DirectoryOrCreate folder as root 0755 and fsGroup does nothing for hostPath, so without this the pre-stage and a
+ * non-root worker cannot write `$HF_HOME` and KVBM cannot create its disk files. The same on EKS and on-prem spokes
+ * (nothing on the node is changed outside the pod). Each runs `install -d` on its one folder as root with only
+ * CAP_CHOWN and CAP_FOWNER, no privilege escalation, and must run before any other container that mounts the folder.
+ * @param image the pod's own image (it carries coreutils `install`), so nothing else is pulled
+ * @param mounts the pod's volume mounts; read-only ones and paths outside `OWNED_HOSTPATH_MOUNTS` are skipped
+ */
+export function hostPathOwnerInitContainers(
+    image: string,
+    mounts: ReadonlyArray<{ name: string; mountPath: string; readOnly?: boolean }>,
+): ContainerSpec[] {
+    return OWNED_HOSTPATH_MOUNTS.flatMap((path) => {
+        const m = mounts.find((x) => x.mountPath === path && !x.readOnly);
+        if (!m) return [];
+        return [
+            {
+                name: hostPathOwnerName(path),
+                image,
+                command: hostPathOwnerArgv(path),
+                resources: { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } },
+                securityContext: {
+                    runAsUser: 0,
+                    runAsGroup: 0,
+                    runAsNonRoot: false,
+                    allowPrivilegeEscalation: false,
+                    privileged: false,
+                    capabilities: { drop: ["ALL"], add: ["CHOWN", "FOWNER"] },
+                },
+                volumeMounts: [{ name: m.name, mountPath: path }],
+            },
+        ];
+    });
+}
+
 /**
  * The pre-stage script: downloads the model (and a speculative drafter) into `$HF_HOME/hub` with huggingface_hub's
  * `snapshot_download`, the Hugging Face cache layout Dynamo's model-cache guide uses
@@ -154,6 +204,7 @@ export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
                     tolerations: a.tolerations,
                     automountServiceAccountToken: false,
                     initContainers: [
+                        ...hostPathOwnerInitContainers(a.image, mount),
                         {
                             name: "model-cache",
                             image: a.image,

@@ -27,6 +27,8 @@ export interface EnvVar {
 export interface SecurityContext {
     runAsUser?: number;
     runAsGroup?: number;
+    runAsNonRoot?: boolean;
+    allowPrivilegeEscalation?: boolean;
     privileged?: boolean;
     capabilities?: { add?: string[]; drop?: string[] };
 }

@@ -4,6 +4,10 @@
  * against the node profile (lib/serving.ts), the rendered DGD and pre-stage DaemonSet (lib/dgd.ts, lib/faststart.ts),
  * and `npm run upstream-check` on them (closed world, refused combinations, activation rules), each fault planted once.
  */
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { EndpointSchema, endpointUpstreamIssues } from "../config/endpoint";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
@@ -12,6 +16,7 @@ import { versions } from "../config/versions";
 import { buildDgd, plannerConfig } from "../lib/dgd";
 import { expectedStartPath, kvbmGb, kvTiersText, NODE_HOST_RESERVE_GIB, prestageDaemonSet } from "../lib/faststart";
 import { placeEndpoints } from "../lib/serving";
+import { DYNAMO_IMAGE_USER, HOSTPATH_MAKEDIR, HOSTPATH_OWNER, hostPathOwnerArgv, OWNED_HOSTPATH_MOUNTS } from "../upstream/kvbm";
 import { checkStack, defaultFacts } from "../tools/upstream-check";
 import { endpoint, mainOf, placement, setEnv } from "./policies/rdma-fixtures";
 
@@ -174,7 +179,7 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
             labels: {},
         }) as Record<string, any>;
         const spec = ds.spec.template.spec;
-        expect(spec.initContainers[0].args).toEqual(["--model", e.model]);
+        expect(spec.initContainers.find((c: any) => c.name === "model-cache").args).toEqual(["--model", e.model]);
         expect(spec.containers[0].image).toBe(`${rt.image}:${rt.efaVersion}`);
         expect(spec.volumes[0].hostPath.path).toBe("/mnt/k8s-disks/0/model-cache");
         expect(kvTiersText(e)).toBe("HBM -> host 512 GiB -> NVMe 4096 GiB (KVBM)");
@@ -238,5 +243,171 @@ describe("upstream-check on KVBM and the model cache", () => {
     it("a worker whose model cache no DaemonSet fills is found", () => {
         const objs = objects().slice(0, 1);
         expect(findings(objs).map((f) => f.message)).toEqual([expect.stringMatching(/model-cache.*filled by no DaemonSet/)]);
+    });
+});
+
+/**
+ * The owner and mode a hostPath folder has when each container of a pod starts, and whether that container's effective
+ * user can write it, by the POSIX rules: kubelet makes a DirectoryOrCreate folder root:root 0755 (upstream/kvbm.ts
+ * HOSTPATH_MAKEDIR); an init container running exactly `hostPathOwnerArgv` as root with CAP_CHOWN and CAP_FOWNER then sets
+ * owner, group and mode. A container's user is its securityContext's, else the pod's, else the image's (`USER dynamo`,
+ * uid 1000 gid 0); the Dynamo operator adds fsGroup 1000 to DGD pods only, and fsGroup does not change a hostPath.
+ */
+type Folder = { uid: number; gid: number; mode: number };
+function hostPathWriters(
+    spec: Record<string, any>,
+    operatorFsGroup: boolean,
+): Array<{ container: string; mount: string; ok: boolean; why: string }> {
+    const out: Array<{ container: string; mount: string; ok: boolean; why: string }> = [];
+    const folders = new Map<string, Folder>();
+    for (const v of spec.volumes ?? []) if (v.hostPath?.type === "DirectoryOrCreate") folders.set(v.name, { ...HOSTPATH_MAKEDIR });
+    const fsGroup = spec.securityContext?.fsGroup ?? (operatorFsGroup ? DYNAMO_IMAGE_USER.fsGroup : undefined);
+    for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
+        const sc = c.securityContext ?? {};
+        const uid: number = sc.runAsUser ?? spec.securityContext?.runAsUser ?? DYNAMO_IMAGE_USER.uid;
+        const gid: number = sc.runAsGroup ?? spec.securityContext?.runAsGroup ?? DYNAMO_IMAGE_USER.gid;
+        const groups = [gid, ...(fsGroup !== undefined ? [fsGroup] : [])];
+        const dropsAll = (sc.capabilities?.drop ?? []).includes("ALL");
+        const caps = new Set<string>(dropsAll ? [] : ["CHOWN", "DAC_OVERRIDE", "FOWNER"]);
+        for (const x of sc.capabilities?.add ?? []) caps.add(x);
+        if (sc.privileged) for (const x of ["CHOWN", "DAC_OVERRIDE", "FOWNER"]) caps.add(x);
+        const root = uid === 0;
+        for (const m of c.volumeMounts ?? []) {
+            const f = folders.get(m.name);
+            if (!f || m.readOnly) continue;
+            const argv = [...(c.command ?? []), ...(c.args ?? [])];
+            if (
+                OWNED_HOSTPATH_MOUNTS.some((p) => p === m.mountPath) &&
+                JSON.stringify(argv) === JSON.stringify(hostPathOwnerArgv(m.mountPath))
+            ) {
+                // install -d: chown (CAP_CHOWN), then chmod as a non-owner (CAP_FOWNER).
+                const ok = root && caps.has("CHOWN") && caps.has("FOWNER");
+                if (ok) Object.assign(f, { uid: HOSTPATH_OWNER.uid, gid: HOSTPATH_OWNER.gid, mode: HOSTPATH_OWNER.mode });
+                out.push({ container: c.name, mount: m.mountPath, ok, why: "owner" });
+                continue;
+            }
+            const bits = uid === f.uid ? (f.mode >> 6) & 7 : groups.includes(f.gid) ? (f.mode >> 3) & 7 : f.mode & 7;
+            const ok = (root && caps.has("DAC_OVERRIDE")) || (bits & 3) === 3;
+            out.push({
+                container: c.name,
+                mount: m.mountPath,
+                ok,
+                why: `uid ${uid} groups ${groups.join(",")} on ${f.uid}:${f.gid} ${f.mode.toString(8)}`,
+            });
+        }
+    }
+    return out;
+}
+const prestageSpec = (e = kvbmEndpoint(), image = `${rt.image}:${rt.version}`) =>
+    (
+        prestageDaemonSet({
+            endpoint: e,
+            namespace: "inference",
+            image,
+            nodeSelector: placement().nodeSelector,
+            tolerations: placement().tolerations,
+            nvme: P5EN.localNvme!,
+            labels: {},
+        }) as Record<string, any>
+    ).spec.template.spec;
+const workerSpec = (dgd: Record<string, any>, type: string) => dgd.spec.components.find((c: any) => c.type === type).podTemplate.spec;
+
+describe("lib/faststart.ts: the model-cache and KVBM-disk hostPath folders are writable by who writes them", () => {
+    it("the pre-stage (image user 1000:0, no fsGroup) writes /models after its folder is handed over", () => {
+        const w = hostPathWriters(prestageSpec(), false);
+        expect(w.map((x) => [x.container, x.mount])).toEqual([
+            ["own-models", "/models"],
+            ["model-cache", "/models"],
+        ]);
+        expect(w.filter((x) => !x.ok)).toEqual([]);
+    });
+    it("a non-root KVBM worker writes /kvbm and /models; an RDMA (root) worker's pod hands them over before the preflight", () => {
+        const agg = workerSpec(dgdOf(), "worker");
+        expect(agg.containers[0].securityContext).toBeUndefined(); // the image user, uid 1000
+        expect(agg.initContainers.map((c: any) => c.name)).toEqual(["own-models", "own-kvbm"]);
+        expect(hostPathWriters(agg, true).filter((x) => !x.ok)).toEqual([]);
+        expect(
+            hostPathWriters(agg, true)
+                .filter((x) => x.container === "main")
+                .map((x) => x.mount),
+        ).toEqual(["/kvbm", "/models"]);
+        const pd = kvbmEndpoint({
+            topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } },
+            kvTiers: undefined,
+        });
+        const decode = workerSpec(dgdOf(pd), "decode");
+        expect(decode.initContainers.map((c: any) => c.name)).toEqual(["own-models", "rdma-preflight"]);
+        expect(hostPathWriters(decode, true).filter((x) => !x.ok)).toEqual([]);
+    });
+    it("fails without the hand-over, or with it after the writer: root 0755 is not writable by uid 1000 gid 0", () => {
+        const spec = prestageSpec();
+        const without = { ...spec, initContainers: spec.initContainers.slice(1) };
+        expect(hostPathWriters(without, false)).toEqual([
+            { container: "model-cache", mount: "/models", ok: false, why: "uid 1000 groups 0 on 0:0 755" },
+        ]);
+        const late = { ...spec, initContainers: [...spec.initContainers].reverse() };
+        expect(hostPathWriters(late, false).find((x) => x.container === "model-cache")?.ok).toBe(false);
+        // fsGroup (the operator's 1000) does not help: the folder is not handed to group 1000.
+        const agg = workerSpec(dgdOf(), "worker");
+        expect(hostPathWriters({ ...agg, initContainers: [] }, true).every((x) => !x.ok)).toBe(true);
+        // The hand-over itself needs CAP_FOWNER after the chown: without it the mode is never set.
+        const weak = structuredClone(spec);
+        weak.initContainers[0].securityContext.capabilities.add = ["CHOWN"];
+        expect(hostPathWriters(weak, false).map((x) => x.ok)).toEqual([false, false]);
+    });
+    it("the hand-over runs as root with only CHOWN and FOWNER, and nothing else", () => {
+        const own = prestageSpec().initContainers[0];
+        expect(own.securityContext).toEqual({
+            runAsUser: 0,
+            runAsGroup: 0,
+            runAsNonRoot: false,
+            allowPrivilegeEscalation: false,
+            privileged: false,
+            capabilities: { drop: ["ALL"], add: ["CHOWN", "FOWNER"] },
+        });
+        expect(own.command).toEqual(["install", "-d", "-o", "1000", "-g", "0", "-m", "2775", "/models"]);
+        expect(own.env).toBeUndefined();
+        expect(own.volumeMounts).toEqual([{ name: "model-cache", mountPath: "/models" }]);
+    });
+    it("GNU install -d sets the mode of a folder that already exists (the real tool, on a 0755 folder)", () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "hostpath-owner-"));
+        try {
+            const target = path.join(dir, "models");
+            fs.mkdirSync(target, { mode: 0o755 });
+            fs.chmodSync(target, 0o755);
+            // The product's argv with this test's own uid/gid (chown to oneself needs no privilege) and the temp folder.
+            const [cmd, ...args] = hostPathOwnerArgv("/models");
+            const argv = args.map((a, i) =>
+                args[i - 1] === "-o"
+                    ? String(os.userInfo().uid)
+                    : args[i - 1] === "-g"
+                      ? String(os.userInfo().gid)
+                      : a === "/models"
+                        ? target
+                        : a,
+            );
+            execFileSync(cmd, argv);
+            expect(fs.statSync(target).mode & 0o7777).toBe(HOSTPATH_OWNER.mode);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+    it("upstream-check knows the hand-over's argv for exactly the two folders, and nothing near it", () => {
+        const objs = [
+            dgdOf(),
+            {
+                apiVersion: "apps/v1",
+                kind: "DaemonSet",
+                metadata: { name: "x", namespace: "inference" },
+                spec: { template: { spec: prestageSpec(kvbmEndpoint(), mainOf(dgdOf(), "worker").image) } },
+            },
+        ];
+        expect(findings(objs as Array<Record<string, any>>)).toEqual([]);
+        (objs[1] as any).spec.template.spec.initContainers[0].command = ["install", "-d", "-o", "1000", "-g", "0", "-m", "2775", "/etc"];
+        expect(
+            findings(objs as Array<Record<string, any>>)
+                .map((f) => f.message)
+                .join("\n"),
+        ).toMatch(/unexpected positional argument "\/etc"|not known/);
     });
 });

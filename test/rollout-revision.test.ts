@@ -158,7 +158,7 @@ describe("the model-cache pre-stage fetches the revision the workers load", () =
             nvme: { mountPath: "/mnt/nvme" } as any,
             labels: {},
         }) as any;
-        const init = ds.spec.template.spec.initContainers[0];
+        const init = ds.spec.template.spec.initContainers.find((c: any) => c.name === "model-cache");
         expect(init.args).toEqual(["--model", "Qwen/Qwen3-32B", "--revision", OLD, "--model", "org/drafter"]);
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "prestage-"));
         fs.writeFileSync(

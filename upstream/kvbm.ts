@@ -98,6 +98,57 @@ export const MODEL_PRESTAGE_ARGV = [
     "import sys\nfrom huggingface_hub import snapshot_download\nargs = sys.argv[1:]\njobs = []\nfor flag, value in zip(args[0::2], args[1::2]):\n    if flag == '--model':\n        jobs.append([value, None])\n    elif flag == '--revision' and jobs:\n        jobs[-1][1] = value\n    else:\n        sys.exit('unknown argument ' + flag)\nfor repo, rev in jobs:\n    print('pre-staging', repo, rev or 'main', '->', snapshot_download(repo_id=repo, revision=rev), flush=True)\n",
 ] as const;
 
+/**
+ * The user every Dynamo runtime image runs as: `USER dynamo`, created by `useradd -m -s /bin/bash -g 0 dynamo` and
+ * checked to be uid 1000 (primary group 0, "for OpenShift compatibility"); the `-efa` variant switches back to
+ * `USER dynamo` at its end (aws.Dockerfile). The Dynamo operator adds only `fsGroup: 1000` to the pod
+ * (deploy/operator/internal/dynamo/graph.go `applyDefaultSecurityContext`), and fsGroup changes nothing on a hostPath
+ * volume (kubelet's hostPath mounter reports `Managed: false` and its SetUp only type-checks; a DirectoryOrCreate
+ * directory is made `os.MkdirAll(path, 0755)` as root: {@link HOSTPATH_MAKEDIR}). So a hostPath folder the worker or the
+ * pre-stage writes must be handed to uid 1000 first (lib/faststart.ts `hostPathOwnerInitContainers`).
+ */
+export const DYNAMO_IMAGE_USER = {
+    uid: 1000,
+    gid: 0,
+    /** Supplementary group the operator's pod-level `fsGroup` adds. */
+    fsGroup: 1000,
+    source: `${D}:container/templates/dynamo_runtime.Dockerfile#L14-L20` as Source,
+    also: [
+        `${D}:container/templates/dynamo_runtime.Dockerfile#L98` as Source,
+        `${D}:container/templates/aws.Dockerfile#L65` as Source,
+        `${D}:deploy/operator/internal/dynamo/graph.go#applyDefaultSecurityContext` as Source,
+    ],
+} as const;
+
+/** How kubelet creates a `DirectoryOrCreate` hostPath that does not exist: owner root:root, mode 0755, never chowned. */
+export const HOSTPATH_MAKEDIR = {
+    uid: 0,
+    gid: 0,
+    mode: 0o755,
+    source: "kubernetes/kubernetes@006d84d2c69114f79008e6d272294f64879a1e5b:pkg/volume/hostpath/host_path.go#makeDir" as Source,
+} as const;
+
+/** Owner, group and mode a writable hostPath folder of the Dynamo images gets: setgid 2775 so new entries stay group 0. */
+export const HOSTPATH_OWNER = { uid: DYNAMO_IMAGE_USER.uid, gid: DYNAMO_IMAGE_USER.gid, mode: 0o2775 } as const;
+
+/**
+ * Folders (container paths) the platform hands to the image user: the model cache and the KVBM disk tier
+ * (lib/faststart.ts `MODEL_CACHE_MOUNT`, `KVBM_DISK_MOUNT`).
+ */
+export const OWNED_HOSTPATH_MOUNTS = ["/models", "/kvbm"] as const;
+
+/**
+ * argv that gives one existing folder to {@link HOSTPATH_OWNER}: GNU `install -d` on an existing directory does not
+ * preserve it (coreutils/gnulib@0250386985b837c967b3682affd27965a0bc9d6d:lib/mkdir-p.c `make_dir_parents`,
+ * preserve_existing false) and sets owner then mode (coreutils/gnulib@0632e115747ff96e93330c88f536d7354a7ce507:
+ * lib/dirchownmod.c: fchown, then fchmod), so it needs CAP_CHOWN and, once the owner is 1000, CAP_FOWNER. Nothing
+ * below the folder is touched. The runtime images are Ubuntu-based and carry coreutils `install`.
+ */
+export function hostPathOwnerArgv(mount: (typeof OWNED_HOSTPATH_MOUNTS)[number]): string[] {
+    const o = HOSTPATH_OWNER;
+    return ["install", "-d", "-o", String(o.uid), "-g", String(o.gid), "-m", o.mode.toString(8).padStart(4, "0"), mount];
+}
+
 /** The pre-stage DaemonSet's holding container: keeps the pod, and so the worker image, on the node. */
 export const HOLD_ARGV = ["sleep", "infinity"] as const;
 
@@ -125,6 +176,13 @@ export const kvbmEntrypoints: readonly EntrypointFacts[] = [
         source: PLATFORM_FS,
     },
     { id: "platform-hold", argv: HOLD_ARGV, components: [], source: PLATFORM_FS },
+    // One entry point per owned folder: the whole argv is fixed, so any other path or mode stays unknown.
+    ...OWNED_HOSTPATH_MOUNTS.map((m) => ({
+        id: `platform-hostpath-owner${m.replaceAll("/", "-")}`,
+        argv: hostPathOwnerArgv(m),
+        components: [],
+        source: "inference-platform/platform@0.1.0:lib/faststart.ts#hostPathOwnerInitContainers" as Source,
+    })),
 ];
 
 /**
