@@ -38,6 +38,15 @@ export const GATEWAY_HEALTH_PATH = "/healthz/gateway";
  * a peer would both bypass the local limit and charge the peer's.
  */
 export const FALLBACK_STATUS_CODES = [502, 503, 504] as const;
+/**
+ * The one 4xx that also sends a request to the peer, and only on a route whose every rule is a peer-enabled model rule
+ * or its hop guard ({@link routesWithPeers} `modelNotFound`): with the local frontend up and every worker gone, Dynamo
+ * drops the model and answers 404 model_not_found while its /health stays 200 (upstream/failover.ts
+ * `dynamoModelNotFound`). Each such rule matches one exact model, so a local 404 there means no workers, never a wrong
+ * model name. It is not an auth answer: ext_authz refusals (401/403/429) never reach the route's retry. A 404 from the
+ * peer is final: the forwarded request took the peer's hop guard with `x-envoy-max-retries: 0`.
+ */
+export const MODEL_NOT_FOUND_STATUS = 404;
 /** Retry triggers (Envoy Gateway `retryOn.triggers`): connection failures and the status codes above. */
 export const FALLBACK_TRIGGERS = ["connect-failure", "refused-stream", "reset-before-request", "retriable-status-codes"] as const;
 
@@ -167,10 +176,12 @@ export function withPeerFallback<
  * BackendTrafficPolicy on the HTTPRoute the AI Gateway generates for an AIGatewayRoute (same name: AI Gateway
  * provider-fallback docs) that makes priority fallback happen: one attempt per priority (`numAttemptsPerPriority: 1`,
  * so the retry goes to the next priority, not the same frontend), as many retries as there are peer priorities, on
- * connection failures and {@link FALLBACK_STATUS_CODES}. No per-retry timeout: the rule's `timeouts.request` bounds a
+ * connection failures and {@link FALLBACK_STATUS_CODES}, plus {@link MODEL_NOT_FOUND_STATUS} when `modelNotFound` (every rule of
+ * the route is a peer-enabled model rule or its hop guard: {@link routesWithPeers}). No per-retry timeout: the rule's `timeouts.request` bounds a
  * long stream. Envoy does not retry once response headers went to the client, so a started stream is never replayed.
  */
-export function fallbackTrafficPolicy(routeName: string, namespace: string, peerCount: number) {
+export function fallbackTrafficPolicy(routeName: string, namespace: string, peerCount: number, modelNotFound = false) {
+    const httpStatusCodes = [...FALLBACK_STATUS_CODES, ...(modelNotFound ? [MODEL_NOT_FOUND_STATUS] : [])];
     return {
         apiVersion: "gateway.envoyproxy.io/v1alpha1",
         kind: "BackendTrafficPolicy",
@@ -180,7 +191,7 @@ export function fallbackTrafficPolicy(routeName: string, namespace: string, peer
             retry: {
                 numRetries: peerCount,
                 numAttemptsPerPriority: 1,
-                retryOn: { triggers: [...FALLBACK_TRIGGERS], httpStatusCodes: [...FALLBACK_STATUS_CODES] },
+                retryOn: { triggers: [...FALLBACK_TRIGGERS], httpStatusCodes },
                 perRetry: { backOff: { baseInterval: "100ms", maxInterval: "1s" } },
             },
         },
@@ -206,16 +217,42 @@ export function peerObjects(f: FailoverContract | undefined, namespace: string) 
     ].filter((x): x is NonNullable<typeof x> => !!x);
 }
 
-/** The route names whose rules gained peers (each gets a {@link fallbackTrafficPolicy}), with their peer count. */
-export function routesWithPeers(
-    routes: Array<{ metadata: { name: string }; spec: { rules: Array<{ backendRefs: Array<{ name: string }> }> } }>,
-) {
+/**
+ * The route names whose rules gained peers (each gets a {@link fallbackTrafficPolicy}), with their peer count and
+ * whether a 404 may fall back too (`modelNotFound`: {@link peerOnlyRoute}).
+ */
+export function routesWithPeers(routes: Array<{ metadata: { name: string }; spec: { rules: RuleLike[] } }>) {
     return routes
         .map((r) => ({
             name: r.metadata.name,
             peers: Math.max(0, ...r.spec.rules.map((x) => x.backendRefs.filter((b) => b.name.startsWith(PEER_PREFIX)).length)),
+            modelNotFound: peerOnlyRoute(r.spec.rules),
         }))
         .filter((r) => r.peers > 0);
+}
+
+/** A rendered route rule, the fields {@link peerOnlyRoute} reads. */
+type RuleLike = {
+    matches?: Array<{ headers?: Array<{ name?: string; type?: string; value: string }> }>;
+    backendRefs: Array<{ name: string }>;
+};
+
+/**
+ * True when every rule of a route is either a peer-enabled model rule (one match, one Exact model header, a peer
+ * backendRef) or a hop guard (that header plus {@link PEER_HOP_MATCH}, no peer backendRef): then a 404 on any attempt
+ * of the route is the model's own "no workers" answer ({@link MODEL_NOT_FOUND_STATUS}) and may fall back. A route that
+ * also holds a model without peers retries 5xx only.
+ */
+export function peerOnlyRoute(rules: RuleLike[]): boolean {
+    return rules.every((rule) => {
+        const h = rule.matches?.length === 1 ? (rule.matches[0].headers ?? []) : [];
+        const model = h[0]?.name === AI_GATEWAY_MODEL_HEADER && (h[0].type ?? "Exact") === "Exact";
+        const peers = rule.backendRefs.filter((b) => b.name.startsWith(PEER_PREFIX)).length;
+        if (h.length === 1) return model && peers > 0;
+        const hop =
+            h.length === 2 && h[1].name === PEER_HOP_MATCH.name && h[1].type === PEER_HOP_MATCH.type && h[1].value === PEER_HOP_MATCH.value;
+        return model && hop && peers === 0;
+    });
 }
 
 /** Listener hostname when the spoke is behind a global name: none (accepts its own and the global name; the certificate names both). */

@@ -225,3 +225,29 @@ export const envoyPrioritySpill: Fact = {
     source: "envoyproxy/envoy@v1.39.1:source/common/upstream/load_balancer_impl.cc#LoadBalancerBase::recalculatePerPriorityState",
     note: "a priority with 0 healthy hosts gets 0 load; the remainder spills to the next priority (overprovisioning factor 1.4)",
 };
+
+/**
+ * Why a 404 falls back to the peer (lib/failover.ts MODEL_NOT_FOUND_STATUS): with the frontend up and every worker of the
+ * model gone, Dynamo's discovery controller removes the model's group once it has no cohorts left, the OpenAI service then
+ * answers 404 `model_not_found` for it (a registered model with no servable worker set is 503 instead,
+ * `ModelUnavailable`), and the frontend's /health stays 200 with zero instances, so neither the Service's endpoints nor a
+ * health probe take the local backend out. Read at ai-dynamo/dynamo main 2a6da14c, the tree every Dynamo fact here was read at (upstream/kvbm.ts).
+ */
+export const dynamoModelNotFound: ReadonlyArray<Fact> = [
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/discovery/controller.rs#L382-L388",
+        note: "reconcile_group: group.cohorts.is_empty() -> host.remove_group(key) (the model is no longer served)",
+    },
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/openai.rs#L286",
+        note: 'ErrorMessage::model_not_found: StatusCode::NOT_FOUND, message "Model not found"',
+    },
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/openai.rs#L306-L313",
+        note: "from_model_error: ModelUnavailable -> 503, every other ModelManagerError (the model not found) -> 404",
+    },
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/health.rs#L63-L95",
+        note: "health_handler: 200 {status: healthy} once the service is ready, whatever the instance list (empty included)",
+    },
+];

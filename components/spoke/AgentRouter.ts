@@ -258,7 +258,10 @@ export class AgentRouter extends pulumi.ComponentResource {
         for (const r of routes) {
             const route = cr(`route-${r.metadata.name}`, r, [gw, ctp, sp, ...backends, ...peers]);
             const withPeers = routesWithPeers(routes).find((x) => x.name === r.metadata.name);
-            if (withPeers) cr(`fallback-${r.metadata.name}`, fallbackTrafficPolicy(r.metadata.name, ns, withPeers.peers), [route]);
+            if (withPeers)
+                cr(`fallback-${r.metadata.name}`, fallbackTrafficPolicy(r.metadata.name, ns, withPeers.peers, withPeers.modelNotFound), [
+                    route,
+                ]);
         }
         this.routeNames = routes.map((r) => r.metadata.name);
 

@@ -144,13 +144,16 @@ export function peerFindings(resources: PolicyResource[]): Array<{ message: stri
     }
 
     const routeNames = new Set(aiRoutes(resources).map(keyOf));
-    for (const t of ofKind(resources, GROUPS.eg, "BackendTrafficPolicy"))
+    const routesByKey = new Map(aiRoutes(resources).map((r) => [keyOf(r), r] as const));
+    for (const t of ofKind(resources, GROUPS.eg, "BackendTrafficPolicy")) {
         for (const ref of t.props.spec?.targetRefs ?? [])
             if (!routeNames.has(`${nsOf(t)}/${ref?.name}`))
                 out.push({
                     message: `BackendTrafficPolicy ${keyOf(t)} targets HTTPRoute ${ref?.name}, which is not the route the AI Gateway generates for an AIGatewayRoute of this stack (same name, same namespace)`,
                     urn: t.urn,
                 });
+        out.push(...notFoundRetryFindings(t, routesByKey));
+    }
 
     const aiBackends = new Map(ofKind(resources, GROUPS.aigw, "AIServiceBackend").map((a) => [keyOf(a), a] as const));
     const resolvesToPeer = (ns: string, name: string) => {
@@ -247,11 +250,42 @@ export function peerFindings(resources: PolicyResource[]): Array<{ message: stri
     return out;
 }
 
+/**
+ * A retry on 404 (the closed shape allows no other 4xx): only on routes where every rule is a peer-enabled model rule
+ * (one Exact x-ai-eg-model match, a peer backendRef) or a hop guard (no peer backendRef). There a local 404 is Dynamo's
+ * model_not_found with every worker gone (one exact model per rule, so never a wrong name) and the retry walks to the
+ * peer; a forwarded request takes the peer's hop guard and its 404 is final. On a route that also holds a model without
+ * peers, a 404 would be retried against the same frontend, or mean something else.
+ */
+function notFoundRetryFindings(t: PolicyResource, routesByKey: Map<string, PolicyResource>): Array<{ message: string; urn: string }> {
+    const codes = ((t.props.spec?.retry?.retryOn?.httpStatusCodes ?? []) as unknown[]).map(Number);
+    if (!codes.includes(404)) return [];
+    const out: Array<{ message: string; urn: string }> = [];
+    for (const ref of t.props.spec?.targetRefs ?? []) {
+        const r = routesByKey.get(`${nsOf(t)}/${ref?.name}`);
+        if (!r) continue; // the target finding names it
+        const bad = ((r.props.spec?.rules ?? []) as any[]).flatMap((rule: any, i: number) => {
+            const hs: any[] = rule.matches?.length === 1 ? (rule.matches[0].headers ?? []) : [];
+            const peers = ((rule.backendRefs ?? []) as any[]).filter((x) => isPeerBackendName(String(x?.name))).length;
+            const modelRule =
+                hs.length === 1 && String(hs[0]?.name).toLowerCase() === GW.modelHeader && (hs[0]?.type ?? "Exact") === "Exact";
+            const ok = (modelRule && peers > 0) || (isHopGuardMatch(hs) && peers === 0);
+            return ok ? [] : [String(rule.name ?? i)];
+        });
+        if (bad.length)
+            out.push({
+                message: `BackendTrafficPolicy ${keyOf(t)} retries 404 on AIGatewayRoute ${keyOf(r)}, whose rule(s) ${bad.join(", ")} are not a peer-enabled model rule (one exact ${GW.modelHeader} match, a peer backendRef) or its hop guard; a 404 may fall back to a peer only where it can mean nothing but "this model has no workers here"`,
+                urn: t.urn,
+            });
+    }
+    return out;
+}
+
 /** Peer fallback only as a TLS-verified, declared, auth-preserving backend. */
 export const peerFallbackVerified: StackValidationPolicy = {
     name: "gateway-peer-fallback-verified",
     description:
-        "A backend outside the cluster is allowed only as a fallback to a peer spoke's gateway the hub declares as serving the model (ConfigMap gateway-peers): one endpoint, the declared hostname on 443, TLS with SNI and exactly the declared CA (never insecureSkipVerify), at a priority above the local backends, with every trusted identity header removed and the tenant's authorization kept, so the peer's own ext_authz re-verifies the tenant; every rule with peers is preceded by its hop guard (model header AND x-llm-peer-hop present, local backends only), so a forwarded request is never forwarded again.",
+        "A backend outside the cluster is allowed only as a fallback to a peer spoke's gateway the hub declares as serving the model (ConfigMap gateway-peers): one endpoint, the declared hostname on 443, TLS with SNI and exactly the declared CA (never insecureSkipVerify), at a priority above the local backends, with every trusted identity header removed and the tenant's authorization kept, so the peer's own ext_authz re-verifies the tenant; every rule with peers is preceded by its hop guard (model header AND x-llm-peer-hop present, local backends only), so a forwarded request is never forwarded again. A retry never fires on a 4xx except 404, and 404 only on a route whose every rule is a peer-enabled model rule or its hop guard (Dynamo's model_not_found when the model has no workers).",
     remediationSteps:
         "Declare the fallback in the hub file (platform:endpoints[i].fallback) and let lib/failover.ts render the peer objects; give the peer spoke's file platform:gateway.listener.reachable.",
     enforcementLevel: "mandatory",

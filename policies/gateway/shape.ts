@@ -203,8 +203,10 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
         values: {
             "targetRefs[].kind": ["HTTPRoute"],
             "targetRefs[].group": ["gateway.networking.k8s.io"],
-            // Never 4xx: a 401/403/429 is the auth service's answer; retrying it at a peer skips the local limit.
-            "retry.retryOn.httpStatusCodes[]": ["500", "502", "503", "504"],
+            // No 4xx but 404: a 401/403/429 is the auth service's answer; retrying it at a peer skips the local limit.
+            // 404 is Dynamo's "model has no workers" (model_not_found) and only on a route of peer-enabled model rules
+            // and their hop guards (policies/gateway/peer.ts checks which route).
+            "retry.retryOn.httpStatusCodes[]": ["404", "500", "502", "503", "504"],
             "retry.retryOn.triggers[]": [
                 "connect-failure",
                 "refused-stream",
@@ -213,7 +215,7 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
                 "unavailable",
             ],
         },
-        why: "retries of an AIGatewayRoute's generated HTTPRoute that walk to the next backend priority (peer fallback) on connection failures and 5xx, nothing else",
+        why: "retries of an AIGatewayRoute's generated HTTPRoute that walk to the next backend priority (peer fallback) on connection failures, 5xx and, on a route of peer-enabled model rules only, Dynamo's 404 model_not_found; nothing else",
     },
     ReferenceGrant: {
         fields: ["from[].group", "from[].kind", "from[].namespace", "to[].group", "to[].kind", "to[].name"],

@@ -32,6 +32,8 @@ beforeEach(async () => {
     await truncateLedger(rig.db);
     two.a.modelUp = true;
     two.b.modelUp = true;
+    two.a.workersUp = true;
+    two.b.workersUp = true;
     two.hops.n = 0;
     mark = { a: two.a.records.length, b: two.b.records.length };
 });
@@ -144,6 +146,38 @@ describe("failover across two spokes", () => {
             rows.map((x) => x.request_id),
         ]);
         expect(t.rows.map((x) => Number(x.n))).toEqual([0]);
+    });
+
+    it("hn1's workers stopped, its frontend up (Dynamo answers 404 model_not_found): the 404 falls back, hcm1 serves; metered once, at hcm1", async () => {
+        two.a.workersUp = false;
+        const r = await two.a.request(bearer(alice), body);
+        expect(r).toMatchObject({ status: 200, servedBy: "hcm1" });
+        expect(r.forwardedHeaders?.["x-llm-peer-hop"]).toBe("hn1");
+        expect(two.hops.n).toBe(1);
+        const logA = two.a.records.slice(mark.a);
+        const logB = two.b.records.slice(mark.b);
+        expect(logA.map((x) => [x.status, String(x.backendName).split("/")[1]])).toEqual([[200, "peer-hcm1"]]);
+        expect(logB).toHaveLength(1);
+        expect(logB[0]).toMatchObject({ status: 200, tenant: "acme", keyId: alice.id });
+        await two.drainToLedger();
+        expect((await ledgerRows()).map((x) => [x.spoke, x.key_id])).toEqual([["hcm1", alice.id]]);
+    });
+
+    it("workers stopped on both spokes: hcm1's 404 comes back after one hop and is not retried again, no loop, no tokens", async () => {
+        two.a.workersUp = false;
+        two.b.workersUp = false;
+        const r = await two.a.request(bearer(alice), body);
+        expect(r.status).toBe(404);
+        expect(r.servedBy).toBeUndefined();
+        // One hop: hcm1 takes the hop guard (local backends only) with x-envoy-max-retries 0, answers 404 there, and
+        // hn1 has no peer priority left to try.
+        expect(two.hops.n).toBe(1);
+        expect(two.b.records.slice(mark.b).map((x) => [x.status, String(x.backendName).split("/")[1]])).toEqual([[404, "llama-70b"]]);
+        expect(two.a.records.slice(mark.a).map((x) => x.status)).toEqual([404]);
+        // hcm1, asked directly, answers its own 404 after one hop the other way (hn1's workers are gone too).
+        two.hops.n = 0;
+        expect((await two.b.request(bearer(alice), body)).status).toBe(404);
+        expect(two.hops.n).toBe(1);
     });
 
     it("a client that sets x-llm-peer-hop itself only loses its own fallback: served locally when up, 503 (no hop) when its spoke's endpoint is gone", async () => {

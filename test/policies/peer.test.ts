@@ -126,6 +126,31 @@ describe("peer fallback (gateway-peer-fallback-verified + closed shape)", () => 
         expect(m).toMatch(/targets HTTPRoute other-route, which is not the route the AI Gateway generates/);
     });
 
+    it("retries Dynamo's 404 model_not_found at the peer only on a route of peer-enabled model rules and their hop guards; any other 4xx stays refused", async () => {
+        const btp = graph().find((x) => x.name === "agent-router-fallback-llm-models-0")!.inputs as Record<string, any>;
+        expect(btp.spec.retry.retryOn.httpStatusCodes).toEqual([502, 503, 504, 404]);
+        // A model without peers on the same route: there a 404 would be retried against the same frontend.
+        const mixed = edit(graph(), ROUTE, (o) =>
+            o.spec.rules.push({
+                name: "no-peer",
+                matches: [{ headers: [{ type: "Exact", name: "x-ai-eg-model", value: "other/model" }] }],
+                backendRefs: [structuredClone(o.spec.rules[0].backendRefs[0])],
+            }),
+        );
+        expect((await mandatory(mixed)).join("\n")).toMatch(
+            /BackendTrafficPolicy llm-gateway\/llm-models-0-fallback retries 404 on AIGatewayRoute llm-gateway\/llm-models-0, whose rule\(s\) no-peer are not a peer-enabled model rule/,
+        );
+        // The same route without the 404 retry passes that check.
+        const no404 = edit(mixed, "agent-router-fallback-llm-models-0", (o) => {
+            o.spec.retry.retryOn.httpStatusCodes = [502, 503, 504];
+        });
+        expect((await mandatory(no404)).join("\n")).not.toMatch(/retries 404/);
+        for (const code of [400, 403, 409, 429]) {
+            const rs = edit(graph(), "agent-router-fallback-llm-models-0", (o) => o.spec.retry.retryOn.httpStatusCodes.push(code));
+            expect((await mandatory(rs)).join("\n")).toMatch(new RegExp(`retry\\.retryOn\\.httpStatusCodes\\[\\] is ${code}`));
+        }
+    });
+
     it("renders each rule with peers right after its hop guard: model header AND x-llm-peer-hop present, local backends only", () => {
         const route = graph().find((x) => x.name === ROUTE)!.inputs as Record<string, any>;
         const [guard, withPeers] = route.spec.rules;

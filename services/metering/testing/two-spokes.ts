@@ -103,6 +103,11 @@ export interface TestSpoke {
      * local backend has no hosts and Envoy's priority load spills the first attempt to the peer).
      */
     modelUp: boolean;
+    /**
+     * Whether the endpoint has workers (false with `modelUp`: the frontend is up and answers, but every worker is gone,
+     * so Dynamo has dropped the model and answers 404 model_not_found: upstream/failover.ts dynamoModelNotFound).
+     */
+    workersUp: boolean;
     /** Ingest outcomes of every access-log batch posted to metering. */
     outcomes: IngestOutcome[];
     /** Access-log records written (one per request reaching this gateway). */
@@ -212,7 +217,9 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
         const routes = o.withoutHopGuards
             ? rendered.map((r) => ({ ...r, spec: { ...r.spec, rules: r.spec.rules.filter((x) => x.matches[0].headers.length === 1) } }))
             : rendered;
-        const retry = new Map(routesWithPeers(routes).map((x) => [x.name, fallbackTrafficPolicy(x.name, ns, x.peers).spec.retry] as const));
+        const retry = new Map(
+            routesWithPeers(routes).map((x) => [x.name, fallbackTrafficPolicy(x.name, ns, x.peers, x.modelNotFound).spec.retry] as const),
+        );
         const peerBackends = new Set(peerObjects(failover, ns).flatMap((x) => (x.kind === "AIServiceBackend" ? [x.metadata.name] : [])));
         const strip = earlyHeaderStrip();
         const securityPolicy = securityPolicyOf({
@@ -228,6 +235,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
             metering,
             released,
             modelUp: true,
+            workersUp: true,
             outcomes: [],
             records: [],
             async request(clientHeaders, body, depth = 0) {
@@ -328,9 +336,13 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                     tried.add(next.ref.priority ?? 0);
                     last = next;
                     const { ref } = next;
+                    const retriable = (status: number) =>
+                        (policy?.retryOn.httpStatusCodes as readonly number[] | undefined)?.includes(status) ?? false;
                     if (!peerBackends.has(ref.name)) {
-                        result = { status: 200, servedBy: name };
-                        break;
+                        // The local Dynamo frontend: serves, or (no workers) answers 404 model_not_found.
+                        result = spoke.workersUp ? { status: 200, servedBy: name } : { status: 404 };
+                        if (!retriable(result.status)) break;
+                        continue;
                     }
                     // The hop: the headers left after the backendRef's headerMutation, to the peer's gateway.
                     const out = { ...h };
@@ -341,7 +353,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                     if (depth + 1 > MAX_HOPS) throw new Error(`request forwarded ${depth + 1} times between the spokes: a failover loop`);
                     const r = await target.request(out, body, depth + 1);
                     result = { ...r, forwardedHeaders: out };
-                    if (!(policy?.retryOn.httpStatusCodes as readonly number[] | undefined)?.includes(r.status)) break;
+                    if (!retriable(r.status)) break;
                 }
                 const tokens = result.status === 200 ? { inputTokens: 42, outputTokens: 17, cachedInputTokens: 0, totalTokens: 59 } : {};
                 await log({
