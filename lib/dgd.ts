@@ -18,6 +18,7 @@ import { efaWorkerHugepages } from "./efa";
 import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
 import { hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
+import { SGLANG_H200_CHUNKED_PREFILL_SIZE } from "../upstream/sglang";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -247,6 +248,11 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                     "12345",
                 );
             }
+            // Behind a queueing KV router the worker states its prefill window, the threshold's denominator; without it
+            // Dynamo publishes the KV pool size and the queue almost never engages (upstream/activation.ts
+            // `router-priority`; SGLang's H200 chunked prefill size, upstream/sglang.ts).
+            if (e.router.mode === "kv" && e.router.queueThreshold !== undefined)
+                a.push("--max-prefill-tokens", String(SGLANG_H200_CHUNKED_PREFILL_SIZE.value));
             // ServerArgs.revision (upstream/revision.ts `sglang-revision`); the worker runs --skip-tokenizer-init, so the
             // frontend tokenizes.
             if (e.modelRevision) a.push("--revision", e.modelRevision);

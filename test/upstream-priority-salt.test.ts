@@ -26,6 +26,13 @@ describe("priority and salt: what lib/ renders takes effect", () => {
         const dgd = dgdOf(endpoint({ engine, kvPool: { kind: "none" } }));
         for (const id of ["engine-priority", "router-priority", "cache-salt"]) expect(findings(dgd, id)).toEqual([]);
         expect(mainArgs(component(dgd, "frontend"))).toEqual(expect.arrayContaining(["--router-queue-threshold", "1"]));
+        // SGLang workers state their prefill window, the queue threshold's denominator (SGLang's H200 chunked prefill size).
+        for (const role of ["prefill", "decode"]) {
+            const args = mainArgs(component(dgd, role));
+            const i = args.indexOf("--max-prefill-tokens");
+            if (engine === "sglang") expect(args[i + 1]).toBe("8192");
+            else expect(i).toBe(-1);
+        }
     });
 });
 
@@ -51,6 +58,20 @@ describe("priority and salt: planted faults", () => {
         expect(findings(lpm, "engine-priority").map((f) => `${f.key}: ${f.message}`)).toEqual([
             expect.stringMatching(/^--schedule-policy: .*lpm fails SGLang's start-up assertion/),
         ]);
+    });
+
+    it("an SGLang worker without --max-prefill-tokens behind a queueing KV router (the denominator falls back to the KV pool)", () => {
+        const dgd = dgdOf(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        removeFlag(mainArgs(component(dgd, "decode")), "--max-prefill-tokens", true);
+        const f = findings(dgd, "router-priority");
+        expect(f.map((x) => x.key)).toEqual(["--max-prefill-tokens"]);
+        expect(f[0].object).toMatch(/component .*decode/);
+        expect(f[0].message).toMatch(/publishes the KV pool size as its prefill capacity/);
+        // No queue, no denominator to state: only the missing threshold is found.
+        const noQueue = dgdOf(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        removeFlag(mainArgs(component(noQueue, "frontend")), "--router-queue-threshold", true);
+        removeFlag(mainArgs(component(noQueue, "decode")), "--max-prefill-tokens", true);
+        expect(findings(noQueue, "router-priority").map((x) => x.key)).toEqual(["--router-queue-threshold"]);
     });
 
     it("a KV router without a queue threshold", () => {

@@ -379,12 +379,17 @@ export const activationFacts: readonly ActivationFact[] = [
                 readBy: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
             },
             {
+                what: "SGLang workers: `--max-prefill-tokens` (the per-step prefill window; lib/dgd.ts renders SGLang's H200 chunked prefill size, 8192): the threshold is `active prefill tokens > threshold x max_num_batched_tokens`, and Dynamo's SGLang worker publishes max_num_batched_tokens as `server_args.max_prefill_tokens or max_total_num_tokens`, so without it the denominator can be the whole KV pool and the queue (and every priority) almost never engages",
+                readBy: `${D}:components/src/dynamo/sglang/capacity.py`,
+            },
+            {
                 what: "the queue key is `(strict_priority, priority_jump - arrival offset)`, higher first (FcfsPolicy, the default `--router-queue-policy fcfs`)",
                 readBy: `${D}:lib/kv-router/src/scheduling/policy.rs`,
             },
         ],
         otherwise: "inert",
         source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+        note: "kv_router_args.py `--router-queue-threshold` help (L522-L536) and docs/fern/pages/developer-guide/knowledge-base/modular-components/router/configuration-and-tuning.md (L328-L331) state the SGLang fallback; the check refuses an SGLang worker without --max-prefill-tokens behind a queueing router",
     },
     {
         id: "cache-salt",

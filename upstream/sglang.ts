@@ -16,6 +16,12 @@ export const sglang: ComponentFacts = {
         "--tp-size": { takesValue: true, aliases: ["--tensor-parallel-size"], default: "1", source: SA },
         "--trust-remote-code": { takesValue: false, source: SA },
         "--skip-tokenizer-init": { takesValue: false, source: SA },
+        "--max-prefill-tokens": {
+            takesValue: true,
+            default: "16384",
+            source: SA,
+            note: "tokens in one prefill batch (the real bound is max(this, the context length)); Dynamo publishes it as the worker's max_num_batched_tokens, the KV router's queue-threshold denominator (upstream/activation.ts router-priority)",
+        },
         "--page-size": {
             takesValue: true,
             default: "1",
@@ -90,3 +96,15 @@ export const sglang: ComponentFacts = {
         },
     },
 };
+
+/**
+ * SGLang's chunked prefill size on an H200 when `--chunked-prefill-size` is not given: `_handle_gpu_memory_settings`
+ * sets 8192 for a GPU with 90 to 160 GiB ("H20, H200"; 141 GB HBM3e). The per-step prefill window, so the value the
+ * platform renders as `--max-prefill-tokens` on an SGLang worker behind a queueing KV router (lib/dgd.ts). The rule
+ * reads the same in every copy of server_args.py the search index holds, from the plain assignments to the later
+ * `declare_resolution(..., chunked_prefill_size=8192)` form; the v0.5.18 tree itself was over the fetch size limit.
+ */
+export const SGLANG_H200_CHUNKED_PREFILL_SIZE = {
+    value: 8192,
+    source: "sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py#ServerArgs._handle_gpu_memory_settings" as Source,
+} as const;

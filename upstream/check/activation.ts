@@ -426,8 +426,50 @@ export function enginePriorityRule(s: StackView): Finding[] {
     return out;
 }
 
-/** `router-priority`: a KV-routing frontend queues (`--router-queue-threshold`), so latency classes and priorities order it. */
+/**
+ * `router-priority`: a KV-routing frontend queues (`--router-queue-threshold`), so latency classes and priorities order
+ * it; and where it queues, every SGLang worker of the graph states its prefill window (`--max-prefill-tokens`), the
+ * threshold's denominator, which otherwise may fall back to the whole KV pool.
+ */
 export function routerPriorityRule(s: StackView): Finding[] {
+    return [...routerQueueFindings(s), ...sglangPrefillWindowFindings(s)];
+}
+
+/** SGLang workers of a graph whose KV router queues, without `--max-prefill-tokens`. */
+function sglangPrefillWindowFindings(s: StackView): Finding[] {
+    const fact = activationFact("router-priority");
+    const pods = podsOf(s.objects).filter((p) => p.kind === "DynamoGraphDeployment");
+    const queueing = new Set(
+        pods
+            .filter(
+                (p) =>
+                    p.componentType === "frontend" &&
+                    flagValue(argvOf(p.main), "--router-mode") === "kv" &&
+                    (flagValue(argvOf(p.main), "--router-queue-threshold") !== undefined || !!envOf(p.main, "DYN_ROUTER_QUEUE_THRESHOLD")),
+            )
+            .map((p) => p.graph),
+    );
+    return pods
+        .filter(
+            (p) =>
+                queueing.has(p.graph) &&
+                p.backendFramework === "sglang" &&
+                WORKER_TYPES.includes(p.componentType ?? "") &&
+                flagValue(argvOf(p.main), "--max-prefill-tokens") === undefined,
+        )
+        .map((p) =>
+            finding(
+                s.stack,
+                p.object,
+                p.main.name,
+                "--max-prefill-tokens",
+                fact,
+                "an SGLang worker behind a queueing KV router without --max-prefill-tokens publishes the KV pool size as its prefill capacity, so the router queue (and priority) almost never engages",
+            ),
+        );
+}
+
+function routerQueueFindings(s: StackView): Finding[] {
     const fact = activationFact("router-priority");
     return podsOf(s.objects)
         .filter(
