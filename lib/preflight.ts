@@ -77,6 +77,8 @@ export function preflightEnv(a: PreflightArgs): EnvVar[] {
         if (a.gpus > 0) env.push(v("PREFLIGHT_GPUS", String(a.gpus)));
     }
     env.push(v("PREFLIGHT_REQUIRE_IPC_LOCK", a.memlock.requireIpcLock ? "1" : "0"));
+    // A privileged container sees every host device node: its device count is then informational (preflight.sh).
+    if (a.memlock.securityContext.privileged) env.push(v("PREFLIGHT_PRIVILEGED", "1"));
     return env;
 }
 

@@ -12,6 +12,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_SCRIPT, preflightEnv } from "../lib/preflight";
 import { kvFabricOf, memlockPath } from "../lib/nixl";
 import { DGX } from "./policies/rdma-fixtures";
+import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
+
+const P5EN = NodeProfileSchema.parse(presetProfiles().get("p5en-48xlarge"));
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
 let root: string;
@@ -385,6 +388,35 @@ describe("preflight.sh", () => {
                 "preflight: FAIL fi_info -p efa -t FI_EP_RDM finds no EFA provider: libfabric would fall back to the sockets (TCP) provider",
             ],
         });
+    });
+    it("EFA under privileged: true: every host uverbs device is visible, so the count is marked informational, never a proof; fewer than requested still fails", () => {
+        write("bin/fi_info", "#!/bin/sh\nexit 0\n");
+        fs.chmodSync(path.join(root, "bin", "fi_info"), 0o755);
+        // A fake /dev with the host's 16 EFA uverbs nodes, as a privileged container sees them; the pod asked for 4.
+        for (let i = 0; i < 16; i++) write(`dev/infiniband/uverbs${i}`, "");
+        const env = { PREFLIGHT_FABRIC: "efa", PREFLIGHT_MIN_DEVICES: "4", PREFLIGHT_REQUIRE_IPC_LOCK: "0", PREFLIGHT_HCAS: "" };
+        const info = `preflight: info privileged container: the 16 ${path.join(root, "dev")}/infiniband/uverbs* device(s) seen are the host's, so the device check does not prove the pod's allocation of 4 (informational; the kubelet admitted the pod only with its RDMA resource request)`;
+        const ok = "preflight: OK fabric=efa devices=16 hcas=none memlock=unlimited";
+        // Unprivileged: the count is the allocation (no info line).
+        expect(run(env)).toEqual({ status: 0, stdout: ok, errors: [] });
+        // Privileged, as rendered (PREFLIGHT_PRIVILEGED=1), or seen from the capabilities (CAP_SYS_ADMIN effective).
+        expect(run({ ...env, PREFLIGHT_PRIVILEGED: "1" })).toEqual({ status: 0, stdout: `${info}\n${ok}`, errors: [] });
+        write("proc/self/status", "Name:\tsh\nCapEff:\t000001ffffffffff\n");
+        expect(run(env)).toEqual({ status: 0, stdout: `${info}\n${ok}`, errors: [] });
+        // Even the host has fewer than the pod needs: still a failure.
+        expect(run({ ...env, PREFLIGHT_MIN_DEVICES: "32" }).errors).toEqual([
+            `preflight: FAIL 16 ${path.join(root, "dev")}/infiniband/uverbs* device(s) in the pod, need at least 32`,
+        ]);
+    });
+    it("lib/preflight.ts marks the privileged EFA preflight, and only it", () => {
+        const efa = kvFabricOf(P5EN);
+        const envOf = (fabric: ReturnType<typeof kvFabricOf>) =>
+            Object.fromEntries(
+                preflightEnv({ fabric, memlock: memlockPath(fabric, false), minLinkRateGbps: 400, gpus: 4 }).map((e) => [e.name, e.value]),
+            );
+        expect(memlockPath(efa, false).securityContext.privileged).toBe(true);
+        expect(envOf(efa).PREFLIGHT_PRIVILEGED).toBe("1");
+        expect(envOf(kvFabricOf(DGX)).PREFLIGHT_PRIVILEGED).toBeUndefined();
     });
     it("the env lib/preflight.ts generates for a DGX worker matches the script's inputs", () => {
         const fabric = kvFabricOf(DGX);

@@ -23,6 +23,8 @@ export const PREFLIGHT_ENV = z.object({
         .optional(),
     PREFLIGHT_MIN_DEVICES: z.coerce.number().int().min(1).default(1),
     PREFLIGHT_REQUIRE_IPC_LOCK: z.enum(["0", "1"]).default("0"),
+    /** `1`: the container is privileged (EFA), so it sees every host device and the device count is informational. */
+    PREFLIGHT_PRIVILEGED: z.enum(["0", "1"]).default("0"),
     PREFLIGHT_GPUS: z.coerce.number().int().min(0).default(0),
     /** Where the AWS EFA installer puts libfabric's tools (`fi_info`) in the `-efa` images; default /opt/amazon/efa/bin. */
     PREFLIGHT_EFA_BIN: z.string().min(1).optional(),

@@ -11,6 +11,8 @@
 #   PREFLIGHT_GPU_NIC_MAP     "<gpu_bdf>=<nic_bdf>,..." from the pool's rail table; each visible GPU must
 #                             find its PCIe-affine NIC in the pod (optional)                              [infiniband]
 #   PREFLIGHT_MIN_DEVICES     minimum number of /dev/infiniband/uverbs* devices, default 1
+#   PREFLIGHT_PRIVILEGED      1 = the container is privileged (sees every host device): the device count is then
+#                             informational (also assumed when CAP_SYS_ADMIN is effective), default 0
 #   PREFLIGHT_REQUIRE_IPC_LOCK 1 = CAP_IPC_LOCK must be effective (root + IPC_LOCK memlock path), default 0
 #   PREFLIGHT_GPUS            GPUs the pod holds, default 0; > 0 adds the GPUDirect RDMA checks (InfiniBand: kernel
 #                             mode and UCX registration, ucx_info required; EFA: FI_HMEM on the efa provider)
@@ -61,10 +63,22 @@ if [ "$uverbs_count" -eq 0 ] && [ "$hca_count" -eq 0 ]; then
     echo "preflight: FAIL no RDMA device on this node: no $DEV/infiniband/uverbs* in the pod and no HCA under $SYSFS/class/infiniband (the node has no InfiniBand/EFA HCA, or its RDMA drivers are not loaded); fabric=$FABRIC needs one" >&2
     exit 1
 fi
+# A privileged container (EFA pods: lib/nixl.ts memlockPath) sees every device node of the host, so the count proves
+# nothing about what the device plugin allocated to the pod: the count is then informational (still a FAIL when even
+# the host has fewer). Privileged: PREFLIGHT_PRIVILEGED=1 (rendered from the container's securityContext) or
+# CAP_SYS_ADMIN (bit 21) effective, which no unprivileged container of this platform holds.
+privileged=0
+[ "${PREFLIGHT_PRIVILEGED:-0}" = "1" ] && privileged=1
+capeff_dev=$(awk '/^CapEff:/ { print $2 }' "$PROC/self/status" 2>/dev/null)
+low_dev=$(echo "$capeff_dev" | awk '{ print substr($1, length($1) - 7) }')
+case "$low_dev" in ''|*[!0-9a-fA-F]*) low_dev=0 ;; esac
+[ $(( (0x$low_dev >> 21) & 1 )) -eq 1 ] && privileged=1
 if [ "$uverbs_count" -eq 0 ]; then
     fail "no $DEV/infiniband/uverbs* in the pod: no RDMA device was injected (request the pool's RDMA resources in requests and limits)"
 elif [ "$uverbs_count" -lt "$MIN_DEVICES" ]; then
     fail "$uverbs_count $DEV/infiniband/uverbs* device(s) in the pod, need at least $MIN_DEVICES"
+elif [ "$privileged" -eq 1 ]; then
+    echo "preflight: info privileged container: the $uverbs_count $DEV/infiniband/uverbs* device(s) seen are the host's, so the device check does not prove the pod's allocation of $MIN_DEVICES (informational; the kubelet admitted the pod only with its RDMA resource request)"
 fi
 
 # hca_of_pci <bdf>: prints the RDMA device whose PCI function is <bdf>, if any.
