@@ -135,7 +135,7 @@ export function vllmKvTransferConfig(c: RoleContext): Record<string, unknown> | 
  * The NIXL side channel a vLLM prefill worker advertises to decode: the pod IP from the downward API. vLLM's default
  * is `localhost` (vllm-project/vllm@v0.28.0:vllm/envs.py `VLLM_NIXL_SIDE_CHANNEL_HOST`), and the Dynamo vLLM worker
  * only sets it (from its resolved hostname, falling back to 127.0.0.1) when the top-level connector is
- * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py).
+ * `NixlConnector`/`PdConnector`, not inside `MultiConnector` (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/vllm/args.py).
  * Always rendered for P/D, so the address never depends on the connector shape.
  */
 export const VLLM_SIDE_CHANNEL_HOST_ENV: EnvVar = {

@@ -5,7 +5,9 @@ import { type HubConfig, parseStackConfig, type SpokeConfig } from "../config/st
 import { fallbackTrafficPolicy, GATEWAY_HEALTH_PATH, healthCheckArgs, peerObjects, recordArgs, withPeerFallback } from "../lib/failover";
 import { aiGatewayRoutes, clientTrafficPolicy } from "../lib/gateway";
 import { spokeEdges } from "../programs/failover";
-import { failoverFields } from "../upstream/failover";
+import * as upstreamFailover from "../upstream/failover";
+import { failoverFields, failoverSourcesReadAt } from "../upstream/failover";
+import { versions } from "../config/versions";
 import { platformKeys, stackConfigDoc } from "./helpers";
 
 const NOW = new Date("2026-12-01T00:00:00Z");
@@ -189,6 +191,20 @@ describe("rendering", () => {
         );
     });
 
+    it("every Envoy Gateway / AI Gateway source cites the tag it was read at: the pin, or the read tag recorded against that pin", () => {
+        const pins: Record<string, string> = {
+            "envoyproxy/gateway": versions.envoyGateway.version,
+            "envoyproxy/ai-gateway": versions.aiGateway.version,
+        };
+        for (const r of failoverSourcesReadAt) expect(r.pinned, r.repo).toBe(pins[r.repo]);
+        const text = JSON.stringify(Object.values(upstreamFailover));
+        const cited = [...text.matchAll(/(envoyproxy\/(?:gateway|ai-gateway))@([^:"]+):/g)].map((m) => [m[1], m[2]]);
+        expect(cited.length).toBeGreaterThan(10);
+        for (const [repo, tag] of cited) {
+            const ok = tag === pins[repo] || failoverSourcesReadAt.some((r) => r.repo === repo && r.tag === tag);
+            expect(ok, `${repo}@${tag}`).toBe(true);
+        }
+    });
     it("a route whose hop guards would take it past the CRD's 15 rules is refused at render, naming the route", () => {
         const eps = Array.from({ length: 8 }, (_, i) => ({ name: `m${i}`, model: `model-${i}` }));
         const peers = { peers: [{ ...contracts.hn1.peers[0], models: eps.map((e) => e.model) }] };

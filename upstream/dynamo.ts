@@ -2,10 +2,11 @@ import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./t
 
 /**
  * NVIDIA Dynamo 1.5.0 (GA 2026-09-18, docs.nvidia.com/dynamo/v1.5.0/reference/compatibility): the frontend, the
- * planner and the per-engine worker wrappers, and what Dynamo injects on its own. Read on the public mirror of
- * ai-dynamo/dynamo (read through its mirror wxsms/dynamo); cited by upstream name and release tag.
+ * planner and the per-engine worker wrappers, and what Dynamo injects on its own. Read on main at 2a6da14c
+ * (2026-08-21, through the public mirror wxsms/dynamo, identical hashes), the newest tree readable before the v1.5.0 cut
+ * (no tags in the mirror), and cited at that commit: the facts are what that tree says, not proven at the 1.5.0 tag.
  */
-const D = "ai-dynamo/dynamo@v1.5.0";
+const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 
 export const dynamoFrontend: ComponentFacts = {
     component: "dynamo-frontend",

@@ -14,6 +14,35 @@ export interface RenderedFieldFact extends Fact {
     readonly takesEffect: string;
 }
 
+/**
+ * Where the Envoy Gateway and AI Gateway facts below were actually read, against the pins (config/versions.ts:
+ * gateway-helm / gateway-crds-helm v1.9.2, ai-gateway-helm / ai-gateway-crds-helm v1.2.0). Neither pinned tag is
+ * readable here: the envoyproxy/gateway snapshot's release/v1.9 ends at v1.9.0, and AI Gateway v1.2.0 was released as
+ * theagentrouter/agent-router, of which no snapshot exists (its v1.2.0 release notes list only added optional fields;
+ * /work/shared/schemas SOURCE.md). So every such fact cites the tag it was read at; each was re-checked there
+ * (field present in the CRD, function and comment in the Go source). Re-read at the pins when they are readable.
+ */
+export const failoverSourcesReadAt: ReadonlyArray<
+    Fact & { readonly repo: string; readonly tag: string; readonly commit: string; readonly pinned: string }
+> = [
+    {
+        repo: "envoyproxy/gateway",
+        tag: "v1.9.0",
+        commit: "39763b1c07ec30a5526fe70434a2cfe4181de642",
+        pinned: "v1.9.2",
+        source: "envoyproxy/gateway@v1.9.0:charts/gateway-helm/charts/crds/crds/generated",
+        note: "head of release/v1.9 in the snapshot read; v1.9.1 and v1.9.2 not in it",
+    },
+    {
+        repo: "envoyproxy/ai-gateway",
+        tag: "v1.1.0",
+        commit: "c217da8a539570ba3f6014a60c2687c29a945f1f",
+        pinned: "v1.2.0",
+        source: "envoyproxy/ai-gateway@v1.1.0:manifests/charts/ai-gateway-crds-helm/templates",
+        note: "tip of main in the snapshot read; v1.2.0 is theagentrouter/agent-router, not readable here",
+    },
+];
+
 const EG_BACKEND: Fact["source"] =
     "envoyproxy/gateway@v1.9.0:charts/gateway-helm/charts/crds/crds/generated/gateway.envoyproxy.io_backends.yaml";
 const EG_BTP: Fact["source"] =
@@ -207,7 +236,7 @@ export const hopGuardPrecedence: ReadonlyArray<Fact> = [
         note: 'Matches: "Across all rules specified on applicable Routes, precedence must be given to the match having: ... Largest number of header matches"',
     },
     {
-        source: "envoyproxy/gateway@v1.9.2:internal/gatewayapi/sort.go#XdsIRRoutes.Less",
+        source: "envoyproxy/gateway@v1.9.0:internal/gatewayapi/sort.go#XdsIRRoutes.Less",
         note: "3. Sort based on the number of Header matches (sortXdsIRMap sorts each listener's routes in descending order)",
     },
     {

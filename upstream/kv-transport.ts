@@ -32,7 +32,7 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
         match: /^(TRTLLM_|TLLM_)/,
         source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
     },
-    { family: "kvbm", match: /^(DYN_KVBM_|KVBM_)/, source: "ai-dynamo/dynamo@v1.5.0:lib/llm/src/block_manager/distributed/utils.rs" },
+    { family: "kvbm", match: /^(DYN_KVBM_|KVBM_)/, source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/block_manager/distributed/utils.rs" },
     {
         family: "cuda",
         match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/,
@@ -43,7 +43,7 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
 /** Flags of KV-moving entry points in a family: KV transfer, disaggregation, cache storage, hierarchical cache. */
 export const kvFlagFamily: { match: RegExp; source: Source } = {
     match: /^--(kv-|disaggregation-|hicache-|enable-hierarchical-cache|enable-lmcache|cache-transceiver|mooncake|nixl|protocol$|device_name$|global_segment_size$|local_buffer_size$|metadata_server$|master_server_address$)/,
-    source: "ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/backend_args.py",
+    source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/vllm/backend_args.py",
 };
 
 /** Which values keep KV on RDMA: a list, a pattern, or any value (with why the value cannot move KV off RDMA). */

@@ -32,7 +32,7 @@ export interface RoleSetting {
     readonly source: Source;
 }
 
-const DYN = "ai-dynamo/dynamo@v1.5.0";
+const DYN = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 const VLLM_NIXL: Source = "vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py";
 const SGL_SA: Source = "sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py";
 const SGL_CONN: Source = "sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/nixl/conn.py";

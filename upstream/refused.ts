@@ -113,7 +113,7 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         effect: "silent",
         description:
             "NixlConnector inside MultiConnector: Dynamo does not set VLLM_NIXL_SIDE_CHANNEL_HOST, so the prefill advertises vLLM's default localhost to decode; a literal loopback or wildcard does the same",
-        source: "ai-dynamo/dynamo@v1.5.0:components/src/dynamo/vllm/args.py",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/vllm/args.py",
         check(c) {
             const { top, all } = vllmConnectors(c);
             if (c.entrypoint !== "dynamo.vllm" || !all.includes("NixlConnector")) return undefined;
@@ -231,7 +231,7 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         component: "dynamo-frontend",
         effect: "startup",
         description: "--router-conditional-disagg and --shared-cache-type need --router-mode kv",
-        source: "ai-dynamo/dynamo@v1.5.0:components/src/dynamo/frontend/frontend_args.py",
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/frontend/frontend_args.py",
         check(c) {
             if (c.entrypoint !== "dynamo.frontend") return undefined;
             const mode = c.flags["--router-mode"] ?? envStr(c, "DYN_ROUTER_MODE") ?? "round-robin";
