@@ -173,7 +173,8 @@ export const failoverFields: ReadonlyArray<RenderedFieldFact> = [
         kind: "BackendTrafficPolicy",
         field: "retry.retryOn.httpStatusCodes[]",
         source: EG_BTP,
-        takesEffect: "with the retriable-status-codes trigger",
+        takesEffect:
+            "with the retriable-status-codes trigger; 404 only on a route whose every rule is a peer-enabled model rule or its hop guard (dynamoModelNotFound below), where it can only mean the model has no workers here",
     },
     {
         kind: "BackendTrafficPolicy",

@@ -32,7 +32,11 @@ export const kvEnvFamilies: ReadonlyArray<{ family: KvFamily; match: RegExp; sou
         match: /^(TRTLLM_|TLLM_)/,
         source: "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/_torch/pyexecutor/kv_cache_transceiver.py",
     },
-    { family: "kvbm", match: /^(DYN_KVBM_|KVBM_)/, source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/block_manager/distributed/utils.rs" },
+    {
+        family: "kvbm",
+        match: /^(DYN_KVBM_|KVBM_)/,
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/block_manager/distributed/utils.rs",
+    },
     {
         family: "cuda",
         match: /^(CUDA_|PYTORCH_CUDA_ALLOC_CONF$|NVIDIA_VISIBLE_DEVICES$)/,
