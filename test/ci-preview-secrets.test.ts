@@ -115,15 +115,59 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 ),
                 /hub job gets no PULUMI_CONFIG_PASSPHRASE/,
             ],
+            [
+                // The previous pins.yml: a registry key in a job every pull request touching the pins runs.
+                plant("pins.yml", "ngc-key-in-pr", (s) =>
+                    s.replace(
+                        "      - name: Pins\n",
+                        "      - name: Log in to nvcr.io\n        env:\n          NGC_API_KEY: ${{ secrets.NGC_API_KEY }}\n        run: printf '%s' \"$NGC_API_KEY\" | docker login nvcr.io --username '$oauthtoken' --password-stdin\n      - name: Pins\n",
+                    ),
+                ),
+                /exist: secrets\.NGC_API_KEY in a job that runs the pull request's code/,
+            ],
+            [
+                plant("preview.yml", "repo-secret-in-preview", (s) =>
+                    s.replace(
+                        "PULUMI_ACCESS_TOKEN: ${{ secrets.PULUMI_ACCESS_TOKEN }}",
+                        "PULUMI_ACCESS_TOKEN: ${{ secrets['NGC_API_KEY'] }}",
+                    ),
+                ),
+                /preview: secrets\.NGC_API_KEY in a job that runs the pull request's code.*PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG/,
+            ],
+            [
+                // The check job has no preview environment: not even the spoke passphrase.
+                plant("preview.yml", "passphrase-in-check", (s) =>
+                    s.replace(
+                        "      - name: Test\n        run: npm test\n",
+                        "      - name: Test\n        run: npm test\n        env:\n          P: ${{ secrets.PULUMI_CONFIG_PASSPHRASE }}\n",
+                    ),
+                ),
+                /check: secrets\.PULUMI_CONFIG_PASSPHRASE in a job that runs the pull request's code.*only GITHUB_TOKEN may reach it/,
+            ],
+            [
+                plant("preview.yml", "all-secrets-in-pr", (s) =>
+                    s.replace("run: npm test\n", "run: npm test\n        env:\n          ALL: ${{ toJSON(secrets) }}\n"),
+                ),
+                /check: secrets\.\* in a job that runs the pull request's code/,
+            ],
+            [
+                plant("pins.yml", "workflow-env-secret", (s) =>
+                    s.replace(
+                        "permissions:\n  contents: read\n",
+                        "permissions:\n  contents: read\n\nenv:\n  K: ${{ secrets.NGC_API_KEY }}\n",
+                    ),
+                ),
+                /workflow-level secrets\.NGC_API_KEY reaches every job of a pull-request workflow/,
+            ],
         ];
         for (const [file, message] of cases) {
             const r = await lint([file]);
             expect(r.code, path.basename(file)).toBe(1);
             expect(r.out, path.basename(file)).toMatch(message);
         }
-        expect(await lint([path.join(WORKFLOWS, "preview.yml"), path.join(WORKFLOWS, "up.yml")])).toEqual({
+        expect(await lint(["pins.yml", "preview.yml", "up.yml"].map((f) => path.join(WORKFLOWS, f)))).toEqual({
             code: 0,
-            out: ".github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
+            out: ".github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
         });
     });
 });
