@@ -18,7 +18,8 @@ import { KEY_ADMIN_ACTIONS } from "./kms";
  *
  * Sources: GitHub docs "Configuring OpenID Connect in Amazon Web Services" (provider host, `aud` sts.amazonaws.com,
  * `sub` condition) and "OpenID Connect reference" (a job with an `environment` gets
- * `sub` = `repo:<owner>/<repo>:environment:<name>`); IAM user guide "Available keys for OIDC federation"
+ * `sub` = `repo:<owner>/<repo>:environment:<name>`; customised with `include_claim_keys` [repo, context, ref]:
+ * `repo:<owner>/<repo>:environment:<name>:ref:<ref>`, {@link GITHUB_SUBJECT_CLAIM_KEYS}); IAM user guide "Available keys for OIDC federation"
  * (`<provider>:aud`, `<provider>:sub`); Pulumi docs "Secrets: Available Encryption Providers" (`awskms://`).
  */
 
@@ -65,18 +66,46 @@ export function ciNames(namePrefix = "platform"): { previewRole: string; deployR
 
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
-/** The `sub` claim each role accepts: the preview environments (pattern) or exactly the production environment. */
+/**
+ * Claims of the repository's customised OIDC subject (GitHub REST "Set the customization template for an OIDC subject
+ * claim for a repository", `PUT /repos/{owner}/{repo}/actions/oidc/customization/sub`). With them a job's `sub` is
+ * `repo:<owner>/<repo>:environment:<name>:ref:<git ref>` (GitHub docs "OpenID Connect reference", customizing the
+ * subject claims: claims joined in this order, `context` being `environment:<name>` for a job with an environment),
+ * so the trust pins the ref as well as the environment: a branch that reaches the `production` environment (a
+ * misconfigured deployment-branch rule, a `workflow_dispatch` on a branch) still cannot assume the deploy role.
+ */
+export const GITHUB_SUBJECT_CLAIM_KEYS = ["repo", "context", "ref"] as const;
+/** The one git ref the deploy role trusts (up.yml runs on pushes to `main`). */
+export const DEPLOY_REF = "refs/heads/main";
+/** The refs a pull request's jobs run on (`pull_request` events: `refs/pull/<number>/merge`). */
+export const PREVIEW_REF_PATTERN = "refs/pull/*/merge";
+
+/**
+ * The one-time `gh api` call that makes GitHub issue this repository's tokens with {@link GITHUB_SUBJECT_CLAIM_KEYS}
+ * (repository admin; `gh api repos/<repo>/actions/oidc/customization/sub` shows it). Until it is made, every CI token
+ * carries GitHub's default subject (`repo:<repo>:environment:<name>`), which neither role accepts.
+ */
+export function githubSubjectCustomizationCommand(repo: string): string {
+    if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`githubSubjectCustomizationCommand: "${repo}" is not owner/name`);
+    return `gh api --method PUT repos/${repo}/actions/oidc/customization/sub -F use_default=false ${GITHUB_SUBJECT_CLAIM_KEYS.map((k) => `-f 'include_claim_keys[]=${k}'`).join(" ")}`;
+}
+
+/**
+ * The `sub` claim each role accepts (the customised subject, {@link GITHUB_SUBJECT_CLAIM_KEYS}): the preview
+ * environments on a pull request's merge ref (pattern), or exactly the production environment on `main`.
+ */
 export function githubSubjects(repo: string, role: CiRole): { operator: "StringLike" | "StringEquals"; values: string[] } {
     if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`githubSubjects: "${repo}" is not owner/name`);
     return role === "preview"
-        ? { operator: "StringLike", values: [`repo:${repo}:environment:${PREVIEW_ENVIRONMENT_PREFIX}*`] }
-        : { operator: "StringEquals", values: [`repo:${repo}:environment:${DEPLOY_ENVIRONMENT}`] };
+        ? { operator: "StringLike", values: [`repo:${repo}:environment:${PREVIEW_ENVIRONMENT_PREFIX}*:ref:${PREVIEW_REF_PATTERN}`] }
+        : { operator: "StringEquals", values: [`repo:${repo}:environment:${DEPLOY_ENVIRONMENT}:ref:${DEPLOY_REF}`] };
 }
 
 /**
  * Pure: trust policy of a CI role: GitHub's OIDC provider in this account, `aud` = sts.amazonaws.com and `sub` pinned
- * to the role's environments ({@link githubSubjects}). A pull request cannot obtain the deploy role: its jobs run in
- * `preview-*` environments, and the `production` environment admits only deployments from `main`.
+ * to the role's environments and refs ({@link githubSubjects}). A pull request cannot obtain the deploy role: its jobs
+ * run in `preview-*` environments on `refs/pull/*`, and the deploy role needs the `production` environment on `main`
+ * (whatever the environment's branch rules say).
  */
 export function githubOidcTrustPolicy(x: { partition?: string; accountId: string; repo: string; role: CiRole }): CiPolicyDocument {
     const sub = githubSubjects(x.repo, x.role);

@@ -2,7 +2,15 @@ import { runSimulation, runUnsafeSimulation } from "@cloud-copilot/iam-simulate"
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { GITHUB_OIDC_HOST, githubOidcTrustPolicy, hubSecretsProviderIssue, hubStateKeyPolicy, previewGuardPolicy } from "../lib/ci-roles";
+import {
+    GITHUB_OIDC_HOST,
+    GITHUB_SUBJECT_CLAIM_KEYS,
+    githubOidcTrustPolicy,
+    githubSubjectCustomizationCommand,
+    hubSecretsProviderIssue,
+    hubStateKeyPolicy,
+    previewGuardPolicy,
+} from "../lib/ci-roles";
 import { requireHubSecretsProvider } from "../programs/hub";
 import * as YAML from "yaml";
 import { STACKS, testTempDir } from "./helpers";
@@ -112,39 +120,59 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
         expect([...r.result.ignoredContextKeys].sort()).toEqual([`${GITHUB_OIDC_HOST}:aud`, `${GITHUB_OIDC_HOST}:sub`]);
     });
 
-    it("preview role: only the preview-<stack> environments of this repository, audience sts.amazonaws.com", () => {
-        expect(assumeWithGitHub(preview, { sub: `repo:${REPO}:environment:preview-spoke-hn1`, aud })).toBe("Allowed");
-        for (const sub of [
-            `repo:${REPO}:environment:production`,
+    // The customised subject (lib/ci-roles.ts GITHUB_SUBJECT_CLAIM_KEYS: repo, context, ref).
+    const sub = (env: string, ref: string, repo = REPO) => `repo:${repo}:environment:${env}:ref:${ref}`;
+
+    it("preview role: only the preview-<stack> environments of this repository on a pull request's ref, audience sts.amazonaws.com", () => {
+        expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud })).toBe("Allowed");
+        for (const s of [
+            sub("production", "refs/pull/42/merge"),
+            sub("preview-spoke-hn1", "refs/heads/main"),
+            `repo:${REPO}:environment:preview-spoke-hn1`,
             `repo:${REPO}:pull_request`,
             `repo:${REPO}:ref:refs/heads/main`,
-            `repo:other-org/h200-platform:environment:preview-spoke-hn1`,
+            sub("preview-spoke-hn1", "refs/pull/42/merge", "other-org/h200-platform"),
         ])
-            expect(assumeWithGitHub(preview, { sub, aud }), sub).toBe("ImplicitlyDenied");
-        expect(assumeWithGitHub(preview, { sub: `repo:${REPO}:environment:preview-spoke-hn1`, aud: "api://other" })).toBe(
+            expect(assumeWithGitHub(preview, { sub: s, aud }), s).toBe("ImplicitlyDenied");
+        expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud: "api://other" })).toBe(
             "ImplicitlyDenied",
         );
         expect(assumeWithGitHub(preview, { aud })).toBe("ImplicitlyDenied");
     });
 
-    it("deploy role: exactly the production environment; never a pull request's preview job, a branch or another provider", () => {
-        expect(assumeWithGitHub(deploy, { sub: `repo:${REPO}:environment:production`, aud })).toBe("Allowed");
-        for (const sub of [
-            `repo:${REPO}:environment:preview-spoke-hn1`,
-            `repo:${REPO}:environment:production-copy`,
+    it("deploy role: exactly the production environment on main; never a pull request's job, another branch or another provider", () => {
+        expect(assumeWithGitHub(deploy, { sub: sub("production", "refs/heads/main"), aud })).toBe("Allowed");
+        for (const s of [
+            // A pull request's branch that reached the production environment (a loose deployment-branch rule, a
+            // workflow_dispatch on the branch): refused by the ref, whatever the environment allows.
+            sub("production", "refs/heads/feature-x"),
+            sub("production", "refs/pull/42/merge"),
+            sub("production", "refs/tags/v1"),
+            // GitHub's default subject (the customisation not made yet, or reset): names no ref, so it is refused.
+            `repo:${REPO}:environment:production`,
+            sub("preview-spoke-hn1", "refs/heads/main"),
+            sub("production-copy", "refs/heads/main"),
             `repo:${REPO}:pull_request`,
             `repo:${REPO}:ref:refs/heads/main`,
-            `repo:other-org/h200-platform:environment:production`,
+            sub("production", "refs/heads/main", "other-org/h200-platform"),
         ])
-            expect(assumeWithGitHub(deploy, { sub, aud }), sub).toBe("ImplicitlyDenied");
-        expect(assumeWithGitHub(deploy, { sub: `repo:${REPO}:environment:production` })).toBe("ImplicitlyDenied");
+            expect(assumeWithGitHub(deploy, { sub: s, aud }), s).toBe("ImplicitlyDenied");
+        expect(assumeWithGitHub(deploy, { sub: sub("production", "refs/heads/main") })).toBe("ImplicitlyDenied");
         expect(
             assumeWithGitHub(
                 deploy,
-                { sub: `repo:${REPO}:environment:production`, aud },
+                { sub: sub("production", "refs/heads/main"), aud },
                 `arn:aws:iam::${ACCOUNT}:oidc-provider/gitlab.com`,
             ),
         ).toBe("ImplicitlyDenied");
+    });
+
+    it("the one-time subject customisation is printed as GitHub's REST call, with the claims the trusts expect", () => {
+        expect(githubSubjectCustomizationCommand(REPO)).toBe(
+            `gh api --method PUT repos/${REPO}/actions/oidc/customization/sub -F use_default=false -f 'include_claim_keys[]=repo' -f 'include_claim_keys[]=context' -f 'include_claim_keys[]=ref'`,
+        );
+        expect(GITHUB_SUBJECT_CLAIM_KEYS).toEqual(["repo", "context", "ref"]);
+        expect(() => githubSubjectCustomizationCommand("x; rm -rf /")).toThrow(/not owner\/name/);
     });
 
     it("refuses a repository that is not owner/name", () => {

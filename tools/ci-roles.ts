@@ -7,6 +7,8 @@ import {
     GITHUB_OIDC_AUDIENCE,
     GITHUB_OIDC_HOST,
     githubOidcTrustPolicy,
+    githubSubjectCustomizationCommand,
+    GITHUB_SUBJECT_CLAIM_KEYS,
     HUB_STATE_KEY_ALIAS,
     hubStateKeyPolicy,
     previewGuardPolicy,
@@ -19,9 +21,13 @@ usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME [--account ID] [--out D
 
 Writes the policy documents of the two CI roles and of the hub state key (lib/ci-roles.ts), and prints the AWS CLI
 commands that create them once, before CI's first run (the program cannot create what runs it):
-  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments only,
+  subject       the repository's OIDC subject customised to repo, context, ref (the printed \`gh api\` call, once):
+                both trusts pin the environment AND the git ref
+  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments on
+                refs/pull/*/merge only,
                 the guard (no secret value, no KMS use but S3's, no role hop) beside a read-only policy
-  deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment only; list it in
+  deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment on refs/heads/main
+                only; list it in
                 the hub file's platform:hubDeployers before running this (the state key's policy names them). It
                 applies the hub and the EKS spokes, which create IAM roles and policies, so it is administrator-
                 equivalent in the hub's account: the printed command attaches AdministratorAccess (or attach your own
@@ -75,6 +81,8 @@ function main(argv: string[]): void {
         [
             `wrote ${Object.keys(docs).join(", ")} to ${out}`,
             "",
+            `# once per repository (admin): tokens carry the ref in their subject (${GITHUB_SUBJECT_CLAIM_KEYS.join(", ")}), which both trusts require`,
+            githubSubjectCustomizationCommand(opt.repo),
             "# once per account: GitHub's OIDC provider (IAM fetches its certificate thumbprint itself)",
             `aws iam create-open-id-connect-provider --url https://${GITHUB_OIDC_HOST} --client-id-list ${GITHUB_OIDC_AUDIENCE}`,
             "# the preview role: read-only plus the guard (explicit denies)",
