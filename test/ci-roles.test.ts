@@ -7,13 +7,17 @@ import {
     GITHUB_SUBJECT_CLAIM_KEYS,
     githubOidcTrustPolicy,
     githubSubjectCustomizationCommand,
+    fillPreviewPlaceholders,
+    PREVIEW_AWS_CALLS,
+    PREVIEW_FORBIDDEN_READS,
+    previewReadPolicy,
     hubSecretsProviderIssue,
     hubStateKeyPolicy,
     previewGuardPolicy,
 } from "../lib/ci-roles";
 import { requireHubSecretsProvider } from "../programs/hub";
 import * as YAML from "yaml";
-import { STACKS, testTempDir } from "./helpers";
+import { ROOT, STACKS, testTempDir } from "./helpers";
 
 /**
  * The CI roles and the hub state key (lib/ci-roles.ts), evaluated by the IAM policy simulator
@@ -226,6 +230,119 @@ describe("simulated: the preview role reads no secret and cannot decrypt the hub
                 "kms:ViaService": `s3.${REGION}.amazonaws.com`,
             }),
         ).toBe("Allowed");
+    });
+});
+
+describe("simulated: the preview role is allowed exactly the calls of a spoke preview (no managed read-only policy)", () => {
+    const STATE = "platform-pulumi-state-111122223333";
+    const scope = {
+        accountId: ACCOUNT,
+        region: REGION,
+        previewRole: "platform-ci-preview",
+        stateBucket: STATE,
+        hubOutputsUri: `s3://${STATE}/hub-outputs/`,
+        hubStacks: ["hub-prod"],
+    };
+    const policies = [previewReadPolicy(scope), previewGuardPolicy({ region: REGION })] as unknown as Doc[];
+    const vars = {
+        partition: "aws",
+        account: ACCOUNT,
+        region: REGION,
+        previewRole: "platform-ci-preview",
+        stateBucket: STATE,
+        project: "platform",
+        stack: "spoke-sg1",
+        hub: "hub-prod",
+        hubOutputsPrefix: `${STATE}/hub-outputs/`,
+    };
+    const fill = (x: string) => fillPreviewPlaceholders(x, vars);
+    /** The state bucket key's policy: a KMS key's default (the account delegates to IAM policies). */
+    const accountKeyPolicy: Doc = {
+        Version: "2012-10-17",
+        Statement: [{ Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }],
+    };
+    const keyPolicyFor = (action: string) => (action.startsWith("kms:") ? accountKeyPolicy : undefined);
+    const fillContext = (c: Record<string, string | string[]>) =>
+        Object.fromEntries(Object.entries(c).map(([k, v]) => [k, Array.isArray(v) ? v.map(fill) : fill(v)]));
+
+    it("every call in PREVIEW_AWS_CALLS is allowed, with the context it really carries", async () => {
+        const refused: string[] = [];
+        for (const c of PREVIEW_AWS_CALLS) {
+            const d = await simulate(PREVIEW_ROLE, policies, c.action, fill(c.resource), keyPolicyFor(c.action), fillContext(c.context));
+            if (d !== "Allowed") refused.push(`${c.action} ${fill(c.resource)}: ${d}`);
+        }
+        expect(refused).toEqual([]);
+    });
+
+    it("every secret-bearing read is denied: secrets, parameters, Lambda environments, log events, the hub's and the ledger's objects, keys, streams, queues", async () => {
+        const allowed: string[] = [];
+        for (const r of PREVIEW_FORBIDDEN_READS) {
+            // kms:Decrypt directly (through S3 it is allowed for the objects the role may read, below).
+            const d = await simulate(PREVIEW_ROLE, policies, r.action, fill(r.resource), keyPolicyFor(r.action));
+            if (d === "Allowed") allowed.push(`${r.action} ${fill(r.resource)}`);
+        }
+        expect(allowed).toEqual([]);
+        expect(PREVIEW_FORBIDDEN_READS.map((r) => r.action)).toEqual(
+            expect.arrayContaining([
+                "secretsmanager:GetSecretValue",
+                "ssm:GetParameter",
+                "lambda:GetFunction",
+                "lambda:GetFunctionConfiguration",
+                "logs:GetLogEvents",
+                "logs:FilterLogEvents",
+                "kms:Decrypt",
+                "kinesis:GetRecords",
+                "sqs:ReceiveMessage",
+            ]),
+        );
+    });
+
+    it("KMS only through S3 (so only for objects it may read: the ledger's and policy bucket's are refused at S3), never directly", async () => {
+        const key = `arn:aws:kms:${REGION}:${ACCOUNT}:key/11111111-2222-3333-4444-555555555555`;
+        expect(
+            await simulate(PREVIEW_ROLE, policies, "kms:Decrypt", key, accountKeyPolicy, {
+                "kms:ViaService": `s3.${REGION}.amazonaws.com`,
+            }),
+        ).toBe("Allowed");
+        for (const via of [undefined, `secretsmanager.${REGION}.amazonaws.com`, "s3.us-east-1.amazonaws.com"])
+            expect(
+                await simulate(PREVIEW_ROLE, policies, "kms:Decrypt", key, accountKeyPolicy, via ? { "kms:ViaService": via } : {}),
+                String(via),
+            ).not.toBe("Allowed");
+        for (const bucket of [`platform-policy-bundles-${ACCOUNT}-${REGION}`, `platform-usage-failed-batches-${ACCOUNT}-${REGION}`])
+            expect(await simulate(PREVIEW_ROLE, policies, "s3:GetObject", `arn:aws:s3:::${bucket}/x.json`), bucket).toBe(
+                "ImplicitlyDenied",
+            );
+    });
+
+    it("on Pulumi Cloud (no state bucket) nothing of S3 but the published hub outputs", async () => {
+        const cloud = [previewReadPolicy({ ...scope, stateBucket: undefined })] as unknown as Doc[];
+        expect(await simulate(PREVIEW_ROLE, cloud, "s3:GetObject", `arn:aws:s3:::${STATE}/hub-outputs/hub-prod.json`)).toBe("Allowed");
+        expect(await simulate(PREVIEW_ROLE, cloud, "s3:GetObject", `arn:aws:s3:::${STATE}/.pulumi/stacks/platform/spoke-sg1.json`)).toBe(
+            "ImplicitlyDenied",
+        );
+        expect(() => previewReadPolicy({ ...scope, hubOutputsUri: "https://example.com/x" })).toThrow(/not s3:\/\/<bucket>\/<prefix>\//);
+    });
+
+    it("every Pulumi AWS invoke in the spoke programs is a row of PREVIEW_AWS_CALLS (a new invoke fails here until listed and simulated)", () => {
+        const files = (dir: string): string[] =>
+            fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+                const p = path.join(dir, e.name);
+                return e.isDirectory() ? files(p) : /\.ts$/.test(e.name) ? [p] : [];
+            });
+        // The hub is never previewed with the preview role (preview.yml previews spokes only).
+        const spokeCode = [
+            ...files(path.join(ROOT, "programs")),
+            ...files(path.join(ROOT, "components", "spoke")),
+            ...files(path.join(ROOT, "lib")),
+        ].filter((f) => !f.endsWith(`programs${path.sep}hub.ts`));
+        const invokes = new Set<string>();
+        for (const f of spokeCode)
+            for (const m of fs.readFileSync(f, "utf8").matchAll(/\baws\.((?:[a-z0-9]+\.)?get[A-Z]\w*?)(?:Output)?\(/g))
+                invokes.add(`aws.${m[1]}`);
+        expect(invokes.size).toBeGreaterThan(0);
+        const listed = new Set(PREVIEW_AWS_CALLS.map((c) => c.invoke).filter(Boolean));
+        expect([...invokes].filter((i) => !listed.has(i)).sort()).toEqual([]);
     });
 });
 
