@@ -277,7 +277,7 @@ export const PREVIEW_FORBIDDEN_READS: ReadonlyArray<{ action: string; resource: 
 
 /** Fills the placeholders of a {@link PREVIEW_AWS_CALLS} or {@link PREVIEW_FORBIDDEN_READS} string. */
 export function fillPreviewPlaceholders(text: string, vars: Record<string, string>): string {
-    return text.replace(/\{(\w+)\}/g, (m, k: string) => {
+    return text.replace(/\{(\w+)\}/g, (_m, k: string) => {
         if (!(k in vars)) throw new Error(`fillPreviewPlaceholders: no value for {${k}} in "${text}"`);
         return vars[k];
     });
