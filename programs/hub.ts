@@ -1,3 +1,4 @@
+import { PUBLICATION_OUTPUT } from "../lib/hub-publication";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ApiKeys } from "../components/hub/ApiKeys";
@@ -385,8 +386,13 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
           )
         : undefined;
     return {
-        /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
+        /** One versioned contract object per spoke; spokes read their entry from the published outputs (lib/hub-publication.ts). */
         spokeContracts,
+        /** The signature of what spokes read (spokeContracts, spokeNetworks) with the bundle signing key (lib/hub-publication.ts). */
+        [PUBLICATION_OUTPUT]: store.signPublication(
+            stackName,
+            pulumi.output({ spokeContracts, spokeNetworks }) as unknown as pulumi.Output<Record<string, unknown>>,
+        ),
         /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
         spokeNetworks,
         /** Placement summary: spoke -> endpoint names (for humans and dashboards). */
