@@ -1,4 +1,5 @@
 import * as fs from "node:fs";
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { type SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
@@ -8,6 +9,7 @@ import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { spokeIdentityKind } from "./gateway";
 import { OFFLINE_RENDER_ENV } from "../lib/ci-roles";
+import { globalDns01Issue } from "../lib/edge";
 import { verifyHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
@@ -102,6 +104,28 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
 }
 
 /**
+ * An EKS spoke with an ACME DNS-01 edge behind the global failover hostname answers that name's challenge in its zone,
+ * which lives in the hub's account (lib/edge.ts): refused, naming the stack file and key, when the hub published no
+ * zone or the spoke runs in another account than the hub (`aws.getCallerIdentity`: the account the cluster is in).
+ * @throws ConfigError naming `platform:gateway.listener.tls`
+ */
+export async function requireGlobalDns01(cfg: SpokeConfig, contract: SpokeContract, stackFile: string): Promise<void> {
+    const globalHostname = contract.failover?.globalHostname;
+    if (!isEksSpoke(cfg) || cfg.gateway.listener.tls?.source !== "acme-dns01" || !globalHostname) return;
+    const hubAccountId = contract.policy.roleArn.split(":")[4] ?? "";
+    // The cluster's account is the deployer's (programs/eks-spoke.ts creates it with a provider in the spoke's region).
+    const provider = new aws.Provider("global-dns01-caller", { region: cfg.cluster.region as aws.Region });
+    const spokeAccountId = (await aws.getCallerIdentity({}, { provider })).accountId;
+    const issue = globalDns01Issue({
+        globalHostname,
+        globalHostedZoneId: contract.failover?.globalHostedZoneId,
+        hubAccountId,
+        spokeAccountId,
+    });
+    if (issue) throw new ConfigError(stackFile, [{ key: "platform:gateway.listener.tls", message: issue }]);
+}
+
+/**
  * Checks that every endpoint the hub placed here fits this spoke's pools (lib/serving.ts `placeEndpoints`).
  * @throws ConfigError naming the stack file and the contract/config keys when one does not fit
  */
@@ -123,6 +147,7 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     const contract = await readSpokeContract(cfg, stackFile);
     const identity = spokeIdentityKind(cfg.spoke.name, contract, stackFile);
     checkPlacement(cfg, contract, stackFile);
+    await requireGlobalDns01(cfg, contract, stackFile);
     const infra = isEksSpoke(cfg) ? buildEksInfra(cfg, contract) : buildOnPremInfra(cfg);
     const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, identity);
     return {
