@@ -434,6 +434,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             consumerArn: ledger.consumerArn,
             failureQueueArn: ledger.failureQueueArn,
             failedBatchBucket: ledger.failedBatchBucket,
+            /** The ledger key the failed batches are encrypted with (npm run replay-usage -- --rescue-stream names it). */
+            failedBatchKeyArn: ledger.keyArn,
             databaseEndpoint: ledger.clusterEndpoint,
         },
     };

@@ -6,7 +6,7 @@ import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
-import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS, RESCUE_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
@@ -594,6 +594,27 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
             ),
         ).toEqual([]);
         expect(allowed(await evaluate(consumer(), REPLAY_AWS_CALLS, vars))).toEqual([]);
+    });
+
+    it("a hub deployer can rescue what is still in a spoke's stream into the failure bucket, under the ledger key only", async () => {
+        const admin: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        for (const spoke of SPOKES) {
+            const v = { ...vars, usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${spoke}`), "arn") };
+            expect(notAllowed(await evaluate(admin, RESCUE_AWS_CALLS, v)), spoke).toEqual([]);
+        }
+        // The bucket still refuses a rescued batch under another key, or without naming one.
+        const put = RESCUE_AWS_CALLS.filter((c) => c.action === "s3:PutObject");
+        expect(
+            allowed(
+                await evaluate(admin, put, vars, (c) => ({
+                    ...c,
+                    "s3:x-amz-server-side-encryption-aws-kms-key-id": `arn:aws:kms:${REGION}:${ACCOUNT}:key/other`,
+                })),
+            ),
+        ).toEqual([]);
     });
 });
 
