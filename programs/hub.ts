@@ -341,6 +341,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                         secretsKmsKeyArn: keys.kmsKeyArn,
                         hub: stackName,
                         keepLegacyRole: keepLegacySpokeRoles,
+                        namePrefix: cfg.namePrefix,
                     },
                     opts,
                 ),

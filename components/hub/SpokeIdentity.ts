@@ -363,6 +363,8 @@ export interface SpokeIdentityArgs {
      * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
      * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`).
      */
+    /** `platform:namePrefix` of the hub: first word of the key slots' user and secret names (default `platform`). */
+    namePrefix?: string;
     keepLegacyRole?: boolean;
 }
 /** The identity config with the provider's default filled in. */
@@ -488,7 +490,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 user: new aws.iam.User(
                     `${name}-source-${slot.id}`,
                     {
-                        name: sourceUserName(args.spoke, slot.id),
+                        name: sourceUserName(args.spoke, slot.id, args.namePrefix),
                         path: SPOKE_IAM_PATH,
                         forceDestroy: true,
                         tags: { ...tags, "platform:key-slot": slot.id },
@@ -538,7 +540,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 const secret = new aws.secretsmanager.Secret(
                     `${name}-key-${slot.id}`,
                     {
-                        name: keySecretName(args.spoke, slot.id),
+                        name: keySecretName(args.spoke, slot.id, args.namePrefix),
                         description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
                         kmsKeyId: args.secretsKmsKeyArn,
                         recoveryWindowInDays: 7,
