@@ -185,7 +185,7 @@ describe("failed usage batches: kept with their records, replayed once", () => {
         ];
         const dry = await replay([...common, "--rescue-stream"]);
         expect(dry.stderr).toBe("");
-        expect(dry.stdout).toContain("hcm1 (" + arn + "): 2 shards, 5 records");
+        expect(dry.stdout).toContain(`hcm1 (${arn}): 2 shards, 5 records`);
         expect(dry.stdout).toContain("5 records still in the streams (dry run: nothing copied");
         expect(await storedKeys(client)).toEqual(before);
 
