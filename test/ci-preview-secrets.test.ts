@@ -103,6 +103,12 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 /preview role is for pull-request workflows only/,
             ],
             [
+                plant("up.yml", "spoke-up-stackref", (s) =>
+                    s.replace('echo "PLATFORM_HUB_OUTPUTS=$RUNNER_TEMP/hub-outputs.json" >> "$GITHUB_ENV"', "true"),
+                ),
+                /up-spokes: a spoke run reads its hub from the signed published outputs/,
+            ],
+            [
                 plant("up.yml", "unprotected", (s) => s.replaceAll("environment: production", "environment: staging")),
                 /deploy role is trusted only in the production environment/,
             ],

@@ -18,7 +18,8 @@ expressions, job graph; then the separation of CI credentials: a pull request's 
 (vars.AWS_PREVIEW_ROLE_ARN) in preview-<stack> environments and preview spokes only; the deploy role
 (vars.AWS_DEPLOY_ROLE_ARN) only in jobs of the production environment, outside pull-request workflows; no shared
 vars.AWS_ROLE_ARN; hub jobs get no stack passphrase; a pull request's jobs get no secret but GITHUB_TOKEN (and, in
-a preview-<stack> environment, that environment's PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG). Default: every .github/workflows/*.yml. Exit 1 on any error.
+a preview-<stack> environment, that environment's PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG); every
+spoke job (preview or up) reads its hub from the published outputs (PLATFORM_HUB_OUTPUTS). Default: every .github/workflows/*.yml. Exit 1 on any error.
 
 Examples:
   npm run lint:workflows
@@ -153,6 +154,10 @@ export function credentialErrors(name, content) {
                 );
         }
         const matrix = JSON.stringify(job.strategy?.matrix ?? "");
+        if (!fromPullRequest && pulumiSteps.length && /outputs\.spokes\b/.test(matrix) && !text.includes("PLATFORM_HUB_OUTPUTS"))
+            errors.push(
+                `${at}: a spoke run reads its hub from the signed published outputs (PLATFORM_HUB_OUTPUTS, lib/hub-publication.ts), never its state`,
+            );
         if (pulumiSteps.length && /outputs\.hubs\b/.test(matrix) && JSON.stringify(job.env ?? {}).includes("PULUMI_CONFIG_PASSPHRASE"))
             errors.push(`${at}: a hub job gets no PULUMI_CONFIG_PASSPHRASE: the hub's state is encrypted with the hub state KMS key`);
     }
