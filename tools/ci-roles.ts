@@ -31,10 +31,11 @@ commands that create them once, before CI's first run (the program cannot create
                 read-only policy), plus the guard (no secret value, no KMS use but S3's, no role hop)
   deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment on
                 refs/heads/main only; list it in the hub file's platform:hubDeployers before running this
-                (the state key's policy names them). It applies the hub and the EKS spokes, which create IAM roles and policies, so it is administrator-
-                equivalent in the hub's account: the printed command attaches AdministratorAccess (or attach your own
-                policy covering IAM, KMS, Secrets Manager, S3, Kinesis, SQS, Lambda, RDS, EC2/VPC, EKS, Route 53,
-                CloudWatch and IAM Roles Anywhere, plus your state bucket)
+                (the state key's policy names them). It applies the hub and the EKS spokes, which create IAM
+                roles and policies, so it is administrator-equivalent in the hub's account: the printed command
+                attaches AdministratorAccess (or attach your own policy covering IAM, KMS, Secrets Manager, S3,
+                Kinesis, SQS, Lambda, RDS, EC2/VPC, EKS, Route 53, CloudWatch and IAM Roles Anywhere, plus your
+                state bucket)
   hub state key ${HUB_STATE_KEY_ALIAS}: only platform:hubDeployers encrypt/decrypt (the hub's secrets provider)
 
 Names follow the hub's platform:namePrefix (default platform: platform-ci-preview, platform-ci-deploy,
