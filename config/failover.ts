@@ -112,6 +112,11 @@ export const FailoverContractSchema = z
     .object({
         /** Global hostname the spoke's gateway must also accept (undefined when not behind one). */
         globalHostname: DnsName.optional(),
+        /**
+         * Route 53 hosted zone of `globalHostname` (`platform:failover.hostedZoneId`, in the hub's account): where an ACME
+         * DNS-01 solver answers the global name's challenge (lib/edge.ts).
+         */
+        globalHostedZoneId: z.string().optional(),
         peers: z.array(PeerContractSchema),
     })
     .strict();
@@ -218,7 +223,11 @@ export function buildFailoverContracts(
             return { spoke: p, hostname: edge.hostname, port: 443, ca: edge.ca, models: [...models].sort() };
         });
         const behind = h.failover?.spokes.includes(s);
-        if (peers.length || behind) out[s] = { ...(behind ? { globalHostname: h.failover!.hostname } : {}), peers };
+        if (peers.length || behind)
+            out[s] = {
+                ...(behind ? { globalHostname: h.failover!.hostname, globalHostedZoneId: h.failover!.hostedZoneId } : {}),
+                peers,
+            };
     }
     return out;
 }

@@ -83,6 +83,15 @@ export const SpokeConfigSchema = z
                 region: z.string().min(1),
                 /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
                 hubStack: z.string().min(1),
+                /**
+                 * Key id (16 hex characters) of the hub's signing key, as its `publication.keyId` output shows: the
+                 * spoke accepts only published hub outputs signed by that key (lib/hub-publication.ts). Absent: any
+                 * key that verifies its own publication (integrity, not origin).
+                 */
+                hubKeyId: z
+                    .string()
+                    .regex(/^[0-9a-f]{16}$/, "16 lower-case hex characters (the hub's publication.keyId output)")
+                    .optional(),
             })
             .strict(),
         /** `provider: onprem` (an existing cluster) or `provider: eks` (created here, config/eks.ts). */

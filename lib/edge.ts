@@ -47,15 +47,41 @@ export function listenerTls(tls: EdgeTls | undefined, tlsSecretName?: string): L
     }
 }
 
+/** The global failover hostname (config/failover.ts) and its Route 53 zone, when the spoke is behind it. */
+export interface GlobalDns01 {
+    hostname: string;
+    hostedZoneId: string;
+}
+
+/**
+ * Pure: why an ACME DNS-01 edge cannot certify the global failover hostname it is behind, or undefined. The global
+ * name's zone lives in the hub's account; cert-manager's role is in the spoke's, and Route 53 hosted zones take no
+ * resource policy, so a spoke in another account cannot write the challenge record.
+ * @param x.hubAccountId the hub's account (the contract's `policy.roleArn`), x.spokeAccountId the deployer's
+ */
+export function globalDns01Issue(x: {
+    globalHostname: string;
+    globalHostedZoneId?: string;
+    hubAccountId: string;
+    spokeAccountId: string;
+}): string | undefined {
+    if (!x.globalHostedZoneId)
+        return `the hub publishes no zone for the global hostname ${x.globalHostname} (a hub older than this spoke): run the hub's up first`;
+    if (x.hubAccountId !== x.spokeAccountId)
+        return `this spoke is behind the global hostname ${x.globalHostname}, whose Route 53 zone ${x.globalHostedZoneId} is in the hub's account ${x.hubAccountId}; cert-manager's DNS-01 role here (account ${x.spokeAccountId}) cannot answer its challenge: use tls.source secret with a certificate naming both ${x.globalHostname} and the listener hostname, or run the spoke in the hub's account`;
+    return undefined;
+}
+
 /**
  * Pure: the cert-manager Issuer (gateway namespace) for an `acme-dns01` or `private-ca` source; undefined otherwise.
  * ACME: DNS-01 through Route 53 on the one hosted zone, credentials from the environment (EKS Pod Identity on
  * cert-manager's service account), fields from cert-manager.io/v1 `ACMEIssuerDNS01ProviderRoute53`. CA: the site's
  * CA key pair Secret (`spec.ca.secretName`, read from the Issuer's namespace: cert-manager.io/docs/configuration/ca).
  */
-export function edgeIssuer(tls: EdgeTls, namespace: string) {
+export function edgeIssuer(tls: EdgeTls, namespace: string, globalDns01?: GlobalDns01) {
     const metadata = { name: EDGE_ISSUER, namespace };
     if (tls.source === "acme-dns01") {
+        const own = { dns01: { route53: { region: tls.route53.region, hostedZoneID: tls.route53.hostedZoneId } } };
         return {
             apiVersion: "cert-manager.io/v1",
             kind: "Issuer",
@@ -65,7 +91,17 @@ export function edgeIssuer(tls: EdgeTls, namespace: string) {
                     server: tls.server,
                     email: tls.email,
                     privateKeySecretRef: { name: `${EDGE_ISSUER}-acme-account` },
-                    solvers: [{ dns01: { route53: { region: tls.route53.region, hostedZoneID: tls.route53.hostedZoneId } } }],
+                    // The global failover hostname's challenge is answered in its own zone (a solver whose selector
+                    // names it wins over the default: cert-manager.io/v1 ACMEChallengeSolver `selector.dnsNames`).
+                    solvers: globalDns01
+                        ? [
+                              {
+                                  selector: { dnsNames: [globalDns01.hostname] },
+                                  dns01: { route53: { region: tls.route53.region, hostedZoneID: globalDns01.hostedZoneId } },
+                              },
+                              own,
+                          ]
+                        : [own],
                 },
             },
         };
@@ -116,28 +152,38 @@ export function nlbEnvoyService(exposure: EdgeExposure) {
 /**
  * Pure: permissions of cert-manager's role for ACME DNS-01 on Route 53 (cert-manager.io/docs/configuration/acme/dns01/route53,
  * "Set up an IAM Policy"): poll its own changes, and change only TXT records named `_acme-challenge.<hostname>` in the
- * one hosted zone (`route53:ChangeResourceRecordSetsRecordTypes`, `...NormalizedRecordNames`). The Issuer names the
- * zone, so `ListHostedZonesByName` is not needed.
+ * one hosted zone (`route53:ChangeResourceRecordSetsRecordTypes`, `...NormalizedRecordNames`); behind a global
+ * failover hostname also `_acme-challenge.<global hostname>` in that name's zone. The Issuer names the zones, so
+ * `ListHostedZonesByName` is not needed.
  */
-export function certManagerRoute53Policy(hostedZoneId: string, hostname: string, partition = "aws") {
-    const zone = `arn:${partition}:route53:::hostedzone/${hostedZoneId}`;
+export function certManagerRoute53Policy(hostedZoneId: string, hostname: string, partition = "aws", globalDns01?: GlobalDns01) {
+    const zoneArn = (id: string) => `arn:${partition}:route53:::hostedzone/${id}`;
+    const challenge = (sid: string, zone: string, name: string) => ({
+        Sid: sid,
+        Effect: "Allow",
+        Action: ["route53:ChangeResourceRecordSets"],
+        Resource: zoneArn(zone),
+        Condition: {
+            "ForAllValues:StringEquals": {
+                "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
+                "route53:ChangeResourceRecordSetsNormalizedRecordNames": [`_acme-challenge.${name.replace(/^\*\./, "")}`],
+            },
+        },
+    });
+    const zones = [hostedZoneId, ...(globalDns01 && globalDns01.hostedZoneId !== hostedZoneId ? [globalDns01.hostedZoneId] : [])];
     return {
         Version: "2012-10-17",
         Statement: [
             { Sid: "PollChanges", Effect: "Allow", Action: ["route53:GetChange"], Resource: `arn:${partition}:route53:::change/*` },
-            { Sid: "ListZoneRecords", Effect: "Allow", Action: ["route53:ListResourceRecordSets"], Resource: zone },
             {
-                Sid: "ChallengeRecordsOnly",
+                Sid: "ListZoneRecords",
                 Effect: "Allow",
-                Action: ["route53:ChangeResourceRecordSets"],
-                Resource: zone,
-                Condition: {
-                    "ForAllValues:StringEquals": {
-                        "route53:ChangeResourceRecordSetsRecordTypes": ["TXT"],
-                        "route53:ChangeResourceRecordSetsNormalizedRecordNames": [`_acme-challenge.${hostname.replace(/^\*\./, "")}`],
-                    },
-                },
+                Action: ["route53:ListResourceRecordSets"],
+                Resource: zones.length === 1 ? zoneArn(zones[0]) : zones.map(zoneArn),
             },
+            challenge("ChallengeRecordsOnly", hostedZoneId, hostname),
+            // The global failover hostname's challenge record, in its zone (the hub's), and nothing else there.
+            ...(globalDns01 ? [challenge("GlobalHostnameChallengeOnly", globalDns01.hostedZoneId, globalDns01.hostname)] : []),
         ],
     };
 }

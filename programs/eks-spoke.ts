@@ -50,7 +50,7 @@ export function eksClusterName(cfg: EksSpokeConfig): string {
  *
  * @throws Error when a GPU group's availability zone has no private subnet (the config loader checks this first)
  */
-export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract, "identity" | "policy">): SpokeInfra {
+export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract, "identity" | "policy" | "failover">): SpokeInfra {
     const awsProvider = new aws.Provider("aws", { region: cfg.cluster.region as aws.Region });
     const awsOpts: pulumi.ComponentResourceOptions = { providers: [awsProvider] };
 
@@ -136,7 +136,18 @@ export function buildEksInfra(cfg: EksSpokeConfig, contract?: Pick<SpokeContract
             "cert-manager-dns01-permissions",
             {
                 role: role.name,
-                policy: JSON.stringify(certManagerRoute53Policy(tls.route53.hostedZoneId, cfg.gateway.listener.hostname!)),
+                // Behind the global failover hostname also its challenge record, in its zone (checked before anything
+                // is declared: programs/spoke.ts requireGlobalDns01).
+                policy: JSON.stringify(
+                    certManagerRoute53Policy(
+                        tls.route53.hostedZoneId,
+                        cfg.gateway.listener.hostname!,
+                        "aws",
+                        contract?.failover?.globalHostname && contract.failover.globalHostedZoneId
+                            ? { hostname: contract.failover.globalHostname, hostedZoneId: contract.failover.globalHostedZoneId }
+                            : undefined,
+                    ),
+                ),
             },
             { parent: role },
         );

@@ -1,3 +1,4 @@
+import { PUBLICATION_OUTPUT } from "../lib/hub-publication";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ApiKeys } from "../components/hub/ApiKeys";
@@ -218,6 +219,28 @@ export function requireHubSecretsProvider(file: string): void {
     if (issue) throw new ConfigError(file, [{ key: "secretsprovider", message: issue }]);
 }
 
+/** The spoke-role layout this release writes: 2 = one role per spoke service (the previous release: one per spoke). */
+export const SPOKE_ROLE_GENERATION = 2;
+
+/**
+ * Pure: whether the hub keeps the previous release's spoke roles (components/hub/legacy-spoke-role.ts) this `up`: it
+ * was deployed by the previous release (it has bundle revisions but no `spokeRoleGeneration` output), or it kept them
+ * last time. A hub first deployed on this release never creates them (no spoke ever used them, and their fixed names
+ * would collide with another hub's in the account).
+ */
+export function keepLegacySpokeRolesOf(previous: {
+    previousRevisions?: unknown;
+    previousGeneration?: unknown;
+    previousKept?: unknown;
+}): boolean {
+    if (previous.previousKept === true) return true;
+    const deployed =
+        !!previous.previousRevisions &&
+        typeof previous.previousRevisions === "object" &&
+        Object.keys(previous.previousRevisions).length > 0;
+    return deployed && previous.previousGeneration === undefined;
+}
+
 export async function buildHub(cfg: HubConfig, stackName: string) {
     requireHubSecretsProvider(stackFilePath());
     // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.
@@ -260,6 +283,12 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
 
     // Bundle revisions without a counter service: this stack's own previous `policyRevisions` output.
     const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${stackName}` });
+    // MIGRATION (components/hub/legacy-spoke-role.ts): keep the previous release's spoke roles on a hub deployed by it.
+    const keepLegacySpokeRoles = keepLegacySpokeRolesOf({
+        previousRevisions: (await self.getOutputDetails("policyRevisions")).value,
+        previousGeneration: (await self.getOutputDetails("spokeRoleGeneration")).value,
+        previousKept: (await self.getOutputDetails("legacySpokeRoles")).value,
+    });
     const store = new PolicyStore(
         "policy-store",
         {
@@ -311,6 +340,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                         hubDeployers: cfg.hubDeployers,
                         secretsKmsKeyArn: keys.kmsKeyArn,
                         hub: stackName,
+                        keepLegacyRole: keepLegacySpokeRoles,
+                        namePrefix: cfg.namePrefix,
                     },
                     opts,
                 ),
@@ -356,8 +387,13 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
           )
         : undefined;
     return {
-        /** One versioned contract object per spoke; spokes read their entry through a StackReference. */
+        /** One versioned contract object per spoke; spokes read their entry from the published outputs (lib/hub-publication.ts). */
         spokeContracts,
+        /** The signature of what spokes read (spokeContracts, spokeNetworks) with the bundle signing key (lib/hub-publication.ts). */
+        [PUBLICATION_OUTPUT]: store.signPublication(
+            stackName,
+            pulumi.output({ spokeContracts, spokeNetworks }) as unknown as pulumi.Output<Record<string, unknown>>,
+        ),
         /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
         spokeNetworks,
         /** Placement summary: spoke -> endpoint names (for humans and dashboards). */
@@ -389,12 +425,18 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         tenantKeySecrets: keys.secretArns,
         /** Spoke -> live bundle revision; read back by the next deployment (self StackReference). */
         policyRevisions: store.revisions,
+        /** One role per spoke service (components/hub/SpokeIdentity.ts); read back by the next deployment. */
+        spokeRoleGeneration: SPOKE_ROLE_GENERATION,
+        /** Whether this hub still keeps the previous release's spoke roles (components/hub/legacy-spoke-role.ts). */
+        legacySpokeRoles: keepLegacySpokeRoles,
         /** Usage ledger: per-spoke streams, consumer, failure destination, database endpoint (no secrets). */
         usageLedger: {
             streams: Object.fromEntries(spokes.map((s) => [s, ledger.usageContract(s)])),
             consumerArn: ledger.consumerArn,
             failureQueueArn: ledger.failureQueueArn,
             failedBatchBucket: ledger.failedBatchBucket,
+            /** The ledger key the failed batches are encrypted with (npm run replay-usage -- --rescue-stream names it). */
+            failedBatchKeyArn: ledger.keyArn,
             databaseEndpoint: ledger.clusterEndpoint,
         },
     };

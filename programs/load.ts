@@ -15,10 +15,10 @@ const { isConfigSecret } = require("@pulumi/pulumi/runtime/config") as { isConfi
  */
 /**
  * Environment variable naming a file of the hub's published outputs (`pulumi stack output --json` of the hub, saved
- * by up.yml after each hub `up`). Pull-request previews of a spoke read the hub from it instead of a StackReference:
- * a StackReference makes the engine open the hub's state with the hub's secrets provider (pulumi/pulumi#11109), the
- * hub state KMS key, which the preview role must not be able to use (lib/ci-roles.ts). Accepted in previews only;
- * set, it also marks a preview that runs as the CI preview role, which reads no secret (programs/gateway.ts).
+ * by up.yml after each hub `up`, signed by the hub: lib/hub-publication.ts). Every real spoke run (pull-request
+ * previews and `up`s) reads the hub from it instead of a StackReference: a StackReference makes the engine open the
+ * hub's state with the hub's secrets provider (pulumi/pulumi#11109), the hub state KMS key, which only the hub
+ * deployers may use (lib/ci-roles.ts).
  */
 export const HUB_OUTPUTS_ENV = "PLATFORM_HUB_OUTPUTS";
 

@@ -1,4 +1,5 @@
 import * as fs from "node:fs";
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { type SpokeContract, SpokeContractSchema } from "../config/contract";
 import { ConfigError, zodIssues } from "../config/errors";
@@ -7,6 +8,9 @@ import { placedGraphs } from "../lib/rollout";
 import { placeEndpoints } from "../lib/serving";
 import { buildEksInfra } from "./eks-spoke";
 import { spokeIdentityKind } from "./gateway";
+import { OFFLINE_RENDER_ENV } from "../lib/ci-roles";
+import { globalDns01Issue } from "../lib/edge";
+import { verifyHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
@@ -16,12 +20,23 @@ import { deployWorkloads } from "./workloads";
 export { HUB_OUTPUTS_ENV };
 
 /**
- * The hub's outputs a spoke reads: from the StackReference, or in a preview from {@link HUB_OUTPUTS_ENV}'s file.
- * @throws ConfigError naming the stack file when the variable is set outside a preview or its file is unreadable
+ * The hub's outputs a spoke reads: its published outputs ({@link HUB_OUTPUTS_ENV}'s file, `pulumi stack output --json`
+ * of the hub saved by up.yml), verified against the hub's signature (lib/hub-publication.ts) and, when the stack file
+ * pins one, the hub's key (`platform:spoke.hubKeyId`); in previews and `up`s alike, so no spoke run opens the hub's
+ * state, which only the hub deployers may decrypt. Only an offline render (the program under mocks, tools/harness.ts)
+ * reads the hub through a StackReference.
+ * @throws ConfigError naming the stack file: a real run without the variable, an unreadable file, or a publication that
+ * does not verify
  */
 export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: string): Promise<unknown> } {
     const file = process.env[HUB_OUTPUTS_ENV];
+    const issue = (message: string) => new ConfigError(stackFile, [{ key: `${HUB_OUTPUTS_ENV} (environment)`, message }]);
+    const hub = cfg.spoke.hubStack.split("/").pop() ?? cfg.spoke.hubStack;
     if (!file) {
+        if (process.env[OFFLINE_RENDER_ENV] !== "1")
+            throw issue(
+                `a spoke reads hub "${hub}" from its published outputs, not its state (readable only by platform:hubDeployers): set ${HUB_OUTPUTS_ENV} to the file up.yml publishes, e.g. \`aws s3 cp "$HUB_OUTPUTS_S3_URI${hub}.json" hub.json\` (README "Deploy for real")`,
+            );
         const ref = new pulumi.StackReference("hub", { name: cfg.spoke.hubStack });
         return {
             get: async (name) => {
@@ -30,16 +45,19 @@ export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: str
             },
         };
     }
-    const issue = (message: string) => new ConfigError(stackFile, [{ key: `${HUB_OUTPUTS_ENV} (environment)`, message }]);
-    if (!pulumi.runtime.isDryRun()) throw issue("only a preview reads the hub's published outputs; an `up` reads the hub's state itself");
     let doc: unknown;
     try {
         doc = JSON.parse(fs.readFileSync(file, "utf8"));
     } catch (e) {
         throw issue(`cannot read the hub's published outputs ${file}: ${(e as Error).message}`);
     }
-    if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw issue(`${file} is not a JSON object of hub outputs`);
-    return { get: async (name) => (doc as Record<string, unknown>)[name] };
+    let outputs: Record<string, unknown>;
+    try {
+        outputs = verifyHubPublication(doc, hub, cfg.spoke.hubKeyId);
+    } catch (e) {
+        throw issue(`${file} ${(e as Error).message}`);
+    }
+    return { get: async (name) => outputs[name] };
 }
 
 /**
@@ -86,6 +104,28 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
 }
 
 /**
+ * An EKS spoke with an ACME DNS-01 edge behind the global failover hostname answers that name's challenge in its zone,
+ * which lives in the hub's account (lib/edge.ts): refused, naming the stack file and key, when the hub published no
+ * zone or the spoke runs in another account than the hub (`aws.getCallerIdentity`: the account the cluster is in).
+ * @throws ConfigError naming `platform:gateway.listener.tls`
+ */
+export async function requireGlobalDns01(cfg: SpokeConfig, contract: SpokeContract, stackFile: string): Promise<void> {
+    const globalHostname = contract.failover?.globalHostname;
+    if (!isEksSpoke(cfg) || cfg.gateway.listener.tls?.source !== "acme-dns01" || !globalHostname) return;
+    const hubAccountId = contract.policy.roleArn.split(":")[4] ?? "";
+    // The cluster's account is the deployer's (programs/eks-spoke.ts creates it with a provider in the spoke's region).
+    const provider = new aws.Provider("global-dns01-caller", { region: cfg.cluster.region as aws.Region });
+    const spokeAccountId = (await aws.getCallerIdentity({}, { provider })).accountId;
+    const issue = globalDns01Issue({
+        globalHostname,
+        globalHostedZoneId: contract.failover?.globalHostedZoneId,
+        hubAccountId,
+        spokeAccountId,
+    });
+    if (issue) throw new ConfigError(stackFile, [{ key: "platform:gateway.listener.tls", message: issue }]);
+}
+
+/**
  * Checks that every endpoint the hub placed here fits this spoke's pools (lib/serving.ts `placeEndpoints`).
  * @throws ConfigError naming the stack file and the contract/config keys when one does not fit
  */
@@ -107,6 +147,7 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     const contract = await readSpokeContract(cfg, stackFile);
     const identity = spokeIdentityKind(cfg.spoke.name, contract, stackFile);
     checkPlacement(cfg, contract, stackFile);
+    await requireGlobalDns01(cfg, contract, stackFile);
     const infra = isEksSpoke(cfg) ? buildEksInfra(cfg, contract) : buildOnPremInfra(cfg);
     const { serving, gateway, metering, observability } = deployWorkloads(cfg, contract, infra, stackFile, identity);
     return {

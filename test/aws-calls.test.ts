@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
-import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS, RESCUE_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { ROOT } from "./helpers";
 
@@ -16,6 +16,7 @@ const TABLES = [
     RECONCILER_AWS_CALLS,
     CONSUMER_AWS_CALLS,
     REPLAY_AWS_CALLS,
+    RESCUE_AWS_CALLS,
     MINT_AWS_CALLS,
     SPOKE_KEY_AWS_CALLS,
     INSTALL_SOURCE_KEY_AWS_CALLS,

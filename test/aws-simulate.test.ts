@@ -1,22 +1,26 @@
 import { runSimulation as simulatorRun } from "@cloud-copilot/iam-simulate";
+import * as fs from "node:fs";
+import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
-import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
+import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS, RESCUE_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
 import { previewGuardPolicy } from "../lib/ci-roles";
 import { runStack, type CapturedResource } from "../tools/harness";
 import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
+import { signHubPublication } from "../lib/hub-publication";
+import { HUB_OUTPUTS_ENV } from "../programs/spoke";
 import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { unwrapWire } from "../tools/wire";
-import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
+import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc, testTempDir } from "./helpers";
 
 /**
  * Every AWS policy the hub renders, evaluated by an IAM policy simulator (@cloud-copilot/iam-simulate, test-only)
@@ -591,6 +595,27 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
         ).toEqual([]);
         expect(allowed(await evaluate(consumer(), REPLAY_AWS_CALLS, vars))).toEqual([]);
     });
+
+    it("a hub deployer can rescue what is still in a spoke's stream into the failure bucket, under the ledger key only", async () => {
+        const admin: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        for (const spoke of SPOKES) {
+            const v = { ...vars, usageStreamArn: out(named("aws:kinesis/stream:Stream", `usage-ledger-${spoke}`), "arn") };
+            expect(notAllowed(await evaluate(admin, RESCUE_AWS_CALLS, v)), spoke).toEqual([]);
+        }
+        // The bucket still refuses a rescued batch under another key, or without naming one.
+        const put = RESCUE_AWS_CALLS.filter((c) => c.action === "s3:PutObject");
+        expect(
+            allowed(
+                await evaluate(admin, put, vars, (c) => ({
+                    ...c,
+                    "s3:x-amz-server-side-encryption-aws-kms-key-id": `arn:aws:kms:${REGION}:${ACCOUNT}:key/other`,
+                })),
+            ),
+        ).toEqual([]);
+    });
 });
 
 describe("simulated: who may obtain a spoke role", () => {
@@ -986,6 +1011,86 @@ describe("simulated: cert-manager's DNS-01 role on an EKS spoke", () => {
             allowed(await evaluate(principal, change, v, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] }))),
         ).toEqual([]);
     });
+});
+
+describe("EKS + ACME DNS-01 behind the global failover hostname (the hub's zone answers the global name's challenge)", () => {
+    /**
+     * hub-prod's published outputs with the EKS spoke put behind the global hostname (its contract's failover block, as
+     * buildFailoverContracts writes it), re-signed with the hub's (mock) signing seed so the spoke accepts the file.
+     */
+    async function publishedWithEksBehindGlobal(edit: (contract: any) => void = () => {}) {
+        const eks = HUB["platform:spokes"].find((x: any) => x.provider === "eks");
+        const hub = await runRepoStack("hub-prod");
+        const published = unwrapWire(hub.outputs) as Record<string, any>;
+        const failover = HUB["platform:failover"];
+        const contract = published.spokeContracts[eks.name];
+        contract.failover = { globalHostname: failover.hostname, globalHostedZoneId: failover.hostedZoneId, peers: [] };
+        edit(contract);
+        const seed = Buffer.from(out(hub.resources.find((r) => r.name === "policy-store-signing-seed")!, "base64"), "base64");
+        published.publication = signHubPublication(seed, "hub-prod", published);
+        const file = path.join(testTempDir("global-dns01-"), "hub-prod.json");
+        fs.writeFileSync(file, JSON.stringify(published));
+        return { eks, file, failover };
+    }
+    async function renderSpoke(file: string, stack: string) {
+        process.env[HUB_OUTPUTS_ENV] = file;
+        try {
+            return await runRepoStack(stack, { stackOutputs: {} });
+        } finally {
+            delete process.env[HUB_OUTPUTS_ENV];
+        }
+    }
+
+    it("the Issuer answers the global name in its zone, the Certificate names it, and cert-manager's role may write exactly that challenge (simulated)", async () => {
+        const { eks, file, failover } = await publishedWithEksBehindGlobal();
+        const spoke = await renderSpoke(file, eks.stack);
+        const issuer = spoke.resources.find((r) => r.type === "kubernetes:cert-manager.io/v1:Issuer")!;
+        const listener = stackConfigDoc(eks.stack)["platform:gateway"].listener;
+        expect(inputs(issuer).spec.acme.solvers).toEqual([
+            {
+                selector: { dnsNames: [failover.hostname] },
+                dns01: { route53: { region: listener.tls.route53.region, hostedZoneID: failover.hostedZoneId } },
+            },
+            { dns01: { route53: { region: listener.tls.route53.region, hostedZoneID: listener.tls.route53.hostedZoneId } } },
+        ]);
+        const cert = spoke.resources.find((r) => r.type === "kubernetes:cert-manager.io/v1:Certificate")!;
+        expect(inputs(cert).spec.dnsNames).toEqual([listener.hostname, failover.hostname]);
+        const role = spoke.resources.find((r) => r.type === "aws:iam/role:Role" && r.name === "cert-manager-dns01-role")!;
+        const policy = JSON.parse(
+            inputs(spoke.resources.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "cert-manager-dns01-permissions")!)
+                .policy,
+        );
+        const principal: Principal = { arn: out(role, "arn"), policies: [policy] };
+        const global = { hostedZoneId: failover.hostedZoneId, challengeName: `_acme-challenge.${failover.hostname}` };
+        const own = { hostedZoneId: listener.tls.route53.hostedZoneId, challengeName: `_acme-challenge.${listener.hostname}` };
+        expect(notAllowed(await evaluate(principal, CERT_MANAGER_AWS_CALLS, global))).toEqual([]);
+        expect(notAllowed(await evaluate(principal, CERT_MANAGER_AWS_CALLS, own))).toEqual([]);
+        const change = CERT_MANAGER_AWS_CALLS.filter((c) => c.action === "route53:ChangeResourceRecordSets");
+        // Nothing else in the global zone (its A/alias records are the failover itself), nor the global name in the spoke's zone.
+        expect(allowed(await evaluate(principal, change, { ...global, challengeName: failover.hostname }))).toEqual([]);
+        expect(allowed(await evaluate(principal, change, { ...global, challengeName: `_acme-challenge.${listener.hostname}` }))).toEqual(
+            [],
+        );
+        expect(
+            allowed(await evaluate(principal, change, global, (c) => ({ ...c, "route53:ChangeResourceRecordSetsRecordTypes": ["A"] }))),
+        ).toEqual([]);
+        expect(allowed(await evaluate(principal, change, { ...own, challengeName: `_acme-challenge.${failover.hostname}` }))).toEqual([]);
+    }, 240_000);
+
+    it("refused, naming the spoke file and key, when the spoke runs in another account than the hub's zone, or the hub publishes no zone", async () => {
+        const other = await publishedWithEksBehindGlobal((c) => {
+            c.policy.roleArn = c.policy.roleArn.replace(/:\d{12}:/, ":999999999999:");
+        });
+        await expect(renderSpoke(other.file, other.eks.stack)).rejects.toThrow(
+            /Pulumi\.spoke-sg1\.yaml[\s\S]*platform:gateway\.listener\.tls: this spoke is behind the global hostname .* in the hub's account 999999999999; cert-manager's DNS-01 role here \(account \d{12}\) cannot answer its challenge/,
+        );
+        const old = await publishedWithEksBehindGlobal((c) => {
+            delete c.failover.globalHostedZoneId;
+        });
+        await expect(renderSpoke(old.file, old.eks.stack)).rejects.toThrow(
+            /platform:gateway\.listener\.tls: the hub publishes no zone for the global hostname/,
+        );
+    }, 240_000);
 });
 
 describe("simulated: the AWS Load Balancer Controller's role on an EKS spoke", () => {

@@ -5,10 +5,10 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { ACCESS_POLICIES } from "../components/spoke/EksCluster";
-import { CI_ROLE_VARIABLES } from "../lib/ci-roles";
-import { HUB_OUTPUTS_ENV } from "../programs/spoke";
+import { CI_ROLE_VARIABLES, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
+import { HUB_OUTPUTS_ENV, hubOutputs } from "../programs/spoke";
 import { unwrapWire } from "../tools/wire";
-import { byType, ROOT, runRepoStack, testTempDir } from "./helpers";
+import { byType, flatConfig, ROOT, runRepoStack, stackConfigDoc, testTempDir } from "./helpers";
 
 const WORKFLOWS = path.join(ROOT, ".github", "workflows");
 const read = (f: string) => fs.readFileSync(path.join(WORKFLOWS, f), "utf8");
@@ -103,6 +103,12 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 /preview role is for pull-request workflows only/,
             ],
             [
+                plant("up.yml", "spoke-up-stackref", (s) =>
+                    s.replace('echo "PLATFORM_HUB_OUTPUTS=$RUNNER_TEMP/hub-outputs.json" >> "$GITHUB_ENV"', "true"),
+                ),
+                /up-spokes: a spoke run reads its hub from the signed published outputs/,
+            ],
+            [
                 plant("up.yml", "unprotected", (s) => s.replaceAll("environment: production", "environment: staging")),
                 /deploy role is trusted only in the production environment/,
             ],
@@ -115,53 +121,150 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 ),
                 /hub job gets no PULUMI_CONFIG_PASSPHRASE/,
             ],
+            [
+                // The previous pins.yml: a registry key in a job every pull request touching the pins runs.
+                plant("pins.yml", "ngc-key-in-pr", (s) =>
+                    s.replace(
+                        "      - name: Pins\n",
+                        "      - name: Log in to nvcr.io\n        env:\n          NGC_API_KEY: ${{ secrets.NGC_API_KEY }}\n        run: printf '%s' \"$NGC_API_KEY\" | docker login nvcr.io --username '$oauthtoken' --password-stdin\n      - name: Pins\n",
+                    ),
+                ),
+                /exist: secrets\.NGC_API_KEY in a job that runs the pull request's code/,
+            ],
+            [
+                plant("preview.yml", "repo-secret-in-preview", (s) =>
+                    s.replace(
+                        "PULUMI_ACCESS_TOKEN: ${{ secrets.PULUMI_ACCESS_TOKEN }}",
+                        "PULUMI_ACCESS_TOKEN: ${{ secrets['NGC_API_KEY'] }}",
+                    ),
+                ),
+                /preview: secrets\.NGC_API_KEY in a job that runs the pull request's code.*PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG/,
+            ],
+            [
+                // The check job has no preview environment: not even the spoke passphrase.
+                plant("preview.yml", "passphrase-in-check", (s) =>
+                    s.replace(
+                        "      - name: Test\n        run: npm test\n",
+                        "      - name: Test\n        run: npm test\n        env:\n          P: ${{ secrets.PULUMI_CONFIG_PASSPHRASE }}\n",
+                    ),
+                ),
+                /check: secrets\.PULUMI_CONFIG_PASSPHRASE in a job that runs the pull request's code.*only GITHUB_TOKEN may reach it/,
+            ],
+            [
+                plant("preview.yml", "all-secrets-in-pr", (s) =>
+                    s.replace("run: npm test\n", "run: npm test\n        env:\n          ALL: ${{ toJSON(secrets) }}\n"),
+                ),
+                /check: secrets\.\* in a job that runs the pull request's code/,
+            ],
+            [
+                plant("pins.yml", "workflow-env-secret", (s) =>
+                    s.replace(
+                        "permissions:\n  contents: read\n",
+                        "permissions:\n  contents: read\n\nenv:\n  K: ${{ secrets.NGC_API_KEY }}\n",
+                    ),
+                ),
+                /workflow-level secrets\.NGC_API_KEY reaches every job of a pull-request workflow/,
+            ],
         ];
         for (const [file, message] of cases) {
             const r = await lint([file]);
             expect(r.code, path.basename(file)).toBe(1);
             expect(r.out, path.basename(file)).toMatch(message);
         }
-        expect(await lint([path.join(WORKFLOWS, "preview.yml"), path.join(WORKFLOWS, "up.yml")])).toEqual({
+        expect(await lint(["pins.yml", "preview.yml", "up.yml"].map((f) => path.join(WORKFLOWS, f)))).toEqual({
             code: 0,
-            out: ".github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
+            out: ".github/workflows/pins.yml: ok\n.github/workflows/preview.yml: ok\n.github/workflows/up.yml: ok\n",
         });
     });
 });
 
-describe("a spoke preview reads its hub from the published outputs, never the hub's state", () => {
-    it("with PLATFORM_HUB_OUTPUTS in a preview: no StackReference, the same contract; refused in an up or for another hub", async () => {
+describe("a spoke reads its hub from the signed published outputs, never the hub's state", () => {
+    it("with PLATFORM_HUB_OUTPUTS, in a preview and an up: no StackReference, the same contract; a changed, mixed or foreign-key file is refused", async () => {
         const hub = await runRepoStack("hub-prod");
         const dir = testTempDir("hub-out-");
         const file = path.join(dir, "hub-prod.json");
-        // What `pulumi stack output --json` prints: plain values.
-        fs.writeFileSync(file, JSON.stringify(unwrapWire(hub.outputs)));
+        // What `pulumi stack output --json` prints: plain values, the publication among them.
+        const published = unwrapWire(hub.outputs) as Record<string, any>;
+        expect(published.publication).toMatchObject({ schemaVersion: 1, hub: "hub-prod" });
+        fs.writeFileSync(file, JSON.stringify(published));
         const viaRef = await runRepoStack("spoke-sg1", {
             preview: true,
             stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } },
         });
         process.env[HUB_OUTPUTS_ENV] = file;
         try {
-            const viaFile = await runRepoStack("spoke-sg1", { preview: true, stackOutputs: {} });
-            expect(byType(viaFile.resources, "pulumi:pulumi:StackReference")).toEqual([]);
-            expect(byType(viaRef.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
             const urns = (r: typeof viaRef) =>
                 r.resources
                     .map((x) => x.urn)
                     .filter((u) => !u.includes("StackReference"))
                     .sort();
-            expect(urns(viaFile)).toEqual(urns(viaRef));
-            await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: {} })).rejects.toThrow(
-                /PLATFORM_HUB_OUTPUTS \(environment\): only a preview reads the hub's published outputs/,
+            for (const preview of [true, false]) {
+                const viaFile = await runRepoStack("spoke-sg1", { preview, stackOutputs: {} });
+                expect(byType(viaFile.resources, "pulumi:pulumi:StackReference")).toEqual([]);
+                expect(urns(viaFile)).toEqual(urns(viaRef));
+            }
+            expect(byType(viaRef.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
+            const refused = async (doc: unknown, message: RegExp, config?: Record<string, string>) => {
+                fs.writeFileSync(file, JSON.stringify(doc));
+                await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: {}, config })).rejects.toThrow(message);
+            };
+            // A contract edited after the hub signed it (here: pointed at another hub).
+            const edited = structuredClone(published);
+            for (const c of Object.values<any>(edited.spokeContracts)) c.hub = "hub-other";
+            await refused(edited, /PLATFORM_HUB_OUTPUTS \(environment\): .*hub-prod\.json does not match its digest/);
+            // Re-digested but not re-signed.
+            const { contentHash } = await import("../services/shared/canonical");
+            const { publicationBody } = await import("../lib/hub-publication");
+            const redigested = structuredClone(edited);
+            redigested.publication.sha256 = contentHash(publicationBody("hub-prod", redigested));
+            await refused(redigested, /signature does not verify/);
+            // Another hub's publication, and one published before hubs signed (no publication output).
+            await refused(
+                { ...published, publication: { ...published.publication, hub: "hub-other" } },
+                /is hub "hub-other"'s publication, not "hub-prod"'s/,
             );
-            const other = JSON.parse(fs.readFileSync(file, "utf8"));
-            for (const c of Object.values<any>(other.spokeContracts)) c.hub = "hub-other";
-            fs.writeFileSync(file, JSON.stringify(other));
-            await expect(runRepoStack("spoke-sg1", { preview: true, stackOutputs: {} })).rejects.toThrow(
-                /are hub "hub-other"'s, not "organization\/platform\/hub-prod"'s/,
+            const { publication: _, ...unsigned } = published;
+            await refused(unsigned, /has no "publication" output/);
+            // A stack file that pins another hub key.
+            const pinned = structuredClone(stackConfigDoc("spoke-sg1"));
+            pinned["platform:spoke"].hubKeyId = "0123456789abcdef";
+            await refused(
+                published,
+                /signed by key [0-9a-f]{16}, not the hub key 0123456789abcdef the stack file pins \(platform:spoke\.hubKeyId\)/,
+                flatConfig(pinned),
+            );
+            pinned["platform:spoke"].hubKeyId = published.publication.keyId;
+            fs.writeFileSync(file, JSON.stringify(published));
+            expect(urns(await runRepoStack("spoke-sg1", { preview: false, stackOutputs: {}, config: flatConfig(pinned) }))).toEqual(
+                urns(viaRef),
             );
         } finally {
             delete process.env[HUB_OUTPUTS_ENV];
         }
+    });
+
+    it("a real spoke run (not an offline render) without PLATFORM_HUB_OUTPUTS stops before opening the hub's state", () => {
+        const saved = process.env[OFFLINE_RENDER_ENV];
+        delete process.env[OFFLINE_RENDER_ENV];
+        delete process.env[HUB_OUTPUTS_ENV];
+        try {
+            expect(() =>
+                hubOutputs({ spoke: { hubStack: "organization/platform/hub-prod" } } as any, "stacks/Pulumi.spoke-sg1.yaml"),
+            ).toThrow(
+                /stacks\/Pulumi\.spoke-sg1\.yaml[\s\S]*PLATFORM_HUB_OUTPUTS \(environment\): a spoke reads hub "hub-prod" from its published outputs, not its state/,
+            );
+        } finally {
+            if (saved !== undefined) process.env[OFFLINE_RENDER_ENV] = saved;
+        }
+    });
+
+    it("up.yml hands every spoke up the hub's published outputs", () => {
+        const wf = YAML.parse(read("up.yml"));
+        const steps = wf.jobs["up-spokes"].steps;
+        const fetch = steps.findIndex((s: any) => String(s.run ?? "").includes("PLATFORM_HUB_OUTPUTS="));
+        const up = steps.findIndex((s: any) => s.with?.command === "up");
+        expect(fetch).toBeGreaterThanOrEqual(0);
+        expect(fetch).toBeLessThan(up);
     });
 
     it("an on-prem spoke's pull-request preview holds no source key: the auth Secret carries only the shared config", async () => {

@@ -2,10 +2,22 @@ import { runSimulation, runUnsafeSimulation } from "@cloud-copilot/iam-simulate"
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { GITHUB_OIDC_HOST, githubOidcTrustPolicy, hubSecretsProviderIssue, hubStateKeyPolicy, previewGuardPolicy } from "../lib/ci-roles";
+import {
+    GITHUB_OIDC_HOST,
+    GITHUB_SUBJECT_CLAIM_KEYS,
+    githubOidcTrustPolicy,
+    githubSubjectCustomizationCommand,
+    fillPreviewPlaceholders,
+    PREVIEW_AWS_CALLS,
+    PREVIEW_FORBIDDEN_READS,
+    previewReadPolicy,
+    hubSecretsProviderIssue,
+    hubStateKeyPolicy,
+    previewGuardPolicy,
+} from "../lib/ci-roles";
 import { requireHubSecretsProvider } from "../programs/hub";
 import * as YAML from "yaml";
-import { STACKS, testTempDir } from "./helpers";
+import { ROOT, STACKS, testTempDir } from "./helpers";
 
 /**
  * The CI roles and the hub state key (lib/ci-roles.ts), evaluated by the IAM policy simulator
@@ -112,39 +124,59 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
         expect([...r.result.ignoredContextKeys].sort()).toEqual([`${GITHUB_OIDC_HOST}:aud`, `${GITHUB_OIDC_HOST}:sub`]);
     });
 
-    it("preview role: only the preview-<stack> environments of this repository, audience sts.amazonaws.com", () => {
-        expect(assumeWithGitHub(preview, { sub: `repo:${REPO}:environment:preview-spoke-hn1`, aud })).toBe("Allowed");
-        for (const sub of [
-            `repo:${REPO}:environment:production`,
+    // The customised subject (lib/ci-roles.ts GITHUB_SUBJECT_CLAIM_KEYS: repo, context, ref).
+    const sub = (env: string, ref: string, repo = REPO) => `repo:${repo}:environment:${env}:ref:${ref}`;
+
+    it("preview role: only the preview-<stack> environments of this repository on a pull request's ref, audience sts.amazonaws.com", () => {
+        expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud })).toBe("Allowed");
+        for (const s of [
+            sub("production", "refs/pull/42/merge"),
+            sub("preview-spoke-hn1", "refs/heads/main"),
+            `repo:${REPO}:environment:preview-spoke-hn1`,
             `repo:${REPO}:pull_request`,
             `repo:${REPO}:ref:refs/heads/main`,
-            `repo:other-org/h200-platform:environment:preview-spoke-hn1`,
+            sub("preview-spoke-hn1", "refs/pull/42/merge", "other-org/h200-platform"),
         ])
-            expect(assumeWithGitHub(preview, { sub, aud }), sub).toBe("ImplicitlyDenied");
-        expect(assumeWithGitHub(preview, { sub: `repo:${REPO}:environment:preview-spoke-hn1`, aud: "api://other" })).toBe(
+            expect(assumeWithGitHub(preview, { sub: s, aud }), s).toBe("ImplicitlyDenied");
+        expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud: "api://other" })).toBe(
             "ImplicitlyDenied",
         );
         expect(assumeWithGitHub(preview, { aud })).toBe("ImplicitlyDenied");
     });
 
-    it("deploy role: exactly the production environment; never a pull request's preview job, a branch or another provider", () => {
-        expect(assumeWithGitHub(deploy, { sub: `repo:${REPO}:environment:production`, aud })).toBe("Allowed");
-        for (const sub of [
-            `repo:${REPO}:environment:preview-spoke-hn1`,
-            `repo:${REPO}:environment:production-copy`,
+    it("deploy role: exactly the production environment on main; never a pull request's job, another branch or another provider", () => {
+        expect(assumeWithGitHub(deploy, { sub: sub("production", "refs/heads/main"), aud })).toBe("Allowed");
+        for (const s of [
+            // A pull request's branch that reached the production environment (a loose deployment-branch rule, a
+            // workflow_dispatch on the branch): refused by the ref, whatever the environment allows.
+            sub("production", "refs/heads/feature-x"),
+            sub("production", "refs/pull/42/merge"),
+            sub("production", "refs/tags/v1"),
+            // GitHub's default subject (the customisation not made yet, or reset): names no ref, so it is refused.
+            `repo:${REPO}:environment:production`,
+            sub("preview-spoke-hn1", "refs/heads/main"),
+            sub("production-copy", "refs/heads/main"),
             `repo:${REPO}:pull_request`,
             `repo:${REPO}:ref:refs/heads/main`,
-            `repo:other-org/h200-platform:environment:production`,
+            sub("production", "refs/heads/main", "other-org/h200-platform"),
         ])
-            expect(assumeWithGitHub(deploy, { sub, aud }), sub).toBe("ImplicitlyDenied");
-        expect(assumeWithGitHub(deploy, { sub: `repo:${REPO}:environment:production` })).toBe("ImplicitlyDenied");
+            expect(assumeWithGitHub(deploy, { sub: s, aud }), s).toBe("ImplicitlyDenied");
+        expect(assumeWithGitHub(deploy, { sub: sub("production", "refs/heads/main") })).toBe("ImplicitlyDenied");
         expect(
             assumeWithGitHub(
                 deploy,
-                { sub: `repo:${REPO}:environment:production`, aud },
+                { sub: sub("production", "refs/heads/main"), aud },
                 `arn:aws:iam::${ACCOUNT}:oidc-provider/gitlab.com`,
             ),
         ).toBe("ImplicitlyDenied");
+    });
+
+    it("the one-time subject customisation is printed as GitHub's REST call, with the claims the trusts expect", () => {
+        expect(githubSubjectCustomizationCommand(REPO)).toBe(
+            `gh api --method PUT repos/${REPO}/actions/oidc/customization/sub -F use_default=false -f 'include_claim_keys[]=repo' -f 'include_claim_keys[]=context' -f 'include_claim_keys[]=ref'`,
+        );
+        expect(GITHUB_SUBJECT_CLAIM_KEYS).toEqual(["repo", "context", "ref"]);
+        expect(() => githubSubjectCustomizationCommand("x; rm -rf /")).toThrow(/not owner\/name/);
     });
 
     it("refuses a repository that is not owner/name", () => {
@@ -198,6 +230,119 @@ describe("simulated: the preview role reads no secret and cannot decrypt the hub
                 "kms:ViaService": `s3.${REGION}.amazonaws.com`,
             }),
         ).toBe("Allowed");
+    });
+});
+
+describe("simulated: the preview role is allowed exactly the calls of a spoke preview (no managed read-only policy)", () => {
+    const STATE = "platform-pulumi-state-111122223333";
+    const scope = {
+        accountId: ACCOUNT,
+        region: REGION,
+        previewRole: "platform-ci-preview",
+        stateBucket: STATE,
+        hubOutputsUri: `s3://${STATE}/hub-outputs/`,
+        hubStacks: ["hub-prod"],
+    };
+    const policies = [previewReadPolicy(scope), previewGuardPolicy({ region: REGION })] as unknown as Doc[];
+    const vars = {
+        partition: "aws",
+        account: ACCOUNT,
+        region: REGION,
+        previewRole: "platform-ci-preview",
+        stateBucket: STATE,
+        project: "platform",
+        stack: "spoke-sg1",
+        hub: "hub-prod",
+        hubOutputsPrefix: `${STATE}/hub-outputs/`,
+    };
+    const fill = (x: string) => fillPreviewPlaceholders(x, vars);
+    /** The state bucket key's policy: a KMS key's default (the account delegates to IAM policies). */
+    const accountKeyPolicy: Doc = {
+        Version: "2012-10-17",
+        Statement: [{ Effect: "Allow", Principal: { AWS: `arn:aws:iam::${ACCOUNT}:root` }, Action: "kms:*", Resource: "*" }],
+    };
+    const keyPolicyFor = (action: string) => (action.startsWith("kms:") ? accountKeyPolicy : undefined);
+    const fillContext = (c: Record<string, string | string[]>) =>
+        Object.fromEntries(Object.entries(c).map(([k, v]) => [k, Array.isArray(v) ? v.map(fill) : fill(v)]));
+
+    it("every call in PREVIEW_AWS_CALLS is allowed, with the context it really carries", async () => {
+        const refused: string[] = [];
+        for (const c of PREVIEW_AWS_CALLS) {
+            const d = await simulate(PREVIEW_ROLE, policies, c.action, fill(c.resource), keyPolicyFor(c.action), fillContext(c.context));
+            if (d !== "Allowed") refused.push(`${c.action} ${fill(c.resource)}: ${d}`);
+        }
+        expect(refused).toEqual([]);
+    });
+
+    it("every secret-bearing read is denied: secrets, parameters, Lambda environments, log events, the hub's and the ledger's objects, keys, streams, queues", async () => {
+        const allowed: string[] = [];
+        for (const r of PREVIEW_FORBIDDEN_READS) {
+            // kms:Decrypt directly (through S3 it is allowed for the objects the role may read, below).
+            const d = await simulate(PREVIEW_ROLE, policies, r.action, fill(r.resource), keyPolicyFor(r.action));
+            if (d === "Allowed") allowed.push(`${r.action} ${fill(r.resource)}`);
+        }
+        expect(allowed).toEqual([]);
+        expect(PREVIEW_FORBIDDEN_READS.map((r) => r.action)).toEqual(
+            expect.arrayContaining([
+                "secretsmanager:GetSecretValue",
+                "ssm:GetParameter",
+                "lambda:GetFunction",
+                "lambda:GetFunctionConfiguration",
+                "logs:GetLogEvents",
+                "logs:FilterLogEvents",
+                "kms:Decrypt",
+                "kinesis:GetRecords",
+                "sqs:ReceiveMessage",
+            ]),
+        );
+    });
+
+    it("KMS only through S3 (so only for objects it may read: the ledger's and policy bucket's are refused at S3), never directly", async () => {
+        const key = `arn:aws:kms:${REGION}:${ACCOUNT}:key/11111111-2222-3333-4444-555555555555`;
+        expect(
+            await simulate(PREVIEW_ROLE, policies, "kms:Decrypt", key, accountKeyPolicy, {
+                "kms:ViaService": `s3.${REGION}.amazonaws.com`,
+            }),
+        ).toBe("Allowed");
+        for (const via of [undefined, `secretsmanager.${REGION}.amazonaws.com`, "s3.us-east-1.amazonaws.com"])
+            expect(
+                await simulate(PREVIEW_ROLE, policies, "kms:Decrypt", key, accountKeyPolicy, via ? { "kms:ViaService": via } : {}),
+                String(via),
+            ).not.toBe("Allowed");
+        for (const bucket of [`platform-policy-bundles-${ACCOUNT}-${REGION}`, `platform-usage-failed-batches-${ACCOUNT}-${REGION}`])
+            expect(await simulate(PREVIEW_ROLE, policies, "s3:GetObject", `arn:aws:s3:::${bucket}/x.json`), bucket).toBe(
+                "ImplicitlyDenied",
+            );
+    });
+
+    it("on Pulumi Cloud (no state bucket) nothing of S3 but the published hub outputs", async () => {
+        const cloud = [previewReadPolicy({ ...scope, stateBucket: undefined })] as unknown as Doc[];
+        expect(await simulate(PREVIEW_ROLE, cloud, "s3:GetObject", `arn:aws:s3:::${STATE}/hub-outputs/hub-prod.json`)).toBe("Allowed");
+        expect(await simulate(PREVIEW_ROLE, cloud, "s3:GetObject", `arn:aws:s3:::${STATE}/.pulumi/stacks/platform/spoke-sg1.json`)).toBe(
+            "ImplicitlyDenied",
+        );
+        expect(() => previewReadPolicy({ ...scope, hubOutputsUri: "https://example.com/x" })).toThrow(/not s3:\/\/<bucket>\/<prefix>\//);
+    });
+
+    it("every Pulumi AWS invoke in the spoke programs is a row of PREVIEW_AWS_CALLS (a new invoke fails here until listed and simulated)", () => {
+        const files = (dir: string): string[] =>
+            fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+                const p = path.join(dir, e.name);
+                return e.isDirectory() ? files(p) : /\.ts$/.test(e.name) ? [p] : [];
+            });
+        // The hub is never previewed with the preview role (preview.yml previews spokes only).
+        const spokeCode = [
+            ...files(path.join(ROOT, "programs")),
+            ...files(path.join(ROOT, "components", "spoke")),
+            ...files(path.join(ROOT, "lib")),
+        ].filter((f) => !f.endsWith(`programs${path.sep}hub.ts`));
+        const invokes = new Set<string>();
+        for (const f of spokeCode)
+            for (const m of fs.readFileSync(f, "utf8").matchAll(/\baws\.((?:[a-z0-9]+\.)?get[A-Z]\w*?)(?:Output)?\(/g))
+                invokes.add(`aws.${m[1]}`);
+        expect(invokes.size).toBeGreaterThan(0);
+        const listed = new Set(PREVIEW_AWS_CALLS.map((c) => c.invoke).filter(Boolean));
+        expect([...invokes].filter((i) => !listed.has(i)).sort()).toEqual([]);
     });
 });
 

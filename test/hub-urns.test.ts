@@ -5,9 +5,10 @@
  * `protect` refuses, or orphaned. A change that legitimately adds or renames hub resources updates that file in the
  * same pull request, where reviewers see every URN that moves.
  * Updated when each spoke's single role became one role per service: `spoke-<s>-role` / `-permissions` are now
- * `spoke-<s>-auth-role` / `-auth-permissions` (with Pulumi aliases of the old names: the same state, replaced by a
- * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
- * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`.
+ * `spoke-<s>-auth-role` / `-auth-permissions` and the new `spoke-<s>-metering-role` / `-metering-permissions`; and
+ * for the new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`. (The old `spoke-<s>-role` /
+ * `-permissions` are no longer aliased to the auth role: a hub deployed by the previous release keeps them for one
+ * release, components/hub/legacy-spoke-role.ts and test/hub-legacy-role.test.ts; this fresh render has none.)
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

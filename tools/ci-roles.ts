@@ -7,26 +7,35 @@ import {
     GITHUB_OIDC_AUDIENCE,
     GITHUB_OIDC_HOST,
     githubOidcTrustPolicy,
+    githubSubjectCustomizationCommand,
+    GITHUB_SUBJECT_CLAIM_KEYS,
     HUB_STATE_KEY_ALIAS,
     hubStateKeyPolicy,
     previewGuardPolicy,
+    previewReadPolicy,
 } from "../lib/ci-roles";
+import { hubStacksIn } from "../programs/load";
 import { exitOnHelp } from "./cli";
 import { STACKS_DIR } from "./stackfiles";
 
 const HELP = `
-usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME [--account ID] [--out DIR]
+usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME --hub-outputs S3URI [--state-bucket NAME] [--account ID] [--out DIR]
 
 Writes the policy documents of the two CI roles and of the hub state key (lib/ci-roles.ts), and prints the AWS CLI
 commands that create them once, before CI's first run (the program cannot create what runs it):
-  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments only,
-                the guard (no secret value, no KMS use but S3's, no role hop) beside a read-only policy
-  deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment only; list it in
-                the hub file's platform:hubDeployers before running this (the state key's policy names them). It
-                applies the hub and the EKS spokes, which create IAM roles and policies, so it is administrator-
-                equivalent in the hub's account: the printed command attaches AdministratorAccess (or attach your own
-                policy covering IAM, KMS, Secrets Manager, S3, Kinesis, SQS, Lambda, RDS, EC2/VPC, EKS, Route 53,
-                CloudWatch and IAM Roles Anywhere, plus your state bucket)
+  subject       the repository's OIDC subject customised to repo, context, ref (the printed \`gh api\` call, once):
+                both trusts pin the environment AND the git ref
+  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments on
+                refs/pull/*/merge only; allowed exactly the calls a spoke preview makes (lib/ci-roles.ts
+                PREVIEW_AWS_CALLS: the spoke checkpoints, the published hub outputs, three invokes; no managed
+                read-only policy), plus the guard (no secret value, no KMS use but S3's, no role hop)
+  deploy role   vars.${CI_ROLE_VARIABLES.deploy}: GitHub OIDC trust for the production environment on
+                refs/heads/main only; list it in the hub file's platform:hubDeployers before running this
+                (the state key's policy names them). It applies the hub and the EKS spokes, which create IAM
+                roles and policies, so it is administrator-equivalent in the hub's account: the printed command
+                attaches AdministratorAccess (or attach your own policy covering IAM, KMS, Secrets Manager, S3,
+                Kinesis, SQS, Lambda, RDS, EC2/VPC, EKS, Route 53, CloudWatch and IAM Roles Anywhere, plus your
+                state bucket)
   hub state key ${HUB_STATE_KEY_ALIAS}: only platform:hubDeployers encrypt/decrypt (the hub's secrets provider)
 
 Names follow the hub's platform:namePrefix (default platform: platform-ci-preview, platform-ci-deploy,
@@ -35,12 +44,15 @@ ${HUB_STATE_KEY_ALIAS}).
 Options:
   --hub STACK         the hub stack (stacks/Pulumi.<STACK>.yaml: aws:region, platform:hubDeployers)
   --repo OWNER/NAME   the GitHub repository whose workflows assume the roles
+  --hub-outputs URI   vars.HUB_OUTPUTS_S3_URI, where up.yml publishes the hubs' outputs (s3://<bucket>/<prefix>/)
+  --state-bucket NAME the S3 state backend's bucket (PULUMI_BACKEND_URL s3://<bucket>); omit on Pulumi Cloud
   --account ID        the AWS account (default: the first platform:hubDeployers entry's)
   --out DIR           where to write the JSON documents (default out/ci-roles)
   -h, --help          this text
 
 Examples:
-  npm run ci-roles -- --hub hub-prod --repo example-org/h200-platform
+  npm run ci-roles -- --hub hub-prod --repo example-org/h200-platform \\
+    --hub-outputs s3://platform-pulumi-state-111122223333/hub-outputs/ --state-bucket platform-pulumi-state-111122223333
 `;
 
 function main(argv: string[]): void {
@@ -48,11 +60,11 @@ function main(argv: string[]): void {
     const opt: Record<string, string> = {};
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
-        if (!["--hub", "--repo", "--account", "--out"].includes(a) || !argv[i + 1])
+        if (!["--hub", "--repo", "--account", "--out", "--hub-outputs", "--state-bucket"].includes(a) || !argv[i + 1])
             throw new Error(`unknown or incomplete argument ${a} (npm run ci-roles -- --help)`);
         opt[a.slice(2)] = argv[++i];
     }
-    if (!opt.hub || !opt.repo) throw new Error("give --hub and --repo (npm run ci-roles -- --help)");
+    if (!opt.hub || !opt.repo || !opt["hub-outputs"]) throw new Error("give --hub, --repo and --hub-outputs (npm run ci-roles -- --help)");
     const file = path.join(STACKS_DIR, `Pulumi.${opt.hub}.yaml`);
     const config = YAML.parse(fs.readFileSync(file, "utf8"))?.config ?? {};
     const region: string = config["aws:region"];
@@ -65,6 +77,14 @@ function main(argv: string[]): void {
     fs.mkdirSync(out, { recursive: true });
     const docs: Record<string, unknown> = {
         "preview-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "preview" }),
+        "preview-read.json": previewReadPolicy({
+            accountId,
+            region,
+            previewRole: names.previewRole,
+            stateBucket: opt["state-bucket"],
+            hubOutputsUri: opt["hub-outputs"],
+            hubStacks: hubStacksIn(STACKS_DIR),
+        }),
         "preview-guard.json": previewGuardPolicy({ region }),
         "deploy-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "deploy" }),
         "hub-state-key-policy.json": hubStateKeyPolicy({ accountId, deployers }),
@@ -75,11 +95,14 @@ function main(argv: string[]): void {
         [
             `wrote ${Object.keys(docs).join(", ")} to ${out}`,
             "",
+            `# once per repository (admin): tokens carry the ref in their subject (${GITHUB_SUBJECT_CLAIM_KEYS.join(", ")}), which both trusts require`,
+            githubSubjectCustomizationCommand(opt.repo),
             "# once per account: GitHub's OIDC provider (IAM fetches its certificate thumbprint itself)",
             `aws iam create-open-id-connect-provider --url https://${GITHUB_OIDC_HOST} --client-id-list ${GITHUB_OIDC_AUDIENCE}`,
-            "# the preview role: read-only plus the guard (explicit denies)",
+            "# the preview role: exactly the reads of a spoke preview, plus the guard (explicit denies); no managed read-only policy",
+            "# (an existing role that has one: aws iam detach-role-policy --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess)",
             `aws iam create-role --role-name ${names.previewRole} --assume-role-policy-document file://${out}/preview-trust.json`,
-            `aws iam attach-role-policy --role-name ${names.previewRole} --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess`,
+            `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-read --policy-document file://${out}/preview-read.json`,
             `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
             "# the deploy role: it must be listed in platform:hubDeployers; it creates IAM roles and policies (administrator-",
             "# equivalent): AdministratorAccess, or your own policy for the services the stacks create (npm run ci-roles -- --help)",

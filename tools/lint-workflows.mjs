@@ -17,7 +17,9 @@ Validates GitHub Actions workflows with GitHub's own workflow parser (@actions/w
 expressions, job graph; then the separation of CI credentials: a pull request's jobs assume only the preview role
 (vars.AWS_PREVIEW_ROLE_ARN) in preview-<stack> environments and preview spokes only; the deploy role
 (vars.AWS_DEPLOY_ROLE_ARN) only in jobs of the production environment, outside pull-request workflows; no shared
-vars.AWS_ROLE_ARN; hub jobs get no stack passphrase. Default: every .github/workflows/*.yml. Exit 1 on any error.
+vars.AWS_ROLE_ARN; hub jobs get no stack passphrase; a pull request's jobs get no secret but GITHUB_TOKEN (and, in
+a preview-<stack> environment, that environment's PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG); every
+spoke job (preview or up) reads its hub from the published outputs (PLATFORM_HUB_OUTPUTS). Default: every .github/workflows/*.yml. Exit 1 on any error.
 
 Examples:
   npm run lint:workflows
@@ -51,6 +53,28 @@ const PREVIEW_ROLE = "${{ vars.AWS_PREVIEW_ROLE_ARN }}";
 const DEPLOY_ROLE = "${{ vars.AWS_DEPLOY_ROLE_ARN }}";
 
 /**
+ * Secrets a preview-<stack> environment holds for its one stack (.github/workflows/preview.yml header): the spoke
+ * stacks' passphrase, the Pulumi Cloud token, and that site's view-only kubeconfig. Nothing else reaches a job that
+ * runs a pull request's code.
+ */
+const PREVIEW_ENVIRONMENT_SECRETS = ["PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN", "KUBECONFIG"];
+
+/**
+ * Names of the secrets a job (or any workflow fragment) can expand: `secrets.NAME`, `secrets['NAME']`; the whole
+ * context (`toJSON(secrets)`, `secrets[format(...)]`, a reusable workflow's `secrets: inherit`) reads as `*`.
+ */
+function secretsUsed(fragment) {
+    const text = JSON.stringify(fragment ?? {});
+    const names = new Set();
+    for (const m of text.matchAll(
+        /\bsecrets\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_-]*)|\[\s*'([A-Za-z_][A-Za-z0-9_-]*)'\s*\]|\[|\s*}})|\(\s*secrets\s*\)/g,
+    ))
+        names.add(m[1] ?? m[2] ?? "*");
+    if (fragment?.secrets === "inherit") names.add("*");
+    return [...names].sort();
+}
+
+/**
  * Credential separation of one workflow (lib/ci-roles.ts: the preview role reads no secret and cannot decrypt the
  * hub's state; the deploy role is trusted only by the production environment). Errors as `file: job: message`.
  */
@@ -69,6 +93,11 @@ export function credentialErrors(name, content) {
         errors.push(
             `${name}: vars.AWS_ROLE_ARN: one role per environment: vars.AWS_PREVIEW_ROLE_ARN (pull requests) or vars.AWS_DEPLOY_ROLE_ARN (production)`,
         );
+    if (fromPullRequest)
+        for (const s of secretsUsed({ env: wf.env, defaults: wf.defaults }))
+            errors.push(
+                `${name}: workflow-level secrets.${s} reaches every job of a pull-request workflow, which runs the pull request's code`,
+            );
     if (on.includes("pull_request_target"))
         errors.push(`${name}: pull_request_target runs with the base repository's secrets and a writable token; previews use pull_request`);
     for (const [id, job] of Object.entries(wf.jobs ?? {})) {
@@ -106,7 +135,29 @@ export function credentialErrors(name, content) {
             if (!text.includes("PLATFORM_HUB_OUTPUTS"))
                 errors.push(`${at}: a spoke preview reads its hub from the published outputs (PLATFORM_HUB_OUTPUTS), not a StackReference`);
         }
+        if (fromPullRequest) {
+            // A pull request's job runs the pull request's code (npm ci runs its install scripts, its tests, its program):
+            // whatever secret the job can expand, that code can print or send away. Closed world: only the token GitHub
+            // scopes to the workflow's permissions, and in a preview-<stack> environment that environment's own secrets.
+            const allowed = new Set([
+                "GITHUB_TOKEN",
+                ...(typeof env === "string" && env.startsWith("preview-") ? PREVIEW_ENVIRONMENT_SECRETS : []),
+            ]);
+            const used = secretsUsed(job);
+            for (const s of used.filter((x) => !allowed.has(x)))
+                errors.push(
+                    `${at}: secrets.${s} in a job that runs the pull request's code (a pull-request workflow); only GITHUB_TOKEN${
+                        typeof env === "string" && env.startsWith("preview-")
+                            ? ` and the preview environment's ${PREVIEW_ENVIRONMENT_SECRETS.join(", ")}`
+                            : ""
+                    } may reach it: move the step to a workflow or job pull requests do not trigger`,
+                );
+        }
         const matrix = JSON.stringify(job.strategy?.matrix ?? "");
+        if (!fromPullRequest && pulumiSteps.length && /outputs\.spokes\b/.test(matrix) && !text.includes("PLATFORM_HUB_OUTPUTS"))
+            errors.push(
+                `${at}: a spoke run reads its hub from the signed published outputs (PLATFORM_HUB_OUTPUTS, lib/hub-publication.ts), never its state`,
+            );
         if (pulumiSteps.length && /outputs\.hubs\b/.test(matrix) && JSON.stringify(job.env ?? {}).includes("PULUMI_CONFIG_PASSPHRASE"))
             errors.push(`${at}: a hub job gets no PULUMI_CONFIG_PASSPHRASE: the hub's state is encrypted with the hub state KMS key`);
     }

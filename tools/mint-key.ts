@@ -31,8 +31,8 @@ Options:
   -h, --help        this text
 
 spoke-access-key: an on-prem spoke's AWS source key (platform:spokeIdentities.<spoke>, mode access-key), minted
-outside Pulumi: IAM CreateAccessKey for the slot's user (platform-spoke-<spoke>-<slot>, created by the hub's \`up\`),
-the pair written only to the slot's secret (platform/spokes/<spoke>/source-key/<slot>, which only the spoke's deployer
+outside Pulumi: IAM CreateAccessKey for the slot's user (<namePrefix>-spoke-<spoke>-<slot>, created by the hub's \`up\`),
+the pair written only to the slot's secret (<namePrefix>/spokes/<spoke>/source-key/<slot>, which only the spoke's deployer
 reads). Prints only the access key id. A slot holds one key. --retire deletes the slot's key(s) (refused for the
 slot the spoke runs on, platform:spokeIdentities.<spoke>.activeKey: move it and roll the spoke first).
 
@@ -92,16 +92,18 @@ async function spokeAccessKey(argv: string[]): Promise<void> {
         throw new Error(
             `${file}: ${key}.activeKey is "${active}": the spoke runs on it; point activeKey at another slot and roll the spoke before retiring it`,
         );
+    // The hub's name prefix (platform:namePrefix): a second hub in the account has its own slot users and secrets.
+    const prefix: string | undefined = config["platform:namePrefix"] ?? undefined;
     const iam = new IAMClient({ region });
     const sm = new SecretsManagerClient({ region });
     try {
         if (opt.retire) {
-            const deleted = await retireSpokeAccessKey(iam, opt.spoke, opt.slot);
+            const deleted = await retireSpokeAccessKey(iam, opt.spoke, opt.slot, prefix);
             process.stdout.write(`retired slot "${opt.slot}" of ${opt.spoke}: deleted access key ${deleted.join(", ")}\n`);
         } else {
-            const m = await mintSpokeAccessKey(iam, sm, opt.spoke, opt.slot);
+            const m = await mintSpokeAccessKey(iam, sm, opt.spoke, opt.slot, prefix);
             process.stdout.write(
-                `minted access key ${m.accessKeyId} for slot "${opt.slot}" of ${opt.spoke} into ${keySecretName(opt.spoke, opt.slot)} (version ${m.versionId ?? "?"}); the secret key is only there\n`,
+                `minted access key ${m.accessKeyId} for slot "${opt.slot}" of ${opt.spoke} into ${keySecretName(opt.spoke, opt.slot, prefix)} (version ${m.versionId ?? "?"}); the secret key is only there\n`,
             );
         }
     } finally {
@@ -133,7 +135,8 @@ export async function installSourceKeyCommand(argv: string[], kubectl = "kubectl
     const kubeArgs = [...(opt.kubeconfig ? [`--kubeconfig=${opt.kubeconfig}`] : []), ...(opt.context ? [`--context=${opt.context}`] : [])];
     const sm = new SecretsManagerClient({ region });
     try {
-        const r = await installSourceKey(sm, opt.spoke, slot, kubectlApply(kubeArgs, kubectl));
+        const prefix: string | undefined = config["platform:namePrefix"] ?? undefined;
+        const r = await installSourceKey(sm, opt.spoke, slot, kubectlApply(kubeArgs, kubectl), prefix);
         return `installed access key ${r.accessKeyId} (slot "${slot}" of ${opt.spoke}) as Secret ${SOURCE_KEY_SECRET.name} in ${r.namespaces.join(", ")}; restart auth and metering to pick it up if they already run\n`;
     } finally {
         sm.destroy();

@@ -1,8 +1,11 @@
+import { KinesisClient } from "@aws-sdk/client-kinesis";
 import { S3Client } from "@aws-sdk/client-s3";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { readHubOutputs } from "./hub-outputs";
 import { Client } from "pg";
 import { FAILED_BATCH_PREFIX } from "../services/usage-consumer/failed-batches";
 import { type ReplayedBatch, replayFailedBatches } from "../services/usage-consumer/replay";
+import { type RescuedStream, rescueStreams } from "../services/usage-consumer/rescue";
 import { exitOnHelp } from "./cli";
 
 /**
@@ -24,7 +27,17 @@ Fix the cause first (database reachable, ledger migrated), then replay. Dry run 
 Ingestion is idempotent by (spoke, requestId): a batch that later succeeded on retry, or one replayed twice,
 is counted once; malformed records are quarantined as the consumer does.
 
+Usage the consumer never ran on (Lambda could not invoke it) leaves only shard and sequence pointers in the failure
+queue; its records leave the stream 24 h after the platform-usage-failure-queue alarm fires (the event source
+mapping gives up at the stream's retention less 24 h). Within that window, --rescue-stream copies what is still in
+the spokes' streams into the failure bucket (the consumer's format, under the ledger key); then replay as above.
+
 Options:
+  --rescue-stream    copy the records still in every spoke's stream into the failure bucket (with --apply; a dry run
+                     counts them); ingesting them again is idempotent
+  --since ISO-TIME   with --rescue-stream: only records that arrived at or after this time (the failure message's
+                     KinesisBatchInfo.approximateArrivalOfFirstRecord)
+  --kinesis-endpoint URL  a Kinesis-compatible server instead of AWS Kinesis
   --hub STACK        hub stack whose outputs name the bucket (default hub-prod; needs the Pulumi CLI)
   --outputs FILE     hub outputs JSON (\`pulumi stack output --json\`) instead of asking Pulumi
   --bucket NAME      the failure bucket, instead of hub outputs
@@ -42,6 +55,7 @@ The bucket: the AWS SDK's default credentials (a hub deployer; S3 decrypts with 
 Examples:
   npm run replay-usage -- --hub hub-prod
   DATABASE_URL=postgres://... npm run replay-usage -- --bucket platform-failed-batches --region ap-southeast-1 --apply
+  npm run replay-usage -- --hub hub-prod --rescue-stream --since 2026-11-29T09:00:00Z --apply
 `;
 
 /** The failure bucket and region from hub outputs (`pulumi stack output --json`). @throws Error naming what is missing */
@@ -55,6 +69,32 @@ export function failureBucketFromHubOutputs(json: unknown, source: string): { bu
     }
     const region = Object.values(ledger.streams ?? {}).find((s) => typeof s?.region === "string")?.region;
     return { bucket: ledger.failedBatchBucket, region };
+}
+
+/**
+ * What a rescue needs from the hub outputs: each spoke's stream (usageLedger.streams) and the ledger key.
+ * @throws Error naming what is missing
+ */
+export function rescueTargetsFromHubOutputs(json: unknown, source: string): { streamSpokes: Record<string, string>; kmsKeyArn: string } {
+    const root = (json as { outputs?: unknown })?.outputs ?? json;
+    const ledger = (root as { usageLedger?: { streams?: Record<string, { streamArn?: string }>; failedBatchKeyArn?: unknown } })
+        ?.usageLedger;
+    const streamSpokes = Object.fromEntries(
+        Object.entries(ledger?.streams ?? {}).flatMap(([spoke, s]) => (typeof s?.streamArn === "string" ? [[s.streamArn, spoke]] : [])),
+    );
+    if (!Object.keys(streamSpokes).length) throw new Error(`${source}: no usageLedger.streams output`);
+    if (typeof ledger?.failedBatchKeyArn !== "string")
+        throw new Error(`${source}: no usageLedger.failedBatchKeyArn output (a hub deployed before rescues); run the hub's up first`);
+    return { streamSpokes, kmsKeyArn: ledger.failedBatchKeyArn };
+}
+
+/** Pure: the text report of a rescue. */
+export function formatRescue(rows: RescuedStream[], dryRun: boolean): string {
+    const lines = rows.map(
+        (r) => `${r.spoke} (${r.streamArn}): ${r.shards} shards, ${r.records} records${dryRun ? "" : `, ${r.keys.length} objects`}`,
+    );
+    const records = rows.reduce((n, r) => n + r.records, 0);
+    return `${[...lines, dryRun ? `${records} records still in the streams (dry run: nothing copied; --apply to keep them in the failure bucket)` : `${records} records kept in the failure bucket: now replay them (npm run replay-usage -- --apply)`].join("\n")}\n`;
 }
 
 /** Pure: the text report of a replay. */
@@ -80,28 +120,53 @@ async function main(argv: string[]): Promise<number> {
         if (v === undefined || v.startsWith("--")) throw new Error(`--${k} needs a value`);
         return v;
     };
-    const known = new Set(["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint", "--apply", "--json"]);
-    const unknown = argv.filter(
-        (a, i) =>
-            a.startsWith("--") &&
-            !known.has(a) &&
-            !(i > 0 && ["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint"].includes(argv[i - 1])),
-    );
+    const withValue = ["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint", "--since", "--kinesis-endpoint"];
+    const known = new Set([...withValue, "--apply", "--json", "--rescue-stream"]);
+    const unknown = argv.filter((a, i) => a.startsWith("--") && !known.has(a) && !(i > 0 && withValue.includes(argv[i - 1])));
     if (unknown.length) throw new Error(`unknown option ${unknown[0]} (see --help)`);
     const dryRun = !argv.includes("--apply");
     let bucket = opt("bucket");
     let region = opt("region") ?? process.env.AWS_REGION;
+    const rescue = argv.includes("--rescue-stream");
+    let hubJson: unknown;
+    const hubSource = () => opt("outputs") ?? `pulumi stack output --stack ${opt("hub") ?? "hub-prod"}`;
+    const hubOutputs = () => (hubJson ??= readHubOutputs(opt("outputs"), opt("hub") ?? "hub-prod", "--outputs FILE or --bucket"));
     if (!bucket) {
-        const hub = opt("hub") ?? "hub-prod";
-        const file = opt("outputs");
-        const json = readHubOutputs(file, hub, "--outputs FILE or --bucket");
-        const found = failureBucketFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`);
+        const found = failureBucketFromHubOutputs(hubOutputs(), hubSource());
         bucket = found.bucket;
         region ??= found.region;
     }
     if (!region) throw new Error("no region: pass --region or set AWS_REGION");
     const endpoint = opt("s3-endpoint");
     const s3 = new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
+    if (rescue) {
+        const since = opt("since");
+        if (since !== undefined && Number.isNaN(Date.parse(since))) throw new Error(`--since ${since} is not an ISO-8601 time`);
+        const targets = rescueTargetsFromHubOutputs(hubOutputs(), hubSource());
+        const kinesisEndpoint = opt("kinesis-endpoint");
+        // HTTP/1.1: the client's default HTTP/2 handler is for SubscribeToShard, which a rescue does not use.
+        const kinesis = new KinesisClient({
+            region,
+            requestHandler: new NodeHttpHandler(),
+            ...(kinesisEndpoint ? { endpoint: kinesisEndpoint } : {}),
+        });
+        try {
+            const rows = await rescueStreams({
+                kinesis,
+                store: { s3, bucket, kmsKeyArn: targets.kmsKeyArn },
+                streamSpokes: targets.streamSpokes,
+                since: since ? new Date(since) : undefined,
+                dryRun,
+            });
+            process.stdout.write(
+                argv.includes("--json") ? `${JSON.stringify({ dryRun, bucket, streams: rows }, null, 2)}\n` : formatRescue(rows, dryRun),
+            );
+            return 0;
+        } finally {
+            kinesis.destroy();
+            s3.destroy();
+        }
+    }
     let db: Client | undefined;
     try {
         if (!dryRun) {

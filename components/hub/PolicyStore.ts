@@ -1,3 +1,4 @@
+import { type HubPublication, signHubPublication } from "../../lib/hub-publication";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
@@ -211,6 +212,8 @@ export class PolicyStore extends pulumi.ComponentResource {
     public readonly keyId: pulumi.Output<string>;
     /** Spoke -> live revision (what the next deployment compares against). */
     public readonly revisions: pulumi.Output<Record<string, BundleRevision>>;
+    /** The signing seed (secret); only {@link PolicyStore.signPublication} and the bundles use it. */
+    private readonly seed: pulumi.Output<string>;
 
     constructor(name: string, args: PolicyStoreArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:hub:PolicyStore", name, {}, opts);
@@ -287,6 +290,7 @@ export class PolicyStore extends pulumi.ComponentResource {
         // protected, so no `up` replaces the signing key under the spokes' pinned public key.
         const seedBytes = new random.RandomBytes(`${name}-signing-seed`, { length: SIGNING_SEED_BYTES }, { parent: this, protect: true });
         const seed = pulumi.secret(seedBytes.base64);
+        this.seed = seed;
         this.publicKey = pulumi.unsecret(seed.apply((s) => publicKeyFromSeed(Buffer.from(s, "base64"))));
         this.keyId = this.publicKey.apply(keyIdOf);
 
@@ -336,5 +340,17 @@ export class PolicyStore extends pulumi.ComponentResource {
         this.kmsKeyArn = key.arn;
         this.revisions = pulumi.all(revisions);
         this.registerOutputs({ bucket: this.bucket, kmsKeyArn: this.kmsKeyArn, publicKey: this.publicKey, revisions: this.revisions });
+    }
+
+    /**
+     * The hub's `publication` output (lib/hub-publication.ts): its published outputs signed with the bundle signing
+     * key. Reads the secret seed; the result (digest, signature, public key) is not secret.
+     */
+    signPublication(hub: string, outputs: pulumi.Input<Record<string, unknown>>): pulumi.Output<HubPublication> {
+        return pulumi.unsecret(
+            pulumi
+                .all([this.seed, pulumi.output(outputs)])
+                .apply(([s, o]) => signHubPublication(Buffer.from(s, "base64"), hub, o as Record<string, unknown>)),
+        );
     }
 }

@@ -7,6 +7,13 @@ import { PLATFORM_NAMESPACE } from "../../lib/labels";
 import { AWS_ROLE_SESSION_NAMES } from "../../lib/spoke-services";
 import { bundlePaths } from "../../services/shared/bundle";
 import { keySecretName, keySecretPrefix, SPOKE_IAM_PATH, sourceUserName } from "../../services/shared/spoke-key-slot";
+import {
+    LEGACY_SPOKE_ROLE,
+    legacyPodIdentityTrustPolicy,
+    legacySpokeRoleDescription,
+    legacySpokeRoleName,
+    legacySpokeRolePolicy,
+} from "./legacy-spoke-role";
 
 export { keySecretName, keySecretPrefix, sourceUserName };
 
@@ -352,6 +359,13 @@ export interface SpokeIdentityArgs {
      * collides with this one.
      */
     hub: string;
+    /**
+     * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
+     * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`).
+     */
+    /** `platform:namePrefix` of the hub: first word of the key slots' user and secret names (default `platform`). */
+    namePrefix?: string;
+    keepLegacyRole?: boolean;
 }
 /** The identity config with the provider's default filled in. */
 export function effectiveIdentity(provider: "onprem" | "eks", identity: SpokeIdentityConfig | undefined): SpokeIdentityConfig {
@@ -398,6 +412,10 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         const egressCidrs = id.mode === "pod-identity" ? [] : id.egressCidrs;
 
         let trustOf: (service: SpokeService) => pulumi.Output<string>;
+        // MIGRATION (LEGACY_SPOKE_ROLE.removeIn): the previous release's single role's trust, and its ARN for the
+        // Roles Anywhere profile and the source users' policies.
+        let legacyTrust: pulumi.Output<string>;
+        let legacyArns: pulumi.Output<string>[] = [];
         // The contract and the source users' policies name the roles: built once the roles exist.
         let contractOf: (roles: Record<SpokeService, aws.iam.Role>) => pulumi.Output<SpokeIdentityContract>;
         if (id.mode === "pod-identity") {
@@ -409,6 +427,15 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 pulumi
                     .all([account, clusterArn])
                     .apply(([a, c]) => JSON.stringify(podIdentityTrustPolicy(a, c, SPOKE_AWS_SERVICES[service])));
+            legacyTrust = pulumi.all([account, clusterArn]).apply(([a, c]) =>
+                JSON.stringify(
+                    legacyPodIdentityTrustPolicy(
+                        a,
+                        c,
+                        SPOKE_SERVICES.map((sv) => SPOKE_AWS_SERVICES[sv]),
+                    ),
+                ),
+            );
             contractOf = (roles) =>
                 pulumi.all(SPOKE_SERVICES.map((sv) => roles[sv].arn)).apply((arns) => ({
                     mode: "pod-identity" as const,
@@ -431,13 +458,14 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 { parent: this, protect: true },
             );
             trustOf = (service) => anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, `${cn}-${service}`)));
+            legacyTrust = anchor.arn.apply((a) => JSON.stringify(rolesAnywhereTrustPolicy(a, cn)));
             contractOf = (roles) => {
                 const profile = new aws.rolesanywhere.Profile(
                     `${name}-profile`,
                     {
                         name: `${args.hub}-spoke-${args.spoke}`,
                         enabled: true,
-                        roleArns: SPOKE_SERVICES.map((sv) => roles[sv].arn),
+                        roleArns: [...SPOKE_SERVICES.map((sv) => roles[sv].arn), ...legacyArns],
                         durationSeconds: 3600,
                         tags,
                     },
@@ -462,7 +490,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 user: new aws.iam.User(
                     `${name}-source-${slot.id}`,
                     {
-                        name: sourceUserName(args.spoke, slot.id),
+                        name: sourceUserName(args.spoke, slot.id, args.namePrefix),
                         path: SPOKE_IAM_PATH,
                         forceDestroy: true,
                         tags: { ...tags, "platform:key-slot": slot.id },
@@ -483,6 +511,9 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         ),
                     ),
                 );
+            legacyTrust = pulumi
+                .all(users.map((u) => u.user.arn))
+                .apply((arns) => JSON.stringify(spokeTrustPolicy(arns.map((arn, i) => ({ arn, ...limitsOf(users[i].slot) })))));
             // The source users' policies name the roles, which are created below (their trust names the users).
             let rolesCreated!: (arns: pulumi.Output<string[]>) => void;
             const roleArnsOf = pulumi.output(new Promise<pulumi.Output<string[]>>((resolve) => (rolesCreated = resolve)));
@@ -509,7 +540,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 const secret = new aws.secretsmanager.Secret(
                     `${name}-key-${slot.id}`,
                     {
-                        name: keySecretName(args.spoke, slot.id),
+                        name: keySecretName(args.spoke, slot.id, args.namePrefix),
                         description: `Source key (slot ${slot.id}) that assumes the role of spoke ${args.spoke}; readable only by its deployer`,
                         kmsKeyId: args.secretsKmsKeyArn,
                         recoveryWindowInDays: 7,
@@ -529,7 +560,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 secrets.set(slot.id, secret);
             }
             contractOf = (roles) => {
-                rolesCreated(pulumi.all(SPOKE_SERVICES.map((sv) => roles[sv].arn)));
+                rolesCreated(pulumi.all([...SPOKE_SERVICES.map((sv) => roles[sv].arn), ...legacyArns]));
                 return secrets
                     .get(active)!
                     .arn.apply((secretArn) => ({ mode: "access-key" as const, secretArn, region: args.region, slot: active }));
@@ -553,8 +584,8 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                         maxSessionDuration: 3600,
                         tags: { ...tags, "platform:service": service },
                     },
-                    // The auth role is the spoke's former single role (`<name>-role`): same state, replaced by prefix.
-                    { parent: this, ...(service === "auth" ? { aliases: [{ name: `${name}-role` }] } : {}) },
+                    // New resources: the previous release's single role keeps its own name (`<name>-role`, below).
+                    { parent: this },
                 );
                 new aws.iam.RolePolicy(
                     `${name}-${service}-permissions`,
@@ -575,11 +606,51 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                                 ),
                             ),
                     },
-                    { parent: this, ...(service === "auth" ? { aliases: [{ name: `${name}-permissions` }] } : {}) },
+                    parent,
                 );
                 return [service, role];
             }),
         ) as Record<SpokeService, aws.iam.Role>;
+
+        // MIGRATION, REMOVE IN LEGACY_SPOKE_ROLE.removeIn (components/hub/legacy-spoke-role.ts): the previous release's
+        // single role, under its old resource and physical name with its old trust and policy, so a spoke that has not
+        // run `up` on this release yet keeps its AWS access.
+        if (args.keepLegacyRole) {
+            const legacy = new aws.iam.Role(
+                `${name}-role`,
+                {
+                    name: legacySpokeRoleName(args.spoke),
+                    path: LEGACY_SPOKE_ROLE.path,
+                    description: legacySpokeRoleDescription(args.spoke),
+                    assumeRolePolicy: legacyTrust,
+                    maxSessionDuration: LEGACY_SPOKE_ROLE.maxSessionDuration,
+                    tags,
+                },
+                { parent: this, deleteBeforeReplace: true },
+            );
+            new aws.iam.RolePolicy(
+                `${name}-permissions`,
+                {
+                    role: legacy.name,
+                    policy: pulumi
+                        .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
+                        .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
+                            JSON.stringify(
+                                legacySpokeRolePolicy({
+                                    spoke: args.spoke,
+                                    bucketArn,
+                                    kmsKeyArn,
+                                    region: args.region,
+                                    usageStreamArn,
+                                    egressCidrs,
+                                }),
+                            ),
+                        ),
+                },
+                parent,
+            );
+            legacyArns = [legacy.arn];
+        }
 
         this.contract = contractOf(roles);
         this.roleArns = Object.fromEntries(SPOKE_SERVICES.map((sv) => [sv, roles[sv].arn])) as Record<SpokeService, pulumi.Output<string>>;

@@ -69,6 +69,8 @@ export class UsageLedger extends pulumi.ComponentResource {
     public readonly failureQueueArn: pulumi.Output<string>;
     /** The failure bucket: failed batches with their records, for `npm run replay-usage`. */
     public readonly failedBatchBucket: pulumi.Output<string>;
+    /** The ledger key (encrypts the failed batches: a rescue names it in its PutObject, services/usage-consumer/rescue.ts). */
+    public readonly keyArn: pulumi.Output<string>;
     public readonly clusterEndpoint: pulumi.Output<string>;
     public readonly passwordSecretArn: pulumi.Output<string>;
     private readonly region: string;
@@ -142,6 +144,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.consumerArn = fn.arn;
         this.failureQueueArn = queue.arn;
         this.failedBatchBucket = failures.bucket.bucket;
+        this.keyArn = key.arn;
         this.clusterEndpoint = db.cluster.endpoint;
         this.passwordSecretArn = db.ingest.secret.arn;
         this.registerOutputs({

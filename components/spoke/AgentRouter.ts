@@ -190,6 +190,10 @@ export class AgentRouter extends pulumi.ComponentResource {
                           tls: g.listener.tls,
                           hostname: g.listener.hostname!,
                           extraDnsNames: args.failover?.globalHostname ? [args.failover.globalHostname] : [],
+                          globalDns01:
+                              g.listener.tls.source === "acme-dns01" && args.failover?.globalHostname && args.failover.globalHostedZoneId
+                                  ? { hostname: args.failover.globalHostname, hostedZoneId: args.failover.globalHostedZoneId }
+                                  : undefined,
                           namespace: ns,
                           dependsOn: [gwNs],
                       },

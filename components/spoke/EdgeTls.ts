@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { EdgeTls as EdgeTlsConfig } from "../../config/edge";
 import { versions } from "../../config/versions";
-import { CERT_MANAGER_NAMESPACE, certManagerValues, edgeCertificate, edgeIssuer } from "../../lib/edge";
+import { CERT_MANAGER_NAMESPACE, certManagerValues, edgeCertificate, edgeIssuer, type GlobalDns01 } from "../../lib/edge";
 
 /** Inputs of {@link EdgeTls}. */
 export interface EdgeTlsArgs {
@@ -12,6 +12,8 @@ export interface EdgeTlsArgs {
     hostname: string;
     /** Further names the certificate carries (the global failover hostname). */
     extraDnsNames?: string[];
+    /** The global failover hostname and its zone, answered by its own DNS-01 solver (acme-dns01 only). */
+    globalDns01?: GlobalDns01;
     /** Gateway namespace: the Issuer, the Certificate and its Secret live there. */
     namespace: string;
     /** Resources the Issuer waits for (the gateway namespace). */
@@ -29,7 +31,7 @@ export class EdgeTls extends pulumi.ComponentResource {
 
     constructor(name: string, args: EdgeTlsArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:EdgeTls", name, {}, opts);
-        const issuerObj = edgeIssuer(args.tls, args.namespace);
+        const issuerObj = edgeIssuer(args.tls, args.namespace, args.globalDns01);
         if (!issuerObj) throw new Error(`EdgeTls: tls.source ${args.tls.source} needs no issuer`);
         const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: CERT_MANAGER_NAMESPACE } }, { parent: this });
         const chart = new k8s.helm.v3.Release(

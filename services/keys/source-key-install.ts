@@ -63,8 +63,9 @@ export async function installSourceKey(
     spoke: string,
     slot: string,
     apply: ApplyManifest,
+    prefix?: string,
 ): Promise<InstalledSourceKey> {
-    const secretId = keySecretName(spoke, slot);
+    const secretId = keySecretName(spoke, slot, prefix);
     const out = await sm.send(new GetSecretValueCommand({ SecretId: secretId })).catch((e: Error) => {
         if (e.name === "ResourceNotFoundException")
             throw new Error(

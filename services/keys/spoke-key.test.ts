@@ -51,6 +51,20 @@ describe("minting on-prem spokes' source keys outside Pulumi", () => {
         expect(iam.requests.filter((r) => r.operation === "CreateAccessKey").map((r) => r.accessKeyId)).toEqual([credentials.accessKeyId]);
     });
 
+    it("a hub with platform:namePrefix mints into its own slot user and secret, never the default hub's of the same spoke and slot", async () => {
+        expect(sourceUserName("hn9", "k1")).toBe("platform-spoke-hn9-k1");
+        expect(keySecretName("hn9", "k1")).toBe("platform/spokes/hn9/source-key/k1");
+        slot("hn9", "k1");
+        iam.createUser(sourceUserName("hn9", "k1", "staging"));
+        sm.createSecret(keySecretName("hn9", "k1", "staging"));
+        const m = await mintSpokeAccessKey(iamClient, smClient, "hn9", "k1", "staging");
+        expect([...iam.keys("staging-spoke-hn9-k1")!.keys()]).toEqual([m.accessKeyId]);
+        expect(JSON.parse(sm.current("staging/spokes/hn9/source-key/k1")!).accessKeyId).toBe(m.accessKeyId);
+        expect(iam.keys(sourceUserName("hn9", "k1"))!.size).toBe(0);
+        expect(sm.current(keySecretName("hn9", "k1"))).toBeUndefined();
+        expect(await retireSpokeAccessKey(iamClient, "hn9", "k1", "staging")).toEqual([m.accessKeyId]);
+    });
+
     it("a slot holds one key: a second mint is refused until the first is retired; retiring deletes it", async () => {
         slot("hn2", "k1");
         const first = await mintSpokeAccessKey(iamClient, smClient, "hn2", "k1");

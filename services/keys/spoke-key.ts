@@ -23,8 +23,8 @@ export interface MintedSourceKey {
 }
 
 /** The slot user's access key ids. @throws Error when the user does not exist (the hub was not applied). */
-async function slotKeys(iam: IAMClient, spoke: string, slot: string): Promise<string[]> {
-    const userName = sourceUserName(spoke, slot);
+async function slotKeys(iam: IAMClient, spoke: string, slot: string, prefix?: string): Promise<string[]> {
+    const userName = sourceUserName(spoke, slot, prefix);
     const out = await iam.send(new ListAccessKeysCommand({ UserName: userName })).catch((e: Error) => {
         if (e.name === "NoSuchEntityException" || e.name === "NoSuchEntity")
             throw new Error(
@@ -38,12 +38,19 @@ async function slotKeys(iam: IAMClient, spoke: string, slot: string): Promise<st
 /**
  * Creates the access key of `slot` of on-prem spoke `spoke` and writes it to the slot's secret. A slot holds one key:
  * to rotate, add a slot, mint its key, move `activeKey` and roll the spoke, then {@link retireSpokeAccessKey} the old
- * one. When the secret cannot be written the new key is deleted again (nothing half-applied).
+ * one. When the secret cannot be written the new key is deleted again (nothing half-applied). `prefix` is the hub's
+ * `platform:namePrefix` (services/shared/spoke-key-slot.ts; default `platform`).
  * @throws Error when the slot's secret or user does not exist (apply the hub first), the secret is scheduled for
  *   deletion, or the user already has a key (retire it first)
  */
-export async function mintSpokeAccessKey(iam: IAMClient, sm: SecretsManagerClient, spoke: string, slot: string): Promise<MintedSourceKey> {
-    const secretId = keySecretName(spoke, slot);
+export async function mintSpokeAccessKey(
+    iam: IAMClient,
+    sm: SecretsManagerClient,
+    spoke: string,
+    slot: string,
+    prefix?: string,
+): Promise<MintedSourceKey> {
+    const secretId = keySecretName(spoke, slot, prefix);
     const described = await sm.send(new DescribeSecretCommand({ SecretId: secretId })).catch((e: Error) => {
         if (e.name === "ResourceNotFoundException")
             throw new Error(
@@ -52,15 +59,15 @@ export async function mintSpokeAccessKey(iam: IAMClient, sm: SecretsManagerClien
         throw e;
     });
     if (described.DeletedDate) throw new Error(`${secretId} is scheduled for deletion; restore it before minting`);
-    const existing = await slotKeys(iam, spoke, slot);
+    const existing = await slotKeys(iam, spoke, slot, prefix);
     if (existing.length)
         throw new Error(
             `slot "${slot}" of spoke ${spoke} already has access key ${existing.join(", ")}: a slot holds one key; to rotate, add a slot (README "Rotating an on-prem key without an outage"), or retire this one first (--retire)`,
         );
-    const created = await iam.send(new CreateAccessKeyCommand({ UserName: sourceUserName(spoke, slot) }));
+    const created = await iam.send(new CreateAccessKeyCommand({ UserName: sourceUserName(spoke, slot, prefix) }));
     const accessKeyId = created.AccessKey?.AccessKeyId;
     const secretAccessKey = created.AccessKey?.SecretAccessKey;
-    if (!accessKeyId || !secretAccessKey) throw new Error(`IAM returned no access key for ${sourceUserName(spoke, slot)}`);
+    if (!accessKeyId || !secretAccessKey) throw new Error(`IAM returned no access key for ${sourceUserName(spoke, slot, prefix)}`);
     try {
         const put = await sm.send(
             new PutSecretValueCommand({
@@ -71,7 +78,7 @@ export async function mintSpokeAccessKey(iam: IAMClient, sm: SecretsManagerClien
         );
         return { spoke, slot, accessKeyId, versionId: put.VersionId };
     } catch (e) {
-        await iam.send(new DeleteAccessKeyCommand({ UserName: sourceUserName(spoke, slot), AccessKeyId: accessKeyId }));
+        await iam.send(new DeleteAccessKeyCommand({ UserName: sourceUserName(spoke, slot, prefix), AccessKeyId: accessKeyId }));
         throw new Error(`${secretId}: cannot write the key (${(e as Error).message}); access key ${accessKeyId} was deleted again`);
     }
 }
@@ -81,9 +88,9 @@ export async function mintSpokeAccessKey(iam: IAMClient, sm: SecretsManagerClien
  * once, before the hub's `up` removes the slot. Returns the deleted access key ids.
  * @throws Error when the slot's user does not exist or has no key
  */
-export async function retireSpokeAccessKey(iam: IAMClient, spoke: string, slot: string): Promise<string[]> {
-    const keys = await slotKeys(iam, spoke, slot);
+export async function retireSpokeAccessKey(iam: IAMClient, spoke: string, slot: string, prefix?: string): Promise<string[]> {
+    const keys = await slotKeys(iam, spoke, slot, prefix);
     if (!keys.length) throw new Error(`slot "${slot}" of spoke ${spoke} has no access key to retire`);
-    for (const id of keys) await iam.send(new DeleteAccessKeyCommand({ UserName: sourceUserName(spoke, slot), AccessKeyId: id }));
+    for (const id of keys) await iam.send(new DeleteAccessKeyCommand({ UserName: sourceUserName(spoke, slot, prefix), AccessKeyId: id }));
     return keys;
 }

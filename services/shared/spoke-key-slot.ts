@@ -7,19 +7,23 @@
 /** Path of every spoke source user (and spoke role): `/platform/spokes/`. */
 export const SPOKE_IAM_PATH = "/platform/spokes/";
 
-/** IAM user name of a key slot: `platform-spoke-<spoke>-<slot>` (under {@link SPOKE_IAM_PATH}). */
-export function sourceUserName(spoke: string, slot: string): string {
-    return `platform-spoke-${spoke}-${slot}`;
+/**
+ * IAM user name of a key slot: `<prefix>-spoke-<spoke>-<slot>` (under {@link SPOKE_IAM_PATH}); `prefix` is the hub's
+ * `platform:namePrefix` (default `platform`, the names every hub had before prefixes: unchanged, so no slot of an
+ * existing hub is replaced), so a second hub in the account never names the first one's users.
+ */
+export function sourceUserName(spoke: string, slot: string, prefix = "platform"): string {
+    return `${prefix}-spoke-${spoke}-${slot}`;
 }
 
-/** Name prefix of a spoke's key-slot secrets. */
-export function keySecretPrefix(spoke: string): string {
-    return `platform/spokes/${spoke}/source-key/`;
+/** Name prefix of a spoke's key-slot secrets: `<prefix>/spokes/<spoke>/source-key/` ({@link sourceUserName}'s prefix). */
+export function keySecretPrefix(spoke: string, prefix = "platform"): string {
+    return `${prefix}/spokes/${spoke}/source-key/`;
 }
 
 /** Name of a key slot's secret: JSON `{accessKeyId, secretAccessKey}` once minted, no value before. */
-export function keySecretName(spoke: string, slot: string): string {
-    return `${keySecretPrefix(spoke)}${slot}`;
+export function keySecretName(spoke: string, slot: string, prefix = "platform"): string {
+    return `${keySecretPrefix(spoke, prefix)}${slot}`;
 }
 
 /** Credentials-file profile holding the source key that assumes the role. */

@@ -105,3 +105,45 @@ export const REPLAY_AWS_CALLS: readonly AwsCall[] = [
         purpose: "a replayed batch is removed",
     },
 ];
+
+/**
+ * Every AWS call `npm run replay-usage -- --rescue-stream` makes (services/usage-consumer/rescue.ts), as the operator
+ * who runs it (a hub deployer): read what is still in a spoke's stream and keep it in the failure bucket, as the
+ * consumer keeps a failing batch (SSE-KMS under the ledger key, named in the request).
+ */
+export const RESCUE_AWS_CALLS: readonly AwsCall[] = [
+    ...(
+        [
+            ["ListShardsCommand", "kinesis:ListShards", "find the stream's shards"],
+            ["GetShardIteratorCommand", "kinesis:GetShardIterator", "start at the oldest record, or at the failure's first arrival"],
+            ["GetRecordsCommand", "kinesis:GetRecords", "read the records the consumer never ran on"],
+        ] as const
+    ).map(
+        ([command, action, purpose]): AwsCall => ({
+            command,
+            source: "services/usage-consumer/rescue.ts",
+            action,
+            resource: "{usageStreamArn}",
+            context: { ...SDK_TRANSPORT },
+            purpose,
+        }),
+    ),
+    {
+        source: "services/usage-consumer/rescue.ts",
+        action: "s3:PutObject",
+        resource: "{failedBatchBucketArn}/failed/hn1/shardId-000000000000/1-2.json",
+        context: {
+            ...S3_TRANSPORT,
+            "s3:x-amz-server-side-encryption": "aws:kms",
+            "s3:x-amz-server-side-encryption-aws-kms-key-id": "{ledgerKeyArn}",
+        },
+        purpose: "keep the rescued records where they outlive the stream (failed-batches.ts keepFailedBatch)",
+    },
+    {
+        source: "services/usage-consumer/rescue.ts",
+        action: "kms:GenerateDataKey",
+        resource: "{ledgerKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },
+        purpose: "S3 encrypts the rescued batch under the ledger key",
+    },
+];

@@ -7,6 +7,8 @@
 import { execFile } from "node:child_process";
 import { PutRecordsCommand } from "@aws-sdk/client-kinesis";
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from "@aws-sdk/client-s3";
+import * as fs from "node:fs/promises";
+import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, type S3Server, startS3 } from "../auth/test/harness";
@@ -147,6 +149,71 @@ describe("failed usage batches: kept with their records, replayed once", () => {
             /^replay-usage: cannot reach the usage ledger \(DATABASE_URL\): .*Set DATABASE_URL or the libpq variables/,
         );
     }, 30_000);
+
+    it("usage the consumer never ran on (only pointers in the failure queue): --rescue-stream keeps it in the bucket while the stream still has it, then the replay ingests it once", async () => {
+        const client = s3.client as S3Client;
+        const events = Array.from({ length: 5 }, (_, i) => ({ ...ev(100 + i), spoke: "hcm1" }));
+        const arn = await kinesis.createStream("platform-usage-hcm1", 2);
+        await kinesis.client.send(
+            new PutRecordsCommand({
+                StreamName: "platform-usage-hcm1",
+                Records: events.map((e) => ({ Data: Buffer.from(JSON.stringify(e)), PartitionKey: e.requestId })),
+            }),
+        );
+        // What `pulumi stack output --json` of the hub says about the ledger (the consumer never ran: no object yet).
+        const outputs = path.join(await fs.mkdtemp(path.join(os.tmpdir(), "rescue-")), "hub.json");
+        await fs.writeFile(
+            outputs,
+            JSON.stringify({
+                usageLedger: {
+                    failedBatchBucket: BUCKET,
+                    failedBatchKeyArn: KEY_ARN,
+                    streams: { hcm1: { streamName: "platform-usage-hcm1", streamArn: arn, region: "us-east-1" } },
+                },
+            }),
+        );
+        const before = await storedKeys(client);
+        const common = [
+            "--outputs",
+            outputs,
+            "--region",
+            "us-east-1",
+            "--s3-endpoint",
+            s3.endpoint,
+            "--kinesis-endpoint",
+            kinesis.endpoint,
+        ];
+        const dry = await replay([...common, "--rescue-stream"]);
+        expect(dry.stderr).toBe("");
+        expect(dry.stdout).toContain(`hcm1 (${arn}): 2 shards, 5 records`);
+        expect(dry.stdout).toContain("5 records still in the streams (dry run: nothing copied");
+        expect(await storedKeys(client)).toEqual(before);
+
+        const kept = await replay([...common, "--rescue-stream", "--apply"]);
+        expect(kept.stderr).toBe("");
+        expect(kept.stdout).toContain("5 records kept in the failure bucket");
+        const keys = (await storedKeys(client)).filter((k) => !before.includes(k));
+        expect(keys.length).toBeGreaterThanOrEqual(1);
+        expect(keys.every((k) => k.startsWith("failed/hcm1/shardId-"))).toBe(true);
+        const stored = FailedBatchSchema.parse(
+            JSON.parse(await (await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: keys[0] }))).Body!.transformToString()),
+        );
+        expect(stored.streamSpokes).toEqual({ [arn]: "hcm1" });
+        expect(stored.error).toMatch(/rescued from the stream/);
+
+        // The stream may expire now: the records are in the bucket. The replay ingests them once, even if run twice.
+        const url = `postgresql://${ledger.db.user}@${ledger.db.host}:${ledger.db.port}/${ledger.db.database}`;
+        const count = async () =>
+            (await ledger.db.query("SELECT count(*)::int AS n FROM usage_events WHERE spoke = 'hcm1'")).rows[0].n as number;
+        const applied = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"], {
+            DATABASE_URL: url,
+        });
+        expect(applied.stderr).toBe("");
+        expect(await count()).toBe(5);
+        await replay([...common, "--rescue-stream", "--apply"]);
+        await replay(["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"], { DATABASE_URL: url });
+        expect(await count()).toBe(5);
+    }, 60_000);
 
     it("without a bucket it reads hub outputs, and says which output is missing", async () => {
         const r = await replay(["--outputs", path.join(ROOT, "package.json")]);

@@ -32,7 +32,7 @@ export function ledgerAlarms(scope: LedgerScope, alarms: LedgerAlarmArgs, queue:
         );
     alarm("failures", "usage-failure-queue", {
         alarmDescription:
-            "Usage batches reached the failure queue: Lambda gave up on them. Their records are in the failure bucket: fix the cause, then `npm run replay-usage -- --apply` (tools/replay-usage.ts)",
+            "Usage batches reached the failure queue: Lambda gave up on them. If the consumer ran on them, their records are in the failure bucket: fix the cause, then `npm run replay-usage -- --apply`. If it never ran (no consumer errors), the queue holds only pointers and the records leave the stream 24 h after this alarm: within that window run `npm run replay-usage -- --rescue-stream --apply`, then the replay (tools/replay-usage.ts)",
         namespace: "AWS/SQS",
         metricName: "ApproximateNumberOfMessagesVisible",
         dimensions: { QueueName: queue.name },
