@@ -41,10 +41,14 @@ const ALLOWED: Record<Layer, Layer[]> = {
 const PENDING: Record<string, string> = {};
 
 /**
- * A component split into parts: the folder holds modules of one component (its owner), which imports them freely;
- * the parts import each other; no other component may.
+ * A component split into parts: the folder (or file) holds modules of one component (its owner), which imports them
+ * freely; the parts import each other; no other component may. The previous release's spoke role is a part of
+ * SpokeIdentity kept for one release (components/hub/legacy-spoke-role.ts).
  */
-const PARTS: Record<string, string> = { "components/hub/ledger/": "components/hub/UsageLedger.ts" };
+const PARTS: Record<string, string> = {
+    "components/hub/ledger/": "components/hub/UsageLedger.ts",
+    "components/hub/legacy-spoke-role.ts": "components/hub/SpokeIdentity.ts",
+};
 
 /**
  * Files of lib/ the policy pack may import: names the program and the pack share, in modules that import nothing
