@@ -11,7 +11,7 @@
 import YAML, { type Document, isMap, isSeq, type YAMLMap } from "yaml";
 import type { Endpoint, Rollout } from "../config/endpoint";
 import { dgdName, type RolloutGate, type RolloutState, sourceEndpoint, targetEndpoint } from "../config/rollout";
-import { frontendGateSeries } from "../upstream/rollout";
+import { frontendGateSeries, stepAppliedSignal } from "../upstream/rollout";
 import { INFERENCE_NAMESPACE } from "./labels";
 import type { RolloutAnnotationEntry, RolloutRevisionEntry } from "./labels";
 
@@ -155,6 +155,19 @@ export interface GateResult {
     target: RevisionMeasure;
     /** The PromQL queries run, for the report. */
     queries: string[];
+    /**
+     * Whether the spoke serves the step's weights ({@link stepApplied}): `from` is when the target's served share last
+     * crossed to the step's side (the window starts there or at the step's `since`, whichever is later).
+     */
+    applied: StepApplied;
+}
+
+/** The traffic split a step writes: the target's percent in this step and in the state before it. */
+export interface StepWeights {
+    /** Percent of the model's traffic the current step gives the target (`steps[k]`). */
+    step: number;
+    /** Percent the target had before this step (`steps[k-1]`, 0 for the first step). */
+    previous: number;
 }
 
 /** Inputs of {@link evaluateGate}. */
@@ -164,8 +177,10 @@ export interface GateInput {
     gate: RolloutGate;
     sourceDgd: string;
     targetDgd: string;
-    /** When the current step was written (the gate reads only its traffic). */
+    /** When the current step was written to the hub file (the gate reads only traffic after it was applied). */
     since: Date;
+    /** The step's weights: the gate reads only traffic after the spoke serves them ({@link stepApplied}). */
+    weights: StepWeights;
     now: Date;
     /** Kubernetes namespace of the graphs (default the inference namespace). */
     k8sNamespace?: string;
@@ -209,6 +224,104 @@ export function gateQueries(ns: string, rangeSeconds: number) {
     };
 }
 
+/** The weights of step `k` of `steps` (the first step's previous weight is 0: warming sent the target nothing). */
+export function stepWeights(steps: readonly number[], k: number): StepWeights {
+    return { step: steps[k], previous: k > 0 ? steps[k - 1] : 0 };
+}
+
+/**
+ * Runs a PromQL range query over the Prometheus HTTP API (`GET /api/v1/query_range`).
+ * @returns the single result's points as [seconds since the epoch, value] (NaN kept as NaN); empty without a result
+ * @throws Error when Prometheus cannot be reached or answers an error
+ */
+export async function promQueryRange(
+    baseUrl: string,
+    query: string,
+    from: Date,
+    to: Date,
+    stepSeconds: number,
+): Promise<Array<[number, number]>> {
+    const q = `query=${encodeURIComponent(query)}&start=${from.getTime() / 1000}&end=${to.getTime() / 1000}&step=${stepSeconds}`;
+    const url = `${baseUrl.replace(/\/$/, "")}/api/v1/query_range?${q}`;
+    let res: Response;
+    try {
+        res = await fetch(url);
+    } catch (e) {
+        throw new Error(`cannot reach Prometheus at ${baseUrl}: ${(e as Error).message}`);
+    }
+    const body = (await res.json().catch(() => ({}))) as {
+        status?: string;
+        error?: string;
+        data?: { result?: Array<{ values: Array<[number, string]> }> };
+    };
+    if (!res.ok || body.status !== "success") throw new Error(`Prometheus ${baseUrl} refused ${query}: ${body.error ?? res.status}`);
+    const r = body.data?.result ?? [];
+    return r.length === 0 ? [] : r[0].values.map(([t, v]) => [Number(t), Number(v)] as [number, number]);
+}
+
+/**
+ * Seconds of traffic each point of the applied check reads ({@link stepApplied}): two minutes, so a point holds
+ * several scrapes at the usual 15-30 s interval.
+ */
+export const APPLIED_SHARE_WINDOW_SECONDS = 120;
+/** Resolution of the applied check's range query, seconds. */
+export const APPLIED_SHARE_STEP_SECONDS = 30;
+
+/**
+ * PromQL of the share of the model's requests the target revision's frontend answered over the last `windowSeconds`
+ * (upstream/rollout.ts `stepAppliedSignal`): target / (target + source), NaN when neither answered any.
+ */
+export function appliedShareQuery(sourceNs: string, targetNs: string, windowSeconds = APPLIED_SHARE_WINDOW_SECONDS): string {
+    const rate = (ns: string) => `(sum(rate(${frontendGateSeries.requests}{dynamo_namespace="${ns}"}[${windowSeconds}s])) or vector(0))`;
+    return `${rate(targetNs)} / (${rate(targetNs)} + ${rate(sourceNs)})`;
+}
+
+/** Whether the spoke serves a step's weights (the result of {@link stepApplied}). */
+export interface StepApplied {
+    /** True when the latest point's share is on the step's side. */
+    applied: boolean;
+    /** Start of the last run of points on the step's side up to the end of the range (the window starts here). */
+    from?: string;
+    /** Target share (0-1) at the latest point; undefined when neither revision answered a request. */
+    latestShare?: number;
+    /** The PromQL run. */
+    query: string;
+}
+
+/**
+ * Whether the spoke applied a step: the route's new weights show in the traffic each revision's frontend answers
+ * (upstream/rollout.ts `stepAppliedSignal`), not in the hub file. A point (the share over the
+ * {@link APPLIED_SHARE_WINDOW_SECONDS} before it, every {@link APPLIED_SHARE_STEP_SECONDS} from `since` to `to`) is on
+ * the step's side when the target's share is nearer the step's weight than the previous state's (so 10% -> 25% is
+ * applied from a share above 17.5%); a point without traffic is not. Applied from the first point of the last run of
+ * such points reaching `to`: a burst before the spoke's `pulumi up` that happened to look like the new split is
+ * followed by points on the old side and so never opens the window.
+ * @throws Error when Prometheus cannot be reached
+ */
+export async function stepApplied(x: {
+    prometheusUrl: string;
+    sourceNs: string;
+    targetNs: string;
+    weights: StepWeights;
+    since: Date;
+    to: Date;
+}): Promise<StepApplied> {
+    const query = appliedShareQuery(x.sourceNs, x.targetNs);
+    if (x.to.getTime() <= x.since.getTime()) return { applied: false, query };
+    const points = await promQueryRange(x.prometheusUrl, query, x.since, x.to, APPLIED_SHARE_STEP_SECONDS);
+    const want = x.weights.step / 100;
+    const before = x.weights.previous / 100;
+    const onStep = (v: number) => Number.isFinite(v) && Math.abs(v - want) < Math.abs(v - before);
+    const last = points[points.length - 1];
+    // The range query's last point is at or before `to`; a range without one reaching within a step of `to` has no
+    // recent traffic to judge.
+    if (!last || last[0] * 1000 < x.to.getTime() - APPLIED_SHARE_STEP_SECONDS * 1000 || !onStep(last[1]))
+        return { applied: false, latestShare: last && Number.isFinite(last[1]) ? last[1] : undefined, query };
+    let i = points.length - 1;
+    while (i > 0 && onStep(points[i - 1][1]) && points[i][0] - points[i - 1][0] <= APPLIED_SHARE_STEP_SECONDS) i--;
+    return { applied: true, from: new Date(points[i][0] * 1000).toISOString(), latestShare: last[1], query };
+}
+
 /** PromQL of the health gate: a worker of the graph registered with its frontend (KV blocks reported). */
 export function readyQuery(ns: string): string {
     return `max(${frontendGateSeries.ready}{dynamo_namespace="${ns}"})`;
@@ -218,8 +331,10 @@ const fmtS = (x: number | undefined) => (x === undefined ? "none" : `${(x * 1000
 const fmtPct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 100).toFixed(2)}%`);
 
 /**
- * Evaluates a rollout gate for the current step only: the step's traffic from `since` to `now - ingestDelay`.
+ * Evaluates a rollout gate for the current step only: the step's traffic from when the spoke serves it
+ * ({@link stepApplied}, never before `since`, when the step was written to the hub file) to `now - ingestDelay`.
  * Verdicts, in order:
+ * - `wait`: the spoke does not serve the step's weights yet (not applied, or no traffic to tell);
  * - `wait`: the step's readable traffic is shorter than `windowSeconds`;
  * - `hold`: a series is missing for either revision (requests, TTFT or ITL histogram): a gate never passes on
  *   missing data;
@@ -234,9 +349,38 @@ const fmtPct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 10
 export async function evaluateGate(x: GateInput): Promise<GateResult> {
     const g = x.gate;
     const to = new Date(x.now.getTime() - g.ingestDelaySeconds * 1000);
-    const seconds = Math.floor((to.getTime() - x.since.getTime()) / 1000);
-    const range = { from: x.since.toISOString(), to: to.toISOString(), seconds };
-    const queries: string[] = [];
+    const srcNs = dynamoNamespace(x.sourceDgd, x.k8sNamespace);
+    const tgtNs = dynamoNamespace(x.targetDgd, x.k8sNamespace);
+    const applied = await stepApplied({
+        prometheusUrl: x.prometheusUrl,
+        sourceNs: srcNs,
+        targetNs: tgtNs,
+        weights: x.weights,
+        since: x.since,
+        to,
+    });
+    const queries: string[] = [applied.query];
+    if (!applied.applied) {
+        const seen =
+            applied.latestShare === undefined
+                ? "neither revision's frontend answered a request in the readable range"
+                : `the target's frontend answered ${(applied.latestShare * 100).toFixed(1)}% of the requests in the ${APPLIED_SHARE_WINDOW_SECONDS} s before ${to.toISOString()}`;
+        const range = { from: x.since.toISOString(), to: to.toISOString(), seconds: 0 };
+        return {
+            verdict: "wait",
+            reasons: [
+                `the spoke does not serve this step yet: ${seen}, nearer the previous ${x.weights.previous}% than the step's ${x.weights.step}% (${stepAppliedSignal.source}); the step was written to the hub file at ${x.since.toISOString()}: run \`pulumi up\` on the hub and the spoke, and the gate's window starts once the spoke serves the new weights`,
+            ],
+            range,
+            source: { dynamoNamespace: srcNs },
+            target: { dynamoNamespace: tgtNs },
+            queries,
+            applied,
+        };
+    }
+    const start = new Date(Math.max(x.since.getTime(), new Date(applied.from!).getTime()));
+    const seconds = Math.floor((to.getTime() - start.getTime()) / 1000);
+    const range = { from: start.toISOString(), to: to.toISOString(), seconds };
     const measure = async (dgd: string): Promise<RevisionMeasure> => {
         const ns = dynamoNamespace(dgd, x.k8sNamespace);
         const m: RevisionMeasure = { dynamoNamespace: ns };
@@ -253,10 +397,18 @@ export async function evaluateGate(x: GateInput): Promise<GateResult> {
     };
     const source = await measure(x.sourceDgd);
     const target = await measure(x.targetDgd);
-    const done = (verdict: GateResult["verdict"], reasons: string[]): GateResult => ({ verdict, reasons, range, source, target, queries });
+    const done = (verdict: GateResult["verdict"], reasons: string[]): GateResult => ({
+        verdict,
+        reasons,
+        range,
+        source,
+        target,
+        queries,
+        applied,
+    });
     if (seconds < g.windowSeconds)
         return done("wait", [
-            `the step has ${Math.max(seconds, 0)} s of readable traffic (since ${range.from}, less the ${g.ingestDelaySeconds} s ingest delay); the gate needs ${g.windowSeconds} s`,
+            `the step has ${Math.max(seconds, 0)} s of readable traffic since the spoke serves it (from ${range.from}, less the ${g.ingestDelaySeconds} s ingest delay); the gate needs ${g.windowSeconds} s`,
         ]);
     const missing: string[] = [];
     for (const [role, m] of [

@@ -42,6 +42,12 @@ beforeAll(async () => {
             { ns: ns("gap-src"), rps: 2 },
             { ns: ns("gap-tgt"), rps: 0.5, noTtft: true },
             { ns: ns("lone-src"), rps: 2 },
+            // The spoke applied 10% -> 25% twenty minutes before the end (target share 9% -> 23%).
+            { ns: ns("late-src"), rps: 2 },
+            { ns: ns("late-tgt"), rpsBefore: 0.2, switchAt: END - 1200, rps: 0.6 },
+            // The step was written (25%) but the spoke still serves 10%: nobody ran `pulumi up`.
+            { ns: ns("stale-src"), rps: 2 },
+            { ns: ns("stale-tgt"), rps: 0.2 },
             // The shipped hub's rollout (hcm1/qwen3-32b -> v2), for the command line run below.
             { ns: ns("qwen3-32b"), rps: 2 },
             { ns: ns("v2-qwen3-32b"), rps: 0.5, ready: true },
@@ -52,16 +58,21 @@ afterAll(async () => {
     await prom?.stop();
 });
 
-const gate = (src: string, tgt: string, since = START, now = END + GATE.ingestDelaySeconds) =>
-    evaluateGate({ prometheusUrl: prom.url, gate: GATE, sourceDgd: src, targetDgd: tgt, since: at(since), now: at(now) });
+/** The step the gate judges: 10% -> 25% (the pass series' 20% is on the 25% side). */
+const STEP25 = { step: 25, previous: 10 };
+/** The first step read from: five minutes after the data starts, so every applied-check point has a full window. */
+const SINCE = START + 300;
+const gate = (src: string, tgt: string, since = SINCE, now = END + GATE.ingestDelaySeconds, weights = STEP25) =>
+    evaluateGate({ prometheusUrl: prom.url, gate: GATE, sourceDgd: src, targetDgd: tgt, since: at(since), now: at(now), weights });
 
 describe("rollout gate on a real Prometheus", () => {
     it("pass: same latency and error rate, enough requests, window elapsed", async () => {
         const g = await gate("pass-src", "pass-tgt");
         expect(g.verdict, g.reasons.join("; ")).toBe("pass");
-        expect(g.range.seconds).toBe(END - START);
-        expect(g.target.requests).toBeCloseTo(0.5 * (END - START), -1);
-        expect(g.source.requests).toBeCloseTo(2 * (END - START), -1);
+        expect(g.applied).toMatchObject({ applied: true, from: at(SINCE).toISOString() });
+        expect(g.range.seconds).toBe(END - SINCE);
+        expect(g.target.requests).toBeCloseTo(0.5 * (END - SINCE), -1);
+        expect(g.source.requests).toBeCloseTo(2 * (END - SINCE), -1);
         expect(g.target.ttftP95Seconds! / g.source.ttftP95Seconds!).toBeCloseTo(1, 2);
         expect(g.source.ttftP95Seconds).toBeGreaterThan(0.2);
         expect(g.source.ttftP95Seconds).toBeLessThan(0.4);
@@ -78,13 +89,13 @@ describe("rollout gate on a real Prometheus", () => {
     it("regression: an error rate above the source's by more than the delta holds", async () => {
         const g = await gate("err-src", "err-tgt");
         expect(g.verdict).toBe("hold");
-        expect(g.reasons.join("\n")).toMatch(/error rate 5\.00% vs 0\.10%/);
+        expect(g.reasons.join("\n")).toMatch(/error rate (4\.9\d|5\.00)% vs 0\.10%/);
     });
 
     it("too few samples: the target answered fewer than minRequests in the step: wait", async () => {
-        const g = await gate("few-src", "few-tgt");
+        const g = await gate("few-src", "few-tgt", SINCE, END + GATE.ingestDelaySeconds, { step: 1, previous: 0 });
         expect(g.verdict).toBe("wait");
-        expect(g.reasons.join("\n")).toMatch(/target answered 48 requests in the step; the gate needs 500/);
+        expect(g.reasons.join("\n")).toMatch(/target answered 42 requests in the step; the gate needs 500/);
     });
 
     it("a window shorter than windowSeconds (after the ingest delay) waits, even with good data", async () => {
@@ -107,10 +118,41 @@ describe("rollout gate on a real Prometheus", () => {
         );
     });
 
-    it("missing series: a target with no series at all holds, never passes", async () => {
+    it("a target with no series at all never passes: the spoke does not serve the step (wait, with the share seen)", async () => {
         const g = await gate("lone-src", "nobody-tgt");
-        expect(g.verdict).toBe("hold");
-        expect(g.reasons.join("\n")).toMatch(/missing series: target \(inference-nobody-tgt\): no dynamo_frontend_requests_total/);
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons.join("\n")).toMatch(/does not serve this step yet: the target's frontend answered 0\.0% of the requests/);
+    });
+
+    it("a step written but not applied on the spoke waits, however good its data: the share is still the previous step's", async () => {
+        // Before the applied check this passed on the previous step's traffic (same latency, enough requests).
+        const g = await gate("stale-src", "stale-tgt");
+        expect(g.verdict).toBe("wait");
+        expect(g.applied.applied).toBe(false);
+        expect(g.applied.latestShare).toBeCloseTo(0.2 / 2.2, 2);
+        expect(g.reasons[0]).toMatch(
+            /the spoke does not serve this step yet: the target's frontend answered 9\.1% of the requests .* nearer the previous 10% than the step's 25% .* run `pulumi up` on the hub and the spoke/,
+        );
+        expect(g.source.requests).toBeUndefined();
+    });
+
+    it("the window starts when the spoke serves the step, not when the hub file was written", async () => {
+        const g = await gate("late-src", "late-tgt");
+        expect(g.verdict, g.reasons.join("; ")).toBe("pass");
+        const from = new Date(g.range.from).getTime() / 1000;
+        // Applied once the two-minute share crossed 17.5%: between the switch and two minutes after it.
+        expect(from).toBeGreaterThan(END - 1200);
+        expect(from).toBeLessThanOrEqual(END - 1200 + 120);
+        expect(g.range.seconds).toBe(END - from);
+        // Only traffic after the switch is read: 0.6 rps, not the 0.2 rps of the previous step.
+        expect(g.target.requests! / g.range.seconds).toBeCloseTo(0.6, 1);
+        expect(g.range.seconds).toBeGreaterThanOrEqual(GATE.windowSeconds);
+    });
+
+    it("a step applied too recently waits for its window, even when it was written long ago", async () => {
+        const g = await gate("late-src", "late-tgt", SINCE, END - 1200 + 600 + GATE.ingestDelaySeconds);
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons[0]).toMatch(/s of readable traffic since the spoke serves it .* needs 900 s/);
     });
 
     it("Prometheus unreachable: an error, no verdict", async () => {
@@ -122,6 +164,7 @@ describe("rollout gate on a real Prometheus", () => {
                 targetDgd: "b",
                 since: at(START),
                 now: at(END),
+                weights: STEP25,
             }),
         ).rejects.toThrow(/cannot reach Prometheus/);
     });
@@ -173,6 +216,21 @@ describe("npm run rollout against the real Prometheus, on a copy of the shipped 
             step: 0,
             targetReady: true,
         });
+    });
+
+    it("advance on a step the spoke does not serve yet waits (exit 3) and says so", async () => {
+        // Step 3 (50%) written; the spoke's frontends still split 80/20, nearer the previous 25%.
+        const { file, index } = hubCopy((ro) => {
+            ro.setIn(["state", "step"], 2);
+            ro.setIn(["state", "since"], at(START).toISOString().replace(".000", ""));
+        });
+        const r = await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url, "--now", nowIso]);
+        expect(r.code, r.out).toBe(3);
+        expect(r.out).toMatch(/applied NOT YET: target share 20\.00%/);
+        expect(r.out).toMatch(/the spoke does not serve this step yet: .* nearer the previous 25% than the step's 50%/);
+        const st = YAML.parse(fs.readFileSync(file, "utf8")).config["platform:endpoints"][index].rollout.state;
+        expect(st).toMatchObject({ phase: "shifting", step: 2, lastGate: { verdict: "wait" } });
+        expect(st.held).toBeUndefined();
     });
 
     it("advance before the window elapsed writes only the verdict (wait, exit 3)", async () => {

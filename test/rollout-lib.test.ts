@@ -35,6 +35,7 @@ const gate = (verdict: GateResult["verdict"], reasons = ["r"]): GateResult => ({
     source: { dynamoNamespace: "inference-qwen3-32b", requests: 1000 },
     target: { dynamoNamespace: "inference-v2-qwen3-32b", requests: 300 },
     queries: [],
+    applied: { applied: true, from: "a", latestShare: 0.1, query: "q" },
 });
 
 describe("rollout state machine", () => {

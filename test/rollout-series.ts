@@ -23,6 +23,9 @@ export interface Rev {
     noTtft?: boolean;
     /** The frontend reports a registered worker (health gate). */
     ready?: boolean;
+    /** The requests per second change at this time (seconds since the epoch): `rpsBefore` until then, `rps` after. */
+    switchAt?: number;
+    rpsBefore?: number;
 }
 
 const STEP = 15;
@@ -36,7 +39,12 @@ export function openMetrics(revs: Rev[]): string {
     const lines: string[] = [];
     const times: number[] = [];
     for (let t = START; t <= END; t += STEP) times.push(t);
-    const n = (r: Rev, t: number) => Math.round(r.rps * (t - START));
+    const n = (r: Rev, t: number) =>
+        Math.round(
+            r.switchAt === undefined || t <= r.switchAt
+                ? (r.switchAt === undefined ? r.rps : r.rpsBefore!) * (t - START)
+                : r.rpsBefore! * (r.switchAt - START) + r.rps * (t - r.switchAt),
+        );
     lines.push("# TYPE dynamo_frontend_requests counter");
     for (const r of revs)
         for (const status of ["success", "error"]) {
@@ -78,6 +86,7 @@ export const PASS = {
     source: { dynamoNamespace: "s" },
     target: { dynamoNamespace: "t" },
     queries: [],
+    applied: { applied: true, from: "", latestShare: 0.1, query: "" },
 };
 
 /** The endpoint after an edit the command line would write (state, promotion or removal). */

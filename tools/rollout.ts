@@ -25,6 +25,7 @@ import {
     readyQuery,
     revisionsOf,
     stateOf,
+    stepWeights,
 } from "../lib/rollout";
 import { readStackFile } from "../lib/stackfiles";
 import { exitOnHelp } from "./cli";
@@ -38,7 +39,9 @@ next state into the hub stack file's platform:endpoints[].rollout (comments kept
 
   status    the rollout's phase, step, weights and last gate verdict; with --prometheus also the gate now (no write)
   advance   warming: health gate (the target's workers registered), then the first step's traffic;
-            shifting: the gate over the current step's traffic: pass writes the next step (after 100%: promotion,
+            shifting: waits (exit 3) until the spoke serves the step (the target's frontend answers the step's share
+            of the requests, not merely the hub file written), then the gate over the step's traffic from then on:
+            pass writes the next step (after 100%: promotion,
             the source graph goes), a regression or missing series holds with what was measured, too few samples
             or too short a window waits (exit 3)
   hold      stops the rollout where it is (--reason) until a person resumes or aborts
@@ -69,6 +72,7 @@ export function gateReport(g: GateResult): string {
         `  ${role.padEnd(7)} ${m.dynamoNamespace.padEnd(34)} requests ${String(Math.round(m.requests ?? 0)).padStart(7)}${m.requests === undefined ? " (no series)" : ""}  errors ${pct(m.errorRate)}  TTFT p95 ${ms(m.ttftP95Seconds)}  ITL p99 ${ms(m.itlP99Seconds)}`;
     return [
         `gate: ${g.verdict.toUpperCase()} over ${g.range.seconds} s of the step's traffic (${g.range.from} .. ${g.range.to})`,
+        `  applied ${g.applied.applied ? `since ${g.applied.from}` : "NOT YET"}: target share ${pct(g.applied.latestShare)} (${g.applied.query})`,
         row("target", g.target),
         row("source", g.source),
         ...g.reasons.map((r) => `  - ${r}`),
@@ -148,6 +152,7 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
                             sourceDgd: src.graph.name,
                             targetDgd: tgt.graph.name,
                             since: new Date(st.since!),
+                            weights: stepWeights(e.rollout.steps, st.step ?? 0),
                             now,
                         }),
                     ),
@@ -167,6 +172,7 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
                     sourceDgd: src.graph.name,
                     targetDgd: tgt.graph.name,
                     since: new Date(st.since),
+                    weights: stepWeights(e.rollout.steps, st.step ?? 0),
                     now,
                 });
                 log(gateReport(g));
