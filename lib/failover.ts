@@ -33,11 +33,15 @@ export function peerBackendName(spoke: string): string {
 export const GATEWAY_HEALTH_PATH = "/healthz/gateway";
 
 /**
- * Status codes of a local attempt that send the request to the next priority (a peer). 502/503/504: the local
- * frontend is gone, overloaded or cut off. Never 4xx: a 401/403/429 is the auth service's answer, and retrying it at
- * a peer would both bypass the local limit and charge the peer's.
+ * Status codes of a local attempt that send the request to the next priority (a peer): what a spoke whose model is
+ * dead answers while its gateway lives (upstream/failover.ts `dynamoModelNotServed`). 503: the Dynamo frontend has
+ * the model registered but no complete worker set (its per-model readiness gate), or is itself not ready; 404: no
+ * worker registers the model any more, so the frontend's discovery removed it ("Model not found"): the request
+ * matched the model's own rule, so the 404 can only be the backend's; 502/504: the frontend is gone or cut off. No
+ * other 4xx: a 401/403/429 is the auth service's answer (a peer's, for a forwarded request), and retrying it at the
+ * next peer would both bypass that peer's limit and charge another's.
  */
-export const FALLBACK_STATUS_CODES = [502, 503, 504] as const;
+export const FALLBACK_STATUS_CODES = [404, 502, 503, 504] as const;
 /** Retry triggers (Envoy Gateway `retryOn.triggers`): connection failures and the status codes above. */
 export const FALLBACK_TRIGGERS = ["connect-failure", "refused-stream", "reset-before-request", "retriable-status-codes"] as const;
 
@@ -238,7 +242,11 @@ export interface DnsSpoke {
 
 /**
  * Route 53 health check of a spoke's gateway: HTTPS on 443 to {@link GATEWAY_HEALTH_PATH}, SNI and Host = the
- * spoke's listener hostname (`enableSni`), probing the site's public address on-prem or resolving the hostname.
+ * spoke's listener hostname (`enableSni`), probing the site's public address on-prem or resolving the hostname. It
+ * sees the gateway, not a model, on purpose (upstream/failover.ts `route53SeesTheGateway`): the global name serves
+ * every model, so a DNS answer cannot follow one model's health, and the gateway answers nothing per model without a
+ * key. A dead model on a live gateway fails over in the request path instead: its 404/503 sends the request to the
+ * peers ({@link FALLBACK_STATUS_CODES}).
  */
 export function healthCheckArgs(s: DnsSpoke, f: FailoverConfig) {
     return {

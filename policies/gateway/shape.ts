@@ -203,8 +203,9 @@ export const GATEWAY_SHAPES: Readonly<Record<string, Shape>> = {
         values: {
             "targetRefs[].kind": ["HTTPRoute"],
             "targetRefs[].group": ["gateway.networking.k8s.io"],
-            // Never 4xx: a 401/403/429 is the auth service's answer; retrying it at a peer skips the local limit.
-            "retry.retryOn.httpStatusCodes[]": ["500", "502", "503", "504"],
+            // 404 only of the 4xx: a Dynamo frontend's "Model not found" for a model its rule matched (lib/failover.ts
+            // FALLBACK_STATUS_CODES). Never 401/403/429: the auth service's answer; retrying it at a peer skips a limit.
+            "retry.retryOn.httpStatusCodes[]": ["404", "500", "502", "503", "504"],
             "retry.retryOn.triggers[]": [
                 "connect-failure",
                 "refused-stream",

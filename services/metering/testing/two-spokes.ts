@@ -103,6 +103,13 @@ export interface TestSpoke {
      * local backend has no hosts and Envoy's priority load spills the first attempt to the peer).
      */
     modelUp: boolean;
+    /**
+     * What the spoke's Dynamo frontend answers for the model while it is up (upstream/failover.ts
+     * `dynamoModelNotServed`): 200 served; 503 registered without a complete worker set; 404 no worker registers it
+     * any more ("Model not found"). The gateway retries it at the next priority when the BackendTrafficPolicy's
+     * `httpStatusCodes` list it.
+     */
+    modelAnswer: 200 | 404 | 503;
     /** Ingest outcomes of every access-log batch posted to metering. */
     outcomes: IngestOutcome[];
     /** Access-log records written (one per request reaching this gateway). */
@@ -228,6 +235,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
             metering,
             released,
             modelUp: true,
+            modelAnswer: 200,
             outcomes: [],
             records: [],
             async request(clientHeaders, body, depth = 0) {
@@ -329,8 +337,13 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                     last = next;
                     const { ref } = next;
                     if (!peerBackends.has(ref.name)) {
-                        result = { status: 200, servedBy: name };
-                        break;
+                        result = spoke.modelAnswer === 200 ? { status: 200, servedBy: name } : { status: spoke.modelAnswer };
+                        if (
+                            result.status === 200 ||
+                            !(policy?.retryOn.httpStatusCodes as readonly number[] | undefined)?.includes(result.status)
+                        )
+                            break;
+                        continue;
                     }
                     // The hop: the headers left after the backendRef's headerMutation, to the peer's gateway.
                     const out = { ...h };
