@@ -111,22 +111,44 @@ export interface PrestageArgs {
     nodeSelector: Record<string, string>;
     tolerations: unknown[];
     nvme: LocalNvme;
+    /**
+     * The spoke's HF token Secret, the one the workers read (`platform:serving.hfTokenSecret`): the pre-stage reads
+     * its `HF_TOKEN` key only when the endpoint's model is gated (`gatedModel`), as the workers do ({@link hfTokenEnv}).
+     */
     hfTokenSecret?: string;
     labels: Record<string, string>;
+}
+
+/** The Secret key the token is read from: huggingface_hub's `HF_TOKEN` (upstream/kvbm.ts `huggingfaceHub`). */
+export const HF_TOKEN_KEY = "HF_TOKEN";
+
+/**
+ * `HF_TOKEN` from the spoke's HF token Secret (a `secretKeyRef`, never a value) for a container that downloads the
+ * endpoint's model: the pre-stage, the workers and the frontend (model card and tokenizer), only when the model is
+ * gated (`gatedModel`); empty otherwise.
+ * @throws Error when the model is gated and no Secret is named (placement refuses this first: lib/serving.ts)
+ */
+export function hfTokenEnv(e: Pick<Endpoint, "name" | "model" | "gatedModel">, secret: string | undefined): EnvVar[] {
+    if (!e.gatedModel) return [];
+    if (!secret)
+        throw new Error(`endpoint ${e.name}: ${e.model} is gated (gatedModel) but the spoke names no platform:serving.hfTokenSecret`);
+    return [{ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: secret, key: HF_TOKEN_KEY } } }];
 }
 
 /**
  * A DaemonSet on every node of the endpoint's pool that (1) pulls the worker image, so a new worker never waits for the
  * pull, and (2) fills the node's model cache on local NVMe in an init container, so a new worker loads weights from
  * local disk. The main container only holds the pod (and so the image) on the node: `sleep infinity` in the same image,
- * no GPU, no RDMA, 10m CPU.
+ * no GPU, no RDMA, 10m CPU. A gated model's download authenticates with `HF_TOKEN` from the spoke's HF token Secret
+ * (a `secretKeyRef`, never a value); a public model's pre-stage references no Secret.
+ * @throws Error when the endpoint's model is gated and no Secret is named (placement refuses this first)
  */
 export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
     const e = a.endpoint;
     const name = prestageName(e.name);
     const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
     const repos = [e.model, ...(e.speculative?.draftModel ? [e.speculative.draftModel] : [])];
-    const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
+    const token = hfTokenEnv(e, a.hfTokenSecret);
     const mount = [{ name: "model-cache", mountPath: MODEL_CACHE_MOUNT }];
     const small = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
     return {
@@ -153,8 +175,7 @@ export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
                                 r,
                                 ...(i === 0 && e.modelRevision ? ["--revision", e.modelRevision] : []),
                             ]),
-                            env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }],
-                            ...(envFrom ? { envFrom } : {}),
+                            env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }, ...token],
                             resources: { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "8Gi" } },
                             volumeMounts: mount,
                         },

@@ -176,6 +176,88 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
     });
 });
 
+describe("the pre-stage of a gated model (HF token)", () => {
+    const ds = (e: ReturnType<typeof endpoint>, hfTokenSecret?: string) =>
+        prestageDaemonSet({
+            endpoint: e,
+            namespace: "inference",
+            image: "img",
+            nodeSelector: {},
+            tolerations: [],
+            nvme: P5EN.localNvme!,
+            hfTokenSecret,
+            labels: {},
+        }) as Record<string, any>;
+    const init = (d: Record<string, any>) => d.spec.template.spec.initContainers[0];
+    it("a gated model's pre-stage reads HF_TOKEN from the spoke's token Secret, the one the workers take (never a value)", () => {
+        // Before: the pre-stage downloaded a gated model without the token (401) unless the whole Secret happened to be set.
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        const c = init(ds(e, "hf-token"));
+        expect(c.env).toEqual([
+            { name: "HF_HOME", value: "/models" },
+            { name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf-token", key: "HF_TOKEN" } } },
+        ]);
+        expect(c.envFrom).toBeUndefined();
+        expect(JSON.stringify(ds(e, "hf-token"))).not.toMatch(/hf_[A-Za-z0-9]{20,}/);
+        // The workers reference the same Secret.
+        const worker = mainOf(
+            buildDgd({
+                endpoint: e,
+                namespace: "inference",
+                pool: pool(),
+                runtimeImage: `${rt.image}:${rt.version}`,
+                plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+                prometheusEndpoint: "http://prometheus:9090",
+                minLinkRateGbps: 400,
+                hfTokenSecret: "hf-token",
+            }) as unknown as Record<string, any>,
+            "worker",
+        );
+        expect(worker.envFrom).toBeUndefined();
+        expect(worker.env).toEqual(
+            expect.arrayContaining([{ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf-token", key: "HF_TOKEN" } } }]),
+        );
+    });
+    it("a public model's pre-stage and graph reference no Secret, even where the spoke has one", () => {
+        const c = init(ds(kvbmEndpoint(), "hf-token"));
+        expect(c.env).toEqual([{ name: "HF_HOME", value: "/models" }]);
+        expect(JSON.stringify(c)).not.toContain("hf-token");
+        const g = buildDgd({
+            endpoint: kvbmEndpoint(),
+            namespace: "inference",
+            pool: pool(),
+            runtimeImage: `${rt.image}:${rt.version}`,
+            plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+            prometheusEndpoint: "http://prometheus:9090",
+            minLinkRateGbps: 400,
+            hfTokenSecret: "hf-token",
+        });
+        expect(JSON.stringify(g)).not.toContain("hf-token");
+    });
+    it("a gated model on a spoke without a token Secret is refused at placement, naming the key; the builder throws", () => {
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        expect(place([e]).issues).toEqual([
+            expect.objectContaining({
+                key: "platform:serving.hfTokenSecret",
+                message: expect.stringMatching(/serves meta-llama\/Llama-3.3-70B-Instruct, a gated Hugging Face model .*key HF_TOKEN/),
+            }),
+        ]);
+        expect(
+            placeEndpoints(
+                [e],
+                [{ name: "h200", profile: P5EN, nodeCount: 2 }],
+                ServingConfigSchema.parse({ hfTokenSecret: "hf-token" }),
+                "x",
+            ).issues,
+        ).toEqual([]);
+        expect(() => ds(e)).toThrow(/gated \(gatedModel\) but the spoke names no platform:serving.hfTokenSecret/);
+    });
+    it("upstream-check accepts the token reference on the pre-stage (HF_TOKEN is read by huggingface_hub)", () => {
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        expect(findings([ds(e, "hf-token")]).map((f) => f.message)).toEqual([]);
+    });
+});
+
 describe("upstream-check on KVBM and the model cache", () => {
     const objects = (e = kvbmEndpoint()) => {
         const dgd = dgdOf(e);

@@ -75,6 +75,10 @@ export const huggingfaceHub: ComponentFacts = {
             source: "huggingface/huggingface_hub@03333b689b5a2dee604676791c0792ede6246a31:src/huggingface_hub/constants.py#HF_HOME",
             note: "the hub cache is $HF_HOME/hub (models--<org>--<name>/snapshots/<rev>), the layout Dynamo's model-cache guide uses",
         },
+        HF_TOKEN: {
+            source: "huggingface/huggingface_hub@08060680c37127e5f828939448dff7d574c3bbab:src/huggingface_hub/utils/_auth.py#_get_token_from_environment",
+            note: "the token get_token() uses for every Hub request, snapshot_download included (HUGGING_FACE_HUB_TOKEN only as a legacy fallback); a gated repository answers 401/403 without it. Rendered from a Secret (secretKeyRef), never as a value",
+        },
     },
 };
 
