@@ -609,7 +609,11 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         const main: ContainerSpec = stripUndefined({
             name: "main",
             image: workerImage,
-            command: rdma ? wrappedCommand(memlock.prelude, argv) : argv,
+            // The memlock prelude (RDMA) and the KVBM disk tier's start-up sweep (lib/faststart.ts), in that order.
+            command: (() => {
+                const prelude = [...(rdma ? [memlock.prelude] : []), ...(fast.prelude ? [fast.prelude] : [])].join(" && ");
+                return prelude ? wrappedCommand(prelude, argv) : argv;
+            })(),
             args: eng.args(ctx),
             env,
             resources: { requests: { ...resources, ...hugepages.requests, ...memory }, limits: { ...resources, ...hugepages.limits } },

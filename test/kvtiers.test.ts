@@ -4,13 +4,25 @@
  * against the node profile (lib/serving.ts), the rendered DGD and pre-stage DaemonSet (lib/dgd.ts, lib/faststart.ts),
  * and `npm run upstream-check` on them (closed world, refused combinations, activation rules), each fault planted once.
  */
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { EndpointSchema, endpointUpstreamIssues } from "../config/endpoint";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { ServingConfigSchema } from "../config/serving";
 import { versions } from "../config/versions";
 import { buildDgd, plannerConfig } from "../lib/dgd";
-import { expectedStartPath, kvbmGb, kvTiersText, NODE_HOST_RESERVE_GIB, prestageDaemonSet } from "../lib/faststart";
+import {
+    expectedStartPath,
+    KVBM_LEAK_MINUTES,
+    kvbmDiskCleanupPrelude,
+    kvbmGb,
+    kvTiersText,
+    NODE_HOST_RESERVE_GIB,
+    prestageDaemonSet,
+} from "../lib/faststart";
 import { placeEndpoints } from "../lib/serving";
 import { checkStack, defaultFacts } from "../tools/upstream-check";
 import { endpoint, mainOf, placement, setEnv } from "./policies/rdma-fixtures";
@@ -149,6 +161,52 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
         expect(main.resources.requests.memory).toBe("612Gi");
         const vols = dgdOf().spec.components.find((c: any) => c.type === "worker").podTemplate.spec.volumes;
         expect(vols.map((v: any) => v.hostPath.path)).toEqual(["/mnt/k8s-disks/0/kvbm", "/mnt/k8s-disks/0/model-cache"]);
+    });
+    it("each worker's disk tier is its own per-pod directory, swept at every container start before the engine", () => {
+        // Before: every worker of the node shared <nvme>/kvbm, and a file a crashed worker left stayed there for good.
+        const main = mainOf(dgdOf(), "worker");
+        expect(main.env).toEqual(expect.arrayContaining([{ name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } }]));
+        expect(main.volumeMounts).toEqual(
+            expect.arrayContaining([
+                { name: "kvbm-disk", mountPath: "/kvbm", subPathExpr: "$(POD_UID)" },
+                { name: "kvbm-disk", mountPath: "/kvbm-node" },
+            ]),
+        );
+        // The env var the subPathExpr names comes before the mount is expanded (any order in env works for the kubelet).
+        expect(main.command.slice(0, 2)).toEqual(["sh", "-c"]);
+        expect(main.command[2]).toContain(kvbmDiskCleanupPrelude());
+        expect(main.command[2]).toMatch(/(^|&& )rm -f \/kvbm\/dynamo-kvbm-disk-cache-\* && .* && exec "\$@"$/);
+        expect(main.command.slice(4)).toEqual(["python3", "-m", "dynamo.vllm"]);
+        // Without a disk tier there is nothing to sweep.
+        const hostOnly = mainOf(dgdOf(kvbmEndpoint({ kvTiers: { hostGiB: 512 } })), "worker");
+        expect(JSON.stringify(hostOnly)).not.toMatch(/POD_UID|kvbm-node|dynamo-kvbm-disk-cache/);
+    });
+    it("the sweep, run by sh on a node directory: the pod's own leftovers and peers' stale files go, a live peer's file stays", () => {
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), "kvbm-"));
+        const node = path.join(root, "node");
+        const own = path.join(node, "uid-own");
+        const peer = path.join(node, "uid-peer");
+        const dead = path.join(node, "uid-dead");
+        for (const d of [own, peer, dead]) fs.mkdirSync(d, { recursive: true });
+        const file = (p: string, ageMinutes: number) => {
+            fs.writeFileSync(p, "x");
+            const t = new Date(Date.now() - ageMinutes * 60_000);
+            fs.utimesSync(p, t, t);
+        };
+        file(path.join(own, "dynamo-kvbm-disk-cache-aaaaaa"), 1); // this pod's previous container, killed at start
+        file(path.join(peer, "dynamo-kvbm-disk-cache-bbbbbb"), 1); // a live peer between mkostemp and NIXL registration
+        file(path.join(dead, "dynamo-kvbm-disk-cache-cccccc"), KVBM_LEAK_MINUTES + 5); // a pod deleted in that window
+        file(path.join(node, "dynamo-kvbm-disk-cache-dddddd"), KVBM_LEAK_MINUTES + 5); // the flat layout of earlier renders
+        file(path.join(dead, "notes.txt"), 60 * 24); // not KVBM's
+        const prelude = kvbmDiskCleanupPrelude().replaceAll("/kvbm-node", node).replaceAll("/kvbm/", `${own}/`);
+        const out = execFileSync("sh", ["-c", `${prelude} && exec "$@"`, "--", "echo", "engine started"], { encoding: "utf8" });
+        expect(out.trim()).toBe("engine started");
+        const left = (d: string) => fs.readdirSync(d).sort();
+        expect(left(own)).toEqual([]);
+        expect(left(peer)).toEqual(["dynamo-kvbm-disk-cache-bbbbbb"]);
+        expect(left(dead)).toEqual(["notes.txt"]);
+        expect(left(node)).toEqual(["uid-dead", "uid-own", "uid-peer"]);
+        fs.rmSync(root, { recursive: true, force: true });
     });
     it("the planner keeps minReplicas warm", () => {
         expect(plannerConfig(kvbmEndpoint({ planner: { optimizationTarget: "load", maxGpuBudget: 8, minReplicas: 2 } })).min_endpoint).toBe(

@@ -64,6 +64,32 @@ export const kvbm: ComponentFacts = {
     },
 };
 
+/** The name KVBM gives a disk-tier file: `mkostemp("<DYN_KVBM_DISK_CACHE_DIR>/dynamo-kvbm-disk-cache-XXXXXX")`. */
+export const KVBM_DISK_FILE_PREFIX = "dynamo-kvbm-disk-cache-";
+
+/**
+ * How a KVBM disk-tier file lives, which decides its clean-up (lib/faststart.ts `kvbmDiskCleanupPrelude`):
+ * `DiskStorage::new` creates `DYN_KVBM_DISK_CACHE_DIR` if missing (create_dir_all), creates the file with mkostemp
+ * (template {@link KVBM_DISK_FILE_PREFIX}`XXXXXX`), fallocates it to the tier's full size (zero-filling only under
+ * `DYN_KVBM_DISK_ZEROFILL_FALLBACK`, which is not rendered), and `nixl_register` unlinks it right after registering it
+ * with NIXL ("the file will be deleted when fd closes"); `Drop` unlinks it too. So a live worker's file has no name after
+ * its start, and a file still named in the directory belongs to a process killed between mkostemp and registration (an
+ * OOM kill or a failed probe at start-up): nothing removes it, and with a shared directory it holds the tier's full size
+ * on the node's NVMe until someone does. Per-pod directories (a hostPath subdirectory per pod UID) and the start-up
+ * sweep remove it. An emptyDir, which the kubelet removes with the pod, would be the simpler home, but it lives under
+ * the kubelet's root directory, on the local NVMe only where the node puts that there (EKS's setup-local-disks raid0
+ * does, an on-prem data filesystem such as a DGX's /raid does not), and it counts as the pod's ephemeral storage, so a
+ * multi-TiB tier would have the kubelet evict its own worker.
+ */
+export const kvbmDiskFileLifecycle: readonly { source: Source; note: string }[] = [
+    { source: KVBM_DISK, note: "DiskStorage::new (create_dir_all, mkostemp template, allocate_file), unlink, Drop" },
+    {
+        source: `${D}:lib/llm/src/block_manager/storage/nixl.rs`,
+        note: "NixlRegisterableStorage for DiskStorage: nixl_register then self.unlink()",
+    },
+    { source: `${D}:lib/memory/src/disk.rs`, note: 'the same template; "we unlink the file only after we\'ve registered it with NIXL"' },
+];
+
 /** huggingface_hub as every engine image carries it: where weights are cached. */
 export const huggingfaceHub: ComponentFacts = {
     component: "huggingface-hub",
@@ -108,7 +134,12 @@ export const platformModelCache: ComponentFacts = {
             note: "the preceding --model's revision, passed to snapshot_download(revision=...); absent: main",
         },
     },
-    env: {},
+    env: {
+        POD_UID: {
+            source: "kubernetes/kubernetes@v1.33.0:pkg/kubelet/container/helpers.go#ExpandContainerVolumeMounts",
+            note: "fieldRef metadata.uid on a worker with a KVBM disk tier (lib/faststart.ts workerFastStart): read by the kubelet, which expands the kvbm-disk volumeMount's subPathExpr $(POD_UID) from the container's env (a missing value fails the container), so each pod gets its own <localNvme>/kvbm/<uid> directory; the engine does not read it",
+        },
+    },
 };
 
 export const kvbmEntrypoints: readonly EntrypointFacts[] = [
