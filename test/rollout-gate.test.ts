@@ -10,7 +10,7 @@ import * as path from "node:path";
 import YAML from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RolloutGate } from "../config/rollout";
-import { dynamoNamespace, evaluateGate } from "../lib/rollout";
+import { dynamoNamespace, evaluateGate, evaluatePromotion } from "../lib/rollout";
 import { main } from "../tools/rollout";
 import { STACKS } from "./helpers";
 import { startPrometheus, type TestPrometheus } from "./prometheus-server";
@@ -23,6 +23,7 @@ const GATE: RolloutGate = {
     minRequests: 500,
     windowSeconds: 900,
     ingestDelaySeconds: 120,
+    promotion: { soakSeconds: 900, maxErrorRate: 0.01, minRequests: 500 },
 };
 const ns = (dgd: string) => dynamoNamespace(dgd);
 const at = (s: number) => new Date(s * 1000);
@@ -48,6 +49,20 @@ beforeAll(async () => {
             // The step was written (25%) but the spoke still serves 10%: nobody ran `pulumi up`.
             { ns: ns("stale-src"), rps: 2 },
             { ns: ns("stale-tgt"), rps: 0.2 },
+            // The 100% step: the source's frontend answers nothing, the target everything (the promotion soak).
+            { ns: ns("soak-src"), rps: 0 },
+            { ns: ns("soak-tgt"), rps: 2.5, errorShare: 0.002 },
+            { ns: ns("soakerr-src"), rps: 0 },
+            { ns: ns("soakerr-tgt"), rps: 2.5, errorShare: 0.05 },
+            { ns: ns("soakslow-src"), rps: 0 },
+            { ns: ns("soakslow-tgt"), rps: 2.5, slow: 2 },
+            { ns: ns("soakfew-src"), rps: 0 },
+            { ns: ns("soakfew-tgt"), rps: 0.2 },
+            { ns: ns("soakgap-src"), rps: 0 },
+            { ns: ns("soakgap-tgt"), rps: 2.5, noTtft: true },
+            // The hub file says 100% but the spoke still splits 50/50.
+            { ns: ns("soakstale-src"), rps: 1.25 },
+            { ns: ns("soakstale-tgt"), rps: 1.25 },
             // The shipped hub's rollout (hcm1/qwen3-32b -> v2), for the command line run below.
             { ns: ns("qwen3-32b"), rps: 2 },
             { ns: ns("v2-qwen3-32b"), rps: 0.5, ready: true },
@@ -167,6 +182,84 @@ describe("rollout gate on a real Prometheus", () => {
                 weights: STEP25,
             }),
         ).rejects.toThrow(/cannot reach Prometheus/);
+    });
+});
+
+/** The 100% step the promotion soak judges: 50% -> 100%. */
+const STEP100 = { step: 100, previous: 50 };
+const soak = (src: string, tgt: string, gate: RolloutGate = GATE, since = SINCE) =>
+    evaluatePromotion({
+        prometheusUrl: prom.url,
+        gate,
+        sourceDgd: src,
+        targetDgd: tgt,
+        since: at(since),
+        now: at(END + GATE.ingestDelaySeconds),
+        weights: STEP100,
+    });
+
+describe("promotion soak on a real Prometheus: the 100% step, the target judged alone", () => {
+    it("the comparison gate can never pass at 100%: the source answers no requests (the hole the soak closes)", async () => {
+        const g = await gate("soak-src", "soak-tgt", SINCE, END + GATE.ingestDelaySeconds, STEP100);
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons.join("\n")).toMatch(/source answered 0 requests in the step; the gate needs 500/);
+    });
+
+    it("pass: a low error rate over the soak with enough requests", async () => {
+        const g = await soak("soak-src", "soak-tgt");
+        expect(g.judged).toBe("soak");
+        expect(g.verdict, g.reasons.join("; ")).toBe("pass");
+        expect(g.applied).toMatchObject({ applied: true, latestShare: 1 });
+        expect(g.range.seconds).toBe(END - SINCE);
+        expect(g.target.requests).toBeCloseTo(2.5 * (END - SINCE), -1);
+        expect(g.source.requests).toBe(0);
+        expect(g.reasons[0]).toMatch(/^soak 2100 s at 100%: error rate 0\.\d+% \(≤ 1\.00%\)/);
+    });
+
+    it("fail -> hold: an error rate above promotion.maxErrorRate holds, with what was measured", async () => {
+        const g = await soak("soakerr-src", "soakerr-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(/error rate (4\.9\d|5\.00)% above the promotion's 1\.00%/);
+    });
+
+    it("fail -> hold: a TTFT p95 above the optional absolute bound holds", async () => {
+        const g = await soak("soakslow-src", "soakslow-tgt", { ...GATE, promotion: { ...GATE.promotion, ttftP95Seconds: 0.5 } });
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(/TTFT p95 \d+ ms above the promotion's 500 ms/);
+        // Without the bound the same traffic passes: latency is judged only where a bound is set.
+        expect((await soak("soakslow-src", "soakslow-tgt")).verdict).toBe("pass");
+    });
+
+    it("too few -> wait: the target answered fewer than promotion.minRequests", async () => {
+        const g = await soak("soakfew-src", "soakfew-tgt");
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons.join("\n")).toMatch(/target answered 420 requests in the soak; the promotion needs 500/);
+    });
+
+    it("too short -> wait: a soak shorter than promotion.soakSeconds waits, however good its data", async () => {
+        const g = await soak("soak-src", "soak-tgt", GATE, END - 600);
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons[0]).toMatch(/the 100% step has 600 s of readable traffic .* the promotion soak needs 900 s/);
+    });
+
+    it("not applied -> wait: the spoke still splits 50/50, so the 100% step is not served yet", async () => {
+        const g = await soak("soakstale-src", "soakstale-tgt");
+        expect(g.verdict).toBe("wait");
+        expect(g.reasons[0]).toMatch(
+            /does not serve this step yet: the target's frontend answered 50\.0% .* nearer the previous 50% than the step's 100%/,
+        );
+    });
+
+    it("missing series -> hold: a target without its TTFT histogram is never promoted", async () => {
+        const g = await soak("soakgap-src", "soakgap-tgt");
+        expect(g.verdict).toBe("hold");
+        expect(g.reasons.join("\n")).toMatch(
+            /missing series: target \(inference-soakgap-tgt\): no dynamo_frontend_time_to_first_token_seconds histogram; a promotion never passes without its data/,
+        );
+        // No series at all for the target: the applied check sees no traffic, so it waits; never a pass.
+        const none = await soak("soak-src", "nobody-tgt");
+        expect(none.verdict).toBe("wait");
+        expect(none.target.requests).toBeUndefined();
     });
 });
 

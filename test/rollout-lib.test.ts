@@ -13,6 +13,7 @@ import {
     decideAbort,
     decideAdvance,
     decideHold,
+    decidePromote,
     decideResume,
     findEndpoint,
     type GateResult,
@@ -77,6 +78,29 @@ describe("rollout state machine", () => {
         expect(decideAdvance(aborting, NOW, {})).toMatchObject({ exitCode: 1 });
         expect(decideAbort(aborting, NOW).edit).toEqual({ kind: "remove" });
     });
+    it("the 100% step is judged by the promotion soak: a comparison verdict there is refused, a soak elsewhere too", () => {
+        const last = { ...E, rollout: { ...E.rollout!, state: { ...E.rollout!.state!, step: 3 } } } as Endpoint;
+        expect(decideAdvance(last, NOW, { gate: gate("pass") })).toMatchObject({ exitCode: 1, edit: { kind: "none" } });
+        expect(decideAdvance(E, NOW, { gate: { ...gate("pass"), judged: "soak" } })).toMatchObject({ exitCode: 1 });
+        const soak = (v: GateResult["verdict"], reasons?: string[]) => ({ ...gate(v, reasons), judged: "soak" as const });
+        expect(decideAdvance(last, NOW, { gate: soak("wait") })).toMatchObject({
+            exitCode: 3,
+            edit: { kind: "state", state: { step: 3, lastGate: { verdict: "wait" } } },
+        });
+        expect(decideAdvance(last, NOW, { gate: soak("hold", ["error rate 5.00% above the promotion's 1.00%"]) }).edit).toMatchObject({
+            kind: "state",
+            state: { step: 3, held: { reason: "promotion soak failed: error rate 5.00% above the promotion's 1.00%" } },
+        });
+        const p = decidePromote(last, NOW, { gate: soak("pass") });
+        expect(p).toMatchObject({ exitCode: 0, edit: { kind: "promote", revision: "v2", settings: { engine: "vllm" } } });
+        expect(p.message).toMatch(/its graph v2-qwen3-32b keeps its name \(no capacity gap\), and the source graph qwen3-32b goes/);
+        // promote before the 100% step is refused, naming where the rollout is.
+        expect(decidePromote(E, NOW, { gate: soak("pass") })).toMatchObject({
+            exitCode: 1,
+            edit: { kind: "none" },
+            message: expect.stringMatching(/at step 1\/4 \(10%\): promote is the transition from the 100% step/),
+        });
+    });
     it("hold by a person", () => {
         expect(decideHold(E, NOW, "review").edit).toMatchObject({ kind: "state", state: { held: { reason: "review" } } });
     });
@@ -115,7 +139,8 @@ describe("the hub-file edit", () => {
                 !x.includes("Gated canary") &&
                 !x.includes("DynamoGraphDeployment and Dynamo") &&
                 !x.includes("4 GPUs fit") &&
-                !x.includes("duration."),
+                !x.includes("duration.") &&
+                !x.includes("The 100% step"),
         ))
             expect(out).toContain(l);
     });

@@ -89,6 +89,9 @@ export const PASS = {
     applied: { applied: true, from: "", latestShare: 0.1, query: "" },
 };
 
+/** A passing promotion soak (the 100% step judged alone, lib/rollout.ts `evaluatePromotion`), for driving the promotion. */
+export const SOAK_PASS = { ...PASS, judged: "soak" as const, applied: { ...PASS.applied, latestShare: 1 } };
+
 /** The endpoint after an edit the command line would write (state, promotion or removal). */
 export function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {
     const x = structuredClone(e) as any;

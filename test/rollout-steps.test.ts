@@ -16,7 +16,7 @@ import type { CapturedResource } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, stackFile } from "./helpers";
-import { applied, PASS } from "./rollout-series";
+import { applied, PASS, SOAK_PASS } from "./rollout-series";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
@@ -39,7 +39,7 @@ function states(): Array<{ name: string; endpoint: Endpoint }> {
         cur = applied(cur, decideAdvance(cur, NOW, { gate: PASS }));
         out.push({ name: `step ${k + 1} (${SHIPPED.rollout!.steps[k]}%)`, endpoint: cur });
     }
-    out.push({ name: "promoted (source graph removed)", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: PASS })) });
+    out.push({ name: "promoted (source graph removed)", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: SOAK_PASS })) });
     return out;
 }
 
