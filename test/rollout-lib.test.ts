@@ -18,6 +18,7 @@ import {
     findEndpoint,
     type GateResult,
     revisionsOf,
+    rolloutHubIssues,
     rolloutStatusLines,
 } from "../lib/rollout";
 import { diffMarkdown, placementChanges } from "../tools/diff";
@@ -100,6 +101,29 @@ describe("rollout state machine", () => {
             edit: { kind: "none" },
             message: expect.stringMatching(/at step 1\/4 \(10%\): promote is the transition from the 100% step/),
         });
+    });
+    it("the hub refuses a target too small for 100% only while the rollout carries no traffic (abort stays writable)", () => {
+        const small = structuredClone(E) as Endpoint;
+        small.rollout!.target.topology = {
+            mode: "disaggregated",
+            prefill: { replicas: 1, gpusPerWorker: 2 },
+            decode: { replicas: 1, gpusPerWorker: 2 },
+        };
+        (small.topology as any).decode.replicas = 3;
+        const at = (st: any) => {
+            const e = structuredClone(small);
+            e.rollout!.state = st;
+            return rolloutHubIssues([e]).map((i) => `${i.path.join(".")}: ${i.message}`);
+        };
+        expect(at(undefined).join("\n")).toMatch(
+            /^endpoints\.0\.rollout\.target\.topology: the target v2-qwen3-32b can never carry the last step \(100%\): its decode runs 1 replica, the source's 3/,
+        );
+        expect(at({ phase: "warming", since: "2026-12-01T09:00:00Z" })).toHaveLength(1);
+        expect(at(E.rollout!.state)).toEqual([]);
+        expect(at({ phase: "aborting", since: "2026-12-01T09:00:00Z", targetReady: true })).toEqual([]);
+        // Sized for 100% (the same replicas per role), it is accepted when written.
+        small.rollout!.target.topology = { ...small.topology } as any;
+        expect(at(undefined)).toEqual([]);
     });
     it("hold by a person", () => {
         expect(decideHold(E, NOW, "review").edit).toMatchObject({ kind: "state", state: { held: { reason: "review" } } });
