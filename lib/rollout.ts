@@ -7,6 +7,10 @@
  * traffic together. Shifting up, capacity goes first (`warming`: the target's graph is added at weight 0; the health
  * gate then lets traffic follow); shifting down, traffic goes first (the last step puts the source at weight 0 before
  * promotion removes its graph; `aborting` puts the target at weight 0 before the next abort removes its graph).
+ *
+ * Judgement: each step below 100% is judged by comparing the target with the source ({@link evaluateGate}); the 100%
+ * step, where the source has no traffic, by a soak of the target alone ({@link evaluatePromotion}), after which the
+ * promotion makes the target the endpoint's settings under the same graph name `<revision>-<endpoint>`.
  */
 import YAML, { type Document, isMap, isSeq, type YAMLMap } from "yaml";
 import type { Endpoint, Rollout } from "../config/endpoint";
