@@ -668,7 +668,7 @@ export function decideAdvance(e: Endpoint, now: Date, input: { targetReady?: boo
     if (k + 1 < r.steps.length)
         return {
             edit: { kind: "state", state: { phase: "shifting", step: k + 1, since: iso(now), targetReady: true, lastGate } },
-            message: `${e.name}: step ${k + 2}/${r.steps.length}: ${r.steps[k + 1]}% to ${dgdName(e.name, r.revision)}`,
+            message: `${e.name}: step ${k + 2}/${r.steps.length}: ${r.steps[k + 1]}% to ${dgdName(e.name, r.revision)}${k + 2 === r.steps.length ? `; once applied, promote soaks the target alone (${r.gate.promotion.soakSeconds} s) before the source graph goes` : ""}`,
             exitCode: 0,
         };
     return {

@@ -140,7 +140,8 @@ describe("npm run rollout from the first step through promotion, end to end", ()
         // promote is the 100% step's transition only.
         await cmd("promote", N[1], 1, /at step 1\/4 \(10%\): promote is the transition from the 100% step/);
         for (let k = 1; k < 4; k++) {
-            await cmd("advance", N[k], 0, new RegExp(`gate: PASS[\\s\\S]*step ${k + 1}/4: ${SPLIT[k]}% to v2-qwen3-32b`));
+            const r = await cmd("advance", N[k], 0, new RegExp(`gate: PASS[\\s\\S]*step ${k + 1}/4: ${SPLIT[k]}% to v2-qwen3-32b`));
+            if (k === 3) expect(r.out).toMatch(/once applied, promote soaks the target alone \(120 s\) before the source graph goes/);
             states.push({ name: `step ${k + 1} (${SPLIT[k]}%)`, text: fs.readFileSync(file, "utf8") });
         }
         // At 100% the source answers nothing: the soak judges the target alone, and waits for its full soak.
