@@ -176,7 +176,7 @@ export const rolloutOrdering: StackValidationPolicy = {
     description:
         "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack with every worker component scaled to at least one replica and, for a rollout's target, reported ready and with the capacity for its share: per worker role at least ceil(share x the source's replicas), or the worker GPUs when the roles differ (no traffic to a revision without ready capacity for it, no scale-down of a revision still carrying traffic).",
     remediationSteps:
-        "Drive rollouts with `npm run rollout -- advance|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down.",
+        "Drive rollouts with `npm run rollout -- advance|promote|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down (promote removes the source graph only from the 100% step, after the target's soak). Size the rollout's target.topology for 100% before it starts.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const f of rolloutFindings(args.resources)) report(`${f.message}.`, f.urn);
