@@ -216,6 +216,14 @@ export const EndpointSchema = z
         kvTiers: KvTiersSchema.optional(),
         /** Fast start ({@link FastStartSchema}); absent: workers download weights at start. */
         fastStart: FastStartSchema.optional(),
+        /**
+         * The model (or its speculative drafter) is a gated Hugging Face repository (its page asks to accept a licence:
+         * `meta-llama/*`, for one): downloading it needs a token. The spoke must name the Secret holding it
+         * (`platform:serving.hfTokenSecret`, key `HF_TOKEN`), else the placement is refused (lib/serving.ts
+         * `placeEndpoints`); the model-cache pre-stage gets that Secret's `HF_TOKEN` only for such an endpoint
+         * (lib/faststart.ts `prestageDaemonSet`). Absent: the model is public.
+         */
+        gatedModel: z.boolean().optional(),
         /** Reviewed exceptions to the KV-transport closed world ({@link KvExceptionSchema}). */
         kvExceptions: z.array(KvExceptionSchema).optional(),
         /**

@@ -22,9 +22,39 @@ export const RevisionLabel = z
     .regex(/^[a-z0-9]([-a-z0-9]{0,10}[a-z0-9])?$/, "must be a lower-case DNS label of at most 12 characters (e.g. v2, r20261201)");
 
 /**
+ * The promotion soak (lib/rollout.ts `evaluatePromotion`): at the 100% step the source carries no traffic, so nothing
+ * compares; the target is judged alone over `soakSeconds` of its full traffic against absolute bounds before the
+ * source's graph goes and the target becomes the endpoint's main settings.
+ */
+export const PromotionSoakSchema = z
+    .object(
+        {
+            /** Seconds of readable traffic the 100% step needs at least (after the spoke serves it, less the ingest delay). */
+            soakSeconds: z.number().int().min(60),
+            /** Highest accepted target error rate over the soak, as a fraction (0.01 = 1%). */
+            maxErrorRate: z.number().min(0).max(1),
+            /** Requests the target must have answered in the soak before it is judged (fewer: wait). */
+            minRequests: z.number().int().min(1),
+            /** Highest accepted target TTFT p95 over the soak, seconds (optional absolute bound). */
+            ttftP95Seconds: z.number().positive().optional(),
+            /** Highest accepted target inter-token latency p99 over the soak, seconds (optional absolute bound). */
+            itlP99Seconds: z.number().positive().optional(),
+        },
+        {
+            error: (iss) =>
+                iss.input === undefined
+                    ? "missing: at the 100% step the source carries no traffic, so the rollout completes only after the target alone passes a soak (soakSeconds, maxErrorRate, minRequests; docs/rollout.md)"
+                    : undefined,
+        },
+    )
+    .strict();
+export type PromotionSoak = z.infer<typeof PromotionSoakSchema>;
+
+/**
  * The gate a rollout step must pass before the next step is written (lib/rollout.ts `evaluateGate`). Compares the
  * target revision with the source revision on the same step's traffic, read from the spoke's Prometheus: the
- * frontends' TTFT and ITL histograms and request counters, selected by Dynamo namespace.
+ * frontends' TTFT and ITL histograms and request counters, selected by Dynamo namespace. The 100% step, where the
+ * source has no traffic left to compare with, is judged by `promotion` instead.
  */
 export const RolloutGateSchema = z
     .object(
@@ -44,11 +74,13 @@ export const RolloutGateSchema = z
              * never reads the last `ingestDelaySeconds`. At least 90.
              */
             ingestDelaySeconds: z.number().int().min(90),
+            /** The soak that judges the 100% step before promotion ({@link PromotionSoakSchema}). */
+            promotion: PromotionSoakSchema,
         },
         {
             error: (iss) =>
                 iss.input === undefined
-                    ? "missing: a rollout without a gate is refused (ttftP95Ratio, itlP99Ratio, errorRateDelta, minRequests, windowSeconds, ingestDelaySeconds)"
+                    ? "missing: a rollout without a gate is refused (ttftP95Ratio, itlP99Ratio, errorRateDelta, minRequests, windowSeconds, ingestDelaySeconds, promotion)"
                     : undefined,
         },
     )
@@ -200,6 +232,17 @@ export function rolloutHubIssues(endpoints: readonly Endpoint[]): Array<{ path: 
                 });
     endpoints.forEach((e, i) => {
         if (!e.rollout) return;
+        // Early warning: a target sized below its source never reaches the 100% step (the pack's
+        // rollout-traffic-needs-ready-capacity refuses that render), so the rollout could never complete. Refused while
+        // the rollout carries no traffic yet; once it does, the pack refuses the step that outgrows the target and abort
+        // stays writable.
+        const phase = e.rollout.state?.phase ?? "warming";
+        const short = phase === "warming" ? fullShareCapacityProblem(e.topology, e.rollout.target.topology ?? e.topology) : undefined;
+        if (short)
+            out.push({
+                path: ["endpoints", i, "rollout", "target", "topology"],
+                message: `the target ${dgdName(e.name, e.rollout.revision)} can never carry the last step (100%): ${short}; the rollout could not complete (the pack's rollout-traffic-needs-ready-capacity refuses that step): size target.topology for 100% before the rollout starts`,
+            });
         claim(e.spoke, dgdName(e.name, e.rollout.revision), i, ["endpoints", i, "rollout", "revision"]);
         if (e.rollout.revision === e.revision)
             out.push({
@@ -215,6 +258,35 @@ export function rolloutHubIssues(endpoints: readonly Endpoint[]): Array<{ path: 
         });
     });
     return out;
+}
+
+/**
+ * Why a target topology cannot carry all of the traffic its source topology carries (`undefined` when it can): the
+ * hub-side mirror of the pack's rule at 100% (policies/rollout.ts `shareCapacityProblem`). Same worker roles: each
+ * role's replicas at least the source's; other roles (aggregated to disaggregated or back): worker GPUs at least the
+ * source's.
+ */
+export function fullShareCapacityProblem(source: Endpoint["topology"], target: Endpoint["topology"]): string | undefined {
+    const groups = (t: Endpoint["topology"]) =>
+        t.mode === "disaggregated"
+            ? { prefill: t.prefill, decode: t.decode }
+            : ({ workers: t.workers } as Record<string, { replicas: number; gpusPerWorker: number }>);
+    const s = groups(source);
+    const t = groups(target);
+    if (source.mode === target.mode) {
+        const short = Object.keys(s).filter((role) => t[role].replicas < s[role].replicas);
+        if (!short.length) return undefined;
+        return short
+            .map(
+                (role) =>
+                    `its ${role} runs ${t[role].replicas} replica${t[role].replicas === 1 ? "" : "s"}, the source's ${s[role].replicas}`,
+            )
+            .join("; ");
+    }
+    const gpus = (g: Record<string, { replicas: number; gpusPerWorker: number }>) =>
+        Object.values(g).reduce((a, w) => a + w.replicas * w.gpusPerWorker, 0);
+    if (gpus(t) >= gpus(s)) return undefined;
+    return `its ${target.mode} workers have ${gpus(t)} GPUs, the source's ${source.mode} workers ${gpus(s)} (other roles, so replicas do not compare)`;
 }
 
 /** The endpoint as its source revision runs it (what it runs without the rollout). */

@@ -24,8 +24,12 @@ export const ServingConfigSchema = z
          */
         prometheusEndpoint: z.string().url().optional(),
         /**
-         * Secret in the inference namespace whose keys (e.g. `HF_TOKEN`) are added to every engine container with
-         * `envFrom`, for gated Hugging Face models. Unset: no secret is referenced.
+         * Secret in the inference namespace holding a Hugging Face token under key `HF_TOKEN` (read by huggingface_hub),
+         * for gated models: the frontend, workers and model-cache pre-stage of an endpoint with `gatedModel` get
+         * `HF_TOKEN` from it (`secretKeyRef`; never `envFrom` of the whole Secret, whose other keys the pack could not
+         * see); a public model's containers reference nothing. Required on a spoke that runs a `gatedModel` endpoint.
+         * Create it yourself (`kubectl -n inference create secret generic <name> --from-literal=HF_TOKEN=...`): only its
+         * name is in the stack file. Unset: no secret is referenced.
          */
         hfTokenSecret: z.string().min(1).optional(),
         /**

@@ -17,7 +17,7 @@ import {
 import { efaWorkerHugepages } from "./efa";
 import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
 import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
-import { hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
+import { hfTokenEnv, hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
 import { SGLANG_H200_CHUNKED_PREFILL_SIZE } from "../upstream/sglang";
 
 /**
@@ -375,7 +375,10 @@ export interface DgdArgs {
     prometheusEndpoint: string;
     /** Minimum rail port rate in Gb/s the preflight enforces. */
     minLinkRateGbps: number;
-    /** Secret with HF_TOKEN added with envFrom, if any. */
+    /**
+     * The spoke's HF token Secret (`platform:serving.hfTokenSecret`): the frontend and workers of an endpoint whose model
+     * is gated (`gatedModel`) read its `HF_TOKEN` key (lib/faststart.ts `hfTokenEnv`); a public model references none.
+     */
     hfTokenSecret?: string;
     /** Mooncake master `host:port` and the ConfigMap carrying the client JSON, when the endpoint has a KV pool. */
     mooncake?: { master: string; configMap: string; kvEventsEndpoint?: string };
@@ -503,7 +506,9 @@ export function buildDgd(a: DgdArgs): DgdManifest {
     const workerImage = a.pool.fabric.kind === "efa" ? (a.efaRuntimeImage ?? efaRuntimeImage(e.engine)) : a.runtimeImage;
     const kvEvents = e.router.mode === "kv";
     const labels = { [ENDPOINT_LABEL]: e.name, "app.kubernetes.io/part-of": "inference-platform" };
-    const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
+    // One visible variable from the Secret, never `envFrom` of the whole Secret: the pack must see every variable a
+    // KV-moving container gets (policies: guarded-settings-visible, upstream-rules).
+    const tokenEnv = hfTokenEnv(e, a.hfTokenSecret);
 
     const frontendArgs = ["--http-port", String(FRONTEND_PORT), "--router-mode", e.router.mode];
     const frontendEnv: EnvVar[] = [{ name: "DYN_ROUTER_MODE", value: e.router.mode }];
@@ -537,8 +542,7 @@ export function buildDgd(a: DgdArgs): DgdManifest {
                             image: a.runtimeImage,
                             command: ["python3", "-m", "dynamo.frontend"],
                             args: frontendArgs,
-                            env: frontendEnv,
-                            envFrom,
+                            env: [...frontendEnv, ...tokenEnv],
                         }),
                     ],
                 },
@@ -605,16 +609,19 @@ export function buildDgd(a: DgdArgs): DgdManifest {
         }
         // KVBM tiers and the per-node model cache (lib/faststart.ts).
         const fast = workerFastStart(e, a.pool.localNvme);
-        env.push(...fast.env);
+        env.push(...fast.env, ...tokenEnv);
         const memory: Record<string, string> = fast.memoryRequestGiB ? { memory: `${fast.memoryRequestGiB}Gi` } : {};
         const argv = ["python3", "-m", eng.module];
         const main: ContainerSpec = stripUndefined({
             name: "main",
             image: workerImage,
-            command: rdma ? wrappedCommand(memlock.prelude, argv) : argv,
+            // The memlock prelude (RDMA) and the KVBM disk tier's start-up sweep (lib/faststart.ts), in that order.
+            command: (() => {
+                const prelude = [...(rdma ? [memlock.prelude] : []), ...(fast.prelude ? [fast.prelude] : [])].join(" && ");
+                return prelude ? wrappedCommand(prelude, argv) : argv;
+            })(),
             args: eng.args(ctx),
             env,
-            envFrom,
             resources: { requests: { ...resources, ...hugepages.requests, ...memory }, limits: { ...resources, ...hugepages.limits } },
             securityContext: rdma ? memlock.securityContext : undefined,
             volumeMounts: [

@@ -33,9 +33,12 @@ export function peerBackendName(spoke: string): string {
 export const GATEWAY_HEALTH_PATH = "/healthz/gateway";
 
 /**
- * Status codes of a local attempt that send the request to the next priority (a peer). 502/503/504: the local
- * frontend is gone, overloaded or cut off. Never 4xx: a 401/403/429 is the auth service's answer, and retrying it at
- * a peer would both bypass the local limit and charge the peer's.
+ * Status codes of a local attempt that send the request to the next priority (a peer) on every peer-enabled route:
+ * what a spoke whose frontend is dead or cut off answers while its gateway lives. 503: the Dynamo frontend has the
+ * model registered but no complete worker set (its per-model readiness gate), or is itself not ready; 502/504: the
+ * frontend is gone or cut off. A 404 joins them only where {@link MODEL_NOT_FOUND_STATUS} says. No other 4xx: a
+ * 401/403/429 is the auth service's answer (a peer's, for a forwarded request), and retrying it at the next peer would
+ * both bypass that peer's limit and charge another's.
  */
 export const FALLBACK_STATUS_CODES = [502, 503, 504] as const;
 /**
@@ -275,7 +278,11 @@ export interface DnsSpoke {
 
 /**
  * Route 53 health check of a spoke's gateway: HTTPS on 443 to {@link GATEWAY_HEALTH_PATH}, SNI and Host = the
- * spoke's listener hostname (`enableSni`), probing the site's public address on-prem or resolving the hostname.
+ * spoke's listener hostname (`enableSni`), probing the site's public address on-prem or resolving the hostname. It
+ * sees the gateway, not a model, on purpose (upstream/failover.ts `route53SeesTheGateway`): the global name serves
+ * every model, so a DNS answer cannot follow one model's health, and the gateway answers nothing per model without a
+ * key. A dead model on a live gateway fails over in the request path instead: its 404/503 sends the request to the
+ * peers ({@link FALLBACK_STATUS_CODES}).
  */
 export function healthCheckArgs(s: DnsSpoke, f: FailoverConfig) {
     return {

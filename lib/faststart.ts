@@ -2,6 +2,7 @@ import type { Endpoint } from "../config/endpoint";
 import {
     HOLD_ARGV,
     hostPathOwnerArgv,
+    KVBM_DISK_FILE_PREFIX,
     KVBM_DISK_OFFLOAD_FILTER_OFF,
     KVBM_VLLM_CONNECTOR,
     MODEL_PRESTAGE_ARGV,
@@ -30,8 +31,39 @@ export const KVBM_DISK_SUBDIR = "kvbm";
  * there, and a worker that starts before the pre-stage has finished downloads into the same cache instead of failing.
  */
 export const MODEL_CACHE_MOUNT = "/models";
-/** Where workers see the KVBM disk tier directory (`DYN_KVBM_DISK_CACHE_DIR`). */
+/**
+ * Where a worker sees its own KVBM disk tier directory (`DYN_KVBM_DISK_CACHE_DIR`): `<localNvme>/kvbm/<pod UID>` on the
+ * node, one directory per pod (volumeMount `subPathExpr: $(POD_UID)`), so no two pods ever share one.
+ */
 export const KVBM_DISK_MOUNT = "/kvbm";
+/** Where a worker sees the whole node's KVBM directory (`<localNvme>/kvbm`), to sweep files its dead peers left. */
+export const KVBM_DISK_NODE_MOUNT = "/kvbm-node";
+/** The env var carrying the pod's UID (`fieldRef metadata.uid`) that names the pod's directory. */
+export const KVBM_POD_UID_ENV = "POD_UID";
+/**
+ * Minutes after which a disk-tier file another pod left is a leak: KVBM keeps its file named only between creating it
+ * and registering it with NIXL (seconds: mkostemp, fallocate, register; upstream/kvbm.ts `kvbmDiskFileLifecycle`), then
+ * unlinks it; a file still named and untouched this long belongs to a process that died in that window.
+ */
+export const KVBM_LEAK_MINUTES = 15;
+
+/**
+ * Shell prelude of a worker with a KVBM disk tier, run at every container start before the engine (lib/nixl.ts
+ * `wrappedCommand`): (1) removes every disk-tier file in the pod's own directory: only this pod's engine writes there,
+ * and the previous container, crashed or OOM-killed between allocating and registering its file, is dead; (2) removes
+ * disk-tier files older than {@link KVBM_LEAK_MINUTES} in any pod's directory on the node (and the flat directory
+ * earlier renders used), left by pods deleted in that window. A live worker's file is never named past its start, so
+ * neither step touches one.
+ */
+export function kvbmDiskCleanupPrelude(): string {
+    const f = `'${KVBM_DISK_FILE_PREFIX}*'`;
+    return [
+        `rm -f ${KVBM_DISK_MOUNT}/${KVBM_DISK_FILE_PREFIX}*`,
+        // Another pod's sweep may remove a file first: find then reports it and exits non-zero, which must not stop
+        // this worker.
+        `{ find ${KVBM_DISK_NODE_MOUNT} -mindepth 1 -maxdepth 2 -type f -name ${f} -mmin +${KVBM_LEAK_MINUTES} -delete || true; }`,
+    ].join(" && ");
+}
 
 /**
  * Host memory a KVBM worker needs besides its host tier (engine process, CUDA context, tokenizer): the difference
@@ -69,10 +101,12 @@ export function kvbmDiskFilterEnv(): EnvVar[] {
 /** What a worker container and its pod get for KV tiers and the model cache. */
 export interface WorkerFastStart {
     env: EnvVar[];
-    volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+    volumeMounts: Array<{ name: string; mountPath: string; readOnly?: boolean; subPathExpr?: string }>;
     volumes: unknown[];
     /** Memory the worker requests (GiB) so the scheduler accounts for the pinned host tier; undefined without tiers. */
     memoryRequestGiB?: number;
+    /** Shell prelude the worker runs before the engine ({@link kvbmDiskCleanupPrelude}); undefined without a disk tier. */
+    prelude?: string;
 }
 
 /**
@@ -91,12 +125,18 @@ export function workerFastStart(e: Endpoint, nvme: LocalNvme | undefined): Worke
         if (e.kvTiers.nvmeGiB) {
             const n = needNvme();
             out.env.push(
+                { name: KVBM_POD_UID_ENV, valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } },
                 { name: "DYN_KVBM_DISK_CACHE_GB", value: String(kvbmGb(e.kvTiers.nvmeGiB)) },
                 { name: "DYN_KVBM_DISK_CACHE_DIR", value: KVBM_DISK_MOUNT },
                 ...kvbmDiskFilterEnv(),
             );
-            out.volumeMounts.push({ name: "kvbm-disk", mountPath: KVBM_DISK_MOUNT });
+            // The pod's own directory (the kubelet creates it), and the node's, for the start-up sweep.
+            out.volumeMounts.push(
+                { name: "kvbm-disk", mountPath: KVBM_DISK_MOUNT, subPathExpr: `$(${KVBM_POD_UID_ENV})` },
+                { name: "kvbm-disk", mountPath: KVBM_DISK_NODE_MOUNT },
+            );
             out.volumes.push({ name: "kvbm-disk", hostPath: { path: `${n.mountPath}/${KVBM_DISK_SUBDIR}`, type: "DirectoryOrCreate" } });
+            out.prelude = kvbmDiskCleanupPrelude();
         }
     }
     if (e.fastStart?.modelCache) {
@@ -172,22 +212,44 @@ export interface PrestageArgs {
     nodeSelector: Record<string, string>;
     tolerations: unknown[];
     nvme: LocalNvme;
+    /**
+     * The spoke's HF token Secret, the one the workers read (`platform:serving.hfTokenSecret`): the pre-stage reads
+     * its `HF_TOKEN` key only when the endpoint's model is gated (`gatedModel`), as the workers do ({@link hfTokenEnv}).
+     */
     hfTokenSecret?: string;
     labels: Record<string, string>;
+}
+
+/** The Secret key the token is read from: huggingface_hub's `HF_TOKEN` (upstream/kvbm.ts `huggingfaceHub`). */
+export const HF_TOKEN_KEY = "HF_TOKEN";
+
+/**
+ * `HF_TOKEN` from the spoke's HF token Secret (a `secretKeyRef`, never a value) for a container that downloads the
+ * endpoint's model: the pre-stage, the workers and the frontend (model card and tokenizer), only when the model is
+ * gated (`gatedModel`); empty otherwise.
+ * @throws Error when the model is gated and no Secret is named (placement refuses this first: lib/serving.ts)
+ */
+export function hfTokenEnv(e: Pick<Endpoint, "name" | "model" | "gatedModel">, secret: string | undefined): EnvVar[] {
+    if (!e.gatedModel) return [];
+    if (!secret)
+        throw new Error(`endpoint ${e.name}: ${e.model} is gated (gatedModel) but the spoke names no platform:serving.hfTokenSecret`);
+    return [{ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: secret, key: HF_TOKEN_KEY } } }];
 }
 
 /**
  * A DaemonSet on every node of the endpoint's pool that (1) pulls the worker image, so a new worker never waits for the
  * pull, and (2) fills the node's model cache on local NVMe in an init container, so a new worker loads weights from
  * local disk. The main container only holds the pod (and so the image) on the node: `sleep infinity` in the same image,
- * no GPU, no RDMA, 10m CPU.
+ * no GPU, no RDMA, 10m CPU. A gated model's download authenticates with `HF_TOKEN` from the spoke's HF token Secret
+ * (a `secretKeyRef`, never a value); a public model's pre-stage references no Secret.
+ * @throws Error when the endpoint's model is gated and no Secret is named (placement refuses this first)
  */
 export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
     const e = a.endpoint;
     const name = prestageName(e.name);
     const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
     const repos = [e.model, ...(e.speculative?.draftModel ? [e.speculative.draftModel] : [])];
-    const envFrom = a.hfTokenSecret ? [{ secretRef: { name: a.hfTokenSecret } }] : undefined;
+    const token = hfTokenEnv(e, a.hfTokenSecret);
     const mount = [{ name: "model-cache", mountPath: MODEL_CACHE_MOUNT }];
     const small = { requests: { cpu: "10m", memory: "16Mi" }, limits: { memory: "64Mi" } };
     return {
@@ -215,8 +277,7 @@ export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
                                 r,
                                 ...(i === 0 && e.modelRevision ? ["--revision", e.modelRevision] : []),
                             ]),
-                            env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }],
-                            ...(envFrom ? { envFrom } : {}),
+                            env: [{ name: "HF_HOME", value: MODEL_CACHE_MOUNT }, ...token],
                             resources: { requests: { cpu: "2", memory: "4Gi" }, limits: { memory: "8Gi" } },
                             volumeMounts: mount,
                         },

@@ -7,11 +7,15 @@
  * traffic together. Shifting up, capacity goes first (`warming`: the target's graph is added at weight 0; the health
  * gate then lets traffic follow); shifting down, traffic goes first (the last step puts the source at weight 0 before
  * promotion removes its graph; `aborting` puts the target at weight 0 before the next abort removes its graph).
+ *
+ * Judgement: each step below 100% is judged by comparing the target with the source ({@link evaluateGate}); the 100%
+ * step, where the source has no traffic, by a soak of the target alone ({@link evaluatePromotion}), after which the
+ * promotion makes the target the endpoint's settings under the same graph name `<revision>-<endpoint>`.
  */
 import YAML, { type Document, isMap, isSeq, type YAMLMap } from "yaml";
 import type { Endpoint, Rollout } from "../config/endpoint";
 import { dgdName, type RolloutGate, type RolloutState, sourceEndpoint, targetEndpoint } from "../config/rollout";
-import { frontendGateSeries } from "../upstream/rollout";
+import { frontendGateSeries, stepAppliedSignal } from "../upstream/rollout";
 import { INFERENCE_NAMESPACE } from "./labels";
 import type { RolloutAnnotationEntry, RolloutRevisionEntry } from "./labels";
 
@@ -146,6 +150,11 @@ export interface RevisionMeasure {
 
 /** The result of {@link evaluateGate}. */
 export interface GateResult {
+    /**
+     * What was judged: `comparison`, the target against the source on a step below 100% ({@link evaluateGate});
+     * `soak`, the target alone at the 100% step before promotion ({@link evaluatePromotion}). Absent: comparison.
+     */
+    judged?: "comparison" | "soak";
     verdict: "pass" | "hold" | "wait";
     /** Why, one line per finding. */
     reasons: string[];
@@ -155,6 +164,19 @@ export interface GateResult {
     target: RevisionMeasure;
     /** The PromQL queries run, for the report. */
     queries: string[];
+    /**
+     * Whether the spoke serves the step's weights ({@link stepApplied}): `from` is when the target's served share last
+     * crossed to the step's side (the window starts there or at the step's `since`, whichever is later).
+     */
+    applied: StepApplied;
+}
+
+/** The traffic split a step writes: the target's percent in this step and in the state before it. */
+export interface StepWeights {
+    /** Percent of the model's traffic the current step gives the target (`steps[k]`). */
+    step: number;
+    /** Percent the target had before this step (`steps[k-1]`, 0 for the first step). */
+    previous: number;
 }
 
 /** Inputs of {@link evaluateGate}. */
@@ -164,8 +186,10 @@ export interface GateInput {
     gate: RolloutGate;
     sourceDgd: string;
     targetDgd: string;
-    /** When the current step was written (the gate reads only its traffic). */
+    /** When the current step was written to the hub file (the gate reads only traffic after it was applied). */
     since: Date;
+    /** The step's weights: the gate reads only traffic after the spoke serves them ({@link stepApplied}). */
+    weights: StepWeights;
     now: Date;
     /** Kubernetes namespace of the graphs (default the inference namespace). */
     k8sNamespace?: string;
@@ -209,6 +233,104 @@ export function gateQueries(ns: string, rangeSeconds: number) {
     };
 }
 
+/** The weights of step `k` of `steps` (the first step's previous weight is 0: warming sent the target nothing). */
+export function stepWeights(steps: readonly number[], k: number): StepWeights {
+    return { step: steps[k], previous: k > 0 ? steps[k - 1] : 0 };
+}
+
+/**
+ * Runs a PromQL range query over the Prometheus HTTP API (`GET /api/v1/query_range`).
+ * @returns the single result's points as [seconds since the epoch, value] (NaN kept as NaN); empty without a result
+ * @throws Error when Prometheus cannot be reached or answers an error
+ */
+export async function promQueryRange(
+    baseUrl: string,
+    query: string,
+    from: Date,
+    to: Date,
+    stepSeconds: number,
+): Promise<Array<[number, number]>> {
+    const q = `query=${encodeURIComponent(query)}&start=${from.getTime() / 1000}&end=${to.getTime() / 1000}&step=${stepSeconds}`;
+    const url = `${baseUrl.replace(/\/$/, "")}/api/v1/query_range?${q}`;
+    let res: Response;
+    try {
+        res = await fetch(url);
+    } catch (e) {
+        throw new Error(`cannot reach Prometheus at ${baseUrl}: ${(e as Error).message}`);
+    }
+    const body = (await res.json().catch(() => ({}))) as {
+        status?: string;
+        error?: string;
+        data?: { result?: Array<{ values: Array<[number, string]> }> };
+    };
+    if (!res.ok || body.status !== "success") throw new Error(`Prometheus ${baseUrl} refused ${query}: ${body.error ?? res.status}`);
+    const r = body.data?.result ?? [];
+    return r.length === 0 ? [] : r[0].values.map(([t, v]) => [Number(t), Number(v)] as [number, number]);
+}
+
+/**
+ * Seconds of traffic each point of the applied check reads ({@link stepApplied}): two minutes, so a point holds
+ * several scrapes at the usual 15-30 s interval.
+ */
+export const APPLIED_SHARE_WINDOW_SECONDS = 120;
+/** Resolution of the applied check's range query, seconds. */
+export const APPLIED_SHARE_STEP_SECONDS = 30;
+
+/**
+ * PromQL of the share of the model's requests the target revision's frontend answered over the last `windowSeconds`
+ * (upstream/rollout.ts `stepAppliedSignal`): target / (target + source), NaN when neither answered any.
+ */
+export function appliedShareQuery(sourceNs: string, targetNs: string, windowSeconds = APPLIED_SHARE_WINDOW_SECONDS): string {
+    const rate = (ns: string) => `(sum(rate(${frontendGateSeries.requests}{dynamo_namespace="${ns}"}[${windowSeconds}s])) or vector(0))`;
+    return `${rate(targetNs)} / (${rate(targetNs)} + ${rate(sourceNs)})`;
+}
+
+/** Whether the spoke serves a step's weights (the result of {@link stepApplied}). */
+export interface StepApplied {
+    /** True when the latest point's share is on the step's side. */
+    applied: boolean;
+    /** Start of the last run of points on the step's side up to the end of the range (the window starts here). */
+    from?: string;
+    /** Target share (0-1) at the latest point; undefined when neither revision answered a request. */
+    latestShare?: number;
+    /** The PromQL run. */
+    query: string;
+}
+
+/**
+ * Whether the spoke applied a step: the route's new weights show in the traffic each revision's frontend answers
+ * (upstream/rollout.ts `stepAppliedSignal`), not in the hub file. A point (the share over the
+ * {@link APPLIED_SHARE_WINDOW_SECONDS} before it, every {@link APPLIED_SHARE_STEP_SECONDS} from `since` to `to`) is on
+ * the step's side when the target's share is nearer the step's weight than the previous state's (so 10% -> 25% is
+ * applied from a share above 17.5%); a point without traffic is not. Applied from the first point of the last run of
+ * such points reaching `to`: a burst before the spoke's `pulumi up` that happened to look like the new split is
+ * followed by points on the old side and so never opens the window.
+ * @throws Error when Prometheus cannot be reached
+ */
+export async function stepApplied(x: {
+    prometheusUrl: string;
+    sourceNs: string;
+    targetNs: string;
+    weights: StepWeights;
+    since: Date;
+    to: Date;
+}): Promise<StepApplied> {
+    const query = appliedShareQuery(x.sourceNs, x.targetNs);
+    if (x.to.getTime() <= x.since.getTime()) return { applied: false, query };
+    const points = await promQueryRange(x.prometheusUrl, query, x.since, x.to, APPLIED_SHARE_STEP_SECONDS);
+    const want = x.weights.step / 100;
+    const before = x.weights.previous / 100;
+    const onStep = (v: number) => Number.isFinite(v) && Math.abs(v - want) < Math.abs(v - before);
+    const last = points[points.length - 1];
+    // The range query's last point is at or before `to`; a range without one reaching within a step of `to` has no
+    // recent traffic to judge.
+    if (!last || last[0] * 1000 < x.to.getTime() - APPLIED_SHARE_STEP_SECONDS * 1000 || !onStep(last[1]))
+        return { applied: false, latestShare: last && Number.isFinite(last[1]) ? last[1] : undefined, query };
+    let i = points.length - 1;
+    while (i > 0 && onStep(points[i - 1][1]) && points[i][0] - points[i - 1][0] <= APPLIED_SHARE_STEP_SECONDS) i--;
+    return { applied: true, from: new Date(points[i][0] * 1000).toISOString(), latestShare: last[1], query };
+}
+
 /** PromQL of the health gate: a worker of the graph registered with its frontend (KV blocks reported). */
 export function readyQuery(ns: string): string {
     return `max(${frontendGateSeries.ready}{dynamo_namespace="${ns}"})`;
@@ -218,8 +340,10 @@ const fmtS = (x: number | undefined) => (x === undefined ? "none" : `${(x * 1000
 const fmtPct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 100).toFixed(2)}%`);
 
 /**
- * Evaluates a rollout gate for the current step only: the step's traffic from `since` to `now - ingestDelay`.
+ * Evaluates a rollout gate for the current step only: the step's traffic from when the spoke serves it
+ * ({@link stepApplied}, never before `since`, when the step was written to the hub file) to `now - ingestDelay`.
  * Verdicts, in order:
+ * - `wait`: the spoke does not serve the step's weights yet (not applied, or no traffic to tell);
  * - `wait`: the step's readable traffic is shorter than `windowSeconds`;
  * - `hold`: a series is missing for either revision (requests, TTFT or ITL histogram): a gate never passes on
  *   missing data;
@@ -234,29 +358,34 @@ const fmtPct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 10
 export async function evaluateGate(x: GateInput): Promise<GateResult> {
     const g = x.gate;
     const to = new Date(x.now.getTime() - g.ingestDelaySeconds * 1000);
-    const seconds = Math.floor((to.getTime() - x.since.getTime()) / 1000);
-    const range = { from: x.since.toISOString(), to: to.toISOString(), seconds };
-    const queries: string[] = [];
-    const measure = async (dgd: string): Promise<RevisionMeasure> => {
-        const ns = dynamoNamespace(dgd, x.k8sNamespace);
-        const m: RevisionMeasure = { dynamoNamespace: ns };
-        if (seconds < 1) return m;
-        const q = gateQueries(ns, seconds);
-        queries.push(...Object.values(q));
-        m.requests = await promQuery(x.prometheusUrl, q.requests, to);
-        const errors = await promQuery(x.prometheusUrl, q.errors, to);
-        m.errors = m.requests === undefined ? undefined : (errors ?? 0);
-        m.errorRate = m.requests ? (m.errors ?? 0) / m.requests : undefined;
-        m.ttftP95Seconds = await promQuery(x.prometheusUrl, q.ttftP95, to);
-        m.itlP99Seconds = await promQuery(x.prometheusUrl, q.itlP99, to);
-        return m;
-    };
+    const srcNs = dynamoNamespace(x.sourceDgd, x.k8sNamespace);
+    const tgtNs = dynamoNamespace(x.targetDgd, x.k8sNamespace);
+    const applied = await stepApplied({
+        prometheusUrl: x.prometheusUrl,
+        sourceNs: srcNs,
+        targetNs: tgtNs,
+        weights: x.weights,
+        since: x.since,
+        to,
+    });
+    const queries: string[] = [applied.query];
+    if (!applied.applied) return notApplied(x, to, applied, "comparison");
+    const { range, seconds, measure } = stepRange(x, to, applied, queries);
     const source = await measure(x.sourceDgd);
     const target = await measure(x.targetDgd);
-    const done = (verdict: GateResult["verdict"], reasons: string[]): GateResult => ({ verdict, reasons, range, source, target, queries });
+    const done = (verdict: GateResult["verdict"], reasons: string[]): GateResult => ({
+        judged: "comparison",
+        verdict,
+        reasons,
+        range,
+        source,
+        target,
+        queries,
+        applied,
+    });
     if (seconds < g.windowSeconds)
         return done("wait", [
-            `the step has ${Math.max(seconds, 0)} s of readable traffic (since ${range.from}, less the ${g.ingestDelaySeconds} s ingest delay); the gate needs ${g.windowSeconds} s`,
+            `the step has ${Math.max(seconds, 0)} s of readable traffic since the spoke serves it (from ${range.from}, less the ${g.ingestDelaySeconds} s ingest delay); the gate needs ${g.windowSeconds} s`,
         ]);
     const missing: string[] = [];
     for (const [role, m] of [
@@ -306,11 +435,132 @@ export async function evaluateGate(x: GateInput): Promise<GateResult> {
     ]);
 }
 
+/** The `wait` of a step the spoke does not serve yet ({@link stepApplied}): the share seen, and what to run. */
+function notApplied(x: GateInput, to: Date, applied: StepApplied, judged: GateResult["judged"]): GateResult {
+    const seen =
+        applied.latestShare === undefined
+            ? "neither revision's frontend answered a request in the readable range"
+            : `the target's frontend answered ${(applied.latestShare * 100).toFixed(1)}% of the requests in the ${APPLIED_SHARE_WINDOW_SECONDS} s before ${to.toISOString()}`;
+    return {
+        judged,
+        verdict: "wait",
+        reasons: [
+            `the spoke does not serve this step yet: ${seen}, nearer the previous ${x.weights.previous}% than the step's ${x.weights.step}% (${stepAppliedSignal.source}); the step was written to the hub file at ${x.since.toISOString()}: run \`pulumi up\` on the hub and the spoke, and the gate's window starts once the spoke serves the new weights`,
+        ],
+        range: { from: x.since.toISOString(), to: to.toISOString(), seconds: 0 },
+        source: { dynamoNamespace: dynamoNamespace(x.sourceDgd, x.k8sNamespace) },
+        target: { dynamoNamespace: dynamoNamespace(x.targetDgd, x.k8sNamespace) },
+        queries: [applied.query],
+        applied,
+    };
+}
+
+/**
+ * The range a judgement reads once the spoke serves the step: from the later of the step's `since` and the applied
+ * time to `to`, and a reader of one revision's figures over it (queries appended to `queries`).
+ */
+function stepRange(x: GateInput, to: Date, applied: StepApplied, queries: string[]) {
+    const start = new Date(Math.max(x.since.getTime(), new Date(applied.from!).getTime()));
+    const seconds = Math.floor((to.getTime() - start.getTime()) / 1000);
+    const range = { from: start.toISOString(), to: to.toISOString(), seconds };
+    const measure = async (dgd: string, only?: "requests"): Promise<RevisionMeasure> => {
+        const ns = dynamoNamespace(dgd, x.k8sNamespace);
+        const m: RevisionMeasure = { dynamoNamespace: ns };
+        if (seconds < 1) return m;
+        const q = gateQueries(ns, seconds);
+        queries.push(...(only ? [q.requests] : Object.values(q)));
+        m.requests = await promQuery(x.prometheusUrl, q.requests, to);
+        if (only) return m;
+        const errors = await promQuery(x.prometheusUrl, q.errors, to);
+        m.errors = m.requests === undefined ? undefined : (errors ?? 0);
+        m.errorRate = m.requests ? (m.errors ?? 0) / m.requests : undefined;
+        m.ttftP95Seconds = await promQuery(x.prometheusUrl, q.ttftP95, to);
+        m.itlP99Seconds = await promQuery(x.prometheusUrl, q.itlP99, to);
+        return m;
+    };
+    return { range, seconds, measure };
+}
+
+/**
+ * Evaluates the 100% step before promotion: the source carries no traffic there, so nothing compares; the target is
+ * judged alone (the gate's `promotion` soak) over its traffic from when the spoke serves the step ({@link stepApplied}
+ * with the weights `previous` -> 100, never before `since`) to `now - ingestDelay`. Verdicts, in order:
+ * - `wait`: the spoke does not serve the 100% step yet;
+ * - `wait`: the readable traffic is shorter than `promotion.soakSeconds`;
+ * - `hold`: the target's requests series, or (with enough requests) its TTFT or ITL histogram, is missing;
+ * - `wait`: the target answered fewer than `promotion.minRequests`;
+ * - `hold`: the target's error rate above `promotion.maxErrorRate`, or its TTFT p95 / ITL p99 above the optional
+ *   absolute bounds;
+ * - `pass` otherwise: the rollout may be promoted.
+ * The source's requests over the soak are read for the report only.
+ * @throws Error when Prometheus cannot be reached (no verdict is invented)
+ */
+export async function evaluatePromotion(x: GateInput): Promise<GateResult> {
+    const g = x.gate;
+    const p = g.promotion;
+    const to = new Date(x.now.getTime() - g.ingestDelaySeconds * 1000);
+    const applied = await stepApplied({
+        prometheusUrl: x.prometheusUrl,
+        sourceNs: dynamoNamespace(x.sourceDgd, x.k8sNamespace),
+        targetNs: dynamoNamespace(x.targetDgd, x.k8sNamespace),
+        weights: x.weights,
+        since: x.since,
+        to,
+    });
+    if (!applied.applied) return notApplied(x, to, applied, "soak");
+    const queries: string[] = [applied.query];
+    const { range, seconds, measure } = stepRange(x, to, applied, queries);
+    const target = await measure(x.targetDgd);
+    const source = await measure(x.sourceDgd, "requests");
+    const done = (verdict: GateResult["verdict"], reasons: string[]): GateResult => ({
+        judged: "soak",
+        verdict,
+        reasons,
+        range,
+        source,
+        target,
+        queries,
+        applied,
+    });
+    if (seconds < p.soakSeconds)
+        return done("wait", [
+            `the 100% step has ${Math.max(seconds, 0)} s of readable traffic since the spoke serves it (from ${range.from}, less the ${g.ingestDelaySeconds} s ingest delay); the promotion soak needs ${p.soakSeconds} s`,
+        ]);
+    const enough = (target.requests ?? 0) >= p.minRequests;
+    const missing = [
+        ...(target.requests === undefined ? [`no ${frontendGateSeries.requests}`] : []),
+        ...(enough && target.ttftP95Seconds === undefined ? [`no ${frontendGateSeries.ttft} histogram`] : []),
+        ...(enough && target.itlP99Seconds === undefined ? [`no ${frontendGateSeries.itl} histogram`] : []),
+    ];
+    if (missing.length)
+        return done(
+            "hold",
+            missing.map((m) => `missing series: target (${target.dynamoNamespace}): ${m}; a promotion never passes without its data`),
+        );
+    if (!enough)
+        return done("wait", [
+            `target answered ${Math.round(target.requests ?? 0)} requests in the soak; the promotion needs ${p.minRequests}`,
+        ]);
+    const reasons: string[] = [];
+    if ((target.errorRate ?? 0) > p.maxErrorRate)
+        reasons.push(`error rate ${fmtPct(target.errorRate)} above the promotion's ${fmtPct(p.maxErrorRate)}`);
+    if (p.ttftP95Seconds !== undefined && target.ttftP95Seconds! > p.ttftP95Seconds)
+        reasons.push(`TTFT p95 ${fmtS(target.ttftP95Seconds)} above the promotion's ${fmtS(p.ttftP95Seconds)}`);
+    if (p.itlP99Seconds !== undefined && target.itlP99Seconds! > p.itlP99Seconds)
+        reasons.push(`ITL p99 ${fmtS(target.itlP99Seconds)} above the promotion's ${fmtS(p.itlP99Seconds)}`);
+    if (reasons.length) return done("hold", reasons);
+    const bound = (v: number | undefined, b: number | undefined) => `${fmtS(v)}${b === undefined ? "" : ` (≤ ${fmtS(b)})`}`;
+    return done("pass", [
+        `soak ${seconds} s at 100%: error rate ${fmtPct(target.errorRate)} (≤ ${fmtPct(p.maxErrorRate)}), TTFT p95 ${bound(target.ttftP95Seconds, p.ttftP95Seconds)}, ITL p99 ${bound(target.itlP99Seconds, p.itlP99Seconds)}; ${Math.round(target.requests!)} requests (source ${Math.round(source.requests ?? 0)})`,
+    ]);
+}
+
 /** One line summarising a gate result (what the hub file's `lastGate.summary` keeps). */
 export function gateSummary(r: GateResult): string {
     const m = (x: RevisionMeasure) =>
         `${Math.round(x.requests ?? 0)} req, TTFT p95 ${fmtS(x.ttftP95Seconds)}, ITL p99 ${fmtS(x.itlP99Seconds)}, errors ${fmtPct(x.errorRate)}`;
-    return `${r.verdict}: ${r.reasons.join("; ")} [target ${m(r.target)} | source ${m(r.source)} | ${r.range.seconds} s from ${r.range.from}]`;
+    const src = r.judged === "soak" ? `source ${Math.round(r.source.requests ?? 0)} req` : `source ${m(r.source)}`;
+    return `${r.verdict}: ${r.reasons.join("; ")} [target ${m(r.target)} | ${src} | ${r.range.seconds} s from ${r.range.from}]`;
 }
 
 /* ---------------------------------------------------------------- the state machine */
@@ -337,8 +587,10 @@ const iso = (d: Date) => d.toISOString().replace(/\.\d{3}Z$/, "Z");
 
 /**
  * `advance`: from warming, the health gate (`targetReady`: the target's frontend reports a registered worker) lets the
- * first step's traffic go; while shifting, the gate result decides: pass writes the next step (after the last, the
- * promotion), hold holds with what was measured, wait writes only the verdict. A held rollout moves only after a
+ * first step's traffic go; while shifting, the judgement of the step being left decides: below 100% the comparison
+ * gate ({@link evaluateGate}), at 100% the promotion soak ({@link evaluatePromotion}); pass writes the next step (from
+ * the 100% step, the promotion), hold holds with what was measured, wait writes only the verdict. A verdict of the
+ * wrong kind for the step (`judged`) is refused. A held rollout moves only after a
  * person resumes it (`resume`); an aborting one only by `abort`.
  */
 export function decideAdvance(e: Endpoint, now: Date, input: { targetReady?: boolean; gate?: GateResult }): Decision {
@@ -389,25 +641,58 @@ export function decideAdvance(e: Endpoint, now: Date, input: { targetReady?: boo
     const g = input.gate!;
     const lastGate = { at: iso(now), verdict: g.verdict, summary: gateSummary(g) };
     const k = cur.step ?? 0;
+    const last = k + 1 === r.steps.length;
+    if (last !== (g.judged === "soak"))
+        return {
+            edit: { kind: "none" },
+            message: last
+                ? `${e.name}: the 100% step is judged by the promotion soak (the target alone; the source carries no traffic to compare with), not by a comparison gate`
+                : `${e.name}: step ${k + 1} (${r.steps[k]}%) is judged by the comparison gate; the promotion soak judges the 100% step only`,
+            exitCode: 1,
+        };
     if (g.verdict === "wait")
         return { edit: { kind: "state", state: { ...cur, lastGate } }, message: `${e.name}: ${gateSummary(g)}`, exitCode: 3 };
     if (g.verdict === "hold")
         return {
-            edit: { kind: "state", state: { ...cur, lastGate, held: { at: iso(now), reason: `gate failed: ${g.reasons.join("; ")}` } } },
+            edit: {
+                kind: "state",
+                state: {
+                    ...cur,
+                    lastGate,
+                    held: { at: iso(now), reason: `${last ? "promotion soak" : "gate"} failed: ${g.reasons.join("; ")}` },
+                },
+            },
             message: `${e.name}: HELD at ${r.steps[k]}%: ${gateSummary(g)}`,
             exitCode: 2,
         };
     if (k + 1 < r.steps.length)
         return {
             edit: { kind: "state", state: { phase: "shifting", step: k + 1, since: iso(now), targetReady: true, lastGate } },
-            message: `${e.name}: step ${k + 2}/${r.steps.length}: ${r.steps[k + 1]}% to ${dgdName(e.name, r.revision)}`,
+            message: `${e.name}: step ${k + 2}/${r.steps.length}: ${r.steps[k + 1]}% to ${dgdName(e.name, r.revision)}${k + 2 === r.steps.length ? `; once applied, promote soaks the target alone (${r.gate.promotion.soakSeconds} s) before the source graph goes` : ""}`,
             exitCode: 0,
         };
     return {
         edit: { kind: "promote", settings: { ...r.target }, revision: r.revision },
-        message: `${e.name}: the last step passed; promoting revision ${r.revision} (the source graph ${dgdName(e.name, e.revision)} is removed; it carries no traffic)`,
+        message: `${e.name}: the 100% step passed its soak; promoted revision ${r.revision}: the endpoint runs the target's settings as revision ${r.revision}, its graph ${dgdName(e.name, r.revision)} keeps its name (no capacity gap), and the source graph ${dgdName(e.name, e.revision)} goes (it carries no traffic)`,
         exitCode: 0,
     };
+}
+
+/**
+ * `promote`: the 100% step's transition, named. The same as `advance` at the 100% step (the soak of
+ * {@link evaluatePromotion}, then the promotion); refused at any other step or phase.
+ */
+export function decidePromote(e: Endpoint, now: Date, input: { gate?: GateResult }): Decision {
+    const r = e.rollout!;
+    const st = stateOf(r);
+    const k = st.phase === "shifting" ? ((st as RolloutState).step ?? 0) : -1;
+    if (k + 1 !== r.steps.length)
+        return {
+            edit: { kind: "none" },
+            message: `${e.name} is ${st.phase === "shifting" ? `at step ${k + 1}/${r.steps.length} (${r.steps[k]}%)` : st.phase}: promote is the transition from the 100% step; run advance until the rollout reaches it`,
+            exitCode: 1,
+        };
+    return decideAdvance(e, now, input);
 }
 
 /** `hold`: stops the rollout where it is until a person resumes or aborts. */

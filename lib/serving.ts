@@ -88,6 +88,11 @@ export function placeEndpoints<P extends PlacementPool>(
                 });
             }
         }
+        if (e.gatedModel && !serving.hfTokenSecret)
+            issues.push({
+                key: "platform:serving.hfTokenSecret",
+                message: `endpoint "${e.name}" serves ${e.model}, a gated Hugging Face model (${key}.gatedModel): its workers and model-cache pre-stage need a token; name the Secret in the inference namespace holding it under key HF_TOKEN`,
+            });
         used.set(pool.name, (used.get(pool.name) ?? 0) + endpointGpus(e));
         const hasRails = pool.profile.rails.length > 0;
         const efa = (pool.profile as { efa?: unknown }).efa !== undefined;

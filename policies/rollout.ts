@@ -17,6 +17,53 @@ function noCapacity(dgd: PolicyResource | undefined): string | undefined {
     return zero.length ? `its ${zero.map((c: any) => c.name).join(", ")} run 0 replicas` : undefined;
 }
 
+/** GPUs one replica of a worker component requests: the `nvidia.com/gpu` limit of its containers (lib/dgd.ts). */
+function gpusPerReplica(c: any): number {
+    const containers: any[] = c?.podTemplate?.spec?.containers ?? [];
+    return containers.reduce((a, k) => a + (Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0) || 0), 0);
+}
+
+/** A graph's worker components by type (`prefill`, `decode`, `worker`): replicas and GPUs per replica. */
+function workersOf(dgd: PolicyResource): Map<string, { name: string; replicas: number; gpus: number }> {
+    const out = new Map<string, { name: string; replicas: number; gpus: number }>();
+    for (const c of dgd.props.spec?.components ?? [])
+        if (WORKER_TYPES.has(c?.type))
+            out.set(c.type, { name: String(c.name ?? c.type), replicas: Number(c.replicas ?? 1), gpus: gpusPerReplica(c) });
+    return out;
+}
+
+/**
+ * Why a rollout's target cannot carry `weight` percent of the traffic its source carries at 100% (`undefined` when it
+ * can). Capacity is proven per worker role when both graphs have the same roles: each role of the target runs at
+ * least ceil(weight / 100 x the source's replicas of that role), so at 10% of a 4-decode source one decode replica,
+ * at 100% four. When the roles differ (a rollout changing aggregated to disaggregated or back), replicas do not
+ * compare, and the worker GPUs do: the target's at least ceil(weight / 100 x the source's). The source's replicas are
+ * what it was sized at to carry the whole model; a planner may scale both later, the pack reads the rendered counts.
+ */
+export function shareCapacityProblem(source: PolicyResource, target: PolicyResource, weight: number): string | undefined {
+    const s = workersOf(source);
+    const t = workersOf(target);
+    const need = (n: number) => Math.ceil((weight / 100) * n - 1e-9);
+    const roles = [...s.keys()].sort();
+    if (roles.length && JSON.stringify(roles) === JSON.stringify([...t.keys()].sort())) {
+        const short = roles
+            .map((role) => ({ role, have: t.get(role)!.replicas, src: s.get(role)!.replicas, want: need(s.get(role)!.replicas) }))
+            .filter((x) => x.have < x.want);
+        if (!short.length) return undefined;
+        return short
+            .map(
+                (x) =>
+                    `its ${x.role} runs ${x.have} replica${x.have === 1 ? "" : "s"}, and ${weight}% of the source's ${x.src} ${x.role} replicas needs ceil(${weight / 100} x ${x.src}) = ${x.want}`,
+            )
+            .join("; ");
+    }
+    const gpus = (m: Map<string, { replicas: number; gpus: number }>) => [...m.values()].reduce((a, w) => a + w.replicas * w.gpus, 0);
+    const have = gpus(t);
+    const src = gpus(s);
+    if (have >= need(src)) return undefined;
+    return `its workers (${[...t.keys()].join(", ") || "none"}) request ${have} GPUs, and ${weight}% of the source's ${src} worker GPUs (${roles.join(", ") || "none"}, other roles, so replicas do not compare) needs ceil(${weight / 100} x ${src}) = ${need(src)}`;
+}
+
 /** Parses a route's rollout annotation; `undefined` when absent, a string when it does not parse. */
 function rolloutsOf(route: PolicyResource): RolloutAnnotationEntry[] | string | undefined {
     const raw = route.props.metadata?.annotations?.[ROLLOUT_ANNOTATION];
@@ -37,7 +84,8 @@ function rolloutsOf(route: PolicyResource): RolloutAnnotationEntry[] | string | 
  * graph, with the annotation's weights adding up to 100; anything else is refused. Ordering: a backend receiving
  * traffic (weight above 0, or no weight: the upstream default 1) must be a graph in the stack with at least one
  * replica in every worker component (no traffic to a revision without capacity, no scale-down of a revision still
- * carrying traffic), and a rollout's target must have been reported ready before it gets traffic.
+ * carrying traffic), a rollout's target must have been reported ready before it gets traffic, and it must have the
+ * capacity for its share ({@link shareCapacityProblem}: per worker role, ceil(share x the source's replicas)).
  */
 export function rolloutFindings(resources: PolicyResource[]): Array<{ message: string; urn: string }> {
     const out: Array<{ message: string; urn: string }> = [];
@@ -105,6 +153,17 @@ export function rolloutFindings(resources: PolicyResource[]): Array<{ message: s
                         message: `${label} sends weight ${w} to ${g}, whose capacity was never reported ready (npm run rollout -- advance runs the health gate first)`,
                         urn: r.urn,
                     });
+                const src = ro?.revisions.find((x) => x.role === "source");
+                const tgt = g ? dgds.get(g) : undefined;
+                const srcDgd = src ? dgds.get(src.dgd) : undefined;
+                if (v && v.role === "target" && !why && tgt && srcDgd) {
+                    const short = shareCapacityProblem(srcDgd, tgt, v.weight);
+                    if (short)
+                        out.push({
+                            message: `${label} sends ${v.weight}% of ${ro!.model} to ${g}, but ${short}: a revision gets a share of the traffic only with the capacity for it (scale the target in the rollout's target.topology, or add a smaller step)`,
+                            urn: r.urn,
+                        });
+                }
             }
         });
     }
@@ -115,9 +174,9 @@ export function rolloutFindings(resources: PolicyResource[]): Array<{ message: s
 export const rolloutOrdering: StackValidationPolicy = {
     name: "rollout-traffic-needs-ready-capacity",
     description:
-        "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack with every worker component scaled to at least one replica and, for a rollout's target, reported ready (no traffic to a revision without ready capacity, no scale-down of a revision still carrying traffic).",
+        "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack with every worker component scaled to at least one replica and, for a rollout's target, reported ready and with the capacity for its share: per worker role at least ceil(share x the source's replicas), or the worker GPUs when the roles differ (no traffic to a revision without ready capacity for it, no scale-down of a revision still carrying traffic).",
     remediationSteps:
-        "Drive rollouts with `npm run rollout -- advance|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down.",
+        "Drive rollouts with `npm run rollout -- advance|promote|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down (promote removes the source graph only from the 100% step, after the target's soak). Size the rollout's target.topology for 100% before it starts.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         for (const f of rolloutFindings(args.resources)) report(`${f.message}.`, f.urn);

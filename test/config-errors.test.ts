@@ -146,6 +146,26 @@ describe("bad stack files: refused naming the file and the key", () => {
             /90/,
         ],
         [
+            "a rollout gate without the promotion soak (the 100% step could never be judged)",
+            "hub-prod",
+            (d) => {
+                delete d["platform:endpoints"][3].rollout.gate.promotion;
+            },
+            "platform:endpoints[3].rollout.gate.promotion",
+            /missing: at the 100% step the source carries no traffic, so the rollout completes only after the target alone passes a soak/,
+        ],
+        [
+            "a rollout added with a target too small ever to carry the 100% step (refused when written)",
+            "hub-prod",
+            (d) => {
+                // The source runs 1 prefill + 1 decode replica of 2 GPUs; the target aggregated on 2 GPUs.
+                d["platform:endpoints"][3].rollout.target.topology = { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 2 } };
+                delete d["platform:endpoints"][3].rollout.state;
+            },
+            "platform:endpoints[3].rollout.target.topology",
+            /the target v2-qwen3-32b can never carry the last step \(100%\): its aggregated workers have 2 GPUs, the source's disaggregated workers 4 .* size target.topology for 100% before the rollout starts/,
+        ],
+        [
             "a rollout on a model another endpoint of the spoke also serves",
             "hub-prod",
             (d) => {

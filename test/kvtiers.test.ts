@@ -14,7 +14,15 @@ import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { ServingConfigSchema } from "../config/serving";
 import { versions } from "../config/versions";
 import { buildDgd, plannerConfig } from "../lib/dgd";
-import { expectedStartPath, kvbmGb, kvTiersText, NODE_HOST_RESERVE_GIB, prestageDaemonSet } from "../lib/faststart";
+import {
+    expectedStartPath,
+    KVBM_LEAK_MINUTES,
+    kvbmDiskCleanupPrelude,
+    kvbmGb,
+    kvTiersText,
+    NODE_HOST_RESERVE_GIB,
+    prestageDaemonSet,
+} from "../lib/faststart";
 import { placeEndpoints } from "../lib/serving";
 import { DYNAMO_IMAGE_USER, HOSTPATH_MAKEDIR, HOSTPATH_OWNER, hostPathOwnerArgv, OWNED_HOSTPATH_MOUNTS } from "../upstream/kvbm";
 import { checkStack, defaultFacts } from "../tools/upstream-check";
@@ -161,6 +169,52 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
         const vols = dgdOf().spec.components.find((c: any) => c.type === "worker").podTemplate.spec.volumes;
         expect(vols.map((v: any) => v.hostPath.path)).toEqual(["/mnt/k8s-disks/0/kvbm", "/mnt/k8s-disks/0/model-cache"]);
     });
+    it("each worker's disk tier is its own per-pod directory, swept at every container start before the engine", () => {
+        // Before: every worker of the node shared <nvme>/kvbm, and a file a crashed worker left stayed there for good.
+        const main = mainOf(dgdOf(), "worker");
+        expect(main.env).toEqual(expect.arrayContaining([{ name: "POD_UID", valueFrom: { fieldRef: { fieldPath: "metadata.uid" } } }]));
+        expect(main.volumeMounts).toEqual(
+            expect.arrayContaining([
+                { name: "kvbm-disk", mountPath: "/kvbm", subPathExpr: "$(POD_UID)" },
+                { name: "kvbm-disk", mountPath: "/kvbm-node" },
+            ]),
+        );
+        // The env var the subPathExpr names comes before the mount is expanded (any order in env works for the kubelet).
+        expect(main.command.slice(0, 2)).toEqual(["sh", "-c"]);
+        expect(main.command[2]).toContain(kvbmDiskCleanupPrelude());
+        expect(main.command[2]).toMatch(/(^|&& )rm -f \/kvbm\/dynamo-kvbm-disk-cache-\* && .* && exec "\$@"$/);
+        expect(main.command.slice(4)).toEqual(["python3", "-m", "dynamo.vllm"]);
+        // Without a disk tier there is nothing to sweep.
+        const hostOnly = mainOf(dgdOf(kvbmEndpoint({ kvTiers: { hostGiB: 512 } })), "worker");
+        expect(JSON.stringify(hostOnly)).not.toMatch(/POD_UID|kvbm-node|dynamo-kvbm-disk-cache/);
+    });
+    it("the sweep, run by sh on a node directory: the pod's own leftovers and peers' stale files go, a live peer's file stays", () => {
+        const root = fs.mkdtempSync(path.join(os.tmpdir(), "kvbm-"));
+        const node = path.join(root, "node");
+        const own = path.join(node, "uid-own");
+        const peer = path.join(node, "uid-peer");
+        const dead = path.join(node, "uid-dead");
+        for (const d of [own, peer, dead]) fs.mkdirSync(d, { recursive: true });
+        const file = (p: string, ageMinutes: number) => {
+            fs.writeFileSync(p, "x");
+            const t = new Date(Date.now() - ageMinutes * 60_000);
+            fs.utimesSync(p, t, t);
+        };
+        file(path.join(own, "dynamo-kvbm-disk-cache-aaaaaa"), 1); // this pod's previous container, killed at start
+        file(path.join(peer, "dynamo-kvbm-disk-cache-bbbbbb"), 1); // a live peer between mkostemp and NIXL registration
+        file(path.join(dead, "dynamo-kvbm-disk-cache-cccccc"), KVBM_LEAK_MINUTES + 5); // a pod deleted in that window
+        file(path.join(node, "dynamo-kvbm-disk-cache-dddddd"), KVBM_LEAK_MINUTES + 5); // the flat layout of earlier renders
+        file(path.join(dead, "notes.txt"), 60 * 24); // not KVBM's
+        const prelude = kvbmDiskCleanupPrelude().replaceAll("/kvbm-node", node).replaceAll("/kvbm/", `${own}/`);
+        const out = execFileSync("sh", ["-c", `${prelude} && exec "$@"`, "--", "echo", "engine started"], { encoding: "utf8" });
+        expect(out.trim()).toBe("engine started");
+        const left = (d: string) => fs.readdirSync(d).sort();
+        expect(left(own)).toEqual([]);
+        expect(left(peer)).toEqual(["dynamo-kvbm-disk-cache-bbbbbb"]);
+        expect(left(dead)).toEqual(["notes.txt"]);
+        expect(left(node)).toEqual(["uid-dead", "uid-own", "uid-peer"]);
+        fs.rmSync(root, { recursive: true, force: true });
+    });
     it("the planner keeps minReplicas warm", () => {
         expect(plannerConfig(kvbmEndpoint({ planner: { optimizationTarget: "load", maxGpuBudget: 8, minReplicas: 2 } })).min_endpoint).toBe(
             2,
@@ -184,6 +238,88 @@ describe("lib/dgd.ts + lib/faststart.ts: what is rendered", () => {
         expect(spec.volumes[0].hostPath.path).toBe("/mnt/k8s-disks/0/model-cache");
         expect(kvTiersText(e)).toBe("HBM -> host 512 GiB -> NVMe 4096 GiB (KVBM)");
         expect(expectedStartPath(e)).toMatch(/pre-pulled.*NVMe model cache.*1 warm worker/);
+    });
+});
+
+describe("the pre-stage of a gated model (HF token)", () => {
+    const ds = (e: ReturnType<typeof endpoint>, hfTokenSecret?: string) =>
+        prestageDaemonSet({
+            endpoint: e,
+            namespace: "inference",
+            image: "img",
+            nodeSelector: {},
+            tolerations: [],
+            nvme: P5EN.localNvme!,
+            hfTokenSecret,
+            labels: {},
+        }) as Record<string, any>;
+    const init = (d: Record<string, any>) => d.spec.template.spec.initContainers[0];
+    it("a gated model's pre-stage reads HF_TOKEN from the spoke's token Secret, the one the workers take (never a value)", () => {
+        // Before: the pre-stage downloaded a gated model without the token (401) unless the whole Secret happened to be set.
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        const c = init(ds(e, "hf-token"));
+        expect(c.env).toEqual([
+            { name: "HF_HOME", value: "/models" },
+            { name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf-token", key: "HF_TOKEN" } } },
+        ]);
+        expect(c.envFrom).toBeUndefined();
+        expect(JSON.stringify(ds(e, "hf-token"))).not.toMatch(/hf_[A-Za-z0-9]{20,}/);
+        // The workers reference the same Secret.
+        const worker = mainOf(
+            buildDgd({
+                endpoint: e,
+                namespace: "inference",
+                pool: pool(),
+                runtimeImage: `${rt.image}:${rt.version}`,
+                plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+                prometheusEndpoint: "http://prometheus:9090",
+                minLinkRateGbps: 400,
+                hfTokenSecret: "hf-token",
+            }) as unknown as Record<string, any>,
+            "worker",
+        );
+        expect(worker.envFrom).toBeUndefined();
+        expect(worker.env).toEqual(
+            expect.arrayContaining([{ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf-token", key: "HF_TOKEN" } } }]),
+        );
+    });
+    it("a public model's pre-stage and graph reference no Secret, even where the spoke has one", () => {
+        const c = init(ds(kvbmEndpoint(), "hf-token"));
+        expect(c.env).toEqual([{ name: "HF_HOME", value: "/models" }]);
+        expect(JSON.stringify(c)).not.toContain("hf-token");
+        const g = buildDgd({
+            endpoint: kvbmEndpoint(),
+            namespace: "inference",
+            pool: pool(),
+            runtimeImage: `${rt.image}:${rt.version}`,
+            plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+            prometheusEndpoint: "http://prometheus:9090",
+            minLinkRateGbps: 400,
+            hfTokenSecret: "hf-token",
+        });
+        expect(JSON.stringify(g)).not.toContain("hf-token");
+    });
+    it("a gated model on a spoke without a token Secret is refused at placement, naming the key; the builder throws", () => {
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        expect(place([e]).issues).toEqual([
+            expect.objectContaining({
+                key: "platform:serving.hfTokenSecret",
+                message: expect.stringMatching(/serves meta-llama\/Llama-3.3-70B-Instruct, a gated Hugging Face model .*key HF_TOKEN/),
+            }),
+        ]);
+        expect(
+            placeEndpoints(
+                [e],
+                [{ name: "h200", profile: P5EN, nodeCount: 2 }],
+                ServingConfigSchema.parse({ hfTokenSecret: "hf-token" }),
+                "x",
+            ).issues,
+        ).toEqual([]);
+        expect(() => ds(e)).toThrow(/gated \(gatedModel\) but the spoke names no platform:serving.hfTokenSecret/);
+    });
+    it("upstream-check accepts the token reference on the pre-stage (HF_TOKEN is read by huggingface_hub)", () => {
+        const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
+        expect(findings([ds(e, "hf-token")]).map((f) => f.message)).toEqual([]);
     });
 });
 

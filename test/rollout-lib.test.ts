@@ -13,10 +13,12 @@ import {
     decideAbort,
     decideAdvance,
     decideHold,
+    decidePromote,
     decideResume,
     findEndpoint,
     type GateResult,
     revisionsOf,
+    rolloutHubIssues,
     rolloutStatusLines,
 } from "../lib/rollout";
 import { diffMarkdown, placementChanges } from "../tools/diff";
@@ -35,6 +37,7 @@ const gate = (verdict: GateResult["verdict"], reasons = ["r"]): GateResult => ({
     source: { dynamoNamespace: "inference-qwen3-32b", requests: 1000 },
     target: { dynamoNamespace: "inference-v2-qwen3-32b", requests: 300 },
     queries: [],
+    applied: { applied: true, from: "a", latestShare: 0.1, query: "q" },
 });
 
 describe("rollout state machine", () => {
@@ -76,6 +79,52 @@ describe("rollout state machine", () => {
         expect(decideAdvance(aborting, NOW, {})).toMatchObject({ exitCode: 1 });
         expect(decideAbort(aborting, NOW).edit).toEqual({ kind: "remove" });
     });
+    it("the 100% step is judged by the promotion soak: a comparison verdict there is refused, a soak elsewhere too", () => {
+        const last = { ...E, rollout: { ...E.rollout!, state: { ...E.rollout!.state!, step: 3 } } } as Endpoint;
+        expect(decideAdvance(last, NOW, { gate: gate("pass") })).toMatchObject({ exitCode: 1, edit: { kind: "none" } });
+        expect(decideAdvance(E, NOW, { gate: { ...gate("pass"), judged: "soak" } })).toMatchObject({ exitCode: 1 });
+        const soak = (v: GateResult["verdict"], reasons?: string[]) => ({ ...gate(v, reasons), judged: "soak" as const });
+        expect(decideAdvance(last, NOW, { gate: soak("wait") })).toMatchObject({
+            exitCode: 3,
+            edit: { kind: "state", state: { step: 3, lastGate: { verdict: "wait" } } },
+        });
+        expect(decideAdvance(last, NOW, { gate: soak("hold", ["error rate 5.00% above the promotion's 1.00%"]) }).edit).toMatchObject({
+            kind: "state",
+            state: { step: 3, held: { reason: "promotion soak failed: error rate 5.00% above the promotion's 1.00%" } },
+        });
+        const p = decidePromote(last, NOW, { gate: soak("pass") });
+        expect(p).toMatchObject({ exitCode: 0, edit: { kind: "promote", revision: "v2", settings: { engine: "vllm" } } });
+        expect(p.message).toMatch(/its graph v2-qwen3-32b keeps its name \(no capacity gap\), and the source graph qwen3-32b goes/);
+        // promote before the 100% step is refused, naming where the rollout is.
+        expect(decidePromote(E, NOW, { gate: soak("pass") })).toMatchObject({
+            exitCode: 1,
+            edit: { kind: "none" },
+            message: expect.stringMatching(/at step 1\/4 \(10%\): promote is the transition from the 100% step/),
+        });
+    });
+    it("the hub refuses a target too small for 100% only while the rollout carries no traffic (abort stays writable)", () => {
+        const small = structuredClone(E) as Endpoint;
+        small.rollout!.target.topology = {
+            mode: "disaggregated",
+            prefill: { replicas: 1, gpusPerWorker: 2 },
+            decode: { replicas: 1, gpusPerWorker: 2 },
+        };
+        (small.topology as any).decode.replicas = 3;
+        const at = (st: any) => {
+            const e = structuredClone(small);
+            e.rollout!.state = st;
+            return rolloutHubIssues([e]).map((i) => `${i.path.join(".")}: ${i.message}`);
+        };
+        expect(at(undefined).join("\n")).toMatch(
+            /^endpoints\.0\.rollout\.target\.topology: the target v2-qwen3-32b can never carry the last step \(100%\): its decode runs 1 replica, the source's 3/,
+        );
+        expect(at({ phase: "warming", since: "2026-12-01T09:00:00Z" })).toHaveLength(1);
+        expect(at(E.rollout!.state)).toEqual([]);
+        expect(at({ phase: "aborting", since: "2026-12-01T09:00:00Z", targetReady: true })).toEqual([]);
+        // Sized for 100% (the same replicas per role), it is accepted when written.
+        small.rollout!.target.topology = { ...small.topology } as any;
+        expect(at(undefined)).toEqual([]);
+    });
     it("hold by a person", () => {
         expect(decideHold(E, NOW, "review").edit).toMatchObject({ kind: "state", state: { held: { reason: "review" } } });
     });
@@ -114,7 +163,8 @@ describe("the hub-file edit", () => {
                 !x.includes("Gated canary") &&
                 !x.includes("DynamoGraphDeployment and Dynamo") &&
                 !x.includes("4 GPUs fit") &&
-                !x.includes("duration."),
+                !x.includes("duration.") &&
+                !x.includes("The 100% step"),
         ))
             expect(out).toContain(l);
     });

@@ -22,14 +22,22 @@ import { main } from "../tools/rollout";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, STACKS, stackFile } from "./helpers";
 import { startPrometheus, type TestPrometheus } from "./prometheus-server";
-import { END, openMetrics, START, applied, PASS } from "./rollout-series";
+import { END, openMetrics, START, applied, PASS, SOAK_PASS } from "./rollout-series";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
 const INDEX = ENDPOINTS.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
 const OLD = "0123456789abcdef0123456789abcdef01234567";
 const NEW = "fedcba9876543210fedcba9876543210fedcba98";
-const GATE = { ttftP95Ratio: 1.2, itlP99Ratio: 1.2, errorRateDelta: 0.005, minRequests: 500, windowSeconds: 900, ingestDelaySeconds: 120 };
+const GATE = {
+    ttftP95Ratio: 1.2,
+    itlP99Ratio: 1.2,
+    errorRateDelta: 0.005,
+    minRequests: 500,
+    windowSeconds: 900,
+    ingestDelaySeconds: 120,
+    promotion: { soakSeconds: 1800, maxErrorRate: 0.01, minRequests: 2000 },
+};
 const NOW = new Date("2026-12-01T12:00:00Z");
 
 /** hcm1/qwen3-32b at commit OLD, rolling to commit NEW as revision `r2`, no state yet (warming). */
@@ -54,7 +62,7 @@ function states(): Array<{ name: string; endpoint: Endpoint }> {
         cur = applied(cur, decideAdvance(cur, NOW, { gate: PASS }));
         out.push({ name: `step ${k + 1}`, endpoint: cur });
     }
-    out.push({ name: "promoted", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: PASS })) });
+    out.push({ name: "promoted", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: SOAK_PASS })) });
     return out;
 }
 

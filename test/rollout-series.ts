@@ -23,6 +23,35 @@ export interface Rev {
     noTtft?: boolean;
     /** The frontend reports a registered worker (health gate). */
     ready?: boolean;
+    /** The requests per second change at this time (seconds since the epoch): `rpsBefore` until then, `rps` after. */
+    switchAt?: number;
+    rpsBefore?: number;
+    /**
+     * Requests per second piecewise: from each `[time, rps]` (seconds since the epoch, ascending) until the next; `rps`
+     * before the first. Overrides `switchAt`.
+     */
+    segments?: Array<[number, number]>;
+}
+
+/** Requests a revision answered from START to `t` (the counter's value). */
+function countAt(r: Rev, t: number): number {
+    if (r.segments) {
+        let n = 0;
+        let from = START;
+        let rate = r.rps;
+        for (const [at, rps] of r.segments) {
+            if (at >= t) break;
+            n += rate * (Math.max(at, START) - from);
+            from = Math.max(at, START);
+            rate = rps;
+        }
+        return Math.round(n + rate * (t - from));
+    }
+    return Math.round(
+        r.switchAt === undefined || t <= r.switchAt
+            ? (r.switchAt === undefined ? r.rps : r.rpsBefore!) * (t - START)
+            : r.rpsBefore! * (r.switchAt - START) + r.rps * (t - r.switchAt),
+    );
 }
 
 const STEP = 15;
@@ -36,7 +65,7 @@ export function openMetrics(revs: Rev[]): string {
     const lines: string[] = [];
     const times: number[] = [];
     for (let t = START; t <= END; t += STEP) times.push(t);
-    const n = (r: Rev, t: number) => Math.round(r.rps * (t - START));
+    const n = countAt;
     lines.push("# TYPE dynamo_frontend_requests counter");
     for (const r of revs)
         for (const status of ["success", "error"]) {
@@ -78,7 +107,11 @@ export const PASS = {
     source: { dynamoNamespace: "s" },
     target: { dynamoNamespace: "t" },
     queries: [],
+    applied: { applied: true, from: "", latestShare: 0.1, query: "" },
 };
+
+/** A passing promotion soak (the 100% step judged alone, lib/rollout.ts `evaluatePromotion`), for driving the promotion. */
+export const SOAK_PASS = { ...PASS, judged: "soak" as const, applied: { ...PASS.applied, latestShare: 1 } };
 
 /** The endpoint after an edit the command line would write (state, promotion or removal). */
 export function applied(e: Endpoint, d: ReturnType<typeof decideAdvance>): Endpoint {

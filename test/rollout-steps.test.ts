@@ -16,7 +16,7 @@ import type { CapturedResource } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, stackFile } from "./helpers";
-import { applied, PASS } from "./rollout-series";
+import { applied, PASS, SOAK_PASS } from "./rollout-series";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
@@ -39,7 +39,7 @@ function states(): Array<{ name: string; endpoint: Endpoint }> {
         cur = applied(cur, decideAdvance(cur, NOW, { gate: PASS }));
         out.push({ name: `step ${k + 1} (${SHIPPED.rollout!.steps[k]}%)`, endpoint: cur });
     }
-    out.push({ name: "promoted (source graph removed)", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: PASS })) });
+    out.push({ name: "promoted (source graph removed)", endpoint: applied(cur, decideAdvance(cur, NOW, { gate: SOAK_PASS })) });
     return out;
 }
 
@@ -208,6 +208,39 @@ describe("the pack's rollout policy on renders broken by hand", () => {
             for (const c of o.spec.components) if (c.type === "decode") c.replicas = 0;
         });
         expect(messages(rs).join("\n")).toMatch(/sends weight 90 to qwen3-32b, but its decode run 0 replicas/);
+    });
+    it("a target without the capacity for its step's share is refused: 10% of 20 decode replicas needs 2", async () => {
+        // Before: one ready replica of each role was enough, whatever the share.
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
+        });
+        // Every rule of the model (its own and the failover hop's) is refused.
+        const found = messages(rs);
+        expect(found.length).toBeGreaterThan(0);
+        for (const m of found)
+            expect(m).toMatch(
+                /sends 10% of Qwen\/Qwen3-32B to v2-qwen3-32b, but its decode runs 1 replica, and 10% of the source's 20 decode replicas needs ceil\(0\.1 x 20\) = 2: a revision gets a share/,
+            );
+        // Scaled to the share, it passes.
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 2;
+        });
+        expect(messages(rs)).toEqual([]);
+    });
+    it("a target with other worker roles than its source is compared by worker GPUs", async () => {
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
+        });
+        // The target aggregated: one worker component of 2 GPUs; the source's 1 x 2 prefill + 20 x 2 decode = 42 GPUs.
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
+            for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
+        });
+        expect(messages(rs).join("\n")).toMatch(
+            /its workers \(worker\) request 2 GPUs, and 10% of the source's 42 worker GPUs \(decode, prefill, other roles, so replicas do not compare\) needs ceil\(0\.1 x 42\) = 5/,
+        );
     });
     it("weights on a rule without a rollout are refused (closed world)", async () => {
         const rs = await step1();

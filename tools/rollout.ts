@@ -1,5 +1,5 @@
 /**
- * `npm run rollout -- status|advance|hold|resume|abort <[spoke/]endpoint>`: drives a gated canary rollout
+ * `npm run rollout -- status|advance|promote|hold|resume|abort <[spoke/]endpoint>`: drives a gated canary rollout
  * (config/rollout.ts, lib/rollout.ts, docs/rollout.md) one reviewed step at a time. Reads the spoke's Prometheus,
  * evaluates the gate for the current step only, and writes the next state into the hub stack file (comments kept);
  * the person then previews and applies it with `pulumi up`. Never deploys anything itself.
@@ -15,22 +15,25 @@ import {
     decideAbort,
     decideAdvance,
     decideHold,
+    decidePromote,
     decideResume,
     dgdName,
     dynamoNamespace,
     evaluateGate,
+    evaluatePromotion,
     findEndpoint,
     type GateResult,
     promQuery,
     readyQuery,
     revisionsOf,
     stateOf,
+    stepWeights,
 } from "../lib/rollout";
 import { readStackFile } from "../lib/stackfiles";
 import { exitOnHelp } from "./cli";
 
 const HELP = `
-usage: npm run rollout -- <status|advance|hold|resume|abort> <[spoke/]endpoint> [options]
+usage: npm run rollout -- <status|advance|promote|hold|resume|abort> <[spoke/]endpoint> [options]
 
 Drives a gated canary rollout of one endpoint (docs/rollout.md). Each command that moves the rollout writes the
 next state into the hub stack file's platform:endpoints[].rollout (comments kept); review the diff, run
@@ -38,9 +41,14 @@ next state into the hub stack file's platform:endpoints[].rollout (comments kept
 
   status    the rollout's phase, step, weights and last gate verdict; with --prometheus also the gate now (no write)
   advance   warming: health gate (the target's workers registered), then the first step's traffic;
-            shifting: the gate over the current step's traffic: pass writes the next step (after 100%: promotion,
-            the source graph goes), a regression or missing series holds with what was measured, too few samples
-            or too short a window waits (exit 3)
+            a step below 100%: waits (exit 3) until the spoke serves the step (the target's frontend answers the
+            step's share of the requests, not merely the hub file written), then the gate compares the target with
+            the source over the step's traffic from then on: pass writes the next step, a regression or missing
+            series holds with what was measured, too few samples or too short a window waits (exit 3);
+            the 100% step: the promotion soak (as promote)
+  promote   the 100% step only (the source carries no traffic): the target alone over gate.promotion.soakSeconds
+            of its traffic (error rate, optional TTFT/ITL bounds, minRequests); pass promotes: the endpoint takes the
+            target's settings and revision, its graph keeps its name, the rollout block and the source graph go
   hold      stops the rollout where it is (--reason) until a person resumes or aborts
   resume    lifts a hold; the current step's window starts again
   abort     traffic back to the source first (both graphs stay); run again once applied to remove the target
@@ -56,6 +64,7 @@ Exit codes: 0 moved or nothing to do, 1 refused or bad input, 2 held, 3 waiting 
 Examples:
   npm run rollout -- status hcm1/qwen3-32b
   npm run rollout -- advance hcm1/qwen3-32b --prometheus http://127.0.0.1:9090
+  npm run rollout -- promote hcm1/qwen3-32b --prometheus http://127.0.0.1:9090
   npm run rollout -- hold hcm1/qwen3-32b --reason "longer answers under review"
   npm run rollout -- abort hcm1/qwen3-32b
 `;
@@ -65,12 +74,16 @@ const pct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 100).
 
 /** The gate's measurements as the person reads them. */
 export function gateReport(g: GateResult): string {
+    const soak = g.judged === "soak";
     const row = (role: string, m: GateResult["source"]) =>
         `  ${role.padEnd(7)} ${m.dynamoNamespace.padEnd(34)} requests ${String(Math.round(m.requests ?? 0)).padStart(7)}${m.requests === undefined ? " (no series)" : ""}  errors ${pct(m.errorRate)}  TTFT p95 ${ms(m.ttftP95Seconds)}  ITL p99 ${ms(m.itlP99Seconds)}`;
     return [
-        `gate: ${g.verdict.toUpperCase()} over ${g.range.seconds} s of the step's traffic (${g.range.from} .. ${g.range.to})`,
+        `${soak ? "promotion soak" : "gate"}: ${g.verdict.toUpperCase()} over ${g.range.seconds} s of the step's traffic (${g.range.from} .. ${g.range.to})`,
+        `  applied ${g.applied.applied ? `since ${g.applied.from}` : "NOT YET"}: target share ${pct(g.applied.latestShare)} (${g.applied.query})`,
         row("target", g.target),
-        row("source", g.source),
+        soak
+            ? `  source  ${g.source.dynamoNamespace.padEnd(34)} requests ${String(Math.round(g.source.requests ?? 0)).padStart(7)} (not judged: no traffic at 100%)`
+            : row("source", g.source),
         ...g.reasons.map((r) => `  - ${r}`),
     ].join("\n");
 }
@@ -93,7 +106,7 @@ export function hubFileOf(hub: string | undefined): string {
 /** Runs the command; returns its exit code. Exported for tests. */
 export async function main(argv: string[], log: (s: string) => void = console.log): Promise<number> {
     const [cmd, target] = argv.filter((a, i) => !a.startsWith("--") && !(i > 0 && argv[i - 1].startsWith("--")));
-    if (!cmd || !["status", "advance", "hold", "resume", "abort"].includes(cmd) || !target) {
+    if (!cmd || !["status", "advance", "promote", "hold", "resume", "abort"].includes(cmd) || !target) {
         log(HELP.trim());
         return 1;
     }
@@ -136,39 +149,39 @@ export async function main(argv: string[], log: (s: string) => void = console.lo
         if (!prometheus) throw new Error("give --prometheus URL: the spoke's Prometheus HTTP API the gate reads");
         return prometheus;
     };
+    /** The judgement of the step being left: the comparison gate below 100%, the promotion soak at 100%. */
+    const judge = (url: string) => {
+        const k = (st as { step?: number }).step ?? 0;
+        const x = {
+            prometheusUrl: url,
+            gate: e.rollout!.gate,
+            sourceDgd: src.graph.name,
+            targetDgd: tgt.graph.name,
+            since: new Date(st.since!),
+            weights: stepWeights(e.rollout!.steps, k),
+            now,
+        };
+        return k + 1 === e.rollout!.steps.length ? evaluatePromotion(x) : evaluateGate(x);
+    };
     let d: Decision;
     try {
         if (cmd === "status") {
-            if (prometheus && st.phase === "shifting")
-                log(
-                    gateReport(
-                        await evaluateGate({
-                            prometheusUrl: prometheus,
-                            gate: e.rollout.gate,
-                            sourceDgd: src.graph.name,
-                            targetDgd: tgt.graph.name,
-                            since: new Date(st.since!),
-                            now,
-                        }),
-                    ),
-                );
+            if (prometheus && st.phase === "shifting") log(gateReport(await judge(prometheus)));
             return 0;
         }
-        if (cmd === "advance") {
+        if (cmd === "promote") {
+            const atLast = st.phase === "shifting" && !st.held && (st.step ?? 0) + 1 === e.rollout.steps.length;
+            const g = atLast ? await judge(needProm()) : undefined;
+            if (g) log(gateReport(g));
+            d = decidePromote(e, now, { gate: g });
+        } else if (cmd === "advance") {
             if (st.phase === "warming" && !("held" in st && st.held)) {
                 const ns = dynamoNamespace(dgdName(e.name, e.rollout.revision));
                 const blocks = await promQuery(needProm(), readyQuery(ns), now);
                 log(`health gate: ${readyQuery(ns)} = ${blocks ?? "no series"}`);
                 d = decideAdvance(e, now, { targetReady: (blocks ?? 0) > 0 });
             } else if (st.phase === "shifting" && !st.held) {
-                const g = await evaluateGate({
-                    prometheusUrl: needProm(),
-                    gate: e.rollout.gate,
-                    sourceDgd: src.graph.name,
-                    targetDgd: tgt.graph.name,
-                    since: new Date(st.since),
-                    now,
-                });
+                const g = await judge(needProm());
                 log(gateReport(g));
                 d = decideAdvance(e, now, { gate: g });
             } else d = decideAdvance(e, now, {});

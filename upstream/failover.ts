@@ -207,6 +207,54 @@ export const failoverFields: ReadonlyArray<RenderedFieldFact> = [
 ];
 
 /**
+ * What a Dynamo frontend answers for a model it cannot serve while the frontend itself lives (the gateway and its
+ * Route 53 check are healthy): 503 "Model `<m>` is not ready to serve requests yet" when the model is registered but no
+ * namespace has a complete worker set (`check_model_serving_ready`, `ModelManagerError::ModelUnavailable`), 503
+ * "Service is not ready" before the frontend is ready (`check_ready`), and 404 "Model not found" once no worker
+ * registers the model any more (the discovery watcher's `replace_discovery_group`/`remove_group` drop it from the
+ * committed models). So a dead model on a live spoke answers 404 or 503, and the peer fallback retries on both
+ * (lib/failover.ts FALLBACK_STATUS_CODES). The frontend's own `/health` does not tell: it answers 200 with whatever
+ * instances are registered, none included; per model, `GET /v1/models/{model}` answers 200 only when the model is
+ * ready (503/404 otherwise), but only behind the gateway's ext_authz.
+ */
+export const dynamoModelNotServed: ReadonlyArray<Fact> = [
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/openai.rs#check_model_serving_ready",
+        note: "ErrorMessage::model_not_found 404, service_unavailable_with_body(model_not_ready_message) 503, from_model_error; get_model_retrieve applies the readiness gate",
+    },
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/discovery/watcher.rs",
+        note: "replace_discovery_group / remove_group emit ModelUpdate::Removed once get_committed_model(name) is none",
+    },
+    {
+        source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/http/service/health.rs#health_handler",
+        note: "200 {status: healthy, endpoints, instances} whenever the frontend is ready, with or without instances",
+    },
+];
+
+/**
+ * Why the Route 53 health check probes the gateway and not a model (lib/failover.ts `healthCheckArgs`):
+ * - one global hostname serves every model, and Route 53 answers a DNS query, which names no model (the model is in
+ *   the request body): a spoke's record is in or out for all its models, so failing it for one dead model would send
+ *   every other model's clients away from a spoke that serves them, and a calculated check over per-model checks
+ *   could only say "all" or "any";
+ * - the gateway answers no per-model path without a key: Envoy Gateway's ClientTrafficPolicy `healthCheck` has only
+ *   `path` (Envoy's health_check filter, answered before ext_authz, knowing no route or backend), and the frontend's
+ *   per-model readiness (`dynamoModelNotServed`) is reachable only through ext_authz; an unauthenticated route to it
+ *   would be the gateway side door the pack refuses.
+ * What fails over for a dead model instead: the spoke's gateway, per request, to the peers that serve the model
+ * (priority backendRefs, BackendTrafficPolicy retry on FALLBACK_STATUS_CODES, priority spill when the frontend has no
+ * hosts). Route 53 takes a spoke out when its gateway is down (site, network, Envoy).
+ */
+export const route53SeesTheGateway: ReadonlyArray<Fact> = [
+    { source: EG_CTP, note: "ClientTrafficPolicy spec.healthCheck: properties path only (required)" },
+    {
+        source: TF_HC,
+        note: "a health check probes one resource_path (HTTPS, HTTPS_STR_MATCH) or combines child checks (CALCULATED: child_healthchecks, child_health_threshold)",
+    },
+];
+
+/**
  * Envoy's per-request retry override the auth service sets on a forwarded request (services/shared/peer.ts): read by
  * the router when it builds the retry state, after ext_authz added it, and it takes precedence over the route's
  * `num_retries`; Envoy sanitises a client's copy at the edge, and the gateway strips it early too.

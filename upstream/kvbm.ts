@@ -74,6 +74,32 @@ export const kvbm: ComponentFacts = {
     },
 };
 
+/** The name KVBM gives a disk-tier file: `mkostemp("<DYN_KVBM_DISK_CACHE_DIR>/dynamo-kvbm-disk-cache-XXXXXX")`. */
+export const KVBM_DISK_FILE_PREFIX = "dynamo-kvbm-disk-cache-";
+
+/**
+ * How a KVBM disk-tier file lives, which decides its clean-up (lib/faststart.ts `kvbmDiskCleanupPrelude`):
+ * `DiskStorage::new` creates `DYN_KVBM_DISK_CACHE_DIR` if missing (create_dir_all), creates the file with mkostemp
+ * (template {@link KVBM_DISK_FILE_PREFIX}`XXXXXX`), fallocates it to the tier's full size (zero-filling only under
+ * `DYN_KVBM_DISK_ZEROFILL_FALLBACK`, which is not rendered), and `nixl_register` unlinks it right after registering it
+ * with NIXL ("the file will be deleted when fd closes"); `Drop` unlinks it too. So a live worker's file has no name after
+ * its start, and a file still named in the directory belongs to a process killed between mkostemp and registration (an
+ * OOM kill or a failed probe at start-up): nothing removes it, and with a shared directory it holds the tier's full size
+ * on the node's NVMe until someone does. Per-pod directories (a hostPath subdirectory per pod UID) and the start-up
+ * sweep remove it. An emptyDir, which the kubelet removes with the pod, would be the simpler home, but it lives under
+ * the kubelet's root directory, on the local NVMe only where the node puts that there (EKS's setup-local-disks raid0
+ * does, an on-prem data filesystem such as a DGX's /raid does not), and it counts as the pod's ephemeral storage, so a
+ * multi-TiB tier would have the kubelet evict its own worker.
+ */
+export const kvbmDiskFileLifecycle: readonly { source: Source; note: string }[] = [
+    { source: KVBM_DISK, note: "DiskStorage::new (create_dir_all, mkostemp template, allocate_file), unlink, Drop" },
+    {
+        source: `${D}:lib/llm/src/block_manager/storage/nixl.rs`,
+        note: "NixlRegisterableStorage for DiskStorage: nixl_register then self.unlink()",
+    },
+    { source: `${D}:lib/memory/src/disk.rs`, note: 'the same template; "we unlink the file only after we\'ve registered it with NIXL"' },
+];
+
 /** huggingface_hub as every engine image carries it: where weights are cached. */
 export const huggingfaceHub: ComponentFacts = {
     component: "huggingface-hub",
@@ -84,6 +110,10 @@ export const huggingfaceHub: ComponentFacts = {
             default: "~/.cache/huggingface",
             source: "huggingface/huggingface_hub@03333b689b5a2dee604676791c0792ede6246a31:src/huggingface_hub/constants.py#HF_HOME",
             note: "the hub cache is $HF_HOME/hub (models--<org>--<name>/snapshots/<rev>), the layout Dynamo's model-cache guide uses",
+        },
+        HF_TOKEN: {
+            source: "huggingface/huggingface_hub@08060680c37127e5f828939448dff7d574c3bbab:src/huggingface_hub/utils/_auth.py#_get_token_from_environment",
+            note: "the token get_token() uses for every Hub request, snapshot_download included (HUGGING_FACE_HUB_TOKEN only as a legacy fallback); a gated repository answers 401/403 without it. Rendered from a Secret (secretKeyRef), never as a value",
         },
     },
 };
@@ -128,6 +158,19 @@ export const HOSTPATH_MAKEDIR = {
     source: "kubernetes/kubernetes@006d84d2c69114f79008e6d272294f64879a1e5b:pkg/volume/hostpath/host_path.go#makeDir" as Source,
 } as const;
 
+/**
+ * How kubelet creates a missing `subPath`/`subPathExpr` directory inside a volume (the KVBM disk tier's per-pod
+ * `<kvbm>/<pod UID>`): `mkdirat` with the mode of the volume's root, then `fchmod` to exactly that mode (umask undone,
+ * setgid kept), as root. Under a root of {@link HOSTPATH_OWNER} (2775, group 0) the new directory is root-owned,
+ * group 0 (setgid inheritance), mode 2775: writable by the image user through its group 0. It is created when the
+ * container that mounts it starts, so after the init container that owns the root. Read through code search, not at
+ * the tag: kubelet_pods.go `makeMounts` (`perm := fileinfo.Mode()` of the volume root, then `SafeMakeDir`).
+ */
+export const SUBPATH_MAKEDIR = {
+    modeFrom: "volume root",
+    source: "kubernetes/kubernetes@v1.33.0:pkg/volume/util/subpath/subpath_linux.go#doSafeMakeDir" as Source,
+} as const;
+
 /** Owner, group and mode a writable hostPath folder of the Dynamo images gets: setgid 2775 so new entries stay group 0. */
 export const HOSTPATH_OWNER = { uid: DYNAMO_IMAGE_USER.uid, gid: DYNAMO_IMAGE_USER.gid, mode: 0o2775 } as const;
 
@@ -165,7 +208,12 @@ export const platformModelCache: ComponentFacts = {
             note: "the preceding --model's revision, passed to snapshot_download(revision=...); absent: main",
         },
     },
-    env: {},
+    env: {
+        POD_UID: {
+            source: "kubernetes/kubernetes@v1.33.0:pkg/kubelet/container/helpers.go#ExpandContainerVolumeMounts",
+            note: "fieldRef metadata.uid on a worker with a KVBM disk tier (lib/faststart.ts workerFastStart): read by the kubelet, which expands the kvbm-disk volumeMount's subPathExpr $(POD_UID) from the container's env (a missing value fails the container), so each pod gets its own <localNvme>/kvbm/<uid> directory; the engine does not read it",
+        },
+    },
 };
 
 export const kvbmEntrypoints: readonly EntrypointFacts[] = [

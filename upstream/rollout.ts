@@ -80,10 +80,29 @@ export const frontendGateSeries: Fact & {
     note: "status values success/error (frontend_service::status); names composed in lib/llm/src/http/service/metrics.rs; the `dynamo_namespace` label is the scrape target label lib/observability.ts copies from the pod label nvidia.com/dynamo-namespace",
 };
 
+/**
+ * What proves that the spoke applied a rollout step: the traffic each revision's frontend answers. A revision's
+ * frontend serves only what the gateway routes to its AIServiceBackend (one DGD, one Dynamo namespace, discovery scoped
+ * by namespace: `dynamoDiscoveryScope`, `frontendNamespacePrefixFact`), so the target's share of
+ * `dynamo_frontend_requests_total` (every `status`) between the two `dynamo_namespace` values is the split the Envoy
+ * proxies really apply (`aiGatewayRouteWeightFact`). It is the signal because nothing else the spoke exposes says
+ * which placement it runs: the spoke reads the hub's deployment declaration through a stack reference during its own
+ * `pulumi up` and ACKs no placement revision (only policy bundles are ACKed), the hub file's `state.since` is when the
+ * step was written, not applied, and no scraped series carries the route's weights. Needs: both frontends scraped
+ * with the `dynamo_namespace` target label (lib/observability.ts `dynamoScrapeTargets`) and traffic on the model.
+ */
+export const stepAppliedSignal: Fact & { readonly series: string; readonly label: string } = {
+    series: "dynamo_frontend_requests_total",
+    label: "dynamo_namespace",
+    source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/runtime/src/metrics/prometheus_names.rs#frontend_service",
+    note: "frontend_service::REQUESTS_TOTAL incremented once per request by lib/llm/src/http/service/metrics.rs; the split between the revisions is the Gateway API weight semantics of aiGatewayRouteWeightFact",
+};
+
 /** Where each fact of this module was read (for upstream-check style listings). */
 export const rolloutSources: readonly Source[] = [
     dynamoNamespaceFact.source,
     ...dynamoDiscoveryScope.map((f) => f.source),
     aiGatewayRouteWeightFact.source,
     frontendGateSeries.source,
+    stepAppliedSignal.source,
 ];

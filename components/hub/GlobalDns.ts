@@ -17,6 +17,9 @@ export interface GlobalDnsArgs {
  * that check, as latency records (`active-active`) or failover records (`primary-standby`; lib/failover.ts
  * `recordArgs`). Route 53 answers only with spokes whose check passes; when every check fails it answers with all of
  * them (Route 53 treats all-unhealthy as all-healthy), so clients still reach a gateway that may fall back further.
+ * The check sees a spoke's gateway, not its models (one name serves every model; upstream/failover.ts
+ * `route53SeesTheGateway`): a dead model behind a live gateway fails over per request to the peers (lib/failover.ts
+ * FALLBACK_STATUS_CODES), docs/failover.md.
  */
 export class GlobalDns extends pulumi.ComponentResource {
     /** Spoke -> Route 53 health check id. */

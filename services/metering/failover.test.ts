@@ -32,8 +32,8 @@ beforeEach(async () => {
     await truncateLedger(rig.db);
     two.a.modelUp = true;
     two.b.modelUp = true;
-    two.a.workersUp = true;
-    two.b.workersUp = true;
+    two.a.modelAnswer = 200;
+    two.b.modelAnswer = 200;
     two.hops.n = 0;
     mark = { a: two.a.records.length, b: two.b.records.length };
 });
@@ -83,6 +83,26 @@ describe("failover across two spokes", () => {
         expect(rows).toEqual([{ spoke: "hcm1", request_id: String(logB[0].requestId), tenant: "acme", key_id: alice.id }]);
         // Every request either spoke logged that is in the ledger at all is in it once.
         expect(new Set(rows.map((x) => x.request_id)).size).toBe(rows.length);
+    });
+
+    it.each([
+        [404, "its workers gone, the frontend's discovery dropped the model: Model not found"],
+        [503, "the model registered without a complete worker set: not ready"],
+    ] as const)("hn1's gateway and frontend live but its model dead (%i, %s): served by hcm1, metered once there", async (status, _why) => {
+        // Route 53 sees hn1's gateway healthy; the dead model fails over in the request path instead.
+        two.a.modelAnswer = status;
+        const before = { a: two.a.records.length, b: two.b.records.length };
+        const r = await two.a.request(bearer(alice), body);
+        expect(r).toMatchObject({ status: 200, servedBy: "hcm1" });
+        expect(two.hops.n).toBe(1);
+        const logA = two.a.records.slice(before.a);
+        const logB = two.b.records.slice(before.b);
+        expect(String(logA[0].backendName)).toMatch(/^llm-gateway\/peer-hcm1\//);
+        expect(logB[0]).toMatchObject({ tenant: "acme", keyId: alice.id, status: 200 });
+        await two.a.metering.idle();
+        expect(two.a.outcomes.at(-1)).toMatchObject({ spooled: 0, forwarded: 1 });
+        await two.drainToLedger();
+        expect(await ledgerRows()).toEqual([{ spoke: "hcm1", request_id: String(logB[0].requestId), tenant: "acme", key_id: alice.id }]);
     });
 
     it("a key hcm1 no longer accepts is refused at hcm1 even though hn1 let it through: identity is re-verified at the peer, nothing is metered", async () => {
@@ -149,7 +169,7 @@ describe("failover across two spokes", () => {
     });
 
     it("hn1's workers stopped, its frontend up (Dynamo answers 404 model_not_found): the 404 falls back, hcm1 serves; metered once, at hcm1", async () => {
-        two.a.workersUp = false;
+        two.a.modelAnswer = 404;
         const r = await two.a.request(bearer(alice), body);
         expect(r).toMatchObject({ status: 200, servedBy: "hcm1" });
         expect(r.forwardedHeaders?.["x-llm-peer-hop"]).toBe("hn1");
@@ -164,8 +184,8 @@ describe("failover across two spokes", () => {
     });
 
     it("workers stopped on both spokes: hcm1's 404 comes back after one hop and is not retried again, no loop, no tokens", async () => {
-        two.a.workersUp = false;
-        two.b.workersUp = false;
+        two.a.modelAnswer = 404;
+        two.b.modelAnswer = 404;
         const r = await two.a.request(bearer(alice), body);
         expect(r.status).toBe(404);
         expect(r.servedBy).toBeUndefined();

@@ -104,10 +104,12 @@ export interface TestSpoke {
      */
     modelUp: boolean;
     /**
-     * Whether the endpoint has workers (false with `modelUp`: the frontend is up and answers, but every worker is gone,
-     * so Dynamo has dropped the model and answers 404 model_not_found: upstream/failover.ts dynamoModelNotFound).
+     * What the spoke's Dynamo frontend answers for the model while it is up (upstream/failover.ts
+     * `dynamoModelNotServed`): 200 served; 503 registered without a complete worker set; 404 no worker registers it
+     * any more ("Model not found"). The gateway retries it at the next priority when the BackendTrafficPolicy's
+     * `httpStatusCodes` list it.
      */
-    workersUp: boolean;
+    modelAnswer: 200 | 404 | 503;
     /** Ingest outcomes of every access-log batch posted to metering. */
     outcomes: IngestOutcome[];
     /** Access-log records written (one per request reaching this gateway). */
@@ -235,7 +237,7 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
             metering,
             released,
             modelUp: true,
-            workersUp: true,
+            modelAnswer: 200,
             outcomes: [],
             records: [],
             async request(clientHeaders, body, depth = 0) {
@@ -339,9 +341,9 @@ export async function startTwoSpokes(o: TwoSpokesOptions): Promise<TwoSpokes> {
                     const retriable = (status: number) =>
                         (policy?.retryOn.httpStatusCodes as readonly number[] | undefined)?.includes(status) ?? false;
                     if (!peerBackends.has(ref.name)) {
-                        // The local Dynamo frontend: serves, or (no workers) answers 404 model_not_found.
-                        result = spoke.workersUp ? { status: 200, servedBy: name } : { status: 404 };
-                        if (!retriable(result.status)) break;
+                        // The local Dynamo frontend: serves, or answers 503 / 404 model_not_found for a dead model.
+                        result = spoke.modelAnswer === 200 ? { status: 200, servedBy: name } : { status: spoke.modelAnswer };
+                        if (result.status === 200 || !retriable(result.status)) break;
                         continue;
                     }
                     // The hop: the headers left after the backendRef's headerMutation, to the peer's gateway.
