@@ -136,6 +136,9 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
             },
             { Sid: "NoKeyPolicyChanges", Effect: "Deny", Action: ["kms:PutKeyPolicy", "kms:CreateGrant"], Resource: "*" },
             { Sid: "NoRoleHopping", Effect: "Deny", Action: ["sts:AssumeRole", "sts:AssumeRoleWithWebIdentity"], Resource: "*" },
+            // A preview invokes nothing: the hub's ledger Lambda reads and writes the usage ledger for the operator
+            // (services/reconciler/ops.ts); `aws.lambda.Invocation` runs on `up` only.
+            { Sid: "NoInvocations", Effect: "Deny", Action: ["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"], Resource: "*" },
             {
                 // A preview never mints a credential whose secret it would then hold (services/keys/spoke-key.ts
                 // mints on-prem source keys as a hub deployer), nor retires one a site runs on.

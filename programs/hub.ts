@@ -396,6 +396,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             failureQueueArn: ledger.failureQueueArn,
             failedBatchBucket: ledger.failedBatchBucket,
             databaseEndpoint: ledger.clusterEndpoint,
+            /** The operator's path to the ledger (npm run status / replay-usage invoke it; the database is VPC-only). */
+            opsFunction: ledger.opsFunction,
         },
     };
 }

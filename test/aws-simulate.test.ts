@@ -2,7 +2,8 @@ import { runSimulation as simulatorRun } from "@cloud-copilot/iam-simulate";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
-import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
+import { LEDGER_OPS_AWS_CALLS, MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
+import { REPLAY_TOOL_AWS_CALLS, STATUS_AWS_CALLS } from "../tools/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
@@ -250,6 +251,7 @@ beforeAll(async () => {
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
         ledgerVpcId: "usage-ledger-vpc-id",
+        ledgerOpsFunctionArn: out(named("aws:lambda/function:Function", "usage-ledger-ops"), "arn"),
         ledgerSubnetArn: out(named("aws:ec2/subnet:Subnet", "usage-ledger-private-0"), "arn"),
         lambdaSgArn: out(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg"), "arn"),
     };
@@ -441,6 +443,7 @@ describe("simulated: the ledger Lambdas", () => {
         migrator: { role: ledgerRole("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
         reconciler: { role: ledgerRole("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
         consumer: { role: ledgerRole("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
+        ops: { role: ledgerRole("usage-ledger-ops-role"), calls: LEDGER_OPS_AWS_CALLS, logs: "usage-ledger-ops-logs" },
     });
     const varsFor = (logs: string, spoke = SPOKES[0]) => ({
         ...vars,
@@ -590,6 +593,42 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
             ),
         ).toEqual([]);
         expect(allowed(await evaluate(consumer(), REPLAY_AWS_CALLS, vars))).toEqual([]);
+    });
+});
+
+describe("simulated: the operator's path to the ledger (npm run status / replay-usage through the ledger Lambda)", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const operator = (): Principal => ({ arn: `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`, policies: [allowAll] });
+    const invoke = () => [...STATUS_AWS_CALLS, ...REPLAY_TOOL_AWS_CALLS].filter((c) => c.action === "lambda:InvokeFunction");
+
+    it("the database stays private: no public endpoint, its security group admits only the Lambdas", () => {
+        for (const i of byType(rs, "aws:rds/clusterInstance:ClusterInstance")) expect(inputs(i).publiclyAccessible ?? false).toBe(false);
+        expect(out(named("aws:lambda/function:Function", "usage-ledger-ops"), "vpcConfig")).toBeTruthy();
+    });
+
+    it("a hub deployer runs every call of both tools (the ledger Lambda included), for every spoke", async () => {
+        expect(invoke()).toHaveLength(2);
+        for (const spoke of SPOKES) {
+            const v = { ...vars, spoke };
+            expect(notAllowed(await evaluate(operator(), [...STATUS_AWS_CALLS, ...REPLAY_TOOL_AWS_CALLS], v)), spoke).toEqual([]);
+        }
+    });
+
+    it("nobody else invokes it: spoke roles, the other ledger Lambdas, a CI preview role allowed everything else", async () => {
+        const preview: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/platform-ci-preview`,
+            policies: [allowAll, previewGuardPolicy({ region: REGION }) as unknown as Doc],
+        };
+        const others: Principal[] = [
+            spokes[SPOKES[0]].auth,
+            spokes[SPOKES[0]].metering,
+            ledgerRole("usage-ledger-consumer-role"),
+            ledgerRole("usage-ledger-reconciler-role"),
+            ledgerRole("usage-ledger-migrator-role"),
+            ledgerRole("usage-ledger-ops-role"),
+        ];
+        for (const p of others) expect(allowed(await evaluate(p, invoke(), vars)), p.arn).toEqual([]);
+        expect((await evaluate(preview, invoke(), vars)).map((r) => r.decision)).toEqual(["ExplicitlyDenied", "ExplicitlyDenied"]);
     });
 });
 

@@ -7,7 +7,9 @@
  * Updated when each spoke's single role became one role per service: `spoke-<s>-role` / `-permissions` are now
  * `spoke-<s>-auth-role` / `-auth-permissions` (with Pulumi aliases of the old names: the same state, replaced by a
  * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
- * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`.
+ * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`; and for the operator's ledger Lambda
+ * (services/reconciler/ops.ts: `usage-ledger-ops`, its role, policies and log group), which `npm run status` and
+ * `npm run replay-usage` invoke because the database has no route from outside its VPC.
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

@@ -70,6 +70,11 @@ export class UsageLedger extends pulumi.ComponentResource {
     /** The failure bucket: failed batches with their records, for `npm run replay-usage`. */
     public readonly failedBatchBucket: pulumi.Output<string>;
     public readonly clusterEndpoint: pulumi.Output<string>;
+    /**
+     * The operator's ledger Lambda (services/reconciler/ops.ts): what `npm run status` and `npm run replay-usage`
+     * invoke, since the database has no route from outside its VPC.
+     */
+    public readonly opsFunction: pulumi.Output<{ name: string; arn: string; region: string }>;
     public readonly passwordSecretArn: pulumi.Output<string>;
     private readonly region: string;
 
@@ -122,7 +127,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             },
             scope.parent,
         );
-        const { fn, queue } = ledgerFunctions(
+        const { fn, queue, ops } = ledgerFunctions(
             scope,
             {
                 spokes: args.spokes,
@@ -143,6 +148,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.failureQueueArn = queue.arn;
         this.failedBatchBucket = failures.bucket.bucket;
         this.clusterEndpoint = db.cluster.endpoint;
+        this.opsFunction = pulumi.all([ops.name, ops.arn]).apply(([n, a]) => ({ name: n, arn: a, region: args.region }));
         this.passwordSecretArn = db.ingest.secret.arn;
         this.registerOutputs({
             streams: this.streams,
@@ -150,6 +156,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             failureQueueArn: this.failureQueueArn,
             failedBatchBucket: this.failedBatchBucket,
             clusterEndpoint: this.clusterEndpoint,
+            opsFunction: this.opsFunction,
             passwordSecretArn: this.passwordSecretArn,
         });
     }
