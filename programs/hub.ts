@@ -153,6 +153,24 @@ export async function requireNamedRolesExist(
 }
 
 /**
+ * Pure: refuses an EKS spoke whose `platform:spokeIdentities.<spoke>.accountId` is not the hub's account. The hub
+ * creates each spoke's service roles in its own account, and EKS Pod Identity associates only a role of the
+ * cluster's own account (EKS user guide, "Pod Identity": `CreatePodIdentityAssociation` takes a role in the
+ * cluster's account; another account's role needs a `targetRoleArn` chain this platform does not build), so such a
+ * spoke would never receive credentials. Put that cluster in the hub's account, or run a hub in its account.
+ * @throws Error naming the hub file and the key
+ */
+export function refuseForeignPodIdentityAccounts(cfg: HubConfig, accountId: string, file: string): void {
+    for (const s of cfg.spokes) {
+        const id = effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]);
+        if (id.mode !== "pod-identity" || id.accountId === undefined || id.accountId === accountId) continue;
+        throw new Error(
+            `${file}: platform:spokeIdentities.${s.name}.accountId: ${id.accountId} is not the hub's account ${accountId}; EKS Pod Identity associates only roles of the cluster's own account, and the hub creates the spoke's roles in its account: deploy the cluster in ${accountId} (then drop the key) or run a hub in ${id.accountId}`,
+        );
+    }
+}
+
+/**
  * Checks the alarm topic before any alarm names it: CloudWatch alarm actions publish only to an SNS topic in the
  * alarm's region, so another region is refused; a topic in the hub's account must exist (`aws.sns.getTopic`; its
  * default access policy lets the account's CloudWatch alarms publish). A topic in another account cannot be read from
@@ -233,6 +251,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
     // here, before any resource that names it is registered.
     const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
+    refuseForeignPodIdentityAccounts(cfg, identity.accountId, stackFilePath());
     await requireNamedRolesExist(cfg, part.partition, identity.accountId, stackFilePath(), provider);
     await requireAlarmTopic(cfg, region, identity.accountId, stackFilePath(), provider);
     const caller = aws.getCallerIdentityOutput({}, { provider });
