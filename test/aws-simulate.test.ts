@@ -949,6 +949,54 @@ describe("simulated: tenants' API key secrets", () => {
     });
 });
 
+describe("simulated: key secrets' lifecycle (tenants' API keys, on-prem source keys)", () => {
+    const LIFECYCLE = [
+        "secretsmanager:DeleteSecret",
+        "secretsmanager:RestoreSecret",
+        "secretsmanager:RotateSecret",
+        "secretsmanager:CancelRotateSecret",
+        "secretsmanager:ReplicateSecretToRegions",
+        "secretsmanager:RemoveRegionsFromReplication",
+        "secretsmanager:StopReplicationToReplica",
+        "secretsmanager:TagResource",
+        "secretsmanager:UntagResource",
+    ];
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const secrets = () => {
+        const ids = HUB["platform:spokeIdentities"];
+        const slots = Object.keys(ids)
+            .filter((s) => ids[s].mode === "access-key")
+            .map((s) => `spoke-${s}-key-${ids[s].keys[0].id}`);
+        expect(slots.length).toBeGreaterThan(0);
+        return [...Object.keys(HUB["platform:tenantKeys"].readers).map((t) => `api-keys-${t}`), ...slots].map((n) =>
+            out(named("aws:secretsmanager/secret:Secret", n), "arn"),
+        );
+    };
+    const ctx = (action: string) => ({
+        "aws:SecureTransport": "true",
+        ...(action === "secretsmanager:DeleteSecret" ? { "secretsmanager:ForceDeleteWithoutRecovery": "true" } : {}),
+    });
+
+    it("an administrator of the hub account who is not a hub deployer can neither delete, restore, rotate, replicate nor retag a key secret", async () => {
+        const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+        for (const secret of secrets())
+            for (const action of LIFECYCLE)
+                expect((await simulate(admin, action, secret, ctx(action))).decision, `${action} ${secret}`).toBe("ExplicitlyDenied");
+    });
+
+    it("the deny exempts the hub deployers (Pulumi manages the secrets and their tags; removing a spoke or tenant is theirs)", async () => {
+        // The sample file's deployers are in another (documentation) account: their own account's policy decides the
+        // rest; here only that the secret's Deny does not apply to them.
+        for (const d of HUB["platform:hubDeployers"] as string[])
+            for (const secret of secrets())
+                for (const action of LIFECYCLE)
+                    expect(
+                        (await simulate({ arn: d, policies: [allowAll] }, action, secret, ctx(action))).decision,
+                        `${d} ${action}`,
+                    ).not.toBe("ExplicitlyDenied");
+    });
+});
+
 describe("simulated: on-prem source keys minted outside Pulumi (npm run mint-key -- spoke-access-key)", () => {
     it("a hub deployer makes every call; the preview role and a spoke deployer can neither mint, retire nor write a key", async () => {
         // IAM calls are same-account only, so the hub deployer here is in the hub's (mock) account, as a real one is;

@@ -281,6 +281,18 @@ export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[])
                     "secretsmanager:UpdateSecretVersionStage",
                     "secretsmanager:PutResourcePolicy",
                     "secretsmanager:DeleteResourcePolicy",
+                    // Nor delete it (a forced delete has no recovery window) or undo a pending delete, rotate it with
+                    // a function of their choosing, copy it (and its key) to another region, or change its tags
+                    // (tag-based access elsewhere): IAM service authorization reference for AWS Secrets Manager.
+                    "secretsmanager:DeleteSecret",
+                    "secretsmanager:RestoreSecret",
+                    "secretsmanager:RotateSecret",
+                    "secretsmanager:CancelRotateSecret",
+                    "secretsmanager:ReplicateSecretToRegions",
+                    "secretsmanager:RemoveRegionsFromReplication",
+                    "secretsmanager:StopReplicationToReplica",
+                    "secretsmanager:TagResource",
+                    "secretsmanager:UntagResource",
                 ],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [...hubDeployers].sort() } },
