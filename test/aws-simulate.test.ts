@@ -1140,6 +1140,49 @@ describe("simulated: the AWS Load Balancer Controller's role on an EKS spoke", (
                 }),
             ),
         ).toEqual([]);
+        // Another workload's listener and target group (upstream allows these on `*` untagged): untagged, or tagged by
+        // another cluster, in this region or another: no register, modify, delete or certificate change.
+        const foreign = [
+            "elasticloadbalancing:RegisterTargets",
+            "elasticloadbalancing:DeregisterTargets",
+            "elasticloadbalancing:ModifyListener",
+            "elasticloadbalancing:DeleteListener",
+        ];
+        const targets = LBC_AWS_CALLS.filter((c) => foreign.includes(c.action));
+        expect(targets.map((c) => c.action).sort()).toEqual([...foreign].sort());
+        const certs = targets
+            .filter((c) => c.action === "elasticloadbalancing:ModifyListener")
+            .flatMap((c) =>
+                ["AddListenerCertificates", "RemoveListenerCertificates"].map((x) => ({ ...c, action: `elasticloadbalancing:${x}` })),
+            );
+        const payments = {
+            ...v,
+            region: "us-east-1",
+        };
+        for (const vars of [v, payments]) {
+            expect(
+                allowed(
+                    await evaluate(principal, [...targets, ...certs], vars, (c) => {
+                        const { "aws:ResourceTag/elbv2.k8s.aws/cluster": _, ...rest } = c;
+                        return { ...rest, "aws:ResourceTag/app": "payments" };
+                    }),
+                ),
+            ).toEqual([]);
+            expect(
+                allowed(
+                    await evaluate(principal, [...targets, ...certs], vars, (c) => ({
+                        ...c,
+                        "aws:ResourceTag/elbv2.k8s.aws/cluster": "platform-other",
+                    })),
+                ),
+            ).toEqual([]);
+        }
+        // Its own resources, but in another region (the role is the spoke's): no mutation there either.
+        const mutations = LBC_AWS_CALLS.filter(
+            (c) => !/:(Describe|Get)/.test(c.action) && !c.action.startsWith("iam:") && c.action !== "ec2:CreateSecurityGroup",
+        );
+        expect(mutations.length).toBeGreaterThanOrEqual(15);
+        expect(allowed(await evaluate(principal, mutations, { ...payments, vpcArn: v.vpcArn }))).toEqual([]);
         // Another service's linked role: refused.
         const slr = LBC_AWS_CALLS.filter((c) => c.action === "iam:CreateServiceLinkedRole");
         expect(allowed(await evaluate(principal, slr, v, (c) => ({ ...c, "iam:AWSServiceName": "eks.amazonaws.com" })))).toEqual([]);
