@@ -1,4 +1,4 @@
-import { KEY_ADMIN_ACTIONS } from "./kms";
+import { keyAdministration } from "./kms";
 
 /**
  * The two AWS roles CI assumes through GitHub OIDC, and the KMS key that encrypts the hub's Pulumi state.
@@ -164,17 +164,21 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
  * deployers (`platform:hubDeployers`: the deploy role, the operators) encrypt and decrypt with it, directly (Pulumi's
  * awskms secrets provider calls KMS itself). Nobody else can, whatever their IAM policy says.
  */
-export function hubStateKeyPolicy(x: { partition?: string; accountId: string; deployers: string[] }): CiPolicyDocument {
+export function hubStateKeyPolicy(x: {
+    partition?: string;
+    accountId: string;
+    deployers: string[];
+    /** Break-glass administrators besides the deployers (`platform:keyAdministrators`). */
+    administrators?: string[];
+}): CiPolicyDocument {
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "KeyAdministration",
-                Effect: "Allow",
-                Principal: { AWS: `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root` },
-                Action: KEY_ADMIN_ACTIONS,
-                Resource: "*",
-            },
+            // Only the deployers (and break-glass roles) administer it: an account admin cannot rewrite it to decrypt.
+            ...(keyAdministration({
+                ...x,
+                administrators: [...x.deployers, ...(x.administrators ?? [])],
+            }) as CiPolicyDocument["Statement"]),
             {
                 Sid: "HubDeployersOnly",
                 Effect: "Allow",

@@ -112,6 +112,7 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
  */
 export function namedRoles(cfg: HubConfig, partition: string, accountId: string): Array<{ key: string; arn: string }> {
     const out: Array<{ key: string; arn: string }> = cfg.hubDeployers.map((arn, i) => ({ key: `platform:hubDeployers[${i}]`, arn }));
+    cfg.keyAdministrators.forEach((arn, i) => out.push({ key: `platform:keyAdministrators[${i}]`, arn }));
     for (const [t, readers] of Object.entries(cfg.tenantKeys.readers))
         readers.forEach((arn, i) => out.push({ key: `platform:tenantKeys.readers.${t}[${i}]`, arn }));
     for (const s of cfg.spokes) {
@@ -261,6 +262,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         const principal = spokeDeployerArn(s.name, effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]), partition, caller.accountId);
         return principal ? [principal] : [];
     });
+    // Who administers the hub's KMS keys (lib/kms.ts keyAdministration): the deployers and any break-glass role.
+    const keyAdministrators = [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
     const keys = new ApiKeys(
         "api-keys",
         {
@@ -270,6 +273,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             otherKeyUsers: spokeDeployers,
             region,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             namePrefix: cfg.namePrefix,
         },
         opts,
@@ -289,6 +293,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             bucketName: pulumi.interpolate`${cfg.namePrefix}-policy-bundles-${caller.accountId}-${region}`,
             namePrefix: cfg.namePrefix,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             region,
         },
         opts,
@@ -303,6 +308,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
             alarms: cfg.alarms,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             namePrefix: cfg.namePrefix,
         },
         opts,

@@ -1227,6 +1227,60 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
     });
 });
 
+describe("simulated: who administers the hub's KMS keys", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const KEYS = ["policy-store-key", "usage-ledger-key", "api-keys-key"];
+    const ADMIN_ONLY = ["kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:DisableKey"];
+    const ctx = { "aws:SecureTransport": "true" };
+
+    it("an administrator of the hub account outside the hub deployers can neither rewrite a key's policy, disable it, nor schedule its deletion", async () => {
+        const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+        for (const key of KEYS) {
+            const arn = out(named("aws:kms/key:Key", key), "arn");
+            for (const a of ADMIN_ONLY) expect((await simulate(admin, a, arn, ctx)).decision, `${key} ${a}`).not.toBe("Allowed");
+            expect((await simulate(admin, "kms:DescribeKey", arn, ctx)).decision, key).toBe("Allowed");
+        }
+    });
+
+    it("the hub deployers can (lockout safety: the up that sets the policy keeps the right to set it); so can a break-glass role of platform:keyAdministrators", async () => {
+        for (const key of KEYS) {
+            const arn = out(named("aws:kms/key:Key", key), "arn");
+            for (const d of HUB["platform:hubDeployers"] as string[])
+                for (const a of ADMIN_ONLY)
+                    expect((await simulate({ arn: d, policies: [allowAll] }, a, arn, ctx)).decision, `${d} ${a}`).toBe("Allowed");
+        }
+        const breakGlass = `arn:aws:iam::${ACCOUNT}:role/platform-break-glass`;
+        const doc = structuredClone(HUB);
+        doc["platform:keyAdministrators"] = [breakGlass];
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        for (const key of KEYS) {
+            const k = hub.resources.find((r) => r.type === "aws:kms/key:Key" && r.name === key)!;
+            const r = await runSimulation(
+                {
+                    identityPolicies: [{ name: "admin", policy: allowAll }],
+                    serviceControlPolicies: [],
+                    resourceControlPolicies: [],
+                    resourcePolicy: JSON.parse(inputs(k).policy),
+                    request: {
+                        action: "kms:PutKeyPolicy",
+                        principal: breakGlass,
+                        resource: { accountId: ACCOUNT, resource: out(k, "arn") },
+                        contextVariables: {
+                            ...ctx,
+                            "aws:PrincipalArn": breakGlass,
+                            "aws:PrincipalAccount": ACCOUNT,
+                            "aws:ViaAWSService": "false",
+                            "kms:CallerAccount": ACCOUNT,
+                        },
+                    },
+                },
+                {},
+            );
+            expect(r.overallResult, key).toBe("Allowed");
+        }
+    }, 120_000);
+});
+
 describe("simulated: the alarm topic's key check agrees with IAM's evaluation", () => {
     it("the hub's check accepts a topic key policy exactly when CloudWatch may use the key (never when it may not)", async () => {
         const keyArn = `arn:aws:kms:${REGION}:${ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab`;

@@ -20,6 +20,8 @@ export { usageStreamName } from "./ledger/transport";
 export type { LedgerAlarmArgs };
 
 export interface UsageLedgerArgs {
+    /** The ledger key's administrators: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
+    keyAdministrators: string[];
     /** Spoke names; each gets its own stream, so a spoke's identity can put only to its own. */
     spokes: string[];
     /** AWS region (for the contract). */
@@ -101,11 +103,16 @@ export class UsageLedger extends pulumi.ComponentResource {
                 tags,
                 // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
                 // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts).
-                policy: pulumi
-                    .output(args.accountId)
-                    .apply((accountId) =>
-                        JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager", "s3"] })),
+                policy: pulumi.output(args.accountId).apply((accountId) =>
+                    JSON.stringify(
+                        serviceOnlyKeyPolicy({
+                            accountId,
+                            region: args.region,
+                            services: ["rds", "secretsmanager", "s3"],
+                            administrators: args.keyAdministrators,
+                        }),
                     ),
+                ),
             },
             scope.keep,
         );
