@@ -100,13 +100,23 @@ function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
     if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
     return { arn: out(role, "arn"), policies };
 }
-/** A ledger Lambda's role: it runs in the ledger's VPC, so its S3 calls pass the S3 gateway endpoint's policy. */
+/**
+ * A ledger Lambda's role: it runs in the ledger's VPC, so its S3, Secrets Manager and CloudWatch calls pass the
+ * endpoints' policies (the S3 gateway endpoint, the two interface endpoints).
+ */
 function ledgerRole(resourceName: string): Principal {
     // The mocks' id of a resource is `<name>-id` (tools/harness.ts).
-    const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", "usage-ledger-s3").name}-id`;
-    const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
-    if (!policy) throw new Error("the ledger's S3 endpoint has no policy");
-    return { ...roleOf(resourceName), s3Endpoint: { id, policy: JSON.parse(inputs(policy).policy) } };
+    const endpoint = (resource: string) => {
+        const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", resource).name}-id`;
+        const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
+        if (!policy) throw new Error(`the ledger's endpoint ${resource} has no policy`);
+        return { id, policy: JSON.parse(inputs(policy).policy) as Doc };
+    };
+    return {
+        ...roleOf(resourceName),
+        s3Endpoint: endpoint("usage-ledger-s3"),
+        vpcEndpoints: { secretsmanager: endpoint("usage-ledger-secretsmanager"), cloudwatch: endpoint("usage-ledger-monitoring") },
+    };
 }
 /** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
 function resourcePolicyOf(arn: string): Doc | undefined {
@@ -138,6 +148,8 @@ interface Principal {
     context?: Record<string, string | string[]>;
     /** In the ledger's VPC: its S3 calls go through the gateway endpoint, whose policy takes part. */
     s3Endpoint?: { id: string; policy: Doc };
+    /** In the ledger's VPC: its calls to these services (action prefix) go through their interface endpoints. */
+    vpcEndpoints?: Record<string, { id: string; policy: Doc }>;
 }
 
 async function simulate(
@@ -147,14 +159,16 @@ async function simulate(
     context: Record<string, string | string[]>,
 ): Promise<{ decision: Decision; detail: string }> {
     const resourcePolicy = resourcePolicyOf(resource);
-    const viaEndpoint = !!p.s3Endpoint && action.startsWith("s3:") && context["aws:ViaAWSService"] !== "true";
+    const direct = context["aws:ViaAWSService"] !== "true";
+    const endpoint = !direct ? undefined : action.startsWith("s3:") ? p.s3Endpoint : p.vpcEndpoints?.[action.split(":")[0]];
+    const viaEndpoint = !!endpoint;
     const r = await runSimulation(
         {
             identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
             serviceControlPolicies: [],
             resourceControlPolicies: [],
             resourcePolicy: resourcePolicy as any,
-            vpcEndpointPolicies: viaEndpoint ? [{ name: p.s3Endpoint!.id, policy: p.s3Endpoint!.policy }] : undefined,
+            vpcEndpointPolicies: endpoint ? [{ name: endpoint.id, policy: endpoint.policy }] : undefined,
             request: {
                 action,
                 principal: p.arn,
@@ -167,7 +181,7 @@ async function simulate(
                     "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
                     ...p.context,
-                    ...(viaEndpoint ? { "aws:SourceVpce": p.s3Endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
+                    ...(viaEndpoint ? { "aws:SourceVpce": endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
                 },
             },
@@ -474,6 +488,46 @@ describe("simulated: the ledger Lambdas", () => {
             expect(eni.length, name).toBe(6);
             expect(allowed(await evaluate(l.role, eni, { ...other, logGroupArn: "x" })), name).toEqual([]);
         }
+    });
+
+    it("the ledger VPC's Secrets Manager and CloudWatch endpoints: only the ledger's secrets and the reconciliation's metric, by the hub's account", async () => {
+        // A principal allowed everything by its own policy, inside the VPC.
+        const inVpc: Principal = {
+            ...ledgerRole("usage-ledger-consumer-role"),
+            arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        const v = varsFor("usage-ledger-consumer-logs");
+        const needed = [...MIGRATOR_AWS_CALLS, ...RECONCILER_AWS_CALLS].filter((c) => /^(secretsmanager|cloudwatch):/.test(c.action));
+        expect(needed.length).toBeGreaterThanOrEqual(4);
+        expect(notAllowed(await evaluate(inVpc, needed, v))).toEqual([]);
+        const t = { "aws:SecureTransport": "true" };
+        const other: AwsCall[] = [
+            {
+                source: "x",
+                action: "secretsmanager:GetSecretValue",
+                resource: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:someone-else-AbCdEf`,
+                context: t,
+                purpose: "another secret",
+            },
+            {
+                source: "x",
+                action: "secretsmanager:PutSecretValue",
+                resource: "{ingestSecretArn}",
+                context: t,
+                purpose: "writing a ledger secret",
+            },
+            {
+                source: "x",
+                action: "cloudwatch:PutMetricData",
+                resource: "*",
+                context: { ...t, "cloudwatch:namespace": "Exfil/Data" },
+                purpose: "another namespace",
+            },
+        ];
+        expect(allowed(await evaluate(inVpc, other, v))).toEqual([]);
+        // Another account's principal, allowed by its own policy: refused by the endpoints.
+        expect(allowed(await evaluate({ ...inVpc, arn: "arn:aws:iam::999999999999:role/x" }, needed, v))).toEqual([]);
     });
 
     it("each Lambda reads only its own secrets, and the ledger key only through Secrets Manager", async () => {

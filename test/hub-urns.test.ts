@@ -9,7 +9,9 @@
  * name prefix, create before delete) and the new `spoke-<s>-metering-role` / `-metering-permissions`; and for the
  * new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`; and for the operator's ledger Lambda
  * (services/reconciler/ops.ts: `usage-ledger-ops`, its role, policies and log group), which `npm run status` and
- * `npm run replay-usage` invoke because the database has no route from outside its VPC.
+ * `npm run replay-usage` invoke because the database has no route from outside its VPC; and for the policies of the
+ * ledger VPC's Secrets Manager and CloudWatch interface endpoints (`usage-ledger-secretsmanager-policy`,
+ * `usage-ledger-monitoring-policy`).
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

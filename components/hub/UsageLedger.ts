@@ -5,7 +5,8 @@ import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
 import { ledgerDatabase } from "./ledger/database";
 import { failedBatchBucket } from "./ledger/failures";
 import { ledgerFunctions } from "./ledger/functions";
-import { ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
+import { METRIC_NAMESPACE } from "../../services/reconciler/config";
+import { interfaceEndpointPolicies, ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
 import { serviceOnlyKeyPolicy } from "../../lib/kms";
 import { usageStreams } from "./ledger/transport";
@@ -134,6 +135,18 @@ export class UsageLedger extends pulumi.ComponentResource {
             },
             scope.parent,
         );
+        // The interface endpoints: the ledger's secrets and the reconciliation's metric only, for this account.
+        const endpointPolicies = pulumi
+            .all([db.masterSecretArn, db.ingest.secret.arn, db.reporter.secret.arn, args.accountId])
+            .apply(([m, i, r, accountId]) =>
+                interfaceEndpointPolicies({ secretArns: [m, i, r], metricNamespace: METRIC_NAMESPACE, accountId }),
+            );
+        for (const svc of ["secretsmanager", "monitoring"] as const)
+            new aws.ec2.VpcEndpointPolicy(
+                `${name}-${svc}-policy`,
+                { vpcEndpointId: net.interfaceEndpoints[svc].id, policy: endpointPolicies.apply((p) => JSON.stringify(p[svc])) },
+                scope.parent,
+            );
         const { fn, queue, ops } = ledgerFunctions(
             scope,
             {
