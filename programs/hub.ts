@@ -4,6 +4,7 @@ import { ApiKeys } from "../components/hub/ApiKeys";
 import { PolicyStore } from "../components/hub/PolicyStore";
 import { effectiveIdentity, SpokeIdentity, spokeDeployerArn } from "../components/hub/SpokeIdentity";
 import { UsageLedger } from "../components/hub/UsageLedger";
+import { usageStreamPolicy } from "../components/hub/ledger/transport";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
@@ -342,6 +343,19 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             ];
         }),
     );
+
+    // Each usage stream: only its spoke's metering role may put records (components/hub/ledger/transport.ts).
+    for (const s of spokes)
+        new aws.kinesis.ResourcePolicy(
+            `usage-ledger-${s}-put-policy`,
+            {
+                resourceArn: ledger.streamArnFor(s),
+                policy: pulumi
+                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering])
+                    .apply(([streamArn, meteringRoleArn]) => JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn }))),
+            },
+            { provider },
+        );
 
     const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(
         Object.fromEntries(

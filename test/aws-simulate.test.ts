@@ -127,6 +127,10 @@ function resourcePolicyOf(arn: string): Doc | undefined {
         const bp = byType(rs, "aws:s3/bucketPolicy:BucketPolicy").find((p) => inputs(p).bucket === bucket);
         return bp ? JSON.parse(inputs(bp).policy) : undefined;
     }
+    if (arn.includes(":kinesis:")) {
+        const kp = byType(rs, "aws:kinesis/resourcePolicy:ResourcePolicy").find((p) => inputs(p).resourceArn === arn);
+        return kp ? JSON.parse(inputs(kp).policy) : undefined;
+    }
     if (arn.includes(":secretsmanager:")) {
         const sp = byType(rs, "aws:secretsmanager/secretPolicy:SecretPolicy").find((p) => inputs(p).secretArn === arn);
         return sp ? JSON.parse(inputs(sp).policy) : undefined;
@@ -330,6 +334,26 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
                 expect(allowed(await evaluate(spokes[s].auth, direct(AUTH_AWS_CALLS), v)), `${s} auth -> ${other}`).toEqual([]);
                 expect(allowed(await evaluate(spokes[s].metering, direct(METERING_AWS_CALLS), v)), `${s} metering -> ${other}`).toEqual([]);
             }
+    });
+
+    it("each usage stream takes records only from its spoke's metering role: an account admin, the auth role or another spoke's metering is denied", async () => {
+        const put = METERING_AWS_CALLS.filter((c) => c.action.startsWith("kinesis:Put"));
+        expect(put.length).toBeGreaterThan(0);
+        const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+        for (const s of SPOKES) {
+            const v = spokes[s].vars;
+            expect(notAllowed(await evaluate(spokes[s].metering, put, v)), s).toEqual([]);
+            const others: Principal[] = [
+                { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] },
+                { ...spokes[s].auth, policies: [allowAll] },
+                ...SPOKES.filter((o) => o !== s).map((o) => ({ ...spokes[o].metering, policies: [allowAll] })),
+            ];
+            for (const p of others)
+                expect(
+                    (await evaluate(p, put, v)).map((r) => r.decision),
+                    `${p.arn} -> ${s}`,
+                ).toEqual(put.map(() => "ExplicitlyDenied"));
+        }
     });
 
     it("plaintext, TLS below 1.2, another KMS key, another algorithm or the AWS managed key: the ACK is denied", async () => {
