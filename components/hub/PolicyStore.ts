@@ -227,18 +227,16 @@ export class PolicyStore extends pulumi.ComponentResource {
                 description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
                 enableKeyRotation: true,
                 deletionWindowInDays: 30,
-                policy: pulumi
-                    .output(args.accountId)
-                    .apply((accountId) =>
-                        JSON.stringify(
-                            serviceOnlyKeyPolicy({
-                                accountId,
-                                region: args.region,
-                                services: ["s3"],
-                                administrators: args.keyAdministrators,
-                            }),
-                        ),
+                policy: pulumi.output(args.accountId).apply((accountId) =>
+                    JSON.stringify(
+                        serviceOnlyKeyPolicy({
+                            accountId,
+                            region: args.region,
+                            services: ["s3"],
+                            administrators: args.keyAdministrators,
+                        }),
                     ),
+                ),
             },
             keep,
         );
