@@ -6,7 +6,7 @@ import { rolloutHubIssues } from "./rollout";
 import { UsageLedgerConfigSchema } from "./metering";
 import { SpokeIdentityConfigSchema } from "./spoke-identity";
 import { KeyServingSchema, KvSharingSchema, ServingClassesSchema, servingPolicyIssues, TeamServingSchema } from "./serving-policy";
-import { HubDeployersSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
+import { HubDeployersSchema, KeyAdministratorsSchema, TenantKeysConfigSchema, tenantKeysIssues } from "./tenant-keys";
 
 /** A GPU cluster the hub may place endpoints on. Its spoke stack file sets `platform:spoke.name` to `name`. */
 export const SpokeRefSchema = z
@@ -165,6 +165,8 @@ export const HubConfigSchema = z
         alarms: HubAlarmsSchema,
         /** The roles that deploy the hub (config/tenant-keys.ts), and who may read each tenant's keys. */
         hubDeployers: HubDeployersSchema,
+        /** Break-glass key administrators besides the hub deployers (config/tenant-keys.ts). */
+        keyAdministrators: KeyAdministratorsSchema,
         tenantKeys: TenantKeysConfigSchema,
         /** One client hostname over several spokes (config/failover.ts); optional. */
         failover: FailoverConfigSchema.optional(),

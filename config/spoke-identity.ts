@@ -32,7 +32,11 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
     z
         .object({
             mode: z.literal("pod-identity"),
-            /** Account of the spoke's EKS cluster; default the hub's account. */
+            /**
+             * Account of the spoke's EKS cluster; default the hub's account. Only the hub's own account is accepted
+             * (the hub's `up` refuses another): the spoke's roles are created in the hub's account, and EKS Pod Identity
+             * associates only roles of the cluster's account.
+             */
             accountId: AccountId.optional(),
         })
         .strict(),

@@ -15,6 +15,14 @@ export const IamRoleArnSchema = z
 export const HubDeployersSchema = z.array(IamRoleArnSchema).min(1);
 
 /**
+ * `platform:keyAdministrators` of the hub: roles besides the hub deployers that may administer the hub's KMS keys
+ * (policy bundles, usage ledger, credential secrets): typically one break-glass role. Only the hub deployers and these
+ * may change a key's policy, disable it or schedule its deletion (lib/kms.ts `keyAdministration`); the account's other
+ * principals, administrators included, may only read the keys' metadata.
+ */
+export const KeyAdministratorsSchema = z.array(IamRoleArnSchema).default([]);
+
+/**
  * `platform:tenantKeys` of the hub: how tenants receive their API keys. The hub creates one Secrets Manager secret per
  * tenant named here (`platform/tenants/<tenant>/api-keys`, JSON key id -> key) that only the roles named here (and
  * the hub deployers) may read; `npm run mint-key` writes the keys into it. No program state or stack output ever

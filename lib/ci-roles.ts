@@ -1,5 +1,5 @@
 import type { AwsCall } from "../services/shared/aws-calls";
-import { KEY_ADMIN_ACTIONS } from "./kms";
+import { keyAdministration } from "./kms";
 
 /**
  * The two AWS roles CI assumes through GitHub OIDC, and the KMS key that encrypts the hub's Pulumi state.
@@ -403,6 +403,9 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
             },
             { Sid: "NoKeyPolicyChanges", Effect: "Deny", Action: ["kms:PutKeyPolicy", "kms:CreateGrant"], Resource: "*" },
             { Sid: "NoRoleHopping", Effect: "Deny", Action: ["sts:AssumeRole", "sts:AssumeRoleWithWebIdentity"], Resource: "*" },
+            // A preview invokes nothing: the hub's ledger Lambda reads and writes the usage ledger for the operator
+            // (services/reconciler/ops.ts); `aws.lambda.Invocation` runs on `up` only.
+            { Sid: "NoInvocations", Effect: "Deny", Action: ["lambda:InvokeFunction", "lambda:InvokeFunctionUrl"], Resource: "*" },
             {
                 // A preview never mints a credential whose secret it would then hold (services/keys/spoke-key.ts
                 // mints on-prem source keys as a hub deployer), nor retires one a site runs on.
@@ -428,17 +431,21 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
  * deployers (`platform:hubDeployers`: the deploy role, the operators) encrypt and decrypt with it, directly (Pulumi's
  * awskms secrets provider calls KMS itself). Nobody else can, whatever their IAM policy says.
  */
-export function hubStateKeyPolicy(x: { partition?: string; accountId: string; deployers: string[] }): CiPolicyDocument {
+export function hubStateKeyPolicy(x: {
+    partition?: string;
+    accountId: string;
+    deployers: string[];
+    /** Break-glass administrators besides the deployers (`platform:keyAdministrators`). */
+    administrators?: string[];
+}): CiPolicyDocument {
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "KeyAdministration",
-                Effect: "Allow",
-                Principal: { AWS: `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root` },
-                Action: KEY_ADMIN_ACTIONS,
-                Resource: "*",
-            },
+            // Only the deployers (and break-glass roles) administer it: an account admin cannot rewrite it to decrypt.
+            ...(keyAdministration({
+                ...x,
+                administrators: [...x.deployers, ...(x.administrators ?? [])],
+            }) as CiPolicyDocument["Statement"]),
             {
                 Sid: "HubDeployersOnly",
                 Effect: "Allow",

@@ -21,8 +21,40 @@ export const KEY_ADMIN_ACTIONS = [
     "kms:CancelKeyDeletion",
 ];
 
+/** Key metadata every principal of the account may read with an IAM policy that allows it (no change, no use). */
+export const KEY_READ_ACTIONS = ["kms:Describe*", "kms:List*", "kms:Get*"];
+
 /**
- * Pure: a key policy that lets the account administer the key, and lets the account's principals (with an IAM policy
+ * Pure: the administration statements of every hub key. Only `administrators` (the hub deployers, who create and
+ * update the keys, and any break-glass role of `platform:keyAdministrators`) may administer the key
+ * ({@link KEY_ADMIN_ACTIONS}: change its policy, disable it, schedule its deletion); the account root only lets IAM
+ * policies read its metadata, so an account administrator outside them cannot rewrite the policy and then decrypt.
+ * Lockout safety (AWS KMS developer guide, "Default key policy" and PutKeyPolicy's `BypassPolicyLockoutSafetyCheck`,
+ * which Pulumi leaves false): KMS refuses a key policy that the principal setting it could not change afterwards, so
+ * the hub's `up`, run as a hub deployer, keeps itself an administrator; a run by anyone else stops at the first key.
+ * @throws Error when `administrators` is empty (the key could never be administered)
+ */
+export function keyAdministration(x: {
+    accountId: string;
+    partition?: string;
+    administrators: readonly string[];
+}): Array<Record<string, unknown>> {
+    const admins = [...new Set(x.administrators)].sort();
+    if (!admins.length) throw new Error("a hub key needs at least one administrator (platform:hubDeployers)");
+    return [
+        { Sid: "KeyAdministration", Effect: "Allow", Principal: { AWS: admins }, Action: KEY_ADMIN_ACTIONS, Resource: "*" },
+        {
+            Sid: "AccountReadsKeyMetadata",
+            Effect: "Allow",
+            Principal: { AWS: `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root` },
+            Action: KEY_READ_ACTIONS,
+            Resource: "*",
+        },
+    ];
+}
+
+/**
+ * Pure: a key policy that lets the named administrators ({@link keyAdministration}) administer the key, and lets the account's principals (with an IAM policy
  * that allows it) use it only through the named AWS services in the hub's region (`kms:ViaService`) from this account
  * (`kms:CallerAccount`): the default key policy (`kms:*` to the account) would let any principal with a broad IAM
  * policy decrypt directly. `services` are service endpoints' first labels (`s3`, `rds`, `secretsmanager`).
@@ -33,12 +65,14 @@ export function serviceOnlyKeyPolicy(x: {
     region: string;
     services: string[];
     partition?: string;
+    /** Who administers the key: the hub deployers and `platform:keyAdministrators`. */
+    administrators: readonly string[];
 }): Record<string, unknown> {
     const root = `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root`;
     return {
         Version: "2012-10-17",
         Statement: [
-            { Sid: "KeyAdministration", Effect: "Allow", Principal: { AWS: root }, Action: KEY_ADMIN_ACTIONS, Resource: "*" },
+            ...keyAdministration(x),
             {
                 Sid: "UseOnlyThroughServices",
                 Effect: "Allow",

@@ -5,6 +5,7 @@ import { ApiKeys } from "../components/hub/ApiKeys";
 import { PolicyStore } from "../components/hub/PolicyStore";
 import { effectiveIdentity, SpokeIdentity, spokeDeployerArn } from "../components/hub/SpokeIdentity";
 import { UsageLedger } from "../components/hub/UsageLedger";
+import { usageStreamPolicy } from "../components/hub/ledger/transport";
 import { ledgerAvailabilityZones } from "../config/metering";
 import { CONTRACT_SCHEMA_VERSION, type PolicyContract, type SpokeContract, contentHash } from "../config/contract";
 import type { HubConfig } from "../config/stack";
@@ -113,6 +114,7 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
  */
 export function namedRoles(cfg: HubConfig, partition: string, accountId: string): Array<{ key: string; arn: string }> {
     const out: Array<{ key: string; arn: string }> = cfg.hubDeployers.map((arn, i) => ({ key: `platform:hubDeployers[${i}]`, arn }));
+    cfg.keyAdministrators.forEach((arn, i) => out.push({ key: `platform:keyAdministrators[${i}]`, arn }));
     for (const [t, readers] of Object.entries(cfg.tenantKeys.readers))
         readers.forEach((arn, i) => out.push({ key: `platform:tenantKeys.readers.${t}[${i}]`, arn }));
     for (const s of cfg.spokes) {
@@ -151,6 +153,24 @@ export async function requireNamedRolesExist(
         });
     }
     return accountId;
+}
+
+/**
+ * Pure: refuses an EKS spoke whose `platform:spokeIdentities.<spoke>.accountId` is not the hub's account. The hub
+ * creates each spoke's service roles in its own account, and EKS Pod Identity associates only a role of the
+ * cluster's own account (EKS user guide, "Pod Identity": `CreatePodIdentityAssociation` takes a role in the
+ * cluster's account; another account's role needs a `targetRoleArn` chain this platform does not build), so such a
+ * spoke would never receive credentials. Put that cluster in the hub's account, or run a hub in its account.
+ * @throws Error naming the hub file and the key
+ */
+export function refuseForeignPodIdentityAccounts(cfg: HubConfig, accountId: string, file: string): void {
+    for (const s of cfg.spokes) {
+        const id = effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]);
+        if (id.mode !== "pod-identity" || id.accountId === undefined || id.accountId === accountId) continue;
+        throw new Error(
+            `${file}: platform:spokeIdentities.${s.name}.accountId: ${id.accountId} is not the hub's account ${accountId}; EKS Pod Identity associates only roles of the cluster's own account, and the hub creates the spoke's roles in its account: deploy the cluster in ${accountId} (then drop the key) or run a hub in ${id.accountId}`,
+        );
+    }
 }
 
 /**
@@ -256,6 +276,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
     // here, before any resource that names it is registered.
     const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
+    refuseForeignPodIdentityAccounts(cfg, identity.accountId, stackFilePath());
     await requireNamedRolesExist(cfg, part.partition, identity.accountId, stackFilePath(), provider);
     await requireAlarmTopic(cfg, region, identity.accountId, stackFilePath(), provider);
     const caller = aws.getCallerIdentityOutput({}, { provider });
@@ -265,6 +286,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         const principal = spokeDeployerArn(s.name, effectiveIdentity(s.provider, cfg.spokeIdentities[s.name]), partition, caller.accountId);
         return principal ? [principal] : [];
     });
+    // Who administers the hub's KMS keys (lib/kms.ts keyAdministration): the deployers and any break-glass role.
+    const keyAdministrators = [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
     const keys = new ApiKeys(
         "api-keys",
         {
@@ -274,6 +297,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             otherKeyUsers: spokeDeployers,
             region,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             namePrefix: cfg.namePrefix,
         },
         opts,
@@ -299,6 +323,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             bucketName: pulumi.interpolate`${cfg.namePrefix}-policy-bundles-${caller.accountId}-${region}`,
             namePrefix: cfg.namePrefix,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             region,
         },
         opts,
@@ -313,6 +338,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
             alarms: cfg.alarms,
             accountId: caller.accountId,
+            keyAdministrators: keyAdministrators,
             namePrefix: cfg.namePrefix,
         },
         opts,
@@ -348,6 +374,19 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             ];
         }),
     );
+
+    // Each usage stream: only its spoke's metering role may put records (components/hub/ledger/transport.ts).
+    for (const s of spokes)
+        new aws.kinesis.ResourcePolicy(
+            `usage-ledger-${s}-put-policy`,
+            {
+                resourceArn: ledger.streamArnFor(s),
+                policy: pulumi
+                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering])
+                    .apply(([streamArn, meteringRoleArn]) => JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn }))),
+            },
+            { provider },
+        );
 
     const extras: pulumi.Output<Record<string, SpokeContractExtras>> = pulumi.all(
         Object.fromEntries(
@@ -438,6 +477,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             /** The ledger key the failed batches are encrypted with (npm run replay-usage -- --rescue-stream names it). */
             failedBatchKeyArn: ledger.keyArn,
             databaseEndpoint: ledger.clusterEndpoint,
+            /** The operator's path to the ledger (npm run status / replay-usage invoke it; the database is VPC-only). */
+            opsFunction: ledger.opsFunction,
         },
     };
 }

@@ -4,7 +4,8 @@ import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
 import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
-import { MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
+import { LEDGER_OPS_AWS_CALLS, MIGRATOR_AWS_CALLS, RECONCILER_AWS_CALLS } from "../services/reconciler/aws-calls";
+import { REPLAY_TOOL_AWS_CALLS, STATUS_AWS_CALLS } from "../tools/aws-calls";
 import { S3_TRANSPORT, type AwsCall } from "../services/shared/aws-calls";
 import { CONSUMER_AWS_CALLS, REPLAY_AWS_CALLS, RESCUE_AWS_CALLS } from "../services/usage-consumer/aws-calls";
 import { INSTALL_SOURCE_KEY_AWS_CALLS, MINT_AWS_CALLS, SPOKE_KEY_AWS_CALLS } from "../services/keys/aws-calls";
@@ -103,13 +104,23 @@ function roleOf(resourceName: string): { arn: string; policies: Doc[] } {
     if (!policies.length) throw new Error(`role ${resourceName} has no inline policy`);
     return { arn: out(role, "arn"), policies };
 }
-/** A ledger Lambda's role: it runs in the ledger's VPC, so its S3 calls pass the S3 gateway endpoint's policy. */
+/**
+ * A ledger Lambda's role: it runs in the ledger's VPC, so its S3, Secrets Manager and CloudWatch calls pass the
+ * endpoints' policies (the S3 gateway endpoint, the two interface endpoints).
+ */
 function ledgerRole(resourceName: string): Principal {
     // The mocks' id of a resource is `<name>-id` (tools/harness.ts).
-    const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", "usage-ledger-s3").name}-id`;
-    const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
-    if (!policy) throw new Error("the ledger's S3 endpoint has no policy");
-    return { ...roleOf(resourceName), s3Endpoint: { id, policy: JSON.parse(inputs(policy).policy) } };
+    const endpoint = (resource: string) => {
+        const id = `${named("aws:ec2/vpcEndpoint:VpcEndpoint", resource).name}-id`;
+        const policy = byType(rs, "aws:ec2/vpcEndpointPolicy:VpcEndpointPolicy").find((p) => inputs(p).vpcEndpointId === id);
+        if (!policy) throw new Error(`the ledger's endpoint ${resource} has no policy`);
+        return { id, policy: JSON.parse(inputs(policy).policy) as Doc };
+    };
+    return {
+        ...roleOf(resourceName),
+        s3Endpoint: endpoint("usage-ledger-s3"),
+        vpcEndpoints: { secretsmanager: endpoint("usage-ledger-secretsmanager"), cloudwatch: endpoint("usage-ledger-monitoring") },
+    };
 }
 /** The resource policy that governs `arn` (bucket, KMS key, secret), or undefined. */
 function resourcePolicyOf(arn: string): Doc | undefined {
@@ -119,6 +130,10 @@ function resourcePolicyOf(arn: string): Doc | undefined {
         const bucket = arn.slice("arn:aws:s3:::".length).split("/")[0];
         const bp = byType(rs, "aws:s3/bucketPolicy:BucketPolicy").find((p) => inputs(p).bucket === bucket);
         return bp ? JSON.parse(inputs(bp).policy) : undefined;
+    }
+    if (arn.includes(":kinesis:")) {
+        const kp = byType(rs, "aws:kinesis/resourcePolicy:ResourcePolicy").find((p) => inputs(p).resourceArn === arn);
+        return kp ? JSON.parse(inputs(kp).policy) : undefined;
     }
     if (arn.includes(":secretsmanager:")) {
         const sp = byType(rs, "aws:secretsmanager/secretPolicy:SecretPolicy").find((p) => inputs(p).secretArn === arn);
@@ -141,6 +156,8 @@ interface Principal {
     context?: Record<string, string | string[]>;
     /** In the ledger's VPC: its S3 calls go through the gateway endpoint, whose policy takes part. */
     s3Endpoint?: { id: string; policy: Doc };
+    /** In the ledger's VPC: its calls to these services (action prefix) go through their interface endpoints. */
+    vpcEndpoints?: Record<string, { id: string; policy: Doc }>;
 }
 
 async function simulate(
@@ -150,14 +167,16 @@ async function simulate(
     context: Record<string, string | string[]>,
 ): Promise<{ decision: Decision; detail: string }> {
     const resourcePolicy = resourcePolicyOf(resource);
-    const viaEndpoint = !!p.s3Endpoint && action.startsWith("s3:") && context["aws:ViaAWSService"] !== "true";
+    const direct = context["aws:ViaAWSService"] !== "true";
+    const endpoint = !direct ? undefined : action.startsWith("s3:") ? p.s3Endpoint : p.vpcEndpoints?.[action.split(":")[0]];
+    const viaEndpoint = !!endpoint;
     const r = await runSimulation(
         {
             identityPolicies: p.policies.map((policy, i) => ({ name: `inline-${i}`, policy })),
             serviceControlPolicies: [],
             resourceControlPolicies: [],
             resourcePolicy: resourcePolicy as any,
-            vpcEndpointPolicies: viaEndpoint ? [{ name: p.s3Endpoint!.id, policy: p.s3Endpoint!.policy }] : undefined,
+            vpcEndpointPolicies: endpoint ? [{ name: endpoint.id, policy: endpoint.policy }] : undefined,
             request: {
                 action,
                 principal: p.arn,
@@ -170,7 +189,7 @@ async function simulate(
                     "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
                     ...p.context,
-                    ...(viaEndpoint ? { "aws:SourceVpce": p.s3Endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
+                    ...(viaEndpoint ? { "aws:SourceVpce": endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
                 },
             },
@@ -254,6 +273,7 @@ beforeAll(async () => {
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
         ledgerVpcId: "usage-ledger-vpc-id",
+        ledgerOpsFunctionArn: out(named("aws:lambda/function:Function", "usage-ledger-ops"), "arn"),
         ledgerSubnetArn: out(named("aws:ec2/subnet:Subnet", "usage-ledger-private-0"), "arn"),
         lambdaSgArn: out(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg"), "arn"),
     };
@@ -318,6 +338,26 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
                 expect(allowed(await evaluate(spokes[s].auth, direct(AUTH_AWS_CALLS), v)), `${s} auth -> ${other}`).toEqual([]);
                 expect(allowed(await evaluate(spokes[s].metering, direct(METERING_AWS_CALLS), v)), `${s} metering -> ${other}`).toEqual([]);
             }
+    });
+
+    it("each usage stream takes records only from its spoke's metering role: an account admin, the auth role or another spoke's metering is denied", async () => {
+        const put = METERING_AWS_CALLS.filter((c) => c.action.startsWith("kinesis:Put"));
+        expect(put.length).toBeGreaterThan(0);
+        const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+        for (const s of SPOKES) {
+            const v = spokes[s].vars;
+            expect(notAllowed(await evaluate(spokes[s].metering, put, v)), s).toEqual([]);
+            const others: Principal[] = [
+                { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] },
+                { ...spokes[s].auth, policies: [allowAll] },
+                ...SPOKES.filter((o) => o !== s).map((o) => ({ ...spokes[o].metering, policies: [allowAll] })),
+            ];
+            for (const p of others)
+                expect(
+                    (await evaluate(p, put, v)).map((r) => r.decision),
+                    `${p.arn} -> ${s}`,
+                ).toEqual(put.map(() => "ExplicitlyDenied"));
+        }
     });
 
     it("plaintext, TLS below 1.2, another KMS key, another algorithm or the AWS managed key: the ACK is denied", async () => {
@@ -445,6 +485,7 @@ describe("simulated: the ledger Lambdas", () => {
         migrator: { role: ledgerRole("usage-ledger-migrator-role"), calls: MIGRATOR_AWS_CALLS, logs: "usage-ledger-migrator-logs" },
         reconciler: { role: ledgerRole("usage-ledger-reconciler-role"), calls: RECONCILER_AWS_CALLS, logs: "usage-ledger-reconciler-logs" },
         consumer: { role: ledgerRole("usage-ledger-consumer-role"), calls: CONSUMER_AWS_CALLS, logs: "usage-ledger-consumer-logs" },
+        ops: { role: ledgerRole("usage-ledger-ops-role"), calls: LEDGER_OPS_AWS_CALLS, logs: "usage-ledger-ops-logs" },
     });
     const varsFor = (logs: string, spoke = SPOKES[0]) => ({
         ...vars,
@@ -475,6 +516,46 @@ describe("simulated: the ledger Lambdas", () => {
             expect(eni.length, name).toBe(6);
             expect(allowed(await evaluate(l.role, eni, { ...other, logGroupArn: "x" })), name).toEqual([]);
         }
+    });
+
+    it("the ledger VPC's Secrets Manager and CloudWatch endpoints: only the ledger's secrets and the reconciliation's metric, by the hub's account", async () => {
+        // A principal allowed everything by its own policy, inside the VPC.
+        const inVpc: Principal = {
+            ...ledgerRole("usage-ledger-consumer-role"),
+            arn: `arn:aws:iam::${ACCOUNT}:role/broad-admin`,
+            policies: [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] }],
+        };
+        const v = varsFor("usage-ledger-consumer-logs");
+        const needed = [...MIGRATOR_AWS_CALLS, ...RECONCILER_AWS_CALLS].filter((c) => /^(secretsmanager|cloudwatch):/.test(c.action));
+        expect(needed.length).toBeGreaterThanOrEqual(4);
+        expect(notAllowed(await evaluate(inVpc, needed, v))).toEqual([]);
+        const t = { "aws:SecureTransport": "true" };
+        const other: AwsCall[] = [
+            {
+                source: "x",
+                action: "secretsmanager:GetSecretValue",
+                resource: `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:someone-else-AbCdEf`,
+                context: t,
+                purpose: "another secret",
+            },
+            {
+                source: "x",
+                action: "secretsmanager:PutSecretValue",
+                resource: "{ingestSecretArn}",
+                context: t,
+                purpose: "writing a ledger secret",
+            },
+            {
+                source: "x",
+                action: "cloudwatch:PutMetricData",
+                resource: "*",
+                context: { ...t, "cloudwatch:namespace": "Exfil/Data" },
+                purpose: "another namespace",
+            },
+        ];
+        expect(allowed(await evaluate(inVpc, other, v))).toEqual([]);
+        // Another account's principal, allowed by its own policy: refused by the endpoints.
+        expect(allowed(await evaluate({ ...inVpc, arn: "arn:aws:iam::999999999999:role/x" }, needed, v))).toEqual([]);
     });
 
     it("each Lambda reads only its own secrets, and the ledger key only through Secrets Manager", async () => {
@@ -615,6 +696,42 @@ describe("simulated: failed usage batches (kept by the consumer, replayed by an 
                 })),
             ),
         ).toEqual([]);
+    });
+});
+
+describe("simulated: the operator's path to the ledger (npm run status / replay-usage through the ledger Lambda)", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const operator = (): Principal => ({ arn: `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`, policies: [allowAll] });
+    const invoke = () => [...STATUS_AWS_CALLS, ...REPLAY_TOOL_AWS_CALLS].filter((c) => c.action === "lambda:InvokeFunction");
+
+    it("the database stays private: no public endpoint, its security group admits only the Lambdas", () => {
+        for (const i of byType(rs, "aws:rds/clusterInstance:ClusterInstance")) expect(inputs(i).publiclyAccessible ?? false).toBe(false);
+        expect(out(named("aws:lambda/function:Function", "usage-ledger-ops"), "vpcConfig")).toBeTruthy();
+    });
+
+    it("a hub deployer runs every call of both tools (the ledger Lambda included), for every spoke", async () => {
+        expect(invoke()).toHaveLength(2);
+        for (const spoke of SPOKES) {
+            const v = { ...vars, spoke };
+            expect(notAllowed(await evaluate(operator(), [...STATUS_AWS_CALLS, ...REPLAY_TOOL_AWS_CALLS], v)), spoke).toEqual([]);
+        }
+    });
+
+    it("nobody else invokes it: spoke roles, the other ledger Lambdas, a CI preview role allowed everything else", async () => {
+        const preview: Principal = {
+            arn: `arn:aws:iam::${ACCOUNT}:role/platform-ci-preview`,
+            policies: [allowAll, previewGuardPolicy({ region: REGION }) as unknown as Doc],
+        };
+        const others: Principal[] = [
+            spokes[SPOKES[0]].auth,
+            spokes[SPOKES[0]].metering,
+            ledgerRole("usage-ledger-consumer-role"),
+            ledgerRole("usage-ledger-reconciler-role"),
+            ledgerRole("usage-ledger-migrator-role"),
+            ledgerRole("usage-ledger-ops-role"),
+        ];
+        for (const p of others) expect(allowed(await evaluate(p, invoke(), vars)), p.arn).toEqual([]);
+        expect((await evaluate(preview, invoke(), vars)).map((r) => r.decision)).toEqual(["ExplicitlyDenied", "ExplicitlyDenied"]);
     });
 });
 
@@ -935,6 +1052,54 @@ describe("simulated: tenants' API key secrets", () => {
     });
 });
 
+describe("simulated: key secrets' lifecycle (tenants' API keys, on-prem source keys)", () => {
+    const LIFECYCLE = [
+        "secretsmanager:DeleteSecret",
+        "secretsmanager:RestoreSecret",
+        "secretsmanager:RotateSecret",
+        "secretsmanager:CancelRotateSecret",
+        "secretsmanager:ReplicateSecretToRegions",
+        "secretsmanager:RemoveRegionsFromReplication",
+        "secretsmanager:StopReplicationToReplica",
+        "secretsmanager:TagResource",
+        "secretsmanager:UntagResource",
+    ];
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const secrets = () => {
+        const ids = HUB["platform:spokeIdentities"];
+        const slots = Object.keys(ids)
+            .filter((s) => ids[s].mode === "access-key")
+            .map((s) => `spoke-${s}-key-${ids[s].keys[0].id}`);
+        expect(slots.length).toBeGreaterThan(0);
+        return [...Object.keys(HUB["platform:tenantKeys"].readers).map((t) => `api-keys-${t}`), ...slots].map((n) =>
+            out(named("aws:secretsmanager/secret:Secret", n), "arn"),
+        );
+    };
+    const ctx = (action: string) => ({
+        "aws:SecureTransport": "true",
+        ...(action === "secretsmanager:DeleteSecret" ? { "secretsmanager:ForceDeleteWithoutRecovery": "true" } : {}),
+    });
+
+    it("an administrator of the hub account who is not a hub deployer can neither delete, restore, rotate, replicate nor retag a key secret", async () => {
+        const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+        for (const secret of secrets())
+            for (const action of LIFECYCLE)
+                expect((await simulate(admin, action, secret, ctx(action))).decision, `${action} ${secret}`).toBe("ExplicitlyDenied");
+    });
+
+    it("the deny exempts the hub deployers (Pulumi manages the secrets and their tags; removing a spoke or tenant is theirs)", async () => {
+        // The sample file's deployers are in another (documentation) account: their own account's policy decides the
+        // rest; here only that the secret's Deny does not apply to them.
+        for (const d of HUB["platform:hubDeployers"] as string[])
+            for (const secret of secrets())
+                for (const action of LIFECYCLE)
+                    expect(
+                        (await simulate({ arn: d, policies: [allowAll] }, action, secret, ctx(action))).decision,
+                        `${d} ${action}`,
+                    ).not.toBe("ExplicitlyDenied");
+    });
+});
+
 describe("simulated: on-prem source keys minted outside Pulumi (npm run mint-key -- spoke-access-key)", () => {
     it("a hub deployer makes every call; the preview role and a spoke deployer can neither mint, retire nor write a key", async () => {
         // IAM calls are same-account only, so the hub deployer here is in the hub's (mock) account, as a real one is;
@@ -1158,6 +1323,49 @@ describe("simulated: the AWS Load Balancer Controller's role on an EKS spoke", (
                 }),
             ),
         ).toEqual([]);
+        // Another workload's listener and target group (upstream allows these on `*` untagged): untagged, or tagged by
+        // another cluster, in this region or another: no register, modify, delete or certificate change.
+        const foreign = [
+            "elasticloadbalancing:RegisterTargets",
+            "elasticloadbalancing:DeregisterTargets",
+            "elasticloadbalancing:ModifyListener",
+            "elasticloadbalancing:DeleteListener",
+        ];
+        const targets = LBC_AWS_CALLS.filter((c) => foreign.includes(c.action));
+        expect(targets.map((c) => c.action).sort()).toEqual([...foreign].sort());
+        const certs = targets
+            .filter((c) => c.action === "elasticloadbalancing:ModifyListener")
+            .flatMap((c) =>
+                ["AddListenerCertificates", "RemoveListenerCertificates"].map((x) => ({ ...c, action: `elasticloadbalancing:${x}` })),
+            );
+        const payments = {
+            ...v,
+            region: "us-east-1",
+        };
+        for (const vars of [v, payments]) {
+            expect(
+                allowed(
+                    await evaluate(principal, [...targets, ...certs], vars, (c) => {
+                        const { "aws:ResourceTag/elbv2.k8s.aws/cluster": _, ...rest } = c;
+                        return { ...rest, "aws:ResourceTag/app": "payments" };
+                    }),
+                ),
+            ).toEqual([]);
+            expect(
+                allowed(
+                    await evaluate(principal, [...targets, ...certs], vars, (c) => ({
+                        ...c,
+                        "aws:ResourceTag/elbv2.k8s.aws/cluster": "platform-other",
+                    })),
+                ),
+            ).toEqual([]);
+        }
+        // Its own resources, but in another region (the role is the spoke's): no mutation there either.
+        const mutations = LBC_AWS_CALLS.filter(
+            (c) => !/:(Describe|Get)/.test(c.action) && !c.action.startsWith("iam:") && c.action !== "ec2:CreateSecurityGroup",
+        );
+        expect(mutations.length).toBeGreaterThanOrEqual(15);
+        expect(allowed(await evaluate(principal, mutations, { ...payments, vpcArn: v.vpcArn }))).toEqual([]);
         // Another service's linked role: refused.
         const slr = LBC_AWS_CALLS.filter((c) => c.action === "iam:CreateServiceLinkedRole");
         expect(allowed(await evaluate(principal, slr, v, (c) => ({ ...c, "iam:AWSServiceName": "eks.amazonaws.com" })))).toEqual([]);
@@ -1200,6 +1408,60 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
             ).toBe("ImplicitlyDenied");
         }
     });
+});
+
+describe("simulated: who administers the hub's KMS keys", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+    const KEYS = ["policy-store-key", "usage-ledger-key", "api-keys-key"];
+    const ADMIN_ONLY = ["kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:DisableKey"];
+    const ctx = { "aws:SecureTransport": "true" };
+
+    it("an administrator of the hub account outside the hub deployers can neither rewrite a key's policy, disable it, nor schedule its deletion", async () => {
+        const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+        for (const key of KEYS) {
+            const arn = out(named("aws:kms/key:Key", key), "arn");
+            for (const a of ADMIN_ONLY) expect((await simulate(admin, a, arn, ctx)).decision, `${key} ${a}`).not.toBe("Allowed");
+            expect((await simulate(admin, "kms:DescribeKey", arn, ctx)).decision, key).toBe("Allowed");
+        }
+    });
+
+    it("the hub deployers can (lockout safety: the up that sets the policy keeps the right to set it); so can a break-glass role of platform:keyAdministrators", async () => {
+        for (const key of KEYS) {
+            const arn = out(named("aws:kms/key:Key", key), "arn");
+            for (const d of HUB["platform:hubDeployers"] as string[])
+                for (const a of ADMIN_ONLY)
+                    expect((await simulate({ arn: d, policies: [allowAll] }, a, arn, ctx)).decision, `${d} ${a}`).toBe("Allowed");
+        }
+        const breakGlass = `arn:aws:iam::${ACCOUNT}:role/platform-break-glass`;
+        const doc = structuredClone(HUB);
+        doc["platform:keyAdministrators"] = [breakGlass];
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        for (const key of KEYS) {
+            const k = hub.resources.find((r) => r.type === "aws:kms/key:Key" && r.name === key)!;
+            const r = await runSimulation(
+                {
+                    identityPolicies: [{ name: "admin", policy: allowAll }],
+                    serviceControlPolicies: [],
+                    resourceControlPolicies: [],
+                    resourcePolicy: JSON.parse(inputs(k).policy),
+                    request: {
+                        action: "kms:PutKeyPolicy",
+                        principal: breakGlass,
+                        resource: { accountId: ACCOUNT, resource: out(k, "arn") },
+                        contextVariables: {
+                            ...ctx,
+                            "aws:PrincipalArn": breakGlass,
+                            "aws:PrincipalAccount": ACCOUNT,
+                            "aws:ViaAWSService": "false",
+                            "kms:CallerAccount": ACCOUNT,
+                        },
+                    },
+                },
+                {},
+            );
+            expect(r.overallResult, key).toBe("Allowed");
+        }
+    }, 120_000);
 });
 
 describe("simulated: the alarm topic's key check agrees with IAM's evaluation", () => {

@@ -207,6 +207,24 @@ describe("simulated: the preview role reads no secret and cannot decrypt the hub
             expect(await simulate(PREVIEW_ROLE, [ALLOW_ALL, guard], a, STATE_KEY, stateKey), a).toBe("ExplicitlyDenied");
     });
 
+    it("hub state key: an account admin outside the deployers cannot rewrite its policy, disable it or schedule its deletion; a break-glass role can", async () => {
+        const BREAK_GLASS = `arn:aws:iam::${ACCOUNT}:role/platform-break-glass`;
+        const withBreakGlass = hubStateKeyPolicy({
+            accountId: ACCOUNT,
+            deployers: [DEPLOY_ROLE, OPERATOR],
+            administrators: [BREAK_GLASS],
+        }) as unknown as Doc;
+        for (const a of ["kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:DisableKey"]) {
+            expect(await simulate(ADMIN, [ALLOW_ALL], a, STATE_KEY, stateKey), `admin ${a}`).toBe("ImplicitlyDenied");
+            expect(await simulate(ADMIN, [ALLOW_ALL], a, STATE_KEY, withBreakGlass), `admin ${a}`).toBe("ImplicitlyDenied");
+            for (const d of [DEPLOY_ROLE, OPERATOR])
+                expect(await simulate(d, [kmsAll], a, STATE_KEY, stateKey), `${d} ${a}`).toBe("Allowed");
+            expect(await simulate(BREAK_GLASS, [kmsAll], a, STATE_KEY, withBreakGlass), `break-glass ${a}`).toBe("Allowed");
+        }
+        // The account's principals still read its metadata (with an IAM policy that allows it).
+        expect(await simulate(ADMIN, [ALLOW_ALL], "kms:DescribeKey", STATE_KEY, stateKey)).toBe("Allowed");
+    });
+
     it("no secret value, parameter or role hop, whatever policy sits beside the guard", async () => {
         const secret = `arn:aws:secretsmanager:${REGION}:${ACCOUNT}:secret:platform/tenants/acme/api-keys-AbCdEf`;
         expect(await simulate(PREVIEW_ROLE, [ALLOW_ALL, guard], "secretsmanager:GetSecretValue", secret)).toBe("ExplicitlyDenied");

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { parseFlatStackConfig } from "../config/stack";
-import { flatConfig, stackConfigDoc } from "./helpers";
+import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
+import { flatConfig, runRepoStack, stackConfigDoc } from "./helpers";
 
 const NOW = new Date("2026-12-01T00:00:00Z");
 function hubIssues(mutate: (d: Record<string, any>) => void): string[] {
@@ -53,4 +54,22 @@ describe("hub file: AWS identities and key delivery are named, never assumed", (
             }),
         ).toEqual([expect.stringMatching(/^platform:tenantKeys\.readers\.initech: unknown tenant "initech"/)]);
     });
+});
+
+describe("hub: an EKS spoke's Pod Identity account", () => {
+    it("another account than the hub's is refused before anything is created, naming the file and key (main made the roles in the hub's account)", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"] = { ...doc["platform:spokeIdentities"], sg1: { mode: "pod-identity", accountId: "444455556666" } };
+        await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(
+            `stacks/Pulumi.hub-prod.yaml: platform:spokeIdentities.sg1.accountId: 444455556666 is not the hub's account ${MOCK_ACCOUNT_ID}`,
+        );
+    }, 60_000);
+
+    it("the hub's own account, named explicitly, is accepted", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:spokeIdentities"] = { ...doc["platform:spokeIdentities"], sg1: { mode: "pod-identity", accountId: MOCK_ACCOUNT_ID } };
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const trust = JSON.parse(String(hub.resources.find((r) => r.name === "spoke-sg1-auth-role")!.inputs.assumeRolePolicy));
+        expect(trust.Statement[0].Condition.StringEquals["aws:SourceAccount"]).toBe(MOCK_ACCOUNT_ID);
+    }, 120_000);
 });

@@ -8,7 +8,12 @@
  * `spoke-<s>-auth-role` / `-auth-permissions` and the new `spoke-<s>-metering-role` / `-metering-permissions`; and
  * for the new policy of the ledger VPC's S3 endpoint, `usage-ledger-s3-policy`. (The old `spoke-<s>-role` /
  * `-permissions` are no longer aliased to the auth role: a hub deployed by the previous release keeps them for one
- * release, components/hub/legacy-spoke-role.ts and test/hub-legacy-role.test.ts; this fresh render has none.)
+ * release, components/hub/legacy-spoke-role.ts and test/hub-legacy-role.test.ts; this fresh render has none.) And for
+ * the operator's ledger Lambda (services/reconciler/ops.ts: `usage-ledger-ops`, its role, policies and log group),
+ * which `npm run status` and `npm run replay-usage` invoke because the database has no route from outside its VPC;
+ * and for the policies of the ledger VPC's Secrets Manager and CloudWatch interface endpoints
+ * (`usage-ledger-secretsmanager-policy`, `usage-ledger-monitoring-policy`); and each usage stream's resource policy
+ * (`usage-ledger-<spoke>-put-policy`: only the spoke's metering role puts records).
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

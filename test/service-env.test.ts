@@ -6,7 +6,14 @@ import { PREFLIGHT_CONTAINER, PREFLIGHT_SCRIPT } from "../lib/preflight";
 import { AUTH_ENV, loadConfig as loadAuthConfig } from "../services/auth/config";
 import { loadConfig as loadMeteringConfig, METERING_ENV } from "../services/metering/config";
 import { PREFLIGHT_ENV } from "../services/preflight/config";
-import { loadMigratorEnv, loadReconcilerEnv, MIGRATOR_ENV, RECONCILER_ENV } from "../services/reconciler/config";
+import {
+    LEDGER_OPS_ENV,
+    loadLedgerOpsEnv,
+    loadMigratorEnv,
+    loadReconcilerEnv,
+    MIGRATOR_ENV,
+    RECONCILER_ENV,
+} from "../services/reconciler/config";
 import { type EnvContract, envNames } from "../services/shared/env";
 import { CONSUMER_ENV, readEnv as loadConsumerEnv } from "../services/usage-consumer/config";
 import type { CapturedResource, RunStackResult, StackOutputs } from "../tools/harness";
@@ -37,6 +44,7 @@ const LAMBDAS: Record<string, Contract> = {
     "platform-usage-ledger-migrator": { contract: MIGRATOR_ENV, load: loadMigratorEnv },
     "platform-usage-consumer": { contract: CONSUMER_ENV, load: loadConsumerEnv },
     "platform-usage-reconciliation": { contract: RECONCILER_ENV, load: loadReconcilerEnv },
+    "platform-usage-ledger-ops": { contract: LEDGER_OPS_ENV, load: loadLedgerOpsEnv },
 };
 
 const rendered: Record<string, RunStackResult> = {};

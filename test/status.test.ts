@@ -15,7 +15,7 @@ import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
 import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
-import { collectStatus, formatStatus, spokesFromHubOutputs } from "../tools/status";
+import { collectStatus, formatStatus, ledgerFromDb, spokesFromHubOutputs } from "../tools/status";
 import { ROOT } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
@@ -81,7 +81,14 @@ describe("npm run status", () => {
         );
 
         const later = new Date(now.getTime() + 3600_000); // current.json was written an hour before "now"
-        const rows = await collectStatus({ spokes, s3: client, db: ledger.db, now: later, maxBehindSeconds: 900, windowHours: 24 });
+        const rows = await collectStatus({
+            spokes,
+            s3: client,
+            ledger: ledgerFromDb(ledger.db),
+            now: later,
+            maxBehindSeconds: 900,
+            windowHours: 24,
+        });
         const hn1 = rows.find((r) => r.spoke === "hn1")!;
         expect(hn1).toMatchObject({
             publishedRevision: 3,
@@ -120,7 +127,7 @@ describe("npm run status", () => {
             await collectStatus({
                 spokes: { sg1: spokes.sg1 },
                 s3: client,
-                db: ledger.db,
+                ledger: ledgerFromDb(ledger.db),
                 now: later,
                 maxBehindSeconds: 900,
                 windowHours: 24,
@@ -134,7 +141,7 @@ describe("npm run status", () => {
         const soon = await collectStatus({
             spokes: { sg1: spokes.sg1 },
             s3: client,
-            db: ledger.db,
+            ledger: ledgerFromDb(ledger.db),
             now,
             maxBehindSeconds: 900,
             windowHours: 24,
@@ -146,7 +153,7 @@ describe("npm run status", () => {
         const rows = await collectStatus({
             spokes: { xx9: spokes.hn1 },
             s3: client,
-            db: ledger.db,
+            ledger: ledgerFromDb(ledger.db),
             now: new Date(),
             maxBehindSeconds: 900,
             windowHours: 24,

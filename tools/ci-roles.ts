@@ -87,7 +87,11 @@ function main(argv: string[]): void {
         }),
         "preview-guard.json": previewGuardPolicy({ region }),
         "deploy-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "deploy" }),
-        "hub-state-key-policy.json": hubStateKeyPolicy({ accountId, deployers }),
+        "hub-state-key-policy.json": hubStateKeyPolicy({
+            accountId,
+            deployers,
+            administrators: config["platform:keyAdministrators"] ?? [],
+        }),
     };
     for (const [name, doc] of Object.entries(docs)) fs.writeFileSync(path.join(out, name), `${JSON.stringify(doc, null, 2)}\n`);
     const deployRole = `arn:aws:iam::${accountId}:role/${names.deployRole}`;

@@ -6,6 +6,11 @@ import { Client } from "pg";
 import { FAILED_BATCH_PREFIX } from "../services/usage-consumer/failed-batches";
 import { type ReplayedBatch, replayFailedBatches } from "../services/usage-consumer/replay";
 import { type RescuedStream, rescueStreams } from "../services/usage-consumer/rescue";
+import type { FailedBatch } from "../services/usage-consumer/failed-batches";
+import type { BatchOutcome } from "../services/usage-consumer/handler";
+import type { LedgerOpsResponse } from "../services/reconciler/ops";
+import { INVOKE_PAYLOAD_LIMIT_BYTES, InvokeCommand, LambdaInvoker } from "./lambda-invoke";
+import { ledgerFunctionFromHubOutputs } from "./status";
 import { exitOnHelp } from "./cli";
 
 /**
@@ -44,12 +49,16 @@ Options:
   --region REGION    the hub's region (default AWS_REGION, then the outputs' usage streams)
   --prefix PREFIX    only objects under PREFIX (default ${FAILED_BATCH_PREFIX})
   --s3-endpoint URL  an S3-compatible server instead of AWS S3
+  --ledger-function NAME  the ledger Lambda instead of hub output usageLedger.opsFunction
+  --lambda-endpoint URL   a Lambda-compatible server instead of AWS Lambda
   --apply            ingest and delete; without it nothing is written anywhere
   --json             one JSON document instead of text
   -h, --help         this text
 
-The ledger (with --apply): DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE), as the
-ledger's master user or ledger_ingest, over TLS (PGSSLMODE=verify-full with the RDS CA bundle).
+The ledger (with --apply) has no route from outside its VPC: each batch is ingested by the hub's ledger Lambda
+(hub output usageLedger.opsFunction, or --ledger-function; lambda:InvokeFunction, which the hub deployers hold),
+as ledger_ingest, the records attributed by the hub's own stream -> spoke map. With DATABASE_URL or PGHOST set, the
+tool connects to that database instead (a ledger you can reach), as ledger_ingest, over TLS.
 The bucket: the AWS SDK's default credentials (a hub deployer; S3 decrypts with the ledger key).
 
 Examples:
@@ -111,6 +120,40 @@ export function formatReplay(rows: ReplayedBatch[], dryRun: boolean): string {
     return `${[...lines, summary].join("\n")}\n`;
 }
 
+/**
+ * Ingests a batch through the hub's ledger Lambda (services/reconciler/ops.ts `replay`), in as many invocations as
+ * Lambda's payload limit needs (ingestion is per record and idempotent, so a split batch counts the same).
+ * @throws the invocation's error (the batch's object stays for the next run)
+ */
+export function ingestViaLambda(lambda: Pick<LambdaInvoker, "send">, functionName: string) {
+    return async (batch: FailedBatch): Promise<BatchOutcome> => {
+        const parts: FailedBatch[] = [];
+        const limit = INVOKE_PAYLOAD_LIMIT_BYTES - 64 * 1024;
+        let current: FailedBatch["records"] = [];
+        let size = 0;
+        for (const r of batch.records) {
+            const n = JSON.stringify(r).length + 1;
+            if (current.length && size + n > limit) {
+                parts.push({ ...batch, records: current });
+                current = [];
+                size = 0;
+            }
+            current.push(r);
+            size += n;
+        }
+        parts.push({ ...batch, records: current });
+        const total: BatchOutcome = { received: 0, inserted: 0, receipts: 0, quarantined: 0, spokeQuarantined: 0 };
+        for (const part of parts) {
+            const r = (await lambda.send(
+                new InvokeCommand({ FunctionName: functionName, Payload: { op: "replay", batch: part } }),
+            )) as LedgerOpsResponse;
+            if (r?.op !== "replay") throw new Error(`${functionName} answered no replay outcome`);
+            for (const k of Object.keys(total) as Array<keyof BatchOutcome>) total[k] += Number(r.outcome[k] ?? 0);
+        }
+        return total;
+    };
+}
+
 async function main(argv: string[]): Promise<number> {
     exitOnHelp(argv, HELP);
     const opt = (k: string) => {
@@ -120,22 +163,42 @@ async function main(argv: string[]): Promise<number> {
         if (v === undefined || v.startsWith("--")) throw new Error(`--${k} needs a value`);
         return v;
     };
-    const withValue = ["--hub", "--outputs", "--bucket", "--region", "--prefix", "--s3-endpoint", "--since", "--kinesis-endpoint"];
-    const known = new Set([...withValue, "--apply", "--json", "--rescue-stream"]);
-    const unknown = argv.filter((a, i) => a.startsWith("--") && !known.has(a) && !(i > 0 && withValue.includes(argv[i - 1])));
+    const valued = [
+        "--hub",
+        "--outputs",
+        "--bucket",
+        "--region",
+        "--prefix",
+        "--s3-endpoint",
+        "--ledger-function",
+        "--lambda-endpoint",
+        "--since",
+        "--kinesis-endpoint",
+    ];
+    const known = new Set([...valued, "--apply", "--json", "--rescue-stream"]);
+    const unknown = argv.filter((a, i) => a.startsWith("--") && !known.has(a) && !(i > 0 && valued.includes(argv[i - 1])));
     if (unknown.length) throw new Error(`unknown option ${unknown[0]} (see --help)`);
     const dryRun = !argv.includes("--apply");
     let bucket = opt("bucket");
     let region = opt("region") ?? process.env.AWS_REGION;
     const rescue = argv.includes("--rescue-stream");
-    let hubJson: unknown;
-    const hubSource = () => opt("outputs") ?? `pulumi stack output --stack ${opt("hub") ?? "hub-prod"}`;
-    const hubOutputs = () => (hubJson ??= readHubOutputs(opt("outputs"), opt("hub") ?? "hub-prod", "--outputs FILE or --bucket"));
+    const direct = !!(process.env.DATABASE_URL || process.env.PGHOST);
+    // The hub outputs, read once: the bucket (unless --bucket) and the ledger Lambda (unless --ledger-function).
+    const hub = opt("hub") ?? "hub-prod";
+    const file = opt("outputs");
+    const source = file ?? `pulumi stack output --stack ${hub}`;
+    let outputs: unknown;
+    const hubOutputs = () => {
+        outputs ??= readHubOutputs(file, hub, "--outputs FILE or --bucket");
+        return outputs;
+    };
+    const hubSource = () => source;
     if (!bucket) {
-        const found = failureBucketFromHubOutputs(hubOutputs(), hubSource());
+        const found = failureBucketFromHubOutputs(hubOutputs(), source);
         bucket = found.bucket;
         region ??= found.region;
     }
+    const fnName = !dryRun && !direct ? (opt("ledger-function") ?? ledgerFunctionFromHubOutputs(hubOutputs(), source).name) : undefined;
     if (!region) throw new Error("no region: pass --region or set AWS_REGION");
     const endpoint = opt("s3-endpoint");
     const s3 = new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
@@ -169,15 +232,16 @@ async function main(argv: string[]): Promise<number> {
     }
     let db: Client | undefined;
     try {
-        if (!dryRun) {
+        const ingest = fnName ? ingestViaLambda(new LambdaInvoker(region, s3, opt("lambda-endpoint")), fnName) : undefined;
+        if (!dryRun && direct) {
             db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
             await db.connect().catch((e: Error) => {
                 throw new Error(
-                    `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`,
+                    `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to a ledger you can reach, or unset both to go through the hub's ledger Lambda.`,
                 );
             });
         }
-        const rows = await replayFailedBatches({ s3, bucket, prefix: opt("prefix"), db, dryRun });
+        const rows = await replayFailedBatches({ s3, bucket, prefix: opt("prefix"), db, ingest, dryRun });
         process.stdout.write(
             argv.includes("--json") ? `${JSON.stringify({ dryRun, bucket, batches: rows }, null, 2)}\n` : formatReplay(rows, dryRun),
         );

@@ -4,9 +4,9 @@ import { readHubOutputs } from "./hub-outputs";
 import { placementLines } from "./placement-view";
 import { Client } from "pg";
 import { AckSchema, bundlePaths, CurrentPointerSchema } from "../services/shared/bundle";
-import { reconcile } from "../services/ledger/reconcile";
 import type { Queryable } from "../services/ledger/ledger";
-import { spokeUsageStatus } from "../services/ledger/status";
+import { readSpokeLedger, type SpokeLedger } from "../services/reconciler/ops";
+import { InvokeCommand, LambdaInvoker } from "./lambda-invoke";
 import { exitOnHelp } from "./cli";
 
 /**
@@ -22,8 +22,9 @@ import { exitOnHelp } from "./cli";
  * `--max-behind-seconds` (default 900), or the reconciliation window has missing events. Exit 2 on a usage error.
  *
  * Hub outputs: `pulumi stack output --json --stack <hub>` (needs the Pulumi CLI and the backend), or `--outputs FILE`
- * with that JSON (or `out/<hub>/outputs.json` of the offline render). Ledger: `DATABASE_URL` or the libpq variables
- * (PGHOST, PGUSER, ...). Bucket: the AWS SDK's default credentials; `--s3-endpoint URL` for an S3-compatible server.
+ * with that JSON (or `out/<hub>/outputs.json` of the offline render). Ledger: the hub's ledger Lambda
+ * (services/reconciler/ops.ts; the database has no route from outside its VPC), or `DATABASE_URL` / the libpq
+ * variables for a database the caller can reach. Bucket: the AWS SDK's default credentials; `--s3-endpoint URL` for an S3-compatible server.
  */
 
 /** Where one spoke stands. Times are ISO-8601 UTC or null when never. */
@@ -56,7 +57,11 @@ export interface StatusOptions {
     /** Spoke name -> policy bucket and region (hub output `spokeContracts.<spoke>.policy`). */
     spokes: Record<string, { bucket: string; region: string }>;
     s3: (region: string) => S3Client;
-    db: Queryable;
+    /**
+     * The ledger side: a connection the caller can reach (`--local`, tests, DATABASE_URL), or the hub's ledger
+     * Lambda (services/reconciler/ops.ts through {@link ledgerFromLambda}: the ledger has no route from outside its VPC).
+     */
+    ledger: LedgerReader;
     now: Date;
     maxBehindSeconds: number;
     windowHours: number;
@@ -85,15 +90,38 @@ async function listKeys(s3: S3Client, bucket: string, prefix: string): Promise<s
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
+/** The ledger side of every spoke's status (services/reconciler/ops.ts {@link readSpokeLedger}). */
+export type LedgerReader = (q: { spokes: string[]; from: string }) => Promise<SpokeLedger[]>;
+
+/** Reads the ledger over a connection the caller can reach. */
+export const ledgerFromDb =
+    (db: Queryable): LedgerReader =>
+    (q) =>
+        readSpokeLedger(db, q);
+
+/**
+ * Reads the ledger through the hub's ledger Lambda (hub output `usageLedger.opsFunction`), as the operator:
+ * `lambda:InvokeFunction` on that one function (tools/aws-calls.ts).
+ */
+export const ledgerFromLambda =
+    (lambda: LambdaInvoker, functionName: string): LedgerReader =>
+    async (q) => {
+        const r = (await lambda.send(new InvokeCommand({ FunctionName: functionName, Payload: { op: "status", ...q } }))) as {
+            spokes?: SpokeLedger[];
+        };
+        if (!Array.isArray(r?.spokes)) throw new Error(`${functionName} answered no spokes`);
+        return r.spokes;
+    };
+
 /**
  * Reads every spoke's status from the hub's bucket and ledger.
  * @throws the S3 or PostgreSQL client's error when either cannot be read (never reported as "healthy")
  */
 export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
     const out: SpokeStatus[] = [];
-    const ledger = new Map((await spokeUsageStatus(o.db, { spokes: Object.keys(o.spokes) })).map((u) => [u.spoke, u]));
     const from = new Date(o.now.getTime() - o.windowHours * 3600_000);
     from.setUTCMinutes(0, 0, 0);
+    const ledger = new Map((await o.ledger({ spokes: Object.keys(o.spokes), from: from.toISOString() })).map((u) => [u.spoke, u]));
     for (const spoke of Object.keys(o.spokes).sort()) {
         const { bucket, region } = o.spokes[spoke];
         const s3 = o.s3(region);
@@ -122,18 +150,9 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
             }
         }
 
-        const u = await o.db.query("SELECT max(received_at) AS received, max(ended_at) AS ended FROM usage_events WHERE spoke = $1", [
-            spoke,
-        ]);
-        const received: Date | null = u.rows[0]?.received ?? null;
-        const ended: Date | null = u.rows[0]?.ended ?? null;
-        const rows = await reconcile(o.db, { spoke, from: from.toISOString() });
-        const reconciliation = {
-            windowHours: o.windowHours,
-            sent: rows.reduce((n, r) => n + r.sent, 0),
-            missing: rows.reduce((n, r) => n + r.missing, 0),
-            duplicates: rows.reduce((n, r) => n + r.duplicates, 0),
-        };
+        const l = ledger.get(spoke);
+        if (!l) throw new Error(`the ledger returned no status for spoke ${spoke}`);
+        const reconciliation = { windowHours: o.windowHours, ...l.reconciliation };
         if (reconciliation.missing > 0)
             problems.push(`${reconciliation.missing} usage event(s) sent in the last ${o.windowHours} h never reached the ledger`);
         out.push({
@@ -143,18 +162,30 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
             ackedRevision: acked?.revision ?? null,
             ackedAt: acked?.at ?? null,
             behindSeconds,
-            lastUsageReceivedAt: iso(received),
-            lastUsageEndedAt: iso(ended),
-            usageLagSeconds: ended ? Math.round((o.now.getTime() - new Date(ended).getTime()) / 1000) : null,
-            quarantined: ledger.get(spoke)?.quarantined ?? 0,
-            lastReconciliation: ledger.get(spoke)?.lastReconciliation
-                ? { ranAt: ledger.get(spoke)!.lastReconciliation!.ranAt, missing: ledger.get(spoke)!.lastReconciliation!.missing }
-                : null,
+            lastUsageReceivedAt: l.lastUsageReceivedAt,
+            lastUsageEndedAt: l.lastUsageEndedAt,
+            usageLagSeconds: l.lastUsageEndedAt ? Math.round((o.now.getTime() - new Date(l.lastUsageEndedAt).getTime()) / 1000) : null,
+            quarantined: l.quarantined,
+            lastReconciliation: l.lastReconciliation,
             reconciliation,
             problems,
         });
     }
     return out;
+}
+
+/**
+ * The hub's ledger Lambda (hub output `usageLedger.opsFunction`: `{ name, region }`), or `override` (`--ledger-function`).
+ * @throws Error naming the missing output
+ */
+export function ledgerFunctionFromHubOutputs(json: unknown, source: string, override?: string): { name: string; region?: string } {
+    const root = (json as { outputs?: unknown })?.outputs ?? json;
+    const fn = (root as { usageLedger?: { opsFunction?: { name?: unknown; region?: unknown } } })?.usageLedger?.opsFunction;
+    const region = typeof fn?.region === "string" && fn.region !== "[unknown]" ? fn.region : undefined;
+    if (override) return { name: override, region };
+    if (typeof fn?.name !== "string" || fn.name === "[unknown]")
+        throw new Error(`${source}: no usageLedger.opsFunction output (a hub deployed before the ledger Lambda?); pass --ledger-function`);
+    return { name: fn.name, region };
 }
 
 /** A table a reviewer reads at a glance, one line per spoke, problems below it. */
@@ -216,7 +247,7 @@ export function spokesFromHubOutputs(json: unknown, source: string): StatusOptio
 
 const HELP = `
 usage: npm run status [-- --hub STACK] [--outputs FILE] [--s3-endpoint URL] [--max-behind-seconds N]
-                      [--window-hours N] [--json] [--local]
+                      [--window-hours N] [--json] [--local] [--ledger-function NAME] [--region REGION]
 
 Where each spoke stands, read from the hub's own state (never from a spoke): the policy bundle revision the hub
 published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
@@ -224,8 +255,10 @@ over the last --window-hours computed now; then every rollout in flight (endpoin
 gate verdict; drive one with npm run rollout, docs/rollout.md). Exit 1 when a spoke is behind, 2 on a usage error.
 
 Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
-(that JSON, or out/<hub>/outputs.json of the offline render). The ledger: DATABASE_URL or the libpq variables
-(PGHOST, PGUSER, ...). The policy bucket: the AWS SDK's default credentials.
+(that JSON, or out/<hub>/outputs.json of the offline render). The policy bucket: the AWS SDK's default credentials.
+The ledger has no route from outside its VPC: the status invokes the hub's ledger Lambda (hub output
+usageLedger.opsFunction; lambda:InvokeFunction, which the hub deployers hold), which reads it as ledger_reporter.
+With DATABASE_URL or PGHOST set it connects to that database instead (a ledger you can reach, e.g. a restored copy).
 
 Options:
   --hub STACK              hub stack (default hub-prod)
@@ -233,6 +266,9 @@ Options:
   --s3-endpoint URL        an S3-compatible server instead of AWS S3
   --max-behind-seconds N   how long a spoke may serve an older revision (default 900)
   --window-hours N         reconciliation window (default 24)
+  --ledger-function NAME   the ledger Lambda instead of hub output usageLedger.opsFunction
+  --region REGION          the ledger Lambda's region (default: the output's, then AWS_REGION)
+  --lambda-endpoint URL    a Lambda-compatible server instead of AWS Lambda
   --json                   rows as JSON
   --local                  try it with no hub: starts a throwaway PostgreSQL (ledger schema) and S3 stand-in
                            (s3rver) on loopback, writes sample revisions, ACKs and usage for the spokes of
@@ -309,7 +345,7 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
         const rows = await collectStatus({
             spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, region: "us-east-1" }])),
             s3: () => s3.client,
-            db,
+            ledger: ledgerFromDb(db),
             now,
             maxBehindSeconds,
             windowHours,
@@ -358,17 +394,30 @@ async function main(argv: string[]): Promise<number> {
         if (!clients.has(region)) clients.set(region, new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) }));
         return clients.get(region)!;
     };
-    const db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
-    await db.connect().catch((e: Error) => {
-        throw new Error(
-            `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST ?? "(unset: localhost)"}`}): ${e.message}. Set DATABASE_URL or the libpq variables (PGHOST, PGUSER, PGPASSWORD, PGDATABASE) to the hub's ledger (hub output usageLedger.databaseEndpoint).`,
-        );
-    });
+    // The ledger: through the hub's ledger Lambda (the database has no route from outside its VPC), unless the
+    // caller names a database it can reach (DATABASE_URL / PGHOST).
+    const direct = !!(process.env.DATABASE_URL || process.env.PGHOST);
+    let db: Client | undefined;
+    let ledger: LedgerReader;
+    if (direct) {
+        db = new Client(process.env.DATABASE_URL ? { connectionString: process.env.DATABASE_URL } : {});
+        await db.connect().catch((e: Error) => {
+            throw new Error(
+                `cannot reach the usage ledger (${process.env.DATABASE_URL ? "DATABASE_URL" : `PGHOST=${process.env.PGHOST}`}): ${e.message}. Unset DATABASE_URL and PGHOST to read it through the hub's ledger Lambda.`,
+            );
+        });
+        ledger = ledgerFromDb(db);
+    } else {
+        const fn = ledgerFunctionFromHubOutputs(json, file ?? `pulumi stack output --stack ${hub}`, opt("ledger-function"));
+        const region = opt("region") ?? fn.region ?? process.env.AWS_REGION;
+        if (!region) throw new Error("no region for the ledger Lambda: pass --region or set AWS_REGION");
+        ledger = ledgerFromLambda(new LambdaInvoker(region, s3(region), opt("lambda-endpoint")), fn.name);
+    }
     try {
         const rows = await collectStatus({
             spokes,
             s3,
-            db,
+            ledger,
             now: new Date(),
             maxBehindSeconds,
             windowHours,
@@ -376,7 +425,7 @@ async function main(argv: string[]): Promise<number> {
         process.stdout.write(argv.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatStatus(rows));
         return rows.some((r) => r.problems.length) ? 1 : 0;
     } finally {
-        await db.end();
+        await db?.end();
         for (const c of clients.values()) c.destroy();
     }
 }

@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
-import { KEY_ADMIN_ACTIONS } from "../../lib/kms";
+import { keyAdministration } from "../../lib/kms";
 import { tenantKeySecretName } from "../../services/shared/api-key";
 
 export { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey, tenantKeySecretName } from "../../services/shared/api-key";
@@ -16,6 +16,8 @@ export interface ApiKeysArgs {
     delivery: TenantKeysConfig;
     /** `platform:hubDeployers`: mint into the secrets (`npm run mint-key`) and read them back. */
     hubDeployers: string[];
+    /** The key's administrators: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
+    keyAdministrators: string[];
     /**
      * Other principals that read secrets under this key through Secrets Manager (the on-prem spokes' deployer
      * roles, components/hub/SpokeIdentity.ts): a cross-account reader cannot use the default `aws/secretsmanager`
@@ -42,18 +44,13 @@ export function credentialKeyPolicy(x: {
     region: string;
     partition?: string;
     users: string[];
+    /** Who administers the key: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
+    administrators: readonly string[];
 }): Record<string, unknown> {
-    const partition = x.partition ?? "aws";
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "KeyAdministration",
-                Effect: "Allow",
-                Principal: { AWS: `arn:${partition}:iam::${x.accountId}:root` },
-                Action: KEY_ADMIN_ACTIONS,
-                Resource: "*",
-            },
+            ...keyAdministration(x),
             {
                 Sid: "UseThroughSecretsManager",
                 Effect: "Allow",
@@ -110,6 +107,18 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
                     "secretsmanager:UpdateSecretVersionStage",
                     "secretsmanager:PutResourcePolicy",
                     "secretsmanager:DeleteResourcePolicy",
+                    // Nor delete it (a forced delete has no recovery window) or undo a pending delete, rotate it with
+                    // a function of their choosing, copy it (and its key) to another region, or change its tags
+                    // (tag-based access elsewhere): IAM service authorization reference for AWS Secrets Manager.
+                    "secretsmanager:DeleteSecret",
+                    "secretsmanager:RestoreSecret",
+                    "secretsmanager:RotateSecret",
+                    "secretsmanager:CancelRotateSecret",
+                    "secretsmanager:ReplicateSecretToRegions",
+                    "secretsmanager:RemoveRegionsFromReplication",
+                    "secretsmanager:StopReplicationToReplica",
+                    "secretsmanager:TagResource",
+                    "secretsmanager:UntagResource",
                 ],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": deployers } },
@@ -158,6 +167,7 @@ export class ApiKeys extends pulumi.ComponentResource {
                             accountId,
                             region: args.region,
                             users: [...args.hubDeployers, ...tenants.flatMap(readersOf), ...others],
+                            administrators: args.keyAdministrators,
                         }),
                     ),
                 ),

@@ -169,6 +169,8 @@ export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record
 
 /** Inputs of {@link PolicyStore}. */
 export interface PolicyStoreArgs {
+    /** The bucket key's administrators: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
+    keyAdministrators: string[];
     /** Spoke names (`platform:spokes[].name`); each gets `spokes/<spoke>/bundles/<rev>.json` and `current.json`. */
     spokes: string[];
     /** The access model every spoke receives (tenants, teams, key hashes, model access, limits). */
@@ -228,9 +230,16 @@ export class PolicyStore extends pulumi.ComponentResource {
                 description: "Encrypts the platform policy bundle bucket (SSE-KMS)",
                 enableKeyRotation: true,
                 deletionWindowInDays: 30,
-                policy: pulumi
-                    .output(args.accountId)
-                    .apply((accountId) => JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["s3"] }))),
+                policy: pulumi.output(args.accountId).apply((accountId) =>
+                    JSON.stringify(
+                        serviceOnlyKeyPolicy({
+                            accountId,
+                            region: args.region,
+                            services: ["s3"],
+                            administrators: args.keyAdministrators,
+                        }),
+                    ),
+                ),
             },
             keep,
         );

@@ -288,6 +288,18 @@ export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[])
                     "secretsmanager:UpdateSecretVersionStage",
                     "secretsmanager:PutResourcePolicy",
                     "secretsmanager:DeleteResourcePolicy",
+                    // Nor delete it (a forced delete has no recovery window) or undo a pending delete, rotate it with
+                    // a function of their choosing, copy it (and its key) to another region, or change its tags
+                    // (tag-based access elsewhere): IAM service authorization reference for AWS Secrets Manager.
+                    "secretsmanager:DeleteSecret",
+                    "secretsmanager:RestoreSecret",
+                    "secretsmanager:RotateSecret",
+                    "secretsmanager:CancelRotateSecret",
+                    "secretsmanager:ReplicateSecretToRegions",
+                    "secretsmanager:RemoveRegionsFromReplication",
+                    "secretsmanager:StopReplicationToReplica",
+                    "secretsmanager:TagResource",
+                    "secretsmanager:UntagResource",
                 ],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [...hubDeployers].sort() } },
@@ -421,6 +433,12 @@ export class SpokeIdentity extends pulumi.ComponentResource {
         if (id.mode === "pod-identity") {
             if (!args.clusterName || !args.clusterRegion)
                 throw new Error(`SpokeIdentity ${args.spoke}: an EKS spoke needs its cluster name and region`);
+            // The roles below are created in the hub's account; EKS Pod Identity associates only a role of the
+            // cluster's own account (programs/hub.ts refuseForeignPodIdentityAccounts names the hub file's key).
+            if (id.accountId !== undefined && typeof args.accountId === "string" && id.accountId !== args.accountId)
+                throw new Error(
+                    `SpokeIdentity ${args.spoke}: pod-identity accountId ${id.accountId} is not the hub's account ${args.accountId}: EKS Pod Identity needs the role in the cluster's account`,
+                );
             const account = id.accountId ?? args.accountId;
             const clusterArn = pulumi.interpolate`arn:${args.partition}:eks:${args.clusterRegion}:${account}:cluster/${args.clusterName}`;
             trustOf = (service) =>

@@ -5,7 +5,8 @@ import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
 import { ledgerDatabase } from "./ledger/database";
 import { failedBatchBucket } from "./ledger/failures";
 import { ledgerFunctions } from "./ledger/functions";
-import { ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
+import { METRIC_NAMESPACE } from "../../services/reconciler/config";
+import { interfaceEndpointPolicies, ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
 import { serviceOnlyKeyPolicy } from "../../lib/kms";
 import { usageStreams } from "./ledger/transport";
@@ -20,6 +21,8 @@ export { usageStreamName } from "./ledger/transport";
 export type { LedgerAlarmArgs };
 
 export interface UsageLedgerArgs {
+    /** The ledger key's administrators: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
+    keyAdministrators: string[];
     /** Spoke names; each gets its own stream, so a spoke's identity can put only to its own. */
     spokes: string[];
     /** AWS region (for the contract). */
@@ -72,6 +75,11 @@ export class UsageLedger extends pulumi.ComponentResource {
     /** The ledger key (encrypts the failed batches: a rescue names it in its PutObject, services/usage-consumer/rescue.ts). */
     public readonly keyArn: pulumi.Output<string>;
     public readonly clusterEndpoint: pulumi.Output<string>;
+    /**
+     * The operator's ledger Lambda (services/reconciler/ops.ts): what `npm run status` and `npm run replay-usage`
+     * invoke, since the database has no route from outside its VPC.
+     */
+    public readonly opsFunction: pulumi.Output<{ name: string; arn: string; region: string }>;
     public readonly passwordSecretArn: pulumi.Output<string>;
     private readonly region: string;
 
@@ -98,11 +106,16 @@ export class UsageLedger extends pulumi.ComponentResource {
                 tags,
                 // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
                 // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts).
-                policy: pulumi
-                    .output(args.accountId)
-                    .apply((accountId) =>
-                        JSON.stringify(serviceOnlyKeyPolicy({ accountId, region: args.region, services: ["rds", "secretsmanager", "s3"] })),
+                policy: pulumi.output(args.accountId).apply((accountId) =>
+                    JSON.stringify(
+                        serviceOnlyKeyPolicy({
+                            accountId,
+                            region: args.region,
+                            services: ["rds", "secretsmanager", "s3"],
+                            administrators: args.keyAdministrators,
+                        }),
                     ),
+                ),
             },
             scope.keep,
         );
@@ -124,7 +137,19 @@ export class UsageLedger extends pulumi.ComponentResource {
             },
             scope.parent,
         );
-        const { fn, queue } = ledgerFunctions(
+        // The interface endpoints: the ledger's secrets and the reconciliation's metric only, for this account.
+        const endpointPolicies = pulumi
+            .all([db.masterSecretArn, db.ingest.secret.arn, db.reporter.secret.arn, args.accountId])
+            .apply(([m, i, r, accountId]) =>
+                interfaceEndpointPolicies({ secretArns: [m, i, r], metricNamespace: METRIC_NAMESPACE, accountId }),
+            );
+        for (const svc of ["secretsmanager", "monitoring"] as const)
+            new aws.ec2.VpcEndpointPolicy(
+                `${name}-${svc}-policy`,
+                { vpcEndpointId: net.interfaceEndpoints[svc].id, policy: endpointPolicies.apply((p) => JSON.stringify(p[svc])) },
+                scope.parent,
+            );
+        const { fn, queue, ops } = ledgerFunctions(
             scope,
             {
                 spokes: args.spokes,
@@ -146,6 +171,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.failedBatchBucket = failures.bucket.bucket;
         this.keyArn = key.arn;
         this.clusterEndpoint = db.cluster.endpoint;
+        this.opsFunction = pulumi.all([ops.name, ops.arn]).apply(([n, a]) => ({ name: n, arn: a, region: args.region }));
         this.passwordSecretArn = db.ingest.secret.arn;
         this.registerOutputs({
             streams: this.streams,
@@ -153,6 +179,7 @@ export class UsageLedger extends pulumi.ComponentResource {
             failureQueueArn: this.failureQueueArn,
             failedBatchBucket: this.failedBatchBucket,
             clusterEndpoint: this.clusterEndpoint,
+            opsFunction: this.opsFunction,
             passwordSecretArn: this.passwordSecretArn,
         });
     }

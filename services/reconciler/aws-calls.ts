@@ -123,4 +123,30 @@ export const RECONCILER_AWS_CALLS: readonly AwsCall[] = [
     ...vpc("components/hub/ledger/functions.ts"),
 ];
 
+/**
+ * Every AWS call of the operator's ledger Lambda (services/reconciler/ops.ts through secrets.ts): the reporter's
+ * password for status reads, the ingest role's for a replay; nothing else (the tool reads the failure bucket).
+ */
+export const LEDGER_OPS_AWS_CALLS: readonly AwsCall[] = [
+    ...(["{reporterSecretArn}", "{ingestSecretArn}"] as const).flatMap((secret): AwsCall[] => [
+        {
+            command: "GetSecretValueCommand",
+            source: "services/reconciler/secrets.ts",
+            action: "secretsmanager:GetSecretValue",
+            resource: secret,
+            context: { ...SDK_TRANSPORT },
+            purpose: secret === "{reporterSecretArn}" ? "ledger_reporter password (status)" : "ledger_ingest password (replay)",
+        },
+    ]),
+    {
+        source: "services/reconciler/secrets.ts",
+        action: "kms:Decrypt",
+        resource: "{ledgerKeyArn}",
+        context: { ...viaSecretsManager },
+        purpose: "Secrets Manager decrypts the passwords",
+    },
+    ...logs("services/reconciler/ops.ts"),
+    ...vpc("components/hub/ledger/functions.ts"),
+];
+
 export { logs as lambdaLogCalls, vpc as lambdaVpcCalls };

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { NODE_RUNTIME_ENV, parseEnv } from "../shared/env";
+import { CONSUMER_ENV } from "../usage-consumer/config";
 
 /**
  * Contracts of the hub's ledger Lambdas (services/shared/env.ts): the migrator (services/reconciler/migrator.ts)
@@ -59,6 +60,24 @@ export const RECONCILER_ENV = z.object({
     /** Hours before now the run reconciles (full hours). */
     LOOKBACK_HOURS: z.coerce.number().int().positive().default(48),
 });
+
+/**
+ * The operator's ledger Lambda (services/reconciler/ops.ts): `npm run status` reads as {@link REPORTER_ROLE},
+ * `npm run replay-usage -- --apply` ingests as {@link INGEST_ROLE}; it holds both passwords and the consumer's
+ * stream -> spoke map (a replayed record is attributed exactly as the consumer would).
+ */
+export const LEDGER_OPS_ENV = z.object({
+    ...LEDGER_DB,
+    INGEST_SECRET_ARN: z.string().min(1),
+    REPORTER_SECRET_ARN: z.string().min(1),
+    /** JSON object, stream ARN -> the only spoke allowed to write it (as the consumer's). */
+    STREAM_SPOKES: CONSUMER_ENV.shape.STREAM_SPOKES,
+});
+
+/** @throws Error naming each missing or invalid variable. */
+export function loadLedgerOpsEnv(env: NodeJS.ProcessEnv): z.output<typeof LEDGER_OPS_ENV> {
+    return parseEnv("ledger operations", LEDGER_OPS_ENV, env);
+}
 
 /** @throws Error naming each missing or invalid variable. */
 export function loadMigratorEnv(env: NodeJS.ProcessEnv): z.output<typeof MIGRATOR_ENV> {

@@ -7,7 +7,7 @@ import { startPostgres, type TestPostgres } from "../ledger/testing/postgres";
 import type { UsageEvent } from "../shared/usage";
 import { processBatch } from "../usage-consumer/handler";
 import { ALL_SPOKES, GAP_METRIC, gapMetrics, reconcileWindow } from "./metric";
-import { applyRoles, INGEST_ROLE, REPORTER_ROLE, roleStatements } from "./roles";
+import { applyRoles, INGEST_ROLE, REPORTER_ROLE, roleStatements, scramVerifier } from "./roles";
 
 function ev(i: number, over: Partial<UsageEvent> = {}): UsageEvent {
     return {
@@ -129,10 +129,35 @@ describe("ledger roles: the consumer only appends, the reconciliation reads and 
         }
     });
 
-    it("role statements quote the passwords as literals and grant no DELETE, TRUNCATE or DDL", () => {
-        const sql = roleStatements({ ingest: "a'b", reporter: "c" }, (s) => `'${s.replace(/'/g, "''")}'`).join(";\n");
-        expect(sql).toContain("PASSWORD 'a''b'");
+    it("role statements carry SCRAM verifiers, never the plaintext passwords, and grant no DELETE, TRUNCATE or DDL", () => {
+        const sql = roleStatements({ ingest: "plain-ingest-pw", reporter: "plain-reporter-pw" }, (s) => `'${s.replace(/'/g, "''")}'`).join(
+            ";\n",
+        );
+        expect(sql).not.toContain("plain-ingest-pw");
+        expect(sql).not.toContain("plain-reporter-pw");
+        expect(sql.match(/PASSWORD 'SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+'/g)).toHaveLength(2);
         expect(sql).not.toMatch(/GRANT[^;]*(DELETE|TRUNCATE|CREATE|ALL)/);
+        expect(() => scramVerifier("pässword")).toThrow(/printable ASCII/);
+    });
+
+    it("the verifier is the one PostgreSQL itself computes for the password (same salt and iterations), and it is what the role stores", async () => {
+        // PostgreSQL hashes a plaintext password with its own SCRAM code (password_encryption = scram-sha-256); the
+        // verifier computed client-side with that salt must be identical.
+        await admin.query("SET password_encryption = 'scram-sha-256'");
+        await admin.query("DROP ROLE IF EXISTS scram_probe");
+        await admin.query("CREATE ROLE scram_probe LOGIN PASSWORD 'Abc123xyz-probe'");
+        const stored: string = (await admin.query("SELECT rolpassword FROM pg_authid WHERE rolname = 'scram_probe'")).rows[0].rolpassword;
+        const m = /^SCRAM-SHA-256\$(\d+):([^$]+)\$/.exec(stored)!;
+        expect(scramVerifier("Abc123xyz-probe", Buffer.from(m[2], "base64"), Number(m[1]))).toBe(stored);
+        await admin.query("DROP ROLE scram_probe");
+        // applyRoles stored a verifier for each login role (not a plaintext or MD5 password).
+        const roles = await admin.query(
+            `SELECT rolname, rolpassword FROM pg_authid WHERE rolname IN ('${INGEST_ROLE}', '${REPORTER_ROLE}') ORDER BY rolname`,
+        );
+        expect(roles.rows.map((r) => [r.rolname, /^SCRAM-SHA-256\$4096:/.test(r.rolpassword)])).toEqual([
+            [INGEST_ROLE, true],
+            [REPORTER_ROLE, true],
+        ]);
     });
 });
 

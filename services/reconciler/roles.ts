@@ -1,3 +1,4 @@
+import { createHash, createHmac, pbkdf2Sync, randomBytes } from "node:crypto";
 import type { Queryable } from "../ledger/ledger";
 import { INGEST_ROLE, REPORTER_ROLE } from "./config";
 
@@ -30,6 +31,28 @@ export const LEDGER_SEQUENCES = ["usage_quarantine_id_seq"] as const;
 export const RECONCILIATION_TABLE = "reconciliation_runs";
 export const RECONCILIATION_SEQUENCE = "reconciliation_runs_id_seq";
 
+/** PostgreSQL's SCRAM iteration count (postgres/postgres@REL_15_0:src/include/common/scram-common.h `SCRAM_DEFAULT_ITERATIONS`). */
+export const SCRAM_ITERATIONS = 4096;
+
+/**
+ * Pure (given `salt`): the SCRAM-SHA-256 verifier PostgreSQL stores for `password`,
+ * `SCRAM-SHA-256$<iterations>:<salt>$<StoredKey>:<ServerKey>` (base64), computed as PostgreSQL does
+ * (postgres/postgres@REL_15_0:src/common/scram-common.c `scram_SaltedPassword`, `scram_ClientKey`, `scram_ServerKey`;
+ * RFC 5802 section 3). `ALTER ROLE ... PASSWORD '<verifier>'` stores it as given, so the plaintext password never
+ * reaches the server (its statement log, `pg_stat_statements`, or a replica). SASLprep is the identity for the
+ * passwords used here (printable ASCII from `@pulumi/random`); a password outside printable ASCII is refused.
+ * @throws Error for a password with characters outside printable ASCII, or an empty one
+ */
+export function scramVerifier(password: string, salt: Buffer = randomBytes(16), iterations = SCRAM_ITERATIONS): string {
+    if (!/^[\x20-\x7e]+$/.test(password))
+        throw new Error("ledger role passwords must be non-empty printable ASCII (SASLprep is not applied)");
+    const salted = pbkdf2Sync(password, salt, iterations, 32, "sha256");
+    const clientKey = createHmac("sha256", salted).update("Client Key").digest();
+    const storedKey = createHash("sha256").update(clientKey).digest();
+    const serverKey = createHmac("sha256", salted).update("Server Key").digest();
+    return `SCRAM-SHA-256$${iterations}:${salt.toString("base64")}$${storedKey.toString("base64")}:${serverKey.toString("base64")}`;
+}
+
 /** Passwords of the two login roles (from their Secrets Manager secrets). */
 export interface RolePasswords {
     ingest: string;
@@ -37,15 +60,17 @@ export interface RolePasswords {
 }
 
 /**
- * Pure: the statements that create (or update) the two roles and their grants, idempotent, with passwords as
- * SQL literals escaped by `quote` (the driver's `escapeLiteral`). Run after the schema, as the master user.
+ * The statements that create (or update) the two roles and their grants, idempotent, with each password as its
+ * SCRAM-SHA-256 verifier ({@link scramVerifier}, a fresh salt per call) in a SQL literal escaped by `quote` (the
+ * driver's `escapeLiteral`). Run after the schema, as the master user.
  * Revokes CREATE on schema public from PUBLIC (already the default from PostgreSQL 15) so neither role can add
  * objects.
  */
 export function roleStatements(pw: RolePasswords, quote: (s: string) => string): string[] {
     const role = (name: string, password: string) => [
         `DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${name}') THEN CREATE ROLE ${name} LOGIN; END IF; END $$`,
-        `ALTER ROLE ${name} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quote(password)}`,
+        // The SCRAM verifier, computed here: the plaintext never reaches the server.
+        `ALTER ROLE ${name} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quote(scramVerifier(password))}`,
     ];
     const tables = [...LEDGER_TABLES, RECONCILIATION_TABLE].join(", ");
     const readOnly = LEDGER_READ_ONLY.join(", ");

@@ -16,7 +16,8 @@ export interface ReplayedBatch {
 /**
  * Replays stored failed batches into the ledger: each object under `prefix` (default {@link FAILED_BATCH_PREFIX})
  * is read, validated ({@link FailedBatchSchema}) and, unless `dryRun`, ingested exactly as the consumer would
- * ({@link processBatch}: idempotent, malformed records quarantined) and then deleted. A dry run only reads and counts.
+ * ({@link processBatch}: idempotent, malformed records quarantined; over `db`, or by `ingest`: the hub's ledger Lambda)
+ * and then deleted. A dry run only reads and counts.
  * @throws Error naming the object that is not a stored batch, or the driver's / S3 client's error (objects already
  *   replayed stay deleted; the rest stay for the next run)
  */
@@ -24,11 +25,14 @@ export async function replayFailedBatches(x: {
     s3: Pick<S3Client, "send">;
     bucket: string;
     prefix?: string;
+    /** A ledger connection the caller can reach; or {@link ingest}. */
     db?: Queryable;
+    /** Ingests one batch elsewhere: the hub's ledger Lambda (services/reconciler/ops.ts), which the operator invokes. */
+    ingest?: (batch: FailedBatch) => Promise<BatchOutcome>;
     dryRun: boolean;
 }): Promise<ReplayedBatch[]> {
     const prefix = x.prefix ?? FAILED_BATCH_PREFIX;
-    if (!x.dryRun && !x.db) throw new Error("replaying needs the ledger database");
+    if (!x.dryRun && !x.db && !x.ingest) throw new Error("replaying needs the ledger (a database connection or the ledger Lambda)");
     const out: ReplayedBatch[] = [];
     let token: string | undefined;
     do {
@@ -47,7 +51,7 @@ export async function replayFailedBatches(x: {
                 out.push({ key: o.Key, records: batch.records.length, deleted: false });
                 continue;
             }
-            const outcome = await processBatch(x.db!, { Records: batch.records }, batch.streamSpokes);
+            const outcome = x.ingest ? await x.ingest(batch) : await processBatch(x.db!, { Records: batch.records }, batch.streamSpokes);
             await x.s3.send(new DeleteObjectCommand({ Bucket: x.bucket, Key: o.Key }));
             out.push({ key: o.Key, records: batch.records.length, outcome, deleted: true });
         }

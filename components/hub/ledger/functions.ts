@@ -3,12 +3,19 @@ import * as pulumi from "@pulumi/pulumi";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { INGEST_ROLE, METRIC_NAMESPACE, type MIGRATOR_ENV, type RECONCILER_ENV, REPORTER_ROLE } from "../../../services/reconciler/config";
+import {
+    INGEST_ROLE,
+    type LEDGER_OPS_ENV,
+    METRIC_NAMESPACE,
+    type MIGRATOR_ENV,
+    type RECONCILER_ENV,
+    REPORTER_ROLE,
+} from "../../../services/reconciler/config";
 import type { EnvVars } from "../../../services/shared/env";
 import type { CONSUMER_ENV } from "../../../services/usage-consumer/config";
 import { bundleLambda, bundleUsageConsumer, CONSUMER_RUNTIME, REPO_ROOT } from "./bundle";
 import { LEDGER_DATABASE, type LedgerDatabase } from "./database";
-import { consumerPolicy, lambdaVpcPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
+import { consumerPolicy, lambdaVpcPolicy, ledgerOpsPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
 import type { LedgerNetwork } from "./network";
 import type { LedgerScope } from "./scope";
 
@@ -31,7 +38,7 @@ export function ledgerFunctions(
     db: LedgerDatabase,
     streamResources: Array<{ spoke: string; stream: aws.kinesis.Stream }>,
     failures: { bucket: aws.s3.Bucket; policy: aws.s3.BucketPolicy },
-): { fn: aws.lambda.Function; queue: aws.sqs.Queue } {
+): { fn: aws.lambda.Function; queue: aws.sqs.Queue; ops: aws.lambda.Function } {
     const { subnets, lambdaSg, endpoints } = net;
     const { cluster, instances, masterSecretArn, ingest, reporter } = db;
     // Each Lambda's ENI permissions, scoped to the ledger's VPC, subnets and security group (iam.ts lambdaVpcPolicy).
@@ -62,7 +69,10 @@ export function ledgerFunctions(
         return { role, permissions, vpcAccess };
     };
     // Each Lambda's variables are typed by its service's contract (services/shared/env.ts).
-    type LambdaEnv = EnvVars<typeof MIGRATOR_ENV & typeof RECONCILER_ENV & typeof CONSUMER_ENV, pulumi.Input<string>>;
+    type LambdaEnv = EnvVars<
+        typeof MIGRATOR_ENV & typeof RECONCILER_ENV & typeof CONSUMER_ENV & typeof LEDGER_OPS_ENV,
+        pulumi.Input<string>
+    >;
     const dbEnv = {
         PGHOST: cluster.endpoint,
         PGPORT: "5432",
@@ -211,6 +221,9 @@ export function ledgerFunctions(
         scope.parent,
     );
     const bundle = bundleUsageConsumer();
+    const streamSpokes = pulumi
+        .all(streamResources.map((x) => x.stream.arn.apply((arn) => [arn, x.spoke] as const)))
+        .apply((pairs) => JSON.stringify(Object.fromEntries(pairs)));
     const fn = new aws.lambda.Function(
         `${scope.name}-consumer`,
         {
@@ -230,9 +243,7 @@ export function ledgerFunctions(
                     ...dbEnv,
                     PGUSER: INGEST_ROLE,
                     DB_PASSWORD_SECRET_ARN: ingest.secret.arn,
-                    STREAM_SPOKES: pulumi
-                        .all(streamResources.map((x) => x.stream.arn.apply((arn) => [arn, x.spoke] as const)))
-                        .apply((pairs) => JSON.stringify(Object.fromEntries(pairs))),
+                    STREAM_SPOKES: streamSpokes,
                     FAILED_BATCH_BUCKET: failures.bucket.bucket,
                     FAILED_BATCH_KMS_KEY_ARN: key.arn,
                 } satisfies EnvVars<typeof CONSUMER_ENV, pulumi.Input<string>>,
@@ -317,5 +328,33 @@ export function ledgerFunctions(
         { ...scope.parent, dependsOn: [migration] },
     );
 
-    return { fn, queue };
+    // ---- the operator's path to the ledger (no route from outside the VPC): `npm run status` and
+    // `npm run replay-usage -- --apply` invoke this function, which runs two fixed operations (services/reconciler/ops.ts).
+    const opsName = `${scope.prefix}-usage-ledger-ops`;
+    const opsLogs = logGroupFor("ops", opsName);
+    const opsIam = lambdaRole(
+        "ops",
+        "usage ledger operations for the operator tools: status reads, failed-batch replay",
+        pulumi
+            .all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn])
+            .apply(([i, r, k, l]) =>
+                JSON.stringify(ledgerOpsPolicy({ roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l, region: scope.region })),
+            ),
+    );
+    const ops = lambdaFn(
+        "ops",
+        opsName,
+        "Ledger status reads and failed-batch replay for npm run status / replay-usage (services/reconciler/ops.ts)",
+        path.join("services", "reconciler", "ops.ts"),
+        opsIam.role,
+        [opsLogs, opsIam.permissions, opsIam.vpcAccess, migration],
+        {
+            INGEST_SECRET_ARN: ingest.secret.arn,
+            REPORTER_SECRET_ARN: reporter.secret.arn,
+            STREAM_SPOKES: streamSpokes,
+        } satisfies EnvVars<typeof LEDGER_OPS_ENV, pulumi.Input<string>>,
+        300,
+    );
+
+    return { fn, queue, ops };
 }

@@ -59,6 +59,28 @@ export function reconcilerPolicy(x: { secretArn: string; kmsKeyArn: string; logG
     };
 }
 
+/**
+ * Pure: the operator's ledger Lambda's permissions (services/reconciler/ops.ts): the two login roles' passwords
+ * (status reads as the reporter, replay ingests as the ingest role), decrypted by Secrets Manager only; its logs.
+ * No S3, no stream: the operator's tool reads the failure bucket and hands each batch over.
+ */
+export function ledgerOpsPolicy(x: { roleSecretArns: string[]; kmsKeyArn: string; logGroupArn: string; region: string }) {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            { Sid: "DatabasePasswords", Effect: "Allow", Action: ["secretsmanager:GetSecretValue"], Resource: x.roleSecretArns },
+            {
+                Sid: "DecryptDatabasePasswords",
+                Effect: "Allow",
+                Action: ["kms:Decrypt"],
+                Resource: x.kmsKeyArn,
+                Condition: viaSecretsManager(x.region),
+            },
+            { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
+        ],
+    };
+}
+
 /** Pure: the consumer role's permissions (everything named, no wildcard resources except CloudWatch Logs' group). */
 export function consumerPolicy(x: {
     streamArns: string[];

@@ -15,6 +15,48 @@ export interface LedgerNetwork {
     vpc: aws.ec2.Vpc;
     /** The S3 gateway endpoint (its policy: {@link s3EndpointPolicy}, set once the failure bucket exists). */
     s3Endpoint: aws.ec2.VpcEndpoint;
+    /** The interface endpoints by service (their policies: {@link interfaceEndpointPolicies}, set once the secrets exist). */
+    interfaceEndpoints: { secretsmanager: aws.ec2.VpcEndpoint; monitoring: aws.ec2.VpcEndpoint };
+}
+
+/**
+ * Pure: the interface endpoints' policies, in place of the default (full access to the service, for any principal):
+ * through the Secrets Manager endpoint only reading the ledger's own secrets (the master secret and the two role
+ * passwords: services/reconciler/aws-calls.ts, services/usage-consumer/aws-calls.ts), through the CloudWatch endpoint
+ * only publishing the reconciliation's metric namespace; both by principals of the hub's account
+ * (`aws:PrincipalAccount`). Code in the VPC can then neither read another secret nor use CloudWatch to carry data out.
+ * Source: docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html (endpoint policies).
+ */
+export function interfaceEndpointPolicies(x: { secretArns: string[]; metricNamespace: string; accountId: string }) {
+    const ownAccount = { "aws:PrincipalAccount": x.accountId };
+    return {
+        secretsmanager: {
+            Version: "2012-10-17",
+            Statement: [
+                {
+                    Sid: "LedgerSecretsOnly",
+                    Effect: "Allow",
+                    Principal: "*",
+                    Action: ["secretsmanager:GetSecretValue"],
+                    Resource: [...x.secretArns].sort(),
+                    Condition: { StringEquals: ownAccount },
+                },
+            ],
+        },
+        monitoring: {
+            Version: "2012-10-17",
+            Statement: [
+                {
+                    Sid: "ReconciliationMetricOnly",
+                    Effect: "Allow",
+                    Principal: "*",
+                    Action: ["cloudwatch:PutMetricData"],
+                    Resource: "*",
+                    Condition: { StringEquals: { ...ownAccount, "cloudwatch:namespace": x.metricNamespace } },
+                },
+            ],
+        },
+    };
 }
 
 /**
@@ -173,5 +215,13 @@ export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; avail
         scope.parent,
     );
 
-    return { subnets, lambdaSg, dbSg, endpoints: [...endpoints, s3], vpc, s3Endpoint: s3 };
+    return {
+        subnets,
+        lambdaSg,
+        dbSg,
+        endpoints: [...endpoints, s3],
+        vpc,
+        s3Endpoint: s3,
+        interfaceEndpoints: { secretsmanager: endpoints[0], monitoring: endpoints[1] },
+    };
 }

@@ -32,3 +32,26 @@ export function usageStreams(
         ),
     }));
 }
+
+/**
+ * Pure: the resource policy of a spoke's usage stream: nobody but the spoke's metering role puts records into it,
+ * whatever their IAM policy allows (an account administrator, another spoke's role, the auth role), so every event
+ * on the stream comes from that spoke's metering (the consumer still checks each event's spoke against its stream).
+ * Kinesis evaluates a stream's resource policy with the caller's identity policy (Amazon Kinesis Data Streams
+ * developer guide, "Controlling access with resource-based policies").
+ */
+export function usageStreamPolicy(x: { streamArn: string; meteringRoleArn: string }): Record<string, unknown> {
+    return {
+        Version: "2012-10-17",
+        Statement: [
+            {
+                Sid: "OnlyTheSpokesMeteringPuts",
+                Effect: "Deny",
+                Principal: "*",
+                Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
+                Resource: x.streamArn,
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": x.meteringRoleArn } },
+            },
+        ],
+    };
+}

@@ -1,0 +1,205 @@
+/**
+ * The operator's path to the ledger, end to end against real servers: `npm run replay-usage -- --apply` and the
+ * status reader invoke the ledger Lambda (services/reconciler/ops.ts) over Lambda's Invoke API, signed with SigV4;
+ * a loopback stand-in of that API runs the function's own code against a real PostgreSQL, connecting as the
+ * login roles the migrator creates (ledger_reporter for status, ledger_ingest for replay), so the roles' grants are
+ * what the operations really get. The failure bucket is an S3 stand-in (s3rver).
+ */
+import { execFile } from "node:child_process";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import * as path from "node:path";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { Client } from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BUCKET, type S3Server, startS3 } from "../auth/test/harness";
+import { ingestBatch, migrate } from "../ledger/ledger";
+import { startPostgres, type TestPostgres } from "../ledger/testing/postgres";
+import type { UsageEvent } from "../shared/usage";
+import { InvokeCommand, LambdaInvoker } from "../../tools/lambda-invoke";
+import { ledgerFromLambda } from "../../tools/status";
+import type { FailedBatch } from "../usage-consumer/failed-batches";
+import { runLedgerOp } from "./ops";
+import { applyRoles } from "./roles";
+
+const ROOT = path.join(__dirname, "..", "..");
+const LOADER = path.join(ROOT, "tools", "register-esbuild.js");
+const FN = "platform-usage-ledger-ops";
+const STREAM = "arn:aws:kinesis:us-east-1:123456789012:stream/platform-usage-hn1";
+const OTHER_STREAM = "arn:aws:kinesis:us-east-1:123456789012:stream/platform-usage-sg1";
+
+let pg: TestPostgres;
+let admin: Client;
+let s3: S3Server;
+let lambda: http.Server;
+let lambdaUrl: string;
+const seen: Array<{ path: string; authorization: string; roles: string[] }> = [];
+
+function ev(i: number, spoke = "hn1"): UsageEvent {
+    return {
+        requestId: `${spoke}-r-${i}`,
+        spoke,
+        tenant: "acme",
+        team: "search",
+        keyId: "k",
+        model: "m",
+        endpoint: "e",
+        inputTokens: 10,
+        outputTokens: 5,
+        cachedInputTokens: 0,
+        status: 200,
+        stream: false,
+        truncated: false,
+        usageSource: "reported",
+        startedAt: new Date(Date.now() - 600_000).toISOString(),
+        endedAt: new Date(Date.now() - 590_000).toISOString(),
+        seq: i,
+        source: "metering-0.aaaa0000",
+    };
+}
+
+beforeAll(async () => {
+    [pg, s3] = await Promise.all([startPostgres(), startS3()]);
+    admin = await pg.connect();
+    await migrate(admin);
+    await applyRoles(admin, { ingest: "pw-ingest", reporter: "pw-reporter" }, (x) => admin.escapeLiteral(x));
+    // Lambda's Invoke API on loopback, running the function's code (only its connections point at the test server).
+    lambda = http.createServer((req, res) => {
+        let body = "";
+        req.on("data", (c) => {
+            body += c;
+        });
+        req.on("end", async () => {
+            const roles: string[] = [];
+            seen.push({ path: req.url ?? "", authorization: String(req.headers.authorization ?? ""), roles });
+            try {
+                const out = await runLedgerOp(JSON.parse(body), {
+                    streamSpokes: { [STREAM]: "hn1", [OTHER_STREAM]: "sg1" },
+                    connect: async (role) => {
+                        roles.push(role);
+                        const c = new Client({ connectionString: pg.url.replace(/\/\/[^@]+@/, `//${role}@`) });
+                        await c.connect();
+                        return c;
+                    },
+                });
+                res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(out));
+            } catch (e) {
+                res.writeHead(200, { "x-amz-function-error": "Unhandled" }).end(
+                    JSON.stringify({ errorType: "Error", errorMessage: (e as Error).message }),
+                );
+            }
+        });
+    });
+    await new Promise<void>((r) => lambda.listen(0, "127.0.0.1", r));
+    lambdaUrl = `http://127.0.0.1:${(lambda.address() as AddressInfo).port}`;
+}, 60_000);
+afterAll(async () => {
+    await new Promise((r) => lambda?.close(r));
+    await admin?.end();
+    await Promise.all([pg?.stop(), s3?.destroy()]);
+});
+
+const invoker = () =>
+    new LambdaInvoker(
+        "us-east-1",
+        new S3Client({ region: "us-east-1", credentials: { accessKeyId: "AKIDOPERATOR", secretAccessKey: "secret" } }),
+        lambdaUrl,
+    );
+
+function replay(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+    const env: NodeJS.ProcessEnv = { ...process.env, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" };
+    delete env.DATABASE_URL;
+    delete env.PGHOST;
+    return new Promise((resolve) => {
+        execFile(
+            process.execPath,
+            ["-r", LOADER, path.join(ROOT, "tools", "replay-usage.ts"), ...args],
+            { cwd: ROOT, env },
+            (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout, stderr }),
+        );
+    });
+}
+
+describe("the operator's path to the ledger: the ledger Lambda over Lambda's Invoke API", () => {
+    it("status reads each spoke's ledger side as ledger_reporter, signed for lambda in the ledger's region", async () => {
+        await ingestBatch(
+            admin,
+            [0, 1, 3].map((i) => ev(i)),
+        );
+        const from = new Date(Date.now() - 3 * 3600_000);
+        from.setUTCMinutes(0, 0, 0);
+        seen.length = 0;
+        const rows = await ledgerFromLambda(invoker(), FN)({ spokes: ["hn1", "sg1"], from: from.toISOString() });
+        expect(rows.map((r) => [r.spoke, r.reconciliation.sent, r.reconciliation.missing])).toEqual([
+            ["hn1", 4, 1],
+            ["sg1", 0, 0],
+        ]);
+        expect(rows[0].lastUsageEndedAt).not.toBeNull();
+        expect(seen).toHaveLength(1);
+        expect(seen[0].path).toBe(`/2015-03-31/functions/${FN}/invocations`);
+        expect(seen[0].authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDOPERATOR\/\d{8}\/us-east-1\/lambda\/aws4_request, /);
+        expect(seen[0].roles).toEqual(["ledger_reporter"]);
+    }, 30_000);
+
+    it("the function runs its two operations only; anything else fails with the function's error", async () => {
+        await expect(
+            invoker().send(
+                new InvokeCommand({
+                    FunctionName: FN,
+                    Payload: { op: "sql", text: "DELETE FROM usage_events" },
+                }),
+            ),
+        ).rejects.toThrow(/platform-usage-ledger-ops failed \(Unhandled\): not a ledger operation/);
+    });
+
+    it("npm run replay-usage -- --apply ingests each stored batch through it as ledger_ingest, attributed by the hub's own stream map", async () => {
+        const doc = (records: UsageEvent[], stream: string, seq0: number): FailedBatch => ({
+            version: 1,
+            failedAt: new Date().toISOString(),
+            error: "database gone",
+            // A stored batch's own map is not trusted by the function: this one claims sg1's stream belongs to hn1.
+            streamSpokes: { [stream]: "hn1" },
+            records: records.map((e, i) => ({
+                eventID: `shardId-000000000000:${seq0 + i}`,
+                eventSourceARN: stream,
+                kinesis: {
+                    data: Buffer.from(JSON.stringify(e)).toString("base64"),
+                    partitionKey: e.requestId,
+                    sequenceNumber: String(seq0 + i),
+                },
+            })),
+        });
+        const put = (key: string, b: FailedBatch) =>
+            s3.client.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: JSON.stringify(b), ContentType: "application/json" }));
+        await put("failed/hn1/shardId-000000000000/10-12.json", doc([ev(10), ev(11), ev(0)], STREAM, 10));
+        // An hn1 event that arrived on sg1's stream: quarantined, whatever the stored map says.
+        await put("failed/sg1/shardId-000000000000/20-20.json", doc([ev(20)], OTHER_STREAM, 20));
+        seen.length = 0;
+        const r = await replay([
+            "--bucket",
+            BUCKET,
+            "--region",
+            "us-east-1",
+            "--s3-endpoint",
+            s3.endpoint,
+            "--ledger-function",
+            FN,
+            "--lambda-endpoint",
+            lambdaUrl,
+            "--apply",
+        ]);
+        expect(r.stderr).toBe("");
+        expect(r.code).toBe(0);
+        expect(r.stdout).toContain("failed/hn1/shardId-000000000000/10-12.json: 3 records, 2 new events, 0 quarantined, deleted");
+        expect(r.stdout).toContain("failed/sg1/shardId-000000000000/20-20.json: 1 records, 0 new events, 1 quarantined, deleted");
+        expect(seen.map((s) => s.roles)).toEqual([["ledger_ingest"], ["ledger_ingest"]]);
+        const n = await admin.query("SELECT count(*)::int AS n FROM usage_events WHERE spoke = 'hn1'");
+        expect(n.rows[0].n).toBe(5);
+    }, 60_000);
+
+    it("without --ledger-function it reads hub output usageLedger.opsFunction, and says when it is missing", async () => {
+        const r = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--outputs", path.join(ROOT, "package.json"), "--apply"]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toMatch(/no usageLedger\.opsFunction output .*pass --ledger-function/);
+    }, 30_000);
+});

@@ -1,0 +1,92 @@
+import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
+import type { S3Client } from "@aws-sdk/client-s3";
+import { SignatureV4 } from "@smithy/signature-v4";
+
+/**
+ * A minimal AWS Lambda `Invoke` client (RequestResponse) for the operator tools (`npm run status`,
+ * `npm run replay-usage`), signed with the AWS SDK's own Signature V4 signer (@smithy/signature-v4) and the SDK's
+ * default credential chain (taken from the tool's S3 client). Shaped like @aws-sdk/client-lambda
+ * (`client.send(InvokeCommand)` with `{ FunctionName, Payload }`), so test/aws-calls.test.ts finds the command and
+ * the tools' calls tables (tools/aws-calls.ts) list it. The API: AWS Lambda API reference, "Invoke":
+ * `POST /2015-03-31/functions/{FunctionName}/invocations`, an unhandled function error answered 200 with the
+ * `X-Amz-Function-Error` header and the error as the payload.
+ */
+
+/** What the signer hashes (@smithy/types `SourceData`). */
+type SourceData = string | ArrayBuffer | ArrayBufferView;
+
+const bytes = (d: SourceData): string | Uint8Array =>
+    typeof d === "string" ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+
+/** SHA-256 / HMAC-SHA-256 for the signer (its `HashConstructor`), from Node's crypto. */
+class NodeSha256 {
+    private h: Hash | Hmac;
+    constructor(secret?: SourceData) {
+        this.h = secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(secret));
+    }
+    update(data: SourceData): void {
+        this.h.update(bytes(data));
+    }
+    async digest(): Promise<Uint8Array> {
+        return new Uint8Array(this.h.digest());
+    }
+}
+
+/** `lambda:InvokeFunction`, synchronously, with a JSON payload. */
+export class InvokeCommand {
+    constructor(readonly input: { FunctionName: string; Payload: unknown }) {}
+}
+
+/** Lambda's synchronous request payload limit (AWS Lambda developer guide, "Lambda quotas": 6 MB). */
+export const INVOKE_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
+
+export class LambdaInvoker {
+    private readonly signer: SignatureV4;
+    private readonly url: URL;
+    /**
+     * @param credentialsFrom an SDK client whose credential chain signs the calls (the tool's S3 client)
+     * @param endpoint a Lambda-compatible server instead of `https://lambda.<region>.amazonaws.com` (tests)
+     */
+    constructor(
+        private readonly region: string,
+        credentialsFrom: Pick<S3Client, "config">,
+        endpoint?: string,
+    ) {
+        this.signer = new SignatureV4({ service: "lambda", region, credentials: credentialsFrom.config.credentials, sha256: NodeSha256 });
+        this.url = new URL(endpoint ?? `https://lambda.${region}.amazonaws.com`);
+    }
+
+    /**
+     * Invokes the function and returns its JSON result.
+     * @throws Error naming the function: on an HTTP error (AccessDenied, not found), a function error, or a payload
+     *   over {@link INVOKE_PAYLOAD_LIMIT_BYTES}
+     */
+    async send(cmd: InvokeCommand): Promise<unknown> {
+        const body = JSON.stringify(cmd.input.Payload);
+        if (Buffer.byteLength(body) > INVOKE_PAYLOAD_LIMIT_BYTES)
+            throw new Error(`payload for ${cmd.input.FunctionName} is over Lambda's ${INVOKE_PAYLOAD_LIMIT_BYTES} byte limit`);
+        const path = `${this.url.pathname.replace(/\/$/, "")}/2015-03-31/functions/${encodeURIComponent(cmd.input.FunctionName)}/invocations`;
+        const signed = await this.signer.sign({
+            method: "POST",
+            protocol: this.url.protocol,
+            hostname: this.url.hostname,
+            port: this.url.port ? Number(this.url.port) : undefined,
+            path,
+            query: {},
+            headers: { host: this.url.host, "content-type": "application/json", "x-amz-invocation-type": "RequestResponse" },
+            body,
+        });
+        const res = await fetch(new URL(path, this.url), { method: "POST", headers: signed.headers as Record<string, string>, body });
+        const text = await res.text();
+        if (!res.ok) throw new Error(`lambda Invoke ${cmd.input.FunctionName} (${this.region}): HTTP ${res.status} ${text.slice(0, 500)}`);
+        const fnError = res.headers.get("x-amz-function-error");
+        if (fnError) {
+            let message = text;
+            try {
+                message = (JSON.parse(text) as { errorMessage?: string }).errorMessage ?? text;
+            } catch {}
+            throw new Error(`${cmd.input.FunctionName} failed (${fnError}): ${message.slice(0, 1000)}`);
+        }
+        return JSON.parse(text);
+    }
+}
