@@ -332,7 +332,8 @@ return out
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
-local byte, match, floor = string.byte, string.match, math.floor
+local byte, match = string.byte, string.match
+local floor, ceil, max, min, huge = math.floor, math.ceil, math.max, math.min, math.huge
 local share = ${GRANT_SHARE}
 -- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
 -- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
@@ -448,12 +449,37 @@ local function marker(n)
   local r = n % 8
   return string.rep('\\255', math.floor(n / 8)) .. (r > 0 and string.char(256 - 2 ^ (8 - r)) or '')
 end
+-- the rps and concurrency room of one tier (state: t = arrival time or nil, held = leases held, e = earliest
+-- bucket) for a check at now asking for n slots: the slots it may take (n, or fewer near a limit: GRANT_SHARE),
+-- or 0 and the denial
+local function room(tat, interval, held, e, lm, now, n)
+  local capacity = interval > 1000 and interval or 1000
+  if tat + interval - now > capacity then return 0, 'rps', max(1, ceil(tat + interval - now - capacity)) end
+  if n > 1 then
+    local k = floor((capacity - (tat - now)) / interval) - 1
+    while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
+    n = min(n, 1 + floor(k / share))
+  end
+  local conc = lm.conc
+  if held >= conc then
+    if e == huge then e = now + 1 end
+    return 0, 'concurrency', max(1, ceil(e - now))
+  end
+  if n > 1 then n = min(n, 1 + floor((conc - held - 1) / share)) end
+  return n
+end
+-- a denial for tokens: until the end of the fixed window (services/shared/identity.ts windowStart)
+local function tokensFull(i, lm, now)
+  local sec = floor(now / 1000)
+  return {i, 'tokens', max(1, ceil((sec - sec % lm.window + lm.window) * 1000 - now))}
+end
 local function admit(kb, ab)
-  local now = num(ARGV[ab + 1])
-  local n = num(ARGV[ab + 3])
+  local now = ARGV[ab + 1] + 0
+  local n = ARGV[ab + 3] + 0
   local field = ARGV[ab + 4]
   local bucket = num(field)
-  for i = 1, 3 do
+  -- the model and team tiers: state kept for the whole call (shared by its checks), written by flush()
+  for i = 1, 2 do
     local cc = KEYS[kb + i * 2 - 1]
     local s = state(cc, field)
     if s.e <= now then
@@ -464,47 +490,63 @@ local function admit(kb, ab)
     end
     local lm = limitSet(num(ARGV[ab + 4 + i]))
     local interval = lm.interval
-    local capacity = interval > 1000 and interval or 1000
     local tat = s.t or now
     if tat < now then tat = now end
-    if tat + interval - now > capacity then
-      return {i, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
-    end
-    if n > 1 then
-      local k = math.floor((capacity - (tat - now)) / interval) - 1
-      while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
-      n = math.min(n, 1 + math.floor(k / share))
-    end
-    local conc = lm.conc
-    if s.n >= conc then
-      local first = s.e
-      if first == math.huge then first = now + 1 end
-      return {i, 'concurrency', math.max(1, math.ceil(first - now))}
-    end
-    if n > 1 then n = math.min(n, 1 + math.floor((conc - s.n - 1) / share)) end
+    local dim, retry
+    n, dim, retry = room(tat, interval, s.n, s.e, lm, now, n)
+    if n == 0 then return {i, dim, retry} end
     local tk = KEYS[kb + i * 2]
     local used = tokens[tk]
     if not used then
       used = num(call('GET', tk)) or 0
       tokens[tk] = used
     end
-    if used >= lm.tokens then
-      -- until the end of the fixed window (services/shared/identity.ts windowStart)
-      local sec = math.floor(now / 1000)
-      return {i, 'tokens', math.max(1, math.ceil((sec - sec % lm.window + lm.window) * 1000 - now))}
-    end
+    if used >= lm.tokens then return tokensFull(i, lm, now) end
     sel[i] = s tats[i] = tat intervals[i] = interval
   end
-  local ks = sel[3]
-  local marks = ks.marks
-  if marks then
-    local m = #marks
-    marks[m + 1] = ARGV[ab + 2]
-    marks[m + 2] = marker(n)
+  -- the key tier: its own HASH, usually touched by this one check of the call, is read here and written at once
+  -- (a key checked again later in the call reads what this check wrote)
+  local cc = KEYS[kb + 5]
+  local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
+  local t, held, e, x, bc, e0
+  e0 = h[3]
+  e0 = e0 and e0 + 0 or huge
+  if e0 <= now then
+    local s = sweepState(cc, now, field)
+    t, held, e, x, bc = s.t, s.n, s.e, s.x, s.b[field]
   else
-    ks.marks = {ARGV[ab + 2], marker(n)}
+    t = h[1]
+    t = t and t + 0
+    held = h[2]
+    held = held and held + 0 or 0
+    e = e0
+    x = h[4]
+    x = x and x + 0 or 0
+    bc = h[5]
+    bc = bc and bc + 0 or 0
   end
-  for i = 1, 3 do
+  local lm = limitSet(num(ARGV[ab + 7]))
+  local interval = lm.interval
+  local tat = t or now
+  if tat < now then tat = now end
+  local denied
+  local dim, retry
+  n, dim, retry = room(tat, interval, held, e, lm, now, n)
+  if n == 0 then denied = {3, dim, retry}
+  else
+    local used = call('GET', KEYS[kb + 6])
+    if used and used + 0 >= lm.tokens then denied = tokensFull(3, lm, now) end
+  end
+  if denied then
+    -- a sweep's new count and earliest bucket are written even when the check is denied
+    if e ~= e0 then
+      if e == huge then call('HSET', cc, 'n', fmt('%d', held)) call('HDEL', cc, 'e')
+      else call('HSET', cc, 'n', fmt('%d', held), 'e', fmt('%d', e)) end
+    end
+    return denied
+  end
+  -- admitted: the model and team tiers' new state is written by flush(), the key tier's here
+  for i = 1, 2 do
     local s = sel[i]
     s.t = tats[i] + n * intervals[i]
     s.n = s.n + n
@@ -513,11 +555,27 @@ local function admit(kb, ab)
     if d then d[field] = true else s.dirty = {[field] = true} end
     if bucket < s.e then s.e = bucket s.es = field end
     -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
-    local need = math.ceil(s.t) + 10000
+    local need = ceil(s.t) + 10000
     if need < bucket then need = bucket end
     if need > s.x then s.x = need + 10000 end
     s.changed = true
   end
+  t = tat + n * interval
+  local tm = floor(t * 1000 + 0.5)
+  local ts = fmt('%d.%03d', floor(tm / 1000), tm % 1000)
+  local ns, bs = fmt('%d', held + n), fmt('%d', bc + n)
+  local lease, mark = ARGV[ab + 2], marker(n)
+  local es
+  if bucket < e then es = field elseif e ~= e0 then es = fmt('%d', e) end
+  local need = ceil(t) + 10000
+  if need < bucket then need = bucket end
+  local xs = need > x and fmt('%d', need + 10000)
+  if es then
+    if xs then call('HSET', cc, 'n', ns, 't', ts, field, bs, 'e', es, 'x', xs, lease, mark)
+    else call('HSET', cc, 'n', ns, 't', ts, field, bs, 'e', es, lease, mark) end
+  elseif xs then call('HSET', cc, 'n', ns, 't', ts, field, bs, 'x', xs, lease, mark)
+  else call('HSET', cc, 'n', ns, 't', ts, field, bs, lease, mark) end
+  if xs then call('PEXPIREAT', cc, xs) end
   return n
 end
 `;
