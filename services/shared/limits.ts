@@ -313,30 +313,35 @@ return out
  * The admission check of the `counters` store once no replica writes the earlier layout: as
  * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys, and with the admission's lease marker
  * a field of the key tier's counter HASH ({@link HASH_MARKER}) instead of a key of its own (the HASH's `l`, which
- * nothing reads, is no longer written). KEYS per check: per tier the counter HASH and the token-window counter (6).
- * ARGV: the number L of limit sets, L sets of requestsPerSecond, concurrentRequests, tokensPerWindow,
- * windowSeconds, then per check nowMs, leaseId (`h.…`, also the marker's field), want, expiry bucket (ms) and
- * the 1-based limit set of each tier (7). An admitted check answers the slots it took (a number); a denied one
+ * nothing reads, is no longer written).
+ * KEYS: per context (a model and a team tier shared by checks of the call) the model tier's counter HASH and
+ * token-window counter, then the team tier's (4 each); then per check the key tier's counter HASH and
+ * token-window counter (2). ARGV: the number L of limit sets, L sets of requestsPerSecond, concurrentRequests,
+ * tokensPerWindow, windowSeconds; the number C of contexts, C pairs of 1-based limit sets (model, team); then per
+ * check nowMs, leaseId (`h.…`, also the marker's field), want, expiry bucket (ms), its 1-based context and the
+ * key tier's limit set (6). An admitted check answers the slots it took (a number); a denied one
  * `{tierIndex, dimension, retryAfterMs}`.
  *
  * Redis work per admitted check of a quiet key (its model and team HASHes shared with the other checks of the
  * call): one HMGET and one HSET of the key tier's HASH and one GET of its token counter (plus a PEXPIREAT when
- * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a HASH, a token counter or
- * a bucket other checks of the call already read is not read again. Measured with callgrind on redis-server
- * 7.0 (8 quiet-key checks per call): about 143,000 user-space instructions per check, against 212,000 with a
- * marker key per admission and 16 arguments per check; `tonumber` and number formatting were the largest
- * part, hence the caches below. With the bench's quiet-key mix (each key checked 4.5 times a second, 2 s lease
- * TTL, so a sweep on about 0.22 checks in 1), EVALSHA runs about 181,000 instructions per check (194,000 before
- * the tables below were sized in their constructors and stored numbers parsed by coercion): about 54,000 in the
- * 4.2 `redis.call`s (their HASH replies and listpack scans grow with the lease markers), the rest the Lua VM.
+ * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a model or team HASH, token
+ * counter or bucket other checks of the call already read is not read again. The key tier's HASH is read and
+ * written by its check alone (a quiet key's one check of the call: no state table, no deferred write).
+ * Measured with callgrind on redis-server 7.0 with the bench's quiet-key mix (1000 keys, each checked 5 times a
+ * second, 2 s lease TTL, so a sweep on about 0.2 checks in 1; 6 checks per call): about 129,000 user-space
+ * instructions per check, the call and its I/O included, against 189,000 with 13 arguments per check (the model
+ * and team keys and limit sets sent with each check) and every tier's state in a table written at the end of
+ * the call. Of these, about 37,000 are the key tier's sweeps (an HGETALL of its HASH, lease markers included)
+ * and about 29,000 the lease marker's field.
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
 local byte, match = string.byte, string.match
 local floor, ceil, max, min, huge = math.floor, math.ceil, math.max, math.min, math.huge
 local share = ${GRANT_SHARE}
--- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
--- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
+-- Each model and team tier HASH this call touches is read once and written once, by flush() at the end: the call
+-- is atomic, so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once
+-- per check.
 local states, listed, tokens = {}, {}, {}
 -- tonumber (strtod) is the costliest step of a check: a string seen before in this call (limits, now, buckets,
 -- counts; Lua strings are interned) is parsed once
@@ -441,7 +446,12 @@ local function limitSet(j)
   end
   return l
 end
-local checks = 2 + tonumber(ARGV[1]) * 4
+-- contexts: ARGV[ctxs] = how many, then 2 arguments each (the model and the team tier's limit set); KEYS begin
+-- with 4 keys each (the model tier's HASH and token counter, the team tier's): the tiers a check shares with the
+-- other checks of the call, sent once
+local ctxs = 2 + tonumber(ARGV[1]) * 4
+local ctxKeys = tonumber(ARGV[ctxs]) * 4
+local first = ctxs + ctxKeys / 2
 local sel, tats, intervals = {}, {}, {}
 -- marker value for n slots: one bit per slot, most significant bit first (as SETBIT numbers them)
 local function marker(n)
@@ -478,9 +488,10 @@ local function admit(kb, ab)
   local n = ARGV[ab + 3] + 0
   local field = ARGV[ab + 4]
   local bucket = num(field)
+  local c = num(ARGV[ab + 5]) - 1
   -- the model and team tiers: state kept for the whole call (shared by its checks), written by flush()
   for i = 1, 2 do
-    local cc = KEYS[kb + i * 2 - 1]
+    local cc = KEYS[c * 4 + i * 2 - 1]
     local s = state(cc, field)
     if s.e <= now then
       -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep
@@ -488,14 +499,14 @@ local function admit(kb, ab)
       s = sweepState(cc, now, field)
       states[cc] = s
     end
-    local lm = limitSet(num(ARGV[ab + 4 + i]))
+    local lm = limitSet(num(ARGV[ctxs + c * 2 + i]))
     local interval = lm.interval
     local tat = s.t or now
     if tat < now then tat = now end
     local dim, retry
     n, dim, retry = room(tat, interval, s.n, s.e, lm, now, n)
     if n == 0 then return {i, dim, retry} end
-    local tk = KEYS[kb + i * 2]
+    local tk = KEYS[c * 4 + i * 2]
     local used = tokens[tk]
     if not used then
       used = num(call('GET', tk)) or 0
@@ -506,7 +517,7 @@ local function admit(kb, ab)
   end
   -- the key tier: its own HASH, usually touched by this one check of the call, is read here and written at once
   -- (a key checked again later in the call reads what this check wrote)
-  local cc = KEYS[kb + 5]
+  local cc = KEYS[kb + 1]
   local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
   local t, held, e, x, bc, e0
   e0 = h[3]
@@ -525,7 +536,7 @@ local function admit(kb, ab)
     bc = h[5]
     bc = bc and bc + 0 or 0
   end
-  local lm = limitSet(num(ARGV[ab + 7]))
+  local lm = limitSet(num(ARGV[ab + 6]))
   local interval = lm.interval
   local tat = t or now
   if tat < now then tat = now end
@@ -534,7 +545,7 @@ local function admit(kb, ab)
   n, dim, retry = room(tat, interval, held, e, lm, now, n)
   if n == 0 then denied = {3, dim, retry}
   else
-    local used = call('GET', KEYS[kb + 6])
+    local used = call('GET', KEYS[kb + 2])
     if used and used + 0 >= lm.tokens then denied = tokensFull(3, lm, now) end
   end
   if denied then
@@ -582,20 +593,23 @@ end
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
 export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
-local r = admit(0, checks - 1)
+local r = admit(ctxKeys, first)
 flush()
 return r
 `;
 
-/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA} (the limit sets come first, once per call). */
-const COUNTERS_KEYS = 6;
-const COUNTERS_ARGS = 7;
+/**
+ * Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA} (the limit sets and the model and team tiers'
+ * contexts come first, once per call).
+ */
+const COUNTERS_KEYS = 2;
+const COUNTERS_ARGS = 6;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
 export const CHECK_COUNTERS_BATCH_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
 local out = {}
-for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
-  out[n + 1] = admit(n * ${COUNTERS_KEYS}, checks - 1 + n * ${COUNTERS_ARGS})
+for n = 0, (#KEYS - ctxKeys) / ${COUNTERS_KEYS} - 1 do
+  out[n + 1] = admit(ctxKeys + n * ${COUNTERS_KEYS}, first + n * ${COUNTERS_ARGS})
 end
 flush()
 return out
@@ -837,7 +851,12 @@ export async function checkAndAcquire(
     const sets = store === "counters" ? new LimitSets() : undefined;
     const leaseId = pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store, sets);
     return decodeAdmission(
-        (await runScript(redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, sets ? sets.args(args) : args)) as AdmissionReply,
+        (await runScript(
+            redis,
+            sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA,
+            sets ? sets.keys(keys) : keys,
+            sets ? sets.args(args) : args,
+        )) as AdmissionReply,
         leaseId,
     );
 }
@@ -847,11 +866,16 @@ type AdmissionReply = number | [number, string, number];
 
 /**
  * The distinct tier limits of one {@link CHECK_COUNTERS_LUA} call, each sent once (the model and team tiers'
- * limits repeat over the checks of a batch). A check names one set per tier by its 1-based index.
+ * limits repeat over the checks of a batch), and its distinct contexts: a model and a team tier (their HASHes,
+ * token counters and limit sets), also sent once. A check names its context and its key tier's set by 1-based
+ * index.
  */
 class LimitSets {
     private readonly index = new Map<TierLimit, number>();
     private readonly head: (string | number)[] = [0];
+    private readonly contexts = new Map<string, number>();
+    private readonly contextArgs: number[] = [];
+    private readonly contextKeys: string[] = [];
 
     /** The 1-based index of `l`'s set, adding it on first sight. */
     of(l: TierLimit): number {
@@ -864,10 +888,39 @@ class LimitSets {
         return i;
     }
 
-    /** The script's ARGV: how many sets, the sets, then the checks' arguments. */
+    /**
+     * The 1-based index of the context of a check with admission keys `fixed` ({@link admissionKeys}), token-window
+     * keys `tok` and `limits`, adding it on first sight.
+     */
+    context(fixed: readonly string[], tok: readonly string[], limits: TierLimits): number {
+        const m = this.of(limits.model);
+        const t = this.of(limits.team);
+        // the token keys name the tier ids and the windows
+        const key = `${m} ${t} ${tok[0]} ${tok[1]}`;
+        let i = this.contexts.get(key);
+        if (i === undefined) {
+            i = this.contexts.size + 1;
+            this.contexts.set(key, i);
+            this.contextArgs.push(m, t);
+            this.contextKeys.push(fixed[2], tok[0], fixed[5], tok[1]);
+        }
+        return i;
+    }
+
+    /** The script's ARGV: how many sets, the sets, how many contexts, their sets, then the checks' arguments. */
     args(checks: (string | number)[]): (string | number)[] {
         this.head[0] = this.index.size;
-        return this.head.concat(checks);
+        const out = this.head.concat([this.contexts.size], this.contextArgs);
+        for (const a of checks) out.push(a);
+        return out;
+    }
+
+    /** The script's KEYS: the contexts' keys, then the checks' keys. */
+    keys(checks: string[]): string[] {
+        if (this.contextKeys.length === 0) return checks;
+        const out = this.contextKeys.slice();
+        for (const k of checks) out.push(k);
+        return out;
     }
 }
 
@@ -928,8 +981,8 @@ function pushAdmission(
         if (!sets) throw new Error("pushAdmission: the counters store needs its call's limit sets");
         const tok = tokenKeysOf(fixed, ids, limits, nowMs);
         const leaseId = `${HASH_MARKER}${bucket.toString(36)}.${leaseToken}`;
-        keys.push(fixed[2], tok.keys[0], fixed[5], tok.keys[1], fixed[8], tok.keys[2]);
-        args.push(nowMs, leaseId, want, bucket, sets.of(limits.model), sets.of(limits.team), sets.of(limits.key));
+        keys.push(fixed[8], tok.keys[2]);
+        args.push(nowMs, leaseId, want, bucket, sets.context(fixed, tok.keys, limits), sets.of(limits.key));
         return leaseId;
     }
     const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
@@ -1151,15 +1204,16 @@ export class AdmissionBatcher {
             for (const c of batch)
                 leaseIds.push(pushAdmission(keys, checks, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store, sets));
             const args = sets ? sets.args(checks) : checks;
+            const callKeys = sets ? sets.keys(keys) : keys;
             this.inFlight++;
             if (batch.length === 1) {
                 const one = batch[0];
-                runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
+                runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, callKeys, args)
                     .then((r) => one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0])), one.reject)
                     .finally(this.settled);
                 continue;
             }
-            runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args)
+            runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
                 .then(
                     (replies) => {
                         for (let i = 0; i < batch.length; i++)
