@@ -327,12 +327,14 @@ return out
  * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a model or team HASH, token
  * counter or bucket other checks of the call already read is not read again. The key tier's HASH is read and
  * written by its check alone (a quiet key's one check of the call: no state table, no deferred write).
- * Measured with callgrind on redis-server 7.0 with the bench's quiet-key mix (1000 keys, each checked 5 times a
- * second, 2 s lease TTL, so a sweep on about 0.2 checks in 1; 6 checks per call): about 129,000 user-space
- * instructions per check, the call and its I/O included, against 189,000 with 13 arguments per check (the model
- * and team keys and limit sets sent with each check) and every tier's state in a table written at the end of
- * the call. Of these, about 37,000 are the key tier's sweeps (an HGETALL of its HASH, lease markers included)
- * and about 29,000 the lease marker's field.
+ * Measured with callgrind on redis-server 7.0 (inside processInputBuffer: parsing, the script and its
+ * commands) with the bench's quiet-key mix in steady state (1000 keys, each checked 5 times a second, 2 s lease
+ * TTL, so a sweep on 0.2 checks in 1; 6 checks per call): about 152,000 instructions per check, against 180,000
+ * with 13 arguments per check (the model and team keys and limit sets sent with each check) and every tier's
+ * state in a table written at the end of the call. Of these, about 137,000 run inside the script: 31,000 in the
+ * 4.2 `redis.call`s, 17,000 turning their replies into Lua values, the rest the Lua VM (strtod 7,000, string
+ * interning 10,000). The lease marker's field and the sweeps' HGETALL of the markers are the largest parts a data
+ * layout could still remove (about 29,000 and 20,000).
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
