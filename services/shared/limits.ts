@@ -333,8 +333,8 @@ return out
  * with 13 arguments per check (the model and team keys and limit sets sent with each check) and every tier's
  * state in a table written at the end of the call. Of these, about 137,000 run inside the script: 31,000 in the
  * 4.2 `redis.call`s, 17,000 turning their replies into Lua values, the rest the Lua VM (strtod 7,000, string
- * interning 10,000). The lease marker's field and the sweeps' HGETALL of the markers are the largest parts a data
- * layout could still remove (about 29,000 and 20,000).
+ * interning 10,000). The lease marker's field (an HSET argument, longer listpack scans) and the sweeps (HGETALL
+ * of a HASH mostly made of markers, and its HDELs) are the largest parts only a data-layout change could remove.
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
