@@ -325,11 +325,12 @@ return out
  * Redis work per admitted check of a quiet key (its model and team HASHes shared with the other checks of the
  * call): one HMGET and one HSET of the key tier's HASH and one GET of its token counter (plus a PEXPIREAT when
  * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a model or team HASH, token
- * counter or bucket other checks of the call already read is not read again. The key tier's HASH is read and
- * written by its check alone (a quiet key's one check of the call: no state table, no deferred write).
+ * counter or bucket other checks of the call already read is not read again. A key tier's HASH named by one check
+ * of the call (a quiet key's) is read and written by that check alone, with no state table and no deferred write; one
+ * named by several (a busy key's checks beside its grant) is kept as state like the model and team tiers'.
  * Measured with callgrind on redis-server 7.0 (inside processInputBuffer: parsing, the script and its
  * commands) with the bench's quiet-key mix in steady state (1000 keys, each checked 5 times a second, 2 s lease
- * TTL, so a sweep on 0.2 checks in 1; 6 checks per call): about 152,000 instructions per check, against 180,000
+ * TTL, so a sweep on 0.2 checks in 1; 6 checks per call): about 155,000 instructions per check, against 180,000
  * with 13 arguments per check (the model and team keys and limit sets sent with each check) and every tier's
  * state in a table written at the end of the call. Of these, about 137,000 run inside the script: 31,000 in the
  * 4.2 `redis.call`s, 17,000 turning their replies into Lua values, the rest the Lua VM (strtod 7,000, string
@@ -454,6 +455,12 @@ end
 local ctxs = 2 + tonumber(ARGV[1]) * 4
 local ctxKeys = tonumber(ARGV[ctxs]) * 4
 local first = ctxs + ctxKeys / 2
+-- how many checks of the call name each key tier HASH
+local checksOf = {}
+for j = ctxKeys + 1, #KEYS, 2 do
+  local k = KEYS[j]
+  checksOf[k] = (checksOf[k] or 0) + 1
+end
 local sel, tats, intervals = {}, {}, {}
 -- marker value for n slots: one bit per slot, most significant bit first (as SETBIT numbers them)
 local function marker(n)
@@ -491,9 +498,17 @@ local function admit(kb, ab)
   local field = ARGV[ab + 4]
   local bucket = num(field)
   local c = num(ARGV[ab + 5]) - 1
-  -- the model and team tiers: state kept for the whole call (shared by its checks), written by flush()
-  for i = 1, 2 do
-    local cc = KEYS[c * 4 + i * 2 - 1]
+  -- the key tier's HASH is usually touched by this one check of the call: read here and written at once (direct);
+  -- a key checked more than once in the call (a busy key beside its grant) is kept as state like the model and team
+  -- tiers
+  local kcc = KEYS[kb + 1]
+  local direct = checksOf[kcc] == 1
+  local last = direct and 2 or 3
+  -- tiers kept as state for the whole call (shared by its checks), written by flush()
+  for i = 1, last do
+    local cc, tk, set
+    if i < 3 then cc, tk, set = KEYS[c * 4 + i * 2 - 1], KEYS[c * 4 + i * 2], ARGV[ctxs + c * 2 + i]
+    else cc, tk, set = kcc, KEYS[kb + 2], ARGV[ab + 6] end
     local s = state(cc, field)
     if s.e <= now then
       -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep
@@ -501,14 +516,13 @@ local function admit(kb, ab)
       s = sweepState(cc, now, field)
       states[cc] = s
     end
-    local lm = limitSet(num(ARGV[ctxs + c * 2 + i]))
+    local lm = limitSet(num(set))
     local interval = lm.interval
     local tat = s.t or now
     if tat < now then tat = now end
     local dim, retry
     n, dim, retry = room(tat, interval, s.n, s.e, lm, now, n)
     if n == 0 then return {i, dim, retry} end
-    local tk = KEYS[c * 4 + i * 2]
     local used = tokens[tk]
     if not used then
       used = num(call('GET', tk)) or 0
@@ -517,49 +531,59 @@ local function admit(kb, ab)
     if used >= lm.tokens then return tokensFull(i, lm, now) end
     sel[i] = s tats[i] = tat intervals[i] = interval
   end
-  -- the key tier: its own HASH, usually touched by this one check of the call, is read here and written at once
-  -- (a key checked again later in the call reads what this check wrote)
-  local cc = KEYS[kb + 1]
-  local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
-  local t, held, e, x, bc, e0
-  e0 = h[3]
-  e0 = e0 and e0 + 0 or huge
-  if e0 <= now then
-    local s = sweepState(cc, now, field)
-    t, held, e, x, bc = s.t, s.n, s.e, s.x, s.b[field]
-  else
-    t = h[1]
-    t = t and t + 0
-    held = h[2]
-    held = held and held + 0 or 0
-    e = e0
-    x = h[4]
-    x = x and x + 0 or 0
-    bc = h[5]
-    bc = bc and bc + 0 or 0
-  end
-  local lm = limitSet(num(ARGV[ab + 6]))
-  local interval = lm.interval
-  local tat = t or now
-  if tat < now then tat = now end
-  local denied
-  local dim, retry
-  n, dim, retry = room(tat, interval, held, e, lm, now, n)
-  if n == 0 then denied = {3, dim, retry}
-  else
-    local used = call('GET', KEYS[kb + 2])
-    if used and used + 0 >= lm.tokens then denied = tokensFull(3, lm, now) end
-  end
-  if denied then
-    -- a sweep's new count and earliest bucket are written even when the check is denied
-    if e ~= e0 then
-      if e == huge then call('HSET', cc, 'n', fmt('%d', held)) call('HDEL', cc, 'e')
-      else call('HSET', cc, 'n', fmt('%d', held), 'e', fmt('%d', e)) end
+  local cc = kcc
+  local t, held, e, x, bc, e0, tat, interval
+  if direct then
+    local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
+    e0 = h[3]
+    e0 = e0 and e0 + 0 or huge
+    if e0 <= now then
+      local s = sweepState(cc, now, field)
+      t, held, e, x, bc = s.t, s.n, s.e, s.x, s.b[field]
+    else
+      t = h[1]
+      t = t and t + 0
+      held = h[2]
+      held = held and held + 0 or 0
+      e = e0
+      x = h[4]
+      x = x and x + 0 or 0
+      bc = h[5]
+      bc = bc and bc + 0 or 0
     end
-    return denied
+    local lm = limitSet(num(ARGV[ab + 6]))
+    interval = lm.interval
+    tat = t or now
+    if tat < now then tat = now end
+    local denied, dim, retry
+    n, dim, retry = room(tat, interval, held, e, lm, now, n)
+    if n == 0 then denied = {3, dim, retry}
+    else
+      local used = call('GET', KEYS[kb + 2])
+      if used and used + 0 >= lm.tokens then denied = tokensFull(3, lm, now) end
+    end
+    if denied then
+      -- a sweep's new count and earliest bucket are written even when the check is denied
+      if e ~= e0 then
+        if e == huge then call('HSET', cc, 'n', fmt('%d', held)) call('HDEL', cc, 'e')
+        else call('HSET', cc, 'n', fmt('%d', held), 'e', fmt('%d', e)) end
+      end
+      return denied
+    end
   end
-  -- admitted: the model and team tiers' new state is written by flush(), the key tier's here
-  for i = 1, 2 do
+  -- admitted: the state tiers' new state is written by flush(), a direct key tier's here
+  if not direct then
+    local ks = sel[3]
+    local marks = ks.marks
+    if marks then
+      local m = #marks
+      marks[m + 1] = ARGV[ab + 2]
+      marks[m + 2] = marker(n)
+    else
+      ks.marks = {ARGV[ab + 2], marker(n)}
+    end
+  end
+  for i = 1, last do
     local s = sel[i]
     s.t = tats[i] + n * intervals[i]
     s.n = s.n + n
@@ -573,6 +597,7 @@ local function admit(kb, ab)
     if need > s.x then s.x = need + 10000 end
     s.changed = true
   end
+  if not direct then return n end
   t = tat + n * interval
   local tm = floor(t * 1000 + 0.5)
   local ts = fmt('%d.%03d', floor(tm / 1000), tm % 1000)
