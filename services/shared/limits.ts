@@ -903,6 +903,7 @@ class LimitSets {
     private readonly contexts = new Map<string, number>();
     private readonly contextArgs: number[] = [];
     private readonly contextKeys: string[] = [];
+    private last?: { m: number; t: number; tok0: string; tok1: string; i: number };
 
     /** The 1-based index of `l`'s set, adding it on first sight. */
     of(l: TierLimit): number {
@@ -922,6 +923,9 @@ class LimitSets {
     context(fixed: readonly string[], tok: readonly string[], limits: TierLimits): number {
         const m = this.of(limits.model);
         const t = this.of(limits.team);
+        // the usual case, the previous check's context: no key string built
+        const last = this.last;
+        if (last && last.m === m && last.t === t && last.tok0 === tok[0] && last.tok1 === tok[1]) return last.i;
         // the token keys name the tier ids and the windows
         const key = `${m} ${t} ${tok[0]} ${tok[1]}`;
         let i = this.contexts.get(key);
@@ -931,6 +935,7 @@ class LimitSets {
             this.contextArgs.push(m, t);
             this.contextKeys.push(fixed[2], tok[0], fixed[5], tok[1]);
         }
+        this.last = { m, t, tok0: tok[0], tok1: tok[1], i };
         return i;
     }
 
