@@ -415,6 +415,8 @@ export class GrantAdmission {
 
     /** Gives back the lots of `p` that expired by `t` (`performance.now()` ms), or all of them (`true`). */
     private giveBack(p: Pair, t: number | true): void {
+        // the sweeper visits every pair each hold period: a pair without lots (a quiet key's) allocates nothing
+        if (p.lots.length === 0) return;
         const keep: Lot[] = [];
         for (const lot of p.lots) {
             if (t === true || lot.expiresAt <= t || lot.next >= lot.end) this.returnLot(p, lot);

@@ -342,6 +342,21 @@ describe("AdmissionBatcher", () => {
         expect(await leasesHeld(redis, "team", ids.team, T0 + TTL + 10)).toBe(3);
     });
 
+    it("a key tier's sweep is written also when the check is then denied: its expired leases leave the count at once", async () => {
+        const l = limits({ key: { concurrentRequests: 2, tokensPerWindow: 10, windowSeconds: 3600 } });
+        for (let i = 0; i < 2; i++) expect((await checkAndAcquire(redis, ids, l, `pre${i}`, T0, TTL)).allowed).toBe(true);
+        expect(await checkAndAcquire(redis, ids, l, "full", T0 + 1, TTL)).toMatchObject({ allowed: false, dimension: "concurrency" });
+        await addTokens(redis, ids, 10, T0 + TTL, { model: 60, team: 60, key: 3600 });
+        // Past the leases' bucket: the key tier sweeps them, then refuses for tokens; the sweep stays written.
+        const batcher = new AdmissionBatcher(redis);
+        const ds = await Promise.all([0, 1].map((i) => batcher.check(ids, l, `late${i}`, T0 + TTL + 1_000, TTL)));
+        expect(ds).toEqual([0, 1].map(() => expect.objectContaining({ allowed: false, tier: "key", dimension: "tokens" })));
+        const h = await redis.hgetall(redisKeys.counters("key", ids.key));
+        expect(h.n).toBe("0");
+        expect(Object.keys(h).filter((f) => f === "e" || /^\d+$/.test(f) || f.startsWith("h."))).toEqual([]);
+        expect(await leasesHeld(redis, "key", ids.key, T0 + TTL + 1_000)).toBe(0);
+    });
+
     it("a failed call rejects every check of the batch (callers fail closed)", async () => {
         const down = new Redis(`redis://127.0.0.1:${server.port}`, { lazyConnect: true, enableOfflineQueue: false });
         down.on("error", () => undefined);

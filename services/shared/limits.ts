@@ -313,29 +313,38 @@ return out
  * The admission check of the `counters` store once no replica writes the earlier layout: as
  * {@link CHECK_LIMITS_LUA} without reading ZSETs or the earlier rps keys, and with the admission's lease marker
  * a field of the key tier's counter HASH ({@link HASH_MARKER}) instead of a key of its own (the HASH's `l`, which
- * nothing reads, is no longer written). KEYS per check: per tier the counter HASH and the token-window counter (6).
- * ARGV: the number L of limit sets, L sets of requestsPerSecond, concurrentRequests, tokensPerWindow,
- * windowSeconds, then per check nowMs, leaseId (`h.…`, also the marker's field), want, expiry bucket (ms) and
- * the 1-based limit set of each tier (7). An admitted check answers the slots it took (a number); a denied one
+ * nothing reads, is no longer written).
+ * KEYS: per context (a model and a team tier shared by checks of the call) the model tier's counter HASH and
+ * token-window counter, then the team tier's (4 each); then per check the key tier's counter HASH and
+ * token-window counter (2). ARGV: the number L of limit sets, L sets of requestsPerSecond, concurrentRequests,
+ * tokensPerWindow, windowSeconds; the number C of contexts, C pairs of 1-based limit sets (model, team); then per
+ * check nowMs, leaseId (`h.…`, also the marker's field), want, expiry bucket (ms), its 1-based context and the
+ * key tier's limit set (6). An admitted check answers the slots it took (a number); a denied one
  * `{tierIndex, dimension, retryAfterMs}`.
  *
  * Redis work per admitted check of a quiet key (its model and team HASHes shared with the other checks of the
  * call): one HMGET and one HSET of the key tier's HASH and one GET of its token counter (plus a PEXPIREAT when
- * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a HASH, a token counter or
- * a bucket other checks of the call already read is not read again. Measured with callgrind on redis-server
- * 7.0 (8 quiet-key checks per call): about 143,000 user-space instructions per check, against 212,000 with a
- * marker key per admission and 16 arguments per check; `tonumber` and number formatting were the largest
- * part, hence the caches below. With the bench's quiet-key mix (each key checked 4.5 times a second, 2 s lease
- * TTL, so a sweep on about 0.22 checks in 1), EVALSHA runs about 181,000 instructions per check (194,000 before
- * the tables below were sized in their constructors and stored numbers parsed by coercion): about 54,000 in the
- * 4.2 `redis.call`s (their HASH replies and listpack scans grow with the lease markers), the rest the Lua VM.
+ * the HASH's expiry moves, every 10 s). The HSET writes only fields that changed; a model or team HASH, token
+ * counter or bucket other checks of the call already read is not read again. A key tier's HASH named by one check
+ * of the call (a quiet key's) is read and written by that check alone, with no state table and no deferred write; one
+ * named by several (a busy key's checks beside its grant) is kept as state like the model and team tiers'.
+ * Measured with callgrind on redis-server 7.0 (inside processInputBuffer: parsing, the script and its
+ * commands) with the bench's quiet-key mix in steady state (1000 keys, each checked 5 times a second, 2 s lease
+ * TTL, so a sweep on 0.2 checks in 1; 6 checks per call): about 155,000 instructions per check, against 180,000
+ * with 13 arguments per check (the model and team keys and limit sets sent with each check) and every tier's
+ * state in a table written at the end of the call. Of these, about 137,000 run inside the script: 31,000 in the
+ * 4.2 `redis.call`s, 17,000 turning their replies into Lua values, the rest the Lua VM (strtod 7,000, string
+ * interning 10,000). The lease marker's field (an HSET argument, longer listpack scans) and the sweeps (HGETALL
+ * of a HASH mostly made of markers, and its HDELs) are the largest parts only a data-layout change could remove.
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
-local byte, match, floor = string.byte, string.match, math.floor
+local byte, match = string.byte, string.match
+local floor, ceil, max, min, huge = math.floor, math.ceil, math.max, math.min, math.huge
 local share = ${GRANT_SHARE}
--- Each counter HASH this call touches is read once and written once, by flush() at the end: the call is atomic,
--- so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once per check.
+-- Each model and team tier HASH this call touches is read once and written once, by flush() at the end: the call
+-- is atomic, so a batch of checks sharing the model and team tiers reads and writes those HASHes once, not once
+-- per check.
 local states, listed, tokens = {}, {}, {}
 -- tonumber (strtod) is the costliest step of a check: a string seen before in this call (limits, now, buckets,
 -- counts; Lua strings are interned) is parsed once
@@ -440,7 +449,18 @@ local function limitSet(j)
   end
   return l
 end
-local checks = 2 + tonumber(ARGV[1]) * 4
+-- contexts: ARGV[ctxs] = how many, then 2 arguments each (the model and the team tier's limit set); KEYS begin
+-- with 4 keys each (the model tier's HASH and token counter, the team tier's): the tiers a check shares with the
+-- other checks of the call, sent once
+local ctxs = 2 + tonumber(ARGV[1]) * 4
+local ctxKeys = tonumber(ARGV[ctxs]) * 4
+local first = ctxs + ctxKeys / 2
+-- how many checks of the call name each key tier HASH
+local checksOf = {}
+for j = ctxKeys + 1, #KEYS, 2 do
+  local k = KEYS[j]
+  checksOf[k] = (checksOf[k] or 0) + 1
+end
 local sel, tats, intervals = {}, {}, {}
 -- marker value for n slots: one bit per slot, most significant bit first (as SETBIT numbers them)
 local function marker(n)
@@ -448,13 +468,47 @@ local function marker(n)
   local r = n % 8
   return string.rep('\\255', math.floor(n / 8)) .. (r > 0 and string.char(256 - 2 ^ (8 - r)) or '')
 end
+-- the rps and concurrency room of one tier (state: t = arrival time or nil, held = leases held, e = earliest
+-- bucket) for a check at now asking for n slots: the slots it may take (n, or fewer near a limit: GRANT_SHARE),
+-- or 0 and the denial
+local function room(tat, interval, held, e, lm, now, n)
+  local capacity = interval > 1000 and interval or 1000
+  if tat + interval - now > capacity then return 0, 'rps', max(1, ceil(tat + interval - now - capacity)) end
+  if n > 1 then
+    local k = floor((capacity - (tat - now)) / interval) - 1
+    while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
+    n = min(n, 1 + floor(k / share))
+  end
+  local conc = lm.conc
+  if held >= conc then
+    if e == huge then e = now + 1 end
+    return 0, 'concurrency', max(1, ceil(e - now))
+  end
+  if n > 1 then n = min(n, 1 + floor((conc - held - 1) / share)) end
+  return n
+end
+-- a denial for tokens: until the end of the fixed window (services/shared/identity.ts windowStart)
+local function tokensFull(i, lm, now)
+  local sec = floor(now / 1000)
+  return {i, 'tokens', max(1, ceil((sec - sec % lm.window + lm.window) * 1000 - now))}
+end
 local function admit(kb, ab)
-  local now = num(ARGV[ab + 1])
-  local n = num(ARGV[ab + 3])
+  local now = ARGV[ab + 1] + 0
+  local n = ARGV[ab + 3] + 0
   local field = ARGV[ab + 4]
   local bucket = num(field)
-  for i = 1, 3 do
-    local cc = KEYS[kb + i * 2 - 1]
+  local c = num(ARGV[ab + 5]) - 1
+  -- the key tier's HASH is usually touched by this one check of the call: read here and written at once (direct);
+  -- a key checked more than once in the call (a busy key beside its grant) is kept as state like the model and team
+  -- tiers
+  local kcc = KEYS[kb + 1]
+  local direct = checksOf[kcc] == 1
+  local last = direct and 2 or 3
+  -- tiers kept as state for the whole call (shared by its checks), written by flush()
+  for i = 1, last do
+    local cc, tk, set
+    if i < 3 then cc, tk, set = KEYS[c * 4 + i * 2 - 1], KEYS[c * 4 + i * 2], ARGV[ctxs + c * 2 + i]
+    else cc, tk, set = kcc, KEYS[kb + 2], ARGV[ab + 6] end
     local s = state(cc, field)
     if s.e <= now then
       -- expired buckets leave the count (once a second per busy tier): write what this call changed, sweep
@@ -462,49 +516,74 @@ local function admit(kb, ab)
       s = sweepState(cc, now, field)
       states[cc] = s
     end
-    local lm = limitSet(num(ARGV[ab + 4 + i]))
+    local lm = limitSet(num(set))
     local interval = lm.interval
-    local capacity = interval > 1000 and interval or 1000
     local tat = s.t or now
     if tat < now then tat = now end
-    if tat + interval - now > capacity then
-      return {i, 'rps', math.max(1, math.ceil(tat + interval - now - capacity))}
-    end
-    if n > 1 then
-      local k = math.floor((capacity - (tat - now)) / interval) - 1
-      while k > 0 and tat + (1 + k) * interval - now > capacity do k = k - 1 end
-      n = math.min(n, 1 + math.floor(k / share))
-    end
-    local conc = lm.conc
-    if s.n >= conc then
-      local first = s.e
-      if first == math.huge then first = now + 1 end
-      return {i, 'concurrency', math.max(1, math.ceil(first - now))}
-    end
-    if n > 1 then n = math.min(n, 1 + math.floor((conc - s.n - 1) / share)) end
-    local tk = KEYS[kb + i * 2]
+    local dim, retry
+    n, dim, retry = room(tat, interval, s.n, s.e, lm, now, n)
+    if n == 0 then return {i, dim, retry} end
     local used = tokens[tk]
     if not used then
       used = num(call('GET', tk)) or 0
       tokens[tk] = used
     end
-    if used >= lm.tokens then
-      -- until the end of the fixed window (services/shared/identity.ts windowStart)
-      local sec = math.floor(now / 1000)
-      return {i, 'tokens', math.max(1, math.ceil((sec - sec % lm.window + lm.window) * 1000 - now))}
-    end
+    if used >= lm.tokens then return tokensFull(i, lm, now) end
     sel[i] = s tats[i] = tat intervals[i] = interval
   end
-  local ks = sel[3]
-  local marks = ks.marks
-  if marks then
-    local m = #marks
-    marks[m + 1] = ARGV[ab + 2]
-    marks[m + 2] = marker(n)
-  else
-    ks.marks = {ARGV[ab + 2], marker(n)}
+  local cc = kcc
+  local t, held, e, x, bc, e0, tat, interval
+  if direct then
+    local h = call('HMGET', cc, 't', 'n', 'e', 'x', field)
+    e0 = h[3]
+    e0 = e0 and e0 + 0 or huge
+    if e0 <= now then
+      local s = sweepState(cc, now, field)
+      t, held, e, x, bc = s.t, s.n, s.e, s.x, s.b[field]
+    else
+      t = h[1]
+      t = t and t + 0
+      held = h[2]
+      held = held and held + 0 or 0
+      e = e0
+      x = h[4]
+      x = x and x + 0 or 0
+      bc = h[5]
+      bc = bc and bc + 0 or 0
+    end
+    local lm = limitSet(num(ARGV[ab + 6]))
+    interval = lm.interval
+    tat = t or now
+    if tat < now then tat = now end
+    local denied, dim, retry
+    n, dim, retry = room(tat, interval, held, e, lm, now, n)
+    if n == 0 then denied = {3, dim, retry}
+    else
+      local used = call('GET', KEYS[kb + 2])
+      if used and used + 0 >= lm.tokens then denied = tokensFull(3, lm, now) end
+    end
+    if denied then
+      -- a sweep's new count and earliest bucket are written even when the check is denied
+      if e ~= e0 then
+        if e == huge then call('HSET', cc, 'n', fmt('%d', held)) call('HDEL', cc, 'e')
+        else call('HSET', cc, 'n', fmt('%d', held), 'e', fmt('%d', e)) end
+      end
+      return denied
+    end
   end
-  for i = 1, 3 do
+  -- admitted: the state tiers' new state is written by flush(), a direct key tier's here
+  if not direct then
+    local ks = sel[3]
+    local marks = ks.marks
+    if marks then
+      local m = #marks
+      marks[m + 1] = ARGV[ab + 2]
+      marks[m + 2] = marker(n)
+    else
+      ks.marks = {ARGV[ab + 2], marker(n)}
+    end
+  end
+  for i = 1, last do
     local s = sel[i]
     s.t = tats[i] + n * intervals[i]
     s.n = s.n + n
@@ -513,31 +592,51 @@ local function admit(kb, ab)
     if d then d[field] = true else s.dirty = {[field] = true} end
     if bucket < s.e then s.e = bucket s.es = field end
     -- the HASH lives past its last bucket and 10 s past its rps state; its expiry moves in 10 s steps
-    local need = math.ceil(s.t) + 10000
+    local need = ceil(s.t) + 10000
     if need < bucket then need = bucket end
     if need > s.x then s.x = need + 10000 end
     s.changed = true
   end
+  if not direct then return n end
+  t = tat + n * interval
+  local tm = floor(t * 1000 + 0.5)
+  local ts = fmt('%d.%03d', floor(tm / 1000), tm % 1000)
+  local ns, bs = fmt('%d', held + n), fmt('%d', bc + n)
+  local lease, mark = ARGV[ab + 2], marker(n)
+  local es
+  if bucket < e then es = field elseif e ~= e0 then es = fmt('%d', e) end
+  local need = ceil(t) + 10000
+  if need < bucket then need = bucket end
+  local xs = need > x and fmt('%d', need + 10000)
+  if es then
+    if xs then call('HSET', cc, 'n', ns, 't', ts, field, bs, 'e', es, 'x', xs, lease, mark)
+    else call('HSET', cc, 'n', ns, 't', ts, field, bs, 'e', es, lease, mark) end
+  elseif xs then call('HSET', cc, 'n', ns, 't', ts, field, bs, 'x', xs, lease, mark)
+  else call('HSET', cc, 'n', ns, 't', ts, field, bs, lease, mark) end
+  if xs then call('PEXPIREAT', cc, xs) end
   return n
 end
 `;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for one check. */
 export const CHECK_COUNTERS_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
-local r = admit(0, checks - 1)
+local r = admit(ctxKeys, first)
 flush()
 return r
 `;
 
-/** Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA} (the limit sets come first, once per call). */
-const COUNTERS_KEYS = 6;
-const COUNTERS_ARGS = 7;
+/**
+ * Keys and ARGV entries per check of {@link CHECK_COUNTERS_LUA} (the limit sets and the model and team tiers'
+ * contexts come first, once per call).
+ */
+const COUNTERS_KEYS = 2;
+const COUNTERS_ARGS = 6;
 
 /** {@link COUNTERS_ADMIT_LUA_FUNCTION} for a batch of checks, as {@link CHECK_LIMITS_BATCH_LUA}. */
 export const CHECK_COUNTERS_BATCH_LUA = `${COUNTERS_ADMIT_LUA_FUNCTION}
 local out = {}
-for n = 0, #KEYS / ${COUNTERS_KEYS} - 1 do
-  out[n + 1] = admit(n * ${COUNTERS_KEYS}, checks - 1 + n * ${COUNTERS_ARGS})
+for n = 0, (#KEYS - ctxKeys) / ${COUNTERS_KEYS} - 1 do
+  out[n + 1] = admit(ctxKeys + n * ${COUNTERS_KEYS}, first + n * ${COUNTERS_ARGS})
 end
 flush()
 return out
@@ -779,7 +878,12 @@ export async function checkAndAcquire(
     const sets = store === "counters" ? new LimitSets() : undefined;
     const leaseId = pushAdmission(keys, args, admissionKeys(ids), ids, limits, leaseToken, nowMs, leaseTtlMs, want, store, sets);
     return decodeAdmission(
-        (await runScript(redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, sets ? sets.args(args) : args)) as AdmissionReply,
+        (await runScript(
+            redis,
+            sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA,
+            sets ? sets.keys(keys) : keys,
+            sets ? sets.args(args) : args,
+        )) as AdmissionReply,
         leaseId,
     );
 }
@@ -789,11 +893,17 @@ type AdmissionReply = number | [number, string, number];
 
 /**
  * The distinct tier limits of one {@link CHECK_COUNTERS_LUA} call, each sent once (the model and team tiers'
- * limits repeat over the checks of a batch). A check names one set per tier by its 1-based index.
+ * limits repeat over the checks of a batch), and its distinct contexts: a model and a team tier (their HASHes,
+ * token counters and limit sets), also sent once. A check names its context and its key tier's set by 1-based
+ * index.
  */
 class LimitSets {
     private readonly index = new Map<TierLimit, number>();
     private readonly head: (string | number)[] = [0];
+    private readonly contexts = new Map<string, number>();
+    private readonly contextArgs: number[] = [];
+    private readonly contextKeys: string[] = [];
+    private last?: { m: number; t: number; tok0: string; tok1: string; i: number };
 
     /** The 1-based index of `l`'s set, adding it on first sight. */
     of(l: TierLimit): number {
@@ -806,10 +916,43 @@ class LimitSets {
         return i;
     }
 
-    /** The script's ARGV: how many sets, the sets, then the checks' arguments. */
+    /**
+     * The 1-based index of the context of a check with admission keys `fixed` ({@link admissionKeys}), token-window
+     * keys `tok` and `limits`, adding it on first sight.
+     */
+    context(fixed: readonly string[], tok: readonly string[], limits: TierLimits): number {
+        const m = this.of(limits.model);
+        const t = this.of(limits.team);
+        // the usual case, the previous check's context: no key string built
+        const last = this.last;
+        if (last && last.m === m && last.t === t && last.tok0 === tok[0] && last.tok1 === tok[1]) return last.i;
+        // the token keys name the tier ids and the windows
+        const key = `${m} ${t} ${tok[0]} ${tok[1]}`;
+        let i = this.contexts.get(key);
+        if (i === undefined) {
+            i = this.contexts.size + 1;
+            this.contexts.set(key, i);
+            this.contextArgs.push(m, t);
+            this.contextKeys.push(fixed[2], tok[0], fixed[5], tok[1]);
+        }
+        this.last = { m, t, tok0: tok[0], tok1: tok[1], i };
+        return i;
+    }
+
+    /** The script's ARGV: how many sets, the sets, how many contexts, their sets, then the checks' arguments. */
     args(checks: (string | number)[]): (string | number)[] {
         this.head[0] = this.index.size;
-        return this.head.concat(checks);
+        const out = this.head.concat([this.contexts.size], this.contextArgs);
+        for (const a of checks) out.push(a);
+        return out;
+    }
+
+    /** The script's KEYS: the contexts' keys, then the checks' keys. */
+    keys(checks: string[]): string[] {
+        if (this.contextKeys.length === 0) return checks;
+        const out = this.contextKeys.slice();
+        for (const k of checks) out.push(k);
+        return out;
     }
 }
 
@@ -870,8 +1013,8 @@ function pushAdmission(
         if (!sets) throw new Error("pushAdmission: the counters store needs its call's limit sets");
         const tok = tokenKeysOf(fixed, ids, limits, nowMs);
         const leaseId = `${HASH_MARKER}${bucket.toString(36)}.${leaseToken}`;
-        keys.push(fixed[2], tok.keys[0], fixed[5], tok.keys[1], fixed[8], tok.keys[2]);
-        args.push(nowMs, leaseId, want, bucket, sets.of(limits.model), sets.of(limits.team), sets.of(limits.key));
+        keys.push(fixed[8], tok.keys[2]);
+        args.push(nowMs, leaseId, want, bucket, sets.context(fixed, tok.keys, limits), sets.of(limits.key));
         return leaseId;
     }
     const leaseId = bucket ? `c.${bucket.toString(36)}.${leaseToken}` : leaseToken;
@@ -1093,15 +1236,16 @@ export class AdmissionBatcher {
             for (const c of batch)
                 leaseIds.push(pushAdmission(keys, checks, c.fixed, c.ids, c.limits, c.token, c.nowMs, c.ttl, c.want, c.store, sets));
             const args = sets ? sets.args(checks) : checks;
+            const callKeys = sets ? sets.keys(keys) : keys;
             this.inFlight++;
             if (batch.length === 1) {
                 const one = batch[0];
-                runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, keys, args)
+                runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, callKeys, args)
                     .then((r) => one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0])), one.reject)
                     .finally(this.settled);
                 continue;
             }
-            runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, keys, args)
+            runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
                 .then(
                     (replies) => {
                         for (let i = 0; i < batch.length; i++)
