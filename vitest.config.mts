@@ -37,9 +37,18 @@ const E2E = e2eFiles();
 // each file's path and contents (Node's module.enableCompileCache), so a changed file is compiled afresh.
 process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), "platform-node-compile-cache");
 
+/**
+ * Vitest's own transform of every test and source file it loads, kept on disk between runs (Vitest's
+ * `experimental.fsModuleCache`: keyed by each file's path and contents, the Vite config and the Vitest version, and
+ * cleared when the lockfile changes), so a run transforms only the files changed since the last one. Kept beside the
+ * other caches in the temporary directory, never in node_modules/ (a shared install).
+ */
+const MODULE_CACHE = path.join(os.tmpdir(), "platform-vitest-module-cache");
+
 export default defineConfig({
     test: {
         exclude: EXCLUDE,
+        experimental: { fsModuleCache: true, fsModuleCachePath: MODULE_CACHE },
         // Pulumi mocks are process-global state: test files run in child processes, one file at a time per process.
         // A process runs file after file (not isolated): the Pulumi SDK, the AWS and Kubernetes providers and the
         // program's modules load once per worker instead of once per file, and the renders of the repository's own
