@@ -197,6 +197,16 @@ describe("closure of the gateway path on every shipped spoke, normal and preview
     const gatewayObjects = (rs: CapturedResource[]) =>
         rs.map((r, i) => ({ r, i })).filter(({ r }) => GATEWAY_GROUPS.some((g) => r.type.startsWith(`kubernetes:${g}/`)));
     it("an unknown field on any gateway object is refused", async () => {
+        // An object of every gateway kind once (on the stacks in turn, the next one that has the kind), then random
+        // objects and field names.
+        const kinds = [...new Set(stacks().flatMap((k) => gatewayObjects(rendered[k]).map(({ r }) => r.type)))].sort();
+        const everyKind = kinds.map((t, j): [string, number, string] => {
+            const k = [...stacks().slice(j % stacks().length), ...stacks()].find((x) =>
+                gatewayObjects(rendered[x]).some(({ r }) => r.type === t),
+            )!;
+            return [k, gatewayObjects(rendered[k]).findIndex(({ r }) => r.type === t), "probeField"];
+        });
+        expect(kinds.length).toBeGreaterThanOrEqual(10);
         await fc.assert(
             fc.asyncProperty(fc.constantFrom(...stacks()), fc.nat(), fc.stringMatching(/^[a-z][a-zA-Z]{2,12}$/), async (k, n, field) => {
                 const objs = gatewayObjects(rendered[k]);
@@ -210,7 +220,7 @@ describe("closure of the gateway path on every shipped spoke, normal and preview
                     /gateway-closed-shape: .*is not a field the pack knows to be safe/,
                 );
             }),
-            { numRuns: 25 },
+            { examples: everyKind, numRuns: everyKind.length + 5 },
         );
     }, 300_000);
     it("an unmodelled route, backend, patch or extension kind is refused", async () => {
