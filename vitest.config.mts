@@ -57,6 +57,8 @@ export default defineConfig({
         pool: "forks",
         isolate: false,
         setupFiles: ["test/setup.ts"],
+        // A folder for the run that its worker processes share (test/run-share.ts), removed when the run ends.
+        globalSetup: ["test/global-setup.ts"],
         testTimeout: 60_000,
         hookTimeout: 60_000,
         // 2-core CI machines: keep parallelism modest so server-backed tests are not starved.
