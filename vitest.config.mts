@@ -11,7 +11,8 @@ const EXCLUDE = ["**/node_modules/**", "out/**", "dist/**"];
 
 /**
  * End-to-end test files: those that spawn a TypeScript entry point (a whole-stack render, a tool's CLI, a
- * service's `main.ts`) through the esbuild loader (test/loader.ts, tools/register-esbuild.js). Derived from the
+ * service's `main.ts`) through the esbuild loader (test/loader.ts, tools/register-esbuild.js), or read a render of the
+ * real CLI (test/cli-render.ts). Derived from the
  * sources, so a new file that spawns one is an e2e file without being listed. Everything else is a unit file
  * (in-process: pure functions, Pulumi mocks, and the services against the Redis/PostgreSQL/S3 servers they start).
  */
@@ -22,7 +23,7 @@ function e2eFiles(): string[] {
             const p = path.join(dir, e.name);
             if (e.isDirectory()) {
                 if (e.name !== "node_modules") walk(p);
-            } else if (e.name.endsWith(".test.ts") && /ESBUILD_LOADER|register-esbuild\.js/.test(fs.readFileSync(p, "utf8"))) {
+            } else if (e.name.endsWith(".test.ts") && /ESBUILD_LOADER|register-esbuild\.js|from "\.\/cli-render"/.test(fs.readFileSync(p, "utf8"))) {
                 out.push(path.relative(ROOT, p).split(path.sep).join("/"));
             }
         }
