@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -11,17 +10,6 @@ import { sharedInRun } from "./run-share";
 
 export const ROOT = path.join(__dirname, "..");
 export const STACKS = path.join(ROOT, "stacks");
-
-/** SHA-256 of every file under stacks/ (names and contents): what a render of a repository stack reads of them. */
-function stackFilesDigest(): string {
-    const h = createHash("sha256");
-    for (const f of fs.readdirSync(STACKS).sort())
-        h.update(f)
-            .update("\0")
-            .update(fs.readFileSync(path.join(STACKS, f)))
-            .update("\0");
-    return h.digest("hex");
-}
 
 /** A repo stack file as the renderer reads it. */
 export function stackFile(name: string): StackFile {
@@ -57,14 +45,14 @@ export async function repoProgram(): Promise<Record<string, unknown> | undefined
 /**
  * Renders of the repository's own stack files (no config or stack outputs given), kept for the rest of the test
  * file's process and shared with the run's other worker processes (test/run-share.ts): the same program over the same
- * file under the same mocks renders the same resources, and many tests read the default hub and spokes. The key holds
- * the stack files' contents. Each caller gets its own deep copy, so no test sees another's changes.
+ * file under the same mocks renders the same resources, and many tests read the default hub and spokes. Each caller
+ * gets its own deep copy, so no test sees another's changes.
  */
 const memo = new Map<string, Promise<unknown>>();
 async function memoized<T>(key: string, run: () => Promise<T>): Promise<T> {
     let p = memo.get(key) as Promise<T> | undefined;
     if (!p) {
-        p = sharedInRun(`${key}|${stackFilesDigest()}`, run);
+        p = sharedInRun(key, run);
         memo.set(key, p);
         p.catch(() => memo.delete(key));
     }
