@@ -46,9 +46,19 @@ process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), "platform-node-compile
  */
 const MODULE_CACHE = path.join(os.tmpdir(), "platform-vitest-module-cache");
 
+/**
+ * Which tests: `PLATFORM_TESTS=unit` (`npm run test:unit`) the unit files, `PLATFORM_TESTS=e2e` (`npm run test:e2e`) the
+ * e2e files, unset (`npm test`) both, in one pool of workers. Not two Vitest projects: a worker process only runs files
+ * of one project, so two would start (and load the Pulumi SDKs and the program in) four processes instead of two,
+ * and run every e2e file before any unit file instead of the longest files first.
+ */
+const KIND = process.env.PLATFORM_TESTS;
+if (KIND !== undefined && KIND !== "unit" && KIND !== "e2e") throw new Error(`PLATFORM_TESTS=${KIND}: expected unit or e2e`);
+
 export default defineConfig({
     test: {
-        exclude: EXCLUDE,
+        include: KIND === "e2e" ? E2E : INCLUDE,
+        exclude: KIND === "unit" ? [...EXCLUDE, ...E2E] : EXCLUDE,
         experimental: { fsModuleCache: true, fsModuleCachePath: MODULE_CACHE },
         // Pulumi mocks are process-global state: test files run in child processes, one file at a time per process.
         // A process runs file after file (not isolated): the Pulumi SDK, the AWS and Kubernetes providers and the
@@ -70,10 +80,5 @@ export default defineConfig({
             if ((error as unknown as Record<string, unknown>)?.platformHandledByRunStack === true) return false;
             return undefined;
         },
-        // `npm test` runs both; `npm run test:unit` / `npm run test:e2e` one each.
-        projects: [
-            { extends: true, test: { name: "unit", include: INCLUDE, exclude: [...EXCLUDE, ...E2E] } },
-            { extends: true, test: { name: "e2e", include: E2E } },
-        ],
     },
 });

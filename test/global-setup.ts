@@ -8,7 +8,7 @@ export const RUN_DIR_ENV = "PLATFORM_TEST_RUN_DIR";
 /**
  * Vitest global setup: a fresh folder for this run, which every worker process (both projects) inherits through
  * {@link RUN_DIR_ENV} and which is removed when the run ends. Nothing in it outlives the run, so nothing in it can be
- * stale for the next one. Each project runs the global setup; the first one creates the folder.
+ * stale for the next one. A folder already named by the variable (an outer run) is used as it is.
  */
 export default function setup(): (() => void) | undefined {
     if (process.env[RUN_DIR_ENV]) return undefined;

@@ -1,5 +1,5 @@
 /**
- * Test-suite benchmark (`npm run bench -- tests`): runs `npm test` (`vitest run`, both projects) once as a child
+ * Test-suite benchmark (`npm run bench -- tests`): runs `npm test` (`vitest run`, unit and e2e files) once as a child
  * process and prints its wall time and CPU time (user + system of vitest and every process it started) next to the
  * recorded baseline below, with the load the machine was under, and the slowest test files. The goal is a wall time of
  * at most half the baseline's on a quiet machine with 2 cores; on a busy machine (1-minute load average above 1 at the
