@@ -11,7 +11,8 @@ const EXCLUDE = ["**/node_modules/**", "out/**", "dist/**"];
 
 /**
  * End-to-end test files: those that spawn a TypeScript entry point (a whole-stack render, a tool's CLI, a
- * service's `main.ts`) through the esbuild loader (test/loader.ts, tools/register-esbuild.js). Derived from the
+ * service's `main.ts`) through the esbuild loader (test/loader.ts, tools/register-esbuild.js), or read a render of the
+ * real CLI (test/cli-render.ts). Derived from the
  * sources, so a new file that spawns one is an e2e file without being listed. Everything else is a unit file
  * (in-process: pure functions, Pulumi mocks, and the services against the Redis/PostgreSQL/S3 servers they start).
  */
@@ -22,7 +23,7 @@ function e2eFiles(): string[] {
             const p = path.join(dir, e.name);
             if (e.isDirectory()) {
                 if (e.name !== "node_modules") walk(p);
-            } else if (e.name.endsWith(".test.ts") && /ESBUILD_LOADER|register-esbuild\.js/.test(fs.readFileSync(p, "utf8"))) {
+            } else if (e.name.endsWith(".test.ts") && /ESBUILD_LOADER|register-esbuild\.js|from "\.\/cli-render"/.test(fs.readFileSync(p, "utf8"))) {
                 out.push(path.relative(ROOT, p).split(path.sep).join("/"));
             }
         }
@@ -37,9 +38,28 @@ const E2E = e2eFiles();
 // each file's path and contents (Node's module.enableCompileCache), so a changed file is compiled afresh.
 process.env.NODE_COMPILE_CACHE ??= path.join(os.tmpdir(), "platform-node-compile-cache");
 
+/**
+ * Vitest's own transform of every test and source file it loads, kept on disk between runs (Vitest's
+ * `experimental.fsModuleCache`: keyed by each file's path and contents, the Vite config and the Vitest version, and
+ * cleared when the lockfile changes), so a run transforms only the files changed since the last one. Kept beside the
+ * other caches in the temporary directory, never in node_modules/ (a shared install).
+ */
+const MODULE_CACHE = path.join(os.tmpdir(), "platform-vitest-module-cache");
+
+/**
+ * Which tests: `PLATFORM_TESTS=unit` (`npm run test:unit`) the unit files, `PLATFORM_TESTS=e2e` (`npm run test:e2e`) the
+ * e2e files, unset (`npm test`) both, in one pool of workers. Not two Vitest projects: a worker process only runs files
+ * of one project, so two would start (and load the Pulumi SDKs and the program in) four processes instead of two,
+ * and run every e2e file before any unit file instead of the longest files first.
+ */
+const KIND = process.env.PLATFORM_TESTS;
+if (KIND !== undefined && KIND !== "unit" && KIND !== "e2e") throw new Error(`PLATFORM_TESTS=${KIND}: expected unit or e2e`);
+
 export default defineConfig({
     test: {
-        exclude: EXCLUDE,
+        include: KIND === "e2e" ? E2E : INCLUDE,
+        exclude: KIND === "unit" ? [...EXCLUDE, ...E2E] : EXCLUDE,
+        experimental: { fsModuleCache: true, fsModuleCachePath: MODULE_CACHE },
         // Pulumi mocks are process-global state: test files run in child processes, one file at a time per process.
         // A process runs file after file (not isolated): the Pulumi SDK, the AWS and Kubernetes providers and the
         // program's modules load once per worker instead of once per file, and the renders of the repository's own
@@ -48,6 +68,8 @@ export default defineConfig({
         pool: "forks",
         isolate: false,
         setupFiles: ["test/setup.ts"],
+        // A folder for the run that its worker processes share (test/run-share.ts), removed when the run ends.
+        globalSetup: ["test/global-setup.ts"],
         testTimeout: 60_000,
         hookTimeout: 60_000,
         // 2-core CI machines: keep parallelism modest so server-backed tests are not starved.
@@ -58,10 +80,5 @@ export default defineConfig({
             if ((error as unknown as Record<string, unknown>)?.platformHandledByRunStack === true) return false;
             return undefined;
         },
-        // `npm test` runs both; `npm run test:unit` / `npm run test:e2e` one each.
-        projects: [
-            { extends: true, test: { name: "unit", include: INCLUDE, exclude: [...EXCLUDE, ...E2E] } },
-            { extends: true, test: { name: "e2e", include: E2E } },
-        ],
     },
 });

@@ -6,6 +6,7 @@ import * as YAML from "yaml";
 import { type CapturedResource, runStack, type RunStackResult, type StackOutputs } from "../tools/harness";
 import { readStackFile, type StackFile } from "../tools/stackfiles";
 import { referenceableOutputs, unwrapWire } from "../tools/wire";
+import { sharedInRun } from "./run-share";
 
 export const ROOT = path.join(__dirname, "..");
 export const STACKS = path.join(ROOT, "stacks");
@@ -43,14 +44,15 @@ export async function repoProgram(): Promise<Record<string, unknown> | undefined
 
 /**
  * Renders of the repository's own stack files (no config or stack outputs given), kept for the rest of the test
- * file's process: the same program over the same file under the same mocks renders the same resources, and many
- * tests read the default hub and spokes. Each caller gets its own deep copy, so no test sees another's changes.
+ * file's process and shared with the run's other worker processes (test/run-share.ts): the same program over the same
+ * file under the same mocks renders the same resources, and many tests read the default hub and spokes. Each caller
+ * gets its own deep copy, so no test sees another's changes.
  */
 const memo = new Map<string, Promise<unknown>>();
 async function memoized<T>(key: string, run: () => Promise<T>): Promise<T> {
     let p = memo.get(key) as Promise<T> | undefined;
     if (!p) {
-        p = run();
+        p = sharedInRun(key, run);
         memo.set(key, p);
         p.catch(() => memo.delete(key));
     }

@@ -1,8 +1,5 @@
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
 import { sourceUserPolicy, spokeServicePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
@@ -11,8 +8,8 @@ import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } fr
 import { contentHash } from "../services/shared/canonical";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
 import { UNKNOWN, unwrapWire } from "../tools/wire";
-import { byType, flatConfig, inputs, ROOT, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
-import { ESBUILD_LOADER } from "./loader";
+import { renderSpokeHn1 } from "./cli-render";
+import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc } from "./helpers";
 
 /** Spoke names of the repo's hub (`platform:spokes`), sorted. */
 const SPOKES: string[] = stackConfigDoc("hub-prod")
@@ -315,35 +312,31 @@ describe("offline render writes no key", () => {
         expect(awsSecrets).toHaveLength(SPOKES.length - 1); // the EKS spoke (sg1) has no key: EKS Pod Identity
         expect(counters).toHaveLength(1);
 
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "render-"));
-        try {
-            await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "spoke-hn1", "--out", dir], {
-                cwd: ROOT,
-            });
-            const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
-            // Every text file of out/, the render report and its SVG pictures included (tools/report/).
-            expect(files.map((f) => path.basename(f)).sort()).toEqual([
-                "manifests.yaml",
-                "manifests.yaml",
-                "map.png",
-                "map.svg",
-                "outputs.json",
-                "outputs.json",
-                "policy.json",
-                "policy.json",
-                "rails.png",
-                "rails.svg",
-                "report.md",
-                "report.md",
-                "resources.json",
-                "resources.json",
-            ]);
-            const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
-            expect(text).toContain("policy-store-hn1-bundle");
-            expect(text).not.toContain("sk-h200-");
-            for (const secret of [...awsSecrets, ...counters]) expect(text.includes(secret)).toBe(false);
-        } finally {
-            fs.rmSync(dir, { recursive: true, force: true });
-        }
+        // `npm run render -- spoke-hn1` in its own process (test/cli-render.ts: once per test run, shared with
+        // test/render.test.ts).
+        const { out: dir, ...r } = await renderSpokeHn1();
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        const files = ["hub-prod", "spoke-hn1"].flatMap((s) => fs.readdirSync(path.join(dir, s)).map((f) => path.join(dir, s, f)));
+        // Every text file of out/, the render report and its SVG pictures included (tools/report/).
+        expect(files.map((f) => path.basename(f)).sort()).toEqual([
+            "manifests.yaml",
+            "manifests.yaml",
+            "map.png",
+            "map.svg",
+            "outputs.json",
+            "outputs.json",
+            "policy.json",
+            "policy.json",
+            "rails.png",
+            "rails.svg",
+            "report.md",
+            "report.md",
+            "resources.json",
+            "resources.json",
+        ]);
+        const text = files.map((f) => fs.readFileSync(f, "utf8")).join("\n");
+        expect(text).toContain("policy-store-hn1-bundle");
+        expect(text).not.toContain("sk-h200-");
+        for (const secret of [...awsSecrets, ...counters]) expect(text.includes(secret)).toBe(false);
     });
 });

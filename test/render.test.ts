@@ -1,31 +1,10 @@
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as YAML from "yaml";
+import { render, renderAllRepoStacks, renderSpokeHn1 } from "./cli-render";
 import { ROOT, stackConfigDoc } from "./helpers";
-import { ESBUILD_LOADER } from "./loader";
-
-const run = promisify(execFile);
-
-/**
- * Runs `npm run render -- <args>` the way a user does (separate process, real CLI), in the repository root unless
- * `cwd` says otherwise (stack file names in out/ are relative to it).
- */
-async function render(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
-    try {
-        const r = await run(process.execPath, ["-r", ESBUILD_LOADER, path.join(ROOT, "tools", "render.ts"), ...args], {
-            cwd,
-            env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
-        });
-        return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (e) {
-        const x = e as { code: number; stdout: string; stderr: string };
-        return { code: x.code, stdout: x.stdout, stderr: x.stderr };
-    }
-}
 
 let tmp: string;
 beforeAll(() => {
@@ -41,32 +20,24 @@ function stackNames(): string[] {
         .sort();
 }
 
-/** `render --out <tmp>/one spoke-hn1` into a fresh folder, run once and read by two tests (a rerun, one stack). */
-let oneStack: Promise<{ out: string; r: Awaited<ReturnType<typeof render>> }> | undefined;
-function renderOneStack() {
-    oneStack ??= (async () => {
-        const out = path.join(tmp, "one");
-        return { out, r: await render(["--out", out, "spoke-hn1"]) };
-    })();
-    return oneStack;
+/**
+ * `render --out <dir>/one spoke-hn1` into a fresh folder (test/cli-render.ts, shared with the run's other files that
+ * read it): read by two tests (a rerun, one stack).
+ */
+async function renderOneStack() {
+    const { out, ...r } = await renderSpokeHn1();
+    return { out, r };
 }
 
 /**
- * `render --out <tmp>/all` of every stack, over leftovers of an earlier render: a stack whose file is gone (to be
- * removed) and a folder that is no render (to be kept). Run once; checked by the first test and, copied, the
- * starting out/ of the typo test (whose spokes must re-render byte for byte to it).
+ * `render --out <dir>/all` of every stack, over leftovers of an earlier render: a stack whose file is gone (to be
+ * removed) and a folder that is no render (to be kept) (test/cli-render.ts, shared with the run's other files that
+ * read it). Checked by the first test and, copied, the starting out/ of the typo test (whose spokes must re-render
+ * byte for byte to it).
  */
-let allStacks: Promise<{ out: string; r: Awaited<ReturnType<typeof render>> }> | undefined;
-function renderAllStacks() {
-    allStacks ??= (async () => {
-        const out = path.join(tmp, "all");
-        fs.mkdirSync(path.join(out, "spoke-gone"), { recursive: true });
-        fs.writeFileSync(path.join(out, "spoke-gone", "resources.json"), "[]");
-        fs.mkdirSync(path.join(out, "notes"), { recursive: true });
-        fs.writeFileSync(path.join(out, "notes", "todo.txt"), "keep");
-        return { out, r: await render(["--out", out]) };
-    })();
-    return allStacks;
+async function renderAllStacks() {
+    const { out, ...r } = await renderAllRepoStacks();
+    return { out, r };
 }
 
 describe("npm run render", () => {
@@ -104,10 +75,12 @@ describe("npm run render", () => {
     });
 
     it("renders one named stack plus the hub it references, and nothing else", async () => {
-        const { out, r } = await renderOneStack();
+        const { out: shared, r } = await renderOneStack();
         expect(r.code, r.stdout + r.stderr).toBe(0);
-        expect(fs.readdirSync(out).sort()).toEqual(["hub-prod", "spoke-hn1"]);
-        // Rendering one stack keeps the out/ folders of the others.
+        expect(fs.readdirSync(shared).sort()).toEqual(["hub-prod", "spoke-hn1"]);
+        // Rendering one stack keeps the out/ folders of the others (into a copy: the shared render stays as it was).
+        const out = path.join(tmp, "one");
+        fs.cpSync(shared, out, { recursive: true });
         expect((await render(["--out", out, "hub-prod"])).code).toBe(0);
         expect(fs.readdirSync(out).sort()).toEqual(["hub-prod", "spoke-hn1"]);
     });

@@ -3,21 +3,15 @@
  * fails, naming stack, object, container and key, on a planted unknown flag, env var and Helm values key, on refused
  * combinations and on an image variant lacking what its config names. Facts cited in upstream/*.ts.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { ChartFacts } from "../upstream";
 import { checkHelmValues, checkOutDir, checkStack, defaultFacts, type Facts, type Finding } from "../tools/upstream-check";
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { discoverStacks } from "../tools/stackfiles";
 import { endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
 import { buildDgd } from "../lib/dgd";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";
 import { versions } from "../config/versions";
-import { ROOT } from "./helpers";
-import { ESBUILD_LOADER } from "./loader";
+import { renderAllRepoStacks } from "./cli-render";
 
 /**
  * A graph's objects as the check reads them (DGD + Mooncake objects + client ConfigMap). A disaggregated fixture on
@@ -299,15 +293,11 @@ describe("Helm values keys (chart facts from upstream/charts)", () => {
 describe("upstream-check on the real render of every stack", () => {
     let out: string;
     beforeAll(async () => {
-        out = fs.mkdtempSync(path.join(os.tmpdir(), "upstream-check-"));
-        // The real CLI in its own process, as a user runs it; its exit code also reflects the policy pack and the chart
-        // facts, so only its output is used here.
-        await promisify(execFile)(process.execPath, ["-r", ESBUILD_LOADER, "tools/render.ts", "--out", out], {
-            cwd: ROOT,
-            env: { ...process.env, TS_NODE_TRANSPILE_ONLY: "true" },
-        }).catch(() => undefined);
+        // The real CLI in its own process, as a user runs it (test/cli-render.ts: one render of every stack per test
+        // run, shared with test/render.test.ts); its exit code also reflects the policy pack and the chart facts, so
+        // only its output is used here.
+        out = (await renderAllRepoStacks()).out;
     }, 240_000);
-    afterAll(() => fs.rmSync(out, { recursive: true, force: true }));
     it("finds no unknown flag, env var, refused combination or missing image capability in any stack", () => {
         const r = checkOutDir(out);
         expect(r.stacks.length).toBe(discoverStacks().length);

@@ -1,5 +1,5 @@
 /**
- * Test-suite benchmark (`npm run bench -- tests`): runs `npm test` (`vitest run`, both projects) once as a child
+ * Test-suite benchmark (`npm run bench -- tests`): runs `npm test` (`vitest run`, unit and e2e files) once as a child
  * process and prints its wall time and CPU time (user + system of vitest and every process it started) next to the
  * recorded baseline below, with the load the machine was under, and the slowest test files. The goal is a wall time of
  * at most half the baseline's on a quiet machine with 2 cores; on a busy machine (1-minute load average above 1 at the
@@ -7,6 +7,11 @@
  *
  * CPU time of the children is read from `/proc/self/stat` (cutime + cstime: every descendant that was waited for), so
  * it is printed on Linux only.
+ *
+ * A run reuses what earlier runs left in the temporary directory: V8's code cache (`NODE_COMPILE_CACHE`), the esbuild
+ * loader's transpile cache and Vitest's module cache (vitest.config.mts), all keyed by file contents. The line printed
+ * says whether they were there; `PLATFORM_BENCH_COLD=1` runs the suite with a fresh temporary directory (all three
+ * cold), as on a fresh CI machine.
  */
 import { spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -45,9 +50,31 @@ interface VitestJson {
     testResults: Array<{ name: string; startTime: number; endTime: number; status: string }>;
 }
 
+/** The caches a run reuses (see above), each with whether it holds anything now. */
+function cacheState(tmpdir: string, env: NodeJS.ProcessEnv): string {
+    const full = (dir: string) => fs.existsSync(dir) && fs.readdirSync(dir).length > 0;
+    const esbuildCache = path.join(tmpdir, `platform-esbuild-${require("esbuild").version}`);
+    const v8Cache = env.NODE_COMPILE_CACHE ?? path.join(tmpdir, "platform-node-compile-cache");
+    const vitestCache = path.join(tmpdir, "platform-vitest-module-cache");
+    return [
+        `V8 code cache ${full(v8Cache) ? "warm" : "cold"}`,
+        `esbuild transpile cache ${full(esbuildCache) ? "warm" : "cold"}`,
+        `Vitest module cache ${full(vitestCache) ? "warm" : "cold"}`,
+    ].join(", ");
+}
+
 export async function runTestsBench(args: string[] = []): Promise<{ goalsMissed: string[] }> {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-tests-"));
     const json = path.join(tmp, "vitest.json");
+    // Cold: a fresh temporary directory for the suite (os.tmpdir() follows TMPDIR), so no cache of an earlier run.
+    const cold = process.env.PLATFORM_BENCH_COLD === "1";
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    const suiteTmp = cold ? fs.mkdtempSync(path.join(tmp, "tmpdir-")) : os.tmpdir();
+    if (cold) {
+        env.TMPDIR = suiteTmp;
+        delete env.NODE_COMPILE_CACHE;
+    }
+    const caches = cacheState(suiteTmp, env);
     const load0 = os.loadavg();
     const cpu0 = childCpuS();
     const t0 = performance.now();
@@ -62,7 +89,7 @@ export async function runTestsBench(args: string[] = []): Promise<{ goalsMissed:
                 `--outputFile.json=${json}`,
                 ...args,
             ],
-            { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] },
+            { cwd: ROOT, env, stdio: ["ignore", "inherit", "inherit"] },
         );
         child.on("error", reject);
         child.on("exit", (c, sig) => resolve(c ?? (sig ? 128 : 1)));
@@ -79,7 +106,7 @@ export async function runTestsBench(args: string[] = []): Promise<{ goalsMissed:
     const rows: string[][] = [["run", "files", "tests", "wall s", "CPU s (user+sys)", "vs goal"]];
     for (const b of TEST_BASELINES) rows.push([`baseline ${b.commit}`, `${b.files}`, `${b.tests}`, `${b.wallS}`, "", ""]);
     rows.push([
-        `this run${args.length ? ` (${args.join(" ")})` : ""}`,
+        `this run${args.length ? ` (${args.join(" ")})` : ""}${cold ? " (cold caches)" : ""}`,
         `${report.testResults.length}`,
         `${report.numTotalTests}`,
         fmt(wallS),
@@ -92,7 +119,8 @@ export async function runTestsBench(args: string[] = []): Promise<{ goalsMissed:
         `load average (1/5/15 min) ${load0.map(fmt).join("/")} at the start, ${load1.map(fmt).join("/")} at the end; ${cores} core(s)` +
             (cpuS === undefined
                 ? "\n"
-                : `; CPU s / cores = ${fmt(cpuS / cores)} s (the wall time can be no lower on this many idle cores)\n`),
+                : `; CPU s / cores = ${fmt(cpuS / cores)} s (the wall time can be no lower on this many idle cores)\n`) +
+            `caches at the start: ${caches}\n`,
     );
     const slowest = [...report.testResults].sort((a, b) => b.endTime - b.startTime - (a.endTime - a.startTime)).slice(0, 8);
     process.stdout.write(

@@ -43,7 +43,7 @@ const benches: Bench[] = [
     },
     {
         name: "tests",
-        what: "`npm test` wall and CPU time (both projects, every test) vs the recorded baseline; goal: half the baseline's wall time on a quiet 2-core machine",
+        what: "`npm test` wall and CPU time (unit and e2e files, every test) vs the recorded baseline; goal: half the baseline's wall time on a quiet 2-core machine",
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         run: async () => require("./bench-tests").runTestsBench(),
     },

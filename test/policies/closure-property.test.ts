@@ -89,7 +89,7 @@ const unknownKnob = fc
     .tuple(fc.constantFrom(...prefixes), fc.stringMatching(/^[A-Z][A-Z0-9_]{2,10}$/), fc.stringMatching(/^[a-z0-9]{1,6}$/))
     .map(([p, s, v]) => ({ name: `${p}${s}`, value: v }))
     .filter((x) => !knownNames.has(x.name) && kvEnvFamilies.some((f) => f.match.test(x.name)));
-const unsafe = fc.constantFrom(
+const unsafeSettings: Array<[string, string]> = [
     ["UCX_TLS", "tcp"],
     ["UCX_TLS", "tcp,cuda_copy"],
     ["UCX_TLS", "sm,cuda_copy"],
@@ -107,9 +107,10 @@ const unsafe = fc.constantFrom(
     ["MC_FORCE_HCA", "0"],
     ["SGLANG_DISAGGREGATION_NIXL_BACKEND", "POSIX"],
     ["VLLM_KV_CACHE_LAYOUT", "XYZ"],
-);
+];
+const unsafe = fc.constantFrom(...unsafeSettings);
 /** Known-safe variants from upstream (tuned thresholds, equivalent spellings, settings that only add an RDMA path). */
-const safe = fc.constantFrom(
+const safeSettings: Array<[string, string]> = [
     ["UCX_RNDV_THRESH", "8192"],
     ["UCX_RNDV_THRESH", "inf"],
     ["UCX_RNDV_SCHEME", "put_zcopy"],
@@ -118,13 +119,27 @@ const safe = fc.constantFrom(
     ["NCCL_NET_GDR_LEVEL", "SYS"],
     ["MC_GID_INDEX", "3"],
     ["UCX_IB_ADDR_TYPE", "ib_global"],
-);
+];
+const safe = fc.constantFrom(...safeSettings);
 
 const stacks = () => Object.keys(rendered);
+
+/**
+ * Every case of a property, each once, on the stacks in turn (case i on stack i mod n): run first (fast-check's
+ * `examples`), so each listed case is checked on every run instead of when the random draw happens to pick it, and the
+ * random runs after them (`numRuns` counts both) explore further values. A verdict runs the whole pack over a spoke
+ * (about 0.2 s), so the random part is kept to a few runs where the listed cases already cover every setting, kind and
+ * value the property names.
+ */
+function everyCase<T extends unknown[]>(cases: T[], on: string[] = stacks()): Array<[string, ...T]> {
+    return cases.map((c, i) => [on[i % on.length], ...c]);
+}
 
 describe("closure of the KV transport guard on every shipped spoke, normal and preview", () => {
     it("finds the spokes", () => expect(spokes.length).toBeGreaterThanOrEqual(3));
     it("every unknown knob of a KV family on every guarded container is refused", async () => {
+        const everyPrefix = everyCase(prefixes.map((p) => [{ name: `${p}ZQ_PROBE`, value: "x1" }] as [{ name: string; value: string }]));
+        expect(everyPrefix.filter(([, x]) => knownNames.has(x.name) || !kvEnvFamilies.some((f) => f.match.test(x.name)))).toEqual([]);
         await fc.assert(
             fc.asyncProperty(fc.constantFrom(...stacks()), unknownKnob, async (k, x) => {
                 const v = await verdict(mutate(k, (rs) => setEnvAll(rs, x.name, x.value)));
@@ -132,7 +147,8 @@ describe("closure of the KV transport guard on every shipped spoke, normal and p
                     `the pack cannot prove \`${x.name}=${x.value}\` keeps KV on RDMA`,
                 );
             }),
-            { numRuns: 30 },
+            // One unknown name under every prefix (every KV family), then random names.
+            { examples: everyPrefix, numRuns: everyPrefix.length + 8 },
         );
     }, 300_000);
     it("every known setting at an unsafe value is refused", async () => {
@@ -141,21 +157,26 @@ describe("closure of the KV transport guard on every shipped spoke, normal and p
                 const v = await verdict(mutate(k, (rs) => setEnvAll(rs, n, val)));
                 expect(v.length, `${k} ${n}=${val}`).toBeGreaterThan(baseline[k].length);
             }),
-            { numRuns: 30 },
+            // Every unsafe setting once, then random pairings of setting and stack.
+            { examples: everyCase(unsafeSettings.map((x) => [x] as [[string, string]])), numRuns: unsafeSettings.length + 3 },
         );
     }, 300_000);
     it("one side of a prefill/decode pair changed is refused", async () => {
-        const pairKnob = fc.tuple(
-            fc.constantFrom("UCX_RNDV_THRESH", "MC_GID_INDEX", "UCX_MAX_HCA_PER_GPU", "PYTHONHASHSEED"),
-            fc.integer({ min: 1, max: 999_999 }),
+        const pairNames = ["UCX_RNDV_THRESH", "MC_GID_INDEX", "UCX_MAX_HCA_PER_GPU", "PYTHONHASHSEED"];
+        const pairKnob = fc.tuple(fc.constantFrom(...pairNames), fc.integer({ min: 1, max: 999_999 }));
+        const pairStacks = stacks().filter((k) => guarded(rendered[k]).length > 1);
+        // Every knob on two stacks, then random knobs, values and stacks.
+        const everyKnob = everyCase(
+            [...pairNames, ...pairNames].map((n, i) => [[n, 4242 + i]] as [[string, number]]),
+            pairStacks,
         );
         await fc.assert(
-            fc.asyncProperty(fc.constantFrom(...stacks().filter((k) => guarded(rendered[k]).length > 1)), pairKnob, async (k, [n, num]) => {
+            fc.asyncProperty(fc.constantFrom(...pairStacks), pairKnob, async (k, [n, num]) => {
                 const val = String(num);
                 const v = await verdict(mutate(k, (rs) => setEnvAll(rs, n, val, true)));
                 expect(v.join("\n"), `${k} decode-only ${n}=${val}`).toMatch(new RegExp(`pd-kv-settings-match: .*${n}`));
             }),
-            { numRuns: 15 },
+            { examples: everyKnob, numRuns: everyKnob.length + 2 },
         );
     }, 300_000);
     it("known-safe variants pass (set on every guarded container alike)", async () => {
@@ -163,7 +184,8 @@ describe("closure of the KV transport guard on every shipped spoke, normal and p
             fc.asyncProperty(fc.constantFrom(...stacks()), safe, async (k, [n, val]) => {
                 expect(await verdict(mutate(k, (rs) => setEnvAll(rs, n, val, false, true))), `${k} ${n}=${val}`).toEqual(baseline[k]);
             }),
-            { numRuns: 20 },
+            // Every safe variant once, then random pairings of variant and stack.
+            { examples: everyCase(safeSettings.map((x) => [x] as [[string, string]])), numRuns: safeSettings.length + 2 },
         );
     }, 300_000);
     it("the shipped renders themselves pass", () => {
@@ -175,6 +197,16 @@ describe("closure of the gateway path on every shipped spoke, normal and preview
     const gatewayObjects = (rs: CapturedResource[]) =>
         rs.map((r, i) => ({ r, i })).filter(({ r }) => GATEWAY_GROUPS.some((g) => r.type.startsWith(`kubernetes:${g}/`)));
     it("an unknown field on any gateway object is refused", async () => {
+        // An object of every gateway kind once (on the stacks in turn, the next one that has the kind), then random
+        // objects and field names.
+        const kinds = [...new Set(stacks().flatMap((k) => gatewayObjects(rendered[k]).map(({ r }) => r.type)))].sort();
+        const everyKind = kinds.map((t, j): [string, number, string] => {
+            const k = [...stacks().slice(j % stacks().length), ...stacks()].find((x) =>
+                gatewayObjects(rendered[x]).some(({ r }) => r.type === t),
+            )!;
+            return [k, gatewayObjects(rendered[k]).findIndex(({ r }) => r.type === t), "probeField"];
+        });
+        expect(kinds.length).toBeGreaterThanOrEqual(10);
         await fc.assert(
             fc.asyncProperty(fc.constantFrom(...stacks()), fc.nat(), fc.stringMatching(/^[a-z][a-zA-Z]{2,12}$/), async (k, n, field) => {
                 const objs = gatewayObjects(rendered[k]);
@@ -188,7 +220,7 @@ describe("closure of the gateway path on every shipped spoke, normal and preview
                     /gateway-closed-shape: .*is not a field the pack knows to be safe/,
                 );
             }),
-            { numRuns: 25 },
+            { examples: everyKind, numRuns: everyKind.length + 5 },
         );
     }, 300_000);
     it("an unmodelled route, backend, patch or extension kind is refused", async () => {
@@ -234,28 +266,27 @@ describe("closure of the gateway path on every shipped spoke, normal and preview
                 );
                 expect(v.join("\n"), `${k} ${kind}`).toMatch(new RegExp(`gateway-closed-shape: ${kind} .*is not a shape the pack knows`));
             }),
-            { numRuns: 15 },
+            // Every kind once, then random pairings of kind and stack.
+            { examples: everyCase(kinds.map((t) => [t] as [string])), numRuns: kinds.length + 2 },
         );
     }, 300_000);
     it("a request id kept from the client (or not set explicitly) is refused", async () => {
+        const requestIds = ["PreserveOrGenerate", "Preserve", "Disable", undefined];
         await fc.assert(
-            fc.asyncProperty(
-                fc.constantFrom(...stacks()),
-                fc.constantFrom("PreserveOrGenerate", "Preserve", "Disable", undefined),
-                async (k, id) => {
-                    const v = await verdict(
-                        mutate(k, (rs) => {
-                            for (const r of rs.filter((x) => x.type.endsWith(":ClientTrafficPolicy")))
-                                for (const b of bodies(r)) {
-                                    if (id === undefined) delete b.spec.headers.requestID;
-                                    else b.spec.headers.requestID = id;
-                                }
-                        }),
-                    );
-                    expect(v.join("\n"), `${k} requestID ${id}`).toMatch(/gateway-request-id-generated: /);
-                },
-            ),
-            { numRuns: 10 },
+            fc.asyncProperty(fc.constantFrom(...stacks()), fc.constantFrom(...requestIds), async (k, id) => {
+                const v = await verdict(
+                    mutate(k, (rs) => {
+                        for (const r of rs.filter((x) => x.type.endsWith(":ClientTrafficPolicy")))
+                            for (const b of bodies(r)) {
+                                if (id === undefined) delete b.spec.headers.requestID;
+                                else b.spec.headers.requestID = id;
+                            }
+                    }),
+                );
+                expect(v.join("\n"), `${k} requestID ${id}`).toMatch(/gateway-request-id-generated: /);
+            }),
+            // Every value once, then random pairings of value and stack.
+            { examples: everyCase(requestIds.map((id) => [id] as [string | undefined])), numRuns: requestIds.length + 2 },
         );
     }, 300_000);
 });

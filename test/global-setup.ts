@@ -1,0 +1,21 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+
+/** Environment variable naming the folder one `vitest run` shares between its worker processes (test/run-share.ts). */
+export const RUN_DIR_ENV = "PLATFORM_TEST_RUN_DIR";
+
+/**
+ * Vitest global setup: a fresh folder for this run, which every worker process (both projects) inherits through
+ * {@link RUN_DIR_ENV} and which is removed when the run ends. Nothing in it outlives the run, so nothing in it can be
+ * stale for the next one. A folder already named by the variable (an outer run) is used as it is.
+ */
+export default function setup(): (() => void) | undefined {
+    if (process.env[RUN_DIR_ENV]) return undefined;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-test-run-"));
+    process.env[RUN_DIR_ENV] = dir;
+    return () => {
+        fs.rmSync(dir, { recursive: true, force: true });
+        delete process.env[RUN_DIR_ENV];
+    };
+}
