@@ -79,6 +79,28 @@ describe("metering config", () => {
 });
 
 describe("usage consumer bundle", () => {
+    it("a bundle is built once per process and again when a file that went into it changes (an edit, a new import)", () => {
+        const rel = path.join(".tmp", `bundle-cache-${process.pid}`);
+        const dir = path.join(__dirname, "..", rel);
+        fs.mkdirSync(dir, { recursive: true });
+        try {
+            const entry = path.join(dir, "entry.ts");
+            const dep = path.join(dir, "dep.ts");
+            fs.writeFileSync(dep, 'export const word = "first";\n');
+            fs.writeFileSync(entry, 'import { word } from "./dep";\nexport const handler = () => word;\n');
+            const one = bundleLambda(path.join(rel, "entry.ts"));
+            expect(one.code).toContain("first");
+            expect(bundleLambda(path.join(rel, "entry.ts"))).toBe(one); // the same object: not rebuilt
+            // An edited import (a different size) is an input of the bundle: rebuilt.
+            fs.writeFileSync(dep, 'export const word = "second, edited";\n');
+            const two = bundleLambda(path.join(rel, "entry.ts"));
+            expect(two.code).toContain("second, edited");
+            expect(two.sha256).not.toBe(one.sha256);
+        } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
     it("builds at program run, runs no DDL (the migrator Lambda carries the schema), and loads with the handler exported", () => {
         const b = bundleUsageConsumer();
         // The consumer connects as ledger_ingest and applies no schema at cold start.

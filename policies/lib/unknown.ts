@@ -7,7 +7,6 @@ import type {
     StackValidationArgs,
     StackValidationPolicy,
 } from "@pulumi/policy";
-import { UnknownValueError } from "@pulumi/policy";
 
 /**
  * Preview is the gate. Under `pulumi preview` the analyzer wraps every resource's properties in an
@@ -23,9 +22,14 @@ import { UnknownValueError } from "@pulumi/policy";
  *   violation that says so (resource, property path, why), never an advisory and never a skipped resource.
  */
 
-/** True for the analyzer's "value unknown during preview" error (also across copies of @pulumi/policy). */
+/**
+ * True for the analyzer's "value unknown during preview" error, `UnknownValueError` (pulumi/pulumi-policy
+ * sdk/nodejs/policy/proxy.ts, a class extending Error with `props`, the property path). Recognised by its class name,
+ * so any copy of @pulumi/policy matches and this module loads no copy at run time: the offline render and every tool
+ * that applies the pack load only the one the runner uses (tools/policy-runner.ts).
+ */
 export function isUnknownError(e: unknown): e is { message: string; props?: string[] } {
-    return e instanceof UnknownValueError || (e as Error)?.constructor?.name === "UnknownValueError";
+    return e instanceof Error && e.constructor?.name === "UnknownValueError";
 }
 
 /** A value read through {@link peek}. */

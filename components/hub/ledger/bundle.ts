@@ -31,11 +31,15 @@ export function bundleUsageConsumer(): ConsumerBundle {
  * @throws Error with esbuild's messages when the bundle does not build
  */
 export function bundleLambda(entry: string): ConsumerBundle {
+    const cached = bundles.get(entry);
+    if (cached && cached.inputs.every(([file, stamp]) => stampOf(file) === stamp)) return cached.bundle;
+    const schema = path.join(REPO_ROOT, "services", "ledger", "schema.sql");
     const r = esbuild.buildSync({
         entryPoints: [path.join(REPO_ROOT, entry)],
         absWorkingDir: REPO_ROOT,
         bundle: true,
         write: false,
+        metafile: true,
         platform: "node",
         target: "node24",
         format: "cjs",
@@ -44,11 +48,31 @@ export function bundleLambda(entry: string): ConsumerBundle {
         logLevel: "silent",
         external: ["@aws-sdk/*", "pg-native"],
         define: {
-            __LEDGER_SCHEMA_SQL__: JSON.stringify(fs.readFileSync(path.join(REPO_ROOT, "services", "ledger", "schema.sql"), "utf8")),
+            __LEDGER_SCHEMA_SQL__: JSON.stringify(fs.readFileSync(schema, "utf8")),
         },
     });
     const code = r.outputFiles[0].text;
-    return { code, sha256: createHash("sha256").update(code).digest("base64") };
+    const bundle = { code, sha256: createHash("sha256").update(code).digest("base64") };
+    const files = [schema, ...Object.keys(r.metafile.inputs).map((f) => path.resolve(REPO_ROOT, f))];
+    bundles.set(entry, { bundle, inputs: files.map((f) => [f, stampOf(f)] as const) });
+    return bundle;
+}
+
+/**
+ * Bundles already built in this process, by entry, with the size and modification time of every file that went into
+ * them (esbuild's metafile, and the inlined schema): a process that renders the hub many times (the test workers,
+ * `npm run render` of several hubs) bundles each Lambda once, and an edited input builds it afresh.
+ */
+const bundles = new Map<string, { bundle: ConsumerBundle; inputs: ReadonlyArray<readonly [string, string]> }>();
+
+/** `size:mtime` of a file, or `missing`. */
+function stampOf(file: string): string {
+    try {
+        const st = fs.statSync(file);
+        return `${st.size}:${st.mtimeMs}`;
+    } catch {
+        return "missing";
+    }
 }
 
 /**
