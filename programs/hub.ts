@@ -174,6 +174,21 @@ export function refuseForeignPodIdentityAccounts(cfg: HubConfig, accountId: stri
 }
 
 /**
+ * Pure: refuses an on-prem spoke with no `platform:spokeIdentities.<spoke>` entry. Without one it would get the
+ * default access-key identity ({@link effectiveIdentity}) with no egress ranges and no key age: a long-lived source key
+ * usable from anywhere, the very thing the access-key schema refuses when the entry is written
+ * (config/identity.ts `RequiredEgressCidrsSchema`). EKS spokes need none (Pod Identity).
+ * @throws Error naming the hub file and the missing key
+ */
+export function refuseImplicitOnPremIdentities(cfg: HubConfig, file: string): void {
+    const missing = cfg.spokes.filter((s) => s.provider === "onprem" && cfg.spokeIdentities[s.name] === undefined).map((s) => s.name);
+    if (missing.length)
+        throw new Error(
+            `${file}: platform:spokeIdentities.${missing[0]}: on-prem spoke ${missing.join(", ")} has no identity; add one (mode: access-key with deployerRoleArn, keys[].createdAt and the site's egressCidrs, or mode: roles-anywhere with the site's caBundle): README "Add a region", step 1`,
+        );
+}
+
+/**
  * Checks the alarm topic before any alarm names it: CloudWatch alarm actions publish only to an SNS topic in the
  * alarm's region, so another region is refused; a topic in the hub's account must exist (`aws.sns.getTopic`; its
  * default access policy lets the account's CloudWatch alarms publish). A topic in another account cannot be read from
@@ -267,6 +282,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     const spokeNetworks = checkSpokeRegistry(cfg, stackFilePath());
     // Failover: each reachable spoke's edge from its file (checkSpokeRegistry reported anything missing).
     const edges = readSpokeEdges(cfg, stackFilePath());
+    refuseImplicitOnPremIdentities(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
     const region = new pulumi.Config("aws").require("region");
     const provider = new aws.Provider("hub-aws", { region });

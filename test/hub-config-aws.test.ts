@@ -73,3 +73,13 @@ describe("hub: an EKS spoke's Pod Identity account", () => {
         expect(trust.Statement[0].Condition.StringEquals["aws:SourceAccount"]).toBe(MOCK_ACCOUNT_ID);
     }, 120_000);
 });
+
+describe("hub: an on-prem spoke's identity is written down, never defaulted", () => {
+    it("an on-prem spoke without platform:spokeIdentities.<spoke> is refused before anything is created (main gave it a key usable from anywhere)", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        delete doc["platform:spokeIdentities"].hcm1;
+        await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(
+            "stacks/Pulumi.hub-prod.yaml: platform:spokeIdentities.hcm1: on-prem spoke hcm1 has no identity",
+        );
+    }, 60_000);
+});

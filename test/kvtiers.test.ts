@@ -253,7 +253,7 @@ describe("the pre-stage of a gated model (HF token)", () => {
             hfTokenSecret,
             labels: {},
         }) as Record<string, any>;
-    const init = (d: Record<string, any>) => d.spec.template.spec.initContainers[0];
+    const init = (d: Record<string, any>) => d.spec.template.spec.initContainers.find((c: any) => c.name === "model-cache");
     it("a gated model's pre-stage reads HF_TOKEN from the spoke's token Secret, the one the workers take (never a value)", () => {
         // Before: the pre-stage downloaded a gated model without the token (401) unless the whole Secret happened to be set.
         const e = kvbmEndpoint({ model: "meta-llama/Llama-3.3-70B-Instruct", gatedModel: true });
@@ -422,13 +422,16 @@ function hostPathWriters(
                 out.push({ container: c.name, mount: m.mountPath, ok, why: "owner" });
                 continue;
             }
-            const bits = uid === f.uid ? (f.mode >> 6) & 7 : groups.includes(f.gid) ? (f.mode >> 3) & 7 : f.mode & 7;
+            // A subPath(Expr) mount is a directory kubelet creates in the folder when the container starts: as root,
+            // with the folder's mode, group by setgid inheritance (upstream/kvbm.ts SUBPATH_MAKEDIR).
+            const d = m.subPath || m.subPathExpr ? { uid: 0, gid: f.mode & 0o2000 ? f.gid : 0, mode: f.mode } : f;
+            const bits = uid === d.uid ? (d.mode >> 6) & 7 : groups.includes(d.gid) ? (d.mode >> 3) & 7 : d.mode & 7;
             const ok = (root && caps.has("DAC_OVERRIDE")) || (bits & 3) === 3;
             out.push({
                 container: c.name,
                 mount: m.mountPath,
                 ok,
-                why: `uid ${uid} groups ${groups.join(",")} on ${f.uid}:${f.gid} ${f.mode.toString(8)}`,
+                why: `uid ${uid} groups ${groups.join(",")} on ${d.uid}:${d.gid} ${d.mode.toString(8)}`,
             });
         }
     }
@@ -466,7 +469,7 @@ describe("lib/faststart.ts: the model-cache and KVBM-disk hostPath folders are w
             hostPathWriters(agg, true)
                 .filter((x) => x.container === "main")
                 .map((x) => x.mount),
-        ).toEqual(["/kvbm", "/models"]);
+        ).toEqual(["/kvbm", "/kvbm-node", "/models"]); // its own directory, the node's (the start-up sweep), the cache
         const pd = kvbmEndpoint({
             topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } },
             kvTiers: undefined,

@@ -223,6 +223,16 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
                     "secretsmanager:UpdateSecretVersionStage",
                     "secretsmanager:PutResourcePolicy",
                     "secretsmanager:DeleteResourcePolicy",
+                    // ... and every way to destroy, restore, rotate, replicate or re-tag it.
+                    "secretsmanager:DeleteSecret",
+                    "secretsmanager:RestoreSecret",
+                    "secretsmanager:RotateSecret",
+                    "secretsmanager:CancelRotateSecret",
+                    "secretsmanager:ReplicateSecretToRegions",
+                    "secretsmanager:RemoveRegionsFromReplication",
+                    "secretsmanager:StopReplicationToReplica",
+                    "secretsmanager:TagResource",
+                    "secretsmanager:UntagResource",
                 ],
             });
             expect(write.Condition.ArnNotEquals["aws:PrincipalArn"]).toEqual(
@@ -392,6 +402,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         expect(Object.keys(fns).sort()).toEqual([
             "platform-usage-consumer",
             "platform-usage-ledger-migrator",
+            "platform-usage-ledger-ops",
             "platform-usage-reconciliation",
         ]);
         expect(fns["platform-usage-consumer"].environment.variables.PGUSER).toBe("ledger_ingest");

@@ -192,20 +192,21 @@ async function main(argv: string[]): Promise<number> {
         outputs ??= readHubOutputs(file, hub, "--outputs FILE or --bucket");
         return outputs;
     };
-    const hubSource = () => source;
     if (!bucket) {
         const found = failureBucketFromHubOutputs(hubOutputs(), source);
         bucket = found.bucket;
         region ??= found.region;
     }
-    const fnName = !dryRun && !direct ? (opt("ledger-function") ?? ledgerFunctionFromHubOutputs(hubOutputs(), source).name) : undefined;
+    // A rescue only copies stream records into the bucket: it needs no ledger.
+    const fnName =
+        !dryRun && !direct && !rescue ? (opt("ledger-function") ?? ledgerFunctionFromHubOutputs(hubOutputs(), source).name) : undefined;
     if (!region) throw new Error("no region: pass --region or set AWS_REGION");
     const endpoint = opt("s3-endpoint");
     const s3 = new S3Client({ region, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) });
     if (rescue) {
         const since = opt("since");
         if (since !== undefined && Number.isNaN(Date.parse(since))) throw new Error(`--since ${since} is not an ISO-8601 time`);
-        const targets = rescueTargetsFromHubOutputs(hubOutputs(), hubSource());
+        const targets = rescueTargetsFromHubOutputs(hubOutputs(), source);
         const kinesisEndpoint = opt("kinesis-endpoint");
         // HTTP/1.1: the client's default HTTP/2 handler is for SubscribeToShard, which a rescue does not use.
         const kinesis = new KinesisClient({
