@@ -215,6 +215,20 @@ describe("new-spoke end to end: the new spoke renders with zero violations once 
             ...before.slice(at + 1),
         ]);
 
+        // README "Add a region", step 1: an on-prem spoke's identity in the hub file (the hub refuses one without).
+        const hubFile = path.join(dir, "Pulumi.hub-prod.yaml");
+        const hubDoc = YAML.parseDocument(fs.readFileSync(hubFile, "utf8"));
+        hubDoc.setIn(
+            ["config", "platform:spokeIdentities", "dn1"],
+            hubDoc.createNode({
+                mode: "access-key",
+                deployerRoleArn: "arn:aws:iam::111122223333:role/platform-spoke-deployer-dn1",
+                keys: [{ id: "2026-12", createdAt: "2026-12-01" }],
+                egressCidrs: ["198.51.100.128/28"],
+            }),
+        );
+        fs.writeFileSync(hubFile, hubDoc.toString());
+
         // The real CLI on the temp files (the hub reads its spoke files next to it), as a user runs it.
         const files = fs.readdirSync(dir).map((f) => path.join(dir, f));
         const out = path.join(tmp, "out");
