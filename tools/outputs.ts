@@ -44,7 +44,7 @@ export function sortManifests(objs: Array<Record<string, any>>): Array<Record<st
 export function manifestsYaml(resources: CapturedResource[]): string {
     const docs = sortManifests(resources.filter(isManifest).map(toManifest));
     return docs
-        .map((d) => YAML.stringify(d, { lineWidth: 0, sortMapEntries: false }))
+        .map((d) => YAML.stringify(d, { lineWidth: 0, sortMapEntries: false, version: "1.1" }))
         .map((s) => `---\n${s}`)
         .join("");
 }
