@@ -40,7 +40,10 @@ export function sortManifests(objs: Array<Record<string, any>>): Array<Record<st
     return [...objs].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
 }
 
-/** Multi-document YAML of every Kubernetes object. */
+/**
+ * Multi-document YAML of every Kubernetes object, written as YAML 1.1: kubectl (sigs.k8s.io/yaml over go-yaml) reads an
+ * unquoted `no`, `n`, `on` or `off` as a boolean, so such strings are quoted (test/manifests-yaml.test.ts).
+ */
 export function manifestsYaml(resources: CapturedResource[]): string {
     const docs = sortManifests(resources.filter(isManifest).map(toManifest));
     return docs
