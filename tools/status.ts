@@ -340,7 +340,8 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
         }
         process.stderr.write(
             `status --local: ledger ${pg.url}, policy bucket at ${s3.endpoint} (s3rver); sample data for ${names.join(", ")}` +
-                `${names.length > 1 ? `: ${names[names.length - 1]} still serves revision 1 and lost 2 usage events` : ""}\n\n`,
+                `${names.length > 1 ? `: ${names[names.length - 1]} still serves revision 1 and lost 2 usage events` : ""}\n` +
+                `times below are read as at ${now.toISOString()} (a simulated clock, ${maxBehindSeconds + 120} s ahead of this machine's), so the behind rule shows\n\n`,
         );
         const rows = await collectStatus({
             spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, region: "us-east-1" }])),
