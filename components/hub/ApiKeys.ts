@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { TenantKeysConfig } from "../../config/tenant-keys";
 import { keyAdministration } from "../../lib/kms";
 import { tenantKeySecretName } from "../../services/shared/api-key";
+import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey, tenantKeySecretName } from "../../services/shared/api-key";
 
@@ -99,27 +100,8 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
                 Sid: "NobodyElseWrites",
                 Effect: "Deny",
                 Principal: "*",
-                // Every way to change the key value or who may read it: a new SecretString (PutSecretValue,
-                // UpdateSecret), another current version, or another resource policy.
-                Action: [
-                    "secretsmanager:PutSecretValue",
-                    "secretsmanager:UpdateSecret",
-                    "secretsmanager:UpdateSecretVersionStage",
-                    "secretsmanager:PutResourcePolicy",
-                    "secretsmanager:DeleteResourcePolicy",
-                    // Nor delete it (a forced delete has no recovery window) or undo a pending delete, rotate it with
-                    // a function of their choosing, copy it (and its key) to another region, or change its tags
-                    // (tag-based access elsewhere): IAM service authorization reference for AWS Secrets Manager.
-                    "secretsmanager:DeleteSecret",
-                    "secretsmanager:RestoreSecret",
-                    "secretsmanager:RotateSecret",
-                    "secretsmanager:CancelRotateSecret",
-                    "secretsmanager:ReplicateSecretToRegions",
-                    "secretsmanager:RemoveRegionsFromReplication",
-                    "secretsmanager:StopReplicationToReplica",
-                    "secretsmanager:TagResource",
-                    "secretsmanager:UntagResource",
-                ],
+                // Every way to change the key value, who may read it, or whether it exists (lib/secret-policy.ts).
+                Action: [...SECRET_CHANGE_ACTIONS],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": deployers } },
             },

@@ -14,6 +14,7 @@ import {
     legacySpokeRoleName,
     legacySpokeRolePolicy,
 } from "./legacy-spoke-role";
+import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { keySecretName, keySecretPrefix, sourceUserName };
 
@@ -282,25 +283,7 @@ export function keySecretPolicy(deployerRoleArn: string, hubDeployers: string[])
                 Sid: "OnlyHubDeployersWrite",
                 Effect: "Deny",
                 Principal: "*",
-                Action: [
-                    "secretsmanager:PutSecretValue",
-                    "secretsmanager:UpdateSecret",
-                    "secretsmanager:UpdateSecretVersionStage",
-                    "secretsmanager:PutResourcePolicy",
-                    "secretsmanager:DeleteResourcePolicy",
-                    // Nor delete it (a forced delete has no recovery window) or undo a pending delete, rotate it with
-                    // a function of their choosing, copy it (and its key) to another region, or change its tags
-                    // (tag-based access elsewhere): IAM service authorization reference for AWS Secrets Manager.
-                    "secretsmanager:DeleteSecret",
-                    "secretsmanager:RestoreSecret",
-                    "secretsmanager:RotateSecret",
-                    "secretsmanager:CancelRotateSecret",
-                    "secretsmanager:ReplicateSecretToRegions",
-                    "secretsmanager:RemoveRegionsFromReplication",
-                    "secretsmanager:StopReplicationToReplica",
-                    "secretsmanager:TagResource",
-                    "secretsmanager:UntagResource",
-                ],
+                Action: [...SECRET_CHANGE_ACTIONS],
                 Resource: "*",
                 Condition: { ArnNotEquals: { "aws:PrincipalArn": [...hubDeployers].sort() } },
             },
