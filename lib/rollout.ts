@@ -196,25 +196,34 @@ export interface GateInput {
 }
 
 /**
+ * One Prometheus HTTP API query (`GET /api/v1/<endpoint>?<params>`).
+ * @returns the result vector or matrix (empty when there is none)
+ * @throws Error when Prometheus cannot be reached or answers an error (naming `query`)
+ */
+async function promApi<T>(baseUrl: string, endpoint: "query" | "query_range", params: string, query: string): Promise<T[]> {
+    let res: Response;
+    try {
+        res = await fetch(`${baseUrl.replace(/\/$/, "")}/api/v1/${endpoint}?${params}`);
+    } catch (e) {
+        throw new Error(`cannot reach Prometheus at ${baseUrl}: ${(e as Error).message}`);
+    }
+    const body = (await res.json().catch(() => ({}))) as { status?: string; error?: string; data?: { result?: T[] } };
+    if (!res.ok || body.status !== "success") throw new Error(`Prometheus ${baseUrl} refused ${query}: ${body.error ?? res.status}`);
+    return body.data?.result ?? [];
+}
+
+/**
  * Runs one instant PromQL query over the Prometheus HTTP API (`GET /api/v1/query`).
  * @returns the scalar value of the single result, or undefined when the result vector is empty or NaN
  * @throws Error when Prometheus cannot be reached or answers an error
  */
 export async function promQuery(baseUrl: string, query: string, at: Date): Promise<number | undefined> {
-    const url = `${baseUrl.replace(/\/$/, "")}/api/v1/query?query=${encodeURIComponent(query)}&time=${at.getTime() / 1000}`;
-    let res: Response;
-    try {
-        res = await fetch(url);
-    } catch (e) {
-        throw new Error(`cannot reach Prometheus at ${baseUrl}: ${(e as Error).message}`);
-    }
-    const body = (await res.json().catch(() => ({}))) as {
-        status?: string;
-        error?: string;
-        data?: { result?: Array<{ value: [number, string] }> };
-    };
-    if (!res.ok || body.status !== "success") throw new Error(`Prometheus ${baseUrl} refused ${query}: ${body.error ?? res.status}`);
-    const r = body.data?.result ?? [];
+    const r = await promApi<{ value: [number, string] }>(
+        baseUrl,
+        "query",
+        `query=${encodeURIComponent(query)}&time=${at.getTime() / 1000}`,
+        query,
+    );
     if (r.length === 0) return undefined;
     const v = Number(r[0].value[1]);
     return Number.isNaN(v) ? undefined : v;
@@ -251,20 +260,7 @@ export async function promQueryRange(
     stepSeconds: number,
 ): Promise<Array<[number, number]>> {
     const q = `query=${encodeURIComponent(query)}&start=${from.getTime() / 1000}&end=${to.getTime() / 1000}&step=${stepSeconds}`;
-    const url = `${baseUrl.replace(/\/$/, "")}/api/v1/query_range?${q}`;
-    let res: Response;
-    try {
-        res = await fetch(url);
-    } catch (e) {
-        throw new Error(`cannot reach Prometheus at ${baseUrl}: ${(e as Error).message}`);
-    }
-    const body = (await res.json().catch(() => ({}))) as {
-        status?: string;
-        error?: string;
-        data?: { result?: Array<{ values: Array<[number, string]> }> };
-    };
-    if (!res.ok || body.status !== "success") throw new Error(`Prometheus ${baseUrl} refused ${query}: ${body.error ?? res.status}`);
-    const r = body.data?.result ?? [];
+    const r = await promApi<{ values: Array<[number, string]> }>(baseUrl, "query_range", q, query);
     return r.length === 0 ? [] : r[0].values.map(([t, v]) => [Number(t), Number(v)] as [number, number]);
 }
 
