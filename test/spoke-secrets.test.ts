@@ -53,7 +53,7 @@ const REVIEWED: Record<string, string> = {
 };
 
 /** The Secrets the spoke program rendered before its secrets were installed outside Pulumi (the upgrade removes them). */
-const FORMER_SECRETS = ["counters-credentials", "platform-auth-cache-salt", "platform-metering-redis"];
+const FORMER_SECRETS = ["counters-credentials", "auth-cache-salt", "metering-redis"];
 
 describe.each(SPOKES.flatMap((s) => [false, true].map((p) => [s, p] as const)))(
     "%s's state holds no key material (preview=%s)",
