@@ -1,5 +1,4 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
-import { CACHE_SALT_SECRET, COUNTER_STORE_SECRET } from "../services/shared/spoke-secrets";
 import { KEY_GENERATOR_TYPES } from "./aws";
 
 /**
@@ -16,8 +15,12 @@ function urnTail(urn: string): string {
     return urn.split("::").slice(2).join("::");
 }
 
-/** The operator-installed Secrets' names: a Pulumi-managed Secret by one of these names would hold the value in state. */
-const INSTALLED_SECRETS: readonly string[] = [COUNTER_STORE_SECRET.name, CACHE_SALT_SECRET.name];
+/**
+ * The operator-installed Secrets' names (services/shared/spoke-secrets.ts `COUNTER_STORE_SECRET`, `CACHE_SALT_SECRET`;
+ * the pack imports only policies/ and upstream/, test/policies/spoke-secrets.test.ts holds them equal): a
+ * Pulumi-managed Secret by one of these names would hold the value in state.
+ */
+export const INSTALLED_SPOKE_SECRETS: readonly string[] = ["platform-counter-store", "platform-auth-cache-salt-key"];
 
 export const spokeNoKeyGenerators: StackValidationPolicy = {
     name: "spoke-no-key-generators",
@@ -39,7 +42,7 @@ export const spokeNoKeyGenerators: StackValidationPolicy = {
                     r.urn,
                 );
             const name = (r.props as { metadata?: { name?: unknown } }).metadata?.name;
-            if (r.type === "kubernetes:core/v1:Secret" && typeof name === "string" && INSTALLED_SECRETS.includes(name))
+            if (r.type === "kubernetes:core/v1:Secret" && typeof name === "string" && INSTALLED_SPOKE_SECRETS.includes(name))
                 report(
                     `Kubernetes Secret ${name} (${r.name}) is managed by the spoke stack: it is installed by npm run mint-key -- install-spoke-secrets, and a Pulumi-managed copy would hold its value in the spoke's state and overwrite the installed one.`,
                     r.urn,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { allPolicies } from "../../policies/policies";
-import { spokeNoKeyGenerators } from "../../policies/spoke-secrets";
+import { INSTALLED_SPOKE_SECRETS, spokeNoKeyGenerators } from "../../policies/spoke-secrets";
 import { CACHE_SALT_SECRET, COUNTER_STORE_SECRET } from "../../services/shared/spoke-secrets";
 import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
@@ -24,6 +24,7 @@ describe("policy spoke-no-key-generators", () => {
             expect(await messages(hub.resources)).toEqual([]);
         }
         expect(allPolicies.find((p) => p.name === "spoke-no-key-generators")?.enforcementLevel).toBe("mandatory");
+        expect(INSTALLED_SPOKE_SECRETS).toEqual([COUNTER_STORE_SECRET.name, CACHE_SALT_SECRET.name]);
     });
 
     it("refuses the former generators, any random:/tls: resource or AWS key, and a managed copy of an installed Secret", async () => {
