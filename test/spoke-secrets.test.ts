@@ -229,6 +229,9 @@ describe("npm run mint-key -- install-spoke-secrets", () => {
             /--rotate everything: one of counter-password, cache-salt-key/,
         );
         await expect(installSpokeSecretsCommand([], k.bin)).rejects.toThrow(/needs --spoke/);
+        // An EKS spoke's file names no context: the cluster must be named, never kubectl's current context.
+        await expect(installSpokeSecretsCommand(["--spoke", "sg1"], k.bin)).rejects.toThrow(/give --context or --kubeconfig/);
+        expect(fs.existsSync(path.join(k.dir, "calls"))).toBe(false);
     });
 
     it("the manifest holds exactly the values given, and only the Secrets asked for", () => {

@@ -52,7 +52,8 @@ service and metering) and the auth service's cache-salt key (Secret ${SPOKE_SECR
 ${SPOKE_SECRETS["cache-salt-key"].namespaces.join(" and ")}). Creates only the Secrets that are missing; --rotate KIND (counter-password or
 cache-salt-key) replaces that one (then restart its readers). The spoke's \`pulumi up\` never sees them. Run it after
 the spoke's first \`up\` created the namespaces (its pods wait for the Secrets), for every spoke, EKS ones too.
---context defaults to the spoke file's platform:cluster.kubeconfigContext.
+--context defaults to the spoke file's platform:cluster.kubeconfigContext; without one, give --context or
+--kubeconfig (kubectl's current context is never assumed).
 
 Environment: the AWS SDK's (credentials of a hub deployer, or for install-source-key of the spoke's deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_IAM
 for local stand-ins).
@@ -184,6 +185,11 @@ export async function installSpokeSecretsCommand(argv: string[], kubectl = "kube
     }
     if (!found) throw new Error(`${stacksDir}: no spoke file has platform:spoke.name ${opt.spoke}`);
     const ctx = opt.context ?? context;
+    // Never kubectl's current context: the Secrets go to the cluster the operator named.
+    if (!ctx && !opt.kubeconfig)
+        throw new Error(
+            `spoke ${opt.spoke}: its file names no platform:cluster.kubeconfigContext; give --context or --kubeconfig (kubectl's current context is never assumed)`,
+        );
     const kubeArgs = [...(opt.kubeconfig ? [`--kubeconfig=${opt.kubeconfig}`] : []), ...(ctx ? [`--context=${ctx}`] : [])];
     const r = await installSpokeSecrets(
         opt.spoke,
