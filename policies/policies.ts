@@ -13,6 +13,7 @@ import { visibilityPolicies } from "./visibility";
 import { pdCompatPolicies } from "./pd-compat";
 import { upstreamPolicies } from "./upstream";
 import { rolloutPolicies } from "./rollout";
+import { spokeSecretPolicies } from "./spoke-secrets";
 
 /** Name of the policy pack (`pulumi preview --policy-pack policies`). */
 export const PACK_NAME = "platform-guard";
@@ -37,5 +38,6 @@ export const allPolicies: Policy[] = (
         ...edgeTlsPolicies,
         ...upstreamPolicies,
         ...rolloutPolicies,
+        ...spokeSecretPolicies,
     ] as Policy[]
 ).map(failClosed);

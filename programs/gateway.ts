@@ -45,12 +45,12 @@ export interface GatewayDeployment {
 }
 
 /**
- * What metering shares with the gateway (programs/metering.ts): the counters' Redis URL and the spoke's AWS
- * identity. Only {@link deployGateway} makes one, so metering cannot be declared before the gateway. Not stack
- * outputs: they hold secrets.
+ * What metering shares with the gateway (programs/metering.ts): the Secret holding the counters' Redis URL
+ * (operator-installed, services/shared/spoke-secrets.ts; its name, never its value) and the spoke's AWS identity. Only
+ * {@link deployGateway} makes one, so metering cannot be declared before the gateway.
  */
 export interface GatewayHandles {
-    redisUrl: pulumi.Output<string>;
+    redisUrlSecret: { name: string; key: string };
     /** On-prem: the operator-installed source key (lib/spoke-services.ts `SOURCE_KEY_SECRET`); EKS: Pod Identity. */
     identity: { kind: "source-key"; slot: string } | { kind: "pod-identity" };
 }
@@ -82,7 +82,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
         opts,
     );
     const handles: GatewayHandles = {
-        redisUrl: router.counters.url,
+        redisUrlSecret: router.counters.urlSecret,
         identity: d.identity,
     };
     return { outputs: { routes: router.routeNames, policyRevision: d.contract.policy.revision }, handles };

@@ -23,7 +23,7 @@ export interface MeteringDeployment {
  */
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;
-    const { redisUrl, identity } = d.gateway;
+    const { redisUrlSecret, identity } = d.gateway;
     const metering = new Metering(
         "metering",
         {
@@ -32,7 +32,7 @@ export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentReso
             usage: d.contract.usage,
             policy: d.contract.policy,
             sourceKey: identity.kind === "source-key" ? { slot: identity.slot } : undefined,
-            redisUrl,
+            redisUrlSecret,
             replicas: m.replicas,
             spoolVolumeGiB: m.spoolVolumeGiB,
             storageClassName: m.storageClassName,

@@ -132,6 +132,11 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 /exist: secrets\.NGC_API_KEY in a job that runs the pull request's code/,
             ],
             [
+                // The spoke passphrase opens a spoke's state: only the job that runs the preview may hold it.
+                plant("preview.yml", "passphrase-outside-preview", (s) => s.replace("command: preview", "command: about")),
+                /secrets\.PULUMI_CONFIG_PASSPHRASE in a pull-request job that runs no spoke preview/,
+            ],
+            [
                 plant("preview.yml", "repo-secret-in-preview", (s) =>
                     s.replace(
                         "PULUMI_ACCESS_TOKEN: ${{ secrets.PULUMI_ACCESS_TOKEN }}",

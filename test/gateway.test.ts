@@ -7,9 +7,10 @@ import { versions } from "../config/versions";
 import { aiGatewayValues, envoyGatewayValues, gatewayCrdsValues } from "../lib/gateway";
 import { gatewayPolicies } from "../policies/gateway";
 import { meteringAccessLogSetting } from "../services/shared/accesslog";
+import { CACHE_SALT_SECRET, COUNTER_STORE_SECRET } from "../services/shared/spoke-secrets";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
 import { runPolicies } from "../tools/policy-runner";
-import { SECRET_SIG, SIG_KEY, UNKNOWN, unwrapWire } from "../tools/wire";
+import { unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
 const REL = "kubernetes:helm.sh/v3:Release";
@@ -127,7 +128,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
             const env = Object.fromEntries(c.env.filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
             expect(env).toEqual(authEnv("hn1", contract.policy, 33554432, 1860));
             expect(c.env.find((e: any) => e.name === "AUTH_REDIS_URL").valueFrom).toEqual({
-                secretKeyRef: { name: "counters-credentials", key: "url" },
+                secretKeyRef: { name: COUNTER_STORE_SECRET.name, key: "url" },
             });
         }
         const svc = inputs(find(rs, "agent-router-auth-service"));
@@ -135,10 +136,14 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
             type: "ClusterIP",
             ports: [{ name: "http", port: 8080, targetPort: "http", appProtocol: "http" }],
         });
-        // Secret payloads are Pulumi secrets in the wire format, never plain (the counters password is unknown in preview).
-        const counters = find(rs, "agent-router-counters-credentials").inputs.stringData;
-        if (preview) expect(counters).toBe(UNKNOWN);
-        else expect((counters as Record<string, unknown>)[SIG_KEY]).toBe(SECRET_SIG);
+        // The counters' password and the cache-salt key are the operator-installed Secrets (services/shared/spoke-secrets.ts,
+        // test/spoke-secrets.test.ts): named, never rendered.
+        expect(c.env.find((e: any) => e.name === "AUTH_CACHE_SALT_KEY").valueFrom).toEqual({
+            secretKeyRef: { name: CACHE_SALT_SECRET.name, key: CACHE_SALT_SECRET.key },
+        });
+        const rendered = rs.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => inputs(r).metadata.name);
+        expect(rendered).not.toContain(COUNTER_STORE_SECRET.name);
+        expect(rendered).not.toContain(CACHE_SALT_SECRET.name);
         if (contract) {
             // Only the shared config (role, region) is rendered: the source key is the operator-installed Secret
             // (services/shared/spoke-key-slot.ts SOURCE_KEY_SECRET), read by no program (test/source-key.test.ts).
@@ -149,6 +154,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         expect(valkey.spec.template.spec.containers[0]).toMatchObject({
             image: "docker.io/valkey/valkey:8.1.11-alpine",
             args: valkeyArgs(512),
+            env: [{ name: "VALKEY_PASSWORD", valueFrom: { secretKeyRef: { name: COUNTER_STORE_SECRET.name, key: "password" } } }],
         });
     });
 

@@ -6,7 +6,8 @@ import { bundleLambda, bundleUsageConsumer, consumerPolicy, usageStreamName } fr
 import { SpokeContractSchema } from "../config/contract";
 import { MeteringConfigSchema, UsageLedgerConfigSchema, ledgerAvailabilityZones } from "../config/metering";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../services/shared/accesslog";
-import { containsSecret, unwrapWire } from "../tools/wire";
+import { COUNTER_STORE_SECRET } from "../services/shared/spoke-secrets";
+import { unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke } from "./helpers";
 
 const out = (r: { outputs: Record<string, unknown> }, k: string) => unwrapWire(r.outputs[k]) as string;
@@ -220,12 +221,13 @@ describe("metering in the rendered stacks (mocks)", () => {
         expect(env).toMatchObject({
             ...meteringEnv({ spoke: "hn1", usage: contract.usage, policy: contract.policy, volumeGiB: 20 }),
             METERING_INSTANCE: { fieldRef: { fieldPath: "metadata.name" } },
-            METERING_REDIS_URL: { secretKeyRef: { name: "metering-redis", key: "url" } },
+            // The counter store's operator-installed Secret (services/shared/spoke-secrets.ts), its copy in platform-system.
+            METERING_REDIS_URL: { secretKeyRef: { name: COUNTER_STORE_SECRET.name, key: "url" } },
         });
-        const redis = spoke.resources.find(
-            (r) => r.type === "kubernetes:core/v1:Secret" && (unwrapWire(r.inputs) as any).metadata.name === "metering-redis",
-        )!;
-        expect(containsSecret(redis.inputs.stringData)).toBe(true);
+        expect(COUNTER_STORE_SECRET.namespaces).toContain(sts.metadata.namespace);
+        expect(
+            spoke.resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => (unwrapWire(r.inputs) as any).metadata.name),
+        ).not.toContain("metering-redis");
         const rel = byType(spoke.resources, "kubernetes:helm.sh/v3:Release")
             .map(inputs)
             .find((r) => r.chart === "opentelemetry-collector")!;

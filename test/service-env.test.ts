@@ -14,6 +14,7 @@ import {
     MIGRATOR_ENV,
     RECONCILER_ENV,
 } from "../services/reconciler/config";
+import { generateSpokeSecrets, spokeSecretsManifest } from "../services/keys/spoke-secrets-install";
 import { type EnvContract, envNames } from "../services/shared/env";
 import { CONSUMER_ENV, readEnv as loadConsumerEnv } from "../services/usage-consumer/config";
 import type { CapturedResource, RunStackResult, StackOutputs } from "../tools/harness";
@@ -59,16 +60,21 @@ beforeAll(async () => {
     }
 }, 300_000);
 
-/** Resolves one Kubernetes env entry the way the kubelet would, from the objects of the same render. */
+/**
+ * The Secrets the operator installs beside a spoke (`npm run mint-key -- install-spoke-secrets`), as that command's
+ * own manifest renders them with freshly generated values: the spoke program only names them.
+ */
+const INSTALLED: any[] = JSON.parse(spokeSecretsManifest("test", generateSpokeSecrets())).items;
+
+/** Resolves one Kubernetes env entry the way the kubelet would, from the objects of the same render (and the installed ones). */
 function resolveEnvVar(e: any, ns: string, pod: string, resources: CapturedResource[]): string {
     if (typeof e.value === "string") return e.value;
     const ref = e.valueFrom?.secretKeyRef;
     if (ref) {
-        const secret = resources
-            .filter((r) => r.type === "kubernetes:core/v1:Secret")
-            .map(inputs)
-            .find((x) => x.metadata?.name === ref.name && (x.metadata?.namespace ?? "default") === ns);
-        expect(secret, `Secret ${ns}/${ref.name} referenced by ${e.name} is rendered`).toBeDefined();
+        const secret = [...resources.filter((r) => r.type === "kubernetes:core/v1:Secret").map(inputs), ...INSTALLED].find(
+            (x) => x.metadata?.name === ref.name && (x.metadata?.namespace ?? "default") === ns,
+        );
+        expect(secret, `Secret ${ns}/${ref.name} referenced by ${e.name} is rendered or installed`).toBeDefined();
         const v =
             secret!.stringData?.[ref.key] ??
             (secret!.data?.[ref.key] === undefined ? undefined : Buffer.from(secret!.data[ref.key], "base64").toString("utf8"));

@@ -5,7 +5,8 @@
  * (`npm run render -- --out <dir> spoke-hn1`, `resources.json`). A change that legitimately adds or renames on-prem
  * resources updates that file in the same pull request, where reviewers see every URN that moves. Added since: the
  * peer fallback to hcm1 (lib/failover.ts: peers ConfigMap, CA ConfigMap, peer Backend and AIServiceBackend, the
- * route's retry BackendTrafficPolicy) and the auth service's cache-salt key (random bytes and its Secret).
+ * route's retry BackendTrafficPolicy). Removed since: the spoke's generated secrets (the counter store's password, the
+ * cache-salt key) and the Secrets that carried them, now installed by `npm run mint-key -- install-spoke-secrets`.
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as fs from "node:fs";

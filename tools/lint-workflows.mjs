@@ -18,7 +18,8 @@ expressions, job graph; then the separation of CI credentials: a pull request's 
 (vars.AWS_PREVIEW_ROLE_ARN) in preview-<stack> environments and preview spokes only; the deploy role
 (vars.AWS_DEPLOY_ROLE_ARN) only in jobs of the production environment, outside pull-request workflows; no shared
 vars.AWS_ROLE_ARN; hub jobs get no stack passphrase; a pull request's jobs get no secret but GITHUB_TOKEN (and, in
-a preview-<stack> environment, that environment's PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN, KUBECONFIG); every
+a preview-<stack> environment's spoke preview job, that environment's PULUMI_CONFIG_PASSPHRASE, PULUMI_ACCESS_TOKEN,
+KUBECONFIG); every
 spoke job (preview or up) reads its hub from the published outputs (PLATFORM_HUB_OUTPUTS). Default: every .github/workflows/*.yml. Exit 1 on any error.
 
 Examples:
@@ -144,6 +145,14 @@ export function credentialErrors(name, content) {
                 ...(typeof env === "string" && env.startsWith("preview-") ? PREVIEW_ENVIRONMENT_SECRETS : []),
             ]);
             const used = secretsUsed(job);
+            // The environment's secrets (the spoke passphrase above all) only in the job that runs the spoke preview, which
+            // needs them to open the spoke's state (a state with no key material: test/spoke-secrets.test.ts); any other
+            // job of a preview-<stack> environment gets none.
+            if (!pulumiSteps.some((st) => st.with?.command === "preview"))
+                for (const s of used.filter((x) => PREVIEW_ENVIRONMENT_SECRETS.includes(x)))
+                    errors.push(
+                        `${at}: secrets.${s} in a pull-request job that runs no spoke preview: only the preview job (pulumi/actions, command: preview) may open a spoke's state`,
+                    );
             for (const s of used.filter((x) => !allowed.has(x)))
                 errors.push(
                     `${at}: secrets.${s} in a job that runs the pull request's code (a pull-request workflow); only GITHUB_TOKEN${

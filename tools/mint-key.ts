@@ -6,6 +6,7 @@ import * as YAML from "yaml";
 import { apiKeyHashes, mintApiKey, retireApiKey } from "../services/keys/mint";
 import { mintSpokeAccessKey, retireSpokeAccessKey } from "../services/keys/spoke-key";
 import { installSourceKey, kubectlApply } from "../services/keys/source-key-install";
+import { installSpokeSecrets, kubectlSecretExists, SPOKE_SECRETS, type SpokeSecretKind } from "../services/keys/spoke-secrets-install";
 import { keySecretName, SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
 import { tenantKeySecretName } from "../services/shared/api-key";
 import { exitOnHelp } from "./cli";
@@ -15,6 +16,7 @@ const HELP = `
 usage: npm run mint-key -- --hub STACK --tenant TENANT (--key ID | --retire ID | --list)
        npm run mint-key -- spoke-access-key --hub STACK --spoke SPOKE --slot ID [--retire]
        npm run mint-key -- install-source-key --hub STACK --spoke SPOKE [--slot ID] [--context CTX] [--kubeconfig FILE]
+       npm run mint-key -- install-spoke-secrets --spoke SPOKE [--context CTX] [--kubeconfig FILE] [--rotate KIND]
 
 Mints a tenant's API key outside Pulumi: the key is generated here and written only to the tenant's Secrets Manager
 secret (platform/tenants/<tenant>/api-keys, JSON key id -> key, created empty by the hub's \`up\`). Prints only the
@@ -43,6 +45,16 @@ ${SOURCE_KEY_SECRET.name} (key ${SOURCE_KEY_SECRET.key}) in ${SOURCE_KEY_SECRET.
 \`pulumi up\` never reads the key, so no Pulumi state or preview holds it. Prints only the access key id. Run it after
 the spoke's first \`up\` created the namespaces (its pods wait for the Secret) and after each rotation step.
 
+install-spoke-secrets: generates a spoke's own secrets with node:crypto and applies them to its cluster with
+\`kubectl apply --server-side\` (the manifest on stdin only; no value is printed, written to disk or put in argv):
+the counter store's password (Secret ${SPOKE_SECRETS["counter-password"].name} in ${SPOKE_SECRETS["counter-password"].namespaces.join(" and ")}: Valkey, the auth
+service and metering) and the auth service's cache-salt key (Secret ${SPOKE_SECRETS["cache-salt-key"].name} in
+${SPOKE_SECRETS["cache-salt-key"].namespaces.join(" and ")}). Creates only the Secrets that are missing; --rotate KIND (counter-password or
+cache-salt-key) replaces that one (then restart its readers). The spoke's \`pulumi up\` never sees them. Run it after
+the spoke's first \`up\` created the namespaces (its pods wait for the Secrets), for every spoke, EKS ones too.
+--context defaults to the spoke file's platform:cluster.kubeconfigContext; without one, give --context or
+--kubeconfig (kubectl's current context is never assumed).
+
 Environment: the AWS SDK's (credentials of a hub deployer, or for install-source-key of the spoke's deployer; AWS_ENDPOINT_URL_SECRETS_MANAGER and AWS_ENDPOINT_URL_IAM
 for local stand-ins).
 
@@ -53,6 +65,8 @@ Examples:
   npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2027-02
   npm run mint-key -- spoke-access-key --hub hub-prod --spoke hn1 --slot 2026-11 --retire
   npm run mint-key -- install-source-key --hub hub-prod --spoke hn1 --context hn1-admin
+  npm run mint-key -- install-spoke-secrets --spoke hn1
+  npm run mint-key -- install-spoke-secrets --spoke sg1 --kubeconfig ~/.kube/sg1 --rotate counter-password
 `;
 
 /** The hub file's config. @throws Error naming the file when it cannot be read or is not a hub */
@@ -143,8 +157,61 @@ export async function installSourceKeyCommand(argv: string[], kubectl = "kubectl
     }
 }
 
+/**
+ * `install-spoke-secrets`: create a spoke's missing generated secrets in its cluster (services/keys/spoke-secrets-install.ts).
+ * @param kubectl the kubectl binary (tests put a stand-in first on PATH)
+ * @throws Error naming the stacks directory when no spoke file names `--spoke`
+ */
+export async function installSpokeSecretsCommand(argv: string[], kubectl = "kubectl", stacksDir = STACKS_DIR): Promise<string> {
+    const opt: Record<string, string> = {};
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (["--spoke", "--context", "--kubeconfig", "--rotate"].includes(a) && argv[i + 1] && !argv[i + 1].startsWith("--"))
+            opt[a.slice(2)] = argv[++i];
+        else throw new Error(`unknown or incomplete argument ${a} (npm run mint-key -- --help)`);
+    }
+    if (!opt.spoke) throw new Error("install-spoke-secrets needs --spoke (npm run mint-key -- --help)");
+    if (opt.rotate !== undefined && !(opt.rotate in SPOKE_SECRETS))
+        throw new Error(`--rotate ${opt.rotate}: one of ${Object.keys(SPOKE_SECRETS).join(", ")}`);
+    const files = fs.readdirSync(stacksDir).filter((f) => /^Pulumi\..+\.yaml$/.test(f));
+    let context: string | undefined;
+    let found = false;
+    for (const f of files) {
+        const config = YAML.parse(fs.readFileSync(path.join(stacksDir, f), "utf8"))?.config;
+        if (config?.["platform:role"] === "spoke" && config["platform:spoke"]?.name === opt.spoke) {
+            found = true;
+            context = config["platform:cluster"]?.kubeconfigContext;
+        }
+    }
+    if (!found) throw new Error(`${stacksDir}: no spoke file has platform:spoke.name ${opt.spoke}`);
+    const ctx = opt.context ?? context;
+    // Never kubectl's current context: the Secrets go to the cluster the operator named.
+    if (!ctx && !opt.kubeconfig)
+        throw new Error(
+            `spoke ${opt.spoke}: its file names no platform:cluster.kubeconfigContext; give --context or --kubeconfig (kubectl's current context is never assumed)`,
+        );
+    const kubeArgs = [...(opt.kubeconfig ? [`--kubeconfig=${opt.kubeconfig}`] : []), ...(ctx ? [`--context=${ctx}`] : [])];
+    const r = await installSpokeSecrets(
+        opt.spoke,
+        kubectlSecretExists(kubeArgs, kubectl),
+        kubectlApply(kubeArgs, kubectl),
+        opt.rotate as SpokeSecretKind | undefined,
+    );
+    const line = (x: { kind: string; secret: string; namespaces: readonly string[] }) =>
+        `${x.kind} (Secret ${x.secret} in ${x.namespaces.join(", ")})`;
+    return [
+        ...r.written.map((x) => `installed ${line(x)}${x.kind === opt.rotate ? "; restart its readers to pick it up" : ""}`),
+        ...r.kept.map((x) => `kept ${line(x)}: it exists (--rotate ${x.kind} to replace it)`),
+        "",
+    ].join("\n");
+}
+
 async function main(argv: string[]): Promise<void> {
     exitOnHelp(argv, HELP);
+    if (argv[0] === "install-spoke-secrets") {
+        process.stdout.write(await installSpokeSecretsCommand(argv.slice(1)));
+        return;
+    }
     if (argv[0] === "spoke-access-key") return spokeAccessKey(argv.slice(1));
     if (argv[0] === "install-source-key") {
         process.stdout.write(await installSourceKeyCommand(argv.slice(1)));

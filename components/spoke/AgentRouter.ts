@@ -170,7 +170,7 @@ export class AgentRouter extends pulumi.ComponentResource {
                 namespace: ns,
                 policy: args.policy,
                 sourceKey: args.sourceKey,
-                redisUrlSecret: { name: this.counters.urlSecretName, key: "url" },
+                redisUrlSecret: this.counters.urlSecret,
                 replicas: g.authReplicas,
                 maxBodyBytes: g.maxRequestBytes,
                 leaseTtlSeconds: g.requestTimeoutSeconds + LEASE_GRACE_SECONDS,

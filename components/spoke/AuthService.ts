@@ -1,6 +1,5 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
 import type { PolicyContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { type AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
@@ -17,6 +16,7 @@ import {
 } from "../../lib/spoke-services";
 import type { AUTH_ENV } from "../../services/auth/config";
 import type { EnvVars } from "../../services/shared/env";
+import { CACHE_SALT_SECRET } from "../../services/shared/spoke-secrets";
 
 /** Service (and Deployment) name of the auth service; the SecurityPolicy's ext_authz backendRef. */
 export const AUTH_SERVICE_NAME = "auth";
@@ -61,7 +61,7 @@ export interface AuthServiceArgs {
      * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
     sourceKey?: { slot: string };
-    /** Secret (same namespace) and key holding the Redis URL with its password. */
+    /** Operator-installed Secret (same namespace) and key holding the Redis URL with its password (components/spoke/CounterStore.ts `urlSecret`). */
     redisUrlSecret: { name: pulumi.Input<string>; key: string };
     /** At least 2 (config/gateway.ts enforces it). */
     replicas: number;
@@ -123,6 +123,10 @@ export class AuthService extends pulumi.ComponentResource {
     constructor(name: string, args: AuthServiceArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:AuthService", name, {}, opts);
         const ns = args.namespace;
+        if (!(CACHE_SALT_SECRET.namespaces as readonly string[]).includes(ns))
+            throw new Error(
+                `AuthService: namespace "${ns}" is not one of CACHE_SALT_SECRET.namespaces (services/shared/spoke-secrets.ts), where its cache-salt key is installed`,
+            );
         const labels = AUTH_POD_LABELS;
         const policy = pulumi.output(args.policy);
         const image = args.image ?? `${versions.authService.image}:${versions.authService.version}`;
@@ -149,19 +153,9 @@ export class AuthService extends pulumi.ComponentResource {
                   { parent: this },
               );
 
-        // The cache-salt HMAC key (services/auth/entitlement.ts): 32 random bytes minted here, a Pulumi secret end to
-        // end, readable by the auth pods only through this Secret; replacing it re-salts (cold-starts) every cache.
-        const saltKey = new random.RandomBytes(`${name}-cache-salt-key`, { length: 32 }, { parent: this });
-        const saltSecret = new k8s.core.v1.Secret(
-            `${name}-cache-salt`,
-            {
-                metadata: { name: `${AUTH_SERVICE_NAME}-cache-salt`, namespace: ns, labels },
-                type: "Opaque",
-                stringData: { key: pulumi.secret(saltKey.base64) },
-            },
-            { parent: this },
-        );
-
+        // The cache-salt HMAC key (services/auth/entitlement.ts) is not generated here: the auth pods read it from the
+        // operator-installed Secret (services/shared/spoke-secrets.ts CACHE_SALT_SECRET, `npm run mint-key --
+        // install-spoke-secrets`), so it is in no Pulumi state; replacing it re-salts (cold-starts) every cache.
         const env = policy.apply((p) =>
             Object.entries(authEnv(args.spoke, p, args.maxBodyBytes, args.leaseTtlSeconds, !!aws)).map(([n, value]) => ({
                 name: n,
@@ -185,19 +179,17 @@ export class AuthService extends pulumi.ComponentResource {
                                 {
                                     name: "auth",
                                     image,
-                                    env: pulumi
-                                        .all([env, args.redisUrlSecret.name, saltSecret.metadata.name])
-                                        .apply(([e, secretName, saltSecretName]) => [
-                                            ...e,
-                                            {
-                                                name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>,
-                                                valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } },
-                                            },
-                                            {
-                                                name: "AUTH_CACHE_SALT_KEY" satisfies keyof EnvVars<typeof AUTH_ENV>,
-                                                valueFrom: { secretKeyRef: { name: saltSecretName, key: "key" } },
-                                            },
-                                        ]),
+                                    env: pulumi.all([env, args.redisUrlSecret.name]).apply(([e, secretName]) => [
+                                        ...e,
+                                        {
+                                            name: "AUTH_REDIS_URL" satisfies keyof EnvVars<typeof AUTH_ENV>,
+                                            valueFrom: { secretKeyRef: { name: secretName, key: args.redisUrlSecret.key } },
+                                        },
+                                        {
+                                            name: "AUTH_CACHE_SALT_KEY" satisfies keyof EnvVars<typeof AUTH_ENV>,
+                                            valueFrom: { secretKeyRef: { name: CACHE_SALT_SECRET.name, key: CACHE_SALT_SECRET.key } },
+                                        },
+                                    ]),
                                     ports: [
                                         { name: "http", containerPort: AUTH_PORT },
                                         { name: "ops", containerPort: AUTH_OPS_PORT },

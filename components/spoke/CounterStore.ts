@@ -1,17 +1,16 @@
 import { serviceContainerSecurity } from "../../lib/spoke-services";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import * as random from "@pulumi/random";
 import { versions } from "../../config/versions";
+import { COUNTER_STORE_ADDRESS, COUNTER_STORE_SECRET } from "../../services/shared/spoke-secrets";
 
 /** Valkey/Redis port. */
-export const COUNTER_STORE_PORT = 6379;
+export const COUNTER_STORE_PORT = COUNTER_STORE_ADDRESS.port;
 
 /** Inputs of {@link CounterStore}. */
 export interface CounterStoreArgs {
-    namespace: pulumi.Input<string>;
-    /** Service name (and object name prefix). */
-    serviceName?: string;
+    /** Must be services/shared/spoke-secrets.ts `COUNTER_STORE_ADDRESS.namespace` (the installed URL names it). */
+    namespace: string;
     /** Memory cap in MiB (`--maxmemory`); the container limit adds 25% headroom. */
     maxMemoryMiB?: number;
 }
@@ -42,39 +41,33 @@ export function valkeyArgs(maxMemoryMiB: number): string[] {
  * ClusterIP Service, used by the auth service for rps buckets, concurrency leases and token windows
  * (services/shared/identity.ts `redisKeys`) and by metering to release leases. One replica: a restart costs
  * only the counters' current windows, and the auth service fails closed (503) while it is away.
+ *
+ * The password is not generated here: Valkey reads it from the operator-installed Secret
+ * services/shared/spoke-secrets.ts `COUNTER_STORE_SECRET` (`npm run mint-key -- install-spoke-secrets`), which also
+ * holds the clients' URL, so it is in no Pulumi state. Until the Secret exists the pod does not start.
+ * @throws Error when `namespace` is not `COUNTER_STORE_ADDRESS.namespace`
  */
 export class CounterStore extends pulumi.ComponentResource {
-    /** `redis://:<password>@<service>.<ns>.svc.cluster.local:6379` (secret). */
-    public readonly url: pulumi.Output<string>;
     /** `<service>.<ns>.svc.cluster.local:6379` (no credentials). */
     public readonly address: pulumi.Output<string>;
-    /** Name of the Secret (same namespace) whose key `url` holds {@link url}. */
-    public readonly urlSecretName: pulumi.Output<string>;
+    /** The operator-installed Secret (in the store's and metering's namespaces) whose key `url` the clients read. */
+    public readonly urlSecret = { name: COUNTER_STORE_SECRET.name, key: COUNTER_STORE_SECRET.keys.url };
     public readonly service: k8s.core.v1.Service;
 
     constructor(name: string, args: CounterStoreArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:CounterStore", name, {}, opts);
-        const svcName = args.serviceName ?? "counters";
+        if (args.namespace !== COUNTER_STORE_ADDRESS.namespace)
+            throw new Error(
+                `CounterStore: namespace "${args.namespace}" differs from COUNTER_STORE_ADDRESS.namespace "${COUNTER_STORE_ADDRESS.namespace}" (services/shared/spoke-secrets.ts), which the installed URL names`,
+            );
+        const svcName = COUNTER_STORE_ADDRESS.service;
         const maxMemoryMiB = args.maxMemoryMiB ?? 512;
         const labels = {
             "app.kubernetes.io/name": "valkey",
             "app.kubernetes.io/instance": svcName,
             "app.kubernetes.io/part-of": "agent-router",
         };
-        const password = new random.RandomPassword(`${name}-password`, { length: 40, special: false }, { parent: this });
-        const address = pulumi.output(args.namespace).apply((ns) => `${svcName}.${ns}.svc.cluster.local:${COUNTER_STORE_PORT}`);
-        this.url = pulumi.secret(pulumi.all([password.result, address]).apply(([p, a]) => `redis://:${p}@${a}`));
-        this.address = address;
-
-        const secret = new k8s.core.v1.Secret(
-            `${name}-credentials`,
-            {
-                metadata: { name: `${svcName}-credentials`, namespace: args.namespace, labels },
-                type: "Opaque",
-                stringData: { password: pulumi.secret(password.result), url: this.url },
-            },
-            { parent: this },
-        );
+        this.address = pulumi.output(`${svcName}.${args.namespace}.svc.cluster.local:${COUNTER_STORE_PORT}`);
         this.service = new k8s.core.v1.Service(
             `${name}-service`,
             {
@@ -113,7 +106,9 @@ export class CounterStore extends pulumi.ComponentResource {
                                     env: [
                                         {
                                             name: "VALKEY_PASSWORD",
-                                            valueFrom: { secretKeyRef: { name: secret.metadata.name, key: "password" } },
+                                            valueFrom: {
+                                                secretKeyRef: { name: COUNTER_STORE_SECRET.name, key: COUNTER_STORE_SECRET.keys.password },
+                                            },
                                         },
                                     ],
                                     ports: [{ name: "redis", containerPort: COUNTER_STORE_PORT }],
@@ -134,7 +129,6 @@ export class CounterStore extends pulumi.ComponentResource {
             },
             { parent: this },
         );
-        this.urlSecretName = secret.metadata.name;
-        this.registerOutputs({ address: this.address, urlSecretName: this.urlSecretName });
+        this.registerOutputs({ address: this.address });
     }
 }

@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { UsageContract } from "../../config/contract";
 import { versions } from "../../config/versions";
+import { COUNTER_STORE_SECRET } from "../../services/shared/spoke-secrets";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
 import type { METERING_ENV } from "../../services/metering/config";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../../services/shared/accesslog";
@@ -180,8 +181,11 @@ export interface MeteringArgs {
      * pod template, so moving `activeKey` rolls the pods onto the re-installed key. Absent on EKS (EKS Pod Identity).
      */
     sourceKey?: { slot: string };
-    /** Redis URL of the auth service's counters (secret): leases to release, token windows to add to. */
-    redisUrl: pulumi.Input<string>;
+    /**
+     * The operator-installed Secret (components/spoke/CounterStore.ts `urlSecret`; a copy in `namespace`) and key holding
+     * the URL of the auth service's counters: leases to release, token windows to add to. Never a value here.
+     */
+    redisUrlSecret: { name: string; key: string };
     replicas: number;
     spoolVolumeGiB: number;
     storageClassName?: string;
@@ -243,15 +247,10 @@ export class Metering extends pulumi.ComponentResource {
                   },
                   parent,
               );
-        const redisSecret = new k8s.core.v1.Secret(
-            `${name}-redis`,
-            {
-                metadata: { name: `${METERING_SERVICE_NAME}-redis`, namespace: ns, labels },
-                type: "Opaque",
-                stringData: { url: pulumi.secret(args.redisUrl) },
-            },
-            parent,
-        );
+        if (args.redisUrlSecret.name === COUNTER_STORE_SECRET.name && !(COUNTER_STORE_SECRET.namespaces as readonly string[]).includes(ns))
+            throw new Error(
+                `Metering: namespace "${ns}" is not one of COUNTER_STORE_SECRET.namespaces (services/shared/spoke-secrets.ts), where the counter store's URL is installed`,
+            );
         const sa = new k8s.core.v1.ServiceAccount(
             `${name}-sa`,
             {
@@ -293,7 +292,7 @@ export class Metering extends pulumi.ComponentResource {
             },
             {
                 name: "METERING_REDIS_URL" satisfies keyof EnvVars<typeof METERING_ENV>,
-                valueFrom: { secretKeyRef: { name: `${METERING_SERVICE_NAME}-redis`, key: "url" } },
+                valueFrom: { secretKeyRef: { name: args.redisUrlSecret.name, key: args.redisUrlSecret.key } },
             },
         ]);
         this.statefulSet = new k8s.apps.v1.StatefulSet(
@@ -346,7 +345,7 @@ export class Metering extends pulumi.ComponentResource {
                     ],
                 },
             },
-            { parent: this, dependsOn: [redisSecret] },
+            { parent: this },
         );
         new k8s.policy.v1.PodDisruptionBudget(
             `${name}-pdb`,
