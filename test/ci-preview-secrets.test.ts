@@ -171,10 +171,27 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
                 /workflow-level secrets\.NGC_API_KEY reaches every job of a pull-request workflow/,
             ],
         ];
+        // One bad file alone fails the lint ...
+        const one = await lint([cases[0][0]]);
+        expect(one.code).toBe(1);
+        expect(one.out).toMatch(cases[0][1]);
+        // ... and every bad file of one run fails on its own lines (the lint names each file on each of its lines and
+        // prints "<file>: ok" for a file without errors): one process for all of them, not one each.
+        const all = await lint(cases.map(([file]) => file));
+        expect(all.code).toBe(1);
+        const lines = all.out.split("\n").filter((l) => l !== "");
+        const names = cases.map(([file]) => path.relative(ROOT, file));
+        for (const l of lines)
+            expect(
+                names.some((n) => l.startsWith(`${n}: `)),
+                l,
+            ).toBe(true);
         for (const [file, message] of cases) {
-            const r = await lint([file]);
-            expect(r.code, path.basename(file)).toBe(1);
-            expect(r.out, path.basename(file)).toMatch(message);
+            const name = path.relative(ROOT, file);
+            const own = lines.filter((l) => l.startsWith(`${name}: `));
+            expect(own, path.basename(file)).not.toContain(`${name}: ok`);
+            expect(own.length, path.basename(file)).toBeGreaterThan(0);
+            expect(own.join("\n"), path.basename(file)).toMatch(message);
         }
         expect(await lint(["pins.yml", "preview.yml", "up.yml"].map((f) => path.join(WORKFLOWS, f)))).toEqual({
             code: 0,

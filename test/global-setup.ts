@@ -2,6 +2,12 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 
+/**
+ * components/hub/ledger/bundle.ts `BUNDLE_CACHE_ENV`, not imported: the global setup loads no product module (that one
+ * loads the AWS provider). test/metering.test.ts checks that the two agree.
+ */
+export const BUNDLE_CACHE_ENV = "PLATFORM_LAMBDA_BUNDLE_CACHE";
+
 /** Environment variable naming the folder one `vitest run` shares between its worker processes (test/run-share.ts). */
 export const RUN_DIR_ENV = "PLATFORM_TEST_RUN_DIR";
 
@@ -14,8 +20,11 @@ export default function setup(): (() => void) | undefined {
     if (process.env[RUN_DIR_ENV]) return undefined;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "platform-test-run-"));
     process.env[RUN_DIR_ENV] = dir;
+    // The hub's Lambda bundles, built once for the run's workers and every render they spawn.
+    process.env[BUNDLE_CACHE_ENV] = path.join(dir, "lambda-bundles");
     return () => {
         fs.rmSync(dir, { recursive: true, force: true });
         delete process.env[RUN_DIR_ENV];
+        delete process.env[BUNDLE_CACHE_ENV];
     };
 }

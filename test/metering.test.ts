@@ -3,6 +3,8 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { collectorValues, meteringEnv, spoolMaxBytes } from "../components/spoke/Metering";
 import { bundleLambda, bundleUsageConsumer, consumerPolicy, usageStreamName } from "../components/hub/UsageLedger";
+import { BUNDLE_CACHE_ENV, sharedBundleFile } from "../components/hub/ledger/bundle";
+import { BUNDLE_CACHE_ENV as SETUP_BUNDLE_CACHE_ENV } from "./global-setup";
 import { SpokeContractSchema } from "../config/contract";
 import { MeteringConfigSchema, UsageLedgerConfigSchema, ledgerAvailabilityZones } from "../config/metering";
 import { METERING_ACCESS_LOG_COLLECTOR } from "../services/shared/accesslog";
@@ -98,6 +100,37 @@ describe("usage consumer bundle", () => {
             expect(two.code).toContain("second, edited");
             expect(two.sha256).not.toBe(one.sha256);
         } finally {
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
+    it("a bundle is shared with other processes through the run's folder, and taken only while its inputs are unchanged", () => {
+        expect(SETUP_BUNDLE_CACHE_ENV).toBe(BUNDLE_CACHE_ENV);
+        const rel = path.join(".tmp", `bundle-shared-${process.pid}`);
+        const dir = path.join(__dirname, "..", rel);
+        fs.mkdirSync(dir, { recursive: true });
+        const prev = process.env[BUNDLE_CACHE_ENV];
+        process.env[BUNDLE_CACHE_ENV] = path.join(dir, "shared");
+        try {
+            // Built here: written to the folder for the others.
+            fs.writeFileSync(path.join(dir, "built.ts"), 'export const handler = () => "built";\n');
+            const built = bundleLambda(path.join(rel, "built.ts"));
+            expect(JSON.parse(fs.readFileSync(sharedBundleFile(path.join(rel, "built.ts"))!, "utf8")).bundle).toEqual(built);
+            // Built by another process (planted): taken from the folder, no esbuild, while its input is as it was ...
+            const entry = path.join(dir, "planted.ts");
+            fs.writeFileSync(entry, 'export const handler = () => "planted";\n');
+            const st = fs.statSync(entry);
+            const planted = { bundle: { code: "from the folder", sha256: "x" }, inputs: [[entry, `${st.size}:${st.mtimeMs}`]] };
+            fs.writeFileSync(sharedBundleFile(path.join(rel, "planted.ts"))!, JSON.stringify(planted));
+            expect(bundleLambda(path.join(rel, "planted.ts")).code).toBe("from the folder");
+            // ... and built afresh once it changed, the folder updated.
+            fs.writeFileSync(entry, 'export const handler = () => "planted, then edited";\n');
+            const edited = bundleLambda(path.join(rel, "planted.ts"));
+            expect(edited.code).toContain("planted, then edited");
+            expect(JSON.parse(fs.readFileSync(sharedBundleFile(path.join(rel, "planted.ts"))!, "utf8")).bundle).toEqual(edited);
+        } finally {
+            if (prev === undefined) delete process.env[BUNDLE_CACHE_ENV];
+            else process.env[BUNDLE_CACHE_ENV] = prev;
             fs.rmSync(dir, { recursive: true, force: true });
         }
     });

@@ -31,8 +31,11 @@ export function bundleUsageConsumer(): ConsumerBundle {
  * @throws Error with esbuild's messages when the bundle does not build
  */
 export function bundleLambda(entry: string): ConsumerBundle {
-    const cached = bundles.get(entry);
-    if (cached && cached.inputs.every(([file, stamp]) => stampOf(file) === stamp)) return cached.bundle;
+    const cached = bundles.get(entry) ?? readShared(entry);
+    if (cached?.inputs.every(([file, stamp]) => stampOf(file) === stamp)) {
+        bundles.set(entry, cached);
+        return cached.bundle;
+    }
     const schema = path.join(REPO_ROOT, "services", "ledger", "schema.sql");
     const r = esbuild.buildSync({
         entryPoints: [path.join(REPO_ROOT, entry)],
@@ -53,9 +56,48 @@ export function bundleLambda(entry: string): ConsumerBundle {
     });
     const code = r.outputFiles[0].text;
     const bundle = { code, sha256: createHash("sha256").update(code).digest("base64") };
-    const files = [schema, ...Object.keys(r.metafile.inputs).map((f) => path.resolve(REPO_ROOT, f))];
-    bundles.set(entry, { bundle, inputs: files.map((f) => [f, stampOf(f)] as const) });
+    // This file too: it holds the build options.
+    const files = [__filename, schema, ...Object.keys(r.metafile.inputs).map((f) => path.resolve(REPO_ROOT, f))];
+    const built = { bundle, inputs: files.map((f) => [f, stampOf(f)] as const) };
+    bundles.set(entry, built);
+    writeShared(entry, built);
     return bundle;
+}
+
+/**
+ * Environment variable naming a folder where bundles are also kept for other processes (a test run's workers and the
+ * renders they spawn; test/global-setup.ts sets it): each is taken only while every file that went into it has the
+ * size and modification time it had. Unset (`npm run render`, `pulumi up`): bundles are kept in this process only.
+ */
+export const BUNDLE_CACHE_ENV = "PLATFORM_LAMBDA_BUNDLE_CACHE";
+
+type Built = { bundle: ConsumerBundle; inputs: ReadonlyArray<readonly [string, string]> };
+
+/** The shared folder's file for an entry of this checkout built by this esbuild, or undefined when none is set. */
+export function sharedBundleFile(entry: string): string | undefined {
+    const dir = process.env[BUNDLE_CACHE_ENV];
+    if (!dir) return undefined;
+    const key = createHash("sha256").update(`${REPO_ROOT}\0${entry}\0${esbuild.version}`).digest("hex");
+    return path.join(dir, `${key}.json`);
+}
+
+function readShared(entry: string): Built | undefined {
+    const file = sharedBundleFile(entry);
+    if (!file) return undefined;
+    try {
+        return JSON.parse(fs.readFileSync(file, "utf8")) as Built;
+    } catch {
+        return undefined; // not built yet (or being written)
+    }
+}
+
+function writeShared(entry: string, built: Built): void {
+    const file = sharedBundleFile(entry);
+    if (!file) return;
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(built));
+    fs.renameSync(tmp, file); // whole or not at all for a reader in another process
 }
 
 /**
@@ -63,7 +105,7 @@ export function bundleLambda(entry: string): ConsumerBundle {
  * them (esbuild's metafile, and the inlined schema): a process that renders the hub many times (the test workers,
  * `npm run render` of several hubs) bundles each Lambda once, and an edited input builds it afresh.
  */
-const bundles = new Map<string, { bundle: ConsumerBundle; inputs: ReadonlyArray<readonly [string, string]> }>();
+const bundles = new Map<string, Built>();
 
 /** `size:mtime` of a file, or `missing`. */
 function stampOf(file: string): string {
