@@ -391,15 +391,18 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         }),
     );
 
-    // Each usage stream: only its spoke's metering role may put records (components/hub/ledger/transport.ts).
+    // Each usage stream: only its spoke's metering role (and, while kept, its previous-release role) may put records
+    // (components/hub/ledger/transport.ts).
     for (const s of spokes)
         new aws.kinesis.ResourcePolicy(
             `usage-ledger-${s}-put-policy`,
             {
                 resourceArn: ledger.streamArnFor(s),
                 policy: pulumi
-                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering])
-                    .apply(([streamArn, meteringRoleArn]) => JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn }))),
+                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering, identities.get(s)!.legacyRoleArn])
+                    .apply(([streamArn, meteringRoleArn, legacyRoleArn]) =>
+                        JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn, legacyRoleArn })),
+                    ),
             },
             { provider },
         );
