@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
-import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, type S3Server, startS3 } from "../services/auth/test/harness";
@@ -75,6 +75,9 @@ beforeAll(async () => {
             try {
                 const out = await runLedgerOp(JSON.parse(body), {
                     streamSpokes: { [STREAM]: "hn1", [OTHER_STREAM]: "sg1" },
+                    // The function's own read of the failure bucket (here the S3 stand-in's bucket).
+                    readBatch: async (key) =>
+                        (await s3.client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))).Body!.transformToString(),
                     connect: async (role) => {
                         roles.push(role);
                         const c = new Client({ connectionString: pg.url.replace(/\/\/[^@]+@/, `//${role}@`) });
@@ -150,6 +153,51 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
                 }),
             ),
         ).rejects.toThrow(/platform-usage-ledger-ops failed \(Unhandled\): not a ledger operation/);
+    });
+
+    it("replay takes an object key under failed/ only: records in the payload, or any other key, are refused before the ledger is touched", async () => {
+        const forged = {
+            version: 1,
+            failedAt: "x",
+            error: "x",
+            streamSpokes: {},
+            records: [
+                {
+                    eventID: "s:1",
+                    eventSourceARN: STREAM,
+                    kinesis: {
+                        data: Buffer.from(JSON.stringify({ ...ev(99), tenant: "victim" })).toString("base64"),
+                        partitionKey: "p",
+                        sequenceNumber: "1",
+                    },
+                },
+            ],
+        };
+        seen.length = 0;
+        for (const payload of [
+            { op: "replay", batch: forged },
+            { op: "replay", key: "failed/hn1/x.json", batch: forged },
+            { op: "replay", key: "spokes/hn1/current.json" },
+            { op: "replay", key: "failed/../spokes/x.json" },
+        ])
+            await expect(
+                invoker().send(new InvokeCommand({ FunctionName: FN, Payload: payload })),
+                JSON.stringify(payload).slice(0, 60),
+            ).rejects.toThrow(/not a ledger operation/);
+        expect(seen.flatMap((s) => s.roles)).toEqual([]);
+        const n = await admin.query("SELECT count(*)::int AS n FROM usage_events WHERE tenant = 'victim'");
+        expect(n.rows[0].n).toBe(0);
+    });
+
+    it("status answers only for the hub's spokes, over at most 35 days", async () => {
+        const recent = new Date(Date.now() - 3600_000).toISOString();
+        const old = new Date(Date.now() - 36 * 86_400_000).toISOString();
+        seen.length = 0;
+        await expect(ledgerFromLambda(invoker(), FN)({ spokes: ["hn1", "zz9"], from: recent })).rejects.toThrow(
+            /zz9 not served by this hub/,
+        );
+        await expect(ledgerFromLambda(invoker(), FN)({ spokes: ["hn1"], from: old })).rejects.toThrow(/within the last 35 days/);
+        expect(seen.flatMap((s) => s.roles)).toEqual([]);
     });
 
     it("npm run replay-usage -- --apply ingests each stored batch through it as ledger_ingest, attributed by the hub's own stream map", async () => {
