@@ -329,6 +329,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         previousGeneration: (await self.getOutputDetails("spokeRoleGeneration")).value,
         previousKept: (await self.getOutputDetails("legacySpokeRoles")).value,
     });
+    // The publication serial moves on from this stack's previous publication (lib/hub-publication.ts).
+    const previousPublication: unknown = (await self.getOutputDetails(PUBLICATION_OUTPUT)).value;
     const store = new PolicyStore(
         "policy-store",
         {
@@ -451,6 +453,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         [PUBLICATION_OUTPUT]: store.signPublication(
             stackName,
             pulumi.output({ spokeContracts, spokeNetworks }) as unknown as pulumi.Output<Record<string, unknown>>,
+            previousPublication,
         ),
         /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
         spokeNetworks,
