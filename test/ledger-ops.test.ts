@@ -17,7 +17,7 @@ import { ingestBatch, migrate } from "../services/ledger/ledger";
 import { startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
 import type { UsageEvent } from "../services/shared/usage";
 import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
-import { ledgerFromLambda } from "../tools/status";
+import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
 import type { FailedBatch } from "../services/usage-consumer/failed-batches";
 import { runLedgerOp } from "../services/reconciler/ops";
 import { applyRoles } from "../services/reconciler/roles";
@@ -244,6 +244,21 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
         const n = await admin.query("SELECT count(*)::int AS n FROM usage_events WHERE spoke = 'hn1'");
         expect(n.rows[0].n).toBe(5);
     }, 60_000);
+
+    it("the unsigned outputs file may name only a bare function name in an AWS region (never an ARN of another account)", () => {
+        const outputs = (name: string, region = "us-east-1") => ({ usageLedger: { opsFunction: { name, region, arn: "x" } } });
+        expect(ledgerFunctionFromHubOutputs(outputs(FN), "hub.json")).toEqual({ name: FN, region: "us-east-1" });
+        for (const name of [
+            "arn:aws:lambda:us-east-1:999999999999:function:platform-usage-ledger-ops",
+            "999999999999:function:platform-usage-ledger-ops",
+            "platform-usage-ledger-ops:live",
+            "",
+        ])
+            expect(() => ledgerFunctionFromHubOutputs(outputs(name), "hub.json"), name).toThrow(/not a bare function name|no usageLedger/);
+        expect(() => ledgerFunctionFromHubOutputs(outputs(FN, "https://evil.example"), "hub.json")).toThrow(/not an AWS region name/);
+        // The operator's own --ledger-function is taken as given.
+        expect(ledgerFunctionFromHubOutputs(outputs("arn:aws:lambda:x"), "hub.json", FN).name).toBe(FN);
+    });
 
     it("without --ledger-function it reads hub output usageLedger.opsFunction, and says when it is missing", async () => {
         const r = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--outputs", path.join(ROOT, "package.json"), "--apply"]);
