@@ -54,6 +54,11 @@ export const HUB_STATE_KEY_ALIAS = "alias/platform-hub-state";
 
 /** Set to `1` by tools/harness.ts while it runs a program under Pulumi mocks (an offline render or a test). */
 export const OFFLINE_RENDER_ENV = "PLATFORM_OFFLINE_RENDER";
+/**
+ * Under the mocks only (tools/mock-outputs.ts): the caller ARN `aws.getCallerIdentity` returns. Unset, the mocks'
+ * caller is a render user that deploys nothing, and the hub's deployer check (programs/hub.ts) is not made.
+ */
+export const MOCK_CALLER_ARN_ENV = "PLATFORM_MOCK_CALLER_ARN";
 
 /**
  * Pure: the CI role names and the hub state key alias for a hub's `platform:namePrefix` (default `platform`:
