@@ -49,6 +49,11 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
         expect(job.strategy.matrix.stack).toBe("${{ fromJSON(needs.check.outputs.spokes) }}");
         expect(JSON.stringify(job.steps)).toContain(HUB_OUTPUTS_ENV);
         expect(read("preview.yml")).not.toContain(CI_ROLE_VARIABLES.deploy);
+        // The preview diffs against the checkpoint only (pulumi/actions' `refresh` input, pinned off): the preview
+        // role's allow-list has none of a refresh's reads (test/ci-roles.test.ts).
+        const previews = job.steps.filter((s: any) => String(s.uses).startsWith("pulumi/actions@") && s.with?.command === "preview");
+        expect(previews.length).toBeGreaterThan(0);
+        for (const s of previews) expect(s.with.refresh).toBe(false);
     });
     it("up.yml assumes only the deploy role, in the production environment; the hub job holds no passphrase and publishes its outputs", () => {
         const wf = YAML.parse(read("up.yml"));
