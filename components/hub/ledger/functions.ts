@@ -335,19 +335,17 @@ export function ledgerFunctions(
     const opsIam = lambdaRole(
         "ops",
         "usage ledger operations for the operator tools: status reads, failed-batch replay",
-        pulumi
-            .all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn, failures.bucket.arn])
-            .apply(([i, r, k, l, b]) =>
-                JSON.stringify(
-                    ledgerOpsPolicy({
-                        roleSecretArns: [i, r],
-                        kmsKeyArn: k,
-                        logGroupArn: l,
-                        region: scope.region,
-                        failedBatchBucketArn: b,
-                    }),
-                ),
+        pulumi.all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn, failures.bucket.arn]).apply(([i, r, k, l, b]) =>
+            JSON.stringify(
+                ledgerOpsPolicy({
+                    roleSecretArns: [i, r],
+                    kmsKeyArn: k,
+                    logGroupArn: l,
+                    region: scope.region,
+                    failedBatchBucketArn: b,
+                }),
             ),
+        ),
     );
     const ops = lambdaFn(
         "ops",
