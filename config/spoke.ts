@@ -84,10 +84,17 @@ export const SpokeConfigSchema = z
                 /** Hub stack, fully qualified for real runs (`organization/platform/hub-prod`). */
                 hubStack: z.string().min(1),
                 /**
-                 * Key id (16 hex characters) of the hub's signing key, as its `publication.keyId` output shows: the
-                 * spoke accepts only published hub outputs signed by that key (lib/hub-publication.ts). Absent: any
-                 * key that verifies its own publication (integrity, not origin).
+                 * Key ids (16 hex characters each) of the hub's signing key, as its `publication.keyId` output shows:
+                 * the spoke accepts only published hub outputs signed by one of them (lib/hub-publication.ts). Required
+                 * for every real run (an offline render reads its mock hub without it); two during a key rotation
+                 * (the old and the new key), one otherwise.
                  */
+                hubKeyIds: z
+                    .array(z.string().regex(/^[0-9a-f]{16}$/, "16 lower-case hex characters (the hub's publication.keyId output)"))
+                    .min(1)
+                    .max(4)
+                    .optional(),
+                /** Deprecated, read for compatibility: a single {@link hubKeyIds} entry (both may be given; their union counts). */
                 hubKeyId: z
                     .string()
                     .regex(/^[0-9a-f]{16}$/, "16 lower-case hex characters (the hub's publication.keyId output)")

@@ -54,6 +54,11 @@ export const HUB_STATE_KEY_ALIAS = "alias/platform-hub-state";
 
 /** Set to `1` by tools/harness.ts while it runs a program under Pulumi mocks (an offline render or a test). */
 export const OFFLINE_RENDER_ENV = "PLATFORM_OFFLINE_RENDER";
+/**
+ * Under the mocks only (tools/mock-outputs.ts): the caller ARN `aws.getCallerIdentity` returns. Unset, the mocks'
+ * caller is a render user that deploys nothing, and the hub's deployer check (programs/hub.ts) is not made.
+ */
+export const MOCK_CALLER_ARN_ENV = "PLATFORM_MOCK_CALLER_ARN";
 
 /**
  * Pure: the CI role names and the hub state key alias for a hub's `platform:namePrefix` (default `platform`:
@@ -304,13 +309,20 @@ export interface PreviewReadScope {
 /**
  * Pure: the preview role's one allow policy: exactly {@link PREVIEW_AWS_CALLS}, nothing of a managed read-only policy.
  * The spoke checkpoints are every `.pulumi/stacks/<project>/*.json` (a new region's stack file needs no role change)
- * but a hub's, which is also denied by name; KMS only through S3 in the state's region for the state bucket.
- * @throws Error when `hubOutputsUri` is not `s3://<bucket>/...`
+ * but a hub's, which is also denied by name; no checkpoint history or backup (denied); KMS only through S3 in the
+ * state's region for the state bucket.
+ * @throws Error when `hubOutputsUri` is not `s3://<bucket>/<prefix>`, or its prefix is empty or under `.pulumi/`
  */
 export function previewReadPolicy(x: PreviewReadScope): CiPolicyDocument {
     const p = x.partition ?? "aws";
     const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/(.*)$/.exec(x.hubOutputsUri);
     if (!m) throw new Error(`previewReadPolicy: hubOutputsUri "${x.hubOutputsUri}" is not s3://<bucket>/<prefix>/`);
+    // The published outputs' grant is `<prefix>*.json`: an empty prefix, or one that is (or leads into) `.pulumi/`, would
+    // open the state's own checkpoints, history and backups in the same bucket (the hub's included).
+    if (!m[2] || m[2].startsWith(".pulumi/") || ".pulumi/".startsWith(m[2]))
+        throw new Error(
+            `previewReadPolicy: hubOutputsUri "${x.hubOutputsUri}" (vars.HUB_OUTPUTS_S3_URI) needs a prefix of its own outside .pulumi/, e.g. s3://${m[1]}/hub-outputs/`,
+        );
     const project = x.project ?? "platform";
     const statements: CiPolicyDocument["Statement"] = [
         {
@@ -354,6 +366,14 @@ export function previewReadPolicy(x: PreviewReadScope): CiPolicyDocument {
                 Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
             },
         );
+        // Pulumi's DIY backend keeps every stack's past checkpoints under `.pulumi/history/` and `.pulumi/backups/`
+        // (pulumi/pulumi@v3.248.0:sdk/go/common/workspace/paths.go HistoryDir, BackupDir): never for a preview.
+        statements.push({
+            Sid: "NoCheckpointHistoryOrBackups",
+            Effect: "Deny",
+            Action: ["s3:GetObject", "s3:GetObjectVersion"],
+            Resource: [`${bucket}/.pulumi/history/*`, `${bucket}/.pulumi/backups/*`],
+        });
         if (x.hubStacks.length)
             statements.push({
                 Sid: "NoHubCheckpoint",

@@ -16,7 +16,7 @@ import { checkSpokeRegistry, readSpokeEdges } from "./spoke-registry";
 import { buildFailoverContracts, type PeerCa } from "../config/failover";
 import { GlobalDns } from "../components/hub/GlobalDns";
 import { eksClusterNameOf } from "../lib/eks";
-import { hubSecretsProviderIssue, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
+import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
@@ -254,6 +254,30 @@ export function requireHubSecretsProvider(file: string): void {
     if (issue) throw new ConfigError(file, [{ key: "secretsprovider", message: issue }]);
 }
 
+/**
+ * Pure: the IAM identity a caller ARN acts as: an assumed-role session (`arn:<p>:sts::<account>:assumed-role/<role>/<session>`)
+ * as its role, by account and name (a session ARN drops the role's path); a user or role ARN as itself.
+ */
+function callerIdentityKey(arn: string): string {
+    const session = /^arn:([\w-]+):sts::(\d{12}):assumed-role\/([^/]+)\/.+$/.exec(arn);
+    if (session) return `${session[1]}:${session[2]}:role:${session[3]}`;
+    const iam = /^arn:([\w-]+):iam::(\d{12}):(role|user)\/(?:.*\/)?([^/]+)$/.exec(arn);
+    if (iam) return `${iam[1]}:${iam[2]}:${iam[3]}:${iam[4]}`;
+    return arn;
+}
+
+/**
+ * Pure: why `callerArn` (`aws.getCallerIdentity().arn`) may not run the hub's `up`, or undefined. Only
+ * `platform:hubDeployers` and `platform:keyAdministrators` administer the hub's KMS keys (lib/kms.ts): anyone else's
+ * `up` would fail partway, at the first key policy that locks them out. An assumed-role session counts as its role.
+ */
+export function hubCallerIssue(cfg: Pick<HubConfig, "hubDeployers" | "keyAdministrators">, callerArn: string): string | undefined {
+    const allowed = [...cfg.hubDeployers, ...cfg.keyAdministrators];
+    const me = callerIdentityKey(callerArn);
+    if (allowed.some((a) => callerIdentityKey(a) === me)) return undefined;
+    return `the caller ${callerArn} is not one of platform:hubDeployers (${cfg.hubDeployers.join(", ")}) nor platform:keyAdministrators: run the hub's up as a hub deployer (the hub's KMS key policies admit only those), or add its role to platform:hubDeployers`;
+}
+
 /** The spoke-role layout this release writes: 2 = one role per spoke service (the previous release: one per spoke). */
 export const SPOKE_ROLE_GENERATION = 2;
 
@@ -292,6 +316,12 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
     // here, before any resource that names it is registered.
     const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
+    // Only a hub deployer (or key administrator) gets through the hub's key policies: refused here, not partway.
+    // An offline render's caller is the mocks' render user unless a test names one (lib/ci-roles.ts MOCK_CALLER_ARN_ENV).
+    if (process.env[OFFLINE_RENDER_ENV] !== "1" || process.env[MOCK_CALLER_ARN_ENV]) {
+        const issue = hubCallerIssue(cfg, identity.arn);
+        if (issue) throw new ConfigError(stackFilePath(), [{ key: "platform:hubDeployers", message: issue }]);
+    }
     refuseForeignPodIdentityAccounts(cfg, identity.accountId, stackFilePath());
     await requireNamedRolesExist(cfg, part.partition, identity.accountId, stackFilePath(), provider);
     await requireAlarmTopic(cfg, region, identity.accountId, stackFilePath(), provider);
@@ -329,6 +359,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         previousGeneration: (await self.getOutputDetails("spokeRoleGeneration")).value,
         previousKept: (await self.getOutputDetails("legacySpokeRoles")).value,
     });
+    // The publication serial moves on from this stack's previous publication (lib/hub-publication.ts).
+    const previousPublication: unknown = (await self.getOutputDetails(PUBLICATION_OUTPUT)).value;
     const store = new PolicyStore(
         "policy-store",
         {
@@ -391,15 +423,18 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         }),
     );
 
-    // Each usage stream: only its spoke's metering role may put records (components/hub/ledger/transport.ts).
+    // Each usage stream: only its spoke's metering role (and, while kept, its previous-release role) may put records
+    // (components/hub/ledger/transport.ts).
     for (const s of spokes)
         new aws.kinesis.ResourcePolicy(
             `usage-ledger-${s}-put-policy`,
             {
                 resourceArn: ledger.streamArnFor(s),
                 policy: pulumi
-                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering])
-                    .apply(([streamArn, meteringRoleArn]) => JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn }))),
+                    .all([ledger.streamArnFor(s), identities.get(s)!.roleArns.metering, identities.get(s)!.legacyRoleArn])
+                    .apply(([streamArn, meteringRoleArn, legacyRoleArn]) =>
+                        JSON.stringify(usageStreamPolicy({ streamArn, meteringRoleArn, legacyRoleArn })),
+                    ),
             },
             { provider },
         );
@@ -448,6 +483,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         [PUBLICATION_OUTPUT]: store.signPublication(
             stackName,
             pulumi.output({ spokeContracts, spokeNetworks }) as unknown as pulumi.Output<Record<string, unknown>>,
+            previousPublication,
         ),
         /** Per spoke: its routable networks, so each spoke can refuse to collide with the others (programs/spoke-registry.ts). */
         spokeNetworks,

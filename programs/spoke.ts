@@ -10,7 +10,7 @@ import { buildEksInfra } from "./eks-spoke";
 import { spokeIdentityKind } from "./gateway";
 import { OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { globalDns01Issue } from "../lib/edge";
-import { verifyHubPublication } from "../lib/hub-publication";
+import { PUBLICATION_OUTPUT, verifyHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "./load";
 import { buildOnPremInfra } from "./onprem-spoke";
 import { checkAgainstHubRegistry } from "./spoke-registry";
@@ -19,29 +19,57 @@ import { deployWorkloads } from "./workloads";
 
 export { HUB_OUTPUTS_ENV };
 
+/** Pure: the hub key ids a spoke file pins (`platform:spoke.hubKeyIds`, and the older single `hubKeyId`), or undefined. */
+export function pinnedHubKeyIds(cfg: Pick<SpokeConfig, "spoke">): string[] | undefined {
+    const ids = [...new Set([...(cfg.spoke.hubKeyIds ?? []), ...(cfg.spoke.hubKeyId ? [cfg.spoke.hubKeyId] : [])])];
+    return ids.length ? ids : undefined;
+}
+
+/** Stack output: the serial of the hub publication this spoke last deployed from (lib/hub-publication.ts). */
+export const HUB_PUBLICATION_SERIAL_OUTPUT = "hubPublicationSerial";
+
 /**
  * The hub's outputs a spoke reads: its published outputs ({@link HUB_OUTPUTS_ENV}'s file, `pulumi stack output --json`
- * of the hub saved by up.yml), verified against the hub's signature (lib/hub-publication.ts) and, when the stack file
- * pins one, the hub's key (`platform:spoke.hubKeyId`); in previews and `up`s alike, so no spoke run opens the hub's
- * state, which only the hub deployers may decrypt. Only an offline render (the program under mocks, tools/harness.ts)
- * reads the hub through a StackReference.
- * @throws ConfigError naming the stack file: a real run without the variable, an unreadable file, or a publication that
- * does not verify
+ * of the hub saved by up.yml), verified against the hub's signature (lib/hub-publication.ts), the hub keys the stack
+ * file pins (`platform:spoke.hubKeyIds`, required for every real run) and the serial this spoke last deployed from
+ * (`minSerial`, its own previous {@link HUB_PUBLICATION_SERIAL_OUTPUT}); in previews and `up`s alike, so no spoke run
+ * opens the hub's state, which only the hub deployers may decrypt. Only an offline render (the program under mocks,
+ * tools/harness.ts) reads the hub through a StackReference, and may leave the key unpinned.
+ * @throws ConfigError naming the stack file: a real run without the variable or without a pinned key, an unreadable
+ * file, or a publication that does not verify
  */
-export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: string): Promise<unknown> } {
+export function hubOutputs(
+    cfg: SpokeConfig,
+    stackFile: string,
+    minSerial?: number,
+): { get(name: string): Promise<unknown>; serial(): Promise<number | undefined> } {
     const file = process.env[HUB_OUTPUTS_ENV];
     const issue = (message: string) => new ConfigError(stackFile, [{ key: `${HUB_OUTPUTS_ENV} (environment)`, message }]);
     const hub = cfg.spoke.hubStack.split("/").pop() ?? cfg.spoke.hubStack;
+    const offline = process.env[OFFLINE_RENDER_ENV] === "1";
+    const pinned = pinnedHubKeyIds(cfg);
+    if (!pinned && !offline)
+        throw new ConfigError(stackFile, [
+            {
+                key: "platform:spoke.hubKeyIds",
+                message: `a spoke accepts hub "${hub}"'s published outputs only signed by a key its stack file pins: set it to the hub's \`pulumi stack output publication --stack ${hub}\` keyId (two during a key rotation)`,
+            },
+        ]);
     if (!file) {
-        if (process.env[OFFLINE_RENDER_ENV] !== "1")
+        if (!offline)
             throw issue(
                 `a spoke reads hub "${hub}" from its published outputs, not its state (readable only by platform:hubDeployers): set ${HUB_OUTPUTS_ENV} to the file up.yml publishes, e.g. \`aws s3 cp "$HUB_OUTPUTS_S3_URI${hub}.json" hub.json\` (README "Deploy for real")`,
             );
         const ref = new pulumi.StackReference("hub", { name: cfg.spoke.hubStack });
+        const get = async (name: string) => {
+            const d = await ref.getOutputDetails(name);
+            return d.value ?? d.secretValue;
+        };
         return {
-            get: async (name) => {
-                const d = await ref.getOutputDetails(name);
-                return d.value ?? d.secretValue;
+            get,
+            serial: async () => {
+                const p = (await get(PUBLICATION_OUTPUT)) as { serial?: unknown } | undefined;
+                return typeof p?.serial === "number" ? p.serial : undefined;
             },
         };
     }
@@ -51,13 +79,24 @@ export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: str
     } catch (e) {
         throw issue(`cannot read the hub's published outputs ${file}: ${(e as Error).message}`);
     }
-    let outputs: Record<string, unknown>;
+    let verified: ReturnType<typeof verifyHubPublication>;
     try {
-        outputs = verifyHubPublication(doc, hub, cfg.spoke.hubKeyId);
+        verified = verifyHubPublication(doc, hub, pinned, minSerial);
     } catch (e) {
         throw issue(`${file} ${(e as Error).message}`);
     }
-    return { get: async (name) => outputs[name] };
+    return { get: async (name) => verified.outputs[name], serial: async () => verified.serial };
+}
+
+/**
+ * The serial of the hub publication this spoke last deployed from: its own previous {@link HUB_PUBLICATION_SERIAL_OUTPUT}
+ * (a StackReference to this very stack, whose state the spoke's deployer and preview role read anyway), undefined for
+ * a spoke never deployed on this release.
+ */
+export async function previousHubSerial(): Promise<number | undefined> {
+    const self = new pulumi.StackReference("self", { name: `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}` });
+    const v = (await self.getOutputDetails(HUB_PUBLICATION_SERIAL_OUTPUT)).value;
+    return typeof v === "number" ? v : undefined;
 }
 
 /**
@@ -66,8 +105,15 @@ export function hubOutputs(cfg: SpokeConfig, stackFile: string): { get(name: str
  *
  * @throws ConfigError when the hub does not know this spoke or its contract does not parse
  */
-export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Promise<SpokeContract> {
-    const hub = hubOutputs(cfg, stackFile);
+export async function readSpokeContract(
+    cfg: SpokeConfig,
+    stackFile: string,
+    /** Receives the serial of the hub publication read (undefined when the hub published none). */
+    read: { serial?: number } = {},
+): Promise<SpokeContract> {
+    // Replay protection applies to the published file (a real run); an offline render reads its mock hub directly.
+    const minSerial = process.env[HUB_OUTPUTS_ENV] ? await previousHubSerial() : undefined;
+    const hub = hubOutputs(cfg, stackFile, minSerial);
     const contracts = (await hub.get("spokeContracts")) as Record<string, unknown> | undefined;
     if (!contracts || typeof contracts !== "object") {
         throw new ConfigError(stackFile, [
@@ -100,6 +146,7 @@ export async function readSpokeContract(cfg: SpokeConfig, stackFile: string): Pr
             },
         ]);
     checkAgainstHubRegistry(cfg, pulumi.getStack(), await hub.get("spokeNetworks"), stackFile);
+    read.serial = await hub.serial();
     return parsed.data;
 }
 
@@ -144,7 +191,8 @@ export function checkPlacement(cfg: SpokeConfig, contract: SpokeContract, stackF
  */
 export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     // Everything that can refuse this stack is checked before the first resource is declared: nothing is half-applied.
-    const contract = await readSpokeContract(cfg, stackFile);
+    const publication: { serial?: number } = {};
+    const contract = await readSpokeContract(cfg, stackFile, publication);
     const identity = spokeIdentityKind(cfg.spoke.name, contract, stackFile);
     checkPlacement(cfg, contract, stackFile);
     await requireGlobalDns01(cfg, contract, stackFile);
@@ -153,6 +201,8 @@ export async function buildSpoke(cfg: SpokeConfig, stackFile: string) {
     return {
         spoke: cfg.spoke.name,
         placementRevision: contract.placementRevision,
+        /** The hub publication this run read: the next run refuses an older one (lib/hub-publication.ts). */
+        [HUB_PUBLICATION_SERIAL_OUTPUT]: publication.serial,
         endpoints: contract.endpoints.map((e) => e.name),
         ...infra.outputs,
         serving,

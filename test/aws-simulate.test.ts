@@ -500,6 +500,21 @@ describe("simulated: the ledger Lambdas", () => {
         }
     });
 
+    it("the ops Lambda reads failed batches under failed/ only (a replay names a key; it reads the records itself)", async () => {
+        const ops = ledgerRole("usage-ledger-ops-role");
+        const read = LEDGER_OPS_AWS_CALLS.filter((c) => c.action === "s3:GetObject");
+        expect(read).toHaveLength(1);
+        const v = varsFor("usage-ledger-ops-logs");
+        expect(notAllowed(await evaluate(ops, read, v))).toEqual([]);
+        const elsewhere = [
+            { ...read[0], resource: "{failedBatchBucketArn}/other/x.json" },
+            { ...read[0], resource: "{policyBucketArn}/spokes/hn1/current.json" },
+            { ...read[0], action: "s3:PutObject" },
+            { ...read[0], action: "s3:DeleteObject" },
+        ];
+        expect(allowed(await evaluate(ops, elsewhere, v))).toEqual([]);
+    });
+
     it("no managed policy: each Lambda's ENIs only in the ledger's VPC, subnets and security group", async () => {
         const attached = byType(rs, "aws:iam/rolePolicyAttachment:RolePolicyAttachment")
             .map(inputs)

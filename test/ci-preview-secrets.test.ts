@@ -49,6 +49,11 @@ describe("one AWS role per environment; the hub stays out of pull-request previe
         expect(job.strategy.matrix.stack).toBe("${{ fromJSON(needs.check.outputs.spokes) }}");
         expect(JSON.stringify(job.steps)).toContain(HUB_OUTPUTS_ENV);
         expect(read("preview.yml")).not.toContain(CI_ROLE_VARIABLES.deploy);
+        // The preview diffs against the checkpoint only (pulumi/actions' `refresh` input, pinned off): the preview
+        // role's allow-list has none of a refresh's reads (test/ci-roles.test.ts).
+        const previews = job.steps.filter((s: any) => String(s.uses).startsWith("pulumi/actions@") && s.with?.command === "preview");
+        expect(previews.length).toBeGreaterThan(0);
+        for (const s of previews) expect(s.with.refresh).toBe(false);
     });
     it("up.yml assumes only the deploy role, in the production environment; the hub job holds no passphrase and publishes its outputs", () => {
         const wf = YAML.parse(read("up.yml"));
@@ -207,7 +212,7 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
         const file = path.join(dir, "hub-prod.json");
         // What `pulumi stack output --json` prints: plain values, the publication among them.
         const published = unwrapWire(hub.outputs) as Record<string, any>;
-        expect(published.publication).toMatchObject({ schemaVersion: 1, hub: "hub-prod" });
+        expect(published.publication).toMatchObject({ schemaVersion: 2, hub: "hub-prod", serial: 1 });
         fs.writeFileSync(file, JSON.stringify(published));
         const viaRef = await runRepoStack("spoke-sg1", {
             preview: true,
@@ -222,7 +227,9 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
                     .sort();
             for (const preview of [true, false]) {
                 const viaFile = await runRepoStack("spoke-sg1", { preview, stackOutputs: {} });
-                expect(byType(viaFile.resources, "pulumi:pulumi:StackReference")).toEqual([]);
+                // Only its own previous outputs (the publication serial it last deployed from), never the hub's state.
+                expect(byType(viaFile.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["self"]);
+                expect(unwrapWire(viaFile.outputs)).toMatchObject({ hubPublicationSerial: published.publication.serial });
                 expect(urns(viaFile)).toEqual(urns(viaRef));
             }
             expect(byType(viaRef.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
@@ -236,9 +243,10 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
             await refused(edited, /PLATFORM_HUB_OUTPUTS \(environment\): .*hub-prod\.json does not match its digest/);
             // Re-digested but not re-signed.
             const { contentHash } = await import("../services/shared/canonical");
-            const { publicationBody } = await import("../lib/hub-publication");
+            const { outputsDigest, publicationBody } = await import("../lib/hub-publication");
             const redigested = structuredClone(edited);
-            redigested.publication.sha256 = contentHash(publicationBody("hub-prod", redigested));
+            redigested.publication.sha256 = contentHash(publicationBody("hub-prod", redigested.publication.serial, redigested));
+            redigested.publication.outputsSha256 = outputsDigest("hub-prod", redigested);
             await refused(redigested, /signature does not verify/);
             // Another hub's publication, and one published before hubs signed (no publication output).
             await refused(
@@ -247,15 +255,26 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
             );
             const { publication: _, ...unsigned } = published;
             await refused(unsigned, /has no "publication" output/);
-            // A stack file that pins another hub key.
+            // A self-signed forgery: verifies with its own key, which is not the one the stack file pins.
+            const { signHubPublication } = await import("../lib/hub-publication");
+            const { randomBytes } = await import("node:crypto");
+            const forged = { ...published, publication: signHubPublication(randomBytes(32), "hub-prod", published, 7) };
+            await refused(
+                forged,
+                /signed by key [0-9a-f]{16}, not a hub key the stack file pins \(platform:spoke\.hubKeyIds: 1a348afe1583aaff\)/,
+            );
+            // A stack file that pins another hub key (the older single key, still read).
             const pinned = structuredClone(stackConfigDoc("spoke-sg1"));
+            delete pinned["platform:spoke"].hubKeyIds;
             pinned["platform:spoke"].hubKeyId = "0123456789abcdef";
             await refused(
                 published,
-                /signed by key [0-9a-f]{16}, not the hub key 0123456789abcdef the stack file pins \(platform:spoke\.hubKeyId\)/,
+                /signed by key [0-9a-f]{16}, not a hub key the stack file pins \(platform:spoke\.hubKeyIds: 0123456789abcdef\)/,
                 flatConfig(pinned),
             );
-            pinned["platform:spoke"].hubKeyId = published.publication.keyId;
+            // A rotation: the old and the new key both pinned.
+            delete pinned["platform:spoke"].hubKeyId;
+            pinned["platform:spoke"].hubKeyIds = ["0123456789abcdef", published.publication.keyId];
             fs.writeFileSync(file, JSON.stringify(published));
             expect(urns(await runRepoStack("spoke-sg1", { preview: false, stackOutputs: {}, config: flatConfig(pinned) }))).toEqual(
                 urns(viaRef),
@@ -271,13 +290,57 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
         delete process.env[HUB_OUTPUTS_ENV];
         try {
             expect(() =>
-                hubOutputs({ spoke: { hubStack: "organization/platform/hub-prod" } } as any, "stacks/Pulumi.spoke-sg1.yaml"),
+                hubOutputs(
+                    { spoke: { hubStack: "organization/platform/hub-prod", hubKeyIds: ["1a348afe1583aaff"] } } as any,
+                    "stacks/Pulumi.spoke-sg1.yaml",
+                ),
             ).toThrow(
                 /stacks\/Pulumi\.spoke-sg1\.yaml[\s\S]*PLATFORM_HUB_OUTPUTS \(environment\): a spoke reads hub "hub-prod" from its published outputs, not its state/,
             );
+            // Nor without a pinned hub key (a self-signed file would otherwise verify), with or without the file.
+            for (const file of [undefined, "hub.json"]) {
+                if (file) process.env[HUB_OUTPUTS_ENV] = file;
+                expect(() =>
+                    hubOutputs({ spoke: { hubStack: "organization/platform/hub-prod" } } as any, "stacks/Pulumi.spoke-sg1.yaml"),
+                ).toThrow(
+                    /stacks\/Pulumi\.spoke-sg1\.yaml[\s\S]*platform:spoke\.hubKeyIds: a spoke accepts hub "hub-prod"'s published outputs only signed by a key its stack file pins/,
+                );
+                delete process.env[HUB_OUTPUTS_ENV];
+            }
         } finally {
             if (saved !== undefined) process.env[OFFLINE_RENDER_ENV] = saved;
         }
+    });
+
+    it("an older publication, validly signed, is refused once the spoke deployed from a newer one (its own hubPublicationSerial)", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const published = unwrapWire(hub.outputs) as Record<string, any>;
+        expect(published.publication.serial).toBe(1);
+        const file = path.join(testTempDir("hub-out-"), "hub-prod.json");
+        fs.writeFileSync(file, JSON.stringify(published));
+        process.env[HUB_OUTPUTS_ENV] = file;
+        try {
+            const self = (serial: number) => ({ "spoke-sg1": { outputs: { hubPublicationSerial: serial }, secretOutputNames: [] } });
+            await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(2) })).rejects.toThrow(
+                /hub-prod\.json is publication 1, older than publication 2 this spoke last deployed from/,
+            );
+            const same = await runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(1) });
+            expect(unwrapWire(same.outputs)).toMatchObject({ hubPublicationSerial: 1 });
+        } finally {
+            delete process.env[HUB_OUTPUTS_ENV];
+        }
+        // The hub's serial: the same while its published outputs are unchanged, one more when they change.
+        const again = unwrapWire(
+            (await runRepoStack("hub-prod", { stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } } })).outputs,
+        ) as Record<string, any>;
+        expect(again.publication.serial).toBe(1);
+        const changed = structuredClone(published);
+        changed.publication.outputsSha256 = "0".repeat(64);
+        changed.publication.serial = 4;
+        const next = unwrapWire(
+            (await runRepoStack("hub-prod", { stackOutputs: { "hub-prod": { outputs: changed, secretOutputNames: [] } } })).outputs,
+        ) as Record<string, any>;
+        expect(next.publication.serial).toBe(5);
     });
 
     it("up.yml hands every spoke up the hub's published outputs", () => {

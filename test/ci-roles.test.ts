@@ -333,6 +333,26 @@ describe("simulated: the preview role is allowed exactly the calls of a spoke pr
             );
     });
 
+    it("the published outputs' prefix is never empty nor in .pulumi/; checkpoint history and backups are denied even beside a broader allow", async () => {
+        for (const uri of [`s3://${STATE}/`, `s3://${STATE}/.pulumi/`, `s3://${STATE}/.pulumi/hub-outputs/`, `s3://${STATE}/.pul`])
+            expect(() => previewReadPolicy({ ...scope, hubOutputsUri: uri }), uri).toThrow(
+                /HUB_OUTPUTS_S3_URI\) needs a prefix of its own outside \.pulumi\//,
+            );
+        const broader: Doc = {
+            Version: "2012-10-17",
+            Statement: [{ Effect: "Allow", Action: "s3:GetObject", Resource: `arn:aws:s3:::${STATE}/*` }],
+        };
+        for (const key of [
+            ".pulumi/history/platform/hub-prod/hub-prod-1733100000.checkpoint.json",
+            ".pulumi/history/platform/spoke-sg1/spoke-sg1-1733100000.checkpoint.json",
+            ".pulumi/backups/platform/hub-prod/hub-prod.1733100000.json",
+        ])
+            for (const action of ["s3:GetObject", "s3:GetObjectVersion"])
+                expect(await simulate(PREVIEW_ROLE, [...policies, broader], action, `arn:aws:s3:::${STATE}/${key}`), key).toBe(
+                    "ExplicitlyDenied",
+                );
+    });
+
     it("on Pulumi Cloud (no state bucket) nothing of S3 but the published hub outputs", async () => {
         const cloud = [previewReadPolicy({ ...scope, stateBucket: undefined })] as unknown as Doc[];
         expect(await simulate(PREVIEW_ROLE, cloud, "s3:GetObject", `arn:aws:s3:::${STATE}/hub-outputs/hub-prod.json`)).toBe("Allowed");

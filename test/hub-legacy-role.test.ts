@@ -178,7 +178,21 @@ describe("a hub deployed by the previous release keeps each spoke's former role 
                 }),
                 a,
             ).toBe("Allowed");
-        expect(await decide(principal, [policy], "kinesis:PutRecords", stream, undefined, ctx)).toBe("Allowed");
+        // With the stream's resource policy (only the spoke's metering role puts records): the kept role is exempt.
+        const streamPolicyOf = (rs: CapturedResource[], arn: string) =>
+            JSON.parse(inputs(byType(rs, "aws:kinesis/resourcePolicy:ResourcePolicy").find((r) => inputs(r).resourceArn === arn)!).policy);
+        const streamPolicy = streamPolicyOf(migrated, stream);
+        for (const a of ["kinesis:PutRecord", "kinesis:PutRecords"])
+            expect(await decide(principal, [policy], a, stream, streamPolicy, ctx), a).toBe("Allowed");
+        // ... and no one else is: an administrator of the account is still refused.
+        const admin = `arn:aws:iam::${ACCOUNT}:role/admin`;
+        const adminPolicy = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
+        expect(await decide(admin, [adminPolicy], "kinesis:PutRecords", stream, streamPolicy, { ...ctx, "aws:PrincipalArn": admin })).toBe(
+            "ExplicitlyDenied",
+        );
+        // A fresh hub's stream policy does not name the (absent) legacy role.
+        const freshStream = out(fresh.find((r) => r.type === "aws:kinesis/stream:Stream" && r.name.endsWith(eks.name))!, "arn");
+        expect(JSON.stringify(streamPolicyOf(fresh, freshStream))).not.toContain("platform-spoke-");
         // Still only its own spoke.
         expect(await decide(principal, [policy], "s3:GetObject", `${b}/spokes/${other.name}/current.json`, bucketPolicy, s3)).not.toBe(
             "Allowed",

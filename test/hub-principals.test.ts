@@ -4,12 +4,14 @@
  * (MalformedPolicyDocument). The mock account answers `aws.iam.getRole` like IAM (tools/mock-outputs.ts).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { namedRoles } from "../programs/hub";
+import { hubCallerIssue, namedRoles } from "../programs/hub";
+import { MOCK_CALLER_ARN_ENV } from "../lib/ci-roles";
 import { parseStackConfig } from "../config/stack";
 import { MOCK_ACCOUNT_ID, MOCK_MISSING_ROLES, MOCK_MISSING_TOPICS, MOCK_TOPIC_KEYS } from "../tools/mock-outputs";
 import { byType, flatConfig, inputs, platformKeys, runRepoStack, stackConfigDoc } from "./helpers";
 
 afterEach(() => {
+    delete process.env[MOCK_CALLER_ARN_ENV];
     MOCK_MISSING_ROLES.clear();
     MOCK_MISSING_TOPICS.clear();
     MOCK_TOPIC_KEYS.clear();
@@ -43,6 +45,38 @@ describe("roles named in the hub's policies exist before a policy names them", (
         const policies = byType(r.resources, "aws:secretsmanager/secretPolicy:SecretPolicy").map((p) => inputs(p).policy);
         expect(policies.length).toBeGreaterThan(0);
         for (const p of policies) expect(p).toContain(`arn:aws:iam::${MOCK_ACCOUNT_ID}:role/ci/platform-hub-deployer`);
+    });
+});
+
+describe("only a hub deployer (or key administrator) runs the hub's up: checked before anything it would fail on", () => {
+    it("a caller that is not in platform:hubDeployers is refused naming the file and key", async () => {
+        process.env[MOCK_CALLER_ARN_ENV] = `arn:aws:sts::${MOCK_ACCOUNT_ID}:assumed-role/admin/alice`;
+        await expect(runRepoStack("hub-prod", { config: flatConfig(withSameAccountDeployer()) })).rejects.toThrow(
+            /Pulumi\.hub-prod\.yaml[\s\S]*platform:hubDeployers: the caller arn:aws:sts::123456789012:assumed-role\/admin\/alice is not one of platform:hubDeployers/,
+        );
+    });
+
+    it("a hub deployer's session (its role's path dropped in the session ARN) renders", async () => {
+        process.env[MOCK_CALLER_ARN_ENV] = `arn:aws:sts::${MOCK_ACCOUNT_ID}:assumed-role/platform-hub-deployer/gha-123`;
+        const r = await runRepoStack("hub-prod", { config: flatConfig(withSameAccountDeployer()) });
+        expect(byType(r.resources, "aws:kms/key:Key").length).toBeGreaterThan(0);
+    });
+
+    it("pure: sessions count as their role, by account and name; users as themselves; key administrators too", () => {
+        const cfg = {
+            hubDeployers: ["arn:aws:iam::111122223333:role/ci/platform-hub-deployer"],
+            keyAdministrators: ["arn:aws:iam::111122223333:role/break-glass"],
+        };
+        expect(hubCallerIssue(cfg, "arn:aws:sts::111122223333:assumed-role/platform-hub-deployer/s")).toBeUndefined();
+        expect(hubCallerIssue(cfg, "arn:aws:iam::111122223333:role/ci/platform-hub-deployer")).toBeUndefined();
+        expect(hubCallerIssue(cfg, "arn:aws:sts::111122223333:assumed-role/break-glass/s")).toBeUndefined();
+        for (const arn of [
+            "arn:aws:sts::999999999999:assumed-role/platform-hub-deployer/s",
+            "arn:aws:iam::111122223333:user/platform-hub-deployer",
+            "arn:aws:iam::111122223333:root",
+            "arn:aws:sts::111122223333:assumed-role/platform-hub-deployer-x/s",
+        ])
+            expect(hubCallerIssue(cfg, arn), arn).toMatch(/is not one of platform:hubDeployers/);
     });
 });
 

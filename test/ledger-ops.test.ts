@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
-import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, type S3Server, startS3 } from "../services/auth/test/harness";
@@ -17,7 +17,7 @@ import { ingestBatch, migrate } from "../services/ledger/ledger";
 import { startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
 import type { UsageEvent } from "../services/shared/usage";
 import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
-import { ledgerFromLambda } from "../tools/status";
+import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
 import type { FailedBatch } from "../services/usage-consumer/failed-batches";
 import { runLedgerOp } from "../services/reconciler/ops";
 import { applyRoles } from "../services/reconciler/roles";
@@ -75,6 +75,9 @@ beforeAll(async () => {
             try {
                 const out = await runLedgerOp(JSON.parse(body), {
                     streamSpokes: { [STREAM]: "hn1", [OTHER_STREAM]: "sg1" },
+                    // The function's own read of the failure bucket (here the S3 stand-in's bucket).
+                    readBatch: async (key) =>
+                        (await s3.client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))).Body!.transformToString(),
                     connect: async (role) => {
                         roles.push(role);
                         const c = new Client({ connectionString: pg.url.replace(/\/\/[^@]+@/, `//${role}@`) });
@@ -152,6 +155,51 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
         ).rejects.toThrow(/platform-usage-ledger-ops failed \(Unhandled\): not a ledger operation/);
     });
 
+    it("replay takes an object key under failed/ only: records in the payload, or any other key, are refused before the ledger is touched", async () => {
+        const forged = {
+            version: 1,
+            failedAt: "x",
+            error: "x",
+            streamSpokes: {},
+            records: [
+                {
+                    eventID: "s:1",
+                    eventSourceARN: STREAM,
+                    kinesis: {
+                        data: Buffer.from(JSON.stringify({ ...ev(99), tenant: "victim" })).toString("base64"),
+                        partitionKey: "p",
+                        sequenceNumber: "1",
+                    },
+                },
+            ],
+        };
+        seen.length = 0;
+        for (const payload of [
+            { op: "replay", batch: forged },
+            { op: "replay", key: "failed/hn1/x.json", batch: forged },
+            { op: "replay", key: "spokes/hn1/current.json" },
+            { op: "replay", key: "failed/../spokes/x.json" },
+        ])
+            await expect(
+                invoker().send(new InvokeCommand({ FunctionName: FN, Payload: payload })),
+                JSON.stringify(payload).slice(0, 60),
+            ).rejects.toThrow(/not a ledger operation/);
+        expect(seen.flatMap((s) => s.roles)).toEqual([]);
+        const n = await admin.query("SELECT count(*)::int AS n FROM usage_events WHERE tenant = 'victim'");
+        expect(n.rows[0].n).toBe(0);
+    });
+
+    it("status answers only for the hub's spokes, over at most 35 days", async () => {
+        const recent = new Date(Date.now() - 3600_000).toISOString();
+        const old = new Date(Date.now() - 36 * 86_400_000).toISOString();
+        seen.length = 0;
+        await expect(ledgerFromLambda(invoker(), FN)({ spokes: ["hn1", "zz9"], from: recent })).rejects.toThrow(
+            /zz9 not served by this hub/,
+        );
+        await expect(ledgerFromLambda(invoker(), FN)({ spokes: ["hn1"], from: old })).rejects.toThrow(/within the last 35 days/);
+        expect(seen.flatMap((s) => s.roles)).toEqual([]);
+    });
+
     it("npm run replay-usage -- --apply ingests each stored batch through it as ledger_ingest, attributed by the hub's own stream map", async () => {
         const doc = (records: UsageEvent[], stream: string, seq0: number): FailedBatch => ({
             version: 1,
@@ -196,6 +244,21 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
         const n = await admin.query("SELECT count(*)::int AS n FROM usage_events WHERE spoke = 'hn1'");
         expect(n.rows[0].n).toBe(5);
     }, 60_000);
+
+    it("the unsigned outputs file may name only a bare function name in an AWS region (never an ARN of another account)", () => {
+        const outputs = (name: string, region = "us-east-1") => ({ usageLedger: { opsFunction: { name, region, arn: "x" } } });
+        expect(ledgerFunctionFromHubOutputs(outputs(FN), "hub.json")).toEqual({ name: FN, region: "us-east-1" });
+        for (const name of [
+            "arn:aws:lambda:us-east-1:999999999999:function:platform-usage-ledger-ops",
+            "999999999999:function:platform-usage-ledger-ops",
+            "platform-usage-ledger-ops:live",
+            "",
+        ])
+            expect(() => ledgerFunctionFromHubOutputs(outputs(name), "hub.json"), name).toThrow(/not a bare function name|no usageLedger/);
+        expect(() => ledgerFunctionFromHubOutputs(outputs(FN, "https://evil.example"), "hub.json")).toThrow(/not an AWS region name/);
+        // The operator's own --ledger-function is taken as given.
+        expect(ledgerFunctionFromHubOutputs(outputs("arn:aws:lambda:x"), "hub.json", FN).name).toBe(FN);
+    });
 
     it("without --ledger-function it reads hub output usageLedger.opsFunction, and says when it is missing", async () => {
         const r = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--outputs", path.join(ROOT, "package.json"), "--apply"]);

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { MOCK_CALLER_ARN_ENV } from "../lib/ci-roles";
 
 /**
  * What the offline mocks return for resources whose outputs a real provider would compute (ARNs, generated
@@ -254,11 +255,15 @@ export const callMocks: Record<string, (args: Record<string, any>, region: strin
             );
         return { id: a.instanceType, instanceType: a.instanceType, ...t };
     },
-    "aws:index/getCallerIdentity:getCallerIdentity": () => ({
-        accountId: MOCK_ACCOUNT_ID,
-        arn: `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`,
-        userId: "AIDAMOCK",
-    }),
+    // A test may name the caller (lib/ci-roles.ts MOCK_CALLER_ARN_ENV): the hub then checks it is a deployer.
+    "aws:index/getCallerIdentity:getCallerIdentity": () => {
+        const arn = process.env[MOCK_CALLER_ARN_ENV];
+        return {
+            accountId: arn ? arn.split(":")[4] : MOCK_ACCOUNT_ID,
+            arn: arn ?? `arn:aws:iam::${MOCK_ACCOUNT_ID}:user/render`,
+            userId: "AIDAMOCK",
+        };
+    },
     "aws:index/getRegion:getRegion": (_a, r) => ({ name: r, region: r, id: r }),
     "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
     // A role session's issuer is its role; for an IAM user the issuer is the user itself.

@@ -6,10 +6,9 @@ import { Client } from "pg";
 import { FAILED_BATCH_PREFIX } from "../services/usage-consumer/failed-batches";
 import { type ReplayedBatch, replayFailedBatches } from "../services/usage-consumer/replay";
 import { type RescuedStream, rescueStreams } from "../services/usage-consumer/rescue";
-import type { FailedBatch } from "../services/usage-consumer/failed-batches";
 import type { BatchOutcome } from "../services/usage-consumer/handler";
 import type { LedgerOpsResponse } from "../services/reconciler/ops";
-import { INVOKE_PAYLOAD_LIMIT_BYTES, InvokeCommand, LambdaInvoker } from "./lambda-invoke";
+import { InvokeCommand, LambdaInvoker } from "./lambda-invoke";
 import { ledgerFunctionFromHubOutputs } from "./status";
 import { exitOnHelp } from "./cli";
 
@@ -57,7 +56,9 @@ Options:
 
 The ledger (with --apply) has no route from outside its VPC: each batch is ingested by the hub's ledger Lambda
 (hub output usageLedger.opsFunction, or --ledger-function; lambda:InvokeFunction, which the hub deployers hold),
-as ledger_ingest, the records attributed by the hub's own stream -> spoke map. With DATABASE_URL or PGHOST set, the
+as ledger_ingest, the records attributed by the hub's own stream -> spoke map. The tool sends the batch's object
+key only (under ${FAILED_BATCH_PREFIX}); the function reads the batch from the failure bucket itself, so --prefix
+and --bucket other than the hub's failure bucket do not apply to it. With DATABASE_URL or PGHOST set, the
 tool connects to that database instead (a ledger you can reach), as ledger_ingest, over TLS.
 The bucket: the AWS SDK's default credentials (a hub deployer; S3 decrypts with the ledger key).
 
@@ -121,36 +122,17 @@ export function formatReplay(rows: ReplayedBatch[], dryRun: boolean): string {
 }
 
 /**
- * Ingests a batch through the hub's ledger Lambda (services/reconciler/ops.ts `replay`), in as many invocations as
- * Lambda's payload limit needs (ingestion is per record and idempotent, so a split batch counts the same).
+ * Ingests a stored batch through the hub's ledger Lambda (services/reconciler/ops.ts `replay`): the payload names the
+ * object's key only; the function reads the batch from the failure bucket itself (so no invoker can hand it records).
  * @throws the invocation's error (the batch's object stays for the next run)
  */
 export function ingestViaLambda(lambda: Pick<LambdaInvoker, "send">, functionName: string) {
-    return async (batch: FailedBatch): Promise<BatchOutcome> => {
-        const parts: FailedBatch[] = [];
-        const limit = INVOKE_PAYLOAD_LIMIT_BYTES - 64 * 1024;
-        let current: FailedBatch["records"] = [];
-        let size = 0;
-        for (const r of batch.records) {
-            const n = JSON.stringify(r).length + 1;
-            if (current.length && size + n > limit) {
-                parts.push({ ...batch, records: current });
-                current = [];
-                size = 0;
-            }
-            current.push(r);
-            size += n;
-        }
-        parts.push({ ...batch, records: current });
-        const total: BatchOutcome = { received: 0, inserted: 0, receipts: 0, quarantined: 0, spokeQuarantined: 0 };
-        for (const part of parts) {
-            const r = (await lambda.send(
-                new InvokeCommand({ FunctionName: functionName, Payload: { op: "replay", batch: part } }),
-            )) as LedgerOpsResponse;
-            if (r?.op !== "replay") throw new Error(`${functionName} answered no replay outcome`);
-            for (const k of Object.keys(total) as Array<keyof BatchOutcome>) total[k] += Number(r.outcome[k] ?? 0);
-        }
-        return total;
+    return async (key: string): Promise<BatchOutcome> => {
+        const r = (await lambda.send(
+            new InvokeCommand({ FunctionName: functionName, Payload: { op: "replay", key } }),
+        )) as LedgerOpsResponse;
+        if (r?.op !== "replay" || r.key !== key) throw new Error(`${functionName} answered no replay outcome for ${key}`);
+        return r.outcome;
     };
 }
 

@@ -174,17 +174,31 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
     return out;
 }
 
+/** A bare Lambda function name (AWS Lambda API reference, `FunctionName`: letters, digits, `-`, `_`; 64 at most). */
+const BARE_FUNCTION_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** An AWS region name (`ap-southeast-1`, `us-gov-west-1`). */
+const REGION_NAME = /^[a-z]{2}(-[a-z]+)+-\d$/;
+
 /**
  * The hub's ledger Lambda (hub output `usageLedger.opsFunction`: `{ name, region }`), or `override` (`--ledger-function`).
- * @throws Error naming the missing output
+ * The outputs file is not signed, so its name must be a bare function name: never an ARN (which could name another
+ * account's function, handed the operator's status queries and batch keys under the operator's credentials) nor a
+ * partial one; the invocation then stays in the operator's own account.
+ * @throws Error naming the missing or refused output
  */
 export function ledgerFunctionFromHubOutputs(json: unknown, source: string, override?: string): { name: string; region?: string } {
     const root = (json as { outputs?: unknown })?.outputs ?? json;
     const fn = (root as { usageLedger?: { opsFunction?: { name?: unknown; region?: unknown } } })?.usageLedger?.opsFunction;
     const region = typeof fn?.region === "string" && fn.region !== "[unknown]" ? fn.region : undefined;
+    if (region !== undefined && !REGION_NAME.test(region))
+        throw new Error(`${source}: usageLedger.opsFunction.region "${region}" is not an AWS region name`);
     if (override) return { name: override, region };
     if (typeof fn?.name !== "string" || fn.name === "[unknown]")
         throw new Error(`${source}: no usageLedger.opsFunction output (a hub deployed before the ledger Lambda?); pass --ledger-function`);
+    if (!BARE_FUNCTION_NAME.test(fn.name))
+        throw new Error(
+            `${source}: usageLedger.opsFunction.name "${fn.name}" is not a bare function name (no ARN, no account): pass --ledger-function`,
+        );
     return { name: fn.name, region };
 }
 

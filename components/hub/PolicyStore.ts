@@ -1,4 +1,4 @@
-import { type HubPublication, signHubPublication } from "../../lib/hub-publication";
+import { type HubPublication, nextPublicationSerial, signHubPublication } from "../../lib/hub-publication";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
@@ -353,13 +353,15 @@ export class PolicyStore extends pulumi.ComponentResource {
 
     /**
      * The hub's `publication` output (lib/hub-publication.ts): its published outputs signed with the bundle signing
-     * key. Reads the secret seed; the result (digest, signature, public key) is not secret.
+     * key, its serial moved on from `previous` (this stack's previous `publication` output) when the outputs changed.
+     * Reads the secret seed; the result (digest, signature, public key) is not secret.
      */
-    signPublication(hub: string, outputs: pulumi.Input<Record<string, unknown>>): pulumi.Output<HubPublication> {
+    signPublication(hub: string, outputs: pulumi.Input<Record<string, unknown>>, previous?: unknown): pulumi.Output<HubPublication> {
         return pulumi.unsecret(
-            pulumi
-                .all([this.seed, pulumi.output(outputs)])
-                .apply(([s, o]) => signHubPublication(Buffer.from(s, "base64"), hub, o as Record<string, unknown>)),
+            pulumi.all([this.seed, pulumi.output(outputs)]).apply(([s, o]) => {
+                const published = o as Record<string, unknown>;
+                return signHubPublication(Buffer.from(s, "base64"), hub, published, nextPublicationSerial(previous, hub, published));
+            }),
         );
     }
 }

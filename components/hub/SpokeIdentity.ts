@@ -398,6 +398,11 @@ export class SpokeIdentity extends pulumi.ComponentResource {
     public readonly roleArns: Record<SpokeService, pulumi.Output<string>>;
     /** What the spoke's contract says about obtaining the roles (no credential). */
     public readonly contract: pulumi.Output<SpokeIdentityContract>;
+    /**
+     * MIGRATION (LEGACY_SPOKE_ROLE.removeIn): the previous release's single role's ARN while the hub keeps it
+     * (`keepLegacyRole`), else undefined; a not-yet-upgraded spoke's metering puts usage under it.
+     */
+    public readonly legacyRoleArn: pulumi.Output<string> | undefined;
 
     constructor(name: string, args: SpokeIdentityArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:hub:SpokeIdentity", name, {}, opts);
@@ -653,6 +658,7 @@ export class SpokeIdentity extends pulumi.ComponentResource {
             legacyArns = [legacy.arn];
         }
 
+        this.legacyRoleArn = legacyArns[0];
         this.contract = contractOf(roles);
         this.roleArns = Object.fromEntries(SPOKE_SERVICES.map((sv) => [sv, roles[sv].arn])) as Record<SpokeService, pulumi.Output<string>>;
         this.roleArn = roles.auth.arn;

@@ -126,17 +126,6 @@ export class UsageLedger extends pulumi.ComponentResource {
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
         const failures = failedBatchBucket(scope, key, args.accountId);
-        // The VPC's S3 endpoint reaches the failure bucket's `failed/` only, for principals of this account.
-        new aws.ec2.VpcEndpointPolicy(
-            `${name}-s3-policy`,
-            {
-                vpcEndpointId: net.s3Endpoint.id,
-                policy: pulumi
-                    .all([failures.bucket.arn, args.accountId])
-                    .apply(([bucketArn, accountId]) => JSON.stringify(s3EndpointPolicy(bucketArn, FAILED_BATCH_PREFIX, accountId))),
-            },
-            scope.parent,
-        );
         // The interface endpoints: the ledger's secrets and the reconciliation's metric only, for this account.
         const endpointPolicies = pulumi
             .all([db.masterSecretArn, db.ingest.secret.arn, db.reporter.secret.arn, args.accountId])
@@ -163,6 +152,20 @@ export class UsageLedger extends pulumi.ComponentResource {
             db,
             streamResources,
             failures,
+        );
+        // The VPC's S3 endpoint reaches the failure bucket's `failed/` only, for principals of this account;
+        // reading back only for the ledger operations Lambda's role.
+        new aws.ec2.VpcEndpointPolicy(
+            `${name}-s3-policy`,
+            {
+                vpcEndpointId: net.s3Endpoint.id,
+                policy: pulumi
+                    .all([failures.bucket.arn, args.accountId, ops.role])
+                    .apply(([bucketArn, accountId, opsRoleArn]) =>
+                        JSON.stringify(s3EndpointPolicy(bucketArn, FAILED_BATCH_PREFIX, accountId, [opsRoleArn])),
+                    ),
+            },
+            scope.parent,
         );
         ledgerAlarms(scope, args.alarms, queue, fn);
 

@@ -1,4 +1,4 @@
-import { SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
+import { S3_TRANSPORT, SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
 import { METRIC_NAMESPACE } from "./metric";
 
 const viaSecretsManager = { ...SDK_TRANSPORT, "kms:ViaService": "secretsmanager.{region}.amazonaws.com" };
@@ -125,7 +125,7 @@ export const RECONCILER_AWS_CALLS: readonly AwsCall[] = [
 
 /**
  * Every AWS call of the operator's ledger Lambda (services/reconciler/ops.ts through secrets.ts): the reporter's
- * password for status reads, the ingest role's for a replay; nothing else (the tool reads the failure bucket).
+ * password for status reads, the ingest role's for a replay, and the failed batch a replay names (S3, the ledger key).
  */
 export const LEDGER_OPS_AWS_CALLS: readonly AwsCall[] = [
     ...(["{reporterSecretArn}", "{ingestSecretArn}"] as const).flatMap((secret): AwsCall[] => [
@@ -144,6 +144,21 @@ export const LEDGER_OPS_AWS_CALLS: readonly AwsCall[] = [
         resource: "{ledgerKeyArn}",
         context: { ...viaSecretsManager },
         purpose: "Secrets Manager decrypts the passwords",
+    },
+    {
+        command: "GetObjectCommand",
+        source: "services/reconciler/ops.ts",
+        action: "s3:GetObject",
+        resource: "{failedBatchBucketArn}/failed/hn1/shardId-000000000000/1-2.json",
+        context: { ...S3_TRANSPORT },
+        purpose: "the failed batch a replay names (by key only)",
+    },
+    {
+        source: "services/reconciler/ops.ts",
+        action: "kms:Decrypt",
+        resource: "{ledgerKeyArn}",
+        context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },
+        purpose: "S3 decrypts the failed batch (ledger key)",
     },
     ...logs("services/reconciler/ops.ts"),
     ...vpc("components/hub/ledger/functions.ts"),

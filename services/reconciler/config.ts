@@ -72,6 +72,8 @@ export const LEDGER_OPS_ENV = z.object({
     REPORTER_SECRET_ARN: z.string().min(1),
     /** JSON object, stream ARN -> the only spoke allowed to write it (as the consumer's). */
     STREAM_SPOKES: CONSUMER_ENV.shape.STREAM_SPOKES,
+    /** The failure bucket: `replay` reads the named failed batch from it (under `failed/`, never from the caller). */
+    FAILED_BATCH_BUCKET: CONSUMER_ENV.shape.FAILED_BATCH_BUCKET,
 });
 
 /** @throws Error naming each missing or invalid variable. */

@@ -1,9 +1,10 @@
+import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Client } from "pg";
 import { z } from "zod";
 import type { Queryable } from "../ledger/ledger";
 import { reconcile } from "../ledger/reconcile";
 import { spokeUsageStatus } from "../ledger/status";
-import { FailedBatchSchema } from "../usage-consumer/failed-batches";
+import { FAILED_BATCH_PREFIX, FailedBatchSchema } from "../usage-consumer/failed-batches";
 import { type BatchOutcome, processBatch } from "../usage-consumer/handler";
 import { INGEST_ROLE, loadLedgerOpsEnv, REPORTER_ROLE } from "./config";
 import { secretString } from "./secrets";
@@ -17,8 +18,24 @@ import { secretString } from "./secrets";
  * - `replay`: ingests one stored failed batch as {@link INGEST_ROLE}, exactly as the consumer would
  *   (services/usage-consumer/handler.ts `processBatch`: idempotent by `(spoke, requestId)`, malformed records
  *   quarantined), attributing records by the hub's own stream -> spoke map (`STREAM_SPOKES`), never the batch's.
- * Who may invoke it is IAM's `lambda:InvokeFunction` (the hub deployers; test/aws-simulate.test.ts).
+ *   The caller names the batch only by its object key under `failed/` of the failure bucket (`FAILED_BATCH_BUCKET`);
+ *   the function reads the object itself (only the consumer writes there), so an invoker cannot hand it made-up
+ *   records to bill.
+ * Who may invoke it is IAM's `lambda:InvokeFunction` (the hub deployers; test/aws-simulate.test.ts); the inputs are
+ * bounded anyway (`status`: the hub's own spokes, a window of at most {@link STATUS_MAX_WINDOW_DAYS} days).
  */
+
+/** How far back `status` may reconcile (days): the failure bucket's retention (components/hub/ledger/failures.ts). */
+export const STATUS_MAX_WINDOW_DAYS = 35;
+
+/** A failed batch's object key: under {@link FAILED_BATCH_PREFIX}, the characters `failedBatchKey` writes, `.json`. */
+const FAILED_KEY = z
+    .string()
+    .max(1024)
+    .regex(/^[A-Za-z0-9._/-]+\.json$/, "must be a failed batch's object key")
+    .refine((k) => k.startsWith(FAILED_BATCH_PREFIX) && !k.split("/").some((p) => p === "" || p === "." || p === ".."), {
+        message: `must be an object key under ${FAILED_BATCH_PREFIX} (no empty, . or .. segment)`,
+    });
 
 const SPOKE = z.string().regex(/^[a-z0-9][a-z0-9-]*$/);
 
@@ -30,7 +47,8 @@ export const LedgerOpsRequestSchema = z.discriminatedUnion("op", [
         /** Start of the reconciliation window (ISO-8601 UTC, a full hour). */
         from: z.iso.datetime(),
     }),
-    z.object({ op: z.literal("replay"), batch: FailedBatchSchema }),
+    /** A stored failed batch, by its object key in the failure bucket (never its records). */
+    z.object({ op: z.literal("replay"), key: FAILED_KEY }).strict(),
 ]);
 export type LedgerOpsRequest = z.infer<typeof LedgerOpsRequestSchema>;
 
@@ -49,7 +67,9 @@ export interface SpokeLedger {
 }
 
 /** The response of each operation. */
-export type LedgerOpsResponse = { op: "status"; spokes: SpokeLedger[] } | { op: "replay"; outcome: BatchOutcome };
+export type LedgerOpsResponse =
+    | { op: "status"; spokes: SpokeLedger[] }
+    | { op: "replay"; key: string; records: number; outcome: BatchOutcome };
 
 const iso = (d: Date | string | null | undefined) => (d ? new Date(d).toISOString() : null);
 
@@ -81,14 +101,20 @@ export async function readSpokeLedger(db: Queryable, q: { spokes: readonly strin
 }
 
 /**
- * Runs one validated request. `connect(role)` opens a connection as that login role.
- * @throws Error for a request that is not one of the two operations (zod's first issue), or the driver's error
+ * Runs one validated request. `connect(role)` opens a connection as that login role; `readBatch(key)` reads an object
+ * of the failure bucket (its text); `streamSpokes` is the hub's stream -> spoke map, whose spokes are the only ones
+ * `status` answers for. `now` bounds `status`'s window.
+ * @throws Error for a request that is not one of the two operations (zod's first issue), a `status` of a spoke the hub
+ *   does not serve or a window over {@link STATUS_MAX_WINDOW_DAYS} days, an object that is not a stored batch; or the
+ *   driver's / S3's error
  */
 export async function runLedgerOp(
     request: unknown,
     x: {
         connect: (role: typeof INGEST_ROLE | typeof REPORTER_ROLE) => Promise<Queryable & { end(): Promise<void> }>;
         streamSpokes: Record<string, string>;
+        readBatch: (key: string) => Promise<string>;
+        now?: Date;
     },
 ): Promise<LedgerOpsResponse> {
     const parsed = LedgerOpsRequestSchema.safeParse(request);
@@ -97,10 +123,35 @@ export async function runLedgerOp(
         throw new Error(`not a ledger operation: ${i?.path.join(".") || "(root)"}: ${i?.message}`);
     }
     const req = parsed.data;
+    if (req.op === "status") {
+        const served = new Set(Object.values(x.streamSpokes));
+        const unknown = req.spokes.filter((s) => !served.has(s));
+        if (unknown.length) throw new Error(`not a ledger operation: spokes: ${unknown.join(", ")} not served by this hub`);
+        if (new Set(req.spokes).size !== req.spokes.length) throw new Error("not a ledger operation: spokes: a spoke is named twice");
+        const now = (x.now ?? new Date()).getTime();
+        const from = Date.parse(req.from);
+        if (from < now - STATUS_MAX_WINDOW_DAYS * 86_400_000 || from > now)
+            throw new Error(`not a ledger operation: from: must be within the last ${STATUS_MAX_WINDOW_DAYS} days`);
+    }
+    let batch: ReturnType<typeof FailedBatchSchema.parse> | undefined;
+    if (req.op === "replay") {
+        const text = await x.readBatch(req.key);
+        try {
+            batch = FailedBatchSchema.parse(JSON.parse(text));
+        } catch (e) {
+            throw new Error(`${req.key} is not a stored usage batch: ${(e as Error).message.split("\n")[0]}`);
+        }
+    }
     const db = await x.connect(req.op === "status" ? REPORTER_ROLE : INGEST_ROLE);
     try {
         if (req.op === "status") return { op: "status", spokes: await readSpokeLedger(db, req) };
-        return { op: "replay", outcome: await processBatch(db, { Records: req.batch.records }, x.streamSpokes) };
+        const records = batch!.records;
+        return {
+            op: "replay",
+            key: req.key,
+            records: records.length,
+            outcome: await processBatch(db, { Records: records }, x.streamSpokes),
+        };
     } finally {
         await db.end().catch(() => undefined);
     }
@@ -108,13 +159,23 @@ export async function runLedgerOp(
 
 /**
  * The Lambda entry (components/hub/ledger/functions.ts): environment `LEDGER_OPS_ENV` (services/reconciler/config.ts),
- * one connection per invocation, TLS verified against the RDS CAs.
+ * one connection per invocation, TLS verified against the RDS CAs; a replayed batch read from `FAILED_BATCH_BUCKET`.
  * @throws on an invalid request or a database error (Invoke answers with `X-Amz-Function-Error`)
  */
 export async function handler(event: unknown): Promise<LedgerOpsResponse> {
     const env = loadLedgerOpsEnv(process.env);
     return runLedgerOp(event, {
         streamSpokes: env.STREAM_SPOKES,
+        // The Lambda Node.js runtime provides the AWS SDK v3 (external in the bundle, as services/reconciler/secrets.ts).
+        readBatch: async (key) => {
+            const s3 = new S3Client({});
+            try {
+                const got = await s3.send(new GetObjectCommand({ Bucket: env.FAILED_BATCH_BUCKET, Key: key }));
+                return await got.Body!.transformToString();
+            } finally {
+                s3.destroy();
+            }
+        },
         connect: async (role) => {
             const client = new Client({
                 host: env.PGHOST,

@@ -27,8 +27,11 @@ export async function replayFailedBatches(x: {
     prefix?: string;
     /** A ledger connection the caller can reach; or {@link ingest}. */
     db?: Queryable;
-    /** Ingests one batch elsewhere: the hub's ledger Lambda (services/reconciler/ops.ts), which the operator invokes. */
-    ingest?: (batch: FailedBatch) => Promise<BatchOutcome>;
+    /**
+     * Ingests one stored batch elsewhere, named by its object key: the hub's ledger Lambda (services/reconciler/ops.ts),
+     * which the operator invokes and which reads the object itself.
+     */
+    ingest?: (key: string) => Promise<BatchOutcome>;
     dryRun: boolean;
 }): Promise<ReplayedBatch[]> {
     const prefix = x.prefix ?? FAILED_BATCH_PREFIX;
@@ -51,7 +54,7 @@ export async function replayFailedBatches(x: {
                 out.push({ key: o.Key, records: batch.records.length, deleted: false });
                 continue;
             }
-            const outcome = x.ingest ? await x.ingest(batch) : await processBatch(x.db!, { Records: batch.records }, batch.streamSpokes);
+            const outcome = x.ingest ? await x.ingest(o.Key) : await processBatch(x.db!, { Records: batch.records }, batch.streamSpokes);
             await x.s3.send(new DeleteObjectCommand({ Bucket: x.bucket, Key: o.Key }));
             out.push({ key: o.Key, records: batch.records.length, outcome, deleted: true });
         }

@@ -335,11 +335,17 @@ export function ledgerFunctions(
     const opsIam = lambdaRole(
         "ops",
         "usage ledger operations for the operator tools: status reads, failed-batch replay",
-        pulumi
-            .all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn])
-            .apply(([i, r, k, l]) =>
-                JSON.stringify(ledgerOpsPolicy({ roleSecretArns: [i, r], kmsKeyArn: k, logGroupArn: l, region: scope.region })),
+        pulumi.all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn, failures.bucket.arn]).apply(([i, r, k, l, b]) =>
+            JSON.stringify(
+                ledgerOpsPolicy({
+                    roleSecretArns: [i, r],
+                    kmsKeyArn: k,
+                    logGroupArn: l,
+                    region: scope.region,
+                    failedBatchBucketArn: b,
+                }),
             ),
+        ),
     );
     const ops = lambdaFn(
         "ops",
@@ -352,6 +358,7 @@ export function ledgerFunctions(
             INGEST_SECRET_ARN: ingest.secret.arn,
             REPORTER_SECRET_ARN: reporter.secret.arn,
             STREAM_SPOKES: streamSpokes,
+            FAILED_BATCH_BUCKET: failures.bucket.bucket,
         } satisfies EnvVars<typeof LEDGER_OPS_ENV, pulumi.Input<string>>,
         300,
     );

@@ -61,10 +61,17 @@ export function reconcilerPolicy(x: { secretArn: string; kmsKeyArn: string; logG
 
 /**
  * Pure: the operator's ledger Lambda's permissions (services/reconciler/ops.ts): the two login roles' passwords
- * (status reads as the reporter, replay ingests as the ingest role), decrypted by Secrets Manager only; its logs.
- * No S3, no stream: the operator's tool reads the failure bucket and hands each batch over.
+ * (status reads as the reporter, replay ingests as the ingest role), decrypted by Secrets Manager only; reading a
+ * failed batch under `failed/` of the failure bucket (the caller names only its key), decrypted by S3 only; its logs.
+ * No write to S3, no stream.
  */
-export function ledgerOpsPolicy(x: { roleSecretArns: string[]; kmsKeyArn: string; logGroupArn: string; region: string }) {
+export function ledgerOpsPolicy(x: {
+    roleSecretArns: string[];
+    kmsKeyArn: string;
+    logGroupArn: string;
+    region: string;
+    failedBatchBucketArn: string;
+}) {
     return {
         Version: "2012-10-17",
         Statement: [
@@ -75,6 +82,19 @@ export function ledgerOpsPolicy(x: { roleSecretArns: string[]; kmsKeyArn: string
                 Action: ["kms:Decrypt"],
                 Resource: x.kmsKeyArn,
                 Condition: viaSecretsManager(x.region),
+            },
+            {
+                Sid: "ReadFailedBatches",
+                Effect: "Allow",
+                Action: ["s3:GetObject"],
+                Resource: `${x.failedBatchBucketArn}/${FAILED_BATCH_PREFIX}*`,
+            },
+            {
+                Sid: "DecryptFailedBatches",
+                Effect: "Allow",
+                Action: ["kms:Decrypt"],
+                Resource: x.kmsKeyArn,
+                Condition: { StringEquals: { "kms:ViaService": `s3.${x.region}.amazonaws.com` } },
             },
             { Sid: "Logs", Effect: "Allow", Action: ["logs:CreateLogStream", "logs:PutLogEvents"], Resource: `${x.logGroupArn}:*` },
         ],

@@ -60,16 +60,36 @@ export function interfaceEndpointPolicies(x: { secretArns: string[]; metricNames
 }
 
 /**
- * Pure: the S3 gateway endpoint's policy. The only S3 call made from the ledger's VPC is the consumer keeping a
- * failed batch (services/usage-consumer/aws-calls.ts, `s3:PutObject` under `failed/` of the failure bucket), by a
- * principal of the hub's account (`aws:PrincipalAccount`); the default endpoint policy (full access to every bucket
+ * Pure: the S3 gateway endpoint's policy. The only S3 calls made from the ledger's VPC are the consumer keeping a
+ * failed batch (services/usage-consumer/aws-calls.ts, `s3:PutObject` under `failed/` of the failure bucket) and the
+ * ledger operations Lambda reading one back for a replay (services/reconciler/aws-calls.ts, `s3:GetObject` there, that
+ * role only), by a principal of the hub's account (`aws:PrincipalAccount`); the default endpoint policy (full access to every bucket
  * of every account) would let code in the VPC copy data out to any bucket.
  * Source: docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-access.html (endpoint policies).
  */
-export function s3EndpointPolicy(failedBatchBucketArn: string, failedPrefix: string, accountId: string): Record<string, unknown> {
+export function s3EndpointPolicy(
+    failedBatchBucketArn: string,
+    failedPrefix: string,
+    accountId: string,
+    /** The roles that read failed batches back (the ledger operations Lambda's); nobody else reads through the VPC. */
+    readerRoleArns: string[] = [],
+): Record<string, unknown> {
+    const read = readerRoleArns.length
+        ? [
+              {
+                  Sid: "ReplayReadsFailedBatches",
+                  Effect: "Allow",
+                  Principal: "*",
+                  Action: ["s3:GetObject"],
+                  Resource: `${failedBatchBucketArn}/${failedPrefix}*`,
+                  Condition: { StringEquals: { "aws:PrincipalAccount": accountId }, ArnEquals: { "aws:PrincipalArn": readerRoleArns } },
+              },
+          ]
+        : [];
     return {
         Version: "2012-10-17",
         Statement: [
+            ...read,
             {
                 Sid: "KeepFailedBatchesOnly",
                 Effect: "Allow",

@@ -39,8 +39,12 @@ export function usageStreams(
  * on the stream comes from that spoke's metering (the consumer still checks each event's spoke against its stream).
  * Kinesis evaluates a stream's resource policy with the caller's identity policy (Amazon Kinesis Data Streams
  * developer guide, "Controlling access with resource-based policies").
+ *
+ * MIGRATION (components/hub/legacy-spoke-role.ts, removed with it): while the hub keeps the previous release's single
+ * spoke role, `legacyRoleArn` is exempt too, so a spoke not yet upgraded keeps putting its usage.
  */
-export function usageStreamPolicy(x: { streamArn: string; meteringRoleArn: string }): Record<string, unknown> {
+export function usageStreamPolicy(x: { streamArn: string; meteringRoleArn: string; legacyRoleArn?: string }): Record<string, unknown> {
+    const producers = x.legacyRoleArn ? [x.meteringRoleArn, x.legacyRoleArn] : x.meteringRoleArn;
     return {
         Version: "2012-10-17",
         Statement: [
@@ -50,7 +54,7 @@ export function usageStreamPolicy(x: { streamArn: string; meteringRoleArn: strin
                 Principal: "*",
                 Action: ["kinesis:PutRecord", "kinesis:PutRecords"],
                 Resource: x.streamArn,
-                Condition: { ArnNotEquals: { "aws:PrincipalArn": x.meteringRoleArn } },
+                Condition: { ArnNotEquals: { "aws:PrincipalArn": producers } },
             },
         ],
     };
