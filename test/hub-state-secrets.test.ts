@@ -3,7 +3,7 @@ import { SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { mintApiKey } from "../services/keys/mint";
 import { startSecretsManager } from "../services/keys/testing/secrets-manager";
 import { API_KEY_PATTERN, tenantKeySecretName } from "../services/shared/api-key";
-import { SECRET_SIG, SIG_KEY } from "../tools/wire";
+import { secretPaths, strings } from "./state-walk";
 import { flatConfig, runRepoStack, stackConfigDoc } from "./helpers";
 
 /**
@@ -12,26 +12,6 @@ import { flatConfig, runRepoStack, stackConfigDoc } from "./helpers";
  * preview must never be able to print a key through `.apply`, so no key material may be there at all: the list of
  * secret values is closed, each entry reviewed, and a new one fails this test.
  */
-
-/** Paths (`<type>::<name>.<inputs|outputs>.<path>`) of every Pulumi secret in a value. */
-function secretPaths(value: unknown, at: string, out: string[] = []): string[] {
-    if (value && typeof value === "object") {
-        const o = value as Record<string, unknown>;
-        if (o[SIG_KEY] === SECRET_SIG) {
-            out.push(at);
-            return out;
-        }
-        for (const [k, v] of Object.entries(o)) secretPaths(v, `${at}.${k}`, out);
-    }
-    return out;
-}
-
-/** Every string in a value (secrets unwrapped). */
-function strings(value: unknown, out: string[] = []): string[] {
-    if (typeof value === "string") out.push(value);
-    else if (value && typeof value === "object") for (const v of Object.values(value)) strings(v, out);
-    return out;
-}
 
 /**
  * The secrets the hub's state may hold, each with why it is there. API keys and AWS access keys are not among them:

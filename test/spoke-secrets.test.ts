@@ -8,7 +8,7 @@ import { installSpokeSecrets, kubectlSecretExists, SPOKE_SECRETS, spokeSecretsMa
 import { CACHE_SALT_SECRET, COUNTER_STORE_ADDRESS, COUNTER_STORE_SECRET, counterStoreUrl } from "../services/shared/spoke-secrets";
 import { installSpokeSecretsCommand } from "../tools/mint-key";
 import type { CapturedResource } from "../tools/harness";
-import { SECRET_SIG, SIG_KEY } from "../tools/wire";
+import { secretPaths, strings } from "./state-walk";
 import { inputs, runHubAndSpoke, testTempDir } from "./helpers";
 
 /**
@@ -19,26 +19,6 @@ import { inputs, runHubAndSpoke, testTempDir } from "./helpers";
  */
 
 const SPOKES = ["spoke-hn1", "spoke-hcm1", "spoke-sg1"];
-
-/** Paths (`<type>::<name>.<inputs|outputs>.<path>`) of every Pulumi secret in a value. */
-function secretPaths(value: unknown, at: string, out: string[] = []): string[] {
-    if (value && typeof value === "object") {
-        const o = value as Record<string, unknown>;
-        if (o[SIG_KEY] === SECRET_SIG) {
-            out.push(at);
-            return out;
-        }
-        for (const [k, v] of Object.entries(o)) secretPaths(v, `${at}.${k}`, out);
-    }
-    return out;
-}
-
-/** Every string in a value (secrets unwrapped). */
-function strings(value: unknown, out: string[] = []): string[] {
-    if (typeof value === "string") out.push(value);
-    else if (value && typeof value === "object") for (const v of Object.values(value)) strings(v, out);
-    return out;
-}
 
 /**
  * The Pulumi secrets a spoke's state may hold, each reviewed: on-prem spokes' AWS shared config file (role ARN and
