@@ -18,8 +18,8 @@ export interface RenderedFieldFact extends Fact {
  * Where the Envoy Gateway and AI Gateway facts below were actually read, against the pins (config/versions.ts:
  * gateway-helm / gateway-crds-helm v1.9.2, ai-gateway-helm / ai-gateway-crds-helm v1.2.0). Neither pinned tag is
  * readable here: the envoyproxy/gateway snapshot's release/v1.9 ends at v1.9.0, and AI Gateway v1.2.0 was released as
- * theagentrouter/agent-router, of which no snapshot exists (its v1.2.0 release notes list only added optional fields;
- * /work/shared/schemas SOURCE.md). So every such fact cites the tag it was read at; each was re-checked there
+ * theagentrouter/agent-router, of which no snapshot exists (its v1.2.0 release notes list only added optional
+ * fields). So every such fact cites the tag it was read at; each was re-checked there
  * (field present in the CRD, function and comment in the Go source). Re-read at the pins when they are readable.
  */
 export const failoverSourcesReadAt: ReadonlyArray<
