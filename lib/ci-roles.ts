@@ -1,5 +1,6 @@
 import type { AwsCall } from "../services/shared/aws-calls";
 import { keyAdministration } from "./kms";
+import type { PolicyDocument } from "./policy-document";
 
 /**
  * The two AWS roles CI assumes through GitHub OIDC, and the KMS key that encrypts the hub's Pulumi state.
@@ -27,17 +28,7 @@ import { keyAdministration } from "./kms";
  */
 
 /** An IAM or KMS policy document (the subset written here). */
-export interface CiPolicyDocument {
-    Version: "2012-10-17";
-    Statement: Array<{
-        Sid: string;
-        Effect: "Allow" | "Deny";
-        Action: string[];
-        Resource?: string | string[];
-        Principal?: Record<string, string | string[]>;
-        Condition?: Record<string, Record<string, string | string[]>>;
-    }>;
-}
+export type CiPolicyDocument = PolicyDocument;
 
 /** Host of GitHub Actions' OIDC token issuer (the IAM OIDC provider's URL without https://). */
 export const GITHUB_OIDC_HOST = "token.actions.githubusercontent.com";

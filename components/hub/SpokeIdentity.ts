@@ -18,19 +18,9 @@ import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { keySecretName, keySecretPrefix, sourceUserName };
 
-/** An IAM policy document (the subset this module writes). */
-export interface PolicyDocument {
-    Version: "2012-10-17";
-    Statement: Array<{
-        Sid: string;
-        Effect: "Allow" | "Deny";
-        Action: string[];
-        /** Absent only in trust policies (the role itself is the resource). */
-        Resource?: string | string[];
-        Principal?: Record<string, string | string[]>;
-        Condition?: Record<string, Record<string, string | string[]>>;
-    }>;
-}
+import type { PolicyDocument } from "../../lib/policy-document";
+
+export type { PolicyDocument };
 
 /**
  * The spoke services that call AWS, each with a role of its own: one namespace/service-account pair (EKS Pod
