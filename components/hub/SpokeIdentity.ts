@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import type { PolicyDocument } from "../../lib/policy-document";
 import type { SpokeIdentityContract } from "../../config/contract";
 import type { SpokeIdentityConfig } from "../../config/stack";
 import { GATEWAY_NAMESPACE } from "../../lib/gateway";
@@ -17,8 +18,6 @@ import {
 import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { keySecretName, keySecretPrefix, sourceUserName };
-
-import type { PolicyDocument } from "../../lib/policy-document";
 
 export type { PolicyDocument };
 
