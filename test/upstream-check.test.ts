@@ -307,3 +307,38 @@ describe("upstream-check on the real render of every stack", () => {
         expect(r.findings.filter((f) => !f.message.startsWith("no facts for chart"))).toEqual([]);
     });
 });
+
+describe("upstream-check on the counter store (Valkey, upstream/valkey.ts)", () => {
+    const statefulSet = (args: string[]) => ({
+        apiVersion: "apps/v1",
+        kind: "StatefulSet",
+        metadata: { name: "counters", namespace: "llm-gateway" },
+        spec: {
+            template: {
+                spec: {
+                    containers: [
+                        {
+                            name: "valkey",
+                            image: `${versions.valkey.image}:${versions.valkey.version}`,
+                            args,
+                            env: [{ name: "VALKEY_PASSWORD", valueFrom: { secretKeyRef: { name: "s", key: "password" } } }],
+                        },
+                    ],
+                },
+            },
+        },
+    });
+    it("what CounterStore renders is known to valkey-server; an unknown directive or a value outside its enum is a finding", async () => {
+        const { valkeyArgs } = await import("../components/spoke/CounterStore");
+        expect(run([statefulSet(valkeyArgs(512))])).toEqual([]);
+        const bad = valkeyArgs(512).map((a) => (a === "noeviction" ? "lru" : a === "--save" ? "--snapshot" : a));
+        expect(keys(run([statefulSet(bad)]))).toEqual(
+            expect.arrayContaining([
+                "StatefulSet/llm-gateway/counters valkey --maxmemory-policy",
+                "StatefulSet/llm-gateway/counters valkey --snapshot",
+            ]),
+        );
+        // Without the server named, the image's entry point is not one the facts know.
+        expect(keys(run([statefulSet(valkeyArgs(512).slice(1))]))).toEqual(["StatefulSet/llm-gateway/counters valkey command"]);
+    });
+});

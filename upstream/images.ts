@@ -1,4 +1,5 @@
 import type { ImageFacts, ImageRequirementFact, Source } from "./types";
+import { valkeyImages } from "./valkey";
 
 /**
  * Image variants the product runs and what each carries. Dynamo 1.5.0 runtime images: plain `<engine>-runtime:1.5.0`
@@ -48,6 +49,8 @@ export const images: readonly ImageFacts[] = [
         source: `${D}:container/templates/planner.Dockerfile`,
         note: "dedicated planner image since 1.1.0 (ai-dynamo/dynamo PR #8407)",
     },
+    // The spoke's limit-counter store (upstream/valkey.ts).
+    ...valkeyImages,
 ];
 
 /** What a configuration needs from its image. */

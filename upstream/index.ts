@@ -12,6 +12,7 @@ import { mooncakeClient, mooncakeEntrypoints, mooncakeMaster, mooncakeStoreServi
 import { huggingfaceHub, kvbm, kvbmEntrypoints, platformModelCache } from "./kvbm";
 import { sglang } from "./sglang";
 import { trtllm } from "./trtllm";
+import { valkeyEntrypoints, valkeyServer } from "./valkey";
 import { vllm } from "./vllm";
 
 export * from "./types";
@@ -30,6 +31,7 @@ export * from "./gateway";
 export * from "./pairs";
 export * from "./kv-transport";
 export * from "./kvbm";
+export * from "./valkey";
 
 /** Every component's facts, by component id. */
 export const components: Readonly<Record<string, ComponentFacts>> = Object.fromEntries(
@@ -55,6 +57,7 @@ export const components: Readonly<Record<string, ComponentFacts>> = Object.fromE
         kvbm,
         huggingfaceHub,
         platformModelCache,
+        valkeyServer,
     ].map((c) => [c.component, c]),
 );
 
@@ -64,5 +67,6 @@ export const entrypoints: readonly EntrypointFacts[] = [
     ...mooncakeEntrypoints,
     ...libraryEntrypoints,
     ...kvbmEntrypoints,
+    ...valkeyEntrypoints,
 ];
 export * from "./failover";

@@ -16,13 +16,15 @@ export interface CounterStoreArgs {
 }
 
 /**
- * Pure: the Valkey server arguments. No persistence (counters and leases are short-lived: a restart resets
+ * Pure: the Valkey container's arguments: `valkey-server` and its directives (upstream/valkey.ts). No persistence (counters and leases are short-lived: a restart resets
  * windows and leases, which the TTLs would have expired soon anyway). `noeviction`: when memory is full, writes
  * fail and the auth service answers 503, instead of Valkey silently dropping a concurrency set (which would
  * admit more requests than the limit). The password comes from `$(VALKEY_PASSWORD)`, expanded by the kubelet.
  */
 export function valkeyArgs(maxMemoryMiB: number): string[] {
     return [
+        // The image's CMD, named (its entry point script runs it with these directives): upstream/valkey.ts.
+        "valkey-server",
         "--save",
         "",
         "--appendonly",
