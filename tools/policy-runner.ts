@@ -66,6 +66,25 @@ function watched<T extends object>(o: T, onRead: () => void): T {
     });
 }
 
+/**
+ * The resource options a policy sees (as the analyzer passes them), watched so that reading one counts as applying
+ * the policy; resource policies also see the parent's URN.
+ */
+function resourceOptions(r: CapturedResource, read: () => void, extra: { parent?: string } = {}): any {
+    return watched(
+        {
+            protect: !!r.options?.protect,
+            ignoreChanges: [],
+            aliases: [],
+            customTimeouts: {},
+            additionalSecretOutputs: [],
+            ...extra,
+            ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
+        },
+        read,
+    );
+}
+
 function isStackPolicy(p: Policy): p is StackValidationPolicy {
     return typeof (p as StackValidationPolicy).validateStack === "function";
 }
@@ -116,17 +135,7 @@ export async function runPolicies(
                 props: pr,
                 urn: r.urn,
                 name: r.name,
-                opts: watched(
-                    {
-                        protect: !!r.options?.protect,
-                        ignoreChanges: [],
-                        aliases: [],
-                        customTimeouts: {},
-                        additionalSecretOutputs: [],
-                        ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
-                    },
-                    read,
-                ) as any,
+                opts: resourceOptions(r, read),
                 dependencies: [],
                 propertyDependencies: {},
                 isType: (cls: any) => isTypeOf(r.type, cls),
@@ -197,18 +206,7 @@ export async function runPolicies(
                                 props: pr,
                                 urn: r.urn,
                                 name: r.name,
-                                opts: watched(
-                                    {
-                                        protect: !!r.options?.protect,
-                                        ignoreChanges: [],
-                                        aliases: [],
-                                        customTimeouts: {},
-                                        additionalSecretOutputs: [],
-                                        parent: r.parent,
-                                        ...(r.options?.deleteBeforeReplace ? { deleteBeforeReplace: true } : {}),
-                                    },
-                                    read,
-                                ) as any,
+                                opts: resourceOptions(r, read, { parent: r.parent }),
                                 stackTags: new Map(),
                                 getConfig,
                                 notApplicable,
