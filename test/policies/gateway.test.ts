@@ -23,6 +23,7 @@ import type { Policy } from "@pulumi/policy";
 import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
 import { runHubAndSpoke } from "../helpers";
+import { edit } from "./graph-edit";
 
 /** The real spoke-hn1 graph, rendered once; every test clones it and breaks one thing. */
 let base: CapturedResource[];
@@ -31,14 +32,6 @@ beforeAll(async () => {
 });
 const graph = () => structuredClone(base);
 
-/** Applies `fn` to inputs and outputs of the resource with Pulumi name `name`. */
-function edit(rs: CapturedResource[], name: string, fn: (o: Record<string, any>) => void): CapturedResource[] {
-    const r = rs.find((x) => x.name === name);
-    if (!r) throw new Error(`no resource ${name}`);
-    fn(r.inputs as Record<string, any>);
-    fn(r.outputs as Record<string, any>);
-    return rs;
-}
 const drop = (rs: CapturedResource[], name: string) => rs.filter((r) => r.name !== name);
 
 /** A synthetic Kubernetes resource as the harness would capture it. */

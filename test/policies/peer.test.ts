@@ -3,6 +3,7 @@ import { gatewayPolicies, peerFallbackVerified } from "../../policies/gateway";
 import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
 import { runHubAndSpoke } from "../helpers";
+import { edit } from "./graph-edit";
 
 /*
  * The peer fallback rule and the closed shape on the real spoke-hn1 graph (the shipped hub falls hn1's models back
@@ -15,14 +16,6 @@ beforeAll(async () => {
     base = (await runHubAndSpoke("spoke-hn1")).spoke.resources;
 });
 const graph = () => structuredClone(base);
-
-function edit(rs: CapturedResource[], name: string, fn: (o: Record<string, any>) => void): CapturedResource[] {
-    const r = rs.find((x) => x.name === name);
-    if (!r) throw new Error(`no resource ${name}`);
-    fn(r.inputs as Record<string, any>);
-    fn(r.outputs as Record<string, any>);
-    return rs;
-}
 
 async function mandatory(rs: CapturedResource[]): Promise<string[]> {
     return (await runPolicies(gatewayPolicies, rs)).mandatory.map((f) => f.message);
