@@ -17,6 +17,16 @@ export const PolicyContractSchema = z
     .object({
         /** S3 bucket holding every spoke's bundles (versioned, SSE-KMS). */
         bucket: z.string().min(3),
+        /**
+         * The hub's AWS account, which owns `bucket`: the spoke's services send it with every request to the bucket
+         * (`ExpectedBucketOwner`), so a bucket of that name in another account is never read or written. Absent only
+         * from a hub deployed before it was published; {@link policyBucketOwner} then takes the account of `kmsKeyArn`
+         * (the hub creates the bucket and its key in its own account, components/hub/PolicyStore.ts).
+         */
+        bucketOwner: z
+            .string()
+            .regex(/^\d{12}$/, "a 12-digit AWS account id")
+            .optional(),
         /** AWS region of the bucket. */
         region: z.string().min(1),
         /** Key prefix this spoke may read/write: `spokes/<spoke>/` (services/shared/bundle.ts `bundlePaths`). */
@@ -37,6 +47,18 @@ export const PolicyContractSchema = z
     .strict();
 
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
+
+/**
+ * Pure: the account that must own the policy bucket: `bucketOwner`, or for a hub that does not publish it yet the
+ * account of the bucket's KMS key (same account by construction: components/hub/PolicyStore.ts creates both).
+ * @throws Error when neither names a 12-digit account
+ */
+export function policyBucketOwner(policy: Pick<PolicyContract, "bucketOwner" | "kmsKeyArn">): string {
+    const owner = policy.bucketOwner ?? policy.kmsKeyArn.split(":")[4];
+    if (!owner || !/^\d{12}$/.test(owner))
+        throw new Error(`contract policy block: no bucket owner (bucketOwner unset and ${policy.kmsKeyArn} names no account)`);
+    return owner;
+}
 
 /**
  * Where a spoke's metering ships usage events: its own Kinesis stream on the hub

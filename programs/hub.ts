@@ -444,6 +444,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             spokes.map((s) => {
                 const policy = pulumi.output({
                     bucket: store.bucket,
+                    bucketOwner: caller.accountId,
                     region,
                     prefix: bundlePaths.prefix(s),
                     publicKey: store.publicKey,
@@ -526,6 +527,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             consumerArn: ledger.consumerArn,
             failureQueueArn: ledger.failureQueueArn,
             failedBatchBucket: ledger.failedBatchBucket,
+            /** The hub's account, which owns the failure bucket (npm run replay-usage sends it as ExpectedBucketOwner). */
+            failedBatchBucketOwner: caller.accountId,
             /** The ledger key the failed batches are encrypted with (npm run replay-usage -- --rescue-stream names it). */
             failedBatchKeyArn: ledger.keyArn,
             databaseEndpoint: ledger.clusterEndpoint,

@@ -9,17 +9,17 @@ import { execFile } from "node:child_process";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
-import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUCKET, type S3Server, startS3 } from "../services/auth/test/harness";
+import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS3 } from "../services/auth/test/harness";
 import { ingestBatch, migrate } from "../services/ledger/ledger";
 import { startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
 import type { UsageEvent } from "../services/shared/usage";
 import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
 import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
 import type { FailedBatch } from "../services/usage-consumer/failed-batches";
-import { runLedgerOp } from "../services/reconciler/ops";
+import { readFailedBatch, runLedgerOp } from "../services/reconciler/ops";
 import { applyRoles } from "../services/reconciler/roles";
 
 const ROOT = path.join(__dirname, "..");
@@ -57,6 +57,8 @@ function ev(i: number, spoke = "hn1"): UsageEvent {
         source: "metering-0.aaaa0000",
     };
 }
+/** The ledger Lambda's S3 client (created on first use). */
+let opsS3: S3Client | undefined;
 
 beforeAll(async () => {
     [pg, s3] = await Promise.all([startPostgres(), startS3()]);
@@ -75,9 +77,12 @@ beforeAll(async () => {
             try {
                 const out = await runLedgerOp(JSON.parse(body), {
                     streamSpokes: { [STREAM]: "hn1", [OTHER_STREAM]: "sg1" },
-                    // The function's own read of the failure bucket (here the S3 stand-in's bucket).
-                    readBatch: async (key) =>
-                        (await s3.client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }))).Body!.transformToString(),
+                    // The function's own read of the failure bucket (here the S3 stand-in's bucket, refusing a read
+                    // without the hub's account as the expected owner).
+                    readBatch: (key) => {
+                        opsS3 ??= ownerCheckedClient(s3.endpoint).client;
+                        return readFailedBatch(opsS3, { bucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT }, key);
+                    },
                     connect: async (role) => {
                         roles.push(role);
                         const c = new Client({ connectionString: pg.url.replace(/\/\/[^@]+@/, `//${role}@`) });
@@ -97,6 +102,7 @@ beforeAll(async () => {
     lambdaUrl = `http://127.0.0.1:${(lambda.address() as AddressInfo).port}`;
 }, 60_000);
 afterAll(async () => {
+    opsS3?.destroy();
     await new Promise((r) => lambda?.close(r));
     await admin?.end();
     await Promise.all([pg?.stop(), s3?.destroy()]);
@@ -226,6 +232,8 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
         const r = await replay([
             "--bucket",
             BUCKET,
+            "--bucket-owner",
+            BUCKET_OWNER_ACCOUNT,
             "--region",
             "us-east-1",
             "--s3-endpoint",
@@ -261,7 +269,17 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
     });
 
     it("without --ledger-function it reads hub output usageLedger.opsFunction, and says when it is missing", async () => {
-        const r = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--outputs", path.join(ROOT, "package.json"), "--apply"]);
+        const r = await replay([
+            "--bucket",
+            BUCKET,
+            "--bucket-owner",
+            BUCKET_OWNER_ACCOUNT,
+            "--region",
+            "us-east-1",
+            "--outputs",
+            path.join(ROOT, "package.json"),
+            "--apply",
+        ]);
         expect(r.code).toBe(2);
         expect(r.stderr).toMatch(/no usageLedger\.opsFunction output .*pass --ledger-function/);
     }, 30_000);

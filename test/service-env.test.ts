@@ -18,6 +18,7 @@ import { generateSpokeSecrets, spokeSecretsManifest } from "../services/keys/spo
 import { type EnvContract, envNames } from "../services/shared/env";
 import { CONSUMER_ENV, readEnv as loadConsumerEnv } from "../services/usage-consumer/config";
 import type { CapturedResource, RunStackResult, StackOutputs } from "../tools/harness";
+import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { dependencyOrder, discoverStacks } from "../tools/stackfiles";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, ROOT, runRepoStack, STACKS } from "./helpers";
@@ -155,6 +156,31 @@ describe("service contracts: every rendered environment loads through its servic
             for (const res of r.resources) walk(inputs(res), `${stack} ${res.type} ${res.name}`);
         expect(found.length).toBeGreaterThan(0);
         for (const f of found) expectLoads(f.where, { contract: PREFLIGHT_ENV, load: (env) => PREFLIGHT_ENV.parse(env) }, f.env);
+    });
+
+    it("the bucket owner every service sends (ExpectedBucketOwner) is the hub's account, in every rendered environment", () => {
+        const owners: Record<string, string[]> = {};
+        const note = (name: string, value: string) => {
+            owners[name] ??= [];
+            owners[name].push(value);
+        };
+        for (const r of Object.values(rendered)) {
+            for (const w of r.resources.filter(
+                (x) => x.type === "kubernetes:apps/v1:Deployment" || x.type === "kubernetes:apps/v1:StatefulSet",
+            ))
+                for (const c of inputs(w).spec?.template?.spec?.containers ?? [])
+                    for (const e of c.env ?? []) if (/_BUCKET_OWNER$/.test(e.name)) note(e.name, e.value);
+            for (const f of r.resources.filter((x) => x.type === "aws:lambda/function:Function").map(inputs))
+                for (const [n, v] of Object.entries(f.environment?.variables ?? {})) if (/_BUCKET_OWNER$/.test(n)) note(n, String(v));
+        }
+        expect(Object.keys(owners).sort()).toEqual([
+            "AUTH_POLICY_BUCKET_OWNER",
+            "FAILED_BATCH_BUCKET_OWNER",
+            "METERING_POLICY_BUCKET_OWNER",
+        ]);
+        expect(new Set(Object.values(owners).flat())).toEqual(new Set([MOCK_ACCOUNT_ID]));
+        // Each spoke's auth and metering, the consumer and the ledger operations Lambda.
+        expect(owners.FAILED_BATCH_BUCKET_OWNER).toHaveLength(2);
     });
 
     it("a planted rename is caught: the component setting AUTH_BUCKET where the service reads AUTH_POLICY_BUCKET", () => {

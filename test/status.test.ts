@@ -9,7 +9,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUCKET, type S3Server, startS3 } from "../services/auth/test/harness";
+import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS3 } from "../services/auth/test/harness";
 import { ingestBatch, recordSpokeQuarantine } from "../services/ledger/ledger";
 import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
@@ -21,15 +21,22 @@ import { ESBUILD_LOADER } from "./loader";
 
 const ledger = useLedgerDb();
 let s3: S3Server;
+/** What `npm run status` reads through: refused by the stand-in without the hub's account as the expected owner. */
+let checked: S3Client;
 beforeAll(async () => {
     s3 = await startS3();
+    checked = ownerCheckedClient(s3.endpoint).client;
 });
 afterAll(async () => {
+    checked?.destroy();
     await s3?.destroy();
 });
 
-const spokes = { hn1: { bucket: BUCKET, region: "us-east-1" }, sg1: { bucket: BUCKET, region: "us-east-1" } };
-const client = () => s3.client as S3Client;
+const spokes = {
+    hn1: { bucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" },
+    sg1: { bucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" },
+};
+const client = () => checked;
 
 function ev(spoke: string, seq: number, endedAt: string): UsageEvent {
     return {
@@ -163,8 +170,10 @@ describe("npm run status", () => {
     });
 
     it("reads spokes from hub outputs and names a non-hub file", () => {
-        const rendered = { outputs: { spokeContracts: { hn1: { policy: { bucket: "b", region: "r" } } } } };
-        expect(spokesFromHubOutputs(rendered, "f")).toEqual({ hn1: { bucket: "b", region: "r" } });
+        const rendered = {
+            outputs: { spokeContracts: { hn1: { policy: { bucket: "b", bucketOwner: BUCKET_OWNER_ACCOUNT, region: "r" } } } },
+        };
+        expect(spokesFromHubOutputs(rendered, "f")).toEqual({ hn1: { bucket: "b", owner: BUCKET_OWNER_ACCOUNT, region: "r" } });
         expect(() => spokesFromHubOutputs({ spoke: "hn1" }, "out/spoke-hn1/outputs.json")).toThrow(
             "out/spoke-hn1/outputs.json: no spokeContracts output (is this a hub stack?)",
         );
@@ -173,7 +182,12 @@ describe("npm run status", () => {
     it("the command exits 1 when a spoke is behind and prints the table", async () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-"));
         const file = path.join(dir, "hub.json");
-        fs.writeFileSync(file, JSON.stringify({ spokeContracts: { sg1: { policy: { bucket: BUCKET, region: "us-east-1" } } } }));
+        fs.writeFileSync(
+            file,
+            JSON.stringify({
+                spokeContracts: { sg1: { policy: { bucket: BUCKET, bucketOwner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" } } },
+            }),
+        );
         await publish("sg1", 5);
         await new Promise((r) => setTimeout(r, 1500));
         const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
@@ -207,8 +221,8 @@ describe("npm run status -- --local (no hub needed)", () => {
             JSON.stringify({
                 outputs: {
                     spokeContracts: {
-                        hn1: { policy: { bucket: "b", region: "ap-southeast-1" } },
-                        sg1: { policy: { bucket: "b", region: "ap-southeast-1" } },
+                        hn1: { policy: { bucket: "b", bucketOwner: BUCKET_OWNER_ACCOUNT, region: "ap-southeast-1" } },
+                        sg1: { policy: { bucket: "b", bucketOwner: BUCKET_OWNER_ACCOUNT, region: "ap-southeast-1" } },
                     },
                 },
             }),

@@ -21,7 +21,7 @@ import { exitOnHelp } from "./cli";
  */
 
 const HELP = `
-usage: npm run replay-usage [-- --hub STACK] [--outputs FILE] [--bucket NAME] [--region REGION] [--apply]
+usage: npm run replay-usage [-- --hub STACK] [--outputs FILE] [--bucket NAME --bucket-owner ACCOUNT] [--region REGION] [--apply]
 
 Replays usage batches the hub's usage consumer failed to ingest. The consumer writes a failing batch's records
 to the failure bucket (hub output usageLedger.failedBatchBucket, prefix ${FAILED_BATCH_PREFIX}) before it fails the
@@ -44,7 +44,10 @@ Options:
   --kinesis-endpoint URL  a Kinesis-compatible server instead of AWS Kinesis
   --hub STACK        hub stack whose outputs name the bucket (default hub-prod; needs the Pulumi CLI)
   --outputs FILE     hub outputs JSON (\`pulumi stack output --json\`) instead of asking Pulumi
-  --bucket NAME      the failure bucket, instead of hub outputs
+  --bucket NAME      the failure bucket, instead of hub outputs (with --bucket-owner)
+  --bucket-owner ACCOUNT  the hub's account id, which must own the bucket (default: hub output
+                     usageLedger.failedBatchBucketOwner); every S3 request carries it (ExpectedBucketOwner), so a
+                     bucket of that name in another account is never read, written or emptied
   --region REGION    the hub's region (default AWS_REGION, then the outputs' usage streams)
   --prefix PREFIX    only objects under PREFIX (default ${FAILED_BATCH_PREFIX})
   --s3-endpoint URL  an S3-compatible server instead of AWS S3
@@ -68,17 +71,41 @@ Examples:
   npm run replay-usage -- --hub hub-prod --rescue-stream --since 2026-11-29T09:00:00Z --apply
 `;
 
-/** The failure bucket and region from hub outputs (`pulumi stack output --json`). @throws Error naming what is missing */
-export function failureBucketFromHubOutputs(json: unknown, source: string): { bucket: string; region?: string } {
+/**
+ * The failure bucket, its owner and region from hub outputs (`pulumi stack output --json`). The owner is
+ * `usageLedger.failedBatchBucketOwner`, or for a hub that does not publish it yet the account of the ledger key
+ * `usageLedger.failedBatchKeyArn` (components/hub/UsageLedger.ts creates both in the hub's account).
+ * @throws Error naming what is missing
+ */
+export function failureBucketFromHubOutputs(json: unknown, source: string): { bucket: string; owner: string; region?: string } {
     const root = (json as { outputs?: unknown })?.outputs ?? json;
-    const ledger = (root as { usageLedger?: { failedBatchBucket?: unknown; streams?: Record<string, { region?: string }> } })?.usageLedger;
+    const ledger = (
+        root as {
+            usageLedger?: {
+                failedBatchBucket?: unknown;
+                failedBatchBucketOwner?: unknown;
+                failedBatchKeyArn?: unknown;
+                streams?: Record<string, { region?: string }>;
+            };
+        }
+    )?.usageLedger;
     if (!ledger || typeof ledger.failedBatchBucket !== "string" || ledger.failedBatchBucket === "[unknown]") {
         throw new Error(
             `${source}: no usageLedger.failedBatchBucket output (a hub deployed before failed batches were kept?); pass --bucket`,
         );
     }
     const region = Object.values(ledger.streams ?? {}).find((s) => typeof s?.region === "string")?.region;
-    return { bucket: ledger.failedBatchBucket, region };
+    const owner =
+        typeof ledger.failedBatchBucketOwner === "string"
+            ? ledger.failedBatchBucketOwner
+            : typeof ledger.failedBatchKeyArn === "string"
+              ? ledger.failedBatchKeyArn.split(":")[4]
+              : undefined;
+    if (!owner || !/^\d{12}$/.test(owner))
+        throw new Error(
+            `${source}: no usageLedger.failedBatchBucketOwner output (nor an account in failedBatchKeyArn); pass --bucket-owner`,
+        );
+    return { bucket: ledger.failedBatchBucket, owner, region };
 }
 
 /**
@@ -149,6 +176,7 @@ async function main(argv: string[]): Promise<number> {
         "--hub",
         "--outputs",
         "--bucket",
+        "--bucket-owner",
         "--region",
         "--prefix",
         "--s3-endpoint",
@@ -162,6 +190,9 @@ async function main(argv: string[]): Promise<number> {
     if (unknown.length) throw new Error(`unknown option ${unknown[0]} (see --help)`);
     const dryRun = !argv.includes("--apply");
     let bucket = opt("bucket");
+    let owner = opt("bucket-owner");
+    if (owner !== undefined && !/^\d{12}$/.test(owner)) throw new Error(`--bucket-owner ${owner} is not a 12-digit AWS account id`);
+    if (bucket && !owner) throw new Error("--bucket needs --bucket-owner (the hub's account id, which must own the bucket)");
     let region = opt("region") ?? process.env.AWS_REGION;
     const rescue = argv.includes("--rescue-stream");
     const direct = !!(process.env.DATABASE_URL || process.env.PGHOST);
@@ -177,6 +208,7 @@ async function main(argv: string[]): Promise<number> {
     if (!bucket) {
         const found = failureBucketFromHubOutputs(hubOutputs(), source);
         bucket = found.bucket;
+        owner ??= found.owner;
         region ??= found.region;
     }
     // A rescue only copies stream records into the bucket: it needs no ledger.
@@ -199,7 +231,7 @@ async function main(argv: string[]): Promise<number> {
         try {
             const rows = await rescueStreams({
                 kinesis,
-                store: { s3, bucket, kmsKeyArn: targets.kmsKeyArn },
+                store: { s3, bucket, bucketOwner: owner!, kmsKeyArn: targets.kmsKeyArn },
                 streamSpokes: targets.streamSpokes,
                 since: since ? new Date(since) : undefined,
                 dryRun,
@@ -224,7 +256,7 @@ async function main(argv: string[]): Promise<number> {
                 );
             });
         }
-        const rows = await replayFailedBatches({ s3, bucket, prefix: opt("prefix"), db, ingest, dryRun });
+        const rows = await replayFailedBatches({ s3, bucket, bucketOwner: owner!, prefix: opt("prefix"), db, ingest, dryRun });
         process.stdout.write(
             argv.includes("--json") ? `${JSON.stringify({ dryRun, bucket, batches: rows }, null, 2)}\n` : formatReplay(rows, dryRun),
         );

@@ -54,8 +54,11 @@ export interface SpokeStatus {
 }
 
 export interface StatusOptions {
-    /** Spoke name -> policy bucket and region (hub output `spokeContracts.<spoke>.policy`). */
-    spokes: Record<string, { bucket: string; region: string }>;
+    /**
+     * Spoke name -> policy bucket, its owner (the hub's account, sent as `ExpectedBucketOwner` with every request) and
+     * region (hub output `spokeContracts.<spoke>.policy`).
+     */
+    spokes: Record<string, { bucket: string; owner: string; region: string }>;
     s3: (region: string) => S3Client;
     /**
      * The ledger side: a connection the caller can reach (`--local`, tests, DATABASE_URL), or the hub's ledger
@@ -67,9 +70,15 @@ export interface StatusOptions {
     windowHours: number;
 }
 
-async function getJson(s3: S3Client, bucket: string, key: string): Promise<{ body: unknown; lastModified?: Date } | undefined> {
+/** A hub bucket and the account that must own it. */
+interface OwnedBucket {
+    bucket: string;
+    owner: string;
+}
+
+async function getJson(s3: S3Client, b: OwnedBucket, key: string): Promise<{ body: unknown; lastModified?: Date } | undefined> {
     try {
-        const r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const r = await s3.send(new GetObjectCommand({ Bucket: b.bucket, ExpectedBucketOwner: b.owner, Key: key }));
         return { body: JSON.parse(await r.Body!.transformToString()), lastModified: r.LastModified };
     } catch (e) {
         if ((e as { name?: string }).name === "NoSuchKey") return undefined;
@@ -77,11 +86,13 @@ async function getJson(s3: S3Client, bucket: string, key: string): Promise<{ bod
     }
 }
 
-async function listKeys(s3: S3Client, bucket: string, prefix: string): Promise<string[]> {
+async function listKeys(s3: S3Client, b: OwnedBucket, prefix: string): Promise<string[]> {
     const keys: string[] = [];
     let token: string | undefined;
     do {
-        const r = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        const r = await s3.send(
+            new ListObjectsV2Command({ Bucket: b.bucket, ExpectedBucketOwner: b.owner, Prefix: prefix, ContinuationToken: token }),
+        );
         for (const o of r.Contents ?? []) if (o.Key) keys.push(o.Key);
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
     } while (token);
@@ -123,7 +134,7 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
     from.setUTCMinutes(0, 0, 0);
     const ledger = new Map((await o.ledger({ spokes: Object.keys(o.spokes), from: from.toISOString() })).map((u) => [u.spoke, u]));
     for (const spoke of Object.keys(o.spokes).sort()) {
-        const { bucket, region } = o.spokes[spoke];
+        const { region, ...bucket } = o.spokes[spoke];
         const s3 = o.s3(region);
         const problems: string[] = [];
         const current = await getJson(s3, bucket, bundlePaths.current(spoke));
@@ -245,7 +256,11 @@ export function formatStatus(rows: SpokeStatus[]): string {
 /** The spokes and their policy buckets from hub outputs (`pulumi stack output --json`, or the render's outputs.json). */
 export function spokesFromHubOutputs(json: unknown, source: string): StatusOptions["spokes"] {
     const root = (json as { outputs?: unknown })?.outputs ?? json;
-    const contracts = (root as { spokeContracts?: Record<string, { policy?: { bucket?: string; region?: string } }> })?.spokeContracts;
+    const contracts = (
+        root as {
+            spokeContracts?: Record<string, { policy?: { bucket?: string; bucketOwner?: string; kmsKeyArn?: string; region?: string } }>;
+        }
+    )?.spokeContracts;
     if ((contracts as unknown) === "[unknown]")
         throw new Error(
             `${source}: spokeContracts is unknown (rendered with --preview?); use the outputs of a normal render or of the deployed hub`,
@@ -254,7 +269,10 @@ export function spokesFromHubOutputs(json: unknown, source: string): StatusOptio
     const spokes: StatusOptions["spokes"] = {};
     for (const [name, c] of Object.entries(contracts)) {
         if (!c.policy?.bucket || !c.policy.region) throw new Error(`${source}: spokeContracts.${name}.policy has no bucket/region`);
-        spokes[name] = { bucket: c.policy.bucket, region: c.policy.region };
+        // The owner: `bucketOwner`, or for a hub that does not publish it yet the account of the bucket's key (config/contract.ts).
+        const owner = c.policy.bucketOwner ?? c.policy.kmsKeyArn?.split(":")[4];
+        if (!owner || !/^\d{12}$/.test(owner)) throw new Error(`${source}: spokeContracts.${name}.policy names no bucket owner`);
+        spokes[name] = { bucket: c.policy.bucket, owner, region: c.policy.region };
     }
     return spokes;
 }
@@ -306,7 +324,8 @@ Examples:
 async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehindSeconds: number, windowHours: number): Promise<number> {
     /* eslint-disable @typescript-eslint/no-require-imports */
     const { startPostgres } = require("../services/ledger/testing/postgres") as typeof import("../services/ledger/testing/postgres");
-    const { startS3, BUCKET } = require("../services/auth/test/harness") as typeof import("../services/auth/test/harness");
+    const { startS3, BUCKET, BUCKET_OWNER_ACCOUNT } =
+        require("../services/auth/test/harness") as typeof import("../services/auth/test/harness");
     const { migrate, ingestBatch } = require("../services/ledger/ledger") as typeof import("../services/ledger/ledger");
     /* eslint-enable @typescript-eslint/no-require-imports */
     const names = Object.keys(spokes).sort();
@@ -358,7 +377,7 @@ async function runLocal(spokes: StatusOptions["spokes"], json: boolean, maxBehin
                 `times below are read as at ${now.toISOString()} (a simulated clock, ${maxBehindSeconds + 120} s ahead of this machine's), so the behind rule shows\n\n`,
         );
         const rows = await collectStatus({
-            spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, region: "us-east-1" }])),
+            spokes: Object.fromEntries(names.map((n) => [n, { bucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" }])),
             s3: () => s3.client,
             ledger: ledgerFromDb(db),
             now,

@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { PolicyContract } from "../../config/contract";
+import { type PolicyContract, policyBucketOwner } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { type AuthBackend, ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS } from "../../lib/gateway";
 import {
@@ -92,6 +92,7 @@ export function authEnv(
         AUTH_SPOKE: spoke,
         AUTH_HUB_PUBLIC_KEY: policy.publicKey,
         AUTH_POLICY_BUCKET: policy.bucket,
+        AUTH_POLICY_BUCKET_OWNER: policyBucketOwner(policy),
         AUTH_S3_REGION: policy.region,
         AUTH_BUNDLE_CACHE_PATH: `${AUTH_CACHE_DIR}/bundle.json`,
         AUTH_PORT: String(AUTH_PORT),

@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { UsageContract } from "../../config/contract";
+import { type PolicyContract, policyBucketOwner, type UsageContract } from "../../config/contract";
 import { versions } from "../../config/versions";
 import { COUNTER_STORE_SECRET } from "../../services/shared/spoke-secrets";
 import { ENVOY_GATEWAY_NAMESPACE, ENVOY_PROXY_POD_LABELS, GATEWAY_NAMESPACE } from "../../lib/gateway";
@@ -60,7 +60,7 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
 export function meteringEnv(x: {
     spoke: string;
     usage: UsageContract;
-    policy: { bucket: string; region: string; publicKey: string };
+    policy: Pick<PolicyContract, "bucket" | "bucketOwner" | "kmsKeyArn" | "region" | "publicKey">;
     volumeGiB: number;
     sharedFiles?: boolean;
 }): EnvVars<typeof METERING_ENV> {
@@ -76,6 +76,7 @@ export function meteringEnv(x: {
         METERING_STREAM_NAME: x.usage.streamName,
         METERING_STREAM_REGION: x.usage.region,
         METERING_POLICY_BUCKET: x.policy.bucket,
+        METERING_POLICY_BUCKET_OWNER: policyBucketOwner(x.policy),
         METERING_POLICY_REGION: x.policy.region,
         METERING_HUB_PUBLIC_KEY: x.policy.publicKey,
         METERING_PORT: String(METERING_PORT),
@@ -173,7 +174,7 @@ export interface MeteringArgs {
     /** Hub contract `usage`: the spoke's Kinesis stream. */
     usage: pulumi.Input<UsageContract>;
     /** Hub contract `policy`: the bundle bucket/key for token window lengths (its `roleArn` only for an older hub). */
-    policy: pulumi.Input<{ roleArn: string; bucket: string; region: string; publicKey: string }>;
+    policy: pulumi.Input<Pick<PolicyContract, "roleArn" | "bucket" | "bucketOwner" | "kmsKeyArn" | "region" | "publicKey">>;
     /**
      * On-prem (access key): the pods assume the spoke role with the source key the operator installed as the
      * Kubernetes Secret lib/spoke-services.ts `SOURCE_KEY_SECRET` (`npm run mint-key -- install-source-key`); this

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import * as path from "node:path";
 import { AckSchema, bundlePaths, CurrentPointerSchema, verifyBundle } from "../shared/bundle";
+import { expectBucketOwner } from "../shared/bucket-owner";
 import { boundedRequestHandler } from "../shared/net";
 import type { AuthConfig } from "./config";
 import { errorMessage, type Logger } from "./log";
@@ -36,10 +37,12 @@ export interface BundleStoreOptions {
  * S3 client for the hub's policy bucket. Credentials come from the SDK's default chain (IRSA / pod identity /
  * env). Timeouts are short and enforced ({@link boundedRequestHandler}: connect, response headers, and silence
  * while the body streams, each `s3.timeoutMs`) because a slow hub only delays the next revision: the
- * last-known-good keeps serving. A timed-out connection is destroyed, so the retry opens a fresh one.
+ * last-known-good keeps serving. A timed-out connection is destroyed, so the retry opens a fresh one. Every request
+ * carries `ExpectedBucketOwner: s3.expectedBucketOwner` (the hub's account, {@link expectBucketOwner}): the client
+ * serves the hub's policy bucket only.
  */
 export function createS3Client(s3: AuthConfig["s3"]): S3Client {
-    return new S3Client({
+    const client = new S3Client({
         region: s3.region,
         endpoint: s3.endpoint,
         forcePathStyle: s3.forcePathStyle,
@@ -50,6 +53,7 @@ export function createS3Client(s3: AuthConfig["s3"]): S3Client {
             socketTimeoutMs: s3.timeoutMs,
         }),
     });
+    return expectBucketOwner(client, s3.expectedBucketOwner);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BUCKET_OWNER } from "../shared/bucket-owner";
 import { AWS_SDK_ENV } from "../shared/env";
 import { type LeaseStore, MAX_GRANT } from "../shared/limits";
 
@@ -20,6 +21,12 @@ const EnvSchema = z
             .refine((v) => Buffer.from(v, "base64").length === 32, "must be a base64 raw 32-byte Ed25519 public key"),
         /** S3 bucket holding the policy bundles. */
         AUTH_POLICY_BUCKET: z.string().min(3),
+        /**
+         * The hub's AWS account, which must own `AUTH_POLICY_BUCKET`: every S3 request carries it as
+         * `x-amz-expected-bucket-owner` (services/shared/bucket-owner.ts), so a bucket of that name in another account is
+         * never read or written. Rendered from the hub's signed contract (`policy.bucketOwner`, components/spoke/AuthService.ts).
+         */
+        AUTH_POLICY_BUCKET_OWNER: BUCKET_OWNER,
         /** S3 API endpoint override (tests, S3-compatible stores); unset = AWS regional endpoint. */
         AUTH_S3_ENDPOINT: z.url().optional(),
         AUTH_S3_REGION: z.string().min(1).default("us-east-1"),
@@ -108,7 +115,8 @@ export const AUTH_ENV = EnvSchema;
 export interface AuthConfig {
     spoke: string;
     hubPublicKey: string;
-    s3: { bucket: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
+    /** `expectedBucketOwner`: the hub's account (`AUTH_POLICY_BUCKET_OWNER`), sent with every S3 request. */
+    s3: { bucket: string; expectedBucketOwner: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
     pollIntervalMs: number;
     cachePath: string;
     redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean; batchChecks: boolean };
@@ -145,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
         hubPublicKey: e.AUTH_HUB_PUBLIC_KEY,
         s3: {
             bucket: e.AUTH_POLICY_BUCKET,
+            expectedBucketOwner: e.AUTH_POLICY_BUCKET_OWNER,
             endpoint: e.AUTH_S3_ENDPOINT,
             region: e.AUTH_S3_REGION,
             forcePathStyle: e.AUTH_S3_FORCE_PATH_STYLE,

@@ -71,6 +71,7 @@ describe("loadConfig", () => {
         AUTH_SPOKE: "onprem-a",
         AUTH_HUB_PUBLIC_KEY: hub.publicKey,
         AUTH_POLICY_BUCKET: "platform-policy",
+        AUTH_POLICY_BUCKET_OWNER: "123456789012",
         AUTH_REDIS_URL: "redis://:hunter2@redis.auth.svc:6379/0",
         AUTH_CACHE_SALT_KEY: Buffer.alloc(32, 0x5a).toString("base64"),
     };

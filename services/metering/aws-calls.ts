@@ -3,7 +3,7 @@ import { S3_TRANSPORT, SDK_TRANSPORT, type AwsCall } from "../shared/aws-calls";
 /**
  * Every AWS call of the metering service (as the spoke's role, service account `metering`): ship usage batches to
  * its own stream (services/metering/shipper.ts) and read its own policy bundle for token windows
- * (services/metering/main.ts). The stream is encrypted with the AWS managed key `aws/kinesis`, whose AWS-owned key
+ * (services/metering/policy-reader.ts). The stream is encrypted with the AWS managed key `aws/kinesis`, whose AWS-owned key
  * policy admits every principal of the account through Kinesis; no customer policy takes part. See
  * services/shared/aws-calls.ts for the placeholders.
  */
@@ -18,7 +18,7 @@ export const METERING_AWS_CALLS: readonly AwsCall[] = [
     },
     {
         command: "GetObjectCommand",
-        source: "services/metering/main.ts",
+        source: "services/metering/policy-reader.ts",
         action: "s3:GetObject",
         resource: "{policyBucketArn}/spokes/{spoke}/current.json",
         context: { ...S3_TRANSPORT },
@@ -26,14 +26,14 @@ export const METERING_AWS_CALLS: readonly AwsCall[] = [
     },
     {
         command: "GetObjectCommand",
-        source: "services/metering/main.ts",
+        source: "services/metering/policy-reader.ts",
         action: "s3:GetObject",
         resource: "{policyBucketArn}/spokes/{spoke}/bundles/{revision}.json",
         context: { ...S3_TRANSPORT },
         purpose: "read the bundle's token windows",
     },
     {
-        source: "services/metering/main.ts",
+        source: "services/metering/policy-reader.ts",
         action: "kms:Decrypt",
         resource: "{policyKeyArn}",
         context: { ...SDK_TRANSPORT, "kms:ViaService": "s3.{region}.amazonaws.com" },

@@ -1,8 +1,9 @@
-import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { S3Client } from "@aws-sdk/client-s3";
 import { boundedRequestHandler } from "../shared/net";
 import { Redis } from "ioredis";
 import { loadConfig } from "./config";
 import { BundleWindows, LimitsApplier, meteringRedisOptions, RedisLimits } from "./limits";
+import { policyObjectReader } from "./policy-reader";
 import { createServer, MeteringService } from "./service";
 import { KinesisTransport, Shipper } from "./shipper";
 import { Spool } from "./spool";
@@ -59,12 +60,9 @@ async function main(): Promise<void> {
                 maxAttempts: 2,
                 requestHandler: boundedRequestHandler({ requestTimeoutMs: 10_000, connectTimeoutMs: 3_000, keepAliveMs: 15_000 }),
             });
-            const bucket = cfg.METERING_POLICY_BUCKET;
             windows = new BundleWindows(
-                async (key) => {
-                    const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-                    return o.Body!.transformToString("utf8");
-                },
+                // The config refuses a policy bucket without its owner (services/metering/config.ts).
+                policyObjectReader(s3, cfg.METERING_POLICY_BUCKET, cfg.METERING_POLICY_BUCKET_OWNER!),
                 cfg.METERING_SPOKE,
                 cfg.METERING_HUB_PUBLIC_KEY,
             );

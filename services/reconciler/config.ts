@@ -74,6 +74,8 @@ export const LEDGER_OPS_ENV = z.object({
     STREAM_SPOKES: CONSUMER_ENV.shape.STREAM_SPOKES,
     /** The failure bucket: `replay` reads the named failed batch from it (under `failed/`, never from the caller). */
     FAILED_BATCH_BUCKET: CONSUMER_ENV.shape.FAILED_BATCH_BUCKET,
+    /** The hub's account, which owns the failure bucket: sent as `ExpectedBucketOwner` with the read. */
+    FAILED_BATCH_BUCKET_OWNER: CONSUMER_ENV.shape.FAILED_BATCH_BUCKET_OWNER,
 });
 
 /** @throws Error naming each missing or invalid variable. */

@@ -158,6 +158,16 @@ export async function runLedgerOp(
 }
 
 /**
+ * Reads one stored failed batch's text from the failure bucket, with `ExpectedBucketOwner: bucket.owner` (the hub's
+ * account: S3 refuses the read when the bucket of that name belongs to another account).
+ * @throws the S3 client's error
+ */
+export async function readFailedBatch(s3: Pick<S3Client, "send">, bucket: { bucket: string; owner: string }, key: string): Promise<string> {
+    const got = await s3.send(new GetObjectCommand({ Bucket: bucket.bucket, ExpectedBucketOwner: bucket.owner, Key: key }));
+    return await got.Body!.transformToString();
+}
+
+/**
  * The Lambda entry (components/hub/ledger/functions.ts): environment `LEDGER_OPS_ENV` (services/reconciler/config.ts),
  * one connection per invocation, TLS verified against the RDS CAs; a replayed batch read from `FAILED_BATCH_BUCKET`.
  * @throws on an invalid request or a database error (Invoke answers with `X-Amz-Function-Error`)
@@ -170,8 +180,7 @@ export async function handler(event: unknown): Promise<LedgerOpsResponse> {
         readBatch: async (key) => {
             const s3 = new S3Client({});
             try {
-                const got = await s3.send(new GetObjectCommand({ Bucket: env.FAILED_BATCH_BUCKET, Key: key }));
-                return await got.Body!.transformToString();
+                return await readFailedBatch(s3, { bucket: env.FAILED_BATCH_BUCKET, owner: env.FAILED_BATCH_BUCKET_OWNER }, key);
             } finally {
                 s3.destroy();
             }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { BUCKET_OWNER } from "../shared/bucket-owner";
 import { NODE_RUNTIME_ENV, parseEnv } from "../shared/env";
 
 /** Object key prefix of failed batches in the failure bucket (failed-batches.ts; the bucket's expiry and the consumer's grant). */
@@ -33,6 +34,8 @@ export const CONSUMER_ENV = z.object({
     STREAM_SPOKES: streamSpokes,
     /** The failure bucket: a failing batch's records are written there before the batch is failed (failed-batches.ts). */
     FAILED_BATCH_BUCKET: z.string().min(1),
+    /** The hub's account, which owns the failure bucket: sent as `ExpectedBucketOwner` with every request to it. */
+    FAILED_BATCH_BUCKET_OWNER: BUCKET_OWNER,
     /** The KMS key (ARN) failed batches are encrypted with, named in each upload (the bucket policy requires it). */
     FAILED_BATCH_KMS_KEY_ARN: z.string().min(1),
     /** The RDS CAs the Lambda runtime ships (`/var/runtime/ca-cert.pem`): TLS to Aurora is verified against them. */
@@ -51,6 +54,8 @@ export interface ConsumerEnv {
     streamSpokes: Record<string, string>;
     /** `FAILED_BATCH_BUCKET`. */
     failedBatchBucket: string;
+    /** `FAILED_BATCH_BUCKET_OWNER`. */
+    failedBatchBucketOwner: string;
     /** `FAILED_BATCH_KMS_KEY_ARN`. */
     failedBatchKmsKeyArn: string;
 }
@@ -66,6 +71,7 @@ export function readEnv(env: NodeJS.ProcessEnv): ConsumerEnv {
         passwordSecretArn: e.DB_PASSWORD_SECRET_ARN,
         streamSpokes: e.STREAM_SPOKES,
         failedBatchBucket: e.FAILED_BATCH_BUCKET,
+        failedBatchBucketOwner: e.FAILED_BATCH_BUCKET_OWNER,
         failedBatchKmsKeyArn: e.FAILED_BATCH_KMS_KEY_ARN,
     };
 }

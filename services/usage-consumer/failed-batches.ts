@@ -56,6 +56,8 @@ export function failedBatchKey(event: KinesisStreamEvent, streamSpokes: Record<s
 export interface FailureStore {
     s3: Pick<S3Client, "send">;
     bucket: string;
+    /** The hub's account, which owns {@link bucket}: sent as `ExpectedBucketOwner` (S3 refuses the upload to a bucket of another account). */
+    bucketOwner: string;
     /** The ledger key's ARN: sent as `x-amz-server-side-encryption-aws-kms-key-id` (the bucket policy requires it). */
     kmsKeyArn: string;
 }
@@ -88,6 +90,7 @@ export async function keepFailedBatch(
     await store.s3.send(
         new PutObjectCommand({
             Bucket: store.bucket,
+            ExpectedBucketOwner: store.bucketOwner,
             Key: key,
             Body: JSON.stringify(doc),
             ContentType: "application/json",

@@ -124,6 +124,7 @@ describe("usage consumer environment", () => {
                 DB_PASSWORD_SECRET_ARN: "arn:x",
                 STREAM_SPOKES: '{"arn:s":"hn1"}',
                 FAILED_BATCH_BUCKET: "b",
+                FAILED_BATCH_BUCKET_OWNER: "123456789012",
                 FAILED_BATCH_KMS_KEY_ARN: "arn:k",
             }),
         ).toEqual({
@@ -134,6 +135,7 @@ describe("usage consumer environment", () => {
             passwordSecretArn: "arn:x",
             streamSpokes: { "arn:s": "hn1" },
             failedBatchBucket: "b",
+            failedBatchBucketOwner: "123456789012",
             failedBatchKmsKeyArn: "arn:k",
         });
     });

@@ -175,7 +175,12 @@ async function store(env: ConsumerEnv): Promise<FailureStore> {
     if (failureStore) return failureStore;
     // Provided by the Lambda Node.js runtime (AWS SDK v3); marked external in the bundle.
     const s3 = await import("@aws-sdk/client-s3");
-    failureStore = { s3: new s3.S3Client({}), bucket: env.failedBatchBucket, kmsKeyArn: env.failedBatchKmsKeyArn };
+    failureStore = {
+        s3: new s3.S3Client({}),
+        bucket: env.failedBatchBucket,
+        bucketOwner: env.failedBatchBucketOwner,
+        kmsKeyArn: env.failedBatchKmsKeyArn,
+    };
     return failureStore;
 }
 

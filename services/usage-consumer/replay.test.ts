@@ -11,7 +11,7 @@ import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BUCKET, type S3Server, startS3 } from "../auth/test/harness";
+import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS3 } from "../auth/test/harness";
 import { expectedAggregates, hourlyAggregates, ingestBatch } from "../ledger/ledger";
 import { useLedgerDb } from "../ledger/testing/ledger-db";
 import type { UsageEvent } from "../shared/usage";
@@ -91,7 +91,8 @@ describe("failed usage batches: kept with their records, replayed once", () => {
         // The database is gone: every batch fails (the driver's own error), and each batch is kept before it fails.
         const gone = await ledger.connect();
         await gone.end();
-        const store = { s3: client, bucket: BUCKET, kmsKeyArn: KEY_ARN };
+        // Our writes go through a client the stand-in refuses without the hub's account as the expected owner.
+        const store = { s3: ownerCheckedClient(s3.endpoint).client, bucket: BUCKET, bucketOwner: BUCKET_OWNER_ACCOUNT, kmsKeyArn: KEY_ARN };
         const failed: KinesisStreamEvent[] = [];
         await pollStream(kinesis.client, "platform-usage-hn1", arn, 3, async (batch) => {
             await expect(consumeBatch(gone, batch, streamSpokes, store)).rejects.toThrow(/Client was closed|not queryable|closed/i);
@@ -119,7 +120,7 @@ describe("failed usage batches: kept with their records, replayed once", () => {
         // One of the events reached the ledger meanwhile (another delivery of the same record): the replay counts it once.
         await ingestBatch(ledger.db, [events[0]]);
 
-        const common = ["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint];
+        const common = ["--bucket", BUCKET, "--bucket-owner", BUCKET_OWNER_ACCOUNT, "--region", "us-east-1", "--s3-endpoint", s3.endpoint];
         const dry = await replay(common);
         expect(dry.stderr).toBe("");
         expect(dry.code).toBe(0);
@@ -141,9 +142,12 @@ describe("failed usage batches: kept with their records, replayed once", () => {
     }, 60_000);
 
     it("--apply without a reachable ledger fails with the variables to set, and leaves the batches", async () => {
-        const r = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"], {
-            DATABASE_URL: "postgresql://nobody@127.0.0.1:1/ledger",
-        });
+        const r = await replay(
+            ["--bucket", BUCKET, "--bucket-owner", BUCKET_OWNER_ACCOUNT, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"],
+            {
+                DATABASE_URL: "postgresql://nobody@127.0.0.1:1/ledger",
+            },
+        );
         expect(r.code).toBe(2);
         expect(r.stderr).toMatch(
             /^replay-usage: cannot reach the usage ledger \(DATABASE_URL\): .*Set DATABASE_URL or the libpq variables/,
@@ -205,13 +209,19 @@ describe("failed usage batches: kept with their records, replayed once", () => {
         const url = `postgresql://${ledger.db.user}@${ledger.db.host}:${ledger.db.port}/${ledger.db.database}`;
         const count = async () =>
             (await ledger.db.query("SELECT count(*)::int AS n FROM usage_events WHERE spoke = 'hcm1'")).rows[0].n as number;
-        const applied = await replay(["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"], {
-            DATABASE_URL: url,
-        });
+        const applied = await replay(
+            ["--bucket", BUCKET, "--bucket-owner", BUCKET_OWNER_ACCOUNT, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"],
+            {
+                DATABASE_URL: url,
+            },
+        );
         expect(applied.stderr).toBe("");
         expect(await count()).toBe(5);
         await replay([...common, "--rescue-stream", "--apply"]);
-        await replay(["--bucket", BUCKET, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"], { DATABASE_URL: url });
+        await replay(
+            ["--bucket", BUCKET, "--bucket-owner", BUCKET_OWNER_ACCOUNT, "--region", "us-east-1", "--s3-endpoint", s3.endpoint, "--apply"],
+            { DATABASE_URL: url },
+        );
         expect(await count()).toBe(5);
     }, 60_000);
 

@@ -24,6 +24,8 @@ export interface ReplayedBatch {
 export async function replayFailedBatches(x: {
     s3: Pick<S3Client, "send">;
     bucket: string;
+    /** The hub's account, which owns {@link bucket}: every request carries it as `ExpectedBucketOwner`. */
+    bucketOwner: string;
     prefix?: string;
     /** A ledger connection the caller can reach; or {@link ingest}. */
     db?: Queryable;
@@ -39,10 +41,12 @@ export async function replayFailedBatches(x: {
     const out: ReplayedBatch[] = [];
     let token: string | undefined;
     do {
-        const page = await x.s3.send(new ListObjectsV2Command({ Bucket: x.bucket, Prefix: prefix, ContinuationToken: token }));
+        const page = await x.s3.send(
+            new ListObjectsV2Command({ Bucket: x.bucket, ExpectedBucketOwner: x.bucketOwner, Prefix: prefix, ContinuationToken: token }),
+        );
         for (const o of page.Contents ?? []) {
             if (!o.Key) continue;
-            const got = await x.s3.send(new GetObjectCommand({ Bucket: x.bucket, Key: o.Key }));
+            const got = await x.s3.send(new GetObjectCommand({ Bucket: x.bucket, ExpectedBucketOwner: x.bucketOwner, Key: o.Key }));
             const text = await got.Body!.transformToString();
             let batch: FailedBatch;
             try {
@@ -55,7 +59,7 @@ export async function replayFailedBatches(x: {
                 continue;
             }
             const outcome = x.ingest ? await x.ingest(o.Key) : await processBatch(x.db!, { Records: batch.records }, batch.streamSpokes);
-            await x.s3.send(new DeleteObjectCommand({ Bucket: x.bucket, Key: o.Key }));
+            await x.s3.send(new DeleteObjectCommand({ Bucket: x.bucket, ExpectedBucketOwner: x.bucketOwner, Key: o.Key }));
             out.push({ key: o.Key, records: batch.records.length, outcome, deleted: true });
         }
         token = page.IsTruncated ? page.NextContinuationToken : undefined;

@@ -35,16 +35,20 @@ export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string) {
     };
 }
 
+/** The failure bucket, its policy and its owner. */
+export interface FailedBatchBucket {
+    bucket: aws.s3.Bucket;
+    policy: aws.s3.BucketPolicy;
+    /** The hub's account, which owns the bucket: what every SDK call to it sends as `ExpectedBucketOwner`. */
+    owner: pulumi.Output<string>;
+}
+
 /**
  * The failure bucket of the usage consumer: failed batches with their records (under `failed/`), SSE-KMS with the
  * ledger key, private, expiring after {@link FAILED_BATCH_RETENTION_DAYS} days, protected and retained on delete.
  * `npm run replay-usage` reads it.
  */
-export function failedBatchBucket(
-    scope: LedgerScope,
-    key: aws.kms.Key,
-    accountId: pulumi.Input<string>,
-): { bucket: aws.s3.Bucket; policy: aws.s3.BucketPolicy } {
+export function failedBatchBucket(scope: LedgerScope, key: aws.kms.Key, accountId: pulumi.Input<string>): FailedBatchBucket {
     // Fixed, globally unique name (account and region), never an auto-suffix; protected and retained: it may hold
     // usage not yet in the ledger.
     const bucket = new aws.s3.Bucket(
@@ -103,5 +107,5 @@ export function failedBatchBucket(
         },
         { ...scope.parent, dependsOn: [publicAccess, ownership] },
     );
-    return { bucket, policy };
+    return { bucket, policy, owner: pulumi.output(accountId) };
 }

@@ -17,6 +17,7 @@ import { bundleLambda, bundleUsageConsumer, CONSUMER_RUNTIME, REPO_ROOT } from "
 import { LEDGER_DATABASE, type LedgerDatabase } from "./database";
 import { consumerPolicy, lambdaVpcPolicy, ledgerOpsPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
 import type { LedgerNetwork } from "./network";
+import type { FailedBatchBucket } from "./failures";
 import type { LedgerScope } from "./scope";
 
 /**
@@ -37,7 +38,7 @@ export function ledgerFunctions(
     net: LedgerNetwork,
     db: LedgerDatabase,
     streamResources: Array<{ spoke: string; stream: aws.kinesis.Stream }>,
-    failures: { bucket: aws.s3.Bucket; policy: aws.s3.BucketPolicy },
+    failures: FailedBatchBucket,
 ): { fn: aws.lambda.Function; queue: aws.sqs.Queue; ops: aws.lambda.Function } {
     const { subnets, lambdaSg, endpoints } = net;
     const { cluster, instances, masterSecretArn, ingest, reporter } = db;
@@ -245,6 +246,7 @@ export function ledgerFunctions(
                     DB_PASSWORD_SECRET_ARN: ingest.secret.arn,
                     STREAM_SPOKES: streamSpokes,
                     FAILED_BATCH_BUCKET: failures.bucket.bucket,
+                    FAILED_BATCH_BUCKET_OWNER: failures.owner,
                     FAILED_BATCH_KMS_KEY_ARN: key.arn,
                 } satisfies EnvVars<typeof CONSUMER_ENV, pulumi.Input<string>>,
             },
@@ -359,6 +361,7 @@ export function ledgerFunctions(
             REPORTER_SECRET_ARN: reporter.secret.arn,
             STREAM_SPOKES: streamSpokes,
             FAILED_BATCH_BUCKET: failures.bucket.bucket,
+            FAILED_BATCH_BUCKET_OWNER: failures.owner,
         } satisfies EnvVars<typeof LEDGER_OPS_ENV, pulumi.Input<string>>,
         300,
     );

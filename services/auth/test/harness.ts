@@ -105,6 +105,56 @@ async function waitForPort(port: number, timeoutMs: number): Promise<void> {
 
 /** The bucket name every test uses. */
 export const BUCKET = "policy";
+/** The account that owns {@link BUCKET} in tests (the hub's account: what services send as `ExpectedBucketOwner`). */
+export const BUCKET_OWNER_ACCOUNT = "123456789012";
+
+/**
+ * Turns `client` into one that behaves as S3 does for a bucket owned by `owner` (Amazon S3 user guide, "Verifying bucket
+ * ownership with bucket owner condition"): a request whose `x-amz-expected-bucket-owner` names another account is
+ * refused with `AccessDenied`; and, stricter than S3, so a test fails when our code drops the condition, a request
+ * without the header is refused too. s3rver itself ignores the header. Every request seen is recorded in `seen`
+ * (method, path, header value).
+ * @returns `client`, and the requests it sent
+ */
+export function requireBucketOwner<C extends Pick<S3Client, "middlewareStack">>(
+    client: C,
+    owner: string = BUCKET_OWNER_ACCOUNT,
+): { client: C; seen: Array<{ method: string; path: string; owner: string | undefined }> } {
+    const seen: Array<{ method: string; path: string; owner: string | undefined }> = [];
+    client.middlewareStack.add(
+        (next) => async (args) => {
+            const req = args.request as { method: string; path: string; headers: Record<string, string> };
+            const header = Object.entries(req.headers).find(([k]) => k.toLowerCase() === "x-amz-expected-bucket-owner")?.[1];
+            seen.push({ method: req.method, path: req.path, owner: header });
+            if (header !== owner) {
+                const e = new Error(
+                    header === undefined
+                        ? `${req.method} ${req.path} sent no x-amz-expected-bucket-owner (the bucket's owner is ${owner})`
+                        : `Access Denied: ${req.method} ${req.path} expects bucket owner ${header}, the bucket's owner is ${owner}`,
+                );
+                e.name = "AccessDenied";
+                throw e;
+            }
+            return next(args);
+        },
+        { step: "finalizeRequest", name: "testRequireBucketOwner", override: true },
+    );
+    return { client, seen };
+}
+
+/** A client of the test S3 server at `endpoint` checked by {@link requireBucketOwner}. */
+export function ownerCheckedClient(endpoint: string, owner: string = BUCKET_OWNER_ACCOUNT) {
+    return requireBucketOwner(
+        new S3Client({
+            endpoint,
+            region: "us-east-1",
+            forcePathStyle: true,
+            maxAttempts: 1,
+            credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" },
+        }),
+        owner,
+    );
+}
 
 /** An s3rver instance with one bucket, plus a client for it. */
 export interface S3Server {
@@ -279,6 +329,7 @@ export function testConfig(o: {
         AUTH_SPOKE: o.spoke,
         AUTH_HUB_PUBLIC_KEY: o.publicKey,
         AUTH_POLICY_BUCKET: BUCKET,
+        AUTH_POLICY_BUCKET_OWNER: BUCKET_OWNER_ACCOUNT,
         AUTH_S3_ENDPOINT: o.s3Endpoint,
         AUTH_S3_FORCE_PATH_STYLE: "true",
         AUTH_REDIS_URL: o.redisUrl,
