@@ -67,8 +67,14 @@ export function serviceOnlyKeyPolicy(x: {
     partition?: string;
     /** Who administers the key: the hub deployers and `platform:keyAdministrators`. */
     administrators: readonly string[];
+    /**
+     * CloudWatch Logs log groups (names, in the hub's account and region) encrypted with the key: CloudWatch Logs
+     * uses it as its regional service principal, for exactly these log groups ({@link logGroupKeyStatement}).
+     */
+    logGroups?: readonly string[];
 }): Record<string, unknown> {
-    const root = `arn:${x.partition ?? "aws"}:iam::${x.accountId}:root`;
+    const partition = x.partition ?? "aws";
+    const root = `arn:${partition}:iam::${x.accountId}:root`;
     return {
         Version: "2012-10-17",
         Statement: [
@@ -95,7 +101,33 @@ export function serviceOnlyKeyPolicy(x: {
                     },
                 },
             },
+            ...(x.logGroups?.length ? [logGroupKeyStatement({ ...x, partition, logGroups: x.logGroups })] : []),
         ],
+    };
+}
+
+/** ARN of a CloudWatch Logs log group, as CloudWatch Logs puts it in the encryption context (no `:*` suffix). */
+export function logGroupArn(x: { partition?: string; region: string; accountId: string; name: string }): string {
+    return `arn:${x.partition ?? "aws"}:logs:${x.region}:${x.accountId}:log-group:${x.name}`;
+}
+
+/**
+ * Pure: the key policy statement that lets CloudWatch Logs encrypt and decrypt the named log groups with the key: the
+ * regional service principal `logs.<region>.amazonaws.com`, only with the encryption context
+ * `kms:EncryptionContext:aws:logs:arn` of one of those log groups (AWS CloudWatch Logs user guide, "Encrypt log data
+ * in CloudWatch Logs using AWS Key Management Service", step 2: its actions and condition). No other log group, in
+ * this account or another, can use the key.
+ */
+export function logGroupKeyStatement(x: { partition?: string; region: string; accountId: string; logGroups: readonly string[] }) {
+    return {
+        Sid: "CloudWatchLogsLogGroups",
+        Effect: "Allow",
+        Principal: { Service: `logs.${x.region}.amazonaws.com` },
+        Action: ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+        Resource: "*",
+        Condition: {
+            ArnEquals: { "kms:EncryptionContext:aws:logs:arn": x.logGroups.map((name) => logGroupArn({ ...x, name })) },
+        },
     };
 }
 

@@ -1425,6 +1425,63 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
     });
 });
 
+describe("simulated: CloudWatch Logs encrypts the ledger database's log group with the ledger key", () => {
+    /**
+     * What CloudWatch Logs asks KMS for a log group: its regional service principal, the group's ARN as encryption
+     * context (`kms:EncryptionContext:aws:logs:arn`). The simulator evaluates context keys with a variable part only
+     * after a `/` (`aws:PrincipalTag/...`), so it cannot evaluate that condition (asserted below, so a simulator that
+     * learns it fails here and the condition gets simulated); the principal and actions are simulated with the statement's
+     * condition set aside, and the condition's value is the log group's own ARN (test/hub-ledger.test.ts).
+     */
+    async function asLogs(action: string, policy: Doc, region = REGION, context: Record<string, string> = {}) {
+        const principal = `logs.${region}.amazonaws.com`;
+        const r = await simulatorRun(
+            {
+                identityPolicies: [],
+                serviceControlPolicies: [],
+                resourceControlPolicies: [],
+                resourcePolicy: policy as any,
+                request: {
+                    action,
+                    principal,
+                    resource: { accountId: ACCOUNT, resource: vars.ledgerKeyArn },
+                    contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalServiceName": principal, ...context },
+                },
+            } as any,
+            {},
+        );
+        if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
+        return { decision: r.overallResult as Decision, ignored: ((r as any).result?.ignoredContextKeys ?? []) as string[] };
+    }
+
+    it("the ledger key's policy lets CloudWatch Logs of the hub's region use it (for the log group named in its condition), no other region's", async () => {
+        const group = named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-db-postgresql-logs");
+        const name = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${inputs(group).name}`;
+        expect(inputs(group).kmsKeyId).toBe(vars.ledgerKeyArn);
+        const policy = resourcePolicyOf(vars.ledgerKeyArn) as { Statement: any[] };
+        const logs = policy.Statement.filter((s) => s.Sid === "CloudWatchLogsLogGroups");
+        expect(logs.map((s) => s.Condition)).toEqual([{ ArnEquals: { "kms:EncryptionContext:aws:logs:arn": [name] } }]);
+        // The simulator cannot evaluate the encryption context condition (see above).
+        expect((await asLogs("kms:GenerateDataKey", policy, REGION, { "kms:EncryptionContext:aws:logs:arn": name })).ignored).toEqual([
+            "kms:EncryptionContext:aws:logs:arn",
+        ]);
+        const unconditioned = {
+            ...policy,
+            Statement: policy.Statement.map((s) => {
+                if (s.Sid !== "CloudWatchLogsLogGroups") return s;
+                const { Condition: _, ...rest } = s;
+                return rest;
+            }),
+        };
+        for (const action of ["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:DescribeKey"])
+            expect((await asLogs(action, unconditioned)).decision, action).toBe("Allowed");
+        expect((await asLogs("kms:Decrypt", unconditioned, "us-east-1")).decision).not.toBe("Allowed");
+        // Without the statement (the key policy before this change), CloudWatch Logs cannot use the key at all.
+        const without = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== "CloudWatchLogsLogGroups") };
+        expect((await asLogs("kms:GenerateDataKey", without)).decision).not.toBe("Allowed");
+    });
+});
+
 describe("simulated: who administers the hub's KMS keys", () => {
     const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
     const KEYS = ["policy-store-key", "usage-ledger-key", "api-keys-key"];

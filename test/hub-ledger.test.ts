@@ -113,3 +113,43 @@ describe("the ledger's order of creation", () => {
         expect(alarm.treatMissingData).toBe("breaching");
     });
 });
+
+describe("the ledger database's exported log: its log group is ours, with retention and the ledger key", () => {
+    it("every exported log type has its log group (90 days, ledger key), created before the cluster, which RDS then never creates", () => {
+        const cluster = rs.find((r) => r.type === "aws:rds/cluster:Cluster" && r.name === "usage-ledger-db")!;
+        const exported: string[] = inputs(cluster).enabledCloudwatchLogsExports;
+        expect(exported).toEqual(["postgresql"]);
+        const key = rs.find((r) => r.type === "aws:kms/key:Key" && r.name === "usage-ledger-key")!;
+        for (const type of exported) {
+            const group = rs.find((r) => r.type === "aws:cloudwatch/logGroup:LogGroup" && r.name === `usage-ledger-db-${type}-logs`);
+            expect(group, type).toBeDefined();
+            expect(inputs(group!)).toMatchObject({
+                name: `/aws/rds/cluster/${inputs(cluster).clusterIdentifier}/${type}`,
+                retentionInDays: 90,
+                kmsKeyId: key.outputs.arn,
+            });
+            expect(cluster.dependencies, `the cluster waits for ${type}'s log group`).toContain(group!.urn);
+        }
+        // The Lambdas' log groups keep the same retention.
+        const lambdaRetention = rs
+            .filter((r) => r.type === "aws:cloudwatch/logGroup:LogGroup" && String(inputs(r).name).startsWith("/aws/lambda/"))
+            .map((r) => inputs(r).retentionInDays);
+        expect(new Set(lambdaRetention)).toEqual(new Set([90]));
+    });
+
+    it("the ledger key lets CloudWatch Logs use it for exactly those log groups", () => {
+        const key = rs.find((r) => r.type === "aws:kms/key:Key" && r.name === "usage-ledger-key")!;
+        const cluster = inputs(rs.find((r) => r.type === "aws:rds/cluster:Cluster" && r.name === "usage-ledger-db")!);
+        const logs = JSON.parse(inputs(key).policy).Statement.filter((s: any) =>
+            [s.Principal?.Service ?? []].flat().some((p: string) => p.startsWith("logs.")),
+        );
+        expect(logs).toHaveLength(1);
+        const region = stackConfigDoc("hub-prod")["aws:region"];
+        expect(logs[0].Principal).toEqual({ Service: `logs.${region}.amazonaws.com` });
+        expect(logs[0].Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]).toEqual([
+            expect.stringMatching(
+                new RegExp(`^arn:aws:logs:${region}:\\d{12}:log-group:/aws/rds/cluster/${cluster.clusterIdentifier}/postgresql$`),
+            ),
+        ]);
+    });
+});

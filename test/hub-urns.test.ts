@@ -13,7 +13,9 @@
  * which `npm run status` and `npm run replay-usage` invoke because the database has no route from outside its VPC;
  * and for the policies of the ledger VPC's Secrets Manager and CloudWatch interface endpoints
  * (`usage-ledger-secretsmanager-policy`, `usage-ledger-monitoring-policy`); and each usage stream's resource policy
- * (`usage-ledger-<spoke>-put-policy`: only the spoke's metering role puts records).
+ * (`usage-ledger-<spoke>-put-policy`: only the spoke's metering role puts records); and the log group of the ledger
+ * database's exported PostgreSQL log (`usage-ledger-db-postgresql-logs`, created before the cluster with retention and the
+ * ledger key; the cluster's own URN is unchanged).
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import type { UsageContract } from "../../config/contract";
 import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
-import { ledgerDatabase } from "./ledger/database";
+import { LEDGER_LOG_EXPORTS, ledgerDatabase, ledgerLogGroupName } from "./ledger/database";
 import { failedBatchBucket } from "./ledger/failures";
 import { ledgerFunctions } from "./ledger/functions";
 import { METRIC_NAMESPACE } from "../../services/reconciler/config";
@@ -15,7 +15,16 @@ import { FAILED_BATCH_PREFIX } from "../../services/usage-consumer/config";
 // The ledger's parts, one module per concept (components/hub/ledger/): transport (streams), network, database,
 // functions (migrator, consumer, reconciliation), alarms, plus the Lambda bundling and IAM documents.
 export { bundleLambda, bundleUsageConsumer, CONSUMER_RUNTIME, type ConsumerBundle } from "./ledger/bundle";
-export { LEDGER_CLUSTER_ID, LEDGER_CLUSTER_PARAMETERS, LEDGER_DATABASE, LEDGER_USER, parameterGroupFamily } from "./ledger/database";
+export {
+    LEDGER_CLUSTER_ID,
+    LEDGER_CLUSTER_PARAMETERS,
+    LEDGER_DATABASE,
+    LEDGER_LOG_EXPORTS,
+    LEDGER_LOG_RETENTION_DAYS,
+    LEDGER_USER,
+    ledgerLogGroupName,
+    parameterGroupFamily,
+} from "./ledger/database";
 export { consumerPolicy, migratorPolicy, reconcilerPolicy } from "./ledger/iam";
 export { usageStreamName } from "./ledger/transport";
 export type { LedgerAlarmArgs };
@@ -105,7 +114,8 @@ export class UsageLedger extends pulumi.ComponentResource {
                 deletionWindowInDays: 30,
                 tags,
                 // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
-                // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts).
+                // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts). CloudWatch Logs: the database's
+                // exported log groups only (components/hub/ledger/database.ts).
                 policy: pulumi.output(args.accountId).apply((accountId) =>
                     JSON.stringify(
                         serviceOnlyKeyPolicy({
@@ -113,6 +123,7 @@ export class UsageLedger extends pulumi.ComponentResource {
                             region: args.region,
                             services: ["rds", "secretsmanager", "s3"],
                             administrators: args.keyAdministrators,
+                            logGroups: LEDGER_LOG_EXPORTS.map((type) => ledgerLogGroupName(scope.prefix, type)),
                         }),
                     ),
                 ),

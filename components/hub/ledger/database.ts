@@ -19,6 +19,25 @@ export const LEDGER_USER = "ledger_admin";
 export function ledgerClusterId(prefix: string): string {
     return `${prefix}-usage-ledger`;
 }
+/**
+ * Days CloudWatch Logs keeps the ledger database's PostgreSQL log (as the ledger Lambdas' log groups,
+ * components/hub/ledger/functions.ts).
+ */
+export const LEDGER_LOG_RETENTION_DAYS = 90;
+
+/**
+ * Log types the ledger cluster exports to CloudWatch Logs (`enabledCloudwatchLogsExports`): the PostgreSQL log
+ * (connections refused by `rds.force_ssl`, errors, the migrator's DDL). Aurora PostgreSQL writes each type to
+ * `/aws/rds/cluster/<cluster identifier>/<type>` (Aurora user guide, "Publishing Aurora PostgreSQL logs to Amazon
+ * CloudWatch Logs"); {@link ledgerDatabase} creates those log groups itself.
+ */
+export const LEDGER_LOG_EXPORTS = ["postgresql"] as const;
+
+/** Pure: the log group Aurora writes the ledger cluster's exported `type` log to ({@link LEDGER_LOG_EXPORTS}). */
+export function ledgerLogGroupName(prefix: string, type: (typeof LEDGER_LOG_EXPORTS)[number]): string {
+    return `/aws/rds/cluster/${ledgerClusterId(prefix)}/${type}`;
+}
+
 /** The shipped hub's cluster identifier ({@link ledgerClusterId} of the default prefix `platform`). */
 export const LEDGER_CLUSTER_ID = ledgerClusterId("platform");
 
@@ -47,6 +66,8 @@ export interface LedgerDatabase {
     /** The login roles' password secrets. */
     ingest: { secret: aws.secretsmanager.Secret; version: aws.secretsmanager.SecretVersion };
     reporter: { secret: aws.secretsmanager.Secret; version: aws.secretsmanager.SecretVersion };
+    /** The log groups of the cluster's exported logs ({@link LEDGER_LOG_EXPORTS}), created before it. */
+    logGroups: aws.cloudwatch.LogGroup[];
 }
 
 /**
@@ -87,6 +108,22 @@ export function ledgerDatabase(
         },
         scope.parent,
     );
+    // The exported logs' groups, created here before the cluster, so RDS never creates them itself (without retention,
+    // unencrypted): the ledger key encrypts them (its policy lets CloudWatch Logs use it for exactly these groups,
+    // components/hub/UsageLedger.ts) and they expire like the Lambdas' logs.
+    const logGroups = LEDGER_LOG_EXPORTS.map(
+        (type) =>
+            new aws.cloudwatch.LogGroup(
+                `${scope.name}-db-${type}-logs`,
+                {
+                    name: ledgerLogGroupName(scope.prefix, type),
+                    retentionInDays: LEDGER_LOG_RETENTION_DAYS,
+                    kmsKeyId: key.arn,
+                    tags: scope.tags,
+                },
+                scope.parent,
+            ),
+    );
     const cluster = new aws.rds.Cluster(
         `${scope.name}-db`,
         {
@@ -113,10 +150,10 @@ export function ledgerDatabase(
             allowMajorVersionUpgrade: true,
             skipFinalSnapshot: false,
             finalSnapshotIdentifier: `${clusterId}-final`,
-            enabledCloudwatchLogsExports: ["postgresql"],
+            enabledCloudwatchLogsExports: [...LEDGER_LOG_EXPORTS],
             tags: scope.tags,
         },
-        scope.keep,
+        { ...scope.keep, dependsOn: logGroups },
     );
     const instances = Array.from(
         { length: args.instances },
@@ -179,5 +216,5 @@ export function ledgerDatabase(
     const ingest = roleSecret("ingest", "usage consumer");
     const reporter = roleSecret("reporter", "scheduled reconciliation");
 
-    return { cluster, instances, masterSecretArn, ingest, reporter };
+    return { cluster, instances, masterSecretArn, ingest, reporter, logGroups };
 }
