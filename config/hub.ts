@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AccessLogsConfigSchema } from "./access-logs";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { FailoverConfigSchema, failoverHubIssues } from "./failover";
 import { LimitSetSchema } from "./limits";
@@ -159,6 +160,8 @@ export const HubConfigSchema = z
         kvSharing: z.array(KvSharingSchema).default([]),
         /** Usage ledger (config/metering.ts); optional, every field defaulted. */
         usage: UsageLedgerConfigSchema.prefault({}),
+        /** S3 server access logging of the policy and failure buckets (config/access-logs.ts); optional, defaulted. */
+        accessLogs: AccessLogsConfigSchema.prefault({}),
         /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
         spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),
         /** Alarm destination (required: usage that cannot reach the ledger must page someone). */

@@ -1,6 +1,7 @@
 import { PUBLICATION_OUTPUT } from "../lib/hub-publication";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { AccessLogs } from "../components/hub/AccessLogs";
 import { ApiKeys } from "../components/hub/ApiKeys";
 import { PolicyStore } from "../components/hub/PolicyStore";
 import { effectiveIdentity, SpokeIdentity, spokeDeployerArn } from "../components/hub/SpokeIdentity";
@@ -387,6 +388,27 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             alarms: cfg.alarms,
             accountId: caller.accountId,
             keyAdministrators: keyAdministrators,
+            namePrefix: cfg.namePrefix,
+        },
+        opts,
+    );
+    // Server access logs of the two data buckets (config/access-logs.ts; why not CloudTrail data events:
+    // docs/architecture.md).
+    new AccessLogs(
+        "access-logs",
+        {
+            sources: [
+                { id: "policy-bundles", bucket: store.bucket, arn: store.bucketArn, prefix: "policy-bundles/" },
+                {
+                    id: "usage-failed-batches",
+                    bucket: ledger.failedBatchBucket,
+                    arn: ledger.failedBatchBucketArn,
+                    prefix: "usage-failed-batches/",
+                },
+            ],
+            retentionDays: cfg.accessLogs.retentionDays,
+            accountId: caller.accountId,
+            region,
             namePrefix: cfg.namePrefix,
         },
         opts,

@@ -1482,6 +1482,80 @@ describe("simulated: CloudWatch Logs encrypts the ledger database's log group wi
     });
 });
 
+describe("simulated: the S3 access log bucket takes log objects only from S3's logging service, for the hub's two data buckets", () => {
+    const LOGGING = "logging.s3.amazonaws.com";
+    /** One request to the log bucket, with the log bucket's policy and (for an IAM principal) its identity policies. */
+    async function toLogBucket(
+        principal: string,
+        action: string,
+        key: string,
+        context: Record<string, string> = {},
+        identityPolicies: Doc[] = [],
+    ): Promise<Decision> {
+        const logBucketArn = out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn");
+        const resource = `${logBucketArn}/${key}`;
+        const iam = principal.startsWith("arn:");
+        const r = await runSimulation(
+            {
+                identityPolicies: identityPolicies.map((policy, i) => ({ name: `inline-${i}`, policy })),
+                serviceControlPolicies: [],
+                resourceControlPolicies: [],
+                resourcePolicy: resourcePolicyOf(resource) as any,
+                request: {
+                    action,
+                    principal,
+                    resource: { accountId: ACCOUNT, resource },
+                    contextVariables: {
+                        "aws:SecureTransport": "true",
+                        ...(iam
+                            ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
+                            : { "aws:PrincipalServiceName": principal }),
+                        ...context,
+                    },
+                },
+            } as any,
+            {},
+        );
+        if (r.resultType === "error") throw new Error(JSON.stringify(r.errors));
+        return r.overallResult as Decision;
+    }
+    const from = (sourceArn: string, account = ACCOUNT) => ({ "aws:SourceArn": sourceArn, "aws:SourceAccount": account });
+
+    it("each data bucket's logs, under its own prefix, from this account only", async () => {
+        const sources = [
+            [vars.policyBucketArn, "policy-bundles/"],
+            [vars.failedBatchBucketArn, "usage-failed-batches/"],
+        ];
+        const key = (prefix: string) => `${prefix}${ACCOUNT}/${REGION}/b/2026/12/02/2026-12-02-05-00-00-0123456789ABCDEF`;
+        for (const [arn, prefix] of sources) {
+            expect(await toLogBucket(LOGGING, "s3:PutObject", key(prefix), from(arn)), prefix).toBe("Allowed");
+            // The same bucket name in another account (confused deputy), or a log of the other bucket under this prefix.
+            expect(await toLogBucket(LOGGING, "s3:PutObject", key(prefix), from(arn, "999999999999"))).not.toBe("Allowed");
+            const other = sources.find(([a]) => a !== arn)![0];
+            expect(await toLogBucket(LOGGING, "s3:PutObject", key(prefix), from(other))).not.toBe("Allowed");
+        }
+        expect(await toLogBucket(LOGGING, "s3:PutObject", key("elsewhere/"), from(vars.policyBucketArn))).not.toBe("Allowed");
+        expect(await toLogBucket(LOGGING, "s3:PutObject", key("policy-bundles/"), from("arn:aws:s3:::someone-elses-bucket"))).not.toBe(
+            "Allowed",
+        );
+        // The logging service may do nothing else, and no other service may deliver.
+        expect(await toLogBucket(LOGGING, "s3:GetObject", key("policy-bundles/"), from(vars.policyBucketArn))).not.toBe("Allowed");
+        expect(await toLogBucket("cloudtrail.amazonaws.com", "s3:PutObject", key("policy-bundles/"), from(vars.policyBucketArn))).not.toBe(
+            "Allowed",
+        );
+    });
+
+    it("nobody forges or erases a log line: an account administrator (s3:* by IAM) cannot put or delete log objects", async () => {
+        const admin = `arn:aws:iam::${ACCOUNT}:role/hub-deployer`;
+        const all: Doc[] = [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] }];
+        const key = "policy-bundles/x";
+        expect(await toLogBucket(admin, "s3:GetObject", key, {}, all)).toBe("Allowed");
+        for (const action of ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"])
+            expect(await toLogBucket(admin, action, key, {}, all), action).toBe("ExplicitlyDenied");
+        expect(await toLogBucket(admin, "s3:GetObject", key, { "aws:SecureTransport": "false" }, all)).toBe("ExplicitlyDenied");
+    });
+});
+
 describe("simulated: who administers the hub's KMS keys", () => {
     const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "*", Resource: "*" }] };
     const KEYS = ["policy-store-key", "usage-ledger-key", "api-keys-key"];

@@ -117,7 +117,7 @@ describe("two hubs in one account", () => {
         expect(staging).toContain("aws:iam/user:User staging-spoke-hn1-2026-11");
         expect(staging).toContain("aws:secretsmanager/secret:Secret staging/spokes/hn1/source-key/2026-11");
         for (const n of staging.filter((x) => !x.startsWith("aws:route53/record:Record ")))
-            expect(n).toMatch(/ (alias\/|\/aws\/lambda\/)?(staging|hub-staging)[-/]/);
+            expect(n).toMatch(/ (alias\/|\/aws\/lambda\/|\/aws\/rds\/cluster\/)?(staging|hub-staging)[-/]/);
         // The client hostname's records carry the hub file's own hostname (platform:failover.hostname).
         expect(staging.filter((x) => x.startsWith("aws:route53/record:Record "))).toEqual([
             "aws:route53/record:Record hcm1/llm.staging.example.com",

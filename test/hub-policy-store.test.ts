@@ -213,7 +213,7 @@ describe("PolicyStore under mocks (hub-prod)", () => {
             );
         }
         // Objects are written only once the bucket is versioned, encrypted and TLS-only; the pointer after its bundle.
-        const urn = (type: string) => byType(hub.resources, type)[0].urn;
+        const urn = (type: string) => byType(hub.resources, type).find((r) => r.name.startsWith("policy-store-"))!.urn;
         const objRes = (n: string) => byType(hub.resources, "aws:s3/bucketObjectv2:BucketObjectv2").find((o) => o.name === n)!;
         const ready = [
             urn("aws:s3/bucketVersioning:BucketVersioning"),

@@ -15,7 +15,8 @@
  * (`usage-ledger-secretsmanager-policy`, `usage-ledger-monitoring-policy`); and each usage stream's resource policy
  * (`usage-ledger-<spoke>-put-policy`: only the spoke's metering role puts records); and the log group of the ledger
  * database's exported PostgreSQL log (`usage-ledger-db-postgresql-logs`, created before the cluster with retention and the
- * ledger key; the cluster's own URN is unchanged).
+ * ledger key; the cluster's own URN is unchanged); and the S3 access log bucket of the two data buckets
+ * (`platform:hub:AccessLogs` `access-logs`: the log bucket, its controls and policy, each data bucket's `BucketLogging`).
  * Removed deliberately since: the on-prem source keys'
  * `aws:iam/accessKey:AccessKey` and their `aws:secretsmanager/secretVersion:SecretVersion` (SpokeIdentity), now minted
  * outside Pulumi into the slot's secret (services/keys/spoke-key.ts; README "Rotating an on-prem key without an outage"

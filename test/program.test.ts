@@ -365,6 +365,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
             "aws:rds/clusterInstance:ClusterInstance",
             "aws:s3/bucket:Bucket",
             "aws:s3/bucket:Bucket",
+            "aws:s3/bucket:Bucket",
         ]);
         for (const r of stateful)
             expect(r.options, `${r.type} ${r.name}`).toEqual({ protect: true, retainOnDelete: true, deleteBeforeReplace: false });
@@ -376,6 +377,7 @@ describe("hub on AWS as a security review would pass it (hub-prod)", () => {
         expect(named("aws:rds/clusterInstance:ClusterInstance").sort()).toEqual(["platform-usage-ledger-0", "platform-usage-ledger-1"]);
         expect(named("aws:s3/bucket:Bucket").sort()).toEqual([
             "platform-policy-bundles-123456789012-ap-southeast-1",
+            "platform-s3-access-logs-123456789012-ap-southeast-1",
             "platform-usage-failed-batches-123456789012-ap-southeast-1",
         ]);
         // Spoke roles are named by prefix: a replacement creates the new role before it deletes the old one.

@@ -81,6 +81,7 @@ export class UsageLedger extends pulumi.ComponentResource {
     public readonly failureQueueArn: pulumi.Output<string>;
     /** The failure bucket: failed batches with their records, for `npm run replay-usage`. */
     public readonly failedBatchBucket: pulumi.Output<string>;
+    public readonly failedBatchBucketArn: pulumi.Output<string>;
     /** The ledger key (encrypts the failed batches: a rescue names it in its PutObject, services/usage-consumer/rescue.ts). */
     public readonly keyArn: pulumi.Output<string>;
     public readonly clusterEndpoint: pulumi.Output<string>;
@@ -183,6 +184,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.consumerArn = fn.arn;
         this.failureQueueArn = queue.arn;
         this.failedBatchBucket = failures.bucket.bucket;
+        this.failedBatchBucketArn = failures.bucket.arn;
         this.keyArn = key.arn;
         this.clusterEndpoint = db.cluster.endpoint;
         this.opsFunction = pulumi.all([ops.name, ops.arn]).apply(([n, a]) => ({ name: n, arn: a, region: args.region }));
