@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { AccessLogsConfigSchema } from "./access-logs";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { FailoverConfigSchema, failoverHubIssues } from "./failover";
 import { LimitSetSchema } from "./limits";
@@ -144,6 +143,26 @@ export const HubNamePrefixSchema = z
         `must not begin with an S3-reserved bucket prefix (${RESERVED_BUCKET_PREFIXES.map((r) => `${r}-`).join(", ")})`,
     );
 
+/**
+ * `platform:accessLogs` of the hub: S3 server access logging of the hub's two data buckets (the policy bucket and the
+ * usage failure bucket) into a dedicated log bucket the hub creates (components/hub/AccessLogs.ts). Always on: every
+ * read, write and ACK of a bundle, and every stored or replayed usage batch, leaves a record that names the caller, so
+ * a reviewer can verify it from the hub stack alone, with no organisation CloudTrail trail assumed. Every field has a
+ * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
+ * buckets").
+ */
+export const AccessLogsConfigSchema = z
+    .object({
+        /**
+         * Days a log object stays in the log bucket before S3 expires it. Default 365 (a year of bundle pulls and
+         * replays to look back on); at least 1.
+         */
+        retentionDays: z.number().int().min(1).max(36500).default(365),
+    })
+    .strict();
+
+export type AccessLogsConfig = z.infer<typeof AccessLogsConfigSchema>;
+
 export const HubConfigSchema = z
     .object({
         role: z.literal("hub"),
@@ -160,7 +179,7 @@ export const HubConfigSchema = z
         kvSharing: z.array(KvSharingSchema).default([]),
         /** Usage ledger (config/metering.ts); optional, every field defaulted. */
         usage: UsageLedgerConfigSchema.prefault({}),
-        /** S3 server access logging of the policy and failure buckets (config/access-logs.ts); optional, defaulted. */
+        /** S3 server access logging of the policy and failure buckets ({@link AccessLogsConfigSchema}); optional, defaulted. */
         accessLogs: AccessLogsConfigSchema.prefault({}),
         /** Spoke name -> how it obtains its AWS identity (default: pod-identity on EKS, access-key on-prem). */
         spokeIdentities: z.record(z.string(), SpokeIdentityConfigSchema).default({}),

@@ -392,7 +392,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         },
         opts,
     );
-    // Server access logs of the two data buckets (config/access-logs.ts; why not CloudTrail data events:
+    // Server access logs of the two data buckets (config/hub.ts `AccessLogsConfigSchema`; why not CloudTrail data events:
     // docs/architecture.md).
     new AccessLogs(
         "access-logs",

@@ -27,7 +27,9 @@ export const LEDGER_LOG_RETENTION_DAYS = 90;
 
 /**
  * Log types the ledger cluster exports to CloudWatch Logs (`enabledCloudwatchLogsExports`): the PostgreSQL log
- * (connections refused by `rds.force_ssl`, errors, the migrator's DDL). Aurora PostgreSQL writes each type to
+ * (connections refused by `rds.force_ssl`, errors, the migrator's DDL). Aurora PostgreSQL exports `postgresql`,
+ * `instance` and `iam-db-auth-error`, no `upgrade` (RDS API reference, CreateDBCluster `EnableCloudwatchLogsExports`;
+ * `iam-db-auth-error` would stay empty: the ledger's roles log in with passwords). It writes each type to
  * `/aws/rds/cluster/<cluster identifier>/<type>` (Aurora user guide, "Publishing Aurora PostgreSQL logs to Amazon
  * CloudWatch Logs"); {@link ledgerDatabase} creates those log groups itself.
  */
