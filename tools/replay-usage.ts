@@ -67,7 +67,7 @@ The bucket: the AWS SDK's default credentials (a hub deployer; S3 decrypts with 
 
 Examples:
   npm run replay-usage -- --hub hub-prod
-  DATABASE_URL=postgres://... npm run replay-usage -- --bucket platform-failed-batches --region ap-southeast-1 --apply
+  DATABASE_URL=postgres://... npm run replay-usage -- --bucket platform-usage-failed-batches-123456789012-ap-southeast-1 --bucket-owner 123456789012 --region ap-southeast-1 --apply
   npm run replay-usage -- --hub hub-prod --rescue-stream --since 2026-11-29T09:00:00Z --apply
 `;
 
