@@ -18,7 +18,7 @@ import { generateSpokeSecrets, spokeSecretsManifest } from "../services/keys/spo
 import { type EnvContract, envNames } from "../services/shared/env";
 import { CONSUMER_ENV, readEnv as loadConsumerEnv } from "../services/usage-consumer/config";
 import type { CapturedResource, RunStackResult, StackOutputs } from "../tools/harness";
-import { dependencyOrder, discoverStacks } from "../tools/stackfiles";
+import { dependencyOrder, discoverStacks } from "../lib/stackfiles";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, ROOT, runRepoStack, STACKS } from "./helpers";
 
