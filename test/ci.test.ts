@@ -42,7 +42,7 @@ function gates(text: string): string[] {
 function aptPackages(text: string): string[] {
     const need = [...text.matchAll(/\bneed\+=\(([^)]*)\)/g)].flatMap((m) => m[1].trim().split(/\s+/));
     const out = new Set<string>();
-    for (const m of text.matchAll(/\bapt-get\s+install\b([^\n;&|]*)/g))
+    for (const m of text.matchAll(/\bapt-get\s+install\b([^\n;&|`)]*)/g))
         for (const t of m[1].trim().split(/\s+/).filter(Boolean)) {
             if (t === '"${need[@]}"') for (const n of need) out.add(n);
             else if (!t.startsWith("-")) out.add(t);
@@ -157,6 +157,7 @@ describe("GitHub Actions workflows", () => {
     it("every workflow job that runs npm test installs the OS packages .ci/run installs, on the Node .ci/run fetches", () => {
         const ciPackages = aptPackages(CI_RUN);
         expect(ciPackages).toEqual(["postgresql", "prometheus", "redis-server"]);
+        expect(aptPackages(fs.readFileSync(path.join(ROOT, "README.md"), "utf8")), "README's prerequisites").toEqual(ciPackages);
         const nodeMajor = /^NODE_VERSION=(\d+)\./m.exec(CI_RUN)?.[1];
         expect(fs.readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim(), ".nvmrc is .ci/run's Node major").toBe(nodeMajor);
         for (const j of testJobs()) {
