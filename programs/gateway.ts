@@ -44,16 +44,21 @@ export interface GatewayDeployment {
     loadBalancerProvisioner?: pulumi.Resource[];
 }
 
+/** Brand of {@link GatewayHandles}: declared here and not exported, so no other module can write the key. */
+declare const gatewayDeployed: unique symbol;
+
 /**
  * What metering shares with the gateway (programs/metering.ts): the Secret holding the counters' Redis URL
- * (operator-installed, services/shared/spoke-secrets.ts; its name, never its value) and the spoke's AWS identity. Only
- * {@link deployGateway} makes one, so metering cannot be declared before the gateway.
+ * (operator-installed, services/shared/spoke-secrets.ts; its name, never its value) and the spoke's AWS identity.
+ * Branded: only {@link deployGateway} makes one (an object literal of the same shape does not type-check:
+ * test/step-order.types.ts), so metering cannot be declared before the gateway.
  */
-export interface GatewayHandles {
-    redisUrlSecret: { name: string; key: string };
+export type GatewayHandles = {
+    readonly redisUrlSecret: { name: string; key: string };
     /** On-prem: the operator-installed source key (lib/spoke-services.ts `SOURCE_KEY_SECRET`); EKS: Pod Identity. */
-    identity: { kind: "source-key"; slot: string } | { kind: "pod-identity" };
-}
+    readonly identity: { kind: "source-key"; slot: string } | { kind: "pod-identity" };
+    readonly [gatewayDeployed]: true;
+};
 
 /**
  * Deploys the spoke's Agent Router and auth service from the hub contract (endpoints -> routes, policy block ->
@@ -81,9 +86,7 @@ export function deployGateway(d: GatewayDeployment, opts: pulumi.ComponentResour
         },
         opts,
     );
-    const handles: GatewayHandles = {
-        redisUrlSecret: router.counters.urlSecret,
-        identity: d.identity,
-    };
+    // The one place a GatewayHandles is made: after the router (and its counters) are declared.
+    const handles = { redisUrlSecret: router.counters.urlSecret, identity: d.identity } as GatewayHandles;
     return { outputs: { routes: router.routeNames, policyRevision: d.contract.policy.revision }, handles };
 }

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as YAML from "yaml";
 import { affectedStacks, isDocumentation } from "../tools/ci-stacks";
-import { discoverStacks } from "../tools/stackfiles";
+import { discoverStacks } from "../lib/stackfiles";
 import { ROOT, STACKS, testTempDir } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
@@ -22,6 +22,47 @@ function stacksUnderStacksDir(): string[] {
     const isHub = (n: string) =>
         YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${n}.yaml`), "utf8")).config["platform:role"] === "hub";
     return [...names.filter(isHub).sort(), ...names.filter((n) => !isHub(n)).sort()];
+}
+
+const CI_RUN = fs.readFileSync(path.join(ROOT, ".ci", "run"), "utf8");
+
+/** A gate is the command up to its arguments: `npm run render -- --diff X` and `npm run render` are one gate. */
+function gates(text: string): string[] {
+    return text
+        .split("\n")
+        .map((l) => l.trim())
+        .filter((l) => /^(npm|npx) /.test(l) && l !== "npm --version")
+        .map((l) => l.replace(/\s+--(\s.*)?$/, "").replace(/\s+--(no-audit|no-fund|ignore-scripts|silent)\b/g, ""));
+}
+
+/**
+ * The OS packages a script installs with apt-get, sorted: the arguments of every `apt-get install` (flags dropped), where
+ * `"${need[@]}"` stands for every `need+=(...)` of the script (.ci/run installs only what the machine lacks).
+ */
+function aptPackages(text: string): string[] {
+    const need = [...text.matchAll(/\bneed\+=\(([^)]*)\)/g)].flatMap((m) => m[1].trim().split(/\s+/));
+    const out = new Set<string>();
+    for (const m of text.matchAll(/\bapt-get\s+install\b([^\n;&|`)]*)/g))
+        for (const t of m[1].trim().split(/\s+/).filter(Boolean)) {
+            if (t === '"${need[@]}"') for (const n of need) out.add(n);
+            else if (!t.startsWith("-")) out.add(t);
+        }
+    return [...out].sort();
+}
+
+/** Every job of every workflow whose steps run `npm test`, with its steps and their run scripts joined. */
+function testJobs(): Array<{ where: string; steps: any[]; runs: string }> {
+    const out: Array<{ where: string; steps: any[]; runs: string }> = [];
+    for (const f of fs
+        .readdirSync(WORKFLOWS)
+        .filter((x) => /\.ya?ml$/.test(x))
+        .sort())
+        for (const [name, job] of Object.entries<any>(workflow(f).jobs ?? {})) {
+            const steps: any[] = job.steps ?? [];
+            const runs = steps.map((s) => s.run ?? "").join("\n");
+            if (/(^|\s)npm test\b/m.test(runs)) out.push({ where: `${f} ${name}`, steps, runs });
+        }
+    return out;
 }
 
 async function lint(files: string[]): Promise<{ code: number; out: string }> {
@@ -99,28 +140,38 @@ describe("GitHub Actions workflows", () => {
         }
     });
 
-    it(".ci/run runs the gates of preview.yml's check job, each once (the render runs the upstream check)", () => {
-        // A gate is the command up to its arguments: `npm run render -- --diff X` and `npm run render` are one gate.
-        const gate = (line: string) =>
-            line
-                .trim()
-                .replace(/\s+--(\s.*)?$/, "")
-                .replace(/\s+--(no-audit|no-fund|ignore-scripts|silent)\b/g, "");
-        const commands = (text: string) =>
-            text
-                .split("\n")
-                .map((l) => l.trim())
-                .filter((l) => /^(npm|npx) /.test(l) && l !== "npm --version")
-                .map(gate);
-        const wf = workflow("preview.yml");
-        // PR-only steps: which stacks to preview, and the render comment; neither applies to a clone of main.
-        const prOnly = (g: string) => g.startsWith("npm run ci-stacks") || g.startsWith("npm run --silent ci-stacks");
-        const workflowGates = commands(wf.jobs.check.steps.map((s: any) => s.run ?? "").join("\n")).filter((g) => !prOnly(g));
-        const ciRun = commands(fs.readFileSync(path.join(ROOT, ".ci", "run"), "utf8"));
-        expect(new Set(ciRun)).toEqual(new Set(workflowGates));
+    it(".ci/run runs the gates of every workflow job that runs npm test, each once (the render runs the upstream check)", () => {
+        const jobs = testJobs();
+        expect(jobs.map((j) => j.where)).toEqual(["preview.yml check"]);
+        const ciRun = gates(CI_RUN);
+        for (const j of jobs) {
+            // PR-only steps: which stacks to preview, and the render comment; neither applies to a clone of main.
+            const prOnly = (g: string) => g.startsWith("npm run ci-stacks") || g.startsWith("npm run --silent ci-stacks");
+            expect(new Set(ciRun), j.where).toEqual(new Set(gates(j.runs).filter((g) => !prOnly(g))));
+        }
         expect(ciRun.length, `.ci/run runs a gate twice: ${ciRun.join(", ")}`).toBe(new Set(ciRun).size);
         expect(ciRun).toEqual(expect.arrayContaining(["npm run lint", "npm run format:check", "npm run lint:workflows"]));
         expect(ciRun).not.toContain("npm run upstream-check");
+    });
+
+    it("every workflow job that runs npm test installs the OS packages .ci/run installs, on the Node .ci/run fetches", () => {
+        const ciPackages = aptPackages(CI_RUN);
+        expect(ciPackages).toEqual(["postgresql", "prometheus", "redis-server"]);
+        expect(aptPackages(fs.readFileSync(path.join(ROOT, "README.md"), "utf8")), "README's prerequisites").toEqual(ciPackages);
+        const nodeMajor = /^NODE_VERSION=(\d+)\./m.exec(CI_RUN)?.[1];
+        expect(fs.readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim(), ".nvmrc is .ci/run's Node major").toBe(nodeMajor);
+        for (const j of testJobs()) {
+            expect(aptPackages(j.runs), `${j.where}: apt-get install`).toEqual(ciPackages);
+            const node = j.steps.filter((s: any) => String(s.uses ?? "").startsWith("actions/setup-node@"));
+            expect(
+                node.map((s: any) => s.with?.["node-version-file"]),
+                `${j.where}: setup-node from .nvmrc`,
+            ).toEqual([".nvmrc"]);
+        }
+        // A job installing less than .ci/run (no prometheus: promtool tests fail, never skip) is told apart.
+        const planted = "sudo apt-get update -qq && sudo apt-get install -y -qq redis-server postgresql\nnpm test";
+        expect(aptPackages(planted)).not.toEqual(ciPackages);
+        expect(aptPackages('need+=(a)\nneed+=(b)\napt-get install -y -qq "${need[@]}" c; echo')).toEqual(["a", "b", "c"]);
     });
 
     it("up.yml applies on push to main only, hubs before spokes, each job gated by the production environment", () => {
@@ -143,7 +194,7 @@ describe("GitHub Actions workflows", () => {
 describe("ci-stacks: which stacks a change previews", () => {
     const stacks = discoverStacks(STACKS);
     it("shared code previews exactly the stacks under stacks/", () => {
-        expect(affectedStacks(["lib/cidr.ts"], stacks)).toEqual(stacksUnderStacksDir());
+        expect(affectedStacks(["config/cidr.ts"], stacks)).toEqual(stacksUnderStacksDir());
         expect(affectedStacks(["package-lock.json", "README.md"], stacks)).toEqual(stacksUnderStacksDir());
     });
     it("a spoke file previews the spoke and its hub; the hub file previews the hub and all its spokes", () => {

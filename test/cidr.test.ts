@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findOverlaps, firstHost, overlaps, parseCidr, subnet } from "../lib/cidr";
+import { findOverlaps, firstHost, overlaps, parseCidr, subnet } from "../config/cidr";
 
 describe("CIDR arithmetic", () => {
     it("parses a CIDR and rejects host bits with a suggestion", () => {

@@ -14,7 +14,7 @@ import { type HubConfig, parseFlatStackConfig, parseStackConfig } from "../confi
 import { checkHubStackName } from "../programs/load";
 import { checkSpokeRegistry } from "../programs/spoke-registry";
 import { ownsOutDir } from "../tools/render";
-import { readStackFile } from "../tools/stackfiles";
+import { readStackFile } from "../lib/stackfiles";
 import { flatConfig, platformKeys, ROOT, runRepoStack, STACKS, stackConfigDoc, stackFile } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 

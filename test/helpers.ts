@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { onTestFinished } from "vitest";
 import * as YAML from "yaml";
 import { type CapturedResource, runStack, type RunStackResult, type StackOutputs } from "../tools/harness";
-import { readStackFile, type StackFile } from "../tools/stackfiles";
+import { readStackFile, type StackFile } from "../lib/stackfiles";
 import { referenceableOutputs, unwrapWire } from "../tools/wire";
 import { sharedInRun } from "./run-share";
 

@@ -1,6 +1,7 @@
 /**
- * Splitting components/hub/UsageLedger.ts into components/hub/ledger/* moved no hub URN: test/fixtures/hub-prod-urns.json
- * is the URN list of hub-prod rendered before the split (`npm run render -- --out <dir> hub-prod`, `resources.json`).
+ * The reviewed URN snapshot of hub-prod: test/fixtures/hub-prod-urns.json is the URN list of hub-prod as last reviewed
+ * (`npm run render -- --out <dir> hub-prod`, `resources.json`), and the render must match it exactly. It was first taken
+ * before components/hub/UsageLedger.ts was split into components/hub/ledger/*, which therefore moved no hub URN.
  * The ledger's protected resources (KMS key, streams, cluster, instances) would otherwise be deleted and recreated, which
  * `protect` refuses, or orphaned. A change that legitimately adds or renames hub resources updates that file in the
  * same pull request, where reviewers see every URN that moves.
@@ -27,19 +28,19 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runRepoStack } from "./helpers";
 
-const BEFORE_SPLIT = JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", "hub-prod-urns.json"), "utf8")) as string[];
+const REVIEWED_URNS = JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", "hub-prod-urns.json"), "utf8")) as string[];
 
-describe.each([false, true])("hub-prod URNs after the usage ledger split (preview=%s)", (preview) => {
-    it("are exactly those rendered before it, the protected ledger resources included", async () => {
+describe.each([false, true])("hub-prod URNs against the reviewed snapshot (preview=%s)", (preview) => {
+    it("are exactly the reviewed ones (none moved by the ledger split), the protected ledger resources included", async () => {
         const hub = await runRepoStack("hub-prod", { preview });
         const urns = new Set(hub.resources.map((r) => r.urn));
-        const removed = BEFORE_SPLIT.filter((u) => !urns.has(u));
-        const added = [...urns].filter((u) => !BEFORE_SPLIT.includes(u) && !u.endsWith("::pulumi:pulumi:Stack::platform-hub-prod"));
+        const removed = REVIEWED_URNS.filter((u) => !urns.has(u));
+        const added = [...urns].filter((u) => !REVIEWED_URNS.includes(u) && !u.endsWith("::pulumi:pulumi:Stack::platform-hub-prod"));
         expect({ removed, added }).toEqual({ removed: [], added: [] });
         const protectedLedger = hub.resources
             .filter((r) => r.urn.includes("platform:hub:UsageLedger$") && r.options?.protect)
             .map((r) => r.urn);
         expect(protectedLedger.length).toBeGreaterThanOrEqual(7); // key, 3 streams, cluster, 2 instances
-        for (const u of protectedLedger) expect(BEFORE_SPLIT).toContain(u);
+        for (const u of protectedLedger) expect(REVIEWED_URNS).toContain(u);
     });
 });

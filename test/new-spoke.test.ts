@@ -9,7 +9,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { addToHub, newSpokeFile, pickFreeBlock } from "../tools/new-spoke";
 import { parseStackConfig } from "../config/stack";
-import { parseCidr } from "../lib/cidr";
+import { parseCidr } from "../config/cidr";
 import { platformKeys, ROOT, STACKS } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 

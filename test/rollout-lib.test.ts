@@ -22,7 +22,7 @@ import {
     rolloutStatusLines,
 } from "../lib/rollout";
 import { diffMarkdown, placementChanges } from "../tools/diff";
-import { readStackFile } from "../tools/stackfiles";
+import { readStackFile } from "../lib/stackfiles";
 import { STACKS, stackFile, testTempDir } from "./helpers";
 
 const HUB_FILE = path.join(STACKS, "Pulumi.hub-prod.yaml");

@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { ChartFacts } from "../upstream";
 import { checkHelmValues, checkOutDir, checkStack, defaultFacts, type Facts, type Finding } from "../tools/upstream-check";
-import { discoverStacks } from "../tools/stackfiles";
+import { discoverStacks } from "../lib/stackfiles";
 import { endpoint, endpointObjects, mainOf, placement } from "./policies/rdma-fixtures";
 import { buildDgd } from "../lib/dgd";
 import { NodeProfileSchema, presetProfiles } from "../config/nodeProfile";

@@ -13,7 +13,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { renderStacks, type StackRenderResult } from "./render";
-import { readStackFile, type StackFile, STACKS_DIR } from "./stackfiles";
+import { readStackFile, type StackFile, STACKS_DIR } from "../lib/stackfiles";
 
 /** The generated hub name; spokes reference `organization/platform/<HUB>`. */
 const HUB = "bench-hub";

@@ -16,7 +16,7 @@ import {
 } from "../lib/ci-roles";
 import { hubStacksIn } from "../programs/load";
 import { exitOnHelp } from "./cli";
-import { STACKS_DIR } from "./stackfiles";
+import { STACKS_DIR } from "../lib/stackfiles";
 
 const HELP = `
 usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME --hub-outputs S3URI [--state-bucket NAME] [--account ID] [--out DIR]

@@ -17,7 +17,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { exitOnHelp } from "./cli";
-import { discoverStacks, type StackFile, STACKS_DIR } from "./stackfiles";
+import { discoverStacks, type StackFile, STACKS_DIR } from "../lib/stackfiles";
 
 /** True for paths that cannot change what a stack deploys. */
 export function isDocumentation(file: string): boolean {

@@ -15,7 +15,7 @@ import * as YAML from "yaml";
 import { endpointGpus } from "../config/endpoint";
 import { rolloutSummary } from "../lib/rollout";
 import { HubConfigSchema, namespaceConfig } from "../config/stack";
-import { readStackFile, stackNameOf } from "./stackfiles";
+import { readStackFile, stackNameOf } from "../lib/stackfiles";
 
 /** One changed leaf: `path` as `spec.components[name=decode].replicas`; undefined before = added, after = removed. */
 export interface FieldChange {

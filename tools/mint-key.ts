@@ -10,7 +10,7 @@ import { installSpokeSecrets, kubectlSecretExists, SPOKE_SECRETS, type SpokeSecr
 import { keySecretName, SOURCE_KEY_SECRET } from "../services/shared/spoke-key-slot";
 import { tenantKeySecretName } from "../services/shared/api-key";
 import { exitOnHelp } from "./cli";
-import { STACKS_DIR } from "./stackfiles";
+import { STACKS_DIR } from "../lib/stackfiles";
 
 const HELP = `
 usage: npm run mint-key -- --hub STACK --tenant TENANT (--key ID | --retire ID | --list)

@@ -19,12 +19,12 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as YAML from "yaml";
 import { isEksSpoke, namespaceConfig, parseStackConfig, type SpokeConfig } from "../config/stack";
-import { type Cidr, findOverlaps, intToIp, parseCidr, size } from "../lib/cidr";
+import { type Cidr, findOverlaps, intToIp, parseCidr, size } from "../config/cidr";
 import { networksOf } from "../lib/spoke-networks";
 import { vpcSubnetPlan } from "../lib/eks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
 import { exitOnHelp } from "./cli";
-import { readStackFile, STACKS_DIR, stackNameOf } from "./stackfiles";
+import { readStackFile, STACKS_DIR, stackNameOf } from "../lib/stackfiles";
 
 export interface NewSpokeOptions {
     /** Source stack name (`spoke-hn1`). */

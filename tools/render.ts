@@ -16,7 +16,7 @@ import { ConfigError } from "../config/errors";
 import { isHandled, loadProgram, runStack, type RunStackResult, type StackOutputs } from "./harness";
 import { isManifest, manifestsYaml, resourcesJson } from "./outputs";
 import { type PolicyReport, runPolicies } from "./policy-runner";
-import { dependencyOrder, discoverStacks, readStackFile, type StackFile, STACKS_DIR } from "./stackfiles";
+import { dependencyOrder, discoverStacks, readStackFile, type StackFile, STACKS_DIR } from "../lib/stackfiles";
 import { containsSecret, maskWire, referenceableOutputs } from "./wire";
 import { checkOutDir, formatFindings } from "./upstream-check";
 import { reportFiles, reportInput } from "./report";

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { allPolicies } from "../../policies/policies";
 import { namespaceConfig, parseStackConfig } from "../../config/stack";
 import type { PolicyReport } from "../policy-runner";
-import type { StackFile } from "../stackfiles";
+import type { StackFile } from "../../lib/stackfiles";
 import { maskWire } from "../wire";
 import { reportMarkdown } from "./markdown";
 import { buildView, type ReportInput, type ResourceRecord, type StackView } from "./model";

@@ -1,2 +1,0 @@
-// Moved to lib/stackfiles.ts (the deployed program reads stack files too; programs never import tools/).
-export * from "../lib/stackfiles";
