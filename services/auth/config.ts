@@ -29,7 +29,11 @@ const EnvSchema = z
         AUTH_POLICY_BUCKET_OWNER: BUCKET_OWNER,
         /** S3 API endpoint override (tests, S3-compatible stores); unset = AWS regional endpoint. */
         AUTH_S3_ENDPOINT: z.url().optional(),
-        AUTH_S3_REGION: z.string().min(1).default("us-east-1"),
+        /**
+         * The policy bucket's region (SigV4 signs for it). Required, no default: a component that stopped rendering it
+         * would otherwise sign every request for another region (components/spoke/AuthService.ts renders `policy.region`).
+         */
+        AUTH_S3_REGION: z.string().min(1),
         /** Path-style addressing (`<endpoint>/<bucket>/<key>`), needed by most S3-compatible servers. */
         AUTH_S3_FORCE_PATH_STYLE: bool.default(false),
         /** How often to poll `current.json`, seconds. */

@@ -72,6 +72,7 @@ describe("loadConfig", () => {
         AUTH_HUB_PUBLIC_KEY: hub.publicKey,
         AUTH_POLICY_BUCKET: "platform-policy",
         AUTH_POLICY_BUCKET_OWNER: "123456789012",
+        AUTH_S3_REGION: "eu-west-1",
         AUTH_REDIS_URL: "redis://:hunter2@redis.auth.svc:6379/0",
         AUTH_CACHE_SALT_KEY: Buffer.alloc(32, 0x5a).toString("base64"),
     };
@@ -87,7 +88,7 @@ describe("loadConfig", () => {
             cachePath: "/var/cache/auth/bundle.json",
             maxBodyBytes: 32 * 1024 * 1024,
             redis: { timeoutMs: 100 },
-            s3: { region: "us-east-1", forcePathStyle: false, endpoint: undefined },
+            s3: { region: "eu-west-1", forcePathStyle: false, endpoint: undefined },
         });
     });
 
@@ -100,13 +101,14 @@ describe("loadConfig", () => {
                 AUTH_HUB_PUBLIC_KEY: "c2hvcnQ=",
                 AUTH_REDIS_URL: "http://hunter2@x",
                 AUTH_OPS_PORT: "8080",
+                AUTH_S3_REGION: undefined,
             });
         } catch (e) {
             err = e;
         }
         expect(err).toBeInstanceOf(ConfigError);
         const msg = (err as Error).message;
-        for (const v of ["AUTH_SPOKE", "AUTH_HUB_PUBLIC_KEY", "AUTH_REDIS_URL"]) expect(msg).toContain(v);
+        for (const v of ["AUTH_SPOKE", "AUTH_HUB_PUBLIC_KEY", "AUTH_REDIS_URL", "AUTH_S3_REGION"]) expect(msg).toContain(v);
         expect(msg).not.toContain("hunter2");
     });
 

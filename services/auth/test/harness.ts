@@ -331,6 +331,7 @@ export function testConfig(o: {
         AUTH_POLICY_BUCKET: BUCKET,
         AUTH_POLICY_BUCKET_OWNER: BUCKET_OWNER_ACCOUNT,
         AUTH_S3_ENDPOINT: o.s3Endpoint,
+        AUTH_S3_REGION: "us-east-1",
         AUTH_S3_FORCE_PATH_STYLE: "true",
         AUTH_REDIS_URL: o.redisUrl,
         AUTH_BUNDLE_CACHE_PATH: o.cachePath,
