@@ -115,6 +115,7 @@ describe("ExpectedBucketOwner on every call to a hub bucket", () => {
             AUTH_SPOKE: "hn1",
             AUTH_HUB_PUBLIC_KEY: hub.publicKey,
             AUTH_POLICY_BUCKET: BUCKET,
+            AUTH_S3_REGION: "us-east-1",
             AUTH_REDIS_URL: "redis://127.0.0.1:1",
             AUTH_CACHE_SALT_KEY: Buffer.alloc(32, 1).toString("base64"),
         };
