@@ -248,8 +248,8 @@ export const EndpointSchema = z
     })
     .strict();
 
-/** DGD annotation carrying {@link Endpoint.cacheScopes}. */
-export const CACHE_SCOPES_ANNOTATION = "inference-platform.io/kv-cache-scopes";
+/** DGD annotation carrying {@link Endpoint.cacheScopes} (defined with the rule that reads it, upstream/labels.ts). */
+export { CACHE_SCOPES_ANNOTATION } from "../upstream/labels";
 
 export type Endpoint = z.infer<typeof EndpointSchema>;
 export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;

@@ -8,6 +8,7 @@ import {
     MODEL_PRESTAGE_ARGV,
     OWNED_HOSTPATH_MOUNTS,
 } from "../upstream/kvbm";
+import { ROLE_LABEL } from "./labels";
 import type { EnvVar } from "./nixl";
 import type { ContainerSpec } from "./preflight";
 
@@ -247,7 +248,7 @@ export function hfTokenEnv(e: Pick<Endpoint, "name" | "model" | "gatedModel">, s
 export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
     const e = a.endpoint;
     const name = prestageName(e.name);
-    const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
+    const labels = { ...a.labels, "app.kubernetes.io/name": name, [ROLE_LABEL]: "prestage" };
     const repos = [e.model, ...(e.speculative?.draftModel ? [e.speculative.draftModel] : [])];
     const token = hfTokenEnv(e, a.hfTokenSecret);
     const mount = [{ name: "model-cache", mountPath: MODEL_CACHE_MOUNT }];
