@@ -8,6 +8,7 @@ import {
     MODEL_PRESTAGE_ARGV,
     OWNED_HOSTPATH_MOUNTS,
 } from "../upstream/kvbm";
+import { versions } from "../config/versions";
 import { ROLE_LABEL } from "./labels";
 import type { EnvVar } from "./nixl";
 import type { ContainerSpec } from "./preflight";
@@ -306,7 +307,7 @@ export function expectedStartPath(e: Endpoint): string {
         e.planner?.enabled === false
             ? "no planner (fixed replicas)"
             : `planner keeps >= ${e.planner?.minReplicas ?? 1} warm worker(s) per role`,
-        "cold start (no checkpoint/restore in Dynamo 1.5.0)",
+        `cold start (no checkpoint/restore in Dynamo ${versions.dynamoPlatform.version})`,
     ];
     return parts.join("; ");
 }

@@ -2,6 +2,7 @@ import { run } from "./lib/unknown";
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { type Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
+import { plannerConfigChoices } from "../upstream/planner";
 import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
@@ -385,8 +386,11 @@ export const dgdRoleImages = stackPolicy(
     },
 );
 
-/** Planner targets: all scale on queue depth / KV-cache utilisation or SLA models, none on GPU utilisation. */
-export const PLANNER_TARGETS = ["throughput", "latency", "load", "sla"];
+/**
+ * Planner targets: all scale on queue depth / KV-cache utilisation or SLA models, none on GPU utilisation. Exactly the
+ * choices PlannerConfig accepts for `optimization_target` (upstream/planner.ts `plannerConfigChoices`).
+ */
+export const PLANNER_TARGETS: readonly string[] = plannerConfigChoices.optimization_target;
 
 /** Planner-driven scaling wired correctly, never on GPU utilisation. */
 export const dgdPlannerScaling = stackPolicy(

@@ -65,9 +65,8 @@ export const COMPATIBLE_SETS = gatewayCompatibleSets;
  */
 export const gatewayChartVersions: StackValidationPolicy = {
     name: "gateway-chart-versions",
-    description:
-        "ai-gateway-helm and ai-gateway-crds-helm must be >= v1.1.0 and equal; gateway-helm and gateway-crds-helm equal; AI Gateway and Envoy Gateway from one compatible set.",
-    remediationSteps: "Pin all four charts together in config/versions.ts (Agent Router v1.2.0 with Envoy Gateway v1.9.2).",
+    description: `ai-gateway-helm and ai-gateway-crds-helm must be >= v${aiGatewayMinimum.version.join(".")} and equal; gateway-helm and gateway-crds-helm equal; AI Gateway and Envoy Gateway from one compatible set.`,
+    remediationSteps: `Pin all four charts together in config/versions.ts, from one compatible set (${gatewayCompatibleSets.map((s) => `Agent Router ${s.aiGateway}.x with Envoy Gateway ${s.envoyGateway}.x`).join(", ")}; upstream/gateway.ts).`,
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const ai = chartReleases(args.resources, "ai-gateway-helm");
