@@ -56,6 +56,13 @@ const PARTS: Record<string, string> = {
  */
 const PACK_SHARED_LIB = new Set(["lib/labels.ts"]);
 
+/**
+ * Upstream facts services/shared/ may import: modules that import nothing, which every service image that compiles
+ * services/shared/ copies (its Dockerfile and .dockerignore; test/images.test.ts follows the imports). The header names
+ * the auth service sets are an upstream fact with its source (services/shared/identity.ts `DYNAMO_HEADERS`).
+ */
+const SERVICE_SHARED_UPSTREAM = new Set(["upstream/dynamo-headers.ts"]);
+
 /** A service's test harness folder. */
 const TESTING_DIR = /^services\/[^/]+\/testing\//;
 
@@ -159,6 +166,11 @@ function violations(edges: Edge[], read: (f: string) => string): string[] {
         )
             continue;
         if (from === "policies" && PACK_SHARED_LIB.has(e.to)) continue;
+        if (e.from.startsWith("services/shared/") && SERVICE_SHARED_UPSTREAM.has(e.to)) {
+            if (importsOf(e.to, read(e.to)).length > 0)
+                out.push(`${key}: ${e.to} must import nothing (the services' images copy it alone)`);
+            continue;
+        }
         if (from === "components" && to === "components") {
             const helpers = e.typeOnly ? [] : (e.names ?? ["*"]).filter((n) => !/^[A-Z][a-z0-9]/.test(n) || n === "*");
             if (helpers.length > 0)
@@ -217,6 +229,7 @@ describe("layering (import graph of the TypeScript sources)", () => {
             { from: "components/hub/UsageLedger.ts", to: "services/ledger/ledger.ts", typeOnly: false, names: ["migrate"] },
             { from: "services/auth/config.ts", to: "lib/labels.ts", typeOnly: false },
             { from: "policies/gateway.ts", to: "config/versions.ts", typeOnly: false },
+            { from: "services/shared/identity.ts", to: "upstream/dynamo.ts", typeOnly: false },
         ];
         const v = violations(planted, read);
         expect(v).toHaveLength(planted.length);

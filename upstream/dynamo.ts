@@ -1,3 +1,4 @@
+import { DYNAMO_REQUEST_HEADERS } from "./dynamo-headers";
 import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./types";
 
 /**
@@ -55,25 +56,15 @@ export const dynamoFrontend: ComponentFacts = {
 /**
  * Request headers the Dynamo 1.5.0 OpenAI frontend reads into `nvext` before preprocessing, overriding the body
  * (`apply_header_routing_overrides`, called by every OpenAI/Anthropic handler in lib/llm/src/http/service/openai.rs).
- * The auth decision sets these three (services/shared/identity.ts `DYNAMO_HEADERS`); it is the only path from a trusted
+ * Names and sources in upstream/dynamo-headers.ts (the one definition). The auth decision sets these three
+ * (services/shared/identity.ts `DYNAMO_HEADERS`); it is the only path from a trusted
  * decision to the hints the router sees: Envoy's HTTP ext_authz can add headers but not rewrite the body, and the AI
  * Gateway's `bodyMutation` sets fixed, top-level fields per route (envoyproxy/ai-gateway@v1.2.0:api/v1beta1/ai_gateway_route.go
  * `HTTPBodyMutation`), so `nvext.agent_hints.osl` and `speculative_prefill`, which have no header, cannot be set by the platform.
  */
-export const dynamoRequestHeaders: Readonly<Record<string, { nvext: string; source: Source }>> = {
-    "x-dynamo-request-priority": {
-        nvext: "agent_hints.priority (i32; a malformed value falls back to the body's)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-    "x-dynamo-request-strict-priority": {
-        nvext: "agent_hints.strict_priority (u32)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-    "x-tenant-id": {
-        nvext: "cache_salt (non-empty; wins over nvext.cache_salt and the top-level cache_salt)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-};
+export const dynamoRequestHeaders: Readonly<Record<string, { nvext: string; source: Source }>> = Object.fromEntries(
+    Object.values(DYNAMO_REQUEST_HEADERS).map(({ header, nvext, source }) => [header, { nvext, source }]),
+);
 
 /** Which engines' Dynamo 1.5.0 worker hands `nvext.cache_salt` to the engine's prefix hash (upstream/activation.ts cache-salt). */
 export const dynamoCacheSalt: Readonly<Record<"vllm" | "sglang" | "trtllm", { keeps: boolean; source: Source }>> = {
