@@ -9,9 +9,12 @@ import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./t
  */
 const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 
+/** The Dynamo release these facts are recorded for (config/versions.ts pins it; test/upstream-facts.test.ts). */
+export const DYNAMO_FACTS_RELEASE = "1.5.0";
+
 export const dynamoFrontend: ComponentFacts = {
     component: "dynamo-frontend",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--http-port": {
             takesValue: true,
@@ -75,7 +78,7 @@ export const dynamoCacheSalt: Readonly<Record<"vllm" | "sglang" | "trtllm", { ke
 
 export const dynamoPlanner: ComponentFacts = {
     component: "dynamo-planner",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--config": {
             takesValue: true,
@@ -94,7 +97,7 @@ export const dynamoPlanner: ComponentFacts = {
 /** `python3 -m dynamo.vllm`: Dynamo's own worker flags; every other flag is a vLLM engine arg (upstream/vllm.ts). */
 export const dynamoVllm: ComponentFacts = {
     component: "dynamo-vllm",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--disaggregation-mode": {
             takesValue: true,
@@ -112,7 +115,7 @@ export const dynamoVllm: ComponentFacts = {
 /** `python3 -m dynamo.sglang`: SGLang's ServerArgs (upstream/sglang.ts); no Dynamo-only flag is rendered. */
 export const dynamoSglang: ComponentFacts = {
     component: "dynamo-sglang",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {},
     env: {},
 };
@@ -121,7 +124,7 @@ const TRT: Source = `${D}:components/src/dynamo/trtllm/backend_args.py`;
 /** `python3 -m dynamo.trtllm` flags. */
 export const dynamoTrtllm: ComponentFacts = {
     component: "dynamo-trtllm",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--model-path": { takesValue: true, source: TRT },
         "--served-model-name": { takesValue: true, source: TRT },

@@ -1,5 +1,5 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { aiRoutes, chartReleases, cmpSemver, GROUPS, keyOf, ofKind, semver } from "../lib/gateway";
+import { aiRoutes, chartReleases, cmpSemver, GROUPS, GW, keyOf, ofKind, semver } from "../lib/gateway";
 import { aiGatewayMinimum, gatewayCompatibleSets } from "../../upstream/gateway";
 
 /* Gateway controllers and charts: rate limits fail closed, one tested version set, the AI Gateway extension wired, no mergeBackends. */
@@ -82,7 +82,7 @@ export const gatewayChartVersions: StackValidationPolicy = {
                 );
             else if (cmpSemver(v, aiGatewayMinimum.version) < 0)
                 report(
-                    `Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v${aiGatewayMinimum.version.join(".")}, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).`,
+                    `Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v${aiGatewayMinimum.version.join(".")}, where a client-sent ${GW.modelHeader} is appended instead of overwritten (ai-gateway#2410).`,
                     r.urn,
                 );
         }

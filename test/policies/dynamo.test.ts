@@ -157,8 +157,8 @@ describe("dgd-image-semver (F.3)", () => {
             mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc";
         });
         expect(await violations([dgdImageSemver], rs)).toEqual([
-            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
-            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
+            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag (:X.Y.Z) or set runtimeVersionOverride.`,
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag (:X.Y.Z) or set runtimeVersionOverride.`,
         ]);
     });
 });

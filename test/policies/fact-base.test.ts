@@ -14,6 +14,7 @@ import { charts, gatewayCompatibleSets, images } from "../../upstream";
 import { defaultFacts, type Facts, rules } from "../../upstream/check";
 import * as labels from "../../lib/labels";
 import * as identity from "../../services/shared/identity";
+import { DYNAMO_REQUEST_HEADERS } from "../../upstream/dynamo-headers";
 import { versions } from "../../config/versions";
 import { ROOT } from "../helpers";
 import { endpoint, stack, violations } from "./rdma-fixtures";
@@ -152,6 +153,98 @@ describe("no hand copies of facts in the pack", () => {
         const ai = versions.aiGateway.version.replace(/^v/, "").split(".").slice(0, 2).join(".");
         const eg = versions.envoyGateway.version.replace(/^v/, "").split(".").slice(0, 2).join(".");
         expect(gatewayCompatibleSets.some((s) => s.aiGateway === ai && s.envoyGateway === eg)).toBe(true);
+    });
+});
+
+describe("no hand copies of facts anywhere in the product's code", () => {
+    /** Where the program, the checks, the tools, the pack and the services live (config/ and upstream/ hold the facts). */
+    const SCANNED = ["lib", "components", "programs", "upstream/check", "tools", "policies", "services"];
+    /** Each fact's one definition: the only file allowed to write it out (files outside SCANNED need no entry). */
+    const DEFINING: Record<string, string> = {
+        label: "lib/labels.ts",
+        identityHeader: "services/shared/identity.ts",
+    };
+    /**
+     * Reviewed exceptions, `file: what` -> why. Keep empty unless a copy is unavoidable; an entry that no longer matches
+     * fails the test, so the list only shrinks.
+     */
+    const ALLOWED: Record<string, string> = {};
+
+    /** Source files of a folder: code, not tests or test harnesses (those pin values deliberately, with their source). */
+    const sourceFiles = (dir: string): string[] =>
+        fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+            const p = path.posix.join(dir, e.name);
+            if (e.isDirectory()) return ["node_modules", "testing", "test", "fixtures"].includes(e.name) ? [] : sourceFiles(p);
+            return /\.(ts|mts|js|mjs)$/.test(e.name) && !/\.(test|d)\.ts$/.test(e.name) ? [p] : [];
+        });
+    /** Code without comments (comments cite upstream versions and name headers and labels in prose). */
+    const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+    const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+    /** Every pinned version of config/versions.ts (chart versions, image tags, release-set tags). */
+    const pins = new Set<string>();
+    const walk = (o: object) => {
+        for (const v of Object.values(o))
+            if (v && typeof v === "object") walk(v);
+            else if (typeof v === "string" && /^(network-operator-)?v?\d+\.\d+\.\d+/.test(v)) pins.add(v);
+    };
+    walk(versions);
+    /** What may not be written out, and where it may. A version cited as a source (`owner/repo@v1.2.3:path`) is a citation, not a pin. */
+    const facts: { what: string; re: RegExp; definedIn?: string }[] = [
+        ...[...pins].map((v) => ({ what: `pinned version ${v}`, re: new RegExp(`(?<![\\w.@/])v?${esc(v.replace(/^v/, ""))}(?![\\w.])`) })),
+        { what: "label or annotation name inference-platform.io/...", re: /inference-platform\.io\//, definedIn: DEFINING.label },
+        { what: "label prefix", re: /["'`]inference-platform\.io["'`]/, definedIn: DEFINING.label },
+        ...Object.values(DYNAMO_REQUEST_HEADERS).map((h) => ({
+            what: `Dynamo header ${h.header}`,
+            re: new RegExp(`(?<![\\w-])${esc(h.header)}(?![\\w-])`),
+        })),
+        ...[
+            ...Object.values(identity.IDENTITY_HEADERS),
+            identity.IDENTITY_HEADER_PREFIX,
+            identity.DYNAMO_HEADER_PREFIX,
+            identity.AI_GATEWAY_MODEL_HEADER,
+        ].map((h) => ({ what: `header ${h}`, re: new RegExp(`(?<![\\w-])${esc(h)}(?![\\w-])`), definedIn: DEFINING.identityHeader })),
+    ];
+    /** `file:line what` for every copy in one file's text. */
+    const copiesIn = (file: string, text: string) =>
+        code(text)
+            .split("\n")
+            .flatMap((line, i) => facts.filter((f) => f.definedIn !== file && f.re.test(line)).map((f) => `${file}:${i + 1} ${f.what}`));
+
+    it("no pinned version, label or annotation name, or header name is written outside its one definition", () => {
+        const files = SCANNED.flatMap(sourceFiles);
+        expect(files.length).toBeGreaterThan(200);
+        expect(pins.size).toBeGreaterThan(10);
+        const found = files.flatMap((f) => copiesIn(f, fs.readFileSync(path.join(ROOT, f), "utf8")));
+        const allowed = (c: string) =>
+            Object.keys(ALLOWED).some((k) => c.startsWith(`${k.split(": ")[0]}:`) && c.endsWith(k.split(": ")[1]));
+        expect(found.filter((c) => !allowed(c))).toEqual([]);
+        for (const k of Object.keys(ALLOWED))
+            expect(
+                found.some((c) => allowed(c) && c.includes(k.split(": ")[0])),
+                k,
+            ).toBe(true);
+    });
+
+    it("finds the copies it exists for (planted)", () => {
+        const planted = [
+            'const l = { key: "inference-platform.io/endpoint", values };',
+            `const msg = "pin ${versions.rdmaSharedDevicePlugin.version}";`,
+            `message: \`Dynamo ${versions.dynamoPlatform.version} drops it\`,`,
+            `const image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:${versions.dynamoRuntime.vllm.efaVersion}";`,
+            `fix: "Agent Router ${versions.aiGateway.version} with Envoy Gateway ${versions.envoyGateway.version}",`,
+            `const tag = "${versions.multus.version}";`,
+            'headers: { "x-dynamo-request-priority": "1" },',
+            'remove: ["x-ai-eg-model"],',
+            "// a comment may cite inference-platform.io/pool, v1.5.3 and x-tenant-id",
+            'source: "ai-dynamo/dynamo@v1.5.0:docs/x.md",',
+        ].join("\n");
+        // Every planted line but the comment and the citation, the line with two pins twice.
+        const lines = copiesIn("lib/planted.ts", planted).map((c) => Number(c.split(" ")[0].split(":")[1]));
+        expect([...new Set(lines)]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        expect(lines.filter((l) => l === 5)).toHaveLength(2);
+        // The defining module writes its own facts.
+        expect(copiesIn("services/shared/identity.ts", 'model: "x-ai-eg-model",')).toEqual([]);
     });
 });
 
