@@ -52,7 +52,7 @@ const PARTS: Record<string, string> = {
 
 /**
  * Files of lib/ the policy pack may import: names the program and the pack share, in modules that import nothing
- * (the pack loads with its own node_modules: test/policies/fact-base.test.ts).
+ * (what the pack reaches may load only packages the root package.json pins: test/policies/fact-base.test.ts).
  */
 const PACK_SHARED_LIB = new Set(["lib/labels.ts"]);
 

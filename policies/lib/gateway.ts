@@ -13,7 +13,7 @@ import { INFERENCE_NAMESPACE } from "../../lib/labels";
 /**
  * Helpers over the gateway objects of a stack (Envoy Gateway, AI Gateway, Gateway API). Header and namespace names
  * are the product's own, imported from the one place that defines them (services/shared/identity.ts, lib/labels.ts;
- * both import nothing, so the pack still loads with only its own node_modules).
+ * neither loads a package).
  */
 export const GW = {
     /** Client-facing model header the AI Gateway sets from the body. */

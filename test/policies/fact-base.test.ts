@@ -1,6 +1,7 @@
 /**
  * One fact base: upstream/ is the only copy of upstream facts; the render, npm run upstream-check and the policy pack
- * all read it, and the pack still loads from policies/ with only its own node_modules.
+ * all read it; the pack loads with policies/node_modules plus the repository's root install (as the workflows run it);
+ * no fact, version, label or header name is written twice.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -42,38 +43,53 @@ function resolveTs(from: string, spec: string): string {
     throw new Error(`${from}: cannot resolve ${spec}`);
 }
 
-describe("the pack loads from policies/ with its own node_modules", () => {
-    it("every module the pack reaches outside policies/ imports only relative modules or packages pinned equally in both package.json files", () => {
-        const packDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies;
-        const rootDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).dependencies;
-        const deps = Object.keys(packDeps);
+describe("the pack loads with policies/node_modules and the root install, as the workflows run it", () => {
+    /**
+     * Packages of policies/package.json no pack file imports, each with the reason the pack still needs it.
+     * Pulumi's Node.js policy runtime compiles the pack's TypeScript with ts-node (and its typescript).
+     */
+    const PACK_TOOLS: Record<string, string> = {
+        "ts-node": "Pulumi's Node.js runtime runs the pack's index.ts through it",
+        typescript: "ts-node's compiler",
+        "@pulumi/pulumi": "peer dependency of @pulumi/policy",
+    };
+    const packageOf = (spec: string) => (spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]);
+
+    /** Every module the pack loads (from policies/index.ts) with the packages it imports. */
+    function packGraph(): { files: string[]; imports: { file: string; pkg: string }[] } {
         const seen = new Set<string>();
+        const imports: { file: string; pkg: string }[] = [];
         const queue = [path.join(POLICIES, "index.ts")];
-        const problems: string[] = [];
         while (queue.length) {
             const f = queue.pop()!;
             if (seen.has(f)) continue;
             seen.add(f);
-            const inPack = f.startsWith(POLICIES + path.sep);
             for (const spec of importsOf(f)) {
-                if (spec.startsWith(".")) {
-                    queue.push(resolveTs(f, spec));
-                    continue;
-                }
-                const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
-                if (builtinModules.includes(spec.replace(/^node:/, ""))) continue;
-                // A module outside policies/ resolves packages from the repository's node_modules (the program's install,
-                // which `pulumi preview` needs anyway): allowed only when both package.json files pin the same version.
-                if (!inPack && !(packDeps[pkg] && packDeps[pkg] === rootDeps[pkg]))
-                    problems.push(
-                        `${path.relative(ROOT, f)} imports package ${spec}, not pinned equally in package.json and policies/package.json`,
-                    );
-                else if (!deps.includes(pkg))
-                    problems.push(`${path.relative(ROOT, f)} imports ${spec}, not a dependency in policies/package.json`);
+                if (spec.startsWith(".")) queue.push(resolveTs(f, spec));
+                else if (!builtinModules.includes(spec.replace(/^node:/, ""))) imports.push({ file: f, pkg: packageOf(spec) });
             }
         }
+        return { files: [...seen], imports };
+    }
+
+    it("every package resolves from the install the pack gets: its own files' from policies/, the rest from the root", () => {
+        const packDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies;
+        const rootDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).dependencies;
+        const { files, imports } = packGraph();
+        const problems: string[] = [];
+        for (const { file, pkg } of imports) {
+            const rel = path.relative(ROOT, file);
+            const inPack = file.startsWith(POLICIES + path.sep);
+            // Node resolves a package from the importing file's folder upwards: a file under policies/ finds
+            // policies/node_modules (npm ci --prefix policies), any other file the root node_modules (npm ci).
+            if (inPack && !packDeps[pkg]) problems.push(`${rel} imports ${pkg}, not a dependency in policies/package.json`);
+            if (!inPack && !rootDeps[pkg]) problems.push(`${rel} imports ${pkg}, not a dependency in the root package.json`);
+            if (!inPack && !/^\d+\.\d+\.\d+$/.test(rootDeps[pkg] ?? "")) problems.push(`${rel} imports ${pkg}, not pinned exactly`);
+        }
         expect(problems).toEqual([]);
-        const outside = [...seen].filter((f) => !f.startsWith(POLICIES + path.sep)).map((f) => path.relative(ROOT, f));
+        // Files outside policies/ load packages: the pack needs the root install (README "The policy pack is a closed world").
+        expect(imports.filter((i) => !i.file.startsWith(POLICIES + path.sep)).map((i) => i.pkg)).toContain("@prometheus-io/lezer-promql");
+        const outside = files.filter((f) => !f.startsWith(POLICIES + path.sep)).map((f) => path.relative(ROOT, f));
         expect(outside).toEqual(
             expect.arrayContaining(["upstream/index.ts", "upstream/check/index.ts", "lib/labels.ts", "services/shared/identity.ts"]),
         );
@@ -83,6 +99,33 @@ describe("the pack loads from policies/ with its own node_modules", () => {
             expect(path.relative(path.resolve(POLICIES, tsconfig.compilerOptions.rootDir), path.join(ROOT, f)).startsWith(".."), f).toBe(
                 false,
             );
+    });
+
+    it("policies/package.json lists only what the pack's own files import, and the tools that run them", () => {
+        const packDeps = Object.keys(JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies);
+        const used = new Set(
+            packGraph()
+                .imports.filter((i) => i.file.startsWith(POLICIES + path.sep))
+                .map((i) => i.pkg),
+        );
+        expect(packDeps.filter((d) => !used.has(d) && !PACK_TOOLS[d])).toEqual([]);
+        for (const t of Object.keys(PACK_TOOLS)) expect(packDeps, t).toContain(t);
+    });
+
+    it("every workflow that runs the pack installs both, and no document claims the pack needs only its own node_modules", () => {
+        const workflows = path.join(ROOT, ".github", "workflows");
+        const running = fs
+            .readdirSync(workflows)
+            .map((f) => fs.readFileSync(path.join(workflows, f), "utf8"))
+            .filter((w) => /policyPacks:\s*policies|--policy-pack policies/.test(w));
+        expect(running.length).toBeGreaterThan(0);
+        for (const w of running) {
+            expect(w).toMatch(/npm ci --no-audit/);
+            expect(w).toMatch(/npm ci --prefix policies/);
+        }
+        const claim = /only (its own|`?policies\/node_modules`?) ?node_modules|with only `?policies\/node_modules/;
+        const docs = ["README.md", "upstream/check/index.ts", "lib/labels.ts", "policies/lib/resources.ts", "policies/lib/gateway.ts"];
+        for (const d of docs) expect(claim.test(fs.readFileSync(path.join(ROOT, d), "utf8")), d).toBe(false);
     });
 
     it("one @pulumi/policy version for the program's tests and the pack's deploys", () => {
