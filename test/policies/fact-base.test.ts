@@ -324,7 +324,8 @@ describe("the pack enforces exactly what upstream-check enforces", () => {
             /no facts for nvcr.io\/nvidia\/ai-dynamo\/sglang-runtime at tag 1\.5\.0/,
         );
         // Derived allow-lists follow the facts too.
-        expect(allowedRdmaImages(images.filter((i) => i.tag !== "1.5.0-efa")).some((a) => a.tags.includes("1.5.0-efa"))).toBe(false);
+        const efa = versions.dynamoRuntime.vllm.efaVersion;
+        expect(allowedRdmaImages(images.filter((i) => i.tag !== efa)).some((a) => a.tags.includes(efa))).toBe(false);
         expect(verifiedCharts(charts.filter((c) => c.chart !== "gpu-operator"))["gpu-operator"].versions).toEqual([]);
     });
 });

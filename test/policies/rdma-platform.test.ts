@@ -171,7 +171,7 @@ describe("rdma-image-allowlisted (D.8)", () => {
             "llama-70b-mooncake-store",
         );
         expect(await violations([rdmaImageAllowlisted], rs)).toEqual([
-            "Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA.",
+            `Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version} has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA.`,
         ]);
     });
 });
