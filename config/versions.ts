@@ -8,15 +8,6 @@
 export const REGISTRY = "ghcr.io/inference-platform";
 
 /**
- * Every pinned upstream version in one place. Charts are installed by exact version; images are
- * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else, and once: a release that
- * several pins share is one constant ({@link DYNAMO_RELEASE}, {@link NETWORK_OPERATOR_RELEASE}). The render reads
- * these pins, and the policy pack and `npm run upstream-check` judge against the facts recorded in upstream/ for the
- * pinned version (image variants upstream/images.ts, chart values upstream/charts, gateway sets upstream/gateway.ts).
- * A bump without facts for the new version fails test/upstream-facts.test.ts and is refused by the pack; recording
- * those facts (read at the new tag, with their source) is part of the bump, never a second copy of the version.
- */
-/**
  * The NVIDIA Network Operator release: its chart version and the release set's image tags
  * (`network-operator-v<release>`, Mellanox/network-operator@v26.1.2:hack/release.yaml) move together.
  */
@@ -29,6 +20,15 @@ const NETWORK_OPERATOR_SET_TAG = `network-operator-v${NETWORK_OPERATOR_RELEASE}`
  */
 const DYNAMO_RELEASE = "1.5.0";
 
+/**
+ * Every pinned upstream version in one place. Charts are installed by exact version; images are
+ * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else, and once: a release that
+ * several pins share is one constant ({@link DYNAMO_RELEASE}, {@link NETWORK_OPERATOR_RELEASE}). The render reads
+ * these pins, and the policy pack and `npm run upstream-check` judge against the facts recorded in upstream/ for the
+ * pinned version (image variants upstream/images.ts, chart values upstream/charts, gateway sets upstream/gateway.ts).
+ * A bump without facts for the new version fails test/upstream-facts.test.ts and is refused by the pack; recording
+ * those facts (read at the new tag, with their source) is part of the bump, never a second copy of the version.
+ */
 export const versions = {
     /**
      * NVIDIA Network Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `network-operator`). 26.1.2 is the
@@ -40,7 +40,7 @@ export const versions = {
     networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: NETWORK_OPERATOR_RELEASE },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
-     * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
+     * it (minimum recorded in upstream/rdma-device-plugin.ts): >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
      * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3). The release set's own build is
      * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
