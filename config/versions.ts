@@ -40,7 +40,8 @@ export const versions = {
     networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: NETWORK_OPERATOR_RELEASE },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
-     * it (minimum recorded in upstream/rdma-device-plugin.ts): >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
+     * it (minimum recorded in upstream/rdma-device-plugin.ts): >= v1.4.0 for the kubelet-restart re-registration fix
+     * (PR #82), >= v1.1.0 for fail-on-missing-devices
      * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3). The release set's own build is
      * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
