@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { makeRolloutSchema, RevisionLabel } from "./rollout";
+import { versions } from "./versions";
 
 /** A DNS-1123 label usable as a Kubernetes object name prefix (endpoints add suffixes, so keep it short). */
 export const DnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/, "must be a lower-case DNS label of at most 40 characters");
@@ -248,8 +249,8 @@ export const EndpointSchema = z
     })
     .strict();
 
-/** DGD annotation carrying {@link Endpoint.cacheScopes}. */
-export const CACHE_SCOPES_ANNOTATION = "inference-platform.io/kv-cache-scopes";
+/** DGD annotation carrying {@link Endpoint.cacheScopes} (defined with the rule that reads it, upstream/labels.ts). */
+export { CACHE_SCOPES_ANNOTATION } from "../upstream/labels";
 
 export type Endpoint = z.infer<typeof EndpointSchema>;
 export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;
@@ -295,7 +296,7 @@ export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: s
     if (e.engine === "vllm" && t.mode === "disaggregated" && e.speculative && e.speculative.method !== "ngram") {
         out.push({
             key: `${key}.speculative`,
-            message: `${e.speculative.method} speculative decoding on a disaggregated vLLM endpoint crashes silently under KV-transfer load and is unsupported upstream, with no fix recorded up to Dynamo 1.5.0 (vllm-disagg-model-speculative, ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx): run it on an aggregated endpoint, or use method ngram`,
+            message: `${e.speculative.method} speculative decoding on a disaggregated vLLM endpoint crashes silently under KV-transfer load and is unsupported upstream, with no fix recorded up to Dynamo ${versions.dynamoPlatform.version} (vllm-disagg-model-speculative, ai-dynamo/dynamo@v1.5.0:docs/fern/pages/reference/general/releases/known-issues.mdx): run it on an aggregated endpoint, or use method ngram`,
         });
     }
     if (e.kvTiers) {
@@ -338,8 +339,8 @@ export function endpointUpstreamIssues(e: Endpoint, key: string): Array<{ key: s
         out.push({
             key: `${key}.fastStart.checkpointRestore`,
             message: multi.length
-                ? `${multi.map(([r, g]) => `${r} workers have ${g.gpusPerWorker} GPUs`).join(", ")}: Dynamo Snapshot restores single-GPU workers only; multi-GPU is "highly experimental" (vLLM) or "work in progress" (SGLang, TensorRT-LLM) (snapshot-single-gpu, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/snapshot.md), and Dynamo 1.5.0 no longer bundles the snapshot chart, agent or DynamoCheckpoint CRD: set checkpointRestore false and use modelCache`
-                : `Dynamo 1.5.0 (config/versions.ts dynamoPlatform) dropped the bundled snapshot chart, snapshot-agent image and DynamoCheckpoint CRD; checkpoint/restore needs the separate ai-dynamo/snapshot chart, a placeholder image and ReadWriteMany storage, none of which this product renders (snapshot-not-in-pin): set checkpointRestore false and use modelCache`,
+                ? `${multi.map(([r, g]) => `${r} workers have ${g.gpusPerWorker} GPUs`).join(", ")}: Dynamo Snapshot restores single-GPU workers only; multi-GPU is "highly experimental" (vLLM) or "work in progress" (SGLang, TensorRT-LLM) (snapshot-single-gpu, ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/snapshot.md), and Dynamo ${versions.dynamoPlatform.version} no longer bundles the snapshot chart, agent or DynamoCheckpoint CRD: set checkpointRestore false and use modelCache`
+                : `Dynamo ${versions.dynamoPlatform.version} (config/versions.ts dynamoPlatform) dropped the bundled snapshot chart, snapshot-agent image and DynamoCheckpoint CRD; checkpoint/restore needs the separate ai-dynamo/snapshot chart, a placeholder image and ReadWriteMany storage, none of which this product renders (snapshot-not-in-pin): set checkpointRestore false and use modelCache`,
         });
     }
     return out;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { dynamoCacheSalt } from "../upstream/dynamo";
 import { DnsLabel } from "./endpoint";
+import { versions } from "./versions";
 
 /**
  * `platform:servingClasses` of the hub: the named priority and latency classes teams and keys are entitled to.
@@ -197,14 +198,13 @@ export function servingPolicyIssues(h: HubView): Issue[] {
             if (scopes.size > 1)
                 out.push({
                     path: ["endpoints", i, "engine"],
-                    message: `the ${e.engine} worker of Dynamo 1.5.0 is not proven to keep the request's cache salt in the engine's prefix hash (SGLang's drops it; upstream/dynamo.ts dynamoCacheSalt), so its prefix cache would be shared by the ${scopes.size} cache scopes whose keys call "${e.model}" (${[...scopes].sort().join(", ")}): serve the model on vLLM, or declare these tenants in one platform:kvSharing group for it`,
+                    message: `the ${e.engine} worker of Dynamo ${versions.dynamoPlatform.version} is not proven to keep the request's cache salt in the engine's prefix hash (SGLang's drops it; upstream/dynamo.ts dynamoCacheSalt), so its prefix cache would be shared by the ${scopes.size} cache scopes whose keys call "${e.model}" (${[...scopes].sort().join(", ")}): serve the model on vLLM, or declare these tenants in one platform:kvSharing group for it`,
                 });
         }
         if (e.engine === "trtllm" && cls && Object.values(cls.priority).some((p) => p > lowest(cls.priority)))
             out.push({
                 path: ["endpoints", i, "engine"],
-                message:
-                    "the TRT-LLM worker of Dynamo 1.5.0 never reads the request priority (it takes a top-level `priority` the frontend does not set, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/trtllm/request_handlers/handler_base.py), so priority classes would be inert: serve the model on vLLM or SGLang",
+                message: `the TRT-LLM worker of Dynamo ${versions.dynamoPlatform.version} never reads the request priority (it takes a top-level \`priority\` the frontend does not set, ai-dynamo/dynamo@v1.5.0:components/src/dynamo/trtllm/request_handlers/handler_base.py), so priority classes would be inert: serve the model on vLLM or SGLang`,
             });
         if (e.cacheScopes !== undefined)
             out.push({

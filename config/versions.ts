@@ -8,8 +8,22 @@
 export const REGISTRY = "ghcr.io/inference-platform";
 
 /**
+ * The NVIDIA Network Operator release: its chart version and the release set's image tags
+ * (`network-operator-v<release>`, Mellanox/network-operator@v26.1.2:hack/release.yaml) move together.
+ */
+const NETWORK_OPERATOR_RELEASE = "26.1.2";
+/** Tag of the images the Network Operator release set ships (nvcr.io/nvidia/mellanox/<image>:<tag>). */
+const NETWORK_OPERATOR_SET_TAG = `network-operator-v${NETWORK_OPERATOR_RELEASE}` as const;
+/**
+ * The NVIDIA Dynamo release: platform chart, runtime images (and their `-efa` variants) and the planner image are
+ * one release ({@link versions.dynamoPlatform}).
+ */
+const DYNAMO_RELEASE = "1.5.0";
+
+/**
  * Every pinned upstream version in one place. Charts are installed by exact version; images are
- * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else: the render reads
+ * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else, and once: a release that
+ * several pins share is one constant ({@link DYNAMO_RELEASE}, {@link NETWORK_OPERATOR_RELEASE}). The render reads
  * these pins, and the policy pack and `npm run upstream-check` judge against the facts recorded in upstream/ for the
  * pinned version (image variants upstream/images.ts, chart values upstream/charts, gateway sets upstream/gateway.ts).
  * A bump without facts for the new version fails test/upstream-facts.test.ts and is refused by the pack; recording
@@ -23,10 +37,11 @@ export const versions = {
      * own that CR. The CRDs we validate against are from the 26.7 development line and use no
      * field newer than it.
      */
-    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: "26.1.2" },
+    networkOperator: { repo: "https://helm.ngc.nvidia.com/nvidia", chart: "network-operator", version: NETWORK_OPERATOR_RELEASE },
     /**
      * Mellanox k8s-rdma-shared-dev-plugin image, pinned by its own upstream tag so the version policy can prove
-     * it: >= v1.4.0 for the kubelet-restart re-registration fix (PR #82), >= v1.1.0 for fail-on-missing-devices
+     * it (minimum recorded in upstream/rdma-device-plugin.ts): >= v1.4.0 for the kubelet-restart re-registration fix
+     * (PR #82), >= v1.1.0 for fail-on-missing-devices
      * (PR #24/#26); v1.5.3 is the latest tag (Mellanox/k8s-rdma-shared-dev-plugin@410b0f32 = v1.5.3). The release set's own build is
      * `nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v26.1.2` (hack/release.yaml).
      */
@@ -36,18 +51,18 @@ export const versions = {
      * `nvcr.io/nvidia/mellanox/<image>:network-operator-v26.1.2` (Mellanox/network-operator@v26.1.2:hack/release.yaml,
      * entries nvIpam, CniPlugins, Multus, Ipoib).
      */
-    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: "network-operator-v26.1.2" },
+    nvIpam: { repository: "nvcr.io/nvidia/mellanox", image: "nvidia-k8s-ipam", version: NETWORK_OPERATOR_SET_TAG },
     /** Standard CNI plugins deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: "network-operator-v26.1.2" },
+    cniPlugins: { repository: "nvcr.io/nvidia/mellanox", image: "plugins", version: NETWORK_OPERATOR_SET_TAG },
     /**
      * Multus deployed through NicClusterPolicy.spec.secondaryNetwork: the release set's own image. The operator's Multus
      * DaemonSet is the thin plugin (`/install_multus --type thin`, then `/thin_entrypoint`;
      * Mellanox/network-operator@v26.1.2:manifests/state-multus-cni/0050-multus-ds.yml), which is what the release set's
      * image is built for; the upstream `-thick` build runs the thick multus daemon instead.
      */
-    multus: { repository: "nvcr.io/nvidia/mellanox", image: "multus-cni", version: "network-operator-v26.1.2" },
+    multus: { repository: "nvcr.io/nvidia/mellanox", image: "multus-cni", version: NETWORK_OPERATOR_SET_TAG },
     /** IPoIB CNI deployed through NicClusterPolicy.spec.secondaryNetwork (same release set). */
-    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: "network-operator-v26.1.2" },
+    ipoibCni: { repository: "nvcr.io/nvidia/mellanox", image: "ipoib-cni", version: NETWORK_OPERATOR_SET_TAG },
     /**
      * NVIDIA GPU Operator Helm chart (https://helm.ngc.nvidia.com/nvidia, chart `gpu-operator`).
      * GPUDirect RDMA: DMA-BUF (open kernel modules) by default, legacy nvidia-peermem selectable
@@ -135,7 +150,7 @@ export const versions = {
      * release-artifacts page or the NGC tags are read, with the facts that name 1.5.0 (upstream/images.ts, compat.ts,
      * dynamo.ts, charts/dynamo-platform.ts) and the pack's verified chart versions.
      */
-    dynamoPlatform: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", chart: "dynamo-platform", version: "1.5.0" },
+    dynamoPlatform: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo", chart: "dynamo-platform", version: DYNAMO_RELEASE },
     /**
      * Dynamo runtime images, one per engine, same release as {@link versions.dynamoPlatform}
      * (nvcr.io/nvidia/ai-dynamo, docs.nvidia.com/dynamo release-artifacts). Tags are plain semver: the DGD webhook
@@ -147,16 +162,16 @@ export const versions = {
      * moved "all three EFA images" to EFA installer 1.49.0). Workers on EFA pools run it (lib/dgd.ts `efaRuntimeImage`).
      */
     dynamoRuntime: {
-        vllm: { image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
-        sglang: { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
-        trtllm: { image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", version: "1.5.0", efaVersion: "1.5.0-efa" },
+        vllm: { image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime", version: DYNAMO_RELEASE, efaVersion: `${DYNAMO_RELEASE}-efa` },
+        sglang: { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime", version: DYNAMO_RELEASE, efaVersion: `${DYNAMO_RELEASE}-efa` },
+        trtllm: { image: "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime", version: DYNAMO_RELEASE, efaVersion: `${DYNAMO_RELEASE}-efa` },
     },
     /**
      * Dedicated Planner image: from Dynamo 1.1.0 backend images no longer ship the planner's dependencies
      * (ai-dynamo/dynamo PR #8407; examples/backends/<engine>/deploy/disagg_planner.yaml), so the backend image fails with
      * ModuleNotFoundError .
      */
-    dynamoPlanner: { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", version: "1.5.0" },
+    dynamoPlanner: { image: "nvcr.io/nvidia/ai-dynamo/dynamo-planner", version: DYNAMO_RELEASE },
     // The Mooncake master and store have no pin of their own: they run the endpoint's `dynamoRuntime` image, whose
     // mooncake-transfer-engine wheel ships `mooncake_master` and `mooncake.mooncake_store_service`
     // (kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/pyproject.toml), so pool and clients share one release.

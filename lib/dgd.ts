@@ -16,7 +16,7 @@ import {
 } from "./nixl";
 import { efaWorkerHugepages } from "./efa";
 import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./preflight";
-import { KV_EXCEPTIONS_ANNOTATION } from "./labels";
+import { ENDPOINT_LABEL, KV_EXCEPTIONS_ANNOTATION, ROLE_LABEL } from "./labels";
 import { hfTokenEnv, hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
 import { SGLANG_H200_CHUNKED_PREFILL_SIZE } from "../upstream/sglang";
 
@@ -90,12 +90,8 @@ const json = (o: unknown) => JSON.stringify(o);
  */
 const speculates = (c: RoleContext) => !!c.endpoint.speculative;
 
-/**
- * Pod label naming the graph component's role (`frontend`, `planner`, `prefill`, `decode`, `worker`): what the
- * platform's own PodMonitors select (lib/observability.ts {@link dynamoScrapeTargets}), so every prefill, decode and
- * aggregated worker is scraped whatever the operator's own labels are.
- */
-export const ROLE_LABEL = "inference-platform.io/role";
+/** Pod label naming the graph component's role (lib/labels.ts). */
+export { ROLE_LABEL };
 
 /** ZMQ KV-event publisher of vLLM workers (examples/backends/vllm/deploy/disagg_router.yaml). */
 export const VLLM_KV_EVENTS = { publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080", enable_kv_cache_events: true };
@@ -464,8 +460,8 @@ export interface DgdManifest {
     spec: { backendFramework: EngineName; components: DgdComponent[] };
 }
 
-/** Pod label naming the endpoint (selectors, dashboards). */
-export const ENDPOINT_LABEL = "inference-platform.io/endpoint";
+/** Pod label naming the endpoint (selectors, dashboards): upstream/labels.ts, read by the version-pair rules. */
+export { ENDPOINT_LABEL };
 
 /**
  * Builds the DGD of one endpoint placed on one pool. DGD name = endpoint name.

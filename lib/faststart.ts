@@ -8,6 +8,8 @@ import {
     MODEL_PRESTAGE_ARGV,
     OWNED_HOSTPATH_MOUNTS,
 } from "../upstream/kvbm";
+import { versions } from "../config/versions";
+import { ROLE_LABEL } from "./labels";
 import type { EnvVar } from "./nixl";
 import type { ContainerSpec } from "./preflight";
 
@@ -247,7 +249,7 @@ export function hfTokenEnv(e: Pick<Endpoint, "name" | "model" | "gatedModel">, s
 export function prestageDaemonSet(a: PrestageArgs): Record<string, unknown> {
     const e = a.endpoint;
     const name = prestageName(e.name);
-    const labels = { ...a.labels, "app.kubernetes.io/name": name, "inference-platform.io/role": "prestage" };
+    const labels = { ...a.labels, "app.kubernetes.io/name": name, [ROLE_LABEL]: "prestage" };
     const repos = [e.model, ...(e.speculative?.draftModel ? [e.speculative.draftModel] : [])];
     const token = hfTokenEnv(e, a.hfTokenSecret);
     const mount = [{ name: "model-cache", mountPath: MODEL_CACHE_MOUNT }];
@@ -305,7 +307,7 @@ export function expectedStartPath(e: Endpoint): string {
         e.planner?.enabled === false
             ? "no planner (fixed replicas)"
             : `planner keeps >= ${e.planner?.minReplicas ?? 1} warm worker(s) per role`,
-        "cold start (no checkpoint/restore in Dynamo 1.5.0)",
+        `cold start (no checkpoint/restore in Dynamo ${versions.dynamoPlatform.version})`,
     ];
     return parts.join("; ");
 }

@@ -1,8 +1,25 @@
 /**
  * Label, annotation and taint keys the platform writes and reads. The policy pack imports them from here
- * (policies/lib/resources.ts), so this file imports no package (the pack loads with only its own node_modules).
+ * (policies/lib/resources.ts), so this file imports no package. Keys an upstream rule reads are defined in
+ * upstream/labels.ts (upstream/ imports nothing outside itself) and re-exported here; every other key is built from
+ * {@link LABEL_PREFIX} here, so no `inference-platform.io/...` name is written anywhere else
+ * (test/policies/fact-base.test.ts).
  */
-export const LABEL_PREFIX = "inference-platform.io";
+import { LABEL_PREFIX } from "../upstream/labels";
+
+export { CACHE_SCOPES_ANNOTATION, ENDPOINT_LABEL, LABEL_PREFIX } from "../upstream/labels";
+
+/** EKS resource tag: the spoke cluster a resource belongs to (components/spoke/EksCluster.ts). */
+export const CLUSTER_TAG = `${LABEL_PREFIX}/cluster`;
+/** EKS resource tag: the node group an EFA launch template or instance belongs to (components/spoke/EfaNodeGroup.ts). */
+export const NODE_GROUP_TAG = `${LABEL_PREFIX}/node-group`;
+
+/**
+ * Pod label naming the graph component's role (`frontend`, `planner`, `prefill`, `decode`, `worker`): what the
+ * platform's own PodMonitors select (lib/observability.ts `dynamoScrapeTargets`), so every prefill, decode and
+ * aggregated worker is scraped whatever the operator's own labels are.
+ */
+export const ROLE_LABEL = `${LABEL_PREFIX}/role`;
 
 /** Node label: node pool name. Workloads select their pool by it. */
 export const POOL_LABEL = `${LABEL_PREFIX}/pool`;
@@ -50,11 +67,11 @@ export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/kv-transport";
  * AIGatewayRoute annotation: JSON array of the rollouts whose rules the route carries, one
  * {@link RolloutAnnotationEntry} each (lib/rollout.ts `rolloutAnnotation`).
  */
-export const ROLLOUT_ANNOTATION = "inference-platform.io/rollouts";
+export const ROLLOUT_ANNOTATION = `${LABEL_PREFIX}/rollouts`;
 /** DynamoGraphDeployment label: the endpoint a revisioned graph belongs to. */
-export const REVISION_OF_LABEL = "inference-platform.io/revision-of";
+export const REVISION_OF_LABEL = `${LABEL_PREFIX}/revision-of`;
 /** DynamoGraphDeployment label: the revision a revisioned graph runs. */
-export const REVISION_LABEL = "inference-platform.io/revision";
+export const REVISION_LABEL = `${LABEL_PREFIX}/revision`;
 
 /** One revision of a rollout as the route annotation carries it. */
 export interface RolloutRevisionEntry {

@@ -1,6 +1,6 @@
 import type { ObservabilityConfig } from "../config/observability";
 import { ROLE_LABEL } from "./dgd";
-import { INFERENCE_NAMESPACE } from "./labels";
+import { ENDPOINT_LABEL, INFERENCE_NAMESPACE } from "./labels";
 
 /**
  * Dashboards, alerts and scrape targets of a spoke, as plain data (components/spoke/Observability.ts turns them into
@@ -576,7 +576,7 @@ export const WORKER_ROLES = ["prefill", "decode", "worker"] as const;
 export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): ScrapeTarget[] {
     if (endpoints.length === 0) return [];
     const names = [...new Set(endpoints.map((e) => e.name))].sort();
-    const ep = { key: "inference-platform.io/endpoint", values: names };
+    const ep = { key: ENDPOINT_LABEL, values: names };
     return [
         // As the chart's own PodMonitors do: the frontend keeps the runtime's labels (honorLabels) and gets
         // `dynamo_namespace`, which the Planner filters its queries by
@@ -609,7 +609,7 @@ export function dynamoScrapeTargets(endpoints: readonly ObservedEndpoint[]): Scr
                       podLabels: { "app.kubernetes.io/name": "mooncake-master" },
                       podIn: [
                           {
-                              key: "inference-platform.io/endpoint",
+                              key: ENDPOINT_LABEL,
                               values: [...new Set(endpoints.filter((e) => e.mooncakePool).map((e) => e.name))].sort(),
                           },
                       ],

@@ -2,6 +2,7 @@ import { run } from "./lib/unknown";
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { type Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
+import { plannerConfigChoices } from "../upstream/planner";
 import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
@@ -202,7 +203,7 @@ export const dgdImageSemver = stackPolicy(
     {
         name: "dgd-image-semver",
         description:
-            "A DGD component's main image must carry a parseable semantic-version tag (e.g. 1.5.0), or the component must set runtimeVersionOverride: the operator webhook rejects `:latest`, custom tags and digest-only images otherwise (ai-dynamo/dynamo deploy/operator/internal/webhook/validation/shared_helpers.go; PR #14660).",
+            "A DGD component's main image must carry a parseable semantic-version tag (X.Y.Z), or the component must set runtimeVersionOverride: the operator webhook rejects `:latest`, custom tags and digest-only images otherwise (ai-dynamo/dynamo deploy/operator/internal/webhook/validation/shared_helpers.go; PR #14660).",
         remediationSteps:
             "Pin the image to a release tag (config/versions.ts) or set runtimeVersionOverride to the Dynamo version the image carries.",
     },
@@ -218,7 +219,7 @@ export const dgdImageSemver = stackPolicy(
                         finding: {
                             field: `${m.path}.image`,
                             problem: `image ${m.image} has no semantic-version tag, so the webhook rejects the component`,
-                            fix: "use a release tag such as :1.5.0 or set runtimeVersionOverride",
+                            fix: "use a release tag (:X.Y.Z) or set runtimeVersionOverride",
                         },
                         urn: d.r.urn,
                     });
@@ -385,8 +386,11 @@ export const dgdRoleImages = stackPolicy(
     },
 );
 
-/** Planner targets: all scale on queue depth / KV-cache utilisation or SLA models, none on GPU utilisation. */
-export const PLANNER_TARGETS = ["throughput", "latency", "load", "sla"];
+/**
+ * Planner targets: all scale on queue depth / KV-cache utilisation or SLA models, none on GPU utilisation. Exactly the
+ * choices PlannerConfig accepts for `optimization_target` (upstream/planner.ts `plannerConfigChoices`).
+ */
+export const PLANNER_TARGETS: readonly string[] = plannerConfigChoices.optimization_target;
 
 /** Planner-driven scaling wired correctly, never on GPU utilisation. */
 export const dgdPlannerScaling = stackPolicy(

@@ -1,5 +1,5 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
-import { helmReleases, nodePools, ofType, TYPES } from "./lib/resources";
+import { helmReleases, LABELS, nodePools, ofType, TYPES } from "./lib/resources";
 
 /** One entry of the RDMA shared device plugin's `configList` (Mellanox/k8s-rdma-shared-dev-plugin pkg/types/types.go). */
 interface PluginResource {
@@ -47,7 +47,7 @@ export const ibRailResources: StackValidationPolicy = {
             const gpus = new Set(pool.rails.map((r) => r.gpu));
             if (pool.rails.length === 0) {
                 report(
-                    `Node pool ${pool.name}: its nodes carry no rail table (annotation inference-platform.io/rail-table); cannot prove one RDMA resource per GPU.`,
+                    `Node pool ${pool.name}: its nodes carry no rail table (annotation ${LABELS.railTable}); cannot prove one RDMA resource per GPU.`,
                     pool.urn,
                 );
                 continue;

@@ -1,4 +1,6 @@
 import { run } from "./lib/unknown";
+import { rdmaSharedDevicePluginMinimum } from "../upstream/rdma-device-plugin";
+import { cmpSemver, semver, semverText } from "./lib/semver";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { allowedImage } from "./lib/images";
 import { gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric";
@@ -83,36 +85,30 @@ export const rdmaDevicePluginConfig = stackPolicy(
     },
 );
 
-/** Compares `v1.5.3`-style versions; NaN parts compare as 0. */
-function versionAtLeast(v: string, min: [number, number, number]): boolean {
-    const m = /^v?(\d+)\.(\d+)\.(\d+)/.exec(v.trim());
-    if (!m) return false;
-    const p = [Number(m[1]), Number(m[2]), Number(m[3])];
-    for (let i = 0; i < 3; i++) if (p[i] !== min[i]) return p[i] > min[i];
-    return true;
-}
+/** Oldest accepted plugin release (upstream/rdma-device-plugin.ts), as `vX.Y.Z`. */
+const PLUGIN_MINIMUM = semverText(rdmaSharedDevicePluginMinimum.version);
 
 /** A plugin version with the known fixes. */
 export const rdmaDevicePluginVersion = stackPolicy(
     {
         name: "rdma-device-plugin-version",
-        description:
-            "The RDMA shared device plugin must be >= v1.4.0: earlier versions advertise devices that do not exist (#4, fixed v1.0.0), report Ready before the driver loaded the RDMA char devices (#23, fixed v1.1.0), and drop allocatable to 0 after a kubelet restart (#48/#74/#79, fixed by PR #82 in v1.4.0).",
-        remediationSteps: "Pin rdmaSharedDevicePlugin.version to v1.5.3 (config/versions.ts).",
+        description: `The RDMA shared device plugin must be >= ${PLUGIN_MINIMUM}: earlier versions advertise devices that do not exist (#4, fixed v1.0.0), report Ready before the driver loaded the RDMA char devices (#23, fixed v1.1.0), and drop allocatable to 0 after a kubelet restart (#48/#74/#79, fixed by PR #82 in ${PLUGIN_MINIMUM}).`,
+        remediationSteps: `Pin rdmaSharedDevicePlugin.version to a release >= ${PLUGIN_MINIMUM} (config/versions.ts pins one).`,
     },
     (v) => {
         const plugin = rdmaPlugin(v.resources);
         if (!plugin) return [];
         const ver = String(plugin.raw.version ?? "");
-        return versionAtLeast(ver, [1, 4, 0])
+        const parsed = semver(ver);
+        return parsed && cmpSemver(parsed, rdmaSharedDevicePluginMinimum.version) >= 0
             ? []
             : [
                   {
                       subject: `NicClusterPolicy/${plugin.name}`,
                       finding: {
                           field: "spec.rdmaSharedDevicePlugin.version",
-                          problem: `plugin version "${ver || "(unset)"}" is older than v1.4.0 or unparseable`,
-                          fix: "pin v1.5.3",
+                          problem: `plugin version "${ver || "(unset)"}" is older than ${PLUGIN_MINIMUM} or unparseable`,
+                          fix: `pin ${PLUGIN_MINIMUM} or newer (config/versions.ts rdmaSharedDevicePlugin)`,
                       },
                       urn: plugin.ncp.urn,
                   },

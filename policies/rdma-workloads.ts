@@ -12,7 +12,7 @@ import {
 } from "./lib/env";
 import { efaPlugins, gpuDirect, railsOfResource, rdmaPlugin } from "./lib/fabric";
 import { containerPolicy, type Finding, stackPolicy, containerLabel } from "./lib/report";
-import { EKS_NVIDIA_AMI_TYPES, type PoolView } from "./lib/resources";
+import { EKS_NVIDIA_AMI_TYPES, LABELS, type PoolView } from "./lib/resources";
 import {
     argv,
     type ContainerView,
@@ -681,20 +681,18 @@ export const libfabricRequiresEfa = containerPolicy(
 export const rdmaWorkloadOnRdmaPool = containerPolicy(
     {
         name: "rdma-workload-on-rdma-pool",
-        description:
-            "An RDMA workload must be pinned (nodeSelector or required node affinity on inference-platform.io/pool) to a node pool of the same stack whose RDMA device plugin publishes every RDMA resource it requests on that pool's NICs, and, for GPU workloads, whose GPU Operator enables GPUDirect RDMA (DMA-BUF or nvidia-peermem). Otherwise pods stay Pending, or run with host staging (NVIDIA/nccl#1676: all-reduce 180 -> 10 GB/s with only an INFO line).",
-        remediationSteps:
-            "Add nodeSelector inference-platform.io/pool: <pool>, and deploy BackendFabric (NicClusterPolicy) or the EFA device plugin and GpuOperator with GPUDirect RDMA in the same stack.",
+        description: `An RDMA workload must be pinned (nodeSelector or required node affinity on ${LABELS.pool}) to a node pool of the same stack whose RDMA device plugin publishes every RDMA resource it requests on that pool's NICs, and, for GPU workloads, whose GPU Operator enables GPUDirect RDMA (DMA-BUF or nvidia-peermem). Otherwise pods stay Pending, or run with host staging (NVIDIA/nccl#1676: all-reduce 180 -> 10 GB/s with only an INFO line).`,
+        remediationSteps: `Add nodeSelector ${LABELS.pool}: <pool>, and deploy BackendFabric (NicClusterPolicy) or the EFA device plugin and GpuOperator with GPUDirect RDMA in the same stack.`,
     },
     (c, v) => {
         const { pools, named } = poolsOf(c, v.pools);
-        const fieldSel = `${c.pod.path}.nodeSelector[inference-platform.io/pool]`;
+        const fieldSel = `${c.pod.path}.nodeSelector[${LABELS.pool}]`;
         if (named.length === 0)
             return [
                 {
                     field: fieldSel,
                     problem: "is not pinned to a node pool, so it may land on nodes without RDMA devices or GPUDirect",
-                    fix: `set nodeSelector inference-platform.io/pool to one of ${v.pools.map((p) => p.name).join(", ") || "the stack's pools"}`,
+                    fix: `set nodeSelector ${LABELS.pool} to one of ${v.pools.map((p) => p.name).join(", ") || "the stack's pools"}`,
                 },
             ];
         const out: Finding[] = [];

@@ -1,5 +1,6 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { KEY_GENERATOR_TYPES } from "./aws";
+import { CACHE_SALT_SECRET, COUNTER_STORE_SECRET } from "../services/shared/spoke-secrets";
 
 /**
  * A spoke stack generates no key material into its state. A pull request's preview of a spoke holds the spoke's
@@ -16,11 +17,10 @@ function urnTail(urn: string): string {
 }
 
 /**
- * The operator-installed Secrets' names (services/shared/spoke-secrets.ts `COUNTER_STORE_SECRET`, `CACHE_SALT_SECRET`;
- * the pack imports only policies/ and upstream/, test/policies/spoke-secrets.test.ts holds them equal): a
- * Pulumi-managed Secret by one of these names would hold the value in state.
+ * The operator-installed Secrets' names, from their one definition (services/shared/spoke-secrets.ts, which imports
+ * nothing): a Pulumi-managed Secret by one of these names would hold the value in state.
  */
-export const INSTALLED_SPOKE_SECRETS: readonly string[] = ["platform-counter-store", "platform-auth-cache-salt-key"];
+export const INSTALLED_SPOKE_SECRETS: readonly string[] = [COUNTER_STORE_SECRET.name, CACHE_SALT_SECRET.name];
 
 export const spokeNoKeyGenerators: StackValidationPolicy = {
     name: "spoke-no-key-generators",

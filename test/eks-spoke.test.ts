@@ -1,3 +1,4 @@
+import { versions } from "../config/versions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../config/errors";
 import { isEksSpoke, parseStackConfig } from "../config/stack";
@@ -222,7 +223,7 @@ describe("spoke-sg1 under mocks", () => {
             ["coredns", null],
             ["eks-pod-identity-agent", null],
             ["kube-proxy", null],
-            ["vpc-cni", "v1.20.1-eksbuild.3"],
+            ["vpc-cni", versions.eksAddons["vpc-cni"]],
         ]);
         expect(
             byType(rs, "aws:ec2/subnet:Subnet")
@@ -264,7 +265,7 @@ describe("spoke-sg1 under mocks", () => {
         const releases = Object.fromEntries(byType(rs, "kubernetes:helm.sh/v3:Release").map((r) => [inputs(r).chart, r]));
         expect(releases["aws-efa-k8s-device-plugin"].provider.startsWith(k8sProvider.urn)).toBe(true);
         expect(inputs(releases["aws-efa-k8s-device-plugin"])).toMatchObject({
-            version: "v0.5.30",
+            version: versions.efaDevicePlugin.version,
             values: { supportedInstanceLabels: { values: ["p5en.48xlarge"] } },
         });
         expect(inputs(releases["gpu-operator"]).values).toMatchObject({
@@ -633,9 +634,9 @@ describe("spoke-sg1 first up: storage, cluster access, node credentials, spoke i
             .map(inputs)
             .find((r) => r.name === "aws-load-balancer-controller")!;
         expect([release.chart, release.version, release.repositoryOpts.repo, release.namespace]).toEqual([
-            "aws-load-balancer-controller",
-            "3.5.0",
-            "https://aws.github.io/eks-charts",
+            versions.awsLoadBalancerController.chart,
+            versions.awsLoadBalancerController.version,
+            versions.awsLoadBalancerController.repo,
             "kube-system",
         ]);
         expect(release.values).toMatchObject({

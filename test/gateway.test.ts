@@ -40,10 +40,10 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         const aiCrds = find(rs, "agent-router-ai-gateway-crds");
         const ai = find(rs, "agent-router-ai-gateway");
         expect([crds, eg, aiCrds, ai].map((r) => [inputs(r).chart, inputs(r).version])).toEqual([
-            ["oci://docker.io/envoyproxy/gateway-crds-helm", "v1.9.2"],
-            ["oci://docker.io/envoyproxy/gateway-helm", "v1.9.2"],
-            ["oci://docker.io/envoyproxy/ai-gateway-crds-helm", "v1.2.0"],
-            ["oci://docker.io/envoyproxy/ai-gateway-helm", "v1.2.0"],
+            [versions.gatewayCrds.chart, versions.gatewayCrds.version],
+            [versions.envoyGateway.chart, versions.envoyGateway.version],
+            [versions.aiGatewayCrds.chart, versions.aiGatewayCrds.version],
+            [versions.aiGateway.chart, versions.aiGateway.version],
         ]);
         expect(waitsFor(rs, counters, crds)).toBe(true);
         expect(waitsFor(rs, eg, crds) && waitsFor(rs, eg, counters)).toBe(true);
@@ -152,7 +152,7 @@ describe.each([false, true])("Agent Router on spoke-hn1 under mocks (preview=%s)
         }
         const valkey = inputs(find(rs, "agent-router-counters-valkey"));
         expect(valkey.spec.template.spec.containers[0]).toMatchObject({
-            image: "docker.io/valkey/valkey:8.1.11-alpine",
+            image: `${versions.valkey.image}:${versions.valkey.version}`,
             args: valkeyArgs(512),
             env: [{ name: "VALKEY_PASSWORD", valueFrom: { secretKeyRef: { name: COUNTER_STORE_SECRET.name, key: "password" } } }],
         });

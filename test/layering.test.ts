@@ -15,7 +15,7 @@ import { ROOT } from "./helpers";
  * each importing only itself and the layers to its right (so config/ imports upstream/, never lib/). A component
  * imports another component only for an exported class, interface, type alias or enum (composition; resolved in the
  * imported module, not guessed from the name's case), never its helpers or constants (those live in lib/).
- * services/ import only services/; from outside, only a service's contract (`services/<name>/config.ts`) and
+ * services/ import only services/ (and services/shared/ the import-free upstream facts in SERVICE_SHARED_UPSTREAM); from outside, only a service's contract (`services/<name>/config.ts`) and
  * `services/shared/`, and those modules load no package but zod and Node built-ins at run time (no ioredis, pg, AWS
  * SDK in the Pulumi program). policies/ import exactly: policies/, upstream/, the lib/ files in PACK_SHARED_LIB and
  * `services/shared/`, the last two loading nothing but Node built-ins (the pack has its own node_modules). tools/
@@ -61,8 +61,8 @@ const PARTS: Record<string, string> = {
 };
 
 /**
- * Files of lib/ the policy pack may import: names the program and the pack share, in modules that load nothing but
- * Node built-ins (the pack loads with its own node_modules: test/policies/fact-base.test.ts).
+ * Files of lib/ the policy pack may import: names the program and the pack share, in modules that import nothing
+ * (what the pack reaches may load only packages the root package.json pins: test/policies/fact-base.test.ts).
  */
 const PACK_SHARED_LIB = new Set(["lib/labels.ts"]);
 
@@ -71,6 +71,13 @@ const PACK_SHARED_SERVICES = /^services\/shared\/[^/]+\.ts$/;
 
 /** Layers whose code is the product (deployed, or run at `pulumi up`): no computed module paths there. */
 const PRODUCT: ReadonlySet<Layer> = new Set(["index", "programs", "components", "lib", "config", "upstream", "services", "policies"]);
+
+/**
+ * Upstream facts services/shared/ may import: modules that import nothing, which every service image that compiles
+ * services/shared/ copies (its Dockerfile and .dockerignore; test/images.test.ts follows the imports). The header names
+ * the auth service sets are an upstream fact with its source (services/shared/identity.ts `DYNAMO_HEADERS`).
+ */
+const SERVICE_SHARED_UPSTREAM = new Set(["upstream/dynamo-headers.ts"]);
 
 /** A service's test harness folder. */
 const TESTING_DIR = /^services\/[^/]+\/testing\//;
@@ -273,6 +280,11 @@ function violations(edges: Edge[], read: (f: string) => string): string[] {
             (PARTS[partsOf(e.to)!] === e.from || partsOf(e.from) === partsOf(e.to))
         )
             continue;
+        if (e.from.startsWith("services/shared/") && SERVICE_SHARED_UPSTREAM.has(e.to)) {
+            if (importsOf(e.to, read(e.to)).length > 0)
+                out.push(`${key}: ${e.to} must import nothing (the services' images copy it alone)`);
+            continue;
+        }
         if (from === "components" && to === "components") {
             const helpers = e.typeOnly
                 ? []
@@ -343,6 +355,7 @@ describe("layering (import graph of the TypeScript sources)", () => {
             { from: "components/hub/UsageLedger.ts", to: "services/ledger/ledger.ts", typeOnly: false, names: ["migrate"] },
             { from: "services/auth/config.ts", to: "lib/labels.ts", typeOnly: false },
             { from: "policies/gateway.ts", to: "config/versions.ts", typeOnly: false },
+            { from: "services/shared/identity.ts", to: "upstream/dynamo.ts", typeOnly: false },
         ];
         const v = violations(planted, read);
         expect(v).toHaveLength(planted.length);

@@ -1,3 +1,4 @@
+import { versions } from "../config/versions";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -264,7 +265,7 @@ describe("metering in the rendered stacks (mocks)", () => {
         const rel = byType(spoke.resources, "kubernetes:helm.sh/v3:Release")
             .map(inputs)
             .find((r) => r.chart === "opentelemetry-collector")!;
-        expect([rel.version, rel.namespace, rel.name]).toEqual(["0.170.0", "platform-system", "metering-collector"]);
+        expect([rel.version, rel.namespace, rel.name]).toEqual([versions.otelCollector.version, "platform-system", "metering-collector"]);
         // The gateway's EnvoyProxy sends its access log to the collector the grant admits it to.
         const proxy = spoke.resources.map((r) => unwrapWire(r.inputs) as any).find((x) => x?.kind === "EnvoyProxy")!;
         const sink = proxy.spec.telemetry.accessLog.settings[0].sinks[0].openTelemetry.backendRefs[0];

@@ -68,7 +68,7 @@ describe("npm run pins: every pin of config/versions.ts, derived from the table"
             "docker",
             "manifest",
             "inspect",
-            "nvcr.io/nvidia/mellanox/multus-cni:network-operator-v26.1.2",
+            `${versions.multus.repository}/${versions.multus.image}:${versions.multus.version}`,
         ]);
         expect(find("otelCollector.imageTag")).toEqual({
             kind: "image",

@@ -4,6 +4,7 @@
  * 0000:18:00.0 for GPU0 0000:1b:00.0, mlx5_3 at 0000:40:00.0 for GPU1 0000:43:00.0) holding GPU1, with the
  * frontend HCA mlx5_1 also present in sysfs.
  */
+import { versions } from "../config/versions";
 import { spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -152,13 +153,13 @@ describe("preflight.sh", () => {
             PREFLIGHT_MIN_DEVICES: "2",
             PREFLIGHT_REQUIRE_IPC_LOCK: "0",
             PREFLIGHT_EFA_BIN: efaBin,
-            PREFLIGHT_IMAGE: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0",
+            PREFLIGHT_IMAGE: `${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.version}`,
         };
         expect(run(env)).toEqual({
             status: 1,
             stdout: "",
             errors: [
-                `preflight: FAIL nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0 has no fi_info (not on PATH, not in ${efaBin}): the EFA provider check cannot run; use the -efa image variant (upstream/images.ts)`,
+                `preflight: FAIL ${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.version} has no fi_info (not on PATH, not in ${efaBin}): the EFA provider check cannot run; use the -efa image variant (upstream/images.ts)`,
             ],
         });
         // The installer's fi_info: provider present; with GPUs it must also register GPU memory (FI_HMEM).

@@ -1,3 +1,4 @@
+import { versions } from "../config/versions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SpokeContractSchema } from "../config/contract";
 import { unwrapWire } from "../tools/wire";
@@ -67,7 +68,7 @@ describe.each([false, true])("whole stacks under mocks (preview=%s)", (preview) 
             ["rail_6", "ibp206s0"],
             ["rail_7", "ibp220s0"],
         ]);
-        expect(ncp.spec.rdmaSharedDevicePlugin.version).toBe("v1.5.3");
+        expect(ncp.spec.rdmaSharedDevicePlugin.version).toBe(versions.rdmaSharedDevicePlugin.version);
 
         const pools = byType(rs, "kubernetes:nv-ipam.nvidia.com/v1alpha1:IPPool").map(inputs);
         expect(pools.map((p) => [p.metadata.name, p.spec.subnet])).toContainEqual(["rail-1", "10.64.16.0/20"]);

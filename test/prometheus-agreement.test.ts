@@ -6,6 +6,7 @@
  * (`kube-prometheus-stack.fullname`) and @00a2982a4a3e666b1ee06460f154ba08a3c61ec5:charts/kube-prometheus-stack/templates/prometheus/service.yaml
  * (Service `<fullname>-prometheus`, port 9090).
  */
+import { versions } from "../config/versions";
 import { describe, expect, it } from "vitest";
 import { ObservabilityConfigSchema, prometheusOf } from "../config/observability";
 import { kubePrometheusStackPrometheus } from "../upstream/activation";
@@ -34,7 +35,7 @@ const planner = (url: string) => ({
 const platform = (url: string) => ({
     name: "dynamo-platform",
     chart: "dynamo-platform",
-    version: "1.5.0",
+    version: versions.dynamoPlatform.version,
     values: { "dynamo-operator": { dynamo: { metrics: { prometheusEndpoint: url } } } },
 });
 
@@ -92,7 +93,7 @@ describe("GPU Operator DCGM exporter is scraped by the selected Prometheus", () 
     const gpuOp = (dcgmExporter: Record<string, unknown>) => ({
         name: "gpu-operator",
         chart: "gpu-operator",
-        version: "v25.10.1",
+        version: versions.gpuOperator.version,
         values: { dcgmExporter },
     });
     it("the chart default (serviceMonitor off) and a wrong release label are findings; ours passes", async () => {

@@ -4,6 +4,7 @@
  * that does not fit is a ConfigError. Schema validation against the upstream CRDs is not a unit test (they are not in
  * the repo): `.ci/run` renders every stack and runs `npm run validate -- --crds <upstream CRD dir>` on the result.
  */
+import { versions } from "../config/versions";
 import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -57,7 +58,7 @@ describe.each(["spoke-hn1", "spoke-hcm1"])("%s", (spoke) => {
             .map(inputs)
             .find((r) => r.chart === "dynamo-platform");
         expect(rel).toMatchObject({
-            version: "1.5.0",
+            version: versions.dynamoPlatform.version,
             namespace: "dynamo-system",
             repositoryOpts: { repo: "https://helm.ngc.nvidia.com/nvidia/ai-dynamo" },
         });

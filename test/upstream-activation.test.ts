@@ -4,6 +4,7 @@
  * chain (upstream/check/observability.ts against upstream/metrics.ts and the exporter facts): each passes on what lib/
  * renders and fails, naming the feature, what is missing and the source, on a planted case.
  */
+import { versions } from "../config/versions";
 import { describe, expect, it } from "vitest";
 import { ObservabilityConfigSchema } from "../config/observability";
 import { buildDgd } from "../lib/dgd";
@@ -53,10 +54,15 @@ describe("activation: what lib/ renders takes effect", () => {
             {
                 name: "gpu-operator",
                 chart: "gpu-operator",
-                version: "v25.10.1",
+                version: versions.gpuOperator.version,
                 values: gpuOperatorValues({ gpuDirectRdma: "dmabuf", useHostMofed: true, externalNfd: true }),
             },
-            { name: "network-operator", chart: "network-operator", version: "26.1.2", values: networkOperatorValues() },
+            {
+                name: "network-operator",
+                chart: "network-operator",
+                version: versions.networkOperator.version,
+                values: networkOperatorValues(),
+            },
         ];
         expect(checkActivation(stackOf([], releases))).toEqual([]);
         // peermem with host MOFED: useHostMofed is read (IsHostMOFED needs driver.rdma.enabled).
@@ -163,7 +169,7 @@ describe("activation: planted inert or refused features", () => {
             endpoint: e,
             namespace: "inference",
             pool: placement(),
-            runtimeImage: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0",
+            runtimeImage: `${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.version}`,
             plannerImage: "p:1",
             prometheusEndpoint: "http://p",
             minLinkRateGbps: 400,
@@ -212,10 +218,15 @@ describe("activation: planted inert or refused features", () => {
         const gpu = {
             name: "gpu-operator",
             chart: "gpu-operator",
-            version: "v25.10.1",
+            version: versions.gpuOperator.version,
             values: { driver: { rdma: { enabled: false, useHostMofed: true } } },
         };
-        const net = { name: "network-operator", chart: "network-operator", version: "26.1.2", values: networkOperatorValues() };
+        const net = {
+            name: "network-operator",
+            chart: "network-operator",
+            version: versions.networkOperator.version,
+            values: networkOperatorValues(),
+        };
         const f = checkActivation(stackOf([], [gpu, net]));
         expect(f.map((x) => x.key)).toEqual(["values.driver.rdma.useHostMofed", "values.nfd.enabled"]);
         expect(f[0].message).toMatch(
@@ -285,8 +296,8 @@ describe("version pairs (upstream/compat.ts)", () => {
             const objs = objects(endpoint({ engine }));
             const pool = objs.filter((o) => o.kind === "Deployment" && /mooncake-(master|store)$/.test(o.metadata.name));
             expect(pool.map((o) => o.spec.template.spec.containers[0].image)).toEqual([
-                `nvcr.io/nvidia/ai-dynamo/${engine}-runtime:1.5.0`,
-                `nvcr.io/nvidia/ai-dynamo/${engine}-runtime:1.5.0`,
+                `${versions.dynamoRuntime[engine].image}:${versions.dynamoRuntime[engine].version}`,
+                `${versions.dynamoRuntime[engine].image}:${versions.dynamoRuntime[engine].version}`,
             ]);
             const r = checkVersionPairs(stackOf(objs));
             expect(r.findings).toEqual([]);
@@ -313,13 +324,17 @@ describe("version pairs (upstream/compat.ts)", () => {
     it("planted: decode on another NIXL, a worker on another Dynamo, a client on another Mooncake", () => {
         const objs = objects(endpoint({ engine: "sglang" }));
         mainOf(dgdOf(objs), "decode").image = "decode:2";
+        // The pinned images, with the library releases upstream records for them (1.4.0, 1.5.0, v0.3.12.post1: the
+        // planted facts of this test, not the pins).
+        const sglangImage = `${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.version}`;
+        const plannerImage = `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`;
         const facts = [
-            VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "nixl", "1.4.0"),
+            VF(sglangImage, "nixl", "1.4.0"),
             VF("decode:2", "nixl", "1.3.2"),
-            VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "dynamo", "1.5.0"),
+            VF(sglangImage, "dynamo", "1.5.0"),
             VF("decode:2", "dynamo", "1.4.0"),
-            VF("nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0", "dynamo", "1.5.0"),
-            VF("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0", "mooncake", "v0.3.12.post1"),
+            VF(plannerImage, "dynamo", "1.5.0"),
+            VF(sglangImage, "mooncake", "v0.3.12.post1"),
             VF("decode:2", "mooncake", "v0.3.11.post1"),
         ];
         const r = checkVersionPairs(stackOf(objs), facts);

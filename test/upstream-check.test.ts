@@ -61,11 +61,11 @@ describe("upstream-check on what lib/ renders", () => {
             minLinkRateGbps: 200,
         });
         // Workers and their preflight run the -efa variant (ai-dynamo/dynamo container/templates/aws.Dockerfile); the Frontend does not.
-        expect(mainOf(dgd, "decode").image).toBe("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0-efa");
+        expect(mainOf(dgd, "decode").image).toBe(`${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.efaVersion}`);
         expect(dgd.spec.components.find((c) => c.name === "decode")!.podTemplate.spec.initContainers as any[]).toMatchObject([
-            { image: "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0-efa" },
+            { image: `${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.efaVersion}` },
         ]);
-        expect(mainOf(dgd, "Frontend").image).toBe("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.5.0");
+        expect(mainOf(dgd, "Frontend").image).toBe(`${versions.dynamoRuntime.sglang.image}:${versions.dynamoRuntime.sglang.version}`);
         expect(run([dgd as any])).toEqual([]);
         // The same config on the plain runtime image: it lacks aws-ofi-nccl, libfabric, efa-installer and fi_info.
         const plain = structuredClone(dgd) as any;

@@ -20,13 +20,12 @@ describe("upstream facts", () => {
         const known = new Set(images.map((i) => `${i.repository}:${i.tag}`));
         expect(pinned.filter((p) => !known.has(p))).toEqual([]);
     });
-    it("Dynamo pins are the 1.5.0 release; engine facts are read at that release's engine pins", () => {
-        expect([
-            versions.dynamoPlatform.version,
-            versions.dynamoPlanner.version,
-            ...Object.values(versions.dynamoRuntime).map((r) => r.version),
-        ]).toEqual(["1.5.0", "1.5.0", "1.5.0", "1.5.0", "1.5.0"]);
-        expect(Object.values(versions.dynamoRuntime).map((r) => r.efaVersion)).toEqual(["1.5.0-efa", "1.5.0-efa", "1.5.0-efa"]);
+    it("Dynamo pins are one release; engine facts are read at that release's engine pins", () => {
+        const release = versions.dynamoPlatform.version;
+        expect([versions.dynamoPlanner.version, ...Object.values(versions.dynamoRuntime).map((r) => r.version)]).toEqual(
+            Array(4).fill(release),
+        );
+        expect(Object.values(versions.dynamoRuntime).map((r) => r.efaVersion)).toEqual(Array(3).fill(`${release}-efa`));
         expect([components.vllm.version, components.sglang.version, components.trtllm.version]).toEqual([
             "v0.28.0",
             "v0.5.18",

@@ -1,3 +1,4 @@
+import { DYNAMO_REQUEST_HEADERS } from "./dynamo-headers";
 import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./types";
 
 /**
@@ -8,9 +9,12 @@ import type { ComponentFacts, EntrypointFacts, InjectionFact, Source } from "./t
  */
 const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 
+/** The Dynamo release these facts are recorded for (config/versions.ts pins it; test/upstream-facts.test.ts). */
+export const DYNAMO_FACTS_RELEASE = "1.5.0";
+
 export const dynamoFrontend: ComponentFacts = {
     component: "dynamo-frontend",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--http-port": {
             takesValue: true,
@@ -55,25 +59,15 @@ export const dynamoFrontend: ComponentFacts = {
 /**
  * Request headers the Dynamo 1.5.0 OpenAI frontend reads into `nvext` before preprocessing, overriding the body
  * (`apply_header_routing_overrides`, called by every OpenAI/Anthropic handler in lib/llm/src/http/service/openai.rs).
- * The auth decision sets these three (services/shared/identity.ts `DYNAMO_HEADERS`); it is the only path from a trusted
+ * Names and sources in upstream/dynamo-headers.ts (the one definition). The auth decision sets these three
+ * (services/shared/identity.ts `DYNAMO_HEADERS`); it is the only path from a trusted
  * decision to the hints the router sees: Envoy's HTTP ext_authz can add headers but not rewrite the body, and the AI
  * Gateway's `bodyMutation` sets fixed, top-level fields per route (envoyproxy/ai-gateway@v1.2.0:api/v1beta1/ai_gateway_route.go
  * `HTTPBodyMutation`), so `nvext.agent_hints.osl` and `speculative_prefill`, which have no header, cannot be set by the platform.
  */
-export const dynamoRequestHeaders: Readonly<Record<string, { nvext: string; source: Source }>> = {
-    "x-dynamo-request-priority": {
-        nvext: "agent_hints.priority (i32; a malformed value falls back to the body's)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-    "x-dynamo-request-strict-priority": {
-        nvext: "agent_hints.strict_priority (u32)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-    "x-tenant-id": {
-        nvext: "cache_salt (non-empty; wins over nvext.cache_salt and the top-level cache_salt)",
-        source: `${D}:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides`,
-    },
-};
+export const dynamoRequestHeaders: Readonly<Record<string, { nvext: string; source: Source }>> = Object.fromEntries(
+    Object.values(DYNAMO_REQUEST_HEADERS).map(({ header, nvext, source }) => [header, { nvext, source }]),
+);
 
 /** Which engines' Dynamo 1.5.0 worker hands `nvext.cache_salt` to the engine's prefix hash (upstream/activation.ts cache-salt). */
 export const dynamoCacheSalt: Readonly<Record<"vllm" | "sglang" | "trtllm", { keeps: boolean; source: Source }>> = {
@@ -84,7 +78,7 @@ export const dynamoCacheSalt: Readonly<Record<"vllm" | "sglang" | "trtllm", { ke
 
 export const dynamoPlanner: ComponentFacts = {
     component: "dynamo-planner",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--config": {
             takesValue: true,
@@ -103,7 +97,7 @@ export const dynamoPlanner: ComponentFacts = {
 /** `python3 -m dynamo.vllm`: Dynamo's own worker flags; every other flag is a vLLM engine arg (upstream/vllm.ts). */
 export const dynamoVllm: ComponentFacts = {
     component: "dynamo-vllm",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--disaggregation-mode": {
             takesValue: true,
@@ -121,7 +115,7 @@ export const dynamoVllm: ComponentFacts = {
 /** `python3 -m dynamo.sglang`: SGLang's ServerArgs (upstream/sglang.ts); no Dynamo-only flag is rendered. */
 export const dynamoSglang: ComponentFacts = {
     component: "dynamo-sglang",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {},
     env: {},
 };
@@ -130,7 +124,7 @@ const TRT: Source = `${D}:components/src/dynamo/trtllm/backend_args.py`;
 /** `python3 -m dynamo.trtllm` flags. */
 export const dynamoTrtllm: ComponentFacts = {
     component: "dynamo-trtllm",
-    version: "1.5.0",
+    version: DYNAMO_FACTS_RELEASE,
     flags: {
         "--model-path": { takesValue: true, source: TRT },
         "--served-model-name": { takesValue: true, source: TRT },

@@ -28,6 +28,7 @@ export * from "./refused";
 export * from "./activation";
 export * from "./compat";
 export * from "./gateway";
+export * from "./rdma-device-plugin";
 export * from "./pairs";
 export * from "./kv-transport";
 export * from "./kvbm";

@@ -3,7 +3,16 @@ import * as pulumi from "@pulumi/pulumi";
 import type { Capacity, EksGpuNodeGroup } from "../../config/eks";
 import type { NodePool } from "../../config/stack";
 import { base64, checkInstanceTypeForEfa, efaNetworkInterfaces, nodeBootstrapUserData } from "../../lib/efa";
-import { EFA_DEVICES_LABEL, FABRIC_LABEL, GPU_PRODUCT_LABEL, GPU_TAINT, MEMLOCK_LABEL, POOL_LABEL, PROFILE_LABEL } from "../../lib/labels";
+import {
+    EFA_DEVICES_LABEL,
+    NODE_GROUP_TAG,
+    FABRIC_LABEL,
+    GPU_PRODUCT_LABEL,
+    GPU_TAINT,
+    MEMLOCK_LABEL,
+    POOL_LABEL,
+    PROFILE_LABEL,
+} from "../../lib/labels";
 import type { Toleration } from "./GpuNodePool";
 import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
@@ -75,7 +84,7 @@ export class EfaNodeGroup extends pulumi.ComponentResource {
         this.efaDevicesPerNode = efa.networkCards;
         this.nodeSelector = { [POOL_LABEL]: pool.name };
         this.tolerations = [{ key: GPU_TAINT.key, operator: "Equal", value: GPU_TAINT.value, effect: GPU_TAINT.effect }];
-        const tags = { [POOL_LABEL]: pool.name, "inference-platform.io/node-group": group.name };
+        const tags = { [POOL_LABEL]: pool.name, [NODE_GROUP_TAG]: group.name };
 
         const info = aws.ec2.getInstanceTypeOutput({ instanceType: group.instanceType }, { parent: this });
         // The live check runs on the invoke (known during preview). The layout is built from the profile's card

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { EksVpc } from "../../config/eks";
 import { versions } from "../../config/versions";
 import { eksKubeconfig, vpcSubnetPlan } from "../../lib/eks";
+import { CLUSTER_TAG } from "../../lib/labels";
 
 export interface EksClusterArgs {
     /** EKS cluster name (also used for tags). */
@@ -134,7 +135,7 @@ export class EksCluster extends pulumi.ComponentResource {
     constructor(name: string, args: EksClusterArgs, opts?: pulumi.ComponentResourceOptions) {
         super("platform:spoke:EksCluster", name, {}, opts);
         this.baseName = name;
-        const tags = { "inference-platform.io/cluster": args.clusterName };
+        const tags = { [CLUSTER_TAG]: args.clusterName };
         const child = { parent: this };
 
         let vpcId: pulumi.Output<string>;

@@ -15,10 +15,8 @@ import { isSecurityPolicy, extAuthOf, attachmentsOf, attachmentFindings } from "
  */
 export const earlyIdentityHeaderStrip: StackValidationPolicy = {
     name: "gateway-early-identity-header-strip",
-    description:
-        "Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove x-ai-eg-model, every x-platform- identity header, every x-dynamo- routing override, every header ext_authz sets, and every rate-limit selector header.",
-    remediationSteps:
-        "Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix x-platform-, Prefix x-dynamo-) to the ClientTrafficPolicy of the Gateway (or of each listener).",
+    description: `Every listener carrying AIGatewayRoutes needs exactly one effective ClientTrafficPolicy whose earlyRequestHeaders remove ${GW.modelHeader}, every ${GW.identityPrefix} identity header, every ${GW.dynamoPrefix} routing override, every header ext_authz sets, and every rate-limit selector header.`,
+    remediationSteps: `Add headers.earlyRequestHeaders.remove / removeOnMatch (Prefix ${GW.identityPrefix}, Prefix ${GW.dynamoPrefix}) to the ClientTrafficPolicy of the Gateway (or of each listener).`,
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const ctpAtt = attachmentsOf(args.resources, "ClientTrafficPolicy");
@@ -131,8 +129,7 @@ function identityWrites(spec: unknown, isIdentity: (h: string) => boolean, path 
  */
 export const identityHeadersOnlyFromExtAuth: StackValidationPolicy = {
     name: "gateway-identity-headers-only-from-extauth",
-    description:
-        "No object other than the ext_authz SecurityPolicy may set or add an identity header (x-platform-*, or any header extAuth.headersToBackend forwards): route RequestHeaderModifier filters, HTTPRouteFilter credentialInjection, ClientTrafficPolicy header set/add, JWT claimToHeaders, apiKeyAuth/basicAuth forwarding headers, AIGatewayRoute/AIServiceBackend headerMutation, BackendTrafficPolicy, EnvoyPatchPolicy and EnvoyExtensionPolicy code.",
+    description: `No object other than the ext_authz SecurityPolicy may set or add an identity header (${GW.identityPrefix}*, or any header extAuth.headersToBackend forwards): route RequestHeaderModifier filters, HTTPRouteFilter credentialInjection, ClientTrafficPolicy header set/add, JWT claimToHeaders, apiKeyAuth/basicAuth forwarding headers, AIGatewayRoute/AIServiceBackend headerMutation, BackendTrafficPolicy, EnvoyPatchPolicy and EnvoyExtensionPolicy code.`,
     remediationSteps: "Remove the header mutation; identity headers are set only by the auth service through ext_authz headersToBackend.",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {

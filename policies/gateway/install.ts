@@ -1,5 +1,5 @@
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { aiRoutes, chartReleases, cmpSemver, GROUPS, keyOf, ofKind, semver } from "../lib/gateway";
+import { aiRoutes, chartReleases, cmpSemver, GROUPS, GW, keyOf, ofKind, semver } from "../lib/gateway";
 import { aiGatewayMinimum, gatewayCompatibleSets } from "../../upstream/gateway";
 
 /* Gateway controllers and charts: rate limits fail closed, one tested version set, the AI Gateway extension wired, no mergeBackends. */
@@ -65,9 +65,8 @@ export const COMPATIBLE_SETS = gatewayCompatibleSets;
  */
 export const gatewayChartVersions: StackValidationPolicy = {
     name: "gateway-chart-versions",
-    description:
-        "ai-gateway-helm and ai-gateway-crds-helm must be >= v1.1.0 and equal; gateway-helm and gateway-crds-helm equal; AI Gateway and Envoy Gateway from one compatible set.",
-    remediationSteps: "Pin all four charts together in config/versions.ts (Agent Router v1.2.0 with Envoy Gateway v1.9.2).",
+    description: `ai-gateway-helm and ai-gateway-crds-helm must be >= v${aiGatewayMinimum.version.join(".")} and equal; gateway-helm and gateway-crds-helm equal; AI Gateway and Envoy Gateway from one compatible set.`,
+    remediationSteps: `Pin all four charts together in config/versions.ts, from one compatible set (${gatewayCompatibleSets.map((s) => `Agent Router ${s.aiGateway}.x with Envoy Gateway ${s.envoyGateway}.x`).join(", ")}; upstream/gateway.ts).`,
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
         const ai = chartReleases(args.resources, "ai-gateway-helm");
@@ -83,7 +82,7 @@ export const gatewayChartVersions: StackValidationPolicy = {
                 );
             else if (cmpSemver(v, aiGatewayMinimum.version) < 0)
                 report(
-                    `Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v${aiGatewayMinimum.version.join(".")}, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).`,
+                    `Helm release ${r.name} (${r.props.chart}): ${r.props.version} is below v${aiGatewayMinimum.version.join(".")}, where a client-sent ${GW.modelHeader} is appended instead of overwritten (ai-gateway#2410).`,
                     r.urn,
                 );
         }

@@ -232,8 +232,7 @@ export function isHopGuardMatch(hs: any[]): boolean {
  */
 export const aiRouteUniqueModels: StackValidationPolicy = {
     name: "aigatewayroute-unique-models",
-    description:
-        "Every AIGatewayRoute rule must have exactly one match holding exactly one header, an Exact x-ai-eg-model, unique across all AIGatewayRoutes on the same Gateway (matches are ORed: any other match reaches the model unapproved); the one other form is a peer hop guard: that header plus x-llm-peer-hop RegularExpression .* in the same match, local backends only, one per model.",
+    description: `Every AIGatewayRoute rule must have exactly one match holding exactly one header, an Exact ${GW.modelHeader}, unique across all AIGatewayRoutes on the same Gateway (matches are ORed: any other match reaches the model unapproved); the one other form is a peer hop guard: that header plus x-llm-peer-hop RegularExpression .* in the same match, local backends only, one per model.`,
     remediationSteps: "Give each model one rule (several backendRefs for several endpoints of the same model).",
     enforcementLevel: "mandatory",
     validateStack: (args, report) => {
@@ -298,7 +297,7 @@ export const aiRouteNoSecretHeaderMatch: ResourceValidationPolicy = {
     name: "aigatewayroute-no-secret-header-match",
     description:
         "No AIGatewayRoute rule may match on a credential header (Authorization, x-api-key, Cookie): the secret sits in the manifest and a wrong key becomes a 404 (ai-gateway#1485).",
-    remediationSteps: "Authenticate in the Gateway-level ext_authz; match rules on x-ai-eg-model only.",
+    remediationSteps: `Authenticate in the Gateway-level ext_authz; match rules on ${GW.modelHeader} only.`,
     enforcementLevel: "mandatory",
     validateResource: (args, report) => {
         if (!/^kubernetes:aigateway\.envoyproxy\.io\/[^:]+:AIGatewayRoute$/.test(args.type)) return;

@@ -13,7 +13,7 @@ import { INFERENCE_NAMESPACE } from "../../lib/labels";
 /**
  * Helpers over the gateway objects of a stack (Envoy Gateway, AI Gateway, Gateway API). Header and namespace names
  * are the product's own, imported from the one place that defines them (services/shared/identity.ts, lib/labels.ts;
- * both import nothing, so the pack still loads with only its own node_modules).
+ * neither loads a package).
  */
 export const GW = {
     /** Client-facing model header the AI Gateway sets from the body. */
@@ -163,17 +163,8 @@ export function secondsOf(d: unknown): number | undefined {
     return total;
 }
 
-/** Parsed `vX.Y.Z` (leading `v` optional); undefined when not a release version. */
-export function semver(v: unknown): [number, number, number] | undefined {
-    const m = /^v?(\d+)\.(\d+)\.(\d+)$/.exec(String(v ?? ""));
-    return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : undefined;
-}
-
-/** -1, 0, 1 comparing two parsed versions. */
-export function cmpSemver(a: [number, number, number], b: [number, number, number]): number {
-    for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
-    return 0;
-}
+/** Release version parsing and comparison: policies/lib/semver.ts (one helper for the pack). */
+export { cmpSemver, semver } from "./semver";
 
 /** Helm releases/charts of a chart name (plain name or OCI reference ending in `/<name>`). */
 export function chartReleases(resources: PolicyResource[], chart: string): PolicyResource[] {

@@ -2,8 +2,8 @@ import type { PolicyResource } from "@pulumi/policy";
 import { FABRIC_LABEL, FRONTEND_NICS_ANNOTATION, MEMLOCK_LABEL, POOL_LABEL, RAIL_TABLE_ANNOTATION } from "../../lib/labels";
 
 /**
- * Small helpers over the resources a stack policy sees. Label keys are the product's own (lib/labels.ts, which
- * imports nothing, so the pack still loads with only its own node_modules).
+ * Small helpers over the resources a stack policy sees. Label keys are the product's own, from their one definition
+ * (lib/labels.ts, which loads no package).
  */
 export const LABELS = {
     pool: POOL_LABEL,

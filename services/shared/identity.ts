@@ -3,6 +3,7 @@
  * service. One place, so the ClientTrafficPolicy strip list, the ext_authz `headersToBackend` list and the
  * access-log format can never drift apart.
  */
+import { DYNAMO_REQUEST_HEADERS } from "../../upstream/dynamo-headers";
 
 /** Prefix of every trusted identity header. The gateway strips all client-sent headers with this prefix. */
 export const IDENTITY_HEADER_PREFIX = "x-platform-";
@@ -23,15 +24,16 @@ export const IDENTITY_HEADERS = {
  * Headers the Dynamo frontend reads into `nvext` before the router sees the request, each overriding the body
  * (ai-dynamo/dynamo@v1.5.0:lib/llm/src/protocols/common/extensions.rs#apply_header_routing_overrides): the auth
  * service sets them on every allowed model request (the clamped priority and tier, the derived cache salt), and the
- * gateway strips client-sent copies early, so only the platform's values reach the router and the engines.
+ * gateway strips client-sent copies early, so only the platform's values reach the router and the engines. Names from
+ * their one definition with its source, upstream/dynamo-headers.ts.
  */
 export const DYNAMO_HEADERS = {
     /** -> `nvext.agent_hints.priority` (i32). */
-    priority: "x-dynamo-request-priority",
+    priority: DYNAMO_REQUEST_HEADERS.priority.header,
     /** -> `nvext.agent_hints.strict_priority` (u32, router queue tier). */
-    strictPriority: "x-dynamo-request-strict-priority",
+    strictPriority: DYNAMO_REQUEST_HEADERS.strictPriority.header,
     /** -> `nvext.cache_salt` (`HEADER_TENANT_ID`): the salt, not the tenant's name. */
-    cacheSalt: "x-tenant-id",
+    cacheSalt: DYNAMO_REQUEST_HEADERS.cacheSalt.header,
 } as const;
 
 /**

@@ -1,3 +1,4 @@
+import { versions } from "../../config/versions";
 import { describe, expect, it } from "vitest";
 import {
     dgdApiShape,
@@ -142,7 +143,9 @@ describe("dgd-main-container (F.2, ai-dynamo/dynamo PR #11421)", () => {
 
 describe("dgd-image-semver (F.3)", () => {
     it("compliant: 1.5.0, v0.5.16, and a custom tag with runtimeVersionOverride", async () => {
-        expect(semverTag("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0")).toBe("1.5.0");
+        expect(semverTag(`${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`)).toBe(
+            versions.dynamoRuntime.vllm.version,
+        );
         expect(semverTag("lmsysorg/sglang:v0.5.16")).toBe("v0.5.16");
         expect(semverTag("registry:5000/vllm-runtime")).toBeUndefined();
         const rs = dgdEdit((o) => {
@@ -157,8 +160,8 @@ describe("dgd-image-semver (F.3)", () => {
             mainOf(o, "decode").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc";
         });
         expect(await violations([dgdImageSemver], rs)).toEqual([
-            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
-            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag such as :1.5.0 or set runtimeVersionOverride.`,
+            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:latest has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag (:X.Y.Z) or set runtimeVersionOverride.`,
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime@sha256:abc has no semantic-version tag, so the webhook rejects the component. Fix: use a release tag (:X.Y.Z) or set runtimeVersionOverride.`,
         ]);
     });
 });
@@ -247,12 +250,12 @@ describe("dgd-role-images (F.6, F.13)", () => {
     });
     it("ai-dynamo/dynamo PR #8407: planner on the backend image; workload-map PR #144: frontend on the planner image", async () => {
         const rs = dgdEdit((o) => {
-            mainOf(o, "Planner").image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0";
-            mainOf(o, "Frontend").image = "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0";
+            mainOf(o, "Planner").image = `${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`;
+            mainOf(o, "Frontend").image = `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`;
         });
         expect(await violations([dgdRoleImages], rs)).toEqual([
-            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: frontend component runs the planner image nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0. Fix: use the engine runtime image.`,
-            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0, not the dynamo-planner image. Fix: use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>.`,
+            `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: frontend component runs the planner image ${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}. Fix: use the engine runtime image.`,
+            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}, not the dynamo-planner image. Fix: use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>.`,
         ]);
     });
 });

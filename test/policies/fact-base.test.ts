@@ -1,6 +1,7 @@
 /**
  * One fact base: upstream/ is the only copy of upstream facts; the render, npm run upstream-check and the policy pack
- * all read it, and the pack still loads from policies/ with only its own node_modules.
+ * all read it; the pack loads with policies/node_modules plus the repository's root install (as the workflows run it);
+ * no fact, version, label or header name is written twice.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -14,6 +15,7 @@ import { charts, gatewayCompatibleSets, images } from "../../upstream";
 import { defaultFacts, type Facts, rules } from "../../upstream/check";
 import * as labels from "../../lib/labels";
 import * as identity from "../../services/shared/identity";
+import { DYNAMO_REQUEST_HEADERS } from "../../upstream/dynamo-headers";
 import { versions } from "../../config/versions";
 import { ROOT } from "../helpers";
 import { endpoint, stack, violations } from "./rdma-fixtures";
@@ -41,38 +43,53 @@ function resolveTs(from: string, spec: string): string {
     throw new Error(`${from}: cannot resolve ${spec}`);
 }
 
-describe("the pack loads from policies/ with its own node_modules", () => {
-    it("every module the pack reaches outside policies/ imports only relative modules or packages pinned equally in both package.json files", () => {
-        const packDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies;
-        const rootDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).dependencies;
-        const deps = Object.keys(packDeps);
+describe("the pack loads with policies/node_modules and the root install, as the workflows run it", () => {
+    /**
+     * Packages of policies/package.json no pack file imports, each with the reason the pack still needs it.
+     * Pulumi's Node.js policy runtime compiles the pack's TypeScript with ts-node (and its typescript).
+     */
+    const PACK_TOOLS: Record<string, string> = {
+        "ts-node": "Pulumi's Node.js runtime runs the pack's index.ts through it",
+        typescript: "ts-node's compiler",
+        "@pulumi/pulumi": "peer dependency of @pulumi/policy",
+    };
+    const packageOf = (spec: string) => (spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]);
+
+    /** Every module the pack loads (from policies/index.ts) with the packages it imports. */
+    function packGraph(): { files: string[]; imports: { file: string; pkg: string }[] } {
         const seen = new Set<string>();
+        const imports: { file: string; pkg: string }[] = [];
         const queue = [path.join(POLICIES, "index.ts")];
-        const problems: string[] = [];
         while (queue.length) {
             const f = queue.pop()!;
             if (seen.has(f)) continue;
             seen.add(f);
-            const inPack = f.startsWith(POLICIES + path.sep);
             for (const spec of importsOf(f)) {
-                if (spec.startsWith(".")) {
-                    queue.push(resolveTs(f, spec));
-                    continue;
-                }
-                const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
-                if (builtinModules.includes(spec.replace(/^node:/, ""))) continue;
-                // A module outside policies/ resolves packages from the repository's node_modules (the program's install,
-                // which `pulumi preview` needs anyway): allowed only when both package.json files pin the same version.
-                if (!inPack && !(packDeps[pkg] && packDeps[pkg] === rootDeps[pkg]))
-                    problems.push(
-                        `${path.relative(ROOT, f)} imports package ${spec}, not pinned equally in package.json and policies/package.json`,
-                    );
-                else if (!deps.includes(pkg))
-                    problems.push(`${path.relative(ROOT, f)} imports ${spec}, not a dependency in policies/package.json`);
+                if (spec.startsWith(".")) queue.push(resolveTs(f, spec));
+                else if (!builtinModules.includes(spec.replace(/^node:/, ""))) imports.push({ file: f, pkg: packageOf(spec) });
             }
         }
+        return { files: [...seen], imports };
+    }
+
+    it("every package resolves from the install the pack gets: its own files' from policies/, the rest from the root", () => {
+        const packDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies;
+        const rootDeps: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).dependencies;
+        const { files, imports } = packGraph();
+        const problems: string[] = [];
+        for (const { file, pkg } of imports) {
+            const rel = path.relative(ROOT, file);
+            const inPack = file.startsWith(POLICIES + path.sep);
+            // Node resolves a package from the importing file's folder upwards: a file under policies/ finds
+            // policies/node_modules (npm ci --prefix policies), any other file the root node_modules (npm ci).
+            if (inPack && !packDeps[pkg]) problems.push(`${rel} imports ${pkg}, not a dependency in policies/package.json`);
+            if (!inPack && !rootDeps[pkg]) problems.push(`${rel} imports ${pkg}, not a dependency in the root package.json`);
+            if (!inPack && !/^\d+\.\d+\.\d+$/.test(rootDeps[pkg] ?? "")) problems.push(`${rel} imports ${pkg}, not pinned exactly`);
+        }
         expect(problems).toEqual([]);
-        const outside = [...seen].filter((f) => !f.startsWith(POLICIES + path.sep)).map((f) => path.relative(ROOT, f));
+        // Files outside policies/ load packages: the pack needs the root install (README "The policy pack is a closed world").
+        expect(imports.filter((i) => !i.file.startsWith(POLICIES + path.sep)).map((i) => i.pkg)).toContain("@prometheus-io/lezer-promql");
+        const outside = files.filter((f) => !f.startsWith(POLICIES + path.sep)).map((f) => path.relative(ROOT, f));
         expect(outside).toEqual(
             expect.arrayContaining(["upstream/index.ts", "upstream/check/index.ts", "lib/labels.ts", "services/shared/identity.ts"]),
         );
@@ -82,6 +99,33 @@ describe("the pack loads from policies/ with its own node_modules", () => {
             expect(path.relative(path.resolve(POLICIES, tsconfig.compilerOptions.rootDir), path.join(ROOT, f)).startsWith(".."), f).toBe(
                 false,
             );
+    });
+
+    it("policies/package.json lists only what the pack's own files import, and the tools that run them", () => {
+        const packDeps = Object.keys(JSON.parse(fs.readFileSync(path.join(POLICIES, "package.json"), "utf8")).dependencies);
+        const used = new Set(
+            packGraph()
+                .imports.filter((i) => i.file.startsWith(POLICIES + path.sep))
+                .map((i) => i.pkg),
+        );
+        expect(packDeps.filter((d) => !used.has(d) && !PACK_TOOLS[d])).toEqual([]);
+        for (const t of Object.keys(PACK_TOOLS)) expect(packDeps, t).toContain(t);
+    });
+
+    it("every workflow that runs the pack installs both, and no document claims the pack needs only its own node_modules", () => {
+        const workflows = path.join(ROOT, ".github", "workflows");
+        const running = fs
+            .readdirSync(workflows)
+            .map((f) => fs.readFileSync(path.join(workflows, f), "utf8"))
+            .filter((w) => /policyPacks:\s*policies|--policy-pack policies/.test(w));
+        expect(running.length).toBeGreaterThan(0);
+        for (const w of running) {
+            expect(w).toMatch(/npm ci --no-audit/);
+            expect(w).toMatch(/npm ci --prefix policies/);
+        }
+        const claim = /only (its own|`?policies\/node_modules`?) ?node_modules|with only `?policies\/node_modules/;
+        const docs = ["README.md", "upstream/check/index.ts", "lib/labels.ts", "policies/lib/resources.ts", "policies/lib/gateway.ts"];
+        for (const d of docs) expect(claim.test(fs.readFileSync(path.join(ROOT, d), "utf8")), d).toBe(false);
     });
 
     it("one @pulumi/policy version for the program's tests and the pack's deploys", () => {
@@ -155,6 +199,98 @@ describe("no hand copies of facts in the pack", () => {
     });
 });
 
+describe("no hand copies of facts anywhere in the product's code", () => {
+    /** Where the program, the checks, the tools, the pack and the services live (config/ and upstream/ hold the facts). */
+    const SCANNED = ["lib", "components", "programs", "upstream/check", "tools", "policies", "services"];
+    /** Each fact's one definition: the only file allowed to write it out (files outside SCANNED need no entry). */
+    const DEFINING: Record<string, string> = {
+        label: "lib/labels.ts",
+        identityHeader: "services/shared/identity.ts",
+    };
+    /**
+     * Reviewed exceptions, `file: what` -> why. Keep empty unless a copy is unavoidable; an entry that no longer matches
+     * fails the test, so the list only shrinks.
+     */
+    const ALLOWED: Record<string, string> = {};
+
+    /** Source files of a folder: code, not tests or test harnesses (those pin values deliberately, with their source). */
+    const sourceFiles = (dir: string): string[] =>
+        fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+            const p = path.posix.join(dir, e.name);
+            if (e.isDirectory()) return ["node_modules", "testing", "test", "fixtures"].includes(e.name) ? [] : sourceFiles(p);
+            return /\.(ts|mts|js|mjs)$/.test(e.name) && !/\.(test|d)\.ts$/.test(e.name) ? [p] : [];
+        });
+    /** Code without comments (comments cite upstream versions and name headers and labels in prose). */
+    const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+    const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+    /** Every pinned version of config/versions.ts (chart versions, image tags, release-set tags). */
+    const pins = new Set<string>();
+    const walk = (o: object) => {
+        for (const v of Object.values(o))
+            if (v && typeof v === "object") walk(v);
+            else if (typeof v === "string" && /^(network-operator-)?v?\d+\.\d+\.\d+/.test(v)) pins.add(v);
+    };
+    walk(versions);
+    /** What may not be written out, and where it may. A version cited as a source (`owner/repo@v1.2.3:path`) is a citation, not a pin. */
+    const facts: { what: string; re: RegExp; definedIn?: string }[] = [
+        ...[...pins].map((v) => ({ what: `pinned version ${v}`, re: new RegExp(`(?<![\\w.@/])v?${esc(v.replace(/^v/, ""))}(?![\\w.])`) })),
+        { what: "label or annotation name inference-platform.io/...", re: /inference-platform\.io\//, definedIn: DEFINING.label },
+        { what: "label prefix", re: /["'`]inference-platform\.io["'`]/, definedIn: DEFINING.label },
+        ...Object.values(DYNAMO_REQUEST_HEADERS).map((h) => ({
+            what: `Dynamo header ${h.header}`,
+            re: new RegExp(`(?<![\\w-])${esc(h.header)}(?![\\w-])`),
+        })),
+        ...[
+            ...Object.values(identity.IDENTITY_HEADERS),
+            identity.IDENTITY_HEADER_PREFIX,
+            identity.DYNAMO_HEADER_PREFIX,
+            identity.AI_GATEWAY_MODEL_HEADER,
+        ].map((h) => ({ what: `header ${h}`, re: new RegExp(`(?<![\\w-])${esc(h)}(?![\\w-])`), definedIn: DEFINING.identityHeader })),
+    ];
+    /** `file:line what` for every copy in one file's text. */
+    const copiesIn = (file: string, text: string) =>
+        code(text)
+            .split("\n")
+            .flatMap((line, i) => facts.filter((f) => f.definedIn !== file && f.re.test(line)).map((f) => `${file}:${i + 1} ${f.what}`));
+
+    it("no pinned version, label or annotation name, or header name is written outside its one definition", () => {
+        const files = SCANNED.flatMap(sourceFiles);
+        expect(files.length).toBeGreaterThan(200);
+        expect(pins.size).toBeGreaterThan(10);
+        const found = files.flatMap((f) => copiesIn(f, fs.readFileSync(path.join(ROOT, f), "utf8")));
+        const allowed = (c: string) =>
+            Object.keys(ALLOWED).some((k) => c.startsWith(`${k.split(": ")[0]}:`) && c.endsWith(k.split(": ")[1]));
+        expect(found.filter((c) => !allowed(c))).toEqual([]);
+        for (const k of Object.keys(ALLOWED))
+            expect(
+                found.some((c) => allowed(c) && c.includes(k.split(": ")[0])),
+                k,
+            ).toBe(true);
+    });
+
+    it("finds the copies it exists for (planted)", () => {
+        const planted = [
+            'const l = { key: "inference-platform.io/endpoint", values };',
+            `const msg = "pin ${versions.rdmaSharedDevicePlugin.version}";`,
+            `message: \`Dynamo ${versions.dynamoPlatform.version} drops it\`,`,
+            `const image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:${versions.dynamoRuntime.vllm.efaVersion}";`,
+            `fix: "Agent Router ${versions.aiGateway.version} with Envoy Gateway ${versions.envoyGateway.version}",`,
+            `const tag = "${versions.multus.version}";`,
+            'headers: { "x-dynamo-request-priority": "1" },',
+            'remove: ["x-ai-eg-model"],',
+            "// a comment may cite inference-platform.io/pool, v1.5.3 and x-tenant-id",
+            'source: "ai-dynamo/dynamo@v1.5.0:docs/x.md",',
+        ].join("\n");
+        // Every planted line but the comment and the citation, the line with two pins twice.
+        const lines = copiesIn("lib/planted.ts", planted).map((c) => Number(c.split(" ")[0].split(":")[1]));
+        expect([...new Set(lines)]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+        expect(lines.filter((l) => l === 5)).toHaveLength(2);
+        // The defining module writes its own facts.
+        expect(copiesIn("services/shared/identity.ts", 'model: "x-ai-eg-model",')).toEqual([]);
+    });
+});
+
 describe("the pack enforces exactly what upstream-check enforces", () => {
     it("every rule of upstream/check runs in the pack (inside upstream-rules or under the policy named for it)", () => {
         const names = allPolicies.map((p) => p.name);
@@ -188,7 +324,8 @@ describe("the pack enforces exactly what upstream-check enforces", () => {
             /no facts for nvcr.io\/nvidia\/ai-dynamo\/sglang-runtime at tag 1\.5\.0/,
         );
         // Derived allow-lists follow the facts too.
-        expect(allowedRdmaImages(images.filter((i) => i.tag !== "1.5.0-efa")).some((a) => a.tags.includes("1.5.0-efa"))).toBe(false);
+        const efa = versions.dynamoRuntime.vllm.efaVersion;
+        expect(allowedRdmaImages(images.filter((i) => i.tag !== efa)).some((a) => a.tags.includes(efa))).toBe(false);
         expect(verifiedCharts(charts.filter((c) => c.chart !== "gpu-operator"))["gpu-operator"].versions).toEqual([]);
     });
 });

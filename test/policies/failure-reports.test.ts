@@ -4,6 +4,7 @@
  * Each test names the report and asserts which rule stops it. Reports with no static trigger on our manifests are
  * listed at the end of the file with the reason.
  */
+import { versions } from "../../config/versions";
 import { describe, expect, it } from "vitest";
 import type { Policy } from "@pulumi/policy";
 import { allPolicies } from "../../policies/policies";
@@ -48,7 +49,7 @@ function efaUcxWorker(): CapturedResource {
                     containers: [
                         {
                             name: "main",
-                            image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
+                            image: `${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`,
                             command: ["python3", "-m", "dynamo.vllm"],
                             args: [
                                 "--disaggregation-mode",

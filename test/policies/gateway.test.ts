@@ -1,3 +1,4 @@
+import { versions } from "../../config/versions";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
     accessLogUsageFields,
@@ -417,10 +418,10 @@ describe("gateway-envoy-ratelimit-fail-closed", () => {
 });
 
 describe("gateway-chart-versions", () => {
-    it("compliant: AI Gateway v1.2.0 with Envoy Gateway v1.9.2, CRDs at the controllers' versions", async () => {
+    it(`compliant: AI Gateway ${versions.aiGateway.version} with Envoy Gateway ${versions.envoyGateway.version}, CRDs at the controllers' versions`, async () => {
         expect(await messages(gatewayChartVersions, graph())).toEqual([]);
     });
-    it("violating: AI Gateway v1.0.0 (before the x-ai-eg-model overwrite fix) with Envoy Gateway v1.9.2", async () => {
+    it(`violating: AI Gateway v1.0.0 (before the x-ai-eg-model overwrite fix) with Envoy Gateway ${versions.envoyGateway.version}`, async () => {
         let rs = edit(graph(), "agent-router-ai-gateway", (o) => {
             o.version = "v1.0.0";
         });
@@ -430,7 +431,7 @@ describe("gateway-chart-versions", () => {
         expect(await messages(gatewayChartVersions, rs)).toEqual([
             "Helm release agent-router-ai-gateway (oci://docker.io/envoyproxy/ai-gateway-helm): v1.0.0 is below v1.1.0, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).",
             "Helm release agent-router-ai-gateway-crds (oci://docker.io/envoyproxy/ai-gateway-crds-helm): v1.0.0 is below v1.1.0, where a client-sent x-ai-eg-model is appended instead of overwritten (ai-gateway#2410).",
-            "AI Gateway v1.0.0 with Envoy Gateway v1.9.2 is not a tested set (1.0.x↔1.8.x, 1.1.x↔1.8.x, 1.2.x↔1.9.x).",
+            `AI Gateway v1.0.0 with Envoy Gateway ${versions.envoyGateway.version} is not a tested set (1.0.x↔1.8.x, 1.1.x↔1.8.x, 1.2.x↔1.9.x).`,
         ]);
     });
     it("violating: CRD chart at another version than its controller; an unpinned version", async () => {
@@ -442,8 +443,8 @@ describe("gateway-chart-versions", () => {
         });
         expect(await messages(gatewayChartVersions, rs)).toEqual([
             'Helm release agent-router-ai-gateway-crds (oci://docker.io/envoyproxy/ai-gateway-crds-helm): version "latest" is not an exact release; pin vX.Y.Z.',
-            "AI Gateway: oci://docker.io/envoyproxy/ai-gateway-helm@v1.2.0 and oci://docker.io/envoyproxy/ai-gateway-crds-helm@latest differ; install the CRDs of the controller's version.",
-            "Envoy Gateway: oci://docker.io/envoyproxy/gateway-helm@v1.9.2 and oci://docker.io/envoyproxy/gateway-crds-helm@v1.9.0 differ; install the CRDs of the controller's version.",
+            `AI Gateway: oci://docker.io/envoyproxy/ai-gateway-helm@${versions.aiGateway.version} and oci://docker.io/envoyproxy/ai-gateway-crds-helm@latest differ; install the CRDs of the controller's version.`,
+            `Envoy Gateway: oci://docker.io/envoyproxy/gateway-helm@${versions.envoyGateway.version} and oci://docker.io/envoyproxy/gateway-crds-helm@v1.9.0 differ; install the CRDs of the controller's version.`,
         ]);
     });
 });

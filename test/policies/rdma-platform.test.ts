@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { versions } from "../../config/versions";
+import { cmpSemver, semver } from "../../policies/lib/semver";
+import { rdmaSharedDevicePluginMinimum } from "../../upstream/rdma-device-plugin";
 import { allowedImage, ALLOWED_RDMA_IMAGES, splitImage } from "../../policies/lib/images";
 import {
     gpudirectCoordinatedUpgrades,
@@ -60,17 +62,25 @@ describe("rdma-device-plugin-config", () => {
 });
 
 describe("rdma-device-plugin-version", () => {
-    it("compliant: the pinned v1.5.3", async () => {
-        expect(versions.rdmaSharedDevicePlugin.version).toBe("v1.5.3");
+    it("compliant: the pinned release (config/versions.ts)", async () => {
+        expect(cmpSemver(semver(versions.rdmaSharedDevicePlugin.version)!, rdmaSharedDevicePluginMinimum.version)).toBeGreaterThanOrEqual(
+            0,
+        );
         expect(await violations([rdmaDevicePluginVersion], stack())).toEqual([]);
     });
     it("Mellanox/k8s-rdma-shared-dev-plugin#48: v1.3.2 loses allocatable after a kubelet restart", async () => {
         const rs = edit(stack(), "NicClusterPolicy", (o) => {
             o.spec.rdmaSharedDevicePlugin.version = "v1.3.2";
         });
+        // v1.4.0 written out on purpose: the upstream minimum (PR #82, upstream/rdma-device-plugin.ts), not our pin.
         expect(await violations([rdmaDevicePluginVersion], rs)).toEqual([
-            `${NCP} field spec.rdmaSharedDevicePlugin.version: plugin version "v1.3.2" is older than v1.4.0 or unparseable. Fix: pin v1.5.3.`,
+            `${NCP} field spec.rdmaSharedDevicePlugin.version: plugin version "v1.3.2" is older than v1.4.0 or unparseable. Fix: pin v1.4.0 or newer (config/versions.ts rdmaSharedDevicePlugin).`,
         ]);
+        // A pre-release or suffixed tag is not a release the pack can order: refused too.
+        const rc = edit(stack(), "NicClusterPolicy", (o) => {
+            o.spec.rdmaSharedDevicePlugin.version = "v1.4.0-rc1";
+        });
+        expect(await violations([rdmaDevicePluginVersion], rc)).toHaveLength(1);
     });
 });
 
@@ -161,7 +171,7 @@ describe("rdma-image-allowlisted (D.8)", () => {
             "llama-70b-mooncake-store",
         );
         expect(await violations([rdmaImageAllowlisted], rs)).toEqual([
-            "Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0 has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA.",
+            `Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0].image: image ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version} has no Mooncake EFA transport, so protocol efa silently runs the verbs transport. Fix: use an image whose Mooncake is built with USE_EFA.`,
         ]);
     });
 });

@@ -1,3 +1,4 @@
+import { versions } from "../../config/versions";
 import { allPolicies } from "../../policies/policies";
 import { runPolicies } from "../../tools/policy-runner";
 import { describe, expect, it } from "vitest";
@@ -519,7 +520,7 @@ describe("workload shapes beyond DGDs", () => {
                 containers: [
                     {
                         name,
-                        image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
+                        image: `${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`,
                         command: ["python3", "-m", "dynamo.vllm"],
                         args: ["--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'],
                         resources: { limits: { "nvidia.com/gpu": "1" } },
@@ -579,8 +580,8 @@ describe("EKS / EFA pools", () => {
             endpoint: endpoint({ kvPool: { kind: "none" } }),
             namespace: "inference",
             pool,
-            runtimeImage: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
-            plannerImage: "nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.5.0",
+            runtimeImage: `${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`,
+            plannerImage: `${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}`,
             prometheusEndpoint: "http://p",
             minLinkRateGbps: 0,
         });

@@ -6,6 +6,7 @@
  */
 import { endpointSignals } from "../../upstream/check/signals";
 import { endpointGpus, type Endpoint } from "../../config/endpoint";
+import { ENDPOINT_LABEL } from "../../lib/labels";
 import { dgdName, revisionsOf, stateOf } from "../../lib/rollout";
 import { expectedStartPath, kvTiersText } from "../../lib/faststart";
 import type { NodeProfile } from "../../config/nodeProfile";
@@ -433,10 +434,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         };
     });
     const dgds = new Map(
-        ofKind(rs, "DynamoGraphDeployment").map((d) => [
-            d.inputs.metadata?.labels?.["inference-platform.io/endpoint"] ?? d.inputs.metadata?.name,
-            d.inputs,
-        ]),
+        ofKind(rs, "DynamoGraphDeployment").map((d) => [d.inputs.metadata?.labels?.[ENDPOINT_LABEL] ?? d.inputs.metadata?.name, d.inputs]),
     );
     const placed: Endpoint[] = Array.isArray(contract?.endpoints) ? contract.endpoints : [];
     const kube = rs.filter((r) => r.type.startsWith("kubernetes:") && typeof r.inputs?.kind === "string").map((r) => r.inputs);

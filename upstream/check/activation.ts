@@ -3,6 +3,7 @@
  * (upstream/activation.ts). Each finding names the feature (its fact id), what is missing, and the fact's source.
  * Pure functions over a rendered stack; see ./view.ts.
  */
+import { CACHE_SCOPES_ANNOTATION as CACHE_SCOPES } from "../labels";
 import { activationFact, type ActivationFact } from "../activation";
 import { type BundledVersionFact, bundledVersions, masterPublishesKvEvents, MOONCAKE_MASTER_KV_EVENTS_SINCE } from "../compat";
 import {
@@ -490,9 +491,6 @@ function routerQueueFindings(s: StackView): Finding[] {
             ),
         );
 }
-
-/** DGD annotation with the number of KV cache scopes calling the endpoint's model (config/endpoint.ts CACHE_SCOPES_ANNOTATION). */
-const CACHE_SCOPES = "inference-platform.io/kv-cache-scopes";
 
 /**
  * `cache-salt`: a graph whose engine does not keep the cache salt in its prefix hash (SGLang, TRT-LLM under Dynamo

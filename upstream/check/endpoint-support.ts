@@ -6,6 +6,7 @@
  * Pure; see ./view.ts.
  */
 import { activationFact } from "../activation";
+import { dynamoFrontend } from "../dynamo";
 import { argvOf, type Finding, flagValue, parseJson, type PodView, podsOf, type StackView } from "./view";
 
 const WORKERS = ["prefill", "decode", "worker"];
@@ -57,7 +58,7 @@ export function checkEndpointSupport(s: StackView): Finding[] {
                     object: p.object,
                     container: p.main.name,
                     key: "--speculative-config",
-                    message: `${specFact.id} (${specFact.feature}) would be ${specFact.otherwise}: ${JSON.stringify(method ?? raw)} speculative decoding on a disaggregated vLLM worker crashes silently under KV-transfer load (no fix recorded up to Dynamo 1.5.0) [${specFact.source}]`,
+                    message: `${specFact.id} (${specFact.feature}) would be ${specFact.otherwise}: ${JSON.stringify(method ?? raw)} speculative decoding on a disaggregated vLLM worker crashes silently under KV-transfer load (no fix recorded up to Dynamo ${dynamoFrontend.version}) [${specFact.source}]`,
                 });
             }
         }

@@ -1,7 +1,8 @@
 /**
  * The upstream rules, one registry for `npm run upstream-check` (tools/upstream-check.ts, over the offline render) and
  * the policy pack (policies/upstream.ts, over what `pulumi preview`/`up` applies). Pure: no file system, no YAML, no
- * `@pulumi/*` (the pack loads this folder with only its own node_modules).
+ * `@pulumi/*`. Packages it imports (the PromQL parser) resolve from the repository's root node_modules, which the pack
+ * needs next to policies/node_modules (test/policies/fact-base.test.ts, README "The policy pack is a closed world").
  *
  * To add a rule: write it in a new file of this folder as a {@link Rule} (`(stack, facts, result) => Finding[]`) and
  * append it to {@link rules}. Nothing else: both callers run every entry.

@@ -4,6 +4,7 @@
  * `npm run upstream-check` and by the policy pack): each is a pure `(stack) => Finding[]` over the rendered objects
  * and releases.
  */
+import { CACHE_SCOPES_ANNOTATION } from "../labels";
 import { checkActivation, speculativeSignature } from "./activation";
 import { checkObservability, scrapedSignals } from "./observability";
 import { checkEndpointSupport } from "./endpoint-support";
@@ -121,7 +122,7 @@ export function endpointSignals(s: StackView): Map<string, EndpointSignals> {
         const threshold = frontend ? flagValue(argv(frontend), "--router-queue-threshold") : undefined;
         if (threshold !== undefined) active.push(`router queue by latency class, then priority (threshold ${String(threshold)})`);
         const dgd = s.objects.find((o) => o?.kind === "DynamoGraphDeployment" && o.metadata?.name === graph);
-        const scopes = dgd?.metadata?.annotations?.["inference-platform.io/kv-cache-scopes"];
+        const scopes = dgd?.metadata?.annotations?.[CACHE_SCOPES_ANNOTATION];
         if (engine === "vllm")
             active.push(`tenant-bound KV salt in the router and the engine prefix cache (${scopes ?? "?"} cache scope(s))`);
         else if (scopes === "1") active.push("KV salt in the router only; the engine drops it but serves a single cache scope");

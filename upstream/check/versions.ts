@@ -6,6 +6,7 @@
  * whose releases are not recorded (unproven) are findings; unproven pairs are also returned for the report.
  */
 import { type BundledVersionFact, bundledVersions, type VersionPairFact, versionPairs, type WireLibrary } from "../compat";
+import { ENDPOINT_LABEL } from "../labels";
 import { argvOf, type Finding, type PodView, podsOf, type StackView } from "./view";
 
 /** A pair that could be neither proven nor refused. */
@@ -15,8 +16,6 @@ export interface Unproven {
     ends: string;
     why: string;
 }
-
-const ENDPOINT_LABEL = "inference-platform.io/endpoint";
 
 function pairFact(id: string, facts: readonly VersionPairFact[]): VersionPairFact {
     const f = facts.find((x) => x.id === id);
