@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { allPolicies } from "../../policies/policies";
 import { INSTALLED_SPOKE_SECRETS, spokeNoKeyGenerators } from "../../policies/spoke-secrets";
+import { generateSpokeSecrets, spokeSecretsManifest } from "../../services/keys/spoke-secrets-install";
 import { CACHE_SALT_SECRET, COUNTER_STORE_SECRET } from "../../services/shared/spoke-secrets";
 import type { CapturedResource } from "../../tools/harness";
 import { runPolicies } from "../../tools/policy-runner";
@@ -24,7 +25,11 @@ describe("policy spoke-no-key-generators", () => {
             expect(await messages(hub.resources)).toEqual([]);
         }
         expect(allPolicies.find((p) => p.name === "spoke-no-key-generators")?.enforcementLevel).toBe("mandatory");
-        expect(INSTALLED_SPOKE_SECRETS).toEqual([COUNTER_STORE_SECRET.name, CACHE_SALT_SECRET.name]);
+        // The pack protects exactly the Secrets the operator command installs (npm run mint-key -- install-spoke-secrets).
+        const installed = (
+            JSON.parse(spokeSecretsManifest("spoke-hn1", generateSpokeSecrets())) as { items: { metadata: { name: string } }[] }
+        ).items.map((i) => i.metadata.name);
+        expect(new Set(INSTALLED_SPOKE_SECRETS)).toEqual(new Set(installed));
     });
 
     it("refuses the former generators, any random:/tls: resource or AWS key, and a managed copy of an installed Secret", async () => {
