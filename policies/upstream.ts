@@ -96,7 +96,8 @@ export function renderedStackOf(resources: PolicyResource[], stack = "stack"): C
                     if (v?.configMap?.name) mountedConfigMaps.add(`${o.metadata?.namespace ?? ""}/${v.configMap.name}`);
             }
             for (const p of u)
-                if (/(^|\.)((init)?[cC]ontainers\[\d+\]|volumes\[\d+\])/.test(p)) unknown.push({ urn: r.urn, subject, path: p });
+                if (/(^|\.)((init|ephemeral)?[cC]ontainers\[\d+\]|mainContainer|frontendSidecar|envs?\[\d+\]|volumes\[\d+\])/.test(p))
+                    unknown.push({ urn: r.urn, subject, path: p });
         } else if (r.type === "kubernetes:helm.sh/v3:Release" || r.type === "kubernetes:helm.sh/v4:Chart") {
             const u: string[] = [];
             const inputs = materialize(r.props, "", u) as Obj;

@@ -15,6 +15,7 @@ import { helmValuesRule } from "./helm";
 import { pairRule } from "./pairs";
 import { kvClosedWorldRule } from "./kv-closed-world";
 import { mooncakePairRule } from "./mooncake-pairs";
+import { unreadPodTemplateRule } from "./walk";
 import { checkSignals } from "./signals";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
@@ -27,6 +28,7 @@ export { mooncakePairRule } from "./mooncake-pairs";
 export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
+export { dgdRole, groupOf, type PodTemplateView, podTemplatesOf, unreadPodTemplateRule, unreadPodTemplates } from "./walk";
 
 /** The facts of upstream/ (the only copy; the render, the CLI and the pack read these). */
 export const defaultFacts: Facts = {
@@ -42,6 +44,8 @@ export const defaultFacts: Facts = {
 
 /** Every upstream rule, in report order. Append new rules here. */
 export const rules: readonly Rule[] = [
+    // Closed world: a pod template the walker cannot read (upstream/check/walk.ts) would escape every rule below.
+    unreadPodTemplateRule,
     containerRule,
     helmValuesRule,
     pairRule,
