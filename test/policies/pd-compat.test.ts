@@ -259,6 +259,26 @@ describe("pd-kv-settings-match", () => {
         for (const e of ["dynamo.vllm", "dynamo.sglang", "dynamo.trtllm"])
             expect(pairRoleSettings[e].map((r) => r.key)).toContain("--disaggregation-mode");
     });
+    it("closed world: a pair whose entry point upstream/ does not record is refused, not skipped", async () => {
+        const v = await violations(
+            [pdSettingsMatch],
+            both(graph("sglang"), (m) => {
+                m.command = ["python3", "-m", "my_engine.serve"];
+            }),
+        );
+        expect(v.join("\n")).toMatch(
+            /field command: prefill runs an unknown entry point but decode runs an unknown entry point; upstream\/ records no KV settings for it/,
+        );
+    });
+    it("the pair rule is upstream-check's: a writable mount or another mounted ConfigMap on decode is refused", async () => {
+        const v = await violations(
+            [pdSettingsMatch],
+            decode(graph("vllm", "mooncake"), (m) => {
+                for (const x of m.volumeMounts) if (x.mountPath === "/etc/mooncake") x.readOnly = false;
+            }),
+        );
+        expect(v.join("\n")).toMatch(/field volumeMounts: prefill has volumeMounts \/etc\/mooncake \(ro\)/);
+    });
     it("every engine's list names the settings that shape a KV block and the transfer", () => {
         expect(pairKvSettings["dynamo.vllm"].map((s) => s.key)).toEqual(
             expect.arrayContaining(["--kv-cache-dtype", "--block-size", "attention backend", "kv_connector", "NIXL backends", "--model"]),

@@ -21,8 +21,8 @@ import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
 export * from "./types";
-export { checkContainer, findEntrypoint } from "./containers";
-export { chartFactsOf, checkHelmValues, valuesPaths } from "./helm";
+export { checkContainer, containerRule, findEntrypoint } from "./containers";
+export { chartFactsOf, checkHelmValues, helmValuesRule, valuesPaths } from "./helm";
 export { kvClosedWorldRule, kvExceptionsOf } from "./kv-closed-world";
 export { mooncakePairRule } from "./mooncake-pairs";
 export type { KvException } from "./kv-closed-world";
