@@ -1,6 +1,7 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { containerLabel, type Finding, stackPolicy } from "./lib/report";
 import { type ContainerView, type EnvValue, engineOf, flagValue, type StackView } from "./lib/workloads";
+import { hostOf, unroutable } from "../upstream/address";
 import { vllmPdConnectorOf } from "../upstream/pairs";
 import { defaultFacts, type Facts, pairRule } from "../upstream/check";
 import { renderedStackOf } from "./upstream";
@@ -39,33 +40,6 @@ export function vllmPdConnector(c: ContainerView): Record<string, any> | undefin
     return vllmPdConnectorOf(json(flagValue(c, "--kv-transfer-config")));
 }
 
-/** Loopback or wildcard: never an address a peer can use. */
-export function unroutable(host: string): boolean {
-    const h = host
-        .trim()
-        .toLowerCase()
-        .replace(/^\[|\]$/g, "");
-    return (
-        h === "localhost" ||
-        h.endsWith(".localhost") ||
-        /^127\./.test(h) ||
-        h === "::1" ||
-        h === "0:0:0:0:0:0:0:1" ||
-        h === "0.0.0.0" ||
-        h === "::" ||
-        h === "*" ||
-        h === "" ||
-        h === "0"
-    );
-}
-
-/** Host part of `host:port`, `[v6]:port` or a bare host. */
-function hostOf(addr: string): string {
-    const a = addr.trim();
-    if (a.startsWith("[")) return a.slice(1, a.indexOf("]") > 0 ? a.indexOf("]") : undefined);
-    return (a.match(/:/g) ?? []).length === 1 ? a.split(":")[0] : a;
-}
-
 /** A handshake address from env: bad if a loopback/wildcard literal, or a downward-API field that is not the pod's address. */
 function addressProblem(v: EnvValue | undefined, c: ContainerView): string | undefined {
     if (!v) return undefined;
@@ -75,7 +49,7 @@ function addressProblem(v: EnvValue | undefined, c: ContainerView): string | und
         return `comes from ${v.fieldRef}, which is not an address the pod listens on`;
     }
     if (v.value !== undefined && unroutable(hostOf(v.value)))
-        return `is ${JSON.stringify(v.value)}, a loopback or wildcard address a peer cannot connect to`;
+        return `is ${JSON.stringify(v.value)}, a loopback, wildcard or otherwise unproven address a peer cannot connect to (upstream/address.ts)`;
     return undefined;
 }
 

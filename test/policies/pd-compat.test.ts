@@ -7,7 +7,8 @@
  * `_get_bootstrap_info`).
  */
 import { describe, expect, it } from "vitest";
-import { pdFailLoudly, pdSettingsMatch, unroutable } from "../../policies/pd-compat";
+import { pdFailLoudly, pdSettingsMatch } from "../../policies/pd-compat";
+import { unroutable } from "../../upstream/address";
 import { pairKvSettings, pairRoleSettings } from "../../upstream/pairs";
 import type { CapturedResource } from "../../tools/harness";
 import { edit, endpoint, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -329,7 +330,7 @@ describe("pd-kv-load-fails-loudly", () => {
         );
         for (const bad of ["127.0.0.1", "localhost", "0.0.0.0", "::", "[::1]"])
             expect((await violations([pdFailLoudly], host(bad))).join("\n"), bad).toMatch(
-                /a loopback or wildcard address a peer cannot connect to/,
+                /a loopback, wildcard or otherwise unproven address a peer cannot connect to/,
             );
         expect((await violations([pdFailLoudly], host({ fieldRef: { fieldPath: "status.hostIP" } }))).join("\n")).toMatch(
             /comes from status.hostIP/,
