@@ -473,7 +473,7 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
     };
     const out: ContainerView[] = [];
     const spec: Json = p.spec ?? {};
-    for (const t of podTemplatesOf({ ...p, kind, apiVersion, spec })) {
+    for (const t of podTemplatesOf(p)) {
         const pod = podContainers({ ...base, replicas: t.replicas }, data, t.spec, t.metadata, t.path, {
             component: t.component,
             role: t.dgd ? roleOf(t.role) : undefined,
