@@ -81,6 +81,26 @@ const shapes: Record<string, () => Obj> = {
     },
 };
 
+/**
+ * The planted env vars moved to the graph-level env of a DGD (v1beta1 `spec.env`, v1alpha1 `spec.envs`); the
+ * container's own entries of those names go, since a component's entry wins over the graph's.
+ */
+function graphEnv(o: Obj): Obj {
+    const planted = [
+        { name: "NIXL_BOGUS", value: "1" },
+        { name: "UCX_TLS", value: "tcp" },
+    ];
+    const c =
+        o.apiVersion === "nvidia.com/v1alpha1"
+            ? o.spec.services.decode.extraPodSpec.mainContainer
+            : o.spec.components[0].podTemplate.spec.containers[0];
+    c.env = c.env.filter((e: Obj) => !planted.some((p) => p.name === e.name));
+    o.spec[o.apiVersion === "nvidia.com/v1alpha1" ? "envs" : "env"] = planted;
+    return o;
+}
+shapes["DynamoGraphDeployment v1beta1, env at graph level"] = () => graphEnv(shapes["DynamoGraphDeployment v1beta1"]());
+shapes["DynamoGraphDeployment v1alpha1, envs at graph level"] = () => graphEnv(shapes["DynamoGraphDeployment v1alpha1"]());
+
 /** The findings of `npm run upstream-check` (tools/upstream-check.ts `checkOutDir`) on a rendered stack of `objects`. */
 function cli(name: string, objects: Obj[]): string[] {
     const dir = path.join(tmp, name.replace(/\W+/g, "-"));
@@ -108,6 +128,11 @@ describe("one pod-spec walker for upstream-check and the pack", () => {
                     c.some((x) => x.includes(`: ${key}: `)),
                     `${shape} ${key}\n${c.join("\n")}`,
                 ).toBe(true);
+            // The per-container rule too (not only the KV closed world): graph-level env reaches the container's env.
+            expect(
+                c.some((x) => x.includes(": env.NIXL_BOGUS: env var NIXL_BOGUS is read by nothing known")),
+                shape,
+            ).toBe(true);
             expect(await pack(objects)).toEqual(c);
         });
     }

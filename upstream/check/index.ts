@@ -28,7 +28,15 @@ export { mooncakePairRule } from "./mooncake-pairs";
 export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
-export { dgdRole, groupOf, type PodTemplateView, podTemplatesOf, unreadPodTemplateRule, unreadPodTemplates } from "./walk";
+export {
+    dgdRole,
+    effectivePodSpec,
+    groupOf,
+    type PodTemplateView,
+    podTemplatesOf,
+    unreadPodTemplateRule,
+    unreadPodTemplates,
+} from "./walk";
 
 /** The facts of upstream/ (the only copy; the render, the CLI and the pack read these). */
 export const defaultFacts: Facts = {

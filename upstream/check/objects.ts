@@ -1,5 +1,5 @@
 import type { Obj } from "./types";
-import { podTemplatesOf } from "./walk";
+import { effectivePodSpec, podTemplatesOf } from "./walk";
 
 /** `repo:tag` -> parts (a registry port is not a tag). */
 export function splitImage(image: string): { repository: string; tag?: string } {
@@ -23,7 +23,7 @@ export function effectiveArgv(c: Obj): string[] {
  * the pod templates of the shared walker (./walk.ts), so the rules read every shape the policy pack reads.
  */
 export function podSpecs(o: Obj): Array<{ label: string; spec: Obj }> {
-    return podTemplatesOf(o).map((t) => ({ label: t.label, spec: t.spec }));
+    return podTemplatesOf(o).map((t) => ({ label: t.label, spec: effectivePodSpec(t) }));
 }
 
 /** `Kind/ns/name` of an object. */

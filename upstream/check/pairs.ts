@@ -2,7 +2,7 @@ import { pairDifferences, type PairSide } from "../pairs";
 import { findEntrypoint } from "./containers";
 import { configMapsOf, effectiveArgv, objectName } from "./objects";
 import type { Facts, Finding, Obj, RenderedStack } from "./types";
-import { dgdRole, podTemplatesOf } from "./walk";
+import { dgdRole, effectivePodSpec, podTemplatesOf } from "./walk";
 
 /** Role of a DGD component (`type` / `subComponentType` / `componentType`, lower-cased; ./walk.ts `dgdRole`). */
 export function componentRole(c: Obj): string {
@@ -52,8 +52,10 @@ export function pairRule(stack: RenderedStack, facts: Facts): Finding[] {
             decode = comps.filter((c) => c.role === "decode");
         for (const p of prefill)
             for (const d of decode) {
-                const pc = mainContainer(p.spec),
-                    dc = mainContainer(d.spec);
+                const pspec = effectivePodSpec(p),
+                    dspec = effectivePodSpec(d);
+                const pc = mainContainer(pspec),
+                    dc = mainContainer(dspec);
                 const f = (key: string, message: string) =>
                     out.push({
                         stack: stack.stack,
@@ -66,8 +68,8 @@ export function pairRule(stack: RenderedStack, facts: Facts): Finding[] {
                     f("containers", `${pc ? "decode" : "prefill"} has no container, so the pair cannot be compared`);
                     continue;
                 }
-                const ps = pairSideOf(pc, p.spec, configMaps, o.metadata?.namespace),
-                    ds = pairSideOf(dc, d.spec, configMaps, o.metadata?.namespace);
+                const ps = pairSideOf(pc, pspec, configMaps, o.metadata?.namespace),
+                    ds = pairSideOf(dc, dspec, configMaps, o.metadata?.namespace);
                 const pe = findEntrypoint([...ps.argv], facts),
                     de = findEntrypoint([...ds.argv], facts);
                 if (pe?.id !== de?.id || !pe) {

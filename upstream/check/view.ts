@@ -5,7 +5,7 @@
  * `(stack, facts?, result?) => Finding[]` the rule registry can run as is.
  */
 
-import { podTemplatesOf } from "./walk";
+import { effectivePodSpec, podTemplatesOf } from "./walk";
 
 /** A rendered Kubernetes object. */
 export type Obj = Record<string, any>;
@@ -94,7 +94,8 @@ export function podsOf(objects: readonly Obj[]): PodView[] {
         if (!o || typeof o !== "object") continue;
         const base = { kind: String(o.kind), name: String(o.metadata?.name), namespace: o.metadata?.namespace };
         for (const t of podTemplatesOf(o)) {
-            const main = (t.spec.containers ?? []).find((x: Obj) => x?.name === "main") ?? t.spec.containers?.[0];
+            const spec = effectivePodSpec(t);
+            const main = (spec.containers ?? []).find((x: Obj) => x?.name === "main") ?? spec.containers?.[0];
             if (!main) continue;
             const dgd = o.kind === "DynamoGraphDeployment";
             out.push({
@@ -103,7 +104,7 @@ export function podsOf(objects: readonly Obj[]): PodView[] {
                 ...(dgd ? { graph: base.name, componentType: t.role, backendFramework: o.spec?.backendFramework } : {}),
                 labels: { ...(t.metadata?.labels ?? {}) },
                 main,
-                spec: t.spec,
+                spec,
             });
         }
     }

@@ -303,3 +303,15 @@ export function unreadPodTemplateRule(stack: RenderedStack): Finding[] {
         })),
     );
 }
+
+/**
+ * The pod spec as its containers run it: a DGD's graph-level env (v1beta1 `spec.env`, "prepended to every component's
+ * environment"; v1alpha1 `spec.envs`, "applied to all services", ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:
+ * deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml) put before each container's own env, as
+ * the pack's workload view resolves it (policies/lib/workloads.ts). Init containers keep their own env.
+ */
+export function effectivePodSpec(t: PodTemplateView): Obj {
+    const g = t.graphEnv?.env;
+    if (!g?.length) return t.spec;
+    return { ...t.spec, containers: (t.spec.containers ?? []).map((c: Obj) => ({ ...c, env: [...g, ...(c?.env ?? [])] })) };
+}
