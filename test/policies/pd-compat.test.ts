@@ -7,7 +7,8 @@
  * `_get_bootstrap_info`).
  */
 import { describe, expect, it } from "vitest";
-import { pdFailLoudly, pdSettingsMatch } from "../../policies/pd-compat";
+import { pdFailLoudly, pdSettingsMatch, pdSettingsMatchPolicy } from "../../policies/pd-compat";
+import { defaultFacts } from "../../upstream/check";
 import { unroutable } from "../../upstream/address";
 import { pairKvSettings, pairRoleSettings } from "../../upstream/pairs";
 import type { CapturedResource } from "../../tools/harness";
@@ -270,6 +271,18 @@ describe("pd-kv-settings-match", () => {
         expect(v.join("\n")).toMatch(
             /field command: prefill runs an unknown entry point but decode runs an unknown entry point; upstream\/ records no KV settings for it/,
         );
+    });
+    it("the pair rule reads the facts it is given: a planted role list changes the verdict", async () => {
+        const facts = {
+            ...defaultFacts,
+            pairRoles: {
+                ...pairRoleSettings,
+                "dynamo.sglang": pairRoleSettings["dynamo.sglang"].filter((r) => r.key !== "--disaggregation-mode"),
+            },
+        };
+        expect(await violations([pdSettingsMatchPolicy(facts)], graph("sglang"))).toEqual([
+            expect.stringMatching(/field --disaggregation-mode: prefill has --disaggregation-mode prefill but decode has decode/),
+        ]);
     });
     it("the pair rule is upstream-check's: a writable mount or another mounted ConfigMap on decode is refused", async () => {
         const v = await violations(
