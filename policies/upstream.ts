@@ -111,9 +111,10 @@ export function renderedStackOf(resources: PolicyResource[], stack = "stack"): C
 }
 
 /**
- * Rules of upstream/check that the pack runs under a dedicated policy (with the pack's own view of env, unknowns and
- * messages) instead of inside `upstream-rules`, so a finding is reported once. test/policies/fact-base.test.ts checks
- * that every rule of the registry runs in the pack one way or the other.
+ * Rules of upstream/check that the pack runs under a dedicated policy instead of inside `upstream-rules`, so a finding
+ * is reported once: `pd-kv-settings-match` (policies/pd-compat.ts) runs `pairRule` itself, on {@link renderedStackOf},
+ * next to its pack-only checks. test/policies/upstream-parity.test.ts plants one fault per rule of the registry and
+ * requires the pack to report it on the same object and key as upstream-check.
  */
 export const RULES_RUN_BY: ReadonlyMap<Rule, string> = new Map<Rule, string>([[pairRule, "pd-kv-settings-match"]]);
 
