@@ -3,6 +3,7 @@ import { dependencyOfType, helmReleases, LABELS, ofType } from "./lib/resources"
 import { defaultedRequests } from "./lib/workloads";
 import { peek } from "./lib/unknown";
 import { EFA_DEVICES_LABEL } from "../lib/labels";
+import { podTemplatesOf } from "../upstream/check/walk";
 
 /**
  * EFA (AWS) rules of the RDMA guard: an EKS GPU node group that cannot expose its EFA devices, or a worker
@@ -256,35 +257,19 @@ interface PodTemplate {
     spec: Record<string, any>;
 }
 
-/** Pod templates of DGDs (v1beta1 `components[].podTemplate`, v1alpha1 `services.*.extraPodSpec`) and core workloads. */
+/** Pod templates of every workload, as the shared walker reads them (upstream/check/walk.ts `podTemplatesOf`). */
 export function podTemplates(resources: PolicyResource[]): PodTemplate[] {
     const out: PodTemplate[] = [];
     for (const r of resources) {
         if (!r.type.startsWith("kubernetes:")) continue;
         const p = r.props ?? {};
-        if (r.type.endsWith(":DynamoGraphDeployment")) {
-            for (const c of (p.spec?.components ?? []) as Array<Record<string, any>>) {
-                if (c.podTemplate?.spec)
-                    out.push({ owner: r, where: `component ${c.name}`, componentType: c.type, spec: c.podTemplate.spec });
-            }
-            for (const [name, s] of Object.entries((p.spec?.services ?? {}) as Record<string, any>)) {
-                const spec = s?.extraPodSpec ?? {};
-                const main = spec.mainContainer ? [{ name: "main", ...spec.mainContainer }] : [];
-                out.push({
-                    owner: r,
-                    where: `service ${name}`,
-                    componentType: s?.subComponentType ?? s?.componentType,
-                    spec: { ...spec, containers: [...main, ...(spec.containers ?? [])] },
-                });
-            }
-        } else if (
-            /:(apps\/v1:(Deployment|StatefulSet|DaemonSet)|batch\/v1:Job|leaderworkerset\.x-k8s\.io\/v1:LeaderWorkerSet)$/.test(r.type)
-        ) {
-            const t = p.spec?.template?.spec ?? p.spec?.leaderWorkerTemplate?.workerTemplate?.spec;
-            if (t) out.push({ owner: r, where: "pod template", spec: t });
-        } else if (r.type === "kubernetes:core/v1:Pod" && p.spec) {
-            out.push({ owner: r, where: "pod", spec: p.spec });
-        }
+        for (const t of podTemplatesOf(p))
+            out.push({
+                owner: r,
+                where: t.dgd ? t.label : p.kind === "Pod" ? "pod" : t.label ? `${t.label} pod template` : "pod template",
+                componentType: t.role,
+                spec: t.spec,
+            });
     }
     return out;
 }

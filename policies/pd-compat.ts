@@ -1,8 +1,10 @@
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { containerLabel, type Finding, stackPolicy } from "./lib/report";
 import { type ContainerView, type EnvValue, engineOf, flagValue, type StackView } from "./lib/workloads";
-import { type PairSide, pairDifferences, vllmPdConnectorOf } from "../upstream/pairs";
-import { defaultFacts, effectiveArgv, findEntrypoint } from "../upstream/check";
+import { hostOf, unroutable } from "../upstream/address";
+import { vllmPdConnectorOf } from "../upstream/pairs";
+import { defaultFacts, type Facts, pairRule } from "../upstream/check";
+import { renderedStackOf } from "./upstream";
 
 /**
  * Prefill and decode of one DynamoGraphDeployment must be able to talk. Health checks pass
@@ -38,47 +40,6 @@ export function vllmPdConnector(c: ContainerView): Record<string, any> | undefin
     return vllmPdConnectorOf(json(flagValue(c, "--kv-transfer-config")));
 }
 
-/** A pack container as one side of a pair (upstream/pairs.ts). */
-function sideOf(c: ContainerView): PairSide {
-    const env: Record<string, string> = {};
-    for (const [n, v] of c.env) env[n] = v.value ?? `valueFrom:${v.fieldRef ?? v.why ?? "opaque"}`;
-    const podVolumes: any[] = c.pod
-        ? ((c.dgd?.component?.podTemplate?.spec?.volumes ?? c.resource.props?.spec?.template?.spec?.volumes ?? []) as any[])
-        : [];
-    const mounts = c.volumeMounts.map(
-        (m) =>
-            `${m.mountPath}${m.subPath ? `#${m.subPath}` : ""} <- ${JSON.stringify((({ name: _n, ...rest }) => rest)(podVolumes.find((v) => v?.name === m.name) ?? {}))}`,
-    );
-    return { image: c.image, argv: effectiveArgv({ command: c.command, args: c.args }), env, mounts };
-}
-
-/** Loopback or wildcard: never an address a peer can use. */
-export function unroutable(host: string): boolean {
-    const h = host
-        .trim()
-        .toLowerCase()
-        .replace(/^\[|\]$/g, "");
-    return (
-        h === "localhost" ||
-        h.endsWith(".localhost") ||
-        /^127\./.test(h) ||
-        h === "::1" ||
-        h === "0:0:0:0:0:0:0:1" ||
-        h === "0.0.0.0" ||
-        h === "::" ||
-        h === "*" ||
-        h === "" ||
-        h === "0"
-    );
-}
-
-/** Host part of `host:port`, `[v6]:port` or a bare host. */
-function hostOf(addr: string): string {
-    const a = addr.trim();
-    if (a.startsWith("[")) return a.slice(1, a.indexOf("]") > 0 ? a.indexOf("]") : undefined);
-    return (a.match(/:/g) ?? []).length === 1 ? a.split(":")[0] : a;
-}
-
 /** A handshake address from env: bad if a loopback/wildcard literal, or a downward-API field that is not the pod's address. */
 function addressProblem(v: EnvValue | undefined, c: ContainerView): string | undefined {
     if (!v) return undefined;
@@ -88,7 +49,7 @@ function addressProblem(v: EnvValue | undefined, c: ContainerView): string | und
         return `comes from ${v.fieldRef}, which is not an address the pod listens on`;
     }
     if (v.value !== undefined && unroutable(hostOf(v.value)))
-        return `is ${JSON.stringify(v.value)}, a loopback or wildcard address a peer cannot connect to`;
+        return `is ${JSON.stringify(v.value)}, a loopback, wildcard or otherwise unproven address a peer cannot connect to (upstream/address.ts)`;
     return undefined;
 }
 
@@ -119,77 +80,81 @@ const tpOf = (c: ContainerView) =>
 
 type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 
-/** Prefill and decode agree on every setting that shapes a KV block or the transfer. */
-export const pdSettingsMatch = stackPolicy(
-    {
-        name: "pd-kv-settings-match",
-        description:
-            "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; TP sizes must divide. Sources in upstream/pairs.ts.",
-        remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
-    },
-    (v) => {
-        const out: Out = [];
-        for (const { ref, prefill, decode } of pairs(v)) {
-            const add = (field: string, problem: string, fix: string) =>
+/**
+ * Prefill and decode agree on every setting that shapes a KV block or the transfer: `upstream/check` `pairRule` (the rule
+ * `npm run upstream-check` runs, on the same objects as `upstream-rules` sees them, policies/upstream.ts
+ * `renderedStackOf`), plus what only the pack refuses: engine arguments from a file and TP sizes that do not divide.
+ */
+export function pdSettingsMatchPolicy(facts: Facts = defaultFacts): StackValidationPolicy {
+    return stackPolicy(
+        {
+            name: "pd-kv-settings-match",
+            description:
+                "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts (read-only flag and mounted ConfigMap contents included) except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; a pair whose entry point upstream/ does not record is refused; TP sizes must divide. The rule is upstream/check/pairs.ts, the one npm run upstream-check runs.",
+            remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
+        },
+        (v, resources) => {
+            const out: Out = [];
+            const conv = renderedStackOf(resources);
+            for (const f of pairRule(conv.stack, facts))
                 out.push({
-                    subject: `${ref} prefill ${prefill.component}/decode ${decode.component}`,
-                    finding: { field, problem, fix },
-                    urn: prefill.resource.urn,
+                    subject: `${f.object} prefill/decode ${f.container}`,
+                    finding: {
+                        field: f.key,
+                        problem: `${f.message}; the pair passes health checks and fails or hangs on every handoff`,
+                        fix: `set ${f.key} the same on prefill and decode (only upstream/pairs.ts role settings may differ)`,
+                    },
+                    urn: conv.urnOf.get(f.object),
                 });
-            const ep = engineOf(prefill),
-                ed = engineOf(decode);
-            if (ep !== ed) {
-                add(
-                    `${decode.path}.command`,
-                    `prefill runs ${ep ?? "an unknown engine"} but decode runs ${ed ?? "an unknown engine"}; their KV formats and transfer protocols differ`,
-                    "run the same engine on both",
-                );
-                continue;
-            }
-            if (!ep) continue;
-            if (ep === "trtllm")
-                for (const c of [prefill, decode]) {
-                    if (flagValue(c, "--extra-engine-args") !== undefined)
+            for (const { ref, prefill, decode } of pairs(v)) {
+                const add = (field: string, problem: string, fix: string) =>
+                    out.push({
+                        subject: `${ref} prefill ${prefill.component}/decode ${decode.component}`,
+                        finding: { field, problem, fix },
+                        urn: prefill.resource.urn,
+                    });
+                const ep = engineOf(prefill);
+                // A different or unknown engine is pairRule's finding (closed world); the extras below need one engine.
+                if (!ep || ep !== engineOf(decode)) continue;
+                if (ep === "trtllm")
+                    for (const c of [prefill, decode]) {
+                        if (flagValue(c, "--extra-engine-args") !== undefined)
+                            add(
+                                `${c.path}.args[--extra-engine-args]`,
+                                "takes TensorRT-LLM engine args from a file, so its cache transceiver and KV settings cannot be compared with its peer's",
+                                "pass them as --override-engine-args JSON",
+                            );
+                    }
+                // vLLM and SGLang read further CLI arguments from a YAML file given with --config (vLLM FlexibleArgumentParser
+                // `--config`; SGLang ServerArgs `--config`): settings there never reach the pack.
+                if (ep === "vllm" || ep === "sglang")
+                    for (const c of [prefill, decode]) {
+                        if (flagValue(c, "--config") !== undefined)
+                            add(
+                                `${c.path}.args[--config]`,
+                                `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`,
+                                "pass the arguments on the command line",
+                            );
+                    }
+                if (ep === "vllm") {
+                    const tp = tpOf(prefill),
+                        td = tpOf(decode);
+                    if (Number.isFinite(tp) && Number.isFinite(td) && tp > 0 && td > 0 && Math.max(tp, td) % Math.min(tp, td) !== 0) {
                         add(
-                            `${c.path}.args[--extra-engine-args]`,
-                            "takes TensorRT-LLM engine args from a file, so its cache transceiver and KV settings cannot be compared with its peer's",
-                            "pass them as --override-engine-args JSON",
+                            `${decode.path}.args[--tensor-parallel-size]`,
+                            `prefill TP ${tp} and decode TP ${td} do not divide one another; vLLM's NIXL connector splits KV heads between ranks by an integer ratio`,
+                            "use TP sizes where one divides the other",
                         );
-                }
-            // vLLM and SGLang read further CLI arguments from a YAML file given with --config (vLLM FlexibleArgumentParser
-            // `--config`; SGLang ServerArgs `--config`): settings there never reach the pack.
-            if (ep === "vllm" || ep === "sglang")
-                for (const c of [prefill, decode]) {
-                    if (flagValue(c, "--config") !== undefined)
-                        add(
-                            `${c.path}.args[--config]`,
-                            `reads ${ep} arguments from the file ${flagValue(c, "--config")}, so its KV settings cannot be compared with its peer's`,
-                            "pass the arguments on the command line",
-                        );
-                }
-            const entry = findEntrypoint(effectiveArgv({ command: prefill.command, args: prefill.args }), defaultFacts);
-            for (const x of pairDifferences(sideOf(prefill), sideOf(decode), entry, defaultFacts.components)) {
-                add(
-                    `${decode.path} ${x.key}`,
-                    `prefill has ${x.key} ${x.prefill ?? "(unset)"} but decode has ${x.decode ?? "(unset)"}: ${x.why}; the pair passes health checks and fails or hangs on every handoff`,
-                    `set ${x.key} to the same value on prefill and decode (only upstream/pairs.ts role settings may differ)`,
-                );
-            }
-            if (ep === "vllm") {
-                const tp = tpOf(prefill),
-                    td = tpOf(decode);
-                if (Number.isFinite(tp) && Number.isFinite(td) && tp > 0 && td > 0 && Math.max(tp, td) % Math.min(tp, td) !== 0) {
-                    add(
-                        `${decode.path}.args[--tensor-parallel-size]`,
-                        `prefill TP ${tp} and decode TP ${td} do not divide one another; vLLM's NIXL connector splits KV heads between ranks by an integer ratio`,
-                        "use TP sizes where one divides the other",
-                    );
+                    }
                 }
             }
-        }
-        return out;
-    },
-);
+            return out;
+        },
+    );
+}
+
+/** {@link pdSettingsMatchPolicy} on the facts of upstream/. */
+export const pdSettingsMatch = pdSettingsMatchPolicy();
 
 /** A failed KV load is an error, and the handshake address a peer is told is routable. */
 export const pdFailLoudly = stackPolicy(

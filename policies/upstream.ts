@@ -96,7 +96,8 @@ export function renderedStackOf(resources: PolicyResource[], stack = "stack"): C
                     if (v?.configMap?.name) mountedConfigMaps.add(`${o.metadata?.namespace ?? ""}/${v.configMap.name}`);
             }
             for (const p of u)
-                if (/(^|\.)((init)?[cC]ontainers\[\d+\]|volumes\[\d+\])/.test(p)) unknown.push({ urn: r.urn, subject, path: p });
+                if (/(^|\.)((init|ephemeral)?[cC]ontainers\[\d+\]|mainContainer|frontendSidecar|envs?\[\d+\]|volumes\[\d+\])/.test(p))
+                    unknown.push({ urn: r.urn, subject, path: p });
         } else if (r.type === "kubernetes:helm.sh/v3:Release" || r.type === "kubernetes:helm.sh/v4:Chart") {
             const u: string[] = [];
             const inputs = materialize(r.props, "", u) as Obj;
@@ -110,9 +111,10 @@ export function renderedStackOf(resources: PolicyResource[], stack = "stack"): C
 }
 
 /**
- * Rules of upstream/check that the pack runs under a dedicated policy (with the pack's own view of env, unknowns and
- * messages) instead of inside `upstream-rules`, so a finding is reported once. test/policies/fact-base.test.ts checks
- * that every rule of the registry runs in the pack one way or the other.
+ * Rules of upstream/check that the pack runs under a dedicated policy instead of inside `upstream-rules`, so a finding
+ * is reported once: `pd-kv-settings-match` (policies/pd-compat.ts) runs `pairRule` itself, on {@link renderedStackOf},
+ * next to its pack-only checks. test/policies/upstream-parity.test.ts plants one fault per rule of the registry and
+ * requires the pack to report it on the same object and key as upstream-check.
  */
 export const RULES_RUN_BY: ReadonlyMap<Rule, string> = new Map<Rule, string>([[pairRule, "pd-kv-settings-match"]]);
 

@@ -1,9 +1,10 @@
 import type { Source } from "./types";
+import { hostOf, unroutable } from "./address";
 
 /**
  * Combinations upstream refuses at start-up, or accepts and then silently degrades on. Data plus a small predicate
  * over one container's parsed view, so `npm run upstream-check` (tools/upstream-check.ts), tests and policies can all
- * use them. No imports beyond the fact types.
+ * use them. No imports beyond the fact types and the address judgement (./address.ts).
  */
 
 /** What a predicate sees of one container. */
@@ -118,7 +119,7 @@ export const refusedCombinations: readonly RefusedCombination[] = [
             const { top, all } = vllmConnectors(c);
             if (c.entrypoint !== "dynamo.vllm" || !all.includes("NixlConnector")) return undefined;
             const v = c.env.VLLM_NIXL_SIDE_CHANNEL_HOST;
-            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v))
+            if (typeof v === "string" && unroutable(hostOf(v)))
                 return { key: "env.VLLM_NIXL_SIDE_CHANNEL_HOST", message: `${v} is not routable from the decode pod` };
             if (v === undefined && top !== "NixlConnector" && top !== "PdConnector")
                 return {
@@ -144,7 +145,7 @@ export const refusedCombinations: readonly RefusedCombination[] = [
                     key: "env.SGLANG_HOST_IP",
                     message: "unset: the advertised address is guessed (fallback 0.0.0.0); set it from status.podIP",
                 };
-            if (typeof v === "string" && /^(localhost|127\.|0\.0\.0\.0|::1?$|\[::\])/.test(v))
+            if (typeof v === "string" && unroutable(hostOf(v)))
                 return { key: "env.SGLANG_HOST_IP", message: `${v} is not routable from the peer` };
             return undefined;
         },

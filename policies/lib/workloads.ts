@@ -1,4 +1,5 @@
 import type { PolicyResource } from "@pulumi/policy";
+import { podTemplatesOf } from "../../upstream/check/walk";
 import { isUnknownError, peek } from "./unknown";
 import { EKS_NVIDIA_AMI_TYPES, LABELS, nodePools, type PoolView } from "./resources";
 
@@ -446,15 +447,15 @@ function podContainers(
     return pod;
 }
 
-/** DGD v1beta1 `type` / v1alpha1 `componentType`+`subComponentType` -> role (ai-dynamo/dynamo sharedComponentTypeToHub). */
-function roleOf(type: unknown, sub?: unknown): Role {
-    const t = String(type ?? "");
-    if (t === "worker" && (sub === "prefill" || sub === "decode")) return sub;
-    if (["frontend", "planner", "prefill", "decode", "worker", "epp"].includes(t)) return t as Role;
-    return "other";
+/** A walker role (upstream/check/walk.ts `dgdRole`) as a {@link Role}. */
+function roleOf(role: string | undefined): Role {
+    return ["frontend", "planner", "prefill", "decode", "worker", "epp"].includes(role ?? "") ? (role as Role) : "other";
 }
 
-/** Containers of one stack resource (empty for non-workloads). */
+/**
+ * Containers of one stack resource (empty for non-workloads): the pod templates of the shared walker
+ * (upstream/check/walk.ts `podTemplatesOf`, the same reading `npm run upstream-check` uses), resolved for the pack.
+ */
 export function workloadContainers(r: PolicyResource, data: StackData): ContainerView[] {
     const p = r.props ?? {};
     const kind = String(p.kind ?? "");
@@ -470,118 +471,26 @@ export function workloadContainers(r: PolicyResource, data: StackData): Containe
         namespace: String(p.metadata?.namespace ?? "default"),
         replicas: 1,
     };
-    const spec: Json = p.spec ?? {};
     const out: ContainerView[] = [];
-    const take = (pod: PodView) => out.push(...pod.initContainers, ...pod.containers);
-
-    if (kind === "DynamoGraphDeployment" && apiVersion.startsWith("nvidia.com/")) {
-        const version = apiVersion.split("/")[1];
-        if (Array.isArray(spec.components)) {
-            spec.components.forEach((comp: Json, i: number) => {
-                const cpath = `spec.components[${i}]`;
-                const tpl = comp.podTemplate ?? {};
-                take(
-                    podContainers(
-                        { ...base, replicas: qty(comp.replicas) || 1 },
-                        data,
-                        tpl.spec ?? {},
-                        tpl.metadata ?? {},
-                        `${cpath}.podTemplate.spec`,
-                        {
-                            component: comp.name,
-                            role: roleOf(comp.type),
-                            globalEnv: spec.env ? [{ env: spec.env, path: "spec" }] : [],
-                            dgd: { version, component: comp, spec, componentPath: cpath },
-                        },
-                    ),
-                );
-            });
-        } else if (spec.services && typeof spec.services === "object") {
-            for (const [svcName, svc] of Object.entries(spec.services as Record<string, Json>)) {
-                const spath = `spec.services.${svcName}`;
-                const eps: Json = svc.extraPodSpec ?? {};
-                const main: Json = { name: "main", ...(eps.mainContainer ?? {}) };
-                // v1alpha1 resources: {limits,requests}: {cpu, memory, gpu, gpuType, custom{}} merged into main.
-                const conv = (x: Json | undefined) => {
-                    const o: Record<string, string> = {};
-                    if (!x) return o;
-                    if (x.cpu !== undefined) o.cpu = String(x.cpu);
-                    if (x.memory !== undefined) o.memory = String(x.memory);
-                    if (x.gpu !== undefined) o[String(x.gpuType ?? "nvidia.com/gpu")] = String(x.gpu);
-                    Object.assign(o, strMap(x.custom));
-                    return o;
-                };
-                main.resources = {
-                    requests: { ...conv(svc.resources?.requests), ...strMap(main.resources?.requests) },
-                    limits: { ...conv(svc.resources?.limits), ...strMap(main.resources?.limits) },
-                };
-                main.env = [...(svc.envs ?? []), ...(main.env ?? [])];
-                if (svc.envFromSecret) main.envFrom = [{ secretRef: { name: svc.envFromSecret } }, ...(main.envFrom ?? [])];
-                const podSpec = { ...eps, containers: [main, ...(eps.containers ?? [])] };
-                const pod = podContainers(
-                    { ...base, replicas: qty(svc.replicas) || 1 },
-                    data,
-                    podSpec,
-                    svc.extraPodMetadata ?? {},
-                    `${spath}.extraPodSpec`,
-                    {
-                        component: svcName,
-                        role: roleOf(svc.componentType, svc.subComponentType),
-                        globalEnv: spec.envs ? [{ env: spec.envs, path: "spec", envKey: "envs" }] : [],
-                        dgd: { version, component: svc, spec, componentPath: spath },
-                    },
-                );
-                // The main container lives at extraPodSpec.mainContainer, not containers[0].
-                const m = pod.containers[0];
-                if (m) {
-                    m.path = `${spath}.extraPodSpec.mainContainer`;
-                    m.resourcesPath = `${spath}.resources`;
-                    m.security.field = `${m.path}.securityContext`;
-                }
-                pod.containers.slice(1).forEach((c, i) => {
-                    c.path = `${spath}.extraPodSpec.containers[${i}]`;
-                });
-                take(pod);
-            }
-        }
-        return out;
-    }
-    const tpl = (t: Json | undefined, path: string, replicas: number, component?: string) => {
-        if (!t) return;
-        take(podContainers({ ...base, replicas }, data, t.spec ?? {}, t.metadata ?? {}, `${path}.spec`, { component }));
-    };
-    switch (kind) {
-        case "Deployment":
-        case "StatefulSet":
-        case "ReplicaSet":
-            tpl(spec.template, "spec.template", qty(spec.replicas) || 1);
-            break;
-        case "DaemonSet":
-        case "Job":
-            tpl(spec.template, "spec.template", 1);
-            break;
-        case "CronJob":
-            tpl(spec.jobTemplate?.spec?.template, "spec.jobTemplate.spec.template", 1);
-            break;
-        case "Pod":
-            take(podContainers(base, data, spec, p.metadata ?? {}, "spec", {}));
-            break;
-        case "LeaderWorkerSet": {
-            const lwt = spec.leaderWorkerTemplate ?? {};
-            const groups = qty(spec.replicas) || 1;
-            const size = qty(lwt.size) || 1;
-            tpl(
-                lwt.leaderTemplate ?? lwt.workerTemplate,
-                lwt.leaderTemplate ? "spec.leaderWorkerTemplate.leaderTemplate" : "spec.leaderWorkerTemplate.workerTemplate",
-                groups,
-                "leader",
-            );
-            if (lwt.leaderTemplate && lwt.workerTemplate)
-                tpl(lwt.workerTemplate, "spec.leaderWorkerTemplate.workerTemplate", groups * Math.max(1, size - 1), "worker");
-            break;
-        }
-        default:
-            break;
+    const spec: Json = p.spec ?? {};
+    for (const t of podTemplatesOf(p)) {
+        const pod = podContainers({ ...base, replicas: t.replicas }, data, t.spec, t.metadata, t.path, {
+            component: t.component,
+            role: t.dgd ? roleOf(t.role) : undefined,
+            globalEnv: t.graphEnv ? [t.graphEnv] : [],
+            dgd: t.dgd ? { ...t.dgd, spec } : undefined,
+        });
+        pod.containers.forEach((c, i) => {
+            const at = t.containerPaths[i];
+            if (!at || at === c.path) return;
+            // A container that lives elsewhere than `<pod>.containers[i]` (DGD v1alpha1 `extraPodSpec.mainContainer`).
+            for (const v of c.env.values()) if (v.field.startsWith(`${c.path}.`)) v.field = at + v.field.slice(c.path.length);
+            for (const o of c.opaqueEnv) if (o.field.startsWith(`${c.path}.`)) o.field = at + o.field.slice(c.path.length);
+            c.path = at;
+            c.resourcesPath = i === 0 && t.mainResourcesPath ? t.mainResourcesPath : `${at}.resources`;
+            c.security.field = `${at}.securityContext`;
+        });
+        out.push(...pod.initContainers, ...pod.containers);
     }
     return out;
 }

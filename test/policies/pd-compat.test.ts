@@ -7,7 +7,9 @@
  * `_get_bootstrap_info`).
  */
 import { describe, expect, it } from "vitest";
-import { pdFailLoudly, pdSettingsMatch, unroutable } from "../../policies/pd-compat";
+import { pdFailLoudly, pdSettingsMatch, pdSettingsMatchPolicy } from "../../policies/pd-compat";
+import { defaultFacts } from "../../upstream/check";
+import { unroutable } from "../../upstream/address";
 import { pairKvSettings, pairRoleSettings } from "../../upstream/pairs";
 import type { CapturedResource } from "../../tools/harness";
 import { edit, endpoint, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -259,6 +261,38 @@ describe("pd-kv-settings-match", () => {
         for (const e of ["dynamo.vllm", "dynamo.sglang", "dynamo.trtllm"])
             expect(pairRoleSettings[e].map((r) => r.key)).toContain("--disaggregation-mode");
     });
+    it("closed world: a pair whose entry point upstream/ does not record is refused, not skipped", async () => {
+        const v = await violations(
+            [pdSettingsMatch],
+            both(graph("sglang"), (m) => {
+                m.command = ["python3", "-m", "my_engine.serve"];
+            }),
+        );
+        expect(v.join("\n")).toMatch(
+            /field command: prefill runs an unknown entry point but decode runs an unknown entry point; upstream\/ records no KV settings for it/,
+        );
+    });
+    it("the pair rule reads the facts it is given: a planted role list changes the verdict", async () => {
+        const facts = {
+            ...defaultFacts,
+            pairRoles: {
+                ...pairRoleSettings,
+                "dynamo.sglang": pairRoleSettings["dynamo.sglang"].filter((r) => r.key !== "--disaggregation-mode"),
+            },
+        };
+        expect(await violations([pdSettingsMatchPolicy(facts)], graph("sglang"))).toEqual([
+            expect.stringMatching(/field --disaggregation-mode: prefill has --disaggregation-mode prefill but decode has decode/),
+        ]);
+    });
+    it("the pair rule is upstream-check's: a writable mount or another mounted ConfigMap on decode is refused", async () => {
+        const v = await violations(
+            [pdSettingsMatch],
+            decode(graph("vllm", "mooncake"), (m) => {
+                for (const x of m.volumeMounts) if (x.mountPath === "/etc/mooncake") x.readOnly = false;
+            }),
+        );
+        expect(v.join("\n")).toMatch(/field volumeMounts: prefill has volumeMounts \/etc\/mooncake \(ro\)/);
+    });
     it("every engine's list names the settings that shape a KV block and the transfer", () => {
         expect(pairKvSettings["dynamo.vllm"].map((s) => s.key)).toEqual(
             expect.arrayContaining(["--kv-cache-dtype", "--block-size", "attention backend", "kv_connector", "NIXL backends", "--model"]),
@@ -309,7 +343,7 @@ describe("pd-kv-load-fails-loudly", () => {
         );
         for (const bad of ["127.0.0.1", "localhost", "0.0.0.0", "::", "[::1]"])
             expect((await violations([pdFailLoudly], host(bad))).join("\n"), bad).toMatch(
-                /a loopback or wildcard address a peer cannot connect to/,
+                /a loopback, wildcard or otherwise unproven address a peer cannot connect to/,
             );
         expect((await violations([pdFailLoudly], host({ fieldRef: { fieldPath: "status.hostIP" } }))).join("\n")).toMatch(
             /comes from status.hostIP/,

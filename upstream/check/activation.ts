@@ -18,8 +18,7 @@ import {
     type StackView,
     valueAt,
 } from "./view";
-
-const LOOPBACK = /^(localhost|127\.|0\.0\.0\.0$|::1$|\[::1\]$)/;
+import { hostOf, unroutable } from "../address";
 
 function finding(
     stack: string,
@@ -115,7 +114,7 @@ export function hicacheRegistrationRule(s: StackView): Finding[] {
         } else if (ref) {
             const e = envOf(p.main, ref[1]);
             const fromPodIp = e?.valueFrom?.fieldRef?.fieldPath === "status.podIP";
-            if (!e || (!fromPodIp && (typeof e.value !== "string" || LOOPBACK.test(e.value)))) {
+            if (!e || (!fromPodIp && (typeof e.value !== "string" || unroutable(hostOf(e.value))))) {
                 out.push(
                     finding(
                         s.stack,
@@ -127,7 +126,7 @@ export function hicacheRegistrationRule(s: StackView): Finding[] {
                     ),
                 );
             }
-        } else if (typeof host !== "string" || LOOPBACK.test(host)) {
+        } else if (typeof host !== "string" || unroutable(hostOf(host))) {
             out.push(
                 finding(
                     s.stack,

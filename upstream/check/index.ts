@@ -16,18 +16,28 @@ import { helmValuesRule } from "./helm";
 import { pairRule } from "./pairs";
 import { kvClosedWorldRule } from "./kv-closed-world";
 import { mooncakePairRule } from "./mooncake-pairs";
+import { unreadPodTemplateRule } from "./walk";
 import { checkSignals } from "./signals";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
 export * from "./types";
-export { checkContainer, findEntrypoint } from "./containers";
-export { chartFactsOf, checkHelmValues, valuesPaths } from "./helm";
+export { checkContainer, containerRule, findEntrypoint } from "./containers";
+export { chartFactsOf, checkHelmValues, helmValuesRule, valuesPaths } from "./helm";
 export { kvClosedWorldRule, kvExceptionsOf } from "./kv-closed-world";
 export { mooncakePairRule } from "./mooncake-pairs";
 export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
+export {
+    dgdRole,
+    effectivePodSpec,
+    groupOf,
+    type PodTemplateView,
+    podTemplatesOf,
+    unreadPodTemplateRule,
+    unreadPodTemplates,
+} from "./walk";
 
 /** The facts of upstream/ (the only copy; the render, the CLI and the pack read these). */
 export const defaultFacts: Facts = {
@@ -43,6 +53,8 @@ export const defaultFacts: Facts = {
 
 /** Every upstream rule, in report order. Append new rules here. */
 export const rules: readonly Rule[] = [
+    // Closed world: a pod template the walker cannot read (upstream/check/walk.ts) would escape every rule below.
+    unreadPodTemplateRule,
     containerRule,
     helmValuesRule,
     pairRule,

@@ -13,7 +13,8 @@ import {
 } from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
-import { configMapsOf, effectiveArgv, mountedFiles, objectName, podSpecs } from "./objects";
+import { configMapsOf, effectiveArgv, mountedFiles, objectName } from "./objects";
+import { podTemplatesOf } from "./walk";
 import type { Facts, Finding, Obj, RenderedStack } from "./types";
 
 /** A reviewed exception declared in the stack file (config/endpoint.ts `kvExceptions`). */
@@ -117,7 +118,8 @@ export function storeArgs(argv: readonly string[]): Array<{ flag: string; value:
 export function envSources(o: Obj, c: Obj, configMaps: Map<string, Obj>): { vars: Obj[]; unseen: Array<{ key: string; why: string }> } {
     const vars: Obj[] = [];
     const unseen: Array<{ key: string; why: string }> = [];
-    if (o.kind === "DynamoGraphDeployment") vars.push(...(o.spec?.env ?? []));
+    // Graph-level env: v1beta1 `spec.env`, v1alpha1 `spec.envs` (upstream/check/walk.ts `effectivePodSpec`).
+    if (o.kind === "DynamoGraphDeployment") vars.push(...(o.spec?.env ?? []), ...(o.spec?.envs ?? []));
     for (const [i, ef] of (c.envFrom ?? []).entries()) {
         if (ef?.configMapRef) {
             const name = ef.configMapRef.name;
@@ -156,7 +158,7 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
     const today = (stack.now ?? new Date()).toISOString().slice(0, 10);
     for (const o of stack.objects) {
         if (!o || typeof o !== "object") continue;
-        const specs = podSpecs(o);
+        const specs = podTemplatesOf(o);
         if (specs.length === 0) continue;
         const ex = kvExceptionsOf(o);
         const object = objectName(o);
@@ -167,10 +169,12 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                 key: `metadata.annotations[${KV_EXCEPTIONS_ANNOTATION}]`,
                 message: `KV exceptions ${ex.error}`,
             });
-        const comps: Obj[] = o.kind === "DynamoGraphDeployment" ? (o.spec?.components ?? []) : [undefined];
-        specs.forEach(({ spec }, i) => {
-            const comp = comps[i]?.name as string | undefined;
-            const role = String(comps[i]?.subComponentType ?? comps[i]?.type ?? "").toLowerCase();
+        for (const t of specs) {
+            // The template as written: envSources below adds the graph-level env to every container, init ones included.
+            const spec = t.spec;
+            // DGD component (v1beta1) or service (v1alpha1) and its role, as the shared walker reads them (./walk.ts).
+            const comp = t.dgd ? t.component : undefined;
+            const role = t.role ?? "";
             // Native sidecars (init containers with restartPolicy Always) run beside the engine for the pod's life, and
             // any container holding GPUs or RDMA devices can move KV: every one of them is in the closed world.
             for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? [])]) {
@@ -306,7 +310,7 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                     }
                 }
             }
-        });
+        }
     }
     return out;
 }

@@ -1,4 +1,5 @@
 import type { Obj } from "./types";
+import { effectivePodSpec, podTemplatesOf } from "./walk";
 
 /** `repo:tag` -> parts (a registry port is not a tag). */
 export function splitImage(image: string): { repository: string; tag?: string } {
@@ -17,16 +18,12 @@ export function effectiveArgv(c: Obj): string[] {
     return all;
 }
 
-/** Pod specs of an object, with a label for the object and per-component prefix (DGD). */
+/**
+ * Pod specs of an object, with a label for the object (`component X` for a DGD, `leader`/`worker` for a LeaderWorkerSet):
+ * the pod templates of the shared walker (./walk.ts), so the rules read every shape the policy pack reads.
+ */
 export function podSpecs(o: Obj): Array<{ label: string; spec: Obj }> {
-    const kind = o.kind;
-    if (kind === "DynamoGraphDeployment")
-        return (o.spec?.components ?? []).map((c: Obj) => ({ label: `component ${c.name}`, spec: c.podTemplate?.spec ?? {} }));
-    if (["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"].includes(kind))
-        return [{ label: "", spec: o.spec?.template?.spec ?? {} }];
-    if (kind === "CronJob") return [{ label: "", spec: o.spec?.jobTemplate?.spec?.template?.spec ?? {} }];
-    if (kind === "Pod") return [{ label: "", spec: o.spec ?? {} }];
-    return [];
+    return podTemplatesOf(o).map((t) => ({ label: t.label, spec: effectivePodSpec(t) }));
 }
 
 /** `Kind/ns/name` of an object. */

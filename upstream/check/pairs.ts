@@ -2,21 +2,29 @@ import { pairDifferences, type PairSide } from "../pairs";
 import { findEntrypoint } from "./containers";
 import { configMapsOf, effectiveArgv, objectName } from "./objects";
 import type { Facts, Finding, Obj, RenderedStack } from "./types";
+import { dgdRole, effectivePodSpec, podTemplatesOf } from "./walk";
 
-/** Role of a DGD component (`type` / `subComponentType` / `componentType`, lower-cased). */
+/** Role of a DGD component (`type` / `subComponentType` / `componentType`, lower-cased; ./walk.ts `dgdRole`). */
 export function componentRole(c: Obj): string {
-    return String(c?.subComponentType ?? c?.type ?? c?.componentType ?? "").toLowerCase();
+    return dgdRole(c?.type ?? c?.componentType, c?.subComponentType);
 }
 
-/** The main container of a DGD component (`main`, else the first). */
-export function mainContainer(c: Obj): Obj | undefined {
-    const cs: Obj[] = c?.podTemplate?.spec?.containers ?? [];
+/** The main container of a pod spec (`main`, else the first). */
+export function mainContainer(spec: Obj): Obj | undefined {
+    const cs: Obj[] = spec?.containers ?? [];
     return cs.find((x) => x?.name === "main") ?? cs[0];
 }
 
-/** A container as one side of a pair: image, argv, env, mounts with the content of mounted ConfigMaps of the stack. */
+/**
+ * A container as one side of a pair: image, argv, env (each `envFrom` source as `envFrom[i]`, with the data of a
+ * ConfigMap of the stack it names), mounts with `readOnly` and the content of mounted ConfigMaps of the stack.
+ */
 export function pairSideOf(container: Obj, podSpec: Obj, configMaps: Map<string, Obj>, ns: string | undefined): PairSide {
     const env: Record<string, string> = {};
+    (container.envFrom ?? []).forEach((ef: Obj, i: number) => {
+        const cm = ef?.configMapRef?.name ? configMaps.get(`${ns ?? ""}/${ef.configMapRef.name}`) : undefined;
+        env[`envFrom[${i}]`] = `${JSON.stringify(ef)}${cm ? ` data ${JSON.stringify(cm.data ?? {})}` : ""}`;
+    });
     for (const e of container.env ?? [])
         env[e.name] = e.value !== undefined ? String(e.value) : `valueFrom:${JSON.stringify(e.valueFrom ?? {})}`;
     const mounts = (container.volumeMounts ?? []).map((m: Obj) => {
@@ -29,39 +37,45 @@ export function pairSideOf(container: Obj, podSpec: Obj, configMaps: Map<string,
 }
 
 /**
- * Rule: the prefill and decode workers of every DynamoGraphDeployment are identical except their role settings
- * (upstream/pairs.ts): image, every flag, env var and mount. Each difference is one finding naming both sides and
- * the key.
+ * Rule: the prefill and decode workers of every DynamoGraphDeployment (both API versions, as the shared walker
+ * ./walk.ts reads them) are identical except their role settings (upstream/pairs.ts): image, every flag, env var and
+ * mount. Each difference is one finding naming both sides and the key. Closed world: a pair whose entry point
+ * upstream/ does not record cannot be compared and is refused.
  */
 export function pairRule(stack: RenderedStack, facts: Facts): Finding[] {
     const out: Finding[] = [];
     const configMaps = configMapsOf(stack.objects);
     for (const o of stack.objects) {
         if (o?.kind !== "DynamoGraphDeployment") continue;
-        const comps: Obj[] = o.spec?.components ?? [];
-        const prefill = comps.filter((c) => componentRole(c) === "prefill"),
-            decode = comps.filter((c) => componentRole(c) === "decode");
+        const comps = podTemplatesOf(o);
+        const prefill = comps.filter((c) => c.role === "prefill"),
+            decode = comps.filter((c) => c.role === "decode");
         for (const p of prefill)
             for (const d of decode) {
-                const pc = mainContainer(p),
-                    dc = mainContainer(d);
-                if (!pc || !dc) continue;
-                const ps = pairSideOf(pc, p.podTemplate?.spec ?? {}, configMaps, o.metadata?.namespace),
-                    ds = pairSideOf(dc, d.podTemplate?.spec ?? {}, configMaps, o.metadata?.namespace);
-                const pe = findEntrypoint([...ps.argv], facts),
-                    de = findEntrypoint([...ds.argv], facts);
+                const pspec = effectivePodSpec(p),
+                    dspec = effectivePodSpec(d);
+                const pc = mainContainer(pspec),
+                    dc = mainContainer(dspec);
                 const f = (key: string, message: string) =>
                     out.push({
                         stack: stack.stack,
                         object: objectName(o),
-                        container: `${p.name}/${pc.name} and ${d.name}/${dc.name}`,
+                        container: `${p.component}/${pc?.name ?? "(none)"} and ${d.component}/${dc?.name ?? "(none)"}`,
                         key,
                         message,
                     });
-                if (pe?.id !== de?.id) {
+                if (!pc || !dc) {
+                    f("containers", `${pc ? "decode" : "prefill"} has no container, so the pair cannot be compared`);
+                    continue;
+                }
+                const ps = pairSideOf(pc, pspec, configMaps, o.metadata?.namespace),
+                    ds = pairSideOf(dc, dspec, configMaps, o.metadata?.namespace);
+                const pe = findEntrypoint([...ps.argv], facts),
+                    de = findEntrypoint([...ds.argv], facts);
+                if (pe?.id !== de?.id || !pe) {
                     f(
                         "command",
-                        `prefill runs ${pe?.id ?? "an unknown entry point"} but decode runs ${de?.id ?? "an unknown entry point"}; their KV formats and transfer protocols differ`,
+                        `prefill runs ${pe?.id ?? "an unknown entry point"} but decode runs ${de?.id ?? "an unknown entry point"}; ${pe ? "their KV formats and transfer protocols differ" : "upstream/ records no KV settings for it, so the pair cannot be proven compatible"}`,
                     );
                     continue;
                 }

@@ -5,6 +5,8 @@
  * `(stack, facts?, result?) => Finding[]` the rule registry can run as is.
  */
 
+import { effectivePodSpec, podTemplatesOf } from "./walk";
+
 /** A rendered Kubernetes object. */
 export type Obj = Record<string, any>;
 
@@ -85,32 +87,25 @@ export function parseJson(s: unknown): any {
     }
 }
 
-/** Every pod template's main container (`main`, or the first) with its labels. */
+/** Every pod template's main container (`main`, or the first) with its labels, as the shared walker (./walk.ts) reads them. */
 export function podsOf(objects: readonly Obj[]): PodView[] {
     const out: PodView[] = [];
     for (const o of objects) {
         if (!o || typeof o !== "object") continue;
         const base = { kind: String(o.kind), name: String(o.metadata?.name), namespace: o.metadata?.namespace };
-        if (o.kind === "DynamoGraphDeployment") {
-            for (const c of o.spec?.components ?? []) {
-                const spec = c.podTemplate?.spec ?? {};
-                const main = (spec.containers ?? []).find((x: Obj) => x.name === "main") ?? spec.containers?.[0];
-                if (!main) continue;
-                out.push({
-                    ...base,
-                    object: `${objectName(o)} component ${c.name}`,
-                    graph: base.name,
-                    componentType: c.type,
-                    backendFramework: o.spec?.backendFramework,
-                    labels: { ...(c.podTemplate?.metadata?.labels ?? {}) },
-                    main,
-                    spec,
-                });
-            }
-        } else if (["Deployment", "StatefulSet", "DaemonSet"].includes(o.kind)) {
-            const spec = o.spec?.template?.spec ?? {};
-            const main = spec.containers?.[0];
-            if (main) out.push({ ...base, object: objectName(o), labels: { ...(o.spec?.template?.metadata?.labels ?? {}) }, main, spec });
+        for (const t of podTemplatesOf(o)) {
+            const spec = effectivePodSpec(t);
+            const main = (spec.containers ?? []).find((x: Obj) => x?.name === "main") ?? spec.containers?.[0];
+            if (!main) continue;
+            const dgd = o.kind === "DynamoGraphDeployment";
+            out.push({
+                ...base,
+                object: `${objectName(o)}${t.label ? ` ${t.label}` : ""}`,
+                ...(dgd ? { graph: base.name, componentType: t.role, backendFramework: o.spec?.backendFramework } : {}),
+                labels: { ...(t.metadata?.labels ?? {}) },
+                main,
+                spec,
+            });
         }
     }
     return out;
