@@ -114,7 +114,7 @@ describe("the ledger's order of creation", () => {
     });
 });
 
-describe("the ledger database's exported log: its log group is ours, with retention and the ledger key", () => {
+describe("the ledger's log groups (the database's exported log, every Lambda's): ours, with retention and the ledger key", () => {
     it("every exported log type has its log group (90 days, ledger key), created before the cluster, which RDS then never creates", () => {
         const cluster = rs.find((r) => r.type === "aws:rds/cluster:Cluster" && r.name === "usage-ledger-db")!;
         const exported: string[] = inputs(cluster).enabledCloudwatchLogsExports;
