@@ -1425,7 +1425,7 @@ describe("simulated: the hub's own KMS keys are usable only through their servic
     });
 });
 
-describe("simulated: CloudWatch Logs encrypts the ledger database's log group with the ledger key", () => {
+describe("simulated: CloudWatch Logs encrypts the ledger database's and the Lambdas' log groups with the ledger key", () => {
     /**
      * What CloudWatch Logs asks KMS for a log group: its regional service principal, the group's ARN as encryption
      * context (`kms:EncryptionContext:aws:logs:arn`). The simulator evaluates context keys with a variable part only
@@ -1454,17 +1454,37 @@ describe("simulated: CloudWatch Logs encrypts the ledger database's log group wi
         return { decision: r.overallResult as Decision, ignored: ((r as any).result?.ignoredContextKeys ?? []) as string[] };
     }
 
-    it("the ledger key's policy lets CloudWatch Logs of the hub's region use it (for the log group named in its condition), no other region's", async () => {
-        const group = named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-db-postgresql-logs");
-        const name = `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${inputs(group).name}`;
-        expect(inputs(group).kmsKeyId).toBe(vars.ledgerKeyArn);
+    it("the ledger key's policy lets CloudWatch Logs of the hub's region use it (for the log groups named in its condition), no other region's", async () => {
+        // The database's exported log and every Lambda's log group: each encrypted with the ledger key.
+        const groups = [
+            named("aws:cloudwatch/logGroup:LogGroup", "usage-ledger-db-postgresql-logs"),
+            ...["migrator", "consumer", "reconciler", "ops"].map((id) =>
+                named("aws:cloudwatch/logGroup:LogGroup", `usage-ledger-${id}-logs`),
+            ),
+        ];
+        const lambdaGroups = byType(rs, "aws:cloudwatch/logGroup:LogGroup").filter((r) =>
+            String(inputs(r).name).startsWith("/aws/lambda/"),
+        );
+        expect(
+            groups
+                .slice(1)
+                .map((g) => g.urn)
+                .sort(),
+        ).toEqual(lambdaGroups.map((g) => g.urn).sort());
+        const names = groups.map((g) => `arn:aws:logs:${REGION}:${ACCOUNT}:log-group:${inputs(g).name}`);
+        for (const g of groups) expect(inputs(g).kmsKeyId, inputs(g).name).toBe(vars.ledgerKeyArn);
         const policy = resourcePolicyOf(vars.ledgerKeyArn) as { Statement: any[] };
         const logs = policy.Statement.filter((s) => s.Sid === "CloudWatchLogsLogGroups");
-        expect(logs.map((s) => s.Condition)).toEqual([{ ArnEquals: { "kms:EncryptionContext:aws:logs:arn": [name] } }]);
-        // The simulator cannot evaluate the encryption context condition (see above).
-        expect((await asLogs("kms:GenerateDataKey", policy, REGION, { "kms:EncryptionContext:aws:logs:arn": name })).ignored).toEqual([
-            "kms:EncryptionContext:aws:logs:arn",
-        ]);
+        expect(logs).toHaveLength(1);
+        expect(Object.keys(logs[0].Condition)).toEqual(["ArnEquals"]);
+        expect(Object.keys(logs[0].Condition.ArnEquals)).toEqual(["kms:EncryptionContext:aws:logs:arn"]);
+        expect([...logs[0].Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]].sort()).toEqual([...names].sort());
+        // The simulator cannot evaluate the encryption context condition (see above), for any of the groups.
+        for (const name of names)
+            expect(
+                (await asLogs("kms:GenerateDataKey", policy, REGION, { "kms:EncryptionContext:aws:logs:arn": name })).ignored,
+                name,
+            ).toEqual(["kms:EncryptionContext:aws:logs:arn"]);
         const unconditioned = {
             ...policy,
             Statement: policy.Statement.map((s) => {

@@ -114,7 +114,7 @@ describe("the ledger's order of creation", () => {
     });
 });
 
-describe("the ledger database's exported log: its log group is ours, with retention and the ledger key", () => {
+describe("the ledger's log groups (the database's exported log, every Lambda's): ours, with retention and the ledger key", () => {
     it("every exported log type has its log group (90 days, ledger key), created before the cluster, which RDS then never creates", () => {
         const cluster = rs.find((r) => r.type === "aws:rds/cluster:Cluster" && r.name === "usage-ledger-db")!;
         const exported: string[] = inputs(cluster).enabledCloudwatchLogsExports;
@@ -130,14 +130,31 @@ describe("the ledger database's exported log: its log group is ours, with retent
             });
             expect(cluster.dependencies, `the cluster waits for ${type}'s log group`).toContain(group!.urn);
         }
-        // The Lambdas' log groups keep the same retention.
-        const lambdaRetention = rs
-            .filter((r) => r.type === "aws:cloudwatch/logGroup:LogGroup" && String(inputs(r).name).startsWith("/aws/lambda/"))
-            .map((r) => inputs(r).retentionInDays);
-        expect(new Set(lambdaRetention)).toEqual(new Set([90]));
     });
 
-    it("the ledger key lets CloudWatch Logs use it for exactly those log groups", () => {
+    it("every Lambda of the hub has its log group (90 days, ledger key), created before the function, which Lambda then never creates", () => {
+        const key = rs.find((r) => r.type === "aws:kms/key:Key" && r.name === "usage-ledger-key")!;
+        const functions = byType(rs, "aws:lambda/function:Function");
+        expect(functions.map((f) => inputs(f).name).sort()).toEqual([
+            "platform-usage-consumer",
+            "platform-usage-ledger-migrator",
+            "platform-usage-ledger-ops",
+            "platform-usage-reconciliation",
+        ]);
+        const lambdaGroups = byType(rs, "aws:cloudwatch/logGroup:LogGroup").filter((r) =>
+            String(inputs(r).name).startsWith("/aws/lambda/"),
+        );
+        expect(lambdaGroups).toHaveLength(functions.length);
+        for (const f of functions) {
+            const name = inputs(f).name;
+            const group = lambdaGroups.find((g) => inputs(g).name === `/aws/lambda/${name}`);
+            expect(group, name).toBeDefined();
+            expect(inputs(group!)).toMatchObject({ retentionInDays: 90, kmsKeyId: key.outputs.arn });
+            expect(f.dependencies, `${name} waits for its log group`).toContain(group!.urn);
+        }
+    });
+
+    it("the ledger key lets CloudWatch Logs use it for exactly those log groups: the database's and every Lambda's", () => {
         const key = rs.find((r) => r.type === "aws:kms/key:Key" && r.name === "usage-ledger-key")!;
         const cluster = inputs(rs.find((r) => r.type === "aws:rds/cluster:Cluster" && r.name === "usage-ledger-db")!);
         const logs = JSON.parse(inputs(key).policy).Statement.filter((s: any) =>
@@ -146,10 +163,15 @@ describe("the ledger database's exported log: its log group is ours, with retent
         expect(logs).toHaveLength(1);
         const region = stackConfigDoc("hub-prod")["aws:region"];
         expect(logs[0].Principal).toEqual({ Service: `logs.${region}.amazonaws.com` });
-        expect(logs[0].Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"]).toEqual([
-            expect.stringMatching(
-                new RegExp(`^arn:aws:logs:${region}:\\d{12}:log-group:/aws/rds/cluster/${cluster.clusterIdentifier}/postgresql$`),
-            ),
-        ]);
+        const arns: string[] = logs[0].Condition.ArnEquals["kms:EncryptionContext:aws:logs:arn"];
+        const postgresql = new RegExp(
+            `^arn:aws:logs:${region}:\\d{12}:log-group:/aws/rds/cluster/${cluster.clusterIdentifier}/postgresql$`,
+        );
+        expect(arns.filter((a) => postgresql.test(a))).toHaveLength(1);
+        // Exactly the ARNs (as CloudWatch Logs puts them in the encryption context) of the log groups the key encrypts.
+        const encrypted = byType(rs, "aws:cloudwatch/logGroup:LogGroup").filter((g) => inputs(g).kmsKeyId === key.outputs.arn);
+        expect(encrypted.length).toBe(1 + byType(rs, "aws:lambda/function:Function").length);
+        expect([...arns].sort()).toEqual(encrypted.map((g) => g.outputs.arn).sort());
+        expect(new Set(arns).size).toBe(arns.length);
     });
 });

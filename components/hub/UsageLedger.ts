@@ -4,7 +4,7 @@ import type { UsageContract } from "../../config/contract";
 import { ledgerAlarms, type LedgerAlarmArgs } from "./ledger/alarms";
 import { LEDGER_LOG_EXPORTS, ledgerDatabase, ledgerLogGroupName } from "./ledger/database";
 import { failedBatchBucket } from "./ledger/failures";
-import { ledgerFunctions } from "./ledger/functions";
+import { ledgerFunctionLogGroupNames, ledgerFunctions } from "./ledger/functions";
 import { METRIC_NAMESPACE } from "../../services/reconciler/config";
 import { interfaceEndpointPolicies, ledgerNetwork, s3EndpointPolicy } from "./ledger/network";
 import type { LedgerScope } from "./ledger/scope";
@@ -116,7 +116,8 @@ export class UsageLedger extends pulumi.ComponentResource {
                 tags,
                 // Used only by RDS (storage, snapshots, its grants) and Secrets Manager (the master and role secrets).
                 // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts). CloudWatch Logs: the database's
-                // exported log groups only (components/hub/ledger/database.ts).
+                // exported log groups (components/hub/ledger/database.ts) and the ledger Lambdas' log groups
+                // (components/hub/ledger/functions.ts), only those.
                 policy: pulumi.output(args.accountId).apply((accountId) =>
                     JSON.stringify(
                         serviceOnlyKeyPolicy({
@@ -124,7 +125,10 @@ export class UsageLedger extends pulumi.ComponentResource {
                             region: args.region,
                             services: ["rds", "secretsmanager", "s3"],
                             administrators: args.keyAdministrators,
-                            logGroups: LEDGER_LOG_EXPORTS.map((type) => ledgerLogGroupName(scope.prefix, type)),
+                            logGroups: [
+                                ...LEDGER_LOG_EXPORTS.map((type) => ledgerLogGroupName(scope.prefix, type)),
+                                ...ledgerFunctionLogGroupNames(scope.prefix),
+                            ],
                         }),
                     ),
                 ),

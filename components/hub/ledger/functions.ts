@@ -14,11 +14,39 @@ import {
 import type { EnvVars } from "../../../services/shared/env";
 import type { CONSUMER_ENV } from "../../../services/usage-consumer/config";
 import { bundleLambda, bundleUsageConsumer, CONSUMER_RUNTIME, REPO_ROOT } from "./bundle";
-import { LEDGER_DATABASE, type LedgerDatabase } from "./database";
+import { LEDGER_DATABASE, LEDGER_LOG_RETENTION_DAYS, type LedgerDatabase } from "./database";
 import { consumerPolicy, lambdaVpcPolicy, ledgerOpsPolicy, migratorPolicy, reconcilerPolicy } from "./iam";
 import type { LedgerNetwork } from "./network";
 import type { FailedBatchBucket } from "./failures";
 import type { LedgerScope } from "./scope";
+
+/**
+ * The ledger's Lambdas by id, each with its function name after the hub's name prefix (`platform:namePrefix`): fixed
+ * physical names, so each Lambda's log group name (`/aws/lambda/<function name>`, where Lambda writes) is known
+ * before `up`, for the ledger key's policy (components/hub/UsageLedger.ts).
+ */
+export const LEDGER_FUNCTIONS = {
+    migrator: "usage-ledger-migrator",
+    consumer: "usage-consumer",
+    reconciler: "usage-reconciliation",
+    ops: "usage-ledger-ops",
+} as const;
+
+/** Pure: the name of the ledger Lambda `id` on a hub whose names begin with `prefix` ({@link LEDGER_FUNCTIONS}). */
+export function ledgerFunctionName(prefix: string, id: keyof typeof LEDGER_FUNCTIONS): string {
+    return `${prefix}-${LEDGER_FUNCTIONS[id]}`;
+}
+
+/**
+ * Pure: the log groups of every ledger Lambda on a hub whose names begin with `prefix`: `/aws/lambda/<function name>`,
+ * the group Lambda writes a function's logs to (AWS Lambda developer guide, "Sending Lambda function logs to
+ * CloudWatch Logs", the default log group).
+ */
+export function ledgerFunctionLogGroupNames(prefix: string): string[] {
+    return (Object.keys(LEDGER_FUNCTIONS) as Array<keyof typeof LEDGER_FUNCTIONS>).map(
+        (id) => `/aws/lambda/${ledgerFunctionName(prefix, id)}`,
+    );
+}
 
 /**
  * The ledger's Lambdas: the migrator (schema and roles as the master user, invoked by `pulumi up` when the schema, its
@@ -81,10 +109,23 @@ export function ledgerFunctions(
         NODE_EXTRA_CA_CERTS: "/var/runtime/ca-cert.pem",
     } satisfies LambdaEnv;
     const vpcConfig = { subnetIds: subnets.map((s) => s.id), securityGroupIds: [lambdaSg.id] };
-    const logGroupFor = (id: string, functionName: string) =>
+    // Each Lambda's log group, created before its function (each function depends on it), so Lambda never creates it
+    // itself (without retention, unencrypted). The ledger key encrypts them: these functions handle the ledger's data
+    // (usage events, ledger rows, failed batches, the role secrets: all under that key) and their logs can carry it
+    // (a rejected record, a failing statement); the hub's other keys guard other data (policy bundles, API keys). Its
+    // policy lets CloudWatch Logs use it for exactly these groups and the database's (components/hub/UsageLedger.ts,
+    // lib/kms.ts logGroupKeyStatement). An existing group takes the key in place (the provider's update calls
+    // AssociateKmsKey: hashicorp/terraform-provider-aws, bridged by pulumi/pulumi-aws@v7.48.0,
+    // internal/service/logs/group.go resourceGroupUpdate), no replacement.
+    const logGroupFor = (id: keyof typeof LEDGER_FUNCTIONS) =>
         new aws.cloudwatch.LogGroup(
             `${scope.name}-${id}-logs`,
-            { name: `/aws/lambda/${functionName}`, retentionInDays: 90, tags: scope.tags },
+            {
+                name: `/aws/lambda/${ledgerFunctionName(scope.prefix, id)}`,
+                retentionInDays: LEDGER_LOG_RETENTION_DAYS,
+                kmsKeyId: key.arn,
+                tags: scope.tags,
+            },
             scope.parent,
         );
     const lambdaFn = (
@@ -120,8 +161,8 @@ export function ledgerFunctions(
     };
 
     // ---- migrator: schema + roles as the master user, run by `pulumi up` when the schema or its code changes
-    const migratorName = `${scope.prefix}-usage-ledger-migrator`;
-    const migratorLogs = logGroupFor("migrator", migratorName);
+    const migratorName = ledgerFunctionName(scope.prefix, "migrator");
+    const migratorLogs = logGroupFor("migrator");
     const migratorIam = lambdaRole(
         "migrator",
         "usage ledger migrator: schema and roles as the master user",
@@ -173,12 +214,8 @@ export function ledgerFunctions(
         { messageRetentionSeconds: 14 * 24 * 3600, sqsManagedSseEnabled: true, tags: scope.tags },
         scope.parent,
     );
-    const functionName = `${scope.prefix}-usage-consumer`;
-    const logGroup = new aws.cloudwatch.LogGroup(
-        `${scope.name}-consumer-logs`,
-        { name: `/aws/lambda/${functionName}`, retentionInDays: 90, tags: scope.tags },
-        scope.parent,
-    );
+    const functionName = ledgerFunctionName(scope.prefix, "consumer");
+    const logGroup = logGroupFor("consumer");
     const role = new aws.iam.Role(
         `${scope.name}-consumer-role`,
         {
@@ -276,8 +313,8 @@ export function ledgerFunctions(
     }
 
     // ---- scheduled reconciliation (reporter role: reads, plus the hourly rollup function) publishing the gap metric
-    const reconcilerName = `${scope.prefix}-usage-reconciliation`;
-    const reconcilerLogs = logGroupFor("reconciler", reconcilerName);
+    const reconcilerName = ledgerFunctionName(scope.prefix, "reconciler");
+    const reconcilerLogs = logGroupFor("reconciler");
     const reconcilerIam = lambdaRole(
         "reconciler",
         "usage reconciliation: read the ledger, publish the gap metric",
@@ -332,8 +369,8 @@ export function ledgerFunctions(
 
     // ---- the operator's path to the ledger (no route from outside the VPC): `npm run status` and
     // `npm run replay-usage -- --apply` invoke this function, which runs two fixed operations (services/reconciler/ops.ts).
-    const opsName = `${scope.prefix}-usage-ledger-ops`;
-    const opsLogs = logGroupFor("ops", opsName);
+    const opsName = ledgerFunctionName(scope.prefix, "ops");
+    const opsLogs = logGroupFor("ops");
     const opsIam = lambdaRole(
         "ops",
         "usage ledger operations for the operator tools: status reads, failed-batch replay",
