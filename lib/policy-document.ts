@@ -11,3 +11,19 @@ export interface PolicyDocument {
         Condition?: Record<string, Record<string, string | string[]>>;
     }>;
 }
+
+/**
+ * The statement every bucket policy of the hub begins with: any request to the bucket or its objects not made over TLS
+ * (`aws:SecureTransport` false) is denied, whoever makes it (AWS IAM user guide, "AWS global condition context keys":
+ * `aws:SecureTransport`).
+ */
+export function denyInsecureTransport(bucketArn: string) {
+    return {
+        Sid: "DenyInsecureTransport",
+        Effect: "Deny" as const,
+        Principal: "*",
+        Action: "s3:*",
+        Resource: [bucketArn, `${bucketArn}/*`],
+        Condition: { Bool: { "aws:SecureTransport": "false" } },
+    };
+}

@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { denyInsecureTransport } from "../../lib/policy-document";
 
 /** The S3 service principal that delivers server access logs (Amazon S3 user guide, "Enabling Amazon S3 server access logging"). */
 export const S3_LOGGING_PRINCIPAL = "logging.s3.amazonaws.com";
@@ -27,18 +28,10 @@ export function accessLogBucketPolicy(x: {
     accountId: string;
     sources: ReadonlyArray<{ arn: string; prefix: string }>;
 }): Record<string, unknown> {
-    const all = [x.logBucketArn, `${x.logBucketArn}/*`];
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "DenyInsecureTransport",
-                Effect: "Deny",
-                Principal: "*",
-                Action: "s3:*",
-                Resource: all,
-                Condition: { Bool: { "aws:SecureTransport": "false" } },
-            },
+            denyInsecureTransport(x.logBucketArn),
             ...x.sources.map((s, i) => ({
                 Sid: `S3ServerAccessLogs${i}`,
                 Effect: "Allow",

@@ -5,6 +5,7 @@ import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
 import { serviceOnlyKeyPolicy } from "../../lib/kms";
+import { denyInsecureTransport } from "../../lib/policy-document";
 import {
     bundlePaths,
     type CurrentPointer,
@@ -123,14 +124,7 @@ export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "DenyInsecureTransport",
-                Effect: "Deny",
-                Principal: "*",
-                Action: "s3:*",
-                Resource: all,
-                Condition: { Bool: { "aws:SecureTransport": "false" } },
-            },
+            denyInsecureTransport(bucketArn),
             {
                 Sid: "DenyOldTls",
                 Effect: "Deny",

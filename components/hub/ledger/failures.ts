@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { FAILED_BATCH_PREFIX } from "../../../services/usage-consumer/config";
 import type { LedgerScope } from "./scope";
+import { denyInsecureTransport } from "../../../lib/policy-document";
 
 /** Days a failed batch stays in the failure bucket before S3 expires it (replay within this window). */
 export const FAILED_BATCH_RETENTION_DAYS = 35;
@@ -15,14 +16,7 @@ export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string) {
     return {
         Version: "2012-10-17",
         Statement: [
-            {
-                Sid: "DenyInsecureTransport",
-                Effect: "Deny",
-                Principal: "*",
-                Action: "s3:*",
-                Resource: [bucketArn, `${bucketArn}/*`],
-                Condition: { Bool: { "aws:SecureTransport": "false" } },
-            },
+            denyInsecureTransport(bucketArn),
             {
                 Sid: "DenyOtherKeys",
                 Effect: "Deny",
