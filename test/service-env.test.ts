@@ -22,6 +22,7 @@ import { dependencyOrder, discoverStacks } from "../lib/stackfiles";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, ROOT, runRepoStack, STACKS } from "./helpers";
+import { res } from "./policies/rdma-fixtures";
 
 /**
  * The seam between each component and the service it deploys: every container of every shipped stack that runs
@@ -197,22 +198,6 @@ function scanLambdas(stack: string, resources: CapturedResource[]): { seen: Set<
     return { seen, problems };
 }
 
-/** A resource as the harness captures it, for planted cases. */
-function planted(type: string, name: string, obj: Record<string, unknown>): CapturedResource {
-    return {
-        urn: `urn:planted::${name}`,
-        type,
-        name,
-        parent: "",
-        provider: "",
-        custom: true,
-        remote: false,
-        dependencies: [],
-        inputs: obj,
-        outputs: {},
-    } as CapturedResource;
-}
-
 function expectLoads(where: string, c: Contract, env: Record<string, string>) {
     expect(loadProblems(where, c, env)).toEqual([]);
 }
@@ -268,7 +253,7 @@ describe("service contracts: every rendered environment loads through its servic
         ];
         for (const [type, wrap] of kinds) {
             const obj = { metadata: { name: "w", namespace: "platform" }, ...wrap(container(other)) };
-            expect(scanContainers("planted", [planted(type, "w", obj)]).problems, type).toEqual([
+            expect(scanContainers("planted", [res(type, "w", obj)]).problems, type).toEqual([
                 `planted ${type} platform/w container app: image ${REGISTRY}/platform-new is ours (under ${REGISTRY}) and has no contract in this test`,
             ]);
             // A known image with an env its service does not load.
@@ -276,7 +261,7 @@ describe("service contracts: every rendered environment loads through its servic
                 metadata: { name: "w", namespace: "platform" },
                 ...wrap(container(`${versions.authService.image}:1`, [{ name: "AUTH_BUCKET", value: "b" }])),
             };
-            const p = scanContainers("planted", [planted(type, "w", bad)]).problems;
+            const p = scanContainers("planted", [res(type, "w", bad)]).problems;
             expect(
                 p.some((m) => m.endsWith("sets AUTH_BUCKET, which its service does not read")),
                 type,
@@ -287,19 +272,19 @@ describe("service contracts: every rendered environment loads through its servic
             ).toBe(true);
         }
         // Our registry in Helm values (no container there to check).
-        const release = planted("kubernetes:helm.sh/v3:Release", "r", {
+        const release = res("kubernetes:helm.sh/v3:Release", "r", {
             values: { image: { repository: `${REGISTRY}/platform-auth`, tag: "1" } },
         });
         expect(scanContainers("planted", [release]).problems).toEqual([
             `planted kubernetes:helm.sh/v3:Release r .values.image.repository: names ${REGISTRY} outside a container's image, where no contract is checked`,
         ]);
         // envFrom is read too: a ConfigMap's keys are names the container sets.
-        const cm = planted("kubernetes:core/v1:ConfigMap", "cm", {
+        const cm = res("kubernetes:core/v1:ConfigMap", "cm", {
             kind: "ConfigMap",
             metadata: { name: "cm", namespace: "platform" },
             data: { AUTH_BUCKET: "b" },
         });
-        const withEnvFrom = planted("kubernetes:batch/v1:Job", "j", {
+        const withEnvFrom = res("kubernetes:batch/v1:Job", "j", {
             metadata: { name: "j", namespace: "platform" },
             spec: { template: pod({ ...container(`${versions.authService.image}:1`), envFrom: [{ configMapRef: { name: "cm" } }] }) },
         });
@@ -309,7 +294,7 @@ describe("service contracts: every rendered environment loads through its servic
             ),
         ).toBe(true);
         // A Lambda without a contract.
-        const fn = planted("aws:lambda/function:Function", "f", { name: "platform-new-function", environment: { variables: {} } });
+        const fn = res("aws:lambda/function:Function", "f", { name: "platform-new-function", environment: { variables: {} } });
         expect(scanLambdas("planted", [fn]).problems).toEqual(["planted: Lambda platform-new-function has no contract in this test"]);
     });
 
