@@ -11,36 +11,33 @@
  * Everything else (`*`, `""`, `0`, an unexpanded `$(VAR)`) is refused.
  */
 
+import { BlockList, isIPv4, isIPv6 } from "node:net";
+
 const LOOPBACK_NAMES = ["localhost", "ip6-localhost", "ip6-loopback", "localhost.localdomain"];
 
-function ipv4Unroutable(h: string): boolean | undefined {
-    const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(h);
-    if (!m) return undefined;
-    const o = m.slice(1).map(Number);
-    if (o.some((x) => x > 255)) return true;
-    return o[0] === 0 || o[0] === 127 || (o[0] === 169 && o[1] === 254) || (o[0] >= 224 && o[0] <= 239) || o.every((x) => x === 255);
-}
-
-/** Expands an IPv6 literal to 8 groups, undefined when it is not one (an embedded IPv4 tail becomes two groups). */
-function ipv6Groups(h: string): number[] | undefined {
-    if (!h.includes(":") || !/^[0-9a-f:.]+$/.test(h)) return undefined;
-    let s = h;
-    const v4 = /:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(s);
-    if (v4) {
-        const o = v4[1].split(".").map(Number);
-        if (o.some((x) => x > 255)) return undefined;
-        s = `${s.slice(0, v4.index)}:${((o[0] << 8) | o[1]).toString(16)}:${((o[2] << 8) | o[3]).toString(16)}`;
-    }
-    const halves = s.split("::");
-    if (halves.length > 2) return undefined;
-    const parse = (p: string) => (p === "" ? [] : p.split(":"));
-    const head = parse(halves[0]),
-        tail = halves.length === 2 ? parse(halves[1]) : [];
-    if ([...head, ...tail].some((g) => !/^[0-9a-f]{1,4}$/.test(g))) return undefined;
-    const fill = 8 - head.length - tail.length;
-    if (halves.length === 1 ? fill !== 0 : fill < 1) return undefined;
-    return [...head, ...Array(halves.length === 2 ? fill : 0).fill("0"), ...tail].map((g) => Number.parseInt(g, 16));
-}
+/**
+ * The address ranges no peer on another node can reach (module comment), as Node's own matcher (`net.BlockList`, which
+ * also matches an IPv4-mapped IPv6 address `::ffff:a.b.c.d` against the IPv4 ranges).
+ */
+const UNROUTABLE_RANGES = (() => {
+    const b = new BlockList();
+    for (const [net, prefix] of [
+        ["0.0.0.0", 8],
+        ["127.0.0.0", 8],
+        ["169.254.0.0", 16],
+        ["224.0.0.0", 4],
+        ["255.255.255.255", 32],
+    ] as const)
+        b.addSubnet(net, prefix, "ipv4");
+    for (const [net, prefix] of [
+        ["::", 128],
+        ["::1", 128],
+        ["fe80::", 10],
+        ["ff00::", 8],
+    ] as const)
+        b.addSubnet(net, prefix, "ipv6");
+    return b;
+})();
 
 /**
  * True unless `host` is proven to be an address a peer on another node can connect to (see the module comment).
@@ -51,17 +48,10 @@ export function unroutable(host: string): boolean {
         .trim()
         .toLowerCase()
         .replace(/^\[(.*)\]$/, "$1");
-    const v4 = ipv4Unroutable(h);
-    if (v4 !== undefined) return v4;
-    const g = ipv6Groups(h);
-    if (g) {
-        if (g.every((x) => x === 0)) return true; // ::
-        if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return true; // ::1
-        if ((g[0] & 0xffc0) === 0xfe80 || (g[0] & 0xff00) === 0xff00) return true; // link-local, multicast
-        if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff)
-            return ipv4Unroutable(`${g[6] >> 8}.${g[6] & 255}.${g[7] >> 8}.${g[7] & 255}`) === true; // ::ffff:a.b.c.d
-        return false;
-    }
+    if (isIPv4(h)) return UNROUTABLE_RANGES.check(h, "ipv4");
+    if (isIPv6(h)) return UNROUTABLE_RANGES.check(h, "ipv6");
+    // A name, then: an RFC 1123 DNS name whose last label is not all digits (glibc inet_aton reads `0`, `127.1` or
+    // `01.2.3.4` as an IPv4 address), and not a loopback name.
     const name = h.replace(/\.$/, "");
     const labels = name.split(".");
     if (name.length === 0 || name.length > 253) return true;
