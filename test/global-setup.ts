@@ -8,6 +8,15 @@ import * as path from "node:path";
  */
 export const BUNDLE_CACHE_ENV = "PLATFORM_LAMBDA_BUNDLE_CACHE";
 
+/**
+ * services/ledger/testing/postgres.ts `PG_TEMPLATE_ENV`, not imported (that module loads the PostgreSQL client);
+ * services/ledger/bounds.test.ts checks that the two agree.
+ */
+export const PG_TEMPLATE_ENV = "PLATFORM_PG_TEMPLATE";
+
+/** tools/report/png.ts `PNG_CACHE_ENV`, not imported (as above); test/report.test.ts checks that the two agree. */
+export const PNG_CACHE_ENV = "PLATFORM_PNG_CACHE";
+
 /** Environment variable naming the folder one `vitest run` shares between its worker processes (test/run-share.ts). */
 export const RUN_DIR_ENV = "PLATFORM_TEST_RUN_DIR";
 
@@ -22,9 +31,15 @@ export default function setup(): (() => void) | undefined {
     process.env[RUN_DIR_ENV] = dir;
     // The hub's Lambda bundles, built once for the run's workers and every render they spawn.
     process.env[BUNDLE_CACHE_ENV] = path.join(dir, "lambda-bundles");
+    // One initialised PostgreSQL data directory, copied by every test server of the run.
+    process.env[PG_TEMPLATE_ENV] = path.join(dir, "postgres-template");
+    // Pictures rasterised once for the run's workers and every render they spawn.
+    process.env[PNG_CACHE_ENV] = path.join(dir, "png");
     return () => {
         fs.rmSync(dir, { recursive: true, force: true });
         delete process.env[RUN_DIR_ENV];
         delete process.env[BUNDLE_CACHE_ENV];
+        delete process.env[PG_TEMPLATE_ENV];
+        delete process.env[PNG_CACHE_ENV];
     };
 }

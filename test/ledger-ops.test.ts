@@ -6,6 +6,7 @@
  * what the operations really get. The failure bucket is an S3 stand-in (s3rver).
  */
 import { execFile } from "node:child_process";
+import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
@@ -14,13 +15,14 @@ import { Client } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS3 } from "../services/auth/test/harness";
 import { ingestBatch, migrate } from "../services/ledger/ledger";
-import { startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
+import { PG_TEMPLATE_ENV, startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
 import type { UsageEvent } from "../services/shared/usage";
 import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
 import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
 import type { FailedBatch } from "../services/usage-consumer/failed-batches";
 import { readFailedBatch, runLedgerOp } from "../services/reconciler/ops";
 import { applyRoles } from "../services/reconciler/roles";
+import { PG_TEMPLATE_ENV as SETUP_PG_TEMPLATE_ENV } from "./global-setup";
 
 const ROOT = path.join(__dirname, "..");
 const LOADER = path.join(ROOT, "tools", "register-esbuild.js");
@@ -283,4 +285,26 @@ describe("the operator's path to the ledger: the ledger Lambda over Lambda's Inv
         expect(r.code).toBe(2);
         expect(r.stderr).toMatch(/no usageLedger\.opsFunction output .*pass --ledger-function/);
     }, 30_000);
+});
+
+describe("the run's PostgreSQL test servers", () => {
+    it("start from one template data directory made once per run, each a cluster of its own", async () => {
+        expect(SETUP_PG_TEMPLATE_ENV).toBe(PG_TEMPLATE_ENV);
+        const root = process.env[PG_TEMPLATE_ENV];
+        expect(root, `${PG_TEMPLATE_ENV} (test/global-setup.ts)`).toBeTruthy();
+        const templates = fs.readdirSync(root!).filter((d) => fs.existsSync(path.join(root!, d, "data", "PG_VERSION")));
+        expect(templates).toHaveLength(1);
+        // The roles this file's server was given (beforeAll) are not in a server started afterwards from the same template.
+        expect((await admin.query("SELECT 1 FROM pg_roles WHERE rolname = 'ledger_ingest'")).rowCount).toBe(1);
+        const other = await startPostgres();
+        try {
+            const c = await other.connect();
+            expect((await c.query("SELECT 1 FROM pg_roles WHERE rolname = 'ledger_ingest'")).rowCount).toBe(0);
+            expect((await c.query("SELECT current_database() AS db")).rows[0].db).toBe("ledger");
+            await c.end();
+        } finally {
+            await other.stop();
+        }
+        expect(fs.existsSync(path.join(root!, templates[0], "data", "postmaster.pid"))).toBe(false); // never started itself
+    });
 });

@@ -1,5 +1,8 @@
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import * as zlib from "node:zlib";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allPolicies } from "../policies/policies";
 import { resourcesJson } from "../tools/outputs";
 import { runPolicies } from "../tools/policy-runner";
@@ -8,9 +11,10 @@ import { bar, cell, reportMarkdown } from "../tools/report/markdown";
 import { warningLines } from "../tools/report/comment";
 import { buildView, dgdGpus, type HubView, type ReportInput, type SpokeView } from "../tools/report/model";
 import { interactive, RenderProgress } from "../tools/report/progress";
-import { svgToPng } from "../tools/report/png";
+import { PNG_CACHE_ENV, svgToPng } from "../tools/report/png";
 import { textWidth } from "../tools/report/svg";
 import { maskWire } from "../tools/wire";
+import { PNG_CACHE_ENV as SETUP_PNG_CACHE_ENV } from "./global-setup";
 import { runHubAndSpoke, runRepoStack, stackFile } from "./helpers";
 
 /** Report input of a stack rendered in-process the way tools/render.ts builds it. */
@@ -366,6 +370,38 @@ describe("hub report (hub-prod)", () => {
 });
 
 describe("PNG pictures", () => {
+    // Rasterised here, not read from the run's shared folder (test/global-setup.ts): the rerun must rasterise again.
+    let shared: string | undefined;
+    beforeAll(() => {
+        shared = process.env[PNG_CACHE_ENV];
+        delete process.env[PNG_CACHE_ENV];
+    });
+    afterAll(() => {
+        if (shared !== undefined) process.env[PNG_CACHE_ENV] = shared;
+    });
+
+    it("the run's shared folder is the one tools/report/png.ts reads", () => {
+        expect(SETUP_PNG_CACHE_ENV).toBe(PNG_CACHE_ENV);
+    });
+
+    it("a picture in the shared folder is read back, not rasterised again, under its SVG's key only", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "png-shared-"));
+        process.env[PNG_CACHE_ENV] = dir;
+        try {
+            const svg = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10" fill="#000"/></svg>';
+            const png = await svgToPng(svg, 1);
+            const [file] = fs.readdirSync(dir);
+            expect(fs.readFileSync(path.join(dir, file)).equals(png)).toBe(true);
+            fs.writeFileSync(path.join(dir, file), "kept");
+            expect((await svgToPng(svg, 1)).toString()).toBe("kept");
+            expect((await svgToPng(svg, 2)).toString()).not.toBe("kept"); // another scale, another key
+            expect((await svgToPng(svg.replace("#000", "#111"), 1)).toString()).not.toBe("kept");
+        } finally {
+            delete process.env[PNG_CACHE_ENV];
+            fs.rmSync(dir, { recursive: true, force: true });
+        }
+    });
+
     it("rasterises the SVG at 1.5x with the bundled font: text leaves ink, same bytes on a rerun", async () => {
         const files = await reportFiles(hn1);
         const svg = files["rails.svg"] as string;

@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { lazyPromiseTraces } from "../tools/harness";
 
 /**
  * Tripwire: before a test sets its own mocks (tools/harness.ts runStack does), any resource registration
@@ -21,19 +22,6 @@ void pulumi.runtime.setMocks(
     false,
 );
 
-/**
- * The Pulumi SDK captures a stack trace for every promise it makes (@pulumi/pulumi@3.248.0
- * runtime/debuggable.js `debuggablePromise`, read only by its report of promises left pending at exit): thousands per
- * render. Vitest's source-mapping `Error.prepareStackTrace` makes each several times as costly as Node's own, so those
- * traces (and only those) are formatted as V8 formats them by default; every other error keeps Vitest's.
- */
-type Prepare = (error: Error, frames: NodeJS.CallSite[]) => unknown;
-const sourceMapped = Error.prepareStackTrace as (Prepare & { platformPulumiTraces?: true }) | undefined;
-if (sourceMapped && !sourceMapped.platformPulumiTraces) {
-    const prepare: Prepare & { platformPulumiTraces?: true } = (error, frames) =>
-        frames[0]?.getFunctionName() === "debuggablePromise"
-            ? `${error}${frames.map((f) => `\n    at ${f}`).join("")}`
-            : sourceMapped(error, frames);
-    prepare.platformPulumiTraces = true;
-    Error.prepareStackTrace = prepare;
-}
+// The SDK's per-promise stack traces formatted only when read, around Vitest's source-mapping formatter of every other
+// error (tools/harness.ts lazyPromiseTraces): a runner may have replaced the hook since the last test file.
+lazyPromiseTraces();

@@ -14,7 +14,6 @@ import {
     previewGuardPolicy,
     previewReadPolicy,
 } from "../lib/ci-roles";
-import { hubStacksIn } from "../programs/load";
 import { exitOnHelp } from "./cli";
 import { STACKS_DIR } from "../lib/stackfiles";
 
@@ -55,6 +54,16 @@ Examples:
     --hub-outputs s3://platform-pulumi-state-111122223333/hub-outputs/ --state-bucket platform-pulumi-state-111122223333
 `;
 
+/**
+ * programs/load.ts `hubStacksIn`, loaded when the documents are written: it loads the stack schemas (most of a second),
+ * which `--help` and an argument error never need.
+ */
+function hubStacksOf(dir: string): string[] {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { hubStacksIn } = require("../programs/load") as typeof import("../programs/load");
+    return hubStacksIn(dir);
+}
+
 function main(argv: string[]): void {
     exitOnHelp(argv, HELP);
     const opt: Record<string, string> = {};
@@ -83,7 +92,7 @@ function main(argv: string[]): void {
             previewRole: names.previewRole,
             stateBucket: opt["state-bucket"],
             hubOutputsUri: opt["hub-outputs"],
-            hubStacks: hubStacksIn(STACKS_DIR),
+            hubStacks: hubStacksOf(STACKS_DIR),
         }),
         "preview-guard.json": previewGuardPolicy({ region }),
         "deploy-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "deploy" }),

@@ -6,6 +6,8 @@
  *
  * `--check` writes nothing and exits 1 when docs/stack-file.md is stale.
  */
+// First: on --help it exits before the imports below load.
+import { HELP } from "./help/docs";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as ts from "typescript";
@@ -40,21 +42,6 @@ const SCHEMA_MODULES: Array<Record<string, unknown>> = [
 
 const ROOT = path.join(__dirname, "..");
 export const STACK_FILE_DOC = path.join(ROOT, "docs", "stack-file.md");
-
-const HELP = `
-usage: npm run docs [-- --check]
-
-Writes docs/stack-file.md, the reference of every stack-file key (type, required or default, description),
-generated from the zod schemas in config/ and the TSDoc comments above each key.
-
-Options:
-  --check      write nothing; exit 1 when docs/stack-file.md is not what the schemas say
-  -h, --help   this text
-
-Examples:
-  npm run docs
-  npm run docs -- --check
-`;
 
 interface ZodDef {
     type: string;

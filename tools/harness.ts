@@ -10,6 +10,27 @@ const settings = require("@pulumi/pulumi/runtime/settings");
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const stackRuntime = require("@pulumi/pulumi/runtime/stack");
 
+/**
+ * The Pulumi SDK captures a stack trace for every promise it makes (@pulumi/pulumi@3.248.0 runtime/debuggable.js
+ * `debuggablePromise`), thousands per render, and reads it only to report a promise still pending at exit, as text (a
+ * template string). Formatting each one when it is made is about a tenth of a render, so those traces (and only those)
+ * are formatted when read; every other error keeps the formatting of the hook that was there (Node's own, or a test
+ * runner's source-mapping one). Installed when this module loads; call again where a runner may have replaced the hook
+ * (test/setup.ts, before each test file).
+ */
+export function lazyPromiseTraces(): void {
+    type Prepare = ((error: Error, frames: NodeJS.CallSite[]) => unknown) & { platformLazyPromiseTraces?: true };
+    const inner = Error.prepareStackTrace as Prepare | undefined;
+    if (!inner || inner.platformLazyPromiseTraces) return;
+    const prepare: Prepare = (error, frames) =>
+        frames[0]?.getFunctionName() === "debuggablePromise"
+            ? { toString: () => `${error}${frames.map((f) => `\n    at ${f}`).join("")}` }
+            : inner(error, frames);
+    prepare.platformLazyPromiseTraces = true;
+    Error.prepareStackTrace = prepare;
+}
+lazyPromiseTraces();
+
 /** A resource as the engine saw it: registration request and mock response, in wire format. */
 export interface CapturedResource {
     urn: string;

@@ -6,7 +6,8 @@ import type { CapturedResource } from "./harness";
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { deserializeProperties } = require("@pulumi/policy/deserialize");
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { unknownCheckingProxy, UnknownValueError } = require("@pulumi/policy/proxy");
+const unknownProxy = require("@pulumi/policy/proxy");
+const { unknownCheckingProxy, UnknownValueError } = unknownProxy;
 import { STACK_VIEW_KEY } from "../policies/lib/workloads";
 
 /** One policy finding, as written to `out/<stack>/policy.json`. */
@@ -36,15 +37,46 @@ export interface PolicyReport {
 /** Props a policy reads of every resource only to tell whether it is one of its own. */
 const IDENTIFYING = new Set(["kind", "apiVersion", "metadata"]);
 
+/** The analyzer's sentinels for values unknown during preview (@pulumi/policy proxy.js `isUnknown`). */
+const UNKNOWN_SENTINELS: ReadonlySet<unknown> = new Set(
+    [
+        "unknownBooleanValue",
+        "unknownNumberValue",
+        "unknownStringValue",
+        "unknownArrayValue",
+        "unknownAssetValue",
+        "unknownArchiveValue",
+        "unknownObjectValue",
+    ].map((k) => {
+        const v = unknownProxy[k];
+        if (typeof v !== "string") throw new Error(`@pulumi/policy/proxy: no ${k} sentinel`);
+        return v;
+    }),
+);
+
+/** True when an unknown sentinel is anywhere in `v` (a deserialised property tree). */
+function holdsUnknown(v: unknown): boolean {
+    if (UNKNOWN_SENTINELS.has(v)) return true;
+    if (v === null || typeof v !== "object") return false;
+    for (const x of Object.values(v)) if (holdsUnknown(x)) return true;
+    return false;
+}
+
 /**
  * A resource's properties as a policy sees them: deserialised once per run (`seen`, keyed by the wire object) and
  * shared by every policy, as the analyzer does (@pulumi/policy server.js deserialises each resource once per
  * request), then wrapped per policy so `onRead` names the policy that read them.
+ *
+ * Properties holding an unknown value go through the analyzer's unknown-checking proxy, so reading one throws
+ * UnknownValueError as under `pulumi preview`. Properties with none are handed over as they are: there the proxy never
+ * throws and returns what it wraps, so a policy reads the same values, while every read through it allocates a new
+ * proxy and path (most of a pack run's time on a whole stack).
  */
 function props(wire: Record<string, unknown>, seen: Map<object, Record<string, any>>, onRead?: () => void): Record<string, any> {
     let p = seen.get(wire);
     if (!p) {
-        p = unknownCheckingProxy(deserializeProperties({ toJavaScript: () => wire }, false)) as Record<string, any>;
+        const d = deserializeProperties({ toJavaScript: () => wire }, false) as Record<string, any>;
+        p = holdsUnknown(d) ? (unknownCheckingProxy(d) as Record<string, any>) : d;
         seen.set(wire, p);
     }
     if (!onRead) return p;

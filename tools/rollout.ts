@@ -4,6 +4,8 @@
  * evaluates the gate for the current step only, and writes the next state into the hub stack file (comments kept);
  * the person then previews and applies it with `pulumi up`. Never deploys anything itself.
  */
+// First: on --help it exits before the imports below load.
+import { HELP } from "./help/rollout";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -31,43 +33,6 @@ import {
 } from "../lib/rollout";
 import { readStackFile } from "../lib/stackfiles";
 import { exitOnHelp } from "./cli";
-
-const HELP = `
-usage: npm run rollout -- <status|advance|promote|hold|resume|abort> <[spoke/]endpoint> [options]
-
-Drives a gated canary rollout of one endpoint (docs/rollout.md). Each command that moves the rollout writes the
-next state into the hub stack file's platform:endpoints[].rollout (comments kept); review the diff, run
-\`pulumi preview\` with the policy pack, then \`pulumi up\` the hub and the spoke. Nothing is deployed by this command.
-
-  status    the rollout's phase, step, weights and last gate verdict; with --prometheus also the gate now (no write)
-  advance   warming: health gate (the target's workers registered), then the first step's traffic;
-            a step below 100%: waits (exit 3) until the spoke serves the step (the target's frontend answers the
-            step's share of the requests, not merely the hub file written), then the gate compares the target with
-            the source over the step's traffic from then on: pass writes the next step, a regression or missing
-            series holds with what was measured, too few samples or too short a window waits (exit 3);
-            the 100% step: the promotion soak (as promote)
-  promote   the 100% step only (the source carries no traffic): the target alone over gate.promotion.soakSeconds
-            of its traffic (error rate, optional TTFT/ITL bounds, minRequests); pass promotes: the endpoint takes the
-            target's settings and revision, its graph keeps its name, the rollout block and the source graph go
-  hold      stops the rollout where it is (--reason) until a person resumes or aborts
-  resume    lifts a hold; the current step's window starts again
-  abort     traffic back to the source first (both graphs stay); run again once applied to remove the target
-
-Options:
-  --hub STACK|FILE   hub stack name (stacks/Pulumi.<STACK>.yaml) or stack file path (default hub-prod)
-  --prometheus URL   the endpoint's spoke Prometheus HTTP API (e.g. a port-forward of kube-prometheus-stack-prometheus)
-  --reason TEXT      why (hold)
-  --now ISO          evaluation time (default now; for rehearsals against recorded series)
-
-Exit codes: 0 moved or nothing to do, 1 refused or bad input, 2 held, 3 waiting for more traffic.
-
-Examples:
-  npm run rollout -- status hcm1/qwen3-32b
-  npm run rollout -- advance hcm1/qwen3-32b --prometheus http://127.0.0.1:9090
-  npm run rollout -- promote hcm1/qwen3-32b --prometheus http://127.0.0.1:9090
-  npm run rollout -- hold hcm1/qwen3-32b --reason "longer answers under review"
-  npm run rollout -- abort hcm1/qwen3-32b
-`;
 
 const ms = (x: number | undefined) => (x === undefined ? "none" : `${(x * 1000).toFixed(1)} ms`);
 const pct = (x: number | undefined) => (x === undefined ? "none" : `${(x * 100).toFixed(2)}%`);

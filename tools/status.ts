@@ -1,3 +1,5 @@
+// First: on --help it exits before the imports below load.
+import { HELP } from "./help/status";
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { rolloutStatusLines } from "../lib/rollout";
 import { readHubOutputs } from "./hub-outputs";
@@ -276,43 +278,6 @@ export function spokesFromHubOutputs(json: unknown, source: string): StatusOptio
     }
     return spokes;
 }
-
-const HELP = `
-usage: npm run status [-- --hub STACK] [--outputs FILE] [--s3-endpoint URL] [--max-behind-seconds N]
-                      [--window-hours N] [--json] [--local] [--ledger-function NAME] [--region REGION]
-
-Where each spoke stands, read from the hub's own state (never from a spoke): the policy bundle revision the hub
-published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
-over the last --window-hours computed now; then every rollout in flight (endpoint, revision, step, weights, last
-gate verdict; drive one with npm run rollout, docs/rollout.md). Exit 1 when a spoke is behind, 2 on a usage error.
-
-Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
-(that JSON, or out/<hub>/outputs.json of the offline render). The policy bucket: the AWS SDK's default credentials.
-The ledger has no route from outside its VPC: the status invokes the hub's ledger Lambda (hub output
-usageLedger.opsFunction; lambda:InvokeFunction, which the hub deployers hold), which reads it as ledger_reporter.
-With DATABASE_URL or PGHOST set it connects to that database instead (a ledger you can reach, e.g. a restored copy).
-
-Options:
-  --hub STACK              hub stack (default hub-prod)
-  --outputs FILE           hub outputs JSON instead of asking Pulumi
-  --s3-endpoint URL        an S3-compatible server instead of AWS S3
-  --max-behind-seconds N   how long a spoke may serve an older revision (default 900)
-  --window-hours N         reconciliation window (default 24)
-  --ledger-function NAME   the ledger Lambda instead of hub output usageLedger.opsFunction
-  --region REGION          the ledger Lambda's region (default: the output's, then AWS_REGION)
-  --lambda-endpoint URL    a Lambda-compatible server instead of AWS Lambda
-  --json                   rows as JSON
-  --local                  try it with no hub: starts a throwaway PostgreSQL (ledger schema) and S3 stand-in
-                           (s3rver) on loopback, writes sample revisions, ACKs and usage for the spokes of
-                           --outputs (default out/hub-prod/outputs.json, from npm run render), runs the status
-                           against them, and removes them again
-  -h, --help               this text
-
-Examples:
-  npm run render && npm run status -- --local
-  npm run status -- --hub hub-prod
-  DATABASE_URL=postgres://... npm run status -- --outputs hub-outputs.json --json
-`;
 
 /**
  * `--local`: the same status against throwaway stand-ins of the hub's state on loopback, to see what the command

@@ -84,11 +84,13 @@ export function strictify(s: Json): Json {
     return o;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const k8sClient = require("@kubernetes/client-node");
+/** `@kubernetes/client-node`, loaded on first use (most of a second): `--help` and argument errors never wait for it. */
+let k8sClient: Record<string, any> | undefined;
 
 /** Field names of a `@kubernetes/client-node` model (e.g. `V1ObjectMeta`), or undefined for non-models. */
 function modelFields(typeName: string): Map<string, string> | undefined {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    k8sClient ??= require("@kubernetes/client-node") as Record<string, any>;
     const cls = k8sClient[typeName];
     if (!cls || typeof cls.getAttributeTypeMap !== "function") return undefined;
     return new Map((cls.getAttributeTypeMap() as Array<{ baseName: string; type: string }>).map((a) => [a.baseName, a.type]));

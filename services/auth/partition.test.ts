@@ -60,6 +60,16 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Waits until the client behind `p` has replaced its connection during the partition (the proxy accepted a new one
+ * since `acceptedAtSilence`): it noticed the silence by itself, and the connection it holds now is one opened during
+ * the partition, which stays dead after the heal. Fails after `limitMs`.
+ */
+async function replacedDuringPartition(p: SilentProxy, acceptedAtSilence: number, limitMs: number): Promise<void> {
+    const waited = await msUntil(async () => p.accepted > acceptedAtSilence, limitMs);
+    expect(waited, "the client never replaced its silent connection").toBeLessThan(Infinity);
+}
+
 /** Polls `ok` every 25 ms until it holds; returns ms elapsed, or Infinity after `limitMs`. */
 async function msUntil(ok: () => Promise<boolean>, limitMs: number): Promise<number> {
     const t0 = Date.now();
@@ -103,6 +113,7 @@ describe("Redis goes silent, then heals", () => {
         const svc = await startService(SPOKE, { redisUrl: `redis://127.0.0.1:${p.port}`, s3Endpoint: s3.endpoint });
         expect((await check(svc.port, { key: k1.secret, model: MODEL })).status).toBe(200);
 
+        const acceptedAtSilence = p.accepted;
         p.silence();
         // Fail closed, and fast: the command timeout (100 ms), not Envoy's ext_authz timeout.
         for (let i = 0; i < 5; i++) {
@@ -110,7 +121,9 @@ describe("Redis goes silent, then heals", () => {
             expect(r.status).toBe(503);
             expect(r.headers.get(IDENTITY_HEADERS.tenant)).toBeNull();
         }
-        await sleep(2_000);
+        // The partition lasts until the service has dropped the silent connection (the socket reply deadline) and
+        // holds one opened during the partition, dead after the heal.
+        await replacedDuringPartition(p, acceptedAtSilence, 10_000);
         p.heal();
         const recovery = await msUntil(async () => (await check(svc.port, { key: k1.secret, model: MODEL })).status === 200, 15_000);
         expect(recovery).toBeLessThan(REDIS_RECOVERY_BOUND_MS);
@@ -158,8 +171,10 @@ describe("Redis goes silent, then heals", () => {
         const p = await proxy(redis.port);
         const svc = await startService(SPOKE, { redisUrl: `redis://127.0.0.1:${p.port}`, s3Endpoint: s3.endpoint });
         expect((await check(svc.port, { key: k1.secret, model: MODEL })).status).toBe(200);
+        const acceptedAtSilence = p.accepted;
         p.silence();
-        await sleep(2_500);
+        // No request: only the heartbeat's PING can notice that the connection went silent and have it replaced.
+        await replacedDuringPartition(p, acceptedAtSilence, 10_000);
         p.heal();
         const recovery = await msUntil(async () => (await check(svc.port, { key: k1.secret, model: MODEL })).status === 200, 15_000);
         expect(recovery).toBeLessThan(REDIS_RECOVERY_BOUND_MS);
@@ -199,9 +214,10 @@ describe("S3 goes silent while the hub publishes, then heals", () => {
         });
         expect((await check(svc.port, { key: k1.secret, model: MODEL })).status).toBe(200);
 
+        const acceptedAtSilence = p.accepted;
         p.silence();
         // Let polls start on the silenced keep-alive connection and on new ones, then publish behind the partition.
-        await sleep(2 * POLL_MS + 200);
+        await replacedDuringPartition(p, acceptedAtSilence, 10 * POLL_MS);
         await publishBundle(s3, hub, SPOKE, 2, rev2);
         await sleep(POLL_MS);
         // The last-known-good revision keeps serving during the partition.

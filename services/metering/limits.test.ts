@@ -172,9 +172,16 @@ describe("token accounting on a silent Redis", () => {
             await applier.start();
             const first = await spool.append([pendingEvent("silent-redis", 0)]);
             await applier.caughtUp(5000);
+            const acceptedAtSilence = proxy.accepted;
             proxy.silence();
             const later = await spool.append(Array.from({ length: 20 }, (_, i) => pendingEvent("silent-redis", 1 + i)));
-            await new Promise((res) => setTimeout(res, 2000));
+            // The partition lasts until the silent connection was dropped (its socket reply deadline) and replaced by one
+            // opened during the partition, which stays dead after the heal.
+            const deadline = Date.now() + 10_000;
+            while (proxy.accepted === acceptedAtSilence) {
+                if (Date.now() > deadline) throw new Error("the silent Redis connection was never replaced");
+                await new Promise((res) => setTimeout(res, 25));
+            }
             expect(applier.appliedThroughSeq).toBe(0);
             proxy.heal();
             const t = Date.now();

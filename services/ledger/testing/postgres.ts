@@ -68,15 +68,14 @@ function runAs(): { uid: number; gid: number } | undefined {
 }
 
 /**
- * Initialises and starts a server.
- * @throws Error when the binaries are missing, initdb fails, or the server does not accept connections in 30 s
+ * Environment variable naming a folder where a test run keeps one initialised data directory (test/global-setup.ts
+ * sets it, in the run's folder): each server of the run starts from a copy of it (`cp -a`, ownership and modes kept)
+ * instead of running `initdb` again (most of a start). Unset (the benchmark, a script): every server runs `initdb`.
  */
-export async function startPostgres(opts: StartOptions = {}): Promise<TestPostgres> {
-    const bin = postgresBinDir();
-    const user = runAs();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ledger-pg-"));
-    const data = path.join(dir, "data");
-    if (user) fs.chownSync(dir, user.uid, user.gid);
+export const PG_TEMPLATE_ENV = "PLATFORM_PG_TEMPLATE";
+
+/** The `initdb` this module runs: a data directory at `data`, run as `user` in `cwd`. @throws Error when it fails */
+function initdb(bin: string, data: string, user: { uid: number; gid: number } | undefined, cwd: string): void {
     const init = spawnSync(
         path.join(bin, "initdb"),
         ["-D", data, "-U", "ledger", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"],
@@ -84,12 +83,71 @@ export async function startPostgres(opts: StartOptions = {}): Promise<TestPostgr
             encoding: "utf8",
             uid: user?.uid,
             gid: user?.gid,
-            cwd: dir,
+            cwd,
         },
     );
-    if (init.status !== 0) {
+    if (init.status !== 0) throw new Error(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
+}
+
+/**
+ * The data directory of the run's template (see {@link PG_TEMPLATE_ENV}) for these binaries, made by the first process
+ * that asks (others wait for it, or make it themselves after 60 s); undefined when no template folder is set.
+ */
+async function templateData(bin: string, user: { uid: number; gid: number } | undefined): Promise<string | undefined> {
+    const root = process.env[PG_TEMPLATE_ENV];
+    if (!root) return undefined;
+    // One per PostgreSQL build: a data directory is only valid for the major version that made it.
+    const dir = path.join(root, bin.replace(/[^A-Za-z0-9]+/g, "_"));
+    const data = path.join(dir, "data");
+    const lock = `${dir}.lock`;
+    const deadline = Date.now() + 60_000;
+    fs.mkdirSync(root, { recursive: true });
+    for (;;) {
+        if (fs.existsSync(data)) return data;
+        try {
+            fs.mkdirSync(lock);
+        } catch {
+            if (Date.now() > deadline) return undefined;
+            await new Promise((r) => setTimeout(r, 50));
+            continue;
+        }
+        // Made beside the servers' folders (the run's folder may be closed to the `postgres` user), then moved in whole.
+        const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "ledger-pg-template-"));
+        try {
+            if (user) fs.chownSync(tmp, user.uid, user.gid);
+            initdb(bin, path.join(tmp, "data"), user, tmp);
+            fs.mkdirSync(`${dir}.tmp`, { recursive: true });
+            const cp = spawnSync("cp", ["-a", path.join(tmp, "data"), `${dir}.tmp`], { encoding: "utf8" });
+            if (cp.status !== 0) throw new Error(`copying the template data directory failed (${cp.status}): ${cp.stderr}`);
+            fs.renameSync(`${dir}.tmp`, dir);
+            return data;
+        } finally {
+            fs.rmSync(tmp, { recursive: true, force: true });
+            fs.rmSync(`${dir}.tmp`, { recursive: true, force: true });
+            fs.rmSync(lock, { recursive: true, force: true });
+        }
+    }
+}
+
+/**
+ * Initialises and starts a server.
+ * @throws Error when the binaries are missing, initdb fails, or the server does not accept connections in 30 s
+ */
+export async function startPostgres(opts: StartOptions = {}): Promise<TestPostgres> {
+    const bin = postgresBinDir();
+    const user = runAs();
+    const template = await templateData(bin, user);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ledger-pg-"));
+    const data = path.join(dir, "data");
+    if (user) fs.chownSync(dir, user.uid, user.gid);
+    try {
+        if (template) {
+            const cp = spawnSync("cp", ["-a", template, data], { encoding: "utf8" });
+            if (cp.status !== 0) throw new Error(`copying the template data directory failed (${cp.status}): ${cp.stderr}`);
+        } else initdb(bin, data, user, dir);
+    } catch (e) {
         fs.rmSync(dir, { recursive: true, force: true });
-        throw new Error(`initdb failed (${init.status}): ${init.stderr || init.stdout}`);
+        throw e;
     }
     const port = await freePort();
     const settings = opts.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"];
