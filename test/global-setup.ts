@@ -1,6 +1,8 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+// tools/report/png.ts loads its rasteriser only when it draws: importing the name loads nothing heavy.
+import { PNG_CACHE_ENV } from "../tools/report/png";
 
 /**
  * components/hub/ledger/bundle.ts `BUNDLE_CACHE_ENV`, not imported: the global setup loads no product module (that one
@@ -13,9 +15,6 @@ export const BUNDLE_CACHE_ENV = "PLATFORM_LAMBDA_BUNDLE_CACHE";
  * services/ledger/bounds.test.ts checks that the two agree.
  */
 export const PG_TEMPLATE_ENV = "PLATFORM_PG_TEMPLATE";
-
-/** tools/report/png.ts `PNG_CACHE_ENV`, not imported (as above); test/report.test.ts checks that the two agree. */
-export const PNG_CACHE_ENV = "PLATFORM_PNG_CACHE";
 
 /** Environment variable naming the folder one `vitest run` shares between its worker processes (test/run-share.ts). */
 export const RUN_DIR_ENV = "PLATFORM_TEST_RUN_DIR";
