@@ -8,7 +8,8 @@
  */
 import { exitOnHelp } from "./cli";
 
-type Bench = { name: string; what: string; run: () => Promise<unknown> };
+/** `named`: a diagnostic run only when named (`npm run bench -- <name>`), never by a bare `npm run bench`. */
+type Bench = { name: string; what: string; run: () => Promise<unknown>; named?: true };
 
 /** A benchmark's result may list the goals it missed; any missed goal makes `npm run bench` exit 1. */
 function goalsMissed(result: unknown): string[] {
@@ -28,6 +29,13 @@ const benches: Bench[] = [
         what: "auth service ext_authz checks/s at 16 and 64 in flight on a busy key and over 1000 quiet keys, Redis CPU per quiet-key check, and p99 paced at a tenth of the floor rate, vs a no-op Node HTTP server (floor)",
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         run: async () => require("../services/auth/bench").runAuthBench(),
+    },
+    {
+        name: "auth-redis",
+        what: "redis-server instructions per quiet-key admission check (callgrind: independent of the machine's load) at 1, 6 and 16 checks per script call, and the per-check / per-call split; diagnostic, no goal; needs valgrind",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/auth/redis-instructions").runRedisInstructionsBench(),
+        named: true,
     },
     {
         name: "entitlement",
@@ -58,6 +66,8 @@ job on this machine) and the ratio. Speed and memory goals live here, never in t
 Benchmarks:
   render   offline render of 1 hub + N spokes x M endpoints vs the same stacks with no endpoints
   auth     auth service ext_authz checks/s and p99 with Redis vs a no-op HTTP server
+  auth-redis   redis-server instructions per quiet-key check under callgrind (load-independent; needs valgrind;
+               run only when named)
   entitlement  the decision's priority clamp + Dynamo headers per check vs the body step without them
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
   tests    npm test wall and CPU time vs the recorded baseline (the load it ran under is printed)
@@ -74,7 +84,7 @@ async function main() {
     const unknown = wanted.filter((w) => !benches.some((b) => b.name === w));
     if (unknown.length) throw new Error(`unknown benchmark(s) ${unknown.join(", ")}; have: ${benches.map((b) => b.name).join(", ")}`);
     const missed: string[] = [];
-    for (const b of benches.filter((x) => wanted.length === 0 || wanted.includes(x.name))) {
+    for (const b of benches.filter((x) => (wanted.length === 0 ? !x.named : wanted.includes(x.name)))) {
         process.stdout.write(`\n### ${b.name}: ${b.what}\n`);
         missed.push(...goalsMissed(await b.run()).map((g) => `${b.name}: ${g}`));
     }

@@ -328,17 +328,17 @@ return out
  * counter or bucket other checks of the call already read is not read again. A key tier's HASH named by one check
  * of the call (a quiet key's) is read and written by that check alone, with no state table and no deferred write; one
  * named by several (a busy key's checks beside its grant) is kept as state like the model and team tiers'.
- * Measured with callgrind on redis-server 7.0 (inside processInputBuffer: parsing, the script and its commands) with
- * the bench's quiet-key mix in steady state (1000 keys, 7,500 checks a second on a simulated clock, so each key is
- * checked 7.5 times a second; 2 s lease TTL, so a sweep on about 0.12 checks in 1): about 150,000 instructions per
- * check at 6 checks per call, 127,000 at 16, which is about 113,000 per check plus 220,000 per call (the script call
- * itself, and the model and team tiers' reads and writes). Of the per-check part, with each piece left out in turn:
- * the lease marker's field (an HSET argument, longer listpack scans in HMGET and HSET, and the sweeps' HGETALL of a
- * HASH mostly made of markers with their HDELs) about 27,500; the model and team tiers' per-check bookkeeping and
- * their writes about 21,000; the key tier's token GET about 5,500. The marker is the largest part, and only a
- * data-layout change (markers out of the key tier's HASH, with a migration like `AUTH_LEASE_STORE`'s) removes it.
- * On the 2-core development VM each script call also costs redis-server about 30 µs of CPU to be woken and to read
- * and answer the socket (a one-command round trip measured alone), whatever it carries.
+ * Measured with callgrind on redis-server 7.0 (`npm run bench -- auth-redis`, services/auth/redis-instructions.ts: the
+ * bench's quiet-key mix in steady state, 1000 keys each checked 7.5 times a second on a simulated clock, 2 s lease TTL,
+ * so a sweep on about 0.13 checks in 1): about 155,000 instructions per check at 6 checks per call, 131,000 at 16,
+ * which is about 117,000 per check plus 230,000 per call (the script call itself, and the model and team tiers' reads
+ * and writes). Of the per-check part, with each piece left out in turn: the lease marker's field (an HSET argument,
+ * longer listpack scans in HMGET and HSET, and the sweeps' HGETALL of a HASH mostly made of markers with their HDELs)
+ * about 27,500; the model and team tiers' per-check bookkeeping and their writes about 21,000; the key tier's token GET
+ * about 5,500. The marker is the largest part, and only a data-layout change (markers out of the key tier's HASH, with
+ * a migration like `AUTH_LEASE_STORE`'s) removes it. On the 2-core development VM each script call also costs
+ * redis-server about 30 µs of CPU to be woken and to read and answer the socket (a one-command round trip measured
+ * alone), whatever it carries.
  */
 const COUNTERS_ADMIT_LUA_FUNCTION = `
 local call = redis.call
