@@ -291,6 +291,44 @@ describe("no hand copies of facts anywhere in the product's code", () => {
     });
 });
 
+describe("config/versions.ts writes every version once", () => {
+    const FILE = path.join(ROOT, "config", "versions.ts");
+    /**
+     * Reviewed coincidences, version -> why: two independent pins that happen to be equal (bumping one never bumps
+     * the other). Keep empty unless so; an entry that no longer occurs twice fails the test.
+     */
+    const COINCIDENT: Record<string, string> = {
+        "0.1.0": "authService and meteringService: two images of ours, each bumped with its own service's changes",
+    };
+    /** Version-shaped string literals of the file's code (comments cite versions in prose), with their counts. */
+    const versionLiterals = (text: string) => {
+        const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+        const counts = new Map<string, number>();
+        for (const m of code.matchAll(/"([^"\n]*)"|`([^`\n]*)`/g)) {
+            const lit = m[1] ?? m[2];
+            // A version: a (v-prefixed) dotted number, or a release-set tag; a template's literal part counts too.
+            for (const v of lit.match(/(?<![\w.])v?\d+\.\d+\.\d+[\w.-]*/g) ?? []) counts.set(v, (counts.get(v) ?? 0) + 1);
+        }
+        return counts;
+    };
+    const twice = (text: string) => [...versionLiterals(text)].filter(([v, n]) => n > 1 && !COINCIDENT[v]).map(([v, n]) => `${v} x${n}`);
+
+    it("a release several pins share is one constant, never the same version string twice", () => {
+        const text = fs.readFileSync(FILE, "utf8");
+        expect(twice(text)).toEqual([]);
+        const counts = versionLiterals(text);
+        for (const v of Object.keys(COINCIDENT)) expect(counts.get(v), v).toBeGreaterThan(1);
+        expect(counts.size).toBeGreaterThan(8);
+    });
+    it("finds a version written twice (planted)", () => {
+        const text = fs.readFileSync(FILE, "utf8");
+        const planted = `${text}\nconst again = { a: { version: "${versions.gatewayCrds.version}" }, b: "${versions.gatewayCrds.version}" };\n`;
+        expect(twice(planted)).toEqual([`${versions.gatewayCrds.version} x3`]);
+        // A comment citing the version is prose, not a pin.
+        expect(twice(`${text}\n// cites ${versions.aiGateway.version} and ${versions.aiGateway.version}\n`)).toEqual([]);
+    });
+});
+
 describe("the pack enforces exactly what upstream-check enforces", () => {
     it("every rule of upstream/check runs in the pack (inside upstream-rules or under the policy named for it)", () => {
         const names = allPolicies.map((p) => p.name);
