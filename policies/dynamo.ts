@@ -353,7 +353,7 @@ export const dgdRoleImages = stackPolicy(
         description:
             "The planner component must run the dedicated dynamo-planner image (from Dynamo 1.1.0 backend images lack its dependencies: ModuleNotFoundError, ai-dynamo/dynamo PR #8407), and no other component may run the planner image (dsx-ai-factory/workload-map PR #144).",
         remediationSteps:
-            "Use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version> for the planner and the engine runtime image elsewhere (config/versions.ts).",
+            "Use the dynamo-planner image of the Dynamo release (config/versions.ts `dynamoPlanner`) for the planner and the engine runtime image elsewhere.",
     },
     (v, resources) => {
         const out: Out = [];
@@ -366,7 +366,7 @@ export const dgdRoleImages = stackPolicy(
                         finding: {
                             field: `${c.path}.image`,
                             problem: `planner runs ${c.image}, not the dynamo-planner image`,
-                            fix: "use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>",
+                            fix: "use the dynamo-planner image of the Dynamo release (config/versions.ts `dynamoPlanner`)",
                         },
                         urn: d.r.urn,
                     });

@@ -255,7 +255,7 @@ describe("dgd-role-images (F.6, F.13)", () => {
         });
         expect(await violations([dgdRoleImages], rs)).toEqual([
             `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: frontend component runs the planner image ${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}. Fix: use the engine runtime image.`,
-            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}, not the dynamo-planner image. Fix: use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>.`,
+            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}, not the dynamo-planner image. Fix: use the dynamo-planner image of the Dynamo release (config/versions.ts \`dynamoPlanner\`).`,
         ]);
     });
 });
