@@ -179,6 +179,17 @@ describe("no hand copies of facts in the pack", () => {
             .map(({ f }) => f);
         expect(tables).toEqual([]);
     });
+    /** A string-array literal naming a flag (`["--a", "--b"]`, any element, any quotes, across lines). */
+    const FLAG_ARRAY = /\[\s*(?:(["'`])[^"'`\n]*\1\s*,\s*)*(["'`])--[\w.-]+\2\s*(?:,\s*(["'`])[^"'`\n]*\3\s*)*,?\s*\]/;
+    it("no list of flags: which flags need what lives in upstream/ with its source", () => {
+        expect(sources.filter(({ src }) => FLAG_ARRAY.test(src)).map(({ f }) => f)).toEqual([]);
+        // Planted: the lists the pack kept before (policies/dynamo.ts), one line or several, and what is not a list of flags.
+        expect(FLAG_ARRAY.test('for (const removed of ["--is-prefill-worker", "--is-decode-worker", "--connector"]) {')).toBe(true);
+        expect(FLAG_ARRAY.test('for (const f of [\n    "--router-conditional-disagg",\n    "--serve-indexer",\n]) {')).toBe(true);
+        expect(FLAG_ARRAY.test('const roles = ["prefill", "--x"];')).toBe(true);
+        expect(FLAG_ARRAY.test('const roles = ["prefill", "decode", "worker"];')).toBe(false);
+        expect(FLAG_ARRAY.test('words[i + 1].startsWith("--")')).toBe(false);
+    });
     it("the derived tables are the facts", () => {
         expect(ALLOWED_RDMA_IMAGES.length).toBe(images.filter((i) => i.provides.includes("ucx")).length);
         for (const [name, v] of Object.entries(VERIFIED_CHARTS))
