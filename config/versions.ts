@@ -19,11 +19,22 @@ const NETWORK_OPERATOR_SET_TAG = `network-operator-v${NETWORK_OPERATOR_RELEASE}`
  * one release ({@link versions.dynamoPlatform}).
  */
 const DYNAMO_RELEASE = "1.5.0";
+/**
+ * The Envoy Gateway release of the gateway set: its CRD chart and its controller chart are one release
+ * ({@link versions.gatewayCrds}, {@link versions.envoyGateway}; chart and app version = the release tag).
+ */
+const ENVOY_GATEWAY_RELEASE = "v1.9.2";
+/**
+ * The Agent Router (Envoy AI Gateway) release of the gateway set: its CRD chart and its controller chart are one release
+ * ({@link versions.aiGatewayCrds}, {@link versions.aiGateway}; chart and app version = the release tag).
+ */
+const AI_GATEWAY_RELEASE = "v1.2.0";
 
 /**
  * Every pinned upstream version in one place. Charts are installed by exact version; images are
  * referenced by exact tag. Each entry names where the pin comes from. Bump here, nowhere else, and once: a release that
- * several pins share is one constant ({@link DYNAMO_RELEASE}, {@link NETWORK_OPERATOR_RELEASE}). The render reads
+ * several pins share is one constant ({@link DYNAMO_RELEASE}, {@link NETWORK_OPERATOR_RELEASE},
+ * {@link ENVOY_GATEWAY_RELEASE}, {@link AI_GATEWAY_RELEASE}). The render reads
  * these pins, and the policy pack and `npm run upstream-check` judge against the facts recorded in upstream/ for the
  * pinned version (image variants upstream/images.ts, chart values upstream/charts, gateway sets upstream/gateway.ts).
  * A bump without facts for the new version fails test/upstream-facts.test.ts and is refused by the pack; recording
@@ -99,7 +110,7 @@ export const versions = {
      * charts together. Chart and app version = the release tag (OCI on Docker Hub). The CRDs in
      * upstream CRDs we validate against are EG v1.9.0 and AI Gateway v1.1.0; v1.2.0 only adds optional fields (schemas SOURCE.md).
      */
-    gatewayCrds: { chart: "oci://docker.io/envoyproxy/gateway-crds-helm", version: "v1.9.2" },
+    gatewayCrds: { chart: "oci://docker.io/envoyproxy/gateway-crds-helm", version: ENVOY_GATEWAY_RELEASE },
     /**
      * cert-manager (the tenant edge's certificate: ACME DNS-01 or the site's CA; lib/edge.ts). Jetstack's chart
      * repository; chart and app version are the release tag. Values keys in upstream/charts/cert-manager.ts.
@@ -112,9 +123,9 @@ export const versions = {
      * source). Values keys in upstream/charts/aws-load-balancer-controller.ts; IAM policy in lib/aws-load-balancer-controller.ts.
      */
     awsLoadBalancerController: { repo: "https://aws.github.io/eks-charts", chart: "aws-load-balancer-controller", version: "3.5.0" },
-    envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: "v1.9.2" },
-    aiGatewayCrds: { chart: "oci://docker.io/envoyproxy/ai-gateway-crds-helm", version: "v1.2.0" },
-    aiGateway: { chart: "oci://docker.io/envoyproxy/ai-gateway-helm", version: "v1.2.0" },
+    envoyGateway: { chart: "oci://docker.io/envoyproxy/gateway-helm", version: ENVOY_GATEWAY_RELEASE },
+    aiGatewayCrds: { chart: "oci://docker.io/envoyproxy/ai-gateway-crds-helm", version: AI_GATEWAY_RELEASE },
+    aiGateway: { chart: "oci://docker.io/envoyproxy/ai-gateway-helm", version: AI_GATEWAY_RELEASE },
     /** Gateway API release bundled by Envoy Gateway v1.9.x's gateway-crds-helm (documentation of the set; not installed separately). */
     gatewayApi: { version: "v1.6.1" },
     /**

@@ -59,7 +59,7 @@ export const INFERENCE_NAMESPACE = "inference";
  * written by lib/dgd.ts, read by the upstream rule upstream/check/kv-closed-world.ts in npm run upstream-check and in
  * the policy pack). Defined with the rule that reads it (upstream/ depends on nothing); `${LABEL_PREFIX}/kv-exceptions`.
  */
-export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/kv-transport";
+export { KV_EXCEPTIONS_ANNOTATION } from "../upstream/labels";
 
 /* Rollouts (lib/rollout.ts, policies/rollout.ts). */
 

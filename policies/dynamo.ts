@@ -3,6 +3,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { type Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
 import { plannerConfigChoices } from "../upstream/planner";
+import { dynamoFrontendIgnoredFlags, dynamoFrontendKvOnlyFlags, dynamoRemovedWorkerFlags } from "../upstream/dynamo";
 import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
@@ -233,8 +234,7 @@ export const dgdImageSemver = stackPolicy(
 export const dgdWorkerRoleFlags = stackPolicy(
     {
         name: "dgd-worker-role-flags",
-        description:
-            "Prefill and decode workers must declare their role to the engine: `--disaggregation-mode prefill|decode` matching the component type (a vLLM prefill worker without it registers as `backend` and the planner and router never find a prefill pool, ai-dynamo/dynamo #13238); vLLM prefill/decode workers need `--kv-transfer-config` (start fails otherwise); the removed `--is-prefill-worker`/`--is-decode-worker` flags (#12089) and `--connector` are rejected by current images.",
+        description: `Prefill and decode workers must declare their role to the engine: \`--disaggregation-mode prefill|decode\` matching the component type (a vLLM prefill worker without it registers as \`backend\` and the planner and router never find a prefill pool, ai-dynamo/dynamo #13238); vLLM prefill/decode workers need \`--kv-transfer-config\` (start fails otherwise); the removed worker flags of upstream/dynamo.ts \`dynamoRemovedWorkerFlags\` (${Object.keys(dynamoRemovedWorkerFlags).join(", ")}) are rejected by current images.`,
         remediationSteps:
             "Pass --disaggregation-mode <role> to every prefill/decode worker, --kv-transfer-config with NixlConnector on vLLM, and drop removed flags.",
     },
@@ -247,12 +247,13 @@ export const dgdWorkerRoleFlags = stackPolicy(
                 const add = (field: string, problem: string, fix: string) =>
                     out.push({ subject: containerLabel(c), finding: { field, problem, fix }, urn: d.r.urn });
                 const mode = flagValue(c, "--disaggregation-mode");
-                for (const removed of ["--is-prefill-worker", "--is-decode-worker", "--connector"]) {
-                    if (hasFlag(c, removed))
+                for (const [removed, fact] of Object.entries(dynamoRemovedWorkerFlags)) {
+                    const source = fact.entrypoints[`dynamo.${eng}`];
+                    if (source !== undefined && hasFlag(c, removed))
                         add(
                             `${c.path}.args`,
-                            `${removed} was removed from Dynamo's ${eng} worker and fails argument parsing`,
-                            removed === "--connector" ? "use --kv-transfer-config" : "use --disaggregation-mode",
+                            `${removed} ${fact.why} (Dynamo's ${eng} worker${source === "unverified" ? "; not verified upstream, refused as unproven" : ""})`,
+                            `use ${fact.use}`,
                         );
                 }
                 if (c.role === "prefill" || c.role === "decode") {
@@ -292,8 +293,7 @@ function routerMode(c: ContainerView): string {
 export const dgdKvRouterEvents = stackPolicy(
     {
         name: "dgd-kv-router-events",
-        description:
-            "A frontend in KV routing mode (`--router-mode kv` or DYN_ROUTER_MODE=kv) needs every worker to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); KV-only frontend flags (--router-conditional-disagg, --serve-indexer, --router-prefill-load-model, --shared-cache-type) are rejected outside kv mode; --enforce-disagg is ignored (ai-dynamo/dynamo router guide, frontend_args.py).",
+        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every worker to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
         remediationSteps:
             "Run the frontend with --router-mode kv and give each worker its KV event publisher (lib/dgd.ts does), or drop the kv-only flags.",
     },
@@ -305,15 +305,11 @@ export const dgdKvRouterEvents = stackPolicy(
                 const mode = routerMode(fe);
                 const add = (c: ContainerView, field: string, problem: string, fix: string) =>
                     out.push({ subject: containerLabel(c), finding: { field, problem, fix }, urn: d.r.urn });
-                if (hasFlag(fe, "--enforce-disagg")) add(fe, `${fe.path}.args`, "--enforce-disagg is deprecated and ignored", "remove it");
+                for (const [f, fact] of Object.entries(dynamoFrontendIgnoredFlags))
+                    if (hasFlag(fe, f)) add(fe, `${fe.path}.args`, `${f} is ${fact.why}`, "remove it");
                 if (mode !== "kv") {
-                    for (const f of [
-                        "--router-conditional-disagg",
-                        "--serve-indexer",
-                        "--router-prefill-load-model",
-                        "--shared-cache-type",
-                    ]) {
-                        if (hasFlag(fe, f))
+                    for (const [f, fact] of Object.entries(dynamoFrontendKvOnlyFlags)) {
+                        if (hasFlag(fe, f) && flagValue(fe, f) !== fact.unless)
                             add(
                                 fe,
                                 `${fe.path}.args`,
@@ -353,7 +349,7 @@ export const dgdRoleImages = stackPolicy(
         description:
             "The planner component must run the dedicated dynamo-planner image (from Dynamo 1.1.0 backend images lack its dependencies: ModuleNotFoundError, ai-dynamo/dynamo PR #8407), and no other component may run the planner image (dsx-ai-factory/workload-map PR #144).",
         remediationSteps:
-            "Use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version> for the planner and the engine runtime image elsewhere (config/versions.ts).",
+            "Use the dynamo-planner image of the Dynamo release (config/versions.ts `dynamoPlanner`) for the planner and the engine runtime image elsewhere.",
     },
     (v, resources) => {
         const out: Out = [];
@@ -366,7 +362,7 @@ export const dgdRoleImages = stackPolicy(
                         finding: {
                             field: `${c.path}.image`,
                             problem: `planner runs ${c.image}, not the dynamo-planner image`,
-                            fix: "use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>",
+                            fix: "use the dynamo-planner image of the Dynamo release (config/versions.ts `dynamoPlanner`)",
                         },
                         urn: d.r.urn,
                     });

@@ -2,7 +2,7 @@ import type { StackValidationPolicy } from "@pulumi/policy";
 import { containerLabel, type Finding, stackPolicy } from "./lib/report";
 import { type ContainerView, type EnvValue, engineOf, flagValue, type StackView } from "./lib/workloads";
 import { hostOf, unroutable } from "../upstream/address";
-import { vllmPdConnectorOf } from "../upstream/pairs";
+import { pairKvSettings, vllmPdConnectorOf } from "../upstream/pairs";
 import { defaultFacts, type Facts, pairRule } from "../upstream/check";
 import { renderedStackOf } from "./upstream";
 
@@ -85,12 +85,22 @@ type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
  * `npm run upstream-check` runs, on the same objects as `upstream-rules` sees them, policies/upstream.ts
  * `renderedStackOf`), plus what only the pack refuses: engine arguments from a file and TP sizes that do not divide.
  */
+/**
+ * The policy's description, built from the facts: the KV-shaping settings it lists are upstream/pairs.ts
+ * `pairKvSettings` (per entry point), never a second list in prose.
+ */
+export function pdSettingsDescription(kvSettings: typeof pairKvSettings = pairKvSettings): string {
+    const kv = Object.entries(kvSettings)
+        .map(([entrypoint, settings]) => `${entrypoint}: ${settings.map((k) => k.key).join(", ")}`)
+        .join("; ");
+    return `The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts (read-only flag and mounted ConfigMap contents included) except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); the KV-shaping settings of upstream/pairs.ts (${kv}) compare by meaning; a pair whose entry point upstream/ does not record is refused; TP sizes must divide. The rule is upstream/check/pairs.ts, the one npm run upstream-check runs.`;
+}
+
 export function pdSettingsMatchPolicy(facts: Facts = defaultFacts): StackValidationPolicy {
     return stackPolicy(
         {
             name: "pd-kv-settings-match",
-            description:
-                "The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts (read-only flag and mounted ConfigMap contents included) except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); KV-shaping settings (vLLM: --model, --dtype, --kv-cache-dtype, attention backend, --block-size, VLLM_KV_CACHE_LAYOUT, connector, NIXL backends; SGLang: --model-path, --dtype, --kv-cache-dtype, --page-size, transfer backend, NIXL backend; TensorRT-LLM: --model-path, cache_transceiver_config.backend, kv_cache_config.dtype, tokens per block) compare by meaning; a pair whose entry point upstream/ does not record is refused; TP sizes must divide. The rule is upstream/check/pairs.ts, the one npm run upstream-check runs.",
+            description: pdSettingsDescription(),
             remediationSteps: "Render prefill and decode from one engine configuration (lib/dgd.ts); set a KV setting on both or neither.",
         },
         (v, resources) => {

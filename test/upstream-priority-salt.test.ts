@@ -90,5 +90,11 @@ describe("priority and salt: planted faults", () => {
         const unknown = dgdOf(endpoint({ engine: "sglang", kvPool: { kind: "none" }, cacheScopes: undefined }));
         expect(findings(unknown, "cache-salt").map((x) => x.message)).toEqual([expect.stringMatching(/recorded no single cache scope/)]);
         expect(findings(dgdOf(endpoint({ engine: "vllm", cacheScopes: 5 })), "cache-salt")).toEqual([]);
+        // A graph without spec.backendFramework: the finding names what is missing (never "a undefined graph").
+        const bare = dgdOf(endpoint({ engine: "sglang", kvPool: { kind: "none" }, cacheScopes: undefined }));
+        delete bare.spec.backendFramework;
+        const m = findings(bare, "cache-salt").map((x) => x.message);
+        expect(m).toEqual([expect.stringMatching(/without spec\.backendFramework .*set spec\.backendFramework/)]);
+        expect(m.join()).not.toMatch(/undefined/);
     });
 });

@@ -1,5 +1,10 @@
 import type { Source } from "./types";
 import type { Exporter } from "./metrics";
+import { DYNAMO_REQUEST_HEADERS } from "./dynamo-headers";
+import { CACHE_SCOPES_ANNOTATION } from "./labels";
+
+const PRIORITY_HEADER = DYNAMO_REQUEST_HEADERS.priority.header;
+const SALT_HEADER = DYNAMO_REQUEST_HEADERS.cacheSalt.header;
 
 /**
  * Activation facts: for every feature the product turns on or relies on, what must hold for it to take effect and for
@@ -345,11 +350,11 @@ export const activationFacts: readonly ActivationFact[] = [
     },
     {
         id: "engine-priority",
-        feature: "the platform's per-request priority (x-dynamo-request-priority, set by the auth decision) ordering each engine's queue",
+        feature: `the platform's per-request priority (${PRIORITY_HEADER}, set by the auth decision) ordering each engine's queue`,
         component: "dynamo-frontend",
         requires: [
             {
-                what: "the frontend copies `x-dynamo-request-priority` into `nvext.agent_hints.priority` (the header wins over the body), and the preprocessor hands it to the router (`priority_jump = max(priority, 0)` seconds) and to the worker as `routing.priority`",
+                what: `the frontend copies \`${PRIORITY_HEADER}\` into \`nvext.agent_hints.priority\` (the header wins over the body), and the preprocessor hands it to the router (\`priority_jump = max(priority, 0)\` seconds) and to the worker as \`routing.priority\``,
                 readBy: `${D}:lib/llm/src/protocols/common/extensions.rs`,
             },
             {
@@ -393,11 +398,11 @@ export const activationFacts: readonly ActivationFact[] = [
     },
     {
         id: "cache-salt",
-        feature: "tenant-bound KV isolation: the platform's cache salt (x-tenant-id, set by the auth decision) in every prefix hash",
+        feature: `tenant-bound KV isolation: the platform's cache salt (${SALT_HEADER}, set by the auth decision) in every prefix hash`,
         component: "dynamo-frontend",
         requires: [
             {
-                what: "the frontend copies `x-tenant-id` into `nvext.cache_salt` (the header wins over the body's), which becomes the router's `cache_namespace`",
+                what: `the frontend copies \`${SALT_HEADER}\` into \`nvext.cache_salt\` (the header wins over the body's), which becomes the router's \`cache_namespace\``,
                 readBy: `${D}:lib/llm/src/protocols/common/extensions.rs`,
             },
             {
@@ -415,7 +420,7 @@ export const activationFacts: readonly ActivationFact[] = [
         ],
         otherwise: "inert",
         source: `${D}:lib/llm/src/protocols/common/extensions.rs`,
-        note: "vLLM: vllm-project/vllm@v0.28.0:vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys (cache_salt on the block at token 0). TRT-LLM's handler reads the salt (request_cache_salt) but that its engine hashes it was not read here, so it is treated like SGLang (closed world). The product refuses an SGLang or TRT-LLM endpoint whose model is called by keys of more than one cache scope (hub: config/serving-policy.ts; render: DGD annotation inference-platform.io/kv-cache-scopes).",
+        note: `vLLM: vllm-project/vllm@v0.28.0:vllm/v1/core/kv_cache_utils.py generate_block_hash_extra_keys (cache_salt on the block at token 0). TRT-LLM's handler reads the salt (request_cache_salt) but that its engine hashes it was not read here, so it is treated like SGLang (closed world). The product refuses an SGLang or TRT-LLM endpoint whose model is called by keys of more than one cache scope (hub: config/serving-policy.ts; render: DGD annotation ${CACHE_SCOPES_ANNOTATION}).`,
     },
 ];
 

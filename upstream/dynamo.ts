@@ -46,13 +46,113 @@ export const dynamoFrontend: ComponentFacts = {
         },
         "--router-conditional-disagg": {
             takesValue: false,
+            source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            note: "rejected unless --router-mode kv and --router-kv-events (dynamoFrontendKvOnlyFlags)",
+        },
+        "--serve-indexer": {
+            takesValue: false,
+            default: "false",
+            aliases: ["--no-serve-indexer"],
             source: `${D}:components/src/dynamo/frontend/frontend_args.py`,
-            note: "rejected unless --router-mode kv",
+            note: "env DYN_SERVE_INDEXER; rejected unless --router-mode kv (dynamoFrontendKvOnlyFlags)",
+        },
+        "--router-prefill-load-model": {
+            takesValue: true,
+            default: "none",
+            choices: ["none", "aic"],
+            source: `${D}:components/src/dynamo/common/configuration/groups/kv_router_args.py`,
+            note: "env DYN_ROUTER_PREFILL_LOAD_MODEL; aic is rejected unless --router-mode kv (dynamoFrontendKvOnlyFlags)",
         },
     },
     env: {
         DYN_ROUTER_MODE: { default: "round-robin", source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py` },
         DYN_HTTP_PORT: { default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py` },
+    },
+};
+
+/**
+ * Frontend flags that take effect only behind the KV router (`--router-mode kv`), keyed by flag, with what each needs.
+ * `unless`: the value (the upstream default) that needs nothing. `effect`: `startup` when FrontendConfig.validate raises
+ * outside kv mode, `silent` when the flag is read only where the KV router is built and is inert elsewhere. Read at
+ * the pinned tree (see {@link D}); the one list the pack (policies/dynamo.ts) and upstream/refused.ts
+ * `dynamo-frontend-kv-only-flags` read.
+ */
+export const dynamoFrontendKvOnlyFlags: Readonly<
+    Record<string, { readonly unless?: string; readonly effect: "startup" | "silent"; readonly needs: string; readonly source: Source }>
+> = {
+    "--router-conditional-disagg": {
+        effect: "startup",
+        needs: "--router-mode kv and --router-kv-events (FrontendConfig.validate raises otherwise)",
+        source: `${D}:components/src/dynamo/frontend/frontend_args.py#FrontendConfig.validate`,
+    },
+    "--serve-indexer": {
+        effect: "startup",
+        needs: "--router-mode kv, and not --use-remote-indexer (FrontendConfig.validate raises otherwise)",
+        source: `${D}:components/src/dynamo/frontend/frontend_args.py#FrontendConfig.validate`,
+    },
+    "--router-prefill-load-model": {
+        unless: "none",
+        effect: "startup",
+        needs: "aic: --router-mode kv, --dyn-chat-processor dynamo, --aic-backend, --aic-system, --aic-model-path and --router-track-prefill-tokens (FrontendConfig.validate raises otherwise); none (the default) needs nothing",
+        source: `${D}:components/src/dynamo/frontend/frontend_args.py#FrontendConfig.validate`,
+    },
+    "--shared-cache-type": {
+        unless: "none",
+        effect: "silent",
+        needs: "--router-mode kv: only the KV router's chooser builds the shared-cache client (ModelManager::kv_chooser_for_with_selector); outside kv mode the flag parses and does nothing",
+        source: `${D}:lib/llm/src/discovery/model_manager.rs`,
+    },
+};
+
+/**
+ * Frontend flags upstream still parses but ignores: `--enforce-disagg` (env DYN_ENFORCE_DISAGG) is kept only so old
+ * launch commands start (`_DeprecatedEnforceDisaggAction`; "DEPRECATED: accepted for compatibility but ignored.
+ * Routing topology and readiness are determined from registered worker types").
+ */
+export const dynamoFrontendIgnoredFlags: Readonly<Record<string, { readonly why: string; readonly source: Source }>> = {
+    "--enforce-disagg": {
+        why: "deprecated and ignored: routing topology and readiness come from the registered worker types",
+        source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py`,
+    },
+};
+
+/**
+ * Worker flags Dynamo's engine wrappers no longer accept, per entry point (the source that refuses it there), with
+ * their replacement. `"unverified"` marks an entry point where the refusal was not read at the pinned tree; the pack
+ * still refuses the flag there (closed world: nothing proves it works).
+ */
+export const dynamoRemovedWorkerFlags: Readonly<
+    Record<string, { readonly entrypoints: Readonly<Record<string, Source | "unverified">>; readonly use: string; readonly why: string }>
+> = {
+    // vLLM and SGLang: an arg Dynamo's parser does not know goes to the engine's own parser (`parse_args`), which exits
+    // on it; only dynamo.mocker still accepts the old role flags. TRT-LLM hands unknown args to its `--trtllm.*`
+    // dynamic-flag scan, whose handling of other flags was not read.
+    "--is-prefill-worker": {
+        entrypoints: {
+            "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#parse_args`,
+            "dynamo.sglang": `${D}:components/src/dynamo/sglang/args.py#parse_args`,
+            "dynamo.trtllm": "unverified",
+        },
+        use: "--disaggregation-mode",
+        why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+    },
+    "--is-decode-worker": {
+        entrypoints: {
+            "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#parse_args`,
+            "dynamo.sglang": `${D}:components/src/dynamo/sglang/args.py#parse_args`,
+            "dynamo.trtllm": "unverified",
+        },
+        use: "--disaggregation-mode",
+        why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+    },
+    // DynamoRuntimeArgGroup still defines it ("[Deprecated for vLLM] Use --kv-transfer-config instead. For TRT-LLM,
+    // options: nixl, lmcache, kvbm, null, none", common/configuration/groups/runtime_args.py); dynamo.vllm raises when
+    // it is set. TRT-LLM reads it; what dynamo.sglang does with it was not read (no SGLang fact records it, so the
+    // upstream rules refuse it there as an unknown flag).
+    "--connector": {
+        entrypoints: { "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#_reject_connector_flag` },
+        use: "--kv-transfer-config",
+        why: "is refused by Dynamo's vLLM worker at start (the default connector is no longer NIXL)",
     },
 };
 

@@ -133,7 +133,8 @@ export const failoverFields: ReadonlyArray<RenderedFieldFact> = [
         kind: "AIGatewayRoute",
         field: "rules[].matches[].headers[].name",
         source: AIGW_ROUTE,
-        takesEffect: "x-ai-eg-model (set by the AI Gateway from the body) and, on the hop guard, x-llm-peer-hop; both in one match (ANDed)",
+        takesEffect:
+            "the model header the AI Gateway sets from the body (services/shared/identity.ts AI_GATEWAY_MODEL_HEADER) and, on the hop guard, x-llm-peer-hop; both in one match (ANDed)",
     },
     {
         kind: "AIGatewayRoute",

@@ -1,5 +1,4 @@
 import { KVBM_AGG_EXAMPLE, KVBM_BLOCK_MANAGER, KVBM_DISK, KVBM_LEADER, KVBM_VLLM_CONNECTOR } from "./kvbm";
-import { LABEL_PREFIX } from "./labels";
 import type { Source } from "./types";
 
 /**
@@ -444,11 +443,8 @@ export const kvMovingEntrypoints: readonly string[] = [
     "mooncake_master",
 ];
 
-/**
- * Workload annotation carrying a graph's reviewed exceptions as JSON (lib/labels.ts re-exports it; lib/dgd.ts writes
- * it from the stack file's `kvExceptions`).
- */
-export const KV_EXCEPTIONS_ANNOTATION = `${LABEL_PREFIX}/kv-exceptions`;
+/** Workload annotation carrying a graph's reviewed exceptions as JSON (defined in upstream/labels.ts). */
+export { KV_EXCEPTIONS_ANNOTATION } from "./labels";
 
 /** What the pack says about a setting it cannot prove safe (one wording everywhere). */
 export function cannotProve(name: string, value: string): string {

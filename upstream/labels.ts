@@ -15,3 +15,9 @@ export const ENDPOINT_LABEL = `${LABEL_PREFIX}/endpoint`;
  * `cacheScopes`, written by lib/dgd.ts, read by upstream/check/activation.ts `cache-salt`).
  */
 export const CACHE_SCOPES_ANNOTATION = `${LABEL_PREFIX}/kv-cache-scopes`;
+
+/**
+ * Workload annotation carrying a graph's reviewed KV-transport exceptions as JSON (lib/dgd.ts writes it from the stack
+ * file's `kvExceptions`; upstream/check/kv-closed-world.ts reads it; lib/labels.ts re-exports it).
+ */
+export const KV_EXCEPTIONS_ANNOTATION = `${LABEL_PREFIX}/kv-exceptions`;

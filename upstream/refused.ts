@@ -1,10 +1,11 @@
 import type { Source } from "./types";
 import { hostOf, unroutable } from "./address";
+import { dynamoFrontendKvOnlyFlags } from "./dynamo";
 
 /**
  * Combinations upstream refuses at start-up, or accepts and then silently degrades on. Data plus a small predicate
  * over one container's parsed view, so `npm run upstream-check` (tools/upstream-check.ts), tests and policies can all
- * use them. No imports beyond the fact types and the address judgement (./address.ts).
+ * use them. No imports beyond the fact types, the address judgement (./address.ts) and the facts they apply (./dynamo.ts).
  */
 
 /** What a predicate sees of one container. */
@@ -231,13 +232,17 @@ export const refusedCombinations: readonly RefusedCombination[] = [
         id: "dynamo-frontend-kv-only-flags",
         component: "dynamo-frontend",
         effect: "startup",
-        description: "--router-conditional-disagg and --shared-cache-type need --router-mode kv",
+        description: `${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")} need --router-mode kv (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: the start fails or the flag is inert)`,
         source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/frontend/frontend_args.py",
         check(c) {
             if (c.entrypoint !== "dynamo.frontend") return undefined;
             const mode = c.flags["--router-mode"] ?? envStr(c, "DYN_ROUTER_MODE") ?? "round-robin";
-            for (const f of ["--router-conditional-disagg", "--shared-cache-type"])
-                if (has(c, f) && mode !== "kv") return { key: f, message: `needs --router-mode kv (is ${mode})` };
+            if (mode === "kv") return undefined;
+            for (const [f, fact] of Object.entries(dynamoFrontendKvOnlyFlags)) {
+                const v = c.flags[f];
+                if (v !== undefined && v !== fact.unless)
+                    return { key: f, message: `needs --router-mode kv (is ${mode}): ${fact.needs} [${fact.source}]` };
+            }
             return undefined;
         },
     },

@@ -13,6 +13,8 @@ import {
     dynamoPolicies,
     semverTag,
 } from "../../policies/dynamo";
+import { dynamoFrontendKvOnlyFlags } from "../../upstream/dynamo";
+import { refusedCombinations } from "../../upstream/refused";
 import { mooncakePolicies } from "../../policies/mooncake";
 import { rdmaWorkloadPolicies } from "../../policies/rdma-workloads";
 import { edit, endpoint, endpointObjects, k8s, mainOf, platform, poolPatches, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -189,7 +191,7 @@ describe("dgd-worker-role-flags (F.4)", () => {
             m.args.push("--is-prefill-worker");
         });
         expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
-            `${P}: --is-prefill-worker was removed from Dynamo's vllm worker and fails argument parsing. Fix: use --disaggregation-mode.`,
+            `${P}: --is-prefill-worker is no longer a flag of Dynamo's worker and fails argument parsing (Dynamo's vllm worker). Fix: use --disaggregation-mode.`,
             `${P}: vLLM prefill worker has no --kv-transfer-config, so it fails at start (the default connector is no longer NIXL). Fix: pass --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'.`,
         ]);
     });
@@ -225,9 +227,40 @@ describe("dgd-kv-router-events (F.5)", () => {
             f.args.push("--router-conditional-disagg", "--enforce-disagg");
         });
         expect(await violations([dgdKvRouterEvents], rs)).toEqual([
-            `${FE}: --enforce-disagg is deprecated and ignored. Fix: remove it.`,
+            `${FE}: --enforce-disagg is deprecated and ignored: routing topology and readiness come from the registered worker types. Fix: remove it.`,
             `${FE}: --router-conditional-disagg requires --router-mode kv but the router mode is round-robin. Fix: set --router-mode kv or remove the flag.`,
         ]);
+    });
+    it("every kv-only flag of upstream/dynamo.ts outside kv mode, the upstream default excepted; the upstream rule agrees", async () => {
+        const kvOnly = Object.entries(dynamoFrontendKvOnlyFlags);
+        expect(kvOnly.map(([f]) => f)).toEqual(
+            expect.arrayContaining([
+                "--router-conditional-disagg",
+                "--serve-indexer",
+                "--router-prefill-load-model",
+                "--shared-cache-type",
+            ]),
+        );
+        const rr = (args: string[]) =>
+            dgdEdit((o) => {
+                const f = mainOf(o, "Frontend");
+                setArg(f, "--router-mode", "round-robin");
+                setEnv(f, "DYN_ROUTER_MODE", "round-robin");
+                f.args.push(...args);
+            });
+        for (const [flag, fact] of kvOnly) {
+            const value = fact.unless === undefined ? [] : [flag === "--shared-cache-type" ? "hicache" : "aic"];
+            expect(await violations([dgdKvRouterEvents], rr([flag, ...value])), flag).toEqual([
+                `${FE}: ${flag} requires --router-mode kv but the router mode is round-robin. Fix: set --router-mode kv or remove the flag.`,
+            ]);
+            const rule = refusedCombinations.find((r) => r.id === "dynamo-frontend-kv-only-flags")!;
+            const view = { entrypoint: "dynamo.frontend", flags: { [flag]: value[0] ?? true }, env: {}, files: {} };
+            expect(rule.check(view)?.key, flag).toBe(flag);
+            if (fact.unless !== undefined) {
+                expect(await violations([dgdKvRouterEvents], rr([flag, fact.unless])), `${flag} ${fact.unless}`).toEqual([]);
+                expect(rule.check({ ...view, flags: { [flag]: fact.unless } }), flag).toBeUndefined();
+            }
+        }
     });
     it("router mode from DYN_ROUTER_MODE alone counts as kv (TRT-LLM worker without --publish-kv-events)", async () => {
         const rs = dgdEdit(
@@ -255,7 +288,7 @@ describe("dgd-role-images (F.6, F.13)", () => {
         });
         expect(await violations([dgdRoleImages], rs)).toEqual([
             `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].image: frontend component runs the planner image ${versions.dynamoPlanner.image}:${versions.dynamoPlanner.version}. Fix: use the engine runtime image.`,
-            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}, not the dynamo-planner image. Fix: use nvcr.io/nvidia/ai-dynamo/dynamo-planner:<version>.`,
+            `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].image: planner runs ${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}, not the dynamo-planner image. Fix: use the dynamo-planner image of the Dynamo release (config/versions.ts \`dynamoPlanner\`).`,
         ]);
     });
 });

@@ -16,7 +16,7 @@ import { defaultFacts, type Facts, rules } from "../../upstream/check";
 import * as labels from "../../lib/labels";
 import * as identity from "../../services/shared/identity";
 import { DYNAMO_REQUEST_HEADERS } from "../../upstream/dynamo-headers";
-import { versions } from "../../config/versions";
+import { REGISTRY, versions } from "../../config/versions";
 import { ROOT } from "../helpers";
 import { endpoint, stack, violations } from "./rdma-fixtures";
 
@@ -179,6 +179,17 @@ describe("no hand copies of facts in the pack", () => {
             .map(({ f }) => f);
         expect(tables).toEqual([]);
     });
+    /** A string-array literal naming a flag (`["--a", "--b"]`, any element, any quotes, across lines). */
+    const FLAG_ARRAY = /\[\s*(?:(["'`])[^"'`\n]*\1\s*,\s*)*(["'`])--[\w.-]+\2\s*(?:,\s*(["'`])[^"'`\n]*\3\s*)*,?\s*\]/;
+    it("no list of flags: which flags need what lives in upstream/ with its source", () => {
+        expect(sources.filter(({ src }) => FLAG_ARRAY.test(src)).map(({ f }) => f)).toEqual([]);
+        // Planted: the lists the pack kept before (policies/dynamo.ts), one line or several, and what is not a list of flags.
+        expect(FLAG_ARRAY.test('for (const removed of ["--is-prefill-worker", "--is-decode-worker", "--connector"]) {')).toBe(true);
+        expect(FLAG_ARRAY.test('for (const f of [\n    "--router-conditional-disagg",\n    "--serve-indexer",\n]) {')).toBe(true);
+        expect(FLAG_ARRAY.test('const roles = ["prefill", "--x"];')).toBe(true);
+        expect(FLAG_ARRAY.test('const roles = ["prefill", "decode", "worker"];')).toBe(false);
+        expect(FLAG_ARRAY.test('words[i + 1].startsWith("--")')).toBe(false);
+    });
     it("the derived tables are the facts", () => {
         expect(ALLOWED_RDMA_IMAGES.length).toBe(images.filter((i) => i.provides.includes("ucx")).length);
         for (const [name, v] of Object.entries(VERIFIED_CHARTS))
@@ -200,12 +211,17 @@ describe("no hand copies of facts in the pack", () => {
 });
 
 describe("no hand copies of facts anywhere in the product's code", () => {
-    /** Where the program, the checks, the tools, the pack and the services live (config/ and upstream/ hold the facts). */
-    const SCANNED = ["lib", "components", "programs", "upstream/check", "tools", "policies", "services"];
-    /** Each fact's one definition: the only file allowed to write it out (files outside SCANNED need no entry). */
-    const DEFINING: Record<string, string> = {
-        label: "lib/labels.ts",
-        identityHeader: "services/shared/identity.ts",
+    /** The whole product: entry point, config, program, upstream facts and their checks, tools, the pack, the services. */
+    const SCANNED = ["index.ts", "config", "lib", "components", "programs", "upstream", "tools", "policies", "services"];
+    /** Each fact's one definition: the only files allowed to write it out. */
+    const DEFINING: Record<string, (file: string) => boolean> = {
+        // upstream/ imports nothing outside itself: the keys its rules read are defined there, the rest in lib/labels.ts.
+        label: (f) => f === "lib/labels.ts" || f === "upstream/labels.ts",
+        identityHeader: (f) => f === "services/shared/identity.ts",
+        dynamoHeader: (f) => f === "upstream/dynamo-headers.ts",
+        // The pins, and the upstream facts keyed by the version they were read at (charts, images, compatibility);
+        // never the rules that apply them (upstream/check).
+        version: (f) => f === "config/versions.ts" || (f.startsWith("upstream/") && !f.startsWith("upstream/check/")),
     };
     /**
      * Reviewed exceptions, `file: what` -> why. Keep empty unless a copy is unavoidable; an entry that no longer matches
@@ -213,46 +229,69 @@ describe("no hand copies of facts anywhere in the product's code", () => {
      */
     const ALLOWED: Record<string, string> = {};
 
-    /** Source files of a folder: code, not tests or test harnesses (those pin values deliberately, with their source). */
+    /** Source files of a folder (or one file): code, not tests or test harnesses (those pin values deliberately, with their source). */
     const sourceFiles = (dir: string): string[] =>
-        fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-            const p = path.posix.join(dir, e.name);
-            if (e.isDirectory()) return ["node_modules", "testing", "test", "fixtures"].includes(e.name) ? [] : sourceFiles(p);
-            return /\.(ts|mts|js|mjs)$/.test(e.name) && !/\.(test|d)\.ts$/.test(e.name) ? [p] : [];
-        });
-    /** Code without comments (comments cite upstream versions and name headers and labels in prose). */
-    const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+        fs.statSync(path.join(ROOT, dir)).isFile()
+            ? [dir]
+            : fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+                  const p = path.posix.join(dir, e.name);
+                  if (e.isDirectory()) return ["node_modules", "testing", "test", "fixtures"].includes(e.name) ? [] : sourceFiles(p);
+                  return /\.(ts|mts|js|mjs)$/.test(e.name) && !/\.(test|d)\.ts$/.test(e.name) ? [p] : [];
+              });
+    /** Code without comments (comments cite upstream versions and name headers and labels in prose); lines keep their numbers. */
+    const code = (text: string) =>
+        text.replace(/\/\*[\s\S]*?\*\//g, (c) => c.replace(/[^\n]/g, "")).replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
     const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
     /** Every pinned version of config/versions.ts (chart versions, image tags, release-set tags). */
     const pins = new Set<string>();
+    /** Every image repository of config/versions.ts and upstream/images.ts (`registry/namespace/name`). */
+    const repositories = new Set<string>(images.map((i) => i.repository));
     const walk = (o: object) => {
         for (const v of Object.values(o))
             if (v && typeof v === "object") walk(v);
-            else if (typeof v === "string" && /^(network-operator-)?v?\d+\.\d+\.\d+/.test(v)) pins.add(v);
+            else if (typeof v === "string" && /^(network-operator-)?v?\d+\.\d+\.\d+/.test(v) && !ours(o)) pins.add(v);
+        const e = o as { repository?: unknown; image?: unknown };
+        if (typeof e.image === "string" && !ours(o))
+            repositories.add(typeof e.repository === "string" ? `${e.repository}/${e.image}` : e.image);
     };
+    /** An image this repository builds (versions.authService, ...): its version is ours, not an upstream pin. */
+    const ours = (o: object) => String((o as { image?: unknown }).image).startsWith(`${REGISTRY}/`);
     walk(versions);
+    const header = (h: string) => new RegExp(`(?<![\\w-])${esc(h)}(?![\\w-])`, "i");
     /** What may not be written out, and where it may. A version cited as a source (`owner/repo@v1.2.3:path`) is a citation, not a pin. */
-    const facts: { what: string; re: RegExp; definedIn?: string }[] = [
-        ...[...pins].map((v) => ({ what: `pinned version ${v}`, re: new RegExp(`(?<![\\w.@/])v?${esc(v.replace(/^v/, ""))}(?![\\w.])`) })),
+    const facts: { what: string; re: RegExp; definedIn?: (file: string) => boolean }[] = [
+        ...[...pins].map((v) => ({
+            what: `pinned version ${v}`,
+            re: new RegExp(`(?<![\\w.@/])v?${esc(v.replace(/^v/, ""))}(?![\\w.])`),
+            definedIn: DEFINING.version,
+        })),
+        ...[...repositories].map((r) => ({
+            what: `image repository ${r}`,
+            // With or without the docker.io/ a runtime adds; a longer repository under it is another image.
+            re: new RegExp(`(?<![\\w./-])${esc(r.replace(/^docker\.io\//, ""))}(?![\\w./-])`),
+            definedIn: DEFINING.version,
+        })),
         { what: "label or annotation name inference-platform.io/...", re: /inference-platform\.io\//, definedIn: DEFINING.label },
         { what: "label prefix", re: /["'`]inference-platform\.io["'`]/, definedIn: DEFINING.label },
+        { what: "label key rebuilt from LABEL_PREFIX", re: /\$\{\s*LABEL_PREFIX\s*\}\//, definedIn: DEFINING.label },
         ...Object.values(DYNAMO_REQUEST_HEADERS).map((h) => ({
             what: `Dynamo header ${h.header}`,
-            re: new RegExp(`(?<![\\w-])${esc(h.header)}(?![\\w-])`),
+            re: header(h.header),
+            definedIn: DEFINING.dynamoHeader,
         })),
         ...[
             ...Object.values(identity.IDENTITY_HEADERS),
             identity.IDENTITY_HEADER_PREFIX,
             identity.DYNAMO_HEADER_PREFIX,
             identity.AI_GATEWAY_MODEL_HEADER,
-        ].map((h) => ({ what: `header ${h}`, re: new RegExp(`(?<![\\w-])${esc(h)}(?![\\w-])`), definedIn: DEFINING.identityHeader })),
+        ].map((h) => ({ what: `header ${h}`, re: header(h), definedIn: DEFINING.identityHeader })),
     ];
     /** `file:line what` for every copy in one file's text. */
     const copiesIn = (file: string, text: string) =>
         code(text)
             .split("\n")
-            .flatMap((line, i) => facts.filter((f) => f.definedIn !== file && f.re.test(line)).map((f) => `${file}:${i + 1} ${f.what}`));
+            .flatMap((line, i) => facts.filter((f) => !f.definedIn?.(file) && f.re.test(line)).map((f) => `${file}:${i + 1} ${f.what}`));
 
     it("no pinned version, label or annotation name, or header name is written outside its one definition", () => {
         const files = SCANNED.flatMap(sourceFiles);
@@ -288,6 +327,72 @@ describe("no hand copies of facts anywhere in the product's code", () => {
         expect(lines.filter((l) => l === 5)).toHaveLength(2);
         // The defining module writes its own facts.
         expect(copiesIn("services/shared/identity.ts", 'model: "x-ai-eg-model",')).toEqual([]);
+    });
+
+    it("scans the entry point, config/ and all of upstream/, and finds rebuilt keys, any-case headers and image repositories (planted)", () => {
+        const files = SCANNED.flatMap(sourceFiles);
+        for (const f of ["index.ts", "config/endpoint.ts", "config/stack.ts", "upstream/failover.ts", "upstream/activation.ts"])
+            expect(files, f).toContain(f);
+        const label = 'const key = "inference-platform.io/endpoint";';
+        for (const f of ["config/endpoint.ts", "upstream/failover.ts", "index.ts"]) expect(copiesIn(f, label), f).toHaveLength(1);
+        expect(copiesIn("components/spoke/Planted.ts", "const pool = `${LABEL_PREFIX}/pool`;")).toEqual([
+            "components/spoke/Planted.ts:1 label key rebuilt from LABEL_PREFIX",
+        ]);
+        expect(copiesIn("config/stack.ts", `const v = "${versions.certManager.version}";`)).toEqual([
+            `config/stack.ts:1 pinned version ${versions.certManager.version}`,
+        ]);
+        expect(copiesIn("lib/planted.ts", 'headers: { "X-Tenant-Id": salt },')).toEqual([
+            `lib/planted.ts:1 Dynamo header ${DYNAMO_REQUEST_HEADERS.cacheSalt.header}`,
+        ]);
+        expect(copiesIn("lib/planted.ts", 'const h = "X-Platform-Tenant";')).toHaveLength(1);
+        const repo = versions.dynamoPlanner.image;
+        expect(copiesIn("lib/planted.ts", `const image = "${repo}:" + tag;`)).toEqual([`lib/planted.ts:1 image repository ${repo}`]);
+        expect(copiesIn("lib/planted.ts", `const image = "${versions.valkey.image.replace(/^docker\.io\//, "")}";`)).toHaveLength(1);
+        // Block comments keep line numbers; the defining modules and the facts keyed by version write their own.
+        expect(copiesIn("lib/planted.ts", `/*\n * ${repo}\n */\nconst x = "${repo}";`)).toEqual([
+            `lib/planted.ts:4 image repository ${repo}`,
+        ]);
+        expect(copiesIn("upstream/labels.ts", "export const POOL = `${LABEL_PREFIX}/pool`;")).toEqual([]);
+        expect(copiesIn("upstream/charts/planted.ts", `version: "${versions.certManager.version}",`)).toEqual([]);
+        expect(copiesIn("upstream/check/planted.ts", `version: "${versions.certManager.version}",`)).toHaveLength(1);
+    });
+});
+
+describe("config/versions.ts writes every version once", () => {
+    const FILE = path.join(ROOT, "config", "versions.ts");
+    /**
+     * Reviewed coincidences, version -> why: two independent pins that happen to be equal (bumping one never bumps
+     * the other). Keep empty unless so; an entry that no longer occurs twice fails the test.
+     */
+    const COINCIDENT: Record<string, string> = {
+        "0.1.0": "authService and meteringService: two images of ours, each bumped with its own service's changes",
+    };
+    /** Version-shaped string literals of the file's code (comments cite versions in prose), with their counts. */
+    const versionLiterals = (text: string) => {
+        const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+        const counts = new Map<string, number>();
+        for (const m of code.matchAll(/"([^"\n]*)"|`([^`\n]*)`/g)) {
+            const lit = m[1] ?? m[2];
+            // A version: a (v-prefixed) dotted number, or a release-set tag; a template's literal part counts too.
+            for (const v of lit.match(/(?<![\w.])v?\d+\.\d+\.\d+[\w.-]*/g) ?? []) counts.set(v, (counts.get(v) ?? 0) + 1);
+        }
+        return counts;
+    };
+    const twice = (text: string) => [...versionLiterals(text)].filter(([v, n]) => n > 1 && !COINCIDENT[v]).map(([v, n]) => `${v} x${n}`);
+
+    it("a release several pins share is one constant, never the same version string twice", () => {
+        const text = fs.readFileSync(FILE, "utf8");
+        expect(twice(text)).toEqual([]);
+        const counts = versionLiterals(text);
+        for (const v of Object.keys(COINCIDENT)) expect(counts.get(v), v).toBeGreaterThan(1);
+        expect(counts.size).toBeGreaterThan(8);
+    });
+    it("finds a version written twice (planted)", () => {
+        const text = fs.readFileSync(FILE, "utf8");
+        const planted = `${text}\nconst again = { a: { version: "${versions.gatewayCrds.version}" }, b: "${versions.gatewayCrds.version}" };\n`;
+        expect(twice(planted)).toEqual([`${versions.gatewayCrds.version} x3`]);
+        // A comment citing the version is prose, not a pin.
+        expect(twice(`${text}\n// cites ${versions.aiGateway.version} and ${versions.aiGateway.version}\n`)).toEqual([]);
     });
 });
 

@@ -7,7 +7,7 @@
  * `_get_bootstrap_info`).
  */
 import { describe, expect, it } from "vitest";
-import { pdFailLoudly, pdSettingsMatch, pdSettingsMatchPolicy } from "../../policies/pd-compat";
+import { pdFailLoudly, pdSettingsDescription, pdSettingsMatch, pdSettingsMatchPolicy } from "../../policies/pd-compat";
 import { defaultFacts } from "../../upstream/check";
 import { unroutable } from "../../upstream/address";
 import { pairKvSettings, pairRoleSettings } from "../../upstream/pairs";
@@ -46,6 +46,18 @@ const both = (rs: CapturedResource[], fn: (m: Record<string, any>) => void) =>
 const pd = async (rs: CapturedResource[]) => violations([pdSettingsMatch, pdFailLoudly], rs);
 
 describe("pd-kv-settings-match", () => {
+    it("its description lists the KV-shaping settings of upstream/pairs.ts, not a copy in prose", () => {
+        expect(pdSettingsMatch.description).toBe(pdSettingsDescription());
+        for (const [ep, settings] of Object.entries(pairKvSettings))
+            for (const k of settings) expect(pdSettingsMatch.description, `${ep} ${k.key}`).toContain(k.key);
+        // A setting recorded in upstream/pairs.ts appears in the description without touching the pack.
+        const planted = {
+            ...pairKvSettings,
+            "dynamo.vllm": [...pairKvSettings["dynamo.vllm"], { ...pairKvSettings["dynamo.vllm"][0], key: "--planted-kv" }],
+        };
+        expect(pdSettingsDescription(planted)).toContain("--planted-kv");
+        expect(pdSettingsMatch.description).not.toContain("--planted-kv");
+    });
     it("compliant: generated vLLM (NIXL, and NIXL+Mooncake store via MultiConnector), SGLang and TensorRT-LLM pairs", async () => {
         for (const e of ["vllm", "sglang", "trtllm"] as const) expect(await pd(graph(e)), e).toEqual([]);
         expect(await pd(graph("vllm", "mooncake"))).toEqual([]);

@@ -496,6 +496,13 @@ function routerQueueFindings(s: StackView): Finding[] {
  * 1.5.0) serves exactly one cache scope, as the hub records on the DynamoGraphDeployment; missing the record is
  * refused too (closed world: not proven single-scope).
  */
+/** Who drops the cache salt, in a finding: the engine, or what is missing to know it. */
+function saltWho(engine: unknown): string {
+    return typeof engine === "string" && engine !== ""
+        ? `a ${engine} graph drops the cache salt`
+        : "a graph without spec.backendFramework is not known to keep the cache salt; set spec.backendFramework to its engine";
+}
+
 export function cacheSaltRule(s: StackView): Finding[] {
     const fact = activationFact("cache-salt");
     const out: Finding[] = [];
@@ -513,8 +520,8 @@ export function cacheSaltRule(s: StackView): Finding[] {
                     `metadata.annotations.${CACHE_SCOPES}`,
                     fact,
                     n === undefined || !Number.isInteger(n)
-                        ? `a ${engine} graph drops the cache salt and the hub recorded no single cache scope for it`
-                        : `a ${engine} graph drops the cache salt but keys of ${n} cache scopes call its model, so they would share its prefix cache`,
+                        ? `${saltWho(engine)} and the hub recorded no single cache scope for it`
+                        : `${saltWho(engine)} but keys of ${n} cache scopes call its model, so they would share its prefix cache`,
                 ),
             );
     }
