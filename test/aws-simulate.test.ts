@@ -55,7 +55,7 @@ type Doc = Record<string, unknown>;
 function missingAwsContext(request: { principal: string; action: string; contextVariables: Record<string, unknown> }): string[] {
     const need = ["aws:SecureTransport"];
     if (request.principal.startsWith("arn:")) need.push("aws:PrincipalArn", "aws:PrincipalAccount", "aws:ViaAWSService");
-    else need.push("aws:PrincipalServiceName");
+    else need.push("aws:PrincipalServiceName", "aws:PrincipalServiceNamesList");
     if (request.action.startsWith("kms:") && request.principal.startsWith("arn:")) need.push("kms:CallerAccount");
     return need.filter((k) => request.contextVariables[k] === undefined);
 }
@@ -781,7 +781,7 @@ describe("simulated: who may obtain a spoke role", () => {
                                       "aws:PrincipalAccount": principal.split(":")[4],
                                       "aws:ViaAWSService": "false",
                                   }
-                                : { "aws:PrincipalServiceName": principal }),
+                                : { "aws:PrincipalServiceName": principal, "aws:PrincipalServiceNamesList": [principal] }),
                             ...context,
                         },
                     },
@@ -1509,13 +1509,26 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         principal: string,
         action: string,
         key: string,
-        context: Record<string, string> = {},
+        context: Record<string, string | string[] | null> = {},
         identityPolicies: Doc[] = [],
+        bucketLevel = false,
     ): Promise<Decision> {
         const logBucketArn = out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn");
-        const resource = `${logBucketArn}/${key}`;
+        const resource = bucketLevel ? logBucketArn : `${logBucketArn}/${key}`;
         const iam = principal.startsWith("arn:");
-        const r = await runSimulation(
+        // A key given as null is left out of the request: a request AWS would not send, evaluated as such (the guard
+        // of runSimulation refuses it, so the simulator is called directly).
+        const dropped = Object.keys(context).filter((k) => context[k] === null);
+        const run = dropped.length ? simulatorRun : runSimulation;
+        const contextVariables: Record<string, unknown> = {
+            "aws:SecureTransport": "true",
+            ...(iam
+                ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
+                : { "aws:PrincipalServiceName": principal, "aws:PrincipalServiceNamesList": [principal] }),
+            ...context,
+        };
+        for (const k of dropped) delete contextVariables[k];
+        const r = await run(
             {
                 identityPolicies: identityPolicies.map((policy, i) => ({ name: `inline-${i}`, policy })),
                 serviceControlPolicies: [],
@@ -1525,13 +1538,7 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
                     action,
                     principal,
                     resource: { accountId: ACCOUNT, resource },
-                    contextVariables: {
-                        "aws:SecureTransport": "true",
-                        ...(iam
-                            ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
-                            : { "aws:PrincipalServiceName": principal }),
-                        ...context,
-                    },
+                    contextVariables,
                 },
             } as any,
             {},
@@ -1563,6 +1570,20 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         expect(await toLogBucket("cloudtrail.amazonaws.com", "s3:PutObject", key("policy-bundles/"), from(vars.policyBucketArn))).not.toBe(
             "Allowed",
         );
+    });
+
+    it("the writer Deny is AWS's documented one (aws:PrincipalServiceNamesList): the logging service passes; an admin with s3:*, CloudTrail, a request without the key are denied", async () => {
+        const policy = resourcePolicyOf(out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn")) as { Statement: any[] };
+        const deny = policy.Statement.find((s) => s.Sid === "DenyOtherWriters");
+        expect(deny.Condition).toEqual({ "ForAllValues:StringNotEquals": { "aws:PrincipalServiceNamesList": LOGGING } });
+        const k = `policy-bundles/${ACCOUNT}/${REGION}/b/2026/12/02/x`;
+        const ok = from(vars.policyBucketArn);
+        expect(await toLogBucket(LOGGING, "s3:PutObject", k, ok)).toBe("Allowed");
+        const all: Doc[] = [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] }];
+        expect(await toLogBucket(`arn:aws:iam::${ACCOUNT}:role/ops-admin`, "s3:PutObject", k, {}, all)).toBe("ExplicitlyDenied");
+        expect(await toLogBucket("cloudtrail.amazonaws.com", "s3:PutObject", k, ok)).toBe("ExplicitlyDenied");
+        // The logging service's own name, but a request carrying no service list: the Deny applies.
+        expect(await toLogBucket(LOGGING, "s3:PutObject", k, { ...ok, "aws:PrincipalServiceNamesList": null })).toBe("ExplicitlyDenied");
     });
 
     it("nobody forges or erases a log line: an account administrator (s3:* by IAM) cannot put or delete log objects", async () => {
@@ -1671,7 +1692,11 @@ describe("simulated: the alarm topic's key check agrees with IAM's evaluation", 
                             action,
                             principal: "cloudwatch.amazonaws.com",
                             resource: { accountId: ACCOUNT, resource: keyArn },
-                            contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalServiceName": "cloudwatch.amazonaws.com" },
+                            contextVariables: {
+                                "aws:SecureTransport": "true",
+                                "aws:PrincipalServiceName": "cloudwatch.amazonaws.com",
+                                "aws:PrincipalServiceNamesList": ["cloudwatch.amazonaws.com"],
+                            },
                         },
                     } as any,
                     {},

@@ -46,8 +46,11 @@ export function accessLogBucketPolicy(x: {
                 Principal: "*",
                 Action: "s3:PutObject",
                 Resource: `${x.logBucketArn}/*`,
-                // Absent for IAM principals (so the Deny applies), the service's name for a service principal.
-                Condition: { StringNotEqualsIfExists: { "aws:PrincipalServiceName": S3_LOGGING_PRINCIPAL } },
+                // AWS's own form (awsdocs/amazon-s3-userguide@main:doc_source/example-bucket-policies.md, "Restrict
+                // access to only Amazon S3 server access log deliveries"): the list is absent for an IAM principal
+                // (ForAllValues over no values is true, so the Deny applies) and lists the service principals a request
+                // is made by; only a request by the logging service escapes it.
+                Condition: { "ForAllValues:StringNotEquals": { "aws:PrincipalServiceNamesList": S3_LOGGING_PRINCIPAL } },
             },
             {
                 Sid: "DenyDeletingLogs",
