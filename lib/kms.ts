@@ -21,6 +21,15 @@ export const KEY_ADMIN_ACTIONS = [
     "kms:CancelKeyDeletion",
 ];
 
+/**
+ * Pure: who administers the hub's KMS keys ({@link keyAdministration}) and the controls of its buckets
+ * (lib/policy-document.ts `denyUnlessAdministrators`): the hub deployers (`platform:hubDeployers`) and the
+ * break-glass roles of `platform:keyAdministrators`, without duplicates, sorted (IAM role ARNs).
+ */
+export function hubAdministrators(cfg: { hubDeployers: readonly string[]; keyAdministrators: readonly string[] }): string[] {
+    return [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
+}
+
 /** Key metadata every principal of the account may read with an IAM policy that allows it (no change, no use). */
 export const KEY_READ_ACTIONS = ["kms:Describe*", "kms:List*", "kms:Get*"];
 

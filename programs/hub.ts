@@ -21,7 +21,7 @@ import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from
 import { ConfigError } from "../config/errors";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
-import { cloudWatchTopicKeyProblem } from "../lib/kms";
+import { cloudWatchTopicKeyProblem, hubAdministrators } from "../lib/kms";
 
 /**
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
@@ -334,7 +334,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         return principal ? [principal] : [];
     });
     // Who administers the hub's KMS keys (lib/kms.ts keyAdministration): the deployers and any break-glass role.
-    const keyAdministrators = [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
+    const keyAdministrators = hubAdministrators(cfg);
     const keys = new ApiKeys(
         "api-keys",
         {
@@ -407,6 +407,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                 },
             ],
             retentionDays: cfg.accessLogs.retentionDays,
+            administrators: keyAdministrators,
             accountId: caller.accountId,
             region,
             namePrefix: cfg.namePrefix,

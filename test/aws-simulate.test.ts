@@ -16,6 +16,7 @@ import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
 import { signHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "../programs/spoke";
 import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
+import { LOG_BUCKET_CONTROL_ACTIONS } from "../components/hub/AccessLogs";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
@@ -1586,7 +1587,7 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         expect(await toLogBucket(LOGGING, "s3:PutObject", k, { ...ok, "aws:PrincipalServiceNamesList": null })).toBe("ExplicitlyDenied");
     });
 
-    it("nobody forges or erases a log line: an account administrator (s3:* by IAM) cannot put or delete log objects", async () => {
+    it("no IAM principal puts or deletes a log object: an account administrator (s3:* by IAM) cannot (the root user can still delete the bucket policy; lifecycle expiry is not a request)", async () => {
         const admin = `arn:aws:iam::${ACCOUNT}:role/hub-deployer`;
         const all: Doc[] = [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] }];
         const key = "policy-bundles/x";
@@ -1594,6 +1595,37 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         for (const action of ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"])
             expect(await toLogBucket(admin, action, key, {}, all), action).toBe("ExplicitlyDenied");
         expect(await toLogBucket(admin, "s3:GetObject", key, { "aws:SecureTransport": "false" }, all)).toBe("ExplicitlyDenied");
+    });
+});
+
+describe("simulated: only the hub's administrators change the log bucket's controls and the data buckets' logging", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] };
+    const ctx = { "aws:SecureTransport": "true" };
+    const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+    /**
+     * The hub file's deployers. hub-prod's sample deployer is in account 111122223333, the mocks' buckets in
+     * MOCK_ACCOUNT_ID, so S3 denies it implicitly there (cross-account, no grant); what is checked is that the Deny
+     * does not apply to it (not ExplicitlyDenied), while it does to anyone else.
+     */
+    const deployers = () => (HUB["platform:hubDeployers"] as string[]).map((arn): Principal => ({ arn, policies: [allowAll] }));
+
+    it("an administrator of the hub account outside the hub deployers cannot change the log bucket's policy, expiry, encryption, ownership or versioning; the Deny spares the hub deployers", async () => {
+        const logBucketArn = out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn");
+        for (const action of LOG_BUCKET_CONTROL_ACTIONS) {
+            expect((await simulate(admin, action, logBucketArn, ctx)).decision, action).toBe("ExplicitlyDenied");
+            for (const d of deployers())
+                expect((await simulate(d, action, logBucketArn, ctx)).decision, `${d.arn} ${action}`).not.toBe("ExplicitlyDenied");
+        }
+        // Reading the controls stays open to the account's administrators.
+        expect((await simulate(admin, "s3:GetBucketPolicy", logBucketArn, ctx)).decision).toBe("Allowed");
+    });
+
+    it("nobody outside the hub deployers turns the policy bucket's or the failure bucket's access logging off", async () => {
+        for (const bucket of [vars.policyBucketArn, vars.failedBatchBucketArn]) {
+            expect((await simulate(admin, "s3:PutBucketLogging", bucket, ctx)).decision, bucket).toBe("ExplicitlyDenied");
+            for (const d of deployers())
+                expect((await simulate(d, "s3:PutBucketLogging", bucket, ctx)).decision, `${d.arn} ${bucket}`).not.toBe("ExplicitlyDenied");
+        }
     });
 });
 

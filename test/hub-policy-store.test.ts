@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
 import { sourceUserPolicy, spokeServicePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
 import { SpokeContractSchema } from "../config/contract";
+import { hubAdministrators } from "../lib/kms";
 import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } from "../services/shared/bundle";
 import { contentHash } from "../services/shared/canonical";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
@@ -79,13 +80,14 @@ describe("bundle revisions (pure)", () => {
 
 describe("bucket and identity policies (pure)", () => {
     it("bucket policy: deny statements only (what they allow and refuse is evaluated in test/aws-simulate.test.ts)", () => {
-        const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k") as any;
+        const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k", ["arn:aws:iam::1:role/d"]) as any;
         expect(doc.Statement.map((s: any) => [s.Sid, s.Effect])).toEqual([
             ["DenyInsecureTransport", "Deny"],
             ["DenyOldTls", "Deny"],
             ["DenyOtherEncryption", "Deny"],
             ["DenyOtherKmsKeys", "Deny"],
             ["DenyAwsManagedKey", "Deny"],
+            ["OnlyHubAdministratorsChangeLogging", "Deny"],
         ]);
     });
 
@@ -167,7 +169,16 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         });
         expect(one(rs, "aws:s3/bucketOwnershipControls:BucketOwnershipControls").rule).toEqual({ objectOwnership: "BucketOwnerEnforced" });
         const policy = JSON.parse(one(rs, "aws:s3/bucketPolicy:BucketPolicy").policy);
-        expect(policy).toEqual(policyBucketPolicy(`arn:aws:s3:::${name}`, unwrapWire(key.outputs.arn) as string));
+        expect(policy).toEqual(
+            policyBucketPolicy(
+                `arn:aws:s3:::${name}`,
+                unwrapWire(key.outputs.arn) as string,
+                hubAdministrators({
+                    hubDeployers: stackConfigDoc("hub-prod")["platform:hubDeployers"],
+                    keyAdministrators: stackConfigDoc("hub-prod")["platform:keyAdministrators"] ?? [],
+                }),
+            ),
+        );
         // Every AWS resource goes through the hub's explicit provider.
         const [provider] = byType(hub.resources, "pulumi:providers:aws");
         expect(inputs(provider).region).toBe("ap-southeast-1");

@@ -141,7 +141,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.streams = Object.fromEntries(streamResources.map(({ spoke, stream }) => [spoke, { name: stream.name, arn: stream.arn }]));
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
-        const failures = failedBatchBucket(scope, key, args.accountId);
+        const failures = failedBatchBucket(scope, key, args.accountId, args.keyAdministrators);
         // The interface endpoints: the ledger's secrets and the reconciliation's metric only, for this account.
         const endpointPolicies = pulumi
             .all([db.masterSecretArn, db.ingest.secret.arn, db.reporter.secret.arn, args.accountId])
