@@ -8,6 +8,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FAILED_BATCH_RETENTION_DAYS } from "../components/hub/ledger/failures";
+import { LEDGER_LOG_RETENTION_DAYS } from "../components/hub/ledger/database";
+import { ACCESS_LOG_MIN_RETENTION_DAYS, AccessLogsConfigSchema } from "../config/hub";
 import * as YAML from "yaml";
 import { ConfigError, editDistance, nearest } from "../config/errors";
 import { type HubConfig, parseFlatStackConfig, parseStackConfig } from "../config/stack";
@@ -409,6 +412,15 @@ describe("bad stack files: refused naming the file and the key", () => {
             /\/16 rail subnets are larger than the \/17/,
         ],
         [
+            "access logs kept less than 90 days",
+            "hub-prod",
+            (d) => {
+                d["platform:accessLogs"] = { retentionDays: 1 };
+            },
+            "platform:accessLogs.retentionDays",
+            /must be at least 90 days/,
+        ],
+        [
             "an EKS spoke with fabric: infiniband",
             "spoke-sg1",
             (d) => {
@@ -493,6 +505,15 @@ describe("bad stack files: refused naming the file and the key", () => {
             d["platform:backend"] = { fabric: "infiniband" };
         });
         expect(r.issues.filter((i) => i.includes("railSupernet:"))).toEqual([]);
+    });
+});
+
+describe("platform:accessLogs.retentionDays: its floor against the ledger's retentions", () => {
+    it("is at least the ledger's log retention and longer than a failed batch is kept; 90 is accepted", () => {
+        expect(ACCESS_LOG_MIN_RETENTION_DAYS).toBeGreaterThanOrEqual(LEDGER_LOG_RETENTION_DAYS);
+        expect(ACCESS_LOG_MIN_RETENTION_DAYS).toBeGreaterThan(FAILED_BATCH_RETENTION_DAYS);
+        expect(AccessLogsConfigSchema.parse({ retentionDays: ACCESS_LOG_MIN_RETENTION_DAYS }).retentionDays).toBe(90);
+        expect(AccessLogsConfigSchema.safeParse({ retentionDays: ACCESS_LOG_MIN_RETENTION_DAYS - 1 }).success).toBe(false);
     });
 });
 
