@@ -13,6 +13,15 @@ export interface PolicyDocument {
 }
 
 /**
+ * Pure: the condition every S3 grant of the hub's roles carries: the bucket must belong to `account` (the hub's), so the
+ * same call against a bucket of that name in another account is not allowed (`s3:ResourceAccount`, IAM user guide
+ * "Amazon S3 condition keys"; the identity-policy side of `ExpectedBucketOwner`, services/shared/bucket-owner.ts).
+ */
+export function inBucketAccount(account: string): { StringEquals: { "s3:ResourceAccount": string } } {
+    return { StringEquals: { "s3:ResourceAccount": account } };
+}
+
+/**
  * Pure: a statement denying `actions` on the bucket to every principal whose ARN (`aws:PrincipalArn`: a role's ARN for
  * its sessions) is not one of `administrators` (lib/kms.ts `hubAdministrators`: the hub deployers and
  * `platform:keyAdministrators`), so an account administrator outside them cannot change the bucket's controls. Not

@@ -58,6 +58,8 @@ function missingAwsContext(request: { principal: string; action: string; context
     if (request.principal.startsWith("arn:")) need.push("aws:PrincipalArn", "aws:PrincipalAccount", "aws:ViaAWSService");
     else need.push("aws:PrincipalServiceName", "aws:PrincipalServiceNamesList");
     if (request.action.startsWith("kms:") && request.principal.startsWith("arn:")) need.push("kms:CallerAccount");
+    // S3 sets the bucket owner's account on every request (IAM user guide, "Amazon S3 condition keys").
+    if (request.action.startsWith("s3:")) need.push("s3:ResourceAccount");
     return need.filter((k) => request.contextVariables[k] === undefined);
 }
 
@@ -189,6 +191,8 @@ async function simulate(
                     "aws:PrincipalAccount": p.arn.split(":")[4],
                     "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
+                    // Every hub bucket is the hub account's.
+                    ...(action.startsWith("s3:") ? { "s3:ResourceAccount": ACCOUNT } : {}),
                     ...p.context,
                     ...(viaEndpoint ? { "aws:SourceVpce": endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
@@ -316,6 +320,21 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
         }
     });
 
+    it("the same S3 calls against a bucket of another account are denied (s3:ResourceAccount), for every spoke", async () => {
+        const foreign = (c: Record<string, string | string[]>) => ({ ...c, "s3:ResourceAccount": "999999999999" });
+        for (const s of SPOKES) {
+            const { auth, metering, vars: v } = spokes[s];
+            for (const [p, calls] of [
+                [auth, AUTH_AWS_CALLS],
+                [metering, METERING_AWS_CALLS],
+            ] as const) {
+                const s3 = calls.filter((c) => c.action.startsWith("s3:"));
+                expect(s3.length).toBeGreaterThan(0);
+                expect(allowed(await evaluate(p, s3, v, foreign)), s).toEqual([]);
+            }
+        }
+    });
+
     it("auth cannot put usage records; metering cannot write or read ACKs, list, or encrypt under the bucket key", async () => {
         for (const s of SPOKES) {
             const { auth, vars: v } = spokes[s];
@@ -433,7 +452,7 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
 });
 
 describe("simulated: the evaluator is given what AWS sends", () => {
-    it("refuses a request without the principal's account, the via-service flag, the transport or KMS's caller account", async () => {
+    it("refuses a request without the principal's account, the via-service flag, the transport, S3's bucket account or KMS's caller account", async () => {
         const { auth } = spokes[SPOKES[0]];
         const request = (ctx: Record<string, string>, action = "s3:GetObject") => ({
             identityPolicies: auth.policies.map((policy, i) => ({ name: `p${i}`, policy })),
@@ -451,6 +470,7 @@ describe("simulated: the evaluator is given what AWS sends", () => {
             "aws:PrincipalAccount": ACCOUNT,
             "aws:ViaAWSService": "false",
             "aws:SecureTransport": "true",
+            "s3:ResourceAccount": ACCOUNT,
         };
         await expect(runSimulation(request(full), {})).resolves.toBeDefined();
         for (const k of Object.keys(full)) {
@@ -498,6 +518,15 @@ describe("simulated: the ledger Lambdas", () => {
         for (const [name, l] of Object.entries(lambdas())) {
             for (const spoke of SPOKES)
                 expect(notAllowed(await evaluate(l.role, l.calls, varsFor(l.logs, spoke))), `${name} ${spoke}`).toEqual([]);
+        }
+    });
+
+    it("the consumer's and the ops Lambda's S3 calls against a bucket of another account are denied (s3:ResourceAccount)", async () => {
+        const foreign = (c: Record<string, string | string[]>) => ({ ...c, "s3:ResourceAccount": "999999999999" });
+        for (const [name, l] of Object.entries(lambdas())) {
+            const s3 = l.calls.filter((c) => c.action.startsWith("s3:"));
+            if (name === "consumer" || name === "ops") expect(s3.length, name).toBeGreaterThan(0);
+            expect(allowed(await evaluate(l.role, s3, varsFor(l.logs), foreign)), name).toEqual([]);
         }
     });
 
@@ -1523,6 +1552,7 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         const run = dropped.length ? simulatorRun : runSimulation;
         const contextVariables: Record<string, unknown> = {
             "aws:SecureTransport": "true",
+            "s3:ResourceAccount": ACCOUNT,
             ...(iam
                 ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
                 : { "aws:PrincipalServiceName": principal, "aws:PrincipalServiceNamesList": [principal] }),

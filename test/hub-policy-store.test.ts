@@ -95,6 +95,7 @@ describe("bucket and identity policies (pure)", () => {
         const input = {
             spoke: "hn1",
             bucketArn: "arn:aws:s3:::b",
+            bucketOwner: "123456789012",
             kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k",
             region: "ap-southeast-1",
             usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1",
@@ -119,7 +120,12 @@ describe("bucket and identity policies (pure)", () => {
             ["UseBucketKeyViaS3", ["kms:Decrypt"], "arn:aws:kms:ap-southeast-1:1:key/k"],
             ["PutUsageEvents", ["kinesis:PutRecords"], "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1"],
         ]);
-        expect(auth.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
+        expect(auth.Statement[1].Condition).toEqual({
+            StringLike: { "s3:prefix": ["spokes/hn1/*"] },
+            StringEquals: { "s3:ResourceAccount": "123456789012" },
+        });
+        for (const s of [...auth.Statement, ...metering.Statement].filter((s) => s.Action.some((a) => a.startsWith("s3:"))))
+            expect(s.Condition?.StringEquals, s.Sid).toEqual({ "s3:ResourceAccount": "123456789012" });
         expect(auth.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
         expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([
             { Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] },
