@@ -117,7 +117,7 @@ const RESERVED_BUCKET_PREFIXES = ["sthree", "amzn-s3-demo"];
  * characters: 63 - 22 - 13 - 14 (`ap-southeast-1`) = 14. The other fixed bucket names are shorter with it: the policy
  * bucket `<prefix>-policy-bundles-<account>-<region>` (components/hub/PolicyStore.ts) and the access log bucket
  * `<prefix>-s3-access-logs-<account>-<region>` (components/hub/AccessLogs.ts). A region name longer than
- * 14 characters is caught once the program reads `aws:region` (programs/hub.ts `hubBucketNameIssue`). Every other fixed name (IAM role 64, Lambda
+ * 14 characters is caught once the program reads `aws:region` (lib/hub-bucket-names.ts `hubBucketNameIssue`). Every other fixed name (IAM role 64, Lambda
  * 64, Aurora identifier 63, Kinesis stream 128, secret 512, alarm 255, KMS alias 256) is shorter with it.
  */
 export const HUB_NAME_PREFIX_MAX = 14;

@@ -19,6 +19,7 @@ import { GlobalDns } from "../components/hub/GlobalDns";
 import { eksClusterNameOf } from "../lib/eks";
 import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
+import { hubBucketName, hubBucketNameIssue } from "../lib/hub-bucket-names";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
 import { cloudWatchTopicKeyProblem, hubAdministrators } from "../lib/kms";
@@ -310,6 +311,9 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     refuseImplicitOnPremIdentities(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
     const region = new pulumi.Config("aws").require("region");
+    // Every fixed bucket name must fit S3's 63 characters with this region (lib/hub-bucket-names.ts).
+    const bucketNameIssue = hubBucketNameIssue(cfg.namePrefix, region);
+    if (bucketNameIssue) throw new ConfigError(stackFilePath(), [{ key: "platform:namePrefix", message: bucketNameIssue }]);
     const provider = new aws.Provider("hub-aws", { region });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
 
@@ -369,7 +373,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             policy: model,
             previous: self.getOutput("policyRevisions"),
             // Fixed, globally unique name: account and region, never an auto-suffix.
-            bucketName: pulumi.interpolate`${cfg.namePrefix}-policy-bundles-${caller.accountId}-${region}`,
+            bucketName: caller.accountId.apply((a) => hubBucketName("policy", cfg.namePrefix, a, region)),
             namePrefix: cfg.namePrefix,
             accountId: caller.accountId,
             keyAdministrators: keyAdministrators,

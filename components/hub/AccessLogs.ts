@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { hubBucketName } from "../../lib/hub-bucket-names";
 import { denyInsecureTransport, denyUnlessAdministrators } from "../../lib/policy-document";
 
 /** The S3 service principal that delivers server access logs (Amazon S3 user guide, "Enabling Amazon S3 server access logging"). */
@@ -119,7 +120,7 @@ export class AccessLogs extends pulumi.ComponentResource {
         const bucket = new aws.s3.Bucket(
             `${name}-bucket`,
             {
-                bucket: pulumi.interpolate`${args.namePrefix}-s3-access-logs-${args.accountId}-${args.region}`,
+                bucket: pulumi.output(args.accountId).apply((a) => hubBucketName("accessLogs", args.namePrefix, a, args.region)),
                 forceDestroy: false,
                 tags,
             },

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { FAILED_BATCH_PREFIX } from "../../../services/usage-consumer/config";
 import type { LedgerScope } from "./scope";
+import { hubBucketName } from "../../../lib/hub-bucket-names";
 import { denyInsecureTransport, denyUnlessAdministrators } from "../../../lib/policy-document";
 
 /** Days a failed batch stays in the failure bucket before S3 expires it (replay within this window). */
@@ -56,7 +57,7 @@ export function failedBatchBucket(
     const bucket = new aws.s3.Bucket(
         `${scope.name}-failed-batches`,
         {
-            bucket: pulumi.interpolate`${scope.prefix}-usage-failed-batches-${accountId}-${scope.region}`,
+            bucket: pulumi.output(accountId).apply((a) => hubBucketName("failure", scope.prefix, a, scope.region)),
             forceDestroy: false,
             tags: scope.tags,
         },
