@@ -388,6 +388,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             ...cfg.usage,
             spokes,
             region,
+            partition: part.partition,
             availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
             alarms: cfg.alarms,
             accountId: caller.accountId,

@@ -15,7 +15,7 @@ import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
 import { signHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "../programs/spoke";
-import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
+import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem, logGroupKeyStatement } from "../lib/kms";
 import { LOG_BUCKET_CONTROL_ACTIONS } from "../components/hub/AccessLogs";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
@@ -1526,6 +1526,13 @@ describe("simulated: CloudWatch Logs encrypts the ledger database's and the Lamb
         for (const action of ["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:DescribeKey"])
             expect((await asLogs(action, unconditioned)).decision, action).toBe("Allowed");
         expect((await asLogs("kms:Decrypt", unconditioned, "us-east-1")).decision).not.toBe("Allowed");
+        // Another partition's service principal is not logs.<region>.amazonaws.com: refused, not rendered wrong.
+        const groupsIn = (partition: string) => ({ partition, region: REGION, accountId: ACCOUNT, logGroups: ["/g"] });
+        expect(logGroupKeyStatement(groupsIn("aws")).Principal).toEqual({ Service: `logs.${REGION}.amazonaws.com` });
+        for (const partition of ["aws-cn", "aws-us-gov"])
+            expect(() => logGroupKeyStatement(groupsIn(partition)), partition).toThrow(
+                new RegExp(`service principal in partition ${partition} is not logs\\.${REGION}\\.amazonaws\\.com`),
+            );
         // Without the statement (the key policy before this change), CloudWatch Logs cannot use the key at all.
         const without = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== "CloudWatchLogsLogGroups") };
         expect((await asLogs("kms:GenerateDataKey", without)).decision).not.toBe("Allowed");
