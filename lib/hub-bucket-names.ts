@@ -34,3 +34,12 @@ export function hubBucketNameIssue(namePrefix: string, region: string): string |
     }
     return undefined;
 }
+
+/**
+ * Pure: the access log bucket of the hub whose policy bucket is `policyBucket` (same name prefix, account and region:
+ * {@link hubBucketName}), or undefined when `policyBucket` is not a hub policy bucket name.
+ */
+export function accessLogBucketOf(policyBucket: string): string | undefined {
+    const m = new RegExp(`^(.+)-${HUB_BUCKETS.policy}-(\\d{12})-([a-z0-9-]+)$`).exec(policyBucket);
+    return m ? hubBucketName("accessLogs", m[1], m[2], m[3]) : undefined;
+}

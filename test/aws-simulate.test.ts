@@ -276,6 +276,7 @@ beforeAll(async () => {
         masterSecretArn: out(cluster, "masterUserSecrets")[0].secretArn,
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
+        accessLogBucketArn: out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
         ledgerVpcId: "usage-ledger-vpc-id",
         ledgerOpsFunctionArn: out(named("aws:lambda/function:Function", "usage-ledger-ops"), "arn"),
