@@ -25,8 +25,9 @@ export function inBucketAccount(account: string): { StringEquals: { "s3:Resource
  * Pure: a statement denying `actions` on the bucket to every principal whose ARN (`aws:PrincipalArn`: a role's ARN for
  * its sessions) is not one of `administrators` (lib/kms.ts `hubAdministrators`: the hub deployers and
  * `platform:keyAdministrators`), so an account administrator outside them cannot change the bucket's controls. Not
- * covered (S3 user guide, "Bucket policy examples" and "Lifecycle"): the account's root user can always get, put and
- * delete a bucket policy, whatever the policy says; lifecycle expiry is not a request, so no bucket policy stops it.
+ * covered: the account's root user can always get, put and delete a bucket policy, whatever the policy says (S3 API
+ * reference, PutBucketPolicy and DeleteBucketPolicy); lifecycle expiry is not a request, so no bucket policy stops it
+ * (S3 user guide, "Managing the lifecycle of objects").
  * @throws Error when `administrators` is empty (the controls could never be changed again)
  */
 export function denyUnlessAdministrators(sid: string, actions: readonly string[], bucketArn: string, administrators: readonly string[]) {

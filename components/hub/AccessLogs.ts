@@ -36,9 +36,10 @@ export interface LoggedBucket {
  * log delivery"). Denies any request not over TLS, any upload by another principal (no IAM principal writes a log
  * line, an account administrator included), every object deletion request, and any change of the bucket's controls
  * ({@link LOG_BUCKET_CONTROL_ACTIONS}) by a principal outside `administrators`. What a bucket policy cannot stop: the
- * account's root user can always delete or replace the bucket policy (S3 user guide, "Bucket policy examples"), and
- * records leave by the lifecycle expiry, which is not a request; the source buckets' own policies keep their logging
- * on (`s3:PutBucketLogging`, same administrators: components/hub/PolicyStore.ts, components/hub/ledger/failures.ts).
+ * account's root user can always delete or replace the bucket policy (S3 API reference, PutBucketPolicy and
+ * DeleteBucketPolicy), and records leave by the lifecycle expiry, which is not a request; the source buckets' own
+ * policies keep their logging on (`s3:PutBucketLogging`, same administrators: components/hub/PolicyStore.ts,
+ * components/hub/ledger/failures.ts).
  * @throws Error when `administrators` is empty
  */
 export function accessLogBucketPolicy(x: {
