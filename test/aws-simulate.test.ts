@@ -1658,6 +1658,48 @@ describe("simulated: only the hub's administrators change the log bucket's contr
         expect((await simulate(admin, "s3:GetBucketPolicy", logBucketArn, ctx)).decision).toBe("Allowed");
     });
 
+    it("a hub deployer of the hub's own account may change each of them (the Deny spares it and its IAM policy allows)", async () => {
+        const deployer = `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`;
+        const doc = structuredClone(HUB);
+        doc["platform:hubDeployers"] = [deployer];
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const cases = [
+            ["access-logs-bucket", LOG_BUCKET_CONTROL_ACTIONS],
+            ["policy-store-bucket", ["s3:PutBucketLogging"]],
+            ["usage-ledger-failed-batches", ["s3:PutBucketLogging"]],
+        ] as const;
+        for (const [name, actions] of cases) {
+            const bucket = hub.resources.find((r) => r.type === "aws:s3/bucket:Bucket" && r.name === name)!;
+            const policy = hub.resources.find(
+                (r) => r.type === "aws:s3/bucketPolicy:BucketPolicy" && inputs(r).bucket === out(bucket, "bucket"),
+            )!;
+            for (const action of actions) {
+                const r = await runSimulation(
+                    {
+                        identityPolicies: [{ name: "admin", policy: allowAll }],
+                        serviceControlPolicies: [],
+                        resourceControlPolicies: [],
+                        resourcePolicy: JSON.parse(inputs(policy).policy),
+                        request: {
+                            action,
+                            principal: deployer,
+                            resource: { accountId: ACCOUNT, resource: out(bucket, "arn") },
+                            contextVariables: {
+                                ...ctx,
+                                "aws:PrincipalArn": deployer,
+                                "aws:PrincipalAccount": ACCOUNT,
+                                "aws:ViaAWSService": "false",
+                                "s3:ResourceAccount": ACCOUNT,
+                            },
+                        },
+                    },
+                    {},
+                );
+                expect(r.overallResult, `${name} ${action}`).toBe("Allowed");
+            }
+        }
+    }, 120_000);
+
     it("nobody outside the hub deployers turns the policy bucket's or the failure bucket's access logging off", async () => {
         for (const bucket of [vars.policyBucketArn, vars.failedBatchBucketArn]) {
             expect((await simulate(admin, "s3:PutBucketLogging", bucket, ctx)).decision, bucket).toBe("ExplicitlyDenied");
