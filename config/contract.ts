@@ -44,7 +44,18 @@ export const PolicyContractSchema = z
         /** Hex SHA-256 of the canonical policy of that revision. */
         contentHash: z.string().regex(/^[0-9a-f]{64}$/),
     })
-    .strict();
+    .strict()
+    // The hub creates the bucket and its key in its own account (components/hub/PolicyStore.ts): a block whose two
+    // accounts differ was not written by a hub, and trusting either half would be a guess.
+    .superRefine((p, ctx) => {
+        const keyAccount = p.kmsKeyArn.split(":")[4];
+        if (p.bucketOwner !== undefined && keyAccount !== p.bucketOwner)
+            ctx.addIssue({
+                code: z.ZodIssueCode.custom,
+                path: ["bucketOwner"],
+                message: `bucketOwner ${p.bucketOwner} is not the account of kmsKeyArn (${keyAccount || "none"}); the hub creates the bucket and its key in one account`,
+            });
+    });
 
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
 

@@ -114,9 +114,11 @@ const RESERVED_BUCKET_PREFIXES = ["sthree", "amzn-s3-demo"];
 /**
  * Longest name prefix: the tightest limit it feeds is the failure bucket
  * `<prefix>-usage-failed-batches-<12-digit account>-<region>` (components/hub/ledger/failures.ts) under S3's 63
- * characters: 63 - 22 - 13 - 14 (the longest AWS region names, e.g. `ap-southeast-1`) = 14. Every other fixed name
- * (IAM role 64, Lambda 64, Aurora identifier 63, Kinesis stream 128, secret 512, alarm 255, KMS alias 256) is
- * shorter with it.
+ * characters: 63 - 22 - 13 - 14 (`ap-southeast-1`) = 14. The other fixed bucket names are shorter with it: the policy
+ * bucket `<prefix>-policy-bundles-<account>-<region>` (components/hub/PolicyStore.ts) and the access log bucket
+ * `<prefix>-s3-access-logs-<account>-<region>` (components/hub/AccessLogs.ts). A region name longer than
+ * 14 characters is caught once the program reads `aws:region` (lib/hub-bucket-names.ts `hubBucketNameIssue`). Every other fixed name (IAM role 64, Lambda
+ * 64, Aurora identifier 63, Kinesis stream 128, secret 512, alarm 255, KMS alias 256) is shorter with it.
  */
 export const HUB_NAME_PREFIX_MAX = 14;
 
@@ -151,13 +153,30 @@ export const HubNamePrefixSchema = z
  * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
  * buckets").
  */
+/**
+ * Shortest `platform:accessLogs.retentionDays`: 90 days, as long as the ledger's own log groups keep theirs
+ * (components/hub/ledger/database.ts `LEDGER_LOG_RETENTION_DAYS`) and longer than a failed batch stays replayable
+ * (components/hub/ledger/failures.ts `FAILED_BATCH_RETENTION_DAYS`), so the record of who read or replayed a batch
+ * outlives the batch. Expiry is the one deletion a bucket policy cannot stop (docs/architecture.md), so the hub file
+ * cannot make it short. test/config-errors.test.ts keeps the three in that order.
+ */
+export const ACCESS_LOG_MIN_RETENTION_DAYS = 90;
+
 export const AccessLogsConfigSchema = z
     .object({
         /**
          * Days a log object stays in the log bucket before S3 expires it. Default 365 (a year of bundle pulls and
-         * replays to look back on); at least 1.
+         * replays to look back on); at least {@link ACCESS_LOG_MIN_RETENTION_DAYS} (90).
          */
-        retentionDays: z.number().int().min(1).max(36500).default(365),
+        retentionDays: z
+            .number()
+            .int()
+            .min(
+                ACCESS_LOG_MIN_RETENTION_DAYS,
+                `must be at least ${ACCESS_LOG_MIN_RETENTION_DAYS} days (as long as the ledger's log groups keep theirs, longer than a failed batch is kept): expiry is the one deletion of access logs no bucket policy stops`,
+            )
+            .max(36500)
+            .default(365),
     })
     .strict();
 

@@ -21,6 +21,15 @@ export const KEY_ADMIN_ACTIONS = [
     "kms:CancelKeyDeletion",
 ];
 
+/**
+ * Pure: who administers the hub's KMS keys ({@link keyAdministration}) and the controls of its buckets
+ * (lib/policy-document.ts `denyUnlessAdministrators`): the hub deployers (`platform:hubDeployers`) and the
+ * break-glass roles of `platform:keyAdministrators`, without duplicates, sorted (IAM role ARNs).
+ */
+export function hubAdministrators(cfg: { hubDeployers: readonly string[]; keyAdministrators: readonly string[] }): string[] {
+    return [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
+}
+
 /** Key metadata every principal of the account may read with an IAM policy that allows it (no change, no use). */
 export const KEY_READ_ACTIONS = ["kms:Describe*", "kms:List*", "kms:Get*"];
 
@@ -112,17 +121,33 @@ export function logGroupArn(x: { partition?: string; region: string; accountId: 
 }
 
 /**
+ * Pure: CloudWatch Logs' regional service principal in the `aws` partition, `logs.<region>.amazonaws.com` (AWS
+ * CloudWatch Logs user guide, "Encrypt log data in CloudWatch Logs using AWS Key Management Service", step 2). Other
+ * partitions name their service principals under other domains (`aws-cn`: `amazonaws.com.cn`), which this platform
+ * does not render: refused rather than guessed.
+ * @throws Error naming the partition when it is not `aws`
+ */
+export function logsServicePrincipal(partition: string, region: string): string {
+    if (partition !== "aws")
+        throw new Error(
+            `CloudWatch Logs' service principal in partition ${partition} is not logs.${region}.amazonaws.com; the hub's key policies are written for the aws partition only (deploy the hub in an aws-partition region)`,
+        );
+    return `logs.${region}.amazonaws.com`;
+}
+
+/**
  * Pure: the key policy statement that lets CloudWatch Logs encrypt and decrypt the named log groups with the key: the
  * regional service principal `logs.<region>.amazonaws.com`, only with the encryption context
  * `kms:EncryptionContext:aws:logs:arn` of one of those log groups (AWS CloudWatch Logs user guide, "Encrypt log data
  * in CloudWatch Logs using AWS Key Management Service", step 2: its actions and condition). No other log group, in
  * this account or another, can use the key.
+ * @throws Error when `partition` is not `aws` ({@link logsServicePrincipal})
  */
 export function logGroupKeyStatement(x: { partition?: string; region: string; accountId: string; logGroups: readonly string[] }) {
     return {
         Sid: "CloudWatchLogsLogGroups",
         Effect: "Allow",
-        Principal: { Service: `logs.${x.region}.amazonaws.com` },
+        Principal: { Service: logsServicePrincipal(x.partition ?? "aws", x.region) },
         Action: ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
         Resource: "*",
         Condition: {

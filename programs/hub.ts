@@ -19,9 +19,10 @@ import { GlobalDns } from "../components/hub/GlobalDns";
 import { eksClusterNameOf } from "../lib/eks";
 import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
+import { hubBucketName, hubBucketNameIssue } from "../lib/hub-bucket-names";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
-import { cloudWatchTopicKeyProblem } from "../lib/kms";
+import { cloudWatchTopicKeyProblem, hubAdministrators } from "../lib/kms";
 
 /**
  * The parts of a spoke's contract that come from hub resources (bucket, key, role, bundle revision): known
@@ -310,6 +311,9 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     refuseImplicitOnPremIdentities(cfg, stackFilePath());
     // The hub's one AWS provider (region from `aws:region`), handed to every AWS component.
     const region = new pulumi.Config("aws").require("region");
+    // Every fixed bucket name must fit S3's 63 characters with this region (lib/hub-bucket-names.ts).
+    const bucketNameIssue = hubBucketNameIssue(cfg.namePrefix, region);
+    if (bucketNameIssue) throw new ConfigError(stackFilePath(), [{ key: "platform:namePrefix", message: bucketNameIssue }]);
     const provider = new aws.Provider("hub-aws", { region });
     const opts: pulumi.ComponentResourceOptions = { providers: [provider] };
 
@@ -334,7 +338,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         return principal ? [principal] : [];
     });
     // Who administers the hub's KMS keys (lib/kms.ts keyAdministration): the deployers and any break-glass role.
-    const keyAdministrators = [...new Set([...cfg.hubDeployers, ...cfg.keyAdministrators])].sort();
+    const keyAdministrators = hubAdministrators(cfg);
     const keys = new ApiKeys(
         "api-keys",
         {
@@ -369,7 +373,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             policy: model,
             previous: self.getOutput("policyRevisions"),
             // Fixed, globally unique name: account and region, never an auto-suffix.
-            bucketName: pulumi.interpolate`${cfg.namePrefix}-policy-bundles-${caller.accountId}-${region}`,
+            bucketName: caller.accountId.apply((a) => hubBucketName("policy", cfg.namePrefix, a, region)),
             namePrefix: cfg.namePrefix,
             accountId: caller.accountId,
             keyAdministrators: keyAdministrators,
@@ -384,6 +388,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
             ...cfg.usage,
             spokes,
             region,
+            partition: part.partition,
             availabilityZones: ledgerAvailabilityZones(cfg.usage, region),
             alarms: cfg.alarms,
             accountId: caller.accountId,
@@ -407,6 +412,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
                 },
             ],
             retentionDays: cfg.accessLogs.retentionDays,
+            administrators: keyAdministrators,
             accountId: caller.accountId,
             region,
             namePrefix: cfg.namePrefix,

@@ -15,7 +15,8 @@ import { SpokeIdentity } from "../components/hub/SpokeIdentity";
 import { CERT_MANAGER_AWS_CALLS } from "../lib/edge-aws-calls";
 import { signHubPublication } from "../lib/hub-publication";
 import { HUB_OUTPUTS_ENV } from "../programs/spoke";
-import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem } from "../lib/kms";
+import { CLOUDWATCH_TOPIC_KEY_ACTIONS, cloudWatchTopicKeyProblem, logGroupKeyStatement } from "../lib/kms";
+import { LOG_BUCKET_CONTROL_ACTIONS } from "../components/hub/AccessLogs";
 import { LBC_AWS_CALLS } from "../lib/aws-load-balancer-controller";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
@@ -55,8 +56,10 @@ type Doc = Record<string, unknown>;
 function missingAwsContext(request: { principal: string; action: string; contextVariables: Record<string, unknown> }): string[] {
     const need = ["aws:SecureTransport"];
     if (request.principal.startsWith("arn:")) need.push("aws:PrincipalArn", "aws:PrincipalAccount", "aws:ViaAWSService");
-    else need.push("aws:PrincipalServiceName");
+    else need.push("aws:PrincipalServiceName", "aws:PrincipalServiceNamesList");
     if (request.action.startsWith("kms:") && request.principal.startsWith("arn:")) need.push("kms:CallerAccount");
+    // S3 sets the bucket owner's account on every request (IAM user guide, "Amazon S3 condition keys").
+    if (request.action.startsWith("s3:")) need.push("s3:ResourceAccount");
     return need.filter((k) => request.contextVariables[k] === undefined);
 }
 
@@ -188,6 +191,8 @@ async function simulate(
                     "aws:PrincipalAccount": p.arn.split(":")[4],
                     "aws:ViaAWSService": "false",
                     ...(action.startsWith("kms:") ? { "kms:CallerAccount": p.arn.split(":")[4] } : {}),
+                    // Every hub bucket is the hub account's.
+                    ...(action.startsWith("s3:") ? { "s3:ResourceAccount": ACCOUNT } : {}),
                     ...p.context,
                     ...(viaEndpoint ? { "aws:SourceVpce": endpoint!.id, "aws:SourceVpc": vars.ledgerVpcId } : {}),
                     ...context,
@@ -271,6 +276,7 @@ beforeAll(async () => {
         masterSecretArn: out(cluster, "masterUserSecrets")[0].secretArn,
         failureQueueArn: out(named("aws:sqs/queue:Queue", "usage-ledger-failures"), "arn"),
         failedBatchBucketArn: out(named("aws:s3/bucket:Bucket", "usage-ledger-failed-batches"), "arn"),
+        accessLogBucketArn: out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn"),
         ledgerVpcArn: out(named("aws:ec2/vpc:Vpc", "usage-ledger-vpc"), "arn"),
         ledgerVpcId: "usage-ledger-vpc-id",
         ledgerOpsFunctionArn: out(named("aws:lambda/function:Function", "usage-ledger-ops"), "arn"),
@@ -312,6 +318,21 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
             const { auth, metering, vars: v } = spokes[s];
             expect(notAllowed(await evaluate(auth, AUTH_AWS_CALLS, v)), `${s} auth`).toEqual([]);
             expect(notAllowed(await evaluate(metering, METERING_AWS_CALLS, v)), `${s} metering`).toEqual([]);
+        }
+    });
+
+    it("the same S3 calls against a bucket of another account are denied (s3:ResourceAccount), for every spoke", async () => {
+        const foreign = (c: Record<string, string | string[]>) => ({ ...c, "s3:ResourceAccount": "999999999999" });
+        for (const s of SPOKES) {
+            const { auth, metering, vars: v } = spokes[s];
+            for (const [p, calls] of [
+                [auth, AUTH_AWS_CALLS],
+                [metering, METERING_AWS_CALLS],
+            ] as const) {
+                const s3 = calls.filter((c) => c.action.startsWith("s3:"));
+                expect(s3.length).toBeGreaterThan(0);
+                expect(allowed(await evaluate(p, s3, v, foreign)), s).toEqual([]);
+            }
         }
     });
 
@@ -432,7 +453,7 @@ describe("simulated: the spoke roles, one per service (auth and metering)", () =
 });
 
 describe("simulated: the evaluator is given what AWS sends", () => {
-    it("refuses a request without the principal's account, the via-service flag, the transport or KMS's caller account", async () => {
+    it("refuses a request without the principal's account, the via-service flag, the transport, S3's bucket account or KMS's caller account", async () => {
         const { auth } = spokes[SPOKES[0]];
         const request = (ctx: Record<string, string>, action = "s3:GetObject") => ({
             identityPolicies: auth.policies.map((policy, i) => ({ name: `p${i}`, policy })),
@@ -450,6 +471,7 @@ describe("simulated: the evaluator is given what AWS sends", () => {
             "aws:PrincipalAccount": ACCOUNT,
             "aws:ViaAWSService": "false",
             "aws:SecureTransport": "true",
+            "s3:ResourceAccount": ACCOUNT,
         };
         await expect(runSimulation(request(full), {})).resolves.toBeDefined();
         for (const k of Object.keys(full)) {
@@ -497,6 +519,15 @@ describe("simulated: the ledger Lambdas", () => {
         for (const [name, l] of Object.entries(lambdas())) {
             for (const spoke of SPOKES)
                 expect(notAllowed(await evaluate(l.role, l.calls, varsFor(l.logs, spoke))), `${name} ${spoke}`).toEqual([]);
+        }
+    });
+
+    it("the consumer's and the ops Lambda's S3 calls against a bucket of another account are denied (s3:ResourceAccount)", async () => {
+        const foreign = (c: Record<string, string | string[]>) => ({ ...c, "s3:ResourceAccount": "999999999999" });
+        for (const [name, l] of Object.entries(lambdas())) {
+            const s3 = l.calls.filter((c) => c.action.startsWith("s3:"));
+            if (name === "consumer" || name === "ops") expect(s3.length, name).toBeGreaterThan(0);
+            expect(allowed(await evaluate(l.role, s3, varsFor(l.logs), foreign)), name).toEqual([]);
         }
     });
 
@@ -781,7 +812,7 @@ describe("simulated: who may obtain a spoke role", () => {
                                       "aws:PrincipalAccount": principal.split(":")[4],
                                       "aws:ViaAWSService": "false",
                                   }
-                                : { "aws:PrincipalServiceName": principal }),
+                                : { "aws:PrincipalServiceName": principal, "aws:PrincipalServiceNamesList": [principal] }),
                             ...context,
                         },
                     },
@@ -1496,6 +1527,13 @@ describe("simulated: CloudWatch Logs encrypts the ledger database's and the Lamb
         for (const action of ["kms:GenerateDataKey", "kms:Encrypt", "kms:Decrypt", "kms:ReEncryptFrom", "kms:DescribeKey"])
             expect((await asLogs(action, unconditioned)).decision, action).toBe("Allowed");
         expect((await asLogs("kms:Decrypt", unconditioned, "us-east-1")).decision).not.toBe("Allowed");
+        // Another partition's service principal is not logs.<region>.amazonaws.com: refused, not rendered wrong.
+        const groupsIn = (partition: string) => ({ partition, region: REGION, accountId: ACCOUNT, logGroups: ["/g"] });
+        expect(logGroupKeyStatement(groupsIn("aws")).Principal).toEqual({ Service: `logs.${REGION}.amazonaws.com` });
+        for (const partition of ["aws-cn", "aws-us-gov"])
+            expect(() => logGroupKeyStatement(groupsIn(partition)), partition).toThrow(
+                new RegExp(`service principal in partition ${partition} is not logs\\.${REGION}\\.amazonaws\\.com`),
+            );
         // Without the statement (the key policy before this change), CloudWatch Logs cannot use the key at all.
         const without = { ...policy, Statement: policy.Statement.filter((s) => s.Sid !== "CloudWatchLogsLogGroups") };
         expect((await asLogs("kms:GenerateDataKey", without)).decision).not.toBe("Allowed");
@@ -1509,13 +1547,27 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         principal: string,
         action: string,
         key: string,
-        context: Record<string, string> = {},
+        context: Record<string, string | string[] | null> = {},
         identityPolicies: Doc[] = [],
+        bucketLevel = false,
     ): Promise<Decision> {
         const logBucketArn = out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn");
-        const resource = `${logBucketArn}/${key}`;
+        const resource = bucketLevel ? logBucketArn : `${logBucketArn}/${key}`;
         const iam = principal.startsWith("arn:");
-        const r = await runSimulation(
+        // A key given as null is left out of the request: a request AWS would not send, evaluated as such (the guard
+        // of runSimulation refuses it, so the simulator is called directly).
+        const dropped = Object.keys(context).filter((k) => context[k] === null);
+        const run = dropped.length ? simulatorRun : runSimulation;
+        const contextVariables: Record<string, unknown> = {
+            "aws:SecureTransport": "true",
+            "s3:ResourceAccount": ACCOUNT,
+            ...(iam
+                ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
+                : { "aws:PrincipalServiceName": principal, "aws:PrincipalServiceNamesList": [principal] }),
+            ...context,
+        };
+        for (const k of dropped) delete contextVariables[k];
+        const r = await run(
             {
                 identityPolicies: identityPolicies.map((policy, i) => ({ name: `inline-${i}`, policy })),
                 serviceControlPolicies: [],
@@ -1525,13 +1577,7 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
                     action,
                     principal,
                     resource: { accountId: ACCOUNT, resource },
-                    contextVariables: {
-                        "aws:SecureTransport": "true",
-                        ...(iam
-                            ? { "aws:PrincipalArn": principal, "aws:PrincipalAccount": ACCOUNT, "aws:ViaAWSService": "false" }
-                            : { "aws:PrincipalServiceName": principal }),
-                        ...context,
-                    },
+                    contextVariables,
                 },
             } as any,
             {},
@@ -1565,7 +1611,21 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         );
     });
 
-    it("nobody forges or erases a log line: an account administrator (s3:* by IAM) cannot put or delete log objects", async () => {
+    it("the writer Deny is AWS's documented one (aws:PrincipalServiceNamesList): the logging service passes; an admin with s3:*, CloudTrail, a request without the key are denied", async () => {
+        const policy = resourcePolicyOf(out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn")) as { Statement: any[] };
+        const deny = policy.Statement.find((s) => s.Sid === "DenyOtherWriters");
+        expect(deny.Condition).toEqual({ "ForAllValues:StringNotEquals": { "aws:PrincipalServiceNamesList": LOGGING } });
+        const k = `policy-bundles/${ACCOUNT}/${REGION}/b/2026/12/02/x`;
+        const ok = from(vars.policyBucketArn);
+        expect(await toLogBucket(LOGGING, "s3:PutObject", k, ok)).toBe("Allowed");
+        const all: Doc[] = [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] }];
+        expect(await toLogBucket(`arn:aws:iam::${ACCOUNT}:role/ops-admin`, "s3:PutObject", k, {}, all)).toBe("ExplicitlyDenied");
+        expect(await toLogBucket("cloudtrail.amazonaws.com", "s3:PutObject", k, ok)).toBe("ExplicitlyDenied");
+        // The logging service's own name, but a request carrying no service list: the Deny applies.
+        expect(await toLogBucket(LOGGING, "s3:PutObject", k, { ...ok, "aws:PrincipalServiceNamesList": null })).toBe("ExplicitlyDenied");
+    });
+
+    it("no IAM principal puts or deletes a log object: an account administrator (s3:* by IAM) cannot (the root user can still delete the bucket policy; lifecycle expiry is not a request)", async () => {
         const admin = `arn:aws:iam::${ACCOUNT}:role/hub-deployer`;
         const all: Doc[] = [{ Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] }];
         const key = "policy-bundles/x";
@@ -1573,6 +1633,79 @@ describe("simulated: the S3 access log bucket takes log objects only from S3's l
         for (const action of ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"])
             expect(await toLogBucket(admin, action, key, {}, all), action).toBe("ExplicitlyDenied");
         expect(await toLogBucket(admin, "s3:GetObject", key, { "aws:SecureTransport": "false" }, all)).toBe("ExplicitlyDenied");
+    });
+});
+
+describe("simulated: only the hub's administrators change the log bucket's controls and the data buckets' logging", () => {
+    const allowAll: Doc = { Version: "2012-10-17", Statement: [{ Effect: "Allow", Action: "s3:*", Resource: "*" }] };
+    const ctx = { "aws:SecureTransport": "true" };
+    const admin: Principal = { arn: `arn:aws:iam::${ACCOUNT}:role/ops-admin`, policies: [allowAll] };
+    /**
+     * The hub file's deployers. hub-prod's sample deployer is in account 111122223333, the mocks' buckets in
+     * MOCK_ACCOUNT_ID, so S3 denies it implicitly there (cross-account, no grant); what is checked is that the Deny
+     * does not apply to it (not ExplicitlyDenied), while it does to anyone else.
+     */
+    const deployers = () => (HUB["platform:hubDeployers"] as string[]).map((arn): Principal => ({ arn, policies: [allowAll] }));
+
+    it("an administrator of the hub account outside the hub deployers cannot change the log bucket's policy, expiry, encryption, ownership or versioning; the Deny spares the hub deployers", async () => {
+        const logBucketArn = out(named("aws:s3/bucket:Bucket", "access-logs-bucket"), "arn");
+        for (const action of LOG_BUCKET_CONTROL_ACTIONS) {
+            expect((await simulate(admin, action, logBucketArn, ctx)).decision, action).toBe("ExplicitlyDenied");
+            for (const d of deployers())
+                expect((await simulate(d, action, logBucketArn, ctx)).decision, `${d.arn} ${action}`).not.toBe("ExplicitlyDenied");
+        }
+        // Reading the controls stays open to the account's administrators.
+        expect((await simulate(admin, "s3:GetBucketPolicy", logBucketArn, ctx)).decision).toBe("Allowed");
+    });
+
+    it("a hub deployer of the hub's own account may change each of them (the Deny spares it and its IAM policy allows)", async () => {
+        const deployer = `arn:aws:iam::${ACCOUNT}:role/platform-hub-deployer`;
+        const doc = structuredClone(HUB);
+        doc["platform:hubDeployers"] = [deployer];
+        const hub = await runRepoStack("hub-prod", { config: flatConfig(doc) });
+        const cases = [
+            ["access-logs-bucket", LOG_BUCKET_CONTROL_ACTIONS],
+            ["policy-store-bucket", ["s3:PutBucketLogging"]],
+            ["usage-ledger-failed-batches", ["s3:PutBucketLogging"]],
+        ] as const;
+        for (const [name, actions] of cases) {
+            const bucket = hub.resources.find((r) => r.type === "aws:s3/bucket:Bucket" && r.name === name)!;
+            const policy = hub.resources.find(
+                (r) => r.type === "aws:s3/bucketPolicy:BucketPolicy" && inputs(r).bucket === out(bucket, "bucket"),
+            )!;
+            for (const action of actions) {
+                const r = await runSimulation(
+                    {
+                        identityPolicies: [{ name: "admin", policy: allowAll }],
+                        serviceControlPolicies: [],
+                        resourceControlPolicies: [],
+                        resourcePolicy: JSON.parse(inputs(policy).policy),
+                        request: {
+                            action,
+                            principal: deployer,
+                            resource: { accountId: ACCOUNT, resource: out(bucket, "arn") },
+                            contextVariables: {
+                                ...ctx,
+                                "aws:PrincipalArn": deployer,
+                                "aws:PrincipalAccount": ACCOUNT,
+                                "aws:ViaAWSService": "false",
+                                "s3:ResourceAccount": ACCOUNT,
+                            },
+                        },
+                    },
+                    {},
+                );
+                expect(r.overallResult, `${name} ${action}`).toBe("Allowed");
+            }
+        }
+    }, 120_000);
+
+    it("nobody outside the hub deployers turns the policy bucket's or the failure bucket's access logging off", async () => {
+        for (const bucket of [vars.policyBucketArn, vars.failedBatchBucketArn]) {
+            expect((await simulate(admin, "s3:PutBucketLogging", bucket, ctx)).decision, bucket).toBe("ExplicitlyDenied");
+            for (const d of deployers())
+                expect((await simulate(d, "s3:PutBucketLogging", bucket, ctx)).decision, `${d.arn} ${bucket}`).not.toBe("ExplicitlyDenied");
+        }
     });
 });
 
@@ -1671,7 +1804,11 @@ describe("simulated: the alarm topic's key check agrees with IAM's evaluation", 
                             action,
                             principal: "cloudwatch.amazonaws.com",
                             resource: { accountId: ACCOUNT, resource: keyArn },
-                            contextVariables: { "aws:SecureTransport": "true", "aws:PrincipalServiceName": "cloudwatch.amazonaws.com" },
+                            contextVariables: {
+                                "aws:SecureTransport": "true",
+                                "aws:PrincipalServiceName": "cloudwatch.amazonaws.com",
+                                "aws:PrincipalServiceNamesList": ["cloudwatch.amazonaws.com"],
+                            },
                         },
                     } as any,
                     {},

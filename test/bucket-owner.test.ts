@@ -8,7 +8,7 @@
 import * as path from "node:path";
 import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { policyBucketOwner } from "../config/contract";
+import { PolicyContractSchema, policyBucketOwner } from "../config/contract";
 import { BundleStore, createS3Client } from "../services/auth/bundles";
 import { loadConfig as loadAuthConfig } from "../services/auth/config";
 import { AuthMetrics } from "../services/auth/metrics";
@@ -207,5 +207,27 @@ describe("ExpectedBucketOwner on every call to a hub bucket", () => {
             BUCKET_OWNER_ACCOUNT,
         );
         expect(() => failureBucketFromHubOutputs({ usageLedger: ledger }, "f")).toThrow(/pass --bucket-owner/);
+    });
+
+    it("a contract's policy block whose bucketOwner is not the account of its kmsKeyArn is refused, naming bucketOwner", () => {
+        const block = {
+            bucket: "policy-bundles",
+            bucketOwner: BUCKET_OWNER_ACCOUNT,
+            region: "us-east-1",
+            prefix: "spokes/hn1/",
+            publicKey: `${"A".repeat(43)}=`,
+            keyId: "0123456789abcdef",
+            kmsKeyArn: KEY_ARN,
+            roleArn: `arn:aws:iam::${BUCKET_OWNER_ACCOUNT}:role/r`,
+            revision: 1,
+            contentHash: "0".repeat(64),
+        };
+        expect(PolicyContractSchema.safeParse(block).success).toBe(true);
+        expect(PolicyContractSchema.safeParse({ ...block, bucketOwner: undefined }).success).toBe(true);
+        const r = PolicyContractSchema.safeParse({ ...block, bucketOwner: OTHER_ACCOUNT });
+        expect(r.success).toBe(false);
+        expect(r.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([
+            ["bucketOwner", expect.stringMatching(new RegExp(`bucketOwner ${OTHER_ACCOUNT} is not the account of kmsKeyArn`))],
+        ]);
     });
 });

@@ -8,6 +8,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FAILED_BATCH_RETENTION_DAYS } from "../components/hub/ledger/failures";
+import { LEDGER_LOG_RETENTION_DAYS } from "../components/hub/ledger/database";
+import { ACCESS_LOG_MIN_RETENTION_DAYS, AccessLogsConfigSchema } from "../config/hub";
+import { hubBucketName, hubBucketNameIssue } from "../lib/hub-bucket-names";
 import * as YAML from "yaml";
 import { ConfigError, editDistance, nearest } from "../config/errors";
 import { type HubConfig, parseFlatStackConfig, parseStackConfig } from "../config/stack";
@@ -409,6 +413,15 @@ describe("bad stack files: refused naming the file and the key", () => {
             /\/16 rail subnets are larger than the \/17/,
         ],
         [
+            "access logs kept less than 90 days",
+            "hub-prod",
+            (d) => {
+                d["platform:accessLogs"] = { retentionDays: 1 };
+            },
+            "platform:accessLogs.retentionDays",
+            /must be at least 90 days/,
+        ],
+        [
             "an EKS spoke with fabric: infiniband",
             "spoke-sg1",
             (d) => {
@@ -493,6 +506,42 @@ describe("bad stack files: refused naming the file and the key", () => {
             d["platform:backend"] = { fabric: "infiniband" };
         });
         expect(r.issues.filter((i) => i.includes("railSupernet:"))).toEqual([]);
+    });
+});
+
+describe("platform:accessLogs.retentionDays: its floor against the ledger's retentions", () => {
+    it("is at least the ledger's log retention and longer than a failed batch is kept; 90 is accepted", () => {
+        expect(ACCESS_LOG_MIN_RETENTION_DAYS).toBeGreaterThanOrEqual(LEDGER_LOG_RETENTION_DAYS);
+        expect(ACCESS_LOG_MIN_RETENTION_DAYS).toBeGreaterThan(FAILED_BATCH_RETENTION_DAYS);
+        expect(AccessLogsConfigSchema.parse({ retentionDays: ACCESS_LOG_MIN_RETENTION_DAYS }).retentionDays).toBe(90);
+        expect(AccessLogsConfigSchema.safeParse({ retentionDays: ACCESS_LOG_MIN_RETENTION_DAYS - 1 }).success).toBe(false);
+    });
+});
+
+describe("hub bucket names longer than S3's 63 characters (platform:namePrefix with aws:region)", () => {
+    it("each fixed bucket name is checked; the longest (the failure bucket) decides", () => {
+        expect(hubBucketNameIssue("platform-stage", "ap-southeast-1")).toBeUndefined();
+        expect(hubBucketName("failure", "platform-stage", "123456789012", "ap-southeast-1")).toHaveLength(63);
+        expect(hubBucketNameIssue("platform-stage", "us-isof-south-1")).toMatch(
+            /^the failure bucket <namePrefix>-usage-failed-batches-<account>-<region> would be 64 characters with platform:namePrefix "platform-stage" and aws:region "us-isof-south-1", over S3's 63: shorten platform:namePrefix by 1$/,
+        );
+        // The other two, with a prefix just short enough for the failure bucket, still fit.
+        for (const kind of ["policy", "accessLogs"] as const)
+            expect(hubBucketName(kind, "platform-stag", "123456789012", "us-isof-south-1").length).toBeLessThanOrEqual(63);
+    });
+
+    it("the program refuses it before creating anything, naming the stack file, platform:namePrefix and aws:region", async () => {
+        const doc = structuredClone(stackConfigDoc("hub-prod"));
+        doc["platform:namePrefix"] = "platform-stage";
+        doc["aws:region"] = "us-isof-south-1";
+        const err = await runRepoStack("hub-prod", { config: flatConfig(doc) }).then(
+            () => undefined,
+            (e) => e,
+        );
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).stackFile).toMatch(/stacks\/Pulumi\.hub-prod\.yaml$/);
+        expect((err as ConfigError).issues.map((i) => i.key)).toEqual(["platform:namePrefix"]);
+        expect((err as ConfigError).message).toMatch(/aws:region "us-isof-south-1"/);
     });
 });
 

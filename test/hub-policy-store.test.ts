@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { nextRevision, parsePreviousRevisions, policyBucketPolicy, publishBundle } from "../components/hub/PolicyStore";
 import { sourceUserPolicy, spokeServicePolicy, spokeTrustPolicy } from "../components/hub/SpokeIdentity";
 import { SpokeContractSchema } from "../config/contract";
+import { hubAdministrators } from "../lib/kms";
 import { CurrentPointerSchema, publicKeyFromSeed, verifyBundle, type Policy } from "../services/shared/bundle";
 import { contentHash } from "../services/shared/canonical";
 import type { CapturedResource, RunStackResult } from "../tools/harness";
@@ -79,13 +80,14 @@ describe("bundle revisions (pure)", () => {
 
 describe("bucket and identity policies (pure)", () => {
     it("bucket policy: deny statements only (what they allow and refuse is evaluated in test/aws-simulate.test.ts)", () => {
-        const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k") as any;
+        const doc = policyBucketPolicy("arn:aws:s3:::b", "arn:aws:kms:r:1:key/k", ["arn:aws:iam::1:role/d"]) as any;
         expect(doc.Statement.map((s: any) => [s.Sid, s.Effect])).toEqual([
             ["DenyInsecureTransport", "Deny"],
             ["DenyOldTls", "Deny"],
             ["DenyOtherEncryption", "Deny"],
             ["DenyOtherKmsKeys", "Deny"],
             ["DenyAwsManagedKey", "Deny"],
+            ["OnlyHubAdministratorsChangeLogging", "Deny"],
         ]);
     });
 
@@ -93,6 +95,7 @@ describe("bucket and identity policies (pure)", () => {
         const input = {
             spoke: "hn1",
             bucketArn: "arn:aws:s3:::b",
+            bucketOwner: "123456789012",
             kmsKeyArn: "arn:aws:kms:ap-southeast-1:1:key/k",
             region: "ap-southeast-1",
             usageStreamArn: "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1",
@@ -117,7 +120,12 @@ describe("bucket and identity policies (pure)", () => {
             ["UseBucketKeyViaS3", ["kms:Decrypt"], "arn:aws:kms:ap-southeast-1:1:key/k"],
             ["PutUsageEvents", ["kinesis:PutRecords"], "arn:aws:kinesis:ap-southeast-1:1:stream/platform-usage-hn1"],
         ]);
-        expect(auth.Statement[1].Condition).toEqual({ StringLike: { "s3:prefix": ["spokes/hn1/*"] } });
+        expect(auth.Statement[1].Condition).toEqual({
+            StringLike: { "s3:prefix": ["spokes/hn1/*"] },
+            StringEquals: { "s3:ResourceAccount": "123456789012" },
+        });
+        for (const s of [...auth.Statement, ...metering.Statement].filter((s) => s.Action.some((a) => a.startsWith("s3:"))))
+            expect(s.Condition?.StringEquals, s.Sid).toEqual({ "s3:ResourceAccount": "123456789012" });
         expect(auth.Statement[3].Condition).toEqual({ StringEquals: { "kms:ViaService": "s3.ap-southeast-1.amazonaws.com" } });
         expect(spokeTrustPolicy([{ arn: "arn:aws:iam::1:user/u" }]).Statement).toEqual([
             { Sid: "SpokeSourceIdentity0", Effect: "Allow", Principal: { AWS: "arn:aws:iam::1:user/u" }, Action: ["sts:AssumeRole"] },
@@ -167,7 +175,16 @@ describe("PolicyStore under mocks (hub-prod)", () => {
         });
         expect(one(rs, "aws:s3/bucketOwnershipControls:BucketOwnershipControls").rule).toEqual({ objectOwnership: "BucketOwnerEnforced" });
         const policy = JSON.parse(one(rs, "aws:s3/bucketPolicy:BucketPolicy").policy);
-        expect(policy).toEqual(policyBucketPolicy(`arn:aws:s3:::${name}`, unwrapWire(key.outputs.arn) as string));
+        expect(policy).toEqual(
+            policyBucketPolicy(
+                `arn:aws:s3:::${name}`,
+                unwrapWire(key.outputs.arn) as string,
+                hubAdministrators({
+                    hubDeployers: stackConfigDoc("hub-prod")["platform:hubDeployers"],
+                    keyAdministrators: stackConfigDoc("hub-prod")["platform:keyAdministrators"] ?? [],
+                }),
+            ),
+        );
         // Every AWS resource goes through the hub's explicit provider.
         const [provider] = byType(hub.resources, "pulumi:providers:aws");
         expect(inputs(provider).region).toBe("ap-southeast-1");

@@ -26,7 +26,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runRepoStack } from "./helpers";
+import { DEFAULT_HUB_NAME_PREFIX } from "../config/hub";
+import { inputs, runRepoStack, stackConfigDoc } from "./helpers";
 
 const REVIEWED_URNS = JSON.parse(fs.readFileSync(path.join(__dirname, "fixtures", "hub-prod-urns.json"), "utf8")) as string[];
 
@@ -42,5 +43,39 @@ describe.each([false, true])("hub-prod URNs against the reviewed snapshot (previ
             .map((r) => r.urn);
         expect(protectedLedger.length).toBeGreaterThanOrEqual(7); // key, 3 streams, cluster, 2 instances
         for (const u of protectedLedger) expect(REVIEWED_URNS).toContain(u);
+    });
+});
+
+/**
+ * A URN as the engine forms it: a resource without a parent component has the root stack's type left out of its type
+ * (pulumi/pulumi@v3:sdk/go/common/resource/urn.go `NewURN`); the mocks keep `pulumi:pulumi:Stack$` in it.
+ */
+const engineUrn = (urn: string) => urn.replace("::pulumi:pulumi:Stack$", "::");
+
+describe("README: the upgrade's import of the ledger database's PostgreSQL log group", () => {
+    it("names the rendered resource, its parent component and the hub's AWS provider by their real URNs", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const group = hub.resources.find(
+            (r) => r.type === "aws:cloudwatch/logGroup:LogGroup" && r.name === "usage-ledger-db-postgresql-logs",
+        )!;
+        const parent = hub.resources.find((r) => r.urn === group.parent)!;
+        const providerUrn = group.provider.slice(0, group.provider.lastIndexOf("::"));
+        const provider = hub.resources.find((r) => r.urn === providerUrn)!;
+        expect(provider.name).toBe("hub-aws");
+        const namePrefix = (stackConfigDoc("hub-prod")["platform:namePrefix"] as string | undefined) ?? DEFAULT_HUB_NAME_PREFIX;
+        const groupName = String(inputs(group).name);
+        expect(groupName.startsWith(`/aws/rds/cluster/${namePrefix}-`)).toBe(true);
+        const expected = [
+            `pulumi import --stack hub-prod --generate-code=false ${group.type} ${group.name}`,
+            groupName.replace(`/${namePrefix}-`, "/<namePrefix>-"),
+            `--parent 'ul=${engineUrn(parent.urn)}'`,
+            `--provider 'hubaws=${engineUrn(provider.urn)}'`,
+        ].join(" ");
+        expect(engineUrn(parent.urn)).toBe("urn:pulumi:hub-prod::platform::platform:hub:UsageLedger::usage-ledger");
+        const readme = fs.readFileSync(path.join(__dirname, "..", "README.md"), "utf8");
+        const commands = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)]
+            .map((m) => m[1].replace(/\\\n\s*/g, "").trim())
+            .filter((c) => c.startsWith("pulumi import") && c.includes(group.name));
+        expect(commands).toEqual([expected]);
     });
 });

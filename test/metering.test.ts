@@ -47,6 +47,7 @@ describe("metering config", () => {
             logGroupArn: "arn:lg",
             region: "ap-southeast-1",
             failedBatchBucketArn: "arn:b",
+            bucketOwner: "123456789012",
         });
         expect(p.Statement.map((s) => [s.Sid, s.Resource])).toEqual([
             ["ReadUsageStreams", ["arn:s1"]],

@@ -15,7 +15,8 @@ import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
 import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
-import { collectStatus, formatStatus, ledgerFromDb, spokesFromHubOutputs } from "../tools/status";
+import { accessLogBucketOf } from "../lib/hub-bucket-names";
+import { accessLogProblem, collectStatus, formatStatus, ledgerFromDb, spokesFromHubOutputs } from "../tools/status";
 import { ROOT } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
@@ -248,6 +249,34 @@ describe("npm run status -- --local (no hub needed)", () => {
         expect(res.stdout).toContain("sg1: 2 usage event(s) sent in the last 24 h never reached the ledger");
         // The sample is read past the behind limit (900 s by default), so the rule itself shows.
         expect(res.stdout).toMatch(/sg1: serves revision 1 of 2, behind for 10[12]\d s \(limit 900 s\)/);
+    });
+});
+
+describe("npm run status: the policy bucket's S3 server access logs still arrive", () => {
+    it("flags a log prefix whose newest object is older than 24 h, or empty; a fresh one passes (owner checked)", async () => {
+        const policyBucket = "platform-policy-bundles-123456789012-us-east-1";
+        expect(accessLogBucketOf(policyBucket)).toBe("platform-s3-access-logs-123456789012-us-east-1");
+        // The stand-in holds one bucket: it plays the log bucket; the logged bucket's name only shapes the keys.
+        const at = new Date();
+        const o = { s3: checked, logBucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT, policyBucket, region: "us-east-1" };
+        const none = await accessLogProblem({ ...o, now: at });
+        expect(none).toMatch(
+            /^access logs of platform-policy-bundles-123456789012-us-east-1: none in .* from today or yesterday \(UTC\), older than 24 h/,
+        );
+        const d = `${at.getUTCFullYear()}/${String(at.getUTCMonth() + 1).padStart(2, "0")}/${String(at.getUTCDate()).padStart(2, "0")}`;
+        // S3 stamps the object now (its LastModified): a delivery just arrived.
+        await s3.put(
+            `policy-bundles/${BUCKET_OWNER_ACCOUNT}/us-east-1/${policyBucket}/${d}/2026-12-02-05-00-00-0123456789ABCDEF`,
+            "log line",
+        );
+        expect(await accessLogProblem({ ...o, now: at })).toBeUndefined();
+        // Read 25 h later with nothing new (today's prefix is then tomorrow's: the object is yesterday's, and too old).
+        const later = new Date(at.getTime() + 25 * 3600_000);
+        expect(await accessLogProblem({ ...o, now: later })).toMatch(/the newest in .* is from .*, older than 24 h/);
+        // Another bucket's logs under the prefix do not count.
+        expect(await accessLogProblem({ ...o, policyBucket: "platform-policy-bundles-123456789012-eu-west-1", now: at })).toMatch(
+            /none in/,
+        );
     });
 });
 

@@ -10,6 +10,14 @@ import { S3_TRANSPORT, SDK_TRANSPORT, type AwsCall } from "../services/shared/aw
 /** `npm run status` (tools/status.ts): the policy bucket's pointers and ACKs, the ledger through its Lambda. */
 export const STATUS_AWS_CALLS: readonly AwsCall[] = [
     {
+        command: "ListObjectsV2Command",
+        source: "tools/status.ts",
+        action: "s3:ListBucket",
+        resource: "{accessLogBucketArn}",
+        context: { ...S3_TRANSPORT, "s3:prefix": "policy-bundles/{account}/{region}/" },
+        purpose: "the policy bucket's newest server access logs (delivery still on)",
+    },
+    {
         command: "GetObjectCommand",
         source: "tools/status.ts",
         action: "s3:GetObject",

@@ -10,6 +10,7 @@ import type { Queryable } from "../services/ledger/ledger";
 import { readSpokeLedger, type SpokeLedger } from "../services/reconciler/ops";
 import { InvokeCommand, LambdaInvoker } from "./lambda-invoke";
 import { exitOnHelp } from "./cli";
+import { accessLogBucketOf } from "../lib/hub-bucket-names";
 
 /**
  * `npm run status [-- --hub <stack>]`: where each spoke stands, read from the hub's own state (never from a spoke):
@@ -185,6 +186,45 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
         });
     }
     return out;
+}
+
+/** Hours after which the policy bucket's newest server access log counts as late (delivery is best effort, usually within hours). */
+export const ACCESS_LOG_MAX_AGE_HOURS = 24;
+
+/**
+ * Why the policy bucket's S3 server access logs look broken, or undefined: the newest log object under its prefix
+ * (`policy-bundles/<account>/<region>/<bucket>/<yyyy>/<mm>/<dd>/`, components/hub/AccessLogs.ts, date-partitioned by
+ * event time) is older than {@link ACCESS_LOG_MAX_AGE_HOURS}, or there is none from today or yesterday (UTC). Only the
+ * policy bucket is checked: the spokes read it all the time (and this command just did), so a day without a log object
+ * means delivery stopped (logging turned off, the log bucket's policy changed); the failure bucket may rightly see no
+ * request for days. Lists only those two days' prefixes.
+ * @throws the S3 client's error when the log bucket cannot be listed
+ */
+export async function accessLogProblem(o: {
+    s3: S3Client;
+    /** The log bucket and the hub's account, which owns it and the policy bucket. */
+    logBucket: string;
+    owner: string;
+    policyBucket: string;
+    region: string;
+    now: Date;
+}): Promise<string | undefined> {
+    const day = (d: Date) =>
+        `policy-bundles/${o.owner}/${o.region}/${o.policyBucket}/${d.getUTCFullYear()}/${String(d.getUTCMonth() + 1).padStart(2, "0")}/${String(d.getUTCDate()).padStart(2, "0")}/`;
+    let newest: Date | undefined;
+    for (const prefix of [day(new Date(o.now.getTime() - 86_400_000)), day(o.now)]) {
+        let token: string | undefined;
+        do {
+            const r = await o.s3.send(
+                new ListObjectsV2Command({ Bucket: o.logBucket, ExpectedBucketOwner: o.owner, Prefix: prefix, ContinuationToken: token }),
+            );
+            for (const obj of r.Contents ?? []) if (obj.LastModified && (!newest || obj.LastModified > newest)) newest = obj.LastModified;
+            token = r.IsTruncated ? r.NextContinuationToken : undefined;
+        } while (token);
+    }
+    const limit = o.now.getTime() - ACCESS_LOG_MAX_AGE_HOURS * 3600_000;
+    if (newest && newest.getTime() >= limit) return undefined;
+    return `access logs of ${o.policyBucket}: ${newest ? `the newest in ${o.logBucket} is from ${newest.toISOString()}` : `none in ${o.logBucket} from today or yesterday (UTC)`}, older than ${ACCESS_LOG_MAX_AGE_HOURS} h: is server access logging still on and the log bucket's policy the hub's? (docs/architecture.md, "Audit of the hub's data buckets")`;
 }
 
 /** A bare Lambda function name (AWS Lambda API reference, `FunctionName`: letters, digits, `-`, `_`; 64 at most). */
@@ -422,7 +462,22 @@ async function main(argv: string[]): Promise<number> {
             windowHours,
         });
         process.stdout.write(argv.includes("--json") ? `${JSON.stringify(rows, null, 2)}\n` : formatStatus(rows));
-        return rows.some((r) => r.problems.length) ? 1 : 0;
+        // The hub's own audit trail: the policy bucket's access logs still arrive (one policy bucket for every spoke).
+        const policy = Object.values(spokes)[0];
+        const logBucket = policy && (opt("access-log-bucket") ?? accessLogBucketOf(policy.bucket));
+        let logProblem: string | undefined;
+        if (policy && logBucket)
+            logProblem = await accessLogProblem({
+                s3: s3(policy.region),
+                logBucket,
+                owner: policy.owner,
+                policyBucket: policy.bucket,
+                region: policy.region,
+                now: new Date(),
+            });
+        else if (policy) logProblem = `no access log bucket for ${policy.bucket} (not a hub policy bucket name): pass --access-log-bucket`;
+        if (logProblem) process.stderr.write(`\n${logProblem}\n`);
+        return rows.some((r) => r.problems.length) || logProblem ? 1 : 0;
     } finally {
         await db?.end();
         for (const c of clients.values()) c.destroy();

@@ -1,9 +1,23 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { denyInsecureTransport } from "../../lib/policy-document";
+import { hubBucketName } from "../../lib/hub-bucket-names";
+import { denyInsecureTransport, denyUnlessAdministrators } from "../../lib/policy-document";
 
 /** The S3 service principal that delivers server access logs (Amazon S3 user guide, "Enabling Amazon S3 server access logging"). */
 export const S3_LOGGING_PRINCIPAL = "logging.s3.amazonaws.com";
+
+/**
+ * The log bucket's controls only the hub's administrators (lib/kms.ts `hubAdministrators`) may change: its policy (the
+ * Denies that keep log lines), its expiry, encryption, object ownership and versioning.
+ */
+export const LOG_BUCKET_CONTROL_ACTIONS = [
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+    "s3:PutLifecycleConfiguration",
+    "s3:PutEncryptionConfiguration",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketVersioning",
+] as const;
 
 /** A bucket whose server access logs go to the log bucket, under `prefix`. */
 export interface LoggedBucket {
@@ -19,13 +33,20 @@ export interface LoggedBucket {
  * Pure: the log bucket's policy. Allows only the S3 logging service to put log objects, each source bucket under its
  * own prefix, and only for that source bucket (`aws:SourceArn`) of this account (`aws:SourceAccount`): the confused
  * deputy conditions the S3 user guide gives for a bucket policy granting `logging.s3.amazonaws.com` ("Permissions for
- * log delivery"). Denies any request not over TLS, any upload by another principal (nobody forges a log line, an
- * account administrator included) and every object deletion (records leave only by the lifecycle expiry, which is not
- * a request).
+ * log delivery"). Denies any request not over TLS, any upload by another principal (no IAM principal writes a log
+ * line, an account administrator included), every object deletion request, and any change of the bucket's controls
+ * ({@link LOG_BUCKET_CONTROL_ACTIONS}) by a principal outside `administrators`. What a bucket policy cannot stop: the
+ * account's root user can always delete or replace the bucket policy (S3 API reference, PutBucketPolicy and
+ * DeleteBucketPolicy), and records leave by the lifecycle expiry, which is not a request; the source buckets' own
+ * policies keep their logging on (`s3:PutBucketLogging`, same administrators: components/hub/PolicyStore.ts,
+ * components/hub/ledger/failures.ts).
+ * @throws Error when `administrators` is empty
  */
 export function accessLogBucketPolicy(x: {
     logBucketArn: string;
     accountId: string;
+    /** lib/kms.ts `hubAdministrators`: the hub deployers and `platform:keyAdministrators`. */
+    administrators: readonly string[];
     sources: ReadonlyArray<{ arn: string; prefix: string }>;
 }): Record<string, unknown> {
     return {
@@ -46,8 +67,11 @@ export function accessLogBucketPolicy(x: {
                 Principal: "*",
                 Action: "s3:PutObject",
                 Resource: `${x.logBucketArn}/*`,
-                // Absent for IAM principals (so the Deny applies), the service's name for a service principal.
-                Condition: { StringNotEqualsIfExists: { "aws:PrincipalServiceName": S3_LOGGING_PRINCIPAL } },
+                // AWS's own form (awsdocs/amazon-s3-userguide@main:doc_source/example-bucket-policies.md, "Restrict
+                // access to only Amazon S3 server access log deliveries"): the list is absent for an IAM principal
+                // (ForAllValues over no values is true, so the Deny applies) and lists the service principals a request
+                // is made by; only a request by the logging service escapes it.
+                Condition: { "ForAllValues:StringNotEquals": { "aws:PrincipalServiceNamesList": S3_LOGGING_PRINCIPAL } },
             },
             {
                 Sid: "DenyDeletingLogs",
@@ -56,6 +80,7 @@ export function accessLogBucketPolicy(x: {
                 Action: ["s3:DeleteObject", "s3:DeleteObjectVersion"],
                 Resource: `${x.logBucketArn}/*`,
             },
+            denyUnlessAdministrators("OnlyHubAdministratorsChangeControls", LOG_BUCKET_CONTROL_ACTIONS, x.logBucketArn, x.administrators),
         ],
     };
 }
@@ -66,6 +91,8 @@ export interface AccessLogsArgs {
     sources: LoggedBucket[];
     /** Days before S3 expires a log object (`platform:accessLogs.retentionDays`). */
     retentionDays: number;
+    /** Who may change the log bucket's controls (lib/kms.ts `hubAdministrators`). */
+    administrators: readonly string[];
     /** The hub's account and region: the log bucket's fixed name and the policy's `aws:SourceAccount`. */
     accountId: pulumi.Input<string>;
     region: string;
@@ -94,7 +121,7 @@ export class AccessLogs extends pulumi.ComponentResource {
         const bucket = new aws.s3.Bucket(
             `${name}-bucket`,
             {
-                bucket: pulumi.interpolate`${args.namePrefix}-s3-access-logs-${args.accountId}-${args.region}`,
+                bucket: pulumi.output(args.accountId).apply((a) => hubBucketName("accessLogs", args.namePrefix, a, args.region)),
                 forceDestroy: false,
                 tags,
             },
@@ -134,6 +161,7 @@ export class AccessLogs extends pulumi.ComponentResource {
                             accessLogBucketPolicy({
                                 logBucketArn,
                                 accountId,
+                                administrators: args.administrators,
                                 sources: args.sources.map((s, i) => ({ arn: arns[i], prefix: s.prefix })),
                             }),
                         ),

@@ -5,7 +5,7 @@ import * as random from "@pulumi/random";
 import { z } from "zod";
 import { canonicalJson, contentHash } from "../../services/shared/canonical";
 import { serviceOnlyKeyPolicy } from "../../lib/kms";
-import { denyInsecureTransport } from "../../lib/policy-document";
+import { denyInsecureTransport, denyUnlessAdministrators } from "../../lib/policy-document";
 import {
     bundlePaths,
     type CurrentPointer,
@@ -116,9 +116,10 @@ const SSE_KMS_KEY = "s3:x-amz-server-side-encryption-aws-kms-key-id";
  * encryption (SSE-KMS with this key, bucket key on), so it is allowed: that is what the spokes' ACK writes send
  * (services/auth/aws-calls.ts). Each Deny applies only when its header is present (`Null: false`): a negated
  * operator such as `StringNotEquals`, `...IfExists` included, is true when the key is absent, which would deny
- * every plain upload. Deny statements only; grants live on each SpokeIdentity role.
+ * every plain upload. Only `administrators` (lib/kms.ts `hubAdministrators`) may change where the bucket's access logs go
+ * (`s3:PutBucketLogging`: components/hub/AccessLogs.ts). Deny statements only; grants live on each SpokeIdentity role.
  */
-export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record<string, unknown> {
+export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string, administrators: readonly string[]): Record<string, unknown> {
     const all = [bucketArn, `${bucketArn}/*`];
     const objects = `${bucketArn}/*`;
     return {
@@ -157,6 +158,7 @@ export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string): Record
                 Resource: objects,
                 Condition: { StringEquals: { [SSE_ALGORITHM]: "aws:kms" }, Null: { [SSE_KMS_KEY]: "true" } },
             },
+            denyUnlessAdministrators("OnlyHubAdministratorsChangeLogging", ["s3:PutBucketLogging"], bucketArn, administrators),
         ],
     };
 }
@@ -284,7 +286,9 @@ export class PolicyStore extends pulumi.ComponentResource {
             `${name}-tls-only`,
             {
                 bucket: bucket.bucket,
-                policy: pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => JSON.stringify(policyBucketPolicy(b, k))),
+                policy: pulumi
+                    .all([bucket.arn, key.arn])
+                    .apply(([b, k]) => JSON.stringify(policyBucketPolicy(b, k, args.keyAdministrators))),
             },
             { parent: this, dependsOn: [publicAccess, ownership] },
         );

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import type { PolicyDocument } from "../../lib/policy-document";
+import { inBucketAccount, type PolicyDocument } from "../../lib/policy-document";
 import type { SpokeIdentityContract } from "../../config/contract";
 import type { SpokeIdentityConfig } from "../../config/stack";
 import { GATEWAY_NAMESPACE } from "../../lib/gateway";
@@ -40,6 +40,8 @@ export const SPOKE_SERVICES = Object.keys(SPOKE_AWS_SERVICES).sort() as SpokeSer
 export interface SpokeRolePolicyInput {
     spoke: string;
     bucketArn: string;
+    /** The hub's account, which owns the bucket: every S3 grant requires it (`s3:ResourceAccount`). */
+    bucketOwner: string;
     kmsKeyArn: string;
     /** Region of the bucket: KMS use is allowed only through S3 there (`kms:ViaService`). */
     region: string;
@@ -70,6 +72,7 @@ export function spokeServicePolicy(service: SpokeService, x: SpokeRolePolicyInpu
             Effect: "Allow",
             Action: ["s3:GetObject", "s3:GetObjectVersion"],
             Resource: [`${x.bucketArn}/${bundlePaths.current(x.spoke)}`, `${x.bucketArn}/${prefix}bundles/*`],
+            Condition: inBucketAccount(x.bucketOwner),
         },
     ];
     if (service === "auth") {
@@ -79,9 +82,15 @@ export function spokeServicePolicy(service: SpokeService, x: SpokeRolePolicyInpu
                 Effect: "Allow",
                 Action: ["s3:ListBucket"],
                 Resource: x.bucketArn,
-                Condition: { StringLike: { "s3:prefix": [`${prefix}*`] } },
+                Condition: { StringLike: { "s3:prefix": [`${prefix}*`] }, ...inBucketAccount(x.bucketOwner) },
             },
-            { Sid: "WriteOwnAcks", Effect: "Allow", Action: ["s3:PutObject"], Resource: `${x.bucketArn}/${prefix}acks/*` },
+            {
+                Sid: "WriteOwnAcks",
+                Effect: "Allow",
+                Action: ["s3:PutObject"],
+                Resource: `${x.bucketArn}/${prefix}acks/*`,
+                Condition: inBucketAccount(x.bucketOwner),
+            },
         );
     }
     statements.push({
@@ -587,12 +596,13 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                     {
                         role: role.name,
                         policy: pulumi
-                            .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
-                            .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
+                            .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn, args.accountId])
+                            .apply(([bucketArn, kmsKeyArn, usageStreamArn, bucketOwner]) =>
                                 JSON.stringify(
                                     spokeServicePolicy(service, {
                                         spoke: args.spoke,
                                         bucketArn,
+                                        bucketOwner,
                                         kmsKeyArn,
                                         region: args.region,
                                         usageStreamArn,

@@ -36,6 +36,8 @@ export interface UsageLedgerArgs {
     spokes: string[];
     /** AWS region (for the contract). */
     region: string;
+    /** The hub's AWS partition (`aws.getPartition`); the ledger key's policy supports only `aws` (lib/kms.ts). */
+    partition?: pulumi.Input<string>;
     /** The two availability zones of the private subnets. */
     availabilityZones: [string, string];
     /** VPC block; two /24s (one per AZ) are carved from it. */
@@ -118,10 +120,11 @@ export class UsageLedger extends pulumi.ComponentResource {
                 // S3 too: the consumer's failed batches (components/hub/ledger/failures.ts). CloudWatch Logs: the database's
                 // exported log groups (components/hub/ledger/database.ts) and the ledger Lambdas' log groups
                 // (components/hub/ledger/functions.ts), only those.
-                policy: pulumi.output(args.accountId).apply((accountId) =>
+                policy: pulumi.all([args.accountId, args.partition ?? "aws"]).apply(([accountId, partition]) =>
                     JSON.stringify(
                         serviceOnlyKeyPolicy({
                             accountId,
+                            partition,
                             region: args.region,
                             services: ["rds", "secretsmanager", "s3"],
                             administrators: args.keyAdministrators,
@@ -141,7 +144,7 @@ export class UsageLedger extends pulumi.ComponentResource {
         this.streams = Object.fromEntries(streamResources.map(({ spoke, stream }) => [spoke, { name: stream.name, arn: stream.arn }]));
         const net = ledgerNetwork(scope, args);
         const db = ledgerDatabase(scope, args, key, net);
-        const failures = failedBatchBucket(scope, key, args.accountId);
+        const failures = failedBatchBucket(scope, key, args.accountId, args.keyAdministrators);
         // The interface endpoints: the ledger's secrets and the reconciliation's metric only, for this account.
         const endpointPolicies = pulumi
             .all([db.masterSecretArn, db.ingest.secret.arn, db.reporter.secret.arn, args.accountId])

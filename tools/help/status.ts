@@ -7,11 +7,14 @@ import { exitOnHelpFirst } from "../cli";
 export const HELP = `
 usage: npm run status [-- --hub STACK] [--outputs FILE] [--s3-endpoint URL] [--max-behind-seconds N]
                       [--window-hours N] [--json] [--local] [--ledger-function NAME] [--region REGION]
+                      [--access-log-bucket NAME]
 
 Where each spoke stands, read from the hub's own state (never from a spoke): the policy bundle revision the hub
 published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
 over the last --window-hours computed now; then every rollout in flight (endpoint, revision, step, weights, last
-gate verdict; drive one with npm run rollout, docs/rollout.md). Exit 1 when a spoke is behind, 2 on a usage error.
+gate verdict; drive one with npm run rollout, docs/rollout.md). It also checks that the policy bucket's S3 server
+access logs still arrive (a log object in the last 24 h in <namePrefix>-s3-access-logs-<account>-<region>). Exit 1
+when a spoke is behind or those logs stopped, 2 on a usage error.
 
 Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
 (that JSON, or out/<hub>/outputs.json of the offline render). The policy bucket: the AWS SDK's default credentials.
@@ -28,6 +31,7 @@ Options:
   --ledger-function NAME   the ledger Lambda instead of hub output usageLedger.opsFunction
   --region REGION          the ledger Lambda's region (default: the output's, then AWS_REGION)
   --lambda-endpoint URL    a Lambda-compatible server instead of AWS Lambda
+  --access-log-bucket NAME the hub's access log bucket, when not named after its policy bucket
   --json                   rows as JSON
   --local                  try it with no hub: starts a throwaway PostgreSQL (ledger schema) and S3 stand-in
                            (s3rver) on loopback, writes sample revisions, ACKs and usage for the spokes of

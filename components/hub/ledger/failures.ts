@@ -2,7 +2,8 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { FAILED_BATCH_PREFIX } from "../../../services/usage-consumer/config";
 import type { LedgerScope } from "./scope";
-import { denyInsecureTransport } from "../../../lib/policy-document";
+import { hubBucketName } from "../../../lib/hub-bucket-names";
+import { denyInsecureTransport, denyUnlessAdministrators } from "../../../lib/policy-document";
 
 /** Days a failed batch stays in the failure bucket before S3 expires it (replay within this window). */
 export const FAILED_BATCH_RETENTION_DAYS = 35;
@@ -10,9 +11,10 @@ export const FAILED_BATCH_RETENTION_DAYS = 35;
 /**
  * Pure: the failure bucket's policy. TLS only; uploads only under the ledger key, named in the request
  * (`x-amz-server-side-encryption-aws-kms-key-id`, which the consumer always sends: services/usage-consumer/failed-batches.ts),
- * so a failed batch is never stored under another key or unencrypted.
+ * so a failed batch is never stored under another key or unencrypted. Only `administrators` (lib/kms.ts
+ * `hubAdministrators`) may change where its access logs go (`s3:PutBucketLogging`: components/hub/AccessLogs.ts).
  */
-export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string) {
+export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string, administrators: readonly string[]) {
     return {
         Version: "2012-10-17",
         Statement: [
@@ -25,6 +27,7 @@ export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string) {
                 Resource: `${bucketArn}/*`,
                 Condition: { StringNotEquals: { "s3:x-amz-server-side-encryption-aws-kms-key-id": kmsKeyArn } },
             },
+            denyUnlessAdministrators("OnlyHubAdministratorsChangeLogging", ["s3:PutBucketLogging"], bucketArn, administrators),
         ],
     };
 }
@@ -42,13 +45,19 @@ export interface FailedBatchBucket {
  * ledger key, private, expiring after {@link FAILED_BATCH_RETENTION_DAYS} days, protected and retained on delete.
  * `npm run replay-usage` reads it.
  */
-export function failedBatchBucket(scope: LedgerScope, key: aws.kms.Key, accountId: pulumi.Input<string>): FailedBatchBucket {
+export function failedBatchBucket(
+    scope: LedgerScope,
+    key: aws.kms.Key,
+    accountId: pulumi.Input<string>,
+    /** lib/kms.ts `hubAdministrators`: who may change the bucket's logging. */
+    administrators: readonly string[],
+): FailedBatchBucket {
     // Fixed, globally unique name (account and region), never an auto-suffix; protected and retained: it may hold
     // usage not yet in the ledger.
     const bucket = new aws.s3.Bucket(
         `${scope.name}-failed-batches`,
         {
-            bucket: pulumi.interpolate`${scope.prefix}-usage-failed-batches-${accountId}-${scope.region}`,
+            bucket: pulumi.output(accountId).apply((a) => hubBucketName("failure", scope.prefix, a, scope.region)),
             forceDestroy: false,
             tags: scope.tags,
         },
@@ -97,7 +106,7 @@ export function failedBatchBucket(scope: LedgerScope, key: aws.kms.Key, accountI
         `${scope.name}-failed-batches-policy`,
         {
             bucket: bucket.bucket,
-            policy: pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => JSON.stringify(failedBatchBucketPolicy(b, k))),
+            policy: pulumi.all([bucket.arn, key.arn]).apply(([b, k]) => JSON.stringify(failedBatchBucketPolicy(b, k, administrators))),
         },
         { ...scope.parent, dependsOn: [publicAccess, ownership] },
     );

@@ -241,8 +241,9 @@ export function ledgerFunctions(
                     key.arn,
                     logGroup.arn,
                     failures.bucket.arn,
+                    failures.owner,
                 ])
-                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn, failedBatchBucketArn]) =>
+                .apply(([streamArns, queueArn, secretArn, kmsKeyArn, logGroupArn, failedBatchBucketArn, bucketOwner]) =>
                     JSON.stringify(
                         consumerPolicy({
                             streamArns,
@@ -252,6 +253,7 @@ export function ledgerFunctions(
                             logGroupArn,
                             region: scope.region,
                             failedBatchBucketArn,
+                            bucketOwner,
                         }),
                     ),
                 ),
@@ -374,17 +376,20 @@ export function ledgerFunctions(
     const opsIam = lambdaRole(
         "ops",
         "usage ledger operations for the operator tools: status reads, failed-batch replay",
-        pulumi.all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn, failures.bucket.arn]).apply(([i, r, k, l, b]) =>
-            JSON.stringify(
-                ledgerOpsPolicy({
-                    roleSecretArns: [i, r],
-                    kmsKeyArn: k,
-                    logGroupArn: l,
-                    region: scope.region,
-                    failedBatchBucketArn: b,
-                }),
+        pulumi
+            .all([ingest.secret.arn, reporter.secret.arn, key.arn, opsLogs.arn, failures.bucket.arn, failures.owner])
+            .apply(([i, r, k, l, b, o]) =>
+                JSON.stringify(
+                    ledgerOpsPolicy({
+                        roleSecretArns: [i, r],
+                        kmsKeyArn: k,
+                        logGroupArn: l,
+                        region: scope.region,
+                        failedBatchBucketArn: b,
+                        bucketOwner: o,
+                    }),
+                ),
             ),
-        ),
     );
     const ops = lambdaFn(
         "ops",

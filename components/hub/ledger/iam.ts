@@ -1,4 +1,5 @@
 import { FAILED_BATCH_PREFIX } from "../../../services/usage-consumer/config";
+import { inBucketAccount } from "../../../lib/policy-document";
 /** The ledger key decrypts a secret only when Secrets Manager asks, in the hub's region (`kms:ViaService`). */
 export function viaSecretsManager(region: string) {
     return { StringEquals: { "kms:ViaService": `secretsmanager.${region}.amazonaws.com` } };
@@ -71,6 +72,8 @@ export function ledgerOpsPolicy(x: {
     logGroupArn: string;
     region: string;
     failedBatchBucketArn: string;
+    /** The hub's account, which owns the failure bucket (`s3:ResourceAccount`). */
+    bucketOwner: string;
 }) {
     return {
         Version: "2012-10-17",
@@ -88,6 +91,7 @@ export function ledgerOpsPolicy(x: {
                 Effect: "Allow",
                 Action: ["s3:GetObject"],
                 Resource: `${x.failedBatchBucketArn}/${FAILED_BATCH_PREFIX}*`,
+                Condition: inBucketAccount(x.bucketOwner),
             },
             {
                 Sid: "DecryptFailedBatches",
@@ -110,6 +114,8 @@ export function consumerPolicy(x: {
     logGroupArn: string;
     region: string;
     failedBatchBucketArn: string;
+    /** The hub's account, which owns the failure bucket (`s3:ResourceAccount`). */
+    bucketOwner: string;
 }) {
     return {
         Version: "2012-10-17",
@@ -143,6 +149,7 @@ export function consumerPolicy(x: {
                 Effect: "Allow",
                 Action: ["s3:PutObject"],
                 Resource: `${x.failedBatchBucketArn}/${FAILED_BATCH_PREFIX}*`,
+                Condition: inBucketAccount(x.bucketOwner),
             },
             {
                 Sid: "EncryptFailedBatches",
