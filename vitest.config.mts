@@ -64,10 +64,13 @@ export default defineConfig({
         // A process runs file after file (not isolated): the Pulumi SDK, the AWS and Kubernetes providers and the
         // program's modules load once per worker instead of once per file, and the renders of the repository's own
         // stack files (test/helpers.ts runRepoStack) are shared by every file of that worker. Every runStack sets
-        // its own mocks and config, test/setup.ts re-arms the tripwire before each file, and no test mocks modules.
+        // its own mocks and config, test/setup.ts re-arms the tripwire before each file, test/setup-leaks.ts fails a file that
+        // leaves process.env or fake timers changed, and no test mocks modules.
         pool: "forks",
         isolate: false,
-        setupFiles: ["test/setup.ts"],
+        // The tripwire and a clean Pulumi config (test/setup.ts); a file that leaves process.env or fake timers changed
+        // for the next file fails, and the next file finds them restored (test/setup-leaks.ts).
+        setupFiles: ["test/setup.ts", "test/setup-leaks.ts"],
         // A folder for the run that its worker processes share (test/run-share.ts), removed when the run ends.
         globalSetup: ["test/global-setup.ts"],
         testTimeout: 60_000,

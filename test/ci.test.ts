@@ -36,6 +36,39 @@ function gates(text: string): string[] {
 }
 
 /**
+ * The static checks CI runs, by the gate .ci/run and the workflows write, and the tool command each must come to (an
+ * `npm run` gate through package.json's script): the type-checkers over the program and the pack, Biome's linter and
+ * formatter over the whole repository (biome.jsonc), GitHub's workflow parser. Exact, so `"lint": "true"` or a
+ * narrowed target is told apart.
+ */
+const STATIC_CHECKS: Record<string, string> = {
+    "npm run typecheck": "tsc --noEmit -p .",
+    "npx tsc -p policies --noEmit": "tsc -p policies --noEmit",
+    "npm run lint": "biome lint .",
+    "npm run format:check": "biome format .",
+    "npm run lint:workflows": "node tools/lint-workflows.mjs",
+};
+
+const SCRIPTS: Record<string, string> = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts;
+
+/** What a gate runs: an `npm run X` gate is package.json's script X, an `npx` gate its command; undefined for others. */
+function toolCommand(gate: string, scripts: Record<string, string>): string | undefined {
+    const npmRun = /^npm run (\S+)$/.exec(gate);
+    if (npmRun) return scripts[npmRun[1]];
+    return /^npx (.+)$/.exec(gate)?.[1];
+}
+
+/** Each static check a script (.ci/run, a workflow job's runs) lacks or that comes to another command, in words. */
+function staticCheckFaults(runs: string, scripts: Record<string, string>): string[] {
+    const present = gates(runs);
+    return Object.entries(STATIC_CHECKS).flatMap(([gate, command]) => {
+        if (!present.includes(gate)) return [`${gate}: not run`];
+        const actual = toolCommand(gate, scripts);
+        return actual === command ? [] : [`${gate}: runs ${JSON.stringify(actual)}, expected ${JSON.stringify(command)}`];
+    });
+}
+
+/**
  * The OS packages a script installs with apt-get, sorted: the arguments of every `apt-get install` (flags dropped), where
  * `"${need[@]}"` stands for every `need+=(...)` of the script (.ci/run installs only what the machine lacks).
  */
@@ -152,6 +185,29 @@ describe("GitHub Actions workflows", () => {
         expect(ciRun.length, `.ci/run runs a gate twice: ${ciRun.join(", ")}`).toBe(new Set(ciRun).size);
         expect(ciRun).toEqual(expect.arrayContaining(["npm run lint", "npm run format:check", "npm run lint:workflows"]));
         expect(ciRun).not.toContain("npm run upstream-check");
+    });
+
+    it("lint, format and type checks run the Biome and tsc commands over the repository, in .ci/run and every job that runs npm test", () => {
+        expect(staticCheckFaults(CI_RUN, SCRIPTS), ".ci/run").toEqual([]);
+        expect(CI_RUN, ".ci/run stops at the first failing gate").toMatch(/^set -euo pipefail$/m);
+        for (const j of testJobs()) {
+            expect(staticCheckFaults(j.runs, SCRIPTS), j.where).toEqual([]);
+            const tolerated = j.steps.filter((s: any) => s["continue-on-error"] !== undefined).map((s: any) => s.name ?? s.run);
+            expect(tolerated, `${j.where}: steps whose failure is ignored`).toEqual([]);
+        }
+        // Planted: a script that always passes, a narrowed target, a gate whose failure is swallowed, a gate dropped.
+        expect(staticCheckFaults(CI_RUN, { ...SCRIPTS, "format:check": "true" })).toEqual([
+            'npm run format:check: runs "true", expected "biome format ."',
+        ]);
+        expect(staticCheckFaults(CI_RUN, { ...SCRIPTS, lint: "biome lint lib" })).toEqual([
+            'npm run lint: runs "biome lint lib", expected "biome lint ."',
+        ]);
+        expect(staticCheckFaults(CI_RUN.replace(/^npm run typecheck$/m, "npm run typecheck || true"), SCRIPTS)).toEqual([
+            "npm run typecheck: not run",
+        ]);
+        expect(staticCheckFaults(CI_RUN.replace(/^npx tsc -p policies --noEmit$/m, ""), SCRIPTS)).toEqual([
+            "npx tsc -p policies --noEmit: not run",
+        ]);
     });
 
     it("every workflow job that runs npm test installs the OS packages .ci/run installs, on the Node .ci/run fetches", () => {

@@ -241,7 +241,8 @@ describe("preview.yml posts report + diff as one comment", () => {
             try {
                 await new AsyncFunction("require", "github", "context", post.with.script)(require, github, context);
             } finally {
-                process.env.RUNNER_TEMP = prev;
+                if (prev === undefined) delete process.env.RUNNER_TEMP;
+                else process.env.RUNNER_TEMP = prev;
             }
             return calls;
         };

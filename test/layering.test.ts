@@ -21,7 +21,9 @@ import { ROOT } from "./helpers";
  * `services/shared/`, the last two loading nothing but Node built-ins (the pack has its own node_modules). tools/
  * and test/ may import anything but each other's way up: nothing outside tools/ and test/ imports them. Product code
  * (index.ts, programs/, components/, lib/, config/, upstream/, services/, policies/) never computes a module path
- * (`require("../tools/" + x)`, ``import(`./${y}`)``): such an import escapes this test, so it is refused. No module
+ * (`require("../tools/" + x)`, ``import(`./${y}`)``) nor reaches Node's loader another way (`const r = require`,
+ * `createRequire`, `module.require`; LOADER_USES lists the reviewed exceptions): such an import escapes this test, so it
+ * is refused. No module
  * is a re-export shim (a second path to another module) unless its header names it a public entry point.
  */
 
@@ -122,6 +124,52 @@ function resolve(from: string, spec: string): string {
 const parse = (file: string, text: string) => ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
 const literal = (n: ts.Node | undefined) => (n && (ts.isStringLiteral(n) || ts.isNoSubstitutionTemplateLiteral(n)) ? n.text : undefined);
 
+/**
+ * Uses of Node's loader that are not a direct `require("literal")` call, each with its reason: a documented way out
+ * for a real need. Keyed by the expression's text.
+ */
+const LOADER_USES: Record<string, string> = {
+    // A service's script (bench, chaos, report) runs its CLI only when started as the main module: Node's documented
+    // test (nodejs/node@v24.x:doc/api/modules.md "Accessing the main module"). It reads; it loads nothing.
+    "require.main === module": "run as a script",
+};
+
+/** Objects whose `require` property is Node's loader (`module.require`, `globalThis.require`, ...), not a method. */
+const LOADER_HOLDERS = new Set(["module", "global", "globalThis", "process.mainModule", "require.main"]);
+
+const LOADER_NAMES = new Set(["require", "createRequire"]);
+
+/**
+ * Whether a node reaches Node's loader other than by a direct `require("literal")` call (read as an import above):
+ * `require` as a value (`const r = require; r("../tools/x")`, `{ require }`, `require.cache`), `createRequire` in any
+ * form (`createRequire(__filename)("../tools/x")`, `m.createRequire`, its import), `module.require`, and
+ * `x["require"]`. Such a module path escapes the import graph, so it counts as computed. A property or key named
+ * `require` on another object (Pulumi's `config.require("key")`) is not the loader; {@link LOADER_USES} are let through.
+ */
+function isLoaderUse(n: ts.Node): boolean {
+    if (ts.isElementAccessExpression(n)) return LOADER_NAMES.has(literal(n.argumentExpression) ?? "");
+    if (!ts.isIdentifier(n) || !LOADER_NAMES.has(n.text)) return false;
+    const p = n.parent;
+    // The direct call: an import edge (literal) or a computed one (anything else), read by importsOf.
+    if (n.text === "require" && ts.isCallExpression(p) && p.expression === n) return false;
+    if (ts.isPropertyAccessExpression(p) && p.name === n) return n.text === "createRequire" || LOADER_HOLDERS.has(p.expression.getText());
+    // A key or member declared with the name (an object's, a type's, a class's): not a reference to the loader.
+    if (
+        (ts.isPropertyAssignment(p) ||
+            ts.isPropertySignature(p) ||
+            ts.isPropertyDeclaration(p) ||
+            ts.isMethodDeclaration(p) ||
+            ts.isMethodSignature(p)) &&
+        p.name === n
+    )
+        return false;
+    if (n.text === "require" && ts.isPropertyAccessExpression(p) && p.expression === n) {
+        const use = p.parent;
+        if (ts.isBinaryExpression(use) && LOADER_USES[use.getText()] !== undefined) return false;
+    }
+    return true;
+}
+
 /** Every import of one file, read by the TypeScript parser (so an example in a comment is not an import). */
 function importsOf(file: string, text: string): Edge[] {
     const edges: Edge[] = [];
@@ -163,6 +211,9 @@ function importsOf(file: string, text: string): Edge[] {
             const spec = literal(n.arguments[0]);
             if (spec !== undefined) add(spec, false);
             else edges.push({ from: file, to: n.getText(sf), typeOnly: false, computed: true });
+        } else if (isLoaderUse(n)) {
+            const at = ts.findAncestor(n, ts.isStatement) ?? n;
+            edges.push({ from: file, to: at.getText(sf).split("\n")[0], typeOnly: false, computed: true });
         }
         ts.forEachChild(n, visit);
     };
@@ -444,6 +495,43 @@ describe("layering (import graph of the TypeScript sources)", () => {
         expect(violations([{ from: "components/spoke/X.ts", to: "services/x/config.ts", typeOnly: false }], fake)).toEqual([
             'services/x/config.ts: imported by the program, computes a module path (require("./" + "impl") in services/x/config.ts)',
         ]);
+    });
+
+    it("refuses the loader reached another way in product code: an aliased require, createRequire, module.require", () => {
+        const evasions = [
+            'const r = require;\nr("../tools/x");',
+            'import { createRequire } from "node:module";\nconst m = createRequire(__filename)("../tools/x");',
+            'import * as nodeModule from "node:module";\nconst m = nodeModule.createRequire(__filename)("../tools/x");',
+            'const m = module.require("../tools/x");',
+            'const m = globalThis["require"]("../tools/x");',
+            'const loaders = { require };\nloaders.require("../tools/x");',
+            'const m = require.main.require("../tools/x");',
+            'const { createRequire: cr } = process.getBuiltinModule("node:module");',
+        ];
+        for (const code of evasions) {
+            const v = violations(importsOf("lib/x.ts", code), read);
+            expect(v.length, code).toBeGreaterThan(0);
+            for (const m of v)
+                expect(m, code).toMatch(/^lib\/x\.ts: .*: a computed module path escapes the layering check; import a literal path$/);
+            expect(violations(importsOf("tools/x.ts", code), read), code).toEqual([]);
+        }
+        expect(violations(importsOf("lib/x.ts", evasions[0]), read)).toEqual([
+            "lib/x.ts: const r = require;: a computed module path escapes the layering check; import a literal path",
+        ]);
+        // Not the loader: a direct call with a literal, Pulumi's config.require, a key named require, LOADER_USES.
+        const fine = [
+            'const fs = require("node:fs");',
+            'const region = new pulumi.Config("aws").require("region");',
+            "const o = { require: true };\ninterface I { require: boolean }\nif (o.require) f();",
+            "if (require.main === module) main();",
+        ].join("\n");
+        expect(importsOf("lib/x.ts", fine).filter((e) => e.computed)).toEqual([]);
+        // Each reviewed exception is still needed somewhere in product code (the list only shrinks).
+        for (const use of Object.keys(LOADER_USES))
+            expect(
+                files.some((f) => PRODUCT.has(layerOf(f, true)!) && read(f).includes(use)),
+                `${use} is no longer used: delete it from LOADER_USES`,
+            ).toBe(true);
     });
 
     it("the policy pack imports exactly policies/, upstream/, PACK_SHARED_LIB and services/shared/, which load no package", () => {

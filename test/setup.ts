@@ -1,6 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
 import { lazyPromiseTraces } from "../tools/harness";
 
+// No Pulumi configuration from the previous file of this worker: each runStack sets its own (tools/harness.ts).
+pulumi.runtime.setAllConfig({}, []);
+
 /**
  * Tripwire: before a test sets its own mocks (tools/harness.ts runStack does), any resource registration
  * fails loudly. Without this, a resource created at import time is silently faked by the SDK and the test

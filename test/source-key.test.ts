@@ -11,6 +11,7 @@ import { awsCredentialsFile, keySecretName, SOURCE_KEY_SLOT_ANNOTATION } from ".
 import { installSourceKeyCommand } from "../tools/mint-key";
 import { unwrapWire } from "../tools/wire";
 import { byType, inputs, runHubAndSpoke, testTempDir } from "./helpers";
+import { restoreEnv } from "./env-guard";
 
 /**
  * On-prem spokes' AWS source keys never enter Pulumi state: the spoke program only names the operator-installed
@@ -122,7 +123,7 @@ describe("npm run mint-key -- install-source-key", () => {
         sm.createSecret(keySecretName("hcm1", "2026-11"));
     });
     afterAll(async () => {
-        process.env = env;
+        restoreEnv(env);
         client.destroy();
         await sm.close();
     });

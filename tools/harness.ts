@@ -135,7 +135,9 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
             }
         })() || "us-east-1";
     const preview = !!opts.preview;
-    // The program runs under mocks: an offline render, never a real engine run (programs/hub.ts reads it).
+    // The program runs under mocks: an offline render, never a real engine run (programs/hub.ts reads it). Set for
+    // this run only: the caller's value is put back when it ends.
+    const offlineBefore = process.env[OFFLINE_RENDER_ENV];
     process.env[OFFLINE_RENDER_ENV] = "1";
     pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
     await pulumi.runtime.setMocks(
@@ -263,7 +265,12 @@ export async function runStack(opts: RunStackOptions): Promise<RunStackResult> {
     } catch (e) {
         failure = e;
     }
-    await settings.waitForRPCs();
+    try {
+        await settings.waitForRPCs();
+    } finally {
+        if (offlineBefore === undefined) delete process.env[OFFLINE_RENDER_ENV];
+        else process.env[OFFLINE_RENDER_ENV] = offlineBefore;
+    }
     if (failure) {
         // What was declared before the program failed (tests assert "nothing half-applied" with it).
         if (failure && typeof failure === "object")

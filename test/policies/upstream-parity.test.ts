@@ -5,6 +5,7 @@
  * policies/pd-compat.ts `pd-kv-settings-match`, which runs the pair rule) on the same object and key.
  */
 import { describe, expect, it } from "vitest";
+import * as check from "../../upstream/check";
 import { pdSettingsMatch } from "../../policies/pd-compat";
 import { upstreamRulesPolicy } from "../../policies/upstream";
 import type { CapturedResource } from "../../tools/harness";
@@ -21,6 +22,7 @@ import {
     type Rule,
     releasesOf,
     rules,
+    signalsRule,
     unreadPodTemplateRule,
 } from "../../upstream/check";
 import { edit as editByName } from "./graph-edit";
@@ -44,9 +46,6 @@ function rendered(rs: CapturedResource[]): { objects: Obj[]; resources: Obj[] } 
         resources: rs.map((r) => ({ type: r.type, name: r.name, inputs: r.inputs })),
     };
 }
-
-/** The signals rule of the registry (the last entry: activation, versions, observability, Planner config ...). */
-const signalsRule = rules[rules.length - 1];
 
 /** One planted fault: the rule that must find it, where (object, key) and optionally what the message says. */
 interface Row {
@@ -144,9 +143,22 @@ const table: Row[] = [
 
 const pack = [upstreamRulesPolicy(), pdSettingsMatch];
 
+/** Positions of registry entries that upstream/check does not export by name (the table can only import named rules). */
+function unnamedRules(registry: readonly Rule[]): number[] {
+    const named = new Set<unknown>(Object.values(check));
+    return registry.flatMap((r, i) => (named.has(r) ? [] : [i]));
+}
+
 describe("every upstream-check rule runs in the pack, on the same object and key", () => {
     it("the table plants one fault per rule of the registry", () => {
         expect(new Set(table.map((r) => r.rule))).toEqual(new Set(rules));
+    });
+    it("every rule of the registry is a named export, so the table picks rules by name, never by position", () => {
+        expect(unnamedRules(rules)).toEqual([]);
+        // Planted: an inline rule appended to the registry is named, and the signals row keeps its rule.
+        const appended: Rule = () => [];
+        expect(unnamedRules([...rules, appended])).toEqual([rules.length]);
+        expect(rules).toContain(signalsRule);
     });
     it("the compliant graph: no finding from upstream-check, no violation from the pack", async () => {
         const { objects, resources } = rendered(compliant());

@@ -17,7 +17,7 @@ import { pairRule } from "./pairs";
 import { kvClosedWorldRule } from "./kv-closed-world";
 import { mooncakePairRule } from "./mooncake-pairs";
 import { unreadPodTemplateRule } from "./walk";
-import { checkSignals } from "./signals";
+import { signalsRule } from "./signals";
 import { pairKvSettings, pairRoleSettings } from "../pairs";
 import type { CheckResult, Facts, Finding, HelmRelease, Obj, RenderedStack, Rule } from "./types";
 
@@ -26,6 +26,7 @@ export { checkContainer, containerRule, findEntrypoint } from "./containers";
 export { chartFactsOf, checkHelmValues, helmValuesRule, valuesPaths } from "./helm";
 export { kvClosedWorldRule, kvExceptionsOf } from "./kv-closed-world";
 export { mooncakePairRule } from "./mooncake-pairs";
+export { signalsRule } from "./signals";
 export type { KvException } from "./kv-closed-world";
 export { componentRole, mainContainer, pairRule, pairSideOf } from "./pairs";
 export { containersOf, effectiveArgv, objectName, podSpecs, splitImage } from "./objects";
@@ -63,7 +64,7 @@ export const rules: readonly Rule[] = [
     // Features that take effect and peers that accept them (upstream/activation.ts), version pairs (upstream/compat.ts),
     // the observability chain (upstream/metrics.ts), one Prometheus for scrapes and the Planner, Mooncake devices,
     // what each engine supports per endpoint shape, the Planner's config keys (upstream/check/signals.ts).
-    (stack) => checkSignals(stack).findings,
+    signalsRule,
 ];
 
 /** An empty result to accumulate into. */

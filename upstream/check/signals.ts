@@ -11,6 +11,7 @@ import { checkEndpointSupport } from "./endpoint-support";
 import { checkMooncakeDevices } from "./mooncake-devices";
 import { checkPlannerConfig } from "./planner-config";
 import { checkPrometheusAgreement } from "./prometheus";
+import type { Rule } from "./types";
 import { checkVersionPairs, type Unproven } from "./versions";
 import { argvOf, type Finding, flagValue, parseJson, type PodView, podsOf, type StackView } from "./view";
 
@@ -39,6 +40,12 @@ export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unp
         unproven: v.unproven,
     };
 }
+
+/**
+ * The signals rule of the registry (upstream/check/index.ts `rules`): {@link checkSignals}'s findings on one rendered
+ * stack (its unproven version pairs are the render report's, not findings).
+ */
+export const signalsRule: Rule = (stack) => checkSignals(stack).findings;
 
 /** One endpoint's features as rendered, and the signals its pods export and Prometheus scrapes (for the render report). */
 export interface EndpointSignals {

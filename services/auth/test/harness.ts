@@ -174,11 +174,12 @@ export interface S3Server {
 /**
  * Starts s3rver (an S3 API over the local filesystem) on a free port with bucket {@link BUCKET}. Also sets
  * `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` to s3rver's built-in credentials when unset, so the service's
- * S3 client (SDK default credential chain) can sign its requests.
+ * S3 client (SDK default credential chain) can sign its requests, until `destroy()`.
  */
 export async function startS3(): Promise<S3Server> {
-    process.env.AWS_ACCESS_KEY_ID ??= "S3RVER";
-    process.env.AWS_SECRET_ACCESS_KEY ??= "S3RVER";
+    // Set for this server's life only: destroy() removes what it set (the next test file of the worker starts clean).
+    const credentialEnv = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"].filter((k) => process.env[k] === undefined);
+    for (const k of credentialEnv) process.env[k] = "S3RVER";
     const port = await freePort();
     const data = tempDir("auth-s3-");
     const endpoint = `http://127.0.0.1:${port}`;
@@ -212,6 +213,7 @@ export async function startS3(): Promise<S3Server> {
             await s3.stop();
             client.destroy();
             data.remove();
+            for (const k of credentialEnv) delete process.env[k];
         },
         async put(key, body) {
             await client.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body, ContentType: "application/json" }));
