@@ -218,10 +218,12 @@ describe("polling", () => {
     it("picks up a new revision on its own at the configured interval", async () => {
         const SPOKE = "spoke-poll";
         await publishBundle(s3, hub, SPOKE, 1, rev1);
-        const { svc } = await start(SPOKE, { env: { AUTH_POLL_INTERVAL_SECONDS: "0.1" } });
+        // A sync is cut off at the poll interval (bundles.ts): 0.5 s leaves a loaded test machine's S3 stand-in time to
+        // answer, where 0.1 s could cut every sync off and leave the service with no bundle (503).
+        const { svc } = await start(SPOKE, { env: { AUTH_POLL_INTERVAL_SECONDS: "0.5" } });
         expect(await allowedRevision(svc, k1)).toBe("1");
         await publishBundle(s3, hub, SPOKE, 2, rev2);
-        await expect.poll(() => allowedRevision(svc, k2), { timeout: 5_000, interval: 50 }).toBe("2");
-        await expect.poll(async () => s3.get(bundlePaths.ack(SPOKE, 2)), { timeout: 5_000, interval: 50 }).toBeDefined();
+        await expect.poll(() => allowedRevision(svc, k2), { timeout: 10_000, interval: 50 }).toBe("2");
+        await expect.poll(async () => s3.get(bundlePaths.ack(SPOKE, 2)), { timeout: 10_000, interval: 50 }).toBeDefined();
     });
 });
