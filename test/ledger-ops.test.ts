@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS3 } from "../services/auth/test/harness";
 import { ingestBatch, migrate } from "../services/ledger/ledger";
 import { PG_TEMPLATE_ENV, startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
+import { plainEvent } from "../services/ledger/testing/events";
 import type { UsageEvent } from "../services/shared/usage";
 import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
 import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
@@ -37,28 +38,12 @@ let lambda: http.Server;
 let lambdaUrl: string;
 const seen: Array<{ path: string; authorization: string; roles: string[] }> = [];
 
-function ev(i: number, spoke = "hn1"): UsageEvent {
-    return {
-        requestId: `${spoke}-r-${i}`,
+const ev = (i: number, spoke = "hn1"): UsageEvent =>
+    plainEvent(i, {
         spoke,
-        tenant: "acme",
-        team: "search",
-        keyId: "k",
-        model: "m",
-        endpoint: "e",
-        inputTokens: 10,
-        outputTokens: 5,
-        cachedInputTokens: 0,
-        status: 200,
-        stream: false,
-        truncated: false,
-        usageSource: "reported",
         startedAt: new Date(Date.now() - 600_000).toISOString(),
         endedAt: new Date(Date.now() - 590_000).toISOString(),
-        seq: i,
-        source: "metering-0.aaaa0000",
-    };
-}
+    });
 /** The ledger Lambda's S3 client (created on first use). */
 let opsS3: S3Client | undefined;
 

@@ -13,6 +13,7 @@ import { BUCKET, BUCKET_OWNER_ACCOUNT, ownerCheckedClient, type S3Server, startS
 import { ingestBatch, recordSpokeQuarantine } from "../services/ledger/ledger";
 import { runReconciliation } from "../services/ledger/status";
 import { useLedgerDb } from "../services/ledger/testing/ledger-db";
+import { plainEvent } from "../services/ledger/testing/events";
 import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
 import { accessLogBucketOf } from "../lib/hub-bucket-names";
@@ -39,28 +40,7 @@ const spokes = {
 };
 const client = () => checked;
 
-function ev(spoke: string, seq: number, endedAt: string): UsageEvent {
-    return {
-        requestId: `${spoke}-r-${seq}`,
-        spoke,
-        tenant: "acme",
-        team: "search",
-        keyId: "k",
-        model: "m",
-        endpoint: "e",
-        inputTokens: 10,
-        outputTokens: 5,
-        cachedInputTokens: 0,
-        status: 200,
-        stream: false,
-        truncated: false,
-        usageSource: "reported",
-        startedAt: endedAt,
-        endedAt,
-        seq,
-        source: "metering-0.aaaa0000",
-    };
-}
+const ev = (spoke: string, seq: number, endedAt: string): UsageEvent => plainEvent(seq, { spoke, startedAt: endedAt, endedAt });
 
 async function publish(spoke: string, revision: number) {
     await s3.put(bundlePaths.current(spoke), JSON.stringify({ revision, key: bundlePaths.bundle(spoke, revision), contentHash: "h" }));

@@ -29,5 +29,36 @@ export function mixedEvent(i: number, over: Partial<UsageEvent> = {}, estimatedE
     };
 }
 
+/**
+ * One uniform usage event (tenant acme, team search, key k, 10 + 5 tokens, reported, not streamed) of `spoke`
+ * (default hn1) with sequence number `seq` and request id `<spoke>-r-<seq>`; `over` replaces any other field (the
+ * times, say).
+ */
+export function plainEvent(seq: number, over: Partial<UsageEvent> & { spoke?: string } = {}): UsageEvent {
+    const spoke = over.spoke ?? "hn1";
+    const endedAt = over.endedAt ?? new Date().toISOString();
+    return {
+        requestId: `${spoke}-r-${seq}`,
+        spoke,
+        tenant: "acme",
+        team: "search",
+        keyId: "k",
+        model: "m",
+        endpoint: "e",
+        inputTokens: 10,
+        outputTokens: 5,
+        cachedInputTokens: 0,
+        status: 200,
+        stream: false,
+        truncated: false,
+        usageSource: "reported",
+        startedAt: endedAt,
+        endedAt,
+        seq,
+        source: "metering-0.aaaa0000",
+        ...over,
+    };
+}
+
 /** The integers a, a + 1, …, b - 1. */
 export const range = (a: number, b: number): number[] => Array.from({ length: b - a }, (_, i) => a + i);
