@@ -18,6 +18,10 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * - closed loop at 16 in flight spread over `spreadKeys` keys: each key is too quiet for a grant, so every
  *   check is a Redis check, the cost of a quiet key's check: checks/s ratio [≥ 0.60x] and redis-server CPU per
  *   check [≤ 20 µs];
+ * - beside the quiet-key setting, a diagnostic with no goal: the Redis floor ({@link startRedisFloor}), the no-op floor
+ *   plus one batched Redis script call per event-loop turn carrying each check's keys and arguments, as the service
+ *   sends them, to a script that only answers. It is what any service pays on this machine for a Redis round trip per
+ *   quiet check, so the gap between it and the auth service is the limit logic (Redis) and the service's own work;
  * - open loop (paced) at a tenth of the floor's saturated rate (its best closed-loop checks/s): p99 of both,
  *   and the difference auth − floor [≤ 1 ms]. Latency is measured from each request's scheduled send time,
  *   so a stall is not hidden by the generator waiting for it (no coordinated omission).
@@ -42,7 +46,7 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * slows every EventEmitter of the process; the image runs compiled JavaScript).
  */
 
-/** Tunables; with the defaults a run takes about 3.5 minutes (3 pairs per closed-loop setting, 5 paced). */
+/** Tunables; with the defaults a run takes about 4 minutes (3 pairs per closed-loop setting, 5 paced; the quiet setting also runs the Redis floor each round). */
 export interface AuthBenchOptions {
     /** Measured seconds per target and setting. */
     durationS?: number;
@@ -96,6 +100,11 @@ export interface SettingResult {
     /** The median pair (by the setting's figure), or the only one. */
     floor?: TargetResult;
     auth?: TargetResult;
+    /**
+     * The quiet-key setting only, a diagnostic with no goal: the Redis floor ({@link startRedisFloor}) of the median
+     * pair's round.
+     */
+    redisFloor?: TargetResult;
     /** The setting's figure of each pair, in run order (checks/s ratio, or p99 difference in ms when paced). */
     figures?: number[];
 }
@@ -364,6 +373,88 @@ async function startFloor(): Promise<http.Server> {
 }
 
 /**
+ * The Redis floor's script: reads nothing, writes nothing, answers one slot per check (as
+ * services/shared/limits.ts `CHECK_COUNTERS_BATCH_LUA` answers an admitted check). ARGV begins with the number of
+ * limit sets and the sets (4 each), then the number of contexts and their sets (2 each); KEYS begin with 4 keys per
+ * context; then 2 keys and 6 arguments per check, the counters check's layout.
+ */
+const REDIS_FLOOR_LUA = `
+local ctxs = 2 + tonumber(ARGV[1]) * 4
+local ctxKeys = tonumber(ARGV[ctxs]) * 4
+local out = {}
+for n = 1, (#KEYS - ctxKeys) / 2 do out[n] = 1 end
+return out
+`;
+
+/**
+ * The Redis floor: the no-op floor ({@link startFloor}) that, before it answers, makes one Redis script call per
+ * event-loop turn for the checks that arrived in it, one call in flight at a time (as services/shared/limits.ts
+ * `AdmissionBatcher` batches): per check the two keys and six arguments the counters check sends (a key tier HASH and
+ * token counter named after the request's API key, a lease id, now, the expiry bucket), one limit set and one context,
+ * answered by {@link REDIS_FLOOR_LUA}. No limit logic, no policy, no identity headers.
+ */
+async function startRedisFloor(redisUrl: string): Promise<{ server: http.Server; close: () => Promise<void> }> {
+    const redis = new Redis(redisUrl);
+    const sha = String(await redis.script("LOAD", REDIS_FLOOR_LUA));
+    let queue: { key: string; res: http.ServerResponse }[] = [];
+    let scheduled = false;
+    let inFlight = false;
+    let seq = 0;
+    const flush = () => {
+        scheduled = false;
+        if (inFlight || !queue.length) return;
+        const batch = queue;
+        queue = [];
+        const now = Date.now();
+        const bucket = Math.ceil((now + BENCH_LEASE_TTL_S * 1000) / 1000) * 1000;
+        const window = Math.floor(now / 60_000) * 60;
+        const keys = ["rl:c:model:floor", `rl:tok:model:floor:${window}`, "rl:c:team:floor", `rl:tok:team:floor:${window}`];
+        const args: (string | number)[] = [1, 1e9, 1e9, 1e12, 60, 1, 1, 1];
+        for (const c of batch) {
+            keys.push(`rl:c:key:${c.key}`, `rl:tok:key:${c.key}:${window}`);
+            args.push(now, `h.${bucket.toString(36)}.floor${(seq++).toString(36)}`, 1, bucket, 1, 1);
+        }
+        inFlight = true;
+        redis.evalsha(sha, keys.length, ...keys, ...args).then(
+            () => {
+                inFlight = false;
+                for (const c of batch) c.res.writeHead(200, { "content-length": "0" }).end();
+                flush();
+            },
+            (err: unknown) => {
+                inFlight = false;
+                for (const c of batch) c.res.writeHead(503, { "content-length": "0" }).end();
+                process.stderr.write(`redis floor: ${(err as Error).message}\n`);
+                flush();
+            },
+        );
+    };
+    const server = http.createServer((req, res) => {
+        const key = (req.headers.authorization ?? "").slice(-6);
+        req.on("data", () => undefined);
+        req.on("end", () => {
+            queue.push({ key, res });
+            if (!scheduled && !inFlight) {
+                scheduled = true;
+                setImmediate(flush);
+            }
+        });
+    });
+    server.keepAliveTimeout = 620_000;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+        server,
+        close: async () => {
+            await new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeAllConnections();
+            });
+            redis.disconnect();
+        },
+    };
+}
+
+/**
  * Runs floor and auth alternately at each setting and prints a side-by-side table with the auth/floor ratios.
  * Starts its own redis-server and s3rver on loopback ports and stops them afterwards.
  * @throws when redis-server is not installed, or when either target answered anything but 200.
@@ -391,6 +482,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
     const [redis, s3] = await Promise.all([startRedis(), startS3()]);
     const tmp = tempDir("auth-bench-");
     const floor = await startFloor();
+    const redisFloor = o.spreadKeys > 0 ? await startRedisFloor(redis.url) : undefined;
     try {
         const hub = hubKeys();
         const spoke = "bench";
@@ -444,15 +536,23 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             runFloor: () => Promise<TargetResult>,
             runAuth: () => Promise<TargetResult>,
             figure: (floor: TargetResult, auth: TargetResult) => number,
+            runRedisFloor?: () => Promise<TargetResult>,
         ): Promise<SettingResult> => {
-            const got: { floor?: TargetResult; auth?: TargetResult; figure: number }[] = [];
+            const got: { floor?: TargetResult; auth?: TargetResult; redisFloor?: TargetResult; figure: number }[] = [];
             for (let i = 0; i < rounds; i++) {
                 const f = only === "auth" ? undefined : await runFloor();
                 const a = only === "floor" ? undefined : await runAuth();
-                got.push({ floor: f, auth: a, figure: f && a ? figure(f, a) : NaN });
+                const rf = only || !runRedisFloor ? undefined : await runRedisFloor();
+                got.push({ floor: f, auth: a, redisFloor: rf, figure: f && a ? figure(f, a) : NaN });
             }
             const median = [...got].sort((x, y) => x.figure - y.figure)[Math.floor(got.length / 2)];
-            return { setting, floor: median.floor, auth: median.auth, figures: got.map((g) => g.figure) };
+            return {
+                setting,
+                floor: median.floor,
+                auth: median.auth,
+                ...(median.redisFloor ? { redisFloor: median.redisFloor } : {}),
+                figures: got.map((g) => g.figure),
+            };
         };
         const throughput = (f: TargetResult, a: TargetResult) => a.checksPerSecond / f.checksPerSecond;
         try {
@@ -474,6 +574,21 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
                     () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)),
                     throughput,
+                    redisFloor &&
+                        (() =>
+                            fresh(() =>
+                                load(
+                                    (redisFloor.server.address() as AddressInfo).port,
+                                    urlPath,
+                                    body,
+                                    o,
+                                    16,
+                                    0,
+                                    redisCpu,
+                                    spreadSecrets,
+                                    scriptCalls,
+                                ),
+                            )),
                 );
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
@@ -498,7 +613,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         result.goalsMissed = result.goals.filter((g) => !g.met).map((g) => `${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
         print(result, Buffer.byteLength(body));
         const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])]
-            .flatMap((r) => [r.floor, r.auth])
+            .flatMap((r) => [r.floor, r.auth, r.redisFloor])
             .filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
         const answers = runs.reduce((n, t) => n + t.errors + t.checksPerSecond * o.durationS, 0);
@@ -516,6 +631,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             floor.close(() => resolve());
             floor.closeAllConnections();
         });
+        await redisFloor?.close();
         await Promise.all([redis.stop(), s3.destroy()]);
         tmp.remove();
     }
@@ -534,6 +650,7 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
         for (const [name, t] of [
             ["no-op floor", s.floor],
             ["auth service", s.auth],
+            ["redis floor", s.redisFloor],
         ] as const) {
             if (t)
                 lines.push(
@@ -582,6 +699,13 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
             `  ${r.spread.setting}: redis-server CPU per check = ${r.spread.auth.redisUsPerCheck.toFixed(1)} us (goal <= ${GOALS.quietRedisUs} us)`,
         );
     }
+    const rf = r.spread?.redisFloor;
+    if (rf && r.spread?.floor && r.spread.auth)
+        lines.push(
+            `  ${r.spread.setting}, diagnostic (no goal): redis floor / floor = ${(rf.checksPerSecond / r.spread.floor.checksPerSecond).toFixed(2)}x, ` +
+                `redis-server CPU per check ${n(rf.redisUsPerCheck, 1)} us (a Redis round trip per check carrying the check's keys and ` +
+                `arguments, no limit logic: the rest of the gap is the service's and the script's work)`,
+        );
     if (r.paced?.floor && r.paced.auth) {
         const p = r.paced;
         lines.push(
