@@ -109,7 +109,10 @@ export interface GrantEvents {
     granted?(slots: number): void;
     /** `slots` unused slots were given back (`returned`) or could not be (`lost`: they expire by their TTL). */
     returned?(slots: number, result: "returned" | "lost", err?: unknown): void;
-    /** Latency of a Redis admission call, seconds. */
+    /**
+     * Latency of a Redis admission call, seconds: one script call, which carries every check batched with it
+     * (`batch`), so one observation per call, not per check.
+     */
     redisCall?(seconds: number, ok: boolean): void;
 }
 
@@ -173,7 +176,8 @@ export class GrantAdmission {
         if (!(o.holdMs >= 0)) throw new RangeError(`holdMs must be >= 0, got ${o.holdMs}`);
         if (!Number.isInteger(o.maxGrant) || o.maxGrant < 1 || o.maxGrant > MAX_GRANT)
             throw new RangeError(`maxGrant must be an integer in 1..${MAX_GRANT}, got ${o.maxGrant}`);
-        if (o.batch) this.batcher = new AdmissionBatcher(redis);
+        const redisCall = o.events?.redisCall;
+        if (o.batch) this.batcher = new AdmissionBatcher(redis, undefined, undefined, redisCall && ((s, ok) => redisCall(s, ok)));
         if (o.holdMs > 0) {
             this.sweeper = setInterval(() => this.sweep(), o.holdMs);
             this.sweeper.unref();
@@ -318,12 +322,12 @@ export class GrantAdmission {
     }
 
     private redisCheck(ids: TierIds, limits: TierLimits, want: number, fixed: readonly string[]): Promise<LimitDecision> {
-        const started = performance.now();
         const now = this.o.now();
         const store = this.o.store ?? "counters";
-        const call = this.batcher
-            ? this.batcher.check(ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store, fixed)
-            : checkAndAcquire(this.redis, ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store);
+        // batched: the batcher reports each script call's latency once (events.redisCall), whatever it carries
+        if (this.batcher) return this.batcher.check(ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store, fixed);
+        const started = performance.now();
+        const call = checkAndAcquire(this.redis, ids, limits, newLeaseToken(), now, this.o.leaseTtlMs, want, store);
         const events = this.o.events;
         if (!events?.redisCall) return call;
         return call.then(

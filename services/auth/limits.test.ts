@@ -360,10 +360,27 @@ describe("AdmissionBatcher", () => {
     it("a failed call rejects every check of the batch (callers fail closed)", async () => {
         const down = new Redis(`redis://127.0.0.1:${server.port}`, { lazyConnect: true, enableOfflineQueue: false });
         down.on("error", () => undefined);
-        const batcher = new AdmissionBatcher(down);
+        const calls: [boolean, number][] = [];
+        const batcher = new AdmissionBatcher(down, 64, 1, (_s, ok, checks) => calls.push([ok, checks]));
         const r = await Promise.allSettled([1, 2, 3].map((i) => batcher.check(ids, limits(), `x-${i}`, T0, TTL)));
         expect(r.map((x) => x.status)).toEqual(["rejected", "rejected", "rejected"]);
+        // the failed call is reported once, with the checks it carried (the service's latency metric)
+        expect(calls).toEqual([[false, 3]]);
         down.disconnect();
+    });
+
+    it("reports each script call once, with its latency and the checks it carried, not once per check", async () => {
+        const calls: [number, boolean, number][] = [];
+        const batcher = new AdmissionBatcher(redis, 4, 1, (s, ok, checks) => calls.push([s, ok, checks]));
+        // six checks in one tick with at most four per call: two calls, of four and of two
+        const ds = await Promise.all(Array.from({ length: 6 }, (_, i) => batcher.check(ids, limits(), `c-${i}`, T0 + i, TTL)));
+        expect(ds.every((d) => d.allowed)).toBe(true);
+        expect(calls.map(([, ok, n]) => [ok, n])).toEqual([
+            [true, 4],
+            [true, 2],
+        ]);
+        for (const [s] of calls) expect(s).toBeGreaterThan(0);
+        expect(await leasesHeld(redis, "key", ids.key, T0 + 10)).toBe(6);
     });
 });
 

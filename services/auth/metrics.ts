@@ -30,7 +30,7 @@ export class AuthMetrics {
     /** Latency of each Redis script call (admission check, readiness ping). */
     readonly redisLatency = new Histogram({
         name: "auth_redis_latency_seconds",
-        help: "Redis command latency in seconds",
+        help: "Redis call latency in seconds (op check: one admission script call, which carries every check batched with it)",
         labelNames: ["op", "result"] as const,
         buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1],
         registers: [this.registry],

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
 import type { Redis } from "ioredis";
 import type { Policy } from "./bundle";
 import { redisKeys, type Tier, type TierIds, windowStart } from "./identity";
@@ -876,6 +877,7 @@ export async function checkAndAcquire(
     want = 1,
     store: LeaseStore = "counters",
 ): Promise<LimitDecision> {
+    validateCheck(want, leaseToken);
     const keys: string[] = [];
     const args: (string | number)[] = [];
     const sets = store === "counters" ? new LimitSets() : undefined;
@@ -992,8 +994,19 @@ function tokenKeysOf(fixed: readonly string[], ids: TierIds, limits: TierLimits,
 }
 
 /**
+ * @throws RangeError for a `want` outside 1..MAX_GRANT or a lease token that does not match {@link TOKEN}: what
+ * {@link checkAndAcquire} and {@link AdmissionBatcher.check} accept before anything is queued or sent.
+ */
+function validateCheck(want: number, leaseToken: string): void {
+    if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
+        throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
+    if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
+}
+
+/**
  * Appends one check's keys and arguments ({@link CHECK_COUNTERS_LUA} for `counters`, with its limits in `sets`;
- * else {@link CHECK_LIMITS_LUA}). Returns the lease id the check asks for.
+ * else {@link CHECK_LIMITS_LUA}). Returns the lease id the check asks for. `want` and `leaseToken` were accepted by
+ * {@link validateCheck} when the check was made.
  */
 function pushAdmission(
     keys: string[],
@@ -1008,9 +1021,6 @@ function pushAdmission(
     store: LeaseStore,
     sets?: LimitSets,
 ): string {
-    if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
-        throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
-    if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
     const bucket = store === "zset" ? 0 : leaseBucket(nowMs, leaseTtlMs);
     if (store === "counters") {
         if (!sets) throw new Error("pushAdmission: the counters store needs its call's limit sets");
@@ -1191,11 +1201,14 @@ export class AdmissionBatcher {
     /**
      * @param maxBatch most checks in one script call (bounds the script's run time inside Redis).
      * @param maxInFlight most batches awaiting their reply at once.
+     * @param onCall called once per script call when it settles: its latency (seconds, from the send to the reply),
+     *   whether it succeeded, and how many checks it carried (metrics: one observation per call, not per check).
      */
     constructor(
         private readonly redis: Redis,
         private readonly maxBatch = 64,
         private readonly maxInFlight = 1,
+        private readonly onCall?: (seconds: number, ok: boolean, checks: number) => void,
     ) {}
 
     /**
@@ -1212,9 +1225,7 @@ export class AdmissionBatcher {
         store: LeaseStore = "counters",
         fixed: readonly string[] = admissionKeys(ids),
     ): Promise<LimitDecision> {
-        if (!Number.isInteger(want) || want < 1 || want > MAX_GRANT)
-            throw new RangeError(`want must be an integer in 1..${MAX_GRANT}, got ${want}`);
-        if (!TOKEN.test(leaseToken)) throw new RangeError(`lease token must match ${TOKEN}, got ${JSON.stringify(leaseToken)}`);
+        validateCheck(want, leaseToken);
         return new Promise((resolve, reject) => {
             this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
             if (!this.scheduled && this.inFlight < this.maxInFlight) {
@@ -1241,20 +1252,33 @@ export class AdmissionBatcher {
             const args = sets ? sets.args(checks) : checks;
             const callKeys = sets ? sets.keys(keys) : keys;
             this.inFlight++;
+            const onCall = this.onCall;
+            const sent = onCall ? performance.now() : 0;
             if (batch.length === 1) {
                 const one = batch[0];
                 runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, callKeys, args)
-                    .then((r) => one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0])), one.reject)
+                    .then(
+                        (r) => {
+                            onCall?.((performance.now() - sent) / 1000, true, 1);
+                            one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0]));
+                        },
+                        (err: unknown) => {
+                            onCall?.((performance.now() - sent) / 1000, false, 1);
+                            one.reject(err);
+                        },
+                    )
                     .finally(this.settled);
                 continue;
             }
             runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
                 .then(
                     (replies) => {
+                        onCall?.((performance.now() - sent) / 1000, true, batch.length);
                         for (let i = 0; i < batch.length; i++)
                             batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i], leaseIds[i]));
                     },
                     (err: unknown) => {
+                        onCall?.((performance.now() - sent) / 1000, false, batch.length);
                         for (const c of batch) c.reject(err);
                     },
                 )
