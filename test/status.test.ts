@@ -316,6 +316,41 @@ describe("npm run status: the policy bucket's S3 server access logs still arrive
     });
 });
 
+describe("npm run status: a new hub's missing access logs are information", () => {
+    it("the command prints that it waits for the first access logs and exits 0 when every spoke is current", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-logs-"));
+        const file = path.join(dir, "hub.json");
+        // The stand-in's one bucket plays the policy bucket and (--access-log-bucket) the log bucket, created just now.
+        fs.writeFileSync(
+            file,
+            JSON.stringify({
+                spokeContracts: { ok1: { policy: { bucket: BUCKET, bucketOwner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" } } },
+            }),
+        );
+        await publish("ok1", 1);
+        await ack("ok1", 1, new Date().toISOString());
+        const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
+        const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
+        const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+            execFile(
+                process.execPath,
+                ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--access-log-bucket", BUCKET],
+                {
+                    cwd: ROOT,
+                    env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
+                },
+                (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+            );
+        });
+        fs.rmSync(dir, { recursive: true, force: true });
+        expect(res.stdout).toMatch(/^ok1\s+1\s+1\s.*\sok$/m);
+        expect(res.stderr).toMatch(
+            /^access logs of policy: waiting for the first access logs \(logging on since \S+Z, S3 delivers within hours; a problem if none by \S+Z\)$/m,
+        );
+        expect(res.code).toBe(0);
+    });
+});
+
 describe("npm run status on the wrong input", () => {
     it("says a preview render's outputs cannot be used (spokeContracts unknown)", () => {
         expect(() => spokesFromHubOutputs({ outputs: { spokeContracts: "[unknown]" } }, "out/hub-prod/outputs.json")).toThrow(
