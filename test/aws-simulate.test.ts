@@ -763,6 +763,14 @@ describe("simulated: the operator's path to the ledger (npm run status / replay-
         }
     });
 
+    it("status's ListBuckets (the log bucket's creation date) is s3:ListAllMyBuckets on * only: a hub deployer's, not a spoke role's", async () => {
+        const list = STATUS_AWS_CALLS.filter((c) => c.command === "ListBucketsCommand");
+        expect(list.map((c) => [c.action, c.resource])).toEqual([["s3:ListAllMyBuckets", "*"]]);
+        expect(notAllowed(await evaluate(operator(), list, vars))).toEqual([]);
+        for (const p of [spokes[SPOKES[0]].auth, spokes[SPOKES[0]].metering])
+            expect(allowed(await evaluate(p, list, vars)), p.arn).toEqual([]);
+    });
+
     it("nobody else invokes it: spoke roles, the other ledger Lambdas, a CI preview role allowed everything else", async () => {
         const preview: Principal = {
             arn: `arn:aws:iam::${ACCOUNT}:role/platform-ci-preview`,

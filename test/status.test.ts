@@ -17,7 +17,15 @@ import { plainEvent } from "../services/ledger/testing/events";
 import { bundlePaths } from "../services/shared/bundle";
 import type { UsageEvent } from "../services/shared/usage";
 import { accessLogBucketOf } from "../lib/hub-bucket-names";
-import { accessLogProblem, collectStatus, formatStatus, ledgerFromDb, spokesFromHubOutputs } from "../tools/status";
+import {
+    ACCESS_LOG_MAX_AGE_HOURS,
+    accessLogState,
+    collectStatus,
+    formatStatus,
+    ledgerFromDb,
+    listLogBucketCreatedAt,
+    spokesFromHubOutputs,
+} from "../tools/status";
 import { ROOT } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
 
@@ -233,30 +241,113 @@ describe("npm run status -- --local (no hub needed)", () => {
 });
 
 describe("npm run status: the policy bucket's S3 server access logs still arrive", () => {
-    it("flags a log prefix whose newest object is older than 24 h, or empty; a fresh one passes (owner checked)", async () => {
-        const policyBucket = "platform-policy-bundles-123456789012-us-east-1";
+    const policyBucket = "platform-policy-bundles-123456789012-us-east-1";
+    const hours = (d: Date, h: number) => new Date(d.getTime() + h * 3600_000);
+    const problem = (r: Awaited<ReturnType<typeof accessLogState>>) => (r.state === "problem" ? r.problem : `not a problem: ${r.state}`);
+    /** Fails the test when asked: with a recent log the start of logging must not matter. */
+    const neverAsked = async (): Promise<Date> => {
+        throw new Error("loggingSince asked although a recent log exists");
+    };
+
+    it("no log yet: waiting on a new hub (the log bucket's creation from ListBuckets), a problem once logging is older than the limit or its start unknown; recent logs are fine on an old hub (owner checked)", async () => {
         expect(accessLogBucketOf(policyBucket)).toBe("platform-s3-access-logs-123456789012-us-east-1");
-        // The stand-in holds one bucket: it plays the log bucket; the logged bucket's name only shapes the keys.
+        // The stand-in holds one bucket, created as the server started: it plays the log bucket of a hub deployed just
+        // now; the logged bucket's name only shapes the keys. ListBuckets names no bucket and takes no expected owner
+        // (it lists only the caller's account's buckets), so it goes through the stand-in's plain client.
+        const created = await listLogBucketCreatedAt(s3.client, BUCKET);
+        expect(created).toBeInstanceOf(Date);
         const at = new Date();
-        const o = { s3: checked, logBucket: BUCKET, owner: BUCKET_OWNER_ACCOUNT, policyBucket, region: "us-east-1" };
-        const none = await accessLogProblem({ ...o, now: at });
-        expect(none).toMatch(
-            /^access logs of platform-policy-bundles-123456789012-us-east-1: none in .* from today or yesterday \(UTC\), older than 24 h/,
+        expect(at.getTime() - created!.getTime()).toBeLessThan(3600_000);
+        expect(await listLogBucketCreatedAt(s3.client, "platform-s3-access-logs-123456789012-us-east-1")).toBeUndefined();
+        const o = {
+            s3: checked,
+            logBucket: BUCKET,
+            owner: BUCKET_OWNER_ACCOUNT,
+            policyBucket,
+            region: "us-east-1",
+            loggingSince: () => listLogBucketCreatedAt(s3.client, BUCKET),
+        };
+
+        // Fresh hub, no logs: information, not a problem.
+        const fresh = await accessLogState({ ...o, now: at });
+        expect(fresh).toEqual({
+            state: "waiting",
+            info: `access logs of ${policyBucket}: waiting for the first access logs (logging on since ${created!.toISOString()}, S3 delivers within hours; a problem if none by ${hours(created!, ACCESS_LOG_MAX_AGE_HOURS).toISOString()})`,
+        });
+        // Old hub (the same bucket read past the limit), no logs: a problem.
+        expect(problem(await accessLogState({ ...o, now: hours(created!, ACCESS_LOG_MAX_AGE_HOURS + 1) }))).toMatch(
+            new RegExp(
+                `^access logs of ${policyBucket}: none in ${BUCKET} from today or yesterday \\(UTC\\), older than 24 h, and logging has been on since ${created!.toISOString()}: is server access logging still on`,
+            ),
         );
+        // Start unknown: the log bucket not among the account's buckets, ListBuckets refused, a start after this clock.
+        expect(
+            problem(await accessLogState({ ...o, now: at, loggingSince: () => listLogBucketCreatedAt(s3.client, "not-the-log-bucket") })),
+        ).toMatch(/when logging started is unknown \(policy not among this account's buckets\)/);
+        // The owner-checked client refuses ListBuckets (it sends no expected owner): an error of the call, reported.
+        expect(problem(await accessLogState({ ...o, now: at, loggingSince: () => listLogBucketCreatedAt(checked, BUCKET) }))).toMatch(
+            /when logging started is unknown \(GET \S* sent no x-amz-expected-bucket-owner/,
+        );
+        expect(problem(await accessLogState({ ...o, now: hours(at, -1) }))).toMatch(/logging started at .*, after this machine's clock/);
+
         const d = `${at.getUTCFullYear()}/${String(at.getUTCMonth() + 1).padStart(2, "0")}/${String(at.getUTCDate()).padStart(2, "0")}`;
         // S3 stamps the object now (its LastModified): a delivery just arrived.
         await s3.put(
             `policy-bundles/${BUCKET_OWNER_ACCOUNT}/us-east-1/${policyBucket}/${d}/2026-12-02-05-00-00-0123456789ABCDEF`,
             "log line",
         );
-        expect(await accessLogProblem({ ...o, now: at })).toBeUndefined();
+        expect(await accessLogState({ ...o, now: at })).toEqual({ state: "ok" });
+        // Old hub, recent logs: fine, whenever logging started.
+        expect(await accessLogState({ ...o, now: at, loggingSince: neverAsked })).toEqual({ state: "ok" });
         // Read 25 h later with nothing new (today's prefix is then tomorrow's: the object is yesterday's, and too old).
-        const later = new Date(at.getTime() + 25 * 3600_000);
-        expect(await accessLogProblem({ ...o, now: later })).toMatch(/the newest in .* is from .*, older than 24 h/);
-        // Another bucket's logs under the prefix do not count.
-        expect(await accessLogProblem({ ...o, policyBucket: "platform-policy-bundles-123456789012-eu-west-1", now: at })).toMatch(
-            /none in/,
+        const later = hours(at, 25);
+        expect(problem(await accessLogState({ ...o, now: later }))).toMatch(/the newest in .* is from .*, older than 24 h: is server/);
+        // Three days later nothing is in the two days' prefixes, but logs did arrive once: not a new hub, even if the
+        // log bucket's creation date moved (S3: it "can change when making changes to your bucket").
+        expect(problem(await accessLogState({ ...o, now: hours(at, 72), loggingSince: async () => hours(at, 71) }))).toMatch(
+            /none in .* older than 24 h \(older ones exist, so logs did arrive once\)/,
         );
+        // Another bucket's logs under the prefix do not count.
+        const other = { ...o, policyBucket: "platform-policy-bundles-123456789012-eu-west-1", now: at };
+        expect(problem(await accessLogState({ ...other, loggingSince: async () => hours(at, -48) }))).toMatch(
+            /none in .*, and logging has been on since/,
+        );
+        expect((await accessLogState(other)).state).toBe("waiting");
+    });
+});
+
+describe("npm run status: a new hub's missing access logs are information", () => {
+    it("the command prints that it waits for the first access logs and exits 0 when every spoke is current", async () => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-logs-"));
+        const file = path.join(dir, "hub.json");
+        // The stand-in's one bucket plays the policy bucket and (--access-log-bucket) the log bucket, created just now.
+        fs.writeFileSync(
+            file,
+            JSON.stringify({
+                spokeContracts: { ok1: { policy: { bucket: BUCKET, bucketOwner: BUCKET_OWNER_ACCOUNT, region: "us-east-1" } } },
+            }),
+        );
+        await publish("ok1", 1);
+        await ack("ok1", 1, new Date().toISOString());
+        const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
+        const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
+        const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+            execFile(
+                process.execPath,
+                ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--access-log-bucket", BUCKET],
+                {
+                    cwd: ROOT,
+                    env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
+                },
+                (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+            );
+        });
+        fs.rmSync(dir, { recursive: true, force: true });
+        expect(res.stdout).toMatch(/^ok1\s+1\s+1\s.*\sok$/m);
+        expect(res.stderr).toMatch(
+            /^access logs of policy: waiting for the first access logs \(logging on since \S+Z, S3 delivers within hours; a problem if none by \S+Z\)$/m,
+        );
+        expect(res.code).toBe(0);
     });
 });
 

@@ -15,7 +15,17 @@ export const STATUS_AWS_CALLS: readonly AwsCall[] = [
         action: "s3:ListBucket",
         resource: "{accessLogBucketArn}",
         context: { ...S3_TRANSPORT, "s3:prefix": "policy-bundles/{account}/{region}/" },
-        purpose: "the policy bucket's newest server access logs (delivery still on)",
+        purpose: "the policy bucket's newest server access logs (delivery still on), and whether any arrived at all",
+    },
+    {
+        command: "ListBucketsCommand",
+        source: "tools/status.ts",
+        // No resource type: ListBuckets is allowed on "*" or not at all (Service Authorization Reference, Amazon S3,
+        // ListAllMyBuckets); it lists only the caller's account's buckets, their names and creation dates.
+        action: "s3:ListAllMyBuckets",
+        resource: "*",
+        context: { ...S3_TRANSPORT },
+        purpose: "the log bucket's creation date, only when no log has arrived yet (a new hub waits for its first logs)",
     },
     {
         command: "GetObjectCommand",

@@ -1,6 +1,6 @@
 // First: on --help it exits before the imports below load.
 import { HELP } from "./help/status";
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, ListBucketsCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { rolloutStatusLines } from "../lib/rollout";
 import { readHubOutputs } from "./hub-outputs";
 import { placementLines } from "./placement-view";
@@ -192,15 +192,67 @@ export async function collectStatus(o: StatusOptions): Promise<SpokeStatus[]> {
 export const ACCESS_LOG_MAX_AGE_HOURS = 24;
 
 /**
- * Why the policy bucket's S3 server access logs look broken, or undefined: the newest log object under its prefix
+ * How far a creation time S3 gives may lie ahead of this machine's clock and still count as clock skew: SigV4's own
+ * allowance (S3 answers `RequestTimeTooSkewed` with `MaxAllowedSkewMilliseconds` 900000). A later one means this clock
+ * is wrong, and is reported. Like every age in this command, the rest is measured on this machine's clock.
+ */
+const CLOCK_SKEW_MS = 15 * 60_000;
+
+/**
+ * Pure: when the hub's server access logging started, as far as S3 says: the log bucket's `CreationDate` in a
+ * `ListBuckets` answer (components/hub/AccessLogs.ts creates the log bucket and turns logging on in the same update,
+ * the logging after the bucket), or undefined when the answer does not list `logBucket`. `ListBuckets` lists only the
+ * buckets of the caller's account, so a bucket of that name owned by anyone else is never found. S3 documents that
+ * `CreationDate` "can change when making changes to your bucket, such as editing its bucket policy" (S3 API reference,
+ * data type Bucket): it is the latest of the creation and such changes, never earlier than either.
+ */
+export function logBucketCreatedAt(buckets: ReadonlyArray<{ Name?: string; CreationDate?: Date }>, logBucket: string): Date | undefined {
+    const b = buckets.find((x) => x.Name === logBucket);
+    return b?.CreationDate ? new Date(b.CreationDate) : undefined;
+}
+
+/**
+ * The log bucket's `CreationDate` ({@link logBucketCreatedAt}) from S3 `ListBuckets` (IAM action
+ * `s3:ListAllMyBuckets`, tools/aws-calls.ts), asked for bucket names beginning with `logBucket` (`Prefix`) a page at a
+ * time (S3 API reference, ListBuckets: paginated requests recommended).
+ * @throws the S3 client's error when the buckets cannot be listed
+ */
+export async function listLogBucketCreatedAt(s3: S3Client, logBucket: string): Promise<Date | undefined> {
+    const buckets: Array<{ Name?: string; CreationDate?: Date }> = [];
+    let token: string | undefined;
+    do {
+        const r = await s3.send(new ListBucketsCommand({ Prefix: logBucket, MaxBuckets: 1000, ContinuationToken: token }));
+        buckets.push(...(r.Buckets ?? []));
+        token = r.ContinuationToken;
+    } while (token);
+    return logBucketCreatedAt(buckets, logBucket);
+}
+
+/**
+ * The state of the policy bucket's S3 server access logs: `ok` (a log object younger than
+ * {@link ACCESS_LOG_MAX_AGE_HOURS}), `waiting` (none yet on a hub whose logging started less than that ago: information,
+ * not a failure) or `problem` (with why).
+ */
+export type AccessLogState = { state: "ok" } | { state: "waiting"; info: string } | { state: "problem"; problem: string };
+
+/**
+ * Whether the policy bucket's S3 server access logs keep arriving. The newest log object under its prefix
  * (`policy-bundles/<account>/<region>/<bucket>/<yyyy>/<mm>/<dd>/`, components/hub/AccessLogs.ts, date-partitioned by
- * event time) is older than {@link ACCESS_LOG_MAX_AGE_HOURS}, or there is none from today or yesterday (UTC). Only the
- * policy bucket is checked: the spokes read it all the time (and this command just did), so a day without a log object
- * means delivery stopped (logging turned off, the log bucket's policy changed); the failure bucket may rightly see no
- * request for days. Lists only those two days' prefixes.
+ * event time) from today or yesterday (UTC) must be younger than {@link ACCESS_LOG_MAX_AGE_HOURS}. Only the policy bucket
+ * is checked: the spokes read it all the time (and this command just did), so a day without a log object means
+ * delivery stopped (logging turned off, the log bucket's policy changed); the failure bucket may rightly see no request
+ * for days.
+ *
+ * Without a recent log object it is `waiting`, not a problem, only while all of these hold (closed world: anything
+ * not established is a problem): no log object of the policy bucket exists at all (within the log bucket's retention;
+ * a hub whose logs once arrived is not waiting for its first ones), `loggingSince()` gives a time (a new hub: the log
+ * bucket's creation, {@link listLogBucketCreatedAt}) and that time is less than {@link ACCESS_LOG_MAX_AGE_HOURS} before
+ * `now` and not after it beyond clock skew. S3 delivers server access logs best effort, usually within a few hours (S3
+ * user guide, "Best-effort server log delivery"), so a hub with logging on for longer and no log is reported.
+ * `loggingSince` is asked only when no recent log object exists; its error is reported as a problem.
  * @throws the S3 client's error when the log bucket cannot be listed
  */
-export async function accessLogProblem(o: {
+export async function accessLogState(o: {
     s3: S3Client;
     /** The log bucket and the hub's account, which owns it and the policy bucket. */
     logBucket: string;
@@ -208,23 +260,51 @@ export async function accessLogProblem(o: {
     policyBucket: string;
     region: string;
     now: Date;
-}): Promise<string | undefined> {
+    /** When server access logging of the policy bucket started, or undefined when unknown. */
+    loggingSince: () => Promise<Date | undefined>;
+}): Promise<AccessLogState> {
+    const prefix = `policy-bundles/${o.owner}/${o.region}/${o.policyBucket}/`;
     const day = (d: Date) =>
-        `policy-bundles/${o.owner}/${o.region}/${o.policyBucket}/${d.getUTCFullYear()}/${String(d.getUTCMonth() + 1).padStart(2, "0")}/${String(d.getUTCDate()).padStart(2, "0")}/`;
+        `${prefix}${d.getUTCFullYear()}/${String(d.getUTCMonth() + 1).padStart(2, "0")}/${String(d.getUTCDate()).padStart(2, "0")}/`;
     let newest: Date | undefined;
-    for (const prefix of [day(new Date(o.now.getTime() - 86_400_000)), day(o.now)]) {
+    for (const p of [day(new Date(o.now.getTime() - 86_400_000)), day(o.now)]) {
         let token: string | undefined;
         do {
             const r = await o.s3.send(
-                new ListObjectsV2Command({ Bucket: o.logBucket, ExpectedBucketOwner: o.owner, Prefix: prefix, ContinuationToken: token }),
+                new ListObjectsV2Command({ Bucket: o.logBucket, ExpectedBucketOwner: o.owner, Prefix: p, ContinuationToken: token }),
             );
             for (const obj of r.Contents ?? []) if (obj.LastModified && (!newest || obj.LastModified > newest)) newest = obj.LastModified;
             token = r.IsTruncated ? r.NextContinuationToken : undefined;
         } while (token);
     }
-    const limit = o.now.getTime() - ACCESS_LOG_MAX_AGE_HOURS * 3600_000;
-    if (newest && newest.getTime() >= limit) return undefined;
-    return `access logs of ${o.policyBucket}: ${newest ? `the newest in ${o.logBucket} is from ${newest.toISOString()}` : `none in ${o.logBucket} from today or yesterday (UTC)`}, older than ${ACCESS_LOG_MAX_AGE_HOURS} h: is server access logging still on and the log bucket's policy the hub's? (docs/architecture.md, "Audit of the hub's data buckets")`;
+    const limitMs = ACCESS_LOG_MAX_AGE_HOURS * 3600_000;
+    if (newest && newest.getTime() >= o.now.getTime() - limitMs) return { state: "ok" };
+    const late = `access logs of ${o.policyBucket}: ${newest ? `the newest in ${o.logBucket} is from ${newest.toISOString()}` : `none in ${o.logBucket} from today or yesterday (UTC)`}, older than ${ACCESS_LOG_MAX_AGE_HOURS} h`;
+    const hint = `is server access logging still on and the log bucket's policy the hub's? (docs/architecture.md, "Audit of the hub's data buckets")`;
+    if (newest) return { state: "problem", problem: `${late}: ${hint}` };
+    const any = await o.s3.send(
+        new ListObjectsV2Command({ Bucket: o.logBucket, ExpectedBucketOwner: o.owner, Prefix: prefix, MaxKeys: 1 }),
+    );
+    if ((any.Contents ?? []).length) return { state: "problem", problem: `${late} (older ones exist, so logs did arrive once): ${hint}` };
+    let since: Date | undefined;
+    try {
+        since = await o.loggingSince();
+    } catch (e) {
+        return { state: "problem", problem: `${late}, and when logging started is unknown (${(e as Error).message}): ${hint}` };
+    }
+    if (!since || Number.isNaN(since.getTime()))
+        return {
+            state: "problem",
+            problem: `${late}, and when logging started is unknown (${o.logBucket} not among this account's buckets): ${hint}`,
+        };
+    const age = o.now.getTime() - since.getTime();
+    if (age < -CLOCK_SKEW_MS)
+        return { state: "problem", problem: `${late}, and logging started at ${since.toISOString()}, after this machine's clock: ${hint}` };
+    if (age >= limitMs) return { state: "problem", problem: `${late}, and logging has been on since ${since.toISOString()}: ${hint}` };
+    return {
+        state: "waiting",
+        info: `access logs of ${o.policyBucket}: waiting for the first access logs (logging on since ${since.toISOString()}, S3 delivers within hours; a problem if none by ${new Date(since.getTime() + limitMs).toISOString()})`,
+    };
 }
 
 /** A bare Lambda function name (AWS Lambda API reference, `FunctionName`: letters, digits, `-`, `_`; 64 at most). */
@@ -466,16 +546,20 @@ async function main(argv: string[]): Promise<number> {
         const policy = Object.values(spokes)[0];
         const logBucket = policy && (opt("access-log-bucket") ?? accessLogBucketOf(policy.bucket));
         let logProblem: string | undefined;
-        if (policy && logBucket)
-            logProblem = await accessLogProblem({
+        if (policy && logBucket) {
+            const logs = await accessLogState({
                 s3: s3(policy.region),
                 logBucket,
                 owner: policy.owner,
                 policyBucket: policy.bucket,
                 region: policy.region,
                 now: new Date(),
+                loggingSince: () => listLogBucketCreatedAt(s3(policy.region), logBucket),
             });
-        else if (policy) logProblem = `no access log bucket for ${policy.bucket} (not a hub policy bucket name): pass --access-log-bucket`;
+            if (logs.state === "problem") logProblem = logs.problem;
+            else if (logs.state === "waiting") process.stderr.write(`\n${logs.info}\n`);
+        } else if (policy)
+            logProblem = `no access log bucket for ${policy.bucket} (not a hub policy bucket name): pass --access-log-bucket`;
         if (logProblem) process.stderr.write(`\n${logProblem}\n`);
         return rows.some((r) => r.problems.length) || logProblem ? 1 : 0;
     } finally {

@@ -13,8 +13,10 @@ Where each spoke stands, read from the hub's own state (never from a spoke): the
 published and the one the spoke ACKed, usage lag, quarantined usage, the last reconciliation, and a reconciliation
 over the last --window-hours computed now; then every rollout in flight (endpoint, revision, step, weights, last
 gate verdict; drive one with npm run rollout, docs/rollout.md). It also checks that the policy bucket's S3 server
-access logs still arrive (a log object in the last 24 h in <namePrefix>-s3-access-logs-<account>-<region>). Exit 1
-when a spoke is behind or those logs stopped, 2 on a usage error.
+access logs still arrive (a log object in the last 24 h in <namePrefix>-s3-access-logs-<account>-<region>); on a new
+hub, with no log ever and the log bucket created less than 24 h ago (S3 ListBuckets, s3:ListAllMyBuckets), it says
+it is waiting for the first ones instead. Exit 1 when a spoke is behind or those logs stopped (or when logging
+started cannot be told), 2 on a usage error.
 
 Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
 (that JSON, or out/<hub>/outputs.json of the offline render). The policy bucket: the AWS SDK's default credentials.
