@@ -234,7 +234,7 @@ export const dgdImageSemver = stackPolicy(
 export const dgdWorkerRoleFlags = stackPolicy(
     {
         name: "dgd-worker-role-flags",
-        description: `Prefill and decode workers must declare their role to the engine: \`--disaggregation-mode prefill|decode\` matching the component type (a vLLM prefill worker without it registers as \`backend\` and the planner and router never find a prefill pool, ai-dynamo/dynamo #13238); vLLM prefill/decode workers need \`--kv-transfer-config\` (start fails otherwise); the removed worker flags of upstream/dynamo.ts \`dynamoRemovedWorkerFlags\` (${Object.keys(dynamoRemovedWorkerFlags).join(", ")}) are rejected by current images.`,
+        description: `Prefill and decode workers must declare their role to the engine: \`--disaggregation-mode prefill|decode\` matching the component type (a vLLM prefill worker without it registers as \`backend\` and the planner and router never find a prefill pool, ai-dynamo/dynamo #13238); vLLM prefill/decode workers need \`--kv-transfer-config\` (start fails otherwise); the worker flags of upstream/dynamo.ts \`dynamoRemovedWorkerFlags\` (${Object.keys(dynamoRemovedWorkerFlags).join(", ")}) are refused where current images reject or ignore them.`,
         remediationSteps:
             "Pass --disaggregation-mode <role> to every prefill/decode worker, --kv-transfer-config with NixlConnector on vLLM, and drop removed flags.",
     },
@@ -247,14 +247,10 @@ export const dgdWorkerRoleFlags = stackPolicy(
                 const add = (field: string, problem: string, fix: string) =>
                     out.push({ subject: containerLabel(c), finding: { field, problem, fix }, urn: d.r.urn });
                 const mode = flagValue(c, "--disaggregation-mode");
-                for (const [removed, fact] of Object.entries(dynamoRemovedWorkerFlags)) {
-                    const source = fact.entrypoints[`dynamo.${eng}`];
-                    if (source !== undefined && hasFlag(c, removed))
-                        add(
-                            `${c.path}.args`,
-                            `${removed} ${fact.why} (Dynamo's ${eng} worker${source === "unverified" ? "; not verified upstream, refused as unproven" : ""})`,
-                            `use ${fact.use}`,
-                        );
+                for (const [removed, at] of Object.entries(dynamoRemovedWorkerFlags)) {
+                    const fact = at[`dynamo.${eng}`];
+                    if (fact !== undefined && hasFlag(c, removed))
+                        add(`${c.path}.args`, `${removed} ${fact.why} (Dynamo's ${eng} worker)`, `use ${fact.use}`);
                 }
                 if (c.role === "prefill" || c.role === "decode") {
                     if (mode !== c.role)

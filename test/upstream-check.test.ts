@@ -144,6 +144,34 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(f[0].message).toContain("--disaggregation-mode=decoder is not one of agg, pd, prefill, decode, encode");
         expect(f[0].stack).toBe("spoke-test");
     });
+    it("TRT-LLM --disaggregation-mode: agg and pd (and the env var) pass, the enum's prefill_and_decode is refused", () => {
+        const agg = (mode?: string, env?: string) => {
+            const objs = objects(
+                endpoint({
+                    engine: "trtllm",
+                    kvPool: { kind: "none" },
+                    topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 4 } },
+                }),
+            );
+            const w = mainOf(dgdOf(objs), "worker");
+            if (mode) w.args.push("--disaggregation-mode", mode);
+            if (env) w.env = [...(w.env ?? []), { name: "DYN_TRTLLM_DISAGGREGATION_MODE", value: env }];
+            return run(objs);
+        };
+        for (const mode of ["agg", "pd"]) expect(agg(mode), mode).toEqual([]);
+        expect(agg(undefined, "agg")).toEqual([]);
+        const f = agg("prefill_and_decode");
+        expect(keys(f)).toEqual(["DynamoGraphDeployment/inference/llama-70b component worker main --disaggregation-mode"]);
+        expect(f[0].message).toContain("--disaggregation-mode=prefill_and_decode is not one of agg, pd, prefill, decode, encode");
+        expect(defaultFacts.components["dynamo-trtllm"].flags["--disaggregation-mode"].default).toBe("agg");
+    });
+    it("TRT-LLM: the old role flags are unknown to dynamo.trtllm", () => {
+        const objs = objects(endpoint({ engine: "trtllm", kvPool: { kind: "none" } }));
+        mainOf(dgdOf(objs), "prefill").args.push("--is-prefill-worker");
+        const f = run(objs);
+        expect(keys(f)).toEqual(["DynamoGraphDeployment/inference/llama-70b component prefill main --is-prefill-worker"]);
+        expect(f[0].message).toContain("flag --is-prefill-worker is not known to dynamo.trtllm");
+    });
     it("an unknown KVTransferConfig field and an unknown Mooncake master flag", () => {
         const objs = objects();
         const p = mainOf(dgdOf(objs), "prefill");

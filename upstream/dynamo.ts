@@ -116,43 +116,90 @@ export const dynamoFrontendIgnoredFlags: Readonly<Record<string, { readonly why:
     },
 };
 
+/** What one entry point does with a worker flag of {@link dynamoRemovedWorkerFlags}, and what to pass instead. */
+export interface RemovedWorkerFlagFact {
+    /** `startup`: the worker exits while parsing its arguments; `silent`: the flag parses and nothing reads it. */
+    readonly effect: "startup" | "silent";
+    /** Completes "<flag> ..." in the pack's finding. */
+    readonly why: string;
+    /** What replaces the flag at this entry point. */
+    readonly use: string;
+    readonly source: Source;
+}
+
 /**
- * Worker flags Dynamo's engine wrappers no longer accept, per entry point (the source that refuses it there), with
- * their replacement. `"unverified"` marks an entry point where the refusal was not read at the pinned tree; the pack
- * still refuses the flag there (closed world: nothing proves it works).
+ * Worker flags Dynamo's engine wrappers no longer honour, keyed by flag, then by entry point (`dynamo.<engine>`), each
+ * with what that entry point does with it (read at the pinned tree, see {@link D}) and its replacement. The pack
+ * (policies/dynamo.ts `dgd-worker-role-flags`) refuses every flag at every entry point listed; an entry point not listed
+ * is left to the upstream rules, which refuse any flag the entry point's facts do not record.
  */
-export const dynamoRemovedWorkerFlags: Readonly<
-    Record<string, { readonly entrypoints: Readonly<Record<string, Source | "unverified">>; readonly use: string; readonly why: string }>
-> = {
+export const dynamoRemovedWorkerFlags: Readonly<Record<string, Readonly<Record<string, RemovedWorkerFlagFact>>>> = {
     // vLLM and SGLang: an arg Dynamo's parser does not know goes to the engine's own parser (`parse_args`), which exits
-    // on it; only dynamo.mocker still accepts the old role flags. TRT-LLM hands unknown args to its `--trtllm.*`
-    // dynamic-flag scan, whose handling of other flags was not read.
+    // on it. TRT-LLM: args.py#parse_args hands what its argparse parser and the router flags leave over to
+    // dynamic_flags.py#parse_dynamic_flags, which logs "Unrecognized argument" and exits 1 on anything not
+    // `--trtllm.*`; no TRT-LLM or shared runtime flag starts with `--is-`, so argparse's prefix matching takes neither.
+    // Only dynamo.mocker still accepts the old role flags (mocker/args.py).
     "--is-prefill-worker": {
-        entrypoints: {
-            "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#parse_args`,
-            "dynamo.sglang": `${D}:components/src/dynamo/sglang/args.py#parse_args`,
-            "dynamo.trtllm": "unverified",
+        "dynamo.vllm": {
+            effect: "startup",
+            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+            use: "--disaggregation-mode prefill",
+            source: `${D}:components/src/dynamo/vllm/args.py#parse_args`,
         },
-        use: "--disaggregation-mode",
-        why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+        "dynamo.sglang": {
+            effect: "startup",
+            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+            use: "--disaggregation-mode prefill",
+            source: `${D}:components/src/dynamo/sglang/args.py#parse_args`,
+        },
+        "dynamo.trtllm": {
+            effect: "startup",
+            why: `is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument"`,
+            use: "--disaggregation-mode prefill",
+            source: `${D}:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags`,
+        },
     },
     "--is-decode-worker": {
-        entrypoints: {
-            "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#parse_args`,
-            "dynamo.sglang": `${D}:components/src/dynamo/sglang/args.py#parse_args`,
-            "dynamo.trtllm": "unverified",
+        "dynamo.vllm": {
+            effect: "startup",
+            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+            use: "--disaggregation-mode decode",
+            source: `${D}:components/src/dynamo/vllm/args.py#parse_args`,
         },
-        use: "--disaggregation-mode",
-        why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+        "dynamo.sglang": {
+            effect: "startup",
+            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
+            use: "--disaggregation-mode decode",
+            source: `${D}:components/src/dynamo/sglang/args.py#parse_args`,
+        },
+        "dynamo.trtllm": {
+            effect: "startup",
+            why: `is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument"`,
+            use: "--disaggregation-mode decode",
+            source: `${D}:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags`,
+        },
     },
-    // DynamoRuntimeArgGroup still defines it ("[Deprecated for vLLM] Use --kv-transfer-config instead. For TRT-LLM,
-    // options: nixl, lmcache, kvbm, null, none", common/configuration/groups/runtime_args.py); dynamo.vllm raises when
-    // it is set. TRT-LLM reads it; what dynamo.sglang does with it was not read (no SGLang fact records it, so the
-    // upstream rules refuse it there as an unknown flag).
+    // DynamoRuntimeArgGroup defines it for every worker that adds that group (common/configuration/groups/runtime_args.py,
+    // nargs "*", env DYN_CONNECTOR; help "[Deprecated for vLLM] Use --kv-transfer-config instead. For TRT-LLM, options:
+    // nixl, lmcache, kvbm, null, none"). dynamo.vllm raises when it is set. dynamo.sglang adds the group in
+    // sglang/args.py#parse_args, so Dynamo's parser takes the flag and SGLang's parser never sees it, and nothing
+    // under components/src/dynamo/sglang reads `connector`: it is accepted and ignored. dynamo.trtllm reads it, though
+    // not as the help says: trtllm/args.py Config.validate takes at most one entry, keeps `none` and `kvbm`, and turns
+    // any other value (nixl, lmcache, null) into `none` with a warning; dynamoTrtllm records no --connector, so the
+    // upstream rules refuse it there.
     "--connector": {
-        entrypoints: { "dynamo.vllm": `${D}:components/src/dynamo/vllm/args.py#_reject_connector_flag` },
-        use: "--kv-transfer-config",
-        why: "is refused by Dynamo's vLLM worker at start (the default connector is no longer NIXL)",
+        "dynamo.vllm": {
+            effect: "startup",
+            why: "is refused by Dynamo's vLLM worker at start (the default connector is no longer NIXL)",
+            use: "--kv-transfer-config",
+            source: `${D}:components/src/dynamo/vllm/args.py#_reject_connector_flag`,
+        },
+        "dynamo.sglang": {
+            effect: "silent",
+            why: "is parsed by Dynamo's shared runtime arguments and read by nothing in the SGLang worker, so it selects no KV transfer",
+            use: "--disaggregation-transfer-backend (SGLang's KV transfer backend)",
+            source: `${D}:components/src/dynamo/sglang/args.py#parse_args`,
+        },
     },
 };
 
@@ -226,14 +273,19 @@ export const dynamoTrtllm: ComponentFacts = {
     component: "dynamo-trtllm",
     version: DYNAMO_FACTS_RELEASE,
     flags: {
-        "--model-path": { takesValue: true, source: TRT },
+        "--model-path": {
+            takesValue: true,
+            source: TRT,
+            note: "obsolete alias of --model (add_argument obsolete_flag: still parsed, help marks it deprecating)",
+        },
         "--served-model-name": { takesValue: true, source: TRT },
         "--tensor-parallel-size": { takesValue: true, default: "1", source: TRT },
         "--disaggregation-mode": {
             takesValue: true,
-            choices: ["prefill_and_decode", "prefill", "decode", "encode"],
-            default: "prefill_and_decode",
+            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            default: "agg",
             source: TRT,
+            note: "env DYN_TRTLLM_DISAGGREGATION_MODE; agg and pd both run the aggregated worker; prefill_and_decode (the enum value) is outside the choices, and DynamoTrtllmConfig.validate raises on it from the env var",
         },
         "--override-engine-args": {
             takesValue: true,
@@ -256,6 +308,7 @@ export const dynamoTrtllm: ComponentFacts = {
     },
     env: {
         DYN_TRTLLM_PUBLISH_KV_EVENTS: { default: "false", source: TRT },
+        DYN_TRTLLM_DISAGGREGATION_MODE: { default: "agg", source: TRT },
     },
 };
 

@@ -13,7 +13,7 @@ import {
     dynamoPolicies,
     semverTag,
 } from "../../policies/dynamo";
-import { dynamoFrontendKvOnlyFlags } from "../../upstream/dynamo";
+import { dynamoFrontendKvOnlyFlags, dynamoRemovedWorkerFlags } from "../../upstream/dynamo";
 import { refusedCombinations } from "../../upstream/refused";
 import { mooncakePolicies } from "../../policies/mooncake";
 import { rdmaWorkloadPolicies } from "../../policies/rdma-workloads";
@@ -191,9 +191,41 @@ describe("dgd-worker-role-flags (F.4)", () => {
             m.args.push("--is-prefill-worker");
         });
         expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
-            `${P}: --is-prefill-worker is no longer a flag of Dynamo's worker and fails argument parsing (Dynamo's vllm worker). Fix: use --disaggregation-mode.`,
+            `${P}: --is-prefill-worker is no longer a flag of Dynamo's worker and fails argument parsing (Dynamo's vllm worker). Fix: use --disaggregation-mode prefill.`,
             `${P}: vLLM prefill worker has no --kv-transfer-config, so it fails at start (the default connector is no longer NIXL). Fix: pass --kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'.`,
         ]);
+    });
+    it("TRT-LLM: the old role flags fail argument parsing there too (the --trtllm.* scan exits on them), refused with that source", async () => {
+        const D = `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args`;
+        const rs = dgdEdit(
+            (o) => {
+                mainOf(o, "prefill").args.push("--is-prefill-worker");
+                mainOf(o, "decode").args.push("--is-decode-worker");
+            },
+            stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
+        );
+        expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
+            `${P}: --is-prefill-worker is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument" (Dynamo's trtllm worker). Fix: use --disaggregation-mode prefill.`,
+            `${D}: --is-decode-worker is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument" (Dynamo's trtllm worker). Fix: use --disaggregation-mode decode.`,
+        ]);
+        // Read at the pinned tree, not marked unproven: each entry point names the function that exits on the flag.
+        for (const flag of ["--is-prefill-worker", "--is-decode-worker"]) {
+            const at = dynamoRemovedWorkerFlags[flag];
+            expect(Object.keys(at).sort(), flag).toEqual(["dynamo.sglang", "dynamo.trtllm", "dynamo.vllm"]);
+            expect(at["dynamo.trtllm"]).toMatchObject({
+                effect: "startup",
+                source: "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags",
+            });
+        }
+    });
+    it("SGLang: --connector parses (Dynamo's shared runtime arguments) and nothing reads it, refused as inert", async () => {
+        const rs = dgdEdit((o) => mainOf(o, "prefill").args.push("--connector", "nixl"), stack([endpoint({ engine: "sglang" })]));
+        expect(await violations([dgdWorkerRoleFlags], rs)).toEqual([
+            `${P}: --connector is parsed by Dynamo's shared runtime arguments and read by nothing in the SGLang worker, so it selects no KV transfer (Dynamo's sglang worker). Fix: use --disaggregation-transfer-backend (SGLang's KV transfer backend).`,
+        ]);
+        expect(dynamoRemovedWorkerFlags["--connector"]["dynamo.sglang"].effect).toBe("silent");
+        // TRT-LLM reads --connector (none, kvbm), so this rule leaves it to the upstream rules there.
+        expect(dynamoRemovedWorkerFlags["--connector"]["dynamo.trtllm"]).toBeUndefined();
     });
     it("an SGLang decode component running --disaggregation-mode prefill", async () => {
         const rs = dgdEdit((o) => setArg(mainOf(o, "decode"), "--disaggregation-mode", "prefill"), stack([endpoint({ engine: "sglang" })]));
