@@ -322,8 +322,8 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
     // here, before any resource that names it is registered.
     const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
-    // Every AWS service name the hub's policies build is the `aws` partition's (lib/aws-partition.ts): refused elsewhere
-    // here, before any policy is written.
+    // Every AWS service name the hub's policies build is the `aws` partition's (lib/aws-partition.ts): any other
+    // partition is refused here, before any policy is written.
     const partitionIssue = hubPartitionIssue(part, region);
     if (partitionIssue) throw new ConfigError(stackFilePath(), [{ key: "aws:region", message: partitionIssue }]);
     // Only a hub deployer (or key administrator) gets through the hub's key policies: refused here, not partway.
