@@ -19,6 +19,7 @@ import { GlobalDns } from "../components/hub/GlobalDns";
 import { eksClusterNameOf } from "../lib/eks";
 import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
+import { hubPartitionIssue } from "../lib/aws-partition";
 import { hubBucketName, hubBucketNameIssue } from "../lib/hub-bucket-names";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
@@ -321,6 +322,10 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
     // Every role the policies below name is looked up first (requireNamedRolesExist): a missing one stops the hub
     // here, before any resource that names it is registered.
     const [identity, part] = await Promise.all([aws.getCallerIdentity({}, { provider }), aws.getPartition({}, { provider })]);
+    // Every AWS service name the hub's policies build is the `aws` partition's (lib/aws-partition.ts): any other
+    // partition is refused here, before any policy is written.
+    const partitionIssue = hubPartitionIssue(part, region);
+    if (partitionIssue) throw new ConfigError(stackFilePath(), [{ key: "aws:region", message: partitionIssue }]);
     // Only a hub deployer (or key administrator) gets through the hub's key policies: refused here, not partway.
     // An offline render's caller is the mocks' render user unless a test names one (lib/ci-roles.ts MOCK_CALLER_ARN_ENV).
     if (process.env[OFFLINE_RENDER_ENV] !== "1" || process.env[MOCK_CALLER_ARN_ENV]) {

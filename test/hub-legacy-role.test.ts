@@ -8,6 +8,8 @@
 import { runSimulation } from "@cloud-copilot/iam-simulate";
 import { beforeAll, describe, expect, it } from "vitest";
 import { legacyPodIdentityTrustPolicy, legacySpokeRolePolicy, LEGACY_SPOKE_ROLE } from "../components/hub/legacy-spoke-role";
+import { AUTH_AWS_CALLS } from "../services/auth/aws-calls";
+import { METERING_AWS_CALLS } from "../services/metering/aws-calls";
 import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { keepLegacySpokeRolesOf } from "../programs/hub";
@@ -48,14 +50,22 @@ beforeAll(async () => {
     fresh = (await runRepoStack("hub-prod")).resources;
 }, 240_000);
 
-async function decide(principal: string, identity: Doc[], action: string, resource: string, resourcePolicy: Doc | undefined, context: Doc) {
+async function decide(
+    principal: string,
+    identity: Doc[],
+    action: string,
+    resource: string,
+    resourcePolicy: Doc | undefined,
+    context: Doc,
+    resourceAccount = ACCOUNT,
+) {
     const r: any = await runSimulation(
         {
             identityPolicies: identity.map((policy, i) => ({ name: `p${i}`, policy })),
             serviceControlPolicies: [],
             resourceControlPolicies: [],
             resourcePolicy: resourcePolicy as any,
-            request: { action, principal, resource: { accountId: ACCOUNT, resource }, contextVariables: context },
+            request: { action, principal, resource: { accountId: resourceAccount, resource }, contextVariables: context },
         } as any,
         {},
     );
@@ -94,7 +104,7 @@ describe("a hub deployed by the previous release keeps each spoke's former role 
         expect(LEGACY_SPOKE_ROLE.removeIn).toMatch(/^\d+\.\d+\.\d+$/);
     });
 
-    it("its trust and policy are the previous release's", () => {
+    it("its trust and policy are the previous release's (plus s3:ResourceAccount on each S3 grant)", () => {
         const policyStoreBucket = out(migrated.find((r) => r.type === "aws:s3/bucket:Bucket" && r.name === "policy-store-bucket")!, "arn");
         for (const s of SPOKES) {
             const role = migrated.find((r) => r.name === `spoke-${s.name}-role`)!;
@@ -120,9 +130,20 @@ describe("a hub deployed by the previous release keeps each spoke's former role 
                 expect(clusterArn).toBe(`arn:aws:eks:${s.region ?? REGION}:${ACCOUNT}:cluster/platform-${s.name}`);
             }
         }
-        expect(legacySpokeRolePolicy({ spoke: "x", bucketArn: "arn:aws:s3:::b", kmsKeyArn: "k", region: REGION }).Statement).toHaveLength(
-            4,
-        );
+        const minimal = legacySpokeRolePolicy({
+            spoke: "x",
+            bucketArn: "arn:aws:s3:::b",
+            bucketOwner: ACCOUNT,
+            kmsKeyArn: "k",
+            region: REGION,
+        });
+        expect(minimal.Statement).toHaveLength(4);
+        // Every S3 grant names the hub's account as the bucket's; the KMS grant keeps S3-in-the-bucket's-region only.
+        for (const st of minimal.Statement.filter((x) => x.Action.some((a) => a.startsWith("s3:"))))
+            expect(st.Condition?.StringEquals?.["s3:ResourceAccount"], st.Sid).toBe(ACCOUNT);
+        expect(minimal.Statement.find((x) => x.Sid === "UseBucketKeyViaS3")?.Condition).toEqual({
+            StringEquals: { "kms:ViaService": `s3.${REGION}.amazonaws.com` },
+        });
     });
 
     it("simulated: an EKS spoke not yet upgraded (auth and metering on the old role) still assumes it, reads its bundle, writes its ACK, puts usage; not another spoke's", async () => {
@@ -163,7 +184,7 @@ describe("a hub deployed by the previous release keeps each spoke's former role 
             "aws:SecureTransport": "true",
             "aws:ViaAWSService": "false",
         };
-        const s3 = { ...ctx, "s3:TlsVersion": "1.2" };
+        const s3 = { ...ctx, "s3:TlsVersion": "1.2", "s3:ResourceAccount": ACCOUNT };
         const b = out(bucket, "arn");
         expect(await decide(principal, [policy], "s3:GetObject", `${b}/spokes/${eks.name}/current.json`, bucketPolicy, s3)).toBe("Allowed");
         // The ACK carries no SSE header (the bucket's default encryption applies).
@@ -201,4 +222,101 @@ describe("a hub deployed by the previous release keeps each spoke's former role 
             "Allowed",
         );
     });
+
+    it("simulated: every spoke's real calls on the old role (auth's and metering's, services/*/aws-calls.ts) are allowed on the hub's bucket, key and stream; the same S3 calls against a same-named bucket of another account are denied, even one whose policy invites them", async () => {
+        const identities: Record<string, { egressCidrs?: string[] }> = HUB["platform:spokeIdentities"] ?? {};
+        const b = out(migrated.find((r) => r.type === "aws:s3/bucket:Bucket" && r.name === "policy-store-bucket")!, "arn");
+        const bucketPolicy = JSON.parse(
+            inputs(migrated.find((r) => r.type === "aws:s3/bucketPolicy:BucketPolicy" && r.name === "policy-store-tls-only")!).policy,
+        );
+        const key = migrated.find((r) => r.type === "aws:kms/key:Key" && r.name === "policy-store-key")!;
+        const keyPolicy = JSON.parse(inputs(key).policy);
+        // The previous release listed its spoke's prefix too (a missing key is a 404, not a 403): kept, and checked.
+        const list = {
+            action: "s3:ListBucket",
+            resource: "{policyBucketArn}",
+            context: { "aws:SecureTransport": "true", "s3:TlsVersion": "1.2", "s3:prefix": "spokes/{spoke}/" },
+        };
+        const calls = [...AUTH_AWS_CALLS, ...METERING_AWS_CALLS, list];
+        expect(calls.filter((c) => c.action.startsWith("s3:")).length).toBeGreaterThan(3);
+        for (const s of SPOKES) {
+            const role = migrated.find((r) => r.name === `spoke-${s.name}-role`)!;
+            const principal = out(role, "arn");
+            const policy = JSON.parse(inputs(migrated.find((r) => r.name === `spoke-${s.name}-permissions`)!).policy);
+            const stream = out(migrated.find((r) => r.type === "aws:kinesis/stream:Stream" && r.name.endsWith(s.name))!, "arn");
+            const streamPolicy = JSON.parse(
+                inputs(byType(migrated, "aws:kinesis/resourcePolicy:ResourcePolicy").find((r) => inputs(r).resourceArn === stream)!).policy,
+            );
+            // On-prem: from the site's egress (the role denies every direct call from elsewhere).
+            const egress = identities[s.name]?.egressCidrs ?? [];
+            const sourceIp = egress.length ? egress[0].replace(/\/\d+$/, "") : "203.0.113.10";
+            const vars: Record<string, string> = {
+                policyBucketArn: b,
+                policyKeyArn: out(key, "arn"),
+                usageStreamArn: stream,
+                spoke: s.name,
+                revision: "4",
+                region: REGION,
+            };
+            const fill = (t: string) =>
+                t.replace(/\{(\w+)\}/g, (_, k: string) => {
+                    if (vars[k] === undefined) throw new Error(`no value for {${k}}`);
+                    return vars[k];
+                });
+            for (const c of calls) {
+                const viaS3 = c.action.startsWith("kms:");
+                const isS3 = c.action.startsWith("s3:");
+                const ctx: Doc = {
+                    "aws:PrincipalArn": principal,
+                    "aws:PrincipalAccount": ACCOUNT,
+                    "aws:ViaAWSService": viaS3 ? "true" : "false",
+                    "aws:SourceIp": sourceIp,
+                    ...(viaS3 ? { "kms:CallerAccount": ACCOUNT } : {}),
+                    ...(isS3 ? { "s3:ResourceAccount": ACCOUNT } : {}),
+                    ...Object.fromEntries(Object.entries(c.context).map(([k, v]) => [k, Array.isArray(v) ? v.map(fill) : fill(v)])),
+                };
+                const resource = fill(c.resource);
+                const resourcePolicy = isS3 ? bucketPolicy : viaS3 ? keyPolicy : streamPolicy;
+                const what = `${s.name} ${c.action} ${resource}`;
+                expect(await decide(principal, [policy], c.action, resource, resourcePolicy, ctx), what).toBe("Allowed");
+                if (!isS3) continue;
+                // A bucket of the same name in another account, whose owner's policy lets the role do anything: the
+                // role's own policy must refuse (cross-account needs both), and it is the condition that does.
+                const foreign = { ...ctx, "s3:ResourceAccount": OTHER_ACCOUNT };
+                const inviting = {
+                    Version: "2012-10-17",
+                    Statement: [{ Effect: "Allow", Principal: { AWS: principal }, Action: "s3:*", Resource: [b, `${b}/*`] }],
+                };
+                expect(
+                    await decide(principal, [policy], c.action, resource, inviting, foreign, OTHER_ACCOUNT),
+                    `${what} (other account)`,
+                ).toBe("ImplicitlyDenied");
+                expect(
+                    await decide(principal, [withoutResourceAccount(policy)], c.action, resource, inviting, foreign, OTHER_ACCOUNT),
+                    `${what} (other account, condition removed)`,
+                ).toBe("Allowed");
+            }
+        }
+    });
 });
+
+const OTHER_ACCOUNT = "999999999999";
+
+/** The policy with its `s3:ResourceAccount` conditions removed (shows the condition is what refuses another account). */
+function withoutResourceAccount(policy: { Statement: Array<{ Condition?: Record<string, Record<string, unknown>> }> }): Doc {
+    return {
+        ...policy,
+        Statement: policy.Statement.map((st) => {
+            if (!st.Condition) return st;
+            const condition = Object.fromEntries(
+                Object.entries(st.Condition)
+                    .map(
+                        ([op, keys]) => [op, Object.fromEntries(Object.entries(keys).filter(([k]) => k !== "s3:ResourceAccount"))] as const,
+                    )
+                    .filter(([, keys]) => Object.keys(keys).length > 0),
+            );
+            const { Condition: _, ...rest } = st;
+            return Object.keys(condition).length ? { ...rest, Condition: condition } : rest;
+        }),
+    };
+}

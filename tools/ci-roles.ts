@@ -14,6 +14,7 @@ import {
     previewGuardPolicy,
     previewReadPolicy,
 } from "../lib/ci-roles";
+import { hubRegionIssue } from "../lib/aws-partition";
 import { exitOnHelp } from "./cli";
 import { STACKS_DIR } from "../lib/stackfiles";
 
@@ -79,6 +80,9 @@ function main(argv: string[]): void {
     const region: string = config["aws:region"];
     const deployers: string[] = config["platform:hubDeployers"] ?? [];
     if (!region || !deployers.length) throw new Error(`${file}: needs aws:region and platform:hubDeployers`);
+    // The documents name S3 as s3.<region>.amazonaws.com (kms:ViaService) and ARNs as arn:aws: (lib/aws-partition.ts).
+    const regionIssue = hubRegionIssue(region);
+    if (regionIssue) throw new Error(`${file}: aws:region: ${regionIssue}`);
     const accountId = opt.account ?? deployers[0].split(":")[4];
     const names = ciNames(config["platform:namePrefix"] ?? undefined);
     const alias = names.stateKeyAlias;

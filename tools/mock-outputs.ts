@@ -265,7 +265,14 @@ export const callMocks: Record<string, (args: Record<string, any>, region: strin
         };
     },
     "aws:index/getRegion:getRegion": (_a, r) => ({ name: r, region: r, id: r }),
-    "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
+    // The provider's partition of its region (aws/aws-sdk-js-v3@v3.1175.0:packages/util-endpoints/src/lib/aws/partitions.json):
+    // China and GovCloud, the rest `aws` (the hub refuses every partition but `aws`: lib/aws-partition.ts).
+    "aws:index/getPartition:getPartition": (_a, r) =>
+        /^cn-\w+-\d+$/.test(r)
+            ? { partition: "aws-cn", dnsSuffix: "amazonaws.com.cn" }
+            : /^us-gov-\w+-\d+$/.test(r)
+              ? { partition: "aws-us-gov", dnsSuffix: "amazonaws.com" }
+              : { partition: "aws", dnsSuffix: "amazonaws.com" },
     // A role session's issuer is its role; for an IAM user the issuer is the user itself.
     "aws:iam/getSessionContext:getSessionContext": (a) => ({ arn: a.arn, issuerArn: a.arn, issuerName: String(a.arn).split("/").pop() }),
     // IAM roles exist unless a test removed them from the mock account (MOCK_MISSING_ROLES), as GetRole answers NoSuchEntity.

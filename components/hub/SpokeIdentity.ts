@@ -638,12 +638,13 @@ export class SpokeIdentity extends pulumi.ComponentResource {
                 {
                     role: legacy.name,
                     policy: pulumi
-                        .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn])
-                        .apply(([bucketArn, kmsKeyArn, usageStreamArn]) =>
+                        .all([args.bucketArn, args.kmsKeyArn, args.usageStreamArn, args.accountId])
+                        .apply(([bucketArn, kmsKeyArn, usageStreamArn, bucketOwner]) =>
                             JSON.stringify(
                                 legacySpokeRolePolicy({
                                     spoke: args.spoke,
                                     bucketArn,
+                                    bucketOwner,
                                     kmsKeyArn,
                                     region: args.region,
                                     usageStreamArn,

@@ -1,3 +1,4 @@
+import { inBucketAccount } from "../../lib/policy-document";
 import { bundlePaths } from "../../services/shared/bundle";
 import type { PolicyDocument } from "./SpokeIdentity";
 
@@ -13,6 +14,12 @@ import type { PolicyDocument } from "./SpokeIdentity";
  * every spoke has run `up` on this release. `LEGACY_SPOKE_ROLE.removeIn` names the release that deletes it; the
  * removal is: delete this file and the `legacy` block of SpokeIdentity.ts (test/hub-legacy-role.test.ts says what
  * it keeps).
+ *
+ * One change to the copied policy: every S3 grant requires the bucket to be the hub's account's
+ * (`s3:ResourceAccount`, as SpokeIdentity.ts `spokeServicePolicy` does). It takes nothing from an old spoke, whose
+ * calls (services/auth/aws-calls.ts, services/metering/aws-calls.ts) all go to the hub's own bucket, and stops its
+ * credentials reaching a bucket of the same name in another account. The KMS grant already has the current roles'
+ * condition (`kms:ViaService`, S3 in the bucket's region) and the key ARN names the hub's key.
  */
 export const LEGACY_SPOKE_ROLE = {
     /** The release that removes the old role (every spoke must have run `up` on the release before it). */
@@ -33,12 +40,15 @@ export function legacySpokeRoleDescription(spoke: string): string {
 
 /**
  * Pure: the previous release's role permissions (one role for auth and metering): read the spoke's current pointer
- * and bundles, list its prefix, write its ACKs, use the bucket key through S3 in the bucket's region, put usage
- * records on its stream; on-prem with egress ranges, every direct call only from them.
+ * and bundles, list its prefix, write its ACKs (each only in a bucket of `bucketOwner`, the hub's account:
+ * `s3:ResourceAccount`), use the bucket key through S3 in the bucket's region, put usage records on its stream;
+ * on-prem with egress ranges, every direct call only from them.
  */
 export function legacySpokeRolePolicy(x: {
     spoke: string;
     bucketArn: string;
+    /** The hub's account, which owns the bucket: every S3 grant requires it (`s3:ResourceAccount`). */
+    bucketOwner: string;
     kmsKeyArn: string;
     region: string;
     usageStreamArn?: string;
@@ -51,15 +61,22 @@ export function legacySpokeRolePolicy(x: {
             Effect: "Allow",
             Action: ["s3:GetObject", "s3:GetObjectVersion"],
             Resource: [`${x.bucketArn}/${bundlePaths.current(x.spoke)}`, `${x.bucketArn}/${prefix}bundles/*`],
+            Condition: inBucketAccount(x.bucketOwner),
         },
         {
             Sid: "ListOwnPrefix",
             Effect: "Allow",
             Action: ["s3:ListBucket"],
             Resource: x.bucketArn,
-            Condition: { StringLike: { "s3:prefix": [`${prefix}*`] } },
+            Condition: { StringLike: { "s3:prefix": [`${prefix}*`] }, ...inBucketAccount(x.bucketOwner) },
         },
-        { Sid: "WriteOwnAcks", Effect: "Allow", Action: ["s3:PutObject"], Resource: `${x.bucketArn}/${prefix}acks/*` },
+        {
+            Sid: "WriteOwnAcks",
+            Effect: "Allow",
+            Action: ["s3:PutObject"],
+            Resource: `${x.bucketArn}/${prefix}acks/*`,
+            Condition: inBucketAccount(x.bucketOwner),
+        },
         {
             Sid: "UseBucketKeyViaS3",
             Effect: "Allow",
