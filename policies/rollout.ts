@@ -1,35 +1,88 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { REVISION_OF_LABEL, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "../lib/labels";
-import { aiRoutes, GROUPS, keyOf, nameOf, nsOf, ofKind } from "./lib/gateway";
+import { aiRoutes, GROUPS, gvk, keyOf, nameOf, nsOf, ofKind } from "./lib/gateway";
 import { frontendNamespacePrefixFact } from "../upstream/rollout";
+import { dgdRole, v1alpha1MainContainer } from "../upstream/check/walk";
 
 /* Rollouts (lib/rollout.ts): weights only for the two revisions of one endpoint; traffic only where capacity is ready. */
 
 /** The worker components of a DynamoGraphDeployment (the ones that serve; frontend and planner excluded). */
 const WORKER_TYPES = new Set(["prefill", "decode", "worker"]);
 
+/** One worker component of a graph: its name, role (`prefill`, `decode`, `worker`), replicas and GPUs per replica. */
+interface Worker {
+    name: string;
+    role: string;
+    replicas: number;
+    gpus: number;
+}
+
+/** GPUs one replica runs: the `nvidia.com/gpu` limits of its containers (lib/dgd.ts). */
+function gpusOf(containers: unknown): number {
+    return (Array.isArray(containers) ? containers : []).reduce(
+        (a: number, k: any) => a + (Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0) || 0),
+        0,
+    );
+}
+
+/**
+ * The worker components of a DynamoGraphDeployment, in the shape of its apiVersion (both served ones,
+ * ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml):
+ * v1beta1 `spec.components[]` (`name`, `type`, `replicas`, GPUs of `podTemplate.spec.containers`); v1alpha1
+ * `spec.services{}` (the map key, the role of `subComponentType` / `componentType` as upstream/check/walk.ts `dgdRole`
+ * reads it, `replicas`, GPUs of the main container the operator builds from the service's `resources` and
+ * `extraPodSpec.mainContainer`, upstream/check/walk.ts `v1alpha1MainContainer`, and of `extraPodSpec.containers`).
+ * Replicas default to 1 when unset. Closed world: another version, or a spec without its version's list (or with the
+ * other version's), gives a string saying why the graph cannot be read, and the pack refuses traffic to it.
+ */
+export function workerComponents(dgd: PolicyResource): Worker[] | string {
+    const version = gvk(dgd.type)?.version ?? String(dgd.props.apiVersion ?? "").split("/")[1];
+    const spec = dgd.props.spec ?? {};
+    const replicas = (x: any) => Number(x?.replicas ?? 1);
+    const READ = "the pack reads DynamoGraphDeployment v1beta1 spec.components[] and v1alpha1 spec.services{}";
+    if (version === "v1beta1") {
+        if (spec.services !== undefined) return `its DynamoGraphDeployment is v1beta1 but carries v1alpha1 spec.services (${READ})`;
+        if (!Array.isArray(spec.components)) return `its DynamoGraphDeployment is v1beta1 without spec.components[] (${READ})`;
+        return spec.components
+            .filter((c: any) => WORKER_TYPES.has(dgdRole(c?.type)))
+            .map((c: any) => ({
+                name: String(c.name ?? c.type),
+                role: dgdRole(c.type),
+                replicas: replicas(c),
+                gpus: gpusOf(c?.podTemplate?.spec?.containers),
+            }));
+    }
+    if (version === "v1alpha1") {
+        if (spec.components !== undefined) return `its DynamoGraphDeployment is v1alpha1 but carries v1beta1 spec.components (${READ})`;
+        if (!spec.services || typeof spec.services !== "object" || Array.isArray(spec.services))
+            return `its DynamoGraphDeployment is v1alpha1 without spec.services{} (${READ})`;
+        return Object.entries(spec.services as Record<string, any>)
+            .map(([name, svc]) => ({ name, svc, role: dgdRole(svc?.componentType, svc?.subComponentType) }))
+            .filter((x) => WORKER_TYPES.has(x.role))
+            .map(({ name, svc, role }) => ({
+                name,
+                role,
+                replicas: replicas(svc),
+                gpus: gpusOf([v1alpha1MainContainer(svc), ...(svc?.extraPodSpec?.containers ?? [])]),
+            }));
+    }
+    return `its DynamoGraphDeployment is nvidia.com/${version ?? "(no version)"}, whose shape the pack cannot read (${READ})`;
+}
+
 /** Why a graph has no serving capacity (`undefined` when every worker component has at least one replica). */
 function noCapacity(dgd: PolicyResource | undefined): string | undefined {
     if (!dgd) return "no DynamoGraphDeployment of that name is in the stack";
-    const workers = (dgd.props.spec?.components ?? []).filter((c: any) => WORKER_TYPES.has(c?.type));
+    const workers = workerComponents(dgd);
+    if (typeof workers === "string") return workers;
     if (!workers.length) return "its DynamoGraphDeployment has no worker component";
-    const zero = workers.filter((c: any) => !(Number(c.replicas ?? 1) >= 1));
-    return zero.length ? `its ${zero.map((c: any) => c.name).join(", ")} run 0 replicas` : undefined;
+    const zero = workers.filter((c) => !(c.replicas >= 1));
+    return zero.length ? `its ${zero.map((c) => c.name).join(", ")} run 0 replicas` : undefined;
 }
 
-/** GPUs one replica of a worker component requests: the `nvidia.com/gpu` limit of its containers (lib/dgd.ts). */
-function gpusPerReplica(c: any): number {
-    const containers: any[] = c?.podTemplate?.spec?.containers ?? [];
-    return containers.reduce((a, k) => a + (Number(k?.resources?.limits?.["nvidia.com/gpu"] ?? 0) || 0), 0);
-}
-
-/** A graph's worker components by type (`prefill`, `decode`, `worker`): replicas and GPUs per replica. */
-function workersOf(dgd: PolicyResource): Map<string, { name: string; replicas: number; gpus: number }> {
-    const out = new Map<string, { name: string; replicas: number; gpus: number }>();
-    for (const c of dgd.props.spec?.components ?? [])
-        if (WORKER_TYPES.has(c?.type))
-            out.set(c.type, { name: String(c.name ?? c.type), replicas: Number(c.replicas ?? 1), gpus: gpusPerReplica(c) });
-    return out;
+/** A graph's worker components by role (`prefill`, `decode`, `worker`): replicas and GPUs per replica. */
+function workersOf(dgd: PolicyResource): Map<string, Worker> | string {
+    const workers = workerComponents(dgd);
+    return typeof workers === "string" ? workers : new Map(workers.map((w) => [w.role, w] as const));
 }
 
 /**
@@ -43,6 +96,8 @@ function workersOf(dgd: PolicyResource): Map<string, { name: string; replicas: n
 export function shareCapacityProblem(source: PolicyResource, target: PolicyResource, weight: number): string | undefined {
     const s = workersOf(source);
     const t = workersOf(target);
+    if (typeof s === "string") return `the source ${nameOf(source)} cannot be read: ${s}`;
+    if (typeof t === "string") return t;
     const need = (n: number) => Math.ceil((weight / 100) * n - 1e-9);
     const roles = [...s.keys()].sort();
     if (roles.length && JSON.stringify(roles) === JSON.stringify([...t.keys()].sort())) {
@@ -174,7 +229,7 @@ export function rolloutFindings(resources: PolicyResource[]): Array<{ message: s
 export const rolloutOrdering: StackValidationPolicy = {
     name: "rollout-traffic-needs-ready-capacity",
     description:
-        "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack with every worker component scaled to at least one replica and, for a rollout's target, reported ready and with the capacity for its share: per worker role at least ceil(share x the source's replicas), or the worker GPUs when the roles differ (no traffic to a revision without ready capacity for it, no scale-down of a revision still carrying traffic).",
+        "Backend weights only between the two revisions of one endpoint under a rollout; a backend that receives traffic is a graph in the stack (DynamoGraphDeployment v1beta1 spec.components or v1alpha1 spec.services; any other shape is refused) with every worker component scaled to at least one replica and, for a rollout's target, reported ready and with the capacity for its share: per worker role at least ceil(share x the source's replicas), or the worker GPUs when the roles differ (no traffic to a revision without ready capacity for it, no scale-down of a revision still carrying traffic).",
     remediationSteps:
         "Drive rollouts with `npm run rollout -- advance|promote|abort <spoke>/<endpoint>` (docs/rollout.md), which writes one step per `pulumi up`: capacity before traffic shifting up, traffic before capacity shifting down (promote removes the source graph only from the 100% step, after the target's soak). Size the rollout's target.topology for 100% before it starts.",
     enforcementLevel: "mandatory",

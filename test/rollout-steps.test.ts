@@ -4,7 +4,8 @@
  * against the one before by the ordering rules (lib/rollout.ts `transitionProblems`: capacity before traffic going
  * up, traffic before capacity going down, never both in one step), and the rendered weights against the state. Then
  * the pack's rollout policy on renders broken by hand: traffic to a target never reported ready, a revision scaled
- * to zero while carrying traffic, weights outside a rollout, a third weighted backend.
+ * to zero while carrying traffic, weights outside a rollout, a third weighted backend; the same on graphs in the
+ * deprecated v1alpha1 shape (`spec.services{}`), and a graph in a shape the pack cannot read refused.
  */
 import { describe, expect, it } from "vitest";
 import type { Endpoint } from "../config/endpoint";
@@ -91,6 +92,53 @@ async function renderSpoke(e: Endpoint): Promise<CapturedResource[]> {
 }
 
 const kindOf = (rs: CapturedResource[], kind: string) => rs.filter((r) => r.type.endsWith(`:${kind}`));
+
+/**
+ * A rendered v1beta1 DynamoGraphDeployment in the deprecated v1alpha1 shape the API server still serves
+ * (`spec.services{}`; `componentType`, with `subComponentType` for prefill/decode; the main container under
+ * `extraPodSpec.mainContainer`; GPUs as `resources.limits.gpu`), the inverse of the operator's conversion
+ * (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/api/v1alpha1/shared_spec_conversion.go).
+ */
+function toV1alpha1(dgd: Record<string, any>): Record<string, any> {
+    const services: Record<string, any> = {};
+    for (const c of dgd.spec.components) {
+        const { containers, ...podSpec } = c.podTemplate.spec;
+        const { name: _n, resources, ...main } = containers.find((x: any) => x.name === "main");
+        const split = (r: Record<string, string> = {}) => {
+            const { "nvidia.com/gpu": gpu, ...custom } = r;
+            return { ...(gpu ? { gpu } : {}), ...(Object.keys(custom).length ? { custom } : {}) };
+        };
+        const worker = c.type === "prefill" || c.type === "decode";
+        const others = containers.filter((x: any) => x.name !== "main");
+        services[c.name] = {
+            componentType: worker ? "worker" : c.type,
+            ...(worker ? { subComponentType: c.type } : {}),
+            ...(c.replicas !== undefined ? { replicas: c.replicas } : {}),
+            ...(c.sharedMemorySize ? { sharedMemory: { size: c.sharedMemorySize } } : {}),
+            ...(resources ? { resources: { limits: split(resources.limits), requests: split(resources.requests) } } : {}),
+            ...(c.podTemplate.metadata ? { extraPodMetadata: c.podTemplate.metadata } : {}),
+            extraPodSpec: { ...podSpec, ...(others.length ? { containers: others } : {}), mainContainer: main },
+        };
+    }
+    const { components: _c, env, ...rest } = dgd.spec;
+    return {
+        apiVersion: "nvidia.com/v1alpha1",
+        kind: "DynamoGraphDeployment",
+        metadata: dgd.metadata,
+        spec: { ...rest, ...(env ? { envs: env } : {}), services },
+    };
+}
+
+/** Replaces the graph `name` of a render by its v1alpha1 form (resource type and both sides). */
+function asV1alpha1(rs: CapturedResource[], name: string): CapturedResource[] {
+    for (const r of kindOf(rs, "DynamoGraphDeployment"))
+        if ((r.inputs as any).metadata?.name === name) {
+            r.type = "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment";
+            r.inputs = toV1alpha1(r.inputs as any);
+            r.outputs = toV1alpha1(r.outputs as any);
+        }
+    return rs;
+}
 
 /** The ordering view of a render: the Qwen graphs (capacity: every worker component at least one replica) and weights. */
 function renderedView(rs: CapturedResource[]): RenderView {
@@ -265,5 +313,64 @@ describe("the pack's rollout policy on renders broken by hand", () => {
             for (const rule of o.spec.rules) if (rule.matches[0].headers[0].value === SHIPPED.model) rule.backendRefs[1].weight = 50;
         });
         expect(messages(rs).join("\n")).toMatch(/v2-qwen3-32b has weight 50 but the rollout's state gives it 10/);
+    });
+    it("v1alpha1 graphs (spec.services) are read as their v1beta1 form is: the shipped step passes in either shape", async () => {
+        const rs = asV1alpha1(asV1alpha1(await step1(), "qwen3-32b"), "v2-qwen3-32b");
+        expect(kindOf(rs, "DynamoGraphDeployment").filter((r) => r.type.includes("/v1alpha1:"))).toHaveLength(2);
+        expect(messages(rs)).toEqual([]);
+    });
+    it("a v1alpha1 source scaled to zero while carrying traffic is refused", async () => {
+        const rs = asV1alpha1(await step1(), "qwen3-32b");
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => (o.spec.services.decode.replicas = 0));
+        expect(messages(rs).join("\n")).toMatch(/sends weight 90 to qwen3-32b, but its decode run 0 replicas/);
+    });
+    it("a v1beta1 target without the capacity for its share of a v1alpha1 source is refused: 10% of 20 decode replicas needs 2", async () => {
+        const rs = asV1alpha1(await step1(), "qwen3-32b");
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => (o.spec.services.decode.replicas = 20));
+        const found = messages(rs);
+        expect(found.length).toBeGreaterThan(0);
+        for (const m of found)
+            expect(m).toMatch(/its decode runs 1 replica, and 10% of the source's 20 decode replicas needs ceil\(0\.1 x 20\) = 2/);
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 2;
+        });
+        expect(messages(rs)).toEqual([]);
+    });
+    it("a v1alpha1 target's GPUs are read from its services' resources.limits.gpu when the roles differ", async () => {
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
+        });
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
+            for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
+        });
+        asV1alpha1(rs, "v2-qwen3-32b");
+        const target = kindOf(rs, "DynamoGraphDeployment").find((r) => (r.inputs as any).metadata.name === "v2-qwen3-32b")!;
+        expect((target.outputs as any).spec.services.prefill.resources.limits.gpu).toBe("2");
+        expect(messages(rs).join("\n")).toMatch(
+            /its workers \(worker\) request 2 GPUs, and 10% of the source's 42 worker GPUs \(decode, prefill, other roles, so replicas do not compare\) needs ceil\(0\.1 x 42\) = 5/,
+        );
+    });
+    it("a graph in a shape the pack cannot read is refused, never passed (closed world)", async () => {
+        const unknownVersion = await step1();
+        for (const r of kindOf(unknownVersion, "DynamoGraphDeployment"))
+            if ((r.inputs as any).metadata.name === "v2-qwen3-32b") r.type = "kubernetes:nvidia.com/v1:DynamoGraphDeployment";
+        expect(messages(unknownVersion).join("\n")).toMatch(
+            /sends weight 10 to v2-qwen3-32b, but its DynamoGraphDeployment is nvidia\.com\/v1, whose shape the pack cannot read \(the pack reads DynamoGraphDeployment v1beta1 spec\.components\[\] and v1alpha1 spec\.services\{\}\)/,
+        );
+        // A v1alpha1 graph written with v1beta1's list: nothing of it is read, so its traffic is refused.
+        const mixed = await step1();
+        for (const r of kindOf(mixed, "DynamoGraphDeployment"))
+            if ((r.inputs as any).metadata.name === "qwen3-32b") r.type = "kubernetes:nvidia.com/v1alpha1:DynamoGraphDeployment";
+        expect(messages(mixed).join("\n")).toMatch(
+            /sends weight 90 to qwen3-32b, but its DynamoGraphDeployment is v1alpha1 but carries v1beta1 spec\.components/,
+        );
+        // A source the pack cannot read makes its target's share unprovable, at 100% too (the source then carries none).
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => (o.spec.services = {}));
+        expect(messages(rs).join("\n")).toMatch(
+            /sends 10% of Qwen\/Qwen3-32B to v2-qwen3-32b, but the source qwen3-32b cannot be read: its DynamoGraphDeployment is v1beta1 but carries v1alpha1 spec\.services/,
+        );
     });
 });

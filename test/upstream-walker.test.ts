@@ -3,17 +3,20 @@
  * and env vars in a decode container are found in every workload shape either reads (Deployment, LeaderWorkerSet leader
  * and worker, DynamoGraphDeployment v1beta1 and v1alpha1), with the same findings from the CLI (tools/upstream-check.ts
  * over a rendered out/ folder) and from the pack (policies/upstream.ts `upstream-rules`); an object carrying a pod
- * template the walker cannot read is a finding in both, never skipped.
+ * template the walker cannot read is a finding in both, never skipped. A v1alpha1 service's own fields (resources,
+ * envs, envFromSecret, probes, volumeMounts) reach the main container the rules judge exactly as the operator's
+ * conversion webhook merges them, on a fixture valid against the upstream DGD CRD (test/fixtures/dynamo/).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import YAML from "yaml";
 import { afterAll, describe, expect, it } from "vitest";
+import { pdSettingsMatch } from "../policies/pd-compat";
 import { upstreamRulesPolicy } from "../policies/upstream";
 import { stackView } from "../policies/lib/workloads";
 import { checkOutDir } from "../tools/upstream-check";
-import { formatFinding, podTemplatesOf, unreadPodTemplates } from "../upstream/check";
+import { defaultFacts, formatFinding, pairRule, podTemplatesOf, unreadPodTemplates } from "../upstream/check";
 import { endpoint, endpointObjects, k8s, mainOf, violations } from "./policies/rdma-fixtures";
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "walker-"));
@@ -195,5 +198,101 @@ describe("closed world: a pod template the walker cannot read is a finding", () 
         for (const make of Object.values(shapes)) expect(unreadPodTemplates(make())).toEqual([]);
         const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c" }, data: { containers: "[{image: x}]" } };
         expect(unreadPodTemplates(cm)).toEqual([]);
+    });
+});
+
+/** test/fixtures/dynamo/dgd-v1alpha1-service-fields.yaml: valid against the upstream DGD CRD (.ci/run validates the folder). */
+const serviceFields = (): Obj =>
+    YAML.parse(fs.readFileSync(path.join(__dirname, "fixtures", "dynamo", "dgd-v1alpha1-service-fields.yaml"), "utf8"));
+const mainOfService = (o: Obj, name: string): Obj => {
+    const t = podTemplatesOf(o).find((x) => x.component === name)!;
+    return t.spec.containers.find((c: Obj) => c.name === "main");
+};
+
+describe("a v1alpha1 service's own fields reach the main container as the operator merges them", () => {
+    // ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/api/v1alpha1/shared_spec_conversion.go
+    // buildMainContainerFromDedicated, then mergeExtraPodSpecMainContainer (mergo WithOverride, mergeEnvs, mounts appended).
+    it("resources, envs, envFromSecret, probes and volumeMounts merged with extraPodSpec.mainContainer", () => {
+        expect(mainOfService(serviceFields(), "prefill")).toEqual({
+            name: "main",
+            image: "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0",
+            command: ["python3", "-m", "dynamo.vllm"],
+            args: ["--model", "Qwen/Qwen3-0.6B", "--disaggregation-mode", "prefill"],
+            // mergeEnvs(envs, mainContainer.env): one entry per name, the container's value in the service's place.
+            env: [
+                { name: "PYTHONHASHSEED", value: "0" },
+                { name: "DYN_LOG", value: "info" },
+            ],
+            // The container's envFrom replaces the envFromSecret entry (mergo overrides a non-empty list whole).
+            envFrom: [{ configMapRef: { name: "engine-env" } }],
+            // Per resource name, the container's winning; gpu as nvidia.com/gpu, custom keys as they are.
+            resources: {
+                requests: { cpu: "8", "nvidia.com/gpu": "2" },
+                limits: { "nvidia.com/gpu": "2", "rdma/rail_0": "1", cpu: "16" },
+            },
+            // Probes merge field by field.
+            readinessProbe: { httpGet: { path: "/health", port: 9090 }, periodSeconds: 5 },
+            livenessProbe: { httpGet: { path: "/live", port: 9090 } },
+            // The container's mounts, then every service mount (compilation cache included) as {name, mountPath}.
+            volumeMounts: [
+                { name: "mooncake-config", mountPath: "/etc/mooncake", readOnly: true },
+                { name: "model-cache", mountPath: "/models" },
+                { name: "compile-cache", mountPath: "/compile" },
+            ],
+        });
+    });
+    it("without them on the container: envFromSecret as one secretRef, the service's env and resources as they are", () => {
+        const o = serviceFields();
+        const mc = o.spec.services.decode.extraPodSpec.mainContainer;
+        delete mc.envFrom;
+        delete mc.env;
+        delete mc.resources;
+        delete mc.readinessProbe;
+        delete mc.volumeMounts;
+        const main = mainOfService(o, "decode");
+        expect(main.envFrom).toEqual([{ secretRef: { name: "hf-token" } }]);
+        expect(main.env).toEqual([
+            { name: "PYTHONHASHSEED", value: "1" },
+            { name: "DYN_LOG", value: "info" },
+        ]);
+        expect(main.resources).toEqual({
+            requests: { cpu: "8", "nvidia.com/gpu": "2" },
+            limits: { "nvidia.com/gpu": "2", "rdma/rail_0": "1" },
+        });
+        expect(main.readinessProbe).toEqual({ httpGet: { path: "/health", port: 9090 }, periodSeconds: 10 });
+        expect(main.volumeMounts).toEqual([
+            { name: "model-cache", mountPath: "/models" },
+            { name: "compile-cache", mountPath: "/compile" },
+        ]);
+    });
+    it("the pack's workload view sees the service's mounts on the main container", () => {
+        const o = serviceFields();
+        const view = stackView([k8s(o)].map((r) => ({ ...r, props: r.inputs, opts: {} }) as any));
+        const prefill = view.containers.find((c) => c.component === "prefill" && c.container === "main")!;
+        expect(prefill.volumeMounts.map((m) => m.mountPath)).toEqual(["/etc/mooncake", "/models", "/compile"]);
+        expect(prefill.env.get("PYTHONHASHSEED")?.value).toBe("0");
+    });
+    it("a mount only in decode's service volumeMounts is a prefill/decode difference, for upstream-check and the pack", async () => {
+        const o = serviceFields();
+        const mounts = (x: Obj) =>
+            pairRule({ stack: "s", objects: [x], releases: [] }, defaultFacts).filter((f) => f.key === "volumeMounts");
+        expect(mounts(o)).toEqual([]);
+        o.spec.services.decode.volumeMounts[0].mountPoint = "/models-decode";
+        // extraPodSpec.mainContainer is the same on both sides: only the service field differs.
+        expect(o.spec.services.decode.extraPodSpec.mainContainer.volumeMounts).toEqual(
+            o.spec.services.prefill.extraPodSpec.mainContainer.volumeMounts,
+        );
+        const found = mounts(o);
+        expect(found.map((f) => f.object)).toEqual(["DynamoGraphDeployment/inference/merge"]);
+        expect(found[0].message).toMatch(/^prefill has volumeMounts .*\n\/models <- .* but decode has .*\n\/models-decode <- /s);
+        expect(cli("service volumeMounts", [o]).filter((x) => x.includes(": volumeMounts: "))).toHaveLength(1);
+        const v = await violations([pdSettingsMatch], [k8s(o)]);
+        expect(
+            v.filter((m) => m.startsWith("DynamoGraphDeployment/inference/merge ") && m.includes(" field volumeMounts: ")),
+            v.join("\n"),
+        ).toHaveLength(1);
+    });
+    it("the fixture's services leave nothing unread", () => {
+        expect(unreadPodTemplates(serviceFields())).toEqual([]);
     });
 });

@@ -13,9 +13,10 @@ import type { Finding, Obj, RenderedStack } from "./types";
  *   in workerTemplate"): the leader template (the worker template when there is none) and the worker template;
  * - DynamoGraphDeployment (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:
  *   deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml): v1beta1 `spec.components[].podTemplate`,
- *   v1alpha1 `spec.services{}` whose main container is `extraPodSpec.mainContainer` with the service's `envs`,
- *   `envFromSecret` and `resources` (`{cpu, memory, gpu, gpuType, custom}`) merged in, and whose `frontendSidecar`
- *   (`{image, args, envs, envFromSecret}`) is a container of the pod too.
+ *   v1alpha1 `spec.services{}` whose main container is `extraPodSpec.mainContainer` with the service's `resources`
+ *   (`{cpu, memory, gpu, gpuType, custom}`, `claims`), `envs`, `envFromSecret`, `livenessProbe`, `readinessProbe` and
+ *   `volumeMounts` merged in as the operator's conversion webhook merges them ({@link v1alpha1MainContainer}), and whose
+ *   `frontendSidecar` (`{image, args, envs, envFromSecret}`) is a container of the pod too (`sidecar-frontend`).
  *
  * Closed world: {@link unreadPodTemplates} names what an object carries that looks like a pod template and the walker
  * does not read, and every kind of a workload API group the walker has no reading for.
@@ -101,11 +102,110 @@ export function dgdRole(type: unknown, sub?: unknown): string {
 function v1alpha1Resources(x: Obj | undefined): Record<string, string> {
     const o: Record<string, string> = {};
     if (!x || typeof x !== "object") return o;
-    if (x.cpu !== undefined) o.cpu = String(x.cpu);
-    if (x.memory !== undefined) o.memory = String(x.memory);
-    if (x.gpu !== undefined) o[String(x.gpuType ?? "nvidia.com/gpu")] = String(x.gpu);
+    if (x.cpu) o.cpu = String(x.cpu);
+    if (x.memory) o.memory = String(x.memory);
+    if (x.gpu) o[String(x.gpuType || "nvidia.com/gpu")] = String(x.gpu);
     for (const [k, v] of Object.entries(x.custom ?? {})) if (v !== undefined && v !== null) o[k] = String(v);
     return o;
+}
+
+/** Where the v1alpha1 main-container merge below is read (ai-dynamo/dynamo, the operator's conversion webhook). */
+export const V1ALPHA1_MAIN_CONTAINER_SOURCE =
+    "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/api/v1alpha1/shared_spec_conversion.go";
+
+/** The name of the container a v1alpha1 `frontendSidecar` becomes ({@link V1ALPHA1_MAIN_CONTAINER_SOURCE} `defaultFrontendSidecarContainerName`). */
+export const V1ALPHA1_FRONTEND_SIDECAR = "sidecar-frontend";
+
+/** Go's zero value as JSON carries it (absent, null, "", 0, false, an empty list or object): mergo never copies it. */
+function empty(v: unknown): boolean {
+    if (v === undefined || v === null || v === "" || v === 0 || v === false) return true;
+    if (Array.isArray(v)) return v.length === 0;
+    return typeof v === "object" && Object.keys(v as Obj).length === 0;
+}
+
+/**
+ * `mergo.Merge(dst, src, mergo.WithOverride)` (github.com/imdario/mergo v0.3.16, the operator's pin) on plain JSON:
+ * objects (Go structs, maps, pointers to structs) merge key by key, anything else in `src` that is not Go's zero value
+ * replaces `dst`'s (lists whole). Returns a new object; neither argument is changed.
+ */
+function mergeOverride(dst: Obj, src: Obj): Obj {
+    const out: Obj = { ...dst };
+    for (const [k, v] of Object.entries(src)) {
+        if (empty(v)) continue;
+        const d = out[k];
+        const isObj = (x: unknown) => !!x && typeof x === "object" && !Array.isArray(x);
+        out[k] = isObj(v) && isObj(d) ? mergeOverride(d, v) : structuredClone(v);
+    }
+    return out;
+}
+
+/**
+ * `mergeEnvs(common, specific)` ({@link V1ALPHA1_MAIN_CONTAINER_SOURCE}): `common` then `specific`, one entry per name,
+ * a `specific` entry replacing the `common` one of its name in place.
+ */
+function mergeEnvs(common: Obj[], specific: Obj[]): Obj[] {
+    const out: Obj[] = [];
+    const seen = new Map<string, number>();
+    for (const e of [...common, ...specific]) {
+        const i = seen.get(String(e?.name));
+        if (i !== undefined) out[i] = e;
+        else {
+            seen.set(String(e?.name), out.length);
+            out.push(e);
+        }
+    }
+    return out;
+}
+
+/**
+ * The main container the operator runs for a v1alpha1 service, as its conversion webhook builds the v1beta1
+ * `podTemplate` container `main` ({@link V1ALPHA1_MAIN_CONTAINER_SOURCE} `buildMainContainerFromDedicated` then
+ * `mergeExtraPodSpecMainContainer`): a base from the service's own fields (`resources` as Kubernetes resource names,
+ * with `claims`; `envs`; `envFromSecret` as one `envFrom` secretRef when not empty; `livenessProbe`; `readinessProbe`;
+ * every `volumeMounts[]` entry as `{name, mountPath: mountPoint}`, compilation-cache ones included), then
+ * `extraPodSpec.mainContainer` merged over it with mergo's override (its `envFrom`, `command`, `args`, `image`... replace
+ * the base's when set, `resources.{limits,requests}` override per resource name, probes merge field by field), except:
+ * `env` is `mergeEnvs(envs, mainContainer.env)` (one entry per name, the container's winning), `volumeMounts` are
+ * the container's own followed by the service's, `startupProbe` is the container's, and the name is always `main`.
+ * `resources.{limits,requests}` are always objects (empty when nothing sets them).
+ */
+export function v1alpha1MainContainer(svc: Obj | undefined): Obj {
+    const s: Obj = svc ?? {};
+    const base: Obj = { name: "main" };
+    if (s.resources && typeof s.resources === "object") {
+        const r: Obj = {};
+        const limits = v1alpha1Resources(s.resources.limits);
+        const requests = v1alpha1Resources(s.resources.requests);
+        if (Object.keys(limits).length) r.limits = limits;
+        if (Object.keys(requests).length) r.requests = requests;
+        if (Array.isArray(s.resources.claims) && s.resources.claims.length) r.claims = structuredClone(s.resources.claims);
+        base.resources = r;
+    }
+    const envs: Obj[] = Array.isArray(s.envs) ? s.envs : [];
+    if (envs.length) base.env = structuredClone(envs);
+    if (s.envFromSecret) base.envFrom = [{ secretRef: { name: String(s.envFromSecret) } }];
+    if (s.livenessProbe) base.livenessProbe = structuredClone(s.livenessProbe);
+    if (s.readinessProbe) base.readinessProbe = structuredClone(s.readinessProbe);
+    const dedicatedMounts: Obj[] = (Array.isArray(s.volumeMounts) ? s.volumeMounts : []).map((vm: Obj) => ({
+        name: vm?.name,
+        mountPath: vm?.mountPoint ?? "",
+    }));
+    if (dedicatedMounts.length) base.volumeMounts = dedicatedMounts;
+    const mc: Obj | undefined = s.extraPodSpec?.mainContainer;
+    let main: Obj = base;
+    if (mc && typeof mc === "object") {
+        main = mergeOverride(base, { ...mc, name: "main" });
+        const env = mergeEnvs(envs, Array.isArray(mc.env) ? mc.env : []);
+        if (env.length) main.env = structuredClone(env);
+        else delete main.env;
+        const mounts = [...(Array.isArray(mc.volumeMounts) ? structuredClone(mc.volumeMounts) : []), ...dedicatedMounts];
+        if (mounts.length) main.volumeMounts = mounts;
+        else delete main.volumeMounts;
+        if (mc.startupProbe) main.startupProbe = structuredClone(mc.startupProbe);
+    }
+    main.name = "main";
+    main.resources = { ...(main.resources ?? {}), requests: main.resources?.requests ?? {}, limits: main.resources?.limits ?? {} };
+    return main;
 }
 
 function dgdTemplates(o: Obj): PodTemplateView[] {
@@ -129,18 +229,13 @@ function dgdTemplates(o: Obj): PodTemplateView[] {
         for (const [name, svc] of Object.entries(spec.services as Record<string, Obj>)) {
             const spath = `spec.services.${name}`;
             const eps: Obj = svc?.extraPodSpec ?? {};
-            const main: Obj = { name: "main", ...(eps.mainContainer ?? {}) };
-            main.resources = {
-                requests: { ...v1alpha1Resources(svc?.resources?.requests), ...(main.resources?.requests ?? {}) },
-                limits: { ...v1alpha1Resources(svc?.resources?.limits), ...(main.resources?.limits ?? {}) },
-            };
-            main.env = [...(svc?.envs ?? []), ...(main.env ?? [])];
-            if (svc?.envFromSecret) main.envFrom = [{ secretRef: { name: svc.envFromSecret } }, ...(main.envFrom ?? [])];
+            const main = v1alpha1MainContainer(svc);
             const containers: Obj[] = [main, ...(eps.containers ?? [])];
             const containerPaths = [`${spath}.extraPodSpec.mainContainer`, ...paths(eps.containers, `${spath}.extraPodSpec.containers`)];
             const fs: Obj | undefined = svc?.frontendSidecar;
-            if (fs && typeof fs === "object") {
-                const c: Obj = { name: "frontend-sidecar", image: fs.image, args: fs.args ?? [], env: fs.envs ?? [] };
+            // The operator appends the frontend sidecar unless a container already has its name (`appendFrontendSidecar`).
+            if (fs && typeof fs === "object" && !containers.some((c) => c?.name === V1ALPHA1_FRONTEND_SIDECAR)) {
+                const c: Obj = { name: V1ALPHA1_FRONTEND_SIDECAR, image: fs.image, args: fs.args ?? [], env: fs.envs ?? [] };
                 if (fs.envFromSecret) c.envFrom = [{ secretRef: { name: fs.envFromSecret } }];
                 containers.push(c);
                 containerPaths.push(`${spath}.frontendSidecar`);
