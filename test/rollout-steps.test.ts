@@ -18,6 +18,7 @@ import { runPolicies } from "../tools/policy-runner";
 import { referenceableOutputs } from "../tools/wire";
 import { inputs, runRepoStack, stackFile } from "./helpers";
 import { applied, PASS, SOAK_PASS } from "./rollout-series";
+import { toV1alpha1 } from "./dgd-v1alpha1";
 
 const HUB = stackFile("hub-prod").config;
 const ENDPOINTS: Endpoint[] = JSON.parse(HUB["platform:endpoints"]);
@@ -92,42 +93,6 @@ async function renderSpoke(e: Endpoint): Promise<CapturedResource[]> {
 }
 
 const kindOf = (rs: CapturedResource[], kind: string) => rs.filter((r) => r.type.endsWith(`:${kind}`));
-
-/**
- * A rendered v1beta1 DynamoGraphDeployment in the deprecated v1alpha1 shape the API server still serves
- * (`spec.services{}`; `componentType`, with `subComponentType` for prefill/decode; the main container under
- * `extraPodSpec.mainContainer`; GPUs as `resources.limits.gpu`), the inverse of the operator's conversion
- * (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/api/v1alpha1/shared_spec_conversion.go).
- */
-function toV1alpha1(dgd: Record<string, any>): Record<string, any> {
-    const services: Record<string, any> = {};
-    for (const c of dgd.spec.components) {
-        const { containers, ...podSpec } = c.podTemplate.spec;
-        const { name: _n, resources, ...main } = containers.find((x: any) => x.name === "main");
-        const split = (r: Record<string, string> = {}) => {
-            const { "nvidia.com/gpu": gpu, ...custom } = r;
-            return { ...(gpu ? { gpu } : {}), ...(Object.keys(custom).length ? { custom } : {}) };
-        };
-        const worker = c.type === "prefill" || c.type === "decode";
-        const others = containers.filter((x: any) => x.name !== "main");
-        services[c.name] = {
-            componentType: worker ? "worker" : c.type,
-            ...(worker ? { subComponentType: c.type } : {}),
-            ...(c.replicas !== undefined ? { replicas: c.replicas } : {}),
-            ...(c.sharedMemorySize ? { sharedMemory: { size: c.sharedMemorySize } } : {}),
-            ...(resources ? { resources: { limits: split(resources.limits), requests: split(resources.requests) } } : {}),
-            ...(c.podTemplate.metadata ? { extraPodMetadata: c.podTemplate.metadata } : {}),
-            extraPodSpec: { ...podSpec, ...(others.length ? { containers: others } : {}), mainContainer: main },
-        };
-    }
-    const { components: _c, env, ...rest } = dgd.spec;
-    return {
-        apiVersion: "nvidia.com/v1alpha1",
-        kind: "DynamoGraphDeployment",
-        metadata: dgd.metadata,
-        spec: { ...rest, ...(env ? { envs: env } : {}), services },
-    };
-}
 
 /** Replaces the graph `name` of a render by its v1alpha1 form (resource type and both sides). */
 function asV1alpha1(rs: CapturedResource[], name: string): CapturedResource[] {

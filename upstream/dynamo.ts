@@ -128,6 +128,25 @@ export interface RemovedWorkerFlagFact {
 }
 
 /**
+ * The entry points' refusal of the old role flag for `mode` (`--is-prefill-worker`, `--is-decode-worker`): each fails
+ * argument parsing, and `--disaggregation-mode <mode>` replaces it.
+ */
+function removedRoleFlag(mode: "prefill" | "decode"): Readonly<Record<string, RemovedWorkerFlagFact>> {
+    const fails = "is no longer a flag of Dynamo's worker and fails argument parsing";
+    const use = `--disaggregation-mode ${mode}`;
+    return {
+        "dynamo.vllm": { effect: "startup", why: fails, use, source: `${D}:components/src/dynamo/vllm/args.py#parse_args` },
+        "dynamo.sglang": { effect: "startup", why: fails, use, source: `${D}:components/src/dynamo/sglang/args.py#parse_args` },
+        "dynamo.trtllm": {
+            effect: "startup",
+            why: `${fails}: the --trtllm.* flag scan exits on it with "Unrecognized argument"`,
+            use,
+            source: `${D}:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags`,
+        },
+    };
+}
+
+/**
  * Worker flags Dynamo's engine wrappers no longer honour, keyed by flag, then by entry point (`dynamo.<engine>`), each
  * with what that entry point does with it (read at the pinned tree, see {@link D}) and its replacement. The pack
  * (policies/dynamo.ts `dgd-worker-role-flags`) refuses every flag at every entry point listed; an entry point not listed
@@ -139,46 +158,8 @@ export const dynamoRemovedWorkerFlags: Readonly<Record<string, Readonly<Record<s
     // dynamic_flags.py#parse_dynamic_flags, which logs "Unrecognized argument" and exits 1 on anything not
     // `--trtllm.*`; no TRT-LLM or shared runtime flag starts with `--is-`, so argparse's prefix matching takes neither.
     // Only dynamo.mocker still accepts the old role flags (mocker/args.py).
-    "--is-prefill-worker": {
-        "dynamo.vllm": {
-            effect: "startup",
-            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
-            use: "--disaggregation-mode prefill",
-            source: `${D}:components/src/dynamo/vllm/args.py#parse_args`,
-        },
-        "dynamo.sglang": {
-            effect: "startup",
-            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
-            use: "--disaggregation-mode prefill",
-            source: `${D}:components/src/dynamo/sglang/args.py#parse_args`,
-        },
-        "dynamo.trtllm": {
-            effect: "startup",
-            why: `is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument"`,
-            use: "--disaggregation-mode prefill",
-            source: `${D}:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags`,
-        },
-    },
-    "--is-decode-worker": {
-        "dynamo.vllm": {
-            effect: "startup",
-            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
-            use: "--disaggregation-mode decode",
-            source: `${D}:components/src/dynamo/vllm/args.py#parse_args`,
-        },
-        "dynamo.sglang": {
-            effect: "startup",
-            why: "is no longer a flag of Dynamo's worker and fails argument parsing",
-            use: "--disaggregation-mode decode",
-            source: `${D}:components/src/dynamo/sglang/args.py#parse_args`,
-        },
-        "dynamo.trtllm": {
-            effect: "startup",
-            why: `is no longer a flag of Dynamo's worker and fails argument parsing: the --trtllm.* flag scan exits on it with "Unrecognized argument"`,
-            use: "--disaggregation-mode decode",
-            source: `${D}:components/src/dynamo/trtllm/dynamic_flags.py#parse_dynamic_flags`,
-        },
-    },
+    "--is-prefill-worker": removedRoleFlag("prefill"),
+    "--is-decode-worker": removedRoleFlag("decode"),
     // DynamoRuntimeArgGroup defines it for every worker that adds that group (common/configuration/groups/runtime_args.py,
     // nargs "*", env DYN_CONNECTOR; help "[Deprecated for vLLM] Use --kv-transfer-config instead. For TRT-LLM, options:
     // nixl, lmcache, kvbm, null, none"). dynamo.vllm raises when it is set. dynamo.sglang adds the group in

@@ -18,40 +18,7 @@ import { refusedCombinations } from "../../upstream/refused";
 import { mooncakePolicies } from "../../policies/mooncake";
 import { rdmaWorkloadPolicies } from "../../policies/rdma-workloads";
 import { edit, endpoint, endpointObjects, k8s, mainOf, platform, poolPatches, setArg, setEnv, stack, violations } from "./rdma-fixtures";
-
-/**
- * The same graph in the deprecated v1alpha1 shape (`spec.services{}`, `componentType` + `subComponentType`,
- * `extraPodSpec.mainContainer`, `resources.{limits,requests}.{gpu,custom}`, `scalingAdapter.enabled`), as the
- * operator's conversion maps it (ai-dynamo/dynamo api/v1alpha1/shared_spec_conversion.go).
- */
-function toV1alpha1(dgd: Record<string, any>): Record<string, any> {
-    const services: Record<string, any> = {};
-    for (const c of dgd.spec.components) {
-        const { containers, ...podSpec } = c.podTemplate.spec;
-        const { name: _n, resources, ...main } = containers.find((x: any) => x.name === "main");
-        const split = (r: Record<string, string> = {}) => {
-            const { "nvidia.com/gpu": gpu, ...custom } = r;
-            return { ...(gpu ? { gpu } : {}), ...(Object.keys(custom).length ? { custom } : {}) };
-        };
-        const worker = c.type === "prefill" || c.type === "decode";
-        services[c.name] = {
-            componentType: worker ? "worker" : c.type,
-            ...(worker ? { subComponentType: c.type } : {}),
-            replicas: c.replicas,
-            ...(c.scalingAdapter ? { scalingAdapter: { enabled: true } } : {}),
-            ...(c.sharedMemorySize ? { sharedMemory: { size: c.sharedMemorySize } } : {}),
-            ...(resources ? { resources: { limits: split(resources.limits), requests: split(resources.requests) } } : {}),
-            extraPodMetadata: c.podTemplate.metadata,
-            extraPodSpec: { ...podSpec, mainContainer: main },
-        };
-    }
-    return {
-        apiVersion: "nvidia.com/v1alpha1",
-        kind: "DynamoGraphDeployment",
-        metadata: dgd.metadata,
-        spec: { backendFramework: dgd.spec.backendFramework, services },
-    };
-}
+import { toV1alpha1 } from "../dgd-v1alpha1";
 
 function v1alpha1Stack(fn?: (o: Record<string, any>) => void) {
     const e = endpoint();
