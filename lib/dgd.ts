@@ -297,7 +297,8 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
         sharedMemory: "80Gi",
         args(c) {
             const e = c.endpoint;
-            const a = ["--model-path", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker)];
+            // `--model`, not its obsolete spelling `--model-path` (upstream/dynamo.ts dynamoTrtllm)
+            const a = ["--model", e.model, "--served-model-name", e.model, "--tensor-parallel-size", String(c.group.gpusPerWorker)];
             // modelRevision is refused on trtllm (config/endpoint.ts `model-revision-engine`); never dropped silently here.
             if (e.modelRevision) throw new Error(`endpoint ${e.name}: engine trtllm cannot take modelRevision (model-revision-engine)`);
             if (c.disaggregated) a.push("--disaggregation-mode", c.role);

@@ -192,6 +192,15 @@ describe("lib/dgd.ts: engine is one field", () => {
             ]).toEqual([ENGINES[to].sharedMemory]);
         });
     }
+    it("each engine gets the model under the flag its entry point names it by (TRT-LLM: --model, not the obsolete --model-path)", () => {
+        // upstream/dynamo.ts: dynamo.trtllm's `--model` (`--model-path` parses but warns), SGLang's `--model-path`, vLLM's `--model`
+        const modelFlag = { vllm: "--model", sglang: "--model-path", trtllm: "--model" } as const;
+        for (const [engine, flag] of Object.entries(modelFlag)) {
+            const args: string[] = mainOf(endpointObjects(endpoint({ kvPool: { kind: "none" }, engine })).dgd, "decode").args;
+            expect(args[args.indexOf(flag) + 1]).toBe("meta-llama/Llama-3.3-70B-Instruct");
+            expect(args.filter((a) => a === "--model" || a === "--model-path")).toEqual([flag]);
+        }
+    });
     it("KV routing, Planner and placement in the generated vLLM graph", () => {
         const { dgd } = endpointObjects(endpoint());
         expect(dgd.metadata).toEqual({

@@ -254,10 +254,11 @@ export const dynamoTrtllm: ComponentFacts = {
     component: "dynamo-trtllm",
     version: DYNAMO_FACTS_RELEASE,
     flags: {
-        "--model-path": {
+        "--model": {
             takesValue: true,
+            aliases: ["--model-path"],
             source: TRT,
-            note: "obsolete alias of --model (add_argument obsolete_flag: still parsed, help marks it deprecating)",
+            note: "env DYN_TRTLLM_MODEL; --model-path is its obsolete spelling (add_argument obsolete_flag: still parsed, and trtllm/args.py#parse_args warns with a DeprecationWarning), so the platform renders --model",
         },
         "--served-model-name": { takesValue: true, source: TRT },
         "--tensor-parallel-size": { takesValue: true, default: "1", source: TRT },

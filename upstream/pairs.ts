@@ -284,9 +284,9 @@ export const pairKvSettings: Readonly<Record<string, readonly PairKvSetting[]>> 
     ],
     "dynamo.trtllm": [
         {
-            key: "--model-path",
-            covers: ["--model-path"],
-            read: flag("--model-path", "--model"),
+            key: "--model",
+            covers: ["--model"],
+            read: flag("--model"),
             why: "prefill and decode must hold the same model's KV",
             source: TRT_TX,
         },
