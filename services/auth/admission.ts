@@ -176,8 +176,9 @@ export class GrantAdmission {
         if (!(o.holdMs >= 0)) throw new RangeError(`holdMs must be >= 0, got ${o.holdMs}`);
         if (!Number.isInteger(o.maxGrant) || o.maxGrant < 1 || o.maxGrant > MAX_GRANT)
             throw new RangeError(`maxGrant must be an integer in 1..${MAX_GRANT}, got ${o.maxGrant}`);
-        const redisCall = o.events?.redisCall;
-        if (o.batch) this.batcher = new AdmissionBatcher(redis, undefined, undefined, redisCall && ((s, ok) => redisCall(s, ok)));
+        const events = o.events;
+        if (o.batch)
+            this.batcher = new AdmissionBatcher(redis, undefined, undefined, events?.redisCall && ((s, ok) => events.redisCall?.(s, ok)));
         if (o.holdMs > 0) {
             this.sweeper = setInterval(() => this.sweep(), o.holdMs);
             this.sweeper.unref();

@@ -381,6 +381,12 @@ describe("AdmissionBatcher", () => {
         ]);
         for (const [s] of calls) expect(s).toBeGreaterThan(0);
         expect(await leasesHeld(redis, "key", ids.key, T0 + 10)).toBe(6);
+        // A callback that throws (metrics) neither leaves a check unanswered nor fails it.
+        const throwing = new AdmissionBatcher(redis, 4, 1, () => {
+            throw new Error("metrics broke");
+        });
+        const more = await Promise.all([0, 1].map((i) => throwing.check(ids, limits(), `t-${i}`, T0 + 20, TTL)));
+        expect(more.every((d) => d.allowed)).toBe(true);
     });
 });
 

@@ -1235,6 +1235,19 @@ export class AdmissionBatcher {
         });
     }
 
+    /**
+     * Reports a settled call to `onCall`, after its checks were settled: a throwing callback (metrics) can neither
+     * leave a check unanswered nor reject the call's promise chain.
+     */
+    private report(sent: number, ok: boolean, checks: number): void {
+        if (!this.onCall) return;
+        try {
+            this.onCall((performance.now() - sent) / 1000, ok, checks);
+        } catch {
+            // metrics only: the decision stands
+        }
+    }
+
     private flush(): void {
         while (this.queue.length && this.inFlight < this.maxInFlight) {
             // One script call carries checks of one store (consecutive ones: call order is kept).
@@ -1252,19 +1265,18 @@ export class AdmissionBatcher {
             const args = sets ? sets.args(checks) : checks;
             const callKeys = sets ? sets.keys(keys) : keys;
             this.inFlight++;
-            const onCall = this.onCall;
-            const sent = onCall ? performance.now() : 0;
+            const sent = this.onCall ? performance.now() : 0;
             if (batch.length === 1) {
                 const one = batch[0];
                 runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, callKeys, args)
                     .then(
                         (r) => {
-                            onCall?.((performance.now() - sent) / 1000, true, 1);
                             one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0]));
+                            this.report(sent, true, 1);
                         },
                         (err: unknown) => {
-                            onCall?.((performance.now() - sent) / 1000, false, 1);
                             one.reject(err);
+                            this.report(sent, false, 1);
                         },
                     )
                     .finally(this.settled);
@@ -1273,13 +1285,13 @@ export class AdmissionBatcher {
             runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
                 .then(
                     (replies) => {
-                        onCall?.((performance.now() - sent) / 1000, true, batch.length);
                         for (let i = 0; i < batch.length; i++)
                             batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i], leaseIds[i]));
+                        this.report(sent, true, batch.length);
                     },
                     (err: unknown) => {
-                        onCall?.((performance.now() - sent) / 1000, false, batch.length);
                         for (const c of batch) c.reject(err);
+                        this.report(sent, false, batch.length);
                     },
                 )
                 .finally(this.settled);
