@@ -2,7 +2,7 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { REVISION_OF_LABEL, ROLLOUT_ANNOTATION, type RolloutAnnotationEntry } from "../lib/labels";
 import { aiRoutes, GROUPS, gvk, keyOf, nameOf, nsOf, ofKind } from "./lib/gateway";
 import { frontendNamespacePrefixFact } from "../upstream/rollout";
-import { dgdRole, v1alpha1MainContainer } from "../upstream/check/walk";
+import { dgdRole, v1alpha1Containers } from "../upstream/check/walk";
 
 /* Rollouts (lib/rollout.ts): weights only for the two revisions of one endpoint; traffic only where capacity is ready. */
 
@@ -63,7 +63,7 @@ export function workerComponents(dgd: PolicyResource): Worker[] | string {
                 name,
                 role,
                 replicas: replicas(svc),
-                gpus: gpusOf([v1alpha1MainContainer(svc), ...(svc?.extraPodSpec?.containers ?? [])]),
+                gpus: gpusOf(v1alpha1Containers(svc, `spec.services.${name}`).containers),
             }));
     }
     return `its DynamoGraphDeployment is nvidia.com/${version ?? "(no version)"}, whose shape the pack cannot read (${READ})`;
@@ -79,10 +79,21 @@ function noCapacity(dgd: PolicyResource | undefined): string | undefined {
     return zero.length ? `its ${zero.map((c) => c.name).join(", ")} run 0 replicas` : undefined;
 }
 
-/** A graph's worker components by role (`prefill`, `decode`, `worker`): replicas and GPUs per replica. */
+/**
+ * A graph's worker components by role (`prefill`, `decode`, `worker`): replicas and GPUs per replica. Two components of
+ * one role are not compared (their replicas need not be alike): the graph is refused, saying so.
+ */
 function workersOf(dgd: PolicyResource): Map<string, Worker> | string {
     const workers = workerComponents(dgd);
-    return typeof workers === "string" ? workers : new Map(workers.map((w) => [w.role, w] as const));
+    if (typeof workers === "string") return workers;
+    const byRole = new Map<string, Worker>();
+    for (const w of workers) {
+        const seen = byRole.get(w.role);
+        if (seen)
+            return `its DynamoGraphDeployment has two ${w.role} components (${seen.name}, ${w.name}), whose capacity the pack does not compare (one component per worker role)`;
+        byRole.set(w.role, w);
+    }
+    return byRole;
 }
 
 /**

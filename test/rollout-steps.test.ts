@@ -317,6 +317,33 @@ describe("the pack's rollout policy on renders broken by hand", () => {
             /its workers \(worker\) request 2 GPUs, and 10% of the source's 42 worker GPUs \(decode, prefill, other roles, so replicas do not compare\) needs ceil\(0\.1 x 42\) = 5/,
         );
     });
+    it("a v1alpha1 extraPodSpec container named main adds no GPUs: the operator drops it", async () => {
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
+            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
+        });
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
+            for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
+        });
+        asV1alpha1(rs, "v2-qwen3-32b");
+        // A second "main" with 8 GPUs would make the target's 2 GPUs 10 and pass the 5 needed; the operator never runs it.
+        for (const r of kindOf(rs, "DynamoGraphDeployment"))
+            if ((r.inputs as any).metadata.name === "v2-qwen3-32b")
+                for (const side of [r.inputs, r.outputs] as any[])
+                    side.spec.services.prefill.extraPodSpec.containers = [
+                        { name: "main", image: "example.invalid/x:1", resources: { limits: { "nvidia.com/gpu": "8" } } },
+                    ];
+        expect(messages(rs).join("\n")).toMatch(/its workers \(worker\) request 2 GPUs, and 10% of the source's 42 worker GPUs/);
+    });
+    it("a target with two components of one worker role is refused: their capacity does not compare", async () => {
+        const rs = await step1();
+        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
+            const decode = o.spec.components.find((c: any) => c.type === "decode");
+            o.spec.components.push({ ...structuredClone(decode), name: "decode-b", replicas: 1 });
+        });
+        expect(messages(rs).join("\n")).toMatch(/has two decode components \(decode, decode-b\), whose capacity the pack does not compare/);
+    });
     it("a graph in a shape the pack cannot read is refused, never passed (closed world)", async () => {
         const unknownVersion = await step1();
         for (const r of kindOf(unknownVersion, "DynamoGraphDeployment"))

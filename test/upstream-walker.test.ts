@@ -295,4 +295,18 @@ describe("a v1alpha1 service's own fields reach the main container as the operat
     it("the fixture's services leave nothing unread", () => {
         expect(unreadPodTemplates(serviceFields())).toEqual([]);
     });
+    it("an extraPodSpec.containers entry named main is dropped, as the operator drops it (buildSharedPodTemplateFromAlpha)", () => {
+        const o = serviceFields();
+        o.spec.services.decode.extraPodSpec.containers = [
+            { name: "main", image: "example.invalid/not-run:1", resources: { limits: { "nvidia.com/gpu": "4" } } },
+            { name: "metrics", image: "example.invalid/sidecar:1" },
+        ];
+        const t = podTemplatesOf(o).find((x) => x.component === "decode")!;
+        expect(t.spec.containers.map((c: Obj) => c.name)).toEqual(["main", "metrics"]);
+        expect(t.containerPaths).toEqual([
+            "spec.services.decode.extraPodSpec.mainContainer",
+            "spec.services.decode.extraPodSpec.containers[1]",
+        ]);
+        expect(t.spec.containers[0].image).toBe("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0");
+    });
 });

@@ -158,6 +158,24 @@ function mergeEnvs(common: Obj[], specific: Obj[]): Obj[] {
 }
 
 /**
+ * A v1alpha1 service's containers as the operator runs them: the main container ({@link v1alpha1MainContainer}) first,
+ * then the `extraPodSpec.containers` not named `main` (the operator drops one of that name: "Assemble containers: main
+ * first, then non-main user sidecars", {@link V1ALPHA1_MAIN_CONTAINER_SOURCE} `buildSharedPodTemplateFromAlpha`), each
+ * with its path in the object. The frontend sidecar is not among them.
+ */
+export function v1alpha1Containers(svc: Obj | undefined, spath: string): { containers: Obj[]; paths: string[] } {
+    const extra: unknown[] = Array.isArray(svc?.extraPodSpec?.containers) ? svc.extraPodSpec.containers : [];
+    const containers: Obj[] = [v1alpha1MainContainer(svc)];
+    const out = [`${spath}.extraPodSpec.mainContainer`];
+    extra.forEach((c, i) => {
+        if ((c as Obj)?.name === "main") return;
+        containers.push(c as Obj);
+        out.push(`${spath}.extraPodSpec.containers[${i}]`);
+    });
+    return { containers, paths: out };
+}
+
+/**
  * The main container the operator runs for a v1alpha1 service, as its conversion webhook builds the v1beta1
  * `podTemplate` container `main` ({@link V1ALPHA1_MAIN_CONTAINER_SOURCE} `buildMainContainerFromDedicated` then
  * `mergeExtraPodSpecMainContainer`): a base from the service's own fields (`resources` as Kubernetes resource names,
@@ -229,9 +247,7 @@ function dgdTemplates(o: Obj): PodTemplateView[] {
         for (const [name, svc] of Object.entries(spec.services as Record<string, Obj>)) {
             const spath = `spec.services.${name}`;
             const eps: Obj = svc?.extraPodSpec ?? {};
-            const main = v1alpha1MainContainer(svc);
-            const containers: Obj[] = [main, ...(eps.containers ?? [])];
-            const containerPaths = [`${spath}.extraPodSpec.mainContainer`, ...paths(eps.containers, `${spath}.extraPodSpec.containers`)];
+            const { containers, paths: containerPaths } = v1alpha1Containers(svc, spath);
             const fs: Obj | undefined = svc?.frontendSidecar;
             // The operator appends the frontend sidecar unless a container already has its name (`appendFrontendSidecar`).
             if (fs && typeof fs === "object" && !containers.some((c) => c?.name === V1ALPHA1_FRONTEND_SIDECAR)) {
