@@ -164,6 +164,11 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(keys(f)).toEqual(["DynamoGraphDeployment/inference/llama-70b component worker main --disaggregation-mode"]);
         expect(f[0].message).toContain("--disaggregation-mode=prefill_and_decode is not one of agg, pd, prefill, decode, encode");
         expect(defaultFacts.components["dynamo-trtllm"].flags["--disaggregation-mode"].default).toBe("agg");
+        // The env var is the flag's default, which argparse does not check against choices; validate() refuses it at start.
+        const e = agg(undefined, "prefill_and_decode");
+        expect(keys(e)).toEqual(["DynamoGraphDeployment/inference/llama-70b component worker main env.DYN_TRTLLM_DISAGGREGATION_MODE"]);
+        expect(e[0].message).toContain("DYN_TRTLLM_DISAGGREGATION_MODE=prefill_and_decode is not one of agg, pd, prefill, decode, encode");
+        expect(agg(undefined, "pd")).toEqual([]);
     });
     it("TRT-LLM: the old role flags are unknown to dynamo.trtllm", () => {
         const objs = objects(endpoint({ engine: "trtllm", kvPool: { kind: "none" } }));

@@ -290,7 +290,12 @@ export const dynamoTrtllm: ComponentFacts = {
     },
     env: {
         DYN_TRTLLM_PUBLISH_KV_EVENTS: { default: "false", source: TRT },
-        DYN_TRTLLM_DISAGGREGATION_MODE: { default: "agg", source: TRT },
+        DYN_TRTLLM_DISAGGREGATION_MODE: {
+            default: "agg",
+            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            source: TRT,
+            note: "the --disaggregation-mode default; argparse does not check a default against choices, DynamoTrtllmConfig.validate does (prefill_and_decode raises, any other value outside the choices fails DisaggregationMode(...))",
+        },
     },
 };
 

@@ -35,6 +35,8 @@ export interface FlagFact extends Fact {
 export interface EnvFact extends Fact {
     /** Upstream default when unset, as upstream writes it. */
     readonly default?: string;
+    /** Allowed values when upstream restricts them (an enum it parses the value into, argparse `choices` of its flag). */
+    readonly choices?: readonly string[];
 }
 
 /** What one component (an entry point or a library inside an image) reads at one version. */

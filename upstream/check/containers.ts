@@ -120,6 +120,11 @@ export function checkContainer(
                 `env.${e.name}`,
                 `env var ${e.name} is read by nothing known in ${c.image} (${comps.map((x) => `${x.component}@${x.version}`).join(", ")})`,
             );
+        } else if (e.value !== undefined) {
+            // a value upstream restricts (an enum the component parses it into)
+            const choices = comps.map((x) => x.env[e.name]?.choices).find((x) => x !== undefined);
+            if (choices && !choices.includes(String(e.value)))
+                f(`env.${e.name}`, `${e.name}=${String(e.value)} is not one of ${choices.join(", ")}`);
         }
     }
 
