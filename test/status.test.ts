@@ -299,8 +299,10 @@ describe("npm run status: the policy bucket's S3 server access logs still arrive
         expect(await accessLogState({ ...o, now: at })).toEqual({ state: "ok" });
         // Old hub, recent logs: fine, whenever logging started.
         expect(await accessLogState({ ...o, now: at, loggingSince: neverAsked })).toEqual({ state: "ok" });
-        // Read 25 h later with nothing new (today's prefix is then tomorrow's: the object is yesterday's, and too old).
-        const later = hours(at, 25);
+        // Read just over 24 h later with nothing new: the object is then in yesterday's prefix, and too old. (Not 25 h: a
+        // run in the last hour before midnight UTC would read two days on, where yesterday's prefix is no longer the
+        // object's; 10 s past the day covers the put's own time. Only a start in the last 10 s of a UTC day misreads.)
+        const later = new Date(at.getTime() + 24 * 3600_000 + 10_000);
         expect(problem(await accessLogState({ ...o, now: later }))).toMatch(/the newest in .* is from .*, older than 24 h: is server/);
         // Three days later nothing is in the two days' prefixes, but logs did arrive once: not a new hub, even if the
         // log bucket's creation date moved (S3: it "can change when making changes to your bucket").
