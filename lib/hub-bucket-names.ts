@@ -16,6 +16,19 @@ export const HUB_BUCKETS = {
     accessLogs: "s3-access-logs",
 } as const;
 
+/**
+ * Key prefix of the policy bucket's server access logs in the log bucket (programs/hub.ts hands it to
+ * components/hub/AccessLogs.ts; tools/status.ts reads the logs under it and checks the bucket's logging names it).
+ */
+export const POLICY_BUCKET_LOG_PREFIX = "policy-bundles/";
+
+/**
+ * The date S3 partitions server access log keys by (`TargetObjectKeyFormat.PartitionedPrefix.PartitionDateSource`,
+ * S3 API reference, PutBucketLogging: `EventTime` or `DeliveryTime`): components/hub/AccessLogs.ts sets it,
+ * tools/status.ts checks it.
+ */
+export const ACCESS_LOG_PARTITION_DATE_SOURCE = "EventTime";
+
 /** Pure: `<namePrefix>-<words>-<account>-<region>`. */
 export function hubBucketName(kind: keyof typeof HUB_BUCKETS, namePrefix: string, accountId: string, region: string): string {
     return `${namePrefix}-${HUB_BUCKETS[kind]}-${accountId}-${region}`;

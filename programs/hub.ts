@@ -20,7 +20,7 @@ import { eksClusterNameOf } from "../lib/eks";
 import { hubSecretsProviderIssue, MOCK_CALLER_ARN_ENV, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { ConfigError } from "../config/errors";
 import { hubPartitionIssue } from "../lib/aws-partition";
-import { hubBucketName, hubBucketNameIssue } from "../lib/hub-bucket-names";
+import { hubBucketName, hubBucketNameIssue, POLICY_BUCKET_LOG_PREFIX } from "../lib/hub-bucket-names";
 import * as fs from "node:fs";
 import * as YAML from "yaml";
 import { cloudWatchTopicKeyProblem, hubAdministrators } from "../lib/kms";
@@ -408,7 +408,7 @@ export async function buildHub(cfg: HubConfig, stackName: string) {
         "access-logs",
         {
             sources: [
-                { id: "policy-bundles", bucket: store.bucket, arn: store.bucketArn, prefix: "policy-bundles/" },
+                { id: "policy-bundles", bucket: store.bucket, arn: store.bucketArn, prefix: POLICY_BUCKET_LOG_PREFIX },
                 {
                     id: "usage-failed-batches",
                     bucket: ledger.failedBatchBucket,

@@ -4,6 +4,7 @@ import * as path from "node:path";
 import { ConfigError, nearest } from "../config/errors";
 import { parseFlatStackConfig, type StackConfig } from "../config/stack";
 import { readStackFile } from "../lib/stackfiles";
+import { eksSpokePartitionIssues } from "../lib/aws-partition";
 
 // Semi-internal SDK function (pinned @pulumi/pulumi, see package.json): whether a config key is a `secure:` value.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -85,6 +86,11 @@ export function loadStackConfig(): StackConfig {
             { key: "aws:region", message: "missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1" },
         ]);
     }
-    if (cfg.role === "spoke") checkHubStackName(cfg.spoke.spoke.hubStack, stackFilePath());
+    if (cfg.role === "spoke") {
+        checkHubStackName(cfg.spoke.spoke.hubStack, stackFilePath());
+        // An EKS spoke outside partition aws would render arn:aws: ARNs and cross-partition trust (lib/aws-partition.ts).
+        const partition = eksSpokePartitionIssues(cfg.spoke, all["aws:region"]);
+        if (partition.length) throw new ConfigError(stackFilePath(), partition);
+    }
     return cfg;
 }

@@ -771,6 +771,14 @@ describe("simulated: the operator's path to the ledger (npm run status / replay-
             expect(allowed(await evaluate(p, list, vars)), p.arn).toEqual([]);
     });
 
+    it("status's GetBucketLogging (the policy bucket's logging, before it reports waiting) is a hub deployer's on the policy bucket, not a spoke role's", async () => {
+        const get = STATUS_AWS_CALLS.filter((c) => c.command === "GetBucketLoggingCommand");
+        expect(get.map((c) => [c.action, c.resource])).toEqual([["s3:GetBucketLogging", "{policyBucketArn}"]]);
+        expect(notAllowed(await evaluate(operator(), get, vars))).toEqual([]);
+        for (const p of [spokes[SPOKES[0]].auth, spokes[SPOKES[0]].metering])
+            expect(allowed(await evaluate(p, get, vars)), p.arn).toEqual([]);
+    });
+
     it("nobody else invokes it: spoke roles, the other ledger Lambdas, a CI preview role allowed everything else", async () => {
         const preview: Principal = {
             arn: `arn:aws:iam::${ACCOUNT}:role/platform-ci-preview`,

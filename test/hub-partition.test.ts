@@ -2,15 +2,19 @@
  * The hub's policies name AWS services as `<service>.<region>.amazonaws.com` (`kms:ViaService`) in `arn:aws:` ARNs:
  * the `aws` partition's names (lib/aws-partition.ts). Another partition is refused up front, naming the stack file and
  * `aws:region`: by the hub program from its provider's `aws.getPartition` (the mocks answer it per region as the
- * provider does, tools/mock-outputs.ts), and by the offline CI roles tool from the region itself.
+ * provider does, tools/mock-outputs.ts), and by the offline CI roles tool from the region itself. EKS spokes name
+ * `arn:aws:` ARNs and trust the hub: a spoke file whose region is in another partition is refused where spoke files are
+ * read (lib/aws-partition.ts `eksSpokePartitionIssues`; the hub's side in test/spoke-registry.test.ts).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 // The AWS SDK's own partition table (installed with the pinned @aws-sdk clients): the upstream evaluator of a region.
 import { partition as sdkPartition } from "@aws-sdk/core/client";
+import * as ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { HUB_PARTITION, hubPartitionIssue, hubRegionIssue } from "../lib/aws-partition";
 import { callMocks } from "../tools/mock-outputs";
+import { referenceableOutputs } from "../tools/wire";
 import { byType, flatConfig, inputs, runRepoStack, stackConfigDoc } from "./helpers";
 
 const ROOT = path.join(__dirname, "..");
@@ -119,5 +123,87 @@ describe("the hub's partition", () => {
             "lib/kms.ts",
         ];
         expect(found.sort()).toEqual(covered);
+    });
+});
+
+/**
+ * Lines of `text` with a string or template literal that holds `arn:aws:` (comments and regular expressions are not
+ * literals: the TypeScript parser decides, not a pattern over the text).
+ */
+function arnLiteralLines(file: string, text: string): number[] {
+    const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const lines = new Set<number>();
+    const visit = (n: ts.Node) => {
+        if ((ts.isStringLiteralLike(n) || ts.isTemplateLiteralToken(n)) && n.text.includes("arn:aws:"))
+            lines.add(sf.getLineAndCharacterOfPosition(n.getStart()).line + 1);
+        ts.forEachChild(n, visit);
+    };
+    visit(sf);
+    return [...lines];
+}
+
+describe("arn:aws: in product code, and what refuses other partitions there", () => {
+    it("the scan finds string and template literals only", () => {
+        const text =
+            "// arn:aws:iam::1:role/x\nconst a = 'arn:aws:s3:::b';\nconst r = /^arn:aws:x$/;\nconst t = `arn:aws:ec2:${r}:x`;\n/** `arn:aws:` */";
+        expect(arnLiteralLines("x.ts", text)).toEqual([2, 4]);
+    });
+
+    it("every product file with an arn:aws: literal is a hub's, an EKS spoke's, a calls table, an example or an offline tool's", () => {
+        // How each file's ARNs are kept in partition aws. Hub: programs/hub.ts refuses another partition (hubPartitionIssue,
+        // above). EKS spoke: a spoke file whose platform:cluster.region or aws:region is not in it is refused by the spoke's
+        // program (programs/load.ts) and the hub's check of its spoke files (programs/spoke-registry.ts), both with
+        // eksSpokePartitionIssues, before any resource.
+        const covered: Record<string, string> = {
+            "components/hub/ledger/iam.ts": "hub",
+            "components/spoke/EksCluster.ts": "EKS spoke",
+            "lib/aws-load-balancer-controller.ts": "EKS spoke (and its calls table for the simulator)",
+            "programs/eks-spoke.ts": "EKS spoke",
+            "lib/edge-aws-calls.ts": "calls table the simulator evaluates (EKS spoke's cert-manager role)",
+            "services/reconciler/aws-calls.ts": "calls table the simulator evaluates (the hub's ledger Lambdas)",
+            "config/hub.ts": "example in an error message",
+            "config/spoke-identity.ts": "example in an error message",
+            "config/tenant-keys.ts": "example in an error message",
+            "tools/ci-roles.ts": "CI roles tool (hubRegionIssue)",
+            "tools/mock-outputs.ts": "offline mocks (partition aws)",
+            "tools/bench-render.ts": "bench stack files (partition aws)",
+        };
+        const found: Record<string, number[]> = {};
+        const scan = (dir: string) => {
+            for (const e of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+                const rel = path.posix.join(dir, e.name);
+                if (e.isDirectory()) {
+                    if (!["test", "testing", "node_modules"].includes(e.name)) scan(rel);
+                } else if (/\.ts$/.test(e.name) && !/\.test\.ts$|\.d\.ts$/.test(e.name)) {
+                    const lines = arnLiteralLines(rel, fs.readFileSync(path.join(ROOT, rel), "utf8"));
+                    if (lines.length) found[rel] = lines;
+                }
+            }
+        };
+        for (const d of ["components", "lib", "programs", "config", "services", "tools"]) scan(d);
+        // Where they are (file: lines), so a new one shows up here with its place.
+        const where = Object.entries(found).map(([f, l]) => `${f}:${l.join(",")}`);
+        expect(where.some((w) => w.startsWith("components/spoke/EksCluster.ts:"))).toBe(true);
+        expect(Object.keys(found).sort(), where.join("\n")).toEqual(Object.keys(covered).sort());
+    });
+
+    it.each(["cn-north-1", "us-gov-west-1"])(
+        "an EKS spoke file copied to %s is refused by the spoke's own program, naming the file and its region keys",
+        async (region) => {
+            const doc = JSON.parse(JSON.stringify(stackConfigDoc("spoke-sg1")).replaceAll("ap-southeast-1", region));
+            await expect(runRepoStack("spoke-sg1", { config: flatConfig(doc) })).rejects.toThrow(
+                new RegExp(
+                    `Pulumi\\.spoke-sg1\\.yaml: invalid stack configuration\\n  - platform:cluster\\.region: region ${region} is not a region of partition aws [^\\n]*put the spoke in a region of partition aws\\n  - aws:region: region ${region} `,
+                ),
+            );
+        },
+    );
+
+    it("the shipped EKS spoke (partition aws) still renders against the hub", async () => {
+        const hub = await runRepoStack("hub-prod");
+        const r = await runRepoStack("spoke-sg1", {
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hub.outputs), secretOutputNames: [] } },
+        });
+        expect(byType(r.resources, "aws:eks/cluster:Cluster")).toHaveLength(1);
     });
 });

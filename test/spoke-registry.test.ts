@@ -201,6 +201,40 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
             /^stacks\/Pulumi.spoke-sg2.yaml platform:cluster.vpc.cidr: spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:frontend.subnet|spoke-sg2 platform:cluster.vpc.cidr 10.64.0.0\/16 overlaps spoke-hn1 platform:backend.railSupernet \(rail 0 pool\)/,
         );
     });
+    it("refuses a copied EKS spoke in another partition (cn-north-1, us-gov-west-1): its file's error naming the region keys", () => {
+        for (const region of ["cn-north-1", "us-gov-west-1"]) {
+            writeSpoke(
+                "spoke-x1",
+                (c) => {
+                    // As npm run new-spoke --region would: every per-region value of sg1 in the other region.
+                    const moved = JSON.parse(JSON.stringify(c).replaceAll("ap-southeast-1", region));
+                    for (const k of Object.keys(c)) c[k] = moved[k];
+                    c["platform:spoke"].name = "x1";
+                    c["platform:cluster"].vpc.cidr = "10.90.0.0/16";
+                    delete c["platform:cluster"].vpc.subnets;
+                },
+                "spoke-sg1",
+            );
+            const refusal = `region ${region} is not a region of partition aws \\(its regionRegex .*\\); an EKS spoke's IAM policies and EKS access entries name ARNs of partition aws \\(arn:aws:\\) and it trusts the hub`;
+            expect(issues(hub()), region).toEqual([
+                expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml platform:cluster\\.region: ${refusal}`)),
+                expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml aws:region: ${refusal}`)),
+            ]);
+        }
+        // The same copy in a region of partition aws is accepted (the refusal is the partition, nothing else).
+        writeSpoke(
+            "spoke-x1",
+            (c) => {
+                const moved = JSON.parse(JSON.stringify(c).replaceAll("ap-southeast-1", "eu-west-1"));
+                for (const k of Object.keys(c)) c[k] = moved[k];
+                c["platform:spoke"].name = "x1";
+                c["platform:cluster"].vpc.cidr = "10.90.0.0/16";
+                delete c["platform:cluster"].vpc.subnets;
+            },
+            "spoke-sg1",
+        );
+        expect(issues(hub())).toEqual([]);
+    });
     it("rejects a listed spoke with no file, or whose provider, region or GPUs disagree with the hub entry", () => {
         expect(issues(listed({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 }))).toEqual([
             'platform:spokes[3].stack: no stack file stacks/Pulumi.spoke-dn1.yaml for spoke "dn1" (create it: npm run new-spoke)',

@@ -28,17 +28,30 @@ import {
 } from "../tools/status";
 import { ROOT } from "./helpers";
 import { ESBUILD_LOADER } from "./loader";
+import { type LoggingStandIn, startLoggingStandIn } from "./s3-logging-stand-in";
 
 const ledger = useLedgerDb();
 let s3: S3Server;
 /** What `npm run status` reads through: refused by the stand-in without the hub's account as the expected owner. */
 let checked: S3Client;
+/**
+ * s3rver does not answer GetBucketLogging: the stand-in does (AWS's documented shapes), in front of it; `viaLogging`
+ * reads through it, owner-checked. It starts with the policy bucket's logging as components/hub/AccessLogs.ts sets it,
+ * to the stand-in's one bucket playing the log bucket.
+ */
+let logging: LoggingStandIn;
+let viaLogging: S3Client;
+const HUB_LOGGING = { on: { targetBucket: BUCKET, targetPrefix: "policy-bundles/", keyFormat: { partitioned: "EventTime" } } } as const;
 beforeAll(async () => {
     s3 = await startS3();
     checked = ownerCheckedClient(s3.endpoint).client;
+    logging = await startLoggingStandIn(s3.endpoint, BUCKET_OWNER_ACCOUNT, HUB_LOGGING);
+    viaLogging = ownerCheckedClient(logging.endpoint).client;
 });
 afterAll(async () => {
     checked?.destroy();
+    viaLogging?.destroy();
+    await logging?.close();
     await s3?.destroy();
 });
 
@@ -260,7 +273,7 @@ describe("npm run status: the policy bucket's S3 server access logs still arrive
         expect(at.getTime() - created!.getTime()).toBeLessThan(3600_000);
         expect(await listLogBucketCreatedAt(s3.client, "platform-s3-access-logs-123456789012-us-east-1")).toBeUndefined();
         const o = {
-            s3: checked,
+            s3: viaLogging,
             logBucket: BUCKET,
             owner: BUCKET_OWNER_ACCOUNT,
             policyBucket,
@@ -318,6 +331,87 @@ describe("npm run status: the policy bucket's S3 server access logs still arrive
     });
 });
 
+describe("npm run status: waiting needs the policy bucket's logging to be the hub's (GetBucketLogging)", () => {
+    // No log of this bucket exists (the other test's logs are another bucket's): the waiting path.
+    const policyBucket = "platform-policy-bundles-123456789012-ap-southeast-1";
+    const problem = (r: Awaited<ReturnType<typeof accessLogState>>) => (r.state === "problem" ? r.problem : `not a problem: ${r.state}`);
+    const o = () => ({
+        s3: viaLogging,
+        logBucket: BUCKET,
+        owner: BUCKET_OWNER_ACCOUNT,
+        policyBucket,
+        region: "ap-southeast-1",
+        now: new Date(),
+        // A young creation date: what S3 may report after someone edits the log bucket's policy.
+        loggingSince: async () => new Date(Date.now() - 3600_000),
+    });
+    const none = `^access logs of ${policyBucket}: none in ${BUCKET} from today or yesterday \\(UTC\\), older than 24 h, and `;
+
+    it("logging on to the hub's log bucket, prefix and event-time partitioned keys: waiting (asked with the hub's account as expected owner)", async () => {
+        logging.answer = HUB_LOGGING;
+        const asked = logging.asked.length;
+        expect((await accessLogState(o())).state).toBe("waiting");
+        expect(logging.asked.slice(asked)).toEqual([policyBucket]);
+        // Another expected owner: the stand-in refuses it, as S3 does.
+        const other = ownerCheckedClient(logging.endpoint, "210987654321").client;
+        try {
+            expect(problem(await accessLogState({ ...o(), s3: other, owner: "210987654321" }))).toMatch(/could not be read/);
+        } finally {
+            other.destroy();
+        }
+    });
+
+    it("logging off (an empty BucketLoggingStatus): a problem", async () => {
+        logging.answer = "off";
+        expect(problem(await accessLogState(o()))).toMatch(
+            new RegExp(
+                `${none}server access logging of ${policyBucket} is off \\(GetBucketLogging: no LoggingEnabled\\): is server access logging still on`,
+            ),
+        );
+    });
+
+    it("logging to another bucket, under another prefix or with other keys: a problem naming what was found", async () => {
+        logging.answer = { on: { ...HUB_LOGGING.on, targetBucket: "someone-elses-logs" } };
+        expect(problem(await accessLogState(o()))).toMatch(
+            new RegExp(
+                `${none}server access logging of ${policyBucket} is not the hub's: target bucket someone-elses-logs, not ${BUCKET}: is`,
+            ),
+        );
+        logging.answer = { on: { ...HUB_LOGGING.on, targetPrefix: "elsewhere/" } };
+        expect(problem(await accessLogState(o()))).toMatch(/is not the hub's: target prefix "elsewhere\/", not "policy-bundles\/": is/);
+        logging.answer = { on: { ...HUB_LOGGING.on, keyFormat: "simple" } };
+        expect(problem(await accessLogState(o()))).toMatch(/is not the hub's: key format simple, not partitioned by EventTime: is/);
+        logging.answer = { on: { ...HUB_LOGGING.on, keyFormat: { partitioned: "DeliveryTime" } } };
+        expect(problem(await accessLogState(o()))).toMatch(/key format partitioned by DeliveryTime, not partitioned by EventTime/);
+        logging.answer = { on: { targetBucket: "x", targetPrefix: "", keyFormat: "simple" } };
+        expect(problem(await accessLogState(o()))).toMatch(
+            /target bucket x, not policy; target prefix "", not "policy-bundles\/"; key format simple/,
+        );
+    });
+
+    it("GetBucketLogging refused (403 AccessDenied): a problem", async () => {
+        logging.answer = "refused";
+        expect(problem(await accessLogState(o()))).toMatch(
+            new RegExp(`${none}the logging of ${policyBucket} could not be read \\(GetBucketLogging: AccessDenied: Access Denied\\): is`),
+        );
+        logging.answer = HUB_LOGGING;
+    });
+
+    it("the normal path does not ask: a recent log is ok whatever the logging answer; a hub whose logs once arrived is a problem either way", async () => {
+        logging.answer = "refused";
+        const asked = logging.asked.length;
+        const at = new Date();
+        const d = `${at.getUTCFullYear()}/${String(at.getUTCMonth() + 1).padStart(2, "0")}/${String(at.getUTCDate()).padStart(2, "0")}`;
+        const seen = "platform-policy-bundles-123456789012-eu-north-1";
+        await s3.put(`policy-bundles/${BUCKET_OWNER_ACCOUNT}/eu-north-1/${seen}/${d}/2026-12-02-05-00-00-FEDCBA9876543210`, "log line");
+        const p = { ...o(), policyBucket: seen, region: "eu-north-1" };
+        expect(await accessLogState(p)).toEqual({ state: "ok" });
+        expect(problem(await accessLogState({ ...p, now: new Date(at.getTime() + 72 * 3600_000) }))).toMatch(/older ones exist/);
+        expect(logging.asked.length).toBe(asked);
+        logging.answer = HUB_LOGGING;
+    });
+});
+
 describe("npm run status: a new hub's missing access logs are information", () => {
     it("the command prints that it waits for the first access logs and exits 0 when every spoke is current", async () => {
         const dir = fs.mkdtempSync(path.join(os.tmpdir(), "status-logs-"));
@@ -333,18 +427,37 @@ describe("npm run status: a new hub's missing access logs are information", () =
         await ack("ok1", 1, new Date().toISOString());
         const pg = ledger.db as unknown as { connectionParameters: { host: string; port: number; user: string; database: string } };
         const url = `postgresql://${pg.connectionParameters.user}@${pg.connectionParameters.host}:${pg.connectionParameters.port}/${pg.connectionParameters.database}`;
-        const res = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-            execFile(
-                process.execPath,
-                ["-r", ESBUILD_LOADER, "tools/status.ts", "--outputs", file, "--s3-endpoint", s3.endpoint, "--access-log-bucket", BUCKET],
-                {
-                    cwd: ROOT,
-                    env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
-                },
-                (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-            );
-        });
+        const run = () =>
+            new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+                execFile(
+                    process.execPath,
+                    [
+                        "-r",
+                        ESBUILD_LOADER,
+                        "tools/status.ts",
+                        "--outputs",
+                        file,
+                        "--s3-endpoint",
+                        logging.endpoint,
+                        "--access-log-bucket",
+                        BUCKET,
+                    ],
+                    {
+                        cwd: ROOT,
+                        env: { ...process.env, DATABASE_URL: url, AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCESS_KEY: "S3RVER" },
+                    },
+                    (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+                );
+            });
+        logging.answer = HUB_LOGGING;
+        const res = await run();
+        // Logging turned off: the same young log bucket no longer makes it information.
+        logging.answer = "off";
+        const off = await run();
+        logging.answer = HUB_LOGGING;
         fs.rmSync(dir, { recursive: true, force: true });
+        expect(off.stderr).toMatch(/^access logs of policy: none in policy .*server access logging of policy is off/m);
+        expect(off.code).toBe(1);
         expect(res.stdout).toMatch(/^ok1\s+1\s+1\s.*\sok$/m);
         expect(res.stderr).toMatch(
             /^access logs of policy: waiting for the first access logs \(logging on since \S+Z, S3 delivers within hours; a problem if none by \S+Z\)$/m,

@@ -28,6 +28,15 @@ export const STATUS_AWS_CALLS: readonly AwsCall[] = [
         purpose: "the log bucket's creation date, only when no log has arrived yet (a new hub waits for its first logs)",
     },
     {
+        command: "GetBucketLoggingCommand",
+        source: "tools/status.ts",
+        action: "s3:GetBucketLogging",
+        resource: "{policyBucketArn}",
+        context: { ...S3_TRANSPORT },
+        purpose:
+            "the policy bucket's server access logging (target bucket, prefix, key format), only on the way to waiting for the first logs",
+    },
+    {
         command: "GetObjectCommand",
         source: "tools/status.ts",
         action: "s3:GetObject",

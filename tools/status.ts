@@ -1,6 +1,13 @@
 // First: on --help it exits before the imports below load.
 import { HELP } from "./help/status";
-import { GetObjectCommand, ListBucketsCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
+import {
+    GetBucketLoggingCommand,
+    type GetBucketLoggingCommandOutput,
+    GetObjectCommand,
+    ListBucketsCommand,
+    ListObjectsV2Command,
+    S3Client,
+} from "@aws-sdk/client-s3";
 import { rolloutStatusLines } from "../lib/rollout";
 import { readHubOutputs } from "./hub-outputs";
 import { placementLines } from "./placement-view";
@@ -10,7 +17,7 @@ import type { Queryable } from "../services/ledger/ledger";
 import { readSpokeLedger, type SpokeLedger } from "../services/reconciler/ops";
 import { InvokeCommand, LambdaInvoker } from "./lambda-invoke";
 import { exitOnHelp } from "./cli";
-import { accessLogBucketOf } from "../lib/hub-bucket-names";
+import { ACCESS_LOG_PARTITION_DATE_SOURCE, accessLogBucketOf, POLICY_BUCKET_LOG_PREFIX } from "../lib/hub-bucket-names";
 
 /**
  * `npm run status [-- --hub <stack>]`: where each spoke stands, read from the hub's own state (never from a spoke):
@@ -229,6 +236,34 @@ export async function listLogBucketCreatedAt(s3: S3Client, logBucket: string): P
 }
 
 /**
+ * Pure: why a `GetBucketLogging` answer for the policy bucket is not the logging components/hub/AccessLogs.ts configures
+ * (programs/hub.ts), or undefined: `LoggingEnabled` with `TargetBucket` `logBucket`, `TargetPrefix`
+ * {@link POLICY_BUCKET_LOG_PREFIX}, no `TargetGrants` (the log bucket enforces bucket-owner ownership, which supports
+ * none) and `TargetObjectKeyFormat` `PartitionedPrefix` with `PartitionDateSource` {@link ACCESS_LOG_PARTITION_DATE_SOURCE}
+ * (the keys this command lists). Response shape: S3 API reference, GetBucketLogging (no `LoggingEnabled`: logging off).
+ */
+export function policyBucketLoggingIssue(
+    answer: Pick<GetBucketLoggingCommandOutput, "LoggingEnabled">,
+    policyBucket: string,
+    logBucket: string,
+): string | undefined {
+    const l = answer.LoggingEnabled;
+    if (!l) return `server access logging of ${policyBucket} is off (GetBucketLogging: no LoggingEnabled)`;
+    const found: string[] = [];
+    if (l.TargetBucket !== logBucket) found.push(`target bucket ${l.TargetBucket ?? "(none)"}, not ${logBucket}`);
+    if (l.TargetPrefix !== POLICY_BUCKET_LOG_PREFIX)
+        found.push(`target prefix ${JSON.stringify(l.TargetPrefix ?? "")}, not ${JSON.stringify(POLICY_BUCKET_LOG_PREFIX)}`);
+    if (l.TargetGrants?.length) found.push(`${l.TargetGrants.length} target grant(s), none expected`);
+    const f = l.TargetObjectKeyFormat;
+    const source = f?.PartitionedPrefix?.PartitionDateSource;
+    if (!f?.PartitionedPrefix || f.SimplePrefix || source !== ACCESS_LOG_PARTITION_DATE_SOURCE)
+        found.push(
+            `key format ${f?.PartitionedPrefix ? `partitioned by ${source ?? "(no date source)"}` : "simple"}${f?.PartitionedPrefix && f.SimplePrefix ? " and simple" : ""}, not partitioned by ${ACCESS_LOG_PARTITION_DATE_SOURCE}`,
+        );
+    return found.length ? `server access logging of ${policyBucket} is not the hub's: ${found.join("; ")}` : undefined;
+}
+
+/**
  * The state of the policy bucket's S3 server access logs: `ok` (a log object younger than
  * {@link ACCESS_LOG_MAX_AGE_HOURS}), `waiting` (none yet on a hub whose logging started less than that ago: information,
  * not a failure) or `problem` (with why).
@@ -249,7 +284,11 @@ export type AccessLogState = { state: "ok" } | { state: "waiting"; info: string 
  * bucket's creation, {@link listLogBucketCreatedAt}) and that time is less than {@link ACCESS_LOG_MAX_AGE_HOURS} before
  * `now` and not after it beyond clock skew. S3 delivers server access logs best effort, usually within a few hours (S3
  * user guide, "Best-effort server log delivery"), so a hub with logging on for longer and no log is reported.
- * `loggingSince` is asked only when no recent log object exists; its error is reported as a problem.
+ * `loggingSince` is asked only when no recent log object exists; its error is reported as a problem. Because the
+ * bucket's `CreationDate` moves forward on some changes (editing its bucket policy), a young creation date alone does
+ * not prove a new hub: waiting also needs the policy bucket's logging to be the hub's, as S3 `GetBucketLogging` says
+ * (IAM action `s3:GetBucketLogging`, `ExpectedBucketOwner` the hub's account; {@link policyBucketLoggingIssue}). Any
+ * other answer, an error or a refusal included, is a problem naming what was found.
  * @throws the S3 client's error when the log bucket cannot be listed
  */
 export async function accessLogState(o: {
@@ -263,7 +302,7 @@ export async function accessLogState(o: {
     /** When server access logging of the policy bucket started, or undefined when unknown. */
     loggingSince: () => Promise<Date | undefined>;
 }): Promise<AccessLogState> {
-    const prefix = `policy-bundles/${o.owner}/${o.region}/${o.policyBucket}/`;
+    const prefix = `${POLICY_BUCKET_LOG_PREFIX}${o.owner}/${o.region}/${o.policyBucket}/`;
     const day = (d: Date) =>
         `${prefix}${d.getUTCFullYear()}/${String(d.getUTCMonth() + 1).padStart(2, "0")}/${String(d.getUTCDate()).padStart(2, "0")}/`;
     let newest: Date | undefined;
@@ -301,6 +340,18 @@ export async function accessLogState(o: {
     if (age < -CLOCK_SKEW_MS)
         return { state: "problem", problem: `${late}, and logging started at ${since.toISOString()}, after this machine's clock: ${hint}` };
     if (age >= limitMs) return { state: "problem", problem: `${late}, and logging has been on since ${since.toISOString()}: ${hint}` };
+    // Only here, on the way to `waiting`: the creation date is young, but is logging really on, to the hub's log bucket?
+    let logging: GetBucketLoggingCommandOutput;
+    try {
+        logging = await o.s3.send(new GetBucketLoggingCommand({ Bucket: o.policyBucket, ExpectedBucketOwner: o.owner }));
+    } catch (e) {
+        return {
+            state: "problem",
+            problem: `${late}, and the logging of ${o.policyBucket} could not be read (GetBucketLogging: ${(e as Error).name}: ${(e as Error).message}): ${hint}`,
+        };
+    }
+    const issue = policyBucketLoggingIssue(logging, o.policyBucket, o.logBucket);
+    if (issue) return { state: "problem", problem: `${late}, and ${issue}: ${hint}` };
     return {
         state: "waiting",
         info: `access logs of ${o.policyBucket}: waiting for the first access logs (logging on since ${since.toISOString()}, S3 delivers within hours; a problem if none by ${new Date(since.getTime() + limitMs).toISOString()})`,

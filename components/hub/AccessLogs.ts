@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { hubBucketName } from "../../lib/hub-bucket-names";
+import { ACCESS_LOG_PARTITION_DATE_SOURCE, hubBucketName } from "../../lib/hub-bucket-names";
 import { denyInsecureTransport, denyUnlessAdministrators } from "../../lib/policy-document";
 
 /** The S3 service principal that delivers server access logs (Amazon S3 user guide, "Enabling Amazon S3 server access logging"). */
@@ -176,7 +176,7 @@ export class AccessLogs extends pulumi.ComponentResource {
                     bucket: s.bucket,
                     targetBucket: bucket.bucket,
                     targetPrefix: s.prefix,
-                    targetObjectKeyFormat: { partitionedPrefix: { partitionDateSource: "EventTime" } },
+                    targetObjectKeyFormat: { partitionedPrefix: { partitionDateSource: ACCESS_LOG_PARTITION_DATE_SOURCE } },
                 },
                 // Delivery starts once the policy admits it and the bucket encrypts what arrives.
                 { parent: this, dependsOn: [policy, encryption] },

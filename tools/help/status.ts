@@ -14,9 +14,11 @@ published and the one the spoke ACKed, usage lag, quarantined usage, the last re
 over the last --window-hours computed now; then every rollout in flight (endpoint, revision, step, weights, last
 gate verdict; drive one with npm run rollout, docs/rollout.md). It also checks that the policy bucket's S3 server
 access logs still arrive (a log object in the last 24 h in <namePrefix>-s3-access-logs-<account>-<region>); on a new
-hub, with no log ever and the log bucket created less than 24 h ago (S3 ListBuckets, s3:ListAllMyBuckets), it says
-it is waiting for the first ones instead. Exit 1 when a spoke is behind or those logs stopped (or when logging
-started cannot be told), 2 on a usage error.
+hub, with no log ever, the log bucket created less than 24 h ago (S3 ListBuckets, s3:ListAllMyBuckets) and the
+policy bucket's logging still going there as the hub set it (S3 GetBucketLogging, s3:GetBucketLogging: that target
+bucket, prefix policy-bundles/, keys partitioned by event time), it says it is waiting for the first ones instead.
+Exit 1 when a spoke is behind or those logs stopped (or when logging started cannot be told, or the logging is off,
+goes elsewhere or cannot be read), 2 on a usage error.
 
 Hub outputs come from \`pulumi stack output --json --stack <hub>\` (Pulumi CLI and backend) or --outputs FILE
 (that JSON, or out/<hub>/outputs.json of the offline render). The policy bucket: the AWS SDK's default credentials.
