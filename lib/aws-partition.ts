@@ -58,6 +58,11 @@ export function hubRegionIssue(region: string): string | undefined {
  */
 const EKS_SPOKE_REFUSAL = `an EKS spoke's IAM policies and EKS access entries name ARNs of partition ${HUB_PARTITION.partition} (arn:${HUB_PARTITION.partition}:) and it trusts the hub, which runs in partition ${HUB_PARTITION.partition} only: put the spoke in a region of partition ${HUB_PARTITION.partition}`;
 
+/** Pure: why an EKS spoke cannot run in `region` (not a region of {@link HUB_PARTITION}), or undefined. */
+export function eksSpokeRegionIssue(region: string): string | undefined {
+    return awsPartitionRegionIssue(region, EKS_SPOKE_REFUSAL);
+}
+
 /**
  * Pure: the region keys of an EKS spoke's stack file that are not in {@link HUB_PARTITION}: `platform:cluster.region`
  * (the spoke's own AWS provider; config/spoke.ts makes `platform:spoke.region` equal it) and `aws:region` (the default
@@ -68,9 +73,9 @@ const EKS_SPOKE_REFUSAL = `an EKS spoke's IAM policies and EKS access entries na
 export function eksSpokePartitionIssues(spoke: SpokeConfig, awsRegion: string | undefined): ConfigIssue[] {
     if (!isEksSpoke(spoke)) return [];
     const issues: ConfigIssue[] = [];
-    const cluster = awsPartitionRegionIssue(spoke.cluster.region, EKS_SPOKE_REFUSAL);
+    const cluster = eksSpokeRegionIssue(spoke.cluster.region);
     if (cluster) issues.push({ key: "platform:cluster.region", message: cluster });
-    const provider = awsRegion === undefined ? undefined : awsPartitionRegionIssue(awsRegion, EKS_SPOKE_REFUSAL);
+    const provider = awsRegion === undefined ? undefined : eksSpokeRegionIssue(awsRegion);
     if (provider) issues.push({ key: "aws:region", message: provider });
     return issues;
 }

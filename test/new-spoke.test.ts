@@ -168,6 +168,13 @@ describe("new-spoke: the copy differs from its source only in the keys that must
             }),
         ).not.toThrow();
         expect(() => newSpokeFile({ from: "spoke-hn1", name: "spoke-hn1", region: "x" })).toThrow(/already exists/);
+        // An EKS copy into another partition is refused before anything is written (lib/aws-partition.ts).
+        for (const region of ["cn-north-1", "us-gov-west-1"])
+            expect(() => newSpokeFile({ from: "spoke-sg1", name: "spoke-x1", region })).toThrow(
+                new RegExp(
+                    `--region ${region}: region ${region} is not a region of partition aws .*put the spoke in a region of partition aws`,
+                ),
+            );
     });
 });
 

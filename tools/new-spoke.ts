@@ -25,6 +25,7 @@ import { vpcSubnetPlan } from "../lib/eks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
 import { exitOnHelp } from "./cli";
 import { readStackFile, STACKS_DIR, stackNameOf } from "../lib/stackfiles";
+import { eksSpokeRegionIssue } from "../lib/aws-partition";
 
 export interface NewSpokeOptions {
     /** Source stack name (`spoke-hn1`). */
@@ -241,6 +242,9 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
             throw new Error(
                 `${o.from} uses an existing VPC (${vpc.vpcId}); its ids cannot be derived for another region: copy the file by hand (README "Add a region")`,
             );
+        // refused before anything is written, as the spoke's program and the hub's spoke-file check would refuse the copy
+        const partition = eksSpokeRegionIssue(o.region);
+        if (partition) throw new Error(`--region ${o.region}: ${partition}`);
         if (doc.hasIn([C, "aws:region"])) set([C, "aws:region"], o.region);
         set([C, "platform:cluster", "region"], o.region);
         used.push(["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
