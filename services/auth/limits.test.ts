@@ -387,6 +387,27 @@ describe("AdmissionBatcher", () => {
         });
         const more = await Promise.all([0, 1].map((i) => throwing.check(ids, limits(), `t-${i}`, T0 + 20, TTL)));
         expect(more.every((d) => d.allowed)).toBe(true);
+        // the one-check call too, and a failed call: the check is answered (rejected), nothing goes unhandled
+        expect(await throwing.check(ids, limits(), "t-one", T0 + 21, TTL)).toMatchObject({ allowed: true });
+        const down = new Redis(`redis://127.0.0.1:${server.port}`, { lazyConnect: true, enableOfflineQueue: false });
+        down.on("error", () => undefined);
+        const failing = new AdmissionBatcher(down, 4, 1, () => {
+            throw new Error("metrics broke");
+        });
+        await expect(failing.check(ids, limits(), "t-down", T0 + 22, TTL)).rejects.toThrow();
+        await expect(Promise.all([1, 2].map((i) => failing.check(ids, limits(), `t-down-${i}`, T0 + 22, TTL)))).rejects.toThrow();
+        down.disconnect();
+    });
+
+    it("a reply it cannot read rejects the checks it misses, and answers the rest", async () => {
+        // a script answering fewer replies than checks (a script of another release, a proxy cutting the reply short)
+        const short = Object.create(redis) as typeof redis;
+        short.evalsha = (async (...a: Parameters<typeof redis.evalsha>) =>
+            ((await redis.evalsha(...a)) as unknown[]).slice(0, 1)) as typeof redis.evalsha;
+        const batcher = new AdmissionBatcher(short);
+        const r = await Promise.allSettled([0, 1, 2].map((i) => batcher.check(ids, limits(), `s-${i}`, T0 + 30, TTL)));
+        expect(r.map((x) => x.status)).toEqual(["fulfilled", "rejected", "rejected"]);
+        expect((r[1] as PromiseRejectedResult).reason.message).toMatch(/answered no reply for this check/);
     });
 });
 

@@ -1043,6 +1043,23 @@ function pushAdmission(
     return leaseId;
 }
 
+/**
+ * Settles one queued check with its reply; a reply it cannot read (missing, malformed) rejects that check, so every
+ * caller is answered and fails closed.
+ */
+function answer(
+    c: { resolve: (d: LimitDecision) => void; reject: (e: unknown) => void },
+    reply: AdmissionReply | undefined,
+    leaseId: string,
+): void {
+    try {
+        if (reply === undefined || reply === null) throw new Error("the admission script answered no reply for this check");
+        c.resolve(decodeAdmission(reply, leaseId));
+    } catch (err) {
+        c.reject(err);
+    }
+}
+
 function decodeAdmission(reply: AdmissionReply, leaseId: string): LimitDecision {
     if (typeof reply === "number") return { allowed: true, leaseId, granted: reply };
     if (reply[0] === 0) return { allowed: true, leaseId: reply[1], granted: Number(reply[2]) };
@@ -1271,7 +1288,7 @@ export class AdmissionBatcher {
                 runScript(this.redis, sets ? CHECK_COUNTERS_LUA : CHECK_LIMITS_LUA, callKeys, args)
                     .then(
                         (r) => {
-                            one.resolve(decodeAdmission(r as AdmissionReply, leaseIds[0]));
+                            answer(one, r as AdmissionReply, leaseIds[0]);
                             this.report(sent, true, 1);
                         },
                         (err: unknown) => {
@@ -1285,8 +1302,8 @@ export class AdmissionBatcher {
             runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
                 .then(
                     (replies) => {
-                        for (let i = 0; i < batch.length; i++)
-                            batch[i].resolve(decodeAdmission((replies as AdmissionReply[])[i], leaseIds[i]));
+                        const r = Array.isArray(replies) ? (replies as AdmissionReply[]) : [];
+                        for (let i = 0; i < batch.length; i++) answer(batch[i], r[i], leaseIds[i]);
                         this.report(sent, true, batch.length);
                     },
                     (err: unknown) => {
