@@ -169,6 +169,24 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(keys(e)).toEqual(["DynamoGraphDeployment/inference/llama-70b component worker main env.DYN_TRTLLM_DISAGGREGATION_MODE"]);
         expect(e[0].message).toContain("DYN_TRTLLM_DISAGGREGATION_MODE=prefill_and_decode is not one of agg, pd, prefill, decode, encode");
         expect(agg(undefined, "pd")).toEqual([]);
+        // a restricted value from a ConfigMap or Secret cannot be checked: refused
+        const objs = objects(
+            endpoint({
+                engine: "trtllm",
+                kvPool: { kind: "none" },
+                topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 4 } },
+            }),
+        );
+        const w = mainOf(dgdOf(objs), "worker");
+        w.env = [
+            ...(w.env ?? []),
+            { name: "DYN_TRTLLM_DISAGGREGATION_MODE", valueFrom: { configMapKeyRef: { name: "modes", key: "mode" } } },
+        ];
+        expect(run(objs).map((x) => x.message)).toEqual([
+            expect.stringContaining(
+                "DYN_TRTLLM_DISAGGREGATION_MODE takes one of agg, pd, prefill, decode, encode; its value comes from valueFrom",
+            ),
+        ]);
     });
     it("TRT-LLM: the old role flags are unknown to dynamo.trtllm", () => {
         const objs = objects(endpoint({ engine: "trtllm", kvPool: { kind: "none" } }));

@@ -56,6 +56,26 @@ describe("upstream facts", () => {
         ];
         expect(sources.filter((s) => !SOURCE.test(s))).toEqual([]);
     });
+    it("a flag's env var takes the flag's choices (argparse checks a flag's value, never the env var's, which is its default)", () => {
+        // Dynamo's add_argument(env_var=...) makes the env var the flag's default, which argparse does not check against
+        // choices (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/common/configuration/utils.py)
+        const pairs: string[] = [];
+        for (const c of Object.values(components))
+            for (const [flag, fact] of Object.entries(c.flags)) {
+                const env = /^env (DYN_[A-Z0-9_]+)/.exec(fact.note ?? "")?.[1];
+                // an env var without a fact is refused by upstream-check as read by nothing known
+                if (!env || !fact.choices || !c.env[env]) continue;
+                pairs.push(`${c.component} ${flag} ${env}`);
+                expect(c.env[env].choices, `${c.component}: ${env} of ${flag}`).toEqual(fact.choices);
+            }
+        expect(pairs).toEqual(
+            expect.arrayContaining([
+                "dynamo-frontend --router-mode DYN_ROUTER_MODE",
+                "dynamo-vllm --disaggregation-mode DYN_VLLM_DISAGGREGATION_MODE",
+                "dynamo-trtllm --disaggregation-mode DYN_TRTLLM_DISAGGREGATION_MODE",
+            ]),
+        );
+    });
     it("Dynamo sets VLLM_NIXL_SIDE_CHANNEL_HOST only for a top-level NixlConnector/PdConnector, not MultiConnector", () => {
         const inj = facts.dynamoInjections.find((d) => d.env.includes("VLLM_NIXL_SIDE_CHANNEL_HOST"))!;
         expect(inj.kvConnectors).toEqual(["NixlConnector", "PdConnector"]);

@@ -12,6 +12,15 @@ const D = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f";
 /** The Dynamo release these facts are recorded for (config/versions.ts pins it; test/upstream-facts.test.ts). */
 export const DYNAMO_FACTS_RELEASE = "1.5.0";
 
+/** `--router-mode` values (router_args.py `choices`), also those of its env var `DYN_ROUTER_MODE`. */
+const ROUTER_MODES = ["round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted"];
+/**
+ * `--disaggregation-mode` values of the vLLM and TRT-LLM workers (backend_args.py `choices`: `agg`, `pd` and the enum's
+ * values but its aggregated one), also those of their env vars, whose values argparse does not check (an env var is
+ * the flag's default).
+ */
+const DISAGGREGATION_MODES = ["agg", "pd", "prefill", "decode", "encode"];
+
 export const dynamoFrontend: ComponentFacts = {
     component: "dynamo-frontend",
     version: DYNAMO_FACTS_RELEASE,
@@ -25,8 +34,9 @@ export const dynamoFrontend: ComponentFacts = {
         "--router-mode": {
             takesValue: true,
             default: "round-robin",
-            choices: ["round-robin", "random", "power-of-two", "kv", "direct", "least-loaded", "device-aware-weighted"],
+            choices: ROUTER_MODES,
             source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py`,
+            note: "env DYN_ROUTER_MODE",
         },
         "--shared-cache-type": {
             takesValue: true,
@@ -65,7 +75,11 @@ export const dynamoFrontend: ComponentFacts = {
         },
     },
     env: {
-        DYN_ROUTER_MODE: { default: "round-robin", source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py` },
+        DYN_ROUTER_MODE: {
+            default: "round-robin",
+            choices: ROUTER_MODES,
+            source: `${D}:components/src/dynamo/common/configuration/groups/router_args.py`,
+        },
         DYN_HTTP_PORT: { default: "8000", source: `${D}:components/src/dynamo/frontend/frontend_args.py` },
     },
 };
@@ -229,14 +243,18 @@ export const dynamoVllm: ComponentFacts = {
     flags: {
         "--disaggregation-mode": {
             takesValue: true,
-            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            choices: DISAGGREGATION_MODES,
             default: "agg",
             source: `${D}:components/src/dynamo/vllm/backend_args.py`,
             note: "env DYN_VLLM_DISAGGREGATION_MODE; the old --is-prefill-worker flags were removed (#12089)",
         },
     },
     env: {
-        DYN_VLLM_DISAGGREGATION_MODE: { default: "agg", source: `${D}:components/src/dynamo/vllm/backend_args.py` },
+        DYN_VLLM_DISAGGREGATION_MODE: {
+            default: "agg",
+            choices: DISAGGREGATION_MODES,
+            source: `${D}:components/src/dynamo/vllm/backend_args.py`,
+        },
     },
 };
 
@@ -264,7 +282,7 @@ export const dynamoTrtllm: ComponentFacts = {
         "--tensor-parallel-size": { takesValue: true, default: "1", source: TRT },
         "--disaggregation-mode": {
             takesValue: true,
-            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            choices: DISAGGREGATION_MODES,
             default: "agg",
             source: TRT,
             note: "env DYN_TRTLLM_DISAGGREGATION_MODE; agg and pd both run the aggregated worker; prefill_and_decode (the enum value) is outside the choices, and DynamoTrtllmConfig.validate raises on it from the env var",
@@ -292,7 +310,7 @@ export const dynamoTrtllm: ComponentFacts = {
         DYN_TRTLLM_PUBLISH_KV_EVENTS: { default: "false", source: TRT },
         DYN_TRTLLM_DISAGGREGATION_MODE: {
             default: "agg",
-            choices: ["agg", "pd", "prefill", "decode", "encode"],
+            choices: DISAGGREGATION_MODES,
             source: TRT,
             note: "the --disaggregation-mode default; argparse does not check a default against choices, DynamoTrtllmConfig.validate does (prefill_and_decode raises, any other value outside the choices fails DisaggregationMode(...))",
         },

@@ -120,10 +120,16 @@ export function checkContainer(
                 `env.${e.name}`,
                 `env var ${e.name} is read by nothing known in ${c.image} (${comps.map((x) => `${x.component}@${x.version}`).join(", ")})`,
             );
-        } else if (e.value !== undefined) {
-            // a value upstream restricts (an enum the component parses it into)
+        } else {
+            // a value upstream restricts (an enum the component parses it into): checked, or refused when it comes from
+            // elsewhere and cannot be (closed world)
             const choices = comps.map((x) => x.env[e.name]?.choices).find((x) => x !== undefined);
-            if (choices && !choices.includes(String(e.value)))
+            if (choices && e.value === undefined)
+                f(
+                    `env.${e.name}`,
+                    `${e.name} takes one of ${choices.join(", ")}; its value comes from valueFrom and cannot be checked: set it as a value`,
+                );
+            else if (choices && !choices.includes(String(e.value)))
                 f(`env.${e.name}`, `${e.name}=${String(e.value)} is not one of ${choices.join(", ")}`);
         }
     }
