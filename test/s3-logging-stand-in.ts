@@ -2,18 +2,27 @@
  * A loopback HTTP stand-in in front of s3rver for S3 `GetBucketLogging` (`GET /<bucket>?logging`), which s3rver does
  * not implement: it answers that request itself in the shapes of the S3 API reference, GetBucketLogging
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetBucketLogging.html: a `BucketLoggingStatus` element, with
- * `LoggingEnabled` {`TargetBucket`, `TargetPrefix`, `TargetObjectKeyFormat` {`PartitionedPrefix`
+ * `LoggingEnabled` {`TargetBucket`, `TargetGrants`, `TargetPrefix`, `TargetObjectKeyFormat` {`PartitionedPrefix`
  * {`PartitionDateSource`} | `SimplePrefix`}} when logging is on, empty when it is off) or S3's error shape (Error
  * responses: `<Error><Code>AccessDenied</Code>...` with HTTP 403), and passes every other request to s3rver unchanged.
- * Like S3 for a bucket owned by `owner`, a GetBucketLogging whose `x-amz-expected-bucket-owner` is not `owner` (or is
- * missing) is refused with 403 AccessDenied.
+ * A GetBucketLogging whose `x-amz-expected-bucket-owner` is not `owner` is refused with 403 AccessDenied, as S3 refuses
+ * it for a bucket `owner` owns; one without the header is refused too, which S3 would answer: stricter than S3, so a
+ * caller that forgets the expected owner fails here.
  */
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 
 /** What GetBucketLogging answers: logging on with these elements, off, or refused. */
 export type BucketLogging =
-    | { on: { targetBucket: string; targetPrefix: string; keyFormat: { partitioned: "EventTime" | "DeliveryTime" } | "simple" } }
+    | {
+          on: {
+              targetBucket: string;
+              targetPrefix: string;
+              keyFormat: { partitioned: "EventTime" | "DeliveryTime" } | "simple";
+              /** Canonical user ids given READ on the delivered logs (`TargetGrants`); none when absent. */
+              grants?: string[];
+          };
+      }
     | "off"
     | "refused";
 
@@ -36,7 +45,15 @@ export function bucketLoggingXml(a: Exclude<BucketLogging, "refused">): string {
         k === "simple"
             ? "<SimplePrefix></SimplePrefix>"
             : `<PartitionedPrefix><PartitionDateSource>${k.partitioned}</PartitionDateSource></PartitionedPrefix>`;
-    return `<?xml version="1.0" encoding="UTF-8"?>\n<BucketLoggingStatus xmlns="${NS}"><LoggingEnabled><TargetBucket>${a.on.targetBucket}</TargetBucket><TargetPrefix>${a.on.targetPrefix}</TargetPrefix><TargetObjectKeyFormat>${format}</TargetObjectKeyFormat></LoggingEnabled></BucketLoggingStatus>`;
+    const grants = a.on.grants?.length
+        ? `<TargetGrants>${a.on.grants
+              .map(
+                  (id) =>
+                      `<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"><ID>${id}</ID></Grantee><Permission>READ</Permission></Grant>`,
+              )
+              .join("")}</TargetGrants>`
+        : "";
+    return `<?xml version="1.0" encoding="UTF-8"?>\n<BucketLoggingStatus xmlns="${NS}"><LoggingEnabled><TargetBucket>${a.on.targetBucket}</TargetBucket>${grants}<TargetPrefix>${a.on.targetPrefix}</TargetPrefix><TargetObjectKeyFormat>${format}</TargetObjectKeyFormat></LoggingEnabled></BucketLoggingStatus>`;
 }
 
 const ACCESS_DENIED = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>0123456789ABCDEF</RequestId><HostId>stand-in</HostId></Error>`;

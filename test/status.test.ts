@@ -303,19 +303,20 @@ describe("npm run status: the policy bucket's S3 server access logs still arrive
         );
         expect(problem(await accessLogState({ ...o, now: hours(at, -1) }))).toMatch(/logging started at .*, after this machine's clock/);
 
-        const d = `${at.getUTCFullYear()}/${String(at.getUTCMonth() + 1).padStart(2, "0")}/${String(at.getUTCDate()).padStart(2, "0")}`;
-        // S3 stamps the object now (its LastModified): a delivery just arrived.
+        // S3 stamps the object when it is written (its LastModified): a delivery just arrived, in the day of that moment.
+        const putAt = new Date();
+        const d = `${putAt.getUTCFullYear()}/${String(putAt.getUTCMonth() + 1).padStart(2, "0")}/${String(putAt.getUTCDate()).padStart(2, "0")}`;
         await s3.put(
             `policy-bundles/${BUCKET_OWNER_ACCOUNT}/us-east-1/${policyBucket}/${d}/2026-12-02-05-00-00-0123456789ABCDEF`,
             "log line",
         );
-        expect(await accessLogState({ ...o, now: at })).toEqual({ state: "ok" });
+        expect(await accessLogState({ ...o, now: putAt })).toEqual({ state: "ok" });
         // Old hub, recent logs: fine, whenever logging started.
-        expect(await accessLogState({ ...o, now: at, loggingSince: neverAsked })).toEqual({ state: "ok" });
-        // Read just over 24 h later with nothing new: the object is then in yesterday's prefix, and too old. (Not 25 h: a
-        // run in the last hour before midnight UTC would read two days on, where yesterday's prefix is no longer the
-        // object's; 10 s past the day covers the put's own time. Only a start in the last 10 s of a UTC day misreads.)
-        const later = new Date(at.getTime() + 24 * 3600_000 + 10_000);
+        expect(await accessLogState({ ...o, now: putAt, loggingSince: neverAsked })).toEqual({ state: "ok" });
+        // Read just over 24 h after the delivery with nothing new: the object is then in yesterday's prefix, and too old.
+        // (Not 25 h: a run in the last hour of a UTC day would read two days on, where yesterday's prefix is no longer
+        // the object's. The 5 s cover the write itself; only a delivery in the last 5 s of a UTC day misreads.)
+        const later = new Date(putAt.getTime() + 24 * 3600_000 + 5_000);
         expect(problem(await accessLogState({ ...o, now: later }))).toMatch(/the newest in .* is from .*, older than 24 h: is server/);
         // Three days later nothing is in the two days' prefixes, but logs did arrive once: not a new hub, even if the
         // log bucket's creation date moved (S3: it "can change when making changes to your bucket").
@@ -387,6 +388,9 @@ describe("npm run status: waiting needs the policy bucket's logging to be the hu
         expect(problem(await accessLogState(o()))).toMatch(
             /target bucket x, not policy; target prefix "", not "policy-bundles\/"; key format simple/,
         );
+        // The hub's target, but the delivered logs readable by someone else (TargetGrants).
+        logging.answer = { on: { ...HUB_LOGGING.on, grants: ["79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be"] } };
+        expect(problem(await accessLogState(o()))).toMatch(/is not the hub's: 1 target grant\(s\), none expected: is/);
     });
 
     it("GetBucketLogging refused (403 AccessDenied): a problem", async () => {
