@@ -241,16 +241,23 @@ describe("the pack's rollout policy on renders broken by hand", () => {
         });
         expect(messages(rs)).toEqual([]);
     });
-    it("a target with other worker roles than its source is compared by worker GPUs", async () => {
+    /**
+     * Step 1 with a source of 20 decode replicas and an aggregated target (one worker component of 2 GPUs): the roles
+     * differ, so worker GPUs compare (the source's 1 x 2 prefill + 20 x 2 decode = 42).
+     */
+    const rolesDiffer = async () => {
         const rs = await step1();
         edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
             for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
         });
-        // The target aggregated: one worker component of 2 GPUs; the source's 1 x 2 prefill + 20 x 2 decode = 42 GPUs.
         edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
             o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
             for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
         });
+        return rs;
+    };
+    it("a target with other worker roles than its source is compared by worker GPUs", async () => {
+        const rs = await rolesDiffer();
         expect(messages(rs).join("\n")).toMatch(
             /its workers \(worker\) request 2 GPUs, and 10% of the source's 42 worker GPUs \(decode, prefill, other roles, so replicas do not compare\) needs ceil\(0\.1 x 42\) = 5/,
         );
@@ -302,14 +309,7 @@ describe("the pack's rollout policy on renders broken by hand", () => {
         expect(messages(rs)).toEqual([]);
     });
     it("a v1alpha1 target's GPUs are read from its services' resources.limits.gpu when the roles differ", async () => {
-        const rs = await step1();
-        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
-            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
-        });
-        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
-            o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
-            for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
-        });
+        const rs = await rolesDiffer();
         asV1alpha1(rs, "v2-qwen3-32b");
         const target = kindOf(rs, "DynamoGraphDeployment").find((r) => (r.inputs as any).metadata.name === "v2-qwen3-32b")!;
         expect((target.outputs as any).spec.services.prefill.resources.limits.gpu).toBe("2");
@@ -318,14 +318,7 @@ describe("the pack's rollout policy on renders broken by hand", () => {
         );
     });
     it("a v1alpha1 extraPodSpec container named main adds no GPUs: the operator drops it", async () => {
-        const rs = await step1();
-        edit(rs, "DynamoGraphDeployment", "qwen3-32b", (o) => {
-            for (const c of o.spec.components) if (c.type === "decode") c.replicas = 20;
-        });
-        edit(rs, "DynamoGraphDeployment", "v2-qwen3-32b", (o) => {
-            o.spec.components = o.spec.components.filter((c: any) => c.type !== "decode");
-            for (const c of o.spec.components) if (c.type === "prefill") c.type = "worker";
-        });
+        const rs = await rolesDiffer();
         asV1alpha1(rs, "v2-qwen3-32b");
         // A second "main" with 8 GPUs would make the target's 2 GPUs 10 and pass the 5 needed; the operator never runs it.
         for (const r of kindOf(rs, "DynamoGraphDeployment"))

@@ -145,7 +145,8 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(f[0].stack).toBe("spoke-test");
     });
     it("TRT-LLM --disaggregation-mode: agg and pd (and the env var) pass, the enum's prefill_and_decode is refused", () => {
-        const agg = (mode?: string, env?: string) => {
+        /** An aggregated TRT-LLM worker with `--disaggregation-mode mode` and DYN_TRTLLM_DISAGGREGATION_MODE set to `env`. */
+        const agg = (mode?: string, env?: string | { valueFrom: Record<string, unknown> }) => {
             const objs = objects(
                 endpoint({
                     engine: "trtllm",
@@ -155,7 +156,8 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
             );
             const w = mainOf(dgdOf(objs), "worker");
             if (mode) w.args.push("--disaggregation-mode", mode);
-            if (env) w.env = [...(w.env ?? []), { name: "DYN_TRTLLM_DISAGGREGATION_MODE", value: env }];
+            if (env !== undefined)
+                w.env = [...(w.env ?? []), { name: "DYN_TRTLLM_DISAGGREGATION_MODE", ...(typeof env === "string" ? { value: env } : env) }];
             return run(objs);
         };
         for (const mode of ["agg", "pd"]) expect(agg(mode), mode).toEqual([]);
@@ -170,19 +172,7 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(e[0].message).toContain("DYN_TRTLLM_DISAGGREGATION_MODE=prefill_and_decode is not one of agg, pd, prefill, decode, encode");
         expect(agg(undefined, "pd")).toEqual([]);
         // a restricted value from a ConfigMap or Secret cannot be checked: refused
-        const objs = objects(
-            endpoint({
-                engine: "trtllm",
-                kvPool: { kind: "none" },
-                topology: { mode: "aggregated", workers: { replicas: 1, gpusPerWorker: 4 } },
-            }),
-        );
-        const w = mainOf(dgdOf(objs), "worker");
-        w.env = [
-            ...(w.env ?? []),
-            { name: "DYN_TRTLLM_DISAGGREGATION_MODE", valueFrom: { configMapKeyRef: { name: "modes", key: "mode" } } },
-        ];
-        expect(run(objs).map((x) => x.message)).toEqual([
+        expect(agg(undefined, { valueFrom: { configMapKeyRef: { name: "modes", key: "mode" } } }).map((x) => x.message)).toEqual([
             expect.stringContaining(
                 "DYN_TRTLLM_DISAGGREGATION_MODE takes one of agg, pd, prefill, decode, encode; its value comes from valueFrom",
             ),
