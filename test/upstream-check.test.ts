@@ -144,6 +144,29 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         expect(f[0].message).toContain("--disaggregation-mode=decoder is not one of agg, pd, prefill, decode, encode");
         expect(f[0].stack).toBe("spoke-test");
     });
+    it("a flag given twice is refused (argparse keeps the last, so the first is inert), under an alias too; an append flag may repeat", () => {
+        const objs = objects();
+        const d = mainOf(dgdOf(objs), "decode");
+        d.args.push("--disaggregation-mode", "prefill");
+        const f = run(objs);
+        expect(keys(f)).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode main --disaggregation-mode"]);
+        expect(f[0].message).toBe("flag --disaggregation-mode is given twice: dynamo.vllm keeps the last, so the first is inert");
+        // SGLang's --tp-size and its alias --tensor-parallel-size are one flag
+        const sg = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        mainOf(dgdOf(sg), "decode").args.push("--tensor-parallel-size", "2");
+        expect(run(sg).map((x) => x.message)).toEqual([
+            "flag --tp-size is given twice (also as --tensor-parallel-size): dynamo.sglang keeps the last, so the first is inert",
+        ]);
+        // Mooncake's store service appends every -D/--define (action="append"): repeated, both count
+        const mc = objects(endpoint({ engine: "vllm" }));
+        const store = mc.find((o) => o.kind === "Deployment" && String(o.metadata.name).includes("mooncake-store"))!;
+        store.spec.template.spec.containers[0].args.push("-D", "local_hostname=store-0", "--define", "eviction_ratio=0.1");
+        expect(run(mc)).toEqual([]);
+        store.spec.template.spec.containers[0].args.push("--port", "8089");
+        expect(run(mc).map((x) => x.message)).toEqual([
+            "flag --port is given twice: mooncake.mooncake_store_service keeps the last, so the first is inert",
+        ]);
+    });
     it("TRT-LLM --disaggregation-mode: agg and pd (and the env var) pass, the enum's prefill_and_decode is refused", () => {
         /** An aggregated TRT-LLM worker with `--disaggregation-mode mode` and DYN_TRTLLM_DISAGGREGATION_MODE set to `env`. */
         const agg = (mode?: string, env?: string | { valueFrom: Record<string, unknown> }) => {

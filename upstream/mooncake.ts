@@ -45,7 +45,13 @@ export const mooncakeStoreService: ComponentFacts = {
     version: "v0.3.12.post1",
     flags: {
         "--config": { takesValue: true, source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments` },
-        "--define": { takesValue: true, aliases: ["-D"], source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments` },
+        "--define": {
+            takesValue: true,
+            aliases: ["-D"],
+            repeatable: true,
+            source: `${T}:mooncake-wheel/mooncake/mooncake_store_service.py#parse_arguments`,
+            note: 'action="append": every -D key=value counts',
+        },
         "--port": {
             takesValue: true,
             default: "8080",

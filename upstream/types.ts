@@ -29,6 +29,11 @@ export interface FlagFact extends Fact {
     readonly default?: string;
     /** Other spellings upstream accepts for the same flag (argparse aliases, `--no-` forms). */
     readonly aliases?: readonly string[];
+    /**
+     * The flag may be given more than once and every occurrence counts (argparse `action="append"`); otherwise a second
+     * occurrence replaces the first, which is then inert, and upstream-check refuses it.
+     */
+    readonly repeatable?: boolean;
 }
 
 /** An environment variable a component reads at its pinned version. */

@@ -99,6 +99,11 @@ export function checkContainer(
             } else if (eq > 0) {
                 f(name, `flag ${name} is a switch and takes no value`);
             }
+            if (flags[hit.canonical] !== undefined && !hit.fact.repeatable)
+                f(
+                    name,
+                    `flag ${hit.canonical} is given twice${name === hit.canonical ? "" : ` (also as ${name})`}: ${ep.id} keeps the last, so the first is inert`,
+                );
             flags[hit.canonical] = value;
         }
     }
