@@ -90,24 +90,49 @@ export function githubSubjectCustomizationCommand(repo: string): string {
 }
 
 /**
- * The `sub` claim each role accepts (the customised subject, {@link GITHUB_SUBJECT_CLAIM_KEYS}): the preview
- * environments on a pull request's merge ref (pattern), or exactly the production environment on `main`.
+ * The `sub` claim each role accepts (the customised subject, {@link GITHUB_SUBJECT_CLAIM_KEYS}): exactly the
+ * `preview-<stack>` environment of each stack in `previewStacks`, on a pull request's merge ref (pattern), or exactly
+ * the production environment on `main`. Never an environment pattern: a job that names an environment which does not
+ * exist yet makes GitHub create it, with no protection rules (GitHub docs, "Deployments and environments"; the
+ * behaviour github/docs#3126 asks to document), so `preview-*` would admit a pull request whose workflow names a new
+ * `preview-…` environment, past the reviewers the real ones require.
+ * @throws Error for a `repo` that is not owner/name, a preview role without stacks, or a stack name that is not a
+ *   plain stack name.
  */
-export function githubSubjects(repo: string, role: CiRole): { operator: "StringLike" | "StringEquals"; values: string[] } {
+export function githubSubjects(
+    repo: string,
+    role: CiRole,
+    previewStacks: readonly string[] = [],
+): { operator: "StringLike" | "StringEquals"; values: string[] } {
     if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`githubSubjects: "${repo}" is not owner/name`);
-    return role === "preview"
-        ? { operator: "StringLike", values: [`repo:${repo}:environment:${PREVIEW_ENVIRONMENT_PREFIX}*:ref:${PREVIEW_REF_PATTERN}`] }
-        : { operator: "StringEquals", values: [`repo:${repo}:environment:${DEPLOY_ENVIRONMENT}:ref:${DEPLOY_REF}`] };
+    if (role === "deploy")
+        return { operator: "StringEquals", values: [`repo:${repo}:environment:${DEPLOY_ENVIRONMENT}:ref:${DEPLOY_REF}`] };
+    if (!previewStacks.length) throw new Error("githubSubjects: the preview role needs the stacks whose preview environments it trusts");
+    const bad = previewStacks.filter((st) => !/^[a-z0-9][a-z0-9-]*$/.test(st));
+    if (bad.length) throw new Error(`githubSubjects: ${bad.join(", ")} not a stack name (lowercase letters, digits, '-')`);
+    return {
+        operator: "StringLike",
+        values: [...new Set(previewStacks)]
+            .sort()
+            .map((st) => `repo:${repo}:environment:${PREVIEW_ENVIRONMENT_PREFIX}${st}:ref:${PREVIEW_REF_PATTERN}`),
+    };
 }
 
 /**
  * Pure: trust policy of a CI role: GitHub's OIDC provider in this account, `aud` = sts.amazonaws.com and `sub` pinned
  * to the role's environments and refs ({@link githubSubjects}). A pull request cannot obtain the deploy role: its jobs
- * run in `preview-*` environments on `refs/pull/*`, and the deploy role needs the `production` environment on `main`
+ * run in `preview-<stack>` environments on `refs/pull/*`, and the deploy role needs the `production` environment on `main`
  * (whatever the environment's branch rules say).
  */
-export function githubOidcTrustPolicy(x: { partition?: string; accountId: string; repo: string; role: CiRole }): CiPolicyDocument {
-    const sub = githubSubjects(x.repo, x.role);
+export function githubOidcTrustPolicy(x: {
+    partition?: string;
+    accountId: string;
+    repo: string;
+    role: CiRole;
+    /** The preview role: the stacks under `stacks/` (their `preview-<stack>` environments, {@link githubSubjects}). */
+    previewStacks?: readonly string[];
+}): CiPolicyDocument {
+    const sub = githubSubjects(x.repo, x.role, x.previewStacks);
     const aud = { [`${GITHUB_OIDC_HOST}:aud`]: GITHUB_OIDC_AUDIENCE };
     return {
         Version: "2012-10-17",

@@ -98,7 +98,12 @@ async function simulate(principal: string, identity: Doc[], action: string, reso
 }
 
 describe("simulated: who obtains each CI role through GitHub OIDC", () => {
-    const preview = githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "preview" }) as unknown as Doc;
+    const preview = githubOidcTrustPolicy({
+        accountId: ACCOUNT,
+        repo: REPO,
+        role: "preview",
+        previewStacks: ["hub-prod", "spoke-hn1"],
+    }) as unknown as Doc;
     const deploy = githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "deploy" }) as unknown as Doc;
     const aud = "sts.amazonaws.com";
 
@@ -129,6 +134,12 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
 
     it("preview role: only the preview-<stack> environments of this repository on a pull request's ref, audience sts.amazonaws.com", () => {
         expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud })).toBe("Allowed");
+        expect(assumeWithGitHub(preview, { sub: sub("preview-hub-prod", "refs/pull/7/merge"), aud })).toBe("Allowed");
+        // the trust names each stack's environment, never a pattern; a preview role for no stack is refused
+        expect(() => githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "preview" })).toThrow(/needs the stacks/);
+        expect(() => githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "preview", previewStacks: ["*"] })).toThrow(
+            /\* not a stack name/,
+        );
         for (const s of [
             sub("production", "refs/pull/42/merge"),
             sub("preview-spoke-hn1", "refs/heads/main"),
@@ -136,6 +147,10 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
             `repo:${REPO}:pull_request`,
             `repo:${REPO}:ref:refs/heads/main`,
             sub("preview-spoke-hn1", "refs/pull/42/merge", "other-org/h200-platform"),
+            // an environment a pull request's workflow names and GitHub creates on the fly, without reviewers
+            sub("preview-anything", "refs/pull/42/merge"),
+            sub("preview-spoke-hn1-x", "refs/pull/42/merge"),
+            sub("preview-spoke-sg1", "refs/pull/42/merge"),
         ])
             expect(assumeWithGitHub(preview, { sub: s, aud }), s).toBe("ImplicitlyDenied");
         expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud: "api://other" })).toBe(

@@ -16,7 +16,7 @@ import {
 } from "../lib/ci-roles";
 import { hubRegionIssue } from "../lib/aws-partition";
 import { exitOnHelp } from "./cli";
-import { STACKS_DIR } from "../lib/stackfiles";
+import { discoverStacks, STACKS_DIR } from "../lib/stackfiles";
 
 const HELP = `
 usage: npm run ci-roles -- --hub STACK --repo OWNER/NAME --hub-outputs S3URI [--state-bucket NAME] [--account ID] [--out DIR]
@@ -25,7 +25,8 @@ Writes the policy documents of the two CI roles and of the hub state key (lib/ci
 commands that create them once, before CI's first run (the program cannot create what runs it):
   subject       the repository's OIDC subject customised to repo, context, ref (the printed \`gh api\` call, once):
                 both trusts pin the environment AND the git ref
-  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environments on
+  preview role  vars.${CI_ROLE_VARIABLES.preview}: GitHub OIDC trust for the preview-<stack> environment of each
+                stack under stacks/ (named one by one; run this again when a stack is added), on
                 refs/pull/*/merge only; allowed exactly the calls a spoke preview makes (lib/ci-roles.ts
                 PREVIEW_AWS_CALLS: the spoke checkpoints, the published hub outputs, three invokes; no managed
                 read-only policy), plus the guard (no secret value, no KMS use but S3's, no role hop)
@@ -89,7 +90,12 @@ function main(argv: string[]): void {
     const out = opt.out ?? path.join("out", "ci-roles");
     fs.mkdirSync(out, { recursive: true });
     const docs: Record<string, unknown> = {
-        "preview-trust.json": githubOidcTrustPolicy({ accountId, repo: opt.repo, role: "preview" }),
+        "preview-trust.json": githubOidcTrustPolicy({
+            accountId,
+            repo: opt.repo,
+            role: "preview",
+            previewStacks: discoverStacks(STACKS_DIR).map((st) => st.name),
+        }),
         "preview-read.json": previewReadPolicy({
             accountId,
             region,
