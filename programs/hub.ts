@@ -181,13 +181,17 @@ export function refuseForeignPodIdentityAccounts(cfg: HubConfig, accountId: stri
  * default access-key identity ({@link effectiveIdentity}) with no egress ranges and no key age: a long-lived source key
  * usable from anywhere, the very thing the access-key schema refuses when the entry is written
  * (config/identity.ts `RequiredEgressCidrsSchema`). EKS spokes need none (Pod Identity).
- * @throws Error naming the hub file and the missing key
+ * @throws ConfigError naming the hub file and each missing key
  */
 export function refuseImplicitOnPremIdentities(cfg: HubConfig, file: string): void {
     const missing = cfg.spokes.filter((s) => s.provider === "onprem" && cfg.spokeIdentities[s.name] === undefined).map((s) => s.name);
     if (missing.length)
-        throw new Error(
-            `${file}: platform:spokeIdentities.${missing[0]}: on-prem spoke ${missing.join(", ")} has no identity; add one (mode: access-key with deployerRoleArn, keys[].createdAt and the site's egressCidrs, or mode: roles-anywhere with the site's caBundle): README "Add a region", step 1`,
+        throw new ConfigError(
+            file,
+            missing.map((name) => ({
+                key: `platform:spokeIdentities.${name}`,
+                message: `on-prem spoke ${name} has no identity; add one (mode: access-key with deployerRoleArn, keys[].createdAt and the site's egressCidrs, or mode: roles-anywhere with the site's caBundle): README "Add a region", step 1`,
+            })),
         );
 }
 

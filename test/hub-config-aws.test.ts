@@ -78,8 +78,16 @@ describe("hub: an on-prem spoke's identity is written down, never defaulted", ()
     it("an on-prem spoke without platform:spokeIdentities.<spoke> is refused before anything is created (main gave it a key usable from anywhere)", async () => {
         const doc = structuredClone(stackConfigDoc("hub-prod"));
         delete doc["platform:spokeIdentities"].hcm1;
-        await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(
-            "stacks/Pulumi.hub-prod.yaml: platform:spokeIdentities.hcm1: on-prem spoke hcm1 has no identity",
-        );
+        // a ConfigError: the render prints it headed by the file, without a stack trace
+        await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toMatchObject({
+            name: "ConfigError",
+            stackFile: "stacks/Pulumi.hub-prod.yaml",
+            issues: [
+                expect.objectContaining({
+                    key: "platform:spokeIdentities.hcm1",
+                    message: expect.stringContaining("on-prem spoke hcm1 has no identity"),
+                }),
+            ],
+        });
     }, 60_000);
 });
