@@ -39,7 +39,7 @@ export function hubPartitionIssue(p: { partition: string; dnsSuffix: string }, r
  */
 export function awsPartitionRegionIssue(region: string, why: string): string | undefined {
     if (HUB_PARTITION.regionRegex.test(region)) return undefined;
-    return `region ${region} is not a region of partition ${HUB_PARTITION.partition} (its regionRegex ${HUB_PARTITION.regionRegex.source}); ${why}`;
+    return `region ${region} is not a region of partition ${HUB_PARTITION.partition} (regions such as us-east-1, eu-west-1, ap-southeast-1 are); ${why}`;
 }
 
 /**

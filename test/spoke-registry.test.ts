@@ -215,7 +215,7 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
                 },
                 "spoke-sg1",
             );
-            const refusal = `region ${region} is not a region of partition aws \\(its regionRegex .*\\); an EKS spoke's IAM policies and EKS access entries name ARNs of partition aws \\(arn:aws:\\) and it trusts the hub`;
+            const refusal = `region ${region} is not a region of partition aws \\(regions such as us-east-1, eu-west-1, ap-southeast-1 are\\); an EKS spoke's IAM policies and EKS access entries name ARNs of partition aws \\(arn:aws:\\) and it trusts the hub`;
             expect(issues(hub()), region).toEqual([
                 expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml platform:cluster\\.region: ${refusal}`)),
                 expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml aws:region: ${refusal}`)),
