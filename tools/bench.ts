@@ -72,6 +72,10 @@ Benchmarks:
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
   tests    npm test wall and CPU time vs the recorded baseline (the load it ran under is printed)
 
+A bare \`npm run bench\` runs every benchmark but the named-only ones, one after the other: about 10 minutes on the
+2-core development VM (auth alone about 4); run on a quiet machine, or the figures measure the other load.
+\`PLATFORM_BENCH_COLD=1 npm run bench -- tests\` runs the test suite with its caches cold, as on a fresh CI machine.
+
 Examples:
   npm run bench
   npm run bench -- render

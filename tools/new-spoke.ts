@@ -486,14 +486,15 @@ function main() {
         process.stdout.write(`added to ${path.relative(process.cwd(), hub)} platform:spokes:\n${hubLine}\n`);
     } else {
         process.stdout.write(
-            `add this line to platform:spokes in stacks/Pulumi.${r.hubStack}.yaml (or delete ${rel} and rerun with --add-to-hub):\n${hubLine}\n`,
+            `add this line to platform:spokes in ${path.relative(process.cwd(), path.join(path.dirname(r.file), `Pulumi.${r.hubStack}.yaml`))} (or delete ${rel} and rerun with --add-to-hub):\n${hubLine}\n`,
         );
     }
     if (Object.keys(r.changes).some((k) => k.endsWith(".nodes") || k.includes("nodes["))) {
         process.stdout.write(`\nreplace the generated node names and kubeconfig context with the real ones before deploying\n`);
     }
     for (const n of r.notes) process.stdout.write(`\n${n}\n`);
-    process.stdout.write(`\nthen place endpoints on it (platform:endpoints, spoke: ${e.name}) if you like, and check: npm run render\n`);
+    const render = o.stacksDir ? `npm run render -- --stacks ${path.relative(process.cwd(), o.stacksDir) || "."}` : "npm run render";
+    process.stdout.write(`\nthen place endpoints on it (platform:endpoints, spoke: ${e.name}) if you like, and check: ${render}\n`);
 }
 
 if (require.main === module) {
