@@ -62,7 +62,8 @@ export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
         .filter((x) => /^Pulumi\..+\.ya?ml$/.test(x))
         .sort()) {
         const file = path.join(dir, f);
-        const display = path.join(path.basename(dir), f);
+        // as the render and the tools name stack files: relative to the working directory (stacks/… in the repository)
+        const display = path.relative(process.cwd(), file) || f;
         let s: ReturnType<typeof readStackFile>;
         if (setAsideForRender.has(stackNameOf(f))) continue;
         try {
@@ -120,8 +121,8 @@ export function checkSpokeRegistry(hub: HubConfig, hubStackFile: string): SpokeN
             issues.push({
                 key: `${key}.stack`,
                 message: exists
-                    ? `${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} is not a spoke of ${hubStack} (its platform:spoke.hubStack must end in /${hubStack})`
-                    : `no stack file ${path.join(path.basename(dir), `Pulumi.${s.stack}.yaml`)} for spoke "${s.name}" (create it: npm run new-spoke)`,
+                    ? `${path.relative(process.cwd(), path.join(dir, `Pulumi.${s.stack}.yaml`))} is not a spoke of ${hubStack} (its platform:spoke.hubStack must end in /${hubStack})`
+                    : `no stack file ${path.relative(process.cwd(), path.join(dir, `Pulumi.${s.stack}.yaml`))} for spoke "${s.name}" (create it: npm run new-spoke)`,
             });
             return;
         }

@@ -636,7 +636,7 @@ describe("a spoke-file problem with the hub's placement is reported on the hub's
         if (c.role !== "hub") throw new Error("not a hub");
         const r = issuesOf(() => checkSpokeRegistry(c.hub, path.join(dir, "Pulumi.hub-prod.yaml")));
         expect(r.issues).toContain(
-            `platform:endpoints[2]: ${path.basename(dir)}/Pulumi.spoke-hcm1.yaml platform:serving.endpointPools.llama-70b: endpoint "llama-70b" is placed on this spoke but the spoke has 2 node pools (h200, h200-b); say which one runs it`,
+            `platform:endpoints[2]: ${path.relative(process.cwd(), file)} platform:serving.endpointPools.llama-70b: endpoint "llama-70b" is placed on this spoke but the spoke has 2 node pools (h200, h200-b); say which one runs it`,
         );
     });
 });

@@ -127,7 +127,9 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
                           (x as ConfigError).issues.map((i) => `${(x as ConfigError).stackFile} ${i.key}: ${i.message}`),
                       )
                     : [];
-            return [...spokes, ...(e as ConfigError).issues.map((i) => `${i.key}: ${i.message}`)];
+            // stack files are named relative to the working directory: this copy's folder reads as stacks/ below
+            const here = path.relative(process.cwd(), path.join(dir, "stacks"));
+            return [...spokes, ...(e as ConfigError).issues.map((i) => `${i.key}: ${i.message}`)].map((x) => x.split(here).join("stacks"));
         }
     };
     const listed = (extra: Record<string, unknown>) => {

@@ -157,7 +157,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
         }
         if (s.hub && failedHubs.has(s.hub)) {
             fail(
-                `${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; out/${s.name} left as it was` : ""}`,
+                `${s.file}: skipped: its hub stack "${s.hub}" failed to render${fs.existsSync(outDir) ? `; ${path.relative(process.cwd(), outDir) || outDir} left as it was` : ""}`,
                 false,
             );
             continue;
@@ -209,7 +209,7 @@ export async function renderStacks(stacks: StackFile[], opts: RenderOptions): Pr
                 const elsewhere = [...e.spokeErrors].filter(([k]) => !inRun.has(k)).map(([, err]) => err.message);
                 fail(
                     [
-                        `${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; out/${s.name} left as it was`,
+                        `${s.file}: not rendered: it checks every spoke file and ${files} ${e.spokeErrors.size === 1 ? "is" : "are"} wrong; ${path.relative(process.cwd(), outDir) || outDir} left as it was`,
                         ...elsewhere,
                     ].join("\n"),
                     false,
