@@ -115,6 +115,14 @@ describe("new-spoke: the copy differs from its source only in the keys that must
         expect(Object.keys(vpc.subnets)).toEqual(["ap-northeast-1a", "ap-northeast-1b"]);
         expect(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones, vpc.subnets)).toEqual(vpcSubnetPlan(vpc.cidr, vpc.availabilityZones));
         expect(r.hubEntry).toMatchObject({ name: "sg2", provider: "eks", gpus: 16 });
+        // what it cannot derive, said: the instance offering in those AZs, the source's access ranges, CI's environment
+        expect(r.notes).toEqual([
+            expect.stringContaining(
+                "--region ap-northeast-1 --location-type availability-zone --filters Name=instance-type,Values=p5en.48xlarge",
+            ),
+            expect.stringContaining("publicAccessCidrs and the listener's sourceRanges are spoke-sg1's"),
+            expect.stringContaining("create the GitHub environment preview-spoke-sg2"),
+        ]);
     });
 
     it("picked networks collide with no existing spoke", () => {

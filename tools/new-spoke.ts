@@ -324,6 +324,16 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         notes.push(
             `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Add a region", step 1) before the hub's pulumi up, then mint its source key`,
         );
+    else {
+        const types = [...new Set(src.nodeGroups.gpu.map((g) => g.instanceType))].join(",");
+        notes.push(
+            `EKS: check that ${types || "the GPU instance type"} is offered in the availability zones you chose (aws ec2 describe-instance-type-offerings --region ${o.region} --location-type availability-zone --filters Name=instance-type,Values=${types || "<type>"})`,
+            `EKS: platform:cluster.publicAccessCidrs and the listener's sourceRanges are ${o.from}'s: set this region's operators' and tenants' ranges`,
+        );
+    }
+    notes.push(
+        `CI: create the GitHub environment preview-${o.name} (required reviewers, its secrets) and run npm run ci-roles again, then apply the preview role's trust policy (README "How CI previews pull requests")`,
+    );
     // The source's leading comment describes the source region: replace it; every other byte is kept.
     const header = [
         `# Spoke ${spokeName} (${o.region}): created from Pulumi.${o.from}.yaml by \`npm run new-spoke\`. The values marked`,
