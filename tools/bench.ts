@@ -38,6 +38,13 @@ const benches: Bench[] = [
         named: true,
     },
     {
+        name: "auth-cost",
+        what: "where a quiet-key check's CPU goes: load generator, service and redis-server CPU per check of the floor, the Redis floor, a busy key and quiet keys, all paced at 6000 checks/s, and the differences; diagnostic, no goal",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/auth/bench").runAuthBench({ costRate: 6000 }),
+        named: true,
+    },
+    {
         name: "entitlement",
         what: "the auth decision's hint clamp and Dynamo header values per check (and the cache salt's HMAC per key/model) vs the same check body step without them (floor)",
         // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -68,6 +75,8 @@ Benchmarks:
   auth     auth service ext_authz checks/s and p99 with Redis vs a no-op HTTP server
   auth-redis   redis-server instructions per quiet-key check under callgrind (load-independent; needs valgrind;
                run only when named)
+  auth-cost    where a quiet-key check's CPU goes (service, redis-server, load generator), every target paced at
+               6000 checks/s; run only when named
   entitlement  the decision's priority clamp + Dynamo headers per check vs the body step without them
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
   tests    npm test wall and CPU time vs the recorded baseline (the load it ran under is printed)

@@ -71,6 +71,26 @@ export interface AuthBenchOptions {
     rounds?: number;
     /** Floor/auth pairs of the paced setting (its p99 difference is the noisiest figure). */
     pacedRounds?: number;
+    /**
+     * Checks/s of the cost decomposition (`npm run bench -- auth-cost`); 0 (default) = the goal run. When set, only
+     * the decomposition runs ({@link CostResult}): no goal setting, no goal.
+     */
+    costRate?: number;
+}
+
+/**
+ * Where a quiet-key check's CPU goes, measured at one request rate for every target (open loop at `rate`, below each
+ * target's saturation), so that no figure moves with how many requests a target handles per wake-up. Each figure is
+ * the median of `rounds` runs. Targets: the no-op floor; the Redis floor ({@link startRedisFloor}); the auth service on
+ * one busy key (admitted from grants: its HTTP, key, body, model and answer work without a Redis call per check); and
+ * the auth service over the quiet keys (one Redis check each).
+ */
+export interface CostResult {
+    ratePerSecond: number;
+    floor: TargetResult;
+    redisFloor: TargetResult;
+    busy: TargetResult;
+    quiet: TargetResult;
 }
 
 /** One target's numbers. */
@@ -82,6 +102,8 @@ export interface TargetResult {
     errors: number;
     /** Server process CPU (user + sys) per check, µs: the cost of a check, less load-sensitive than checks/s. */
     serverUsPerCheck: number;
+    /** The load generator's CPU (user + sys) per check, µs: what sending the request and reading the answer costs it. */
+    clientUsPerCheck: number;
     /** redis-server CPU (user + sys) per check, µs; auth only. */
     redisUsPerCheck?: number;
     /** Checks per Redis script call (all scripts: checks, grant returns); auth only. */
@@ -115,6 +137,8 @@ export interface AuthBenchResult {
     /** 16 in flight over `spreadKeys` keys (every check a Redis check). */
     spread?: SettingResult;
     paced?: SettingResult & { ratePerSecond: number };
+    /** The cost decomposition, when `costRate` was set. */
+    cost?: CostResult;
     options: Required<Omit<AuthBenchOptions, "only">>;
     /** Every goal with its figure ({@link GOALS}). */
     goals: GoalResult[];
@@ -256,11 +280,14 @@ async function paced(ms) {
   await phase(warmupMs);
   parentPort.postMessage({ type: "start" });
   const t0 = process.hrtime.bigint();
+  const c0 = process.cpuUsage();
   const r = await phase(durationMs);
+  const cpu = process.cpuUsage(c0);
   const elapsedS = Number(process.hrtime.bigint() - t0) / 1e9;
   parentPort.postMessage({ type: "end" });
   agent.destroy();
-  process.send({ type: "result", latencies: r.latencies, errors: r.errors, elapsedS }, () => process.disconnect());
+  const cpuUs = cpu.user + cpu.system;
+  process.send({ type: "result", latencies: r.latencies, errors: r.errors, elapsedS, cpuUs }, () => process.disconnect());
 })();
 `;
 
@@ -314,8 +341,9 @@ async function load(
     let redis1: Promise<number> | undefined;
     let calls0: Promise<Record<string, number>> | undefined;
     let calls1: Promise<Record<string, number>> | undefined;
-    const r = await new Promise<{ latencies: number[]; errors: number; elapsedS: number }>((resolve, reject) => {
-        child.on("message", (m: { type: string; latencies: number[]; errors: number; elapsedS: number }) => {
+    type Result = { latencies: number[]; errors: number; elapsedS: number; cpuUs: number };
+    const r = await new Promise<Result>((resolve, reject) => {
+        child.on("message", (m: { type: string } & Result) => {
             if (m.type === "start") {
                 cpu0 = process.cpuUsage();
                 redis0 = redisCpu?.();
@@ -348,6 +376,7 @@ async function load(
         p99Ms: pct(0.99),
         errors: r.errors,
         serverUsPerCheck: cpu && n ? (cpu.user + cpu.system) / n : NaN,
+        clientUsPerCheck: n ? r.cpuUs / n : NaN,
         redisUsPerCheck: redisCpuS === undefined || !n ? undefined : (redisCpuS * 1e6) / n,
         checksPerScriptCall: calls ? n / calls : undefined,
         commandsPerCheck:
@@ -471,8 +500,14 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         pacedRounds: 5,
         contentBytes: 4096,
         env: {},
+        costRate: 0,
         ...rest,
     };
+    if (o.costRate > 0) {
+        o.concurrencies = [];
+        o.pacedFraction = 0;
+        o.spreadKeys ||= 1000;
+    }
     const body = JSON.stringify({
         model: MODEL,
         stream: true,
@@ -556,6 +591,31 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         };
         const throughput = (f: TargetResult, a: TargetResult) => a.checksPerSecond / f.checksPerSecond;
         try {
+            if (o.costRate > 0 && redisFloor) {
+                const rate = o.costRate;
+                const runs: Record<keyof Omit<CostResult, "ratePerSecond">, TargetResult[]> = {
+                    floor: [],
+                    redisFloor: [],
+                    busy: [],
+                    quiet: [],
+                };
+                const redisFloorPort = (redisFloor.server.address() as AddressInfo).port;
+                for (let i = 0; i < o.rounds; i++) {
+                    runs.floor.push(await load(floorPort, urlPath, body, o, 0, rate, undefined, spreadSecrets));
+                    runs.redisFloor.push(
+                        await fresh(() => load(redisFloorPort, urlPath, body, o, 0, rate, redisCpu, spreadSecrets, scriptCalls)),
+                    );
+                    runs.busy.push(await fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, undefined, scriptCalls)));
+                    runs.quiet.push(await fresh(() => load(svc.port, urlPath, body, o, 0, rate, redisCpu, spreadSecrets, scriptCalls)));
+                }
+                result.cost = {
+                    ratePerSecond: rate,
+                    floor: medianTarget(runs.floor),
+                    redisFloor: medianTarget(runs.redisFloor),
+                    busy: medianTarget(runs.busy),
+                    quiet: medianTarget(runs.quiet),
+                };
+            }
             for (const c of o.concurrencies) {
                 result.closed.push(
                     await pairs(
@@ -567,7 +627,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     ),
                 );
             }
-            if (o.spreadKeys > 0) {
+            if (o.spreadKeys > 0 && !(o.costRate > 0)) {
                 result.spread = await pairs(
                     `16 in flight, ${o.spreadKeys} keys`,
                     o.rounds,
@@ -614,6 +674,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         print(result, Buffer.byteLength(body));
         const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])]
             .flatMap((r) => [r.floor, r.auth, r.redisFloor])
+            .concat(result.cost ? [result.cost.floor, result.cost.redisFloor, result.cost.busy, result.cost.quiet] : [])
             .filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
         const answers = runs.reduce((n, t) => n + t.errors + t.checksPerSecond * o.durationS, 0);
@@ -637,14 +698,74 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
     }
 }
 
+/** Each figure's median over `runs` (the figures of one row may then come from different runs). */
+function medianTarget(runs: TargetResult[]): TargetResult {
+    const med = (f: (t: TargetResult) => number | undefined): number | undefined => {
+        const v = runs.map(f).filter((x): x is number => x !== undefined && !Number.isNaN(x));
+        if (!v.length) return undefined;
+        v.sort((a, b) => a - b);
+        return v[Math.floor(v.length / 2)];
+    };
+    return {
+        checksPerSecond: med((t) => t.checksPerSecond) ?? NaN,
+        p50Ms: med((t) => t.p50Ms) ?? NaN,
+        p99Ms: med((t) => t.p99Ms) ?? NaN,
+        errors: runs.reduce((a, t) => a + t.errors, 0),
+        serverUsPerCheck: med((t) => t.serverUsPerCheck) ?? NaN,
+        clientUsPerCheck: med((t) => t.clientUsPerCheck) ?? NaN,
+        redisUsPerCheck: med((t) => t.redisUsPerCheck),
+        checksPerScriptCall: med((t) => t.checksPerScriptCall),
+    };
+}
+
+/** The cost decomposition's lines ({@link CostResult}). */
+function costLines(c: CostResult, row: (name: string, ...cols: string[]) => string): string[] {
+    const n = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(1));
+    const lines = [`where a quiet-key check's CPU goes, every target paced at ${c.ratePerSecond} checks/s (medians):`];
+    for (const [name, t] of [
+        ["no-op floor", c.floor],
+        ["redis floor", c.redisFloor],
+        ["auth, busy key (grants)", c.busy],
+        ["auth, quiet keys", c.quiet],
+    ] as const)
+        lines.push(
+            row(
+                `  ${name}`,
+                t.checksPerSecond.toFixed(0),
+                n(t.clientUsPerCheck),
+                n(t.serverUsPerCheck),
+                n(t.redisUsPerCheck),
+                n(t.checksPerScriptCall),
+            ),
+        );
+    const s = (t: TargetResult) => t.serverUsPerCheck;
+    const roundTrip = s(c.redisFloor) - s(c.floor);
+    const http = s(c.busy) - s(c.floor);
+    const own = s(c.quiet) - s(c.busy) - roundTrip;
+    const script = (c.quiet.redisUsPerCheck ?? NaN) - (c.redisFloor.redisUsPerCheck ?? NaN);
+    lines.push(
+        `  service CPU per check over the floor: a Redis round trip with no limit logic (redis floor - floor) ${roundTrip.toFixed(1)} us; ` +
+            `key, body, model, grant and answer (busy - floor) ${http.toFixed(1)} us; the quiet check's own work ` +
+            `(quiet - busy - round trip: admission, the script's arguments and reply, its client work) ${own.toFixed(1)} us`,
+        `  redis-server CPU per check: the limit script's work over a script that only answers (quiet - redis floor) ${script.toFixed(1)} us`,
+    );
+    return lines;
+}
+
 function print(r: AuthBenchResult, bodyBytes: number): void {
     const row = (name: string, ...cols: string[]) => `${name.padEnd(40)}${cols.map((c) => c.padStart(11)).join("")}`;
     const n = (x: number | undefined, d: number) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(d));
     const lines = [
         `auth service ext_authz check vs no-op Node HTTP floor (loopback, ${r.options.durationS} s per run after ` +
             `${r.options.warmupS} s warm-up, ${bodyBytes} B body, redis-server on loopback, ${os.cpus().length} CPUs, load average ${os.loadavg()[0].toFixed(2)})`,
-        row("setting / target", "checks/s", "p50 ms", "p99 ms", "server us", "redis us", "per call", "redis cmds"),
+        row("setting / target", "checks/s", "p50 ms", "p99 ms", "client us", "server us", "redis us", "per call", "redis cmds"),
     ];
+    if (r.cost) {
+        lines[1] = row("target", "checks/s", "client us", "server us", "redis us", "per call");
+        lines.push(...costLines(r.cost, row));
+        process.stdout.write(`${lines.join("\n")}\n`);
+        return;
+    }
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
         for (const [name, t] of [
@@ -659,6 +780,7 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
                         n(t.checksPerSecond, 0),
                         n(t.p50Ms, 2),
                         n(t.p99Ms, 2),
+                        n(t.clientUsPerCheck, 1),
                         n(t.serverUsPerCheck, 1),
                         n(t.redisUsPerCheck, 1),
                         n(t.checksPerScriptCall, 1),
@@ -668,9 +790,11 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
         }
     }
     lines.push(
-        "(server us: server process CPU per check; redis us: redis-server CPU per check; both less sensitive to machine load than checks/s;",
+        "(client us: the load generator's CPU per check; server us: server process CPU per check; redis us: redis-server CPU per check;",
     );
-    lines.push(" per call: checks per Redis script call; redis cmds: commands the scripts run per check, script calls not counted)");
+    lines.push(
+        " all three less sensitive to machine load than checks/s; per call: checks per Redis script call; redis cmds: commands the scripts run per check, script calls not counted)",
+    );
     const quiet = r.spread?.auth?.commandsPerCheck;
     if (quiet)
         lines.push(
@@ -706,6 +830,14 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
                 `redis-server CPU per check ${n(rf.redisUsPerCheck, 1)} us (a Redis round trip per check carrying the check's keys and ` +
                 `arguments, no limit logic: the rest of the gap is the service's and the script's work)`,
         );
+    const ceiling = r.spread?.auth && r.spread.floor ? cpuCeiling(r.spread.auth, r.spread.floor) : undefined;
+    if (ceiling)
+        lines.push(
+            `  ${r.spread!.setting}, diagnostic (no goal): CPU per quiet check, load generator + service + redis-server = ` +
+                `${ceiling.usPerCheck.toFixed(0)} us; the machine's ${os.cpus().length} CPUs allow at most ${ceiling.checksPerSecond.toFixed(0)} checks/s ` +
+                `at that cost (${ceiling.ofFloor.toFixed(2)}x of the floor; measured ${ceiling.busy.toFixed(0)} % of it); ` +
+                `${GOALS.spreadRatio.toFixed(2)}x needs at most ${ceiling.goalUs.toFixed(0)} us per check in all`,
+        );
     if (r.paced?.floor && r.paced.auth) {
         const p = r.paced;
         lines.push(
@@ -722,6 +854,29 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
     );
     for (const g of r.goals) lines.push(`  ${g.met ? "met   " : "MISSED"} ${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
     process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/**
+ * The CPU-bound ceiling of a target: the checks/s the machine's CPUs could serve if the load generator, the server
+ * and redis-server used them fully at the CPU per check the run measured (µs), as a ratio of the floor's measured
+ * checks/s, and the CPU per check (µs, the three together) at which {@link GOALS}.spreadRatio of the floor fits.
+ * A diagnostic: the run's own figure can only come near it, never above, while the per-check costs stay as they are.
+ */
+export function cpuCeiling(
+    t: TargetResult,
+    floor: TargetResult,
+    cpus = os.cpus().length,
+): { usPerCheck: number; checksPerSecond: number; ofFloor: number; busy: number; goalUs: number } | undefined {
+    const us = t.clientUsPerCheck + t.serverUsPerCheck + (t.redisUsPerCheck ?? 0);
+    if (!Number.isFinite(us) || us <= 0 || !(floor.checksPerSecond > 0)) return undefined;
+    const checksPerSecond = (cpus * 1e6) / us;
+    return {
+        usPerCheck: us,
+        checksPerSecond,
+        ofFloor: checksPerSecond / floor.checksPerSecond,
+        busy: (100 * t.checksPerSecond) / checksPerSecond,
+        goalUs: (cpus * 1e6) / (GOALS.spreadRatio * floor.checksPerSecond),
+    };
 }
 
 function fmt(x: number): string {
