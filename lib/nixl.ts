@@ -129,15 +129,23 @@ export type NicSelection = "vllm-pcie-map" | "static";
  * per-rank NIC selection differs ({@link NicSelection}).
  *
  * InfiniBand:
- * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp; dynamo-failures #12463, nixl#1614).
+ * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp: the InfiniBand settings of
+ *   ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/disagg-communication.md, where `tcp` is UCX's "Fallback when RDMA unavailable"; ai-dynamo/nixl#1614).
  * - `static`: `UCX_NET_DEVICES` = every rail HCA of the pool, port 1, in rail order: never `all` (NIXL_ERR_BACKEND on
  *   management/DPU NICs, dynamo PR #10852), never a frontend NIC, never a netdev name (tcp).
  * - `vllm-pcie-map`: `VLLM_GPU_NIC_PCIE_MAPPING` = the whole rail table as `<gpu_bdf>=<nic_bdf>` plus
  *   `VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`, set together (one without the other fails EngineCore init;
  *   vllm-project/vllm PR #42083), and **no** static `UCX_NET_DEVICES`: each rank sets it to exactly its own GPU's
  *   rail HCA. All ranks on one NIC measured ~0.76 GB/s vs 15-25 GB/s (dynamo recipes/deepseek-v4 README).
- * - `UCX_IB_ADDR_TYPE=ib_global`: an explicit global-route addressing choice, as the H200 recipe
- *   (dynamo-failures D.5; `eth` is the RoCE alternative).
+ * - `UCX_IB_IS_GLOBAL=y`: global (GRH) addressing on InfiniBand. At the pinned UCX (openucx/ucx@v1.21.0, NIXL's UCX
+ *   in the Dynamo images: ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:container/context.yaml
+ *   `nixl_ucx_ref`) it makes every IB interface pack its full GID and put a GRH on every address handle
+ *   (openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c, `force_global_addr`); it needs a valid port GID at
+ *   `UCX_IB_GID_INDEX` (default auto). `UCX_IB_ADDR_TYPE` is deprecated there ("To force use of global routing use
+ *   IS_GLOBAL"): its `ib_global` (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:recipes/deepseek-v4/
+ *   deepseek-v4-flash/vllm/disagg-h200-agentic/deploy.yaml) still forces the same, but `auto`, `ib_local` and `eth`
+ *   (the value disagg-communication.md calls required on Kubernetes) force nothing on an InfiniBand port, which
+ *   stays LID-only with the default link-local subnet prefix (upstream/libraries.ts `ucx`).
  * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide); NIXL
  *   only sets its own `RNDV_THRESH=inf` when the variable is unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp).
  * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289).
@@ -166,7 +174,7 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
     const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
     if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
     env.push(
-        { name: "UCX_IB_ADDR_TYPE", value: "ib_global" },
+        { name: "UCX_IB_IS_GLOBAL", value: "y" },
         { name: "UCX_RNDV_SCHEME", value: "get_zcopy" },
         { name: "UCX_RNDV_THRESH", value: "0" },
         { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" },

@@ -26,7 +26,12 @@ export const EFA_DRA_CHART = "aws-dranet";
 export const EFA_RESOURCE = "vpc.amazonaws.com/efa";
 /** Node label the plugin's allowlist is matched against. */
 export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
-/** Label the Dynamo operator sets on component pods; P/D anti-affinity must key on it (dynamo-failures F.11). */
+/**
+ * Label the Dynamo operator sets on component pods (the component's name; ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:deploy/operator/internal/consts/consts.go
+ * `KubeLabelDynamoComponent`, set by deploy/operator/internal/controller/dynamocomponentdeployment_renderer.go); P/D
+ * anti-affinity must key on it (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/disagg-communication.md, "AWS EFA Configuration", "Pod Anti-Affinity (Required)", and
+ * "Problem: EFA EAGAIN errors (fi_read still retrying)").
+ */
 export const DYNAMO_COMPONENT_LABEL = "nvidia.com/dynamo-component";
 
 /**
@@ -425,7 +430,7 @@ export const efaWorkloadTransport: StackValidationPolicy = {
                 });
                 if (!keyed) {
                     report(
-                        `${t.owner.name} ${t.where} (${t.componentType}): no required podAntiAffinity on ${DYNAMO_COMPONENT_LABEL}; prefill and decode on one EFA node fail with "fi_read still retrying EAGAIN" (dynamo-failures F.11; app.kubernetes.io/component does not work).`,
+                        `${t.owner.name} ${t.where} (${t.componentType}): no required podAntiAffinity on ${DYNAMO_COMPONENT_LABEL}; prefill and decode on one EFA node fail with "fi_read still retrying EAGAIN" (ai-dynamo/dynamo disagg-communication.md "Problem: EFA EAGAIN errors"; the operator sets no app.kubernetes.io/component on component pods).`,
                         t.owner.urn,
                     );
                 }

@@ -1,4 +1,5 @@
 import { run } from "./lib/unknown";
+import { ucxIbForcesGlobal } from "../upstream/libraries";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import {
     ncclFlagSet,
@@ -98,6 +99,18 @@ function shown(c: ContainerView, name: string): string {
     if (!e) return `${name} is unset`;
     if (e.value === undefined) return `${name} comes from a source the policy cannot read`;
     return `${name}=${e.value}`;
+}
+
+/** What the container sets for InfiniBand addressing, for messages (none of it forces global addressing). */
+function ibAddressingShown(c: ContainerView): string {
+    const set = ["UCX_IB_IS_GLOBAL", "UCX_IB_ADDR_TYPE"].filter((n) => c.env.has(n));
+    if (!set.length) return "UCX_IB_IS_GLOBAL is unset";
+    return set
+        .map((n) => {
+            const s = shown(c, n);
+            return n === "UCX_IB_ADDR_TYPE" && envValue(c, n) !== undefined ? `${s} (forces global only as ib_global or ib_site_local)` : s;
+        })
+        .join(" and ");
 }
 
 /** Rails requested through per-rail plugin resources, per pool (undefined when the resource is not a plugin resource). */
@@ -474,25 +487,36 @@ export const rdmaIpcLock = containerPolicy(
               ],
 );
 
-/** D.5: fabric-specific addressing. */
+/**
+ * Fabric-specific addressing. InfiniBand: global (GRH) addressing forced for NIXL/UCX, proven from the pinned UCX's
+ * source ({@link ucxIbForcesGlobal}, upstream/libraries.ts `ucx`): `UCX_IB_IS_GLOBAL` true, or the deprecated
+ * `UCX_IB_ADDR_TYPE` ib_global / ib_site_local. `auto`, `ib_local` and `eth` force nothing on an InfiniBand port.
+ */
 export const rdmaFabricAddressing = containerPolicy(
     {
         name: "rdma-fabric-addressing",
         description:
-            "RDMA addressing must be chosen explicitly for the pool's link layer: InfiniBand pools set UCX_IB_ADDR_TYPE for NIXL/UCX; RoCE (Ethernet) pools set UCX_IB_GID_INDEX for UCX and MC_GID_INDEX for Mooncake, since automatic GID selection picks link-local or empty GIDs (ai-dynamo/dynamo #814, sgl-project/sglang PR #30737).",
+            "RDMA addressing must be chosen explicitly for the pool's link layer: InfiniBand pools force global (GRH) addressing for NIXL/UCX with UCX_IB_IS_GLOBAL=y (openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c; the deprecated UCX_IB_ADDR_TYPE counts only as ib_global or ib_site_local, since auto, ib_local and eth leave an InfiniBand port with a link-local subnet prefix LID-only); RoCE (Ethernet) pools set UCX_IB_GID_INDEX for UCX and MC_GID_INDEX for Mooncake, since automatic GID selection picks link-local or empty GIDs (ai-dynamo/dynamo #814, sgl-project/sglang PR #30737).",
         remediationSteps:
-            "InfiniBand: UCX_IB_ADDR_TYPE=ib_global (as Dynamo's H200 recipe). RoCE: UCX_IB_GID_INDEX=<routable RoCEv2 index> and MC_GID_INDEX=<same>.",
+            "InfiniBand: UCX_IB_IS_GLOBAL=y (UCX_IB_ADDR_TYPE=eth does nothing on InfiniBand). RoCE: UCX_IB_GID_INDEX=<routable RoCEv2 index> and MC_GID_INDEX=<same>.",
     },
     (c, v) => {
         const out: Finding[] = [];
         const u = kvUse(c);
         for (const pool of poolsOf(c, v.pools).pools) {
             const layers = new Set(pool.rails.map((r) => r.linkLayer));
-            if (layers.has("InfiniBand") && usesUcx(c) && !c.env.has("UCX_IB_ADDR_TYPE")) {
+            if (
+                layers.has("InfiniBand") &&
+                usesUcx(c) &&
+                !ucxIbForcesGlobal(envValue(c, "UCX_IB_IS_GLOBAL"), envValue(c, "UCX_IB_ADDR_TYPE"))
+            ) {
                 out.push({
-                    field: envField(c, "UCX_IB_ADDR_TYPE"),
-                    problem: `UCX_IB_ADDR_TYPE is unset on InfiniBand pool ${pool.name}`,
-                    fix: "set UCX_IB_ADDR_TYPE=ib_global",
+                    field: envField(
+                        c,
+                        c.env.has("UCX_IB_IS_GLOBAL") || !c.env.has("UCX_IB_ADDR_TYPE") ? "UCX_IB_IS_GLOBAL" : "UCX_IB_ADDR_TYPE",
+                    ),
+                    problem: `${ibAddressingShown(c)} on InfiniBand pool ${pool.name}, so UCX does not force global (GRH) addressing: an InfiniBand port with a link-local subnet prefix is addressed by LID only`,
+                    fix: "set UCX_IB_IS_GLOBAL=y",
                 });
             }
             if (layers.has("Ethernet")) {

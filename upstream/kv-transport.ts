@@ -128,9 +128,16 @@ export const kvKnownSettings: readonly KvSetting[] = [
         note: "emulation makes RDMA protocols out of copies through host memory",
     },
     {
-        name: "UCX_IB_ADDR_TYPE",
-        safe: { values: ["ib_global", "ib_local", "auto"], caseInsensitive: true },
+        name: "UCX_IB_IS_GLOBAL",
+        safe: { pattern: /^([yY]|[yY][eE][sS]|on|1)$/ },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+        note: "the true spellings of ucs_config_sscanf_bool (y/yes in any case, on, 1): global (GRH) addressing on InfiniBand; n (the default) leaves an IB port with a link-local or site-local subnet prefix LID-only (upstream/libraries.ts ucx)",
+    },
+    {
+        name: "UCX_IB_ADDR_TYPE",
+        safe: { values: ["ib_global", "ib_site_local"], caseInsensitive: true },
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+        note: "deprecated spelling of UCX_IB_IS_GLOBAL=y: only these two values force global addressing; auto, ib_local and eth force nothing on InfiniBand (LID-only with a link-local subnet prefix), so they are not proven (upstream/libraries.ts ucx)",
     },
     {
         name: "UCX_IB_GPU_DIRECT_RDMA",

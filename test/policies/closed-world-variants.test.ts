@@ -363,6 +363,54 @@ const kvVariants: V[] = [
         expect: "block",
         fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "on"), rs),
     },
+    // InfiniBand addressing: only what forces global (GRH) addressing at openucx/ucx@v1.21.0 (src/uct/ib/base/ib_iface.c:
+    // IS_GLOBAL true, or the deprecated ADDR_TYPE ib_global / ib_site_local); bool spellings of ucs_config_sscanf_bool.
+    { id: "UCX_IB_IS_GLOBAL=YES", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "YES"), rs) },
+    { id: "UCX_IB_IS_GLOBAL=on", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "on"), rs) },
+    { id: "UCX_IB_IS_GLOBAL=n (LID-only)", expect: "block", fn: (rs) => both((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "n"), rs) },
+    {
+        id: "UCX_IB_IS_GLOBAL=ON (on is matched exactly, UCX refuses it)",
+        expect: "block",
+        fn: (rs) => both((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "ON"), rs),
+    },
+    { id: "UCX_IB_IS_GLOBAL=true (not a UCX bool)", expect: "block", fn: (rs) => both((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "true"), rs) },
+    {
+        id: "deprecated UCX_IB_ADDR_TYPE=ib_global instead of UCX_IB_IS_GLOBAL",
+        expect: "pass",
+        fn: (rs) =>
+            both((m) => {
+                setEnv(m, "UCX_IB_IS_GLOBAL", undefined);
+                setEnv(m, "UCX_IB_ADDR_TYPE", "ib_global");
+            }, rs),
+    },
+    {
+        id: "deprecated UCX_IB_ADDR_TYPE=IB_SITE_LOCAL (forces global too; enum read case-insensitively)",
+        expect: "pass",
+        fn: (rs) =>
+            both((m) => {
+                setEnv(m, "UCX_IB_IS_GLOBAL", undefined);
+                setEnv(m, "UCX_IB_ADDR_TYPE", "IB_SITE_LOCAL");
+            }, rs),
+    },
+    {
+        id: "UCX_IB_ADDR_TYPE=eth instead of UCX_IB_IS_GLOBAL (inert on InfiniBand)",
+        expect: "block",
+        fn: (rs) =>
+            both((m) => {
+                setEnv(m, "UCX_IB_IS_GLOBAL", undefined);
+                setEnv(m, "UCX_IB_ADDR_TYPE", "eth");
+            }, rs),
+    },
+    {
+        id: "UCX_IB_ADDR_TYPE=auto beside UCX_IB_IS_GLOBAL=y",
+        expect: "block",
+        fn: (rs) => both((m) => setEnv(m, "UCX_IB_ADDR_TYPE", "auto"), rs),
+    },
+    {
+        id: "UCX_IB_ADDR_TYPE=ib_local beside UCX_IB_IS_GLOBAL=y",
+        expect: "block",
+        fn: (rs) => both((m) => setEnv(m, "UCX_IB_ADDR_TYPE", "ib_local"), rs),
+    },
     { id: "TRT-LLM baseline (rendered --override-engine-args)", expect: "pass", fn: () => trtllm() },
     {
         id: "TRT-LLM --override-engine-args cache_transceiver_config.backend MPI",

@@ -107,6 +107,8 @@ const unsafeSettings: Array<[string, string]> = [
     ["MC_FORCE_HCA", "0"],
     ["SGLANG_DISAGGREGATION_NIXL_BACKEND", "POSIX"],
     ["VLLM_KV_CACHE_LAYOUT", "XYZ"],
+    ["UCX_IB_ADDR_TYPE", "eth"],
+    ["UCX_IB_IS_GLOBAL", "n"],
 ];
 const unsafe = fc.constantFrom(...unsafeSettings);
 /** Known-safe variants from upstream (tuned thresholds, equivalent spellings, settings that only add an RDMA path). */
@@ -119,6 +121,7 @@ const safeSettings: Array<[string, string]> = [
     ["NCCL_NET_GDR_LEVEL", "SYS"],
     ["MC_GID_INDEX", "3"],
     ["UCX_IB_ADDR_TYPE", "ib_global"],
+    ["UCX_IB_IS_GLOBAL", "yes"],
 ];
 const safe = fc.constantFrom(...safeSettings);
 

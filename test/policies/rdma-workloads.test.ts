@@ -303,14 +303,50 @@ describe("rdma-memlock-path and rdma-ipc-lock", () => {
 });
 
 describe("rdma-fabric-addressing", () => {
-    it("compliant: UCX_IB_ADDR_TYPE on InfiniBand", async () => {
+    // openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c: UCX_IB_IS_GLOBAL=y, or the deprecated UCX_IB_ADDR_TYPE ib_global /
+    // ib_site_local, sets force_global_addr; auto, ib_local and eth leave an InfiniBand port LID-only.
+    it("compliant: UCX_IB_IS_GLOBAL=y on InfiniBand (the rendered env)", async () => {
         expect(await violations([rdmaFabricAddressing], stack())).toEqual([]);
     });
-    it("InfiniBand without UCX_IB_ADDR_TYPE", async () => {
-        const rs = prefill((m) => setEnv(m, "UCX_IB_ADDR_TYPE", undefined));
+    it("InfiniBand without UCX_IB_IS_GLOBAL", async () => {
+        const rs = prefill((m) => setEnv(m, "UCX_IB_IS_GLOBAL", undefined));
         expect(await violations([rdmaFabricAddressing], rs)).toEqual([
-            `${P}.env[UCX_IB_ADDR_TYPE]: UCX_IB_ADDR_TYPE is unset on InfiniBand pool h200. Fix: set UCX_IB_ADDR_TYPE=ib_global.`,
+            `${P}.env[UCX_IB_IS_GLOBAL]: UCX_IB_IS_GLOBAL is unset on InfiniBand pool h200, so UCX does not force global (GRH) addressing: an InfiniBand port with a link-local subnet prefix is addressed by LID only. Fix: set UCX_IB_IS_GLOBAL=y.`,
         ]);
+    });
+    it("UCX_IB_IS_GLOBAL=n and UCX_IB_ADDR_TYPE=auto force nothing", async () => {
+        const rs = prefill((m) => {
+            setEnv(m, "UCX_IB_IS_GLOBAL", "n");
+            setEnv(m, "UCX_IB_ADDR_TYPE", "auto");
+        });
+        expect(await violations([rdmaFabricAddressing], rs)).toEqual([
+            `${P}.env[UCX_IB_IS_GLOBAL]: UCX_IB_IS_GLOBAL=n and UCX_IB_ADDR_TYPE=auto (forces global only as ib_global or ib_site_local) on InfiniBand pool h200, so UCX does not force global (GRH) addressing: an InfiniBand port with a link-local subnet prefix is addressed by LID only. Fix: set UCX_IB_IS_GLOBAL=y.`,
+        ]);
+    });
+    it("UCX_IB_ADDR_TYPE=eth (ai-dynamo/dynamo disagg-communication.md) is inert on InfiniBand", async () => {
+        const rs = prefill((m) => {
+            setEnv(m, "UCX_IB_IS_GLOBAL", undefined);
+            setEnv(m, "UCX_IB_ADDR_TYPE", "eth");
+        });
+        expect(await violations([rdmaFabricAddressing], rs)).toEqual([
+            `${P}.env[UCX_IB_ADDR_TYPE]: UCX_IB_ADDR_TYPE=eth (forces global only as ib_global or ib_site_local) on InfiniBand pool h200, so UCX does not force global (GRH) addressing: an InfiniBand port with a link-local subnet prefix is addressed by LID only. Fix: set UCX_IB_IS_GLOBAL=y.`,
+        ]);
+    });
+    it("UCX_IB_IS_GLOBAL=true is not a UCX bool (ucs_config_sscanf_bool)", async () => {
+        const rs = prefill((m) => setEnv(m, "UCX_IB_IS_GLOBAL", "true"));
+        expect(await violations([rdmaFabricAddressing], rs)).toHaveLength(1);
+    });
+    it.each([
+        ["UCX_IB_ADDR_TYPE", "ib_global"],
+        ["UCX_IB_ADDR_TYPE", "IB_SITE_LOCAL"],
+        ["UCX_IB_IS_GLOBAL", "Yes"],
+        ["UCX_IB_IS_GLOBAL", "1"],
+    ])("accepted: %s=%s forces global addressing", async (name, value) => {
+        const rs = prefill((m) => {
+            setEnv(m, "UCX_IB_IS_GLOBAL", undefined);
+            setEnv(m, name, value);
+        });
+        expect(await violations([rdmaFabricAddressing], rs)).toEqual([]);
     });
     it("a RoCE pool: GID indexes for UCX and Mooncake (ai-dynamo/dynamo #814, sglang PR #30737)", async () => {
         const roce = { ...DGX, rails: DGX.rails.map((r) => ({ ...r, linkLayer: "Ethernet" as const })) };
