@@ -72,7 +72,7 @@ const mainOf = (v: StackView, d: Dgd, component: string) =>
 
 type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 
-/** F.1: the shape must match the apiVersion. */
+/** The shape must match the apiVersion. */
 export const dgdApiShape = stackPolicy(
     {
         name: "dgd-api-shape",
@@ -143,7 +143,7 @@ export const dgdApiShape = stackPolicy(
     },
 );
 
-/** F.2: v1beta1 components need a container named main with an image. */
+/** V1beta1 components need a container named main with an image. */
 export const dgdMainContainer = stackPolicy(
     {
         name: "dgd-main-container",
@@ -199,7 +199,7 @@ export function semverTag(image: string): string | undefined {
     return /^v?\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.+-]*)?$/.test(tag) ? tag : undefined;
 }
 
-/** F.3: semver image tag or runtimeVersionOverride. */
+/** Semver image tag or runtimeVersionOverride. */
 export const dgdImageSemver = stackPolicy(
     {
         name: "dgd-image-semver",
@@ -230,7 +230,7 @@ export const dgdImageSemver = stackPolicy(
     },
 );
 
-/** F.4: worker role flags by engine. */
+/** Worker role flags by engine. */
 export const dgdWorkerRoleFlags = stackPolicy(
     {
         name: "dgd-worker-role-flags",
@@ -285,7 +285,7 @@ function routerMode(c: ContainerView): string {
     return flagValue(c, "--router-mode") ?? envValue(c, "DYN_ROUTER_MODE") ?? "round-robin";
 }
 
-/** F.5: KV routing needs events; kv-only flags need kv mode. */
+/** KV routing needs events; kv-only flags need kv mode. */
 export const dgdKvRouterEvents = stackPolicy(
     {
         name: "dgd-kv-router-events",
@@ -338,7 +338,7 @@ export const dgdKvRouterEvents = stackPolicy(
 
 const PLANNER_IMAGE = /(^|\/)dynamo-planner(:|@|$)/;
 
-/** F.6 / F.13: the right image per role. */
+/** The right image per role. */
 export const dgdRoleImages = stackPolicy(
     {
         name: "dgd-role-images",
@@ -465,7 +465,7 @@ export const dgdPlannerScaling = stackPolicy(
     },
 );
 
-/** F.8: the CRD's CEL rules, evaluated statically. */
+/** The CRD's CEL rules, evaluated statically. */
 export const dgdCelRules = stackPolicy(
     {
         name: "dgd-cel-rules",
@@ -517,7 +517,7 @@ export const dgdCelRules = stackPolicy(
     },
 );
 
-/** F.10: multinode needs Grove (or LWS). */
+/** Multinode needs Grove (or LWS). */
 export const dgdMultinodeOrchestrator = stackPolicy(
     {
         name: "dgd-multinode-orchestrator",

@@ -95,7 +95,7 @@ function deviceSources(c: ContainerView, v: StackView): Source[] {
 
 const isMooncake = (c: ContainerView) => kvUse(c).mooncake;
 
-/** D.7: explicit rdma/efa protocol. */
+/** Explicit rdma/efa protocol. */
 export const mooncakeProtocolRdma = containerPolicy(
     {
         name: "mooncake-protocol-rdma",
@@ -131,7 +131,7 @@ export const mooncakeProtocolRdma = containerPolicy(
     isMooncake,
 );
 
-/** D.7 + vllm PR #44919: explicit rail devices. */
+/** vllm-project/vllm PR #44919: explicit rail devices. */
 export const mooncakeDevicesRailHcas = containerPolicy(
     {
         name: "mooncake-devices-rail-hcas",

@@ -228,7 +228,7 @@ export const noMacvlanOnInfiniband = stackPolicy(
     },
 );
 
-/** D.8: images from an allow-list whose UCX/NIXL/Mooncake builds were validated. */
+/** Images from an allow-list whose UCX/NIXL/Mooncake builds were validated. */
 export const rdmaImageAllowlisted = containerPolicy(
     {
         name: "rdma-image-allowlisted",

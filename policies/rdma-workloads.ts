@@ -207,7 +207,7 @@ export const railsCoverEveryGpu = containerPolicy(
     },
 );
 
-/** D.2: UCX_TLS with RDMA + CUDA transports and without tcp. */
+/** UCX_TLS with RDMA + CUDA transports and without tcp. */
 export const ucxTlsRdmaNoTcp = containerPolicy(
     {
         name: "ucx-tls-rdma-no-tcp",
@@ -251,7 +251,7 @@ export const ucxTlsRdmaNoTcp = containerPolicy(
     },
 );
 
-/** D.3: UCX_NET_DEVICES explicit, rail HCAs of the pool, never all, never a frontend NIC. */
+/** UCX_NET_DEVICES explicit, rail HCAs of the pool, never all, never a frontend NIC. */
 export const ucxNetDevicesRailHcas = containerPolicy(
     {
         name: "ucx-net-devices-rail-hcas",
@@ -336,7 +336,7 @@ export const ucxNetDevicesRailHcas = containerPolicy(
     },
 );
 
-/** D.3, TP > 1: per-rank NIC selection. */
+/** TP > 1: per-rank NIC selection. */
 export const nicMapPerRank = containerPolicy(
     {
         name: "nic-map-per-rank",
@@ -428,7 +428,7 @@ function hasIpcLock(c: ContainerView): boolean {
     return c.security.privileged === true || c.security.capAdd.includes("IPC_LOCK") || c.security.capAdd.includes("ALL");
 }
 
-/** D.4: a working memlock path. */
+/** A working memlock path. */
 export const rdmaMemlockPath = containerPolicy(
     {
         name: "rdma-memlock-path",

@@ -55,7 +55,7 @@ describe("both DGD shapes", () => {
     });
 });
 
-describe("dgd-api-shape (F.1)", () => {
+describe("dgd-api-shape", () => {
     it("compliant: v1beta1 as generated, v1alpha1 as converted", async () => {
         expect(await violations([dgdApiShape], stack())).toEqual([]);
         expect(await violations([dgdApiShape], v1alpha1Stack())).toEqual([]);
@@ -82,7 +82,7 @@ describe("dgd-api-shape (F.1)", () => {
     });
 });
 
-describe("dgd-main-container (F.2, ai-dynamo/dynamo PR #11421)", () => {
+describe("dgd-main-container (ai-dynamo/dynamo PR #11421)", () => {
     it("compliant", async () => {
         expect(await violations([dgdMainContainer], stack())).toEqual([]);
     });
@@ -110,7 +110,7 @@ describe("dgd-main-container (F.2, ai-dynamo/dynamo PR #11421)", () => {
     });
 });
 
-describe("dgd-image-semver (F.3)", () => {
+describe("dgd-image-semver", () => {
     it("compliant: 1.5.0, v0.5.16, and a custom tag with runtimeVersionOverride", async () => {
         expect(semverTag(`${versions.dynamoRuntime.vllm.image}:${versions.dynamoRuntime.vllm.version}`)).toBe(
             versions.dynamoRuntime.vllm.version,
@@ -135,7 +135,7 @@ describe("dgd-image-semver (F.3)", () => {
     });
 });
 
-describe("dgd-worker-role-flags (F.4)", () => {
+describe("dgd-worker-role-flags", () => {
     const P = `${L} container prefill/main field spec.components[2].podTemplate.spec.containers[0].args`;
     it("compliant for every engine", async () => {
         for (const engine of ["vllm", "sglang", "trtllm"])
@@ -202,7 +202,7 @@ describe("dgd-worker-role-flags (F.4)", () => {
     });
 });
 
-describe("dgd-kv-router-events (F.5)", () => {
+describe("dgd-kv-router-events", () => {
     const FE = `${L} container Frontend/main field spec.components[0].podTemplate.spec.containers[0].args`;
     it("compliant: kv router with publishing workers; kv router in approximate mode", async () => {
         expect(await violations([dgdKvRouterEvents], stack())).toEqual([]);
@@ -276,7 +276,7 @@ describe("dgd-kv-router-events (F.5)", () => {
     });
 });
 
-describe("dgd-role-images (F.6, F.13)", () => {
+describe("dgd-role-images", () => {
     it("compliant", async () => {
         expect(await violations([dgdRoleImages], stack())).toEqual([]);
     });
@@ -324,7 +324,7 @@ describe("dgd-planner-scaling", () => {
     });
 });
 
-describe("dgd-cel-rules (F.8)", () => {
+describe("dgd-cel-rules", () => {
     it("compliant", async () => {
         expect(await violations([dgdCelRules], stack())).toEqual([]);
     });
@@ -346,7 +346,7 @@ describe("dgd-cel-rules (F.8)", () => {
     });
 });
 
-describe("dgd-multinode-orchestrator (F.10)", () => {
+describe("dgd-multinode-orchestrator", () => {
     it("multinode without Grove, then with Grove enabled in the platform release", async () => {
         const rs = dgdEdit((o) => {
             o.spec.components[3].multinode = { nodeCount: 2 };

@@ -139,7 +139,7 @@ describe("no-macvlan-on-infiniband (Mellanox/network-operator#1017)", () => {
     });
 });
 
-describe("rdma-image-allowlisted (D.8)", () => {
+describe("rdma-image-allowlisted", () => {
     it("every engine and Mooncake image pinned in config/versions.ts is on the pack's allow-list", () => {
         const pins = [...Object.values(versions.dynamoRuntime).flatMap((p) => [`${p.image}:${p.version}`, `${p.image}:${p.efaVersion}`])];
         for (const p of pins) expect(allowedImage(p), p).toBeDefined();
