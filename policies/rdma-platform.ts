@@ -92,7 +92,7 @@ const PLUGIN_MINIMUM = semverText(rdmaSharedDevicePluginMinimum.version);
 export const rdmaDevicePluginVersion = stackPolicy(
     {
         name: "rdma-device-plugin-version",
-        description: `The RDMA shared device plugin must be >= ${PLUGIN_MINIMUM}: earlier versions advertise devices that do not exist (#4, fixed v1.0.0), report Ready before the driver loaded the RDMA char devices (#23, fixed v1.1.0), and drop allocatable to 0 after a kubelet restart (#48/#74/#79, fixed by PR #82 in ${PLUGIN_MINIMUM}).`,
+        description: `The RDMA shared device plugin must be >= ${PLUGIN_MINIMUM}: earlier versions advertise devices that do not exist (Mellanox/k8s-rdma-shared-dev-plugin#4, fixed v1.0.0), report Ready before the driver loaded the RDMA char devices (#23 there, fixed v1.1.0), and drop allocatable to 0 after a kubelet restart (#48/#74/#79 there, fixed by its PR #82 in ${PLUGIN_MINIMUM}).`,
         remediationSteps: `Pin rdmaSharedDevicePlugin.version to a release >= ${PLUGIN_MINIMUM} (config/versions.ts pins one).`,
     },
     (v) => {

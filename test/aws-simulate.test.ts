@@ -751,8 +751,27 @@ describe("simulated: the operator's path to the ledger (npm run status / replay-
     const invoke = () => [...STATUS_AWS_CALLS, ...REPLAY_TOOL_AWS_CALLS].filter((c) => c.action === "lambda:InvokeFunction");
 
     it("the database stays private: no public endpoint, its security group admits only the Lambdas", () => {
-        for (const i of byType(rs, "aws:rds/clusterInstance:ClusterInstance")) expect(inputs(i).publiclyAccessible ?? false).toBe(false);
+        const instances = byType(rs, "aws:rds/clusterInstance:ClusterInstance");
+        expect(instances.length).toBeGreaterThan(0);
+        for (const i of instances) expect(inputs(i).publiclyAccessible ?? false).toBe(false);
         expect(out(named("aws:lambda/function:Function", "usage-ledger-ops"), "vpcConfig")).toBeTruthy();
+        // The cluster sits in the database security group alone, whose one way in is PostgreSQL from the Lambdas' group.
+        // The mocks give a resource the id `<name>-id` (tools/harness.ts); inputs naming another resource's id carry it.
+        const dbSg = `${named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-db-sg").name}-id`;
+        const lambdaSg = `${named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-consumer-sg").name}-id`;
+        const clusters = byType(rs, "aws:rds/cluster:Cluster");
+        expect(clusters.map((c) => inputs(c).vpcSecurityGroupIds)).toEqual([[dbSg]]);
+        expect(inputs(named("aws:ec2/securityGroup:SecurityGroup", "usage-ledger-db-sg")).ingress ?? []).toEqual([]);
+        const ingress = byType(rs, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter(
+            (r) => inputs(r).securityGroupId === dbSg,
+        );
+        expect(
+            ingress.map((r) => {
+                const i = inputs(r);
+                return [i.ipProtocol, i.fromPort, i.toPort, i.referencedSecurityGroupId, i.cidrIpv4, i.cidrIpv6, i.prefixListId];
+            }),
+        ).toEqual([["tcp", 5432, 5432, lambdaSg, undefined, undefined, undefined]]);
+        expect(byType(rs, "aws:ec2/securityGroupRule:SecurityGroupRule").filter((r) => inputs(r).securityGroupId === dbSg)).toEqual([]);
     });
 
     it("a hub deployer runs every call of both tools (the ledger Lambda included), for every spoke", async () => {

@@ -214,8 +214,10 @@ describe("GitHub Actions workflows", () => {
         const ciPackages = aptPackages(CI_RUN);
         expect(ciPackages).toEqual(["postgresql", "prometheus", "redis-server"]);
         expect(aptPackages(fs.readFileSync(path.join(ROOT, "README.md"), "utf8")), "README's prerequisites").toEqual(ciPackages);
-        const nodeMajor = /^NODE_VERSION=(\d+)\./m.exec(CI_RUN)?.[1];
-        expect(fs.readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim(), ".nvmrc is .ci/run's Node major").toBe(nodeMajor);
+        const nodeVersion = /^NODE_VERSION=(\d+\.\d+\.\d+)$/m.exec(CI_RUN)?.[1];
+        expect(nodeVersion).toBeDefined();
+        // The exact release: setup-node reads .nvmrc, and a bare major would take whichever 24.x the runner finds first
+        expect(fs.readFileSync(path.join(ROOT, ".nvmrc"), "utf8").trim(), ".nvmrc is .ci/run's Node release").toBe(nodeVersion);
         for (const j of testJobs()) {
             expect(aptPackages(j.runs), `${j.where}: apt-get install`).toEqual(ciPackages);
             const node = j.steps.filter((s: any) => String(s.uses ?? "").startsWith("actions/setup-node@"));
@@ -244,6 +246,24 @@ describe("GitHub Actions workflows", () => {
                 command: "up",
                 policyPacks: "policies",
             });
+    });
+
+    it("every pulumi/actions step installs the Pulumi CLI release of the pinned SDK, not the action's default (^3)", () => {
+        // The CLI and the Node.js SDK are released together under one version number (pulumi/pulumi CHANGELOG.md).
+        const sdk = (JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> })
+            .dependencies["@pulumi/pulumi"];
+        expect(sdk).toMatch(/^\d+\.\d+\.\d+$/);
+        let steps = 0;
+        for (const f of ["preview.yml", "up.yml"]) {
+            const wf = YAML.parse(fs.readFileSync(path.join(ROOT, ".github", "workflows", f), "utf8"));
+            for (const job of Object.values(wf.jobs) as any[])
+                for (const step of job.steps ?? [])
+                    if (String(step.uses ?? "").startsWith("pulumi/actions@")) {
+                        steps++;
+                        expect(String(step.with?.["pulumi-version"]), `${f}: ${step.uses}`).toBe(sdk);
+                    }
+        }
+        expect(steps).toBe(3);
     });
 });
 

@@ -386,6 +386,24 @@ describe.each(matrix)("Dockerfile of $name", (b: ImageBuild) => {
         });
     });
 
+    it("builds and runs on the Node.js major the repository runs (package.json engines), at an exact version", () => {
+        const engines = (JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines
+            .node;
+        const major = /^>=(\d+) <(\d+)$/.exec(engines);
+        expect(major, `engines.node ${engines}`).not.toBeNull();
+        const nodeImages = stages
+            .map((s) => s.from)
+            .flatMap((from) => {
+                const m = /^node:(\d+)(\.\d+\.\d+)?-|^gcr\.io\/distroless\/nodejs(\d+)-/.exec(from);
+                return m ? [{ from, major: Number(m[1] ?? m[3]), exact: m[1] === undefined || m[2] !== undefined }] : [];
+            });
+        expect(nodeImages.length, "a Node.js base image").toBeGreaterThan(0);
+        for (const i of nodeImages) {
+            expect(i.major, i.from).toBe(Number(major![1]));
+            expect(i.exact, `${i.from}: the node image names its exact version`).toBe(true);
+        }
+    });
+
     it("every COPY source exists in the repository and reaches the build context", () => {
         let copied = 0;
         for (const s of stages)

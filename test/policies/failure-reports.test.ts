@@ -1,6 +1,6 @@
 /**
- * Every failure report in and that a static check can
- * catch, reproduced as the configuration that triggered it and run through the whole pack (tools/policy-runner.ts).
+ * Failure reports from upstream issue trackers, pull requests and guides (Dynamo, NIXL, UCX, Mooncake, vLLM, SGLang,
+ * the NVIDIA RDMA device plugin and network operator) that a static check can catch, reproduced as the configuration that triggered it and run through the whole pack (tools/policy-runner.ts).
  * Each test names the report and asserts which rule stops it. Reports with no static trigger on our manifests are
  * listed at the end of the file with the reason.
  */
@@ -73,7 +73,7 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
     it("baseline: the generated graph trips no rule", async () => {
         expect(await fired(baseline())).toEqual([]);
     });
-    it("A.1 ai-dynamo/dynamo PR #1314: worker image whose UCX was built without verbs (unvalidated tag)", async () => {
+    it("ai-dynamo/dynamo PR #1314: worker image whose UCX was built without verbs (unvalidated tag)", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -82,10 +82,10 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
             ),
         ).toContain("rdma-image-allowlisted");
     });
-    it("A.2 ai-dynamo/dynamo #1209: UCX_NET_DEVICES=mlx5_bond_0:1", async () => {
+    it("ai-dynamo/dynamo #1209: UCX_NET_DEVICES=mlx5_bond_0:1", async () => {
         expect(await fired(prefill((m) => setEnv(m, "UCX_NET_DEVICES", "mlx5_bond_0:1")))).toContain("ucx-net-devices-rail-hcas");
     });
-    it("A.3 ai-dynamo/dynamo #12463: UCX_NET_DEVICES unset and UCX_TLS with tcp on 8-HCA nodes", async () => {
+    it("ai-dynamo/dynamo #12463: UCX_NET_DEVICES unset and UCX_TLS with tcp on 8-HCA nodes", async () => {
         const f = await fired(
             prefill((m) => {
                 setEnv(m, "UCX_NET_DEVICES", undefined);
@@ -96,10 +96,10 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
         );
         expect(f).toEqual(expect.arrayContaining(["ucx-net-devices-rail-hcas", "ucx-tls-rdma-no-tcp"]));
     });
-    it("A.4 ai-dynamo/dynamo PR #10852: UCX_NET_DEVICES=all on nodes with management/DPU NICs", async () => {
+    it("ai-dynamo/dynamo PR #10852: UCX_NET_DEVICES=all on nodes with management/DPU NICs", async () => {
         expect(await fired(prefill((m) => setEnv(m, "UCX_NET_DEVICES", "all")))).toContain("ucx-net-devices-rail-hcas");
     });
-    it("A.5 dynamo recipes/deepseek-v4 README + vllm PR #42083: all TP ranks on mlx5_0:1; mapping without selection vars", async () => {
+    it("dynamo recipes/deepseek-v4 README + vllm PR #42083: all TP ranks on mlx5_0:1; mapping without selection vars", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -111,14 +111,14 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
         ).toContain("nic-map-per-rank");
         expect(await fired(prefill((m) => setEnv(m, "VLLM_NIC_SELECTION_VARS", undefined)))).toContain("nic-map-per-rank");
     });
-    it("A.6 ai-dynamo/dynamo #814 (nixl #201): RoCE pool without UCX_IB_GID_INDEX", async () => {
+    it("ai-dynamo/dynamo #814 (nixl #201): RoCE pool without UCX_IB_GID_INDEX", async () => {
         const roce = { ...DGX, rails: DGX.rails.map((r) => ({ ...r, linkLayer: "Ethernet" as const })) };
         expect(await fired(stack([endpoint({ kvPool: { kind: "none" } })], { profile: roce }))).toContain("rdma-fabric-addressing");
     });
-    it("A.7 ai-dynamo/nixl #909 and A.14 openucx/ucx#10950: vLLM on EFA keeping NIXL's UCX backend", async () => {
+    it("ai-dynamo/nixl #909 and openucx/ucx#10950: vLLM on EFA keeping NIXL's UCX backend", async () => {
         expect(await fired([efaUcxWorker()])).toContain("efa-workload-transport");
     });
-    it("A.8 ai-dynamo/nixl PR #833: LIBFABRIC selected without an EFA device (upstream disagg-tcp.yaml)", async () => {
+    it("ai-dynamo/nixl PR #833: LIBFABRIC selected without an EFA device (upstream disagg-tcp.yaml)", async () => {
         expect(
             await fired(
                 prefill((m) =>
@@ -131,10 +131,10 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
             ),
         ).toContain("libfabric-requires-efa");
     });
-    it("A.9 ai-dynamo/nixl #1614: UCX_TLS=cuda_copy,cuda_ipc,tcp for inter-node reads", async () => {
+    it("ai-dynamo/nixl #1614: UCX_TLS=cuda_copy,cuda_ipc,tcp for inter-node reads", async () => {
         expect(await fired(prefill((m) => setEnv(m, "UCX_TLS", "cuda_copy,cuda_ipc,tcp")))).toContain("ucx-tls-rdma-no-tcp");
     });
-    it("A.10 ai-dynamo/nixl PR #579/#610: an image with UCX 1.18 (not on the validated allow-list)", async () => {
+    it("ai-dynamo/nixl PR #579/#610: an image with UCX 1.18 (not on the validated allow-list)", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -143,7 +143,7 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
             ),
         ).toContain("rdma-image-allowlisted");
     });
-    it("A.11 vllm-project/vllm #52607: NixlConnector pull mode on a worker without an RDMA resource", async () => {
+    it("vllm-project/vllm #52607: NixlConnector pull mode on a worker without an RDMA resource", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -152,17 +152,17 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
             ),
         ).toContain("rdma-resource-per-gpu");
     });
-    it("A.12 sgl-project/sglang PR #30737: Mooncake on RoCE without MC_GID_INDEX", async () => {
+    it("sgl-project/sglang PR #30737: Mooncake on RoCE without MC_GID_INDEX", async () => {
         const roce = { ...DGX, rails: DGX.rails.map((r) => ({ ...r, linkLayer: "Ethernet" as const })) };
         const r = await runPolicies(allPolicies, stack([endpoint({ engine: "sglang" })], { profile: roce }));
         expect(r.mandatory.some((f) => f.policyName === "rdma-fabric-addressing" && f.message.includes("MC_GID_INDEX is unset"))).toBe(
             true,
         );
     });
-    it("A.13 vllm-project/vllm PR #44919: Mooncake device list empty (auto-discovery of every RNIC)", async () => {
+    it("vllm-project/vllm PR #44919: Mooncake device list empty (auto-discovery of every RNIC)", async () => {
         expect(await fired(storeEdit((c) => setEnv(c, "MOONCAKE_DEVICE", undefined)))).toContain("mooncake-devices-rail-hcas");
     });
-    it("A.14 kvcache-ai/Mooncake #281/#1382, sgl-project/sglang #6193/#6894: no GPUDirect RDMA on the pool, memlock too low", async () => {
+    it("kvcache-ai/Mooncake #281/#1382, sgl-project/sglang #6193/#6894: no GPUDirect RDMA on the pool, memlock too low", async () => {
         const noGdr = release(baseline(), "gpu-operator", {
             driver: { enabled: true, kernelModuleType: "proprietary", rdma: { enabled: false } },
         });
@@ -175,7 +175,7 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
             ),
         ).toContain("rdma-memlock-path");
     });
-    it("A.15 openucx/ucx#8229: max locked memory 64 KB (non-root, no ulimit, no LimitMEMLOCK=infinity)", async () => {
+    it("openucx/ucx#8229: max locked memory 64 KB (non-root, no ulimit, no LimitMEMLOCK=infinity)", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -188,7 +188,7 @@ describe("Dynamo failures seen in the field: deployment shape", () => {
 });
 
 describe("Dynamo failures seen in the field: transport and KV", () => {
-    it("B vllm-project/vllm #35799: NIXL 0.10.0 image (unvalidated) on a worker", async () => {
+    it("vllm-project/vllm #35799: NIXL 0.10.0 image (unvalidated) on a worker", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -197,10 +197,10 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
             ),
         ).toContain("rdma-image-allowlisted");
     });
-    it("B kvcache-ai/Mooncake #2070: protocol efa on a Mooncake wheel without USE_EFA", async () => {
+    it("kvcache-ai/Mooncake #2070: protocol efa on a Mooncake wheel without USE_EFA", async () => {
         expect(await fired(storeEdit((c) => setEnv(c, "MOONCAKE_PROTOCOL", "efa")))).toContain("rdma-image-allowlisted");
     });
-    it("B openucx/ucx#9383: UCX_NET_DEVICES unset on a hostNetwork pod with bridge interfaces", async () => {
+    it("openucx/ucx#9383: UCX_NET_DEVICES unset on a hostNetwork pod with bridge interfaces", async () => {
         const rs = edit(
             prefill((m) => {
                 setEnv(m, "UCX_NET_DEVICES", undefined);
@@ -214,7 +214,7 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
         );
         expect(await fired(rs)).toContain("ucx-net-devices-rail-hcas");
     });
-    it("C NVIDIA/nvidia-container-toolkit#2037: IPC_LOCK on a UID 1000 container, node memlock 8 MiB", async () => {
+    it("NVIDIA/nvidia-container-toolkit#2037: IPC_LOCK on a UID 1000 container, node memlock 8 MiB", async () => {
         expect(
             await fired(
                 prefill((m) => {
@@ -223,7 +223,7 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
             ),
         ).toEqual(["rdma-memlock-path"]);
     });
-    it("C NVIDIA/TensorRT-LLM PR #18373: UCX_TLS=tcp injected through an envFrom ConfigMap", async () => {
+    it("NVIDIA/TensorRT-LLM PR #18373: UCX_TLS=tcp injected through an envFrom ConfigMap", async () => {
         const rs = stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]);
         const withCm = [
             ...prefill((m) => {
@@ -234,10 +234,10 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
         ];
         expect(await fired(withCm)).toContain("ucx-tls-rdma-no-tcp");
     });
-    it("C vllm-project/aibrix#1407: UCX_TLS=cuda_ipc,cuda_copy,tcp,rc", async () => {
+    it("vllm-project/aibrix#1407: UCX_TLS=cuda_ipc,cuda_copy,tcp,rc", async () => {
         expect(await fired(prefill((m) => setEnv(m, "UCX_TLS", "cuda_ipc,cuda_copy,tcp,rc")))).toContain("ucx-tls-rdma-no-tcp");
     });
-    it("C ai-dynamo/dynamo nixlbench-deployment.yaml: the validation benchmark requests only nvidia.com/gpu", async () => {
+    it("ai-dynamo/dynamo nixlbench-deployment.yaml: the validation benchmark requests only nvidia.com/gpu", async () => {
         const bench = k8s({
             apiVersion: "apps/v1",
             kind: "Deployment",
@@ -280,21 +280,21 @@ describe("Dynamo failures seen in the field: transport and KV", () => {
 });
 
 describe("RDMA failures seen in the field", () => {
-    it("#1 Mellanox/k8s-rdma-shared-dev-plugin#4: plugin before v1.0.0 with a selector not tied to a rail netdev", async () => {
+    it("Mellanox/k8s-rdma-shared-dev-plugin#4: plugin before v1.0.0 with a selector not tied to a rail netdev", async () => {
         const rs = plugin(baseline(), (c, spec) => {
             spec.rdmaSharedDevicePlugin.version = "v0.9.0";
             c.configList[0].selectors.ifNames = [];
         });
         expect(await fired(rs)).toEqual(expect.arrayContaining(["rdma-device-plugin-version", "rdma-device-plugin-config"]));
     });
-    it("#2 Mellanox/network-operator#31: driver container with rescans disabled", async () => {
+    it("Mellanox/network-operator#31: driver container with rescans disabled", async () => {
         const rs = plugin(baseline(), (c, spec) => {
             c.periodicUpdateInterval = 0;
             spec.ofedDriver = { upgradePolicy: { drain: { enable: true } } };
         });
         expect(await fired(rs)).toContain("rdma-device-plugin-config");
     });
-    it("#4 Mellanox/k8s-rdma-shared-dev-plugin#98: selector without linkTypes [infiniband]", async () => {
+    it("Mellanox/k8s-rdma-shared-dev-plugin#98: selector without linkTypes [infiniband]", async () => {
         expect(
             await fired(
                 plugin(baseline(), (c) => {
@@ -303,7 +303,7 @@ describe("RDMA failures seen in the field", () => {
             ),
         ).toContain("rdma-device-plugin-config");
     });
-    it("#5 Mellanox/k8s-rdma-shared-dev-plugin#48/#74/#79: plugin v1.3.2 (before PR #82)", async () => {
+    it("Mellanox/k8s-rdma-shared-dev-plugin#48/#74/#79: plugin v1.3.2 (before PR #82)", async () => {
         expect(
             await fired(
                 plugin(baseline(), (_c, spec) => {
@@ -312,7 +312,7 @@ describe("RDMA failures seen in the field", () => {
             ),
         ).toEqual(["rdma-device-plugin-version"]);
     });
-    it("#6 Mellanox/k8s-rdma-shared-dev-plugin#118: NIC driver upgrades without draining", async () => {
+    it("Mellanox/k8s-rdma-shared-dev-plugin#118: NIC driver upgrades without draining", async () => {
         expect(
             await fired(
                 plugin(baseline(), (_c, spec) => {
@@ -321,7 +321,7 @@ describe("RDMA failures seen in the field", () => {
             ),
         ).toEqual(["gpudirect-coordinated-upgrades"]);
     });
-    it("#7 Mellanox/network-operator#953: RDMA CM without a rail network", async () => {
+    it("Mellanox/network-operator#953: RDMA CM without a rail network", async () => {
         // Set on both roles (a prefill-only setting is also a pair difference, pd-kv-settings-match).
         expect(
             await fired(
@@ -332,12 +332,12 @@ describe("RDMA failures seen in the field", () => {
             ),
         ).toEqual(["rdma-cm-rail-networks"]);
     });
-    it("#8 NVIDIA/nccl#1676: GPUDirect RDMA not configured (GDR disabled with only an INFO line)", async () => {
+    it("NVIDIA/nccl#1676: GPUDirect RDMA not configured (GDR disabled with only an INFO line)", async () => {
         expect(await fired(baseline().filter((r) => (r.inputs as any).chart !== "gpu-operator"))).toEqual(
             expect.arrayContaining(["gpudirect-rdma-enabled", "rdma-workload-on-rdma-pool"]),
         );
     });
-    it("#9 NVIDIA/gpu-operator#2868: legacy peermem with auto-upgrading drivers and no drain", async () => {
+    it("NVIDIA/gpu-operator#2868: legacy peermem with auto-upgrading drivers and no drain", async () => {
         expect(
             await fired(
                 release(baseline(), "gpu-operator", {
@@ -346,7 +346,7 @@ describe("RDMA failures seen in the field", () => {
             ),
         ).toEqual(["gpudirect-coordinated-upgrades"]);
     });
-    it("#10 NVIDIA/nccl#451: container without the HCA char devices, NCCL_NET unset (and NCCL_IB_DISABLE=1, hostPath /dev/infiniband)", async () => {
+    it("NVIDIA/nccl#451: container without the HCA char devices, NCCL_NET unset (and NCCL_IB_DISABLE=1, hostPath /dev/infiniband)", async () => {
         const rs = edit(
             prefill((m) => {
                 m.resources = { requests: { "nvidia.com/gpu": "2" }, limits: { "nvidia.com/gpu": "2" } };
@@ -362,7 +362,7 @@ describe("RDMA failures seen in the field", () => {
             expect.arrayContaining(["rdma-resource-per-gpu", "nccl-no-socket-fallback", "no-hostpath-infiniband"]),
         );
     });
-    it("#11 kubernetes/kubernetes#3595 + nvidia-container-toolkit#2037: no rlimit, non-root GPU image", async () => {
+    it("kubernetes/kubernetes#3595 + nvidia-container-toolkit#2037: no rlimit, non-root GPU image", async () => {
         expect(
             await fired(
                 storeEdit((c) => {
