@@ -143,7 +143,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
         name: "UCX_IB_GPU_DIRECT_RDMA",
         safe: { values: ["yes", "y", "1", "try", "maybe"], caseInsensitive: true },
         source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c",
-        note: "UCS_CONFIG_TYPE_TERNARY (ucs/config/parser.c ucs_config_sscanf_ternary): no turns GPUDirect off (KV staged through host memory); on/off are not ternary values and the parser rejects them",
+        note: "UCS_CONFIG_TYPE_TERNARY (ucs/config/parser.c ucs_config_sscanf_ternary: try/maybe in any case, else the bool parser, ucxBool in upstream/libraries.ts): no turns GPUDirect off (KV staged through host memory); the bool parser takes on and 1 only in lower case, so this list keeps to the case-free spellings and on is refused though UCX reads it as yes",
     },
     {
         name: "UCX_IB_GID_INDEX",

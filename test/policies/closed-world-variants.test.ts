@@ -359,7 +359,7 @@ const kvVariants: V[] = [
     { id: "UCX_RNDV_SCHEME=GET_ZCOPY", expect: "pass", fn: (rs) => both((m) => setEnv(m, "UCX_RNDV_SCHEME", "GET_ZCOPY"), rs) },
     { id: "UCX_IB_GPU_DIRECT_RDMA=NO", expect: "block", fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "NO"), rs) },
     {
-        id: "UCX_IB_GPU_DIRECT_RDMA=on (not a ternary value)",
+        id: "UCX_IB_GPU_DIRECT_RDMA=on (UCX reads yes; refused: the fact keeps to case-free spellings)",
         expect: "block",
         fn: (rs) => both((m) => setEnv(m, "UCX_IB_GPU_DIRECT_RDMA", "on"), rs),
     },
