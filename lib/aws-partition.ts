@@ -40,8 +40,8 @@ export function hubPartitionIssue(p: { partition: string; dnsSuffix: string }, r
 /**
  * The AWS SDK's partition table: `partition(region)` answers a listed region with its `description` (and the
  * partition's outputs), an unlisted one with the outputs of the first partition whose `regionRegex` matches, or `aws`.
- * Source: the pinned @aws-sdk/core (package.json) `./client` export, bundled from
- * aws/aws-sdk-js-v3@v3.1175.0:packages/util-endpoints/src/lib/aws/partitions.json.
+ * Source: the pinned @aws-sdk/core (3.981.2, package.json; the @aws-sdk clients' own dependency) `./client` export
+ * `partition`, whose bundled table is the SDK's partitions.json ({@link HUB_PARTITION} cites it).
  */
 const sdkPartitionOf = (region: string) => sdkPartition(region) as { name: string; dnsSuffix: string; description?: string };
 
