@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UnlistedAwsRegionsSchema } from "./aws-region";
 import { DnsLabel, EndpointSchema, endpointGpus } from "./endpoint";
 import { FailoverConfigSchema, failoverHubIssues } from "./failover";
 import { LimitSetSchema } from "./limits";
@@ -211,6 +212,11 @@ export const HubConfigSchema = z
         tenantKeys: TenantKeysConfigSchema,
         /** One client hostname over several spokes (config/failover.ts); optional. */
         failover: FailoverConfigSchema.optional(),
+        /**
+         * Regions newer than the pinned AWS SDK that this file names (`aws:region`): a region the SDK does not list is
+         * otherwise refused as a typo (config/aws-region.ts). Remove an entry once the SDK lists it (it is refused then).
+         */
+        unlistedAwsRegions: UnlistedAwsRegionsSchema.optional(),
     })
     .strict()
     .superRefine((h, ctx) => {

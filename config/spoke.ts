@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { UnlistedAwsRegionsSchema } from "./aws-region";
 import { parseCidr } from "./cidr";
 import { EfaBackendSchema, EksClusterSchema, type EksCluster, type EksNodeGroups, EksNodeGroupsSchema } from "./eks";
 import { DnsLabel } from "./endpoint";
@@ -139,6 +140,12 @@ export const SpokeConfigSchema = z
         metering: MeteringConfigSchema.prefault({}),
         /** Dashboards, alerts and scrape objects (config/observability.ts); optional, every field defaulted. */
         observability: ObservabilityConfigSchema.prefault({}),
+        /**
+         * Regions newer than the pinned AWS SDK that this file names (EKS `platform:cluster.region` / `aws:region`, Route 53
+         * regions of the listener): a region the SDK does not list is otherwise refused as a typo (config/aws-region.ts;
+         * `npm run new-spoke -- --unlisted-region` writes it). Remove an entry once the SDK lists it (it is refused then).
+         */
+        unlistedAwsRegions: UnlistedAwsRegionsSchema.optional(),
     })
     .strict()
     .superRefine((s, ctx) => {

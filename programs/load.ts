@@ -4,7 +4,7 @@ import * as path from "node:path";
 import { ConfigError, nearest } from "../config/errors";
 import { parseFlatStackConfig, type StackConfig } from "../config/stack";
 import { readStackFile } from "../lib/stackfiles";
-import { eksSpokePartitionIssues } from "../lib/aws-partition";
+import { stackAwsRegionIssues } from "../lib/aws-partition";
 
 // Semi-internal SDK function (pinned @pulumi/pulumi, see package.json): whether a config key is a `secure:` value.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -74,7 +74,8 @@ export function checkHubStackName(hubStack: string, stackFile: string): void {
 
 /**
  * Reads and validates this stack's config: no unknown namespace, no credential in plain text, the `platform:*` keys,
- * for a spoke a hub stack that exists, and for the hub the AWS provider's `aws:region` (the hub lives on AWS).
+ * for a spoke a hub stack that exists, for the hub the AWS provider's `aws:region` (the hub lives on AWS), and every AWS
+ * region key a known region of partition aws (lib/aws-partition.ts `stackAwsRegionIssues`).
  * @throws ConfigError naming the file and keys.
  */
 export function loadStackConfig(): StackConfig {
@@ -86,11 +87,10 @@ export function loadStackConfig(): StackConfig {
             { key: "aws:region", message: "missing; the hub runs on AWS: set the region of its control plane, e.g. ap-southeast-1" },
         ]);
     }
-    if (cfg.role === "spoke") {
-        checkHubStackName(cfg.spoke.spoke.hubStack, stackFilePath());
-        // An EKS spoke outside partition aws would render arn:aws: ARNs and cross-partition trust (lib/aws-partition.ts).
-        const partition = eksSpokePartitionIssues(cfg.spoke, all["aws:region"]);
-        if (partition.length) throw new ConfigError(stackFilePath(), partition);
-    }
+    if (cfg.role === "spoke") checkHubStackName(cfg.spoke.spoke.hubStack, stackFilePath());
+    // Every AWS region key is one the pinned AWS SDK lists in partition aws, or acknowledged (lib/aws-partition.ts): a
+    // typo fails here, not at `pulumi up`; another partition would render arn:aws: ARNs and cross-partition trust.
+    const regions = stackAwsRegionIssues(cfg, all["aws:region"]);
+    if (regions.length) throw new ConfigError(stackFilePath(), regions);
     return cfg;
 }

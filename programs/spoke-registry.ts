@@ -6,7 +6,7 @@ import { placeEndpoints } from "../lib/serving";
 import { placementPools } from "./spoke-infra";
 import { collisionsWithRecorded, findSpokeCollisions, networksOf, type SpokeNetworks } from "../lib/spoke-networks";
 import { readStackFile, stackNameOf } from "../lib/stackfiles";
-import { eksSpokePartitionIssues } from "../lib/aws-partition";
+import { stackAwsRegionIssues } from "../lib/aws-partition";
 import { type SpokeEdge, spokeEdges } from "./failover";
 
 /** GPUs a spoke file provides: hosts x GPUs per node on-prem, desired nodes x GPUs per node on EKS. */
@@ -76,8 +76,9 @@ export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
         try {
             const parsed = parseFlatStackConfig(s.config, display, s.secretKeys);
             if (parsed.role !== "spoke") continue;
-            // An EKS spoke outside partition aws is that file's error (lib/aws-partition.ts), before the hub creates anything.
-            const partition = eksSpokePartitionIssues(parsed.spoke, s.config["aws:region"]);
+            // An unknown AWS region or one outside partition aws is that file's error (lib/aws-partition.ts), before the
+            // hub creates anything.
+            const partition = stackAwsRegionIssues(parsed, s.config["aws:region"]);
             if (partition.length) throw new ConfigError(display, partition);
             out.push({ stack: s.name, file: display, cfg: parsed.spoke });
         } catch (e) {

@@ -4,7 +4,7 @@
  * `aws:region`: by the hub program from its provider's `aws.getPartition` (the mocks answer it per region as the
  * provider does, tools/mock-outputs.ts), and by the offline CI roles tool from the region itself. EKS spokes name
  * `arn:aws:` ARNs and trust the hub: a spoke file whose region is in another partition is refused where spoke files are
- * read (lib/aws-partition.ts `eksSpokePartitionIssues`; the hub's side in test/spoke-registry.test.ts).
+ * read (lib/aws-partition.ts `stackAwsRegionIssues`; the hub's side in test/spoke-registry.test.ts).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -71,9 +71,12 @@ describe("the hub's partition", () => {
         ["cn-north-1", "aws-cn"],
         ["us-gov-west-1", "aws-us-gov"],
     ])("a hub in %s (partition %s) is refused naming the stack file and aws:region", async (region, partition) => {
+        // Refused by the stack file's region check (programs/load.ts), before the provider's getPartition is asked.
         const doc = { ...stackConfigDoc("hub-prod"), "aws:region": region };
         await expect(runRepoStack("hub-prod", { config: flatConfig(doc) })).rejects.toThrow(
-            new RegExp(`Pulumi\\.hub-prod\\.yaml[\\s\\S]*aws:region: region ${region} is in partition ${partition} `),
+            new RegExp(
+                `Pulumi\\.hub-prod\\.yaml[\\s\\S]*aws:region: region ${region} is not a region of partition aws \\(the AWS SDK lists it in partition ${partition}\\); .*deploy the hub in a region of partition aws`,
+            ),
         );
     });
 
@@ -153,7 +156,7 @@ describe("arn:aws: in product code, and what refuses other partitions there", ()
         // How each file's ARNs are kept in partition aws. Hub: programs/hub.ts refuses another partition (hubPartitionIssue,
         // above). EKS spoke: a spoke file whose platform:cluster.region or aws:region is not in it is refused by the spoke's
         // program (programs/load.ts) and the hub's check of its spoke files (programs/spoke-registry.ts), both with
-        // eksSpokePartitionIssues, before any resource.
+        // stackAwsRegionIssues, before any resource.
         const covered: Record<string, string> = {
             "components/hub/ledger/iam.ts": "hub",
             "components/spoke/EksCluster.ts": "EKS spoke",

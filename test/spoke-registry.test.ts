@@ -204,7 +204,10 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
         );
     });
     it("refuses a copied EKS spoke in another partition (cn-north-1, us-gov-west-1): its file's error naming the region keys", () => {
-        for (const region of ["cn-north-1", "us-gov-west-1"]) {
+        for (const [region, partition] of [
+            ["cn-north-1", "aws-cn"],
+            ["us-gov-west-1", "aws-us-gov"],
+        ]) {
             writeSpoke(
                 "spoke-x1",
                 (c) => {
@@ -217,10 +220,15 @@ describe("hub-side check over the stack files (checkSpokeRegistry)", () => {
                 },
                 "spoke-sg1",
             );
-            const refusal = `region ${region} is not a region of partition aws \\(regions such as us-east-1, eu-west-1, ap-southeast-1 are\\); an EKS spoke's IAM policies and EKS access entries name ARNs of partition aws \\(arn:aws:\\) and it trusts the hub`;
+            const notAws = `region ${region} is not a region of partition aws \\(the AWS SDK lists it in partition ${partition}\\); `;
+            const refusal = `${notAws}an EKS spoke's IAM policies and EKS access entries name ARNs of partition aws \\(arn:aws:\\) and it trusts the hub`;
+            // The listener's Route 53 region moved too (lib/aws-partition.ts stackAwsRegionIssues checks every AWS region key).
             expect(issues(hub()), region).toEqual([
                 expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml platform:cluster\\.region: ${refusal}`)),
                 expect.stringMatching(new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml aws:region: ${refusal}`)),
+                expect.stringMatching(
+                    new RegExp(`^stacks/Pulumi\\.spoke-x1\\.yaml platform:gateway\\.listener\\.tls\\.route53\\.region: ${notAws}Route 53`),
+                ),
             ]);
         }
         // The same copy in a region of partition aws is accepted (the refusal is the partition, nothing else).

@@ -82,7 +82,8 @@ function main(argv: string[]): void {
     const deployers: string[] = config["platform:hubDeployers"] ?? [];
     if (!region || !deployers.length) throw new Error(`${file}: needs aws:region and platform:hubDeployers`);
     // The documents name S3 as s3.<region>.amazonaws.com (kms:ViaService) and ARNs as arn:aws: (lib/aws-partition.ts).
-    const regionIssue = hubRegionIssue(region);
+    const unlisted: unknown = config["platform:unlistedAwsRegions"];
+    const regionIssue = hubRegionIssue(region, { acknowledged: Array.isArray(unlisted) ? unlisted.map(String) : [] });
     if (regionIssue) throw new Error(`${file}: aws:region: ${regionIssue}`);
     const accountId = opt.account ?? deployers[0].split(":")[4];
     const names = ciNames(config["platform:namePrefix"] ?? undefined);

@@ -12,6 +12,9 @@
  *   `platform:gateway.listener.reachable` (the source's public address and CA) is dropped (set it before the hub
  *   fails over to the new spoke); a `terminated-in-front` `loadBalancer` is the source site's device, so it is
  *   refused unless `--load-balancer` names this site's.
+ * - EKS: `--region` must be a region the pinned AWS SDK lists in partition `aws` (lib/aws-partition.ts), checked before
+ *   anything is written; `--unlisted-region` acknowledges a real region newer than the SDK in the copy's
+ *   `platform:unlistedAwsRegions` (config/aws-region.ts), which keeps only the source's entries it still names.
  * Routable networks are picked to collide with no other spoke under stacks/ (lib/spoke-networks.ts), or taken
  * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`).
  */
@@ -24,8 +27,9 @@ import { networksOf } from "../lib/spoke-networks";
 import { vpcSubnetPlan } from "../lib/eks";
 import { spokeGpuCapacity } from "../programs/spoke-registry";
 import { exitOnHelp } from "./cli";
+import { ConfigError } from "../config/errors";
 import { readStackFile, STACKS_DIR, stackNameOf } from "../lib/stackfiles";
-import { eksSpokeRegionIssue } from "../lib/aws-partition";
+import { eksSpokeRegionIssue, isListedAwsRegion, stackAwsRegionIssues, UNLISTED_AWS_REGIONS_KEY } from "../lib/aws-partition";
 
 export interface NewSpokeOptions {
     /** Source stack name (`spoke-hn1`). */
@@ -49,6 +53,11 @@ export interface NewSpokeOptions {
     hostname?: string;
     /** The device that terminates TLS in front of the new spoke (required when the source's edge is `terminated-in-front`). */
     loadBalancer?: string;
+    /**
+     * EKS: `region` is a real AWS region the pinned AWS SDK does not list yet; the copy acknowledges it in
+     * `platform:unlistedAwsRegions` (config/aws-region.ts). Without it such a region is refused as a likely typo.
+     */
+    unlistedRegion?: boolean;
     stacksDir?: string;
 }
 
@@ -194,6 +203,8 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         }
     };
     const C = "config";
+    if (o.unlistedRegion && !isEksSpoke(src))
+        throw new Error(`--unlisted-region is for an EKS copy's AWS region; ${o.from} is on-prem (its --region is a site name)`);
     set([C, "platform:spoke", "name"], spokeName);
     set([C, "platform:spoke", "region"], o.region);
 
@@ -242,9 +253,15 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
             throw new Error(
                 `${o.from} uses an existing VPC (${vpc.vpcId}); its ids cannot be derived for another region: copy the file by hand (README "Add a region")`,
             );
-        // refused before anything is written, as the spoke's program and the hub's spoke-file check would refuse the copy
-        const partition = eksSpokeRegionIssue(o.region);
-        if (partition) throw new Error(`--region ${o.region}: ${partition}`);
+        // Refused before anything is written, by the check the spoke's program and the hub's spoke-file check run on
+        // the copy (lib/aws-partition.ts): a region the pinned AWS SDK does not list is a typo unless acknowledged.
+        if (o.unlistedRegion && isListedAwsRegion(o.region))
+            throw new Error(`--unlisted-region: the pinned AWS SDK lists ${o.region}; drop the flag`);
+        const regionIssue = eksSpokeRegionIssue(o.region, {
+            acknowledged: o.unlistedRegion ? [o.region] : [],
+            howToAcknowledge: `rerun with --unlisted-region (the copy then names it in ${UNLISTED_AWS_REGIONS_KEY})`,
+        });
+        if (regionIssue) throw new Error(`--region ${o.region}: ${regionIssue}`);
         if (doc.hasIn([C, "aws:region"])) set([C, "aws:region"], o.region);
         set([C, "platform:cluster", "region"], o.region);
         used.push(["new platform:cluster.serviceCidr", parseCidr(src.cluster.serviceCidr)]);
@@ -334,6 +351,35 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     notes.push(
         `CI: create the GitHub environment preview-${o.name} (required reviewers, its secrets) and run npm run ci-roles again, then apply the preview role's trust policy (README "How CI previews pull requests")`,
     );
+    // The copy acknowledges exactly the unlisted regions it names: the source's still named (its Route 53 region, copied),
+    // and --unlisted-region's.
+    const srcUnlisted = src.unlistedAwsRegions ?? [];
+    const keptRoute53 = listener?.tls?.source === "acme-dns01" ? [listener.tls.route53.region] : [];
+    const unlisted = [...new Set([...srcUnlisted.filter((r) => keptRoute53.includes(r)), ...(o.unlistedRegion ? [o.region] : [])])];
+    if (srcUnlisted.length || unlisted.length) {
+        const cfgMap = doc.get(C, true) as YAML.YAMLMap;
+        const pair = cfgMap.items.find((x) => YAML.isScalar(x.key) && x.key.value === UNLISTED_AWS_REGIONS_KEY);
+        if (pair && unlisted.length) setList([C, UNLISTED_AWS_REGIONS_KEY], unlisted);
+        else if (pair) {
+            // none left: drop the key's lines
+            const start = text.lastIndexOf("\n", (pair.key as YAML.Scalar).range![0]) + 1;
+            let end = (pair.value as YAML.Node).range![2];
+            if (text[end - 1] !== "\n") end = text.indexOf("\n", end) + 1 || text.length;
+            edits.push({ start, end, text: "" });
+            changes[UNLISTED_AWS_REGIONS_KEY] = [srcUnlisted, undefined];
+        } else {
+            // a new line above platform:spoke, indented like it
+            const at = cfgMap.items.find((x) => YAML.isScalar(x.key) && x.key.value === "platform:spoke")!.key as YAML.Scalar;
+            const lineStart = text.lastIndexOf("\n", at.range![0]) + 1;
+            const indent = text.slice(lineStart, at.range![0]);
+            edits.push({
+                start: lineStart,
+                end: lineStart,
+                text: `${indent}${UNLISTED_AWS_REGIONS_KEY}: [${unlisted.join(", ")}]   # newer than the pinned AWS SDK (new-spoke --unlisted-region): remove once it lists them\n`,
+            });
+            changes[UNLISTED_AWS_REGIONS_KEY] = [undefined, unlisted];
+        }
+    }
     // The source's leading comment describes the source region: replace it; every other byte is kept.
     const header = [
         `# Spoke ${spokeName} (${o.region}): created from Pulumi.${o.from}.yaml by \`npm run new-spoke\`. The values marked`,
@@ -350,6 +396,9 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     );
     const cfg = parseStackConfig(raw, path.basename(file));
     if (cfg.role !== "spoke") throw new Error("internal: the copy is not a spoke");
+    // The copy's AWS region keys pass the check its own program runs (programs/load.ts).
+    const regionIssues = stackAwsRegionIssues(cfg, YAML.parse(out).config?.["aws:region"]);
+    if (regionIssues.length) throw new ConfigError(path.basename(file), regionIssues);
     return {
         file,
         text: out,
@@ -398,7 +447,7 @@ spoke unless given.
 Options:
   --from STACK                  the spoke to copy (spoke-hn1: on-prem InfiniBand, spoke-sg1: EKS + EFA)
   --name STACK                  the new stack (spoke-dn1 -> spoke name dn1)
-  --region REGION               where it is (a site name on-prem, an AWS region on EKS)
+  --region REGION               where it is (a site name on-prem; on EKS an AWS region the pinned AWS SDK lists)
   --spoke-name NAME             spoke name when it is not the stack name without "spoke-"
   --context CTX                 on-prem: kubeconfig context (default <spoke>-admin)
   --nodes h1,h2[;pool2...]      on-prem: hostnames per node pool (default: the source's, renamed)
@@ -407,6 +456,8 @@ Options:
   --vpc-cidr CIDR               EKS: VPC CIDR
   --azs a,b                     EKS: availability zone letters
   --capacity-reservation cr-... EKS: the GPU node group's capacity reservation
+  --unlisted-region             EKS: --region is real though the pinned AWS SDK does not list it yet (else refused as a
+                                typo); the copy names it in platform:unlistedAwsRegions
   --hostname NAME               tenant hostname of the Gateway listener (default llm.<spoke>.example.com)
   --load-balancer NAME          on-prem, TLS terminated in front: this site's TLS-terminating device (required then)
   --add-to-hub                  also add the spoke to the hub's platform:spokes
@@ -425,7 +476,7 @@ function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRu
     const flags = new Set<string>();
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
-        if (a === "--add-to-hub" || a === "--dry-run") {
+        if (a === "--add-to-hub" || a === "--dry-run" || a === "--unlisted-region") {
             flags.add(a);
             continue;
         }
@@ -472,6 +523,7 @@ function parseArgs(argv: string[]): NewSpokeOptions & { addToHub: boolean; dryRu
         stacksDir: o["stacks-dir"] ? path.resolve(o["stacks-dir"]) : undefined,
         addToHub: flags.has("--add-to-hub"),
         dryRun: flags.has("--dry-run"),
+        unlistedRegion: flags.has("--unlisted-region"),
     };
 }
 
@@ -480,7 +532,8 @@ function main() {
     const r = newSpokeFile(o);
     const rel = path.relative(process.cwd(), r.file) || r.file;
     const lines = Object.entries(r.changes).map(
-        ([k, [a, b]]) => `  ${k}: ${JSON.stringify(a)} -> ${b === undefined ? "(dropped)" : JSON.stringify(b)}`,
+        ([k, [a, b]]) =>
+            `  ${k}: ${a === undefined ? "(none)" : JSON.stringify(a)} -> ${b === undefined ? "(dropped)" : JSON.stringify(b)}`,
     );
     const e = r.hubEntry;
     const hubLine = `    - { name: ${e.name}, stack: ${e.stack}, region: ${e.region}, provider: ${e.provider}, gpus: ${e.gpus} }`;
