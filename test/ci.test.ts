@@ -98,6 +98,48 @@ function testJobs(): Array<{ where: string; steps: any[]; runs: string }> {
     return out;
 }
 
+/** Whether a step runs the action `owner/repo` (any ref: the workflows pin a commit, `# vX.Y.Z` beside it). */
+const runsAction = (step: any, action: string) => String(step?.uses ?? "").startsWith(`${action}@`);
+
+/**
+ * A remote action or reusable workflow pinned to the full commit SHA of a release, the release tag as the line's comment
+ * (`owner/repo[/path]@<40 hex> # vX.Y.Z`): a tag or branch can be moved to other code, a commit cannot ("Using
+ * third-party actions", github/docs@main:content/actions/security-for-github-actions/security-guides/security-hardening-for-github-actions.md).
+ */
+const PINNED_USES = /^([\w.-]+\/[\w.-]+)((?:\/[\w.-]+)*)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$/;
+
+/**
+ * A workflow text's `uses:` references, read from its raw lines (YAML.parse drops the comment that names the release):
+ * `pins`, the pinned ones (PINNED_USES); `faults`, in words, each that is neither pinned nor a local action (`./...`),
+ * and each `uses` YAML sees that no plain `uses:` line holds (a flow mapping, a quoted key): it escaped the line check.
+ */
+function usesPins(text: string): { pins: Array<{ action: string; sha: string; tag: string }>; faults: string[] } {
+    const pins: Array<{ action: string; sha: string; tag: string }> = [];
+    const faults: string[] = [];
+    const checked: string[] = [];
+    for (const m of text.matchAll(/^\s*(?:-\s+)?uses:\s*(.*?)\s*$/gm)) {
+        const value = m[1];
+        const pin = PINNED_USES.exec(value);
+        if (!pin) {
+            if (!value.startsWith("./")) faults.push(`${value}: not owner/repo@<40-hex commit> # vX.Y.Z`);
+            checked.push(value.replace(/\s+#.*$/, ""));
+            continue;
+        }
+        pins.push({ action: `${pin[1]}${pin[2]}`, sha: pin[3], tag: pin[4] });
+        checked.push(`${pin[1]}${pin[2]}@${pin[3]}`);
+    }
+    const wf = YAML.parse(text) ?? {};
+    const parsed = Object.values<any>(wf.jobs ?? {})
+        .flatMap((j) => [j?.uses, ...(j?.steps ?? []).map((s: any) => s?.uses)])
+        .filter((u) => u !== undefined);
+    for (const u of parsed) {
+        const i = checked.indexOf(String(u));
+        if (i >= 0) checked.splice(i, 1);
+        else faults.push(`${String(u)}: a uses the line check did not see (write it as a plain \`uses:\` line)`);
+    }
+    return { pins, faults };
+}
+
 async function lint(files: string[]): Promise<{ code: number; out: string }> {
     try {
         const r = await run(process.execPath, ["tools/lint-workflows.mjs", ...files], { cwd: ROOT });
@@ -136,6 +178,55 @@ describe("GitHub Actions workflows", () => {
         expect(r.out).toMatch(/Unrecognized named-value: 'secretz'/);
     });
 
+    it("every remote action of every workflow is pinned to a release's commit, the tag as its comment, one pin per action", () => {
+        const files = fs
+            .readdirSync(WORKFLOWS)
+            .filter((x) => /\.ya?ml$/.test(x))
+            .sort();
+        const byAction = new Map<string, Set<string>>();
+        let remote = 0;
+        for (const f of files) {
+            const { pins, faults } = usesPins(fs.readFileSync(path.join(WORKFLOWS, f), "utf8"));
+            expect(faults, f).toEqual([]);
+            remote += pins.length;
+            for (const p of pins) {
+                const seen = byAction.get(p.action.toLowerCase()) ?? new Set<string>();
+                byAction.set(p.action.toLowerCase(), seen.add(`${p.sha} # ${p.tag}`));
+            }
+        }
+        expect(remote).toBeGreaterThan(0);
+        // One action, one pin: a bump changes every workflow, never one step on an older commit.
+        for (const [action, seen] of byAction) expect([...seen], action).toHaveLength(1);
+        // Planted: a major tag, a bare commit, a commit with a major or a branch as comment, a short SHA, a branch, a
+        // reusable workflow by branch, a docker image by tag, and a flow mapping the line check cannot read.
+        const sha = "11d5960a326750d5838078e36cf38b85af677262";
+        const planted = (uses: string) =>
+            usesPins(`on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: ${uses}\n`);
+        for (const bad of [
+            "actions/checkout@v4",
+            `actions/checkout@${sha}`,
+            `actions/checkout@${sha} # v4`,
+            `actions/checkout@${sha} # main`,
+            `actions/checkout@${sha.slice(0, 12)} # v4.4.0`,
+            `actions/checkout@${sha.toUpperCase()} # v4.4.0`,
+            "actions/checkout@main # v4.4.0",
+            "docker://alpine:3.22",
+        ])
+            expect(planted(bad).faults, bad).toHaveLength(1);
+        expect(planted(`actions/checkout@${sha} # v4.4.0`)).toEqual({
+            pins: [{ action: "actions/checkout", sha, tag: "v4.4.0" }],
+            faults: [],
+        });
+        expect(planted("./.github/actions/local # ours").faults).toEqual([]);
+        expect(usesPins("on: push\njobs:\n  r:\n    uses: org/repo/.github/workflows/x.yml@main\n").faults).toHaveLength(1);
+        expect(
+            usesPins(`on: push\njobs:\n  r:\n    uses: org/repo/.github/workflows/x.yml@${sha} # v1.0.0\n`).pins.map((p) => p.action),
+        ).toEqual(["org/repo/.github/workflows/x.yml"]);
+        expect(
+            usesPins("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - { uses: actions/checkout@v4 }\n").faults,
+        ).toEqual(["actions/checkout@v4: a uses the line check did not see (write it as a plain `uses:` line)"]);
+    });
+
     it("preview.yml previews, with the policy pack, exactly the stacks ci-stacks derives from stacks/ (none hard-coded)", () => {
         const wf = workflow("preview.yml");
         expect(Object.keys(wf.on)).toEqual(["pull_request"]);
@@ -147,7 +238,7 @@ describe("GitHub Actions workflows", () => {
         expect(wf.jobs.check.outputs.spokes).toBe("${{ steps.stacks.outputs.spokes }}");
         expect(wf.jobs.preview.strategy.matrix).toEqual({ stack: "${{ fromJSON(needs.check.outputs.spokes) }}" });
         expect(wf.jobs.preview.permissions["pull-requests"]).toBe("write");
-        const step = wf.jobs.preview.steps.find((s: any) => s.uses === "pulumi/actions@v7");
+        const step = wf.jobs.preview.steps.find((s: any) => runsAction(s, "pulumi/actions"));
         expect(step.with).toMatchObject({
             command: "preview",
             policyPacks: "policies",
@@ -242,7 +333,7 @@ describe("GitHub Actions workflows", () => {
         expect(wf.jobs["up-hubs"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.hubs) }}");
         expect(wf.jobs["up-spokes"].strategy.matrix.stack).toBe("${{ fromJSON(needs.plan.outputs.spokes) }}");
         for (const j of ["up-hubs", "up-spokes"])
-            expect(wf.jobs[j].steps.find((s: any) => s.uses === "pulumi/actions@v7").with).toMatchObject({
+            expect(wf.jobs[j].steps.find((s: any) => runsAction(s, "pulumi/actions")).with).toMatchObject({
                 command: "up",
                 policyPacks: "policies",
             });

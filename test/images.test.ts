@@ -457,6 +457,8 @@ describe("images.yml", () => {
     const text = fs.readFileSync(WORKFLOW, "utf8");
     const wf = YAML.parse(text);
     const steps = (job: string) => wf.jobs[job].steps as Record<string, any>[];
+    /** Whether a step runs the action `owner/repo`, whatever commit it is pinned to. */
+    const runsAction = (step: Record<string, any>, action: string) => String(step.uses ?? "").startsWith(`${action}@`);
 
     it("names no image, Dockerfile, tag or registry: everything comes from npm run images", () => {
         expect(text).not.toContain(REGISTRY);
@@ -473,7 +475,7 @@ describe("images.yml", () => {
         for (const j of ["build", "publish"]) {
             expect(wf.jobs[j].needs).toBe("plan");
             expect(wf.jobs[j].strategy.matrix).toEqual({ include: "${{ fromJSON(needs.plan.outputs.images) }}" });
-            const bp = steps(j).find((s) => s.uses === "docker/build-push-action@v6")!;
+            const bp = steps(j).find((s) => runsAction(s, "docker/build-push-action"))!;
             expect(bp.with).toMatchObject({ context: ".", file: "${{ matrix.dockerfile }}" });
         }
     });
@@ -497,8 +499,8 @@ describe("images.yml", () => {
         }
         expect(wf.jobs.build.if).toMatch(/github\.event_name == 'pull_request'/);
         expect(wf.jobs.publish.if).toMatch(/github\.event_name == 'push'/);
-        expect(steps("build").find((s) => s.uses === "docker/build-push-action@v6")!.with.push).toBe(false);
-        const push = steps("publish").find((s) => s.uses === "docker/build-push-action@v6")!;
+        expect(steps("build").find((s) => runsAction(s, "docker/build-push-action"))!.with.push).toBe(false);
+        const push = steps("publish").find((s) => runsAction(s, "docker/build-push-action"))!;
         expect(push.with.push).toBe(true);
         expect(push.with.tags.trim().split("\n")).toEqual([
             "${{ matrix.image }}:${{ matrix.tag }}",
@@ -507,12 +509,12 @@ describe("images.yml", () => {
         expect(steps("publish").find((s) => s.id === "commit")!.run).toContain("git rev-parse --short=7 HEAD");
     });
 
-    it("packages: write only on the push job, which logs in with GITHUB_TOKEN; actions pinned by major version", () => {
+    it("packages: write only on the push job, which logs in with GITHUB_TOKEN; actions pinned to a commit", () => {
         expect(wf.permissions).toEqual({ contents: "read" });
         for (const [name, job] of Object.entries<any>(wf.jobs)) {
             expect(job.permissions?.packages === "write", name).toBe(name === "publish");
         }
-        const login = steps("publish").find((s) => s.uses === "docker/login-action@v3")!;
+        const login = steps("publish").find((s) => runsAction(s, "docker/login-action"))!;
         expect(login.with).toEqual({
             registry: "${{ needs.plan.outputs.registry }}",
             username: "${{ github.actor }}",
@@ -522,9 +524,12 @@ describe("images.yml", () => {
             expect(
                 steps(j)
                     .map((s) => s.uses)
-                    .filter(Boolean),
-            ).toEqual(expect.arrayContaining(["docker/setup-buildx-action@v3", "docker/build-push-action@v6"]));
-        for (const s of Object.values<any>(wf.jobs).flatMap((j) => j.steps)) if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@v\d+$/);
+                    .filter(Boolean)
+                    .map((u) => String(u).split("@")[0]),
+            ).toEqual(expect.arrayContaining(["docker/setup-buildx-action", "docker/build-push-action"]));
+        // Each pinned to a release's commit, the tag as the line's comment (test/ci.test.ts checks the comment).
+        for (const s of Object.values<any>(wf.jobs).flatMap((j) => j.steps))
+            if (s.uses) expect(s.uses).toMatch(/^[\w-]+\/[\w-]+@[0-9a-f]{40}$/);
     });
 
     it("the push job checks the tag first and builds only when the guard says publish", () => {
@@ -535,11 +540,11 @@ describe("images.yml", () => {
                 REF: "${{ matrix.image }}:${{ matrix.tag }}",
                 CHANGED: "${{ contains(fromJSON(needs.plan.outputs.changed), matrix.name) }}",
             });
-            expect(steps(j).findIndex((s) => s.uses === "docker/build-push-action@v6")).toBeGreaterThan(i);
+            expect(steps(j).findIndex((s) => runsAction(s, "docker/build-push-action"))).toBeGreaterThan(i);
         }
         const guard = steps("publish").find((s) => s.id === "guard")!;
         expect(guard).toBeDefined();
-        expect(steps("publish").find((s) => s.uses === "docker/build-push-action@v6")!.if).toBe("steps.guard.outputs.publish == 'true'");
+        expect(steps("publish").find((s) => runsAction(s, "docker/build-push-action"))!.if).toBe("steps.guard.outputs.publish == 'true'");
     });
 
     it("passes GitHub's workflow parser", async () => {
