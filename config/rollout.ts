@@ -295,7 +295,11 @@ export function sourceEndpoint(e: Endpoint): Endpoint {
     return rest as Endpoint;
 }
 
-/** The endpoint as its target revision runs it: the target settings merged over the endpoint's, no rollout. */
+/**
+ * Pure: the endpoint as its target revision runs it: the target settings merged over the endpoint's (shallow: a key of
+ * `rollout.target` replaces the endpoint's whole value), `revision` = `rollout.revision`, no `rollout`.
+ * @throws Error naming the endpoint when it has no `rollout` (call it only during a rollout: {@link revisionsToCheck})
+ */
 export function targetEndpoint(e: Endpoint): Endpoint {
     if (!e.rollout) throw new Error(`endpoint ${e.name} has no rollout`);
     const { rollout, ...rest } = e;

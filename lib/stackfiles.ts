@@ -19,7 +19,10 @@ export interface StackFile {
 
 export const STACKS_DIR = path.join(__dirname, "..", "stacks");
 
-/** Stack name from a stack file path: `stacks/Pulumi.spoke-hn1.yaml` -> `spoke-hn1`. */
+/**
+ * Pure: stack name from a stack file path: `stacks/Pulumi.spoke-hn1.yaml` -> `spoke-hn1` (`.yml` too).
+ * @throws Error naming the file when its base name is not `Pulumi.<stack>.yaml` / `.yml`
+ */
 export function stackNameOf(file: string): string {
     const m = /^Pulumi\.(.+)\.ya?ml$/.exec(path.basename(file));
     if (!m) throw new Error(`${file}: a stack file must be named Pulumi.<stack>.yaml`);

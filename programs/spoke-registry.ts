@@ -54,7 +54,17 @@ export function setAsideSpokesForRender(stacks: Iterable<string> = []): void {
     for (const s of stacks) setAsideForRender.add(s);
 }
 
-/** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
+/**
+ * Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment), in file-name
+ * order, skipping the stacks set aside for an offline render ({@link setAsideSpokesForRender}). A file that cannot be
+ * read, or does not validate as a spoke file (config/stack.ts `parseFlatStackConfig`, plus lib/aws-partition.ts
+ * `eksSpokePartitionIssues` for an EKS spoke), is returned with its `error` (a ConfigError naming the file and keys, or
+ * the read/YAML Error), not thrown: {@link checkSpokeRegistry} reports every file's error at once. A file that cannot be
+ * read is listed under its file name's stack, since its `platform:spoke.hubStack` is unknown.
+ * @returns one entry per matching (or unreadable) file: `stack`, `file` (relative to the working directory), and
+ *   either `cfg` or `error`
+ * @throws Error from the file system (`ENOENT`, `ENOTDIR`) when `dir` cannot be listed; never a ConfigError
+ */
 export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
     const out: SpokeFile[] = [];
     for (const f of fs

@@ -388,6 +388,11 @@ export function spokeRoleNamePrefix(hub: string, spoke: string, service: SpokeSe
  *   that secret: no access key is in the hub's state. Rotation is two-phase: add a slot and mint its key (both keys
  *   work), point `activeKey` at it and roll the spoke, retire the old slot's key, then remove the old slot.
  * Roles are named by prefix ({@link spokeRoleNamePrefix}): a replacement never deletes before it creates.
+ *
+ * @throws Error from the constructor for a `pod-identity` spoke without `clusterName` and `clusterRegion`, or whose
+ *   identity's `accountId` is not the hub's `accountId` (when that is a plain string): EKS Pod Identity associates only a
+ *   role of the cluster's own account. programs/hub.ts refuses the second first, naming the hub file's key
+ *   (`refuseForeignPodIdentityAccounts`).
  */
 export class SpokeIdentity extends pulumi.ComponentResource {
     /** The auth service's role (the contract's `policy.roleArn`). */

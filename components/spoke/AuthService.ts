@@ -114,6 +114,11 @@ export function authEnv(
  *
  * AWS credentials (on-prem): a Secret with an AWS shared config/credentials file pair; the source key can only
  * assume the SpokeIdentity role (components/hub/SpokeIdentity.ts), values are Pulumi secrets end to end.
+ *
+ * @throws Error from the constructor when `namespace` is not one of `CACHE_SALT_SECRET.namespaces`
+ *   (services/shared/spoke-secrets.ts), where the operator installs the cache-salt key; during the deployment (inside
+ *   the policy output), config/contract.ts `policyBucketOwner`'s Error when the contract's policy block names no
+ *   bucket-owner account
  */
 export class AuthService extends pulumi.ComponentResource {
     public readonly service: k8s.core.v1.Service;

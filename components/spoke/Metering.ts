@@ -206,6 +206,12 @@ export interface MeteringArgs {
  *
  * AWS identity: metering's own SpokeIdentity role, `usage.roleArn` (only `kinesis:PutRecords` on this spoke's stream,
  * and reading its bundles), assumed from the source key in a Secret on-prem, by EKS Pod Identity on EKS.
+ *
+ * @throws Error from the constructor when `namespace` is not `METERING_ACCESS_LOG_COLLECTOR.namespace`
+ *   (services/shared/accesslog.ts, where the gateway sends access logs), or when the Redis URL Secret is the counter
+ *   store's (`COUNTER_STORE_SECRET`) and `namespace` is not one of its namespaces (services/shared/spoke-secrets.ts);
+ *   during the deployment (inside an output), config/contract.ts `policyBucketOwner`'s Error when the contract's policy
+ *   block names no bucket-owner account
  */
 export class Metering extends pulumi.ComponentResource {
     public readonly service: k8s.core.v1.Service;
