@@ -146,14 +146,6 @@ export const HubNamePrefixSchema = z
     );
 
 /**
- * `platform:accessLogs` of the hub: S3 server access logging of the hub's two data buckets (the policy bucket and the
- * usage failure bucket) into a dedicated log bucket the hub creates (components/hub/AccessLogs.ts). Always on: every
- * read, write and ACK of a bundle, and every stored or replayed usage batch, leaves a record that names the caller, so
- * a reviewer can verify it from the hub stack alone, with no organisation CloudTrail trail assumed. Every field has a
- * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
- * buckets").
- */
-/**
  * Shortest `platform:accessLogs.retentionDays`: 90 days, as long as the ledger's own log groups keep theirs
  * (components/hub/ledger/database.ts `LEDGER_LOG_RETENTION_DAYS`) and longer than a failed batch stays replayable
  * (components/hub/ledger/failures.ts `FAILED_BATCH_RETENTION_DAYS`), so the record of who read or replayed a batch
@@ -162,6 +154,14 @@ export const HubNamePrefixSchema = z
  */
 export const ACCESS_LOG_MIN_RETENTION_DAYS = 90;
 
+/**
+ * `platform:accessLogs` of the hub: S3 server access logging of the hub's two data buckets (the policy bucket and the
+ * usage failure bucket) into a dedicated log bucket the hub creates (components/hub/AccessLogs.ts). Always on: every
+ * read, write and ACK of a bundle, and every stored or replayed usage batch, leaves a record that names the caller, so
+ * a reviewer can verify it from the hub stack alone, with no organisation CloudTrail trail assumed. Every field has a
+ * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
+ * buckets").
+ */
 export const AccessLogsConfigSchema = z
     .object({
         /**

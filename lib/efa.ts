@@ -92,6 +92,7 @@ export function checkInstanceTypeForEfa(info: InstanceTypeNetworkInfo, expectedC
     }
 }
 
+/** Options of {@link nodeBootstrapUserData}. */
 export interface NodeBootstrapOptions {
     /** 2 MiB huge pages to reserve (`vm.nr_hugepages`); the EFA driver pre-allocates 5,128 (EKS EFA guide). */
     hugepages2Mi: number;

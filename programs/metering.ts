@@ -5,9 +5,13 @@ import type { MeteringConfig } from "../config/metering";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import type { GatewayHandles } from "./gateway";
 
+/** Inputs of {@link deployMetering}. */
 export interface MeteringDeployment {
+    /** The spoke's name (`platform:spoke.name`), handed to the metering service. */
     spoke: string;
+    /** The spoke's contract from the hub (config/contract.ts): its usage stream and role, and the policy bundle's bucket. */
     contract: SpokeContract;
+    /** `platform:metering` of the spoke file (config/metering.ts `MeteringConfigSchema`). */
     metering: MeteringConfig;
     /**
      * Returned by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases

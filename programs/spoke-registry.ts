@@ -17,10 +17,15 @@ export function spokeGpuCapacity(cfg: SpokeConfig): number {
     return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
 }
 
+/** One spoke stack file of a hub, as {@link spokeFilesOf} read it: either `cfg` or `error` is set. */
 export interface SpokeFile {
+    /** Stack name (`spoke-hn1` from `Pulumi.spoke-hn1.yaml`). */
     stack: string;
+    /** The file's path relative to the working directory, as messages name it. */
     file: string;
+    /** The validated spoke config, when the file parsed as a spoke file of this hub. */
     cfg?: SpokeConfig;
+    /** Why the file could not be read or validated (a ConfigError naming the file and keys, or the read/YAML Error). */
     error?: Error;
 }
 

@@ -7,6 +7,7 @@ import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey, tenantKeySecretName } from "../../services/shared/api-key";
 
+/** Inputs of {@link ApiKeys}. */
 export interface ApiKeysArgs {
     /**
      * API keys from `platform:apiKeys[]`: id, owning tenant and the SHA-256 the minting tool printed

@@ -352,12 +352,12 @@ export interface SpokeIdentityArgs {
      * collides with this one.
      */
     hub: string;
-    /**
-     * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
-     * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`).
-     */
     /** `platform:namePrefix` of the hub: first word of the key slots' user and secret names (default `platform`). */
     namePrefix?: string;
+    /**
+     * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
+     * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`). Default false.
+     */
     keepLegacyRole?: boolean;
 }
 /** The identity config with the provider's default filled in. */

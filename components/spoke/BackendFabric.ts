@@ -5,6 +5,7 @@ import { versions } from "../../config/versions";
 import { FABRIC_LABEL } from "../../lib/labels";
 import { rdmaSharedDevicePluginConfig, railResource } from "../../lib/rails";
 
+/** Inputs of {@link BackendFabric}. */
 export interface BackendFabricArgs {
     /** InfiniBand node pools whose rails this fabric serves. */
     pools: NodePool[];

@@ -4,10 +4,11 @@ import { versions } from "../../config/versions";
 import { efaDevicePluginValues } from "../../lib/efa";
 import { GPU_TAINT } from "../../lib/labels";
 
+/** Inputs of {@link EfaDevicePlugin}. */
 export interface EfaDevicePluginArgs {
     /** Instance types of every EFA node group; the chart's allowlist is set to exactly these. */
     instanceTypes: string[];
-    /** Namespace of the DaemonSet (the chart's documented install uses kube-system). */
+    /** Namespace of the DaemonSet (the chart's documented install uses kube-system); default `kube-system`. */
     namespace?: string;
 }
 

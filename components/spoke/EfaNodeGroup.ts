@@ -18,8 +18,11 @@ import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
 export { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
+/** Inputs of {@link EfaNodeGroup}. */
 export interface EfaNodeGroupArgs {
+    /** The EKS cluster the node group joins. */
     clusterName: pulumi.Input<string>;
+    /** IAM role of the group's nodes (the cluster's node role). */
     nodeRoleArn: pulumi.Input<string>;
     /** The private subnet in the group's availability zone (only that one: placement group and reservation are per-AZ). */
     subnetId: pulumi.Input<string>;

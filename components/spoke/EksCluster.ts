@@ -5,15 +5,22 @@ import { versions } from "../../config/versions";
 import { eksKubeconfig, vpcSubnetPlan } from "../../lib/eks";
 import { CLUSTER_TAG } from "../../lib/labels";
 
+/** Inputs of {@link EksCluster}. */
 export interface EksClusterArgs {
     /** EKS cluster name (also used for tags). */
     clusterName: string;
+    /** AWS region of the cluster (`platform:cluster.region`): the kubeconfig's `aws eks get-token --region`. */
     region: string;
     /** Pinned Kubernetes version, e.g. `"1.35"` (config/eks.ts EKS_STANDARD_SUPPORT_VERSIONS). */
     kubernetesVersion: string;
     /** `kubernetesNetworkConfig.serviceIpv4Cidr`. */
     serviceCidr: string;
+    /** Public Kubernetes API endpoint (`platform:cluster.endpointPublicAccess`, default true: CI previews from hosted runners). */
     endpointPublicAccess: boolean;
+    /**
+     * IPv4 CIDRs the public endpoint admits (`vpcConfig.publicAccessCidrs`; ignored without `endpointPublicAccess`);
+     * config/eks.ts refuses a public endpoint without them.
+     */
     publicAccessCidrs: string[];
     /** Create a VPC from a CIDR, or use an existing one by id. */
     vpc: EksVpc;

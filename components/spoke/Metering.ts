@@ -167,7 +167,12 @@ export function collectorValues(x: {
     };
 }
 
+/**
+ * Inputs of {@link Metering}. Sizes come from `platform:metering` (config/metering.ts `MeteringConfigSchema`, where their
+ * defaults live).
+ */
 export interface MeteringArgs {
+    /** The spoke's name (`platform:spoke.name`), handed to the metering service. */
     spoke: string;
     /** Namespace of metering and its collector (must equal METERING_ACCESS_LOG_COLLECTOR.namespace: the gateway points there). */
     namespace: string;
@@ -187,10 +192,15 @@ export interface MeteringArgs {
      * the URL of the auth service's counters: leases to release, token windows to add to. Never a value here.
      */
     redisUrlSecret: { name: string; key: string };
+    /** Metering instances (StatefulSet replicas, one spool volume each); default 2 so a restart never stops intake. */
     replicas: number;
+    /** Spool volume per instance, GiB (gibibytes); default 20 (about 36M events of ~500 bytes). */
     spoolVolumeGiB: number;
+    /** StorageClass of the spool and collector queue volumes; unset = the cluster default. */
     storageClassName?: string;
+    /** Collector replicas (StatefulSet, one persistent queue volume each); default 2. */
     collectorReplicas: number;
+    /** Collector persistent sending queue volume per replica, GiB; default 5. */
     collectorQueueGiB: number;
     /** Image reference; defaults to the pin in config/versions.ts. */
     image?: string;

@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type GpuDirectMode, PREFLIGHT_CONFIGMAP, PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
 
+/** Inputs of {@link RdmaPreflight}. */
 export interface RdmaPreflightArgs {
     /** Namespace of the RDMA workloads that mount the script. */
     namespace: pulumi.Input<string>;
