@@ -243,6 +243,8 @@ export const LBC_IAM_POLICY = {
  * - Every Elastic Load Balancing and EC2 mutation only in the spoke's region (`aws:RequestedRegion`).
  * @param vpcArn `arn:aws:ec2:<region>:<account>:vpc/<id>` of the spoke's VPC
  * @param clusterName the EKS cluster name, the tag value the controller writes (chart value `clusterName`)
+ * @throws Error when an upstream statement this policy replaces (matched by its actions, with no condition) is not in
+ *   the recorded upstream policy any more: the pinned iam_policy.json changed and must be re-read
  */
 export function lbcPolicy(vpcArn: string, clusterName: string) {
     const region = vpcArn.split(":")[3];

@@ -83,6 +83,7 @@ export const PREVIEW_REF_PATTERN = "refs/pull/*/merge";
  * The one-time `gh api` call that makes GitHub issue this repository's tokens with {@link GITHUB_SUBJECT_CLAIM_KEYS}
  * (repository admin; `gh api repos/<repo>/actions/oidc/customization/sub` shows it). Until it is made, every CI token
  * carries GitHub's default subject (`repo:<repo>:environment:<name>`), which neither role accepts.
+ * @throws Error when `repo` is not `owner/name`
  */
 export function githubSubjectCustomizationCommand(repo: string): string {
     if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`githubSubjectCustomizationCommand: "${repo}" is not owner/name`);
@@ -296,7 +297,11 @@ export const PREVIEW_FORBIDDEN_READS: ReadonlyArray<{ action: string; resource: 
     { action: "cloudformation:GetTemplate", resource: "arn:{partition}:cloudformation:{region}:{account}:stack/x/1" },
 ];
 
-/** Fills the placeholders of a {@link PREVIEW_AWS_CALLS} or {@link PREVIEW_FORBIDDEN_READS} string. */
+/**
+ * Pure: fills the `{name}` placeholders of a {@link PREVIEW_AWS_CALLS} or {@link PREVIEW_FORBIDDEN_READS} string from
+ * `vars` (`{ partition, region, account, ... }`).
+ * @throws Error naming the placeholder and the text when `vars` has no value for one
+ */
 export function fillPreviewPlaceholders(text: string, vars: Record<string, string>): string {
     return text.replace(/\{(\w+)\}/g, (_m, k: string) => {
         if (!(k in vars)) throw new Error(`fillPreviewPlaceholders: no value for {${k}} in "${text}"`);

@@ -118,6 +118,9 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
  * hub's state, outputs and previews hold hashes and ARNs only: {@link keyHashes} (not secret) goes into the signed
  * policy bundle, {@link secretArns} tells operators where to look. The secrets are protected and retained on delete:
  * removing a tenant from the hub file never destroys keys a tenant still holds.
+ *
+ * @throws Error from the constructor for a tenant that has keys but no reader in `delivery.readers`
+ *   (`platform:tenantKeys.readers`; the hub config's schema refuses this first, naming the key)
  */
 export class ApiKeys extends pulumi.ComponentResource {
     /** Key id -> hex SHA-256 of the key (not secret; goes into the signed policy bundle). */

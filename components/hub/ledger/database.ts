@@ -75,6 +75,8 @@ export interface LedgerDatabase {
 /**
  * The ledger database: Aurora Serverless v2 PostgreSQL, TLS enforced (`rds.force_ssl`), encrypted with the ledger's
  * key, master password managed and rotated by RDS; the two login roles' passwords, each in its own secret.
+ * @throws Error for an engine version without a major number ({@link parameterGroupFamily}); during the deployment
+ *   (inside `masterSecretArn`), when the cluster reports no RDS-managed master secret
  */
 export function ledgerDatabase(
     scope: LedgerScope,
