@@ -38,6 +38,10 @@ function resolveProfile(doc: unknown, name: string | undefined, key: string, iss
  * EKS: one pool per GPU node group with the preset profile of its instance type (`p5en.48xlarge` ->
  * `config/node-profiles/p5en-48xlarge.yaml`), checked to be an EFA profile of that exact type; AZs and the
  * VPC checked against the region and the service CIDR.
+ * @param issues where every problem is pushed (`{ key, message }`); the caller (config/stack.ts `parseFlatStackConfig`)
+ *   throws a ConfigError naming the stack file when any was pushed
+ * @throws Error only from reading the preset profiles (config/nodeProfile.ts `presetProfiles`) or from `parseCidr` on a
+ *   CIDR the schema let through; bad input is reported in `issues`
  */
 export function resolveEks(raw: EksRaw, issues: ConfigIssue[]): EksSpokeConfig {
     const presets = presetProfiles();

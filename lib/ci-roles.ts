@@ -124,6 +124,8 @@ export function githubSubjects(
  * to the role's environments and refs ({@link githubSubjects}). A pull request cannot obtain the deploy role: its jobs
  * run in `preview-<stack>` environments on `refs/pull/*`, and the deploy role needs the `production` environment on `main`
  * (whatever the environment's branch rules say).
+ * @throws Error for a `repo` that is not owner/name, a preview role without stacks, or a stack name that is not a
+ *   plain stack name ({@link githubSubjects})
  */
 export function githubOidcTrustPolicy(x: {
     partition?: string;
@@ -471,6 +473,7 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
  * Pure: key policy of the hub state key. The account administers it (no use through IAM policies); only the hub
  * deployers (`platform:hubDeployers`: the deploy role, the operators) encrypt and decrypt with it, directly (Pulumi's
  * awskms secrets provider calls KMS itself). Nobody else can, whatever their IAM policy says.
+ * @throws Error when the administrators are empty (lib/kms.ts `keyAdministration`)
  */
 export function hubStateKeyPolicy(x: {
     partition?: string;

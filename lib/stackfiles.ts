@@ -141,7 +141,12 @@ export function yamlErrorText(text: string, e: Error): string {
     return `line ${at.line}, column ${at.col}: ${what}\n\n${gutter}${src}\n${" ".repeat(gutter.length + at.col - 1)}^`;
 }
 
-/** Every stack file under `stacks/`, sorted by name. */
+/**
+ * Every stack file (`Pulumi.<stack>.yaml` / `.yml`) in `dir` (default `stacks/`), sorted by file name, each read with
+ * {@link readStackFile} and named relative to the working directory.
+ * @throws Error naming the file when one cannot be read, is not YAML or has no `config:` map ({@link readStackFile});
+ *   the file system's error when `dir` cannot be listed
+ */
 export function discoverStacks(dir = STACKS_DIR): StackFile[] {
     return fs
         .readdirSync(dir)

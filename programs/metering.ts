@@ -24,6 +24,8 @@ export interface MeteringDeployment {
  * Deploys the spoke's usage metering (components/spoke/Metering.ts) from the hub contract (`usage` stream,
  * `policy` role and bundle bucket). Shared by every spoke flavour; pass the stack's Kubernetes provider
  * through `opts.providers` and make it depend on the platform namespace.
+ * @throws Error from components/spoke/Metering.ts: a namespace other than the access-log collector's, or a counter
+ *   store Secret outside its namespaces
  */
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;

@@ -215,6 +215,8 @@ function listedFiles(hub: HubConfig, byStack: Map<string, SpokeFile>): Map<strin
 /**
  * The reachable edges of the spokes the hub's failover needs (programs/failover.ts `spokeEdges`), read from the spoke
  * files beside the hub's. Call after {@link checkSpokeRegistry} passed (which reports every missing piece).
+ * @throws Error when `hubStackFile` is not named `Pulumi.<stack>.yaml` (lib/stackfiles.ts `stackNameOf`), or the file
+ *   system's error when its directory cannot be listed ({@link spokeFilesOf})
  */
 export function readSpokeEdges(hub: HubConfig, hubStackFile: string): Map<string, SpokeEdge> {
     const files = spokeFilesOf(path.dirname(hubStackFile), stackNameOf(hubStackFile));

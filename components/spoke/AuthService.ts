@@ -77,6 +77,7 @@ export interface AuthServiceArgs {
  * Pure: the auth service's environment, by the names of its contract (services/auth/config.ts `AUTH_ENV`: a name
  * the service does not read is a type error). Only non-secret values; the Redis URL (`AUTH_REDIS_URL`) comes from
  * a Secret reference and the AWS key from a mounted Secret.
+ * @throws Error when the policy contract names no bucket-owner account (config/contract.ts `policyBucketOwner`)
  */
 export function authEnv(
     spoke: string,

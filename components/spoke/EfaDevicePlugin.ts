@@ -19,6 +19,8 @@ export interface EfaDevicePluginArgs {
  * workloads on TCP, so the list is set from the node groups and checked by the policy
  * pack. It tolerates the platform GPU taint (the chart default tolerates only CriticalAddonsOnly).
  * Exactly one EFA mechanism per node: no EFA DRA driver alongside.
+ *
+ * @throws Error from the constructor when `instanceTypes` is empty (lib/efa.ts {@link efaDevicePluginValues})
  */
 export class EfaDevicePlugin extends pulumi.ComponentResource {
     public readonly release: k8s.helm.v3.Release;

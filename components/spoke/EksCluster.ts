@@ -111,6 +111,9 @@ function assumeRole(service: string): string {
  * security group that allows all traffic to and from itself (EFA OS-bypass requirement,
  * EC2 EFA user guide), and the managed add-ons (VPC CNI pinned >= 1.18.5 for EFA-only interfaces). Node groups are separate
  * components; {@link addon} adds add-ons that need nodes (CoreDNS) after them.
+ *
+ * @throws Error from the constructor for a VPC to create with more than three AZs, a CIDR too small to split, or an AZ
+ *   without given subnets (lib/eks.ts `vpcSubnetPlan`)
  */
 export class EksCluster extends pulumi.ComponentResource {
     public readonly cluster: aws.eks.Cluster;

@@ -56,6 +56,7 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
 /**
  * Pure: the metering service's environment by the names of its contract (services/metering/config.ts
  * `METERING_ENV`: a name the service does not read is a type error), without secrets.
+ * @throws Error when the policy contract names no bucket-owner account (config/contract.ts `policyBucketOwner`)
  */
 export function meteringEnv(x: {
     spoke: string;

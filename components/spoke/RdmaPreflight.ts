@@ -19,6 +19,8 @@ export interface RdmaPreflightArgs {
  * Ships services/preflight/preflight.sh and the spoke's GPUDirect RDMA mode (key `gpudirect`) into the workload
  * namespace as the ConfigMap `rdma-preflight`; every
  * RDMA workload (Dynamo prefill/decode/KV-pool workers, Mooncake stores) runs it as an init container.
+ *
+ * @throws Error from the constructor when services/preflight/preflight.sh is missing (lib/preflight.ts `preflightScript`)
  */
 export class RdmaPreflight extends pulumi.ComponentResource {
     public readonly configMap: k8s.core.v1.ConfigMap;
