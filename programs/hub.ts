@@ -315,12 +315,13 @@ export function keepLegacySpokeRolesOf(previous: {
 }
 
 /**
- * Builds the hub stack (run by index.ts for `platform:role: hub`): checks everything it can before registering a
- * resource (the hub file's secrets provider, its spoke files, on-prem identities, bucket-name length, the AWS partition,
+ * Builds the hub stack (run by index.ts for `platform:role: hub`): checks everything it can first (the hub file's
+ * secrets provider, its spoke files, on-prem identities, bucket-name length, the AWS partition,
  * the caller, pod-identity accounts, every role the key policies name, the alarm topic), then creates the API keys
  * ({@link ApiKeys}), the policy store ({@link PolicyStore}), the usage ledger ({@link UsageLedger}), the access logs,
  * one {@link SpokeIdentity} per spoke, each usage stream's resource policy and, with `platform:failover`, the global DNS.
- * Nothing is half-applied: every refusal below happens before the first resource is registered.
+ * Nothing is half-applied: every check named under `@throws` runs before any resource but the hub's AWS provider is
+ * registered.
  * @param cfg the validated hub config (programs/load.ts `loadStackConfig`)
  * @param stackName this hub stack's name (`hub-prod`): the self StackReference for bundle revisions and the
  *   publication serial, and each contract's `hub`
@@ -340,6 +341,8 @@ export function keepLegacySpokeRolesOf(previous: {
  *   ({@link requireAlarmTopic})
  * @throws Error from the Pulumi SDK when `aws:region` is not set (`pulumi.Config.require`; loadStackConfig refuses it
  *   first) and from the file system when the hub file's directory cannot be read
+ * @throws Error from the components once resources are registered: a usage-ledger Lambda bundle that does not build
+ *   (esbuild's messages, {@link UsageLedger}); their other guards are excluded by the checks above
  */
 export async function buildHub(cfg: HubConfig, stackName: string) {
     requireHubSecretsProvider(stackFilePath());

@@ -48,7 +48,8 @@ export const INVOKE_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
 /**
  * The client: `send(new InvokeCommand({ FunctionName, Payload }))` invokes a function synchronously (RequestResponse)
  * with `Payload` as JSON and resolves to the function's JSON result (see this module's comment for the API).
- * Construction never throws and makes no call; credentials are resolved by the signer at the first `send`.
+ * Construction makes no call (it throws only `new URL`'s TypeError for an `endpoint` that is not a URL); credentials
+ * are resolved by the signer at the first `send`.
  * @throws Error from `send` naming the function: a payload over {@link INVOKE_PAYLOAD_LIMIT_BYTES} bytes of JSON (no
  *   call made), an HTTP error status (AccessDenied, not found, throttled; the first 500 characters of the body), or a
  *   function error (`X-Amz-Function-Error`, with its `errorMessage`); the signer's error when no credentials resolve;
