@@ -11,6 +11,7 @@ import type { AwsCall } from "../services/shared/aws-calls";
 
 /** Namespace and service account of the controller (the chart's `serviceAccount.name`; the Pod Identity association names them). */
 export const LBC_NAMESPACE = "kube-system";
+/** The controller's service account in {@link LBC_NAMESPACE} (chart `serviceAccount.name`), bound by Pod Identity. */
 export const LBC_SERVICE_ACCOUNT = "aws-load-balancer-controller";
 
 /**

@@ -6,6 +6,7 @@ export const CERT_MANAGER_NAMESPACE = "cert-manager";
 export const CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager";
 /** The Secret cert-manager writes the edge certificate to (gateway namespace), and the Issuer's name. */
 export const EDGE_CERT_SECRET = "agent-router-tls";
+/** Name of the cert-manager Issuer of the edge certificate (gateway namespace). */
 export const EDGE_ISSUER = "agent-router-edge";
 /**
  * Annotation on the Gateway naming the load balancer that terminates TLS in front of a plain-HTTP listener

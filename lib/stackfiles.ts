@@ -17,6 +17,7 @@ export interface StackFile {
     secretKeys: string[];
 }
 
+/** The repository's `stacks/` directory (absolute; Pulumi.yaml `stackConfigDir: stacks`), wherever the tool runs from. */
 export const STACKS_DIR = path.join(__dirname, "..", "stacks");
 
 /**

@@ -34,6 +34,7 @@ export const SPOKE_AWS_SERVICES = {
     metering: { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering", sessionName: AWS_ROLE_SESSION_NAMES.metering },
 } as const;
 export type SpokeService = keyof typeof SPOKE_AWS_SERVICES;
+/** The spoke services that get their own role ({@link SPOKE_AWS_SERVICES}), sorted by name. */
 export const SPOKE_SERVICES = Object.keys(SPOKE_AWS_SERVICES).sort() as SpokeService[];
 
 /** Inputs of {@link spokeServicePolicy} (ARNs as strings, resolved). */

@@ -10,6 +10,7 @@ import type { LedgerScope } from "./scope";
  * reconciliation as `ledger_reporter` (services/reconciler/roles.ts).
  */
 export const LEDGER_DATABASE = "ledger";
+/** The RDS-managed master user (its password in the secret RDS owns); only the migrator logs in as it. */
 export const LEDGER_USER = "ledger_admin";
 /**
  * Aurora cluster identifier of the ledger of a hub whose names begin with `prefix` (`platform:namePrefix`): a fixed
