@@ -22,6 +22,7 @@ export const SpokeRefSchema = z
     })
     .strict();
 
+/** A model clients may call (`platform:models[]`), with its platform-wide limits. */
 export const ModelSchema = z
     .object({
         /** Model id as clients send it (`model` in the request body). */
@@ -31,6 +32,7 @@ export const ModelSchema = z
     })
     .strict();
 
+/** A team of a tenant (`platform:tenants[].teams[]`), with its limits: the second of the three tiers. */
 export const TeamSchema = z
     .object({
         id: DnsLabel,
@@ -39,6 +41,7 @@ export const TeamSchema = z
         serving: TeamServingSchema.optional(),
     })
     .strict();
+/** A tenant (`platform:tenants[]`): its teams and its KV-cache isolation unit. */
 export const TenantSchema = z
     .object({
         id: DnsLabel,
@@ -100,6 +103,7 @@ export const HubAlarmsSchema = z
             .default(48),
     })
     .strict();
+/** `platform:alarms` of the hub as parsed ({@link HubAlarmsSchema}, defaults filled in). */
 export type HubAlarms = z.infer<typeof HubAlarmsSchema>;
 
 /** The prefix of the shipped hub's physical names (`platform-usage-ledger`, `alias/platform-policy-bundles`, ...). */
@@ -180,8 +184,10 @@ export const AccessLogsConfigSchema = z
     })
     .strict();
 
+/** `platform:accessLogs` of the hub as parsed ({@link AccessLogsConfigSchema}, defaults filled in). */
 export type AccessLogsConfig = z.infer<typeof AccessLogsConfigSchema>;
 
+/** The `platform:*` keys of a hub stack file (`platform:role: hub`). */
 export const HubConfigSchema = z
     .object({
         role: z.literal("hub"),
@@ -283,4 +289,5 @@ export const HubConfigSchema = z
         }
     });
 
+/** A validated hub config: the `platform:*` keys of a hub stack file as parsed ({@link HubConfigSchema}, defaults filled in). */
 export type HubConfig = z.infer<typeof HubConfigSchema>;

@@ -15,6 +15,7 @@ import type {
     SpokeConfigRaw,
 } from "./spoke";
 
+/** A schema-parsed on-prem spoke file before {@link resolveSpoke} resolves its node profiles and rail pools. */
 export type OnPremRaw = SpokeConfigRaw & {
     cluster: OnPremCluster;
     backend: InfinibandBackend;
@@ -22,6 +23,7 @@ export type OnPremRaw = SpokeConfigRaw & {
     frontend: Frontend;
     nodeGroups?: undefined;
 };
+/** A schema-parsed EKS spoke file before {@link resolveEks} resolves its node groups' profiles. */
 export type EksRaw = SpokeConfigRaw & { cluster: EksCluster; backend: EfaBackend; nodeGroups: EksNodeGroups; frontend?: undefined };
 
 /** Validates the preset profile (or inline profile) `doc` selected at `key`; pushes issues and returns undefined on failure. */

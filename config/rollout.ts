@@ -48,6 +48,7 @@ export const PromotionSoakSchema = z
         },
     )
     .strict();
+/** A rollout's promotion soak as parsed ({@link PromotionSoakSchema}). */
 export type PromotionSoak = z.infer<typeof PromotionSoakSchema>;
 
 /**
@@ -85,6 +86,7 @@ export const RolloutGateSchema = z
         },
     )
     .strict();
+/** A rollout's promotion gate as parsed ({@link RolloutGateSchema}). */
 export type RolloutGate = z.infer<typeof RolloutGateSchema>;
 
 /** The verdict of a gate evaluation (lib/rollout.ts `evaluateGate`). */
@@ -115,6 +117,7 @@ export const RolloutStateSchema = z
         lastGate: z.object({ at: z.iso.datetime(), verdict: GateVerdict, summary: z.string() }).strict().optional(),
     })
     .strict();
+/** A rollout's recorded state as parsed ({@link RolloutStateSchema}). */
 export type RolloutState = z.infer<typeof RolloutStateSchema>;
 
 /** The endpoint schema's building blocks a rollout target reuses. */
