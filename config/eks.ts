@@ -28,6 +28,7 @@ export const AvailabilityZone = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d[a-z
 
 /** GPU instance types an EKS spoke may use: HGX H200 with EFA. */
 export const EKS_GPU_INSTANCE_TYPES = ["p5en.48xlarge", "p5e.48xlarge"] as const;
+/** One of {@link EKS_GPU_INSTANCE_TYPES}. */
 export type EksGpuInstanceType = (typeof EKS_GPU_INSTANCE_TYPES)[number];
 
 /** Node profile preset describing an instance type (`p5en.48xlarge` -> `p5en-48xlarge`). */

@@ -63,6 +63,7 @@ export function ciNames(namePrefix = "platform"): { previewRole: string; deployR
     };
 }
 
+/** A CI role: `preview` (pull-request previews) or `deploy` (`up` on `main`). */
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
 /**

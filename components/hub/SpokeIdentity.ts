@@ -33,6 +33,7 @@ export const SPOKE_AWS_SERVICES = {
     auth: { namespace: GATEWAY_NAMESPACE, serviceAccount: "auth", sessionName: AWS_ROLE_SESSION_NAMES.auth },
     metering: { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering", sessionName: AWS_ROLE_SESSION_NAMES.metering },
 } as const;
+/** A spoke service with its own AWS role: `auth` or `metering` ({@link SPOKE_AWS_SERVICES}). */
 export type SpokeService = keyof typeof SPOKE_AWS_SERVICES;
 /** The spoke services that get their own role ({@link SPOKE_AWS_SERVICES}), sorted by name. */
 export const SPOKE_SERVICES = Object.keys(SPOKE_AWS_SERVICES).sort() as SpokeService[];

@@ -8,6 +8,7 @@ import { frontendService } from "../../lib/serving";
 
 export { frontendService };
 
+/** Inputs of {@link ModelEndpoint}: lib/dgd.ts `DgdArgs` without `mooncake`, which is built here from the fields below. */
 export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
     /** Mooncake master `host:port` when the endpoint has a shared KV pool. */
     mooncakeMaster?: string;

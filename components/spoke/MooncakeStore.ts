@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { buildMooncake, type MooncakeArgs, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../../lib/mooncake";
 
+/** Inputs of {@link MooncakeStore}: lib/mooncake.ts `MooncakeArgs`. */
 export type MooncakeStoreArgs = MooncakeArgs;
 
 /**
