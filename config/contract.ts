@@ -57,6 +57,7 @@ export const PolicyContractSchema = z
             });
     });
 
+/** The contract's `policy` block as parsed ({@link PolicyContractSchema}): where the spoke pulls its signed bundles and how it verifies them. */
 export type PolicyContract = z.infer<typeof PolicyContractSchema>;
 
 /**
@@ -91,6 +92,8 @@ export const UsageContractSchema = z
     })
     .strict();
 
+/** The contract's `usage` block as parsed ({@link UsageContractSchema}): the spoke's Kinesis stream (name, ARN), its region, and
+ * metering's role. */
 export type UsageContract = z.infer<typeof UsageContractSchema>;
 
 /**
@@ -135,6 +138,7 @@ export const SpokeIdentityContractSchema = z.discriminatedUnion("mode", [
         .strict(),
 ]);
 
+/** The contract's `identity` block as parsed ({@link SpokeIdentityContractSchema}): how the spoke's services obtain their roles (no credential). */
 export type SpokeIdentityContract = z.infer<typeof SpokeIdentityContractSchema>;
 
 /**
@@ -162,6 +166,7 @@ export const SpokeContractSchema = z
     })
     .strict();
 
+/** One spoke's contract from the hub as parsed ({@link SpokeContractSchema}): placement, policy bundle, usage stream, identity, failover. */
 export type SpokeContract = z.infer<typeof SpokeContractSchema>;
 
 export { canonicalJson, contentHash } from "../services/shared/canonical";

@@ -54,6 +54,7 @@ export const EdgeTlsSchema = z.discriminatedUnion("source", [
         })
         .strict(),
 ]);
+/** `platform:gateway.listener.tls` as parsed ({@link EdgeTlsSchema}): where the edge certificate comes from (`source`). */
 export type EdgeTls = z.infer<typeof EdgeTlsSchema>;
 
 /**
@@ -67,6 +68,7 @@ export const EdgeExposureSchema = z
         sourceRanges: z.array(Cidr).min(1),
     })
     .strict();
+/** How the edge is exposed, as parsed ({@link EdgeExposureSchema}). */
 export type EdgeExposure = z.infer<typeof EdgeExposureSchema>;
 
 /**

@@ -28,6 +28,7 @@ export const AvailabilityZone = z.string().regex(/^[a-z]{2}(-gov)?-[a-z]+-\d[a-z
 
 /** GPU instance types an EKS spoke may use: HGX H200 with EFA. */
 export const EKS_GPU_INSTANCE_TYPES = ["p5en.48xlarge", "p5e.48xlarge"] as const;
+/** One of {@link EKS_GPU_INSTANCE_TYPES}. */
 export type EksGpuInstanceType = (typeof EKS_GPU_INSTANCE_TYPES)[number];
 
 /** Node profile preset describing an instance type (`p5en.48xlarge` -> `p5en-48xlarge`). */
@@ -269,9 +270,15 @@ export const EfaBackendSchema = z
     })
     .strict();
 
+/** `platform:cluster` of an EKS spoke as parsed ({@link EksClusterSchema}). */
 export type EksCluster = z.infer<typeof EksClusterSchema>;
+/** `platform:cluster.vpc` of an EKS spoke as parsed ({@link EksVpcSchema}): a VPC to create or an existing one. */
 export type EksVpc = z.infer<typeof EksVpcSchema>;
+/** One `platform:nodeGroups.gpu[]` entry as parsed ({@link EksGpuNodeGroupSchema}). */
 export type EksGpuNodeGroup = z.infer<typeof EksGpuNodeGroupSchema>;
+/** `platform:nodeGroups.cpu` as parsed ({@link EksCpuNodeGroupSchema}). */
 export type EksCpuNodeGroup = z.infer<typeof EksCpuNodeGroupSchema>;
+/** `platform:nodeGroups` of an EKS spoke as parsed ({@link EksNodeGroupsSchema}): GPU groups and the CPU group. */
 export type EksNodeGroups = z.infer<typeof EksNodeGroupsSchema>;
+/** How a GPU node group gets capacity, as parsed ({@link CapacitySchema}): On-Demand, an On-Demand Capacity Reservation or a Capacity Block. */
 export type Capacity = z.infer<typeof CapacitySchema>;

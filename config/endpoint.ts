@@ -131,6 +131,7 @@ export const RolloutSchema = makeRolloutSchema({
     SpeculativeSchema,
     KvExceptionSchema,
 });
+/** An endpoint's gated canary rollout as parsed ({@link RolloutSchema}). */
 export type Rollout = z.infer<typeof RolloutSchema>;
 
 /**
@@ -252,7 +253,10 @@ export const EndpointSchema = z
 /** DGD annotation carrying {@link Endpoint.cacheScopes} (defined with the rule that reads it, upstream/labels.ts). */
 export { CACHE_SCOPES_ANNOTATION } from "../upstream/labels";
 
+/** One placed endpoint as parsed ({@link EndpointSchema}, defaults filled in): its spoke, model, engine, topology,
+ * router, KV pool and planner. */
 export type Endpoint = z.infer<typeof EndpointSchema>;
+/** A pool of identical workers as parsed ({@link WorkerGroupSchema}): `replicas` pods of `gpusPerWorker` GPUs each. */
 export type WorkerGroup = z.infer<typeof WorkerGroupSchema>;
 
 /** GPUs a topology occupies at its configured replica counts. */

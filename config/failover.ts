@@ -61,6 +61,7 @@ export const FailoverConfigSchema = z
         ttlSeconds: z.number().int().min(5).max(300).default(30),
     })
     .strict();
+/** `platform:failover` of the hub as parsed ({@link FailoverConfigSchema}). */
 export type FailoverConfig = z.infer<typeof FailoverConfigSchema>;
 
 /**
@@ -83,6 +84,7 @@ export const GatewayReachableSchema = z
         caCertificate: PemCertificate.optional(),
     })
     .strict();
+/** `platform:gateway.listener.reachable` as parsed ({@link GatewayReachableSchema}). */
 export type GatewayReachable = z.infer<typeof GatewayReachableSchema>;
 
 /** How a spoke verifies a peer's edge certificate. */
@@ -90,6 +92,7 @@ export const PeerCaSchema = z.discriminatedUnion("kind", [
     z.object({ kind: z.literal("pem"), pem: PemCertificate }).strict(),
     z.object({ kind: z.literal("system") }).strict(),
 ]);
+/** How a spoke verifies a peer's edge certificate, as parsed ({@link PeerCaSchema}). */
 export type PeerCa = z.infer<typeof PeerCaSchema>;
 
 /** One peer in a spoke's contract: a gateway this spoke's routes may fall back to, and the models it serves. */
@@ -105,6 +108,7 @@ export const PeerContractSchema = z
         models: z.array(z.string().min(1)).min(1),
     })
     .strict();
+/** One peer in a spoke's contract as parsed ({@link PeerContractSchema}). */
 export type PeerContract = z.infer<typeof PeerContractSchema>;
 
 /** The contract's `failover` block (optional: absent when the spoke has no peers and is behind no global name). */
@@ -120,6 +124,7 @@ export const FailoverContractSchema = z
         peers: z.array(PeerContractSchema),
     })
     .strict();
+/** The contract's `failover` block as parsed ({@link FailoverContractSchema}). */
 export type FailoverContract = z.infer<typeof FailoverContractSchema>;
 
 /** A hub-file issue: path under `platform:`. */

@@ -23,6 +23,7 @@ export const SpokeRefSchema = z
     })
     .strict();
 
+/** A model clients may call (`platform:models[]`), with its platform-wide limits. */
 export const ModelSchema = z
     .object({
         /** Model id as clients send it (`model` in the request body). */
@@ -32,6 +33,7 @@ export const ModelSchema = z
     })
     .strict();
 
+/** A team of a tenant (`platform:tenants[].teams[]`), with its limits: the second of the three tiers. */
 export const TeamSchema = z
     .object({
         id: DnsLabel,
@@ -40,6 +42,7 @@ export const TeamSchema = z
         serving: TeamServingSchema.optional(),
     })
     .strict();
+/** A tenant (`platform:tenants[]`): its teams and its KV-cache isolation unit. */
 export const TenantSchema = z
     .object({
         id: DnsLabel,
@@ -101,6 +104,7 @@ export const HubAlarmsSchema = z
             .default(48),
     })
     .strict();
+/** `platform:alarms` of the hub as parsed ({@link HubAlarmsSchema}, defaults filled in). */
 export type HubAlarms = z.infer<typeof HubAlarmsSchema>;
 
 /** The prefix of the shipped hub's physical names (`platform-usage-ledger`, `alias/platform-policy-bundles`, ...). */
@@ -147,14 +151,6 @@ export const HubNamePrefixSchema = z
     );
 
 /**
- * `platform:accessLogs` of the hub: S3 server access logging of the hub's two data buckets (the policy bucket and the
- * usage failure bucket) into a dedicated log bucket the hub creates (components/hub/AccessLogs.ts). Always on: every
- * read, write and ACK of a bundle, and every stored or replayed usage batch, leaves a record that names the caller, so
- * a reviewer can verify it from the hub stack alone, with no organisation CloudTrail trail assumed. Every field has a
- * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
- * buckets").
- */
-/**
  * Shortest `platform:accessLogs.retentionDays`: 90 days, as long as the ledger's own log groups keep theirs
  * (components/hub/ledger/database.ts `LEDGER_LOG_RETENTION_DAYS`) and longer than a failed batch stays replayable
  * (components/hub/ledger/failures.ts `FAILED_BATCH_RETENTION_DAYS`), so the record of who read or replayed a batch
@@ -163,6 +159,14 @@ export const HubNamePrefixSchema = z
  */
 export const ACCESS_LOG_MIN_RETENTION_DAYS = 90;
 
+/**
+ * `platform:accessLogs` of the hub: S3 server access logging of the hub's two data buckets (the policy bucket and the
+ * usage failure bucket) into a dedicated log bucket the hub creates (components/hub/AccessLogs.ts). Always on: every
+ * read, write and ACK of a bundle, and every stored or replayed usage batch, leaves a record that names the caller, so
+ * a reviewer can verify it from the hub stack alone, with no organisation CloudTrail trail assumed. Every field has a
+ * default. Why server access logs rather than CloudTrail data events: docs/architecture.md ("Audit of the hub's data
+ * buckets").
+ */
 export const AccessLogsConfigSchema = z
     .object({
         /**
@@ -181,8 +185,10 @@ export const AccessLogsConfigSchema = z
     })
     .strict();
 
+/** `platform:accessLogs` of the hub as parsed ({@link AccessLogsConfigSchema}, defaults filled in). */
 export type AccessLogsConfig = z.infer<typeof AccessLogsConfigSchema>;
 
+/** The `platform:*` keys of a hub stack file (`platform:role: hub`). */
 export const HubConfigSchema = z
     .object({
         role: z.literal("hub"),
@@ -289,4 +295,5 @@ export const HubConfigSchema = z
         }
     });
 
+/** A validated hub config: the `platform:*` keys of a hub stack file as parsed ({@link HubConfigSchema}, defaults filled in). */
 export type HubConfig = z.infer<typeof HubConfigSchema>;

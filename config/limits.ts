@@ -18,4 +18,5 @@ export const LimitSetSchema = z
     })
     .strict();
 
+/** One tier's limits as parsed ({@link LimitSetSchema}). */
 export type LimitSet = z.infer<typeof LimitSetSchema>;

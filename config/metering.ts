@@ -55,6 +55,7 @@ export const UsageLedgerConfigSchema = z
     .strict()
     .refine((c) => c.minAcu <= c.maxAcu, { message: "minAcu must be ≤ maxAcu", path: ["minAcu"] });
 
+/** `platform:usage` of the hub as parsed ({@link UsageLedgerConfigSchema}, defaults filled in). */
 export type UsageLedgerConfig = z.infer<typeof UsageLedgerConfigSchema>;
 
 /** Default availability zones of the ledger subnets for `region`. */
@@ -82,4 +83,5 @@ export const MeteringConfigSchema = z
     })
     .strict();
 
+/** `platform:metering` of a spoke as parsed ({@link MeteringConfigSchema}, defaults filled in). */
 export type MeteringConfig = z.infer<typeof MeteringConfigSchema>;

@@ -285,9 +285,14 @@ export const NodeProfileSchema = z
         });
     });
 
+/** A node profile as parsed ({@link NodeProfileSchema}): GPUs, rails, frontend NICs and, for EKS, the EFA layout. */
 export type NodeProfile = z.infer<typeof NodeProfileSchema>;
+/** One rail of a node profile as parsed ({@link RailSchema}): its GPU, HCA, netdev, link layer and link rate
+ * (Gb/s). */
 export type Rail = z.infer<typeof RailSchema>;
+/** A north-south NIC of a node profile as parsed ({@link FrontendNicSchema}). */
 export type FrontendNic = z.infer<typeof FrontendNicSchema>;
+/** The EFA layout of an EKS node profile as parsed ({@link EfaSchema}). */
 export type EfaLayout = z.infer<typeof EfaSchema>;
 
 /** Directory holding the preset profiles shipped with the repo (`config/node-profiles/*.yaml`). */

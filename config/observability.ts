@@ -86,6 +86,7 @@ export const ObservabilityConfigSchema = z
     })
     .strict();
 
+/** `platform:observability` of a spoke as parsed ({@link ObservabilityConfigSchema}, defaults filled in). */
 export type ObservabilityConfig = z.infer<typeof ObservabilityConfigSchema>;
 
 /** The Prometheus one observability setting names. */

@@ -15,6 +15,7 @@ import type {
     SpokeConfigRaw,
 } from "./spoke";
 
+/** A schema-parsed on-prem spoke file before {@link resolveSpoke} resolves its node profiles and rail pools. */
 export type OnPremRaw = SpokeConfigRaw & {
     cluster: OnPremCluster;
     backend: InfinibandBackend;
@@ -22,6 +23,7 @@ export type OnPremRaw = SpokeConfigRaw & {
     frontend: Frontend;
     nodeGroups?: undefined;
 };
+/** A schema-parsed EKS spoke file before {@link resolveEks} resolves its node groups' profiles. */
 export type EksRaw = SpokeConfigRaw & { cluster: EksCluster; backend: EfaBackend; nodeGroups: EksNodeGroups; frontend?: undefined };
 
 /** Validates the preset profile (or inline profile) `doc` selected at `key`; pushes issues and returns undefined on failure. */
@@ -38,6 +40,10 @@ function resolveProfile(doc: unknown, name: string | undefined, key: string, iss
  * EKS: one pool per GPU node group with the preset profile of its instance type (`p5en.48xlarge` ->
  * `config/node-profiles/p5en-48xlarge.yaml`), checked to be an EFA profile of that exact type; AZs and the
  * VPC checked against the region and the service CIDR.
+ * @param issues where every problem is pushed (`{ key, message }`); the caller (config/stack.ts `parseFlatStackConfig`)
+ *   throws a ConfigError naming the stack file when any was pushed
+ * @throws Error only from reading the preset profiles (config/nodeProfile.ts `presetProfiles`) or from `parseCidr` on a
+ *   CIDR the schema let through; bad input is reported in `issues`
  */
 export function resolveEks(raw: EksRaw, issues: ConfigIssue[]): EksSpokeConfig {
     const presets = presetProfiles();
@@ -113,6 +119,22 @@ export function resolveEks(raw: EksRaw, issues: ConfigIssue[]): EksSpokeConfig {
     return { ...raw, nodePools: pools, railPools: [] };
 }
 
+/**
+ * On-prem: resolves a schema-valid on-prem spoke file into its config. Each node pool's profile (a preset name from
+ * `config/node-profiles/`, or an inline profile) is validated and must be an InfiniBand rail profile (not an EFA one)
+ * whose every rail runs at least `platform:backend.minLinkRateGbps` (Gb/s, gigabits per second) on link layer
+ * InfiniBand and which declares frontend NICs; pool names and node names are unique across pools; the pod, service,
+ * frontend and rail networks do not overlap; and one rail subnet of `/railPrefixLength` per rail (rail r = the r-th
+ * subnet of `platform:backend.railSupernet`) holds every node's `perNodeBlockSize` addresses.
+ * @param raw the schema-parsed file (CIDR strings already checked by config/spoke.ts)
+ * @param issues where every problem is pushed as `{ key: "platform:...", message }`; the caller
+ *   (config/stack.ts `parseFlatStackConfig`) throws a ConfigError naming the stack file when any was pushed
+ * @returns the config with `nodePools` carrying resolved profiles (pools whose profile failed are left out) and
+ *   `railPools` (`{ rail, subnet }` per rail; empty when the supernet cannot hold them); only meaningful when no issue
+ *   was pushed
+ * @throws Error only from reading the preset profiles (`presetProfiles`: an unreadable or unparsable file under
+ *   config/node-profiles/) or from `parseCidr` on a CIDR the schema let through; bad input is reported in `issues`
+ */
 export function resolveSpoke(raw: OnPremRaw, issues: ConfigIssue[]): OnPremSpokeConfig {
     const presets = presetProfiles();
     const pools: NodePool[] = [];

@@ -48,6 +48,7 @@ export const PromotionSoakSchema = z
         },
     )
     .strict();
+/** A rollout's promotion soak as parsed ({@link PromotionSoakSchema}). */
 export type PromotionSoak = z.infer<typeof PromotionSoakSchema>;
 
 /**
@@ -85,6 +86,7 @@ export const RolloutGateSchema = z
         },
     )
     .strict();
+/** A rollout's promotion gate as parsed ({@link RolloutGateSchema}). */
 export type RolloutGate = z.infer<typeof RolloutGateSchema>;
 
 /** The verdict of a gate evaluation (lib/rollout.ts `evaluateGate`). */
@@ -115,6 +117,7 @@ export const RolloutStateSchema = z
         lastGate: z.object({ at: z.iso.datetime(), verdict: GateVerdict, summary: z.string() }).strict().optional(),
     })
     .strict();
+/** A rollout's recorded state as parsed ({@link RolloutStateSchema}). */
 export type RolloutState = z.infer<typeof RolloutStateSchema>;
 
 /** The endpoint schema's building blocks a rollout target reuses. */
@@ -295,7 +298,11 @@ export function sourceEndpoint(e: Endpoint): Endpoint {
     return rest as Endpoint;
 }
 
-/** The endpoint as its target revision runs it: the target settings merged over the endpoint's, no rollout. */
+/**
+ * Pure: the endpoint as its target revision runs it: the target settings merged over the endpoint's (shallow: a key of
+ * `rollout.target` replaces the endpoint's whole value), `revision` = `rollout.revision`, no `rollout`.
+ * @throws Error naming the endpoint when it has no `rollout` (call it only during a rollout: {@link revisionsToCheck})
+ */
 export function targetEndpoint(e: Endpoint): Endpoint {
     if (!e.rollout) throw new Error(`endpoint ${e.name} has no rollout`);
     const { rollout, ...rest } = e;

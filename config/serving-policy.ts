@@ -20,6 +20,7 @@ export const ServingClassesSchema = z
         latency: z.record(DnsLabel, z.number().int().min(0).max(1000)),
     })
     .strict();
+/** `platform:servingClasses` of the hub as parsed ({@link ServingClassesSchema}). */
 export type ServingClasses = z.infer<typeof ServingClassesSchema>;
 
 /**
@@ -53,6 +54,7 @@ export const KvSharingSchema = z
         reason: z.string().min(10),
     })
     .strict();
+/** One `platform:kvSharing[]` entry of the hub as parsed ({@link KvSharingSchema}). */
 export type KvSharing = z.infer<typeof KvSharingSchema>;
 
 /** What the auth service enforces for one API key (carried per key in the signed bundle). */

@@ -46,4 +46,5 @@ export const ServingConfigSchema = z
     })
     .strict();
 
+/** `platform:serving` of a spoke as parsed ({@link ServingConfigSchema}, defaults filled in). */
 export type ServingConfig = z.infer<typeof ServingConfigSchema>;

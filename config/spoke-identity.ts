@@ -81,4 +81,5 @@ export const SpokeIdentityConfigSchema = z.discriminatedUnion("mode", [
                 });
         }),
 ]);
+/** `platform:spokeIdentities.<spoke>` of the hub as parsed ({@link SpokeIdentityConfigSchema}). */
 export type SpokeIdentityConfig = z.infer<typeof SpokeIdentityConfigSchema>;

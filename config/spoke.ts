@@ -22,6 +22,7 @@ const Cidr = z.string().refine(
     { message: "must be an IPv4 CIDR with no host bits set, e.g. 10.64.0.0/16" },
 );
 
+/** An on-prem GPU node pool (`platform:nodePools[]`): named nodes sharing one node profile. */
 export const NodePoolSchema = z
     .object({
         name: DnsLabel,
@@ -74,6 +75,7 @@ export const FrontendSchema = z
     })
     .strict();
 
+/** The `platform:*` keys of a spoke stack file (`platform:role: spoke`), on-prem or EKS. */
 export const SpokeConfigSchema = z
     .object({
         role: z.literal("spoke"),
@@ -167,11 +169,17 @@ export const SpokeConfigSchema = z
             issue(["spoke", "region"], `must equal platform:cluster.region (${s.cluster.region}) on an EKS spoke`);
     });
 
+/** A spoke file's `platform:*` keys as the schema parses them ({@link SpokeConfigSchema}), before profiles are resolved. */
 export type SpokeConfigRaw = z.infer<typeof SpokeConfigSchema>;
+/** One `platform:nodePools[]` entry as parsed ({@link NodePoolSchema}), its profile not yet resolved. */
 export type NodePoolRaw = z.infer<typeof NodePoolSchema>;
+/** `platform:cluster` of an on-prem spoke as parsed ({@link OnPremClusterSchema}). */
 export type OnPremCluster = z.infer<typeof OnPremClusterSchema>;
+/** `platform:backend` of an on-prem spoke as parsed ({@link InfinibandBackendSchema}): the InfiniBand rail fabric. */
 export type InfinibandBackend = z.infer<typeof InfinibandBackendSchema>;
+/** `platform:backend` of an EKS spoke as parsed ({@link EfaBackendSchema}): EFA. */
 export type EfaBackend = z.infer<typeof EfaBackendSchema>;
+/** `platform:frontend` of an on-prem spoke as parsed ({@link FrontendSchema}): the north-south Ethernet subnet and per-port rate (Gb/s). */
 export type Frontend = z.infer<typeof FrontendSchema>;
 
 /** A node pool with its profile resolved and validated. On EKS, `nodes` is empty (managed node groups scale). */
@@ -202,6 +210,7 @@ export type OnPremSpokeConfig = SpokeCommon & {
  */
 export type EksSpokeConfig = SpokeCommon & { cluster: EksCluster; backend: EfaBackend; nodeGroups: EksNodeGroups; frontend?: undefined };
 
+/** A validated spoke config, on-prem or EKS (config/stack.ts `parseFlatStackConfig`, resolved by config/resolve-spoke.ts); `cluster.provider` tells which. */
 export type SpokeConfig = OnPremSpokeConfig | EksSpokeConfig;
 
 /** Narrows a spoke config to the EKS variant. */

@@ -17,6 +17,7 @@ export const CONFIG_NAMESPACE = "platform";
 
 // ---------------------------------------------------------------- loading
 
+/** A validated stack config: a hub's or a spoke's, by `role` (programs/load.ts `loadStackConfig`). */
 export type StackConfig = { role: "hub"; hub: HubConfig } | { role: "spoke"; spoke: SpokeConfig };
 
 /**

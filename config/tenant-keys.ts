@@ -34,6 +34,7 @@ export const TenantKeysConfigSchema = z
         readers: z.record(z.string(), z.array(IamRoleArnSchema).min(1)),
     })
     .strict();
+/** `platform:tenantKeys` of the hub as parsed ({@link TenantKeysConfigSchema}). */
 export type TenantKeysConfig = z.infer<typeof TenantKeysConfigSchema>;
 
 /**

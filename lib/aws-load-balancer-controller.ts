@@ -11,6 +11,7 @@ import type { AwsCall } from "../services/shared/aws-calls";
 
 /** Namespace and service account of the controller (the chart's `serviceAccount.name`; the Pod Identity association names them). */
 export const LBC_NAMESPACE = "kube-system";
+/** The controller's service account in {@link LBC_NAMESPACE} (chart `serviceAccount.name`), bound by Pod Identity. */
 export const LBC_SERVICE_ACCOUNT = "aws-load-balancer-controller";
 
 /**
@@ -243,6 +244,8 @@ export const LBC_IAM_POLICY = {
  * - Every Elastic Load Balancing and EC2 mutation only in the spoke's region (`aws:RequestedRegion`).
  * @param vpcArn `arn:aws:ec2:<region>:<account>:vpc/<id>` of the spoke's VPC
  * @param clusterName the EKS cluster name, the tag value the controller writes (chart value `clusterName`)
+ * @throws Error when an upstream statement this policy replaces (matched by its actions, with no condition) is not in
+ *   the recorded upstream policy any more: the pinned iam_policy.json changed and must be re-read
  */
 export function lbcPolicy(vpcArn: string, clusterName: string) {
     const region = vpcArn.split(":")[3];

@@ -63,6 +63,7 @@ export function ciNames(namePrefix = "platform"): { previewRole: string; deployR
     };
 }
 
+/** A CI role: `preview` (pull-request previews) or `deploy` (`up` on `main`). */
 export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 
 /**
@@ -83,6 +84,7 @@ export const PREVIEW_REF_PATTERN = "refs/pull/*/merge";
  * The one-time `gh api` call that makes GitHub issue this repository's tokens with {@link GITHUB_SUBJECT_CLAIM_KEYS}
  * (repository admin; `gh api repos/<repo>/actions/oidc/customization/sub` shows it). Until it is made, every CI token
  * carries GitHub's default subject (`repo:<repo>:environment:<name>`), which neither role accepts.
+ * @throws Error when `repo` is not `owner/name`
  */
 export function githubSubjectCustomizationCommand(repo: string): string {
     if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`githubSubjectCustomizationCommand: "${repo}" is not owner/name`);
@@ -123,6 +125,8 @@ export function githubSubjects(
  * to the role's environments and refs ({@link githubSubjects}). A pull request cannot obtain the deploy role: its jobs
  * run in `preview-<stack>` environments on `refs/pull/*`, and the deploy role needs the `production` environment on `main`
  * (whatever the environment's branch rules say).
+ * @throws Error for a `repo` that is not owner/name, a preview role without stacks, or a stack name that is not a
+ *   plain stack name ({@link githubSubjects})
  */
 export function githubOidcTrustPolicy(x: {
     partition?: string;
@@ -296,7 +300,11 @@ export const PREVIEW_FORBIDDEN_READS: ReadonlyArray<{ action: string; resource: 
     { action: "cloudformation:GetTemplate", resource: "arn:{partition}:cloudformation:{region}:{account}:stack/x/1" },
 ];
 
-/** Fills the placeholders of a {@link PREVIEW_AWS_CALLS} or {@link PREVIEW_FORBIDDEN_READS} string. */
+/**
+ * Pure: fills the `{name}` placeholders of a {@link PREVIEW_AWS_CALLS} or {@link PREVIEW_FORBIDDEN_READS} string from
+ * `vars` (`{ partition, region, account, ... }`).
+ * @throws Error naming the placeholder and the text when `vars` has no value for one
+ */
 export function fillPreviewPlaceholders(text: string, vars: Record<string, string>): string {
     return text.replace(/\{(\w+)\}/g, (_m, k: string) => {
         if (!(k in vars)) throw new Error(`fillPreviewPlaceholders: no value for {${k}} in "${text}"`);
@@ -466,6 +474,7 @@ export function previewGuardPolicy(x: { region: string }): CiPolicyDocument {
  * Pure: key policy of the hub state key. The account administers it (no use through IAM policies); only the hub
  * deployers (`platform:hubDeployers`: the deploy role, the operators) encrypt and decrypt with it, directly (Pulumi's
  * awskms secrets provider calls KMS itself). Nobody else can, whatever their IAM policy says.
+ * @throws Error when the administrators are empty (lib/kms.ts `keyAdministration`)
  */
 export function hubStateKeyPolicy(x: {
     partition?: string;

@@ -388,6 +388,7 @@ export interface DgdArgs {
 
 /** Where the Mooncake client JSON is mounted (`MOONCAKE_CONFIG_PATH`, read by vLLM's MooncakeStoreConnector). */
 export const MOONCAKE_CONFIG_DIR = "/etc/mooncake";
+/** Key of the Mooncake client ConfigMap: the file name under {@link MOONCAKE_CONFIG_DIR}. */
 export const MOONCAKE_CONFIG_KEY = "mooncake.json";
 
 /**

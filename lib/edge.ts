@@ -6,6 +6,7 @@ export const CERT_MANAGER_NAMESPACE = "cert-manager";
 export const CERT_MANAGER_SERVICE_ACCOUNT = "cert-manager";
 /** The Secret cert-manager writes the edge certificate to (gateway namespace), and the Issuer's name. */
 export const EDGE_CERT_SECRET = "agent-router-tls";
+/** Name of the cert-manager Issuer of the edge certificate (gateway namespace). */
 export const EDGE_ISSUER = "agent-router-edge";
 /**
  * Annotation on the Gateway naming the load balancer that terminates TLS in front of a plain-HTTP listener
@@ -33,7 +34,12 @@ export function certManagerValues(ambientIssuer = false) {
 /** The listener TLS the Gateway gets: the Secret it terminates with, or the device in front that terminates. */
 export type ListenerTls = { secretName: string } | { terminatedBy: string };
 
-/** Pure: the Gateway listener's TLS for the configured source (`tlsSecretName` is the same as `{ source: secret }`). */
+/**
+ * Pure: the Gateway listener's TLS for the configured source (`tlsSecretName` is the same as `{ source: secret }`):
+ * `secret` -> that Secret, `terminated-in-front` -> the device that terminates, `acme-dns01` / `private-ca` -> the
+ * Secret the edge Certificate writes ({@link EDGE_CERT_SECRET}).
+ * @throws Error when neither `tls` nor `tlsSecretName` is given (config/edge.ts `edgeIssues` refuses such a file first)
+ */
 export function listenerTls(tls: EdgeTls | undefined, tlsSecretName?: string): ListenerTls {
     if (tlsSecretName) return { secretName: tlsSecretName };
     if (!tls) throw new Error("platform:gateway.listener: no tls source (config/edge.ts edgeIssues refuses this)");

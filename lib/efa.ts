@@ -92,6 +92,7 @@ export function checkInstanceTypeForEfa(info: InstanceTypeNetworkInfo, expectedC
     }
 }
 
+/** Options of {@link nodeBootstrapUserData}. */
 export interface NodeBootstrapOptions {
     /** 2 MiB huge pages to reserve (`vm.nr_hugepages`); the EFA driver pre-allocates 5,128 (EKS EFA guide). */
     hugepages2Mi: number;
@@ -171,14 +172,21 @@ export function base64(text: string): string {
  * Instance types of the EFA node groups missing from the device plugin's allowlist
  * (`supportedInstanceLabels.values`). The chart's DaemonSet has a *required* node affinity on that list, so
  * a missing type means DESIRED=0, no `vpc.amazonaws.com/efa` on the node and NCCL/NIXL quietly on TCP
- *. Empty result = the allowlist provably covers the pools.
+ * (aws/eks-charts@bfe91c4b:stable/aws-efa-k8s-device-plugin/templates, upstream/charts/aws-efa-k8s-device-plugin.ts).
+ * Empty result = the allowlist provably covers the pools.
  */
 export function missingFromEfaAllowlist(allowlist: readonly string[], instanceTypes: readonly string[]): string[] {
     const allowed = new Set(allowlist);
     return [...new Set(instanceTypes)].filter((t) => !allowed.has(t)).sort();
 }
 
-/** Helm values of the pinned EFA device plugin chart for the given EFA instance types and GPU taint. */
+/**
+ * Pure: Helm values of the pinned EFA device plugin chart (aws/eks-charts@bfe91c4b:stable/aws-efa-k8s-device-plugin,
+ * values keys in upstream/charts/aws-efa-k8s-device-plugin.ts) for the given EFA instance types and GPU taint:
+ * `supportedInstanceLabels` (key {@link INSTANCE_TYPE_LABEL}, the types deduplicated and sorted), the allowlist the
+ * DaemonSet's required node affinity reads, and tolerations for `CriticalAddonsOnly` and the GPU taint.
+ * @throws Error when `instanceTypes` is empty: an empty allowlist schedules the plugin nowhere
+ */
 export function efaDevicePluginValues(instanceTypes: readonly string[], gpuTaintKey: string): Record<string, unknown> {
     const values = [...new Set(instanceTypes)].sort();
     if (values.length === 0) throw new Error("the EFA device plugin needs at least one instance type in its allowlist");

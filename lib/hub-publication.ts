@@ -71,7 +71,12 @@ export function nextPublicationSerial(previous: unknown, hub: string, outputs: R
     return prevSerial + 1;
 }
 
-/** Pure and deterministic (Ed25519, RFC 8032): the publication for `outputs`, signed with the hub's 32-byte seed. */
+/**
+ * Pure and deterministic (Ed25519, RFC 8032): the publication for `outputs`, signed with the hub's 32-byte seed.
+ * @param serial the publication serial ({@link nextPublicationSerial}), a positive safe integer
+ * @throws Error when `serial` is not a positive safe integer, or the seed is not 32 bytes
+ *   (services/shared/bundle.ts `privateKeyFromSeed`)
+ */
 export function signHubPublication(seed: Buffer, hub: string, outputs: Record<string, unknown>, serial = 1): HubPublication {
     if (!Number.isSafeInteger(serial) || serial < 1) throw new Error(`publication serial ${serial} is not a positive integer`);
     const body = publicationBody(hub, serial, outputs);

@@ -68,6 +68,7 @@ export function keyAdministration(x: {
  * (`kms:CallerAccount`): the default key policy (`kms:*` to the account) would let any principal with a broad IAM
  * policy decrypt directly. `services` are service endpoints' first labels (`s3`, `rds`, `secretsmanager`).
  * Source: AWS KMS developer guide, "kms:ViaService" and "Default key policy".
+ * @throws Error when `logGroups` are given and `partition` is not `aws` ({@link logGroupKeyStatement})
  */
 export function serviceOnlyKeyPolicy(x: {
     accountId: string;

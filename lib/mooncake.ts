@@ -50,16 +50,26 @@ export const MOONCAKE_STORE_PORT = 8088;
  */
 export const STORE_MEMORY_HEADROOM_GIB = 16;
 
+/** Inputs of {@link buildMooncake} (and components/spoke/MooncakeStore.ts): one endpoint's Mooncake pool. */
 export interface MooncakeArgs {
+    /** Endpoint name: names the master and store objects ({@link mooncakeNames}) and their `app.kubernetes.io/instance`. */
     endpoint: string;
+    /** Namespace of the master and stores (the inference namespace: the workers reach the master there). */
     namespace: string;
+    /**
+     * Image of master, stores and their preflight: the endpoint's own Dynamo runtime image, whose Mooncake wheel ships
+     * `mooncake_master` and the store service (programs/serving.ts), so pool and clients run one Mooncake release.
+     */
     image: string;
+    /** The endpoint's node pool: stores run on its GPU nodes over its rail HCAs (fabric, memlock, selector, tolerations). */
     pool: PoolPlacement;
     /** Host DRAM each store pod contributes, in GiB (MOONCAKE_GLOBAL_SEGMENT_SIZE). */
     segmentSizeGiB: number;
+    /** Store pods (`kvPool.storeReplicas`), at most one per node: at most `poolNodes`. */
     storeReplicas: number;
     /** Nodes in the pool; at most one store per node. */
     poolNodes: number;
+    /** Lowest rail link rate the stores' preflight accepts, Gb/s (gigabits per second; `platform:backend.minLinkRateGbps`). */
     minLinkRateGbps: number;
     /**
      * Node selector of the CPU nodes the master runs on (no GPU, no RDMA data path). Unset or empty: no selector,

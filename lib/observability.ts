@@ -343,11 +343,6 @@ export interface Dashboard {
 }
 
 /**
- * The spoke's dashboards: `serving` (the figures of per model: TTFT p95, ITL p99, KV cache hit rate and
- * utilisation, queue and in-flight per worker, output tokens/s per GPU, KV transfer rate) and `platform` (auth
- * decisions by status, bundle revisions, metering backlog, gateway errors).
- */
-/**
  * Output tokens/s per GPU of a model, with the GPU count read from series, not from config: the GPUs the DCGM exporter
  * reports for pods that serve the model (one `DCGM_FI_DEV_GPU_UTIL` series per GPU, labelled with the pod it is
  * allocated to: NVIDIA/dcgm-exporter@07c87278a5e18805287ee56cba8abe9eb7a87ced:internal/pkg/transformation/const.go
@@ -360,6 +355,25 @@ export function tokensPerGpuExpr(model: string): string {
     return `sum(rate(dynamo_frontend_output_tokens_total{model=${m}}[5m])) / count(DCGM_FI_DEV_GPU_UTIL{${WORKERS}} and on (namespace, pod) dynamo_component_gpu_cache_usage_percent{${WORKERS}, model=${m}})`;
 }
 
+/**
+ * Pure: the spoke's dashboards (rendered by {@link grafanaDashboard} into the Grafana sidecar's ConfigMaps,
+ * components/spoke/Observability.ts).
+ * - `platform-serving-<spoke>` (only when `endpoints` is non-empty), per model: TTFT p95 and ITL p99 (seconds, the
+ *   Dynamo frontend histograms), output tokens/s per GPU ({@link tokensPerGpuExpr}), KV cache utilisation per worker
+ *   (fraction), requests queued / in flight, and, where an engine exports it, the KV cache hit rate (fraction: vLLM
+ *   `prefix_cache_hits_total / prefix_cache_queries_total`, vllm-project/vllm@v0.28.0:vllm/v1/metrics/loggers.py;
+ *   SGLang `cache_hit_rate`, sgl-project/sglang@v0.5.18:python/sglang/srt/metrics/collector.py) and, for
+ *   disaggregated endpoints, the KV transfer rate per worker in bytes/s (panel unit `Bps`): vLLM NIXL bytes over
+ *   transfer seconds (vllm-project/vllm@v0.28.0:vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py
+ *   `NixlPromMetrics`), SGLang `kv_transfer_speed_gb_s` (GB/s, gigabytes) x 1e9. Metric names and sources:
+ *   upstream/metrics.ts.
+ * - `platform-ops-<spoke>`: auth decisions by status (requests/s), auth check latency p99 (s), bundle revision and age
+ *   (s) per replica, usage not yet acknowledged by the hub (bytes), usage records by outcome, gateway responses by
+ *   code class.
+ * @param spoke the spoke name, in each dashboard's `uid` and title
+ * @param endpoints the endpoints placed on the spoke; the engine set decides which hit-rate and transfer queries appear
+ * @returns one or two dashboards, serving first; never throws
+ */
 export function dashboards(spoke: string, endpoints: ObservedEndpoint[]): Dashboard[] {
     const serving: Panel[] = [];
     if (endpoints.length > 0) {

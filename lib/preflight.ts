@@ -20,6 +20,7 @@ export const PREFLIGHT_CONTAINER = "rdma-preflight";
 
 /** ConfigMap (in the workload namespace) carrying the script, and its key. */
 export const PREFLIGHT_CONFIGMAP = "rdma-preflight";
+/** Key of {@link PREFLIGHT_CONFIGMAP} holding the script (the file name it is mounted as). */
 export const PREFLIGHT_KEY = "preflight.sh";
 /**
  * ConfigMap key holding the spoke's GPUDirect RDMA mode (`dmabuf` | `peermem`, `platform:gpuOperator.gpuDirectRdma`);

@@ -45,12 +45,6 @@ export function awsFilesVolume<T>(configSecret: T) {
 }
 
 /**
- * Pure: the pod-level settings every platform service pod shares (auth, metering): no service-account token mounted
- * (nothing here calls the Kubernetes API), the Pod Security Standards `restricted` context as `uid`
- * (kubernetes/website pod-security-standards.md: runAsNonRoot, RuntimeDefault seccomp), and replicas spread over nodes
- * so one node's loss takes one replica.
- */
-/**
  * The container-level security context every platform service container runs with (auth, metering, the counter
  * store, the collector): no privilege escalation, a read-only root filesystem, no Linux capabilities. A fresh copy
  * each call, since Pulumi inputs may be mutated by transformations.
@@ -59,6 +53,19 @@ export function serviceContainerSecurity() {
     return { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } };
 }
 
+/**
+ * Pure: the pod-level settings every platform service pod shares (auth, metering): no service-account token mounted
+ * (nothing here calls the Kubernetes API), the Pod Security Standards `restricted` context as `uid`
+ * (kubernetes/website pod-security-standards.md: runAsNonRoot, RuntimeDefault seccomp), and replicas spread over nodes
+ * so one node's loss takes one replica.
+ * @param labels the pods' labels, the spread constraint's selector
+ * @param uid the numeric UID (also GID and fsGroup) the image runs as: 10001 for the auth service
+ *   (components/spoke/AuthService.ts), `METERING_UID` 65532 (distroless `nonroot`) for metering
+ *   (components/spoke/Metering.ts)
+ * @returns pod spec fields to spread into a pod template: `automountServiceAccountToken`, `securityContext`
+ *   (`runAsUser`/`runAsGroup`/`fsGroup` = `uid`), `topologySpreadConstraints` (maxSkew 1 over
+ *   `kubernetes.io/hostname`, ScheduleAnyway); a fresh object each call
+ */
 export function servicePodBasics(labels: Record<string, string>, uid: number) {
     return {
         automountServiceAccountToken: false,

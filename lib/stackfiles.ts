@@ -17,9 +17,13 @@ export interface StackFile {
     secretKeys: string[];
 }
 
+/** The repository's `stacks/` directory (absolute; Pulumi.yaml `stackConfigDir: stacks`), wherever the tool runs from. */
 export const STACKS_DIR = path.join(__dirname, "..", "stacks");
 
-/** Stack name from a stack file path: `stacks/Pulumi.spoke-hn1.yaml` -> `spoke-hn1`. */
+/**
+ * Pure: stack name from a stack file path: `stacks/Pulumi.spoke-hn1.yaml` -> `spoke-hn1` (`.yml` too).
+ * @throws Error naming the file when its base name is not `Pulumi.<stack>.yaml` / `.yml`
+ */
 export function stackNameOf(file: string): string {
     const m = /^Pulumi\.(.+)\.ya?ml$/.exec(path.basename(file));
     if (!m) throw new Error(`${file}: a stack file must be named Pulumi.<stack>.yaml`);
@@ -138,7 +142,12 @@ export function yamlErrorText(text: string, e: Error): string {
     return `line ${at.line}, column ${at.col}: ${what}\n\n${gutter}${src}\n${" ".repeat(gutter.length + at.col - 1)}^`;
 }
 
-/** Every stack file under `stacks/`, sorted by name. */
+/**
+ * Every stack file (`Pulumi.<stack>.yaml` / `.yml`) in `dir` (default `stacks/`), sorted by file name, each read with
+ * {@link readStackFile} and named relative to the working directory.
+ * @throws Error naming the file when one cannot be read, is not YAML or has no `config:` map ({@link readStackFile});
+ *   the file system's error when `dir` cannot be listed
+ */
 export function discoverStacks(dir = STACKS_DIR): StackFile[] {
     return fs
         .readdirSync(dir)

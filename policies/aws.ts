@@ -326,6 +326,7 @@ export const awsHubNoKeyGenerators: StackValidationPolicy = {
     },
 };
 
+/** The AWS policies of the pack, in report order. */
 export const awsPolicies = [
     awsEksNoAccessKeys,
     awsNoCredentialOutputs,

@@ -45,6 +45,12 @@ function clusterInternal(gw: any, resources: PolicyResource[]): boolean {
     return proxy?.spec?.provider?.kubernetes?.envoyService?.type === "ClusterIP";
 }
 
+/**
+ * `edge-tls-listeners` (mandatory): one violation per plain-text listener (HTTP, TCP, UDP) of a Gateway reachable from
+ * outside the cluster, as this module's comment says: the Gateway passes only when it names the load balancer that
+ * terminates TLS in front ({@link TLS_TERMINATED_BY_ANNOTATION}, a value of at least 3 characters) or is provably
+ * ClusterIP-only.
+ */
 export const edgeTlsListeners: StackValidationPolicy = stackPolicy(
     {
         name: "edge-tls-listeners",
@@ -78,4 +84,5 @@ export const edgeTlsListeners: StackValidationPolicy = stackPolicy(
     },
 );
 
+/** The edge TLS policies of the pack. */
 export const edgeTlsPolicies = [edgeTlsListeners];

@@ -81,11 +81,6 @@ const tpOf = (c: ContainerView) =>
 type Out = Array<{ subject: string; finding: Finding; urn?: string }>;
 
 /**
- * Prefill and decode agree on every setting that shapes a KV block or the transfer: `upstream/check` `pairRule` (the rule
- * `npm run upstream-check` runs, on the same objects as `upstream-rules` sees them, policies/upstream.ts
- * `renderedStackOf`), plus what only the pack refuses: engine arguments from a file and TP sizes that do not divide.
- */
-/**
  * The policy's description, built from the facts: the KV-shaping settings it lists are upstream/pairs.ts
  * `pairKvSettings` (per entry point), never a second list in prose.
  */
@@ -96,6 +91,19 @@ export function pdSettingsDescription(kvSettings: typeof pairKvSettings = pairKv
     return `The prefill and decode workers of one DynamoGraphDeployment must run the same engine and be identical in image, flags, env and mounts (read-only flag and mounted ConfigMap contents included) except the per-engine role settings of upstream/pairs.ts (role flag, TP size, role-only switches); the KV-shaping settings of upstream/pairs.ts (${kv}) compare by meaning; a pair whose entry point upstream/ does not record is refused; TP sizes must divide. The rule is upstream/check/pairs.ts, the one npm run upstream-check runs.`;
 }
 
+/**
+ * Prefill and decode agree on every setting that shapes a KV block or the transfer: `upstream/check` `pairRule` (the rule
+ * `npm run upstream-check` runs, on the same objects as `upstream-rules` sees them, policies/upstream.ts
+ * `renderedStackOf`), plus what only the pack refuses: engine arguments from a file and TP sizes that do not divide.
+ *
+ * The policy `pd-kv-settings-match` (mandatory): one violation per difference `pairRule` finds (naming the
+ * DynamoGraphDeployment, the container and the key), per TensorRT-LLM worker that takes `--extra-engine-args` from a
+ * file, per vLLM/SGLang worker that reads `--config` from a file, and per vLLM pair whose prefill and decode
+ * `--tensor-parallel-size` do not divide one another (vLLM's NIXL connector maps KV heads between ranks by an integer
+ * ratio: vllm-project/vllm@v0.28.0 kv_connector/utils.py `TpKVTopology`, as the module comment says).
+ * @param facts the upstream facts `pairRule` compares with (tests pass reduced ones); default upstream/'s
+ * @returns the stack policy; building it never throws, and its `validateStack` reports findings instead of throwing
+ */
 export function pdSettingsMatchPolicy(facts: Facts = defaultFacts): StackValidationPolicy {
     return stackPolicy(
         {

@@ -281,4 +281,5 @@ export const dynamoNamespacePrefixIsolation: StackValidationPolicy = {
     },
 };
 
+/** The rollout policies of the pack. */
 export const rolloutPolicies = [rolloutOrdering, dynamoNamespacePrefixIsolation];

@@ -22,6 +22,10 @@ function urnTail(urn: string): string {
  */
 export const INSTALLED_SPOKE_SECRETS: readonly string[] = [COUNTER_STORE_SECRET.name, CACHE_SALT_SECRET.name];
 
+/**
+ * `spoke-no-key-generators` (mandatory): a spoke stack generates no key material into its state (no `random:`/`tls:`
+ * resource, no AWS key) and manages none of the operator-installed Secrets ({@link INSTALLED_SPOKE_SECRETS}).
+ */
 export const spokeNoKeyGenerators: StackValidationPolicy = {
     name: "spoke-no-key-generators",
     description:
@@ -51,4 +55,5 @@ export const spokeNoKeyGenerators: StackValidationPolicy = {
     },
 };
 
+/** The spoke-secret policies of the pack. */
 export const spokeSecretPolicies: StackValidationPolicy[] = [spokeNoKeyGenerators];

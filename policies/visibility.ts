@@ -134,6 +134,7 @@ export function verifiedCharts(
     );
 }
 
+/** {@link verifiedCharts} of upstream/charts: per guarded chart, its verified versions, the keys read and the sources. */
 export const VERIFIED_CHARTS = verifiedCharts();
 
 /** Helm releases of guarded charts must put every value where the pack reads it. */

@@ -43,6 +43,14 @@ export function placedEndpoints(hub: HubConfig, spoke: string) {
 /**
  * Pure: the per-spoke placement contracts for a validated hub config. Every spoke the hub knows
  * gets a contract, possibly with no endpoints, so a spoke is never left guessing.
+ * @param hub the validated hub config (`platform:spokes`, `platform:endpoints`, `platform:failover`)
+ * @param hubStack the hub's stack name, recorded in each contract's `hub`
+ * @param extras spoke name -> the hub-resource parts of its contract ({@link SpokeContractExtras}); one per spoke of `hub`
+ * @param edges spoke name -> its reachable edge (hostname and CA) for the failover block (programs/spoke-registry.ts
+ *   `readSpokeEdges`); empty without failover
+ * @returns spoke name -> its contract (config/contract.ts `SpokeContract`, `schemaVersion` {@link CONTRACT_SCHEMA_VERSION}),
+ *   spokes in name order, `placementRevision` the content hash of its endpoints
+ * @throws Error when `extras` has no entry for a spoke of `hub` (a hub resource output missing)
  */
 export function buildSpokeContracts(
     hub: HubConfig,
@@ -109,7 +117,6 @@ export function accessModel(hub: HubConfig, keyHashes: Record<string, string>) {
     };
 }
 
-/** Builds the hub stack. Returns the stack outputs. */
 /**
  * Pure: every IAM role the hub's key and secret policies name, with the hub file key that names it:
  * `platform:hubDeployers[i]`, `platform:tenantKeys.readers.<tenant>[i]`, and each access-key spoke's deployer
@@ -307,6 +314,36 @@ export function keepLegacySpokeRolesOf(previous: {
     return deployed && previous.previousGeneration === undefined;
 }
 
+/**
+ * Builds the hub stack (run by index.ts for `platform:role: hub`): checks everything it can first (the hub file's
+ * secrets provider, its spoke files, on-prem identities, bucket-name length, the AWS partition,
+ * the caller, pod-identity accounts, every role the key policies name, the alarm topic), then creates the API keys
+ * ({@link ApiKeys}), the policy store ({@link PolicyStore}), the usage ledger ({@link UsageLedger}), the access logs,
+ * one {@link SpokeIdentity} per spoke, each usage stream's resource policy and, with `platform:failover`, the global DNS.
+ * Nothing is half-applied: every check named under `@throws` runs before any resource but the hub's AWS provider is
+ * registered.
+ * @param cfg the validated hub config (programs/load.ts `loadStackConfig`)
+ * @param stackName this hub stack's name (`hub-prod`): the self StackReference for bundle revisions and the
+ *   publication serial, and each contract's `hub`
+ * @returns the stack outputs: `spokeContracts`, the signed `publication` (lib/hub-publication.ts), `spokeNetworks`,
+ *   `placement`, `modelPlacement`, `failover` (only with `platform:failover`), `accessModel` (key hashes, never keys),
+ *   `tenantKeySecrets` (secret ARNs), `policyRevisions`, `spokeRoleGeneration`, `legacySpokeRoles`, `usageLedger`
+ *   (no secrets)
+ * @throws ConfigError naming the hub file and key: `secretsprovider` ({@link requireHubSecretsProvider}),
+ *   `platform:spokes[i]` ({@link checkSpokeRegistry}), `platform:spokeIdentities.<spoke>`
+ *   ({@link refuseImplicitOnPremIdentities}), `platform:namePrefix` (a bucket name over S3's 63 characters),
+ *   `aws:region` (a partition other than `aws`), `platform:hubDeployers` (the caller is no hub deployer or key
+ *   administrator)
+ * @throws SpokeFilesError (a ConfigError) when a spoke file of this hub is wrong ({@link checkSpokeRegistry})
+ * @throws Error naming the hub file and key: a pod-identity spoke in another account
+ *   ({@link refuseForeignPodIdentityAccounts}), a named role missing from the hub's account
+ *   ({@link requireNamedRolesExist}), an alarm topic in another region, missing, or unusable by CloudWatch
+ *   ({@link requireAlarmTopic})
+ * @throws Error from the Pulumi SDK when `aws:region` is not set (`pulumi.Config.require`; loadStackConfig refuses it
+ *   first) and from the file system when the hub file's directory cannot be read
+ * @throws Error from the components once resources are registered: a usage-ledger Lambda bundle that does not build
+ *   (esbuild's messages, {@link UsageLedger}); their other guards are excluded by the checks above
+ */
 export async function buildHub(cfg: HubConfig, stackName: string) {
     requireHubSecretsProvider(stackFilePath());
     // Hub-side spoke check (spoke files exist and match, no name/subnet/rail-pool collisions) before anything is created.

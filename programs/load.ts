@@ -11,10 +11,6 @@ import { stackAwsRegionIssues } from "../lib/aws-partition";
 const { isConfigSecret } = require("@pulumi/pulumi/runtime/config") as { isConfigSecret: (k: string) => boolean };
 
 /**
- * Path of the stack file shown in error messages: `$PLATFORM_STACK_FILE` when the offline renderer was
- * given `--config <file>`, else `stacks/Pulumi.<stack>.yaml` (Pulumi.yaml sets `stackConfigDir: stacks`).
- */
-/**
  * Environment variable naming a file of the hub's published outputs (`pulumi stack output --json` of the hub, saved
  * by up.yml after each hub `up`, signed by the hub: lib/hub-publication.ts). Every real spoke run (pull-request
  * previews and `up`s) reads the hub from it instead of a StackReference: a StackReference makes the engine open the
@@ -23,6 +19,11 @@ const { isConfigSecret } = require("@pulumi/pulumi/runtime/config") as { isConfi
  */
 export const HUB_OUTPUTS_ENV = "PLATFORM_HUB_OUTPUTS";
 
+/**
+ * Path of the stack file shown in error messages: `$PLATFORM_STACK_FILE` when the offline renderer was
+ * given `--config <file>`, else `stacks/Pulumi.<stack>.yaml` (Pulumi.yaml sets `stackConfigDir: stacks`), relative to
+ * the working directory. Never throws for a missing file: it is only a path (callers check it exists).
+ */
 export function stackFilePath(): string {
     return process.env.PLATFORM_STACK_FILE ?? path.join("stacks", `Pulumi.${pulumi.getStack()}.yaml`);
 }

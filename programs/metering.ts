@@ -5,9 +5,13 @@ import type { MeteringConfig } from "../config/metering";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import type { GatewayHandles } from "./gateway";
 
+/** Inputs of {@link deployMetering}. */
 export interface MeteringDeployment {
+    /** The spoke's name (`platform:spoke.name`), handed to the metering service. */
     spoke: string;
+    /** The spoke's contract from the hub (config/contract.ts): its usage stream and role, and the policy bundle's bucket. */
     contract: SpokeContract;
+    /** `platform:metering` of the spoke file (config/metering.ts `MeteringConfigSchema`). */
     metering: MeteringConfig;
     /**
      * Returned by deployGateway: the auth service's counters (Redis URL, secret), where metering releases leases
@@ -20,6 +24,8 @@ export interface MeteringDeployment {
  * Deploys the spoke's usage metering (components/spoke/Metering.ts) from the hub contract (`usage` stream,
  * `policy` role and bundle bucket). Shared by every spoke flavour; pass the stack's Kubernetes provider
  * through `opts.providers` and make it depend on the platform namespace.
+ * @throws Error from components/spoke/Metering.ts: a namespace other than the access-log collector's, or a counter
+ *   store Secret outside its namespaces
  */
 export function deployMetering(d: MeteringDeployment, opts: pulumi.ComponentResourceOptions) {
     const m = d.metering;

@@ -17,10 +17,15 @@ export function spokeGpuCapacity(cfg: SpokeConfig): number {
     return cfg.nodePools.reduce((n, p) => n + p.nodes.length * p.profile.gpu.count, 0);
 }
 
+/** One spoke stack file of a hub, as {@link spokeFilesOf} read it: either `cfg` or `error` is set. */
 export interface SpokeFile {
+    /** Stack name (`spoke-hn1` from `Pulumi.spoke-hn1.yaml`). */
     stack: string;
+    /** The file's path relative to the working directory, as messages name it. */
     file: string;
+    /** The validated spoke config, when the file parsed as a spoke file of this hub. */
     cfg?: SpokeConfig;
+    /** Why the file could not be read or validated (a ConfigError naming the file and keys, or the read/YAML Error). */
     error?: Error;
 }
 
@@ -54,7 +59,17 @@ export function setAsideSpokesForRender(stacks: Iterable<string> = []): void {
     for (const s of stacks) setAsideForRender.add(s);
 }
 
-/** Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment). */
+/**
+ * Spoke stack files in `dir` whose `platform:spoke.hubStack` names `hubStack` (the last path segment), in file-name
+ * order, skipping the stacks set aside for an offline render ({@link setAsideSpokesForRender}). A file that cannot be
+ * read, or does not validate as a spoke file (config/stack.ts `parseFlatStackConfig`, plus lib/aws-partition.ts
+ * `eksSpokePartitionIssues` for an EKS spoke), is returned with its `error` (a ConfigError naming the file and keys, or
+ * the read/YAML Error), not thrown: {@link checkSpokeRegistry} reports every file's error at once. A file that cannot be
+ * read is listed under its file name's stack, since its `platform:spoke.hubStack` is unknown.
+ * @returns one entry per matching (or unreadable) file: `stack`, `file` (relative to the working directory), and
+ *   either `cfg` or `error`
+ * @throws Error from the file system (`ENOENT`, `ENOTDIR`) when `dir` cannot be listed; never a ConfigError
+ */
 export function spokeFilesOf(dir: string, hubStack: string): SpokeFile[] {
     const out: SpokeFile[] = [];
     for (const f of fs
@@ -201,6 +216,8 @@ function listedFiles(hub: HubConfig, byStack: Map<string, SpokeFile>): Map<strin
 /**
  * The reachable edges of the spokes the hub's failover needs (programs/failover.ts `spokeEdges`), read from the spoke
  * files beside the hub's. Call after {@link checkSpokeRegistry} passed (which reports every missing piece).
+ * @throws Error when `hubStackFile` is not named `Pulumi.<stack>.yaml` (lib/stackfiles.ts `stackNameOf`), or the file
+ *   system's error when its directory cannot be listed ({@link spokeFilesOf})
  */
 export function readSpokeEdges(hub: HubConfig, hubStackFile: string): Map<string, SpokeEdge> {
     const files = spokeFilesOf(path.dirname(hubStackFile), stackNameOf(hubStackFile));

@@ -25,6 +25,10 @@ export type WorkloadConfig = Pick<SpokeConfig, "spoke" | "gateway" | "serving" |
  *
  * @param identity programs/gateway.ts `spokeIdentityKind`: the operator-installed source key (on-prem) or EKS Pod Identity
  * @returns the stack outputs of the workloads (`serving`, `gateway`, `metering`)
+ * @throws ConfigError naming the stack file when a placement does not fit this spoke's pools, and Error when a pool's
+ *   fabric needs RDMA resources its device plugin does not advertise (programs/serving.ts `deployServing`); the
+ *   components' own guards (components/spoke/AgentRouter.ts, components/spoke/Metering.ts) throw Error on a programming
+ *   mistake the caller's checks exclude
  */
 export function deployWorkloads(
     cfg: WorkloadConfig,

@@ -63,6 +63,17 @@ function cacheState(tmpdir: string, env: NodeJS.ProcessEnv): string {
     ].join(", ");
 }
 
+/**
+ * Runs the test suite once (`vitest run` in a child process, dot and JSON reporters) and prints the table described in
+ * this module's comment: files, tests, wall time in seconds and children's CPU seconds (user + system) against
+ * {@link TEST_BASELINES} and {@link TEST_GOAL_WALL_S}, the 1/5/15-minute load averages, the caches' state and the
+ * eight slowest files (wall seconds).
+ * @param args extra `vitest run` arguments (test files, filters); with any, the wall-time goal is not judged
+ * @returns `goalsMissed`: one line per missed goal (a failed test or non-zero exit; the wall time over the goal, judged
+ *   only for a full run started with a 1-minute load average of at most 1); empty when every goal holds
+ * @throws Error when the child cannot be started (spawn's `error`), or when Vitest wrote no readable JSON report (the
+ *   file system's error, or SyntaxError)
+ */
 export async function runTestsBench(args: string[] = []): Promise<{ goalsMissed: string[] }> {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "bench-tests-"));
     const json = path.join(tmp, "vitest.json");

@@ -37,13 +37,29 @@ export class InvokeCommand {
     constructor(readonly input: { FunctionName: string; Payload: unknown }) {}
 }
 
-/** Lambda's synchronous request payload limit (AWS Lambda developer guide, "Lambda quotas": 6 MB). */
+/**
+ * Lambda's synchronous request payload limit: 6 MiB, 6,291,456 bytes (6 * 1024 * 1024). AWS documents it as "6 MB"
+ * (AWS Lambda developer guide, "Lambda quotas"; API reference "Invoke": "For synchronous invocations, the maximum
+ * payload size is 6 MB"); the byte count the service enforces is the binary one, 6,291,456 (its
+ * RequestEntityTooLargeException reads "Request must be smaller than 6291456 bytes for the InvokeFunction operation").
+ */
 export const INVOKE_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
 
+/**
+ * The client: `send(new InvokeCommand({ FunctionName, Payload }))` invokes a function synchronously (RequestResponse)
+ * with `Payload` as JSON and resolves to the function's JSON result (see this module's comment for the API).
+ * Construction makes no call (it throws only `new URL`'s TypeError for an `endpoint` that is not a URL); credentials
+ * are resolved by the signer at the first `send`.
+ * @throws Error from `send` naming the function: a payload over {@link INVOKE_PAYLOAD_LIMIT_BYTES} bytes of JSON (no
+ *   call made), an HTTP error status (AccessDenied, not found, throttled; the first 500 characters of the body), or a
+ *   function error (`X-Amz-Function-Error`, with its `errorMessage`); the signer's error when no credentials resolve;
+ *   `fetch`'s TypeError when the endpoint cannot be reached; SyntaxError when a 200 answer is not JSON
+ */
 export class LambdaInvoker {
     private readonly signer: SignatureV4;
     private readonly url: URL;
     /**
+     * @param region the function's AWS region (`https://lambda.<region>.amazonaws.com`, and the signing region)
      * @param credentialsFrom an SDK client whose credential chain signs the calls (the tool's S3 client)
      * @param endpoint a Lambda-compatible server instead of `https://lambda.<region>.amazonaws.com` (tests)
      */

@@ -132,7 +132,6 @@ function coreModel(apiVersion: string, kind: string): (new (o: Json) => { valida
     }
 }
 
-/** Validates Kubernetes objects against CRDs (from a directory) and the core Kubernetes schemas. */
 /**
  * CRD `pattern`s are Go (RE2) regular expressions, which may start with inline flags such as `(?i)` (the
  * prometheus-operator CRDs: `^(?i)(abort|warn)?$`); JavaScript has no inline flags, so a leading `(?flags)` group is
@@ -146,6 +145,17 @@ export function goRegExp(source: string, flags: string): RegExp {
 }
 goRegExp.code = "goRegExp";
 
+/**
+ * Validates Kubernetes objects against CRDs (from a directory) and the core Kubernetes schemas: a custom resource
+ * against its CRD version's `openAPIV3Schema` made strict ({@link strictify}: unknown fields rejected, as the API
+ * server's pruning / strict field validation would), with Ajv (all errors, formats, Go-style patterns through
+ * {@link goRegExp}); a core kind against `kubernetes-models`' validator plus {@link unknownFields} (the
+ * `@kubernetes/client-node` model maps); `metadata` of both against `V1ObjectMeta`. Compiled schemas are cached per
+ * `group/version/Kind`. Build one with {@link ManifestValidator.fromDir}.
+ * @throws Error from {@link ManifestValidator.fromDir} when the directory does not exist or holds no CRD; from
+ *   `validate` only Ajv's error when a CRD's schema does not compile (a broken CRD file), never for an invalid object
+ *   (those are returned as `path: message` strings)
+ */
 export class ManifestValidator {
     private readonly ajv: Ajv;
     private readonly compiled = new Map<string, ValidateFunction>();

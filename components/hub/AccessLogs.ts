@@ -109,6 +109,8 @@ export interface AccessLogsArgs {
  * prefix with date-partitioned keys (`<prefix><account>/<region>/<bucket>/<yyyy>/<mm>/<dd>/...`, by event time).
  * Server access logs are delivered best effort, usually within a few hours (same guide, "Best-effort server log
  * delivery").
+ * @throws Error during the deployment (inside the log bucket's policy output) when `administrators` is empty
+ *   ({@link accessLogBucketPolicy}: nobody could change the bucket's controls again)
  */
 export class AccessLogs extends pulumi.ComponentResource {
     public readonly bucket: pulumi.Output<string>;

@@ -7,6 +7,7 @@ import { SECRET_CHANGE_ACTIONS } from "../../lib/secret-policy";
 
 export { API_KEY_PREFIX, API_KEY_RANDOM_LENGTH, hashApiKey, tenantKeySecretName } from "../../services/shared/api-key";
 
+/** Inputs of {@link ApiKeys}. */
 export interface ApiKeysArgs {
     /**
      * API keys from `platform:apiKeys[]`: id, owning tenant and the SHA-256 the minting tool printed
@@ -117,6 +118,9 @@ export function tenantKeySecretPolicy(readers: string[], hubDeployers: string[])
  * hub's state, outputs and previews hold hashes and ARNs only: {@link keyHashes} (not secret) goes into the signed
  * policy bundle, {@link secretArns} tells operators where to look. The secrets are protected and retained on delete:
  * removing a tenant from the hub file never destroys keys a tenant still holds.
+ *
+ * @throws Error from the constructor for a tenant that has keys but no reader in `delivery.readers`
+ *   (`platform:tenantKeys.readers`; the hub config's schema refuses this first, naming the key)
  */
 export class ApiKeys extends pulumi.ComponentResource {
     /** Key id -> hex SHA-256 of the key (not secret; goes into the signed policy bundle). */

@@ -118,6 +118,7 @@ const SSE_KMS_KEY = "s3:x-amz-server-side-encryption-aws-kms-key-id";
  * operator such as `StringNotEquals`, `...IfExists` included, is true when the key is absent, which would deny
  * every plain upload. Only `administrators` (lib/kms.ts `hubAdministrators`) may change where the bucket's access logs go
  * (`s3:PutBucketLogging`: components/hub/AccessLogs.ts). Deny statements only; grants live on each SpokeIdentity role.
+ * @throws Error when `administrators` is empty (lib/policy-document.ts `denyUnlessAdministrators`)
  */
 export function policyBucketPolicy(bucketArn: string, kmsKeyArn: string, administrators: readonly string[]): Record<string, unknown> {
     const all = [bucketArn, `${bucketArn}/*`];
@@ -197,6 +198,10 @@ export interface PolicyStoreArgs {
  * so the object a spoke just read from `current.json` never disappears under it, and every revision stays
  * readable by key for audit); `current.json` is overwritten in place, and bucket versioning keeps every
  * pointer it ever held.
+ *
+ * @throws Error during the deployment (inside the revisions and publication outputs), from {@link publishBundle} when a
+ *   spoke's policy does not match the bundle schema, and from {@link PolicyStore.signPublication}
+ *   (lib/hub-publication.ts `signHubPublication`) when the seed is not 32 bytes
  */
 export class PolicyStore extends pulumi.ComponentResource {
     /** Bucket name. */

@@ -33,7 +33,9 @@ export const SPOKE_AWS_SERVICES = {
     auth: { namespace: GATEWAY_NAMESPACE, serviceAccount: "auth", sessionName: AWS_ROLE_SESSION_NAMES.auth },
     metering: { namespace: PLATFORM_NAMESPACE, serviceAccount: "metering", sessionName: AWS_ROLE_SESSION_NAMES.metering },
 } as const;
+/** A spoke service with its own AWS role: `auth` or `metering` ({@link SPOKE_AWS_SERVICES}). */
 export type SpokeService = keyof typeof SPOKE_AWS_SERVICES;
+/** The spoke services that get their own role ({@link SPOKE_AWS_SERVICES}), sorted by name. */
 export const SPOKE_SERVICES = Object.keys(SPOKE_AWS_SERVICES).sort() as SpokeService[];
 
 /** Inputs of {@link spokeServicePolicy} (ARNs as strings, resolved). */
@@ -352,12 +354,12 @@ export interface SpokeIdentityArgs {
      * collides with this one.
      */
     hub: string;
-    /**
-     * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
-     * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`).
-     */
     /** `platform:namePrefix` of the hub: first word of the key slots' user and secret names (default `platform`). */
     namePrefix?: string;
+    /**
+     * MIGRATION: keep the previous release's single role of this spoke (components/hub/legacy-spoke-role.ts); set by
+     * the hub program for a hub deployed by that release (programs/hub.ts `keepLegacySpokeRolesOf`). Default false.
+     */
     keepLegacyRole?: boolean;
 }
 /** The identity config with the provider's default filled in. */
@@ -388,6 +390,11 @@ export function spokeRoleNamePrefix(hub: string, spoke: string, service: SpokeSe
  *   that secret: no access key is in the hub's state. Rotation is two-phase: add a slot and mint its key (both keys
  *   work), point `activeKey` at it and roll the spoke, retire the old slot's key, then remove the old slot.
  * Roles are named by prefix ({@link spokeRoleNamePrefix}): a replacement never deletes before it creates.
+ *
+ * @throws Error from the constructor for a `pod-identity` spoke without `clusterName` and `clusterRegion`, or whose
+ *   identity's `accountId` is not the hub's `accountId` (when that is a plain string): EKS Pod Identity associates only a
+ *   role of the cluster's own account. programs/hub.ts refuses the second first, naming the hub file's key
+ *   (`refuseForeignPodIdentityAccounts`).
  */
 export class SpokeIdentity extends pulumi.ComponentResource {
     /** The auth service's role (the contract's `policy.roleArn`). */

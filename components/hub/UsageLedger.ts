@@ -29,6 +29,11 @@ export { consumerPolicy, migratorPolicy, reconcilerPolicy } from "./ledger/iam";
 export { usageStreamName } from "./ledger/transport";
 export type { LedgerAlarmArgs };
 
+/**
+ * Inputs of {@link UsageLedger}. The hub passes `platform:usage` (config/metering.ts `UsageLedgerConfigSchema`, where
+ * every default lives and only there: this component sets none) spread in, plus its own region, account and alarms.
+ * The defaults below are that schema's.
+ */
 export interface UsageLedgerArgs {
     /** The ledger key's administrators: the hub deployers and `platform:keyAdministrators` (lib/kms.ts keyAdministration). */
     keyAdministrators: string[];
@@ -38,20 +43,58 @@ export interface UsageLedgerArgs {
     region: string;
     /** The hub's AWS partition (`aws.getPartition`); the ledger key's policy supports only `aws` (lib/kms.ts). */
     partition?: pulumi.Input<string>;
-    /** The two availability zones of the private subnets. */
+    /**
+     * The two availability zones of the private subnets, the database instances alternating between them
+     * (config/metering.ts `ledgerAvailabilityZones`: default `<region>a`, `<region>b`).
+     */
     availabilityZones: [string, string];
-    /** VPC block; two /24s (one per AZ) are carved from it. */
+    /**
+     * VPC block (IPv4 CIDR, /16 to /23; default `10.250.0.0/22`); the first two /24s are the private subnets, one per AZ
+     * (components/hub/ledger/network.ts).
+     */
     vpcCidr: string;
+    /**
+     * Aurora PostgreSQL engine version, `major.minor` (default `16.6`), pinned on the cluster and its instances; the
+     * cluster parameter group family follows its major (`aurora-postgresql16`, components/hub/ledger/database.ts
+     * `parameterGroupFamily`). A major bump is an in-place upgrade.
+     */
     engineVersion: string;
+    /**
+     * Aurora Serverless v2 minimum capacity, in Aurora capacity units (ACUs; 1 ACU ≈ 2 GiB of memory, as
+     * config/metering.ts says), 0.5-256; default 0.5 (one warm writer). The cluster's
+     * `serverlessv2ScalingConfiguration.minCapacity`.
+     */
     minAcu: number;
+    /** Aurora Serverless v2 maximum capacity in ACUs, 1-256, at least `minAcu`; default 8 (`maxCapacity`). */
     maxAcu: number;
+    /**
+     * Database instances (`db.serverless`), 1-4; default 2: a writer and a reader in the other AZ (failover in about
+     * 30 s, as config/metering.ts says).
+     */
     instances: number;
+    /** Automated backup retention, days (1-35; default 14): the point-in-time recovery window. */
     backupRetentionDays: number;
+    /**
+     * Retention of each spoke's Kinesis stream, hours (72-8760; default 168 = 7 days). The consumer's
+     * `maximumRecordAgeInSeconds` is this less 24 h, in seconds, clamped to 60-604,800
+     * (components/hub/ledger/functions.ts), so a failing batch goes to the failure destination a day before its records
+     * would expire.
+     */
     streamRetentionHours: number;
+    /** Records per consumer invocation: the Kinesis event source mapping's `batchSize` (1-10,000; default 500). */
     consumerBatchSize: number;
+    /** The cluster's `deletionProtection` (default true; false only to tear a test hub down). */
     deletionProtection: boolean;
-    /** Rotation mark of the login roles' passwords (config/metering.ts `rolePasswordRotation`); a new mark rotates them. */
+    /**
+     * Rotation mark of the login roles' passwords (config/metering.ts `rolePasswordRotation`, e.g. `2026-12-01`); a new
+     * mark rotates them. Unset: the passwords generated at the first `up` are kept.
+     */
     rolePasswordRotation?: string;
+    /**
+     * The ledger's alarms and reconciliation (`platform:alarms`, config/hub.ts `HubAlarmsSchema`): the operator's SNS
+     * topic (in the hub's region), the consumer iterator age that alarms in seconds (default 3600), the
+     * reconciliation's EventBridge schedule (default `rate(1 hour)`) and look-back in hours (default 48).
+     */
     alarms: LedgerAlarmArgs;
     /** The hub's account (the ledger key's policy, components/hub/kms.ts). */
     accountId: pulumi.Input<string>;
@@ -75,6 +118,13 @@ export interface UsageLedgerArgs {
  *   SQS failure destination; `npm run replay-usage` ingests the stored records again (idempotent ingestion).
  * - Database: encrypted with the ledger's KMS key, private subnets only, password from `@pulumi/random`
  *   (a Pulumi secret) stored in Secrets Manager for the consumer; TLS verified against the RDS CAs.
+ *
+ * @throws Error from the constructor: an engine version without a major number (`parameterGroupFamily`), a `vpcCidr`
+ *   that is not a CIDR or cannot hold two /24s (config/cidr.ts `parseCidr`/`subnet`; the schema refuses both first), a
+ *   Lambda bundle that does not build (esbuild's messages, components/hub/ledger/bundle.ts); during the deployment
+ *   (inside an output), a cluster that reports no RDS-managed master secret
+ * @throws Error from {@link UsageLedger.streamArnFor} and {@link UsageLedger.usageContract} for a spoke the ledger was
+ *   not built for
  */
 export class UsageLedger extends pulumi.ComponentResource {
     /** Spoke -> its stream's name and ARN. */

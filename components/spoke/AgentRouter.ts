@@ -84,6 +84,11 @@ export const LEASE_GRACE_SECONDS = 60;
  *      early header stripping are in place).
  * Every gateway object is a direct Pulumi resource (not inside a chart), so the policy pack sees it.
  * Plus a NetworkPolicy: Dynamo frontends accept HTTP only from Envoy proxy pods (and the configured metrics scraper).
+ *
+ * @throws Error from the constructor, from its parts: components/spoke/CounterStore.ts (a namespace other than
+ *   `COUNTER_STORE_ADDRESS.namespace`), components/spoke/AuthService.ts (a namespace without the cache-salt key),
+ *   lib/edge.ts `listenerTls` (no TLS source), components/spoke/EdgeTls.ts, and lib/failover.ts `withPeerFallback` (a
+ *   route over the AIGatewayRoute CRD's rule limit with its peer-fallback guards)
  */
 export class AgentRouter extends pulumi.ComponentResource {
     public readonly auth: AuthService;

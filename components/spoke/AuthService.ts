@@ -77,6 +77,7 @@ export interface AuthServiceArgs {
  * Pure: the auth service's environment, by the names of its contract (services/auth/config.ts `AUTH_ENV`: a name
  * the service does not read is a type error). Only non-secret values; the Redis URL (`AUTH_REDIS_URL`) comes from
  * a Secret reference and the AWS key from a mounted Secret.
+ * @throws Error when the policy contract names no bucket-owner account (config/contract.ts `policyBucketOwner`)
  */
 export function authEnv(
     spoke: string,
@@ -114,6 +115,11 @@ export function authEnv(
  *
  * AWS credentials (on-prem): a Secret with an AWS shared config/credentials file pair; the source key can only
  * assume the SpokeIdentity role (components/hub/SpokeIdentity.ts), values are Pulumi secrets end to end.
+ *
+ * @throws Error from the constructor when `namespace` is not one of `CACHE_SALT_SECRET.namespaces`
+ *   (services/shared/spoke-secrets.ts), where the operator installs the cache-salt key; during the deployment (inside
+ *   the policy output), config/contract.ts `policyBucketOwner`'s Error when the contract's policy block names no
+ *   bucket-owner account
  */
 export class AuthService extends pulumi.ComponentResource {
     public readonly service: k8s.core.v1.Service;

@@ -5,6 +5,7 @@ import { versions } from "../../config/versions";
 import { FABRIC_LABEL } from "../../lib/labels";
 import { rdmaSharedDevicePluginConfig, railResource } from "../../lib/rails";
 
+/** Inputs of {@link BackendFabric}. */
 export interface BackendFabricArgs {
     /** InfiniBand node pools whose rails this fabric serves. */
     pools: NodePool[];
@@ -39,6 +40,9 @@ export const NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy";
  * RDMA shared device plugin publishes one resource per rail (`rdma/rail_<i>`, selected by the rail's netdev
  * from the rail table), nv-ipam, Multus and IPoIB CNI, one nv-ipam IPPool per rail and one IPoIBNetwork per
  * (pool, rail) so a pod can attach the rail-i interface of its node with an address from rail i's subnet.
+ *
+ * @throws Error from the constructor when the pools' node profiles disagree on the rail count or on a rail's link
+ *   layer (lib/rails.ts `rdmaSharedDevicePluginConfig`: one resource per rail must select the same HCAs on every node)
  */
 export class BackendFabric extends pulumi.ComponentResource {
     /** Extended resources in rail order (`rdma/rail_0` ... `rdma/rail_7`). */

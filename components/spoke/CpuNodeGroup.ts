@@ -4,11 +4,16 @@ import type { EksCpuNodeGroup } from "../../config/eks";
 import { POOL_LABEL, SYSTEM_POOL_LABEL } from "../../lib/labels";
 import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
+/** Inputs of {@link CpuNodeGroup}. */
 export interface CpuNodeGroupArgs {
+    /** The EKS cluster the node group joins. */
     clusterName: pulumi.Input<string>;
+    /** IAM role of the group's nodes (the cluster's node role). */
     nodeRoleArn: pulumi.Input<string>;
     /** Private subnets across AZs (the platform services spread over them). */
     subnetIds: pulumi.Input<string>[];
+    /** `platform:nodeGroups.cpu` of the spoke file (config/eks.ts `EksCpuNodeGroupSchema`): name, instance types, scaling, root
+     *  volume GiB. */
     group: EksCpuNodeGroup;
 }
 

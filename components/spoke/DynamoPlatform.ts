@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { versions } from "../../config/versions";
 
+/** Inputs of {@link DynamoPlatform}. */
 export interface DynamoPlatformArgs {
     /** Namespace of the release (operator); created here. */
     namespace: string;

@@ -24,6 +24,10 @@ export interface EdgeTlsArgs {
  * The tenant edge's certificate: cert-manager (pinned chart, config/versions.ts; CRDs kept on uninstall), an Issuer in
  * the gateway namespace (ACME DNS-01 on Route 53, or the site's CA) and the Certificate whose Secret the Gateway's
  * HTTPS listener references (lib/edge.ts). Issuer and Certificate are direct resources, so the policy pack sees them.
+ *
+ * @throws Error from the constructor when `tls.source` is neither `acme-dns01` nor `private-ca` (`secret` and
+ *   `terminated-in-front` need no issuer: lib/edge.ts `edgeIssuer` returns none, and components/spoke/AgentRouter.ts builds no
+ *   EdgeTls for them)
  */
 export class EdgeTls extends pulumi.ComponentResource {
     /** The Certificate (the Gateway waits for it). */

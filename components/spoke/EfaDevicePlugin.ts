@@ -4,10 +4,11 @@ import { versions } from "../../config/versions";
 import { efaDevicePluginValues } from "../../lib/efa";
 import { GPU_TAINT } from "../../lib/labels";
 
+/** Inputs of {@link EfaDevicePlugin}. */
 export interface EfaDevicePluginArgs {
     /** Instance types of every EFA node group; the chart's allowlist is set to exactly these. */
     instanceTypes: string[];
-    /** Namespace of the DaemonSet (the chart's documented install uses kube-system). */
+    /** Namespace of the DaemonSet (the chart's documented install uses kube-system); default `kube-system`. */
     namespace?: string;
 }
 
@@ -18,6 +19,8 @@ export interface EfaDevicePluginArgs {
  * workloads on TCP, so the list is set from the node groups and checked by the policy
  * pack. It tolerates the platform GPU taint (the chart default tolerates only CriticalAddonsOnly).
  * Exactly one EFA mechanism per node: no EFA DRA driver alongside.
+ *
+ * @throws Error from the constructor when `instanceTypes` is empty (lib/efa.ts {@link efaDevicePluginValues})
  */
 export class EfaDevicePlugin extends pulumi.ComponentResource {
     public readonly release: k8s.helm.v3.Release;

@@ -18,8 +18,11 @@ import { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
 export { NODE_METADATA_OPTIONS } from "../../lib/eks";
 
+/** Inputs of {@link EfaNodeGroup}. */
 export interface EfaNodeGroupArgs {
+    /** The EKS cluster the node group joins. */
     clusterName: pulumi.Input<string>;
+    /** IAM role of the group's nodes (the cluster's node role). */
     nodeRoleArn: pulumi.Input<string>;
     /** The private subnet in the group's availability zone (only that one: placement group and reservation are per-AZ). */
     subnetId: pulumi.Input<string>;
@@ -64,6 +67,11 @@ export function capacitySettings(c: Capacity): {
  * - optional On-Demand Capacity Reservation or Capacity Block;
  * - node bootstrap: containerd `LimitMEMLOCK=infinity`, 2 MiB huge pages, instance-store RAID0;
  * - GPU labels (pool, profile, product, fabric=efa, EFA count) and the platform GPU taint.
+ *
+ * @throws Error from the constructor when the pool's node profile has no `efa` layout, or when lib/efa.ts
+ *   {@link efaNetworkInterfaces} refuses its card count (not a positive integer); during preview/up (inside the
+ *   `aws.ec2.getInstanceType` output), lib/efa.ts `checkInstanceTypeForEfa`'s Error when the instance type lacks EFA or
+ *   its network-card count differs from the profile's
  */
 export class EfaNodeGroup extends pulumi.ComponentResource {
     public readonly nodeGroup: aws.eks.NodeGroup;

@@ -5,15 +5,22 @@ import { versions } from "../../config/versions";
 import { eksKubeconfig, vpcSubnetPlan } from "../../lib/eks";
 import { CLUSTER_TAG } from "../../lib/labels";
 
+/** Inputs of {@link EksCluster}. */
 export interface EksClusterArgs {
     /** EKS cluster name (also used for tags). */
     clusterName: string;
+    /** AWS region of the cluster (`platform:cluster.region`): the kubeconfig's `aws eks get-token --region`. */
     region: string;
     /** Pinned Kubernetes version, e.g. `"1.35"` (config/eks.ts EKS_STANDARD_SUPPORT_VERSIONS). */
     kubernetesVersion: string;
     /** `kubernetesNetworkConfig.serviceIpv4Cidr`. */
     serviceCidr: string;
+    /** Public Kubernetes API endpoint (`platform:cluster.endpointPublicAccess`, default true: CI previews from hosted runners). */
     endpointPublicAccess: boolean;
+    /**
+     * IPv4 CIDRs the public endpoint admits (`vpcConfig.publicAccessCidrs`; ignored without `endpointPublicAccess`);
+     * config/eks.ts refuses a public endpoint without them.
+     */
     publicAccessCidrs: string[];
     /** Create a VPC from a CIDR, or use an existing one by id. */
     vpc: EksVpc;
@@ -104,6 +111,9 @@ function assumeRole(service: string): string {
  * security group that allows all traffic to and from itself (EFA OS-bypass requirement,
  * EC2 EFA user guide), and the managed add-ons (VPC CNI pinned >= 1.18.5 for EFA-only interfaces). Node groups are separate
  * components; {@link addon} adds add-ons that need nodes (CoreDNS) after them.
+ *
+ * @throws Error from the constructor for a VPC to create with more than three AZs, a CIDR too small to split, or an AZ
+ *   without given subnets (lib/eks.ts `vpcSubnetPlan`)
  */
 export class EksCluster extends pulumi.ComponentResource {
     public readonly cluster: aws.eks.Cluster;

@@ -2,11 +2,13 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { NodePool } from "../../config/stack";
 
+/** Inputs of {@link FrontendNetwork}. */
 export interface FrontendNetworkArgs {
+    /** The GPU node pools whose profiles' frontend NICs (HCA, netdev) the description lists, per pool. */
     pools: NodePool[];
     /** Node addresses on the north-south Ethernet. */
     subnet: string;
-    /** Per-port rate in Gb/s. */
+    /** Per-port rate in Gb/s (gigabits per second, e.g. 200 for the 2x200G frontend). */
     linkRateGbps: number;
     /** Namespace of the ConfigMap that describes the frontend (shared platform namespace). */
     namespace: pulumi.Input<string>;

@@ -14,6 +14,7 @@ import {
 } from "../../lib/labels";
 import { railsInOrder } from "../../config/nodeProfile";
 
+/** Inputs of {@link GpuNodePool}. */
 export interface GpuNodePoolArgs {
     /** The validated pool (profile resolved) from the stack config. */
     pool: NodePool;

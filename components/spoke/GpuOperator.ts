@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { versions } from "../../config/versions";
 import { GPU_TAINT } from "../../lib/labels";
 
+/** Inputs of {@link GpuOperator}. */
 export interface GpuOperatorArgs {
     /**
      * GPUDirect RDMA kernel path. `dmabuf` (default, recommended): open GPU kernel modules, no peer-memory
@@ -37,6 +38,7 @@ export interface GpuOperatorArgs {
      * two workers on the same nodes fight over the same labels and NodeFeature objects.
      */
     externalNfd?: boolean;
+    /** Namespace of the release; default `gpu-operator`. */
     namespace?: string;
 }
 

@@ -56,6 +56,7 @@ export function meteringAwsConfig(roleArn: string, region: string): string {
 /**
  * Pure: the metering service's environment by the names of its contract (services/metering/config.ts
  * `METERING_ENV`: a name the service does not read is a type error), without secrets.
+ * @throws Error when the policy contract names no bucket-owner account (config/contract.ts `policyBucketOwner`)
  */
 export function meteringEnv(x: {
     spoke: string;
@@ -167,7 +168,12 @@ export function collectorValues(x: {
     };
 }
 
+/**
+ * Inputs of {@link Metering}. Sizes come from `platform:metering` (config/metering.ts `MeteringConfigSchema`, where their
+ * defaults live).
+ */
 export interface MeteringArgs {
+    /** The spoke's name (`platform:spoke.name`), handed to the metering service. */
     spoke: string;
     /** Namespace of metering and its collector (must equal METERING_ACCESS_LOG_COLLECTOR.namespace: the gateway points there). */
     namespace: string;
@@ -187,10 +193,15 @@ export interface MeteringArgs {
      * the URL of the auth service's counters: leases to release, token windows to add to. Never a value here.
      */
     redisUrlSecret: { name: string; key: string };
+    /** Metering instances (StatefulSet replicas, one spool volume each); default 2 so a restart never stops intake. */
     replicas: number;
+    /** Spool volume per instance, GiB (gibibytes); default 20 (about 36M events of ~500 bytes). */
     spoolVolumeGiB: number;
+    /** StorageClass of the spool and collector queue volumes; unset = the cluster default. */
     storageClassName?: string;
+    /** Collector replicas (StatefulSet, one persistent queue volume each); default 2. */
     collectorReplicas: number;
+    /** Collector persistent sending queue volume per replica, GiB; default 5. */
     collectorQueueGiB: number;
     /** Image reference; defaults to the pin in config/versions.ts. */
     image?: string;
@@ -206,6 +217,12 @@ export interface MeteringArgs {
  *
  * AWS identity: metering's own SpokeIdentity role, `usage.roleArn` (only `kinesis:PutRecords` on this spoke's stream,
  * and reading its bundles), assumed from the source key in a Secret on-prem, by EKS Pod Identity on EKS.
+ *
+ * @throws Error from the constructor when `namespace` is not `METERING_ACCESS_LOG_COLLECTOR.namespace`
+ *   (services/shared/accesslog.ts, where the gateway sends access logs), or when the Redis URL Secret is the counter
+ *   store's (`COUNTER_STORE_SECRET`) and `namespace` is not one of its namespaces (services/shared/spoke-secrets.ts);
+ *   during the deployment (inside an output), config/contract.ts `policyBucketOwner`'s Error when the contract's policy
+ *   block names no bucket-owner account
  */
 export class Metering extends pulumi.ComponentResource {
     public readonly service: k8s.core.v1.Service;

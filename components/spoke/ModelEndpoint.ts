@@ -8,6 +8,7 @@ import { frontendService } from "../../lib/serving";
 
 export { frontendService };
 
+/** Inputs of {@link ModelEndpoint}: lib/dgd.ts `DgdArgs` without `mooncake`, which is built here from the fields below. */
 export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
     /** Mooncake master `host:port` when the endpoint has a shared KV pool. */
     mooncakeMaster?: string;
@@ -23,6 +24,12 @@ export type ModelEndpointArgs = Omit<DgdArgs, "mooncake"> & {
  * Planner; plus the Mooncake client config when the endpoint uses the shared pool, and the image pre-pull / model-cache
  * DaemonSet when it asks for `fastStart.modelCache`. The spec is built by the pure
  * lib/dgd.ts `buildDgd`.
+ *
+ * @throws Error naming the endpoint, from the constructor: `kvPool` mooncake without `mooncakeMaster`; `fastStart.modelCache`
+ *   on a pool whose node profile has no `localNvme`; and what lib/dgd.ts `buildDgd` throws (a worker needing more GPUs
+ *   than a node of the pool has, a Mooncake pool on TRT-LLM, `modelRevision` on TRT-LLM) and lib/faststart.ts
+ *   `prestageDaemonSet` throws (a gated model with no Secret named). Config validation and placement refuse these
+ *   first, naming the stack file and key, so these errors guard programming mistakes.
  */
 export class ModelEndpoint extends pulumi.ComponentResource {
     public readonly graph: k8s.apiextensions.CustomResource;

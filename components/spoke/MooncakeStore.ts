@@ -2,12 +2,16 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { buildMooncake, type MooncakeArgs, mooncakeKvEventsEndpoint, mooncakeMasterAddress } from "../../lib/mooncake";
 
+/** Inputs of {@link MooncakeStore}: lib/mooncake.ts `MooncakeArgs`. */
 export type MooncakeStoreArgs = MooncakeArgs;
 
 /**
  * One endpoint's Mooncake host-RAM KV pool (lib/mooncake.ts): master Deployment + ClusterIP Service, and store
  * pods on the pool's GPU nodes contributing `segmentSizeGiB` of DRAM each over the rail HCAs (protocol rdma,
  * devices = rail HCAs), each behind the RDMA preflight.
+ *
+ * @throws Error from the constructor when more store replicas are asked than the pool has nodes (lib/mooncake.ts
+ *   `buildMooncake`: one store per node)
  */
 export class MooncakeStore extends pulumi.ComponentResource {
     /** `host:port` clients use (`MOONCAKE_MASTER`). */

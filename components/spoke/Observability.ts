@@ -14,6 +14,7 @@ import {
 } from "../../lib/observability";
 import { AUTH_POD_LABELS, METERING_POD_LABELS, METERING_PORT } from "../../lib/spoke-services";
 
+/** Inputs of {@link Observability}. */
 export interface ObservabilityArgs {
     /** `platform:spoke.name`. */
     spoke: string;

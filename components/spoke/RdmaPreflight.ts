@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { type GpuDirectMode, PREFLIGHT_CONFIGMAP, PREFLIGHT_GPUDIRECT_KEY, PREFLIGHT_KEY, preflightScript } from "../../lib/preflight";
 
+/** Inputs of {@link RdmaPreflight}. */
 export interface RdmaPreflightArgs {
     /** Namespace of the RDMA workloads that mount the script. */
     namespace: pulumi.Input<string>;
@@ -18,6 +19,8 @@ export interface RdmaPreflightArgs {
  * Ships services/preflight/preflight.sh and the spoke's GPUDirect RDMA mode (key `gpudirect`) into the workload
  * namespace as the ConfigMap `rdma-preflight`; every
  * RDMA workload (Dynamo prefill/decode/KV-pool workers, Mooncake stores) runs it as an init container.
+ *
+ * @throws Error from the constructor when services/preflight/preflight.sh is missing (lib/preflight.ts `preflightScript`)
  */
 export class RdmaPreflight extends pulumi.ComponentResource {
     public readonly configMap: k8s.core.v1.ConfigMap;

@@ -4,9 +4,21 @@ import { type Attachment, type effectiveFor, gatewayAttachments, listenerLabel, 
 
 /* Shared helpers of the gateway policies: which objects are SecurityPolicies, route kinds, policy attachments per listener. */
 
+/**
+ * Pure: whether a Pulumi type token is an Envoy Gateway SecurityPolicy of any version
+ * (`kubernetes:gateway.envoyproxy.io/<version>:SecurityPolicy`), so a version bump cannot slip a policy past the pack.
+ */
 export const isSecurityPolicy = (type: string) => type.startsWith(`kubernetes:${GROUPS.eg}/`) && type.endsWith(":SecurityPolicy");
+/**
+ * Gateway API route kinds a SecurityPolicy may target instead of a Gateway (policies/gateway/auth.ts refuses a route-level
+ * policy that would replace the Gateway's ext_authz): HTTPRoute, GRPCRoute, TCPRoute, TLSRoute, UDPRoute.
+ */
 export const ROUTE_KINDS = ["HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute", "UDPRoute"];
 
+/**
+ * Pure: a SecurityPolicy resource's `spec.extAuth` (Envoy Gateway `ExtAuth`: `grpc`/`http` backend, `failOpen`, ...), or
+ * undefined when it has none or its spec is unknown in preview. Never throws.
+ */
 export function extAuthOf(sp: PolicyResource): any {
     return sp.props.spec?.extAuth;
 }

@@ -150,6 +150,16 @@ export interface Effective {
     orderUndecided: boolean;
 }
 
+/**
+ * Pure: which of `attachments` (one policy kind, from {@link gatewayAttachments}) Envoy Gateway applies to listener
+ * `listener` of Gateway `gateway` (`namespace/name`), as its translator decides (envoyproxy/gateway
+ * internal/gatewayapi/securitypolicy.go `ProcessSecurityPolicies`, see this module's comment): attachments naming the
+ * listener (`sectionName`) win over Gateway-level ones; at the winning level the oldest by {@link providerOrder}
+ * applies and every later one is Conflicted.
+ * @returns `effective` undefined (and `level` undefined) when nothing attaches to the listener; `orderUndecided` true
+ *   when there is a conflict and the winner has no `creationTimestamp` yet (a new stack: creation order decides).
+ *   Never throws.
+ */
 export function effectiveFor(attachments: Attachment[], gateway: string, listener: string): Effective {
     const mine = attachments.filter((a) => a.gateway === gateway);
     const byOrder = (x: Attachment, y: Attachment) => providerOrder(x.policy, y.policy);

@@ -110,6 +110,15 @@ export interface NcclHcaList {
     entries: NcclHcaEntry[];
 }
 
+/**
+ * Pure: parses an `NCCL_IB_HCA` value as NCCL reads it (the variable: NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc,
+ * upstream/libraries.ts; the list syntax: NVIDIA/nccl src/misc/utils.cc, as lib/rails.ts cites it): a leading `^`
+ * excludes the listed HCAs, then a leading `=` makes names match exactly
+ * (otherwise each entry is a prefix: `mlx5_1` also selects `mlx5_10`); entries are comma separated, `hca[:port]`,
+ * trimmed, empty ones dropped.
+ * @returns `{ exclude, exact, entries }`, each entry `{ hca, port, raw }`; `port` is undefined when absent or empty,
+ *   NaN when not a number. Never throws.
+ */
 export function parseNcclIbHca(value: string): NcclHcaList {
     let v = value.trim();
     const exclude = v.startsWith("^");

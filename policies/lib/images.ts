@@ -27,6 +27,7 @@ export function allowedRdmaImages(facts: typeof images = images): AllowedImage[]
         .map((i) => ({ repository: splitImage(i.repository).repository, tags: [i.tag], mooncakeEfa: i.provides.includes("mooncake-efa") }));
 }
 
+/** {@link allowedRdmaImages} of upstream/images.ts: the image variants RDMA workloads may run. */
 export const ALLOWED_RDMA_IMAGES: AllowedImage[] = allowedRdmaImages();
 
 /** `repository` and `tag` of an image reference, `docker.io/` and `docker.io/library/` removed. */

@@ -61,6 +61,10 @@ export const EKS_NVIDIA_AMI_TYPES = [
     "BOTTLEROCKET_ARM_64_NVIDIA",
 ] as const;
 
+/**
+ * Pure: the resources of Pulumi type token `type` exactly (`kubernetes:core/v1:Node`, `aws:eks/nodeGroup:NodeGroup`),
+ * in input order. Never throws.
+ */
 export function ofType(resources: PolicyResource[], type: string): PolicyResource[] {
     return resources.filter((r) => r.type === type);
 }

@@ -35,7 +35,11 @@ export function isUnknownError(e: unknown): e is { message: string; props?: stri
 /** A value read through {@link peek}. */
 export type Peeked<T> = { known: true; value: T } | { known: false; path: string };
 
-/** Reads `fn()`; a value unknown during preview gives `{ known: false, path }` instead of throwing. */
+/**
+ * Reads `fn()`; a value unknown during preview gives `{ known: false, path }` (the property path of the unknown value,
+ * else the error's message) instead of throwing.
+ * @throws whatever `fn` throws other than the analyzer's `UnknownValueError` ({@link isUnknownError}), unchanged
+ */
 export function peek<T>(fn: () => T): Peeked<T> {
     try {
         return { known: true, value: fn() };

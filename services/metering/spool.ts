@@ -7,26 +7,9 @@ import { crc32 } from "node:zlib";
 import type { UsageEvent } from "../shared/usage";
 import type { PendingEvent } from "./normalise";
 
-/**
- * Durable local spool for usage events (one per metering instance, on its PersistentVolume).
- *
- * Layout under `dir`:
- * - `spool.json`               `{ spoolId, createdAt }`, created once; `source` = `<instance>.<spoolId>`, so a
- *                              new volume starts a new sequence (seq 0) under a new source
- * - `segments/<20-digit first seq>.log`  append-only segments; one event per line: `<crc32 hex8> <json>\n`
- * - `cursor.json`              `{ segment, offset, shippedThroughSeq }`: everything before is at the hub
- * - `quarantine.jsonl`         records that could not become usage events, with the reason
- *
- * Durability: {@link Spool.append} resolves only after `fdatasync` of the segment (and of the directory when a
- * segment was created), so an acknowledged event survives `kill -9` and power loss. Concurrent appends are
- * group-committed: one write and one fsync for everything queued while the previous fsync ran.
- * Recovery ({@link Spool.open}): a torn tail (a write that never finished its fsync, so was never
- * acknowledged) is truncated; sequence numbers continue after the last durable event.
- * Bound: unshipped events + quarantine never exceed `maxBytes` (the disk holds at most one more segment of
- * shipped events); a full spool refuses appends ({@link SpoolFullError}), it never drops.
- */
-
+/** Options of {@link Spool.open}. */
 export interface SpoolOptions {
+    /** Directory of the spool (created if missing): `spool.json`, `segments/`, `cursor.json`, `quarantine.jsonl`. */
     dir: string;
     /** Metering instance name (pod name of the StatefulSet, stable across restarts). */
     instance: string;
@@ -126,6 +109,33 @@ async function writeJsonAtomic(file: string, value: unknown, sync: boolean): Pro
     if (sync) await fsyncDir(path.dirname(file));
 }
 
+/**
+ * Durable local spool for usage events (one per metering instance, on its PersistentVolume).
+ *
+ * Layout under `dir`:
+ * - `spool.json`               `{ spoolId, createdAt }`, created once; `source` = `<instance>.<spoolId>`, so a
+ *                              new volume starts a new sequence (seq 0) under a new source
+ * - `segments/<20-digit first seq>.log`  append-only segments; one event per line: `<crc32 hex8> <json>\n`
+ * - `cursor.json`              `{ segment, offset, shippedThroughSeq }`: everything before is at the hub
+ * - `quarantine.jsonl`         records that could not become usage events, with the reason
+ *
+ * Durability: {@link Spool.append} resolves only after `fdatasync` of the segment (and of the directory when a
+ * segment was created), so an acknowledged event survives `kill -9` and power loss. Concurrent appends are
+ * group-committed: one write and one fsync for everything queued while the previous fsync ran.
+ * Recovery ({@link Spool.open}): a torn tail (a write that never finished its fsync, so was never
+ * acknowledged) is truncated; sequence numbers continue after the last durable event.
+ * Bound: unshipped events + quarantine never exceed `maxBytes` (the disk holds at most one more segment of
+ * shipped events); a full spool refuses appends ({@link SpoolFullError}), it never drops.
+ *
+ * Construct with {@link Spool.open} (the constructor is private). Emits `"append"` after each group commit
+ * resolved its appends (a shipper waiting for work listens to it).
+ * @throws SpoolFullError from {@link Spool.append} and {@link Spool.quarantine} when the events do not fit in `maxBytes`
+ * @throws Error from {@link Spool.open} when the directory is not writable or the cursor names a missing segment, from
+ *   {@link Spool.readFrom} when a reader position names a segment that is not in the spool and is not older than its
+ *   oldest (a deleted one restarts the reader instead), from {@link Spool.append} when the
+ *   spool is closed; SyntaxError from {@link Spool.open} when `spool.json` or `cursor.json` is not JSON; the file
+ *   system's error (`NodeJS.ErrnoException`) when a read, write or fsync fails
+ */
 export class Spool extends EventEmitter {
     /** Metering instance + spool id: the `source` of every event this spool stamps. */
     readonly source: string;

@@ -108,7 +108,11 @@ export const bundlePaths = {
 const PKCS8_ED25519 = Buffer.from("302e020100300506032b657004220420", "hex");
 const SPKI_ED25519 = Buffer.from("302a300506032b6570032100", "hex");
 
-/** Ed25519 private key from a 32-byte seed (e.g. `random.RandomBytes` kept as a Pulumi secret). */
+/**
+ * Ed25519 private key from a 32-byte seed (e.g. `random.RandomBytes` kept as a Pulumi secret): the seed behind the
+ * fixed PKCS#8 DER prefix of an Ed25519 key (RFC 8410).
+ * @throws Error when the seed is not exactly 32 bytes
+ */
 export function privateKeyFromSeed(seed: Buffer): KeyObject {
     if (seed.length !== 32) throw new Error(`Ed25519 seed must be 32 bytes, got ${seed.length}`);
     return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: "der", type: "pkcs8" });

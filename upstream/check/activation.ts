@@ -491,11 +491,6 @@ function routerQueueFindings(s: StackView): Finding[] {
         );
 }
 
-/**
- * `cache-salt`: a graph whose engine does not keep the cache salt in its prefix hash (SGLang, TRT-LLM under Dynamo
- * 1.5.0) serves exactly one cache scope, as the hub records on the DynamoGraphDeployment; missing the record is
- * refused too (closed world: not proven single-scope).
- */
 /** Who drops the cache salt, in a finding: the engine, or what is missing to know it. */
 function saltWho(engine: unknown): string {
     return typeof engine === "string" && engine !== ""
@@ -503,6 +498,20 @@ function saltWho(engine: unknown): string {
         : "a graph without spec.backendFramework is not known to keep the cache salt; set spec.backendFramework to its engine";
 }
 
+/**
+ * `cache-salt`: a graph whose engine does not keep the cache salt in its prefix hash (SGLang, TRT-LLM under Dynamo
+ * 1.5.0) serves exactly one cache scope, as the hub records on the DynamoGraphDeployment; missing the record is
+ * refused too (closed world: not proven single-scope).
+ *
+ * Every DynamoGraphDeployment of the stack whose `spec.backendFramework` is not `vllm` (an unset one included: not
+ * known to keep the salt) gets one finding unless its `metadata.annotations` record {@link CACHE_SCOPES}
+ * (upstream/labels.ts `CACHE_SCOPES_ANNOTATION`, written by lib/dgd.ts from config/endpoint.ts `cacheScopes`) as an
+ * integer of at most 1. The fact and its upstream sources (the Dynamo frontend, KV router, vLLM and SGLang handlers):
+ * upstream/activation.ts `cache-salt`.
+ * @returns the findings, in object order, keyed `metadata.annotations.<annotation>`; empty when every such graph is
+ *   single-scope
+ * @throws Error when upstream/activation.ts has no `cache-salt` fact ({@link activationFact})
+ */
 export function cacheSaltRule(s: StackView): Finding[] {
     const fact = activationFact("cache-salt");
     const out: Finding[] = [];
@@ -528,7 +537,6 @@ export function cacheSaltRule(s: StackView): Finding[] {
     return out;
 }
 
-/** Every activation rule. */
 /** The volume a container path lives on (longest mountPath prefix), or undefined. */
 function volumeAt(p: PodView, path: string): any {
     const m = (p.main.volumeMounts ?? [])

@@ -10,6 +10,7 @@ import type { LedgerScope } from "./scope";
  * reconciliation as `ledger_reporter` (services/reconciler/roles.ts).
  */
 export const LEDGER_DATABASE = "ledger";
+/** The RDS-managed master user (its password in the secret RDS owns); only the migrator logs in as it. */
 export const LEDGER_USER = "ledger_admin";
 /**
  * Aurora cluster identifier of the ledger of a hub whose names begin with `prefix` (`platform:namePrefix`): a fixed
@@ -75,6 +76,8 @@ export interface LedgerDatabase {
 /**
  * The ledger database: Aurora Serverless v2 PostgreSQL, TLS enforced (`rds.force_ssl`), encrypted with the ledger's
  * key, master password managed and rotated by RDS; the two login roles' passwords, each in its own secret.
+ * @throws Error for an engine version without a major number ({@link parameterGroupFamily}); during the deployment
+ *   (inside `masterSecretArn`), when the cluster reports no RDS-managed master secret
  */
 export function ledgerDatabase(
     scope: LedgerScope,

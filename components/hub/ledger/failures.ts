@@ -13,6 +13,7 @@ export const FAILED_BATCH_RETENTION_DAYS = 35;
  * (`x-amz-server-side-encryption-aws-kms-key-id`, which the consumer always sends: services/usage-consumer/failed-batches.ts),
  * so a failed batch is never stored under another key or unencrypted. Only `administrators` (lib/kms.ts
  * `hubAdministrators`) may change where its access logs go (`s3:PutBucketLogging`: components/hub/AccessLogs.ts).
+ * @throws Error when `administrators` is empty (lib/policy-document.ts `denyUnlessAdministrators`)
  */
 export function failedBatchBucketPolicy(bucketArn: string, kmsKeyArn: string, administrators: readonly string[]) {
     return {

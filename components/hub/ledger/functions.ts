@@ -52,6 +52,8 @@ export function ledgerFunctionLogGroupNames(prefix: string): string[] {
  * The ledger's Lambdas: the migrator (schema and roles as the master user, invoked by `pulumi up` when the schema, its
  * code or a role password changes), the consumer (every spoke's stream -> the ledger as `ledger_ingest`; a failing
  * batch's records to the failure bucket, its shard/sequence range to an SQS failure destination) and the scheduled reconciliation (gap metric, as `ledger_reporter`).
+ * @throws Error with esbuild's messages when a Lambda bundle does not build (components/hub/ledger/bundle.ts
+ *   `bundleLambda`, `bundleUsageConsumer`; bundled at program run)
  */
 export function ledgerFunctions(
     scope: LedgerScope,

@@ -105,6 +105,8 @@ export function s3EndpointPolicy(
 /**
  * The ledger's network: a VPC with two private subnets (two /24s of `vpcCidr`, one per AZ) and no internet route;
  * Secrets Manager and CloudWatch metrics through interface endpoints.
+ * @throws Error when `vpcCidr` is not an IPv4 CIDR or is smaller than /23 (config/cidr.ts `parseCidr`, `subnet`;
+ *   config/metering.ts refuses both first)
  */
 export function ledgerNetwork(scope: LedgerScope, args: { vpcCidr: string; availabilityZones: [string, string] }): LedgerNetwork {
     const block = parseCidr(args.vpcCidr);
