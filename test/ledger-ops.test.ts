@@ -18,7 +18,7 @@ import { ingestBatch, migrate } from "../services/ledger/ledger";
 import { PG_TEMPLATE_ENV, startPostgres, type TestPostgres } from "../services/ledger/testing/postgres";
 import { plainEvent } from "../services/ledger/testing/events";
 import type { UsageEvent } from "../services/shared/usage";
-import { InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
+import { INVOKE_PAYLOAD_LIMIT_BYTES, InvokeCommand, LambdaInvoker } from "../tools/lambda-invoke";
 import { ledgerFromLambda, ledgerFunctionFromHubOutputs } from "../tools/status";
 import type { FailedBatch } from "../services/usage-consumer/failed-batches";
 import { readFailedBatch, runLedgerOp } from "../services/reconciler/ops";
@@ -291,5 +291,24 @@ describe("the run's PostgreSQL test servers", () => {
             await other.stop();
         }
         expect(fs.existsSync(path.join(root!, templates[0], "data", "postmaster.pid"))).toBe(false); // never started itself
+    });
+});
+
+describe("the Lambda invoker's payload limit", () => {
+    it("refuses a payload of INVOKE_PAYLOAD_LIMIT_BYTES or more before any call (Lambda wants it smaller), and sends one byte less", async () => {
+        // Nothing listens on port 9 of loopback: a call that is made fails in fetch, one refused first never gets there.
+        const nowhere = new LambdaInvoker(
+            "us-east-1",
+            new S3Client({ region: "us-east-1", credentials: { accessKeyId: "AKIDOPERATOR", secretAccessKey: "secret" } }),
+            "http://127.0.0.1:9",
+        );
+        // A JSON string's encoding is its characters plus two quotes.
+        const of = (bytes: number) => "x".repeat(bytes - 2);
+        await expect(
+            nowhere.send(new InvokeCommand({ FunctionName: FN, Payload: of(INVOKE_PAYLOAD_LIMIT_BYTES) as never })),
+        ).rejects.toThrow(/not under Lambda's 6291456 byte limit/);
+        await expect(
+            nowhere.send(new InvokeCommand({ FunctionName: FN, Payload: of(INVOKE_PAYLOAD_LIMIT_BYTES - 1) as never })),
+        ).rejects.toThrow(/fetch failed/);
     });
 });

@@ -50,7 +50,7 @@ export const INVOKE_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
  * with `Payload` as JSON and resolves to the function's JSON result (see this module's comment for the API).
  * Construction makes no call (it throws only `new URL`'s TypeError for an `endpoint` that is not a URL); credentials
  * are resolved by the signer at the first `send`.
- * @throws Error from `send` naming the function: a payload over {@link INVOKE_PAYLOAD_LIMIT_BYTES} bytes of JSON (no
+ * @throws Error from `send` naming the function: a payload of {@link INVOKE_PAYLOAD_LIMIT_BYTES} bytes of JSON or more (no
  *   call made), an HTTP error status (AccessDenied, not found, throttled; the first 500 characters of the body), or a
  *   function error (`X-Amz-Function-Error`, with its `errorMessage`); the signer's error when no credentials resolve;
  *   `fetch`'s TypeError when the endpoint cannot be reached; SyntaxError when a 200 answer is not JSON
@@ -75,12 +75,14 @@ export class LambdaInvoker {
     /**
      * Invokes the function and returns its JSON result.
      * @throws Error naming the function: on an HTTP error (AccessDenied, not found), a function error, or a payload
-     *   over {@link INVOKE_PAYLOAD_LIMIT_BYTES}
+     *   at or over {@link INVOKE_PAYLOAD_LIMIT_BYTES}
      */
     async send(cmd: InvokeCommand): Promise<unknown> {
         const body = JSON.stringify(cmd.input.Payload);
-        if (Buffer.byteLength(body) > INVOKE_PAYLOAD_LIMIT_BYTES)
-            throw new Error(`payload for ${cmd.input.FunctionName} is over Lambda's ${INVOKE_PAYLOAD_LIMIT_BYTES} byte limit`);
+        if (Buffer.byteLength(body) >= INVOKE_PAYLOAD_LIMIT_BYTES)
+            throw new Error(
+                `payload for ${cmd.input.FunctionName} is not under Lambda's ${INVOKE_PAYLOAD_LIMIT_BYTES} byte limit (the request must be smaller)`,
+            );
         const path = `${this.url.pathname.replace(/\/$/, "")}/2015-03-31/functions/${encodeURIComponent(cmd.input.FunctionName)}/invocations`;
         const signed = await this.signer.sign({
             method: "POST",
