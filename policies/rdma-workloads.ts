@@ -619,6 +619,11 @@ export const ncclIbHcaRailHcas = containerPolicy(
         for (const pool of pools) {
             const nodeHcas = [...railHcas(pool), ...pool.frontendHcas];
             for (const entry of list.entries) {
+                if (entry.port !== undefined && !(Number.isInteger(entry.port) && entry.port >= 1)) {
+                    // NCCL compares the entry's port number with each HCA port's (1-based), so this entry selects nothing
+                    out.push({ field, problem: `entry ${entry.raw} names no HCA port (ports are numbered from 1)`, fix });
+                    continue;
+                }
                 const hits = ncclMatches(list, entry, nodeHcas);
                 const front = hits.filter((h) => pool.frontendHcas.includes(h));
                 if (front.length)

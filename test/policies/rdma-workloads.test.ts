@@ -408,6 +408,11 @@ describe("nccl-no-socket-fallback and nccl-ib-hca-rail-hcas (NCCL's own list syn
         expect(await hca("mlx5_")).toEqual([
             `${P}.env[NCCL_IB_HCA]: entry mlx5_ selects frontend NIC(s) mlx5_1, mlx5_7 of pool h200. ${fix}`,
         ]);
+        // NCCL compares the port number: a port that is not 1, 2, ... selects nothing on that HCA
+        for (const port of ["0", "x", "1.5", "-1"])
+            expect(await hca(`=${RAILS.split(",")[0].split(":")[0]}:${port}`), port).toEqual([
+                `${P}.env[NCCL_IB_HCA]: entry ${RAILS.split(",")[0].split(":")[0]}:${port} names no HCA port (ports are numbered from 1). ${fix}`,
+            ]);
     });
     it("a prefix that matches several rail HCAs", async () => {
         const cis = stack([endpoint()], {
