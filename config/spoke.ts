@@ -55,13 +55,27 @@ export const InfinibandBackendSchema = z
         fabric: z.literal("infiniband"),
         /** Pods that may share one rail HCA through the RDMA shared device plugin (`rdmaHcaMax`). */
         rdmaHcaMax: z.number().int().min(1).max(1000).default(63),
-        /** Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). */
+        /**
+         * Block carved into one IP pool per rail (rail i gets the i-th /railPrefixLength). Reserved and checked (no
+         * overlap with the cluster's or other spokes' networks) always; rendered as IPPools only with `railNetworks`.
+         */
         railSupernet: Cidr,
         railPrefixLength: z.number().int().min(16).max(28).default(20),
         /** Addresses nv-ipam hands each node per rail pool. */
         perNodeBlockSize: z.number().int().min(2).max(4096).default(16),
         /** Minimum port rate in Gb/s every rail HCA must report (NDR = 400); checked by profile and preflight. */
         minLinkRateGbps: z.number().int().positive().default(400),
+        /**
+         * Render the per-rail IP networks (docs/architecture.md "Rail networks"): NicClusterPolicy
+         * `secondaryNetwork` (Multus, IPoIB CNI) and `nvIpam`, one nv-ipam IPPool per rail carved from `railSupernet`,
+         * one IPoIBNetwork `<pool>-rail-<i>` per pool and rail in the inference namespace. Only RDMA CM needs an IP on a
+         * rail (UCX `UCX_SOCKADDR_TLS_PRIORITY=rdmacm`, rdma_cm tools): the platform's own workloads (NIXL over UCX
+         * verbs, Mooncake's transfer engine, NCCL) address the HCAs by LID/GID and handshake over the pod network, so
+         * the default renders none of it. A network only takes effect in a pod whose `k8s.v1.cni.cncf.io/networks`
+         * annotation names it (upstream/activation.ts `ipoib-rail-networks`); the policy pack's `rdma-cm-rail-networks`
+         * refuses an RDMA CM workload that does not attach its rails' networks.
+         */
+        railNetworks: z.boolean().default(false),
     })
     .strict();
 

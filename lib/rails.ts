@@ -80,6 +80,14 @@ export function rdmaSharedDevicePluginConfig(profiles: NodeProfile[], rdmaHcaMax
     return { periodicUpdateInterval: 300, configList };
 }
 
+/**
+ * Name of the IPoIBNetwork (and of the NetworkAttachmentDefinition the operator renders from it) on rail `rail` of node
+ * pool `pool`: `h200-rail-3`. Rail i of every node of the pool, so GPU i's pod interface sits on leaf i.
+ */
+export function railNetworkName(pool: string, rail: number): string {
+    return `${pool}-rail-${rail}`;
+}
+
 /** Rails serving the given GPU indices, in GPU order. @throws Error if a GPU has no rail in the profile. */
 export function railsForGpus(profile: NodeProfile, gpus: number[]): Rail[] {
     return gpus.map((g) => {

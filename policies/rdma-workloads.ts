@@ -1,5 +1,6 @@
 import { run } from "./lib/unknown";
 import { ucxIbForcesGlobal } from "../upstream/libraries";
+import { ipoibNetworkNad, MULTUS_NETWORKS_ANNOTATION, parseNetworkSelections } from "../upstream/network-attachment";
 import type { StackValidationPolicy } from "@pulumi/policy";
 import {
     ncclFlagSet,
@@ -827,57 +828,83 @@ export const rdmaPreflightInit = containerPolicy(
     (c) => inScope(c) && rdmaDevices(c, "limits").total > 0 && c.container === c.pod.containers.find(inScope)?.container,
 );
 
-/** Network attachment annotation names (`ns/name` list or JSON list). */
-function attachedNetworks(c: ContainerView): string[] {
-    const a = c.pod.annotations["k8s.v1.cni.cncf.io/networks"];
-    if (!a) return [];
-    const t = a.trim();
-    if (t.startsWith("[")) {
-        try {
-            return (JSON.parse(t) as any[]).map((x) => String(x.name));
-        } catch {
-            return [];
-        }
-    }
-    return t
-        .split(",")
-        .map((s) => s.trim().split("/").pop() as string)
-        .map((s) => s.split("@")[0])
-        .filter(Boolean);
+/** A secondary network the stack renders on a netdev: the NetworkAttachmentDefinition the operator makes of it. */
+interface RailNetwork {
+    kind: string;
+    /** NAD name = the CR's name (Mellanox/network-operator@v26.1.2 manifests/state-*-network). */
+    name: string;
+    /** NAD namespace = `spec.networkNamespace`, `default` when empty ({@link ipoibNetworkNad}). */
+    namespace: string;
+    master: string;
 }
 
-/** RDMA CM / RoCE need a rail network per requested rail. */
+/** IPoIBNetworks and MacvlanNetworks of the stack with a `spec.master`. */
+function railNetworksOf(v: StackView): RailNetwork[] {
+    const out: RailNetwork[] = [];
+    for (const r of v.resources)
+        run(() => {
+            const p = r.props ?? {};
+            if ((p.kind === "IPoIBNetwork" || p.kind === "MacvlanNetwork") && p.spec?.master)
+                out.push({
+                    kind: String(p.kind),
+                    name: String(p.metadata?.name ?? r.name),
+                    namespace: p.spec.networkNamespace ? String(p.spec.networkNamespace) : ipoibNetworkNad.defaultNamespace,
+                    master: String(p.spec.master),
+                });
+        });
+    return out;
+}
+
+/** RDMA CM / RoCE need a rail network per requested rail, attached through the pod's Multus annotation. */
 export const rdmaCmRailNetworks = containerPolicy(
     {
         name: "rdma-cm-rail-networks",
         description:
-            "A workload that uses RDMA CM (UCX rdmacm) or runs on a RoCE pool needs an IP on each rail it uses: one secondary network (IPoIBNetwork / MacvlanNetwork on that rail's netdev) per requested rail, with the same rail index; plain verbs on InfiniBand work from the pod network but rdma_cm fails (network-operator#953, k8s-rdma-shared-dev-plugin#108).",
+            "A workload that uses RDMA CM (UCX rdmacm) or runs on a RoCE pool needs an IP on each rail it uses: its k8s.v1.cni.cncf.io/networks annotation must name, in the namespace the operator puts it (spec.networkNamespace), a secondary network (IPoIBNetwork / MacvlanNetwork) on each requested rail's netdev, with the same rail index. Multus attaches a NetworkAttachmentDefinition only to a pod whose annotation names it (k8snetworkplumbingwg/multus-cni pkg/k8sclient GetPodNetwork). Plain verbs on InfiniBand (NIXL over UCX rc, Mooncake, NCCL) work from the pod network; rdma_cm without a rail IP fails (network-operator#953, k8s-rdma-shared-dev-plugin#108).",
         remediationSteps:
-            "List the pool's per-rail networks (<pool>-rail-<i>, created by BackendFabric) in the pod annotation k8s.v1.cni.cncf.io/networks, one per requested rail.",
+            "Set platform:backend.railNetworks: true in the spoke's stack file (BackendFabric then renders one IPoIBNetwork <pool>-rail-<i> per rail in the inference namespace) and list the requested rails' networks in the pod annotation k8s.v1.cni.cncf.io/networks as inference/<pool>-rail-<i>, in rail order.",
     },
     (c, v) => {
         const tls = `${envValue(c, "UCX_TLS") ?? ""},${envValue(c, "UCX_SOCKADDR_TLS_PRIORITY") ?? ""}`;
         const out: Finding[] = [];
+        const field = `${c.pod.path.replace(/\.spec$/, "")}.metadata.annotations[${MULTUS_NETWORKS_ANNOTATION}]`;
         for (const pool of poolsOf(c, v.pools).pools) {
             const roce = pool.rails.some((r) => r.linkLayer === "Ethernet");
             if (!/rdmacm/i.test(tls) && !roce) continue;
             const rails = requestedRails(c, v, pool) ?? new Set<number>();
-            const nets = attachedNetworks(c);
-            const masters = new Map<string, string>();
-            for (const r of v.resources)
-                run(() => {
-                    const p = r.props ?? {};
-                    if ((p.kind === "IPoIBNetwork" || p.kind === "MacvlanNetwork") && p.spec?.master)
-                        masters.set(String(p.metadata?.name ?? r.name), String(p.spec.master));
+            if (rails.size === 0) continue;
+            const nets = parseNetworkSelections(c.pod.annotations[MULTUS_NETWORKS_ANNOTATION], c.namespace);
+            if (nets === undefined) {
+                out.push({
+                    field,
+                    problem: `Multus cannot parse the annotation ${JSON.stringify(c.pod.annotations[MULTUS_NETWORKS_ANNOTATION])}, so no rail network is attached`,
+                    fix: "write it as a comma-separated list of <namespace>/<name> or a JSON list of {name, namespace}",
                 });
+                continue;
+            }
+            const stackNets = railNetworksOf(v);
             for (const rail of pool.rails.filter((x) => rails.has(x.rail))) {
-                if (!nets.some((n) => masters.get(n) === rail.netdev)) {
+                const onRail = stackNets.filter((n) => n.master === rail.netdev);
+                if (nets.some((s) => onRail.some((n) => n.name === s.name && n.namespace === s.namespace))) continue;
+                const what = `uses ${roce ? "RoCE" : "RDMA CM"} on rail ${rail.rail} (${rail.hca})`;
+                const expected = `${pool.name}-rail-${rail.rail}`;
+                if (onRail.length === 0) {
                     out.push({
-                        field: `${c.pod.path.replace(/\.spec$/, "")}.metadata.annotations[k8s.v1.cni.cncf.io/networks]`,
-                        problem: `uses ${roce ? "RoCE" : "RDMA CM"} on rail ${rail.rail} (${rail.hca}) but attaches no network on its netdev ${rail.netdev}`,
-                        fix: `attach network ${pool.name}-rail-${rail.rail}`,
+                        field,
+                        problem: `${what} but the stack renders no network on its netdev ${rail.netdev}`,
+                        fix: `set platform:backend.railNetworks: true and attach ${c.namespace}/${expected}`,
                     });
+                    continue;
                 }
+                const misplaced = nets.find((s) => onRail.some((n) => n.name === s.name));
+                const target = onRail.find((n) => n.name === misplaced?.name) ?? onRail[0];
+                out.push({
+                    field,
+                    problem: misplaced
+                        ? `${what}: the annotation names ${misplaced.namespace}/${misplaced.name}, but the operator creates that NetworkAttachmentDefinition in ${target.namespace}, so Multus attaches nothing on ${rail.netdev}`
+                        : `${what} but attaches no network on its netdev ${rail.netdev}`,
+                    fix: `attach network ${target.namespace}/${target.name}`,
+                });
             }
         }
         return out;

@@ -13,7 +13,8 @@ import { placementPools, type SpokeInfra } from "./spoke-infra";
  * The infrastructure of an on-prem spoke (an existing Kubernetes cluster reached through a kubeconfig context): the
  * Kubernetes provider, the platform and inference namespaces, one GpuNodePool per `platform:nodePools` entry
  * (labels, GPU taint, rail table on the nodes), the GPU Operator with GPUDirect RDMA, the rail-aligned InfiniBand
- * backend (Network Operator, one RDMA resource and IP pool per rail) and the frontend description.
+ * backend (Network Operator, one RDMA resource per rail; one IP pool and IPoIB network per rail only with
+ * `platform:backend.railNetworks`) and the frontend description.
  * Workloads go on top with programs/workloads.ts `deployWorkloads`.
  */
 export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
@@ -44,6 +45,7 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
             railPools: cfg.railPools,
             rdmaHcaMax: cfg.backend.rdmaHcaMax,
             perNodeBlockSize: cfg.backend.perNodeBlockSize,
+            railNetworks: cfg.backend.railNetworks,
             workloadNamespace: INFERENCE_NAMESPACE,
         },
         { ...opts, dependsOn: [inferenceNamespace] },
@@ -81,7 +83,8 @@ export function buildOnPremInfra(cfg: OnPremSpokeConfig): SpokeInfra {
         minLinkRateGbps: cfg.backend.minLinkRateGbps,
         outputs: {
             railResources: fabric.railResources,
-            railNetworks: fabric.railNetworks,
+            // Only with platform:backend.railNetworks: the NADs RDMA CM pods annotate (docs/architecture.md "Rail networks").
+            ...(cfg.backend.railNetworks ? { railNetworks: fabric.railNetworks } : {}),
             nodeSelectors: Object.fromEntries(pools.map((p, i) => [cfg.nodePools[i].name, p.nodeSelector])),
             frontendHcas: frontend.frontendHcas,
         },

@@ -13,8 +13,8 @@ import { buildView, dgdGpus, type HubView, type ReportInput, type SpokeView } fr
 import { interactive, RenderProgress } from "../tools/report/progress";
 import { PNG_CACHE_ENV, svgToPng } from "../tools/report/png";
 import { textWidth } from "../tools/report/svg";
-import { maskWire } from "../tools/wire";
-import { runHubAndSpoke, runRepoStack, stackFile } from "./helpers";
+import { maskWire, referenceableOutputs } from "../tools/wire";
+import { flatConfig, runHubAndSpoke, runRepoStack, stackConfigDoc, stackFile } from "./helpers";
 
 /** Report input of a stack rendered in-process the way tools/render.ts builds it. */
 async function inputOf(
@@ -140,8 +140,34 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         );
     });
 
-    it("joins each rail of the profile with the RDMA resource, network and IP pool rendered for it", () => {
-        const v = buildView(hn1) as SpokeView;
+    it("joins each rail of the profile with the RDMA resource rendered for it; no rail network or IP pool while railNetworks is off", async () => {
+        const off = buildView(hn1) as SpokeView;
+        expect(off.pools[0].railNetworks).toBe(false);
+        expect(off.pools[0].rails.map((r) => [r.rdmaResource, r.network, r.ipPool, r.subnet])).toEqual(
+            [0, 1, 2, 3, 4, 5, 6, 7].map((i) => [`rdma/rail_${i}`, undefined, undefined, undefined]),
+        );
+        const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
+        expect(md).toContain(
+            "| 1 | GPU1 | 0000:43:00.0 | mlx5_3 | ibp64s0 | 0000:40:00.0 | 0 | 400 | rdma/rail_1 | off (railNetworks) | off (railNetworks) |",
+        );
+        // With platform:backend.railNetworks: true, each rail joins its IPoIBNetwork and nv-ipam pool.
+        const doc = stackConfigDoc("spoke-hn1");
+        doc["platform:backend"] = { ...doc["platform:backend"], railNetworks: true };
+        const hubRun = await runRepoStack("hub-prod");
+        const onRun = await runRepoStack("spoke-hn1", {
+            config: flatConfig(doc),
+            stackOutputs: { "hub-prod": { outputs: referenceableOutputs(hubRun.outputs), secretOutputNames: [] } },
+        });
+        const policy = await runPolicies(allPolicies, onRun.resources);
+        const on = reportInput(
+            { ...stackFile("spoke-hn1"), config: flatConfig(doc) },
+            resourcesJson(onRun.resources),
+            maskWire(onRun.outputs) as Record<string, unknown>,
+            policy,
+            hubRun.outputs,
+        );
+        const v = buildView(on) as SpokeView;
+        expect(v.pools[0].railNetworks).toBe(true);
         const rails = v.pools[0].rails;
         expect(rails).toHaveLength(8);
         // DGX H200 user guide "Network Modules": GPU1 is mlx5_3 / ibp64s0, not mlx5_1 (a storage port).
@@ -194,7 +220,8 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         for (let i = 0; i < 8; i++) expect(t).toContain(`leaf ${i}`);
         expect(t.filter((x) => x === "mlx5_3")).toHaveLength(2);
         expect(t).toContain("enp170s0f0np0");
-        expect(t).toContain("10.64.16.0/20");
+        // No rail subnet drawn: hn1 renders no rail IP pools (platform:backend.railNetworks off).
+        expect(t.some((x) => x.startsWith("10.64."))).toBe(false);
         expect(t.filter((x) => x === "NUMA 1")).toHaveLength(2);
     });
 

@@ -6,7 +6,9 @@
  * resources updates that file in the same pull request, where reviewers see every URN that moves. Added since: the
  * peer fallback to hcm1 (lib/failover.ts: peers ConfigMap, CA ConfigMap, peer Backend and AIServiceBackend, the
  * route's retry BackendTrafficPolicy). Removed since: the spoke's generated secrets (the counter store's password, the
- * cache-salt key) and the Secrets that carried them, now installed by `npm run mint-key -- install-spoke-secrets`.
+ * cache-salt key) and the Secrets that carried them, now installed by `npm run mint-key -- install-spoke-secrets`; the
+ * eight nv-ipam IPPools `rail-<i>` and IPoIBNetworks `h200-rail-<i>`, rendered since only with
+ * `platform:backend.railNetworks: true` (no pod of the platform needs an IP on a rail; test/program.test.ts).
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as fs from "node:fs";
@@ -99,7 +101,8 @@ describe("SpokeInfra: one shape from both infrastructure builders", () => {
         expect(i.devicePlugins).toEqual(["BackendFabric"]);
         expect(i.gpuDirect).toEqual(["GpuOperator"]);
         expect(i.minLinkRateGbps).toBe(400);
-        expect(i.outputKeys).toEqual(["railResources", "railNetworks", "nodeSelectors", "frontendHcas"]);
+        // No railNetworks output: hn1 renders no rail networks (platform:backend.railNetworks is off).
+        expect(i.outputKeys).toEqual(["railResources", "nodeSelectors", "frontendHcas"]);
     });
 
     it("EKS (spoke-sg1): EFA from the device plugin, no frontend HCAs, node-group huge pages, the CPU group as system nodes", async () => {

@@ -282,6 +282,43 @@ export const activationFacts: readonly ActivationFact[] = [
         source: `${GPUOP}:controllers/object_controls.go#transformPeerMemoryContainer`,
     },
     {
+        id: "ipoib-rail-networks",
+        feature:
+            "an IP on an InfiniBand rail inside a pod (IPoIBNetwork + nv-ipam IPPool, Multus and IPoIB CNI from NicClusterPolicy.spec.secondaryNetwork), which only RDMA CM needs",
+        component: "network-operator",
+        requires: [
+            {
+                what: "the operator renders each IPoIBNetwork as a NetworkAttachmentDefinition of the same name in `spec.networkNamespace` (`default` when empty), CNI `type: ipoib` on `spec.master` with `spec.ipam`",
+                readBy: `${NETOP}:pkg/state/state_ipoib_network.go#getManifestObjects`,
+            },
+            {
+                what: "the pod's `k8s.v1.cni.cncf.io/networks` annotation names that NAD (`<networkNamespace>/<name>`; a bare name is looked up in the pod's own namespace); without the annotation Multus sets up the cluster network only",
+                readBy: "k8snetworkplumbingwg/multus-cni@v4.3.0:pkg/k8sclient/k8sclient.go#GetPodNetwork",
+            },
+            {
+                what: "NicClusterPolicy `spec.secondaryNetwork.multus` and `.ipoib` (the Multus thin-plugin and IPoIB CNI DaemonSets) and `spec.nvIpam` for `ipam.type: nv-ipam` with an IPPool of `poolName`",
+                readBy: `${NETOP}:manifests/state-multus-cni/0050-multus-ds.yml`,
+            },
+        ],
+        peers: [
+            {
+                what: "the process uses RDMA CM (rdma_cm resolves the peer's IP to a GID through the netdev's neighbour table); UCX reads UCX_SOCKADDR_TLS_PRIORITY (rdmacm) only for endpoints created from a socket address, and NIXL creates its endpoints from UCX worker addresses (UCP_EP_PARAM_FIELD_REMOTE_ADDRESS), so NIXL over UCX verbs never needs it",
+                readBy: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp",
+            },
+            {
+                what: "Mooncake's transfer engine needs no rail IP either: RDMA endpoints exchange LID, GID and QP numbers over its TCP handshake to MOONCAKE_LOCAL_HOSTNAME (the pod IP) and connect with verbs (no rdma_cm in the transfer engine)",
+                readBy: "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/transport/rdma_transport/rdma_endpoint.cpp",
+            },
+            {
+                what: "NCCL's IB transport neither: ncclIbDevInfo (LID, GID, QPN) goes over NCCL's bootstrap socket on the pod network (no rdma_cm in NCCL's sources)",
+                readBy: "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib.cc",
+            },
+        ],
+        otherwise: "inert",
+        source: `${NETOP}:manifests/state-ipoib-network/0010-ipoib-net-cr.yaml`,
+        note: "The platform renders the rail networks only with `platform:backend.railNetworks: true` (components/spoke/BackendFabric.ts); the pack's rdma-cm-rail-networks refuses an RDMA CM workload whose annotation does not attach, in the NAD's namespace, a network on each of its rails' netdevs.",
+    },
+    {
         id: "single-nfd",
         feature: "node-feature-discovery labelling the GPU and NIC nodes",
         component: "gpu-operator",

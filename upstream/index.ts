@@ -29,6 +29,7 @@ export * from "./activation";
 export * from "./compat";
 export * from "./gateway";
 export * from "./rdma-device-plugin";
+export * from "./network-attachment";
 export * from "./pairs";
 export * from "./kv-transport";
 export * from "./kvbm";

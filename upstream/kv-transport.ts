@@ -155,7 +155,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
         name: "UCX_SOCKADDR_TLS_PRIORITY",
         safe: { values: ["rdmacm"] },
         source: "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c",
-        note: "connection setup over RDMA CM; rdma-cm-rail-networks checks the rail networks it needs",
+        note: "connection setup over RDMA CM for client/server endpoints (NIXL's worker-address endpoints never read it, upstream/libraries.ts ucx); rdma-cm-rail-networks checks the rail networks it needs",
     },
     { name: "UCX_MAX_HCA_PER_GPU", safe: { pattern: /^[1-9]\d*$/ }, source: UCX },
     {

@@ -30,7 +30,15 @@ export const ucx: ComponentFacts = {
             note: "no: GPU memory is not registered with the HCA (KV staged through host memory)",
         },
         UCX_IB_GID_INDEX: { default: "auto", source: IB_IFACE },
-        UCX_SOCKADDR_TLS_PRIORITY: { source: UCP, note: "connection establishment transports (rdmacm: RDMA CM, needs rail networks)" },
+        UCX_SOCKADDR_TLS_PRIORITY: {
+            default: "rdmacm,tcp,sockcm",
+            source: UCP,
+            note:
+                "connection managers for client/server endpoints only (ucp_fill_sockaddr_prio_list; an endpoint created with " +
+                "UCP_EP_PARAM_FIELD_SOCK_ADDR or from a listener): rdmacm (RDMA CM) needs an IP on the rail, i.e. attached rail " +
+                "networks (upstream/activation.ts ipoib-rail-networks). NIXL creates its endpoints from worker addresses " +
+                "(ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp UCP_EP_PARAM_FIELD_REMOTE_ADDRESS), so a NIXL worker never reads it",
+        },
         UCX_IB_IS_GLOBAL: {
             default: "n",
             source: IB_IFACE,

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { NodePool, RailPool } from "../../config/stack";
 import { versions } from "../../config/versions";
 import { FABRIC_LABEL } from "../../lib/labels";
-import { rdmaSharedDevicePluginConfig, railResource } from "../../lib/rails";
+import { railNetworkName, rdmaSharedDevicePluginConfig, railResource } from "../../lib/rails";
 
 /** Inputs of {@link BackendFabric}. */
 export interface BackendFabricArgs {
@@ -15,6 +15,13 @@ export interface BackendFabricArgs {
     rdmaHcaMax: number;
     /** Addresses nv-ipam hands each node per rail. */
     perNodeBlockSize: number;
+    /**
+     * Render the rail IP networks (`platform:backend.railNetworks`): NicClusterPolicy `secondaryNetwork` and `nvIpam`,
+     * the IPPools and the IPoIBNetworks. Off, none of them exists: nothing in the platform's own pods reads an IP on a
+     * rail, and a NetworkAttachmentDefinition no pod annotation names is inert (upstream/activation.ts
+     * `ipoib-rail-networks`).
+     */
+    railNetworks: boolean;
     /** Namespace whose pods attach the rail networks (the NetworkAttachmentDefinitions are created there). */
     workloadNamespace: string;
     /** Namespace for the Network Operator and its IP pools. */
@@ -36,10 +43,16 @@ export function networkOperatorValues(): Record<string, unknown> {
 export const NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy";
 
 /**
- * The rail-aligned InfiniBand backend: NVIDIA Network Operator (pinned chart), a NicClusterPolicy whose
- * RDMA shared device plugin publishes one resource per rail (`rdma/rail_<i>`, selected by the rail's netdev
- * from the rail table), nv-ipam, Multus and IPoIB CNI, one nv-ipam IPPool per rail and one IPoIBNetwork per
- * (pool, rail) so a pod can attach the rail-i interface of its node with an address from rail i's subnet.
+ * The rail-aligned InfiniBand backend: NVIDIA Network Operator (pinned chart) and a NicClusterPolicy whose RDMA shared
+ * device plugin publishes one resource per rail (`rdma/rail_<i>`, selected by the rail's netdev from the rail table).
+ *
+ * With `railNetworks` only: nv-ipam, Multus and IPoIB CNI (`secondaryNetwork`), one nv-ipam IPPool per rail and one
+ * IPoIBNetwork per (pool, rail), so a pod that needs an IP on its rails (RDMA CM) can attach the rail-i interface of
+ * its node with an address from rail i's subnet. The operator renders each IPoIBNetwork as a
+ * NetworkAttachmentDefinition of the same name in `spec.networkNamespace` (Mellanox/network-operator@v26.1.2:
+ * manifests/state-ipoib-network/0010-ipoib-net-cr.yaml); Multus attaches it only to a pod whose
+ * `k8s.v1.cni.cncf.io/networks` annotation names it, as `<workloadNamespace>/<pool>-rail-<i>`
+ * (upstream/activation.ts `ipoib-rail-networks`, upstream/network-attachment.ts).
  *
  * @throws Error from the constructor when the pools' node profiles disagree on the rail count or on a rail's link
  *   layer (lib/rails.ts `rdmaSharedDevicePluginConfig`: one resource per rail must select the same HCAs on every node)
@@ -47,7 +60,10 @@ export const NIC_CLUSTER_POLICY_NAME = "nic-cluster-policy";
 export class BackendFabric extends pulumi.ComponentResource {
     /** Extended resources in rail order (`rdma/rail_0` ... `rdma/rail_7`). */
     public readonly railResources: string[];
-    /** Per node pool, the IPoIB network (NetworkAttachmentDefinition) names in rail order. */
+    /**
+     * Per node pool, the IPoIB network (NetworkAttachmentDefinition) names in rail order, all in the workload
+     * namespace; empty without `railNetworks`.
+     */
     public readonly railNetworks: Record<string, string[]>;
     /** The NicClusterPolicy (exported so workloads can depend on it). */
     public readonly nicClusterPolicy: k8s.apiextensions.CustomResource;
@@ -91,18 +107,27 @@ export class BackendFabric extends pulumi.ComponentResource {
                 metadata: { name: NIC_CLUSTER_POLICY_NAME },
                 spec: {
                     rdmaSharedDevicePlugin: { ...img(versions.rdmaSharedDevicePlugin), config: JSON.stringify(pluginConfig) },
-                    nvIpam: { ...img(versions.nvIpam), enableWebhook: false },
-                    secondaryNetwork: {
-                        cniPlugins: img(versions.cniPlugins),
-                        multus: img(versions.multus),
-                        ipoib: img(versions.ipoibCni),
-                    },
+                    ...(args.railNetworks
+                        ? {
+                              nvIpam: { ...img(versions.nvIpam), enableWebhook: false },
+                              secondaryNetwork: {
+                                  cniPlugins: img(versions.cniPlugins),
+                                  multus: img(versions.multus),
+                                  ipoib: img(versions.ipoibCni),
+                              },
+                          }
+                        : {}),
                 },
             },
             { parent: this, dependsOn: [release] },
         );
 
         const ibNodes = { nodeSelectorTerms: [{ matchExpressions: [{ key: FABRIC_LABEL, operator: "In", values: ["infiniband"] }] }] };
+        this.railNetworks = {};
+        if (!args.railNetworks) {
+            this.registerOutputs({ railResources: this.railResources });
+            return;
+        }
         const ipPools = args.railPools.map(
             (rp) =>
                 new k8s.apiextensions.CustomResource(
@@ -117,11 +142,10 @@ export class BackendFabric extends pulumi.ComponentResource {
                 ),
         );
 
-        this.railNetworks = {};
         for (const pool of args.pools) {
             this.railNetworks[pool.name] = [];
             for (const rail of [...pool.profile.rails].sort((a, b) => a.rail - b.rail)) {
-                const netName = `${pool.name}-rail-${rail.rail}`;
+                const netName = railNetworkName(pool.name, rail.rail);
                 this.railNetworks[pool.name].push(netName);
                 new k8s.apiextensions.CustomResource(
                     `${name}-ipoib-${netName}`,

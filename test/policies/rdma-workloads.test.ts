@@ -535,7 +535,7 @@ describe("rdma-cm-rail-networks (network-operator#953)", () => {
         const msgs = await violations([rdmaCmRailNetworks], rs);
         expect(msgs).toHaveLength(8);
         expect(msgs[1]).toBe(
-            "DynamoGraphDeployment/llama-70b container prefill/main field spec.components[2].podTemplate.metadata.annotations[k8s.v1.cni.cncf.io/networks]: uses RDMA CM on rail 1 (mlx5_3) but attaches no network on its netdev ibp64s0. Fix: attach network h200-rail-1.",
+            "DynamoGraphDeployment/llama-70b container prefill/main field spec.components[2].podTemplate.metadata.annotations[k8s.v1.cni.cncf.io/networks]: uses RDMA CM on rail 1 (mlx5_3) but the stack renders no network on its netdev ibp64s0. Fix: set platform:backend.railNetworks: true and attach inference/h200-rail-1.",
         );
         const nets = DGX.rails.map((r) =>
             k8s({
@@ -551,6 +551,27 @@ describe("rdma-cm-rail-networks (network-operator#953)", () => {
             };
         });
         expect(await violations([rdmaCmRailNetworks], attached)).toEqual([]);
+    });
+    it("an IPoIBNetwork without networkNamespace puts its NAD in default: naming it in the pod's namespace attaches nothing", async () => {
+        const rs = prefill((m) => setEnv(m, "UCX_SOCKADDR_TLS_PRIORITY", "rdmacm"));
+        const nets = DGX.rails.map((r) =>
+            k8s({
+                apiVersion: "mellanox.com/v1alpha1",
+                kind: "IPoIBNetwork",
+                metadata: { name: `h200-rail-${r.rail}` },
+                spec: { master: r.netdev, ipam: "{}" },
+            }),
+        );
+        const annotate = (value: string) =>
+            edit([...rs, ...nets], "DynamoGraphDeployment", (o) => {
+                o.spec.components[2].podTemplate.metadata.annotations = { "k8s.v1.cni.cncf.io/networks": value };
+            });
+        const inPodNs = await violations([rdmaCmRailNetworks], annotate(DGX.rails.map((r) => `h200-rail-${r.rail}`).join(",")));
+        expect(inPodNs).toHaveLength(8);
+        expect(inPodNs[0]).toContain(
+            "the annotation names inference/h200-rail-0, but the operator creates that NetworkAttachmentDefinition in default, so Multus attaches nothing on ibp24s0. Fix: attach network default/h200-rail-0.",
+        );
+        expect(await violations([rdmaCmRailNetworks], annotate(DGX.rails.map((r) => `default/h200-rail-${r.rail}`).join(",")))).toEqual([]);
     });
 });
 

@@ -161,6 +161,11 @@ export interface PoolView {
     scaling?: { desired: number; min: number; max: number };
     capacityGpus: number;
     rails: RailView[];
+    /**
+     * Whether the spoke renders rail IP networks (`platform:backend.railNetworks`); off, a rail without network and IP
+     * pool is the intended state, not a gap.
+     */
+    railNetworks: boolean;
     frontend: FrontendNicView[];
     efa?: EfaView;
     /** Values the node profile marks as derived rather than read on a node (`inferred`: field path and how to verify). */
@@ -417,6 +422,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
             scaling: group ? { ...group.scaling } : undefined,
             capacityGpus: nodes.length * p.profile.gpu.count,
             rails: railViews(p.profile, rs),
+            railNetworks: !eks && cfg.backend.railNetworks,
             frontend: p.profile.frontend.map((f) => ({
                 hca: f.hca,
                 netdev: f.netdev,
