@@ -191,6 +191,8 @@ export interface PlannerPool {
     role: "prefill" | "decode" | "workers";
     replicas: number;
     gpusPerWorker: number;
+    /** The pool's own minimum (`prefill_min_endpoint` / `decode_min_endpoint`), over the call's `minEndpoint`. */
+    minEndpoint?: number;
 }
 
 /**
@@ -207,7 +209,7 @@ export function plannerScaleUpNeed(
     pools: readonly PlannerPool[],
     minEndpoint: number,
 ): { start: number; step: number; stepRole: PlannerPool["role"]; need: number } {
-    const start = pools.reduce((n, p) => n + Math.max(p.replicas, minEndpoint) * p.gpusPerWorker, 0);
+    const start = pools.reduce((n, p) => n + Math.max(p.replicas, p.minEndpoint ?? minEndpoint) * p.gpusPerWorker, 0);
     const largest = pools.reduce((a, p) => (p.gpusPerWorker > a.gpusPerWorker ? p : a), pools[0]);
     return { start, step: largest.gpusPerWorker, stepRole: largest.role, need: start + largest.gpusPerWorker };
 }
