@@ -136,6 +136,7 @@ function plannerPools(e: Endpoint): Array<PlannerPool & { key: string }> {
  *
  * @param key the endpoint's (or its rollout target's) full key, `platform:endpoints[0]`
  * @param spokeGpus the spoke's GPUs (undefined for an unknown spoke, refused elsewhere)
+ * @param spokeIndex the spoke's index in `platform:spokes`, for the key the messages name
  * @returns issues with full keys (`platform:endpoints[0].planner.maxGpuBudget`)
  */
 export function plannerBudgetIssues(e: Endpoint, key: string, spokeGpus: number | undefined, spokeIndex: number): ConfigIssue[] {
