@@ -40,7 +40,11 @@ export const PlannerSchema = z
         prefillScaleUpQueueTokens: z.number().int().positive().default(200000),
         /** Prefill scale-down threshold: queued prefill tokens. */
         prefillScaleDownQueueTokens: z.number().int().min(0).default(20000),
-        /** Upper bound on GPUs the planner may use for this endpoint. */
+        /**
+         * Upper bound on GPUs the planner may use for this endpoint (PlannerConfig `max_gpu_budget`, a hard ceiling on
+         * every scale-up: upstream/planner.ts). At least the GPUs at the configured replicas plus one more worker of
+         * the largest pool (else the planner can never add a worker), at most the spoke's GPUs.
+         */
         maxGpuBudget: z.number().int().positive().default(16),
         /** Seconds between load-based adjustments (Dynamo default 5). */
         loadAdjustmentIntervalSeconds: z.number().int().positive().default(5),

@@ -1,8 +1,9 @@
 import type { ConfigIssue } from "./errors";
-import { endpointGpus, endpointUpstreamIssues } from "./endpoint";
+import { type Endpoint, endpointUpstreamIssues } from "./endpoint";
 import type { HubConfig } from "./hub";
 import type { LimitSet } from "./limits";
 import { revisionsToCheck } from "./rollout";
+import { type PlannerPool, plannerBudgetSources, plannerScaleUpNeed } from "../upstream/planner";
 import { KNOWN_MODELS, tensorParallelProblem } from "./models";
 
 /** Limit dimensions compared between tiers; tokens as a rate (per window second) so windows may differ. */
@@ -23,8 +24,8 @@ function limitsAbove(inner: LimitSet, outer: LimitSet, innerKey: string, outerNa
 /**
  * Checks of a parsed hub that need more than one field or the clock: API keys not expired, key limits within their
  * team's and the models they may call, team limits within some model's, tensor-parallel sizes the model can split
- * into and context lengths within the model's (config/models.ts), and planner budgets at least what the endpoint
- * already uses.
+ * into and context lengths within the model's (config/models.ts), and planner budgets with room for one more worker
+ * within the spoke's GPUs ({@link plannerBudgetIssues}).
  *
  * @param now the time expiry is judged at
  * @returns issues with full keys (`platform:apiKeys[0].expiresAt`)
@@ -97,14 +98,88 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
                 }
             }
             issues.push(...endpointUpstreamIssues(e, key));
-            const used = endpointGpus(e);
-            if (e.planner.enabled && e.planner.maxGpuBudget < used) {
-                issues.push({
-                    key: `${key}.planner.maxGpuBudget`,
-                    message: `${e.planner.maxGpuBudget} GPUs is below the ${used} the endpoint already uses at its configured replicas (${key}.topology); the planner could never reach its own starting point`,
-                });
-            }
+            issues.push(
+                ...plannerBudgetIssues(
+                    e,
+                    key,
+                    h.spokes.find((s) => s.name === e.spoke)?.gpus,
+                    h.spokes.findIndex((s) => s.name === e.spoke),
+                ),
+            );
         }
     });
+    return issues;
+}
+
+/** The pools the Planner scales, with their hub-file keys under `<endpoint>.topology`. */
+function plannerPools(e: Endpoint): Array<PlannerPool & { key: string }> {
+    const t = e.topology;
+    return t.mode === "disaggregated"
+        ? [
+              { role: "prefill", key: "prefill", ...t.prefill },
+              { role: "decode", key: "decode", ...t.decode },
+          ]
+        : [{ role: "workers", key: "workers", ...t.workers }];
+}
+
+/**
+ * An enabled planner's budget and reserve against the endpoint (one revision's graph) and its spoke; upstream's
+ * semantics in upstream/planner.ts {@link plannerScaleUpNeed} (`max_gpu_budget` is a hard ceiling on every proposal,
+ * a scale-up adds one worker of one pool):
+ * - `planner.minReplicas` above a pool's `replicas`: the Planner raises the pool to it at its first decision, so the
+ *   graph needs GPUs the placement does not count;
+ * - `planner.maxGpuBudget` below the GPUs at the configured replicas plus the largest pool's GPUs per worker: the
+ *   Planner can never add that worker (it only scales down), or at all when below the starting point;
+ * - that need above the spoke's GPUs (`platform:spokes[i].gpus`): no budget lets it scale on the spoke, so lower the
+ *   replicas or turn the planner off; a budget above the spoke's GPUs is refused too (workers past them stay Pending).
+ * Budgets of several planners on one spoke adding up to more than its GPUs is the render report's warning, not an error.
+ *
+ * @param key the endpoint's (or its rollout target's) full key, `platform:endpoints[0]`
+ * @param spokeGpus the spoke's GPUs (undefined for an unknown spoke, refused elsewhere)
+ * @param spokeIndex the spoke's index in `platform:spokes`, for the key the messages name
+ * @returns issues with full keys (`platform:endpoints[0].planner.maxGpuBudget`)
+ */
+export function plannerBudgetIssues(e: Endpoint, key: string, spokeGpus: number | undefined, spokeIndex: number): ConfigIssue[] {
+    const p = e.planner;
+    if (!p.enabled) return [];
+    const issues: ConfigIssue[] = [];
+    const pools = plannerPools(e);
+    for (const x of pools) {
+        if (p.minReplicas > x.replicas)
+            issues.push({
+                key: `${key}.planner.minReplicas`,
+                message: `${p.minReplicas} workers is above ${key}.topology.${x.key}.replicas ${x.replicas}: the planner raises the ${x.role} pool to min_endpoint at its first decision, so the graph would use GPUs its placement does not count; set replicas to at least ${p.minReplicas} or lower minReplicas (${plannerBudgetSources[1]})`,
+            });
+    }
+    const { start, step, need } = plannerScaleUpNeed(pools, p.minReplicas);
+    const largest = pools.filter((x) => x.gpusPerWorker === step);
+    const stepRole = largest.map((x) => (x.role === "workers" ? "aggregated" : x.role)).join(" or ");
+    const stepKey = largest.map((x) => `${key}.topology.${x.key}.gpusPerWorker`).join(", ");
+    const budget = p.maxGpuBudget;
+    const at = `${key}.planner.maxGpuBudget`;
+    const why = `max_gpu_budget is a hard ceiling on every scale-up proposal (${plannerBudgetSources[2]})`;
+    if (spokeGpus !== undefined && need > spokeGpus) {
+        issues.push({
+            key: at,
+            message: `the planner can never add a worker within the spoke's ${spokeGpus} GPUs (platform:spokes[${spokeIndex}].gpus): the endpoint starts at ${start} GPUs (${key}.topology) and one more ${stepRole} worker takes ${step} (${stepKey}), ${need} in all; lower the replicas or set ${key}.planner.enabled: false`,
+        });
+        return issues;
+    }
+    if (budget < start) {
+        issues.push({
+            key: at,
+            message: `${budget} GPUs is below the ${start} the endpoint already uses at its configured replicas (${key}.topology); the planner could never reach its own starting point, let alone add a worker: set it to at least ${need} (${why})`,
+        });
+    } else if (budget < need) {
+        issues.push({
+            key: at,
+            message: `${budget} GPUs leaves no room for one more worker: the endpoint uses ${start} at its configured replicas (${key}.topology) and one more ${stepRole} worker takes ${step} (${stepKey}), so the planner's scale-up (num_workers + 1) is always clamped back and it can only scale down; set it to at least ${need} (${why})`,
+        });
+    } else if (spokeGpus !== undefined && budget > spokeGpus) {
+        issues.push({
+            key: at,
+            message: `${budget} GPUs is above the spoke's ${spokeGpus} (platform:spokes[${spokeIndex}].gpus): max_gpu_budget is the planner's capacity bound, and workers past the spoke's GPUs would stay Pending; set it to at most ${spokeGpus} (at least ${need})`,
+        });
+    }
     return issues;
 }

@@ -118,7 +118,12 @@ describe("a diff for a reviewer: the stack files' own terms first, capacity and 
     it("an added spoke: the hub's list gains one spoke (by name), its new file, and the GPUs placed on it", () => {
         edit("hub-prod", (c) => {
             c["platform:spokes"].push({ name: "dn1", stack: "spoke-dn1", region: "vn-danang-1", provider: "onprem", gpus: 16 });
-            c["platform:endpoints"].push({ ...c["platform:endpoints"][1], spoke: "dn1" });
+            // hn1's Qwen (fixed in hub-prod), with a planner of 4 GPUs + one more 2-GPU worker on the new spoke.
+            c["platform:endpoints"].push({
+                ...c["platform:endpoints"][1],
+                spoke: "dn1",
+                planner: { optimizationTarget: "load", maxGpuBudget: 6 },
+            });
         });
         const doc = YAML.parse(fs.readFileSync(path.join(dir, "head", "Pulumi.spoke-hn1.yaml"), "utf8"));
         doc.config["platform:spoke"].name = "dn1";
@@ -327,8 +332,9 @@ describe("npm run render -- --diff <ref> (temporary git repository)", () => {
             "## What changed in the stack files\n\n**`stacks/Pulumi.hub-prod.yaml`**\n\n- `platform:endpoints[spoke/name=sg1/qwen3-32b].topology.prefill.replicas`: `2` → `1`\n",
         );
         expect(md).toContain(
-            // sg1 also runs llama-70b (aggregated vLLM, 4 GPUs), hence 12 placed before the change.
-            "| stacks/Pulumi.hub-prod.yaml | sg1 | 12/16 → 10/16 | 16/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |",
+            // sg1 also runs llama-70b (aggregated vLLM, 4 GPUs), hence 12 placed before the change; only its planner runs
+            // (budget 8), Qwen's is off.
+            "| stacks/Pulumi.hub-prod.yaml | sg1 | 12/16 → 10/16 | 8/16 | + qwen3-32b (Qwen/Qwen3-32B, 6 GPUs)<br>− qwen3-32b (Qwen/Qwen3-32B, 8 GPUs) |",
         );
         expect(md.indexOf("## What changed in the stack files")).toBeLessThan(md.indexOf("## Rendered objects"));
         // The DGD's prefill replicas only: the dashboard's tokens/s per GPU counts GPUs from series, not from the placement.

@@ -39,7 +39,8 @@ const kvbmEndpoint = (e: Record<string, unknown> = {}) =>
         kvPool: { kind: "none" },
         kvTiers: { hostGiB: 512, nvmeGiB: 4096 },
         fastStart: { modelCache: true },
-        planner: { optimizationTarget: "load", maxGpuBudget: 4 },
+        // One worker and room for a second (upstream/activation.ts `planner-scale-up-headroom`).
+        planner: { optimizationTarget: "load", maxGpuBudget: 8 },
         ...e,
     });
 const pool = (profile = P5EN) => ({ ...placement({ profile }), ...(profile.localNvme ? { localNvme: profile.localNvme } : {}) });
@@ -102,7 +103,8 @@ describe("lib/serving.ts: tiers against the node profile", () => {
         expect(place([kvbmEndpoint()]).issues).toEqual([]);
     });
     it("a host tier larger than the node has is refused, naming the key, the profile and the figures", () => {
-        const { issues } = place([kvbmEndpoint({ kvTiers: { hostGiB: 1900, nvmeGiB: 4096 } })]);
+        // One fixed worker (no planner): one worker's tiers per node.
+        const { issues } = place([kvbmEndpoint({ kvTiers: { hostGiB: 1900, nvmeGiB: 4096 }, planner: { enabled: false } })]);
         expect(issues).toEqual([
             {
                 key: "hub output spokeContracts.sg1.endpoints[0].kvTiers.hostGiB",
@@ -116,7 +118,7 @@ describe("lib/serving.ts: tiers against the node profile", () => {
         expect(place([{ ...e, planner: { ...e.planner, maxGpuBudget: 4 } }]).issues).toEqual([]);
     });
     it("leaves room for a Mooncake store segment of another endpoint on the same pool", () => {
-        const kvbm = kvbmEndpoint({ kvTiers: { hostGiB: 1400 } });
+        const kvbm = kvbmEndpoint({ kvTiers: { hostGiB: 1400 }, planner: { enabled: false } });
         const pooled = endpoint({
             name: "qwen",
             engine: "sglang",

@@ -81,7 +81,7 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
             mode: "disaggregated",
             gpus: 8,
             renderedGpus: 8,
-            plannerBudget: 10,
+            plannerBudget: 12,
             pool: "h200",
         });
         expect(llama.groups).toEqual([
@@ -89,7 +89,8 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
             { role: "decode", replicas: 1, gpusPerWorker: 4 },
         ]);
         const qwen = v.endpoints.find((e) => e.name === "qwen3-32b")!;
-        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: 6 });
+        // hn1's Qwen runs without a planner (hub-prod: Llama's budget 12 + Qwen's fixed 4 fill the 16 GPUs).
+        expect(qwen).toMatchObject({ engine: "sglang", gpus: 4, renderedGpus: 4, plannerBudget: undefined });
     });
 
     it("shows per endpoint which features take effect and which signals are scraped", () => {
@@ -130,7 +131,7 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         // 2 nodes x 8 GPUs (config/node-profiles/dgx-h200.yaml gpu.count: DGX H200 has 8 H200 GPUs).
         expect(v.capacityGpus).toBe(16);
         expect(v.placedGpus).toBe(12);
-        expect(v.plannerBudgetGpus).toBe(16);
+        expect(v.plannerBudgetGpus).toBe(12);
         const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
         expect(md).not.toContain("## Warnings");
@@ -294,12 +295,13 @@ describe("hub report (hub-prod)", () => {
     it("maps spokes by region with the endpoints placed on each and GPUs against capacity", async () => {
         const v = buildView(hub) as HubView;
         expect(v.spokes.map((s) => [s.name, s.region, s.placedGpus, s.capacityGpus])).toEqual([
-            // 12 + the 4 GPUs of the shipped rollout's target graph (v2-qwen3-32b runs beside qwen3-32b).
-            ["hcm1", "vn-hochiminh-1", 16, 16],
+            // 8 + the 4 GPUs of the shipped rollout's target graph (v2-qwen3-32b runs beside qwen3-32b).
+            ["hcm1", "vn-hochiminh-1", 12, 16],
             ["hn1", "vn-hanoi-1", 12, 16],
             ["sg1", "ap-southeast-1", 12, 16],
         ]);
-        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
+        // Only Llama's planner runs on hcm1 (both Qwen graphs are fixed during the rollout).
+        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(8);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
@@ -310,12 +312,12 @@ describe("hub report (hub-prod)", () => {
                 "region ap-southeast-1",
                 "region vn-hanoi-1",
                 "region vn-hochiminh-1",
-                "llama-70b: vllm agg W2x4 = 8 GPU",
+                "llama-70b: vllm agg W1x4 = 4 GPU",
                 "qwen3-32b: sglang P/D P2x2 D1x4 = 8 GPU",
             ]),
         );
         const md = files["report.md"] as string;
-        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 16/16 | 16/16 |");
+        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 8/16 |");
         expect(md).not.toContain("## Warnings");
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
         // The shipped rollout: step, weights per graph and last gate verdict (lib/rollout.ts).
@@ -330,7 +332,9 @@ describe("hub report (hub-prod)", () => {
         // hcm1's qwen3-32b without its planner block: the default budget (config/endpoint.ts, 16) applies.
         if (hub.config.role !== "hub") throw new Error("not a hub");
         const at = hub.config.hub.endpoints.findIndex((e) => e.spoke === "hcm1" && e.name === "qwen3-32b");
-        const endpoints = hub.config.hub.endpoints.map((e, i) => (i === at ? { ...e, planner: { ...e.planner, maxGpuBudget: 16 } } : e));
+        const endpoints = hub.config.hub.endpoints.map((e, i) =>
+            i === at ? { ...e, planner: { ...e.planner, enabled: true, maxGpuBudget: 16 } } : e,
+        );
         const raw = {
             ...hub.raw,
             endpoints: (hub.raw!.endpoints as Array<Record<string, unknown>>).map((e, i) => (i === at ? { ...e, planner: undefined } : e)),
@@ -343,7 +347,7 @@ describe("hub report (hub-prod)", () => {
         };
         const md = (await reportFiles(input, { png: false }))["report.md"] as string;
         expect(md).toContain(
-            "## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 26 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n",
+            "## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 24 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n",
         );
         expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
         expect(md).toContain(
@@ -352,7 +356,7 @@ describe("hub report (hub-prod)", () => {
         );
         expect(warningLines(md)).toEqual([
             "spoke hn1: something the program logged",
-            expect.stringMatching(/^spoke hcm1: planner budgets add up to 26/),
+            expect.stringMatching(/^spoke hcm1: planner budgets add up to 24/),
         ]);
     });
 

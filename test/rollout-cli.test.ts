@@ -155,7 +155,7 @@ describe("npm run rollout from the first step through promotion, end to end", ()
         const text = fs.readFileSync(file, "utf8");
         states.push({ name: "promoted", text });
         const e = YAML.parse(text).config["platform:endpoints"].find((x: any) => x.spoke === "hcm1" && x.name === "qwen3-32b");
-        expect(e).toMatchObject({ revision: "v2", engine: "vllm", planner: { maxGpuBudget: 4 } });
+        expect(e).toMatchObject({ revision: "v2", engine: "vllm", planner: { enabled: false } });
         expect(e.rollout).toBeUndefined();
         // Nothing left to drive.
         expect((await run(["advance", "hcm1/qwen3-32b", "--hub", file, "--prometheus", prom.url])).out).toMatch(/has no rollout/);

@@ -155,7 +155,7 @@ describe("the hub-file edit", () => {
     it("promotion: the endpoint takes the target's settings and revision, the rollout goes, comments stay", () => {
         const out = applyEdit(text, HUB_FILE, INDEX, { kind: "promote", settings: { ...E.rollout!.target }, revision: "v2" });
         const e = parse(out)[INDEX];
-        expect(e).toMatchObject({ engine: "vllm", revision: "v2", planner: { maxGpuBudget: 4 } });
+        expect(e).toMatchObject({ engine: "vllm", revision: "v2", planner: { enabled: false } });
         expect(e.rollout).toBeUndefined();
         expect(revisionsOf(e).map((r) => r.graph.name)).toEqual(["v2-qwen3-32b"]);
         for (const l of comments(text).filter(
@@ -163,7 +163,7 @@ describe("the hub-file edit", () => {
                 !x.includes("Gated canary") &&
                 !x.includes("DynamoGraphDeployment and Dynamo") &&
                 !x.includes("4 GPUs fit") &&
-                !x.includes("duration.") &&
+                !x.includes("writes `state`") &&
                 !x.includes("The 100% step"),
         ))
             expect(out).toContain(l);

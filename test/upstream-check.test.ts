@@ -19,8 +19,13 @@ import { renderAllRepoStacks } from "./cli-render";
  * `endpointUpstreamIssues`, upstream/activation.ts `mooncake-store-equal-tp`), checked on its own below.
  */
 function objects(e = endpoint()): Array<Record<string, any>> {
+    // ... and a planner budget with room for one more worker (upstream/activation.ts `planner-scale-up-headroom`).
     if (e.topology.mode === "disaggregated" && e.kvPool.kind === "mooncake")
-        e = { ...e, topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } } };
+        e = {
+            ...e,
+            topology: { ...e.topology, prefill: { ...e.topology.prefill, gpusPerWorker: e.topology.decode.gpusPerWorker } },
+            planner: { ...e.planner, maxGpuBudget: Math.max(e.planner.maxGpuBudget, 16) },
+        };
     const { dgd, others } = endpointObjects(e);
     return [structuredClone(dgd), ...structuredClone(others)];
 }

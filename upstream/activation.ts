@@ -256,6 +256,24 @@ export const activationFacts: readonly ActivationFact[] = [
         source: `${D}:components/src/dynamo/planner/config/planner_config.py`,
     },
     {
+        id: "planner-scale-up-headroom",
+        feature: "Dynamo Planner scale-up (one more prefill, decode or aggregated worker)",
+        component: "dynamo-planner",
+        requires: [
+            {
+                what: "`max_gpu_budget` at least the graph's GPUs at its replicas (each pool at least `min_endpoint`) plus the largest pool's GPUs per worker: a scale-up proposes `num_workers + 1` of one pool",
+                readBy: `${D}:components/src/dynamo/planner/core/load_scaling.py`,
+            },
+            {
+                what: "the proposal's total GPUs within `max_gpu_budget`, a hard ceiling never relaxed (`proportional_clamp_pair` from both pools' GPUs per worker, `proportional_clamp_single` for agg)",
+                readBy: `${D}:components/src/dynamo/planner/core/budget.py`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${D}:components/src/dynamo/planner/core/budget.py`,
+        note: "below it the scale-up is clamped back every decision (the Planner only scales down); upstream/planner.ts plannerScaleUpNeed; refused at the hub (config/hub-checks.ts) and on the rendered graph (upstream/check/planner-config.ts)",
+    },
+    {
         id: "gpudirect-dmabuf",
         feature: "GPUDirect RDMA through DMA-BUF",
         component: "gpu-operator",

@@ -162,3 +162,54 @@ export const plannerConfigValidators: readonly PlannerValidator[] = [
         source: PC,
     },
 ];
+
+const BUDGET: Source = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/planner/core/budget.py";
+const STATE: Source = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/planner/core/state_machine.py";
+const BASE: Source = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/planner/core/base.py";
+
+/**
+ * How the pinned Planner bounds its replicas by GPUs, read in:
+ * - {@link LS} (load scaling): a scale-up proposes `num_workers + 1` of ONE pool (prefill, decode, or the aggregated
+ *   workers) per decision; a scale-down `max(num_workers - 1, min_endpoint)` and only when `num_workers > 1`;
+ * - {@link STATE} `_apply_global_budget` / `_budget_clamp`: every proposal passes `proportional_clamp_pair` (disagg,
+ *   from both pools' GPUs per worker, read from the DGD) or `proportional_clamp_single` (agg), after
+ *   `max(desired, min_endpoint)`;
+ * - {@link BUDGET}: `max_gpu_budget` "is a hard hardware/capacity bound and is never relaxed": a proposal whose total
+ *   (`num_p * p_gpu + num_d * d_gpu`) is above it is shrunk back under it (the pair clamp rebalances proportionally,
+ *   so with prefill 1x4 + decode 1x4 and budget 10 a `(2, 1)` proposal comes back `(1, 1)`); `min_gpu_budget` (-1,
+ *   off, unless set; the product never sets it) is a floor relaxed by `max(p_gpu, d_gpu)`;
+ * - {@link BASE} `_minimum_endpoint_budget_errors`: the Planner refuses to start when the min-endpoint footprint
+ *   (`prefill_min_endpoint * p_gpu + decode_min_endpoint * d_gpu`) is above `max_gpu_budget`.
+ * Other budget keys of PlannerConfig: `min_gpu_budget` (above) and `total_gpu_power_limit` (watts, with
+ * `enable_power_awareness` and a non-agg mode; not rendered). The GlobalPlanner's cluster-wide budgets are a separate
+ * component the product does not run.
+ */
+export const plannerBudgetSources: readonly Source[] = [LS, STATE, BUDGET, BASE];
+
+/** One pool the Planner scales: `replicas` workers of `gpusPerWorker` GPUs each. */
+export interface PlannerPool {
+    role: "prefill" | "decode" | "workers";
+    replicas: number;
+    gpusPerWorker: number;
+    /** The pool's own minimum (`prefill_min_endpoint` / `decode_min_endpoint`), over the call's `minEndpoint`. */
+    minEndpoint?: number;
+}
+
+/**
+ * What `max_gpu_budget` must be for the Planner to add one worker of ANY of its pools from where it starts (see
+ * {@link plannerBudgetSources}): the pools' GPUs at `max(replicas, minEndpoint)` workers each (the Planner raises a pool
+ * to `min_endpoint` at its first decision) plus the largest pool's GPUs per worker. With a budget below it, a scale-up
+ * of that pool is always clamped back (a budget at least `start` plus the smaller step lets only the smaller pool grow).
+ *
+ * @param pools the graph's pools (disaggregated: prefill and decode; aggregated: workers)
+ * @param minEndpoint PlannerConfig `min_endpoint` (the product renders it for every role)
+ * @returns `start` GPUs, the largest `step` (GPUs per worker) and its pool, and `need` = start + step, all in GPUs
+ */
+export function plannerScaleUpNeed(
+    pools: readonly PlannerPool[],
+    minEndpoint: number,
+): { start: number; step: number; stepRole: PlannerPool["role"]; need: number } {
+    const start = pools.reduce((n, p) => n + Math.max(p.replicas, p.minEndpoint ?? minEndpoint) * p.gpusPerWorker, 0);
+    const largest = pools.reduce((a, p) => (p.gpusPerWorker > a.gpusPerWorker ? p : a), pools[0]);
+    return { start, step: largest.gpusPerWorker, stepRole: largest.role, need: start + largest.gpusPerWorker };
+}

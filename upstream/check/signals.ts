@@ -9,7 +9,7 @@ import { checkActivation, speculativeSignature } from "./activation";
 import { checkObservability, scrapedSignals } from "./observability";
 import { checkEndpointSupport } from "./endpoint-support";
 import { checkMooncakeDevices } from "./mooncake-devices";
-import { checkPlannerConfig } from "./planner-config";
+import { checkPlannerConfig, checkPlannerHeadroom } from "./planner-config";
 import { checkPrometheusAgreement } from "./prometheus";
 import type { Rule } from "./types";
 import { checkVersionPairs, type Unproven } from "./versions";
@@ -22,7 +22,7 @@ export { checkVersionPairs, versionRule } from "./versions";
 export { checkPrometheusAgreement } from "./prometheus";
 export { checkMooncakeDevices } from "./mooncake-devices";
 export { checkEndpointSupport } from "./endpoint-support";
-export { checkPlannerConfig } from "./planner-config";
+export { checkPlannerConfig, checkPlannerHeadroom } from "./planner-config";
 
 /** Runs the activation, version-pair and observability rules on one stack. */
 export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unproven[] } {
@@ -36,6 +36,7 @@ export function checkSignals(s: StackView): { findings: Finding[]; unproven: Unp
             ...checkMooncakeDevices(s),
             ...checkEndpointSupport(s),
             ...checkPlannerConfig(s),
+            ...checkPlannerHeadroom(s),
         ],
         unproven: v.unproven,
     };
