@@ -46,7 +46,7 @@ export class InvokeCommand {
 export const INVOKE_PAYLOAD_LIMIT_BYTES = 6 * 1024 * 1024;
 
 /**
- * The client: `send(new InvokeCommand({ FunctionName, Payload }))` invokes a function synchronously (RequestResponse)
+ * The client: `send` of an `InvokeCommand` carrying `{ FunctionName, Payload }` invokes a function synchronously (RequestResponse)
  * with `Payload` as JSON and resolves to the function's JSON result (see this module's comment for the API).
  * Construction makes no call (it throws only `new URL`'s TypeError for an `endpoint` that is not a URL); credentials
  * are resolved by the signer at the first `send`.
