@@ -3,8 +3,14 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { type Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
 import { plannerConfigChoices } from "../upstream/planner";
-import { dynamoFrontendIgnoredFlags, dynamoFrontendKvOnlyFlags, dynamoRemovedWorkerFlags } from "../upstream/dynamo";
-import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
+import {
+    dynamoFrontendIgnoredFlags,
+    dynamoFrontendKvOnlyFlags,
+    dynamoRemovedWorkerFlags,
+    kvRouterNeedsWorkerEvents,
+    sglangEmitsKvEvents,
+} from "../upstream/dynamo";
+import { argv, type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
  * DynamoGraphDeployment configuration rules, for both served shapes:
@@ -289,7 +295,7 @@ function routerMode(c: ContainerView): string {
 export const dgdKvRouterEvents = stackPolicy(
     {
         name: "dgd-kv-router-events",
-        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every worker to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
+        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every prefill and aggregated worker (and every decode worker under --router-conditional-disagg, upstream/dynamo.ts kvRouterNeedsWorkerEvents) to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); an SGLang P/D decode worker publishes none without --disaggregation-decode-enable-radix-cache (chunk cache), so --kv-events-config there is inert and refused; KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
         remediationSteps:
             "Run the frontend with --router-mode kv and give each worker its KV event publisher (lib/dgd.ts does), or drop the kv-only flags.",
     },
@@ -297,6 +303,19 @@ export const dgdKvRouterEvents = stackPolicy(
         const out: Out = [];
         for (const d of dgds(resources)) {
             const cs = dgdContainers(v, d).filter((x) => x.container === "main");
+            // An SGLang P/D decode worker on the chunk cache: Dynamo advertises it as a KV event publisher, it publishes nothing.
+            for (const w of cs.filter((c) => c.role === "decode" && engineOf(c) === "sglang" && hasFlag(c, "--kv-events-config")))
+                if (!sglangEmitsKvEvents(argv(w)))
+                    out.push({
+                        subject: containerLabel(w),
+                        finding: {
+                            field: `${w.path}.args`,
+                            problem:
+                                "--kv-events-config on an SGLang decode worker without --disaggregation-decode-enable-radix-cache is inert: SGLang forces the chunk cache there, which publishes no KV events, yet Dynamo advertises the worker as a publisher",
+                            fix: "drop --kv-events-config from the decode worker (the KV router needs decode events only under --router-conditional-disagg), or keep the radix cache with --disaggregation-decode-enable-radix-cache",
+                        },
+                        urn: d.r.urn,
+                    });
             for (const fe of cs.filter((c) => c.role === "frontend")) {
                 const mode = routerMode(fe);
                 const add = (c: ContainerView, field: string, problem: string, fix: string) =>
@@ -316,12 +335,14 @@ export const dgdKvRouterEvents = stackPolicy(
                     continue;
                 }
                 if (hasFlag(fe, "--no-router-kv-events") || hasFlag(fe, "--no-kv-events")) continue;
-                for (const w of cs.filter((c) => ["prefill", "decode", "worker"].includes(c.role))) {
+                for (const w of cs.filter(
+                    (c) => ["prefill", "decode", "worker"].includes(c.role) && kvRouterNeedsWorkerEvents(c.role, argv(fe)),
+                )) {
                     const eng = engineOf(w);
                     const publishes =
                         eng === "trtllm"
                             ? hasFlag(w, "--publish-kv-events") || hasFlag(w, "--publish-events-and-metrics")
-                            : hasFlag(w, "--kv-events-config");
+                            : hasFlag(w, "--kv-events-config") && (eng !== "sglang" || sglangEmitsKvEvents(argv(w)));
                     if (eng && !publishes)
                         add(
                             w,

@@ -238,17 +238,46 @@ describe("activation: planted inert or refused features", () => {
     });
     it("KV routing whose workers publish no KV events: a vLLM publisher without enable_kv_cache_events, an SGLang worker without --kv-events-config", () => {
         const v = objects(endpoint());
-        const dec = mainOf(dgdOf(v), "decode").args;
-        dec[dec.indexOf("--kv-events-config") + 1] = JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080" });
+        const pre = mainOf(dgdOf(v), "prefill").args;
+        pre[pre.indexOf("--kv-events-config") + 1] = JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080" });
         const f = checkActivation(stackOf(v));
         expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
-            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+            "DynamoGraphDeployment/inference/llama-70b component prefill --kv-events-config",
         ]);
         expect(f[0].message).toMatch(/^kv-events .* would be inert: the frontend routes on KV events .*offloading-support-matrix\.md\]$/);
         const sg = objects(endpoint({ engine: "sglang" }));
-        const pre = mainOf(dgdOf(sg), "prefill").args;
-        pre.splice(pre.indexOf("--kv-events-config"), 2);
+        const spre = mainOf(dgdOf(sg), "prefill").args;
+        spre.splice(spre.indexOf("--kv-events-config"), 2);
         expect(checkActivation(stackOf(sg)).map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component prefill"]);
+    });
+    it("decode workers' KV events: needed only under --router-conditional-disagg; an SGLang decode worker on the chunk cache emits none", () => {
+        // The router subscribes to no decode worker's events by default (KvEventSourceRequirement::NotRequired).
+        const v = objects(endpoint());
+        const dec = mainOf(dgdOf(v), "decode").args;
+        dec.splice(dec.indexOf("--kv-events-config"), 2);
+        expect(checkActivation(stackOf(v))).toEqual([]);
+        mainOf(dgdOf(v), "Frontend").args.push("--router-conditional-disagg");
+        expect(checkActivation(stackOf(v)).map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+        ]);
+        // The renderer gives an SGLang decode worker without the radix cache no publisher ...
+        const sg = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        const sdec = mainOf(dgdOf(sg), "decode").args;
+        expect(sdec).not.toContain("--kv-events-config");
+        expect(checkActivation(stackOf(sg))).toEqual([]);
+        // ... and one that has it is refused: Dynamo advertises a publisher the chunk cache never feeds.
+        sdec.push("--kv-events-config", JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:5557" }));
+        const f = checkActivation(stackOf(sg));
+        expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+        ]);
+        expect(f[0].message).toMatch(/^sglang-decode-kv-events .* would be inert: .*chunk cache.*pd_disaggregation_hook\.py\]$/);
+        // Under conditional disaggregation the router needs it too: both facts speak.
+        mainOf(dgdOf(sg), "Frontend").args.push("--router-conditional-disagg");
+        expect(checkActivation(stackOf(sg)).map((x) => x.message.split(" ")[0])).toEqual(["kv-events", "sglang-decode-kv-events"]);
+        // Keeping the radix cache makes the publisher real.
+        sdec.push("--disaggregation-decode-enable-radix-cache");
+        expect(checkActivation(stackOf(sg))).toEqual([]);
     });
     it("a Planner whose graph no selected PodMonitor scrapes scales on nothing", () => {
         const eps: ObservedEndpoint[] = [

@@ -234,9 +234,38 @@ export const activationFacts: readonly ActivationFact[] = [
             },
             { what: "SGLang: `--kv-events-config` with a ZMQ publisher", readBy: `${SGL}:python/sglang/srt/server_args.py` },
             { what: "TRT-LLM: `--publish-kv-events` (Dynamo >= 1.3.0)", readBy: `${D}:components/src/dynamo/trtllm/backend_args.py` },
+            {
+                what: "whose events the router needs: prefill and aggregated workers always (KvEventSourceRequirement::CacheAwareRouting); P/D decode workers only under `--router-conditional-disagg` (ConditionalDisaggDecodeCache), otherwise NotRequired and the router does not subscribe to them",
+                readBy: `${D}:lib/llm/src/kv_router.rs#KvEventSourceRequirement.derive`,
+            },
         ],
         otherwise: "inert",
         source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/router/offloading-support-matrix.md`,
+        note: "the product renders worker KV events on prefill and aggregated workers, and on vLLM/TRT-LLM decode workers (their engines publish; ready for conditional disaggregation); an SGLang decode worker gets none unless its radix cache is kept (`sglang-decode-kv-events`)",
+    },
+    {
+        id: "sglang-decode-kv-events",
+        feature: "KV events from an SGLang P/D decode worker",
+        component: "sglang",
+        requires: [
+            {
+                what: '`--disaggregation-decode-enable-radix-cache`: without it SGLang\'s P/D hook sets disable_radix_cache=True ("KV cache is forced as chunk cache for decode server") and the chunk cache publishes no KV events, so `--kv-events-config` is read but inert',
+                readBy: `${SGL}:python/sglang/srt/arg_groups/pd_disaggregation_hook.py#handle_pd_disaggregation`,
+            },
+            {
+                what: "Dynamo's SGLang worker derives use_kv_events from `--kv-events-config` alone and advertises kv_event_publishing_enabled in its runtime config whatever the cache, so a KV router that needs the worker's events (`--router-conditional-disagg`) waits for a source that never speaks",
+                readBy: `${D}:components/src/dynamo/sglang/register.py#get_runtime_config`,
+            },
+        ],
+        peers: [
+            {
+                what: "the KV router needs a decode worker's events only under `--router-conditional-disagg` (KvEventSourceRequirement::ConditionalDisaggDecodeCache); then an advertised but silent source is reported PublisherDisabled/missing and the decode cache state stays empty",
+                readBy: `${D}:lib/llm/src/kv_router/indexer/recovery/source_health.rs`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${SGL}:python/sglang/srt/arg_groups/pd_disaggregation_hook.py`,
+        note: "read in the stored sgl-project/sglang pd_disaggregation_hook.py; Dynamo: components/src/dynamo/sglang/args.py (use_kv_events from kv_events_config.publisher). lib/dgd.ts renders no --kv-events-config on an SGLang decode worker without the radix-cache flag; upstream-check (`sglangDecodeKvEventsRule`) and the pack (dgd-kv-router-events) refuse the pairing",
     },
     {
         id: "planner-signals",

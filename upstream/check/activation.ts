@@ -19,6 +19,7 @@ import {
     valueAt,
 } from "./view";
 import { hostOf, unroutable } from "../address";
+import { kvRouterNeedsWorkerEvents, sglangEmitsKvEvents } from "../dynamo";
 
 function finding(
     stack: string,
@@ -285,8 +286,8 @@ export function operatorValuesRule(s: StackView): Finding[] {
     return out;
 }
 
-/** Does a worker publish KV events the way its engine reads them? */
-function publishesKvEvents(argv: readonly string[]): boolean {
+/** Does a worker configure a KV event publisher the way its engine reads it (whether or not its cache emits)? */
+function configuresKvEvents(argv: readonly string[]): boolean {
     const cfg = flagValue(argv, "--kv-events-config");
     if (argv.includes("--publish-kv-events")) return true;
     if (typeof cfg !== "string") return false;
@@ -295,6 +296,34 @@ function publishesKvEvents(argv: readonly string[]): boolean {
     // vLLM: KVEventsConfig.enable_kv_cache_events defaults to false (the publisher alone publishes nothing).
     const vllm = argv[0] === "python3" && argv[2] === "dynamo.vllm";
     return !vllm || j.enable_kv_cache_events === true;
+}
+
+const isSglang = (argv: readonly string[]) => argv[0] === "python3" && argv[2] === "dynamo.sglang";
+
+/** Does a worker publish KV events: a configured publisher and a cache that emits (not SGLang's decode chunk cache)? */
+function publishesKvEvents(argv: readonly string[]): boolean {
+    return configuresKvEvents(argv) && (!isSglang(argv) || sglangEmitsKvEvents(argv));
+}
+
+/**
+ * `sglang-decode-kv-events`: an SGLang P/D decode worker with a KV event publisher but the chunk cache (no
+ * `--disaggregation-decode-enable-radix-cache`) publishes nothing, while Dynamo advertises it as a publisher.
+ */
+export function sglangDecodeKvEventsRule(s: StackView): Finding[] {
+    const fact = activationFact("sglang-decode-kv-events");
+    return podsOf(s.objects)
+        .filter((p) => p.componentType === "decode" && isSglang(argvOf(p.main)))
+        .filter((p) => configuresKvEvents(argvOf(p.main)) && !sglangEmitsKvEvents(argvOf(p.main)))
+        .map((p) =>
+            finding(
+                s.stack,
+                p.object,
+                p.main.name,
+                "--kv-events-config",
+                fact,
+                "this SGLang decode worker runs --kv-events-config without --disaggregation-decode-enable-radix-cache: the P/D hook forces the chunk cache, which publishes no KV events",
+            ),
+        );
 }
 
 /** `kv-events`: a KV-routing frontend's workers all publish KV events (else the router routes on guesses). */
@@ -308,7 +337,10 @@ export function kvEventsRule(s: StackView): Finding[] {
             flagValue(argvOf(p.main), "--router-mode") === "kv" &&
             !argvOf(p.main).includes("--no-router-kv-events"),
     )) {
-        for (const w of pods.filter((p) => p.graph === f.graph && ["prefill", "decode", "worker"].includes(p.componentType ?? ""))) {
+        const needed = (p: PodView) =>
+            ["prefill", "decode", "worker"].includes(p.componentType ?? "") &&
+            kvRouterNeedsWorkerEvents(p.componentType ?? "", argvOf(f.main));
+        for (const w of pods.filter((p) => p.graph === f.graph && needed(p))) {
             if (!publishesKvEvents(argvOf(w.main)))
                 out.push(
                     finding(
@@ -641,6 +673,7 @@ export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     sharedCacheRule,
     operatorValuesRule,
     kvEventsRule,
+    sglangDecodeKvEventsRule,
     plannerSignalsRule,
     enginePriorityRule,
     routerPriorityRule,
