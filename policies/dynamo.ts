@@ -405,12 +405,15 @@ export const dgdRoleImages = stackPolicy(
  */
 export const PLANNER_TARGETS: readonly string[] = plannerConfigChoices.optimization_target;
 
+/** Env var that turns a Dynamo worker's forward-pass metrics on (ai-dynamo/dynamo components/src/dynamo/vllm/args.py, sglang/args.py). */
+const FPM_PORT_ENV = "DYN_FORWARDPASS_METRIC_PORT";
+
 /** Planner-driven scaling wired correctly, never on GPU utilisation. */
 export const dgdPlannerScaling = stackPolicy(
     {
         name: "dgd-planner-scaling",
         description:
-            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica; the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on.",
+            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica and sets no DYN_FORWARDPASS_METRIC_PORT of its own (the operator injects it; it switches the forward-pass metrics load scaling reads); the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on.",
         remediationSteps:
             "Add scalingAdapter to the workers, run the planner with optimization_target load (thresholds from config) and min_endpoint 1, and drop spec.services[*].autoscaling.",
     },
@@ -449,6 +452,17 @@ export const dgdPlannerScaling = stackPolicy(
                         `${path}.replicas`,
                         "has 0 replicas; a model with no workers disappears from /v1/models",
                         "keep at least one replica",
+                    );
+                // Load scaling reads this worker's forward-pass metrics over the event plane; the worker emits them
+                // only with DYN_FORWARDPASS_METRIC_PORT set, which the operator injects (upstream/activation.ts
+                // planner-signals). A podTemplate env of that name replaces the operator's value.
+                const m = mainOf(v, d, name);
+                if (m?.env.has(FPM_PORT_ENV))
+                    add(
+                        containerLabel(m),
+                        `${m.path}.env.${FPM_PORT_ENV}`,
+                        `sets ${FPM_PORT_ENV}, replacing the operator's 20380: it switches the forward-pass metrics the Planner's load scaling reads (empty: none, and the Planner silently stops scaling this role)`,
+                        `remove ${FPM_PORT_ENV} from the podTemplate and leave it to the operator`,
                     );
             }
             for (const { name } of planners) {

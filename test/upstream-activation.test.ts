@@ -279,7 +279,7 @@ describe("activation: planted inert or refused features", () => {
         sdec.push("--disaggregation-decode-enable-radix-cache");
         expect(checkActivation(stackOf(sg))).toEqual([]);
     });
-    it("a Planner whose graph no selected PodMonitor scrapes scales on nothing", () => {
+    it("a Planner whose frontend (KV hit rate) or speculative vLLM workers (accept length) no selected PodMonitor scrapes", () => {
         const eps: ObservedEndpoint[] = [
             { name: "llama-70b", model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", gpus: 8, disaggregated: true },
         ];
@@ -299,11 +299,32 @@ describe("activation: planted inert or refused features", () => {
                 spec: podMonitorSpec(t),
             });
         expect(checkActivation(stackOf(objs))).toEqual([]);
+        // Load scaling reads the workers' forward-pass metrics over the event plane, not Prometheus: an unscraped
+        // worker without speculative decoding costs the Planner nothing.
         const noWorkers = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "dynamo-workers"));
-        const f = checkActivation(stackOf(noWorkers));
-        expect(f.map((x) => x.key)).toEqual(["scrape.prefill", "scrape.decode"]);
+        expect(checkActivation(stackOf(noWorkers))).toEqual([]);
+        const noFrontend = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "dynamo-frontends"));
+        const f = checkActivation(stackOf(noFrontend));
+        expect(f.map((x) => x.key)).toEqual(["scrape.frontend"]);
         expect(f[0]).toMatchObject({ object: "DynamoGraphDeployment/inference/llama-70b component Planner" });
-        expect(f[0].message).toMatch(/^planner-signals .* would be inert: .*component prefill \(port system\) is scraped by no PodMonitor/);
+        expect(f[0].message).toMatch(
+            /^planner-signals .* would be inert: .*component Frontend \(port http\) is scraped by no PodMonitor .* reads no dynamo_component_router_kv_hit_rate/,
+        );
+        // vLLM workers with speculative decoding: the accept length comes from their vllm:spec_decode_* series.
+        for (const r of ["prefill", "decode"]) mainOf(dgdOf(noWorkers), r).args.push("--speculative-config", '{"method":"ngram"}');
+        const g = checkActivation(stackOf(noWorkers)).filter((x) => x.message.startsWith("planner-signals"));
+        expect(g.map((x) => x.key)).toEqual(["scrape.prefill", "scrape.decode"]);
+        expect(g[0].message).toMatch(/component prefill \(port system\) is scraped by no PodMonitor .* reads no vllm:spec_decode_\*/);
+    });
+    it("a podTemplate DYN_FORWARDPASS_METRIC_PORT on a worker of a planned graph replaces the operator's, switching load scaling's input", () => {
+        const objs = objects(endpoint());
+        expect(checkActivation(stackOf(objs))).toEqual([]);
+        mainOf(dgdOf(objs), "decode").env.push({ name: "DYN_FORWARDPASS_METRIC_PORT", value: "" });
+        const f = checkActivation(stackOf(objs));
+        expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode env.DYN_FORWARDPASS_METRIC_PORT",
+        ]);
+        expect(f[0].message).toMatch(/^planner-signals .* would be inert: .*replacing the operator's 20380.*runtime_provider\.py\]$/);
     });
     it("npm run upstream-check runs these rules (tools/upstream-check.ts checkStack)", () => {
         const objs = objects(endpoint(EAGLE));

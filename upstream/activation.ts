@@ -273,16 +273,33 @@ export const activationFacts: readonly ActivationFact[] = [
         component: "dynamo-planner",
         requires: [
             {
-                what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontends and workers",
-                readBy: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+                what: "forward-pass metrics (FPM: per-worker queued prefill tokens, KV usage) from every scaled prefill/decode/aggregated worker, read over the event plane by RuntimeFpmProvider (subscribed per role; not Prometheus)",
+                readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/runtime_provider.py#RuntimeFpmProvider`,
             },
             {
-                what: "the workers' `dynamo_component_*` and the frontends' `dynamo_frontend_*` series scraped (PodMonitors selected by that Prometheus)",
-                readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/prometheus_traffic_provider.py`,
+                what: "the worker emits FPM only when DYN_FORWARDPASS_METRIC_PORT is set (or --fpm-trace/DYN_FPM_TRACE): vLLM `envs.is_set`, SGLang a non-empty value",
+                readBy: `${D}:components/src/dynamo/vllm/args.py#_forward_pass_metrics_enabled`,
+            },
+            {
+                what: "SGLang workers: the same switch (`_forward_pass_metrics_source`)",
+                readBy: `${D}:components/src/dynamo/sglang/args.py#_forward_pass_metrics_source`,
+            },
+            {
+                what: "the operator injects DYN_FORWARDPASS_METRIC_PORT=20380 (DynamoFPMBasePort) into every worker's main container; a podTemplate env of the same name replaces it (empty: no FPM, no load scaling)",
+                readBy: `${D}:deploy/operator/internal/dynamo/component_worker.go`,
+            },
+            {
+                what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontend: the KV hit rate `dynamo_component_router_kv_hit_rate` (exposed by a `--router-mode kv` frontend), filtered by `dynamo_namespace` = the Planner's namespace with dashes as underscores, discounts prefill load; no data = no discount",
+                readBy: `${D}:components/src/dynamo/planner/monitoring/traffic_metrics.py#get_avg_kv_hit_rate`,
+            },
+            {
+                what: "vLLM workers with speculative decoding scraped: `vllm:spec_decode_num_accepted_tokens_total` / `vllm:spec_decode_num_drafts_total` give the accept length (no data = no discount)",
+                readBy: `${D}:components/src/dynamo/planner/monitoring/traffic_metrics.py#get_avg_spec_decode_accept_length`,
             },
         ],
         otherwise: "inert",
-        source: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+        source: `${D}:components/src/dynamo/planner/environment/metrics_provider/runtime_provider.py`,
+        note: "load scaling runs on FPM alone; Prometheus only refines it (KV hit rate, spec-decode accept length; the traffic observations of throughput scaling, which lib/dgd.ts plannerConfig turns off). Where the traffic observations are collected: components/src/dynamo/planner/plugins/orchestrator/engine_adapter.py. The product renders no DYN_FORWARDPASS_METRIC_PORT (the operator's value stands); upstream-check and the pack (dgd-planner-scaling) refuse one on a worker of a graph with a Planner",
     },
     {
         id: "gpudirect-dmabuf",

@@ -338,6 +338,18 @@ describe("dgd-planner-scaling", () => {
             `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].args[--config].min_endpoint: min_endpoint 0 lets the planner scale a role to zero, removing the model. Fix: set min_endpoint to at least 1.`,
         ]);
     });
+    it("a podTemplate DYN_FORWARDPASS_METRIC_PORT on a planned worker (it switches the forward-pass metrics load scaling reads)", async () => {
+        const rs = dgdEdit((o) => setEnv(mainOf(o, "decode"), "DYN_FORWARDPASS_METRIC_PORT", ""));
+        expect(await violations([dgdPlannerScaling], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].env.DYN_FORWARDPASS_METRIC_PORT: sets DYN_FORWARDPASS_METRIC_PORT, replacing the operator's 20380: it switches the forward-pass metrics the Planner's load scaling reads (empty: none, and the Planner silently stops scaling this role). Fix: remove DYN_FORWARDPASS_METRIC_PORT from the podTemplate and leave it to the operator.`,
+        ]);
+        // Without a Planner nothing reads the metrics: no finding.
+        const noPlanner = dgdEdit((o) => {
+            setEnv(mainOf(o, "decode"), "DYN_FORWARDPASS_METRIC_PORT", "");
+            o.spec.components = o.spec.components.filter((c: any) => (c.componentType ?? c.type) !== "planner");
+        });
+        expect(await violations([dgdPlannerScaling], noPlanner)).toEqual([]);
+    });
     it("v1alpha1: scalingAdapter {} is disabled, and autoscaling is ignored", async () => {
         const rs = v1alpha1Stack((o) => {
             o.spec.services.prefill.scalingAdapter = {};

@@ -357,7 +357,14 @@ export function kvEventsRule(s: StackView): Finding[] {
     return out;
 }
 
-/** `planner-signals`: a Planner reads a Prometheus that scrapes the graph's frontend and workers. */
+/** Env var whose presence turns a worker's forward-pass metrics on; the operator injects it (upstream/activation.ts). */
+const FPM_PORT_ENV = "DYN_FORWARDPASS_METRIC_PORT";
+
+/**
+ * `planner-signals`: a Planner's load scaling reads the workers' forward-pass metrics over the event plane, which the
+ * operator turns on (DYN_FORWARDPASS_METRIC_PORT) and a rendered env of that name replaces; its Prometheus must scrape
+ * the frontend (router KV hit rate) and vLLM workers with speculative decoding (accept length).
+ */
 export function plannerSignalsRule(s: StackView): Finding[] {
     const fact = activationFact("planner-signals");
     const out: Finding[] = [];
@@ -377,10 +384,31 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                     "no PROMETHEUS_ENDPOINT: the Planner falls back to the kube-prometheus-stack default",
                 ),
             );
+        const workers = pods.filter((x) => x.graph === p.graph && ["prefill", "decode", "worker"].includes(x.componentType ?? ""));
+        for (const w of workers) {
+            const fpm = envOf(w.main, FPM_PORT_ENV);
+            if (fpm)
+                out.push(
+                    finding(
+                        s.stack,
+                        w.object,
+                        w.main.name,
+                        `env.${FPM_PORT_ENV}`,
+                        fact,
+                        `the worker's podTemplate sets ${FPM_PORT_ENV}${fpm.value === undefined ? " (from a reference)" : `=${JSON.stringify(fpm.value)}`}, replacing the operator's 20380: the Planner's load scaling reads this worker's forward-pass metrics, which that variable switches (empty: none); leave it to the operator`,
+                    ),
+                );
+        }
         if (!rules.length) continue; // no prometheus-operator objects rendered: the scrape is the cluster's own
-        for (const t of pods.filter(
-            (x) => x.graph === p.graph && ["frontend", "prefill", "decode", "worker"].includes(x.componentType ?? ""),
-        )) {
+        const scraped = pods.filter(
+            (x) =>
+                x.graph === p.graph &&
+                (x.componentType === "frontend" ||
+                    (["prefill", "decode", "worker"].includes(x.componentType ?? "") &&
+                        argvOf(x.main)[2] === "dynamo.vllm" &&
+                        flagValue(argvOf(x.main), "--speculative-config") !== undefined)),
+        );
+        for (const t of scraped) {
             const port = t.componentType === "frontend" ? "http" : "system";
             const covered = monitors.some(
                 (m) =>
@@ -390,6 +418,7 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                     selectsLabels(m.spec?.selector, t.labels) &&
                     (m.spec?.podMetricsEndpoints ?? []).some((e: any) => e.port === port),
             );
+            const series = t.componentType === "frontend" ? "dynamo_component_router_kv_hit_rate" : "vllm:spec_decode_*";
             if (!covered)
                 out.push(
                     finding(
@@ -398,7 +427,7 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                         p.main.name,
                         `scrape.${t.componentType}`,
                         fact,
-                        `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner scales on nothing`,
+                        `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner reads no ${series} and scales without that correction`,
                     ),
                 );
         }
