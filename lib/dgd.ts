@@ -599,7 +599,8 @@ export function buildDgd(a: DgdArgs): DgdManifest {
                 ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
                 : { requests: {}, limits: {} };
         const env: EnvVar[] = [];
-        if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection));
+        // UCX only where NIXL runs (P/D): an aggregated Mooncake-only worker loads no UCX.
+        if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection, { nixl: disaggregated }));
         env.push(...eng.transferEnv(ctx));
         // vLLM's MooncakeStoreConnector reads its client settings from the MOONCAKE_CONFIG_PATH file only
         // (upstream/vllm.ts vllmMooncakeStoreConfig); the MOONCAKE_* variables would be read by nothing there, so a vLLM

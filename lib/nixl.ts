@@ -126,7 +126,10 @@ export type NicSelection = "vllm-pcie-map" | "static";
 
 /**
  * UCX / NIXL / NCCL environment for a KV-transferring container. The same generator for every engine; only the
- * per-rank NIC selection differs ({@link NicSelection}).
+ * per-rank NIC selection differs ({@link NicSelection}). The UCX and `VLLM_*` NIC variables are rendered only where
+ * a NIXL connector is configured (`transport.nixl`: P/D workers): nothing else in the pod loads UCX. An aggregated
+ * worker whose only KV transport is the Mooncake pool gets the NCCL part alone; its RDMA rests on the Mooncake transfer
+ * engine's settings (lib/mooncake.ts `mooncakeTransferEngineEnv`, the pack's policies/mooncake.ts).
  *
  * InfiniBand:
  * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp: the InfiniBand settings of
@@ -161,8 +164,9 @@ export type NicSelection = "vllm-pcie-map" | "static";
  * an image's variable. NIXL's backend is selected per engine (LIBFABRIC), see lib/dgd.ts.
  *
  * @param nic how ranks pick their NIC (InfiniBand only; ignored on EFA)
+ * @param transport `nixl: false` leaves out the UCX variables (InfiniBand; EFA pools carry only P/D workers)
  */
-export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): EnvVar[] {
+export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static", transport: { nixl: boolean } = { nixl: true }): EnvVar[] {
     if (fabric.kind === "efa") {
         return [
             { name: "FI_PROVIDER", value: "efa" },
@@ -171,6 +175,17 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
             { name: "NCCL_NET", value: "Libfabric" },
         ];
     }
+    const env: EnvVar[] = transport.nixl ? nixlUcxEnv(fabric, nic) : [];
+    env.push(
+        { name: "NCCL_NET", value: "IB" },
+        { name: "NCCL_IB_DISABLE", value: "0" },
+        { name: "NCCL_IB_HCA", value: ncclIbHca(fabric.rails) },
+    );
+    return env;
+}
+
+/** The UCX (and vLLM per-rank NIC) part of {@link kvTransportEnv}: read only by a NIXL UCX agent. */
+function nixlUcxEnv(fabric: KvFabric & { kind: "infiniband" }, nic: NicSelection): EnvVar[] {
     const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
     if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
     env.push(
@@ -185,11 +200,6 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
             { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
         );
     }
-    env.push(
-        { name: "NCCL_NET", value: "IB" },
-        { name: "NCCL_IB_DISABLE", value: "0" },
-        { name: "NCCL_IB_HCA", value: ncclIbHca(fabric.rails) },
-    );
     return env;
 }
 

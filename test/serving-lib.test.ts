@@ -41,6 +41,14 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
             NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
         });
     });
+    it("no NIXL connector (an aggregated Mooncake-only worker): no UCX or vLLM NIC variables, NCCL only", () => {
+        for (const nic of ["static", "vllm-pcie-map"] as const)
+            expect(envMap(kvTransportEnv(kvFabricOf(DGX), nic, { nixl: false }))).toEqual({
+                NCCL_NET: "IB",
+                NCCL_IB_DISABLE: "0",
+                NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
+            });
+    });
     it("vLLM per-rank map: the whole rail table and no static UCX_NET_DEVICES", () => {
         // vLLM prepends each rank's HCA to an existing UCX_NET_DEVICES and UCX reads the list as a set, so a static
         // list of all rails would keep every rank on every rail (vllm-project/vllm@v0.28.0:vllm/v1/executor/vllm_net_devices.py).

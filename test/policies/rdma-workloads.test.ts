@@ -23,6 +23,7 @@ import {
     ucxTlsRdmaNoTcp,
 } from "../../policies/rdma-workloads";
 import { buildDgd } from "../../lib/dgd";
+import { mooncakePolicies } from "../../policies/mooncake";
 import { efaWorkloadHugepages, efaWorkloadTransport } from "../../policies/efa";
 import { eksGpuOperatorValues } from "../../components/spoke/GpuOperator";
 import { DGX, edit, endpoint, k8s, mainOf, platform, poolPatches, res, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -45,6 +46,35 @@ describe("RDMA workload policies on the generated graph", () => {
             stack([endpoint({ engine: "sglang", ...agg })], { memlockUnlimited: true }),
         ])
             expect(await violations(rdmaWorkloadPolicies, rs)).toEqual([]);
+    });
+    it("an aggregated worker whose only KV connector is Mooncake gets no UCX env; its RDMA proof rests on the Mooncake config", async () => {
+        const agg = { topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } };
+        for (const engine of ["vllm", "sglang"]) {
+            const rs = stack([endpoint({ engine, ...agg })]);
+            const dgd = rs.find((r) => (r.inputs as any).kind === "DynamoGraphDeployment")!.inputs as any;
+            const env: string[] = mainOf(dgd, "worker").env.map((e: { name: string }) => e.name);
+            // Nothing in the pod loads UCX: no NIXL connector (lib/nixl.ts kvTransportEnv).
+            expect(
+                env.filter((n) => /^(UCX_|VLLM_NIC_SELECTION_VARS|VLLM_GPU_NIC_PCIE_MAPPING)/.test(n)),
+                engine,
+            ).toEqual([]);
+            expect(await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], rs), engine).toEqual([]);
+        }
+        // The Mooncake transport decides: tcp in the worker's Mooncake config is refused.
+        const tcp = edit(
+            stack([endpoint(agg)]),
+            "ConfigMap",
+            (o) => {
+                const j = JSON.parse(o.data["mooncake.json"]);
+                j.protocol = "tcp";
+                o.data["mooncake.json"] = JSON.stringify(j);
+            },
+            "llama-70b-mooncake-client",
+        );
+        const msgs = await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], tcp);
+        expect(
+            msgs.some((m) => m.startsWith("DynamoGraphDeployment/llama-70b container worker/main") && /Mooncake protocol is "tcp"/.test(m)),
+        ).toBe(true);
     });
     it("the pack's preflight container name is the one lib/preflight.ts generates", () => {
         expect(PREFLIGHT_CONTAINER).toBe(LIB_PREFLIGHT);
