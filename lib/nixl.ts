@@ -149,8 +149,13 @@ export type NicSelection = "vllm-pcie-map" | "static";
  *   deepseek-v4-flash/vllm/disagg-h200-agentic/deploy.yaml) still forces the same, but `auto`, `ib_local` and `eth`
  *   (the value disagg-communication.md calls required on Kubernetes) force nothing on an InfiniBand port, which
  *   stays LID-only with the default link-local subnet prefix (upstream/libraries.ts `ucx`).
- * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide); NIXL
- *   only sets its own `RNDV_THRESH=inf` when the variable is unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp).
+ * - No `UCX_RNDV_SCHEME` / `UCX_RNDV_THRESH` (Dynamo's comms guide sets get_zcopy / 0): they choose UCX's rendezvous
+ *   protocol for tag and active-message sends, which NIXL's KV path never makes. NIXL moves KV with RMA
+ *   (`nixlUcxEp::read`/`write` = `ucp_get_nbx`/`ucp_put_nbx`, ai-dynamo/nixl@v1.3.2 and @v1.4.0:
+ *   src/plugins/ucx/ucx_utils.cpp), served by UCX's put/get offload protocols (zero copy from registered GPU memory
+ *   above `UCX_ZCOPY_THRESH`, openucx/ucx@v1.21.0:src/ucp/rma/put_offload.c); its only AM send, the notification, passes
+ *   `UCP_AM_SEND_FLAG_EAGER` (src/plugins/ucx/ucx_backend.cpp), which rules the `am/rndv` protocol out
+ *   (openucx/ucx@v1.21.0:src/ucp/am/rndv.c `ucp_am_rndv_rts_probe`). Both would be read and inert (upstream/kv-transport.ts).
  * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289).
  * - `NCCL_NET=IB`: NCCL fails instead of dropping to sockets; `NCCL_IB_DISABLE=0`; `NCCL_IB_HCA` = the rail HCAs with
  *   `=` exact matching (`mlx5_1` would prefix-match `mlx5_10`, NVIDIA/nccl src/misc/utils.cc).
@@ -188,12 +193,7 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static", t
 function nixlUcxEnv(fabric: KvFabric & { kind: "infiniband" }, nic: NicSelection): EnvVar[] {
     const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
     if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
-    env.push(
-        { name: "UCX_IB_IS_GLOBAL", value: "y" },
-        { name: "UCX_RNDV_SCHEME", value: "get_zcopy" },
-        { name: "UCX_RNDV_THRESH", value: "0" },
-        { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" },
-    );
+    env.push({ name: "UCX_IB_IS_GLOBAL", value: "y" }, { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" });
     if (nic === "vllm-pcie-map") {
         env.push(
             { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },

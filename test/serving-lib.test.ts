@@ -33,8 +33,6 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
             UCX_TLS: "rc_x,rc,cuda_copy,cuda_ipc",
             UCX_NET_DEVICES: "mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
             UCX_IB_IS_GLOBAL: "y",
-            UCX_RNDV_SCHEME: "get_zcopy",
-            UCX_RNDV_THRESH: "0",
             UCX_PROTO_EMULATION_ENABLE: "n",
             NCCL_NET: "IB",
             NCCL_IB_DISABLE: "0",

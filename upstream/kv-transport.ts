@@ -109,17 +109,23 @@ export const kvKnownSettings: readonly KvSetting[] = [
         source: UCX,
         note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules",
     },
+    // Rendezvous: which protocol (and from which size) UCX uses for tag and active-message sends. NIXL moves KV by RMA
+    // (nixlUcxEp::read/write = ucp_get_nbx/ucp_put_nbx, ai-dynamo/nixl@v1.3.2 and @v1.4.0:src/plugins/ucx/ucx_utils.cpp),
+    // which UCX serves with its put/get offload protocols (zero copy above UCX_ZCOPY_THRESH, src/ucp/rma/put_offload.c);
+    // NIXL's only AM send (notifications, src/plugins/ucx/ucx_backend.cpp) passes UCP_AM_SEND_FLAG_EAGER, which rules
+    // rendezvous out (src/ucp/am/rndv.c ucp_am_rndv_rts_probe). So no value of these moves KV off RDMA; they are inert for
+    // NIXL and the product renders neither. Values UCX rejects at ucp_config_read stay unproven.
     {
         name: "UCX_RNDV_SCHEME",
-        safe: { values: ["get_zcopy", "put_zcopy", "auto"], caseInsensitive: true },
-        source: UCX,
-        note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory",
+        safe: { values: ["auto", "get_zcopy", "put_zcopy", "get_ppln", "put_ppln", "am", "rkey_ptr"], caseInsensitive: true },
+        source: `${UCX}#ucp_rndv_modes`,
+        note: "rendezvous scheme of tag/AM sends; not NIXL's KV path (RMA put/get) nor its notifications (eager AM): inert for NIXL, not rendered",
     },
     {
         name: "UCX_RNDV_THRESH",
         safe: { pattern: /^(\d+[kKmMgG]?[bB]?|auto|inf)$/ },
         source: UCX,
-        note: "a tuned threshold: when rendezvous (zero copy) starts",
+        note: "eager-to-rendezvous switch of tag/AM sends; inert for NIXL (RMA KV path, eager-forced notifications); NIXL sets inf itself when unset (src/plugins/ucx/ucx_utils.cpp config.modify); not rendered",
     },
     {
         name: "UCX_PROTO_EMULATION_ENABLE",
