@@ -206,15 +206,18 @@ function nixlUcxEnv(fabric: KvFabric & { kind: "infiniband" }, nic: NicSelection
 /**
  * NIXL UCX backend parameters for SGLang (`SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS`, a JSON object of string values,
  * sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/nixl/conn.py). `device_list` is the UCX plugin's device
- * restriction: HCA names split on `, `, NIXL appends `:1` and forces `UCX_NET_DEVICES` with it
- * (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp, ucx_utils.cpp `modifyAlways("NET_DEVICES")`). SGLang
- * ignores the `VLLM_*` NIC variables, so this is how its NIXL agent is kept on the rails.
+ * restriction: NIXL 1.4.0 (the SGLang image's, config/versions.ts) splits it on the string `", "`
+ * (`absl::StrSplit(*opt, ", ")`, ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp `nixlUcxEngine`), appends `:1`
+ * to each name and sets UCX's NET_DEVICES with `config.modifyAlways`, which replaces any `UCX_NET_DEVICES` from the
+ * environment (src/plugins/ucx/ucx_utils.cpp, config.cpp: `modify` yields to the environment, `modifyAlways` does not).
+ * So the list is joined with `", "`: each HCA becomes `<hca>:1`. SGLang ignores the `VLLM_*` NIC variables, so this is
+ * how its NIXL agent is kept on the rails (the pack judges it like UCX_NET_DEVICES, policies/rdma-workloads.ts).
  *
  * @returns `undefined` on EFA (LIBFABRIC takes no device list)
  */
 export function sglangNixlBackendParams(fabric: KvFabric): Record<string, string> | undefined {
     if (fabric.kind !== "infiniband") return undefined;
-    return { device_list: kvHcas(fabric).join(",") };
+    return { device_list: kvHcas(fabric).join(", ") };
 }
 
 /**

@@ -86,6 +86,8 @@ const MC_STORE_CFG: Source =
 
 /** A comma-separated list of HCA names (`mlx5_0`, optional `:port`) or IB/EFA netdev names (`ibp9s0f0`, `rdmap16s27`). */
 const DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/;
+/** NIXL's UCX `device_list`: device names without a port (NIXL appends `:1`), separated by `", "` as NIXL splits them. */
+const NIXL_DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(, [A-Za-z][A-Za-z0-9_]*)*$/;
 const PCI = "[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]";
 const UINT = /^\d+$/;
 const TRT_ARGS: Source = "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/llmapi/llm_args.py#TorchLlmArgs";
@@ -293,9 +295,9 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list",
-        safe: { pattern: DEVICE_LIST },
-        source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp",
-        note: "NIC list; checked against the rail table by the rail rules",
+        safe: { pattern: NIXL_DEVICE_LIST },
+        source: "ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp#nixlUcxEngine",
+        note: 'NIXL 1.4.0 (the SGLang image\'s) splits it on ", ", appends :1 to each name and sets UCX NET_DEVICES with config.modifyAlways, replacing UCX_NET_DEVICES (src/plugins/ucx/ucx_utils.cpp, config.cpp); HCA names without a port, ", "-separated; the pack\'s ucx-net-devices-rail-hcas judges the resulting list against the rail table',
     },
     {
         name: "SGLANG_HOST_IP",

@@ -243,6 +243,21 @@ describe("ucx-net-devices-rail-hcas", () => {
             `${P}.env[UCX_NET_DEVICES]: mlx5_0 has no :port; UCX names RDMA devices <hca>:<port>. Fix: write mlx5_0:1.`,
         ]);
     });
+    it("SGLang's NIXL device_list replaces UCX_NET_DEVICES (config.modifyAlways), so it is judged the same way", async () => {
+        const PARAMS = "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS";
+        const sg = stack([endpoint({ engine: "sglang" })]);
+        expect(await violations([ucxNetDevicesRailHcas], sg)).toEqual([]);
+        const list = (v: string) =>
+            violations(
+                [ucxNetDevicesRailHcas],
+                edit(sg, "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "prefill"), PARAMS, JSON.stringify({ device_list: v }))),
+            );
+        // The rendered UCX_NET_DEVICES stays the rails; NIXL hands UCX the device_list instead.
+        expect(await list("mlx5_0, mlx5_1")).toEqual([
+            `${P}.env[${PARAMS}].device_list: NIXL device_list "mlx5_0, mlx5_1" (UCX NET_DEVICES mlx5_0:1,mlx5_1:1, replacing UCX_NET_DEVICES): mlx5_1:1 is a frontend (north-south) NIC of pool h200; KV traffic never rides the frontend. ${fix}`,
+        ]);
+        expect(await list("mlx5_0, mlx5_3")).toEqual([]);
+    });
     it("a rail whose resource is not requested", async () => {
         const rs = prefill((m) => {
             setEnv(m, "UCX_NET_DEVICES", RAILS);
