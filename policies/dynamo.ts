@@ -336,7 +336,9 @@ export const dgdKvRouterEvents = stackPolicy(
                 }
                 if (hasFlag(fe, "--no-router-kv-events") || hasFlag(fe, "--no-kv-events")) continue;
                 for (const w of cs.filter(
-                    (c) => ["prefill", "decode", "worker"].includes(c.role) && kvRouterNeedsWorkerEvents(c.role, argv(fe)),
+                    (c) =>
+                        ["prefill", "decode", "worker"].includes(c.role) &&
+                        kvRouterNeedsWorkerEvents(c.role, argv(fe), envValue(fe, "DYN_ROUTER_CONDITIONAL_DISAGG")),
                 )) {
                     const eng = engineOf(w);
                     const publishes =

@@ -235,7 +235,7 @@ export const activationFacts: readonly ActivationFact[] = [
             { what: "SGLang: `--kv-events-config` with a ZMQ publisher", readBy: `${SGL}:python/sglang/srt/server_args.py` },
             { what: "TRT-LLM: `--publish-kv-events` (Dynamo >= 1.3.0)", readBy: `${D}:components/src/dynamo/trtllm/backend_args.py` },
             {
-                what: "whose events the router needs: prefill and aggregated workers always (KvEventSourceRequirement::CacheAwareRouting); P/D decode workers only under `--router-conditional-disagg` (ConditionalDisaggDecodeCache), otherwise NotRequired and the router does not subscribe to them",
+                what: "whose events the router needs: prefill and aggregated workers always (KvEventSourceRequirement::CacheAwareRouting); P/D decode workers only under `--router-conditional-disagg` or DYN_ROUTER_CONDITIONAL_DISAGG (ConditionalDisaggDecodeCache), otherwise NotRequired and the router does not subscribe to them",
                 readBy: `${D}:lib/llm/src/kv_router.rs#KvEventSourceRequirement.derive`,
             },
         ],

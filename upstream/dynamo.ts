@@ -89,10 +89,14 @@ export const dynamoFrontend: ComponentFacts = {
  * worker role: prefill and aggregated workers always (CacheAwareRouting); P/D decode workers only when the frontend runs
  * `--router-conditional-disagg` (ConditionalDisaggDecodeCache), otherwise NotRequired and it subscribes to none of
  * their events (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/kv_router.rs
- * KvEventSourceRequirement::derive). `role` is the DGD componentType (`prefill`, `decode`, `worker`).
+ * KvEventSourceRequirement::derive). `role` is the DGD componentType (`prefill`, `decode`, `worker`);
+ * `conditionalDisaggEnv` the frontend's DYN_ROUTER_CONDITIONAL_DISAGG, if set.
  */
-export function kvRouterNeedsWorkerEvents(role: string, frontendArgs: readonly string[]): boolean {
-    return role !== "decode" || frontendArgs.includes("--router-conditional-disagg");
+export function kvRouterNeedsWorkerEvents(role: string, frontendArgs: readonly string[], conditionalDisaggEnv?: string): boolean {
+    // `--router-conditional-disagg` or its env var DYN_ROUTER_CONDITIONAL_DISAGG (kv_router_args.py); any value but an
+    // explicit false counts as on, so decode workers are held to publishing.
+    const envOn = conditionalDisaggEnv !== undefined && !/^(|0|false|no|off|n)$/i.test(conditionalDisaggEnv.trim());
+    return role !== "decode" || frontendArgs.includes("--router-conditional-disagg") || envOn;
 }
 
 /**

@@ -229,6 +229,12 @@ describe("dgd-kv-router-events", () => {
         expect(await violations([dgdKvRouterEvents], cond)).toEqual([
             `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --kv-events-config with a zmq publisher.`,
         ]);
+        // The same through the frontend's env var.
+        const condEnv = dgdEdit((o) => {
+            noDecode(o);
+            setEnv(mainOf(o, "Frontend"), "DYN_ROUTER_CONDITIONAL_DISAGG", "true");
+        });
+        expect(await violations([dgdKvRouterEvents], condEnv)).toHaveLength(1);
         const sg = stack([endpoint({ engine: "sglang", kvPool: { kind: "none" } })]);
         expect(await violations([dgdKvRouterEvents], sg)).toEqual([]);
         const inert = dgdEdit(

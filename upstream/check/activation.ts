@@ -339,7 +339,7 @@ export function kvEventsRule(s: StackView): Finding[] {
     )) {
         const needed = (p: PodView) =>
             ["prefill", "decode", "worker"].includes(p.componentType ?? "") &&
-            kvRouterNeedsWorkerEvents(p.componentType ?? "", argvOf(f.main));
+            kvRouterNeedsWorkerEvents(p.componentType ?? "", argvOf(f.main), envOf(f.main, "DYN_ROUTER_CONDITIONAL_DISAGG")?.value);
         for (const w of pods.filter((p) => p.graph === f.graph && needed(p))) {
             if (!publishesKvEvents(argvOf(w.main)))
                 out.push(

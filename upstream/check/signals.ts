@@ -89,7 +89,9 @@ export function endpointSignals(s: StackView): Map<string, EndpointSignals> {
         if (frontend && flagValue(argv(frontend), "--router-mode") === "kv") {
             // Decode workers' events only under --router-conditional-disagg; an SGLang decode worker on the chunk cache emits none.
             const events = workers
-                .filter((w) => kvRouterNeedsWorkerEvents(w.componentType ?? "", argv(frontend)))
+                .filter((w) =>
+                    kvRouterNeedsWorkerEvents(w.componentType ?? "", argv(frontend), env(frontend, "DYN_ROUTER_CONDITIONAL_DISAGG")),
+                )
                 .every(
                     (w) =>
                         (flagValue(argv(w), "--kv-events-config") !== undefined &&
