@@ -161,6 +161,18 @@ export function sglangHicacheExtraConfig(base: Record<string, string | number>):
     return { ...base, local_hostname: `$(${POD_IP_ENV.name})` };
 }
 
+/** SGLang flag that keeps the radix cache on a P/D decode worker (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py). */
+const SGLANG_DECODE_RADIX_CACHE = "--disaggregation-decode-enable-radix-cache";
+
+/**
+ * Does an SGLang worker keep its radix cache (and so publish KV events)? Every worker except a P/D decode worker
+ * without {@link SGLANG_DECODE_RADIX_CACHE}, which lib/dgd.ts renders only with HiCache on the Mooncake pool
+ * (sgl-project/sglang@v0.5.18:python/sglang/srt/arg_groups/pd_disaggregation_hook.py sets disable_radix_cache=True otherwise).
+ */
+function sglangKeepsRadixCache(c: RoleContext): boolean {
+    return !(c.disaggregated && c.role === "decode") || !!c.mooncake;
+}
+
 /** Every supported engine. */
 export const ENGINES: Record<EngineName, EngineSpec> = {
     vllm: {
@@ -252,13 +264,17 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             // ServerArgs.revision (upstream/revision.ts `sglang-revision`); the worker runs --skip-tokenizer-init, so the
             // frontend tokenizes.
             if (e.modelRevision) a.push("--revision", e.modelRevision);
-            if (c.kvEvents) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
+            // A P/D decode worker runs SGLang's chunk cache unless `--disaggregation-decode-enable-radix-cache` keeps
+            // the radix cache (rendered below with HiCache), and the chunk cache publishes no KV events: the flag would
+            // be read (Dynamo advertises the worker as a publisher) but inert. The KV router needs decode workers'
+            // events only under `--router-conditional-disagg` (upstream/activation.ts `sglang-decode-kv-events`).
+            if (c.kvEvents && sglangKeepsRadixCache(c)) a.push("--kv-events-config", json(SGLANG_KV_EVENTS));
             if (c.mooncake) {
                 // HiCache with the Mooncake backend (Dynamo docs backends/sglang/hicache.md). A P/D decode worker gets
                 // the radix cache forced off by SGLang's P/D hook, and HiCache without the radix cache is refused at
                 // start-up unless `--disaggregation-decode-enable-radix-cache` keeps it on
                 // (sgl-project/sglang@v0.5.18:python/sglang/srt/server_args.py).
-                if (c.disaggregated && c.role === "decode") a.push("--disaggregation-decode-enable-radix-cache");
+                if (c.disaggregated && c.role === "decode") a.push(SGLANG_DECODE_RADIX_CACHE);
                 a.push(
                     "--enable-hierarchical-cache",
                     "--hicache-ratio",
@@ -584,7 +600,8 @@ export function buildDgd(a: DgdArgs): DgdManifest {
                 ? efaWorkerHugepages(a.pool.hugepages2MiPerNode ?? 0, a.pool.fabric.gpusPerNode, group.gpusPerWorker)
                 : { requests: {}, limits: {} };
         const env: EnvVar[] = [];
-        if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection));
+        // UCX only where NIXL runs (P/D): an aggregated Mooncake-only worker loads no UCX.
+        if (rdma) env.push(...kvTransportEnv(a.pool.fabric, eng.nicSelection, { nixl: disaggregated }));
         env.push(...eng.transferEnv(ctx));
         // vLLM's MooncakeStoreConnector reads its client settings from the MOONCAKE_CONFIG_PATH file only
         // (upstream/vllm.ts vllmMooncakeStoreConfig); the MOONCAKE_* variables would be read by nothing there, so a vLLM

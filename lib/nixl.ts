@@ -126,7 +126,10 @@ export type NicSelection = "vllm-pcie-map" | "static";
 
 /**
  * UCX / NIXL / NCCL environment for a KV-transferring container. The same generator for every engine; only the
- * per-rank NIC selection differs ({@link NicSelection}).
+ * per-rank NIC selection differs ({@link NicSelection}). The UCX and `VLLM_*` NIC variables are rendered only where
+ * a NIXL connector is configured (`transport.nixl`: P/D workers): nothing else in the pod loads UCX. An aggregated
+ * worker whose only KV transport is the Mooncake pool gets the NCCL part alone; its RDMA rests on the Mooncake transfer
+ * engine's settings (lib/mooncake.ts `mooncakeTransferEngineEnv`, the pack's policies/mooncake.ts).
  *
  * InfiniBand:
  * - `UCX_TLS` = {@link IB_UCX_TLS} (RDMA + CUDA transports, no tcp: the InfiniBand settings of
@@ -146,8 +149,13 @@ export type NicSelection = "vllm-pcie-map" | "static";
  *   deepseek-v4-flash/vllm/disagg-h200-agentic/deploy.yaml) still forces the same, but `auto`, `ib_local` and `eth`
  *   (the value disagg-communication.md calls required on Kubernetes) force nothing on an InfiniBand port, which
  *   stays LID-only with the default link-local subnet prefix (upstream/libraries.ts `ucx`).
- * - `UCX_RNDV_SCHEME=get_zcopy`, `UCX_RNDV_THRESH=0`: zero-copy rendezvous for every size (Dynamo comms guide); NIXL
- *   only sets its own `RNDV_THRESH=inf` when the variable is unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp).
+ * - No `UCX_RNDV_SCHEME` / `UCX_RNDV_THRESH` (Dynamo's comms guide sets get_zcopy / 0): they choose UCX's rendezvous
+ *   protocol for tag and active-message sends, which NIXL's KV path never makes. NIXL moves KV with RMA
+ *   (`nixlUcxEp::read`/`write` = `ucp_get_nbx`/`ucp_put_nbx`, ai-dynamo/nixl@v1.3.2 and @v1.4.0:
+ *   src/plugins/ucx/ucx_utils.cpp), served by UCX's put/get offload protocols (zero copy from registered GPU memory
+ *   above `UCX_ZCOPY_THRESH`, openucx/ucx@v1.21.0:src/ucp/rma/put_offload.c); its only AM send, the notification, passes
+ *   `UCP_AM_SEND_FLAG_EAGER` (src/plugins/ucx/ucx_backend.cpp), which rules the `am/rndv` protocol out
+ *   (openucx/ucx@v1.21.0:src/ucp/am/rndv.c `ucp_am_rndv_rts_probe`). Both would be read and inert (upstream/kv-transport.ts).
  * - `UCX_PROTO_EMULATION_ENABLE=n`: UCX >= 1.21 errors instead of emulating RMA in software (openucx/ucx PR #11289).
  * - `NCCL_NET=IB`: NCCL fails instead of dropping to sockets; `NCCL_IB_DISABLE=0`; `NCCL_IB_HCA` = the rail HCAs with
  *   `=` exact matching (`mlx5_1` would prefix-match `mlx5_10`, NVIDIA/nccl src/misc/utils.cc).
@@ -161,8 +169,9 @@ export type NicSelection = "vllm-pcie-map" | "static";
  * an image's variable. NIXL's backend is selected per engine (LIBFABRIC), see lib/dgd.ts.
  *
  * @param nic how ranks pick their NIC (InfiniBand only; ignored on EFA)
+ * @param transport `nixl: false` leaves out the UCX variables (InfiniBand; EFA pools carry only P/D workers)
  */
-export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): EnvVar[] {
+export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static", transport: { nixl: boolean } = { nixl: true }): EnvVar[] {
     if (fabric.kind === "efa") {
         return [
             { name: "FI_PROVIDER", value: "efa" },
@@ -171,20 +180,7 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
             { name: "NCCL_NET", value: "Libfabric" },
         ];
     }
-    const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
-    if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
-    env.push(
-        { name: "UCX_IB_IS_GLOBAL", value: "y" },
-        { name: "UCX_RNDV_SCHEME", value: "get_zcopy" },
-        { name: "UCX_RNDV_THRESH", value: "0" },
-        { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" },
-    );
-    if (nic === "vllm-pcie-map") {
-        env.push(
-            { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },
-            { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
-        );
-    }
+    const env: EnvVar[] = transport.nixl ? nixlUcxEnv(fabric, nic) : [];
     env.push(
         { name: "NCCL_NET", value: "IB" },
         { name: "NCCL_IB_DISABLE", value: "0" },
@@ -193,18 +189,35 @@ export function kvTransportEnv(fabric: KvFabric, nic: NicSelection = "static"): 
     return env;
 }
 
+/** The UCX (and vLLM per-rank NIC) part of {@link kvTransportEnv}: read only by a NIXL UCX agent. */
+function nixlUcxEnv(fabric: KvFabric & { kind: "infiniband" }, nic: NicSelection): EnvVar[] {
+    const env: EnvVar[] = [{ name: "UCX_TLS", value: IB_UCX_TLS }];
+    if (nic === "static") env.push({ name: "UCX_NET_DEVICES", value: ucxNetDevices(fabric.rails) });
+    env.push({ name: "UCX_IB_IS_GLOBAL", value: "y" }, { name: "UCX_PROTO_EMULATION_ENABLE", value: "n" });
+    if (nic === "vllm-pcie-map") {
+        env.push(
+            { name: "VLLM_GPU_NIC_PCIE_MAPPING", value: gpuNicPcieMapping(fabric.rails) },
+            { name: "VLLM_NIC_SELECTION_VARS", value: "UCX_NET_DEVICES:1" },
+        );
+    }
+    return env;
+}
+
 /**
  * NIXL UCX backend parameters for SGLang (`SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS`, a JSON object of string values,
  * sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/nixl/conn.py). `device_list` is the UCX plugin's device
- * restriction: HCA names split on `, `, NIXL appends `:1` and forces `UCX_NET_DEVICES` with it
- * (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp, ucx_utils.cpp `modifyAlways("NET_DEVICES")`). SGLang
- * ignores the `VLLM_*` NIC variables, so this is how its NIXL agent is kept on the rails.
+ * restriction: NIXL 1.4.0 (the SGLang image's, config/versions.ts) splits it on the string `", "`
+ * (`absl::StrSplit(*opt, ", ")`, ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp `nixlUcxEngine`), appends `:1`
+ * to each name and sets UCX's NET_DEVICES with `config.modifyAlways`, which replaces any `UCX_NET_DEVICES` from the
+ * environment (src/plugins/ucx/ucx_utils.cpp, config.cpp: `modify` yields to the environment, `modifyAlways` does not).
+ * So the list is joined with `", "`: each HCA becomes `<hca>:1`. SGLang ignores the `VLLM_*` NIC variables, so this is
+ * how its NIXL agent is kept on the rails (the pack judges it like UCX_NET_DEVICES, policies/rdma-workloads.ts).
  *
  * @returns `undefined` on EFA (LIBFABRIC takes no device list)
  */
 export function sglangNixlBackendParams(fabric: KvFabric): Record<string, string> | undefined {
     if (fabric.kind !== "infiniband") return undefined;
-    return { device_list: kvHcas(fabric).join(",") };
+    return { device_list: kvHcas(fabric).join(", ") };
 }
 
 /**

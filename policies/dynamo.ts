@@ -3,8 +3,14 @@ import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { type Finding, stackPolicy, containerLabel } from "./lib/report";
 import { helmReleases } from "./lib/resources";
 import { plannerConfigChoices } from "../upstream/planner";
-import { dynamoFrontendIgnoredFlags, dynamoFrontendKvOnlyFlags, dynamoRemovedWorkerFlags } from "../upstream/dynamo";
-import { type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
+import {
+    dynamoFrontendIgnoredFlags,
+    dynamoFrontendKvOnlyFlags,
+    dynamoRemovedWorkerFlags,
+    kvRouterNeedsWorkerEvents,
+    sglangEmitsKvEvents,
+} from "../upstream/dynamo";
+import { argv, type ContainerView, engineOf, envValue, flagValue, hasFlag, qty, type StackView } from "./lib/workloads";
 
 /**
  * DynamoGraphDeployment configuration rules, for both served shapes:
@@ -289,7 +295,7 @@ function routerMode(c: ContainerView): string {
 export const dgdKvRouterEvents = stackPolicy(
     {
         name: "dgd-kv-router-events",
-        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every worker to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
+        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every prefill and aggregated worker (and every decode worker under --router-conditional-disagg, upstream/dynamo.ts kvRouterNeedsWorkerEvents) to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); an SGLang P/D decode worker publishes none without --disaggregation-decode-enable-radix-cache (chunk cache), so --kv-events-config there is inert and refused; KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
         remediationSteps:
             "Run the frontend with --router-mode kv and give each worker its KV event publisher (lib/dgd.ts does), or drop the kv-only flags.",
     },
@@ -297,6 +303,19 @@ export const dgdKvRouterEvents = stackPolicy(
         const out: Out = [];
         for (const d of dgds(resources)) {
             const cs = dgdContainers(v, d).filter((x) => x.container === "main");
+            // An SGLang P/D decode worker on the chunk cache: Dynamo advertises it as a KV event publisher, it publishes nothing.
+            for (const w of cs.filter((c) => c.role === "decode" && engineOf(c) === "sglang" && hasFlag(c, "--kv-events-config")))
+                if (!sglangEmitsKvEvents(argv(w)))
+                    out.push({
+                        subject: containerLabel(w),
+                        finding: {
+                            field: `${w.path}.args`,
+                            problem:
+                                "--kv-events-config on an SGLang decode worker without --disaggregation-decode-enable-radix-cache is inert: SGLang forces the chunk cache there, which publishes no KV events, yet Dynamo advertises the worker as a publisher",
+                            fix: "drop --kv-events-config from the decode worker (the KV router needs decode events only under --router-conditional-disagg), or keep the radix cache with --disaggregation-decode-enable-radix-cache",
+                        },
+                        urn: d.r.urn,
+                    });
             for (const fe of cs.filter((c) => c.role === "frontend")) {
                 const mode = routerMode(fe);
                 const add = (c: ContainerView, field: string, problem: string, fix: string) =>
@@ -316,12 +335,16 @@ export const dgdKvRouterEvents = stackPolicy(
                     continue;
                 }
                 if (hasFlag(fe, "--no-router-kv-events") || hasFlag(fe, "--no-kv-events")) continue;
-                for (const w of cs.filter((c) => ["prefill", "decode", "worker"].includes(c.role))) {
+                for (const w of cs.filter(
+                    (c) =>
+                        ["prefill", "decode", "worker"].includes(c.role) &&
+                        kvRouterNeedsWorkerEvents(c.role, argv(fe), envValue(fe, "DYN_ROUTER_CONDITIONAL_DISAGG")),
+                )) {
                     const eng = engineOf(w);
                     const publishes =
                         eng === "trtllm"
                             ? hasFlag(w, "--publish-kv-events") || hasFlag(w, "--publish-events-and-metrics")
-                            : hasFlag(w, "--kv-events-config");
+                            : hasFlag(w, "--kv-events-config") && (eng !== "sglang" || sglangEmitsKvEvents(argv(w)));
                     if (eng && !publishes)
                         add(
                             w,
@@ -384,12 +407,15 @@ export const dgdRoleImages = stackPolicy(
  */
 export const PLANNER_TARGETS: readonly string[] = plannerConfigChoices.optimization_target;
 
+/** Env var that turns a Dynamo worker's forward-pass metrics on (ai-dynamo/dynamo components/src/dynamo/vllm/args.py, sglang/args.py). */
+const FPM_PORT_ENV = "DYN_FORWARDPASS_METRIC_PORT";
+
 /** Planner-driven scaling wired correctly, never on GPU utilisation. */
 export const dgdPlannerScaling = stackPolicy(
     {
         name: "dgd-planner-scaling",
         description:
-            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica; the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on.",
+            "With a Planner every prefill/decode/worker component opts into the scaling adapter (v1beta1 `scalingAdapter: {}`; v1alpha1 `scalingAdapter.enabled: true`, since `{}` means disabled there) and keeps at least one replica and sets no DYN_FORWARDPASS_METRIC_PORT of its own (the operator injects it; it switches the forward-pass metrics load scaling reads); the planner's optimization_target is one of throughput/latency/load/sla (queue depth and KV-cache utilisation, never GPU utilisation: TTFT p95 44.5 s -> 1.4-3.4 s) with min endpoints >= 1; the deprecated `autoscaling` field is ignored and must not be relied on.",
         remediationSteps:
             "Add scalingAdapter to the workers, run the planner with optimization_target load (thresholds from config) and min_endpoint 1, and drop spec.services[*].autoscaling.",
     },
@@ -428,6 +454,17 @@ export const dgdPlannerScaling = stackPolicy(
                         `${path}.replicas`,
                         "has 0 replicas; a model with no workers disappears from /v1/models",
                         "keep at least one replica",
+                    );
+                // Load scaling reads this worker's forward-pass metrics over the event plane; the worker emits them
+                // only with DYN_FORWARDPASS_METRIC_PORT set, which the operator injects (upstream/activation.ts
+                // planner-signals). A podTemplate env of that name replaces the operator's value.
+                const m = mainOf(v, d, name);
+                if (m?.env.has(FPM_PORT_ENV))
+                    add(
+                        containerLabel(m),
+                        `${m.path}.env.${FPM_PORT_ENV}`,
+                        `sets ${FPM_PORT_ENV}, replacing the operator's 20380: it switches the forward-pass metrics the Planner's load scaling reads (empty: none, and the Planner silently stops scaling this role)`,
+                        `remove ${FPM_PORT_ENV} from the podTemplate and leave it to the operator`,
                     );
             }
             for (const { name } of planners) {

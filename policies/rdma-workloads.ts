@@ -294,48 +294,81 @@ export const ucxNetDevicesRailHcas = containerPolicy(
                 },
             ];
         if (e.value === undefined) return [{ field, problem: "UCX_NET_DEVICES comes from a source the policy cannot read", fix }];
-        const { list, devices } = parseUcxNetDevices(e.value);
-        if (list.all || list.negate)
-            return [
-                {
-                    field,
-                    problem: `UCX_NET_DEVICES=${e.value} ${list.negate ? "is an exclusion list, so every other device (frontend NICs, tcp netdevs) stays allowed" : "allows every device"}`,
-                    fix,
-                },
-            ];
-        const out: Finding[] = [];
-        for (const d of devices) {
-            for (const pool of pools) {
-                if (pool.frontendHcas.includes(d.device)) {
-                    out.push({
-                        field,
-                        problem: `${d.raw} is a frontend (north-south) NIC of pool ${pool.name}; KV traffic never rides the frontend`,
-                        fix,
-                    });
-                    continue;
-                }
-                const rail = pool.rails.find((r) => r.hca === d.device);
-                if (!rail) {
-                    const what = /bond/i.test(d.device)
-                        ? "a bond device (UCX cannot open it as an RDMA device, ai-dynamo/dynamo #1209)"
-                        : `not a rail HCA of pool ${pool.name}`;
-                    out.push({ field, problem: `${d.raw} is ${what}`, fix });
-                    continue;
-                }
-                const rails = requestedRails(c, v, pool);
-                if (rails && !rails.has(rail.rail))
-                    out.push({
-                        field,
-                        problem: `${d.raw} is rail ${rail.rail}, whose RDMA resource the container does not request, so the device is not in the pod`,
-                        fix: "request every rail resource the device list names",
-                    });
-            }
-            if (d.port === undefined && pools.some((p) => p.rails.some((r) => r.hca === d.device)))
-                out.push({ field, problem: `${d.raw} has no :port; UCX names RDMA devices <hca>:<port>`, fix: `write ${d.device}:1` });
-        }
-        return out;
+        return [...checkNetDevices(c, v, e.value, field, "UCX_NET_DEVICES", fix), ...nixlDeviceList(c, v, fix)];
     },
 );
+
+/**
+ * SGLang's NIXL UCX backend `device_list` (SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS): NIXL splits it on `", "`,
+ * appends `:1` to each name and sets UCX's NET_DEVICES with `config.modifyAlways`, replacing UCX_NET_DEVICES
+ * (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp nixlUcxEngine, src/plugins/ucx/ucx_utils.cpp, config.cpp).
+ * So the list NIXL hands UCX is judged like UCX_NET_DEVICES.
+ */
+function nixlDeviceList(c: ContainerView, v: StackView, fix: string): Finding[] {
+    const name = "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS";
+    const raw = envValue(c, name);
+    if (engineOf(c) !== "sglang" || raw === undefined) return [];
+    let list: unknown;
+    try {
+        list = (JSON.parse(raw) as Record<string, unknown>)?.device_list;
+    } catch {
+        return []; // not JSON: the KV closed world refuses it
+    }
+    if (typeof list !== "string") return [];
+    const effective = list
+        .split(", ")
+        .map((d) => `${d}:1`)
+        .join(",");
+    const what = `NIXL device_list "${list}" (UCX NET_DEVICES ${effective}, replacing UCX_NET_DEVICES)`;
+    return checkNetDevices(c, v, effective, `${envField(c, name)}.device_list`, what, fix).map((f) =>
+        f.problem.startsWith(what) ? f : { ...f, problem: `${what}: ${f.problem}` },
+    );
+}
+
+/** The devices of a UCX NET_DEVICES value against the pools' rail tables. */
+function checkNetDevices(c: ContainerView, v: StackView, value: string, field: string, what: string, fix: string): Finding[] {
+    const pools = candidatePools(c, v);
+    const { list, devices } = parseUcxNetDevices(value);
+    if (list.all || list.negate)
+        return [
+            {
+                field,
+                problem: `${what === "UCX_NET_DEVICES" ? `UCX_NET_DEVICES=${value}` : what} ${list.negate ? "is an exclusion list, so every other device (frontend NICs, tcp netdevs) stays allowed" : "allows every device"}`,
+                fix,
+            },
+        ];
+    const out: Finding[] = [];
+    for (const d of devices) {
+        for (const pool of pools) {
+            if (pool.frontendHcas.includes(d.device)) {
+                out.push({
+                    field,
+                    problem: `${d.raw} is a frontend (north-south) NIC of pool ${pool.name}; KV traffic never rides the frontend`,
+                    fix,
+                });
+                continue;
+            }
+            const rail = pool.rails.find((r) => r.hca === d.device);
+            if (!rail) {
+                const what = /bond/i.test(d.device)
+                    ? "a bond device (UCX cannot open it as an RDMA device, ai-dynamo/dynamo #1209)"
+                    : `not a rail HCA of pool ${pool.name}`;
+                out.push({ field, problem: `${d.raw} is ${what}`, fix });
+                continue;
+            }
+            const rails = requestedRails(c, v, pool);
+            if (rails && !rails.has(rail.rail))
+                out.push({
+                    field,
+                    problem: `${d.raw} is rail ${rail.rail}, whose RDMA resource the container does not request, so the device is not in the pod`,
+                    fix: "request every rail resource the device list names",
+                });
+        }
+        if (d.port === undefined && pools.some((p) => p.rails.some((r) => r.hca === d.device)))
+            out.push({ field, problem: `${d.raw} has no :port; UCX names RDMA devices <hca>:<port>`, fix: `write ${d.device}:1` });
+    }
+    return out;
+}
 
 /** TP > 1: per-rank NIC selection. */
 export const nicMapPerRank = containerPolicy(

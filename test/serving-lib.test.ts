@@ -33,13 +33,19 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
             UCX_TLS: "rc_x,rc,cuda_copy,cuda_ipc",
             UCX_NET_DEVICES: "mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
             UCX_IB_IS_GLOBAL: "y",
-            UCX_RNDV_SCHEME: "get_zcopy",
-            UCX_RNDV_THRESH: "0",
             UCX_PROTO_EMULATION_ENABLE: "n",
             NCCL_NET: "IB",
             NCCL_IB_DISABLE: "0",
             NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
         });
+    });
+    it("no NIXL connector (an aggregated Mooncake-only worker): no UCX or vLLM NIC variables, NCCL only", () => {
+        for (const nic of ["static", "vllm-pcie-map"] as const)
+            expect(envMap(kvTransportEnv(kvFabricOf(DGX), nic, { nixl: false }))).toEqual({
+                NCCL_NET: "IB",
+                NCCL_IB_DISABLE: "0",
+                NCCL_IB_HCA: "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1",
+            });
     });
     it("vLLM per-rank map: the whole rail table and no static UCX_NET_DEVICES", () => {
         // vLLM prepends each rank's HCA to an existing UCX_NET_DEVICES and UCX reads the list as a set, so a static
@@ -50,10 +56,10 @@ describe("lib/nixl.ts: transport env from the rail table", () => {
             "0000:1b:00.0=0000:18:00.0,0000:43:00.0=0000:40:00.0,0000:52:00.0=0000:4f:00.0,0000:61:00.0=0000:5e:00.0,0000:9d:00.0=0000:9a:00.0,0000:c3:00.0=0000:c0:00.0,0000:d1:00.0=0000:ce:00.0,0000:df:00.0=0000:dc:00.0",
         );
         expect(env.VLLM_NIC_SELECTION_VARS).toBe("UCX_NET_DEVICES:1");
-        // SGLang ignores the VLLM_* pair: its NIXL UCX backend gets the rails as device_list (ai-dynamo/nixl@v1.4.0
-        // src/plugins/ucx/ucx_backend.cpp appends :1 itself).
+        // SGLang ignores the VLLM_* pair: its NIXL UCX backend gets the rails as device_list, which NIXL 1.4.0 splits on
+        // ", " and turns into NET_DEVICES <hca>:1,... (ai-dynamo/nixl@v1.4.0 src/plugins/ucx/ucx_backend.cpp, ucx_utils.cpp).
         expect(sglangNixlBackendParams(kvFabricOf(DGX))).toEqual({
-            device_list: "mlx5_0,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_9,mlx5_10,mlx5_11",
+            device_list: "mlx5_0, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_9, mlx5_10, mlx5_11",
         });
     });
     it("Cisco C885A: netdevs out of rail order do not change the HCA order; frontend NIC never listed", () => {

@@ -238,19 +238,48 @@ describe("activation: planted inert or refused features", () => {
     });
     it("KV routing whose workers publish no KV events: a vLLM publisher without enable_kv_cache_events, an SGLang worker without --kv-events-config", () => {
         const v = objects(endpoint());
-        const dec = mainOf(dgdOf(v), "decode").args;
-        dec[dec.indexOf("--kv-events-config") + 1] = JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080" });
+        const pre = mainOf(dgdOf(v), "prefill").args;
+        pre[pre.indexOf("--kv-events-config") + 1] = JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:20080" });
         const f = checkActivation(stackOf(v));
         expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
-            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+            "DynamoGraphDeployment/inference/llama-70b component prefill --kv-events-config",
         ]);
         expect(f[0].message).toMatch(/^kv-events .* would be inert: the frontend routes on KV events .*offloading-support-matrix\.md\]$/);
         const sg = objects(endpoint({ engine: "sglang" }));
-        const pre = mainOf(dgdOf(sg), "prefill").args;
-        pre.splice(pre.indexOf("--kv-events-config"), 2);
+        const spre = mainOf(dgdOf(sg), "prefill").args;
+        spre.splice(spre.indexOf("--kv-events-config"), 2);
         expect(checkActivation(stackOf(sg)).map((x) => x.object)).toEqual(["DynamoGraphDeployment/inference/llama-70b component prefill"]);
     });
-    it("a Planner whose graph no selected PodMonitor scrapes scales on nothing", () => {
+    it("decode workers' KV events: needed only under --router-conditional-disagg; an SGLang decode worker on the chunk cache emits none", () => {
+        // The router subscribes to no decode worker's events by default (KvEventSourceRequirement::NotRequired).
+        const v = objects(endpoint());
+        const dec = mainOf(dgdOf(v), "decode").args;
+        dec.splice(dec.indexOf("--kv-events-config"), 2);
+        expect(checkActivation(stackOf(v))).toEqual([]);
+        mainOf(dgdOf(v), "Frontend").args.push("--router-conditional-disagg");
+        expect(checkActivation(stackOf(v)).map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+        ]);
+        // The renderer gives an SGLang decode worker without the radix cache no publisher ...
+        const sg = objects(endpoint({ engine: "sglang", kvPool: { kind: "none" } }));
+        const sdec = mainOf(dgdOf(sg), "decode").args;
+        expect(sdec).not.toContain("--kv-events-config");
+        expect(checkActivation(stackOf(sg))).toEqual([]);
+        // ... and one that has it is refused: Dynamo advertises a publisher the chunk cache never feeds.
+        sdec.push("--kv-events-config", JSON.stringify({ publisher: "zmq", topic: "kv-events", endpoint: "tcp://*:5557" }));
+        const f = checkActivation(stackOf(sg));
+        expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode --kv-events-config",
+        ]);
+        expect(f[0].message).toMatch(/^sglang-decode-kv-events .* would be inert: .*chunk cache.*pd_disaggregation_hook\.py\]$/);
+        // Under conditional disaggregation the router needs it too: both facts speak.
+        mainOf(dgdOf(sg), "Frontend").args.push("--router-conditional-disagg");
+        expect(checkActivation(stackOf(sg)).map((x) => x.message.split(" ")[0])).toEqual(["kv-events", "sglang-decode-kv-events"]);
+        // Keeping the radix cache makes the publisher real.
+        sdec.push("--disaggregation-decode-enable-radix-cache");
+        expect(checkActivation(stackOf(sg))).toEqual([]);
+    });
+    it("a Planner whose frontend (KV hit rate) or speculative vLLM workers (accept length) no selected PodMonitor scrapes", () => {
         const eps: ObservedEndpoint[] = [
             { name: "llama-70b", model: "meta-llama/Llama-3.3-70B-Instruct", engine: "vllm", gpus: 8, disaggregated: true },
         ];
@@ -270,11 +299,32 @@ describe("activation: planted inert or refused features", () => {
                 spec: podMonitorSpec(t),
             });
         expect(checkActivation(stackOf(objs))).toEqual([]);
+        // Load scaling reads the workers' forward-pass metrics over the event plane, not Prometheus: an unscraped
+        // worker without speculative decoding costs the Planner nothing.
         const noWorkers = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "dynamo-workers"));
-        const f = checkActivation(stackOf(noWorkers));
-        expect(f.map((x) => x.key)).toEqual(["scrape.prefill", "scrape.decode"]);
+        expect(checkActivation(stackOf(noWorkers))).toEqual([]);
+        const noFrontend = objs.filter((o) => !(o.kind === "PodMonitor" && o.metadata.name === "dynamo-frontends"));
+        const f = checkActivation(stackOf(noFrontend));
+        expect(f.map((x) => x.key)).toEqual(["scrape.frontend"]);
         expect(f[0]).toMatchObject({ object: "DynamoGraphDeployment/inference/llama-70b component Planner" });
-        expect(f[0].message).toMatch(/^planner-signals .* would be inert: .*component prefill \(port system\) is scraped by no PodMonitor/);
+        expect(f[0].message).toMatch(
+            /^planner-signals .* would be inert: .*component Frontend \(port http\) is scraped by no PodMonitor .* reads no dynamo_component_router_kv_hit_rate/,
+        );
+        // vLLM workers with speculative decoding: the accept length comes from their vllm:spec_decode_* series.
+        for (const r of ["prefill", "decode"]) mainOf(dgdOf(noWorkers), r).args.push("--speculative-config", '{"method":"ngram"}');
+        const g = checkActivation(stackOf(noWorkers)).filter((x) => x.message.startsWith("planner-signals"));
+        expect(g.map((x) => x.key)).toEqual(["scrape.prefill", "scrape.decode"]);
+        expect(g[0].message).toMatch(/component prefill \(port system\) is scraped by no PodMonitor .* reads no vllm:spec_decode_\*/);
+    });
+    it("a podTemplate DYN_FORWARDPASS_METRIC_PORT on a worker of a planned graph replaces the operator's, switching load scaling's input", () => {
+        const objs = objects(endpoint());
+        expect(checkActivation(stackOf(objs))).toEqual([]);
+        mainOf(dgdOf(objs), "decode").env.push({ name: "DYN_FORWARDPASS_METRIC_PORT", value: "" });
+        const f = checkActivation(stackOf(objs));
+        expect(f.map((x) => `${x.object} ${x.key}`)).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode env.DYN_FORWARDPASS_METRIC_PORT",
+        ]);
+        expect(f[0].message).toMatch(/^planner-signals .* would be inert: .*replacing the operator's 20380.*runtime_provider\.py\]$/);
     });
     it("npm run upstream-check runs these rules (tools/upstream-check.ts checkStack)", () => {
         const objs = objects(endpoint(EAGLE));

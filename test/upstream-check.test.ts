@@ -276,7 +276,11 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         const objs = objects(endpoint({ engine: "sglang" }));
         const d = mainOf(dgdOf(objs), "decode");
         d.args = d.args.filter((a: string) => a !== "--disaggregation-decode-enable-radix-cache");
-        expect(keys(run(objs))).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode main --enable-hierarchical-cache"]);
+        // Without the radix cache the decode worker is on the chunk cache, so its KV event publisher is inert too.
+        expect(keys(run(objs))).toEqual([
+            "DynamoGraphDeployment/inference/llama-70b component decode main --enable-hierarchical-cache",
+            "DynamoGraphDeployment/inference/llama-70b component decode main --kv-events-config",
+        ]);
     });
     it("a static UCX_NET_DEVICES of all rails beside vLLM's per-rank map", () => {
         const objs = objects();

@@ -234,9 +234,38 @@ export const activationFacts: readonly ActivationFact[] = [
             },
             { what: "SGLang: `--kv-events-config` with a ZMQ publisher", readBy: `${SGL}:python/sglang/srt/server_args.py` },
             { what: "TRT-LLM: `--publish-kv-events` (Dynamo >= 1.3.0)", readBy: `${D}:components/src/dynamo/trtllm/backend_args.py` },
+            {
+                what: "whose events the router needs: prefill and aggregated workers always (KvEventSourceRequirement::CacheAwareRouting); P/D decode workers only under `--router-conditional-disagg` or DYN_ROUTER_CONDITIONAL_DISAGG (ConditionalDisaggDecodeCache), otherwise NotRequired and the router does not subscribe to them",
+                readBy: `${D}:lib/llm/src/kv_router.rs#KvEventSourceRequirement.derive`,
+            },
         ],
         otherwise: "inert",
         source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/router/offloading-support-matrix.md`,
+        note: "the product renders worker KV events on prefill and aggregated workers, and on vLLM/TRT-LLM decode workers (their engines publish; ready for conditional disaggregation); an SGLang decode worker gets none unless its radix cache is kept (`sglang-decode-kv-events`)",
+    },
+    {
+        id: "sglang-decode-kv-events",
+        feature: "KV events from an SGLang P/D decode worker",
+        component: "sglang",
+        requires: [
+            {
+                what: '`--disaggregation-decode-enable-radix-cache`: without it SGLang\'s P/D hook sets disable_radix_cache=True ("KV cache is forced as chunk cache for decode server") and the chunk cache publishes no KV events, so `--kv-events-config` is read but inert',
+                readBy: `${SGL}:python/sglang/srt/arg_groups/pd_disaggregation_hook.py#handle_pd_disaggregation`,
+            },
+            {
+                what: "Dynamo's SGLang worker derives use_kv_events from `--kv-events-config` alone and advertises kv_event_publishing_enabled in its runtime config whatever the cache, so a KV router that needs the worker's events (`--router-conditional-disagg`) waits for a source that never speaks",
+                readBy: `${D}:components/src/dynamo/sglang/register.py#get_runtime_config`,
+            },
+        ],
+        peers: [
+            {
+                what: "the KV router needs a decode worker's events only under `--router-conditional-disagg` (KvEventSourceRequirement::ConditionalDisaggDecodeCache); then an advertised but silent source is reported PublisherDisabled/missing and the decode cache state stays empty",
+                readBy: `${D}:lib/llm/src/kv_router/indexer/recovery/source_health.rs`,
+            },
+        ],
+        otherwise: "inert",
+        source: `${SGL}:python/sglang/srt/arg_groups/pd_disaggregation_hook.py`,
+        note: "read in the stored sgl-project/sglang pd_disaggregation_hook.py; Dynamo: components/src/dynamo/sglang/args.py (use_kv_events from kv_events_config.publisher). lib/dgd.ts renders no --kv-events-config on an SGLang decode worker without the radix-cache flag; upstream-check (`sglangDecodeKvEventsRule`) and the pack (dgd-kv-router-events) refuse the pairing",
     },
     {
         id: "planner-signals",
@@ -244,16 +273,33 @@ export const activationFacts: readonly ActivationFact[] = [
         component: "dynamo-planner",
         requires: [
             {
-                what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontends and workers",
-                readBy: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+                what: "forward-pass metrics (FPM: per-worker queued prefill tokens, KV usage) from every scaled prefill/decode/aggregated worker, read over the event plane by RuntimeFpmProvider (subscribed per role; not Prometheus)",
+                readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/runtime_provider.py#RuntimeFpmProvider`,
             },
             {
-                what: "the workers' `dynamo_component_*` and the frontends' `dynamo_frontend_*` series scraped (PodMonitors selected by that Prometheus)",
-                readBy: `${D}:components/src/dynamo/planner/environment/metrics_provider/prometheus_traffic_provider.py`,
+                what: "the worker emits FPM only when DYN_FORWARDPASS_METRIC_PORT is set (or --fpm-trace/DYN_FPM_TRACE): vLLM `envs.is_set`, SGLang a non-empty value",
+                readBy: `${D}:components/src/dynamo/vllm/args.py#_forward_pass_metrics_enabled`,
+            },
+            {
+                what: "SGLang workers: the same switch (`_forward_pass_metrics_source`)",
+                readBy: `${D}:components/src/dynamo/sglang/args.py#_forward_pass_metrics_source`,
+            },
+            {
+                what: "the operator injects DYN_FORWARDPASS_METRIC_PORT=20380 (DynamoFPMBasePort) into every worker's main container; a podTemplate env of the same name replaces it (empty: no FPM, no load scaling)",
+                readBy: `${D}:deploy/operator/internal/dynamo/component_worker.go`,
+            },
+            {
+                what: "PROMETHEUS_ENDPOINT reaching a Prometheus that scrapes the frontend: the KV hit rate `dynamo_component_router_kv_hit_rate` (exposed by a `--router-mode kv` frontend), filtered by `dynamo_namespace` = the Planner's namespace with dashes as underscores, discounts prefill load; no data = no discount",
+                readBy: `${D}:components/src/dynamo/planner/monitoring/traffic_metrics.py#get_avg_kv_hit_rate`,
+            },
+            {
+                what: "vLLM workers with speculative decoding scraped: `vllm:spec_decode_num_accepted_tokens_total` / `vllm:spec_decode_num_drafts_total` give the accept length (no data = no discount)",
+                readBy: `${D}:components/src/dynamo/planner/monitoring/traffic_metrics.py#get_avg_spec_decode_accept_length`,
             },
         ],
         otherwise: "inert",
-        source: `${D}:components/src/dynamo/planner/config/planner_config.py`,
+        source: `${D}:components/src/dynamo/planner/environment/metrics_provider/runtime_provider.py`,
+        note: "load scaling runs on FPM alone; Prometheus only refines it (KV hit rate, spec-decode accept length; the traffic observations of throughput scaling, which lib/dgd.ts plannerConfig turns off). Where the traffic observations are collected: components/src/dynamo/planner/plugins/orchestrator/engine_adapter.py. The product renders no DYN_FORWARDPASS_METRIC_PORT (the operator's value stands); upstream-check and the pack (dgd-planner-scaling) refuse one on a worker of a graph with a Planner",
     },
     {
         id: "planner-scale-up-headroom",

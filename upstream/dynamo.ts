@@ -85,6 +85,33 @@ export const dynamoFrontend: ComponentFacts = {
 };
 
 /**
+ * Does a KV-routing frontend need this worker's KV events? Dynamo's router derives a KvEventSourceRequirement per
+ * worker role: prefill and aggregated workers always (CacheAwareRouting); P/D decode workers only when the frontend runs
+ * `--router-conditional-disagg` (ConditionalDisaggDecodeCache), otherwise NotRequired and it subscribes to none of
+ * their events (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:lib/llm/src/kv_router.rs
+ * KvEventSourceRequirement::derive). `role` is the DGD componentType (`prefill`, `decode`, `worker`);
+ * `conditionalDisaggEnv` the frontend's DYN_ROUTER_CONDITIONAL_DISAGG, if set.
+ */
+export function kvRouterNeedsWorkerEvents(role: string, frontendArgs: readonly string[], conditionalDisaggEnv?: string): boolean {
+    // `--router-conditional-disagg` or its env var DYN_ROUTER_CONDITIONAL_DISAGG (kv_router_args.py); any value but an
+    // explicit false counts as on, so decode workers are held to publishing.
+    const envOn = conditionalDisaggEnv !== undefined && !/^(|0|false|no|off|n)$/i.test(conditionalDisaggEnv.trim());
+    return role !== "decode" || frontendArgs.includes("--router-conditional-disagg") || envOn;
+}
+
+/**
+ * Does an SGLang worker's `--kv-events-config` emit anything? A P/D decode worker (`--disaggregation-mode decode`)
+ * runs the chunk cache, which publishes no KV events, unless `--disaggregation-decode-enable-radix-cache` keeps the
+ * radix cache (sgl-project/sglang@v0.5.18:python/sglang/srt/arg_groups/pd_disaggregation_hook.py; upstream/activation.ts
+ * `sglang-decode-kv-events`). `args` are the worker's arguments after `python3 -m dynamo.sglang`.
+ */
+export function sglangEmitsKvEvents(args: readonly string[]): boolean {
+    const i = args.indexOf("--disaggregation-mode");
+    const decode = (i >= 0 && args[i + 1] === "decode") || args.includes("--disaggregation-mode=decode");
+    return !decode || args.includes("--disaggregation-decode-enable-radix-cache");
+}
+
+/**
  * Frontend flags that take effect only behind the KV router (`--router-mode kv`), keyed by flag, with what each needs.
  * `unless`: the value (the upstream default) that needs nothing. `effect`: `startup` when FrontendConfig.validate raises
  * outside kv mode, `silent` when the flag is read only where the KV router is built and is inert elsewhere. Read at

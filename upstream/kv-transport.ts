@@ -86,6 +86,8 @@ const MC_STORE_CFG: Source =
 
 /** A comma-separated list of HCA names (`mlx5_0`, optional `:port`) or IB/EFA netdev names (`ibp9s0f0`, `rdmap16s27`). */
 const DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(:\d+)?(,[A-Za-z][A-Za-z0-9_]*(:\d+)?)*$/;
+/** NIXL's UCX `device_list`: device names without a port (NIXL appends `:1`), separated by `", "` as NIXL splits them. */
+const NIXL_DEVICE_LIST = /^[A-Za-z][A-Za-z0-9_]*(, [A-Za-z][A-Za-z0-9_]*)*$/;
 const PCI = "[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]";
 const UINT = /^\d+$/;
 const TRT_ARGS: Source = "NVIDIA/TensorRT-LLM@v1.3.0rc25:tensorrt_llm/llmapi/llm_args.py#TorchLlmArgs";
@@ -109,17 +111,23 @@ export const kvKnownSettings: readonly KvSetting[] = [
         source: UCX,
         note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules",
     },
+    // Rendezvous: which protocol (and from which size) UCX uses for tag and active-message sends. NIXL moves KV by RMA
+    // (nixlUcxEp::read/write = ucp_get_nbx/ucp_put_nbx, ai-dynamo/nixl@v1.3.2 and @v1.4.0:src/plugins/ucx/ucx_utils.cpp),
+    // which UCX serves with its put/get offload protocols (zero copy above UCX_ZCOPY_THRESH, src/ucp/rma/put_offload.c);
+    // NIXL's only AM send (notifications, src/plugins/ucx/ucx_backend.cpp) passes UCP_AM_SEND_FLAG_EAGER, which rules
+    // rendezvous out (src/ucp/am/rndv.c ucp_am_rndv_rts_probe). So no value of these moves KV off RDMA; they are inert for
+    // NIXL and the product renders neither. Values UCX rejects at ucp_config_read stay unproven.
     {
         name: "UCX_RNDV_SCHEME",
-        safe: { values: ["get_zcopy", "put_zcopy", "auto"], caseInsensitive: true },
-        source: UCX,
-        note: "zero-copy rendezvous (GPUDirect); am_bcopy stages through host memory",
+        safe: { values: ["auto", "get_zcopy", "put_zcopy", "get_ppln", "put_ppln", "am", "rkey_ptr"], caseInsensitive: true },
+        source: `${UCX}#ucp_rndv_modes`,
+        note: "rendezvous scheme of tag/AM sends; not NIXL's KV path (RMA put/get) nor its notifications (eager AM): inert for NIXL, not rendered",
     },
     {
         name: "UCX_RNDV_THRESH",
         safe: { pattern: /^(\d+[kKmMgG]?[bB]?|auto|inf)$/ },
         source: UCX,
-        note: "a tuned threshold: when rendezvous (zero copy) starts",
+        note: "eager-to-rendezvous switch of tag/AM sends; inert for NIXL (RMA KV path, eager-forced notifications); NIXL sets inf itself when unset (src/plugins/ucx/ucx_utils.cpp config.modify); not rendered",
     },
     {
         name: "UCX_PROTO_EMULATION_ENABLE",
@@ -287,9 +295,9 @@ export const kvKnownSettings: readonly KvSetting[] = [
     },
     {
         name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list",
-        safe: { pattern: DEVICE_LIST },
-        source: "ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_backend.cpp",
-        note: "NIC list; checked against the rail table by the rail rules",
+        safe: { pattern: NIXL_DEVICE_LIST },
+        source: "ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp#nixlUcxEngine",
+        note: 'NIXL 1.4.0 (the SGLang image\'s) splits it on ", ", appends :1 to each name and sets UCX NET_DEVICES with config.modifyAlways, replacing UCX_NET_DEVICES (src/plugins/ucx/ucx_utils.cpp, config.cpp); HCA names without a port, ", "-separated; the pack\'s ucx-net-devices-rail-hcas judges the resulting list against the rail table',
     },
     {
         name: "SGLANG_HOST_IP",

@@ -16,11 +16,15 @@ export const ucx: ComponentFacts = {
     env: {
         UCX_TLS: { default: "all", source: UCP },
         UCX_NET_DEVICES: { default: "all", source: UCP, note: "a set: order carries no preference" },
-        UCX_RNDV_SCHEME: { default: "auto", source: UCP },
+        UCX_RNDV_SCHEME: {
+            default: "auto",
+            source: UCP,
+            note: "rendezvous of tag/AM sends only: NIXL's KV path is RMA (ucp_get_nbx/ucp_put_nbx) and its notifications are eager AM, so inert for NIXL (upstream/kv-transport.ts)",
+        },
         UCX_RNDV_THRESH: {
             default: "auto",
             source: UCP,
-            note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2:src/plugins/ucx/ucx_utils.cpp)",
+            note: "NIXL sets inf when unset (ai-dynamo/nixl@v1.3.2 and @v1.4.0:src/plugins/ucx/ucx_utils.cpp); tag/AM sends only, inert for NIXL",
         },
         UCX_PROTO_EMULATION_ENABLE: { source: UCP },
         UCX_MAX_HCA_PER_GPU: { source: UCP },

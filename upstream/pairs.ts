@@ -64,6 +64,11 @@ export const pairRoleSettings: Readonly<Record<string, readonly RoleSetting[]>> 
             source: "sgl-project/sglang@v0.5.18:python/sglang/srt/disaggregation/decode.py",
         },
         { key: "--disaggregation-decode-enable-radix-cache", why: "decode-only switch; prefill ignores it", source: SGL_SA },
+        {
+            key: "--kv-events-config",
+            why: "the worker's KV event publisher to the router, outside the KV block and the transfer; a decode worker on the chunk cache publishes none, so it runs without one (upstream/activation.ts sglang-decode-kv-events)",
+            source: `${DYN}:components/src/dynamo/sglang/publisher.py`,
+        },
     ],
     "dynamo.trtllm": [
         {

@@ -213,10 +213,42 @@ describe("dgd-kv-router-events", () => {
         expect(await violations([dgdKvRouterEvents], approx)).toEqual([]);
     });
     it("a worker that publishes no KV events to a kv router", async () => {
-        const rs = dgdEdit((o) => setArg(mainOf(o, "decode"), "--kv-events-config", undefined));
+        const rs = dgdEdit((o) => setArg(mainOf(o, "prefill"), "--kv-events-config", undefined));
         expect(await violations([dgdKvRouterEvents], rs)).toEqual([
+            `${L} container prefill/main field spec.components[2].podTemplate.spec.containers[0].args: the frontend routes on KV events but this prefill worker publishes none, so the router sees no cache state. Fix: pass --kv-events-config with a zmq publisher.`,
+        ]);
+    });
+    it("decode workers: events needed only under --router-conditional-disagg; SGLang decode on the chunk cache is refused", async () => {
+        // Dynamo's router subscribes to no decode worker's events by default (KvEventSourceRequirement::NotRequired).
+        const noDecode = (o: any) => setArg(mainOf(o, "decode"), "--kv-events-config", undefined);
+        expect(await violations([dgdKvRouterEvents], dgdEdit(noDecode))).toEqual([]);
+        const cond = dgdEdit((o) => {
+            noDecode(o);
+            mainOf(o, "Frontend").args.push("--router-conditional-disagg");
+        });
+        expect(await violations([dgdKvRouterEvents], cond)).toEqual([
             `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --kv-events-config with a zmq publisher.`,
         ]);
+        // The same through the frontend's env var.
+        const condEnv = dgdEdit((o) => {
+            noDecode(o);
+            setEnv(mainOf(o, "Frontend"), "DYN_ROUTER_CONDITIONAL_DISAGG", "true");
+        });
+        expect(await violations([dgdKvRouterEvents], condEnv)).toHaveLength(1);
+        const sg = stack([endpoint({ engine: "sglang", kvPool: { kind: "none" } })]);
+        expect(await violations([dgdKvRouterEvents], sg)).toEqual([]);
+        const inert = dgdEdit(
+            (o) => setArg(mainOf(o, "decode"), "--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}'),
+            sg,
+        );
+        expect(await violations([dgdKvRouterEvents], inert)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: --kv-events-config on an SGLang decode worker without --disaggregation-decode-enable-radix-cache is inert: SGLang forces the chunk cache there, which publishes no KV events, yet Dynamo advertises the worker as a publisher. Fix: drop --kv-events-config from the decode worker (the KV router needs decode events only under --router-conditional-disagg), or keep the radix cache with --disaggregation-decode-enable-radix-cache.`,
+        ]);
+        const kept = dgdEdit((o) => {
+            setArg(mainOf(o, "decode"), "--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}');
+            mainOf(o, "decode").args.push("--disaggregation-decode-enable-radix-cache");
+        }, sg);
+        expect(await violations([dgdKvRouterEvents], kept)).toEqual([]);
     });
     it("kv-only flags in round-robin mode, and --enforce-disagg", async () => {
         const rs = dgdEdit((o) => {
@@ -265,13 +297,13 @@ describe("dgd-kv-router-events", () => {
         const rs = dgdEdit(
             (o) => {
                 setArg(mainOf(o, "Frontend"), "--router-mode", undefined);
-                const d = mainOf(o, "decode");
+                const d = mainOf(o, "prefill");
                 d.args = d.args.filter((a: string) => a !== "--publish-kv-events");
             },
             stack([endpoint({ engine: "trtllm", kvPool: { kind: "none" } })]),
         );
         expect(await violations([dgdKvRouterEvents], rs)).toEqual([
-            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: the frontend routes on KV events but this decode worker publishes none, so the router sees no cache state. Fix: pass --publish-kv-events.`,
+            `${L} container prefill/main field spec.components[2].podTemplate.spec.containers[0].args: the frontend routes on KV events but this prefill worker publishes none, so the router sees no cache state. Fix: pass --publish-kv-events.`,
         ]);
     });
 });
@@ -311,6 +343,18 @@ describe("dgd-planner-scaling", () => {
             `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].args[--config].optimization_target: optimization_target gpu_utilization is not a queue/KV-utilisation target (throughput, latency, load, sla); scaling on GPU busy was measured at TTFT p95 44.5 s. Fix: use optimization_target load with KV-cache and queue thresholds.`,
             `${L} container Planner/main field spec.components[1].podTemplate.spec.containers[0].args[--config].min_endpoint: min_endpoint 0 lets the planner scale a role to zero, removing the model. Fix: set min_endpoint to at least 1.`,
         ]);
+    });
+    it("a podTemplate DYN_FORWARDPASS_METRIC_PORT on a planned worker (it switches the forward-pass metrics load scaling reads)", async () => {
+        const rs = dgdEdit((o) => setEnv(mainOf(o, "decode"), "DYN_FORWARDPASS_METRIC_PORT", ""));
+        expect(await violations([dgdPlannerScaling], rs)).toEqual([
+            `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].env.DYN_FORWARDPASS_METRIC_PORT: sets DYN_FORWARDPASS_METRIC_PORT, replacing the operator's 20380: it switches the forward-pass metrics the Planner's load scaling reads (empty: none, and the Planner silently stops scaling this role). Fix: remove DYN_FORWARDPASS_METRIC_PORT from the podTemplate and leave it to the operator.`,
+        ]);
+        // Without a Planner nothing reads the metrics: no finding.
+        const noPlanner = dgdEdit((o) => {
+            setEnv(mainOf(o, "decode"), "DYN_FORWARDPASS_METRIC_PORT", "");
+            o.spec.components = o.spec.components.filter((c: any) => (c.componentType ?? c.type) !== "planner");
+        });
+        expect(await violations([dgdPlannerScaling], noPlanner)).toEqual([]);
     });
     it("v1alpha1: scalingAdapter {} is disabled, and autoscaling is ignored", async () => {
         const rs = v1alpha1Stack((o) => {

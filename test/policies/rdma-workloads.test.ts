@@ -23,6 +23,7 @@ import {
     ucxTlsRdmaNoTcp,
 } from "../../policies/rdma-workloads";
 import { buildDgd } from "../../lib/dgd";
+import { mooncakePolicies } from "../../policies/mooncake";
 import { efaWorkloadHugepages, efaWorkloadTransport } from "../../policies/efa";
 import { eksGpuOperatorValues } from "../../components/spoke/GpuOperator";
 import { DGX, edit, endpoint, k8s, mainOf, platform, poolPatches, res, setArg, setEnv, stack, violations } from "./rdma-fixtures";
@@ -45,6 +46,35 @@ describe("RDMA workload policies on the generated graph", () => {
             stack([endpoint({ engine: "sglang", ...agg })], { memlockUnlimited: true }),
         ])
             expect(await violations(rdmaWorkloadPolicies, rs)).toEqual([]);
+    });
+    it("an aggregated worker whose only KV connector is Mooncake gets no UCX env; its RDMA proof rests on the Mooncake config", async () => {
+        const agg = { topology: { mode: "aggregated", workers: { replicas: 2, gpusPerWorker: 4 } } };
+        for (const engine of ["vllm", "sglang"]) {
+            const rs = stack([endpoint({ engine, ...agg })]);
+            const dgd = rs.find((r) => (r.inputs as any).kind === "DynamoGraphDeployment")!.inputs as any;
+            const env: string[] = mainOf(dgd, "worker").env.map((e: { name: string }) => e.name);
+            // Nothing in the pod loads UCX: no NIXL connector (lib/nixl.ts kvTransportEnv).
+            expect(
+                env.filter((n) => /^(UCX_|VLLM_NIC_SELECTION_VARS|VLLM_GPU_NIC_PCIE_MAPPING)/.test(n)),
+                engine,
+            ).toEqual([]);
+            expect(await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], rs), engine).toEqual([]);
+        }
+        // The Mooncake transport decides: tcp in the worker's Mooncake config is refused.
+        const tcp = edit(
+            stack([endpoint(agg)]),
+            "ConfigMap",
+            (o) => {
+                const j = JSON.parse(o.data["mooncake.json"]);
+                j.protocol = "tcp";
+                o.data["mooncake.json"] = JSON.stringify(j);
+            },
+            "llama-70b-mooncake-client",
+        );
+        const msgs = await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], tcp);
+        expect(
+            msgs.some((m) => m.startsWith("DynamoGraphDeployment/llama-70b container worker/main") && /Mooncake protocol is "tcp"/.test(m)),
+        ).toBe(true);
     });
     it("the pack's preflight container name is the one lib/preflight.ts generates", () => {
         expect(PREFLIGHT_CONTAINER).toBe(LIB_PREFLIGHT);
@@ -212,6 +242,21 @@ describe("ucx-net-devices-rail-hcas", () => {
         expect(await dev("mlx5_0")).toEqual([
             `${P}.env[UCX_NET_DEVICES]: mlx5_0 has no :port; UCX names RDMA devices <hca>:<port>. Fix: write mlx5_0:1.`,
         ]);
+    });
+    it("SGLang's NIXL device_list replaces UCX_NET_DEVICES (config.modifyAlways), so it is judged the same way", async () => {
+        const PARAMS = "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS";
+        const sg = stack([endpoint({ engine: "sglang" })]);
+        expect(await violations([ucxNetDevicesRailHcas], sg)).toEqual([]);
+        const list = (v: string) =>
+            violations(
+                [ucxNetDevicesRailHcas],
+                edit(sg, "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "prefill"), PARAMS, JSON.stringify({ device_list: v }))),
+            );
+        // The rendered UCX_NET_DEVICES stays the rails; NIXL hands UCX the device_list instead.
+        expect(await list("mlx5_0, mlx5_1")).toEqual([
+            `${P}.env[${PARAMS}].device_list: NIXL device_list "mlx5_0, mlx5_1" (UCX NET_DEVICES mlx5_0:1,mlx5_1:1, replacing UCX_NET_DEVICES): mlx5_1:1 is a frontend (north-south) NIC of pool h200; KV traffic never rides the frontend. ${fix}`,
+        ]);
+        expect(await list("mlx5_0, mlx5_3")).toEqual([]);
     });
     it("a rail whose resource is not requested", async () => {
         const rs = prefill((m) => {

@@ -19,6 +19,7 @@ import {
     valueAt,
 } from "./view";
 import { hostOf, unroutable } from "../address";
+import { kvRouterNeedsWorkerEvents, sglangEmitsKvEvents } from "../dynamo";
 
 function finding(
     stack: string,
@@ -285,8 +286,8 @@ export function operatorValuesRule(s: StackView): Finding[] {
     return out;
 }
 
-/** Does a worker publish KV events the way its engine reads them? */
-function publishesKvEvents(argv: readonly string[]): boolean {
+/** Does a worker configure a KV event publisher the way its engine reads it (whether or not its cache emits)? */
+function configuresKvEvents(argv: readonly string[]): boolean {
     const cfg = flagValue(argv, "--kv-events-config");
     if (argv.includes("--publish-kv-events")) return true;
     if (typeof cfg !== "string") return false;
@@ -295,6 +296,34 @@ function publishesKvEvents(argv: readonly string[]): boolean {
     // vLLM: KVEventsConfig.enable_kv_cache_events defaults to false (the publisher alone publishes nothing).
     const vllm = argv[0] === "python3" && argv[2] === "dynamo.vllm";
     return !vllm || j.enable_kv_cache_events === true;
+}
+
+const isSglang = (argv: readonly string[]) => argv[0] === "python3" && argv[2] === "dynamo.sglang";
+
+/** Does a worker publish KV events: a configured publisher and a cache that emits (not SGLang's decode chunk cache)? */
+function publishesKvEvents(argv: readonly string[]): boolean {
+    return configuresKvEvents(argv) && (!isSglang(argv) || sglangEmitsKvEvents(argv));
+}
+
+/**
+ * `sglang-decode-kv-events`: an SGLang P/D decode worker with a KV event publisher but the chunk cache (no
+ * `--disaggregation-decode-enable-radix-cache`) publishes nothing, while Dynamo advertises it as a publisher.
+ */
+export function sglangDecodeKvEventsRule(s: StackView): Finding[] {
+    const fact = activationFact("sglang-decode-kv-events");
+    return podsOf(s.objects)
+        .filter((p) => p.componentType === "decode" && isSglang(argvOf(p.main)))
+        .filter((p) => configuresKvEvents(argvOf(p.main)) && !sglangEmitsKvEvents(argvOf(p.main)))
+        .map((p) =>
+            finding(
+                s.stack,
+                p.object,
+                p.main.name,
+                "--kv-events-config",
+                fact,
+                "this SGLang decode worker runs --kv-events-config without --disaggregation-decode-enable-radix-cache: the P/D hook forces the chunk cache, which publishes no KV events",
+            ),
+        );
 }
 
 /** `kv-events`: a KV-routing frontend's workers all publish KV events (else the router routes on guesses). */
@@ -308,7 +337,10 @@ export function kvEventsRule(s: StackView): Finding[] {
             flagValue(argvOf(p.main), "--router-mode") === "kv" &&
             !argvOf(p.main).includes("--no-router-kv-events"),
     )) {
-        for (const w of pods.filter((p) => p.graph === f.graph && ["prefill", "decode", "worker"].includes(p.componentType ?? ""))) {
+        const needed = (p: PodView) =>
+            ["prefill", "decode", "worker"].includes(p.componentType ?? "") &&
+            kvRouterNeedsWorkerEvents(p.componentType ?? "", argvOf(f.main), envOf(f.main, "DYN_ROUTER_CONDITIONAL_DISAGG")?.value);
+        for (const w of pods.filter((p) => p.graph === f.graph && needed(p))) {
             if (!publishesKvEvents(argvOf(w.main)))
                 out.push(
                     finding(
@@ -325,7 +357,14 @@ export function kvEventsRule(s: StackView): Finding[] {
     return out;
 }
 
-/** `planner-signals`: a Planner reads a Prometheus that scrapes the graph's frontend and workers. */
+/** Env var whose presence turns a worker's forward-pass metrics on; the operator injects it (upstream/activation.ts). */
+const FPM_PORT_ENV = "DYN_FORWARDPASS_METRIC_PORT";
+
+/**
+ * `planner-signals`: a Planner's load scaling reads the workers' forward-pass metrics over the event plane, which the
+ * operator turns on (DYN_FORWARDPASS_METRIC_PORT) and a rendered env of that name replaces; its Prometheus must scrape
+ * the frontend (router KV hit rate) and vLLM workers with speculative decoding (accept length).
+ */
 export function plannerSignalsRule(s: StackView): Finding[] {
     const fact = activationFact("planner-signals");
     const out: Finding[] = [];
@@ -345,10 +384,31 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                     "no PROMETHEUS_ENDPOINT: the Planner falls back to the kube-prometheus-stack default",
                 ),
             );
+        const workers = pods.filter((x) => x.graph === p.graph && ["prefill", "decode", "worker"].includes(x.componentType ?? ""));
+        for (const w of workers) {
+            const fpm = envOf(w.main, FPM_PORT_ENV);
+            if (fpm)
+                out.push(
+                    finding(
+                        s.stack,
+                        w.object,
+                        w.main.name,
+                        `env.${FPM_PORT_ENV}`,
+                        fact,
+                        `the worker's podTemplate sets ${FPM_PORT_ENV}${fpm.value === undefined ? " (from a reference)" : `=${JSON.stringify(fpm.value)}`}, replacing the operator's 20380: the Planner's load scaling reads this worker's forward-pass metrics, which that variable switches (empty: none); leave it to the operator`,
+                    ),
+                );
+        }
         if (!rules.length) continue; // no prometheus-operator objects rendered: the scrape is the cluster's own
-        for (const t of pods.filter(
-            (x) => x.graph === p.graph && ["frontend", "prefill", "decode", "worker"].includes(x.componentType ?? ""),
-        )) {
+        const scraped = pods.filter(
+            (x) =>
+                x.graph === p.graph &&
+                (x.componentType === "frontend" ||
+                    (["prefill", "decode", "worker"].includes(x.componentType ?? "") &&
+                        argvOf(x.main)[2] === "dynamo.vllm" &&
+                        flagValue(argvOf(x.main), "--speculative-config") !== undefined)),
+        );
+        for (const t of scraped) {
             const port = t.componentType === "frontend" ? "http" : "system";
             const covered = monitors.some(
                 (m) =>
@@ -358,6 +418,7 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                     selectsLabels(m.spec?.selector, t.labels) &&
                     (m.spec?.podMetricsEndpoints ?? []).some((e: any) => e.port === port),
             );
+            const series = t.componentType === "frontend" ? "dynamo_component_router_kv_hit_rate" : "vllm:spec_decode_*";
             if (!covered)
                 out.push(
                     finding(
@@ -366,7 +427,7 @@ export function plannerSignalsRule(s: StackView): Finding[] {
                         p.main.name,
                         `scrape.${t.componentType}`,
                         fact,
-                        `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner scales on nothing`,
+                        `${t.object} (port ${port}) is scraped by no PodMonitor the configured Prometheus selects, so the Planner reads no ${series} and scales without that correction`,
                     ),
                 );
         }
@@ -649,6 +710,7 @@ export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     sharedCacheRule,
     operatorValuesRule,
     kvEventsRule,
+    sglangDecodeKvEventsRule,
     plannerSignalsRule,
     enginePriorityRule,
     routerPriorityRule,

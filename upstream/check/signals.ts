@@ -4,6 +4,7 @@
  * `npm run upstream-check` and by the policy pack): each is a pure `(stack) => Finding[]` over the rendered objects
  * and releases.
  */
+import { kvRouterNeedsWorkerEvents, sglangEmitsKvEvents } from "../dynamo";
 import { CACHE_SCOPES_ANNOTATION } from "../labels";
 import { checkActivation, speculativeSignature } from "./activation";
 import { checkObservability, scrapedSignals } from "./observability";
@@ -87,9 +88,17 @@ export function endpointSignals(s: StackView): Map<string, EndpointSignals> {
             active.push(`P/D over NIXL${backend ? ` (${backend})` : ""}`);
         }
         if (frontend && flagValue(argv(frontend), "--router-mode") === "kv") {
-            const events = workers.every(
-                (w) => flagValue(argv(w), "--kv-events-config") !== undefined || argv(w).includes("--publish-kv-events"),
-            );
+            // Decode workers' events only under --router-conditional-disagg; an SGLang decode worker on the chunk cache emits none.
+            const events = workers
+                .filter((w) =>
+                    kvRouterNeedsWorkerEvents(w.componentType ?? "", argv(frontend), env(frontend, "DYN_ROUTER_CONDITIONAL_DISAGG")),
+                )
+                .every(
+                    (w) =>
+                        (flagValue(argv(w), "--kv-events-config") !== undefined &&
+                            (argv(w)[2] !== "dynamo.sglang" || sglangEmitsKvEvents(argv(w)))) ||
+                        argv(w).includes("--publish-kv-events"),
+                );
             (events ? active : off).push(
                 events ? "KV-aware routing on worker KV events" : "KV-aware routing: a worker publishes no KV events",
             );
