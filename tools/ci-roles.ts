@@ -174,7 +174,7 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
     const commands = o.update
         ? [
               asDeployer,
-              "# update the existing CI roles and hub state key in place (after a stack was added, or the hub file's deployers,",
+              "# update the existing CI roles and hub state key in place (after a spoke stack was added, or the hub file's deployers,",
               "# key administrators or --hub-outputs/--state-bucket changed); nothing is created",
               `aws iam update-assume-role-policy --role-name ${names.previewRole} --policy-document file://${out}/preview-trust.json`,
               ...putPreviewPolicies,
