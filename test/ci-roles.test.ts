@@ -16,6 +16,7 @@ import {
     previewGuardPolicy,
 } from "../lib/ci-roles";
 import { requireHubSecretsProvider } from "../programs/hub";
+import { ciRoles, parseCiRolesArgs } from "../tools/ci-roles";
 import * as YAML from "yaml";
 import { ROOT, STACKS, testTempDir } from "./helpers";
 
@@ -102,7 +103,7 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
         accountId: ACCOUNT,
         repo: REPO,
         role: "preview",
-        previewStacks: ["hub-prod", "spoke-hn1"],
+        previewStacks: ["spoke-hcm1", "spoke-hn1"],
     }) as unknown as Doc;
     const deploy = githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "deploy" }) as unknown as Doc;
     const aud = "sts.amazonaws.com";
@@ -134,7 +135,7 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
 
     it("preview role: only the preview-<stack> environments of this repository on a pull request's ref, audience sts.amazonaws.com", () => {
         expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud })).toBe("Allowed");
-        expect(assumeWithGitHub(preview, { sub: sub("preview-hub-prod", "refs/pull/7/merge"), aud })).toBe("Allowed");
+        expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hcm1", "refs/pull/7/merge"), aud })).toBe("Allowed");
         // the trust names each stack's environment, never a pattern; a preview role for no stack is refused
         expect(() => githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "preview" })).toThrow(/needs the stacks/);
         expect(() => githubOidcTrustPolicy({ accountId: ACCOUNT, repo: REPO, role: "preview", previewStacks: ["*"] })).toThrow(
@@ -151,6 +152,8 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
             sub("preview-anything", "refs/pull/42/merge"),
             sub("preview-spoke-hn1-x", "refs/pull/42/merge"),
             sub("preview-spoke-sg1", "refs/pull/42/merge"),
+            // hubs are never previewed with a pull request's code: npm run ci-roles names no hub (tested below)
+            sub("preview-hub-prod", "refs/pull/42/merge"),
         ])
             expect(assumeWithGitHub(preview, { sub: s, aud }), s).toBe("ImplicitlyDenied");
         expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud: "api://other" })).toBe(
@@ -434,5 +437,78 @@ describe("the hub's state must be encrypted with its KMS key", () => {
         expect(() => requireHubSecretsProvider(file)).toThrow(
             /Pulumi\.hub-x\.yaml: invalid stack configuration\n {2}- secretsprovider: the hub's state is encrypted with a passphrase/,
         );
+    });
+});
+
+describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the written trust", () => {
+    const opts = (out: string, update = false) =>
+        parseCiRolesArgs([
+            "--hub",
+            "hub-prod",
+            "--repo",
+            REPO,
+            "--hub-outputs",
+            "s3://platform-pulumi-state-111122223333/hub-outputs/",
+            "--state-bucket",
+            "platform-pulumi-state-111122223333",
+            "--out",
+            out,
+            ...(update ? ["--update"] : []),
+        ]);
+    const verbs = (commands: string[]) =>
+        commands
+            .filter((c) => !c.startsWith("#") && !c.startsWith(" "))
+            .map((c) => c.split(" ").slice(0, 3).join(" "))
+            .filter((c) => c.startsWith("aws "));
+
+    it("first run creates the roles and the key; --update only replaces trust, inline and key policies in place", () => {
+        const out = testTempDir("ci-roles-");
+        const first = ciRoles(opts(out));
+        expect(verbs(first.commands)).toEqual([
+            "aws iam create-open-id-connect-provider",
+            "aws iam create-role",
+            "aws iam put-role-policy",
+            "aws iam put-role-policy",
+            "aws iam create-role",
+            "aws iam attach-role-policy",
+            "aws kms create-key",
+            "aws kms create-alias",
+        ]);
+        const update = ciRoles(opts(out, true));
+        // Rerun on existing roles: a second create-role fails, a second create-key makes another key.
+        expect(verbs(update.commands)).toEqual([
+            "aws iam update-assume-role-policy",
+            "aws iam put-role-policy",
+            "aws iam put-role-policy",
+            "aws iam update-assume-role-policy",
+            "aws kms put-key-policy",
+        ]);
+        const text = update.commands.join("\n");
+        expect(text).not.toMatch(/create-|attach-|gh api/);
+        expect(text).toMatch(/--role-name platform-ci-preview --policy-document file:\/\/.*preview-trust\.json/);
+        expect(text).toMatch(/--role-name platform-ci-deploy --policy-document file:\/\/.*deploy-trust\.json/);
+        expect(text).toMatch(/--key-id alias\/platform-hub-state --query KeyMetadata\.KeyId/);
+        // both modes say who runs them: KMS refuses a key policy that locks its caller out
+        for (const r of [first, update]) expect(r.commands[0]).toMatch(/as a role in .*platform:hubDeployers.*lock out the caller/);
+        expect(() => parseCiRolesArgs(["--hub", "hub-prod", "--update", "--repo", REPO])).toThrow(/give --hub, --repo and --hub-outputs/);
+    });
+
+    it("the preview role's written trust admits each spoke's preview environment and no hub's (hubs are never previewed)", () => {
+        const out = testTempDir("ci-roles-");
+        ciRoles(opts(out, true));
+        const trust = JSON.parse(fs.readFileSync(path.join(out, "preview-trust.json"), "utf8")) as Doc;
+        const sub = (env: string) => `repo:${REPO}:environment:${env}:ref:refs/pull/42/merge`;
+        const aud = "sts.amazonaws.com";
+        const stacks = fs
+            .readdirSync(STACKS)
+            .map((f) => /^Pulumi\.(.+)\.yaml$/.exec(f)?.[1])
+            .filter((s): s is string => !!s);
+        const hubs = stacks.filter(
+            (s) => YAML.parse(fs.readFileSync(path.join(STACKS, `Pulumi.${s}.yaml`), "utf8")).config["platform:role"] === "hub",
+        );
+        expect(hubs).toEqual(["hub-prod"]);
+        for (const s of stacks.filter((x) => !hubs.includes(x)))
+            expect(assumeWithGitHub(trust, { sub: sub(`preview-${s}`), aud }), s).toBe("Allowed");
+        for (const h of hubs) expect(assumeWithGitHub(trust, { sub: sub(`preview-${h}`), aud }), h).toBe("ImplicitlyDenied");
     });
 });

@@ -7,7 +7,7 @@ import { vpcSubnetPlan } from "../lib/eks";
 import { findSpokeCollisions, networksOf } from "../lib/spoke-networks";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { addToHub, newSpokeFile, pickFreeBlock } from "../tools/new-spoke";
+import { addToHub, copiedArnWarnings, newSpokeFile, pickFreeBlock } from "../tools/new-spoke";
 import { parseStackConfig } from "../config/stack";
 import { parseCidr } from "../config/cidr";
 import { platformKeys, ROOT, STACKS } from "./helpers";
@@ -117,12 +117,34 @@ describe("new-spoke: the copy differs from its source only in the keys that must
         expect(r.hubEntry).toMatchObject({ name: "sg2", provider: "eks", gpus: 16 });
         // what it cannot derive, said: the instance offering in those AZs, the source's access ranges, CI's environment
         expect(r.notes).toEqual([
+            // the source's account-specific ARNs, copied verbatim, each named by its key
+            expect.stringMatching(
+                /^warning: platform:cluster\.access\.deployRoleArn was copied verbatim from spoke-sg1 \(arn:aws:iam::111122223333:role\/platform-ci-deploy, account 111122223333\): .*remove it for the spoke's first up by hand/,
+            ),
+            expect.stringMatching(
+                /^warning: platform:cluster\.access\.previewRoleArn was copied verbatim from spoke-sg1 .*CI preview role/,
+            ),
             expect.stringContaining(
                 "--region ap-northeast-1 --location-type availability-zone --filters Name=instance-type,Values=p5en.48xlarge",
             ),
             expect.stringContaining("publicAccessCidrs and the listener's sourceRanges are spoke-sg1's"),
             expect.stringContaining("create the GitHub environment preview-spoke-sg2"),
         ]);
+    });
+
+    it("warns about every ARN the copy keeps verbatim, naming its key; none for a rewritten one or a source without", () => {
+        const config = {
+            "platform:cluster": { access: { deployRoleArn: "arn:aws:iam::444455556666:role/ci-deploy" } },
+            "platform:x": { topics: ["arn:aws:sns:ap-southeast-1:444455556666:t"], name: "not-an-arn" },
+            "platform:y": "arn:aws:s3:::rewritten",
+        };
+        const w = copiedArnWarnings(config, { "platform:y": ["arn:aws:s3:::old", "arn:aws:s3:::rewritten"] }, "spoke-a1");
+        expect(w).toHaveLength(2);
+        expect(w[0]).toMatch(/^warning: platform:cluster\.access\.deployRoleArn was copied verbatim from spoke-a1 .*account 444455556666/);
+        expect(w[1]).toMatch(/^warning: platform:x\.topics\[0\] was copied verbatim .*set it to this spoke's own resource/);
+        // an on-prem source names no ARN: no warning
+        const dn1 = newSpokeFile({ from: "spoke-hn1", name: "spoke-dn1", region: "vn-danang-1", loadBalancer: "dn1-edge-vip-443" });
+        expect(dn1.notes.filter((n) => n.startsWith("warning:"))).toEqual([]);
     });
 
     it("picked networks collide with no existing spoke", () => {

@@ -16,7 +16,8 @@
  *   anything is written; `--unlisted-region` acknowledges a real region newer than the SDK in the copy's
  *   `platform:unlistedAwsRegions` (config/aws-region.ts), which keeps only the source's entries it still names.
  * Routable networks are picked to collide with no other spoke under stacks/ (lib/spoke-networks.ts), or taken
- * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`).
+ * from flags. Prints the line to add to the hub's `platform:spokes` (or adds it with `--add-to-hub`), and a warning
+ * naming every account-specific ARN the copy keeps verbatim (EKS `platform:cluster.access.deployRoleArn`, `previewRoleArn`).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -339,7 +340,7 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     }
     if (!isEksSpoke(src))
         notes.push(
-            `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Add a region", step 1) before the hub's pulumi up, then mint its source key`,
+            `on-prem: add platform:spokeIdentities.${spokeName} to the hub's stack file (README "Add a region", step 1): the hub, and so npm run render, refuses the spoke without it; its deployer role must exist before the hub's pulumi up; after that up, mint and install its source key and install its own secrets (mint-key spoke-access-key, install-source-key, install-spoke-secrets)`,
         );
     else {
         const types = [...new Set(src.nodeGroups.gpu.map((g) => g.instanceType))].join(",");
@@ -349,7 +350,7 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
         );
     }
     notes.push(
-        `CI: create the GitHub environment preview-${o.name} (required reviewers, its secrets) and run npm run ci-roles again, then apply the preview role's trust policy (README "How CI previews pull requests")`,
+        `CI: create the GitHub environment preview-${o.name} (required reviewers, its secrets), then run npm run ci-roles -- <same options> --update and the commands it prints (the preview role's trust names each spoke's environment; README "Add a region")`,
     );
     // The copy acknowledges exactly the unlisted regions it names: the source's still named (its Route 53 region, copied),
     // and --unlisted-region's.
@@ -396,6 +397,7 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
     );
     const cfg = parseStackConfig(raw, path.basename(file));
     if (cfg.role !== "spoke") throw new Error("internal: the copy is not a spoke");
+    notes.unshift(...copiedArnWarnings(YAML.parse(out).config ?? {}, changes, o.from));
     // The copy's AWS region keys pass the check its own program runs (programs/load.ts).
     const regionIssues = stackAwsRegionIssues(cfg, YAML.parse(out).config?.["aws:region"]);
     if (regionIssues.length) throw new ConfigError(path.basename(file), regionIssues);
@@ -413,6 +415,34 @@ export function newSpokeFile(o: NewSpokeOptions): NewSpokeResult {
             gpus: spokeGpuCapacity(cfg.spoke),
         },
     };
+}
+
+/** What each account-specific ARN key a copy may keep verbatim is, for its warning. */
+const COPIED_ARN_HINTS: Record<string, string> = {
+    "platform:cluster.access.deployRoleArn":
+        "it is the cluster's only admin: remove it for the spoke's first up by hand (the role running that up gets the admin entry; install the spoke's Secrets meanwhile), then set it to the CI deploy role of this spoke's account (README \"Deploy for real\", before the first pulumi up, step 5)",
+    "platform:cluster.access.previewRoleArn": "set it to the CI preview role of this spoke's account",
+};
+
+/**
+ * Warnings for every ARN of `config` (the copy's parsed `config` block) that the copy kept verbatim from `from` (not a
+ * key in `changes`): an ARN names one account's resource (EKS `platform:cluster.access.deployRoleArn` and
+ * `previewRoleArn`, any other), which is wrong when the new spoke lives in another account or uses other roles.
+ */
+export function copiedArnWarnings(config: Record<string, unknown>, changes: NewSpokeResult["changes"], from: string): string[] {
+    const found: Array<[string, string]> = [];
+    const walk = (v: unknown, key: string) => {
+        if (typeof v === "string" && v.startsWith("arn:")) found.push([key, v]);
+        else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${key}[${i}]`));
+        else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) walk(x, key ? `${key}.${k}` : k);
+    };
+    walk(config, "");
+    return found
+        .filter(([key]) => !(key in changes))
+        .map(
+            ([key, arn]) =>
+                `warning: ${key} was copied verbatim from ${from} (${arn}, account ${arn.split(":")[4] || "?"}): ${COPIED_ARN_HINTS[key] ?? "set it to this spoke's own resource before the first pulumi up"}`,
+        );
 }
 
 /** Appends `entry` to `platform:spokes` of the hub file in `dir`, keeping its flow-map style and comments. */
