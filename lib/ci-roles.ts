@@ -133,7 +133,7 @@ export function githubOidcTrustPolicy(x: {
     accountId: string;
     repo: string;
     role: CiRole;
-    /** The preview role: the stacks under `stacks/` (their `preview-<stack>` environments, {@link githubSubjects}). */
+    /** The preview role: the spoke stacks under `stacks/` (hubs are never previewed) (their `preview-<stack>` environments, {@link githubSubjects}). */
     previewStacks?: readonly string[];
 }): CiPolicyDocument {
     const sub = githubSubjects(x.repo, x.role, x.previewStacks);
