@@ -455,6 +455,17 @@ describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the wri
             out,
             ...(update ? ["--update"] : []),
         ]);
+    /** A copy of stacks/ whose hub file lists the CI deploy role among platform:hubDeployers (README "Deploy for real" step 1). */
+    const withDeployRole = (): string => {
+        const dir = testTempDir("ci-roles-stacks-");
+        for (const f of fs.readdirSync(STACKS)) if (f.endsWith(".yaml")) fs.copyFileSync(path.join(STACKS, f), path.join(dir, f));
+        const hub = path.join(dir, "Pulumi.hub-prod.yaml");
+        const doc = YAML.parseDocument(fs.readFileSync(hub, "utf8"));
+        const deployers = doc.getIn(["config", "platform:hubDeployers"]) as YAML.YAMLSeq;
+        deployers.add("arn:aws:iam::111122223333:role/platform-ci-deploy");
+        fs.writeFileSync(hub, doc.toString());
+        return dir;
+    };
     const verbs = (commands: string[]) =>
         commands
             .filter((c) => !c.startsWith("#") && !c.startsWith(" "))
@@ -474,17 +485,28 @@ describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the wri
             "aws kms create-key",
             "aws kms create-alias",
         ]);
-        const update = ciRoles(opts(out, true));
+        // --update refuses a hub file that does not list the CI deploy role: the key policy it writes would lock CI out
+        expect(() => ciRoles(opts(out, true))).toThrow(
+            /platform:hubDeployers does not list arn:aws:iam::111122223333:role\/platform-ci-deploy/,
+        );
+        const update = ciRoles({ ...opts(out, true), stacksDir: withDeployRole() });
         // Rerun on existing roles: a second create-role fails, a second create-key makes another key.
         expect(verbs(update.commands)).toEqual([
             "aws iam update-assume-role-policy",
             "aws iam put-role-policy",
             "aws iam put-role-policy",
+            "aws iam detach-role-policy",
+            "aws iam list-attached-role-policies",
+            "aws iam list-role-policies",
             "aws iam update-assume-role-policy",
             "aws kms put-key-policy",
         ]);
+        // a role from an earlier release that still holds the managed read-only policy loses it
+        expect(update.commands).toContain(
+            "aws iam detach-role-policy --role-name platform-ci-preview --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess 2>/dev/null || true",
+        );
         const text = update.commands.join("\n");
-        expect(text).not.toMatch(/create-|attach-|gh api/);
+        expect(text).not.toMatch(/create-|(?<!de)attach-role|gh api/);
         expect(text).toMatch(/--role-name platform-ci-preview --policy-document file:\/\/.*preview-trust\.json/);
         expect(text).toMatch(/--role-name platform-ci-deploy --policy-document file:\/\/.*deploy-trust\.json/);
         expect(text).toMatch(/--key-id alias\/platform-hub-state --query KeyMetadata\.KeyId/);
@@ -495,7 +517,7 @@ describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the wri
 
     it("the preview role's written trust admits each spoke's preview environment and no hub's (hubs are never previewed)", () => {
         const out = testTempDir("ci-roles-");
-        ciRoles(opts(out, true));
+        ciRoles({ ...opts(out, true), stacksDir: withDeployRole() });
         const trust = JSON.parse(fs.readFileSync(path.join(out, "preview-trust.json"), "utf8")) as Doc;
         const sub = (env: string) => `repo:${REPO}:environment:${env}:ref:refs/pull/42/merge`;
         const aud = "sts.amazonaws.com";
@@ -510,5 +532,13 @@ describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the wri
         for (const s of stacks.filter((x) => !hubs.includes(x)))
             expect(assumeWithGitHub(trust, { sub: sub(`preview-${s}`), aud }), s).toBe("Allowed");
         for (const h of hubs) expect(assumeWithGitHub(trust, { sub: sub(`preview-${h}`), aud }), h).toBe("ImplicitlyDenied");
+    });
+
+    it("refuses a stacks folder holding a stack file that is neither hub nor spoke (it would slip into the preview trust)", () => {
+        const dir = withDeployRole();
+        fs.writeFileSync(path.join(dir, "Pulumi.odd.yaml"), YAML.stringify({ config: { "platform:role": "Hub" } }));
+        expect(() => ciRoles({ ...opts(testTempDir("ci-roles-"), true), stacksDir: dir })).toThrow(
+            /Pulumi\.odd\.yaml: platform:role is "Hub": a stack file's platform:role must be hub or spoke/,
+        );
     });
 });

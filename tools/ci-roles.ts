@@ -136,12 +136,18 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
     const out = o.out ?? path.join("out", "ci-roles");
     fs.mkdirSync(out, { recursive: true });
     const stacks = discoverStacks(stacksDir);
+    // Closed world: a stack file is a hub or a spoke; anything else would slip into (or out of) the preview trust unseen.
+    const odd = stacks.filter((st) => st.role !== "hub" && st.role !== "spoke");
+    if (odd.length)
+        throw new Error(
+            `${odd.map((st) => `${st.file}: platform:role is "${st.role}"`).join("; ")}: a stack file's platform:role must be hub or spoke`,
+        );
     const docs: Record<string, unknown> = {
         "preview-trust.json": githubOidcTrustPolicy({
             accountId,
             repo: o.repo,
             role: "preview",
-            previewStacks: stacks.filter((st) => st.role !== "hub").map((st) => st.name),
+            previewStacks: stacks.filter((st) => st.role === "spoke").map((st) => st.name),
         }),
         "preview-read.json": previewReadPolicy({
             accountId,
@@ -171,6 +177,10 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
         `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-read --policy-document file://${out}/preview-read.json`,
         `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
     ];
+    if (o.update && notListed.length)
+        throw new Error(
+            `${file}: platform:hubDeployers does not list ${deployRole}: an update would write a state key policy without the CI deploy role, and the hub's up in CI would fail to decrypt its state; add it first`,
+        );
     const commands = o.update
         ? [
               asDeployer,
@@ -178,6 +188,11 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
               "# key administrators or --hub-outputs/--state-bucket changed); nothing is created",
               `aws iam update-assume-role-policy --role-name ${names.previewRole} --policy-document file://${out}/preview-trust.json`,
               ...putPreviewPolicies,
+              "# a preview role set up by an earlier release may still hold the managed read-only policy: detach it (no error if absent),",
+              "# then check that the role holds no attached policy and exactly the inline policies preview-read and preview-guard",
+              `aws iam detach-role-policy --role-name ${names.previewRole} --policy-arn arn:aws:iam::aws:policy/ReadOnlyAccess 2>/dev/null || true`,
+              `aws iam list-attached-role-policies --role-name ${names.previewRole} --query AttachedPolicies --output text`,
+              `aws iam list-role-policies --role-name ${names.previewRole} --query PolicyNames --output text`,
               `aws iam update-assume-role-policy --role-name ${names.deployRole} --policy-document file://${out}/deploy-trust.json`,
               ...notListed,
               `aws kms put-key-policy --region ${region} --policy-name default --policy file://${out}/hub-state-key-policy.json \\`,
