@@ -251,6 +251,36 @@ export const HubConfigSchema = z
                     "pod-identity is for EKS spokes; an on-prem spoke uses roles-anywhere (CA bundle) or access-key",
                 );
         }
+        // One spoke's credentials must never serve another: the deployer role reads the spoke's key secret, and a
+        // certificate with a spoke's CN from a CA another spoke trusts would pass that spoke's trust anchor too
+        // (components/hub/SpokeIdentity.ts).
+        const deployerOf = new Map<string, string>();
+        const cnOf = new Map<string, string>();
+        for (const [name, id] of Object.entries(h.spokeIdentities)) {
+            if (id.mode === "access-key") {
+                // by role name (path included): an explicit ARN in the hub's account may name another spoke's default
+                // role, and the hub's account is not known here
+                const arn = id.deployerRoleArn ?? `role/platform-spoke-deployer-${name}`;
+                const roleName = arn.slice(arn.indexOf("role/") + "role/".length);
+                const other = deployerOf.get(roleName);
+                if (other)
+                    issue(
+                        ["spokeIdentities", name, "deployerRoleArn"],
+                        `role ${roleName} is also spoke "${other}"'s deployer role: it could read both spokes' key secrets and act as either; give each spoke its own`,
+                    );
+                else deployerOf.set(roleName, name);
+            } else if (id.mode === "roles-anywhere") {
+                const cn = id.certificateCn ?? `platform-spoke-${name}`;
+                const k = `${id.caBundle.trim()}\n${cn}`;
+                const other = cnOf.get(k);
+                if (other)
+                    issue(
+                        ["spokeIdentities", name, "certificateCn"],
+                        `"${cn}" under the same CA bundle is also spoke "${other}"'s certificate CN: one site's certificate would pass the other's trust anchor; give each spoke its own CN`,
+                    );
+                else cnOf.set(k, name);
+            }
+        }
         dupes(h.spokes, (s) => s.stack, "spokes", "spoke stack");
         dupes(h.models, (m) => m.id, "models", "model id");
         dupes(h.tenants, (t) => t.id, "tenants", "tenant id");

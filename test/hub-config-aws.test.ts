@@ -35,6 +35,46 @@ describe("hub file: AWS identities and key delivery are named, never assumed", (
         ).toEqual(["platform:spokeIdentities.hn1.egressCidrs[0]: must be an IPv4 CIDR like 198.51.100.0/28"]);
     });
 
+    it("one spoke's credentials never serve another: a shared deployer role, or a shared CN under one CA, is refused", () => {
+        // hcm1 naming hn1's deployer role (explicit ARN), or the role hn1 gets by default (same role name)
+        const shared =
+            "platform:spokeIdentities.hcm1.deployerRoleArn: role platform-spoke-deployer-hn1 is also spoke \"hn1\"'s deployer role: it could read both spokes' key secrets and act as either; give each spoke its own";
+        expect(
+            hubIssues((d) => {
+                d["platform:spokeIdentities"].hcm1.deployerRoleArn = d["platform:spokeIdentities"].hn1.deployerRoleArn;
+            }),
+        ).toEqual([shared]);
+        expect(
+            hubIssues((d) => {
+                delete d["platform:spokeIdentities"].hn1.deployerRoleArn;
+                d["platform:spokeIdentities"].hcm1.deployerRoleArn = "arn:aws:iam::111122223333:role/platform-spoke-deployer-hn1";
+            }),
+        ).toEqual([shared]);
+        const ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        const ra = (cn?: string, bundle = ca) => ({ mode: "roles-anywhere", caBundle: bundle, ...(cn ? { certificateCn: cn } : {}) });
+        expect(
+            hubIssues((d) => {
+                d["platform:spokeIdentities"].hn1 = ra("site-a");
+                d["platform:spokeIdentities"].hcm1 = ra("site-a");
+            }),
+        ).toEqual([
+            'platform:spokeIdentities.hcm1.certificateCn: "site-a" under the same CA bundle is also spoke "hn1"\'s certificate CN: one site\'s certificate would pass the other\'s trust anchor; give each spoke its own CN',
+        ]);
+        // distinct CNs (the defaults name the spoke), or the same CN under different CAs, are fine
+        expect(
+            hubIssues((d) => {
+                d["platform:spokeIdentities"].hn1 = ra();
+                d["platform:spokeIdentities"].hcm1 = ra();
+            }),
+        ).toEqual([]);
+        expect(
+            hubIssues((d) => {
+                d["platform:spokeIdentities"].hn1 = ra("site-a");
+                d["platform:spokeIdentities"].hcm1 = ra("site-a", ca.replace("MIIB", "MIIC"));
+            }),
+        ).toEqual([]);
+    });
+
     it("the hub deployers and every tenant's key readers are named (no 'whoever ran the last up', no key in an output)", () => {
         expect(
             hubIssues((d) => {
