@@ -77,6 +77,8 @@ export type CiRole = keyof typeof CI_ROLE_VARIABLES;
 export const GITHUB_SUBJECT_CLAIM_KEYS = ["repo", "context", "ref"] as const;
 /** The one git ref the deploy role trusts (up.yml runs on pushes to `main`). */
 export const DEPLOY_REF = "refs/heads/main";
+/** A `sub` with more than the customised subject's five ':' ({@link GITHUB_SUBJECT_CLAIM_KEYS}): StringNotLike of the preview trust. */
+export const SUBJECT_WITH_EXTRA_COLON = "*:*:*:*:*:*:*";
 /** The refs a pull request's jobs run on (`pull_request` events: `refs/pull/<number>/merge`). */
 export const PREVIEW_REF_PATTERN = "refs/pull/*/merge";
 
@@ -149,7 +151,15 @@ export function githubOidcTrustPolicy(x: {
                 Condition:
                     sub.operator === "StringEquals"
                         ? { StringEquals: { ...aud, [`${GITHUB_OIDC_HOST}:sub`]: sub.values } }
-                        : { StringEquals: aud, StringLike: { [`${GITHUB_OIDC_HOST}:sub`]: sub.values } },
+                        : {
+                              StringEquals: aud,
+                              StringLike: { [`${GITHUB_OIDC_HOST}:sub`]: sub.values },
+                              // The pattern's `*` (the pull request number) also matches ':'. A subject has exactly five
+                              // (repo:R:environment:E:ref:F; owner/name and a pull request ref have none), so one with a
+                              // sixth names an environment or ref crafted to reach the pattern (an environment called
+                              // `preview-<stack>:ref:refs/pull/1`, created unprotected on first use): refused.
+                              StringNotLike: { [`${GITHUB_OIDC_HOST}:sub`]: SUBJECT_WITH_EXTRA_COLON },
+                          },
             },
         ],
     };
