@@ -154,6 +154,9 @@ describe("simulated: who obtains each CI role through GitHub OIDC", () => {
             sub("preview-spoke-sg1", "refs/pull/42/merge"),
             // hubs are never previewed with a pull request's code: npm run ci-roles names no hub (tested below)
             sub("preview-hub-prod", "refs/pull/42/merge"),
+            // the pattern's * also matches ':': an environment named to carry a ref of its own, on a branch ending in /merge
+            `repo:${REPO}:environment:preview-spoke-hn1:ref:refs/pull/1:ref:refs/heads/x/merge`,
+            `repo:${REPO}:environment:preview-spoke-hn1:ref:refs/pull/1:x/merge`,
         ])
             expect(assumeWithGitHub(preview, { sub: s, aud }), s).toBe("ImplicitlyDenied");
         expect(assumeWithGitHub(preview, { sub: sub("preview-spoke-hn1", "refs/pull/42/merge"), aud: "api://other" })).toBe(
