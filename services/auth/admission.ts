@@ -95,6 +95,11 @@ export interface GrantOptions {
     now: () => number;
     /** Send the Redis checks of one event-loop iteration as one script call (`AUTH_REDIS_BATCH_CHECKS`). */
     batch: boolean;
+    /**
+     * With `batch`: under load, how long the next script call may wait for more checks, ms (`AUTH_REDIS_BATCH_HOLD_MS`;
+     * services/shared/limits.ts AdmissionBatcher `holdMs`). Default 0 (never).
+     */
+    batchHoldMs?: number;
     /** Where leases are written (`AUTH_LEASE_STORE`; services/shared/limits.ts `LeaseStore`). Default `counters`. */
     store?: LeaseStore;
     /** Called with what happened, for metrics and logs. */
@@ -178,7 +183,13 @@ export class GrantAdmission {
             throw new RangeError(`maxGrant must be an integer in 1..${MAX_GRANT}, got ${o.maxGrant}`);
         const events = o.events;
         if (o.batch)
-            this.batcher = new AdmissionBatcher(redis, undefined, undefined, events?.redisCall && ((s, ok) => events.redisCall?.(s, ok)));
+            this.batcher = new AdmissionBatcher(
+                redis,
+                undefined,
+                undefined,
+                events?.redisCall && ((s, ok) => events.redisCall?.(s, ok)),
+                o.batchHoldMs ?? 0,
+            );
         if (o.holdMs > 0) {
             this.sweeper = setInterval(() => this.sweep(), o.holdMs);
             this.sweeper.unref();

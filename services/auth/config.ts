@@ -54,6 +54,12 @@ const EnvSchema = z
         /** Send the admission checks of one event-loop iteration as one batched script call (shared/limits AdmissionBatcher). */
         AUTH_REDIS_BATCH_CHECKS: bool.default(true),
         /**
+         * Under load (a script call of at least 4 checks just settled), how long the next call may wait for as many
+         * checks as the last one answered plus those queued, ms (shared/limits AdmissionBatcher `holdMs`): fewer,
+         * larger calls cost Redis less CPU per check. 0 = never wait. A check never waits at lower load.
+         */
+        AUTH_REDIS_BATCH_HOLD_MS: z.coerce.number().int().min(0).max(5).default(1),
+        /**
          * Grants (services/auth/admission.ts): how long slots taken ahead for a busy (key, model) pair may wait in
          * this replica before they are given back, ms. Bounds the rps overshoot (rps × hold) and the token-window
          * lag; 0 turns grants off (one Redis check per request).
@@ -123,7 +129,7 @@ export interface AuthConfig {
     s3: { bucket: string; expectedBucketOwner: string; endpoint?: string; region: string; forcePathStyle: boolean; timeoutMs: number };
     pollIntervalMs: number;
     cachePath: string;
-    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean; batchChecks: boolean };
+    redis: { url: string; timeoutMs: number; socketTimeoutMs: number; autoPipelining: boolean; batchChecks: boolean; batchHoldMs: number };
     port: number;
     opsPort: number;
     pathPrefix: string;
@@ -171,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AuthConfig {
             socketTimeoutMs: e.AUTH_REDIS_SOCKET_TIMEOUT_MS ?? Math.max(1_000, 5 * e.AUTH_REDIS_TIMEOUT_MS),
             autoPipelining: e.AUTH_REDIS_AUTO_PIPELINING,
             batchChecks: e.AUTH_REDIS_BATCH_CHECKS,
+            batchHoldMs: e.AUTH_REDIS_BATCH_HOLD_MS,
         },
         port: e.AUTH_PORT,
         opsPort: e.AUTH_OPS_PORT,
@@ -196,6 +203,7 @@ export function describeConfig(c: AuthConfig): Record<string, unknown> {
             socketTimeoutMs: c.redis.socketTimeoutMs,
             autoPipelining: c.redis.autoPipelining,
             batchChecks: c.redis.batchChecks,
+            batchHoldMs: c.redis.batchHoldMs,
         },
     };
 }

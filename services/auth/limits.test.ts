@@ -4,6 +4,7 @@ import { redisKeys, type TierIds, windowStart } from "../shared/identity";
 import {
     addTokens,
     AdmissionBatcher,
+    HOLD_FROM_CHECKS,
     checkAndAcquire,
     GRANT_SHARE,
     grantLeaseIds,
@@ -408,6 +409,65 @@ describe("AdmissionBatcher", () => {
         const r = await Promise.allSettled([0, 1, 2].map((i) => batcher.check(ids, limits(), `s-${i}`, T0 + 30, TTL)));
         expect(r.map((x) => x.status)).toEqual(["fulfilled", "rejected", "rejected"]);
         expect((r[1] as PromiseRejectedResult).reason.message).toMatch(/answered no reply for this check/);
+    });
+
+    describe("holding the next call under load (holdMs)", () => {
+        /** A batcher whose script calls' sizes are recorded, holding up to `holdMs`. */
+        const recorded = (holdMs: number) => {
+            const sizes: number[] = [];
+            const batcher = new AdmissionBatcher(redis, undefined, undefined, (_s, _ok, checks) => sizes.push(checks), holdMs);
+            return { batcher, sizes };
+        };
+        const turn = () => new Promise((r) => setImmediate(r));
+        const check = (b: AdmissionBatcher, token: string) => b.check(ids, limits(), token, T0 + 40, TTL);
+
+        it(`after a call of ${HOLD_FROM_CHECKS} or more checks, the next call waits until it carries as many as that one plus those queued meanwhile`, async () => {
+            // a timer that never fires within the test: only the count can release the hold
+            const { batcher, sizes } = recorded(60_000);
+            const first = [0, 1, 2, 3].map((i) => check(batcher, `h-${i}`));
+            await turn(); // the call of four is sent at the end of this event-loop turn
+            const queued = [4, 5].map((i) => check(batcher, `h-${i}`)); // arrive while it is in flight
+            let answered = 0;
+            for (const p of queued) p.then(() => answered++);
+            expect((await Promise.all(first)).every((d) => d.allowed)).toBe(true);
+            for (let i = 0; i < 5; i++) await turn();
+            // held: four answered plus two queued = six wanted, two there
+            expect(answered).toBe(0);
+            expect(sizes).toEqual([4]);
+            const more = [6, 7, 8, 9].map((i) => check(batcher, `h-${i}`));
+            expect((await Promise.all([...queued, ...more])).every((d) => d.allowed)).toBe(true);
+            expect(sizes).toEqual([4, 6]);
+        });
+
+        it("a hold ends after holdMs with what is queued", async () => {
+            const { batcher, sizes } = recorded(5);
+            const first = [0, 1, 2, 3].map((i) => check(batcher, `e-${i}`));
+            await turn();
+            const late = check(batcher, "e-4");
+            await Promise.all(first);
+            expect((await late).allowed).toBe(true);
+            expect(sizes).toEqual([4, 1]);
+        });
+
+        it(`at lower load (calls of fewer than ${HOLD_FROM_CHECKS} checks) a check never waits, whatever holdMs`, async () => {
+            const { batcher, sizes } = recorded(60_000);
+            const first = [0, 1].map((i) => check(batcher, `q-${i}`));
+            await turn();
+            const next = check(batcher, "q-2");
+            await Promise.all(first);
+            expect((await next).allowed).toBe(true);
+            expect(sizes).toEqual([2, 1]);
+        });
+
+        it("holdMs 0 (the default) never holds", async () => {
+            const { batcher, sizes } = recorded(0);
+            const first = [0, 1, 2, 3, 4].map((i) => check(batcher, `z-${i}`));
+            await turn();
+            const next = check(batcher, "z-5");
+            await Promise.all(first);
+            expect((await next).allowed).toBe(true);
+            expect(sizes).toEqual([5, 1]);
+        });
     });
 });
 

@@ -132,6 +132,7 @@ export async function startAuthService(config: AuthConfig, deps: AuthServiceDeps
         leaseTtlMs: config.leaseTtlMs,
         now,
         batch: config.redis.batchChecks,
+        batchHoldMs: config.redis.batchHoldMs,
         store: config.leaseStore,
         events: {
             admitted: (path) => admittedFrom[path].inc(),

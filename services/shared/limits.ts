@@ -1179,6 +1179,12 @@ export async function returnSlots(
     return Number(await runScript(redis, RETURN_COUNTERS_LUA, keys, [nowMs, ...intervals, bucketMs, ...slots]));
 }
 
+/**
+ * The smallest call after which {@link AdmissionBatcher} may hold the next one (its `holdMs`): calls of fewer checks
+ * mean the service is not waiting on Redis with requests piling up, and a check then never waits.
+ */
+export const HOLD_FROM_CHECKS = 4;
+
 interface Queued {
     ids: TierIds;
     fixed: readonly string[];
@@ -1210,22 +1216,45 @@ export class AdmissionBatcher {
         this.scheduled = false;
         this.flush();
     };
-    private readonly settled = () => {
-        this.inFlight--;
-        if (this.queue.length && !this.scheduled) this.flush();
+    /** While set, the next call waits for {@link holdTarget} checks or this timer (see the constructor's `holdMs`). */
+    private holding: ReturnType<typeof setTimeout> | undefined;
+    private holdTarget = 0;
+    private readonly release = () => {
+        this.holding = undefined;
+        if (this.queue.length && !this.scheduled && this.inFlight < this.maxInFlight) this.flush();
     };
+    /** A call of `checks` checks settled: send what queued meanwhile, or hold it for more under load. */
+    private settled(checks: number): void {
+        this.inFlight--;
+        if (!this.queue.length || this.scheduled || this.holding) return;
+        const target = Math.min(this.maxBatch, checks + this.queue.length);
+        if (this.holdMs > 0 && checks >= HOLD_FROM_CHECKS && this.queue.length < target) {
+            this.holdTarget = target;
+            this.holding = setTimeout(this.release, this.holdMs);
+            return;
+        }
+        this.flush();
+    }
 
     /**
      * @param maxBatch most checks in one script call (bounds the script's run time inside Redis).
      * @param maxInFlight most batches awaiting their reply at once.
      * @param onCall called once per script call when it settles: its latency (seconds, from the send to the reply),
      *   whether it succeeded, and how many checks it carried (metrics: one observation per call, not per check).
+     * @param holdMs under load, how long (ms) the next call may wait for more checks; 0 = never. When a call of at
+     *   least {@link HOLD_FROM_CHECKS} checks settles with fewer checks queued than it carried plus those queued, the
+     *   next call waits until that many are queued (the requests its answers release come back in a closed loop, and
+     *   arrive at the same rate in an open one) or `holdMs` passes, whichever is first. Redis's cost per call (the
+     *   wake-up, the socket, the script's set-up and the shared tiers' reads and writes) is then spread over more
+     *   checks; a quiet moment (calls of fewer checks) never waits. Decisions are unchanged: the same checks, in the
+     *   same order, in one atomic script call.
      */
     constructor(
         private readonly redis: Redis,
         private readonly maxBatch = 64,
         private readonly maxInFlight = 1,
         private readonly onCall?: (seconds: number, ok: boolean, checks: number) => void,
+        private readonly holdMs = 0,
     ) {}
 
     /**
@@ -1245,6 +1274,11 @@ export class AdmissionBatcher {
         validateCheck(want, leaseToken);
         return new Promise((resolve, reject) => {
             this.queue.push({ ids, fixed, limits, token: leaseToken, nowMs, ttl: leaseTtlMs, want, store, resolve, reject });
+            if (this.holding) {
+                if (this.queue.length < this.holdTarget) return;
+                clearTimeout(this.holding);
+                this.holding = undefined;
+            }
             if (!this.scheduled && this.inFlight < this.maxInFlight) {
                 this.scheduled = true;
                 setImmediate(this.flushNow);
@@ -1296,7 +1330,7 @@ export class AdmissionBatcher {
                             this.report(sent, false, 1);
                         },
                     )
-                    .finally(this.settled);
+                    .finally(() => this.settled(1));
                 continue;
             }
             runScript(this.redis, sets ? CHECK_COUNTERS_BATCH_LUA : CHECK_LIMITS_BATCH_LUA, callKeys, args)
@@ -1311,7 +1345,7 @@ export class AdmissionBatcher {
                         this.report(sent, false, batch.length);
                     },
                 )
-                .finally(this.settled);
+                .finally(() => this.settled(batch.length));
         }
     }
 }
