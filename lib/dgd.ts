@@ -305,7 +305,8 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             if (params) env.push({ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", value: json(params) });
             return env;
         },
-        nicSelection: "static",
+        // NIXL sets UCX NET_DEVICES from device_list over the environment: no UCX_NET_DEVICES (lib/nixl.ts).
+        nicSelection: "nixl-device-list",
     },
     trtllm: {
         framework: "trtllm",
