@@ -238,6 +238,10 @@ describe("lib/dgd.ts: engine is one field", () => {
             "priority",
             "--kv-transfer-config",
             '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_load_failure_policy":"fail","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_buffer_device":"cuda","kv_connector_extra_config":{"backends":["UCX"]}},{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}]}}',
+        ]);
+        // No KV events on decode: the router subscribes to none without conditional disaggregation
+        // (upstream/dynamo.ts kvRouterNeedsWorkerEvents); prefill publishes them.
+        expect(mainOf(dgd, "prefill").args.slice(-2)).toEqual([
             "--kv-events-config",
             '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}',
         ]);
