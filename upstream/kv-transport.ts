@@ -74,7 +74,7 @@ export interface KvSetting {
 
 const UCX: Source = "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c";
 const EFA: Source = "ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c#efa_env_param_get";
-const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc";
+const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib.cc";
 const MC_CFG: Source = "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_config.py#MooncakeConfig.load_from_env";
 const MC_TE: Source = "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp";
 const VLLM_KVT: Source = "vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py";
@@ -171,7 +171,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
     {
         name: "UCX_IB_GID_INDEX",
         safe: { pattern: UINT },
-        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table",
         note: "RoCE GID selection",
     },
     {
