@@ -172,7 +172,8 @@ function plannerPools(e: Endpoint): Array<PlannerPool & { key: string }> {
 /**
  * An enabled planner's budget and reserve against the endpoint (one revision's graph) and its spoke; upstream's
  * semantics in upstream/planner.ts {@link plannerScaleUpNeed} (`max_gpu_budget` is a hard ceiling on every proposal,
- * a scale-up adds one worker of one pool):
+ * each pool's scale-up adds one worker of it; a disaggregated decision may move both pools, and the pair clamp then
+ * keeps prefill and gives decode the room):
  * - `planner.minReplicas` above a pool's `replicas`: the Planner raises the pool to it at its first decision, so the
  *   graph needs GPUs the placement does not count;
  * - `planner.maxGpuBudget` below the GPUs at the configured replicas plus the largest pool's GPUs per worker: the

@@ -222,6 +222,33 @@ describe("the check against upstream's clamp", () => {
     });
 });
 
+describe("a decision that moves both pools (load_scaling.py _advance_load_disagg)", () => {
+    it("with a budget the check accepts, both pools asking for one more keeps prefill and grows decode by at least one", () => {
+        fc.assert(
+            fc.property(
+                fc.integer({ min: 1, max: 6 }),
+                fc.integer({ min: 1, max: 6 }),
+                fc.integer({ min: 1, max: 8 }),
+                fc.integer({ min: 1, max: 8 }),
+                fc.integer({ min: 0, max: 8 }),
+                (p, d, pg, dg, spare) => {
+                    const budget = p * pg + d * dg + Math.max(pg, dg) + spare;
+                    const [np, nd] = clampPair(p + 1, d + 1, pg, dg, budget, 1, 1);
+                    if ((p + 1) * pg + (d + 1) * dg <= budget) expect([np, nd]).toEqual([p + 1, d + 1]);
+                    else {
+                        expect(np).toBe(p);
+                        expect(nd).toBeGreaterThanOrEqual(d + 1);
+                        expect(np * pg + nd * dg).toBeLessThanOrEqual(budget);
+                    }
+                },
+            ),
+            { numRuns: 2000 },
+        );
+        // Decode takes every GPU prefill leaves: prefill 1 x 4 + decode 3 x 1 at budget 11, both asking, gives (1, 7).
+        expect(clampPair(2, 4, 4, 1, 11, 1, 1)).toEqual([1, 7]);
+    });
+});
+
 describe("the rendered graph (upstream-check planner-scale-up-headroom)", () => {
     const TP44 = {
         topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 4 }, decode: { replicas: 1, gpusPerWorker: 4 } },

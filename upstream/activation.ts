@@ -307,11 +307,11 @@ export const activationFacts: readonly ActivationFact[] = [
         component: "dynamo-planner",
         requires: [
             {
-                what: "`max_gpu_budget` at least the graph's GPUs at its replicas (each pool at least `min_endpoint`) plus the largest pool's GPUs per worker: a scale-up proposes `num_workers + 1` of one pool",
+                what: "`max_gpu_budget` at least the graph's GPUs at its replicas (each pool at least `min_endpoint`) plus the largest pool's GPUs per worker: each pool's scale-up proposes `num_workers + 1` of it (disaggregated: prefill and decode decide independently, and one decision may move both)",
                 readBy: `${D}:components/src/dynamo/planner/core/load_scaling.py`,
             },
             {
-                what: "the proposal's total GPUs within `max_gpu_budget`, a hard ceiling never relaxed (`proportional_clamp_pair` from both pools' GPUs per worker, `proportional_clamp_single` for agg)",
+                what: "the proposal's total GPUs within `max_gpu_budget`, a hard ceiling never relaxed (`proportional_clamp_pair` from both pools' GPUs per worker: prefill scaled down proportionally, decode given the GPUs left, so with both pools asking and room for one, decode grows; `proportional_clamp_single` for agg)",
                 readBy: `${D}:components/src/dynamo/planner/core/budget.py`,
             },
         ],
