@@ -43,7 +43,8 @@ export const PlannerSchema = z
         /**
          * Upper bound on GPUs the planner may use for this endpoint (PlannerConfig `max_gpu_budget`, a hard ceiling on
          * every scale-up: upstream/planner.ts). At least the GPUs at the configured replicas plus one more worker of
-         * the largest pool (else the planner can never add a worker), at most the spoke's GPUs.
+         * the largest pool (else the planner can never add a worker), and with the other endpoints of the spoke (their
+         * budgets, or their graphs' GPUs where the planner is off) within the spoke's GPUs (config/hub-checks.ts).
          */
         maxGpuBudget: z.number().int().positive().default(16),
         /** Seconds between load-based adjustments (Dynamo default 5). */

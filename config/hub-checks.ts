@@ -1,5 +1,5 @@
 import type { ConfigIssue } from "./errors";
-import { type Endpoint, endpointUpstreamIssues } from "./endpoint";
+import { type Endpoint, endpointUpstreamIssues, topologyGpus } from "./endpoint";
 import type { HubConfig } from "./hub";
 import type { LimitSet } from "./limits";
 import { revisionsToCheck } from "./rollout";
@@ -24,8 +24,9 @@ function limitsAbove(inner: LimitSet, outer: LimitSet, innerKey: string, outerNa
 /**
  * Checks of a parsed hub that need more than one field or the clock: API keys not expired, key limits within their
  * team's and the models they may call, team limits within some model's, tensor-parallel sizes the model can split
- * into and context lengths within the model's (config/models.ts), and planner budgets with room for one more worker
- * within the spoke's GPUs ({@link plannerBudgetIssues}).
+ * into and context lengths within the model's (config/models.ts), planner budgets with room for one more worker
+ * within the spoke's GPUs ({@link plannerBudgetIssues}), and each spoke's claims (planner budgets and fixed graphs,
+ * {@link spokeClaimIssues}) within its GPUs.
  *
  * @param now the time expiry is judged at
  * @returns issues with full keys (`platform:apiKeys[0].expiresAt`)
@@ -108,7 +109,53 @@ export function hubSemanticIssues(h: HubConfig, now: Date): ConfigIssue[] {
             );
         }
     });
+    h.spokes.forEach((s, si) => issues.push(...spokeClaimIssues(h, s.name, s.gpus, si)));
     return issues;
+}
+
+/**
+ * GPUs an endpoint claims on its spoke, per revision it runs (during a rollout both graphs run side by side,
+ * config/rollout.ts {@link revisionsToCheck}): `planner.maxGpuBudget` where the planner is on (it may grow the graph
+ * up to it, upstream/planner.ts {@link plannerBudgetSources}), else the GPUs the graph uses at its replicas.
+ *
+ * @returns the claim in GPUs, and each revision's part with its key relative to the endpoint (`""` or `.rollout.target`)
+ */
+export function endpointClaims(e: Endpoint): Array<{ key: string; gpus: number; planner: boolean }> {
+    return revisionsToCheck(e, "").map(({ endpoint: r, key }) => {
+        const planner = r.planner !== undefined && r.planner.enabled !== false;
+        return { key, planner, gpus: planner ? r.planner.maxGpuBudget : topologyGpus(r.topology) };
+    });
+}
+
+/** The sum of {@link endpointClaims}: the GPUs an endpoint may come to use on its spoke. */
+export function endpointClaimGpus(e: Endpoint): number {
+    return endpointClaims(e).reduce((n, c) => n + c.gpus, 0);
+}
+
+/**
+ * A spoke's claims against its GPUs: the sum over its endpoints of {@link endpointClaims} (planner budget where the
+ * planner is on, else the graph's GPUs at its replicas; a rollout's two graphs both count) must not exceed
+ * `platform:spokes[i].gpus`. A planner's `max_gpu_budget` bounds only its own graph (upstream/planner.ts
+ * {@link plannerBudgetSources}), so beyond the GPUs the other graphs leave free its scale-ups stay Pending: the budget
+ * would promise capacity the spoke does not have. One issue per planner on the spoke (at its `planner.maxGpuBudget`);
+ * a spoke with no planner is the placement check's (config/hub.ts).
+ *
+ * @param spoke the spoke's name; @param gpus its GPUs; @param spokeIndex its index in `platform:spokes`
+ * @returns issues with full keys (`platform:endpoints[0].planner.maxGpuBudget`)
+ */
+export function spokeClaimIssues(h: HubConfig, spoke: string, gpus: number, spokeIndex: number): ConfigIssue[] {
+    const claims = h.endpoints.flatMap((e, i) =>
+        e.spoke === spoke ? endpointClaims(e).map((c) => ({ ...c, name: e.name, key: `platform:endpoints[${i}]${c.key}` })) : [],
+    );
+    const total = claims.reduce((n, c) => n + c.gpus, 0);
+    if (total <= gpus) return [];
+    const list = claims.map((c) => `${c.key} ${c.name}: ${c.planner ? `budget ${c.gpus}` : `${c.gpus} fixed`}`).join(", ");
+    return claims
+        .filter((c) => c.planner)
+        .map((c) => ({
+            key: `${c.key}.planner.maxGpuBudget`,
+            message: `spoke "${spoke}" has ${gpus} GPUs (platform:spokes[${spokeIndex}].gpus) but its endpoints claim ${total} (${list}): max_gpu_budget bounds only this graph, so past the ${gpus - (total - c.gpus)} GPUs the others leave free its scale-ups stay Pending; lower it to at most ${gpus - (total - c.gpus)}, or lower the other budgets or replicas, or set ${c.key}.planner.enabled: false (${plannerBudgetSources[2]})`,
+        }));
 }
 
 /** The pools the Planner scales, with their hub-file keys under `<endpoint>.topology`. */
@@ -125,14 +172,15 @@ function plannerPools(e: Endpoint): Array<PlannerPool & { key: string }> {
 /**
  * An enabled planner's budget and reserve against the endpoint (one revision's graph) and its spoke; upstream's
  * semantics in upstream/planner.ts {@link plannerScaleUpNeed} (`max_gpu_budget` is a hard ceiling on every proposal,
- * a scale-up adds one worker of one pool):
+ * each pool's scale-up adds one worker of it; a disaggregated decision may move both pools, and the pair clamp then
+ * keeps prefill and gives decode the room):
  * - `planner.minReplicas` above a pool's `replicas`: the Planner raises the pool to it at its first decision, so the
  *   graph needs GPUs the placement does not count;
  * - `planner.maxGpuBudget` below the GPUs at the configured replicas plus the largest pool's GPUs per worker: the
  *   Planner can never add that worker (it only scales down), or at all when below the starting point;
  * - that need above the spoke's GPUs (`platform:spokes[i].gpus`): no budget lets it scale on the spoke, so lower the
  *   replicas or turn the planner off; a budget above the spoke's GPUs is refused too (workers past them stay Pending).
- * Budgets of several planners on one spoke adding up to more than its GPUs is the render report's warning, not an error.
+ * Budgets and fixed graphs of one spoke adding up to more than its GPUs: {@link spokeClaimIssues}.
  *
  * @param key the endpoint's (or its rollout target's) full key, `platform:endpoints[0]`
  * @param spokeGpus the spoke's GPUs (undefined for an unknown spoke, refused elsewhere)

@@ -19,6 +19,7 @@ import { type ContainerSpec, preflightInitContainer, preflightVolume } from "./p
 import { ENDPOINT_LABEL, KV_EXCEPTIONS_ANNOTATION, ROLE_LABEL } from "./labels";
 import { hfTokenEnv, hostPathOwnerInitContainers, kvbmKvTransferConfig, type LocalNvme, workerFastStart } from "./faststart";
 import { SGLANG_H200_CHUNKED_PREFILL_SIZE } from "../upstream/sglang";
+import { kvRouterNeedsWorkerEvents } from "../upstream/dynamo";
 
 /**
  * The DynamoGraphDeployment (`nvidia.com/v1beta1`) of one endpoint, as plain data. Field names follow the CRD in
@@ -47,7 +48,11 @@ export interface RoleContext {
     role: WorkerRole;
     group: WorkerGroup;
     disaggregated: boolean;
-    /** KV-aware routing: workers publish KV events (ZMQ) to the router. */
+    /**
+     * The worker publishes KV events (ZMQ) to the router: KV-aware routing, on prefill and aggregated workers only (the
+     * router subscribes to decode workers' events only under conditional disaggregation, upstream/dynamo.ts
+     * kvRouterNeedsWorkerEvents, which the product's frontends never turn on).
+     */
     kvEvents: boolean;
     fabric: KvFabric;
     /** Mooncake client config (SGLang extra-config shape) when the endpoint has a shared host-RAM pool. */
@@ -305,7 +310,8 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
             if (params) env.push({ name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", value: json(params) });
             return env;
         },
-        nicSelection: "static",
+        // NIXL sets UCX NET_DEVICES from device_list over the environment: no UCX_NET_DEVICES (lib/nixl.ts).
+        nicSelection: "nixl-device-list",
     },
     trtllm: {
         framework: "trtllm",
@@ -337,8 +343,12 @@ export const ENGINES: Record<EngineName, EngineSpec> = {
                           : { decoding_type: "MTP", num_nextn_predict_layers: s.numSpeculativeTokens };
             }
             a.push("--override-engine-args", json(engine));
-            // `--publish-kv-events` (Dynamo >= 1.3.0; the old alias was --publish-events-and-metrics).
-            if (c.kvEvents) a.push("--publish-kv-events");
+            // `--publish-kv-events` (Dynamo >= 1.3.0; the old alias was --publish-events-and-metrics). It is one switch for
+            // KV events and the worker's metrics (publish_events_and_metrics turns on TRT-LLM's MetricsCollector,
+            // iteration stats and the metrics publisher: ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:
+            // components/src/dynamo/trtllm/workers/llm_worker.py), so a decode worker keeps it under KV routing: its KV
+            // events go unread without conditional disaggregation, its metrics do not.
+            if (c.kvEvents || (c.role === "decode" && c.endpoint.router.mode === "kv")) a.push("--publish-kv-events");
             return a;
         },
         transferEnv: (c) => (c.disaggregated ? [{ name: "TRTLLM_NIXL_KVCACHE_BACKEND", value: nixlBackend(c.fabric) }] : []),
@@ -588,7 +598,22 @@ export function buildDgd(a: DgdArgs): DgdManifest {
 
     const memlock = memlockPath(a.pool.fabric, a.pool.memlockUnlimited);
     for (const [role, group] of groups) {
-        const ctx: RoleContext = { endpoint: e, role, group, disaggregated, kvEvents, fabric: a.pool.fabric, mooncake: mooncakeCfg };
+        // A P/D decode worker's KV events are subscribed to only under conditional disaggregation, which no frontend of
+        // the product turns on (upstream/dynamo.ts kvRouterNeedsWorkerEvents, upstream/activation.ts `kv-events`):
+        // rendered there they would be read and inert, so decode workers get none (TRT-LLM keeps its switch for the
+        // metrics it also gates, see its args).
+        const events =
+            kvEvents &&
+            kvRouterNeedsWorkerEvents(role, frontendArgs, frontendEnv.find((x) => x.name === "DYN_ROUTER_CONDITIONAL_DISAGG")?.value);
+        const ctx: RoleContext = {
+            endpoint: e,
+            role,
+            group,
+            disaggregated,
+            kvEvents: events,
+            fabric: a.pool.fabric,
+            mooncake: mooncakeCfg,
+        };
         const resources: Record<string, string> = {
             [GPU_RESOURCE]: String(group.gpusPerWorker),
             ...(rdma ? rdmaResources(a.pool.fabric, group.gpusPerWorker) : {}),

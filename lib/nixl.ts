@@ -119,10 +119,14 @@ export function kvHcas(fabric: KvFabric): string[] {
  *   `UCX_NET_DEVICES=<its hca>:1` and *prepends* it to any value already there; UCX reads the list as a set
  *   (order carries no preference, openucx/ucx@v1.21.0:src/ucs/config/parser.c), so a static list of all rails would
  *   leave every rank free to use every rail. With this mode no static `UCX_NET_DEVICES` is rendered.
- * - `static`: engines that do not read the vLLM pair (SGLang, TRT-LLM) get the rail set in
+ * - `static`: engines that do not read the vLLM pair and hand NIXL no device list (TRT-LLM) get the rail set in
  *   `UCX_NET_DEVICES`; NIXL >= 1.3 lets UCX >= 1.21 pick the GPU-local HCA from it (`UCX_MAX_HCA_PER_GPU=auto`).
+ * - `nixl-device-list`: the engine hands NIXL's UCX backend a `device_list` (SGLang, {@link sglangNixlBackendParams}),
+ *   from which NIXL sets UCX's NET_DEVICES with `config.modifyAlways`, over any `UCX_NET_DEVICES` of the environment
+ *   (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_utils.cpp, src/plugins/ucx/config.cpp): no `UCX_NET_DEVICES` is
+ *   rendered, it would be inert (upstream/kv-transport.ts `ucxNetDevicesInertWithDeviceList`).
  */
-export type NicSelection = "vllm-pcie-map" | "static";
+export type NicSelection = "vllm-pcie-map" | "static" | "nixl-device-list";
 
 /**
  * UCX / NIXL / NCCL environment for a KV-transferring container. The same generator for every engine; only the
@@ -136,6 +140,7 @@ export type NicSelection = "vllm-pcie-map" | "static";
  *   ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:docs/fern/pages/developer-guide/knowledge-base/kubernetes/kubernetes-operator/disagg-communication.md, where `tcp` is UCX's "Fallback when RDMA unavailable"; ai-dynamo/nixl#1614).
  * - `static`: `UCX_NET_DEVICES` = every rail HCA of the pool, port 1, in rail order: never `all` (NIXL_ERR_BACKEND on
  *   management/DPU NICs, dynamo PR #10852), never a frontend NIC, never a netdev name (tcp).
+ * - `nixl-device-list`: no `UCX_NET_DEVICES`; the engine's NIXL `device_list` carries the rail HCAs.
  * - `vllm-pcie-map`: `VLLM_GPU_NIC_PCIE_MAPPING` = the whole rail table as `<gpu_bdf>=<nic_bdf>` plus
  *   `VLLM_NIC_SELECTION_VARS=UCX_NET_DEVICES:1`, set together (one without the other fails EngineCore init;
  *   vllm-project/vllm PR #42083), and **no** static `UCX_NET_DEVICES`: each rank sets it to exactly its own GPU's
@@ -211,7 +216,8 @@ function nixlUcxEnv(fabric: KvFabric & { kind: "infiniband" }, nic: NicSelection
  * to each name and sets UCX's NET_DEVICES with `config.modifyAlways`, which replaces any `UCX_NET_DEVICES` from the
  * environment (src/plugins/ucx/ucx_utils.cpp, config.cpp: `modify` yields to the environment, `modifyAlways` does not).
  * So the list is joined with `", "`: each HCA becomes `<hca>:1`. SGLang ignores the `VLLM_*` NIC variables, so this is
- * how its NIXL agent is kept on the rails (the pack judges it like UCX_NET_DEVICES, policies/rdma-workloads.ts).
+ * how its NIXL agent is kept on the rails, and no `UCX_NET_DEVICES` is rendered beside it (NicSelection
+ * `nixl-device-list`); the pack judges the list NIXL hands UCX (policies/rdma-workloads.ts `ucx-net-devices-rail-hcas`).
  *
  * @returns `undefined` on EFA (LIBFABRIC takes no device list)
  */

@@ -295,7 +295,7 @@ function routerMode(c: ContainerView): string {
 export const dgdKvRouterEvents = stackPolicy(
     {
         name: "dgd-kv-router-events",
-        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every prefill and aggregated worker (and every decode worker under --router-conditional-disagg, upstream/dynamo.ts kvRouterNeedsWorkerEvents) to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); an SGLang P/D decode worker publishes none without --disaggregation-decode-enable-radix-cache (chunk cache), so --kv-events-config there is inert and refused; KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
+        description: `A frontend in KV routing mode (\`--router-mode kv\` or DYN_ROUTER_MODE=kv) needs every prefill and aggregated worker (and every decode worker under --router-conditional-disagg, upstream/dynamo.ts kvRouterNeedsWorkerEvents) to publish KV events (vLLM/SGLang --kv-events-config, TRT-LLM --publish-kv-events) unless it runs --no-router-kv-events (approximate mode); an SGLang P/D decode worker publishes none without --disaggregation-decode-enable-radix-cache (chunk cache), so --kv-events-config there is inert and refused; and a vLLM/SGLang decode worker's --kv-events-config is refused as inert unless a KV-routing frontend runs --router-conditional-disagg (ai-dynamo/dynamo lib/llm/src/kv_router.rs KvEventSourceRequirement::derive; TRT-LLM's --publish-kv-events also gates its metrics and stays); KV-only frontend flags (upstream/dynamo.ts dynamoFrontendKvOnlyFlags: ${Object.keys(dynamoFrontendKvOnlyFlags).join(", ")}) are rejected or inert outside kv mode; ignored flags (dynamoFrontendIgnoredFlags: ${Object.keys(dynamoFrontendIgnoredFlags).join(", ")}) are refused.`,
         remediationSteps:
             "Run the frontend with --router-mode kv and give each worker its KV event publisher (lib/dgd.ts does), or drop the kv-only flags.",
     },
@@ -313,6 +313,29 @@ export const dgdKvRouterEvents = stackPolicy(
                             problem:
                                 "--kv-events-config on an SGLang decode worker without --disaggregation-decode-enable-radix-cache is inert: SGLang forces the chunk cache there, which publishes no KV events, yet Dynamo advertises the worker as a publisher",
                             fix: "drop --kv-events-config from the decode worker (the KV router needs decode events only under --router-conditional-disagg), or keep the radix cache with --disaggregation-decode-enable-radix-cache",
+                        },
+                        urn: d.r.urn,
+                    });
+            // A vLLM/SGLang P/D decode worker's --kv-events-config is read by no one unless a KV-routing frontend of the
+            // graph turns conditional disaggregation on (KvEventSourceRequirement::NotRequired otherwise). TRT-LLM's
+            // --publish-kv-events also gates the worker's metrics, so it is not judged here.
+            const conditional = cs.some(
+                (fe) =>
+                    fe.role === "frontend" &&
+                    routerMode(fe) === "kv" &&
+                    !hasFlag(fe, "--no-router-kv-events") &&
+                    !hasFlag(fe, "--no-kv-events") &&
+                    kvRouterNeedsWorkerEvents("decode", argv(fe), envValue(fe, "DYN_ROUTER_CONDITIONAL_DISAGG")),
+            );
+            for (const w of cs.filter((c) => c.role === "decode" && hasFlag(c, "--kv-events-config")))
+                if (!conditional && (engineOf(w) !== "sglang" || sglangEmitsKvEvents(argv(w))))
+                    out.push({
+                        subject: containerLabel(w),
+                        finding: {
+                            field: `${w.path}.args`,
+                            problem:
+                                "--kv-events-config on a P/D decode worker is inert: no KV-routing frontend of the graph runs --router-conditional-disagg (or DYN_ROUTER_CONDITIONAL_DISAGG), so the router requires no events from decode workers (KvEventSourceRequirement::NotRequired) and never subscribes",
+                            fix: "drop --kv-events-config from the decode worker (lib/dgd.ts renders none there), or turn conditional disaggregation on at the frontend",
                         },
                         urn: d.r.urn,
                     });

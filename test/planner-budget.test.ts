@@ -73,7 +73,11 @@ describe("hub-prod's planner budgets", () => {
             d["platform:endpoints"][i].topology.workers.replicas = 2;
             d["platform:endpoints"][i].planner.maxGpuBudget = 10;
         });
-        expect(issues).toEqual([expect.stringMatching(/planner\.maxGpuBudget: 10 GPUs leaves no room .* uses 8 .* at least 12 /)]);
+        // And 10 beside Qwen's two fixed graphs (8) is more than hcm1's 16: the spoke check names it too.
+        expect(issues).toEqual([
+            expect.stringMatching(/planner\.maxGpuBudget: 10 GPUs leaves no room .* uses 8 .* at least 12 /),
+            expect.stringMatching(/planner\.maxGpuBudget: spoke "hcm1" has 16 GPUs .* claim 18 .* at most 8,/),
+        ]);
     });
 
     it("accepts the retuned file: every planner can add a worker, and each spoke's budgets and fixed graphs fit its GPUs", () => {
@@ -96,6 +100,50 @@ describe("hub-prod's planner budgets", () => {
         ]);
     });
 
+    it("refuses a budget the other graphs on the spoke leave no room for, naming each planner's key", () => {
+        // hn1: Llama's budget 12 + Qwen fixed at 4 = 16. A budget of 16 passes Llama's own check (at most the
+        // spoke's 16) but could never grow past the 12 GPUs Qwen leaves free.
+        let i = -1;
+        let q = -1;
+        const issues = hubIssues((d) => {
+            i = at(d, "hn1", "llama-70b");
+            q = at(d, "hn1", "qwen3-32b");
+            d["platform:endpoints"][i].planner.maxGpuBudget = 16;
+        });
+        expect(issues).toEqual([
+            `platform:endpoints[${i}].planner.maxGpuBudget: spoke "hn1" has 16 GPUs (platform:spokes[0].gpus) but its endpoints claim 20 (platform:endpoints[${i}] llama-70b: budget 16, platform:endpoints[${q}] qwen3-32b: 4 fixed): max_gpu_budget bounds only this graph, so past the 12 GPUs the others leave free its scale-ups stay Pending; lower it to at most 12, or lower the other budgets or replicas, or set platform:endpoints[${i}].planner.enabled: false (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/planner/core/budget.py)`,
+        ]);
+        // Qwen's planner on too (budget 6, its own check passes): both planners are named, each with what is left to it.
+        const both = hubIssues((d) => {
+            d["platform:endpoints"][at(d, "hn1", "qwen3-32b")].planner = { optimizationTarget: "load", maxGpuBudget: 6 };
+        });
+        expect(both).toEqual([
+            expect.stringMatching(
+                /^platform:endpoints\[\d+\]\.planner\.maxGpuBudget: spoke "hn1" has 16 GPUs .* claim 18 .* lower it to at most 10,/,
+            ),
+            expect.stringMatching(
+                /^platform:endpoints\[\d+\]\.planner\.maxGpuBudget: spoke "hn1" has 16 GPUs .* claim 18 .* lower it to at most 4,/,
+            ),
+        ]);
+    });
+
+    it("counts both graphs of a rollout: a planner on the target claims its budget beside the source's graph", () => {
+        // hcm1: Llama's budget 8 + Qwen source 4 fixed + target 4 fixed = 16; a target planner of 6 makes it 18.
+        let q = -1;
+        const issues = hubIssues((d) => {
+            q = at(d, "hcm1", "qwen3-32b");
+            d["platform:endpoints"][q].rollout.target.planner = { optimizationTarget: "load", maxGpuBudget: 6 };
+        });
+        expect(issues).toEqual([
+            expect.stringMatching(/\.planner\.maxGpuBudget: spoke "hcm1" has 16 GPUs .* claim 18 .*/),
+            expect.stringMatching(
+                new RegExp(
+                    `^platform:endpoints\\[${q}\\]\\.rollout\\.target\\.planner\\.maxGpuBudget: spoke "hcm1" has 16 GPUs .* platform:endpoints\\[${q}\\] qwen3-32b: 4 fixed, platform:endpoints\\[${q}\\]\\.rollout\\.target qwen3-32b: budget 6\\).* at most 4,`,
+                ),
+            ),
+        ]);
+    });
+
     it("the minimum side and the spoke's GPUs", () => {
         const up = (f: (e: Record<string, any>) => void) => hubIssues((d) => f(d["platform:endpoints"][at(d, "sg1", "llama-70b")]));
         expect(up((e) => (e.planner.minReplicas = 2))).toEqual([
@@ -104,6 +152,7 @@ describe("hub-prod's planner budgets", () => {
         ]);
         expect(up((e) => (e.planner.maxGpuBudget = 24))).toEqual([
             expect.stringMatching(/\.planner\.maxGpuBudget: 24 GPUs is above the spoke's 16 \(platform:spokes\[2\]\.gpus\)/),
+            expect.stringMatching(/\.planner\.maxGpuBudget: spoke "sg1" has 16 GPUs .* claim 32 .* at most 8,/),
         ]);
         // Placed in full (4 x 4 of 16): no budget lets it scale there (the hub's placement check passes it).
         const full = endpoint({
@@ -170,6 +219,33 @@ describe("the check against upstream's clamp", () => {
             ),
             { numRuns: 2000 },
         );
+    });
+});
+
+describe("a decision that moves both pools (load_scaling.py _advance_load_disagg)", () => {
+    it("with a budget the check accepts, both pools asking for one more keeps prefill and grows decode by at least one", () => {
+        fc.assert(
+            fc.property(
+                fc.integer({ min: 1, max: 6 }),
+                fc.integer({ min: 1, max: 6 }),
+                fc.integer({ min: 1, max: 8 }),
+                fc.integer({ min: 1, max: 8 }),
+                fc.integer({ min: 0, max: 8 }),
+                (p, d, pg, dg, spare) => {
+                    const budget = p * pg + d * dg + Math.max(pg, dg) + spare;
+                    const [np, nd] = clampPair(p + 1, d + 1, pg, dg, budget, 1, 1);
+                    if ((p + 1) * pg + (d + 1) * dg <= budget) expect([np, nd]).toEqual([p + 1, d + 1]);
+                    else {
+                        expect(np).toBe(p);
+                        expect(nd).toBeGreaterThanOrEqual(d + 1);
+                        expect(np * pg + nd * dg).toBeLessThanOrEqual(budget);
+                    }
+                },
+            ),
+            { numRuns: 2000 },
+        );
+        // Decode takes every GPU prefill leaves: prefill 1 x 4 + decode 3 x 1 at budget 11, both asking, gives (1, 7).
+        expect(clampPair(2, 4, 4, 1, 11, 1, 1)).toEqual([1, 7]);
     });
 });
 

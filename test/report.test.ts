@@ -131,7 +131,8 @@ describe("spoke report (spoke-hn1, DGX H200, 8 x NDR rails)", () => {
         // 2 nodes x 8 GPUs (config/node-profiles/dgx-h200.yaml gpu.count: DGX H200 has 8 H200 GPUs).
         expect(v.capacityGpus).toBe(16);
         expect(v.placedGpus).toBe(12);
-        expect(v.plannerBudgetGpus).toBe(12);
+        // Llama's planner budget 12 + Qwen's fixed graph 4 (config/hub-checks.ts endpointClaimGpus).
+        expect(v.plannerBudgetGpus).toBe(16);
         const md = (await reportFiles(hn1, { png: false }))["report.md"] as string;
         expect(md).toContain("- GPUs placed: `███████████████░░░░░` 12/16 (75%)");
         expect(md).not.toContain("## Warnings");
@@ -300,8 +301,8 @@ describe("hub report (hub-prod)", () => {
             ["hn1", "vn-hanoi-1", 12, 16],
             ["sg1", "ap-southeast-1", 12, 16],
         ]);
-        // Only Llama's planner runs on hcm1 (both Qwen graphs are fixed during the rollout).
-        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(8);
+        // Llama's planner budget 8 + both Qwen graphs fixed at 4 during the rollout: hcm1's 16, as the hub check demands.
+        expect(v.spokes.find((s) => s.name === "hcm1")!.plannerBudgetGpus).toBe(16);
         const files = await reportFiles(hub, { png: false });
         const svg = files["map.svg"] as string;
         expect(elements(svg, "spoke").map((s) => s["data-spoke"])).toEqual(["sg1", "hn1", "hcm1"]);
@@ -317,7 +318,7 @@ describe("hub report (hub-prod)", () => {
             ]),
         );
         const md = files["report.md"] as string;
-        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 8/16 |");
+        expect(md).toContain("| hcm1 | spoke-hcm1 | vn-hochiminh-1 | onprem | 12/16 | 16/16 |");
         expect(md).not.toContain("## Warnings");
         expect(md).toContain("![spokes, regions and models of hub-prod](map.svg) ([PNG](map.png))");
         // The shipped rollout: step, weights per graph and last gate verdict (lib/rollout.ts).
@@ -347,7 +348,7 @@ describe("hub report (hub-prod)", () => {
         };
         const md = (await reportFiles(input, { png: false }))["report.md"] as string;
         expect(md).toContain(
-            "## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets add up to 24 GPUs, more than its 16: planners scaling at once compete for GPUs (qwen3-32b uses the default planner.maxGpuBudget)\n",
+            "## Warnings\n\n- ⚠ spoke hn1: something the program logged\n- ⚠ spoke hcm1: planner budgets and fixed graphs add up to 28 GPUs, more than its 16: a planner cannot grow past the GPUs the others leave free (qwen3-32b uses the default planner.maxGpuBudget)\n",
         );
         expect(md.indexOf("## Warnings")).toBeLessThan(md.indexOf("## Spokes"));
         expect(md).toContain(
@@ -356,7 +357,7 @@ describe("hub report (hub-prod)", () => {
         );
         expect(warningLines(md)).toEqual([
             "spoke hn1: something the program logged",
-            expect.stringMatching(/^spoke hcm1: planner budgets add up to 24/),
+            expect.stringMatching(/^spoke hcm1: planner budgets and fixed graphs add up to 28/),
         ]);
     });
 

@@ -152,11 +152,12 @@ function withoutEnv(dgd: any): { body: any; env: Record<string, Record<string, s
 
 describe("lib/dgd.ts: engine is one field", () => {
     // Besides the NIXL backend selector, the NIC selection differs by engine: vLLM narrows per rank (VLLM_* pair, side
-    // channel from the pod IP), the others get the static rail set (SGLang also as NIXL device_list).
-    const nicVars = ["UCX_NET_DEVICES", "VLLM_GPU_NIC_PCIE_MAPPING", "VLLM_NIC_SELECTION_VARS", "VLLM_NIXL_SIDE_CHANNEL_HOST"];
+    // channel from the pod IP), TRT-LLM gets the static rail set in UCX_NET_DEVICES, SGLang the rails as NIXL's
+    // device_list alone (NIXL sets UCX NET_DEVICES from it over the environment, so no UCX_NET_DEVICES: lib/nixl.ts).
+    const nicVars = ["VLLM_GPU_NIC_PCIE_MAPPING", "VLLM_NIC_SELECTION_VARS", "VLLM_NIXL_SIDE_CHANNEL_HOST"];
     for (const [to, transferVars] of [
         ["sglang", [...nicVars, "SGLANG_HOST_IP", "SGLANG_DISAGGREGATION_NIXL_BACKEND", "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS"]],
-        ["trtllm", [...nicVars, "TRTLLM_NIXL_KVCACHE_BACKEND"]],
+        ["trtllm", [...nicVars, "UCX_NET_DEVICES", "TRTLLM_NIXL_KVCACHE_BACKEND"]],
     ] as const) {
         const transferVar = transferVars.at(-1)!.endsWith("PARAMS") ? "SGLANG_DISAGGREGATION_NIXL_BACKEND" : transferVars.at(-1)!;
         it(`vllm -> ${to} changes only image, command module, args, the transfer/NIC variables, /dev/shm and the planner's backend`, () => {
@@ -237,6 +238,10 @@ describe("lib/dgd.ts: engine is one field", () => {
             "priority",
             "--kv-transfer-config",
             '{"kv_connector":"MultiConnector","kv_role":"kv_both","kv_load_failure_policy":"fail","kv_connector_extra_config":{"connectors":[{"kv_connector":"NixlConnector","kv_role":"kv_both","kv_buffer_device":"cuda","kv_connector_extra_config":{"backends":["UCX"]}},{"kv_connector":"MooncakeStoreConnector","kv_role":"kv_both"}]}}',
+        ]);
+        // No KV events on decode: the router subscribes to none without conditional disaggregation
+        // (upstream/dynamo.ts kvRouterNeedsWorkerEvents); prefill publishes them.
+        expect(mainOf(dgd, "prefill").args.slice(-2)).toEqual([
             "--kv-events-config",
             '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}',
         ]);

@@ -276,11 +276,28 @@ describe("upstream-check fails on planted faults, naming stack, object, containe
         const objs = objects(endpoint({ engine: "sglang" }));
         const d = mainOf(dgdOf(objs), "decode");
         d.args = d.args.filter((a: string) => a !== "--disaggregation-decode-enable-radix-cache");
-        // Without the radix cache the decode worker is on the chunk cache, so its KV event publisher is inert too.
+        // (The decode worker renders no KV event publisher: the router reads none from decode workers by default.)
+        expect(keys(run(objs))).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode main --enable-hierarchical-cache"]);
+        // With one planted on the chunk cache, it is inert twice over: no events, and no subscriber.
+        d.args.push("--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}');
         expect(keys(run(objs))).toEqual([
             "DynamoGraphDeployment/inference/llama-70b component decode main --enable-hierarchical-cache",
             "DynamoGraphDeployment/inference/llama-70b component decode main --kv-events-config",
         ]);
+    });
+    it("decode KV events without conditional disaggregation (vLLM): read by no router", () => {
+        const objs = objects();
+        const d = mainOf(dgdOf(objs), "decode");
+        d.args.push(
+            "--kv-events-config",
+            '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}',
+        );
+        const found = run(objs);
+        expect(keys(found)).toEqual(["DynamoGraphDeployment/inference/llama-70b component decode main --kv-events-config"]);
+        expect(found[0].message).toMatch(/^kv-events .*inert.*KvEventSourceRequirement::NotRequired/);
+        // Under --router-conditional-disagg the router subscribes to decode events: accepted.
+        mainOf(dgdOf(objs), "Frontend").args.push("--router-conditional-disagg");
+        expect(run(objs)).toEqual([]);
     });
     it("a static UCX_NET_DEVICES of all rails beside vLLM's per-rank map", () => {
         const objs = objects();

@@ -25,15 +25,17 @@ function clone(s: StackFile, name: string, config: Record<string, string>): Stac
 /**
  * Stack files for 1 hub + `spokes` spokes with `endpoints` endpoints each. Endpoints alternate vLLM/SGLang,
  * disaggregated 1x1 prefill + 1x1 decode GPUs with a one-store Mooncake pool, so every serving feature renders;
- * each spoke gets enough DGX H200 nodes for its GPUs.
+ * each spoke gets enough DGX H200 nodes for its endpoints' planner budgets.
  */
 export function benchStacks(spokes: number, endpoints: number): StackFile[] {
     if (spokes > 140) throw new Error("at most 140 generated spokes (one 10.<100+i>.0.0/16 rail supernet each)");
     const hubBase = readStackFile(path.join(STACKS_DIR, "Pulumi.hub-prod.yaml"));
     const spokeBase = readStackFile(path.join(STACKS_DIR, "Pulumi.spoke-hn1.yaml"));
     const models = JSON.parse(hubBase.config["platform:models"]) as Array<{ id: string }>;
-    const gpusPerEndpoint = 2;
-    const nodes = Math.max(1, Math.ceil((endpoints * gpusPerEndpoint) / 8));
+    // Each endpoint claims its planner budget on the spoke (config/hub-checks.ts spokeClaimIssues): 4 GPUs, room for
+    // one more 1-GPU worker beside its 2.
+    const maxGpuBudget = 4;
+    const nodes = Math.max(1, Math.ceil((endpoints * maxGpuBudget) / 8));
     const names = Array.from({ length: spokes }, (_, i) => `b${i + 1}`);
     const hubConfig = { ...hubBase.config };
     // The sample hub's global hostname names the sample spokes, which the generated ones replace.
@@ -68,7 +70,7 @@ export function benchStacks(spokes: number, endpoints: number): StackFile[] {
                 topology: { mode: "disaggregated", prefill: { replicas: 1, gpusPerWorker: 1 }, decode: { replicas: 1, gpusPerWorker: 1 } },
                 router: { mode: "kv" },
                 kvPool: { kind: "mooncake", segmentSizeGiB: 64, storeReplicas: 1 },
-                planner: { optimizationTarget: "load", maxGpuBudget: 4 },
+                planner: { optimizationTarget: "load", maxGpuBudget },
             })),
         ),
     );

@@ -241,7 +241,7 @@ export const activationFacts: readonly ActivationFact[] = [
         ],
         otherwise: "inert",
         source: `${D}:docs/fern/pages/developer-guide/knowledge-base/modular-components/router/offloading-support-matrix.md`,
-        note: "the product renders worker KV events on prefill and aggregated workers, and on vLLM/TRT-LLM decode workers (their engines publish; ready for conditional disaggregation); an SGLang decode worker gets none unless its radix cache is kept (`sglang-decode-kv-events`)",
+        note: "the product renders worker KV events on prefill and aggregated workers only: without conditional disaggregation (no product setting turns it on, no frontend renders --router-conditional-disagg or DYN_ROUTER_CONDITIONAL_DISAGG) the router never subscribes to a decode worker's events, so a vLLM/SGLang `--kv-events-config` there would be read and inert; upstream-check (`decodeKvEventsRule`) and the pack (dgd-kv-router-events) refuse it. TRT-LLM decode workers keep `--publish-kv-events`: the one switch also turns on the worker's metrics (components/src/dynamo/trtllm/workers/llm_worker.py publish_events_and_metrics), so it is not inert there. An SGLang decode worker on the chunk cache publishes none even then (`sglang-decode-kv-events`)",
     },
     {
         id: "sglang-decode-kv-events",
@@ -307,11 +307,11 @@ export const activationFacts: readonly ActivationFact[] = [
         component: "dynamo-planner",
         requires: [
             {
-                what: "`max_gpu_budget` at least the graph's GPUs at its replicas (each pool at least `min_endpoint`) plus the largest pool's GPUs per worker: a scale-up proposes `num_workers + 1` of one pool",
+                what: "`max_gpu_budget` at least the graph's GPUs at its replicas (each pool at least `min_endpoint`) plus the largest pool's GPUs per worker: each pool's scale-up proposes `num_workers + 1` of it (disaggregated: prefill and decode decide independently, and one decision may move both)",
                 readBy: `${D}:components/src/dynamo/planner/core/load_scaling.py`,
             },
             {
-                what: "the proposal's total GPUs within `max_gpu_budget`, a hard ceiling never relaxed (`proportional_clamp_pair` from both pools' GPUs per worker, `proportional_clamp_single` for agg)",
+                what: "the proposal's total GPUs within `max_gpu_budget`, a hard ceiling never relaxed (`proportional_clamp_pair` from both pools' GPUs per worker: prefill scaled down proportionally, decode given the GPUs left, so with both pools asking and room for one, decode grows; `proportional_clamp_single` for agg)",
                 readBy: `${D}:components/src/dynamo/planner/core/budget.py`,
             },
         ],

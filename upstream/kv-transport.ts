@@ -74,7 +74,7 @@ export interface KvSetting {
 
 const UCX: Source = "openucx/ucx@v1.21.0:src/ucp/core/ucp_context.c";
 const EFA: Source = "ofiwg/libfabric@v2.4.0:prov/efa/src/efa_env.c#efa_env_param_get";
-const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc";
+const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib.cc";
 const MC_CFG: Source = "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-wheel/mooncake/mooncake_config.py#MooncakeConfig.load_from_env";
 const MC_TE: Source = "kvcache-ai/Mooncake@v0.3.12.post1:mooncake-transfer-engine/src/config.cpp";
 const VLLM_KVT: Source = "vllm-project/vllm@v0.28.0:vllm/config/kv_transfer.py";
@@ -96,6 +96,21 @@ const SIZE = /^\d+(\.\d+)?\s*([kKmMgGtT][bB]?|[kKmMgGtT]i[bB]?)?$/;
 const UCX_TLS_RDMA =
     /^(?=.*\b(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5)\b)(\^?)?(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix)(,(rc|rc_x|rc_v|rc_mlx5|dc|dc_x|dc_mlx5|ud|ud_x|ud_v|ud_mlx5|cuda_copy|cuda_ipc|gdr_copy|self|sm|shm|cma|knem|xpmem|sysv|posix))*$/;
 
+/**
+ * `UCX_NET_DEVICES` is inert on a container whose NIXL UCX backend is given a `device_list` (SGLang's
+ * `SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list` with the UCX backend): NIXL builds `<dev>:1,...` from the
+ * list and sets UCX's NET_DEVICES with `config.modifyAlways` (ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_utils.cpp
+ * `nixlUcxContext`), which calls `ucp_config_modify` without looking at the environment, unlike `config.modify`, which
+ * yields to a `UCX_*` variable already set (src/plugins/ucx/config.cpp). So the list NIXL hands UCX is the device
+ * restriction, and a `UCX_NET_DEVICES` beside it only misleads a reader: the KV closed world refuses it there
+ * (upstream/check/kv-closed-world.ts), and the product does not render it (lib/nixl.ts `nixl-device-list`).
+ */
+export const ucxNetDevicesInertWithDeviceList: { readonly source: Source; readonly carrier: string; readonly key: string } = {
+    source: "ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_utils.cpp",
+    carrier: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS",
+    key: "device_list",
+};
+
 /** The known-safe settings. Keys are exact names; JSON keys are `<carrier>.<dotted path>` (arrays of connectors by `[]`). */
 export const kvKnownSettings: readonly KvSetting[] = [
     // UCX (NIXL's UCX backend, NCCL's UCX plugin).
@@ -109,7 +124,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
         name: "UCX_NET_DEVICES",
         safe: { pattern: DEVICE_LIST },
         source: UCX,
-        note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules",
+        note: "the NIC list; which NICs is checked against the rail table by the pack's rail rules. Inert where the NIXL agent is given a UCX device_list (ucxNetDevicesInertWithDeviceList): refused there",
     },
     // Rendezvous: which protocol (and from which size) UCX uses for tag and active-message sends. NIXL moves KV by RMA
     // (nixlUcxEp::read/write = ucp_get_nbx/ucp_put_nbx, ai-dynamo/nixl@v1.3.2 and @v1.4.0:src/plugins/ucx/ucx_utils.cpp),
@@ -156,7 +171,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
     {
         name: "UCX_IB_GID_INDEX",
         safe: { pattern: UINT },
-        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_iface.c#uct_ib_iface_config_table",
+        source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table",
         note: "RoCE GID selection",
     },
     {
@@ -297,7 +312,7 @@ export const kvKnownSettings: readonly KvSetting[] = [
         name: "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS.device_list",
         safe: { pattern: NIXL_DEVICE_LIST },
         source: "ai-dynamo/nixl@v1.4.0:src/plugins/ucx/ucx_backend.cpp#nixlUcxEngine",
-        note: 'NIXL 1.4.0 (the SGLang image\'s) splits it on ", ", appends :1 to each name and sets UCX NET_DEVICES with config.modifyAlways, replacing UCX_NET_DEVICES (src/plugins/ucx/ucx_utils.cpp, config.cpp); HCA names without a port, ", "-separated; the pack\'s ucx-net-devices-rail-hcas judges the resulting list against the rail table',
+        note: 'NIXL 1.4.0 (the SGLang image\'s) splits it on ", ", appends :1 to each name and sets UCX NET_DEVICES with config.modifyAlways, replacing UCX_NET_DEVICES, which is then inert and refused (src/plugins/ucx/ucx_utils.cpp, config.cpp); HCA names without a port, ", "-separated; the pack\'s ucx-net-devices-rail-hcas judges the resulting list against the rail table',
     },
     {
         name: "SGLANG_HOST_IP",

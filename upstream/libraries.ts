@@ -33,7 +33,11 @@ export const ucx: ComponentFacts = {
             source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table",
             note: "no: GPU memory is not registered with the HCA (KV staged through host memory)",
         },
-        UCX_IB_GID_INDEX: { default: "auto", source: IB_IFACE },
+        UCX_IB_GID_INDEX: {
+            default: "auto",
+            source: "openucx/ucx@v1.21.0:src/uct/ib/base/ib_md.c#uct_ib_md_config_table",
+            note: "an IB memory-domain option (GID_INDEX, ULUNITS), read as md->config.gid_index (src/uct/ib/base/ib_iface.c, ib_device.c)",
+        },
         UCX_SOCKADDR_TLS_PRIORITY: {
             default: "rdmacm,tcp,sockcm",
             source: UCP,
@@ -105,7 +109,7 @@ export const nixl: ComponentFacts = {
     env: {},
 };
 
-const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc";
+const NCCL_IB: Source = "NVIDIA/nccl@v2.28.3-1:src/transport/net_ib.cc";
 export const nccl: ComponentFacts = {
     component: "nccl",
     version: "v2.28.3-1",

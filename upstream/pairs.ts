@@ -55,6 +55,11 @@ export const pairRoleSettings: Readonly<Record<string, readonly RoleSetting[]>> 
             why: "heterogeneous TP: the NIXL handshake maps ranks by an integer ratio (checked separately)",
             source: VLLM_NIXL,
         },
+        {
+            key: "--kv-events-config",
+            why: "the worker's KV event publisher to the router (vLLM KVEventsConfig: a ZMQ publisher of block events), outside the KV block and the transfer; the router reads a decode worker's events only under conditional disaggregation, so decode runs without one (upstream/activation.ts kv-events)",
+            source: "vllm-project/vllm@v0.28.0:vllm/config/kv_events.py",
+        },
     ],
     "dynamo.sglang": [
         { key: "--disaggregation-mode", why: "the role itself (prefill | decode)", source: SGL_SA },

@@ -169,14 +169,24 @@ const BASE: Source = "ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:
 
 /**
  * How the pinned Planner bounds its replicas by GPUs, read in:
- * - {@link LS} (load scaling): a scale-up proposes `num_workers + 1` of ONE pool (prefill, decode, or the aggregated
- *   workers) per decision; a scale-down `max(num_workers - 1, min_endpoint)` and only when `num_workers > 1`;
+ * - {@link LS} (load scaling): each pool's load decision proposes `num_workers + 1` (scale-up) or
+ *   `max(num_workers - 1, min_endpoint)` (scale-down, only when `num_workers > 1`) of that pool. Aggregated: the one
+ *   pool. Disaggregated (`_advance_load_disagg`): prefill and decode decide independently and one decision carries both
+ *   (`ScalingDecision(num_prefill, num_decode)`), so it may move both pools at once, each by one, in either direction;
+ *   the pair then goes through the pair clamp below;
  * - {@link STATE} `_apply_global_budget` / `_budget_clamp`: every proposal passes `proportional_clamp_pair` (disagg,
  *   from both pools' GPUs per worker, read from the DGD) or `proportional_clamp_single` (agg), after
  *   `max(desired, min_endpoint)`;
  * - {@link BUDGET}: `max_gpu_budget` "is a hard hardware/capacity bound and is never relaxed": a proposal whose total
- *   (`num_p * p_gpu + num_d * d_gpu`) is above it is shrunk back under it (the pair clamp rebalances proportionally,
- *   so with prefill 1x4 + decode 1x4 and budget 10 a `(2, 1)` proposal comes back `(1, 1)`); `min_gpu_budget` (-1,
+ *   (`num_p * p_gpu + num_d * d_gpu`) is above it is shrunk back under it. The pair clamp (`proportional_clamp_pair`,
+ *   ceiling path) scales prefill by `max_gpu_budget / total` (floor, at least its min_endpoint) and gives decode every
+ *   GPU left (`floor(remaining / d_gpu)`, at least its min_endpoint): with prefill 1x4 + decode 1x4 and budget 10 a
+ *   `(2, 1)` proposal comes back `(1, 1)`; with budget 12 a `(2, 2)` one (both pools asking) comes back `(1, 2)`. So
+ *   when both pools ask for one more worker and the budget holds only one, prefill is trimmed back to where it was and
+ *   decode grows, by more than one where its workers are smaller than the leftover (prefill 1x4 + decode 3x1, budget
+ *   11: `(2, 4)` comes back `(1, 7)`). A budget of at least the start plus the largest pool's GPUs per worker
+ *   ({@link plannerScaleUpNeed}) lets either pool's one-worker scale-up through unclamped, and when both ask keeps
+ *   prefill and grows decode by at least one (test/planner-budget.test.ts ports the clamp); `min_gpu_budget` (-1,
  *   off, unless set; the product never sets it) is a floor relaxed by `max(p_gpu, d_gpu)`;
  * - {@link BASE} `_minimum_endpoint_budget_errors`: the Planner refuses to start when the min-endpoint footprint
  *   (`prefill_min_endpoint * p_gpu + decode_min_endpoint * d_gpu`) is above `max_gpu_budget`.
@@ -199,7 +209,9 @@ export interface PlannerPool {
  * What `max_gpu_budget` must be for the Planner to add one worker of ANY of its pools from where it starts (see
  * {@link plannerBudgetSources}): the pools' GPUs at `max(replicas, minEndpoint)` workers each (the Planner raises a pool
  * to `min_endpoint` at its first decision) plus the largest pool's GPUs per worker. With a budget below it, a scale-up
- * of that pool is always clamped back (a budget at least `start` plus the smaller step lets only the smaller pool grow).
+ * of that pool alone is always clamped back (a budget at least `start` plus the smaller step lets only the smaller pool
+ * grow). A decision that asks both pools for one more is not what this bounds: the pair clamp then keeps prefill and
+ * gives decode the room (see {@link plannerBudgetSources}).
  *
  * @param pools the graph's pools (disaggregated: prefill and decode; aggregated: workers)
  * @param minEndpoint PlannerConfig `min_endpoint` (the product renders it for every role)

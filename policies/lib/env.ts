@@ -111,7 +111,7 @@ export interface NcclHcaList {
 }
 
 /**
- * Pure: parses an `NCCL_IB_HCA` value as NCCL reads it (the variable: NVIDIA/nccl@v2.28.3-1:src/transport/net_ib/init.cc,
+ * Pure: parses an `NCCL_IB_HCA` value as NCCL reads it (the variable: NVIDIA/nccl@v2.28.3-1:src/transport/net_ib.cc,
  * upstream/libraries.ts; the list syntax: NVIDIA/nccl src/misc/utils.cc, as lib/rails.ts cites it): a leading `^`
  * excludes the listed HCAs, then a leading `=` makes names match exactly
  * (otherwise each entry is a prefix: `mlx5_1` also selects `mlx5_10`); entries are comma separated, `hca[:port]`,

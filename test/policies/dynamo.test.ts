@@ -244,11 +244,33 @@ describe("dgd-kv-router-events", () => {
         expect(await violations([dgdKvRouterEvents], inert)).toEqual([
             `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: --kv-events-config on an SGLang decode worker without --disaggregation-decode-enable-radix-cache is inert: SGLang forces the chunk cache there, which publishes no KV events, yet Dynamo advertises the worker as a publisher. Fix: drop --kv-events-config from the decode worker (the KV router needs decode events only under --router-conditional-disagg), or keep the radix cache with --disaggregation-decode-enable-radix-cache.`,
         ]);
-        const kept = dgdEdit((o) => {
-            setArg(mainOf(o, "decode"), "--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}');
-            mainOf(o, "decode").args.push("--disaggregation-decode-enable-radix-cache");
-        }, sg);
-        expect(await violations([dgdKvRouterEvents], kept)).toEqual([]);
+        const kept = (conditional: boolean) =>
+            dgdEdit((o) => {
+                setArg(mainOf(o, "decode"), "--kv-events-config", '{"publisher":"zmq","endpoint":"tcp://*:5557"}');
+                mainOf(o, "decode").args.push("--disaggregation-decode-enable-radix-cache");
+                if (conditional) mainOf(o, "Frontend").args.push("--router-conditional-disagg");
+            }, sg);
+        // With the radix cache it publishes, but without conditional disaggregation nobody subscribes: inert.
+        const unread = `${L} container decode/main field spec.components[3].podTemplate.spec.containers[0].args: --kv-events-config on a P/D decode worker is inert: no KV-routing frontend of the graph runs --router-conditional-disagg (or DYN_ROUTER_CONDITIONAL_DISAGG), so the router requires no events from decode workers (KvEventSourceRequirement::NotRequired) and never subscribes. Fix: drop --kv-events-config from the decode worker (lib/dgd.ts renders none there), or turn conditional disaggregation on at the frontend.`;
+        expect(await violations([dgdKvRouterEvents], kept(false))).toEqual([unread]);
+        expect(await violations([dgdKvRouterEvents], kept(true))).toEqual([]);
+        // vLLM the same way: the rendered decode worker has none; one planted is inert unless conditional disagg is on.
+        const vllmDecode = '{"publisher":"zmq","topic":"kv-events","endpoint":"tcp://*:20080","enable_kv_cache_events":true}';
+        expect(
+            await violations(
+                [dgdKvRouterEvents],
+                dgdEdit((o) => setArg(mainOf(o, "decode"), "--kv-events-config", vllmDecode)),
+            ),
+        ).toEqual([unread]);
+        expect(
+            await violations(
+                [dgdKvRouterEvents],
+                dgdEdit((o) => {
+                    setArg(mainOf(o, "decode"), "--kv-events-config", vllmDecode);
+                    setEnv(mainOf(o, "Frontend"), "DYN_ROUTER_CONDITIONAL_DISAGG", "true");
+                }),
+            ),
+        ).toEqual([]);
     });
     it("kv-only flags in round-robin mode, and --enforce-disagg", async () => {
         const rs = dgdEdit((o) => {

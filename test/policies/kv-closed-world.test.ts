@@ -46,6 +46,41 @@ describe("KV closed world in the pack", () => {
         expect(await violations([policy], stack())).toEqual([]);
         expect(await violations([policy], stack([endpoint({ engine: "sglang", topology: EQUAL_TP })]))).toEqual([]);
     });
+    it("refuses UCX_NET_DEVICES beside SGLang's NIXL device_list: NIXL sets NET_DEVICES from the list over it (inert)", async () => {
+        const sg = stack([endpoint({ engine: "sglang", topology: EQUAL_TP })]);
+        const inert = async (fn: (m: Record<string, any>) => void) =>
+            (await violations([policy], both(fn, sg))).filter((v) => /is inert/.test(v));
+        const rails = "mlx5_0:1,mlx5_3:1";
+        const found = await inert((m) => setEnv(m, "UCX_NET_DEVICES", rails));
+        expect(found).toHaveLength(2);
+        expect(found[0]).toMatch(
+            new RegExp(
+                `field env\\.UCX_NET_DEVICES: UCX_NET_DEVICES=${rails} is inert: NIXL's UCX backend is given SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS\\.device_list ".*" and sets UCX NET_DEVICES from it with config\\.modifyAlways, over the environment \\[ai-dynamo/nixl@v1\\.4\\.0:src/plugins/ucx/ucx_utils\\.cpp\\]`,
+            ),
+        );
+        // Without a device_list, or with the LIBFABRIC backend, UCX_NET_DEVICES is what UCX reads: not inert.
+        expect(
+            await inert((m) => {
+                setEnv(m, "UCX_NET_DEVICES", rails);
+                setEnv(m, "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS", "{}");
+            }),
+        ).toEqual([]);
+        expect(
+            await inert((m) => {
+                setEnv(m, "UCX_NET_DEVICES", rails);
+                setEnv(m, "SGLANG_DISAGGREGATION_NIXL_BACKEND", "LIBFABRIC");
+            }),
+        ).toEqual([]);
+        // vLLM renders no device_list: its UCX_NET_DEVICES stays live.
+        expect(
+            (
+                await violations(
+                    [policy],
+                    both((m) => setEnv(m, "UCX_NET_DEVICES", rails)),
+                )
+            ).filter((v) => /is inert/.test(v)),
+        ).toEqual([]);
+    });
     it("an unknown knob of each family is refused, naming name and value", async () => {
         for (const [n, v] of [
             ["UCX_ZCOPY_THRESH", "inf"],

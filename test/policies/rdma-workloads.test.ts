@@ -243,20 +243,35 @@ describe("ucx-net-devices-rail-hcas", () => {
             `${P}.env[UCX_NET_DEVICES]: mlx5_0 has no :port; UCX names RDMA devices <hca>:<port>. Fix: write mlx5_0:1.`,
         ]);
     });
-    it("SGLang's NIXL device_list replaces UCX_NET_DEVICES (config.modifyAlways), so it is judged the same way", async () => {
+    it("SGLang's NIXL device_list replaces UCX_NET_DEVICES (config.modifyAlways), so it is judged alone", async () => {
         const PARAMS = "SGLANG_DISAGGREGATION_NIXL_BACKEND_PARAMS";
         const sg = stack([endpoint({ engine: "sglang" })]);
-        expect(await violations([ucxNetDevicesRailHcas], sg)).toEqual([]);
-        const list = (v: string) =>
+        // Rendered: the rails as device_list, no UCX_NET_DEVICES (lib/nixl.ts nixl-device-list).
+        const dgd = sg.find((r) => (r.inputs as Record<string, any>).kind === "DynamoGraphDeployment")!.inputs as Record<string, any>;
+        for (const role of ["prefill", "decode"]) {
+            const names = (mainOf(dgd, role).env as Array<{ name: string }>).map((e) => e.name);
+            expect(names).toContain(PARAMS);
+            expect(names).not.toContain("UCX_NET_DEVICES");
+        }
+        expect(await violations([ucxNetDevicesRailHcas, nicMapPerRank], sg)).toEqual([]);
+        const list = (v: string | undefined, net?: string) =>
             violations(
                 [ucxNetDevicesRailHcas],
-                edit(sg, "DynamoGraphDeployment", (o) => setEnv(mainOf(o, "prefill"), PARAMS, JSON.stringify({ device_list: v }))),
+                edit(sg, "DynamoGraphDeployment", (o) => {
+                    setEnv(mainOf(o, "prefill"), PARAMS, v === undefined ? JSON.stringify({}) : JSON.stringify({ device_list: v }));
+                    if (net) setEnv(mainOf(o, "prefill"), "UCX_NET_DEVICES", net);
+                }),
             );
-        // The rendered UCX_NET_DEVICES stays the rails; NIXL hands UCX the device_list instead.
         expect(await list("mlx5_0, mlx5_1")).toEqual([
-            `${P}.env[${PARAMS}].device_list: NIXL device_list "mlx5_0, mlx5_1" (UCX NET_DEVICES mlx5_0:1,mlx5_1:1, replacing UCX_NET_DEVICES): mlx5_1:1 is a frontend (north-south) NIC of pool h200; KV traffic never rides the frontend. ${fix}`,
+            `${P}.env[${PARAMS}].device_list: NIXL device_list "mlx5_0, mlx5_1" (UCX NET_DEVICES mlx5_0:1,mlx5_1:1, over any UCX_NET_DEVICES): mlx5_1:1 is a frontend (north-south) NIC of pool h200; KV traffic never rides the frontend. ${fix}`,
         ]);
         expect(await list("mlx5_0, mlx5_3")).toEqual([]);
+        // A UCX_NET_DEVICES beside the list never reaches UCX: the list alone is judged (the KV closed world refuses
+        // the inert variable, test/policies/kv-closed-world.test.ts).
+        expect(await list("mlx5_0, mlx5_3", "all")).toEqual([]);
+        expect(await list("mlx5_0, mlx5_1", RAILS)).toHaveLength(1);
+        // No device_list and no UCX_NET_DEVICES: UCX may use any device.
+        expect(await list(undefined)).toEqual([expect.stringMatching(/env\[UCX_NET_DEVICES\]: UCX_NET_DEVICES is unset/)]);
     });
     it("a rail whose resource is not requested", async () => {
         const rs = prefill((m) => {

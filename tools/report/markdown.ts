@@ -85,7 +85,7 @@ export function warningsOf(v: StackView): string[] {
             if (s.plannerBudgetGpus > s.capacityGpus) {
                 const d = s.endpoints.filter((e) => e.plannerBudgetDefault).map((e) => e.name);
                 out.push(
-                    `spoke ${s.name}: planner budgets add up to ${s.plannerBudgetGpus} GPUs, more than its ${s.capacityGpus}: planners scaling at once compete for GPUs${d.length ? ` (${d.join(", ")} use${d.length === 1 ? "s" : ""} the default planner.maxGpuBudget)` : ""}`,
+                    `spoke ${s.name}: planner budgets and fixed graphs add up to ${s.plannerBudgetGpus} GPUs, more than its ${s.capacityGpus}: a planner cannot grow past the GPUs the others leave free${d.length ? ` (${d.join(", ")} use${d.length === 1 ? "s" : ""} the default planner.maxGpuBudget)` : ""}`,
                 );
             }
         }
@@ -93,7 +93,7 @@ export function warningsOf(v: StackView): string[] {
         if (v.placedGpus > v.capacityGpus) out.push(`placement needs ${v.placedGpus} GPUs, the spoke has ${v.capacityGpus}`);
         if (v.plannerBudgetGpus > v.capacityGpus)
             out.push(
-                `planner budgets add up to ${v.plannerBudgetGpus} GPUs, more than the ${v.capacityGpus} the spoke has: planners scaling at once compete for GPUs`,
+                `planner budgets and fixed graphs add up to ${v.plannerBudgetGpus} GPUs, more than the ${v.capacityGpus} the spoke has: a planner cannot grow past the GPUs the others leave free`,
             );
         for (const e of v.endpoints)
             if (e.renderedGpus !== undefined && e.renderedGpus !== e.gpus)
@@ -109,11 +109,11 @@ function warningSection(v: StackView): string[] {
 }
 
 function capacityLines(placed: number, budgets: number, capacity: number): string[] {
-    const lines = [`- GPUs placed: ${bar(placed, capacity)}`, `- planner budgets: ${bar(budgets, capacity)}`];
+    const lines = [`- GPUs placed: ${bar(placed, capacity)}`, `- planner budgets and fixed graphs: ${bar(budgets, capacity)}`];
     if (placed > capacity) lines.push(`- ⚠ placement needs ${placed} GPUs, the spoke has ${capacity}`);
     if (budgets > capacity)
         lines.push(
-            `- ⚠ planner budgets add up to ${budgets} GPUs, more than the ${capacity} the spoke has: planners scaling at once compete for GPUs`,
+            `- ⚠ planner budgets and fixed graphs add up to ${budgets} GPUs, more than the ${capacity} the spoke has: a planner cannot grow past the GPUs the others leave free`,
         );
     return lines;
 }
@@ -375,7 +375,17 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
         "## Spokes",
         "",
         ...table(
-            ["spoke", "stack", "region", "provider", "GPUs placed", "planner budgets", "endpoints", "policy revision", "placement"],
+            [
+                "spoke",
+                "stack",
+                "region",
+                "provider",
+                "GPUs placed",
+                "planner budgets and fixed graphs",
+                "endpoints",
+                "policy revision",
+                "placement",
+            ],
             v.spokes.map((s) => [
                 s.name,
                 s.stack,
@@ -393,7 +403,7 @@ function hubMarkdown(v: HubView, pictures: string[]): string[] {
     const over = v.spokes.filter((s) => s.plannerBudgetGpus > s.capacityGpus);
     if (over.length)
         lines.push(
-            `⚠ planner budgets above capacity on ${over.map((s) => `${s.name} (${s.plannerBudgetGpus} > ${s.capacityGpus})`).join(", ")}: planners scaling at once compete for GPUs.`,
+            `⚠ planner budgets and fixed graphs above capacity on ${over.map((s) => `${s.name} (${s.plannerBudgetGpus} > ${s.capacityGpus})`).join(", ")}: a planner cannot grow past the GPUs the others leave free.`,
             "",
         );
     lines.push(...rolloutSection(v.spokes.flatMap((s) => s.endpoints.map((e) => ({ spoke: s.name, e })))));

@@ -6,6 +6,7 @@
  */
 import { endpointSignals } from "../../upstream/check/signals";
 import { endpointGpus, type Endpoint } from "../../config/endpoint";
+import { endpointClaimGpus } from "../../config/hub-checks";
 import { ENDPOINT_LABEL } from "../../lib/labels";
 import { dgdName, revisionsOf, stateOf } from "../../lib/rollout";
 import { expectedStartPath, kvTiersText } from "../../lib/faststart";
@@ -74,6 +75,11 @@ export interface EndpointView {
     plannerBudget?: number;
     /** True when `plannerBudget` is the schema default (the hub file sets no `planner.maxGpuBudget`). */
     plannerBudgetDefault?: boolean;
+    /**
+     * GPUs the endpoint may come to use on its spoke (config/hub-checks.ts `endpointClaimGpus`): per revision, the
+     * planner budget where the planner is on, else the graph's GPUs at its replicas.
+     */
+    claimGpus: number;
     speculative?: string;
     /** Node pool the endpoint runs on (spoke output `serving.<endpoint>.pool`). */
     pool?: string;
@@ -208,6 +214,7 @@ export interface SpokeView {
     capacityGpus: number;
     endpoints: EndpointView[];
     placedGpus: number;
+    /** Sum of the endpoints' `claimGpus` (planner budgets and fixed graphs), the figure the hub refuses above capacity. */
     plannerBudgetGpus: number;
     networks: NetworkView[];
     gpuDirectRdma?: string;
@@ -223,6 +230,7 @@ export interface HubSpokeView {
     provider: string;
     capacityGpus: number;
     placedGpus: number;
+    /** Sum of the endpoints' `claimGpus` (planner budgets and fixed graphs), the figure the hub refuses above capacity. */
     plannerBudgetGpus: number;
     endpoints: EndpointView[];
     policyRevision?: number;
@@ -275,6 +283,7 @@ function endpointView(e: Endpoint): EndpointView {
         router: e.router?.mode ?? "kv",
         kvPool: e.kvPool?.kind === "mooncake" ? `mooncake ${e.kvPool.segmentSizeGiB} GiB x ${e.kvPool.storeReplicas}` : "none",
         plannerBudget: e.planner && e.planner.enabled !== false ? e.planner.maxGpuBudget : undefined,
+        claimGpus: endpointClaimGpus(e),
         speculative: spec
             ? `${spec.method}${spec.draftModel ? ` (${spec.draftModel})` : ""}, ${spec.numSpeculativeTokens} tokens`
             : undefined,
@@ -503,7 +512,7 @@ function spokeView(input: ReportInput, cfg: SpokeConfig): SpokeView {
         capacityGpus: pools.reduce((n, p) => n + p.capacityGpus, 0),
         endpoints,
         placedGpus: endpoints.reduce((n, e) => n + (e.renderedGpus ?? e.gpus), 0),
-        plannerBudgetGpus: endpoints.reduce((n, e) => n + (e.plannerBudget ?? 0), 0),
+        plannerBudgetGpus: endpoints.reduce((n, e) => n + e.claimGpus, 0),
         networks,
         gpuDirectRdma: cfg.gpuOperator?.gpuDirectRdma,
         policy: policyView(input),
@@ -538,7 +547,7 @@ function hubView(input: ReportInput, cfg: HubConfig): HubView {
                 provider: s.provider,
                 capacityGpus: s.gpus,
                 placedGpus: endpoints.reduce((n, e) => n + e.gpus, 0),
-                plannerBudgetGpus: endpoints.reduce((n, e) => n + (e.plannerBudget ?? 0), 0),
+                plannerBudgetGpus: endpoints.reduce((n, e) => n + e.claimGpus, 0),
                 endpoints,
                 policyRevision: out.policyRevisions?.[s.name]?.revision,
                 placementRevision: out.placement?.[s.name]?.revision,

@@ -326,7 +326,7 @@ export function hubMapSvg(v: HubView): string {
                 text(
                     sx + 10,
                     ty,
-                    `GPUs placed ${s.placedGpus}/${s.capacityGpus} · planner budgets ${s.plannerBudgetGpus}/${s.capacityGpus}${over ? " !" : ""}`,
+                    `GPUs placed ${s.placedGpus}/${s.capacityGpus} · planner budgets and fixed ${s.plannerBudgetGpus}/${s.capacityGpus}${over ? " !" : ""}`,
                     { size: 11, fill: over ? "#c62828" : MUTED },
                 ),
             );
@@ -370,7 +370,7 @@ export function hubMapSvg(v: HubView): string {
     // Legend: every mark the map uses.
     const legend = [
         "P/D = disaggregated: P prefill, D decode workers; agg = aggregated: W workers; each as replicas x GPUs per worker",
-        "bar: GPUs placed / the spoke's GPUs; \"!\" and a red border: placement or planner budgets above the spoke's GPUs",
+        "bar: GPUs placed / the spoke's GPUs; \"!\" and a red border: placement or planner budgets and fixed graphs above the spoke's GPUs",
         "lines: the hub's placement and signed policy bundles going down to each spoke (usage comes back up)",
     ];
     const top = y + 26 + maxInRegion * (spokeH + 12) + 18;

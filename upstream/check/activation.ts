@@ -326,6 +326,47 @@ export function sglangDecodeKvEventsRule(s: StackView): Finding[] {
         );
 }
 
+/**
+ * `kv-events`, decode side: a P/D decode worker that publishes KV events while no frontend of its graph turns
+ * conditional disaggregation on (`--router-conditional-disagg` / DYN_ROUTER_CONDITIONAL_DISAGG): the router derives
+ * NotRequired for decode workers then and subscribes to none of their events (upstream/dynamo.ts
+ * kvRouterNeedsWorkerEvents), so the publisher is read and inert. An SGLang decode worker on the chunk cache publishes
+ * nothing and is {@link sglangDecodeKvEventsRule}'s; TRT-LLM's `--publish-kv-events` also gates the worker's metrics
+ * (ai-dynamo/dynamo@2a6da14c83617f5412caba5777dbf0e2399e9c5f:components/src/dynamo/trtllm/workers/llm_worker.py) and
+ * is not judged here.
+ */
+export function decodeKvEventsRule(s: StackView): Finding[] {
+    const fact = activationFact("kv-events");
+    const pods = podsOf(s.objects);
+    const out: Finding[] = [];
+    // TRT-LLM's --publish-kv-events also turns on the worker's metrics (llm_worker.py publish_events_and_metrics), so
+    // on a TRT-LLM decode worker it is not inert: only a vLLM/SGLang --kv-events-config is judged.
+    for (const w of pods.filter(
+        (p) => p.componentType === "decode" && !argvOf(p.main).includes("--publish-kv-events") && publishesKvEvents(argvOf(p.main)),
+    )) {
+        const consumed = pods.some(
+            (f) =>
+                f.graph === w.graph &&
+                f.componentType === "frontend" &&
+                flagValue(argvOf(f.main), "--router-mode") === "kv" &&
+                !argvOf(f.main).includes("--no-router-kv-events") &&
+                kvRouterNeedsWorkerEvents("decode", argvOf(f.main), envOf(f.main, "DYN_ROUTER_CONDITIONAL_DISAGG")?.value),
+        );
+        if (!consumed)
+            out.push(
+                finding(
+                    s.stack,
+                    w.object,
+                    w.main.name,
+                    "--kv-events-config",
+                    fact,
+                    "this P/D decode worker publishes KV events, but no KV-routing frontend of its graph runs --router-conditional-disagg (or DYN_ROUTER_CONDITIONAL_DISAGG), so the router requires none from decode workers (KvEventSourceRequirement::NotRequired) and never subscribes: drop them from the decode worker",
+                ),
+            );
+    }
+    return out;
+}
+
 /** `kv-events`: a KV-routing frontend's workers all publish KV events (else the router routes on guesses). */
 export function kvEventsRule(s: StackView): Finding[] {
     const fact = activationFact("kv-events");
@@ -710,6 +751,7 @@ export const activationRules: ReadonlyArray<(s: StackView) => Finding[]> = [
     sharedCacheRule,
     operatorValuesRule,
     kvEventsRule,
+    decodeKvEventsRule,
     sglangDecodeKvEventsRule,
     plannerSignalsRule,
     enginePriorityRule,

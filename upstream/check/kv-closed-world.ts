@@ -10,6 +10,7 @@ import {
     kvMovingEntrypoints,
     kvOpaqueArgFiles,
     kvScopedJsonCarriers,
+    ucxNetDevicesInertWithDeviceList,
 } from "../kv-transport";
 import { parseSide } from "../pairs";
 import { findEntrypoint } from "./containers";
@@ -148,6 +149,31 @@ export function envSources(o: Obj, c: Obj, configMaps: Map<string, Obj>): { vars
 }
 
 /**
+ * `UCX_NET_DEVICES` beside a NIXL UCX `device_list` (upstream/kv-transport.ts `ucxNetDevicesInertWithDeviceList`):
+ * NIXL sets NET_DEVICES from the list over the environment, so the variable is inert. Undefined when it is not set,
+ * there is no list, or the backend is not UCX.
+ */
+function inertNetDevices(vars: readonly Obj[]): string | undefined {
+    const f = ucxNetDevicesInertWithDeviceList;
+    // The last of a name wins, as Kubernetes merges env.
+    const last = (name: string) => [...vars].reverse().find((e) => e.name === name);
+    const value = (name: string) => last(name)?.value;
+    const net = last("UCX_NET_DEVICES");
+    const raw = value(f.carrier);
+    const backend = value("SGLANG_DISAGGREGATION_NIXL_BACKEND");
+    if (!net || raw === undefined || (backend !== undefined && String(backend) !== "UCX")) return undefined;
+    let list: unknown;
+    try {
+        list = (JSON.parse(String(raw)) as Record<string, unknown> | null)?.[f.key];
+    } catch {
+        return undefined; // not JSON: refused by the closed world itself
+    }
+    if (typeof list !== "string") return undefined;
+    const shown = net.value !== undefined ? `UCX_NET_DEVICES=${net.value}` : "UCX_NET_DEVICES";
+    return `${shown} is inert: NIXL's UCX backend is given ${f.carrier}.${f.key} "${list}" and sets UCX NET_DEVICES from it with config.modifyAlways, over the environment [${f.source}]. Remove UCX_NET_DEVICES; the device_list is what keeps NIXL on the rails (the pack's ucx-net-devices-rail-hcas judges it)`;
+}
+
+/**
  * Rule: closed world for KV transport (upstream/kv-transport.ts). On every container that moves KV, every env var,
  * flag and JSON key of a KV family is known with a safe value, or covered by a reviewed, unexpired exception of the
  * graph for exactly that name and value.
@@ -235,6 +261,15 @@ export function kvClosedWorldRule(stack: RenderedStack, facts: Facts): Finding[]
                         }
                     }
                 }
+                const inert = inertNetDevices(env.vars);
+                if (inert)
+                    out.push({
+                        stack: stack.stack,
+                        object,
+                        container: where,
+                        key: "env.UCX_NET_DEVICES",
+                        message: inert,
+                    });
                 const side = parseSide({ argv, env: {} }, ep, facts.components);
                 // Flags inside shell scripts (`sh -c "python3 -m ... --kv-transfer-config ..."`) count too.
                 const scripted: Record<string, string | true> = {};
