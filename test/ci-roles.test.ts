@@ -16,7 +16,7 @@ import {
     previewGuardPolicy,
 } from "../lib/ci-roles";
 import { requireHubSecretsProvider } from "../programs/hub";
-import { ciRoles, parseCiRolesArgs } from "../tools/ci-roles";
+import { ciRoles, parseCiRolesArgs, ROLE_TRUST_POLICY_DEFAULT_CHARS } from "../tools/ci-roles";
 import * as YAML from "yaml";
 import { ROOT, STACKS, testTempDir } from "./helpers";
 
@@ -535,6 +535,21 @@ describe("npm run ci-roles (tools/ci-roles.ts): the printed commands and the wri
         for (const s of stacks.filter((x) => !hubs.includes(x)))
             expect(assumeWithGitHub(trust, { sub: sub(`preview-${s}`), aud }), s).toBe("Allowed");
         for (const h of hubs) expect(assumeWithGitHub(trust, { sub: sub(`preview-${h}`), aud }), h).toBe("ImplicitlyDenied");
+    });
+
+    it("says when the preview trust outgrows IAM's default trust policy length (every spoke is named in it)", () => {
+        const few = ciRoles({ ...opts(testTempDir("ci-roles-"), true), stacksDir: withDeployRole() });
+        expect(few.commands.join("\n")).not.toMatch(/Role trust policy length/);
+        const dir = withDeployRole();
+        const spoke = fs.readFileSync(path.join(dir, "Pulumi.spoke-hn1.yaml"), "utf8");
+        for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(dir, `Pulumi.spoke-site${String(i).padStart(2, "0")}.yaml`), spoke);
+        const out = testTempDir("ci-roles-");
+        const many = ciRoles({ ...opts(out, true), stacksDir: dir });
+        const chars = JSON.stringify(JSON.parse(fs.readFileSync(path.join(out, "preview-trust.json"), "utf8"))).length;
+        expect(chars).toBeGreaterThan(ROLE_TRUST_POLICY_DEFAULT_CHARS);
+        expect(many.commands[1]).toBe(
+            `# NOTE: preview-trust.json is ${chars} characters, over IAM's default role trust policy length (2048): raise the account's "Role trust policy length" quota (Service Quotas, IAM; at most 4096) before running these, or the preview role's trust is refused`,
+        );
     });
 
     it("refuses a stacks folder holding a stack file that is neither hub nor spoke (it would slip into the preview trust)", () => {

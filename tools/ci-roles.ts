@@ -65,6 +65,8 @@ Examples:
     --hub-outputs s3://platform-pulumi-state-111122223333/hub-outputs/ --state-bucket platform-pulumi-state-111122223333 --update
 `;
 
+/** IAM's default limit on a role trust policy's length, characters without whitespace (IAM User Guide, "IAM and AWS STS quotas"). */
+export const ROLE_TRUST_POLICY_DEFAULT_CHARS = 2048;
 /** Parsed `npm run ci-roles` arguments. */
 export interface CiRolesOptions {
     hub: string;
@@ -173,6 +175,15 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
         : [
               `# NOTE: ${deployRole} is not in ${file} platform:hubDeployers yet: add it and rerun (the state key's policy names the hub deployers)`,
           ];
+    // IAM counts a role trust policy's characters without whitespace, 2,048 by default (quota "Role trust policy
+    // length", raisable to 4,096: IAM User Guide, "IAM and AWS STS quotas"); the preview trust names every spoke.
+    const trustLength = JSON.stringify(docs["preview-trust.json"]).length;
+    const trustTooLong =
+        trustLength > ROLE_TRUST_POLICY_DEFAULT_CHARS
+            ? [
+                  `# NOTE: preview-trust.json is ${trustLength} characters, over IAM's default role trust policy length (${ROLE_TRUST_POLICY_DEFAULT_CHARS}): raise the account's "Role trust policy length" quota (Service Quotas, IAM; at most 4096) before running these, or the preview role's trust is refused`,
+              ]
+            : [];
     const putPreviewPolicies = [
         `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-read --policy-document file://${out}/preview-read.json`,
         `aws iam put-role-policy --role-name ${names.previewRole} --policy-name preview-guard --policy-document file://${out}/preview-guard.json`,
@@ -184,6 +195,7 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
     const commands = o.update
         ? [
               asDeployer,
+              ...trustTooLong,
               "# update the existing CI roles and hub state key in place (after a spoke stack was added, or the hub file's deployers,",
               "# key administrators or --hub-outputs/--state-bucket changed); nothing is created",
               `aws iam update-assume-role-policy --role-name ${names.previewRole} --policy-document file://${out}/preview-trust.json`,
@@ -200,6 +212,7 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
           ]
         : [
               asDeployer,
+              ...trustTooLong,
               `# once per repository (admin): tokens carry the ref in their subject (${GITHUB_SUBJECT_CLAIM_KEYS.join(", ")}), which both trusts require`,
               githubSubjectCustomizationCommand(o.repo),
               "# once per account: GitHub's OIDC provider (IAM fetches its certificate thumbprint itself)",
