@@ -347,9 +347,7 @@ export function decodeKvEventsRule(s: StackView): Finding[] {
         const consumed = pods.some(
             (f) =>
                 f.graph === w.graph &&
-                f.componentType === "frontend" &&
-                flagValue(argvOf(f.main), "--router-mode") === "kv" &&
-                !argvOf(f.main).includes("--no-router-kv-events") &&
+                routesOnKvEvents(f) &&
                 kvRouterNeedsWorkerEvents("decode", argvOf(f.main), envOf(f.main, "DYN_ROUTER_CONDITIONAL_DISAGG")?.value),
         );
         if (!consumed)
@@ -367,17 +365,21 @@ export function decodeKvEventsRule(s: StackView): Finding[] {
     return out;
 }
 
+/** A frontend whose KV router routes on its workers' KV events (`--router-mode kv` without `--no-router-kv-events`). */
+function routesOnKvEvents(p: PodView): boolean {
+    return (
+        p.componentType === "frontend" &&
+        flagValue(argvOf(p.main), "--router-mode") === "kv" &&
+        !argvOf(p.main).includes("--no-router-kv-events")
+    );
+}
+
 /** `kv-events`: a KV-routing frontend's workers all publish KV events (else the router routes on guesses). */
 export function kvEventsRule(s: StackView): Finding[] {
     const fact = activationFact("kv-events");
     const out: Finding[] = [];
     const pods = podsOf(s.objects);
-    for (const f of pods.filter(
-        (p) =>
-            p.componentType === "frontend" &&
-            flagValue(argvOf(p.main), "--router-mode") === "kv" &&
-            !argvOf(p.main).includes("--no-router-kv-events"),
-    )) {
+    for (const f of pods.filter(routesOnKvEvents)) {
         const needed = (p: PodView) =>
             ["prefill", "decode", "worker"].includes(p.componentType ?? "") &&
             kvRouterNeedsWorkerEvents(p.componentType ?? "", argvOf(f.main), envOf(f.main, "DYN_ROUTER_CONDITIONAL_DISAGG")?.value);
