@@ -22,7 +22,7 @@ import { GATEWAY_NAMESPACE } from "../lib/gateway";
 import { PLATFORM_NAMESPACE } from "../lib/labels";
 import { MOCK_ACCOUNT_ID } from "../tools/mock-outputs";
 import { unwrapWire } from "../tools/wire";
-import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, stackConfigDoc, testTempDir } from "./helpers";
+import { byType, flatConfig, inputs, runHubAndSpoke, runRepoStack, spokeConfigPinning, stackConfigDoc, testTempDir } from "./helpers";
 
 /**
  * Every AWS policy the hub renders, evaluated by an IAM policy simulator (@cloud-copilot/iam-simulate, test-only)
@@ -1281,7 +1281,8 @@ describe("EKS + ACME DNS-01 behind the global failover hostname (the hub's zone 
     async function renderSpoke(file: string, stack: string) {
         process.env[HUB_OUTPUTS_ENV] = file;
         try {
-            return await runRepoStack(stack, { stackOutputs: {} });
+            const keyId: string = JSON.parse(fs.readFileSync(file, "utf8")).publication.keyId;
+            return await runRepoStack(stack, { stackOutputs: {}, config: spokeConfigPinning(stack, keyId) });
         } finally {
             delete process.env[HUB_OUTPUTS_ENV];
         }

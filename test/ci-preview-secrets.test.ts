@@ -8,7 +8,7 @@ import { ACCESS_POLICIES } from "../components/spoke/EksCluster";
 import { CI_ROLE_VARIABLES, OFFLINE_RENDER_ENV } from "../lib/ci-roles";
 import { HUB_OUTPUTS_ENV, hubOutputs } from "../programs/spoke";
 import { unwrapWire } from "../tools/wire";
-import { byType, flatConfig, ROOT, runRepoStack, stackConfigDoc, testTempDir } from "./helpers";
+import { byType, flatConfig, ROOT, runRepoStack, spokeConfigPinning, stackConfigDoc, testTempDir } from "./helpers";
 
 const WORKFLOWS = path.join(ROOT, ".github", "workflows");
 const read = (f: string) => fs.readFileSync(path.join(WORKFLOWS, f), "utf8");
@@ -214,9 +214,14 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
         const published = unwrapWire(hub.outputs) as Record<string, any>;
         expect(published.publication).toMatchObject({ schemaVersion: 2, hub: "hub-prod", serial: 1 });
         fs.writeFileSync(file, JSON.stringify(published));
+        // The spoke file as shipped, pinning the key this (mock) hub signs with: an operator's stacks/ pins their real
+        // hub's key (README "Deploy for real"), which this test must not depend on.
+        const keyId: string = published.publication.keyId;
+        const sg1Config = spokeConfigPinning("spoke-sg1", keyId);
         const viaRef = await runRepoStack("spoke-sg1", {
             preview: true,
             stackOutputs: { "hub-prod": { outputs: hub.outputs, secretOutputNames: [] } },
+            config: sg1Config,
         });
         process.env[HUB_OUTPUTS_ENV] = file;
         try {
@@ -226,14 +231,14 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
                     .filter((u) => !u.includes("StackReference"))
                     .sort();
             for (const preview of [true, false]) {
-                const viaFile = await runRepoStack("spoke-sg1", { preview, stackOutputs: {} });
+                const viaFile = await runRepoStack("spoke-sg1", { preview, stackOutputs: {}, config: sg1Config });
                 // Only its own previous outputs (the publication serial it last deployed from), never the hub's state.
                 expect(byType(viaFile.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["self"]);
                 expect(unwrapWire(viaFile.outputs)).toMatchObject({ hubPublicationSerial: published.publication.serial });
                 expect(urns(viaFile)).toEqual(urns(viaRef));
             }
             expect(byType(viaRef.resources, "pulumi:pulumi:StackReference").map((r) => r.name)).toEqual(["hub"]);
-            const refused = async (doc: unknown, message: RegExp, config?: Record<string, string>) => {
+            const refused = async (doc: unknown, message: RegExp, config: Record<string, string> = sg1Config) => {
                 fs.writeFileSync(file, JSON.stringify(doc));
                 await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: {}, config })).rejects.toThrow(message);
             };
@@ -261,7 +266,7 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
             const forged = { ...published, publication: signHubPublication(randomBytes(32), "hub-prod", published, 7) };
             await refused(
                 forged,
-                /signed by key [0-9a-f]{16}, not a hub key the stack file pins \(platform:spoke\.hubKeyIds: 1a348afe1583aaff\)/,
+                new RegExp(`signed by key [0-9a-f]{16}, not a hub key the stack file pins \\(platform:spoke\\.hubKeyIds: ${keyId}\\)`),
             );
             // A stack file that pins another hub key (the older single key, still read).
             const pinned = structuredClone(stackConfigDoc("spoke-sg1"));
@@ -321,10 +326,11 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
         process.env[HUB_OUTPUTS_ENV] = file;
         try {
             const self = (serial: number) => ({ "spoke-sg1": { outputs: { hubPublicationSerial: serial }, secretOutputNames: [] } });
-            await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(2) })).rejects.toThrow(
+            const config = spokeConfigPinning("spoke-sg1", published.publication.keyId);
+            await expect(runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(2), config })).rejects.toThrow(
                 /hub-prod\.json is publication 1, older than publication 2 this spoke last deployed from/,
             );
-            const same = await runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(1) });
+            const same = await runRepoStack("spoke-sg1", { preview: false, stackOutputs: self(1), config });
             expect(unwrapWire(same.outputs)).toMatchObject({ hubPublicationSerial: 1 });
         } finally {
             delete process.env[HUB_OUTPUTS_ENV];
@@ -355,14 +361,19 @@ describe("a spoke reads its hub from the signed published outputs, never the hub
     it("an on-prem spoke's pull-request preview holds no source key: the auth Secret carries only the shared config", async () => {
         const hub = await runRepoStack("hub-prod");
         const file = path.join(testTempDir("hub-out-"), "hub-prod.json");
-        fs.writeFileSync(file, JSON.stringify(unwrapWire(hub.outputs)));
+        const published = unwrapWire(hub.outputs) as Record<string, any>;
+        fs.writeFileSync(file, JSON.stringify(published));
         const authAws = (r: Awaited<ReturnType<typeof runRepoStack>>) =>
             unwrapWire(r.resources.find((x) => x.name === "agent-router-auth-aws")!.inputs.stringData) as Record<string, unknown>;
         process.env[HUB_OUTPUTS_ENV] = file;
         try {
             // The key is installed in the cluster by npm run mint-key -- install-source-key; the program never reads it
             // (test/source-key.test.ts), so there is nothing for a pull request's code to print.
-            const pr = await runRepoStack("spoke-hn1", { preview: true, stackOutputs: {} });
+            const pr = await runRepoStack("spoke-hn1", {
+                preview: true,
+                stackOutputs: {},
+                config: spokeConfigPinning("spoke-hn1", published.publication.keyId),
+            });
             expect(Object.keys(authAws(pr))).toEqual(["config"]);
             expect(JSON.stringify(pr.resources.map((r) => unwrapWire(r.inputs)))).not.toMatch(/aws_secret_access_key|\bAKIA[A-Z0-9]{16}\b/);
         } finally {

@@ -90,6 +90,18 @@ async function runRepoStackOnce(
     }
 }
 
+/**
+ * A spoke's stack file config with `platform:spoke.hubKeyIds` pinning `keyId`, the key of the hub these tests sign with
+ * (the mocks' seed): an operator's `stacks/` pins their real hub's key (README "Deploy for real"), which a test that
+ * runs a spoke against a published outputs file (`PLATFORM_HUB_OUTPUTS`) must not depend on.
+ */
+export function spokeConfigPinning(stack: string, keyId: string): Record<string, string> {
+    const doc = structuredClone(stackConfigDoc(stack));
+    delete doc["platform:spoke"].hubKeyId;
+    doc["platform:spoke"].hubKeyIds = [keyId];
+    return flatConfig(doc);
+}
+
 /** Renders hub-prod then the given spoke, returning both results (memoized, see {@link memoized}). */
 export async function runHubAndSpoke(spoke: string, preview = false): Promise<{ hub: RunStackResult; spoke: RunStackResult }> {
     return memoized(`hub-and-spoke|${spoke}|${preview}`, () => runHubAndSpokeOnce(spoke, preview));
