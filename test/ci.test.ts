@@ -339,6 +339,17 @@ describe("GitHub Actions workflows", () => {
             });
     });
 
+    it("every npm ci of CI (the workflows, whose deploy and preview jobs hold an OIDC token, and .ci/run) runs no install script", () => {
+        const lines = [
+            ...fs.readdirSync(WORKFLOWS).map((f) => fs.readFileSync(path.join(WORKFLOWS, f), "utf8")),
+            fs.readFileSync(path.join(ROOT, ".ci", "run"), "utf8"),
+        ]
+            .flatMap((t) => t.split("\n"))
+            .filter((l) => /(^|[\s;&|(])npm ci\b/.test(l) && !/^\s*(#|step |- name:|name:)/.test(l));
+        expect(lines.length).toBeGreaterThanOrEqual(10);
+        expect(lines.filter((l) => !l.includes("--ignore-scripts"))).toEqual([]);
+    });
+
     it("every pulumi/actions step installs the Pulumi CLI release of the pinned SDK, not the action's default (^3)", () => {
         // The CLI and the Node.js SDK are released together under one version number (pulumi/pulumi CHANGELOG.md).
         const sdk = (JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> })

@@ -569,7 +569,7 @@ export function checkoutBase(repo: string, ref: string, log: (s: string) => void
                 log(
                     `diff: ${sub === "." ? "" : `${sub}/`}${sameLock ? "node_modules is not installed here" : `package-lock.json differs at ${ref}`}: npm ci in the base worktree`,
                 );
-                execFileSync("npm", ["ci", "--no-audit", "--no-fund", ...(sub === "policies" ? ["--ignore-scripts"] : [])], {
+                execFileSync("npm", ["ci", "--no-audit", "--no-fund", "--ignore-scripts"], {
                     cwd: theirs,
                     stdio: ["ignore", "ignore", "inherit"],
                 });
