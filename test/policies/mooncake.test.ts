@@ -7,7 +7,7 @@ import {
     mooncakeProtocolRdma,
     mooncakeSegmentFitsMemory,
 } from "../../policies/mooncake";
-import { edit, endpoint, k8s, mainOf, setArg, setEnv, stack, violations } from "./rdma-fixtures";
+import { edit, endpoint, k8s, mainOf, setArg, setEnv, setMooncakeProtocol, stack, violations } from "./rdma-fixtures";
 
 const STORE = "Deployment/llama-70b-mooncake-store container store field spec.template.spec.containers[0]";
 const P = "DynamoGraphDeployment/llama-70b container prefill/main field spec.components[2].podTemplate.spec.containers[0]";
@@ -37,16 +37,7 @@ describe("mooncake-protocol-rdma", () => {
         ]);
     });
     it("tcp in the MOONCAKE_CONFIG_PATH JSON of a vLLM worker (read through the mounted ConfigMap)", async () => {
-        const rs = edit(
-            stack(),
-            "ConfigMap",
-            (o) => {
-                const j = JSON.parse(o.data["mooncake.json"]);
-                j.protocol = "tcp";
-                o.data["mooncake.json"] = JSON.stringify(j);
-            },
-            "llama-70b-mooncake-client",
-        );
+        const rs = setMooncakeProtocol(stack(), "tcp");
         const msgs = await violations([mooncakeProtocolRdma], rs);
         expect(msgs[0]).toBe(
             `${P.replace(" field spec.components[2].podTemplate.spec.containers[0]", "")} field ConfigMap llama-70b-mooncake-client key mooncake.json (MOONCAKE_CONFIG_PATH).protocol: Mooncake protocol is "tcp", not rdma or efa. Fix: set it to rdma (efa on EFA).`,

@@ -225,6 +225,20 @@ export function edit(rs: CapturedResource[], kind: string, fn: (o: Record<string
     return out;
 }
 
+/** `rs` with the Mooncake client ConfigMap's `mooncake.json` protocol set to `protocol` (the workers read it via MOONCAKE_CONFIG_PATH). */
+export function setMooncakeProtocol(rs: CapturedResource[], protocol: string, configMap = "llama-70b-mooncake-client"): CapturedResource[] {
+    return edit(
+        rs,
+        "ConfigMap",
+        (o) => {
+            const j = JSON.parse(o.data["mooncake.json"]);
+            j.protocol = protocol;
+            o.data["mooncake.json"] = JSON.stringify(j);
+        },
+        configMap,
+    );
+}
+
 /** The component object of a v1beta1 DGD by name. */
 export function component(dgd: Record<string, any>, name: string): Record<string, any> {
     const c = dgd.spec.components.find((x: any) => x.name === name);

@@ -26,7 +26,21 @@ import { buildDgd } from "../../lib/dgd";
 import { mooncakePolicies } from "../../policies/mooncake";
 import { efaWorkloadHugepages, efaWorkloadTransport } from "../../policies/efa";
 import { eksGpuOperatorValues } from "../../components/spoke/GpuOperator";
-import { DGX, edit, endpoint, k8s, mainOf, platform, poolPatches, res, setArg, setEnv, stack, violations } from "./rdma-fixtures";
+import {
+    DGX,
+    edit,
+    endpoint,
+    k8s,
+    mainOf,
+    platform,
+    poolPatches,
+    res,
+    setArg,
+    setEnv,
+    setMooncakeProtocol,
+    stack,
+    violations,
+} from "./rdma-fixtures";
 
 const P = "DynamoGraphDeployment/llama-70b container prefill/main field spec.components[2].podTemplate.spec.containers[0]";
 const D = "DynamoGraphDeployment/llama-70b container decode/main field spec.components[3].podTemplate.spec.containers[0]";
@@ -61,16 +75,7 @@ describe("RDMA workload policies on the generated graph", () => {
             expect(await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], rs), engine).toEqual([]);
         }
         // The Mooncake transport decides: tcp in the worker's Mooncake config is refused.
-        const tcp = edit(
-            stack([endpoint(agg)]),
-            "ConfigMap",
-            (o) => {
-                const j = JSON.parse(o.data["mooncake.json"]);
-                j.protocol = "tcp";
-                o.data["mooncake.json"] = JSON.stringify(j);
-            },
-            "llama-70b-mooncake-client",
-        );
+        const tcp = setMooncakeProtocol(stack([endpoint(agg)]), "tcp");
         const msgs = await violations([...rdmaWorkloadPolicies, ...mooncakePolicies], tcp);
         expect(
             msgs.some((m) => m.startsWith("DynamoGraphDeployment/llama-70b container worker/main") && /Mooncake protocol is "tcp"/.test(m)),
