@@ -45,6 +45,13 @@ const benches: Bench[] = [
         named: true,
     },
     {
+        name: "auth-bound",
+        what: "the bound on the quiet-key ratio: checks/s over 1000 quiet keys of floors that each do less than the auth service (a script that only answers; the shipped admission script; that script less the lease marker and the shared tiers; the service's own batcher and script) vs the no-op floor; diagnostic, no goal",
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        run: async () => require("../services/auth/bench").runAuthBench({ bound: true }),
+        named: true,
+    },
+    {
         name: "entitlement",
         what: "the auth decision's hint clamp and Dynamo header values per check (and the cache salt's HMAC per key/model) vs the same check body step without them (floor)",
         // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -77,12 +84,15 @@ Benchmarks:
                run only when named)
   auth-cost    where a quiet-key check's CPU goes (service, redis-server, load generator), every target paced at
                6000 checks/s; run only when named
+  auth-bound   the bound on the quiet-key ratio: floors that each do less than the auth service (the shipped admission
+               script alone, that script less what a data-layout change could remove, the service's batcher and
+               script) over 1000 quiet keys vs the no-op floor; run only when named
   entitlement  the decision's priority clamp + Dynamo headers per check vs the body step without them
   ledger   hub ledger ingestion events/s with idempotency vs raw INSERT of the same rows
   tests    npm test wall and CPU time vs the recorded baseline (the load it ran under is printed)
 
-A bare \`npm run bench\` runs every benchmark but the named-only ones, one after the other: about 10 minutes on the
-2-core development VM (auth alone about 4); run on a quiet machine, or the figures measure the other load.
+A bare \`npm run bench\` runs every benchmark but the named-only ones, one after the other: about 11 minutes on the
+2-core development VM (auth alone about 5); run on a quiet machine, or the figures measure the other load.
 \`PLATFORM_BENCH_COLD=1 npm run bench -- tests\` runs the test suite with its caches cold, as on a fresh CI machine.
 
 Examples:

@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { Redis } from "ioredis";
+import { type TierIds, tierIds } from "../shared/identity";
+import { AdmissionBatcher, admissionKeys, CHECK_COUNTERS_BATCH_LUA, newLeaseToken, type TierLimits } from "../shared/limits";
 import { startAuthService } from "./server";
 import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testConfig, UNLIMITED } from "./test/harness";
 
@@ -22,6 +24,9 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  *   plus one batched Redis script call per event-loop turn carrying each check's keys and arguments, as the service
  *   sends them, to a script that only answers. It is what any service pays on this machine for a Redis round trip per
  *   quiet check, so the gap between it and the auth service is the limit logic (Redis) and the service's own work;
+ * - beside it, a second diagnostic with no goal: the limits floor ({@link startLimitsFloor}), the no-op floor plus the
+ *   auth service's own batched Redis check, nothing else. No service making that check per quiet request can beat
+ *   it on the machine, so it bounds the quiet-key ratio: below the goal, only a cheaper Redis check can meet it;
  * - open loop (paced) at a tenth of the floor's saturated rate (its best closed-loop checks/s): p99 of both,
  *   and the difference auth − floor [≤ 1 ms]. Latency is measured from each request's scheduled send time,
  *   so a stall is not hidden by the generator waiting for it (no coordinated omission).
@@ -46,7 +51,7 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * slows every EventEmitter of the process; the image runs compiled JavaScript).
  */
 
-/** Tunables; with the defaults a run takes about 4 minutes (3 pairs per closed-loop setting, 5 paced; the quiet setting also runs the Redis floor each round). */
+/** Tunables; with the defaults a run takes about 5 minutes (3 pairs per closed-loop setting, 5 paced; the quiet setting also runs the Redis floor and the limits floor each round). */
 export interface AuthBenchOptions {
     /** Measured seconds per target and setting. */
     durationS?: number;
@@ -76,6 +81,28 @@ export interface AuthBenchOptions {
      * the decomposition runs ({@link CostResult}): no goal setting, no goal.
      */
     costRate?: number;
+    /**
+     * Run only the bound on the quiet-key ratio (`npm run bench -- auth-bound`, {@link BoundResult}): no goal setting,
+     * no goal.
+     */
+    bound?: boolean;
+}
+
+/**
+ * The bound on the quiet-key ratio (16 in flight over `spreadKeys` keys, closed loop; each figure the median of `rounds`
+ * runs): the no-op floor; the Redis floor (a script that only answers); the script floor, the Redis floor's calls
+ * answered by the shipped admission script (services/shared/limits.ts `CHECK_COUNTERS_BATCH_LUA`), so Redis does the
+ * quiet check's real work; the stripped floor, the same with that script less what a change of the data layout could
+ * remove from a quiet check ({@link strippedCheckScript}); the limits floor ({@link startLimitsFloor}); the auth service.
+ * Each floor does strictly less than the auth service, so its checks/s ratio bounds what the service can reach.
+ */
+export interface BoundResult {
+    floor: TargetResult;
+    redisFloor: TargetResult;
+    scriptFloor: TargetResult;
+    strippedFloor: TargetResult;
+    limitsFloor: TargetResult;
+    auth: TargetResult;
 }
 
 /**
@@ -127,6 +154,11 @@ export interface SettingResult {
      * pair's round.
      */
     redisFloor?: TargetResult;
+    /**
+     * The quiet-key setting only, a diagnostic with no goal: the limits floor ({@link startLimitsFloor}) of the median
+     * pair's round, the bound on the auth service's quiet-key checks/s.
+     */
+    limitsFloor?: TargetResult;
     /** The setting's figure of each pair, in run order (checks/s ratio, or p99 difference in ms when paced). */
     figures?: number[];
 }
@@ -137,6 +169,8 @@ export interface AuthBenchResult {
     /** 16 in flight over `spreadKeys` keys (every check a Redis check). */
     spread?: SettingResult;
     paced?: SettingResult & { ratePerSecond: number };
+    /** The bound on the quiet-key ratio, when `bound` was set. */
+    bound?: BoundResult;
     /** The cost decomposition, when `costRate` was set. */
     cost?: CostResult;
     options: Required<Omit<AuthBenchOptions, "only">>;
@@ -422,9 +456,92 @@ return out
  * token counter named after the request's API key, a lease id, now, the expiry bucket), one limit set and one context,
  * answered by {@link REDIS_FLOOR_LUA}. No limit logic, no policy, no identity headers.
  */
-async function startRedisFloor(redisUrl: string): Promise<{ server: http.Server; close: () => Promise<void> }> {
+/**
+ * services/shared/limits.ts `CHECK_COUNTERS_BATCH_LUA` less what a change of the data layout could take out of a quiet
+ * key's check, for the bound ({@link BoundResult}; not a limiter: it keeps no lease marker and checks no shared tier):
+ * - the lease marker: the admission's field in the key tier's HASH (its two HSET arguments), which lets a release
+ *   count once;
+ * - the model and team tiers: the per-check work on the HASHes and token counters a check shares with the other
+ *   checks of its call (what replicas holding grants of the shared tiers would leave out).
+ * What is left is the key tier's rps and concurrency counters and its token counter: one HMGET, one GET, one HSET.
+ * @throws Error when the shipped script no longer has the lines this takes out (the bound would measure something
+ *   else).
+ */
+export function strippedCheckScript(script: string = CHECK_COUNTERS_BATCH_LUA): string {
+    const edits: [RegExp, string, number][] = [
+        // the marker's field and value in the direct key tier's HSETs
+        [/, lease, mark\)/g, ")", 4],
+        // the model and team tiers: neither checked nor written (a direct key tier's loops run over them only)
+        [/for i = 1, last do/g, "for i = 3, last do", 2],
+    ];
+    let out = script;
+    for (const [re, to, count] of edits) {
+        const found = out.match(re)?.length ?? 0;
+        if (found !== count) throw new Error(`strippedCheckScript: expected ${count} of ${re} in the admission script, found ${found}`);
+        out = out.replace(re, to);
+    }
+    return out;
+}
+
+/**
+ * The limits floor: the no-op floor ({@link startFloor}) that, before it answers, makes the auth service's own Redis
+ * check of the request's API key (tenant and team `bench`, every tier {@link UNLIMITED}): services/shared/limits.ts
+ * `AdmissionBatcher` with the service's batching hold, the `counters` store and the lease TTL of the run, so Redis runs
+ * the same script on the same data as for the auth service's quiet checks. No policy, no body parse, no identity
+ * headers, no metrics, no grants (a quiet key gets none). It is the most checks/s any service making this check per
+ * quiet request reaches on the machine: the auth service's quiet checks can come near it, never above.
+ * @param holdMs the service's `AUTH_REDIS_BATCH_HOLD_MS` (services/auth/config.ts).
+ * @param leaseTtlMs the service's lease TTL, ms.
+ */
+async function startLimitsFloor(
+    redisUrl: string,
+    holdMs: number,
+    leaseTtlMs: number,
+): Promise<{ server: http.Server; close: () => Promise<void> }> {
     const redis = new Redis(redisUrl);
-    const sha = String(await redis.script("LOAD", REDIS_FLOOR_LUA));
+    const batcher = new AdmissionBatcher(redis, undefined, undefined, undefined, holdMs);
+    const limits: TierLimits = { model: UNLIMITED, team: UNLIMITED, key: UNLIMITED };
+    // per API key its tier ids and admission keys, built once, as the service keeps them per (key, model) pair
+    const pairs = new Map<string, { ids: TierIds; fixed: readonly string[] }>();
+    const server = http.createServer((req, res) => {
+        const key = (req.headers.authorization ?? "").slice(-6);
+        req.on("data", () => undefined);
+        req.on("end", () => {
+            let pair = pairs.get(key);
+            if (!pair) {
+                const ids = tierIds({ model: MODEL, tenant: "bench", team: "bench", keyId: `floor-${key}` });
+                pair = { ids, fixed: admissionKeys(ids) };
+                pairs.set(key, pair);
+            }
+            batcher.check(pair.ids, limits, newLeaseToken(), Date.now(), leaseTtlMs, 1, "counters", pair.fixed).then(
+                (d) => res.writeHead(d.allowed ? 200 : 429, { "content-length": "0" }).end(),
+                (err: unknown) => {
+                    res.writeHead(503, { "content-length": "0" }).end();
+                    process.stderr.write(`limits floor: ${(err as Error).message}\n`);
+                },
+            );
+        });
+    });
+    server.keepAliveTimeout = 620_000;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+        server,
+        close: async () => {
+            await new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeAllConnections();
+            });
+            redis.disconnect();
+        },
+    };
+}
+
+async function startRedisFloor(
+    redisUrl: string,
+    script: string = REDIS_FLOOR_LUA,
+): Promise<{ server: http.Server; close: () => Promise<void> }> {
+    const redis = new Redis(redisUrl);
+    const sha = String(await redis.script("LOAD", script));
     let queue: { key: string; res: http.ServerResponse }[] = [];
     let scheduled = false;
     let inFlight = false;
@@ -501,9 +618,10 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         contentBytes: 4096,
         env: {},
         costRate: 0,
+        bound: false,
         ...rest,
     };
-    if (o.costRate > 0) {
+    if (o.costRate > 0 || o.bound) {
         o.concurrencies = [];
         o.pacedFraction = 0;
         o.spreadKeys ||= 1000;
@@ -518,6 +636,10 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
     const tmp = tempDir("auth-bench-");
     const floor = await startFloor();
     const redisFloor = o.spreadKeys > 0 ? await startRedisFloor(redis.url) : undefined;
+    const scriptFloors = o.bound
+        ? [await startRedisFloor(redis.url, CHECK_COUNTERS_BATCH_LUA), await startRedisFloor(redis.url, strippedCheckScript())]
+        : [];
+    let limitsFloor: Awaited<ReturnType<typeof startLimitsFloor>> | undefined;
     try {
         const hub = hubKeys();
         const spoke = "bench";
@@ -535,17 +657,17 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                 ],
             }),
         );
-        const svc = await startAuthService(
-            testConfig({
-                spoke,
-                publicKey: hub.publicKey,
-                s3Endpoint: s3.endpoint,
-                redisUrl: redis.url,
-                cachePath: path.join(tmp.dir, "bundle.json"),
-                env: { AUTH_LEASE_TTL_SECONDS: String(BENCH_LEASE_TTL_S), ...o.env },
-            }),
-            { log: () => undefined },
-        );
+        const config = testConfig({
+            spoke,
+            publicKey: hub.publicKey,
+            s3Endpoint: s3.endpoint,
+            redisUrl: redis.url,
+            cachePath: path.join(tmp.dir, "bundle.json"),
+            env: { AUTH_LEASE_TTL_SECONDS: String(BENCH_LEASE_TTL_S), ...o.env },
+        });
+        const svc = await startAuthService(config, { log: () => undefined });
+        if (o.spreadKeys > 0 && !(o.costRate > 0))
+            limitsFloor = await startLimitsFloor(redis.url, config.redis.batchHoldMs, config.leaseTtlMs);
         const admin = new Redis(redis.url);
         const scriptCalls: CallProbe = async () => {
             const info = await admin.info("commandstats");
@@ -571,14 +693,22 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             runFloor: () => Promise<TargetResult>,
             runAuth: () => Promise<TargetResult>,
             figure: (floor: TargetResult, auth: TargetResult) => number,
-            runRedisFloor?: () => Promise<TargetResult>,
+            diagnostics: { redisFloor?: () => Promise<TargetResult>; limitsFloor?: () => Promise<TargetResult> } = {},
         ): Promise<SettingResult> => {
-            const got: { floor?: TargetResult; auth?: TargetResult; redisFloor?: TargetResult; figure: number }[] = [];
+            type Round = {
+                floor?: TargetResult;
+                auth?: TargetResult;
+                redisFloor?: TargetResult;
+                limitsFloor?: TargetResult;
+                figure: number;
+            };
+            const got: Round[] = [];
             for (let i = 0; i < rounds; i++) {
                 const f = only === "auth" ? undefined : await runFloor();
                 const a = only === "floor" ? undefined : await runAuth();
-                const rf = only || !runRedisFloor ? undefined : await runRedisFloor();
-                got.push({ floor: f, auth: a, redisFloor: rf, figure: f && a ? figure(f, a) : NaN });
+                const rf = only || !diagnostics.redisFloor ? undefined : await diagnostics.redisFloor();
+                const lf = only || !diagnostics.limitsFloor ? undefined : await diagnostics.limitsFloor();
+                got.push({ floor: f, auth: a, redisFloor: rf, limitsFloor: lf, figure: f && a ? figure(f, a) : NaN });
             }
             const median = [...got].sort((x, y) => x.figure - y.figure)[Math.floor(got.length / 2)];
             return {
@@ -586,6 +716,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                 floor: median.floor,
                 auth: median.auth,
                 ...(median.redisFloor ? { redisFloor: median.redisFloor } : {}),
+                ...(median.limitsFloor ? { limitsFloor: median.limitsFloor } : {}),
                 figures: got.map((g) => g.figure),
             };
         };
@@ -616,6 +747,26 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     quiet: medianTarget(runs.quiet),
                 };
             }
+            if (o.bound && redisFloor && limitsFloor) {
+                const quiet = (port: number) => () =>
+                    fresh(() => load(port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls));
+                const targets = {
+                    floor: () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
+                    redisFloor: quiet(portOf(redisFloor.server)),
+                    scriptFloor: quiet(portOf(scriptFloors[0].server)),
+                    strippedFloor: quiet(portOf(scriptFloors[1].server)),
+                    limitsFloor: quiet(portOf(limitsFloor.server)),
+                    auth: quiet(svc.port),
+                };
+                const runs = Object.fromEntries(Object.keys(targets).map((k) => [k, [] as TargetResult[]])) as Record<
+                    keyof BoundResult,
+                    TargetResult[]
+                >;
+                for (let i = 0; i < o.rounds; i++)
+                    for (const [k, run] of Object.entries(targets) as [keyof BoundResult, () => Promise<TargetResult>][])
+                        runs[k].push(await run());
+                result.bound = Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, medianTarget(v)])) as unknown as BoundResult;
+            }
             for (const c of o.concurrencies) {
                 result.closed.push(
                     await pairs(
@@ -627,28 +778,27 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
                     ),
                 );
             }
-            if (o.spreadKeys > 0 && !(o.costRate > 0)) {
+            if (o.spreadKeys > 0 && !(o.costRate > 0) && !o.bound) {
                 result.spread = await pairs(
                     `16 in flight, ${o.spreadKeys} keys`,
                     o.rounds,
                     () => load(floorPort, urlPath, body, o, 16, 0, undefined, spreadSecrets),
                     () => fresh(() => load(svc.port, urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls)),
                     throughput,
-                    redisFloor &&
-                        (() =>
-                            fresh(() =>
-                                load(
-                                    (redisFloor.server.address() as AddressInfo).port,
-                                    urlPath,
-                                    body,
-                                    o,
-                                    16,
-                                    0,
-                                    redisCpu,
-                                    spreadSecrets,
-                                    scriptCalls,
-                                ),
-                            )),
+                    {
+                        redisFloor:
+                            redisFloor &&
+                            (() =>
+                                fresh(() =>
+                                    load(portOf(redisFloor.server), urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls),
+                                )),
+                        limitsFloor:
+                            limitsFloor &&
+                            (() =>
+                                fresh(() =>
+                                    load(portOf(limitsFloor!.server), urlPath, body, o, 16, 0, redisCpu, spreadSecrets, scriptCalls),
+                                )),
+                    },
                 );
             }
             const saturated = Math.max(...result.closed.map((r) => r.floor?.checksPerSecond ?? r.auth?.checksPerSecond ?? 0));
@@ -673,8 +823,9 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
         result.goalsMissed = result.goals.filter((g) => !g.met).map((g) => `${g.goal}: ${fmt(g.figure)} (goal ${g.bound})`);
         print(result, Buffer.byteLength(body));
         const runs = [...result.closed, ...(result.spread ? [result.spread] : []), ...(result.paced ? [result.paced] : [])]
-            .flatMap((r) => [r.floor, r.auth, r.redisFloor])
+            .flatMap((r) => [r.floor, r.auth, r.redisFloor, r.limitsFloor])
             .concat(result.cost ? [result.cost.floor, result.cost.redisFloor, result.cost.busy, result.cost.quiet] : [])
+            .concat(result.bound ? Object.values(result.bound) : [])
             .filter((t): t is TargetResult => !!t);
         const errors = runs.map((t) => t.errors);
         const answers = runs.reduce((n, t) => n + t.errors + t.checksPerSecond * o.durationS, 0);
@@ -693,9 +844,15 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
             floor.closeAllConnections();
         });
         await redisFloor?.close();
+        await limitsFloor?.close();
+        for (const f of scriptFloors) await f.close();
         await Promise.all([redis.stop(), s3.destroy()]);
         tmp.remove();
     }
+}
+
+function portOf(server: http.Server): number {
+    return (server.address() as AddressInfo).port;
 }
 
 /** Each figure's median over `runs` (the figures of one row may then come from different runs). */
@@ -716,6 +873,42 @@ function medianTarget(runs: TargetResult[]): TargetResult {
         redisUsPerCheck: med((t) => t.redisUsPerCheck),
         checksPerScriptCall: med((t) => t.checksPerScriptCall),
     };
+}
+
+/** The bound's lines ({@link BoundResult}). */
+function boundLines(b: BoundResult, keys: number, row: (name: string, ...cols: string[]) => string): string[] {
+    const n = (x: number | undefined) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(1));
+    const of = (t: TargetResult) => t.checksPerSecond / b.floor.checksPerSecond;
+    const lines = [
+        `the bound on the quiet-key ratio, 16 in flight over ${keys} keys (medians; each floor does less than the auth service):`,
+    ];
+    for (const [name, t] of [
+        ["no-op floor", b.floor],
+        ["redis floor (script answers only)", b.redisFloor],
+        ["script floor (shipped script)", b.scriptFloor],
+        ["stripped floor (script less marker, shared tiers)", b.strippedFloor],
+        ["limits floor (service's batcher + script)", b.limitsFloor],
+        ["auth service", b.auth],
+    ] as const)
+        lines.push(
+            row(
+                `  ${name}`,
+                t.checksPerSecond.toFixed(0),
+                `${of(t).toFixed(2)}x`,
+                n(t.clientUsPerCheck),
+                n(t.serverUsPerCheck),
+                n(t.redisUsPerCheck),
+                n(t.checksPerScriptCall),
+            ),
+        );
+    const goal = GOALS.spreadRatio;
+    const verdict = (t: TargetResult) => (of(t) >= goal ? `reaches the ${goal.toFixed(2)}x goal` : `is below the ${goal.toFixed(2)}x goal`);
+    lines.push(
+        `  the quiet check's Redis work with nothing else (script floor) ${verdict(b.scriptFloor)}: ${of(b.scriptFloor).toFixed(2)}x`,
+        `  less everything a data-layout change could take out of it (stripped floor) it ${verdict(b.strippedFloor)}: ${of(b.strippedFloor).toFixed(2)}x`,
+        `  the auth service reaches ${(b.auth.checksPerSecond / b.limitsFloor.checksPerSecond).toFixed(2)} of the limits floor (${of(b.auth).toFixed(2)}x of the floor)`,
+    );
+    return lines;
 }
 
 /** The cost decomposition's lines ({@link CostResult}). */
@@ -766,12 +959,19 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
         process.stdout.write(`${lines.join("\n")}\n`);
         return;
     }
+    if (r.bound) {
+        lines[1] = row("target", "checks/s", "of floor", "client us", "server us", "redis us", "per call");
+        lines.push(...boundLines(r.bound, r.options.spreadKeys, row));
+        process.stdout.write(`${lines.join("\n")}\n`);
+        return;
+    }
     const settings = [...r.closed, ...(r.spread ? [r.spread] : []), ...(r.paced ? [r.paced] : [])];
     for (const s of settings) {
         for (const [name, t] of [
             ["no-op floor", s.floor],
             ["auth service", s.auth],
             ["redis floor", s.redisFloor],
+            ["limits floor", s.limitsFloor],
         ] as const) {
             if (t)
                 lines.push(
@@ -830,6 +1030,19 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
                 `redis-server CPU per check ${n(rf.redisUsPerCheck, 1)} us (a Redis round trip per check carrying the check's keys and ` +
                 `arguments, no limit logic: the rest of the gap is the service's and the script's work)`,
         );
+    const lf = r.spread?.limitsFloor;
+    if (lf && r.spread?.floor && r.spread.auth) {
+        const bound = lf.checksPerSecond / r.spread.floor.checksPerSecond;
+        lines.push(
+            `  ${r.spread.setting}, bound (no goal): limits floor / floor = ${bound.toFixed(2)}x, redis-server CPU per check ` +
+                `${n(lf.redisUsPerCheck, 1)} us, server ${n(lf.serverUsPerCheck, 1)} us (the service's own batched Redis check behind the ` +
+                `no-op floor, nothing else: the most a service making this check per quiet request reaches here; the auth ` +
+                `service reaches ${(r.spread.auth.checksPerSecond / lf.checksPerSecond).toFixed(2)} of it)` +
+                (bound < GOALS.spreadRatio
+                    ? `; below the ${GOALS.spreadRatio.toFixed(2)}x goal, so on this machine only a cheaper Redis check moves the quiet-key figure there`
+                    : ""),
+        );
+    }
     const ceiling = r.spread?.auth && r.spread.floor ? cpuCeiling(r.spread.auth, r.spread.floor) : undefined;
     if (ceiling)
         lines.push(
