@@ -456,6 +456,22 @@ return out
  * token counter named after the request's API key, a lease id, now, the expiry bucket), one limit set and one context,
  * answered by {@link REDIS_FLOOR_LUA}. No limit logic, no policy, no identity headers.
  */
+/** Listens on a loopback port with the floor's keep-alive; `close` stops the server and drops its Redis connection. */
+async function listenFloor(server: http.Server, redis: Redis): Promise<{ server: http.Server; close: () => Promise<void> }> {
+    server.keepAliveTimeout = 620_000;
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+        server,
+        close: async () => {
+            await new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeAllConnections();
+            });
+            redis.disconnect();
+        },
+    };
+}
+
 /**
  * services/shared/limits.ts `CHECK_COUNTERS_BATCH_LUA` less what a change of the data layout could take out of a quiet
  * key's check, for the bound ({@link BoundResult}; not a limiter: it keeps no lease marker and checks no shared tier):
@@ -522,18 +538,7 @@ async function startLimitsFloor(
             );
         });
     });
-    server.keepAliveTimeout = 620_000;
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return {
-        server,
-        close: async () => {
-            await new Promise<void>((resolve) => {
-                server.close(() => resolve());
-                server.closeAllConnections();
-            });
-            redis.disconnect();
-        },
-    };
+    return listenFloor(server, redis);
 }
 
 async function startRedisFloor(
@@ -586,18 +591,7 @@ async function startRedisFloor(
             }
         });
     });
-    server.keepAliveTimeout = 620_000;
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return {
-        server,
-        close: async () => {
-            await new Promise<void>((resolve) => {
-                server.close(() => resolve());
-                server.closeAllConnections();
-            });
-            redis.disconnect();
-        },
-    };
+    return listenFloor(server, redis);
 }
 
 /**
