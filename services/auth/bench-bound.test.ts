@@ -6,9 +6,10 @@ import { type RedisServer, startRedis } from "./test/harness";
 
 /**
  * The bound's stripped floor (`npm run bench -- auth-bound`) must run the shipped admission script less exactly the
- * lease marker and the shared tiers, or the bound measures something else: run both scripts on a real Redis with the
- * call the bench's floors send (services/auth/bench.ts `startRedisFloor`: one limit set, one context of the model and
- * team tiers, then per check the key tier's HASH and token counter and six arguments).
+ * lease marker and the shared tiers, or the bound measures something else: run both scripts on a real Redis with a call
+ * of the layout the bench's floors send (services/auth/bench.ts `startRedisFloor`: one limit set, one context of the
+ * model and team tiers, then per check the key tier's HASH and token counter and six arguments), here with limits low
+ * enough to show the arithmetic.
  */
 let server: RedisServer;
 let redis: Redis;
