@@ -26,8 +26,9 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  *   quiet check, so the gap between it and the auth service is the limit logic (Redis) and the service's own work;
  * - beside it, the bound (no goal): the script floor, the Redis floor's calls answered by the shipped admission script
  *   (services/shared/limits.ts `CHECK_COUNTERS_BATCH_LUA`), so redis-server does a quiet check's real work and the
- *   server nothing else. No service making that check per quiet request beats it on the machine (it runs without the
- *   service's batching hold, which is worth a few hundredths of the ratio), so it bounds the quiet-key ratio;
+ *   server nothing else: an upper estimate of what a Node service making that check per quiet request reaches on the
+ *   machine (it runs without the service's batching hold, worth a few hundredths of the ratio). Its row comes from the
+ *   round of the median auth/floor pair;
  *   `npm run bench -- auth-bound` ({@link BoundResult}) measures the floors around it;
  * - open loop (paced) at a tenth of the floor's saturated rate (its best closed-loop checks/s): p99 of both,
  *   and the difference auth − floor [≤ 1 ms]. Latency is measured from each request's scheduled send time,
@@ -53,7 +54,7 @@ import { hubKeys, makePolicy, publishBundle, startRedis, startS3, tempDir, testC
  * slows every EventEmitter of the process; the image runs compiled JavaScript).
  */
 
-/** Tunables; with the defaults a run takes about 5 minutes (3 pairs per closed-loop setting, 5 paced; the quiet setting also runs the Redis floor and the limits floor each round). */
+/** Tunables; with the defaults a run takes about 5 minutes (3 pairs per closed-loop setting, 5 paced; the quiet setting also runs the Redis floor and the script floor each round). */
 export interface AuthBenchOptions {
     /** Measured seconds per target and setting. */
     durationS?: number;
@@ -98,8 +99,9 @@ export interface AuthBenchOptions {
  * ({@link strippedCheckScript}: an optimistic estimate of what a change of the data layout could take out of a quiet
  * check); the limits floor ({@link startLimitsFloor}: the service's own batcher around the shipped script, so the gap
  * to the script floor is that batcher's Node-side cost); the auth service. Each floor does less than the auth service
- * (the stripped one with a script that is no limiter), so the script floor bounds what the service reaches with the
- * shipped check, and the stripped floor what it could reach after such a change.
+ * (the stripped one with a script that is no limiter), so the script floor is an upper estimate of what the service
+ * reaches with the shipped check, and the stripped floor of what it could reach after such a change. Each figure is
+ * the median of its own column over the rounds, so one row's figures may come from different rounds.
  */
 export interface BoundResult {
     floor: TargetResult;
@@ -904,11 +906,11 @@ function boundLines(b: BoundResult, keys: number, row: (name: string, ...cols: s
             ),
         );
     const goal = GOALS.spreadRatio;
-    const verdict = (t: TargetResult) => (of(t) >= goal ? `reaches the ${goal.toFixed(2)}x goal` : `is below the ${goal.toFixed(2)}x goal`);
+    const verdict = (t: TargetResult) => `${of(t) >= goal ? "reaches" : "is below"} the ${goal.toFixed(2)}x goal: ${of(t).toFixed(3)}x`;
     lines.push(
-        `  the quiet check's Redis work with nothing else (script floor) ${verdict(b.scriptFloor)}: ${of(b.scriptFloor).toFixed(2)}x`,
-        `  less the lease marker and the shared tiers (stripped floor, an optimistic estimate of a data-layout change) it ${verdict(b.strippedFloor)}: ${of(b.strippedFloor).toFixed(2)}x`,
-        `  the service's batcher around the same script (limits floor) costs ${(of(b.scriptFloor) - of(b.limitsFloor)).toFixed(2)}x of the floor against the script floor`,
+        `  the quiet check's Redis work with nothing else (script floor) ${verdict(b.scriptFloor)}`,
+        `  less the lease marker and the shared tiers (stripped floor, an optimistic estimate of a data-layout change) it ${verdict(b.strippedFloor)}`,
+        `  the service's batcher around the same script (limits floor) costs ${(of(b.scriptFloor) - of(b.limitsFloor)).toFixed(2)}x of the floor against the script floor (medians per target, not paired)`,
         `  the auth service reaches ${(b.auth.checksPerSecond / b.scriptFloor.checksPerSecond).toFixed(2)} of the script floor (${of(b.auth).toFixed(2)}x of the floor)`,
     );
     return lines;
@@ -1039,7 +1041,7 @@ function print(r: AuthBenchResult, bodyBytes: number): void {
         lines.push(
             `  ${r.spread.setting}, bound (no goal): script floor / floor = ${bound.toFixed(2)}x, redis-server CPU per check ` +
                 `${n(sf.redisUsPerCheck, 1)} us (the Redis floor's calls answered by the shipped admission script: a quiet ` +
-                `check's Redis work and no service work, which no service making this check per quiet request beats here; ` +
+                `check's Redis work and no service work, an upper estimate for a Node service making this check per quiet request; ` +
                 `the auth service reaches ${(r.spread.auth.checksPerSecond / sf.checksPerSecond).toFixed(2)} of it; npm run bench -- auth-bound measures the floors around it)`,
         );
     }
