@@ -54,8 +54,8 @@ Options:
   --out DIR           where to write the JSON documents (default out/ci-roles)
   --update            the roles and key exist: print only aws iam update-assume-role-policy (both roles),
                       put-role-policy (the preview role's inline policies) and kms put-key-policy (the state key),
-                      which replace them in place; nothing that creates (a second create-role fails, a second
-                      create-key makes another key)
+                      which replace them in place, and the repository's OIDC subject call again (idempotent);
+                      nothing that creates (a second create-role fails, a second create-key makes another key)
   -h, --help          this text
 
 Examples:
@@ -198,6 +198,9 @@ export function ciRoles(o: CiRolesOptions): { docs: string[]; out: string; comma
               ...trustTooLong,
               "# update the existing CI roles and hub state key in place (after a spoke stack was added, or the hub file's deployers,",
               "# key administrators or --hub-outputs/--state-bucket changed); nothing is created",
+              `# the repository's OIDC subject (admin; the same setting again is a no-op): a repository set up before tokens carried the`,
+              `# ref (${GITHUB_SUBJECT_CLAIM_KEYS.join(", ")}) gets no token either trust accepts until this has run once`,
+              githubSubjectCustomizationCommand(o.repo),
               `aws iam update-assume-role-policy --role-name ${names.previewRole} --policy-document file://${out}/preview-trust.json`,
               ...putPreviewPolicies,
               "# a preview role set up by an earlier release may still hold the managed read-only policy: detach it (no error if absent),",
