@@ -1,9 +1,10 @@
 import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { redisPerFile } from "./test/redis-per-file";
 import { redisKeys, type TierIds } from "../shared/identity";
 import { leasesHeld, type LimitDecision, releaseLease, type TierLimit, type TierLimits } from "../shared/limits";
 import { GrantAdmission, type GrantOptions } from "./admission";
-import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import { type RedisServer, UNLIMITED } from "./test/harness";
 
 /**
  * services/auth/admission.ts against a real redis-server: busy (key, model) pairs are admitted from grants,
@@ -27,16 +28,11 @@ let server: RedisServer;
 let admin: Redis;
 const open: { a: GrantAdmission; r: Redis }[] = [];
 
-beforeAll(async () => {
-    server = await startRedis();
-    admin = new Redis(server.url);
-});
-afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
+redisPerFile((s, client) => {
+    server = s;
+    admin = client;
 });
 beforeEach(async () => {
-    await admin.flushall();
     await admin.config("RESETSTAT");
 });
 afterEach(async () => {

@@ -1,8 +1,8 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { redisPerFile } from "./test/redis-per-file";
 import { CHECK_COUNTERS_BATCH_LUA, leaseBucket } from "../shared/limits";
 import { strippedCheckScript } from "./bench";
-import { type RedisServer, startRedis } from "./test/harness";
 
 /**
  * The bound's stripped floor (`npm run bench -- auth-bound`) must run the shipped admission script less exactly the
@@ -11,19 +11,9 @@ import { type RedisServer, startRedis } from "./test/harness";
  * model and team tiers, then per check the key tier's HASH and token counter and six arguments), here with limits low
  * enough to show the arithmetic.
  */
-let server: RedisServer;
 let redis: Redis;
-
-beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-});
-afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-});
-beforeEach(async () => {
-    await redis.flushall();
+redisPerFile((_, client) => {
+    redis = client;
 });
 
 // the clock of now: the script expires each HASH at an absolute time (PEXPIREAT) past its last bucket

@@ -1,5 +1,6 @@
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { redisPerFile } from "./test/redis-per-file";
 import { redisKeys, type TierIds, windowStart } from "../shared/identity";
 import {
     addTokens,
@@ -18,7 +19,7 @@ import {
     type TierLimit,
     type TierLimits,
 } from "../shared/limits";
-import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import { type RedisServer, UNLIMITED } from "./test/harness";
 
 /** services/shared/limits.ts against a real redis-server: the scripts the auth and metering services share. */
 
@@ -39,16 +40,9 @@ const leaseOf = (token: string, now = T0) => `h.${leaseBucket(now, TTL).toString
 /** Leases each tier holds at `now`. */
 const heldAll = (now = T0) => Promise.all(tiers.map((t) => leasesHeld(redis, t, ids[t], now)));
 
-beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-});
-afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-});
-beforeEach(async () => {
-    await redis.flushall();
+redisPerFile((s, client) => {
+    server = s;
+    redis = client;
 });
 
 describe("checkAndAcquire", () => {

@@ -1,5 +1,6 @@
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import { redisPerFile } from "./test/redis-per-file";
 import type { TierIds } from "../shared/identity";
 import {
     checkAndAcquire,
@@ -10,7 +11,7 @@ import {
     releaseLease,
     type TierLimits,
 } from "../shared/limits";
-import { type RedisServer, startRedis, UNLIMITED } from "./test/harness";
+import { UNLIMITED } from "./test/harness";
 import { legacyCheck, previousCountersCheck } from "./test/legacy";
 
 /**
@@ -29,18 +30,9 @@ const TTL = 5_000;
 const LIMIT = 7;
 const limits: TierLimits = { model: UNLIMITED, team: { ...UNLIMITED, concurrentRequests: LIMIT }, key: UNLIMITED };
 
-let server: RedisServer;
 let redis: Redis;
-beforeAll(async () => {
-    server = await startRedis();
-    redis = new Redis(server.url);
-});
-afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
-});
-beforeEach(async () => {
-    await redis.flushall();
+redisPerFile((_, client) => {
+    redis = client;
 });
 
 /** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
